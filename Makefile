@@ -1,0 +1,38 @@
+# The two commands: `make run` (the quick study, ending in a report) and
+# `make test` (the whole suite). Both install what is missing first.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+
+.PHONY: run test deps deps-test venv lint bench clean
+
+run: deps venv
+	$(BIN)/pgrig run
+
+test: deps-test venv
+	$(BIN)/python -m pytest -q
+
+deps:
+	scripts/install-deps.sh run
+
+deps-test:
+	scripts/install-deps.sh test
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[test]'
+	touch $@
+
+lint: venv
+	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
+	$(BIN)/mypy src
+
+bench: deps venv
+	$(BIN)/python bench/harness_overhead.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info

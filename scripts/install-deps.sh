@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs what pgrig needs on a fresh Debian 12 machine, and nothing that is
+# already there. Usage: scripts/install-deps.sh [run|test]
+#   run:  PostgreSQL 15 server, client and contrib, fio, python3-venv
+#   test: the same plus Chromium (the report is rendered headless in a test)
+set -euo pipefail
+want=${1:-run}
+missing=()
+
+have_pg_server() { compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null; }
+have_pg_contrib() { compgen -G "/usr/share/postgresql/*/extension/amcheck.control" >/dev/null; }
+
+have_pg_server || missing+=(postgresql postgresql-client)
+have_pg_contrib || missing+=(postgresql-contrib)
+command -v fio >/dev/null || missing+=(fio)
+python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv)
+if [ "$want" = test ]; then
+  command -v chromium >/dev/null || missing+=(chromium)
+fi
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+if [ "$(id -u)" -ne 0 ]; then
+  echo "pgrig needs these Debian packages: ${missing[*]}" >&2
+  echo "install them with: sudo apt-get install ${missing[*]}" >&2
+  exit 1
+fi
+echo "installing: ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+# Debian's postgresql package creates and starts a "main" cluster; pgrig does not
+# need it, and creating it is harmless, but do not let it start anything here.
+if [ ! -e /usr/sbin/policy-rc.d ]; then
+  printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
+  chmod +x /usr/sbin/policy-rc.d
+  trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+fi
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,3 @@
+"""pgrig: reproducible PostgreSQL + storage studies."""
+
+__version__ = "0.1.0"

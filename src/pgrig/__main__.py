@@ -1,0 +1,3 @@
+from pgrig.cli import main
+
+main()

@@ -1,0 +1,278 @@
+"""The ``pgrig`` command line. Errors are caught here, once, and printed as
+``error: ...`` plus a hint on stderr with a non-zero exit code."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from pgrig import __version__
+from pgrig.errors import PgrigError, UsageError
+from pgrig.plan import QUICK, FioPlan, StudyPlan, TpcbPlan, validate
+from pgrig.results import to_dict
+from pgrig.store import Store
+from pgrig.ui import Ui
+
+DEFAULT_RESULTS = Path("pgrig-results")
+PG_SERVER_VARS = ("PGHOST", "PGHOSTADDR", "PGPORT", "PGSERVICE", "PGDATABASE")
+
+
+def _int_list(value: str, option: str) -> tuple[int, ...]:
+    try:
+        items = tuple(int(v) for v in value.replace(" ", "").split(",") if v)
+    except ValueError as exc:
+        raise UsageError(
+            f"{option} {value!r}: expected integers separated by commas", hint=f"e.g. {option} 1,2,4,8"
+        ) from exc
+    if not items:
+        raise UsageError(f"{option} is empty", hint=f"e.g. {option} 1,2,4,8")
+    return items
+
+
+def _names(value: str, option: str, allowed: tuple[str, ...]) -> tuple[str, ...]:
+    items = tuple(v.strip() for v in value.split(",") if v.strip())
+    for item in items:
+        if item not in allowed:
+            raise UsageError(f"{option} {item!r}: must be one of {', '.join(allowed)}")
+    return items
+
+
+def _store_path(results: Path, store: Path | None) -> Path:
+    return store if store is not None else results / "results.sqlite"
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="pgrig")
+def cli() -> None:
+    """How fast is PostgreSQL on this machine, disk, filesystem, version and
+    configuration - and why. Runs storage probes and pgbench on a throwaway
+    cluster, records every result, and writes a Markdown + HTML report."""
+
+
+def _results_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    fn = click.option(
+        "--results",
+        type=click.Path(path_type=Path, file_okay=False),
+        default=DEFAULT_RESULTS,
+        show_default=True,
+        help="Directory for the results store and the reports.",
+    )(fn)
+    fn = click.option(
+        "--store",
+        type=click.Path(path_type=Path, dir_okay=False),
+        default=None,
+        help="Results store file (default: RESULTS/results.sqlite).",
+    )(fn)
+    return fn
+
+
+@cli.command()
+@click.option("--target", type=click.Path(path_type=Path), default=None,
+              help="Directory on the storage under test (default: current directory).")
+@click.option("--profile", default="oltp", show_default=True,
+              help="Configuration profile: stock, oltp, or a path to a .conf file.")
+@click.option("--set", "overrides", multiple=True, metavar="NAME=VALUE",
+              help="Override one server setting (repeatable).")
+@click.option("--pg-bin", default=None, help="PostgreSQL bin directory (default: pg_config --bindir, else the newest /usr/lib/postgresql/*/bin).")
+@click.option("--dsn", default=None, help="Use an existing server (URI or key=value) instead of a throwaway cluster.")
+@click.option("--throwaway", is_flag=True, help="Create a throwaway cluster even when PG* variables are set.")
+@click.option("--yes", is_flag=True, help="Allow destructive steps (pgbench -i) on an existing server.")
+@click.option("--keep", is_flag=True, help="Keep the throwaway cluster (stopped) instead of removing it.")
+@click.option("--os-user", default=None, help="OS user the server runs as when pgrig is root (default: postgres, else pgrig; created if missing).")
+@click.option("--scale", type=int, default=QUICK.tpcb.scale if QUICK.tpcb else 10, show_default=True, help="pgbench scale factor (100,000 accounts each, ~16 MB).")
+@click.option("--clients", default="1,2,4,8", show_default=True, help="Client counts, comma-separated.")
+@click.option("--threads", type=int, default=None, help="pgbench threads (default: min(clients, CPUs)).")
+@click.option("--duration", type=int, default=30, show_default=True, help="Seconds per pgbench run.")
+@click.option("--modes", default="select-only,read-write", show_default=True, help="TPC-B modes to run.")
+@click.option("--repeat", type=int, default=1, show_default=True, help="Runs of every point.")
+@click.option("--query-mode", type=click.Choice(["simple", "extended", "prepared"]), default="prepared", show_default=True)
+@click.option("--generate", type=click.Choice(["client", "server"]), default="client", show_default=True, help="pgbench -i data generation.")
+@click.option("--partitions", type=int, default=0, show_default=True, help="Partition pgbench_accounts (pgbench --partitions).")
+@click.option("--unlogged-tables", is_flag=True, help="Create the pgbench tables UNLOGGED (seed 004).")
+@click.option("--no-count", is_flag=True, help="Skip timing count(*) by index-only and seq scan.")
+@click.option("--skip", default="", help="Steps to skip: timing,fsync,fio,tpcb.")
+@click.option("--timing-seconds", type=int, default=3, show_default=True)
+@click.option("--fsync-seconds", type=int, default=2, show_default=True, help="pg_test_fsync seconds per test (the seeds use 5).")
+@click.option("--fio-size", default="256M", show_default=True)
+@click.option("--fio-runtime", type=int, default=10, show_default=True, help="Seconds per fio pattern.")
+@click.option("--fio-numjobs", type=int, default=1, show_default=True)
+@click.option("--fio-iodepth", type=int, default=8, show_default=True)
+@click.option("--fio-direct", type=click.IntRange(0, 1), default=1, show_default=True, help="1: O_DIRECT (as the seeds); 0: through the page cache.")
+@click.option("--wal-segsize", type=int, default=None, help="initdb --wal-segsize in MB (the seeds use 1024).")
+@click.option("--encoding", default="UTF8", show_default=True)
+@click.option("--locale", default="C", show_default=True)
+@click.option("-q", "--quiet", is_flag=True, help="No progress output.")
+@_results_options
+def run(**opts: Any) -> None:
+    """Run the quick study (or the one the options describe) and write a report."""
+    plan = _plan_from_options(opts)
+    ui = Ui(quiet=opts["quiet"])
+    results: Path = opts["results"]
+    from pgrig.runner import StudyRunner
+
+    with Store.open(_store_path(results, opts["store"])) as store:
+        runner = StudyRunner(plan, store, ui)
+        interrupted = False
+        try:
+            runner.run()
+        except KeyboardInterrupt:
+            interrupted = True
+            ui.warn("interrupted: the running tool and the cluster were stopped; "
+                    "finished results are kept")
+        finally:
+            if runner.study is not None:
+                _write_report(store, runner.study.id, results, ui)
+        if interrupted:
+            sys.exit(130)
+        if runner.failures:
+            ui.warn(f"{runner.failures} step(s) failed; see the report for the reasons")
+
+
+def _plan_from_options(opts: dict[str, Any]) -> StudyPlan:
+    skip = _names(opts["skip"], "--skip", ("timing", "fsync", "fio", "tpcb"))
+    dsn = opts["dsn"]
+    if dsn is None and not opts["throwaway"] and any(os.environ.get(v) for v in PG_SERVER_VARS):
+        dsn = ""  # libpq conventions: the PG* variables name the server to test
+    tpcb = None
+    if "tpcb" not in skip:
+        tpcb = TpcbPlan(
+            scale=opts["scale"],
+            clients=_int_list(opts["clients"], "--clients"),
+            threads=opts["threads"],
+            duration_s=opts["duration"],
+            modes=_names(opts["modes"], "--modes", ("select-only", "read-write")),
+            query_mode=opts["query_mode"],
+            repeat=opts["repeat"],
+            generate=opts["generate"],
+            partitions=opts["partitions"],
+            unlogged=opts["unlogged_tables"],
+            count=not opts["no_count"],
+        )
+    from pgrig.cluster.profiles import parse_overrides
+
+    plan = StudyPlan(
+        name="quick",
+        target=opts["target"] if opts["target"] is not None else Path.cwd(),
+        profile=opts["profile"],
+        overrides=parse_overrides(list(opts["overrides"])),
+        pg_bin=opts["pg_bin"],
+        dsn=dsn,
+        yes=opts["yes"],
+        keep=opts["keep"],
+        os_user=opts["os_user"],
+        encoding=opts["encoding"],
+        locale=opts["locale"],
+        wal_segsize_mb=opts["wal_segsize"],
+        timing_s=opts["timing_seconds"],
+        fsync_s=opts["fsync_seconds"],
+        probes=tuple(p for p in ("timing", "fsync", "fio") if p not in skip),
+        fio=FioPlan(
+            numjobs=opts["fio_numjobs"],
+            iodepth=opts["fio_iodepth"],
+            size=opts["fio_size"],
+            runtime_s=opts["fio_runtime"],
+            direct=bool(opts["fio_direct"]),
+        ),
+        tpcb=tpcb,
+    )
+    if opts["fio_numjobs"] < 1 or opts["fio_iodepth"] < 1 or opts["fio_runtime"] < 1:
+        raise UsageError("--fio-numjobs, --fio-iodepth and --fio-runtime must be at least 1")
+    return validate(plan)
+
+
+def _write_report(store: Store, sid: str, results: Path, ui: Ui) -> tuple[Path, Path]:
+    from pgrig import report
+
+    study = store.study(sid)
+    md, html = report.write(study, store.runs(sid), results)
+    click.echo(f"report: {md}")
+    click.echo(f"report: {html}")
+    return md, html
+
+
+@cli.command("report")
+@click.argument("study_id", required=False)
+@_results_options
+@click.option("--out", type=click.Path(path_type=Path, file_okay=False), default=None,
+              help="Directory for the report files (default: RESULTS).")
+def report_cmd(study_id: str | None, results: Path, store: Path | None, out: Path | None) -> None:
+    """Write the Markdown and HTML report of a study (default: the latest)."""
+    path = _store_path(results, store)
+    if not path.exists():
+        raise UsageError(f"no results store at {path}", hint="run `pgrig run` first, or pass --results/--store")
+    with Store.open(path) as st:
+        if study_id is None:
+            latest = st.latest_study()
+            if latest is None:
+                raise UsageError(f"{path} holds no study yet", hint="run `pgrig run` first")
+            study_id = latest.id
+        _write_report(st, study_id, out or results, Ui())
+
+
+@cli.command("list")
+@_results_options
+def list_cmd(results: Path, store: Path | None) -> None:
+    """List the studies in the results store."""
+    path = _store_path(results, store)
+    if not path.exists():
+        raise UsageError(f"no results store at {path}", hint="run `pgrig run` first")
+    with Store.open(path) as st:
+        for study in st.studies():
+            runs = st.runs(study.id)
+            ok = sum(r.status == "ok" for r in runs)
+            click.echo(f"{study.id}\t{study.status}\t{ok}/{len(runs)} ok\t{study.target}")
+
+
+@cli.command()
+def clean() -> None:
+    """Stop and remove work directories left behind by killed pgrig runs."""
+    from pgrig.cluster import workdir
+
+    removed = workdir.clean_orphans()
+    for path in removed:
+        click.echo(f"removed {path}")
+    if not removed:
+        click.echo("no orphan work directories")
+
+
+@cli.command()
+@click.option("--target", type=click.Path(path_type=Path, exists=True), default=None,
+              help="Also describe the filesystem of this directory.")
+@click.option("--dsn", default=None, help="Also record this server's version and settings.")
+@click.option("--format", "fmt", type=click.Choice(["json"]), default="json", show_default=True)
+def env(target: Path | None, dsn: str | None, fmt: str) -> None:
+    """Print the captured environment (machine, filesystem, server) as JSON."""
+    from pgrig import environment
+    from pgrig.conninfo import Conn
+
+    conninfo = Conn.from_user(dsn).conninfo() if dsn is not None else None
+    captured = environment.capture([target or Path.cwd()], pg_conninfo=conninfo)
+    click.echo(json.dumps(to_dict(captured), indent=2))
+
+
+def main(argv: list[str] | None = None) -> None:
+    try:
+        cli.main(args=argv, prog_name="pgrig", standalone_mode=False)
+    except PgrigError as exc:
+        click.echo(f"error: {exc}", err=True)
+        if exc.hint:
+            click.echo(f"hint: {exc.hint}", err=True)
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        click.echo("interrupted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        click.echo("interrupted", err=True)
+        sys.exit(130)
+
+
+

@@ -1,0 +1,178 @@
+"""Configuration profiles: named postgresql.conf fragments sized to the machine.
+
+A profile is a plain file (``profiles/*.conf`` in the package, or any path the
+user gives). Values may contain ``{ram * F}`` (MB) and ``{cpus * F}``; see the
+header of ``profiles/oltp.conf``. Keys are checked against the server binary's
+own list of parameters (``postgres --describe-config``) before anything starts.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+from pgrig import proc
+from pgrig.cluster.binaries import PgBinaries
+from pgrig.errors import UsageError
+
+# Settings pgrig must own so the throwaway cluster stays private and findable.
+RESERVED = frozenset({"listen_addresses", "unix_socket_directories", "port", "data_directory"})
+
+_LINE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_.]*)\s*=?\s*(.*?)\s*$")
+_EXPR = re.compile(r"\{\s*(ram|cpus)\s*(?:\*\s*([0-9]*\.?[0-9]+)\s*)?\}")
+
+
+@dataclass(frozen=True)
+class Machine:
+    """What a profile may be sized to."""
+
+    ram_bytes: int
+    cpus: int
+
+    @classmethod
+    def this(cls) -> Machine:
+        ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        return cls(ram_bytes=ram, cpus=os.cpu_count() or 1)
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    source: str  # where it was read from
+    settings: dict[str, str] = field(default_factory=dict)
+
+    def with_overrides(self, overrides: dict[str, str]) -> Profile:
+        return Profile(self.name, self.source, {**self.settings, **overrides})
+
+
+def available() -> list[str]:
+    return sorted(
+        p.name.removesuffix(".conf")
+        for p in resources.files("pgrig.profiles").iterdir()
+        if p.name.endswith(".conf")
+    )
+
+
+def _strip_comment(value: str) -> str:
+    out, quoted = [], False
+    for ch in value:
+        if ch == "'":
+            quoted = not quoted
+        if ch == "#" and not quoted:
+            break
+        out.append(ch)
+    return "".join(out).strip()
+
+
+def _expand(value: str, machine: Machine, where: str) -> str:
+    def repl(m: re.Match[str]) -> str:
+        factor = float(m.group(2) or 1)
+        if m.group(1) == "ram":
+            return f"{max(1, int(machine.ram_bytes * factor / 2**20))}MB"
+        return str(max(1, round(machine.cpus * factor)))
+
+    expanded = _EXPR.sub(repl, value)
+    if "{" in expanded.replace("'{", ""):
+        raise UsageError(
+            f"{where}: cannot understand the expression in {value!r}",
+            hint="use {ram * 0.25} (MB of RAM) or {cpus * 2} (logical CPUs)",
+        )
+    return expanded
+
+
+def parse(text: str, *, name: str, source: str, machine: Machine) -> Profile:
+    settings: dict[str, str] = {}
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        m = _LINE.match(line)
+        if not m or not _strip_comment(m.group(2)):
+            raise UsageError(
+                f"{source}:{number}: expected 'name = value', got {raw.strip()!r}",
+                hint="profiles use postgresql.conf syntax, one setting per line",
+            )
+        key = m.group(1).lower()
+        if key in RESERVED:
+            raise UsageError(
+                f"{source}:{number}: {key} is managed by pgrig and cannot be set in a profile",
+                hint=f"remove the line; pgrig sets {', '.join(sorted(RESERVED))} itself",
+            )
+        settings[key] = _expand(_strip_comment(m.group(2)), machine, f"{source}:{number}")
+    return Profile(name=name, source=source, settings=settings)
+
+
+def load(name_or_path: str, *, machine: Machine | None = None) -> Profile:
+    """A shipped profile by name (``stock``, ``oltp``) or a profile file by path."""
+    machine = machine or Machine.this()
+    path = Path(name_or_path)
+    if path.suffix == ".conf" or os.sep in name_or_path:
+        if not path.is_file():
+            raise UsageError(
+                f"profile file {path} does not exist",
+                hint=f"give a path to a .conf file or one of: {', '.join(available())}",
+            )
+        return parse(path.read_text(), name=path.stem, source=str(path), machine=machine)
+    resource = resources.files("pgrig.profiles") / f"{name_or_path}.conf"
+    if not resource.is_file():
+        close = difflib.get_close_matches(name_or_path, available(), n=1)
+        suggestion = f"did you mean {close[0]!r}? " if close else ""
+        raise UsageError(
+            f"unknown profile {name_or_path!r}",
+            hint=f"{suggestion}available: {', '.join(available())}, or a path to a .conf file",
+        )
+    return parse(
+        resource.read_text(), name=name_or_path, source=f"profile {name_or_path}", machine=machine
+    )
+
+
+def parse_overrides(items: list[str]) -> dict[str, str]:
+    """``--set name=value`` options."""
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(
+                f"--set {item!r}: expected name=value", hint="e.g. --set shared_buffers=2GB"
+            )
+        key = key.strip().lower()
+        if key in RESERVED:
+            raise UsageError(f"--set {key}: managed by pgrig and cannot be overridden")
+        out[key] = value.strip()
+    return out
+
+
+def known_parameters(bins: PgBinaries) -> set[str]:
+    out = proc.run([bins.path("postgres"), "--describe-config"], timeout=30).stdout
+    return {line.split("\t", 1)[0] for line in out.splitlines() if line.strip()}
+
+
+def validate(profile: Profile, bins: PgBinaries) -> None:
+    """Refuse unknown parameters before initdb, naming the nearest valid one."""
+    known = known_parameters(bins)
+    for key in profile.settings:
+        if key in known or "." in key:  # dotted names are extension parameters
+            continue
+        close = difflib.get_close_matches(key, sorted(known), n=1)
+        raise UsageError(
+            f"{profile.source}: unknown PostgreSQL {bins.major} parameter {key!r}",
+            hint=f"did you mean {close[0]!r}?" if close else "check the name in pg_settings",
+        )
+
+
+def render(settings: dict[str, str]) -> str:
+    """A postgresql.conf fragment; values are quoted unless they are plain tokens."""
+    lines = ["# Generated by pgrig - do not edit; it is rewritten at every start.", ""]
+    for key, value in settings.items():
+        if re.fullmatch(r"-?[0-9.]+[A-Za-z]*|[A-Za-z_][A-Za-z0-9_]*", value) or (
+            value.startswith("'") and value.endswith("'") and len(value) >= 2
+        ):
+            rendered = value
+        else:
+            rendered = "'" + value.replace("\\", "\\\\").replace("'", "''") + "'"
+        lines.append(f"{key} = {rendered}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,238 @@
+"""The throwaway cluster: initdb, configure, start, stop - as an unprivileged user.
+
+The cluster listens only on a unix socket in a private 0700 directory
+(``listen_addresses = ''``), so nothing outside this machine - and no other
+user on it - can reach it. Starting waits for ``pg_isready`` with a timeout;
+stopping escalates fast -> immediate -> SIGKILL of a verified postmaster PID.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pwd
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from pgrig import proc
+from pgrig.cluster import profiles, workdir
+from pgrig.cluster.binaries import PgBinaries
+from pgrig.errors import ClusterError, ToolError, WorkdirError
+
+SUPERUSER = "postgres"
+DEFAULT_OS_USERS = ("postgres", "pgrig")
+
+
+@dataclass(frozen=True)
+class InitdbOptions:
+    """initdb options as the seeds use them."""
+
+    encoding: str = "UTF8"
+    locale: str = "C"
+    wal_segsize_mb: int | None = None  # --wal-segsize; the seeds use 1024
+    data_checksums: bool = False
+
+
+def server_os_user(name: str | None = None) -> proc.OsUser | None:
+    """The account the server runs as: None when pgrig itself is not root.
+
+    As root, use ``name`` (created if missing), else the existing ``postgres``
+    account (Debian's packages make it), else create ``pgrig``.
+    """
+    if os.geteuid() != 0:
+        return None
+    candidates = [name] if name else list(DEFAULT_OS_USERS)
+    for candidate in candidates:
+        with contextlib.suppress(KeyError):
+            return proc.OsUser.lookup(candidate)
+    create = candidates[-1]
+    useradd = shutil.which("useradd") or "/usr/sbin/useradd"
+    proc.run(
+        [useradd, "--system", "--user-group", "--no-create-home", "--shell", "/usr/sbin/nologin",
+         "--home-dir", "/nonexistent", create],
+        timeout=30,
+        what="useradd",
+    )
+    return proc.OsUser.lookup(create)
+
+
+def _free_port(socket_dir: Path, start: int = 5432) -> int:
+    for port in range(start, start + 100):
+        if not (socket_dir / f".s.PGSQL.{port}").exists() and not (
+            socket_dir / f".s.PGSQL.{port}.lock"
+        ).exists():
+            return port
+    raise ClusterError(f"no free port number for a socket in {socket_dir}")
+
+
+class Cluster:
+    """A PostgreSQL cluster pgrig created in ``workdir``; removed by ``destroy``."""
+
+    def __init__(
+        self,
+        bins: PgBinaries,
+        workdir_path: Path,
+        *,
+        os_user: proc.OsUser | None,
+        socket_dir: Path,
+        port: int | None = None,
+    ) -> None:
+        self.bins = bins
+        self.workdir = workdir_path
+        self.datadir = workdir_path / "data"
+        self.logfile = workdir_path / "server.log"
+        self.os_user = os_user
+        self.socket_dir = socket_dir
+        self.port = port or _free_port(socket_dir)
+        self.settings: dict[str, str] = {}
+
+    # -- creation ----------------------------------------------------------
+
+    @classmethod
+    def create(
+        cls,
+        bins: PgBinaries,
+        workdir_path: Path,
+        *,
+        study: str,
+        os_user: proc.OsUser | None,
+    ) -> Cluster:
+        """Make the marked work directory and the private socket directory."""
+        workdir.create(workdir_path, study=study)
+        socket_dir = workdir.make_socket_dir(os_user, workdir_path)
+        workdir.update_socket_dir(workdir_path, socket_dir)
+        if os_user is not None:
+            os.chown(workdir_path, os_user.uid, os_user.gid)
+            # The server user must reach the work directory through every parent.
+            probe = proc.run(["test", "-w", workdir_path], timeout=10, user=os_user, check=False)
+            if not probe.ok:
+                workdir.remove(workdir_path)
+                raise WorkdirError(
+                    f"the server runs as OS user {os_user.name}, which cannot write to "
+                    f"{workdir_path} (a parent directory is not searchable for it)",
+                    hint="choose a --target that user can reach, e.g. under /var/tmp or /srv",
+                )
+        return cls(bins, workdir_path, os_user=os_user, socket_dir=socket_dir)
+
+    def initdb(self, opts: InitdbOptions) -> str:
+        argv: list[str | Path] = [
+            self.bins.path("initdb"),
+            "-D", self.datadir,
+            "-U", SUPERUSER,
+            "-E", opts.encoding,
+            f"--locale={opts.locale}",
+            "--auth=trust",
+        ]
+        if opts.wal_segsize_mb:
+            argv.append(f"--wal-segsize={opts.wal_segsize_mb}")
+        if opts.data_checksums:
+            argv.append("--data-checksums")
+        return proc.run(argv, timeout=300, user=self.os_user, what="initdb").stdout
+
+    def configure(self, profile: profiles.Profile) -> None:
+        """Write the profile plus pgrig's own settings and include it from postgresql.conf."""
+        owned = {
+            "listen_addresses": "''",
+            "unix_socket_directories": f"'{self.socket_dir}'",
+            "unix_socket_permissions": "0700",
+            "port": str(self.port),
+        }
+        self.settings = {**profile.settings, **owned}
+        conf = self.datadir / "pgrig.conf"
+        conf.write_text(
+            f"# profile: {profile.name} ({profile.source})\n" + profiles.render(self.settings)
+        )
+        main = self.datadir / "postgresql.conf"
+        text = main.read_text()
+        if "include = 'pgrig.conf'" not in text:
+            main.write_text(text + "\ninclude = 'pgrig.conf'\n")
+        if self.os_user is not None:
+            os.chown(conf, self.os_user.uid, self.os_user.gid)
+
+    # -- lifecycle ---------------------------------------------------------
+
+    def start(self, timeout: float = 120) -> None:
+        if self.os_user is not None and not self.logfile.exists():
+            self.logfile.touch()
+            os.chown(self.logfile, self.os_user.uid, self.os_user.gid)
+        try:
+            proc.run(
+                [self.bins.path("pg_ctl"), "start", "-D", self.datadir, "-l", self.logfile,
+                 "-w", "-t", str(int(timeout)), "-s"],
+                timeout=timeout + 10,
+                user=self.os_user,
+                what="pg_ctl start",
+            )
+        except ToolError as exc:
+            raise ClusterError(
+                f"the server in {self.datadir} did not start: {self.log_tail() or exc}",
+                hint=f"see {self.logfile}; a profile setting may not fit this machine",
+            ) from exc
+        self.wait_ready(timeout)
+
+    def wait_ready(self, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        isready = self.bins.path("pg_isready")
+        while time.monotonic() < deadline:
+            done = proc.run(
+                [isready, "-h", self.socket_dir, "-p", str(self.port), "-U", SUPERUSER, "-q"],
+                timeout=15,
+                check=False,
+            )
+            if done.ok:
+                return
+            time.sleep(0.2)
+        raise ClusterError(f"the server in {self.datadir} did not accept connections in {timeout}s")
+
+    def postmaster_pid(self) -> int | None:
+        return workdir._postmaster_pid(self.datadir)
+
+    def running(self) -> bool:
+        return self.postmaster_pid() is not None
+
+    def stop(self, timeout: float = 60) -> None:
+        """fast, then immediate, then SIGKILL of the verified postmaster."""
+        if not self.datadir.exists() or not self.running():
+            return
+        for mode in ("fast", "immediate"):
+            done = proc.run(
+                [self.bins.path("pg_ctl"), "stop", "-D", self.datadir, "-m", mode, "-w",
+                 "-t", str(int(timeout / 2)), "-s"],
+                timeout=timeout / 2 + 10,
+                user=self.os_user,
+                check=False,
+                what="pg_ctl stop",
+            )
+            if done.ok and not self.running():
+                return
+        workdir.stop_orphan_server(self.datadir, timeout=timeout / 2)
+
+    def destroy(self) -> None:
+        """Stop and delete everything pgrig created for this cluster."""
+        self.stop()
+        if self.workdir.exists():
+            workdir.remove(self.workdir)
+
+    def log_tail(self, lines: int = 5) -> str:
+        try:
+            text = self.logfile.read_text(errors="replace")
+        except OSError:
+            return ""
+        return " | ".join(line for line in text.splitlines()[-lines:] if line.strip())
+
+    def disk_usage(self) -> int:
+        total = 0
+        for root, _dirs, files in os.walk(self.datadir):
+            for name in files:
+                with contextlib.suppress(OSError):
+                    total += os.lstat(os.path.join(root, name)).st_size
+        return total
+
+
+def user_name(uid: int) -> str:
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return str(uid)

@@ -1,0 +1,234 @@
+"""Work directories pgrig creates, and only those.
+
+A work directory holds the throwaway cluster (``data/``), its log and scratch
+files. pgrig writes a marker file into it the moment it creates it, and a
+registry entry in its state directory, so that:
+
+* it never deletes a directory it did not create (no marker, no delete);
+* after ``kill -9`` the next run finds the orphan (marker whose owner process
+  is gone), stops its postmaster and removes it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import signal
+import socket
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from pgrig import __version__, proc
+from pgrig.errors import WorkdirError
+
+MARKER = ".pgrig-workdir"
+
+
+def state_dir() -> Path:
+    """Where the registry of live work directories lives (``PGRIG_STATE_DIR`` overrides)."""
+    override = os.environ.get("PGRIG_STATE_DIR")
+    if override:
+        return Path(override)
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "pgrig"
+
+
+@dataclass(frozen=True)
+class Marker:
+    path: str
+    owner_pid: int
+    host: str
+    created_at: float
+    study: str
+    socket_dir: str | None
+    pgrig_version: str = __version__
+
+    def owner_alive(self) -> bool:
+        return self.host == socket.gethostname() and proc.pid_alive(self.owner_pid)
+
+
+def read_marker(workdir: Path) -> Marker | None:
+    try:
+        data = json.loads((workdir / MARKER).read_text())
+        return Marker(**data)
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def _registry_entry(workdir: Path) -> Path:
+    digest = hashlib.sha1(str(workdir.resolve()).encode()).hexdigest()[:16]
+    return state_dir() / "workdirs" / digest
+
+
+def check_target(target: Path) -> Path:
+    """The directory under test must exist and be writable; resolve it."""
+    if not target.exists():
+        raise WorkdirError(
+            f"target directory {target} does not exist",
+            hint="create it on the storage you want to test, or pass another --target",
+        )
+    if not target.is_dir():
+        raise WorkdirError(f"target {target} is not a directory")
+    if not os.access(target, os.W_OK | os.X_OK):
+        raise WorkdirError(
+            f"target directory {target} is not writable",
+            hint="pass a --target you can write to",
+        )
+    return target.resolve()
+
+
+def create(workdir: Path, *, study: str, socket_dir: Path | None = None) -> Marker:
+    """Create ``workdir`` (it must not exist, or be empty) and mark it as pgrig's."""
+    if workdir.exists():
+        if not workdir.is_dir():
+            raise WorkdirError(f"work directory {workdir} exists and is not a directory")
+        existing = read_marker(workdir)
+        if existing is not None and existing.owner_alive():
+            raise WorkdirError(
+                f"work directory {workdir} is in use by pgrig process {existing.owner_pid}",
+                hint="wait for it to finish or choose another --workdir",
+            )
+        if any(workdir.iterdir()):
+            raise WorkdirError(
+                f"work directory {workdir} already holds files pgrig did not create for this "
+                "study; pgrig never deletes what it did not create",
+                hint="choose an empty or new --workdir, or run `pgrig clean` if it is a "
+                "leftover of a killed pgrig",
+            )
+    else:
+        try:
+            workdir.mkdir(mode=0o755)
+        except OSError as exc:
+            raise WorkdirError(f"cannot create work directory {workdir}: {exc.strerror}") from exc
+    marker = Marker(
+        path=str(workdir.resolve()),
+        owner_pid=os.getpid(),
+        host=socket.gethostname(),
+        created_at=time.time(),
+        study=study,
+        socket_dir=str(socket_dir) if socket_dir else None,
+    )
+    (workdir / MARKER).write_text(json.dumps(asdict(marker)))
+    entry = _registry_entry(workdir)
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    entry.write_text(marker.path)
+    return marker
+
+
+def update_socket_dir(workdir: Path, socket_dir: Path) -> None:
+    marker = read_marker(workdir)
+    if marker is None:
+        return
+    data = asdict(marker) | {"socket_dir": str(socket_dir)}
+    (workdir / MARKER).write_text(json.dumps(data))
+
+
+def remove(workdir: Path) -> None:
+    """Delete a work directory - only if it carries pgrig's marker."""
+    marker = read_marker(workdir)
+    if marker is None:
+        raise WorkdirError(
+            f"refusing to delete {workdir}: it has no pgrig marker, so pgrig did not create it"
+        )
+    if marker.socket_dir:
+        sock = Path(marker.socket_dir)
+        if (sock / MARKER).is_file():
+            shutil.rmtree(sock, ignore_errors=True)
+    shutil.rmtree(workdir)
+    with contextlib.suppress(FileNotFoundError):
+        _registry_entry(workdir).unlink()
+
+
+def unregister(workdir: Path) -> None:
+    """Forget a work directory the user asked to keep, so no later run removes it."""
+    with contextlib.suppress(FileNotFoundError):
+        _registry_entry(workdir).unlink()
+
+
+def make_socket_dir(owner: proc.OsUser | None, workdir: Path) -> Path:
+    """A private (0700) directory for the server's unix socket.
+
+    It lives under /tmp rather than in the work directory because a unix socket
+    path must fit in 107 bytes and the target directory may be deep.
+    """
+    import tempfile
+
+    path = Path(tempfile.mkdtemp(prefix="pgrig-sock-"))
+    (path / MARKER).write_text(str(workdir))
+    if owner is not None and os.geteuid() == 0:
+        os.chown(path, owner.uid, owner.gid)
+    path.chmod(0o700)
+    return path
+
+
+def _postmaster_pid(datadir: Path) -> int | None:
+    try:
+        first = (datadir / "postmaster.pid").read_text().splitlines()[0]
+        pid = int(first.strip())
+    except (OSError, ValueError, IndexError):
+        return None
+    # Trust the PID only if it is really a postgres process serving this data directory.
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return None
+    if not cmdline or b"postgres" not in Path(cmdline[0].decode(errors="replace")).name.encode():
+        return None
+    environ_dir = str(datadir.resolve()).encode()
+    if environ_dir not in b" ".join(cmdline):
+        return None
+    return pid
+
+
+def stop_orphan_server(datadir: Path, timeout: float = 30.0) -> bool:
+    """SIGQUIT (immediate shutdown) a postmaster left behind; SIGKILL if it lingers."""
+    pid = _postmaster_pid(datadir)
+    if pid is None:
+        return False
+    for sig in (signal.SIGQUIT, signal.SIGKILL):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, sig)
+        deadline = time.monotonic() + timeout / 2
+        while time.monotonic() < deadline:
+            if not proc.pid_alive(pid):
+                return True
+            time.sleep(0.1)
+    return not proc.pid_alive(pid)
+
+
+def orphans() -> list[Marker]:
+    """Work directories registered by pgrig runs whose owner process is gone."""
+    found = []
+    registry = state_dir() / "workdirs"
+    if not registry.is_dir():
+        return found
+    for entry in registry.iterdir():
+        workdir = Path(entry.read_text().strip())
+        marker = read_marker(workdir)
+        if marker is None:
+            entry.unlink(missing_ok=True)  # already gone, or never ours
+            continue
+        if not marker.owner_alive():
+            found.append(marker)
+    return found
+
+
+def clean_orphans(log: callable | None = None) -> list[str]:  # type: ignore[valid-type]
+    """Stop and remove every orphan work directory; returns the paths removed."""
+    removed = []
+    for marker in orphans():
+        workdir = Path(marker.path)
+        stopped = stop_orphan_server(workdir / "data")
+        if log:
+            log(
+                f"found orphan work directory {workdir} of pgrig pid {marker.owner_pid}"
+                + (" - stopped its server" if stopped else "")
+                + "; removing it"
+            )
+        remove(workdir)
+        removed.append(str(workdir))
+    return removed

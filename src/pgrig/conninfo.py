@@ -1,0 +1,70 @@
+"""Where the server under test is, in libpq's own terms.
+
+A ``Conn`` is a libpq connection string: a URI or ``key=value`` pairs given by
+the user (``--dsn``), else the ``PG*`` environment variables, else the socket
+of the throwaway cluster. The same string goes to psycopg and, as pgbench's
+``dbname`` argument (which libpq expands), to pgbench - so both always talk to
+the same server.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from pgrig.errors import ClusterError, UsageError
+
+CONNECT_TIMEOUT_S = 10
+
+
+@dataclass(frozen=True)
+class Conn:
+    dsn: str = ""  # "" means: whatever the PG* environment variables say
+
+    @classmethod
+    def socket(cls, socket_dir: str, port: int, user: str, dbname: str) -> Conn:
+        return cls(make_conninfo(host=socket_dir, port=str(port), user=user, dbname=dbname))
+
+    @classmethod
+    def from_user(cls, dsn: str | None) -> Conn:
+        """``--dsn`` as given (URI or key=value), validated by libpq's own parser."""
+        if not dsn:
+            return cls("")
+        try:
+            conninfo_to_dict(dsn)
+        except psycopg.ProgrammingError as exc:
+            raise UsageError(
+                f"--dsn {dsn!r} is not a valid connection string: {exc}",
+                hint="use a URI like postgresql://user@host:5432/db or 'host=... dbname=...'",
+            ) from exc
+        return cls(dsn)
+
+    def conninfo(self) -> str:
+        return make_conninfo(self.dsn, connect_timeout=str(CONNECT_TIMEOUT_S))
+
+    def with_dbname(self, dbname: str) -> Conn:
+        return Conn(make_conninfo(self.dsn, dbname=dbname))
+
+    def args(self) -> list[str]:
+        """The positional dbname argument for pgbench (empty: use PG* variables)."""
+        return [self.dsn] if self.dsn else []
+
+    def describe(self) -> str:
+        """For messages and reports: the connection without its password."""
+        try:
+            parts = conninfo_to_dict(self.dsn)
+        except psycopg.ProgrammingError:
+            return "<invalid connection string>"
+        parts.pop("password", None)
+        return " ".join(f"{k}={v}" for k, v in parts.items()) or "(PG* environment)"
+
+    def connect(self, *, autocommit: bool = True) -> psycopg.Connection:
+        try:
+            return psycopg.connect(self.conninfo(), autocommit=autocommit)
+        except psycopg.OperationalError as exc:
+            raise ClusterError(
+                f"cannot connect to {self.describe()}: {str(exc).strip()}",
+                hint="check --dsn or the PG* environment variables (PGHOST, PGPORT, PGUSER, ...)",
+            ) from exc

@@ -1,0 +1,95 @@
+"""One exception hierarchy for pgrig, caught once in ``cli.main``.
+
+Every error says what went wrong *and* how to fix it (``hint``); modules raise,
+they never print and exit.
+"""
+
+from __future__ import annotations
+
+
+class PgrigError(Exception):
+    """Base class: a problem the user can act on. Printed as ``error: ...``."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class UsageError(PgrigError):
+    """Bad input: a file, key, option or value. Names it and the fix."""
+
+    exit_code = 2
+
+
+class BinaryNotFound(PgrigError):
+    """A PostgreSQL binary or an external tool is missing."""
+
+    exit_code = 3
+
+
+class WorkdirError(PgrigError):
+    """The target or work directory cannot be used safely."""
+
+    exit_code = 4
+
+
+class DiskSpaceError(PgrigError):
+    """Not enough free space for what was asked: refused before starting."""
+
+    exit_code = 5
+
+
+class ToolError(PgrigError):
+    """An external command failed; carries its argv, exit code and stderr excerpt."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        argv: list[str] | None = None,
+        returncode: int | None = None,
+        stderr: str = "",
+        hint: str | None = None,
+    ) -> None:
+        super().__init__(message, hint=hint)
+        self.argv = argv or []
+        self.returncode = returncode
+        self.stderr = stderr
+
+    def __str__(self) -> str:
+        text = self.message
+        if self.returncode is not None:
+            text += f" (exit code {self.returncode})"
+        excerpt = stderr_excerpt(self.stderr)
+        if excerpt:
+            text += f": {excerpt}"
+        return text
+
+
+class ToolTimeout(ToolError):
+    """An external command did not finish in time and was stopped."""
+
+
+class ClusterError(PgrigError):
+    """The throwaway cluster or the existing server misbehaved."""
+
+
+class StoreError(PgrigError):
+    """The results store cannot be opened or written."""
+
+
+class ParseError(PgrigError):
+    """A tool printed something its parser does not understand."""
+
+
+def stderr_excerpt(text: str, lines: int = 8, width: int = 400) -> str:
+    """The last few non-empty lines of a tool's stderr: where the reason usually is."""
+    kept = [line.rstrip() for line in text.splitlines() if line.strip()]
+    excerpt = " | ".join(kept[-lines:])
+    return excerpt if len(excerpt) <= width else "..." + excerpt[-width:]

@@ -1,0 +1,214 @@
+"""Running external tools: argument lists only, a timeout on every wait.
+
+Two entry points:
+
+* ``run``: run to completion, capture stdout and stderr.
+* ``stream``: same, but hand every output line to a callback as it arrives,
+  so progress bars can follow ``pgbench -P 1`` or ``pgbench -i`` live.
+
+Both start the child in its own process group so that a timeout or Ctrl-C stops
+the tool *and* anything it spawned, and both can run the child as another OS
+user (PostgreSQL refuses to run as root).
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import selectors
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from pgrig.errors import ToolError, ToolTimeout
+
+LineCallback = Callable[[str, str], None]
+"""Called as ``callback(stream_name, line)`` with stream_name "stdout" or "stderr"."""
+
+
+@dataclass(frozen=True)
+class Completed:
+    argv: list[str]
+    returncode: int
+    stdout: str
+    stderr: str
+    elapsed: float
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+
+@dataclass(frozen=True)
+class OsUser:
+    """The unprivileged account a server process runs as."""
+
+    name: str
+    uid: int
+    gid: int
+    home: str
+
+    @classmethod
+    def lookup(cls, name: str) -> OsUser:
+        entry = pwd.getpwnam(name)
+        return cls(entry.pw_name, entry.pw_uid, entry.pw_gid, entry.pw_dir)
+
+
+def _popen_kwargs(user: OsUser | None, env: Mapping[str, str] | None) -> dict[str, object]:
+    kwargs: dict[str, object] = {"start_new_session": True}
+    child_env = dict(os.environ if env is None else env)
+    # C locale keeps tool output parseable regardless of the user's LANG.
+    child_env.setdefault("LC_ALL", "C")
+    if user is not None and os.geteuid() == 0 and user.uid != 0:
+        kwargs.update(user=user.uid, group=user.gid, extra_groups=[])
+        child_env["HOME"] = user.home
+        child_env["USER"] = child_env["LOGNAME"] = user.name
+    kwargs["env"] = child_env
+    return kwargs
+
+
+def _stop_group(proc: subprocess.Popen[str], grace: float = 5.0) -> None:
+    """SIGTERM the child's process group, then SIGKILL if it lingers."""
+    if proc.poll() is not None:
+        return
+    for sig, wait in ((signal.SIGINT, grace), (signal.SIGTERM, grace), (signal.SIGKILL, grace)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def stream(
+    argv: Sequence[str | os.PathLike[str]],
+    *,
+    timeout: float,
+    on_line: LineCallback | None = None,
+    user: OsUser | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    check: bool = True,
+    what: str | None = None,
+) -> Completed:
+    """Run ``argv``; call ``on_line`` for each line of output; stop it after ``timeout`` s.
+
+    Lines are split on both ``\\n`` and ``\\r`` because some tools redraw a
+    progress line in place. On Ctrl-C the child's process group is stopped
+    before the ``KeyboardInterrupt`` propagates.
+    """
+    args = [os.fspath(a) for a in argv]
+    label = what or Path(args[0]).name
+    started = time.monotonic()
+    try:
+        proc = subprocess.Popen(  # noqa: S603 - argument list, never a shell
+            args,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=cwd,
+            **_popen_kwargs(user, env),  # type: ignore[arg-type]
+        )
+    except FileNotFoundError as exc:
+        raise ToolError(f"{label}: command not found: {args[0]}", argv=args) from exc
+    except PermissionError as exc:
+        raise ToolError(f"{label}: cannot execute {args[0]}: {exc.strerror}", argv=args) from exc
+
+    chunks: dict[str, list[str]] = {"stdout": [], "stderr": []}
+    partial = {"stdout": "", "stderr": ""}
+    sel = selectors.DefaultSelector()
+    assert proc.stdout is not None and proc.stderr is not None
+    for name, pipe in (("stdout", proc.stdout), ("stderr", proc.stderr)):
+        os.set_blocking(pipe.fileno(), False)
+        sel.register(pipe, selectors.EVENT_READ, name)
+
+    def feed(name: str, data: str) -> None:
+        chunks[name].append(data)
+        if on_line is None:
+            return
+        buf = partial[name] + data
+        parts = buf.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+        partial[name] = parts.pop()
+        for line in parts:
+            on_line(name, line)
+
+    try:
+        open_pipes = 2
+        while open_pipes:
+            remaining = timeout - (time.monotonic() - started)
+            if remaining <= 0:
+                _stop_group(proc)
+                raise ToolTimeout(
+                    f"{label} did not finish within {timeout:.0f} s and was stopped",
+                    argv=args,
+                    stderr="".join(chunks["stderr"]),
+                )
+            for key, _ in sel.select(timeout=min(remaining, 0.5)):
+                raw = os.read(key.fileobj.fileno(), 65536)  # type: ignore[union-attr]
+                if not raw:
+                    sel.unregister(key.fileobj)
+                    open_pipes -= 1
+                    continue
+                feed(key.data, raw.decode("utf-8", errors="replace"))
+        remaining = max(1.0, timeout - (time.monotonic() - started))
+        try:
+            proc.wait(timeout=remaining)
+        except subprocess.TimeoutExpired:
+            _stop_group(proc)
+            raise ToolTimeout(
+                f"{label} did not exit within {timeout:.0f} s and was stopped", argv=args
+            ) from None
+    except BaseException:
+        _stop_group(proc)
+        raise
+    finally:
+        sel.close()
+        proc.stdout.close()
+        proc.stderr.close()
+
+    if on_line is not None:
+        for name in ("stdout", "stderr"):
+            if partial[name]:
+                on_line(name, partial[name])
+    done = Completed(
+        argv=args,
+        returncode=proc.returncode,
+        stdout="".join(chunks["stdout"]),
+        stderr="".join(chunks["stderr"]),
+        elapsed=time.monotonic() - started,
+    )
+    if check and not done.ok:
+        raise ToolError(
+            f"{label} failed", argv=args, returncode=done.returncode, stderr=done.stderr or done.stdout
+        )
+    return done
+
+
+def run(
+    argv: Sequence[str | os.PathLike[str]],
+    *,
+    timeout: float,
+    user: OsUser | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    check: bool = True,
+    what: str | None = None,
+) -> Completed:
+    """Run ``argv`` to completion and capture its output."""
+    return stream(argv, timeout=timeout, user=user, cwd=cwd, env=env, check=check, what=what)
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

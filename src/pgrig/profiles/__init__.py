@@ -1,0 +1,1 @@
+"""Shipped configuration profiles (plain .conf files)."""

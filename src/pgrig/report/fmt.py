@@ -1,0 +1,126 @@
+"""Number formatting and repeat statistics for the report: pure functions."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+# A repeated point whose relative range exceeds this is flagged as noisy.
+NOISE_THRESHOLD_PCT = 5.0
+
+_SI = ((1e9, "G"), (1e6, "M"), (1e3, "k"))
+
+
+def si(value: float) -> str:
+    """Three significant digits with a k/M/G suffix, the way fio prints IOPS=131k."""
+    for factor, suffix in _SI:
+        if abs(value) >= factor:
+            scaled = value / factor
+            if abs(scaled) >= 100:
+                return f"{scaled:.0f}{suffix}"
+            if abs(scaled) >= 10:
+                return f"{scaled:.1f}{suffix}"
+            return f"{scaled:.2f}{suffix}"
+    return f"{value:.0f}"
+
+
+def integer(value: float) -> str:
+    return f"{value:,.0f}"
+
+
+def rate(value: float) -> str:
+    """Rates (ops/s, tps, rows/s): whole numbers unless they are small."""
+    if abs(value) >= 100:
+        return f"{value:,.0f}"
+    if abs(value) >= 10:
+        return f"{value:.1f}"
+    return f"{value:.2f}"
+
+
+def ms(value: float) -> str:
+    """Milliseconds with pgbench's three decimals."""
+    return f"{value:,.3f}"
+
+
+def us(value: float) -> str:
+    if abs(value) >= 100:
+        return f"{value:,.0f}"
+    if abs(value) >= 10:
+        return f"{value:.1f}"
+    return f"{value:.2f}"
+
+
+def seconds(value: float) -> str:
+    return f"{value:,.2f} s"
+
+
+def size(n_bytes: int) -> str:
+    """Binary units, as lsblk and free print them."""
+    value = float(n_bytes)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(value) < 1024 or unit == "TiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")
+
+
+Formatter = Callable[[float], str]
+
+
+def optional(value: float | None, fmt: Formatter) -> str:
+    if value is None:
+        return "n/a"
+    return fmt(value)
+
+
+@dataclass(frozen=True)
+class Spread:
+    """Median and range of repeated measurements of one point."""
+
+    values: tuple[float, ...]
+
+    @property
+    def n(self) -> int:
+        return len(self.values)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.values)
+
+    @property
+    def low(self) -> float:
+        return min(self.values)
+
+    @property
+    def high(self) -> float:
+        return max(self.values)
+
+    @property
+    def range_pct(self) -> float:
+        """(max - min) / median, in percent: 0 for a single value."""
+        if self.n < 2 or self.median == 0:
+            return 0.0
+        return (self.high - self.low) / abs(self.median) * 100
+
+    @property
+    def noisy(self) -> bool:
+        return self.range_pct > NOISE_THRESHOLD_PCT
+
+
+def spread(values: Sequence[float]) -> Spread:
+    if not values:
+        raise ValueError("spread of no values")
+    return Spread(tuple(values))
+
+
+def with_spread(s: Spread, fmt: Formatter = rate) -> str:
+    """``median (min-max, range x%)``; just the value when it was measured once."""
+    text = fmt(s.median)
+    if s.n < 2:
+        return text
+    low, high = fmt(s.low), fmt(s.high)
+    text = f"{text} ({low}–{high}, range {s.range_pct:.1f}%)"
+    if s.noisy:
+        text += " ⚠"
+    return text

@@ -1,0 +1,98 @@
+"""ReportView -> one self-contained HTML page: pure, data in and text out.
+
+Everything the page needs is inside it (CSS in <style>, plots as inline SVG),
+so it opens offline, from a mail attachment or a CI artefact; no JavaScript.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from html import escape
+
+from pgrig.report.model import Figure, ReportView, Section, Table
+
+
+def render(view: ReportView, svgs: Mapping[str, str], *, css: str, generator: str = "") -> str:
+    """The page. ``svgs`` maps a figure name to its inline ``<svg>`` element."""
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en">',
+        "<head>",
+        '<meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{escape(view.title)}</title>",
+        f"<style>\n{css}\n</style>",
+        "</head>",
+        "<body>",
+        "<header>",
+        f"<h1>{escape(view.title)}</h1>",
+        render_meta(view.meta),
+        render_nav(view.sections),
+        "</header>",
+        "<main>",
+        *(render_section(s, svgs) for s in view.sections),
+        "</main>",
+    ]
+    if generator:
+        parts.append(f"<footer>{escape(generator)}</footer>")
+    parts += ["</body>", "</html>", ""]
+    return "\n".join(parts)
+
+
+def render_meta(meta: tuple[tuple[str, str], ...]) -> str:
+    items = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in meta)
+    return f'<dl class="meta">{items}</dl>'
+
+
+def render_nav(sections: tuple[Section, ...]) -> str:
+    links = "".join(
+        f'<li><a href="#{escape(s.anchor)}">{escape(s.title)}</a></li>' for s in sections
+    )
+    return f"<nav><ol>{links}</ol></nav>"
+
+
+def render_section(section: Section, svgs: Mapping[str, str]) -> str:
+    out = [f'<section id="{escape(section.anchor)}">', f"<h2>{escape(section.title)}</h2>"]
+    out += [f"<p>{escape(p)}</p>" for p in section.paragraphs]
+    for block in section.blocks:
+        if isinstance(block, Table):
+            out.append(render_table(block))
+        else:
+            out.append(render_figure(block, svgs.get(block.name)))
+    out.append("</section>")
+    return "\n".join(out)
+
+
+def render_figure(fig: Figure, svg: str | None) -> str:
+    body = svg if svg is not None else f'<p class="missing">{escape(fig.title)}: no plot</p>'
+    caption = f"<figcaption>{escape(fig.caption)}</figcaption>" if fig.caption else ""
+    return f'<figure class="plot">\n{body}\n{caption}</figure>'
+
+
+def render_table(table: Table) -> str:
+    num = [i > 0 and i < len(table.numeric) and table.numeric[i] for i in range(len(table.columns))]
+
+    def cell(tag: str, i: int, text: str) -> str:
+        cls = ' class="num"' if num[i] else ""
+        return f"<{tag}{cls}>{escape(text)}</{tag}>"
+
+    head = "".join(cell("th", i, c) for i, c in enumerate(table.columns))
+    rows = []
+    for row in table.rows:
+        cls = f' class="{row.kind}"' if row.kind else ""
+        cells = "".join(cell("td", i, c) for i, c in enumerate(row.cells))
+        rows.append(f"<tr{cls}>{cells}</tr>")
+    caption = f"<caption>{escape(table.caption)}</caption>" if table.caption else ""
+    if table.collapsed:
+        caption = ""
+    html = (
+        f'<table class="data">{caption}<thead><tr>{head}</tr></thead>\n'
+        f"<tbody>\n" + "\n".join(rows) + "\n</tbody></table>"
+    )
+    if table.notes:
+        notes = "".join(f"<li>{escape(n)}</li>" for n in table.notes)
+        html += f'\n<ul class="notes">{notes}</ul>'
+    if table.collapsed:
+        summary = escape(table.caption or "Details")
+        html = f"<details><summary>{summary}</summary>\n{html}\n</details>"
+    return html

@@ -1,0 +1,94 @@
+"""ReportView -> GitHub-flavoured Markdown: pure, data in and text out."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping
+
+from pgrig.report.model import HEADLINE, Figure, ReportView, Row, Section, Table
+
+# Characters that GitHub would read as markup inside a table cell or paragraph.
+_ESCAPE = str.maketrans(
+    {
+        "\\": "\\\\",
+        "|": "\\|",
+        "*": "\\*",
+        "_": "\\_",
+        "`": "\\`",
+        "[": "\\[",
+        "]": "\\]",
+        "&": "&amp;",
+        "<": "&lt;",
+        ">": "&gt;",
+        "\n": " ",
+    }
+)
+
+
+def escape(text: str) -> str:
+    """Plain text made safe for a Markdown paragraph or table cell."""
+    return text.translate(_ESCAPE)
+
+
+def render(view: ReportView, images: Mapping[str, str]) -> str:
+    """The whole report. ``images`` maps a figure name to its relative PNG path;
+    a figure without one is left out (Markdown cannot inline SVG portably)."""
+    out = [f"# {escape(view.title)}", ""]
+    out += [f"- **{escape(label)}:** {escape(value)}" for label, value in view.meta]
+    for section in view.sections:
+        out += ["", *render_section(section, images)]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def render_section(section: Section, images: Mapping[str, str]) -> list[str]:
+    out = [f"## {escape(section.title)}"]
+    for para in section.paragraphs:
+        out += ["", escape(para)]
+    for block in section.blocks:
+        if isinstance(block, Table):
+            out += ["", *render_table(block)]
+        elif block.name in images:
+            out += ["", *render_figure(block, images[block.name])]
+    return out
+
+
+def render_figure(fig: Figure, path: str) -> list[str]:
+    out = [f"![{escape(fig.title)}]({path})"]
+    if fig.caption:
+        out += ["", f"*{escape(fig.caption)}*"]
+    return out
+
+
+def render_table(table: Table) -> list[str]:
+    body = [_row(tuple(escape(c) for c in table.columns))]
+    body.append(_row(tuple(_align(table, i) for i in range(len(table.columns)))))
+    body += [_row(_cells(row)) for row in table.rows]
+    notes = [f"- {escape(n)}" for n in table.notes]
+    if table.collapsed:
+        # GitHub renders <details> in Markdown; the blank lines let the table inside parse.
+        summary = html.escape(table.caption or "Details")
+        out = [f"<details><summary>{summary}</summary>", "", *body]
+        if notes:
+            out += ["", *notes]
+        return [*out, "", "</details>"]
+    out = [f"**{escape(table.caption)}**", ""] if table.caption else []
+    out += body
+    if notes:
+        out += ["", *notes]
+    return out
+
+
+def _cells(row: Row) -> tuple[str, ...]:
+    cells = tuple(escape(c) for c in row.cells)
+    if row.kind == HEADLINE:
+        return tuple(f"**{c}**" if c else c for c in cells)
+    return cells
+
+
+def _align(table: Table, i: int) -> str:
+    numeric = i > 0 and i < len(table.numeric) and table.numeric[i]
+    return "---:" if numeric else "---"
+
+
+def _row(cells: tuple[str, ...]) -> str:
+    return "| " + " | ".join(cells) + " |"

@@ -1,0 +1,76 @@
+"""The report as data: what both renderers (Markdown, HTML) draw.
+
+``view.build`` turns a study and its records into a ``ReportView``; the
+renderers only lay it out. Cells are plain text, already formatted with their
+units; each renderer escapes them for its own syntax.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# Row kinds the renderers style differently.
+NORMAL = ""
+HEADLINE = "headline"
+FAILED = "failed"
+SKIPPED = "skipped"
+NOISY = "noisy"
+
+
+@dataclass(frozen=True)
+class Row:
+    cells: tuple[str, ...]
+    kind: str = NORMAL
+
+
+@dataclass(frozen=True)
+class Table:
+    columns: tuple[str, ...]
+    rows: tuple[Row, ...]
+    caption: str = ""
+    notes: tuple[str, ...] = ()
+    # Columns holding numbers are right-aligned; the first column never is.
+    numeric: tuple[bool, ...] = ()
+    # Long reference tables (sysctls, settings) fold away: <details> in HTML.
+    collapsed: bool = False
+
+
+@dataclass(frozen=True)
+class Series:
+    label: str
+    x: tuple[float, ...]
+    y: tuple[float, ...]
+    # Error bar ends (absolute values, not offsets), e.g. min and max of repeats.
+    y_low: tuple[float, ...] | None = None
+    y_high: tuple[float, ...] | None = None
+    group: str = ""  # same group, same colour (e.g. the pgbench mode)
+    dash: int = 0  # index into the plot's line styles, e.g. one per percentile
+
+
+@dataclass(frozen=True)
+class Figure:
+    name: str  # file stem of the PNG next to the Markdown, unique within a report
+    title: str
+    x_label: str
+    y_label: str
+    series: tuple[Series, ...]
+    caption: str = ""
+    log_x: bool = False
+
+
+@dataclass(frozen=True)
+class Section:
+    title: str
+    anchor: str
+    paragraphs: tuple[str, ...] = ()
+    blocks: tuple[Table | Figure, ...] = ()
+
+
+@dataclass(frozen=True)
+class ReportView:
+    title: str
+    meta: tuple[tuple[str, str], ...]  # header: label -> value
+    sections: tuple[Section, ...] = field(default_factory=tuple)
+
+    def figures(self) -> list[Figure]:
+        return [b for s in self.sections for b in s.blocks if isinstance(b, Figure)]

@@ -1,0 +1,114 @@
+"""Figures -> inline SVG (for the HTML) or PNG (next to the Markdown).
+
+Uses matplotlib's object API with the Agg/SVG canvases directly, never pyplot,
+so rendering keeps no global state and needs no display. The SVG is made fit
+to inline: no XML prolog, no metadata block with external namespaces, ids
+prefixed so that several plots can live in one page.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+
+import matplotlib
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure as MplFigure
+from matplotlib.ticker import NullFormatter, StrMethodFormatter
+
+from pgrig.report.model import Figure
+
+_COLOURS = matplotlib.colormaps["tab10"].colors
+_DASHES = ("-", "--", ":", "-.")
+_RC = {
+    # Real <text> elements: searchable, selectable, small; the page supplies the font.
+    "svg.fonttype": "none",
+    # Fixed salt: the same figure gives the same SVG, so reports diff cleanly.
+    "svg.hashsalt": "pgrig",
+    "font.size": 9,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+}
+
+
+def _draw(spec: Figure) -> MplFigure:
+    fig = MplFigure(figsize=(7.0, 3.6), layout="constrained")
+    FigureCanvasAgg(fig)  # attaches itself as fig.canvas; savefig switches to SVG as asked
+    ax = fig.add_subplot()
+    groups: list[str] = []
+    for s in spec.series:
+        if s.group not in groups:
+            groups.append(s.group)
+    for s in spec.series:
+        colour = _COLOURS[groups.index(s.group) % len(_COLOURS)]
+        style = _DASHES[s.dash % len(_DASHES)]
+        many = len(s.x) > 30
+        ax.plot(
+            s.x,
+            s.y,
+            linestyle=style,
+            marker=None if many else "o",
+            markersize=4,
+            color=colour,
+            label=s.label,
+        )
+        if s.y_low is not None and s.y_high is not None and s.y_low != s.y_high:
+            yerr = [
+                [y - lo for y, lo in zip(s.y, s.y_low, strict=True)],
+                [hi - y for y, hi in zip(s.y, s.y_high, strict=True)],
+            ]
+            ax.errorbar(s.x, s.y, yerr=yerr, fmt="none", ecolor=colour, capsize=3)
+    if spec.log_x:
+        ax.set_xscale("log", base=2)
+    if spec.x_label == "clients":
+        ticks = sorted({x for s in spec.series for x in s.x})
+        ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
+        ax.xaxis.set_minor_formatter(NullFormatter())
+    if max((y for s in spec.series for y in s.y), default=0) >= 10_000:
+        ax.yaxis.set_major_formatter(StrMethodFormatter("{x:,.0f}"))
+    ax.set_title(spec.title)
+    ax.set_xlabel(spec.x_label)
+    ax.set_ylabel(spec.y_label)
+    ax.set_ylim(bottom=0)
+    if spec.series:
+        ax.legend(fontsize=7, loc="best", ncol=2 if len(spec.series) > 6 else 1)
+    else:
+        ax.text(0.5, 0.5, "no data", transform=ax.transAxes, ha="center", va="center")
+    return fig
+
+
+def to_png(spec: Figure, *, dpi: int = 110) -> bytes:
+    with matplotlib.rc_context(_RC):
+        fig = _draw(spec)
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})
+    return buf.getvalue()
+
+
+def to_svg(spec: Figure) -> str:
+    """The figure as an ``<svg>`` element ready to paste into HTML."""
+    with matplotlib.rc_context(_RC):
+        fig = _draw(spec)
+        buf = io.StringIO()
+        fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
+    return inline_svg(buf.getvalue(), prefix=f"fig-{spec.name}")
+
+
+_PROLOG = re.compile(r"^.*?(?=<svg\b)", re.S)
+_METADATA = re.compile(r"<metadata>.*?</metadata>\s*", re.S)
+_XMLNS = re.compile(r'\s+xmlns(?::\w+)?="[^"]*"')
+
+
+def inline_svg(svg: str, *, prefix: str) -> str:
+    """Strip what only a standalone file needs and namespace the ids."""
+    svg = _PROLOG.sub("", svg, count=1)
+    svg = _METADATA.sub("", svg)
+    # The HTML parser puts <svg> in the SVG namespace by itself (and maps xlink:href).
+    svg = _XMLNS.sub("", svg)
+    svg = svg.replace(' id="', f' id="{prefix}-')
+    svg = svg.replace("url(#", f"url(#{prefix}-")
+    svg = svg.replace('href="#', f'href="#{prefix}-')
+    # matplotlib's global "*{...}" rule would otherwise style the whole page.
+    svg = svg.replace("*{", f"#{prefix} *{{")
+    svg = svg.replace("<svg ", f'<svg id="{prefix}" class="plot" role="img" ', 1)
+    return svg.strip()

@@ -1,0 +1,454 @@
+"""Records -> report view: the sections, tables and figures of one study.
+
+Pure functions: a ``Study`` and its ``RunRecord`` s in, a ``ReportView`` out.
+Failed and skipped runs stay in every table as rows that say so with their
+reason; nothing is dropped silently.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from pgrig.report import fmt
+from pgrig.report.model import (
+    FAILED,
+    HEADLINE,
+    NORMAL,
+    SKIPPED,
+    ReportView,
+    Row,
+    Section,
+    Table,
+)
+from pgrig.report.tpcb import headline_rows as tpcb_headline_rows
+from pgrig.report.tpcb import tpcb_section
+from pgrig.results import (
+    Environment,
+    FioResult,
+    FsyncResult,
+    FsyncRow,
+    RunRecord,
+    Study,
+    TimingResult,
+    typed_result,
+)
+
+FIO_ORDER = ("randwrite", "randread", "write", "read")
+FIO_LABELS = {
+    "randwrite": "random write",
+    "randread": "random read",
+    "write": "sequential write",
+    "read": "sequential read",
+}
+HEADLINE_FSYNC = "fdatasync 8K"
+
+
+def build(study: Study, records: Sequence[RunRecord]) -> ReportView:
+    records = sorted(records, key=_record_order)
+    by_kind: dict[str, list[RunRecord]] = {}
+    for rec in records:
+        by_kind.setdefault(rec.kind, []).append(rec)
+    timing = by_kind.get("pg_test_timing", [])
+    fsync = by_kind.get("pg_test_fsync", [])
+    fio = sorted(by_kind.get("fio", []), key=_fio_order)
+    sections = [
+        summary_section(study, fsync, fio, records),
+        environment_section(study),
+        timing_section(timing, study.environment),
+        fsync_section(fsync, study.target),
+        fio_section(fio, study.target),
+        tpcb_section(records, study.target),
+        runs_section(records),
+    ]
+    return ReportView(
+        title=f"pgrig report: {study.name} ({study.id})",
+        meta=header(study, records),
+        sections=tuple(sections),
+    )
+
+
+def _record_order(rec: RunRecord) -> tuple[int, str]:
+    # Store ids follow execution order; records not yet stored keep their timestamps.
+    return (rec.id if rec.id is not None else 1 << 62, rec.started_at)
+
+
+def _fio_order(rec: RunRecord) -> int:
+    pattern = str(rec.params.get("pattern", ""))
+    return FIO_ORDER.index(pattern) if pattern in FIO_ORDER else len(FIO_ORDER)
+
+
+def status_text(rec: RunRecord) -> str:
+    """'failed: reason' / 'skipped: reason' for a run that did not produce a result."""
+    reason = rec.reason or "no reason recorded"
+    if rec.status == "ok":
+        return "ok, but the result could not be read"
+    return f"{rec.status}: {reason}"
+
+
+def status_kind(rec: RunRecord) -> str:
+    return SKIPPED if rec.status == "skipped" else FAILED
+
+
+def status_row(label: str, rec: RunRecord, width: int) -> Row:
+    """A row for a run with no result: its reason in the first value column."""
+    cells = (label, status_text(rec)) + ("",) * (width - 2)
+    return Row(cells[:width], status_kind(rec))
+
+
+# --------------------------------------------------------------------------
+# Header
+
+
+def header(study: Study, records: Sequence[RunRecord]) -> tuple[tuple[str, str], ...]:
+    counts: dict[str, int] = {}
+    for rec in records:
+        counts[rec.status] = counts.get(rec.status, 0) + 1
+    runs = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
+    return (
+        ("Study", f"{study.name} ({study.id})"),
+        ("Target", study.target),
+        ("Started", study.started_at),
+        ("Finished", study.finished_at or "not finished"),
+        ("Status", study.status),
+        ("pgrig version", study.pgrig_version or "unknown"),
+        ("Runs", f"{len(records)} ({runs})" if records else "none recorded"),
+        ("How it was obtained", obtained_line(study, records)),
+    )
+
+
+def tool_versions(study: Study, records: Sequence[RunRecord]) -> dict[str, str]:
+    tools: dict[str, str] = {}
+    for rec in records:
+        tools.update(rec.tool_versions)
+    if study.environment is not None:
+        tools.update(study.environment.tools)
+    return tools
+
+
+def obtained_line(study: Study, records: Sequence[RunRecord]) -> str:
+    tools = tool_versions(study, records)
+    parts = []
+    if tools:
+        parts.append("tools: " + ", ".join(f"{k} {v}" for k, v in sorted(tools.items())))
+    params = dict(study.params)
+    profile = params.pop("profile", None)
+    if profile is not None:
+        parts.append(f"profile: {profile}")
+    if params:
+        parts.append("parameters: " + ", ".join(f"{k}={_param(v)}" for k, v in params.items()))
+    return "; ".join(parts) if parts else "no tool versions or parameters recorded"
+
+
+def _param(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+# --------------------------------------------------------------------------
+# Summary in the seeds' layout: test cases as rows, the storage target as column
+
+
+def summary_section(
+    study: Study,
+    fsync: Sequence[RunRecord],
+    fio: Sequence[RunRecord],
+    records: Sequence[RunRecord],
+) -> Section:
+    rows: list[Row] = []
+    for rec in fsync:
+        res = typed_result(rec)
+        if res is None:
+            rows.append(Row((HEADLINE_FSYNC, status_text(rec)), status_kind(rec)))
+            continue
+        head = fsync_headline(res)
+        if head is not None and head.ops_per_sec is not None:
+            value = f"{fmt.rate(head.ops_per_sec)} ops/s ({fmt.optional(head.usecs_per_op, fmt.integer)} us/op)"
+            rows.append(Row((HEADLINE_FSYNC, value)))
+    for rec in fio:
+        res = typed_result(rec)
+        label = fio_label(rec, res)
+        if res is None:
+            rows.append(Row((label, status_text(rec)), status_kind(rec)))
+        else:
+            value = f"IOPS={fmt.si(res.iops)} ({fmt.integer(res.iops)}), BW={fmt.rate(res.bandwidth_mib_s)} MiB/s"
+            rows.append(Row((label, value)))
+    rows.extend(tpcb_headline_rows(records))
+    table = Table(
+        columns=("Test Case", study.target),
+        rows=tuple(rows),
+        caption="Headline numbers; details in the sections below.",
+        numeric=(False, True),
+    )
+    return Section("Performance Summary", "summary", blocks=(table,) if rows else ())
+
+
+# --------------------------------------------------------------------------
+# Environment
+
+
+def environment_section(study: Study) -> Section:
+    env = study.environment
+    if env is None:
+        return Section("Environment", "environment", ("The environment was not captured.",))
+    blocks: list[Table] = [
+        Table(("Item", "Value"), tuple(Row(r) for r in environment_rows(env))),
+    ]
+    if env.sysctls or env.limits:
+        rows = [Row((k, v)) for k, v in env.sysctls.items()]
+        rows += [Row((f"limit {k} (soft/hard)", v)) for k, v in env.limits.items()]
+        blocks.append(
+            Table(
+                ("Setting", "Value"),
+                tuple(rows),
+                caption=f"Kernel settings and limits ({len(rows)})",
+                collapsed=True,
+            )
+        )
+    if env.postgres is not None and env.postgres.settings:
+        settings = env.postgres.settings
+        blocks.append(
+            Table(
+                ("Setting", "Value"),
+                tuple(Row((k, v)) for k, v in sorted(settings.items())),
+                caption=f"Non-default PostgreSQL settings ({len(settings)})",
+                collapsed=True,
+            )
+        )
+    return Section("Environment", "environment", blocks=tuple(blocks))
+
+
+def environment_rows(env: Environment) -> list[tuple[str, str]]:
+    cpu = env.cpu
+    layout = (
+        f"{cpu.sockets} socket(s) x {cpu.cores_per_socket} core(s) x "
+        f"{cpu.threads_per_core} thread(s) = {cpu.logical_cpus} logical CPUs"
+    )
+    cpu_extra = [f"{cpu.mhz:.0f} MHz" if cpu.mhz else "", cpu.hypervisor or ""]
+    cpu_extra = [x for x in cpu_extra if x]
+    rows = [
+        ("Host", env.hostname),
+        ("CPU", cpu.model + (f" ({', '.join(cpu_extra)})" if cpu_extra else "")),
+        ("CPU layout", layout),
+        ("Memory", fmt.size(env.memory_bytes)),
+        ("Kernel", env.kernel),
+        ("OS", env.os_release),
+    ]
+    for disk in env.disks:
+        kind = "HDD" if disk.rotational else "SSD"
+        extra = ", ".join(x for x in (kind, disk.model, f"scheduler {disk.scheduler}") if x)
+        if disk.scheduler is None:
+            extra = ", ".join(x for x in (kind, disk.model) if x)
+        rows.append((f"Disk {disk.name}", f"{fmt.size(disk.size_bytes)} ({extra})"))
+    for fs in env.filesystems:
+        device = fs.device + (f" ({fs.block_device})" if fs.block_device else "")
+        rows.append(
+            (
+                f"Filesystem of {fs.path}",
+                f"{fs.fstype} on {device}, mounted at {fs.mountpoint} ({fs.options}); "
+                f"{fmt.size(fs.size_bytes)}, {fmt.size(fs.free_bytes)} free",
+            )
+        )
+    rows.append(("Transparent huge pages", env.transparent_hugepages or "unknown"))
+    clock = env.clocksource or "unknown"
+    if env.available_clocksources:
+        clock += f" (available: {env.available_clocksources})"
+    rows.append(("Clocksource", clock))
+    if env.postgres is not None:
+        pg = env.postgres
+        rows.append(("PostgreSQL", f"{pg.version} (server_version_num {pg.version_num})"))
+        if pg.bin_dir:
+            rows.append(("PostgreSQL binaries", pg.bin_dir))
+        if pg.data_directory:
+            rows.append(("Data directory", pg.data_directory))
+    for tool, version in sorted(env.tools.items()):
+        rows.append((f"Tool {tool}", version))
+    rows.append(("Captured at", env.captured_at))
+    return rows
+
+
+# --------------------------------------------------------------------------
+# pg_test_timing
+
+
+def timing_section(records: Sequence[RunRecord], env: Environment | None) -> Section:
+    title, anchor = "Clock timing overhead (pg_test_timing)", "timing"
+    if not records:
+        return Section(title, anchor, ("Not run in this study.",))
+    paragraphs: list[str] = []
+    blocks: list[Table] = []
+    clock = env.clocksource if env is not None else None
+    for rec in records:
+        res: TimingResult | None = typed_result(rec)
+        if res is None:
+            blocks.append(
+                Table(
+                    ("Test Case", "Result"),
+                    (status_row("pg_test_timing", rec, 2),),
+                )
+            )
+            continue
+        paragraphs.append(
+            f"Per loop time including overhead: {res.per_loop_ns:.2f} ns "
+            f"(measured for {res.duration_s:g} s"
+            + (f", clocksource {clock})." if clock else ").")
+        )
+        rows = tuple(
+            Row((f"< {b.lt_us}", f"{b.percent:.5f}", fmt.integer(b.count))) for b in res.histogram
+        )
+        blocks.append(
+            Table(
+                ("Duration (us)", "% of total", "Count"),
+                rows,
+                caption="Histogram of timing durations",
+                numeric=(True, True, True),
+            )
+        )
+    return Section(title, anchor, tuple(paragraphs), tuple(blocks))
+
+
+# --------------------------------------------------------------------------
+# pg_test_fsync
+
+
+def fsync_headline(res: FsyncResult) -> FsyncRow | None:
+    """fdatasync of one 8kB write: the commit cost seed 000 compares across disks."""
+    for row in res.rows:
+        if row.method == "fdatasync" and "one 8kb write" in row.section.lower():
+            return row
+    return next((row for row in res.rows if row.method == "fdatasync"), None)
+
+
+def fsync_section(records: Sequence[RunRecord], target: str) -> Section:
+    title, anchor = "WAL sync methods (pg_test_fsync)", "fsync"
+    if not records:
+        return Section(title, anchor, ("Not run in this study.",))
+    columns = ("Test Case", "Method", "ops/s", "usecs/op")
+    numeric = (False, False, True, True)
+    blocks = []
+    for rec in records:
+        res: FsyncResult | None = typed_result(rec)
+        if res is None:
+            rows = (status_row(HEADLINE_FSYNC, rec, 4),)
+            blocks.append(Table(columns, rows, numeric=numeric))
+            continue
+        table_rows = []
+        head = fsync_headline(res)
+        if head is not None:
+            table_rows.append(_fsync_row(HEADLINE_FSYNC, head, HEADLINE))
+        table_rows += [_fsync_row(r.section, r) for r in res.rows]
+        blocks.append(
+            Table(
+                columns,
+                tuple(table_rows),
+                caption=f"Target: {target}; {res.seconds_per_test:g} s per test",
+                numeric=numeric,
+                notes=("n/a: the method is not supported on this platform.",)
+                if any(r.ops_per_sec is None for r in res.rows)
+                else (),
+            )
+        )
+    return Section(title, anchor, blocks=tuple(blocks))
+
+
+def _fsync_row(label: str, row: FsyncRow, kind: str = NORMAL) -> Row:
+    method = row.method if kind != HEADLINE else f"{row.method} ({row.section})"
+    return Row(
+        (
+            label,
+            method,
+            fmt.optional(row.ops_per_sec, lambda v: f"{v:,.3f}"),
+            fmt.optional(row.usecs_per_op, fmt.integer),
+        ),
+        kind,
+    )
+
+
+# --------------------------------------------------------------------------
+# fio
+
+
+def fio_label(rec: RunRecord, res: FioResult | None) -> str:
+    pattern = res.pattern if res is not None else str(rec.params.get("pattern", rec.key))
+    block = res.block_size if res is not None else str(rec.params.get("block_size", "8k"))
+    return f"{block} {FIO_LABELS.get(pattern, pattern)}"
+
+
+def fio_section(records: Sequence[RunRecord], target: str) -> Section:
+    title, anchor = "Storage IOPS and throughput (fio)", "fio"
+    if not records:
+        return Section(title, anchor, ("Not run in this study.",))
+    columns = (
+        "Test Case",
+        "IOPS",
+        "MiB/s",
+        "clat mean (us)",
+        "clat p50 (us)",
+        "clat p99 (us)",
+        "clat p99.9 (us)",
+    )
+    rows: list[Row] = []
+    jobs: dict[str, list[str]] = {}
+    for rec in records:
+        res: FioResult | None = typed_result(rec)
+        label = fio_label(rec, res)
+        if res is None:
+            rows.append(status_row(label, rec, len(columns)))
+            continue
+        rows.append(
+            Row(
+                (
+                    label,
+                    f"{fmt.si(res.iops)} ({fmt.integer(res.iops)})",
+                    fmt.rate(res.bandwidth_mib_s),
+                    fmt.us(res.clat_mean_us),
+                    fmt.us(res.clat_p50_us),
+                    fmt.us(res.clat_p99_us),
+                    fmt.us(res.clat_p999_us),
+                )
+            )
+        )
+        jobs.setdefault(fio_job_text(res), []).append(label)
+    notes = []
+    for text, labels in jobs.items():
+        prefix = "Job parameters" if len(jobs) == 1 else f"Job parameters of {', '.join(labels)}"
+        notes.append(f"{prefix}: {text}.")
+    notes.append("clat: completion latency as fio reports it, from submission to completion.")
+    table = Table(
+        columns,
+        tuple(rows),
+        caption=f"Target: {target}",
+        notes=tuple(notes),
+        numeric=(False,) + (True,) * (len(columns) - 1),
+    )
+    return Section(title, anchor, blocks=(table,))
+
+
+def fio_job_text(res: FioResult) -> str:
+    text = (
+        f"bs={res.block_size}, ioengine={res.ioengine}, direct={int(res.direct)}, "
+        f"numjobs={res.numjobs}, iodepth={res.iodepth}, size={res.size} per job, "
+        f"runtime {res.runtime_s:g} s"
+    )
+    return text + (f" ({res.fio_version})" if res.fio_version else "")
+
+
+# --------------------------------------------------------------------------
+# Every run, as the store recorded it
+
+
+def runs_section(records: Sequence[RunRecord]) -> Section:
+    rows = []
+    for rec in records:
+        detail = rec.reason or ""
+        kind = NORMAL if rec.status == "ok" else status_kind(rec)
+        params = ", ".join(f"{k}={_param(v)}" for k, v in rec.params.items())
+        rows.append(Row((rec.key, rec.kind, rec.status, rec.started_at, params, detail), kind))
+    table = Table(
+        ("Key", "Kind", "Status", "Started", "Parameters", "Reason"),
+        tuple(rows),
+        caption=f"All {len(rows)} runs of this study, in the order they ran",
+    )
+    return Section("All runs", "runs", blocks=(table,) if rows else ())

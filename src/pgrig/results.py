@@ -1,0 +1,331 @@
+"""Typed results: what flows from the tools to the store and on to the report.
+
+Every class here is a frozen dataclass that round-trips through JSON with
+``to_dict`` / ``from_dict``; the store keeps them as JSON and the report builds
+them back. Parsers (``pgrig.tools.*``) produce them; nothing here measures.
+Bump ``SCHEMA_VERSION`` when a stored shape changes incompatibly.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+SCHEMA_VERSION = 1
+
+T = TypeVar("T")
+
+
+def to_dict(obj: Any) -> dict[str, Any]:
+    """A dataclass as plain JSON-able data (tuples become lists)."""
+    return dataclasses.asdict(obj)
+
+
+def from_dict(cls: type[T], data: dict[str, Any]) -> T:
+    """Rebuild a (nested) dataclass from ``to_dict`` output; unknown keys are ignored
+    so that a newer pgrig can read results written by an older one and vice versa."""
+    hints = typing.get_type_hints(cls)
+    kwargs = {}
+    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+        if f.name in data:
+            kwargs[f.name] = _convert(hints[f.name], data[f.name])
+    return cls(**kwargs)
+
+
+def _convert(tp: Any, value: Any) -> Any:
+    if value is None:
+        return None
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        return _convert(args[0], value) if len(args) == 1 else value
+    if dataclasses.is_dataclass(tp) and isinstance(value, dict):
+        return from_dict(tp, value)  # type: ignore[arg-type]
+    if origin is tuple:
+        args = typing.get_args(tp)
+        item = args[0] if args else Any
+        return tuple(_convert(item, v) for v in value)
+    if origin is dict:
+        _, vt = typing.get_args(tp) or (Any, Any)
+        return {k: _convert(vt, v) for k, v in value.items()}
+    return value
+
+
+# --------------------------------------------------------------------------
+# Environment
+
+
+@dataclass(frozen=True)
+class Cpu:
+    model: str
+    sockets: int
+    cores_per_socket: int
+    threads_per_core: int
+    logical_cpus: int
+    mhz: float | None = None
+    hypervisor: str | None = None
+
+
+@dataclass(frozen=True)
+class Disk:
+    """A block device from /sys/block."""
+
+    name: str
+    size_bytes: int
+    rotational: bool
+    scheduler: str | None = None
+    model: str | None = None
+
+
+@dataclass(frozen=True)
+class Filesystem:
+    """The filesystem holding a directory under test."""
+
+    path: str
+    device: str
+    mountpoint: str
+    fstype: str
+    options: str
+    size_bytes: int
+    free_bytes: int
+    block_device: str | None = None  # the /sys/block name behind `device`, if any
+
+
+@dataclass(frozen=True)
+class PostgresInfo:
+    version: str  # e.g. "15.18 (Debian 15.18-0+deb12u1)"
+    version_num: int  # server_version_num, e.g. 150018
+    bin_dir: str | None
+    data_directory: str | None
+    # Every setting whose source is not "default": name -> value with unit.
+    settings: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Environment:
+    captured_at: str  # ISO 8601, UTC
+    hostname: str
+    os_release: str
+    kernel: str
+    cpu: Cpu
+    memory_bytes: int
+    disks: tuple[Disk, ...] = ()
+    filesystems: tuple[Filesystem, ...] = ()  # one per directory under test
+    sysctls: dict[str, str] = field(default_factory=dict)
+    limits: dict[str, str] = field(default_factory=dict)  # RLIMIT name -> "soft/hard"
+    transparent_hugepages: str | None = None
+    clocksource: str | None = None
+    available_clocksources: str | None = None
+    postgres: PostgresInfo | None = None
+    tools: dict[str, str] = field(default_factory=dict)  # tool -> version string
+
+
+# --------------------------------------------------------------------------
+# Storage probes
+
+
+@dataclass(frozen=True)
+class TimingBucket:
+    lt_us: int  # durations below this many microseconds (and above the previous bucket)
+    percent: float
+    count: int
+
+
+@dataclass(frozen=True)
+class TimingResult:
+    """pg_test_timing: cost of reading the clock, as seed 000 compares kvm-clock and tsc."""
+
+    duration_s: float
+    per_loop_ns: float
+    histogram: tuple[TimingBucket, ...]
+
+
+@dataclass(frozen=True)
+class FsyncRow:
+    section: str  # e.g. "one 8kB write", "two 8kB writes", "open_sync sizes"
+    method: str  # e.g. "fdatasync", "2 * 8kB open_sync writes"
+    ops_per_sec: float | None  # None when pg_test_fsync says n/a
+    usecs_per_op: float | None
+
+
+@dataclass(frozen=True)
+class FsyncResult:
+    """pg_test_fsync: every section and method as rows."""
+
+    seconds_per_test: float
+    rows: tuple[FsyncRow, ...]
+
+    def find(self, section: str, method: str) -> FsyncRow | None:
+        for row in self.rows:
+            if row.section == section and row.method == method:
+                return row
+        return None
+
+
+@dataclass(frozen=True)
+class FioResult:
+    """fio: one job group, e.g. 8k randwrite with libaio, direct=1."""
+
+    pattern: str  # randwrite | randread | write | read
+    block_size: str  # "8k"
+    ioengine: str
+    direct: bool
+    numjobs: int
+    iodepth: int
+    size: str
+    runtime_s: float  # what fio actually ran, from its JSON
+    iops: float
+    bandwidth_mib_s: float
+    clat_mean_us: float
+    clat_p50_us: float
+    clat_p99_us: float
+    clat_p999_us: float
+    fio_version: str = ""
+
+
+# --------------------------------------------------------------------------
+# pgbench / TPC-B
+
+
+@dataclass(frozen=True)
+class PgbenchInit:
+    """pgbench -i: how long loading scale S took."""
+
+    scale: int
+    rows: int  # pgbench_accounts rows = 100000 * scale
+    elapsed_s: float  # "done in X s"
+    rows_per_s: float
+    steps: dict[str, float] = field(default_factory=dict)  # step -> seconds, from pgbench
+    generate: str = "client"  # client | server
+    partitions: int = 0
+    unlogged: bool = False
+    tablespace: str | None = None
+    index_tablespace: str | None = None
+    database_bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class CountResult:
+    """select count(*) from pgbench_accounts, forced to one plan as seed 000 does."""
+
+    method: str  # "index-only scan" | "seq scan"
+    rows: int
+    execution_ms: float  # "Execution Time" from EXPLAIN ANALYZE
+    plan: str  # the EXPLAIN ANALYZE text, kept as evidence
+
+
+@dataclass(frozen=True)
+class ProgressPoint:
+    """One ``pgbench -P`` line: what the run did in that interval."""
+
+    t_s: float
+    tps: float
+    latency_ms: float
+    stddev_ms: float | None = None
+    failed: int | None = None
+    lag_ms: float | None = None
+
+
+@dataclass(frozen=True)
+class StatementLatency:
+    latency_ms: float
+    command: str
+    failures: int | None = None
+
+
+@dataclass(frozen=True)
+class LatencySummary:
+    """Latency percentiles from pgbench's per-transaction log (``-l``)."""
+
+    samples: int
+    sampling_rate: float  # 1.0 = every transaction logged
+    p50_ms: float
+    p95_ms: float
+    p99_ms: float
+    max_ms: float
+
+
+@dataclass(frozen=True)
+class PgbenchRun:
+    """One timed pgbench run (``-T``)."""
+
+    mode: str  # "select-only" | "read-write" | "custom"
+    transaction_type: str  # as pgbench prints it, e.g. "<builtin: select only>"
+    scale: int
+    query_mode: str
+    clients: int
+    threads: int
+    duration_s: float
+    transactions: int
+    failed: int
+    tps: float  # "without initial connection time"
+    latency_avg_ms: float
+    latency_stddev_ms: float | None
+    initial_connection_ms: float | None
+    statements_per_txn: int  # SQL commands per transaction, meta-commands excluded
+    statements: tuple[StatementLatency, ...] = ()
+    progress: tuple[ProgressPoint, ...] = ()
+    latency: LatencySummary | None = None
+
+    @property
+    def qps(self) -> float:
+        """Queries per second, as the seeds derive it: tps x statements per transaction."""
+        return self.tps * self.statements_per_txn
+
+
+# --------------------------------------------------------------------------
+# What the store keeps for every study and run
+
+
+@dataclass(frozen=True)
+class Study:
+    """One invocation of ``pgrig run``: the frame the report is drawn for."""
+
+    id: str  # e.g. "quick-20261122-043000"
+    name: str  # the study definition, e.g. "quick"
+    target: str  # label of the storage under test, e.g. "/var/tmp (ext4 on vda)"
+    started_at: str
+    status: str  # running | finished | interrupted | failed
+    finished_at: str | None = None
+    params: dict[str, Any] = field(default_factory=dict)  # the options it ran with
+    pgrig_version: str = ""
+    environment: Environment | None = None
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One step of a study, recorded the moment it finished (or failed)."""
+
+    study: str
+    key: str  # unique within the study, e.g. "tpcb/run/select-only/c4"
+    kind: str  # pg_test_timing | pg_test_fsync | fio | pgbench_init | count | pgbench_run
+    target: str
+    params: dict[str, Any]
+    status: str  # ok | failed | skipped
+    started_at: str
+    finished_at: str
+    result: dict[str, Any] | None = None
+    reason: str | None = None
+    raw: str = ""  # the tool's own output, kept verbatim
+    tool_versions: dict[str, str] = field(default_factory=dict)
+    id: int | None = None
+
+
+RESULT_TYPES: dict[str, type] = {
+    "pg_test_timing": TimingResult,
+    "pg_test_fsync": FsyncResult,
+    "fio": FioResult,
+    "pgbench_init": PgbenchInit,
+    "count": CountResult,
+    "pgbench_run": PgbenchRun,
+}
+
+
+def typed_result(record: RunRecord) -> Any:
+    """The record's result as its dataclass, or None when the run did not succeed."""
+    if record.status != "ok" or record.result is None:
+        return None
+    return from_dict(RESULT_TYPES[record.kind], record.result)

@@ -1,0 +1,232 @@
+"""pg_test_fsync: how fast this filesystem makes a WAL write durable.
+
+Every method of every section becomes one ``FsyncRow``. The section names are
+short and stable, so that studies of different PostgreSQL versions compare:
+
+========================  =====================================================
+section                   pg_test_fsync's heading
+========================  =====================================================
+``one 8kB write``         Compare file sync methods using one 8kB write:
+``two 8kB writes``        Compare file sync methods using two 8kB writes:
+``open_sync sizes``       Compare open_sync with different write sizes:
+``non-write descriptor``  Test if fsync on non-write file descriptor is honored:
+``non-synced writes``     Non-sync'ed 8kB writes:
+========================  =====================================================
+
+The first two carry the WAL block size pg_test_fsync was built with, so a 16kB
+build (seed 001) gives ``one 16kB write`` and ``two 16kB writes``. Method names
+are kept as printed with runs of blanks collapsed: ``fdatasync``,
+``2 * 8kB open_sync writes``, ``write, fsync, close``, ``write``. ``n/a`` (not on
+this platform) and ``n/a*`` (the filesystem refuses O_DIRECT) become ``None``.
+Versions before 9.3 print no ``usecs/op``; their ``usecs_per_op`` is ``None``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+from pgrig import proc
+from pgrig.errors import BinaryNotFound, DiskSpaceError, ParseError, ToolError, WorkdirError
+from pgrig.results import FsyncResult, FsyncRow
+
+TOOL = "pg_test_fsync"
+FILE_NAME = "pgrig_fsync.tmp"
+
+# Tests that each last ``seconds`` on Linux (fsync_writethrough is n/a there):
+# 4 + 4 sync methods, 5 open_sync sizes, 2 descriptor tests, 1 plain write.
+# A caller can show progress as rows seen / TIMED_TESTS.
+TIMED_TESTS = 16
+
+# pg_test_fsync first writes and fsyncs one WAL segment (16MB); leave headroom.
+_SPACE_NEEDED = 64 * 1024 * 1024
+
+_SECONDS = re.compile(r"^(\d+) seconds? per test$")
+_PLATFORM = re.compile(r"^(O_DIRECT|F_NOCACHE) supported on this platform|^Direct I/O is not")
+_SECTIONS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"^Compare file sync methods using one (\d+)kB write:$"), "one {}kB write"),
+    (re.compile(r"^Compare file sync methods using two (\d+)kB writes:$"), "two {}kB writes"),
+    (re.compile(r"^Compare open_sync with different write sizes:$"), "open_sync sizes"),
+    (
+        re.compile(r"^Test if fsync on non-write file descriptor is honored:$"),
+        "non-write descriptor",
+    ),
+    (re.compile(r"^Non-sync'ed (\d+)kB writes:$", re.IGNORECASE), "non-synced writes"),
+)
+_ROW = re.compile(
+    r"^(?P<method>\S.*?)\s+(?P<ops>\d+(?:\.\d+)?) ops/sec"
+    r"(?:\s+(?P<usecs>\d+(?:\.\d+)?) usecs/op)?$"
+)
+_NA_ROW = re.compile(r"^(?P<method>\S.*?)\s+n/a\*?$")
+
+
+def parse(text: str) -> FsyncResult:
+    """Parse pg_test_fsync's stdout (PostgreSQL 9.2 to 18); raise ParseError otherwise."""
+    seconds: float | None = None
+    section: str | None = None
+    in_parens = False  # the "(in wal_sync_method preference order ...)" notes
+    in_footnote = False  # "* This file system ... do not support direct\n  I/O, ..."
+    rows: list[FsyncRow] = []
+    for lineno, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line:
+            in_footnote = False
+            continue
+        if in_parens or line.startswith("("):
+            in_parens = not line.endswith(")")
+            continue
+        if line.startswith("* "):
+            in_footnote = True
+            continue
+        if m := _SECONDS.match(line):
+            seconds = float(m.group(1))
+            continue
+        if _PLATFORM.match(line):
+            continue
+        heading = _section(line)
+        if heading is not None:
+            section, in_footnote = heading, False
+            continue
+        row = _row(line)
+        if row is not None and section is not None:
+            method, ops, usecs = row
+            rows.append(FsyncRow(section, method, ops, usecs))
+            continue
+        if in_footnote:
+            continue
+        raise _error(f"line {lineno} not understood: {line!r}")
+    if seconds is None:
+        raise _error("no 'N seconds per test' line")
+    if not rows:
+        raise _error("no results")
+    return FsyncResult(seconds_per_test=seconds, rows=tuple(rows))
+
+
+def fdatasync_8k(result: FsyncResult) -> FsyncRow | None:
+    """The headline number of the seeds: fdatasync after one WAL-block write.
+
+    For builds with another WAL block size (seed 001: 16kB) this is the
+    fdatasync row of the first, one-write section.
+    """
+    row = result.find("one 8kB write", "fdatasync")
+    if row is not None:
+        return row
+    for row in result.rows:
+        if row.section.startswith("one ") and row.method == "fdatasync":
+            return row
+    return None
+
+
+def run(
+    bin_dir: Path,
+    directory: Path,
+    seconds: int = 5,
+    timeout: float | None = None,
+    on_line: Callable[[str], None] | None = None,
+) -> tuple[FsyncResult, str]:
+    """Run ``pg_test_fsync -s seconds -f <directory>/pgrig_fsync.tmp``.
+
+    Refuses to start if that file already exists (it may be someone's data) and
+    removes it afterwards, also after a failure or Ctrl-C. ``on_line`` gets each
+    stdout line as it completes; pg_test_fsync prints a method's name and then
+    waits ``seconds`` before finishing the line, so a result row arrives when
+    its test is done (see ``TIMED_TESTS`` for a progress fraction).
+    A run takes about ``TIMED_TESTS * seconds``.
+    """
+    if seconds < 1:
+        raise ValueError("seconds must be at least 1")
+    binary = Path(bin_dir) / TOOL
+    if not binary.is_file():
+        raise BinaryNotFound(
+            f"{TOOL} not found in {bin_dir}",
+            hint="point --bin-dir at a PostgreSQL bin directory "
+            "(Debian: apt-get install postgresql-15 puts it in /usr/lib/postgresql/15/bin)",
+        )
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise WorkdirError(
+            f"{directory} is not a directory", hint="create it or choose another target directory"
+        )
+    usage = shutil.disk_usage(directory)
+    # ramfs and some pseudo filesystems report a size of 0: free space unknown.
+    if usage.total and usage.free < _SPACE_NEEDED:
+        raise DiskSpaceError(
+            f"{TOOL} needs about {_SPACE_NEEDED // 2**20} MiB in {directory}, "
+            f"only {usage.free // 2**20} MiB free",
+            hint="free some space or choose another target directory",
+        )
+    target = directory / FILE_NAME
+    _create_exclusively(target)
+
+    def forward(stream_name: str, line: str) -> None:
+        if on_line is not None and stream_name == "stdout":
+            on_line(line)
+
+    try:
+        done = proc.stream(
+            [binary, "-s", str(seconds), "-f", target],
+            timeout=timeout if timeout is not None else 20.0 * seconds + 120.0,
+            on_line=forward,
+            what=TOOL,
+        )
+    except ToolError as exc:
+        if exc.hint is None and exc.returncode is not None:
+            exc.hint = f"check that {directory} is writable and its filesystem is healthy"
+        raise
+    finally:
+        # pg_test_fsync unlinks the file itself when it ends normally; this
+        # covers timeouts and crashes. The file is ours: we created it above.
+        target.unlink(missing_ok=True)
+    return parse(done.stdout), done.stdout
+
+
+def _create_exclusively(target: Path) -> None:
+    """Create ``target`` so that it is provably ours; refuse if anything is there."""
+    try:
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        raise WorkdirError(
+            f"{target} already exists; pgrig will not overwrite it",
+            hint="remove it if it is left over from an interrupted pgrig run",
+        ) from None
+    except OSError as exc:
+        raise WorkdirError(
+            f"cannot create {target}: {exc.strerror}",
+            hint="choose a target directory you can write to",
+        ) from exc
+    os.close(fd)
+
+
+def _section(line: str) -> str | None:
+    for pattern, name in _SECTIONS:
+        if m := pattern.match(line):
+            return name.format(*m.groups())
+    return None
+
+
+def _row(line: str) -> tuple[str, float | None, float | None] | None:
+    if m := _ROW.match(line):
+        usecs = m.group("usecs")
+        return _method(m.group("method")), float(m.group("ops")), _float(usecs)
+    if m := _NA_ROW.match(line):
+        return _method(m.group("method")), None, None
+    return None
+
+
+def _method(label: str) -> str:
+    return " ".join(label.split())
+
+
+def _float(text: str | None) -> float | None:
+    return None if text is None else float(text)
+
+
+def _error(detail: str) -> ParseError:
+    return ParseError(
+        f"{TOOL}: {detail}",
+        hint="this pg_test_fsync prints something pgrig does not know; "
+        "please report it together with the tool's output",
+    )

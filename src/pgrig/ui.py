@@ -1,0 +1,89 @@
+"""What the user sees while a study runs: progress bars and messages, on stderr.
+
+Data goes to stdout, diagnostics and progress to stderr. Rich handles
+``NO_COLOR`` and non-terminal output (no live redraw when piped).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    Progress,
+    SpinnerColumn,
+    TaskProgressColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+
+class Step:
+    """Handle to one running step's progress line."""
+
+    def __init__(self, progress: Progress, task_id: int, label: str) -> None:
+        self._progress = progress
+        self._task = task_id
+        self.label = label
+
+    def update(
+        self,
+        *,
+        completed: float | None = None,
+        total: float | None = None,
+        detail: str | None = None,
+    ) -> None:
+        kwargs: dict[str, object] = {}
+        if completed is not None:
+            kwargs["completed"] = completed
+        if total is not None:
+            kwargs["total"] = total
+        if detail is not None:
+            kwargs["description"] = f"{self.label} [dim]{detail}[/dim]"
+        self._progress.update(self._task, **kwargs)  # type: ignore[arg-type]
+
+
+class Ui:
+    def __init__(self, *, quiet: bool = False, console: Console | None = None) -> None:
+        self.console = console or Console(stderr=True, highlight=False)
+        self.quiet = quiet
+
+    def info(self, message: str) -> None:
+        if not self.quiet:
+            self.console.print(message)
+
+    def ok(self, message: str) -> None:
+        if not self.quiet:
+            self.console.print(f"[green]✓[/green] {message}")
+
+    def warn(self, message: str) -> None:
+        self.console.print(f"[yellow]warning:[/yellow] {message}")
+
+    def fail(self, message: str) -> None:
+        self.console.print(f"[red]✗[/red] {message}")
+
+    @contextmanager
+    def step(self, label: str, total: float | None = None) -> Iterator[Step]:
+        """A live progress line; with ``total`` a bar and a remaining-time estimate."""
+        columns = [
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            BarColumn(),
+            TaskProgressColumn(),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+        ]
+        progress = Progress(
+            *columns, console=self.console, transient=True, disable=self.quiet
+        )
+        with progress:
+            task = progress.add_task(label, total=total)
+            yield Step(progress, task, label)
+
+
+def stdout_is_terminal() -> bool:
+    return sys.stdout.isatty()
