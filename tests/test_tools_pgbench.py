@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from pgrig import proc
+from pgrig.conninfo import Conn
 from pgrig.errors import ParseError, ToolError, UsageError
 from pgrig.results import LatencySummary, ProgressPoint, StatementLatency
 from pgrig.tools import pgbench as pb
@@ -20,7 +21,7 @@ from pgrig.tools import pgbench as pb
 DATA = Path(__file__).parent / "data"
 PG_BIN = Path(os.environ.get("PGRIG_TEST_BIN_DIR", "/usr/lib/postgresql/15/bin"))
 
-CONN = pb.Conn(host="/tmp/sock", port=5432, user="postgres", dbname="bench")
+CONN = Conn.socket("/tmp/sock", 5432, "postgres", "bench")
 
 TPCB_SQL = (
     "UPDATE pgbench_accounts SET abalance = abalance + :delta WHERE aid = :aid;",
@@ -159,13 +160,7 @@ def test_init_argv() -> None:
         "-s",
         "10",
         "--init-steps=dtgvp",
-        "-h",
-        "/tmp/sock",
-        "-p",
-        "5432",
-        "-U",
-        "postgres",
-        "bench",
+        "host=/tmp/sock port=5432 user=postgres dbname=bench",
     ]
     opts = pb.InitOptions(
         scale=3,
@@ -176,7 +171,7 @@ def test_init_argv() -> None:
         index_tablespace="tbs2",
         fillfactor=90,
     )
-    assert pb.init_argv(bin_dir, CONN, opts)[1:-7] == [
+    assert pb.init_argv(bin_dir, CONN, opts)[1:-1] == [
         "-i",
         "-s",
         "3",
@@ -419,7 +414,7 @@ def test_run_argv() -> None:
         query_mode="simple",
     )
     argv = pb.run_argv(PG_BIN, CONN, custom, Path("/w/pgrig_txlog_x"))
-    assert argv[1:-7] == [
+    assert argv[1:-1] == [
         "-M",
         "simple",
         "-c",
@@ -538,7 +533,7 @@ needs_pg = pytest.mark.skipif(
 
 
 @contextmanager
-def throwaway_server() -> Iterator[tuple[pb.Conn, Path]]:
+def throwaway_server() -> Iterator[tuple[Conn, Path]]:
     """initdb + start a server on a Unix socket only; stop and remove it afterwards."""
     user = proc.OsUser.lookup("postgres") if os.geteuid() == 0 else None
     # Not pytest's tmp_path: that is private to root, and the server runs as postgres.
@@ -571,7 +566,7 @@ def throwaway_server() -> Iterator[tuple[pb.Conn, Path]]:
             timeout=90,
             user=user,
         )
-        yield pb.Conn(host=str(base), port=5432, user="postgres", dbname="postgres"), data
+        yield Conn.socket(str(base), 5432, "postgres", "postgres"), data
     finally:
         if (data / "postmaster.pid").exists():
             proc.run(
@@ -581,7 +576,7 @@ def throwaway_server() -> Iterator[tuple[pb.Conn, Path]]:
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[tuple[pb.Conn, Path]]:
+def server() -> Iterator[tuple[Conn, Path]]:
     with throwaway_server() as conn_data:
         yield conn_data
 
@@ -593,7 +588,7 @@ def test_pgbench_version_real() -> None:
 
 @needs_pg
 @pytest.mark.cluster
-def test_run_init_real(server: tuple[pb.Conn, Path]) -> None:
+def test_run_init_real(server: tuple[Conn, Path]) -> None:
     conn, _ = server
     seen: list[tuple[int, int]] = []
     result, raw = pb.run_init(
@@ -611,7 +606,7 @@ def test_run_init_real(server: tuple[pb.Conn, Path]) -> None:
 @pytest.mark.cluster
 @pytest.mark.parametrize(("mode", "per_txn"), [("select-only", 1), ("read-write", 5)])
 def test_run_bench_real(
-    server: tuple[pb.Conn, Path], tmp_path: Path, mode: str, per_txn: int
+    server: tuple[Conn, Path], tmp_path: Path, mode: str, per_txn: int
 ) -> None:
     conn, _ = server
     pb.run_init(PG_BIN, conn, pb.InitOptions(scale=1, generate="server"))

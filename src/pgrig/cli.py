@@ -116,11 +116,12 @@ def run(**opts: Any) -> None:
     results: Path = opts["results"]
     from pgrig.runner import StudyRunner
 
+    runner = StudyRunner(plan, ui)
+    runner.preflight()  # bad input fails here, before anything is created
     with Store.open(_store_path(results, opts["store"])) as store:
-        runner = StudyRunner(plan, store, ui)
         interrupted = False
         try:
-            runner.run()
+            runner.run(store)
         except KeyboardInterrupt:
             interrupted = True
             ui.warn("interrupted: the running tool and the cluster were stopped; "

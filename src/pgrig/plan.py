@@ -83,7 +83,7 @@ class StudyPlan:
         if "timing" in self.probes:
             total += self.timing_s
         if "fsync" in self.probes:
-            total += 14 * self.fsync_s
+            total += 16 * self.fsync_s  # pg_test_fsync runs 16 timed tests
         if "fio" in self.probes:
             total += len(self.fio.patterns) * (self.fio.runtime_s + 3)
         if self.tpcb:

@@ -35,9 +35,10 @@ def _fsync(seconds: int) -> Any:
 
         def on_line(text: str) -> None:
             nonlocal done
+            # pg_test_fsync finishes a method's line only when its test is over.
             if "ops/sec" in text or "n/a" in text:
                 done += 1
-                line.update(completed=done * seconds, detail=text.strip().split("  ")[0])
+                line.update(completed=done * seconds, detail=f"{done}/{pg_test_fsync.TIMED_TESTS} tests")
 
         return pg_test_fsync.run(
             ctx.bins.bin_dir,
@@ -101,7 +102,7 @@ def steps(plan: StudyPlan) -> list[Step]:
                 label=f"pg_test_fsync in {target}",
                 params={"seconds_per_test": plan.fsync_s, "directory": target},
                 action=_fsync(plan.fsync_s),
-                total=14 * plan.fsync_s,
+                total=pg_test_fsync.TIMED_TESTS * plan.fsync_s,
                 tools=("pg_test_fsync",),
             )
         )

@@ -46,10 +46,10 @@ def study_id(name: str) -> str:
 
 
 class StudyRunner:
-    def __init__(self, plan: StudyPlan, store: Store, ui: Ui) -> None:
+    def __init__(self, plan: StudyPlan, ui: Ui) -> None:
         self.plan = plan
-        self.store = store
         self.ui = ui
+        self.store: Store | None = None
         self.study: Study | None = None
         self.env: Environment | None = None
         self.cluster: Cluster | None = None
@@ -87,8 +87,10 @@ class StudyRunner:
 
     # -- the study -------------------------------------------------------
 
-    def run(self) -> Study:
+    def run(self, store: Store) -> Study:
+        """Run the study; call ``preflight`` first to fail before the store is created."""
         bins, target, profile = self.preflight()
+        self.store = store
         for path in workdir.clean_orphans():
             self.ui.info(f"removed the orphan work directory {path} of a killed pgrig run")
         plan = self.plan

@@ -106,7 +106,7 @@ class Cluster:
         if os_user is not None:
             os.chown(workdir_path, os_user.uid, os_user.gid)
             # The server user must reach the work directory through every parent.
-            probe = proc.run(["test", "-w", workdir_path], timeout=10, user=os_user, check=False)
+            probe = proc.run(["/usr/bin/test", "-w", workdir_path], timeout=10, user=os_user, check=False)
             if not probe.ok:
                 workdir.remove(workdir_path)
                 raise WorkdirError(

@@ -18,6 +18,7 @@ import os
 import shutil
 import signal
 import socket
+import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -73,11 +74,17 @@ def check_target(target: Path) -> Path:
         )
     if not target.is_dir():
         raise WorkdirError(f"target {target} is not a directory")
-    if not os.access(target, os.W_OK | os.X_OK):
+    # A real write, not os.access: root passes access checks on a read-only
+    # mount or an immutable directory, and the first write would fail later.
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".pgrig-write-test-", dir=target)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
         raise WorkdirError(
-            f"target directory {target} is not writable",
+            f"target directory {target} is not writable: {exc.strerror}",
             hint="pass a --target you can write to",
-        )
+        ) from exc
     return target.resolve()
 
 
@@ -155,8 +162,6 @@ def make_socket_dir(owner: proc.OsUser | None, workdir: Path) -> Path:
     It lives under /tmp rather than in the work directory because a unix socket
     path must fit in 107 bytes and the target directory may be deep.
     """
-    import tempfile
-
     path = Path(tempfile.mkdtemp(prefix="pgrig-sock-"))
     (path / MARKER).write_text(str(workdir))
     if owner is not None and os.geteuid() == 0:

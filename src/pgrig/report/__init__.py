@@ -7,6 +7,6 @@ be used on their own.
 
 from __future__ import annotations
 
-from pgrig.report.write import write
+from pgrig.report.writer import write
 
 __all__ = ["write"]

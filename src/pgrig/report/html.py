@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from html import escape
 
-from pgrig.report.model import Figure, ReportView, Section, Table
+from pgrig.report.model import FAILED, SKIPPED, Figure, ReportView, Section, Table
 
 
 def render(view: ReportView, svgs: Mapping[str, str], *, css: str, generator: str = "") -> str:
@@ -69,6 +69,24 @@ def render_figure(fig: Figure, svg: str | None) -> str:
     return f'<figure class="plot">\n{body}\n{caption}</figure>'
 
 
+def _spanned(cells: tuple[str, ...]) -> str:
+    """A failed/skipped row: each reason spans the empty cells after it, so a long
+    reason does not squeeze the number columns of the rows that did run."""
+    texts: list[str] = []
+    spans: list[int] = []
+    for text in cells:
+        if text or not texts:
+            texts.append(text)
+            spans.append(1)
+        else:
+            spans[-1] += 1
+    out = []
+    for text, span in zip(texts, spans, strict=True):
+        attr = f' colspan="{span}"' if span > 1 else ""
+        out.append(f"<td{attr}>{escape(text)}</td>")
+    return "".join(out)
+
+
 def render_table(table: Table) -> str:
     num = [i > 0 and i < len(table.numeric) and table.numeric[i] for i in range(len(table.columns))]
 
@@ -80,7 +98,10 @@ def render_table(table: Table) -> str:
     rows = []
     for row in table.rows:
         cls = f' class="{row.kind}"' if row.kind else ""
-        cells = "".join(cell("td", i, c) for i, c in enumerate(row.cells))
+        if row.kind in (FAILED, SKIPPED):
+            cells = _spanned(row.cells)
+        else:
+            cells = "".join(cell("td", i, c) for i, c in enumerate(row.cells))
         rows.append(f"<tr{cls}>{cells}</tr>")
     caption = f"<caption>{escape(table.caption)}</caption>" if table.caption else ""
     if table.collapsed:

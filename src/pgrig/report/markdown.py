@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Mapping
 
 from pgrig.report.model import HEADLINE, Figure, ReportView, Row, Section, Table
@@ -13,7 +14,6 @@ _ESCAPE = str.maketrans(
         "\\": "\\\\",
         "|": "\\|",
         "*": "\\*",
-        "_": "\\_",
         "`": "\\`",
         "[": "\\[",
         "]": "\\]",
@@ -25,9 +25,13 @@ _ESCAPE = str.maketrans(
 )
 
 
+# An underscore inside a word (pg_test_fsync) is literal in GFM; escape only the others.
+_UNDERSCORE = re.compile(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
+
+
 def escape(text: str) -> str:
     """Plain text made safe for a Markdown paragraph or table cell."""
-    return text.translate(_ESCAPE)
+    return _UNDERSCORE.sub(r"\\_", text.translate(_ESCAPE))
 
 
 def render(view: ReportView, images: Mapping[str, str]) -> str:

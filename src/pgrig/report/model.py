@@ -56,6 +56,7 @@ class Figure:
     series: tuple[Series, ...]
     caption: str = ""
     log_x: bool = False
+    log_y: bool = False
 
 
 @dataclass(frozen=True)

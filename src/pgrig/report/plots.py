@@ -69,9 +69,15 @@ def _draw(spec: Figure) -> MplFigure:
     ax.set_title(spec.title)
     ax.set_xlabel(spec.x_label)
     ax.set_ylabel(spec.y_label)
-    ax.set_ylim(bottom=0)
-    if spec.series:
-        ax.legend(fontsize=7, loc="best", ncol=2 if len(spec.series) > 6 else 1)
+    if spec.log_y:
+        ax.set_yscale("log")
+    else:
+        ax.set_ylim(bottom=0)
+    if len(spec.series) > 4:
+        # Many lines (one per run): keep the legend off the data.
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+    elif spec.series:
+        ax.legend(fontsize=7, loc="best")
     else:
         ax.text(0.5, 0.5, "no data", transform=ax.transAxes, ha="center", va="center")
     return fig

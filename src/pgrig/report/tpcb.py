@@ -133,17 +133,27 @@ def tpcb_section(records: Sequence[RunRecord], target: str) -> Section:
     if load is not None:
         blocks.append(load)
     if pts:
-        blocks.append(throughput_table(pts, target))
-        blocks.append(tps_vs_clients(pts))
-        over_time = tps_over_time(pts)
-        if over_time.series:
-            blocks.append(over_time)
-        blocks.append(latency_table(pts))
-        blocks.append(latency_vs_clients(pts))
-        statements = statements_table(pts)
-        if statements is not None:
-            blocks.append(statements)
+        candidates = (
+            throughput_table(pts, target),
+            tps_vs_clients(pts),
+            tps_over_time(pts),
+            latency_table(pts),
+            latency_vs_clients(pts),
+            statements_table(pts),
+        )
+        # A figure with nothing to draw (every run failed) is left out; the tables say why.
+        blocks += [b for b in candidates if b is not None and not _empty_figure(b)]
     return Section(title, anchor, blocks=tuple(blocks))
+
+
+def _empty_figure(block: Table | Figure) -> bool:
+    return isinstance(block, Figure) and not block.series
+
+
+def _wide(pts: Sequence[Point]) -> bool:
+    """Client counts spanning 8x or more read better on a log2 axis (1, 2, 4 ... 64)."""
+    clients = [p.clients for p in pts if p.clients > 0]
+    return bool(clients) and max(clients) >= 8 * min(clients)
 
 
 def load_table(records: Sequence[RunRecord]) -> Table | None:
@@ -360,6 +370,7 @@ def tps_vs_clients(pts: Sequence[Point]) -> Figure:
         y_label="transactions/s",
         series=tuple(s for s in series if s.x),
         caption="Median tps per client count; bars span min to max of the repeats.",
+        log_x=_wide(pts),
     )
 
 
@@ -399,9 +410,7 @@ def latency_vs_clients(pts: Sequence[Point]) -> Figure:
         if not with_pct:
             ys = [statistics.median([r.latency_avg_ms for _, r in p.ok]) for p in done]
             series.append(
-                Series(
-                    f"{mode} avg", tuple(float(p.clients) for p in done), tuple(ys), group=mode
-                )
+                Series(f"{mode} avg", tuple(float(p.clients) for p in done), tuple(ys), group=mode)
             )
             continue
         for name, dash in PERCENTILES:
@@ -419,5 +428,15 @@ def latency_vs_clients(pts: Sequence[Point]) -> Figure:
         x_label="clients",
         y_label="latency (ms)",
         series=tuple(series),
-        caption="Median over repeats.",
+        caption="Median over repeats."
+        + (
+            " Log scale: the modes differ by orders of magnitude." if _spans_decades(series) else ""
+        ),
+        log_x=_wide(pts),
+        log_y=_spans_decades(series),
     )
+
+
+def _spans_decades(series: Sequence[Series]) -> bool:
+    values = [y for s in series for y in s.y if y > 0]
+    return bool(values) and max(values) >= 20 * min(values)

@@ -165,7 +165,8 @@ def summary_section(
             continue
         head = fsync_headline(res)
         if head is not None and head.ops_per_sec is not None:
-            value = f"{fmt.rate(head.ops_per_sec)} ops/s ({fmt.optional(head.usecs_per_op, fmt.integer)} us/op)"
+            usecs = fmt.optional(head.usecs_per_op, fmt.integer)
+            value = f"{fmt.rate(head.ops_per_sec)} ops/s ({usecs} us/op)"
             rows.append(Row((HEADLINE_FSYNC, value)))
     for rec in fio:
         res = typed_result(rec)
@@ -173,7 +174,8 @@ def summary_section(
         if res is None:
             rows.append(Row((label, status_text(rec)), status_kind(rec)))
         else:
-            value = f"IOPS={fmt.si(res.iops)} ({fmt.integer(res.iops)}), BW={fmt.rate(res.bandwidth_mib_s)} MiB/s"
+            iops = f"IOPS={fmt.si(res.iops)} ({fmt.integer(res.iops)})"
+            value = f"{iops}, BW={fmt.rate(res.bandwidth_mib_s)} MiB/s"
             rows.append(Row((label, value)))
     rows.extend(tpcb_headline_rows(records))
     table = Table(
@@ -223,8 +225,8 @@ def environment_section(study: Study) -> Section:
 def environment_rows(env: Environment) -> list[tuple[str, str]]:
     cpu = env.cpu
     layout = (
-        f"{cpu.sockets} socket(s) x {cpu.cores_per_socket} core(s) x "
-        f"{cpu.threads_per_core} thread(s) = {cpu.logical_cpus} logical CPUs"
+        f"{_n(cpu.sockets, 'socket')} x {_n(cpu.cores_per_socket, 'core')} x "
+        f"{_n(cpu.threads_per_core, 'thread')} = {_n(cpu.logical_cpus, 'logical CPU')}"
     )
     cpu_extra = [f"{cpu.mhz:.0f} MHz" if cpu.mhz else "", cpu.hypervisor or ""]
     cpu_extra = [x for x in cpu_extra if x]
@@ -237,7 +239,8 @@ def environment_rows(env: Environment) -> list[tuple[str, str]]:
         ("OS", env.os_release),
     ]
     for disk in env.disks:
-        kind = "HDD" if disk.rotational else "SSD"
+        # What the kernel reports: virtual disks often claim to be rotational.
+        kind = "rotational" if disk.rotational else "non-rotational"
         extra = ", ".join(x for x in (kind, disk.model, f"scheduler {disk.scheduler}") if x)
         if disk.scheduler is None:
             extra = ", ".join(x for x in (kind, disk.model) if x)
@@ -269,6 +272,10 @@ def environment_rows(env: Environment) -> list[tuple[str, str]]:
     return rows
 
 
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 # --------------------------------------------------------------------------
 # pg_test_timing
 
@@ -292,8 +299,7 @@ def timing_section(records: Sequence[RunRecord], env: Environment | None) -> Sec
             continue
         paragraphs.append(
             f"Per loop time including overhead: {res.per_loop_ns:.2f} ns "
-            f"(measured for {res.duration_s:g} s"
-            + (f", clocksource {clock})." if clock else ").")
+            f"(measured for {res.duration_s:g} s" + (f", clocksource {clock})." if clock else ").")
         )
         rows = tuple(
             Row((f"< {b.lt_us}", f"{b.percent:.5f}", fmt.integer(b.count))) for b in res.histogram

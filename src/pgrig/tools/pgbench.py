@@ -81,23 +81,9 @@ _PARSE_HINT = (
 # Connection and binary
 
 
-@dataclass(frozen=True)
-class Conn:
-    """Where pgbench and psql connect: host is a socket directory or a hostname."""
-
-    host: str
-    port: int
-    user: str
-    dbname: str
-
-    def args(self) -> list[str]:
-        """``-h -p -U`` and the database name, to go last on a pgbench/psql command line."""
-        return ["-h", self.host, "-p", str(self.port), "-U", self.user, self.dbname]
-
-
 class ConnArgs(Protocol):
-    """Anything that can say where to connect as pgbench arguments: ``Conn`` here,
-    or ``pgrig.conninfo.Conn`` (a libpq string passed as the dbname)."""
+    """Anything that can say where to connect as pgbench arguments, i.e.
+    ``pgrig.conninfo.Conn`` (a libpq string passed as pgbench's dbname)."""
 
     def args(self) -> list[str]: ...
 

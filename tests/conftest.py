@@ -1,0 +1,76 @@
+"""Shared fixtures: real PostgreSQL binaries, a directory the server user can
+reach, and an isolated pgrig state directory (orphan registry) per test session."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pgrig.cluster import binaries, profiles
+from pgrig.cluster.server import SUPERUSER, Cluster, InitdbOptions, server_os_user
+from pgrig.conninfo import Conn
+from pgrig.errors import BinaryNotFound
+
+# Under /var/tmp, not /tmp/pytest-of-root (0700): the server runs as another OS
+# user and must reach its data directory. Also a real disk, not tmpfs.
+DISK_BASE = Path(os.environ.get("PGRIG_TEST_DISK_DIR", "/var/tmp"))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _isolated_state_dir() -> Iterator[Path]:
+    state = Path(tempfile.mkdtemp(prefix="pgrig-test-state-"))
+    old = os.environ.get("PGRIG_STATE_DIR")
+    os.environ["PGRIG_STATE_DIR"] = str(state)
+    yield state
+    if old is None:
+        os.environ.pop("PGRIG_STATE_DIR", None)
+    else:
+        os.environ["PGRIG_STATE_DIR"] = old
+    shutil.rmtree(state, ignore_errors=True)
+
+
+def make_disk_dir(prefix: str = "pgrig-test-") -> Path:
+    path = Path(tempfile.mkdtemp(prefix=prefix, dir=DISK_BASE))
+    path.chmod(0o755)
+    return path
+
+
+@pytest.fixture
+def disk_dir() -> Iterator[Path]:
+    """An empty directory on a real disk that the server's OS user can reach."""
+    path = make_disk_dir()
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def bins() -> binaries.PgBinaries:
+    try:
+        return binaries.find()
+    except BinaryNotFound as exc:  # pragma: no cover - make test installs them
+        pytest.skip(f"PostgreSQL server binaries are not installed: {exc}")
+
+
+@pytest.fixture(scope="module")
+def cluster(bins: binaries.PgBinaries) -> Iterator[Cluster]:
+    """A real throwaway cluster made by pgrig's own cluster code (stock profile)."""
+    base = make_disk_dir("pgrig-test-cluster-")
+    c = Cluster.create(bins, base / "work", study="test", os_user=server_os_user())
+    try:
+        c.initdb(InitdbOptions())
+        c.configure(profiles.load("stock").with_overrides({"fsync": "off"}))
+        c.start()
+        yield c
+    finally:
+        c.destroy()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture
+def conn(cluster: Cluster) -> Conn:
+    return Conn.socket(str(cluster.socket_dir), cluster.port, SUPERUSER, "postgres")
