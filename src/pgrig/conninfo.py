@@ -61,8 +61,11 @@ class Conn:
         return " ".join(f"{k}={v}" for k, v in parts.items()) or "(PG* environment)"
 
     def connect(self, *, autocommit: bool = True) -> psycopg.Connection:
+        # UTF8 on the wire: a SQL_ASCII database (seed 000's initdb -E SQL_ASCII)
+        # would otherwise hand psycopg bytes instead of text.
+        info = make_conninfo(self.conninfo(), client_encoding="UTF8")
         try:
-            return psycopg.connect(self.conninfo(), autocommit=autocommit)
+            return psycopg.connect(info, autocommit=autocommit)
         except psycopg.OperationalError as exc:
             raise ClusterError(
                 f"cannot connect to {self.describe()}: {str(exc).strip()}",

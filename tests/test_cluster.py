@@ -1,0 +1,227 @@
+"""The throwaway cluster, its work directory, and the safety rules around them:
+real initdb/pg_ctl/postgres, real directories, real signals."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from pgrig import proc
+from pgrig.cluster import binaries, profiles, workdir
+from pgrig.cluster.server import SUPERUSER, Cluster, InitdbOptions, _free_port, server_os_user
+from pgrig.conninfo import Conn
+from pgrig.errors import BinaryNotFound, UsageError, WorkdirError
+
+# -- binaries ---------------------------------------------------------------
+
+
+def test_pg_bin_that_does_not_exist(tmp_path: Path) -> None:
+    with pytest.raises(BinaryNotFound, match="is not a directory") as err:
+        binaries.find(tmp_path / "nope")
+    assert err.value.hint and "--pg-bin" in err.value.hint
+
+
+def test_pg_bin_without_initdb(tmp_path: Path) -> None:
+    (tmp_path / "pgbench").write_text("")
+    with pytest.raises(BinaryNotFound, match="holds no initdb"):
+        binaries.find(tmp_path)
+
+
+def test_binaries_found_without_pg_bin(bins: binaries.PgBinaries) -> None:
+    assert bins.has("initdb") and bins.has("pgbench")
+    assert bins.major >= 12
+    assert bins.version.startswith(str(bins.major))
+
+
+def test_debian_fallback_picks_newest(tmp_path: Path, bins: binaries.PgBinaries) -> None:
+    # Two fake versions that point at the real binaries: the fallback must pick 16 over 9.6.
+    for version in ("9.6", "16"):
+        (tmp_path / version).mkdir()
+        (tmp_path / version / "bin").symlink_to(bins.bin_dir)
+    found = binaries._debian_bin_dirs(tmp_path)
+    assert [p.parent.name for p in found] == ["16", "9.6"]
+
+
+# -- profiles ---------------------------------------------------------------
+
+MACHINE = profiles.Machine(ram_bytes=24 * 2**30, cpus=2)
+
+
+def test_oltp_profile_is_sized_to_the_machine() -> None:
+    oltp = profiles.load("oltp", machine=MACHINE)
+    assert oltp.settings["shared_buffers"] == "6144MB"  # 25% of 24 GiB
+    assert oltp.settings["effective_cache_size"] == "12288MB"
+    assert oltp.settings["max_worker_processes"] == "4"
+    assert oltp.settings["synchronous_commit"] == "off"
+    assert profiles.load("stock", machine=MACHINE).settings == {}
+
+
+def test_profile_file_with_unknown_parameter(tmp_path: Path, bins: binaries.PgBinaries) -> None:
+    conf = tmp_path / "mine.conf"
+    conf.write_text("shared_buffer = 1GB\n")
+    profile = profiles.load(str(conf), machine=MACHINE)
+    with pytest.raises(UsageError, match="unknown PostgreSQL .* parameter 'shared_buffer'") as err:
+        profiles.validate(profile, bins)
+    assert "shared_buffers" in (err.value.hint or "")
+
+
+def test_profile_may_not_set_what_pgrig_owns(tmp_path: Path) -> None:
+    conf = tmp_path / "bad.conf"
+    conf.write_text("# comment\nlisten_addresses = '*'\n")
+    with pytest.raises(UsageError, match=r"bad.conf:2: listen_addresses is managed by pgrig"):
+        profiles.load(str(conf), machine=MACHINE)
+
+
+def test_unknown_profile_name_suggests() -> None:
+    with pytest.raises(UsageError, match="unknown profile 'oltpp'") as err:
+        profiles.load("oltpp")
+    assert "did you mean 'oltp'" in (err.value.hint or "")
+
+
+def test_overrides_and_rendering() -> None:
+    over = profiles.parse_overrides(["work_mem=64MB", "application_name=it's"])
+    text = profiles.render(over)
+    assert "work_mem = 64MB" in text
+    assert "application_name = 'it''s'" in text
+    with pytest.raises(UsageError, match="expected name=value"):
+        profiles.parse_overrides(["work_mem"])
+
+
+# -- work directories --------------------------------------------------------
+
+
+def test_workdir_with_foreign_files_is_refused_and_untouched(disk_dir: Path) -> None:
+    foreign = disk_dir / "precious"
+    foreign.mkdir()
+    (foreign / "data.txt").write_text("keep me")
+    with pytest.raises(WorkdirError, match="did not create"):
+        workdir.create(foreign, study="t")
+    with pytest.raises(WorkdirError, match="no pgrig marker"):
+        workdir.remove(foreign)
+    assert (foreign / "data.txt").read_text() == "keep me"
+
+
+def test_target_that_is_not_writable(disk_dir: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("needs root to mount a read-only filesystem")
+    ro = disk_dir / "ro"
+    ro.mkdir()
+    proc.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", ro], timeout=30)
+    try:
+        with pytest.raises(WorkdirError, match="not writable"):
+            workdir.check_target(ro)
+    finally:
+        proc.run(["umount", ro], timeout=30)
+
+
+def test_missing_target(tmp_path: Path) -> None:
+    with pytest.raises(WorkdirError, match="does not exist"):
+        workdir.check_target(tmp_path / "absent")
+
+
+def test_free_port_skips_a_taken_socket(tmp_path: Path) -> None:
+    (tmp_path / ".s.PGSQL.5432").touch()
+    (tmp_path / ".s.PGSQL.5433.lock").touch()
+    assert _free_port(tmp_path) == 5434
+
+
+def test_server_user_cannot_reach_private_directory(bins: binaries.PgBinaries) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("only root hands the server to another OS user")
+    import tempfile
+
+    private = Path(tempfile.mkdtemp(prefix="pgrig-private-"))  # 0700, owned by root
+    try:
+        with pytest.raises(WorkdirError, match="cannot write to"):
+            Cluster.create(bins, private / "w", study="t", os_user=server_os_user())
+        assert not (private / "w").exists()
+    finally:
+        shutil.rmtree(private)
+
+
+# -- the cluster itself -------------------------------------------------------
+
+
+def test_cluster_is_private_and_configured(cluster: Cluster, conn: Conn) -> None:
+    with conn.connect() as c:
+        settings = dict(
+            c.execute(
+                "SELECT name, setting FROM pg_settings WHERE name IN "
+                "('listen_addresses', 'unix_socket_permissions', 'fsync', 'lc_collate')"
+            ).fetchall()
+        )
+    assert settings["listen_addresses"] == ""
+    assert settings["unix_socket_permissions"] == "0700"
+    assert settings["fsync"] == "off"  # the override reached the server
+    assert settings["lc_collate"] == "C"
+    assert (cluster.socket_dir.stat().st_mode & 0o777) == 0o700
+    assert workdir.read_marker(cluster.workdir) is not None
+    if os.geteuid() == 0:
+        owner = cluster.datadir.stat().st_uid
+        assert owner != 0, "the server must not run as root"
+
+
+def test_initdb_options_reach_the_cluster(bins: binaries.PgBinaries, disk_dir: Path) -> None:
+    c = Cluster.create(bins, disk_dir / "w", study="t", os_user=server_os_user())
+    try:
+        c.initdb(InitdbOptions(encoding="SQL_ASCII", wal_segsize_mb=64))
+        c.configure(profiles.load("stock"))
+        c.start()
+        conn = Conn.socket(str(c.socket_dir), c.port, SUPERUSER, "postgres")
+        with conn.connect() as db:
+            row = db.execute(
+                "SELECT current_setting('wal_segment_size'), current_setting('server_encoding')"
+            ).fetchone()
+        assert row == ("64MB", "SQL_ASCII")
+    finally:
+        c.destroy()
+    assert not (disk_dir / "w").exists()
+    assert not c.socket_dir.exists()
+
+
+def test_orphan_of_a_killed_pgrig_is_found_and_removed(
+    bins: binaries.PgBinaries, disk_dir: Path
+) -> None:
+    """A child process plays the pgrig that gets kill -9'd with its cluster running."""
+    script = (
+        "import sys, time\n"
+        "from pathlib import Path\n"
+        "from pgrig.cluster import binaries, profiles\n"
+        "from pgrig.cluster.server import Cluster, InitdbOptions, server_os_user\n"
+        "c = Cluster.create(binaries.find(), Path(sys.argv[1]), study='victim',"
+        " os_user=server_os_user())\n"
+        "c.initdb(InitdbOptions()); c.configure(profiles.load('stock')); c.start()\n"
+        "print('up', flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    work = disk_dir / "victim"
+    child = subprocess.Popen(
+        [os.sys.executable, "-c", script, str(work)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "up"
+        pid = workdir._postmaster_pid(work / "data")
+        assert pid is not None and proc.pid_alive(pid)
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=10)
+        assert [m.path for m in workdir.orphans()] == [str(work.resolve())]
+        removed = workdir.clean_orphans()
+        assert removed == [str(work.resolve())]
+        deadline = time.monotonic() + 10
+        while proc.pid_alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not proc.pid_alive(pid), "the orphan's postmaster must be stopped"
+        assert not work.exists()
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait(timeout=10)
+        if child.stdout is not None:
+            child.stdout.close()

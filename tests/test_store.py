@@ -1,0 +1,135 @@
+"""The SQLite results store: runs recorded one by one survive the process."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pgrig.errors import StoreError
+from pgrig.results import (
+    Cpu,
+    Environment,
+    PgbenchRun,
+    ProgressPoint,
+    RunRecord,
+    Study,
+    to_dict,
+    typed_result,
+)
+from pgrig.store import Store
+
+ENV = Environment(
+    captured_at="2026-11-22T04:00:00+00:00",
+    hostname="h",
+    os_release="Debian GNU/Linux 12 (bookworm)",
+    kernel="6.1",
+    cpu=Cpu("AMD EPYC", 1, 2, 1, 2),
+    memory_bytes=24 * 2**30,
+)
+
+
+def study(sid: str = "quick-1") -> Study:
+    return Study(id=sid, name="quick", target="/var/tmp", started_at="t0", status="running")
+
+
+def run_record(key: str, tps: float = 100.0) -> RunRecord:
+    result = PgbenchRun(
+        mode="select-only",
+        transaction_type="<builtin: select only>",
+        scale=1,
+        query_mode="prepared",
+        clients=1,
+        threads=1,
+        duration_s=3,
+        transactions=300,
+        failed=0,
+        tps=tps,
+        latency_avg_ms=0.02,
+        latency_stddev_ms=None,
+        initial_connection_ms=1.0,
+        statements_per_txn=1,
+        progress=(ProgressPoint(1.0, tps, 0.02),),
+    )
+    return RunRecord(
+        study="quick-1",
+        key=key,
+        kind="pgbench_run",
+        target="/var/tmp",
+        params={"clients": 1},
+        status="ok",
+        started_at="t1",
+        finished_at="t2",
+        result=to_dict(result),
+        raw="tps = 100",
+    )
+
+
+def test_round_trip(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "r.sqlite") as store:
+        store.begin_study(study())
+        store.set_environment("quick-1", ENV)
+        store.record(run_record("a"))
+        store.record(
+            RunRecord(
+                study="quick-1", key="b", kind="fio", target="/var/tmp", params={},
+                status="skipped", started_at="t", finished_at="t", reason="fio not installed",
+            )
+        )
+        store.finish_study("quick-1", "finished", "t9")
+    with Store.open(tmp_path / "r.sqlite") as store:
+        got = store.study("quick-1")
+        assert got.status == "finished" and got.environment == ENV
+        runs = store.runs("quick-1")
+        assert [r.key for r in runs] == ["a", "b"]
+        result = typed_result(runs[0])
+        assert isinstance(result, PgbenchRun) and result.progress[0].tps == 100.0
+        assert result.qps == 100.0
+        assert typed_result(runs[1]) is None and runs[1].reason == "fio not installed"
+
+
+def test_a_run_is_never_recorded_twice(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "r.sqlite") as store:
+        store.begin_study(study())
+        store.record(run_record("a"))
+        with pytest.raises(StoreError, match="already recorded"):
+            store.record(run_record("a"))
+        assert len(store.runs("quick-1")) == 1
+
+
+def test_records_survive_a_killed_writer(tmp_path: Path) -> None:
+    """Each record is committed on its own: SIGKILL after the second loses nothing."""
+    path = tmp_path / "r.sqlite"
+    code = (
+        "import os, signal, sys\n"
+        "sys.path.insert(0, sys.argv[2])\n"
+        "from pgrig.store import Store\n"
+        "from test_store import study, run_record\n"
+        "s = Store.open(__import__('pathlib').Path(sys.argv[1]))\n"
+        "s.begin_study(study())\n"
+        "s.record(run_record('a')); s.record(run_record('b'))\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(path), str(Path(__file__).parent)], timeout=60
+    )
+    assert done.returncode == -9
+    with Store.open(path) as store:
+        assert [r.key for r in store.runs("quick-1")] == ["a", "b"]
+        assert store.study("quick-1").status == "running"
+
+
+def test_unknown_study_names_recent_ones(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "r.sqlite") as store:
+        store.begin_study(study())
+        with pytest.raises(StoreError, match="no study 'nope'") as err:
+            store.study("nope")
+        assert "quick-1" in (err.value.hint or "")
+
+
+def test_unwritable_store(tmp_path: Path) -> None:
+    (tmp_path / "dir.sqlite").mkdir()
+    with pytest.raises(StoreError, match="cannot open results store"):
+        Store.open(tmp_path / "dir.sqlite")
