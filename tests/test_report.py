@@ -20,6 +20,7 @@ import pytest
 
 from pgrig import report
 from pgrig.report import fmt, markdown, view
+from pgrig.report.model import Table
 from pgrig.results import FioResult, RunRecord, from_dict, to_dict, typed_result
 
 DATA = Path(__file__).parent / "data" / "report"
@@ -90,7 +91,7 @@ def test_write_returns_both_files_with_default_stem(written: Written) -> None:
 
 def test_markdown_links_png_plots_next_to_it(written: Written) -> None:
     links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", written.md)
-    assert len(links) == 3
+    assert len(links) == 4
     for link in links:
         assert not link.startswith("/") and "://" not in link
         png = written.md_path.parent / link
@@ -102,7 +103,7 @@ def test_custom_stem(tmp_path: Path) -> None:
     md_path, html_path = report.write(fx.study(), fx.records(), tmp_path / "new", stem="nightly")
     assert md_path == tmp_path / "new" / "nightly.md" and md_path.exists()
     assert html_path == tmp_path / "new" / "nightly.html" and html_path.exists()
-    assert (tmp_path / "new" / "nightly_files" / "tps_over_time.png").exists()
+    assert (tmp_path / "new" / "nightly_files" / "tps_over_time_read_write.png").exists()
 
 
 # --------------------------------------------------------------------------
@@ -149,7 +150,7 @@ def test_summary_in_seed_layout(written: Written) -> None:
     assert _cells(table[0]) == ["Test Case", fx.TARGET]
     assert _cells(table[2]) == ["fdatasync 8K", "9,256 ops/s (108 us/op)"]
     assert _cells(table[3]) == ["8k random write", "IOPS=78.0k (78,000), BW=609 MiB/s"]
-    assert ["TPC-B read-write, 4 clients", "tps: 4,059; qps: 28,416"] in map(_cells, table)
+    assert ["TPC-B read-write, 4 clients", "tps: 4,059; qps: 20,297"] in map(_cells, table)
 
 
 def test_fsync_headline_row_first_then_every_method(written: Written) -> None:
@@ -222,7 +223,9 @@ def test_tpcb_tables_with_units(written: Written) -> None:
     ]
     assert _cells(lat[8]) == ["read-write", "4", "0.978", "0.835", "1.755", "4.470", "15.119"]
 
-    stmts = _table_after(written.md, "**Per-statement latencies (pgbench -r), read-write, 4 clients")
+    stmts = _table_after(
+        written.md, "**Per-statement latencies (pgbench -r), read-write, 4 clients"
+    )
     assert ["END;", "0.357", "0"] in map(_cells, stmts)
 
 
@@ -245,7 +248,7 @@ def test_failed_and_skipped_runs_are_rows_with_reasons(written: Written) -> None
     tput = _table_after(written.md, "**Throughput per client count")
     row = _cells(tput[-1])
     assert row[0] == "64"
-    assert row[1] == "skipped: 64 clients exceed max\\_connections=50 \\| raise it in the profile"
+    assert row[1] == "skipped: 64 clients exceed max_connections=50 \\| raise it in the profile"
     assert row[3].startswith("failed: pgbench exited with code 2")
     lat = _table_after(written.md, "**Transaction latency")
     assert any(_cells(r)[:2] == ["read-write", "64"] and "failed:" in r for r in lat)
@@ -306,7 +309,7 @@ def test_html_is_self_contained(written: Written) -> None:
     assert "http://" not in page and "https://" not in page
     assert not re.search(r"<(script|link|img|iframe)\b", page)
     assert not re.search(r"\b(src|href)=\"(?!#)", page)
-    assert page.count("<svg") == 3
+    assert page.count("<svg") == 4
     assert "<style>" in page and "table.data" in page
 
 
@@ -337,16 +340,19 @@ def _chromium(args: list[str], profile: Path) -> subprocess.CompletedProcess[str
     return subprocess.run(argv, capture_output=True, text=True, timeout=60, check=True)
 
 
-@pytest.mark.skipif(not CHROMIUM.exists(), reason="needs /usr/bin/chromium (apt-get install chromium)")
+@pytest.mark.skipif(
+    not CHROMIUM.exists(), reason="needs /usr/bin/chromium (apt-get install chromium)"
+)
 def test_html_renders_in_chromium(written: Written, tmp_path: Path) -> None:
     url = written.html_path.as_uri()
     dom = _chromium(["--dump-dom", url], tmp_path / "profile").stdout
     assert dom.count("<table") == written.html.count("<table") >= 8
     for text in ("fdatasync 8K", "8k random write", "8k sequential read", "select-only tps"):
         assert text in dom
-    assert dom.count("<svg") == 3
+    assert dom.count("<svg") == 4
     # Plot titles are real SVG text (svg.fonttype none), so the browser has them.
-    for title in ("TPS vs clients", "TPS over time", "Latency percentiles vs clients"):
+    titles = ("TPS vs clients", "TPS over time, select-only", "Latency percentiles vs clients")
+    for title in titles:
         assert f">{title}</text>" in dom
     shot = tmp_path / "report.png"
     _chromium(["--window-size=1200,5000", f"--screenshot={shot}", url], tmp_path / "profile")
@@ -399,4 +405,52 @@ def test_view_keeps_every_record() -> None:
     built = view.build(fx.study(), records)
     runs = next(s for s in built.sections if s.anchor == "runs")
     table = runs.blocks[0]
+    assert isinstance(table, Table)
     assert [row.cells[0] for row in table.rows] == [r.key for r in records]
+
+
+# --------------------------------------------------------------------------
+# With the real tools and pgrig's own parsers
+
+PG_BIN = Path("/usr/lib/postgresql/15/bin")
+
+
+def _record(key: str, kind: str, params: dict[str, object], result: object) -> RunRecord:
+    return RunRecord(
+        study=fx.STUDY_ID,
+        key=key,
+        kind=kind,
+        target=fx.TARGET,
+        params=params,
+        status="ok",
+        started_at="2026-11-22T04:15:00+00:00",
+        finished_at="2026-11-22T04:15:05+00:00",
+        result=to_dict(result),
+    )
+
+
+@pytest.mark.skipif(not (PG_BIN / "pg_test_timing").exists(), reason="needs PostgreSQL 15 binaries")
+def test_report_from_live_timing_and_parsed_captures(tmp_path: Path) -> None:
+    """pg_test_timing runs now; fsync and pgbench text captured here go through pgrig's parsers."""
+    from pgrig.tools import pg_test_fsync, pg_test_timing, pgbench
+
+    timing, _ = pg_test_timing.run(PG_BIN, duration_s=1)
+    fsync = pg_test_fsync.parse((DATA / "captured" / "fsync.txt").read_text())
+    run = pgbench.parse_run((DATA / "captured" / "run_read-write_c4_r0.txt").read_text())
+    records = [
+        _record("probe/pg_test_timing", "pg_test_timing", {}, timing),
+        _record("probe/pg_test_fsync", "pg_test_fsync", {}, fsync),
+        _record("tpcb/run", "pgbench_run", {"mode": "read-write", "clients": 4}, run),
+    ]
+    md_path, html_path = report.write(fx.study(), records, tmp_path)
+    md = md_path.read_text(encoding="utf-8")
+    assert f"Per loop time including overhead: {timing.per_loop_ns:.2f} ns" in md
+    fsync_table = _table_after(md, "## WAL sync methods")
+    assert _cells(fsync_table[2])[:3] == [
+        "**fdatasync 8K**",
+        "**fdatasync (one 8kB write)**",
+        "**9,255.519**",
+    ]
+    tput = _table_after(md, "**Throughput per client count")
+    assert _cells(tput[2]) == ["4", "4,059", "20,297"]
+    assert html_path.read_text(encoding="utf-8").count("<svg") >= 2

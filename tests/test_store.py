@@ -74,8 +74,15 @@ def test_round_trip(tmp_path: Path) -> None:
         store.record(run_record("a"))
         store.record(
             RunRecord(
-                study="quick-1", key="b", kind="fio", target="/var/tmp", params={},
-                status="skipped", started_at="t", finished_at="t", reason="fio not installed",
+                study="quick-1",
+                key="b",
+                kind="fio",
+                target="/var/tmp",
+                params={},
+                status="skipped",
+                started_at="t",
+                finished_at="t",
+                reason="fio not installed",
             )
         )
         store.finish_study("quick-1", "finished", "t9")

@@ -605,9 +605,7 @@ def test_run_init_real(server: tuple[Conn, Path]) -> None:
 @needs_pg
 @pytest.mark.cluster
 @pytest.mark.parametrize(("mode", "per_txn"), [("select-only", 1), ("read-write", 5)])
-def test_run_bench_real(
-    server: tuple[Conn, Path], tmp_path: Path, mode: str, per_txn: int
-) -> None:
+def test_run_bench_real(server: tuple[Conn, Path], tmp_path: Path, mode: str, per_txn: int) -> None:
     conn, _ = server
     pb.run_init(PG_BIN, conn, pb.InitOptions(scale=1, generate="server"))
     points: list[ProgressPoint] = []

@@ -208,7 +208,7 @@ class StudyRunner:
             # bring it back so the study goes on, and say so.
             self.ui.warn(f"the server is down ({self.cluster.log_tail(2)}); restarting it")
             try:
-                self.cluster.start()
+                self.cluster.restart_after_crash()
             except PgrigError as exc:
                 self.ui.fail(f"could not restart the server: {exc}")
         started = now()

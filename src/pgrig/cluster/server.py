@@ -186,6 +186,18 @@ class Cluster:
             time.sleep(0.2)
         raise ClusterError(f"the server in {self.datadir} did not accept connections in {timeout}s")
 
+    def restart_after_crash(self, timeout: float = 60) -> None:
+        """Start again after the postmaster died. The dead postmaster may linger as a
+        zombie until init reaps it, and its backends need a moment to notice; a new
+        postmaster refuses to start while either holds the data directory."""
+        stale = workdir.pid_in_lockfile(self.datadir)
+        deadline = time.monotonic() + timeout
+        while stale is not None and proc.pid_alive(stale) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        while workdir.processes_using(self.datadir) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        self.start(timeout=max(10.0, deadline - time.monotonic()))
+
     def postmaster_pid(self) -> int | None:
         return workdir._postmaster_pid(self.datadir)
 

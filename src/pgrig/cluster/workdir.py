@@ -170,11 +170,34 @@ def make_socket_dir(owner: proc.OsUser | None, workdir: Path) -> Path:
     return path
 
 
-def _postmaster_pid(datadir: Path) -> int | None:
+def pid_in_lockfile(datadir: Path) -> int | None:
+    """The PID written in postmaster.pid - not yet proof that it is a live postmaster."""
     try:
         first = (datadir / "postmaster.pid").read_text().splitlines()[0]
-        pid = int(first.strip())
+        return int(first.strip())
     except (OSError, ValueError, IndexError):
+        return None
+
+
+def processes_using(datadir: Path) -> list[int]:
+    """PIDs of postgres processes whose working directory is ``datadir``
+    (every backend of a cluster chdirs there)."""
+    target = str(datadir.resolve())
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if os.readlink(entry / "cwd") == target:
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def _postmaster_pid(datadir: Path) -> int | None:
+    pid = pid_in_lockfile(datadir)
+    if pid is None:
         return None
     # Trust the PID only if it is really a postgres process serving this data directory.
     try:

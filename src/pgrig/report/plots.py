@@ -10,17 +10,30 @@ from __future__ import annotations
 
 import io
 import re
+from typing import Any
 
 import matplotlib
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure as MplFigure
-from matplotlib.ticker import NullFormatter, StrMethodFormatter
+from matplotlib.ticker import FuncFormatter, NullFormatter, StrMethodFormatter
 
 from pgrig.report.model import Figure
 
-_COLOURS = matplotlib.colormaps["tab10"].colors
+# matplotlib's tab10: distinct, colour-blind-tolerable, the same in every report.
+_COLOURS = (
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+)
 _DASHES = ("-", "--", ":", "-.")
-_RC = {
+_RC: dict[Any, Any] = {
     # Real <text> elements: searchable, selectable, small; the page supplies the font.
     "svg.fonttype": "none",
     # Fixed salt: the same figure gives the same SVG, so reports diff cleanly.
@@ -71,13 +84,21 @@ def _draw(spec: Figure) -> MplFigure:
     ax.set_ylabel(spec.y_label)
     if spec.log_y:
         ax.set_yscale("log")
+        # 0.1, 1, 10 reads faster than 10^-1, 10^0, 10^1 for latencies in ms.
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
     else:
         ax.set_ylim(bottom=0)
     if len(spec.series) > 4:
         # Many lines (one per run): keep the legend off the data.
-        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+        ax.legend(
+            fontsize=7,
+            loc="upper left",
+            bbox_to_anchor=(1.01, 1.0),
+            borderaxespad=0,
+            handlelength=3,
+        )
     elif spec.series:
-        ax.legend(fontsize=7, loc="best")
+        ax.legend(fontsize=7, loc="best", handlelength=3)
     else:
         ax.text(0.5, 0.5, "no data", transform=ax.transAxes, ha="center", va="center")
     return fig

@@ -7,6 +7,7 @@ never takes one lucky run for the machine's speed.
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -136,7 +137,7 @@ def tpcb_section(records: Sequence[RunRecord], target: str) -> Section:
         candidates = (
             throughput_table(pts, target),
             tps_vs_clients(pts),
-            tps_over_time(pts),
+            *tps_over_time(pts),
             latency_table(pts),
             latency_vs_clients(pts),
             statements_table(pts),
@@ -246,12 +247,12 @@ def throughput_table(pts: Sequence[Point], target: str) -> Table:
                 notes.append(f"{point.label}: one repeat {_status(rec)}")
         rows.append(Row(tuple(cells), kind))
     notes.insert(0, _run_params(pts))
+    per_txn = {r.mode: r.statements_per_txn for p in pts for _, r in p.ok}
+    if per_txn:
+        counts = ", ".join(f"{m}: {n}" for m, n in per_txn.items())
+        notes.insert(1, f"qps = tps x SQL statements per transaction ({counts}).")
     if any(p.tps is not None and p.tps.n > 1 for p in pts):
-        notes.insert(
-            1,
-            "Repeated points: median, then (min–max, range = (max − min) / median). "
-            "qps = tps x SQL statements per transaction, as the seeds count it.",
-        )
+        notes.insert(1, "Repeated points: median, then (min–max, range = (max − min) / median).")
     return Table(
         tuple(columns),
         tuple(rows),
@@ -374,32 +375,39 @@ def tps_vs_clients(pts: Sequence[Point]) -> Figure:
     )
 
 
-def tps_over_time(pts: Sequence[Point]) -> Figure:
-    series = []
-    for point in pts:
-        for rec, run in point.ok:
-            if not run.progress:
-                continue
-            repeat = rec.params.get("repeat")
-            suffix = f" #{repeat}" if repeat is not None and len(point.ok) > 1 else ""
-            label = f"{point.mode} c{point.clients}{suffix}"
-            series.append(
-                Series(
-                    label=label,
-                    x=tuple(p.t_s for p in run.progress),
-                    y=tuple(p.tps for p in run.progress),
-                    group=label,
+def tps_over_time(pts: Sequence[Point]) -> list[Figure]:
+    """One figure per mode: select-only runs ten times the tps of read-write and
+    would flatten its lines on a shared axis."""
+    figures = []
+    for mode in sorted({p.mode for p in pts}, key=_mode_key):
+        series = []
+        for point in (p for p in pts if p.mode == mode):
+            for rec, run in point.ok:
+                if not run.progress:
+                    continue
+                repeat = rec.params.get("repeat")
+                suffix = f" #{repeat}" if repeat is not None and len(point.ok) > 1 else ""
+                label = f"{point.clients} client{'s' if point.clients != 1 else ''}{suffix}"
+                series.append(
+                    Series(
+                        label=label,
+                        x=tuple(p.t_s for p in run.progress),
+                        y=tuple(p.tps for p in run.progress),
+                        group=label,
+                    )
                 )
+        figures.append(
+            Figure(
+                name="tps_over_time_" + re.sub(r"[^A-Za-z0-9]+", "_", mode),
+                title=f"TPS over time, {mode}",
+                x_label="seconds since start",
+                y_label="transactions/s",
+                series=tuple(series),
+                caption="pgbench -P progress of every run: dips and trends show checkpoints, "
+                "warm-up or interference.",
             )
-    return Figure(
-        name="tps_over_time",
-        title="TPS over time",
-        x_label="seconds since start",
-        y_label="transactions/s",
-        series=tuple(series),
-        caption="pgbench -P progress of every run: dips and trends show checkpoints, "
-        "warm-up or interference.",
-    )
+        )
+    return figures
 
 
 def latency_vs_clients(pts: Sequence[Point]) -> Figure:

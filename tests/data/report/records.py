@@ -9,7 +9,8 @@ ext4 on /dev/vda), with /tmp/rcap as the target directory:
   EXPLAIN ANALYZE count(*) forced to an index-only and a seq scan, then
   pgbench -M prepared -T 5 -P 1 -r -l at 1, 2 and 4 clients (2 clients repeated
   3 times) for select-only (-S) and read-write. Latency percentiles were
-  computed from the -l transaction logs (nearest rank).
+  computed from the -l transaction logs (nearest rank); statements per
+  transaction as the seeds count them (TPC-B: 5, BEGIN and END not counted).
 
 The tool outputs are kept verbatim in ``captured/``. Two records did not come
 from a run: a failed and a skipped one, built the way the study runner records
@@ -589,7 +590,7 @@ RUNS = {
         latency_avg_ms=0.634,
         latency_stddev_ms=0.395,
         initial_connection_ms=2.654,
-        statements_per_txn=7,
+        statements_per_txn=5,
         statements=(
             StatementLatency(
                 latency_ms=0.001, command="\\set aid random(1, 100000 * :scale)", failures=0
@@ -662,7 +663,7 @@ RUNS = {
         latency_avg_ms=0.82,
         latency_stddev_ms=0.775,
         initial_connection_ms=6.278,
-        statements_per_txn=7,
+        statements_per_txn=5,
         statements=(
             StatementLatency(
                 latency_ms=0.001, command="\\set aid random(1, 100000 * :scale)", failures=0
@@ -735,7 +736,7 @@ RUNS = {
         latency_avg_ms=0.704,
         latency_stddev_ms=0.356,
         initial_connection_ms=3.892,
-        statements_per_txn=7,
+        statements_per_txn=5,
         statements=(
             StatementLatency(
                 latency_ms=0.0, command="\\set aid random(1, 100000 * :scale)", failures=0
@@ -813,7 +814,7 @@ RUNS = {
         latency_avg_ms=0.555,
         latency_stddev_ms=0.35,
         initial_connection_ms=4.552,
-        statements_per_txn=7,
+        statements_per_txn=5,
         statements=(
             StatementLatency(
                 latency_ms=0.0, command="\\set aid random(1, 100000 * :scale)", failures=0
@@ -888,7 +889,7 @@ RUNS = {
         latency_avg_ms=0.978,
         latency_stddev_ms=0.763,
         initial_connection_ms=13.33,
-        statements_per_txn=7,
+        statements_per_txn=5,
         statements=(
             StatementLatency(
                 latency_ms=0.0, command="\\set aid random(1, 100000 * :scale)", failures=0

@@ -1,0 +1,307 @@
+"""The real ``pgrig`` command end to end: tiny studies on real clusters with the real
+tools, and every fault the core issue lists - each checked by exit code, message
+and what is (not) left on disk."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from pgrig import proc
+from pgrig.cluster import workdir
+from pgrig.cluster.server import Cluster
+from pgrig.conninfo import Conn
+from pgrig.store import Store
+
+# The smallest study that still runs every TPC-B step for real.
+TINY = [
+    "--skip",
+    "fsync,fio",
+    "--timing-seconds",
+    "1",
+    "--scale",
+    "1",
+    "--clients",
+    "1",
+    "--duration",
+    "2",
+    "--modes",
+    "select-only",
+    "--no-count",
+    "--profile",
+    "stock",
+    "--set",
+    "fsync=off",
+]
+
+
+def pgrig(
+    *args: str | Path, env: dict[str, str] | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pgrig", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )
+
+
+def spawn(*args: str | Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "pgrig", *map(str, args)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def wait_for(predicate, timeout: float = 120, what: str = "condition"):  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def postmaster_of(target: Path) -> tuple[Path, int] | None:
+    for data in target.glob("pgrig-*/data"):
+        pid = workdir._postmaster_pid(data)
+        if pid is not None:
+            return data, pid
+    return None
+
+
+def only_study(results: Path) -> tuple[str, dict[str, tuple[str, str | None]]]:
+    with Store.open(results / "results.sqlite") as store:
+        (study,) = store.studies()
+        return study.status, {r.key: (r.status, r.reason) for r in store.runs(study.id)}
+
+
+# -- bad input: clear error, nothing created ---------------------------------
+
+
+def test_pg_bin_that_does_not_exist(disk_dir: Path) -> None:
+    results = disk_dir / "results"
+    done = pgrig("run", "--target", disk_dir, "--results", results, "--pg-bin", "/nonexistent")
+    assert done.returncode == 3
+    assert done.stderr.startswith("error: --pg-bin /nonexistent is not a directory")
+    assert "hint:" in done.stderr and "Traceback" not in done.stderr
+    assert list(disk_dir.iterdir()) == [], "nothing may be created"
+
+
+def test_not_enough_disk_is_refused_before_loading(disk_dir: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("needs root to mount a small filesystem")
+    small = disk_dir / "small"
+    small.mkdir()
+    proc.run(["mount", "-t", "tmpfs", "-o", "size=32m,mode=0755", "tmpfs", small], timeout=30)
+    try:
+        done = pgrig("run", "--target", small, "--results", disk_dir / "r", "--scale", "100")
+        assert done.returncode == 5, done.stderr
+        assert "not enough free disk" in done.stderr
+        assert "needs about 3.2 GiB" in done.stderr and "GiB free" in done.stderr
+        assert list(small.iterdir()) == []
+    finally:
+        proc.run(["umount", small], timeout=30)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--clients", "1,x"], "--clients '1,x': expected integers"),
+        (["--threads", "9", "--clients", "1,2"], "--threads 9 is greater than"),
+        (["--skip", "fio,coffee"], "--skip 'coffee': must be one of"),
+        (["--profile", "nosuch"], "unknown profile 'nosuch'"),
+        (["--set", "shared_bufers=1GB"], "unknown PostgreSQL 15 parameter 'shared_bufers'"),
+        (["--wal-segsize", "3"], "--wal-segsize 3: must be a power of 2"),
+    ],
+)
+def test_bad_options(disk_dir: Path, args: list[str], message: str) -> None:
+    done = pgrig("run", "--target", disk_dir, "--results", disk_dir / "r", *args)
+    assert done.returncode == 2, done.stderr
+    assert message in done.stderr
+    assert "Traceback" not in done.stderr
+    assert list(disk_dir.iterdir()) == []
+
+
+# -- an existing server ------------------------------------------------------
+
+
+def test_existing_server_needs_yes_and_is_not_restarted(
+    cluster: Cluster, conn: Conn, disk_dir: Path
+) -> None:
+    pid_before = cluster.postmaster_pid()
+    results = disk_dir / "r"
+    refused = pgrig(
+        "run", "--dsn", conn.dsn, "--target", disk_dir, "--results", results, *TINY[:-4]
+    )
+    assert refused.returncode == 2
+    assert "refusing to touch the existing server" in refused.stderr
+    assert "--yes" in refused.stderr
+
+    # The same through the libpq environment instead of --dsn.
+    env = dict(
+        os.environ,
+        PGHOST=str(cluster.socket_dir),
+        PGPORT=str(cluster.port),
+        PGUSER="postgres",
+        PGDATABASE="postgres",
+    )
+    refused_env = pgrig("run", "--target", disk_dir, "--results", results, *TINY[:-4], env=env)
+    assert refused_env.returncode == 2 and "--yes" in refused_env.stderr
+
+    done = pgrig(
+        "run", "--dsn", conn.dsn, "--yes", "--target", disk_dir, "--results", results, *TINY[:-4]
+    )
+    assert done.returncode == 0, done.stderr
+    status, runs = only_study(results)
+    assert status == "finished"
+    assert runs["tpcb/run/select-only/c1"][0] == "ok"
+    assert cluster.postmaster_pid() == pid_before, "an existing server is never restarted"
+    assert not list(disk_dir.glob("pgrig-*")), "no initdb for an existing server"
+
+
+# -- faults during a study ---------------------------------------------------
+
+
+def test_fio_missing_is_skipped_and_the_rest_runs(disk_dir: Path) -> None:
+    results = disk_dir / "r"
+    tiny = [a if a != "fsync,fio" else "fsync" for a in TINY]
+    env = dict(os.environ, PATH="/nonexistent")  # no fio anywhere
+    done = pgrig(
+        "run",
+        "--target",
+        disk_dir,
+        "--results",
+        results,
+        "--fio-runtime",
+        "1",
+        "--fio-size",
+        "16M",
+        *tiny,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    status, runs = only_study(results)
+    assert status == "finished"
+    fio_status, reason = runs["probe/fio/randwrite"]
+    assert fio_status == "skipped" and "apt-get install fio" in (reason or "")
+    assert runs["tpcb/run/select-only/c1"][0] == "ok"
+    report = next(results.glob("*.md")).read_text()
+    assert "skipped" in report and "apt-get install fio" in report
+    assert not list(disk_dir.glob("pgrig-*")), "the throwaway cluster is removed"
+
+
+def test_pgbench_failing_mid_run_is_recorded_and_the_study_goes_on(disk_dir: Path) -> None:
+    results = disk_dir / "r"
+    args = [a for a in TINY]
+    args[args.index("--clients") + 1] = "1,2"
+    args[args.index("--duration") + 1] = "4"
+    child = spawn("run", "--target", disk_dir, "--results", results, *args)
+    killed: list[int] = []
+
+    def kill_server_during_first_run() -> None:
+        def running_bench() -> bool:
+            done = subprocess.run(
+                ["pgrep", "-f", "pgbench -n -M prepared -c 1 "], capture_output=True, timeout=10
+            )
+            return done.returncode == 0
+
+        wait_for(running_bench, what="the first pgbench run")
+        time.sleep(1.0)
+        found = postmaster_of(disk_dir)
+        assert found is not None
+        os.kill(found[1], signal.SIGKILL)
+        killed.append(found[1])
+
+    killer = threading.Thread(target=kill_server_during_first_run)
+    killer.start()
+    out, err = child.communicate(timeout=300)
+    killer.join(timeout=10)
+    assert killed, "the server was never killed"
+    assert child.returncode == 0, err
+    status, runs = only_study(results)
+    assert status == "finished"
+    first_status, reason = runs["tpcb/run/select-only/c1"]
+    assert first_status == "failed"
+    assert "pgbench" in (reason or "") and (
+        "server" in (reason or "") or "connection" in (reason or "")
+    )
+    assert runs["tpcb/run/select-only/c2"][0] == "ok", "the study goes on after a failed run"
+    assert "restarting it" in err
+
+
+def test_ctrl_c_stops_everything_and_keeps_finished_results(disk_dir: Path) -> None:
+    results = disk_dir / "r"
+    args = [a for a in TINY]
+    args[args.index("--clients") + 1] = "1,2"
+    args[args.index("--duration") + 1] = "30"
+    child = spawn("run", "--target", disk_dir, "--results", results, *args)
+
+    def bench_started() -> bool:
+        if not (results / "results.sqlite").exists():
+            return False
+        with sqlite3.connect(results / "results.sqlite") as db:
+            return (
+                db.execute("SELECT count(*) FROM runs WHERE kind = 'pgbench_init'").fetchone()[0]
+                > 0
+            )
+
+    wait_for(bench_started, what="the load to be recorded")
+    time.sleep(2)
+    found = postmaster_of(disk_dir)
+    assert found is not None
+    child.send_signal(signal.SIGINT)
+    out, err = child.communicate(timeout=120)
+    assert child.returncode == 130
+    assert "interrupted" in err
+    status, runs = only_study(results)
+    assert status == "interrupted"
+    assert runs["tpcb/init/s1"][0] == "ok", "what finished is kept"
+    assert "tpcb/run/select-only/c2" not in runs
+    assert not proc.pid_alive(found[1]), "the cluster is stopped"
+    assert not list(disk_dir.glob("pgrig-*")), "and removed"
+    assert "report:" in out, "a report of what finished is still written"
+
+
+def test_kill_9_leaves_an_orphan_that_the_next_run_removes(disk_dir: Path) -> None:
+    results = disk_dir / "r"
+    args = [a for a in TINY]
+    args[args.index("--duration") + 1] = "60"
+    child = spawn("run", "--target", disk_dir, "--results", results, *args)
+    try:
+        data, pid = wait_for(lambda: postmaster_of(disk_dir), what="the cluster to start")
+        child.send_signal(signal.SIGKILL)
+        child.communicate(timeout=30)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.communicate()
+    assert proc.pid_alive(pid), "kill -9 leaves the server behind"
+    done = pgrig(
+        "run",
+        "--target",
+        disk_dir,
+        "--results",
+        results,
+        "--skip",
+        "fsync,fio,tpcb",
+        "--timing-seconds",
+        "1",
+    )
+    assert done.returncode == 0, done.stderr
+    assert "orphan work directory" in done.stderr
+    wait_for(lambda: not proc.pid_alive(pid), timeout=30, what="the orphan's server to stop")
+    assert not data.parent.exists()
+    subprocess.run(["pkill", "-f", f"pgbench.*{data.parent.name}"], check=False)
