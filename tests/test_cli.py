@@ -305,3 +305,42 @@ def test_kill_9_leaves_an_orphan_that_the_next_run_removes(disk_dir: Path) -> No
     wait_for(lambda: not proc.pid_alive(pid), timeout=30, what="the orphan's server to stop")
     assert not data.parent.exists()
     subprocess.run(["pkill", "-f", f"pgbench.*{data.parent.name}"], check=False)
+
+
+def test_tables_and_indexes_on_two_tablespace_directories(disk_dir: Path) -> None:
+    """Seed 004 puts tables and indexes on two disks: pgrig creates both tablespaces
+    in its cluster, pgbench -i uses them, and both directories go with the cluster."""
+    tables, indexes = disk_dir / "disk1", disk_dir / "disk2"
+    tables.mkdir()
+    indexes.mkdir()
+    for d in (tables, indexes):
+        d.chmod(0o755)
+    results = disk_dir / "r"
+    done = pgrig(
+        "run",
+        "--target",
+        disk_dir,
+        "--results",
+        results,
+        *TINY,
+        "--tablespace",
+        tables,
+        "--index-tablespace",
+        indexes,
+        "--keep",
+    )
+    assert done.returncode == 0, done.stderr
+    with Store.open(results / "results.sqlite") as store:
+        (study,) = store.studies()
+        init = next(r for r in store.runs(study.id) if r.kind == "pgbench_init")
+    assert init.status == "ok", init.reason
+    assert init.params["tablespace"] == "pgrig_tables"
+    assert init.params["index_tablespace"] == "pgrig_indexes"
+    # --keep: the stopped cluster and its tablespaces stay; check where the files went.
+    (table_dir,) = tables.iterdir()
+    (index_dir,) = indexes.iterdir()
+    assert any(table_dir.rglob("PG_*/*/*")), "table files in the first tablespace"
+    assert any(index_dir.rglob("PG_*/*/*")), "index files in the second tablespace"
+    (work,) = disk_dir.glob("pgrig-*")
+    workdir.remove(work)
+    assert list(tables.iterdir()) == [] and list(indexes.iterdir()) == []

@@ -28,7 +28,8 @@ def _int_list(value: str, option: str) -> tuple[int, ...]:
         items = tuple(int(v) for v in value.replace(" ", "").split(",") if v)
     except ValueError as exc:
         raise UsageError(
-            f"{option} {value!r}: expected integers separated by commas", hint=f"e.g. {option} 1,2,4,8"
+            f"{option} {value!r}: expected integers separated by commas",
+            hint=f"e.g. {option} 1,2,4,8",
         ) from exc
     if not items:
         raise UsageError(f"{option} is empty", hint=f"e.g. {option} 1,2,4,8")
@@ -41,6 +42,13 @@ def _names(value: str, option: str, allowed: tuple[str, ...]) -> tuple[str, ...]
         if item not in allowed:
             raise UsageError(f"{option} {item!r}: must be one of {', '.join(allowed)}")
     return items
+
+
+def _abs_or_name(value: str | None) -> str | None:
+    """A tablespace given as a relative directory becomes absolute; a bare name stays."""
+    if value is None or value.startswith("/") or os.sep not in value and not Path(value).is_dir():
+        return value
+    return str(Path(value).resolve())
 
 
 def _store_path(results: Path, store: Path | None) -> Path:
@@ -73,38 +81,131 @@ def _results_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 @cli.command()
-@click.option("--target", type=click.Path(path_type=Path), default=None,
-              help="Directory on the storage under test (default: current directory).")
-@click.option("--profile", default="oltp", show_default=True,
-              help="Configuration profile: stock, oltp, or a path to a .conf file.")
-@click.option("--set", "overrides", multiple=True, metavar="NAME=VALUE",
-              help="Override one server setting (repeatable).")
-@click.option("--pg-bin", default=None, help="PostgreSQL bin directory (default: pg_config --bindir, else the newest /usr/lib/postgresql/*/bin).")
-@click.option("--dsn", default=None, help="Use an existing server (URI or key=value) instead of a throwaway cluster.")
-@click.option("--throwaway", is_flag=True, help="Create a throwaway cluster even when PG* variables are set.")
-@click.option("--yes", is_flag=True, help="Allow destructive steps (pgbench -i) on an existing server.")
-@click.option("--keep", is_flag=True, help="Keep the throwaway cluster (stopped) instead of removing it.")
-@click.option("--os-user", default=None, help="OS user the server runs as when pgrig is root (default: postgres, else pgrig; created if missing).")
-@click.option("--scale", type=int, default=QUICK.tpcb.scale if QUICK.tpcb else 10, show_default=True, help="pgbench scale factor (100,000 accounts each, ~16 MB).")
-@click.option("--clients", default="1,2,4,8", show_default=True, help="Client counts, comma-separated.")
-@click.option("--threads", type=int, default=None, help="pgbench threads (default: min(clients, CPUs)).")
-@click.option("--duration", type=int, default=30, show_default=True, help="Seconds per pgbench run.")
-@click.option("--modes", default="select-only,read-write", show_default=True, help="TPC-B modes to run.")
+@click.option(
+    "--target",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Directory on the storage under test (default: current directory).",
+)
+@click.option(
+    "--profile",
+    default="oltp",
+    show_default=True,
+    help="Configuration profile: stock, oltp, or a path to a .conf file.",
+)
+@click.option(
+    "--set",
+    "overrides",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="Override one server setting (repeatable).",
+)
+@click.option(
+    "--pg-bin",
+    default=None,
+    help="PostgreSQL bin directory "
+    "(default: pg_config --bindir, else the newest /usr/lib/postgresql/*/bin).",
+)
+@click.option(
+    "--dsn",
+    default=None,
+    help="Use an existing server (URI or key=value) instead of a throwaway cluster.",
+)
+@click.option(
+    "--throwaway", is_flag=True, help="Create a throwaway cluster even when PG* variables are set."
+)
+@click.option(
+    "--yes", is_flag=True, help="Allow destructive steps (pgbench -i) on an existing server."
+)
+@click.option(
+    "--keep", is_flag=True, help="Keep the throwaway cluster (stopped) instead of removing it."
+)
+@click.option(
+    "--os-user",
+    default=None,
+    help="OS user the server runs as when pgrig is root "
+    "(default: postgres, else pgrig; created if missing).",
+)
+@click.option(
+    "--scale",
+    type=int,
+    default=QUICK.tpcb.scale if QUICK.tpcb else 10,
+    show_default=True,
+    help="pgbench scale factor (100,000 accounts each, ~16 MB).",
+)
+@click.option(
+    "--clients", default="1,2,4,8", show_default=True, help="Client counts, comma-separated."
+)
+@click.option(
+    "--threads", type=int, default=None, help="pgbench threads (default: min(clients, CPUs))."
+)
+@click.option(
+    "--duration", type=int, default=30, show_default=True, help="Seconds per pgbench run."
+)
+@click.option(
+    "--modes", default="select-only,read-write", show_default=True, help="TPC-B modes to run."
+)
 @click.option("--repeat", type=int, default=1, show_default=True, help="Runs of every point.")
-@click.option("--query-mode", type=click.Choice(["simple", "extended", "prepared"]), default="prepared", show_default=True)
-@click.option("--generate", type=click.Choice(["client", "server"]), default="client", show_default=True, help="pgbench -i data generation.")
-@click.option("--partitions", type=int, default=0, show_default=True, help="Partition pgbench_accounts (pgbench --partitions).")
-@click.option("--unlogged-tables", is_flag=True, help="Create the pgbench tables UNLOGGED (seed 004).")
+@click.option(
+    "--query-mode",
+    type=click.Choice(["simple", "extended", "prepared"]),
+    default="prepared",
+    show_default=True,
+)
+@click.option(
+    "--generate",
+    type=click.Choice(["client", "server"]),
+    default="client",
+    show_default=True,
+    help="pgbench -i data generation.",
+)
+@click.option(
+    "--partitions",
+    type=int,
+    default=0,
+    show_default=True,
+    help="Partition pgbench_accounts (pgbench --partitions).",
+)
+@click.option(
+    "--unlogged-tables", is_flag=True, help="Create the pgbench tables UNLOGGED (seed 004)."
+)
+@click.option(
+    "--tablespace",
+    default=None,
+    help="Tables in this tablespace: a directory (pgrig creates the tablespace in its "
+    "cluster) or the name of an existing one.",
+)
+@click.option(
+    "--index-tablespace",
+    default=None,
+    help="Indexes in this tablespace (directory or name), as seed 004 splits two disks.",
+)
 @click.option("--no-count", is_flag=True, help="Skip timing count(*) by index-only and seq scan.")
 @click.option("--skip", default="", help="Steps to skip: timing,fsync,fio,tpcb.")
 @click.option("--timing-seconds", type=int, default=3, show_default=True)
-@click.option("--fsync-seconds", type=int, default=2, show_default=True, help="pg_test_fsync seconds per test (the seeds use 5).")
+@click.option(
+    "--fsync-seconds",
+    type=int,
+    default=2,
+    show_default=True,
+    help="pg_test_fsync seconds per test (the seeds use 5).",
+)
 @click.option("--fio-size", default="256M", show_default=True)
-@click.option("--fio-runtime", type=int, default=10, show_default=True, help="Seconds per fio pattern.")
+@click.option(
+    "--fio-runtime", type=int, default=10, show_default=True, help="Seconds per fio pattern."
+)
 @click.option("--fio-numjobs", type=int, default=1, show_default=True)
 @click.option("--fio-iodepth", type=int, default=8, show_default=True)
-@click.option("--fio-direct", type=click.IntRange(0, 1), default=1, show_default=True, help="1: O_DIRECT (as the seeds); 0: through the page cache.")
-@click.option("--wal-segsize", type=int, default=None, help="initdb --wal-segsize in MB (the seeds use 1024).")
+@click.option(
+    "--fio-direct",
+    type=click.IntRange(0, 1),
+    default=1,
+    show_default=True,
+    help="1: O_DIRECT (as the seeds); 0: through the page cache.",
+)
+@click.option(
+    "--wal-segsize", type=int, default=None, help="initdb --wal-segsize in MB (the seeds use 1024)."
+)
 @click.option("--encoding", default="UTF8", show_default=True)
 @click.option("--locale", default="C", show_default=True)
 @click.option("-q", "--quiet", is_flag=True, help="No progress output.")
@@ -124,8 +225,10 @@ def run(**opts: Any) -> None:
             runner.run(store)
         except KeyboardInterrupt:
             interrupted = True
-            ui.warn("interrupted: the running tool and the cluster were stopped; "
-                    "finished results are kept")
+            ui.warn(
+                "interrupted: the running tool and the cluster were stopped; "
+                "finished results are kept"
+            )
         finally:
             if runner.study is not None:
                 _write_report(store, runner.study.id, results, ui)
@@ -153,6 +256,8 @@ def _plan_from_options(opts: dict[str, Any]) -> StudyPlan:
             generate=opts["generate"],
             partitions=opts["partitions"],
             unlogged=opts["unlogged_tables"],
+            tablespace=_abs_or_name(opts["tablespace"]),
+            index_tablespace=_abs_or_name(opts["index_tablespace"]),
             count=not opts["no_count"],
         )
     from pgrig.cluster.profiles import parse_overrides
@@ -200,13 +305,19 @@ def _write_report(store: Store, sid: str, results: Path, ui: Ui) -> tuple[Path, 
 @cli.command("report")
 @click.argument("study_id", required=False)
 @_results_options
-@click.option("--out", type=click.Path(path_type=Path, file_okay=False), default=None,
-              help="Directory for the report files (default: RESULTS).")
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Directory for the report files (default: RESULTS).",
+)
 def report_cmd(study_id: str | None, results: Path, store: Path | None, out: Path | None) -> None:
     """Write the Markdown and HTML report of a study (default: the latest)."""
     path = _store_path(results, store)
     if not path.exists():
-        raise UsageError(f"no results store at {path}", hint="run `pgrig run` first, or pass --results/--store")
+        raise UsageError(
+            f"no results store at {path}", hint="run `pgrig run` first, or pass --results/--store"
+        )
     with Store.open(path) as st:
         if study_id is None:
             latest = st.latest_study()
@@ -243,8 +354,12 @@ def clean() -> None:
 
 
 @cli.command()
-@click.option("--target", type=click.Path(path_type=Path, exists=True), default=None,
-              help="Also describe the filesystem of this directory.")
+@click.option(
+    "--target",
+    type=click.Path(path_type=Path, exists=True),
+    default=None,
+    help="Also describe the filesystem of this directory.",
+)
 @click.option("--dsn", default=None, help="Also record this server's version and settings.")
 @click.option("--format", "fmt", type=click.Choice(["json"]), default="json", show_default=True)
 def env(target: Path | None, dsn: str | None, fmt: str) -> None:
@@ -274,6 +389,3 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)
         sys.exit(130)
-
-
-

@@ -108,7 +108,7 @@ def parse_size(text: str) -> int:
     units = {"": 1, "k": 2**10, "m": MB, "g": GB, "t": 2**40}
     value = text.strip().lower().removesuffix("b").removesuffix("i")
     unit = value[-1] if value and value[-1] in units else ""
-    number = value[: -1] if unit else value
+    number = value[:-1] if unit else value
     try:
         return int(float(number) * units[unit])
     except ValueError as exc:

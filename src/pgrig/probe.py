@@ -38,7 +38,9 @@ def _fsync(seconds: int) -> Any:
             # pg_test_fsync finishes a method's line only when its test is over.
             if "ops/sec" in text or "n/a" in text:
                 done += 1
-                line.update(completed=done * seconds, detail=f"{done}/{pg_test_fsync.TIMED_TESTS} tests")
+                line.update(
+                    completed=done * seconds, detail=f"{done}/{pg_test_fsync.TIMED_TESTS} tests"
+                )
 
         return pg_test_fsync.run(
             ctx.bins.bin_dir,

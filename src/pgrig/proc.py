@@ -57,20 +57,26 @@ class OsUser:
         return cls(entry.pw_name, entry.pw_uid, entry.pw_gid, entry.pw_dir)
 
 
-def _popen_kwargs(user: OsUser | None, env: Mapping[str, str] | None) -> dict[str, object]:
-    kwargs: dict[str, object] = {"start_new_session": True}
+@dataclass(frozen=True)
+class _Identity:
+    env: dict[str, str]
+    uid: int | None = None
+    gid: int | None = None
+
+
+def _identity(user: OsUser | None, env: Mapping[str, str] | None) -> _Identity:
     child_env = dict(os.environ if env is None else env)
-    # C locale keeps tool output parseable regardless of the user's LANG.
-    child_env.setdefault("LC_ALL", "C")
+    # C locale keeps tool output parseable (decimal points, English messages)
+    # whatever the user's locale is.
+    child_env["LC_ALL"] = "C"
     if user is not None and os.geteuid() == 0 and user.uid != 0:
-        kwargs.update(user=user.uid, group=user.gid, extra_groups=[])
         child_env["HOME"] = user.home
         child_env["USER"] = child_env["LOGNAME"] = user.name
-    kwargs["env"] = child_env
-    return kwargs
+        return _Identity(child_env, user.uid, user.gid)
+    return _Identity(child_env)
 
 
-def _stop_group(proc: subprocess.Popen[str], grace: float = 5.0) -> None:
+def _stop_group(proc: subprocess.Popen[bytes], grace: float = 5.0) -> None:
     """SIGTERM the child's process group, then SIGKILL if it lingers."""
     if proc.poll() is not None:
         return
@@ -106,6 +112,7 @@ def stream(
     args = [os.fspath(a) for a in argv]
     label = what or Path(args[0]).name
     started = time.monotonic()
+    who = _identity(user, env)
     try:
         proc = subprocess.Popen(  # noqa: S603 - argument list, never a shell
             args,
@@ -113,7 +120,11 @@ def stream(
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             cwd=cwd,
-            **_popen_kwargs(user, env),  # type: ignore[arg-type]
+            env=who.env,
+            user=who.uid,
+            group=who.gid,
+            extra_groups=[] if who.uid is not None else None,
+            start_new_session=True,
         )
     except FileNotFoundError as exc:
         raise ToolError(f"{label}: command not found: {args[0]}", argv=args) from exc
@@ -185,7 +196,10 @@ def stream(
     )
     if check and not done.ok:
         raise ToolError(
-            f"{label} failed", argv=args, returncode=done.returncode, stderr=done.stderr or done.stdout
+            f"{label} failed",
+            argv=args,
+            returncode=done.returncode,
+            stderr=done.stderr or done.stdout,
         )
     return done
 

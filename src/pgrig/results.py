@@ -45,8 +45,8 @@ def _convert(tp: Any, value: Any) -> Any:
     if dataclasses.is_dataclass(tp) and isinstance(value, dict):
         return from_dict(tp, value)  # type: ignore[arg-type]
     if origin is tuple:
-        args = typing.get_args(tp)
-        item = args[0] if args else Any
+        items = typing.get_args(tp)
+        item = items[0] if items else Any
         return tuple(_convert(item, v) for v in value)
     if origin is dict:
         _, vt = typing.get_args(tp) or (Any, Any)

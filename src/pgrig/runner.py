@@ -15,7 +15,7 @@ import contextlib
 import os
 import time
 from collections.abc import Iterator
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -49,11 +49,16 @@ class StudyRunner:
     def __init__(self, plan: StudyPlan, ui: Ui) -> None:
         self.plan = plan
         self.ui = ui
-        self.store: Store | None = None
+        self._store: Store | None = None
         self.study: Study | None = None
         self.env: Environment | None = None
         self.cluster: Cluster | None = None
         self.failures = 0
+
+    @property
+    def store(self) -> Store:
+        assert self._store is not None, "run() sets the store"
+        return self._store
 
     # -- checks before anything is created -------------------------------
 
@@ -77,6 +82,20 @@ class StudyRunner:
                 hint="pass --yes if that is what you want, or let pgrig create a throwaway "
                 "cluster (omit --dsn)",
             )
+        tp = plan.tpcb
+        for option, value in (
+            ("--tablespace", tp and tp.tablespace),
+            ("--index-tablespace", tp and tp.index_tablespace),
+        ):
+            if not value or not value.startswith("/"):
+                continue  # a tablespace name: it must exist on the server
+            if plan.dsn is not None:
+                raise UsageError(
+                    f"{option} {value}: on an existing server give the name of an existing "
+                    "tablespace, not a directory",
+                    hint="pgrig creates tablespaces in directories only in its own cluster",
+                )
+            check_space(workdir.check_target(Path(value)), plan.data_bytes(), option)
         need = 0
         if "fio" in plan.probes:
             need = parse_size(plan.fio.size) + 64 * 2**20
@@ -90,7 +109,7 @@ class StudyRunner:
     def run(self, store: Store) -> Study:
         """Run the study; call ``preflight`` first to fail before the store is created."""
         bins, target, profile = self.preflight()
-        self.store = store
+        self._store = store
         for path in workdir.clean_orphans():
             self.ui.info(f"removed the orphan work directory {path} of a killed pgrig run")
         plan = self.plan
@@ -119,12 +138,12 @@ class StudyRunner:
                 self._execute(step, ctx)
             if plan.tpcb is not None:
                 with self._server(bins, target, profile, ctx):
-                    for step in tpcb.load_steps(plan):
+                    for step in tpcb.load_steps(self.plan):
                         if not self._execute(step, ctx) and step.kind == "pgbench_init":
                             self.ui.fail("the load failed; skipping the TPC-B runs")
                             break
                     else:
-                        for step in tpcb.bench_steps(plan):
+                        for step in tpcb.bench_steps(self.plan):
                             self._execute(step, ctx)
             status = "finished"
         except KeyboardInterrupt:
@@ -171,10 +190,11 @@ class StudyRunner:
                 cluster.configure(profile)
                 cluster.start()
                 admin = Conn.socket(str(cluster.socket_dir), cluster.port, SUPERUSER, "postgres")
-                with admin.connect() as conn:
-                    conn.execute(f'CREATE DATABASE "{DATABASE}"')
+                with admin.connect() as db:
+                    db.execute(f'CREATE DATABASE "{DATABASE}"')
             ctx.conn = admin.with_dbname(DATABASE)
             ctx.scratch = cluster.workdir
+            self._make_tablespaces(cluster)
             self.ui.ok(
                 f"PostgreSQL {bins.version} running as {os_user.name if os_user else 'you'} "
                 f"in {cluster.datadir} (socket {cluster.socket_dir}, profile {profile.name})"
@@ -191,13 +211,30 @@ class StudyRunner:
             else:
                 cluster.destroy()
 
+    def _make_tablespaces(self, cluster: Cluster) -> None:
+        """Directories given for --tablespace / --index-tablespace become tablespaces of
+        the throwaway cluster; the TPC-B steps then use their names."""
+        tp = self.plan.tpcb
+        if tp is None:
+            return
+        names = {}
+        for field, name in (("tablespace", "pgrig_tables"), ("index_tablespace", "pgrig_indexes")):
+            value = getattr(tp, field)
+            if value and value.startswith("/"):
+                names[field] = cluster.create_tablespace(name, Path(value))
+                self.ui.ok(f"tablespace {name} in {value}")
+        if names:
+            self.plan = replace(self.plan, tpcb=replace(tp, **names))
+
     def _capture_server(self, bins: binaries.PgBinaries, conn: Conn) -> None:
         assert self.study is not None
         self.env = environment.capture(
             [self.plan.target], pg_conninfo=conn.conninfo(), bin_dir=bins.bin_dir
         )
         if self.env.postgres is None:
-            raise ClusterError(f"cannot read the server's version and settings from {conn.describe()}")
+            raise ClusterError(
+                f"cannot read the server's version and settings from {conn.describe()}"
+            )
         self.store.set_environment(self.study.id, self.env)
 
     def _execute(self, step: Step, ctx: Context) -> bool:

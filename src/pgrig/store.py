@@ -204,7 +204,9 @@ class Store:
                     ),
                 )
             except sqlite3.IntegrityError as exc:
-                raise StoreError(f"run {rec.key!r} is already recorded in study {rec.study}") from exc
+                raise StoreError(
+                    f"run {rec.key!r} is already recorded in study {rec.study}"
+                ) from exc
         return RunRecord(**{**rec.__dict__, "id": cur.lastrowid})
 
     def runs(self, study_id: str) -> list[RunRecord]:

@@ -77,9 +77,7 @@ class Ui:
             TimeElapsedColumn(),
             TimeRemainingColumn(),
         ]
-        progress = Progress(
-            *columns, console=self.console, transient=True, disable=self.quiet
-        )
+        progress = Progress(*columns, console=self.console, transient=True, disable=self.quiet)
         with progress:
             task = progress.add_task(label, total=total)
             yield Step(progress, task, label)

@@ -50,8 +50,17 @@ def server_os_user(name: str | None = None) -> proc.OsUser | None:
     create = candidates[-1]
     useradd = shutil.which("useradd") or "/usr/sbin/useradd"
     proc.run(
-        [useradd, "--system", "--user-group", "--no-create-home", "--shell", "/usr/sbin/nologin",
-         "--home-dir", "/nonexistent", create],
+        [
+            useradd,
+            "--system",
+            "--user-group",
+            "--no-create-home",
+            "--shell",
+            "/usr/sbin/nologin",
+            "--home-dir",
+            "/nonexistent",
+            create,
+        ],
         timeout=30,
         what="useradd",
     )
@@ -60,9 +69,10 @@ def server_os_user(name: str | None = None) -> proc.OsUser | None:
 
 def _free_port(socket_dir: Path, start: int = 5432) -> int:
     for port in range(start, start + 100):
-        if not (socket_dir / f".s.PGSQL.{port}").exists() and not (
-            socket_dir / f".s.PGSQL.{port}.lock"
-        ).exists():
+        if (
+            not (socket_dir / f".s.PGSQL.{port}").exists()
+            and not (socket_dir / f".s.PGSQL.{port}.lock").exists()
+        ):
             return port
     raise ClusterError(f"no free port number for a socket in {socket_dir}")
 
@@ -106,7 +116,9 @@ class Cluster:
         if os_user is not None:
             os.chown(workdir_path, os_user.uid, os_user.gid)
             # The server user must reach the work directory through every parent.
-            probe = proc.run(["/usr/bin/test", "-w", workdir_path], timeout=10, user=os_user, check=False)
+            probe = proc.run(
+                ["/usr/bin/test", "-w", workdir_path], timeout=10, user=os_user, check=False
+            )
             if not probe.ok:
                 workdir.remove(workdir_path)
                 raise WorkdirError(
@@ -119,9 +131,12 @@ class Cluster:
     def initdb(self, opts: InitdbOptions) -> str:
         argv: list[str | Path] = [
             self.bins.path("initdb"),
-            "-D", self.datadir,
-            "-U", SUPERUSER,
-            "-E", opts.encoding,
+            "-D",
+            self.datadir,
+            "-U",
+            SUPERUSER,
+            "-E",
+            opts.encoding,
             f"--locale={opts.locale}",
             "--auth=trust",
         ]
@@ -159,8 +174,18 @@ class Cluster:
             os.chown(self.logfile, self.os_user.uid, self.os_user.gid)
         try:
             proc.run(
-                [self.bins.path("pg_ctl"), "start", "-D", self.datadir, "-l", self.logfile,
-                 "-w", "-t", str(int(timeout)), "-s"],
+                [
+                    self.bins.path("pg_ctl"),
+                    "start",
+                    "-D",
+                    self.datadir,
+                    "-l",
+                    self.logfile,
+                    "-w",
+                    "-t",
+                    str(int(timeout)),
+                    "-s",
+                ],
                 timeout=timeout + 10,
                 user=self.os_user,
                 what="pg_ctl start",
@@ -210,8 +235,18 @@ class Cluster:
             return
         for mode in ("fast", "immediate"):
             done = proc.run(
-                [self.bins.path("pg_ctl"), "stop", "-D", self.datadir, "-m", mode, "-w",
-                 "-t", str(int(timeout / 2)), "-s"],
+                [
+                    self.bins.path("pg_ctl"),
+                    "stop",
+                    "-D",
+                    self.datadir,
+                    "-m",
+                    mode,
+                    "-w",
+                    "-t",
+                    str(int(timeout / 2)),
+                    "-s",
+                ],
                 timeout=timeout / 2 + 10,
                 user=self.os_user,
                 check=False,
@@ -220,6 +255,27 @@ class Cluster:
             if done.ok and not self.running():
                 return
         workdir.stop_orphan_server(self.datadir, timeout=timeout / 2)
+
+    def create_tablespace(self, name: str, parent: Path) -> str:
+        """CREATE TABLESPACE in a new directory under ``parent`` (another disk, as seed
+        004 puts tables and indexes on two); the directory goes with the cluster."""
+        from psycopg import sql
+
+        from pgrig.conninfo import Conn
+
+        marker = workdir.read_marker(self.workdir)
+        study = marker.study if marker else "cluster"
+        location = workdir.make_extra_dir(
+            self.workdir, parent.resolve() / f"pgrig-{study}-{name}", self.os_user
+        )
+        admin = Conn.socket(str(self.socket_dir), self.port, SUPERUSER, "postgres")
+        with admin.connect() as db:
+            db.execute(
+                sql.SQL("CREATE TABLESPACE {} LOCATION {}").format(
+                    sql.Identifier(name), sql.Literal(str(location))
+                )
+            )
+        return name
 
     def destroy(self) -> None:
         """Stop and delete everything pgrig created for this cluster."""

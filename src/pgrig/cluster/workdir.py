@@ -20,6 +20,7 @@ import signal
 import socket
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -47,6 +48,9 @@ class Marker:
     study: str
     socket_dir: str | None
     pgrig_version: str = __version__
+    # Directories outside the work directory that pgrig made for this cluster
+    # (tablespaces on other disks); each carries its own marker file too.
+    extra_dirs: tuple[str, ...] = ()
 
     def owner_alive(self) -> bool:
         return self.host == socket.gethostname() and proc.pid_alive(self.owner_pid)
@@ -55,6 +59,7 @@ class Marker:
 def read_marker(workdir: Path) -> Marker | None:
     try:
         data = json.loads((workdir / MARKER).read_text())
+        data["extra_dirs"] = tuple(data.get("extra_dirs", ()))
         return Marker(**data)
     except (OSError, ValueError, TypeError):
         return None
@@ -127,11 +132,36 @@ def create(workdir: Path, *, study: str, socket_dir: Path | None = None) -> Mark
 
 
 def update_socket_dir(workdir: Path, socket_dir: Path) -> None:
+    _update(workdir, socket_dir=str(socket_dir))
+
+
+def _update(workdir: Path, **changes: object) -> None:
     marker = read_marker(workdir)
     if marker is None:
         return
-    data = asdict(marker) | {"socket_dir": str(socket_dir)}
-    (workdir / MARKER).write_text(json.dumps(data))
+    (workdir / MARKER).write_text(json.dumps(asdict(marker) | changes))
+
+
+def make_extra_dir(workdir: Path, path: Path, owner: proc.OsUser | None) -> Path:
+    """A directory elsewhere (e.g. a tablespace on another disk) owned by this cluster:
+    it must not exist yet; it gets a marker and is removed with the work directory."""
+    if path.exists():
+        raise WorkdirError(
+            f"{path} already exists; pgrig only uses directories it creates",
+            hint="choose another parent directory",
+        )
+    try:
+        path.mkdir(mode=0o700)
+    except OSError as exc:
+        raise WorkdirError(f"cannot create {path}: {exc.strerror}") from exc
+    (path / MARKER).write_text(str(workdir))
+    if owner is not None and os.geteuid() == 0:
+        os.chown(path, owner.uid, owner.gid)
+        os.chown(path / MARKER, owner.uid, owner.gid)
+    marker = read_marker(workdir)
+    if marker is not None:
+        _update(workdir, extra_dirs=[*marker.extra_dirs, str(path)])
+    return path
 
 
 def remove(workdir: Path) -> None:
@@ -141,10 +171,9 @@ def remove(workdir: Path) -> None:
         raise WorkdirError(
             f"refusing to delete {workdir}: it has no pgrig marker, so pgrig did not create it"
         )
-    if marker.socket_dir:
-        sock = Path(marker.socket_dir)
-        if (sock / MARKER).is_file():
-            shutil.rmtree(sock, ignore_errors=True)
+    for other in (marker.socket_dir, *marker.extra_dirs):
+        if other and (Path(other) / MARKER).is_file():
+            shutil.rmtree(other, ignore_errors=True)
     shutil.rmtree(workdir)
     with contextlib.suppress(FileNotFoundError):
         _registry_entry(workdir).unlink()
@@ -230,7 +259,7 @@ def stop_orphan_server(datadir: Path, timeout: float = 30.0) -> bool:
 
 def orphans() -> list[Marker]:
     """Work directories registered by pgrig runs whose owner process is gone."""
-    found = []
+    found: list[Marker] = []
     registry = state_dir() / "workdirs"
     if not registry.is_dir():
         return found
@@ -245,7 +274,7 @@ def orphans() -> list[Marker]:
     return found
 
 
-def clean_orphans(log: callable | None = None) -> list[str]:  # type: ignore[valid-type]
+def clean_orphans(log: Callable[[str], None] | None = None) -> list[str]:
     """Stop and remove every orphan work directory; returns the paths removed."""
     removed = []
     for marker in orphans():

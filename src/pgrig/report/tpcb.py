@@ -303,8 +303,12 @@ def latency_table(pts: Sequence[Point]) -> Table:
         "log (-l). Median over repeats.",
     ]
     if sampled:
-        rates = ", ".join(f"{r:.0%}" for r in sorted(sampled))
-        notes.append(f"Some percentiles come from a {rates} sample of transactions.")
+        rates = ", ".join(f"{r * 100:.2g}%" for r in sorted(sampled))
+        notes.append(
+            f"Some percentiles come from a {rates} sample of transactions (pgbench "
+            "--sampling-rate, chosen so logging costs pgbench nothing measurable); "
+            "there max is the largest sampled latency."
+        )
     return Table(
         columns,
         tuple(rows),
