@@ -270,7 +270,7 @@ def test_ctrl_c_stops_everything_and_keeps_finished_results(disk_dir: Path) -> N
     assert status == "interrupted"
     assert runs["tpcb/init/s1"][0] == "ok", "what finished is kept"
     assert "tpcb/run/select-only/c2" not in runs
-    assert not proc.pid_alive(found[1]), "the cluster is stopped"
+    wait_for(lambda: not proc.pid_alive(found[1]), timeout=15, what="the cluster to stop")
     assert not list(disk_dir.glob("pgrig-*")), "and removed"
     assert "report:" in out, "a report of what finished is still written"
 

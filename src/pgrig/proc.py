@@ -219,10 +219,17 @@ def run(
 
 
 def pid_alive(pid: int) -> bool:
+    """True while ``pid`` is a running process. A zombie - dead, waiting for its
+    parent (often init, which reaps when it gets to it) - counts as gone."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True
-    return True
+        pass
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True  # no /proc here: trust kill(0)
+    state = stat.rsplit(")", 1)[-1].split()[0]
+    return state not in ("Z", "X")
