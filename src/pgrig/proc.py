@@ -218,6 +218,17 @@ def run(
     return stream(argv, timeout=timeout, user=user, cwd=cwd, env=env, check=check, what=what)
 
 
+def pid_exists(pid: int) -> bool:
+    """True while the PID is taken, zombies included (what ``kill(pid, 0)`` sees)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def pid_alive(pid: int) -> bool:
     """True while ``pid`` is a running process. A zombie - dead, waiting for its
     parent (often init, which reaps when it gets to it) - counts as gone."""

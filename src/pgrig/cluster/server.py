@@ -212,14 +212,25 @@ class Cluster:
         raise ClusterError(f"the server in {self.datadir} did not accept connections in {timeout}s")
 
     def restart_after_crash(self, timeout: float = 60) -> None:
-        """Start again after the postmaster died. The dead postmaster may linger as a
-        zombie until init reaps it, and its backends need a moment to notice; a new
-        postmaster refuses to start while either holds the data directory."""
+        """Start again after the postmaster died.
+
+        A new postmaster refuses to start while the old PID in postmaster.pid still
+        exists - and a killed postmaster lingers as a zombie until init reaps it -
+        or while its backends still hold the data directory. Wait for both; if the
+        zombie outlives its backends by a few seconds, the lock file is provably
+        stale (no process uses the data directory) and is removed.
+        """
         stale = workdir.pid_in_lockfile(self.datadir)
-        deadline = time.monotonic() + timeout
-        while stale is not None and proc.pid_alive(stale) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        while workdir.processes_using(self.datadir) and time.monotonic() < deadline:
+        started = time.monotonic()
+        deadline = started + timeout
+        while time.monotonic() < deadline:
+            holders = workdir.processes_using(self.datadir)
+            if stale is None or not proc.pid_exists(stale):
+                if not holders:
+                    break
+            elif not holders and not proc.pid_alive(stale) and time.monotonic() - started > 5:
+                (self.datadir / "postmaster.pid").unlink(missing_ok=True)
+                break
             time.sleep(0.2)
         self.start(timeout=max(10.0, deadline - time.monotonic()))
 
