@@ -372,6 +372,9 @@ def env(target: Path | None, dsn: str | None, fmt: str) -> None:
     click.echo(json.dumps(to_dict(captured), indent=2))
 
 
+# -- subcommands that live next to their code: one import + add_command each --
+
+
 def main(argv: list[str] | None = None) -> None:
     try:
         cli.main(args=argv, prog_name="pgrig", standalone_mode=False)

@@ -9,6 +9,7 @@ Bump ``SCHEMA_VERSION`` when a stored shape changes incompatibly.
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import types
 import typing
 from dataclasses import dataclass, field
@@ -314,18 +315,35 @@ class RunRecord:
     id: int | None = None
 
 
-RESULT_TYPES: dict[str, type] = {
+RESULT_TYPES: dict[str, type | str] = {
     "pg_test_timing": TimingResult,
     "pg_test_fsync": FsyncResult,
     "fio": FioResult,
     "pgbench_init": PgbenchInit,
     "count": CountResult,
     "pgbench_run": PgbenchRun,
+    # Workloads and watchers that keep their result types next to their code,
+    # named "module:Class" and imported on first use (no import cycles).
+    "tpcc_load": "pgrig.workloads.tpcc.model:TpccLoad",
+    "tpcc_run": "pgrig.workloads.tpcc.model:TpccRun",
+    "tpcc_check": "pgrig.workloads.tpcc.model:TpccCheck",
+    "durability": "pgrig.durability.model:DurabilityResult",
+    "monitor": "pgrig.monitor.model:MonitorResult",
 }
+
+
+def result_type(kind: str) -> type:
+    entry = RESULT_TYPES[kind]
+    if isinstance(entry, str):
+        module, _, name = entry.partition(":")
+        entry = getattr(importlib.import_module(module), name)
+        RESULT_TYPES[kind] = entry
+    assert isinstance(entry, type)
+    return entry
 
 
 def typed_result(record: RunRecord) -> Any:
     """The record's result as its dataclass, or None when the run did not succeed."""
     if record.status != "ok" or record.result is None:
         return None
-    return from_dict(RESULT_TYPES[record.kind], record.result)
+    return from_dict(result_type(record.kind), record.result)

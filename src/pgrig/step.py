@@ -34,6 +34,7 @@ class Context:
     target: Path  # the directory on the storage under test
     scratch: Path  # where tools may write temporary files (logs)
     conn: Conn | None = None  # set once the server is up
+    server_pid: int | None = None  # the postmaster, when it runs on this machine
     server_settings: dict[str, str] = field(default_factory=dict)
 
 
@@ -49,3 +50,4 @@ class Step:
     action: Action
     total: float | None = None  # progress total (e.g. seconds) when known up front
     tools: tuple[str, ...] = ()  # names whose versions are recorded with the result
+    monitored: bool = False  # a measured run: host and server are sampled while it runs

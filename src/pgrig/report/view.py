@@ -7,6 +7,7 @@ reason; nothing is dropped silently.
 
 from __future__ import annotations
 
+import importlib
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -60,6 +61,7 @@ def build(study: Study, records: Sequence[RunRecord]) -> ReportView:
         fsync_section(fsync, study.target),
         fio_section(fio, study.target),
         tpcb_section(records, study.target),
+        *extra_sections(study, records),
         runs_section(records),
     ]
     return ReportView(
@@ -67,6 +69,25 @@ def build(study: Study, records: Sequence[RunRecord]) -> ReportView:
         meta=header(study, records),
         sections=tuple(sections),
     )
+
+
+# Sections of workloads and watchers that live next to their code; each is
+# "module:function" taking (study, records) and returning a Section or None.
+EXTRA_SECTIONS = (
+    "pgrig.report.tpcc:section",
+    "pgrig.report.monitor:section",
+    "pgrig.report.durability:section",
+)
+
+
+def extra_sections(study: Study, records: Sequence[RunRecord]) -> list[Section]:
+    out = []
+    for entry in EXTRA_SECTIONS:
+        module, _, name = entry.partition(":")
+        section = getattr(importlib.import_module(module), name)(study, records)
+        if section is not None:
+            out.append(section)
+    return out
 
 
 def _record_order(rec: RunRecord) -> tuple[int, str]:

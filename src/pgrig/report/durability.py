@@ -1,0 +1,13 @@
+"""Report section: the durability check."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pgrig.report.model import Section
+from pgrig.results import RunRecord, Study
+
+
+def section(study: Study, records: Sequence[RunRecord]) -> Section | None:
+    """None until there are records of this kind."""
+    return None
