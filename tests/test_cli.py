@@ -167,7 +167,7 @@ def test_existing_server_needs_yes_and_is_not_restarted(
     assert done.returncode == 0, done.stderr
     status, runs = only_study(results)
     assert status == "finished"
-    assert runs["tpcb/run/select-only/c1"][0] == "ok"
+    assert runs["local/tpcb/s1/select-only/c1/d2/r1"][0] == "ok"
     assert cluster.postmaster_pid() == pid_before, "an existing server is never restarted"
     assert not list(disk_dir.glob("pgrig-*")), "no initdb for an existing server"
 
@@ -195,9 +195,9 @@ def test_fio_missing_is_skipped_and_the_rest_runs(disk_dir: Path) -> None:
     assert done.returncode == 0, done.stderr
     status, runs = only_study(results)
     assert status == "finished"
-    fio_status, reason = runs["probe/fio/randwrite"]
+    fio_status, reason = runs["local/probe/fio/randwrite"]
     assert fio_status == "skipped" and "apt-get install fio" in (reason or "")
-    assert runs["tpcb/run/select-only/c1"][0] == "ok"
+    assert runs["local/tpcb/s1/select-only/c1/d2/r1"][0] == "ok"
     report = next(results.glob("*.md")).read_text()
     assert "skipped" in report and "apt-get install fio" in report
     assert not list(disk_dir.glob("pgrig-*")), "the throwaway cluster is removed"
@@ -233,12 +233,14 @@ def test_pgbench_failing_mid_run_is_recorded_and_the_study_goes_on(disk_dir: Pat
     assert child.returncode == 0, err
     status, runs = only_study(results)
     assert status == "finished"
-    first_status, reason = runs["tpcb/run/select-only/c1"]
+    first_status, reason = runs["local/tpcb/s1/select-only/c1/d4/r1"]
     assert first_status == "failed"
     assert "pgbench" in (reason or "") and (
         "server" in (reason or "") or "connection" in (reason or "")
     )
-    assert runs["tpcb/run/select-only/c2"][0] == "ok", f"the study must go on: {runs} {err}"
+    assert runs["local/tpcb/s1/select-only/c2/d4/r1"][0] == "ok", (
+        f"the study must go on: {runs} {err}"
+    )
     assert "restarting it" in err
 
 
@@ -268,8 +270,8 @@ def test_ctrl_c_stops_everything_and_keeps_finished_results(disk_dir: Path) -> N
     assert "interrupted" in err
     status, runs = only_study(results)
     assert status == "interrupted"
-    assert runs["tpcb/init/s1"][0] == "ok", "what finished is kept"
-    assert "tpcb/run/select-only/c2" not in runs
+    assert runs["local/tpcb/s1/init"][0] == "ok", "what finished is kept"
+    assert "local/tpcb/s1/select-only/c2/d30/r1" not in runs
     wait_for(lambda: not proc.pid_alive(found[1]), timeout=15, what="the cluster to stop")
     assert not list(disk_dir.glob("pgrig-*")), "and removed"
     assert "report:" in out, "a report of what finished is still written"

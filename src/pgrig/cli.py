@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -12,12 +13,15 @@ from typing import Any
 
 import click
 
-from pgrig import __version__
+from pgrig import __version__, campaign, plan
+from pgrig.campaign import Campaign, FioPlan, InitdbSpec, ProbeSpec, RunPolicy, TpcbSpec
+from pgrig.cluster.profiles import parse_overrides
+from pgrig.conninfo import Conn
 from pgrig.errors import PgrigError, UsageError
-from pgrig.plan import QUICK, FioPlan, StudyPlan, TpcbPlan, validate
 from pgrig.results import to_dict
 from pgrig.store import Store
 from pgrig.ui import Ui
+from pgrig.units import parse_size
 
 DEFAULT_RESULTS = Path("pgrig-results")
 PG_SERVER_VARS = ("PGHOST", "PGHOSTADDR", "PGPORT", "PGSERVICE", "PGDATABASE")
@@ -81,6 +85,7 @@ def _results_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 @cli.command()
+@click.argument("campaign_file", required=False, type=click.Path(path_type=Path, dir_okay=False))
 @click.option(
     "--target",
     type=click.Path(path_type=Path),
@@ -129,7 +134,7 @@ def _results_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 @click.option(
     "--scale",
     type=int,
-    default=QUICK.tpcb.scale if QUICK.tpcb else 10,
+    default=10,
     show_default=True,
     help="pgbench scale factor (100,000 accounts each, ~16 MB).",
 )
@@ -210,14 +215,34 @@ def _results_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 @click.option("--locale", default="C", show_default=True)
 @click.option("-q", "--quiet", is_flag=True, help="No progress output.")
 @_results_options
-def run(**opts: Any) -> None:
-    """Run the quick study (or the one the options describe) and write a report."""
-    plan = _plan_from_options(opts)
+def run(campaign_file: Path | None, **opts: Any) -> None:
+    """Run the quick study, or the campaign FILE, and write a report.
+
+    Running a campaign file again resumes it: only the steps not yet recorded run."""
     ui = Ui(quiet=opts["quiet"])
     results: Path = opts["results"]
-    from pgrig.runner import StudyRunner
+    from pgrig.runner import CampaignRunner
 
-    runner = StudyRunner(plan, ui)
+    ctx = click.get_current_context()
+    if campaign_file is not None:
+        given = [
+            f"--{name.replace('_', '-')}"
+            for name in opts
+            if name not in ("quiet", "results", "store", "yes", "keep")
+            and ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
+        ]
+        if given:
+            raise UsageError(
+                f"{', '.join(given)}: these describe the quick study; a campaign file "
+                "says everything itself",
+                hint=f"put them into {campaign_file}",
+            )
+        camp = campaign.load(campaign_file)
+        study_id = camp.name  # stable: running the file again resumes it
+    else:
+        camp = _quick_campaign(opts)
+        study_id = None
+    runner = CampaignRunner(camp, ui, yes=opts["yes"], keep=opts["keep"], study_id=study_id)
     runner.preflight()  # bad input fails here, before anything is created
     with Store.open(_store_path(results, opts["store"])) as store:
         interrupted = False
@@ -226,8 +251,9 @@ def run(**opts: Any) -> None:
         except KeyboardInterrupt:
             interrupted = True
             ui.warn(
-                "interrupted: the running tool and the cluster were stopped; "
+                "interrupted: the running tool and the clusters were stopped; "
                 "finished results are kept"
+                + (f"; run `pgrig run {campaign_file}` again to resume" if campaign_file else "")
             )
         finally:
             if runner.study is not None:
@@ -238,58 +264,108 @@ def run(**opts: Any) -> None:
             ui.warn(f"{runner.failures} step(s) failed; see the report for the reasons")
 
 
-def _plan_from_options(opts: dict[str, Any]) -> StudyPlan:
+def _quick_campaign(opts: dict[str, Any]) -> Campaign:
     skip = _names(opts["skip"], "--skip", ("timing", "fsync", "fio", "tpcb"))
     dsn = opts["dsn"]
     if dsn is None and not opts["throwaway"] and any(os.environ.get(v) for v in PG_SERVER_VARS):
         dsn = ""  # libpq conventions: the PG* variables name the server to test
-    tpcb = None
+    clients = _int_list(opts["clients"], "--clients")
+    for name, value in (
+        ("--scale", opts["scale"]),
+        ("--duration", opts["duration"]),
+        ("--repeat", opts["repeat"]),
+        ("--fio-numjobs", opts["fio_numjobs"]),
+        ("--fio-iodepth", opts["fio_iodepth"]),
+        ("--fio-runtime", opts["fio_runtime"]),
+    ):
+        if value < 1:
+            raise UsageError(f"{name} {value}: must be at least 1")
+    if any(c < 1 for c in clients):
+        raise UsageError(f"--clients {opts['clients']}: every client count must be at least 1")
+    threads = opts["threads"]
+    if threads is not None and (threads < 1 or threads > max(clients)):
+        raise UsageError(
+            f"--threads {threads} is greater than the largest client count {max(clients)}"
+            if threads >= 1
+            else f"--threads {threads}: must be at least 1",
+            hint="pgbench needs at least one client per thread",
+        )
+    seg = opts["wal_segsize"]
+    if seg is not None and (seg < 1 or seg > 1024 or seg & (seg - 1)):
+        raise UsageError(f"--wal-segsize {seg}: must be a power of 2 between 1 and 1024 (MB)")
+    parse_size(opts["fio_size"])
+    workload = None
     if "tpcb" not in skip:
-        tpcb = TpcbPlan(
-            scale=opts["scale"],
-            clients=_int_list(opts["clients"], "--clients"),
-            threads=opts["threads"],
-            duration_s=opts["duration"],
+        workload = TpcbSpec(
+            scales=(opts["scale"],),
+            clients=clients,
+            threads=threads,
+            durations=(opts["duration"],),
             modes=_names(opts["modes"], "--modes", ("select-only", "read-write")),
             query_mode=opts["query_mode"],
-            repeat=opts["repeat"],
             generate=opts["generate"],
             partitions=opts["partitions"],
             unlogged=opts["unlogged_tables"],
-            tablespace=_abs_or_name(opts["tablespace"]),
-            index_tablespace=_abs_or_name(opts["index_tablespace"]),
             count=not opts["no_count"],
         )
-    from pgrig.cluster.profiles import parse_overrides
-
-    plan = StudyPlan(
-        name="quick",
-        target=opts["target"] if opts["target"] is not None else Path.cwd(),
-        profile=opts["profile"],
-        overrides=parse_overrides(list(opts["overrides"])),
-        pg_bin=opts["pg_bin"],
-        dsn=dsn,
-        yes=opts["yes"],
-        keep=opts["keep"],
-        os_user=opts["os_user"],
-        encoding=opts["encoding"],
-        locale=opts["locale"],
-        wal_segsize_mb=opts["wal_segsize"],
-        timing_s=opts["timing_seconds"],
-        fsync_s=opts["fsync_seconds"],
-        probes=tuple(p for p in ("timing", "fsync", "fio") if p not in skip),
-        fio=FioPlan(
+    probes = ProbeSpec(
+        timing_s=None if "timing" in skip else opts["timing_seconds"],
+        fsync_s=None if "fsync" in skip else opts["fsync_seconds"],
+        fio=None
+        if "fio" in skip
+        else FioPlan(
             numjobs=opts["fio_numjobs"],
             iodepth=opts["fio_iodepth"],
             size=opts["fio_size"],
             runtime_s=opts["fio_runtime"],
             direct=bool(opts["fio_direct"]),
         ),
-        tpcb=tpcb,
     )
-    if opts["fio_numjobs"] < 1 or opts["fio_iodepth"] < 1 or opts["fio_runtime"] < 1:
-        raise UsageError("--fio-numjobs, --fio-iodepth and --fio-runtime must be at least 1")
-    return validate(plan)
+    return plan.quick(
+        opts["target"] if opts["target"] is not None else Path.cwd(),
+        dsn=dsn,
+        profile=opts["profile"],
+        settings=parse_overrides(list(opts["overrides"])),
+        pg_bin=opts["pg_bin"],
+        os_user=opts["os_user"],
+        initdb=InitdbSpec(encoding=opts["encoding"], locale=opts["locale"], wal_segsize_mb=seg),
+        tablespace=_abs_or_name(opts["tablespace"]),
+        index_tablespace=_abs_or_name(opts["index_tablespace"]),
+        probes=probes,
+        workload=workload,
+        policy=RunPolicy(repeat=opts["repeat"]),
+    )
+
+
+@cli.command("plan")
+@click.argument("campaign_file", type=click.Path(path_type=Path, dir_okay=False))
+def plan_cmd(campaign_file: Path) -> None:
+    """Print every run CAMPAIGN_FILE expands to, the estimated time and the disk
+    each target needs - without running anything."""
+    camp = campaign.load(campaign_file)
+    exp = plan.expand(camp)
+    click.echo(
+        f"campaign {camp.name} ({campaign_file}): {len(camp.targets)} target(s), "
+        f"baseline {camp.baseline}, repeats {exp.repeats}"
+    )
+    for t in camp.targets:
+        where = t.dsn and Conn.from_user(t.dsn).describe() or str(t.directory)
+        need = exp.disk.get(t.name, 0)
+        free = ""
+        if t.directory is not None and t.directory.exists():
+            free = f", {shutil.disk_usage(t.directory).free / 2**30:.1f} GiB free"
+        click.echo(f"  target {t.name}: {where}; needs about {need / 2**30:.1f} GiB{free}")
+    for i, r in enumerate(exp.runs, start=1):
+        click.echo(f"{i:4d}  {r.seconds:6.0f} s  {r.key}")
+    minutes = exp.seconds / 60
+    click.echo(
+        f"{len(exp.runs)} steps, about {minutes:.0f} min"
+        + (
+            " (more if repeats extend until the confidence interval is met)"
+            if camp.policy.until_ci_pct
+            else ""
+        )
+    )
 
 
 def _write_report(store: Store, sid: str, results: Path, ui: Ui) -> tuple[Path, Path]:

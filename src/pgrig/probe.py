@@ -6,10 +6,11 @@ so the report can put the database's numbers next to the physical limits.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+from pgrig.campaign import FioPlan, ProbeSpec
 from pgrig.errors import BinaryNotFound
-from pgrig.plan import StudyPlan
 from pgrig.step import Context, Skip, Step
 from pgrig.tools import fio, pg_test_fsync, pg_test_timing
 from pgrig.ui import Step as ProgressLine
@@ -53,7 +54,7 @@ def _fsync(seconds: int) -> Any:
     return action
 
 
-def _fio(plan: StudyPlan, pattern: str) -> Any:
+def _fio(fio_plan: FioPlan, pattern: str) -> Any:
     def action(ctx: Context, line: ProgressLine) -> tuple[Any, str]:
         try:
             fio.find_fio()
@@ -62,72 +63,71 @@ def _fio(plan: StudyPlan, pattern: str) -> Any:
         job = fio.FioJob(
             directory=ctx.target,
             pattern=pattern,
-            numjobs=plan.fio.numjobs,
-            iodepth=plan.fio.iodepth,
-            size=plan.fio.size,
-            runtime_s=plan.fio.runtime_s,
-            direct=plan.fio.direct,
-            ioengine=plan.fio.ioengine,
+            numjobs=fio_plan.numjobs,
+            iodepth=fio_plan.iodepth,
+            size=fio_plan.size,
+            runtime_s=fio_plan.runtime_s,
+            direct=fio_plan.direct,
+            ioengine=fio_plan.ioengine,
         )
 
         def on_progress(fraction: float, remaining: float | None) -> None:
             line.update(
-                completed=fraction * plan.fio.runtime_s,
+                completed=fraction * fio_plan.runtime_s,
                 detail=f"{remaining:.0f} s left" if remaining is not None else None,
             )
 
-        return fio.run(job, on_progress=on_progress, timeout=plan.fio.runtime_s * 4 + 300)
+        return fio.run(job, on_progress=on_progress, timeout=fio_plan.runtime_s * 4 + 300)
 
     return action
 
 
-def steps(plan: StudyPlan) -> list[Step]:
+def steps(probes: ProbeSpec, target: str, directory: Path) -> list[Step]:
     out: list[Step] = []
-    target = str(plan.target)
-    if "timing" in plan.probes:
+    where = str(directory)
+    if probes.timing_s:
         out.append(
             Step(
-                key="probe/pg_test_timing",
+                key=f"{target}/probe/pg_test_timing",
                 kind="pg_test_timing",
-                label="pg_test_timing",
-                params={"duration_s": plan.timing_s},
-                action=_timing(plan.timing_s),
-                total=None,
+                label=f"{target}: pg_test_timing",
+                params={"duration_s": probes.timing_s},
+                action=_timing(probes.timing_s),
                 tools=("pg_test_timing",),
             )
         )
-    if "fsync" in plan.probes:
+    if probes.fsync_s:
         out.append(
             Step(
-                key="probe/pg_test_fsync",
+                key=f"{target}/probe/pg_test_fsync",
                 kind="pg_test_fsync",
-                label=f"pg_test_fsync in {target}",
-                params={"seconds_per_test": plan.fsync_s, "directory": target},
-                action=_fsync(plan.fsync_s),
-                total=pg_test_fsync.TIMED_TESTS * plan.fsync_s,
+                label=f"{target}: pg_test_fsync in {where}",
+                params={"seconds_per_test": probes.fsync_s, "directory": where},
+                action=_fsync(probes.fsync_s),
+                total=pg_test_fsync.TIMED_TESTS * probes.fsync_s,
                 tools=("pg_test_fsync",),
             )
         )
-    if "fio" in plan.probes:
-        for pattern in plan.fio.patterns:
+    if probes.fio is not None:
+        for pattern in probes.fio.patterns:
             out.append(
                 Step(
-                    key=f"probe/fio/{pattern}",
+                    key=f"{target}/probe/fio/{pattern}",
                     kind="fio",
-                    label=f"fio {FIO_LABELS[pattern]}",
+                    label=f"{target}: fio {FIO_LABELS[pattern]}",
                     params={
                         "pattern": pattern,
                         "block_size": "8k",
-                        "numjobs": plan.fio.numjobs,
-                        "iodepth": plan.fio.iodepth,
-                        "size": plan.fio.size,
-                        "runtime_s": plan.fio.runtime_s,
-                        "direct": plan.fio.direct,
-                        "ioengine": plan.fio.ioengine,
-                        "directory": target,
+                        "numjobs": probes.fio.numjobs,
+                        "iodepth": probes.fio.iodepth,
+                        "size": probes.fio.size,
+                        "runtime_s": probes.fio.runtime_s,
+                        "direct": probes.fio.direct,
+                        "ioengine": probes.fio.ioengine,
+                        "directory": where,
                     },
-                    action=_fio(plan, pattern),
-                    total=plan.fio.runtime_s,
+                    action=_fio(probes.fio, pattern),
+                    total=probes.fio.runtime_s,
                     tools=("fio",),
                 )
             )

@@ -277,6 +277,15 @@ class PgbenchRun:
         return self.tps * self.statements_per_txn
 
 
+@dataclass(frozen=True)
+class SetupResult:
+    """A custom workload's setup SQL, run with psql (seed 001's tables and functions)."""
+
+    files: tuple[str, ...]
+    elapsed_s: float
+    database_bytes: int | None = None
+
+
 # --------------------------------------------------------------------------
 # What the store keeps for every study and run
 
@@ -293,7 +302,9 @@ class Study:
     finished_at: str | None = None
     params: dict[str, Any] = field(default_factory=dict)  # the options it ran with
     pgrig_version: str = ""
-    environment: Environment | None = None
+    environment: Environment | None = None  # the machine (and, for one target, its server)
+    # A campaign's servers, one per target that pgrig could connect to.
+    target_environments: dict[str, Environment] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -322,6 +333,7 @@ RESULT_TYPES: dict[str, type | str] = {
     "pgbench_init": PgbenchInit,
     "count": CountResult,
     "pgbench_run": PgbenchRun,
+    "sql_setup": SetupResult,
     # Workloads and watchers that keep their result types next to their code,
     # named "module:Class" and imported on first use (no import cycles).
     "tpcc_load": "pgrig.workloads.tpcc.model:TpccLoad",

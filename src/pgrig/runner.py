@@ -1,37 +1,40 @@
-"""Runs a ``StudyPlan``: probes, then the server, then the workloads - recording
-every step in the store the moment it ends.
+"""Runs a campaign: probes, then one server per target, then the workloads with
+targets interleaved - recording every step in the store the moment it ends.
 
 Order of business, so that whatever cannot work fails before anything is
-created: binaries, target directory, profile, disk space, existing-server
-permission; then orphans of killed runs are cleaned up, the study is opened
-in the store, and the steps run. A failing step is recorded as failed and the
-study goes on; Ctrl-C stops the running tool, the cluster, and marks the study
-interrupted - what finished stays recorded.
+created: binaries, directories, profiles, disk space, permission to touch
+existing servers; then orphans of killed runs are cleaned up, the study is
+opened (or resumed: steps already recorded are not run again) and the steps
+run. A failing step is recorded as failed and the campaign goes on; Ctrl-C
+stops the running tool and every cluster and marks the study interrupted -
+what finished stays recorded.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import statistics
 import time
-from collections.abc import Iterator
-from dataclasses import asdict, replace
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
-from pgrig import __version__, environment, probe
+from pgrig import __version__, environment, probe, stats
+from pgrig.campaign import Campaign, CustomSpec, TargetSpec, TpcbSpec
 from pgrig.cluster import binaries, profiles, workdir
 from pgrig.cluster.server import SUPERUSER, Cluster, InitdbOptions, server_os_user
 from pgrig.conninfo import Conn
 from pgrig.errors import ClusterError, PgrigError, UsageError
-from pgrig.plan import StudyPlan, check_space, parse_size
+from pgrig.plan import check_space, expand
 from pgrig.results import Environment, RunRecord, Study, to_dict
 from pgrig.step import Context, Skip, Step
 from pgrig.store import Store
 from pgrig.ui import Ui
-from pgrig.workloads import tpcb
+from pgrig.workloads import common, custom, tpcb
 
-DATABASE = "pgrig"
 # Seeds 000 and 004 drop and reload pgbench_* tables; on a server pgrig did not
 # create that destroys someone's tables, so it needs --yes.
 DESTRUCTIVE_ON_EXISTING = "pgbench -i drops and recreates the pgbench_* tables"
@@ -41,19 +44,50 @@ def now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def study_id(name: str) -> str:
+def new_study_id(name: str) -> str:
     return f"{name}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
 
 
-class StudyRunner:
-    def __init__(self, plan: StudyPlan, ui: Ui) -> None:
-        self.plan = plan
+@dataclass
+class TargetRun:
+    """One target while the campaign runs."""
+
+    spec: TargetSpec
+    bins: binaries.PgBinaries
+    directory: Path | None
+    profile: profiles.Profile | None
+    ctx: Context
+    cluster: Cluster | None = None
+    observed: dict[str, float] = field(default_factory=dict)  # mode -> best tps so far
+    env: Environment | None = None
+    # tablespace names for pgbench -i: given names, or those made from directories
+    tablespaces: dict[str, str | None] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+
+class CampaignRunner:
+    def __init__(
+        self,
+        campaign: Campaign,
+        ui: Ui,
+        *,
+        yes: bool = False,
+        keep: bool = False,
+        study_id: str | None = None,
+    ) -> None:
+        self.campaign = campaign
         self.ui = ui
-        self._store: Store | None = None
+        self.yes = yes
+        self.keep = keep
+        self.study_id = study_id
         self.study: Study | None = None
-        self.env: Environment | None = None
-        self.cluster: Cluster | None = None
+        self.targets: list[TargetRun] = []
         self.failures = 0
+        self.done: set[str] = set()
+        self._store: Store | None = None
 
     @property
     def store(self) -> Store:
@@ -62,198 +96,423 @@ class StudyRunner:
 
     # -- checks before anything is created -------------------------------
 
-    def preflight(self) -> tuple[binaries.PgBinaries, Path, profiles.Profile | None]:
-        plan = self.plan
-        tools = binaries.CLIENT_TOOLS if plan.dsn is not None else binaries.SERVER_TOOLS
-        bins = binaries.find(plan.pg_bin, tools=tools)
-        target = workdir.check_target(plan.target)
-        profile = None
-        if plan.dsn is None:
-            profile = profiles.load(plan.profile).with_overrides(plan.overrides)
-            profiles.validate(profile, bins)
-        elif plan.overrides or plan.profile not in ("oltp", "stock"):
-            raise UsageError(
-                "--profile and --set apply to a cluster pgrig creates, not to an existing server",
-                hint="drop them, or drop --dsn to let pgrig create a throwaway cluster",
-            )
-        if plan.dsn is not None and plan.tpcb is not None and not plan.yes:
-            raise UsageError(
-                f"refusing to touch the existing server: {DESTRUCTIVE_ON_EXISTING}",
-                hint="pass --yes if that is what you want, or let pgrig create a throwaway "
-                "cluster (omit --dsn)",
-            )
-        tp = plan.tpcb
-        for option, value in (
-            ("--tablespace", tp and tp.tablespace),
-            ("--index-tablespace", tp and tp.index_tablespace),
-        ):
-            if not value or not value.startswith("/"):
-                continue  # a tablespace name: it must exist on the server
-            if plan.dsn is not None:
-                raise UsageError(
-                    f"{option} {value}: on an existing server give the name of an existing "
-                    "tablespace, not a directory",
-                    hint="pgrig creates tablespaces in directories only in its own cluster",
+    def preflight(self) -> None:
+        camp = self.campaign
+        needs = expand(camp).disk
+        has_tpcb = any(isinstance(w, TpcbSpec) for w in camp.workloads)
+        runs: list[TargetRun] = []
+        for spec in camp.targets:
+            existing = spec.dsn is not None
+            tools = binaries.CLIENT_TOOLS if existing else binaries.SERVER_TOOLS
+            bins = binaries.find(spec.pg_bin, tools=tools)
+            directory = workdir.check_target(spec.directory) if spec.directory else None
+            profile = None
+            if not existing:
+                profile = profiles.load(spec.profile).with_overrides(spec.settings)
+                profiles.validate(profile, bins)
+            else:
+                if camp.workloads and not self.yes:
+                    raise UsageError(
+                        f"target {spec.name}: refusing to touch the existing server: "
+                        f"{DESTRUCTIVE_ON_EXISTING}",
+                        hint="pass --yes if that is what you want, or let pgrig create a "
+                        "throwaway cluster (give a directory instead of a dsn)",
+                    )
+                if camp.policy.reset == "restore" and camp.workloads:
+                    raise UsageError(
+                        f'target {spec.name}: reset = "restore" drops and recreates a '
+                        "database, which pgrig only does in clusters it creates",
+                        hint='use reset = "reuse" for existing servers',
+                    )
+                Conn.from_user(spec.dsn)
+            for option in ("tablespace", "index_tablespace"):
+                value = getattr(spec, option)
+                if value and value.startswith("/"):
+                    if existing:
+                        raise UsageError(
+                            f"target {spec.name}: {option} {value}: on an existing server give "
+                            "the name of an existing tablespace, not a directory",
+                            hint="pgrig creates tablespaces in directories only in its own cluster",
+                        )
+                    if has_tpcb:
+                        check_space(
+                            workdir.check_target(Path(value)),
+                            needs.get(spec.name, 0),
+                            f"target {spec.name} ({option})",
+                        )
+            if directory is not None:
+                need = needs.get(spec.name, 0) if not existing else 0
+                check_space(directory, need, f"target {spec.name}")
+            scratch = directory or Path.cwd()
+            runs.append(
+                TargetRun(
+                    spec,
+                    bins,
+                    directory,
+                    profile,
+                    Context(bins=bins, target=scratch, scratch=scratch),
+                    tablespaces={
+                        "tablespace": spec.tablespace,
+                        "index_tablespace": spec.index_tablespace,
+                    },
                 )
-            check_space(workdir.check_target(Path(value)), plan.data_bytes(), option)
-        need = 0
-        if "fio" in plan.probes:
-            need = parse_size(plan.fio.size) + 64 * 2**20
-        if plan.dsn is None:
-            need = max(need, plan.data_bytes())
-        check_space(target, need, f"scale {plan.tpcb.scale}" if plan.tpcb else "the probes")
-        return bins, target, profile
+            )
+        local = [t for t in runs if t.profile is not None]
+        if len(local) > 1:
+            self._check_memory(local)
+        self.targets = runs
 
-    # -- the study -------------------------------------------------------
+    def _check_memory(self, local: list[TargetRun]) -> None:
+        """Interleaving keeps every target's cluster up at once: their shared
+        buffers must fit together."""
+        from pgrig.units import parse_size
+
+        ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        total = 0
+        for t in local:
+            assert t.profile is not None
+            value = t.profile.settings.get("shared_buffers", "128MB")
+            with contextlib.suppress(UsageError):
+                total += parse_size(value)
+        if total > 0.6 * ram:
+            self.ui.warn(
+                f"the {len(local)} clusters' shared_buffers add up to {total / 2**30:.1f} GiB of "
+                f"{ram / 2**30:.1f} GiB RAM while they run side by side; "
+                "lower it per target with set.shared_buffers"
+            )
+
+    # -- the campaign ----------------------------------------------------
 
     def run(self, store: Store) -> Study:
-        """Run the study; call ``preflight`` first to fail before the store is created."""
-        bins, target, profile = self.preflight()
+        """Run (or resume) the campaign; call ``preflight`` first to fail before
+        the store is created."""
+        if not self.targets:
+            self.preflight()
         self._store = store
         for path in workdir.clean_orphans():
             self.ui.info(f"removed the orphan work directory {path} of a killed pgrig run")
-        plan = self.plan
-        sid = study_id(plan.name)
-        self.study = Study(
-            id=sid,
-            name=plan.name,
-            target=str(target),
-            started_at=now(),
-            status="running",
-            params=_plan_params(plan, bins),
-            pgrig_version=__version__,
-        )
-        self.store.begin_study(self.study)
+        camp = self.campaign
+        sid = self.study_id or new_study_id(camp.name)
+        existing = {s.id: s for s in store.studies()}
+        if sid in existing:
+            self.done = {r.key for r in store.runs(sid)}
+            store.set_status(sid, "running")
+            self.ui.info(f"resuming [bold]{sid}[/bold]: {len(self.done)} steps already recorded")
+        else:
+            label = ", ".join(t.name for t in camp.targets)
+            if len(self.targets) == 1:
+                only = self.targets[0]
+                where = only.spec.dsn is not None and only.ctx.conn is None
+                label = (
+                    Conn.from_user(only.spec.dsn).describe()
+                    if where and only.spec.dsn
+                    else str(only.directory)
+                )
+            store.begin_study(
+                Study(
+                    id=sid,
+                    name=camp.name,
+                    target=label,
+                    started_at=now(),
+                    status="running",
+                    params=self._params(),
+                    pgrig_version=__version__,
+                )
+            )
+        self.study = store.study(sid)
+        plan = expand(camp)
         self.ui.info(
-            f"study [bold]{sid}[/bold] on {target} - about "
-            f"{plan.estimated_seconds() / 60:.0f} min; results go to {self.store.path}"
+            f"campaign [bold]{sid}[/bold]: {len(plan.runs)} steps on "
+            f"{len(camp.targets)} target(s), about {plan.seconds / 60:.0f} min; "
+            f"results go to {store.path}"
         )
         status = "failed"
         try:
             with self.ui.step("capturing the environment"):
-                self.env = environment.capture([target], bin_dir=bins.bin_dir)
-            self.store.set_environment(sid, self.env)
-            ctx = Context(bins=bins, target=target, scratch=target)
-            for step in probe.steps(plan):
-                self._execute(step, ctx)
-            if plan.tpcb is not None:
-                with self._server(bins, target, profile, ctx):
-                    for step in tpcb.load_steps(self.plan):
-                        if not self._execute(step, ctx) and step.kind == "pgbench_init":
-                            self.ui.fail("the load failed; skipping the TPC-B runs")
-                            break
-                    else:
-                        for step in tpcb.bench_steps(self.plan):
-                            self._execute(step, ctx)
+                first = self.targets[0]
+                env = environment.capture(
+                    [t.directory for t in self.targets if t.directory] or [Path.cwd()],
+                    bin_dir=first.bins.bin_dir,
+                )
+            store.set_environment(sid, env)
+            self._probes()
+            if camp.workloads:
+                with self._servers():
+                    for wl in camp.workloads:
+                        if isinstance(wl, TpcbSpec):
+                            for scale in wl.scales:
+                                self._tpcb(wl, scale)
+                        else:
+                            self._custom(wl)
             status = "finished"
         except KeyboardInterrupt:
             status = "interrupted"
             raise
         finally:
-            self.store.finish_study(sid, status, now())
-            self.study = self.store.study(sid)
+            store.finish_study(sid, status, now())
+            self.study = store.study(sid)
         return self.study
 
+    def _params(self) -> dict[str, Any]:
+        camp = self.campaign
+        params: dict[str, Any] = {
+            "campaign": camp.name,
+            "source": camp.source,
+            "baseline": camp.baseline,
+            "policy": asdict(camp.policy),
+            "pid": os.getpid(),
+        }
+        targets = []
+        for t in self.targets:
+            info = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(t.spec).items()}
+            if t.spec.dsn:
+                info["dsn"] = Conn.from_user(t.spec.dsn).describe()
+            info["pg_version"] = t.bins.version
+            info["pg_bin"] = str(t.bins.bin_dir)
+            targets.append(info)
+        params["targets"] = targets
+        if len(self.targets) == 1:  # the single-target summary the report shows first
+            t = self.targets[0]
+            params["profile"] = t.spec.profile
+            params["pg_version"] = t.bins.version
+        params["workloads"] = [
+            {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(w).items()}
+            | {"type": w.kind}
+            for w in camp.workloads
+        ]
+        return params
+
+    # -- probes ----------------------------------------------------------
+
+    def _probes(self) -> None:
+        if self.campaign.probes is None:
+            return
+        per_target = [
+            (t, probe.steps(self.campaign.probes, t.name, t.directory))
+            for t in self.targets
+            if t.directory is not None
+        ]
+        if not per_target:
+            return
+        # Probe by probe, target after target: the same probe runs close in time.
+        for i in range(max(len(steps) for _, steps in per_target)):
+            for t, steps in per_target:
+                if i < len(steps):
+                    self._execute(steps[i], t)
+
+    # -- servers ---------------------------------------------------------
+
     @contextlib.contextmanager
-    def _server(
-        self,
-        bins: binaries.PgBinaries,
-        target: Path,
-        profile: profiles.Profile | None,
-        ctx: Context,
-    ) -> Iterator[None]:
-        plan = self.plan
+    def _servers(self) -> Iterator[None]:
+        with contextlib.ExitStack() as stack:
+            for t in self.targets:
+                stack.enter_context(self._server(t))
+            yield
+
+    @contextlib.contextmanager
+    def _server(self, t: TargetRun) -> Iterator[None]:
         assert self.study is not None
-        if plan.dsn is not None:
-            conn = Conn.from_user(plan.dsn)
-            ctx.conn = conn
+        if t.spec.dsn is not None:
+            conn = Conn.from_user(t.spec.dsn)
             with conn.connect():
                 pass
-            self._capture_server(bins, conn)
+            t.ctx.conn = conn
+            self._capture_server(t)
             yield
             return
-        assert profile is not None
-        os_user = server_os_user(plan.os_user)
-        cluster = Cluster.create(
-            bins, target / f"pgrig-{self.study.id}", study=self.study.id, os_user=os_user
-        )
-        self.cluster = cluster
+        assert t.profile is not None and t.directory is not None
+        os_user = server_os_user(t.spec.os_user)
+        name = f"pgrig-{self.study.id}" + (f"-{t.name}" if len(self.targets) > 1 else "")
+        cluster = Cluster.create(t.bins, t.directory / name, study=self.study.id, os_user=os_user)
+        t.cluster = cluster
         try:
-            with self.ui.step(f"initdb + start PostgreSQL {bins.version} ({profile.name})"):
+            with self.ui.step(f"{t.name}: initdb + start PostgreSQL {t.bins.version}"):
+                waldir = None
+                if t.spec.wal_directory is not None:
+                    holder = workdir.make_extra_dir(
+                        cluster.workdir, t.spec.wal_directory.resolve() / f"{name}-wal", os_user
+                    )
+                    waldir = holder / "pg_wal"
+                init = t.spec.initdb
                 cluster.initdb(
                     InitdbOptions(
-                        encoding=plan.encoding,
-                        locale=plan.locale,
-                        wal_segsize_mb=plan.wal_segsize_mb,
+                        encoding=init.encoding,
+                        locale=init.locale,
+                        wal_segsize_mb=init.wal_segsize_mb,
+                        data_checksums=init.data_checksums,
+                        waldir=waldir,
                     )
                 )
-                cluster.configure(profile)
+                cluster.configure(t.profile)
                 cluster.start()
                 admin = Conn.socket(str(cluster.socket_dir), cluster.port, SUPERUSER, "postgres")
                 with admin.connect() as db:
-                    db.execute(f'CREATE DATABASE "{DATABASE}"')
-            ctx.conn = admin.with_dbname(DATABASE)
-            ctx.scratch = cluster.workdir
-            self._make_tablespaces(cluster)
+                    db.execute(f'CREATE DATABASE "{common.DATABASE}"')
+            t.ctx.conn = admin.with_dbname(common.DATABASE)
+            t.ctx.scratch = cluster.workdir
+            t.ctx.server_pid = cluster.postmaster_pid()
+            self._make_tablespaces(t)
             self.ui.ok(
-                f"PostgreSQL {bins.version} running as {os_user.name if os_user else 'you'} "
-                f"in {cluster.datadir} (socket {cluster.socket_dir}, profile {profile.name})"
+                f"{t.name}: PostgreSQL {t.bins.version} running as "
+                f"{os_user.name if os_user else 'you'} in {cluster.datadir} "
+                f"(profile {t.profile.name})"
             )
-            self._capture_server(bins, ctx.conn)
+            self._capture_server(t)
             yield
         finally:
-            if plan.keep:
+            if self.keep:
                 cluster.stop()
                 workdir.unregister(cluster.workdir)
-                self.ui.info(
-                    f"kept the cluster in {cluster.datadir} (stopped; start it with pg_ctl -D)"
-                )
+                self.ui.info(f"{t.name}: kept the stopped cluster in {cluster.datadir}")
             else:
                 cluster.destroy()
 
-    def _make_tablespaces(self, cluster: Cluster) -> None:
-        """Directories given for --tablespace / --index-tablespace become tablespaces of
-        the throwaway cluster; the TPC-B steps then use their names."""
-        tp = self.plan.tpcb
-        if tp is None:
-            return
-        names = {}
-        for field, name in (("tablespace", "pgrig_tables"), ("index_tablespace", "pgrig_indexes")):
-            value = getattr(tp, field)
+    def _make_tablespaces(self, t: TargetRun) -> None:
+        """Directories given as tablespaces become tablespaces of the throwaway
+        cluster; the TPC-B steps then use their names."""
+        assert t.cluster is not None
+        names: dict[str, str] = {}
+        for option, name in (("tablespace", "pgrig_tables"), ("index_tablespace", "pgrig_indexes")):
+            value = getattr(t.spec, option)
             if value and value.startswith("/"):
-                names[field] = cluster.create_tablespace(name, Path(value))
-                self.ui.ok(f"tablespace {name} in {value}")
-        if names:
-            self.plan = replace(self.plan, tpcb=replace(tp, **names))
+                names[option] = t.cluster.create_tablespace(name, Path(value))
+                self.ui.ok(f"{t.name}: tablespace {name} in {value}")
+        t.tablespaces = {
+            "tablespace": names.get("tablespace", t.spec.tablespace),
+            "index_tablespace": names.get("index_tablespace", t.spec.index_tablespace),
+        }
 
-    def _capture_server(self, bins: binaries.PgBinaries, conn: Conn) -> None:
-        assert self.study is not None
-        self.env = environment.capture(
-            [self.plan.target], pg_conninfo=conn.conninfo(), bin_dir=bins.bin_dir
+    def _capture_server(self, t: TargetRun) -> None:
+        assert t.ctx.conn is not None and self.study is not None
+        t.env = environment.capture(
+            [t.directory or Path.cwd()], pg_conninfo=t.ctx.conn.conninfo(), bin_dir=t.bins.bin_dir
         )
-        if self.env.postgres is None:
+        if t.env.postgres is None:
             raise ClusterError(
-                f"cannot read the server's version and settings from {conn.describe()}"
+                f"cannot read the server's version and settings from {t.ctx.conn.describe()}"
             )
-        self.store.set_environment(self.study.id, self.env)
+        if len(self.targets) == 1:
+            self.store.set_environment(self.study.id, t.env)
+        else:
+            self.store.set_target_environment(self.study.id, t.name, t.env)
 
-    def _execute(self, step: Step, ctx: Context) -> bool:
+    # -- workloads -------------------------------------------------------
+
+    def _pending(self, keys: list[str]) -> bool:
+        return any(k not in self.done for k in keys)
+
+    def _prepare_data(self, t: TargetRun, steps: list[Step]) -> bool:
+        """Create the dataset (load or setup, then counts); True if it is there.
+
+        On a resumed campaign the data of a killed run is gone with its cluster,
+        so the load runs again - but is recorded only once."""
+        ok = True
+        for step in steps:
+            if step.kind in ("pgbench_init", "sql_setup"):
+                ok = self._execute(step, t, record=step.key not in self.done)
+                if not ok:
+                    self.ui.fail(f"{t.name}: no data; skipping its runs of this workload")
+                    return False
+                if self.campaign.policy.reset == "restore":
+                    with self.ui.step(f"{t.name}: saving a pristine copy for reset = restore"):
+                        common.save_pristine(t.ctx)
+            elif step.key not in self.done:
+                self._execute(step, t)
+        return ok
+
+    def _tpcb(self, wl: TpcbSpec, scale: int) -> None:
+        pol = self.campaign.policy
+        live = []
+        for t in self.targets:
+            loads = tpcb.load_steps(t.name, wl, scale, t.tablespaces)
+            runs_left = (
+                any(
+                    f"{tpcb.prefix(t.name, wl, scale)}/{m}/c{c}/d{d}/r{r}" not in self.done
+                    for d, m, c in tpcb.points(wl)
+                    for r in range(1, pol.repeat + 1)
+                )
+                or pol.until_ci_pct is not None
+            )
+            if not runs_left and not self._pending([s.key for s in loads]):
+                continue
+            if self._prepare_data(t, loads):
+                live.append(t)
+        for point in tpcb.points(wl):
+
+            def make(t: TargetRun, rep: int, point: tuple[int, str, int] = point) -> Step:
+                return tpcb.bench_step(t.name, wl, scale, point, rep, pol, t.observed)
+
+            self._repeat(live, make)
+
+    def _custom(self, wl: CustomSpec) -> None:
+        pol = self.campaign.policy
+        live = []
+        for t in self.targets:
+            if self._prepare_data(t, [custom.setup_step(t.name, wl)]):
+                live.append(t)
+        for cpoint in custom.points(wl):
+
+            def make(t: TargetRun, rep: int, point: tuple[int, int] = cpoint) -> Step:
+                return custom.bench_step(t.name, wl, point, rep, pol, t.observed)
+
+            self._repeat(live, make)
+
+    def _repeat(self, live: list[TargetRun], make: Callable[[TargetRun, int], Step]) -> None:
+        """Run one point on every target, ``repeat`` times or until the confidence
+        interval is narrow enough; rotate the target order every repetition so
+        that slow drift of the machine favours no target."""
+        pol = self.campaign.policy
+        rep = 1
+        while live:
+            order = live
+            if pol.interleave and len(live) > 1:
+                shift = (rep - 1) % len(live)
+                order = live[shift:] + live[:shift]
+            for t in order:
+                step = make(t, rep)
+                if step.key not in self.done:
+                    self._execute(step, t)
+            if rep >= pol.repeat:
+                if pol.until_ci_pct is None or rep >= pol.max_repeat:
+                    break
+                if all(self._ci_ok(make(t, 1).key) for t in live):
+                    break
+            rep += 1
+
+    def _ci_ok(self, first_key: str) -> bool:
+        assert self.study is not None and self.campaign.policy.until_ci_pct is not None
+        stem = first_key.rsplit("/r", 1)[0]
+        tps = [
+            r.result["tps"]
+            for r in self.store.runs(self.study.id)
+            if r.key.rsplit("/r", 1)[0] == stem and r.status == "ok" and r.result
+        ]
+        if len(tps) < 2:
+            return False
+        half = stats.ci95_half_width(tps)
+        return half / statistics.fmean(tps) * 100 <= self.campaign.policy.until_ci_pct
+
+    # -- one step --------------------------------------------------------
+
+    def _execute(self, step: Step, t: TargetRun, *, record: bool = True) -> bool:
         """Run one step and record it, whatever happens. True if it succeeded."""
         assert self.study is not None
-        if self.cluster is not None and ctx.conn is not None and not self.cluster.running():
+        cluster = t.cluster
+        if cluster is not None and t.ctx.conn is not None and not cluster.running():
             # The server died under an earlier step (crash, OOM, someone's kill):
-            # bring it back so the study goes on, and say so.
-            self.ui.warn(f"the server is down ({self.cluster.log_tail(2)}); restarting it")
+            # bring it back so the campaign goes on, and say so.
+            self.ui.warn(f"{t.name}: the server is down ({cluster.log_tail(2)}); restarting it")
             try:
-                self.cluster.restart_after_crash()
+                cluster.restart_after_crash()
+                t.ctx.server_pid = cluster.postmaster_pid()
             except PgrigError as exc:
-                self.ui.fail(f"could not restart the server: {exc}")
+                self.ui.fail(f"{t.name}: could not restart the server: {exc}")
         started = now()
         t0 = time.monotonic()
         status, reason, result, raw = "ok", None, None, ""
         try:
             with self.ui.step(step.label, total=step.total) as line:
-                value, raw = step.action(ctx, line)
+                value, raw = step.action(t.ctx, line)
             result = to_dict(value)
         except Skip as exc:
             status, reason = "skipped", exc.reason
@@ -261,11 +520,15 @@ class StudyRunner:
             status, reason = "failed", str(exc)
             raw = getattr(exc, "stderr", "") or ""
         except KeyboardInterrupt:
-            self._record(step, started, "failed", "interrupted by the user (Ctrl-C)", None, raw)
+            if record:
+                self._record(
+                    step, t, started, "failed", "interrupted by the user (Ctrl-C)", None, raw
+                )
             raise
         except Exception as exc:  # a bug or an unexpected server answer: keep going
             status, reason = "failed", f"{type(exc).__name__}: {exc}"
-        self._record(step, started, status, reason, result, raw)
+        if record:
+            self._record(step, t, started, status, reason, result, raw)
         elapsed = time.monotonic() - t0
         if status == "ok":
             self.ui.ok(f"{step.label} ({elapsed:.0f} s){_headline(step.kind, result)}")
@@ -279,33 +542,42 @@ class StudyRunner:
     def _record(
         self,
         step: Step,
+        t: TargetRun,
         started: str,
         status: str,
         reason: str | None,
-        result: dict | None,
+        result: dict[str, Any] | None,
         raw: str,
     ) -> None:
         assert self.study is not None
-        tools = self.env.tools if self.env else {}
+        tools = (t.env or self.study.environment or _NO_ENV).tools
         self.store.record(
             RunRecord(
                 study=self.study.id,
                 key=step.key,
                 kind=step.kind,
-                target=self.study.target,
+                target=t.name,
                 params=step.params,
                 status=status,
                 reason=reason,
                 result=result,
                 raw=raw,
-                tool_versions={t: tools[t] for t in step.tools if t in tools},
+                tool_versions={name: tools[name] for name in step.tools if name in tools},
                 started_at=started,
                 finished_at=now(),
             )
         )
+        self.done.add(step.key)
 
 
-def _headline(kind: str, result: dict | None) -> str:
+class _NoEnv:
+    tools: dict[str, str] = {}
+
+
+_NO_ENV = _NoEnv()
+
+
+def _headline(kind: str, result: dict[str, Any] | None) -> str:
     if not result:
         return ""
     if kind == "pgbench_run":
@@ -319,14 +591,3 @@ def _headline(kind: str, result: dict | None) -> str:
     if kind == "pg_test_timing":
         return f": {result['per_loop_ns']:.2f} ns per loop"
     return ""
-
-
-def _plan_params(plan: StudyPlan, bins: binaries.PgBinaries) -> dict:
-    params = asdict(plan)
-    params["target"] = str(plan.target)
-    params["pg_bin"] = str(bins.bin_dir)
-    params["pg_version"] = bins.version
-    params["pid"] = os.getpid()
-    if plan.dsn:
-        params["dsn"] = Conn.from_user(plan.dsn).describe()
-    return params

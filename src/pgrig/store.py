@@ -33,7 +33,8 @@ CREATE TABLE IF NOT EXISTS studies (
     finished_at   TEXT,
     params        TEXT NOT NULL,
     pgrig_version TEXT NOT NULL,
-    environment   TEXT
+    environment   TEXT,
+    target_environments TEXT
 );
 CREATE TABLE IF NOT EXISTS runs (
     id            INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -72,6 +73,9 @@ class Store:
             conn = sqlite3.connect(path, timeout=30, isolation_level=None)
             conn.row_factory = sqlite3.Row
             conn.executescript(_SCHEMA)
+            columns = {r["name"] for r in conn.execute("PRAGMA table_info(studies)")}
+            if "target_environments" not in columns:  # files from before campaigns
+                conn.execute("ALTER TABLE studies ADD COLUMN target_environments TEXT")
             row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
             if row is None:
                 conn.execute(
@@ -136,6 +140,23 @@ class Store:
                 "UPDATE studies SET environment = ? WHERE id = ?", (_dumps(to_dict(env)), study_id)
             )
 
+    def set_target_environment(self, study_id: str, target: str, env: Environment) -> None:
+        """A campaign's per-target environment (its server's version and settings)."""
+        with self._tx() as conn:
+            row = conn.execute(
+                "SELECT target_environments FROM studies WHERE id = ?", (study_id,)
+            ).fetchone()
+            envs = json.loads(row["target_environments"]) if row and row[0] else {}
+            envs[target] = to_dict(env)
+            conn.execute(
+                "UPDATE studies SET target_environments = ? WHERE id = ?",
+                (_dumps(envs), study_id),
+            )
+
+    def set_status(self, study_id: str, status: str) -> None:
+        with self._tx() as conn:
+            conn.execute("UPDATE studies SET status = ? WHERE id = ?", (status, study_id))
+
     def finish_study(self, study_id: str, status: str, finished_at: str) -> None:
         with self._tx() as conn:
             conn.execute(
@@ -165,6 +186,7 @@ class Store:
     @staticmethod
     def _study(row: sqlite3.Row) -> Study:
         env = json.loads(row["environment"]) if row["environment"] else None
+        target_envs = json.loads(row["target_environments"]) if row["target_environments"] else {}
         return Study(
             id=row["id"],
             name=row["name"],
@@ -175,6 +197,7 @@ class Store:
             params=json.loads(row["params"]),
             pgrig_version=row["pgrig_version"],
             environment=from_dict(Environment, env) if env else None,
+            target_environments={k: from_dict(Environment, v) for k, v in target_envs.items()},
         )
 
     # -- runs ------------------------------------------------------------

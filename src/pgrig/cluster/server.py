@@ -33,6 +33,7 @@ class InitdbOptions:
     locale: str = "C"
     wal_segsize_mb: int | None = None  # --wal-segsize; the seeds use 1024
     data_checksums: bool = False
+    waldir: Path | None = None  # --waldir: WAL on another disk
 
 
 def server_os_user(name: str | None = None) -> proc.OsUser | None:
@@ -144,6 +145,8 @@ class Cluster:
             argv.append(f"--wal-segsize={opts.wal_segsize_mb}")
         if opts.data_checksums:
             argv.append("--data-checksums")
+        if opts.waldir is not None:
+            argv.append(f"--waldir={opts.waldir}")
         return proc.run(argv, timeout=300, user=self.os_user, what="initdb").stdout
 
     def configure(self, profile: profiles.Profile) -> None:

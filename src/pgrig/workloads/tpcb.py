@@ -3,22 +3,26 @@
 1. ``pgbench -i -s S`` timed (load time, rows/s);
 2. ``CHECKPOINT``, then ``count(*)`` forced onto an index-only scan and onto a
    sequential scan;
-3. for each mode (select-only ``-S``, read-write tpcb-like) and client count:
-   ``CHECKPOINT``, then ``pgbench -M prepared -n -r -P 1 -c C -j J -T D`` with a
-   sampled per-transaction log for latency percentiles.
+3. for each mode (select-only, read-write tpcb-like), client count and
+   duration: reset / warm-up / ``CHECKPOINT`` as the campaign says, then
+   ``pgbench -M prepared -n -r -P 1 -c C -j J -T D`` with a sampled
+   per-transaction log for latency percentiles.
 """
 
 from __future__ import annotations
 
 import json
+import os
+from dataclasses import replace
 from typing import Any
 
-from pgrig.plan import StudyPlan, TpcbPlan
+from pgrig.campaign import RunPolicy, TpcbSpec
 from pgrig.results import CountResult, ProgressPoint
 from pgrig.sql import load as load_sql
 from pgrig.step import Context, Step
 from pgrig.tools import pgbench
 from pgrig.ui import Step as ProgressLine
+from pgrig.workloads.common import checkpoint, conn, prepare_run
 
 COUNT_METHODS = {
     "index-only scan": ("tpcb_count_index_only", "Index Only Scan"),
@@ -30,36 +34,33 @@ COUNT_METHODS = {
 FIRST_GUESS_TPS = {"select-only": 100_000.0, "read-write": 10_000.0}
 
 
-def _conn(ctx: Context) -> Any:
-    assert ctx.conn is not None, "the server must be up before TPC-B steps run"
-    return ctx.conn
+def threads_for(threads: int | None, clients: int) -> int:
+    """pgbench -j: as asked (at most one per client), else min(clients, CPUs) -
+    the seeds set -j to -c, but threads beyond the cores only add scheduling noise."""
+    if threads is not None:
+        return min(threads, clients)
+    return max(1, min(clients, os.cpu_count() or 1))
 
 
-def checkpoint(ctx: Context) -> None:
-    with _conn(ctx).connect() as conn:
-        conn.execute("CHECKPOINT")
-
-
-def _load(tp: TpcbPlan) -> Any:
+def _load(spec: TpcbSpec, scale: int, tablespaces: dict[str, str | None]) -> Any:
     def action(ctx: Context, line: ProgressLine) -> tuple[Any, str]:
         opts = pgbench.InitOptions(
-            scale=tp.scale,
-            generate=tp.generate,  # type: ignore[arg-type]
-            partitions=tp.partitions,
-            unlogged=tp.unlogged,
-            tablespace=tp.tablespace,
-            index_tablespace=tp.index_tablespace,
+            scale=scale,
+            generate=spec.generate,  # type: ignore[arg-type]
+            partitions=spec.partitions,
+            unlogged=spec.unlogged,
+            tablespace=tablespaces.get("tablespace"),
+            index_tablespace=tablespaces.get("index_tablespace"),
+            fillfactor=spec.fillfactor,
         )
 
         def on_progress(done: int, total: int) -> None:
             line.update(completed=done, total=total, detail=f"{done:,} of {total:,} rows")
 
-        result, raw = pgbench.run_init(ctx.bins.bin_dir, _conn(ctx), opts, on_progress=on_progress)
-        with _conn(ctx).connect() as conn:
-            size = conn.execute("SELECT pg_database_size(current_database())").fetchone()
+        result, raw = pgbench.run_init(ctx.bins.bin_dir, conn(ctx), opts, on_progress=on_progress)
+        with conn(ctx).connect() as db:
+            size = db.execute("SELECT pg_database_size(current_database())").fetchone()
         checkpoint(ctx)
-        from dataclasses import replace
-
         return replace(result, database_bytes=int(size[0]) if size else None), raw
 
     return action
@@ -81,10 +82,10 @@ def _count(method: str) -> Any:
     def action(ctx: Context, line: ProgressLine) -> tuple[Any, str]:
         # One statement per execute: the SETs must apply to the EXPLAIN's session.
         statements = [s for s in load_sql(sql_name).split(";") if s.strip()]
-        with _conn(ctx).connect() as conn:
+        with conn(ctx).connect() as db:
             for statement in statements[:-1]:
-                conn.execute(statement)
-            row = conn.execute(statements[-1]).fetchone()
+                db.execute(statement)
+            row = db.execute(statements[-1]).fetchone()
         assert row is not None
         explain = row[0] if isinstance(row[0], list) else json.loads(row[0])
         top = explain[0]
@@ -104,98 +105,124 @@ def _count(method: str) -> Any:
     return action
 
 
-def _bench(plan: StudyPlan, mode: str, clients: int, observed: dict[str, float]) -> Any:
-    tp = plan.tpcb
-    assert tp is not None
+def bench_action(
+    opts: pgbench.RunOptions, policy: RunPolicy, observed: dict[str, float], first_guess: float
+) -> Any:
+    """A measured pgbench run (TPC-B or custom), prepared as the policy says."""
 
     def action(ctx: Context, line: ProgressLine) -> tuple[Any, str]:
-        checkpoint(ctx)
-        opts = pgbench.RunOptions(
-            mode=mode,  # type: ignore[arg-type]
-            clients=clients,
-            threads=plan.threads_for(clients),
-            duration_s=tp.duration_s,
-            query_mode=tp.query_mode,  # type: ignore[arg-type]
+        prepare_run(ctx, opts, policy, line)
+        run_opts = replace(
+            opts,
             transaction_log=True,
             sampling_rate="auto",
-            expected_tps=observed.get(mode, FIRST_GUESS_TPS[mode]),
+            expected_tps=observed.get(opts.mode, first_guess),
         )
 
         def on_progress(point: ProgressPoint) -> None:
             line.update(completed=point.t_s, detail=f"{point.tps:,.0f} tps")
 
         result, raw = pgbench.run_bench(
-            ctx.bins.bin_dir, _conn(ctx), opts, ctx.scratch, on_progress=on_progress
+            ctx.bins.bin_dir, conn(ctx), run_opts, ctx.scratch, on_progress=on_progress
         )
-        observed[mode] = max(observed.get(mode, 0.0), result.tps)
+        observed[opts.mode] = max(observed.get(opts.mode, 0.0), result.tps)
         return result, raw
 
     return action
 
 
-def load_steps(plan: StudyPlan) -> list[Step]:
-    tp = plan.tpcb
-    assert tp is not None
-    init_params = {
-        "scale": tp.scale,
-        "generate": tp.generate,
-        "partitions": tp.partitions,
-        "unlogged": tp.unlogged,
-        "tablespace": tp.tablespace,
-        "index_tablespace": tp.index_tablespace,
+def prefix(target: str, spec: TpcbSpec, scale: int) -> str:
+    return f"{target}/{spec.name}/s{scale}"
+
+
+def load_steps(
+    target: str, spec: TpcbSpec, scale: int, tablespaces: dict[str, str | None]
+) -> list[Step]:
+    base = prefix(target, spec, scale)
+    params: dict[str, Any] = {
+        "workload": spec.name,
+        "scale": scale,
+        "generate": spec.generate,
+        "partitions": spec.partitions,
+        "unlogged": spec.unlogged,
+        "fillfactor": spec.fillfactor,
+        **tablespaces,
     }
     out = [
         Step(
-            key=f"tpcb/init/s{tp.scale}",
+            key=f"{base}/init",
             kind="pgbench_init",
-            label=f"pgbench -i -s {tp.scale}",
-            params=init_params,
-            action=_load(tp),
-            total=tp.scale * pgbench.ROWS_PER_SCALE,
+            label=f"{target}: pgbench -i -s {scale}",
+            params=params,
+            action=_load(spec, scale, tablespaces),
+            total=scale * pgbench.ROWS_PER_SCALE,
             tools=("pgbench",),
         )
     ]
-    if tp.count:
+    if spec.count:
         for method in COUNT_METHODS:
             out.append(
                 Step(
-                    key=f"tpcb/count/{method.replace(' ', '-')}",
+                    key=f"{base}/count/{method.replace(' ', '-')}",
                     kind="count",
-                    label=f"count(*) by {method}",
-                    params={"method": method, "scale": tp.scale},
+                    label=f"{target}: count(*) by {method}",
+                    params={"workload": spec.name, "method": method, "scale": scale},
                     action=_count(method),
                 )
             )
     return out
 
 
-def bench_steps(plan: StudyPlan) -> list[Step]:
-    tp = plan.tpcb
-    assert tp is not None
-    out = []
-    observed: dict[str, float] = {}
-    for repeat in range(1, tp.repeat + 1):
-        for mode in tp.modes:
-            for clients in tp.clients:
-                threads = plan.threads_for(clients)
-                suffix = f"/r{repeat}" if tp.repeat > 1 else ""
-                out.append(
-                    Step(
-                        key=f"tpcb/run/{mode}/c{clients}{suffix}",
-                        kind="pgbench_run",
-                        label=f"{mode} -c {clients} -j {threads}",
-                        params={
-                            "mode": mode,
-                            "scale": tp.scale,
-                            "clients": clients,
-                            "threads": threads,
-                            "duration_s": tp.duration_s,
-                            "query_mode": tp.query_mode,
-                            "repeat": repeat,
-                        },
-                        action=_bench(plan, mode, clients, observed),
-                        total=tp.duration_s,
-                        tools=("pgbench",),
-                    )
-                )
-    return out
+def run_key(target: str, spec: TpcbSpec, scale: int, point: tuple[int, str, int], rep: int) -> str:
+    duration, mode, clients = point
+    return f"{prefix(target, spec, scale)}/{mode}/c{clients}/d{duration}/r{rep}"
+
+
+def points(spec: TpcbSpec) -> list[tuple[int, str, int]]:
+    """(duration, mode, clients) in the order they run."""
+    return [(d, m, c) for d in spec.durations for m in spec.modes for c in spec.clients]
+
+
+def bench_step(
+    target: str,
+    spec: TpcbSpec,
+    scale: int,
+    point: tuple[int, str, int],
+    repeat: int,
+    policy: RunPolicy,
+    observed: dict[str, float],
+) -> Step:
+    duration, mode, clients = point
+    threads = threads_for(spec.threads, clients)
+    opts = pgbench.RunOptions(
+        mode=mode,  # type: ignore[arg-type]
+        clients=clients,
+        threads=threads,
+        duration_s=duration,
+        query_mode=spec.query_mode,  # type: ignore[arg-type]
+        rate=spec.rate,
+        latency_limit_ms=spec.latency_limit_ms,
+    )
+    return Step(
+        key=run_key(target, spec, scale, point, repeat),
+        kind="pgbench_run",
+        label=f"{target}: {mode} -s {scale} -c {clients} -j {threads}",
+        params={
+            "workload": spec.name,
+            "mode": mode,
+            "scale": scale,
+            "clients": clients,
+            "threads": threads,
+            "duration_s": duration,
+            "query_mode": spec.query_mode,
+            "repeat": repeat,
+            "rate": spec.rate,
+            "latency_limit_ms": spec.latency_limit_ms,
+            "warmup": policy.warmup,
+            "reset": policy.reset,
+        },
+        action=bench_action(opts, policy, observed, FIRST_GUESS_TPS[mode]),
+        total=duration,
+        tools=("pgbench",),
+        monitored=True,
+    )

@@ -1,0 +1,19 @@
+"""Sizes as people write them (256M, 16G) and as bytes."""
+
+from __future__ import annotations
+
+from pgrig.errors import UsageError
+
+MB = 2**20
+GB = 2**30
+
+
+def parse_size(text: str) -> int:
+    units = {"": 1, "k": 2**10, "m": MB, "g": GB, "t": 2**40}
+    value = text.strip().lower().removesuffix("b").removesuffix("i")
+    unit = value[-1] if value and value[-1] in units else ""
+    number = value[:-1] if unit else value
+    try:
+        return int(float(number) * units[unit])
+    except ValueError as exc:
+        raise UsageError(f"cannot read size {text!r}", hint="use e.g. 256M, 1G, 16G") from exc

@@ -1,0 +1,136 @@
+"""What every measured pgbench run does around the measurement: reset the data,
+warm up, checkpoint - so each run starts from the same state (seeds 000 and
+004 checkpoint before every run)."""
+
+from __future__ import annotations
+
+import contextlib
+import statistics
+from dataclasses import dataclass, replace
+
+from psycopg import sql
+
+from pgrig.campaign import RunPolicy
+from pgrig.conninfo import Conn
+from pgrig.results import ProgressPoint
+from pgrig.step import Context
+from pgrig.tools import pgbench
+from pgrig.ui import Step as ProgressLine
+
+DATABASE = "pgrig"
+PRISTINE = "pgrig_pristine"
+# Auto warm-up: steady once the last STEADY_WINDOW per-second tps values vary by
+# less than STEADY_CV (coefficient of variation); give up after AUTO_WARMUP_MAX_S.
+STEADY_WINDOW = 5
+STEADY_CV = 0.03
+AUTO_WARMUP_MAX_S = 120
+
+
+def conn(ctx: Context) -> Conn:
+    assert ctx.conn is not None, "the server must be up before workload steps run"
+    return ctx.conn
+
+
+def checkpoint(ctx: Context) -> None:
+    with conn(ctx).connect() as db:
+        db.execute("CHECKPOINT")
+
+
+def _admin(ctx: Context) -> Conn:
+    return conn(ctx).with_dbname("postgres")
+
+
+def _strategy(db: object) -> sql.Composable:
+    # FILE_COPY (a plain file copy, cheap for a freshly loaded dataset) is the
+    # only strategy before PostgreSQL 15 and must be named from 15 on.
+    version = db.execute("SHOW server_version_num").fetchone()[0]  # type: ignore[attr-defined]
+    return sql.SQL(" STRATEGY FILE_COPY") if int(version) >= 150000 else sql.SQL("")
+
+
+def save_pristine(ctx: Context) -> None:
+    """Keep a copy of the freshly loaded database to restore before every run."""
+    with _admin(ctx).connect() as db:
+        db.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(PRISTINE)))
+        db.execute(
+            sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
+                sql.Identifier(PRISTINE), sql.Identifier(DATABASE)
+            )
+            + _strategy(db)
+        )
+
+
+def restore_pristine(ctx: Context) -> None:
+    """Replace the working database by the pristine copy, so run 5 does not
+    inherit run 4's bloat, dead tuples and grown history table."""
+    with _admin(ctx).connect() as db:
+        drop = sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)")
+        db.execute(drop.format(sql.Identifier(DATABASE)))
+        db.execute(
+            sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
+                sql.Identifier(DATABASE), sql.Identifier(PRISTINE)
+            )
+            + _strategy(db)
+        )
+
+
+class _Steady(Exception):
+    """Raised from the progress callback to stop a warm-up that has settled."""
+
+
+def steady(points: list[ProgressPoint]) -> bool:
+    if len(points) < STEADY_WINDOW:
+        return False
+    window = [p.tps for p in points[-STEADY_WINDOW:]]
+    mean = statistics.fmean(window)
+    return mean > 0 and statistics.pstdev(window) / mean < STEADY_CV
+
+
+@dataclass(frozen=True)
+class Prepared:
+    warmup_s: float  # how long the warm-up ran
+    restored: bool
+
+
+def prepare_run(
+    ctx: Context, opts: pgbench.RunOptions, policy: RunPolicy, line: ProgressLine
+) -> Prepared:
+    """Reset (if asked), warm up (fixed or until steady), then CHECKPOINT."""
+    restored = False
+    if policy.reset == "restore":
+        line.update(detail="restoring the freshly loaded data")
+        restore_pristine(ctx)
+        restored = True
+    warmed = 0.0
+    if policy.warmup:
+        quiet = replace(opts, statement_latencies=False, transaction_log=False)
+        if policy.warmup == "auto":
+            seen: list[ProgressPoint] = []
+
+            def on_progress(point: ProgressPoint) -> None:
+                seen.append(point)
+                line.update(detail=f"warming up: {point.tps:,.0f} tps")
+                if steady(seen):
+                    raise _Steady
+
+            with contextlib.suppress(_Steady):
+                pgbench.run_bench(
+                    ctx.bins.bin_dir,
+                    conn(ctx),
+                    replace(quiet, duration_s=AUTO_WARMUP_MAX_S),
+                    ctx.scratch,
+                    on_progress=on_progress,
+                )
+            warmed = float(len(seen))
+        else:
+            line.update(detail=f"warming up for {policy.warmup} s")
+            pgbench.run_bench(
+                ctx.bins.bin_dir,
+                conn(ctx),
+                replace(quiet, duration_s=int(policy.warmup)),
+                ctx.scratch,
+            )
+            warmed = float(policy.warmup)
+    if policy.checkpoint:
+        checkpoint(ctx)
+    line.update(detail="")
+    return Prepared(warmup_s=warmed, restored=restored)

@@ -1,0 +1,255 @@
+"""Populate the TPC-C tables inside the server, in parallel connections.
+
+Order of business: refuse what cannot work (warehouses < 1, more jobs than
+connections, an existing schema without ``replace``); create the schema and
+functions; generate the rows - the items, then per warehouse its stock, its
+customers (with warehouse, districts and history) and its orders (with lines
+and new orders), each part one transaction in whichever connection is free;
+build the indexes (again in parallel), turn them into primary keys; VACUUM
+ANALYZE every table; write the ``tpcc.meta`` row last, so that a load that did
+not finish is never taken for one that did.
+"""
+
+from __future__ import annotations
+
+import queue
+import random
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+
+from pgrig.conninfo import Conn
+from pgrig.errors import ClusterError, UsageError
+from pgrig.workloads.tpcc import TABLES, sqlfiles
+from pgrig.workloads.tpcc.model import TpccLoad
+
+PARTS = ("stock", "orders", "customers")
+MB = 1_000_000
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One statement for the worker pool; ``warehouse`` set for a part of one."""
+
+    label: str
+    statement: str
+    params: tuple[Any, ...] = ()
+    warehouse: int | None = None
+
+
+def schema_exists(db: psycopg.Connection) -> bool:
+    row = db.execute("SELECT to_regnamespace('tpcc') IS NOT NULL").fetchone()
+    return bool(row and row[0])
+
+
+def free_connections(db: psycopg.Connection) -> int:
+    """Connections still available to a non-superuser: max_connections minus the
+    reserved ones minus the backends already connected."""
+    row = db.execute(
+        "SELECT current_setting('max_connections')::int"
+        " - current_setting('superuser_reserved_connections')::int"
+        " - (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend')"
+    ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def check_connections(db: psycopg.Connection, wanted: int, option: str) -> None:
+    free = free_connections(db)
+    if wanted > free:
+        raise UsageError(
+            f"{option} {wanted}: the server has only {free} free connections "
+            "(max_connections minus reserved ones minus those in use)",
+            hint=f"lower {option} to {max(free, 1)} or less, or raise max_connections "
+            "(--set max_connections=N on a pgrig cluster)",
+        )
+
+
+def load(
+    conn: Conn,
+    warehouses: int,
+    *,
+    jobs: int = 2,
+    replace: bool = False,
+    on_progress: Progress | None = None,
+) -> TpccLoad:
+    if warehouses < 1:
+        raise UsageError(
+            f"--warehouses {warehouses}: must be at least 1",
+            hint="TPC-C scales by warehouse: 1 is about 100 MB of data",
+        )
+    if jobs < 1:
+        raise UsageError(f"--jobs {jobs}: must be at least 1")
+    say = on_progress or (lambda _msg: None)
+    with conn.connect() as db:
+        if schema_exists(db) and not replace:
+            raise UsageError(
+                "the database already holds a tpcc schema",
+                hint="pass --yes to drop it and load again, or use another database",
+            )
+        jobs = min(jobs, warehouses * len(PARTS) + 1)
+        check_connections(db, jobs + 1, "--jobs")
+        db.execute(sqlfiles.sql("schema"))
+        db.execute(sqlfiles.sql("functions"))
+        db.execute(sqlfiles.sql("load"))
+    c_last = random.randint(0, 255)
+    units = [Unit("item", "SELECT tpcc.load_items()")]
+    for w in range(1, warehouses + 1):
+        units += [
+            Unit(f"stock {w}", "SELECT tpcc.load_stock(%s)", (w,), w),
+            Unit(f"orders {w}", "SELECT tpcc.load_orders(%s)", (w,), w),
+            Unit(f"customers {w}", "SELECT tpcc.load_customers(%s, %s)", (w, c_last), w),
+        ]
+    t0 = time.monotonic()
+    remaining = {w: len(PARTS) for w in range(1, warehouses + 1)}
+    per_warehouse: dict[str, float] = {}
+
+    def done(unit: Unit) -> None:
+        if unit.warehouse is None:
+            return
+        remaining[unit.warehouse] -= 1
+        if remaining[unit.warehouse] == 0:
+            per_warehouse[str(unit.warehouse)] = round(time.monotonic() - t0, 3)
+            finished = len(per_warehouse)
+            say(f"warehouse {unit.warehouse} loaded ({finished} of {warehouses})")
+
+    run_parallel(conn, jobs, units, done)
+    t_generated = time.monotonic()
+    say("building indexes")
+    run_parallel(conn, jobs, [Unit("index", s) for s in sqlfiles.statements("indexes")])
+    with conn.connect() as db:
+        db.execute(sqlfiles.sql("keys"))
+    t_indexed = time.monotonic()
+    say("vacuum analyze")
+    run_parallel(conn, jobs, [Unit(t, f"VACUUM ANALYZE tpcc.{t}") for t in TABLES])
+    elapsed = time.monotonic() - t0
+    phases = {
+        "generate": round(t_generated - t0, 3),
+        "index": round(t_indexed - t_generated, 3),
+        "vacuum analyze": round(time.monotonic() - t_indexed, 3),
+    }
+    with conn.connect() as db:
+        db.execute(
+            "INSERT INTO tpcc.meta (warehouses, c_last_load, c_id, ol_i_id, load_seconds)"
+            " VALUES (%s, %s, %s, %s, %s)",
+            (warehouses, c_last, random.randint(0, 1023), random.randint(0, 8191), elapsed),
+        )
+        table_rows = {
+            name: int(n)
+            for name, n in db.execute(
+                "SELECT relname, reltuples::bigint FROM pg_class"
+                " WHERE relnamespace = 'tpcc'::regnamespace AND relkind = 'r'"
+                " AND relname <> 'meta'"
+            ).fetchall()
+        }
+        size = schema_bytes(db)
+        t_checkpoint = time.monotonic()
+        db.execute("CHECKPOINT")
+        phases["checkpoint (not in elapsed)"] = round(time.monotonic() - t_checkpoint, 3)
+    rows = sum(table_rows.values())
+    return TpccLoad(
+        warehouses=warehouses,
+        jobs=jobs,
+        rows=rows,
+        database_bytes=size,
+        elapsed_s=round(elapsed, 3),
+        rows_per_s=rows / elapsed,
+        mb_per_s=size / MB / elapsed,
+        phases=phases,
+        per_warehouse_s=per_warehouse,
+        table_rows=table_rows,
+        c_last_load=c_last,
+    )
+
+
+def schema_bytes(db: psycopg.Connection) -> int:
+    """Tables, indexes and TOAST of the tpcc schema."""
+    row = db.execute(
+        "SELECT coalesce(sum(pg_total_relation_size(oid)), 0) FROM pg_class"
+        " WHERE relnamespace = 'tpcc'::regnamespace AND relkind = 'r'"
+    ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def run_parallel(
+    conn: Conn,
+    jobs: int,
+    units: Sequence[Unit],
+    on_done: Callable[[Unit], None] | None = None,
+) -> None:
+    """Run ``units`` in ``jobs`` connections, in order of the list as connections
+    free up. The first error cancels the statements still running and is raised;
+    so is Ctrl-C."""
+    work: queue.Queue[Unit] = queue.Queue()
+    for unit in units:
+        work.put(unit)
+    errors: list[BaseException] = []
+    finished: queue.Queue[Unit] = queue.Queue()
+    connections: list[psycopg.Connection] = []
+    lock = threading.Lock()
+
+    def worker() -> None:
+        try:
+            db = conn.connect()
+        except BaseException as exc:  # noqa: BLE001 - reported by the main thread
+            errors.append(exc)
+            return
+        with lock:
+            connections.append(db)
+        try:
+            # The load is repeatable: waiting for each part's WAL flush buys nothing.
+            db.execute("SET synchronous_commit = off")
+            while not errors:
+                try:
+                    unit = work.get_nowait()
+                except queue.Empty:
+                    return
+                db.execute(unit.statement, unit.params)  # type: ignore[arg-type]
+                finished.put(unit)
+        except BaseException as exc:  # noqa: BLE001 - reported by the main thread
+            errors.append(exc)
+        finally:
+            db.close()
+
+    threads = [threading.Thread(target=worker, daemon=True) for _ in range(jobs)]
+    for t in threads:
+        t.start()
+    try:
+        while any(t.is_alive() for t in threads) or not finished.empty():
+            try:
+                unit = finished.get(timeout=0.1)
+            except queue.Empty:
+                continue
+            if on_done is not None:
+                on_done(unit)
+    except BaseException:
+        errors.append(KeyboardInterrupt())
+        _cancel(connections, lock)
+        raise
+    finally:
+        for t in threads:
+            t.join(timeout=30)
+    if errors:
+        _cancel(connections, lock)
+        exc = errors[0]
+        if isinstance(exc, psycopg.Error):
+            raise ClusterError(
+                f"TPC-C load failed: {str(exc).strip()}",
+                hint="see the server log; a full disk or too little memory are the usual causes",
+            ) from exc
+        raise exc
+
+
+def _cancel(connections: list[psycopg.Connection], lock: threading.Lock) -> None:
+    with lock:
+        for db in connections:
+            try:
+                db.cancel()
+            except psycopg.Error:
+                pass
