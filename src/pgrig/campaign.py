@@ -322,11 +322,12 @@ def _target(r: _Reader) -> TargetSpec:
         raise r.error("name", f"{name!r}: use letters, digits, '.', '_' and '-' only")
     directory = r.path_value("directory")
     dsn = r.get("dsn", str)
-    if (directory is None) == (dsn is None):
+    if directory is None and dsn is None:
         raise r.error(
             None,
-            f"target {name!r} needs exactly one of directory or dsn",
-            hint="directory = the storage under test; dsn = an existing server",
+            f"target {name!r} needs a directory or a dsn",
+            hint="directory = the storage under test (pgrig creates a cluster there); "
+            "dsn = an existing server (a directory beside it is where probes run)",
         )
     settings: dict[str, str] = {}
     set_table = r.table("set")
@@ -438,11 +439,12 @@ def _threads(r: _Reader, clients: tuple[int, ...]) -> int | None:
     if threads is not None:
         if threads < 1:
             raise r.error("threads", f"{threads}: at least 1")
-        if threads > min(clients):
+        if threads > max(clients):
             raise r.error(
                 "threads",
-                f"{threads} is greater than the smallest client count {min(clients)}",
-                hint="pgbench needs at least one client per thread",
+                f"{threads} is greater than the largest client count {max(clients)}",
+                hint="pgbench needs at least one client per thread "
+                "(runs with fewer clients use one thread per client)",
             )
     return threads
 

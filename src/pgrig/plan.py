@@ -71,6 +71,14 @@ class Expansion:
         return sum(r.seconds for r in self.runs)
 
 
+def _order(names: list[str], rep: int, interleave: bool) -> list[str]:
+    """The runner rotates the target order every repetition (see runner._repeat)."""
+    if not interleave or len(names) < 2:
+        return names
+    shift = (rep - 1) % len(names)
+    return names[shift:] + names[:shift]
+
+
 def expand(campaign: Campaign) -> Expansion:
     """Every run the campaign expands to, in the order the runner executes them
     (targets interleaved), with estimated seconds; repeats counted at their minimum."""
@@ -122,7 +130,7 @@ def expand(campaign: Campaign) -> Expansion:
                 for point in tpcb.points(wl):
                     duration, mode, clients = point
                     for rep in range(1, pol.repeat + 1):
-                        for t in names:
+                        for t in _order(names, rep, pol.interleave):
                             runs.append(
                                 PlannedRun(
                                     t,
@@ -137,7 +145,7 @@ def expand(campaign: Campaign) -> Expansion:
             for cpoint in custom.points(wl):
                 duration, clients = cpoint
                 for rep in range(1, pol.repeat + 1):
-                    for t in names:
+                    for t in _order(names, rep, pol.interleave):
                         runs.append(
                             PlannedRun(
                                 t,

@@ -467,7 +467,7 @@ class CampaignRunner:
             order = live
             if pol.interleave and len(live) > 1:
                 shift = (rep - 1) % len(live)
-                order = live[shift:] + live[:shift]
+                order = live[shift:] + live[:shift]  # as plan._order shows it
             for t in order:
                 step = make(t, rep)
                 if step.key not in self.done:
@@ -495,8 +495,13 @@ class CampaignRunner:
     # -- one step --------------------------------------------------------
 
     def _execute(self, step: Step, t: TargetRun, *, record: bool = True) -> bool:
-        """Run one step and record it, whatever happens. True if it succeeded."""
+        """Run one step and record it, whatever happens. True if it succeeded.
+
+        A step already recorded (a resumed campaign) is not run again: a run is
+        never recorded twice."""
         assert self.study is not None
+        if record and step.key in self.done:
+            return True
         cluster = t.cluster
         if cluster is not None and t.ctx.conn is not None and not cluster.running():
             # The server died under an earlier step (crash, OOM, someone's kill):

@@ -108,7 +108,14 @@ class Store:
     def _tx(self) -> Iterator[sqlite3.Connection]:
         try:
             self._conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot write to results store {self.path}: {exc}") from exc
+        try:
             yield self._conn
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+        try:
             self._conn.execute("COMMIT")
         except sqlite3.Error as exc:
             self._conn.execute("ROLLBACK")

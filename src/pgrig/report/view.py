@@ -9,15 +9,18 @@ from __future__ import annotations
 
 import importlib
 import json
+import re
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
-from pgrig.report import fmt
+from pgrig.report import compare, fmt
 from pgrig.report.model import (
     FAILED,
     HEADLINE,
     NORMAL,
     SKIPPED,
+    Figure,
     ReportView,
     Row,
     Section,
@@ -48,6 +51,9 @@ HEADLINE_FSYNC = "fdatasync 8K"
 
 def build(study: Study, records: Sequence[RunRecord]) -> ReportView:
     records = sorted(records, key=_record_order)
+    targets = compare.targets_of(study.params, records)
+    if len(targets) > 1:
+        return _build_comparison(study, records, targets)
     by_kind: dict[str, list[RunRecord]] = {}
     for rec in records:
         by_kind.setdefault(rec.kind, []).append(rec)
@@ -60,10 +66,113 @@ def build(study: Study, records: Sequence[RunRecord]) -> ReportView:
         timing_section(timing, study.environment),
         fsync_section(fsync, study.target),
         fio_section(fio, study.target),
-        tpcb_section(records, study.target),
+        *workload_sections(records, study.target),
         *extra_sections(study, records),
         runs_section(records),
     ]
+    return ReportView(
+        title=f"pgrig report: {study.name} ({study.id})",
+        meta=header(study, records),
+        sections=tuple(sections),
+    )
+
+
+def workload_sections(records: Sequence[RunRecord], target: str) -> list[Section]:
+    """One TPC-B-style section per workload, scale and duration (a campaign can
+    sweep scales, as seed 004 does from 1 to 10,000)."""
+    groups: dict[tuple[str, object, object], list[RunRecord]] = {}
+    kinds = ("pgbench_init", "count", "pgbench_run", "sql_setup")
+    for rec in records:
+        if rec.kind in kinds:
+            p = rec.params
+            groups.setdefault((str(p.get("workload", "tpcb")), p.get("scale"), None), []).append(
+                rec
+            )
+    durations_all = {r.params.get("duration_s") for r in records if r.kind == "pgbench_run"}
+    distinct = {k for k in groups if k[1] is not None or k[0] != "tpcb"}
+    if len(distinct) <= 1 and len(durations_all) <= 1:
+        # One workload at one scale: one section, as the quick study shows it.
+        only = next(iter(distinct), ("tpcb", None, None))
+        section = tpcb_section([r for r in records if r.kind in kinds], target)
+        if only[0] != "tpcb":
+            section = _retitle(section, f"{only[0]} (pgbench)", _slug(only[0]))
+        return [section]
+    out = []
+    for (workload, scale, _), recs in groups.items():
+        durations = sorted(
+            {r.params.get("duration_s") for r in recs if r.kind == "pgbench_run"},
+            key=lambda d: d or 0,
+        )
+        for duration in durations or [None]:
+            subset = [
+                r for r in recs if r.kind != "pgbench_run" or r.params.get("duration_s") == duration
+            ]
+            section = tpcb_section(subset, target)
+            label = "TPC-B" if workload == "tpcb" else workload
+            parts = [
+                f"scale {scale}" if scale is not None else "",
+                f"{duration} s runs" if len(durations) > 1 else "",
+            ]
+            suffix = ", ".join(p for p in parts if p)
+            if len(groups) > 1 or len(durations) > 1 or workload != "tpcb":
+                section = _retitle(
+                    section,
+                    f"{label} (pgbench)" + (f", {suffix}" if suffix else ""),
+                    _slug(f"{workload}-{scale}-{duration}"),
+                )
+            out.append(section)
+    return out
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower()
+
+
+def _retitle(section: Section, title: str, suffix: str) -> Section:
+    """The same section under another title; figure names made unique (they name files)."""
+    blocks = tuple(
+        replace(b, name=f"{b.name}_{suffix.replace('-', '_')}") if isinstance(b, Figure) else b
+        for b in section.blocks
+    )
+    return replace(section, title=title, anchor=f"{section.anchor}-{suffix}", blocks=blocks)
+
+
+def _build_comparison(study: Study, records: Sequence[RunRecord], targets: list[str]) -> ReportView:
+    baseline = str(study.params.get("baseline") or targets[0])
+    if baseline not in targets:
+        baseline = targets[0]
+    sections = [compare.comparison_section(records, targets, baseline), environment_section(study)]
+    for t in targets:
+        mine = [r for r in records if r.target == t]
+        env = study.target_environments.get(t)
+        per_target = [
+            timing_section([r for r in mine if r.kind == "pg_test_timing"], study.environment),
+            fsync_section([r for r in mine if r.kind == "pg_test_fsync"], t),
+            fio_section(sorted((r for r in mine if r.kind == "fio"), key=_fio_order), t),
+            *workload_sections(mine, t),
+        ]
+        if env is not None and env.postgres is not None:
+            per_target.insert(
+                0,
+                Section(
+                    "PostgreSQL",
+                    "postgres",
+                    paragraphs=(f"PostgreSQL {env.postgres.version}",),
+                    blocks=(
+                        Table(
+                            ("Setting", "Value"),
+                            tuple(Row((k, v)) for k, v in sorted(env.postgres.settings.items())),
+                            caption=f"Non-default settings ({len(env.postgres.settings)})",
+                            collapsed=True,
+                        ),
+                    ),
+                ),
+            )
+        for section in per_target:
+            if section.blocks:
+                out = _retitle(section, f"{t}: {section.title}", _slug(t))
+                sections.append(out)
+    sections += [*extra_sections(study, records), runs_section(records)]
     return ReportView(
         title=f"pgrig report: {study.name} ({study.id})",
         meta=header(study, records),
@@ -157,6 +266,33 @@ def obtained_line(study: Study, records: Sequence[RunRecord]) -> str:
     profile = params.pop("profile", None)
     if profile is not None:
         parts.append(f"profile: {profile}")
+    for t in params.pop("targets", None) or []:
+        if not isinstance(t, dict):
+            continue
+        where = t.get("dsn") or t.get("directory")
+        settings = t.get("settings") or {}
+        extra = f", set {_param(settings)}" if settings else ""
+        server = "existing server" if t.get("dsn") else f"profile {t.get('profile')}"
+        parts.append(
+            f"target {t.get('name')}: {where}, PostgreSQL {t.get('pg_version')}, {server}{extra}"
+        )
+    policy = params.pop("policy", None)
+    if isinstance(policy, dict):
+        parts.append(
+            "runs: "
+            + ", ".join(f"{k}={_param(v)}" for k, v in policy.items() if v not in (None, False))
+        )
+    for w in params.pop("workloads", None) or []:
+        if isinstance(w, dict):
+            shown = {k: v for k, v in w.items() if v not in (None, False, 0, "", [], {})}
+            name = shown.pop("name", "")
+            kind = shown.pop("type", "")
+            parts.append(
+                f"workload {name} ({kind}): "
+                + ", ".join(f"{k}={_param(v)}" for k, v in shown.items())
+            )
+    for key in ("pid", "pg_version", "campaign", "baseline", "source"):
+        params.pop(key, None)
     if params:
         parts.append("parameters: " + ", ".join(f"{k}={_param(v)}" for k, v in params.items()))
     return "; ".join(parts) if parts else "no tool versions or parameters recorded"

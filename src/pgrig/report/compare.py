@@ -1,0 +1,346 @@
+"""Comparison across targets, in the seeds' layout: test cases as rows, targets as
+columns, and the difference to the baseline target with a significance test
+over the repeats - "within noise" when the difference is not significant,
+never a made-up winner.
+
+Also: TPS-vs-clients curves with one line per target (seed 004's charts) and
+per-second TPS overlaid per target (seed 002's chart).
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pgrig import stats
+from pgrig.report import fmt
+from pgrig.report.model import FAILED, HEADLINE, Figure, Row, Section, Series, Table
+from pgrig.results import (
+    FioResult,
+    FsyncResult,
+    PgbenchInit,
+    PgbenchRun,
+    RunRecord,
+    SetupResult,
+    typed_result,
+)
+
+FIO_ROWS = (
+    ("randwrite", "8k random write"),
+    ("randread", "8k random read"),
+    ("write", "8k sequential write"),
+    ("read", "8k sequential read"),
+)
+
+
+def targets_of(params: dict[str, object], records: Sequence[RunRecord]) -> list[str]:
+    """Target names in the campaign's order (then any others the records name)."""
+    names: list[str] = []
+    declared = params.get("targets")
+    for t in declared if isinstance(declared, list) else []:
+        if isinstance(t, dict) and isinstance(t.get("name"), str):
+            names.append(t["name"])
+    for rec in records:
+        if rec.target not in names:
+            names.append(rec.target)
+    return names
+
+
+@dataclass(frozen=True)
+class PointKey:
+    """One measured point of a pgbench workload, across its repeats."""
+
+    workload: str
+    scale: int | None
+    duration: int
+    mode: str
+    clients: int
+
+    @property
+    def label(self) -> str:
+        scale = f", scale {self.scale}" if self.scale is not None else ""
+        plural = "s" if self.clients != 1 else ""
+        mode = self.mode if self.mode != self.workload else ""
+        name = f"{self.workload} {mode}".strip() if self.workload != "tpcb" else f"TPC-B {mode}"
+        return f"{name}{scale}, {self.clients} client{plural}, {self.duration} s"
+
+    @property
+    def curve(self) -> tuple[str, int | None, int, str]:
+        return (self.workload, self.scale, self.duration, self.mode)
+
+
+def point_key(rec: RunRecord) -> PointKey:
+    p = rec.params
+    scale = p.get("scale")
+    return PointKey(
+        workload=str(p.get("workload", "tpcb")),
+        scale=int(scale) if isinstance(scale, int) else None,
+        duration=int(p.get("duration_s", 0) or 0),
+        mode=str(p.get("mode", "?")),
+        clients=int(p.get("clients", 0) or 0),
+    )
+
+
+def runs_by_point(
+    records: Sequence[RunRecord],
+) -> dict[PointKey, dict[str, list[tuple[RunRecord, PgbenchRun | None]]]]:
+    out: dict[PointKey, dict[str, list[tuple[RunRecord, PgbenchRun | None]]]] = {}
+    for rec in records:
+        if rec.kind == "pgbench_run":
+            out.setdefault(point_key(rec), {}).setdefault(rec.target, []).append(
+                (rec, typed_result(rec))
+            )
+    return out
+
+
+def _mean_cell(values: list[float], unit: str, failed: int) -> str:
+    if not values:
+        return "failed" if failed else ""
+    if len(values) == 1:
+        text = f"{fmt.rate(values[0])} {unit}"
+    else:
+        s = fmt.spread(values)
+        mean = fmt.rate(statistics.fmean(values))
+        text = f"{mean} {unit} (n={len(values)}, range {s.range_pct:.1f}%)"
+    return text + (f", {failed} failed" if failed else "")
+
+
+def _delta(base: list[float], other: list[float]) -> str:
+    if not base or not other:
+        return ""
+    return stats.welch(base, other).describe()
+
+
+def _single_delta(base: float | None, other: float | None) -> str:
+    if base is None or other is None or base == 0:
+        return ""
+    return f"{(other - base) / base * 100:+.1f}% (one run each: no test)"
+
+
+def comparison_table(records: Sequence[RunRecord], targets: list[str], baseline: str) -> Table:
+    others = [t for t in targets if t != baseline]
+    columns = ["Test Case", f"{baseline} (baseline)"]
+    for t in others:
+        columns += [t, f"{t} vs {baseline}"]
+    rows: list[Row] = []
+
+    def single(label: str, values: dict[str, float | None], text: dict[str, str]) -> None:
+        cells = [label, text.get(baseline, "")]
+        for t in others:
+            cells += [text.get(t, ""), _single_delta(values.get(baseline), values.get(t))]
+        rows.append(Row(tuple(cells)))
+
+    by_kind: dict[str, dict[str, list[RunRecord]]] = {}
+    for rec in records:
+        by_kind.setdefault(rec.kind, {}).setdefault(rec.target, []).append(rec)
+
+    # fsync 8K: the single-I/O latency that bounds synchronous commits
+    values: dict[str, float | None] = {}
+    text: dict[str, str] = {}
+    for t, recs in by_kind.get("pg_test_fsync", {}).items():
+        res: FsyncResult | None = typed_result(recs[-1])
+        row = next((r for r in res.rows if r.method == "fdatasync"), None) if res else None
+        if row is not None and row.ops_per_sec is not None:
+            values[t] = row.ops_per_sec
+            text[t] = (
+                f"{fmt.rate(row.ops_per_sec)} ops/s ({fmt.integer(row.usecs_per_op or 0)} us/op)"
+            )
+        else:
+            text[t] = recs[-1].status
+    if text:
+        single("fdatasync 8K", values, text)
+
+    for pattern, label in FIO_ROWS:
+        values, text = {}, {}
+        for t, recs in by_kind.get("fio", {}).items():
+            for rec in recs:
+                if rec.params.get("pattern") != pattern:
+                    continue
+                fio: FioResult | None = typed_result(rec)
+                if fio is None:
+                    text[t] = f"{rec.status}: {rec.reason or ''}".strip(": ")
+                else:
+                    values[t] = fio.iops
+                    text[t] = f"IOPS={fmt.si(fio.iops)}, BW={fmt.rate(fio.bandwidth_mib_s)} MiB/s"
+        if text:
+            single(label, values, text)
+
+    loads: dict[tuple[str, object], dict[str, RunRecord]] = {}
+    for kind in ("pgbench_init", "sql_setup"):
+        for t, recs in by_kind.get(kind, {}).items():
+            for rec in recs:
+                loads.setdefault(
+                    (str(rec.params.get("workload", "")), rec.params.get("scale")), {}
+                )[t] = rec
+    for (workload, scale), load_by_target in loads.items():
+        values, text = {}, {}
+        for t, rec in load_by_target.items():
+            res = typed_result(rec)
+            if isinstance(res, PgbenchInit):
+                values[t] = res.elapsed_s
+                text[t] = f"{fmt.seconds(res.elapsed_s)} ({fmt.rate(res.rows_per_s)} rows/s)"
+            elif isinstance(res, SetupResult):
+                values[t] = res.elapsed_s
+                text[t] = fmt.seconds(res.elapsed_s)
+            else:
+                text[t] = f"{rec.status}: {rec.reason or ''}"
+        label = f"TPC-B load, scale {scale}" if scale is not None else f"{workload} setup"
+        single(label, values, text)
+
+    for key, per_target in sorted(runs_by_point(records).items(), key=_point_order):
+        tps: dict[str, list[float]] = {}
+        qps: dict[str, list[float]] = {}
+        failed: dict[str, int] = {}
+        for t, pairs in per_target.items():
+            ok = [run for _, run in pairs if run is not None]
+            tps[t] = [run.tps for run in ok]
+            qps[t] = [run.qps for run in ok]
+            failed[t] = len(pairs) - len(ok)
+        metrics = [("tps", tps), ("qps", qps)]
+        if key.mode == "select-only":
+            metrics = [("qps", qps)]  # = tps: one statement per transaction (seed 000's row)
+        for metric, data in metrics:
+            unit = metric
+            label = f"{key.label}: {metric}"
+            cells = [label, _mean_cell(data.get(baseline, []), unit, failed.get(baseline, 0))]
+            for t in others:
+                cells += [
+                    _mean_cell(data.get(t, []), unit, failed.get(t, 0)),
+                    _delta(data.get(baseline, []), data.get(t, [])),
+                ]
+            kind = FAILED if any(failed.values()) and not any(data.values()) else ""
+            first = metric == metrics[0][0]
+            rows.append(Row(tuple(cells), kind or (HEADLINE if first else "")))
+    notes = (
+        "Each cell: the mean over the repeats (n), with their range (max - min) in % of "
+        "the median.",
+        "vs baseline: difference of the means; Welch's t-test over the repeats decides: "
+        "p < 0.05 is a difference, otherwise 'within noise'. One run per side allows no test.",
+        "select-only qps = tps (one statement per transaction); read-write qps = 5 x tps "
+        "(BEGIN and END not counted), as the seeds derive it.",
+    )
+    return Table(
+        columns=tuple(columns),
+        rows=tuple(rows),
+        caption="Comparison of the targets",
+        notes=notes,
+        numeric=(False, *([True] * (len(columns) - 1))),
+    )
+
+
+def _point_order(item: tuple[PointKey, object]) -> tuple[object, ...]:
+    key = item[0]
+    mode_rank = {"select-only": 0, "read-write": 1}.get(key.mode, 2)
+    return (key.workload, key.scale or 0, key.duration, mode_rank, key.mode, key.clients)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_").lower()
+
+
+def tps_vs_clients(records: Sequence[RunRecord], targets: list[str]) -> list[Figure]:
+    """Seed 004's charts: one line per target, one chart per workload/scale/mode."""
+    curves: dict[tuple[str, int | None, int, str], dict[str, dict[int, list[float]]]] = {}
+    for key, pairs_by_target in runs_by_point(records).items():
+        for t, pairs in pairs_by_target.items():
+            values = [run.tps for _, run in pairs if run is not None]
+            if values:
+                curves.setdefault(key.curve, {}).setdefault(t, {})[key.clients] = values
+    figures = []
+    for (workload, scale, duration, mode), per_target in sorted(
+        curves.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0, kv[0][2], kv[0][3])
+    ):
+        series = []
+        for t in targets:
+            points = per_target.get(t)
+            if not points:
+                continue
+            xs = sorted(points)
+            spreads = [fmt.spread(points[x]) for x in xs]
+            series.append(
+                Series(
+                    label=t,
+                    x=tuple(float(x) for x in xs),
+                    y=tuple(s.median for s in spreads),
+                    y_low=tuple(s.low for s in spreads),
+                    y_high=tuple(s.high for s in spreads),
+                    group=t,
+                )
+            )
+        clients = [x for pts in per_target.values() for x in pts]
+        what = f"{mode}" + (f", scale {scale}" if scale is not None else "")
+        figures.append(
+            Figure(
+                name=f"compare_tps_vs_clients_{_slug(workload)}_{_slug(what)}_{duration}s",
+                title=f"TPS vs clients, {what}",
+                x_label="clients",
+                y_label="transactions/s",
+                series=tuple(series),
+                caption="One line per target: median tps per client count, bars from min to max "
+                "of the repeats.",
+                log_x=bool(clients) and max(clients) >= 8 * min(clients),
+            )
+        )
+    return figures
+
+
+def tps_over_time(records: Sequence[RunRecord], targets: list[str]) -> list[Figure]:
+    """Seed 002's chart: per-second tps of each target overlaid, at the most clients
+    of each workload/scale/mode (the run closest to the median tps of its repeats)."""
+    best: dict[tuple[str, int | None, int, str], tuple[int, dict[str, PgbenchRun]]] = {}
+    for key, per_target in runs_by_point(records).items():
+        chosen: dict[str, PgbenchRun] = {}
+        for t, pairs in per_target.items():
+            ok = [run for _, run in pairs if run is not None and run.progress]
+            if ok:
+                median = statistics.median(r.tps for r in ok)
+                chosen[t] = min(ok, key=lambda r: abs(r.tps - median))
+        if not chosen:
+            continue
+        current = best.get(key.curve)
+        if current is None or key.clients > current[0]:
+            best[key.curve] = (key.clients, chosen)
+    figures = []
+    for (workload, scale, duration, mode), (clients, chosen) in sorted(
+        best.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0, kv[0][2], kv[0][3])
+    ):
+        series = tuple(
+            Series(
+                label=t,
+                x=tuple(p.t_s for p in chosen[t].progress),
+                y=tuple(p.tps for p in chosen[t].progress),
+                group=t,
+            )
+            for t in targets
+            if t in chosen
+        )
+        what = f"{mode}" + (f", scale {scale}" if scale is not None else "")
+        figures.append(
+            Figure(
+                name=f"compare_tps_over_time_{_slug(workload)}_{_slug(what)}_{duration}s",
+                title=f"TPS over time, {what}, {clients} clients",
+                x_label="seconds since start",
+                y_label="transactions/s",
+                series=series,
+                caption="pgbench -P 1 of each target overlaid: stalls (tps near 0) and drift show "
+                "what a single average hides.",
+            )
+        )
+    return figures
+
+
+def comparison_section(records: Sequence[RunRecord], targets: list[str], baseline: str) -> Section:
+    blocks: list[Table | Figure] = [comparison_table(records, targets, baseline)]
+    blocks += [f for f in tps_vs_clients(records, targets) if f.series]
+    blocks += [f for f in tps_over_time(records, targets) if f.series]
+    return Section(
+        "Performance Summary",
+        "summary",
+        paragraphs=(
+            f"{len(targets)} targets; baseline {baseline}. Targets ran interleaved (the order "
+            "rotating every repeat) so that slow drift of the machine favours none.",
+        ),
+        blocks=tuple(blocks),
+    )

@@ -1,0 +1,232 @@
+"""Campaign files: parsing, every kind of bad input (with file and line), the plan,
+and two-target campaigns end to end - interleaved, killed and resumed."""
+
+from __future__ import annotations
+
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pgrig import campaign, plan
+from pgrig.errors import UsageError
+from pgrig.store import Store
+
+GOOD = """\
+[campaign]
+name = "two-disks"
+baseline = "disk-a"
+repeat = 2
+warmup = 0
+reset = "restore"
+
+[[target]]
+name = "disk-a"
+directory = "{a}"
+profile = "stock"
+[target.set]
+fsync = false
+shared_buffers = "64MB"
+
+[[target]]
+name = "disk-b"
+directory = "{b}"
+profile = "stock"
+[target.initdb]
+wal_segsize = 32
+[target.set]
+fsync = false
+shared_buffers = "64MB"
+
+[probes]
+timing = 1
+fsync = false
+fio = false
+
+[[workload]]
+type = "tpcb"
+scales = [1]
+modes = ["select-only", "read-write"]
+clients = [1, 2]
+duration = 3
+count = false
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "c.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def good(tmp_path: Path, a: Path | None = None, b: Path | None = None) -> str:
+    return GOOD.format(a=a or tmp_path, b=b or tmp_path)
+
+
+def test_parse_a_full_campaign(tmp_path: Path) -> None:
+    camp = campaign.load(write(tmp_path, good(tmp_path)))
+    assert camp.name == "two-disks" and camp.baseline == "disk-a"
+    assert [t.name for t in camp.targets] == ["disk-a", "disk-b"]
+    assert camp.targets[0].settings == {"fsync": "off", "shared_buffers": "64MB"}
+    assert camp.targets[1].initdb.wal_segsize_mb == 32
+    assert camp.policy.repeat == 2 and camp.policy.reset == "restore"
+    assert camp.probes is not None and camp.probes.fio is None and camp.probes.fsync_s is None
+    (wl,) = camp.workloads
+    assert isinstance(wl, campaign.TpcbSpec) and wl.clients == (1, 2) and wl.durations == (3,)
+
+
+def test_plan_expands_interleaved_runs_and_disk(tmp_path: Path) -> None:
+    camp = campaign.load(write(tmp_path, good(tmp_path)))
+    exp = plan.expand(camp)
+    runs = [r.key for r in exp.runs if re.search(r"/r\d+$", r.key)]
+    # 2 modes x 2 client counts x 2 repeats x 2 targets, targets alternating
+    assert len(runs) == 16
+    assert runs[0].startswith("disk-a/") and runs[1].startswith("disk-b/")
+    assert runs[0] == "disk-a/tpcb/s1/select-only/c1/d3/r1"
+    assert runs[2].startswith("disk-b/") and runs[2].endswith("/r2"), "order rotates"
+    assert set(exp.disk) == {"disk-a", "disk-b"}
+    assert exp.disk["disk-a"] >= 2 * plan.BYTES_PER_SCALE  # pristine copy for restore
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (("clients = [1, 2]", "clientz = [1, 2]"), r"c.toml:35: workload\[0\].clientz: unknown "
+         r"key 'clientz'.*\n?.*did you mean 'clients'"),
+        (("scales = [1]", 'scales = "big"'), r"c.toml:33: workload\[0\].scales: expected an "
+         "integer or a list"),
+        (('name = "disk-b"', 'name = "disk-a"'), r"c.toml:\d+: target\[1\].name: target name "
+         "'disk-a' is used twice"),
+        (("clients = [1, 2]", "clients = [1, 2]\nthreads = 4"), r"c.toml:36: workload\[0\]."
+         r"threads: 4 is greater than "
+         "the largest client count 2"),
+        (('baseline = "disk-a"', 'baseline = "disk-c"'), r"c.toml:3: campaign.baseline: "
+         "baseline target 'disk-c' is not in the campaign"),
+        (("duration = 3", "duration = 0"), r"workload\[0\].duration: 0 is less than 1"),
+        (('reset = "restore"', 'reset = "sometimes"'), r"campaign.reset: 'sometimes' is not one"),
+        (("wal_segsize = 32", "wal_segsize = 33"), r"target\[1\].initdb.wal_segsize: 33"),
+        (("[probes]", "[probez]"), r"unknown key 'probez'"),
+    ],
+)
+def test_bad_input_names_file_line_and_fix(tmp_path: Path, edit: tuple[str, str], message: str) -> None:
+    text = good(tmp_path).replace(*edit)
+    with pytest.raises(UsageError) as err:
+        campaign.load(write(tmp_path, text))
+    full = f"{err.value}\n{err.value.hint or ''}"
+    assert re.search(message, full), full
+
+
+def test_custom_script_that_does_not_exist(tmp_path: Path) -> None:
+    text = good(tmp_path) + (
+        '\n[[workload]]\ntype = "custom"\nname = "login"\n'
+        'scripts = [{ file = "nope/login.sql", weight = 1 }]\n'
+    )
+    with pytest.raises(UsageError, match=r"c.toml:\d+: workload\[1\].scripts: script file .*"
+                       r"nope/login.sql does not exist"):
+        campaign.load(write(tmp_path, text))
+
+
+def test_toml_syntax_error_has_a_line(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match=r"c.toml: not valid TOML: .*line 2"):
+        campaign.load(write(tmp_path, "[campaign]\nname = \n"))
+
+
+def test_target_needs_a_place(tmp_path: Path) -> None:
+    text = good(tmp_path).replace(f'directory = "{tmp_path}"\nprofile = "stock"\n[target.initdb]',
+                                  'profile = "stock"\n[target.initdb]')
+    with pytest.raises(UsageError, match="needs a directory or a dsn"):
+        campaign.load(write(tmp_path, text))
+
+
+# -- end to end --------------------------------------------------------------
+
+
+def pgrig(*args: str | Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pgrig", *map(str, args)],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def two_dirs(disk_dir: Path) -> tuple[Path, Path]:
+    a, b = disk_dir / "a", disk_dir / "b"
+    for d in (a, b):
+        d.mkdir()
+        d.chmod(0o755)
+    return a, b
+
+
+SMALL = GOOD.replace('modes = ["select-only", "read-write"]', 'modes = ["select-only"]')
+
+
+def test_two_target_campaign_end_to_end(disk_dir: Path) -> None:
+    a, b = two_dirs(disk_dir)
+    file = write(disk_dir, SMALL.format(a=a, b=b))
+    results = disk_dir / "r"
+    planned = pgrig("plan", file)
+    assert planned.returncode == 0, planned.stderr
+    assert "disk-a/tpcb/s1/select-only/c2/d3/r2" in planned.stdout
+    done = pgrig("run", file, "--results", results)
+    assert done.returncode == 0, done.stderr
+    with Store.open(results / "results.sqlite") as store:
+        (study,) = store.studies()
+        runs = store.runs(study.id)
+    assert study.id == "two-disks" and study.status == "finished"
+    measured = [r for r in runs if r.kind == "pgbench_run"]
+    assert len(measured) == 8 and all(r.status == "ok" for r in measured), [
+        (r.key, r.reason) for r in measured if r.status != "ok"]
+    # interleaved: the targets alternate, and the order rotates every repeat
+    order = [r.target for r in measured]
+    assert order[:4] == ["disk-a", "disk-b", "disk-b", "disk-a"]
+    assert set(study.target_environments) == {"disk-a", "disk-b"}
+    assert study.target_environments["disk-b"].postgres is not None
+    report = next(results.glob("*.md")).read_text()
+    assert "| disk-a | disk-b |" in report.replace(" (baseline)", "") or "disk-b" in report
+    assert "vs disk-a" in report
+    # running the finished campaign again records nothing twice
+    again = pgrig("run", file, "--results", results)
+    assert again.returncode == 0, again.stderr
+    with Store.open(results / "results.sqlite") as store:
+        assert len(store.runs("two-disks")) == len(runs)
+    assert not list(a.glob("pgrig-*")) and not list(b.glob("pgrig-*"))
+
+
+def test_killed_campaign_resumes_and_records_each_run_once(disk_dir: Path) -> None:
+    a, b = two_dirs(disk_dir)
+    file = write(disk_dir, SMALL.format(a=a, b=b))
+    results = disk_dir / "r"
+    child = subprocess.Popen([sys.executable, "-m", "pgrig", "run", str(file), "--results",
+                              str(results)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    db = results / "results.sqlite"
+
+    def measured() -> int:
+        if not db.exists():
+            return 0
+        with sqlite3.connect(db) as conn:
+            return conn.execute("SELECT count(*) FROM runs WHERE kind = 'pgbench_run'").fetchone()[0]
+
+    deadline = time.monotonic() + 180
+    while measured() < 3 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    child.send_signal(signal.SIGKILL)
+    child.wait(timeout=30)
+    before = measured()
+    assert 3 <= before < 8, "killed half way"
+
+    done = pgrig("run", file, "--results", results)
+    assert done.returncode == 0, done.stderr
+    assert "resuming two-disks" in done.stderr.replace("\n", " ")
+    assert "orphan" in done.stderr
+    with Store.open(db) as store:
+        runs = store.runs("two-disks")
+        study = store.study("two-disks")
+    keys = [r.key for r in runs]
+    assert len(keys) == len(set(keys)), "no run recorded twice"
+    assert len([r for r in runs if r.kind == "pgbench_run"]) == 8
+    assert study.status == "finished"
+    report = next(results.glob("*.md")).read_text()
+    assert "disk-a" in report and "disk-b" in report
+    assert not list(a.glob("pgrig-*")) and not list(b.glob("pgrig-*"))
