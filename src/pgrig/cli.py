@@ -417,6 +417,114 @@ def list_cmd(results: Path, store: Path | None) -> None:
             click.echo(f"{study.id}\t{study.status}\t{ok}/{len(runs)} ok\t{study.target}")
 
 
+@cli.command("export")
+@click.argument("study_ids", nargs=-1)
+@_results_options
+@click.option(
+    "--format", "fmt", type=click.Choice(["json", "csv"]), default="json", show_default=True
+)
+@click.option(
+    "--series",
+    is_flag=True,
+    help="CSV: one row per second of every pgbench run instead of one per run.",
+)
+@click.option("--raw", is_flag=True, help="JSON: include every tool's raw output.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Write to this file instead of stdout.",
+)
+def export_cmd(
+    study_ids: tuple[str, ...],
+    results: Path,
+    store: Path | None,
+    fmt: str,
+    series: bool,
+    raw: bool,
+    output: Path | None,
+) -> None:
+    """Export studies (default: the latest) as JSON (schema in docs/export.md) or CSV."""
+    from pgrig import export
+
+    with _open_existing(results, store) as st:
+        studies = [st.study(s) for s in study_ids] or [_latest(st)]
+        records = [r for s in studies for r in st.runs(s.id)]
+    if fmt == "json":
+        text = export.to_json(studies, records, raw=raw)
+    else:
+        text = export.series_csv(records) if series else export.runs_csv(records)
+    if output is None:
+        click.echo(text, nl=False)
+    else:
+        output.write_text(text)
+        click.echo(f"wrote {output}", err=True)
+
+
+@cli.command("import")
+@click.argument("source", type=click.Path(path_type=Path, dir_okay=False, exists=True))
+@click.argument("study_ids", nargs=-1)
+@_results_options
+@click.option("--as", "as_id", default=None, help="Import a single study under this id.")
+def import_cmd(
+    source: Path, study_ids: tuple[str, ...], results: Path, store: Path | None, as_id: str | None
+) -> None:
+    """Copy studies from another results file (e.g. from another machine) into the store."""
+    with Store.open(source) as other, Store.open(_store_path(results, store)) as st:
+        ids = list(study_ids) or [s.id for s in other.studies()]
+        if as_id is not None and len(ids) != 1:
+            raise UsageError("--as names one study; give exactly one STUDY_ID")
+        for sid in ids:
+            click.echo(f"imported {st.import_study(other, sid, as_id=as_id)}")
+
+
+@cli.command("compare")
+@click.argument("study_ids", nargs=-1, required=True)
+@_results_options
+@click.option("--baseline", default=None, help="The study (or STUDY/TARGET) to compare against.")
+@click.option("--out", type=click.Path(path_type=Path, file_okay=False), default=None)
+def compare_cmd(
+    study_ids: tuple[str, ...],
+    results: Path,
+    store: Path | None,
+    baseline: str | None,
+    out: Path | None,
+) -> None:
+    """Compare studies from different campaigns or machines (import theirs first)."""
+    from pgrig import export, report
+
+    if len(study_ids) < 2:
+        raise UsageError("compare needs at least two studies", hint="see `pgrig list`")
+    with _open_existing(results, store) as st:
+        studies = [st.study(s) for s in study_ids]
+        study, records = export.combined(studies, [st.runs(s.id) for s in studies])
+    names = [t["name"] for t in study.params["targets"]]
+    if baseline is not None:
+        if baseline not in names:
+            raise UsageError(f"--baseline {baseline!r} is not one of {', '.join(names)}")
+        study.params["baseline"] = baseline
+    md, html = report.write(study, records, out or results)
+    click.echo(f"report: {md}")
+    click.echo(f"report: {html}")
+
+
+def _open_existing(results: Path, store: Path | None) -> Store:
+    path = _store_path(results, store)
+    if not path.exists():
+        raise UsageError(
+            f"no results store at {path}", hint="run `pgrig run` first, or pass --results/--store"
+        )
+    return Store.open(path)
+
+
+def _latest(st: Store) -> Any:
+    latest = st.latest_study()
+    if latest is None:
+        raise UsageError(f"{st.path} holds no study yet", hint="run `pgrig run` first")
+    return latest
+
+
 @cli.command()
 def clean() -> None:
     """Stop and remove work directories left behind by killed pgrig runs."""
@@ -449,6 +557,12 @@ def env(target: Path | None, dsn: str | None, fmt: str) -> None:
 
 
 # -- subcommands that live next to their code: one import + add_command each --
+from pgrig.workloads.tpcc.cli import tpcc as tpcc_cli  # noqa: E402
+
+cli.add_command(tpcc_cli)
+from pgrig.durability.cli import durability  # noqa: E402
+
+cli.add_command(durability)
 
 
 def main(argv: list[str] | None = None) -> None:

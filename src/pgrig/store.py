@@ -13,6 +13,7 @@ import json
 import sqlite3
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -238,6 +239,24 @@ class Store:
                     f"run {rec.key!r} is already recorded in study {rec.study}"
                 ) from exc
         return RunRecord(**{**rec.__dict__, "id": cur.lastrowid})
+
+    def import_study(self, other: Store, study_id: str, *, as_id: str | None = None) -> str:
+        """Copy one study and its runs from another results file (another machine's)."""
+        study = other.study(study_id)
+        new_id = as_id or study.id
+        if any(s.id == new_id for s in self.studies()):
+            raise StoreError(
+                f"{self.path} already holds a study {new_id!r}",
+                hint="import it under another name with --as NEW_ID",
+            )
+        self.begin_study(replace(study, id=new_id, status=study.status))
+        for env_target, env in study.target_environments.items():
+            self.set_target_environment(new_id, env_target, env)
+        if study.finished_at:
+            self.finish_study(new_id, study.status, study.finished_at)
+        for rec in other.runs(study_id):
+            self.record(replace(rec, study=new_id, id=None))
+        return new_id
 
     def runs(self, study_id: str) -> list[RunRecord]:
         with closing(

@@ -5,22 +5,24 @@
 -- own random() would cost more than everything else together.
 
 -- Random a-string / n-string of length lo..hi from a pool (clause 4.3.2.2).
--- One SELECT without FROM: the planner inlines it, so it costs no call.
-CREATE FUNCTION tpcc.pick(pool text, lo int, hi int) RETURNS text
+-- One SELECT without FROM: the planner inlines it, so it costs no call. The
+-- pool is bytea because substr() of text in a multibyte database walks the
+-- string from its start (12 us a call here), of bytea it does not (0.4 us).
+CREATE FUNCTION tpcc.pick(pool bytea, lo int, hi int) RETURNS text
 LANGUAGE sql VOLATILE AS
-$$ SELECT substr(pool, tpcc.rnd(1, 1000), tpcc.rnd(lo, hi)) $$;
+$$ SELECT convert_from(substr(pool, tpcc.rnd(1, 1000), tpcc.rnd(lo, hi)), 'UTF8') $$;
 
--- 1,500 random characters from `alphabet`: offsets up to 1,000, lengths up to 500.
-CREATE FUNCTION tpcc.pool(alphabet text) RETURNS text
+-- 1,500 random ASCII characters from `alphabet`: offsets up to 1,000, lengths up to 500.
+CREATE FUNCTION tpcc.pool(alphabet text) RETURNS bytea
 LANGUAGE sql VOLATILE AS
-$$ SELECT string_agg(substr(alphabet, tpcc.rnd(1, length(alphabet)), 1), '')
+$$ SELECT convert_to(string_agg(substr(alphabet, tpcc.rnd(1, length(alphabet)), 1), ''), 'UTF8')
    FROM generate_series(1, 1500) $$;
 
-CREATE FUNCTION tpcc.alnum_pool() RETURNS text
+CREATE FUNCTION tpcc.alnum_pool() RETURNS bytea
 LANGUAGE sql VOLATILE AS
 $$ SELECT tpcc.pool('ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789') $$;
 
-CREATE FUNCTION tpcc.digit_pool() RETURNS text
+CREATE FUNCTION tpcc.digit_pool() RETURNS bytea
 LANGUAGE sql VOLATILE AS
 $$ SELECT tpcc.pool('0123456789') $$;
 
@@ -33,7 +35,7 @@ $$ SELECT CASE WHEN yes THEN overlay(s PLACING 'ORIGINAL' FROM tpcc.rnd(1, lengt
 CREATE FUNCTION tpcc.load_items() RETURNS bigint
 LANGUAGE plpgsql AS $$
 DECLARE
-    p text := tpcc.alnum_pool();
+    p bytea := tpcc.alnum_pool();
     n bigint;
 BEGIN
     INSERT INTO tpcc.item (i_id, i_im_id, i_name, i_price, i_data)
@@ -48,7 +50,7 @@ END $$;
 CREATE FUNCTION tpcc.load_stock(w int) RETURNS bigint
 LANGUAGE plpgsql AS $$
 DECLARE
-    p text := tpcc.alnum_pool();
+    p bytea := tpcc.alnum_pool();
     n bigint;
 BEGIN
     INSERT INTO tpcc.stock
@@ -67,8 +69,8 @@ END $$;
 CREATE FUNCTION tpcc.load_customers(w int, c_last int) RETURNS bigint
 LANGUAGE plpgsql AS $$
 DECLARE
-    p text := tpcc.alnum_pool();
-    digits text := tpcc.digit_pool();
+    p bytea := tpcc.alnum_pool();
+    digits bytea := tpcc.digit_pool();
     now_ts timestamp := localtimestamp;
     n bigint;
     total bigint := 0;
@@ -109,7 +111,7 @@ END $$;
 CREATE FUNCTION tpcc.load_orders(w int) RETURNS bigint
 LANGUAGE plpgsql AS $$
 DECLARE
-    p text := tpcc.alnum_pool();
+    p bytea := tpcc.alnum_pool();
     now_ts timestamp := localtimestamp;
     n bigint;
     total bigint;

@@ -1,14 +1,14 @@
 -- New-Order (clause 2.4), client-side: one round trip per statement.
--- Lines between "--@repeat A B" and "--@end" are written out for @N = A..B.
+-- Blocks between the repeat markers are written out once per line (sqlfiles.expand).
 \set w_id random(1, :active)
 \set d_id random(1, 10)
-\set c_id ((random(0, 1023) | random(1, 3000)) + :c_cid) % 3000 + 1
+\set c_id ((random(0, 1023) | random(1, 3000)) + :k_c_id) % 3000 + 1
 \set ol_cnt random(5, 15)
 \set rbk random(1, 100) = 1
 \set all_local 1
 \set rolled_back 0
 --@repeat 1 15
-\set i_@N CASE WHEN :rbk AND @N = :ol_cnt THEN 100001 ELSE ((random(0, 8191) | random(1, 100000)) + :c_olid) % 100000 + 1 END
+\set i_@N CASE WHEN :rbk AND @N = :ol_cnt THEN 100001 ELSE ((random(0, 8191) | random(1, 100000)) + :k_ol_i_id) % 100000 + 1 END
 \set sw_@N CASE WHEN :active > 1 AND random(1, 100) = 1 THEN (:w_id + random(0, :active - 2)) % :active + 1 ELSE :w_id END
 \set q_@N random(1, 10)
 \set all_local CASE WHEN @N <= :ol_cnt AND :sw_@N <> :w_id THEN 0 ELSE :all_local END

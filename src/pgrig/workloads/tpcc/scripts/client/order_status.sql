@@ -2,8 +2,8 @@
 \set w_id random(1, :active)
 \set d_id random(1, 10)
 \set by_name random(1, 100) <= 60
-\set c_id ((random(0, 1023) | random(1, 3000)) + :c_cid) % 3000 + 1
-\set last_n ((random(0, 255) | random(0, 999)) + :c_last) % 1000
+\set c_id ((random(0, 1023) | random(1, 3000)) + :k_c_id) % 3000 + 1
+\set last_n ((random(0, 255) | random(0, 999)) + :k_c_last) % 1000
 BEGIN;
 \if :by_name
 SELECT c_id FROM tpcc.customer WHERE c_w_id = :w_id AND c_d_id = :d_id AND c_last = tpcc.last_name(:last_n) ORDER BY c_first OFFSET (SELECT (count(*) - 1) / 2 FROM tpcc.customer WHERE c_w_id = :w_id AND c_d_id = :d_id AND c_last = tpcc.last_name(:last_n)) LIMIT 1 \gset

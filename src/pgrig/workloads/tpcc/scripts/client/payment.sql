@@ -10,8 +10,8 @@
 \set c_d_id :d_id
 \endif
 \set by_name random(1, 100) <= 60
-\set c_id ((random(0, 1023) | random(1, 3000)) + :c_cid) % 3000 + 1
-\set last_n ((random(0, 255) | random(0, 999)) + :c_last) % 1000
+\set c_id ((random(0, 1023) | random(1, 3000)) + :k_c_id) % 3000 + 1
+\set last_n ((random(0, 255) | random(0, 999)) + :k_c_last) % 1000
 \set cents random(100, 500000)
 BEGIN;
 UPDATE tpcc.warehouse SET w_ytd = w_ytd + :cents::int / 100.0 WHERE w_id = :w_id RETURNING w_name \gset

@@ -10,7 +10,7 @@
 \set c_d_id :d_id
 \endif
 \set by_name random(1, 100) <= 60
-\set c_id ((random(0, 1023) | random(1, 3000)) + :c_cid) % 3000 + 1
-\set last_n ((random(0, 255) | random(0, 999)) + :c_last) % 1000
+\set c_id ((random(0, 1023) | random(1, 3000)) + :k_c_id) % 3000 + 1
+\set last_n ((random(0, 255) | random(0, 999)) + :k_c_last) % 1000
 \set cents random(100, 500000)
 SELECT tpcc.payment(:w_id, :d_id, :c_w_id, :c_d_id, :c_id, :by_name, :last_n, :cents / 100.0);

@@ -1,0 +1,133 @@
+"""The ``pgrig durability`` command line; the work is in ``command.py``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from pgrig.cluster.profiles import parse_overrides
+from pgrig.durability.driver import DurabilityPlan
+from pgrig.durability.model import IMMEDIATE, METHOD_TEXT, METHODS
+from pgrig.ui import Ui
+
+DEFAULT_RESULTS = Path("pgrig-results")
+
+
+@click.command("durability")
+@click.option(
+    "--crash",
+    "method",
+    type=click.Choice(METHODS),
+    default=IMMEDIATE,
+    show_default=True,
+    help="How to crash the server: "
+    + "; ".join(f"{name}: {text}" for name, text in METHOD_TEXT.items())
+    + ".",
+)
+@click.option("--crashes", type=int, default=3, show_default=True, help="How many crashes.")
+@click.option("--clients", type=int, default=4, show_default=True, help="Client connections.")
+@click.option(
+    "--interval",
+    type=float,
+    default=5.0,
+    show_default=True,
+    help="Mean seconds of load before each crash (each one random in 0.5x-1.5x); "
+    "the run ends with one more interval of load.",
+)
+@click.option("--seed", type=int, default=None, help="Seed of the crash moments (recorded).")
+@click.option(
+    "--recovery-timeout",
+    type=float,
+    default=120.0,
+    show_default=True,
+    help="Seconds the server has to accept connections again after a crash.",
+)
+@click.option(
+    "--target",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Directory on the storage under test (default: current directory).",
+)
+@click.option(
+    "--profile",
+    default="oltp",
+    show_default=True,
+    help="Configuration profile: stock, oltp, or a path to a .conf file.",
+)
+@click.option(
+    "--set",
+    "overrides",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="Override one server setting (repeatable), e.g. --set synchronous_commit=off.",
+)
+@click.option("--pg-bin", default=None, help="PostgreSQL bin directory.")
+@click.option(
+    "--dsn",
+    default=None,
+    help="Crash an existing server on this machine instead (needs --yes; --crash "
+    "kill-backend only, since pgrig cannot restart a server it did not start).",
+)
+@click.option("--yes", is_flag=True, help="Allow crashing an existing server (--dsn).")
+@click.option(
+    "--keep", is_flag=True, help="Keep the throwaway cluster (stopped) instead of removing it."
+)
+@click.option("--os-user", default=None, help="OS user the server runs as when pgrig is root.")
+@click.option(
+    "--results",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=DEFAULT_RESULTS,
+    show_default=True,
+    help="Directory for the results store and the reports.",
+)
+@click.option(
+    "--store",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Results store file (default: RESULTS/results.sqlite).",
+)
+@click.option("-q", "--quiet", is_flag=True, help="No progress output.")
+def durability(**opts: Any) -> None:
+    """Crash the server under a write load and prove that no acknowledged commit was
+    lost: every acknowledged row present, no duplicates, invariants, pg_amcheck,
+    server log. Exits non-zero when the check fails."""
+    from pgrig.durability.command import Options, execute
+    from pgrig.store import Store
+
+    options = Options(
+        plan=DurabilityPlan(
+            method=opts["method"],
+            crashes=opts["crashes"],
+            clients=opts["clients"],
+            interval_s=opts["interval"],
+            seed=opts["seed"],
+            recovery_timeout_s=opts["recovery_timeout"],
+        ),
+        target=opts["target"] if opts["target"] is not None else Path.cwd(),
+        profile=opts["profile"],
+        overrides=parse_overrides(list(opts["overrides"])),
+        pg_bin=opts["pg_bin"],
+        dsn=opts["dsn"],
+        yes=opts["yes"],
+        keep=opts["keep"],
+        os_user=opts["os_user"],
+    )
+    results: Path = opts["results"]
+    ui = Ui(quiet=opts["quiet"])
+    from pgrig.durability.command import preflight
+
+    preflight(options)  # bad input fails here, before the store is created
+    with Store.open(opts["store"] or results / "results.sqlite") as store:
+        try:
+            outcome = execute(options, ui, store, results)
+        except KeyboardInterrupt:
+            ui.warn("interrupted: the clients and the cluster were stopped")
+            sys.exit(130)
+    assert outcome.result is not None
+    ui.ok(
+        f"durability check passed: {outcome.result.acknowledged:,} acknowledged commits, "
+        f"{len(outcome.result.crashes)} crash(es), none lost"
+    )

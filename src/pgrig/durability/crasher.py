@@ -1,0 +1,230 @@
+"""Crashing the server, and waiting until it accepts connections again.
+
+Three methods (``model.METHODS``):
+
+* ``immediate``: ``pg_ctl stop -m immediate`` - every process quits at once, no
+  shutdown checkpoint; pgrig starts the server again (crash recovery);
+* ``kill-postmaster``: SIGKILL of the postmaster; its backends notice and quit;
+  pgrig starts the server again;
+* ``kill-backend``: SIGKILL of one client backend; the postmaster then stops
+  every other process, reinitialises shared memory and runs crash recovery by
+  itself (``restart_after_crash``) - the only method that works on a server
+  pgrig did not start, as long as it runs on this machine.
+
+These kill processes, not the machine: what the server had written to the
+kernel survives even if it was never fsynced. A power loss is not simulated.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import psycopg
+
+from pgrig import proc
+from pgrig.cluster import workdir
+from pgrig.cluster.server import Cluster
+from pgrig.conninfo import Conn
+from pgrig.durability.model import IMMEDIATE, KILL_BACKEND, KILL_POSTMASTER
+from pgrig.durability.workload import APPLICATION_NAME
+from pgrig.errors import ClusterError, PgrigError, UsageError
+
+
+class ServerLost(ClusterError):
+    """The server did not come back after a crash; its data directory and log are kept."""
+
+    def __init__(self, message: str, *, datadir: Path | None, log: Path | None) -> None:
+        where = (
+            f"its data directory {datadir} and log {log} were kept for inspection"
+            if datadir is not None
+            else "it is not pgrig's server: look at its own log"
+        )
+        super().__init__(
+            f"{message}; {where}",
+            hint="read the end of the server log; remove the directory yourself when done"
+            if datadir is not None
+            else "start it again by hand",
+        )
+        self.datadir = datadir
+        self.log = log
+
+
+@dataclass
+class Server:
+    """The server under test, as far as crashing it goes."""
+
+    conn: Conn  # to the database the check uses
+    cluster: Cluster | None  # None: an existing server (--dsn)
+
+    def describe(self) -> str:
+        if self.cluster is not None:
+            return f"the throwaway cluster in {self.cluster.datadir}"
+        return self.conn.describe()
+
+
+@dataclass(frozen=True)
+class Signal:
+    at: str  # ISO 8601 UTC
+    wall: float  # time.time() when it was sent
+    mono: float  # time.monotonic() when it was sent
+    killed_pid: int | None
+
+
+def _is_postgres(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip() in ("postgres", "postmaster")
+    except OSError:
+        return False
+
+
+def check_method(server: Server, method: str) -> None:
+    """Refuse a method that cannot work on this server, before anything starts."""
+    if server.cluster is not None:
+        return
+    if method != KILL_BACKEND:
+        raise UsageError(
+            f"--crash {method} stops the postmaster, and pgrig can only start again a "
+            "server it created",
+            hint=f"use --crash {KILL_BACKEND} on an existing server (the postmaster "
+            "restarts itself), or drop --dsn to let pgrig create a throwaway cluster",
+        )
+    with server.conn.connect() as db:
+        host = db.info.host
+        pid = db.info.backend_pid
+        restart = db.execute("SELECT current_setting('restart_after_crash')").fetchone()
+    local = host.startswith("/") or host in ("localhost", "127.0.0.1", "::1")
+    if not local or not _is_postgres(pid):
+        raise UsageError(
+            f"--crash {KILL_BACKEND} needs the server on this machine: its backend "
+            f"process {pid} is not visible here (host {host})",
+            hint="run pgrig on the database server, or drop --dsn to use a throwaway cluster",
+        )
+    if not restart or restart[0] != "on":
+        raise UsageError(
+            "the server has restart_after_crash = off: it would stay down after the crash",
+            hint="set restart_after_crash = on, or drop --dsn to use a throwaway cluster",
+        )
+
+
+def crash(server: Server, method: str, rng: random.Random, watch: psycopg.Connection) -> Signal:
+    """Crash the server now by ``method``; returns when the signal was sent."""
+    cluster = server.cluster
+    killed: int | None = None
+    if method == KILL_BACKEND:
+        rows = watch.execute(
+            "SELECT pid FROM pg_stat_activity WHERE application_name = %s "
+            "AND pid <> pg_backend_pid() ORDER BY pid",
+            (APPLICATION_NAME,),
+        ).fetchall()
+        pids = [r[0] for r in rows if _is_postgres(r[0])]
+        if not pids:
+            raise ClusterError("no client backend to kill: no client is connected")
+        killed = rng.choice(pids)
+    elif method == KILL_POSTMASTER:
+        assert cluster is not None
+        killed = cluster.postmaster_pid()
+        if killed is None:
+            raise ClusterError(f"no postmaster runs in {cluster.datadir}")
+    wall, mono = time.time(), time.monotonic()
+    at = datetime.fromtimestamp(wall, UTC).isoformat(timespec="milliseconds")
+    if method == IMMEDIATE:
+        assert cluster is not None
+        proc.run(
+            [
+                cluster.bins.path("pg_ctl"),
+                "stop",
+                "-D",
+                cluster.datadir,
+                "-m",
+                "immediate",
+                "-w",
+                "-s",
+            ],
+            timeout=60,
+            user=cluster.os_user,
+            what="pg_ctl stop -m immediate",
+        )
+    else:
+        assert killed is not None
+        os.kill(killed, signal.SIGKILL)
+    return Signal(at=at, wall=wall, mono=mono, killed_pid=killed)
+
+
+def wait_recovered(
+    server: Server, method: str, sent: Signal, watch: psycopg.Connection, timeout: float
+) -> tuple[float, float]:
+    """Bring the server back (or wait for it to come back by itself).
+
+    Returns (downtime, recovery) in seconds: from the crash signal, and from the
+    restart, to the first accepted connection. Raises ``ServerLost`` when the
+    server is not back within ``timeout`` seconds of the crash.
+    """
+    deadline = sent.mono + timeout
+    cluster = server.cluster
+    if method == KILL_BACKEND:
+        # Until the postmaster has noticed the death, the old backends still
+        # answer: wait for our own idle connection to be terminated first.
+        _wait(lambda: not _answers(watch), deadline, server, "the crash to be noticed")
+        restart = time.monotonic()
+        _wait(lambda: _accepts(server.conn), deadline, server, "crash recovery")
+    else:
+        assert cluster is not None
+        stale = workdir.pid_in_lockfile(cluster.datadir)
+
+        def gone() -> bool:
+            if workdir.processes_using(cluster.datadir):
+                return False
+            return stale is None or not proc.pid_exists(stale)
+
+        # The dead postmaster (a zombie until reaped) and its backends must be
+        # gone before a new one may start; not part of the recovery time.
+        with contextlib.suppress(ServerLost):
+            _wait(gone, min(deadline, time.monotonic() + 10), server, "the old processes")
+        restart = time.monotonic()
+        try:
+            cluster.restart_after_crash(timeout=max(1.0, deadline - restart))
+        except PgrigError as exc:
+            raise _lost(server, f"the server did not come back after the crash: {exc}") from exc
+        _wait(lambda: _accepts(server.conn), deadline, server, "connections")
+    ready = time.monotonic()
+    return ready - sent.mono, ready - restart
+
+
+def _answers(watch: psycopg.Connection) -> bool:
+    try:
+        watch.execute("SELECT 1")
+    except psycopg.Error:
+        return False
+    return True
+
+
+def _accepts(conn: Conn) -> bool:
+    try:
+        with psycopg.connect(conn.conninfo(), autocommit=True) as db:
+            db.execute("SELECT 1")
+    except psycopg.Error:
+        return False
+    return True
+
+
+def _wait(ready: Callable[[], bool], deadline: float, server: Server, what: str) -> None:
+    while time.monotonic() < deadline:
+        if ready():
+            return
+        time.sleep(0.02)
+    raise _lost(server, f"timed out waiting for {what}")
+
+
+def _lost(server: Server, message: str) -> ServerLost:
+    cluster = server.cluster
+    if cluster is None:
+        return ServerLost(f"{server.describe()}: {message}", datadir=None, log=None)
+    return ServerLost(message, datadir=cluster.datadir, log=cluster.logfile)

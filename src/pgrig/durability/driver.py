@@ -1,0 +1,281 @@
+"""Load, crash, recover, verify - K times, then a last load period and the final
+verification. Pure orchestration: the pieces live in workload, crasher and
+verifier; the command (``command.py``) owns the cluster, the store and the report.
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psycopg
+
+from pgrig.cluster.binaries import PgBinaries
+from pgrig.durability import crasher, verifier
+from pgrig.durability.model import (
+    IMMEDIATE,
+    METHODS,
+    Check,
+    Crash,
+    DurabilityResult,
+    Loss,
+)
+from pgrig.durability.workload import PREFIX, Client, Gate, create_schema
+from pgrig.errors import ClusterError, UsageError
+
+# What decides whether an acknowledged commit survives a crash.
+SETTINGS = (
+    "synchronous_commit",
+    "fsync",
+    "full_page_writes",
+    "wal_writer_delay",
+    "wal_writer_flush_after",
+    "wal_buffers",
+    "wal_sync_method",
+    "commit_delay",
+    "data_checksums",
+    "restart_after_crash",
+)
+PARK_TIMEOUT_S = 30.0
+
+# Called as on_event(event, crash_number): "crashed" right after the crash
+# signal, "recovered" once the server accepts connections again (before the
+# verification), "end" before the final verification (crash_number 0).
+EventHook = Callable[[str, int], None]
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class DurabilityPlan:
+    method: str = IMMEDIATE
+    crashes: int = 3
+    clients: int = 4
+    interval_s: float = 5.0  # mean seconds of load before each crash (uniform 0.5x-1.5x)
+    seed: int | None = None
+    recovery_timeout_s: float = 120.0
+
+    def validate(self) -> DurabilityPlan:
+        if self.method not in METHODS:
+            raise UsageError(f"--crash {self.method!r}: must be one of {', '.join(METHODS)}")
+        for option, value, low in (
+            ("--crashes", self.crashes, 0),
+            ("--clients", self.clients, 1),
+            ("--interval", self.interval_s, 0.1),
+            ("--recovery-timeout", self.recovery_timeout_s, 1),
+        ):
+            if value < low:
+                raise UsageError(f"{option} {value}: must be at least {low}")
+        return self
+
+
+@dataclass
+class _Run:
+    """Mutable bookkeeping of one run; becomes a DurabilityResult at the end."""
+
+    clients: list[Client]
+    reported_missing: set[int] = field(default_factory=set)
+    reported_checks: set[str] = field(default_factory=set)
+    failures: list[str] = field(default_factory=list)
+    killed: set[int] = field(default_factory=set)
+    load_s: float = 0.0
+    log_offset: int = 0
+
+    def acked(self) -> dict[int, float]:
+        out: dict[int, float] = {}
+        for c in self.clients:
+            out.update(zip(c.ledger.ids, c.ledger.acked_at, strict=True))
+        return out
+
+    def in_doubt(self) -> set[int]:
+        return {i for c in self.clients for i in c.ledger.in_doubt}
+
+    def rejected(self) -> set[int]:
+        return {i for c in self.clients for i in c.ledger.rejected}
+
+    def count_acked(self) -> int:
+        return sum(len(c.ledger.ids) for c in self.clients)
+
+    def fail(self, checks: tuple[Check, ...], where: str, skip: str | None = None) -> None:
+        for check in checks:
+            if check.ok is False and check.name != skip and check.name not in self.reported_checks:
+                self.reported_checks.add(check.name)
+                self.failures.append(f"{where}: {check.name}: {check.detail}")
+
+
+def loss_of(missing: set[int], acked: dict[int, float], at: float) -> Loss:
+    """The lost commits as a time window: from the earliest lost acknowledgement to
+    the last acknowledgement the server gave before it went down (``at`` is when
+    the crash signal was sent; orphaned backends may answer a little longer)."""
+    lost_times = sorted(acked[i] for i in missing)
+    first = lost_times[0]
+    all_times = sorted(acked.values())
+    in_window = len(all_times) - bisect.bisect_left(all_times, first)
+    return Loss(
+        count=len(missing),
+        window_ms=(all_times[-1] - first) * 1000,
+        after_signal=sum(t > at for t in lost_times),
+        acknowledged_in_window=in_window,
+        example_ids=tuple(sorted(missing, key=lambda i: acked[i])[:5]),
+    )
+
+
+def run(
+    plan: DurabilityPlan,
+    server: crasher.Server,
+    bins: PgBinaries,
+    *,
+    logfile: Path | None,
+    progress: Progress = lambda _: None,
+    on_event: EventHook = lambda _e, _n: None,
+) -> DurabilityResult:
+    plan.validate()
+    crasher.check_method(server, plan.method)
+    seed = plan.seed if plan.seed is not None else random.SystemRandom().randrange(2**31)
+    rng = random.Random(seed)
+    create_schema(server.conn, branches=plan.clients)
+    with server.conn.connect() as db:
+        settings = verifier.server_settings(db, SETTINGS)
+        version = str(db.execute("SHOW server_version").fetchone()[0])  # type: ignore[index]
+    gate = Gate(plan.clients)
+    state = _Run(
+        [Client(n, server.conn, plan.clients, seed, gate) for n in range(1, plan.clients + 1)]
+    )
+    state.log_offset = verifier.log_offset(logfile) if logfile else 0
+    crashes: list[Crash] = []
+    for client in state.clients:
+        client.start()
+    watch = _watch(server)
+    try:
+        for number in range(1, plan.crashes + 1):
+            acked_before, doubt_before = state.count_acked(), len(state.in_doubt())
+            pause = rng.uniform(0.5, 1.5) * plan.interval_s
+            started = _load(gate, state, pause)
+            sent = crasher.crash(server, plan.method, rng, watch)
+            gate.close()
+            state.load_s += sent.mono - started
+            if sent.killed_pid is not None:
+                state.killed.add(sent.killed_pid)
+            on_event("crashed", number)
+            progress(f"crash {number} ({plan.method}) after {sent.mono - started:.1f} s of load")
+            downtime, recovery = crasher.wait_recovered(
+                server, plan.method, sent, watch, plan.recovery_timeout_s
+            )
+            watch.close()
+            watch = _watch(server)
+            _park(gate, state)
+            on_event("recovered", number)
+            checks, loss = _verify(state, server, bins, logfile, at=sent.wall)
+            if loss is not None:
+                state.failures.append(loss.sentence(number))
+            state.fail(checks, f"after crash {number}", skip=verifier.ACKED)
+            crashes.append(
+                Crash(
+                    number=number,
+                    method=plan.method,
+                    at=sent.at,
+                    load_s=sent.mono - started,
+                    acknowledged=state.count_acked() - acked_before,
+                    in_doubt=len(state.in_doubt()) - doubt_before,
+                    downtime_s=downtime,
+                    recovery_s=recovery,
+                    killed_pid=sent.killed_pid,
+                    loss=loss,
+                    checks=checks,
+                )
+            )
+            progress(
+                f"crash {number}: back in {downtime:.2f} s (recovery {recovery:.2f} s); "
+                + (loss.sentence(number) if loss else "no acknowledged commit lost")
+            )
+        started = _load(gate, state, plan.interval_s)
+        gate.close()
+        state.load_s += time.monotonic() - started
+        _park(gate, state)
+        on_event("end", 0)
+        checks, final_loss = _verify(state, server, bins, logfile, at=time.time())
+        if final_loss is not None:
+            state.failures.append(final_loss.sentence(None))
+        state.fail(checks, "at the end", skip=verifier.ACKED)
+    finally:
+        gate.stop()
+        for client in state.clients:
+            client.join(timeout=PARK_TIMEOUT_S)
+        with contextlib.suppress(psycopg.Error):
+            watch.close()
+
+    in_doubt = state.in_doubt()
+    with server.conn.connect() as db:
+        rows = db.execute(
+            f"SELECT count(*) FROM {PREFIX}history WHERE id = ANY(%s)", (sorted(in_doubt),)
+        ).fetchone()
+    errors = [e for c in state.clients for e in c.ledger.errors]
+    return DurabilityResult(
+        method=plan.method,
+        clients=plan.clients,
+        crashes_planned=plan.crashes,
+        interval_s=plan.interval_s,
+        seed=seed,
+        server_version=version,
+        settings=settings,
+        crashes=tuple(crashes),
+        load_s=state.load_s,
+        acknowledged=state.count_acked(),
+        in_doubt=len(in_doubt),
+        in_doubt_committed=int(rows[0]) if rows else 0,
+        rejected=len(state.rejected()),
+        rejected_examples=tuple(dict.fromkeys(errors))[:5],
+        lost=len(state.reported_missing),
+        final_loss=final_loss,
+        checks=checks,
+        failures=tuple(state.failures),
+    )
+
+
+def _watch(server: crasher.Server) -> psycopg.Connection:
+    """An idle connection of the driver: how a backend crash is noticed."""
+    return server.conn.connect()
+
+
+def _load(gate: Gate, state: _Run, seconds: float) -> float:
+    started = time.monotonic()
+    gate.open()
+    deadline = started + seconds
+    while time.monotonic() < deadline:
+        _raise_client_bug(state)
+        time.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
+    return started
+
+
+def _park(gate: Gate, state: _Run) -> None:
+    if not gate.wait_parked(PARK_TIMEOUT_S):
+        _raise_client_bug(state)
+        raise ClusterError(
+            f"the clients did not stop within {PARK_TIMEOUT_S:.0f} s after the crash",
+            hint="a connection hangs; check the server and the network",
+        )
+
+
+def _raise_client_bug(state: _Run) -> None:
+    for client in state.clients:
+        if client.crashed is not None:
+            raise client.crashed
+
+
+def _verify(
+    state: _Run, server: crasher.Server, bins: PgBinaries, logfile: Path | None, *, at: float
+) -> tuple[tuple[Check, ...], Loss | None]:
+    acked = state.acked()
+    data = verifier.verify_data(server.conn, acked, state.in_doubt(), state.rejected())
+    checks = list(data.checks)
+    checks.append(verifier.amcheck(bins, server.conn, install_missing=True))
+    checks.append(verifier.check_log(logfile, state.log_offset, state.killed))
+    if logfile is not None:
+        state.log_offset = verifier.log_offset(logfile)
+    new = set(data.missing) - state.reported_missing
+    state.reported_missing |= new
+    return tuple(checks), (loss_of(new, acked, at) if new else None)

@@ -1,0 +1,109 @@
+"""What the durability check records: frozen dataclasses, JSON round trip via
+``pgrig.results.to_dict`` / ``from_dict`` (kind "durability")."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# Crash methods, as ``--crash`` names them.
+IMMEDIATE = "immediate"  # pg_ctl stop -m immediate
+KILL_POSTMASTER = "kill-postmaster"  # SIGKILL of the postmaster
+KILL_BACKEND = "kill-backend"  # SIGKILL of one client backend: crash recovery of all
+METHODS = (IMMEDIATE, KILL_POSTMASTER, KILL_BACKEND)
+METHOD_TEXT = {
+    IMMEDIATE: "pg_ctl stop -m immediate",
+    KILL_POSTMASTER: "SIGKILL of the postmaster",
+    KILL_BACKEND: "SIGKILL of a client backend",
+}
+
+
+@dataclass(frozen=True)
+class Check:
+    """One verification: ok True/False, or None when it could not run (detail says why)."""
+
+    name: str
+    ok: bool | None
+    detail: str
+
+
+@dataclass(frozen=True)
+class Loss:
+    """Acknowledged commits found missing at the verification after one crash."""
+
+    count: int
+    # From the earliest lost acknowledgement to the last acknowledgement before
+    # the crash, in ms. Commits answered after the crash signal was sent (by
+    # backends that had not noticed yet) are counted in ``after_signal`` too.
+    window_ms: float
+    after_signal: int = 0
+    # Every commit acknowledged in the same window, lost or not.
+    acknowledged_in_window: int = 0
+    example_ids: tuple[int, ...] = ()
+
+    def sentence(self, crash: int | None) -> str:
+        where = f"crash {crash}" if crash is not None else "the end of the run"
+        text = (
+            f"{self.count:,} commit{'s' if self.count != 1 else ''} acknowledged in the last "
+            f"{self.window_ms:,.0f} ms before {where} "
+            f"{'were' if self.count != 1 else 'was'} lost"
+        )
+        extra = []
+        if self.after_signal:
+            extra.append(f"{self.after_signal:,} of them answered after the crash signal was sent")
+        if self.example_ids:
+            extra.append(f"first: id {self.example_ids[0]}")
+        survived = self.acknowledged_in_window - self.count
+        if survived > 0:
+            extra.append(f"{survived:,} others acknowledged in that window survived")
+        return text + (f" ({'; '.join(extra)})" if extra else "")
+
+
+@dataclass(frozen=True)
+class Crash:
+    number: int  # 1-based
+    method: str
+    at: str  # ISO 8601 UTC, when the crash signal was sent
+    load_s: float  # seconds of load since the previous recovery (or the start)
+    acknowledged: int  # commits acknowledged in that load period
+    in_doubt: int  # commits sent but not answered because of this crash
+    # Crash signal -> accepting connections again.
+    downtime_s: float
+    # Restart (pg_ctl start, or the postmaster's own crash restart) -> accepting connections.
+    recovery_s: float
+    killed_pid: int | None = None
+    loss: Loss | None = None
+    checks: tuple[Check, ...] = ()
+
+
+@dataclass(frozen=True)
+class DurabilityResult:
+    method: str
+    clients: int
+    crashes_planned: int
+    interval_s: float
+    seed: int
+    server_version: str
+    # The settings that decide durability, as the server reported them.
+    settings: dict[str, str] = field(default_factory=dict)
+    crashes: tuple[Crash, ...] = ()
+    load_s: float = 0.0  # total seconds under load
+    acknowledged: int = 0
+    in_doubt: int = 0
+    in_doubt_committed: int = 0  # in-doubt commits found in the table afterwards
+    rejected: int = 0  # transactions the server answered with an error (rolled back)
+    rejected_examples: tuple[str, ...] = ()
+    lost: int = 0
+    final_loss: Loss | None = None  # lost acknowledged commits found only at the end
+    checks: tuple[Check, ...] = ()  # the final verification
+    failures: tuple[str, ...] = ()  # one sentence per failed check, empty when it passed
+    # Set when the server did not come back: where its data and log were kept.
+    kept_datadir: str | None = None
+    kept_log: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+    @property
+    def tps(self) -> float:
+        return self.acknowledged / self.load_s if self.load_s > 0 else 0.0

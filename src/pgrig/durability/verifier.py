@@ -1,0 +1,254 @@
+"""What is verified after every recovery and at the end of the run.
+
+* every acknowledged commit is present (its history row, by client-chosen id);
+* no id is present twice - read from the heap with index scans disabled, since
+  a unique index that lost entries (seed 001's duplicate keys) would hide it;
+* every history row is as its client wrote it, and no row appeared that no
+  client sent;
+* the invariants hold: each account, teller and branch balance equals the sum
+  of its history rows, so all four totals agree (no half transaction);
+* ``pg_amcheck`` finds heap and B-tree indexes consistent (``--heapallindexed``;
+  with data checksums, a torn or corrupted page fails its checksum);
+* the server log holds no errors other than the ones a crash causes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import psycopg
+
+from pgrig import proc
+from pgrig.cluster.binaries import PgBinaries
+from pgrig.conninfo import Conn
+from pgrig.durability.model import Check
+from pgrig.durability.workload import PREFIX, TABLES, delta_of
+from pgrig.errors import ToolError
+
+ACKED = "acknowledged commits present"
+DUPLICATES = "no id present twice"
+ROWS = "rows as the clients wrote them"
+INVARIANTS = "invariants (balances = sum of history)"
+AMCHECK = "pg_amcheck (heap + B-tree)"
+LOG = "server log"
+EXAMPLES = 5
+
+# Severe log lines that a crash explains: the other backends being told to quit,
+# clients reconnecting while the server starts or recovers.
+EXPECTED_AROUND_CRASH = tuple(
+    re.compile(p)
+    for p in (
+        r"terminating connection because of crash of another server process",
+        r"terminating connection due to unexpected postmaster exit",
+        r"terminating connection due to immediate shutdown command",
+        r"terminating connection because of unexpected SIGQUIT signal",
+        r"the database system is (starting up|in recovery mode|shutting down"
+        r"|not yet accepting connections|not accepting connections)",
+    )
+)
+_LOG_LINE = re.compile(r"^(?P<prefix>.*?)\b(?P<sev>LOG|WARNING|ERROR|FATAL|PANIC):\s+(?P<msg>.*)$")
+_CHILD_DIED = re.compile(r"\(PID (?P<pid>\d+)\) (was terminated by signal|exited with exit code)")
+
+
+@dataclass(frozen=True)
+class DataState:
+    """What one verification found in the tables."""
+
+    checks: tuple[Check, ...]
+    missing: frozenset[int]  # acknowledged ids not present
+    present: frozenset[int]  # ids present (heap scan)
+
+
+def _when(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).strftime("%H:%M:%S.%f")[:-3]
+
+
+def _examples(items: Iterable[str]) -> str:
+    items = list(items)
+    text = "; ".join(items[:EXAMPLES])
+    return text + (f"; and {len(items) - EXAMPLES:,} more" if len(items) > EXAMPLES else "")
+
+
+def verify_data(
+    conn: Conn,
+    acked: Mapping[int, float],
+    in_doubt: set[int],
+    rejected: set[int],
+) -> DataState:
+    with conn.connect(autocommit=False) as db:
+        # One snapshot for everything; the heap, not an index, decides what is there.
+        db.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        for knob in ("enable_indexscan", "enable_indexonlyscan", "enable_bitmapscan"):
+            db.execute(f"SET LOCAL {knob} = off")
+        rows = db.execute(f"SELECT id, delta FROM {PREFIX}history").fetchall()
+        totals = db.execute(
+            f"SELECT (SELECT coalesce(sum(balance), 0) FROM {PREFIX}accounts),"
+            f" (SELECT coalesce(sum(balance), 0) FROM {PREFIX}tellers),"
+            f" (SELECT coalesce(sum(balance), 0) FROM {PREFIX}branches),"
+            f" (SELECT coalesce(sum(delta), 0) FROM {PREFIX}history)"
+        ).fetchone()
+        unbalanced = []
+        for table, key in (("accounts", "aid"), ("tellers", "tid"), ("branches", "bid")):
+            found = db.execute(
+                f"SELECT x.{key}, x.balance, coalesce(h.s, 0) FROM {PREFIX}{table} x"
+                f" LEFT JOIN (SELECT {key}, sum(delta) s FROM {PREFIX}history GROUP BY {key}) h"
+                f" USING ({key}) WHERE x.balance <> coalesce(h.s, 0) ORDER BY x.{key}"
+            ).fetchall()
+            unbalanced += [(table[:-1], k, b, s) for k, b, s in found]
+        db.rollback()
+    assert totals is not None
+
+    counts = Counter(r[0] for r in rows)
+    present = frozenset(counts)
+    missing = frozenset(set(acked) - present)
+    checks = []
+
+    if missing:
+        first = sorted(missing, key=lambda i: acked[i])
+        detail = f"{len(missing):,} of {len(acked):,} acknowledged commits are missing: " + (
+            _examples(f"id {i} (acknowledged at {_when(acked[i])} UTC)" for i in first)
+        )
+        checks.append(Check(ACKED, False, detail))
+    else:
+        checks.append(Check(ACKED, True, f"all {len(acked):,} acknowledged commits present"))
+
+    dups = sorted(i for i, n in counts.items() if n > 1)
+    if dups:
+        detail = f"{len(dups):,} ids present more than once: " + _examples(
+            f"id {i} present {counts[i]} times" for i in dups
+        )
+        checks.append(Check(DUPLICATES, False, detail))
+    else:
+        checks.append(Check(DUPLICATES, True, f"{len(rows):,} history rows, all ids distinct"))
+
+    problems = [
+        f"history row id {i}: delta {d}, but its client wrote {delta_of(i)}"
+        for i, d in sorted(rows)
+        if d != delta_of(i)
+    ]
+    problems += [
+        f"history row id {i} belongs to a transaction that was rolled back with an error"
+        for i in sorted(present & rejected)
+    ]
+    problems += [
+        f"history row id {i} was never sent by a client"
+        for i in sorted(present - set(acked) - in_doubt - rejected)
+    ]
+    if problems:
+        checks.append(Check(ROWS, False, f"{len(problems):,} bad rows: " + _examples(problems)))
+    else:
+        committed = len(present & in_doubt)
+        checks.append(
+            Check(
+                ROWS,
+                True,
+                f"every row as written; {committed:,} of {len(in_doubt):,} in-doubt commits "
+                "are present",
+            )
+        )
+
+    accounts, tellers, branches, history = (int(v) for v in totals)
+    sums = (
+        f"sum(accounts) = {accounts:,}, sum(tellers) = {tellers:,}, "
+        f"sum(branches) = {branches:,}, sum(history.delta) = {history:,}"
+    )
+    if unbalanced or len({accounts, tellers, branches, history}) != 1:
+        detail = f"broken: {sums}"
+        if unbalanced:
+            detail += "; " + _examples(
+                f"{what} {k}: balance {b:,} but its history rows sum to {s:,}"
+                for what, k, b, s in unbalanced
+            )
+        checks.append(Check(INVARIANTS, False, detail))
+    else:
+        checks.append(Check(INVARIANTS, True, f"hold: {sums}"))
+    return DataState(tuple(checks), missing, present)
+
+
+def amcheck(bins: PgBinaries, conn: Conn, *, install_missing: bool) -> Check:
+    """``pg_amcheck`` on the check's tables and their indexes."""
+    if not bins.has("pg_amcheck"):
+        return Check(AMCHECK, None, f"not run: no pg_amcheck in {bins.bin_dir} (PostgreSQL 14+)")
+    argv: list[str | Path] = [bins.path("pg_amcheck"), "--heapallindexed", "--no-strict-names"]
+    if install_missing:
+        argv.append("--install-missing")
+    for table in TABLES:
+        argv += ["--table", table]
+    argv.append(conn.conninfo())
+    try:
+        done = proc.run(argv, timeout=600, check=False, what="pg_amcheck")
+    except ToolError as exc:
+        return Check(AMCHECK, None, f"not run: {exc}")
+    output = (done.stdout + done.stderr).strip()
+    if done.returncode == 0:
+        return Check(AMCHECK, True, f"no corruption in {len(TABLES)} tables and their indexes")
+    if done.returncode == 2:
+        lines = [line for line in output.splitlines() if line.strip()]
+        return Check(AMCHECK, False, "corruption found: " + _examples(lines))
+    return Check(AMCHECK, None, f"could not run (exit code {done.returncode}): {output[-400:]}")
+
+
+def read_log(path: Path, offset: int) -> str:
+    try:
+        with path.open("rb") as fh:
+            fh.seek(offset)
+            return fh.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def log_offset(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def unexpected_log_lines(text: str, killed_pids: set[int]) -> list[str]:
+    """Severe lines a crash does not explain. Children dying is logged at LOG
+    level, so those lines count too unless the child is one pgrig killed."""
+    found = []
+    for line in text.splitlines():
+        m = _LOG_LINE.match(line)
+        if m is None:
+            continue
+        sev, msg = m.group("sev"), m.group("msg")
+        if sev == "LOG":
+            died = _CHILD_DIED.search(msg)
+            if died and not _expected_death(msg, int(died.group("pid")), killed_pids):
+                found.append(line.strip())
+            continue
+        if any(p.search(msg) for p in EXPECTED_AROUND_CRASH):
+            continue
+        found.append(line.strip())
+    return found
+
+
+def _expected_death(msg: str, pid: int, killed_pids: set[int]) -> bool:
+    if pid in killed_pids and "signal 9" in msg:
+        return True
+    # The launcher exits with 1 whenever the server shuts down: normal.
+    return "logical replication launcher" in msg and msg.endswith("exit code 1")
+
+
+def check_log(path: Path | None, offset: int, killed_pids: set[int]) -> Check:
+    if path is None:
+        return Check(LOG, None, "not checked: the server is not pgrig's, its log is not known")
+    bad = unexpected_log_lines(read_log(path, offset), killed_pids)
+    if bad:
+        return Check(LOG, False, f"{len(bad):,} unexpected lines in {path}: " + _examples(bad))
+    return Check(LOG, True, "only the messages a crash causes")
+
+
+def server_settings(db: psycopg.Connection, names: Iterable[str]) -> dict[str, str]:
+    out = {}
+    for name in names:
+        row = db.execute("SELECT current_setting(%s, true)", (name,)).fetchone()
+        if row and row[0] is not None:
+            out[name] = row[0]
+    return out

@@ -1,0 +1,205 @@
+"""Export stored results: JSON (everything, schema in docs/export.md) or CSV (one
+row per run with its headline numbers, or one row per second of every run),
+and a synthetic study that compares studies from different campaigns or
+machines."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from pgrig.results import RunRecord, Study, to_dict, typed_result
+
+SCHEMA = "pgrig-export/1"
+
+RUN_COLUMNS = (
+    "study",
+    "key",
+    "kind",
+    "target",
+    "status",
+    "reason",
+    "started_at",
+    "finished_at",
+    "workload",
+    "mode",
+    "scale",
+    "clients",
+    "threads",
+    "duration_s",
+    "repeat",
+    "tps",
+    "qps",
+    "latency_avg_ms",
+    "latency_p50_ms",
+    "latency_p95_ms",
+    "latency_p99_ms",
+    "latency_max_ms",
+    "failed",
+    "iops",
+    "bandwidth_mib_s",
+    "clat_p99_us",
+    "fdatasync_ops_per_sec",
+    "elapsed_s",
+    "rows_per_s",
+    "params",
+)
+SERIES_COLUMNS = (
+    "study",
+    "key",
+    "target",
+    "t_s",
+    "tps",
+    "latency_ms",
+    "stddev_ms",
+    "failed",
+    "lag_ms",
+)
+
+
+def _headline(rec: RunRecord) -> dict[str, Any]:
+    res = typed_result(rec)
+    row: dict[str, Any] = {}
+    if res is None:
+        return row
+    if rec.kind == "pgbench_run":
+        row |= {
+            "tps": res.tps,
+            "qps": res.qps,
+            "latency_avg_ms": res.latency_avg_ms,
+            "failed": res.failed,
+        }
+        if res.latency is not None:
+            row |= {
+                "latency_p50_ms": res.latency.p50_ms,
+                "latency_p95_ms": res.latency.p95_ms,
+                "latency_p99_ms": res.latency.p99_ms,
+                "latency_max_ms": res.latency.max_ms,
+            }
+    elif rec.kind == "fio":
+        row |= {
+            "iops": res.iops,
+            "bandwidth_mib_s": res.bandwidth_mib_s,
+            "clat_p99_us": res.clat_p99_us,
+        }
+    elif rec.kind == "pg_test_fsync":
+        head = next((r for r in res.rows if r.method == "fdatasync"), None)
+        if head is not None:
+            row["fdatasync_ops_per_sec"] = head.ops_per_sec
+    elif rec.kind == "pgbench_init":
+        row |= {"elapsed_s": res.elapsed_s, "rows_per_s": res.rows_per_s}
+    elif hasattr(res, "elapsed_s"):
+        row["elapsed_s"] = res.elapsed_s
+    return row
+
+
+def runs_csv(records: Sequence[RunRecord]) -> str:
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=RUN_COLUMNS, extrasaction="ignore")
+    writer.writeheader()
+    for rec in records:
+        p = rec.params
+        writer.writerow(
+            {
+                "study": rec.study,
+                "key": rec.key,
+                "kind": rec.kind,
+                "target": rec.target,
+                "status": rec.status,
+                "reason": rec.reason or "",
+                "started_at": rec.started_at,
+                "finished_at": rec.finished_at,
+                **{
+                    k: p.get(k, "")
+                    for k in (
+                        "workload",
+                        "mode",
+                        "scale",
+                        "clients",
+                        "threads",
+                        "duration_s",
+                        "repeat",
+                    )
+                },
+                **_headline(rec),
+                "params": json.dumps(p, sort_keys=True),
+            }
+        )
+    return out.getvalue()
+
+
+def series_csv(records: Sequence[RunRecord]) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(SERIES_COLUMNS)
+    for rec in records:
+        res = typed_result(rec) if rec.kind == "pgbench_run" else None
+        for point in res.progress if res is not None else ():
+            writer.writerow(
+                (
+                    rec.study,
+                    rec.key,
+                    rec.target,
+                    point.t_s,
+                    point.tps,
+                    point.latency_ms,
+                    point.stddev_ms,
+                    point.failed,
+                    point.lag_ms,
+                )
+            )
+    return out.getvalue()
+
+
+def to_json(studies: Sequence[Study], records: Sequence[RunRecord], *, raw: bool = False) -> str:
+    runs = []
+    for rec in records:
+        data = to_dict(rec)
+        if not raw:
+            data.pop("raw", None)
+        runs.append(data)
+    return json.dumps(
+        {"schema": SCHEMA, "studies": [to_dict(s) for s in studies], "runs": runs},
+        indent=2,
+        sort_keys=True,
+        default=str,
+    )
+
+
+def combined(
+    studies: Sequence[Study], per_study: Sequence[Sequence[RunRecord]]
+) -> tuple[Study, list[RunRecord]]:
+    """One study whose targets are the targets of several studies, named
+    ``STUDY/TARGET`` (or just STUDY for single-target studies), so the comparison
+    report can set results from different campaigns or machines side by side."""
+    records: list[RunRecord] = []
+    targets = []
+    for study, recs in zip(studies, per_study, strict=True):
+        names = sorted({r.target for r in recs})
+        for rec in recs:
+            name = study.id if len(names) == 1 else f"{study.id}/{rec.target}"
+            if name not in targets:
+                targets.append(name)
+            records.append(replace(rec, target=name, key=f"{study.id}/{rec.key}"))
+    first = studies[0]
+    ids = " vs ".join(s.id for s in studies)
+    study = Study(
+        id="compare-" + "-".join(s.id for s in studies),
+        name=f"comparison of {ids}",
+        target=", ".join(targets),
+        started_at=min(s.started_at for s in studies),
+        finished_at=max((s.finished_at or "" for s in studies), default=None) or None,
+        status="finished" if all(s.status == "finished" for s in studies) else "partial",
+        params={
+            "targets": [{"name": t} for t in targets],
+            "baseline": targets[0],
+            "compared": [s.id for s in studies],
+        },
+        pgrig_version=first.pgrig_version,
+        environment=first.environment,
+    )
+    return study, records

@@ -1,0 +1,251 @@
+"""``pgrig tpcc``: load, run and check TPC-C on a server you name (``--dsn`` or the
+libpq ``PG*`` variables), or ``study``: all three on a throwaway cluster, recorded
+in the results store, with a report."""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import click
+
+from pgrig.conninfo import Conn
+from pgrig.results import to_dict
+from pgrig.ui import Ui
+from pgrig.workloads.tpcc import checks, driver, loader
+from pgrig.workloads.tpcc.model import LABELS, TpccCheck, TpccLoad, TpccRun
+
+_DSN = click.option(
+    "--dsn",
+    default=None,
+    help="Server to use (URI or key=value; default: the PG* environment variables).",
+)
+_FORMAT = click.option(
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
+_PG_BIN = click.option("--pg-bin", default=None, help="PostgreSQL bin directory (for pgbench).")
+
+
+@click.group("tpcc")
+def tpcc() -> None:
+    """TPC-C: load the nine tables, run the five transactions, check consistency."""
+
+
+@tpcc.command("load")
+@click.option("--warehouses", "-w", type=int, required=True, help="Warehouses to load (>= 1).")
+@click.option("--jobs", type=int, default=0, help="Parallel connections (default: CPUs).")
+@click.option("--yes", is_flag=True, help="Drop an existing tpcc schema and load again.")
+@_DSN
+@_FORMAT
+@click.option("-q", "--quiet", is_flag=True)
+def load_cmd(warehouses: int, jobs: int, yes: bool, dsn: str | None, fmt: str, quiet: bool) -> None:
+    """Create the tpcc schema and populate it inside the server."""
+    import os
+
+    ui = Ui(quiet=quiet)
+    conn = Conn.from_user(dsn)
+    result = loader.load(
+        conn, warehouses, jobs=jobs or os.cpu_count() or 1, replace=yes, on_progress=ui.info
+    )
+    _emit(result, fmt, format_load)
+
+
+@tpcc.command("run")
+@click.option("--warehouses", "-w", type=int, default=None, help="Expected loaded warehouses.")
+@click.option("--connections", "-c", type=int, default=4, show_default=True)
+@click.option("--threads", "-j", type=int, default=None, help="pgbench threads.")
+@click.option("--duration", "-T", type=int, default=60, show_default=True, help="Seconds.")
+@click.option(
+    "--mode",
+    type=click.Choice(driver.MODES),
+    default="server",
+    show_default=True,
+    help="server: one PL/pgSQL call per transaction; client: one round trip per statement.",
+)
+@click.option("--active", type=int, default=None, help="Use only the first K warehouses.")
+@click.option(
+    "--isolation",
+    type=click.Choice(driver.ISOLATIONS),
+    default="read committed",
+    show_default=True,
+)
+@click.option(
+    "--max-tries",
+    type=int,
+    default=10,
+    show_default=True,
+    help="Tries of a transaction hit by a serialization failure or deadlock.",
+)
+@_DSN
+@_PG_BIN
+@_FORMAT
+def run_cmd(**o: Any) -> None:
+    """Run the five transactions for --duration seconds with pgbench."""
+    from pgrig.cluster import binaries
+
+    bins = binaries.find(o["pg_bin"], tools=binaries.CLIENT_TOOLS)
+    opts = driver.RunOptions(
+        mode=o["mode"],
+        connections=o["connections"],
+        threads=o["threads"],
+        duration_s=o["duration"],
+        warehouses=o["warehouses"],
+        active=o["active"],
+        isolation=o["isolation"],
+        max_tries=o["max_tries"],
+    )
+    with tempfile.TemporaryDirectory(prefix="pgrig-tpcc-") as scratch:
+        result, _raw = driver.run(bins.bin_dir, Conn.from_user(o["dsn"]), opts, Path(scratch))
+    _emit(result, o["fmt"], format_run)
+
+
+@tpcc.command("check")
+@_DSN
+@_FORMAT
+def check_cmd(dsn: str | None, fmt: str) -> None:
+    """Run the consistency conditions of clause 3.3.2; exit 1 if one fails."""
+    result = checks.check(Conn.from_user(dsn))
+    _emit(result, fmt, format_check)
+    if not result.passed:
+        sys.exit(1)
+
+
+@tpcc.command("study")
+@click.option(
+    "--target",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Directory on the storage under test (default: current directory).",
+)
+@click.option("--warehouses", "-w", type=int, default=4, show_default=True)
+@click.option("--jobs", type=int, default=0, help="Loader connections (default: CPUs).")
+@click.option("--connections", "-c", type=int, default=4, show_default=True)
+@click.option("--threads", "-j", type=int, default=None)
+@click.option("--duration", "-T", type=int, default=60, show_default=True)
+@click.option("--modes", default="server,client", show_default=True)
+@click.option("--repeat", type=int, default=1, show_default=True)
+@click.option("--active", type=int, default=None)
+@click.option(
+    "--isolation",
+    type=click.Choice(driver.ISOLATIONS),
+    default="read committed",
+    show_default=True,
+)
+@click.option("--max-tries", type=int, default=10, show_default=True)
+@click.option("--profile", default="oltp", show_default=True)
+@click.option("--set", "overrides", multiple=True, metavar="NAME=VALUE")
+@click.option("--dsn", default=None, help="Use an existing server instead of a throwaway one.")
+@click.option("--yes", is_flag=True, help="With --dsn: drop an existing tpcc schema.")
+@click.option("--keep", is_flag=True, help="Keep the throwaway cluster (stopped).")
+@click.option("--os-user", default=None)
+@_PG_BIN
+@click.option(
+    "--results",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path("pgrig-results"),
+    show_default=True,
+)
+@click.option("--store", type=click.Path(path_type=Path, dir_okay=False), default=None)
+@click.option("-q", "--quiet", is_flag=True)
+def study_cmd(**o: Any) -> None:
+    """Load, check, run each mode and check again on a throwaway cluster; record
+    every step in the results store and write the report."""
+    from pgrig.campaign import Campaign, TargetSpec
+    from pgrig.cli import _names, _store_path, _write_report
+    from pgrig.cluster.profiles import parse_overrides
+    from pgrig.runner import CampaignRunner
+    from pgrig.store import Store
+    from pgrig.workloads.tpcc.steps import TpccPlan, run_study
+
+    tp = TpccPlan(
+        warehouses=o["warehouses"],
+        jobs=o["jobs"],
+        connections=o["connections"],
+        threads=o["threads"],
+        duration_s=o["duration"],
+        modes=_names(o["modes"], "--modes", driver.MODES),
+        repeat=o["repeat"],
+        active=o["active"],
+        isolation=o["isolation"],
+        max_tries=o["max_tries"],
+    ).validate()
+    target = TargetSpec(
+        name="local",
+        directory=None if o["dsn"] else (o["target"] or Path.cwd()),
+        dsn=o["dsn"],
+        pg_bin=o["pg_bin"],
+        profile=o["profile"],
+        settings=parse_overrides(list(o["overrides"])),
+        os_user=o["os_user"],
+    )
+    campaign = Campaign(name="tpcc", source="pgrig tpcc study", targets=(target,), probes=None)
+    ui = Ui(quiet=o["quiet"])
+    runner = CampaignRunner(campaign, ui, yes=o["yes"], keep=o["keep"])
+    runner.preflight()  # bad input fails here, before anything is created
+    results: Path = o["results"]
+    with Store.open(_store_path(results, o["store"])) as store:
+        interrupted = False
+        try:
+            run_study(tp, runner, store)
+        except KeyboardInterrupt:
+            interrupted = True
+            ui.warn("interrupted: pgbench and the cluster were stopped; finished steps are kept")
+        finally:
+            if runner.study is not None:
+                _write_report(store, runner.study.id, results, ui)
+        if interrupted:
+            sys.exit(130)
+        if runner.failures:
+            ui.warn(f"{runner.failures} step(s) failed; see the report for the reasons")
+
+
+# --------------------------------------------------------------------------
+# Text output: data on stdout
+
+
+def _emit(result: Any, fmt: str, text: Any) -> None:
+    if fmt == "json":
+        click.echo(json.dumps(to_dict(result), indent=2))
+    else:
+        click.echo(text(result))
+
+
+def format_load(r: TpccLoad) -> str:
+    phases = ", ".join(f"{k} {v:.2f} s" for k, v in r.phases.items())
+    return (
+        f"loaded {r.warehouses} warehouses: {r.rows:,} rows, {r.database_bytes / 1e6:,.0f} MB "
+        f"in {r.elapsed_s:.2f} s ({r.rows_per_s:,.0f} rows/s, {r.mb_per_s:,.1f} MB/s; "
+        f"{r.jobs} connections)\n{phases}"
+    )
+
+
+def format_run(r: TpccRun) -> str:
+    lines = [
+        f"{r.mode}-side, {r.connections} connections, {r.duration_s:.0f} s, "
+        f"{r.active} of {r.warehouses} warehouses, {r.isolation}",
+        f"tpmC {r.tpmc:,.0f}  tpmTotal {r.tpm_total:,.0f}  "
+        f"(rollbacks {r.rollbacks}, failed {r.failed}, retried {r.retried}, "
+        f"serialization {r.serialization_failures}, deadlocks {r.deadlock_failures})",
+        f"{'transaction':<13} {'count':>8} {'p50 ms':>8} {'p90 ms':>8} {'p95 ms':>8} "
+        f"{'p99 ms':>8} {'max ms':>8}",
+    ]
+    for t in r.types:
+        cells = [t.p50_ms, t.p90_ms, t.p95_ms, t.p99_ms, t.max_ms]
+        lines.append(
+            f"{LABELS[t.name]:<13} {t.transactions:>8,} "
+            + " ".join(f"{v:>8.2f}" if v is not None else f"{'n/a':>8}" for v in cells)
+        )
+    return "\n".join(lines)
+
+
+def format_check(r: TpccCheck) -> str:
+    lines = []
+    for c in r.conditions:
+        verdict = "skipped" if c.skipped else "pass" if c.passed else "FAIL"
+        detail = c.skipped or f"{c.offending:,} of {c.checked:,} offending"
+        lines.append(f"{c.number:>2} {verdict:<7} {c.title} ({detail})")
+    lines.append("all conditions hold" if r.passed else f"{len(r.failures)} condition(s) fail")
+    return "\n".join(lines)

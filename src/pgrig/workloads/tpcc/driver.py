@@ -1,0 +1,427 @@
+"""Timed TPC-C runs: pgbench drives the five transactions as weighted scripts.
+
+``-f new_order.sql@45 -f payment.sql@43 -f order_status.sql@4 -f delivery.sql@4
+-f stock_level.sql@4``: pgbench picks a script per transaction by weight, so the
+mix is the specification's (clause 5.2.3) and the driver is pgbench's C loop.
+Two modes share the scripts' random inputs (NURand in pgbench expressions):
+
+* ``server``: each script is one ``SELECT tpcc.<transaction>(...)`` - one round
+  trip per transaction, the work in PL/pgSQL (``sql/functions.sql``);
+* ``client``: each script is BEGIN, the transaction's statements one round
+  trip at a time with ``\\gset`` carrying values between them, COMMIT.
+
+Counts come from pgbench's own report (one block per script, with
+``--failures-detailed`` and ``--max-tries`` for serialization failures and
+deadlocks, which are retried); latency percentiles per type and tpmC over time
+from its per-transaction log, whose fourth column is the script number.
+Expected New-Order rollbacks are counted as completed (clause 2.4.2.3): their
+number is the New-Orders pgbench completed minus the orders they created.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import random
+import re
+import secrets
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from pgrig import proc
+from pgrig.conninfo import Conn
+from pgrig.errors import ParseError, ToolError, UsageError
+from pgrig.results import ProgressPoint
+from pgrig.tools import pgbench
+from pgrig.workloads.tpcc import checks, sqlfiles
+from pgrig.workloads.tpcc.loader import check_connections
+from pgrig.workloads.tpcc.model import TRANSACTIONS, WEIGHTS, TpccRun, TpmPoint, TxnStats
+
+MODES = ("server", "client")
+ISOLATIONS = ("read committed", "repeatable read", "serializable")
+LOG_TARGET = 500_000
+"""Log about this many transactions per run at most (sampling above it)."""
+TPS_GUESS = 5_000.0
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    mode: str = "server"
+    connections: int = 4
+    threads: int | None = None  # None: min(connections, CPUs)
+    duration_s: int = 60
+    warehouses: int | None = None  # the count the caller expects loaded; None: any
+    active: int | None = None  # the first K warehouses; None: all
+    isolation: str = "read committed"
+    max_tries: int = 10
+    progress_interval: int = 1
+
+    def validate(self) -> None:
+        if self.mode not in MODES:
+            raise UsageError(f"--mode {self.mode!r}: must be server or client")
+        if self.isolation not in ISOLATIONS:
+            raise UsageError(
+                f"--isolation {self.isolation!r}: must be one of {', '.join(ISOLATIONS)}"
+            )
+        for option, value in (
+            ("--connections", self.connections),
+            ("--duration", self.duration_s),
+            ("--max-tries", self.max_tries),
+        ):
+            if value < 1:
+                raise UsageError(f"{option} {value}: must be at least 1")
+        if self.threads is not None and not 1 <= self.threads <= self.connections:
+            raise UsageError(
+                f"--threads {self.threads}: must be between 1 and --connections "
+                f"({self.connections})",
+                hint="pgbench needs at least one connection per thread",
+            )
+        if self.warehouses is not None and self.warehouses < 1:
+            raise UsageError(f"--warehouses {self.warehouses}: must be at least 1")
+        if self.active is not None and self.active < 1:
+            raise UsageError(f"--active {self.active}: must be at least 1")
+
+    @property
+    def pgbench_threads(self) -> int:
+        if self.threads is not None:
+            return self.threads
+        return max(1, min(self.connections, os.cpu_count() or 1))
+
+
+def run_constant(c_load: int) -> int:
+    """C for C_LAST at run time: |C_run - C_load| in [65, 119], not 96 or 112 (2.1.6.1)."""
+    allowed = [c for c in range(256) if 65 <= abs(c - c_load) <= 119 and abs(c - c_load) % 16]
+    # 96 and 112 are the only multiples of 16 in [65, 119].
+    return random.choice(allowed)
+
+
+def with_isolation(conn: Conn, isolation: str) -> Conn:
+    """The connection with ``default_transaction_isolation`` set for every session,
+    pgbench's included (libpq ``options``; a space is escaped with a backslash)."""
+    if isolation == "read committed":
+        return conn
+    options = conninfo_to_dict(conn.dsn).get("options") or ""
+    extra = "-c default_transaction_isolation=" + isolation.replace(" ", "\\ ")
+    return Conn(make_conninfo(conn.dsn, options=f"{options} {extra}".strip()))
+
+
+class _NoConn:
+    """pgbench.run_argv without the connection: options must precede it."""
+
+    def args(self) -> list[str]:
+        return []
+
+
+def prepare(conn: Conn, opts: RunOptions) -> tuple[checks.Loaded, int]:
+    """Everything that can be refused before pgbench starts; returns what was
+    loaded and the number of warehouses the run uses."""
+    opts.validate()
+    with conn.connect() as db:
+        info = checks.loaded(db)
+        if opts.warehouses is not None and opts.warehouses != info.warehouses:
+            raise UsageError(
+                f"--warehouses {opts.warehouses}: the database holds {info.warehouses} "
+                "loaded warehouses",
+                hint=f"run with --warehouses {info.warehouses} (or --active K to use "
+                f"the first K), or load {opts.warehouses} with pgrig tpcc load --yes",
+            )
+        active = opts.active or info.warehouses
+        if active > info.warehouses:
+            raise UsageError(
+                f"--active {active}: only {info.warehouses} warehouses are loaded",
+                hint=f"use --active {info.warehouses} or less",
+            )
+        check_connections(db, opts.connections, "--connections")
+    return info, active
+
+
+def run(
+    bin_dir: Path | str,
+    conn: Conn,
+    opts: RunOptions,
+    workdir: Path,
+    on_progress: Callable[[ProgressPoint], None] | None = None,
+) -> tuple[TpccRun, str]:
+    """One timed run; returns the result and pgbench's output (stdout and stderr
+    lines in arrival order). The scripts and logs live in a private directory
+    under ``workdir``, removed afterwards."""
+    info, active = prepare(conn, opts)
+    version = pgbench.pgbench_version(bin_dir)
+    rate = max(1e-4, min(1.0, float(f"{LOG_TARGET / (TPS_GUESS * opts.duration_s):.3g}")))
+    scratch = Path(tempfile.mkdtemp(prefix="pgrig-tpcc-", dir=workdir))
+    try:
+        paths = sqlfiles.write_scripts(opts.mode, scratch)
+        bench_opts = pgbench.RunOptions(
+            mode="custom",
+            clients=opts.connections,
+            threads=opts.pgbench_threads,
+            duration_s=opts.duration_s,
+            query_mode="prepared",
+            scripts=tuple((str(p), WEIGHTS[n]) for p, n in zip(paths, TRANSACTIONS, strict=True)),
+            progress_interval=opts.progress_interval,
+            statement_latencies=False,
+            transaction_log=True,
+            sampling_rate=rate,
+            defines=(
+                ("active", str(active)),
+                ("k_c_id", str(info.c_id)),
+                ("k_ol_i_id", str(info.ol_i_id)),
+                ("k_c_last", str(run_constant(info.c_last_load))),
+            ),
+        )
+        prefix = scratch / f"txlog_{secrets.token_hex(4)}"
+        target = with_isolation(conn, opts.isolation)
+        argv = pgbench.run_argv(bin_dir, _NoConn(), bench_opts, prefix)
+        argv += [f"--max-tries={opts.max_tries}", "--failures-detailed", *target.args()]
+        with conn.connect() as db:
+            # Counted before the run, so that an interrupted one counts too.
+            db.execute("UPDATE tpcc.meta SET runs = runs + 1")
+            orders_before = _orders(db)
+        raw: list[str] = []
+
+        def on_line(stream_name: str, line: str) -> None:
+            raw.append(line)
+            if on_progress and stream_name == "stderr" and (p := pgbench.parse_progress(line)):
+                on_progress(p)
+
+        started = time.time()
+        done = proc.stream(
+            argv,
+            timeout=opts.duration_s * 1.25 + 60.0,
+            on_line=on_line,
+            cwd=scratch,
+            check=False,
+            what="pgbench",
+        )
+        if not done.ok:
+            raise ToolError(
+                "pgbench (TPC-C) failed",
+                argv=done.argv,
+                returncode=done.returncode,
+                stderr=done.stderr or done.stdout,
+                hint="the run was aborted part-way: see the error above and the server log"
+                if done.returncode == 2
+                else "check that the server accepts connections with these settings",
+            )
+        with conn.connect() as db:
+            orders_created = _orders(db) - orders_before
+        logs = pgbench.transaction_log_files(scratch, prefix.name)
+        result = build_result(
+            done.stdout,
+            done.stderr,
+            logs,
+            opts=opts,
+            warehouses=info.warehouses,
+            active=active,
+            sampling_rate=rate,
+            started_epoch=started,
+            orders_created=orders_created,
+            pgbench_version=version,
+        )
+        return result, "".join(line + "\n" for line in raw)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _orders(db: psycopg.Connection) -> int:
+    """Orders created so far: the sum of the districts' next order ids."""
+    row = db.execute("SELECT coalesce(sum(d_next_o_id), 0) FROM tpcc.district").fetchone()
+    return int(row[0]) if row else 0
+
+
+# --------------------------------------------------------------------------
+# Parsing pgbench's report and logs
+
+
+_SCRIPT = re.compile(r"^SQL script (\d+): (.*)$")
+_SCRIPT_LINE = re.compile(r"^- (.*)$")
+_COUNT = re.compile(r"^(\d+) transactions \(")
+_NUMBER = re.compile(r"^([a-z ]+?)\s*[:=]\s*(-?[\d.]+)")
+_TOTAL_FIELDS = {
+    "number of serialization failures": "serialization_failures",
+    "number of deadlock failures": "deadlock_failures",
+    "number of transactions retried": "retried",
+    "total number of retries": "retries",
+}
+
+
+def parse_scripts(stdout: str) -> list[dict[str, float]]:
+    """The per-script blocks of a multi-script report, in script order: transactions,
+    failed, retried, retries, serialization and deadlock failures, latency average."""
+    blocks: list[dict[str, float]] = []
+    for raw in stdout.splitlines():
+        line = raw.strip()
+        if _SCRIPT.match(line):
+            blocks.append({})
+            continue
+        m = _SCRIPT_LINE.match(line)
+        if not blocks or not m:
+            continue
+        item = m.group(1)
+        if c := _COUNT.match(item):
+            blocks[-1]["transactions"] = int(c.group(1))
+        elif n := _NUMBER.match(item):
+            blocks[-1][n.group(1).strip()] = float(n.group(2))
+    return blocks
+
+
+def parse_totals(stdout: str) -> dict[str, int]:
+    """Run-wide retry and failure counts (lines before the first script block)."""
+    out = {v: 0 for v in _TOTAL_FIELDS.values()}
+    for raw in stdout.splitlines():
+        line = raw.strip()
+        if _SCRIPT.match(line):
+            break
+        if (n := _NUMBER.match(line)) and n.group(1).strip() in _TOTAL_FIELDS:
+            out[_TOTAL_FIELDS[n.group(1).strip()]] = int(float(n.group(2)))
+    return out
+
+
+@dataclass
+class LogSummary:
+    latencies_us: dict[int, list[int]]  # script number -> sorted latencies
+    completed: dict[int, list[float]]  # script number -> completion times (epoch s)
+
+
+def parse_logs(paths: Iterable[Path]) -> LogSummary:
+    """Per-script latencies and completion times from ``-l`` logs: ``client_id
+    transaction_no time script_no time_epoch time_us [schedule_lag] [retries]``;
+    a failed transaction has a word in place of its time and is left out."""
+    latencies: dict[int, list[int]] = {}
+    completed: dict[int, list[float]] = {}
+    for path in paths:
+        with path.open(encoding="ascii", errors="replace") as fh:
+            for lineno, line in enumerate(fh, start=1):
+                cols = line.split()
+                if not cols:
+                    continue
+                if len(cols) < 6 or not cols[3].isdigit():
+                    raise ParseError(
+                        f"{path}:{lineno}: not a pgbench transaction log line: {line.strip()!r}"
+                    )
+                if not cols[2].isdigit():
+                    continue
+                script = int(cols[3])
+                latencies.setdefault(script, []).append(int(cols[2]))
+                completed.setdefault(script, []).append(int(cols[4]) + int(cols[5]) / 1e6)
+    for values in latencies.values():
+        values.sort()
+    return LogSummary(latencies, completed)
+
+
+def percentile_ms(ordered: Sequence[int], pct: float) -> float | None:
+    """Nearest-rank percentile of ascending microseconds, in ms; None without samples."""
+    if not ordered:
+        return None
+    rank = max(1, math.ceil(pct / 100.0 * len(ordered)))
+    return ordered[rank - 1] / 1000.0
+
+
+def timeline(
+    completed: dict[int, list[float]],
+    started_epoch: float,
+    duration_s: float,
+    sampling_rate: float,
+) -> tuple[TpmPoint, ...]:
+    """tpmC and tpmTotal per interval (about 20 intervals per run, at least 1 s)."""
+    interval = max(1, round(duration_s / 20))
+    bins = max(1, int(duration_s // interval))
+    new_order = [0] * bins
+    total = [0] * bins
+    for script, times in completed.items():
+        for t in times:
+            i = int((t - started_epoch) // interval)
+            if 0 <= i < bins:
+                total[i] += 1
+                if script == 0:
+                    new_order[i] += 1
+    scale = 60.0 / interval / sampling_rate
+    return tuple(
+        TpmPoint(t_s=(i + 1) * interval, tpmc=new_order[i] * scale, tpm_total=total[i] * scale)
+        for i in range(bins)
+    )
+
+
+def build_result(
+    stdout: str,
+    stderr: str,
+    logs: Sequence[Path],
+    *,
+    opts: RunOptions,
+    warehouses: int,
+    active: int,
+    sampling_rate: float,
+    started_epoch: float,
+    orders_created: int | None,
+    pgbench_version: str = "",
+) -> TpccRun:
+    base = pgbench.parse_run(stdout, stderr, mode="custom")
+    blocks = parse_scripts(stdout)
+    if len(blocks) != len(TRANSACTIONS):
+        raise ParseError(
+            f"pgbench reported {len(blocks)} scripts, expected {len(TRANSACTIONS)}",
+            hint="the TPC-C run needs the five scripts in their order",
+        )
+    totals = parse_totals(stdout)
+    summary = parse_logs(logs)
+    types = []
+    for number, (name, block) in enumerate(zip(TRANSACTIONS, blocks, strict=True)):
+        ordered = summary.latencies_us.get(number, [])
+        types.append(
+            TxnStats(
+                name=name,
+                weight=WEIGHTS[name],
+                transactions=int(block.get("transactions", 0)),
+                failed=int(block.get("number of failed transactions", 0)),
+                retried=int(block.get("number of transactions retried", 0)),
+                latency_avg_ms=block.get("latency average"),
+                p50_ms=percentile_ms(ordered, 50),
+                p90_ms=percentile_ms(ordered, 90),
+                p95_ms=percentile_ms(ordered, 95),
+                p99_ms=percentile_ms(ordered, 99),
+                max_ms=ordered[-1] / 1000.0 if ordered else None,
+                samples=len(ordered),
+            )
+        )
+    done = sum(t.transactions for t in types) or 1
+    new_orders = types[0].transactions
+    tpm_total = base.tps * 60.0
+    rollbacks = 0
+    if orders_created is not None:
+        rollbacks = max(0, new_orders - orders_created)
+    return TpccRun(
+        mode=opts.mode,
+        warehouses=warehouses,
+        active=active,
+        connections=base.clients,
+        threads=base.threads,
+        duration_s=base.duration_s or float(opts.duration_s),
+        isolation=opts.isolation,
+        transactions=base.transactions,
+        failed=base.failed,
+        retried=totals["retried"],
+        retries=totals["retries"],
+        serialization_failures=totals["serialization_failures"],
+        deadlock_failures=totals["deadlock_failures"],
+        tpmc=tpm_total * new_orders / done,
+        tpm_total=tpm_total,
+        tps=base.tps,
+        rollbacks=rollbacks,
+        latency_avg_ms=base.latency_avg_ms,
+        types=tuple(types),
+        timeline=timeline(summary.completed, started_epoch, base.duration_s, sampling_rate),
+        sampling_rate=sampling_rate,
+        pgbench_version=pgbench_version,
+    )
+
+
+def replace_mode(opts: RunOptions, mode: str) -> RunOptions:
+    return dataclasses.replace(opts, mode=mode)

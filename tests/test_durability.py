@@ -1,0 +1,214 @@
+"""The durability check on real throwaway clusters: it passes with
+synchronous_commit = on, finds the commits synchronous_commit = off loses, names
+a row deleted or changed behind its back, keeps the evidence when the server
+does not come back, and refuses to crash an existing server without --yes."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pgrig.cluster import workdir
+from pgrig.durability import verifier
+from pgrig.durability.command import DurabilityFailed, Options, execute
+from pgrig.durability.crasher import ServerLost
+from pgrig.durability.driver import DurabilityPlan
+from pgrig.durability.model import DurabilityResult
+from pgrig.durability.workload import PREFIX, delta_of
+from pgrig.results import from_dict
+from pgrig.store import Store
+from pgrig.ui import Ui
+
+DATA = Path(__file__).parent / "data" / "durability"
+SHORT = ["--crashes", "2", "--interval", "0.8", "--clients", "3", "--profile", "stock"]
+
+
+def pgrig(*args: str | Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pgrig", "durability", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def stored_result(results: Path) -> DurabilityResult:
+    with sqlite3.connect(results / "results.sqlite") as db:
+        row = db.execute("SELECT status, result FROM runs WHERE kind = 'durability'").fetchone()
+    assert row[0] == "ok"
+    return from_dict(DurabilityResult, json.loads(row[1]))
+
+
+def leftovers(target: Path) -> list[Path]:
+    return list(target.glob("pgrig-*"))
+
+
+# -- the real thing, end to end ------------------------------------------------
+
+
+def test_synchronous_commit_on_loses_nothing(disk_dir: Path, tmp_path: Path) -> None:
+    done = pgrig(
+        "--target", disk_dir, "--results", tmp_path, *SHORT,
+        "--set", "synchronous_commit=on", "--crash", "immediate",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "durability check passed" in done.stderr
+    res = stored_result(tmp_path)
+    assert len(res.crashes) == 2 and res.lost == 0 and res.ok
+    assert res.acknowledged > 100
+    assert res.settings["synchronous_commit"] == "on"
+    assert res.settings["data_checksums"] == "on"
+    assert all(c.recovery_s > 0 for c in res.crashes)
+    names = {c.name: c.ok for c in res.checks}
+    assert names[verifier.AMCHECK] is True and names[verifier.LOG] is True
+    report = next(tmp_path.glob("report-durability-*.md")).read_text()
+    assert "PASSED" in report and "synchronous_commit | on" in report
+    assert leftovers(disk_dir) == []
+
+
+def test_synchronous_commit_off_loses_acknowledged_commits(disk_dir: Path, tmp_path: Path) -> None:
+    # WAL still in wal_buffers when the processes die is gone; with a 10 s
+    # wal_writer_delay the last partial WAL page is never written in time.
+    done = pgrig(
+        "--target", disk_dir, "--results", tmp_path, *SHORT,
+        "--set", "synchronous_commit=off", "--set", "wal_writer_delay=10s",
+        "--set", "wal_buffers=16MB", "--crash", "kill-postmaster",
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    assert "error: the durability check failed" in done.stderr
+    assert "acknowledged in the last" in done.stderr and "lost" in done.stderr
+    res = stored_result(tmp_path)
+    assert res.lost > 0 and not res.ok
+    assert res.lost == sum(c.loss.count for c in res.crashes if c.loss)
+    # Losing commits is not corruption: the data that survived is consistent.
+    final = {c.name: c.ok for c in res.checks}
+    assert final[verifier.INVARIANTS] and final[verifier.DUPLICATES] and final[verifier.AMCHECK]
+    report = next(tmp_path.glob("report-durability-*.md")).read_text()
+    assert "FAILED" in report and ("were lost" in report or "was lost" in report)
+    assert leftovers(disk_dir) == []
+
+
+def test_tampering_behind_the_checks_back_is_named(disk_dir: Path, tmp_path: Path) -> None:
+    touched: dict[str, int] = {}
+
+    def tamper(event: str, crash: int) -> None:
+        if event == "crashed":
+            return  # the server is down
+        with psycopg_conn(disk_dir) as db:
+            if event == "recovered" and crash == 1:
+                row = db.execute(
+                    f"DELETE FROM {PREFIX}history WHERE id = (SELECT min(id) FROM "
+                    f"{PREFIX}history) RETURNING id"
+                ).fetchone()
+                touched["deleted"] = row[0]
+            if event == "end":
+                row = db.execute(
+                    f"UPDATE {PREFIX}history SET delta = delta + 1 WHERE id = (SELECT max(id)"
+                    f" FROM {PREFIX}history) RETURNING id"
+                ).fetchone()
+                touched["changed"] = row[0]
+
+    opts = Options(
+        plan=DurabilityPlan(method="kill-backend", crashes=1, clients=2, interval_s=0.8),
+        target=disk_dir,
+        profile="stock",
+        overrides={"synchronous_commit": "on"},
+    )
+    with Store.open(tmp_path / "results.sqlite") as store, pytest.raises(DurabilityFailed) as err:
+        execute(opts, Ui(quiet=True), store, tmp_path, on_event=tamper)
+    message = str(err.value)
+    deleted, changed = touched["deleted"], touched["changed"]
+    assert f"first: id {deleted}" in message  # reported as a lost acknowledged commit
+    assert f"history row id {changed}: delta {delta_of(changed) + 1}" in message
+    assert "invariants" in message and "but its history rows sum to" in message
+    res = stored_result(tmp_path)
+    assert res.lost == 1 and res.crashes[0].loss is not None
+    assert leftovers(disk_dir) == []
+
+
+def psycopg_conn(target: Path):  # type: ignore[no-untyped-def]
+    """A connection to the one cluster running under ``target``."""
+    from pgrig.conninfo import Conn
+
+    (work,) = leftovers(target)
+    marker = workdir.read_marker(work)
+    assert marker is not None and marker.socket_dir is not None
+    port = next(Path(marker.socket_dir).glob(".s.PGSQL.*.lock")).name.split(".")[-2]
+    return Conn.socket(marker.socket_dir, int(port), "postgres", "pgrig").connect()
+
+
+def test_server_that_does_not_come_back_is_kept(disk_dir: Path, tmp_path: Path) -> None:
+    def break_config(event: str, crash: int) -> None:
+        if event == "crashed":
+            (work,) = leftovers(disk_dir)
+            with (work / "data" / "postgresql.auto.conf").open("a") as fh:
+                fh.write("shared_buffers = 'plenty'\n")
+
+    opts = Options(
+        plan=DurabilityPlan(method="immediate", crashes=1, clients=2, interval_s=0.5),
+        target=disk_dir,
+        profile="stock",
+    )
+    with Store.open(tmp_path / "results.sqlite") as store, pytest.raises(ServerLost) as err:
+        execute(opts, Ui(quiet=True), store, tmp_path, on_event=break_config)
+    (work,) = leftovers(disk_dir)
+    try:
+        assert str(work / "data") in str(err.value) and "kept" in str(err.value)
+        assert (work / "server.log").read_text().count("plenty") >= 1
+        assert work not in [Path(m.path) for m in workdir.orphans()]
+        with sqlite3.connect(tmp_path / "results.sqlite") as db:
+            status, reason = db.execute("SELECT status, reason FROM runs").fetchone()
+        assert status == "failed" and "did not come back" in reason
+        assert list(tmp_path.glob("report-durability-*.html"))
+    finally:
+        workdir.remove(work)
+
+
+# -- bad input ------------------------------------------------------------------
+
+
+def test_existing_server_needs_yes(tmp_path: Path) -> None:
+    done = pgrig("--dsn", "host=/nonexistent dbname=x", "--results", tmp_path)
+    assert done.returncode == 2
+    assert "refusing to crash an existing server" in done.stderr and "--yes" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / "results.sqlite").exists()
+
+
+def test_existing_server_cannot_be_restarted_by_pgrig(tmp_path: Path) -> None:
+    done = pgrig("--dsn", "host=/nonexistent dbname=x", "--yes", "--crash", "immediate")
+    assert done.returncode == 2
+    assert "--crash immediate" in done.stderr and "kill-backend" in done.stderr
+
+
+def test_bad_values_are_named(tmp_path: Path) -> None:
+    done = pgrig("--crashes", "-1", "--results", tmp_path)
+    assert done.returncode == 2 and "--crashes -1" in done.stderr
+
+
+# -- the server log, on logs of real crashes --------------------------------------
+
+
+@pytest.mark.parametrize("method", ["immediate", "kill-postmaster", "kill-backend"])
+def test_crash_logs_hold_only_expected_lines(method: str) -> None:
+    text = (DATA / f"server_{method}.log").read_text()
+    killed = {1887} if method == "kill-backend" else set()
+    assert verifier.unexpected_log_lines(text, killed) == []
+
+
+def test_unexpected_log_lines_are_found() -> None:
+    text = (DATA / "server_kill-backend.log").read_text()
+    # A backend pgrig did not kill dying is not explained by the check.
+    assert any("PID 1887" in line for line in verifier.unexpected_log_lines(text, set()))
+    bad = (
+        "2026-11-22 05:14:48.700 UTC [1900] ERROR:  invalid page in block 7 of relation "
+        "base/16384/16390\n2026-11-22 05:14:48.700 UTC [1900] WARNING:  page verification "
+        "failed, calculated checksum 1234 but expected 5678\n"
+    )
+    found = verifier.unexpected_log_lines(text + bad, {1887})
+    assert len(found) == 2 and "invalid page" in found[0] and "checksum" in found[1]

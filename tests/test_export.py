@@ -1,0 +1,78 @@
+"""Export (JSON, CSV, per-second CSV), import from another machine's results file,
+and comparing studies across stores - through the real CLI.
+
+The records are built in the test (test_store's helpers) rather than measured:
+what is under test is how stored results travel, not the numbers."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from pgrig.store import Store
+from test_store import ENV, run_record, study
+
+
+def pgrig(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pgrig", *map(str, args)], capture_output=True,
+                          text=True, timeout=120)
+
+
+def make_store(path: Path, sid: str, tps: list[float]) -> None:
+    with Store.open(path) as store:
+        store.begin_study(study(sid))
+        store.set_environment(sid, ENV)
+        for i, value in enumerate(tps, start=1):
+            rec = run_record(f"local/tpcb/s1/select-only/c1/d3/r{i}", tps=value)
+            store.record(rec.__class__(**{**rec.__dict__, "study": sid,
+                                          "params": {"mode": "select-only", "clients": 1,
+                                                     "scale": 1, "duration_s": 3,
+                                                     "workload": "tpcb", "repeat": i}}))
+        store.finish_study(sid, "finished", "t9")
+
+
+def test_export_json_and_csv(tmp_path: Path) -> None:
+    make_store(tmp_path / "results.sqlite", "quick-1", [100.0, 110.0])
+    out = pgrig("export", "--results", tmp_path)
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["schema"] == "pgrig-export/1"
+    assert [s["id"] for s in data["studies"]] == ["quick-1"]
+    assert [r["result"]["tps"] for r in data["runs"]] == [100.0, 110.0]
+    assert "raw" not in data["runs"][0]
+
+    table = pgrig("export", "quick-1", "--results", tmp_path, "--format", "csv")
+    rows = list(csv.DictReader(io.StringIO(table.stdout)))
+    assert [float(r["tps"]) for r in rows] == [100.0, 110.0]
+    assert rows[0]["mode"] == "select-only" and rows[0]["status"] == "ok"
+
+    series = pgrig("export", "--results", tmp_path, "--format", "csv", "--series")
+    lines = list(csv.DictReader(io.StringIO(series.stdout)))
+    assert len(lines) == 2 and float(lines[1]["tps"]) == 110.0
+
+
+def test_import_and_compare_across_machines(tmp_path: Path) -> None:
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    ours.mkdir()
+    theirs.mkdir()
+    make_store(ours / "results.sqlite", "box-a", [100.0, 101.0, 99.0])
+    make_store(theirs / "results.sqlite", "box-b", [150.0, 151.0, 149.0])
+    imported = pgrig("import", theirs / "results.sqlite", "--results", ours)
+    assert imported.returncode == 0, imported.stderr
+    assert "imported box-b" in imported.stdout
+    again = pgrig("import", theirs / "results.sqlite", "--results", ours)
+    assert again.returncode != 0 and "already holds a study 'box-b'" in again.stderr
+    assert "--as" in again.stderr
+
+    compared = pgrig("compare", "box-a", "box-b", "--results", ours)
+    assert compared.returncode == 0, compared.stderr
+    report = next(ours.glob("report-compare-*.md")).read_text()
+    assert "| box-a (baseline) | box-b | box-b vs box-a |" in report
+    assert "+50.0% (p=" in report  # a real difference, tested over 3 runs each
+
+    bad = pgrig("compare", "box-a", "box-b", "--results", ours, "--baseline", "box-c")
+    assert bad.returncode == 2 and "--baseline 'box-c' is not one of" in bad.stderr
