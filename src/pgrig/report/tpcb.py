@@ -60,7 +60,8 @@ def points(records: Sequence[RunRecord]) -> list[Point]:
         if rec.kind != "pgbench_run":
             continue
         res: PgbenchRun | None = typed_result(rec)
-        mode = res.mode if res is not None else str(rec.params.get("mode", "unknown"))
+        # The campaign's name for the mode (a custom workload's name) over pgbench's "custom".
+        mode = str(rec.params.get("mode") or (res.mode if res is not None else "unknown"))
         clients = res.clients if res is not None else int(rec.params.get("clients", 0))
         key = (mode, clients)
         ok.setdefault(key, [])

@@ -334,7 +334,18 @@ def summary_section(
             iops = f"IOPS={fmt.si(res.iops)} ({fmt.integer(res.iops)})"
             value = f"{iops}, BW={fmt.rate(res.bandwidth_mib_s)} MiB/s"
             rows.append(Row((label, value)))
-    rows.extend(tpcb_headline_rows(records))
+    groups = {
+        (r.params.get("workload"), r.params.get("scale"), r.params.get("duration_s"))
+        for r in records
+        if r.kind == "pgbench_run"
+    }
+    if len(groups) > 1:
+        # Several workloads, scales or durations: every point, as in a campaign.
+        target = compare.targets_of(study.params, records)[0] if records else study.target
+        table = compare.comparison_table(records, [target], target)
+        rows.extend(r for r in table.rows if not _is_probe_row(r))
+    else:
+        rows.extend(tpcb_headline_rows(records))
     table = Table(
         columns=("Test Case", study.target),
         rows=tuple(rows),
@@ -342,6 +353,10 @@ def summary_section(
         numeric=(False, True),
     )
     return Section("Performance Summary", "summary", blocks=(table,) if rows else ())
+
+
+def _is_probe_row(row: Row) -> bool:
+    return row.cells[0] == HEADLINE_FSYNC or row.cells[0] in dict(compare.FIO_ROWS).values()
 
 
 # --------------------------------------------------------------------------
