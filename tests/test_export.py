@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import secrets
 import subprocess
 import sys
 from pathlib import Path
@@ -18,8 +19,12 @@ from test_store import ENV, run_record, study
 
 
 def pgrig(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pgrig", *map(str, args)], capture_output=True,
-                          text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "pgrig", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def make_store(path: Path, sid: str, tps: list[float]) -> None:
@@ -28,10 +33,22 @@ def make_store(path: Path, sid: str, tps: list[float]) -> None:
         store.set_environment(sid, ENV)
         for i, value in enumerate(tps, start=1):
             rec = run_record(f"local/tpcb/s1/select-only/c1/d3/r{i}", tps=value)
-            store.record(rec.__class__(**{**rec.__dict__, "study": sid,
-                                          "params": {"mode": "select-only", "clients": 1,
-                                                     "scale": 1, "duration_s": 3,
-                                                     "workload": "tpcb", "repeat": i}}))
+            store.record(
+                rec.__class__(
+                    **{
+                        **rec.__dict__,
+                        "study": sid,
+                        "params": {
+                            "mode": "select-only",
+                            "clients": 1,
+                            "scale": 1,
+                            "duration_s": 3,
+                            "workload": "tpcb",
+                            "repeat": i,
+                        },
+                    }
+                )
+            )
         store.finish_study(sid, "finished", "t9")
 
 
@@ -76,3 +93,23 @@ def test_import_and_compare_across_machines(tmp_path: Path) -> None:
 
     bad = pgrig("compare", "box-a", "box-b", "--results", ours, "--baseline", "box-c")
     assert bad.returncode == 2 and "--baseline 'box-c' is not one of" in bad.stderr
+
+
+def test_a_team_pools_results_in_a_postgresql_store(tmp_path: Path, conn) -> None:  # type: ignore[no-untyped-def]
+    """--store postgresql://...: the same schema in a real PostgreSQL database."""
+    name = f"pool_{secrets.token_hex(4)}"
+    with conn.connect() as db:
+        db.execute(f'CREATE DATABASE "{name}"')
+    uri = conn.with_dbname(name).dsn
+    try:
+        make_store(tmp_path / "results.sqlite", "box-a", [100.0, 101.0])
+        imported = pgrig("import", tmp_path / "results.sqlite", "--store", uri)
+        assert imported.returncode == 0, imported.stderr
+        listed = pgrig("list", "--store", uri)
+        assert listed.returncode == 0, listed.stderr
+        assert listed.stdout.startswith("box-a\tfinished\t2/2 ok")
+        out = pgrig("export", "--store", uri)
+        assert [r["result"]["tps"] for r in json.loads(out.stdout)["runs"]] == [100.0, 101.0]
+    finally:
+        with conn.connect() as db:
+            db.execute(f'DROP DATABASE "{name}" WITH (FORCE)')

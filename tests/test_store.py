@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import secrets
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -67,8 +69,25 @@ def run_record(key: str, tps: float = 100.0) -> RunRecord:
     )
 
 
-def test_round_trip(tmp_path: Path) -> None:
-    with Store.open(tmp_path / "r.sqlite") as store:
+@pytest.fixture(params=["sqlite", "postgresql"])
+def location(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str | Path]:
+    """The same tests against a SQLite file and a real PostgreSQL database."""
+    if request.param == "sqlite":
+        yield tmp_path / "r.sqlite"
+        return
+    conn = request.getfixturevalue("conn")
+    name = f"store_{secrets.token_hex(4)}"
+    with conn.connect() as db:
+        db.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield conn.with_dbname(name).dsn
+    finally:
+        with conn.connect() as db:
+            db.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+
+
+def test_round_trip(location: str | Path) -> None:
+    with Store.open(location) as store:
         store.begin_study(study())
         store.set_environment("quick-1", ENV)
         store.record(run_record("a"))
@@ -86,7 +105,7 @@ def test_round_trip(tmp_path: Path) -> None:
             )
         )
         store.finish_study("quick-1", "finished", "t9")
-    with Store.open(tmp_path / "r.sqlite") as store:
+    with Store.open(location) as store:
         got = store.study("quick-1")
         assert got.status == "finished" and got.environment == ENV
         runs = store.runs("quick-1")
@@ -97,13 +116,16 @@ def test_round_trip(tmp_path: Path) -> None:
         assert typed_result(runs[1]) is None and runs[1].reason == "fio not installed"
 
 
-def test_a_run_is_never_recorded_twice(tmp_path: Path) -> None:
-    with Store.open(tmp_path / "r.sqlite") as store:
+def test_a_run_is_never_recorded_twice(location: str | Path) -> None:
+    with Store.open(location) as store:
         store.begin_study(study())
         store.record(run_record("a"))
         with pytest.raises(StoreError, match="already recorded"):
             store.record(run_record("a"))
         assert len(store.runs("quick-1")) == 1
+        # the failed insert left no transaction open: the store still works
+        store.record(run_record("b"))
+        assert [r.key for r in store.runs("quick-1")] == ["a", "b"]
 
 
 def test_records_survive_a_killed_writer(tmp_path: Path) -> None:
@@ -134,6 +156,11 @@ def test_unknown_study_names_recent_ones(tmp_path: Path) -> None:
         with pytest.raises(StoreError, match="no study 'nope'") as err:
             store.study("nope")
         assert "quick-1" in (err.value.hint or "")
+
+
+def test_unreachable_postgresql_store(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match="cannot open results store"):
+        Store.open(f"postgresql://nobody@/nodb?host={tmp_path}&connect_timeout=2")
 
 
 def test_unwritable_store(tmp_path: Path) -> None:

@@ -18,8 +18,8 @@ from pgrig.campaign import Campaign, FioPlan, InitdbSpec, ProbeSpec, RunPolicy, 
 from pgrig.cluster.profiles import parse_overrides
 from pgrig.conninfo import Conn
 from pgrig.errors import PgrigError, UsageError
-from pgrig.results import to_dict
-from pgrig.store import Store
+from pgrig.results import Study, to_dict
+from pgrig.store import Store, is_uri
 from pgrig.ui import Ui
 from pgrig.units import parse_size
 
@@ -55,8 +55,10 @@ def _abs_or_name(value: str | None) -> str | None:
     return str(Path(value).resolve())
 
 
-def _store_path(results: Path, store: Path | None) -> Path:
-    return store if store is not None else results / "results.sqlite"
+def _store_path(results: Path, store: str | None) -> Path | str:
+    if store is None:
+        return results / "results.sqlite"
+    return store if is_uri(store) else Path(store)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -77,9 +79,9 @@ def _results_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     )(fn)
     fn = click.option(
         "--store",
-        type=click.Path(path_type=Path, dir_okay=False),
         default=None,
-        help="Results store file (default: RESULTS/results.sqlite).",
+        help="Results store: a SQLite file (default: RESULTS/results.sqlite) or a PostgreSQL "
+        "URI (postgresql://...) shared by a team.",
     )(fn)
     return fn
 
@@ -387,30 +389,17 @@ def _write_report(store: Store, sid: str, results: Path, ui: Ui) -> tuple[Path, 
     default=None,
     help="Directory for the report files (default: RESULTS).",
 )
-def report_cmd(study_id: str | None, results: Path, store: Path | None, out: Path | None) -> None:
+def report_cmd(study_id: str | None, results: Path, store: str | None, out: Path | None) -> None:
     """Write the Markdown and HTML report of a study (default: the latest)."""
-    path = _store_path(results, store)
-    if not path.exists():
-        raise UsageError(
-            f"no results store at {path}", hint="run `pgrig run` first, or pass --results/--store"
-        )
-    with Store.open(path) as st:
-        if study_id is None:
-            latest = st.latest_study()
-            if latest is None:
-                raise UsageError(f"{path} holds no study yet", hint="run `pgrig run` first")
-            study_id = latest.id
-        _write_report(st, study_id, out or results, Ui())
+    with _open_existing(results, store) as st:
+        _write_report(st, study_id or _latest(st).id, out or results, Ui())
 
 
 @cli.command("list")
 @_results_options
-def list_cmd(results: Path, store: Path | None) -> None:
+def list_cmd(results: Path, store: str | None) -> None:
     """List the studies in the results store."""
-    path = _store_path(results, store)
-    if not path.exists():
-        raise UsageError(f"no results store at {path}", hint="run `pgrig run` first")
-    with Store.open(path) as st:
+    with _open_existing(results, store) as st:
         for study in st.studies():
             runs = st.runs(study.id)
             ok = sum(r.status == "ok" for r in runs)
@@ -439,7 +428,7 @@ def list_cmd(results: Path, store: Path | None) -> None:
 def export_cmd(
     study_ids: tuple[str, ...],
     results: Path,
-    store: Path | None,
+    store: str | None,
     fmt: str,
     series: bool,
     raw: bool,
@@ -468,7 +457,7 @@ def export_cmd(
 @_results_options
 @click.option("--as", "as_id", default=None, help="Import a single study under this id.")
 def import_cmd(
-    source: Path, study_ids: tuple[str, ...], results: Path, store: Path | None, as_id: str | None
+    source: Path, study_ids: tuple[str, ...], results: Path, store: str | None, as_id: str | None
 ) -> None:
     """Copy studies from another results file (e.g. from another machine) into the store."""
     with Store.open(source) as other, Store.open(_store_path(results, store)) as st:
@@ -487,7 +476,7 @@ def import_cmd(
 def compare_cmd(
     study_ids: tuple[str, ...],
     results: Path,
-    store: Path | None,
+    store: str | None,
     baseline: str | None,
     out: Path | None,
 ) -> None:
@@ -509,16 +498,16 @@ def compare_cmd(
     click.echo(f"report: {html}")
 
 
-def _open_existing(results: Path, store: Path | None) -> Store:
+def _open_existing(results: Path, store: str | None) -> Store:
     path = _store_path(results, store)
-    if not path.exists():
+    if isinstance(path, Path) and not path.exists():
         raise UsageError(
             f"no results store at {path}", hint="run `pgrig run` first, or pass --results/--store"
         )
     return Store.open(path)
 
 
-def _latest(st: Store) -> Any:
+def _latest(st: Store) -> Study:
     latest = st.latest_study()
     if latest is None:
         raise UsageError(f"{st.path} holds no study yet", hint="run `pgrig run` first")

@@ -1,6 +1,8 @@
 """The results store: every run recorded the moment it finishes.
 
-SQLite by default (one file, nothing to install). Each ``record`` call is its
+SQLite by default (one file, nothing to install); or a PostgreSQL database
+given by URI (``--store postgresql://...``) with the same schema, so a team can
+pool the results of many machines in one place. Each ``record`` call is its
 own transaction, so a study interrupted half way - Ctrl-C, ``kill -9``, power
 loss - keeps everything that finished. Results are stored as JSON of the
 dataclasses in ``pgrig.results`` together with the raw tool output, so a later
@@ -38,7 +40,7 @@ CREATE TABLE IF NOT EXISTS studies (
     target_environments TEXT
 );
 CREATE TABLE IF NOT EXISTS runs (
-    id            INTEGER PRIMARY KEY AUTOINCREMENT,
+    id            {serial},
     study_id      TEXT NOT NULL REFERENCES studies(id),
     key           TEXT NOT NULL,
     kind          TEXT NOT NULL,
@@ -56,48 +58,168 @@ CREATE TABLE IF NOT EXISTS runs (
 """
 
 
+SQLITE_SCHEMA = _SCHEMA.replace("{serial}", "INTEGER PRIMARY KEY AUTOINCREMENT")
+POSTGRES_SCHEMA = _SCHEMA.replace("{serial}", "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY")
+
+
+def is_uri(location: str | Path) -> bool:
+    """A PostgreSQL connection string rather than a file path."""
+    text = str(location)
+    return text.startswith(("postgresql://", "postgres://")) or (
+        "=" in text and not Path(text).exists()
+    )
+
+
+class _Backend:
+    """The few things SQLite and PostgreSQL do differently."""
+
+    label: str
+
+    def execute(self, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
+        raise NotImplementedError
+
+    def insert_id(self, sql: str, params: tuple[Any, ...]) -> int:
+        raise NotImplementedError
+
+    def begin(self) -> None:
+        raise NotImplementedError
+
+    def commit(self) -> None:
+        raise NotImplementedError
+
+    def rollback(self) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    duplicate: tuple[type[BaseException], ...] = ()
+    errors: tuple[type[BaseException], ...] = ()
+
+
+class _Sqlite(_Backend):
+    duplicate = (sqlite3.IntegrityError,)
+    errors = (sqlite3.Error,)
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.label = str(path)
+        self.conn = sqlite3.connect(path, timeout=30, isolation_level=None)
+        self.conn.row_factory = sqlite3.Row
+        self.conn.executescript(SQLITE_SCHEMA)
+        columns = {r["name"] for r in self.conn.execute("PRAGMA table_info(studies)")}
+        if "target_environments" not in columns:  # files from before campaigns
+            self.conn.execute("ALTER TABLE studies ADD COLUMN target_environments TEXT")
+
+    def execute(self, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
+        with closing(self.conn.execute(sql, params)) as cur:
+            return [dict(row) for row in cur.fetchall()]
+
+    def insert_id(self, sql: str, params: tuple[Any, ...]) -> int:
+        with closing(self.conn.execute(sql, params)) as cur:
+            return int(cur.lastrowid or 0)
+
+    def begin(self) -> None:
+        self.conn.execute("BEGIN IMMEDIATE")
+
+    def commit(self) -> None:
+        self.conn.execute("COMMIT")
+
+    def rollback(self) -> None:
+        self.conn.execute("ROLLBACK")
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+class _Postgres(_Backend):
+    def __init__(self, uri: str) -> None:
+        import psycopg
+        from psycopg.rows import dict_row
+
+        from pgrig.conninfo import Conn
+
+        self.duplicate = (psycopg.errors.UniqueViolation,)
+        self.errors = (psycopg.Error,)
+        self.label = Conn.from_user(uri).describe()
+        self.conn = psycopg.connect(
+            Conn.from_user(uri).conninfo(), autocommit=True, row_factory=dict_row
+        )
+        # One schema for every machine: creating it twice at once is harmless.
+        with self.conn.transaction():
+            self.conn.execute("SELECT pg_advisory_xact_lock(hashtext('pgrig store schema'))")
+            for statement in POSTGRES_SCHEMA.split(";"):
+                if statement.strip():
+                    self.conn.execute(statement)  # type: ignore[call-overload]
+
+    @staticmethod
+    def _sql(sql: str) -> str:
+        return sql.replace("?", "%s")
+
+    def execute(self, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
+        cur = self.conn.execute(self._sql(sql), params)  # type: ignore[call-overload]
+        return list(cur.fetchall()) if cur.description else []
+
+    def insert_id(self, sql: str, params: tuple[Any, ...]) -> int:
+        row = self.conn.execute(self._sql(sql) + " RETURNING id", params).fetchone()  # type: ignore[call-overload]
+        return int(row["id"]) if row else 0
+
+    # autocommit connection, explicit transaction commands: one record, one transaction
+    def begin(self) -> None:
+        self.conn.execute("BEGIN")
+
+    def commit(self) -> None:
+        self.conn.execute("COMMIT")
+
+    def rollback(self) -> None:
+        self.conn.execute("ROLLBACK")
+
+    def close(self) -> None:
+        self.conn.close()
+
+
 def _dumps(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
 
 class Store:
-    """A SQLite results file. Open with ``Store.open(path)``; safe to reopen."""
+    """A results store. Open with ``Store.open(path_or_uri)``; safe to reopen."""
 
-    def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
-        self._conn = conn
+    def __init__(self, backend: _Backend, path: Path | str) -> None:
+        self._db = backend
         self.path = path
 
     @classmethod
-    def open(cls, path: Path) -> Store:
+    def open(cls, location: Path | str) -> Store:
+        uri = is_uri(location)
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(path, timeout=30, isolation_level=None)
-            conn.row_factory = sqlite3.Row
-            conn.executescript(_SCHEMA)
-            columns = {r["name"] for r in conn.execute("PRAGMA table_info(studies)")}
-            if "target_environments" not in columns:  # files from before campaigns
-                conn.execute("ALTER TABLE studies ADD COLUMN target_environments TEXT")
-            row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-            if row is None:
-                conn.execute(
+            backend: _Backend = _Postgres(str(location)) if uri else _Sqlite(Path(location))
+        except Exception as exc:  # sqlite3.Error, psycopg.Error, OSError
+            raise StoreError(
+                f"cannot open results store {location}: {str(exc).strip()}",
+                hint="pass --store with a writable file path or a reachable PostgreSQL URI",
+            ) from exc
+        store = cls(backend, location if uri else Path(location))
+        if uri:
+            store.path = backend.label
+        rows = backend.execute("SELECT value FROM meta WHERE key = 'schema_version'")
+        if not rows:
+            with store._tx() as db:
+                db.execute(
                     "INSERT INTO meta (key, value) VALUES ('schema_version', ?)",
                     (str(SCHEMA_VERSION),),
                 )
-            elif int(row["value"]) > SCHEMA_VERSION:
-                raise StoreError(
-                    f"{path} was written by a newer pgrig (schema {row['value']}, "
-                    f"this one reads up to {SCHEMA_VERSION})",
-                    hint="upgrade pgrig, or pass --store with another file",
-                )
-        except (sqlite3.Error, OSError) as exc:
+        elif int(rows[0]["value"]) > SCHEMA_VERSION:
+            backend.close()
             raise StoreError(
-                f"cannot open results store {path}: {exc}",
-                hint="pass --store with a writable file path",
-            ) from exc
-        return cls(conn, path)
+                f"{location} was written by a newer pgrig (schema {rows[0]['value']}, "
+                f"this one reads up to {SCHEMA_VERSION})",
+                hint="upgrade pgrig, or pass --store with another file",
+            )
+        return store
 
     def close(self) -> None:
-        self._conn.close()
+        self._db.close()
 
     def __enter__(self) -> Store:
         return self
@@ -106,20 +228,20 @@ class Store:
         self.close()
 
     @contextmanager
-    def _tx(self) -> Iterator[sqlite3.Connection]:
+    def _tx(self) -> Iterator[_Backend]:
         try:
-            self._conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.Error as exc:
+            self._db.begin()
+        except self._db.errors as exc:
             raise StoreError(f"cannot write to results store {self.path}: {exc}") from exc
         try:
-            yield self._conn
+            yield self._db
         except BaseException:
-            self._conn.execute("ROLLBACK")
+            self._db.rollback()
             raise
         try:
-            self._conn.execute("COMMIT")
-        except sqlite3.Error as exc:
-            self._conn.execute("ROLLBACK")
+            self._db.commit()
+        except self._db.errors as exc:
+            self._db.rollback()
             raise StoreError(f"cannot write to results store {self.path}: {exc}") from exc
 
     # -- studies ---------------------------------------------------------
@@ -151,10 +273,12 @@ class Store:
     def set_target_environment(self, study_id: str, target: str, env: Environment) -> None:
         """A campaign's per-target environment (its server's version and settings)."""
         with self._tx() as conn:
-            row = conn.execute(
-                "SELECT target_environments FROM studies WHERE id = ?", (study_id,)
-            ).fetchone()
-            envs = json.loads(row["target_environments"]) if row and row[0] else {}
+            rows = conn.execute("SELECT target_environments FROM studies WHERE id = ?", (study_id,))
+            envs = (
+                json.loads(rows[0]["target_environments"])
+                if rows and rows[0]["target_environments"]
+                else {}
+            )
             envs[target] = to_dict(env)
             conn.execute(
                 "UPDATE studies SET target_environments = ? WHERE id = ?",
@@ -173,8 +297,8 @@ class Store:
             )
 
     def study(self, study_id: str) -> Study:
-        with closing(self._conn.execute("SELECT * FROM studies WHERE id = ?", (study_id,))) as cur:
-            row = cur.fetchone()
+        rows = self._db.execute("SELECT * FROM studies WHERE id = ?", (study_id,))
+        row = rows[0] if rows else None
         if row is None:
             known = ", ".join(s.id for s in self.studies()[-5:]) or "none"
             raise StoreError(
@@ -184,15 +308,15 @@ class Store:
         return self._study(row)
 
     def studies(self) -> list[Study]:
-        with closing(self._conn.execute("SELECT * FROM studies ORDER BY started_at")) as cur:
-            return [self._study(row) for row in cur.fetchall()]
+        rows = self._db.execute("SELECT * FROM studies ORDER BY started_at, id")
+        return [self._study(row) for row in rows]
 
     def latest_study(self) -> Study | None:
         studies = self.studies()
         return studies[-1] if studies else None
 
     @staticmethod
-    def _study(row: sqlite3.Row) -> Study:
+    def _study(row: dict[str, Any]) -> Study:
         env = json.loads(row["environment"]) if row["environment"] else None
         target_envs = json.loads(row["target_environments"]) if row["target_environments"] else {}
         return Study(
@@ -215,7 +339,7 @@ class Store:
         a run is never recorded twice."""
         with self._tx() as conn:
             try:
-                cur = conn.execute(
+                new_id = conn.insert_id(
                     "INSERT INTO runs (study_id, key, kind, target, params, status, reason, result,"
                     " raw, tool_versions, started_at, finished_at)"
                     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -234,11 +358,11 @@ class Store:
                         rec.finished_at,
                     ),
                 )
-            except sqlite3.IntegrityError as exc:
+            except self._db.duplicate as exc:
                 raise StoreError(
                     f"run {rec.key!r} is already recorded in study {rec.study}"
                 ) from exc
-        return RunRecord(**{**rec.__dict__, "id": cur.lastrowid})
+        return replace(rec, id=new_id)
 
     def import_study(self, other: Store, study_id: str, *, as_id: str | None = None) -> str:
         """Copy one study and its runs from another results file (another machine's)."""
@@ -259,10 +383,7 @@ class Store:
         return new_id
 
     def runs(self, study_id: str) -> list[RunRecord]:
-        with closing(
-            self._conn.execute("SELECT * FROM runs WHERE study_id = ? ORDER BY id", (study_id,))
-        ) as cur:
-            rows = cur.fetchall()
+        rows = self._db.execute("SELECT * FROM runs WHERE study_id = ? ORDER BY id", (study_id,))
         return [
             RunRecord(
                 id=row["id"],
