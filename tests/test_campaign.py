@@ -96,24 +96,41 @@ def test_plan_expands_interleaved_runs_and_disk(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
-        (("clients = [1, 2]", "clientz = [1, 2]"), r"c.toml:35: workload\[0\].clientz: unknown "
-         r"key 'clientz'.*\n?.*did you mean 'clients'"),
-        (("scales = [1]", 'scales = "big"'), r"c.toml:33: workload\[0\].scales: expected an "
-         "integer or a list"),
-        (('name = "disk-b"', 'name = "disk-a"'), r"c.toml:\d+: target\[1\].name: target name "
-         "'disk-a' is used twice"),
-        (("clients = [1, 2]", "clients = [1, 2]\nthreads = 4"), r"c.toml:36: workload\[0\]."
-         r"threads: 4 is greater than "
-         "the largest client count 2"),
-        (('baseline = "disk-a"', 'baseline = "disk-c"'), r"c.toml:3: campaign.baseline: "
-         "baseline target 'disk-c' is not in the campaign"),
+        (
+            ("clients = [1, 2]", "clientz = [1, 2]"),
+            r"c.toml:35: workload\[0\].clientz: unknown "
+            r"key 'clientz'.*\n?.*did you mean 'clients'",
+        ),
+        (
+            ("scales = [1]", 'scales = "big"'),
+            r"c.toml:33: workload\[0\].scales: expected an "
+            "integer or a list",
+        ),
+        (
+            ('name = "disk-b"', 'name = "disk-a"'),
+            r"c.toml:\d+: target\[1\].name: target name "
+            "'disk-a' is used twice",
+        ),
+        (
+            ("clients = [1, 2]", "clients = [1, 2]\nthreads = 4"),
+            r"c.toml:36: workload\[0\]."
+            r"threads: 4 is greater than "
+            "the largest client count 2",
+        ),
+        (
+            ('baseline = "disk-a"', 'baseline = "disk-c"'),
+            r"c.toml:3: campaign.baseline: "
+            "baseline target 'disk-c' is not in the campaign",
+        ),
         (("duration = 3", "duration = 0"), r"workload\[0\].duration: 0 is less than 1"),
         (('reset = "restore"', 'reset = "sometimes"'), r"campaign.reset: 'sometimes' is not one"),
         (("wal_segsize = 32", "wal_segsize = 33"), r"target\[1\].initdb.wal_segsize: 33"),
         (("[probes]", "[probez]"), r"unknown key 'probez'"),
     ],
 )
-def test_bad_input_names_file_line_and_fix(tmp_path: Path, edit: tuple[str, str], message: str) -> None:
+def test_bad_input_names_file_line_and_fix(
+    tmp_path: Path, edit: tuple[str, str], message: str
+) -> None:
     text = good(tmp_path).replace(*edit)
     with pytest.raises(UsageError) as err:
         campaign.load(write(tmp_path, text))
@@ -126,8 +143,11 @@ def test_custom_script_that_does_not_exist(tmp_path: Path) -> None:
         '\n[[workload]]\ntype = "custom"\nname = "login"\n'
         'scripts = [{ file = "nope/login.sql", weight = 1 }]\n'
     )
-    with pytest.raises(UsageError, match=r"c.toml:\d+: workload\[1\].scripts: script file .*"
-                       r"nope/login.sql does not exist"):
+    with pytest.raises(
+        UsageError,
+        match=r"c.toml:\d+: workload\[1\].scripts: script file .*"
+        r"nope/login.sql does not exist",
+    ):
         campaign.load(write(tmp_path, text))
 
 
@@ -137,8 +157,10 @@ def test_toml_syntax_error_has_a_line(tmp_path: Path) -> None:
 
 
 def test_target_needs_a_place(tmp_path: Path) -> None:
-    text = good(tmp_path).replace(f'directory = "{tmp_path}"\nprofile = "stock"\n[target.initdb]',
-                                  'profile = "stock"\n[target.initdb]')
+    text = good(tmp_path).replace(
+        f'directory = "{tmp_path}"\nprofile = "stock"\n[target.initdb]',
+        'profile = "stock"\n[target.initdb]',
+    )
     with pytest.raises(UsageError, match="needs a directory or a dsn"):
         campaign.load(write(tmp_path, text))
 
@@ -147,8 +169,12 @@ def test_target_needs_a_place(tmp_path: Path) -> None:
 
 
 def pgrig(*args: str | Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pgrig", *map(str, args)],
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "pgrig", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def two_dirs(disk_dir: Path) -> tuple[Path, Path]:
@@ -177,7 +203,8 @@ def test_two_target_campaign_end_to_end(disk_dir: Path) -> None:
     assert study.id == "two-disks" and study.status == "finished"
     measured = [r for r in runs if r.kind == "pgbench_run"]
     assert len(measured) == 8 and all(r.status == "ok" for r in measured), [
-        (r.key, r.reason) for r in measured if r.status != "ok"]
+        (r.key, r.reason) for r in measured if r.status != "ok"
+    ]
     # interleaved: the targets alternate, and the order rotates every repeat
     order = [r.target for r in measured]
     assert order[:4] == ["disk-a", "disk-b", "disk-b", "disk-a"]
@@ -198,15 +225,20 @@ def test_killed_campaign_resumes_and_records_each_run_once(disk_dir: Path) -> No
     a, b = two_dirs(disk_dir)
     file = write(disk_dir, SMALL.format(a=a, b=b))
     results = disk_dir / "r"
-    child = subprocess.Popen([sys.executable, "-m", "pgrig", "run", str(file), "--results",
-                              str(results)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    child = subprocess.Popen(
+        [sys.executable, "-m", "pgrig", "run", str(file), "--results", str(results)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     db = results / "results.sqlite"
 
     def measured() -> int:
         if not db.exists():
             return 0
         with sqlite3.connect(db) as conn:
-            return conn.execute("SELECT count(*) FROM runs WHERE kind = 'pgbench_run'").fetchone()[0]
+            return conn.execute("SELECT count(*) FROM runs WHERE kind = 'pgbench_run'").fetchone()[
+                0
+            ]
 
     deadline = time.monotonic() + 180
     while measured() < 3 and time.monotonic() < deadline:

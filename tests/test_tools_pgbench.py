@@ -662,3 +662,13 @@ def test_run_bench_server_killed(tmp_path: Path) -> None:
     assert "aborted" in str(caught.value)
     assert caught.value.hint is not None and "server log" in caught.value.hint
     assert list(tmp_path.iterdir()) == []
+
+
+def test_open_loop_run_reports_lag_late_and_skipped() -> None:
+    """pgbench -R 500 -L 1 --latency-limit: captured on this machine."""
+    run = run_fixture("run_rate_limit")
+    assert (run.lag_avg_ms, run.lag_max_ms) == (0.106, 4.032)
+    assert run.skipped == 2
+    assert (run.late, run.latency_limit_ms) == (9, 1.0)
+    closed = run_fixture("run_select_only")
+    assert closed.lag_avg_ms is None and closed.skipped is None and closed.late is None

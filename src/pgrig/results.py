@@ -270,6 +270,13 @@ class PgbenchRun:
     statements: tuple[StatementLatency, ...] = ()
     progress: tuple[ProgressPoint, ...] = ()
     latency: LatencySummary | None = None
+    # Open-loop runs (pgbench -R, -L): how far behind schedule the clients ran,
+    # and what was skipped or late against the latency limit.
+    lag_avg_ms: float | None = None
+    lag_max_ms: float | None = None
+    skipped: int | None = None
+    late: int | None = None
+    latency_limit_ms: float | None = None
 
     @property
     def qps(self) -> float:

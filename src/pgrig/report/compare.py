@@ -107,6 +107,23 @@ def _mean_cell(values: list[float], unit: str, failed: int) -> str:
     return text + (f", {failed} failed" if failed else "")
 
 
+def _lag_cell(runs: list[PgbenchRun]) -> str:
+    """Open loop (pgbench -R): how far behind schedule, and what was late or skipped."""
+    if not runs:
+        return ""
+    lag = statistics.fmean(r.lag_avg_ms or 0.0 for r in runs)
+    worst = max(r.lag_max_ms or 0.0 for r in runs)
+    text = f"avg {fmt.ms(lag)} ms (max {fmt.ms(worst)})"
+    late = sum(r.late or 0 for r in runs)
+    limit = runs[0].latency_limit_ms
+    if limit is not None:
+        text += f", {late:,} late > {limit:g} ms"
+    skipped = sum(r.skipped or 0 for r in runs)
+    if skipped or limit is not None:
+        text += f", {skipped:,} skipped"
+    return text
+
+
 def _delta(base: list[float], other: list[float]) -> str:
     if not base or not other:
         return ""
@@ -213,6 +230,15 @@ def comparison_table(records: Sequence[RunRecord], targets: list[str], baseline:
             kind = FAILED if any(failed.values()) and not any(data.values()) else ""
             first = metric == metrics[0][0]
             rows.append(Row(tuple(cells), kind or (HEADLINE if first else "")))
+        open_loop = {
+            t: [run for _, run in pairs if run is not None and run.lag_avg_ms is not None]
+            for t, pairs in per_target.items()
+        }
+        if any(open_loop.values()):
+            cells = [f"{key.label}: schedule lag", _lag_cell(open_loop.get(baseline, []))]
+            for t in others:
+                cells += [_lag_cell(open_loop.get(t, [])), ""]
+            rows.append(Row(tuple(cells)))
     notes = (
         "Each cell: the mean over the repeats (n), with their range (max - min) in % of "
         "the median.",

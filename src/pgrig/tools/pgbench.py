@@ -404,6 +404,10 @@ def run_argv(
     return argv + conn.args()
 
 
+_LAG = re.compile(r"^rate limit schedule lag: avg ([\d.]+) \(max ([\d.]+)\) ms", re.M)
+_LATE = re.compile(
+    r"^number of transactions above the ([\d.]+) ms latency limit: (\d+)/\d+", re.M
+)
 _PROGRESS = re.compile(r"^progress: ([\d.]+) s, ([\d.]+) tps, lat ([\d.]+) ms(.*)$")
 _PROGRESS_STDDEV = re.compile(r"\bstddev ([\d.]+)")
 _PROGRESS_FAILED = re.compile(r"\b(\d+) failed\b")
@@ -551,6 +555,9 @@ def parse_run(stdout: str, stderr: str = "", *, mode: str | None = None) -> Pgbe
         return _number(fields[key], key) if key in fields else None
 
     progress = [p for text in (stderr, stdout) for p in map(parse_progress, text.splitlines()) if p]
+    lag = _LAG.search(stdout)
+    late = _LATE.search(stdout)
+    skipped = fields.get("number of transactions skipped")
     return PgbenchRun(
         mode=mode or _MODE_OF_TYPE.get(transaction_type, "custom"),
         transaction_type=transaction_type,
@@ -568,6 +575,11 @@ def parse_run(stdout: str, stderr: str = "", *, mode: str | None = None) -> Pgbe
         statements_per_txn=_statements_per_txn(scripts, transaction_type),
         statements=tuple(s for script in scripts for s in script.statements),
         progress=tuple(progress),
+        lag_avg_ms=float(lag.group(1)) if lag else None,
+        lag_max_ms=float(lag.group(2)) if lag else None,
+        skipped=int(skipped.split()[0]) if skipped else None,
+        late=int(late.group(2)) if late else None,
+        latency_limit_ms=float(late.group(1)) if late else None,
     )
 
 
