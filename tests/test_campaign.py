@@ -262,3 +262,55 @@ def test_killed_campaign_resumes_and_records_each_run_once(disk_dir: Path) -> No
     report = next(results.glob("*.md")).read_text()
     assert "disk-a" in report and "disk-b" in report
     assert not list(a.glob("pgrig-*")) and not list(b.glob("pgrig-*"))
+
+
+def test_steady_detection() -> None:
+    from pgrig.results import ProgressPoint
+    from pgrig.workloads.common import steady
+
+    ramp = [ProgressPoint(float(i), tps, 1.0) for i, tps in enumerate([10, 50, 90, 100, 101])]
+    assert not steady(ramp)
+    flat = ramp + [ProgressPoint(float(i), 100.0 + i % 2, 1.0) for i in range(5, 10)]
+    assert steady(flat)
+
+
+def test_auto_warmup_restore_and_repeat_until_ci(disk_dir: Path) -> None:
+    a, _ = two_dirs(disk_dir)
+    text = f"""\
+[campaign]
+name = "until-ci"
+repeat = {{ until_ci_pct = 1000, min = 2, max = 4 }}
+warmup = "auto"
+warmup_max = 3
+reset = "restore"
+
+[[target]]
+name = "only"
+directory = "{a}"
+profile = "stock"
+[target.set]
+fsync = false
+
+[probes]
+timing = false
+fsync = false
+fio = false
+
+[[workload]]
+scales = [1]
+modes = ["read-write"]
+clients = [1]
+duration = 2
+count = false
+"""
+    results = disk_dir / "r"
+    done = pgrig("run", write(disk_dir, text), "--results", results)
+    assert done.returncode == 0, done.stderr
+    with Store.open(results / "results.sqlite") as store:
+        runs = [r for r in store.runs("until-ci") if r.kind == "pgbench_run"]
+    # a 95% CI within 1000% is met as soon as there are 2 runs: min wins
+    assert [r.params["repeat"] for r in runs] == [1, 2]
+    assert all(r.status == "ok" for r in runs), [r.reason for r in runs]
+    assert runs[0].params["warmup"] == "auto" and runs[0].params["reset"] == "restore"
+    for r in runs:
+        assert r.result is not None and r.result["transactions"] > 0

@@ -121,6 +121,7 @@ class RunPolicy:
     until_ci_pct: float | None = None
     max_repeat: int = 10
     warmup: int | str = 0  # seconds, or "auto": until per-second tps is steady
+    warmup_max_s: int = 120  # "auto" gives up after this long
     checkpoint: bool = True
     reset: str = "reuse"  # reuse | restore
     interleave: bool = True
@@ -603,12 +604,15 @@ def _policy(r: _Reader) -> tuple[str, str | None, RunPolicy]:
         until_ci_pct=until,
         max_repeat=max_repeat,
         warmup=warmup,
+        warmup_max_s=r.ints("warmup_max", (120,))[0],
         checkpoint=r.get("checkpoint", bool, True),
         reset=r.choice("reset", ("reuse", "restore"), "reuse"),
         interleave=r.get("interleave", bool, True),
     )
     baseline = r.get("baseline", str)
-    r.finish(("name", "baseline", "repeat", "warmup", "checkpoint", "reset", "interleave"))
+    r.finish(
+        ("name", "baseline", "repeat", "warmup", "warmup_max", "checkpoint", "reset", "interleave")
+    )
     return name, baseline, policy
 
 

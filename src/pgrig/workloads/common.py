@@ -20,10 +20,10 @@ from pgrig.ui import Step as ProgressLine
 DATABASE = "pgrig"
 PRISTINE = "pgrig_pristine"
 # Auto warm-up: steady once the last STEADY_WINDOW per-second tps values vary by
-# less than STEADY_CV (coefficient of variation); give up after AUTO_WARMUP_MAX_S.
+# less than STEADY_CV (coefficient of variation); give up after the policy's
+# warmup_max_s (a noisy machine may never look steady).
 STEADY_WINDOW = 5
 STEADY_CV = 0.03
-AUTO_WARMUP_MAX_S = 120
 
 
 def conn(ctx: Context) -> Conn:
@@ -116,7 +116,7 @@ def prepare_run(
                 pgbench.run_bench(
                     ctx.bins.bin_dir,
                     conn(ctx),
-                    replace(quiet, duration_s=AUTO_WARMUP_MAX_S),
+                    replace(quiet, duration_s=policy.warmup_max_s),
                     ctx.scratch,
                     on_progress=on_progress,
                 )
