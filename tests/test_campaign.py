@@ -314,3 +314,43 @@ count = false
     assert runs[0].params["warmup"] == "auto" and runs[0].params["reset"] == "restore"
     for r in runs:
         assert r.result is not None and r.result["transactions"] > 0
+
+
+def test_durability_as_a_campaign_workload(disk_dir: Path) -> None:
+    a, _ = two_dirs(disk_dir)
+    text = f"""\
+[campaign]
+name = "crash"
+
+[[target]]
+name = "only"
+directory = "{a}"
+profile = "stock"
+[target.set]
+synchronous_commit = "on"
+[target.initdb]
+data_checksums = true
+
+[probes]
+timing = false
+fsync = false
+fio = false
+
+[[workload]]
+type = "durability"
+method = "kill-postmaster"
+crashes = 1
+clients = 2
+interval = 1
+"""
+    results = disk_dir / "r"
+    done = pgrig("run", write(disk_dir, text), "--results", results)
+    assert done.returncode == 0, done.stderr
+    with Store.open(results / "results.sqlite") as store:
+        (rec,) = [r for r in store.runs("crash") if r.kind == "durability"]
+    assert rec.status == "ok", rec.reason
+    assert rec.result is not None
+    assert rec.result["acknowledged"] > 0 and rec.result["lost"] == 0
+    assert len(rec.result["crashes"]) == 1 and not rec.result["failures"]
+    report = next(results.glob("*.md")).read_text()
+    assert "urability" in report

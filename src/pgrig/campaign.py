@@ -111,7 +111,21 @@ class CustomSpec:
     kind = "custom"
 
 
-WorkloadSpec = TpcbSpec | CustomSpec
+@dataclass(frozen=True)
+class DurabilitySpec:
+    """Crash the server under load and prove no acknowledged commit was lost
+    (see docs/durability.md); on each target pgrig created."""
+
+    name: str = "durability"
+    method: str = "immediate"  # immediate | kill-postmaster | kill-backend
+    crashes: int = 3
+    clients: int = 4
+    interval_s: float = 5.0
+
+    kind = "durability"
+
+
+WorkloadSpec = TpcbSpec | CustomSpec | DurabilitySpec
 
 
 @dataclass(frozen=True)
@@ -566,6 +580,22 @@ def _custom(r: _Reader) -> CustomSpec:
     return spec
 
 
+def _durability(r: _Reader) -> DurabilitySpec:
+    from pgrig.durability.model import METHODS
+
+    spec = DurabilitySpec(
+        name=r.get("name", str, "durability"),
+        method=r.choice("method", tuple(METHODS), "immediate"),
+        crashes=r.ints("crashes", (3,), minimum=1)[0],
+        clients=r.ints("clients", (4,))[0],
+        interval_s=r.get("interval", float, 5.0),
+    )
+    if spec.interval_s < 0.1:
+        raise r.error("interval", f"{spec.interval_s}: at least 0.1 seconds of load per crash")
+    r.finish(("type", "name", "method", "crashes", "clients", "interval"))
+    return spec
+
+
 def _policy(r: _Reader) -> tuple[str, str | None, RunPolicy]:
     name = r.get("name", str)
     if not name or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.\-]*", name):
@@ -662,8 +692,15 @@ def parse(text: str, *, source: str, base: Path) -> Campaign:
     workloads: list[WorkloadSpec] = []
     for i, item in enumerate(top.get("workload", list, [])):
         r = _Reader(item, ("workload", i), ctx)
-        kind = r.choice("type", ("tpcb", "custom"), "tpcb")
-        workloads.append(_tpcb(r) if kind == "tpcb" else _custom(r))
+        kind = r.choice("type", ("tpcb", "custom", "durability"), "tpcb")
+        workload: WorkloadSpec
+        if kind == "tpcb":
+            workload = _tpcb(r)
+        elif kind == "custom":
+            workload = _custom(r)
+        else:
+            workload = _durability(r)
+        workloads.append(workload)
     names = [w.name for w in workloads]
     dupes = {n for n in names if names.count(n) > 1}
     if dupes:

@@ -15,6 +15,7 @@ from pathlib import Path
 from pgrig.campaign import (
     Campaign,
     CustomSpec,
+    DurabilitySpec,
     InitdbSpec,
     ProbeSpec,
     RunPolicy,
@@ -139,6 +140,16 @@ def expand(campaign: Campaign) -> Expansion:
                                     duration + warm + 2 + (0.2 * scale if copies > 1 else 0),
                                 )
                             )
+        elif isinstance(wl, DurabilitySpec):
+            for t in names:
+                runs.append(
+                    PlannedRun(
+                        t,
+                        f"{t}/{wl.name}",
+                        f"durability, {wl.crashes} crashes",
+                        wl.crashes * (wl.interval_s + 5) + 10,
+                    )
+                )
         elif isinstance(wl, CustomSpec):
             for t in names:
                 runs.append(PlannedRun(t, f"{custom.prefix(t, wl)}/setup", f"{wl.name} setup", 10))

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from pgrig import __version__, environment, probe, stats
-from pgrig.campaign import Campaign, CustomSpec, TargetSpec, TpcbSpec
+from pgrig.campaign import Campaign, CustomSpec, DurabilitySpec, TargetSpec, TpcbSpec
 from pgrig.cluster import binaries, profiles, workdir
 from pgrig.cluster.server import SUPERUSER, Cluster, InitdbOptions, server_os_user
 from pgrig.conninfo import Conn
@@ -242,6 +242,8 @@ class CampaignRunner:
                         if isinstance(wl, TpcbSpec):
                             for scale in wl.scales:
                                 self._tpcb(wl, scale)
+                        elif isinstance(wl, DurabilitySpec):
+                            self._durability(wl)
                         else:
                             self._custom(wl)
             status = "finished"
@@ -456,6 +458,46 @@ class CampaignRunner:
                 return custom.bench_step(t.name, wl, point, rep, pol, t.observed)
 
             self._repeat(live, make)
+
+    def _durability(self, wl: DurabilitySpec) -> None:
+        """Crash each target's own cluster under load (existing servers: skipped -
+        pgrig only crashes servers it can restart)."""
+        from pgrig.durability import crasher, driver
+
+        plan = driver.DurabilityPlan(
+            method=wl.method, crashes=wl.crashes, clients=wl.clients, interval_s=wl.interval_s
+        )
+        for t in self.targets:
+
+            def action(ctx: Context, line: Any, t: TargetRun = t) -> tuple[Any, str]:
+                if t.cluster is None or ctx.conn is None:
+                    raise Skip("an existing server: run `pgrig durability --dsn ... --yes`")
+                result = driver.run(
+                    plan,
+                    crasher.Server(conn=ctx.conn, cluster=t.cluster),
+                    ctx.bins,
+                    logfile=t.cluster.logfile,
+                    progress=lambda text: line.update(detail=text),
+                )
+                t.ctx.server_pid = t.cluster.postmaster_pid()
+                return result, ""
+
+            self._execute(
+                Step(
+                    key=f"{t.name}/{wl.name}",
+                    kind="durability",
+                    label=f"{t.name}: durability, {wl.crashes} x {wl.method}",
+                    params={
+                        "workload": wl.name,
+                        "method": wl.method,
+                        "crashes": wl.crashes,
+                        "clients": wl.clients,
+                        "interval_s": wl.interval_s,
+                    },
+                    action=action,
+                ),
+                t,
+            )
 
     def _repeat(self, live: list[TargetRun], make: Callable[[TargetRun, int], Step]) -> None:
         """Run one point on every target, ``repeat`` times or until the confidence
