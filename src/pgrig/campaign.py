@@ -139,6 +139,7 @@ class RunPolicy:
     checkpoint: bool = True
     reset: str = "reuse"  # reuse | restore
     interleave: bool = True
+    monitor: bool = True  # sample host and server during every measured run
 
 
 @dataclass(frozen=True)
@@ -638,10 +639,21 @@ def _policy(r: _Reader) -> tuple[str, str | None, RunPolicy]:
         checkpoint=r.get("checkpoint", bool, True),
         reset=r.choice("reset", ("reuse", "restore"), "reuse"),
         interleave=r.get("interleave", bool, True),
+        monitor=r.get("monitor", bool, True),
     )
     baseline = r.get("baseline", str)
     r.finish(
-        ("name", "baseline", "repeat", "warmup", "warmup_max", "checkpoint", "reset", "interleave")
+        (
+            "name",
+            "baseline",
+            "repeat",
+            "warmup",
+            "warmup_max",
+            "checkpoint",
+            "reset",
+            "interleave",
+            "monitor",
+        )
     )
     return name, baseline, policy
 

@@ -215,6 +215,9 @@ def _results_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 )
 @click.option("--encoding", default="UTF8", show_default=True)
 @click.option("--locale", default="C", show_default=True)
+@click.option(
+    "--no-monitor", is_flag=True, help="Do not sample host and server during measured runs."
+)
 @click.option("-q", "--quiet", is_flag=True, help="No progress output.")
 @_results_options
 def run(campaign_file: Path | None, **opts: Any) -> None:
@@ -335,7 +338,7 @@ def _quick_campaign(opts: dict[str, Any]) -> Campaign:
         index_tablespace=_abs_or_name(opts["index_tablespace"]),
         probes=probes,
         workload=workload,
-        policy=RunPolicy(repeat=opts["repeat"]),
+        policy=RunPolicy(repeat=opts["repeat"], monitor=not opts["no_monitor"]),
     )
 
 

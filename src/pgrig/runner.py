@@ -62,6 +62,7 @@ class TargetRun:
     env: Environment | None = None
     # tablespace names for pgbench -i: given names, or those made from directories
     tablespaces: dict[str, str | None] = field(default_factory=dict)
+    limits: Any = None  # monitor.Limits from this target's probes; False: none measured
 
     @property
     def name(self) -> str:
@@ -527,7 +528,10 @@ class CampaignRunner:
         tps = [
             r.result["tps"]
             for r in self.store.runs(self.study.id)
-            if r.key.rsplit("/r", 1)[0] == stem and r.status == "ok" and r.result
+            if r.kind == "pgbench_run"
+            and r.key.rsplit("/r", 1)[0] == stem
+            and r.status == "ok"
+            and r.result
         ]
         if len(tps) < 2:
             return False
@@ -557,9 +561,22 @@ class CampaignRunner:
         started = now()
         t0 = time.monotonic()
         status, reason, result, raw = "ok", None, None, ""
+        watched: Any = None
         try:
             with self.ui.step(step.label, total=step.total) as line:
-                value, raw = step.action(t.ctx, line)
+                if step.prepare is not None:
+                    step.prepare(t.ctx, line)
+                started = now()
+                if step.monitored and self.campaign.policy.monitor and t.ctx.conn is not None:
+                    from pgrig import monitor
+
+                    with monitor.Watch(t.ctx, limits=self._limits(t)) as watch:
+                        try:
+                            value, raw = step.action(t.ctx, line)
+                        finally:
+                            watched = watch
+                else:
+                    value, raw = step.action(t.ctx, line)
             result = to_dict(value)
         except Skip as exc:
             status, reason = "skipped", exc.reason
@@ -584,7 +601,46 @@ class CampaignRunner:
         else:
             self.failures += 1
             self.ui.fail(f"{step.label} failed: {reason}")
+        if record and watched is not None:
+            self._record_monitor(step, t, started, watched, value if status == "ok" else None)
         return status == "ok"
+
+    def _limits(self, t: TargetRun) -> Any:
+        """The target's own probe results: what the run is compared with."""
+        from pgrig import monitor
+        from pgrig.results import typed_result
+
+        if t.limits is None:
+            assert self.study is not None
+            probes = [
+                typed_result(r)
+                for r in self.store.runs(self.study.id)
+                if r.target == t.name and r.kind in ("fio", "pg_test_fsync")
+            ]
+            t.limits = monitor.limits_from(p for p in probes if p is not None) or False
+        return t.limits or None
+
+    def _record_monitor(
+        self, step: Step, t: TargetRun, started: str, watch: Any, value: Any
+    ) -> None:
+        """What the host and the server did during the run, and the verdict - a
+        record of its own, so a failing sampler never costs the run itself."""
+        mon = Step(
+            key=f"{step.key}/monitor",
+            kind="monitor",
+            label=f"{step.label}: monitor",
+            params={**step.params, "run": step.key},
+            action=step.action,
+        )
+        try:
+            observed = watch.result(value)
+        except Exception as exc:  # the run is recorded; say why the evidence is missing
+            self._record(mon, t, started, "failed", f"{type(exc).__name__}: {exc}", None, "")
+            return
+        self._record(mon, t, started, "ok", None, to_dict(observed), "")
+        verdict = getattr(observed, "verdict", None)
+        if verdict is not None:
+            self.ui.info(f"  [dim]bottleneck: {getattr(verdict, 'summary', verdict)}[/dim]")
 
     def _record(
         self,

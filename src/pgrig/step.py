@@ -51,3 +51,6 @@ class Step:
     total: float | None = None  # progress total (e.g. seconds) when known up front
     tools: tuple[str, ...] = ()  # names whose versions are recorded with the result
     monitored: bool = False  # a measured run: host and server are sampled while it runs
+    # Runs before the measured part and outside the monitor's window (reset,
+    # warm-up, CHECKPOINT), on the same progress line.
+    prepare: Callable[[Context, ProgressLine], None] | None = None

@@ -14,7 +14,7 @@ from pgrig.step import Context, Step
 from pgrig.tools import pgbench
 from pgrig.ui import Step as ProgressLine
 from pgrig.workloads.common import conn
-from pgrig.workloads.tpcb import bench_action, threads_for
+from pgrig.workloads.tpcb import bench_action, prepare_action, threads_for
 
 FIRST_GUESS_TPS = 10_000.0
 SETUP_TIMEOUT_S = 3600.0
@@ -117,7 +117,8 @@ def bench_step(
             "warmup": policy.warmup,
             "reset": policy.reset,
         },
-        action=bench_action(opts, policy, observed, FIRST_GUESS_TPS),
+        action=bench_action(opts, observed, FIRST_GUESS_TPS),
+        prepare=prepare_action(opts, policy),
         total=duration,
         tools=("pgbench",),
         monitored=True,

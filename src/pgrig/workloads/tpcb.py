@@ -105,13 +105,19 @@ def _count(method: str) -> Any:
     return action
 
 
-def bench_action(
-    opts: pgbench.RunOptions, policy: RunPolicy, observed: dict[str, float], first_guess: float
-) -> Any:
-    """A measured pgbench run (TPC-B or custom), prepared as the policy says."""
+def prepare_action(opts: pgbench.RunOptions, policy: RunPolicy) -> Any:
+    """Reset / warm-up / CHECKPOINT before a measured run, as the policy says."""
+
+    def prepare(ctx: Context, line: ProgressLine) -> None:
+        prepare_run(ctx, opts, policy, line)
+
+    return prepare
+
+
+def bench_action(opts: pgbench.RunOptions, observed: dict[str, float], first_guess: float) -> Any:
+    """A measured pgbench run (TPC-B or custom), with a sampled transaction log."""
 
     def action(ctx: Context, line: ProgressLine) -> tuple[Any, str]:
-        prepare_run(ctx, opts, policy, line)
         run_opts = replace(
             opts,
             transaction_log=True,
@@ -221,7 +227,8 @@ def bench_step(
             "warmup": policy.warmup,
             "reset": policy.reset,
         },
-        action=bench_action(opts, policy, observed, FIRST_GUESS_TPS[mode]),
+        action=bench_action(opts, observed, FIRST_GUESS_TPS[mode]),
+        prepare=prepare_action(opts, policy),
         total=duration,
         tools=("pgbench",),
         monitored=True,

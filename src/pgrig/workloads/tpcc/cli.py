@@ -5,6 +5,7 @@ in the results store, with a report."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -43,8 +44,6 @@ def tpcc() -> None:
 @click.option("-q", "--quiet", is_flag=True)
 def load_cmd(warehouses: int, jobs: int, yes: bool, dsn: str | None, fmt: str, quiet: bool) -> None:
     """Create the tpcc schema and populate it inside the server."""
-    import os
-
     ui = Ui(quiet=quiet)
     conn = Conn.from_user(dsn)
     result = loader.load(

@@ -20,7 +20,6 @@ number is the New-Orders pgbench completed minus the orders they created.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import os
 import random
@@ -421,7 +420,3 @@ def build_result(
         sampling_rate=sampling_rate,
         pgbench_version=pgbench_version,
     )
-
-
-def replace_mode(opts: RunOptions, mode: str) -> RunOptions:
-    return dataclasses.replace(opts, mode=mode)

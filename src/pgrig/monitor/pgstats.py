@@ -1,0 +1,208 @@
+"""PostgreSQL's side of a sample: wait events of the client backends and the
+cumulative statistics, read in one statement per second.
+
+The statement is built once per server from the views and columns it has:
+``pg_stat_wal`` exists from 14, ``pg_stat_io`` from 16, and 17 moved the
+checkpointer's counters from ``pg_stat_bgwriter`` to ``pg_stat_checkpointer``
+(18 moved WAL writes and syncs into ``pg_stat_io``). A view that is missing is
+simply not sampled; ``notes`` says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import psycopg
+
+from pgrig.monitor.model import PgSample
+
+MIB = 1024 * 1024
+
+# One row of wait-event counts over the client backends of the benchmark's
+# database: "CPU" when active with no wait event (running or runnable).
+WAITS_SQL = """
+(SELECT json_object_agg(k, n) FROM (
+   SELECT CASE WHEN wait_event IS NOT NULL THEN wait_event_type || ':' || wait_event
+               WHEN state = 'active' THEN 'CPU'
+               ELSE coalesce(state, 'unknown') END AS k,
+          count(*) AS n
+   FROM pg_stat_activity
+   WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()
+     AND datname = current_database()
+   GROUP BY 1) w)
+"""
+CHECKPOINTER_SQL = (
+    "(SELECT coalesce(wait_event, 'CPU') FROM pg_stat_activity WHERE backend_type = 'checkpointer')"
+)
+DATABASE_SQL = """
+(SELECT json_build_object('commits', xact_commit, 'rollbacks', xact_rollback,
+        'blks_hit', blks_hit, 'blks_read', blks_read, 'temp_bytes', temp_bytes,
+        'deadlocks', deadlocks)
+ FROM pg_stat_database WHERE datname = current_database())
+"""
+IO_SQL = """
+(SELECT json_object_agg(backend_type || ':' || op, n) FROM (
+   SELECT backend_type, op, sum(n) AS n FROM pg_stat_io,
+     LATERAL (VALUES ('reads', reads), ('writes', writes), ('extends', extends),
+                     ('fsyncs', fsyncs), ('hits', hits)) v(op, n)
+   WHERE n IS NOT NULL GROUP BY 1, 2) i)
+"""
+
+
+def _columns(conn: psycopg.Connection, view: str) -> set[str]:
+    rows = conn.execute(
+        "SELECT attname FROM pg_attribute WHERE attrelid = to_regclass(%s) AND attnum > 0",
+        (view,),
+    ).fetchall()
+    return {r[0] for r in rows}
+
+
+def _json_of(view: str, wanted: Mapping[str, str], have: set[str]) -> str | None:
+    """``json_build_object`` of the columns ``view`` has, renamed to our names."""
+    pairs = [f"'{ours}', {col}" for ours, col in wanted.items() if col in have]
+    if not pairs:
+        return None
+    return f"(SELECT json_build_object({', '.join(pairs)}) FROM {view})"
+
+
+class PgSampler:
+    """Reads one snapshot per call; ``sample`` returns the deltas since the previous one."""
+
+    def __init__(self, conn: psycopg.Connection) -> None:
+        self.conn = conn
+        row = conn.execute("SELECT current_setting('server_version_num')::int").fetchone()
+        self.version_num = int(row[0]) if row else 0
+        self.notes: list[str] = []
+        parts = {"waits": WAITS_SQL, "checkpointer": CHECKPOINTER_SQL, "db": DATABASE_SQL}
+        bgwriter = _columns(conn, "pg_stat_bgwriter")
+        checkpointer = _columns(conn, "pg_stat_checkpointer")
+        if checkpointer:  # 17+
+            ckpt = _json_of(
+                "pg_stat_checkpointer",
+                {
+                    "timed": "num_timed",
+                    "requested": "num_requested",
+                    "done": "num_done",
+                    "buffers_checkpoint": "buffers_written",
+                },
+                checkpointer,
+            )
+        else:
+            ckpt = _json_of(
+                "pg_stat_bgwriter",
+                {
+                    "timed": "checkpoints_timed",
+                    "requested": "checkpoints_req",
+                    "buffers_checkpoint": "buffers_checkpoint",
+                },
+                bgwriter,
+            )
+        bg = _json_of(
+            "pg_stat_bgwriter",
+            {"buffers_clean": "buffers_clean", "buffers_backend": "buffers_backend"},
+            bgwriter,
+        )
+        for name, sql in (("ckpt", ckpt), ("bgwriter", bg)):
+            if sql:
+                parts[name] = sql
+        wal = _columns(conn, "pg_stat_wal")
+        if wal:
+            wal_sql = _json_of(
+                "pg_stat_wal",
+                {
+                    "bytes": "wal_bytes",
+                    "records": "wal_records",
+                    "fpi": "wal_fpi",
+                    "writes": "wal_write",
+                    "syncs": "wal_sync",
+                },
+                wal,
+            )
+            assert wal_sql is not None
+            parts["wal"] = wal_sql
+        else:
+            self.notes.append("pg_stat_wal is not available before PostgreSQL 14: no WAL rates")
+        self.has_io = bool(_columns(conn, "pg_stat_io"))
+        if self.has_io:
+            parts["io"] = IO_SQL
+            if wal and "wal_sync" not in wal:  # 18: WAL writes and syncs live in pg_stat_io
+                parts["walio"] = (
+                    "(SELECT json_build_object('writes', sum(writes), 'syncs', sum(fsyncs)) "
+                    "FROM pg_stat_io WHERE object = 'wal')"
+                )
+        else:
+            self.notes.append(
+                "pg_stat_io is not available before PostgreSQL 16: I/O by backend type not sampled"
+            )
+        self.names = list(parts)
+        self.sql = "SELECT " + ",\n".join(f"{sql} AS {name}" for name, sql in parts.items())
+        self._prev: dict[str, Any] | None = None
+
+    def snapshot(self) -> dict[str, Any]:
+        row = self.conn.execute(self.sql).fetchone()
+        assert row is not None
+        return dict(zip(self.names, row, strict=True))
+
+    def sample(self, seconds: float) -> PgSample | None:
+        """Deltas since the previous call; None on the first call (nothing to compare)."""
+        snap = self.snapshot()
+        prev, self._prev = self._prev, snap
+        if prev is None:
+            return None
+        return to_sample(prev, snap, seconds)
+
+    def prime(self) -> None:
+        self._prev = self.snapshot()
+
+
+def _delta(prev: Mapping[str, Any] | None, cur: Mapping[str, Any] | None, key: str) -> float:
+    """Counter difference, never negative (a stats reset between the two reads)."""
+    if not prev or not cur or prev.get(key) is None or cur.get(key) is None:
+        return 0.0
+    return max(0.0, float(cur[key]) - float(prev[key]))
+
+
+def to_sample(prev: Mapping[str, Any], cur: Mapping[str, Any], seconds: float) -> PgSample:
+    def rate(group: str, key: str) -> float:
+        return _delta(prev.get(group), cur.get(group), key) / seconds
+
+    def optional_rate(group: str, key: str) -> float | None:
+        if not cur.get(group) or cur[group].get(key) is None:
+            return None
+        return rate(group, key)
+
+    ckpt_cur = cur.get("ckpt") or {}
+    if ckpt_cur.get("done") is not None:
+        checkpoints = _delta(prev.get("ckpt"), ckpt_cur, "done")
+    else:
+        checkpoints = _delta(prev.get("ckpt"), ckpt_cur, "timed") + _delta(
+            prev.get("ckpt"), ckpt_cur, "requested"
+        )
+    wal_group = "walio" if cur.get("walio") else "wal"
+    io: dict[str, float] = {}
+    if cur.get("io"):
+        for key in cur["io"]:
+            io[key] = _delta(prev.get("io"), cur["io"], key) / seconds
+    wal_bytes = optional_rate("wal", "bytes")
+    return PgSample(
+        waits={str(k): int(v) for k, v in (cur.get("waits") or {}).items()},
+        checkpoint_active=cur.get("checkpointer") not in (None, "CheckpointerMain")
+        or bool(_delta(prev.get("ckpt"), ckpt_cur, "buffers_checkpoint")),
+        commits_s=rate("db", "commits"),
+        rollbacks_s=rate("db", "rollbacks"),
+        blks_hit_s=rate("db", "blks_hit"),
+        blks_read_s=rate("db", "blks_read"),
+        temp_mib_s=rate("db", "temp_bytes") / MIB,
+        deadlocks=int(_delta(prev.get("db"), cur.get("db"), "deadlocks")),
+        checkpoints=int(checkpoints),
+        buffers_checkpoint_s=rate("ckpt", "buffers_checkpoint"),
+        buffers_clean_s=rate("bgwriter", "buffers_clean"),
+        buffers_backend_s=optional_rate("bgwriter", "buffers_backend"),
+        wal_mib_s=None if wal_bytes is None else wal_bytes / MIB,
+        wal_records_s=optional_rate("wal", "records"),
+        wal_fpi_s=optional_rate("wal", "fpi"),
+        wal_writes_s=optional_rate(wal_group, "writes"),
+        wal_syncs_s=optional_rate(wal_group, "syncs"),
+        io=io,
+    )

@@ -1,0 +1,376 @@
+"""``Watch``: sample the host and the server once a second while a run goes.
+
+A background thread with its own connection to the server. Sampling must never
+break or slow the benchmark: every failure inside the thread becomes a note in
+the result, and a sample costs a few milliseconds of one CPU (the /proc walk
+and one SQL statement; see bench/monitor_overhead.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+from dataclasses import dataclass, field, replace
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+import psycopg
+from psycopg.conninfo import make_conninfo
+
+from pgrig import environment
+from pgrig.conninfo import Conn
+from pgrig.errors import PgrigError, UsageError
+from pgrig.monitor import procfs, verdict
+from pgrig.monitor.model import (
+    Checkpoint,
+    CpuSample,
+    Limits,
+    MonitorResult,
+    PgSample,
+    Sample,
+)
+from pgrig.monitor.pgstats import PgSampler
+
+if TYPE_CHECKING:
+    from pgrig.results import PgbenchRun
+    from pgrig.step import Context
+
+APPLICATION_NAME = "pgrig-monitor"
+LOAD_GENERATORS = ("pgbench",)
+
+
+def _boottime() -> float:
+    return time.clock_gettime(time.CLOCK_BOOTTIME)
+
+
+@dataclass
+class _Raw:
+    """One sample before alignment: host + server numbers and how many pgbench
+    processes were alive at its end."""
+
+    wall: float
+    interval_s: float
+    cpu: CpuSample
+    devices: tuple
+    memory: object
+    net: tuple[float, float]
+    pg: PgSample | None
+    clients_alive: int
+
+
+@dataclass
+class _ProcState:
+    # (pid, starttime) -> (ns running, ns queued) at the previous sample: a
+    # reused PID is a new process.
+    ticks: dict[tuple[int, int], tuple[int, int]] = field(default_factory=dict)
+    threads: dict[int, tuple[int, int]] = field(default_factory=dict)
+
+
+@dataclass
+class _ProcCpu:
+    alive: int
+    server_run: float | None = None  # ns
+    server_wait: float | None = None
+    client_run: float = 0.0
+    thread_core: float | None = None
+    thread_demand: float | None = None
+
+
+class Watch:
+    """Context manager: samples from ``__enter__`` to ``__exit__``; then ``result(run)``."""
+
+    def __init__(
+        self,
+        ctx: Context,
+        interval: float = 1.0,
+        limits: Limits | None = None,
+        devices: tuple[str, ...] | None = None,
+    ) -> None:
+        if not 0.1 <= interval <= 60:
+            raise UsageError(
+                f"monitor interval must be between 0.1 and 60 seconds, not {interval:g}",
+                hint="sample once a second (interval=1.0) unless a run is very long",
+            )
+        self.ctx = ctx
+        self.interval = interval
+        self.limits = limits
+        self.devices = devices
+        self.notes: list[str] = []
+        self._raw: list[_Raw] = []
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._conn: psycopg.Connection | None = None
+        self._pg: PgSampler | None = None
+        self._client_start: float | None = None  # wall clock of the first pgbench start
+        self._started_at = 0.0
+        self._procs = {"server": _ProcState(), "client": _ProcState()}
+
+    # -- lifecycle ---------------------------------------------------------
+
+    def __enter__(self) -> Watch:
+        self._started_at = time.time()
+        if self.devices is None:
+            self.devices = self._find_devices()
+        self._open_server()
+        self._prev_stat = procfs.parse_stat(procfs.read_text("/proc/stat") or "")
+        self._prev_disks = procfs.parse_diskstats(procfs.read_text("/proc/diskstats") or "")
+        self._prev_net = procfs.parse_net_dev(procfs.read_text("/proc/net/dev") or "")
+        self._prev_t = time.monotonic()
+        self._process_cpu(self.interval)
+        self._thread = threading.Thread(target=self._loop, name="pgrig-monitor", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        if self._conn is not None:
+            with contextlib.suppress(Exception):
+                self._conn.close()
+
+    def _find_devices(self) -> tuple[str, ...]:
+        fs = environment.describe_filesystem(self.ctx.target)
+        if fs is None or fs.block_device is None:
+            where = f"{fs.fstype} on {fs.device}" if fs else "unknown"
+            self.notes.append(
+                f"no block device behind {self.ctx.target} ({where}): device I/O not sampled"
+            )
+            return ()
+        return tuple(procfs.slaves(fs.block_device))
+
+    def _open_server(self) -> None:
+        if self.ctx.conn is None:
+            self.notes.append("no server connection: wait events and statistics not sampled")
+            return
+        conn = Conn(make_conninfo(self.ctx.conn.dsn, application_name=APPLICATION_NAME))
+        try:
+            self._conn = conn.connect()
+            # A stuck catalog must stall the sampler, never the benchmark behind it.
+            self._conn.execute("SET statement_timeout = '2s'")
+            self._pg = PgSampler(self._conn)
+            self._pg.prime()
+            self.notes.extend(self._pg.notes)
+        except (PgrigError, psycopg.Error) as exc:
+            self.notes.append(f"server statistics not sampled: {str(exc).strip()}")
+            self._pg = None
+        if self.ctx.server_pid is None:
+            self.notes.append(
+                "the server does not run on this machine (or its PID is unknown): "
+                "its CPU share is not sampled"
+            )
+
+    # -- sampling ----------------------------------------------------------
+
+    def _loop(self) -> None:
+        deadline = time.monotonic() + self.interval
+        while not self._stop.wait(max(0.0, deadline - time.monotonic())):
+            try:
+                self._sample()
+            except Exception as exc:  # noqa: BLE001 - monitoring must not end the run
+                self.notes.append(f"a sample failed: {type(exc).__name__}: {exc}")
+            deadline += self.interval
+            now = time.monotonic()
+            if deadline < now:  # the machine stalled us: skip, do not burst
+                deadline = now + self.interval
+
+    def _sample(self) -> None:
+        stat_text = procfs.read_text("/proc/stat") or ""
+        disk_text = procfs.read_text("/proc/diskstats") or ""
+        mem_text = procfs.read_text("/proc/meminfo") or ""
+        net_text = procfs.read_text("/proc/net/dev") or ""
+        now = time.monotonic()
+        wall = time.time()
+        seconds = max(now - self._prev_t, 1e-3)
+        pc = self._process_cpu(seconds)
+        stat = procfs.parse_stat(stat_text)
+        machine_ns = seconds * 1e9 * stat.ncpu
+        cpu = replace(
+            procfs.cpu_rates(self._prev_stat, stat, seconds),
+            server=None if pc.server_run is None else 100.0 * pc.server_run / machine_ns,
+            client=100.0 * pc.client_run / machine_ns,
+            server_runq_pct=_share(pc.server_wait, pc.server_run),
+            client_thread_core_pct=pc.thread_core,
+            client_thread_demand_pct=pc.thread_demand,
+        )
+        disks = procfs.parse_diskstats(disk_text)
+        devices = tuple(
+            procfs.disk_rates(name, self._prev_disks[name], disks[name], seconds)
+            for name in self.devices or ()
+            if name in disks and name in self._prev_disks
+        )
+        net = procfs.parse_net_dev(net_text)
+        pg = self._sample_server(seconds)
+        self._raw.append(
+            _Raw(
+                wall=wall,
+                interval_s=seconds,
+                cpu=cpu,
+                devices=devices,
+                memory=procfs.memory_sample(procfs.parse_meminfo(mem_text)),
+                net=procfs.net_rates(self._prev_net, net, seconds),
+                pg=pg,
+                clients_alive=pc.alive,
+            )
+        )
+        self._prev_stat, self._prev_disks, self._prev_net, self._prev_t = stat, disks, net, now
+
+    def _sample_server(self, seconds: float) -> PgSample | None:
+        if self._pg is None:
+            return None
+        try:
+            return self._pg.sample(seconds)
+        except psycopg.Error as exc:
+            self.notes.append(f"server statistics stopped: {str(exc).strip()}")
+            self._pg = None
+            return None
+
+    def _process_cpu(self, seconds: float) -> _ProcCpu:
+        """CPU of the server's and the load generator's processes since the last sample."""
+        postmaster = self.ctx.server_pid
+        procs = procfs.process_tree(postmaster) if postmaster is not None else {}
+        server = set(procs)
+        mine = procfs.process_tree(os.getpid())
+        client = {
+            pid
+            for pid, st in mine.items()
+            if pid not in server and pid != os.getpid() and st.comm in LOAD_GENERATORS
+        }
+        procs.update(mine)
+        for pid in client:
+            started = self._wall_of(procs[pid].starttime)
+            if self._client_start is None or started < self._client_start:
+                self._client_start = started
+        out = _ProcCpu(alive=len(client))
+        if postmaster is not None:
+            out.server_run, out.server_wait = self._sched("server", procs, server)
+        out.client_run, _ = self._sched("client", procs, client)
+        threads: dict[int, tuple[int, int]] = {}
+        for pid in client:
+            threads.update(procfs.thread_schedstats(pid))
+        prev = self._procs["client"].threads
+        wall_ns = seconds * 1e9
+        for tid, (run, wait) in threads.items():
+            run0, wait0 = prev.get(tid, (run, wait))
+            core = 100.0 * (run - run0) / wall_ns
+            demand = 100.0 * (run - run0 + wait - wait0) / wall_ns
+            out.thread_core = max(out.thread_core or 0.0, min(100.0, core))
+            out.thread_demand = max(out.thread_demand or 0.0, min(100.0, demand))
+        self._procs["client"].threads = threads
+        return out
+
+    def _sched(
+        self, which: str, procs: dict[int, procfs.ProcStat], pids: set[int]
+    ) -> tuple[float, float]:
+        """(ns on a CPU, ns queued for one) of ``pids`` since the previous sample."""
+        state = self._procs[which]
+        current: dict[tuple[int, int], tuple[int, int]] = {}
+        for pid in pids:
+            st = procfs.read_schedstat(f"/proc/{pid}/schedstat")
+            if st is None:  # no schedstat in this kernel: clock ticks, no queueing
+                st = (procs[pid].ticks * 1_000_000_000 // procfs.CLK_TCK, 0)
+            current[(pid, procs[pid].starttime)] = st
+        run = wait = 0.0
+        for key, (r, w) in current.items():
+            before = state.ticks.get(key)
+            if before is None:
+                # New since the last look: if it was born after the watch started,
+                # all its time belongs to the watch; if not (first look), none of it.
+                born = self._wall_of(key[1])
+                before = (0, 0) if born >= self._started_at else (r, w)
+            run += max(0, r - before[0])
+            wait += max(0, w - before[1])
+        state.ticks = current
+        return run, wait
+
+    @staticmethod
+    def _wall_of(starttime_ticks: int) -> float:
+        return time.time() - (_boottime() - starttime_ticks / procfs.CLK_TCK)
+
+    # -- the result ----------------------------------------------------------
+
+    def result(self, run: PgbenchRun | None) -> MonitorResult:
+        """The samples aligned on pgbench's time axis, the checkpoints, the verdict."""
+        t0 = self._client_start
+        if t0 is not None and run is not None and run.initial_connection_ms:
+            # pgbench's -P clock starts once its clients are connected.
+            t0 += run.initial_connection_ms / 1000.0
+        origin = t0 if t0 is not None else self._started_at
+        progress = {p.t_s: p.tps for p in run.progress} if run is not None else {}
+        samples = []
+        for raw in self._raw:
+            t_s = raw.wall - origin
+            middle = t_s - raw.interval_s / 2
+            in_run = 0 <= middle <= run.duration_s if run is not None else raw.clients_alive > 0
+            samples.append(
+                Sample(
+                    t_s=round(t_s, 3),
+                    wall=round(raw.wall, 3),
+                    interval_s=round(raw.interval_s, 3),
+                    cpu=raw.cpu,
+                    devices=raw.devices,
+                    memory=raw.memory,  # type: ignore[arg-type]
+                    net_rx_mib_s=raw.net[0],
+                    net_tx_mib_s=raw.net[1],
+                    pg=raw.pg,
+                    tps=_nearest(progress, t_s),
+                    in_run=in_run,
+                )
+            )
+        checkpoints = find_checkpoints(samples)
+        return MonitorResult(
+            interval_s=self.interval,
+            ncpu=self._prev_stat.ncpu,
+            started_at=self._started_at,
+            client_started_at=t0,
+            devices=self.devices or (),
+            samples=tuple(samples),
+            verdict=verdict.decide(samples, checkpoints, self.limits, run),
+            checkpoints=checkpoints,
+            limits=self.limits,
+            server_version_num=self._pg.version_num if self._pg else None,
+            notes=tuple(dict.fromkeys(self.notes)),
+        )
+
+
+def _share(wait: float | None, run: float | None) -> float | None:
+    if wait is None or run is None or wait + run <= 0:
+        return None
+    return 100.0 * wait / (wait + run)
+
+
+def _nearest(progress: dict[float, float], t_s: float, slack: float = 0.6) -> float | None:
+    if not progress:
+        return None
+    best = min(progress, key=lambda p: abs(p - t_s))
+    return progress[best] if abs(best - t_s) <= slack else None
+
+
+def find_checkpoints(samples: list[Sample]) -> tuple[Checkpoint, ...]:
+    """Intervals where the checkpointer was busy, closed by a completed checkpoint
+    (the counter went up) or by the checkpointer going idle."""
+    out: list[Checkpoint] = []
+    start: float | None = None
+    for s in samples:
+        if s.pg is None:
+            continue
+        begin = s.t_s - s.interval_s
+        if s.pg.checkpoint_active and start is None:
+            start = begin
+        if s.pg.checkpoints:
+            first = begin if start is None else start
+            out.append(Checkpoint(start_s=first, end_s=s.t_s, completed=True))
+            start = None
+        elif not s.pg.checkpoint_active and start is not None:
+            out.append(Checkpoint(start_s=start, end_s=s.t_s, completed=False))
+            start = None
+    if start is not None:
+        out.append(Checkpoint(start_s=start, end_s=None, completed=False))
+    return tuple(out)

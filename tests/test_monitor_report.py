@@ -1,0 +1,186 @@
+"""The monitor's report section and the verdict rules that need a shape no real
+run here produces on demand (stalls), on a MonitorResult captured from a real
+storage-read-bound run (tests/data/monitor/result_storage_read.json:
+select-only, 4 clients, 256 kB shared_buffers, page cache evicted)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from pgrig import report
+from pgrig.monitor import verdict
+from pgrig.monitor.model import Checkpoint, MemorySample, MonitorResult, Sample
+from pgrig.report import monitor as monitor_section
+from pgrig.results import PgbenchRun, RunRecord, Study, from_dict, result_type, to_dict
+
+DATA = Path(__file__).parent / "data" / "monitor"
+KEY = "tpcb/run/select-only/c4"
+
+
+def captured() -> tuple[MonitorResult, PgbenchRun]:
+    data = json.loads((DATA / "result_storage_read.json").read_text())
+    return from_dict(MonitorResult, data["monitor"]), from_dict(PgbenchRun, data["run"])
+
+
+def record(key: str, kind: str, result: object | None, status: str = "ok") -> RunRecord:
+    return RunRecord(
+        study="s",
+        key=key,
+        kind=kind,
+        target="/var/tmp",
+        params={"clients": 4},
+        status=status,
+        started_at="2026-11-22T05:00:00+00:00",
+        finished_at="2026-11-22T05:00:10+00:00",
+        result=to_dict(result) if result is not None else None,
+        reason=None if status == "ok" else "pgbench failed (exit code 2)",
+    )
+
+
+STUDY = Study(id="s", name="quick", target="/var/tmp", started_at="x", status="finished")
+
+
+def test_captured_result_round_trips_as_kind_monitor() -> None:
+    mon, _ = captured()
+    assert result_type("monitor") is MonitorResult
+    assert from_dict(MonitorResult, to_dict(mon)) == mon
+    assert mon.verdict.cause == "read"
+    inside = [s for s in mon.samples if s.in_run]
+    assert len(inside) >= 6 and all(s.pg is not None for s in inside)
+
+
+def test_verdict_is_recomputed_the_same_from_the_stored_samples() -> None:
+    mon, run = captured()
+    again = verdict.decide(mon.samples, mon.checkpoints, None, run)
+    assert again == mon.verdict
+
+
+def test_section_has_a_verdict_row_per_run_and_a_failed_row() -> None:
+    mon, run = captured()
+    records = [
+        record(KEY, "pgbench_run", run),
+        record(KEY + "/monitor", "monitor", mon),
+        record("tpcb/run/read-write/c4/monitor", "monitor", None, status="failed"),
+    ]
+    sec = monitor_section.section(STUDY, records)
+    assert sec is not None
+    verdicts = sec.blocks[0]
+    assert isinstance(verdicts, report.model.Table)
+    first, second = verdicts.rows
+    assert first.cells[0] == KEY
+    assert first.cells[1].startswith("storage-read bound: ")
+    assert "IO:DataFileRead" in first.cells[1] and "hit ratio" in first.cells[1]
+    assert second.kind == "failed" and "pgbench failed" in second.cells[1]
+    names = [b.name for b in sec.blocks if isinstance(b, report.model.Figure)]
+    slug = "tpcb_run_select_only_c4"
+    assert names == [f"monitor_{slug}_{k}" for k in ("tps", "waits", "cpu", "device")]
+
+
+def test_section_is_absent_without_monitor_records() -> None:
+    _, run = captured()
+    assert monitor_section.section(STUDY, [record(KEY, "pgbench_run", run)]) is None
+
+
+def test_stacked_waits_end_at_100_percent() -> None:
+    mon, _ = captured()
+    fig = monitor_section.waits_figure("x", "x", list(mon.samples))
+    top = fig.series[-1]
+    assert all(y == pytest.approx(100.0) for y in top.y)
+    assert fig.series[0].label == "IO:DataFileRead"
+
+
+def test_report_files_carry_the_section_and_its_plots(tmp_path: Path) -> None:
+    mon, run = captured()
+    checkpointed = dataclasses.replace(
+        mon, checkpoints=(Checkpoint(start_s=2.0, end_s=3.5, completed=True),)
+    )
+    records = [record(KEY, "pgbench_run", run), record(KEY + "/monitor", "monitor", checkpointed)]
+    md_path, html_path = report.write(STUDY, records, tmp_path)
+    md = md_path.read_text()
+    assert "## Bottlenecks (host and server monitoring)" in md
+    assert "storage-read bound: " in md
+    png = tmp_path / f"{md_path.stem}_files" / "monitor_tpcb_run_select_only_c4_tps.png"
+    assert png.stat().st_size > 1000
+    html = html_path.read_text()
+    assert 'id="fig-monitor_tpcb_run_select_only_c4_waits"' in html
+    assert "checkpoint start / end" in html
+
+
+# --------------------------------------------------------------------------
+# Rules on shapes: stalls, no samples
+
+
+def _with_dips(mon: MonitorResult, dips: set[int], checkpoint: bool) -> list[Sample]:
+    out = []
+    for i, s in enumerate(mon.samples):
+        if i in dips:
+            mem = s.memory or MemorySample(0, 0, 0, 0)
+            s = dataclasses.replace(
+                s,
+                tps=(s.tps or 1000.0) * 0.1,
+                memory=dataclasses.replace(mem, writeback_mib=500.0) if not checkpoint else mem,
+            )
+        out.append(s)
+    return out
+
+
+def test_stalls_aligned_with_a_checkpoint_win() -> None:
+    mon, run = captured()
+    samples = _with_dips(mon, {3, 4}, checkpoint=True)
+    ckpt = (Checkpoint(start_s=samples[2].t_s, end_s=samples[4].t_s, completed=True),)
+    v = verdict.decide(samples, ckpt, None, run)
+    assert v.cause == "stalls", v
+    assert "2 of the dips during a checkpoint" in v.summary
+    assert any(line.startswith("storage-read bound") for line in v.secondary)
+
+
+def test_stalls_aligned_with_writeback_peaks_win() -> None:
+    mon, run = captured()
+    v = verdict.decide(_with_dips(mon, {2, 5}, checkpoint=False), (), None, run)
+    assert v.cause == "stalls", v
+    assert "Writeback up to 500 MiB" in v.summary
+
+
+def test_dips_without_a_cause_are_not_called_stalls() -> None:
+    mon, run = captured()
+    samples = [
+        dataclasses.replace(s, tps=(s.tps or 1000.0) * 0.1) if i in {2, 5} else s
+        for i, s in enumerate(mon.samples)
+    ]
+    assert verdict.decide(samples, (), None, run).cause == "read"
+
+
+def test_too_few_samples_give_no_verdict() -> None:
+    mon, run = captured()
+    v = verdict.decide(mon.samples[:1], (), None, run)
+    assert v.cause == "unknown" and "at least 2 needed" in v.summary
+
+
+def test_limits_compare_reads_and_syncs_with_the_probes() -> None:
+    from pgrig.monitor.model import Limits
+
+    mon, run = captured()
+    v = verdict.decide(mon.samples, (), Limits(randread_iops=20000.0, fdatasync_ops=9456.0), run)
+    reads = next(line for line in v.against_limits if line.startswith("reads:"))
+    assert "of the 20,000 IOPS fio measured" in reads
+    assert any("9,456 fdatasync ops/s" in line for line in v.against_limits)
+
+
+def test_limits_from_the_studys_probes() -> None:
+    from pgrig.monitor import limits_from
+    from pgrig.tools import fio, pg_test_fsync
+
+    data = Path(__file__).parent / "data"
+    fsync = pg_test_fsync.parse((data / "pg_test_fsync_pg15.txt").read_text())
+    randread = fio.parse(
+        (data / "fio_randread.json").read_text(), fio.FioJob(Path("/var/tmp"), "randread")
+    )
+    limits = limits_from([fsync, randread])
+    assert limits is not None
+    assert limits.fdatasync_ops == pytest.approx(9456.187)
+    assert limits.randread_iops == randread.iops and limits.randwrite_iops is None
+    assert limits_from([]) is None

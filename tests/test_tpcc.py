@@ -1,0 +1,310 @@
+"""TPC-C: parsers on real pgbench output, then the real thing on a throwaway
+cluster - load 1 warehouse, cardinalities and all twelve consistency conditions,
+timed runs in both modes (mix within tolerance, conditions still hold), a broken
+row caught by its condition, bad input refused before anything starts."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pgrig.cluster.binaries import PgBinaries
+from pgrig.conninfo import Conn
+from pgrig.errors import UsageError
+from pgrig.report import tpcc as report_tpcc
+from pgrig.results import RunRecord, Study, to_dict
+from pgrig.workloads.tpcc import checks, driver, loader, sqlfiles
+from pgrig.workloads.tpcc.model import TRANSACTIONS, WEIGHTS, TpccRun
+
+DATA = Path(__file__).parent / "data"
+
+
+# --------------------------------------------------------------------------
+# Parsers and scripts: no server
+
+
+def test_parse_scripts_reads_each_script_block() -> None:
+    blocks = driver.parse_scripts((DATA / "tpcc_pgbench_server_stdout.txt").read_text())
+    assert [b["transactions"] for b in blocks] == [8976, 8634, 814, 802, 742]
+    assert blocks[0]["number of failed transactions"] == 0
+    assert blocks[1]["latency average"] > 0
+
+
+def test_parse_totals_reads_retries_and_failures() -> None:
+    totals = driver.parse_totals((DATA / "tpcc_pgbench_client_stdout.txt").read_text())
+    assert totals == {
+        "serialization_failures": 0,
+        "deadlock_failures": 0,
+        "retried": 0,
+        "retries": 0,
+    }
+
+
+def test_parse_logs_groups_latencies_by_script(tmp_path: Path) -> None:
+    log = tmp_path / "txlog.1"
+    log.write_text((DATA / "tpcc_txlog.txt").read_text() + "3 99 failed 1 1795324650 1 0\n")
+    summary = driver.parse_logs([log])
+    assert sorted(summary.latencies_us) == [0, 1, 2, 3]
+    assert len(summary.latencies_us[0]) == 27
+    assert len(summary.latencies_us[1]) == 26  # the failed one is not a latency sample
+    assert summary.latencies_us[0] == sorted(summary.latencies_us[0])
+    bad = tmp_path / "bad.1"
+    bad.write_text("not a log line\n")
+    with pytest.raises(Exception, match="not a pgbench transaction log line"):
+        driver.parse_logs([bad])
+
+
+def test_timeline_counts_new_orders_per_interval() -> None:
+    completed = {0: [100.5, 100.7, 101.2], 1: [100.1, 101.9, 103.5]}
+    points = driver.timeline(completed, started_epoch=100.0, duration_s=2, sampling_rate=0.5)
+    assert [(p.t_s, p.tpmc, p.tpm_total) for p in points] == [
+        (1, 2 * 60 / 0.5, 3 * 60 / 0.5),
+        (2, 1 * 60 / 0.5, 2 * 60 / 0.5),
+    ]
+
+
+def test_run_constant_follows_clause_2_1_6_1() -> None:
+    for c_load in (0, 50, 128, 200, 255):
+        for _ in range(50):
+            delta = abs(driver.run_constant(c_load) - c_load)
+            assert 65 <= delta <= 119 and delta not in (96, 112)
+
+
+def test_client_new_order_script_has_fifteen_lines() -> None:
+    text = sqlfiles.script("client", "new_order")
+    assert "@N" not in text and "--@" not in text
+    assert text.count("INSERT INTO tpcc.order_line") == 15
+    assert "\\set i_15 " in text and "\\if 15 <= :ol_cnt" in text
+    assert sqlfiles.script("client", "delivery").count("DELETE FROM tpcc.new_order") == 10
+
+
+def test_every_condition_has_a_query() -> None:
+    numbers = [n for n, _title, query in checks.conditions() if query.upper().startswith("SELECT")]
+    assert numbers == list(range(1, 13))
+
+
+def test_bad_run_options_are_refused() -> None:
+    for opts, message in (
+        (driver.RunOptions(mode="both"), "--mode"),
+        (driver.RunOptions(connections=0), "--connections 0"),
+        (driver.RunOptions(connections=2, threads=3), "--threads 3"),
+        (driver.RunOptions(isolation="chaos"), "--isolation"),
+        (driver.RunOptions(active=0), "--active 0"),
+    ):
+        with pytest.raises(UsageError, match=message):
+            opts.validate()
+
+
+# --------------------------------------------------------------------------
+# The real thing
+
+
+@pytest.fixture(scope="module")
+def db(cluster) -> Iterator[Conn]:  # type: ignore[no-untyped-def]
+    admin = Conn.socket(str(cluster.socket_dir), cluster.port, "postgres", "postgres")
+    with admin.connect() as c:
+        c.execute("DROP DATABASE IF EXISTS tpcc_test")
+        c.execute("CREATE DATABASE tpcc_test")
+    yield admin.with_dbname("tpcc_test")
+
+
+@pytest.fixture(scope="module")
+def loaded(db: Conn) -> Conn:
+    result = loader.load(db, 1, jobs=2)
+    assert result.warehouses == 1 and result.rows > 590_000
+    assert result.per_warehouse_s.keys() == {"1"}
+    assert result.database_bytes > 90_000_000 and result.mb_per_s > 0
+    return db
+
+
+def _count(conn: Conn, sql: str) -> int:
+    with conn.connect() as c:
+        row = c.execute(sql).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+@pytest.mark.cluster
+def test_load_one_warehouse_cardinalities(loaded: Conn) -> None:
+    expected = {
+        "warehouse": 1,
+        "district": 10,
+        "customer": 30_000,
+        "history": 30_000,
+        "orders": 30_000,
+        "new_order": 9_000,
+        "item": 100_000,
+        "stock": 100_000,
+    }
+    for table, n in expected.items():
+        assert _count(loaded, f"SELECT count(*) FROM tpcc.{table}") == n, table
+    lines = _count(loaded, "SELECT count(*) FROM tpcc.order_line")
+    assert lines == _count(loaded, "SELECT sum(o_ol_cnt) FROM tpcc.orders")
+    assert 5 * 30_000 < lines < 15 * 30_000
+    # 10% ORIGINAL in I_DATA and S_DATA, 10% bad credit, 30% undelivered orders
+    for sql, low, high in (
+        ("SELECT count(*) FROM tpcc.item WHERE i_data LIKE '%ORIGINAL%'", 9_000, 11_000),
+        ("SELECT count(*) FROM tpcc.stock WHERE s_data LIKE '%ORIGINAL%'", 9_000, 11_000),
+        ("SELECT count(*) FROM tpcc.customer WHERE c_credit = 'BC'", 2_600, 3_400),
+        ("SELECT count(*) FROM tpcc.orders WHERE o_carrier_id IS NULL", 9_000, 9_000),
+    ):
+        assert low <= _count(loaded, sql) <= high, sql
+    # the first 1,000 customers of a district carry the 1,000 last names in order
+    assert (
+        _count(loaded, "SELECT count(DISTINCT c_last) FROM tpcc.customer WHERE c_id <= 1000")
+        == 1000
+    )
+    assert (
+        _count(
+            loaded, "SELECT count(*) FROM tpcc.customer WHERE c_id = 1 AND c_last <> 'BARBARBAR'"
+        )
+        == 0
+    )
+    # each district's orders go to a permutation of its customers
+    assert (
+        _count(loaded, "SELECT count(*) FROM (SELECT DISTINCT o_d_id, o_c_id FROM tpcc.orders) x")
+        == 30_000
+    )
+    with loaded.connect() as c:
+        names = {
+            r[0]
+            for r in c.execute(
+                "SELECT indexname FROM pg_indexes WHERE schemaname = 'tpcc'"
+            ).fetchall()
+        }
+    assert "customer_last_name" in names and "order_line_pkey" in names
+
+
+@pytest.mark.cluster
+def test_every_condition_holds_after_the_load(loaded: Conn) -> None:
+    result = checks.check(loaded)
+    assert [c.number for c in result.conditions] == list(range(1, 13))
+    assert result.passed, result.failures
+    assert all(c.skipped is None and c.checked > 0 for c in result.conditions)
+
+
+@pytest.mark.cluster
+@pytest.mark.slow
+def test_runs_keep_the_mix_and_the_database_consistent(
+    loaded: Conn, bins: PgBinaries, tmp_path: Path
+) -> None:
+    tmp_path.chmod(0o755)
+    server, raw = driver.run(
+        bins.bin_dir,
+        loaded,
+        driver.RunOptions(mode="server", connections=2, duration_s=10, warehouses=1),
+        tmp_path,
+    )
+    assert "tps = " in raw
+    total = sum(t.transactions for t in server.types)
+    # pgbench's per-script counts and its total can differ by the few in flight at -T
+    assert server.transactions > 500
+    assert total == pytest.approx(server.transactions, abs=server.connections * 10)
+    for t in server.types:
+        share = 100.0 * t.transactions / total
+        tolerance = 3.0 if t.weight > 10 else 1.5
+        assert abs(share - t.weight) <= tolerance, (t.name, share)
+        assert t.samples == pytest.approx(t.transactions, abs=server.connections * 10)
+        assert t.p50_ms is not None and t.p50_ms <= t.p99_ms  # type: ignore[operator]
+    assert server.tpmc == pytest.approx(server.tps * 60 * server.types[0].transactions / total)
+    assert server.failed == 0 and server.timeline
+    # about 1% of New-Orders roll back; they count as completed
+    assert 0 < server.rollbacks < 0.04 * server.types[0].transactions
+    after = checks.check(loaded)
+    assert after.passed, after.failures
+    assert [c.number for c in after.conditions if c.skipped] == [11]
+
+    client, _ = driver.run(
+        bins.bin_dir,
+        loaded,
+        driver.RunOptions(mode="client", connections=2, duration_s=5, isolation="repeatable read"),
+        tmp_path,
+    )
+    assert client.mode == "client" and client.isolation == "repeatable read"
+    assert all(t.transactions > 0 for t in client.types)
+    assert checks.check(loaded).passed
+    assert list(tmp_path.iterdir()) == []  # scripts and logs are removed
+
+    # the report section from these very results
+    records = [
+        RunRecord(
+            study="s",
+            key=f"tpcc/run/{r.mode}/c2",
+            kind="tpcc_run",
+            target="t",
+            params={"mode": r.mode},
+            status="ok",
+            started_at="",
+            finished_at="",
+            result=to_dict(r),
+        )
+        for r in (server, client)
+    ]
+    study = Study(id="s", name="tpcc", target="t", started_at="", status="finished")
+    section = report_tpcc.section(study, records)
+    assert section is not None
+    summary = section.blocks[0]
+    cells = [row.cells for row in summary.rows]  # type: ignore[union-attr]
+    assert cells[0][0].startswith("server-side") and cells[1][0].startswith("client-side")
+    assert cells[0][4] == f"{server.tpmc:,.0f}"
+    assert any(getattr(b, "name", "") == "tpcc-tpmc" for b in section.blocks)
+
+
+@pytest.mark.cluster
+def test_a_broken_row_fails_its_condition(loaded: Conn) -> None:
+    with loaded.connect() as c:
+        c.execute("UPDATE tpcc.district SET d_next_o_id = d_next_o_id + 1 WHERE d_id = 3")
+    try:
+        result = checks.check(loaded)
+        failed = {c.number: c.offending for c in result.failures}
+        assert failed == {2: 1}
+        done = subprocess.run(
+            [sys.executable, "-m", "pgrig", "tpcc", "check", "--dsn", loaded.dsn],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 1
+        assert " 2 FAIL" in done.stdout and "1 of 10 offending" in done.stdout
+    finally:
+        with loaded.connect() as c:
+            c.execute("UPDATE tpcc.district SET d_next_o_id = d_next_o_id - 1 WHERE d_id = 3")
+    assert checks.check(loaded).passed
+
+
+@pytest.mark.cluster
+def test_bad_input_is_refused_before_anything_starts(
+    loaded: Conn, db: Conn, bins: PgBinaries, tmp_path: Path
+) -> None:
+    def refused(opts: driver.RunOptions, message: str) -> None:
+        with pytest.raises(UsageError, match=message):
+            driver.run(bins.bin_dir, loaded, opts, tmp_path)
+
+    refused(driver.RunOptions(warehouses=2), "holds 1 loaded warehouses")
+    refused(driver.RunOptions(active=2), "only 1 warehouses are loaded")
+    refused(driver.RunOptions(connections=1000), "free connections")
+    with pytest.raises(UsageError, match="already holds a tpcc schema"):
+        loader.load(loaded, 1)
+    with pytest.raises(UsageError, match="must be at least 1"):
+        loader.load(loaded, 0)
+    empty = db.with_dbname("postgres")
+    with pytest.raises(UsageError, match="no TPC-C schema"):
+        checks.check(empty)
+    done = subprocess.run(
+        [sys.executable, "-m", "pgrig", "tpcc", "run", "--dsn", loaded.dsn, "-w", "3"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2
+    assert done.stderr.startswith("error: --warehouses 3: the database holds 1")
+    assert "hint:" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_weights_are_the_specification_mix() -> None:
+    assert [WEIGHTS[t] for t in TRANSACTIONS] == [45, 43, 4, 4, 4]
+    assert TpccRun.__dataclass_params__.frozen  # type: ignore[attr-defined]
