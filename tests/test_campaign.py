@@ -354,3 +354,42 @@ interval = 1
     assert len(rec.result["crashes"]) == 1 and not rec.result["failures"]
     report = next(results.glob("*.md")).read_text()
     assert "urability" in report
+
+
+def test_tpcc_as_a_campaign_workload(disk_dir: Path) -> None:
+    """`pgrig tpcc study` is a one-target campaign with a tpcc workload: load,
+    check, each mode's run followed by a check, all recorded, one report."""
+    results = disk_dir / "r"
+    done = pgrig(
+        "tpcc",
+        "study",
+        "--target",
+        disk_dir,
+        "--results",
+        results,
+        "-w",
+        "1",
+        "-c",
+        "2",
+        "-T",
+        "4",
+        "--profile",
+        "stock",
+        "--set",
+        "fsync=off",
+    )
+    assert done.returncode == 0, done.stderr
+    with Store.open(results / "results.sqlite") as store:
+        (study,) = store.studies()
+        runs = {r.key: r for r in store.runs(study.id)}
+    assert runs["local/tpcc/load/w1"].status == "ok"
+    for mode in ("server", "client"):
+        run = runs[f"local/tpcc/run/{mode}/c2"]
+        assert run.status == "ok", run.reason
+        assert run.result is not None and run.result["tpmc"] > 0
+        check = runs[f"local/tpcc/check/{mode}/c2"]
+        assert check.status == "ok" and check.result is not None
+        assert all(c["passed"] or c["skipped"] for c in check.result["conditions"])
+    report = next(results.glob("*.md")).read_text()
+    assert "tpmC" in report
+    assert not list(disk_dir.glob("pgrig-*"))

@@ -125,7 +125,26 @@ class DurabilitySpec:
     kind = "durability"
 
 
-WorkloadSpec = TpcbSpec | CustomSpec | DurabilitySpec
+@dataclass(frozen=True)
+class TpccSpec:
+    """TPC-C (docs/tpcc.md): load W warehouses, check, then each mode's timed runs
+    with a consistency check after each."""
+
+    name: str = "tpcc"
+    warehouses: int = 4
+    jobs: int = 0  # loader connections; 0: the CPU count
+    connections: int = 4
+    threads: int | None = None
+    duration_s: int = 60
+    modes: tuple[str, ...] = ("server", "client")
+    active: int | None = None  # confine the runs to the first K warehouses
+    isolation: str = "read committed"
+    max_tries: int = 10
+
+    kind = "tpcc"
+
+
+WorkloadSpec = TpcbSpec | CustomSpec | DurabilitySpec | TpccSpec
 
 
 @dataclass(frozen=True)
@@ -597,6 +616,48 @@ def _durability(r: _Reader) -> DurabilitySpec:
     return spec
 
 
+def _tpcc(r: _Reader) -> TpccSpec:
+    warehouses = r.ints("warehouses", (4,))[0]
+    active = r.get("active", int)
+    if active is not None and not 1 <= active <= warehouses:
+        raise r.error("active", f"{active}: between 1 and the {warehouses} warehouses loaded")
+    modes = tuple(r.get("modes", list, ["server", "client"]))
+    for m in modes:
+        if m not in ("server", "client"):
+            raise r.error("modes", f"{m!r} is not one of server, client")
+    connections = r.ints("connections", (4,))[0]
+    spec = TpccSpec(
+        name=r.get("name", str, "tpcc"),
+        warehouses=warehouses,
+        jobs=r.ints("jobs", (0,), minimum=0)[0],
+        connections=connections,
+        threads=_threads(r, (connections,)),
+        duration_s=r.ints("duration", (60,))[0],
+        modes=modes,
+        active=active,
+        isolation=r.choice(
+            "isolation", ("read committed", "repeatable read", "serializable"), "read committed"
+        ),
+        max_tries=r.ints("max_tries", (10,))[0],
+    )
+    r.finish(
+        (
+            "type",
+            "name",
+            "warehouses",
+            "jobs",
+            "connections",
+            "threads",
+            "duration",
+            "modes",
+            "active",
+            "isolation",
+            "max_tries",
+        )
+    )
+    return spec
+
+
 def _policy(r: _Reader) -> tuple[str, str | None, RunPolicy]:
     name = r.get("name", str)
     if not name or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.\-]*", name):
@@ -704,12 +765,14 @@ def parse(text: str, *, source: str, base: Path) -> Campaign:
     workloads: list[WorkloadSpec] = []
     for i, item in enumerate(top.get("workload", list, [])):
         r = _Reader(item, ("workload", i), ctx)
-        kind = r.choice("type", ("tpcb", "custom", "durability"), "tpcb")
+        kind = r.choice("type", ("tpcb", "custom", "tpcc", "durability"), "tpcb")
         workload: WorkloadSpec
         if kind == "tpcb":
             workload = _tpcb(r)
         elif kind == "custom":
             workload = _custom(r)
+        elif kind == "tpcc":
+            workload = _tpcc(r)
         else:
             workload = _durability(r)
         workloads.append(workload)

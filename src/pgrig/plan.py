@@ -21,6 +21,7 @@ from pgrig.campaign import (
     RunPolicy,
     TargetSpec,
     TpcbSpec,
+    TpccSpec,
 )
 from pgrig.errors import DiskSpaceError
 from pgrig.units import GB, MB, parse_size
@@ -30,6 +31,8 @@ from pgrig.workloads import custom, tpcb
 # 16 MB leaves room for the other tables and the free space map.
 BYTES_PER_SCALE = 16 * MB
 CLUSTER_BASE_BYTES = 64 * MB
+# TPC-C tables and indexes take about 110 MB per warehouse; the load writes as much WAL.
+TPCC_BYTES_PER_WAREHOUSE = 250 * MB
 FSYNC_TESTS = 16  # timed tests pg_test_fsync runs
 
 
@@ -140,6 +143,31 @@ def expand(campaign: Campaign) -> Expansion:
                                     duration + warm + 2 + (0.2 * scale if copies > 1 else 0),
                                 )
                             )
+        elif isinstance(wl, TpccSpec):
+            for t in names:
+                runs.append(
+                    PlannedRun(
+                        t,
+                        f"{t}/{wl.name}/load/w{wl.warehouses}",
+                        f"TPC-C load, {wl.warehouses} warehouses",
+                        5 + 3 * wl.warehouses,
+                    )
+                )
+                disk[t] = max(
+                    disk.get(t, 0), CLUSTER_BASE_BYTES + wl.warehouses * TPCC_BYTES_PER_WAREHOUSE
+                )
+            for mode in wl.modes:
+                for rep in range(1, pol.repeat + 1):
+                    for t in _order(names, rep, pol.interleave):
+                        suffix = f"/r{rep}" if pol.repeat > 1 else ""
+                        runs.append(
+                            PlannedRun(
+                                t,
+                                f"{t}/{wl.name}/run/{mode}/c{wl.connections}{suffix}",
+                                f"TPC-C {mode}-side -c {wl.connections} -T {wl.duration_s}",
+                                wl.duration_s + 5 + 2 * wl.warehouses,
+                            )
+                        )
         elif isinstance(wl, DurabilitySpec):
             for t in names:
                 runs.append(

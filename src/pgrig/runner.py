@@ -17,13 +17,20 @@ import os
 import statistics
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from pgrig import __version__, environment, probe, stats
-from pgrig.campaign import Campaign, CustomSpec, DurabilitySpec, TargetSpec, TpcbSpec
+from pgrig.campaign import (
+    Campaign,
+    CustomSpec,
+    DurabilitySpec,
+    TargetSpec,
+    TpcbSpec,
+    TpccSpec,
+)
 from pgrig.cluster import binaries, profiles, workdir
 from pgrig.cluster.server import SUPERUSER, Cluster, InitdbOptions, server_os_user
 from pgrig.conninfo import Conn
@@ -245,6 +252,8 @@ class CampaignRunner:
                                 self._tpcb(wl, scale)
                         elif isinstance(wl, DurabilitySpec):
                             self._durability(wl)
+                        elif isinstance(wl, TpccSpec):
+                            self._tpcc(wl)
                         else:
                             self._custom(wl)
             status = "finished"
@@ -411,7 +420,7 @@ class CampaignRunner:
         so the load runs again - but is recorded only once."""
         ok = True
         for step in steps:
-            if step.kind in ("pgbench_init", "sql_setup"):
+            if step.kind in ("pgbench_init", "sql_setup", "tpcc_load"):
                 ok = self._execute(step, t, record=step.key not in self.done)
                 if not ok:
                     self.ui.fail(f"{t.name}: no data; skipping its runs of this workload")
@@ -460,6 +469,41 @@ class CampaignRunner:
 
             self._repeat(live, make)
 
+    def _tpcc(self, wl: TpccSpec) -> None:
+        """Load and check on every target, then each mode's runs interleaved across
+        targets, each run followed by the consistency check."""
+        from pgrig.workloads.tpcc import steps as tpcc
+
+        pol = self.campaign.policy
+        tp = tpcc.TpccPlan.of(wl, repeat=pol.repeat).validate()
+
+        def scoped(t: TargetRun, step: Step) -> Step:
+            return replace(
+                step,
+                key=f"{t.name}/{wl.name}/{step.key.removeprefix('tpcc/')}",
+                label=f"{t.name}: {step.label}",
+                params={**step.params, "workload": wl.name},
+            )
+
+        live = []
+        for t in self.targets:
+            load = tpcc.load_step(tp, t.spec.dsn is None or self.yes)
+            after_load = tpcc.check_step("tpcc/check/load", "TPC-C consistency after load")
+            if self._prepare_data(t, [scoped(t, load), scoped(t, after_load)]):
+                live.append(t)
+        for mode in wl.modes:
+
+            def make(t: TargetRun, rep: int, mode: str = mode) -> Step:
+                return scoped(t, tpcc.run_step(tp, mode, rep))
+
+            def check_after(t: TargetRun, run: Step) -> None:
+                check = tpcc.check_step(
+                    f"tpcc/check/{run.key.split('/run/', 1)[1]}", "TPC-C consistency"
+                )
+                self._execute(scoped(t, check), t)
+
+            self._repeat(live, make, after=check_after)
+
     def _durability(self, wl: DurabilitySpec) -> None:
         """Crash each target's own cluster under load (existing servers: skipped -
         pgrig only crashes servers it can restart)."""
@@ -500,7 +544,12 @@ class CampaignRunner:
                 t,
             )
 
-    def _repeat(self, live: list[TargetRun], make: Callable[[TargetRun, int], Step]) -> None:
+    def _repeat(
+        self,
+        live: list[TargetRun],
+        make: Callable[[TargetRun, int], Step],
+        after: Callable[[TargetRun, Step], None] | None = None,
+    ) -> None:
         """Run one point on every target, ``repeat`` times or until the confidence
         interval is narrow enough; rotate the target order every repetition so
         that slow drift of the machine favours no target."""
@@ -515,6 +564,8 @@ class CampaignRunner:
                 step = make(t, rep)
                 if step.key not in self.done:
                     self._execute(step, t)
+                    if after is not None:
+                        after(t, step)
             if rep >= pol.repeat:
                 if pol.until_ci_pct is None or rep >= pol.max_repeat:
                     break

@@ -191,7 +191,7 @@ def checks_table(records: Sequence[RunRecord]) -> Table | None:
     columns = ("after", *(str(n) for n in numbers), "verdict")
     rows = []
     for rec, res in results:
-        after = rec.key.removeprefix("tpcc/check/")
+        after = rec.key.split("/check/", 1)[-1]
         if res is None:
             rows.append(Row((after, _status(rec)) + ("",) * (len(columns) - 2), _row_kind(rec)))
             continue

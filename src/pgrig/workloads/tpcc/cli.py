@@ -147,30 +147,30 @@ def check_cmd(dsn: str | None, fmt: str) -> None:
     default=Path("pgrig-results"),
     show_default=True,
 )
-@click.option("--store", type=click.Path(path_type=Path, dir_okay=False), default=None)
+@click.option("--store", default=None, help="Results store: a file or a PostgreSQL URI.")
 @click.option("-q", "--quiet", is_flag=True)
 def study_cmd(**o: Any) -> None:
     """Load, check, run each mode and check again on a throwaway cluster; record
     every step in the results store and write the report."""
-    from pgrig.campaign import Campaign, TargetSpec
+    from pgrig.campaign import Campaign, RunPolicy, TargetSpec, TpccSpec
     from pgrig.cli import _names, _store_path, _write_report
     from pgrig.cluster.profiles import parse_overrides
     from pgrig.runner import CampaignRunner
     from pgrig.store import Store
-    from pgrig.workloads.tpcc.steps import TpccPlan, run_study
+    from pgrig.workloads.tpcc.steps import TpccPlan
 
-    tp = TpccPlan(
+    spec = TpccSpec(
         warehouses=o["warehouses"],
         jobs=o["jobs"],
         connections=o["connections"],
         threads=o["threads"],
         duration_s=o["duration"],
         modes=_names(o["modes"], "--modes", driver.MODES),
-        repeat=o["repeat"],
         active=o["active"],
         isolation=o["isolation"],
         max_tries=o["max_tries"],
-    ).validate()
+    )
+    TpccPlan.of(spec, repeat=o["repeat"]).validate()
     target = TargetSpec(
         name="local",
         directory=None if o["dsn"] else (o["target"] or Path.cwd()),
@@ -180,7 +180,15 @@ def study_cmd(**o: Any) -> None:
         settings=parse_overrides(list(o["overrides"])),
         os_user=o["os_user"],
     )
-    campaign = Campaign(name="tpcc", source="pgrig tpcc study", targets=(target,), probes=None)
+    campaign = Campaign(
+        name="tpcc",
+        source="pgrig tpcc study",
+        targets=(target,),
+        probes=None,
+        workloads=(spec,),
+        policy=RunPolicy(repeat=o["repeat"]),
+        baseline="local",
+    )
     ui = Ui(quiet=o["quiet"])
     runner = CampaignRunner(campaign, ui, yes=o["yes"], keep=o["keep"])
     runner.preflight()  # bad input fails here, before anything is created
@@ -188,7 +196,7 @@ def study_cmd(**o: Any) -> None:
     with Store.open(_store_path(results, o["store"])) as store:
         interrupted = False
         try:
-            run_study(tp, runner, store)
+            runner.run(store)
         except KeyboardInterrupt:
             interrupted = True
             ui.warn("interrupted: pgbench and the cluster were stopped; finished steps are kept")

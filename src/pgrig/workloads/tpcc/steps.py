@@ -1,28 +1,19 @@
-"""A TPC-C study as steps: load, check, then each mode's timed run followed by a
-check - alternating the modes, repeated - on a throwaway cluster (or an existing
-server), every step recorded in the results store by the core runner."""
+"""TPC-C as steps: load, check, then each mode's timed run followed by a check -
+alternating the modes, repeated. The campaign runner runs them on each target
+(``type = "tpcc"``); ``pgrig tpcc study`` is a one-target campaign."""
 
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
-from pgrig import __version__, environment
-from pgrig.cluster import workdir
-from pgrig.conninfo import Conn
+from pgrig.campaign import TpccSpec
 from pgrig.errors import UsageError
-from pgrig.plan import check_space
-from pgrig.results import ProgressPoint, Study
-from pgrig.runner import CampaignRunner, new_study_id, now
+from pgrig.results import ProgressPoint
 from pgrig.step import Context, Step
-from pgrig.store import Store
 from pgrig.ui import Step as ProgressLine
 from pgrig.workloads.tpcc import checks, driver, loader
-
-# Tables and indexes take about 110 MB per warehouse; the load writes as much WAL.
-BYTES_PER_WAREHOUSE = 250 * 2**20
 
 
 @dataclass(frozen=True)
@@ -37,6 +28,22 @@ class TpccPlan:
     active: int | None = None
     isolation: str = "read committed"
     max_tries: int = 10
+
+    @classmethod
+    def of(cls, spec: TpccSpec, repeat: int = 1) -> TpccPlan:
+        """The plan of a campaign's ``type = "tpcc"`` workload."""
+        return cls(
+            warehouses=spec.warehouses,
+            jobs=spec.jobs,
+            connections=spec.connections,
+            threads=spec.threads,
+            duration_s=spec.duration_s,
+            modes=spec.modes,
+            repeat=repeat,
+            active=spec.active,
+            isolation=spec.isolation,
+            max_tries=spec.max_tries,
+        )
 
     def validate(self) -> TpccPlan:
         if self.warehouses < 1:
@@ -160,49 +167,3 @@ def steps(tp: TpccPlan, replace: bool = True) -> list[Step]:
                 check_step(f"tpcc/check/{step.key[len('tpcc/run/') :]}", "TPC-C consistency")
             )
     return out
-
-
-def run_study(tp: TpccPlan, runner: CampaignRunner, store: Store) -> Study:
-    """Like ``CampaignRunner.run`` with TPC-C steps in place of its workloads: the
-    runner's checks, server (throwaway cluster, or a dsn) and recording are reused.
-    The campaign must have exactly one target and no workloads of its own."""
-    camp = runner.campaign
-    runner.preflight()
-    t = runner.targets[0]
-    if t.directory is not None and t.spec.dsn is None:
-        check_space(t.directory, tp.warehouses * BYTES_PER_WAREHOUSE, f"{tp.warehouses} warehouses")
-    for path in workdir.clean_orphans():
-        runner.ui.info(f"removed the orphan work directory {path} of a killed pgrig run")
-    runner._store = store
-    sid = new_study_id(camp.name)
-    label = Conn.from_user(t.spec.dsn).describe() if t.spec.dsn else str(t.directory)
-    store.begin_study(
-        Study(
-            id=sid,
-            name=camp.name,
-            target=label,
-            started_at=now(),
-            status="running",
-            params=runner._params() | {"tpcc": asdict(tp)},
-            pgrig_version=__version__,
-        )
-    )
-    runner.study = store.study(sid)
-    status = "failed"
-    try:
-        with runner.ui.step("capturing the environment"):
-            env = environment.capture([t.directory or Path.cwd()], bin_dir=t.bins.bin_dir)
-        store.set_environment(sid, env)
-        with runner._server(t):
-            for step in steps(tp, replace=t.spec.dsn is None or runner.yes):
-                if not runner._execute(step, t) and step.kind == "tpcc_load":
-                    runner.ui.fail("the load failed; skipping the TPC-C runs")
-                    break
-        status = "finished"
-    except KeyboardInterrupt:
-        status = "interrupted"
-        raise
-    finally:
-        store.finish_study(sid, status, now())
-        runner.study = store.study(sid)
-    return runner.study
