@@ -226,8 +226,6 @@ def run(campaign_file: Path | None, **opts: Any) -> None:
     Running a campaign file again resumes it: only the steps not yet recorded run."""
     ui = Ui(quiet=opts["quiet"])
     results: Path = opts["results"]
-    from pgrig.runner import CampaignRunner
-
     ctx = click.get_current_context()
     if campaign_file is not None:
         given = [
@@ -247,22 +245,48 @@ def run(campaign_file: Path | None, **opts: Any) -> None:
     else:
         camp = _quick_campaign(opts)
         study_id = None
-    runner = CampaignRunner(camp, ui, yes=opts["yes"], keep=opts["keep"], study_id=study_id)
+    run_campaign(
+        camp,
+        ui,
+        results=results,
+        store=opts["store"],
+        yes=opts["yes"],
+        keep=opts["keep"],
+        study_id=study_id,
+        resume_hint=f"run `pgrig run {campaign_file}` again to resume" if campaign_file else None,
+    )
+
+
+def run_campaign(
+    camp: Campaign,
+    ui: Ui,
+    *,
+    results: Path,
+    store: str | None,
+    yes: bool,
+    keep: bool,
+    study_id: str | None = None,
+    resume_hint: str | None = None,
+) -> None:
+    """Check, run (or resume) and report a campaign; exit 130 after Ctrl-C, with
+    the report of what finished written all the same."""
+    from pgrig.runner import CampaignRunner
+
+    runner = CampaignRunner(camp, ui, yes=yes, keep=keep, study_id=study_id)
     runner.preflight()  # bad input fails here, before anything is created
-    with Store.open(_store_path(results, opts["store"])) as store:
+    with Store.open(_store_path(results, store)) as st:
         interrupted = False
         try:
-            runner.run(store)
+            runner.run(st)
         except KeyboardInterrupt:
             interrupted = True
             ui.warn(
                 "interrupted: the running tool and the clusters were stopped; "
-                "finished results are kept"
-                + (f"; run `pgrig run {campaign_file}` again to resume" if campaign_file else "")
+                "finished results are kept" + (f"; {resume_hint}" if resume_hint else "")
             )
         finally:
             if runner.study is not None:
-                _write_report(store, runner.study.id, results, ui)
+                _write_report(st, runner.study.id, results, ui)
         if interrupted:
             sys.exit(130)
         if runner.failures:

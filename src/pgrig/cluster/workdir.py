@@ -179,6 +179,24 @@ def remove(workdir: Path) -> None:
         _registry_entry(workdir).unlink()
 
 
+def create_exclusively(target: Path) -> None:
+    """Create the file ``target`` so that it is provably ours (probes' test files):
+    refuse if anything is there already - it may be someone's data."""
+    try:
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        raise WorkdirError(
+            f"{target} already exists; pgrig will not overwrite it",
+            hint="remove it if it is left over from an interrupted pgrig run",
+        ) from None
+    except OSError as exc:
+        raise WorkdirError(
+            f"cannot create {target}: {exc.strerror}",
+            hint="choose a target directory you can write to",
+        ) from exc
+    os.close(fd)
+
+
 def unregister(workdir: Path) -> None:
     """Forget a work directory the user asked to keep, so no later run removes it."""
     with contextlib.suppress(FileNotFoundError):

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from pgrig import proc
+from pgrig.cluster import workdir
 from pgrig.errors import (
     BinaryNotFound,
     DiskSpaceError,
@@ -233,7 +234,7 @@ def run(
             on_progress(*status)
 
     target = job.filename
-    _create_exclusively(target)
+    workdir.create_exclusively(target)
     try:
         with tempfile.TemporaryDirectory(prefix="pgrig-fio-") as tmp:
             output = Path(tmp) / "fio.json"
@@ -263,22 +264,6 @@ def size_bytes(size: str) -> int:
         raise UsageError(f"{size!r} is not a size", hint="e.g. 64M or 16G")
     power = "kmgt".find(m.group(2).lower()) + 1 if m.group(2) else 0
     return int(m.group(1)) * 1024**power
-
-
-def _create_exclusively(target: Path) -> None:
-    try:
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        raise WorkdirError(
-            f"{target} already exists; pgrig will not overwrite it",
-            hint="remove it if it is left over from an interrupted pgrig run",
-        ) from None
-    except OSError as exc:
-        raise WorkdirError(
-            f"cannot create {target}: {exc.strerror}",
-            hint="choose a target directory you can write to",
-        ) from exc
-    os.close(fd)
 
 
 def _load_json(text: str) -> dict[str, Any]:

@@ -23,13 +23,13 @@ Versions before 9.3 print no ``usecs/op``; their ``usecs_per_op`` is ``None``.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
 
 from pgrig import proc
+from pgrig.cluster import workdir
 from pgrig.errors import BinaryNotFound, DiskSpaceError, ParseError, ToolError, WorkdirError
 from pgrig.results import FsyncResult, FsyncRow
 
@@ -159,7 +159,7 @@ def run(
             hint="free some space or choose another target directory",
         )
     target = directory / FILE_NAME
-    _create_exclusively(target)
+    workdir.create_exclusively(target)
 
     def forward(stream_name: str, line: str) -> None:
         if on_line is not None and stream_name == "stdout":
@@ -181,23 +181,6 @@ def run(
         # covers timeouts and crashes. The file is ours: we created it above.
         target.unlink(missing_ok=True)
     return parse(done.stdout), done.stdout
-
-
-def _create_exclusively(target: Path) -> None:
-    """Create ``target`` so that it is provably ours; refuse if anything is there."""
-    try:
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        raise WorkdirError(
-            f"{target} already exists; pgrig will not overwrite it",
-            hint="remove it if it is left over from an interrupted pgrig run",
-        ) from None
-    except OSError as exc:
-        raise WorkdirError(
-            f"cannot create {target}: {exc.strerror}",
-            hint="choose a target directory you can write to",
-        ) from exc
-    os.close(fd)
 
 
 def _section(line: str) -> str | None:

@@ -153,10 +153,8 @@ def study_cmd(**o: Any) -> None:
     """Load, check, run each mode and check again on a throwaway cluster; record
     every step in the results store and write the report."""
     from pgrig.campaign import Campaign, RunPolicy, TargetSpec, TpccSpec
-    from pgrig.cli import _names, _store_path, _write_report
+    from pgrig.cli import _names, run_campaign
     from pgrig.cluster.profiles import parse_overrides
-    from pgrig.runner import CampaignRunner
-    from pgrig.store import Store
     from pgrig.workloads.tpcc.steps import TpccPlan
 
     spec = TpccSpec(
@@ -189,24 +187,14 @@ def study_cmd(**o: Any) -> None:
         policy=RunPolicy(repeat=o["repeat"]),
         baseline="local",
     )
-    ui = Ui(quiet=o["quiet"])
-    runner = CampaignRunner(campaign, ui, yes=o["yes"], keep=o["keep"])
-    runner.preflight()  # bad input fails here, before anything is created
-    results: Path = o["results"]
-    with Store.open(_store_path(results, o["store"])) as store:
-        interrupted = False
-        try:
-            runner.run(store)
-        except KeyboardInterrupt:
-            interrupted = True
-            ui.warn("interrupted: pgbench and the cluster were stopped; finished steps are kept")
-        finally:
-            if runner.study is not None:
-                _write_report(store, runner.study.id, results, ui)
-        if interrupted:
-            sys.exit(130)
-        if runner.failures:
-            ui.warn(f"{runner.failures} step(s) failed; see the report for the reasons")
+    run_campaign(
+        campaign,
+        Ui(quiet=o["quiet"]),
+        results=o["results"],
+        store=o["store"],
+        yes=o["yes"],
+        keep=o["keep"],
+    )
 
 
 # --------------------------------------------------------------------------
