@@ -10,7 +10,7 @@ rotating order within each round so slow drift of the machine favours none:
 * plain: ``pgbench -M prepared -n -S -c C -j J -T D``, nothing extra;
 * pgrig: the study's own step - CHECKPOINT, then pgbench with ``-r -P 1`` and
   a sampled per-transaction log, streamed through pgrig's parsers and
-  progress callbacks.
+  progress callbacks, with the monitor sampling host and server once a second.
 
 Prints every round, then the median ratios ``pgrig_tps / pgbench_tps``
 against the seed command line (the goal: >= 0.98) and, for transparency,
@@ -28,11 +28,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-from pgrig import proc
+from pgrig import monitor, proc
+from pgrig.campaign import RunPolicy, TpcbSpec
 from pgrig.cluster import binaries, profiles
 from pgrig.cluster.server import SUPERUSER, Cluster, InitdbOptions, server_os_user
 from pgrig.conninfo import Conn
-from pgrig.plan import StudyPlan, TpcbPlan
 from pgrig.step import Context
 from pgrig.tools import pgbench
 from pgrig.ui import Ui
@@ -79,23 +79,41 @@ def main() -> None:
         cluster.configure(profiles.load("oltp"))
         cluster.start()
         conn = Conn.socket(str(cluster.socket_dir), cluster.port, SUPERUSER, "postgres")
-        plan = StudyPlan(
-            target=base,
-            tpcb=TpcbPlan(
-                scale=args.scale,
-                clients=(args.clients,),
-                duration_s=args.duration,
-                modes=("select-only",),
-            ),
+        spec = TpcbSpec(
+            scales=(args.scale,),
+            clients=(args.clients,),
+            durations=(args.duration,),
+            modes=("select-only",),
         )
-        threads = plan.threads_for(args.clients)
+        threads = tpcb.threads_for(None, args.clients)
         pgbench.run_init(bins.bin_dir, conn, pgbench.InitOptions(scale=args.scale))
-        ctx = Context(bins=bins, target=base, scratch=cluster.workdir, conn=conn)
-        (step,) = tpcb.bench_steps(plan)
+        ctx = Context(
+            bins=bins,
+            target=base,
+            scratch=cluster.workdir,
+            conn=conn,
+            server_pid=cluster.postmaster_pid(),
+        )
+        observed: dict[str, float] = {}
+        step = tpcb.bench_step(
+            "bench",
+            spec,
+            args.scale,
+            (args.duration, "select-only", args.clients),
+            1,
+            RunPolicy(),
+            observed,
+        )
 
         def through_pgrig() -> float:
+            # What the campaign runner does for a measured run: prepare (CHECKPOINT),
+            # then the run inside the monitor's sampling window.
             with ui.step(step.label, total=step.total) as line:
-                result, _ = step.action(ctx, line)
+                if step.prepare is not None:
+                    step.prepare(ctx, line)
+                with monitor.Watch(ctx) as watch:
+                    result, _ = step.action(ctx, line)
+                watch.result(result)
             return float(result.tps)
 
         arms = {
