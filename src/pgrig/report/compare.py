@@ -312,6 +312,52 @@ def tps_vs_clients(records: Sequence[RunRecord], targets: list[str]) -> list[Fig
     return figures
 
 
+def tps_vs_clients_by_scale(records: Sequence[RunRecord]) -> list[Figure]:
+    """Seed 004's sweep on one target: one chart per workload/mode, one line per scale."""
+    curves: dict[tuple[str, int, str], dict[int, dict[int, list[float]]]] = {}
+    for key, pairs_by_target in runs_by_point(records).items():
+        if key.scale is None:
+            continue
+        for pairs in pairs_by_target.values():
+            values = [run.tps for _, run in pairs if run is not None]
+            if values:
+                curve = curves.setdefault((key.workload, key.duration, key.mode), {})
+                curve.setdefault(key.scale, {}).setdefault(key.clients, []).extend(values)
+    figures = []
+    for (workload, duration, mode), by_scale in sorted(curves.items()):
+        if len(by_scale) < 2:
+            continue
+        series = []
+        for scale in sorted(by_scale):
+            points = by_scale[scale]
+            xs = sorted(points)
+            spreads = [fmt.spread(points[x]) for x in xs]
+            series.append(
+                Series(
+                    label=f"scale {scale}",
+                    x=tuple(float(x) for x in xs),
+                    y=tuple(sp.median for sp in spreads),
+                    y_low=tuple(sp.low for sp in spreads),
+                    y_high=tuple(sp.high for sp in spreads),
+                    group=f"scale {scale}",
+                )
+            )
+        clients = [x for pts in by_scale.values() for x in pts]
+        figures.append(
+            Figure(
+                name=f"scale_sweep_{_slug(workload)}_{_slug(mode)}_{duration}s",
+                title=f"TPS vs clients per scale, {mode}",
+                x_label="clients",
+                y_label="transactions/s",
+                series=tuple(series),
+                caption="One line per scale (seed 004's charts): small scales with many "
+                "clients fight over the same rows (lock waits); large scales read from disk.",
+                log_x=max(clients) >= 8 * min(clients),
+            )
+        )
+    return figures
+
+
 def tps_over_time(records: Sequence[RunRecord], targets: list[str]) -> list[Figure]:
     """Seed 002's chart: per-second tps of each target overlaid, at the most clients
     of each workload/scale/mode (the run closest to the median tps of its repeats)."""

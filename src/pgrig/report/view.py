@@ -346,13 +346,15 @@ def summary_section(
         rows.extend(r for r in table.rows if not _is_probe_row(r))
     else:
         rows.extend(tpcb_headline_rows(records))
+    sweep = compare.tps_vs_clients_by_scale(records)
     table = Table(
         columns=("Test Case", study.target),
         rows=tuple(rows),
         caption="Headline numbers; details in the sections below.",
         numeric=(False, True),
     )
-    return Section("Performance Summary", "summary", blocks=(table,) if rows else ())
+    blocks: tuple[Table | Figure, ...] = ((table,) if rows else ()) + tuple(sweep)
+    return Section("Performance Summary", "summary", blocks=blocks)
 
 
 def _is_probe_row(row: Row) -> bool:
