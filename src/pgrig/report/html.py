@@ -107,8 +107,8 @@ def render_table(table: Table) -> str:
     if table.collapsed:
         caption = ""
     html = (
-        f'<table class="data">{caption}<thead><tr>{head}</tr></thead>\n'
-        f"<tbody>\n" + "\n".join(rows) + "\n</tbody></table>"
+        f'<div class="table-wrap"><table class="data">{caption}<thead><tr>{head}</tr></thead>\n'
+        f"<tbody>\n" + "\n".join(rows) + "\n</tbody></table></div>"
     )
     if table.notes:
         notes = "".join(f"<li>{escape(n)}</li>" for n in table.notes)
