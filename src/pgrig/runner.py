@@ -487,9 +487,18 @@ class CampaignRunner:
 
         live = []
         for t in self.targets:
-            load = tpcc.load_step(tp, t.spec.dsn is None or self.yes)
-            after_load = tpcc.check_step("tpcc/check/load", "TPC-C consistency after load")
-            if self._prepare_data(t, [scoped(t, load), scoped(t, after_load)]):
+            load = scoped(t, tpcc.load_step(tp, t.spec.dsn is None or self.yes))
+            after_load = scoped(
+                t, tpcc.check_step("tpcc/check/load", "TPC-C consistency after load")
+            )
+            runs = [
+                scoped(t, tpcc.run_step(tp, mode, rep)).key
+                for mode in wl.modes
+                for rep in range(1, pol.repeat + 1)
+            ]
+            if not self._pending([load.key, after_load.key, *runs]) and pol.until_ci_pct is None:
+                continue  # a resumed campaign that already has all of it
+            if self._prepare_data(t, [load, after_load]):
                 live.append(t)
         for mode in wl.modes:
 
