@@ -7,6 +7,7 @@ import os
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -225,3 +226,17 @@ def test_orphan_of_a_killed_pgrig_is_found_and_removed(
             child.wait(timeout=10)
         if child.stdout is not None:
             child.stdout.close()
+
+
+def test_socket_dir_of_a_vanished_workdir_is_swept(tmp_path: Path) -> None:
+    gone = tmp_path / "deleted-by-hand"
+    sock = workdir.make_socket_dir(None, gone)
+    foreign = Path(tempfile.mkdtemp(prefix="pgrig-sock-"))  # no marker: not ours
+    try:
+        assert sock in workdir.stale_socket_dirs()
+        workdir.clean_orphans()
+        assert not sock.exists()
+        assert foreign.exists(), "a directory without pgrig's marker is never removed"
+    finally:
+        shutil.rmtree(foreign, ignore_errors=True)
+        shutil.rmtree(sock, ignore_errors=True)

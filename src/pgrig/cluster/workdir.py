@@ -292,6 +292,20 @@ def orphans() -> list[Marker]:
     return found
 
 
+def stale_socket_dirs() -> list[Path]:
+    """Socket directories pgrig made whose work directory is gone (e.g. deleted by
+    hand after a kill -9): marked as ours, so safe to remove."""
+    stale = []
+    for path in Path(tempfile.gettempdir()).glob("pgrig-sock-*"):
+        try:
+            owner = Path((path / MARKER).read_text().strip())
+        except OSError:
+            continue  # no marker: not provably ours
+        if not owner.exists():
+            stale.append(path)
+    return stale
+
+
 def clean_orphans(log: Callable[[str], None] | None = None) -> list[str]:
     """Stop and remove every orphan work directory; returns the paths removed."""
     removed = []
@@ -306,4 +320,6 @@ def clean_orphans(log: Callable[[str], None] | None = None) -> list[str]:
             )
         remove(workdir)
         removed.append(str(workdir))
+    for sock in stale_socket_dirs():
+        shutil.rmtree(sock, ignore_errors=True)
     return removed
