@@ -405,9 +405,7 @@ def run_argv(
 
 
 _LAG = re.compile(r"^rate limit schedule lag: avg ([\d.]+) \(max ([\d.]+)\) ms", re.M)
-_LATE = re.compile(
-    r"^number of transactions above the ([\d.]+) ms latency limit: (\d+)/\d+", re.M
-)
+_LATE = re.compile(r"^number of transactions above the ([\d.]+) ms latency limit: (\d+)/\d+", re.M)
 _PROGRESS = re.compile(r"^progress: ([\d.]+) s, ([\d.]+) tps, lat ([\d.]+) ms(.*)$")
 _PROGRESS_STDDEV = re.compile(r"\bstddev ([\d.]+)")
 _PROGRESS_FAILED = re.compile(r"\b(\d+) failed\b")
