@@ -15,6 +15,7 @@ import click
 
 from pgrig import __version__, campaign, plan
 from pgrig.campaign import Campaign, FioPlan, InitdbSpec, ProbeSpec, RunPolicy, TpcbSpec
+from pgrig.cli_options import cluster_options
 from pgrig.cluster.profiles import parse_overrides
 from pgrig.conninfo import Conn
 from pgrig.errors import PgrigError, UsageError
@@ -88,31 +89,7 @@ def _results_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 @cli.command()
 @click.argument("campaign_file", required=False, type=click.Path(path_type=Path, dir_okay=False))
-@click.option(
-    "--target",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="Directory on the storage under test (default: current directory).",
-)
-@click.option(
-    "--profile",
-    default="oltp",
-    show_default=True,
-    help="Configuration profile: stock, oltp, or a path to a .conf file.",
-)
-@click.option(
-    "--set",
-    "overrides",
-    multiple=True,
-    metavar="NAME=VALUE",
-    help="Override one server setting (repeatable).",
-)
-@click.option(
-    "--pg-bin",
-    default=None,
-    help="PostgreSQL bin directory "
-    "(default: pg_config --bindir, else the newest /usr/lib/postgresql/*/bin).",
-)
+@cluster_options
 @click.option(
     "--dsn",
     default=None,

@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from pgrig.cli_options import cluster_options
 from pgrig.cluster.profiles import parse_overrides
 from pgrig.durability.driver import DurabilityPlan
 from pgrig.durability.model import IMMEDIATE, METHOD_TEXT, METHODS
@@ -45,26 +46,7 @@ DEFAULT_RESULTS = Path("pgrig-results")
     show_default=True,
     help="Seconds the server has to accept connections again after a crash.",
 )
-@click.option(
-    "--target",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="Directory on the storage under test (default: current directory).",
-)
-@click.option(
-    "--profile",
-    default="oltp",
-    show_default=True,
-    help="Configuration profile: stock, oltp, or a path to a .conf file.",
-)
-@click.option(
-    "--set",
-    "overrides",
-    multiple=True,
-    metavar="NAME=VALUE",
-    help="Override one server setting (repeatable), e.g. --set synchronous_commit=off.",
-)
-@click.option("--pg-bin", default=None, help="PostgreSQL bin directory.")
+@cluster_options
 @click.option(
     "--dsn",
     default=None,

@@ -13,6 +13,7 @@ from typing import Any
 
 import click
 
+from pgrig.cli_options import cluster_options
 from pgrig.conninfo import Conn
 from pgrig.results import to_dict
 from pgrig.ui import Ui
@@ -113,12 +114,7 @@ def check_cmd(dsn: str | None, fmt: str) -> None:
 
 
 @tpcc.command("study")
-@click.option(
-    "--target",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="Directory on the storage under test (default: current directory).",
-)
+@cluster_options
 @click.option("--warehouses", "-w", type=int, default=4, show_default=True)
 @click.option("--jobs", type=int, default=0, help="Loader connections (default: CPUs).")
 @click.option("--connections", "-c", type=int, default=4, show_default=True)
@@ -134,13 +130,10 @@ def check_cmd(dsn: str | None, fmt: str) -> None:
     show_default=True,
 )
 @click.option("--max-tries", type=int, default=10, show_default=True)
-@click.option("--profile", default="oltp", show_default=True)
-@click.option("--set", "overrides", multiple=True, metavar="NAME=VALUE")
 @click.option("--dsn", default=None, help="Use an existing server instead of a throwaway one.")
 @click.option("--yes", is_flag=True, help="With --dsn: drop an existing tpcc schema.")
 @click.option("--keep", is_flag=True, help="Keep the throwaway cluster (stopped).")
 @click.option("--os-user", default=None)
-@_PG_BIN
 @click.option(
     "--results",
     type=click.Path(path_type=Path, file_okay=False),
