@@ -20,6 +20,7 @@ from pgrig.durability import crasher, verifier
 from pgrig.durability.model import (
     IMMEDIATE,
     METHODS,
+    SETTINGS,
     Check,
     Crash,
     DurabilityResult,
@@ -28,19 +29,6 @@ from pgrig.durability.model import (
 from pgrig.durability.workload import PREFIX, Client, Gate, create_schema
 from pgrig.errors import ClusterError, UsageError
 
-# What decides whether an acknowledged commit survives a crash.
-SETTINGS = (
-    "synchronous_commit",
-    "fsync",
-    "full_page_writes",
-    "wal_writer_delay",
-    "wal_writer_flush_after",
-    "wal_buffers",
-    "wal_sync_method",
-    "commit_delay",
-    "data_checksums",
-    "restart_after_crash",
-)
 PARK_TIMEOUT_S = 30.0
 
 # Called as on_event(event, crash_number): "crashed" right after the crash

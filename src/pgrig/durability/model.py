@@ -17,6 +17,21 @@ METHOD_TEXT = {
 }
 
 
+# What decides whether an acknowledged commit survives a crash.
+SETTINGS = (
+    "synchronous_commit",
+    "fsync",
+    "full_page_writes",
+    "wal_writer_delay",
+    "wal_writer_flush_after",
+    "wal_buffers",
+    "wal_sync_method",
+    "commit_delay",
+    "data_checksums",
+    "restart_after_crash",
+)
+
+
 @dataclass(frozen=True)
 class Check:
     """One verification: ok True/False, or None when it could not run (detail says why)."""

@@ -266,6 +266,20 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_").lower()
 
 
+def _by_clients(label: str, points: dict[int, list[float]]) -> Series:
+    """One line of a TPS-vs-clients chart: the median, bars from min to max."""
+    xs = sorted(points)
+    spreads = [fmt.spread(points[x]) for x in xs]
+    return Series(
+        label=label,
+        x=tuple(float(x) for x in xs),
+        y=tuple(sp.median for sp in spreads),
+        y_low=tuple(sp.low for sp in spreads),
+        y_high=tuple(sp.high for sp in spreads),
+        group=label,
+    )
+
+
 def tps_vs_clients(records: Sequence[RunRecord], targets: list[str]) -> list[Figure]:
     """Seed 004's charts: one line per target, one chart per workload/scale/mode."""
     curves: dict[tuple[str, int | None, int, str], dict[str, dict[int, list[float]]]] = {}
@@ -283,18 +297,7 @@ def tps_vs_clients(records: Sequence[RunRecord], targets: list[str]) -> list[Fig
             points = per_target.get(t)
             if not points:
                 continue
-            xs = sorted(points)
-            spreads = [fmt.spread(points[x]) for x in xs]
-            series.append(
-                Series(
-                    label=t,
-                    x=tuple(float(x) for x in xs),
-                    y=tuple(s.median for s in spreads),
-                    y_low=tuple(s.low for s in spreads),
-                    y_high=tuple(s.high for s in spreads),
-                    group=t,
-                )
-            )
+            series.append(_by_clients(t, points))
         clients = [x for pts in per_target.values() for x in pts]
         what = f"{mode}" + (f", scale {scale}" if scale is not None else "")
         figures.append(
@@ -329,19 +332,7 @@ def tps_vs_clients_by_scale(records: Sequence[RunRecord]) -> list[Figure]:
             continue
         series = []
         for scale in sorted(by_scale):
-            points = by_scale[scale]
-            xs = sorted(points)
-            spreads = [fmt.spread(points[x]) for x in xs]
-            series.append(
-                Series(
-                    label=f"scale {scale}",
-                    x=tuple(float(x) for x in xs),
-                    y=tuple(sp.median for sp in spreads),
-                    y_low=tuple(sp.low for sp in spreads),
-                    y_high=tuple(sp.high for sp in spreads),
-                    group=f"scale {scale}",
-                )
-            )
+            series.append(_by_clients(f"scale {scale}", by_scale[scale]))
         clients = [x for pts in by_scale.values() for x in pts]
         figures.append(
             Figure(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pgrig.durability.model import METHOD_TEXT, Check, DurabilityResult
+from pgrig.durability.model import METHOD_TEXT, SETTINGS, Check, DurabilityResult
 from pgrig.report import fmt
 from pgrig.report.model import FAILED, HEADLINE, NORMAL, Row, Section, Table
 from pgrig.results import RunRecord, Study, typed_result
@@ -23,18 +23,6 @@ NOTES = (
     "These crashes kill processes, not the machine: WAL the server had handed to the "
     "kernel survives without fsync. fsync = off and full_page_writes = off are only "
     "tested by a power loss or a VM reset, which this check does not simulate.",
-)
-SETTINGS_ORDER = (
-    "synchronous_commit",
-    "fsync",
-    "full_page_writes",
-    "wal_writer_delay",
-    "wal_writer_flush_after",
-    "wal_buffers",
-    "wal_sync_method",
-    "commit_delay",
-    "data_checksums",
-    "restart_after_crash",
 )
 
 
@@ -186,8 +174,8 @@ def _check_row(label: str, checks: Sequence[Check], names: list[str]) -> Row:
 
 
 def _settings(res: DurabilityResult) -> Table:
-    keys = [k for k in SETTINGS_ORDER if k in res.settings]
-    keys += sorted(k for k in res.settings if k not in SETTINGS_ORDER)
+    keys = [k for k in SETTINGS if k in res.settings]
+    keys += sorted(k for k in res.settings if k not in SETTINGS)
     return Table(
         ("Setting", "Value"),
         tuple(Row((k, res.settings[k])) for k in keys),
