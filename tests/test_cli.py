@@ -76,7 +76,7 @@ def wait_for(predicate, timeout: float = 120, what: str = "condition"):  # type:
 
 def postmaster_of(target: Path) -> tuple[Path, int] | None:
     for data in target.glob("pgrig-*/data"):
-        pid = workdir._postmaster_pid(data)
+        pid = workdir.postmaster_pid(data)
         if pid is not None:
             return data, pid
     return None

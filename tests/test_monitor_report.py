@@ -11,11 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from pgrig import report
 from pgrig.monitor import verdict
 from pgrig.monitor.model import Checkpoint, MemorySample, MonitorResult, Sample
+from pgrig.registry import result_type
+from pgrig.report import model
 from pgrig.report import monitor as monitor_section
-from pgrig.results import PgbenchRun, RunRecord, Study, from_dict, result_type, to_dict
+from pgrig.report import writer as report
+from pgrig.results import PgbenchRun, RunRecord, Study, from_dict, to_dict
 
 DATA = Path(__file__).parent / "data" / "monitor"
 KEY = "tpcb/run/select-only/c4"
@@ -69,13 +71,13 @@ def test_section_has_a_verdict_row_per_run_and_a_failed_row() -> None:
     sec = monitor_section.section(STUDY, records)
     assert sec is not None
     verdicts = sec.blocks[0]
-    assert isinstance(verdicts, report.model.Table)
+    assert isinstance(verdicts, model.Table)
     first, second = verdicts.rows
     assert first.cells[0] == KEY
     assert first.cells[1].startswith("storage-read bound: ")
     assert "IO:DataFileRead" in first.cells[1] and "hit ratio" in first.cells[1]
     assert second.kind == "failed" and "pgbench failed" in second.cells[1]
-    names = [b.name for b in sec.blocks if isinstance(b, report.model.Figure)]
+    names = [b.name for b in sec.blocks if isinstance(b, model.Figure)]
     slug = "tpcb_run_select_only_c4"
     assert names == [f"monitor_{slug}_{k}" for k in ("tps", "waits", "cpu", "device")]
 

@@ -25,7 +25,8 @@ from pgrig.cluster.server import SUPERUSER, Cluster, InitdbOptions, server_os_us
 from pgrig.conninfo import Conn
 from pgrig.monitor import procfs
 from pgrig.monitor.model import MonitorResult
-from pgrig.results import PgbenchRun, from_dict, result_type, to_dict
+from pgrig.registry import result_type
+from pgrig.results import PgbenchRun, from_dict, to_dict
 from pgrig.step import Context
 from pgrig.tools import pgbench
 

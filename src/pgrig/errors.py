@@ -93,3 +93,9 @@ def stderr_excerpt(text: str, lines: int = 8, width: int = 400) -> str:
     kept = [line.rstrip() for line in text.splitlines() if line.strip()]
     excerpt = " | ".join(kept[-lines:])
     return excerpt if len(excerpt) <= width else "..." + excerpt[-width:]
+
+
+class Interrupted(PgrigError):
+    """Ctrl-C or SIGTERM: what finished is recorded; the rest runs on resume."""
+
+    exit_code = 130

@@ -62,6 +62,14 @@ SQLITE_SCHEMA = _SCHEMA.replace("{serial}", "INTEGER PRIMARY KEY AUTOINCREMENT")
 POSTGRES_SCHEMA = _SCHEMA.replace("{serial}", "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY")
 
 
+def location(results: Path, store: str | None) -> Path | str:
+    """Where the results are: ``--store`` (a file or a PostgreSQL URI), else
+    ``RESULTS/results.sqlite``."""
+    if store is None:
+        return results / "results.sqlite"
+    return store if is_uri(store) else Path(store)
+
+
 def is_uri(location: str | Path) -> bool:
     """A PostgreSQL connection string rather than a file path."""
     text = str(location)

@@ -238,7 +238,7 @@ class Cluster:
         self.start(timeout=max(10.0, deadline - time.monotonic()))
 
     def postmaster_pid(self) -> int | None:
-        return workdir._postmaster_pid(self.datadir)
+        return workdir.postmaster_pid(self.datadir)
 
     def running(self) -> bool:
         return self.postmaster_pid() is not None
@@ -318,3 +318,22 @@ def user_name(uid: int) -> str:
         return pwd.getpwuid(uid).pw_name
     except KeyError:
         return str(uid)
+
+
+class ServerLost(ClusterError):
+    """The server did not come back after a crash; its data directory and log are kept."""
+
+    def __init__(self, message: str, *, datadir: Path | None, log: Path | None) -> None:
+        where = (
+            f"its data directory {datadir} and log {log} were kept for inspection"
+            if datadir is not None
+            else "it is not pgrig's server: look at its own log"
+        )
+        super().__init__(
+            f"{message}; {where}",
+            hint="read the end of the server log; remove the directory yourself when done"
+            if datadir is not None
+            else "start it again by hand",
+        )
+        self.datadir = datadir
+        self.log = log

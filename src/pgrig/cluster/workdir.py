@@ -242,7 +242,7 @@ def processes_using(datadir: Path) -> list[int]:
     return found
 
 
-def _postmaster_pid(datadir: Path) -> int | None:
+def postmaster_pid(datadir: Path) -> int | None:
     pid = pid_in_lockfile(datadir)
     if pid is None:
         return None
@@ -261,7 +261,7 @@ def _postmaster_pid(datadir: Path) -> int | None:
 
 def stop_orphan_server(datadir: Path, timeout: float = 30.0) -> bool:
     """SIGQUIT (immediate shutdown) a postmaster left behind; SIGKILL if it lingers."""
-    pid = _postmaster_pid(datadir)
+    pid = postmaster_pid(datadir)
     if pid is None:
         return False
     for sig in (signal.SIGQUIT, signal.SIGKILL):

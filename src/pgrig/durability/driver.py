@@ -17,6 +17,7 @@ import psycopg
 
 from pgrig.cluster.binaries import PgBinaries
 from pgrig.durability import crasher, verifier
+from pgrig.durability.clients import PREFIX, Client, Gate, create_schema
 from pgrig.durability.model import (
     IMMEDIATE,
     METHODS,
@@ -26,7 +27,6 @@ from pgrig.durability.model import (
     DurabilityResult,
     Loss,
 )
-from pgrig.durability.workload import PREFIX, Client, Gate, create_schema
 from pgrig.errors import ClusterError, UsageError
 
 PARK_TIMEOUT_S = 30.0

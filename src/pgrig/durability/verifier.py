@@ -26,8 +26,8 @@ import psycopg
 from pgrig import proc
 from pgrig.cluster.binaries import PgBinaries
 from pgrig.conninfo import Conn
+from pgrig.durability.clients import PREFIX, TABLES, delta_of
 from pgrig.durability.model import Check
-from pgrig.durability.workload import PREFIX, TABLES, delta_of
 from pgrig.errors import ToolError
 
 ACKED = "acknowledged commits present"

@@ -15,8 +15,9 @@ from collections import Counter
 from collections.abc import Sequence
 
 from pgrig.monitor.model import MonitorResult, Sample
+from pgrig.registry import typed_result
 from pgrig.report.model import FAILED, SKIPPED, Figure, Row, Section, Series, Table
-from pgrig.results import RunRecord, Study, typed_result
+from pgrig.results import RunRecord, Study
 
 TITLE, ANCHOR = "Bottlenecks (host and server monitoring)", "monitor"
 TOP_EVENTS = 5  # wait events drawn one by one; the rest are summed as "other"

@@ -10,14 +10,14 @@ from dataclasses import dataclass, replace
 
 from psycopg import sql
 
-from pgrig.campaign import RunPolicy
 from pgrig.conninfo import Conn
+from pgrig.policy import RunPolicy
 from pgrig.results import ProgressPoint
 from pgrig.step import Context
 from pgrig.tools import pgbench
 from pgrig.ui import Step as ProgressLine
 
-DATABASE = "pgrig"
+DATABASE = "pgrig"  # the database workloads run in, in a cluster pgrig creates
 PRISTINE = "pgrig_pristine"
 # Auto warm-up: steady once the last STEADY_WINDOW per-second tps values vary by
 # less than STEADY_CV (coefficient of variation); give up after the policy's

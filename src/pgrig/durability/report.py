@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pgrig.durability.model import METHOD_TEXT, SETTINGS, Check, DurabilityResult
 from pgrig.report import fmt
 from pgrig.report.model import FAILED, HEADLINE, NORMAL, Row, Section, Table
-from pgrig.results import RunRecord, Study, typed_result
+from pgrig.results import RunRecord, Study, typed
 
 KIND = "durability"
 NOTES = (
@@ -34,7 +34,7 @@ def section(study: Study, records: Sequence[RunRecord]) -> Section | None:
     paragraphs: list[str] = []
     blocks: list[Table] = []
     for rec in mine:
-        res = typed_result(rec)
+        res = typed(rec, DurabilityResult)
         if res is None:
             paragraphs.append(f"Not completed - {rec.status}: {rec.reason or 'no reason'}")
             continue

@@ -1,0 +1,161 @@
+"""How measured runs are repeated, warmed up and reset: the ``[campaign]`` run
+policy, and the one place that decides the order targets run in and when the
+repeats may stop - for ``pgrig plan`` and the runner alike."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from pgrig import stats
+from pgrig.schema import Schema, Table, choice, custom, flag, integer
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class RunPolicy:
+    repeat: int = 1
+    # "repeat until the 95% confidence interval is within X% of the mean", up to max_repeat
+    until_ci_pct: float | None = None
+    max_repeat: int = 10
+    warmup: int | str = 0  # seconds, or "auto": until per-second tps is steady
+    warmup_max_s: int = 120  # "auto" gives up after this long
+    checkpoint: bool = True
+    reset: str = "reuse"  # reuse | restore
+    interleave: bool = True
+    monitor: bool = True  # sample host and server during every measured run
+
+    def order(self, targets: Sequence[T], rep: int) -> list[T]:
+        """Rotate the target order every repetition, so that slow drift of the
+        machine favours no target."""
+        items = list(targets)
+        if not self.interleave or len(items) < 2:
+            return items
+        shift = (rep - 1) % len(items)
+        return items[shift:] + items[:shift]
+
+    def more(self, rep: int, samples: Sequence[Sequence[float]]) -> bool:
+        """After repetition ``rep``: run another? ``samples`` holds each target's
+        values of the point's metric so far."""
+        if rep < self.repeat:
+            return True
+        if self.until_ci_pct is None or rep >= self.max_repeat:
+            return False
+        return not all(self.ci_ok(values) for values in samples)
+
+    def ci_ok(self, values: Sequence[float]) -> bool:
+        assert self.until_ci_pct is not None
+        if len(values) < 2:
+            return False
+        mean = statistics.fmean(values)
+        if mean <= 0:
+            return False
+        return stats.ci95_half_width(list(values)) / mean * 100 <= self.until_ci_pct
+
+    def describe_repeats(self) -> str:
+        if self.until_ci_pct is None:
+            return str(self.repeat)
+        return (
+            f"{self.repeat} to {self.max_repeat} (until the 95% confidence interval "
+            f"is within {self.until_ci_pct:g}%)"
+        )
+
+
+def _repeat(t: Table, key: str, default: Any) -> tuple[int, float | None, int]:
+    value = t.get(key, (int, dict), None)
+    if value is None:
+        return default
+    if isinstance(value, int):
+        if value < 1:
+            raise t.error(key, f"{value}: at least 1")
+        return value, None, 10
+    rr = t.table(key)
+    assert rr is not None
+    until = rr.get("until_ci_pct", float)
+    if until is None or until <= 0:
+        raise rr.error(
+            "until_ci_pct",
+            "give the wanted 95% confidence interval in %",
+            hint="repeat = { until_ci_pct = 5, min = 3, max = 10 }",
+        )
+    count = rr.get("min", int, 3)
+    max_repeat = rr.get("max", int, 10)
+    if count < 2 or max_repeat < count:
+        raise rr.error("min", "need 2 <= min <= max")
+    rr.finish(("until_ci_pct", "min", "max"))
+    return count, until, max_repeat
+
+
+def _warmup(t: Table, key: str, default: Any) -> int | str:
+    warmup = t.get(key, (int, str), default)
+    if isinstance(warmup, str) and warmup != "auto":
+        raise t.error(key, f'{warmup!r}: seconds, or "auto" (until tps is steady)')
+    if isinstance(warmup, int) and warmup < 0:
+        raise t.error(key, f"{warmup}: 0 or more seconds")
+    return warmup  # type: ignore[no-any-return]
+
+
+def _name(t: Table, key: str, default: Any) -> str:
+    import re
+
+    name = t.get(key, str)
+    if not name or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.\-]*", name):
+        raise t.error(
+            key,
+            f"{name!r}: a campaign needs a name of letters, digits, . _ -",
+            hint='name = "seed000-storage"',
+        )
+    return str(name)
+
+
+SCHEMA = Schema(
+    "[campaign]",
+    custom("name", None, "the study id: letters, digits, `.`, `_`, `-`", _name,
+           shown_default="(required)"),
+    custom("baseline", None, "the column the others are compared with",
+           lambda t, k, d: t.get(k, str, d), shown_default="first target"),
+    custom(
+        "repeat", (1, None, 10),
+        "runs of every point; or `{ until_ci_pct = 5, min = 3, max = 10 }`: repeat until the "
+        "95% confidence interval of the mean of the point's headline figure (tps, tpmC) is "
+        "within 5% (for every target), at least `min`, at most `max` times",
+        _repeat, shown_default="`1`",
+    ),
+    custom(
+        "warmup", 0,
+        "seconds of unrecorded pgbench before each measured run, or `\"auto\"`: until "
+        "per-second tps is steady (last 5 s within a 3% coefficient of variation)",
+        _warmup,
+    ),
+    integer("warmup_max", 120, 'seconds after which `warmup = "auto"` gives up',
+            field="warmup_max_s"),
+    flag("checkpoint", True, "`CHECKPOINT` before each measured run, as the seeds do"),
+    choice(
+        "reset", ("reuse", "restore"), "reuse",
+        '`"reuse"` the loaded data (the seeds), or `"restore"`: keep a pristine copy after '
+        "loading (`CREATE DATABASE ... TEMPLATE ... STRATEGY FILE_COPY`) and restore it before "
+        "every measured run, so run 5 does not inherit run 4's bloat. Only in clusters pgrig "
+        "creates",
+    ),
+    flag(
+        "monitor", True,
+        "sample the host and the server once a second during every measured run and record "
+        "the bottleneck verdict ([monitor](monitor.md))",
+    ),
+    flag(
+        "interleave", True,
+        "run each point on every target before the next point, rotating the target order "
+        "every repeat, so slow drift of the machine favours no target",
+    ),
+)  # fmt: skip
+
+
+def parse(table: Table) -> tuple[str, str | None, RunPolicy]:
+    """The ``[campaign]`` table: (name, baseline, policy)."""
+    values = SCHEMA.read(table)
+    name, baseline = values.pop("name"), values.pop("baseline")
+    values["repeat"], values["until_ci_pct"], values["max_repeat"] = values["repeat"]
+    return name, baseline, RunPolicy(**values)
