@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
+import socket
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,9 +20,10 @@ from pgrig.cli_options import cluster_options, int_list, names, results_options
 from pgrig.cluster.profiles import parse_overrides
 from pgrig.conninfo import Conn
 from pgrig.durability.cli import durability
-from pgrig.errors import Interrupted, PgrigError, UsageError
+from pgrig.errors import Interrupted, PgrigError, Signalled, UsageError, signal_number
 from pgrig.policy import RunPolicy
 from pgrig.probe import FioPlan, ProbeSpec
+from pgrig.proc import pid_alive
 from pgrig.report.writer import write as write_report
 from pgrig.results import Study, to_dict
 from pgrig.runner import run_campaign
@@ -328,10 +331,23 @@ def report_cmd(study_id: str | None, results: Path, store: str | None, out: Path
 def list_cmd(results: Path, store: str | None) -> None:
     """List the studies in the results store."""
     with _open_existing(results, store) as st:
+        click.echo("study\tstatus\tsteps ok\ttarget")
         for study in st.studies():
-            runs = st.runs(study.id)
+            runs = [r for r in st.runs(study.id) if r.kind != "monitor"]
             ok = sum(r.status == "ok" for r in runs)
-            click.echo(f"{study.id}\t{study.status}\t{ok}/{len(runs)} ok\t{study.target}")
+            click.echo(f"{study.id}\t{_status(study)}\t{ok}/{len(runs)}\t{study.target}")
+
+
+def _status(study: Study) -> str:
+    """'running' only while its pgrig lives: one killed without a word (kill -9,
+    power loss) left an interrupted study. Studies of other hosts (a shared
+    store) say what they said."""
+    pid, env = study.params.get("pid"), study.environment
+    if study.status != "running" or not isinstance(pid, int):
+        return study.status
+    if env is not None and env.hostname != socket.gethostname():
+        return study.status
+    return study.status if pid_alive(pid) else "interrupted"
 
 
 @cli.command("export")
@@ -478,7 +494,16 @@ cli.add_command(tpcc)
 cli.add_command(durability)
 
 
+def _raise_signalled(signum: int, _frame: object) -> None:
+    raise Signalled(signum)
+
+
 def main(argv: list[str] | None = None) -> None:
+    # timeout(1), systemd and CI cancel with SIGTERM, a closed terminal sends
+    # SIGHUP: stop the tools and clusters and record the study as interrupted,
+    # exactly as after Ctrl-C.
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, _raise_signalled)
     try:
         cli.main(args=argv, prog_name="pgrig", standalone_mode=False)
     except Interrupted as exc:
@@ -495,6 +520,6 @@ def main(argv: list[str] | None = None) -> None:
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         click.echo("interrupted", err=True)
-        sys.exit(130)
+        sys.exit(128 + signal_number(exc))

@@ -84,6 +84,12 @@ class StoreError(PgrigError):
     """The results store cannot be opened or written."""
 
 
+class UnknownStudy(StoreError):
+    """A study id the store does not hold: bad input."""
+
+    exit_code = 2
+
+
 class ParseError(PgrigError):
     """A tool printed something its parser does not understand."""
 
@@ -96,6 +102,28 @@ def stderr_excerpt(text: str, lines: int = 8, width: int = 400) -> str:
 
 
 class Interrupted(PgrigError):
-    """Ctrl-C or SIGTERM: what finished is recorded; the rest runs on resume."""
+    """Ctrl-C, SIGTERM or SIGHUP: what finished is recorded; the rest runs on
+    resume. Exits 128 + the signal's number, as shells do (130, 143, 129)."""
 
-    exit_code = 130
+    def __init__(self, message: str, *, signum: int = 2, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.exit_code = 128 + signum
+
+
+class PartialFailure(PgrigError):
+    """The study finished, but some of its steps failed (their reasons are recorded)."""
+
+    exit_code = 6
+
+
+class Signalled(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised where Ctrl-C would be so that the same cleanup runs."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def signal_number(exc: BaseException) -> int:
+    """The signal behind a KeyboardInterrupt: SIGINT unless it was a ``Signalled``."""
+    return exc.signum if isinstance(exc, Signalled) else 2

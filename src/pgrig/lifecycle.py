@@ -68,7 +68,7 @@ def check_target(spec: TargetSpec, need: int, *, yes: bool, destructive: str | N
     profile = None
     if not existing:
         profile = profiles.load(spec.profile).with_overrides(spec.settings)
-        profiles.validate(profile, bins)
+        profiles.validate(profile, bins, server_os_user(spec.os_user))
     else:
         if destructive and not yes:
             raise UsageError(
@@ -86,10 +86,9 @@ def check_target(spec: TargetSpec, need: int, *, yes: bool, destructive: str | N
                     "the name of an existing tablespace, not a directory",
                     hint="pgrig creates tablespaces in directories only in its own cluster",
                 )
-            if need:
-                check_space(
-                    workdir.check_target(Path(value)), need, f"target {spec.name} ({option})"
-                )
+            flag = "--" + option.replace("_", "-")
+            where = workdir.check_target(Path(value), what=f"{option} directory", option=flag)
+            check_space(where, need, f"target {spec.name} ({option})")
     if directory is not None and not existing:
         check_space(directory, need, f"target {spec.name}")
     scratch = directory or Path.cwd()

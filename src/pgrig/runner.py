@@ -24,7 +24,7 @@ from pgrig import __version__, environment, lifecycle, plan, probe, registry
 from pgrig.campaign import Campaign
 from pgrig.cluster import workdir
 from pgrig.conninfo import Conn
-from pgrig.errors import Interrupted, UsageError
+from pgrig.errors import Interrupted, PartialFailure, UsageError, signal_number
 from pgrig.lifecycle import TargetRun
 from pgrig.recorder import Recorder, now
 from pgrig.report.writer import write as write_report
@@ -302,21 +302,26 @@ def run_campaign(
     runner = CampaignRunner(camp, ui, yes=yes, keep=keep, study_id=study_id, label=label)
     runner.preflight()  # bad input fails here, before anything is created
     with Store.open(store) as st:
-        interrupted = False
+        interrupted: KeyboardInterrupt | None = None
         try:
             runner.run(st)
-        except KeyboardInterrupt:
-            interrupted = True
+        except KeyboardInterrupt as exc:
+            interrupted = exc
         finally:
             if runner.study is not None:
                 md, html = write_report(runner.study, st.runs(runner.study.id), results)
                 ui.data(f"report: {md}")
                 ui.data(f"report: {html}")
-    if interrupted:
+    if interrupted is not None:
         raise Interrupted(
             "interrupted: the running tool and the clusters were stopped; "
-            "finished results are kept" + (f"; {resume_hint}" if resume_hint else "")
+            "finished results are kept" + (f"; {resume_hint}" if resume_hint else ""),
+            signum=signal_number(interrupted),
         )
     if runner.failures:
-        ui.warn(f"{runner.failures} step(s) failed; see the report for the reasons")
+        raise PartialFailure(
+            f"{runner.failures} step(s) failed; the others are recorded",
+            hint="the report gives each failure's reason"
+            + (f"; {resume_hint} after fixing them" if resume_hint else ""),
+        )
     return runner

@@ -19,7 +19,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from pgrig.errors import StoreError
+from pgrig.conninfo import Conn
+from pgrig.errors import StoreError, UnknownStudy
 from pgrig.results import SCHEMA_VERSION, Environment, RunRecord, Study, from_dict, to_dict
 
 _SCHEMA = """
@@ -68,6 +69,11 @@ def location(results: Path, store: str | None) -> Path | str:
     if store is None:
         return results / "results.sqlite"
     return store if is_uri(store) else Path(store)
+
+
+def _masked(location: str | Path) -> str:
+    """A store's location for messages: a URI without its password."""
+    return Conn.from_user(str(location)).describe() if is_uri(location) else str(location)
 
 
 def is_uri(location: str | Path) -> bool:
@@ -145,8 +151,6 @@ class _Postgres(_Backend):
         import psycopg
         from psycopg.rows import dict_row
 
-        from pgrig.conninfo import Conn
-
         self.duplicate = (psycopg.errors.UniqueViolation,)
         self.errors = (psycopg.Error,)
         self.label = Conn.from_user(uri).describe()
@@ -204,7 +208,8 @@ class Store:
             backend: _Backend = _Postgres(str(location)) if uri else _Sqlite(Path(location))
         except Exception as exc:  # sqlite3.Error, psycopg.Error, OSError
             raise StoreError(
-                f"cannot open results store {location}: {str(exc).strip()}",
+                f"cannot open results store {_masked(location)}: "
+                f"{str(exc).strip().replace(str(location), _masked(location))}",
                 hint="pass --store with a writable file path or a reachable PostgreSQL URI",
             ) from exc
         store = cls(backend, location if uri else Path(location))
@@ -220,7 +225,7 @@ class Store:
         elif int(rows[0]["value"]) > SCHEMA_VERSION:
             backend.close()
             raise StoreError(
-                f"{location} was written by a newer pgrig (schema {rows[0]['value']}, "
+                f"{_masked(location)} was written by a newer pgrig (schema {rows[0]['value']}, "
                 f"this one reads up to {SCHEMA_VERSION})",
                 hint="upgrade pgrig, or pass --store with another file",
             )
@@ -309,7 +314,7 @@ class Store:
         row = rows[0] if rows else None
         if row is None:
             known = ", ".join(s.id for s in self.studies()[-5:]) or "none"
-            raise StoreError(
+            raise UnknownStudy(
                 f"no study {study_id!r} in {self.path}",
                 hint=f"recent studies: {known} (see `pgrig list`)",
             )

@@ -20,6 +20,7 @@ from pgrig import proc
 from pgrig.cluster import profiles, workdir
 from pgrig.cluster.binaries import PgBinaries
 from pgrig.errors import ClusterError, ToolError, WorkdirError
+from pgrig.files import write_atomically
 
 SUPERUSER = "postgres"
 DEFAULT_OS_USERS = ("postgres", "pgrig")
@@ -158,23 +159,29 @@ class Cluster:
             "port": str(self.port),
         }
         self.settings = {**profile.settings, **owned}
-        conf = self.datadir / "pgrig.conf"
-        conf.write_text(
-            f"# profile: {profile.name} ({profile.source})\n" + profiles.render(self.settings)
+        # Atomically: after a power loss the server must not come back with stock
+        # settings, listening on TCP 5432 (seen with plain writes on the lossy FS).
+        write_atomically(
+            self.datadir / "pgrig.conf",
+            f"# profile: {profile.name} ({profile.source})\n" + profiles.render(self.settings),
+            mode=0o600,
+            owner=self.os_user,
         )
         main = self.datadir / "postgresql.conf"
         text = main.read_text()
         if "include = 'pgrig.conf'" not in text:
-            main.write_text(text + "\ninclude = 'pgrig.conf'\n")
-        if self.os_user is not None:
-            os.chown(conf, self.os_user.uid, self.os_user.gid)
+            write_atomically(
+                main, text + "\ninclude = 'pgrig.conf'\n", mode=0o600, owner=self.os_user
+            )
 
     # -- lifecycle ---------------------------------------------------------
 
     def start(self, timeout: float = 120) -> None:
-        if self.os_user is not None and not self.logfile.exists():
-            self.logfile.touch()
-            os.chown(self.logfile, self.os_user.uid, self.os_user.gid)
+        if not self.logfile.exists():
+            # Statements and their errors land here: for the server's user only.
+            self.logfile.touch(mode=0o600)
+            if self.os_user is not None:
+                os.chown(self.logfile, self.os_user.uid, self.os_user.gid)
         try:
             proc.run(
                 [
@@ -212,7 +219,9 @@ class Cluster:
             if done.ok:
                 return
             time.sleep(0.2)
-        raise ClusterError(f"the server in {self.datadir} did not accept connections in {timeout}s")
+        raise ClusterError(
+            f"the server in {self.datadir} did not accept connections in {timeout:.0f} s"
+        )
 
     def restart_after_crash(self, timeout: float = 60) -> None:
         """Start again after the postmaster died.

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from pgrig.campaign import Campaign, InitdbSpec, TargetSpec
 from pgrig.cluster import binaries, profiles, workdir
+from pgrig.cluster.server import server_os_user
 from pgrig.conninfo import Conn
 from pgrig.durability import driver
 from pgrig.durability.model import KILL_BACKEND, DurabilityResult
@@ -85,7 +86,8 @@ def preflight(opts: Options) -> None:
         return
     bins = binaries.find(opts.pg_bin, tools=binaries.SERVER_TOOLS)
     target = workdir.check_target(opts.target)
-    profiles.validate(profiles.load(opts.profile).with_overrides(opts.overrides), bins)
+    profile = profiles.load(opts.profile).with_overrides(opts.overrides)
+    profiles.validate(profile, bins, server_os_user(opts.os_user))
     check_space(target, NEEDED_BYTES, "the durability check", hint="free some space")
 
 

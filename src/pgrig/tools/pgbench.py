@@ -89,6 +89,12 @@ class ConnArgs(Protocol):
     def args(self) -> list[str]: ...
 
 
+class ClientConn(ConnArgs, Protocol):
+    """A connection pgbench can run against: its arguments and its environment."""
+
+    def env(self) -> dict[str, str]: ...  # the password, kept off the command line
+
+
 def _binary(bin_dir: Path | str) -> Path:
     binary = Path(bin_dir) / TOOL
     if not binary.is_file():
@@ -262,7 +268,7 @@ def parse_init(text: str, opts: InitOptions) -> PgbenchInit:
 
 def run_init(
     bin_dir: Path | str,
-    conn: ConnArgs,
+    conn: ClientConn,
     opts: InitOptions,
     on_progress: Callable[[int, int], None] | None = None,
     timeout: float | None = None,
@@ -285,6 +291,7 @@ def run_init(
         argv,
         timeout=timeout if timeout is not None else 600.0 + 3.0 * opts.scale,
         on_line=_collector(raw, handle),
+        env=conn.env(),
         check=False,
         what=f"{TOOL} -i",
     )
@@ -656,7 +663,7 @@ def parse_transaction_logs(paths: Iterable[Path], sampling_rate: float) -> Laten
 
 def run_bench(
     bin_dir: Path | str,
-    conn: ConnArgs,
+    conn: ClientConn,
     opts: RunOptions,
     workdir: Path,
     on_progress: Callable[[ProgressPoint], None] | None = None,
@@ -694,6 +701,7 @@ def run_bench(
             timeout=limit,
             on_line=_collector(raw, handle),
             cwd=workdir if workdir.is_dir() else None,
+            env=conn.env(),
             check=False,
             what=TOOL,
         )

@@ -44,6 +44,7 @@ def _setup(spec: CustomSpec) -> Any:
                     *conn(ctx).args(),
                 ],
                 timeout=SETUP_TIMEOUT_S,
+                env=conn(ctx).env(),
                 what=f"psql -f {path.name}",
             )
             outputs.append(done.stdout + done.stderr)
