@@ -17,7 +17,7 @@ CLIENT_TOOLS = ("pgbench",)
 DEBIAN_ROOT = Path("/usr/lib/postgresql")
 INSTALL_HINT = "install PostgreSQL (Debian: apt-get install postgresql postgresql-contrib)"
 PG_BIN_HINT = (
-    "point --pg-bin (in a campaign: the target's pg_bin) at a PostgreSQL bin directory "
+    "point --pg-bin (campaign: pg_bin in [[target]]) at a PostgreSQL bin directory "
     "(Debian: apt-get install postgresql-15 puts one in /usr/lib/postgresql/15/bin)"
 )
 
@@ -66,7 +66,7 @@ def _check(bin_dir: Path, tools: Iterable[str], origin: str) -> PgBinaries:
     if not bin_dir.is_dir():
         raise BinaryNotFound(
             f"{origin} {bin_dir} is not a directory",
-            hint="point --pg-bin (in a campaign: the target's pg_bin) at the directory holding "
+            hint="point --pg-bin (campaign: pg_bin in [[target]]) at the directory holding "
             "initdb, pg_ctl and pgbench "
             "(e.g. /usr/lib/postgresql/15/bin)",
         )
@@ -74,7 +74,7 @@ def _check(bin_dir: Path, tools: Iterable[str], origin: str) -> PgBinaries:
     if missing:
         raise BinaryNotFound(
             f"{origin} {bin_dir} holds no {', '.join(missing)}",
-            hint="point --pg-bin (in a campaign: the target's pg_bin) at the directory holding "
+            hint="point --pg-bin (campaign: pg_bin in [[target]]) at the directory holding "
             "initdb, pg_ctl and pgbench "
             f"(e.g. /usr/lib/postgresql/15/bin), or {INSTALL_HINT}",
         )

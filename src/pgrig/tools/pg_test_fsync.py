@@ -139,7 +139,8 @@ def run(
     if seconds < 1:
         raise UsageError(
             f"{TOOL}: {seconds} seconds per test: at least 1 is needed",
-            hint="set --fsync-seconds (campaign: probes.fsync) to 1 or more, or skip the probe",
+            hint="set --fsync-seconds (campaign: fsync in [probes]) to 1 or more, "
+            "or skip the probe",
         )
     binary = binaries.tool_path(bin_dir, TOOL)
     directory = Path(directory)

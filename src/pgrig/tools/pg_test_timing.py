@@ -68,7 +68,8 @@ def run(
     if duration_s < 1:
         raise UsageError(
             f"{TOOL}: a duration of {duration_s} seconds: at least 1 is needed",
-            hint="set --timing-seconds (campaign: probes.timing) to 1 or more, or skip the probe",
+            hint="set --timing-seconds (campaign: timing in [probes]) to 1 or more, "
+            "or skip the probe",
         )
     binary = binaries.tool_path(bin_dir, TOOL)
     # The clock loop is busy-waiting, so the only slack needed is start-up.
