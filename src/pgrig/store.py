@@ -162,18 +162,18 @@ class _Postgres(_Backend):
             self.conn.execute("SELECT pg_advisory_xact_lock(hashtext('pgrig store schema'))")
             for statement in POSTGRES_SCHEMA.split(";"):
                 if statement.strip():
-                    self.conn.execute(statement)  # type: ignore[call-overload]
+                    self.conn.execute(statement)
 
     @staticmethod
     def _sql(sql: str) -> str:
         return sql.replace("?", "%s")
 
     def execute(self, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
-        cur = self.conn.execute(self._sql(sql), params)  # type: ignore[call-overload]
+        cur = self.conn.execute(self._sql(sql), params)
         return list(cur.fetchall()) if cur.description else []
 
     def insert_id(self, sql: str, params: tuple[Any, ...]) -> int:
-        row = self.conn.execute(self._sql(sql) + " RETURNING id", params).fetchone()  # type: ignore[call-overload]
+        row = self.conn.execute(self._sql(sql) + " RETURNING id", params).fetchone()
         return int(row["id"]) if row else 0
 
     # autocommit connection, explicit transaction commands: one record, one transaction

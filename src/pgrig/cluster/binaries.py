@@ -16,6 +16,10 @@ SERVER_TOOLS = ("initdb", "pg_ctl", "postgres", "pgbench")
 CLIENT_TOOLS = ("pgbench",)
 DEBIAN_ROOT = Path("/usr/lib/postgresql")
 INSTALL_HINT = "install PostgreSQL (Debian: apt-get install postgresql postgresql-contrib)"
+PG_BIN_HINT = (
+    "point --pg-bin (campaign: pg_bin in [[target]]) at a PostgreSQL bin directory "
+    "(Debian: apt-get install postgresql-15 puts one in /usr/lib/postgresql/15/bin)"
+)
 
 
 @dataclass(frozen=True)
@@ -30,6 +34,21 @@ class PgBinaries:
     def has(self, tool: str) -> bool:
         candidate = self.bin_dir / tool
         return candidate.is_file() and candidate.stat().st_mode & 0o111 != 0
+
+
+def tool_path(bin_dir: Path | str, tool: str) -> Path:
+    """``<bin_dir>/<tool>``, or BinaryNotFound naming both and the option that fixes it."""
+    bin_dir = Path(bin_dir)
+    if not bin_dir.is_dir():
+        raise BinaryNotFound(f"{tool}: {bin_dir} is not a directory", hint=PG_BIN_HINT)
+    binary = bin_dir / tool
+    if not binary.is_file():
+        raise BinaryNotFound(f"{tool} not found in {bin_dir}", hint=PG_BIN_HINT)
+    if not binary.stat().st_mode & 0o111:
+        raise BinaryNotFound(
+            f"{binary} is not executable", hint=f"chmod +x {binary}, or {PG_BIN_HINT}"
+        )
+    return binary
 
 
 def _version_of(bin_dir: Path, tool: str) -> tuple[str, int]:
@@ -47,14 +66,16 @@ def _check(bin_dir: Path, tools: Iterable[str], origin: str) -> PgBinaries:
     if not bin_dir.is_dir():
         raise BinaryNotFound(
             f"{origin} {bin_dir} is not a directory",
-            hint="point --pg-bin at the directory holding initdb, pg_ctl and pgbench "
+            hint="point --pg-bin (campaign: pg_bin in [[target]]) at the directory holding "
+            "initdb, pg_ctl and pgbench "
             "(e.g. /usr/lib/postgresql/15/bin)",
         )
     missing = [t for t in tools if not (bin_dir / t).is_file()]
     if missing:
         raise BinaryNotFound(
             f"{origin} {bin_dir} holds no {', '.join(missing)}",
-            hint="point --pg-bin at the directory holding initdb, pg_ctl and pgbench "
+            hint="point --pg-bin (campaign: pg_bin in [[target]]) at the directory holding "
+            "initdb, pg_ctl and pgbench "
             f"(e.g. /usr/lib/postgresql/15/bin), or {INSTALL_HINT}",
         )
     probe = next(iter(tools), "pgbench")

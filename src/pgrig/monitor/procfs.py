@@ -92,7 +92,7 @@ def cpu_rates(a: Stat, b: Stat, seconds: float) -> CpuSample:
     total = max(b.total - a.total, 1)
 
     def pct(name: str) -> float:
-        return 100.0 * (getattr(b, name) - getattr(a, name)) / total
+        return 100.0 * float(getattr(b, name) - getattr(a, name)) / total
 
     return CpuSample(
         user=pct("user") + pct("nice"),

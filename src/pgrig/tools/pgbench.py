@@ -37,7 +37,8 @@ from pathlib import Path
 from typing import Literal, Protocol
 
 from pgrig import proc
-from pgrig.errors import BinaryNotFound, ParseError, ToolError, UsageError, WorkdirError
+from pgrig.cluster import binaries
+from pgrig.errors import ParseError, ToolError, UsageError, WorkdirError
 from pgrig.results import LatencySummary, PgbenchInit, PgbenchRun, ProgressPoint, StatementLatency
 
 TOOL = "pgbench"
@@ -96,14 +97,7 @@ class ClientConn(ConnArgs, Protocol):
 
 
 def _binary(bin_dir: Path | str) -> Path:
-    binary = Path(bin_dir) / TOOL
-    if not binary.is_file():
-        raise BinaryNotFound(
-            f"{TOOL} not found in {bin_dir}",
-            hint="point --bin-dir at a PostgreSQL bin directory "
-            "(Debian: apt-get install postgresql-15 puts it in /usr/lib/postgresql/15/bin)",
-        )
-    return binary
+    return binaries.tool_path(bin_dir, TOOL)
 
 
 _VERSION = re.compile(r"^pgbench \(PostgreSQL\) (\S.*)$")
