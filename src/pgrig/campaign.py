@@ -88,7 +88,7 @@ def _path(t: Table, key: str, default: Any) -> Path | None:
 def _tablespace(t: Table, key: str, default: Any) -> str | None:
     value = t.get(key, str)
     if value is None or "/" not in value:
-        return value  # type: ignore[no-any-return]  # an existing tablespace's name
+        return value  # an existing tablespace's name
     return str(t.path_value(key))
 
 

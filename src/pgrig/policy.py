@@ -64,7 +64,9 @@ class RunPolicy:
         )
 
 
-def _repeat(t: Table, key: str, default: Any) -> tuple[int, float | None, int]:
+def _repeat(
+    t: Table, key: str, default: tuple[int, float | None, int]
+) -> tuple[int, float | None, int]:
     value = t.get(key, (int, dict), None)
     if value is None:
         return default
@@ -95,7 +97,7 @@ def _warmup(t: Table, key: str, default: Any) -> int | str:
         raise t.error(key, f'{warmup!r}: seconds, or "auto" (until tps is steady)')
     if isinstance(warmup, int) and warmup < 0:
         raise t.error(key, f"{warmup}: 0 or more seconds")
-    return warmup  # type: ignore[no-any-return]
+    return warmup if isinstance(warmup, str) else int(warmup)
 
 
 def _name(t: Table, key: str, default: Any) -> str:

@@ -212,7 +212,7 @@ def run_parallel(
                     unit = work.get_nowait()
                 except queue.Empty:
                     return
-                db.execute(unit.statement, unit.params)  # type: ignore[arg-type]
+                db.execute(unit.statement, unit.params)
                 finished.put(unit)
         except BaseException as exc:  # noqa: BLE001 - reported by the main thread
             errors.append(exc)
