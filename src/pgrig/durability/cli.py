@@ -55,6 +55,12 @@ from pgrig.ui import Ui
 )
 @click.option("--yes", is_flag=True, help="Allow crashing an existing server (--dsn).")
 @click.option(
+    "--allow-untested",
+    is_flag=True,
+    help="Exit 0 on a PASS although the crash model cannot test some settings "
+    "(fsync=off, full_page_writes=off, ...); they are reported as NOT TESTED all the same.",
+)
+@click.option(
     "--keep", is_flag=True, help="Keep the throwaway cluster (stopped) instead of removing it."
 )
 @click.option("--os-user", default=None, help="OS user the server runs as when pgrig is root.")
@@ -81,6 +87,7 @@ def durability(**opts: Any) -> None:
         yes=opts["yes"],
         keep=opts["keep"],
         os_user=opts["os_user"],
+        allow_untested=opts["allow_untested"],
     )
     results: Path = opts["results"]
     ui = Ui(quiet=opts["quiet"])
@@ -95,3 +102,5 @@ def durability(**opts: Any) -> None:
         f"durability check passed: {outcome.result.acknowledged:,} acknowledged commits, "
         f"{len(outcome.result.crashes)} crash(es), none lost"
     )
+    for setting in outcome.result.untested:
+        ui.warn(f"NOT TESTED by a {outcome.result.crash_model} crash: {setting}")

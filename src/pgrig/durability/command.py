@@ -39,6 +39,10 @@ class DurabilityFailed(PgrigError):
     """The check ran and found lost commits, a broken invariant or corruption."""
 
 
+class DurabilityUntested(PgrigError):
+    """The check passed, but its crash model cannot test some settings of the run."""
+
+
 @dataclass(frozen=True)
 class Options:
     plan: driver.DurabilityPlan
@@ -50,6 +54,7 @@ class Options:
     yes: bool = False
     keep: bool = False
     os_user: str | None = None
+    allow_untested: bool = False  # a PASS that cannot speak for some settings still exits 0
 
 
 @dataclass(frozen=True)
@@ -168,5 +173,12 @@ def execute(
         raise DurabilityFailed(
             "the durability check failed: " + " | ".join(result.failures),
             hint=f"details in {reports[0] if reports else 'the report'}",
+        )
+    if result.untested and not opts.allow_untested:
+        raise DurabilityUntested(
+            f"no acknowledged commit was lost, but a {result.crash_model} crash cannot test: "
+            + " | ".join(result.untested),
+            hint="only a power loss (the lossy filesystem) tests these; pass --allow-untested "
+            "to accept a process-crash PASS that says nothing about them",
         )
     return Outcome(runner.study, result, reports)

@@ -21,11 +21,13 @@ from pgrig.durability.clients import PREFIX, Client, Gate, create_schema
 from pgrig.durability.model import (
     IMMEDIATE,
     METHODS,
+    PROCESS,
     SETTINGS,
     Check,
     Crash,
     DurabilityResult,
     Loss,
+    untested_by,
 )
 from pgrig.errors import ClusterError, UsageError
 
@@ -221,6 +223,7 @@ def run(
         final_loss=final_loss,
         checks=checks,
         failures=tuple(state.failures),
+        untested=untested_by(PROCESS, settings),
     )
 
 

@@ -63,12 +63,17 @@ def _verdict(res: DurabilityResult) -> str:
         for k in ("synchronous_commit", "fsync", "full_page_writes")
         if k in res.settings
     )
+    untested = (
+        f" NOT TESTED by this {res.crash_model} crash: " + "; ".join(res.untested) + "."
+        if res.untested
+        else ""
+    )
     if res.ok:
         return (
             f"PASSED: {what}. No acknowledged commit was lost, no id is present twice, "
-            f"the invariants hold and pg_amcheck found no corruption ({settings})."
+            f"the invariants hold and pg_amcheck found no corruption ({settings}).{untested}"
         )
-    return f"FAILED: {what}; lost acknowledged commits: {res.lost:,} ({settings}):"
+    return f"FAILED: {what}; lost acknowledged commits: {res.lost:,} ({settings}).{untested} Why:"
 
 
 def _crashes(res: DurabilityResult) -> Table:
