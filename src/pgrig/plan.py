@@ -27,9 +27,11 @@ from pgrig.workloads.tpcb.spec import TpcbSpec
 
 
 def check_space(directory: Path, need: int, what: str, hint: str | None = None) -> None:
-    """Refuse up front what cannot finish for lack of disk."""
-    free = shutil.disk_usage(directory).free
-    if free < need:
+    """Refuse up front what cannot finish for lack of disk. A filesystem that
+    reports no size at all (some FUSE filesystems) cannot be checked: let it be."""
+    usage = shutil.disk_usage(directory)
+    free = usage.free
+    if usage.total > 0 and free < need:
         raise DiskSpaceError(
             f"not enough free disk in {directory} for {what}: needs about "
             f"{need / GB:.1f} GiB, {free / GB:.1f} GiB free",
