@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -199,7 +199,8 @@ def parse(text: str, *, source: str, base: Path) -> Campaign:
         raise UsageError(
             f"{source}: no [campaign] table", hint='start the file with [campaign] and name = "..."'
         )
-    name, baseline, run_policy = policy.parse(campaign_table)
+    header = policy.parse(campaign_table)
+    name, baseline, run_policy = header.name, header.baseline, header.policy
 
     targets = []
     raw_targets = top.get("target", list, [])
@@ -242,6 +243,9 @@ def parse(text: str, *, source: str, base: Path) -> Campaign:
         )
     top.finish(("campaign", "target", "probes", "workload"))
 
+    if header.versions:
+        targets = by_version(targets, header.versions, campaign_table)
+        seen = {t.name: i for i, t in enumerate(targets)}
     if baseline is not None and baseline not in seen:
         raise campaign_table.error(
             "baseline",
@@ -257,6 +261,27 @@ def parse(text: str, *, source: str, base: Path) -> Campaign:
         policy=run_policy,
         baseline=baseline or targets[0].name,
     )
+
+
+def by_version(
+    targets: list[TargetSpec], versions: tuple[str, ...], where: Table
+) -> list[TargetSpec]:
+    """The versions axis: each target once per version, version after version
+    (so interleaving alternates versions), each with that version's binaries."""
+    out = []
+    for t in targets:
+        if t.pg_bin is not None:
+            raise where.error(
+                "versions",
+                f"target {t.name!r} names pg_bin {t.pg_bin!r}: the versions axis picks the "
+                "binaries",
+                hint="drop pg_bin from the target, or drop versions",
+            )
+    for version in versions:
+        for t in targets:
+            name = f"pg{version}" if len(targets) == 1 else f"{t.name}-pg{version}"
+            out.append(replace(t, name=name, pg_bin=version))
+    return out
 
 
 def load(path: Path) -> Campaign:

@@ -100,6 +100,18 @@ def _warmup(t: Table, key: str, default: Any) -> int | str:
     return warmup if isinstance(warmup, str) else int(warmup)
 
 
+def _versions(t: Table, key: str, default: Any) -> tuple[str, ...]:
+    import re
+
+    values = t.get(key, list, [])
+    for v in values:
+        if not isinstance(v, str) or not re.fullmatch(r"\d+(\.\d+){0,2}", v):
+            raise t.error(key, f'{v!r}: a version as a string, e.g. "9.6", "15" or "9.6.24"')
+    if len(set(values)) != len(values):
+        raise t.error(key, "a version is listed twice")
+    return tuple(values)
+
+
 def _name(t: Table, key: str, default: Any) -> str:
     import re
 
@@ -119,6 +131,14 @@ SCHEMA = Schema(
            shown_default="(required)"),
     custom("baseline", None, "the column the others are compared with",
            lambda t, k, d: t.get(k, str, d), shown_default="first target"),
+    custom(
+        "versions", (),
+        "PostgreSQL versions as an axis, e.g. `[\"9.6\", \"15\", \"18\"]`: every target runs "
+        "once per version (named `TARGET-pgVERSION`, or `pgVERSION` for one target), each on "
+        "its own throwaway cluster with the same profile; versions not installed are "
+        "installed by `pgrig pg install` on demand ([versions](versions.md))",
+        _versions, shown_default="`[]`",
+    ),
     custom(
         "repeat", (1, None, 10),
         "runs of every point; or `{ until_ci_pct = 5, min = 3, max = 10 }`: repeat until the "
@@ -155,9 +175,18 @@ SCHEMA = Schema(
 )  # fmt: skip
 
 
-def parse(table: Table) -> tuple[str, str | None, RunPolicy]:
-    """The ``[campaign]`` table: (name, baseline, policy)."""
+@dataclass(frozen=True)
+class Header:
+    """The ``[campaign]`` table: who the study is, and how it runs."""
+
+    name: str
+    baseline: str | None
+    versions: tuple[str, ...]
+    policy: RunPolicy
+
+
+def parse(table: Table) -> Header:
     values = SCHEMA.read(table)
-    name, baseline = values.pop("name"), values.pop("baseline")
+    name, baseline, versions = values.pop("name"), values.pop("baseline"), values.pop("versions")
     values["repeat"], values["until_ci_pct"], values["max_repeat"] = values["repeat"]
-    return name, baseline, RunPolicy(**values)
+    return Header(name, baseline, versions, RunPolicy(**values))
