@@ -331,11 +331,11 @@ def report_cmd(study_id: str | None, results: Path, store: str | None, out: Path
 def list_cmd(results: Path, store: str | None) -> None:
     """List the studies in the results store."""
     with _open_existing(results, store) as st:
-        click.echo("study\tstatus\tsteps ok\ttarget")
+        click.echo("study\tstatus\tsteps\ttarget")
         for study in st.studies():
             runs = [r for r in st.runs(study.id) if r.kind != "monitor"]
             ok = sum(r.status == "ok" for r in runs)
-            click.echo(f"{study.id}\t{_status(study)}\t{ok}/{len(runs)}\t{study.target}")
+            click.echo(f"{study.id}\t{_status(study)}\t{ok}/{len(runs)} ok\t{study.target}")
 
 
 def _status(study: Study) -> str:

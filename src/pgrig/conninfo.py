@@ -55,7 +55,9 @@ class Conn:
         if not self.dsn:
             return []
         parts = conninfo_to_dict(self.dsn)
-        parts.pop("password", None)
+        if "password" not in parts:
+            return [self.dsn]
+        parts.pop("password")
         return [make_conninfo("", **parts)] if parts else []
 
     def env(self) -> dict[str, str]:

@@ -39,6 +39,12 @@ class WorkdirError(PgrigError):
     exit_code = 4
 
 
+class MissingDirectory(WorkdirError):
+    """A directory the user named does not exist: bad input, not a broken one."""
+
+    exit_code = 2
+
+
 class DiskSpaceError(PgrigError):
     """Not enough free space for what was asked: refused before starting."""
 

@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from pgrig import __version__, proc
-from pgrig.errors import UsageError, WorkdirError
+from pgrig.errors import MissingDirectory, WorkdirError
 from pgrig.files import write_atomically
 
 MARKER = ".pgrig-workdir"
@@ -75,12 +75,12 @@ def check_target(target: Path, *, what: str = "target directory", option: str = 
     """The directory under test (or a tablespace's) must exist and be writable;
     resolve it."""
     if not target.exists():
-        raise UsageError(
+        raise MissingDirectory(
             f"{what} {target} does not exist",
             hint=f"create it on the storage you want to test, or pass another {option}",
         )
     if not target.is_dir():
-        raise UsageError(f"{what} {target} is not a directory", hint=f"pass another {option}")
+        raise MissingDirectory(f"{what} {target} is not a directory", hint=f"pass another {option}")
     # A real write, not os.access: root passes access checks on a read-only
     # mount or an immutable directory, and the first write would fail later.
     try:
