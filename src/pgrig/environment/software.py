@@ -18,6 +18,7 @@ from pgrig import proc
 from pgrig.environment.sources import VERSION_TIMEOUT
 from pgrig.errors import ToolError
 from pgrig.results import PostgresInfo
+from pgrig.sql import load as load_sql
 
 log = logging.getLogger(__name__)
 
@@ -45,18 +46,8 @@ PRESET_SETTINGS: tuple[str, ...] = (
     "wal_block_size",
     "wal_segment_size",
 )
-# 'client' and 'session' values, and the transaction_* 'override's, describe
-# pgrig's own connection, not the server under test. current_setting() formats
-# units as postgresql.conf does ("16MB").
-SETTINGS_SQL = """
-SELECT name, current_setting(name)
-FROM pg_settings
-WHERE (source NOT IN ('default', 'client', 'session')
-       AND name NOT IN ('transaction_deferrable', 'transaction_isolation',
-                        'transaction_read_only'))
-   OR name = ANY(%s)
-ORDER BY name
-"""
+# The non-default settings and PRESET_SETTINGS (its parameter).
+SETTINGS_SQL = load_sql("environment_settings")
 
 
 def first_line(text: str) -> str | None:
