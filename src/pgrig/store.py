@@ -22,45 +22,13 @@ from typing import Any
 from pgrig.conninfo import Conn
 from pgrig.errors import StoreError, UnknownStudy
 from pgrig.results import SCHEMA_VERSION, Environment, RunRecord, Study, from_dict, to_dict
+from pgrig.sql import load as load_sql
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (
-    key   TEXT PRIMARY KEY,
-    value TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS studies (
-    id            TEXT PRIMARY KEY,
-    name          TEXT NOT NULL,
-    target        TEXT NOT NULL,
-    status        TEXT NOT NULL,
-    started_at    TEXT NOT NULL,
-    finished_at   TEXT,
-    params        TEXT NOT NULL,
-    pgrig_version TEXT NOT NULL,
-    environment   TEXT,
-    target_environments TEXT
-);
-CREATE TABLE IF NOT EXISTS runs (
-    id            {serial},
-    study_id      TEXT NOT NULL REFERENCES studies(id),
-    key           TEXT NOT NULL,
-    kind          TEXT NOT NULL,
-    target        TEXT NOT NULL,
-    params        TEXT NOT NULL,
-    status        TEXT NOT NULL CHECK (status IN ('ok', 'failed', 'skipped')),
-    reason        TEXT,
-    result        TEXT,
-    raw           TEXT NOT NULL,
-    tool_versions TEXT NOT NULL,
-    started_at    TEXT NOT NULL,
-    finished_at   TEXT NOT NULL,
-    UNIQUE (study_id, key)
-);
-"""
-
-
+# "{serial}" in the schema: each backend's auto-increment primary key.
+_SCHEMA = load_sql("store_schema")
 SQLITE_SCHEMA = _SCHEMA.replace("{serial}", "INTEGER PRIMARY KEY AUTOINCREMENT")
 POSTGRES_SCHEMA = _SCHEMA.replace("{serial}", "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY")
+_INSERT_RUN = load_sql("store_insert_run")
 
 
 def location(results: Path, store: str | None) -> Path | str:
@@ -353,9 +321,7 @@ class Store:
         with self._tx() as conn:
             try:
                 new_id = conn.insert_id(
-                    "INSERT INTO runs (study_id, key, kind, target, params, status, reason, result,"
-                    " raw, tool_versions, started_at, finished_at)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    _INSERT_RUN,
                     (
                         rec.study,
                         rec.key,

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import psycopg
 
 from pgrig.conninfo import Conn
+from pgrig.sql import load as load_sql
 
 APPLICATION_NAME = "pgrig-durability"
 PREFIX = "pgrig_dur_"
@@ -34,34 +35,16 @@ ACCOUNTS_PER_BRANCH = 1000
 ID_BASE = 10**12  # client c (1-based) uses ids c * ID_BASE + sequence number
 DELTA_MOD = 10007
 
-SCHEMA = f"""
-DROP TABLE IF EXISTS {", ".join(TABLES)};
-CREATE TABLE {PREFIX}branches (bid int PRIMARY KEY, balance bigint NOT NULL DEFAULT 0);
-CREATE TABLE {PREFIX}tellers (
-    tid int PRIMARY KEY, bid int NOT NULL, balance bigint NOT NULL DEFAULT 0);
-CREATE TABLE {PREFIX}accounts (
-    aid int PRIMARY KEY, bid int NOT NULL, balance bigint NOT NULL DEFAULT 0);
-CREATE TABLE {PREFIX}history (
-    id bigint PRIMARY KEY, aid int NOT NULL, tid int NOT NULL, bid int NOT NULL,
-    delta int NOT NULL, at timestamptz NOT NULL DEFAULT clock_timestamp());
-INSERT INTO {PREFIX}branches (bid) SELECT g FROM generate_series(1, %(branches)s) g;
-INSERT INTO {PREFIX}tellers (tid, bid)
-    SELECT g, (g - 1) / {TELLERS_PER_BRANCH} + 1
-    FROM generate_series(1, %(branches)s * {TELLERS_PER_BRANCH}) g;
-INSERT INTO {PREFIX}accounts (aid, bid)
-    SELECT g, (g - 1) / {ACCOUNTS_PER_BRANCH} + 1
-    FROM generate_series(1, %(branches)s * {ACCOUNTS_PER_BRANCH}) g;
-"""
+SCHEMA = load_sql("durability_schema").format(
+    prefix=PREFIX,
+    tables=", ".join(TABLES),
+    tellers_per_branch=TELLERS_PER_BRANCH,
+    accounts_per_branch=ACCOUNTS_PER_BRANCH,
+)
 
 # One statement, one round trip; the tables are updated in the same order by
 # every client (accounts, tellers, branches), so clients never deadlock.
-TRANSACTION = f"""
-WITH a AS (UPDATE {PREFIX}accounts SET balance = balance + %(delta)s WHERE aid = %(aid)s),
-     t AS (UPDATE {PREFIX}tellers SET balance = balance + %(delta)s WHERE tid = %(tid)s),
-     b AS (UPDATE {PREFIX}branches SET balance = balance + %(delta)s WHERE bid = %(bid)s)
-INSERT INTO {PREFIX}history (id, aid, tid, bid, delta)
-VALUES (%(id)s, %(aid)s, %(tid)s, %(bid)s, %(delta)s)
-"""
+TRANSACTION = load_sql("durability_transaction").format(prefix=PREFIX)
 
 
 def delta_of(row_id: int) -> int:
