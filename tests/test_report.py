@@ -151,7 +151,8 @@ def test_summary_in_seed_layout(written: Written) -> None:
     assert _cells(table[0]) == ["Test Case", fx.TARGET]
     assert _cells(table[2]) == ["fdatasync 8K", "9,256 ops/s (108 us/op)"]
     assert _cells(table[3]) == ["8k random write", "IOPS=78.0k (78,000), BW=609 MiB/s"]
-    assert ["TPC-B read-write, 4 clients", "tps: 4,059; qps: 20,297"] in map(_cells, table)
+    row = ["TPC-B read-write, 4 clients", "tps: 4,059 (per second CV 28%) ⚠; qps: 20,297"]
+    assert row in map(_cells, table)
 
 
 def test_fsync_headline_row_first_then_every_method(written: Written) -> None:
@@ -206,11 +207,13 @@ def test_tpcb_tables_with_units(written: Written) -> None:
     assert _cells(tput[0]) == [
         "Clients",
         "select-only tps",
+        "select-only tps per second",
         "select-only qps",
         "read-write tps",
+        "read-write tps per second",
         "read-write qps",
     ]
-    assert _cells(tput[2])[:3] == ["1", "30,238", "30,238"]
+    assert _cells(tput[2])[:4] == ["1", "30,238", "CV 59.6%, 10,889–50,451 ⚠", "30,238"]
 
     lat = _table_after(written.md, "**Transaction latency")
     assert _cells(lat[0]) == [
@@ -239,10 +242,14 @@ def test_repeated_points_show_median_spread_and_noise_flag(written: Written) -> 
     tps = sorted(r.tps for r in runs)
     assert len(tps) == 3
     tput = _table_after(written.md, "**Throughput per client count")
-    cell = _cells(tput[3])[3]
-    assert cell.startswith(f"{tps[1]:,.0f} ({tps[0]:,.0f}–{tps[2]:,.0f}, range ")
+    cell = _cells(tput[3])[4]
+    assert cell.startswith(f"{tps[1]:,.0f} ({tps[0]:,.0f}–{tps[2]:,.0f}, range 40.8%, 95% CI ±")
     assert cell.endswith("⚠")
-    assert "⚠ read-write, 2 clients: tps varied by 40.8% across 3 repeats" in written.md
+    assert _cells(tput[3])[5].endswith("(least steady of 3) ⚠")
+    assert "- ⚠ read-write, 2 clients: tps varied 2,630–4,086 per second (CV 18%) over 4 s " in (
+        written.md
+    )
+    assert "the 3 repeats ranged 40.8% (2,428–3,582, more than 5%)" in written.md
 
 
 def test_failed_and_skipped_runs_are_rows_with_reasons(written: Written) -> None:
@@ -250,7 +257,7 @@ def test_failed_and_skipped_runs_are_rows_with_reasons(written: Written) -> None
     row = _cells(tput[-1])
     assert row[0] == "64"
     assert row[1] == "skipped: 64 clients exceed max_connections=50 \\| raise it in the profile"
-    assert row[3].startswith("failed: pgbench exited with code 2")
+    assert row[4].startswith("failed: pgbench exited with code 2")
     lat = _table_after(written.md, "**Transaction latency")
     assert any(_cells(r)[:2] == ["read-write", "64"] and "failed:" in r for r in lat)
     runs = _table_after(written.md, "## All runs")
@@ -376,7 +383,11 @@ def test_si_like_fio(value: float, text: str) -> None:
 def test_spread_and_noise_threshold() -> None:
     quiet = fmt.spread([100.0, 104.0, 102.0])
     assert quiet.median == 102.0 and not quiet.noisy
-    assert fmt.with_spread(quiet) == "102 (100–104, range 3.9%)"
+    # 95% CI: t(0.975, 2) = 4.303 x stdev 2 / sqrt(3) = 4.97, 4.9% of the mean 102
+    assert fmt.with_spread(quiet) == "102 (100–104, range 3.9%, 95% CI ±4.9%)"
+    assert quiet.describe() == "3 runs 100–104, 95% CI ±4.9%"
+    two = fmt.spread([100.0, 104.0])
+    assert two.ci95_pct is None and fmt.with_spread(two) == "102 (100–104, range 3.9%)"
     noisy = fmt.spread([100.0, 106.0, 103.0])
     assert noisy.noisy and fmt.with_spread(noisy).endswith(" ⚠")
     assert fmt.with_spread(fmt.spread([42.0])) == "42.0"
@@ -453,5 +464,5 @@ def test_report_from_live_timing_and_parsed_captures(tmp_path: Path) -> None:
         "**9,255.519**",
     ]
     tput = _table_after(md, "**Throughput per client count")
-    assert _cells(tput[2]) == ["4", "4,059", "20,297"]
+    assert _cells(tput[2]) == ["4", "4,059", "CV 28.5%, 2,406–5,259 ⚠", "20,297"]
     assert html_path.read_text(encoding="utf-8").count("<svg") >= 2

@@ -14,7 +14,8 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pgrig import stats
+from pgrig import noise, stats
+from pgrig.noise import Noise
 from pgrig.registry import typed_result
 from pgrig.report import fmt
 from pgrig.report.model import FAILED, HEADLINE, Figure, Row, Section, Series, Table
@@ -95,7 +96,8 @@ def runs_by_point(
     return out
 
 
-def _mean_cell(values: list[float], unit: str, failed: int) -> str:
+def _mean_cell(values: list[float], unit: str, failed: int, seconds: Noise | None = None) -> str:
+    """'4,059 tps (n=3, range 4.1%, 95% CI ±5.2%), per s CV 6%'."""
     if not values:
         return "failed" if failed else ""
     if len(values) == 1:
@@ -103,7 +105,11 @@ def _mean_cell(values: list[float], unit: str, failed: int) -> str:
     else:
         s = fmt.spread(values)
         mean = fmt.rate(statistics.fmean(values))
-        text = f"{mean} {unit} (n={len(values)}, range {s.range_pct:.1f}%)"
+        ci = s.ci95_pct
+        ci_text = f", 95% CI ±{ci:.1f}%" if ci is not None else ""
+        text = f"{mean} {unit} (n={len(values)}, range {s.range_pct:.1f}%{ci_text})"
+    if seconds is not None:
+        text += f", per s CV {100 * seconds.cv:.0f}%" + (" ⚠" if noise.is_noisy(seconds) else "")
     return text + (f", {failed} failed" if failed else "")
 
 
@@ -210,25 +216,34 @@ def comparison_table(records: Sequence[RunRecord], targets: list[str], baseline:
         tps: dict[str, list[float]] = {}
         qps: dict[str, list[float]] = {}
         failed: dict[str, int] = {}
+        seconds: dict[str, Noise | None] = {}
         for t, pairs in per_target.items():
             ok = [run for _, run in pairs if run is not None]
             tps[t] = [run.tps for run in ok]
             qps[t] = [run.qps for run in ok]
             failed[t] = len(pairs) - len(ok)
+            seconds[t] = noise.worst([noise.noise([p.tps for p in r.progress]) for r in ok])
         metrics = [("tps", tps), ("qps", qps)]
         if key.mode == "select-only":
             metrics = [("qps", qps)]  # = tps: one statement per transaction (seed 000's row)
         for metric, data in metrics:
             unit = metric
             label = f"{key.label}: {metric}"
-            cells = [label, _mean_cell(data.get(baseline, []), unit, failed.get(baseline, 0))]
+            first = metric == metrics[0][0]
+            # The per-second noise goes with the point's first (headline) row.
+            per_s = seconds if first else {}
+            cells = [
+                label,
+                _mean_cell(
+                    data.get(baseline, []), unit, failed.get(baseline, 0), per_s.get(baseline)
+                ),
+            ]
             for t in others:
                 cells += [
-                    _mean_cell(data.get(t, []), unit, failed.get(t, 0)),
+                    _mean_cell(data.get(t, []), unit, failed.get(t, 0), per_s.get(t)),
                     _delta(data.get(baseline, []), data.get(t, [])),
                 ]
             kind = FAILED if any(failed.values()) and not any(data.values()) else ""
-            first = metric == metrics[0][0]
             rows.append(Row(tuple(cells), kind or (HEADLINE if first else "")))
         open_loop = {
             t: [run for _, run in pairs if run is not None and run.lag_avg_ms is not None]
@@ -241,7 +256,9 @@ def comparison_table(records: Sequence[RunRecord], targets: list[str], baseline:
             rows.append(Row(tuple(cells)))
     notes = (
         "Each cell: the mean over the repeats (n), with their range (max - min) in % of "
-        "the median.",
+        "the median and, from 3 repeats on, the 95% confidence interval of the mean; per s CV: "
+        "the coefficient of variation of pgbench -P 1's per-second tps (the least steady run), "
+        f"⚠ from {100 * noise.HIGH_CV:.0f}%.",
         "vs baseline: difference of the means; Welch's t-test over the repeats decides: "
         "p < 0.05 is a difference, otherwise 'within noise'. One run per side allows no test.",
         "select-only qps = tps (one statement per transaction); read-write qps = 5 x tps "

@@ -6,6 +6,8 @@ import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from pgrig import stats
+
 # A repeated point whose relative range exceeds this is flagged as noisy.
 NOISE_THRESHOLD_PCT = 5.0
 
@@ -107,6 +109,26 @@ class Spread:
     def noisy(self) -> bool:
         return self.range_pct > NOISE_THRESHOLD_PCT
 
+    @property
+    def ci95_pct(self) -> float | None:
+        """Half-width of the 95% confidence interval of the mean, in % of the mean;
+        None below 3 values (two runs give an interval too wide to say anything)."""
+        if self.n < 3:
+            return None
+        mean = statistics.fmean(self.values)
+        if mean == 0:
+            return None
+        return stats.ci95_half_width(list(self.values)) / abs(mean) * 100
+
+    def describe(self, fmt: Formatter | None = None) -> str:
+        """'3 runs 2,428–3,582, 95% CI ±25%'; '' for a single run."""
+        fmt = fmt or rate
+        if self.n < 2:
+            return ""
+        text = f"{self.n} runs {fmt(self.low)}–{fmt(self.high)}"
+        ci = self.ci95_pct
+        return text + (f", 95% CI ±{ci:.1f}%" if ci is not None else "")
+
 
 def spread(values: Sequence[float]) -> Spread:
     if not values:
@@ -115,12 +137,15 @@ def spread(values: Sequence[float]) -> Spread:
 
 
 def with_spread(s: Spread, fmt: Formatter = rate) -> str:
-    """``median (min-max, range x%)``; just the value when it was measured once."""
+    """``median (min-max, range x%[, 95% CI ±y%])``; just the value when it was
+    measured once."""
     text = fmt(s.median)
     if s.n < 2:
         return text
     low, high = fmt(s.low), fmt(s.high)
-    text = f"{text} ({low}–{high}, range {s.range_pct:.1f}%)"
+    ci = s.ci95_pct
+    ci_text = f", 95% CI ±{ci:.1f}%" if ci is not None else ""
+    text = f"{text} ({low}–{high}, range {s.range_pct:.1f}%{ci_text})"
     if s.noisy:
         text += " ⚠"
     return text

@@ -1,8 +1,11 @@
 """The TPC-B part of the report: load, count(*), pgbench runs per client count.
 
-Repeated points are summarised by their median with the range beside it, and
-flagged when the range is wider than ``fmt.NOISE_THRESHOLD_PCT``, so a reader
-never takes one lucky run for the machine's speed.
+Every tps carries its noise: repeated points their median with the range (and
+the 95% confidence interval from 3 runs on), every run the spread of its
+per-second tps (``pgrig.noise``). Points are flagged when the repeats range
+wider than ``fmt.NOISE_THRESHOLD_PCT`` or a run's per-second tps varies more
+than ``noise.HIGH_CV``, so a reader never takes one lucky (or disturbed) run
+for the machine's speed.
 """
 
 from __future__ import annotations
@@ -12,6 +15,8 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pgrig import noise
+from pgrig.noise import Noise
 from pgrig.registry import typed_result
 from pgrig.report import fmt
 from pgrig.report.model import FAILED, NOISY, SKIPPED, Figure, Row, Section, Series, Table
@@ -41,6 +46,24 @@ class Point:
     @property
     def label(self) -> str:
         return f"{self.mode}, {self.clients} client{'s' if self.clients != 1 else ''}"
+
+    def per_second(self) -> list[tuple[RunRecord, Noise]]:
+        """Each run's per-second noise (runs without -P progress have none)."""
+        out = []
+        for rec, run in self.ok:
+            found = noise.noise([p.tps for p in run.progress])
+            if found is not None:
+                out.append((rec, found))
+        return out
+
+    @property
+    def worst_second(self) -> Noise | None:
+        """The least steady run's per-second noise."""
+        return noise.worst([n for _, n in self.per_second()])
+
+    @property
+    def noisy(self) -> bool:
+        return (self.tps is not None and self.tps.noisy) or noise.is_noisy(self.worst_second)
 
     def representative(self) -> tuple[RunRecord, PgbenchRun] | None:
         """The repeat closest to the median tps: the one to show in detail."""
@@ -83,10 +106,28 @@ def _not_ok_kind(recs: Sequence[RunRecord]) -> str:
     return SKIPPED if all(r.status == "skipped" for r in recs) else FAILED
 
 
+def per_second_text(point: Point) -> str:
+    """'CV 4.2%, 11,020–12,310' for one run; the least steady run's when repeated."""
+    worst = point.worst_second
+    if worst is None:
+        return "n/a"
+    text = f"CV {100 * worst.cv:.1f}%, {fmt.rate(worst.min)}–{fmt.rate(worst.max)}"
+    if len(point.ok) > 1:
+        text = f"{text} (least steady of {len(point.ok)})"
+    return text + (" ⚠" if noise.is_noisy(worst) else "")
+
+
 def _tps_qps(point: Point) -> str:
     if point.tps is None or point.qps is None:
         return _status(point.not_ok[0])
-    return f"tps: {fmt.rate(point.tps.median)}; qps: {fmt.rate(point.qps.median)}"
+    spread = [point.tps.describe()] if point.tps.n > 1 else []
+    worst = point.worst_second
+    if worst is not None:
+        spread.append(f"per second CV {100 * worst.cv:.0f}%")
+    text = f"tps: {fmt.rate(point.tps.median)}"
+    if spread:
+        text += f" ({'; '.join(spread)})" + (" ⚠" if point.noisy else "")
+    return f"{text}; qps: {fmt.rate(point.qps.median)}"
 
 
 def headline_rows(records: Sequence[RunRecord]) -> list[Row]:
@@ -106,7 +147,7 @@ def headline_rows(records: Sequence[RunRecord]) -> list[Row]:
         if point.mode not in by_mode or point.ok or not by_mode[point.mode].ok:
             by_mode[point.mode] = point
     for point in by_mode.values():
-        kind = "" if point.ok else _not_ok_kind(point.not_ok)
+        kind = (NOISY if point.noisy else "") if point.ok else _not_ok_kind(point.not_ok)
         rows.append(Row((f"TPC-B {point.label}", _tps_qps(point)), kind))
     return rows
 
@@ -220,7 +261,7 @@ def throughput_table(pts: Sequence[Point], target: str) -> Table:
     index = {(p.mode, p.clients): p for p in pts}
     columns = ["Clients"]
     for mode in modes:
-        columns += [f"{mode} tps", f"{mode} qps"]
+        columns += [f"{mode} tps", f"{mode} tps per second", f"{mode} qps"]
     rows = []
     notes = []
     for c in clients:
@@ -229,22 +270,17 @@ def throughput_table(pts: Sequence[Point], target: str) -> Table:
         for mode in modes:
             point = index.get((mode, c))
             if point is None:
-                cells += ["not run", ""]
+                cells += ["not run", "", ""]
                 continue
             tps, qps = point.tps, point.qps
             if tps is None or qps is None:
-                cells += [_status(point.not_ok[0]), ""]
+                cells += [_status(point.not_ok[0]), "", ""]
                 kind = kind or _not_ok_kind(point.not_ok)
                 continue
-            cells += [fmt.with_spread(tps), fmt.rate(qps.median)]
-            if tps.noisy:
+            cells += [fmt.with_spread(tps), per_second_text(point), fmt.rate(qps.median)]
+            if point.noisy:
                 kind = NOISY
-                notes.append(
-                    f"⚠ {point.label}: tps varied by {tps.range_pct:.1f}% across {tps.n} "
-                    f"repeats (more than {fmt.NOISE_THRESHOLD_PCT:g}%): treat differences "
-                    "smaller than that as noise; rerun with a longer duration or more repeats "
-                    "and check for background load (see TPS over time)."
-                )
+            notes += noise_notes(point)
             for rec in point.not_ok:
                 notes.append(f"{point.label}: one repeat {_status(rec)}")
         rows.append(Row(tuple(cells), kind))
@@ -253,8 +289,18 @@ def throughput_table(pts: Sequence[Point], target: str) -> Table:
     if per_txn:
         counts = ", ".join(f"{m}: {n}" for m, n in per_txn.items())
         notes.insert(1, f"qps = tps x SQL statements per transaction ({counts}).")
+    notes.insert(
+        1,
+        "tps per second: the coefficient of variation (standard deviation / mean) and the "
+        "range of pgbench -P 1's per-second tps; ⚠ from a CV of "
+        f"{100 * noise.HIGH_CV:.0f}%: the run's average hides swings that large.",
+    )
     if any(p.tps is not None and p.tps.n > 1 for p in pts):
-        notes.insert(1, "Repeated points: median, then (min–max, range = (max − min) / median).")
+        notes.insert(
+            1,
+            "Repeated points: median, then (min–max, range = (max − min) / median, and from "
+            "3 repeats on the 95% confidence interval of the mean, ± % of it).",
+        )
     return Table(
         tuple(columns),
         tuple(rows),
@@ -262,6 +308,39 @@ def throughput_table(pts: Sequence[Point], target: str) -> Table:
         notes=tuple(notes),
         numeric=(False,) + (True,) * (len(columns) - 1),
     )
+
+
+def noise_notes(point: Point) -> list[str]:
+    """One warning with advice for a point whose seconds or repeats disagree."""
+    tps = point.tps
+    found: list[str] = []
+    per_second = point.per_second()
+    worst = max(per_second, key=lambda pair: pair[1].cv) if per_second else None
+    if worst is not None and noise.is_noisy(worst[1]):
+        rec, n = worst
+        repeat = rec.params.get("repeat")
+        several = len(point.ok) > 1 and repeat is not None
+        which = f" in run {repeat} of {len(point.ok)}" if several else ""
+        found.append(
+            f"tps varied {fmt.rate(n.min)}–{fmt.rate(n.max)} per second "
+            f"(CV {100 * n.cv:.0f}%) over {n.n} s{which}"
+        )
+    if tps is not None and tps.noisy:
+        found.append(
+            f"the {tps.n} repeats ranged {tps.range_pct:.1f}% ({fmt.rate(tps.low)}–"
+            f"{fmt.rate(tps.high)}, more than {fmt.NOISE_THRESHOLD_PCT:g}%)"
+        )
+    if not found:
+        return []
+    short = worst is not None and worst[1].n < 30
+    advice = (
+        "raise the duration (30 s or more) or repeat the point"
+        if short
+        else "repeat the point and check for background load"
+    )
+    if tps is not None and tps.noisy:
+        advice = f"treat differences smaller than that range as noise; {advice}"
+    return [f"⚠ {point.label}: {' and '.join(found)}: {advice}; see TPS over time."]
 
 
 def _run_params(pts: Sequence[Point]) -> str:
@@ -376,9 +455,22 @@ def tps_vs_clients(pts: Sequence[Point]) -> Figure:
         x_label="clients",
         y_label="transactions/s",
         series=tuple(s for s in series if s.x),
-        caption="Median tps per client count; bars span min to max of the repeats.",
+        caption=_tps_caption(pts),
         log_x=_wide(pts),
     )
+
+
+def _tps_caption(pts: Sequence[Point]) -> str:
+    """Say what the bars are - and that there are none when nothing was repeated."""
+    counts = sorted({len(p.ok) for p in pts if p.ok})
+    if not counts or counts == [1]:
+        return (
+            "tps per client count, one run each: no error bars (the spread of each run's "
+            "per-second tps is in the throughput table)."
+        )
+    runs = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]} to {counts[-1]}"
+    once = " (points measured once have none)" if counts[0] == 1 else ""
+    return f"Median tps of {runs} runs per client count; bars span min to max of the runs{once}."
 
 
 def tps_over_time(pts: Sequence[Point]) -> list[Figure]:
