@@ -21,8 +21,11 @@ from pgrig.cluster.server import Cluster
 from pgrig.conninfo import Conn
 from pgrig.store import Store
 
-# The smallest study that still runs every TPC-B step for real.
+# The smallest study that still runs every TPC-B step for real (once: the quick
+# study's default is 3 repeats).
 TINY = [
+    "--repeat",
+    "1",
     "--skip",
     "fsync,fio",
     "--timing-seconds",
@@ -347,3 +350,26 @@ def test_tables_and_indexes_on_two_tablespace_directories(disk_dir: Path) -> Non
     (work,) = disk_dir.glob("pgrig-*")
     workdir.remove(work)
     assert list(tables.iterdir()) == [] and list(indexes.iterdir()) == []
+
+
+def test_every_option_of_every_command_says_what_it_does() -> None:
+    """`pgrig COMMAND --help` describes every option (click shows nothing otherwise)."""
+    import click
+
+    from pgrig.cli import cli
+
+    def walk(cmd: click.Command, path: str) -> list[tuple[str, click.Command]]:
+        found = [(path, cmd)]
+        if isinstance(cmd, click.Group):
+            for name, sub in cmd.commands.items():
+                found += walk(sub, f"{path} {name}")
+        return found
+
+    missing = [
+        f"{path} {'/'.join(p.opts)}"
+        for path, cmd in walk(cli, "pgrig")
+        for p in cmd.params
+        if isinstance(p, click.Option) and not p.help
+    ]
+    assert missing == []
+    assert all(cmd.help for _, cmd in walk(cli, "pgrig"))

@@ -149,7 +149,8 @@ def test_every_markdown_table_is_rectangular(written: Written) -> None:
 def test_summary_in_seed_layout(written: Written) -> None:
     table = _table_after(written.md, "## Performance Summary")
     assert _cells(table[0]) == ["Test Case", fx.TARGET]
-    assert _cells(table[2]) == ["fdatasync 8K", "9,256 ops/s (108 us/op)"]
+    fsync = ["fdatasync 8K", "9,256 ops/s (108 us/op); ⚠ noisy, see pg_test_fsync"]
+    assert _cells(table[2]) == fsync
     assert _cells(table[3]) == ["8k random write", "IOPS=78.0k (78,000), BW=609 MiB/s"]
     row = ["TPC-B read-write, 4 clients", "tps: 4,059 (per second CV 28%) ⚠; qps: 20,297"]
     assert row in map(_cells, table)
@@ -466,3 +467,36 @@ def test_report_from_live_timing_and_parsed_captures(tmp_path: Path) -> None:
     tput = _table_after(md, "**Throughput per client count")
     assert _cells(tput[2]) == ["4", "4,059", "CV 28.5%, 2,406–5,259 ⚠", "20,297"]
     assert html_path.read_text(encoding="utf-8").count("<svg") >= 2
+
+
+def test_repeated_fsync_shows_medians_ranges_and_flags_noise(tmp_path: Path) -> None:
+    """Three pg_test_fsync runs (the captured one scaled by 0.9, 1 and 1.1): every
+    row is the median with the range beside it; orderings physics forbids are flagged."""
+    runs = []
+    for rep, factor in ((1, 0.9), (2, 1.0), (3, 1.1)):
+        rows = tuple(
+            dataclasses.replace(r, ops_per_sec=r.ops_per_sec * factor if r.ops_per_sec else None)
+            for r in fx.FSYNC.rows
+        )
+        res = dataclasses.replace(fx.FSYNC, rows=rows)
+        rec = _record(f"local/probe/pg_test_fsync/r{rep}", "pg_test_fsync", {"repeat": rep}, res)
+        runs.append(rec)
+    md_path, _ = report.write(fx.study(), runs, tmp_path)
+    md = md_path.read_text(encoding="utf-8")
+    summary = _table_after(md, "## Performance Summary")
+    assert _cells(summary[2]) == [
+        "fdatasync 8K",
+        "9,256 ops/s (108 us/op; 3 runs 8,330–10,181, 95% CI ±24.8%); ⚠ noisy, see pg_test_fsync",
+    ]
+    table = _table_after(md, "## WAL sync methods")
+    assert _cells(table[0])[-1] == "ops/s over the runs"
+    assert [
+        "one 8kB write",
+        "fdatasync",
+        "9,255.519",
+        "108",
+        "3 runs 8,330–10,181, 95% CI ±24.8%",
+    ] in (map(_cells, table))
+    assert "**Target: /tmp/rcap (ext4 on vda); 1 s per test; median of 3 runs**" in md
+    assert "- ⚠ noise, not findings: 2 ordering(s) contradict what the tests do - " in md
+    assert "fsync (two 8kB writes) ran 8% faster than fdatasync (two 8kB writes)" in md

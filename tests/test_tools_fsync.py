@@ -179,3 +179,48 @@ def test_run_real_tool(tmp_path: Path) -> None:
     assert raw.startswith("1 second per test")
     assert sum("ops/sec" in line for line in lines) == pg_test_fsync.TIMED_TESTS
     assert list(tmp_path.iterdir()) == []
+
+
+# --------------------------------------------------------------------------
+# Orderings physics forbids: noise, not findings
+
+
+def test_a_busy_machine_inverts_what_the_tests_do() -> None:
+    """Captured on this 2-core VM under a load average of 12 (make run, 2 s per test)."""
+    result = pg_test_fsync.parse((DATA / "pg_test_fsync_pg15_busy.txt").read_text())
+    found = {(i.observed.section, i.observed.method, i.expected.method) for i in
+             pg_test_fsync.inversions(result)}  # fmt: skip
+    assert ("two 8kB writes", "fsync", "fsync") in found  # two writes per sync beat one
+    assert ("two 8kB writes", "open_datasync", "open_datasync") in found
+    assert ("one 8kB write", "fsync", "fdatasync") in found  # a full sync beat a data-only one
+    assert ("open_sync sizes", "8 * 2kB open_sync writes", "4 * 4kB open_sync writes") in found
+    assert len(found) == 6
+    two = next(i for i in pg_test_fsync.inversions(result) if i.why.startswith("it writes"))
+    assert two.describe() == (
+        "open_datasync (two 8kB writes) ran 55% faster than open_datasync (one 8kB write), "
+        "though it writes twice as much per sync"
+    )
+
+
+def test_quiet_captures_keep_their_order() -> None:
+    for name in ("pg_test_fsync_seed000.txt", "pg_test_fsync_seed001.txt"):
+        assert pg_test_fsync.inversions(pg_test_fsync.parse((DATA / name).read_text())) == []
+    ramfs = pg_test_fsync.parse((DATA / "pg_test_fsync_pg15_ramfs.txt").read_text())
+    assert pg_test_fsync.inversions(ramfs) == [], "n/a rows are not compared"
+    pg15 = pg_test_fsync.inversions(
+        pg_test_fsync.parse((DATA / "pg_test_fsync_pg15.txt").read_text())
+    )
+    assert [(i.observed.method, round(i.pct)) for i in pg15] == [("open_sync", 4)]
+
+
+def test_repeated_runs_are_keyed_so_old_files_resume(tmp_path: Path) -> None:
+    """One run keeps pgrig 0.1's key; repeats are r1..rN, like workload repeats."""
+    from pgrig import probe
+
+    once = probe.steps(probe.ProbeSpec(fio=None, timing_s=None), "local", tmp_path)
+    assert [s.id for s in once] == ["local/probe/pg_test_fsync"]
+    assert "repeat" not in once[0].params
+    three = probe.steps(probe.ProbeSpec(fio=None, timing_s=None, fsync_repeat=3), "t", tmp_path)
+    assert [s.id for s in three] == [f"t/probe/pg_test_fsync/r{i}" for i in (1, 2, 3)]
+    assert [s.params["repeat"] for s in three] == [1, 2, 3]
+    assert three[1].label.endswith("(2 of 3)")

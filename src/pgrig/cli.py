@@ -89,17 +89,29 @@ def cli() -> None:
     "--threads", type=int, default=None, help="pgbench threads (default: min(clients, CPUs))."
 )
 @click.option(
-    "--duration", type=int, default=30, show_default=True, help="Seconds per pgbench run."
+    "--duration",
+    type=int,
+    default=10,
+    show_default=True,
+    help="Seconds per pgbench run (short, and repeated: see --repeat).",
 )
 @click.option(
     "--modes", default="select-only,read-write", show_default=True, help="TPC-B modes to run."
 )
-@click.option("--repeat", type=int, default=1, show_default=True, help="Runs of every point.")
+@click.option(
+    "--repeat",
+    type=int,
+    default=3,
+    show_default=True,
+    help="Runs of every point: the report gives their median, range and, from 3 on, "
+    "the 95% confidence interval.",
+)
 @click.option(
     "--query-mode",
     type=click.Choice(["simple", "extended", "prepared"]),
     default="prepared",
     show_default=True,
+    help="pgbench -M: how statements are sent to the server.",
 )
 @click.option(
     "--generate",
@@ -131,20 +143,47 @@ def cli() -> None:
 )
 @click.option("--no-count", is_flag=True, help="Skip timing count(*) by index-only and seq scan.")
 @click.option("--skip", default="", help="Steps to skip: timing,fsync,fio,tpcb.")
-@click.option("--timing-seconds", type=int, default=3, show_default=True)
+@click.option(
+    "--timing-seconds",
+    type=int,
+    default=3,
+    show_default=True,
+    help="pg_test_timing duration (-d) in seconds.",
+)
 @click.option(
     "--fsync-seconds",
     type=int,
-    default=2,
+    default=1,
     show_default=True,
     help="pg_test_fsync seconds per test (the seeds use 5).",
 )
-@click.option("--fio-size", default="256M", show_default=True)
+@click.option(
+    "--fsync-repeat",
+    type=int,
+    default=3,
+    show_default=True,
+    help="Runs of pg_test_fsync: each method's median and range, and orderings that "
+    "contradict physics flagged as noise.",
+)
+@click.option(
+    "--fio-size",
+    default="256M",
+    show_default=True,
+    help="Size of fio's test file in the target directory (K, M, G suffixes).",
+)
 @click.option(
     "--fio-runtime", type=int, default=10, show_default=True, help="Seconds per fio pattern."
 )
-@click.option("--fio-numjobs", type=int, default=1, show_default=True)
-@click.option("--fio-iodepth", type=int, default=8, show_default=True)
+@click.option(
+    "--fio-numjobs", type=int, default=1, show_default=True, help="fio --numjobs: parallel jobs."
+)
+@click.option(
+    "--fio-iodepth",
+    type=int,
+    default=8,
+    show_default=True,
+    help="fio --iodepth: I/Os in flight per job.",
+)
 @click.option(
     "--fio-direct",
     type=click.IntRange(0, 1),
@@ -155,8 +194,10 @@ def cli() -> None:
 @click.option(
     "--wal-segsize", type=int, default=None, help="initdb --wal-segsize in MB (the seeds use 1024)."
 )
-@click.option("--encoding", default="UTF8", show_default=True)
-@click.option("--locale", default="C", show_default=True)
+@click.option(
+    "--encoding", default="UTF8", show_default=True, help="initdb --encoding of the cluster."
+)
+@click.option("--locale", default="C", show_default=True, help="initdb --locale of the cluster.")
 @click.option(
     "--no-monitor", is_flag=True, help="Do not sample host and server during measured runs."
 )
@@ -209,6 +250,7 @@ def _quick_campaign(opts: dict[str, Any]) -> Campaign:
         ("--scale", opts["scale"]),
         ("--duration", opts["duration"]),
         ("--repeat", opts["repeat"]),
+        ("--fsync-repeat", opts["fsync_repeat"]),
         ("--fio-numjobs", opts["fio_numjobs"]),
         ("--fio-iodepth", opts["fio_iodepth"]),
         ("--fio-runtime", opts["fio_runtime"]),
@@ -246,6 +288,7 @@ def _quick_campaign(opts: dict[str, Any]) -> Campaign:
     probes = ProbeSpec(
         timing_s=None if "timing" in skip else opts["timing_seconds"],
         fsync_s=None if "fsync" in skip else opts["fsync_seconds"],
+        fsync_repeat=opts["fsync_repeat"],
         fio=None
         if "fio" in skip
         else FioPlan(
@@ -354,7 +397,12 @@ def _status(study: Study) -> str:
 @click.argument("study_ids", nargs=-1)
 @results_options
 @click.option(
-    "--format", "fmt", type=click.Choice(["json", "csv"]), default="json", show_default=True
+    "--format",
+    "fmt",
+    type=click.Choice(["json", "csv"]),
+    default="json",
+    show_default=True,
+    help="json: everything (docs/export.md); csv: one row per run, or per second with --series.",
 )
 @click.option(
     "--series",
@@ -416,7 +464,12 @@ def import_cmd(
 @click.argument("study_ids", nargs=-1, required=True)
 @results_options
 @click.option("--baseline", default=None, help="The study (or STUDY/TARGET) to compare against.")
-@click.option("--out", type=click.Path(path_type=Path, file_okay=False), default=None)
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Directory for the comparison report (default: RESULTS).",
+)
 def compare_cmd(
     study_ids: tuple[str, ...],
     results: Path,
@@ -478,7 +531,14 @@ def clean() -> None:
     help="Also describe the filesystem of this directory.",
 )
 @click.option("--dsn", default=None, help="Also record this server's version and settings.")
-@click.option("--format", "fmt", type=click.Choice(["json"]), default="json", show_default=True)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["json"]),
+    default="json",
+    show_default=True,
+    help="Output format (JSON, the schema of docs/export.md's environment).",
+)
 def env(target: Path | None, dsn: str | None, fmt: str) -> None:
     """Print the captured environment (machine, filesystem, server) as JSON."""
     from pgrig import environment

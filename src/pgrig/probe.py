@@ -38,6 +38,10 @@ class ProbeSpec:
     timing_s: int | None = 3  # None: not run
     fsync_s: int | None = 2
     fio: FioPlan | None = field(default_factory=FioPlan)
+    # Runs of pg_test_fsync. One run keeps the key pgrig 0.1 wrote
+    # (T/probe/pg_test_fsync), so results files written before repeats existed
+    # resume without running it again; repeats are keyed .../pg_test_fsync/rN.
+    fsync_repeat: int = 1
 
 
 def _seconds(default: int) -> Any:
@@ -88,6 +92,8 @@ PROBES_SCHEMA = Schema(
     custom("timing", 3, "pg_test_timing seconds, or `false`", _seconds(3), field="timing_s"),
     custom("fsync", 2, "pg_test_fsync seconds per test, or `false`", _seconds(2),
            field="fsync_s"),
+    integer("fsync_repeat", 1, "runs of pg_test_fsync: the report shows each row's median "
+            "and range, and flags orderings that contradict physics as noise"),
     custom("fio", None, "`{ patterns, numjobs, iodepth, size, runtime, direct, ioengine }` or "
            "`false`", _fio_table, shown_default="all four patterns"),
 )  # fmt: skip
@@ -176,18 +182,24 @@ def steps(probes: ProbeSpec, target: str, directory: Path) -> list[Step]:
             )
         )
     if probes.fsync_s:
-        out.append(
-            Step(
-                key=StepKey(target, "probe", ("pg_test_fsync",)),
-                kind="pg_test_fsync",
-                label=f"{target}: pg_test_fsync in {where}",
-                params={"seconds_per_test": probes.fsync_s, "directory": where},
-                action=_fsync(probes.fsync_s),
-                total=pg_test_fsync.TIMED_TESTS * probes.fsync_s,
-                tools=("pg_test_fsync",),
-                estimate_s=pg_test_fsync.TIMED_TESTS * probes.fsync_s + 1,
+        repeats = probes.fsync_repeat
+        for rep in range(1, repeats + 1):
+            params: dict[str, Any] = {"seconds_per_test": probes.fsync_s, "directory": where}
+            if repeats > 1:
+                params["repeat"] = rep
+            out.append(
+                Step(
+                    key=StepKey(target, "probe", ("pg_test_fsync",), rep if repeats > 1 else None),
+                    kind="pg_test_fsync",
+                    label=f"{target}: pg_test_fsync in {where}"
+                    + (f" ({rep} of {repeats})" if repeats > 1 else ""),
+                    params=params,
+                    action=_fsync(probes.fsync_s),
+                    total=pg_test_fsync.TIMED_TESTS * probes.fsync_s,
+                    tools=("pg_test_fsync",),
+                    estimate_s=pg_test_fsync.TIMED_TESTS * probes.fsync_s + 1,
+                )
             )
-        )
     if probes.fio is not None:
         for pattern in probes.fio.patterns:
             out.append(

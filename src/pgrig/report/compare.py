@@ -19,9 +19,9 @@ from pgrig.noise import Noise
 from pgrig.registry import typed_result
 from pgrig.report import fmt
 from pgrig.report.model import FAILED, HEADLINE, Figure, Row, Section, Series, Table
+from pgrig.report.probes import FsyncRuns, fsync_headline, fsync_summary
 from pgrig.results import (
     FioResult,
-    FsyncResult,
     PgbenchInit,
     PgbenchRun,
     RunRecord,
@@ -163,15 +163,13 @@ def comparison_table(records: Sequence[RunRecord], targets: list[str], baseline:
     values: dict[str, float | None] = {}
     text: dict[str, str] = {}
     for t, recs in by_kind.get("pg_test_fsync", {}).items():
-        res: FsyncResult | None = typed_result(recs[-1])
-        row = next((r for r in res.rows if r.method == "fdatasync"), None) if res else None
+        summary = fsync_summary(recs)  # the median over the runs, with their range
+        median = FsyncRuns.of(recs).median()
+        row = fsync_headline(median) if median is not None else None
+        if summary is not None:
+            text[t] = summary.cells[1]
         if row is not None and row.ops_per_sec is not None:
             values[t] = row.ops_per_sec
-            text[t] = (
-                f"{fmt.rate(row.ops_per_sec)} ops/s ({fmt.integer(row.usecs_per_op or 0)} us/op)"
-            )
-        else:
-            text[t] = recs[-1].status
     if text:
         single("fdatasync 8K", values, text)
 

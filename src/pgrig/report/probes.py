@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from pgrig.registry import typed_result
 from pgrig.report import fmt
-from pgrig.report.model import HEADLINE, NORMAL, Row, Section, Table
-from pgrig.report.status import status_row
+from pgrig.report.model import HEADLINE, NOISY, NORMAL, Row, Section, Table
+from pgrig.report.status import status_kind, status_row, status_text
 from pgrig.results import Environment, FioResult, FsyncResult, FsyncRow, RunRecord, TimingResult
+from pgrig.tools import pg_test_fsync
 
 FIO_ORDER = ("randwrite", "randread", "write", "read")
 FIO_LABELS = {
@@ -76,48 +79,144 @@ def fsync_headline(res: FsyncResult) -> FsyncRow | None:
     return next((row for row in res.rows if row.method == "fdatasync"), None)
 
 
+@dataclass(frozen=True)
+class FsyncRuns:
+    """Every run of pg_test_fsync on one target: each row's median and spread."""
+
+    results: tuple[FsyncResult, ...]
+    not_ok: tuple[RunRecord, ...] = ()
+
+    @classmethod
+    def of(cls, records: Sequence[RunRecord]) -> FsyncRuns:
+        results, not_ok = [], []
+        for rec in records:
+            res: FsyncResult | None = typed_result(rec)
+            if res is None:
+                not_ok.append(rec)
+            else:
+                results.append(res)
+        return cls(tuple(results), tuple(not_ok))
+
+    def spread(self, row: FsyncRow) -> fmt.Spread | None:
+        """ops/s of this section and method over the runs; None when never measured."""
+        values = [
+            found.ops_per_sec
+            for res in self.results
+            if (found := res.find(row.section, row.method)) is not None
+            and found.ops_per_sec is not None
+        ]
+        return fmt.spread(values) if values else None
+
+    def median(self) -> FsyncResult | None:
+        """One result holding each row's median over the runs (the first run's rows)."""
+        if not self.results:
+            return None
+        rows = []
+        for row in self.results[0].rows:
+            ops = self.spread(row)
+            usecs = [
+                found.usecs_per_op
+                for res in self.results
+                if (found := res.find(row.section, row.method)) is not None
+                and found.usecs_per_op is not None
+            ]
+            rows.append(
+                FsyncRow(
+                    row.section,
+                    row.method,
+                    ops.median if ops is not None else None,
+                    statistics.median(usecs) if usecs else None,
+                )
+            )
+        return FsyncResult(self.results[0].seconds_per_test, tuple(rows))
+
+    def inversions(self) -> list[pg_test_fsync.Inversion]:
+        median = self.median()
+        return pg_test_fsync.inversions(median) if median is not None else []
+
+
+def fsync_summary(records: Sequence[RunRecord]) -> Row | None:
+    """The summary's 'fdatasync 8K' row: median over the runs, with their range."""
+    if not records:
+        return None
+    runs = FsyncRuns.of(records)
+    median = runs.median()
+    head = fsync_headline(median) if median is not None else None
+    if head is None or head.ops_per_sec is None:
+        return Row((HEADLINE_FSYNC, status_text(runs.not_ok[0]) if runs.not_ok else "n/a"),
+                   status_kind(runs.not_ok[0]) if runs.not_ok else NORMAL)  # fmt: skip
+    usecs = fmt.optional(head.usecs_per_op, fmt.integer)
+    extra = [f"{usecs} us/op"]
+    spread = runs.spread(head)
+    if spread is not None and spread.n > 1:
+        extra.append(spread.describe())
+    text = f"{fmt.rate(head.ops_per_sec)} ops/s ({'; '.join(extra)})"
+    if runs.inversions():
+        return Row((HEADLINE_FSYNC, text + "; ⚠ noisy, see pg_test_fsync"), NOISY)
+    return Row((HEADLINE_FSYNC, text))
+
+
 def fsync_section(records: Sequence[RunRecord], target: str) -> Section:
     title, anchor = "WAL sync methods (pg_test_fsync)", "fsync"
     if not records:
         return Section(title, anchor, ("Not run in this study.",))
-    columns = ("Test Case", "Method", "ops/s", "usecs/op")
-    numeric = (False, False, True, True)
-    blocks = []
-    for rec in records:
-        res: FsyncResult | None = typed_result(rec)
-        if res is None:
-            rows = (status_row(HEADLINE_FSYNC, rec, 4),)
-            blocks.append(Table(columns, rows, numeric=numeric))
-            continue
-        table_rows = []
-        head = fsync_headline(res)
-        if head is not None:
-            table_rows.append(_fsync_row(HEADLINE_FSYNC, head, HEADLINE))
-        table_rows += [_fsync_row(r.section, r) for r in res.rows]
-        blocks.append(
-            Table(
-                columns,
-                tuple(table_rows),
-                caption=f"Target: {target}; {res.seconds_per_test:g} s per test",
-                numeric=numeric,
-                notes=("n/a: the method is not supported on this platform.",)
-                if any(r.ops_per_sec is None for r in res.rows)
-                else (),
-            )
+    runs = FsyncRuns.of(records)
+    median = runs.median()
+    repeated = len(runs.results) > 1
+    columns = ("Test Case", "Method", "ops/s", "usecs/op") + (
+        ("ops/s over the runs",) if repeated else ()
+    )
+    numeric = (False, False, True, True) + ((True,) if repeated else ())
+    rows = [status_row(HEADLINE_FSYNC, rec, len(columns)) for rec in runs.not_ok]
+    if median is None:
+        return Section(title, anchor, blocks=(Table(columns, tuple(rows), numeric=numeric),))
+    inverted = runs.inversions()
+    suspect = {(r.section, r.method) for i in inverted for r in (i.expected, i.observed)}
+
+    def row(label: str, found: FsyncRow, kind: str = NORMAL) -> Row:
+        cells = _fsync_cells(label, found, kind)
+        if repeated:
+            spread = runs.spread(found)
+            cells += (spread.describe() if spread is not None and spread.n > 1 else "",)
+        if kind == NORMAL and (found.section, found.method) in suspect:
+            kind = NOISY
+            cells = (*cells[:2], f"{cells[2]} ⚠", *cells[3:])
+        return Row(cells, kind)
+
+    head = fsync_headline(median)
+    if head is not None:
+        rows.append(row(HEADLINE_FSYNC, head, HEADLINE))
+    rows += [row(r.section, r) for r in median.rows]
+    notes = []
+    if any(r.ops_per_sec is None for r in median.rows):
+        notes.append("n/a: the method is not supported on this platform.")
+    if repeated:
+        notes.append(
+            f"Median of {len(runs.results)} runs; the last column: their range and, from 3 "
+            "runs on, the 95% confidence interval of the mean."
         )
-    return Section(title, anchor, blocks=tuple(blocks))
+    if inverted:
+        worst = max(i.pct for i in inverted)
+        notes.append(
+            f"⚠ noise, not findings: {len(inverted)} ordering(s) contradict what the tests do - "
+            + "; ".join(i.describe() for i in inverted)
+            + f". Differences between methods smaller than {worst:.0f}% say nothing about the "
+            "methods on this machine: raise the seconds per test, repeat pg_test_fsync "
+            "(--fsync-repeat, fsync_repeat in [probes]) or measure on a quiet machine."
+        )
+    what = f"median of {len(runs.results)} runs" if repeated else "one run"
+    caption = f"Target: {target}; {median.seconds_per_test:g} s per test; {what}"
+    table = Table(columns, tuple(rows), caption=caption, numeric=numeric, notes=tuple(notes))
+    return Section(title, anchor, blocks=(table,))
 
 
-def _fsync_row(label: str, row: FsyncRow, kind: str = NORMAL) -> Row:
+def _fsync_cells(label: str, row: FsyncRow, kind: str = NORMAL) -> tuple[str, ...]:
     method = row.method if kind != HEADLINE else f"{row.method} ({row.section})"
-    return Row(
-        (
-            label,
-            method,
-            fmt.optional(row.ops_per_sec, lambda v: f"{v:,.3f}"),
-            fmt.optional(row.usecs_per_op, fmt.integer),
-        ),
-        kind,
+    return (
+        label,
+        method,
+        fmt.optional(row.ops_per_sec, lambda v: f"{v:,.3f}"),
+        fmt.optional(row.usecs_per_op, fmt.integer),
     )
 
 

@@ -30,8 +30,8 @@ from pgrig.report.probes import (
     fio_label,
     fio_order,
     fio_section,
-    fsync_headline,
     fsync_section,
+    fsync_summary,
     timing_section,
 )
 from pgrig.report.status import status_kind, status_text
@@ -273,16 +273,9 @@ def summary_section(
     records: Sequence[RunRecord],
 ) -> Section:
     rows: list[Row] = []
-    for rec in fsync:
-        res = typed_result(rec)
-        if res is None:
-            rows.append(Row((HEADLINE_FSYNC, status_text(rec)), status_kind(rec)))
-            continue
-        head = fsync_headline(res)
-        if head is not None and head.ops_per_sec is not None:
-            usecs = fmt.optional(head.usecs_per_op, fmt.integer)
-            value = f"{fmt.rate(head.ops_per_sec)} ops/s ({usecs} us/op)"
-            rows.append(Row((HEADLINE_FSYNC, value)))
+    fsync_row = fsync_summary(fsync)
+    if fsync_row is not None:
+        rows.append(fsync_row)
     for rec in fio:
         res = typed_result(rec)
         label = fio_label(rec, res)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 import shutil
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from pgrig import proc
@@ -118,6 +119,65 @@ def fdatasync_8k(result: FsyncResult) -> FsyncRow | None:
         if row.section.startswith("one ") and row.method == "fdatasync":
             return row
     return None
+
+
+@dataclass(frozen=True)
+class Inversion:
+    """Two rows in an order physics forbids: ``expected`` does less work per
+    operation than ``observed`` but was measured slower. On a quiet machine
+    this does not happen; it says how large the noise of the run was."""
+
+    expected: FsyncRow  # does less work: should be at least as fast
+    observed: FsyncRow  # does more work, yet measured faster
+    why: str
+
+    @property
+    def pct(self) -> float:
+        """How much faster the slower-by-physics row was, in % of the other."""
+        assert self.expected.ops_per_sec and self.observed.ops_per_sec
+        return (self.observed.ops_per_sec / self.expected.ops_per_sec - 1) * 100
+
+    def describe(self) -> str:
+        return (
+            f"{self.observed.method} ({self.observed.section}) ran {self.pct:.0f}% faster "
+            f"than {self.expected.method} ({self.expected.section}), though {self.why}"
+        )
+
+
+# (less work, more work, why): a datasync does not flush the file's metadata.
+_DATASYNC = (
+    ("fdatasync", "fsync", "fdatasync flushes less than fsync"),
+    ("open_datasync", "open_sync", "O_DSYNC flushes less than O_SYNC"),
+)
+
+
+def inversions(result: FsyncResult) -> list[Inversion]:
+    """Orderings that contradict what each test does: two writes per sync faster
+    than one, more and smaller open_sync writes faster than fewer larger ones,
+    a full sync faster than a data-only one. Such a row is noise, not a finding
+    about the method."""
+    found: list[Inversion] = []
+
+    def check(less: FsyncRow | None, more: FsyncRow | None, why: str) -> None:
+        if less is None or more is None or not less.ops_per_sec or not more.ops_per_sec:
+            return
+        if more.ops_per_sec > less.ops_per_sec:
+            found.append(Inversion(less, more, why))
+
+    one = next((r.section for r in result.rows if r.section.startswith("one ")), None)
+    two = next((r.section for r in result.rows if r.section.startswith("two ")), None)
+    for section in (one, two):
+        for less, more, why in _DATASYNC:
+            if section is not None:
+                check(result.find(section, less), result.find(section, more), why)
+    if one is not None and two is not None:
+        for row in result.rows:
+            if row.section == one:
+                check(row, result.find(two, row.method), "it writes twice as much per sync")
+    sizes = [r for r in result.rows if r.section == "open_sync sizes"]
+    for fewer, more_writes in zip(sizes, sizes[1:], strict=False):
+        check(fewer, more_writes, "the same 16kB takes twice as many synced writes")
+    return found
 
 
 def run(

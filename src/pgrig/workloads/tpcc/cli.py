@@ -33,7 +33,12 @@ _DSN = click.option(
     help="Server to use (URI or key=value; default: the PG* environment variables).",
 )
 _FORMAT = click.option(
-    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="text for people, json for scripts (on stdout).",
 )
 _PG_BIN = click.option("--pg-bin", default=None, help="PostgreSQL bin directory (for pgbench).")
 
@@ -49,7 +54,7 @@ def tpcc() -> None:
 @click.option("--yes", is_flag=True, help="Drop an existing tpcc schema and load again.")
 @_DSN
 @_FORMAT
-@click.option("-q", "--quiet", is_flag=True)
+@click.option("-q", "--quiet", is_flag=True, help="No progress output.")
 def load_cmd(warehouses: int, jobs: int, yes: bool, dsn: str | None, fmt: str, quiet: bool) -> None:
     """Create the tpcc schema and populate it inside the server."""
     ui = Ui(quiet=quiet)
@@ -62,7 +67,9 @@ def load_cmd(warehouses: int, jobs: int, yes: bool, dsn: str | None, fmt: str, q
 
 @tpcc.command("run")
 @click.option("--warehouses", "-w", type=int, default=None, help="Expected loaded warehouses.")
-@click.option("--connections", "-c", type=int, default=4, show_default=True)
+@click.option(
+    "--connections", "-c", type=int, default=4, show_default=True, help="pgbench clients (-c)."
+)
 @click.option("--threads", "-j", type=int, default=None, help="pgbench threads.")
 @click.option("--duration", "-T", type=int, default=60, show_default=True, help="Seconds.")
 @click.option(
@@ -78,6 +85,7 @@ def load_cmd(warehouses: int, jobs: int, yes: bool, dsn: str | None, fmt: str, q
     type=click.Choice(driver.ISOLATIONS),
     default="read committed",
     show_default=True,
+    help="Transaction isolation level of every transaction.",
 )
 @click.option(
     "--max-tries",
@@ -125,21 +133,37 @@ def check_cmd(dsn: str | None, fmt: str) -> None:
 
 @tpcc.command("study")
 @cluster_options
-@click.option("--warehouses", "-w", type=int, default=4, show_default=True)
+@click.option(
+    "--warehouses", "-w", type=int, default=4, show_default=True, help="Warehouses to load."
+)
 @click.option("--jobs", type=int, default=0, help="Loader connections (default: CPUs).")
-@click.option("--connections", "-c", type=int, default=4, show_default=True)
-@click.option("--threads", "-j", type=int, default=None)
-@click.option("--duration", "-T", type=int, default=60, show_default=True)
-@click.option("--modes", default="server,client", show_default=True)
-@click.option("--repeat", type=int, default=1, show_default=True)
-@click.option("--active", type=int, default=None)
+@click.option(
+    "--connections", "-c", type=int, default=4, show_default=True, help="pgbench clients (-c)."
+)
+@click.option("--threads", "-j", type=int, default=None, help="pgbench threads (-j).")
+@click.option("--duration", "-T", type=int, default=60, show_default=True, help="Seconds per run.")
+@click.option(
+    "--modes",
+    default="server,client",
+    show_default=True,
+    help="server: one PL/pgSQL call per transaction; client: one round trip per statement.",
+)
+@click.option("--repeat", type=int, default=1, show_default=True, help="Runs of every mode.")
+@click.option("--active", type=int, default=None, help="Use only the first K warehouses.")
 @click.option(
     "--isolation",
     type=click.Choice(driver.ISOLATIONS),
     default="read committed",
     show_default=True,
+    help="Transaction isolation level of every transaction.",
 )
-@click.option("--max-tries", type=int, default=10, show_default=True)
+@click.option(
+    "--max-tries",
+    type=int,
+    default=10,
+    show_default=True,
+    help="Tries of a transaction hit by a serialization failure or deadlock.",
+)
 @click.option("--dsn", default=None, help="Use an existing server instead of a throwaway one.")
 @click.option("--yes", is_flag=True, help="With --dsn: drop an existing tpcc schema.")
 @click.option("--keep", is_flag=True, help="Keep the throwaway cluster (stopped).")
