@@ -500,3 +500,29 @@ def test_repeated_fsync_shows_medians_ranges_and_flags_noise(tmp_path: Path) -> 
     assert "**Target: /tmp/rcap (ext4 on vda); 1 s per test; median of 3 runs**" in md
     assert "- ⚠ noise, not findings: 2 ordering(s) contradict what the tests do - " in md
     assert "fsync (two 8kB writes) ran 8% faster than fdatasync (two 8kB writes)" in md
+
+
+def test_settings_that_change_the_meaning_sit_beside_the_numbers(tmp_path: Path) -> None:
+    """The oltp profile's synchronous_commit = off is said next to read-write tps,
+    in the summary and the throughput table, in Markdown and HTML alike."""
+    pg = dataclasses.replace(
+        fx.ENVIRONMENT.postgres,
+        settings={**fx.ENVIRONMENT.postgres.settings, "synchronous_commit": "off"},
+    )
+    env = dataclasses.replace(fx.ENVIRONMENT, postgres=pg)
+    study = fx.study(environment=env, params={**fx.study().params, "profile": "oltp"})
+    md_path, html_path = report.write(study, fx.records(), tmp_path)
+    md = md_path.read_text(encoding="utf-8")
+    summary = _table_after(md, "## Performance Summary")
+    line = (
+        "profile oltp: synchronous_commit=off, fsync=on, full_page_writes=on, shared_buffers=256MB"
+    )
+    assert ["PostgreSQL settings", line] in map(_cells, summary)
+    rw = next(_cells(r) for r in summary if "read-write" in r)
+    assert rw[1].endswith("; qps: 20,297; with synchronous_commit=off")
+    select = next(_cells(r) for r in summary if "select-only" in r)
+    assert "synchronous_commit" not in select[1], "reads do not commit anything"
+    assert "- synchronous_commit=off: commits return before their WAL is flushed" in md
+    assert "- read-write: synchronous_commit=off: commits return before" in md
+    page = html_path.read_text(encoding="utf-8")
+    assert f'<td>PostgreSQL settings</td><td class="num">{line}</td>' in page

@@ -147,13 +147,24 @@ def combined(
     ``STUDY/TARGET`` (or just STUDY for single-target studies), so the comparison
     report can set results from different campaigns or machines side by side."""
     records: list[RunRecord] = []
-    targets = []
+    targets: list[str] = []
+    declared: dict[str, dict[str, Any]] = {}
+    environments = {}
     for study, recs in zip(studies, per_study, strict=True):
         names = sorted({r.target for r in recs})
+        own = {t.get("name"): t for t in study.params.get("targets") or [] if isinstance(t, dict)}
         for rec in recs:
             name = study.id if len(names) == 1 else f"{study.id}/{rec.target}"
             if name not in targets:
                 targets.append(name)
+                # What the report says of each target: its profile, its server's settings.
+                spec = own.get(rec.target) or {"profile": study.params.get("profile")}
+                declared[name] = {"name": name, "profile": spec.get("profile")}
+                if spec.get("dsn"):
+                    declared[name]["dsn"] = spec["dsn"]
+                env = study.target_environments.get(rec.target) or study.environment
+                if env is not None:
+                    environments[name] = env
             records.append(replace(rec, target=name, key=f"{study.id}/{rec.key}"))
     first = studies[0]
     ids = " vs ".join(s.id for s in studies)
@@ -165,11 +176,12 @@ def combined(
         finished_at=max((s.finished_at or "" for s in studies), default=None) or None,
         status="finished" if all(s.status == "finished" for s in studies) else "partial",
         params={
-            "targets": [{"name": t} for t in targets],
+            "targets": [declared[t] for t in targets],
             "baseline": targets[0],
             "compared": [s.id for s in studies],
         },
         pgrig_version=first.pgrig_version,
         environment=first.environment,
+        target_environments=environments,
     )
     return study, records

@@ -26,6 +26,7 @@ from pgrig.cluster import workdir
 from pgrig.conninfo import Conn
 from pgrig.errors import Interrupted, PartialFailure, UsageError, signal_number
 from pgrig.lifecycle import TargetRun
+from pgrig.meaning import Meaning
 from pgrig.recorder import Recorder, now
 from pgrig.report.writer import write as write_report
 from pgrig.results import Study
@@ -108,6 +109,10 @@ class CampaignRunner:
             f"{len(self.targets)} target(s), about {expansion.seconds / 60:.0f} min; "
             f"results go to {store.path}"
         )
+        if self.campaign.workloads:
+            for t in self.targets:
+                if t.profile is not None:  # an existing server's are known once connected
+                    self._say_settings(t, t.profile.settings, t.profile.name)
         status = "failed"
         try:
             with self.ui.step("capturing the environment"):
@@ -210,6 +215,8 @@ class CampaignRunner:
                 name = f"pgrig-{study.id}" + (f"-{t.name}" if multi else "")
                 stack.enter_context(lifecycle.server(t, name, study.id, self.ui, keep=self.keep))
                 assert t.env is not None
+                if t.profile is None and t.env.postgres is not None:
+                    self._say_settings(t, t.env.postgres.settings, None)
                 if multi:
                     store.set_target_environment(study.id, t.name, t.env)
                 else:
@@ -217,6 +224,13 @@ class CampaignRunner:
             if self.recorder is not None:
                 self.recorder.study = store.study(study.id)
             yield
+
+    def _say_settings(self, t: TargetRun, settings: dict[str, str], profile: str | None) -> None:
+        """What the numbers will mean, before the user waits for them."""
+        meaning = Meaning.of(settings, profile)
+        self.ui.info(f"{t.name}: {meaning.line()}")
+        for caveat in meaning.caveats():
+            self.ui.info(f"  [yellow]note:[/yellow] read-write tps with {caveat}")
 
     # -- workloads ---------------------------------------------------------
 

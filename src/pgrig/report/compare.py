@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import re
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from pgrig import noise, stats
+from pgrig.meaning import Meaning
 from pgrig.noise import Noise
 from pgrig.registry import typed_result
 from pgrig.report import fmt
@@ -142,7 +143,12 @@ def _single_delta(base: float | None, other: float | None) -> str:
     return f"{(other - base) / base * 100:+.1f}% (one run each: no test)"
 
 
-def comparison_table(records: Sequence[RunRecord], targets: list[str], baseline: str) -> Table:
+def comparison_table(
+    records: Sequence[RunRecord],
+    targets: list[str],
+    baseline: str,
+    meanings: Mapping[str, Meaning] | None = None,
+) -> Table:
     others = [t for t in targets if t != baseline]
     columns = ["Test Case", f"{baseline} (baseline)"]
     for t in others:
@@ -187,6 +193,9 @@ def comparison_table(records: Sequence[RunRecord], targets: list[str], baseline:
                     text[t] = f"IOPS={fmt.si(fio.iops)}, BW={fmt.rate(fio.bandwidth_mib_s)} MiB/s"
         if text:
             single(label, values, text)
+
+    if meanings and any(r.kind not in ("pg_test_timing", "pg_test_fsync", "fio") for r in records):
+        rows.append(_settings_row(meanings, baseline, others))
 
     loads: dict[tuple[str, object], dict[str, RunRecord]] = {}
     for kind in ("pgbench_init", "sql_setup"):
@@ -269,6 +278,20 @@ def comparison_table(records: Sequence[RunRecord], targets: list[str], baseline:
         notes=notes,
         numeric=(False, *([True] * (len(columns) - 1))),
     )
+
+
+def _settings_row(meanings: Mapping[str, Meaning], baseline: str, others: list[str]) -> Row:
+    """Each target's settings that change the meaning, and which differ from the baseline's."""
+    base = meanings.get(baseline)
+    cells = ["PostgreSQL settings", base.line() if base else "not captured"]
+    for t in others:
+        mine = meanings.get(t)
+        differ = [k for k, v in (mine.values if mine else ()) if base and base.settings.get(k) != v]
+        cells += [
+            mine.line() if mine else "not captured",
+            f"differs: {', '.join(differ)}" if differ else ("same" if mine and base else ""),
+        ]
+    return Row(tuple(cells))
 
 
 def _point_order(item: tuple[PointKey, object]) -> tuple[object, ...]:
@@ -409,8 +432,13 @@ def tps_over_time(records: Sequence[RunRecord], targets: list[str]) -> list[Figu
     return figures
 
 
-def comparison_section(records: Sequence[RunRecord], targets: list[str], baseline: str) -> Section:
-    blocks: list[Table | Figure] = [comparison_table(records, targets, baseline)]
+def comparison_section(
+    records: Sequence[RunRecord],
+    targets: list[str],
+    baseline: str,
+    meanings: Mapping[str, Meaning] | None = None,
+) -> Section:
+    blocks: list[Table | Figure] = [comparison_table(records, targets, baseline, meanings)]
     blocks += [f for f in tps_vs_clients(records, targets) if f.series]
     blocks += [f for f in tps_over_time(records, targets) if f.series]
     return Section(

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pgrig import noise
+from pgrig.meaning import Meaning
 from pgrig.noise import Noise
 from pgrig.registry import typed_result
 from pgrig.report import fmt
@@ -130,8 +131,9 @@ def _tps_qps(point: Point) -> str:
     return f"{text}; qps: {fmt.rate(point.qps.median)}"
 
 
-def headline_rows(records: Sequence[RunRecord]) -> list[Row]:
-    """Seed 000's summary rows: load time, then each mode at its most clients."""
+def headline_rows(records: Sequence[RunRecord], meaning: Meaning | None = None) -> list[Row]:
+    """Seed 000's summary rows: load time, then each mode at its most clients -
+    read-write with the settings that make its commits less than durable."""
     rows = []
     for rec in records:
         if rec.kind != "pgbench_init":
@@ -148,7 +150,11 @@ def headline_rows(records: Sequence[RunRecord]) -> list[Row]:
             by_mode[point.mode] = point
     for point in by_mode.values():
         kind = (NOISY if point.noisy else "") if point.ok else _not_ok_kind(point.not_ok)
-        rows.append(Row((f"TPC-B {point.label}", _tps_qps(point)), kind))
+        value = _tps_qps(point)
+        if point.ok and point.mode == "read-write" and meaning is not None:
+            note = meaning.writes_note()
+            value += f"; with {note}" if note else ""
+        rows.append(Row((f"TPC-B {point.label}", value), kind))
     return rows
 
 
@@ -167,7 +173,9 @@ def _init_value(init: PgbenchInit) -> str:
 # --------------------------------------------------------------------------
 
 
-def tpcb_section(records: Sequence[RunRecord], target: str) -> Section:
+def tpcb_section(
+    records: Sequence[RunRecord], target: str, meaning: Meaning | None = None
+) -> Section:
     title, anchor = "TPC-B (pgbench)", "tpcb"
     load = load_table(records)
     pts = points(records)
@@ -178,7 +186,7 @@ def tpcb_section(records: Sequence[RunRecord], target: str) -> Section:
         blocks.append(load)
     if pts:
         candidates = (
-            throughput_table(pts, target),
+            throughput_table(pts, target, meaning),
             tps_vs_clients(pts),
             *tps_over_time(pts),
             latency_table(pts),
@@ -255,7 +263,7 @@ def _init_note(init: PgbenchInit) -> str:
     return text + "."
 
 
-def throughput_table(pts: Sequence[Point], target: str) -> Table:
+def throughput_table(pts: Sequence[Point], target: str, meaning: Meaning | None = None) -> Table:
     modes = sorted({p.mode for p in pts}, key=_mode_key)
     clients = sorted({p.clients for p in pts})
     index = {(p.mode, p.clients): p for p in pts}
@@ -301,6 +309,11 @@ def throughput_table(pts: Sequence[Point], target: str) -> Table:
             "Repeated points: median, then (min–max, range = (max − min) / median, and from "
             "3 repeats on the 95% confidence interval of the mean, ± % of it).",
         )
+    if meaning is not None:
+        server = [f"Server: {meaning.line()}."]
+        if any(p.mode == "read-write" for p in pts):
+            server += [f"read-write: {c}." for c in meaning.caveats()]
+        notes[1:1] = server
     return Table(
         tuple(columns),
         tuple(rows),

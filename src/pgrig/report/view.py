@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import Any
 
 from pgrig import registry
+from pgrig.meaning import Meaning
 from pgrig.registry import typed_result
 from pgrig.report import compare, fmt
 from pgrig.report.model import (
@@ -61,7 +62,7 @@ def build(study: Study, records: Sequence[RunRecord]) -> ReportView:
         timing_section(timing, study.environment),
         fsync_section(fsync, study.target),
         fio_section(fio, study.target),
-        *workload_sections(records, study.target),
+        *workload_sections(records, study.target, meaning_of(study, targets[0] if targets else "")),
         *extra_sections(study, records),
         runs_section(records),
     ]
@@ -72,7 +73,9 @@ def build(study: Study, records: Sequence[RunRecord]) -> ReportView:
     )
 
 
-def workload_sections(records: Sequence[RunRecord], target: str) -> list[Section]:
+def workload_sections(
+    records: Sequence[RunRecord], target: str, meaning: Meaning | None = None
+) -> list[Section]:
     """One TPC-B-style section per workload, scale and duration (a campaign can
     sweep scales, as seed 004 does from 1 to 10,000)."""
     groups: dict[tuple[str, object, object], list[RunRecord]] = {}
@@ -88,7 +91,7 @@ def workload_sections(records: Sequence[RunRecord], target: str) -> list[Section
     if len(distinct) <= 1 and len(durations_all) <= 1:
         # One workload at one scale: one section, as the quick study shows it.
         only = next(iter(distinct), ("tpcb", None, None))
-        section = tpcb_section([r for r in records if r.kind in kinds], target)
+        section = tpcb_section([r for r in records if r.kind in kinds], target, meaning)
         if only[0] != "tpcb":
             section = _retitle(section, f"{only[0]} (pgbench)", _slug(only[0]))
         return [section]
@@ -102,7 +105,7 @@ def workload_sections(records: Sequence[RunRecord], target: str) -> list[Section
             subset = [
                 r for r in recs if r.kind != "pgbench_run" or r.params.get("duration_s") == duration
             ]
-            section = tpcb_section(subset, target)
+            section = tpcb_section(subset, target, meaning)
             label = "TPC-B" if workload == "tpcb" else workload
             parts = [
                 f"scale {scale}" if scale is not None else "",
@@ -136,7 +139,11 @@ def _build_comparison(study: Study, records: Sequence[RunRecord], targets: list[
     baseline = str(study.params.get("baseline") or targets[0])
     if baseline not in targets:
         baseline = targets[0]
-    sections = [compare.comparison_section(records, targets, baseline), environment_section(study)]
+    meanings = {t: m for t in targets if (m := meaning_of(study, t)) is not None}
+    sections = [
+        compare.comparison_section(records, targets, baseline, meanings),
+        environment_section(study),
+    ]
     for t in targets:
         mine = [r for r in records if r.target == t]
         env = study.target_environments.get(t)
@@ -144,7 +151,7 @@ def _build_comparison(study: Study, records: Sequence[RunRecord], targets: list[
             timing_section([r for r in mine if r.kind == "pg_test_timing"], study.environment),
             fsync_section([r for r in mine if r.kind == "pg_test_fsync"], t),
             fio_section(sorted((r for r in mine if r.kind == "fio"), key=fio_order), t),
-            *workload_sections(mine, t),
+            *workload_sections(mine, t, meaning_of(study, t)),
         ]
         if env is not None and env.postgres is not None:
             per_target.insert(
@@ -262,6 +269,24 @@ def _param(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
+def meaning_of(study: Study, target: str) -> Meaning | None:
+    """The settings that change what the target's numbers mean, as its server
+    reported them (None when the server's settings were not captured)."""
+    declared = [t for t in study.params.get("targets") or [] if isinstance(t, dict)]
+    env = study.target_environments.get(target)
+    if env is None and len(declared) <= 1:  # one target: the study's own environment
+        env = study.environment
+    if env is None or env.postgres is None:
+        return None
+    spec = next((t for t in declared if t.get("name") == target), None)
+    if spec is None and len(declared) == 1:
+        spec = declared[0]
+    profile = study.params.get("profile")
+    if spec is not None:
+        profile = None if spec.get("dsn") else spec.get("profile", profile)
+    return Meaning.of(env.postgres.settings, str(profile) if profile else None)
+
+
 # --------------------------------------------------------------------------
 # Summary in the seeds' layout: test cases as rows, the storage target as column
 
@@ -290,22 +315,32 @@ def summary_section(
         for r in records
         if r.kind == "pgbench_run"
     }
+    target = compare.targets_of(study.params, records)[0] if records else study.target
+    meaning = meaning_of(study, target)
+    notes: list[str] = []
+    if meaning is not None and any(r.kind not in PROBE_KINDS for r in records):
+        # Before the server's numbers: the probes do not depend on its settings.
+        rows.append(Row(("PostgreSQL settings", meaning.line())))
+        notes += [f"{c}." for c in meaning.caveats()]
     if len(groups) > 1:
         # Several workloads, scales or durations: every point, as in a campaign.
-        target = compare.targets_of(study.params, records)[0] if records else study.target
         table = compare.comparison_table(records, [target], target)
         rows.extend(r for r in table.rows if not _is_probe_row(r))
     else:
-        rows.extend(tpcb_headline_rows(records))
+        rows.extend(tpcb_headline_rows(records, meaning))
     sweep = compare.tps_vs_clients_by_scale(records)
     table = Table(
         columns=("Test Case", study.target),
         rows=tuple(rows),
         caption="Headline numbers; details in the sections below.",
+        notes=tuple(notes),
         numeric=(False, True),
     )
     blocks: tuple[Table | Figure, ...] = ((table,) if rows else ()) + tuple(sweep)
     return Section("Performance Summary", "summary", blocks=blocks)
+
+
+PROBE_KINDS = ("pg_test_timing", "pg_test_fsync", "fio")
 
 
 def _is_probe_row(row: Row) -> bool:
