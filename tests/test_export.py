@@ -64,7 +64,7 @@ def test_export_json_and_csv(tmp_path: Path) -> None:
 
     table = pgrig("export", "quick-1", "--results", tmp_path, "--format", "csv")
     rows = list(csv.DictReader(io.StringIO(table.stdout)))
-    assert [float(r["tps"]) for r in rows] == [100.0, 110.0]
+    assert [r["tps"] for r in rows] == ["100", "110"]
     assert rows[0]["mode"] == "select-only" and rows[0]["status"] == "ok"
 
     series = pgrig("export", "--results", tmp_path, "--format", "csv", "--series")
@@ -113,3 +113,22 @@ def test_a_team_pools_results_in_a_postgresql_store(tmp_path: Path, conn) -> Non
     finally:
         with conn.connect() as db:
             db.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+
+
+def test_csv_numbers_are_written_as_the_tools_print_them() -> None:
+    """No binary-float tails (37742.044525000005): at most 6 decimals, derived
+    rates 1, trailing zeros dropped; integers, text and missing values unchanged."""
+    from pgrig import export
+
+    assert export.number(37742.044525000005) == "37742.044525"
+    assert export.number(0.1 + 0.2) == "0.3"
+    assert export.number(2.0) == "2"
+    assert export.number(-1e-9) == "0"
+    assert export.number(290697.6744186, 1) == "290697.7"
+    assert [export.number(v) for v in (7, None, "x")] == [7, None, "x"]
+    rec = run_record("local/tpcb/s1/select-only/c1/d3/r1", tps=37742.044525000005)
+    (row,) = csv.DictReader(io.StringIO(export.runs_csv([rec])))
+    assert row["tps"] == "37742.044525"
+    assert row["latency_avg_ms"] == "0.02"
+    (second,) = csv.DictReader(io.StringIO(export.series_csv([rec])))
+    assert (second["t_s"], second["tps"]) == ("1", "37742.044525")

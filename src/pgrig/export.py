@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -62,6 +63,26 @@ SERIES_COLUMNS = (
 )
 
 
+# Figures derived by division keep fewer decimals than the tools print.
+DECIMALS = {"rows_per_s": 1}
+
+
+def number(value: Any, decimals: int = 6) -> Any:
+    """A float as the tools print it - at most ``decimals`` decimals, trailing
+    zeros dropped - not as the binary float it became (37742.044525000005);
+    anything else unchanged."""
+    if not isinstance(value, float) or not math.isfinite(value):
+        return value
+    text = f"{value:.{decimals}f}"
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return "0" if text in ("-0", "") else text
+
+
+def _rounded(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: number(v, DECIMALS.get(k, 6)) for k, v in row.items()}
+
+
 def _headline(rec: RunRecord) -> dict[str, Any]:
     """The record's headline figures, as its result kind declares them."""
     return registry.columns(rec.kind, registry.typed_result(rec))
@@ -74,30 +95,32 @@ def runs_csv(records: Sequence[RunRecord]) -> str:
     for rec in records:
         p = rec.params
         writer.writerow(
-            {
-                "study": rec.study,
-                "key": rec.key,
-                "kind": rec.kind,
-                "target": rec.target,
-                "status": rec.status,
-                "reason": rec.reason or "",
-                "started_at": rec.started_at,
-                "finished_at": rec.finished_at,
-                **{
-                    k: p.get(k, "")
-                    for k in (
-                        "workload",
-                        "mode",
-                        "scale",
-                        "clients",
-                        "threads",
-                        "duration_s",
-                        "repeat",
-                    )
-                },
-                **_headline(rec),
-                "params": json.dumps(p, sort_keys=True),
-            }
+            _rounded(
+                {
+                    "study": rec.study,
+                    "key": rec.key,
+                    "kind": rec.kind,
+                    "target": rec.target,
+                    "status": rec.status,
+                    "reason": rec.reason or "",
+                    "started_at": rec.started_at,
+                    "finished_at": rec.finished_at,
+                    **{
+                        k: p.get(k, "")
+                        for k in (
+                            "workload",
+                            "mode",
+                            "scale",
+                            "clients",
+                            "threads",
+                            "duration_s",
+                            "repeat",
+                        )
+                    },
+                    **_headline(rec),
+                    "params": json.dumps(p, sort_keys=True),
+                }
+            )
         )
     return out.getvalue()
 
@@ -114,12 +137,17 @@ def series_csv(records: Sequence[RunRecord]) -> str:
                     rec.study,
                     rec.key,
                     rec.target,
-                    point.t_s,
-                    point.tps,
-                    point.latency_ms,
-                    point.stddev_ms,
-                    point.failed,
-                    point.lag_ms,
+                    *map(
+                        number,
+                        (
+                            point.t_s,
+                            point.tps,
+                            point.latency_ms,
+                            point.stddev_ms,
+                            point.failed,
+                            point.lag_ms,
+                        ),
+                    ),
                 )
             )
     return out.getvalue()
