@@ -55,6 +55,12 @@ class RunPolicy:
             return False
         return stats.ci95_half_width(list(values)) / mean * 100 <= self.until_ci_pct
 
+    def run_label(self, repeat: int) -> str:
+        """', run 2 of 3' for a progress line; '' when points run once."""
+        if self.until_ci_pct is not None:
+            return f", run {repeat}"
+        return f", run {repeat} of {self.repeat}" if self.repeat > 1 else ""
+
     def describe_repeats(self) -> str:
         if self.until_ci_pct is None:
             return str(self.repeat)

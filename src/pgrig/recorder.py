@@ -21,7 +21,7 @@ from pgrig.lifecycle import TargetRun
 from pgrig.results import RunRecord, Status, Study, to_dict, typed
 from pgrig.step import Skip, Step
 from pgrig.store import Store
-from pgrig.ui import Ui
+from pgrig.ui import Ui, duration
 
 
 def now() -> str:
@@ -82,7 +82,8 @@ class Recorder:
             self.record(step, t, started, status, reason, result, raw)
         elapsed = time.monotonic() - t0
         if status == "ok":
-            self.ui.ok(f"{step.label} ({elapsed:.0f} s){registry.headline(step.kind, value)}")
+            took = duration(elapsed)
+            self.ui.ok(f"{step.label} ({took}){registry.headline(step.kind, value)}")
         elif status == "skipped":
             self.ui.warn(f"{step.label} skipped: {reason}")
         else:

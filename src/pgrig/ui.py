@@ -87,5 +87,18 @@ class Ui:
             yield Step(progress, task, label)
 
 
+def duration(seconds: float) -> str:
+    """'0.42 s', '3.1 s', '31 s', '6 min 20 s': a step that took less than a
+    second does not show as '0 s' next to its 421 ms headline."""
+    if seconds < 1:
+        return f"{seconds:.2f} s"
+    if seconds < 10:
+        return f"{seconds:.1f} s"
+    if seconds < 100:
+        return f"{seconds:.0f} s"
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes} min {rest} s"
+
+
 def stdout_is_terminal() -> bool:
     return sys.stdout.isatty()

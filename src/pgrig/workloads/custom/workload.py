@@ -100,7 +100,7 @@ def bench_step(
     return Step(
         key=StepKey(target.name, spec.name, (f"c{clients}", f"d{duration}"), repeat),
         kind="pgbench_run",
-        label=f"{target.name}: {spec.name} -c {clients} -j {threads}",
+        label=f"{target.name}: {spec.name} -c {clients} -j {threads}" + policy.run_label(repeat),
         params={
             "workload": spec.name,
             "mode": spec.name,

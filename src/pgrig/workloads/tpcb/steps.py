@@ -214,7 +214,8 @@ def bench_step(
     return Step(
         key=_key(target.name, spec, scale, mode, f"c{clients}", f"d{duration}").with_repeat(repeat),
         kind="pgbench_run",
-        label=f"{target.name}: {mode} -s {scale} -c {clients} -j {threads}",
+        label=f"{target.name}: {mode} -s {scale} -c {clients} -j {threads}"
+        + policy.run_label(repeat),
         params={
             "workload": spec.name,
             "mode": mode,

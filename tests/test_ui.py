@@ -1,0 +1,16 @@
+"""What the console says of a finished step: pure formatting."""
+
+from __future__ import annotations
+
+import pytest
+
+from pgrig.ui import duration
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [(0.421, "0.42 s"), (0.004, "0.00 s"), (3.14, "3.1 s"), (31.4, "31 s"), (380.2, "6 min 20 s")],
+)
+def test_a_step_under_a_second_is_not_zero_seconds(seconds: float, text: str) -> None:
+    """'count(*) by seq scan (0 s): 421 ms' said the step took no time."""
+    assert duration(seconds) == text
