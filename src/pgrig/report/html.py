@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from html import escape
 
-from pgrig.report.model import FAILED, SKIPPED, Figure, ReportView, Section, Table
+from pgrig.report.model import FAILED, SKIPPED, Block, Details, Figure, ReportView, Section, Table
 
 
 def render(view: ReportView, svgs: Mapping[str, str], *, css: str, generator: str = "") -> str:
@@ -54,13 +54,19 @@ def render_nav(sections: tuple[Section, ...]) -> str:
 def render_section(section: Section, svgs: Mapping[str, str]) -> str:
     out = [f'<section id="{escape(section.anchor)}">', f"<h2>{escape(section.title)}</h2>"]
     out += [f"<p>{escape(p)}</p>" for p in section.paragraphs]
-    for block in section.blocks:
-        if isinstance(block, Table):
-            out.append(render_table(block))
-        else:
-            out.append(render_figure(block, svgs.get(block.name)))
+    out += [render_block(block, svgs) for block in section.blocks]
     out.append("</section>")
     return "\n".join(out)
+
+
+def render_block(block: Block, svgs: Mapping[str, str]) -> str:
+    if isinstance(block, Details):
+        inner = "\n".join(render_block(b, svgs) for b in block.blocks)
+        summary = f"<summary>{escape(block.summary)}</summary>"
+        return f'<details class="fold">{summary}\n{inner}\n</details>'
+    if isinstance(block, Table):
+        return render_table(block)
+    return render_figure(block, svgs.get(block.name))
 
 
 def render_figure(fig: Figure, svg: str | None) -> str:

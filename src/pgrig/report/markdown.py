@@ -6,7 +6,7 @@ import html
 import re
 from collections.abc import Mapping
 
-from pgrig.report.model import HEADLINE, Figure, ReportView, Row, Section, Table
+from pgrig.report.model import HEADLINE, Block, Details, Figure, ReportView, Row, Section, Table
 
 # Characters that GitHub would read as markup inside a table cell or paragraph.
 _ESCAPE = str.maketrans(
@@ -49,11 +49,24 @@ def render_section(section: Section, images: Mapping[str, str]) -> list[str]:
     for para in section.paragraphs:
         out += ["", escape(para)]
     for block in section.blocks:
-        if isinstance(block, Table):
-            out += ["", *render_table(block)]
-        elif block.name in images:
-            out += ["", *render_figure(block, images[block.name])]
+        out += render_block(block, images)
     return out
+
+
+def render_block(block: Block, images: Mapping[str, str]) -> list[str]:
+    if isinstance(block, Details):
+        # GitHub renders <details>; the blank lines let the Markdown inside parse.
+        inner = [line for b in block.blocks for line in render_block(b, images)]
+        missing = [b.title for b in block.blocks if isinstance(b, Figure) and b.name not in images]
+        if missing:
+            inner += ["", f"*Plots in the HTML report: {escape(', '.join(missing))}.*"]
+        return ["", f"<details><summary>{html.escape(block.summary)}</summary>", *inner, "",
+                "</details>"]  # fmt: skip
+    if isinstance(block, Table):
+        return ["", *render_table(block)]
+    if block.name in images:
+        return ["", *render_figure(block, images[block.name])]
+    return []
 
 
 def render_figure(fig: Figure, path: str) -> list[str]:

@@ -60,11 +60,24 @@ class Figure:
 
 
 @dataclass(frozen=True)
+class Details:
+    """Blocks folded away under one line (<details>): evidence a reader opens on
+    demand, e.g. one run's monitor table and plots, so a study of 48 runs does
+    not make a page 25,000 px tall."""
+
+    summary: str
+    blocks: tuple[Table | Figure, ...]
+
+
+Block = Table | Figure | Details
+
+
+@dataclass(frozen=True)
 class Section:
     title: str
     anchor: str
     paragraphs: tuple[str, ...] = ()
-    blocks: tuple[Table | Figure, ...] = ()
+    blocks: tuple[Block, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -73,5 +86,13 @@ class ReportView:
     meta: tuple[tuple[str, str], ...]  # header: label -> value
     sections: tuple[Section, ...] = field(default_factory=tuple)
 
-    def figures(self) -> list[Figure]:
-        return [b for s in self.sections for b in s.blocks if isinstance(b, Figure)]
+    def figures(self, *, folded: bool = True) -> list[Figure]:
+        """Every figure; ``folded=False``: only those not inside a ``Details``."""
+        out: list[Figure] = []
+        for section in self.sections:
+            for block in section.blocks:
+                if isinstance(block, Details):
+                    out += [b for b in block.blocks if folded and isinstance(b, Figure)]
+                elif isinstance(block, Figure):
+                    out.append(block)
+        return out

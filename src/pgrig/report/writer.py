@@ -25,7 +25,9 @@ def write(
     """Render the report and return the paths of the Markdown and HTML files.
 
     The Markdown links its plots as PNG files in ``<stem>_files/``; the HTML
-    carries its plots as inline SVG and needs nothing else.
+    carries its plots as inline SVG and needs nothing else. Plots folded away
+    per run (the monitor's) are in the HTML only: dozens of PNG files help no
+    ticket, and drawing each twice took a minute and a half of a quick study.
     """
     stem = stem or f"report-{study.id}"
     view = build(study, records)
@@ -34,10 +36,11 @@ def write(
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         images: dict[str, str] = {}
-        if figures:
+        unfolded = view.figures(folded=False)
+        if unfolded:
             files = out_dir / f"{stem}_files"
             files.mkdir(exist_ok=True)
-            for fig in figures:
+            for fig in unfolded:
                 _write_atomic(files / f"{fig.name}.png", plots.to_png(fig))
                 images[fig.name] = quote(f"{files.name}/{fig.name}.png")
         _write_atomic(md_path, markdown.render(view, images).encode())
