@@ -22,7 +22,7 @@ from pgrig.registry import typed_result
 from pgrig.report import fmt, markdown, view
 from pgrig.report import writer as report
 from pgrig.report.model import Table
-from pgrig.results import FioResult, RunRecord, from_dict, to_dict
+from pgrig.results import FioResult, PgbenchRun, RunRecord, from_dict, to_dict
 
 DATA = Path(__file__).parent / "data" / "report"
 GOLDEN_MD = DATA / "golden_report.md"
@@ -128,7 +128,8 @@ def test_header_says_how_it_was_obtained(written: Written) -> None:
     assert "- **Target:** /tmp/rcap (ext4 on vda)" in written.md
     assert "- **pgrig version:** 0.1.0" in written.md
     line = next(x for x in written.md.splitlines() if x.startswith("- **How it was obtained:**"))
-    assert "fio fio-3.33" in line and "pgbench 15.18" in line
+    # Each tool's name once (fio --version prints "fio-3.33"), each version once.
+    assert "tools: fio 3.33, pg_test_fsync/pg_test_timing/pgbench 15.18 (Debian" in line
     assert "profile: default" in line and "scale=5" in line
 
 
@@ -200,7 +201,9 @@ def test_fio_rows_with_exact_and_short_iops_and_job_parameters(written: Written)
 
 def test_tpcb_tables_with_units(written: Written) -> None:
     load = _table_after(written.md, "## TPC-B (pgbench)")
-    assert ["TPC-B load, scale 5 (500,000 rows)", "1.08 s (462,963 rows/s)"] in map(_cells, load)
+    # The rate is over the generate step (0.71 s), the time the whole load.
+    value = "1.08 s in all; generating the rows 0.71 s (704,225 rows/s)"
+    assert ["TPC-B load, scale 5 (500,000 rows)", value] in map(_cells, load)
     assert ["count(\\*), index-only scan", "47.890 ms (500,000 rows)"] in map(_cells, load)
     assert ["count(\\*), seq scan", "46.600 ms (500,000 rows)"] in map(_cells, load)
 
@@ -247,10 +250,26 @@ def test_repeated_points_show_median_spread_and_noise_flag(written: Written) -> 
     assert cell.startswith(f"{tps[1]:,.0f} ({tps[0]:,.0f}–{tps[2]:,.0f}, range 40.8%, 95% CI ±")
     assert cell.endswith("⚠")
     assert _cells(tput[3])[5].endswith("(least steady of 3) ⚠")
-    assert "- ⚠ read-write, 2 clients: tps varied 2,630–4,086 per second (CV 18%) over 4 s " in (
+    # Six of six points are noisy: one note for them all, the details in the rows.
+    assert "- ⚠ 6 of 6 points are noisy: per-second tps varied with a CV of 18–60% and " in (
         written.md
     )
-    assert "the 3 repeats ranged 40.8% (2,428–3,582, more than 5%)" in written.md
+
+
+def test_one_noisy_point_gets_its_own_warning(tmp_path: Path) -> None:
+    records = [
+        r
+        for r in fx.records()
+        if r.kind == "pgbench_run" and r.params["clients"] == 2 and r.params["mode"] == "read-write"
+    ]
+    md_path, _ = report.write(fx.study(), records, tmp_path)
+    md = md_path.read_text(encoding="utf-8")
+    assert (
+        "- ⚠ read-write, 2 clients: tps varied 2,630–4,086 per second (CV 18%) over 4 s in run 2 "
+        "of 3 and the 3 repeats ranged 40.8% (2,428–3,582, more than 5%): treat differences "
+        "smaller than that range as noise; raise the duration (30 s or more) or repeat; see TPS "
+        "over time.\n"
+    ) in md
 
 
 def test_failed_and_skipped_runs_are_rows_with_reasons(written: Written) -> None:
@@ -526,3 +545,64 @@ def test_settings_that_change_the_meaning_sit_beside_the_numbers(tmp_path: Path)
     assert "- read-write: synchronous_commit=off: commits return before" in md
     page = html_path.read_text(encoding="utf-8")
     assert f'<td>PostgreSQL settings</td><td class="num">{line}</td>' in page
+
+
+def _monitored_study(runs: int) -> list[RunRecord]:
+    """``runs`` measured runs, each with the monitor's record captured from a
+    real run (tests/data/monitor): the shape of a quick study with repeats."""
+    data = json.loads((Path(__file__).parent / "data/monitor/result_storage_read.json").read_text())
+    run = from_dict(PgbenchRun, data["run"])
+    out = []
+    for i in range(1, runs + 1):
+        clients, repeat = 2 ** (i % 4), 1 + i // 4
+        key = f"local/tpcb/s10/select-only/c{clients}/d10/r{repeat}"
+        params = {"workload": "tpcb", "mode": "select-only", "scale": 10, "clients": clients,
+                  "duration_s": 10, "repeat": repeat}  # fmt: skip
+        rec = _record(key, "pgbench_run", params, run)
+        out += [rec, dataclasses.replace(rec, key=f"{key}/monitor", kind="monitor",
+                                         result=data["monitor"])]  # fmt: skip
+    return out
+
+
+def test_per_run_monitor_evidence_is_folded(tmp_path: Path) -> None:
+    """Each run's monitor table and plots sit behind one <details> line."""
+    md_path, html_path = report.write(fx.study(), _monitored_study(6), tmp_path)
+    page = html_path.read_text(encoding="utf-8")
+    assert page.count('<details class="fold">') == 6
+    monitor = page[page.index('id="monitor"') :]
+    outside = re.sub(r'<details class="fold">.*?</details>', "", monitor, flags=re.DOTALL)
+    assert "<svg" not in outside, "no monitor plot is left unfolded"
+    assert monitor.count("<svg") == 6 * 4
+    md = md_path.read_text(encoding="utf-8")
+    assert md.count("<details><summary>local/tpcb/s10/select-only/") == 6
+    assert "- **Runs:** 6 (6 ok); host and server monitored during 6 of them" in md
+    assert not list(tmp_path.glob("*_files/monitor_*.png")), "folded plots: HTML only"
+    assert md.count("*Plots in the HTML report: TPS and checkpoints, ") == 6
+
+
+@pytest.mark.skipif(
+    not CHROMIUM.exists(), reason="needs /usr/bin/chromium (apt-get install chromium)"
+)
+def test_html_page_of_many_monitored_runs_stays_short(tmp_path: Path) -> None:
+    """24 monitored runs (the quick study's 8 points x 3 repeats): the page, as
+    Chromium lays it out 1200 px wide, is a few screens tall (7,300 px here), not 50,000."""
+    _, html_path = report.write(fx.study(), _monitored_study(24), tmp_path)
+    probe = tmp_path / "height.html"
+    script = "<script>document.title = 'H=' + document.documentElement.scrollHeight</script>"
+    probe.write_text(html_path.read_text(encoding="utf-8").replace("</body>", script + "</body>"))
+    dom = _chromium(["--window-size=1200,900", "--dump-dom", probe.as_uri()], tmp_path / "p").stdout
+    height = int(re.search(r"<title>H=(\d+)</title>", dom).group(1))  # type: ignore[union-attr]
+    assert 3000 < height < 10_000, height  # 49,985 px before the runs were folded
+
+
+def test_tool_names_are_not_doubled() -> None:
+    """`pgbench --version` prints 'pgbench (PostgreSQL) 15.18': the name is not repeated."""
+    tools = {
+        "fio": "fio-3.33",
+        "pgbench": "pgbench (PostgreSQL) 15.18 (Debian 15.18-0+deb12u1)",
+        "psql": "psql (PostgreSQL) 15.18 (Debian 15.18-0+deb12u1)",
+        "python": "3.11.7",
+    }
+    assert view.tools_text(tools) == (
+        "fio 3.33, pgbench/psql (PostgreSQL) 15.18 (Debian 15.18-0+deb12u1), python 3.11.7"
+    )

@@ -209,6 +209,12 @@ class PgbenchInit:
     index_tablespace: str | None = None
     database_bytes: int | None = None
 
+    @property
+    def generate_s(self) -> float | None:
+        """Seconds of the data generation step (client- or server-side), the one
+        ``rows_per_s`` is over; None when pgbench did not report steps."""
+        return next((s for name, s in self.steps.items() if name.endswith("generate")), None)
+
 
 @dataclass(frozen=True)
 class CountResult:

@@ -21,6 +21,7 @@ from pgrig.registry import typed_result
 from pgrig.report import fmt
 from pgrig.report.model import FAILED, HEADLINE, Figure, Row, Section, Series, Table
 from pgrig.report.probes import FsyncRuns, fsync_headline, fsync_summary
+from pgrig.report.tpcb import load_text
 from pgrig.results import (
     FioResult,
     PgbenchInit,
@@ -210,7 +211,7 @@ def comparison_table(
             res = typed_result(rec)
             if isinstance(res, PgbenchInit):
                 values[t] = res.elapsed_s
-                text[t] = f"{fmt.seconds(res.elapsed_s)} ({fmt.rate(res.rows_per_s)} rows/s)"
+                text[t] = load_text(res)
             elif isinstance(res, SetupResult):
                 values[t] = res.elapsed_s
                 text[t] = fmt.seconds(res.elapsed_s)

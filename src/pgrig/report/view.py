@@ -17,8 +17,10 @@ from pgrig import registry
 from pgrig.meaning import Meaning
 from pgrig.registry import typed_result
 from pgrig.report import compare, fmt
+from pgrig.report.fold import fold_runs
 from pgrig.report.model import (
     NORMAL,
+    Details,
     Figure,
     ReportView,
     Row,
@@ -128,8 +130,13 @@ def _slug(text: str) -> str:
 
 def _retitle(section: Section, title: str, suffix: str) -> Section:
     """The same section under another title; figure names made unique (they name files)."""
+    tag = suffix.replace("-", "_")
+
+    def renamed(b: Table | Figure) -> Table | Figure:
+        return replace(b, name=f"{b.name}_{tag}") if isinstance(b, Figure) else b
+
     blocks = tuple(
-        replace(b, name=f"{b.name}_{suffix.replace('-', '_')}") if isinstance(b, Figure) else b
+        replace(b, blocks=tuple(map(renamed, b.blocks))) if isinstance(b, Details) else renamed(b)
         for b in section.blocks
     )
     return replace(section, title=title, anchor=f"{section.anchor}-{suffix}", blocks=blocks)
@@ -188,7 +195,7 @@ def extra_sections(study: Study, records: Sequence[RunRecord]) -> list[Section]:
     """The workloads' own sections, then what the monitor saw."""
     out = [w.section(study, records) for w in registry.WORKLOADS.values()]
     out.append(monitor_section(study, records))
-    return [s for s in out if s is not None]
+    return [fold_runs(s) for s in out if s is not None]
 
 
 def _record_order(rec: RunRecord) -> tuple[int, str]:
@@ -196,11 +203,25 @@ def _record_order(rec: RunRecord) -> tuple[int, str]:
     return (rec.id if rec.id is not None else 1 << 62, rec.started_at)
 
 
-def header(study: Study, records: Sequence[RunRecord]) -> tuple[tuple[str, str], ...]:
+def _is_monitor(rec: RunRecord) -> bool:
+    """The monitor's record of a run: evidence about that run, not a run of its own."""
+    return rec.kind == registry.MONITOR.name
+
+
+def runs_text(records: Sequence[RunRecord]) -> str:
+    """'17 (16 ok, 1 failed); host and server monitored during 8 of them'."""
+    steps = [r for r in records if not _is_monitor(r)]
+    if not steps:
+        return "none recorded"
     counts: dict[str, int] = {}
-    for rec in records:
+    for rec in steps:
         counts[rec.status] = counts.get(rec.status, 0) + 1
-    runs = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
+    text = f"{len(steps)} ({', '.join(f'{n} {s}' for s, n in sorted(counts.items()))})"
+    watched = sum(_is_monitor(r) for r in records)
+    return text + (f"; host and server monitored during {watched} of them" if watched else "")
+
+
+def header(study: Study, records: Sequence[RunRecord]) -> tuple[tuple[str, str], ...]:
     return (
         ("Study", f"{study.name} ({study.id})"),
         ("Target", study.target),
@@ -208,7 +229,7 @@ def header(study: Study, records: Sequence[RunRecord]) -> tuple[tuple[str, str],
         ("Finished", study.finished_at or "not finished"),
         ("Status", study.status),
         ("pgrig version", study.pgrig_version or "unknown"),
-        ("Runs", f"{len(records)} ({runs})" if records else "none recorded"),
+        ("Runs", runs_text(records)),
         ("How it was obtained", obtained_line(study, records)),
     )
 
@@ -222,11 +243,22 @@ def tool_versions(study: Study, records: Sequence[RunRecord]) -> dict[str, str]:
     return tools
 
 
+def tools_text(tools: dict[str, str]) -> str:
+    """'fio 3.33, pg_test_fsync/pgbench/psql (PostgreSQL) 15.18': each version
+    once, and the tool's name once - ``--version`` prints it too."""
+    by_version: dict[str, list[str]] = {}
+    for name, version in sorted(tools.items()):
+        if version.lower().startswith(name.lower()):
+            version = version[len(name) :].lstrip(" -") or version
+        by_version.setdefault(version, []).append(name)
+    return ", ".join(f"{'/'.join(names)} {version}" for version, names in by_version.items())
+
+
 def obtained_line(study: Study, records: Sequence[RunRecord]) -> str:
     tools = tool_versions(study, records)
     parts = []
     if tools:
-        parts.append("tools: " + ", ".join(f"{k} {v}" for k, v in sorted(tools.items())))
+        parts.append("tools: " + tools_text(tools))
     params = dict(study.params)
     profile = params.pop("profile", None)
     if profile is not None:
@@ -439,10 +471,13 @@ def runs_section(records: Sequence[RunRecord]) -> Section:
         kind = NORMAL if rec.status == "ok" else status_kind(rec)
         params = ", ".join(f"{k}={_param(v)}" for k, v in rec.params.items())
         rows.append(Row((rec.key, rec.kind, rec.status, rec.started_at, params, detail), kind))
+    watched = sum(_is_monitor(r) for r in records)
+    also = f" and the monitor's records of {watched} of them" if watched else ""
     table = Table(
         ("Key", "Kind", "Status", "Started", "Parameters", "Reason"),
         tuple(rows),
-        caption=f"All {len(rows)} runs of this study, in the order they ran",
+        caption=f"All {len(rows) - watched} runs of this study{also}, in the order they ran",
+        collapsed=True,  # a reference: failures also show in their own sections
     )
     return Section("All runs", "runs", blocks=(table,) if rows else ())
 

@@ -54,10 +54,21 @@ PGBENCH_RUN = ResultKind(
     columns=_run_columns,
     metric=lambda r: float(r.tps),
 )
+
+
+def _init_headline(r: PgbenchInit) -> str:
+    """': 8.0 s in all, generating the rows 3.4 s (290,698 rows/s)': the rate is
+    over the generate step only."""
+    text = f": {r.elapsed_s:.1f} s in all"
+    if r.generate_s is not None:
+        text += f", generating the rows {r.generate_s:.1f} s ({r.rows_per_s:,.0f} rows/s)"
+    return text
+
+
 PGBENCH_INIT = ResultKind(
     "pgbench_init",
     PgbenchInit,
-    headline=lambda r: f": {r.elapsed_s:.1f} s, {r.rows_per_s:,.0f} rows/s",
+    headline=_init_headline,
     columns=lambda r: {"elapsed_s": r.elapsed_s, "rows_per_s": r.rows_per_s},
 )
 COUNT = ResultKind("count", CountResult, headline=lambda r: f": {r.execution_ms:,.0f} ms")
