@@ -224,3 +224,10 @@ def test_repeated_runs_are_keyed_so_old_files_resume(tmp_path: Path) -> None:
     assert [s.id for s in three] == [f"t/probe/pg_test_fsync/r{i}" for i in (1, 2, 3)]
     assert [s.params["repeat"] for s in three] == [1, 2, 3]
     assert three[1].label.endswith("(2 of 3)")
+
+
+def test_console_headline_is_the_seeds_fdatasync_8k() -> None:
+    from pgrig import registry
+
+    result = pg_test_fsync.parse((DATA / "pg_test_fsync_pg15.txt").read_text())
+    assert registry.headline("pg_test_fsync", result) == ": fdatasync 8K 9,456 ops/s"

@@ -241,7 +241,16 @@ KINDS = (
     ResultKind(
         "pg_test_timing", TimingResult, headline=lambda r: f": {r.per_loop_ns:.2f} ns per loop"
     ),
-    ResultKind("pg_test_fsync", FsyncResult, columns=_fdatasync),
+    ResultKind(
+        "pg_test_fsync",
+        FsyncResult,
+        headline=lambda r: (
+            f": fdatasync 8K {head.ops_per_sec:,.0f} ops/s"
+            if (head := pg_test_fsync.fdatasync_8k(r)) is not None and head.ops_per_sec
+            else ""
+        ),
+        columns=_fdatasync,
+    ),
     ResultKind(
         "fio",
         FioResult,
