@@ -1,11 +1,11 @@
 """The TPC-B part of the report: load, count(*), pgbench runs per client count.
 
-Every tps carries its noise: repeated points their median with the range (and
-the 95% confidence interval from 3 runs on), every run the spread of its
-per-second tps (``pgrig.noise``). Points are flagged when the repeats range
-wider than ``fmt.NOISE_THRESHOLD_PCT`` or a run's per-second tps varies more
-than ``noise.HIGH_CV``, so a reader never takes one lucky (or disturbed) run
-for the machine's speed.
+Every tps carries its noise (``pgrig.report.points``): repeated points their
+median with the range (and the 95% confidence interval from 3 runs on), every
+run the spread of its per-second tps. Points are flagged when the repeats
+range wider than ``fmt.NOISE_THRESHOLD_PCT`` or a run's per-second tps varies
+more than ``noise.HIGH_CV``, so a reader never takes one lucky (or disturbed)
+run for the machine's speed.
 """
 
 from __future__ import annotations
@@ -13,114 +13,29 @@ from __future__ import annotations
 import re
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from pgrig import noise
 from pgrig.meaning import Meaning
-from pgrig.noise import Noise
 from pgrig.registry import typed_result
 from pgrig.report import fmt
 from pgrig.report.model import FAILED, NOISY, SKIPPED, Figure, Row, Section, Series, Table
-from pgrig.results import CountResult, PgbenchInit, PgbenchRun, RunRecord
+from pgrig.report.points import (
+    Point,
+    mode_key,
+    noise_notes,
+    not_ok_kind,
+    per_second_text,
+    points,
+    status,
+)
+from pgrig.results import CountResult, PgbenchInit, RunRecord
 
-MODE_ORDER = ("select-only", "read-write")
 PERCENTILES = (("p50", 0), ("p95", 1), ("p99", 2))
-
-
-@dataclass(frozen=True)
-class Point:
-    """All runs of one mode at one client count."""
-
-    mode: str
-    clients: int
-    ok: tuple[tuple[RunRecord, PgbenchRun], ...]
-    not_ok: tuple[RunRecord, ...]  # failed or skipped repeats
-
-    @property
-    def tps(self) -> fmt.Spread | None:
-        return fmt.spread([r.tps for _, r in self.ok]) if self.ok else None
-
-    @property
-    def qps(self) -> fmt.Spread | None:
-        return fmt.spread([r.qps for _, r in self.ok]) if self.ok else None
-
-    @property
-    def label(self) -> str:
-        return f"{self.mode}, {self.clients} client{'s' if self.clients != 1 else ''}"
-
-    def per_second(self) -> list[tuple[RunRecord, Noise]]:
-        """Each run's per-second noise (runs without -P progress have none)."""
-        out = []
-        for rec, run in self.ok:
-            found = noise.noise([p.tps for p in run.progress])
-            if found is not None:
-                out.append((rec, found))
-        return out
-
-    @property
-    def worst_second(self) -> Noise | None:
-        """The least steady run's per-second noise."""
-        return noise.worst([n for _, n in self.per_second()])
-
-    @property
-    def noisy(self) -> bool:
-        return (self.tps is not None and self.tps.noisy) or noise.is_noisy(self.worst_second)
-
-    def representative(self) -> tuple[RunRecord, PgbenchRun] | None:
-        """The repeat closest to the median tps: the one to show in detail."""
-        if not self.ok:
-            return None
-        median = statistics.median([r.tps for _, r in self.ok])
-        return min(self.ok, key=lambda pair: abs(pair[1].tps - median))
-
-
-def _mode_key(mode: str) -> tuple[int, str]:
-    return (MODE_ORDER.index(mode) if mode in MODE_ORDER else len(MODE_ORDER), mode)
-
-
-def points(records: Sequence[RunRecord]) -> list[Point]:
-    ok: dict[tuple[str, int], list[tuple[RunRecord, PgbenchRun]]] = {}
-    not_ok: dict[tuple[str, int], list[RunRecord]] = {}
-    for rec in records:
-        if rec.kind != "pgbench_run":
-            continue
-        res: PgbenchRun | None = typed_result(rec)
-        # The campaign's name for the mode (a custom workload's name) over pgbench's "custom".
-        mode = str(rec.params.get("mode") or (res.mode if res is not None else "unknown"))
-        clients = res.clients if res is not None else int(rec.params.get("clients", 0))
-        key = (mode, clients)
-        ok.setdefault(key, [])
-        not_ok.setdefault(key, [])
-        if res is None:
-            not_ok[key].append(rec)
-        else:
-            ok[key].append((rec, res))
-    keys = sorted(ok, key=lambda k: (_mode_key(k[0]), k[1]))
-    return [Point(m, c, tuple(ok[(m, c)]), tuple(not_ok[(m, c)])) for m, c in keys]
-
-
-def _status(rec: RunRecord) -> str:
-    return f"{rec.status}: {rec.reason or 'no reason recorded'}"
-
-
-def _not_ok_kind(recs: Sequence[RunRecord]) -> str:
-    return SKIPPED if all(r.status == "skipped" for r in recs) else FAILED
-
-
-def per_second_text(point: Point) -> str:
-    """'CV 4.2%, 11,020–12,310' for one run; the least steady run's when repeated."""
-    worst = point.worst_second
-    if worst is None:
-        return "n/a"
-    text = f"CV {100 * worst.cv:.1f}%, {fmt.rate(worst.min)}–{fmt.rate(worst.max)}"
-    if len(point.ok) > 1:
-        text = f"{text} (least steady of {len(point.ok)})"
-    return text + (" ⚠" if noise.is_noisy(worst) else "")
 
 
 def _tps_qps(point: Point) -> str:
     if point.tps is None or point.qps is None:
-        return _status(point.not_ok[0])
+        return status(point.not_ok[0])
     spread = [point.tps.describe()] if point.tps.n > 1 else []
     worst = point.worst_second
     if worst is not None:
@@ -141,7 +56,7 @@ def headline_rows(records: Sequence[RunRecord], meaning: Meaning | None = None) 
         init: PgbenchInit | None = typed_result(rec)
         if init is None:
             scale = rec.params.get("scale", "?")
-            rows.append(Row((f"TPC-B load, scale {scale}", _status(rec)), _kind(rec)))
+            rows.append(Row((f"TPC-B load, scale {scale}", status(rec)), _kind(rec)))
         else:
             rows.append(Row((_init_label(init), _init_value(init))))
     by_mode: dict[str, Point] = {}
@@ -149,7 +64,7 @@ def headline_rows(records: Sequence[RunRecord], meaning: Meaning | None = None) 
         if point.mode not in by_mode or point.ok or not by_mode[point.mode].ok:
             by_mode[point.mode] = point
     for point in by_mode.values():
-        kind = (NOISY if point.noisy else "") if point.ok else _not_ok_kind(point.not_ok)
+        kind = (NOISY if point.noisy else "") if point.ok else not_ok_kind(point.not_ok)
         value = _tps_qps(point)
         if point.ok and point.mode == "read-write" and meaning is not None:
             note = meaning.writes_note()
@@ -241,7 +156,7 @@ def load_table(records: Sequence[RunRecord]) -> Table | None:
             init: PgbenchInit | None = typed_result(rec)
             if init is None:
                 label = f"pgbench -i, scale {rec.params.get('scale', '?')}"
-                rows.append(Row((label, _status(rec)), _kind(rec)))
+                rows.append(Row((label, status(rec)), _kind(rec)))
                 continue
             rows.append(Row((_init_label(init), _init_value(init))))
             notes.append(_init_note(init))
@@ -249,7 +164,7 @@ def load_table(records: Sequence[RunRecord]) -> Table | None:
             count: CountResult | None = typed_result(rec)
             if count is None:
                 label = f"count(*), {rec.params.get('method', rec.key)}"
-                rows.append(Row((label, _status(rec)), _kind(rec)))
+                rows.append(Row((label, status(rec)), _kind(rec)))
                 continue
             value = f"{fmt.ms(count.execution_ms)} ms ({fmt.integer(count.rows)} rows)"
             rows.append(Row((f"count(*), {count.method}", value)))
@@ -293,7 +208,7 @@ def _init_note(init: PgbenchInit) -> str:
 
 
 def throughput_table(pts: Sequence[Point], target: str, meaning: Meaning | None = None) -> Table:
-    modes = sorted({p.mode for p in pts}, key=_mode_key)
+    modes = sorted({p.mode for p in pts}, key=mode_key)
     clients = sorted({p.clients for p in pts})
     index = {(p.mode, p.clients): p for p in pts}
     columns = ["Clients"]
@@ -312,15 +227,15 @@ def throughput_table(pts: Sequence[Point], target: str, meaning: Meaning | None 
                 continue
             tps, qps = point.tps, point.qps
             if tps is None or qps is None:
-                cells += [_status(point.not_ok[0]), "", ""]
-                kind = kind or _not_ok_kind(point.not_ok)
+                cells += [status(point.not_ok[0]), "", ""]
+                kind = kind or not_ok_kind(point.not_ok)
                 continue
             cells += [fmt.with_spread(tps), per_second_text(point), fmt.rate(qps.median)]
             if point.noisy:
                 kind = NOISY
                 noisy.append(point)
             for rec in point.not_ok:
-                notes.append(f"{point.label}: one repeat {_status(rec)}")
+                notes.append(f"{point.label}: one repeat {status(rec)}")
         rows.append(Row(tuple(cells), kind))
     notes += noise_notes(noisy, len([p for p in pts if p.ok]))
     notes.insert(0, _run_params(pts))
@@ -354,65 +269,6 @@ def throughput_table(pts: Sequence[Point], target: str, meaning: Meaning | None 
     )
 
 
-def _seconds_text(point: Point) -> str | None:
-    """'tps varied 975–2,309 per second (CV 27%) over 10 s in run 3 of 3' (the
-    least steady run), or None when every run was steady."""
-    per_second = point.per_second()
-    if not per_second:
-        return None
-    rec, n = max(per_second, key=lambda pair: pair[1].cv)
-    if not noise.is_noisy(n):
-        return None
-    repeat = rec.params.get("repeat")
-    several = len(point.ok) > 1 and repeat is not None
-    which = f" in run {repeat} of {len(point.ok)}" if several else ""
-    return (
-        f"tps varied {fmt.rate(n.min)}–{fmt.rate(n.max)} per second "
-        f"(CV {100 * n.cv:.0f}%) over {n.n} s{which}"
-    )
-
-
-def _advice(points: Sequence[Point]) -> str:
-    short = any(n.n < 30 for p in points for _, n in p.per_second())
-    repeats_disagree = any(p.tps is not None and p.tps.noisy for p in points)
-    advice = (
-        "raise the duration (30 s or more) or repeat"
-        if short
-        else "repeat and check for background load"
-    )
-    if repeats_disagree:
-        advice = f"treat differences smaller than that range as noise; {advice}"
-    return f"{advice}; see TPS over time"
-
-
-def noise_notes(noisy: Sequence[Point], measured: int) -> list[str]:
-    """Warnings with advice for points whose seconds or repeats disagree: one per
-    point, or - when most are noisy, as on a busy machine - one for them all."""
-    if len(noisy) > 2:
-        cvs = [100 * w.cv for p in noisy if (w := p.worst_second) is not None]
-        ranges = [p.tps.range_pct for p in noisy if p.tps is not None and p.tps.n > 1]
-        found = []
-        if cvs:
-            found.append(f"per-second tps varied with a CV of {min(cvs):.0f}–{max(cvs):.0f}%")
-        if ranges:
-            found.append(f"repeats ranged {min(ranges):.0f}–{max(ranges):.0f}%")
-        return [
-            f"⚠ {len(noisy)} of {measured} points are noisy: {' and '.join(found)} "
-            f"(each in its row): {_advice(noisy)}; on a busy machine, also run when it is quiet."
-        ]
-    notes = []
-    for point in noisy:
-        found = [text] if (text := _seconds_text(point)) is not None else []
-        tps = point.tps
-        if tps is not None and tps.noisy:
-            found.append(
-                f"the {tps.n} repeats ranged {tps.range_pct:.1f}% ({fmt.rate(tps.low)}–"
-                f"{fmt.rate(tps.high)}, more than {fmt.NOISE_THRESHOLD_PCT:g}%)"
-            )
-        notes.append(f"⚠ {point.label}: {' and '.join(found)}: {_advice([point])}.")
-    return notes
-
-
 def _run_params(pts: Sequence[Point]) -> str:
     runs = [r for p in pts for _, r in p.ok]
     if not runs:
@@ -434,8 +290,8 @@ def latency_table(pts: Sequence[Point]) -> Table:
     sampled = set()
     for point in pts:
         if not point.ok:
-            cells = (point.mode, str(point.clients), _status(point.not_ok[0]), "", "", "", "")
-            rows.append(Row(cells, _not_ok_kind(point.not_ok)))
+            cells = (point.mode, str(point.clients), status(point.not_ok[0]), "", "", "", "")
+            rows.append(Row(cells, not_ok_kind(point.not_ok)))
             continue
         runs = [r for _, r in point.ok]
         avg = statistics.median([r.latency_avg_ms for r in runs])
@@ -506,7 +362,7 @@ def statements_table(pts: Sequence[Point]) -> Table | None:
 
 def tps_vs_clients(pts: Sequence[Point]) -> Figure:
     series = []
-    for mode in sorted({p.mode for p in pts}, key=_mode_key):
+    for mode in sorted({p.mode for p in pts}, key=mode_key):
         done = [p for p in pts if p.mode == mode and p.tps is not None]
         spreads = [p.tps for p in done if p.tps is not None]
         series.append(
@@ -547,7 +403,7 @@ def tps_over_time(pts: Sequence[Point]) -> list[Figure]:
     """One figure per mode: select-only runs ten times the tps of read-write and
     would flatten its lines on a shared axis."""
     figures = []
-    for mode in sorted({p.mode for p in pts}, key=_mode_key):
+    for mode in sorted({p.mode for p in pts}, key=mode_key):
         series = []
         for point in (p for p in pts if p.mode == mode):
             for rec, run in point.ok:
@@ -581,7 +437,7 @@ def tps_over_time(pts: Sequence[Point]) -> list[Figure]:
 def latency_vs_clients(pts: Sequence[Point]) -> Figure:
     series = []
     with_pct = any(r.latency is not None for p in pts for _, r in p.ok)
-    for mode in sorted({p.mode for p in pts}, key=_mode_key):
+    for mode in sorted({p.mode for p in pts}, key=mode_key):
         done = [p for p in pts if p.mode == mode and p.ok]
         if not with_pct:
             ys = [statistics.median([r.latency_avg_ms for _, r in p.ok]) for p in done]

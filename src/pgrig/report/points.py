@@ -1,0 +1,170 @@
+"""pgbench runs grouped into points (one mode at one client count, all its
+repeats), and how much each point's tps can be trusted: the spread of its
+repeats, the per-second noise of its runs (``pgrig.noise``), and the warnings
+that say what to do about them.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pgrig import noise
+from pgrig.noise import Noise
+from pgrig.registry import typed_result
+from pgrig.report import fmt
+from pgrig.report.model import FAILED, SKIPPED
+from pgrig.results import PgbenchRun, RunRecord
+
+MODE_ORDER = ("select-only", "read-write")
+
+
+@dataclass(frozen=True)
+class Point:
+    """All runs of one mode at one client count."""
+
+    mode: str
+    clients: int
+    ok: tuple[tuple[RunRecord, PgbenchRun], ...]
+    not_ok: tuple[RunRecord, ...]  # failed or skipped repeats
+
+    @property
+    def tps(self) -> fmt.Spread | None:
+        return fmt.spread([r.tps for _, r in self.ok]) if self.ok else None
+
+    @property
+    def qps(self) -> fmt.Spread | None:
+        return fmt.spread([r.qps for _, r in self.ok]) if self.ok else None
+
+    @property
+    def label(self) -> str:
+        return f"{self.mode}, {self.clients} client{'s' if self.clients != 1 else ''}"
+
+    def per_second(self) -> list[tuple[RunRecord, Noise]]:
+        """Each run's per-second noise (runs without -P progress have none)."""
+        out = []
+        for rec, run in self.ok:
+            found = noise.noise([p.tps for p in run.progress])
+            if found is not None:
+                out.append((rec, found))
+        return out
+
+    @property
+    def worst_second(self) -> Noise | None:
+        """The least steady run's per-second noise."""
+        return noise.worst([n for _, n in self.per_second()])
+
+    @property
+    def noisy(self) -> bool:
+        return (self.tps is not None and self.tps.noisy) or noise.is_noisy(self.worst_second)
+
+    def representative(self) -> tuple[RunRecord, PgbenchRun] | None:
+        """The repeat closest to the median tps: the one to show in detail."""
+        if not self.ok:
+            return None
+        median = statistics.median([r.tps for _, r in self.ok])
+        return min(self.ok, key=lambda pair: abs(pair[1].tps - median))
+
+
+def mode_key(mode: str) -> tuple[int, str]:
+    return (MODE_ORDER.index(mode) if mode in MODE_ORDER else len(MODE_ORDER), mode)
+
+
+def points(records: Sequence[RunRecord]) -> list[Point]:
+    ok: dict[tuple[str, int], list[tuple[RunRecord, PgbenchRun]]] = {}
+    not_ok: dict[tuple[str, int], list[RunRecord]] = {}
+    for rec in records:
+        if rec.kind != "pgbench_run":
+            continue
+        res: PgbenchRun | None = typed_result(rec)
+        # The campaign's name for the mode (a custom workload's name) over pgbench's "custom".
+        mode = str(rec.params.get("mode") or (res.mode if res is not None else "unknown"))
+        clients = res.clients if res is not None else int(rec.params.get("clients", 0))
+        key = (mode, clients)
+        ok.setdefault(key, [])
+        not_ok.setdefault(key, [])
+        if res is None:
+            not_ok[key].append(rec)
+        else:
+            ok[key].append((rec, res))
+    keys = sorted(ok, key=lambda k: (mode_key(k[0]), k[1]))
+    return [Point(m, c, tuple(ok[(m, c)]), tuple(not_ok[(m, c)])) for m, c in keys]
+
+
+def status(rec: RunRecord) -> str:
+    return f"{rec.status}: {rec.reason or 'no reason recorded'}"
+
+
+def not_ok_kind(recs: Sequence[RunRecord]) -> str:
+    return SKIPPED if all(r.status == "skipped" for r in recs) else FAILED
+
+
+def per_second_text(point: Point) -> str:
+    """'CV 4.2%, 11,020–12,310' for one run; the least steady run's when repeated."""
+    worst = point.worst_second
+    if worst is None:
+        return "n/a"
+    text = f"CV {100 * worst.cv:.1f}%, {fmt.rate(worst.min)}–{fmt.rate(worst.max)}"
+    if len(point.ok) > 1:
+        text = f"{text} (least steady of {len(point.ok)})"
+    return text + (" ⚠" if noise.is_noisy(worst) else "")
+
+
+def _seconds_text(point: Point) -> str | None:
+    """'tps varied 975–2,309 per second (CV 27%) over 10 s in run 3 of 3' (the
+    least steady run), or None when every run was steady."""
+    per_second = point.per_second()
+    if not per_second:
+        return None
+    rec, n = max(per_second, key=lambda pair: pair[1].cv)
+    if not noise.is_noisy(n):
+        return None
+    repeat = rec.params.get("repeat")
+    several = len(point.ok) > 1 and repeat is not None
+    which = f" in run {repeat} of {len(point.ok)}" if several else ""
+    return (
+        f"tps varied {fmt.rate(n.min)}–{fmt.rate(n.max)} per second "
+        f"(CV {100 * n.cv:.0f}%) over {n.n} s{which}"
+    )
+
+
+def _advice(points: Sequence[Point]) -> str:
+    short = any(n.n < 30 for p in points for _, n in p.per_second())
+    repeats_disagree = any(p.tps is not None and p.tps.noisy for p in points)
+    advice = (
+        "raise the duration (30 s or more) or repeat"
+        if short
+        else "repeat and check for background load"
+    )
+    if repeats_disagree:
+        advice = f"treat differences smaller than that range as noise; {advice}"
+    return f"{advice}; see TPS over time"
+
+
+def noise_notes(noisy: Sequence[Point], measured: int) -> list[str]:
+    """Warnings with advice for points whose seconds or repeats disagree: one per
+    point, or - when most are noisy, as on a busy machine - one for them all."""
+    if len(noisy) > 2:
+        cvs = [100 * w.cv for p in noisy if (w := p.worst_second) is not None]
+        ranges = [p.tps.range_pct for p in noisy if p.tps is not None and p.tps.n > 1]
+        found = []
+        if cvs:
+            found.append(f"per-second tps varied with a CV of {min(cvs):.0f}–{max(cvs):.0f}%")
+        if ranges:
+            found.append(f"repeats ranged {min(ranges):.0f}–{max(ranges):.0f}%")
+        return [
+            f"⚠ {len(noisy)} of {measured} points are noisy: {' and '.join(found)} "
+            f"(each in its row): {_advice(noisy)}; on a busy machine, also run when it is quiet."
+        ]
+    notes = []
+    for point in noisy:
+        found = [text] if (text := _seconds_text(point)) is not None else []
+        tps = point.tps
+        if tps is not None and tps.noisy:
+            found.append(
+                f"the {tps.n} repeats ranged {tps.range_pct:.1f}% ({fmt.rate(tps.low)}–"
+                f"{fmt.rate(tps.high)}, more than {fmt.NOISE_THRESHOLD_PCT:g}%)"
+            )
+        notes.append(f"⚠ {point.label}: {' and '.join(found)}: {_advice([point])}.")
+    return notes
