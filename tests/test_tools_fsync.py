@@ -223,7 +223,7 @@ def test_repeated_runs_are_keyed_so_old_files_resume(tmp_path: Path) -> None:
     three = probe.steps(probe.ProbeSpec(fio=None, timing_s=None, fsync_repeat=3), "t", tmp_path)
     assert [s.id for s in three] == [f"t/probe/pg_test_fsync/r{i}" for i in (1, 2, 3)]
     assert [s.params["repeat"] for s in three] == [1, 2, 3]
-    assert three[1].label.endswith("(2 of 3)")
+    assert three[1].label.endswith(", run 2 of 3")
 
 
 def test_console_headline_is_the_seeds_fdatasync_8k() -> None:

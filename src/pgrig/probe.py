@@ -192,7 +192,7 @@ def steps(probes: ProbeSpec, target: str, directory: Path) -> list[Step]:
                     key=StepKey(target, "probe", ("pg_test_fsync",), rep if repeats > 1 else None),
                     kind="pg_test_fsync",
                     label=f"{target}: pg_test_fsync in {where}"
-                    + (f" ({rep} of {repeats})" if repeats > 1 else ""),
+                    + (f", run {rep} of {repeats}" if repeats > 1 else ""),
                     params=params,
                     action=_fsync(probes.fsync_s),
                     total=pg_test_fsync.TIMED_TESTS * probes.fsync_s,
