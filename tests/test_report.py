@@ -211,10 +211,10 @@ def test_tpcb_tables_with_units(written: Written) -> None:
     assert _cells(tput[0]) == [
         "Clients",
         "select-only tps",
-        "select-only tps per second",
+        "select-only per-second spread",
         "select-only qps",
         "read-write tps",
-        "read-write tps per second",
+        "read-write per-second spread",
         "read-write qps",
     ]
     assert _cells(tput[2])[:4] == ["1", "30,238", "CV 59.6%, 10,889–50,451 ⚠", "30,238"]

@@ -213,7 +213,7 @@ def throughput_table(pts: Sequence[Point], target: str, meaning: Meaning | None 
     index = {(p.mode, p.clients): p for p in pts}
     columns = ["Clients"]
     for mode in modes:
-        columns += [f"{mode} tps", f"{mode} tps per second", f"{mode} qps"]
+        columns += [f"{mode} tps", f"{mode} per-second spread", f"{mode} qps"]
     rows = []
     notes = []
     noisy: list[Point] = []
@@ -245,7 +245,7 @@ def throughput_table(pts: Sequence[Point], target: str, meaning: Meaning | None 
         notes.insert(1, f"qps = tps x SQL statements per transaction ({counts}).")
     notes.insert(
         1,
-        "tps per second: the coefficient of variation (standard deviation / mean) and the "
+        "per-second spread: the coefficient of variation (standard deviation / mean) and the "
         "range of pgbench -P 1's per-second tps; ⚠ from a CV of "
         f"{100 * noise.HIGH_CV:.0f}%: the run's average hides swings that large.",
     )
