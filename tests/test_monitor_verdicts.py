@@ -98,10 +98,13 @@ def assert_cause(mon: MonitorResult, cause: str) -> None:
     """The provoked cause is the verdict; on a machine shared with other loads
     (never in CI, where the suite runs alone) it may instead be "starved by
     other processes", which is then true: the run is marked disturbed, and the
-    provoked cause is still seen."""
+    provoked cause is still seen - except "CPU-bound in the server", which by
+    its rule never holds when others took more CPU than the server."""
     v = mon.verdict
     if v.cause == "starved" and mon.disturbed is not None:
-        assert any(line.startswith(verdict.CAUSES[cause]) for line in v.secondary), explain(mon)
+        if cause != "cpu":
+            seen = any(line.startswith(verdict.CAUSES[cause]) for line in v.secondary)
+            assert seen, explain(mon)
         return
     assert v.cause == cause, explain(mon)
 

@@ -125,9 +125,16 @@ class Ledger:
                 continue
             key = (st.pid, st.starttime)
             kthread = st.kernel_thread
-            io = None if kthread else procfs.read_pid_io(st.pid)
-            seen = _Seen(st.comm, st.ticks, io, kthread)
             prev = self.last.get(key)
+            if kthread:
+                io = None
+            elif prev is not None and prev.ticks == st.ticks and prev.io is not None:
+                # Idle since the last walk: its bytes, if any, are counted at
+                # its next walk with CPU time (the counters only grow).
+                io = prev.io
+            else:
+                io = procfs.read_pid_io(st.pid)
+            seen = _Seen(st.comm, st.ticks, io, kthread)
             if key not in self.first:
                 born_late = self.walks > 0 and st.starttime >= self.born_after_ticks
                 self.first[key] = _Seen(st.comm, 0, (0, 0), kthread) if born_late else seen
