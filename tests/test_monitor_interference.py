@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from conftest import make_disk_dir
-from pgrig import monitor
+from pgrig import monitor, report
 from pgrig.cluster import binaries
 from pgrig.cluster.server import SUPERUSER, Cluster
 from pgrig.conninfo import Conn
@@ -43,7 +43,7 @@ from pgrig.monitor.model import (
 )
 from pgrig.report import monitor as monitor_section
 from pgrig.report import plots
-from pgrig.results import PgbenchRun, RunRecord, from_dict, result_type, to_dict
+from pgrig.results import PgbenchRun, RunRecord, Study, from_dict, result_type, to_dict
 from pgrig.step import Context
 from pgrig.tools import pgbench
 
@@ -158,7 +158,7 @@ def explain(mon: MonitorResult) -> str:
 
 @pytest.mark.cluster
 def test_a_cpu_hog_disturbs_every_run_and_no_verdict_blames_the_server(
-    bins: binaries.PgBinaries, loaded: Cluster
+    bins: binaries.PgBinaries, loaded: Cluster, tmp_path: Path
 ) -> None:
     name = hog_name("cpuhog")
     ncpu = os.cpu_count() or 1
@@ -198,6 +198,14 @@ def test_a_cpu_hog_disturbs_every_run_and_no_verdict_blames_the_server(
     }
     (warning,) = [w for w in monitor_section.summary_warnings(records) if "shared the machine" in w]
     assert name in warning and "3 run(s)" in warning
+    # The report says so above its tables, and marks the rows.
+    study_ = Study(id="s", name="hog", target="/var/tmp", started_at="x", status="finished")
+    md_path, html_path = report.write(study_, records, tmp_path)
+    md = md_path.read_text()
+    section = md[md.index("## Bottlenecks") :]
+    assert section.index("shared the machine with other work") < section.index("| Run |")
+    assert "DISTURBED: " in section and "starved by other processes" in section
+    assert "CPU by consumer" in html_path.read_text()
 
 
 @pytest.mark.cluster
