@@ -16,6 +16,7 @@ from importlib import resources
 from pathlib import Path
 
 from pgrig import proc
+from pgrig.cluster import compat
 from pgrig.cluster.binaries import PgBinaries
 from pgrig.errors import UsageError
 
@@ -151,17 +152,22 @@ def known_parameters(bins: PgBinaries) -> set[str]:
     return {line.split("\t", 1)[0] for line in out.splitlines() if line.strip()}
 
 
-def validate(profile: Profile, bins: PgBinaries) -> None:
-    """Refuse unknown parameters before initdb, naming the nearest valid one."""
-    known = known_parameters(bins)
-    for key in profile.settings:
-        if key in known or "." in key:  # dotted names are extension parameters
-            continue
-        close = difflib.get_close_matches(key, sorted(known), n=1)
-        raise UsageError(
-            f"{profile.source}: unknown PostgreSQL {bins.major} parameter {key!r}",
-            hint=f"did you mean {close[0]!r}?" if close else "check the name in pg_settings",
-        )
+def adapt(profile: Profile, bins: PgBinaries) -> compat.Adapted:
+    """The profile as this server's major needs it: renamed parameters and values
+    translated, parameters the major lacks dropped with the reason (see compat)."""
+    return compat.adapt(
+        profile.settings,
+        known=known_parameters(bins),
+        version=bins.version,
+        version_num=bins.version_num,
+        where=profile.source,
+    )
+
+
+def validate(profile: Profile, bins: PgBinaries) -> compat.Adapted:
+    """Refuse, before initdb, parameters no PostgreSQL major knows, naming the nearest
+    valid one; returns what ``adapt`` will change, for the user to see."""
+    return adapt(profile, bins)
 
 
 def render(settings: dict[str, str]) -> str:
