@@ -51,10 +51,14 @@ class PgBinaries:
         candidate = self.path(tool)
         return candidate.is_file() and candidate.stat().st_mode & 0o111 != 0
 
+    def tool_dir(self, tool: str) -> Path:
+        """The directory to run ``tool`` from (for APIs that take a bin directory)."""
+        return self.path(tool).parent
+
     @property
     def client_bin_dir(self) -> Path:
-        """The directory to run pgbench (and the other client tools) from."""
-        return self.path("pgbench").parent
+        """The directory to run pgbench from: ``bin_dir`` unless the build lacks it."""
+        return self.tool_dir("pgbench")
 
     @property
     def version_num(self) -> int:

@@ -159,7 +159,9 @@ def install(spec_text: str, *, http: Http | None = None, ui: Ui | None = None) -
     with ui.step(f"downloading {label}", total=pick.size) as step:
 
         def progress(done: int, total: int | None) -> None:
-            step.update(completed=done, total=total)
+            # The bar stays full while the checksum, unpacking and the test run follow.
+            finished = total is not None and done >= total
+            step.update(completed=done, total=total, detail="verifying" if finished else None)
 
         result = cache.install(pick, _source(pick.source), http, on_progress=progress)
     return result
