@@ -18,7 +18,7 @@ from pgrig.cluster.server import SUPERUSER, Cluster, InitdbOptions, server_os_us
 from pgrig.conninfo import Conn
 from pgrig.errors import BinaryNotFound, DownloadError
 from pgrig.pgsource import cache as pg_cache
-from pgrig.pgsource.model import Installed, Spec
+from pgrig.pgsource.model import Installed, Spec, version_key
 
 # Under /var/tmp, not /tmp/pytest-of-root (0700): the server runs as another OS
 # user and must reach its data directory. Also a real disk, not tmpfs.
@@ -89,8 +89,8 @@ def pg_releases() -> dict[str, Installed]:
     for spec in ("9.6", "18"):
         wanted = Spec.parse(spec)
         cached = [i for i in pg_cache.installed() if wanted.matches(i.version)]
-        if cached:
-            out[spec] = cached[0]
+        if cached:  # what install would pick: a complete build first
+            out[spec] = max(cached, key=lambda i: (i.complete, version_key(i.version)))
             continue
         try:
             out[spec] = pgsource.install(spec)

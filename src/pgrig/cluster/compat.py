@@ -185,13 +185,13 @@ def _dropped_reason(name: str, major: str, known_span: Span) -> str:
     return f"PostgreSQL {major} does not list {name} (listed in {listed})"
 
 
-def unknown_everywhere(name: str, where: str, version: str) -> UsageError:
+def unknown_everywhere(name: str, where: str, major: str) -> UsageError:
     every = sorted(_table()[0])
     close = difflib.get_close_matches(name, every, n=1)
     checked = majors_checked()
     range_ = f"{checked[0]} to {checked[-1]}" if checked else "any checked"
     return UsageError(
-        f"{where}: unknown PostgreSQL {version} parameter {name!r} (and no major from "
+        f"{where}: unknown PostgreSQL {major} parameter {name!r} (and no major from "
         f"{range_} has it)",
         hint=f"did you mean {close[0]!r}?" if close else "check the name in pg_settings",
     )
@@ -233,7 +233,7 @@ def adapt(
             continue
         known_span = span(name)
         if known_span is None:
-            raise unknown_everywhere(name, where, version)
+            raise unknown_everywhere(name, where, major)
         dropped.append(Dropped(name, value, _dropped_reason(name, major, known_span)))
     return Adapted(version, applied, tuple(translated), tuple(dropped))
 

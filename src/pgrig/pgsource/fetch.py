@@ -4,6 +4,7 @@ a timeout, and errors that name the address and the network's own reason."""
 from __future__ import annotations
 
 import hashlib
+import http.client
 import socket
 import time
 import urllib.error
@@ -108,8 +109,11 @@ class Http:
                     )
                 try:
                     chunk = response.read(CHUNK)
-                except OSError as exc:
-                    raise _error(url, exc, self.timeout) from exc
+                except (OSError, http.client.HTTPException) as exc:  # IncompleteRead, reset
+                    raise DownloadError(
+                        f"download of {url} broke off after {done} bytes: {exc!r}",
+                        hint="run the same command again; nothing was installed",
+                    ) from exc
                 if not chunk:
                     break
                 out.write(chunk)

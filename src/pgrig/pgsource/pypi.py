@@ -74,7 +74,7 @@ class Wheel:
         for f in files:
             filename = str(f.get("filename", ""))
             sha256 = (f.get("hashes") or {}).get("sha256")
-            if f.get("yanked") or not sha256 or not wheel_fits(filename, libc):
+            if f.get("yanked") or not sha256 or not f.get("url") or not wheel_fits(filename, libc):
                 continue
             package = filename.split("-")[1]
             parts = version_key(package)
