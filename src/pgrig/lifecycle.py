@@ -58,9 +58,18 @@ class TargetRun:
         return not self.existing or self.yes
 
 
-def check_target(spec: TargetSpec, need: int, *, yes: bool, destructive: str | None) -> TargetRun:
+def check_target(
+    spec: TargetSpec,
+    need: int,
+    *,
+    yes: bool,
+    destructive: str | None,
+    ui_notes: list[str] | None = None,
+) -> TargetRun:
     """Everything about one target that can be refused, refused before anything
-    is created: binaries, directories, profile, disk, permission."""
+    is created: binaries, directories, profile, disk, permission. What the
+    profile had to change for this major is added to ``ui_notes``."""
+    ui_notes = ui_notes if ui_notes is not None else []
     existing = spec.dsn is not None
     tools = binaries.CLIENT_TOOLS if existing else binaries.SERVER_TOOLS
     bins = binaries.find(spec.pg_bin, tools=tools)
@@ -68,7 +77,9 @@ def check_target(spec: TargetSpec, need: int, *, yes: bool, destructive: str | N
     profile = None
     if not existing:
         profile = profiles.load(spec.profile).with_overrides(spec.settings)
-        profiles.validate(profile, bins, server_os_user(spec.os_user))
+        adapted = profiles.validate(profile, bins, server_os_user(spec.os_user))
+        for note in adapted.notes():  # a setting this major renamed or lacks: never silent
+            ui_notes.append(f"target {spec.name} (PostgreSQL {bins.version}): {note}")
     else:
         if destructive and not yes:
             raise UsageError(

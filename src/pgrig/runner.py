@@ -72,6 +72,7 @@ class CampaignRunner:
         workloads = [registry.of(w) for w in camp.workloads]
         destructive = next((w.needs.destructive for w in workloads if w.needs.destructive), None)
         runs = []
+        notes: list[str] = []
         for spec in camp.targets:
             if spec.dsn is not None and camp.policy.reset == "restore" and workloads:
                 raise UsageError(
@@ -81,9 +82,15 @@ class CampaignRunner:
                 )
             runs.append(
                 lifecycle.check_target(
-                    spec, needs.get(spec.name, 0), yes=self.yes, destructive=destructive
+                    spec,
+                    needs.get(spec.name, 0),
+                    yes=self.yes,
+                    destructive=destructive,
+                    ui_notes=notes,
                 )
             )
+        for note in notes:
+            self.ui.warn(note)
         warning = lifecycle.memory_warning(runs)
         if warning:
             self.ui.warn(warning)

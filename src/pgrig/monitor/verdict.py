@@ -90,6 +90,14 @@ _WAL_EVENTS = {
     "LWLock:WALWrite",
     "LWLock:WALInsert",
     "LWLock:WALBufMapping",
+    # PostgreSQL 17 renamed the wait events to CamelCase.
+    "IO:WalSync",
+    "IO:WalWrite",
+    "IO:WalInitSync",
+    "IO:WalInitWrite",
+    "LWLock:WalWrite",
+    "LWLock:WalInsert",
+    "LWLock:WalBufMapping",
 }
 _READ_EVENTS = {"IO:DataFileRead", "IO:DataFilePrefetch", "IO:BufFileRead", "IO:SLRURead"}
 _WRITE_EVENTS = {
