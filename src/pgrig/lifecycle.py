@@ -13,12 +13,12 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pgrig import environment
+from pgrig import environment, pgsource
 from pgrig.campaign import TargetSpec
 from pgrig.cluster import binaries, profiles, workdir
 from pgrig.cluster.server import SUPERUSER, Cluster, InitdbOptions, ServerLost, server_os_user
 from pgrig.conninfo import Conn
-from pgrig.errors import ClusterError, UsageError
+from pgrig.errors import BinaryNotFound, ClusterError, UsageError
 from pgrig.plan import check_space
 from pgrig.results import Environment
 from pgrig.step import Context
@@ -72,7 +72,7 @@ def check_target(
     ui_notes = ui_notes if ui_notes is not None else []
     existing = spec.dsn is not None
     tools = binaries.CLIENT_TOOLS if existing else binaries.SERVER_TOOLS
-    bins = binaries.find(spec.pg_bin, tools=tools)
+    bins = _binaries(spec, tools)
     directory = workdir.check_target(spec.directory) if spec.directory else None
     profile = None
     if not existing:
@@ -112,6 +112,18 @@ def check_target(
         yes=yes,
         tablespaces={"tablespace": spec.tablespace, "index_tablespace": spec.index_tablespace},
     )
+
+
+def _binaries(spec: TargetSpec, tools: tuple[str, ...]) -> binaries.PgBinaries:
+    """The target's binaries; a version (``pg_bin = "9.6"``, the versions axis) not
+    in the cache yet is installed now, before anything else is created."""
+    try:
+        return binaries.find(spec.pg_bin, tools=tools)
+    except BinaryNotFound:
+        if spec.pg_bin is None or not binaries.looks_like_version(spec.pg_bin):
+            raise
+    pgsource.install(str(spec.pg_bin))
+    return binaries.find(spec.pg_bin, tools=tools)
 
 
 def memory_warning(targets: Sequence[TargetRun]) -> str | None:

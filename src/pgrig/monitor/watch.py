@@ -98,11 +98,7 @@ class Watch:
         baseline: IdleBaseline | None = None,
         thresholds: interference.Thresholds | None = None,
     ) -> None:
-        if not 0.1 <= interval <= 60:
-            raise UsageError(
-                f"monitor interval must be between 0.1 and 60 seconds, not {interval:g}",
-                hint="sample once a second (interval=1.0) unless a run is very long",
-            )
+        _check_interval(interval)
         self.ctx = ctx
         self.interval = interval
         self.limits = limits
@@ -121,8 +117,6 @@ class Watch:
         self._counters: dict[str, Counters] = {}
         self._threads: dict[int, tuple[int, int]] = {}
         self._primed = False
-
-    # -- lifecycle ---------------------------------------------------------
 
     def __enter__(self) -> Watch:
         self._started_at = time.time()
@@ -233,7 +227,7 @@ class Watch:
             for name in self.devices or ()
             if name in disks and name in self._prev_disks
         )
-        io = self._io_sample(pc, devices, seconds)
+        io = _io_sample(pc, devices, seconds, server=self.ctx.server_pid is not None)
         net = procfs.parse_net_dev(net_text)
         pg = self._sample_server(seconds)
         self._raw.append(
@@ -272,7 +266,7 @@ class Watch:
         client = {pid for pid in walk.mine if pid != me and procs[pid].comm in LOAD_GENERATORS}
         pgrig = walk.mine - client
         for pid in client:
-            started = self._wall_of(procs[pid].starttime)
+            started = _wall_of(procs[pid].starttime)
             if self._client_start is None or started < self._client_start:
                 self._client_start = started
         out = _ProcCpu(alive=len(client), kernel_ticks=walk.kernel_ticks)
@@ -330,36 +324,12 @@ class Watch:
             if before is None:
                 # New since the last look: if it was born after the watch started,
                 # all its counts belong to the watch; if not (first look), none.
-                born = self._wall_of(key[1])
+                born = _wall_of(key[1])
                 before = (0,) * width if born >= self._started_at else values
             for i in range(width):
                 total[i] += max(0, values[i] - before[i])
         self._counters[name] = dict(current)
         return total
-
-    def _io_sample(
-        self, pc: _ProcCpu, devices: tuple[DeviceSample, ...], seconds: float
-    ) -> IoSample:
-        def mib(group: str, i: int) -> float | None:
-            value = pc.io.get(group)
-            return None if value is None else value[i] / MIB / seconds
-
-        device = devices[0] if devices else None
-        return IoSample(
-            device=device.name if device else None,
-            device_read_mib_s=device.read_mib_s if device else 0.0,
-            device_write_mib_s=device.write_mib_s if device else 0.0,
-            server_read_mib_s=mib("server", 0) if self.ctx.server_pid is not None else None,
-            server_write_mib_s=mib("server", 1) if self.ctx.server_pid is not None else None,
-            client_read_mib_s=mib("client", 0) or 0.0,
-            client_write_mib_s=mib("client", 1) or 0.0,
-            pgrig_read_mib_s=mib("pgrig", 0) or 0.0,
-            pgrig_write_mib_s=mib("pgrig", 1) or 0.0,
-        )
-
-    @staticmethod
-    def _wall_of(starttime_ticks: int) -> float:
-        return time.time() - (_boottime() - starttime_ticks / procfs.CLK_TCK)
 
     # -- the result ----------------------------------------------------------
 
@@ -414,6 +384,41 @@ class Watch:
             disturbed=disturbed,
             baseline=self.baseline,
             noise=noise([p.tps for p in points]),
+        )
+
+
+def _io_sample(
+    pc: _ProcCpu, devices: tuple[DeviceSample, ...], seconds: float, *, server: bool
+) -> IoSample:
+    """One second's bytes: the device's, and the server's, pgbench's and pgrig's own."""
+
+    def mib(group: str, i: int) -> float | None:
+        value = pc.io.get(group)
+        return None if value is None else value[i] / MIB / seconds
+
+    device = devices[0] if devices else None
+    return IoSample(
+        device=device.name if device else None,
+        device_read_mib_s=device.read_mib_s if device else 0.0,
+        device_write_mib_s=device.write_mib_s if device else 0.0,
+        server_read_mib_s=mib("server", 0) if server else None,
+        server_write_mib_s=mib("server", 1) if server else None,
+        client_read_mib_s=mib("client", 0) or 0.0,
+        client_write_mib_s=mib("client", 1) or 0.0,
+        pgrig_read_mib_s=mib("pgrig", 0) or 0.0,
+        pgrig_write_mib_s=mib("pgrig", 1) or 0.0,
+    )
+
+
+def _wall_of(starttime_ticks: int) -> float:
+    return time.time() - (_boottime() - starttime_ticks / procfs.CLK_TCK)
+
+
+def _check_interval(interval: float) -> None:
+    if not 0.1 <= interval <= 60:
+        raise UsageError(
+            f"monitor interval must be between 0.1 and 60 seconds, not {interval:g}",
+            hint="sample once a second (interval=1.0) unless a run is very long",
         )
 
 
