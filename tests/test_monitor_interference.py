@@ -41,9 +41,10 @@ from pgrig.monitor.model import (
     Sample,
     Verdict,
 )
+from pgrig.registry import result_type
 from pgrig.report import monitor as monitor_section
 from pgrig.report import plots
-from pgrig.results import PgbenchRun, RunRecord, Study, from_dict, result_type, to_dict
+from pgrig.results import PgbenchRun, RunRecord, Study, from_dict, to_dict
 from pgrig.step import Context
 from pgrig.tools import pgbench
 
