@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from conftest import make_disk_dir
-from pgrig import monitor, report
+from pgrig import monitor
 from pgrig.cluster import binaries
 from pgrig.cluster.server import SUPERUSER, Cluster
 from pgrig.conninfo import Conn
@@ -44,6 +44,7 @@ from pgrig.monitor.model import (
 from pgrig.registry import result_type
 from pgrig.report import monitor as monitor_section
 from pgrig.report import plots
+from pgrig.report import writer as report
 from pgrig.results import PgbenchRun, RunRecord, Study, from_dict, to_dict
 from pgrig.step import Context
 from pgrig.tools import pgbench
