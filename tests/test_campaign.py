@@ -285,6 +285,7 @@ repeat = {{ until_ci_pct = 1000, min = 2, max = 4 }}
 warmup = "auto"
 warmup_max = 3
 reset = "restore"
+monitor = false  # on a shared machine disturbed runs would not count (test_interference_study)
 
 [[target]]
 name = "only"

@@ -210,7 +210,8 @@ def test_pgbench_failing_mid_run_is_recorded_and_the_study_goes_on(disk_dir: Pat
     results = disk_dir / "r"
     args = [a for a in TINY]
     args[args.index("--clients") + 1] = "1,2"
-    args[args.index("--duration") + 1] = "4"
+    # Long enough for the killer to catch the first run on a loaded machine.
+    args[args.index("--duration") + 1] = "8"
     child = spawn("run", "--target", disk_dir, "--results", results, *args)
     killed: list[int] = []
 
@@ -237,12 +238,12 @@ def test_pgbench_failing_mid_run_is_recorded_and_the_study_goes_on(disk_dir: Pat
     assert child.returncode == 6, err
     status, runs = only_study(results)
     assert status == "finished"
-    first_status, reason = runs["local/tpcb/s1/select-only/c1/d4/r1"]
+    first_status, reason = runs["local/tpcb/s1/select-only/c1/d8/r1"]
     assert first_status == "failed"
     assert "pgbench" in (reason or "") and (
         "server" in (reason or "") or "connection" in (reason or "")
     )
-    assert runs["local/tpcb/s1/select-only/c2/d4/r1"][0] == "ok", (
+    assert runs["local/tpcb/s1/select-only/c2/d8/r1"][0] == "ok", (
         f"the study must go on: {runs} {err}"
     )
     assert "restarting it" in err

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from pgrig import campaign, plan, registry
+from pgrig.errors import UsageError
 from pgrig.report.writer import write as write_report
 from pgrig.runner import run_campaign
 from pgrig.store import Store
@@ -184,3 +185,67 @@ def test_a_results_file_from_before_the_interface_resumes(disk_dir: Path, tmp_pa
     assert after[-len(missing) :] == [k for k in before if k in missing], (
         "only the removed steps ran again"
     )
+
+
+def test_versions_are_an_axis_of_the_campaign(
+    pg_releases: dict[str, object], disk_dir: Path, tmp_path: Path
+) -> None:
+    """versions = [...] runs every target once per version, each on its own
+    cluster with the same profile, interleaved - the seed 004 comparison."""
+    camp = campaign.load(
+        write(
+            tmp_path / "v.toml",
+            f"""
+[campaign]
+name = "versions"
+versions = ["9.6", "15", "18"]
+monitor = false
+
+[[target]]
+name = "a"
+directory = "{disk_dir}"
+profile = "stock"
+set = {{ shared_buffers = "64MB" }}
+
+[probes]
+timing = false
+fsync = false
+fio = false
+
+[[workload]]
+type = "tpcb"
+scales = [1]
+modes = ["select-only"]
+clients = [1]
+duration = 1
+count = false
+""",
+        )
+    )
+    assert [(t.name, t.pg_bin) for t in camp.targets] == [
+        ("pg9.6", "9.6"), ("pg15", "15"), ("pg18", "18"),
+    ]  # fmt: skip
+    results = tmp_path / "results"
+    run_campaign(
+        camp, Ui(quiet=True), results=results, store=results / "results.sqlite",
+        yes=False, keep=False, study_id=camp.name,
+    )  # fmt: skip
+    with Store.open(results / "results.sqlite") as st:
+        study = st.study(camp.name)
+        records = st.runs(camp.name)
+    versions = {t: e.postgres.version.split()[0] for t, e in study.target_environments.items()}
+    assert versions["pg9.6"].startswith("9.6.") and versions["pg18"].startswith("18.")
+    assert versions["pg15"].startswith("15.")
+    ok = {r.target for r in records if r.kind == "pgbench_run" and r.status == "ok"}
+    assert ok == {"pg9.6", "pg15", "pg18"}
+    md, _ = write_report(study, records, tmp_path / "report")
+    assert "| pg9.6 (baseline) | pg15 | pg15 vs pg9.6 | pg18 | pg18 vs pg9.6 |" in md.read_text()
+
+
+def test_versions_and_pg_bin_do_not_mix(tmp_path: Path) -> None:
+    text = (
+        '[campaign]\nname = "x"\nversions = ["15"]\n'
+        f'[[target]]\nname = "a"\ndirectory = "{tmp_path}"\npg_bin = "/usr/bin"\n'
+    )
+    with pytest.raises(UsageError, match="versions axis picks the binaries"):
+        campaign.load(write(tmp_path / "x.toml", text))

@@ -21,6 +21,7 @@ from pgrig.cluster.profiles import parse_overrides
 from pgrig.conninfo import Conn
 from pgrig.durability.cli import durability
 from pgrig.errors import Interrupted, PgrigError, Signalled, UsageError, signal_number
+from pgrig.pgsource.cli import group as pg_group
 from pgrig.policy import RunPolicy
 from pgrig.probe import FioPlan, ProbeSpec
 from pgrig.proc import pid_alive
@@ -552,6 +553,7 @@ def env(target: Path | None, dsn: str | None, fmt: str) -> None:
 # Subcommands that live next to their code: one import and one line each.
 cli.add_command(tpcc)
 cli.add_command(durability)
+cli.add_command(pg_group)
 
 
 def _raise_signalled(signum: int, _frame: object) -> None:

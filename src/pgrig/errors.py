@@ -96,6 +96,14 @@ class UnknownStudy(StoreError):
     exit_code = 2
 
 
+class DownloadError(PgrigError):
+    """A registry could not be reached, or what it sent is cut short or fails its checksum."""
+
+
+class CacheError(PgrigError):
+    """pgrig's download cache cannot be created or written."""
+
+
 class ParseError(PgrigError):
     """A tool printed something its parser does not understand."""
 

@@ -13,12 +13,12 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pgrig import environment
+from pgrig import environment, pgsource
 from pgrig.campaign import TargetSpec
 from pgrig.cluster import binaries, profiles, workdir
 from pgrig.cluster.server import SUPERUSER, Cluster, InitdbOptions, ServerLost, server_os_user
 from pgrig.conninfo import Conn
-from pgrig.errors import ClusterError, UsageError
+from pgrig.errors import BinaryNotFound, ClusterError, UsageError
 from pgrig.plan import check_space
 from pgrig.results import Environment
 from pgrig.step import Context
@@ -58,17 +58,28 @@ class TargetRun:
         return not self.existing or self.yes
 
 
-def check_target(spec: TargetSpec, need: int, *, yes: bool, destructive: str | None) -> TargetRun:
+def check_target(
+    spec: TargetSpec,
+    need: int,
+    *,
+    yes: bool,
+    destructive: str | None,
+    ui_notes: list[str] | None = None,
+) -> TargetRun:
     """Everything about one target that can be refused, refused before anything
-    is created: binaries, directories, profile, disk, permission."""
+    is created: binaries, directories, profile, disk, permission. What the
+    profile had to change for this major is added to ``ui_notes``."""
+    ui_notes = ui_notes if ui_notes is not None else []
     existing = spec.dsn is not None
     tools = binaries.CLIENT_TOOLS if existing else binaries.SERVER_TOOLS
-    bins = binaries.find(spec.pg_bin, tools=tools)
+    bins = _binaries(spec, tools)
     directory = workdir.check_target(spec.directory) if spec.directory else None
     profile = None
     if not existing:
         profile = profiles.load(spec.profile).with_overrides(spec.settings)
-        profiles.validate(profile, bins, server_os_user(spec.os_user))
+        adapted = profiles.validate(profile, bins, server_os_user(spec.os_user))
+        for note in adapted.notes():  # a setting this major renamed or lacks: never silent
+            ui_notes.append(f"target {spec.name} (PostgreSQL {bins.version}): {note}")
     else:
         if destructive and not yes:
             raise UsageError(
@@ -101,6 +112,18 @@ def check_target(spec: TargetSpec, need: int, *, yes: bool, destructive: str | N
         yes=yes,
         tablespaces={"tablespace": spec.tablespace, "index_tablespace": spec.index_tablespace},
     )
+
+
+def _binaries(spec: TargetSpec, tools: tuple[str, ...]) -> binaries.PgBinaries:
+    """The target's binaries; a version (``pg_bin = "9.6"``, the versions axis) not
+    in the cache yet is installed now, before anything else is created."""
+    try:
+        return binaries.find(spec.pg_bin, tools=tools)
+    except BinaryNotFound:
+        if spec.pg_bin is None or not binaries.looks_like_version(spec.pg_bin):
+            raise
+    pgsource.install(str(spec.pg_bin))
+    return binaries.find(spec.pg_bin, tools=tools)
 
 
 def memory_warning(targets: Sequence[TargetRun]) -> str | None:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from pgrig import stats
-from pgrig.schema import Schema, Table, choice, custom, flag, integer
+from pgrig.schema import Schema, Table, choice, custom, flag, integer, number
 
 T = TypeVar("T")
 
@@ -27,6 +27,7 @@ class RunPolicy:
     reset: str = "reuse"  # reuse | restore
     interleave: bool = True
     monitor: bool = True  # sample host and server during every measured run
+    wait_quiet_s: float = 0.0  # before a measured run, wait up to this long for a quiet machine
 
     def order(self, targets: Sequence[T], rep: int) -> list[T]:
         """Rotate the target order every repetition, so that slow drift of the
@@ -172,6 +173,13 @@ SCHEMA = Schema(
         "monitor", True,
         "sample the host and the server once a second during every measured run and record "
         "the bottleneck verdict ([monitor](monitor.md))",
+    ),
+    number(
+        "wait_quiet", 0.0,
+        "seconds to wait, before each measured run, for other work on the machine to fall "
+        "under 10% of the CPUs; `0`: do not wait (disturbed runs are marked and not counted "
+        "towards `until_ci_pct` either way)",
+        field="wait_quiet_s",
     ),
     flag(
         "interleave", True,

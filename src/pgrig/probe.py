@@ -109,7 +109,9 @@ FIO_LABELS = {
 
 def _timing(seconds: int) -> Any:
     def action(ctx: Context, line: ProgressLine) -> tuple[Any, str]:
-        return pg_test_timing.run(ctx.bins.bin_dir, duration_s=seconds, timeout=seconds + 60)
+        return pg_test_timing.run(
+            ctx.bins.tool_dir("pg_test_timing"), duration_s=seconds, timeout=seconds + 60
+        )
 
     return action
 
@@ -128,7 +130,7 @@ def _fsync(seconds: int) -> Any:
                 )
 
         return pg_test_fsync.run(
-            ctx.bins.bin_dir,
+            ctx.bins.tool_dir("pg_test_fsync"),
             ctx.target,
             seconds=seconds,
             timeout=30 * seconds + 120,

@@ -29,11 +29,21 @@ def now() -> str:
 
 
 class Recorder:
-    def __init__(self, store: Store, study: Study, ui: Ui, *, monitor_runs: bool = True) -> None:
+    def __init__(
+        self,
+        store: Store,
+        study: Study,
+        ui: Ui,
+        *,
+        monitor_runs: bool = True,
+        wait_quiet_s: float = 0.0,
+    ) -> None:
         self.store = store
         self.study = study
         self.ui = ui
         self.monitor_runs = monitor_runs
+        self.wait_quiet_s = wait_quiet_s  # before a measured run, wait this long for quiet
+        self.baseline: monitor.IdleBaseline | None = None  # the idle machine, before the study
         self.done: set[str] = {r.key for r in store.runs(study.id)}
         self.failures = 0
         self._limits: dict[str, monitor.Limits | None] = {}
@@ -58,9 +68,12 @@ class Recorder:
             with self.ui.step(step.label, total=step.total) as line:
                 if step.prepare is not None:
                     step.prepare(t.ctx, line)
+                if step.monitored and self.wait_quiet_s > 0:
+                    self._wait_quiet(t, line)
                 started = now()
                 if step.monitored and self.monitor_runs and t.ctx.conn is not None:
-                    with monitor.Watch(t.ctx, limits=self._limits_of(t)) as watch:
+                    watch_ = monitor.Watch(t.ctx, limits=self._limits_of(t), baseline=self.baseline)
+                    with watch_ as watch:
                         try:
                             value, raw = step.action(t.ctx, line)
                         finally:
@@ -95,13 +108,16 @@ class Recorder:
 
     def metrics(self, steps: Iterable[Step]) -> list[float]:
         """The recorded headline figures of these steps (what repeats until a CI
-        narrows: tps, tpmC), skipping those that failed or have none."""
-        records = {r.key: r for r in self.store.runs(self.study.id)}
+        narrows: tps, tpmC), skipping those that failed, have none, or that other
+        work on the machine disturbed (their monitor record says so)."""
+        stored = self.store.runs(self.study.id)
+        records = {r.key: r for r in stored}
+        disturbed = monitor.disturbed_run_keys(stored)
         out: list[float] = []
         for step in steps:
             kind = registry.kind(step.kind)
             rec = records.get(step.id)
-            if kind is None or kind.metric is None or rec is None:
+            if kind is None or kind.metric is None or rec is None or step.id in disturbed:
                 continue
             value = typed(rec, kind.type)
             if value is not None:
@@ -151,6 +167,22 @@ class Recorder:
             return
         self.record(mon, t, started, "ok", None, to_dict(observed), "")
         self.ui.info(f"  [dim]bottleneck: {observed.verdict.summary}[/dim]")
+        if observed.disturbed is not None:
+            self.ui.warn(
+                f"{step.label}: disturbed by other work - {'; '.join(observed.disturbed.reasons)}"
+                " (not counted towards a confidence interval)"
+            )
+
+    def _wait_quiet(self, t: TargetRun, line: Any) -> None:
+        """The policy's ``wait_quiet``: hold a measured run until other work calms down."""
+        line.update(detail=f"waiting up to {self.wait_quiet_s:.0f} s for a quiet machine")
+        quiet, probe = monitor.wait_quiet(self.wait_quiet_s, target=t.directory)
+        if not quiet:
+            self.ui.warn(
+                f"the machine stayed busy for {self.wait_quiet_s:.0f} s (others took "
+                f"{probe.other_pct:.0f}% of the CPUs); running anyway"
+            )
+        line.update(detail="")
 
     def record(
         self,

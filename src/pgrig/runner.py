@@ -20,7 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pgrig import __version__, environment, lifecycle, plan, probe, registry
+from pgrig import __version__, environment, lifecycle, monitor, plan, probe, registry
 from pgrig.campaign import Campaign
 from pgrig.cluster import workdir
 from pgrig.conninfo import Conn
@@ -73,6 +73,7 @@ class CampaignRunner:
         workloads = [registry.of(w) for w in camp.workloads]
         destructive = next((w.needs.destructive for w in workloads if w.needs.destructive), None)
         runs = []
+        notes: list[str] = []
         for spec in camp.targets:
             if spec.dsn is not None and camp.policy.reset == "restore" and workloads:
                 raise UsageError(
@@ -82,9 +83,15 @@ class CampaignRunner:
                 )
             runs.append(
                 lifecycle.check_target(
-                    spec, needs.get(spec.name, 0), yes=self.yes, destructive=destructive
+                    spec,
+                    needs.get(spec.name, 0),
+                    yes=self.yes,
+                    destructive=destructive,
+                    ui_notes=notes,
                 )
             )
+        for note in notes:
+            self.ui.warn(note)
         warning = lifecycle.memory_warning(runs)
         if warning:
             self.ui.warn(warning)
@@ -100,8 +107,9 @@ class CampaignRunner:
         for path in workdir.clean_orphans():
             self.ui.info(f"removed the orphan work directory {path} of a killed pgrig run")
         study = self._open(store)
+        pol = self.campaign.policy
         rec = self.recorder = Recorder(
-            store, study, self.ui, monitor_runs=self.campaign.policy.monitor
+            store, study, self.ui, monitor_runs=pol.monitor, wait_quiet_s=pol.wait_quiet_s
         )
         expansion = plan.expand(self.campaign)
         self.ui.info(
@@ -122,6 +130,8 @@ class CampaignRunner:
                 )
             store.set_environment(study.id, env)
             rec.study = store.study(study.id)
+            if pol.monitor and self.campaign.workloads:
+                rec.baseline = self._idle_baseline()
             self._probes(rec)
             if self.campaign.workloads:
                 with self._servers(store, study):
@@ -135,6 +145,20 @@ class CampaignRunner:
             store.finish_study(study.id, status, now())
             self.study = store.study(study.id)
         return self.study
+
+    def _idle_baseline(self) -> monitor.IdleBaseline:
+        """A few seconds of the machine before anything of ours runs: what the
+        measured runs' interference is judged against."""
+        with self.ui.step("sampling the idle machine (3 s)"):
+            baseline = monitor.idle_baseline(3.0, target=self.targets[0].directory)
+        if monitor.baseline_busy(baseline):
+            who = ", ".join(p.name for p in baseline.top[:3])
+            self.ui.warn(
+                f"the machine is busy before the study: other processes take "
+                f"{baseline.other_pct:.0f}% of the CPUs ({who}); runs they disturb are marked, "
+                "and numbers from a shared machine vary - see wait_quiet in docs/campaigns.md"
+            )
+        return baseline
 
     def _open(self, store: Store) -> Study:
         camp = self.campaign

@@ -13,11 +13,12 @@ import os
 import re
 import shutil
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 
 from pgrig import proc
+from pgrig.cluster import compat
 from pgrig.cluster.binaries import PgBinaries
 from pgrig.errors import UsageError
 
@@ -153,20 +154,27 @@ def known_parameters(bins: PgBinaries) -> set[str]:
     return {line.split("\t", 1)[0] for line in out.splitlines() if line.strip()}
 
 
-def validate(profile: Profile, bins: PgBinaries, os_user: proc.OsUser | None = None) -> None:
-    """Refuse unknown parameters and bad values before initdb: names against the
-    binaries' own list (naming the nearest valid one), values by the server's
-    own parser (``postgres -C`` on a scratch configuration)."""
-    known = known_parameters(bins)
-    for key in profile.settings:
-        if key in known or "." in key:  # dotted names are extension parameters
-            continue
-        close = difflib.get_close_matches(key, sorted(known), n=1)
-        raise UsageError(
-            f"{profile.source}: unknown PostgreSQL {bins.major} parameter {key!r}",
-            hint=f"did you mean {close[0]!r}?" if close else "check the name in pg_settings",
-        )
-    check_values(profile, bins, os_user)
+def adapt(profile: Profile, bins: PgBinaries) -> compat.Adapted:
+    """The profile as this server's major needs it: renamed parameters and values
+    translated, parameters the major lacks dropped with the reason (see compat)."""
+    return compat.adapt(
+        profile.settings,
+        known=known_parameters(bins),
+        version=bins.version,
+        version_num=bins.version_num,
+        where=profile.source,
+    )
+
+
+def validate(
+    profile: Profile, bins: PgBinaries, os_user: proc.OsUser | None = None
+) -> compat.Adapted:
+    """Refuse, before initdb, parameters no PostgreSQL major knows (naming the
+    nearest valid one) and values this server's own parser rejects; returns what
+    ``adapt`` will change, for the user to see."""
+    adapted = adapt(profile, bins)
+    check_values(replace(profile, settings=dict(adapted.applied)), bins, os_user)
+    return adapted
 
 
 def check_values(profile: Profile, bins: PgBinaries, os_user: proc.OsUser | None) -> None:

@@ -114,7 +114,7 @@ def prepare_run(
 
             with contextlib.suppress(_Steady):
                 pgbench.run_bench(
-                    ctx.bins.bin_dir,
+                    ctx.bins.client_bin_dir,
                     conn(ctx),
                     replace(quiet, duration_s=policy.warmup_max_s),
                     ctx.scratch,
@@ -124,7 +124,7 @@ def prepare_run(
         else:
             line.update(detail=f"warming up for {policy.warmup} s")
             pgbench.run_bench(
-                ctx.bins.bin_dir,
+                ctx.bins.client_bin_dir,
                 conn(ctx),
                 replace(quiet, duration_s=int(policy.warmup)),
                 ctx.scratch,

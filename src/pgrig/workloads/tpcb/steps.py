@@ -60,7 +60,9 @@ def _load(spec: TpcbSpec, scale: int, tablespaces: dict[str, str | None]) -> Any
         def on_progress(done: int, total: int) -> None:
             line.update(completed=done, total=total, detail=f"{done:,} of {total:,} rows")
 
-        result, raw = pgbench.run_init(ctx.bins.bin_dir, conn(ctx), opts, on_progress=on_progress)
+        result, raw = pgbench.run_init(
+            ctx.bins.client_bin_dir, conn(ctx), opts, on_progress=on_progress
+        )
         with conn(ctx).connect() as db:
             size = db.execute("SELECT pg_database_size(current_database())").fetchone()
         checkpoint(ctx)
@@ -135,7 +137,7 @@ def bench_action(opts: pgbench.RunOptions, observed: dict[str, float], first_gue
             line.update(completed=point.t_s, detail=f"{point.tps:,.0f} tps")
 
         result, raw = pgbench.run_bench(
-            ctx.bins.bin_dir, conn(ctx), run_opts, ctx.scratch, on_progress=on_progress
+            ctx.bins.client_bin_dir, conn(ctx), run_opts, ctx.scratch, on_progress=on_progress
         )
         observed[opts.mode] = max(observed.get(opts.mode, 0.0), result.tps)
         return result, raw

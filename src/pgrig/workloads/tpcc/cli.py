@@ -113,7 +113,9 @@ def run_cmd(**o: Any) -> None:
         max_tries=o["max_tries"],
     )
     with tempfile.TemporaryDirectory(prefix="pgrig-tpcc-") as scratch:
-        result, _raw = driver.run(bins.bin_dir, Conn.from_user(o["dsn"]), opts, Path(scratch))
+        result, _raw = driver.run(
+            bins.client_bin_dir, Conn.from_user(o["dsn"]), opts, Path(scratch)
+        )
     _emit(result, o["fmt"], format_run)
 
 

@@ -162,7 +162,9 @@ def run_step(tp: TpccPlan, mode: str, repeat: int, name: str, target: TargetView
             line.update(completed=point.t_s, detail=f"{point.tps:,.0f} tps")
 
         scratch = ctx.scratch if ctx.scratch.is_dir() else ctx.target
-        return driver.run(ctx.bins.bin_dir, _conn(ctx), opts, scratch, on_progress=on_progress)
+        return driver.run(
+            ctx.bins.client_bin_dir, _conn(ctx), opts, scratch, on_progress=on_progress
+        )
 
     return Step(
         # One run per mode keeps the key short, as the first version stored it.
