@@ -1,4 +1,4 @@
-"""Per-second noise of a run (pgrig.noise): pure functions on pgbench -P series,
+"""Per-second noise of a run (pgrig.monitor.noise): pure functions on pgbench -P series,
 some from real captured runs."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pgrig import noise
+from pgrig.monitor import noise
 from pgrig.tools import pgbench
 
 DATA = Path(__file__).parent / "data"

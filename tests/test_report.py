@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import itertools
 import json
 import os
 import re
@@ -18,8 +19,17 @@ from types import ModuleType
 
 import pytest
 
+from pgrig.monitor.model import (
+    Disturbance,
+    IdleBaseline,
+    MonitorResult,
+    Noise,
+    OtherLoad,
+    OtherProcess,
+)
 from pgrig.registry import typed_result
 from pgrig.report import fmt, markdown, view
+from pgrig.report import monitor as monitor_report
 from pgrig.report import writer as report
 from pgrig.report.model import Table
 from pgrig.results import FioResult, PgbenchRun, RunRecord, from_dict, to_dict
@@ -152,7 +162,8 @@ def test_summary_in_seed_layout(written: Written) -> None:
     assert _cells(table[0]) == ["Test Case", fx.TARGET]
     fsync = ["fdatasync 8K", "9,256 ops/s (108 us/op); ⚠ noisy, see pg_test_fsync"]
     assert _cells(table[2]) == fsync
-    assert _cells(table[3]) == ["8k random write", "IOPS=78.0k (78,000), BW=609 MiB/s"]
+    assert _cells(table[3])[1].startswith("IOPS=78.0k (78,000; ")
+    assert _cells(table[3])[1].endswith("), BW=609 MiB/s")
     row = ["TPC-B read-write, 4 clients", "tps: 4,059 (per second CV 28%) ⚠; qps: 20,297"]
     assert row in map(_cells, table)
 
@@ -182,6 +193,7 @@ def test_fio_rows_with_exact_and_short_iops_and_job_parameters(written: Written)
         "clat p50 (us)",
         "clat p99 (us)",
         "clat p99.9 (us)",
+        "IOPS over the run",
     ]
     labels = [_cells(row)[0] for row in table[2:]]
     assert labels == [
@@ -194,7 +206,7 @@ def test_fio_rows_with_exact_and_short_iops_and_job_parameters(written: Written)
     row = _cells(table[5])
     assert row[1] == f"47.2k ({read.iops:,.0f})"
     assert row[2] == f"{read.bandwidth_mib_s:.0f}"
-    assert row[4:] == [f"{read.clat_p50_us:.0f}", f"{read.clat_p99_us:.0f}", "4,080"]
+    assert row[4:7] == [f"{read.clat_p50_us:.0f}", f"{read.clat_p99_us:.0f}", "4,080"]
     after = written.md[written.md.index("## Storage IOPS") :]
     assert "- Job parameters: bs=8k, ioengine=libaio, direct=1, numjobs=1, iodepth=16" in after
 
@@ -317,7 +329,7 @@ def test_whole_tool_missing_shows_skipped_rows_and_no_plots(tmp_path: Path) -> N
     assert not (tmp_path / f"report-{fx.STUDY_ID}_files").exists()
     page = html_path.read_text(encoding="utf-8")
     assert "<svg" not in page
-    assert '<tr class="skipped"><td>8k random read</td><td colspan="6">skipped: fio' in page
+    assert '<tr class="skipped"><td>8k random read</td><td colspan="7">skipped: fio' in page
 
 
 def test_study_without_records(tmp_path: Path) -> None:
@@ -606,3 +618,85 @@ def test_tool_names_are_not_doubled() -> None:
     assert view.tools_text(tools) == (
         "fio 3.33, pgbench/psql (PostgreSQL) 15.18 (Debian 15.18-0+deb12u1), python 3.11.7"
     )
+
+
+def _disturb(monitor: dict[str, object], hog: str, cpu: float) -> dict[str, object]:
+    """The stored monitor record of a run, as the monitor writes it when ``hog``
+    took ``cpu``% of the machine (the attribution itself is tested against a
+    real hog in test_monitor_interference)."""
+    top = (OtherProcess(hog, 1, cpu), OtherProcess("backup", 2, 5.0))
+    reason = f"other processes took {cpu + 5:.0f}% of the machine's CPU on average: {hog}"
+    mon = from_dict(MonitorResult, monitor)
+    return to_dict(
+        dataclasses.replace(
+            mon,
+            others=OtherLoad(cpu + 5, cpu + 10, 0.0, top),
+            disturbed=Disturbance((reason,), cpu + 5, None, top, 10.0, 0.2),
+            baseline=IdleBaseline(3.0, 2, cpu + 6, cpu + 5, cpu + 8, 0.0, 0.0, top=top),
+            noise=Noise(10, 9_000.0, 0.3, 3_000.0, 14_000.0),
+        )
+    )
+
+
+def test_disturbed_runs_are_said_above_the_summary_table(tmp_path: Path) -> None:
+    """Other work during the runs is the first thing the report says - before the
+    headline numbers - and each headline point disturbed says so in its row; the
+    monitor's warnings stay one sentence each, however many runs there were."""
+    records = _monitored_study(24)
+    for i, rec in enumerate(records):
+        if rec.kind == "monitor":  # every other record: 40% to 63% for the hog
+            records[i] = dataclasses.replace(
+                rec, result=_disturb(rec.result or {}, "cpuhog", 40 + i // 2)
+            )
+    md_path, html_path = report.write(fx.study(), records, tmp_path)
+    md = md_path.read_text(encoding="utf-8")
+    summary = md[md.index("## Performance Summary") : md.index("## Environment")]
+    said = summary.index("⚠ 24 of 24 measured runs shared the machine with other work")
+    assert said < summary.index("| Test Case |")
+    assert "other processes took 45–68% of the CPU (cpuhog 52%, backup 5%)" in summary
+    assert "⚠ Before the study the idle machine was 46% busy" in summary
+    (row,) = [_cells(r) for r in _table_after(md, "## Performance Summary") if "TPC-B" in r]
+    assert row[1].endswith("; ⚠ 24 of 24 runs disturbed by other work")
+    tput = _table_after(md, "**Throughput per client count")
+    assert all("disturbed" in _cells(r)[1] for r in tput[2:]), tput
+    monitor = md[md.index("## Bottlenecks") :]
+    warnings = [ln for ln in monitor.splitlines() if ln.startswith("Warning:")]
+    assert len(warnings) == 3 and all(len(w) < 600 for w in warnings), warnings
+    assert "24 of 24 runs were noisy (per-second tps CV 30%)" in warnings[2]
+    page = html_path.read_text(encoding="utf-8")
+    top = page[page.index('id="summary"') : page.index('id="environment"')]
+    assert top.index("measured runs shared the machine") < top.index("<table")
+
+
+def test_a_quiet_study_says_nothing_about_other_work(tmp_path: Path) -> None:
+    md_path, _ = report.write(fx.study(), _monitored_study(6), tmp_path)
+    md = md_path.read_text(encoding="utf-8")
+    assert "shared the machine" not in md and "disturbed" not in md
+    assert "idle machine was" not in md
+
+
+def test_fio_figures_carry_the_spread_of_fios_own_samples(written: Written) -> None:
+    """fio runs once per pattern; its IOPS samples (every 500 ms) give each figure
+    a spread, flagged like a noisy pgbench run from a CV of 10%."""
+    summary = dict(map(_cells, _table_after(written.md, "## Performance Summary")[2:]))
+    assert summary["8k random read"] == (
+        "IOPS=46.5k (46,520; 3 samples: CV 4.1%, 44.5k–48.2k), BW=363 MiB/s"
+    )
+    assert summary["8k random write"].startswith("IOPS=78.0k (78,000; 3 samples: CV 27.4%, ")
+    assert "63.4k–104k ⚠)" in summary["8k random write"]
+    table = _table_after(written.md, "## Storage IOPS and throughput")
+    assert _cells(table[0])[-1] == "IOPS over the run"
+    assert "- IOPS over the run: fio's own IOPS samples (one per 500 ms)" in written.md
+
+
+def test_the_cpu_plot_is_stacked_bands_only() -> None:
+    """Nothing but the stacked consumers is drawn on the CPU plot: a line of
+    another unit (the hit ratio, once) hid the 'other processes' band."""
+    data = json.loads((Path(__file__).parent / "data/monitor/result_storage_read.json").read_text())
+    mon = from_dict(MonitorResult, _disturb(data["monitor"], "cpuhog", 40.0))
+    fig = monitor_report.cpu_figure("x", "x", list(mon.samples))
+    labels = [s.label for s in fig.series]
+    assert "hit" not in " ".join(labels).lower()
+    assert all(s.dash == 0 for s in fig.series)
+    for lower, upper in itertools.pairwise(s.y for s in fig.series):
+        assert all(a <= b + 1e-9 for a, b in zip(lower, upper, strict=True)), "stacked"

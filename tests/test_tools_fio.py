@@ -79,6 +79,19 @@ def test_parse_bandwidth_in_mib() -> None:
     assert result.bandwidth_mib_s == pytest.approx(result.iops * 8 / 1024, rel=0.001)
 
 
+def test_parse_keeps_fios_own_iops_samples() -> None:
+    """fio samples IOPS every 500 ms: their range and deviation say how steady the
+    device was, the report's spread for a figure measured once."""
+    result = fio.parse(read("fio_randwrite.json"), fixture_job("randwrite"))
+    assert (result.iops_samples, result.iops_min, result.iops_max) == (6, 58046.0, 70010.0)
+    assert result.iops_stddev == pytest.approx(2990.720404)
+    # An older fio (or one sample): no spread rather than a made-up one.
+    data = json.loads(read("fio_randwrite.json"))
+    data["jobs"][0]["write"]["iops_samples"] = 1
+    one = fio.parse(json.dumps(data), fixture_job("randwrite"))
+    assert (one.iops_samples, one.iops_min, one.iops_stddev) == (None, None, None)
+
+
 def test_parse_tolerates_warnings_before_json() -> None:
     text = "fio: some warning fio printed first\n" + read("fio_read.json")
     assert fio.parse(text, fixture_job("read")).iops == pytest.approx(39554.222889)

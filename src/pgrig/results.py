@@ -187,6 +187,12 @@ class FioResult:
     clat_p99_us: float
     clat_p999_us: float
     fio_version: str = ""
+    # fio's own samples of the IOPS (one per log_avg_msec, 500 ms by default):
+    # how steady the device was during the run. None: stored before pgrig read them.
+    iops_samples: int | None = None
+    iops_min: float | None = None
+    iops_max: float | None = None
+    iops_stddev: float | None = None
 
 
 # --------------------------------------------------------------------------

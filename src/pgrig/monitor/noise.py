@@ -44,6 +44,23 @@ def describe(n: Noise) -> str:
     return f"CV {100 * n.cv:.1f}%, {n.min:,.0f} to {n.max:,.0f} tps over {n.n} s"
 
 
+def worst(items: Sequence[Noise | None]) -> Noise | None:
+    """The least steady of several runs (the one with the highest CV)."""
+    present = [n for n in items if n is not None]
+    return max(present, key=lambda n: n.cv) if present else None
+
+
+def advice(n: Noise) -> str | None:
+    """A warning with what to do when per-second tps was noisy, for a run the
+    monitor did not watch: 'tps varied 0–24,356 per second (CV 84%) over 10 s: ...'."""
+    if not is_noisy(n):
+        return None
+    text = f"tps varied {n.min:,.0f}–{n.max:,.0f} per second (CV {100 * n.cv:.0f}%) over {n.n} s: "
+    if n.n < 30:
+        return text + "raise the duration (30 s or more) or repeat the run; see TPS over time"
+    return text + "repeat the run, and look at TPS over time for stalls, checkpoints or a trend"
+
+
 def warning(mon: MonitorResult, high_cv: float = HIGH_CV) -> str | None:
     """A warning with advice when the run's per-second tps was noisy, else None.
     The advice follows what the monitor saw during the run."""

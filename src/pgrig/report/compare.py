@@ -14,9 +14,10 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from pgrig import noise, stats
+from pgrig import stats
 from pgrig.meaning import Meaning
-from pgrig.noise import Noise
+from pgrig.monitor import noise
+from pgrig.monitor.model import Noise
 from pgrig.registry import typed_result
 from pgrig.report import fmt
 from pgrig.report.model import FAILED, HEADLINE, Figure, Row, Section, Series, Table

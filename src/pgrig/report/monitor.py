@@ -101,43 +101,121 @@ def other_load_text(mon: MonitorResult) -> str:
     return f"DISTURBED: {text}" if mon.disturbed is not None else text
 
 
-def summary_warnings(records: Sequence[RunRecord]) -> tuple[str, ...]:
-    """Warnings to put above a report's tables: runs other processes disturbed
-    (with who and how much), a busy machine before the study, noisy runs."""
-    out: list[str] = []
-    disturbed: list[str] = []
-    noisy: list[str] = []
-    busy_before: str | None = None
+MANY = 3  # more warnings than this of one kind become one sentence for them all
+
+
+def _watched(records: Sequence[RunRecord]) -> list[tuple[str, MonitorResult]]:
+    out = []
     for rec in records:
         if rec.kind != "monitor":
             continue
         mon: MonitorResult | None = typed_result(rec)
-        if mon is None:
-            continue
-        if mon.disturbed is not None:
-            disturbed.append(f"{run_label(rec)}: {mon.disturbed.summary}")
-        if warning := noise_.warning(mon):
-            noisy.append(f"{run_label(rec)}: {warning}")
+        if mon is not None:
+            out.append((run_label(rec), mon))
+    return out
+
+
+def _top_names(mons: Sequence[MonitorResult], n: int = 3) -> str:
+    """The other processes that took most CPU over several runs, by name, with
+    their mean share: 'cpuhog 48%, postgres 20%'."""
+    total: dict[str, float] = {}
+    for mon in mons:
+        assert mon.disturbed is not None
+        for p in mon.disturbed.top:
+            total[p.name] = total.get(p.name, 0.0) + p.cpu_pct
+    busiest = sorted(total.items(), key=lambda kv: -kv[1])[:n]
+    return ", ".join(f"{name} {cpu / len(mons):.0f}%" for name, cpu in busiest)
+
+
+def _pct_range(values: Sequence[float]) -> str:
+    lo, hi = min(values), max(values)
+    return f"{lo:.0f}%" if round(lo) == round(hi) else f"{lo:.0f}–{hi:.0f}%"
+
+
+def busy_before(records: Sequence[RunRecord]) -> str | None:
+    """'Before the study the idle machine was 35% busy: ...' when the idle
+    sample taken before the first run found other work, else None."""
+    for _, mon in _watched(records):
         b = mon.baseline
-        if busy_before is None and b is not None and interference.baseline_busy(b):
+        if b is not None and interference.baseline_busy(b):
             who = interference.names(b.top)
-            busy_before = (
+            return (
                 f"Before the study the idle machine was {b.busy_pct:.0f}% busy: other "
                 f"processes {b.other_pct:.0f}%, steal {b.steal_pct:.0f}%"
                 + (f" ({who})" if who else "")
                 + "."
             )
-    if busy_before:
-        out.append(f"Warning: {busy_before}")
-    if disturbed:
+    return None
+
+
+def disturbed_summary(records: Sequence[RunRecord]) -> str | None:
+    """One sentence for the top of a report: how many measured runs other work
+    disturbed, how much it took and who it was; None when none was."""
+    watched = _watched(records)
+    hit = [mon for _, mon in watched if mon.disturbed is not None]
+    if not hit:
+        return None
+    cpu = [mon.disturbed.cpu_pct for mon in hit if mon.disturbed is not None]
+    io = [m.disturbed.io_share for m in hit if m.disturbed is not None and m.disturbed.io_share]
+    text = (
+        f"{len(hit)} of {len(watched)} measured runs shared the machine with other work: "
+        f"other processes took {_pct_range(cpu)} of the CPU ({_top_names(hit)})"
+    )
+    if io:
+        text += f" and up to {max(io):.0%} of the target device's bytes"
+    return text
+
+
+def summary_warnings(records: Sequence[RunRecord]) -> tuple[str, ...]:
+    """Warnings to put above the monitor's table: a busy machine before the
+    study, runs other processes disturbed (with who and how much), noisy runs -
+    one per run, or one for them all when there are many."""
+    out: list[str] = []
+    watched = _watched(records)
+    if before := busy_before(records):
+        out.append(f"Warning: {before}")
+    disturbed = [(label, mon) for label, mon in watched if mon.disturbed is not None]
+    why = "their numbers are not the server's alone (they do not count towards until_ci_pct)"
+    if len(disturbed) > MANY:
+        out.append(f"Warning: {disturbed_summary(records)}; {why}. Each run's share: Other load.")
+    elif disturbed:
+        runs = " | ".join(f"{lb}: {m.disturbed.summary}" for lb, m in disturbed if m.disturbed)
         out.append(
-            f"Warning: {len(disturbed)} run(s) shared the machine with other work; their "
-            "numbers are not the server's alone (they do not count towards until_ci_pct). "
-            + " | ".join(disturbed)
+            f"Warning: {len(disturbed)} run(s) shared the machine with other work; {why}. {runs}"
         )
-    if noisy:
-        out.append(f"Warning: {len(noisy)} noisy run(s). " + " | ".join(noisy))
+    noisy = [(label, mon) for label, mon in watched if noise_.warning(mon) is not None]
+    if len(noisy) > MANY:
+        out.append(f"Warning: {_noisy_summary([m for _, m in noisy], len(watched))}")
+    elif noisy:
+        out.append(
+            f"Warning: {len(noisy)} noisy run(s). "
+            + " | ".join(f"{label}: {noise_.warning(mon)}" for label, mon in noisy)
+        )
     return tuple(out)
+
+
+def _noisy_summary(noisy: Sequence[MonitorResult], watched: int) -> str:
+    """'24 of 24 runs were noisy (per-second tps CV 11–53%): 24 shared the
+    machine: rerun on a quiet machine; ...' - the advice of ``noise.warning``
+    once, with how many runs it concerns."""
+    cvs = [100 * m.noise.cv for m in noisy if m.noise is not None]
+    advice = []
+    if busy := sum(m.disturbed is not None for m in noisy):
+        advice.append(f"{busy} shared the machine with other work: rerun on a quiet machine")
+    if ckpt := sum(any(c.completed or c.end_s is None for c in m.checkpoints) for m in noisy):
+        advice.append(
+            f"{ckpt} had a checkpoint inside: run longer than checkpoint_timeout, or "
+            "checkpoint before each run"
+        )
+    if short := sum(m.noise is not None and m.noise.n < 30 for m in noisy):
+        advice.append(f"{short} lasted under 30 s: run longer (30 s or more)")
+    if not advice:
+        advice.append("run longer or repeat, and look at the TPS plots for a trend or dips")
+    return (
+        f"{len(noisy)} of {watched} runs were noisy (per-second tps CV {_pct_range(cvs)}): "
+        + "; ".join(advice)
+        + "."
+    )
 
 
 def run_label(rec: RunRecord) -> str:

@@ -1,6 +1,6 @@
 """pgbench runs grouped into points (one mode at one client count, all its
 repeats), and how much each point's tps can be trusted: the spread of its
-repeats, the per-second noise of its runs (``pgrig.noise``), and the warnings
+repeats, the per-second noise of its runs (``pgrig.monitor.noise``), and the warnings
 that say what to do about them.
 """
 
@@ -10,8 +10,8 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pgrig import noise
-from pgrig.noise import Noise
+from pgrig.monitor import interference, noise
+from pgrig.monitor.model import Noise
 from pgrig.registry import typed_result
 from pgrig.report import fmt
 from pgrig.report.model import FAILED, SKIPPED
@@ -28,6 +28,7 @@ class Point:
     clients: int
     ok: tuple[tuple[RunRecord, PgbenchRun], ...]
     not_ok: tuple[RunRecord, ...]  # failed or skipped repeats
+    disturbed: int = 0  # runs of ``ok`` that the monitor saw disturbed by other work
 
     @property
     def tps(self) -> fmt.Spread | None:
@@ -54,6 +55,14 @@ class Point:
     def worst_second(self) -> Noise | None:
         """The least steady run's per-second noise."""
         return noise.worst([n for _, n in self.per_second()])
+
+    def disturbed_text(self) -> str:
+        """'3 of 3 runs disturbed by other work' ('' when none was)."""
+        if not self.disturbed:
+            return ""
+        return f"{self.disturbed} of {len(self.ok)} run{'s' if len(self.ok) != 1 else ''} " + (
+            "disturbed by other work"
+        )
 
     @property
     def noisy(self) -> bool:
@@ -89,7 +98,17 @@ def points(records: Sequence[RunRecord]) -> list[Point]:
         else:
             ok[key].append((rec, res))
     keys = sorted(ok, key=lambda k: (mode_key(k[0]), k[1]))
-    return [Point(m, c, tuple(ok[(m, c)]), tuple(not_ok[(m, c)])) for m, c in keys]
+    disturbed = interference.disturbed_run_keys(records)
+    return [
+        Point(
+            m,
+            c,
+            tuple(ok[(m, c)]),
+            tuple(not_ok[(m, c)]),
+            sum(rec.key in disturbed for rec, _ in ok[(m, c)]),
+        )
+        for m, c in keys
+    ]
 
 
 def status(rec: RunRecord) -> str:

@@ -6,6 +6,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pgrig.monitor import noise
 from pgrig.registry import typed_result
 from pgrig.report import fmt
 from pgrig.report.model import HEADLINE, NOISY, NORMAL, Row, Section, Table
@@ -224,6 +225,45 @@ def _fsync_cells(label: str, row: FsyncRow, kind: str = NORMAL) -> tuple[str, ..
 # fio
 
 
+def fio_cv(res: FioResult) -> float | None:
+    """The coefficient of variation of fio's IOPS samples; None without samples."""
+    if res.iops_stddev is None or not res.iops:
+        return None
+    return res.iops_stddev / res.iops
+
+
+def fio_noisy(res: FioResult) -> bool:
+    cv = fio_cv(res)
+    return cv is not None and cv >= noise.HIGH_CV
+
+
+def fio_spread(res: FioResult) -> str:
+    """'6 samples: CV 4.6%, 58.0k–70.0k' (fio's own per-interval IOPS), with ⚠
+    when they vary as much as a noisy pgbench run; 'n/a' without samples."""
+    cv = fio_cv(res)
+    if cv is None or res.iops_min is None or res.iops_max is None:
+        return "n/a"
+    text = (
+        f"{res.iops_samples} samples: CV {100 * cv:.1f}%, "
+        f"{fmt.si(res.iops_min)}–{fmt.si(res.iops_max)}"
+    )
+    return text + (" ⚠" if fio_noisy(res) else "")
+
+
+def fio_summary(rec: RunRecord) -> Row:
+    """The summary's row of one fio job: IOPS as fio prints it, the exact
+    figure, its per-interval spread, and the bandwidth."""
+    res: FioResult | None = typed_result(rec)
+    label = fio_label(rec, res)
+    if res is None:
+        return Row((label, status_text(rec)), status_kind(rec))
+    iops = f"IOPS={fmt.si(res.iops)} ({fmt.integer(res.iops)}"
+    spread = fio_spread(res)
+    iops += f"; {spread})" if spread != "n/a" else ")"
+    value = f"{iops}, BW={fmt.rate(res.bandwidth_mib_s)} MiB/s"
+    return Row((label, value), NOISY if fio_noisy(res) else NORMAL)
+
+
 def fio_label(rec: RunRecord, res: FioResult | None) -> str:
     pattern = res.pattern if res is not None else str(rec.params.get("pattern", rec.key))
     block = res.block_size if res is not None else str(rec.params.get("block_size", "8k"))
@@ -242,6 +282,7 @@ def fio_section(records: Sequence[RunRecord], target: str) -> Section:
         "clat p50 (us)",
         "clat p99 (us)",
         "clat p99.9 (us)",
+        "IOPS over the run",
     )
     rows: list[Row] = []
     jobs: dict[str, list[str]] = {}
@@ -261,7 +302,9 @@ def fio_section(records: Sequence[RunRecord], target: str) -> Section:
                     fmt.us(res.clat_p50_us),
                     fmt.us(res.clat_p99_us),
                     fmt.us(res.clat_p999_us),
-                )
+                    fio_spread(res),
+                ),
+                NOISY if fio_noisy(res) else NORMAL,
             )
         )
         jobs.setdefault(fio_job_text(res), []).append(label)
@@ -270,6 +313,12 @@ def fio_section(records: Sequence[RunRecord], target: str) -> Section:
         prefix = "Job parameters" if len(jobs) == 1 else f"Job parameters of {', '.join(labels)}"
         notes.append(f"{prefix}: {text}.")
     notes.append("clat: completion latency as fio reports it, from submission to completion.")
+    notes.append(
+        "IOPS over the run: fio's own IOPS samples (one per 500 ms), their coefficient of "
+        f"variation and range; ⚠ from a CV of {100 * noise.HIGH_CV:.0f}%: the device's "
+        "speed swung during the run (other I/O, a cache filling, throttling) - run fio longer "
+        "(--fio-runtime, runtime in [probes.fio]) or on a quiet machine."
+    )
     table = Table(
         columns,
         tuple(rows),

@@ -14,8 +14,8 @@ import re
 import statistics
 from collections.abc import Sequence
 
-from pgrig import noise
 from pgrig.meaning import Meaning
+from pgrig.monitor import noise
 from pgrig.registry import typed_result
 from pgrig.report import fmt
 from pgrig.report.model import FAILED, NOISY, SKIPPED, Figure, Row, Section, Series, Table
@@ -43,7 +43,10 @@ def _tps_qps(point: Point) -> str:
     text = f"tps: {fmt.rate(point.tps.median)}"
     if spread:
         text += f" ({'; '.join(spread)})" + (" ⚠" if point.noisy else "")
-    return f"{text}; qps: {fmt.rate(point.qps.median)}"
+    text += f"; qps: {fmt.rate(point.qps.median)}"
+    if point.disturbed:
+        text += f"; ⚠ {point.disturbed_text()}"
+    return text
 
 
 def headline_rows(records: Sequence[RunRecord], meaning: Meaning | None = None) -> list[Row]:
@@ -64,7 +67,8 @@ def headline_rows(records: Sequence[RunRecord], meaning: Meaning | None = None) 
         if point.mode not in by_mode or point.ok or not by_mode[point.mode].ok:
             by_mode[point.mode] = point
     for point in by_mode.values():
-        kind = (NOISY if point.noisy else "") if point.ok else not_ok_kind(point.not_ok)
+        flagged = point.noisy or point.disturbed > 0
+        kind = (NOISY if flagged else "") if point.ok else not_ok_kind(point.not_ok)
         value = _tps_qps(point)
         if point.ok and point.mode == "read-write" and meaning is not None:
             note = meaning.writes_note()
@@ -230,7 +234,11 @@ def throughput_table(pts: Sequence[Point], target: str, meaning: Meaning | None 
                 cells += [status(point.not_ok[0]), "", ""]
                 kind = kind or not_ok_kind(point.not_ok)
                 continue
-            cells += [fmt.with_spread(tps), per_second_text(point), fmt.rate(qps.median)]
+            tps_text = fmt.with_spread(tps)
+            if point.disturbed:
+                tps_text += f"; ⚠ {point.disturbed}/{len(point.ok)} disturbed"
+                kind = NOISY
+            cells += [tps_text, per_second_text(point), fmt.rate(qps.median)]
             if point.noisy:
                 kind = NOISY
                 noisy.append(point)
@@ -238,6 +246,13 @@ def throughput_table(pts: Sequence[Point], target: str, meaning: Meaning | None 
                 notes.append(f"{point.label}: one repeat {status(rec)}")
         rows.append(Row(tuple(cells), kind))
     notes += noise_notes(noisy, len([p for p in pts if p.ok]))
+    if disturbed := [p for p in pts if p.disturbed]:
+        runs = sum(p.disturbed for p in disturbed)
+        notes.append(
+            f"⚠ disturbed: {runs} run(s) of {len(disturbed)} point(s) shared the machine with "
+            "other work (the monitor's verdict, see Bottlenecks): their tps is not the "
+            "server's alone."
+        )
     notes.insert(0, _run_params(pts))
     per_txn = {r.mode: r.statements_per_txn for p in pts for _, r in p.ok}
     if per_txn:

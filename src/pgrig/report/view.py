@@ -15,7 +15,6 @@ from typing import Any
 
 from pgrig import registry
 from pgrig.meaning import Meaning
-from pgrig.registry import typed_result
 from pgrig.report import compare, fmt
 from pgrig.report.fold import fold_runs
 from pgrig.report.model import (
@@ -27,17 +26,18 @@ from pgrig.report.model import (
     Section,
     Table,
 )
+from pgrig.report.monitor import busy_before, disturbed_summary
 from pgrig.report.monitor import section as monitor_section
 from pgrig.report.probes import (
     HEADLINE_FSYNC,
-    fio_label,
     fio_order,
     fio_section,
+    fio_summary,
     fsync_section,
     fsync_summary,
     timing_section,
 )
-from pgrig.report.status import status_kind, status_text
+from pgrig.report.status import status_kind
 from pgrig.report.tpcb import headline_rows as tpcb_headline_rows
 from pgrig.report.tpcb import tpcb_section
 from pgrig.results import (
@@ -88,12 +88,14 @@ def workload_sections(
             groups.setdefault((str(p.get("workload", "tpcb")), p.get("scale"), None), []).append(
                 rec
             )
+    # The monitor's records go along: they say which runs other work disturbed.
+    watched = [r for r in records if r.kind == registry.MONITOR.name]
     durations_all = {r.params.get("duration_s") for r in records if r.kind == "pgbench_run"}
     distinct = {k for k in groups if k[1] is not None or k[0] != "tpcb"}
     if len(distinct) <= 1 and len(durations_all) <= 1:
         # One workload at one scale: one section, as the quick study shows it.
         only = next(iter(distinct), ("tpcb", None, None))
-        section = tpcb_section([r for r in records if r.kind in kinds], target, meaning)
+        section = tpcb_section([r for r in records if r.kind in kinds] + watched, target, meaning)
         if only[0] != "tpcb":
             section = _retitle(section, f"{only[0]} (pgbench)", _slug(only[0]))
         return [section]
@@ -107,7 +109,7 @@ def workload_sections(
             subset = [
                 r for r in recs if r.kind != "pgbench_run" or r.params.get("duration_s") == duration
             ]
-            section = tpcb_section(subset, target, meaning)
+            section = tpcb_section(subset + watched, target, meaning)
             label = "TPC-B" if workload == "tpcb" else workload
             parts = [
                 f"scale {scale}" if scale is not None else "",
@@ -147,10 +149,9 @@ def _build_comparison(study: Study, records: Sequence[RunRecord], targets: list[
     if baseline not in targets:
         baseline = targets[0]
     meanings = {t: m for t in targets if (m := meaning_of(study, t)) is not None}
-    sections = [
-        compare.comparison_section(records, targets, baseline, meanings),
-        environment_section(study),
-    ]
+    first = compare.comparison_section(records, targets, baseline, meanings)
+    first = replace(first, paragraphs=interference_lines(records) + first.paragraphs)
+    sections = [first, environment_section(study)]
     for t in targets:
         mine = [r for r in records if r.target == t]
         env = study.target_environments.get(t)
@@ -333,15 +334,7 @@ def summary_section(
     fsync_row = fsync_summary(fsync)
     if fsync_row is not None:
         rows.append(fsync_row)
-    for rec in fio:
-        res = typed_result(rec)
-        label = fio_label(rec, res)
-        if res is None:
-            rows.append(Row((label, status_text(rec)), status_kind(rec)))
-        else:
-            iops = f"IOPS={fmt.si(res.iops)} ({fmt.integer(res.iops)})"
-            value = f"{iops}, BW={fmt.rate(res.bandwidth_mib_s)} MiB/s"
-            rows.append(Row((label, value)))
+    rows += [fio_summary(rec) for rec in fio]
     groups = {
         (r.params.get("workload"), r.params.get("scale"), r.params.get("duration_s"))
         for r in records
@@ -369,7 +362,22 @@ def summary_section(
         numeric=(False, True),
     )
     blocks: tuple[Table | Figure, ...] = ((table,) if rows else ()) + tuple(sweep)
-    return Section("Performance Summary", "summary", blocks=blocks)
+    return Section("Performance Summary", "summary", interference_lines(records), blocks)
+
+
+def interference_lines(records: Sequence[RunRecord]) -> tuple[str, ...]:
+    """Above the headline numbers: the machine was busy before the study, and
+    other work disturbed measured runs (who, how much) - before anyone quotes them."""
+    out = []
+    if before := busy_before(records):
+        out.append(f"⚠ {before}")
+    if disturbed := disturbed_summary(records):
+        out.append(
+            f"⚠ {disturbed}. The figures below are not the server's alone: each point "
+            "measured while other work ran says so in its row, and Bottlenecks names who "
+            "took what, run by run. Rerun on a quiet machine to quote them."
+        )
+    return tuple(out)
 
 
 PROBE_KINDS = ("pg_test_timing", "pg_test_fsync", "fio")

@@ -157,9 +157,27 @@ def parse(json_text: str, job: FioJob) -> FioResult:
             clat_p99_us=percentiles["99.000000"] / per_us,
             clat_p999_us=percentiles["99.900000"] / per_us,
             fio_version=str(data.get("fio version", "")),
+            **_iops_samples(side),
         )
     except (KeyError, IndexError, TypeError) as exc:
         raise _error(f"missing or malformed field {exc}") from None
+
+
+def _iops_samples(side: dict[str, Any]) -> dict[str, Any]:
+    """fio's per-interval IOPS samples (3.x): their count, range and standard
+    deviation; nothing when fio took fewer than two (or is older)."""
+    samples = side.get("iops_samples")
+    if not isinstance(samples, int) or samples < 2:
+        return {}
+    try:
+        return {
+            "iops_samples": samples,
+            "iops_min": float(side["iops_min"]),
+            "iops_max": float(side["iops_max"]),
+            "iops_stddev": float(side["iops_stddev"]),
+        }
+    except (KeyError, TypeError, ValueError):
+        return {}
 
 
 def parse_status(line: str) -> tuple[float, float | None] | None:

@@ -261,6 +261,10 @@ FIO_RANDWRITE = FioResult(
     clat_p99_us=407.552,
     clat_p999_us=1044.48,
     fio_version="fio-3.33",
+    iops_samples=3,
+    iops_min=63370.0,
+    iops_max=104184.0,
+    iops_stddev=21410.649905,
 )
 FIO_RANDREAD = FioResult(
     pattern="randread",
@@ -278,6 +282,10 @@ FIO_RANDREAD = FioResult(
     clat_p99_us=518.144,
     clat_p999_us=3358.72,
     fio_version="fio-3.33",
+    iops_samples=3,
+    iops_min=44546.0,
+    iops_max=48250.0,
+    iops_stddev=1895.337789,
 )
 FIO_WRITE = FioResult(
     pattern="write",
@@ -295,6 +303,10 @@ FIO_WRITE = FioResult(
     clat_p99_us=544.768,
     clat_p999_us=798.72,
     fio_version="fio-3.33",
+    iops_samples=3,
+    iops_min=73626.0,
+    iops_max=131124.0,
+    iops_stddev=31206.204148,
 )
 FIO_READ = FioResult(
     pattern="read",
@@ -312,6 +324,10 @@ FIO_READ = FioResult(
     clat_p99_us=847.872,
     clat_p999_us=4079.616,
     fio_version="fio-3.33",
+    iops_samples=3,
+    iops_min=40958.0,
+    iops_max=58962.0,
+    iops_stddev=10353.865816,
 )
 INIT = PgbenchInit(
     scale=5,
