@@ -76,6 +76,15 @@ count = false
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "disturbed by other work" in done.stderr
+    # The last word on the console, and the first of the report: who else ran.
+    # (rich wraps the console's lines at 80 columns when it is not a terminal)
+    closing = " ".join(done.stderr[done.stderr.rindex("warning:") :].split())
+    assert "3 of 3 measured runs shared the machine with other work" in closing, closing
+    assert HOG in closing
+    (md,) = results.glob("report-*.md")
+    summary = md.read_text()[: md.read_text().index("## Environment")]
+    assert summary.index("3 of 3 measured runs shared the machine") < summary.index("| Test")
+    assert "⚠ 3 of 3 runs disturbed by other work" in summary
     with Store.open(results / "results.sqlite") as st:
         records = st.runs(camp.name)
     monitors = [registry.typed_result(r) for r in records if r.kind == "monitor"]

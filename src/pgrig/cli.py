@@ -25,6 +25,7 @@ from pgrig.pgsource.cli import group as pg_group
 from pgrig.policy import RunPolicy
 from pgrig.probe import FioPlan, ProbeSpec
 from pgrig.proc import pid_alive
+from pgrig.report.monitor import closing_warning
 from pgrig.report.writer import write as write_report
 from pgrig.results import Study, to_dict
 from pgrig.runner import run_campaign
@@ -349,7 +350,10 @@ def plan_cmd(campaign_file: Path) -> None:
 
 def _write_report(store: Store, sid: str, results: Path, ui: Ui) -> tuple[Path, Path]:
     study = store.study(sid)
-    md, html = write_report(study, store.runs(sid), results)
+    records = store.runs(sid)
+    md, html = write_report(study, records, results)
+    if closing := closing_warning(records):
+        ui.warn(closing)
     click.echo(f"report: {md}")
     click.echo(f"report: {html}")
     return md, html

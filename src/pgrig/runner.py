@@ -28,6 +28,7 @@ from pgrig.errors import Interrupted, PartialFailure, UsageError, signal_number
 from pgrig.lifecycle import TargetRun
 from pgrig.meaning import Meaning
 from pgrig.recorder import Recorder, now
+from pgrig.report.monitor import closing_warning
 from pgrig.report.writer import write as write_report
 from pgrig.results import Study
 from pgrig.step import Step
@@ -347,7 +348,10 @@ def run_campaign(
             interrupted = exc
         finally:
             if runner.study is not None:
-                md, html = write_report(runner.study, st.runs(runner.study.id), results)
+                records = st.runs(runner.study.id)
+                md, html = write_report(runner.study, records, results)
+                if closing := closing_warning(records):
+                    ui.warn(closing)  # the last word before anyone quotes the numbers
                 ui.data(f"report: {md}")
                 ui.data(f"report: {html}")
     if interrupted is not None:

@@ -166,6 +166,15 @@ def disturbed_summary(records: Sequence[RunRecord]) -> str | None:
     return text
 
 
+def closing_warning(records: Sequence[RunRecord]) -> str | None:
+    """The console's last word before the report's paths, when other work
+    disturbed measured runs: how many, how much, who, and what to do."""
+    disturbed = disturbed_summary(records)
+    if disturbed is None:
+        return None
+    return f"{disturbed}; their numbers are not the server's alone: rerun on a quiet machine"
+
+
 def summary_warnings(records: Sequence[RunRecord]) -> tuple[str, ...]:
     """Warnings to put above the monitor's table: a busy machine before the
     study, runs other processes disturbed (with who and how much), noisy runs -
