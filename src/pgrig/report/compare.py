@@ -21,7 +21,7 @@ from pgrig.monitor.model import Noise
 from pgrig.registry import typed_result
 from pgrig.report import fmt
 from pgrig.report.model import FAILED, HEADLINE, Figure, Row, Section, Series, Table
-from pgrig.report.probes import FsyncRuns, fsync_headline, fsync_summary
+from pgrig.report.probes import FsyncRuns, fio_summary, fsync_headline, fsync_summary
 from pgrig.report.tpcb import load_text
 from pgrig.results import (
     FioResult,
@@ -192,7 +192,7 @@ def comparison_table(
                     text[t] = f"{rec.status}: {rec.reason or ''}".strip(": ")
                 else:
                     values[t] = fio.iops
-                    text[t] = f"IOPS={fmt.si(fio.iops)}, BW={fmt.rate(fio.bandwidth_mib_s)} MiB/s"
+                    text[t] = fio_summary(rec).cells[1]  # with fio's own spread
         if text:
             single(label, values, text)
 
