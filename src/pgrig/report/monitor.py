@@ -96,7 +96,7 @@ def other_load_text(mon: MonitorResult) -> str:
     text = f"{o.cpu_pct + o.steal_pct:.0f}% CPU"
     if o.top:
         text += f" ({interference.names(o.top)})"
-    if o.io_share is not None and o.device_mib_s:
+    if o.io_share is not None and o.device_mib_s and o.io_share >= 0.005:  # not "0% of"
         text += f"; {o.io_share:.0%} of the device's bytes"
     return f"DISTURBED: {text}" if mon.disturbed is not None else text
 
