@@ -75,7 +75,12 @@ def group() -> None:
     "--all", "every", is_flag=True, help="Every release offered, not the newest per major."
 )
 @click.option(
-    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="text: a table to read; json: the versions and any registry problems, for scripts.",
 )
 def list_cmd(installed: bool, every: bool, fmt: str) -> None:
     """Installed PostgreSQL versions (system, cache) and the ones that can be installed."""
