@@ -713,3 +713,19 @@ def test_tps_caption_claims_bars_only_when_there_are_repeats() -> None:
     assert all(s.y_low == s.y_high for s in fig.series)
     repeated = tpcb.tps_vs_clients(points.points(fx.records()))
     assert "bars span min to max of the runs" in repeated.caption
+
+
+def test_verdict_table_keeps_one_line_of_evidence_per_run(tmp_path: Path) -> None:
+    """The verdict table holds the verdict, other load and noise; what else was
+    seen (and the probes' limits) moves into the run's fold, which halved the
+    real quick study's Bottlenecks section in Chromium (9,511 -> 4,521 px)."""
+    md_path, _ = report.write(fx.study(), _monitored_study(2), tmp_path)
+    md = md_path.read_text(encoding="utf-8")
+    table = _table_after(md, "## Bottlenecks")
+    header = ["Run", "Verdict (primary cause: evidence)", "Other load", "Per-second tps"]
+    assert _cells(table[0]) == header
+    assert all("CPU-bound in the server" not in row for row in table), "secondary: in the fold"
+    fold = md[md.index("<details><summary>local/tpcb/") :]
+    assert fold.index("- Also seen: CPU-bound in the server: CPUs 100% busy") < fold.index(
+        "</details>"
+    )

@@ -2,8 +2,9 @@
 
 One verdict row per watched run (records of kind "monitor"), with the other
 load on the machine and the per-second noise; warnings above it for runs that
-other processes disturbed or that were noisy; then, per run, a table of the
-medians behind it and four figures: TPS with checkpoints marked, client
+other processes disturbed or that were noisy; then, per run and folded, what
+else was seen, the run against the probes' limits, a table of the medians
+behind it and four figures: TPS with checkpoints marked, client
 backends by wait event (stacked), CPU by consumer (stacked) and the device's
 IOPS. Pure functions of the stored results.
 """
@@ -42,7 +43,7 @@ def section(study: Study, records: Sequence[RunRecord]) -> Section | None:
         if mon is None:
             reason = f"{rec.status}: {rec.reason or 'no reason recorded'}"
             kind = SKIPPED if rec.status == "skipped" else FAILED
-            rows.append(Row((label, reason, "", "", "", ""), kind))
+            rows.append(Row((label, reason, "", ""), kind))
             continue
         v = mon.verdict
         flagged = mon.disturbed is not None or noise_.is_noisy(mon.noise)
@@ -53,8 +54,6 @@ def section(study: Study, records: Sequence[RunRecord]) -> Section | None:
                     v.summary,
                     other_load_text(mon),
                     noise_.describe(mon.noise) if mon.noise else "n/a",
-                    "; ".join(v.secondary),
-                    "; ".join(v.against_limits),
                 ),
                 NOISY if flagged else "",
             )
@@ -68,8 +67,6 @@ def section(study: Study, records: Sequence[RunRecord]) -> Section | None:
                 "Verdict (primary cause: evidence)",
                 "Other load",
                 "Per-second tps",
-                "Also seen",
-                "Against the probes",
             ),
             tuple(rows),
             caption="One primary cause per run, chosen by the rules in docs/monitor.md",
@@ -80,7 +77,8 @@ def section(study: Study, records: Sequence[RunRecord]) -> Section | None:
                 "Other load: CPU of processes that are neither the server, pgbench nor pgrig "
                 "(mean over the run), the busiest by name, and their share of the target "
                 "device's bytes. Per-second tps: coefficient of variation and range of "
-                "pgbench -P.",
+                "pgbench -P. What else was seen, and the run against the probes' limits, "
+                "are in each run's details below.",
             ),
         )
     )
@@ -302,7 +300,10 @@ def medians_table(label: str, mon: MonitorResult) -> Table:
     add("buffers written by checkpointer/s", [p.buffers_checkpoint_s for p in pg])
     add("buffers written by bgwriter/s", [p.buffers_clean_s for p in pg])
     add("buffers written by backends/s", [p.buffers_backend_s for p in pg])
+    v = mon.verdict
     notes = [
+        *([f"Also seen: {'; '.join(v.secondary)}."] if v.secondary else []),
+        *([f"Against the probes: {'; '.join(v.against_limits)}."] if v.against_limits else []),
         f"{len(inside)} samples of {mon.interval_s:g} s inside the run; "
         f"{len(mon.checkpoints)} checkpoint(s) seen.",
         "Device and Dirty/Writeback rows count every process on the machine; the server's "
