@@ -95,6 +95,11 @@ class CampaignRunner:
         if warning:
             self.ui.warn(warning)
         self.targets = runs
+        for t in runs:  # looked up when used: a target's directory may appear late
+            t.ctx.peer = self._peer_directory
+
+    def _peer_directory(self, name: str) -> Path | None:
+        return next((t.directory for t in self.targets if t.name == name), None)
 
     # -- the campaign ----------------------------------------------------
 
