@@ -127,21 +127,23 @@ def _check_replication(ctx: Context, wal_method: str) -> None:
     assert row is not None
     wal_level, senders, used, allowed = row
     if wal_level == "minimal" or senders < 1:
+        fix = "set wal_level = replica and max_wal_senders = 10 in [target.set] or the profile"
         raise ClusterError(
-            f"the server takes no replication connections (wal_level = {wal_level}, "
-            f"max_wal_senders = {senders}), so pg_basebackup cannot copy it",
-            hint="set wal_level = replica and max_wal_senders = 10 in the target's profile "
-            "or [target.set]",
+            f"pg_basebackup cannot copy this server: it takes no replication connections "
+            f"(wal_level = {wal_level}, max_wal_senders = {senders}); {fix}",
+            hint=fix,
         )
     needed = 2 if wal_method == "stream" else 1  # -X stream: a second connection for WAL
     if used + needed > senders:
         raise ClusterError(
-            f"max_wal_senders = {senders} and {used} are in use: no room for pg_basebackup",
+            f"max_wal_senders = {senders} and {used} are in use: no room for pg_basebackup; "
+            "raise max_wal_senders in [target.set]",
             hint="raise max_wal_senders in [target.set]",
         )
     if not allowed:
         raise ClusterError(
-            f"{conn(ctx).describe()}: the role has neither REPLICATION nor superuser",
+            f"{conn(ctx).describe()}: the role has neither REPLICATION nor superuser, "
+            "which pg_basebackup needs",
             hint="ALTER ROLE ... REPLICATION, or connect as a role that has it",
         )
 
