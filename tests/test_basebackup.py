@@ -6,19 +6,23 @@ stopped on Ctrl-C and on timeout."""
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
 import subprocess
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from conftest import make_disk_dir
 from pgrig import campaign, plan, registry
 from pgrig.cluster import binaries
 from pgrig.cluster.server import Cluster
 from pgrig.conninfo import Conn
 from pgrig.errors import (
+    BinaryNotFound,
     DiskSpaceError,
     ParseError,
     PartialFailure,
@@ -305,8 +309,6 @@ def keys(results: Path, study: str) -> list[str]:
 def test_a_two_target_campaign_copies_to_itself_and_to_the_other_target(
     tmp_path: Path,
 ) -> None:
-    from conftest import make_disk_dir
-
     a, b = make_disk_dir(), make_disk_dir()
     try:
         path = tmp_path / "bb.toml"
@@ -370,3 +372,22 @@ def test_a_server_without_replication_says_which_setting_to_change(
     reason = failed[0].reason or ""
     assert "max_wal_senders = 0" in reason and "set wal_level = replica" in reason, reason
     assert list(disk_dir.iterdir()) == []
+
+
+def test_a_missing_pg_basebackup_is_refused_before_anything_runs(
+    bins: binaries.PgBinaries, disk_dir: Path, tmp_path: Path
+) -> None:
+    # A PostgreSQL installation without pg_basebackup: the real tools, but that one.
+    bin_dir = make_disk_dir("pgrig-test-bin-")  # the server's OS user runs postgres -C
+    for name in ("initdb", "pg_ctl", "postgres", "pgbench", "pg_isready", "psql"):
+        (bin_dir / name).symlink_to(bins.bin_dir / name)
+    camp = load(tmp_path, "scale = 1", disk_dir)
+    camp = replace(camp, targets=tuple(replace(t, pg_bin=str(bin_dir)) for t in camp.targets))
+    results = tmp_path / "results"
+    try:
+        with pytest.raises(BinaryNotFound, match="target a: pg_basebackup not found in"):
+            run_campaign(camp, Ui(quiet=True), results=results, store=results / "r.sqlite",
+                         yes=False, keep=False)  # fmt: skip
+    finally:
+        shutil.rmtree(bin_dir)
+    assert list(disk_dir.iterdir()) == [] and not results.exists()
