@@ -345,6 +345,9 @@ def test_a_two_target_campaign_copies_to_itself_and_to_the_other_target(
         md, _ = write_report(study, records, tmp_path / "report")
         text = md.read_text()
         assert "## pg_basebackup throughput" in text
+        # seed 002's row in the comparison of the targets, against the baseline
+        row = next(x for x in text.splitlines() if x.startswith("| **pg_basebackup (tar-to-b)"))
+        assert "MB/s (n=2" in row and "p=" in row, row
         assert "| pg_basebackup | a | b |" in text and "| tar-to-b: MB/s |" in text
         assert "| tar-to-b on a | -F t -X stream -c fast --compress=gzip:1 | target b" in text
     finally:

@@ -42,6 +42,8 @@ BASEBACKUP = ResultKind(
     ),
     columns=_columns,
     metric=lambda r: float(r.mb_per_s),
+    summary="pg_basebackup",
+    unit="MB/s",
 )
 DATA = ResultKind(
     "basebackup_data",
