@@ -32,11 +32,14 @@ from pgrig.errors import (
 )
 from pgrig.plan import PlannedTarget
 from pgrig.policy import RunPolicy
+from pgrig.report.model import Table
 from pgrig.report.writer import write as write_report
+from pgrig.results import RunRecord, Study, to_dict
 from pgrig.runner import run_campaign
 from pgrig.step import Context
 from pgrig.store import Store
 from pgrig.ui import Ui
+from pgrig.workloads.basebackup import report as bb_report
 from pgrig.workloads.basebackup import spec as bb_spec
 from pgrig.workloads.basebackup import steps, tool
 from pgrig.workloads.basebackup.model import BasebackupResult
@@ -394,3 +397,43 @@ def test_a_missing_pg_basebackup_is_refused_before_anything_runs(
     finally:
         shutil.rmtree(bin_dir)
     assert list(disk_dir.iterdir()) == [] and not results.exists()
+
+
+# -- the report section, from records alone -------------------------------------
+
+
+def record(target: str, rep: int, wall: float | None, workload: str = "xfs-copy") -> RunRecord:
+    result = None
+    if wall is not None:
+        result = to_dict(
+            BasebackupResult(
+                data_bytes=74_000_000_000, copy_bytes=74_100_000_000, files=3000, wall_s=wall,
+                format="plain", checkpoint="fast", wal_method="stream", compress="none",
+                max_rate=None, destination="same target", filesystem="xfs /dev/loop0 at /x",
+                tool_version="15.18",
+            )
+        )  # fmt: skip
+    return RunRecord(
+        study="s", key=f"{target}/{workload}/s1/backup/r{rep}", kind="basebackup",
+        target=target, params={"workload": workload}, status="ok" if result else "failed",
+        started_at="", finished_at="", result=result,
+        reason=None if result else "pg_basebackup failed (exit code 1): disk full",
+    )  # fmt: skip
+
+
+def test_the_section_is_seed_002s_table_with_spread() -> None:
+    # The seed's 74 GB in 93 s (XFS) and 209 s (ext4), three runs each.
+    records = [record("xfs", r, w) for r, w in ((1, 93.0), (2, 95.0), (3, 93.5))]
+    records += [record("ext4", r, w) for r, w in ((1, 209.0), (2, 212.0), (3, 207.0))]
+    records.append(record("ext4", 1, None, workload="tar"))
+    study = Study(id="s", name="s", target="", started_at="", status="finished",
+                  params={"baseline": "xfs"})  # fmt: skip
+    section = bb_report.section(study, records)
+    assert section is not None
+    summary = section.blocks[0]
+    assert isinstance(summary, Table) and summary.columns == ("pg_basebackup", "xfs", "ext4")
+    rows = {row.cells[0]: row.cells[1:] for row in summary.rows}
+    assert rows["xfs-copy: MB/s"][0] == "791.4 (778.9–795.7, range 2.1%)"
+    assert rows["xfs-copy: MB/s"][1] == "354.1 (349.1–357.5, range 2.4%)"
+    assert rows["xfs-copy: vs xfs"] == ("baseline", "-55.2% (p=0.000)")  # means, not medians
+    assert rows["tar: MB/s"] == ("not run", "failed: pg_basebackup failed (exit code 1): disk full")

@@ -177,7 +177,7 @@ def section(study: Study, records: Sequence[RunRecord]) -> Section | None:
     data = data_rows(records)
     paragraphs = (
         "pg_basebackup of each target's cluster, timed from start to exit, as seed 002 "
-        "times it with `date` around the command. The source is read through the page "
+        "times it with date around the command. The source is read through the page "
         "cache, so at sizes below the RAM the figure is the copy's write and fsync speed "
         "on its destination." + (" Data: " + "; ".join(data) + "." if data else ""),
     )
