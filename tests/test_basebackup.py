@@ -437,3 +437,17 @@ def test_the_section_is_seed_002s_table_with_spread() -> None:
     assert rows["xfs-copy: MB/s"][1] == "354.1 (349.1–357.5, range 2.4%)"
     assert rows["xfs-copy: vs xfs"] == ("baseline", "-55.2% (p=0.000)")  # means, not medians
     assert rows["tar: MB/s"] == ("not run", "failed: pg_basebackup failed (exit code 1): disk full")
+
+
+def test_a_copy_to_a_directory_is_made_there_and_removed(ctx: Context) -> None:
+    elsewhere = make_disk_dir("pgrig-test-copies-")
+    try:
+        spec = bb_spec.BasebackupSpec(scale=1, format="tar", to=f"{elsewhere}/",
+                                      to_directory=elsewhere)  # fmt: skip
+        step = steps.backup_step(spec, RunPolicy(), PlannedTarget("t"), 1)
+        result, raw = step.action(ctx, Quiet())
+        assert result.destination == f"directory {elsewhere}" and result.format == "tar"
+        assert "base backup completed" in raw and result.copy_bytes > result.data_bytes
+        assert list(elsewhere.iterdir()) == [] and list(ctx.target.iterdir()) == []
+    finally:
+        shutil.rmtree(elsewhere)
