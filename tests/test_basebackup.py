@@ -451,3 +451,8 @@ def test_a_copy_to_a_directory_is_made_there_and_removed(ctx: Context) -> None:
         assert list(elsewhere.iterdir()) == [] and list(ctx.target.iterdir()) == []
     finally:
         shutil.rmtree(elsewhere)
+
+
+def test_the_client_version_decides_how_compression_is_spelled() -> None:
+    assert tool.version_num("15.18 (Debian 15.18-0+deb12u1)") == 150018
+    assert tool.version_num("9.6.24") == 90624

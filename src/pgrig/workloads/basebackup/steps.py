@@ -12,6 +12,7 @@ written or deleted.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -188,7 +189,8 @@ def _backup(spec: BasebackupSpec, opts: tool.Options, target: str, rep: int) -> 
         version = tool.version(binary)
         owner = ctx.cluster.os_user if ctx.cluster is not None else None
         marker = workdir.read_marker(ctx.cluster.workdir) if ctx.cluster is not None else None
-        holder = parent / f"pgrig-basebackup-{target}-{spec.name}-r{rep}"
+        name = re.sub(r"[^A-Za-z0-9_.-]+", "-", spec.name)
+        holder = parent / f"pgrig-basebackup-{target}-{name}-r{rep}"
         workdir.create(holder, study=marker.study if marker else spec.name)
         try:
             _reachable(holder, owner)
@@ -203,7 +205,7 @@ def _backup(spec: BasebackupSpec, opts: tool.Options, target: str, rep: int) -> 
                 conn(ctx).args(),
                 copy,
                 opts,
-                version_num=ctx.bins.version_num,
+                version_num=tool.version_num(version),  # the client's: it may be newer
                 tablespace_map=mapping,
             )
 
