@@ -456,3 +456,26 @@ def test_a_copy_to_a_directory_is_made_there_and_removed(ctx: Context) -> None:
 def test_the_client_version_decides_how_compression_is_spelled() -> None:
     assert tool.version_num("15.18 (Debian 15.18-0+deb12u1)") == 150018
     assert tool.version_num("9.6.24") == 90624
+
+
+def test_a_96_cluster_is_copied_once_its_settings_allow_replication(
+    pg_releases: dict[str, object], disk_dir: Path, tmp_path: Path
+) -> None:
+    """9.6's initdb leaves pg_hba.conf without a replication line (pgrig adds one)
+    and max_wal_senders at 0 (the campaign sets it)."""
+    path = tmp_path / "bb.toml"
+    text = HEAD.format(dir=disk_dir).split('[[target]]\nname = "b"')[0]
+    text = text.replace('profile = "stock"\n', 'profile = "stock"\npg_bin = "9.6"\n')
+    text += '[target.set]\nwal_level = "replica"\nmax_wal_senders = "4"\n\n'
+    text += "[probes]\ntiming = false\nfsync = false\nfio = false\n\n"
+    text += '[[workload]]\ntype = "basebackup"\nscale = 1\n'
+    path.write_text(text)
+    results = tmp_path / "results"
+    run_campaign(campaign.load(path), Ui(quiet=True), results=results,
+                 store=results / "results.sqlite", yes=False, keep=False,
+                 study_id="bb96")  # fmt: skip
+    with Store.open(results / "results.sqlite") as st:
+        (rec,) = [r for r in st.runs("bb96") if r.kind == "basebackup"]
+    res = registry.typed_result(rec)
+    assert res is not None and res.data_bytes > 15_000_000, rec.reason
+    assert list(disk_dir.iterdir()) == []
