@@ -5,6 +5,8 @@ stopped on Ctrl-C and on timeout."""
 
 from __future__ import annotations
 
+import csv
+import io
 import os
 import shutil
 import sqlite3
@@ -17,7 +19,7 @@ from typing import Any
 import pytest
 
 from conftest import make_disk_dir
-from pgrig import campaign, plan, registry
+from pgrig import campaign, export, plan, registry
 from pgrig.cluster import binaries
 from pgrig.cluster.server import Cluster
 from pgrig.conninfo import Conn
@@ -479,3 +481,10 @@ def test_a_96_cluster_is_copied_once_its_settings_allow_replication(
     res = registry.typed_result(rec)
     assert res is not None and res.data_bytes > 15_000_000, rec.reason
     assert list(disk_dir.iterdir()) == []
+
+
+def test_the_csv_export_has_the_headline(tmp_path: Path) -> None:
+    rec = record("xfs", 1, 93.0)
+    rows = list(csv.DictReader(io.StringIO(export.runs_csv([rec]))))
+    assert float(rows[0]["mb_per_s"]) == pytest.approx(74_000 / 93.0, abs=0.001)
+    assert float(rows[0]["elapsed_s"]) == 93.0
