@@ -95,7 +95,7 @@ class CampaignRunner:
             if missing:
                 raise BinaryNotFound(
                     f"target {run.name}: {', '.join(missing)} not found in {run.bins.bin_dir}"
-                    f" (a workload of the campaign runs it)",
+                    " (a workload of the campaign runs it)",
                     hint=binaries.INSTALL_HINT,
                 )
         for note in notes:
