@@ -13,6 +13,7 @@ import os
 import pwd
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -171,7 +172,10 @@ class Cluster:
 
     # -- lifecycle ---------------------------------------------------------
 
-    def start(self, timeout: float = 120) -> None:
+    def start(self, timeout: float = 120, *, preexec: Callable[[], None] | None = None) -> None:
+        """pg_ctl start, then wait for pg_isready. ``preexec`` runs in pg_ctl's process
+        before exec, as root: ``Cgroup.preexec()`` puts pg_ctl - and so the postmaster
+        and every process it forks - into a storage-lab cgroup from the start."""
         if self.os_user is not None and not self.logfile.exists():
             self.logfile.touch()
             os.chown(self.logfile, self.os_user.uid, self.os_user.gid)
@@ -192,6 +196,7 @@ class Cluster:
                 timeout=timeout + 10,
                 user=self.os_user,
                 what="pg_ctl start",
+                preexec=preexec,
             )
         except ToolError as exc:
             raise ClusterError(
