@@ -69,15 +69,14 @@ def parse_xfs_info(text: str) -> dict[str, str]:
         head, sep, rest = line.partition("=")
         if not sep:
             continue
-        name = head.strip()
-        if name:
-            section = name
-            # "log      =/dev/loop1  bsize=..." or "naming   =version 2 ..."
-            first, _, rest = rest.partition(" ")
-            if first and "=" not in first:
-                facts[f"{section}.device" if section in ("meta-data", "log") else section] = (
-                    first + (" " + rest.split()[0] if section == "naming" else "")
-                ).strip()
+        if head.strip():
+            section = head.strip()
+            # "log      =internal log   bsize=4096": the words before the first key=value
+            first_key = re.search(r"\s[\w-]+=", " " + rest)
+            descriptor = (" " + rest)[: first_key.start() if first_key else None].strip()
+            if descriptor:
+                key = f"{section}.device" if section in ("meta-data", "log") else section
+                facts[key] = descriptor
         for key, value in re.findall(r"([\w-]+)=([^\s,]+)", rest):
             facts.setdefault(f"{section}.{key}", value)
     return facts
@@ -121,7 +120,7 @@ def ext4_facts(text: str) -> dict[str, str]:
             if "Journal device" in raw
             else ("internal journal" if "has_journal" in features.split() else "no journal")
         ),
-        "journal size": raw.get("Journal size"),
+        "journal size": raw.get("Total journal size") or raw.get("Journal size"),
         "inode size": raw.get("Inode size"),
         "features": features or None,
         "default mount options": raw.get("Default mount options"),
