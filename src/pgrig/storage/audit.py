@@ -22,6 +22,7 @@ from pathlib import Path
 
 from pgrig import environment
 from pgrig.cluster.workdir import state_dir
+from pgrig.errors import UsageError
 from pgrig.storage.state import write_atomic
 
 SEED_000 = "seed 000 (sysctl.conf, limits.conf, rc.local)"
@@ -521,8 +522,6 @@ def apply(only: Sequence[str] = (), targets: Sequence[Path] = ()) -> list[Change
     all_knobs = _by_name(knobs(targets))
     unknown = [n for n in only if n not in all_knobs]
     if unknown:
-        from pgrig.errors import UsageError
-
         raise UsageError(
             f"unknown audit setting {', '.join(unknown)}",
             hint="`pgrig audit` lists the names",
