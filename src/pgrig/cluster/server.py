@@ -126,6 +126,9 @@ class Cluster:
         self.port = port or _free_port(socket_dir)
         self.settings: dict[str, str] = {}
         self.adapted: compat.Adapted | None = None
+        # Every start (and a restart after a crash) runs this in pg_ctl's process:
+        # a storage-lab target's cgroup (pgrig.storage).
+        self.preexec: Callable[[], None] | None = None
 
     # -- creation ----------------------------------------------------------
 
@@ -209,6 +212,7 @@ class Cluster:
         """pg_ctl start, then wait for pg_isready. ``preexec`` runs in pg_ctl's process
         before exec, as root: ``Cgroup.preexec()`` puts pg_ctl - and so the postmaster
         and every process it forks - into a storage-lab cgroup from the start."""
+        preexec = preexec or self.preexec
         if not self.logfile.exists():
             # Statements and their errors land here: for the server's user only.
             self.logfile.touch(mode=0o600)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -403,6 +403,20 @@ class LoopFilesystem:
             kernel_messages=kernel,
         )
 
+    def release(self) -> str:
+        """Keep the target as it is, out of the registry; say how to remove it."""
+        if self.record is None or self.info is None:
+            return "nothing kept"
+        state.forget(self.record)
+        self.record = None
+        info = self.info
+        loops = [d for d in (info.device, info.log_device) if d]
+        how = "; ".join(
+            [f"umount {info.mountpoint}", *(f"losetup -d {d}" for d in loops),
+             f"rm -r {Path(info.mountpoint).parent}"]
+        )  # fmt: skip
+        return f"kept the filesystem target {info.mountpoint}; remove it with: {how}"
+
     def destroy(self) -> Leftovers:
         if self.record is None:
             return Leftovers()
@@ -414,9 +428,16 @@ class LoopFilesystem:
 
 @contextmanager
 def loop_filesystem(
-    base: Path, spec: FsSpec, *, umount_attempts: int = 6
+    base: Path,
+    spec: FsSpec,
+    *,
+    umount_attempts: int = 6,
+    keep: Callable[[], bool] = lambda: False,
 ) -> Iterator[FilesystemInfo]:
-    """Create the target, yield its description, then unmount, detach and delete.
+    """Create the target, yield its description, then unmount, detach and delete -
+    unless ``keep()`` says so on the way out (--keep, or a crashed server's
+    evidence): then it stays mounted and leaves the registry, so no later
+    ``pgrig clean`` removes it.
 
     A mount still busy after the retries raises ``LeftoverError`` naming what is
     left and how to remove it (or, when the body already raised, is added to
@@ -429,16 +450,22 @@ def loop_filesystem(
         yield info
     except BaseException as exc:
         failed = True
+        if keep():
+            exc.add_note(target.release())
+            raise
         left = target.destroy()
         if left:
             exc.add_note(left.describe())
         raise
     finally:
         if not failed:
-            left = target.destroy()
-            if left:
-                raise LeftoverError(
-                    f"filesystem target {info.mountpoint} could not be removed completely: "
-                    + left.describe(),
-                    hint="stop the processes using it, then run `pgrig clean`",
-                )
+            if keep():
+                target.release()
+            else:
+                left = target.destroy()
+                if left:
+                    raise LeftoverError(
+                        f"filesystem target {info.mountpoint} could not be removed completely: "
+                        + left.describe(),
+                        hint="stop the processes using it, then run `pgrig clean`",
+                    )

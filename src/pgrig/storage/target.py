@@ -1,18 +1,15 @@
 """One entry point for a campaign target built by the lab: filesystem, I/O cap,
 memory limit, or any combination.
 
-    spec = LabSpec.from_mapping({"fs": "xfs", "size": "8G", "mount": "noatime",
-                                 "essd": "PL1", "essd_gib": 100, "memory": "2G"})
+    spec = LabSpec.from_mapping({"fs": "xfs", "size": "8GiB", "mount": "noatime",
+                                 "disk": "essd-pl1:100GiB", "memory": "2GiB"})
     with lab_target(Path("/var/tmp"), spec) as t:
         cluster = Cluster.create(bins, t.directory / "work", ...)
         cluster.start(preexec=t.preexec)
         fio.run(job_in(t.directory), preexec=t.preexec)
         t.describe(); t.memory_stats()
 
-Keys of the mapping (a campaign table): ``fs`` (xfs|ext4), ``size``, ``mkfs``,
-``mount``, ``external_log``, ``direct_io``; ``essd`` (PL0..PL3) with
-``essd_gib``, or ``iops``/``mbps`` and ``read_iops``/``write_iops``/
-``read_mbps``/``write_mbps``; ``memory`` (e.g. "2G").
+The keys are those of a campaign target (``pgrig.storage.keys``).
 """
 
 from __future__ import annotations
@@ -24,19 +21,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pgrig import environment
 from pgrig.errors import UsageError
-from pgrig.storage import cgroups, memcg, throttle
+from pgrig.schema import Context, Locator, Table
+from pgrig.storage import cgroups, keys, memcg, throttle
 from pgrig.storage.cgroups import Cgroup
 from pgrig.storage.errors import CgroupError
 from pgrig.storage.fsinfo import FilesystemInfo
 from pgrig.storage.loopfs import FsSpec, loop_filesystem
 from pgrig.storage.memcg import MemoryStats
+from pgrig.storage.model import IO_NOT_CAPTURED, LOOP_NOT_CAPTURED, V1_WRITEBACK, LabInfo
 from pgrig.storage.throttle import IoLimits
-from pgrig.units import parse_size
 
-FS_KEYS = ("fs", "size", "mkfs", "mount", "external_log", "direct_io", "owner")
-IO_KEYS = ("essd", "essd_gib", "iops", "mbps", "read_iops", "write_iops", "read_mbps", "write_mbps")
-KEYS = (*FS_KEYS, *IO_KEYS, "memory")
+FS_KEYS = ("size", "base", "mkfs", "mount", "log_size")
 
 
 @dataclass(frozen=True)
@@ -44,42 +41,53 @@ class LabSpec:
     fs: FsSpec | None = None
     io: IoLimits | None = None
     memory_bytes: int | None = None
+    base: str | None = None  # where the backing file goes (with fs)
+    disk: str | None = None  # the cloud-disk class asked for, e.g. "essd-pl1:100GiB"
+
+    @classmethod
+    def from_table(cls, t: Table) -> LabSpec | None:
+        """The lab keys of a campaign target; None when it has none."""
+        v = keys.read(t)
+        if not keys.given(v):
+            return None
+        fs = None
+        if v["fs"] is None:
+            for key in FS_KEYS:
+                if key in t.data:
+                    raise t.error(key, 'a filesystem option without fs = "xfs" or "ext4"')
+        else:
+            if v["size_bytes"] is None:
+                raise t.error("fs", f"fs = {v['fs']!r} needs size", hint='e.g. size = "8GiB"')
+            fs = FsSpec(
+                fstype=v["fs"],
+                size_bytes=v["size_bytes"],
+                mkfs_options=v["mkfs"],
+                mount_options=tuple(o.strip() for o in (v["mount"] or "").split(",") if o.strip()),
+                external_log_bytes=v["log_bytes"],
+                owner=None,  # the server's OS user, set when the target is checked
+            )
+        io = None
+        if v["disk"] is not None:
+            if v["iops"] is not None or v["mbps"] is not None:
+                raise t.error("disk", "give disk or iops/mbps, not both")
+            pl, gib = keys.parse_disk(v["disk"])
+            try:
+                io = throttle.essd(pl, gib)
+            except UsageError as exc:
+                raise t.error("disk", exc.message, exc.hint) from exc
+        elif v["iops"] is not None or v["mbps"] is not None:
+            iops = None if v["iops"] is None else int(v["iops"])
+            io = IoLimits.generic(iops=iops, mbps=v["mbps"])
+        base = str(keys.base_of(v)) if fs is not None else None
+        return cls(fs, io, v["memory_bytes"], base, v["disk"])
 
     @classmethod
     def from_mapping(cls, table: Mapping[str, Any], *, where: str = "target") -> LabSpec:
-        unknown = sorted(set(table) - set(KEYS))
-        if unknown:
-            raise UsageError(
-                f"{where}: unknown storage-lab key(s) {', '.join(unknown)}",
-                hint=f"known keys: {', '.join(KEYS)}",
-            )
-        fs = None
-        if "fs" in table:
-            if "size" not in table:
-                raise UsageError(f'{where}: fs = {table["fs"]!r} needs size (e.g. size = "8G")')
-            fs = FsSpec.parse(
-                str(table["fs"]),
-                table["size"],
-                mkfs=str(table.get("mkfs", "")),
-                mount=str(table.get("mount", "")),
-                external_log=table.get("external_log"),
-                direct_io=bool(table.get("direct_io", True)),
-                owner=table.get("owner", "postgres"),
-            )
-        elif set(table) & set(FS_KEYS):
-            raise UsageError(f'{where}: filesystem options without fs = "xfs" or "ext4"')
-        io = None
-        if "essd" in table:
-            if "essd_gib" not in table:
-                raise UsageError(f"{where}: essd = {table['essd']!r} needs essd_gib (disk size)")
-            io = throttle.essd(str(table["essd"]), int(table["essd_gib"]))
-        elif set(table) & set(IO_KEYS):
-            io = IoLimits.generic(
-                **{k: table[k] for k in IO_KEYS if k in table and k not in ("essd", "essd_gib")}
-            )
-        memory = table.get("memory")
-        memory_bytes = None if memory is None else parse_size(str(memory))
-        return cls(fs, io, memory_bytes)
+        """From a plain mapping with the campaign's keys (the API and tests)."""
+        t = Table(dict(table), (where,), Context(where, Path.cwd(), Locator("")))
+        spec = cls.from_table(t)
+        t.finish(keys.LAB_SCHEMA.names)
+        return spec or cls()
 
     def describe(self) -> str:
         parts = []
@@ -111,6 +119,39 @@ class LabTarget:
         if self.cgroup is None or self.spec.memory_bytes is None:
             return None
         return memcg.stats(self.cgroup)
+
+    def info(self) -> LabInfo:
+        """What the store records about this target (kind "storage_lab")."""
+        cgroup = None
+        not_captured: list[str] = []
+        if self.filesystem is not None:
+            not_captured += LOOP_NOT_CAPTURED
+        if self.cgroup is not None:
+            cgroup = "cgroup " + ", ".join(
+                f"{c} v{self.cgroup.version(c)}" for c in sorted(self.cgroup.dirs)
+            )
+        if self.spec.io is not None:
+            not_captured += IO_NOT_CAPTURED
+            if self.cgroup is not None and self.cgroup.version("io") == 1:
+                not_captured.append(V1_WRITEBACK)
+        host: str | None = None
+        if self.filesystem is not None:
+            host = self.filesystem.host_filesystem
+        else:
+            fs = environment.describe_filesystem(self.directory)
+            host = f"{fs.fstype} on {fs.device} (mounted at {fs.mountpoint})" if fs else None
+        return LabInfo(
+            description=self.describe(),
+            directory=str(self.directory),
+            filesystem=self.filesystem,
+            io=self.spec.io,
+            io_device=self.device,
+            disk=self.spec.disk,
+            memory_limit_bytes=self.spec.memory_bytes,
+            cgroup=cgroup,
+            host=host,
+            not_captured=tuple(not_captured),
+        )
 
     def describe(self) -> str:
         text = self.filesystem.describe() if self.filesystem else str(self.directory)
@@ -151,11 +192,16 @@ def limited(
 
 
 @contextmanager
-def lab_target(base: Path, spec: LabSpec) -> Iterator[LabTarget]:
+def lab_target(
+    base: Path, spec: LabSpec, *, keep: Callable[[], bool] = lambda: False
+) -> Iterator[LabTarget]:
     """Build what ``spec`` asks for under ``base`` (a directory on the disk to use);
-    undo it all on the way out."""
+    undo it all on the way out - but a filesystem stays when ``keep()`` says so
+    then (the cgroups go: nothing runs in them any more)."""
     with contextlib.ExitStack() as stack:
-        info = stack.enter_context(loop_filesystem(base, spec.fs)) if spec.fs else None
+        info = (
+            stack.enter_context(loop_filesystem(base, spec.fs, keep=keep)) if spec.fs else None
+        )
         directory = Path(info.data_dir) if info else base
         device = None
         if spec.io is not None:
