@@ -17,15 +17,18 @@ from pgrig.tools import fio
 
 def test_tables_become_specs() -> None:
     spec = LabSpec.from_mapping(
-        {"fs": "ext4", "size": "1G", "mkfs": "-E stride=2", "essd": "PL1", "essd_gib": 100}
+        {"fs": "ext4", "size": "1G", "mkfs": "-E stride=2", "disk": "essd-pl1:100GiB"}
     )
     assert spec.fs is not None and spec.fs.mkfs_options == ("-E", "stride=2")
     assert spec.io == throttle.essd("PL1", 100)
+    assert spec.base == "/var/tmp" and spec.disk == "essd-pl1:100GiB"
+    listed = LabSpec.from_mapping({"fs": "xfs", "size": "1G", "mkfs": ["-d", "su=64k,sw=2"]})
+    assert listed.fs is not None and listed.fs.mkfs_options == ("-d", "su=64k,sw=2")
     assert spec.memory_bytes is None
-    generic = LabSpec.from_mapping({"iops": 3000, "write_mbps": 50, "memory": "512M"})
+    generic = LabSpec.from_mapping({"iops": 3000, "mbps": 50, "memory": "512M"})
     assert generic.fs is None and generic.memory_bytes == 512 * 2**20
     assert generic.io is not None and generic.io.write_bps == 50_000_000
-    assert generic.io.read_bps is None and generic.io.read_iops == 3000
+    assert generic.io.read_bps == 50_000_000 and generic.io.read_iops == 3000
     assert "memory limit 512 MiB" in generic.describe()
 
 
@@ -33,10 +36,13 @@ def test_tables_become_specs() -> None:
     ("table", "message"),
     [
         ({"fs": "xfs"}, "needs size"),
+        ({"fs": "zfs", "size": "1G"}, "not one of xfs, ext4"),
         ({"mount": "noatime"}, "without fs"),
-        ({"essd": "PL1"}, "needs essd_gib"),
-        ({"fs": "xfs", "size": "1G", "stripe": 4}, "unknown storage-lab key"),
-        ({"essd": "PL3", "essd_gib": 100}, "1,261"),
+        ({"disk": "essd-pl1"}, "expected essd-pl0..essd-pl3 and a size"),
+        ({"disk": "essd-pl1:100GiB", "iops": 5}, "not both"),
+        ({"fs": "xfs", "size": "1G", "stripe": 4}, "unknown key 'stripe'"),
+        ({"disk": "essd-pl3:100GiB"}, "1,261"),
+        ({"memory": "lots"}, "cannot read size"),
     ],
 )
 def test_bad_tables_are_named(table: dict[str, object], message: str) -> None:

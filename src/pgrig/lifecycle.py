@@ -192,9 +192,7 @@ def lab(t: TargetRun, ui: Ui, *, keep: bool) -> Iterator[LabInfo]:
         t.directory = built.directory
         t.ctx.target = t.ctx.scratch = built.directory
         t.ctx.preexec = built.preexec
-        info = built.info()
-        ui.ok(f"{t.name}: {info.description}")
-        yield info
+        yield built.info()
 
 
 def _binaries(spec: TargetSpec, tools: tuple[str, ...]) -> binaries.PgBinaries:

@@ -22,6 +22,7 @@ from pgrig.errors import DiskSpaceError
 from pgrig.policy import RunPolicy
 from pgrig.probe import ProbeSpec
 from pgrig.step import Action, Context, Step, StepKey
+from pgrig.storage.target import LabSpec
 from pgrig.ui import Step as ProgressLine
 from pgrig.units import GB
 from pgrig.workloads.base import Phase, TargetView
@@ -109,7 +110,7 @@ def lab_step(spec: TargetSpec, action: Action) -> Step:
     return Step(
         key=StepKey(spec.name, "lab"),
         kind="storage_lab",
-        label=f"{spec.name}: building {spec.lab.describe()}",
+        label=f"{spec.name}: storage lab",
         params={"spec": spec.lab.describe(), "base": spec.lab.base, "disk": spec.lab.disk},
         action=action,
         estimate_s=5 + (spec.lab.fs.total_bytes / GB * 2 if spec.lab.fs else 0),
@@ -157,7 +158,7 @@ def expand(campaign: Campaign) -> Expansion:
 
 
 def quick(
-    target: Path,
+    target: Path | None,
     *,
     name: str = "quick",
     dsn: str | None = None,
@@ -171,6 +172,7 @@ def quick(
     probes: ProbeSpec | None = None,
     workload: TpcbSpec | None = None,
     policy: RunPolicy | None = None,
+    lab: LabSpec | None = None,
 ) -> Campaign:
     """The one-target campaign behind ``pgrig run`` without a file."""
     spec = TargetSpec(
@@ -184,6 +186,7 @@ def quick(
         settings=settings or {},
         initdb=initdb or InitdbSpec(),
         os_user=os_user,
+        lab=lab,
     )
     return Campaign(
         name=name,

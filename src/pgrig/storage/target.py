@@ -199,9 +199,7 @@ def lab_target(
     undo it all on the way out - but a filesystem stays when ``keep()`` says so
     then (the cgroups go: nothing runs in them any more)."""
     with contextlib.ExitStack() as stack:
-        info = (
-            stack.enter_context(loop_filesystem(base, spec.fs, keep=keep)) if spec.fs else None
-        )
+        info = stack.enter_context(loop_filesystem(base, spec.fs, keep=keep)) if spec.fs else None
         directory = Path(info.data_dir) if info else base
         device = None
         if spec.io is not None:
