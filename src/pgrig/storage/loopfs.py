@@ -305,11 +305,13 @@ class LoopFilesystem:
                 hint=f"check the option against `man {Path(argv[0]).name}` "
                 f"(asked: {' '.join(self.spec.mkfs_options) or 'none'})",
             )
+        # mkfs.xfs says why on its first line, then prints its whole usage: keep the why
+        said = (done.stderr or done.stdout).split("Usage:", 1)[0].strip()
         raise ToolError(
             f"{what} failed",
             argv=argv,
             returncode=done.returncode,
-            stderr=done.stderr or done.stdout,
+            stderr=said or done.stderr or done.stdout,
             hint=f"asked mkfs options: {' '.join(self.spec.mkfs_options) or 'none'}",
         )
 
