@@ -140,6 +140,31 @@ def test_xfs_and_ext4_targets_are_built_used_and_removed(base: Path) -> None:
     assert_nothing_left(base)
 
 
+def test_pgrig_run_fs_builds_the_quick_studys_target(base: Path) -> None:
+    done = pgrig(
+        "run", "--fs", "ext4", "--fs-size", "320MiB", "--mount", "noatime", "--target", base,
+        "--results", base / "r", "--skip", "timing,fio", "--fsync-seconds", "1", "--scale", "1",
+        "--clients", "1", "--duration", "2", "--modes", "select-only", "--no-count",
+        "--profile", "stock", "--no-monitor",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    recorded = runs(base / "r")
+    assert recorded["local/lab"][0] == "ok"
+    assert recorded["local/probe/pg_test_fsync"][0] == "ok"
+    with Store.open(base / "r" / "results.sqlite") as store:
+        (study,) = store.studies()
+        (fsync,) = [r for r in store.runs(study.id) if r.kind == "pg_test_fsync"]
+    assert str(fsync.params["directory"]).endswith("/mnt/pgrig-data"), "on the new filesystem"
+    assert recorded["local/tpcb/s1/select-only/c1/d2/r1"][0] == "ok"
+    assert_nothing_left(base, keep=("r",))
+
+
+def test_lab_options_need_fs() -> None:
+    done = pgrig("run", "--mkfs", "-K", "--target", "/var/tmp")
+    assert done.returncode == UsageError.exit_code
+    assert "--mkfs needs --fs" in done.stderr
+
+
 def test_probes_run_under_the_cap(base: Path) -> None:
     path = write(
         base,

@@ -206,6 +206,8 @@ class CampaignRunner:
             info = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(t.spec).items()}
             if t.spec.dsn:
                 info["dsn"] = Conn.from_user(t.spec.dsn).describe()
+            if t.spec.lab is not None:
+                info["storage"] = t.spec.lab.describe()
             info["pg_version"] = t.bins.version
             info["pg_bin"] = str(t.bins.bin_dir)
             targets.append(info)

@@ -232,7 +232,9 @@ def obtained_line(study: Study, records: Sequence[RunRecord]) -> str:
     for t in params.pop("targets", None) or []:
         if not isinstance(t, dict):
             continue
-        where = t.get("dsn") or t.get("directory")
+        where = t.get("dsn") or t.get("directory") or "storage lab"
+        if t.get("storage"):
+            where = f"{where} ({t.get('storage')})"
         settings = t.get("settings") or {}
         extra = f", set {_param(settings)}" if settings else ""
         server = "existing server" if t.get("dsn") else f"profile {t.get('profile')}"
