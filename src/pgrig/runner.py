@@ -126,8 +126,9 @@ class CampaignRunner:
             with contextlib.ExitStack() as labs:
                 self._labs(labs, rec)
                 with self.ui.step("capturing the environment"):
+                    dirs = list(dict.fromkeys(t.directory for t in self.targets if t.directory))
                     env = environment.capture(
-                        [t.directory for t in self.targets if t.directory] or [Path.cwd()],
+                        dirs or [Path.cwd()],
                         bin_dir=self.targets[0].bins.bin_dir,
                     )
                 store.set_environment(study.id, env)
