@@ -64,6 +64,7 @@ def pgrig(*args: str | Path, timeout: float = 600) -> subprocess.CompletedProces
         capture_output=True,
         text=True,
         timeout=timeout,
+        env=dict(os.environ, COLUMNS="1000"),  # one message, one line: no wrapped paths
     )
 
 
@@ -156,6 +157,26 @@ def test_pgrig_run_fs_builds_the_quick_studys_target(base: Path) -> None:
         (fsync,) = [r for r in store.runs(study.id) if r.kind == "pg_test_fsync"]
     assert str(fsync.params["directory"]).endswith("/mnt/pgrig-data"), "on the new filesystem"
     assert recorded["local/tpcb/s1/select-only/c1/d2/r1"][0] == "ok"
+    assert_nothing_left(base, keep=("r",))
+
+
+def test_keep_keeps_the_filesystem_mounted_and_says_how_to_remove_it(base: Path) -> None:
+    done = pgrig(
+        "run", "--fs", "ext4", "--fs-size", "320MiB", "--target", base, "--results", base / "r",
+        "--skip", "timing,fsync,fio,tpcb", "--keep",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    where = str(base.resolve())
+    (mountpoint,) = devices.mounts_under(where)
+    assert f"kept the filesystem target {mountpoint}; remove it with: umount {mountpoint}" in (
+        done.stderr
+    )
+    assert state.load_all() == [], "kept: out of the registry, so no pgrig clean removes it"
+    assert pgrig("clean").returncode == 0 and devices.mounts_under(where) == [mountpoint]
+    # the user removes it with the commands pgrig printed
+    line = done.stderr[done.stderr.index("remove it with: ") :].splitlines()[0]
+    for command in line.removeprefix("remove it with: ").split("; "):
+        subprocess.run(command.split(), check=True, timeout=60)
     assert_nothing_left(base, keep=("r",))
 
 

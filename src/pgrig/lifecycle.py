@@ -188,11 +188,17 @@ def lab(t: TargetRun, ui: Ui, *, keep: bool) -> Iterator[LabInfo]:
     if t.unavailable is not None:
         raise Skip(t.unavailable)
     base = Path(t.lab.base) if t.lab.base else (t.directory or Path.cwd())
-    with storage.lab_target(base, t.lab, keep=lambda: keep or t.lost is not None) as built:
+
+    def kept() -> bool:
+        return keep or t.lost is not None
+
+    with storage.lab_target(base, t.lab, keep=kept) as built:
         t.directory = built.directory
         t.ctx.target = t.ctx.scratch = built.directory
         t.ctx.preexec = built.preexec
         yield built.info()
+    if built.filesystem is not None and kept():
+        ui.info(f"{t.name}: {loopfs.kept_message(built.filesystem)}")
 
 
 def _binaries(spec: TargetSpec, tools: tuple[str, ...]) -> binaries.PgBinaries:

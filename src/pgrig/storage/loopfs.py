@@ -411,13 +411,7 @@ class LoopFilesystem:
             return "nothing kept"
         state.forget(self.record)
         self.record = None
-        info = self.info
-        loops = [d for d in (info.device, info.log_device) if d]
-        how = "; ".join(
-            [f"umount {info.mountpoint}", *(f"losetup -d {d}" for d in loops),
-             f"rm -r {Path(info.mountpoint).parent}"]
-        )  # fmt: skip
-        return f"kept the filesystem target {info.mountpoint}; remove it with: {how}"
+        return kept_message(self.info)
 
     def destroy(self) -> Leftovers:
         if self.record is None:
@@ -426,6 +420,15 @@ class LoopFilesystem:
         if not left:
             self.record = None
         return left
+
+
+def kept_message(info: FilesystemInfo) -> str:
+    loops = [d for d in (info.device, info.log_device) if d]
+    how = "; ".join(
+        [f"umount {info.mountpoint}", *(f"losetup -d {d}" for d in loops),
+         f"rm -r {Path(info.mountpoint).parent}"]
+    )  # fmt: skip
+    return f"kept the filesystem target {info.mountpoint}; remove it with: {how}"
 
 
 @contextmanager
