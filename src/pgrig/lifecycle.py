@@ -135,6 +135,11 @@ def _check_lab(spec: TargetSpec, need: int) -> tuple[LabSpec, str | None]:
     data is an error."""
     lab = spec.lab
     assert lab is not None
+    if os.geteuid() != 0 and (lab.io is not None or lab.memory_bytes is not None):
+        raise StorageError(
+            f"target {spec.name}: I/O caps and memory limits need root (cgroups)",
+            hint="run pgrig as root, or drop disk, iops, mbps and memory from the target",
+        )
     for controller, wanted in (("io", lab.io), ("memory", lab.memory_bytes)):
         if wanted is not None:
             try:

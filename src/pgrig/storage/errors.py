@@ -8,7 +8,7 @@ from pgrig.errors import PgrigError, ToolError
 class StorageError(PgrigError):
     """The lab cannot build or use a target here (no root, no loop devices, ...)."""
 
-    exit_code = 6
+    exit_code = 1  # 6 means a partial study (docs/exit-codes.md)
 
 
 class OptionRefused(ToolError):
