@@ -71,6 +71,9 @@ class Context:
     # Another target's directory by name, for a workload that writes there (a base
     # backup's ``to``); None: no such target, or it has no directory.
     peer: Callable[[str], Path | None] = field(default=lambda _name: None)
+    # Runs in the server's and the probes' processes before exec: puts them into
+    # a storage-lab target's cgroup (I/O cap, memory limit). None: nothing to do.
+    preexec: Callable[[], None] | None = None
 
 
 Action = Callable[[Context, ProgressLine], tuple[Any, str]]
