@@ -144,7 +144,8 @@ def test_xfs_and_ext4_targets_are_built_used_and_removed(base: Path) -> None:
 def test_pgrig_run_fs_builds_the_quick_studys_target(base: Path) -> None:
     done = pgrig(
         "run", "--fs", "ext4", "--fs-size", "320MiB", "--mount", "noatime", "--target", base,
-        "--results", base / "r", "--skip", "timing,fio", "--fsync-seconds", "1", "--scale", "1",
+        "--results", base / "r", "--skip", "timing,fio", "--fsync-seconds", "1", "--fsync-repeat",
+        "1", "--repeat", "1", "--scale", "1",
         "--clients", "1", "--duration", "2", "--modes", "select-only", "--no-count",
         "--profile", "stock", "--no-monitor",
     )  # fmt: skip
