@@ -13,12 +13,13 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pgrig import environment, pgsource
+from pgrig import environment
 from pgrig.campaign import TargetSpec
 from pgrig.cluster import binaries, profiles, workdir
 from pgrig.cluster.server import SUPERUSER, Cluster, InitdbOptions, ServerLost, server_os_user
 from pgrig.conninfo import Conn
 from pgrig.errors import BinaryNotFound, ClusterError, UsageError
+from pgrig.pgsource import catalog
 from pgrig.plan import check_space
 from pgrig.results import Environment
 from pgrig.step import Context
@@ -122,7 +123,7 @@ def _binaries(spec: TargetSpec, tools: tuple[str, ...]) -> binaries.PgBinaries:
     except BinaryNotFound:
         if spec.pg_bin is None or not binaries.looks_like_version(spec.pg_bin):
             raise
-    pgsource.install(str(spec.pg_bin))
+    catalog.install(str(spec.pg_bin))
     return binaries.find(spec.pg_bin, tools=tools)
 
 
