@@ -235,3 +235,25 @@ def test_monitor_samples_the_major(versioned: Cluster) -> None:
     else:
         assert sample.wal_mib_s is None and sample.io == {}
         assert any("9.6 reports only lock waits" in n for n in sampler.notes)
+
+
+def test_wait_event_names_exist_in_the_major(versioned: Cluster) -> None:
+    """Every wait event the verdict sorts into a cause is spelled as the server
+    spells it: 17+ lists them in pg_wait_events (checked against 18); 9.6 has
+    no such view, and the sampler says it reports lock waits only."""
+    from pgrig.monitor import verdict
+
+    named = verdict._WAL_EVENTS | verdict._READ_EVENTS | verdict._WRITE_EVENTS
+    with conn_of(versioned).connect() as db:
+        view = db.execute("SELECT to_regclass('pg_wait_events') IS NOT NULL").fetchone()
+        if versioned.bins.version_num < 170000:
+            assert view is not None and not view[0]
+            return
+        known = {
+            f"{t}:{n}" for t, n in db.execute("SELECT type, name FROM pg_wait_events").fetchall()
+        }
+    old_spelling = verdict.RENAMED_IN_17
+    assert named - old_spelling <= known, sorted(named - old_spelling - known)
+    assert old_spelling <= named and not old_spelling & known
+    assert {"IO:AioIoCompletion", "IO:DataFileRead", "IO:WalSync"} <= known
+    assert all(verdict.wait_class(e) == "read" for e in ("IO:AioIoCompletion", "IO:DataFileRead"))

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pgrig import environment
 from pgrig.campaign import TargetSpec
-from pgrig.cluster import binaries, profiles, workdir
+from pgrig.cluster import aio, binaries, profiles, workdir
 from pgrig.cluster.server import SUPERUSER, Cluster, InitdbOptions, ServerLost, server_os_user
 from pgrig.conninfo import Conn
 from pgrig.errors import BinaryNotFound, ClusterError, UsageError
@@ -78,7 +78,16 @@ def check_target(
     profile = None
     if not existing:
         profile = profiles.load(spec.profile).with_overrides(spec.settings)
-        adapted = profiles.validate(profile, bins, server_os_user(spec.os_user))
+        os_user = server_os_user(spec.os_user)
+        aio.check_io_method(spec.name, profile.settings, bins, os_user)
+        adapted = profiles.validate(profile, bins, os_user)
+        for dropped in adapted.dropped:
+            if dropped.name in dict(spec.axes):  # the variants would all be the same server
+                raise UsageError(
+                    f"target {spec.name}: the axis {dropped.name} cannot vary on PostgreSQL "
+                    f"{bins.version}: {dropped.reason}",
+                    hint=f"compare {dropped.name} on the versions that have it only",
+                )
         for note in adapted.notes():  # a setting this major renamed or lacks: never silent
             ui_notes.append(f"target {spec.name} (PostgreSQL {bins.version}): {note}")
     else:

@@ -87,25 +87,51 @@ _WAL_EVENTS = {
     "IO:WALWrite",
     "IO:WALInitSync",
     "IO:WALInitWrite",
-    "LWLock:WALWrite",
+    "LWLock:WALWrite",  # the lightweight locks keep their spelling in 17 and 18
     "LWLock:WALInsert",
     "LWLock:WALBufMapping",
-    # PostgreSQL 17 renamed the wait events to CamelCase.
+    # PostgreSQL 17 renamed the I/O wait events to CamelCase (checked on a real 18
+    # against pg_wait_events: tests/test_versions.py).
     "IO:WalSync",
     "IO:WalWrite",
     "IO:WalInitSync",
     "IO:WalInitWrite",
-    "LWLock:WalWrite",
-    "LWLock:WalInsert",
-    "LWLock:WalBufMapping",
 }
-_READ_EVENTS = {"IO:DataFileRead", "IO:DataFilePrefetch", "IO:BufFileRead", "IO:SLRURead"}
+_READ_EVENTS = {
+    "IO:DataFileRead",
+    "IO:DataFilePrefetch",
+    "IO:BufFileRead",
+    "IO:SLRURead",
+    "IO:BuffileRead",  # 17+
+    "IO:SlruRead",  # 17+
+    # PostgreSQL 18's asynchronous I/O, used for reads only: a backend waiting for a
+    # read it handed to an I/O worker or to io_uring (DataFileRead is then not seen).
+    "IO:AioIoCompletion",
+    "IO:AioIoUringExecution",
+    "IO:AioIoUringSubmit",
+}
 _WRITE_EVENTS = {
     "IO:DataFileWrite",
     "IO:DataFileExtend",
     "IO:DataFileFlush",
     "IO:DataFileSync",
     "IO:BufFileWrite",
+    "IO:SLRUWrite",
+    "IO:SLRUSync",
+    "IO:BuffileWrite",  # 17+
+    "IO:SlruWrite",
+    "IO:SlruSync",
+    "IO:SlruFlushSync",
+}
+# The spellings of 16 and before that 17 renamed (kept for older servers).
+RENAMED_IN_17 = {
+    "IO:WALSync",
+    "IO:WALWrite",
+    "IO:WALInitSync",
+    "IO:WALInitWrite",
+    "IO:BufFileRead",
+    "IO:BufFileWrite",
+    "IO:SLRURead",
     "IO:SLRUWrite",
     "IO:SLRUSync",
 }
