@@ -257,3 +257,35 @@ def test_wait_event_names_exist_in_the_major(versioned: Cluster) -> None:
     assert old_spelling <= named and not old_spelling & known
     assert {"IO:AioIoCompletion", "IO:DataFileRead", "IO:WalSync"} <= known
     assert all(verdict.wait_class(e) == "read" for e in ("IO:AioIoCompletion", "IO:DataFileRead"))
+
+
+def test_pg_stat_io_reads_bytes_and_time(versioned: Cluster) -> None:
+    """pg_stat_io as the AIO report reads it: reads, their bytes and time per backend
+    type on 18 (16+); absent on 9.6, and the sampler says so."""
+    conn = conn_of(versioned)
+    with conn.connect() as db:
+        sampler = PgSampler(db)
+        if versioned.bins.version_num < 160000:
+            assert not sampler.has_io and "pg_stat_io" not in sampler.sql
+            assert any("pg_stat_io is not available" in n for n in sampler.notes)
+            return
+        db.execute(
+            "CREATE TABLE io_probe AS SELECT g, repeat('x', 500) p FROM generate_series(1, 40000) g"
+        )
+        db.execute("CHECKPOINT")
+        sampler.prime()
+        db.execute("SELECT pg_stat_force_next_flush()")  # 15+: flush this backend's counters
+        versioned.stop()
+        versioned.start()  # empty shared_buffers: the scan must read
+    with conn.connect() as db:
+        sampler = PgSampler(db)
+        sampler.prime()
+        db.execute("SELECT count(*) FROM io_probe").fetchone()
+        db.execute("SELECT pg_stat_force_next_flush()")
+        sample = sampler.sample(1.0)
+        db.execute("DROP TABLE io_probe")
+    assert sample is not None
+    reads = sum(v for k, v in sample.io.items() if k.endswith(":reads"))
+    read_bytes = sum(v for k, v in sample.io.items() if k.endswith(":read_bytes"))
+    assert reads > 0 and read_bytes >= reads * 8192  # 18 combines blocks into larger reads
+    assert any(k.endswith(":read_time") for k in sample.io)  # track_io_timing is on (oltp)
