@@ -413,3 +413,31 @@ def test_no_import_cycle_between_binaries_and_the_catalog() -> None:
             f"assert loaded == ({first!r} == 'pgrig.pgsource.catalog'), loaded"
         )
         subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_plan_says_what_will_be_downloaded(
+    registry: Registry, good_jar: bytes, tmp_path: Path
+) -> None:
+    """pgrig plan names each version of the campaign: installed, or the release it
+    will download with its size (from the registry, before anything runs)."""
+    from pgrig.cli import cli
+
+    registry.publish_jar("9.6.24", good_jar)
+    camp = tmp_path / "v.toml"
+    camp.write_text(
+        '[campaign]\nname = "v"\nversions = ["9.6", "15", "8.4"]\n'
+        f'[[target]]\nname = "t"\ndirectory = "{tmp_path}"\n'
+    )
+    out = CliRunner().invoke(cli, ["plan", str(camp)])
+    assert out.exit_code == 0, out.output
+    size = f"{len(good_jar) / 2**20:.1f} MB"
+    assert (
+        f"PostgreSQL 9.6: will be downloaded before anything runs: 9.6.24 from maven:zonky, {size}"
+        in out.output
+    )
+    assert "PostgreSQL 15: installed (15." in out.output
+    assert "PostgreSQL 8.4: cannot be installed: " in out.output
+    assert registry.gets[registry.jar_path("9.6.24")] == 0  # sized, not downloaded
+    catalog.install("9.6")
+    (needed,) = catalog.needed(["9.6"])
+    assert needed.installed is not None and needed.installed.version == "9.6.24"

@@ -39,10 +39,12 @@ __all__ = [
     "Artifact",
     "Installed",
     "Listing",
+    "Needed",
     "Spec",
     "install",
     "installed",
     "list_versions",
+    "needed",
     "obtainable",
     "resolve",
 ]
@@ -167,3 +169,53 @@ def install(spec_text: str, *, http: Http | None = None, ui: Ui | None = None) -
 
 
 resolve = binaries.resolve
+
+
+@dataclass(frozen=True)
+class Needed:
+    """What a campaign's version needs before it can run: nothing (installed), a
+    download (``artifact``, with its size), or it cannot be had (``problem``)."""
+
+    spec: str
+    installed: Installed | None = None
+    artifact: Artifact | None = None
+    problem: str | None = None
+
+    def describe(self) -> str:
+        if self.installed is not None:
+            i = self.installed
+            return f"PostgreSQL {self.spec}: installed ({i.version}, {i.where}: {i.bin_dir})"
+        if self.artifact is not None:
+            a = self.artifact
+            size = f"{a.size / 2**20:.1f} MB" if a.size is not None else "size unknown"
+            return (
+                f"PostgreSQL {self.spec}: will be downloaded before anything runs: "
+                f"{a.version} from {a.source}, {size}"
+            )
+        return f"PostgreSQL {self.spec}: cannot be installed: {self.problem}"
+
+
+def needed(specs: Sequence[str], *, http: Http | None = None) -> list[Needed]:
+    """For each version a campaign names: installed already, or what ``install``
+    will download and how big. Asks the registries only for what is missing."""
+    here = installed()
+    out: list[Needed] = []
+    offered: list[Artifact] | None = None
+    problems: list[str] = []
+    for text in specs:
+        spec = Spec.parse(text)
+        found = [i for i in here if i.server and spec.matches(i.version)]
+        if found:
+            out.append(Needed(text, installed=max(found, key=lambda i: version_key(i.version))))
+            continue
+        if offered is None:
+            http = http or Http()
+            offered, problems = obtainable(http)
+        pick = choose(spec, offered)
+        if pick is None:
+            why = "; ".join(problems) if problems else "no source offers it (pgrig pg list --all)"
+            out.append(Needed(text, problem=why))
+            continue
+        assert http is not None
+        out.append(Needed(text, artifact=with_sizes([pick], http)[0]))
+    return out
