@@ -45,6 +45,7 @@ class TargetRun:
     tablespaces: dict[str, str | None] = field(default_factory=dict)
     lost: ServerLost | None = None  # the server did not come back after a crash
     kept: tuple[Path, Path] | None = None  # (data directory, log) when kept
+    adapted: tuple[str, ...] = ()  # what the profile became on this major (for the report)
 
     @property
     def name(self) -> str:
@@ -76,6 +77,7 @@ def check_target(
     bins = _binaries(spec, tools)
     directory = workdir.check_target(spec.directory) if spec.directory else None
     profile = None
+    adapted_notes: list[str] = []
     if not existing:
         profile = profiles.load(spec.profile).with_overrides(spec.settings)
         os_user = server_os_user(spec.os_user)
@@ -88,7 +90,8 @@ def check_target(
                     f"{bins.version}: {dropped.reason}",
                     hint=f"compare {dropped.name} on the versions that have it only",
                 )
-        for note in adapted.notes():  # a setting this major renamed or lacks: never silent
+        adapted_notes = adapted.notes()
+        for note in adapted_notes:  # a setting this major renamed or lacks: never silent
             ui_notes.append(f"target {spec.name} (PostgreSQL {bins.version}): {note}")
     else:
         if destructive and not yes:
@@ -121,6 +124,7 @@ def check_target(
         Context(bins=bins, target=scratch, scratch=scratch),
         yes=yes,
         tablespaces={"tablespace": spec.tablespace, "index_tablespace": spec.index_tablespace},
+        adapted=tuple(adapted_notes),
     )
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from pgrig import registry
 from pgrig.registry import typed_result
-from pgrig.report import compare, fmt
+from pgrig.report import compare, fmt, variants
 from pgrig.report.model import (
     NORMAL,
     Figure,
@@ -179,7 +179,8 @@ def _build_comparison(study: Study, records: Sequence[RunRecord], targets: list[
 # "module:function" taking (study, records) and returning a Section or None.
 def extra_sections(study: Study, records: Sequence[RunRecord]) -> list[Section]:
     """The workloads' own sections, then what the monitor saw."""
-    out = [w.section(study, records) for w in registry.WORKLOADS.values()]
+    out = [variants.versions_section(study, records), variants.axes_section(study, records)]
+    out += [w.section(study, records) for w in registry.WORKLOADS.values()]
     out.append(monitor_section(study, records))
     return [s for s in out if s is not None]
 
