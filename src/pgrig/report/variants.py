@@ -25,6 +25,8 @@ from pgrig.report.model import HEADLINE, NOISY, Row, Section, Table
 from pgrig.results import RunRecord, Study
 
 MONITOR_SUFFIX = "/monitor"
+# Settings that differ between any two clusters (their own files): not a difference.
+PATHS = frozenset({"config_file", "data_directory", "hba_file", "ident_file", "external_pid_file"})
 
 
 def _targets(study: Study) -> list[dict[str, Any]]:
@@ -142,7 +144,7 @@ def _settings_table(study: Study, names: list[str]) -> Table | None:
     }
     if len(settings) < 2:
         return None
-    keys = sorted({k for s in settings.values() for k in s})
+    keys = sorted({k for s in settings.values() for k in s if k not in PATHS})
     rows = []
     for k in keys:
         values = [settings.get(n, {}).get(k, "-") for n in names]

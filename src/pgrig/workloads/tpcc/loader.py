@@ -52,7 +52,7 @@ def schema_exists(db: psycopg.Connection) -> bool:
 def free_connections(db: psycopg.Connection) -> int:
     """Connections still available to a non-superuser: max_connections minus the
     reserved ones minus the backends already connected."""
-    row = db.execute(sqlfiles.sql("free_connections")).fetchone()
+    row = db.execute(sqlfiles.sql("free_connections", db.info.server_version)).fetchone()
     assert row is not None
     return int(row[0])
 
@@ -93,7 +93,7 @@ def load(
         jobs = min(jobs, warehouses * len(PARTS) + 1)
         check_connections(db, jobs + 1, "--jobs")
         db.execute(sqlfiles.sql("schema"))
-        db.execute(sqlfiles.sql("functions"))
+        db.execute(sqlfiles.sql("functions", db.info.server_version))
         db.execute(sqlfiles.sql("load"))
     c_last = random.randint(0, 255)
     units = [Unit("item", "SELECT tpcc.load_items()")]
