@@ -141,7 +141,7 @@ def test_io_method_axis_on_real_18_with_pg_stat_io(
     section = variants.axes_section(study, records)
     assert section is not None and section.title == "Settings axes: io_method"
     (table,) = section.blocks
-    assert table.columns[1] == "io_method" and table.columns[-1] == "buffer hit ratio"
+    assert table.columns[1] == "io_method" and table.columns[-2] == "buffer hit ratio"
     rows = {r.cells[1]: r.cells for r in table.rows}
     assert set(rows) == {"sync", "worker"} and rows["sync"][3] == "(baseline)"
     assert "p=" in rows["worker"][3] or "no test" in rows["worker"][3]

@@ -182,13 +182,21 @@ def _io(mon: MonitorResult | None) -> dict[str, float] | None:
 
     reads, hits = mean("reads"), mean("hits")
     read_bytes, read_ms = mean("read_bytes"), mean("read_time")
+    waits: dict[str, int] = {}
+    for p in samples:
+        for event, n in p.waits.items():
+            waits[event] = waits.get(event, 0) + n
+    sampled = sum(waits.values())
     return {
         "reads": reads,
         "read_mib": read_bytes / 2**20,
         "kib_per_read": read_bytes / reads / 1024 if reads else 0.0,
         "ms_per_read": read_ms / reads if reads else 0.0,
-        "worker_share": mean("read_bytes", "io worker") / read_bytes if read_bytes else 0.0,
         "hit_ratio": hits / (hits + reads) if hits + reads else 0.0,
+        "wait_read": waits.get("IO:DataFileRead", 0) / sampled if sampled else 0.0,
+        "wait_aio": sum(n for e, n in waits.items() if e.startswith("IO:AioIo")) / sampled
+        if sampled
+        else 0.0,
     }
 
 
@@ -216,8 +224,8 @@ def axes_section(study: Study, records: Sequence[RunRecord]) -> Section | None:
         "reads/s",
         "KiB per read",
         "ms per read",
-        "read by I/O workers",
         "buffer hit ratio",
+        "backends in DataFileRead / AioIoCompletion",
     )
     rows: list[Row] = []
     for key, per_target in sorted(runs_by_point(records).items(), key=_point_order):
@@ -240,8 +248,8 @@ def axes_section(study: Study, records: Sequence[RunRecord]) -> Section | None:
                     fmt.rate(_median_of(io, "reads")),
                     f"{_median_of(io, 'kib_per_read'):,.0f}",
                     f"{_median_of(io, 'ms_per_read'):.3f}",
-                    f"{_median_of(io, 'worker_share'):.0%}",
                     f"{_median_of(io, 'hit_ratio'):.1%}",
+                    f"{_median_of(io, 'wait_read'):.0%} / {_median_of(io, 'wait_aio'):.0%}",
                 )
             rows.append(
                 Row(
@@ -274,8 +282,11 @@ def axes_section(study: Study, records: Sequence[RunRecord]) -> Section | None:
                     "mean per second over each run, median over the repeats. Bytes per read "
                     "above 8 KiB: PostgreSQL 18 combined adjacent blocks into one read "
                     "(io_combine_limit). ms per read needs track_io_timing (the oltp profile "
-                    "sets it); with io_method = worker it is the time until the worker's read "
-                    "completed. 'read by I/O workers': bytes read by backend type 'io worker'.",
+                    "sets it). PostgreSQL 18 counts a read under the backend that issued it, "
+                    "also when an I/O worker performed it.",
+                    "Backends in DataFileRead / AioIoCompletion: share of the sampled client "
+                    "backends waiting for a read they do themselves (sync) or for one handed "
+                    "to an I/O worker or io_uring.",
                     "n/a: no monitor samples (monitor = false) or a server before 16.",
                 ),
                 numeric=(False, *([False] * len(axis_names)), *([True] * 8)),
