@@ -289,3 +289,21 @@ def test_pg_stat_io_reads_bytes_and_time(versioned: Cluster) -> None:
     read_bytes = sum(v for k, v in sample.io.items() if k.endswith(":read_bytes"))
     assert reads > 0 and read_bytes >= reads * 8192  # 18 combines blocks into larger reads
     assert any(k.endswith(":read_time") for k in sample.io)  # track_io_timing is on (oltp)
+
+
+def test_pg_amcheck_runs_or_says_why_per_version(versioned: Cluster) -> None:
+    """9.6 cannot be checked (pg_amcheck needs amcheck 1.3, 14+), and the borrowed
+    pg_amcheck is not tried against it; 18's wheel has contrib and really checks."""
+    from pgrig.durability import verifier
+
+    conn = conn_of(versioned)
+    bins = versioned.bins
+    assert bins.has("pg_amcheck")  # 18's own, or borrowed from the newest installed
+    why = verifier.amcheck_unavailable(bins, conn)
+    check = verifier.amcheck(bins, conn, install_missing=True)
+    if bins.version_num < verifier.AMCHECK_FROM:
+        assert why is not None and "amcheck 1.3, PostgreSQL 14+" in why
+        assert check.ok is None and check.detail == f"not run: {why}"
+    else:
+        assert why is None
+        assert check.ok is True, check.detail
