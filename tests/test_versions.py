@@ -241,9 +241,9 @@ def test_wait_event_names_exist_in_the_major(versioned: Cluster) -> None:
     """Every wait event the verdict sorts into a cause is spelled as the server
     spells it: 17+ lists them in pg_wait_events (checked against 18); 9.6 has
     no such view, and the sampler says it reports lock waits only."""
-    from pgrig.monitor import verdict
+    from pgrig.monitor import waits
 
-    named = verdict._WAL_EVENTS | verdict._READ_EVENTS | verdict._WRITE_EVENTS
+    named = waits.WAL_EVENTS | waits.READ_EVENTS | waits.WRITE_EVENTS
     with conn_of(versioned).connect() as db:
         view = db.execute("SELECT to_regclass('pg_wait_events') IS NOT NULL").fetchone()
         if versioned.bins.version_num < 170000:
@@ -252,11 +252,11 @@ def test_wait_event_names_exist_in_the_major(versioned: Cluster) -> None:
         known = {
             f"{t}:{n}" for t, n in db.execute("SELECT type, name FROM pg_wait_events").fetchall()
         }
-    old_spelling = verdict.RENAMED_IN_17
+    old_spelling = waits.RENAMED_IN_17
     assert named - old_spelling <= known, sorted(named - old_spelling - known)
     assert old_spelling <= named and not old_spelling & known
     assert {"IO:AioIoCompletion", "IO:DataFileRead", "IO:WalSync"} <= known
-    assert all(verdict.wait_class(e) == "read" for e in ("IO:AioIoCompletion", "IO:DataFileRead"))
+    assert all(waits.wait_class(e) == "read" for e in ("IO:AioIoCompletion", "IO:DataFileRead"))
 
 
 def test_pg_stat_io_reads_bytes_and_time(versioned: Cluster) -> None:

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from pgrig.monitor.interference import names
 from pgrig.monitor.model import Checkpoint, Limits, OtherLoad, Sample, Verdict
+from pgrig.monitor.waits import wait_class
 
 if TYPE_CHECKING:
     from pgrig.results import PgbenchRun
@@ -81,79 +82,6 @@ STARVED_OTHER_PCT = 10.0  # = interference.Thresholds.cpu_pct's default
 STARVED_RUNQ_PCT = 25.0
 SERVER_WRITE_SHARE = 0.5  # of the device's written bytes, for a Dirty peak to be the server's
 LATENCY_CLIENT_SHARE = 0.2
-
-_WAL_EVENTS = {
-    "IO:WALSync",
-    "IO:WALWrite",
-    "IO:WALInitSync",
-    "IO:WALInitWrite",
-    "LWLock:WALWrite",  # the lightweight locks keep their spelling in 17 and 18
-    "LWLock:WALInsert",
-    "LWLock:WALBufMapping",
-    # PostgreSQL 17 renamed the I/O wait events to CamelCase (checked on a real 18
-    # against pg_wait_events: tests/test_versions.py).
-    "IO:WalSync",
-    "IO:WalWrite",
-    "IO:WalInitSync",
-    "IO:WalInitWrite",
-}
-_READ_EVENTS = {
-    "IO:DataFileRead",
-    "IO:DataFilePrefetch",
-    "IO:BufFileRead",
-    "IO:SLRURead",
-    "IO:BuffileRead",  # 17+
-    "IO:SlruRead",  # 17+
-    # PostgreSQL 18's asynchronous I/O, used for reads only: a backend waiting for a
-    # read it handed to an I/O worker or to io_uring (DataFileRead is then not seen).
-    "IO:AioIoCompletion",
-    "IO:AioIoUringExecution",
-    "IO:AioIoUringSubmit",
-}
-_WRITE_EVENTS = {
-    "IO:DataFileWrite",
-    "IO:DataFileExtend",
-    "IO:DataFileFlush",
-    "IO:DataFileSync",
-    "IO:BufFileWrite",
-    "IO:SLRUWrite",
-    "IO:SLRUSync",
-    "IO:BuffileWrite",  # 17+
-    "IO:SlruWrite",
-    "IO:SlruSync",
-    "IO:SlruFlushSync",
-}
-# The spellings of 16 and before that 17 renamed (kept for older servers).
-RENAMED_IN_17 = {
-    "IO:WALSync",
-    "IO:WALWrite",
-    "IO:WALInitSync",
-    "IO:WALInitWrite",
-    "IO:BufFileRead",
-    "IO:BufFileWrite",
-    "IO:SLRURead",
-    "IO:SLRUWrite",
-    "IO:SLRUSync",
-}
-
-
-def wait_class(event: str) -> str:
-    """Which cause a wait-event key (as PgSample.waits has them) counts towards."""
-    if event == "CPU":
-        return "cpu"
-    if event.startswith("Client:") or event.startswith("idle"):
-        return "client"
-    if event in _WAL_EVENTS:
-        return "wal"
-    if event.startswith("Lock:"):
-        return "lock"
-    if event in _READ_EVENTS:
-        return "read"
-    if event in _WRITE_EVENTS:
-        return "write"
-    if event.startswith("LWLock:"):
-        return "lwlock"
-    return "other"
 
 
 @dataclass(frozen=True)
