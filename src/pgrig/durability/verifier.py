@@ -275,9 +275,11 @@ def check_log(path: Path | None, offset: int, killed_pids: set[int]) -> Check:
 
 
 def server_settings(db: psycopg.Connection, names: Iterable[str]) -> dict[str, str]:
-    out = {}
-    for name in names:
-        row = db.execute("SELECT current_setting(%s, true)", (name,)).fetchone()
-        if row and row[0] is not None:
-            out[name] = row[0]
-    return out
+    # pg_settings, not current_setting(name, missing_ok): that form is 9.6+, and
+    # a name the major lacks is simply absent here.
+    names = list(names)
+    rows = db.execute(
+        "SELECT name, current_setting(name) FROM pg_settings WHERE name = ANY(%s)", (names,)
+    ).fetchall()
+    found = {str(name): str(value) for name, value in rows}
+    return {name: found[name] for name in names if name in found}

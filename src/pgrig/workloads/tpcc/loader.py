@@ -30,6 +30,7 @@ from pgrig.workloads.tpcc.model import TpccLoad
 
 PARTS = ("stock", "orders", "customers")
 MB = 1_000_000
+JIT_FROM = 110000  # the jit setting
 
 Progress = Callable[[str], None]
 
@@ -195,7 +196,8 @@ def run_parallel(
         try:
             # The load is repeatable: waiting for the WAL flush of each part buys nothing.
             db.execute("SET synchronous_commit = off")
-            db.execute("SET jit = off")  # compiling costs more than it saves here
+            if db.info.server_version >= JIT_FROM:
+                db.execute("SET jit = off")  # compiling costs more than it saves here
             while not errors:
                 try:
                     unit = work.get_nowait()
