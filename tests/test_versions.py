@@ -296,14 +296,50 @@ def test_pg_amcheck_runs_or_says_why_per_version(versioned: Cluster) -> None:
     pg_amcheck is not tried against it; 18's wheel has contrib and really checks."""
     from pgrig.durability import verifier
 
+    from pgrig.durability.clients import TABLES
+
     conn = conn_of(versioned)
     bins = versioned.bins
     assert bins.has("pg_amcheck")  # 18's own, or borrowed from the newest installed
+    with conn.connect() as db:
+        for table in TABLES:
+            db.execute(f"DROP TABLE IF EXISTS {table}")
+            db.execute(f"CREATE TABLE {table} AS SELECT g AS id FROM generate_series(1, 100) g")
+            db.execute(f"ALTER TABLE {table} ADD PRIMARY KEY (id)")
     why = verifier.amcheck_unavailable(bins, conn)
     check = verifier.amcheck(bins, conn, install_missing=True)
     if bins.version_num < verifier.AMCHECK_FROM:
-        assert why is not None and "amcheck 1.3, PostgreSQL 14+" in why
+        assert why is not None and "(1.3, PostgreSQL 14+)" in why
         assert check.ok is None and check.detail == f"not run: {why}"
     else:
         assert why is None
         assert check.ok is True, check.detail
+
+
+def test_tpcc_and_durability_sql_fit_the_major(versioned: Cluster) -> None:
+    """What failed on 9.5/9.6 before: TPC-C's functions (PARALLEL SAFE is 9.6+),
+    its free-connection count (backend_type is 10+), its loader's SET jit (11+),
+    and the durability check's current_setting(name, true) (9.6+). The whole
+    TPC-C and durability workloads ran on real 9.5 and 9.6 (docs/versions.md)."""
+    from pgrig.durability import verifier
+    from pgrig.workloads.tpcc import loader, sqlfiles
+
+    conn = conn_of(versioned)
+    version = versioned.bins.version_num
+    with conn.connect() as db:
+        assert 0 < loader.free_connections(db) < 200
+        db.execute("DROP SCHEMA IF EXISTS tpcc CASCADE")
+        db.execute(sqlfiles.sql("schema"))
+        db.execute(sqlfiles.sql("functions", version))
+        row = db.execute("SELECT tpcc.last_name(371)").fetchone()
+        assert row is not None and row[0] == "PRICALLYOUGHT"
+        db.execute("DROP SCHEMA tpcc CASCADE")
+        shown = verifier.server_settings(db, ["fsync", "synchronous_commit", "io_method"])
+    assert shown["fsync"] == "off" and shown["synchronous_commit"] == "off"  # SMALL, oltp
+    assert ("io_method" in shown) == (version >= 180000)
+    loader.run_parallel(conn, 2, [loader.Unit("probe", "SELECT 1") for _ in range(3)])
+    # 9.5 has no PARALLEL clause: the functions are written without it there.
+    assert " PARALLEL SAFE" in sqlfiles.sql("functions", 90624)
+    assert " PARALLEL SAFE" not in sqlfiles.sql("functions", 90503)
+    assert "backend_type" not in sqlfiles.sql("free_connections", 90624)
+    assert "backend_type" in sqlfiles.sql("free_connections", 100000)
