@@ -136,7 +136,13 @@ def _build_comparison(study: Study, records: Sequence[RunRecord], targets: list[
     baseline = str(study.params.get("baseline") or targets[0])
     if baseline not in targets:
         baseline = targets[0]
-    sections = [compare.comparison_section(records, targets, baseline), environment_section(study)]
+    sections = [compare.comparison_section(records, targets, baseline)]
+    # The campaign's axes next to the summary: versions in seed 004's layout,
+    # settings beside pg_stat_io.
+    for axis in (variants.versions_section, variants.axes_section):
+        if (found := axis(study, records)) is not None:
+            sections.append(found)
+    sections.append(environment_section(study))
     for t in targets:
         mine = [r for r in records if r.target == t]
         env = study.target_environments.get(t)
@@ -179,8 +185,7 @@ def _build_comparison(study: Study, records: Sequence[RunRecord], targets: list[
 # "module:function" taking (study, records) and returning a Section or None.
 def extra_sections(study: Study, records: Sequence[RunRecord]) -> list[Section]:
     """The workloads' own sections, then what the monitor saw."""
-    out = [variants.versions_section(study, records), variants.axes_section(study, records)]
-    out += [w.section(study, records) for w in registry.WORKLOADS.values()]
+    out = [w.section(study, records) for w in registry.WORKLOADS.values()]
     out.append(monitor_section(study, records))
     return [s for s in out if s is not None]
 
