@@ -63,6 +63,8 @@ def build_problem(bins: PgBinaries, os_user: proc.OsUser | None) -> str | None:
     own parser decides: a build without liburing does not offer the value."""
     if bins.version_num < 180000:
         return f"PostgreSQL {bins.version} has no asynchronous I/O (io_method is new in 18)"
+    # As root with no server user the parser cannot be asked (postgres refuses
+    # root): then the server's start is where a missing liburing shows.
     probe = profiles.Profile("io_uring probe", str(bins.bin_dir), {"io_method": "io_uring"})
     try:
         profiles.check_values(probe, bins, os_user)
