@@ -225,6 +225,11 @@ def parse(text: str, *, source: str, base: Path) -> Campaign:
         seen[spec.name] = i
         targets.append(spec)
 
+    if header.versions or header.axes:
+        targets = variants(targets, header.versions, header.axes, campaign_table)
+        seen = {t.name: i for i, t in enumerate(targets)}
+    ctx.targets = tuple(seen)
+
     probes: ProbeSpec | None = ProbeSpec()
     probe_value = top.get("probes", (dict, bool), True)
     if probe_value is False:
@@ -245,10 +250,6 @@ def parse(text: str, *, source: str, base: Path) -> Campaign:
             hint="give each [[workload]] its own name",
         )
     top.finish(("campaign", "target", "probes", "workload"))
-
-    if header.versions or header.axes:
-        targets = variants(targets, header.versions, header.axes, campaign_table)
-        seen = {t.name: i for i, t in enumerate(targets)}
     if baseline is not None and baseline not in seen:
         raise campaign_table.error(
             "baseline",

@@ -16,11 +16,12 @@ from pgrig.errors import PgrigError
 from pgrig.monitor.model import MonitorResult
 from pgrig.results import RunRecord, from_dict
 from pgrig.workloads.base import ResultKind, Workload, WorkloadSpec
+from pgrig.workloads.basebackup.workload import WORKLOAD as BASEBACKUP
 from pgrig.workloads.custom.workload import WORKLOAD as CUSTOM
 from pgrig.workloads.tpcb.workload import WORKLOAD as TPCB
 from pgrig.workloads.tpcc.workload import WORKLOAD as TPCC
 
-WORKLOADS: dict[str, Workload] = {w.type: w for w in (TPCB, CUSTOM, TPCC, DURABILITY)}
+WORKLOADS: dict[str, Workload] = {w.type: w for w in (TPCB, CUSTOM, TPCC, DURABILITY, BASEBACKUP)}
 
 # What is recorded besides workloads' own kinds: the storage probes and the
 # monitor's record of every measured run.

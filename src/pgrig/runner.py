@@ -22,9 +22,9 @@ from typing import Any
 
 from pgrig import __version__, environment, lifecycle, monitor, plan, probe, registry
 from pgrig.campaign import Campaign
-from pgrig.cluster import workdir
+from pgrig.cluster import binaries, workdir
 from pgrig.conninfo import Conn
-from pgrig.errors import Interrupted, PartialFailure, UsageError, signal_number
+from pgrig.errors import BinaryNotFound, Interrupted, PartialFailure, UsageError, signal_number
 from pgrig.lifecycle import TargetRun
 from pgrig.recorder import Recorder, now
 from pgrig.report.writer import write as write_report
@@ -89,12 +89,26 @@ class CampaignRunner:
                     ui_notes=notes,
                 )
             )
+        tools = sorted({tool for w in workloads for tool in w.needs.tools})
+        for run in runs:
+            missing = [tool for tool in tools if not run.bins.has(tool)]
+            if missing:
+                raise BinaryNotFound(
+                    f"target {run.name}: {', '.join(missing)} not found in {run.bins.bin_dir}"
+                    " (a workload of the campaign runs it)",
+                    hint=binaries.INSTALL_HINT,
+                )
         for note in notes:
             self.ui.warn(note)
         warning = lifecycle.memory_warning(runs)
         if warning:
             self.ui.warn(warning)
         self.targets = runs
+        for t in runs:  # looked up when used: a target's directory may appear late
+            t.ctx.peer = self._peer_directory
+
+    def _peer_directory(self, name: str) -> Path | None:
+        return next((t.directory for t in self.targets if t.name == name), None)
 
     # -- the campaign ----------------------------------------------------
 

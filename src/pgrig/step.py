@@ -68,6 +68,9 @@ class Context:
     server_pid: int | None = None  # the postmaster, when it runs on this machine
     server_settings: dict[str, str] = field(default_factory=dict)
     cluster: Cluster | None = None  # the cluster pgrig created (None: an existing server)
+    # Another target's directory by name, for a workload that writes there (a base
+    # backup's ``to``); None: no such target, or it has no directory.
+    peer: Callable[[str], Path | None] = field(default=lambda _name: None)
 
 
 Action = Callable[[Context, ProgressLine], tuple[Any, str]]

@@ -200,7 +200,24 @@ class Cluster:
             write_atomically(
                 main, text + "\ninclude = 'pgrig.conf'\n", mode=0o600, owner=self.os_user
             )
+        self.allow_local_replication()
         return adapted
+
+    def allow_local_replication(self) -> None:
+        """Let pg_basebackup in over the private socket: initdb before 10 leaves the
+        replication lines of pg_hba.conf commented out (10 and later have them)."""
+        hba = self.datadir / "pg_hba.conf"
+        text = hba.read_text()
+        active = (line.split() for line in text.splitlines() if not line.lstrip().startswith("#"))
+        if any(len(fields) > 2 and fields[1] == "replication" for fields in active):
+            return
+        line = "local   replication     all                                     trust\n"
+        write_atomically(
+            hba,
+            text + "\n# added by pgrig: pg_basebackup over the private socket\n" + line,
+            mode=0o600,
+            owner=self.os_user,
+        )
 
     # -- lifecycle ---------------------------------------------------------
 
