@@ -28,10 +28,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from pgrig import pgsource, proc
+from pgrig import proc
 from pgrig.cluster import binaries, profiles
 from pgrig.cluster.server import SUPERUSER, Cluster, InitdbOptions, server_os_user
-from pgrig.pgsource import cache
+from pgrig.pgsource import cache, catalog
 from pgrig.pgsource.fetch import Http
 
 MAJORS = ("9.5", "9.6", "10", "11", "12", "13", "14", "15", "16", "17", "18")
@@ -40,13 +40,13 @@ MAJORS = ("9.5", "9.6", "10", "11", "12", "13", "14", "15", "16", "17", "18")
 def downloads() -> None:
     scratch = Path(tempfile.mkdtemp(prefix="pgrig-bench-cache-"))
     http = Http()
-    offered, problems = pgsource.obtainable(http)
+    offered, problems = catalog.obtainable(http)
     if problems:
         print("not asked:", problems)
     print(f"{'major':6} {'release':8} {'source':24} {'MB':>6} {'download s':>10} {'install s':>9}")
     try:
         for major in MAJORS:
-            pick = pgsource.choose(pgsource.Spec.parse(major), offered)
+            pick = catalog.choose(catalog.Spec.parse(major), offered)
             if pick is None:
                 print(f"{major:6} not offered")
                 continue
@@ -58,7 +58,7 @@ def downloads() -> None:
             started = time.monotonic()
             done = cache.install(
                 pick,
-                pgsource._source(pick.source),
+                catalog._source(pick.source),
                 http,
                 cache_root=scratch / "postgres",
                 on_progress=progress,

@@ -13,7 +13,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from pgrig import pgsource, proc
+from pgrig import proc
+from pgrig.pgsource import catalog
 from pgrig.pgsource.model import major_of, version_key
 from pgrig.ui import Ui
 
@@ -30,10 +31,10 @@ def main() -> int:
     ui = Ui()
     by_major: dict[str, set[str]] = {}
     for major in MAJORS:
-        found = [i for i in pgsource.installed() if i.server and major_of(i.version) == major]
+        found = [i for i in catalog.installed() if i.server and major_of(i.version) == major]
         item = max(found, key=lambda i: version_key(i.version)) if found else None
         if item is None:
-            item = pgsource.install(major, ui=ui)
+            item = catalog.install(major, ui=ui)
         by_major[major] = parameters(item.bin_dir)
         ui.ok(f"{major}: {len(by_major[major])} parameters from {item.version} ({item.source})")
     names = sorted(set().union(*by_major.values()))

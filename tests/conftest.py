@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from pgrig import pgsource
 from pgrig.cluster import binaries, profiles
 from pgrig.cluster.server import SUPERUSER, Cluster, InitdbOptions, server_os_user
 from pgrig.conninfo import Conn
 from pgrig.errors import BinaryNotFound, DownloadError
 from pgrig.pgsource import cache as pg_cache
+from pgrig.pgsource import catalog
 from pgrig.pgsource.model import Installed, Spec, version_key
 
 # Under /var/tmp, not /tmp/pytest-of-root (0700): the server runs as another OS
@@ -93,8 +93,8 @@ def pg_releases() -> dict[str, Installed]:
             out[spec] = max(cached, key=lambda i: (i.complete, version_key(i.version)))
             continue
         try:
-            out[spec] = pgsource.install(spec)
+            out[spec] = catalog.install(spec)
         except DownloadError:  # one retry: a registry hiccup must not fail the suite
             time.sleep(5)
-            out[spec] = pgsource.install(spec)
+            out[spec] = catalog.install(spec)
     return out

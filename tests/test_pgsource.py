@@ -16,6 +16,7 @@ import json
 import os
 import socket
 import subprocess
+import sys
 import tarfile
 import threading
 import zipfile
@@ -27,10 +28,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from pgrig import pgsource
 from pgrig.cluster import binaries
 from pgrig.errors import BinaryNotFound, CacheError, DownloadError, UsageError
-from pgrig.pgsource import cache, maven, pypi
+from pgrig.pgsource import cache, catalog, maven, pypi
 from pgrig.pgsource.cli import group
 from pgrig.pgsource.fetch import Http
 from pgrig.pgsource.model import Artifact, Installed, Spec, major_of, version_num
@@ -88,10 +88,10 @@ def test_choose_prefers_newest_then_complete() -> None:
         return Artifact(source, version, "p", "u", None, complete=complete)
 
     offered = [art("18.6", False, "zonky"), art("18.6", True, "pypi"), art("18.4", True)]
-    assert pgsource.choose(Spec.parse("18"), offered) == offered[1]
+    assert catalog.choose(Spec.parse("18"), offered) == offered[1]
     offered.append(art("18.7", False))
-    assert pgsource.choose(Spec.parse("18"), offered) == offered[3]
-    assert pgsource.choose(Spec.parse("17"), offered) is None
+    assert catalog.choose(Spec.parse("18"), offered) == offered[3]
+    assert catalog.choose(Spec.parse("17"), offered) is None
 
 
 # -- a mock registry on loopback ------------------------------------------------------
@@ -236,7 +236,7 @@ def test_install_verifies_and_records(registry: Registry, good_jar: bytes, tmp_p
     registry.publish_jar("9.6.24", good_jar)
     # A leftover of a killed install: pgrig's own prefix, removed under the lock.
     (tmp_path / "cache" / "postgres" / ".tmp-9.6.24-dead").mkdir(parents=True)
-    done = pgsource.install("9.6")
+    done = catalog.install("9.6")
     assert done.version == "9.6.24" and done.where == "cache" and not done.complete
     manifest = cache.read_manifest(done.bin_dir.parent)
     assert manifest is not None
@@ -246,7 +246,7 @@ def test_install_verifies_and_records(registry: Registry, good_jar: bytes, tmp_p
     assert cache_entries(tmp_path) == ["9.6.24"]  # no temp files left, leftover gone
     assert oct(done.bin_dir.parent.stat().st_mode & 0o777) == "0o755"
     # Again: already there, nothing downloaded.
-    assert pgsource.install("9.6.24") == done
+    assert catalog.install("9.6.24") == done
     assert registry.gets[registry.jar_path("9.6.24")] == 1
 
 
@@ -254,7 +254,7 @@ def test_concurrent_installs_download_once(registry: Registry, good_jar: bytes) 
     registry.publish_jar("9.6.24", good_jar)
     results: list[Installed] = []
     threads = [
-        threading.Thread(target=lambda: results.append(pgsource.install("9.6"))) for _ in range(2)
+        threading.Thread(target=lambda: results.append(catalog.install("9.6"))) for _ in range(2)
     ]
     for t in threads:
         t.start()
@@ -269,7 +269,7 @@ def test_wrong_checksum_installs_nothing(
 ) -> None:
     registry.publish_jar("9.6.24", good_jar, checksum="0" * 64)
     with pytest.raises(DownloadError, match="checksum mismatch .* publishes sha256 0000") as err:
-        pgsource.install("9.6")
+        catalog.install("9.6")
     assert hashlib.sha256(good_jar).hexdigest() in str(err.value)
     assert cache_entries(tmp_path) == []
 
@@ -278,7 +278,7 @@ def test_cut_download_installs_nothing(registry: Registry, good_jar: bytes, tmp_
     registry.publish_jar("9.6.24", good_jar)
     registry.cut.add(registry.jar_path("9.6.24"))
     with pytest.raises(DownloadError, match=f"cut short: received \\d+ of {len(good_jar)} bytes"):
-        pgsource.install("9.6")
+        catalog.install("9.6")
     assert cache_entries(tmp_path) == []
 
 
@@ -287,7 +287,7 @@ def test_build_that_does_not_run_here(
 ) -> None:
     registry.publish_jar("9.6.24", server_jar(pg_releases["9.6"], drop_lib="libcrypto.so.1.1"))
     with pytest.raises(BinaryNotFound, match="does not run on this machine.*libcrypto.so.1.1"):
-        pgsource.install("9.6")
+        catalog.install("9.6")
     assert cache_entries(tmp_path) == []
 
 
@@ -300,9 +300,9 @@ def test_unknown_version_lists_what_exists(registry: Registry, good_jar: bytes) 
     with pytest.raises(
         UsageError, match=r"PostgreSQL 9\.6\.99; 9\.6 releases offered: 9\.6\.16, 9\.6\.24"
     ):
-        pgsource.install("9.6.99")
+        catalog.install("9.6.99")
     with pytest.raises(UsageError, match=r"PostgreSQL 8\.4; majors offered: 9\.5, 9\.6, 18$"):
-        pgsource.install("8.4")
+        catalog.install("8.4")
 
 
 def test_offline_names_the_network_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -313,9 +313,9 @@ def test_offline_names_the_network_error(monkeypatch: pytest.MonkeyPatch, tmp_pa
     monkeypatch.setenv("PGRIG_PYPI_INDEX", f"http://127.0.0.1:{port}/simple")
     monkeypatch.setenv("PGRIG_CACHE", str(tmp_path))
     with pytest.raises(DownloadError, match="cannot reach 127.0.0.1.*Connection refused") as err:
-        pgsource.install("9.6")
+        catalog.install("9.6")
     assert err.value.hint and "pgrig pg list --installed" in err.value.hint
-    listing = pgsource.list_versions()  # list still shows what is installed
+    listing = catalog.list_versions()  # list still shows what is installed
     assert len(listing.problems) == 2 and any(i.where == "system" for i in listing.installed)
 
 
@@ -332,7 +332,7 @@ def test_unwritable_cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> No
         with pytest.raises(
             CacheError, match=f"cannot write to the PostgreSQL cache {readonly}"
         ) as err:
-            pgsource.install("9.6", http=Http(timeout=1))
+            catalog.install("9.6", http=Http(timeout=1))
         assert "PGRIG_CACHE" in (err.value.hint or "")
     finally:
         if mounted:
@@ -348,7 +348,7 @@ def test_foreign_directory_is_never_used_or_removed(
     (foreign / "bin" / "postgres").write_text("not ours")
     assert cache.installed() == []
     with pytest.raises(CacheError, match="holds no complete pgrig installation"):
-        pgsource.install("9.6")
+        catalog.install("9.6")
     assert (foreign / "bin" / "postgres").read_text() == "not ours"
 
 
@@ -400,3 +400,44 @@ def test_cli_list_and_path(pg_releases: dict[str, Installed]) -> None:
     missing = runner.invoke(group, ["path", "11.99"])
     assert isinstance(missing.exception, BinaryNotFound)
     assert "pgrig pg install 11.99" in (missing.exception.hint or "")
+
+
+def test_no_import_cycle_between_binaries_and_the_catalog() -> None:
+    """cluster.binaries needs the cache and the system's packages only; the catalog
+    (which imports binaries) must not come with them, whichever is imported first."""
+    for first in ("pgrig.cluster.binaries", "pgrig.pgsource.cache", "pgrig.pgsource.catalog"):
+        code = (
+            f"import sys, {first}; "
+            "from pgrig.cluster import binaries; "
+            "loaded = 'pgrig.pgsource.catalog' in sys.modules; "
+            f"assert loaded == ({first!r} == 'pgrig.pgsource.catalog'), loaded"
+        )
+        subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_plan_says_what_will_be_downloaded(
+    registry: Registry, good_jar: bytes, tmp_path: Path
+) -> None:
+    """pgrig plan names each version of the campaign: installed, or the release it
+    will download with its size (from the registry, before anything runs)."""
+    from pgrig.cli import cli
+
+    registry.publish_jar("9.6.24", good_jar)
+    camp = tmp_path / "v.toml"
+    camp.write_text(
+        '[campaign]\nname = "v"\nversions = ["9.6", "15", "8.4"]\n'
+        f'[[target]]\nname = "t"\ndirectory = "{tmp_path}"\n'
+    )
+    out = CliRunner().invoke(cli, ["plan", str(camp)])
+    assert out.exit_code == 0, out.output
+    size = f"{len(good_jar) / 2**20:.1f} MB"
+    assert (
+        f"PostgreSQL 9.6: will be downloaded before anything runs: 9.6.24 from maven:zonky, {size}"
+        in out.output
+    )
+    assert "PostgreSQL 15: installed (15." in out.output
+    assert "PostgreSQL 8.4: cannot be installed: " in out.output
+    assert registry.gets[registry.jar_path("9.6.24")] == 0  # sized, not downloaded
+    catalog.install("9.6")
+    (needed,) = catalog.needed(["9.6"])
+    assert needed.installed is not None and needed.installed.version == "9.6.24"

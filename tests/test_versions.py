@@ -235,3 +235,110 @@ def test_monitor_samples_the_major(versioned: Cluster) -> None:
     else:
         assert sample.wal_mib_s is None and sample.io == {}
         assert any("9.6 reports only lock waits" in n for n in sampler.notes)
+
+
+def test_wait_event_names_exist_in_the_major(versioned: Cluster) -> None:
+    """Every wait event the verdict sorts into a cause is spelled as the server
+    spells it: 17+ lists them in pg_wait_events (checked against 18); 9.6 has
+    no such view, and the sampler says it reports lock waits only."""
+    from pgrig.monitor import waits
+
+    named = waits.WAL_EVENTS | waits.READ_EVENTS | waits.WRITE_EVENTS
+    with conn_of(versioned).connect() as db:
+        view = db.execute("SELECT to_regclass('pg_wait_events') IS NOT NULL").fetchone()
+        if versioned.bins.version_num < 170000:
+            assert view is not None and not view[0]
+            return
+        known = {
+            f"{t}:{n}" for t, n in db.execute("SELECT type, name FROM pg_wait_events").fetchall()
+        }
+    old_spelling = waits.RENAMED_IN_17
+    assert named - old_spelling <= known, sorted(named - old_spelling - known)
+    assert old_spelling <= named and not old_spelling & known
+    assert {"IO:AioIoCompletion", "IO:DataFileRead", "IO:WalSync"} <= known
+    assert all(waits.wait_class(e) == "read" for e in ("IO:AioIoCompletion", "IO:DataFileRead"))
+
+
+def test_pg_stat_io_reads_bytes_and_time(versioned: Cluster) -> None:
+    """pg_stat_io as the AIO report reads it: reads, their bytes and time per backend
+    type on 18 (16+); absent on 9.6, and the sampler says so."""
+    conn = conn_of(versioned)
+    with conn.connect() as db:
+        sampler = PgSampler(db)
+        if versioned.bins.version_num < 160000:
+            assert not sampler.has_io and "pg_stat_io" not in sampler.sql
+            assert any("pg_stat_io is not available" in n for n in sampler.notes)
+            return
+        db.execute(
+            "CREATE TABLE io_probe AS SELECT g, repeat('x', 500) p FROM generate_series(1, 40000) g"
+        )
+        db.execute("CHECKPOINT")
+        sampler.prime()
+        db.execute("SELECT pg_stat_force_next_flush()")  # 15+: flush this backend's counters
+        versioned.stop()
+        versioned.start()  # empty shared_buffers: the scan must read
+    with conn.connect() as db:
+        sampler = PgSampler(db)
+        sampler.prime()
+        db.execute("SELECT count(*) FROM io_probe").fetchone()
+        db.execute("SELECT pg_stat_force_next_flush()")
+        sample = sampler.sample(1.0)
+        db.execute("DROP TABLE io_probe")
+    assert sample is not None
+    reads = sum(v for k, v in sample.io.items() if k.endswith(":reads"))
+    read_bytes = sum(v for k, v in sample.io.items() if k.endswith(":read_bytes"))
+    assert reads > 0 and read_bytes >= reads * 8192  # 18 combines blocks into larger reads
+    assert any(k.endswith(":read_time") for k in sample.io)  # track_io_timing is on (oltp)
+
+
+def test_pg_amcheck_runs_or_says_why_per_version(versioned: Cluster) -> None:
+    """9.6 cannot be checked (pg_amcheck needs amcheck 1.3, 14+), and the borrowed
+    pg_amcheck is not tried against it; 18's wheel has contrib and really checks."""
+    from pgrig.durability import verifier
+    from pgrig.durability.clients import TABLES
+
+    conn = conn_of(versioned)
+    bins = versioned.bins
+    assert bins.has("pg_amcheck")  # 18's own, or borrowed from the newest installed
+    with conn.connect() as db:
+        for table in TABLES:
+            db.execute(f"DROP TABLE IF EXISTS {table}")
+            db.execute(f"CREATE TABLE {table} AS SELECT g AS id FROM generate_series(1, 100) g")
+            db.execute(f"ALTER TABLE {table} ADD PRIMARY KEY (id)")
+    why = verifier.amcheck_unavailable(bins, conn)
+    check = verifier.amcheck(bins, conn, install_missing=True)
+    if bins.version_num < verifier.AMCHECK_FROM:
+        assert why is not None and "(1.3, PostgreSQL 14+)" in why
+        assert check.ok is None and check.detail == f"not run: {why}"
+    else:
+        assert why is None
+        assert check.ok is True, check.detail
+
+
+def test_tpcc_and_durability_sql_fit_the_major(versioned: Cluster) -> None:
+    """What failed on 9.5/9.6 before: TPC-C's functions (PARALLEL SAFE is 9.6+),
+    its free-connection count (backend_type is 10+), its loader's SET jit (11+),
+    and the durability check's current_setting(name, true) (9.6+). The whole
+    TPC-C and durability workloads ran on real 9.5 and 9.6 (docs/versions.md)."""
+    from pgrig.durability import verifier
+    from pgrig.workloads.tpcc import loader, sqlfiles
+
+    conn = conn_of(versioned)
+    version = versioned.bins.version_num
+    with conn.connect() as db:
+        assert 0 < loader.free_connections(db) < 200
+        db.execute("DROP SCHEMA IF EXISTS tpcc CASCADE")
+        db.execute(sqlfiles.sql("schema"))
+        db.execute(sqlfiles.sql("functions", version))
+        row = db.execute("SELECT tpcc.last_name(371)").fetchone()
+        assert row is not None and row[0] == "PRICALLYOUGHT"
+        db.execute("DROP SCHEMA tpcc CASCADE")
+        shown = verifier.server_settings(db, ["fsync", "synchronous_commit", "io_method"])
+    assert shown["fsync"] == "off" and shown["synchronous_commit"] == "off"  # SMALL, oltp
+    assert ("io_method" in shown) == (version >= 180000)
+    loader.run_parallel(conn, 2, [loader.Unit("probe", "SELECT 1") for _ in range(3)])
+    # 9.5 has no PARALLEL clause: the functions are written without it there.
+    assert " PARALLEL SAFE" in sqlfiles.sql("functions", 90624)
+    assert " PARALLEL SAFE" not in sqlfiles.sql("functions", 90503)
+    assert "backend_type =" not in sqlfiles.sql("free_connections", 90624)
+    assert "backend_type =" in sqlfiles.sql("free_connections", 100000)

@@ -205,7 +205,7 @@ monitor = false
 name = "a"
 directory = "{disk_dir}"
 profile = "stock"
-set = {{ shared_buffers = "64MB" }}
+set = {{ shared_buffers = "64MB", max_parallel_workers = 2 }}
 
 [probes]
 timing = false
@@ -239,7 +239,15 @@ count = false
     ok = {r.target for r in records if r.kind == "pgbench_run" and r.status == "ok"}
     assert ok == {"pg9.6", "pg15", "pg18"}
     md, _ = write_report(study, records, tmp_path / "report")
-    assert "| pg9.6 (baseline) | pg15 | pg15 vs pg9.6 | pg18 | pg18 vs pg9.6 |" in md.read_text()
+    text = md.read_text()
+    assert "| pg9.6 (baseline) | pg15 | pg15 vs pg9.6 | pg18 | pg18 vs pg9.6 |" in text
+    # Seed 004's table: versions as columns, each against the baseline.
+    assert "## PostgreSQL versions" in text
+    assert "| scale | clients | pg9.6 (9.6." in text and "| pg18 vs pg9.6 |" in text
+    # What the profile became per major: dropped on 9.6, with the reason, in the report.
+    v96, v18 = versions["pg9.6"], versions["pg18"]
+    assert f"| pg9.6 | {v96} | max_parallel_workers = 2 not set: PostgreSQL 9.6 has no" in text
+    assert f"| pg18 | {v18} | (nothing: every setting applied as written) |" in text
 
 
 def test_versions_and_pg_bin_do_not_mix(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ the nearest valid key. Every key is declared once, in a ``Schema`` here, in
 
 from __future__ import annotations
 
+import itertools
 import re
 import tomllib
 from dataclasses import dataclass, field, replace
@@ -50,6 +51,8 @@ class TargetSpec:
     initdb: InitdbSpec = field(default_factory=InitdbSpec)
     os_user: str | None = None
     lab: LabSpec | None = None  # built by the storage lab: filesystem, I/O cap, memory limit
+    # The settings axes' values this variant runs with (also in ``settings``).
+    axes: tuple[tuple[str, str], ...] = ()
 
     @property
     def planned_directory(self) -> Path | None:
@@ -249,8 +252,8 @@ def parse(text: str, *, source: str, base: Path) -> Campaign:
         seen[spec.name] = i
         targets.append(spec)
 
-    if header.versions:
-        targets = by_version(targets, header.versions, campaign_table)
+    if header.versions or header.axes:
+        targets = variants(targets, header.versions, header.axes, campaign_table)
         seen = {t.name: i for i, t in enumerate(targets)}
     ctx.targets = tuple(seen)
 
@@ -291,25 +294,54 @@ def parse(text: str, *, source: str, base: Path) -> Campaign:
     )
 
 
-def by_version(
-    targets: list[TargetSpec], versions: tuple[str, ...], where: Table
+def variants(
+    targets: list[TargetSpec],
+    versions: tuple[str, ...],
+    axes: tuple[policy.Axis, ...],
+    where: Table,
 ) -> list[TargetSpec]:
-    """The versions axis: each target once per version, version after version
-    (so interleaving alternates versions), each with that version's binaries."""
-    out = []
+    """The versions axis and the settings axes: each target once per version and
+    combination of settings, version after version (so interleaving alternates
+    them), each with that version's binaries and those settings."""
     for t in targets:
-        if t.pg_bin is not None:
+        if versions and t.pg_bin is not None:
             raise where.error(
                 "versions",
                 f"target {t.name!r} names pg_bin {t.pg_bin!r}: the versions axis picks the "
                 "binaries",
                 hint="drop pg_bin from the target, or drop versions",
             )
-    for version in versions:
-        for t in targets:
-            name = f"pg{version}" if len(targets) == 1 else f"{t.name}-pg{version}"
-            out.append(replace(t, name=name, pg_bin=version))
+        both = [name for name, _ in axes if name in t.settings]
+        if both:
+            raise where.error(
+                "axes",
+                f"target {t.name!r} sets {both[0]} in [target.set], and the axes vary it",
+                hint=f"drop {both[0]} from [target.set] or from axes",
+            )
+    combos = list(itertools.product(*(values for _, values in axes)))
+    out = []
+    for version in versions or (None,):
+        for combo in combos:
+            chosen = tuple((name, value) for (name, _), value in zip(axes, combo, strict=True))
+            for t in targets:
+                parts = [t.name] if len(targets) > 1 else []
+                parts += [f"pg{version}"] if version is not None else []
+                parts += [f"{name}-{_name_part(value)}" for name, value in chosen]
+                out.append(
+                    replace(
+                        t,
+                        name="-".join(parts),
+                        pg_bin=version if version is not None else t.pg_bin,
+                        settings={**t.settings, **dict(chosen)},
+                        axes=chosen,
+                    )
+                )
     return out
+
+
+def _name_part(value: str) -> str:
+    """A setting's value as part of a target name (letters, digits, . _ -)."""
+    return re.sub(r"[^A-Za-z0-9_.\-]+", "_", value).strip("_") or "empty"
 
 
 def load(path: Path) -> Campaign:

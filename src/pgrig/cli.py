@@ -24,10 +24,12 @@ from pgrig.cli_options import (
     names,
     results_options,
 )
+from pgrig.cluster import binaries
 from pgrig.cluster.profiles import parse_overrides
 from pgrig.conninfo import Conn
 from pgrig.durability.cli import durability
 from pgrig.errors import Interrupted, PgrigError, Signalled, UsageError, signal_number
+from pgrig.pgsource import catalog
 from pgrig.pgsource.cli import group as pg_group
 from pgrig.policy import RunPolicy
 from pgrig.probe import FioPlan, ProbeSpec
@@ -350,6 +352,9 @@ def plan_cmd(campaign_file: Path) -> None:
         if room is not None and room.exists():
             free = f", {shutil.disk_usage(room).free / 2**30:.1f} GiB free in {room}"
         click.echo(f"  target {t.name}: {where}; needs about {need / 2**30:.1f} GiB{free}")
+    specs = [t.pg_bin for t in camp.targets if t.pg_bin and binaries.looks_like_version(t.pg_bin)]
+    for need_version in catalog.needed(list(dict.fromkeys(specs))):
+        click.echo(f"  {need_version.describe()}")
     for i, r in enumerate(exp.runs, start=1):
         click.echo(f"{i:4d}  {r.seconds:6.0f} s  {r.key}")
     minutes = exp.seconds / 60

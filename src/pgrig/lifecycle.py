@@ -13,12 +13,13 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from pgrig import environment, pgsource, storage
+from pgrig import environment, storage
 from pgrig.campaign import TargetSpec
-from pgrig.cluster import binaries, profiles, workdir
+from pgrig.cluster import aio, binaries, profiles, workdir
 from pgrig.cluster.server import SUPERUSER, Cluster, InitdbOptions, ServerLost, server_os_user
 from pgrig.conninfo import Conn
 from pgrig.errors import BinaryNotFound, ClusterError, DiskSpaceError, UsageError
+from pgrig.pgsource import catalog
 from pgrig.plan import check_space
 from pgrig.results import Environment
 from pgrig.step import Context, Skip
@@ -51,6 +52,7 @@ class TargetRun:
     # why the lab cannot build it here (tools, loop devices): the target is
     # skipped with this reason, the rest of the study runs
     unavailable: str | None = None
+    adapted: tuple[str, ...] = ()  # what the profile became on this major (for the report)
 
     @property
     def name(self) -> str:
@@ -83,14 +85,25 @@ def check_target(
     directory = workdir.check_target(spec.directory) if spec.directory else None
     lab, unavailable = (None, None) if spec.lab is None else _check_lab(spec, need)
     profile = None
+    adapted_notes: list[str] = []
     if not existing:
         machine = None
         if spec.lab is not None and spec.lab.memory_bytes is not None:
             # {ram * 0.25} of a profile means a quarter of what the server may use
             machine = profiles.Machine(spec.lab.memory_bytes, os.cpu_count() or 1)
         profile = profiles.load(spec.profile, machine=machine).with_overrides(spec.settings)
-        adapted = profiles.validate(profile, bins, server_os_user(spec.os_user))
-        for note in adapted.notes():  # a setting this major renamed or lacks: never silent
+        os_user = server_os_user(spec.os_user)
+        aio.check_io_method(spec.name, profile.settings, bins, os_user)
+        adapted = profiles.validate(profile, bins, os_user)
+        for dropped in adapted.dropped:
+            if dropped.name in dict(spec.axes):  # the variants would all be the same server
+                raise UsageError(
+                    f"target {spec.name}: the axis {dropped.name} cannot vary on PostgreSQL "
+                    f"{bins.version}: {dropped.reason}",
+                    hint=f"compare {dropped.name} on the versions that have it only",
+                )
+        adapted_notes = adapted.notes()
+        for note in adapted_notes:  # a setting this major renamed or lacks: never silent
             ui_notes.append(f"target {spec.name} (PostgreSQL {bins.version}): {note}")
     else:
         if destructive and not yes:
@@ -125,6 +138,7 @@ def check_target(
         tablespaces={"tablespace": spec.tablespace, "index_tablespace": spec.index_tablespace},
         lab=lab,
         unavailable=unavailable,
+        adapted=tuple(adapted_notes),
     )
 
 
@@ -214,7 +228,7 @@ def _binaries(spec: TargetSpec, tools: tuple[str, ...]) -> binaries.PgBinaries:
     except BinaryNotFound:
         if spec.pg_bin is None or not binaries.looks_like_version(spec.pg_bin):
             raise
-    pgsource.install(str(spec.pg_bin))
+    catalog.install(str(spec.pg_bin))
     return binaries.find(spec.pg_bin, tools=tools)
 
 

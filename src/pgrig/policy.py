@@ -119,6 +119,39 @@ def _versions(t: Table, key: str, default: Any) -> tuple[str, ...]:
     return tuple(values)
 
 
+Axis = tuple[str, tuple[str, ...]]
+
+
+def _axes(t: Table, key: str, default: Any) -> tuple[Axis, ...]:
+    import re
+
+    table = t.table(key)
+    if table is None:
+        return ()
+    out: list[Axis] = []
+    for name, values in table.data.items():
+        if not re.fullmatch(r"[a-z_][a-z0-9_.]*", name):
+            raise table.error(name, f"{name!r} is not a PostgreSQL parameter name")
+        if not isinstance(values, list) or not values:
+            raise table.error(
+                name,
+                f"{name}: give the values to compare as a list",
+                hint=f'{name} = ["a", "b"] (one value everywhere belongs in [target.set])',
+            )
+        texts: list[str] = []
+        for v in values:
+            if isinstance(v, bool):
+                texts.append("on" if v else "off")
+            elif isinstance(v, int | float | str) and str(v).strip():
+                texts.append(str(v))
+            else:
+                raise table.error(name, f"{v!r}: a setting's value (string or number)")
+        if len(set(texts)) != len(texts):
+            raise table.error(name, f"{name}: a value is listed twice")
+        out.append((name, tuple(texts)))
+    return tuple(out)
+
+
 def _name(t: Table, key: str, default: Any) -> str:
     import re
 
@@ -145,6 +178,16 @@ SCHEMA = Schema(
         "its own throwaway cluster with the same profile; versions not installed are "
         "installed by `pgrig pg install` on demand ([versions](versions.md))",
         _versions, shown_default="`[]`",
+    ),
+    custom(
+        "axes", (),
+        "settings as axes, e.g. `{ io_method = [\"sync\", \"worker\"], io_workers = [1, 4] }`: "
+        "every target (and version) runs once per combination of values, named "
+        "`TARGET-pgVERSION-io_method-worker-io_workers-4` (parts left out where there is "
+        "one target or no versions), each on its own cluster with the same profile plus "
+        "those settings. A value a version cannot take is refused before anything runs "
+        "([versions](versions.md#settings-as-axes))",
+        _axes, shown_default="`{}`",
     ),
     custom(
         "repeat", (1, None, 10),
@@ -197,10 +240,12 @@ class Header:
     baseline: str | None
     versions: tuple[str, ...]
     policy: RunPolicy
+    axes: tuple[Axis, ...] = ()
 
 
 def parse(table: Table) -> Header:
     values = SCHEMA.read(table)
     name, baseline, versions = values.pop("name"), values.pop("baseline"), values.pop("versions")
+    axes = values.pop("axes")
     values["repeat"], values["until_ci_pct"], values["max_repeat"] = values["repeat"]
-    return Header(name, baseline, versions, RunPolicy(**values))
+    return Header(name, baseline, versions, RunPolicy(**values), axes)

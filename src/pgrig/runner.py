@@ -231,6 +231,8 @@ class CampaignRunner:
                 info["storage"] = t.spec.lab.describe()
             info["pg_version"] = t.bins.version
             info["pg_bin"] = str(t.bins.bin_dir)
+            if t.profile is not None:
+                info["adapted"] = list(t.adapted)
             targets.append(info)
         params["targets"] = targets
         if len(self.targets) == 1:  # the single-target summary the report shows first

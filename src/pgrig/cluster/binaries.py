@@ -10,6 +10,7 @@ pg_isready. Those client tools then come from the newest PostgreSQL installed
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 from collections.abc import Iterable
@@ -18,6 +19,8 @@ from pathlib import Path
 
 from pgrig import proc
 from pgrig.errors import BinaryNotFound, ToolError
+from pgrig.pgsource import cache, system
+from pgrig.pgsource.model import Spec, describe_majors, major_of, version_key
 
 SERVER_TOOLS = ("initdb", "pg_ctl", "postgres", "pgbench")
 CLIENT_TOOLS = ("pgbench",)
@@ -101,8 +104,6 @@ def _version_of(bin_dir: Path, tool: str) -> tuple[str, int]:
 
 def _client_candidates(debian_root: Path) -> list[Path]:
     """Every installation that may lend client tools: system packages and pgrig's cache."""
-    from pgrig.pgsource import cache, system  # the cache knows its own layout
-
     found = [i.bin_dir for i in system.installed(debian_root)]
     found += [i.bin_dir for i in cache.installed() if i.complete]
     return found
@@ -205,9 +206,7 @@ def find(
     tools = tuple(tools)
     if pg_bin is not None:
         if looks_like_version(pg_bin):
-            from pgrig import pgsource
-
-            return pgsource.resolve(str(pg_bin), tools=tools)
+            return resolve(str(pg_bin), tools=tools)
         return _check(Path(pg_bin), tools, "--pg-bin", debian_root)
     pg_config = shutil.which("pg_config")
     if pg_config:
@@ -221,8 +220,6 @@ def find(
         if all((candidate / t).is_file() for t in tools):
             return _check(candidate, tools, "found", debian_root)
     # No system installation: the newest in pgrig's cache, complete builds first.
-    from pgrig.pgsource import cache
-
     cached = sorted(
         cache.installed(),
         key=lambda i: (i.complete, [int(p) for p in re.findall(r"\d+", i.version)]),
@@ -238,3 +235,27 @@ def find(
         f"(looked at pg_config --bindir, {debian_root}/*/bin and pgrig's cache)",
         hint=f"pass --pg-bin DIR, or {INSTALL_HINT}, or pgrig pg install 18",
     )
+
+
+def resolve(spec_text: str, *, tools: Iterable[str] = SERVER_TOOLS) -> PgBinaries:
+    """The binaries of the newest installed release matching ``spec_text`` ("9.6",
+    "18", "9.6.24"); server-only builds get their client tools from the newest
+    PostgreSQL installed. Never downloads: a benchmark run must not depend on the
+    network (``pgsource.catalog.install`` does)."""
+    spec = Spec.parse(spec_text)
+    here = system.installed() + cache.installed()
+    found = [i for i in here if i.server and spec.matches(i.version)]
+    if not found:
+        majors = describe_majors([i.version for i in here if i.server])
+        raise BinaryNotFound(
+            f"PostgreSQL {spec.text} is not installed (installed majors: {majors})",
+            hint=f"pgrig pg install {spec.text}",
+        )
+    best = max(found, key=lambda i: (version_key(i.version), i.complete, i.where == "system"))
+    if os.geteuid() == 0 and not cache.others_can_enter(best.bin_dir):
+        raise BinaryNotFound(
+            f"{best.bin_dir} cannot be reached by the unprivileged user the server runs as",
+            hint="set PGRIG_CACHE to a directory every user may enter (e.g. /var/cache/pgrig) "
+            f"and run pgrig pg install {major_of(best.version)} again",
+        )
+    return find(best.bin_dir, tools=tools)

@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
@@ -154,12 +155,58 @@ def known_parameters(bins: PgBinaries) -> set[str]:
     return {line.split("\t", 1)[0] for line in out.splitlines() if line.strip()}
 
 
-def adapt(profile: Profile, bins: PgBinaries) -> compat.Adapted:
+def _scratch_postgres(
+    bins: PgBinaries, conf: str, os_user: proc.OsUser | None, *args: str
+) -> proc.Completed | None:
+    """``postgres -D SCRATCH ARGS`` on a directory holding only ``conf`` as
+    postgresql.conf: the server's own parser, no cluster. None when it cannot run
+    (as root with no server user: postgres refuses root)."""
+    if os.geteuid() == 0 and os_user is None:
+        return None
+    scratch = Path(tempfile.mkdtemp(prefix="pgrig-check-conf-"))
+    try:
+        (scratch / "postgresql.conf").write_text(conf)
+        if os_user is not None:
+            for path in (scratch, scratch / "postgresql.conf"):
+                os.chown(path, os_user.uid, os_user.gid)
+        return proc.run(
+            [bins.path("postgres"), "-D", scratch, *args],
+            timeout=30,
+            user=os_user,
+            check=False,
+            what="postgres -C",
+        )
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def developer_parameters(
+    bins: PgBinaries, names: Iterable[str], os_user: proc.OsUser | None
+) -> set[str]:
+    """Those of ``names`` this server knows although ``--describe-config`` hides
+    them: developer options such as ``debug_io_direct`` (not in the sample file)."""
+    found = set()
+    for name in names:
+        done = _scratch_postgres(bins, "", os_user, "-C", name)
+        if done is not None and done.returncode == 0:
+            found.add(name)
+    return found
+
+
+def adapt(profile: Profile, bins: PgBinaries, os_user: proc.OsUser | None = None) -> compat.Adapted:
     """The profile as this server's major needs it: renamed parameters and values
     translated, parameters the major lacks dropped with the reason (see compat)."""
+    known = known_parameters(bins)
+    unknown = [
+        n
+        for n in profile.settings
+        if n.lower() not in known and "." not in n and compat.span(n) is None
+    ]
+    if unknown:
+        known |= developer_parameters(bins, unknown, os_user)
     return compat.adapt(
         profile.settings,
-        known=known_parameters(bins),
+        known=known,
         version=bins.version,
         version_num=bins.version_num,
         where=profile.source,
@@ -172,7 +219,7 @@ def validate(
     """Refuse, before initdb, parameters no PostgreSQL major knows (naming the
     nearest valid one) and values this server's own parser rejects; returns what
     ``adapt`` will change, for the user to see."""
-    adapted = adapt(profile, bins)
+    adapted = adapt(profile, bins, os_user)
     check_values(replace(profile, settings=dict(adapted.applied)), bins, os_user)
     return adapted
 
@@ -181,23 +228,9 @@ def check_values(profile: Profile, bins: PgBinaries, os_user: proc.OsUser | None
     """``postgres -C`` reads a configuration file and stops at its first invalid
     value, with the server's own message (and the allowed values of an enum);
     it needs no cluster, only a directory holding that file."""
-    if os.geteuid() == 0 and os_user is None:
+    done = _scratch_postgres(bins, render(profile.settings), os_user, "-C", "server_version")
+    if done is None:
         return  # postgres refuses to run as root; initdb will check them
-    scratch = Path(tempfile.mkdtemp(prefix="pgrig-check-conf-"))
-    try:
-        (scratch / "postgresql.conf").write_text(render(profile.settings))
-        if os_user is not None:
-            for path in (scratch, scratch / "postgresql.conf"):
-                os.chown(path, os_user.uid, os_user.gid)
-        done = proc.run(
-            [bins.path("postgres"), "-D", scratch, "-C", "server_version"],
-            timeout=30,
-            user=os_user,
-            check=False,
-            what="postgres -C",
-        )
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
     if done.returncode != 0:
         raise UsageError(
             f"{profile.source}: {'; '.join(_config_errors(done.stderr))} (PostgreSQL {bins.major})",

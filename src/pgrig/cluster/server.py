@@ -178,7 +178,7 @@ class Cluster:
     def configure(self, profile: profiles.Profile) -> compat.Adapted:
         """Write the profile - fitted to this server's major - plus pgrig's own settings
         and include it from postgresql.conf. Returns what was translated or dropped."""
-        adapted = profiles.adapt(profile, self.bins)
+        adapted = profiles.adapt(profile, self.bins, self.os_user)
         owned = {
             "listen_addresses": "''",
             "unix_socket_directories": f"'{self.socket_dir}'",

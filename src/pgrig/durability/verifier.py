@@ -168,10 +168,41 @@ def verify_data(
     return DataState(tuple(checks), missing, present)
 
 
-def amcheck(bins: PgBinaries, conn: Conn, *, install_missing: bool) -> Check:
-    """``pg_amcheck`` on the check's tables and their indexes."""
+AMCHECK_FROM = 140000  # amcheck 1.3 (verify_heapam), which pg_amcheck needs
+
+
+def amcheck_unavailable(bins: PgBinaries, conn: Conn) -> str | None:
+    """Why pg_amcheck cannot check this server, per version; None when it can."""
     if not bins.has("pg_amcheck"):
-        return Check(AMCHECK, None, f"not run: no pg_amcheck in {bins.bin_dir} (PostgreSQL 14+)")
+        return f"no pg_amcheck in {bins.bin_dir} or any newer PostgreSQL installed (14+)"
+    try:
+        with conn.connect() as db:
+            row = db.execute(
+                "SELECT current_setting('server_version_num')::int, "
+                "(SELECT default_version FROM pg_available_extensions WHERE name = 'amcheck')"
+            ).fetchone()
+    except psycopg.Error as exc:
+        return f"cannot ask the server: {exc}"
+    assert row is not None
+    version_num, extension = int(row[0]), row[1]
+    if version_num < AMCHECK_FROM:
+        return (
+            f"PostgreSQL {bins.version} cannot be checked: pg_amcheck needs the amcheck "
+            "extension's heap checks (1.3, PostgreSQL 14+)"
+        )
+    if extension is None:
+        return (
+            f"PostgreSQL {bins.version} in {bins.bin_dir} ships no amcheck extension "
+            "(a server-only build without contrib)"
+        )
+    return None
+
+
+def amcheck(bins: PgBinaries, conn: Conn, *, install_missing: bool) -> Check:
+    """``pg_amcheck`` on the check's tables and their indexes - or why not."""
+    unavailable = amcheck_unavailable(bins, conn)
+    if unavailable is not None:
+        return Check(AMCHECK, None, f"not run: {unavailable}")
     argv: list[str | Path] = [bins.path("pg_amcheck"), "--heapallindexed", "--no-strict-names"]
     if install_missing:
         argv.append("--install-missing")
@@ -244,9 +275,11 @@ def check_log(path: Path | None, offset: int, killed_pids: set[int]) -> Check:
 
 
 def server_settings(db: psycopg.Connection, names: Iterable[str]) -> dict[str, str]:
-    out = {}
-    for name in names:
-        row = db.execute("SELECT current_setting(%s, true)", (name,)).fetchone()
-        if row and row[0] is not None:
-            out[name] = row[0]
-    return out
+    # pg_settings, not current_setting(name, missing_ok): that form is 9.6+, and
+    # a name the major lacks is simply absent here.
+    names = list(names)
+    rows = db.execute(
+        "SELECT name, current_setting(name) FROM pg_settings WHERE name = ANY(%s)", (names,)
+    ).fetchall()
+    found = {str(name): str(value) for name, value in rows}
+    return {name: found[name] for name in names if name in found}

@@ -102,7 +102,9 @@ class PgSample:
     wal_fpi_s: float | None = None
     wal_writes_s: float | None = None
     wal_syncs_s: float | None = None
-    # pg_stat_io (PostgreSQL 16+): "backend_type:reads|writes|extends|fsyncs|hits" -> per second
+    # pg_stat_io (PostgreSQL 16+), relations only, per second:
+    # "backend_type:reads|writes|extends|fsyncs|hits|read_bytes|read_time" (read_time
+    # in ms per second, with track_io_timing; read_bytes from reads x 8 kB before 18)
     io: dict[str, float] = field(default_factory=dict)
 
     @property

@@ -54,13 +54,25 @@ DATABASE_SQL = """
 """
 # Relations only: 18 added WAL rows (object 'wal') to pg_stat_io, which would
 # change what "writes" means from one major to the next; WAL is sampled apart.
+# {ops}: VALUES rows of the counters this major has: read_time (ms, with
+# track_io_timing) from 16, read_bytes from 18 (before: reads x op_bytes, 8 kB;
+# 18 combines adjacent blocks into one read, so reads alone undercount bytes).
 IO_SQL = """
 (SELECT json_object_agg(backend_type || ':' || op, n) FROM (
    SELECT backend_type, op, sum(n) AS n FROM pg_stat_io,
-     LATERAL (VALUES ('reads', reads), ('writes', writes), ('extends', extends),
-                     ('fsyncs', fsyncs), ('hits', hits)) v(op, n)
+     LATERAL (VALUES {ops}) v(op, n)
    WHERE n IS NOT NULL AND object <> 'wal' GROUP BY 1, 2) i)
 """
+IO_COUNTERS = ("reads", "writes", "extends", "fsyncs", "hits", "read_time", "read_bytes")
+
+
+def _io_sql(have: set[str]) -> str:
+    ops = [f"('{c}', {c}::float8)" for c in IO_COUNTERS if c in have]
+    if "read_bytes" not in have and "op_bytes" in have:
+        ops.append("('read_bytes', (reads * op_bytes)::float8)")
+    return IO_SQL.format(ops=", ".join(ops))
+
+
 # 18 moved WAL writes and syncs from pg_stat_wal to pg_stat_io; context 'normal' is
 # what pg_stat_wal counted ('init' is the zero-filling of new segment files).
 WAL_IO_SQL = """
@@ -160,9 +172,10 @@ class PgSampler:
             parts["wal"] = wal_sql
         else:
             self.notes.append("pg_stat_wal is not available before PostgreSQL 14: no WAL rates")
-        self.has_io = bool(_columns(conn, "pg_stat_io"))
+        io_columns = _columns(conn, "pg_stat_io")
+        self.has_io = bool(io_columns)
         if self.has_io:
-            parts["io"] = IO_SQL
+            parts["io"] = _io_sql(io_columns)
             if wal and "wal_sync" not in wal:  # 18: WAL writes and syncs live in pg_stat_io
                 parts["walio"] = WAL_IO_SQL
         else:

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from pgrig.monitor.interference import names
 from pgrig.monitor.model import Checkpoint, Limits, OtherLoad, Sample, Verdict
+from pgrig.monitor.waits import wait_class
 
 if TYPE_CHECKING:
     from pgrig.results import PgbenchRun
@@ -81,53 +82,6 @@ STARVED_OTHER_PCT = 10.0  # = interference.Thresholds.cpu_pct's default
 STARVED_RUNQ_PCT = 25.0
 SERVER_WRITE_SHARE = 0.5  # of the device's written bytes, for a Dirty peak to be the server's
 LATENCY_CLIENT_SHARE = 0.2
-
-_WAL_EVENTS = {
-    "IO:WALSync",
-    "IO:WALWrite",
-    "IO:WALInitSync",
-    "IO:WALInitWrite",
-    "LWLock:WALWrite",
-    "LWLock:WALInsert",
-    "LWLock:WALBufMapping",
-    # PostgreSQL 17 renamed the wait events to CamelCase.
-    "IO:WalSync",
-    "IO:WalWrite",
-    "IO:WalInitSync",
-    "IO:WalInitWrite",
-    "LWLock:WalWrite",
-    "LWLock:WalInsert",
-    "LWLock:WalBufMapping",
-}
-_READ_EVENTS = {"IO:DataFileRead", "IO:DataFilePrefetch", "IO:BufFileRead", "IO:SLRURead"}
-_WRITE_EVENTS = {
-    "IO:DataFileWrite",
-    "IO:DataFileExtend",
-    "IO:DataFileFlush",
-    "IO:DataFileSync",
-    "IO:BufFileWrite",
-    "IO:SLRUWrite",
-    "IO:SLRUSync",
-}
-
-
-def wait_class(event: str) -> str:
-    """Which cause a wait-event key (as PgSample.waits has them) counts towards."""
-    if event == "CPU":
-        return "cpu"
-    if event.startswith("Client:") or event.startswith("idle"):
-        return "client"
-    if event in _WAL_EVENTS:
-        return "wal"
-    if event.startswith("Lock:"):
-        return "lock"
-    if event in _READ_EVENTS:
-        return "read"
-    if event in _WRITE_EVENTS:
-        return "write"
-    if event.startswith("LWLock:"):
-        return "lwlock"
-    return "other"
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 A source is one module that knows one registry's packages: which PostgreSQL
 releases it offers (``available``), the checksum the registry publishes for a
 package (``checksum``) and how to lay the package out as an installation
-(``unpack``). The sources are registered in one place, ``pgsource.SOURCES``.
+(``unpack``). The sources are registered in one place, ``pgsource.catalog.SOURCES``.
 """
 
 from __future__ import annotations

@@ -32,6 +32,7 @@ from pgrig.errors import BinaryNotFound, CacheError, DownloadError, ToolError
 from pgrig.pgsource.base import Source
 from pgrig.pgsource.fetch import Http, Progress
 from pgrig.pgsource.model import CLIENT_TOOLS, Artifact, Installed, version_key
+from pgrig.pgsource.system import version_of
 
 MANIFEST = "pgrig-install.json"
 LOCK = ".lock"
@@ -171,8 +172,6 @@ def _remove_leftovers(base: Path) -> None:
 
 def check_runs(bin_dir: Path, expected: str) -> None:
     """``postgres --version`` must run here and name the release we downloaded."""
-    from pgrig.pgsource.system import version_of
-
     missing = [t for t in SERVER_TOOLS if not (bin_dir / t).is_file()]
     if missing:
         raise DownloadError(

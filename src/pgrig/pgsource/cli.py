@@ -12,8 +12,7 @@ from collections.abc import Sequence
 
 import click
 
-from pgrig import pgsource
-from pgrig.pgsource import cache
+from pgrig.pgsource import cache, catalog
 from pgrig.pgsource.model import version_key
 from pgrig.ui import Ui
 
@@ -24,7 +23,7 @@ def _size(n: int | None) -> str:
     return "-" if n is None else f"{n / 2**20:.1f} MB"
 
 
-def rows(listing: pgsource.Listing) -> list[dict[str, str]]:
+def rows(listing: catalog.Listing) -> list[dict[str, str]]:
     out = []
     here = {i.version for i in listing.installed if i.server}
     for i in listing.installed:
@@ -84,7 +83,7 @@ def group() -> None:
 )
 def list_cmd(installed: bool, every: bool, fmt: str) -> None:
     """Installed PostgreSQL versions (system, cache) and the ones that can be installed."""
-    listing = pgsource.list_versions(online=not installed, every_release=every)
+    listing = catalog.list_versions(online=not installed, every_release=every)
     records = rows(listing)
     if fmt == "json":
         click.echo(json.dumps({"versions": records, "problems": list(listing.problems)}, indent=2))
@@ -102,7 +101,7 @@ def list_cmd(installed: bool, every: bool, fmt: str) -> None:
 def install_cmd(version: str, quiet: bool) -> None:
     """Install the newest VERSION (9.6, 18) or exactly VERSION (9.6.24) into the cache."""
     ui = Ui(quiet=quiet)
-    done = pgsource.install(version, ui=ui)
+    done = catalog.install(version, ui=ui)
     borrowed = (
         ""
         if done.complete
@@ -117,7 +116,7 @@ def install_cmd(version: str, quiet: bool) -> None:
 @click.argument("version")
 def path_cmd(version: str) -> None:
     """The bin directory of the newest installed VERSION (what --pg-bin VERSION uses)."""
-    bins = pgsource.resolve(version)
+    bins = catalog.resolve(version)
     click.echo(bins.bin_dir)
     if bins.client_dir is not None:
         click.echo(

@@ -15,7 +15,7 @@ from typing import Any
 
 from pgrig import registry
 from pgrig.meaning import Meaning
-from pgrig.report import compare, fmt
+from pgrig.report import compare, fmt, variants
 from pgrig.report import storage as storage_report
 from pgrig.report.fold import fold_runs
 from pgrig.report.model import (
@@ -152,7 +152,13 @@ def _build_comparison(study: Study, records: Sequence[RunRecord], targets: list[
     meanings = {t: m for t in targets if (m := meaning_of(study, t)) is not None}
     first = compare.comparison_section(records, targets, baseline, meanings)
     first = replace(first, paragraphs=interference_lines(records) + first.paragraphs)
-    sections = [_with_labs(first, records), environment_section(study, records)]
+    sections = [_with_labs(first, records)]
+    # The campaign's axes next to the summary: versions in seed 004's layout,
+    # settings beside pg_stat_io.
+    for axis in (variants.versions_section, variants.axes_section):
+        if (found := axis(study, records)) is not None:
+            sections.append(found)
+    sections.append(environment_section(study, records))
     for t in targets:
         mine = [r for r in records if r.target == t]
         env = study.target_environments.get(t)

@@ -30,6 +30,7 @@ from pgrig.workloads.tpcc.model import TpccLoad
 
 PARTS = ("stock", "orders", "customers")
 MB = 1_000_000
+JIT_FROM = 110000  # the jit setting
 
 Progress = Callable[[str], None]
 
@@ -52,7 +53,7 @@ def schema_exists(db: psycopg.Connection) -> bool:
 def free_connections(db: psycopg.Connection) -> int:
     """Connections still available to a non-superuser: max_connections minus the
     reserved ones minus the backends already connected."""
-    row = db.execute(sqlfiles.sql("free_connections")).fetchone()
+    row = db.execute(sqlfiles.sql("free_connections", db.info.server_version)).fetchone()
     assert row is not None
     return int(row[0])
 
@@ -93,7 +94,7 @@ def load(
         jobs = min(jobs, warehouses * len(PARTS) + 1)
         check_connections(db, jobs + 1, "--jobs")
         db.execute(sqlfiles.sql("schema"))
-        db.execute(sqlfiles.sql("functions"))
+        db.execute(sqlfiles.sql("functions", db.info.server_version))
         db.execute(sqlfiles.sql("load"))
     c_last = random.randint(0, 255)
     units = [Unit("item", "SELECT tpcc.load_items()")]
@@ -195,7 +196,8 @@ def run_parallel(
         try:
             # The load is repeatable: waiting for the WAL flush of each part buys nothing.
             db.execute("SET synchronous_commit = off")
-            db.execute("SET jit = off")  # compiling costs more than it saves here
+            if db.info.server_version >= JIT_FROM:
+                db.execute("SET jit = off")  # compiling costs more than it saves here
             while not errors:
                 try:
                     unit = work.get_nowait()

@@ -12,9 +12,26 @@ _PACKAGE = "pgrig.workloads.tpcc"
 _REPEAT = re.compile(r"^--@repeat (\d+) (\d+)\s*$")
 
 
-def sql(name: str) -> str:
-    """``sql/<name>.sql``."""
-    return (resources.files(_PACKAGE) / "sql" / f"{name}.sql").read_text()
+def sql(name: str, server_version: int | None = None) -> str:
+    """``sql/<name>.sql`` - or, for a server older than N (``server_version_num``),
+    ``sql/<name>.beforeN.sql`` where one exists (the oldest N above the server's
+    wins). Functions drop ``PARALLEL SAFE`` before 9.6, which has no such clause."""
+    folder = resources.files(_PACKAGE) / "sql"
+    chosen = f"{name}.sql"
+    if server_version is not None:
+        older = sorted(
+            int(m.group(1))
+            for f in folder.iterdir()
+            if (m := re.fullmatch(rf"{re.escape(name)}\.before(\d+)\.sql", f.name))
+        )
+        chosen = next((f"{name}.before{n}.sql" for n in older if server_version < n), chosen)
+    text = (folder / chosen).read_text()
+    if server_version is not None and server_version < PARALLEL_FROM:
+        text = text.replace(" PARALLEL SAFE", "")
+    return text
+
+
+PARALLEL_FROM = 90600  # CREATE FUNCTION ... PARALLEL SAFE
 
 
 def statements(name: str) -> list[str]:

@@ -1,0 +1,295 @@
+"""Report sections for the campaign's axes: PostgreSQL versions side by side in
+seed 004's layout, and settings axes (io_method, io_workers) with what
+``pg_stat_io`` saw beside the throughput.
+
+Both read stored results only: the targets' parameters (their version and axis
+values, what the profile had to change for each major), the servers' captured
+settings, the pgbench runs and the monitor's samples. The comparison itself -
+difference to the baseline, Welch's test over the repeats - is
+``report.compare``'s; the TPS-vs-clients chart with one line per version is its
+``tps_vs_clients``.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from typing import Any
+
+from pgrig import stats
+from pgrig.monitor.model import MonitorResult
+from pgrig.registry import typed_result
+from pgrig.report import fmt
+from pgrig.report.compare import PointKey, _point_order, runs_by_point
+from pgrig.report.model import HEADLINE, NOISY, Row, Section, Table
+from pgrig.results import RunRecord, Study
+
+MONITOR_SUFFIX = "/monitor"
+# Settings that differ between any two clusters (their own files): not a difference.
+PATHS = frozenset({"config_file", "data_directory", "hba_file", "ident_file", "external_pid_file"})
+
+
+def _targets(study: Study) -> list[dict[str, Any]]:
+    declared = study.params.get("targets")
+    return [t for t in declared if isinstance(t, dict)] if isinstance(declared, list) else []
+
+
+def _tps(pairs: Sequence[tuple[RunRecord, Any]]) -> list[float]:
+    return [run.tps for _, run in pairs if run is not None]
+
+
+def _cell(values: list[float]) -> str:
+    if not values:
+        return "failed"
+    s = fmt.spread(values)
+    text = fmt.rate(s.median)
+    return text if s.n < 2 else f"{text} (±{s.range_pct / 2:.0f}%)"
+
+
+def _versus(base: list[float], other: list[float]) -> str:
+    if not base or not other:
+        return ""
+    return stats.welch(base, other).describe()
+
+
+# -- versions ----------------------------------------------------------------------
+
+
+def versions_section(study: Study, records: Sequence[RunRecord]) -> Section | None:
+    """Seed 004's table (TPS per version at each scale and client count, versions as
+    columns, each against the baseline), and what each major's profile changed.
+    None unless the campaign's targets differ in their PostgreSQL version."""
+    targets = _targets(study)
+    versions = {str(t.get("pg_version")) for t in targets if t.get("pg_version")}
+    if len(versions) < 2:
+        return None
+    names = [str(t["name"]) for t in targets]
+    baseline = str(study.params.get("baseline") or names[0])
+    release = {str(t["name"]): str(t.get("pg_version", "?")) for t in targets}
+    blocks: list[Table] = []
+    by_point = sorted(runs_by_point(records).items(), key=_point_order)
+    curves: dict[tuple[str, int, str], list[tuple[PointKey, dict[str, Any]]]] = {}
+    for key, per_target in by_point:
+        curves.setdefault((key.workload, key.duration, key.mode), []).append((key, per_target))
+    others = [n for n in names if n != baseline]
+    for (workload, duration, mode), points in curves.items():
+        columns = ["scale", "clients", f"{baseline} ({release.get(baseline, '?')})"]
+        for n in others:
+            columns += [f"{n} ({release.get(n, '?')})", f"{n} vs {baseline}"]
+        rows = []
+        for key, per_target in points:
+            base = _tps(per_target.get(baseline, []))
+            cells = ["-" if key.scale is None else str(key.scale), str(key.clients), _cell(base)]
+            noisy = False
+            for n in others:
+                mine = _tps(per_target.get(n, []))
+                cells += [_cell(mine), _versus(base, mine)]
+                noisy = noisy or bool(mine and fmt.spread(mine).noisy)
+            rows.append(Row(tuple(cells), NOISY if noisy else ""))
+        name = "TPC-B" if workload == "tpcb" else workload
+        blocks.append(
+            Table(
+                tuple(columns),
+                tuple(rows),
+                caption=f"{name} {mode}, {duration} s per run: tps by PostgreSQL version "
+                "(seed 004's table)",
+                notes=(
+                    "Each cell: the median tps over the repeats, ± half their range in % of "
+                    "the median. vs baseline: difference of the means with Welch's t-test "
+                    "over the repeats; 'within noise' when p >= 0.05.",
+                    "Every version ran on its own throwaway cluster with the same profile and "
+                    "the same (newest) pgbench, interleaved with the others.",
+                ),
+                numeric=(True, True, *([True] * (len(columns) - 2))),
+            )
+        )
+    blocks += [t for t in (_adapted_table(targets), _settings_table(study, names)) if t]
+    return Section(
+        "PostgreSQL versions",
+        "versions",
+        paragraphs=(
+            f"{len(names)} servers: "
+            + ", ".join(f"{n} = PostgreSQL {release.get(n, '?')}" for n in names)
+            + f"; baseline {baseline}.",
+        ),
+        blocks=tuple(blocks),
+    )
+
+
+def _adapted_table(targets: list[dict[str, Any]]) -> Table | None:
+    rows = []
+    for t in targets:
+        notes = t.get("adapted")
+        if notes is None:
+            continue
+        for note in notes or ["(nothing: every setting applied as written)"]:
+            rows.append(Row((str(t["name"]), str(t.get("pg_version", "?")), str(note))))
+    if not rows:
+        return None
+    return Table(
+        ("target", "PostgreSQL", "what the profile became on this major"),
+        tuple(rows),
+        caption="The profile fitted to each major: renamed settings translated, missing "
+        "ones dropped with the reason - never silently",
+    )
+
+
+def _settings_table(study: Study, names: list[str]) -> Table | None:
+    """The servers' own non-default settings, side by side: what each version really
+    ran with."""
+    settings = {
+        n: env.postgres.settings
+        for n in names
+        if (env := study.target_environments.get(n)) is not None and env.postgres is not None
+    }
+    if len(settings) < 2:
+        return None
+    keys = sorted({k for s in settings.values() for k in s if k not in PATHS})
+    rows = []
+    for k in keys:
+        values = [settings.get(n, {}).get(k, "-") for n in names]
+        rows.append(Row((k, *values), HEADLINE if len(set(values)) > 1 else ""))
+    return Table(
+        ("setting", *names),
+        tuple(rows),
+        caption="Non-default settings each server reported (pg_settings); rows that differ "
+        "are highlighted, '-' where a version lacks the setting or runs it at its default",
+        collapsed=True,
+    )
+
+
+# -- settings axes -------------------------------------------------------------------
+
+
+def _io(mon: MonitorResult | None) -> dict[str, float] | None:
+    """pg_stat_io over a run, per second, summed over backend types: reads, bytes,
+    time; and the share of the bytes that I/O workers read."""
+    if mon is None:
+        return None
+    samples = [s.pg for s in mon.samples if s.in_run and s.pg is not None and s.pg.io]
+    if not samples:
+        return None
+
+    def mean(op: str, who: str | None = None) -> float:
+        return statistics.fmean(
+            sum(
+                v
+                for k, v in p.io.items()
+                if k.endswith(f":{op}") and (who is None or k.startswith(f"{who}:"))
+            )
+            for p in samples
+        )
+
+    reads, hits = mean("reads"), mean("hits")
+    read_bytes, read_ms = mean("read_bytes"), mean("read_time")
+    waits: dict[str, int] = {}
+    for p in samples:
+        for event, n in p.waits.items():
+            waits[event] = waits.get(event, 0) + n
+    sampled = sum(waits.values())
+    return {
+        "reads": reads,
+        "read_mib": read_bytes / 2**20,
+        "kib_per_read": read_bytes / reads / 1024 if reads else 0.0,
+        "ms_per_read": read_ms / reads if reads else 0.0,
+        "hit_ratio": hits / (hits + reads) if hits + reads else 0.0,
+        "wait_read": waits.get("IO:DataFileRead", 0) / sampled if sampled else 0.0,
+        "wait_aio": sum(n for e, n in waits.items() if e.startswith("IO:AioIo")) / sampled
+        if sampled
+        else 0.0,
+    }
+
+
+def _median_of(values: list[dict[str, float]], key: str) -> float:
+    return statistics.median(v[key] for v in values)
+
+
+def axes_section(study: Study, records: Sequence[RunRecord]) -> Section | None:
+    """Targets that differ in settings axes (io_method, io_workers): tps against the
+    baseline, next to pg_stat_io's reads of the same runs. None without axes."""
+    targets = [t for t in _targets(study) if t.get("axes")]
+    if not targets:
+        return None
+    names = [str(t["name"]) for t in targets]
+    axis_names = list(dict.fromkeys(str(a[0]) for t in targets for a in t["axes"]))
+    values = {str(t["name"]): {str(a[0]): str(a[1]) for a in t["axes"]} for t in targets}
+    baseline = str(study.params.get("baseline") or names[0])
+    monitors = {r.key: r for r in records if r.kind == "monitor"}
+    columns = (
+        "test case",
+        *axis_names,
+        "tps",
+        f"vs {baseline}",
+        "read MiB/s",
+        "reads/s",
+        "KiB per read",
+        "ms per read",
+        "buffer hit ratio",
+        "backends in DataFileRead / AioIoCompletion",
+    )
+    rows: list[Row] = []
+    for key, per_target in sorted(runs_by_point(records).items(), key=_point_order):
+        base = _tps(per_target.get(baseline, []))
+        for n in names:
+            pairs = per_target.get(n, [])
+            if not pairs:
+                continue
+            tps = _tps(pairs)
+            io = [
+                x
+                for rec, _ in pairs
+                if (m := monitors.get(rec.key + MONITOR_SUFFIX)) is not None
+                and (x := _io(typed_result(m))) is not None
+            ]
+            io_cells = ("n/a",) * 6
+            if io:
+                io_cells = (
+                    f"{_median_of(io, 'read_mib'):,.1f}",
+                    fmt.rate(_median_of(io, "reads")),
+                    f"{_median_of(io, 'kib_per_read'):,.0f}",
+                    f"{_median_of(io, 'ms_per_read'):.3f}",
+                    f"{_median_of(io, 'hit_ratio'):.1%}",
+                    f"{_median_of(io, 'wait_read'):.0%} / {_median_of(io, 'wait_aio'):.0%}",
+                )
+            rows.append(
+                Row(
+                    (
+                        key.label,
+                        *(values[n].get(a, "") for a in axis_names),
+                        _cell(tps),
+                        "(baseline)" if n == baseline else _versus(base, tps),
+                        *io_cells,
+                    ),
+                    NOISY if tps and fmt.spread(tps).noisy else "",
+                )
+            )
+    return Section(
+        f"Settings axes: {', '.join(axis_names)}",
+        "axes",
+        paragraphs=(
+            f"{len(names)} servers, identical but for {', '.join(axis_names)}; baseline "
+            f"{baseline}. Each ran on its own cluster, interleaved with the others.",
+        ),
+        blocks=(
+            Table(
+                columns,
+                tuple(rows),
+                caption=f"Throughput and pg_stat_io by {', '.join(axis_names)}",
+                notes=(
+                    "tps: median over the repeats, ± half their range; vs baseline: Welch's "
+                    "t-test over the repeats ('within noise' when p >= 0.05).",
+                    "pg_stat_io (PostgreSQL 16+), relations only, summed over backend types, "
+                    "mean per second over each run, median over the repeats. Bytes per read "
+                    "above 8 KiB: PostgreSQL 18 combined adjacent blocks into one read "
+                    "(io_combine_limit). ms per read needs track_io_timing (the oltp profile "
+                    "sets it). PostgreSQL 18 counts a read under the backend that issued it, "
+                    "also when an I/O worker performed it.",
+                    "Backends in DataFileRead / AioIoCompletion: share of the sampled client "
+                    "backends waiting for a read they do themselves (sync) or for one handed "
+                    "to an I/O worker or io_uring.",
+                    "n/a: no monitor samples (monitor = false) or a server before 16.",
+                ),
+                numeric=(False, *([False] * len(axis_names)), *([True] * 8)),
+            ),
+        ),
+    )
