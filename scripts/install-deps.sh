@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what pgrig needs on a fresh Debian 12 machine, and nothing that is
 # already there. Usage: scripts/install-deps.sh [run|test]
-#   run:  PostgreSQL 15 server, client and contrib, fio, python3-venv
+#   run:  PostgreSQL 15 server, client and contrib, fio, python3-venv, and FUSE 3
+#         with what building the pyfuse3 binding needs (the lossy filesystem;
+#         the Makefile's venv installs pgrig[test], which includes it)
 #   test: the same plus Chromium (the report is rendered headless in a test)
 set -euo pipefail
 want=${1:-run}
@@ -14,6 +16,12 @@ have_pg_server || missing+=(postgresql postgresql-client)
 have_pg_contrib || missing+=(postgresql-contrib)
 command -v fio >/dev/null || missing+=(fio)
 python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv)
+command -v fusermount3 >/dev/null || missing+=(fuse3)
+pkg-config --exists fuse3 2>/dev/null || missing+=(libfuse3-dev)
+command -v pkg-config >/dev/null || missing+=(pkg-config)
+command -v cc >/dev/null || missing+=(gcc)
+python3 -c 'import sysconfig, os; assert os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h"))' 2>/dev/null \
+  || missing+=(python3-dev)
 if [ "$want" = test ]; then
   command -v chromium >/dev/null || missing+=(chromium)
 fi

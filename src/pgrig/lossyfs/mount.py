@@ -1,0 +1,493 @@
+"""Mounting, cutting the power of and unmounting a lossy filesystem, from pgrig.
+
+The filesystem runs as its own process (``python -m pgrig.lossyfs serve``),
+started and stopped by PID with timeouts, controlled through a unix socket in a
+private run directory outside the mount. Every mount pgrig makes is recorded in
+the state directory (``<state>/lossyfs/<fsname>.json``) before it exists, so
+``clean_orphans`` can undo it after pgrig itself was killed - and only it: a
+mount is touched only if /proc/self/mountinfo shows that mountpoint with the
+unique source name pgrig gave it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from pgrig import proc
+from pgrig.cluster.workdir import state_dir
+from pgrig.errors import PgrigError
+from pgrig.lossyfs.powerloss import MODES, Mode, PowerLossReport
+from pgrig.lossyfs.volume import METADATA_MODELS, MetadataModel
+
+FSTYPE = "fuse.lossyfs"
+RUN_PREFIX = "pgrig-lossyfs-"
+RUN_MARKER = ".pgrig-lossyfs"
+
+
+class LossyFsError(PgrigError):
+    """The lossy filesystem cannot be mounted, controlled or unmounted."""
+
+
+def available(*, allow_other: bool = True) -> str | None:
+    """None if a lossy mount can work here, else the reason it cannot."""
+    if not sys.platform.startswith("linux"):
+        return f"FUSE mounts need Linux, this is {sys.platform}"
+    try:
+        fd = os.open("/dev/fuse", os.O_RDWR | os.O_CLOEXEC)
+    except OSError as exc:
+        return f"cannot open /dev/fuse: {exc.strerror} (no FUSE in this kernel or container)"
+    os.close(fd)
+    if shutil.which("fusermount3") is None:
+        return "fusermount3 is not installed (Debian package fuse3)"
+    try:
+        import pyfuse3  # noqa: F401
+        import trio  # noqa: F401
+    except ImportError as exc:
+        return f"the pyfuse3 binding is not installed: {exc} (pip install 'pgrig[lossyfs]')"
+    if allow_other and os.geteuid() != 0:
+        try:
+            conf = Path("/etc/fuse.conf").read_text()
+        except OSError:
+            conf = ""
+        if not any(line.strip() == "user_allow_other" for line in conf.splitlines()):
+            return "allow_other needs root or 'user_allow_other' in /etc/fuse.conf"
+    return None
+
+
+@dataclass(frozen=True)
+class MountRecord:
+    """What pgrig mounted, written before the mount exists (the orphan marker)."""
+
+    fsname: str
+    mountpoint: str
+    backing: str
+    run_dir: str
+    owner_pid: int
+    host: str
+    created_at: float
+    fs_pid: int | None = None
+    created_mountpoint: bool = False
+
+    def owner_alive(self) -> bool:
+        return self.host == socket.gethostname() and proc.pid_alive(self.owner_pid)
+
+
+def _registry() -> Path:
+    return state_dir() / "lossyfs"
+
+
+def _write_record(record: MountRecord) -> None:
+    """Atomically: a crash must leave the old record or the new one."""
+    directory = _registry()
+    directory.mkdir(parents=True, exist_ok=True)
+    final = directory / f"{record.fsname}.json"
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-")
+    with os.fdopen(fd, "w") as out:
+        json.dump(asdict(record), out)
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(tmp, final)
+    dfd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
+
+
+def _drop_record(record: MountRecord) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        (_registry() / f"{record.fsname}.json").unlink()
+
+
+def _unescape(field: str) -> str:
+    """mountinfo escapes space, tab, newline and backslash as octal."""
+    for code in ("\\040", "\\011", "\\012", "\\134"):
+        field = field.replace(code, chr(int(code[1:], 8)))
+    return field
+
+
+def is_mounted(mountpoint: str, fsname: str) -> bool:
+    """True if ``mountpoint`` carries our mount (matched by its unique source name)."""
+    try:
+        lines = Path("/proc/self/mountinfo").read_text().splitlines()
+    except OSError:
+        return False
+    for line in lines:
+        fields = line.split()
+        if "-" not in fields:
+            continue
+        sep = fields.index("-")
+        if (
+            len(fields) > sep + 2
+            and _unescape(fields[4]) == mountpoint
+            and fields[sep + 1] == FSTYPE
+            and fields[sep + 2] == fsname
+        ):
+            return True
+    return False
+
+
+def _lazy_unmount(mountpoint: str, fsname: str) -> None:
+    if not is_mounted(mountpoint, fsname):
+        return
+    fusermount = shutil.which("fusermount3") or "fusermount3"
+    proc.run([fusermount, "-u", "-z", mountpoint], timeout=30, check=False, what="fusermount3")
+
+
+def _fs_process(pid: int, fsname: str) -> bool:
+    """Is ``pid`` really the lossyfs process serving ``fsname``? (never signal a stranger)"""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return b"pgrig.lossyfs" in cmdline and f"--fsname={fsname}".encode() in cmdline
+
+
+def _stop_pid(pid: int, fsname: str, timeout: float) -> None:
+    """SIGTERM (clean shutdown), then SIGKILL, of a verified lossyfs process."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        if not _fs_process(pid, fsname):
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, sig)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not proc.pid_alive(pid):
+                return
+            time.sleep(0.05)
+
+
+def clean_orphans(log: Callable[[str], None] | None = None) -> list[str]:
+    """Unmount lossy filesystems left by pgrig processes that are gone; returns
+    their mountpoints. The filesystem process gets SIGTERM first, which writes its
+    cache to the backing directory (what an orderly umount would do)."""
+    cleaned: list[str] = []
+    registry = _registry()
+    if not registry.is_dir():
+        return cleaned
+    for entry in sorted(registry.glob("*.json")):
+        try:
+            record = MountRecord(**json.loads(entry.read_text()))
+        except (OSError, ValueError, TypeError):
+            continue
+        if record.owner_alive():
+            continue
+        if log:
+            log(f"found lossy mount {record.mountpoint} of gone pgrig pid {record.owner_pid}")
+        if record.fs_pid is not None:
+            _stop_pid(record.fs_pid, record.fsname, timeout=10)
+        _lazy_unmount(record.mountpoint, record.fsname)
+        _remove_run_dir(Path(record.run_dir))
+        if record.created_mountpoint:
+            with contextlib.suppress(OSError):
+                os.rmdir(record.mountpoint)  # only if empty: never delete contents
+        _drop_record(record)
+        cleaned.append(record.mountpoint)
+    return cleaned
+
+
+def _remove_run_dir(run_dir: Path) -> None:
+    if (run_dir / RUN_MARKER).is_file():
+        shutil.rmtree(run_dir, ignore_errors=True)
+
+
+class LossyMount:
+    """A lossy FUSE filesystem over ``backing`` mounted on ``mountpoint``.
+
+    ``start()`` mounts; ``power_loss()`` discards what was not fsynced and leaves
+    the mount gone (clients get errors) until ``remount()``; ``unmount()`` is an
+    orderly shutdown (the cache is written back). As a context manager it mounts
+    on entry and unmounts on exit if still mounted.
+    """
+
+    def __init__(
+        self,
+        backing: Path,
+        mountpoint: Path,
+        *,
+        seed: int = 0,
+        page_size: int = 4096,
+        metadata: MetadataModel = "strict",
+        allow_other: bool = True,
+        timeout: float = 30.0,
+    ) -> None:
+        if metadata not in METADATA_MODELS:
+            raise LossyFsError(
+                f"metadata model {metadata!r} is unknown",
+                hint=f"use one of {', '.join(METADATA_MODELS)}",
+            )
+        self.backing = Path(os.path.realpath(backing))
+        self.mountpoint = Path(os.path.realpath(mountpoint))
+        self.seed = seed
+        self.page_size = page_size
+        self.metadata = metadata
+        self.allow_other = allow_other
+        self.timeout = timeout
+        self.power_losses = 0
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._record: MountRecord | None = None
+        self._created_mountpoint = False
+
+    # -- lifecycle ----------------------------------------------------------------
+
+    @property
+    def mounted(self) -> bool:
+        return self._record is not None and is_mounted(str(self.mountpoint), self._record.fsname)
+
+    @property
+    def log_file(self) -> Path | None:
+        return Path(self._record.run_dir) / "fs.log" if self._record else None
+
+    def start(self) -> None:
+        """Mount; returns once the filesystem answers. Raises LossyFsError."""
+        if self._proc is not None:
+            raise LossyFsError(f"{self.mountpoint} is already mounted by this LossyMount")
+        reason = available(allow_other=self.allow_other)
+        if reason:
+            raise LossyFsError(f"cannot mount a lossy filesystem: {reason}")
+        self._check_paths()
+        run_dir = Path(tempfile.mkdtemp(prefix=RUN_PREFIX))
+        (run_dir / RUN_MARKER).write_text(str(self.mountpoint))
+        record = MountRecord(
+            fsname=f"pgrig-lossyfs-{secrets.token_hex(6)}",
+            mountpoint=str(self.mountpoint),
+            backing=str(self.backing),
+            run_dir=str(run_dir),
+            owner_pid=os.getpid(),
+            host=socket.gethostname(),
+            created_at=time.time(),
+            created_mountpoint=self._created_mountpoint,
+        )
+        _write_record(record)
+        self._record = record
+        argv = [
+            sys.executable,
+            "-m",
+            "pgrig.lossyfs",
+            "serve",
+            f"--backing={self.backing}",
+            f"--mountpoint={self.mountpoint}",
+            f"--control={run_dir / 'control.sock'}",
+            f"--fsname={record.fsname}",
+            f"--page-size={self.page_size}",
+            f"--metadata={self.metadata}",
+        ] + (["--allow-other"] if self.allow_other else [])
+        with open(run_dir / "fs.log", "ab") as log:
+            self._proc = subprocess.Popen(  # noqa: S603 - argument list
+                argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True
+            )
+        self._record = record = MountRecord(**{**asdict(record), "fs_pid": self._proc.pid})
+        _write_record(record)
+        try:
+            self._wait_ready()
+        except BaseException:
+            self._teardown(clean=False)
+            raise
+
+    def _check_paths(self) -> None:
+        if not self.backing.is_dir():
+            raise LossyFsError(
+                f"backing directory {self.backing} does not exist",
+                hint="create it on the storage under test",
+            )
+        inside = self.backing.is_relative_to(self.mountpoint)
+        if inside or self.mountpoint.is_relative_to(self.backing):
+            raise LossyFsError(
+                f"mountpoint {self.mountpoint} and backing {self.backing} overlap",
+                hint="use two separate directories",
+            )
+        if not self.mountpoint.exists():
+            self.mountpoint.mkdir(mode=0o755)
+            self._created_mountpoint = True
+        elif not self.mountpoint.is_dir() or any(self.mountpoint.iterdir()):
+            raise LossyFsError(
+                f"mountpoint {self.mountpoint} is not an empty directory",
+                hint="pgrig mounts only over an empty directory (or one it creates)",
+            )
+
+    def _wait_ready(self) -> None:
+        assert self._proc is not None and self._record is not None
+        deadline = time.monotonic() + self.timeout
+        while time.monotonic() < deadline:
+            if self._proc.poll() is not None:
+                raise LossyFsError(
+                    f"the lossy filesystem process exited with code {self._proc.returncode} "
+                    f"before mounting {self.mountpoint}: {self._log_tail()}",
+                    hint=f"see {self.log_file}",
+                )
+            if is_mounted(self._record.mountpoint, self._record.fsname):
+                with contextlib.suppress(LossyFsError):
+                    if self._control({"cmd": "ping"}, timeout=2).get("ok"):
+                        return
+            time.sleep(0.05)
+        raise LossyFsError(
+            f"the lossy filesystem did not come up on {self.mountpoint} in {self.timeout:.0f} s: "
+            f"{self._log_tail()}",
+            hint=f"see {self.log_file}",
+        )
+
+    def remount(self) -> None:
+        """Mount again over the same backing directory (after a power loss or unmount):
+        what the filesystem shows is what survived."""
+        if self._proc is not None:
+            self._teardown(clean=True)
+        self.start()
+
+    def power_loss(
+        self,
+        mode: Mode = "drop",
+        *,
+        seed: int | None = None,
+        keep_fraction: float = 0.5,
+        torn_bytes: int | None = None,
+        only: str | None = None,
+    ) -> PowerLossReport:
+        """Cut the power: unsynced data and directory entries are lost.
+
+        ``drop`` keeps nothing unsynced; ``random-subset`` also persists each unsynced
+        page with probability ``keep_fraction``; ``torn`` persists the first
+        ``torn_bytes`` (default half a page) of one unsynced page. ``only`` restricts
+        the pages that may be persisted to paths (relative to the mount root)
+        matching this glob. ``seed`` defaults to the mount's seed plus the number of
+        earlier power losses, so a sequence of crashes is reproducible too.
+        """
+        if mode not in MODES:
+            raise LossyFsError(f"power loss mode {mode!r} is unknown", hint=f"use one of {MODES}")
+        if self._proc is None:
+            raise LossyFsError(f"{self.mountpoint} is not mounted", hint="call start() first")
+        if seed is None:
+            seed = self.seed + self.power_losses
+        self.power_losses += 1
+        request: dict[str, Any] = {
+            "cmd": "power_loss",
+            "mode": mode,
+            "seed": seed,
+            "keep_fraction": keep_fraction,
+            "torn_bytes": torn_bytes,
+            "only": only,
+        }
+        try:
+            reply = self._control(request, timeout=self.timeout)
+        except LossyFsError:
+            self._teardown(clean=False)  # SIGKILL: as lossy as "drop"
+            raise
+        self._teardown(clean=False)
+        if not reply.get("ok"):
+            raise LossyFsError(f"power loss failed: {reply.get('error')}")
+        return PowerLossReport.from_json(reply["report"])
+
+    def unmount(self) -> None:
+        """Orderly shutdown: the cache is written back, then the mount goes (lazily:
+        stop processes using it first, or they get errors)."""
+        if self._proc is None:
+            return
+        self._teardown(clean=True)
+
+    def stats(self) -> dict[str, Any]:
+        """Cache and fsync counters of the running filesystem."""
+        reply = self._control({"cmd": "stats"}, timeout=self.timeout)
+        return dict(reply.get("stats", {}))
+
+    def __enter__(self) -> LossyMount:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._proc is not None:
+            self._teardown(clean=exc is None)
+
+    # -- internals -------------------------------------------------------------------
+
+    def _control(self, request: dict[str, Any], *, timeout: float) -> dict[str, Any]:
+        assert self._record is not None
+        path = str(Path(self._record.run_dir) / "control.sock")
+        try:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+                sock.settimeout(timeout)
+                sock.connect(path)
+                sock.sendall(json.dumps(request).encode() + b"\n")
+                data = b""
+                while chunk := sock.recv(65536):
+                    data += chunk
+            reply = json.loads(data)
+        except (OSError, ValueError) as exc:
+            raise LossyFsError(
+                f"the lossy filesystem on {self.mountpoint} did not answer "
+                f"{request['cmd']!r}: {exc}",
+                hint=f"see {self.log_file}",
+            ) from exc
+        if not isinstance(reply, dict):
+            raise LossyFsError(f"bad reply from the lossy filesystem: {reply!r}")
+        return reply
+
+    def _teardown(self, *, clean: bool) -> None:
+        """Stop the filesystem process (by PID, with timeouts) and make sure the mount
+        is gone. ``clean``: ask for an orderly shutdown first."""
+        proc_ = self._proc
+        record = self._record
+        assert proc_ is not None and record is not None
+        try:
+            if clean and proc_.poll() is None:
+                with contextlib.suppress(LossyFsError):
+                    self._control({"cmd": "shutdown"}, timeout=self.timeout)
+            try:
+                proc_.wait(timeout=self.timeout)
+            except subprocess.TimeoutExpired:
+                sig = signal.SIGTERM if clean else signal.SIGKILL
+                with contextlib.suppress(ProcessLookupError):
+                    proc_.send_signal(sig)
+                try:
+                    proc_.wait(timeout=self.timeout)
+                except subprocess.TimeoutExpired:
+                    proc_.kill()
+                    proc_.wait(timeout=self.timeout)
+        finally:
+            _lazy_unmount(record.mountpoint, record.fsname)
+            self._proc = None
+            tail = self._log_tail()
+            self._forget()
+        if clean and proc_.returncode != 0:
+            raise LossyFsError(
+                f"the lossy filesystem on {self.mountpoint} exited with code "
+                f"{proc_.returncode}: {tail}"
+            )
+
+    def _forget(self) -> None:
+        """Unregister and remove the run directory (errors carry the log's tail)."""
+        record = self._record
+        if record is None:
+            return
+        if self._created_mountpoint:
+            with contextlib.suppress(OSError):
+                os.rmdir(self.mountpoint)
+        _remove_run_dir(Path(record.run_dir))
+        _drop_record(record)
+        self._record = None
+
+    def _log_tail(self, lines: int = 8) -> str:
+        try:
+            text = (self.log_file or Path("/nonexistent")).read_text(errors="replace")
+        except OSError:
+            return "(no log)"
+        kept = [line for line in text.splitlines() if line.strip()][-lines:]
+        return " | ".join(kept) or "(empty log)"
