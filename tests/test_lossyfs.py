@@ -293,3 +293,27 @@ def test_clean_orphans_unmounts_what_a_killed_pgrig_left(dirs: tuple[Path, Path]
     assert not os.path.ismount(mnt)
     assert (backing / "left").read_bytes() == b"behind"  # SIGTERM: an orderly unmount
     assert lossyfs.clean_orphans() == []
+
+
+def test_removed_trees(fs: LossyMount) -> None:
+    root = fs.mountpoint
+    (root / "tree" / "sub").mkdir(parents=True)
+    write(root / "tree" / "sub" / "f", b"f", sync=True)
+    write(root / "tree" / "keep", b"k", sync=True)
+    for d in (root / "tree" / "sub", root / "tree", root):
+        fsync_dir(d)
+    os.rename(root / "tree" / "keep", root / "kept")  # moved out, then the tree goes
+    shutil.rmtree(root / "tree")
+    fsync_dir(root)
+    crash(fs)
+    assert sorted(os.listdir(root)) == ["kept"]
+    assert (root / "kept").read_bytes() == b"k"
+    (root / "again" / "sub").mkdir(parents=True)
+    write(root / "again" / "sub" / "f", b"x", sync=True)
+    fsync_dir(root / "again" / "sub")
+    fsync_dir(root / "again")
+    fsync_dir(root)
+    shutil.rmtree(root / "again")  # removed, never synced: the orderly unmount persists it
+    fs.unmount()
+    assert sorted(os.listdir(fs.backing)) == [".lossyfs-staging", "kept"]
+    fs.start()

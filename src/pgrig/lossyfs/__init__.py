@@ -10,7 +10,14 @@ Importing this package does not need the FUSE binding: ``available()`` says why 
 mount cannot work here, so callers can skip with that reason.
 """
 
-from pgrig.lossyfs.mount import LossyFsError, LossyMount, available, clean_orphans, is_mounted
+from pgrig.lossyfs.mount import (
+    LossyFsError,
+    LossyMount,
+    available,
+    clean_orphans,
+    is_mounted,
+    sync_tree,
+)
 from pgrig.lossyfs.powerloss import MODES, Mode, PowerLossReport
 from pgrig.lossyfs.volume import METADATA_MODELS, MetadataModel
 
@@ -25,4 +32,5 @@ __all__ = [
     "available",
     "clean_orphans",
     "is_mounted",
+    "sync_tree",
 ]

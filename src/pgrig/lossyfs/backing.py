@@ -28,6 +28,7 @@ from pgrig.lossyfs.nodes import Dir, File, Node, Symlink
 log = logging.getLogger("pgrig.lossyfs")
 
 STAGING = ".lossyfs-staging"
+MAX_IOV = 256  # buffers per pwritev (the kernel's limit is IOV_MAX, 1024)
 
 
 class Backing:
@@ -148,7 +149,7 @@ class Backing:
                 extent = min(extent, limit)
             if extent <= 0:
                 continue
-            if index != expected or run_start < 0:
+            if index != expected or run_start < 0 or len(run) >= MAX_IOV:
                 if run:
                     os.pwritev(fd, run, run_start * psize)
                 run, run_start = [], index
@@ -211,20 +212,21 @@ class Backing:
         """Drop the durable name ``d/name`` of ``node``, keeping its backing copy
         while the inode is alive and has no other one."""
         path = self._name_path(d, name)
+        touched.add(path.parent)
+        last = node.durable_names == {(d, name)} and not node.staged
+        if last and not node.alive and isinstance(node, Dir):
+            # A removed tree: empty it while its own path still resolves (its live
+            # descendants are rescued, the rest goes with it).
+            for child_name, child in list(node.durable.items()):
+                self._release(node, child_name, child, touched)
         del d.durable[name]
         node.durable_names.discard((d, name))
-        touched.add(path.parent)
-        if node.durable_names or node.staged:
+        if not last:
             os.unlink(path)
         elif node.alive:
             self._rescue(node, path, touched)
         else:
-            if isinstance(node, Dir):
-                for child_name, child in list(node.durable.items()):
-                    self._release(node, child_name, child, touched)
-                os.rmdir(path)
-            else:
-                os.unlink(path)
+            (os.rmdir if isinstance(node, Dir) else os.unlink)(path)
             self.forget_backing(node)
 
     def _rescue(self, node: Node, path: Path, touched: set[Path]) -> None:

@@ -19,7 +19,7 @@ import pyfuse3
 
 from pgrig.lossyfs.backing import STAGING
 from pgrig.lossyfs.nodes import Dir, File, Node, Symlink
-from pgrig.lossyfs.volume import Volume
+from pgrig.lossyfs.volume import FsError, Volume
 
 log = logging.getLogger("pgrig.lossyfs")
 
@@ -42,9 +42,10 @@ def handler(fn: Callable[P, Coroutine[Any, Any, R]]) -> Callable[P, Coroutine[An
             return await fn(*args, **kwargs)
         except pyfuse3.FUSEError:
             raise
-        except OSError as exc:
-            if exc.errno in (None, errno.EIO):
-                log.exception("I/O error in %s", fn.__name__)
+        except FsError as exc:
+            raise pyfuse3.FUSEError(exc.errno or errno.EIO) from None
+        except OSError as exc:  # the backing store failed: say so, the caller sees it
+            log.exception("backing store error in %s", fn.__name__)
             raise pyfuse3.FUSEError(exc.errno or errno.EIO) from None
         except Exception:
             log.exception("internal error in %s", fn.__name__)

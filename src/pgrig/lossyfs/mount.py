@@ -201,6 +201,33 @@ def clean_orphans(log: Callable[[str], None] | None = None) -> list[str]:
     return cleaned
 
 
+def sync_tree(root: Path) -> None:
+    """fsync every file and directory under ``root`` (children before parents), as
+    initdb's final sync does: what pgrig writes on the mount itself (its work
+    directory marker, postgresql.conf edits after initdb) is volatile otherwise,
+    and a power loss would take it back."""
+    for dirpath, _dirs, files in os.walk(root, topdown=False):
+        for name in files:
+            path = os.path.join(dirpath, name)
+            if os.path.islink(path):
+                continue
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        fd = os.open(dirpath, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    parent = os.open(os.path.dirname(os.path.abspath(root)), os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(parent)
+    finally:
+        os.close(parent)
+
+
 def _remove_run_dir(run_dir: Path) -> None:
     if (run_dir / RUN_MARKER).is_file():
         shutil.rmtree(run_dir, ignore_errors=True)

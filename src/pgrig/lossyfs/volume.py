@@ -28,8 +28,12 @@ MetadataModel = Literal["strict", "journal"]
 METADATA_MODELS: tuple[MetadataModel, ...] = ("strict", "journal")
 
 
-def _err(code: int, what: str = "") -> OSError:
-    return OSError(code, os.strerror(code) + (f": {what}" if what else ""))
+class FsError(OSError):
+    """An expected error of a filesystem call (ENOENT, EEXIST...), not an I/O failure."""
+
+
+def _err(code: int, what: str = "") -> FsError:
+    return FsError(code, os.strerror(code) + (f": {what}" if what else ""))
 
 
 class Volume:
