@@ -10,12 +10,11 @@ from __future__ import annotations
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import psycopg
 import pytest
-from conftest import make_disk_dir
 
+from conftest import make_disk_dir
 from pgrig import lossyfs, proc
 from pgrig.cluster import binaries, profiles
 from pgrig.cluster.server import SUPERUSER, Cluster, InitdbOptions, server_os_user
