@@ -40,6 +40,7 @@ class Backing:
         self.staging = path / STAGING
         self.chown = chown
         self.dirty_files: set[File] = set()
+        self.dirty_dirs: set[Dir] = set()  # live entries may differ from durable ones
 
     # -- where an inode's backing copy is -------------------------------------
 
@@ -116,8 +117,17 @@ class Backing:
     # -- fsync of a file --------------------------------------------------------
 
     def persist_file(self, node: File, *, datasync: bool) -> None:
+        fd = self.write_back(node)
+        if fd is not None:
+            (os.fdatasync if datasync else os.fsync)(fd)
+
+    def write_back(self, node: File) -> int | None:
+        """Move a file's cache into its backing file; returns the descriptor the caller
+        must still (f)datasync, or None if nothing changed since the last fsync. The
+        model counts the data durable from here on: a power loss that comes before the
+        caller's fdatasync returns keeps it (the disk may well have written it)."""
         if not node.dirty and node.fd is not None:
-            return  # nothing changed since the last fsync: the backing is durable
+            return None
         if self.abspath(node) is None:
             self._stage(node)
             self._fsync_dir(self.staging)
@@ -130,10 +140,10 @@ class Backing:
         backing_size = max(backing_size, self._write_pages(node, fd, sorted(node.pages)))
         if backing_size != node.live_size:
             os.ftruncate(fd, node.live_size)
-        (os.fdatasync if datasync else os.fsync)(fd)
         node.pages.clear()
         self.dirty_files.discard(node)
         node.floor = node.durable_size = node.live_size
+        return fd
 
     def _write_pages(self, node: File, fd: int, indexes: list[int], limit: int = 0) -> int:
         """Write cached pages, consecutive ones in one pwritev; ``limit`` cuts each.
@@ -174,6 +184,7 @@ class Backing:
         for name, node in list(d.durable.items()):
             if d.live.get(name) is not node:
                 self._release(d, name, node, touched)
+        self.dirty_dirs.discard(d)
         base = self.abspath(d)
         assert base is not None
         touched.add(base)

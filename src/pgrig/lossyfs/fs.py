@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, ParamSpec, TypeVar
 
 import pyfuse3
+import trio
 
 from pgrig.lossyfs.backing import STAGING
 from pgrig.lossyfs.nodes import Dir, File, Node, Symlink
@@ -35,8 +36,9 @@ def handler(fn: Callable[P, Coroutine[Any, Any, R]]) -> Callable[P, Coroutine[An
 
     @functools.wraps(fn)
     async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        ops = args[0]
-        if ops.dead:  # type: ignore[attr-defined]
+        ops: LossyOperations = args[0]  # type: ignore[assignment]
+        ops.calls[fn.__name__] = ops.calls.get(fn.__name__, 0) + 1
+        if ops.dead:
             raise pyfuse3.FUSEError(errno.EIO)
         try:
             return await fn(*args, **kwargs)
@@ -72,6 +74,8 @@ class LossyOperations(pyfuse3.Operations):
         self.dead = False
         self.handles: dict[int, Handle] = {}
         self.next_fh = 1
+        self.inflight: dict[int, trio.Event] = {}
+        self.calls: dict[str, int] = {}  # requests served, by operation
         self.max_write = 0
         self.max_read = 0
 
@@ -261,7 +265,7 @@ class LossyOperations(pyfuse3.Operations):
         self.max_write = max(self.max_write, len(buf))
         self.volume.write(node, off, buf)
         if handle.sync:
-            self.volume.fsync_file(node, datasync=True, reason="sync_write")
+            await self._durable(node, datasync=True, reason="sync_write")
         return len(buf)
 
     @handler
@@ -276,7 +280,27 @@ class LossyOperations(pyfuse3.Operations):
 
     @handler
     async def fsync(self, fh: int, datasync: bool) -> None:
-        self.volume.fsync_file(self._handle(fh).node, datasync=datasync)
+        await self._durable(self._handle(fh).node, datasync=datasync, reason="file")
+
+    async def _durable(self, node: Node, *, datasync: bool, reason: str) -> None:
+        """fsync: the cache goes to the backing file on the loop; the slow (f)datasync
+        of the backing file runs in a thread, so other requests (another backend's
+        WAL write: group commit) go on meanwhile. An fsync that finds nothing new
+        still waits for the one in flight for the same file."""
+        fd = self.volume.fsync_file(node, reason=reason)
+        if fd is None:
+            pending = self.inflight.get(node.ino)
+            if pending is not None:
+                await pending.wait()
+            return
+        done = trio.Event()
+        self.inflight[node.ino] = done
+        try:
+            await trio.to_thread.run_sync(os.fdatasync if datasync else os.fsync, fd)
+        finally:
+            done.set()
+            if self.inflight.get(node.ino) is done:
+                del self.inflight[node.ino]
 
     # -- directories ------------------------------------------------------------------
 
@@ -329,6 +353,7 @@ class LossyOperations(pyfuse3.Operations):
             "dirty_bytes": pages * self.volume.page_size,
             "dirty_dirs": sum(1 for d in backing.dirs() if d.dirty),
             "fsyncs": dict(self.volume.fsyncs),
+            "calls": dict(self.calls),
             "max_write": self.max_write,
             "max_read": self.max_read,
             "dead": self.dead,

@@ -176,15 +176,23 @@ class Volume:
         self._check_new_name(parent, name)
         node = new_node(kind, self._new_ino(), mode, uid, gid, self.page_size)
         self.inodes[node.ino] = node
-        parent.attach(name, node)
+        self._attach(parent, name, node)
         return node
+
+    def _attach(self, parent: Dir, name: bytes, node: Node) -> None:
+        parent.attach(name, node)
+        self.backing.dirty_dirs.add(parent)
+
+    def _detach(self, parent: Dir, name: bytes) -> Node:
+        self.backing.dirty_dirs.add(parent)
+        return parent.detach(name)
 
     def symlink(self, parent_ino: int, name: bytes, target: bytes, uid: int, gid: int) -> Node:
         parent = self.dir(parent_ino)
         self._check_new_name(parent, name)
         node = Symlink(self._new_ino(), stat.S_IFLNK | 0o777, uid, gid, target)
         self.inodes[node.ino] = node
-        parent.attach(name, node)
+        self._attach(parent, name, node)
         return node
 
     def link(self, ino: int, parent_ino: int, name: bytes) -> Node:
@@ -193,7 +201,7 @@ class Volume:
             raise _err(errno.EPERM)
         parent = self.dir(parent_ino)
         self._check_new_name(parent, name)
-        parent.attach(name, node)
+        self._attach(parent, name, node)
         return node
 
     def unlink(self, parent_ino: int, name: bytes) -> None:
@@ -201,7 +209,7 @@ class Volume:
         node = self.child(parent, name)
         if isinstance(node, Dir):
             raise _err(errno.EISDIR)
-        parent.detach(name)
+        self._detach(parent, name)
         self.maybe_drop(node)
 
     def rmdir(self, parent_ino: int, name: bytes) -> None:
@@ -211,7 +219,7 @@ class Volume:
             raise _err(errno.ENOTDIR)
         if node.live:
             raise _err(errno.ENOTEMPTY)
-        parent.detach(name)
+        self._detach(parent, name)
         self.maybe_drop(node)
 
     def rename(self, old_ino: int, old: bytes, new_ino: int, new: bytes, flags: int) -> None:
@@ -227,10 +235,10 @@ class Volume:
                 raise _err(errno.ENOENT)
             self._check_no_loop(node, dst_dir)
             self._check_no_loop(target, src_dir)
-            src_dir.detach(old)
-            dst_dir.detach(new)
-            src_dir.attach(old, target)
-            dst_dir.attach(new, node)
+            self._detach(src_dir, old)
+            self._detach(dst_dir, new)
+            self._attach(src_dir, old, target)
+            self._attach(dst_dir, new, node)
             return
         if target is not None:
             if flags & RENAME_NOREPLACE:
@@ -246,9 +254,9 @@ class Volume:
                 raise _err(errno.EISDIR)
         self._check_no_loop(node, dst_dir)
         if target is not None:
-            dst_dir.detach(new)
-        src_dir.detach(old)
-        dst_dir.attach(new, node)
+            self._detach(dst_dir, new)
+        self._detach(src_dir, old)
+        self._attach(dst_dir, new, node)
         if target is not None:
             self.maybe_drop(target)
 
@@ -280,12 +288,14 @@ class Volume:
 
     # -- durability -------------------------------------------------------------------
 
-    def fsync_file(self, node: Node, *, datasync: bool, reason: str = "file") -> None:
+    def fsync_file(self, node: Node, *, reason: str = "file") -> int | None:
+        """The in-memory part of an fsync of a file: returns the backing descriptor the
+        caller must still fdatasync (outside the event loop), or None."""
         self.fsyncs[reason] += 1
-        if isinstance(node, File):
-            self.backing.persist_file(node, datasync=datasync)
+        fd = self.backing.write_back(node) if isinstance(node, File) else None
         if self.metadata == "journal":
             self._persist_dirs()
+        return fd
 
     def fsync_dir(self, node: Dir) -> None:
         self.fsyncs["dir"] += 1
@@ -295,9 +305,22 @@ class Volume:
             self.backing.persist_dir(node)
 
     def _persist_dirs(self) -> None:
-        for d in self.backing.dirs():
-            if d.dirty:
+        """Every changed directory, parents first (a new directory gets its name before
+        its entries); releasing a removed tree may settle others on the way."""
+        pending = self.backing.dirty_dirs
+        while pending:
+            d = min(pending, key=self._depth)
+            if d.dirty and (d.links or d is self.root):  # a removed one goes with its parent
                 self.backing.persist_dir(d)
+            pending.discard(d)
+
+    def _depth(self, d: Dir) -> tuple[int, int]:
+        depth = 0
+        walk = d.parent
+        while walk is not None:
+            depth += 1
+            walk = walk.parent
+        return depth, d.ino
 
     def sync_all(self) -> None:
         """A clean shutdown: everything cached becomes durable (as umount does)."""
