@@ -317,3 +317,38 @@ def test_removed_trees(fs: LossyMount) -> None:
     fs.unmount()
     assert sorted(os.listdir(fs.backing)) == [".lossyfs-staging", "kept"]
     fs.start()
+
+
+def test_open_unlinked_files_symlinks_and_the_only_filter(fs: LossyMount) -> None:
+    root = fs.mountpoint
+    write(root / "a", b"a" * 4096, sync=True)
+    write(root / "b", b"b" * 4096, sync=True)
+    os.symlink("a", root / "link")
+    fsync_dir(root)
+    fd = os.open(root / "a", os.O_RDWR)
+    try:
+        os.unlink(root / "a")
+        fsync_dir(root)  # the unlink is durable; the open file lives on, nameless
+        os.pwrite(fd, b"A" * 10, 0)
+        os.fsync(fd)
+        assert os.pread(fd, 12, 0) == b"A" * 10 + b"aa"
+    finally:
+        os.close(fd)
+    with open(root / "b", "r+b") as f:
+        f.write(b"B" * 4096)
+    report = crash(fs, "random-subset", keep_fraction=1.0, only="nomatch*")
+    assert report.unsynced_pages == 1 and report.persisted_pages == 0
+    assert (root / "b").read_bytes() == b"b" * 4096
+    assert os.readlink(root / "link") == "a" and not (root / "a").exists()
+
+
+def test_rejects_bad_arguments(dirs: tuple[Path, Path]) -> None:
+    with pytest.raises(LossyFsError, match="page size"):
+        LossyMount(*dirs, page_size=3000)
+    with pytest.raises(LossyFsError, match="metadata model"):
+        LossyMount(*dirs, metadata="eventual")  # type: ignore[arg-type]
+    mount = LossyMount(*dirs)
+    with pytest.raises(LossyFsError, match="unknown"):
+        mount.power_loss("meteor")  # type: ignore[arg-type]
+    with pytest.raises(LossyFsError, match="not mounted"):
+        mount.power_loss()

@@ -10,15 +10,9 @@ Importing this package does not need the FUSE binding: ``available()`` says why 
 mount cannot work here, so callers can skip with that reason.
 """
 
-from pgrig.lossyfs.mount import (
-    LossyFsError,
-    LossyMount,
-    available,
-    clean_orphans,
-    is_mounted,
-    sync_tree,
-)
+from pgrig.lossyfs.mount import LossyFsError, LossyMount, available, sync_tree
 from pgrig.lossyfs.powerloss import MODES, Mode, PowerLossReport
+from pgrig.lossyfs.registry import clean_orphans, is_mounted
 from pgrig.lossyfs.volume import METADATA_MODELS, MetadataModel
 
 __all__ = [

@@ -2,11 +2,8 @@
 
 The filesystem runs as its own process (``python -m pgrig.lossyfs serve``),
 started and stopped by PID with timeouts, controlled through a unix socket in a
-private run directory outside the mount. Every mount pgrig makes is recorded in
-the state directory (``<state>/lossyfs/<fsname>.json``) before it exists, so
-``clean_orphans`` can undo it after pgrig itself was killed - and only it: a
-mount is touched only if /proc/self/mountinfo shows that mountpoint with the
-unique source name pgrig gave it.
+private run directory outside the mount. Every mount is recorded before it
+exists (see registry.py), so ``clean_orphans`` can undo it after a crash.
 """
 
 from __future__ import annotations
@@ -22,21 +19,25 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from pgrig import proc
-from pgrig.cluster.workdir import state_dir
 from pgrig.errors import PgrigError
 from pgrig.lossyfs.powerloss import MODES, Mode, PowerLossReport
+from pgrig.lossyfs.registry import (
+    RUN_MARKER,
+    RUN_PREFIX,
+    MountRecord,
+    drop_record,
+    is_mounted,
+    lazy_unmount,
+    registry_dir,
+    remove_run_dir,
+    write_record,
+)
 from pgrig.lossyfs.volume import METADATA_MODELS, MetadataModel
-
-FSTYPE = "fuse.lossyfs"
-RUN_PREFIX = "pgrig-lossyfs-"
-RUN_MARKER = ".pgrig-lossyfs"
 
 
 class LossyFsError(PgrigError):
@@ -69,138 +70,6 @@ def available(*, allow_other: bool = True) -> str | None:
     return None
 
 
-@dataclass(frozen=True)
-class MountRecord:
-    """What pgrig mounted, written before the mount exists (the orphan marker)."""
-
-    fsname: str
-    mountpoint: str
-    backing: str
-    run_dir: str
-    owner_pid: int
-    host: str
-    created_at: float
-    fs_pid: int | None = None
-    created_mountpoint: bool = False
-
-    def owner_alive(self) -> bool:
-        return self.host == socket.gethostname() and proc.pid_alive(self.owner_pid)
-
-
-def _registry() -> Path:
-    return state_dir() / "lossyfs"
-
-
-def _write_record(record: MountRecord) -> None:
-    """Atomically: a crash must leave the old record or the new one."""
-    directory = _registry()
-    directory.mkdir(parents=True, exist_ok=True)
-    final = directory / f"{record.fsname}.json"
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-")
-    with os.fdopen(fd, "w") as out:
-        json.dump(asdict(record), out)
-        out.flush()
-        os.fsync(out.fileno())
-    os.replace(tmp, final)
-    dfd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(dfd)
-    finally:
-        os.close(dfd)
-
-
-def _drop_record(record: MountRecord) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        (_registry() / f"{record.fsname}.json").unlink()
-
-
-def _unescape(field: str) -> str:
-    """mountinfo escapes space, tab, newline and backslash as octal."""
-    for code in ("\\040", "\\011", "\\012", "\\134"):
-        field = field.replace(code, chr(int(code[1:], 8)))
-    return field
-
-
-def is_mounted(mountpoint: str, fsname: str) -> bool:
-    """True if ``mountpoint`` carries our mount (matched by its unique source name)."""
-    try:
-        lines = Path("/proc/self/mountinfo").read_text().splitlines()
-    except OSError:
-        return False
-    for line in lines:
-        fields = line.split()
-        if "-" not in fields:
-            continue
-        sep = fields.index("-")
-        if (
-            len(fields) > sep + 2
-            and _unescape(fields[4]) == mountpoint
-            and fields[sep + 1] == FSTYPE
-            and fields[sep + 2] == fsname
-        ):
-            return True
-    return False
-
-
-def _lazy_unmount(mountpoint: str, fsname: str) -> None:
-    if not is_mounted(mountpoint, fsname):
-        return
-    fusermount = shutil.which("fusermount3") or "fusermount3"
-    proc.run([fusermount, "-u", "-z", mountpoint], timeout=30, check=False, what="fusermount3")
-
-
-def _fs_process(pid: int, fsname: str) -> bool:
-    """Is ``pid`` really the lossyfs process serving ``fsname``? (never signal a stranger)"""
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return False
-    return b"pgrig.lossyfs" in cmdline and f"--fsname={fsname}".encode() in cmdline
-
-
-def _stop_pid(pid: int, fsname: str, timeout: float) -> None:
-    """SIGTERM (clean shutdown), then SIGKILL, of a verified lossyfs process."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        if not _fs_process(pid, fsname):
-            return
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, sig)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if not proc.pid_alive(pid):
-                return
-            time.sleep(0.05)
-
-
-def clean_orphans(log: Callable[[str], None] | None = None) -> list[str]:
-    """Unmount lossy filesystems left by pgrig processes that are gone; returns
-    their mountpoints. The filesystem process gets SIGTERM first, which writes its
-    cache to the backing directory (what an orderly umount would do)."""
-    cleaned: list[str] = []
-    registry = _registry()
-    if not registry.is_dir():
-        return cleaned
-    for entry in sorted(registry.glob("*.json")):
-        try:
-            record = MountRecord(**json.loads(entry.read_text()))
-        except (OSError, ValueError, TypeError):
-            continue
-        if record.owner_alive():
-            continue
-        if log:
-            log(f"found lossy mount {record.mountpoint} of gone pgrig pid {record.owner_pid}")
-        if record.fs_pid is not None:
-            _stop_pid(record.fs_pid, record.fsname, timeout=10)
-        _lazy_unmount(record.mountpoint, record.fsname)
-        _remove_run_dir(Path(record.run_dir))
-        if record.created_mountpoint:
-            with contextlib.suppress(OSError):
-                os.rmdir(record.mountpoint)  # only if empty: never delete contents
-        _drop_record(record)
-        cleaned.append(record.mountpoint)
-    return cleaned
-
-
 def sync_tree(root: Path) -> None:
     """fsync every file and directory under ``root`` (children before parents), as
     initdb's final sync does: what pgrig writes on the mount itself (its work
@@ -228,11 +97,6 @@ def sync_tree(root: Path) -> None:
         os.close(parent)
 
 
-def _remove_run_dir(run_dir: Path) -> None:
-    if (run_dir / RUN_MARKER).is_file():
-        shutil.rmtree(run_dir, ignore_errors=True)
-
-
 class LossyMount:
     """A lossy FUSE filesystem over ``backing`` mounted on ``mountpoint``.
 
@@ -257,6 +121,11 @@ class LossyMount:
             raise LossyFsError(
                 f"metadata model {metadata!r} is unknown",
                 hint=f"use one of {', '.join(METADATA_MODELS)}",
+            )
+        if page_size < 512 or page_size > 1 << 20 or page_size & (page_size - 1):
+            raise LossyFsError(
+                f"page size {page_size} is not a power of two between 512 and 1 MiB",
+                hint="use 4096 (the kernel's page) or 8192 (PostgreSQL's block)",
             )
         self.backing = Path(os.path.realpath(backing))
         self.mountpoint = Path(os.path.realpath(mountpoint))
@@ -300,31 +169,45 @@ class LossyMount:
             created_at=time.time(),
             created_mountpoint=self._created_mountpoint,
         )
-        _write_record(record)
         self._record = record
-        argv = [
+        try:
+            write_record(record)  # before the mount exists: a crash from here is cleanable
+            with open(run_dir / "fs.log", "ab") as log:
+                self._proc = subprocess.Popen(  # noqa: S603 - argument list
+                    self._argv(record),
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=log,
+                    start_new_session=True,
+                )
+            self._record = record = MountRecord(**{**asdict(record), "fs_pid": self._proc.pid})
+            write_record(record)
+            self._wait_ready()
+        except BaseException as exc:
+            if self._proc is not None:
+                self._teardown(clean=False)
+            else:
+                self._forget()
+            if isinstance(exc, OSError):
+                raise LossyFsError(
+                    f"cannot start the lossy filesystem on {self.mountpoint}: {exc}",
+                    hint=f"check that the pgrig state directory {registry_dir()} is writable",
+                ) from exc
+            raise
+
+    def _argv(self, record: MountRecord) -> list[str]:
+        return [
             sys.executable,
             "-m",
             "pgrig.lossyfs",
             "serve",
             f"--backing={self.backing}",
             f"--mountpoint={self.mountpoint}",
-            f"--control={run_dir / 'control.sock'}",
+            f"--control={Path(record.run_dir) / 'control.sock'}",
             f"--fsname={record.fsname}",
             f"--page-size={self.page_size}",
             f"--metadata={self.metadata}",
         ] + (["--allow-other"] if self.allow_other else [])
-        with open(run_dir / "fs.log", "ab") as log:
-            self._proc = subprocess.Popen(  # noqa: S603 - argument list
-                argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True
-            )
-        self._record = record = MountRecord(**{**asdict(record), "fs_pid": self._proc.pid})
-        _write_record(record)
-        try:
-            self._wait_ready()
-        except BaseException:
-            self._teardown(clean=False)
-            raise
 
     def _check_paths(self) -> None:
         if not self.backing.is_dir():
@@ -489,7 +372,7 @@ class LossyMount:
                     proc_.kill()
                     proc_.wait(timeout=self.timeout)
         finally:
-            _lazy_unmount(record.mountpoint, record.fsname)
+            lazy_unmount(record.mountpoint, record.fsname)
             self._proc = None
             tail = self._log_tail()
             self._forget()
@@ -507,8 +390,8 @@ class LossyMount:
         if self._created_mountpoint:
             with contextlib.suppress(OSError):
                 os.rmdir(self.mountpoint)
-        _remove_run_dir(Path(record.run_dir))
-        _drop_record(record)
+        remove_run_dir(Path(record.run_dir))
+        drop_record(record)
         self._record = None
 
     def _log_tail(self, lines: int = 8) -> str:
