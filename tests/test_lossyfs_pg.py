@@ -8,8 +8,9 @@ The server runs as the unprivileged ``postgres`` user on the FUSE mount (so
 from __future__ import annotations
 
 import shutil
+import subprocess
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import psycopg
 import pytest
@@ -20,7 +21,7 @@ from pgrig.cluster import binaries, profiles
 from pgrig.cluster.server import SUPERUSER, Cluster, InitdbOptions, server_os_user
 from pgrig.conninfo import Conn
 from pgrig.errors import ClusterError
-from pgrig.lossyfs import LossyMount
+from pgrig.lossyfs import LossyMount, registry
 
 REASON = lossyfs.available()
 pytestmark = [
@@ -149,3 +150,19 @@ def test_strict_metadata_exposes_unsynced_relation_file_names(rig: Rig) -> None:
     except (psycopg.Error, ClusterError):
         return  # e.g. 'index "t_pkey" contains unexpected zero page at block 0'
     assert rows < 110
+
+
+@pytest.mark.parametrize("rig", [("journal", "on")], indirect=True)
+def test_clean_orphans_stops_the_server_on_the_mount_first(rig: Rig) -> None:
+    commit_rows(rig, 0, 10)
+    with subprocess.Popen(["true"]) as gone:
+        gone.wait(timeout=30)
+    record = rig.mount.record
+    assert record is not None
+    registry.write_record(replace(record, owner_pid=gone.pid))  # as if pgrig was killed
+    postmaster = rig.cluster.postmaster_pid()
+    assert postmaster is not None
+    assert lossyfs.clean_orphans() == [str(rig.mount.mountpoint)]
+    assert not proc.pid_alive(postmaster)
+    assert not rig.mount.mounted
+    assert (rig.mount.backing / "work" / "data" / "PG_VERSION").is_file()

@@ -146,6 +146,11 @@ class LossyMount:
         return self._record is not None and is_mounted(str(self.mountpoint), self._record.fsname)
 
     @property
+    def record(self) -> MountRecord | None:
+        """What is registered for the current mount (fsname, PIDs, run directory)."""
+        return self._record
+
+    @property
     def log_file(self) -> Path | None:
         return Path(self._record.run_dir) / "fs.log" if self._record else None
 

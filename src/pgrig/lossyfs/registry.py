@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from pgrig import proc
+from pgrig.cluster import workdir
 from pgrig.cluster.workdir import state_dir
 
 FSTYPE = "fuse.lossyfs"
@@ -134,8 +135,10 @@ def _stop_pid(pid: int, fsname: str, timeout: float) -> None:
 
 def clean_orphans(log: Callable[[str], None] | None = None) -> list[str]:
     """Unmount lossy filesystems left by pgrig processes that are gone; returns
-    their mountpoints. The filesystem process gets SIGTERM first, which writes its
-    cache to the backing directory (what an orderly umount would do)."""
+    their mountpoints. PostgreSQL servers running on such a mount are stopped first;
+    then the filesystem process gets SIGTERM, which writes its cache to the backing
+    directory (what an orderly umount would do). Call it before
+    ``workdir.clean_orphans``, so that removes work directories no longer mounted."""
     cleaned: list[str] = []
     registry = registry_dir()
     if not registry.is_dir():
@@ -149,6 +152,10 @@ def clean_orphans(log: Callable[[str], None] | None = None) -> list[str]:
             continue
         if log:
             log(f"found lossy mount {record.mountpoint} of gone pgrig pid {record.owner_pid}")
+        if is_mounted(record.mountpoint, record.fsname):
+            for datadir in _server_dirs_inside(record.mountpoint):
+                if workdir.stop_orphan_server(datadir) and log:
+                    log(f"stopped the PostgreSQL server of {datadir} on it")
         if record.fs_pid is not None:
             _stop_pid(record.fs_pid, record.fsname, timeout=10)
         lazy_unmount(record.mountpoint, record.fsname)
@@ -159,6 +166,25 @@ def clean_orphans(log: Callable[[str], None] | None = None) -> list[str]:
         drop_record(record)
         cleaned.append(record.mountpoint)
     return cleaned
+
+
+def _server_dirs_inside(mountpoint: str) -> set[Path]:
+    """Working directories under ``mountpoint`` of running processes: a PostgreSQL
+    server chdirs to its data directory (stop_orphan_server checks postmaster.pid
+    before it signals anything). Stopped before the unmount, or the server would be
+    left running on a dead filesystem."""
+    found: set[Path] = set()
+    prefix = mountpoint.rstrip("/") + "/"
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cwd = os.readlink(entry / "cwd")
+        except OSError:
+            continue
+        if cwd.startswith(prefix):
+            found.add(Path(cwd))
+    return found
 
 
 def remove_run_dir(run_dir: Path) -> None:
