@@ -350,5 +350,21 @@ def test_rejects_bad_arguments(dirs: tuple[Path, Path]) -> None:
     mount = LossyMount(*dirs)
     with pytest.raises(LossyFsError, match="unknown"):
         mount.power_loss("meteor")  # type: ignore[arg-type]
+    with pytest.raises(LossyFsError, match="keep_fraction"):
+        mount.power_loss("random-subset", keep_fraction=2)
+    with pytest.raises(LossyFsError, match="torn_bytes"):
+        mount.power_loss("torn", torn_bytes=4096)
     with pytest.raises(LossyFsError, match="not mounted"):
         mount.power_loss()
+
+
+def test_an_exception_inside_the_context_stops_without_writing_back(
+    dirs: tuple[Path, Path],
+) -> None:
+    started = time.monotonic()
+    with pytest.raises(RuntimeError), LossyMount(*dirs, timeout=20) as fs:
+        write(fs.mountpoint / "f", b"never synced")
+        raise RuntimeError("the caller failed")
+    assert time.monotonic() - started < 15  # killed at once, not after the timeout
+    assert not fs.mounted
+    assert not (fs.backing / "f").exists()

@@ -283,6 +283,13 @@ class LossyMount:
         """
         if mode not in MODES:
             raise LossyFsError(f"power loss mode {mode!r} is unknown", hint=f"use one of {MODES}")
+        if not 0.0 <= keep_fraction <= 1.0:
+            raise LossyFsError(f"keep_fraction {keep_fraction} is not between 0 and 1")
+        if torn_bytes is not None and not 0 < torn_bytes < self.page_size:
+            raise LossyFsError(
+                f"torn_bytes {torn_bytes} is not between 1 and {self.page_size - 1}",
+                hint="a torn page keeps a prefix of one page (page_size of the mount)",
+            )
         if self._proc is None:
             raise LossyFsError(f"{self.mountpoint} is not mounted", hint="call start() first")
         if seed is None:
@@ -301,7 +308,7 @@ class LossyMount:
         except LossyFsError:
             self._teardown(clean=False)  # SIGKILL: as lossy as "drop"
             raise
-        self._teardown(clean=False)
+        self._teardown(clean=False, exiting=bool(reply.get("ok")))
         if not reply.get("ok"):
             raise LossyFsError(f"power loss failed: {reply.get('error')}")
         return PowerLossReport.from_json(reply["report"])
@@ -355,16 +362,19 @@ class LossyMount:
             raise LossyFsError(f"bad reply from the lossy filesystem: {reply!r}")
         return reply
 
-    def _teardown(self, *, clean: bool) -> None:
+    def _teardown(self, *, clean: bool, exiting: bool = False) -> None:
         """Stop the filesystem process (by PID, with timeouts) and make sure the mount
-        is gone. ``clean``: ask for an orderly shutdown first."""
+        is gone. ``clean``: ask for an orderly shutdown first; ``exiting``: it is
+        leaving by itself (after a power loss); neither: SIGKILL it at once."""
         proc_ = self._proc
         record = self._record
         assert proc_ is not None and record is not None
         try:
-            if clean and proc_.poll() is None:
+            if proc_.poll() is None and clean:
                 with contextlib.suppress(LossyFsError):
                     self._control({"cmd": "shutdown"}, timeout=self.timeout)
+            elif proc_.poll() is None and not exiting:
+                proc_.kill()  # nothing is written back: as lossy as a "drop" power loss
             try:
                 proc_.wait(timeout=self.timeout)
             except subprocess.TimeoutExpired:
