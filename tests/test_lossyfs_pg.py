@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 
 import psycopg
 import pytest
+from psycopg import sql
 
 from conftest import make_disk_dir
 from pgrig import lossyfs, proc
@@ -52,11 +53,12 @@ class Rig:
         self.mount.remount()
         return report
 
-    def recovered_rows(self) -> int:
-        """Rows in t after crash recovery; raises if the server or the table is broken."""
+    def recovered_rows(self, table: str = "t") -> int:
+        """Rows in ``table`` after crash recovery; raises if the server or it is broken."""
         self.cluster.restart_after_crash(timeout=120)
         with self.conn.connect() as db:
-            row = db.execute("SELECT count(*) FROM t").fetchone()
+            row = db.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(table)))
+            row = row.fetchone()
         assert row is not None
         return int(row[0])
 
@@ -68,26 +70,39 @@ def commit_rows(rig: Rig, first: int, count: int) -> None:
             db.execute("INSERT INTO t VALUES (%s, repeat('x', 300))", (i,))
 
 
+@dataclass(frozen=True)
+class Setup:
+    metadata: lossyfs.MetadataModel = "journal"
+    settings: tuple[tuple[str, str], ...] = ()
+    page_size: int = 4096
+    checksums: bool = False
+
+
 @pytest.fixture
 def rig(request: pytest.FixtureRequest) -> Iterator[Rig]:
-    metadata, fsync = request.param
+    setup: Setup = request.param
     try:
         bins = binaries.find()
     except Exception as exc:  # pragma: no cover - make test installs PostgreSQL
         pytest.skip(f"PostgreSQL binaries not found: {exc}")
     base = make_disk_dir("pgrig-test-lossypg-")
     (base / "backing").mkdir()
-    mount = LossyMount(base / "backing", base / "mnt", metadata=metadata, seed=11)
+    mount = LossyMount(
+        base / "backing",
+        base / "mnt",
+        metadata=setup.metadata,
+        page_size=setup.page_size,
+        seed=11,
+    )
     mount.start()
     cluster: Cluster | None = None
     try:
         cluster = Cluster.create(
             bins, mount.mountpoint / "work", study="lossy", os_user=server_os_user()
         )
-        cluster.initdb(InitdbOptions())
-        cluster.configure(
-            profiles.load("stock").with_overrides({"fsync": fsync, "synchronous_commit": "on"})
-        )
+        cluster.initdb(InitdbOptions(data_checksums=setup.checksums))
+        settings = {"synchronous_commit": "on", **dict(setup.settings)}
+        cluster.configure(profiles.load("stock").with_overrides(settings))
         lossyfs.sync_tree(cluster.workdir)  # the config written after initdb must survive
         cluster.start()
         with Rig(mount, cluster).conn.connect() as db:
@@ -103,7 +118,7 @@ def rig(request: pytest.FixtureRequest) -> Iterator[Rig]:
         shutil.rmtree(base, ignore_errors=True)
 
 
-@pytest.mark.parametrize("rig", [("journal", "on")], indirect=True)
+@pytest.mark.parametrize("rig", [Setup()], indirect=True)
 def test_committed_rows_survive_power_losses_with_fsync_on(rig: Rig) -> None:
     commit_rows(rig, 0, 100)
     with rig.conn.connect() as db:
@@ -122,7 +137,7 @@ def test_committed_rows_survive_power_losses_with_fsync_on(rig: Rig) -> None:
     assert rig.recovered_rows() == 400
 
 
-@pytest.mark.parametrize("rig", [("journal", "off")], indirect=True)
+@pytest.mark.parametrize("rig", [Setup(settings=(("fsync", "off"),))], indirect=True)
 def test_fsync_off_loses_committed_rows(rig: Rig) -> None:
     commit_rows(rig, 0, 100)
     report = rig.crash("drop")
@@ -133,7 +148,7 @@ def test_fsync_off_loses_committed_rows(rig: Rig) -> None:
         rig.recovered_rows()
 
 
-@pytest.mark.parametrize("rig", [("strict", "on")], indirect=True)
+@pytest.mark.parametrize("rig", [Setup(metadata="strict")], indirect=True)
 def test_strict_metadata_exposes_unsynced_relation_file_names(rig: Rig) -> None:
     """PostgreSQL never fsyncs a directory after creating a relation file: it relies on
     the filesystem committing the new name with the file's fsync, as ext4 and xfs do.
@@ -152,7 +167,7 @@ def test_strict_metadata_exposes_unsynced_relation_file_names(rig: Rig) -> None:
     assert rows < 110
 
 
-@pytest.mark.parametrize("rig", [("journal", "on")], indirect=True)
+@pytest.mark.parametrize("rig", [Setup()], indirect=True)
 def test_clean_orphans_stops_the_server_on_the_mount_first(rig: Rig) -> None:
     commit_rows(rig, 0, 10)
     with subprocess.Popen(["true"]) as gone:
@@ -166,3 +181,35 @@ def test_clean_orphans_stops_the_server_on_the_mount_first(rig: Rig) -> None:
     assert not proc.pid_alive(postmaster)
     assert not rig.mount.mounted
     assert (rig.mount.backing / "work" / "data" / "PG_VERSION").is_file()
+
+
+TORN = dict(page_size=8192, checksums=True)
+
+
+@pytest.mark.parametrize(
+    "rig",
+    [
+        Setup(settings=(("full_page_writes", "off"), ("shared_buffers", "128kB")), **TORN),
+        Setup(settings=(("full_page_writes", "on"), ("shared_buffers", "128kB")), **TORN),
+    ],
+    ids=["full_page_writes=off", "full_page_writes=on"],
+    indirect=True,
+)
+def test_a_torn_heap_page_needs_full_page_writes(rig: Rig) -> None:
+    """Tiny shared_buffers: the UPDATE's backends evict dirty heap pages, written but
+    not fsynced until the next checkpoint. Tear one of them (4 KiB of 8 KiB): replaying
+    the WAL onto half a page fails unless a full-page image comes first."""
+    with rig.conn.connect() as db:
+        db.execute("CREATE TABLE h (id int, pad text)")
+        db.execute("INSERT INTO h SELECT g, repeat('a', 300) FROM generate_series(1, 2000) g")
+        db.execute("CHECKPOINT")
+        db.execute("UPDATE h SET pad = repeat('b', 300) WHERE id % 7 = 0")
+        row = db.execute("SELECT pg_relation_filepath('h'), current_setting('full_page_writes')")
+        path, fpw = row.fetchone() or ("", "")
+    report = rig.crash("torn", torn_bytes=4096, only=f"work/data/{path}")
+    assert report.torn is not None and report.torn[0] == f"work/data/{path}"
+    if fpw == "on":
+        assert rig.recovered_rows("h") == 2000
+        return
+    with pytest.raises(ClusterError, match="WAL redo|invalid page|checksum"):
+        rig.recovered_rows("h")

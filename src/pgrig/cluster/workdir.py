@@ -210,7 +210,9 @@ def make_socket_dir(owner: proc.OsUser | None, workdir: Path) -> Path:
     path must fit in 107 bytes and the target directory may be deep.
     """
     path = Path(tempfile.mkdtemp(prefix="pgrig-sock-"))
-    (path / MARKER).write_text(str(workdir))
+    # Line 2: the pgrig process that made it - while it lives the directory is in use
+    # even if the work directory cannot be seen (e.g. on an unmounted lossy mount).
+    (path / MARKER).write_text(f"{workdir}\n{os.getpid()}\n{socket.gethostname()}\n")
     if owner is not None and os.geteuid() == 0:
         os.chown(path, owner.uid, owner.gid)
     path.chmod(0o700)
@@ -292,16 +294,27 @@ def orphans() -> list[Marker]:
     return found
 
 
+def _maker_alive(fields: list[str]) -> bool:
+    """Marker lines 2-3 (pid, host) name a running process here? (older markers: no)"""
+    if len(fields) < 2 or not fields[0].isdigit() or fields[1] != socket.gethostname():
+        return False
+    return proc.pid_alive(int(fields[0]))
+
+
 def stale_socket_dirs() -> list[Path]:
     """Socket directories pgrig made whose work directory is gone (e.g. deleted by
     hand after a kill -9): marked as ours, so safe to remove."""
     stale = []
     for path in Path(tempfile.gettempdir()).glob("pgrig-sock-*"):
         try:
-            owner = Path((path / MARKER).read_text().strip())
+            lines = (path / MARKER).read_text().splitlines()
         except OSError:
             continue  # no marker: not provably ours
-        if not owner.exists():
+        if not lines:
+            continue
+        if _maker_alive(lines[1:]):
+            continue  # its pgrig still runs
+        if not Path(lines[0].strip()).exists():
             stale.append(path)
     return stale
 
