@@ -238,8 +238,8 @@ def test_socket_dir_of_a_vanished_workdir_is_swept(tmp_path: Path) -> None:
         assert sock not in workdir.stale_socket_dirs()
         with subprocess.Popen(["true"]) as dead:
             dead.wait(timeout=30)
-        lines = (sock / workdir.MARKER).read_text().splitlines()
-        (sock / workdir.MARKER).write_text("\n".join([lines[0], str(dead.pid), *lines[2:]]))
+        _pid, host = (sock / workdir.SOCKET_OWNER).read_text().split()
+        (sock / workdir.SOCKET_OWNER).write_text(f"{dead.pid} {host}")
         assert sock in workdir.stale_socket_dirs()
         workdir.clean_orphans()
         assert not sock.exists()

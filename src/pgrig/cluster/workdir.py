@@ -28,6 +28,7 @@ from pgrig import __version__, proc
 from pgrig.errors import WorkdirError
 
 MARKER = ".pgrig-workdir"
+SOCKET_OWNER = ".pgrig-owner"  # in a socket directory: "pid host" of the pgrig that made it
 
 
 def state_dir() -> Path:
@@ -210,9 +211,11 @@ def make_socket_dir(owner: proc.OsUser | None, workdir: Path) -> Path:
     path must fit in 107 bytes and the target directory may be deep.
     """
     path = Path(tempfile.mkdtemp(prefix="pgrig-sock-"))
-    # Line 2: the pgrig process that made it - while it lives the directory is in use
-    # even if the work directory cannot be seen (e.g. on an unmounted lossy mount).
-    (path / MARKER).write_text(f"{workdir}\n{os.getpid()}\n{socket.gethostname()}\n")
+    (path / MARKER).write_text(str(workdir))
+    # The pgrig process that made it: while it lives the directory is in use even if
+    # the work directory cannot be seen (e.g. on an unmounted lossy mount). A file of
+    # its own, as older pgrig versions read MARKER as one path.
+    (path / SOCKET_OWNER).write_text(f"{os.getpid()} {socket.gethostname()}")
     if owner is not None and os.geteuid() == 0:
         os.chown(path, owner.uid, owner.gid)
     path.chmod(0o700)
@@ -294,11 +297,13 @@ def orphans() -> list[Marker]:
     return found
 
 
-def _maker_alive(fields: list[str]) -> bool:
-    """Marker lines 2-3 (pid, host) name a running process here? (older markers: no)"""
-    if len(fields) < 2 or not fields[0].isdigit() or fields[1] != socket.gethostname():
-        return False
-    return proc.pid_alive(int(fields[0]))
+def _maker_alive(sock_dir: Path) -> bool:
+    """Does the pgrig process that made this socket directory still run here?"""
+    try:
+        pid, host = (sock_dir / SOCKET_OWNER).read_text().split()
+    except (OSError, ValueError):
+        return False  # made by an older pgrig: judged by its work directory alone
+    return host == socket.gethostname() and pid.isdigit() and proc.pid_alive(int(pid))
 
 
 def stale_socket_dirs() -> list[Path]:
@@ -307,14 +312,12 @@ def stale_socket_dirs() -> list[Path]:
     stale = []
     for path in Path(tempfile.gettempdir()).glob("pgrig-sock-*"):
         try:
-            lines = (path / MARKER).read_text().splitlines()
+            owner = Path((path / MARKER).read_text().strip())
         except OSError:
             continue  # no marker: not provably ours
-        if not lines:
-            continue
-        if _maker_alive(lines[1:]):
+        if _maker_alive(path):
             continue  # its pgrig still runs
-        if not Path(lines[0].strip()).exists():
+        if not owner.exists():
             stale.append(path)
     return stale
 
