@@ -109,13 +109,17 @@ def rig(request: pytest.FixtureRequest) -> Iterator[Rig]:
             db.execute("CREATE TABLE t (id int PRIMARY KEY, pad text)")
         yield Rig(mount, cluster)
     finally:
-        if cluster is not None:
-            cluster.stop()
-            if mount.mounted:
-                cluster.destroy()
-            shutil.rmtree(cluster.socket_dir, ignore_errors=True)
-        mount.unmount()
-        shutil.rmtree(base, ignore_errors=True)
+        try:
+            if cluster is not None:
+                cluster.stop()
+                if mount.mounted:
+                    cluster.destroy()
+                shutil.rmtree(cluster.socket_dir, ignore_errors=True)
+        finally:
+            try:
+                mount.unmount()
+            finally:
+                shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.mark.parametrize("rig", [Setup()], indirect=True)
