@@ -1,5 +1,5 @@
 # The two commands: `make run` (the quick study, ending in a report) and
-# `make test` (the whole suite). Both install what is missing first.
+# `make test` (lint, then the whole suite). Both install what is missing first.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -9,7 +9,9 @@ BIN    := $(VENV)/bin
 run: deps venv
 	$(BIN)/pgrig run
 
-test: deps-test venv
+# Lint first: a finding (ruff, formatting, mypy --strict) fails the run before
+# the slow suite starts.
+test: deps-test venv lint
 	$(BIN)/python -m pytest -q
 
 deps:

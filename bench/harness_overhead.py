@@ -29,14 +29,16 @@ import tempfile
 from pathlib import Path
 
 from pgrig import monitor, proc
-from pgrig.campaign import RunPolicy, TpcbSpec
 from pgrig.cluster import binaries, profiles
 from pgrig.cluster.server import SUPERUSER, Cluster, InitdbOptions, server_os_user
 from pgrig.conninfo import Conn
+from pgrig.plan import PlannedTarget
+from pgrig.policy import RunPolicy
 from pgrig.step import Context
 from pgrig.tools import pgbench
 from pgrig.ui import Ui
-from pgrig.workloads import tpcb
+from pgrig.workloads.tpcb import steps as tpcb
+from pgrig.workloads.tpcb.spec import TpcbSpec
 
 TPS = re.compile(r"^tps = ([\d.]+) \(without initial connection time\)", re.M)
 
@@ -94,15 +96,13 @@ def main() -> None:
             conn=conn,
             server_pid=cluster.postmaster_pid(),
         )
-        observed: dict[str, float] = {}
         step = tpcb.bench_step(
-            "bench",
             spec,
             args.scale,
             (args.duration, "select-only", args.clients),
-            1,
             RunPolicy(),
-            observed,
+            PlannedTarget("bench"),
+            1,
         )
 
         def through_pgrig() -> float:

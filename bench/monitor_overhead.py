@@ -6,12 +6,14 @@ fsync=off), load TPC-B at scale S once, then run the same select-only pgbench
 run with the monitor sampling once a second and without it, alternately, the
 order flipping every round so slow drift of a shared machine favours neither.
 
-Prints every pair, then the median and the range of the per-round ratios
-``tps_with_sampling / tps_without`` (the goal: >= 0.99). On a shared machine
-that ratio is only as good as the noise allows, so it also measures what one
-sample costs directly: 100 samples back to back, the CPU time of this process
-and of the sampler's backend, and what that is at one sample a second as a
-share of the machine.
+Prints every pair with the CPU other processes took during each run (two
+walks of /proc per run, the monitor's own attribution), then the median and
+the range of the per-round ratios ``tps_with_sampling / tps_without`` (the
+goal: >= 0.99), over all rounds and over the quiet ones (others under 10% in
+both runs). On a shared machine that ratio is only as good as the noise
+allows, so it also measures what one sample costs directly: 100 samples back
+to back, the CPU time of this process and of the sampler's backend, and what
+that is at one sample a second as a share of the machine.
 
     .venv/bin/python bench/monitor_overhead.py [--rounds 6] [--duration 15]
 """
@@ -31,16 +33,21 @@ from pgrig import monitor
 from pgrig.cluster import binaries, profiles
 from pgrig.cluster.server import SUPERUSER, Cluster, InitdbOptions, server_os_user
 from pgrig.conninfo import Conn
-from pgrig.monitor import procfs
+from pgrig.monitor import interference, procfs
 from pgrig.step import Context
 from pgrig.tools import pgbench
 
+QUIET_PCT = 10.0
 
-def one_run(ctx: Context, opts: pgbench.RunOptions, watch: bool) -> tuple[float, float, int]:
-    """(tps, CPU seconds of this process during the run, samples taken)."""
+
+def one_run(ctx: Context, opts: pgbench.RunOptions, watch: bool) -> tuple[float, float, int, float]:
+    """(tps, CPU seconds of this process during the run, samples taken, % of the
+    machine other processes took during the run)."""
     assert ctx.conn is not None
     with ctx.conn.connect() as db:
         db.execute("CHECKPOINT")
+    ledger = interference.Ledger.start()
+    ledger.walk(ctx.server_pid)
     before = resource.getrusage(resource.RUSAGE_SELF)
     samples = 0
     if watch:
@@ -50,8 +57,10 @@ def one_run(ctx: Context, opts: pgbench.RunOptions, watch: bool) -> tuple[float,
     else:
         run, _ = pgbench.run_bench(ctx.bins.bin_dir, ctx.conn, opts, ctx.scratch)
     after = resource.getrusage(resource.RUSAGE_SELF)
+    ledger.walk(ctx.server_pid)
+    others = sum(p.cpu_pct for p in ledger.top(os.cpu_count() or 1, n=100_000))
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return run.tps, cpu, samples
+    return run.tps, cpu, samples, others
 
 
 def sample_cost(ctx: Context, n: int = 100) -> tuple[float, float]:
@@ -105,25 +114,34 @@ def main() -> None:
             f"select-only, scale {args.scale}, {args.clients} clients, {args.duration} s per run, "
             f"{args.rounds} rounds; PostgreSQL {bins.version}"
         )
-        ratios, costs = [], []
+        ratios, quiet, costs = [], [], []
         for r in range(args.rounds):
             order = (True, False) if r % 2 == 0 else (False, True)
             tps: dict[bool, float] = {}
+            others: dict[bool, float] = {}
             for watch in order:
-                tps[watch], cpu, samples = one_run(ctx, opts, watch)
+                tps[watch], cpu, samples, others[watch] = one_run(ctx, opts, watch)
                 if watch and samples:
                     costs.append(cpu / samples)
             ratios.append(tps[True] / tps[False])
+            if max(others.values()) < QUIET_PCT:
+                quiet.append(ratios[-1])
             print(
-                f"round {r + 1}: with sampling {tps[True]:,.0f} tps, without {tps[False]:,.0f} "
-                f"tps, ratio {ratios[-1]:.4f}",
+                f"round {r + 1}: with sampling {tps[True]:,.0f} tps (others {others[True]:.0f}% "
+                f"CPU), without {tps[False]:,.0f} tps (others {others[False]:.0f}%), "
+                f"ratio {ratios[-1]:.4f}",
                 flush=True,
             )
             time.sleep(1)
-        print(
-            f"tps_with_sampling / tps_without: median {statistics.median(ratios):.4f} "
-            f"(min {min(ratios):.4f}, max {max(ratios):.4f}, {len(ratios)} rounds)"
-        )
+        for name, values in (("all rounds", ratios), ("quiet rounds", quiet)):
+            if not values:
+                print(f"tps_with_sampling / tps_without, {name}: none (others >= {QUIET_PCT:g}%)")
+                continue
+            print(
+                f"tps_with_sampling / tps_without, {name}: median "
+                f"{statistics.median(values):.4f} (min {min(values):.4f}, max {max(values):.4f}, "
+                f"{len(values)} rounds)"
+            )
         print(
             f"pgrig process CPU per watched run, per sample (sampler + pgbench output): "
             f"{1000 * statistics.median(costs):.1f} ms"

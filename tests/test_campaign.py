@@ -16,6 +16,8 @@ import pytest
 from pgrig import campaign, plan
 from pgrig.errors import UsageError
 from pgrig.store import Store
+from pgrig.workloads.tpcb.spec import TpcbSpec
+from pgrig.workloads.tpcb.workload import BYTES_PER_SCALE
 
 GOOD = """\
 [campaign]
@@ -77,7 +79,7 @@ def test_parse_a_full_campaign(tmp_path: Path) -> None:
     assert camp.policy.repeat == 2 and camp.policy.reset == "restore"
     assert camp.probes is not None and camp.probes.fio is None and camp.probes.fsync_s is None
     (wl,) = camp.workloads
-    assert isinstance(wl, campaign.TpcbSpec) and wl.clients == (1, 2) and wl.durations == (3,)
+    assert isinstance(wl, TpcbSpec) and wl.clients == (1, 2) and wl.durations == (3,)
 
 
 def test_plan_expands_interleaved_runs_and_disk(tmp_path: Path) -> None:
@@ -90,7 +92,7 @@ def test_plan_expands_interleaved_runs_and_disk(tmp_path: Path) -> None:
     assert runs[0] == "disk-a/tpcb/s1/select-only/c1/d3/r1"
     assert runs[2].startswith("disk-b/") and runs[2].endswith("/r2"), "order rotates"
     assert set(exp.disk) == {"disk-a", "disk-b"}
-    assert exp.disk["disk-a"] >= 2 * plan.BYTES_PER_SCALE  # pristine copy for restore
+    assert exp.disk["disk-a"] >= 2 * BYTES_PER_SCALE  # pristine copy for restore
 
 
 @pytest.mark.parametrize(
@@ -283,6 +285,7 @@ repeat = {{ until_ci_pct = 1000, min = 2, max = 4 }}
 warmup = "auto"
 warmup_max = 3
 reset = "restore"
+monitor = false  # on a shared machine disturbed runs would not count (test_interference_study)
 
 [[target]]
 name = "only"

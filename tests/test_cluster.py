@@ -208,7 +208,7 @@ def test_orphan_of_a_killed_pgrig_is_found_and_removed(
     try:
         assert child.stdout is not None
         assert child.stdout.readline().strip() == "up"
-        pid = workdir._postmaster_pid(work / "data")
+        pid = workdir.postmaster_pid(work / "data")
         assert pid is not None and proc.pid_alive(pid)
         child.send_signal(signal.SIGKILL)
         child.wait(timeout=10)

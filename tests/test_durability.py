@@ -15,11 +15,11 @@ import pytest
 
 from pgrig.cluster import workdir
 from pgrig.durability import verifier
+from pgrig.durability.clients import PREFIX, delta_of
 from pgrig.durability.command import DurabilityFailed, Options, execute
 from pgrig.durability.crasher import ServerLost
 from pgrig.durability.driver import DurabilityPlan
 from pgrig.durability.model import DurabilityResult
-from pgrig.durability.workload import PREFIX, delta_of
 from pgrig.results import from_dict
 from pgrig.store import Store
 from pgrig.ui import Ui

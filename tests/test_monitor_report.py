@@ -11,11 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from pgrig import report
 from pgrig.monitor import verdict
-from pgrig.monitor.model import Checkpoint, MemorySample, MonitorResult, Sample
+from pgrig.monitor.model import Checkpoint, IoSample, MemorySample, MonitorResult, Sample
+from pgrig.registry import result_type
+from pgrig.report import model
 from pgrig.report import monitor as monitor_section
-from pgrig.results import PgbenchRun, RunRecord, Study, from_dict, result_type, to_dict
+from pgrig.report import writer as report
+from pgrig.results import PgbenchRun, RunRecord, Study, from_dict, to_dict
 
 DATA = Path(__file__).parent / "data" / "monitor"
 KEY = "tpcb/run/select-only/c4"
@@ -53,10 +55,16 @@ def test_captured_result_round_trips_as_kind_monitor() -> None:
     assert len(inside) >= 6 and all(s.pg is not None for s in inside)
 
 
-def test_verdict_is_recomputed_the_same_from_the_stored_samples() -> None:
+def test_verdict_is_recomputed_from_the_stored_samples() -> None:
+    """A result stored before interference was attributed (no ``others``, no
+    ``io``) still reads, and gives the same cause; device figures are now
+    labelled device-wide."""
     mon, run = captured()
+    assert mon.others is None and mon.disturbed is None and mon.noise is None
+    assert all(s.io is None and s.cpu.other is None for s in mon.samples)
     again = verdict.decide(mon.samples, mon.checkpoints, None, run)
-    assert again == mon.verdict
+    assert (again.cause, again.label) == (mon.verdict.cause, mon.verdict.label)
+    assert "vda (device-wide) 52% busy" in again.summary
 
 
 def test_section_has_a_verdict_row_per_run_and_a_failed_row() -> None:
@@ -69,13 +77,13 @@ def test_section_has_a_verdict_row_per_run_and_a_failed_row() -> None:
     sec = monitor_section.section(STUDY, records)
     assert sec is not None
     verdicts = sec.blocks[0]
-    assert isinstance(verdicts, report.model.Table)
+    assert isinstance(verdicts, model.Table)
     first, second = verdicts.rows
     assert first.cells[0] == KEY
     assert first.cells[1].startswith("storage-read bound: ")
     assert "IO:DataFileRead" in first.cells[1] and "hit ratio" in first.cells[1]
     assert second.kind == "failed" and "pgbench failed" in second.cells[1]
-    names = [b.name for b in sec.blocks if isinstance(b, report.model.Figure)]
+    names = [b.name for b in sec.blocks if isinstance(b, model.Figure)]
     slug = "tpcb_run_select_only_c4"
     assert names == [f"monitor_{slug}_{k}" for k in ("tps", "waits", "cpu", "device")]
 
@@ -114,7 +122,12 @@ def test_report_files_carry_the_section_and_its_plots(tmp_path: Path) -> None:
 # Rules on shapes: stalls, no samples
 
 
-def _with_dips(mon: MonitorResult, dips: set[int], checkpoint: bool) -> list[Sample]:
+def _with_dips(
+    mon: MonitorResult, dips: set[int], checkpoint: bool, server_writes: float | None = None
+) -> list[Sample]:
+    """Dips in tps at ``dips``; without a checkpoint, a Writeback peak there. With
+    ``server_writes``, every sample says the server itself wrote that many MiB/s
+    of the 10 MiB/s written to the device."""
     out = []
     for i, s in enumerate(mon.samples):
         if i in dips:
@@ -124,6 +137,9 @@ def _with_dips(mon: MonitorResult, dips: set[int], checkpoint: bool) -> list[Sam
                 tps=(s.tps or 1000.0) * 0.1,
                 memory=dataclasses.replace(mem, writeback_mib=500.0) if not checkpoint else mem,
             )
+        if server_writes is not None:
+            io = IoSample("vda", device_write_mib_s=10.0, server_write_mib_s=server_writes)
+            s = dataclasses.replace(s, io=io)
         out.append(s)
     return out
 
@@ -138,11 +154,24 @@ def test_stalls_aligned_with_a_checkpoint_win() -> None:
     assert any(line.startswith("storage-read bound") for line in v.secondary)
 
 
-def test_stalls_aligned_with_writeback_peaks_win() -> None:
+def test_stalls_aligned_with_writeback_peaks_of_the_servers_own_writes_win() -> None:
     mon, run = captured()
-    v = verdict.decide(_with_dips(mon, {2, 5}, checkpoint=False), (), None, run)
+    samples = _with_dips(mon, {2, 5}, checkpoint=False, server_writes=9.0)
+    v = verdict.decide(samples, (), None, run)
     assert v.cause == "stalls", v
     assert "Writeback up to 500 MiB" in v.summary
+    assert "the server wrote 90% of the bytes written to the device" in v.summary
+
+
+def test_writeback_peaks_of_other_processes_are_not_the_servers_stalls() -> None:
+    """The issue's case: dips during a host-wide Dirty/Writeback peak, no
+    checkpoint, and the server wrote nothing: other processes' writeback."""
+    mon, run = captured()
+    for server_writes in (0.0, None):  # none, or not known: not the server's evidence
+        samples = _with_dips(mon, {2, 5}, checkpoint=False, server_writes=server_writes)
+        v = verdict.decide(samples, (), None, run)
+        assert v.cause == "read", v
+        assert not any(line.startswith("checkpoint") for line in v.secondary)
 
 
 def test_dips_without_a_cause_are_not_called_stalls() -> None:
@@ -165,7 +194,8 @@ def test_limits_compare_reads_and_syncs_with_the_probes() -> None:
 
     mon, run = captured()
     v = verdict.decide(mon.samples, (), Limits(randread_iops=20000.0, fdatasync_ops=9456.0), run)
-    reads = next(line for line in v.against_limits if line.startswith("reads:"))
+    reads = next(line for line in v.against_limits if line.startswith("device-wide reads"))
+    assert "on vda (every process)" in reads
     assert "of the 20,000 IOPS fio measured" in reads
     assert any("9,456 fdatasync ops/s" in line for line in v.against_limits)
 

@@ -23,9 +23,10 @@ from pgrig import monitor
 from pgrig.cluster import binaries, profiles
 from pgrig.cluster.server import SUPERUSER, Cluster, InitdbOptions, server_os_user
 from pgrig.conninfo import Conn
-from pgrig.monitor import procfs
+from pgrig.monitor import procfs, verdict
 from pgrig.monitor.model import MonitorResult
-from pgrig.results import PgbenchRun, from_dict, result_type, to_dict
+from pgrig.registry import result_type
+from pgrig.results import PgbenchRun, from_dict, to_dict
 from pgrig.step import Context
 from pgrig.tools import pgbench
 
@@ -92,6 +93,21 @@ def watched(
 def explain(mon: MonitorResult) -> str:
     v = mon.verdict
     return f"{v.summary} | secondary: {v.secondary} | notes: {mon.notes}"
+
+
+def assert_cause(mon: MonitorResult, cause: str) -> None:
+    """The provoked cause is the verdict; on a machine shared with other loads
+    (never in CI, where the suite runs alone) it may instead be "starved by
+    other processes", which is then true: the run is marked disturbed, and the
+    provoked cause is still seen - except "CPU-bound in the server", which by
+    its rule never holds when others took more CPU than the server."""
+    v = mon.verdict
+    if v.cause == "starved" and mon.disturbed is not None:
+        if cause != "cpu":
+            seen = any(line.startswith(verdict.CAUSES[cause]) for line in v.secondary)
+            assert seen, explain(mon)
+        return
+    assert v.cause == cause, explain(mon)
 
 
 # --------------------------------------------------------------------------
@@ -203,7 +219,7 @@ def test_cpu_bound_select_only_in_memory(bins: binaries.PgBinaries, durable: Clu
         durable,
         pgbench.RunOptions(mode="select-only", clients=4, threads=4, duration_s=SECONDS),
     )
-    assert mon.verdict.cause == "cpu", explain(mon)
+    assert_cause(mon, "cpu")
     assert "server" in mon.verdict.summary and "pgbench" in mon.verdict.summary
 
 
@@ -215,7 +231,7 @@ def test_load_generator_saturated(bins: binaries.PgBinaries, durable: Cluster) -
         durable,
         pgbench.RunOptions(mode="select-only", clients=64, threads=1, duration_s=SECONDS),
     )
-    assert mon.verdict.cause == "client", explain(mon)
+    assert_cause(mon, "client")
     assert "Client:ClientRead" in mon.verdict.summary
 
 

@@ -18,10 +18,11 @@ from types import ModuleType
 
 import pytest
 
-from pgrig import report
+from pgrig.registry import typed_result
 from pgrig.report import fmt, markdown, view
+from pgrig.report import writer as report
 from pgrig.report.model import Table
-from pgrig.results import FioResult, RunRecord, from_dict, to_dict, typed_result
+from pgrig.results import FioResult, RunRecord, from_dict, to_dict
 
 DATA = Path(__file__).parent / "data" / "report"
 GOLDEN_MD = DATA / "golden_report.md"

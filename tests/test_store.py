@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from pgrig.errors import StoreError
+from pgrig.registry import typed_result
 from pgrig.results import (
     Cpu,
     Environment,
@@ -19,7 +20,6 @@ from pgrig.results import (
     RunRecord,
     Study,
     to_dict,
-    typed_result,
 )
 from pgrig.store import Store
 

@@ -15,9 +15,9 @@ import pytest
 from pgrig.cluster.binaries import PgBinaries
 from pgrig.conninfo import Conn
 from pgrig.errors import UsageError
-from pgrig.report import tpcc as report_tpcc
 from pgrig.results import RunRecord, Study, to_dict
 from pgrig.workloads.tpcc import checks, driver, loader, sqlfiles
+from pgrig.workloads.tpcc import report as report_tpcc
 from pgrig.workloads.tpcc.model import TRANSACTIONS, WEIGHTS, TpccRun
 
 DATA = Path(__file__).parent / "data"

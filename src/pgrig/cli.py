@@ -6,47 +6,36 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
+import socket
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import click
 
 from pgrig import __version__, campaign, plan
-from pgrig.campaign import Campaign, FioPlan, InitdbSpec, ProbeSpec, RunPolicy, TpcbSpec
-from pgrig.cli_options import cluster_options
+from pgrig.campaign import Campaign, InitdbSpec
+from pgrig.cli_options import cluster_options, int_list, names, results_options
 from pgrig.cluster.profiles import parse_overrides
 from pgrig.conninfo import Conn
-from pgrig.errors import PgrigError, UsageError
+from pgrig.durability.cli import durability
+from pgrig.errors import Interrupted, PgrigError, Signalled, UsageError, signal_number
+from pgrig.pgsource.cli import group as pg_group
+from pgrig.policy import RunPolicy
+from pgrig.probe import FioPlan, ProbeSpec
+from pgrig.proc import pid_alive
+from pgrig.report.writer import write as write_report
 from pgrig.results import Study, to_dict
-from pgrig.store import Store, is_uri
+from pgrig.runner import run_campaign
+from pgrig.store import Store, location
 from pgrig.ui import Ui
 from pgrig.units import parse_size
+from pgrig.workloads.tpcb.spec import TpcbSpec
+from pgrig.workloads.tpcc.cli import tpcc
 
 DEFAULT_RESULTS = Path("pgrig-results")
 PG_SERVER_VARS = ("PGHOST", "PGHOSTADDR", "PGPORT", "PGSERVICE", "PGDATABASE")
-
-
-def _int_list(value: str, option: str) -> tuple[int, ...]:
-    try:
-        items = tuple(int(v) for v in value.replace(" ", "").split(",") if v)
-    except ValueError as exc:
-        raise UsageError(
-            f"{option} {value!r}: expected integers separated by commas",
-            hint=f"e.g. {option} 1,2,4,8",
-        ) from exc
-    if not items:
-        raise UsageError(f"{option} is empty", hint=f"e.g. {option} 1,2,4,8")
-    return items
-
-
-def _names(value: str, option: str, allowed: tuple[str, ...]) -> tuple[str, ...]:
-    items = tuple(v.strip() for v in value.split(",") if v.strip())
-    for item in items:
-        if item not in allowed:
-            raise UsageError(f"{option} {item!r}: must be one of {', '.join(allowed)}")
-    return items
 
 
 def _abs_or_name(value: str | None) -> str | None:
@@ -56,35 +45,12 @@ def _abs_or_name(value: str | None) -> str | None:
     return str(Path(value).resolve())
 
 
-def _store_path(results: Path, store: str | None) -> Path | str:
-    if store is None:
-        return results / "results.sqlite"
-    return store if is_uri(store) else Path(store)
-
-
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="pgrig")
 def cli() -> None:
     """How fast is PostgreSQL on this machine, disk, filesystem, version and
     configuration - and why. Runs storage probes and pgbench on a throwaway
     cluster, records every result, and writes a Markdown + HTML report."""
-
-
-def _results_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    fn = click.option(
-        "--results",
-        type=click.Path(path_type=Path, file_okay=False),
-        default=DEFAULT_RESULTS,
-        show_default=True,
-        help="Directory for the results store and the reports.",
-    )(fn)
-    fn = click.option(
-        "--store",
-        default=None,
-        help="Results store: a SQLite file (default: RESULTS/results.sqlite) or a PostgreSQL "
-        "URI (postgresql://...) shared by a team.",
-    )(fn)
-    return fn
 
 
 @cli.command()
@@ -196,7 +162,7 @@ def _results_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     "--no-monitor", is_flag=True, help="Do not sample host and server during measured runs."
 )
 @click.option("-q", "--quiet", is_flag=True, help="No progress output.")
-@_results_options
+@results_options
 def run(campaign_file: Path | None, **opts: Any) -> None:
     """Run the quick study, or the campaign FILE, and write a report.
 
@@ -226,7 +192,7 @@ def run(campaign_file: Path | None, **opts: Any) -> None:
         camp,
         ui,
         results=results,
-        store=opts["store"],
+        store=location(results, opts["store"]),
         yes=opts["yes"],
         keep=opts["keep"],
         study_id=study_id,
@@ -234,48 +200,12 @@ def run(campaign_file: Path | None, **opts: Any) -> None:
     )
 
 
-def run_campaign(
-    camp: Campaign,
-    ui: Ui,
-    *,
-    results: Path,
-    store: str | None,
-    yes: bool,
-    keep: bool,
-    study_id: str | None = None,
-    resume_hint: str | None = None,
-) -> None:
-    """Check, run (or resume) and report a campaign; exit 130 after Ctrl-C, with
-    the report of what finished written all the same."""
-    from pgrig.runner import CampaignRunner
-
-    runner = CampaignRunner(camp, ui, yes=yes, keep=keep, study_id=study_id)
-    runner.preflight()  # bad input fails here, before anything is created
-    with Store.open(_store_path(results, store)) as st:
-        interrupted = False
-        try:
-            runner.run(st)
-        except KeyboardInterrupt:
-            interrupted = True
-            ui.warn(
-                "interrupted: the running tool and the clusters were stopped; "
-                "finished results are kept" + (f"; {resume_hint}" if resume_hint else "")
-            )
-        finally:
-            if runner.study is not None:
-                _write_report(st, runner.study.id, results, ui)
-        if interrupted:
-            sys.exit(130)
-        if runner.failures:
-            ui.warn(f"{runner.failures} step(s) failed; see the report for the reasons")
-
-
 def _quick_campaign(opts: dict[str, Any]) -> Campaign:
-    skip = _names(opts["skip"], "--skip", ("timing", "fsync", "fio", "tpcb"))
+    skip = names(opts["skip"], "--skip", ("timing", "fsync", "fio", "tpcb"))
     dsn = opts["dsn"]
     if dsn is None and not opts["throwaway"] and any(os.environ.get(v) for v in PG_SERVER_VARS):
         dsn = ""  # libpq conventions: the PG* variables name the server to test
-    clients = _int_list(opts["clients"], "--clients")
+    clients = int_list(opts["clients"], "--clients")
     for name, value in (
         ("--scale", opts["scale"]),
         ("--duration", opts["duration"]),
@@ -307,7 +237,7 @@ def _quick_campaign(opts: dict[str, Any]) -> Campaign:
             clients=clients,
             threads=threads,
             durations=(opts["duration"],),
-            modes=_names(opts["modes"], "--modes", ("select-only", "read-write")),
+            modes=names(opts["modes"], "--modes", ("select-only", "read-write")),
             query_mode=opts["query_mode"],
             generate=opts["generate"],
             partitions=opts["partitions"],
@@ -375,10 +305,8 @@ def plan_cmd(campaign_file: Path) -> None:
 
 
 def _write_report(store: Store, sid: str, results: Path, ui: Ui) -> tuple[Path, Path]:
-    from pgrig import report
-
     study = store.study(sid)
-    md, html = report.write(study, store.runs(sid), results)
+    md, html = write_report(study, store.runs(sid), results)
     click.echo(f"report: {md}")
     click.echo(f"report: {html}")
     return md, html
@@ -386,7 +314,7 @@ def _write_report(store: Store, sid: str, results: Path, ui: Ui) -> tuple[Path, 
 
 @cli.command("report")
 @click.argument("study_id", required=False)
-@_results_options
+@results_options
 @click.option(
     "--out",
     type=click.Path(path_type=Path, file_okay=False),
@@ -400,19 +328,32 @@ def report_cmd(study_id: str | None, results: Path, store: str | None, out: Path
 
 
 @cli.command("list")
-@_results_options
+@results_options
 def list_cmd(results: Path, store: str | None) -> None:
     """List the studies in the results store."""
     with _open_existing(results, store) as st:
+        click.echo("study\tstatus\tsteps\ttarget")
         for study in st.studies():
-            runs = st.runs(study.id)
+            runs = [r for r in st.runs(study.id) if r.kind != "monitor"]
             ok = sum(r.status == "ok" for r in runs)
-            click.echo(f"{study.id}\t{study.status}\t{ok}/{len(runs)} ok\t{study.target}")
+            click.echo(f"{study.id}\t{_status(study)}\t{ok}/{len(runs)} ok\t{study.target}")
+
+
+def _status(study: Study) -> str:
+    """'running' only while its pgrig lives: one killed without a word (kill -9,
+    power loss) left an interrupted study. Studies of other hosts (a shared
+    store) say what they said."""
+    pid, env = study.params.get("pid"), study.environment
+    if study.status != "running" or not isinstance(pid, int):
+        return study.status
+    if env is not None and env.hostname != socket.gethostname():
+        return study.status
+    return study.status if pid_alive(pid) else "interrupted"
 
 
 @cli.command("export")
 @click.argument("study_ids", nargs=-1)
-@_results_options
+@results_options
 @click.option(
     "--format", "fmt", type=click.Choice(["json", "csv"]), default="json", show_default=True
 )
@@ -458,13 +399,13 @@ def export_cmd(
 @cli.command("import")
 @click.argument("source", type=click.Path(path_type=Path, dir_okay=False, exists=True))
 @click.argument("study_ids", nargs=-1)
-@_results_options
+@results_options
 @click.option("--as", "as_id", default=None, help="Import a single study under this id.")
 def import_cmd(
     source: Path, study_ids: tuple[str, ...], results: Path, store: str | None, as_id: str | None
 ) -> None:
     """Copy studies from another results file (e.g. from another machine) into the store."""
-    with Store.open(source) as other, Store.open(_store_path(results, store)) as st:
+    with Store.open(source) as other, Store.open(location(results, store)) as st:
         ids = list(study_ids) or [s.id for s in other.studies()]
         if as_id is not None and len(ids) != 1:
             raise UsageError("--as names one study; give exactly one STUDY_ID")
@@ -474,7 +415,7 @@ def import_cmd(
 
 @cli.command("compare")
 @click.argument("study_ids", nargs=-1, required=True)
-@_results_options
+@results_options
 @click.option("--baseline", default=None, help="The study (or STUDY/TARGET) to compare against.")
 @click.option("--out", type=click.Path(path_type=Path, file_okay=False), default=None)
 def compare_cmd(
@@ -485,7 +426,7 @@ def compare_cmd(
     out: Path | None,
 ) -> None:
     """Compare studies from different campaigns or machines (import theirs first)."""
-    from pgrig import export, report
+    from pgrig import export
 
     if len(study_ids) < 2:
         raise UsageError("compare needs at least two studies", hint="see `pgrig list`")
@@ -497,13 +438,13 @@ def compare_cmd(
         if baseline not in names:
             raise UsageError(f"--baseline {baseline!r} is not one of {', '.join(names)}")
         study.params["baseline"] = baseline
-    md, html = report.write(study, records, out or results)
+    md, html = write_report(study, records, out or results)
     click.echo(f"report: {md}")
     click.echo(f"report: {html}")
 
 
 def _open_existing(results: Path, store: str | None) -> Store:
-    path = _store_path(results, store)
+    path = location(results, store)
     if isinstance(path, Path) and not path.exists():
         raise UsageError(
             f"no results store at {path}", hint="run `pgrig run` first, or pass --results/--store"
@@ -549,18 +490,27 @@ def env(target: Path | None, dsn: str | None, fmt: str) -> None:
     click.echo(json.dumps(to_dict(captured), indent=2))
 
 
-# -- subcommands that live next to their code: one import + add_command each --
-from pgrig.workloads.tpcc.cli import tpcc as tpcc_cli  # noqa: E402
-
-cli.add_command(tpcc_cli)
-from pgrig.durability.cli import durability  # noqa: E402
-
+# Subcommands that live next to their code: one import and one line each.
+cli.add_command(tpcc)
 cli.add_command(durability)
+cli.add_command(pg_group)
+
+
+def _raise_signalled(signum: int, _frame: object) -> None:
+    raise Signalled(signum)
 
 
 def main(argv: list[str] | None = None) -> None:
+    # timeout(1), systemd and CI cancel with SIGTERM, a closed terminal sends
+    # SIGHUP: stop the tools and clusters and record the study as interrupted,
+    # exactly as after Ctrl-C.
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, _raise_signalled)
     try:
         cli.main(args=argv, prog_name="pgrig", standalone_mode=False)
+    except Interrupted as exc:
+        click.echo(str(exc), err=True)
+        sys.exit(exc.exit_code)
     except PgrigError as exc:
         click.echo(f"error: {exc}", err=True)
         if exc.hint:
@@ -572,6 +522,6 @@ def main(argv: list[str] | None = None) -> None:
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         click.echo("interrupted", err=True)
-        sys.exit(130)
+        sys.exit(128 + signal_number(exc))

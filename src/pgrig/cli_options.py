@@ -9,7 +9,30 @@ from typing import Any
 
 import click
 
+from pgrig.errors import UsageError
+
 F = Callable[..., Any]
+
+
+def int_list(value: str, option: str) -> tuple[int, ...]:
+    try:
+        items = tuple(int(v) for v in value.replace(" ", "").split(",") if v)
+    except ValueError as exc:
+        raise UsageError(
+            f"{option} {value!r}: expected integers separated by commas",
+            hint=f"e.g. {option} 1,2,4,8",
+        ) from exc
+    if not items:
+        raise UsageError(f"{option} is empty", hint=f"e.g. {option} 1,2,4,8")
+    return items
+
+
+def names(value: str, option: str, allowed: tuple[str, ...]) -> tuple[str, ...]:
+    items = tuple(v.strip() for v in value.split(",") if v.strip())
+    for item in items:
+        if item not in allowed:
+            raise UsageError(f"{option} {item!r}: must be one of {', '.join(allowed)}")
+    return items
 
 
 def cluster_options(fn: F) -> F:
@@ -44,4 +67,25 @@ def cluster_options(fn: F) -> F:
         )
     ):
         fn = option(fn)
+    return fn
+
+
+DEFAULT_RESULTS = Path("pgrig-results")
+
+
+def results_options(fn: F) -> F:
+    """--results and --store, for every command that reads or writes results."""
+    fn = click.option(
+        "--results",
+        type=click.Path(path_type=Path, file_okay=False),
+        default=DEFAULT_RESULTS,
+        show_default=True,
+        help="Directory for the results store and the reports.",
+    )(fn)
+    fn = click.option(
+        "--store",
+        default=None,
+        help="Results store: a SQLite file (default: RESULTS/results.sqlite) or a PostgreSQL "
+        "URI (postgresql://...) shared by a team.",
+    )(fn)
     return fn

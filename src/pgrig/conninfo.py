@@ -9,6 +9,7 @@ the same server.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import psycopg
@@ -48,8 +49,25 @@ class Conn:
         return Conn(make_conninfo(self.dsn, dbname=dbname))
 
     def args(self) -> list[str]:
-        """The positional dbname argument for pgbench (empty: use PG* variables)."""
-        return [self.dsn] if self.dsn else []
+        """The positional dbname argument for pgbench and psql (empty: use PG*
+        variables) - without its password: a command line is visible to every
+        user in ``ps``. The password travels in ``env()``."""
+        if not self.dsn:
+            return []
+        parts = conninfo_to_dict(self.dsn)
+        if "password" not in parts:
+            return [self.dsn]
+        parts.pop("password")
+        return [make_conninfo("", **parts)] if parts else []
+
+    def env(self) -> dict[str, str]:
+        """The environment for a client tool of this connection: ours, plus
+        PGPASSWORD when the connection string carries a password."""
+        env = dict(os.environ)
+        password = conninfo_to_dict(self.dsn).get("password") if self.dsn else None
+        if password:
+            env["PGPASSWORD"] = str(password)
+        return env
 
     def describe(self) -> str:
         """For messages and reports: the connection without its password."""

@@ -39,6 +39,12 @@ class WorkdirError(PgrigError):
     exit_code = 4
 
 
+class MissingDirectory(WorkdirError):
+    """A directory the user named does not exist: bad input, not a broken one."""
+
+    exit_code = 2
+
+
 class DiskSpaceError(PgrigError):
     """Not enough free space for what was asked: refused before starting."""
 
@@ -84,6 +90,20 @@ class StoreError(PgrigError):
     """The results store cannot be opened or written."""
 
 
+class UnknownStudy(StoreError):
+    """A study id the store does not hold: bad input."""
+
+    exit_code = 2
+
+
+class DownloadError(PgrigError):
+    """A registry could not be reached, or what it sent is cut short or fails its checksum."""
+
+
+class CacheError(PgrigError):
+    """pgrig's download cache cannot be created or written."""
+
+
 class ParseError(PgrigError):
     """A tool printed something its parser does not understand."""
 
@@ -93,3 +113,31 @@ def stderr_excerpt(text: str, lines: int = 8, width: int = 400) -> str:
     kept = [line.rstrip() for line in text.splitlines() if line.strip()]
     excerpt = " | ".join(kept[-lines:])
     return excerpt if len(excerpt) <= width else "..." + excerpt[-width:]
+
+
+class Interrupted(PgrigError):
+    """Ctrl-C, SIGTERM or SIGHUP: what finished is recorded; the rest runs on
+    resume. Exits 128 + the signal's number, as shells do (130, 143, 129)."""
+
+    def __init__(self, message: str, *, signum: int = 2, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.exit_code = 128 + signum
+
+
+class PartialFailure(PgrigError):
+    """The study finished, but some of its steps failed (their reasons are recorded)."""
+
+    exit_code = 6
+
+
+class Signalled(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised where Ctrl-C would be so that the same cleanup runs."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def signal_number(exc: BaseException) -> int:
+    """The signal behind a KeyboardInterrupt: SIGINT unless it was a ``Signalled``."""
+    return exc.signum if isinstance(exc, Signalled) else 2

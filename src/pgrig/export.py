@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from pgrig.results import RunRecord, Study, to_dict, typed_result
+from pgrig import registry
+from pgrig.results import PgbenchRun, RunRecord, Study, to_dict, typed
 
 SCHEMA = "pgrig-export/1"
 
@@ -62,39 +63,8 @@ SERIES_COLUMNS = (
 
 
 def _headline(rec: RunRecord) -> dict[str, Any]:
-    res = typed_result(rec)
-    row: dict[str, Any] = {}
-    if res is None:
-        return row
-    if rec.kind == "pgbench_run":
-        row |= {
-            "tps": res.tps,
-            "qps": res.qps,
-            "latency_avg_ms": res.latency_avg_ms,
-            "failed": res.failed,
-        }
-        if res.latency is not None:
-            row |= {
-                "latency_p50_ms": res.latency.p50_ms,
-                "latency_p95_ms": res.latency.p95_ms,
-                "latency_p99_ms": res.latency.p99_ms,
-                "latency_max_ms": res.latency.max_ms,
-            }
-    elif rec.kind == "fio":
-        row |= {
-            "iops": res.iops,
-            "bandwidth_mib_s": res.bandwidth_mib_s,
-            "clat_p99_us": res.clat_p99_us,
-        }
-    elif rec.kind == "pg_test_fsync":
-        head = next((r for r in res.rows if r.method == "fdatasync"), None)
-        if head is not None:
-            row["fdatasync_ops_per_sec"] = head.ops_per_sec
-    elif rec.kind == "pgbench_init":
-        row |= {"elapsed_s": res.elapsed_s, "rows_per_s": res.rows_per_s}
-    elif hasattr(res, "elapsed_s"):
-        row["elapsed_s"] = res.elapsed_s
-    return row
+    """The record's headline figures, as its result kind declares them."""
+    return registry.columns(rec.kind, registry.typed_result(rec))
 
 
 def runs_csv(records: Sequence[RunRecord]) -> str:
@@ -137,7 +107,7 @@ def series_csv(records: Sequence[RunRecord]) -> str:
     writer = csv.writer(out)
     writer.writerow(SERIES_COLUMNS)
     for rec in records:
-        res = typed_result(rec) if rec.kind == "pgbench_run" else None
+        res = typed(rec, PgbenchRun) if rec.kind == "pgbench_run" else None
         for point in res.progress if res is not None else ():
             writer.writerow(
                 (

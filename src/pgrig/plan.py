@@ -1,58 +1,61 @@
 """What a campaign will do and what it needs, decided before anything runs.
 
-``expand`` lists every run a campaign expands to with a time estimate;
-``disk_needs`` says how much disk each target needs; ``check_space``
-refuses what cannot fit. ``quick`` is the campaign ``pgrig run`` runs with no
-file: sized to finish in well under ten minutes on a 2-core machine.
+``steps`` walks the same phases the runner executes (``Workload.phases``,
+``RunPolicy.order``), so ``expand`` lists exactly the steps the runner runs -
+repeats counted at their minimum - with a time estimate; ``disk_needs`` says
+how much disk each target needs; ``check_space`` refuses what cannot fit.
+``quick`` is the campaign ``pgrig run`` runs with no file: sized to finish in
+well under ten minutes on a 2-core machine.
 """
 
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pgrig.campaign import (
-    Campaign,
-    CustomSpec,
-    DurabilitySpec,
-    InitdbSpec,
-    ProbeSpec,
-    RunPolicy,
-    TargetSpec,
-    TpcbSpec,
-    TpccSpec,
-)
+from pgrig import probe, registry
+from pgrig.campaign import Campaign, InitdbSpec, TargetSpec
 from pgrig.errors import DiskSpaceError
-from pgrig.units import GB, MB, parse_size
-from pgrig.workloads import custom, tpcb
-
-# pgbench_accounts + indexes take about 15 MB per scale unit at fillfactor 100;
-# 16 MB leaves room for the other tables and the free space map.
-BYTES_PER_SCALE = 16 * MB
-CLUSTER_BASE_BYTES = 64 * MB
-# TPC-C tables and indexes take about 110 MB per warehouse; the load writes as much WAL.
-TPCC_BYTES_PER_WAREHOUSE = 250 * MB
-FSYNC_TESTS = 16  # timed tests pg_test_fsync runs
+from pgrig.policy import RunPolicy
+from pgrig.probe import ProbeSpec
+from pgrig.step import Step
+from pgrig.units import GB
+from pgrig.workloads.base import Phase, TargetView
+from pgrig.workloads.tpcb.spec import TpcbSpec
 
 
-def data_bytes(scale: int, *, unlogged: bool = False, copies: int = 1) -> int:
-    """Disk a TPC-B cluster needs at its peak during the load (``copies`` > 1
-    when a pristine copy is kept for reset = "restore")."""
-    data = scale * BYTES_PER_SCALE
-    wal = 0 if unlogged else min(data, 4 * GB) + 64 * MB
-    return CLUSTER_BASE_BYTES + data * copies + wal
-
-
-def check_space(directory: Path, need: int, what: str) -> None:
-    """Refuse up front what cannot finish for lack of disk."""
-    free = shutil.disk_usage(directory).free
-    if free < need:
+def check_space(directory: Path, need: int, what: str, hint: str | None = None) -> None:
+    """Refuse up front what cannot finish for lack of disk. A filesystem that
+    reports no size at all (some FUSE filesystems) cannot be checked: let it be."""
+    usage = shutil.disk_usage(directory)
+    free = usage.free
+    if usage.total > 0 and free < need:
         raise DiskSpaceError(
             f"not enough free disk in {directory} for {what}: needs about "
             f"{need / GB:.1f} GiB, {free / GB:.1f} GiB free",
-            hint="lower the scale (about 16 MB per scale unit plus WAL), free some space, "
+            hint=hint
+            or "lower the scale (about 16 MB per scale unit plus WAL), free some space, "
             "or pick another directory",
+        )
+
+
+@dataclass(frozen=True)
+class PlannedTarget:
+    """A target as a workload sees it while steps are made (``TargetView``)."""
+
+    name: str
+    tablespaces: dict[str, str | None] = field(default_factory=dict)
+    observed: dict[str, float] = field(default_factory=dict)
+    owned: bool = True
+
+    @classmethod
+    def of(cls, spec: TargetSpec) -> PlannedTarget:
+        return cls(
+            spec.name,
+            {"tablespace": spec.tablespace, "index_tablespace": spec.index_tablespace},
+            owned=spec.dsn is None,
         )
 
 
@@ -75,131 +78,59 @@ class Expansion:
         return sum(r.seconds for r in self.runs)
 
 
-def _order(names: list[str], rep: int, interleave: bool) -> list[str]:
-    """The runner rotates the target order every repetition (see runner._repeat)."""
-    if not interleave or len(names) < 2:
-        return names
-    shift = (rep - 1) % len(names)
-    return names[shift:] + names[:shift]
+def phases(campaign: Campaign) -> Iterator[Phase]:
+    for spec in campaign.workloads:
+        yield from registry.of(spec).phases(spec, campaign.policy)
+
+
+def phase_steps(
+    phase: Phase, targets: Sequence[TargetView], policy: RunPolicy
+) -> Iterator[tuple[TargetView, Step]]:
+    """A phase's steps in the runner's order: data per target, then every point
+    on every target, repeats at their minimum, the target order rotating."""
+    for t in targets:
+        for step in phase.data(t):
+            yield t, step
+    for series in phase.series:
+        for rep in range(1, (policy.repeat if series.repeated else 1) + 1):
+            for t in policy.order(targets, rep):
+                run = series.make(t, rep)
+                yield t, run
+                for after in series.after(t, run):
+                    yield t, after
+
+
+def steps(campaign: Campaign) -> Iterator[tuple[TargetView, Step]]:
+    targets = [PlannedTarget.of(t) for t in campaign.targets]
+    if campaign.probes is not None:
+        # Probe by probe, target after target (as the runner does): the same
+        # probe runs close in time on every target.
+        per_target = [
+            (t, probe.steps(campaign.probes, t.name, spec.directory))
+            for t, spec in zip(targets, campaign.targets, strict=True)
+            if spec.directory is not None
+        ]
+        for i in range(max((len(s) for _, s in per_target), default=0)):
+            for t, probe_steps in per_target:
+                if i < len(probe_steps):
+                    yield t, probe_steps[i]
+    for phase in phases(campaign):
+        yield from phase_steps(phase, targets, campaign.policy)
+
+
+def disk_needs(campaign: Campaign) -> dict[str, int]:
+    """Bytes each target needs at its peak (the largest phase, or the probes)."""
+    probe_bytes = probe.disk_bytes(campaign.probes) if campaign.probes is not None else 0
+    peak = max((p.disk_bytes for p in phases(campaign)), default=0)
+    return {t.name: need for t in campaign.targets if (need := max(probe_bytes, peak))}
 
 
 def expand(campaign: Campaign) -> Expansion:
-    """Every run the campaign expands to, in the order the runner executes them
-    (targets interleaved), with estimated seconds; repeats counted at their minimum."""
-    pol = campaign.policy
-    runs: list[PlannedRun] = []
-    disk: dict[str, int] = {}
-    names = [t.name for t in campaign.targets]
-    warm = 15.0 if pol.warmup == "auto" else float(pol.warmup or 0)
-    probes = campaign.probes
-    if probes is not None:
-        for t in names:
-            if probes.timing_s:
-                runs.append(
-                    PlannedRun(
-                        t, f"{t}/probe/pg_test_timing", "pg_test_timing", probes.timing_s + 1
-                    )
-                )
-            if probes.fsync_s:
-                runs.append(
-                    PlannedRun(
-                        t,
-                        f"{t}/probe/pg_test_fsync",
-                        "pg_test_fsync",
-                        FSYNC_TESTS * probes.fsync_s + 1,
-                    )
-                )
-            if probes.fio:
-                for p in probes.fio.patterns:
-                    runs.append(
-                        PlannedRun(t, f"{t}/probe/fio/{p}", f"fio 8k {p}", probes.fio.runtime_s + 3)
-                    )
-                disk[t] = max(disk.get(t, 0), parse_size(probes.fio.size) + 64 * MB)
-    copies = 2 if pol.reset == "restore" else 1
-    for wl in campaign.workloads:
-        if isinstance(wl, TpcbSpec):
-            for scale in wl.scales:
-                for t in names:
-                    base = tpcb.prefix(t, wl, scale)
-                    runs.append(
-                        PlannedRun(t, f"{base}/init", f"pgbench -i -s {scale}", 5 + 1.5 * scale)
-                    )
-                    if wl.count:
-                        runs.append(
-                            PlannedRun(t, f"{base}/count/*", "count(*) x 2", 2 + 0.1 * scale)
-                        )
-                    disk[t] = max(
-                        disk.get(t, 0), data_bytes(scale, unlogged=wl.unlogged, copies=copies)
-                    )
-                for point in tpcb.points(wl):
-                    duration, mode, clients = point
-                    for rep in range(1, pol.repeat + 1):
-                        for t in _order(names, rep, pol.interleave):
-                            runs.append(
-                                PlannedRun(
-                                    t,
-                                    tpcb.run_key(t, wl, scale, point, rep),
-                                    f"{mode} -s {scale} -c {clients} -T {duration}",
-                                    duration + warm + 2 + (0.2 * scale if copies > 1 else 0),
-                                )
-                            )
-        elif isinstance(wl, TpccSpec):
-            for t in names:
-                runs.append(
-                    PlannedRun(
-                        t,
-                        f"{t}/{wl.name}/load/w{wl.warehouses}",
-                        f"TPC-C load, {wl.warehouses} warehouses",
-                        5 + 3 * wl.warehouses,
-                    )
-                )
-                disk[t] = max(
-                    disk.get(t, 0), CLUSTER_BASE_BYTES + wl.warehouses * TPCC_BYTES_PER_WAREHOUSE
-                )
-            for mode in wl.modes:
-                for rep in range(1, pol.repeat + 1):
-                    for t in _order(names, rep, pol.interleave):
-                        suffix = f"/r{rep}" if pol.repeat > 1 else ""
-                        runs.append(
-                            PlannedRun(
-                                t,
-                                f"{t}/{wl.name}/run/{mode}/c{wl.connections}{suffix}",
-                                f"TPC-C {mode}-side -c {wl.connections} -T {wl.duration_s}",
-                                wl.duration_s + 5 + 2 * wl.warehouses,
-                            )
-                        )
-        elif isinstance(wl, DurabilitySpec):
-            for t in names:
-                runs.append(
-                    PlannedRun(
-                        t,
-                        f"{t}/{wl.name}",
-                        f"durability, {wl.crashes} crashes",
-                        wl.crashes * (wl.interval_s + 5) + 10,
-                    )
-                )
-        elif isinstance(wl, CustomSpec):
-            for t in names:
-                runs.append(PlannedRun(t, f"{custom.prefix(t, wl)}/setup", f"{wl.name} setup", 10))
-            for cpoint in custom.points(wl):
-                duration, clients = cpoint
-                for rep in range(1, pol.repeat + 1):
-                    for t in _order(names, rep, pol.interleave):
-                        runs.append(
-                            PlannedRun(
-                                t,
-                                custom.run_key(t, wl, cpoint, rep),
-                                f"{wl.name} -c {clients} -T {duration}",
-                                duration + warm + 2,
-                            )
-                        )
-    repeats = str(pol.repeat)
-    if pol.until_ci_pct is not None:
-        repeats = (
-            f"{pol.repeat} to {pol.max_repeat} (until the 95% confidence interval "
-            f"is within {pol.until_ci_pct:g}%)"
-        )
-    return Expansion(runs=runs, disk=disk, repeats=repeats)
+    """Every step the campaign expands to, in the order the runner executes them."""
+    runs = [PlannedRun(t.name, step.id, step.label, step.estimate_s) for t, step in steps(campaign)]
+    return Expansion(
+        runs=runs, disk=disk_needs(campaign), repeats=campaign.policy.describe_repeats()
+    )
 
 
 def quick(

@@ -6,14 +6,92 @@ so the report can put the database's numbers next to the physical limits.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pgrig.campaign import FioPlan, ProbeSpec
-from pgrig.errors import BinaryNotFound
-from pgrig.step import Context, Skip, Step
+from pgrig.errors import BinaryNotFound, UsageError
+from pgrig.results import FioResult, FsyncResult, TimingResult
+from pgrig.schema import Schema, Table, choices, custom, flag, integer, text
+from pgrig.step import Context, Skip, Step, StepKey
 from pgrig.tools import fio, pg_test_fsync, pg_test_timing
 from pgrig.ui import Step as ProgressLine
+from pgrig.units import parse_size
+from pgrig.workloads.base import ResultKind
+
+FIO_PATTERNS = ("randwrite", "randread", "write", "read")
+
+
+@dataclass(frozen=True)
+class FioPlan:
+    patterns: tuple[str, ...] = FIO_PATTERNS
+    numjobs: int = 1
+    iodepth: int = 8
+    size: str = "256M"
+    runtime_s: int = 10
+    direct: bool = True
+    ioengine: str = "libaio"
+
+
+@dataclass(frozen=True)
+class ProbeSpec:
+    timing_s: int | None = 3  # None: not run
+    fsync_s: int | None = 2
+    fio: FioPlan | None = field(default_factory=FioPlan)
+
+
+def _seconds(default: int) -> Any:
+    def read(t: Table, key: str, _d: Any) -> int | None:
+        value = t.get(key, (int, bool), True)
+        if value is False:
+            return None
+        if value is True:
+            return default
+        if value < 1:
+            raise t.error(key, f"{value}: at least 1 second, or false to skip")
+        return int(value)
+
+    return read
+
+
+def _size(t: Table, key: str, default: Any) -> str:
+    size = t.get(key, str, default)
+    try:
+        parse_size(size)
+    except UsageError as exc:
+        raise t.error(key, exc.message, exc.hint) from exc
+    return str(size)
+
+
+FIO_SCHEMA = Schema(
+    "[probes.fio]",
+    choices("patterns", FIO_PATTERNS, FIO_PATTERNS, "8k patterns to run"),
+    integer("numjobs", 1, "fio `--numjobs`"),
+    integer("iodepth", 8, "fio `--iodepth`"),
+    custom("size", "256M", "size of the test file", _size),
+    integer("runtime", 10, "seconds per pattern", field="runtime_s"),
+    flag("direct", True, "`O_DIRECT`, as the seeds"),
+    text("ioengine", "libaio", "fio `--ioengine`"),
+)
+
+
+def _fio_table(t: Table, key: str, default: Any) -> FioPlan | None:
+    value = t.get(key, (dict, bool), True)
+    if value is False:
+        return None
+    table = t.table(key) if isinstance(value, dict) else None
+    return FioPlan() if table is None else FioPlan(**FIO_SCHEMA.read(table))
+
+
+PROBES_SCHEMA = Schema(
+    "[probes]",
+    custom("timing", 3, "pg_test_timing seconds, or `false`", _seconds(3), field="timing_s"),
+    custom("fsync", 2, "pg_test_fsync seconds per test, or `false`", _seconds(2),
+           field="fsync_s"),
+    custom("fio", None, "`{ patterns, numjobs, iodepth, size, runtime, direct, ioengine }` or "
+           "`false`", _fio_table, shown_default="all four patterns"),
+)  # fmt: skip
+
 
 FIO_LABELS = {
     "randwrite": "8k random write",
@@ -25,7 +103,9 @@ FIO_LABELS = {
 
 def _timing(seconds: int) -> Any:
     def action(ctx: Context, line: ProgressLine) -> tuple[Any, str]:
-        return pg_test_timing.run(ctx.bins.bin_dir, duration_s=seconds, timeout=seconds + 60)
+        return pg_test_timing.run(
+            ctx.bins.tool_dir("pg_test_timing"), duration_s=seconds, timeout=seconds + 60
+        )
 
     return action
 
@@ -44,7 +124,7 @@ def _fsync(seconds: int) -> Any:
                 )
 
         return pg_test_fsync.run(
-            ctx.bins.bin_dir,
+            ctx.bins.tool_dir("pg_test_fsync"),
             ctx.target,
             seconds=seconds,
             timeout=30 * seconds + 120,
@@ -88,31 +168,33 @@ def steps(probes: ProbeSpec, target: str, directory: Path) -> list[Step]:
     if probes.timing_s:
         out.append(
             Step(
-                key=f"{target}/probe/pg_test_timing",
+                key=StepKey(target, "probe", ("pg_test_timing",)),
                 kind="pg_test_timing",
                 label=f"{target}: pg_test_timing",
                 params={"duration_s": probes.timing_s},
                 action=_timing(probes.timing_s),
                 tools=("pg_test_timing",),
+                estimate_s=probes.timing_s + 1,
             )
         )
     if probes.fsync_s:
         out.append(
             Step(
-                key=f"{target}/probe/pg_test_fsync",
+                key=StepKey(target, "probe", ("pg_test_fsync",)),
                 kind="pg_test_fsync",
                 label=f"{target}: pg_test_fsync in {where}",
                 params={"seconds_per_test": probes.fsync_s, "directory": where},
                 action=_fsync(probes.fsync_s),
                 total=pg_test_fsync.TIMED_TESTS * probes.fsync_s,
                 tools=("pg_test_fsync",),
+                estimate_s=pg_test_fsync.TIMED_TESTS * probes.fsync_s + 1,
             )
         )
     if probes.fio is not None:
         for pattern in probes.fio.patterns:
             out.append(
                 Step(
-                    key=f"{target}/probe/fio/{pattern}",
+                    key=StepKey(target, "probe", ("fio", pattern)),
                     kind="fio",
                     label=f"{target}: fio {FIO_LABELS[pattern]}",
                     params={
@@ -129,6 +211,35 @@ def steps(probes: ProbeSpec, target: str, directory: Path) -> list[Step]:
                     action=_fio(probes.fio, pattern),
                     total=probes.fio.runtime_s,
                     tools=("fio",),
+                    estimate_s=probes.fio.runtime_s + 3,
                 )
             )
     return out
+
+
+def disk_bytes(probes: ProbeSpec) -> int:
+    """What the probes write in a target directory (fio's test file)."""
+    return parse_size(probes.fio.size) + 64 * 2**20 if probes.fio is not None else 0
+
+
+def _fdatasync(res: FsyncResult) -> dict[str, Any]:
+    head = next((r for r in res.rows if r.method == "fdatasync"), None)
+    return {"fdatasync_ops_per_sec": head.ops_per_sec} if head is not None else {}
+
+
+KINDS = (
+    ResultKind(
+        "pg_test_timing", TimingResult, headline=lambda r: f": {r.per_loop_ns:.2f} ns per loop"
+    ),
+    ResultKind("pg_test_fsync", FsyncResult, columns=_fdatasync),
+    ResultKind(
+        "fio",
+        FioResult,
+        headline=lambda r: f": {r.iops:,.0f} IOPS, {r.bandwidth_mib_s:,.1f} MiB/s",
+        columns=lambda r: {
+            "iops": r.iops,
+            "bandwidth_mib_s": r.bandwidth_mib_s,
+            "clat_p99_us": r.clat_p99_us,
+        },
+    ),
+)

@@ -9,13 +9,15 @@ Bump ``SCHEMA_VERSION`` when a stored shape changes incompatibly.
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import types
 import typing
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 SCHEMA_VERSION = 1
+
+Status = Literal["ok", "failed", "skipped"]
+StudyStatus = Literal["running", "finished", "interrupted", "failed", "partial"]
 
 T = TypeVar("T")
 
@@ -305,7 +307,7 @@ class Study:
     name: str  # the study definition, e.g. "quick"
     target: str  # label of the storage under test, e.g. "/var/tmp (ext4 on vda)"
     started_at: str
-    status: str  # running | finished | interrupted | failed
+    status: StudyStatus
     finished_at: str | None = None
     params: dict[str, Any] = field(default_factory=dict)  # the options it ran with
     pgrig_version: str = ""
@@ -320,10 +322,10 @@ class RunRecord:
 
     study: str
     key: str  # unique within the study, e.g. "tpcb/run/select-only/c4"
-    kind: str  # pg_test_timing | pg_test_fsync | fio | pgbench_init | count | pgbench_run
+    kind: str  # a result kind of pgrig.registry (pgbench_run, fio, tpcc_run, ...)
     target: str
     params: dict[str, Any]
-    status: str  # ok | failed | skipped
+    status: Status
     started_at: str
     finished_at: str
     result: dict[str, Any] | None = None
@@ -333,36 +335,9 @@ class RunRecord:
     id: int | None = None
 
 
-RESULT_TYPES: dict[str, type | str] = {
-    "pg_test_timing": TimingResult,
-    "pg_test_fsync": FsyncResult,
-    "fio": FioResult,
-    "pgbench_init": PgbenchInit,
-    "count": CountResult,
-    "pgbench_run": PgbenchRun,
-    "sql_setup": SetupResult,
-    # Workloads and watchers that keep their result types next to their code,
-    # named "module:Class" and imported on first use (no import cycles).
-    "tpcc_load": "pgrig.workloads.tpcc.model:TpccLoad",
-    "tpcc_run": "pgrig.workloads.tpcc.model:TpccRun",
-    "tpcc_check": "pgrig.workloads.tpcc.model:TpccCheck",
-    "durability": "pgrig.durability.model:DurabilityResult",
-    "monitor": "pgrig.monitor.model:MonitorResult",
-}
-
-
-def result_type(kind: str) -> type:
-    entry = RESULT_TYPES[kind]
-    if isinstance(entry, str):
-        module, _, name = entry.partition(":")
-        entry = getattr(importlib.import_module(module), name)
-        RESULT_TYPES[kind] = entry
-    assert isinstance(entry, type)
-    return entry
-
-
-def typed_result(record: RunRecord) -> Any:
-    """The record's result as its dataclass, or None when the run did not succeed."""
+def typed(record: RunRecord, cls: type[T]) -> T | None:
+    """The record's result as ``cls``, or None when the run did not succeed.
+    (``pgrig.registry.typed_result`` finds the class from the record's kind.)"""
     if record.status != "ok" or record.result is None:
         return None
-    return from_dict(result_type(record.kind), record.result)
+    return from_dict(cls, record.result)

@@ -1,74 +1,60 @@
 """Statistics for repeated measurements, honest about noise.
 
-Welch's t-test (unequal variances) decides whether two targets differ; with
-fewer than two runs on a side there is no test and we say so. The Student t
-distribution is computed here (regularized incomplete beta by continued
-fraction) to avoid a SciPy dependency for two functions.
+Welch's t-test (unequal variances) decides whether two targets differ. When
+there is nothing to test - fewer than two runs on a side, or every run on both
+sides gave the same value - the comparison says so instead of inventing a
+p-value (and no NaN reaches a report). The t distribution comes from SciPy.
 """
 
 from __future__ import annotations
 
 import math
 import statistics
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+from scipy import special
+from scipy import stats as sps
 
 ALPHA = 0.05
 
 
-def _betacf(a: float, b: float, x: float) -> float:
-    """Continued fraction of the incomplete beta function (Lentz's method)."""
-    tiny = 1e-300
-    c, d = 1.0, 1.0 - (a + b) * x / (a + 1.0)
-    d = 1.0 / (d if abs(d) > tiny else tiny)
-    h = d
-    for m in range(1, 300):
-        m2 = 2 * m
-        for num in (
-            m * (b - m) * x / ((a + m2 - 1) * (a + m2)),
-            -(a + m) * (a + b + m) * x / ((a + m2) * (a + m2 + 1)),
-        ):
-            d = 1.0 + num * d
-            d = 1.0 / (d if abs(d) > tiny else tiny)
-            c = 1.0 + num / c
-            c = c if abs(c) > tiny else tiny
-            h *= d * c
-        if abs(d * c - 1.0) < 1e-12:
-            break
-    return h
-
-
 def betainc(a: float, b: float, x: float) -> float:
     """Regularized incomplete beta I_x(a, b)."""
-    if x <= 0.0:
-        return 0.0
-    if x >= 1.0:
-        return 1.0
-    ln = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
-    front = math.exp(ln)
-    if x < (a + 1.0) / (a + b + 2.0):
-        return front * _betacf(a, b, x) / a
-    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
+    return float(special.betainc(a, b, min(max(x, 0.0), 1.0)))
+
+
+def _check_df(df: float) -> None:
+    # A programming error, not a user's: callers derive df from sample sizes.
+    if not df > 0:
+        raise ValueError(f"degrees of freedom must be > 0, not {df}")
 
 
 def t_two_sided_p(t: float, df: float) -> float:
     """P(|T| >= |t|) for Student's t with ``df`` degrees of freedom."""
-    return betainc(df / 2.0, 0.5, df / (df + t * t))
+    _check_df(df)
+    return float(2.0 * sps.t.sf(abs(t), df))
+
+
+def t_quantile(p: float, df: float) -> float:
+    """The ``p`` quantile of Student's t with ``df`` (may be ``math.inf``) degrees of freedom."""
+    _check_df(df)
+    if not 0.0 < p < 1.0:
+        raise ValueError(f"a quantile needs 0 < p < 1, not {p}")
+    return float(sps.t.ppf(p, df))
 
 
 def t_quantile_975(df: float) -> float:
-    """The 97.5% quantile of Student's t (for 95% confidence intervals), by bisection."""
-    lo, hi = 0.0, 1000.0
-    for _ in range(100):
-        mid = (lo + hi) / 2
-        if t_two_sided_p(mid, df) > ALPHA:
-            lo = mid
-        else:
-            hi = mid
-    return (lo + hi) / 2
+    """The 97.5% quantile of Student's t: the factor of a two-sided 95% confidence interval."""
+    return t_quantile(1.0 - ALPHA / 2.0, df)
 
 
 def ci95_half_width(values: Sequence[float]) -> float:
+    """Half-width of the 95% confidence interval of the mean of ``values``.
+
+    ``math.inf`` with fewer than two values (no spread is known), 0.0 when all
+    values are equal."""
     n = len(values)
     if n < 2:
         return math.inf
@@ -79,32 +65,49 @@ def ci95_half_width(values: Sequence[float]) -> float:
 class Comparison:
     """Target vs baseline: the difference of means in %, and whether it is real."""
 
-    diff_pct: float
-    p_value: float | None  # None: not enough repeats for a test
-    n: tuple[int, int]
+    diff_pct: float | None  # None: the baseline's mean is 0, a % of it means nothing
+    p_value: float | None  # None: no test was possible, ``no_test`` says why
+    n: tuple[int, int]  # (baseline, other)
+    t: float | None = None  # Welch's t statistic (other - baseline)
+    df: float | None = None  # Welch-Satterthwaite degrees of freedom
+    no_test: str | None = None
 
     @property
     def significant(self) -> bool:
         return self.p_value is not None and self.p_value < ALPHA
 
     def describe(self) -> str:
-        sign = f"{self.diff_pct:+.1f}%"
+        sign = "n/a (baseline mean is 0)" if self.diff_pct is None else f"{self.diff_pct:+.1f}%"
         if self.p_value is None:
-            return f"{sign} (n={self.n[1]} vs {self.n[0]}: repeat >= 2 for a test)"
+            return f"{sign} ({self.no_test or 'no test'})"
         if self.significant:
             return f"{sign} (p={self.p_value:.3f})"
         return f"{sign}, within noise (p={self.p_value:.2f})"
 
 
 def welch(baseline: Sequence[float], other: Sequence[float]) -> Comparison:
-    mb, mo = statistics.fmean(baseline), statistics.fmean(other)
-    diff = (mo - mb) / mb * 100 if mb else math.inf
+    """Welch's two-sided t-test of ``other`` against ``baseline``."""
     n = (len(baseline), len(other))
+    if min(n) == 0:
+        raise ValueError("welch() needs at least one value on each side")
+    mb, mo = statistics.fmean(baseline), statistics.fmean(other)
+    diff = (mo - mb) / mb * 100 if mb else None
     if min(n) < 2:
-        return Comparison(diff, None, n)
-    vb, vo = statistics.variance(baseline) / n[0], statistics.variance(other) / n[1]
-    if vb + vo == 0:
-        return Comparison(diff, 0.0 if mb != mo else 1.0, n)
-    t = (mo - mb) / math.sqrt(vb + vo)
-    df = (vb + vo) ** 2 / (vb**2 / (n[0] - 1) + vo**2 / (n[1] - 1))
-    return Comparison(diff, t_two_sided_p(t, df), n)
+        return Comparison(diff, None, n, no_test=f"n={n[1]} vs {n[0]}: repeat >= 2 for a test")
+    # statistics.variance is exact on floats: identical runs give exactly 0.
+    if statistics.variance(baseline) == 0 and statistics.variance(other) == 0:
+        why = (
+            "every run gave the same value on both sides: no spread to test"
+            if mb == mo
+            else "no spread on either side, each side's runs are identical: no test"
+        )
+        return Comparison(diff, None, n, no_test=why)
+    with warnings.catch_warnings():
+        # SciPy warns when one side is constant (its variance is then exactly 0,
+        # which is what we want); the other side's spread carries the test.
+        warnings.filterwarnings("ignore", message="Precision loss", category=RuntimeWarning)
+        res = sps.ttest_ind(other, baseline, equal_var=False)
+    t, p, df = float(res.statistic), float(res.pvalue), float(res.df)
+    if not (math.isfinite(t) and math.isfinite(p) and math.isfinite(df)):
+        return Comparison(diff, None, n, no_test=f"the test is undefined (t={t}, df={df})")
+    return Comparison(diff, p, n, t=t, df=df)

@@ -9,13 +9,16 @@ recorded the same way.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pgrig.cluster.binaries import PgBinaries
 from pgrig.conninfo import Conn
 from pgrig.ui import Step as ProgressLine
+
+if TYPE_CHECKING:  # the cluster is only handed through, never built here
+    from pgrig.cluster.server import Cluster
 
 
 class Skip(Exception):
@@ -24,6 +27,34 @@ class Skip(Exception):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
+
+
+@dataclass(frozen=True)
+class StepKey:
+    """Where a step sits in a study: target, workload, its parameters, its repeat.
+
+    Rendered to the store's key string (``disk/tpcb/s20/read-write/c8/d20/r2``),
+    which is what resume matches on: results files written by earlier versions
+    carry exactly these strings.
+    """
+
+    target: str
+    workload: str  # a workload's name, or "probe"
+    parts: tuple[str, ...] = ()
+    repeat: int | None = None  # None: a step that is not repeated
+    tail: tuple[str, ...] = ()  # below the repeat, e.g. the run's "monitor" record
+
+    def __str__(self) -> str:
+        items = [self.target, self.workload, *self.parts]
+        if self.repeat is not None:
+            items.append(f"r{self.repeat}")
+        return "/".join([*items, *self.tail])
+
+    def with_repeat(self, repeat: int | None) -> StepKey:
+        return replace(self, repeat=repeat)
+
+    def below(self, *tail: str) -> StepKey:
+        return replace(self, tail=(*self.tail, *tail))
 
 
 @dataclass
@@ -36,6 +67,7 @@ class Context:
     conn: Conn | None = None  # set once the server is up
     server_pid: int | None = None  # the postmaster, when it runs on this machine
     server_settings: dict[str, str] = field(default_factory=dict)
+    cluster: Cluster | None = None  # the cluster pgrig created (None: an existing server)
 
 
 Action = Callable[[Context, ProgressLine], tuple[Any, str]]
@@ -43,8 +75,8 @@ Action = Callable[[Context, ProgressLine], tuple[Any, str]]
 
 @dataclass(frozen=True)
 class Step:
-    key: str  # unique within a study
-    kind: str  # a key of pgrig.results.RESULT_TYPES
+    key: StepKey
+    kind: str  # the name of a registered result kind (pgrig.registry)
     label: str  # shown on the progress line
     params: dict[str, Any]
     action: Action
@@ -54,3 +86,12 @@ class Step:
     # Runs before the measured part and outside the monitor's window (reset,
     # warm-up, CHECKPOINT), on the same progress line.
     prepare: Callable[[Context, ProgressLine], None] | None = None
+    estimate_s: float = 0.0  # what `pgrig plan` adds up
+    # Creates the data later steps use (a load): on a resumed campaign it runs
+    # again when later steps still need the data, but is recorded only once.
+    creates_data: bool = False
+
+    @property
+    def id(self) -> str:
+        """The key as the store keeps it."""
+        return str(self.key)

@@ -19,47 +19,29 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from pgrig.errors import StoreError
+from pgrig.conninfo import Conn
+from pgrig.errors import StoreError, UnknownStudy
 from pgrig.results import SCHEMA_VERSION, Environment, RunRecord, Study, from_dict, to_dict
+from pgrig.sql import load as load_sql
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (
-    key   TEXT PRIMARY KEY,
-    value TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS studies (
-    id            TEXT PRIMARY KEY,
-    name          TEXT NOT NULL,
-    target        TEXT NOT NULL,
-    status        TEXT NOT NULL,
-    started_at    TEXT NOT NULL,
-    finished_at   TEXT,
-    params        TEXT NOT NULL,
-    pgrig_version TEXT NOT NULL,
-    environment   TEXT,
-    target_environments TEXT
-);
-CREATE TABLE IF NOT EXISTS runs (
-    id            {serial},
-    study_id      TEXT NOT NULL REFERENCES studies(id),
-    key           TEXT NOT NULL,
-    kind          TEXT NOT NULL,
-    target        TEXT NOT NULL,
-    params        TEXT NOT NULL,
-    status        TEXT NOT NULL CHECK (status IN ('ok', 'failed', 'skipped')),
-    reason        TEXT,
-    result        TEXT,
-    raw           TEXT NOT NULL,
-    tool_versions TEXT NOT NULL,
-    started_at    TEXT NOT NULL,
-    finished_at   TEXT NOT NULL,
-    UNIQUE (study_id, key)
-);
-"""
-
-
+# "{serial}" in the schema: each backend's auto-increment primary key.
+_SCHEMA = load_sql("store_schema")
 SQLITE_SCHEMA = _SCHEMA.replace("{serial}", "INTEGER PRIMARY KEY AUTOINCREMENT")
 POSTGRES_SCHEMA = _SCHEMA.replace("{serial}", "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY")
+_INSERT_RUN = load_sql("store_insert_run")
+
+
+def location(results: Path, store: str | None) -> Path | str:
+    """Where the results are: ``--store`` (a file or a PostgreSQL URI), else
+    ``RESULTS/results.sqlite``."""
+    if store is None:
+        return results / "results.sqlite"
+    return store if is_uri(store) else Path(store)
+
+
+def _masked(location: str | Path) -> str:
+    """A store's location for messages: a URI without its password."""
+    return Conn.from_user(str(location)).describe() if is_uri(location) else str(location)
 
 
 def is_uri(location: str | Path) -> bool:
@@ -137,8 +119,6 @@ class _Postgres(_Backend):
         import psycopg
         from psycopg.rows import dict_row
 
-        from pgrig.conninfo import Conn
-
         self.duplicate = (psycopg.errors.UniqueViolation,)
         self.errors = (psycopg.Error,)
         self.label = Conn.from_user(uri).describe()
@@ -150,18 +130,18 @@ class _Postgres(_Backend):
             self.conn.execute("SELECT pg_advisory_xact_lock(hashtext('pgrig store schema'))")
             for statement in POSTGRES_SCHEMA.split(";"):
                 if statement.strip():
-                    self.conn.execute(statement)  # type: ignore[call-overload]
+                    self.conn.execute(statement)
 
     @staticmethod
     def _sql(sql: str) -> str:
         return sql.replace("?", "%s")
 
     def execute(self, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
-        cur = self.conn.execute(self._sql(sql), params)  # type: ignore[call-overload]
+        cur = self.conn.execute(self._sql(sql), params)
         return list(cur.fetchall()) if cur.description else []
 
     def insert_id(self, sql: str, params: tuple[Any, ...]) -> int:
-        row = self.conn.execute(self._sql(sql) + " RETURNING id", params).fetchone()  # type: ignore[call-overload]
+        row = self.conn.execute(self._sql(sql) + " RETURNING id", params).fetchone()
         return int(row["id"]) if row else 0
 
     # autocommit connection, explicit transaction commands: one record, one transaction
@@ -196,7 +176,8 @@ class Store:
             backend: _Backend = _Postgres(str(location)) if uri else _Sqlite(Path(location))
         except Exception as exc:  # sqlite3.Error, psycopg.Error, OSError
             raise StoreError(
-                f"cannot open results store {location}: {str(exc).strip()}",
+                f"cannot open results store {_masked(location)}: "
+                f"{str(exc).strip().replace(str(location), _masked(location))}",
                 hint="pass --store with a writable file path or a reachable PostgreSQL URI",
             ) from exc
         store = cls(backend, location if uri else Path(location))
@@ -212,7 +193,7 @@ class Store:
         elif int(rows[0]["value"]) > SCHEMA_VERSION:
             backend.close()
             raise StoreError(
-                f"{location} was written by a newer pgrig (schema {rows[0]['value']}, "
+                f"{_masked(location)} was written by a newer pgrig (schema {rows[0]['value']}, "
                 f"this one reads up to {SCHEMA_VERSION})",
                 hint="upgrade pgrig, or pass --store with another file",
             )
@@ -301,7 +282,7 @@ class Store:
         row = rows[0] if rows else None
         if row is None:
             known = ", ".join(s.id for s in self.studies()[-5:]) or "none"
-            raise StoreError(
+            raise UnknownStudy(
                 f"no study {study_id!r} in {self.path}",
                 hint=f"recent studies: {known} (see `pgrig list`)",
             )
@@ -340,9 +321,7 @@ class Store:
         with self._tx() as conn:
             try:
                 new_id = conn.insert_id(
-                    "INSERT INTO runs (study_id, key, kind, target, params, status, reason, result,"
-                    " raw, tool_versions, started_at, finished_at)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    _INSERT_RUN,
                     (
                         rec.study,
                         rec.key,

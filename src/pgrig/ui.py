@@ -52,6 +52,10 @@ class Ui:
         self.console = console or Console(stderr=True, highlight=False)
         self.quiet = quiet
 
+    def data(self, text: str) -> None:
+        """A result on stdout (a report's path), quiet or not: what scripts read."""
+        print(text, flush=True)
+
     def info(self, message: str) -> None:
         if not self.quiet:
             self.console.print(message)

@@ -1,5 +1,12 @@
-"""Finding the PostgreSQL binaries: ``--pg-bin``, else ``pg_config --bindir``, else the
-newest ``/usr/lib/postgresql/*/bin``. Checked before anything is created."""
+"""Finding the PostgreSQL binaries: ``--pg-bin`` (a directory, or a version such as
+``9.6`` installed by ``pgrig pg install``), else ``pg_config --bindir``, else the
+newest ``/usr/lib/postgresql/*/bin``, else pgrig's cache. Checked before anything
+is created.
+
+A server-only build (the Maven packages pgrig installs) lacks pgbench, psql and
+pg_isready. Those client tools then come from the newest PostgreSQL installed
+(``client_dir``): newer clients speak to older servers, pgbench included.
+"""
 
 from __future__ import annotations
 
@@ -14,22 +21,71 @@ from pgrig.errors import BinaryNotFound, ToolError
 
 SERVER_TOOLS = ("initdb", "pg_ctl", "postgres", "pgbench")
 CLIENT_TOOLS = ("pgbench",)
+# Tools that must come from the server's own installation: they read or write its
+# data directory. Every other tool may come from a newer client installation.
+SERVER_ONLY = frozenset({"initdb", "pg_ctl", "postgres", "pg_controldata", "pg_resetwal"})
+# pgrig's cluster code waits for a started server with pg_isready.
+CLUSTER_CLIENT_TOOLS = ("pg_isready",)
 DEBIAN_ROOT = Path("/usr/lib/postgresql")
 INSTALL_HINT = "install PostgreSQL (Debian: apt-get install postgresql postgresql-contrib)"
+PG_BIN_HINT = (
+    "point --pg-bin (campaign: pg_bin in [[target]]) at a PostgreSQL bin directory "
+    "(Debian: apt-get install postgresql-15 puts one in /usr/lib/postgresql/15/bin)"
+)
+_VERSION = re.compile(r"\(PostgreSQL\)\s+(\d+)(?:\.(\d+))?(?:\.(\d+))?")
+_SPEC = re.compile(r"^\d+(\.\d+){0,2}$")
 
 
 @dataclass(frozen=True)
 class PgBinaries:
     bin_dir: Path
-    version: str  # e.g. "15.18"
-    major: int
+    version: str  # e.g. "15.18", "9.6.24"
+    major: int  # 9 for 9.6 (see version_num to tell 9.5 from 9.6)
+    # Where the tools missing from bin_dir (pgbench, psql, pg_isready) come from.
+    client_dir: Path | None = None
+    client_version: str | None = None
 
     def path(self, tool: str) -> Path:
-        return self.bin_dir / tool
+        own = self.bin_dir / tool
+        if self.client_dir is None or tool in SERVER_ONLY or own.is_file():
+            return own
+        return self.client_dir / tool
 
     def has(self, tool: str) -> bool:
-        candidate = self.bin_dir / tool
+        candidate = self.path(tool)
         return candidate.is_file() and candidate.stat().st_mode & 0o111 != 0
+
+    def tool_dir(self, tool: str) -> Path:
+        """The directory to run ``tool`` from (for APIs that take a bin directory)."""
+        return self.path(tool).parent
+
+    @property
+    def client_bin_dir(self) -> Path:
+        """The directory to run pgbench from: ``bin_dir`` unless the build lacks it."""
+        return self.tool_dir("pgbench")
+
+    @property
+    def version_num(self) -> int:
+        """As ``server_version_num``: 90624 for 9.6.24, 180006 for 18.6."""
+        parts = [int(p) for p in re.findall(r"\d+", self.version)] + [0, 0, 0]
+        if parts[0] < 10:
+            return parts[0] * 10000 + parts[1] * 100 + parts[2]
+        return parts[0] * 10000 + parts[1]
+
+
+def tool_path(bin_dir: Path | str, tool: str) -> Path:
+    """``<bin_dir>/<tool>``, or BinaryNotFound naming both and the option that fixes it."""
+    bin_dir = Path(bin_dir)
+    if not bin_dir.is_dir():
+        raise BinaryNotFound(f"{tool}: {bin_dir} is not a directory", hint=PG_BIN_HINT)
+    binary = bin_dir / tool
+    if not binary.is_file():
+        raise BinaryNotFound(f"{tool} not found in {bin_dir}", hint=PG_BIN_HINT)
+    if not binary.stat().st_mode & 0o111:
+        raise BinaryNotFound(
+            f"{binary} is not executable", hint=f"chmod +x {binary}, or {PG_BIN_HINT}"
+        )
+    return binary
 
 
 def _version_of(bin_dir: Path, tool: str) -> tuple[str, int]:
@@ -37,29 +93,89 @@ def _version_of(bin_dir: Path, tool: str) -> tuple[str, int]:
         out = proc.run([bin_dir / tool, "--version"], timeout=20).stdout
     except ToolError as exc:
         raise BinaryNotFound(f"{bin_dir / tool} does not run: {exc}", hint=INSTALL_HINT) from exc
-    match = re.search(r"\(PostgreSQL\)\s+(\d+)(?:\.(\d+))?", out)
+    match = _VERSION.search(out)
     if not match:
         raise BinaryNotFound(f"{bin_dir / tool} --version printed no PostgreSQL version: {out!r}")
     return match.group(0).split()[-1], int(match.group(1))
 
 
-def _check(bin_dir: Path, tools: Iterable[str], origin: str) -> PgBinaries:
+def _client_candidates(debian_root: Path) -> list[Path]:
+    """Every installation that may lend client tools: system packages and pgrig's cache."""
+    from pgrig.pgsource import cache, system  # the cache knows its own layout
+
+    found = [i.bin_dir for i in system.installed(debian_root)]
+    found += [i.bin_dir for i in cache.installed() if i.complete]
+    return found
+
+
+def _client_dir(needed: tuple[str, ...], exclude: Path, debian_root: Path) -> tuple[Path, str]:
+    """The newest installation holding every tool in ``needed``."""
+    best: tuple[tuple[int, ...], Path, str] | None = None
+    for candidate in _client_candidates(debian_root):
+        if candidate.resolve() == exclude.resolve():
+            continue
+        if not all((candidate / t).is_file() for t in needed):
+            continue
+        try:
+            version, _major = _version_of(candidate, needed[0])
+        except BinaryNotFound:
+            continue
+        key = tuple(int(p) for p in re.findall(r"\d+", version))
+        if best is None or key > best[0]:
+            best = (key, candidate, version)
+    if best is None:
+        raise BinaryNotFound(
+            f"{exclude} holds no {', '.join(needed)}, and no other PostgreSQL installed here "
+            "has them",
+            hint="install the client tools (Debian: apt-get install postgresql-client) or a "
+            "complete build: pgrig pg install 18",
+        )
+    return best[1], best[2]
+
+
+def _check(
+    bin_dir: Path, tools: Iterable[str], origin: str, debian_root: Path = DEBIAN_ROOT
+) -> PgBinaries:
+    tools = tuple(tools)
     if not bin_dir.is_dir():
         raise BinaryNotFound(
             f"{origin} {bin_dir} is not a directory",
-            hint="point --pg-bin at the directory holding initdb, pg_ctl and pgbench "
-            "(e.g. /usr/lib/postgresql/15/bin)",
+            hint="point --pg-bin (campaign: pg_bin in [[target]]) at the directory holding "
+            "initdb, pg_ctl and pgbench (e.g. /usr/lib/postgresql/15/bin), or name an "
+            "installed version (--pg-bin 9.6)",
         )
-    missing = [t for t in tools if not (bin_dir / t).is_file()]
+    server = [t for t in tools if t in SERVER_ONLY]
+    missing = [t for t in server if not (bin_dir / t).is_file()]
     if missing:
         raise BinaryNotFound(
             f"{origin} {bin_dir} holds no {', '.join(missing)}",
-            hint="point --pg-bin at the directory holding initdb, pg_ctl and pgbench "
+            hint="point --pg-bin (campaign: pg_bin in [[target]]) at the directory holding "
+            "initdb, pg_ctl and pgbench "
             f"(e.g. /usr/lib/postgresql/15/bin), or {INSTALL_HINT}",
         )
-    probe = next(iter(tools), "pgbench")
-    version, major = _version_of(bin_dir, probe)
-    return PgBinaries(bin_dir=bin_dir, version=version, major=major)
+    clients = [t for t in tools if t not in SERVER_ONLY]
+    if server:
+        clients += [t for t in CLUSTER_CLIENT_TOOLS if t not in clients]
+    lacking = tuple(t for t in clients if not (bin_dir / t).is_file())
+    own = next((t for t in ("postgres", *tools) if (bin_dir / t).is_file()), None)
+    client_dir = client_version = None
+    if lacking:
+        if own is None:  # nothing of PostgreSQL here at all
+            raise BinaryNotFound(
+                f"{origin} {bin_dir} holds no {', '.join(lacking)}",
+                hint="point --pg-bin at the directory holding initdb, pg_ctl and pgbench "
+                f"(e.g. /usr/lib/postgresql/15/bin), or {INSTALL_HINT}",
+            )
+        client_dir, client_version = _client_dir(lacking, bin_dir, debian_root)
+    assert own is not None
+    version, major = _version_of(bin_dir, own)
+    return PgBinaries(
+        bin_dir=bin_dir,
+        version=version,
+        major=major,
+        client_dir=client_dir,
+        client_version=client_version,
+    )
 
 
 def _debian_bin_dirs(root: Path) -> list[Path]:
@@ -72,29 +188,53 @@ def _debian_bin_dirs(root: Path) -> list[Path]:
     return sorted((p for p in root.glob("*/bin") if p.is_dir()), key=major, reverse=True)
 
 
+def looks_like_version(pg_bin: str | Path) -> bool:
+    """``--pg-bin 9.6`` names an installed version, unless a directory of that name exists."""
+    text = str(pg_bin)
+    return bool(_SPEC.match(text)) and not Path(text).exists()
+
+
 def find(
     pg_bin: str | Path | None = None,
     *,
     tools: Iterable[str] = SERVER_TOOLS,
     debian_root: Path = DEBIAN_ROOT,
 ) -> PgBinaries:
-    """The binaries to use. ``tools`` are the ones that must be there."""
+    """The binaries to use. ``tools`` are the ones that must be there (client tools
+    may come from another installation, see ``PgBinaries.client_dir``)."""
     tools = tuple(tools)
     if pg_bin is not None:
-        return _check(Path(pg_bin), tools, "--pg-bin")
+        if looks_like_version(pg_bin):
+            from pgrig import pgsource
+
+            return pgsource.resolve(str(pg_bin), tools=tools)
+        return _check(Path(pg_bin), tools, "--pg-bin", debian_root)
     pg_config = shutil.which("pg_config")
     if pg_config:
         try:
             bindir = Path(proc.run([pg_config, "--bindir"], timeout=20).stdout.strip())
             if all((bindir / t).is_file() for t in tools):
-                return _check(bindir, tools, "pg_config --bindir")
+                return _check(bindir, tools, "pg_config --bindir", debian_root)
         except ToolError:
             pass
     for candidate in _debian_bin_dirs(debian_root):
         if all((candidate / t).is_file() for t in tools):
-            return _check(candidate, tools, "found")
+            return _check(candidate, tools, "found", debian_root)
+    # No system installation: the newest in pgrig's cache, complete builds first.
+    from pgrig.pgsource import cache
+
+    cached = sorted(
+        cache.installed(),
+        key=lambda i: (i.complete, [int(p) for p in re.findall(r"\d+", i.version)]),
+        reverse=True,
+    )
+    for item in cached:
+        try:
+            return _check(item.bin_dir, tools, "cached", debian_root)
+        except BinaryNotFound:
+            continue
     raise BinaryNotFound(
         f"no PostgreSQL binaries with {', '.join(tools)} found "
-        f"(looked at pg_config --bindir and {debian_root}/*/bin)",
-        hint=f"pass --pg-bin DIR, or {INSTALL_HINT}",
+        f"(looked at pg_config --bindir, {debian_root}/*/bin and pgrig's cache)",
+        hint=f"pass --pg-bin DIR, or {INSTALL_HINT}, or pgrig pg install 18",
     )

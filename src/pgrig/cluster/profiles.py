@@ -11,11 +11,14 @@ from __future__ import annotations
 import difflib
 import os
 import re
-from dataclasses import dataclass, field
+import shutil
+import tempfile
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 
 from pgrig import proc
+from pgrig.cluster import compat
 from pgrig.cluster.binaries import PgBinaries
 from pgrig.errors import UsageError
 
@@ -151,17 +154,67 @@ def known_parameters(bins: PgBinaries) -> set[str]:
     return {line.split("\t", 1)[0] for line in out.splitlines() if line.strip()}
 
 
-def validate(profile: Profile, bins: PgBinaries) -> None:
-    """Refuse unknown parameters before initdb, naming the nearest valid one."""
-    known = known_parameters(bins)
-    for key in profile.settings:
-        if key in known or "." in key:  # dotted names are extension parameters
-            continue
-        close = difflib.get_close_matches(key, sorted(known), n=1)
-        raise UsageError(
-            f"{profile.source}: unknown PostgreSQL {bins.major} parameter {key!r}",
-            hint=f"did you mean {close[0]!r}?" if close else "check the name in pg_settings",
+def adapt(profile: Profile, bins: PgBinaries) -> compat.Adapted:
+    """The profile as this server's major needs it: renamed parameters and values
+    translated, parameters the major lacks dropped with the reason (see compat)."""
+    return compat.adapt(
+        profile.settings,
+        known=known_parameters(bins),
+        version=bins.version,
+        version_num=bins.version_num,
+        where=profile.source,
+    )
+
+
+def validate(
+    profile: Profile, bins: PgBinaries, os_user: proc.OsUser | None = None
+) -> compat.Adapted:
+    """Refuse, before initdb, parameters no PostgreSQL major knows (naming the
+    nearest valid one) and values this server's own parser rejects; returns what
+    ``adapt`` will change, for the user to see."""
+    adapted = adapt(profile, bins)
+    check_values(replace(profile, settings=dict(adapted.applied)), bins, os_user)
+    return adapted
+
+
+def check_values(profile: Profile, bins: PgBinaries, os_user: proc.OsUser | None) -> None:
+    """``postgres -C`` reads a configuration file and stops at its first invalid
+    value, with the server's own message (and the allowed values of an enum);
+    it needs no cluster, only a directory holding that file."""
+    if os.geteuid() == 0 and os_user is None:
+        return  # postgres refuses to run as root; initdb will check them
+    scratch = Path(tempfile.mkdtemp(prefix="pgrig-check-conf-"))
+    try:
+        (scratch / "postgresql.conf").write_text(render(profile.settings))
+        if os_user is not None:
+            for path in (scratch, scratch / "postgresql.conf"):
+                os.chown(path, os_user.uid, os_user.gid)
+        done = proc.run(
+            [bins.path("postgres"), "-D", scratch, "-C", "server_version"],
+            timeout=30,
+            user=os_user,
+            check=False,
+            what="postgres -C",
         )
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    if done.returncode != 0:
+        raise UsageError(
+            f"{profile.source}: {'; '.join(_config_errors(done.stderr))} (PostgreSQL {bins.major})",
+            hint="fix the value with --set NAME=VALUE (or in the profile)",
+        )
+
+
+def _config_errors(stderr: str) -> list[str]:
+    """The server's complaints about a configuration file, each with its HINT."""
+    found: list[str] = []
+    for line in stderr.splitlines():
+        level, _, message = line.partition(":  ")
+        if level.endswith("HINT") and found:
+            found[-1] += f" ({message.strip()})"
+        elif "invalid value" in message or "unrecognized" in message or "syntax" in message:
+            found.append(message.strip())
+    return found or [stderr.strip().splitlines()[-1] if stderr.strip() else "invalid settings"]
 
 
 def render(settings: dict[str, str]) -> str:

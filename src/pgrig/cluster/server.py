@@ -17,9 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pgrig import proc
-from pgrig.cluster import profiles, workdir
+from pgrig.cluster import compat, profiles, workdir
 from pgrig.cluster.binaries import PgBinaries
-from pgrig.errors import ClusterError, ToolError, WorkdirError
+from pgrig.errors import ClusterError, ToolError, UsageError, WorkdirError
+from pgrig.files import write_atomically
 
 SUPERUSER = "postgres"
 DEFAULT_OS_USERS = ("postgres", "pgrig")
@@ -34,6 +35,31 @@ class InitdbOptions:
     wal_segsize_mb: int | None = None  # --wal-segsize; the seeds use 1024
     data_checksums: bool = False
     waldir: Path | None = None  # --waldir: WAL on another disk
+
+
+def initdb_version_args(opts: InitdbOptions, bins: PgBinaries) -> list[str]:
+    """The initdb options that depend on the major; refuses what it cannot do. Call it
+    in preflight to refuse before anything is created."""
+    args: list[str] = []
+    if opts.wal_segsize_mb:
+        if bins.version_num < 110000:
+            raise UsageError(
+                f"PostgreSQL {bins.version}'s initdb has no --wal-segsize (added in 11): its "
+                "WAL segments are 16MB, fixed when it was built",
+                hint="leave out --wal-segsize for this version",
+            )
+        args.append(f"--wal-segsize={opts.wal_segsize_mb}")
+    if opts.data_checksums:
+        args.append("--data-checksums")
+    elif bins.version_num >= 180000:
+        # 18's initdb turns checksums on unless told not to; pgrig keeps them off unless
+        # asked, so that majors are compared with the same work per page.
+        args.append("--no-data-checksums")
+    if opts.waldir is not None:
+        # 10 renamed xlog to wal everywhere, --xlogdir included.
+        flag = "--waldir" if bins.version_num >= 100000 else "--xlogdir"
+        args.append(f"{flag}={opts.waldir}")
+    return args
 
 
 def server_os_user(name: str | None = None) -> proc.OsUser | None:
@@ -98,6 +124,7 @@ class Cluster:
         self.socket_dir = socket_dir
         self.port = port or _free_port(socket_dir)
         self.settings: dict[str, str] = {}
+        self.adapted: compat.Adapted | None = None
 
     # -- creation ----------------------------------------------------------
 
@@ -140,41 +167,49 @@ class Cluster:
             opts.encoding,
             f"--locale={opts.locale}",
             "--auth=trust",
+            *initdb_version_args(opts, self.bins),
         ]
-        if opts.wal_segsize_mb:
-            argv.append(f"--wal-segsize={opts.wal_segsize_mb}")
-        if opts.data_checksums:
-            argv.append("--data-checksums")
-        if opts.waldir is not None:
-            argv.append(f"--waldir={opts.waldir}")
         return proc.run(argv, timeout=300, user=self.os_user, what="initdb").stdout
 
-    def configure(self, profile: profiles.Profile) -> None:
-        """Write the profile plus pgrig's own settings and include it from postgresql.conf."""
+    def configure(self, profile: profiles.Profile) -> compat.Adapted:
+        """Write the profile - fitted to this server's major - plus pgrig's own settings
+        and include it from postgresql.conf. Returns what was translated or dropped."""
+        adapted = profiles.adapt(profile, self.bins)
         owned = {
             "listen_addresses": "''",
             "unix_socket_directories": f"'{self.socket_dir}'",
             "unix_socket_permissions": "0700",
             "port": str(self.port),
         }
-        self.settings = {**profile.settings, **owned}
-        conf = self.datadir / "pgrig.conf"
-        conf.write_text(
-            f"# profile: {profile.name} ({profile.source})\n" + profiles.render(self.settings)
+        self.settings = {**adapted.applied, **owned}
+        self.adapted = adapted
+        changes = "".join(f"# {note}\n" for note in adapted.notes())
+        # Atomically: after a power loss the server must not come back with stock
+        # settings, listening on TCP 5432 (seen with plain writes on the lossy FS).
+        write_atomically(
+            self.datadir / "pgrig.conf",
+            f"# profile: {profile.name} ({profile.source})\n"
+            + (f"# fitted to PostgreSQL {adapted.version}:\n{changes}" if changes else "")
+            + profiles.render(self.settings),
+            mode=0o600,
+            owner=self.os_user,
         )
         main = self.datadir / "postgresql.conf"
         text = main.read_text()
         if "include = 'pgrig.conf'" not in text:
-            main.write_text(text + "\ninclude = 'pgrig.conf'\n")
-        if self.os_user is not None:
-            os.chown(conf, self.os_user.uid, self.os_user.gid)
+            write_atomically(
+                main, text + "\ninclude = 'pgrig.conf'\n", mode=0o600, owner=self.os_user
+            )
+        return adapted
 
     # -- lifecycle ---------------------------------------------------------
 
     def start(self, timeout: float = 120) -> None:
-        if self.os_user is not None and not self.logfile.exists():
-            self.logfile.touch()
-            os.chown(self.logfile, self.os_user.uid, self.os_user.gid)
+        if not self.logfile.exists():
+            # Statements and their errors land here: for the server's user only.
+            self.logfile.touch(mode=0o600)
+            if self.os_user is not None:
+                os.chown(self.logfile, self.os_user.uid, self.os_user.gid)
         try:
             proc.run(
                 [
@@ -212,7 +247,9 @@ class Cluster:
             if done.ok:
                 return
             time.sleep(0.2)
-        raise ClusterError(f"the server in {self.datadir} did not accept connections in {timeout}s")
+        raise ClusterError(
+            f"the server in {self.datadir} did not accept connections in {timeout:.0f} s"
+        )
 
     def restart_after_crash(self, timeout: float = 60) -> None:
         """Start again after the postmaster died.
@@ -238,7 +275,7 @@ class Cluster:
         self.start(timeout=max(10.0, deadline - time.monotonic()))
 
     def postmaster_pid(self) -> int | None:
-        return workdir._postmaster_pid(self.datadir)
+        return workdir.postmaster_pid(self.datadir)
 
     def running(self) -> bool:
         return self.postmaster_pid() is not None
@@ -318,3 +355,22 @@ def user_name(uid: int) -> str:
         return pwd.getpwuid(uid).pw_name
     except KeyError:
         return str(uid)
+
+
+class ServerLost(ClusterError):
+    """The server did not come back after a crash; its data directory and log are kept."""
+
+    def __init__(self, message: str, *, datadir: Path | None, log: Path | None) -> None:
+        where = (
+            f"its data directory {datadir} and log {log} were kept for inspection"
+            if datadir is not None
+            else "it is not pgrig's server: look at its own log"
+        )
+        super().__init__(
+            f"{message}; {where}",
+            hint="read the end of the server log; remove the directory yourself when done"
+            if datadir is not None
+            else "start it again by hand",
+        )
+        self.datadir = datadir
+        self.log = log

@@ -25,7 +25,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from pgrig import __version__, proc
-from pgrig.errors import WorkdirError
+from pgrig.errors import MissingDirectory, WorkdirError
+from pgrig.files import write_atomically
 
 MARKER = ".pgrig-workdir"
 SOCKET_OWNER = ".pgrig-owner"  # in a socket directory: "pid host" of the pgrig that made it
@@ -71,15 +72,16 @@ def _registry_entry(workdir: Path) -> Path:
     return state_dir() / "workdirs" / digest
 
 
-def check_target(target: Path) -> Path:
-    """The directory under test must exist and be writable; resolve it."""
+def check_target(target: Path, *, what: str = "target directory", option: str = "--target") -> Path:
+    """The directory under test (or a tablespace's) must exist and be writable;
+    resolve it."""
     if not target.exists():
-        raise WorkdirError(
-            f"target directory {target} does not exist",
-            hint="create it on the storage you want to test, or pass another --target",
+        raise MissingDirectory(
+            f"{what} {target} does not exist",
+            hint=f"create it on the storage you want to test, or pass another {option}",
         )
     if not target.is_dir():
-        raise WorkdirError(f"target {target} is not a directory")
+        raise MissingDirectory(f"{what} {target} is not a directory", hint=f"pass another {option}")
     # A real write, not os.access: root passes access checks on a read-only
     # mount or an immutable directory, and the first write would fail later.
     try:
@@ -88,8 +90,8 @@ def check_target(target: Path) -> Path:
         os.unlink(probe)
     except OSError as exc:
         raise WorkdirError(
-            f"target directory {target} is not writable: {exc.strerror}",
-            hint="pass a --target you can write to",
+            f"{what} {target} is not writable: {exc.strerror}",
+            hint=f"pass a {option} you can write to",
         ) from exc
     return target.resolve()
 
@@ -103,13 +105,13 @@ def create(workdir: Path, *, study: str, socket_dir: Path | None = None) -> Mark
         if existing is not None and existing.owner_alive():
             raise WorkdirError(
                 f"work directory {workdir} is in use by pgrig process {existing.owner_pid}",
-                hint="wait for it to finish or choose another --workdir",
+                hint="wait for it to finish, or pass another --target",
             )
         if any(workdir.iterdir()):
             raise WorkdirError(
                 f"work directory {workdir} already holds files pgrig did not create for this "
                 "study; pgrig never deletes what it did not create",
-                hint="choose an empty or new --workdir, or run `pgrig clean` if it is a "
+                hint="pass another --target, or run `pgrig clean` if it is a "
                 "leftover of a killed pgrig",
             )
     else:
@@ -125,10 +127,12 @@ def create(workdir: Path, *, study: str, socket_dir: Path | None = None) -> Mark
         study=study,
         socket_dir=str(socket_dir) if socket_dir else None,
     )
-    (workdir / MARKER).write_text(json.dumps(asdict(marker)))
+    # Atomically: an empty marker after a power loss would hide the directory
+    # from `pgrig clean`.
+    write_atomically(workdir / MARKER, json.dumps(asdict(marker)))
     entry = _registry_entry(workdir)
     entry.parent.mkdir(parents=True, exist_ok=True)
-    entry.write_text(marker.path)
+    write_atomically(entry, marker.path)
     return marker
 
 
@@ -140,7 +144,7 @@ def _update(workdir: Path, **changes: object) -> None:
     marker = read_marker(workdir)
     if marker is None:
         return
-    (workdir / MARKER).write_text(json.dumps(asdict(marker) | changes))
+    write_atomically(workdir / MARKER, json.dumps(asdict(marker) | changes))
 
 
 def make_extra_dir(workdir: Path, path: Path, owner: proc.OsUser | None) -> Path:
@@ -155,7 +159,7 @@ def make_extra_dir(workdir: Path, path: Path, owner: proc.OsUser | None) -> Path
         path.mkdir(mode=0o700)
     except OSError as exc:
         raise WorkdirError(f"cannot create {path}: {exc.strerror}") from exc
-    (path / MARKER).write_text(str(workdir))
+    write_atomically(path / MARKER, str(workdir))
     if owner is not None and os.geteuid() == 0:
         os.chown(path, owner.uid, owner.gid)
         os.chown(path / MARKER, owner.uid, owner.gid)
@@ -211,11 +215,11 @@ def make_socket_dir(owner: proc.OsUser | None, workdir: Path) -> Path:
     path must fit in 107 bytes and the target directory may be deep.
     """
     path = Path(tempfile.mkdtemp(prefix="pgrig-sock-"))
-    (path / MARKER).write_text(str(workdir))
+    write_atomically(path / MARKER, str(workdir))
     # The pgrig process that made it: while it lives the directory is in use even if
     # the work directory cannot be seen (e.g. on an unmounted lossy mount). A file of
     # its own, as older pgrig versions read MARKER as one path.
-    (path / SOCKET_OWNER).write_text(f"{os.getpid()} {socket.gethostname()}")
+    write_atomically(path / SOCKET_OWNER, f"{os.getpid()} {socket.gethostname()}")
     if owner is not None and os.geteuid() == 0:
         os.chown(path, owner.uid, owner.gid)
     path.chmod(0o700)
@@ -247,7 +251,7 @@ def processes_using(datadir: Path) -> list[int]:
     return found
 
 
-def _postmaster_pid(datadir: Path) -> int | None:
+def postmaster_pid(datadir: Path) -> int | None:
     pid = pid_in_lockfile(datadir)
     if pid is None:
         return None
@@ -266,7 +270,7 @@ def _postmaster_pid(datadir: Path) -> int | None:
 
 def stop_orphan_server(datadir: Path, timeout: float = 30.0) -> bool:
     """SIGQUIT (immediate shutdown) a postmaster left behind; SIGKILL if it lingers."""
-    pid = _postmaster_pid(datadir)
+    pid = postmaster_pid(datadir)
     if pid is None:
         return False
     for sig in (signal.SIGQUIT, signal.SIGKILL):

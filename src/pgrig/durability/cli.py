@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
-from pgrig.cli_options import cluster_options
+from pgrig.cli_options import cluster_options, results_options
 from pgrig.cluster.profiles import parse_overrides
+from pgrig.durability.command import Options, execute, preflight
 from pgrig.durability.driver import DurabilityPlan
 from pgrig.durability.model import IMMEDIATE, METHOD_TEXT, METHODS
+from pgrig.errors import Interrupted
+from pgrig.store import Store, location
 from pgrig.ui import Ui
-
-DEFAULT_RESULTS = Path("pgrig-results")
 
 
 @click.command("durability")
@@ -55,30 +55,21 @@ DEFAULT_RESULTS = Path("pgrig-results")
 )
 @click.option("--yes", is_flag=True, help="Allow crashing an existing server (--dsn).")
 @click.option(
+    "--allow-untested",
+    is_flag=True,
+    help="Exit 0 on a PASS although the crash model cannot test some settings "
+    "(fsync=off, full_page_writes=off, ...); they are reported as NOT TESTED all the same.",
+)
+@click.option(
     "--keep", is_flag=True, help="Keep the throwaway cluster (stopped) instead of removing it."
 )
 @click.option("--os-user", default=None, help="OS user the server runs as when pgrig is root.")
-@click.option(
-    "--results",
-    type=click.Path(path_type=Path, file_okay=False),
-    default=DEFAULT_RESULTS,
-    show_default=True,
-    help="Directory for the results store and the reports.",
-)
-@click.option(
-    "--store",
-    type=click.Path(path_type=Path, dir_okay=False),
-    default=None,
-    help="Results store file (default: RESULTS/results.sqlite).",
-)
+@results_options
 @click.option("-q", "--quiet", is_flag=True, help="No progress output.")
 def durability(**opts: Any) -> None:
     """Crash the server under a write load and prove that no acknowledged commit was
     lost: every acknowledged row present, no duplicates, invariants, pg_amcheck,
     server log. Exits non-zero when the check fails."""
-    from pgrig.durability.command import Options, execute
-    from pgrig.store import Store
-
     options = Options(
         plan=DurabilityPlan(
             method=opts["method"],
@@ -96,20 +87,20 @@ def durability(**opts: Any) -> None:
         yes=opts["yes"],
         keep=opts["keep"],
         os_user=opts["os_user"],
+        allow_untested=opts["allow_untested"],
     )
     results: Path = opts["results"]
     ui = Ui(quiet=opts["quiet"])
-    from pgrig.durability.command import preflight
-
     preflight(options)  # bad input fails here, before the store is created
-    with Store.open(opts["store"] or results / "results.sqlite") as store:
+    with Store.open(location(results, opts["store"])) as store:
         try:
             outcome = execute(options, ui, store, results)
         except KeyboardInterrupt:
-            ui.warn("interrupted: the clients and the cluster were stopped")
-            sys.exit(130)
+            raise Interrupted("interrupted: the clients and the cluster were stopped") from None
     assert outcome.result is not None
     ui.ok(
         f"durability check passed: {outcome.result.acknowledged:,} acknowledged commits, "
         f"{len(outcome.result.crashes)} crash(es), none lost"
     )
+    for setting in outcome.result.untested:
+        ui.warn(f"NOT TESTED by a {outcome.result.crash_model} crash: {setting}")

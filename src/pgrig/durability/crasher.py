@@ -31,30 +31,11 @@ import psycopg
 
 from pgrig import proc
 from pgrig.cluster import workdir
-from pgrig.cluster.server import Cluster
+from pgrig.cluster.server import Cluster, ServerLost
 from pgrig.conninfo import Conn
+from pgrig.durability.clients import APPLICATION_NAME
 from pgrig.durability.model import IMMEDIATE, KILL_BACKEND, KILL_POSTMASTER
-from pgrig.durability.workload import APPLICATION_NAME
 from pgrig.errors import ClusterError, PgrigError, UsageError
-
-
-class ServerLost(ClusterError):
-    """The server did not come back after a crash; its data directory and log are kept."""
-
-    def __init__(self, message: str, *, datadir: Path | None, log: Path | None) -> None:
-        where = (
-            f"its data directory {datadir} and log {log} were kept for inspection"
-            if datadir is not None
-            else "it is not pgrig's server: look at its own log"
-        )
-        super().__init__(
-            f"{message}; {where}",
-            hint="read the end of the server log; remove the directory yourself when done"
-            if datadir is not None
-            else "start it again by hand",
-        )
-        self.datadir = datadir
-        self.log = log
 
 
 @dataclass

@@ -17,16 +17,18 @@ import psycopg
 
 from pgrig.cluster.binaries import PgBinaries
 from pgrig.durability import crasher, verifier
+from pgrig.durability.clients import PREFIX, Client, Gate, create_schema
 from pgrig.durability.model import (
     IMMEDIATE,
     METHODS,
+    PROCESS,
     SETTINGS,
     Check,
     Crash,
     DurabilityResult,
     Loss,
+    untested_by,
 )
-from pgrig.durability.workload import PREFIX, Client, Gate, create_schema
 from pgrig.errors import ClusterError, UsageError
 
 PARK_TIMEOUT_S = 30.0
@@ -221,6 +223,7 @@ def run(
         final_loss=final_loss,
         checks=checks,
         failures=tuple(state.failures),
+        untested=untested_by(PROCESS, settings),
     )
 
 

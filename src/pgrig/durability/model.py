@@ -29,7 +29,41 @@ SETTINGS = (
     "commit_delay",
     "data_checksums",
     "restart_after_crash",
+    "data_sync_retry",
 )
+
+# Crash models: what is lost. A process crash (every method above) loses the
+# server's memory but not the kernel's page cache, so whatever PostgreSQL wrote
+# and did not fsync survives it; a power loss (docs/durability.md) loses that too.
+PROCESS = "process"
+POWER_LOSS = "power-loss"
+
+# Settings whose effect shows only when the kernel's unsynced writes are lost,
+# with the value that makes them matter: a process crash cannot test them.
+_PROCESS_BLIND = {
+    "fsync": ("off", "nothing is fsynced, and a process crash keeps the page cache"),
+    "full_page_writes": ("off", "a torn 8kB page needs a power loss mid-write"),
+    "data_sync_retry": ("on", "a failed fsync retried only matters when the cache is lost"),
+}
+LINUX_DEFAULT_SYNC = "fdatasync"
+
+
+def untested_by(model: str, settings: dict[str, str]) -> tuple[str, ...]:
+    """The settings of this run that its crash model cannot test, each with why."""
+    if model != PROCESS:
+        return ()
+    out = [
+        f"{name} = {value}: {why}"
+        for name, (value, why) in _PROCESS_BLIND.items()
+        if settings.get(name) == value
+    ]
+    method = settings.get("wal_sync_method")
+    if method and method != LINUX_DEFAULT_SYNC:
+        out.append(
+            f"wal_sync_method = {method}: which sync call makes WAL durable matters only "
+            "when the page cache is lost"
+        )
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -114,6 +148,10 @@ class DurabilityResult:
     # Set when the server did not come back: where its data and log were kept.
     kept_datadir: str | None = None
     kept_log: str | None = None
+    crash_model: str = PROCESS
+    # Settings of this run its crash model cannot test (``untested_by``): a PASS
+    # says nothing about them.
+    untested: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:

@@ -26,9 +26,10 @@ import psycopg
 from pgrig import proc
 from pgrig.cluster.binaries import PgBinaries
 from pgrig.conninfo import Conn
+from pgrig.durability.clients import PREFIX, TABLES, delta_of
 from pgrig.durability.model import Check
-from pgrig.durability.workload import PREFIX, TABLES, delta_of
 from pgrig.errors import ToolError
+from pgrig.sql import load as load_sql
 
 ACKED = "acknowledged commits present"
 DUPLICATES = "no id present twice"
@@ -37,6 +38,11 @@ INVARIANTS = "invariants (balances = sum of history)"
 AMCHECK = "pg_amcheck (heap + B-tree)"
 LOG = "server log"
 EXAMPLES = 5
+
+# The four sums that agree after any number of whole transactions.
+TOTALS_SQL = load_sql("durability_totals").format(prefix=PREFIX)
+# The rows of one table out of balance with the history (format: prefix, table, key).
+UNBALANCED_SQL = load_sql("durability_unbalanced")
 
 # Severe log lines that a crash explains: the other backends being told to quit,
 # clients reconnecting while the server starts or recovers.
@@ -86,19 +92,11 @@ def verify_data(
         for knob in ("enable_indexscan", "enable_indexonlyscan", "enable_bitmapscan"):
             db.execute(f"SET LOCAL {knob} = off")
         rows = db.execute(f"SELECT id, delta FROM {PREFIX}history").fetchall()
-        totals = db.execute(
-            f"SELECT (SELECT coalesce(sum(balance), 0) FROM {PREFIX}accounts),"
-            f" (SELECT coalesce(sum(balance), 0) FROM {PREFIX}tellers),"
-            f" (SELECT coalesce(sum(balance), 0) FROM {PREFIX}branches),"
-            f" (SELECT coalesce(sum(delta), 0) FROM {PREFIX}history)"
-        ).fetchone()
+        totals = db.execute(TOTALS_SQL).fetchone()
         unbalanced = []
         for table, key in (("accounts", "aid"), ("tellers", "tid"), ("branches", "bid")):
-            found = db.execute(
-                f"SELECT x.{key}, x.balance, coalesce(h.s, 0) FROM {PREFIX}{table} x"
-                f" LEFT JOIN (SELECT {key}, sum(delta) s FROM {PREFIX}history GROUP BY {key}) h"
-                f" USING ({key}) WHERE x.balance <> coalesce(h.s, 0) ORDER BY x.{key}"
-            ).fetchall()
+            query = UNBALANCED_SQL.format(prefix=PREFIX, table=table, key=key)
+            found = db.execute(query).fetchall()
             unbalanced += [(table[:-1], k, b, s) for k, b, s in found]
         db.rollback()
     assert totals is not None

@@ -1,221 +1,126 @@
-"""The write load: N client threads, each on its own connection, running short
-TPC-B style transactions, and the ledger of what the server acknowledged.
-
-Every transaction is one autocommit statement, so its answer *is* the commit
-acknowledgement: it inserts a history row whose id the client chose (unique
-for the whole run) and moves ``delta`` into one account, one teller and one
-branch. Balances start at 0, so after any number of whole transactions
-sum(accounts) = sum(tellers) = sum(branches) = sum(history.delta), and every
-single balance equals the sum of its history rows. ``delta`` is a function of
-the id, so a history row whose content changed is recognisable too.
-
-A client appends (id, acknowledgement time) to its ledger before it starts the
-next transaction. A transaction whose connection broke before the answer came
-is *in doubt*: it may or may not have committed, and counts as neither.
-"""
+"""Durability as a campaign workload: on each target, crash the server under a
+write load K times and verify (one step per target, never repeated)."""
 
 from __future__ import annotations
 
-import contextlib
-import random
-import threading
-import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
-import psycopg
-
-from pgrig.conninfo import Conn
-
-APPLICATION_NAME = "pgrig-durability"
-PREFIX = "pgrig_dur_"
-TABLES = tuple(f"{PREFIX}{t}" for t in ("history", "accounts", "tellers", "branches"))
-TELLERS_PER_BRANCH = 10
-ACCOUNTS_PER_BRANCH = 1000
-ID_BASE = 10**12  # client c (1-based) uses ids c * ID_BASE + sequence number
-DELTA_MOD = 10007
-
-SCHEMA = f"""
-DROP TABLE IF EXISTS {", ".join(TABLES)};
-CREATE TABLE {PREFIX}branches (bid int PRIMARY KEY, balance bigint NOT NULL DEFAULT 0);
-CREATE TABLE {PREFIX}tellers (
-    tid int PRIMARY KEY, bid int NOT NULL, balance bigint NOT NULL DEFAULT 0);
-CREATE TABLE {PREFIX}accounts (
-    aid int PRIMARY KEY, bid int NOT NULL, balance bigint NOT NULL DEFAULT 0);
-CREATE TABLE {PREFIX}history (
-    id bigint PRIMARY KEY, aid int NOT NULL, tid int NOT NULL, bid int NOT NULL,
-    delta int NOT NULL, at timestamptz NOT NULL DEFAULT clock_timestamp());
-INSERT INTO {PREFIX}branches (bid) SELECT g FROM generate_series(1, %(branches)s) g;
-INSERT INTO {PREFIX}tellers (tid, bid)
-    SELECT g, (g - 1) / {TELLERS_PER_BRANCH} + 1
-    FROM generate_series(1, %(branches)s * {TELLERS_PER_BRANCH}) g;
-INSERT INTO {PREFIX}accounts (aid, bid)
-    SELECT g, (g - 1) / {ACCOUNTS_PER_BRANCH} + 1
-    FROM generate_series(1, %(branches)s * {ACCOUNTS_PER_BRANCH}) g;
-"""
-
-# One statement, one round trip; the tables are updated in the same order by
-# every client (accounts, tellers, branches), so clients never deadlock.
-TRANSACTION = f"""
-WITH a AS (UPDATE {PREFIX}accounts SET balance = balance + %(delta)s WHERE aid = %(aid)s),
-     t AS (UPDATE {PREFIX}tellers SET balance = balance + %(delta)s WHERE tid = %(tid)s),
-     b AS (UPDATE {PREFIX}branches SET balance = balance + %(delta)s WHERE bid = %(bid)s)
-INSERT INTO {PREFIX}history (id, aid, tid, bid, delta)
-VALUES (%(id)s, %(aid)s, %(tid)s, %(bid)s, %(delta)s)
-"""
+from pgrig.durability import crasher, driver, report
+from pgrig.durability.model import KILL_BACKEND, METHODS, DurabilityResult
+from pgrig.policy import RunPolicy
+from pgrig.report.model import Section
+from pgrig.results import RunRecord, Study
+from pgrig.schema import Schema, Table, choice, integer, number, text
+from pgrig.step import Context, Skip, Step, StepKey
+from pgrig.ui import Step as ProgressLine
+from pgrig.workloads.base import Needs, Phase, ResultKind, Series, TargetView, Workload
 
 
-def delta_of(row_id: int) -> int:
-    """The delta a client writes for ``row_id``; SQL twin: ``delta_sql``."""
-    return (row_id % DELTA_MOD) * 7919 % DELTA_MOD - DELTA_MOD // 2
+@dataclass(frozen=True)
+class DurabilitySpec:
+    """Crash the server under load and prove no acknowledged commit was lost
+    (see docs/durability.md); on each target pgrig created."""
+
+    name: str = "durability"
+    method: str = "immediate"  # immediate | kill-postmaster | kill-backend
+    crashes: int = 3
+    clients: int = 4
+    interval_s: float = 5.0
+    seed: int | None = None
+    recovery_timeout_s: float = 120.0
+    # `pgrig durability`'s hook between crashes (tests tamper there); not a campaign key
+    on_event: driver.EventHook | None = field(
+        default=None, compare=False, repr=False, metadata={"runtime": True}
+    )
+
+    kind: ClassVar[str] = "durability"
+
+    @property
+    def plan(self) -> driver.DurabilityPlan:
+        return driver.DurabilityPlan(
+            method=self.method,
+            crashes=self.crashes,
+            clients=self.clients,
+            interval_s=self.interval_s,
+            seed=self.seed,
+            recovery_timeout_s=self.recovery_timeout_s,
+        )
 
 
-def delta_sql(column: str) -> str:
-    return f"(({column} % {DELTA_MOD}) * 7919 % {DELTA_MOD} - {DELTA_MOD // 2})"
+SCHEMA = Schema(
+    'type = "durability"',
+    text("name", "durability", "the workload's name in step keys and the report"),
+    choice("method", METHODS, "immediate", "how to crash: `immediate` (`pg_ctl stop -m "
+           "immediate`), `kill-postmaster` (SIGKILL), `kill-backend` (SIGKILL of a backend)"),
+    integer("crashes", 3, "crashes per target"),
+    integer("clients", 4, "client connections writing with a ledger"),
+    number("interval", 5.0, "mean seconds of load before each crash", field="interval_s",
+           above=0.099),
+    integer("seed", None, "seed of the crash moments (recorded either way)", minimum=0),
+    number("recovery_timeout", 120.0, "seconds the server has to come back after a crash",
+           field="recovery_timeout_s", above=0),
+    also=("type",),
+)  # fmt: skip
 
 
-def create_schema(conn: Conn, branches: int) -> None:
-    with conn.connect() as db:
-        db.execute(SCHEMA.replace("%(branches)s", str(int(branches))))
-        db.execute("CHECKPOINT")
+def check_step(spec: DurabilitySpec, target: TargetView) -> Step:
+    plan = spec.plan
+
+    def action(ctx: Context, line: ProgressLine) -> tuple[Any, str]:
+        own = ctx.cluster is not None
+        if ctx.conn is None or not (own or (target.owned and plan.method == KILL_BACKEND)):
+            raise Skip("an existing server: run `pgrig durability --dsn ... --yes`")
+        result = driver.run(
+            plan,
+            crasher.Server(conn=ctx.conn, cluster=ctx.cluster),
+            ctx.bins,
+            logfile=ctx.cluster.logfile if ctx.cluster is not None else None,
+            progress=lambda text: line.update(detail=text),
+            on_event=spec.on_event or (lambda _e, _n: None),
+        )
+        if ctx.cluster is not None:
+            ctx.server_pid = ctx.cluster.postmaster_pid()
+        return result, ""
+
+    return Step(
+        key=StepKey(target.name, spec.name),
+        kind="durability",
+        label=f"{target.name}: durability, {spec.crashes} x {spec.method}",
+        params={
+            "workload": spec.name,
+            "method": spec.method,
+            "crashes": spec.crashes,
+            "clients": spec.clients,
+            "interval_s": spec.interval_s,
+        },
+        action=action,
+        tools=("pg_amcheck", "postgres", "pg_ctl"),
+        estimate_s=spec.crashes * (spec.interval_s + 5) + 10,
+    )
 
 
-@dataclass
-class Ledger:
-    """One client's record. Only its own thread appends; the driver reads it while
-    every client is parked at the gate."""
+class DurabilityWorkload(Workload):
+    type = "durability"
+    schema = SCHEMA
+    kinds = (
+        ResultKind(
+            "durability",
+            DurabilityResult,
+            headline=lambda r: f": {r.acknowledged:,} acknowledged, {r.lost:,} lost",
+        ),
+    )
+    needs = Needs(destructive="the durability check kills the server's processes under load")
 
-    client: int
-    ids: list[int] = field(default_factory=list)  # acknowledged, in order
-    acked_at: list[float] = field(default_factory=list)  # time.time() of each answer
-    in_doubt: list[int] = field(default_factory=list)
-    rejected: list[int] = field(default_factory=list)  # answered with an error: rolled back
-    errors: list[str] = field(default_factory=list)  # first few error messages
-    backend_pid: int | None = None
+    def parse(self, table: Table) -> DurabilitySpec:
+        return DurabilitySpec(**SCHEMA.read(table))
 
+    def phases(self, spec: DurabilitySpec, policy: RunPolicy) -> list[Phase]:
+        return [Phase(series=[Series(lambda t, _rep: check_step(spec, t), repeated=False)])]
 
-class Gate:
-    """Lets clients run while open; the driver closes it around a crash and
-    waits until every client is parked (so the ledgers are complete)."""
-
-    def __init__(self, clients: int) -> None:
-        self._cond = threading.Condition()
-        self._open = False
-        self._parked = 0
-        self._clients = clients
-        self.stopping = False
-        # Bumped at every opening: a connection made before a crash is dead.
-        self.generation = 0
-
-    def open(self) -> None:
-        with self._cond:
-            self._open = True
-            self.generation += 1
-            self._cond.notify_all()
-
-    def close(self) -> None:
-        with self._cond:
-            self._open = False
-
-    def stop(self) -> None:
-        with self._cond:
-            self.stopping = True
-            self._cond.notify_all()
-
-    def wait_open(self) -> bool:
-        """Park until open; False when the run is over."""
-        with self._cond:
-            if self._open or self.stopping:
-                return not self.stopping
-            self._parked += 1
-            self._cond.notify_all()
-            while not self._open and not self.stopping:
-                self._cond.wait()
-            self._parked -= 1
-            return not self.stopping
-
-    def wait_parked(self, timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while self._parked < self._clients:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self._cond.wait(left)
-        return True
+    def section(self, study: Study, records: Sequence[RunRecord]) -> Section | None:
+        return report.section(study, records)
 
 
-class Client(threading.Thread):
-    def __init__(self, number: int, conn: Conn, branches: int, seed: int, gate: Gate) -> None:
-        super().__init__(name=f"pgrig-durability-client-{number}", daemon=True)
-        self.ledger = Ledger(number)
-        self._conn = conn
-        self._branches = branches
-        self._rng = random.Random(seed * 1000 + number)
-        self._gate = gate
-        self._next_id = number * ID_BASE
-        self.crashed: BaseException | None = None  # a bug in this thread, re-raised by the driver
-
-    def run(self) -> None:
-        try:
-            self._loop()
-        except BaseException as exc:  # noqa: BLE001 - handed to the driver thread
-            self.crashed = exc
-
-    def _loop(self) -> None:
-        db: psycopg.Connection | None = None
-        generation = 0
-        try:
-            while self._gate.wait_open():
-                if db is not None and generation != self._gate.generation:
-                    with contextlib.suppress(psycopg.Error):
-                        db.close()
-                    db = None
-                if db is None:
-                    generation = self._gate.generation
-                    db = self._connect()
-                    if db is None:
-                        time.sleep(0.02)
-                        continue
-                db = self._transaction(db)
-        finally:
-            if db is not None:
-                with contextlib.suppress(psycopg.Error):
-                    db.close()
-
-    def _connect(self) -> psycopg.Connection | None:
-        try:
-            db = psycopg.connect(
-                self._conn.conninfo(), autocommit=True, application_name=APPLICATION_NAME
-            )
-        except psycopg.Error:
-            return None  # the server is down or still recovering: the gate will close
-        self.ledger.backend_pid = db.info.backend_pid
-        return db
-
-    def _transaction(self, db: psycopg.Connection) -> psycopg.Connection | None:
-        self._next_id += 1
-        row_id = self._next_id
-        bid = self._rng.randint(1, self._branches)
-        params = {
-            "id": row_id,
-            "delta": delta_of(row_id),
-            "bid": bid,
-            "tid": (bid - 1) * TELLERS_PER_BRANCH + self._rng.randint(1, TELLERS_PER_BRANCH),
-            "aid": (bid - 1) * ACCOUNTS_PER_BRANCH + self._rng.randint(1, ACCOUNTS_PER_BRANCH),
-        }
-        try:
-            db.execute(TRANSACTION, params)
-        except psycopg.Error as exc:
-            if db.broken or db.closed:
-                # No answer: the commit may or may not have happened.
-                self.ledger.in_doubt.append(row_id)
-                with contextlib.suppress(psycopg.Error):
-                    db.close()
-                return None
-            self.ledger.rejected.append(row_id)
-            if len(self.ledger.errors) < 5:
-                self.ledger.errors.append(str(exc).strip().splitlines()[0])
-            return db
-        self.ledger.ids.append(row_id)
-        self.ledger.acked_at.append(time.time())
-        return db
+WORKLOAD = DurabilityWorkload()

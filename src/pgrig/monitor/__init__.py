@@ -1,15 +1,50 @@
-"""Watch every measured run and say what the bottleneck was, with the evidence.
+"""Watch every measured run and say what the bottleneck was, with the evidence,
+and whether other work on the machine disturbed it.
 
     from pgrig import monitor
-    with monitor.Watch(ctx, interval=1.0, limits=monitor.limits_from(probe_results)) as watch:
+    baseline = monitor.idle_baseline(3.0, target=ctx.target)  # once, before the study
+    with monitor.Watch(ctx, limits=monitor.limits_from(probe_results), baseline=baseline) as watch:
         result, raw = step.action(ctx, line)
-    mon = watch.result(result)  # MonitorResult: samples, checkpoints, verdict
+    mon = watch.result(result)  # MonitorResult: samples, checkpoints, verdict, others, noise
+    monitor.is_disturbed(mon)   # other processes took the machine: do not count this run
 
-See docs/monitor.md for what is sampled and the verdict rules.
+See docs/monitor.md for what is sampled, the verdict rules and interference.
 """
 
+from pgrig.monitor.interference import (
+    Thresholds,
+    baseline_busy,
+    disturbed_run_keys,
+    idle_baseline,
+    is_disturbed,
+    wait_quiet,
+)
 from pgrig.monitor.limits import limits_from
-from pgrig.monitor.model import Limits, MonitorResult, Verdict
+from pgrig.monitor.model import (
+    Disturbance,
+    IdleBaseline,
+    Limits,
+    MonitorResult,
+    Noise,
+    OtherLoad,
+    Verdict,
+)
 from pgrig.monitor.watch import Watch
 
-__all__ = ["Limits", "MonitorResult", "Verdict", "Watch", "limits_from"]
+__all__ = [
+    "Disturbance",
+    "IdleBaseline",
+    "Limits",
+    "MonitorResult",
+    "Noise",
+    "OtherLoad",
+    "Thresholds",
+    "Verdict",
+    "Watch",
+    "baseline_busy",
+    "disturbed_run_keys",
+    "idle_baseline",
+    "is_disturbed",
+    "limits_from",
+    "wait_quiet",
+]

@@ -32,6 +32,11 @@ class CpuSample:
     idle: float
     server: float | None = None  # postmaster and its children; None if not local
     client: float | None = None  # pgbench: descendants of the pgrig process
+    pgrig: float | None = None  # pgrig itself and its other children (the sampler too)
+    # Everything else in user space: busy - steal - irq - kernel threads - the
+    # three above (so short-lived processes count too). None: not attributed.
+    other: float | None = None
+    kernel: float | None = None  # kernel threads (kworkers, loop, jbd2): work for anyone
     # Of the time the server's processes wanted a CPU, the share spent waiting
     # in a run queue: CPU contention, whoever causes it.
     server_runq_pct: float | None = None
@@ -107,6 +112,40 @@ class PgSample:
 
 
 @dataclass(frozen=True)
+class IoSample:
+    """Bytes sent to or read from storage over one interval, MiB/s, by consumer:
+    ``/proc/<pid>/io`` (read_bytes, write_bytes) of each consumer's processes,
+    and ``/proc/diskstats`` of the target's device (every process's traffic).
+    A write counts for a process when it dirties the page; the device sees it
+    at writeback, so per second the two differ and over a run they agree."""
+
+    device: str | None  # the target's block device; None: none found
+    device_read_mib_s: float = 0.0
+    device_write_mib_s: float = 0.0
+    server_read_mib_s: float | None = None  # None: not local, or not readable
+    server_write_mib_s: float | None = None
+    client_read_mib_s: float = 0.0
+    client_write_mib_s: float = 0.0
+    pgrig_read_mib_s: float = 0.0
+    pgrig_write_mib_s: float = 0.0
+
+    @property
+    def ours_mib_s(self) -> float:
+        return (
+            (self.server_read_mib_s or 0.0)
+            + (self.server_write_mib_s or 0.0)
+            + self.client_read_mib_s
+            + self.client_write_mib_s
+            + self.pgrig_read_mib_s
+            + self.pgrig_write_mib_s
+        )
+
+    @property
+    def device_mib_s(self) -> float:
+        return self.device_read_mib_s + self.device_write_mib_s
+
+
+@dataclass(frozen=True)
 class Sample:
     """One interval, ending at ``wall`` (seconds since the epoch)."""
 
@@ -121,6 +160,7 @@ class Sample:
     pg: PgSample | None = None
     tps: float | None = None  # pgbench -P for the same second, when aligned
     in_run: bool = True  # inside pgbench's timed run (not connecting, not after)
+    io: IoSample | None = None
 
 
 @dataclass(frozen=True)
@@ -145,6 +185,78 @@ class Verdict:
 
 
 @dataclass(frozen=True)
+class OtherProcess:
+    """Processes that are neither the server, the load generator nor pgrig,
+    summed by command name (``comm``)."""
+
+    name: str
+    processes: int  # how many with this name were seen
+    cpu_pct: float  # of the whole machine, averaged over the time watched
+    io_mib_s: float = 0.0  # read + written, on any device (/proc/<pid>/io)
+
+
+@dataclass(frozen=True)
+class OtherLoad:
+    """How much of the machine others took during one watched run."""
+
+    cpu_pct: float  # mean over the run's seconds, % of the machine
+    cpu_max_pct: float  # the worst second
+    steal_pct: float  # mean: CPU the hypervisor gave to other guests
+    top: tuple[OtherProcess, ...] = ()  # by CPU, then I/O
+    # Of the target device's traffic (bytes), the share no process of ours
+    # sent and other processes did; None: no device or no I/O to share.
+    io_share: float | None = None
+    io_mib_s: float = 0.0  # other processes' read + written, any device
+    device_mib_s: float | None = None  # the target device, all processes
+    device_util_pct: float | None = None
+
+
+@dataclass(frozen=True)
+class Disturbance:
+    """Why a run does not measure the server alone: other load over the thresholds."""
+
+    reasons: tuple[str, ...]  # one sentence each, numbers and names included
+    cpu_pct: float
+    io_share: float | None
+    top: tuple[OtherProcess, ...]
+    cpu_threshold_pct: float
+    io_threshold_share: float
+
+    @property
+    def summary(self) -> str:
+        return "; ".join(self.reasons)
+
+
+@dataclass(frozen=True)
+class IdleBaseline:
+    """The machine before a study, while pgrig does nothing: what is already running."""
+
+    seconds: float
+    ncpu: int
+    busy_pct: float  # mean, % of the machine (steal included)
+    other_pct: float  # mean: user-space processes other than pgrig's
+    other_max_pct: float  # the busiest second
+    steal_pct: float
+    iowait_pct: float
+    kernel_pct: float = 0.0
+    top: tuple[OtherProcess, ...] = ()
+    device: str | None = None
+    device_mib_s: float | None = None  # read + written on the target's device
+    device_util_pct: float | None = None
+
+
+@dataclass(frozen=True)
+class Noise:
+    """How steady a run's per-second throughput was (pgbench -P)."""
+
+    n: int  # seconds
+    mean: float
+    cv: float  # standard deviation / mean
+    min: float
+    max: float
+
+
+@dataclass(frozen=True)
 class MonitorResult:
     interval_s: float
     ncpu: int
@@ -157,3 +269,7 @@ class MonitorResult:
     limits: Limits | None = None
     server_version_num: int | None = None
     notes: tuple[str, ...] = ()  # what could not be sampled, and why
+    others: OtherLoad | None = None  # None: written by a pgrig that did not attribute
+    disturbed: Disturbance | None = None  # None: not disturbed (or not known)
+    baseline: IdleBaseline | None = None  # the idle machine before the study
+    noise: Noise | None = None  # per-second tps of the run

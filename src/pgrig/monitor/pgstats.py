@@ -21,17 +21,28 @@ MIB = 1024 * 1024
 
 # One row of wait-event counts over the client backends of the benchmark's
 # database: "CPU" when active with no wait event (running or runnable).
+# {event}: the wait event as "Type:Event"; {client}: the filter on client backends.
 WAITS_SQL = """
 (SELECT json_object_agg(k, n) FROM (
-   SELECT CASE WHEN wait_event IS NOT NULL THEN wait_event_type || ':' || wait_event
+   SELECT CASE WHEN {event} IS NOT NULL THEN {event}
                WHEN state = 'active' THEN 'CPU'
                ELSE coalesce(state, 'unknown') END AS k,
           count(*) AS n
    FROM pg_stat_activity
-   WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()
+   WHERE {client} pid <> pg_backend_pid()
      AND datname = current_database()
    GROUP BY 1) w)
 """
+# 10+: wait_event_type and wait_event for every kind of wait; 9.6: the same columns,
+# but only lock and lightweight-lock waits are reported; 9.5: a "waiting" flag for
+# heavyweight locks.
+EVENT_10 = "wait_event_type || ':' || wait_event"
+# 9.6 splits lightweight locks into two types that 10 merged into "LWLock".
+EVENT_96 = (
+    "CASE WHEN wait_event_type LIKE 'LWLock%' THEN 'LWLock' ELSE wait_event_type END"
+    " || ':' || wait_event"
+)
+EVENT_95 = "CASE WHEN waiting THEN 'Lock:waiting' END"
 CHECKPOINTER_SQL = (
     "(SELECT coalesce(wait_event, 'CPU') FROM pg_stat_activity WHERE backend_type = 'checkpointer')"
 )
@@ -41,12 +52,20 @@ DATABASE_SQL = """
         'deadlocks', deadlocks)
  FROM pg_stat_database WHERE datname = current_database())
 """
+# Relations only: 18 added WAL rows (object 'wal') to pg_stat_io, which would
+# change what "writes" means from one major to the next; WAL is sampled apart.
 IO_SQL = """
 (SELECT json_object_agg(backend_type || ':' || op, n) FROM (
    SELECT backend_type, op, sum(n) AS n FROM pg_stat_io,
      LATERAL (VALUES ('reads', reads), ('writes', writes), ('extends', extends),
                      ('fsyncs', fsyncs), ('hits', hits)) v(op, n)
-   WHERE n IS NOT NULL GROUP BY 1, 2) i)
+   WHERE n IS NOT NULL AND object <> 'wal' GROUP BY 1, 2) i)
+"""
+# 18 moved WAL writes and syncs from pg_stat_wal to pg_stat_io; context 'normal' is
+# what pg_stat_wal counted ('init' is the zero-filling of new segment files).
+WAL_IO_SQL = """
+(SELECT json_build_object('writes', sum(writes), 'syncs', sum(fsyncs))
+ FROM pg_stat_io WHERE object = 'wal' AND context = 'normal')
 """
 
 
@@ -74,7 +93,25 @@ class PgSampler:
         row = conn.execute("SELECT current_setting('server_version_num')::int").fetchone()
         self.version_num = int(row[0]) if row else 0
         self.notes: list[str] = []
-        parts = {"waits": WAITS_SQL, "checkpointer": CHECKPOINTER_SQL, "db": DATABASE_SQL}
+        activity = _columns(conn, "pg_stat_activity")
+        client = "backend_type = 'client backend' AND" if "backend_type" in activity else ""
+        if "wait_event" in activity and "backend_type" in activity:
+            event = EVENT_10
+        elif "wait_event" in activity:
+            event = EVENT_96
+            self.notes.append(
+                "PostgreSQL 9.6 reports only lock waits: active backends waiting for I/O "
+                "count as CPU"
+            )
+        else:
+            event = EVENT_95
+            self.notes.append(
+                "PostgreSQL 9.5 reports no wait events, only heavyweight lock waits: "
+                "active backends waiting for anything else count as CPU"
+            )
+        parts = {"waits": WAITS_SQL.format(event=event, client=client), "db": DATABASE_SQL}
+        if "backend_type" in activity:  # 10+: the checkpointer is in pg_stat_activity
+            parts["checkpointer"] = CHECKPOINTER_SQL
         bgwriter = _columns(conn, "pg_stat_bgwriter")
         checkpointer = _columns(conn, "pg_stat_checkpointer")
         if checkpointer:  # 17+
@@ -127,10 +164,7 @@ class PgSampler:
         if self.has_io:
             parts["io"] = IO_SQL
             if wal and "wal_sync" not in wal:  # 18: WAL writes and syncs live in pg_stat_io
-                parts["walio"] = (
-                    "(SELECT json_build_object('writes', sum(writes), 'syncs', sum(fsyncs)) "
-                    "FROM pg_stat_io WHERE object = 'wal')"
-                )
+                parts["walio"] = WAL_IO_SQL
         else:
             self.notes.append(
                 "pg_stat_io is not available before PostgreSQL 16: I/O by backend type not sampled"

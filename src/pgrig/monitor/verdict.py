@@ -1,25 +1,35 @@
 """The bottleneck verdict: one primary cause, chosen by documented rules, with its numbers.
 
-Everything is a share, not an absolute: the machine may be shared, so "the
-CPUs were busy" says nothing alone; "backends spent 91% of their time on
-IO:DataFileRead" does. The rules (docs/monitor.md explains them):
+A verdict names a cause only from the server's own evidence: its processes'
+CPU and storage bytes (/proc/<pid>), its wait events, its checkpoints and
+buffer writes (pg_stat_*). Device-wide and host-wide figures (/proc/diskstats,
+Dirty/Writeback) are shown as such, never as the database's. The rules
+(docs/monitor.md explains them), first that holds wins:
 
 1. **Stalls** - checkpoint or dirty-page stalls: at least 10% of the run's
    seconds (and at least 2) are dips below half the median tps, and most dips
-   fall in a checkpoint or in a Writeback peak.
+   fall in a checkpoint, or in a Dirty/Writeback peak while the server itself
+   wrote at least half of the bytes written to the device.
 2. **Dominant wait** - where the client backends' time went, from
    pg_stat_activity once a second. The largest wait class above its threshold
    wins: lock contention (Lock:*), WAL / fsync (WALSync, WALWrite, WALInsert),
    storage read (DataFileRead), storage write (DataFileWrite/Extend/Sync),
    LWLock contention (other LWLocks).
-3. **Load generator saturated** - the busiest pgbench thread was runnable
+3. **Starved by other processes** - other processes (and steal) took at
+   least 10% of the machine's CPU, and more than the server did, while the
+   CPUs were saturated or the server's processes queued for a CPU a quarter
+   of the time they wanted one. (Taking less than the server, it is listed
+   under "also seen", after the rules below.)
+4. **Latency / round-trip bound** - one client, CPUs not saturated, and the
+   backend waited for the client at least a fifth of the time.
+5. **Load generator saturated** - the busiest pgbench thread was runnable
    (running or queued for a CPU) at least 90% of the time and most backends
    sat waiting for it (Client:ClientRead).
-4. **CPU-bound in the server** - backends on a CPU at least half the time, or
+6. **CPU-bound in the server** - backends on a CPU at least half the time, or
    the machine's CPUs at least 85% busy and the server using more CPU than
-   pgbench.
-5. **Not saturated** - none of the above: backends mostly wait for the client
-   while CPUs idle; the run is latency-bound (round trips) or rate-limited.
+   pgbench; in both cases the server used more CPU than other processes did.
+7. **Not saturated** - none of the above: backends mostly wait for the client
+   while CPUs idle; more clients (or no rate limit) would push further.
 """
 
 from __future__ import annotations
@@ -28,20 +38,23 @@ import statistics
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from pgrig.monitor.model import Checkpoint, Limits, Sample, Verdict
+from pgrig.monitor.interference import names
+from pgrig.monitor.model import Checkpoint, Limits, OtherLoad, Sample, Verdict
 
 if TYPE_CHECKING:
     from pgrig.results import PgbenchRun
 
 CAUSES = {
+    "starved": "starved by other processes",
     "stalls": "checkpoint / dirty-page stalls",
     "lock": "lock contention",
     "wal": "WAL / fsync bound",
     "read": "storage-read bound",
     "write": "storage-write bound",
     "lwlock": "LWLock contention",
+    "latency": "latency / round-trip bound",
     "client": "load generator saturated",
     "cpu": "CPU-bound in the server",
     "idle": "not saturated",
@@ -64,6 +77,10 @@ CLIENT_DEMAND_PCT = 90.0
 CLIENT_WAIT_SHARE = 0.5
 CPU_BUSY_PCT = 85.0
 BACKEND_CPU_SHARE = 0.5
+STARVED_OTHER_PCT = 10.0  # = interference.Thresholds.cpu_pct's default
+STARVED_RUNQ_PCT = 25.0
+SERVER_WRITE_SHARE = 0.5  # of the device's written bytes, for a Dirty peak to be the server's
+LATENCY_CLIENT_SHARE = 0.2
 
 _WAL_EVENTS = {
     "IO:WALSync",
@@ -73,6 +90,14 @@ _WAL_EVENTS = {
     "LWLock:WALWrite",
     "LWLock:WALInsert",
     "LWLock:WALBufMapping",
+    # PostgreSQL 17 renamed the wait events to CamelCase.
+    "IO:WalSync",
+    "IO:WalWrite",
+    "IO:WalInitSync",
+    "IO:WalInitWrite",
+    "LWLock:WalWrite",
+    "LWLock:WalInsert",
+    "LWLock:WalBufMapping",
 }
 _READ_EVENTS = {"IO:DataFileRead", "IO:DataFilePrefetch", "IO:BufFileRead", "IO:SLRURead"}
 _WRITE_EVENTS = {
@@ -129,9 +154,17 @@ def median(values: Sequence[float | None]) -> float | None:
 class Evidence:
     """Aggregates over the samples inside the run."""
 
-    def __init__(self, samples: Sequence[Sample], checkpoints: Sequence[Checkpoint]) -> None:
+    def __init__(
+        self,
+        samples: Sequence[Sample],
+        checkpoints: Sequence[Checkpoint],
+        others: OtherLoad | None = None,
+        clients: int | None = None,
+    ) -> None:
         self.samples = list(samples)
         self.checkpoints = list(checkpoints)
+        self.others = others
+        self.clients = clients
         self.waits: Counter[str] = Counter()
         for s in self.samples:
             if s.pg is not None:
@@ -171,6 +204,26 @@ class Evidence:
     def cpu(self, field: str) -> float | None:
         return median([getattr(s.cpu, field) for s in self.samples])
 
+    def mean_cpu(self, field: str) -> float | None:
+        values = [getattr(s.cpu, field) for s in self.samples]
+        present = [v for v in values if v is not None]
+        return statistics.fmean(present) if present else None
+
+    def server_bytes(self, field: str) -> float | None:
+        """The server's own MiB/s read or written (/proc/<pid>/io), mean; None: unknown."""
+        values = [getattr(s.io, f"server_{field}_mib_s") for s in self.samples if s.io]
+        present = [v for v in values if v is not None]
+        return statistics.fmean(present) if present else None
+
+    def server_share(self, field: str) -> float | None:
+        """The server's share of the device's bytes read or written over the run."""
+        ios = [s.io for s in self.samples if s.io is not None and s.io.device is not None]
+        server = [getattr(x, f"server_{field}_mib_s") for x in ios]
+        if not ios or any(v is None for v in server):
+            return None
+        device = sum(getattr(x, f"device_{field}_mib_s") for x in ios)
+        return min(1.0, sum(v or 0.0 for v in server) / device) if device > 0 else None
+
     def pg(self, getter: Callable[..., float | None]) -> float | None:
         return median([getter(s.pg) for s in self.samples if s.pg is not None])
 
@@ -196,12 +249,25 @@ class Evidence:
         if reads:
             rate = self.device(name, "reads_s") or 0.0
             wait = self.device(name, "read_await_ms") or 0.0
-            return f"{name} {util:.0f}% busy, {num(rate)} r/s, {wait:.2f} ms per read"
-        rate = self.device(name, "writes_s") or 0.0
-        flushes = self.device(name, "flushes_s") or 0.0
-        wait = self.device(name, "write_await_ms") or 0.0
-        text = f"{name} {util:.0f}% busy, {num(rate)} w/s, {wait:.2f} ms per write"
-        return text + (f", {num(flushes)} flushes/s" if flushes else "")
+            text = f"{name} (device-wide) {util:.0f}% busy, {num(rate)} r/s, {wait:.2f} ms per read"
+        else:
+            rate = self.device(name, "writes_s") or 0.0
+            flushes = self.device(name, "flushes_s") or 0.0
+            wait = self.device(name, "write_await_ms") or 0.0
+            text = (
+                f"{name} (device-wide) {util:.0f}% busy, {num(rate)} w/s, {wait:.2f} ms per write"
+            )
+            text += f", {num(flushes)} flushes/s" if flushes else ""
+        return text + self.own_share_text("read" if reads else "write")
+
+    def own_share_text(self, field: str) -> str:
+        """'; the server's own reads: 12.0 MiB/s = 93% of the device's' or ''."""
+        mine = self.server_bytes(field)
+        if mine is None:
+            return ""
+        share = self.server_share(field)
+        text = f"; the server's own {field}s: {mine:.1f} MiB/s"
+        return text + (f" = {pct(share)} of the device's" if share is not None else "")
 
     def hit_ratio(self) -> float | None:
         hit = sum(s.pg.blks_hit_s for s in self.samples if s.pg is not None)
@@ -237,7 +303,11 @@ def stalls(ev: Evidence) -> Finding | None:
         )
 
     ckpt = [s for s in dips if in_checkpoint(s)]
-    flush = [s for s in dips if flushing(s)]
+    # Dirty and Writeback are host-wide: a peak is the server's only when the
+    # server itself wrote most of what reached the device.
+    own = ev.server_share("write")
+    theirs = own is None or own < SERVER_WRITE_SHARE
+    flush = [] if theirs else [s for s in dips if flushing(s)]
     aligned = max(len(ckpt), len(flush))
     if aligned < len(dips) / 2:
         return None
@@ -247,11 +317,68 @@ def stalls(ev: Evidence) -> Finding | None:
     if ckpt:
         evidence.append(f"{len(ckpt)} of the dips during a checkpoint")
     if flush:
-        peak = max(s.memory.writeback_mib for s in flush if s.memory)
+        peak_wb = max(s.memory.writeback_mib for s in flush if s.memory)
+        peak_dirty = max(s.memory.dirty_mib for s in flush if s.memory)
         evidence.append(
-            f"{len(flush)} during Dirty/Writeback peaks (Writeback up to {num(peak)} MiB)"
+            f"{len(flush)} during host-wide Dirty/Writeback peaks (Dirty up to "
+            f"{num(peak_dirty)} MiB, Writeback up to {num(peak_wb)} MiB) while the server "
+            f"wrote {pct(own or 0.0)} of the bytes written to the device"
         )
     return Finding("stalls", len(dips) / len(tps), "; ".join(evidence), tuple(evidence))
+
+
+def starved(ev: Evidence) -> Finding | None:
+    """Other processes held CPUs the server or pgbench wanted."""
+    other = ev.mean_cpu("other")
+    if other is None:
+        return None
+    steal = ev.mean_cpu("steal") or 0.0
+    busy = median([s.cpu.busy for s in ev.samples]) or 0.0
+    runq = ev.cpu("server_runq_pct")
+    if other + steal < STARVED_OTHER_PCT:
+        return None
+    if busy < CPU_BUSY_PCT and (runq is None or runq < STARVED_RUNQ_PCT):
+        return None
+    top = names(ev.others.top) if ev.others is not None and ev.others.top else ""
+    evidence = [
+        f"other processes took {other:.0f}% of the machine's CPU" + (f" ({top})" if top else ""),
+    ]
+    if steal >= 1:
+        evidence.append(f"the hypervisor gave {steal:.0f}% to other guests (steal)")
+    server, client, mine = ev.mean_cpu("server"), ev.mean_cpu("client"), ev.mean_cpu("pgrig")
+    split = ", ".join(
+        f"{name} {value:.0f}%"
+        for name, value in (("server", server), ("pgbench", client), ("pgrig", mine))
+        if value is not None
+    )
+    evidence.append(f"CPUs {busy:.0f}% busy" + (f"; the benchmark got {split}" if split else ""))
+    if runq is not None:
+        evidence.append(
+            f"server processes queued for a CPU {runq:.0f}% of the time they wanted one"
+        )
+    evidence.append(f"sampled backends: {ev.top_waits(3)}")
+    evidence.append("the run measured the contention, not the server: rerun on a quiet machine")
+    return Finding("starved", (other + steal) / 100, "; ".join(evidence[:-1]), tuple(evidence))
+
+
+def round_trips(ev: Evidence, run: Any) -> Finding | None:
+    """One client, nothing saturated: each transaction waits for its round trips."""
+    if ev.clients != 1:
+        return None
+    busy = median([s.cpu.busy for s in ev.samples]) or 0.0
+    waiting = ev.share("client")
+    if busy >= CPU_BUSY_PCT or waiting < LATENCY_CLIENT_SHARE:
+        return None
+    evidence = [
+        f"1 client: the backend waited for it {pct(waiting)} of the samples, on a CPU "
+        f"{pct(ev.share('cpu'))}",
+        f"CPUs {busy:.0f}% busy" + _cpu_split(ev, busy),
+    ]
+    latency = getattr(run, "latency_avg_ms", None)
+    if latency:
+        evidence.append(f"{latency:.3f} ms per transaction, round trips included")
+    evidence.append("more clients would use the idle CPUs: round-trip latency is the limit")
+    return Finding("latency", waiting, "; ".join(evidence[:-1]), tuple(evidence))
 
 
 def dominant_wait(ev: Evidence) -> list[Finding]:
@@ -287,7 +414,13 @@ def dominant_wait(ev: Evidence) -> list[Finding]:
     return sorted(out, key=lambda f: -f.strength)
 
 
-def load_generator(ev: Evidence) -> Finding | None:
+def _others_lead(ev: Evidence) -> bool:
+    server = ev.mean_cpu("server")
+    other = (ev.mean_cpu("other") or 0.0) + (ev.mean_cpu("steal") or 0.0)
+    return server is None or other >= server
+
+
+def load_generator(ev: Evidence, run: Any = None) -> Finding | None:
     demand = ev.cpu("client_thread_demand_pct")
     waiting = ev.share("client")
     if demand is None or demand < CLIENT_DEMAND_PCT or waiting < CLIENT_WAIT_SHARE:
@@ -301,16 +434,20 @@ def load_generator(ev: Evidence) -> Finding | None:
     return Finding("client", demand / 100, "; ".join(evidence), evidence)
 
 
-def server_cpu(ev: Evidence) -> Finding | None:
+def server_cpu(ev: Evidence, run: Any = None) -> Finding | None:
     on_cpu = ev.share("cpu")
     busy = median([s.cpu.busy for s in ev.samples])
     server = ev.cpu("server")
     client = ev.cpu("client")
+    other = ev.mean_cpu("other")
     saturated = busy is not None and busy >= CPU_BUSY_PCT
     server_leads = server is None or client is None or server >= client
     if not (on_cpu >= BACKEND_CPU_SHARE or (saturated and server_leads)):
         return None
-    evidence = [f"CPUs {busy or 0:.0f}% busy" + _cpu_split(server, client, busy)]
+    if other is not None and _others_lead(ev):
+        # Backends "on a CPU" include those queued for one: others held the CPUs.
+        return None
+    evidence = [f"CPUs {busy or 0:.0f}% busy" + _cpu_split(ev, busy)]
     runq = ev.cpu("server_runq_pct")
     if runq is not None:
         evidence.append(
@@ -320,18 +457,26 @@ def server_cpu(ev: Evidence) -> Finding | None:
     return Finding("cpu", max(on_cpu, (busy or 0) / 100), "; ".join(evidence), tuple(evidence))
 
 
-def _cpu_split(server: float | None, client: float | None, busy: float | None) -> str:
+def _cpu_split(ev: Evidence, busy: float | None) -> str:
+    """' (server 40%, pgbench 12%, pgrig 1%, other processes 3%)': means over the run."""
+    server, client = ev.mean_cpu("server"), ev.mean_cpu("client")
+    other = ev.mean_cpu("other")
     if server is None or client is None or busy is None:
         return ""
-    other = max(0.0, busy - server - client)
-    return f" (server {server:.0f}%, pgbench {client:.0f}%, other processes {other:.0f}%)"
+    if other is None:  # stored by a pgrig that did not attribute the rest
+        rest = max(0.0, busy - server - client)
+        return f" (server {server:.0f}%, pgbench {client:.0f}%, the rest {rest:.0f}%)"
+    mine = ev.mean_cpu("pgrig") or 0.0
+    return (
+        f" (server {server:.0f}%, pgbench {client:.0f}%, pgrig {mine:.0f}%, "
+        f"other processes {other:.0f}%)"
+    )
 
 
 def not_saturated(ev: Evidence) -> Finding:
     busy = median([s.cpu.busy for s in ev.samples]) or 0.0
-    server, client = ev.cpu("server"), ev.cpu("client")
     evidence = (
-        f"CPUs {busy:.0f}% busy" + _cpu_split(server, client, busy),
+        f"CPUs {busy:.0f}% busy" + _cpu_split(ev, busy),
         f"sampled backends: {ev.top_waits(3)}",
         "no wait class dominates and pgbench is not saturated: more clients (or no rate "
         "limit) would push further",
@@ -340,6 +485,8 @@ def not_saturated(ev: Evidence) -> Finding:
 
 
 def against_limits(ev: Evidence, limits: Limits | None) -> tuple[str, ...]:
+    """The run against the probes. Device counters are every process's traffic:
+    they are labelled device-wide, next to the server's own bytes."""
     if limits is None:
         return ()
     out = []
@@ -349,28 +496,41 @@ def against_limits(ev: Evidence, limits: Limits | None) -> tuple[str, ...]:
         if reads:
             peak, med = max(reads), statistics.median(reads)
             out.append(
-                f"reads: {num(med)} r/s median, {num(peak)} peak on {name} = "
-                f"{pct(med / limits.randread_iops)} / {pct(peak / limits.randread_iops)} of "
-                f"the {num(limits.randread_iops)} IOPS fio measured (8k randread)"
+                f"device-wide reads on {name} (every process): {num(med)} r/s median, "
+                f"{num(peak)} peak = {pct(med / limits.randread_iops)} / "
+                f"{pct(peak / limits.randread_iops)} of the {num(limits.randread_iops)} IOPS "
+                f"fio measured (8k randread)" + ev.own_share_text("read")
             )
     if limits.randwrite_iops and name is not None:
         writes = [d.writes_s for s in ev.samples for d in s.devices if d.name == name]
         if writes:
             med = statistics.median(writes)
             out.append(
-                f"writes: {num(med)} w/s median on {name} = {pct(med / limits.randwrite_iops)} of "
-                f"the {num(limits.randwrite_iops)} IOPS fio measured (8k randwrite)"
+                f"device-wide writes on {name} (every process): {num(med)} w/s median = "
+                f"{pct(med / limits.randwrite_iops)} of the {num(limits.randwrite_iops)} IOPS "
+                f"fio measured (8k randwrite)" + ev.own_share_text("write")
             )
     if limits.fdatasync_ops:
         syncs = [s.pg.wal_syncs_s for s in ev.samples if s.pg and s.pg.wal_syncs_s is not None]
         if syncs:
             med, peak = statistics.median(syncs), max(syncs)
             out.append(
-                f"WAL syncs: {num(med)}/s median, {num(peak)} peak = "
+                f"WAL syncs (the server's, pg_stat_wal): {num(med)}/s median, {num(peak)} peak = "
                 f"{pct(med / limits.fdatasync_ops)} / {pct(peak / limits.fdatasync_ops)} of the "
                 f"{num(limits.fdatasync_ops)} fdatasync ops/s pg_test_fsync measured"
             )
     return tuple(out)
+
+
+def clients_of(run: Any, samples: Sequence[Sample]) -> int | None:
+    """Clients of the run (pgbench -c, TPC-C connections), else the most
+    client backends seen in one sample."""
+    for attr in ("clients", "connections"):
+        value = getattr(run, attr, None)
+        if isinstance(value, int):
+            return value
+    seen = [sum(s.pg.waits.values()) for s in samples if s.pg is not None]
+    return max(seen) if seen else None
 
 
 def decide(
@@ -378,6 +538,7 @@ def decide(
     checkpoints: Sequence[Checkpoint],
     limits: Limits | None,
     run: PgbenchRun | None,
+    others: OtherLoad | None = None,
 ) -> Verdict:
     """Apply the rules to the samples inside the run; see the module docstring."""
     inside = [s for s in samples if s.in_run]
@@ -387,23 +548,33 @@ def decide(
             CAUSES["unknown"],
             f"{CAUSES['unknown']}: {len(inside)} sample(s) inside the run, at least 2 needed",
         )
-    ev = Evidence(inside, checkpoints)
+    ev = Evidence(inside, checkpoints, others, clients_of(run, inside))
     findings: list[Finding] = []
     if f := stalls(ev):
         findings.append(f)
+    # The server's own waits stand whoever else runs: they come first.
     findings += dominant_wait(ev)
-    for rule in (load_generator, server_cpu):
-        if f := rule(ev):
+    # CPU-shaped evidence (backends on a CPU or waiting for the client) is what
+    # others distort: when they took more CPU than the server, they lead.
+    starving = starved(ev)
+    leads = starving is not None and _others_lead(ev)
+    if starving is not None and leads:
+        findings.append(starving)
+    for rule in (round_trips, load_generator, server_cpu):
+        if f := rule(ev, run):
             findings.append(f)
+    if starving is not None and not leads:
+        findings.append(starving)
     primary = findings[0] if findings else not_saturated(ev)
     label = CAUSES[primary.cause]
     secondary = tuple(f"{CAUSES[f.cause]}: {f.summary}" for f in findings[1:])
     evidence = primary.evidence
-    if ev.backend_samples and primary.cause not in ("cpu", "idle"):
+    if ev.backend_samples and primary.cause not in ("cpu", "idle", "starved"):
         evidence += (f"sampled backends: {ev.top_waits()}",)
-    if run is not None and run.progress:
-        tps = [p.tps for p in run.progress]
-        evidence += (f"pgbench: {num(run.tps)} tps; per second {num(min(tps))} to {num(max(tps))}",)
+    if progress := getattr(run, "progress", None):
+        tps = [p.tps for p in progress]
+        mean = getattr(run, "tps", statistics.fmean(tps))
+        evidence += (f"pgbench: {num(mean)} tps; per second {num(min(tps))} to {num(max(tps))}",)
     return Verdict(
         cause=primary.cause,
         label=label,

@@ -12,6 +12,7 @@ import contextlib
 import os
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import TracebackType
 from typing import TYPE_CHECKING
@@ -22,15 +23,19 @@ from psycopg.conninfo import make_conninfo
 from pgrig import environment
 from pgrig.conninfo import Conn
 from pgrig.errors import PgrigError, UsageError
-from pgrig.monitor import procfs, verdict
+from pgrig.monitor import interference, procfs, verdict
 from pgrig.monitor.model import (
     Checkpoint,
     CpuSample,
+    DeviceSample,
+    IdleBaseline,
+    IoSample,
     Limits,
     MonitorResult,
     PgSample,
     Sample,
 )
+from pgrig.monitor.noise import noise
 from pgrig.monitor.pgstats import PgSampler
 
 if TYPE_CHECKING:
@@ -38,6 +43,7 @@ if TYPE_CHECKING:
     from pgrig.step import Context
 
 APPLICATION_NAME = "pgrig-monitor"
+MIB = 1024 * 1024
 LOAD_GENERATORS = ("pgbench",)
 
 
@@ -58,24 +64,25 @@ class _Raw:
     net: tuple[float, float]
     pg: PgSample | None
     clients_alive: int
+    io: IoSample | None = None
 
 
-@dataclass
-class _ProcState:
-    # (pid, starttime) -> (ns running, ns queued) at the previous sample: a
-    # reused PID is a new process.
-    ticks: dict[tuple[int, int], tuple[int, int]] = field(default_factory=dict)
-    threads: dict[int, tuple[int, int]] = field(default_factory=dict)
+Counters = dict[tuple[int, int], tuple[int, ...]]
 
 
 @dataclass
 class _ProcCpu:
+    """What our processes did since the previous sample: ns, ticks and bytes."""
+
     alive: int
     server_run: float | None = None  # ns
     server_wait: float | None = None
     client_run: float = 0.0
     thread_core: float | None = None
     thread_demand: float | None = None
+    pgrig_ticks: float = 0.0
+    kernel_ticks: float = 0.0
+    io: dict[str, tuple[float, float] | None] = field(default_factory=dict)  # bytes
 
 
 class Watch:
@@ -87,12 +94,11 @@ class Watch:
         interval: float = 1.0,
         limits: Limits | None = None,
         devices: tuple[str, ...] | None = None,
+        *,
+        baseline: IdleBaseline | None = None,
+        thresholds: interference.Thresholds | None = None,
     ) -> None:
-        if not 0.1 <= interval <= 60:
-            raise UsageError(
-                f"monitor interval must be between 0.1 and 60 seconds, not {interval:g}",
-                hint="sample once a second (interval=1.0) unless a run is very long",
-            )
+        _check_interval(interval)
         self.ctx = ctx
         self.interval = interval
         self.limits = limits
@@ -105,9 +111,12 @@ class Watch:
         self._pg: PgSampler | None = None
         self._client_start: float | None = None  # wall clock of the first pgbench start
         self._started_at = 0.0
-        self._procs = {"server": _ProcState(), "client": _ProcState()}
-
-    # -- lifecycle ---------------------------------------------------------
+        self.baseline = baseline
+        self.thresholds = thresholds or interference.DEFAULT
+        self._ledger = interference.Ledger.start()
+        self._counters: dict[str, Counters] = {}
+        self._threads: dict[int, tuple[int, int]] = {}
+        self._primed = False
 
     def __enter__(self) -> Watch:
         self._started_at = time.time()
@@ -119,6 +128,7 @@ class Watch:
         self._prev_net = procfs.parse_net_dev(procfs.read_text("/proc/net/dev") or "")
         self._prev_t = time.monotonic()
         self._process_cpu(self.interval)
+        self._primed = True
         self._thread = threading.Thread(target=self._loop, name="pgrig-monitor", daemon=True)
         self._thread.start()
         return self
@@ -192,10 +202,21 @@ class Watch:
         pc = self._process_cpu(seconds)
         stat = procfs.parse_stat(stat_text)
         machine_ns = seconds * 1e9 * stat.ncpu
+        machine_ticks = seconds * procfs.CLK_TCK * stat.ncpu
+        base = procfs.cpu_rates(self._prev_stat, stat, seconds)
+        server = None if pc.server_run is None else 100.0 * pc.server_run / machine_ns
+        client = 100.0 * pc.client_run / machine_ns
+        pgrig = 100.0 * pc.pgrig_ticks / machine_ticks
+        kernel = 100.0 * pc.kernel_ticks / machine_ticks
         cpu = replace(
-            procfs.cpu_rates(self._prev_stat, stat, seconds),
-            server=None if pc.server_run is None else 100.0 * pc.server_run / machine_ns,
-            client=100.0 * pc.client_run / machine_ns,
+            base,
+            server=server,
+            client=client,
+            pgrig=pgrig,
+            kernel=kernel,
+            other=interference.other_cpu(
+                base.busy, base.steal, base.irq, kernel, [server, client, pgrig]
+            ),
             server_runq_pct=_share(pc.server_wait, pc.server_run),
             client_thread_core_pct=pc.thread_core,
             client_thread_demand_pct=pc.thread_demand,
@@ -206,6 +227,7 @@ class Watch:
             for name in self.devices or ()
             if name in disks and name in self._prev_disks
         )
+        io = _io_sample(pc, devices, seconds, server=self.ctx.server_pid is not None)
         net = procfs.parse_net_dev(net_text)
         pg = self._sample_server(seconds)
         self._raw.append(
@@ -218,6 +240,7 @@ class Watch:
                 net=procfs.net_rates(self._prev_net, net, seconds),
                 pg=pg,
                 clients_alive=pc.alive,
+                io=io,
             )
         )
         self._prev_stat, self._prev_disks, self._prev_net, self._prev_t = stat, disks, net, now
@@ -233,82 +256,99 @@ class Watch:
             return None
 
     def _process_cpu(self, seconds: float) -> _ProcCpu:
-        """CPU of the server's and the load generator's processes since the last sample."""
+        """CPU and storage bytes of the server's, the load generator's and pgrig's
+        processes since the last sample; and of the kernel's threads (one walk of
+        /proc, which also names everybody else for the interference ledger)."""
         postmaster = self.ctx.server_pid
-        procs = procfs.process_tree(postmaster) if postmaster is not None else {}
-        server = set(procs)
-        mine = procfs.process_tree(os.getpid())
-        client = {
-            pid
-            for pid, st in mine.items()
-            if pid not in server and pid != os.getpid() and st.comm in LOAD_GENERATORS
-        }
-        procs.update(mine)
+        walk = self._ledger.walk(postmaster)
+        procs = walk.procs
+        me = os.getpid()
+        client = {pid for pid in walk.mine if pid != me and procs[pid].comm in LOAD_GENERATORS}
+        pgrig = walk.mine - client
         for pid in client:
-            started = self._wall_of(procs[pid].starttime)
+            started = _wall_of(procs[pid].starttime)
             if self._client_start is None or started < self._client_start:
                 self._client_start = started
-        out = _ProcCpu(alive=len(client))
+        out = _ProcCpu(alive=len(client), kernel_ticks=walk.kernel_ticks)
         if postmaster is not None:
-            out.server_run, out.server_wait = self._sched("server", procs, server)
-        out.client_run, _ = self._sched("client", procs, client)
+            # PostgreSQL's processes are single-threaded: a process's schedstat is all of it.
+            current = {}
+            for pid in walk.server:
+                st = procfs.read_schedstat(f"/proc/{pid}/schedstat")
+                if st is None:  # no schedstat in this kernel: clock ticks, no queueing
+                    st = (procs[pid].ticks * 1_000_000_000 // procfs.CLK_TCK, 0)
+                current[(pid, procs[pid].starttime)] = st
+            out.server_run, out.server_wait = self._delta("server", current, 2)
+        (out.pgrig_ticks,) = self._delta(
+            "pgrig", {(pid, procs[pid].starttime): (procs[pid].ticks,) for pid in pgrig}, 1
+        )
+        for group, pids in (("server", walk.server), ("client", client), ("pgrig", pgrig)):
+            io = {(pid, procs[pid].starttime): procfs.read_pid_io(pid) for pid in pids}
+            readable = {k: v for k, v in io.items() if v is not None}
+            if pids and not readable:
+                out.io[group] = None
+                continue
+            r, w = self._delta(f"io-{group}", readable, 2)
+            out.io[group] = (r, w)
+        self._client_threads(client, seconds, out)
+        return out
+
+    def _client_threads(self, client: set[int], seconds: float, out: _ProcCpu) -> None:
+        """pgbench -j runs one thread per -j, and /proc/<pid>/schedstat counts the
+        main thread only: sum the threads, and find the busiest."""
         threads: dict[int, tuple[int, int]] = {}
         for pid in client:
             threads.update(procfs.thread_schedstats(pid))
-        prev = self._procs["client"].threads
+        prev = self._threads
         wall_ns = seconds * 1e9
         for tid, (run, wait) in threads.items():
-            run0, wait0 = prev.get(tid, (run, wait))
+            # A thread first seen after the start was born since: all its time is new.
+            run0, wait0 = prev.get(tid, (0, 0) if self._primed else (run, wait))
+            out.client_run += max(0, run - run0)
+            if tid not in prev:
+                continue  # its share of this interval is unknown: not the busiest
             core = 100.0 * (run - run0) / wall_ns
             demand = 100.0 * (run - run0 + wait - wait0) / wall_ns
             out.thread_core = max(out.thread_core or 0.0, min(100.0, core))
             out.thread_demand = max(out.thread_demand or 0.0, min(100.0, demand))
-        self._procs["client"].threads = threads
-        return out
+        self._threads = threads
 
-    def _sched(
-        self, which: str, procs: dict[int, procfs.ProcStat], pids: set[int]
-    ) -> tuple[float, float]:
-        """(ns on a CPU, ns queued for one) of ``pids`` since the previous sample."""
-        state = self._procs[which]
-        current: dict[tuple[int, int], tuple[int, int]] = {}
-        for pid in pids:
-            st = procfs.read_schedstat(f"/proc/{pid}/schedstat")
-            if st is None:  # no schedstat in this kernel: clock ticks, no queueing
-                st = (procs[pid].ticks * 1_000_000_000 // procfs.CLK_TCK, 0)
-            current[(pid, procs[pid].starttime)] = st
-        run = wait = 0.0
-        for key, (r, w) in current.items():
-            before = state.ticks.get(key)
+    def _delta(
+        self, name: str, current: Mapping[tuple[int, int], tuple[int, ...]], width: int
+    ) -> list[float]:
+        """Sum over processes of what each counter grew since the previous call."""
+        before_all = self._counters.get(name, {})
+        total = [0.0] * width
+        for key, values in current.items():
+            before = before_all.get(key)
             if before is None:
                 # New since the last look: if it was born after the watch started,
-                # all its time belongs to the watch; if not (first look), none of it.
-                born = self._wall_of(key[1])
-                before = (0, 0) if born >= self._started_at else (r, w)
-            run += max(0, r - before[0])
-            wait += max(0, w - before[1])
-        state.ticks = current
-        return run, wait
-
-    @staticmethod
-    def _wall_of(starttime_ticks: int) -> float:
-        return time.time() - (_boottime() - starttime_ticks / procfs.CLK_TCK)
+                # all its counts belong to the watch; if not (first look), none.
+                born = _wall_of(key[1])
+                before = (0,) * width if born >= self._started_at else values
+            for i in range(width):
+                total[i] += max(0, values[i] - before[i])
+        self._counters[name] = dict(current)
+        return total
 
     # -- the result ----------------------------------------------------------
 
     def result(self, run: PgbenchRun | None) -> MonitorResult:
         """The samples aligned on pgbench's time axis, the checkpoints, the verdict."""
         t0 = self._client_start
-        if t0 is not None and run is not None and run.initial_connection_ms:
+        connecting_ms = getattr(run, "initial_connection_ms", None)
+        if t0 is not None and connecting_ms:
             # pgbench's -P clock starts once its clients are connected.
-            t0 += run.initial_connection_ms / 1000.0
+            t0 += connecting_ms / 1000.0
         origin = t0 if t0 is not None else self._started_at
-        progress = {p.t_s: p.tps for p in run.progress} if run is not None else {}
+        points = tuple(getattr(run, "progress", ()) or ())
+        progress = {p.t_s: p.tps for p in points}
         samples = []
         for raw in self._raw:
             t_s = raw.wall - origin
             middle = t_s - raw.interval_s / 2
-            in_run = 0 <= middle <= run.duration_s if run is not None else raw.clients_alive > 0
+            duration = getattr(run, "duration_s", None)
+            in_run = 0 <= middle <= duration if duration is not None else raw.clients_alive > 0
             samples.append(
                 Sample(
                     t_s=round(t_s, 3),
@@ -322,9 +362,12 @@ class Watch:
                     pg=raw.pg,
                     tps=_nearest(progress, t_s),
                     in_run=in_run,
+                    io=raw.io,
                 )
             )
         checkpoints = find_checkpoints(samples)
+        ncpu = self._prev_stat.ncpu
+        others, disturbed = interference.assess(samples, self._ledger.top(ncpu), self.thresholds)
         return MonitorResult(
             interval_s=self.interval,
             ncpu=self._prev_stat.ncpu,
@@ -332,11 +375,50 @@ class Watch:
             client_started_at=t0,
             devices=self.devices or (),
             samples=tuple(samples),
-            verdict=verdict.decide(samples, checkpoints, self.limits, run),
+            verdict=verdict.decide(samples, checkpoints, self.limits, run, others),
             checkpoints=checkpoints,
             limits=self.limits,
             server_version_num=self._pg.version_num if self._pg else None,
             notes=tuple(dict.fromkeys(self.notes)),
+            others=others,
+            disturbed=disturbed,
+            baseline=self.baseline,
+            noise=noise([p.tps for p in points]),
+        )
+
+
+def _io_sample(
+    pc: _ProcCpu, devices: tuple[DeviceSample, ...], seconds: float, *, server: bool
+) -> IoSample:
+    """One second's bytes: the device's, and the server's, pgbench's and pgrig's own."""
+
+    def mib(group: str, i: int) -> float | None:
+        value = pc.io.get(group)
+        return None if value is None else value[i] / MIB / seconds
+
+    device = devices[0] if devices else None
+    return IoSample(
+        device=device.name if device else None,
+        device_read_mib_s=device.read_mib_s if device else 0.0,
+        device_write_mib_s=device.write_mib_s if device else 0.0,
+        server_read_mib_s=mib("server", 0) if server else None,
+        server_write_mib_s=mib("server", 1) if server else None,
+        client_read_mib_s=mib("client", 0) or 0.0,
+        client_write_mib_s=mib("client", 1) or 0.0,
+        pgrig_read_mib_s=mib("pgrig", 0) or 0.0,
+        pgrig_write_mib_s=mib("pgrig", 1) or 0.0,
+    )
+
+
+def _wall_of(starttime_ticks: int) -> float:
+    return time.time() - (_boottime() - starttime_ticks / procfs.CLK_TCK)
+
+
+def _check_interval(interval: float) -> None:
+    if not 0.1 <= interval <= 60:
+        raise UsageError(
+            f"monitor interval must be between 0.1 and 60 seconds, not {interval:g}",
+            hint="sample once a second (interval=1.0) unless a run is very long",
         )
 
 

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pgrig import stats
+from pgrig.registry import typed_result
 from pgrig.report import fmt
 from pgrig.report.model import FAILED, HEADLINE, Figure, Row, Section, Series, Table
 from pgrig.results import (
@@ -24,7 +25,6 @@ from pgrig.results import (
     PgbenchRun,
     RunRecord,
     SetupResult,
-    typed_result,
 )
 
 FIO_ROWS = (

@@ -1,9 +1,11 @@
 """Report section: what the host and the server did during each run, and the bottleneck verdict.
 
-One verdict row per watched run (records of kind "monitor"), then, per run, a
-table of the medians behind it and four figures: TPS with checkpoints marked,
-client backends by wait event (stacked), CPU by consumer (stacked) and the
-device's IOPS. Pure functions of the stored results.
+One verdict row per watched run (records of kind "monitor"), with the other
+load on the machine and the per-second noise; warnings above it for runs that
+other processes disturbed or that were noisy; then, per run, a table of the
+medians behind it and four figures: TPS with checkpoints marked, client
+backends by wait event (stacked), CPU by consumer (stacked) and the device's
+IOPS. Pure functions of the stored results.
 """
 
 from __future__ import annotations
@@ -14,9 +16,12 @@ import statistics
 from collections import Counter
 from collections.abc import Sequence
 
+from pgrig.monitor import interference
+from pgrig.monitor import noise as noise_
 from pgrig.monitor.model import MonitorResult, Sample
-from pgrig.report.model import FAILED, SKIPPED, Figure, Row, Section, Series, Table
-from pgrig.results import RunRecord, Study, typed_result
+from pgrig.registry import typed_result
+from pgrig.report.model import FAILED, NOISY, SKIPPED, Figure, Row, Section, Series, Table
+from pgrig.results import RunRecord, Study
 
 TITLE, ANCHOR = "Bottlenecks (host and server monitoring)", "monitor"
 TOP_EVENTS = 5  # wait events drawn one by one; the rest are summed as "other"
@@ -37,25 +42,102 @@ def section(study: Study, records: Sequence[RunRecord]) -> Section | None:
         if mon is None:
             reason = f"{rec.status}: {rec.reason or 'no reason recorded'}"
             kind = SKIPPED if rec.status == "skipped" else FAILED
-            rows.append(Row((label, reason, "", ""), kind))
+            rows.append(Row((label, reason, "", "", "", ""), kind))
             continue
         v = mon.verdict
-        rows.append(Row((label, v.summary, "; ".join(v.secondary), "; ".join(v.against_limits))))
+        flagged = mon.disturbed is not None or noise_.is_noisy(mon.noise)
+        rows.append(
+            Row(
+                (
+                    label,
+                    v.summary,
+                    other_load_text(mon),
+                    noise_.describe(mon.noise) if mon.noise else "n/a",
+                    "; ".join(v.secondary),
+                    "; ".join(v.against_limits),
+                ),
+                NOISY if flagged else "",
+            )
+        )
         details.append(medians_table(label, mon))
         details.extend(f for f in figures(slug(label), label, mon) if f.series)
     blocks.append(
         Table(
-            ("Run", "Verdict (primary cause: evidence)", "Also seen", "Against the probes"),
+            (
+                "Run",
+                "Verdict (primary cause: evidence)",
+                "Other load",
+                "Per-second tps",
+                "Also seen",
+                "Against the probes",
+            ),
             tuple(rows),
             caption="One primary cause per run, chosen by the rules in docs/monitor.md",
             notes=(
                 "Shares of sampled backends come from pg_stat_activity once a second "
                 "(client backends of the benchmark's database); CPU shares are of the whole "
                 "machine, all CPUs = 100%.",
+                "Other load: CPU of processes that are neither the server, pgbench nor pgrig "
+                "(mean over the run), the busiest by name, and their share of the target "
+                "device's bytes. Per-second tps: coefficient of variation and range of "
+                "pgbench -P.",
             ),
         )
     )
-    return Section(TITLE, ANCHOR, blocks=tuple(blocks + details))
+    paragraphs = summary_warnings(records)
+    return Section(TITLE, ANCHOR, paragraphs=paragraphs, blocks=tuple(blocks + details))
+
+
+def other_load_text(mon: MonitorResult) -> str:
+    """'DISTURBED: 54% CPU (cpuhog 46%, ...)' or '2% CPU' or 'n/a' (not attributed)."""
+    o = mon.others
+    if o is None:
+        return "n/a"
+    text = f"{o.cpu_pct + o.steal_pct:.0f}% CPU"
+    if o.top:
+        text += f" ({interference.names(o.top)})"
+    if o.io_share is not None and o.device_mib_s:
+        text += f"; {o.io_share:.0%} of the device's bytes"
+    return f"DISTURBED: {text}" if mon.disturbed is not None else text
+
+
+def summary_warnings(records: Sequence[RunRecord]) -> tuple[str, ...]:
+    """Warnings to put above a report's tables: runs other processes disturbed
+    (with who and how much), a busy machine before the study, noisy runs."""
+    out: list[str] = []
+    disturbed: list[str] = []
+    noisy: list[str] = []
+    busy_before: str | None = None
+    for rec in records:
+        if rec.kind != "monitor":
+            continue
+        mon: MonitorResult | None = typed_result(rec)
+        if mon is None:
+            continue
+        if mon.disturbed is not None:
+            disturbed.append(f"{run_label(rec)}: {mon.disturbed.summary}")
+        if warning := noise_.warning(mon):
+            noisy.append(f"{run_label(rec)}: {warning}")
+        b = mon.baseline
+        if busy_before is None and b is not None and interference.baseline_busy(b):
+            who = interference.names(b.top)
+            busy_before = (
+                f"Before the study the idle machine was {b.busy_pct:.0f}% busy: other "
+                f"processes {b.other_pct:.0f}%, steal {b.steal_pct:.0f}%"
+                + (f" ({who})" if who else "")
+                + "."
+            )
+    if busy_before:
+        out.append(f"Warning: {busy_before}")
+    if disturbed:
+        out.append(
+            f"Warning: {len(disturbed)} run(s) shared the machine with other work; their "
+            "numbers are not the server's alone (they do not count towards until_ci_pct). "
+            + " | ".join(disturbed)
+        )
+    if noisy:
+        out.append(f"Warning: {len(noisy)} noisy run(s). " + " | ".join(noisy))
+    return tuple(out)
 
 
 def run_label(rec: RunRecord) -> str:
@@ -95,25 +177,31 @@ def medians_table(label: str, mon: MonitorResult) -> Table:
     add("CPU busy (% of machine)", [c.busy for c in cpu])
     add("CPU server (%)", [c.server for c in cpu])
     add("CPU pgbench (%)", [c.client for c in cpu])
+    add("CPU pgrig (%)", [c.pgrig for c in cpu])
+    add("CPU other processes (%)", [c.other for c in cpu])
+    add("CPU kernel threads (%)", [c.kernel for c in cpu])
     add("CPU iowait (%)", [c.iowait for c in cpu])
     add("CPU steal (%)", [c.steal for c in cpu])
     add("busiest pgbench thread runnable (% of time)", [c.client_thread_demand_pct for c in cpu])
     add("server waiting for a CPU (% of its demand)", [c.server_runq_pct for c in cpu])
     add("context switches/s", [c.ctxt_s for c in cpu])
     add("run queue", [c.runq for c in cpu])
+    ios = [s.io for s in inside if s.io is not None]
+    add("server's own reads from storage (MiB/s)", [x.server_read_mib_s for x in ios], digits=2)
+    add("server's own writes to storage (MiB/s)", [x.server_write_mib_s for x in ios], digits=2)
     for name in mon.devices:
         devs = [d for s in inside for d in s.devices if d.name == name]
-        add(f"{name} r/s", [d.reads_s for d in devs])
-        add(f"{name} w/s", [d.writes_s for d in devs])
-        add(f"{name} read MiB/s", [d.read_mib_s for d in devs])
-        add(f"{name} write MiB/s", [d.write_mib_s for d in devs])
+        add(f"{name} r/s (device-wide)", [d.reads_s for d in devs])
+        add(f"{name} w/s (device-wide)", [d.writes_s for d in devs])
+        add(f"{name} read MiB/s (device-wide)", [d.read_mib_s for d in devs])
+        add(f"{name} write MiB/s (device-wide)", [d.write_mib_s for d in devs])
         add(f"{name} ms per read", [d.read_await_ms for d in devs], digits=2)
         add(f"{name} ms per write", [d.write_await_ms for d in devs], digits=2)
         add(f"{name} flushes/s", [d.flushes_s for d in devs])
         add(f"{name} busy (%)", [d.util_pct for d in devs])
     mem = [s.memory for s in inside if s.memory is not None]
-    add("Dirty (MiB)", [m.dirty_mib for m in mem])
-    add("Writeback (MiB)", [m.writeback_mib for m in mem])
+    add("Dirty (MiB, host-wide)", [m.dirty_mib for m in mem])
+    add("Writeback (MiB, host-wide)", [m.writeback_mib for m in mem])
     add("network in / out (MiB/s)", [s.net_rx_mib_s + s.net_tx_mib_s for s in inside])
     pg = [s.pg for s in inside if s.pg is not None]
     ratios = [p.hit_ratio * 100 if p.hit_ratio is not None else None for p in pg]
@@ -130,8 +218,14 @@ def medians_table(label: str, mon: MonitorResult) -> Table:
     notes = [
         f"{len(inside)} samples of {mon.interval_s:g} s inside the run; "
         f"{len(mon.checkpoints)} checkpoint(s) seen.",
+        "Device and Dirty/Writeback rows count every process on the machine; the server's "
+        "own rows are its processes' /proc/<pid>/io.",
         *mon.notes,
     ]
+    if mon.disturbed is not None:
+        notes.insert(0, f"Disturbed: {mon.disturbed.summary}.")
+    if warning := noise_.warning(mon):
+        notes.insert(0, warning)
     return Table(
         ("Measure", "median", "max"),
         tuple(rows),
@@ -224,43 +318,46 @@ def cpu_figure(name: str, label: str, samples: Sequence[Sample]) -> Figure:
     if all(s.cpu.server is not None for s in samples):
         server = [s.cpu.server or 0.0 for s in samples]
         client = [s.cpu.client or 0.0 for s in samples]
-        other = [
-            max(0.0, s.cpu.busy - a - b) for s, a, b in zip(samples, server, client, strict=True)
-        ]
-        parts += [("server", server), ("pgbench", client), ("other processes", other)]
+        parts += [("server", server), ("pgbench", client)]
+        if all(s.cpu.other is not None for s in samples):
+            parts += [
+                ("pgrig", [s.cpu.pgrig or 0.0 for s in samples]),
+                (
+                    "kernel threads, interrupts",
+                    [(s.cpu.kernel or 0.0) + s.cpu.irq for s in samples],
+                ),
+                ("other processes", [s.cpu.other or 0.0 for s in samples]),
+            ]
+        else:  # stored before attribution: the rest of the busy time
+            other = [
+                max(0.0, s.cpu.busy - s.cpu.steal - a - b)
+                for s, a, b in zip(samples, server, client, strict=True)
+            ]
+            parts.append(("the rest", other))
     else:
         parts += [
             ("user", [s.cpu.user for s in samples]),
             ("system", [s.cpu.system for s in samples]),
+            ("irq", [s.cpu.irq for s in samples]),
         ]
     parts += [
-        ("iowait", [s.cpu.iowait for s in samples]),
         ("steal", [s.cpu.steal for s in samples]),
+        ("iowait", [s.cpu.iowait for s in samples]),
     ]
     running = [0.0] * len(samples)
     series = []
     for label_, values in parts:
         running = [r + v for r, v in zip(running, values, strict=True)]
         series.append(Series(label_, _x(samples), tuple(running), group=label_))
-    ratios = [(s.t_s, s.pg.hit_ratio) for s in samples if s.pg and s.pg.hit_ratio is not None]
-    if ratios:
-        series.append(
-            Series(
-                "buffer hit ratio",
-                tuple(t for t, _ in ratios),
-                tuple(100.0 * r for _, r in ratios if r is not None),
-                group="hit ratio",
-                dash=1,
-            )
-        )
     return Figure(
         name=f"monitor_{name}_cpu",
-        title=f"CPU and buffer hit ratio, {label}",
+        title=f"CPU by consumer, {label}",
         x_label="seconds since start",
-        y_label="% (CPU stacked, of the machine)",
+        y_label="% of the machine (stacked)",
         series=tuple(series),
-        caption="CPU stacked by consumer (all CPUs = 100%); dashed: share of block "
-        "requests found in shared_buffers (pg_stat_database).",
+        caption="Stacked (all CPUs = 100%): each line is the running total of itself and "
+        "the consumers listed before it; the gap between two lines is that consumer's "
+        "share. Other processes: neither the server, pgbench nor pgrig.",
     )
 
 
@@ -272,10 +369,18 @@ def device_figure(name: str, label: str, mon: MonitorResult) -> Figure:
             continue
         x = tuple(t for t, _ in pairs)
         series.append(
-            Series(f"{dev} r/s", x, tuple(d.reads_s for _, d in pairs), group="r", dash=i)
+            Series(
+                f"{dev} r/s (device-wide)", x, tuple(d.reads_s for _, d in pairs), group="r", dash=i
+            )
         )
         series.append(
-            Series(f"{dev} w/s", x, tuple(d.writes_s for _, d in pairs), group="w", dash=i)
+            Series(
+                f"{dev} w/s (device-wide)",
+                x,
+                tuple(d.writes_s for _, d in pairs),
+                group="w",
+                dash=i,
+            )
         )
         if any(d.flushes_s for _, d in pairs):
             series.append(
@@ -283,12 +388,25 @@ def device_figure(name: str, label: str, mon: MonitorResult) -> Figure:
                     f"{dev} flushes/s", x, tuple(d.flushes_s for _, d in pairs), group="f", dash=i
                 )
             )
+    reads = [(s.t_s, s.pg.blks_read_s) for s in mon.samples if s.pg is not None]
+    if series and reads:
+        series.append(
+            Series(
+                "blocks PostgreSQL read/s",
+                tuple(t for t, _ in reads),
+                tuple(v for _, v in reads),
+                group="pg",
+                dash=1,
+            )
+        )
     return Figure(
         name=f"monitor_{name}_device",
         title=f"Device IOPS, {label}",
         x_label="seconds since start",
         y_label="I/O per second",
         series=tuple(series),
-        caption="From /proc/diskstats, as iostat -x: MiB/s, wait per I/O and % busy are "
-        "in the table above.",
+        caption="Device-wide, from /proc/diskstats as iostat -x: every process's I/O on "
+        "the device, not only the server's. Blocks PostgreSQL read/s (pg_stat_database) "
+        "are the database's own reads, from the page cache or the device. MiB/s, wait per "
+        "I/O and % busy are in the table above.",
     )

@@ -9,7 +9,9 @@ prefixed so that several plots can live in one page.
 from __future__ import annotations
 
 import io
+import math
 import re
+from collections.abc import Iterable
 from typing import Any
 
 import matplotlib
@@ -86,6 +88,10 @@ def _draw(spec: Figure) -> MplFigure:
         ax.set_yscale("log")
         # 0.1, 1, 10 reads faster than 10^-1, 10^0, 10^1 for latencies in ms.
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+        if limits := decade_limits(y for s in spec.series for y in s.y):
+            # Every point between two labelled ticks: matplotlib's own limits
+            # can leave 0.017 ms below the lowest tick, unlabelled.
+            ax.set_ylim(*limits)
     else:
         ax.set_ylim(bottom=0)
     if len(spec.series) > 4:
@@ -102,6 +108,16 @@ def _draw(spec: Figure) -> MplFigure:
     else:
         ax.text(0.5, 0.5, "no data", transform=ax.transAxes, ha="center", va="center")
     return fig
+
+
+def decade_limits(values: Iterable[float]) -> tuple[float, float] | None:
+    """The powers of ten just below the smallest and above the largest positive value."""
+    positive = [v for v in values if v > 0 and math.isfinite(v)]
+    if not positive:
+        return None
+    low = 10.0 ** math.floor(math.log10(min(positive)))
+    high = 10.0 ** math.ceil(math.log10(max(positive)))
+    return low, high if high > low else low * 10
 
 
 def to_png(spec: Figure, *, dpi: int = 110) -> bytes:

@@ -12,9 +12,10 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pgrig.registry import typed_result
 from pgrig.report import fmt
 from pgrig.report.model import FAILED, NOISY, SKIPPED, Figure, Row, Section, Series, Table
-from pgrig.results import CountResult, PgbenchInit, PgbenchRun, RunRecord, typed_result
+from pgrig.results import CountResult, PgbenchInit, PgbenchRun, RunRecord
 
 MODE_ORDER = ("select-only", "read-write")
 PERCENTILES = (("p50", 0), ("p95", 1), ("p99", 2))

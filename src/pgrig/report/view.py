@@ -7,46 +7,41 @@ reason; nothing is dropped silently.
 
 from __future__ import annotations
 
-import importlib
 import json
 import re
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from pgrig import registry
+from pgrig.registry import typed_result
 from pgrig.report import compare, fmt
 from pgrig.report.model import (
-    FAILED,
-    HEADLINE,
     NORMAL,
-    SKIPPED,
     Figure,
     ReportView,
     Row,
     Section,
     Table,
 )
+from pgrig.report.monitor import section as monitor_section
+from pgrig.report.probes import (
+    HEADLINE_FSYNC,
+    fio_label,
+    fio_order,
+    fio_section,
+    fsync_headline,
+    fsync_section,
+    timing_section,
+)
+from pgrig.report.status import status_kind, status_text
 from pgrig.report.tpcb import headline_rows as tpcb_headline_rows
 from pgrig.report.tpcb import tpcb_section
 from pgrig.results import (
     Environment,
-    FioResult,
-    FsyncResult,
-    FsyncRow,
     RunRecord,
     Study,
-    TimingResult,
-    typed_result,
 )
-
-FIO_ORDER = ("randwrite", "randread", "write", "read")
-FIO_LABELS = {
-    "randwrite": "random write",
-    "randread": "random read",
-    "write": "sequential write",
-    "read": "sequential read",
-}
-HEADLINE_FSYNC = "fdatasync 8K"
 
 
 def build(study: Study, records: Sequence[RunRecord]) -> ReportView:
@@ -59,7 +54,7 @@ def build(study: Study, records: Sequence[RunRecord]) -> ReportView:
         by_kind.setdefault(rec.kind, []).append(rec)
     timing = by_kind.get("pg_test_timing", [])
     fsync = by_kind.get("pg_test_fsync", [])
-    fio = sorted(by_kind.get("fio", []), key=_fio_order)
+    fio = sorted(by_kind.get("fio", []), key=fio_order)
     sections = [
         summary_section(study, fsync, fio, records),
         environment_section(study),
@@ -148,7 +143,7 @@ def _build_comparison(study: Study, records: Sequence[RunRecord], targets: list[
         per_target = [
             timing_section([r for r in mine if r.kind == "pg_test_timing"], study.environment),
             fsync_section([r for r in mine if r.kind == "pg_test_fsync"], t),
-            fio_section(sorted((r for r in mine if r.kind == "fio"), key=_fio_order), t),
+            fio_section(sorted((r for r in mine if r.kind == "fio"), key=fio_order), t),
             *workload_sections(mine, t),
         ]
         if env is not None and env.postgres is not None:
@@ -182,53 +177,16 @@ def _build_comparison(study: Study, records: Sequence[RunRecord], targets: list[
 
 # Sections of workloads and watchers that live next to their code; each is
 # "module:function" taking (study, records) and returning a Section or None.
-EXTRA_SECTIONS = (
-    "pgrig.report.tpcc:section",
-    "pgrig.report.monitor:section",
-    "pgrig.report.durability:section",
-)
-
-
 def extra_sections(study: Study, records: Sequence[RunRecord]) -> list[Section]:
-    out = []
-    for entry in EXTRA_SECTIONS:
-        module, _, name = entry.partition(":")
-        section = getattr(importlib.import_module(module), name)(study, records)
-        if section is not None:
-            out.append(section)
-    return out
+    """The workloads' own sections, then what the monitor saw."""
+    out = [w.section(study, records) for w in registry.WORKLOADS.values()]
+    out.append(monitor_section(study, records))
+    return [s for s in out if s is not None]
 
 
 def _record_order(rec: RunRecord) -> tuple[int, str]:
     # Store ids follow execution order; records not yet stored keep their timestamps.
     return (rec.id if rec.id is not None else 1 << 62, rec.started_at)
-
-
-def _fio_order(rec: RunRecord) -> int:
-    pattern = str(rec.params.get("pattern", ""))
-    return FIO_ORDER.index(pattern) if pattern in FIO_ORDER else len(FIO_ORDER)
-
-
-def status_text(rec: RunRecord) -> str:
-    """'failed: reason' / 'skipped: reason' for a run that did not produce a result."""
-    reason = rec.reason or "no reason recorded"
-    if rec.status == "ok":
-        return "ok, but the result could not be read"
-    return f"{rec.status}: {reason}"
-
-
-def status_kind(rec: RunRecord) -> str:
-    return SKIPPED if rec.status == "skipped" else FAILED
-
-
-def status_row(label: str, rec: RunRecord, width: int) -> Row:
-    """A row for a run with no result: its reason in the first value column."""
-    cells = (label, status_text(rec)) + ("",) * (width - 2)
-    return Row(cells[:width], status_kind(rec))
-
-
-# --------------------------------------------------------------------------
-# Header
 
 
 def header(study: Study, records: Sequence[RunRecord]) -> tuple[tuple[str, str], ...]:
@@ -446,179 +404,6 @@ def environment_rows(env: Environment) -> list[tuple[str, str]]:
     return rows
 
 
-def _n(count: int, noun: str) -> str:
-    return f"{count} {noun}{'' if count == 1 else 's'}"
-
-
-# --------------------------------------------------------------------------
-# pg_test_timing
-
-
-def timing_section(records: Sequence[RunRecord], env: Environment | None) -> Section:
-    title, anchor = "Clock timing overhead (pg_test_timing)", "timing"
-    if not records:
-        return Section(title, anchor, ("Not run in this study.",))
-    paragraphs: list[str] = []
-    blocks: list[Table] = []
-    clock = env.clocksource if env is not None else None
-    for rec in records:
-        res: TimingResult | None = typed_result(rec)
-        if res is None:
-            blocks.append(
-                Table(
-                    ("Test Case", "Result"),
-                    (status_row("pg_test_timing", rec, 2),),
-                )
-            )
-            continue
-        paragraphs.append(
-            f"Per loop time including overhead: {res.per_loop_ns:.2f} ns "
-            f"(measured for {res.duration_s:g} s" + (f", clocksource {clock})." if clock else ").")
-        )
-        rows = tuple(
-            Row((f"< {b.lt_us}", f"{b.percent:.5f}", fmt.integer(b.count))) for b in res.histogram
-        )
-        blocks.append(
-            Table(
-                ("Duration (us)", "% of total", "Count"),
-                rows,
-                caption="Histogram of timing durations",
-                numeric=(True, True, True),
-            )
-        )
-    return Section(title, anchor, tuple(paragraphs), tuple(blocks))
-
-
-# --------------------------------------------------------------------------
-# pg_test_fsync
-
-
-def fsync_headline(res: FsyncResult) -> FsyncRow | None:
-    """fdatasync of one 8kB write: the commit cost seed 000 compares across disks."""
-    for row in res.rows:
-        if row.method == "fdatasync" and "one 8kb write" in row.section.lower():
-            return row
-    return next((row for row in res.rows if row.method == "fdatasync"), None)
-
-
-def fsync_section(records: Sequence[RunRecord], target: str) -> Section:
-    title, anchor = "WAL sync methods (pg_test_fsync)", "fsync"
-    if not records:
-        return Section(title, anchor, ("Not run in this study.",))
-    columns = ("Test Case", "Method", "ops/s", "usecs/op")
-    numeric = (False, False, True, True)
-    blocks = []
-    for rec in records:
-        res: FsyncResult | None = typed_result(rec)
-        if res is None:
-            rows = (status_row(HEADLINE_FSYNC, rec, 4),)
-            blocks.append(Table(columns, rows, numeric=numeric))
-            continue
-        table_rows = []
-        head = fsync_headline(res)
-        if head is not None:
-            table_rows.append(_fsync_row(HEADLINE_FSYNC, head, HEADLINE))
-        table_rows += [_fsync_row(r.section, r) for r in res.rows]
-        blocks.append(
-            Table(
-                columns,
-                tuple(table_rows),
-                caption=f"Target: {target}; {res.seconds_per_test:g} s per test",
-                numeric=numeric,
-                notes=("n/a: the method is not supported on this platform.",)
-                if any(r.ops_per_sec is None for r in res.rows)
-                else (),
-            )
-        )
-    return Section(title, anchor, blocks=tuple(blocks))
-
-
-def _fsync_row(label: str, row: FsyncRow, kind: str = NORMAL) -> Row:
-    method = row.method if kind != HEADLINE else f"{row.method} ({row.section})"
-    return Row(
-        (
-            label,
-            method,
-            fmt.optional(row.ops_per_sec, lambda v: f"{v:,.3f}"),
-            fmt.optional(row.usecs_per_op, fmt.integer),
-        ),
-        kind,
-    )
-
-
-# --------------------------------------------------------------------------
-# fio
-
-
-def fio_label(rec: RunRecord, res: FioResult | None) -> str:
-    pattern = res.pattern if res is not None else str(rec.params.get("pattern", rec.key))
-    block = res.block_size if res is not None else str(rec.params.get("block_size", "8k"))
-    return f"{block} {FIO_LABELS.get(pattern, pattern)}"
-
-
-def fio_section(records: Sequence[RunRecord], target: str) -> Section:
-    title, anchor = "Storage IOPS and throughput (fio)", "fio"
-    if not records:
-        return Section(title, anchor, ("Not run in this study.",))
-    columns = (
-        "Test Case",
-        "IOPS",
-        "MiB/s",
-        "clat mean (us)",
-        "clat p50 (us)",
-        "clat p99 (us)",
-        "clat p99.9 (us)",
-    )
-    rows: list[Row] = []
-    jobs: dict[str, list[str]] = {}
-    for rec in records:
-        res: FioResult | None = typed_result(rec)
-        label = fio_label(rec, res)
-        if res is None:
-            rows.append(status_row(label, rec, len(columns)))
-            continue
-        rows.append(
-            Row(
-                (
-                    label,
-                    f"{fmt.si(res.iops)} ({fmt.integer(res.iops)})",
-                    fmt.rate(res.bandwidth_mib_s),
-                    fmt.us(res.clat_mean_us),
-                    fmt.us(res.clat_p50_us),
-                    fmt.us(res.clat_p99_us),
-                    fmt.us(res.clat_p999_us),
-                )
-            )
-        )
-        jobs.setdefault(fio_job_text(res), []).append(label)
-    notes = []
-    for text, labels in jobs.items():
-        prefix = "Job parameters" if len(jobs) == 1 else f"Job parameters of {', '.join(labels)}"
-        notes.append(f"{prefix}: {text}.")
-    notes.append("clat: completion latency as fio reports it, from submission to completion.")
-    table = Table(
-        columns,
-        tuple(rows),
-        caption=f"Target: {target}",
-        notes=tuple(notes),
-        numeric=(False,) + (True,) * (len(columns) - 1),
-    )
-    return Section(title, anchor, blocks=(table,))
-
-
-def fio_job_text(res: FioResult) -> str:
-    text = (
-        f"bs={res.block_size}, ioengine={res.ioengine}, direct={int(res.direct)}, "
-        f"numjobs={res.numjobs}, iodepth={res.iodepth}, size={res.size} per job, "
-        f"runtime {res.runtime_s:g} s"
-    )
-    return text + (f" ({res.fio_version})" if res.fio_version else "")
-
-
-# --------------------------------------------------------------------------
-# Every run, as the store recorded it
-
-
 def runs_section(records: Sequence[RunRecord]) -> Section:
     rows = []
     for rec in records:
@@ -632,3 +417,7 @@ def runs_section(records: Sequence[RunRecord]) -> Section:
         caption=f"All {len(rows)} runs of this study, in the order they ran",
     )
     return Section("All runs", "runs", blocks=(table,) if rows else ())
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"

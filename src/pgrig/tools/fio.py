@@ -263,7 +263,7 @@ def size_bytes(size: str) -> int:
     if m is None:
         raise UsageError(f"{size!r} is not a size", hint="e.g. 64M or 16G")
     power = "kmgt".find(m.group(2).lower()) + 1 if m.group(2) else 0
-    return int(m.group(1)) * 1024**power
+    return int(m.group(1)) << (10 * power)
 
 
 def _load_json(text: str) -> dict[str, Any]:

@@ -29,8 +29,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pgrig import proc
-from pgrig.cluster import workdir
-from pgrig.errors import BinaryNotFound, DiskSpaceError, ParseError, ToolError, WorkdirError
+from pgrig.cluster import binaries, workdir
+from pgrig.errors import DiskSpaceError, ParseError, ToolError, UsageError, WorkdirError
 from pgrig.results import FsyncResult, FsyncRow
 
 TOOL = "pg_test_fsync"
@@ -137,14 +137,12 @@ def run(
     A run takes about ``TIMED_TESTS * seconds``.
     """
     if seconds < 1:
-        raise ValueError("seconds must be at least 1")
-    binary = Path(bin_dir) / TOOL
-    if not binary.is_file():
-        raise BinaryNotFound(
-            f"{TOOL} not found in {bin_dir}",
-            hint="point --bin-dir at a PostgreSQL bin directory "
-            "(Debian: apt-get install postgresql-15 puts it in /usr/lib/postgresql/15/bin)",
+        raise UsageError(
+            f"{TOOL}: {seconds} seconds per test: at least 1 is needed",
+            hint="set --fsync-seconds (campaign: fsync in [probes]) to 1 or more, "
+            "or skip the probe",
         )
+    binary = binaries.tool_path(bin_dir, TOOL)
     directory = Path(directory)
     if not directory.is_dir():
         raise WorkdirError(

@@ -18,7 +18,8 @@ import re
 from pathlib import Path
 
 from pgrig import proc
-from pgrig.errors import BinaryNotFound, ParseError
+from pgrig.cluster import binaries
+from pgrig.errors import ParseError, UsageError
 from pgrig.results import TimingBucket, TimingResult
 
 TOOL = "pg_test_timing"
@@ -65,14 +66,12 @@ def run(
 ) -> tuple[TimingResult, str]:
     """Run ``<bin_dir>/pg_test_timing -d duration_s``; return the result and its stdout."""
     if duration_s < 1:
-        raise ValueError("duration_s must be at least 1")
-    binary = Path(bin_dir) / TOOL
-    if not binary.is_file():
-        raise BinaryNotFound(
-            f"{TOOL} not found in {bin_dir}",
-            hint="point --bin-dir at a PostgreSQL bin directory "
-            "(Debian: apt-get install postgresql-15 puts it in /usr/lib/postgresql/15/bin)",
+        raise UsageError(
+            f"{TOOL}: a duration of {duration_s} seconds: at least 1 is needed",
+            hint="set --timing-seconds (campaign: timing in [probes]) to 1 or more, "
+            "or skip the probe",
         )
+    binary = binaries.tool_path(bin_dir, TOOL)
     # The clock loop is busy-waiting, so the only slack needed is start-up.
     done = proc.run(
         [binary, "-d", str(duration_s)],

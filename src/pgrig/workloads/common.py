@@ -10,14 +10,14 @@ from dataclasses import dataclass, replace
 
 from psycopg import sql
 
-from pgrig.campaign import RunPolicy
 from pgrig.conninfo import Conn
+from pgrig.policy import RunPolicy
 from pgrig.results import ProgressPoint
 from pgrig.step import Context
 from pgrig.tools import pgbench
 from pgrig.ui import Step as ProgressLine
 
-DATABASE = "pgrig"
+DATABASE = "pgrig"  # the database workloads run in, in a cluster pgrig creates
 PRISTINE = "pgrig_pristine"
 # Auto warm-up: steady once the last STEADY_WINDOW per-second tps values vary by
 # less than STEADY_CV (coefficient of variation); give up after the policy's
@@ -114,7 +114,7 @@ def prepare_run(
 
             with contextlib.suppress(_Steady):
                 pgbench.run_bench(
-                    ctx.bins.bin_dir,
+                    ctx.bins.client_bin_dir,
                     conn(ctx),
                     replace(quiet, duration_s=policy.warmup_max_s),
                     ctx.scratch,
@@ -124,7 +124,7 @@ def prepare_run(
         else:
             line.update(detail=f"warming up for {policy.warmup} s")
             pgbench.run_bench(
-                ctx.bins.bin_dir,
+                ctx.bins.client_bin_dir,
                 conn(ctx),
                 replace(quiet, duration_s=int(policy.warmup)),
                 ctx.scratch,

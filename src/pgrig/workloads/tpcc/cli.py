@@ -6,19 +6,26 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import click
 
-from pgrig.cli_options import cluster_options
+from pgrig.campaign import Campaign, TargetSpec
+from pgrig.cli_options import cluster_options, names, results_options
+from pgrig.cluster.profiles import parse_overrides
 from pgrig.conninfo import Conn
+from pgrig.errors import PgrigError
+from pgrig.policy import RunPolicy
 from pgrig.results import to_dict
+from pgrig.runner import run_campaign
+from pgrig.store import location
 from pgrig.ui import Ui
 from pgrig.workloads.tpcc import checks, driver, loader
 from pgrig.workloads.tpcc.model import LABELS, TpccCheck, TpccLoad, TpccRun
+from pgrig.workloads.tpcc.spec import TpccSpec
+from pgrig.workloads.tpcc.steps import TpccPlan
 
 _DSN = click.option(
     "--dsn",
@@ -98,7 +105,9 @@ def run_cmd(**o: Any) -> None:
         max_tries=o["max_tries"],
     )
     with tempfile.TemporaryDirectory(prefix="pgrig-tpcc-") as scratch:
-        result, _raw = driver.run(bins.bin_dir, Conn.from_user(o["dsn"]), opts, Path(scratch))
+        result, _raw = driver.run(
+            bins.client_bin_dir, Conn.from_user(o["dsn"]), opts, Path(scratch)
+        )
     _emit(result, o["fmt"], format_run)
 
 
@@ -110,7 +119,10 @@ def check_cmd(dsn: str | None, fmt: str) -> None:
     result = checks.check(Conn.from_user(dsn))
     _emit(result, fmt, format_check)
     if not result.passed:
-        sys.exit(1)
+        raise PgrigError(
+            f"{len(result.failures)} TPC-C consistency condition(s) fail",
+            hint="the conditions and their offending rows are listed above",
+        )
 
 
 @tpcc.command("study")
@@ -133,30 +145,19 @@ def check_cmd(dsn: str | None, fmt: str) -> None:
 @click.option("--dsn", default=None, help="Use an existing server instead of a throwaway one.")
 @click.option("--yes", is_flag=True, help="With --dsn: drop an existing tpcc schema.")
 @click.option("--keep", is_flag=True, help="Keep the throwaway cluster (stopped).")
-@click.option("--os-user", default=None)
-@click.option(
-    "--results",
-    type=click.Path(path_type=Path, file_okay=False),
-    default=Path("pgrig-results"),
-    show_default=True,
-)
-@click.option("--store", default=None, help="Results store: a file or a PostgreSQL URI.")
-@click.option("-q", "--quiet", is_flag=True)
+@click.option("--os-user", default=None, help="OS user the server runs as when pgrig is root.")
+@results_options
+@click.option("-q", "--quiet", is_flag=True, help="No progress output.")
 def study_cmd(**o: Any) -> None:
     """Load, check, run each mode and check again on a throwaway cluster; record
     every step in the results store and write the report."""
-    from pgrig.campaign import Campaign, RunPolicy, TargetSpec, TpccSpec
-    from pgrig.cli import _names, run_campaign
-    from pgrig.cluster.profiles import parse_overrides
-    from pgrig.workloads.tpcc.steps import TpccPlan
-
     spec = TpccSpec(
         warehouses=o["warehouses"],
         jobs=o["jobs"],
         connections=o["connections"],
         threads=o["threads"],
         duration_s=o["duration"],
-        modes=_names(o["modes"], "--modes", driver.MODES),
+        modes=names(o["modes"], "--modes", driver.MODES),
         active=o["active"],
         isolation=o["isolation"],
         max_tries=o["max_tries"],
@@ -184,7 +185,7 @@ def study_cmd(**o: Any) -> None:
         campaign,
         Ui(quiet=o["quiet"]),
         results=o["results"],
-        store=o["store"],
+        store=location(o["results"], o["store"]),
         yes=o["yes"],
         keep=o["keep"],
     )

@@ -197,6 +197,7 @@ def run(
             timeout=opts.duration_s * 1.25 + 60.0,
             on_line=on_line,
             cwd=scratch,
+            env=target.env(),
             check=False,
             what="pgbench",
         )

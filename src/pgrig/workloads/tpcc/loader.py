@@ -52,11 +52,7 @@ def schema_exists(db: psycopg.Connection) -> bool:
 def free_connections(db: psycopg.Connection) -> int:
     """Connections still available to a non-superuser: max_connections minus the
     reserved ones minus the backends already connected."""
-    row = db.execute(
-        "SELECT current_setting('max_connections')::int"
-        " - current_setting('superuser_reserved_connections')::int"
-        " - (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend')"
-    ).fetchone()
+    row = db.execute(sqlfiles.sql("free_connections")).fetchone()
     assert row is not None
     return int(row[0])
 
@@ -141,14 +137,7 @@ def load(
             " VALUES (%s, %s, %s, %s, %s)",
             (warehouses, c_last, random.randint(0, 1023), random.randint(0, 8191), elapsed),
         )
-        table_rows = {
-            name: int(n)
-            for name, n in db.execute(
-                "SELECT relname, reltuples::bigint FROM pg_class"
-                " WHERE relnamespace = 'tpcc'::regnamespace AND relkind = 'r'"
-                " AND relname <> 'meta'"
-            ).fetchall()
-        }
+        table_rows = {name: int(n) for name, n in db.execute(sqlfiles.sql("table_rows")).fetchall()}
         size = schema_bytes(db)
         t_checkpoint = time.monotonic()
         db.execute("CHECKPOINT")
@@ -212,7 +201,7 @@ def run_parallel(
                     unit = work.get_nowait()
                 except queue.Empty:
                     return
-                db.execute(unit.statement, unit.params)  # type: ignore[arg-type]
+                db.execute(unit.statement, unit.params)
                 finished.put(unit)
         except BaseException as exc:  # noqa: BLE001 - reported by the main thread
             errors.append(exc)

@@ -1,6 +1,6 @@
-"""TPC-C as steps: load, check, then each mode's timed run followed by a check -
-alternating the modes, repeated. The campaign runner runs them on each target
-(``type = "tpcc"``); ``pgrig tpcc study`` is a one-target campaign."""
+"""TPC-C as steps: load, check, then each mode's timed run followed by a check.
+``workload`` arranges them into phases; ``pgrig tpcc study`` is a one-target
+campaign of them."""
 
 from __future__ import annotations
 
@@ -8,12 +8,13 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from pgrig.campaign import TpccSpec
 from pgrig.errors import UsageError
 from pgrig.results import ProgressPoint
-from pgrig.step import Context, Step
+from pgrig.step import Context, Step, StepKey
 from pgrig.ui import Step as ProgressLine
+from pgrig.workloads.base import TargetView
 from pgrig.workloads.tpcc import checks, driver, loader
+from pgrig.workloads.tpcc.spec import TpccSpec
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,7 @@ def _conn(ctx: Context) -> Any:
     return ctx.conn
 
 
-def load_step(tp: TpccPlan, replace: bool) -> Step:
+def load_step(tp: TpccPlan, name: str, target: TargetView) -> Step:
     def action(ctx: Context, line: ProgressLine) -> tuple[Any, str]:
         messages: list[str] = []
         done = [0]
@@ -98,21 +99,28 @@ def load_step(tp: TpccPlan, replace: bool) -> Step:
                 line.update(detail=message)
 
         result = loader.load(
-            _conn(ctx), tp.warehouses, jobs=tp.loader_jobs, replace=replace, on_progress=on_progress
+            _conn(ctx),
+            tp.warehouses,
+            jobs=tp.loader_jobs,
+            replace=target.owned,
+            on_progress=on_progress,
         )
         return result, "\n".join(messages) + "\n"
 
     return Step(
-        key=f"tpcc/load/w{tp.warehouses}",
+        key=StepKey(target.name, name, ("load", f"w{tp.warehouses}")),
         kind="tpcc_load",
-        label=f"TPC-C load, {tp.warehouses} warehouse{'s' if tp.warehouses > 1 else ''}",
-        params={"warehouses": tp.warehouses, "jobs": tp.loader_jobs},
+        label=f"{target.name}: TPC-C load, {tp.warehouses} "
+        f"warehouse{'s' if tp.warehouses > 1 else ''}",
+        params={"warehouses": tp.warehouses, "jobs": tp.loader_jobs, "workload": name},
         action=action,
         total=tp.warehouses,
+        estimate_s=5 + 3 * tp.warehouses,
+        creates_data=True,
     )
 
 
-def check_step(key: str, label: str) -> Step:
+def check_step(key: StepKey, label: str, name: str) -> Step:
     def action(ctx: Context, line: ProgressLine) -> tuple[Any, str]:
         result = checks.check(_conn(ctx))
         raw = "".join(
@@ -122,10 +130,31 @@ def check_step(key: str, label: str) -> Step:
         )
         return result, raw
 
-    return Step(key=key, kind="tpcc_check", label=label, params={}, action=action)
+    return Step(
+        key=key, kind="tpcc_check", label=label, params={"workload": name}, action=action,
+        estimate_s=2,
+    )  # fmt: skip
 
 
-def run_step(tp: TpccPlan, mode: str, repeat: int) -> Step:
+def load_check_step(name: str, target: TargetView) -> Step:
+    return check_step(
+        StepKey(target.name, name, ("check", "load")),
+        f"{target.name}: TPC-C consistency after load",
+        name,
+    )
+
+
+def run_check_step(run: Step, name: str, target: TargetView) -> Step:
+    """The consistency check after a run, keyed like the run (run -> check)."""
+    parts = ("check", *run.key.parts[1:])
+    return check_step(
+        StepKey(target.name, name, parts, run.key.repeat),
+        f"{target.name}: TPC-C consistency",
+        name,
+    )
+
+
+def run_step(tp: TpccPlan, mode: str, repeat: int, name: str, target: TargetView) -> Step:
     opts = tp.run_options(mode)
 
     def action(ctx: Context, line: ProgressLine) -> tuple[Any, str]:
@@ -133,14 +162,22 @@ def run_step(tp: TpccPlan, mode: str, repeat: int) -> Step:
             line.update(completed=point.t_s, detail=f"{point.tps:,.0f} tps")
 
         scratch = ctx.scratch if ctx.scratch.is_dir() else ctx.target
-        return driver.run(ctx.bins.bin_dir, _conn(ctx), opts, scratch, on_progress=on_progress)
+        return driver.run(
+            ctx.bins.client_bin_dir, _conn(ctx), opts, scratch, on_progress=on_progress
+        )
 
-    suffix = f"/r{repeat}" if tp.repeat > 1 else ""
     return Step(
-        key=f"tpcc/run/{mode}/c{tp.connections}{suffix}",
+        # One run per mode keeps the key short, as the first version stored it.
+        key=StepKey(
+            target.name,
+            name,
+            ("run", mode, f"c{tp.connections}"),
+            repeat if tp.repeat > 1 else None,
+        ),
         kind="tpcc_run",
-        label=f"TPC-C {mode}-side, {tp.connections} connections, {tp.duration_s} s",
+        label=f"{target.name}: TPC-C {mode}-side, {tp.connections} connections, {tp.duration_s} s",
         params={
+            "workload": name,
             "mode": mode,
             "warehouses": tp.warehouses,
             "active": tp.active or tp.warehouses,
@@ -154,16 +191,5 @@ def run_step(tp: TpccPlan, mode: str, repeat: int) -> Step:
         total=tp.duration_s,
         tools=("pgbench",),
         monitored=True,
+        estimate_s=tp.duration_s + 5 + 2 * tp.warehouses,
     )
-
-
-def steps(tp: TpccPlan, replace: bool = True) -> list[Step]:
-    out = [load_step(tp, replace), check_step("tpcc/check/load", "TPC-C consistency after load")]
-    for repeat in range(1, tp.repeat + 1):
-        for mode in tp.modes:
-            step = run_step(tp, mode, repeat)
-            out.append(step)
-            out.append(
-                check_step(f"tpcc/check/{step.key[len('tpcc/run/') :]}", "TPC-C consistency")
-            )
-    return out

@@ -1,6 +1,6 @@
 """The user's own workload: setup SQL run with psql, then pgbench scripts with
 weights and variables - seed 001's login/logout functions are the example
-(``examples/seed001/``)."""
+(``examples/seed001/``). Its runs are ``pgbench_run`` results, like TPC-B's."""
 
 from __future__ import annotations
 
@@ -8,13 +8,18 @@ import time
 from typing import Any
 
 from pgrig import proc
-from pgrig.campaign import CustomSpec, RunPolicy
+from pgrig.policy import RunPolicy
 from pgrig.results import SetupResult
-from pgrig.step import Context, Step
+from pgrig.schema import Table
+from pgrig.step import Context, Step, StepKey
 from pgrig.tools import pgbench
 from pgrig.ui import Step as ProgressLine
+from pgrig.workloads.base import Needs, Phase, ResultKind, Series, TargetView, Workload
 from pgrig.workloads.common import conn
-from pgrig.workloads.tpcb import bench_action, prepare_action, threads_for
+from pgrig.workloads.custom import spec as custom_spec
+from pgrig.workloads.custom.spec import CustomSpec
+from pgrig.workloads.tpcb.steps import bench_action, prepare_action, run_estimate, threads_for
+from pgrig.workloads.tpcb.workload import PGBENCH_RUN
 
 FIRST_GUESS_TPS = 10_000.0
 SETUP_TIMEOUT_S = 3600.0
@@ -39,6 +44,7 @@ def _setup(spec: CustomSpec) -> Any:
                     *conn(ctx).args(),
                 ],
                 timeout=SETUP_TIMEOUT_S,
+                env=conn(ctx).env(),
                 what=f"psql -f {path.name}",
             )
             outputs.append(done.stdout + done.stderr)
@@ -54,24 +60,17 @@ def _setup(spec: CustomSpec) -> Any:
     return action
 
 
-def prefix(target: str, spec: CustomSpec) -> str:
-    return f"{target}/{spec.name}"
-
-
-def setup_step(target: str, spec: CustomSpec) -> Step:
+def setup_step(spec: CustomSpec, target: TargetView) -> Step:
     return Step(
-        key=f"{prefix(target, spec)}/setup",
+        key=StepKey(target.name, spec.name, ("setup",)),
         kind="sql_setup",
-        label=f"{target}: {spec.name} setup",
+        label=f"{target.name}: {spec.name} setup",
         params={"workload": spec.name, "files": [str(p) for p in spec.setup]},
         action=_setup(spec),
         tools=("psql",),
+        estimate_s=10,
+        creates_data=True,
     )
-
-
-def run_key(target: str, spec: CustomSpec, point: tuple[int, int], rep: int) -> str:
-    duration, clients = point
-    return f"{prefix(target, spec)}/c{clients}/d{duration}/r{rep}"
 
 
 def points(spec: CustomSpec) -> list[tuple[int, int]]:
@@ -79,12 +78,11 @@ def points(spec: CustomSpec) -> list[tuple[int, int]]:
 
 
 def bench_step(
-    target: str,
     spec: CustomSpec,
     point: tuple[int, int],
-    repeat: int,
     policy: RunPolicy,
-    observed: dict[str, float],
+    target: TargetView,
+    repeat: int,
 ) -> Step:
     duration, clients = point
     threads = threads_for(spec.threads, clients)
@@ -100,9 +98,9 @@ def bench_step(
         latency_limit_ms=spec.latency_limit_ms,
     )
     return Step(
-        key=run_key(target, spec, point, repeat),
+        key=StepKey(target.name, spec.name, (f"c{clients}", f"d{duration}"), repeat),
         kind="pgbench_run",
-        label=f"{target}: {spec.name} -c {clients} -j {threads}",
+        label=f"{target.name}: {spec.name} -c {clients} -j {threads}",
         params={
             "workload": spec.name,
             "mode": spec.name,
@@ -117,9 +115,37 @@ def bench_step(
             "warmup": policy.warmup,
             "reset": policy.reset,
         },
-        action=bench_action(opts, observed, FIRST_GUESS_TPS),
+        action=bench_action(opts, target.observed, FIRST_GUESS_TPS),
         prepare=prepare_action(opts, policy),
         total=duration,
         tools=("pgbench",),
         monitored=True,
+        estimate_s=run_estimate(duration, policy),
     )
+
+
+class CustomWorkload(Workload):
+    type = "custom"
+    schema = custom_spec.SCHEMA
+    kinds = (
+        ResultKind("sql_setup", SetupResult, columns=lambda r: {"elapsed_s": r.elapsed_s}),
+        PGBENCH_RUN,
+    )
+    needs = Needs(destructive="the setup SQL may drop and recreate tables")
+
+    def parse(self, table: Table) -> CustomSpec:
+        return custom_spec.parse(table)
+
+    def phases(self, spec: CustomSpec, policy: RunPolicy) -> list[Phase]:
+        def series(point: tuple[int, int]) -> Series:
+            return Series(lambda t, rep: bench_step(spec, point, policy, t, rep))
+
+        return [
+            Phase(
+                data=lambda t: [setup_step(spec, t)],
+                series=[series(p) for p in points(spec)],
+            )
+        ]
+
+
+WORKLOAD = CustomWorkload()

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pgrig.durability.model import METHOD_TEXT, SETTINGS, Check, DurabilityResult
 from pgrig.report import fmt
 from pgrig.report.model import FAILED, HEADLINE, NORMAL, Row, Section, Table
-from pgrig.results import RunRecord, Study, typed_result
+from pgrig.results import RunRecord, Study, typed
 
 KIND = "durability"
 NOTES = (
@@ -34,7 +34,7 @@ def section(study: Study, records: Sequence[RunRecord]) -> Section | None:
     paragraphs: list[str] = []
     blocks: list[Table] = []
     for rec in mine:
-        res = typed_result(rec)
+        res = typed(rec, DurabilityResult)
         if res is None:
             paragraphs.append(f"Not completed - {rec.status}: {rec.reason or 'no reason'}")
             continue
@@ -63,12 +63,17 @@ def _verdict(res: DurabilityResult) -> str:
         for k in ("synchronous_commit", "fsync", "full_page_writes")
         if k in res.settings
     )
+    untested = (
+        f" NOT TESTED by this {res.crash_model} crash: " + "; ".join(res.untested) + "."
+        if res.untested
+        else ""
+    )
     if res.ok:
         return (
             f"PASSED: {what}. No acknowledged commit was lost, no id is present twice, "
-            f"the invariants hold and pg_amcheck found no corruption ({settings})."
+            f"the invariants hold and pg_amcheck found no corruption ({settings}).{untested}"
         )
-    return f"FAILED: {what}; lost acknowledged commits: {res.lost:,} ({settings}):"
+    return f"FAILED: {what}; lost acknowledged commits: {res.lost:,} ({settings}).{untested} Why:"
 
 
 def _crashes(res: DurabilityResult) -> Table:

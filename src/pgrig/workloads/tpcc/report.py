@@ -9,15 +9,18 @@ from typing import Any
 
 from pgrig.report import fmt
 from pgrig.report.model import FAILED, HEADLINE, SKIPPED, Figure, Row, Section, Series, Table
-from pgrig.results import RunRecord, Study, typed_result
+from pgrig.results import RunRecord, Study, typed
 from pgrig.workloads.tpcc.model import LABELS, TpccCheck, TpccLoad, TpccRun
 
 PHASES = ("generate", "index", "vacuum analyze")
 MODE_LABELS = {"server": "server-side (PL/pgSQL)", "client": "client-side statements"}
 
 
+TYPES: dict[str, type] = {"tpcc_load": TpccLoad, "tpcc_run": TpccRun, "tpcc_check": TpccCheck}
+
+
 def _ok(records: Sequence[RunRecord], kind: str) -> list[tuple[RunRecord, Any]]:
-    return [(r, typed_result(r)) for r in records if r.kind == kind]
+    return [(r, typed(r, TYPES[kind])) for r in records if r.kind == kind]
 
 
 def _status(rec: RunRecord) -> str:

@@ -1,4 +1,4 @@
-"""TPC-B with pgbench, as seed 000 runs it.
+"""TPC-B with pgbench as steps, as seed 000 runs it.
 
 1. ``pgbench -i -s S`` timed (load time, rows/s);
 2. ``CHECKPOINT``, then ``count(*)`` forced onto an index-only scan and onto a
@@ -16,13 +16,16 @@ import os
 from dataclasses import replace
 from typing import Any
 
-from pgrig.campaign import RunPolicy, TpcbSpec
+from pgrig.errors import ToolError
+from pgrig.policy import RunPolicy
 from pgrig.results import CountResult, ProgressPoint
 from pgrig.sql import load as load_sql
-from pgrig.step import Context, Step
+from pgrig.step import Context, Step, StepKey
 from pgrig.tools import pgbench
 from pgrig.ui import Step as ProgressLine
+from pgrig.workloads.base import TargetView
 from pgrig.workloads.common import checkpoint, conn, prepare_run
+from pgrig.workloads.tpcb.spec import TpcbSpec
 
 COUNT_METHODS = {
     "index-only scan": ("tpcb_count_index_only", "Index Only Scan"),
@@ -57,7 +60,9 @@ def _load(spec: TpcbSpec, scale: int, tablespaces: dict[str, str | None]) -> Any
         def on_progress(done: int, total: int) -> None:
             line.update(completed=done, total=total, detail=f"{done:,} of {total:,} rows")
 
-        result, raw = pgbench.run_init(ctx.bins.bin_dir, conn(ctx), opts, on_progress=on_progress)
+        result, raw = pgbench.run_init(
+            ctx.bins.client_bin_dir, conn(ctx), opts, on_progress=on_progress
+        )
         with conn(ctx).connect() as db:
             size = db.execute("SELECT pg_database_size(current_database())").fetchone()
         checkpoint(ctx)
@@ -92,7 +97,10 @@ def _count(method: str) -> Any:
         scan = _find_node(top["Plan"], node_type)
         if scan is None:
             used = top["Plan"].get("Node Type")
-            raise RuntimeError(f"the planner did not use a {node_type} (it chose {used})")
+            raise ToolError(
+                f"count(*) by {method}: the planner did not use a {node_type} (it chose {used})",
+                hint="the server's settings forbid that plan; see the plan in the raw output",
+            )
         raw = json.dumps(explain, indent=2)
         result = CountResult(
             method=method,
@@ -129,7 +137,7 @@ def bench_action(opts: pgbench.RunOptions, observed: dict[str, float], first_gue
             line.update(completed=point.t_s, detail=f"{point.tps:,.0f} tps")
 
         result, raw = pgbench.run_bench(
-            ctx.bins.bin_dir, conn(ctx), run_opts, ctx.scratch, on_progress=on_progress
+            ctx.bins.client_bin_dir, conn(ctx), run_opts, ctx.scratch, on_progress=on_progress
         )
         observed[opts.mode] = max(observed.get(opts.mode, 0.0), result.tps)
         return result, raw
@@ -137,14 +145,13 @@ def bench_action(opts: pgbench.RunOptions, observed: dict[str, float], first_gue
     return action
 
 
-def prefix(target: str, spec: TpcbSpec, scale: int) -> str:
-    return f"{target}/{spec.name}/s{scale}"
+def _key(target: str, spec: TpcbSpec, scale: int, *parts: str) -> StepKey:
+    return StepKey(target, spec.name, (f"s{scale}", *parts))
 
 
-def load_steps(
-    target: str, spec: TpcbSpec, scale: int, tablespaces: dict[str, str | None]
-) -> list[Step]:
-    base = prefix(target, spec, scale)
+def load_steps(spec: TpcbSpec, scale: int, target: TargetView) -> list[Step]:
+    """pgbench -i, then count(*) by both plans (seed 000)."""
+    tablespaces = target.tablespaces
     params: dict[str, Any] = {
         "workload": spec.name,
         "scale": scale,
@@ -156,32 +163,30 @@ def load_steps(
     }
     out = [
         Step(
-            key=f"{base}/init",
+            key=_key(target.name, spec, scale, "init"),
             kind="pgbench_init",
-            label=f"{target}: pgbench -i -s {scale}",
+            label=f"{target.name}: pgbench -i -s {scale}",
             params=params,
             action=_load(spec, scale, tablespaces),
             total=scale * pgbench.ROWS_PER_SCALE,
             tools=("pgbench",),
+            estimate_s=5 + 1.5 * scale,
+            creates_data=True,
         )
     ]
     if spec.count:
         for method in COUNT_METHODS:
             out.append(
                 Step(
-                    key=f"{base}/count/{method.replace(' ', '-')}",
+                    key=_key(target.name, spec, scale, "count", method.replace(" ", "-")),
                     kind="count",
-                    label=f"{target}: count(*) by {method}",
+                    label=f"{target.name}: count(*) by {method}",
                     params={"workload": spec.name, "method": method, "scale": scale},
                     action=_count(method),
+                    estimate_s=1 + 0.05 * scale,
                 )
             )
     return out
-
-
-def run_key(target: str, spec: TpcbSpec, scale: int, point: tuple[int, str, int], rep: int) -> str:
-    duration, mode, clients = point
-    return f"{prefix(target, spec, scale)}/{mode}/c{clients}/d{duration}/r{rep}"
 
 
 def points(spec: TpcbSpec) -> list[tuple[int, str, int]]:
@@ -190,13 +195,12 @@ def points(spec: TpcbSpec) -> list[tuple[int, str, int]]:
 
 
 def bench_step(
-    target: str,
     spec: TpcbSpec,
     scale: int,
     point: tuple[int, str, int],
-    repeat: int,
     policy: RunPolicy,
-    observed: dict[str, float],
+    target: TargetView,
+    repeat: int,
 ) -> Step:
     duration, mode, clients = point
     threads = threads_for(spec.threads, clients)
@@ -210,9 +214,9 @@ def bench_step(
         latency_limit_ms=spec.latency_limit_ms,
     )
     return Step(
-        key=run_key(target, spec, scale, point, repeat),
+        key=_key(target.name, spec, scale, mode, f"c{clients}", f"d{duration}").with_repeat(repeat),
         kind="pgbench_run",
-        label=f"{target}: {mode} -s {scale} -c {clients} -j {threads}",
+        label=f"{target.name}: {mode} -s {scale} -c {clients} -j {threads}",
         params={
             "workload": spec.name,
             "mode": mode,
@@ -227,9 +231,16 @@ def bench_step(
             "warmup": policy.warmup,
             "reset": policy.reset,
         },
-        action=bench_action(opts, observed, FIRST_GUESS_TPS[mode]),
+        action=bench_action(opts, target.observed, FIRST_GUESS_TPS[mode]),
         prepare=prepare_action(opts, policy),
         total=duration,
         tools=("pgbench",),
         monitored=True,
+        estimate_s=run_estimate(duration, policy, restore_s=0.2 * scale),
     )
+
+
+def run_estimate(duration: float, policy: RunPolicy, restore_s: float = 0.0) -> float:
+    """A measured run's seconds: the warm-up, the run, the reset before it."""
+    warm = 15.0 if policy.warmup == "auto" else float(policy.warmup or 0)
+    return duration + warm + 2 + (restore_s if policy.reset == "restore" else 0.0)

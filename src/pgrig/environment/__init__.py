@@ -1,0 +1,191 @@
+"""What machine a study ran on: CPU, memory, disks, filesystems, kernel knobs, tools, server.
+
+``capture`` records the environment once per study so that every result can be
+read against it (seed 000 opens with ``lscpu``, ``lsblk``, the sysctls and
+limits it tunes; we record the same facts). Nothing here needs root, and
+nothing here fails a study: an item that cannot be read is left out (``None``
+or absent from a dict), never raised.
+
+Every reader takes a ``root`` directory (default ``/``) so that tests can point
+it at copies of ``/proc`` and ``/sys`` captured from a real machine. The readers
+live in one module per concern (``cpu``, ``storage``, ``system``, ``software``);
+this package re-exports them.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from functools import partial
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pgrig.environment.cpu import (
+    detect_hypervisor,
+    parse_cpuinfo,
+    parse_lscpu,
+    read_cpu,
+    read_topology,
+    run_lscpu,
+)
+from pgrig.environment.software import (
+    CONNECT_TIMEOUT,
+    DATA_DIRECTORY_SQL,
+    PG_TOOLS,
+    PRESET_SETTINGS,
+    SERVER_VERSION_SQL,
+    SETTINGS_SQL,
+    first_line,
+    read_postgres,
+    tool_version,
+    tool_versions,
+)
+from pgrig.environment.sources import (
+    ROOT,
+    VERSION_TIMEOUT,
+    bracketed,
+    normalize_space,
+    read_text,
+)
+from pgrig.environment.storage import (
+    Mount,
+    block_device_for,
+    describe_filesystem,
+    find_mount,
+    parse_mountinfo,
+    read_disk,
+    read_disks,
+)
+from pgrig.environment.system import (
+    LIMITS,
+    SYSCTLS,
+    read_clocksource,
+    read_kernel,
+    read_limits,
+    read_memory_bytes,
+    read_os_release,
+    read_sysctls,
+    read_transparent_hugepages,
+)
+from pgrig.results import Cpu, Environment, Filesystem, PostgresInfo
+
+__all__ = [
+    "CONNECT_TIMEOUT",
+    "DATA_DIRECTORY_SQL",
+    "LIMITS",
+    "PG_TOOLS",
+    "PRESET_SETTINGS",
+    "ROOT",
+    "SERVER_VERSION_SQL",
+    "SETTINGS_SQL",
+    "SYSCTLS",
+    "VERSION_TIMEOUT",
+    "Mount",
+    "block_device_for",
+    "bracketed",
+    "capture",
+    "describe_filesystem",
+    "detect_hypervisor",
+    "find_mount",
+    "first_line",
+    "format_bytes",
+    "normalize_space",
+    "parse_cpuinfo",
+    "parse_lscpu",
+    "parse_mountinfo",
+    "read_clocksource",
+    "read_cpu",
+    "read_disk",
+    "read_disks",
+    "read_kernel",
+    "read_limits",
+    "read_memory_bytes",
+    "read_os_release",
+    "read_postgres",
+    "read_sysctls",
+    "read_text",
+    "read_topology",
+    "read_transparent_hugepages",
+    "run_lscpu",
+    "tool_version",
+    "tool_versions",
+]
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+def format_bytes(n: float) -> str:
+    """``n`` bytes in binary units, one decimal: ``25769803776`` -> ``"24.0 GiB"``."""
+    if abs(n) < 1024:
+        return f"{int(n)} B"
+    value = float(n)
+    for unit in ("KiB", "MiB", "GiB", "TiB", "PiB"):
+        value /= 1024
+        # Promote when rounding would print "1024.0 KiB".
+        if abs(round(value, 1)) < 1024:
+            return f"{value:.1f} {unit}"
+    return f"{value / 1024:.1f} EiB"
+
+
+def _attempt(what: str, fn: Callable[[], T], default: T) -> T:
+    # The environment is context for results, not a result: a surprise in one
+    # reader (an odd kernel, a sandbox) must not cost the study.
+    try:
+        return fn()
+    except Exception as exc:
+        log.warning("environment: cannot read %s: %s", what, exc)
+        return default
+
+
+def capture(
+    paths: Sequence[Path],
+    *,
+    pg_conninfo: Mapping[str, Any] | str | None = None,
+    bin_dir: Path | None = None,
+) -> Environment:
+    """Record this machine, the filesystems of ``paths`` and, if given, the server."""
+    lscpu: dict[str, str] = _attempt("lscpu", run_lscpu, {})
+    logical = os.cpu_count() or 1
+    cpu = _attempt("cpu", lambda: read_cpu(lscpu=lscpu), Cpu("unknown", 1, logical, 1, logical))
+    filesystems: list[Filesystem] = []
+    for path in paths:
+        fs = _attempt(f"filesystem of {path}", partial(describe_filesystem, Path(path)), None)
+        if fs is not None:
+            filesystems.append(fs)
+    unknown: tuple[str | None, str | None] = (None, None)
+    clocksource, available = _attempt("clocksource", read_clocksource, unknown)
+    postgres: PostgresInfo | None = None
+    if pg_conninfo is not None:
+        postgres = _attempt(
+            "PostgreSQL", partial(read_postgres, pg_conninfo, bin_dir=bin_dir), None
+        )
+    uname = os.uname()
+    return Environment(
+        captured_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        hostname=socket.gethostname(),
+        os_release=_attempt("os-release", read_os_release, None) or "unknown",
+        kernel=_attempt("kernel", read_kernel, None) or f"{uname.release} {uname.version}",
+        cpu=cpu,
+        memory_bytes=_attempt("memory", read_memory_bytes, None) or _sysconf_memory(),
+        disks=_attempt("disks", read_disks, ()),
+        filesystems=tuple(filesystems),
+        sysctls=_attempt("sysctls", read_sysctls, {}),
+        limits=_attempt("limits", read_limits, {}),
+        transparent_hugepages=_attempt("transparent hugepages", read_transparent_hugepages, None),
+        clocksource=clocksource,
+        available_clocksources=available,
+        postgres=postgres,
+        tools=_attempt("tool versions", partial(tool_versions, bin_dir), {}),
+    )
+
+
+def _sysconf_memory() -> int:
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError):
+        return 0

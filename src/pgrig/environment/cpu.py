@@ -1,0 +1,176 @@
+"""The CPU: model, topology, clock and hypervisor, from /proc/cpuinfo, sysfs and lscpu."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from pgrig import proc
+from pgrig.environment.sources import (
+    ROOT,
+    VERSION_TIMEOUT,
+    read_line,
+    read_text,
+    sys_path,
+)
+from pgrig.errors import ToolError
+from pgrig.results import Cpu
+
+
+def parse_cpuinfo(text: str) -> list[dict[str, str]]:
+    """/proc/cpuinfo as one dict per logical CPU (blank-line separated blocks)."""
+    blocks: list[dict[str, str]] = []
+    current: dict[str, str] = {}
+    for line in text.splitlines():
+        if not line.strip():
+            if current:
+                blocks.append(current)
+                current = {}
+            continue
+        key, sep, value = line.partition(":")
+        if sep:
+            current[key.strip()] = value.strip()
+    if current:
+        blocks.append(current)
+    # Some architectures append a machine-wide block without "processor".
+    return [b for b in blocks if "processor" in b] or blocks
+
+
+def parse_lscpu(text: str) -> dict[str, str]:
+    """``lscpu`` output (LC_ALL=C) as a dict: ``{"Hypervisor vendor": "KVM", ...}``."""
+    fields: dict[str, str] = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip():
+            fields.setdefault(key.strip(), value.strip())
+    return fields
+
+
+@dataclass(frozen=True)
+class _Topology:
+    sockets: int
+    cores: int  # physical cores over all sockets
+    logical: int
+
+
+def read_topology(root: Path = ROOT) -> _Topology | None:
+    """Sockets and cores from /sys/devices/system/cpu/cpuN/topology (online CPUs only).
+
+    Cores are counted as distinct sets of thread siblings, as lscpu does, because
+    core_id repeats across dies and clusters on some CPUs.
+    """
+    base = sys_path(root, "sys/devices/system/cpu")
+    try:
+        cpus = [p for p in base.iterdir() if re.fullmatch(r"cpu\d+", p.name)]
+    except OSError:
+        return None
+    packages: set[str] = set()
+    cores: set[tuple[str, str]] = set()
+    logical = 0
+    for cpu in cpus:
+        topo = cpu / "topology"
+        package = read_line(topo / "physical_package_id")
+        siblings = read_line(topo / "thread_siblings_list") or read_line(topo / "core_cpus_list")
+        if package is None or siblings is None:
+            continue  # offline CPUs have no topology
+        logical += 1
+        packages.add(package)
+        cores.add((package, siblings))
+    if not logical:
+        return None
+    return _Topology(sockets=len(packages), cores=len(cores), logical=logical)
+
+
+def _topology_from_cpuinfo(blocks: list[dict[str, str]]) -> _Topology | None:
+    if not blocks or not all("physical id" in b and "core id" in b for b in blocks):
+        return None
+    packages = {b["physical id"] for b in blocks}
+    cores = {(b["physical id"], b["core id"]) for b in blocks}
+    return _Topology(sockets=len(packages), cores=len(cores), logical=len(blocks))
+
+
+def detect_hypervisor(
+    root: Path = ROOT, *, cpu_flags: Sequence[str] = (), lscpu: Mapping[str, str] | None = None
+) -> str | None:
+    """Who virtualises this machine, or None on bare metal.
+
+    lscpu asks CPUID; without it the kernel's paravirtual clocksources name the
+    hypervisor (kvm-clock, hyperv_clocksource_*, xen), which needs no root.
+    """
+    if lscpu and lscpu.get("Hypervisor vendor"):
+        return lscpu["Hypervisor vendor"]
+    if "hypervisor" not in cpu_flags:
+        return None
+    xen = read_line(sys_path(root, "sys/hypervisor/type"))
+    if xen:
+        return xen.capitalize() if xen == "xen" else xen
+    clocks = read_text(
+        sys_path(root, "sys/devices/system/clocksource/clocksource0/available_clocksource")
+    )
+    for marker, vendor in (("kvm-clock", "KVM"), ("hyperv", "Microsoft"), ("xen", "Xen")):
+        if clocks and marker in clocks:
+            return vendor
+    return read_line(sys_path(root, "sys/class/dmi/id/sys_vendor")) or "unknown"
+
+
+def read_cpu(root: Path = ROOT, *, lscpu: Mapping[str, str] | None = None) -> Cpu:
+    """The CPU as seed 000's lscpu excerpt shows it; unknown fields fall back to lscpu."""
+    lscpu = lscpu or {}
+    blocks = parse_cpuinfo(read_text(sys_path(root, "proc/cpuinfo")) or "")
+    first = blocks[0] if blocks else {}
+
+    model = (
+        first.get("model name")
+        or first.get("Processor")
+        or first.get("cpu model")
+        or lscpu.get("Model name")
+        or "unknown"
+    )
+    topo = read_topology(root) or _topology_from_cpuinfo(blocks)
+    logical = len(blocks) or (topo.logical if topo else 0) or (os.cpu_count() or 1)
+    if topo is not None:
+        sockets = max(1, topo.sockets)
+        cores_per_socket = max(1, topo.cores // sockets)
+        threads_per_core = max(1, topo.logical // max(1, topo.cores))
+    else:
+        sockets, cores_per_socket, threads_per_core = 1, logical, 1
+
+    mhz_values = []
+    for block in blocks:
+        try:
+            mhz_values.append(float(block["cpu MHz"]))
+        except (KeyError, ValueError):
+            continue
+    mhz: float | None = round(sum(mhz_values) / len(mhz_values), 3) if mhz_values else None
+    if mhz is None:
+        try:
+            mhz = float(lscpu.get("CPU max MHz") or lscpu.get("CPU MHz") or "")
+        except ValueError:
+            mhz = None
+
+    flags = (first.get("flags") or first.get("Features") or "").split()
+    return Cpu(
+        model=model,
+        sockets=sockets,
+        cores_per_socket=cores_per_socket,
+        threads_per_core=threads_per_core,
+        logical_cpus=logical,
+        mhz=mhz,
+        hypervisor=detect_hypervisor(root, cpu_flags=flags, lscpu=lscpu),
+    )
+
+
+def run_lscpu() -> dict[str, str]:
+    """``lscpu`` parsed, or an empty dict where it is not installed."""
+    program = shutil.which("lscpu")
+    if program is None:
+        return {}
+    try:
+        done = proc.run([program], timeout=VERSION_TIMEOUT, check=False)
+    except ToolError:
+        return {}
+    return parse_lscpu(done.stdout) if done.ok else {}

@@ -1,0 +1,245 @@
+"""A target's server from start to end, for every command: checked before
+anything is created, then made (initdb, profile, start, database,
+tablespaces) or connected to, described, and finally removed - or kept,
+stopped, when asked or when the server did not come back after a crash (the
+evidence).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pgrig import environment, pgsource
+from pgrig.campaign import TargetSpec
+from pgrig.cluster import binaries, profiles, workdir
+from pgrig.cluster.server import SUPERUSER, Cluster, InitdbOptions, ServerLost, server_os_user
+from pgrig.conninfo import Conn
+from pgrig.errors import BinaryNotFound, ClusterError, UsageError
+from pgrig.plan import check_space
+from pgrig.results import Environment
+from pgrig.step import Context
+from pgrig.ui import Ui
+from pgrig.units import parse_size
+from pgrig.workloads.common import DATABASE
+
+
+@dataclass
+class TargetRun:
+    """One target while a campaign runs (a ``TargetView`` for workloads)."""
+
+    spec: TargetSpec
+    bins: binaries.PgBinaries
+    directory: Path | None
+    profile: profiles.Profile | None  # None: an existing server
+    ctx: Context
+    yes: bool = False  # the user allowed destructive steps on an existing server
+    cluster: Cluster | None = None
+    observed: dict[str, float] = field(default_factory=dict)  # mode -> best tps so far
+    env: Environment | None = None
+    # tablespace names for pgbench -i: given names, or those made from directories
+    tablespaces: dict[str, str | None] = field(default_factory=dict)
+    lost: ServerLost | None = None  # the server did not come back after a crash
+    kept: tuple[Path, Path] | None = None  # (data directory, log) when kept
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def existing(self) -> bool:
+        return self.spec.dsn is not None
+
+    @property
+    def owned(self) -> bool:
+        return not self.existing or self.yes
+
+
+def check_target(
+    spec: TargetSpec,
+    need: int,
+    *,
+    yes: bool,
+    destructive: str | None,
+    ui_notes: list[str] | None = None,
+) -> TargetRun:
+    """Everything about one target that can be refused, refused before anything
+    is created: binaries, directories, profile, disk, permission. What the
+    profile had to change for this major is added to ``ui_notes``."""
+    ui_notes = ui_notes if ui_notes is not None else []
+    existing = spec.dsn is not None
+    tools = binaries.CLIENT_TOOLS if existing else binaries.SERVER_TOOLS
+    bins = _binaries(spec, tools)
+    directory = workdir.check_target(spec.directory) if spec.directory else None
+    profile = None
+    if not existing:
+        profile = profiles.load(spec.profile).with_overrides(spec.settings)
+        adapted = profiles.validate(profile, bins, server_os_user(spec.os_user))
+        for note in adapted.notes():  # a setting this major renamed or lacks: never silent
+            ui_notes.append(f"target {spec.name} (PostgreSQL {bins.version}): {note}")
+    else:
+        if destructive and not yes:
+            raise UsageError(
+                f"target {spec.name}: refusing to touch the existing server: {destructive}",
+                hint="pass --yes if that is what you want, or let pgrig create a "
+                "throwaway cluster (give a directory instead of a dsn)",
+            )
+        Conn.from_user(spec.dsn)
+    for option in ("tablespace", "index_tablespace"):
+        value = getattr(spec, option)
+        if value and value.startswith("/"):
+            if existing:
+                raise UsageError(
+                    f"target {spec.name}: {option} {value}: on an existing server give "
+                    "the name of an existing tablespace, not a directory",
+                    hint="pgrig creates tablespaces in directories only in its own cluster",
+                )
+            flag = "--" + option.replace("_", "-")
+            where = workdir.check_target(Path(value), what=f"{option} directory", option=flag)
+            check_space(where, need, f"target {spec.name} ({option})")
+    if directory is not None and not existing:
+        check_space(directory, need, f"target {spec.name}")
+    scratch = directory or Path.cwd()
+    return TargetRun(
+        spec,
+        bins,
+        directory,
+        profile,
+        Context(bins=bins, target=scratch, scratch=scratch),
+        yes=yes,
+        tablespaces={"tablespace": spec.tablespace, "index_tablespace": spec.index_tablespace},
+    )
+
+
+def _binaries(spec: TargetSpec, tools: tuple[str, ...]) -> binaries.PgBinaries:
+    """The target's binaries; a version (``pg_bin = "9.6"``, the versions axis) not
+    in the cache yet is installed now, before anything else is created."""
+    try:
+        return binaries.find(spec.pg_bin, tools=tools)
+    except BinaryNotFound:
+        if spec.pg_bin is None or not binaries.looks_like_version(spec.pg_bin):
+            raise
+    pgsource.install(str(spec.pg_bin))
+    return binaries.find(spec.pg_bin, tools=tools)
+
+
+def memory_warning(targets: Sequence[TargetRun]) -> str | None:
+    """Interleaving keeps every target's cluster up at once: their shared
+    buffers must fit together."""
+    local = [t for t in targets if t.profile is not None]
+    if len(local) < 2:
+        return None
+    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    total = 0
+    for t in local:
+        assert t.profile is not None
+        with contextlib.suppress(UsageError):
+            total += parse_size(t.profile.settings.get("shared_buffers", "128MB"))
+    if total <= 0.6 * ram:
+        return None
+    return (
+        f"the {len(local)} clusters' shared_buffers add up to {total / 2**30:.1f} GiB of "
+        f"{ram / 2**30:.1f} GiB RAM while they run side by side; "
+        "lower it per target with set.shared_buffers"
+    )
+
+
+@contextlib.contextmanager
+def server(t: TargetRun, name: str, study: str, ui: Ui, *, keep: bool) -> Iterator[None]:
+    """The target's server, up for the ``with`` block: an existing one connected
+    to, or a throwaway cluster named ``name`` made in the target directory."""
+    if t.spec.dsn is not None:
+        conn = Conn.from_user(t.spec.dsn)
+        with conn.connect():
+            pass
+        t.ctx.conn = conn
+        capture(t)
+        yield
+        return
+    assert t.profile is not None and t.directory is not None
+    os_user = server_os_user(t.spec.os_user)
+    cluster = Cluster.create(t.bins, t.directory / name, study=study, os_user=os_user)
+    t.cluster = t.ctx.cluster = cluster
+    try:
+        with ui.step(f"{t.name}: initdb + start PostgreSQL {t.bins.version}"):
+            waldir = None
+            if t.spec.wal_directory is not None:
+                holder = workdir.make_extra_dir(
+                    cluster.workdir, t.spec.wal_directory.resolve() / f"{name}-wal", os_user
+                )
+                waldir = holder / "pg_wal"
+            init = t.spec.initdb
+            cluster.initdb(
+                InitdbOptions(
+                    encoding=init.encoding,
+                    locale=init.locale,
+                    wal_segsize_mb=init.wal_segsize_mb,
+                    data_checksums=init.data_checksums,
+                    waldir=waldir,
+                )
+            )
+            cluster.configure(t.profile)
+            cluster.start()
+            admin = Conn.socket(str(cluster.socket_dir), cluster.port, SUPERUSER, "postgres")
+            with admin.connect() as db:
+                db.execute(f'CREATE DATABASE "{DATABASE}"')
+        t.ctx.conn = admin.with_dbname(DATABASE)
+        t.ctx.scratch = cluster.workdir
+        t.ctx.server_pid = cluster.postmaster_pid()
+        _make_tablespaces(t, ui)
+        overrides = ", ".join(f"{k}={v}" for k, v in t.spec.settings.items())
+        ui.ok(
+            f"{t.name}: PostgreSQL {t.bins.version} running as "
+            f"{os_user.name if os_user else 'you'} in {cluster.datadir} "
+            f"(profile {t.profile.name}{', ' + overrides if overrides else ''})"
+        )
+        capture(t)
+        yield
+    finally:
+        dispose(t, cluster, keep, ui)
+
+
+def dispose(t: TargetRun, cluster: Cluster, keep: bool, ui: Ui) -> None:
+    """Remove the cluster - or keep it, stopped, when asked or when a crash left
+    it down for good (the evidence)."""
+    if not keep and t.lost is None:
+        cluster.destroy()
+        return
+    try:
+        cluster.stop()
+    finally:
+        workdir.unregister(cluster.workdir)
+    why = "--keep" if t.lost is None else "the server did not come back"
+    t.kept = (cluster.datadir, cluster.logfile)
+    ui.info(f"{t.name}: kept ({why}): data directory {cluster.datadir}, log {cluster.logfile}")
+
+
+def _make_tablespaces(t: TargetRun, ui: Ui) -> None:
+    """Directories given as tablespaces become tablespaces of the throwaway
+    cluster; the TPC-B steps then use their names."""
+    assert t.cluster is not None
+    names: dict[str, str] = {}
+    for option, name in (("tablespace", "pgrig_tables"), ("index_tablespace", "pgrig_indexes")):
+        value = getattr(t.spec, option)
+        if value and value.startswith("/"):
+            names[option] = t.cluster.create_tablespace(name, Path(value))
+            ui.ok(f"{t.name}: tablespace {name} in {value}")
+    t.tablespaces = {
+        "tablespace": names.get("tablespace", t.spec.tablespace),
+        "index_tablespace": names.get("index_tablespace", t.spec.index_tablespace),
+    }
+
+
+def capture(t: TargetRun) -> None:
+    """The machine as this target's server sees it: version and settings."""
+    assert t.ctx.conn is not None
+    t.env = environment.capture(
+        [t.directory or Path.cwd()], pg_conninfo=t.ctx.conn.conninfo(), bin_dir=t.bins.bin_dir
+    )
+    if t.env.postgres is None:
+        raise ClusterError(
+            f"cannot read the server's version and settings from {t.ctx.conn.describe()}"
+        )

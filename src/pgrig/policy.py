@@ -1,0 +1,200 @@
+"""How measured runs are repeated, warmed up and reset: the ``[campaign]`` run
+policy, and the one place that decides the order targets run in and when the
+repeats may stop - for ``pgrig plan`` and the runner alike."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from pgrig import stats
+from pgrig.schema import Schema, Table, choice, custom, flag, integer, number
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class RunPolicy:
+    repeat: int = 1
+    # "repeat until the 95% confidence interval is within X% of the mean", up to max_repeat
+    until_ci_pct: float | None = None
+    max_repeat: int = 10
+    warmup: int | str = 0  # seconds, or "auto": until per-second tps is steady
+    warmup_max_s: int = 120  # "auto" gives up after this long
+    checkpoint: bool = True
+    reset: str = "reuse"  # reuse | restore
+    interleave: bool = True
+    monitor: bool = True  # sample host and server during every measured run
+    wait_quiet_s: float = 0.0  # before a measured run, wait up to this long for a quiet machine
+
+    def order(self, targets: Sequence[T], rep: int) -> list[T]:
+        """Rotate the target order every repetition, so that slow drift of the
+        machine favours no target."""
+        items = list(targets)
+        if not self.interleave or len(items) < 2:
+            return items
+        shift = (rep - 1) % len(items)
+        return items[shift:] + items[:shift]
+
+    def more(self, rep: int, samples: Sequence[Sequence[float]]) -> bool:
+        """After repetition ``rep``: run another? ``samples`` holds each target's
+        values of the point's metric so far."""
+        if rep < self.repeat:
+            return True
+        if self.until_ci_pct is None or rep >= self.max_repeat:
+            return False
+        return not all(self.ci_ok(values) for values in samples)
+
+    def ci_ok(self, values: Sequence[float]) -> bool:
+        assert self.until_ci_pct is not None
+        if len(values) < 2:
+            return False
+        mean = statistics.fmean(values)
+        if mean <= 0:
+            return False
+        return stats.ci95_half_width(list(values)) / mean * 100 <= self.until_ci_pct
+
+    def describe_repeats(self) -> str:
+        if self.until_ci_pct is None:
+            return str(self.repeat)
+        return (
+            f"{self.repeat} to {self.max_repeat} (until the 95% confidence interval "
+            f"is within {self.until_ci_pct:g}%)"
+        )
+
+
+def _repeat(
+    t: Table, key: str, default: tuple[int, float | None, int]
+) -> tuple[int, float | None, int]:
+    value = t.get(key, (int, dict), None)
+    if value is None:
+        return default
+    if isinstance(value, int):
+        if value < 1:
+            raise t.error(key, f"{value}: at least 1")
+        return value, None, 10
+    rr = t.table(key)
+    assert rr is not None
+    until = rr.get("until_ci_pct", float)
+    if until is None or until <= 0:
+        raise rr.error(
+            "until_ci_pct",
+            "give the wanted 95% confidence interval in %",
+            hint="repeat = { until_ci_pct = 5, min = 3, max = 10 }",
+        )
+    count = rr.get("min", int, 3)
+    max_repeat = rr.get("max", int, 10)
+    if count < 2 or max_repeat < count:
+        raise rr.error("min", "need 2 <= min <= max")
+    rr.finish(("until_ci_pct", "min", "max"))
+    return count, until, max_repeat
+
+
+def _warmup(t: Table, key: str, default: Any) -> int | str:
+    warmup = t.get(key, (int, str), default)
+    if isinstance(warmup, str) and warmup != "auto":
+        raise t.error(key, f'{warmup!r}: seconds, or "auto" (until tps is steady)')
+    if isinstance(warmup, int) and warmup < 0:
+        raise t.error(key, f"{warmup}: 0 or more seconds")
+    return warmup if isinstance(warmup, str) else int(warmup)
+
+
+def _versions(t: Table, key: str, default: Any) -> tuple[str, ...]:
+    import re
+
+    values = t.get(key, list, [])
+    for v in values:
+        if not isinstance(v, str) or not re.fullmatch(r"\d+(\.\d+){0,2}", v):
+            raise t.error(key, f'{v!r}: a version as a string, e.g. "9.6", "15" or "9.6.24"')
+    if len(set(values)) != len(values):
+        raise t.error(key, "a version is listed twice")
+    return tuple(values)
+
+
+def _name(t: Table, key: str, default: Any) -> str:
+    import re
+
+    name = t.get(key, str)
+    if not name or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.\-]*", name):
+        raise t.error(
+            key,
+            f"{name!r}: a campaign needs a name of letters, digits, . _ -",
+            hint='name = "seed000-storage"',
+        )
+    return str(name)
+
+
+SCHEMA = Schema(
+    "[campaign]",
+    custom("name", None, "the study id: letters, digits, `.`, `_`, `-`", _name,
+           shown_default="(required)"),
+    custom("baseline", None, "the column the others are compared with",
+           lambda t, k, d: t.get(k, str, d), shown_default="first target"),
+    custom(
+        "versions", (),
+        "PostgreSQL versions as an axis, e.g. `[\"9.6\", \"15\", \"18\"]`: every target runs "
+        "once per version (named `TARGET-pgVERSION`, or `pgVERSION` for one target), each on "
+        "its own throwaway cluster with the same profile; versions not installed are "
+        "installed by `pgrig pg install` on demand ([versions](versions.md))",
+        _versions, shown_default="`[]`",
+    ),
+    custom(
+        "repeat", (1, None, 10),
+        "runs of every point; or `{ until_ci_pct = 5, min = 3, max = 10 }`: repeat until the "
+        "95% confidence interval of the mean of the point's headline figure (tps, tpmC) is "
+        "within 5% (for every target), at least `min`, at most `max` times",
+        _repeat, shown_default="`1`",
+    ),
+    custom(
+        "warmup", 0,
+        "seconds of unrecorded pgbench before each measured run, or `\"auto\"`: until "
+        "per-second tps is steady (last 5 s within a 3% coefficient of variation)",
+        _warmup,
+    ),
+    integer("warmup_max", 120, 'seconds after which `warmup = "auto"` gives up',
+            field="warmup_max_s"),
+    flag("checkpoint", True, "`CHECKPOINT` before each measured run, as the seeds do"),
+    choice(
+        "reset", ("reuse", "restore"), "reuse",
+        '`"reuse"` the loaded data (the seeds), or `"restore"`: keep a pristine copy after '
+        "loading (`CREATE DATABASE ... TEMPLATE ... STRATEGY FILE_COPY`) and restore it before "
+        "every measured run, so run 5 does not inherit run 4's bloat. Only in clusters pgrig "
+        "creates",
+    ),
+    flag(
+        "monitor", True,
+        "sample the host and the server once a second during every measured run and record "
+        "the bottleneck verdict ([monitor](monitor.md))",
+    ),
+    number(
+        "wait_quiet", 0.0,
+        "seconds to wait, before each measured run, for other work on the machine to fall "
+        "under 10% of the CPUs; `0`: do not wait (disturbed runs are marked and not counted "
+        "towards `until_ci_pct` either way)",
+        field="wait_quiet_s",
+    ),
+    flag(
+        "interleave", True,
+        "run each point on every target before the next point, rotating the target order "
+        "every repeat, so slow drift of the machine favours no target",
+    ),
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Header:
+    """The ``[campaign]`` table: who the study is, and how it runs."""
+
+    name: str
+    baseline: str | None
+    versions: tuple[str, ...]
+    policy: RunPolicy
+
+
+def parse(table: Table) -> Header:
+    values = SCHEMA.read(table)
+    name, baseline, versions = values.pop("name"), values.pop("baseline"), values.pop("versions")
+    values["repeat"], values["until_ci_pct"], values["max_repeat"] = values["repeat"]
+    return Header(name, baseline, versions, RunPolicy(**values))

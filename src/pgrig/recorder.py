@@ -1,0 +1,214 @@
+"""Runs one step and records it, whatever happens: the moment it ends, with its
+tool versions, its raw output and - for measured runs - what the monitor saw.
+
+A step already recorded (a resumed campaign) is not run again: a run is never
+recorded twice. A failing step is recorded as failed and the study goes on;
+Ctrl-C and SIGTERM record nothing for the step they cut short, so that a
+resumed study runs it again.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any
+
+from pgrig import monitor, registry
+from pgrig.cluster.server import ServerLost
+from pgrig.errors import PgrigError
+from pgrig.lifecycle import TargetRun
+from pgrig.results import RunRecord, Status, Study, to_dict, typed
+from pgrig.step import Skip, Step
+from pgrig.store import Store
+from pgrig.ui import Ui
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+class Recorder:
+    def __init__(
+        self,
+        store: Store,
+        study: Study,
+        ui: Ui,
+        *,
+        monitor_runs: bool = True,
+        wait_quiet_s: float = 0.0,
+    ) -> None:
+        self.store = store
+        self.study = study
+        self.ui = ui
+        self.monitor_runs = monitor_runs
+        self.wait_quiet_s = wait_quiet_s  # before a measured run, wait this long for quiet
+        self.baseline: monitor.IdleBaseline | None = None  # the idle machine, before the study
+        self.done: set[str] = {r.key for r in store.runs(study.id)}
+        self.failures = 0
+        self._limits: dict[str, monitor.Limits | None] = {}
+
+    def pending(self, steps: Iterable[Step]) -> bool:
+        return any(s.id not in self.done for s in steps)
+
+    def execute(self, step: Step, t: TargetRun, *, record: bool = True) -> bool:
+        """Run one step and record it. True if it succeeded (or was recorded before)."""
+        if record and step.id in self.done:
+            return True
+        self._revive(t)
+        started = now()
+        t0 = time.monotonic()
+        status: Status = "ok"
+        reason: str | None = None
+        result: dict[str, Any] | None = None
+        raw = ""
+        value: Any = None
+        watched: monitor.Watch | None = None
+        try:
+            with self.ui.step(step.label, total=step.total) as line:
+                if step.prepare is not None:
+                    step.prepare(t.ctx, line)
+                if step.monitored and self.wait_quiet_s > 0:
+                    self._wait_quiet(t, line)
+                started = now()
+                if step.monitored and self.monitor_runs and t.ctx.conn is not None:
+                    watch_ = monitor.Watch(t.ctx, limits=self._limits_of(t), baseline=self.baseline)
+                    with watch_ as watch:
+                        try:
+                            value, raw = step.action(t.ctx, line)
+                        finally:
+                            watched = watch
+                else:
+                    value, raw = step.action(t.ctx, line)
+            result = to_dict(value)
+        except Skip as exc:
+            status, reason = "skipped", exc.reason
+        except ServerLost as exc:  # the evidence: the cluster is kept, the rest goes on
+            status, reason = "failed", str(exc)
+            t.lost = exc
+        except PgrigError as exc:
+            status, reason = "failed", str(exc)
+            raw = getattr(exc, "stderr", "") or ""
+        except Exception as exc:  # a bug or an unexpected server answer: keep going
+            status, reason = "failed", f"{type(exc).__name__}: {exc}"
+        if record:
+            self.record(step, t, started, status, reason, result, raw)
+        elapsed = time.monotonic() - t0
+        if status == "ok":
+            self.ui.ok(f"{step.label} ({elapsed:.0f} s){registry.headline(step.kind, value)}")
+        elif status == "skipped":
+            self.ui.warn(f"{step.label} skipped: {reason}")
+        else:
+            self.failures += 1
+            self.ui.fail(f"{step.label} failed: {reason}")
+        if record and watched is not None:
+            self._record_monitor(step, t, started, watched, value if status == "ok" else None)
+        return status == "ok"
+
+    def metrics(self, steps: Iterable[Step]) -> list[float]:
+        """The recorded headline figures of these steps (what repeats until a CI
+        narrows: tps, tpmC), skipping those that failed, have none, or that other
+        work on the machine disturbed (their monitor record says so)."""
+        stored = self.store.runs(self.study.id)
+        records = {r.key: r for r in stored}
+        disturbed = monitor.disturbed_run_keys(stored)
+        out: list[float] = []
+        for step in steps:
+            kind = registry.kind(step.kind)
+            rec = records.get(step.id)
+            if kind is None or kind.metric is None or rec is None or step.id in disturbed:
+                continue
+            value = typed(rec, kind.type)
+            if value is not None:
+                out.append(kind.metric(value))
+        return out
+
+    def _revive(self, t: TargetRun) -> None:
+        """The server died under an earlier step (crash, OOM, someone's kill):
+        bring it back so the campaign goes on, and say so."""
+        cluster = t.cluster
+        if cluster is None or t.ctx.conn is None or cluster.running() or t.lost is not None:
+            return
+        self.ui.warn(f"{t.name}: the server is down ({cluster.log_tail(2)}); restarting it")
+        try:
+            cluster.restart_after_crash()
+            t.ctx.server_pid = cluster.postmaster_pid()
+        except PgrigError as exc:
+            self.ui.fail(f"{t.name}: could not restart the server: {exc}")
+
+    def _limits_of(self, t: TargetRun) -> monitor.Limits | None:
+        """The target's own probe results: what the run is compared with."""
+        if t.name not in self._limits:
+            probes = [
+                registry.typed_result(r)
+                for r in self.store.runs(self.study.id)
+                if r.target == t.name and r.kind in ("fio", "pg_test_fsync")
+            ]
+            self._limits[t.name] = monitor.limits_from(p for p in probes if p is not None)
+        return self._limits[t.name]
+
+    def _record_monitor(
+        self, step: Step, t: TargetRun, started: str, watch: monitor.Watch, value: Any
+    ) -> None:
+        """What the host and the server did during the run, and the verdict - a
+        record of its own, so a failing sampler never costs the run itself."""
+        mon = Step(
+            key=step.key.below("monitor"),
+            kind="monitor",
+            label=f"{step.label}: monitor",
+            params={**step.params, "run": step.id},
+            action=step.action,
+        )
+        try:
+            observed = watch.result(value)
+        except Exception as exc:  # the run is recorded; say why the evidence is missing
+            self.record(mon, t, started, "failed", f"{type(exc).__name__}: {exc}", None, "")
+            return
+        self.record(mon, t, started, "ok", None, to_dict(observed), "")
+        self.ui.info(f"  [dim]bottleneck: {observed.verdict.summary}[/dim]")
+        if observed.disturbed is not None:
+            self.ui.warn(
+                f"{step.label}: disturbed by other work - {'; '.join(observed.disturbed.reasons)}"
+                " (not counted towards a confidence interval)"
+            )
+
+    def _wait_quiet(self, t: TargetRun, line: Any) -> None:
+        """The policy's ``wait_quiet``: hold a measured run until other work calms down."""
+        line.update(detail=f"waiting up to {self.wait_quiet_s:.0f} s for a quiet machine")
+        quiet, probe = monitor.wait_quiet(self.wait_quiet_s, target=t.directory)
+        if not quiet:
+            self.ui.warn(
+                f"the machine stayed busy for {self.wait_quiet_s:.0f} s (others took "
+                f"{probe.other_pct:.0f}% of the CPUs); running anyway"
+            )
+        line.update(detail="")
+
+    def record(
+        self,
+        step: Step,
+        t: TargetRun,
+        started: str,
+        status: Status,
+        reason: str | None,
+        result: dict[str, Any] | None,
+        raw: str,
+    ) -> None:
+        env = t.env or self.study.environment
+        tools = env.tools if env is not None else {}
+        self.store.record(
+            RunRecord(
+                study=self.study.id,
+                key=step.id,
+                kind=step.kind,
+                target=t.name,
+                params=step.params,
+                status=status,
+                reason=reason,
+                result=result,
+                raw=raw,
+                tool_versions={name: tools[name] for name in step.tools if name in tools},
+                started_at=started,
+                finished_at=now(),
+            )
+        )
+        self.done.add(step.id)

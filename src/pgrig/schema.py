@@ -1,0 +1,285 @@
+"""Campaign keys declared once: name, type, default, check and doc.
+
+A ``Schema`` reads one TOML table into the fields of a spec dataclass, refuses
+keys nobody declared (naming the nearest valid one) and renders the Markdown
+table docs/campaigns.md shows - a test keeps the two in step. ``Table`` gives
+typed access with errors that name the file, the line and the key.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pgrig.errors import UsageError
+
+# --------------------------------------------------------------------------
+# Locating keys in the file, for error messages
+
+_HEADER = re.compile(r"^\s*\[(\[)?\s*([^\]]+?)\s*\]\]?\s*(?:#.*)?$")
+_KEY = re.compile(r"^\s*([A-Za-z0-9_\-\"']+)\s*=")
+
+
+class Locator:
+    """Maps (table path, key) to a line number of the TOML text.
+
+    Table paths look like ``("target", 1)`` for the second ``[[target]]`` or
+    ``("campaign",)``; keys of inline tables are found on their parent's line.
+    """
+
+    def __init__(self, text: str) -> None:
+        self.lines: dict[tuple[tuple[Any, ...], str], int] = {}
+        self.tables: dict[tuple[Any, ...], int] = {}
+        counts: dict[str, int] = {}
+        path: tuple[Any, ...] = ()
+        for number, line in enumerate(text.splitlines(), start=1):
+            header = _HEADER.match(line)
+            if header:
+                name = header.group(2).strip()
+                if header.group(1):  # [[array]]
+                    index = counts.get(name, -1) + 1
+                    counts[name] = index
+                    path = (*name.split("."), index)
+                else:
+                    parts = name.split(".")
+                    # [target.set] after [[target]]: belongs to the last target
+                    if parts[0] in counts:
+                        path = (parts[0], counts[parts[0]], *parts[1:])
+                    else:
+                        path = tuple(parts)
+                self.tables.setdefault(path, number)
+                continue
+            key = _KEY.match(line)
+            if key:
+                self.lines.setdefault((path, key.group(1).strip("\"'")), number)
+
+    def line(self, path: tuple[Any, ...], key: str | None = None) -> int | None:
+        if key is not None and (path, key) in self.lines:
+            return self.lines[(path, key)]
+        # an inline table: the key of its parent
+        if key is not None and len(path) >= 1 and isinstance(path[-1], str):
+            parent = self.lines.get((path[:-1], path[-1]))
+            if parent:
+                return parent
+        return self.tables.get(path)
+
+
+class Table:
+    """Typed access to one table of the campaign with precise errors."""
+
+    def __init__(self, data: dict[str, Any], path: tuple[Any, ...], ctx: Context) -> None:
+        self.data = data
+        self.path = path
+        self.ctx = ctx
+        self.used: set[str] = set()
+
+    def where(self, key: str | None = None) -> str:
+        line = self.ctx.locator.line(self.path, key)
+        table = table_name(self.path)
+        place = f"{self.ctx.source}:{line}" if line else self.ctx.source
+        return f"{place}: {table}.{key}" if key else f"{place}: [{table}]"
+
+    def error(self, key: str | None, message: str, hint: str | None = None) -> UsageError:
+        return UsageError(f"{self.where(key)}: {message}", hint=hint)
+
+    def get(self, key: str, kind: type | tuple[type, ...], default: Any = None) -> Any:
+        self.used.add(key)
+        if key not in self.data:
+            return default
+        value = self.data[key]
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        if float in kinds and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+            names = " or ".join(type_name(k) for k in kinds)
+            raise self.error(key, f"expected {names}, got {type_name(type(value))} {value!r}")
+        return value
+
+    def ints(self, key: str, default: tuple[int, ...], minimum: int = 1) -> tuple[int, ...]:
+        value = self.get(key, (int, list), None)
+        if value is None:
+            return default
+        items = value if isinstance(value, list) else [value]
+        if not items:
+            raise self.error(key, "must not be empty")
+        for item in items:
+            if not isinstance(item, int) or isinstance(item, bool):
+                raise self.error(key, f"expected integers, got {item!r}")
+            if item < minimum:
+                raise self.error(key, f"{item} is less than {minimum}")
+        return tuple(items)
+
+    def choice(self, key: str, allowed: tuple[str, ...], default: str) -> str:
+        value = self.get(key, str, default)
+        if value not in allowed:
+            raise self.error(key, f"{value!r} is not one of {', '.join(allowed)}")
+        return str(value)
+
+    def table(self, key: str) -> Table | None:
+        value = self.get(key, dict, None)
+        return None if value is None else Table(value, (*self.path, key), self.ctx)
+
+    def path_value(self, key: str) -> Path | None:
+        value = self.get(key, str, None)
+        if value is None:
+            return None
+        p = Path(value).expanduser()
+        return p if p.is_absolute() else (self.ctx.base / p)
+
+    def finish(self, allowed: tuple[str, ...] | None = None) -> None:
+        """Refuse keys nobody read, naming the nearest valid one."""
+        valid = allowed if allowed is not None else tuple(sorted(self.used))
+        for key in self.data:
+            if key not in valid:
+                close = difflib.get_close_matches(key, valid, n=1, cutoff=0.5)
+                raise self.error(
+                    key,
+                    f"unknown key {key!r}",
+                    hint=f"did you mean {close[0]!r}?"
+                    if close
+                    else f"valid keys here: {', '.join(valid)}",
+                )
+
+
+@dataclass
+class Context:
+    source: str
+    base: Path
+    locator: Locator
+
+
+def type_name(t: type) -> str:
+    return {
+        str: "a string",
+        int: "an integer",
+        float: "a number",
+        bool: "true/false",
+        list: "a list",
+        dict: "a table",
+    }.get(t, t.__name__)
+
+
+def table_name(path: tuple[Any, ...]) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "top level"
+
+
+# --------------------------------------------------------------------------
+# Keys
+
+
+Read = Callable[[Table, str, Any], Any]
+
+
+@dataclass(frozen=True)
+class Key:
+    """One key of a campaign table."""
+
+    name: str
+    default: Any
+    doc: str
+    read: Read
+    field: str | None = None  # the spec's field, when its name differs from the key's
+    shown_default: str | None = None  # for the docs, when the default is computed
+
+    @property
+    def attr(self) -> str:
+        return self.field or self.name
+
+    def default_text(self) -> str:
+        if self.shown_default is not None:
+            return self.shown_default
+        value = self.default
+        if value is None:
+            return "-"
+        if isinstance(value, bool):
+            return f"`{'true' if value else 'false'}`"
+        if isinstance(value, str):
+            return f'`"{value}"`'
+        if isinstance(value, tuple):
+            items = ", ".join(f'"{v}"' if isinstance(v, str) else str(v) for v in value)
+            return f"`[{items}]`"
+        return f"`{value}`"
+
+
+def text(name: str, default: str | None, doc: str, **kw: Any) -> Key:
+    return Key(name, default, doc, lambda t, k, d: t.get(k, str, d), **kw)
+
+
+def flag(name: str, default: bool, doc: str, **kw: Any) -> Key:
+    return Key(name, default, doc, lambda t, k, d: t.get(k, bool, d), **kw)
+
+
+def number(name: str, default: float | None, doc: str, *, above: float | None = None,
+           **kw: Any) -> Key:  # fmt: skip
+    def read(t: Table, k: str, d: Any) -> Any:
+        value = t.get(k, float, d)
+        if value is not None and above is not None and value <= above:
+            raise t.error(k, f"{value:g}: must be more than {above:g}")
+        return value
+
+    return Key(name, default, doc, read, **kw)
+
+
+def integer(name: str, default: int | None, doc: str, *, minimum: int = 1, **kw: Any) -> Key:
+    def read(t: Table, k: str, d: Any) -> Any:
+        return t.ints(k, (d,), minimum=minimum)[0] if k in t.data else d
+
+    return Key(name, default, doc, read, **kw)
+
+
+def integers(name: str, default: tuple[int, ...], doc: str, *, minimum: int = 1,
+             **kw: Any) -> Key:  # fmt: skip
+    return Key(name, default, doc, lambda t, k, d: t.ints(k, d, minimum=minimum), **kw)
+
+
+def choice(name: str, allowed: tuple[str, ...], default: str, doc: str, **kw: Any) -> Key:
+    return Key(name, default, doc, lambda t, k, d: t.choice(k, allowed, d), **kw)
+
+
+def choices(name: str, allowed: tuple[str, ...], default: tuple[str, ...], doc: str,
+            **kw: Any) -> Key:  # fmt: skip
+    def read(t: Table, k: str, d: Any) -> Any:
+        values = tuple(t.get(k, list, list(d)))
+        for v in values:
+            if v not in allowed:
+                raise t.error(k, f"{v!r} is not one of {', '.join(allowed)}")
+        if not values:
+            raise t.error(k, "must not be empty")
+        return values
+
+    return Key(name, default, doc, read, **kw)
+
+
+def custom(name: str, default: Any, doc: str, read: Read, **kw: Any) -> Key:
+    return Key(name, default, doc, read, **kw)
+
+
+class Schema:
+    """The keys of one campaign table, in the order the docs list them."""
+
+    def __init__(self, title: str, *keys: Key, also: tuple[str, ...] = ()) -> None:
+        self.title = title
+        self.keys = keys
+        self.also = also  # keys another part reads (a workload's "type")
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(k.name for k in self.keys)
+
+    def read(self, table: Table) -> dict[str, Any]:
+        """Every declared key's value (or default) by field name; unknown keys refused."""
+        values = {k.attr: k.read(table, k.name, k.default) for k in self.keys}
+        table.finish((*self.also, *self.names))
+        return values
+
+    def markdown(self) -> str:
+        lines = ["| key | default | meaning |", "|---|---|---|"]
+        lines += [f"| `{k.name}` | {k.default_text()} | {k.doc} |" for k in self.keys]
+        return "\n".join(lines)

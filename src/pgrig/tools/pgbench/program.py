@@ -1,0 +1,93 @@
+"""The pgbench program: where it is, its version, how its exit codes are read, and
+what a connection must give it."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Protocol
+
+from pgrig import proc
+from pgrig.cluster import binaries
+from pgrig.errors import ParseError, ToolError
+
+TOOL = "pgbench"
+
+PARSE_HINT = (
+    "this pgbench output is not understood; "
+    "please report it together with the raw output kept in the results store"
+)
+
+
+class ConnArgs(Protocol):
+    """Anything that can say where to connect as pgbench arguments, i.e.
+    ``pgrig.conninfo.Conn`` (a libpq string passed as pgbench's dbname)."""
+
+    def args(self) -> list[str]: ...
+
+
+class ClientConn(ConnArgs, Protocol):
+    """A connection pgbench can run against: its arguments and its environment."""
+
+    def env(self) -> dict[str, str]: ...  # the password, kept off the command line
+
+
+def binary(bin_dir: Path | str) -> Path:
+    return binaries.tool_path(bin_dir, TOOL)
+
+
+_VERSION = re.compile(r"^pgbench \(PostgreSQL\) (\S.*)$")
+
+
+def parse_version(text: str) -> str:
+    """``pgbench (PostgreSQL) 15.18 (Debian 15.18-0+deb12u1)`` -> ``15.18 (Debian ...)``."""
+    for line in text.splitlines():
+        if m := _VERSION.match(line.strip()):
+            return m.group(1).strip()
+    raise ParseError(
+        f"{TOOL} --version printed no version: {text.strip()[:200]!r}", hint=PARSE_HINT
+    )
+
+
+def pgbench_version(bin_dir: Path | str, timeout: float = 30.0) -> str:
+    """The version of ``<bin_dir>/pgbench``, e.g. ``15.18 (Debian 15.18-0+deb12u1)``."""
+    done = proc.run([binary(bin_dir), "--version"], timeout=timeout, what=TOOL)
+    return parse_version(done.stdout)
+
+
+def check_ok(done: proc.Completed, what: str) -> None:
+    """Raise ToolError with a hint that fits pgbench's exit code."""
+    if done.ok:
+        return
+    # pgbench exits 1 for bad options and setup failures (no connection), and 2
+    # when the run started but clients aborted: the report it printed is then
+    # explicitly "incomplete", so it is not used.
+    if done.returncode == 2:
+        hint = (
+            "the run was aborted part-way, usually because the server crashed, "
+            "restarted or ran out of resources: check the server log"
+        )
+    else:
+        hint = "check that the server is running and accepts connections with these settings"
+    raise ToolError(
+        f"{what} failed",
+        argv=done.argv,
+        returncode=done.returncode,
+        stderr=done.stderr or done.stdout,
+        hint=hint,
+    )
+
+
+def collector(raw: list[str], handle: Callable[[str, str], None]) -> Callable[[str, str], None]:
+    """An on_line callback that keeps every line in arrival order, then handles it."""
+
+    def on_line(stream_name: str, line: str) -> None:
+        raw.append(line)
+        handle(stream_name, line)
+
+    return on_line
+
+
+def raw_text(lines: list[str]) -> str:
+    return "".join(line + "\n" for line in lines)

@@ -1,0 +1,135 @@
+"""The one interface every workload fills (fio's ``ioengine_ops``, BenchBase's
+``BenchmarkModule``): what its campaign table holds, the steps it expands to,
+its result kinds, and its report section.
+
+A workload is one package holding a ``Workload`` subclass; ``pgrig.registry``
+lists them. ``pgrig plan`` and the runner both walk the same ``Phase`` objects,
+so the plan shows exactly the steps the runner executes; docs/workloads.md
+shows how to add one.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+
+from pgrig.policy import RunPolicy
+from pgrig.schema import Schema, Table
+from pgrig.step import Step
+
+if TYPE_CHECKING:  # report types only appear in signatures
+    from pgrig.report.model import Section
+    from pgrig.results import RunRecord, Study
+
+
+class WorkloadSpec(Protocol):
+    """A workload's parsed campaign table: a frozen dataclass with at least these."""
+
+    @property
+    def name(self) -> str: ...  # unique in the campaign: the middle part of its step keys
+
+    @property
+    def kind(self) -> str: ...  # the workload's ``type``
+
+
+class TargetView(Protocol):
+    """What a workload may know of a target while it makes steps."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def tablespaces(self) -> dict[str, str | None]: ...
+
+    @property
+    def observed(self) -> dict[str, float]: ...  # best tps per mode so far (sizes logs)
+
+    @property
+    def owned(self) -> bool: ...  # pgrig created this server (or --yes allows dropping data)
+
+
+@dataclass(frozen=True)
+class ResultKind:
+    """One kind of stored result: its dataclass and how it is summed up."""
+
+    name: str  # the record's ``kind``
+    type: type
+    # " : 1,234 tps" on the console after the step
+    headline: Callable[[Any], str] = lambda _result: ""
+    # the headline figures as export columns (docs/export.md)
+    columns: Callable[[Any], dict[str, Any]] = lambda _result: {}
+    # what ``repeat = { until_ci_pct }`` repeats on; None: not a measured figure
+    metric: Callable[[Any], float] | None = None
+
+
+def _no_steps(_target: TargetView) -> Sequence[Step]:
+    return ()
+
+
+def _nothing_after(_target: TargetView, _run: Step) -> Sequence[Step]:
+    return ()
+
+
+@dataclass(frozen=True)
+class Series:
+    """One measured point: ``make(target, repeat)`` on every target, interleaved
+    and repeated as the run policy says, each run followed by ``after``'s steps."""
+
+    make: Callable[[TargetView, int], Step]
+    after: Callable[[TargetView, Step], Sequence[Step]] = _nothing_after
+    repeated: bool = True  # False: once per target, whatever the policy
+
+
+@dataclass(frozen=True)
+class Phase:
+    """A dataset and what is measured on it: ``data`` steps per target (load,
+    setup, checks), then the series."""
+
+    data: Callable[[TargetView], Sequence[Step]] = _no_steps
+    series: Sequence[Series] = ()
+    disk_bytes: int = 0  # a target's peak disk use in this phase (refused up front)
+    label: str = ""
+
+
+@dataclass(frozen=True)
+class Needs:
+    """What a workload asks of a target before anything runs."""
+
+    # why it may not run on a server pgrig did not create without --yes; None: harmless
+    destructive: str | None = None
+    # the server tools it runs (binaries are checked up front)
+    tools: tuple[str, ...] = field(default_factory=tuple)
+
+
+class Workload(ABC):
+    """A workload: one subclass per package, one instance in ``pgrig.registry``."""
+
+    type: ClassVar[str]  # the campaign's ``type = "..."``
+    schema: ClassVar[Schema]  # its ``[[workload]]`` keys
+    kinds: ClassVar[tuple[ResultKind, ...]] = ()
+    needs: ClassVar[Needs] = Needs()
+
+    @abstractmethod
+    def parse(self, table: Table) -> WorkloadSpec:
+        """The spec from a ``[[workload]]`` table; errors via ``table.error``."""
+
+    @abstractmethod
+    def phases(self, spec: Any, policy: RunPolicy) -> list[Phase]:
+        """The steps, in the order they run. Pure: ``pgrig plan`` calls it too."""
+
+    def section(self, study: Study, records: Sequence[RunRecord]) -> Section | None:
+        """Its own part of the report, beyond the generic tables; None: nothing."""
+        return None
+
+    def describe(self, spec: Any) -> dict[str, Any]:
+        """The spec as the study's params record it (fields marked ``runtime`` are
+        hooks for tests and front doors, not part of the study)."""
+        runtime = {f.name for f in fields(spec) if f.metadata.get("runtime")}
+        return {
+            k: (str(v) if isinstance(v, Path) else v)
+            for k, v in asdict(spec).items()
+            if k not in runtime
+        } | {"type": self.type}

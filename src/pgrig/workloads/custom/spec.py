@@ -1,0 +1,111 @@
+"""The ``type = "custom"`` campaign table (docs/custom.md)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pgrig.schema import Schema, Table, custom, integers
+from pgrig.workloads.tpcb.spec import LATENCY_LIMIT, QUERY_MODE, RATE, THREADS, check_pgbench
+
+
+@dataclass(frozen=True)
+class ScriptSpec:
+    path: Path
+    weight: int = 1
+
+
+@dataclass(frozen=True)
+class CustomSpec:
+    """The user's own SQL setup and pgbench scripts (seed 001's login/logout)."""
+
+    name: str
+    scripts: tuple[ScriptSpec, ...]
+    setup: tuple[Path, ...] = ()
+    clients: tuple[int, ...] = (1,)
+    threads: int | None = None
+    durations: tuple[int, ...] = (30,)
+    query_mode: str = "prepared"
+    defines: dict[str, str] = field(default_factory=dict)
+    rate: float | None = None
+    latency_limit_ms: float | None = None
+
+    kind: ClassVar[str] = "custom"
+
+
+def _name(t: Table, key: str, default: Any) -> str:
+    name = t.get(key, str)
+    if not name:
+        raise t.error(key, "a custom workload needs a name", hint='add name = "login"')
+    return str(name)
+
+
+def _scripts(t: Table, key: str, default: Any) -> tuple[ScriptSpec, ...]:
+    raw = t.get(key, list)
+    if not raw:
+        raise t.error(
+            key,
+            "a custom workload needs at least one pgbench script",
+            hint='scripts = [{ file = "login.sql", weight = 1 }]',
+        )
+    scripts = []
+    for item in raw:
+        if isinstance(item, str):
+            item = {"file": item}
+        if not isinstance(item, dict):
+            raise t.error(key, f"expected a file name or {{ file, weight }}, got {item!r}")
+        s = Table(item, (*t.path, key), t.ctx)
+        path = s.path_value("file")
+        if path is None:
+            raise t.error(key, "each script needs a file")
+        if not path.is_file():
+            raise t.error(key, f"script file {path} does not exist")
+        weight = s.get("weight", int, 1)
+        if weight < 0:
+            raise t.error(key, f"weight {weight}: must be 0 or more")
+        s.finish(("file", "weight"))
+        scripts.append(ScriptSpec(path, weight))
+    return tuple(scripts)
+
+
+def _setup(t: Table, key: str, default: Any) -> tuple[Path, ...]:
+    out = []
+    for item in t.get(key, list, []):
+        p = Path(item).expanduser()
+        p = p if p.is_absolute() else t.ctx.base / p
+        if not p.is_file():
+            raise t.error(key, f"setup file {p} does not exist")
+        out.append(p)
+    return tuple(out)
+
+
+def _defines(t: Table, key: str, default: Any) -> dict[str, str]:
+    table = t.table(key)
+    return {k: str(v) for k, v in (table.data.items() if table else ())}
+
+
+SCHEMA = Schema(
+    'type = "custom"',
+    custom("name", None, "the workload's name (its column in the report)", _name,
+           shown_default="(required)"),
+    custom("scripts", None, 'pgbench scripts: `["a.sql"]` or `[{ file = "a.sql", weight = 3 }]`',
+           _scripts, shown_default="(required)"),
+    custom("setup", (), "SQL files run once with psql before the runs (tables, functions)",
+           _setup, shown_default="`[]`"),
+    integers("clients", (1,), "client counts (`-c`)"),
+    THREADS,
+    integers("duration", (30,), "seconds per run (`-T`)", field="durations"),
+    QUERY_MODE,
+    custom("defines", None, "`[workload.defines]`: pgbench `-D NAME=VALUE` variables", _defines,
+           shown_default="`{}`"),
+    RATE,
+    LATENCY_LIMIT,
+    also=("type",),
+)  # fmt: skip
+
+
+def parse(t: Table) -> CustomSpec:
+    spec = CustomSpec(**SCHEMA.read(t))
+    check_pgbench(t, spec.clients, spec.threads, spec.rate, spec.latency_limit_ms)
+    return spec

@@ -1,0 +1,105 @@
+"""The ``type = "tpcb"`` campaign table (docs/tpcb.md)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from pgrig.schema import Schema, Table, choice, choices, custom, flag, integer, integers, text
+
+TPCB_MODES = ("select-only", "read-write")
+QUERY_MODES = ("simple", "extended", "prepared")
+
+
+@dataclass(frozen=True)
+class TpcbSpec:
+    name: str = "tpcb"
+    scales: tuple[int, ...] = (10,)
+    modes: tuple[str, ...] = TPCB_MODES
+    clients: tuple[int, ...] = (1, 2, 4, 8)
+    threads: int | None = None  # None: min(clients, CPUs)
+    durations: tuple[int, ...] = (30,)
+    query_mode: str = "prepared"
+    generate: str = "client"
+    partitions: int = 0
+    unlogged: bool = False
+    fillfactor: int | None = None
+    count: bool = True
+    rate: float | None = None  # open loop: pgbench -R (transactions/s in total)
+    latency_limit_ms: float | None = None  # pgbench -L, with rate
+
+    kind: ClassVar[str] = "tpcb"
+
+
+# -- keys several pgbench workloads share --------------------------------------
+
+
+def _threads(t: Table, key: str, default: Any) -> int | None:
+    threads = t.get(key, int)
+    if threads is not None and threads < 1:
+        raise t.error(key, f"{threads}: at least 1")
+    return threads  # type: ignore[no-any-return]
+
+
+def _rate(t: Table, key: str, default: Any) -> float | None:
+    rate = t.get(key, float)
+    if rate is not None and rate <= 0:
+        raise t.error(key, "must be a positive number of transactions per second")
+    return rate  # type: ignore[no-any-return]
+
+
+THREADS = custom("threads", None, "pgbench `-j`", _threads, shown_default="min(clients, CPUs)")
+QUERY_MODE = choice("query_mode", QUERY_MODES, "prepared", "pgbench `-M`")
+RATE = custom("rate", None, "open loop: pgbench `-R`, transactions per second in total", _rate)
+LATENCY_LIMIT = custom(
+    "latency_limit_ms", None, "pgbench `-L` (with `rate`): late and skipped transactions",
+    lambda t, k, d: t.get(k, float),
+)  # fmt: skip
+
+
+def check_pgbench(t: Table, clients: tuple[int, ...], threads: int | None,
+                  rate: float | None, limit: float | None) -> None:  # fmt: skip
+    """Checks across keys, named on the key that must change."""
+    if threads is not None and threads > max(clients):
+        raise t.error(
+            "threads",
+            f"{threads} is greater than the largest client count {max(clients)}",
+            hint="pgbench needs at least one client per thread "
+            "(runs with fewer clients use one thread per client)",
+        )
+    if limit is not None and rate is None:
+        raise t.error("latency_limit_ms", "needs rate (an open-loop run at a fixed rate)")
+
+
+def _fillfactor(t: Table, key: str, default: Any) -> int | None:
+    value = t.get(key, int)
+    if value is not None and not 10 <= value <= 100:
+        raise t.error(key, f"{value}: between 10 and 100")
+    return value  # type: ignore[no-any-return]
+
+
+SCHEMA = Schema(
+    'type = "tpcb"',
+    text("name", "tpcb", "the workload's name in step keys and the report"),
+    integers("scales", (10,), "pgbench scale factors (100,000 accounts, about 16 MB each)"),
+    choices("modes", TPCB_MODES, TPCB_MODES, "built-in scripts to run"),
+    integers("clients", (1, 2, 4, 8), "client counts (`-c`)"),
+    THREADS,
+    integers("duration", (30,), "seconds per run (`-T`); a list sweeps durations",
+             field="durations"),
+    QUERY_MODE,
+    choice("generate", ("client", "server"), "client", "`pgbench -i` data generation"),
+    integer("partitions", 0, "`pgbench -i --partitions`", minimum=0),
+    flag("unlogged", False, "`pgbench -i --unlogged-tables` (seed 004)"),
+    custom("fillfactor", None, "`pgbench -i --fillfactor`", _fillfactor),
+    flag("count", True, "time `count(*)` by index-only and by seq scan after the load"),
+    RATE,
+    LATENCY_LIMIT,
+    also=("type",),
+)  # fmt: skip
+
+
+def parse(t: Table) -> TpcbSpec:
+    spec = TpcbSpec(**SCHEMA.read(t))
+    check_pgbench(t, spec.clients, spec.threads, spec.rate, spec.latency_limit_ms)
+    return spec

@@ -1,0 +1,101 @@
+"""TPC-B as a campaign workload: per scale, load (and count) on every target,
+then every (duration, mode, clients) point interleaved and repeated."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from pgrig.policy import RunPolicy
+from pgrig.results import CountResult, PgbenchInit, PgbenchRun
+from pgrig.schema import Table
+from pgrig.step import Step
+from pgrig.units import GB, MB
+from pgrig.workloads.base import Needs, Phase, ResultKind, Series, TargetView, Workload
+from pgrig.workloads.tpcb import spec as tpcb_spec
+from pgrig.workloads.tpcb import steps
+from pgrig.workloads.tpcb.spec import TpcbSpec
+
+# pgbench_accounts + indexes take about 15 MB per scale unit at fillfactor 100;
+# 16 MB leaves room for the other tables and the free space map.
+BYTES_PER_SCALE = 16 * MB
+CLUSTER_BASE_BYTES = 64 * MB
+
+
+def data_bytes(scale: int, *, unlogged: bool = False, copies: int = 1) -> int:
+    """Disk a TPC-B cluster needs at its peak during the load (``copies`` > 1
+    when a pristine copy is kept for reset = "restore")."""
+    data = scale * BYTES_PER_SCALE
+    wal = 0 if unlogged else min(data, 4 * GB) + 64 * MB
+    return CLUSTER_BASE_BYTES + data * copies + wal
+
+
+def _run_columns(res: PgbenchRun) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "tps": res.tps,
+        "qps": res.qps,
+        "latency_avg_ms": res.latency_avg_ms,
+        "failed": res.failed,
+    }
+    if res.latency is not None:
+        row |= {
+            "latency_p50_ms": res.latency.p50_ms,
+            "latency_p95_ms": res.latency.p95_ms,
+            "latency_p99_ms": res.latency.p99_ms,
+            "latency_max_ms": res.latency.max_ms,
+        }
+    return row
+
+
+PGBENCH_RUN = ResultKind(
+    "pgbench_run",
+    PgbenchRun,
+    headline=lambda r: f": {r.tps:,.0f} tps",
+    columns=_run_columns,
+    metric=lambda r: float(r.tps),
+)
+PGBENCH_INIT = ResultKind(
+    "pgbench_init",
+    PgbenchInit,
+    headline=lambda r: f": {r.elapsed_s:.1f} s, {r.rows_per_s:,.0f} rows/s",
+    columns=lambda r: {"elapsed_s": r.elapsed_s, "rows_per_s": r.rows_per_s},
+)
+COUNT = ResultKind("count", CountResult, headline=lambda r: f": {r.execution_ms:,.0f} ms")
+
+
+class TpcbWorkload(Workload):
+    type = "tpcb"
+    schema = tpcb_spec.SCHEMA
+    kinds = (PGBENCH_INIT, COUNT, PGBENCH_RUN)
+    needs = Needs(destructive="pgbench -i drops and recreates the pgbench_* tables")
+
+    def parse(self, table: Table) -> TpcbSpec:
+        return tpcb_spec.parse(table)
+
+    def phases(self, spec: TpcbSpec, policy: RunPolicy) -> list[Phase]:
+        copies = 2 if policy.reset == "restore" else 1
+        return [
+            Phase(
+                data=self._loads(spec, scale),
+                series=[self._series(spec, scale, point, policy) for point in steps.points(spec)],
+                disk_bytes=data_bytes(scale, unlogged=spec.unlogged, copies=copies),
+                label=f"scale {scale}",
+            )
+            for scale in spec.scales
+        ]
+
+    @staticmethod
+    def _loads(spec: TpcbSpec, scale: int) -> Callable[[TargetView], Sequence[Step]]:
+        return lambda t: steps.load_steps(spec, scale, t)
+
+    @staticmethod
+    def _series(
+        spec: TpcbSpec, scale: int, point: tuple[int, str, int], policy: RunPolicy
+    ) -> Series:
+        def make(t: TargetView, rep: int) -> Any:
+            return steps.bench_step(spec, scale, point, policy, t, rep)
+
+        return Series(make)
+
+
+WORKLOAD = TpcbWorkload()

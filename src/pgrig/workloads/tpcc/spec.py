@@ -1,0 +1,56 @@
+"""The ``type = "tpcc"`` campaign table (docs/tpcc.md)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from pgrig.schema import Schema, Table, choice, choices, integer, text
+from pgrig.workloads.tpcb.spec import THREADS, check_pgbench
+from pgrig.workloads.tpcc.driver import ISOLATIONS, MODES
+
+
+@dataclass(frozen=True)
+class TpccSpec:
+    """TPC-C (docs/tpcc.md): load W warehouses, check, then each mode's timed runs
+    with a consistency check after each."""
+
+    name: str = "tpcc"
+    warehouses: int = 4
+    jobs: int = 0  # loader connections; 0: the CPU count
+    connections: int = 4
+    threads: int | None = None
+    duration_s: int = 60
+    modes: tuple[str, ...] = MODES
+    active: int | None = None  # confine the runs to the first K warehouses
+    isolation: str = "read committed"
+    max_tries: int = 10
+
+    kind: ClassVar[str] = "tpcc"
+
+
+SCHEMA = Schema(
+    'type = "tpcc"',
+    text("name", "tpcc", "the workload's name in step keys and the report"),
+    integer("warehouses", 4, "warehouses to load (about 100 MB each)"),
+    integer("jobs", 0, "loader connections; `0`: one per CPU", minimum=0),
+    integer("connections", 4, "terminals: pgbench clients"),
+    THREADS,
+    integer("duration", 60, "seconds per run", field="duration_s"),
+    choices("modes", MODES, MODES, "`server`: one PL/pgSQL call per transaction; `client`: "
+            "one round trip per statement"),
+    integer("active", None, "confine the runs to the first K warehouses", shown_default="all"),
+    choice("isolation", ISOLATIONS, "read committed", "transaction isolation level"),
+    integer("max_tries", 10, "tries of a transaction hit by a serialization failure or deadlock"),
+    also=("type",),
+)  # fmt: skip
+
+
+def parse(t: Table) -> TpccSpec:
+    spec = TpccSpec(**SCHEMA.read(t))
+    if spec.active is not None and spec.active > spec.warehouses:
+        raise t.error(
+            "active", f"{spec.active}: between 1 and the {spec.warehouses} warehouses loaded"
+        )
+    check_pgbench(t, (spec.connections,), spec.threads, None, None)
+    return spec

@@ -1,0 +1,82 @@
+"""TPC-C as a campaign workload: load and check on every target, then each
+mode's runs interleaved across targets, each run followed by the consistency
+check."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pgrig.policy import RunPolicy
+from pgrig.report.model import Section
+from pgrig.results import RunRecord, Study
+from pgrig.schema import Table
+from pgrig.step import Step
+from pgrig.units import MB
+from pgrig.workloads.base import Needs, Phase, ResultKind, Series, TargetView, Workload
+from pgrig.workloads.tpcc import report, steps
+from pgrig.workloads.tpcc import spec as tpcc_spec
+from pgrig.workloads.tpcc.model import TpccCheck, TpccLoad, TpccRun
+from pgrig.workloads.tpcc.spec import TpccSpec
+
+# TPC-C tables and indexes take about 110 MB per warehouse; the load writes as much WAL.
+BYTES_PER_WAREHOUSE = 250 * MB
+CLUSTER_BASE_BYTES = 64 * MB
+
+TPCC_RUN = ResultKind(
+    "tpcc_run",
+    TpccRun,
+    headline=lambda r: f": tpmC {r.tpmc:,.0f}",
+    metric=lambda r: float(r.tpmc),
+)
+
+
+class TpccWorkload(Workload):
+    type = "tpcc"
+    schema = tpcc_spec.SCHEMA
+    kinds = (
+        ResultKind(
+            "tpcc_load",
+            TpccLoad,
+            headline=lambda r: f": {r.elapsed_s:.1f} s, {r.rows_per_s:,.0f} rows/s",
+            columns=lambda r: {"elapsed_s": r.elapsed_s},
+        ),
+        ResultKind(
+            "tpcc_check",
+            TpccCheck,
+            headline=lambda r: ": all conditions hold" if r.passed else ": FAILED",
+        ),
+        TPCC_RUN,
+    )
+    needs = Needs(destructive="the TPC-C load replaces the tpcc schema")
+
+    def parse(self, table: Table) -> TpccSpec:
+        return tpcc_spec.parse(table)
+
+    def phases(self, spec: TpccSpec, policy: RunPolicy) -> list[Phase]:
+        tp = steps.TpccPlan.of(spec, repeat=policy.repeat).validate()
+
+        def data(t: TargetView) -> list[Step]:
+            return [steps.load_step(tp, spec.name, t), steps.load_check_step(spec.name, t)]
+
+        def series(mode: str) -> Series:
+            def make(t: TargetView, rep: int) -> Step:
+                return steps.run_step(tp, mode, rep, spec.name, t)
+
+            def after(t: TargetView, run: Step) -> Sequence[Step]:
+                return [steps.run_check_step(run, spec.name, t)]
+
+            return Series(make, after)
+
+        return [
+            Phase(
+                data=data,
+                series=[series(mode) for mode in spec.modes],
+                disk_bytes=CLUSTER_BASE_BYTES + spec.warehouses * BYTES_PER_WAREHOUSE,
+            )
+        ]
+
+    def section(self, study: Study, records: Sequence[RunRecord]) -> Section | None:
+        return report.section(study, records)
+
+
+WORKLOAD = TpccWorkload()

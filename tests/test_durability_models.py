@@ -1,0 +1,40 @@
+"""What a crash model can and cannot prove: a process crash keeps the kernel's
+page cache, so settings that only matter when it is lost are reported as NOT
+TESTED, and the command exits non-zero unless --allow-untested."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pgrig.durability.model import POWER_LOSS, PROCESS, untested_by
+from test_durability import SHORT, pgrig, stored_result
+
+
+def test_which_settings_a_process_crash_cannot_test() -> None:
+    safe = {"fsync": "on", "full_page_writes": "on", "wal_sync_method": "fdatasync"}
+    assert untested_by(PROCESS, safe) == ()
+    risky = safe | {"fsync": "off", "full_page_writes": "off", "wal_sync_method": "open_datasync"}
+    names = [u.split(" = ")[0] for u in untested_by(PROCESS, risky)]
+    assert names == ["fsync", "full_page_writes", "wal_sync_method"]
+    assert untested_by(POWER_LOSS, risky) == (), "a power loss tests them"
+
+
+def test_fsync_off_is_not_tested_by_a_process_crash(disk_dir: Path, tmp_path: Path) -> None:
+    done = pgrig(
+        "--target", disk_dir, "--results", tmp_path, *SHORT,
+        "--set", "fsync=off", "--set", "synchronous_commit=on",
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    assert "cannot test" in done.stderr and "fsync = off" in done.stderr
+    assert "--allow-untested" in done.stderr
+    res = stored_result(tmp_path)
+    assert res.ok and res.lost == 0 and res.untested
+
+    again = pgrig(
+        "--target", disk_dir, "--results", tmp_path / "b", *SHORT,
+        "--set", "fsync=off", "--allow-untested",
+    )  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    assert "NOT TESTED" in again.stderr
+    report = next((tmp_path / "b").glob("report-durability-*.md")).read_text()
+    assert "NOT TESTED by this process crash: fsync = off" in report

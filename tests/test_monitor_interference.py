@@ -1,0 +1,386 @@
+"""Interference: other processes' CPU and I/O during real pgbench runs, with a
+CPU hog and a disk writer of the test's own beside a tiny study; and the pure
+parts (the /proc/<pid>/io parser, the assessment, the noise, the report's
+warnings) on captured or built data.
+
+The machine these tests run on is shared: other loads come and go. So the
+tests assert what the hogs cause (their names, a share of the machine) and
+what a run without them must not say (their names), and a quiet run is held
+to the 10% default only where the idle baseline just measured the machine
+quiet (in CI, where the suite runs alone); on a busy machine the threshold
+for that test rises above the load the baseline saw.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from conftest import make_disk_dir
+from pgrig import monitor
+from pgrig.cluster import binaries
+from pgrig.cluster.server import SUPERUSER, Cluster
+from pgrig.conninfo import Conn
+from pgrig.monitor import interference, noise, procfs, verdict
+from pgrig.monitor.model import (
+    CpuSample,
+    DeviceSample,
+    IdleBaseline,
+    IoSample,
+    MonitorResult,
+    OtherProcess,
+    Sample,
+    Verdict,
+)
+from pgrig.registry import result_type
+from pgrig.report import monitor as monitor_section
+from pgrig.report import plots
+from pgrig.report import writer as report
+from pgrig.results import PgbenchRun, RunRecord, Study, from_dict, to_dict
+from pgrig.step import Context
+from pgrig.tools import pgbench
+
+DATA = Path(__file__).parent / "data" / "monitor"
+SECONDS = 3
+# Causes that put the run's speed on the server; beside a hog none may be primary.
+SERVER_CAUSES = {"cpu", "stalls", "lock", "wal", "read", "write", "lwlock"}
+
+# --------------------------------------------------------------------------
+# Hogs of the test's own: detached (not below pytest, which would make them
+# "pgrig"), named through /proc/self/comm, stopped by PID after checking the name.
+
+CPU_HOG = """
+import sys
+open('/proc/self/comm', 'w').write(sys.argv[1])
+while True:
+    pass
+"""
+DISK_HOG = """
+import os, sys
+open('/proc/self/comm', 'w').write(sys.argv[1])
+fd = os.open(sys.argv[2], os.O_WRONLY | os.O_CREAT, 0o600)
+block = os.urandom(1 << 20)
+while True:
+    for _ in range(32):
+        os.write(fd, block)
+    os.fdatasync(fd)
+    os.lseek(fd, 0, os.SEEK_SET)
+"""
+
+
+def hog_name(kind: str) -> str:
+    return f"{kind}{os.getpid() % 100000}"[:15]  # comm holds 15 characters
+
+
+@contextlib.contextmanager
+def hogs(code: str, name: str, count: int, *args: str) -> Iterator[list[int]]:
+    pids: list[int] = []
+    try:
+        for _ in range(count):
+            argv = [sys.executable, "-c", code, name, *args]
+            # sh starts the hog in the background, prints its PID and exits:
+            # the hog is reparented away from this process.
+            out = subprocess.run(
+                ["/bin/sh", "-c", '"$@" >/dev/null 2>&1 </dev/null & echo $!', "sh", *argv],
+                capture_output=True,
+                text=True,
+                timeout=10,
+                check=True,
+            )
+            pids.append(int(out.stdout))
+        deadline = time.monotonic() + 5
+        while any(procfs.read_text(f"/proc/{p}/comm") != f"{name}\n" for p in pids):
+            assert time.monotonic() < deadline, "the hogs did not start"
+            time.sleep(0.05)
+        yield pids
+    finally:
+        for pid in pids:
+            if procfs.read_text(f"/proc/{pid}/comm") == f"{name}\n":
+                os.kill(pid, signal.SIGKILL)
+
+
+# --------------------------------------------------------------------------
+# A tiny study on a real cluster
+
+
+@pytest.fixture(scope="module")
+def loaded(cluster: Cluster, bins: binaries.PgBinaries) -> Cluster:
+    pgbench.run_init(bins.bin_dir, admin(cluster), pgbench.InitOptions(scale=1))
+    return cluster
+
+
+def admin(c: Cluster) -> Conn:
+    return Conn.socket(str(c.socket_dir), c.port, SUPERUSER, "postgres")
+
+
+def study(
+    bins: binaries.PgBinaries,
+    c: Cluster,
+    baseline: IdleBaseline | None = None,
+    thresholds: interference.Thresholds | None = None,
+    # Neither contends on locks nor waits for WAL (fsync is off): the evidence
+    # of the server's own waits cannot outweigh the hog's.
+    modes: tuple[tuple[str, int], ...] = (
+        ("select-only", 1),
+        ("select-only", 2),
+        ("read-write", 1),
+    ),
+) -> list[tuple[MonitorResult, PgbenchRun]]:
+    """Watched runs as the runner does them: one Watch per measured run."""
+    conn = admin(c)
+    ctx = Context(
+        bins=bins, target=c.workdir, scratch=c.workdir, conn=conn, server_pid=c.postmaster_pid()
+    )
+    out = []
+    for mode, clients in modes:
+        opts = pgbench.RunOptions(
+            mode=mode,  # type: ignore[arg-type]
+            clients=clients,
+            threads=clients,
+            duration_s=SECONDS,
+        )
+        with monitor.Watch(ctx, baseline=baseline, thresholds=thresholds) as watch:
+            run, _ = pgbench.run_bench(bins.bin_dir, conn, opts, c.workdir)
+        out.append((watch.result(run), run))
+    return out
+
+
+def explain(mon: MonitorResult) -> str:
+    return f"{mon.verdict.summary} | others: {mon.others} | disturbed: {mon.disturbed}"
+
+
+@pytest.mark.cluster
+def test_a_cpu_hog_disturbs_every_run_and_no_verdict_blames_the_server(
+    bins: binaries.PgBinaries, loaded: Cluster, tmp_path: Path
+) -> None:
+    name = hog_name("cpuhog")
+    ncpu = os.cpu_count() or 1
+    with hogs(CPU_HOG, name, ncpu):
+        baseline = monitor.idle_baseline(2.0, target=loaded.workdir)
+        results = study(bins, loaded, baseline)
+    assert name in [p.name for p in baseline.top], baseline
+    hog = next(p for p in baseline.top if p.name == name)
+    # (its share depends on everything else that runs: a busy loop still gets some)
+    assert hog.processes == ncpu and hog.cpu_pct >= 5, hog
+    assert interference.baseline_busy(baseline)
+    for mon, run in results:
+        assert monitor.is_disturbed(mon), explain(mon)
+        assert mon.disturbed is not None and mon.others is not None
+        assert name in [p.name for p in mon.disturbed.top], explain(mon)
+        assert name in mon.disturbed.summary
+        assert next(p for p in mon.others.top if p.name == name).cpu_pct >= 5
+        assert mon.verdict.cause == "starved", explain(mon)
+        assert not any(
+            line.startswith(verdict.CAUSES[c])
+            for c in ("cpu", "stalls")
+            for line in mon.verdict.secondary
+        ), explain(mon)
+        assert mon.baseline == baseline
+        # (a starved pgbench may print fewer -P lines than seconds)
+        assert mon.noise == noise.noise([p.tps for p in run.progress])
+        # Our own processes were found and are not among the others.
+        inside = [s for s in mon.samples if s.in_run]
+        seen = [(s.cpu.server or 0) > 0 and (s.cpu.client or 0) > 0 for s in inside]
+        # (pgbench may have exited before the last sample read its threads)
+        assert sum(seen) >= len(inside) - 1, [(s.t_s, s.cpu) for s in inside]
+        # The stored form reads back as the registered type.
+        assert from_dict(result_type("monitor"), to_dict(mon)) == mon
+    records = [monitor_record(f"tpcb/run/{r.mode}/c{r.clients}", m) for m, r in results]
+    assert interference.disturbed_run_keys(records) == {
+        f"tpcb/run/{r.mode}/c{r.clients}" for _, r in results
+    }
+    (warning,) = [w for w in monitor_section.summary_warnings(records) if "shared the machine" in w]
+    assert name in warning and "3 run(s)" in warning
+    # The report says so above its tables, and marks the rows.
+    study_ = Study(id="s", name="hog", target="/var/tmp", started_at="x", status="finished")
+    md_path, html_path = report.write(study_, records, tmp_path)
+    md = md_path.read_text()
+    section = md[md.index("## Bottlenecks") :]
+    assert section.index("shared the machine with other work") < section.index("| Run |")
+    assert "DISTURBED: " in section and "starved by other processes" in section
+    assert "CPU by consumer" in html_path.read_text()
+
+
+@pytest.mark.cluster
+def test_a_run_without_the_hog_does_not_name_it_and_a_quiet_one_is_not_disturbed(
+    bins: binaries.PgBinaries, loaded: Cluster
+) -> None:
+    baseline = monitor.idle_baseline(2.0, target=loaded.workdir)
+    busy = baseline.other_pct + baseline.steal_pct
+    # In CI (alone) the machine is quiet and the default 10% holds; on a shared
+    # machine the bar rises above what the baseline just saw.
+    cpu = 10.0 if busy < 3 else min(100.0, 2 * busy + 10)
+    results = study(
+        bins, loaded, baseline, interference.Thresholds(cpu_pct=cpu), modes=(("select-only", 2),)
+    )
+    for mon, _ in results:
+        assert mon.others is not None
+        assert hog_name("cpuhog") not in [p.name for p in mon.others.top]
+        if busy < 3:
+            assert not monitor.is_disturbed(mon), explain(mon)
+            assert mon.verdict.cause != "starved", explain(mon)
+        # Each second splits into consumers that add up to the busy CPU.
+        for s in mon.samples:
+            c = s.cpu
+            parts = (c.server or 0) + (c.client or 0) + (c.pgrig or 0) + (c.kernel or 0)
+            assert parts + (c.other or 0) + c.irq + c.steal >= c.busy - 0.5, s
+
+
+@pytest.mark.cluster
+def test_a_disk_writer_is_named_and_device_figures_are_labelled_device_wide(
+    bins: binaries.PgBinaries, loaded: Cluster
+) -> None:
+    name = hog_name("diskhog")
+    scratch = make_disk_dir("pgrig-test-diskhog-")  # the cluster's disk
+    try:
+        with hogs(DISK_HOG, name, 1, str(scratch / "hog.dat")):
+            time.sleep(0.5)
+            limits = monitor.Limits(randread_iops=10_000.0, randwrite_iops=10_000.0)
+            conn = admin(loaded)
+            ctx = Context(
+                bins=bins,
+                target=loaded.workdir,
+                scratch=loaded.workdir,
+                conn=conn,
+                server_pid=loaded.postmaster_pid(),
+            )
+            opts = pgbench.RunOptions(mode="select-only", clients=1, threads=1, duration_s=SECONDS)
+            with monitor.Watch(ctx, limits=limits) as watch:
+                run, _ = pgbench.run_bench(bins.bin_dir, conn, opts, loaded.workdir)
+            mon = watch.result(run)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    assert mon.others is not None and mon.disturbed is not None, explain(mon)
+    writer = next(p for p in mon.others.top if p.name == name)
+    assert writer.io_mib_s >= 1, mon.others
+    assert mon.others.io_share is not None and mon.others.io_share >= 0.5, mon.others
+    assert any("of the bytes on" in r and name in r for r in mon.disturbed.reasons), explain(mon)
+    # Select-only from shared_buffers: the server read and wrote (almost) nothing itself.
+    inside = [s for s in mon.samples if s.in_run and s.io is not None]
+    assert inside and all(s.io.server_read_mib_s is not None for s in inside)
+    writes = next(line for line in mon.verdict.against_limits if "writes on" in line)
+    assert writes.startswith("device-wide writes on ") and "the server's own writes" in writes
+
+
+# --------------------------------------------------------------------------
+# Pure parts
+
+
+def test_pid_io_parser_on_a_captured_writer() -> None:
+    """tests/data/monitor/pid_io_writer.txt: a process that wrote 8 MiB and fdatasync'ed."""
+    read, written = procfs.parse_pid_io((DATA / "pid_io_writer.txt").read_text())
+    assert read == 4096 and written == 8413184
+    cancelled = "read_bytes: 10\nwrite_bytes: 100\ncancelled_write_bytes: 40\n"
+    assert procfs.parse_pid_io(cancelled) == (10, 60)
+
+
+def test_kernel_threads_are_recognised() -> None:
+    kthreadd = procfs.parse_pid_stat(procfs.read_text("/proc/2/stat") or "")
+    assert kthreadd.kernel_thread
+    me = procfs.parse_pid_stat(procfs.read_text(f"/proc/{os.getpid()}/stat") or "")
+    assert not me.kernel_thread
+
+
+def _sample(other: float, *, io: IoSample | None = None, util: float = 50.0) -> Sample:
+    cpu = CpuSample(50, 0, 0, 0, 0, 50, server=20, client=5, pgrig=1, other=other, kernel=0)
+    dev = (DeviceSample("vda", 0, 100, 0, 20, 0, 1, util, 1),) if io else ()
+    return Sample(t_s=1, wall=1.8e9, interval_s=1, cpu=cpu, io=io, devices=dev)
+
+
+def test_assess_marks_cpu_and_io_disturbance_and_names_who() -> None:
+    top = (OtherProcess("stress", 2, 30.0, 0.0), OtherProcess("dd", 1, 2.0, 19.0))
+    _, quiet = interference.assess([_sample(3.0)] * 4, top)
+    assert quiet is None
+    load, busy = interference.assess([_sample(30.0)] * 4, top)
+    assert busy is not None and load is not None and load.cpu_pct == 30.0
+    assert "other processes took 30% of the machine's CPU" in busy.summary
+    assert "stress 30% (2 processes)" in busy.summary
+    io = IoSample("vda", device_write_mib_s=20.0, server_write_mib_s=1.0, server_read_mib_s=0.0)
+    load, by_io = interference.assess([_sample(3.0, io=io)] * 4, top)
+    assert by_io is not None and load is not None and load.io_share == pytest.approx(0.95)
+    assert (
+        "other processes sent 95% of the bytes on vda" in by_io.summary
+        and "dd 19.0" in by_io.summary
+    )
+    # A device hardly busy is nobody's bottleneck, whoever uses it.
+    assert interference.assess([_sample(3.0, io=io, util=2.0)] * 4, top)[1] is None
+    # Device traffic no named other process made (our own late writeback) is not theirs.
+    idle_top = (OtherProcess("stress", 2, 3.0, 0.0),)
+    assert interference.assess([_sample(3.0, io=io)] * 4, idle_top)[1] is None
+
+
+def test_thresholds_refuse_nonsense() -> None:
+    from pgrig.errors import UsageError
+
+    with pytest.raises(UsageError, match="CPU share"):
+        interference.Thresholds(cpu_pct=0)
+    with pytest.raises(UsageError, match="share in"):
+        interference.Thresholds(io_share=2)
+
+
+def test_idle_baseline_of_this_machine() -> None:
+    b = monitor.idle_baseline(0.5, interval=0.25, target=Path("/var/tmp"))
+    assert b.ncpu == os.cpu_count()
+    assert 0 <= b.other_pct <= b.busy_pct + 1e-6 <= 100 + 1e-6
+    assert b.other_max_pct >= b.other_pct
+    assert b.device is not None and b.device_mib_s is not None
+
+
+def test_noise_of_a_series() -> None:
+    steady = noise.noise([100.0, 100.0, 100.0, 100.0])
+    assert steady is not None and steady.cv == 0 and (steady.min, steady.max) == (100, 100)
+    swings = noise.noise([100.0, 50.0, 150.0])
+    assert swings is not None and swings.cv == pytest.approx(0.5)
+    assert noise.noise([1.0, 2.0]) is None and noise.noise([0.0, 0.0, 0.0]) is None
+    assert noise.describe(swings) == "CV 50.0%, 50 to 150 tps over 3 s"
+
+
+def test_noise_warning_gives_advice_that_follows_the_evidence() -> None:
+    mon = dataclasses_replace_noise(noise.noise([100.0, 50.0, 150.0]))
+    text = noise.warning(mon)
+    assert text is not None and text.startswith("noisy run: per-second tps CV 50.0%")
+    assert "run longer (30 s or more)" in text
+    assert noise.warning(dataclasses_replace_noise(noise.noise([100.0] * 40))) is None
+
+
+def dataclasses_replace_noise(n: object) -> MonitorResult:
+    return MonitorResult(
+        interval_s=1.0,
+        ncpu=2,
+        started_at=0.0,
+        client_started_at=None,
+        devices=(),
+        samples=(),
+        verdict=Verdict("idle", "not saturated", "not saturated: x"),
+        noise=n,  # type: ignore[arg-type]
+    )
+
+
+def monitor_record(key: str, mon: MonitorResult) -> RunRecord:
+    return RunRecord(
+        study="s",
+        key=f"{key}/monitor",
+        kind="monitor",
+        target="/var/tmp",
+        params={},
+        status="ok",
+        started_at="2026-11-22T05:00:00+00:00",
+        finished_at="2026-11-22T05:00:10+00:00",
+        result=to_dict(mon),
+    )
+
+
+def test_log_axis_limits_are_whole_decades() -> None:
+    assert plots.decade_limits([0.017, 3.2]) == (0.01, 10.0)
+    assert plots.decade_limits([0.0, 5.0]) == (1.0, 10.0)
+    assert plots.decade_limits([10.0]) == (10.0, 100.0)
+    assert plots.decade_limits([]) is None

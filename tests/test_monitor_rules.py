@@ -1,0 +1,287 @@
+"""Each verdict rule on samples shaped to provoke it, and on samples that must
+not trigger it. Synthetic samples (the rules are pure functions of them); the
+same rules run on real pgbench runs in test_monitor_verdicts.py and
+test_monitor_interference.py."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from pgrig.monitor import verdict
+from pgrig.monitor.model import (
+    CpuSample,
+    DeviceSample,
+    IoSample,
+    Limits,
+    OtherLoad,
+    OtherProcess,
+    PgSample,
+    Sample,
+)
+from pgrig.results import PgbenchRun, from_dict
+
+DATA = Path(__file__).parent / "data" / "monitor"
+
+
+def run_of(clients: int) -> PgbenchRun:
+    data = json.loads((DATA / "result_storage_read.json").read_text())
+    run = from_dict(PgbenchRun, data["run"])
+    return dataclasses.replace(run, clients=clients, threads=min(clients, 2))
+
+
+def samples(
+    n: int = 8,
+    *,
+    busy: float = 50.0,
+    server: float = 30.0,
+    client: float = 10.0,
+    other: float | None = 2.0,
+    steal: float = 0.0,
+    runq: float = 5.0,
+    demand: float = 40.0,
+    waits: dict[str, int] | None = None,
+    blks_read: float = 0.0,
+    io: IoSample | None = None,
+    devices: tuple[DeviceSample, ...] = (),
+) -> list[Sample]:
+    cpu = CpuSample(
+        user=busy - steal,
+        system=0.0,
+        iowait=0.0,
+        irq=0.0,
+        steal=steal,
+        idle=100.0 - busy,
+        server=server,
+        client=client,
+        pgrig=0.5,
+        other=other,
+        kernel=0.0,
+        server_runq_pct=runq,
+        client_thread_core_pct=demand * 0.9,
+        client_thread_demand_pct=demand,
+    )
+    pg = PgSample(
+        waits=waits if waits is not None else {"CPU": 2, "Client:ClientRead": 2},
+        commits_s=1000.0,
+        blks_hit_s=10_000.0,
+        blks_read_s=blks_read,
+    )
+    return [
+        Sample(
+            t_s=i + 1.0,
+            wall=1.8e9 + i,
+            interval_s=1.0,
+            cpu=cpu,
+            pg=pg,
+            tps=1000.0,
+            io=io,
+            devices=devices,
+        )
+        for i in range(n)
+    ]
+
+
+def decide(ss: list[Sample], clients: int = 4, **kw: object) -> verdict.Verdict:
+    return verdict.decide(ss, (), kw.get("limits"), run_of(clients), kw.get("others"))  # type: ignore[arg-type]
+
+
+HOG = OtherLoad(
+    cpu_pct=78.0,
+    cpu_max_pct=85.0,
+    steal_pct=0.0,
+    top=(OtherProcess("stress-ng", 2, 74.0), OtherProcess("cc1", 9, 4.0)),
+)
+
+
+# --------------------------------------------------------------------------
+# starved by other processes
+
+
+def test_starved_when_others_hold_the_saturated_cpus() -> None:
+    """The issue's case: CPUs 100% busy, server 18%, pgbench 4%, others 78%,
+    backends 96% Client:ClientRead. Not the server's CPU: others'."""
+    ss = samples(
+        busy=100, server=18, client=4, other=78, runq=60, waits={"Client:ClientRead": 24, "CPU": 1}
+    )
+    v = decide(ss, others=HOG)
+    assert v.cause == "starved", v
+    assert "other processes took 78% of the machine's CPU (stress-ng 74% (2 processes)" in v.summary
+    assert "server 18%, pgbench 4%" in v.summary
+    assert not any(line.startswith(verdict.CAUSES["cpu"]) for line in v.secondary)
+
+
+def test_starved_when_the_server_queues_for_cpus_others_hold() -> None:
+    ss = samples(busy=70, server=20, client=5, other=40, runq=45)
+    assert decide(ss).cause == "starved"
+
+
+def test_not_starved_when_others_are_few() -> None:
+    ss = samples(
+        busy=100, server=70, client=25, other=3, runq=30, waits={"CPU": 3, "Client:ClientRead": 1}
+    )
+    v = decide(ss)
+    assert v.cause == "cpu", v
+
+
+def test_others_that_took_less_than_the_server_are_only_also_seen() -> None:
+    """Saturated, others 25% but the server 60%: the server's CPU is the cause;
+    the starvation is listed after it (and the run is marked disturbed)."""
+    ss = samples(
+        busy=100, server=60, client=12, other=25, runq=50, waits={"CPU": 6, "Client:ClientRead": 2}
+    )
+    v = decide(ss)
+    assert v.cause == "cpu", v
+    assert v.secondary[-1].startswith("starved by other processes: other processes took 25%")
+
+
+def test_not_starved_when_others_leave_idle_cpus() -> None:
+    """Other processes were there (the run is disturbed), but nobody waited for a CPU."""
+    ss = samples(busy=60, server=20, client=5, other=30, runq=3)
+    assert decide(ss, clients=8).cause != "starved"
+
+
+def test_not_starved_when_not_attributed() -> None:
+    """Results stored before attribution have no ``other``: no starved verdict."""
+    ss = samples(busy=100, server=18, client=4, other=None, runq=60)
+    assert decide(ss).cause != "starved"
+
+
+# --------------------------------------------------------------------------
+# latency / round trips
+
+
+def test_latency_bound_with_one_client_and_idle_cpus() -> None:
+    ss = samples(busy=40, server=20, client=10, waits={"Client:ClientRead": 1})
+    ss[::2] = samples(4, busy=40, server=20, client=10, waits={"CPU": 1})
+    v = decide(ss, clients=1)
+    assert v.cause == "latency", v
+    assert "1 client: the backend waited for it" in v.summary
+    assert "ms per transaction" in " ".join(v.evidence)
+
+
+def test_not_latency_bound_with_many_clients() -> None:
+    ss = samples(busy=40, server=20, client=10, waits={"Client:ClientRead": 6, "CPU": 2})
+    assert decide(ss, clients=8).cause == "idle"
+
+
+def test_not_latency_bound_when_the_one_backend_never_waits() -> None:
+    ss = samples(busy=55, server=50, client=1, waits={"CPU": 1})
+    assert decide(ss, clients=1).cause == "cpu"
+
+
+# --------------------------------------------------------------------------
+# the dominant wait classes
+
+
+@pytest.mark.parametrize(
+    ("cause", "event"),
+    [
+        ("lock", "Lock:transactionid"),
+        ("wal", "IO:WALSync"),
+        ("read", "IO:DataFileRead"),
+        ("write", "IO:DataFileExtend"),
+        ("lwlock", "LWLock:BufferMapping"),
+    ],
+)
+def test_a_dominant_wait_names_its_class(cause: str, event: str) -> None:
+    v = decide(samples(waits={event: 6, "Client:ClientRead": 2}))
+    assert v.cause == cause, v
+    assert event in v.summary
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        "Lock:transactionid",
+        "IO:WALSync",
+        "IO:DataFileRead",
+        "IO:DataFileExtend",
+        "LWLock:BufferMapping",
+    ],
+)
+def test_a_rare_wait_is_not_the_cause(event: str) -> None:
+    v = decide(samples(waits={event: 1, "Client:ClientRead": 9}))
+    assert v.cause == "idle", v
+
+
+# --------------------------------------------------------------------------
+# load generator, server CPU, not saturated
+
+
+def test_load_generator_saturated() -> None:
+    v = decide(samples(demand=97, waits={"Client:ClientRead": 9, "CPU": 1}))
+    assert v.cause == "client", v
+
+
+def test_load_generator_with_time_to_spare_is_not_the_limit() -> None:
+    v = decide(samples(demand=50, waits={"Client:ClientRead": 9, "CPU": 1}))
+    assert v.cause == "idle", v
+
+
+def test_cpu_bound_in_the_server() -> None:
+    v = decide(
+        samples(busy=95, server=70, client=20, other=2, waits={"CPU": 8, "Client:ClientRead": 2})
+    )
+    assert v.cause == "cpu", v
+    assert "server 70%, pgbench 20%, pgrig 0%, other processes 2%" in v.summary
+
+
+def test_backends_on_a_cpu_others_hold_do_not_make_the_server_cpu_bound() -> None:
+    """Backends "on a CPU" include those queued for one. Others idle enough that
+    nobody starved (low run queue), yet they used more CPU than the server."""
+    v = decide(
+        samples(
+            busy=80,
+            server=20,
+            client=5,
+            other=50,
+            runq=10,
+            waits={"CPU": 8, "Client:ClientRead": 2},
+        )
+    )
+    assert v.cause != "cpu", v
+    assert not any(line.startswith(verdict.CAUSES["cpu"]) for line in v.secondary)
+
+
+def test_not_saturated() -> None:
+    v = decide(
+        samples(busy=30, server=15, client=10, waits={"Client:ClientRead": 7, "CPU": 3}), clients=8
+    )
+    assert v.cause == "idle", v
+    assert "no wait class dominates" in " ".join(v.evidence)
+
+
+def test_a_saturated_run_is_not_called_not_saturated() -> None:
+    v = decide(samples(busy=95, server=70, client=20, waits={"CPU": 8, "Client:ClientRead": 2}))
+    assert v.cause != "idle", v
+
+
+# --------------------------------------------------------------------------
+# device-wide figures are labelled, next to the server's own
+
+
+def test_device_reads_of_other_processes_are_not_the_databases() -> None:
+    """The issue's case: select-only, 100% hit ratio, 0 blocks read/s, while
+    the device read 16,979/s for others: the line says device-wide and that
+    the server's own reads were nothing."""
+    dev = DeviceSample("vda", 16_979.0, 10.0, 132.0, 0.1, 0.1, 0.2, 60.0, 2.0)
+    io = IoSample("vda", device_read_mib_s=132.0, server_read_mib_s=0.0, server_write_mib_s=0.0)
+    ss = samples(busy=60, devices=(dev,), io=io, blks_read=0.0)
+    v = decide(ss, limits=Limits(randread_iops=38_655.0))
+    (reads,) = v.against_limits
+    assert reads.startswith("device-wide reads on vda (every process): 16,979 r/s median")
+    assert "the server's own reads: 0.0 MiB/s = 0% of the device's" in reads
+
+
+def test_the_servers_own_reads_are_shown_as_its_share() -> None:
+    dev = DeviceSample("vda", 5000.0, 0.0, 40.0, 0.0, 0.1, 0.0, 60.0, 2.0)
+    io = IoSample("vda", device_read_mib_s=40.0, server_read_mib_s=38.0, server_write_mib_s=0.0)
+    ss = samples(devices=(dev,), io=io, waits={"IO:DataFileRead": 6, "CPU": 2})
+    v = decide(ss, limits=Limits(randread_iops=10_000.0))
+    assert v.cause == "read"
+    assert "vda (device-wide) 60% busy" in v.summary
+    assert "the server's own reads: 38.0 MiB/s = 95% of the device's" in v.summary

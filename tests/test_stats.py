@@ -1,0 +1,174 @@
+"""pgrig.stats against published values, not against SciPy itself.
+
+t quantiles: any Student t table (e.g. NIST/SEMATECH e-Handbook 1.3.6.7.2),
+three decimals. Welch's test: the worked examples of Wikipedia's "Welch's
+t-test" article (t, nu and p as printed there, rounded), and t and nu again from
+the textbook formulas evaluated here with the statistics module.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+import pytest
+
+from pgrig import stats
+
+
+@pytest.mark.parametrize(
+    ("df", "published"),
+    [
+        (1, 12.706),
+        (2, 4.303),
+        (5, 2.571),
+        (10, 2.228),
+        (20, 2.086),
+        (30, 2.042),
+        (100, 1.984),
+        (math.inf, 1.960),
+    ],
+)
+def test_t_quantile_975_matches_t_table(df: float, published: float) -> None:
+    assert stats.t_quantile_975(df) == pytest.approx(published, abs=5e-4)
+
+
+@pytest.mark.parametrize(
+    ("p", "df", "published"),
+    [(0.95, 10, 1.812), (0.995, 5, 4.032), (0.99, 30, 2.457), (0.05, 10, -1.812)],
+)
+def test_t_quantile_other_levels(p: float, df: float, published: float) -> None:
+    assert stats.t_quantile(p, df) == pytest.approx(published, abs=5e-4)
+
+
+def test_two_sided_p_is_the_inverse_of_the_quantile() -> None:
+    # From the table: |T| >= 2.228 with 10 df has probability 5%.
+    assert stats.t_two_sided_p(2.228, 10) == pytest.approx(0.05, abs=1e-4)
+    assert stats.t_two_sided_p(-12.706, 1) == pytest.approx(0.05, abs=1e-4)
+    assert stats.t_two_sided_p(0.0, 7) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("bad", [0, -1, math.nan])
+def test_t_functions_refuse_a_meaningless_df(bad: float) -> None:
+    with pytest.raises(ValueError, match="degrees of freedom"):
+        stats.t_quantile_975(bad)
+    with pytest.raises(ValueError, match="degrees of freedom"):
+        stats.t_two_sided_p(1.0, bad)
+
+
+def test_betainc_known_values() -> None:
+    # I_x(1, 1) = x; I_x(2, 3) = 6x^2 - 8x^3 + 3x^4 (closed form); the clamping ends.
+    assert stats.betainc(1, 1, 0.3) == pytest.approx(0.3)
+    assert stats.betainc(2, 3, 0.4) == pytest.approx(6 * 0.16 - 8 * 0.064 + 3 * 0.0256)
+    assert stats.betainc(2, 3, -0.1) == 0.0
+    assert stats.betainc(2, 3, 1.5) == 1.0
+
+
+def test_ci95_half_width_known_sample() -> None:
+    # mean 5, s = sqrt(2.5) = 1.5811, n = 5: 2.776 * 1.5811 / sqrt(5) = 1.963
+    assert stats.ci95_half_width([3.0, 4.0, 5.0, 6.0, 7.0]) == pytest.approx(1.963, abs=1e-3)
+    # n = 2: 12.706 * s / sqrt(2) with s = sqrt(2) -> 12.706
+    assert stats.ci95_half_width([10.0, 12.0]) == pytest.approx(12.706, abs=1e-3)
+
+
+def test_ci95_half_width_edges() -> None:
+    assert stats.ci95_half_width([]) == math.inf
+    assert stats.ci95_half_width([42.0]) == math.inf
+    assert stats.ci95_half_width([1234.5, 1234.5, 1234.5]) == 0.0
+
+
+# Wikipedia, "Welch's t-test", Examples 2 and 3: (A1, A2, t, nu, p) as printed.
+WIKI_EXAMPLES = [
+    (
+        [17.2, 20.9, 22.6, 18.1, 21.7, 21.4, 23.5, 24.2, 14.7, 21.8],
+        [21.5, 22.8, 21.0, 23.0, 21.6, 23.6, 22.5, 20.7, 23.4, 21.8]
+        + [20.7, 21.7, 21.5, 22.5, 23.6, 21.5, 22.5, 23.5, 21.5, 21.8],
+        -1.57,
+        9.9,
+        0.149,
+    ),
+    (
+        [19.8, 20.4, 19.6, 17.8, 18.5, 18.9, 18.3, 18.9, 19.5, 22.0],
+        [28.2, 26.6, 20.1, 23.3, 25.2, 22.1, 17.7, 27.6, 20.6, 13.7]
+        + [23.2, 17.5, 20.6, 18.0, 23.9, 21.6, 24.3, 20.4, 24.0, 13.2],
+        -2.22,
+        24.5,
+        0.036,
+    ),
+]
+
+
+def _welch_by_hand(a: list[float], b: list[float]) -> tuple[float, float]:
+    va, vb = statistics.variance(a) / len(a), statistics.variance(b) / len(b)
+    t = (statistics.fmean(a) - statistics.fmean(b)) / math.sqrt(va + vb)
+    nu = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
+    return t, nu
+
+
+@pytest.mark.parametrize(("a1", "a2", "t", "nu", "p"), WIKI_EXAMPLES)
+def test_welch_matches_published_examples(
+    a1: list[float], a2: list[float], t: float, nu: float, p: float
+) -> None:
+    # Wikipedia's t is A1 - A2; welch(baseline, other) tests other - baseline.
+    c = stats.welch(a2, a1)
+    assert c.t == pytest.approx(t, abs=0.005)
+    assert c.df == pytest.approx(nu, abs=0.05)
+    assert c.p_value == pytest.approx(p, abs=0.0005)
+    t_hand, nu_hand = _welch_by_hand(a1, a2)
+    assert c.t == pytest.approx(t_hand, rel=1e-9)
+    assert c.df == pytest.approx(nu_hand, rel=1e-9)
+    assert c.n == (20, 10)
+    assert c.significant is (p < 0.05)
+
+
+def test_welch_describe_significant_and_not() -> None:
+    same = stats.welch([100.0, 102.0, 98.0], [101.0, 99.0, 103.0])
+    assert not same.significant
+    assert "within noise" in same.describe()
+    assert same.describe().startswith("+1.0%")
+    faster = stats.welch([100.0, 101.0, 99.0], [150.0, 151.0, 149.0])
+    assert faster.significant
+    assert faster.describe().startswith("+50.0% (p=0.000")
+
+
+def test_welch_too_few_runs_says_so() -> None:
+    c = stats.welch([100.0], [110.0, 112.0])
+    assert c.p_value is None and c.t is None and not c.significant
+    assert c.describe() == "+11.0% (n=2 vs 1: repeat >= 2 for a test)"
+
+
+def test_welch_identical_samples_say_so_without_nan() -> None:
+    c = stats.welch([500.0, 500.0, 500.0], [500.0, 500.0])
+    assert c.p_value is None and not c.significant
+    assert c.diff_pct == 0.0
+    text = c.describe()
+    assert "same value on both sides" in text and "nan" not in text.lower()
+
+
+def test_welch_constant_but_different_sides_say_no_test() -> None:
+    c = stats.welch([500.0, 500.0], [600.0, 600.0, 600.0])
+    assert c.p_value is None
+    assert c.describe() == (
+        "+20.0% (no spread on either side, each side's runs are identical: no test)"
+    )
+
+
+def test_welch_one_constant_side_still_tests() -> None:
+    # Only one side without spread: the other side's variance carries the test
+    # (and SciPy's precision warning about the constant side does not escape:
+    # pytest turns warnings into errors here).
+    c = stats.welch([100.0, 100.0, 100.0], [90.0, 110.0, 95.0, 105.0])
+    assert c.p_value == pytest.approx(1.0)
+    assert c.df == pytest.approx(3.0)
+
+
+def test_welch_zero_baseline_has_no_percentage() -> None:
+    c = stats.welch([0.0, 0.0], [1.0, 2.0])
+    assert c.diff_pct is None
+    assert c.describe().startswith("n/a (baseline mean is 0)")
+    assert "inf" not in c.describe()
+
+
+def test_welch_needs_values() -> None:
+    with pytest.raises(ValueError):
+        stats.welch([], [1.0, 2.0])

@@ -1,0 +1,251 @@
+"""The workload interface: a workload added through the registry alone runs end
+to end; the plan lists exactly what the runner runs; repeats until a
+confidence interval stop on every workload's headline figure (TPC-C too);
+and a results file written before the interface still resumes."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pgrig import campaign, plan, registry
+from pgrig.errors import UsageError
+from pgrig.report.writer import write as write_report
+from pgrig.runner import run_campaign
+from pgrig.store import Store
+from pgrig.ui import Ui
+from toy.workload import WORKLOAD as TOY
+
+RESUME = Path(__file__).parent / "data" / "resume"
+
+
+@pytest.fixture
+def toy() -> Iterator[None]:
+    registry.register(TOY)
+    try:
+        yield
+    finally:
+        registry.unregister(TOY)
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+def keys(results: Path, study: str) -> list[str]:
+    with sqlite3.connect(results / "results.sqlite") as db:
+        rows = db.execute("SELECT key FROM runs WHERE study_id = ? ORDER BY id", (study,))
+        return [r[0] for r in rows]
+
+
+def test_a_toy_workload_runs_through_the_registry_alone(
+    toy: None, disk_dir: Path, tmp_path: Path
+) -> None:
+    camp = campaign.load(
+        write(
+            tmp_path / "toy.toml",
+            f"""
+[campaign]
+name = "toy-study"
+repeat = 2
+monitor = false
+
+[[target]]
+name = "a"
+directory = "{disk_dir}"
+profile = "stock"
+
+[[target]]
+name = "b"
+directory = "{disk_dir}"
+profile = "stock"
+
+[probes]
+timing = false
+fsync = false
+fio = false
+
+[[workload]]
+type = "toy"
+rows = [1000, 20000]
+""",
+        )
+    )
+    expected = [r.key for r in plan.expand(camp).runs]
+    assert expected[:4] == ["a/toy/n1000/r1", "b/toy/n1000/r1", "b/toy/n1000/r2", "a/toy/n1000/r2"]
+    results = tmp_path / "results"
+    runner = run_campaign(
+        camp,
+        Ui(quiet=True),
+        results=results,
+        store=results / "results.sqlite",
+        yes=False,
+        keep=False,
+        study_id=camp.name,
+    )
+    assert runner.failures == 0
+    # The plan listed exactly the steps the runner recorded, in its order.
+    assert keys(results, camp.name) == expected
+    with Store.open(results / "results.sqlite") as st:
+        records = st.runs(camp.name)
+        totals = {registry.typed_result(r).total for r in records}
+        study = st.study(camp.name)
+    assert totals == {1000 * 1001 // 2, 20000 * 20001 // 2}
+    md, _ = write_report(study, records, tmp_path / "report")
+    text = md.read_text()
+    assert "## Toy workload" in text and "200,010,000" in text
+    assert list(disk_dir.iterdir()) == []
+
+
+def test_until_ci_stops_tpcc_repeats_on_tpmc(disk_dir: Path, tmp_path: Path) -> None:
+    # A 1000% interval holds after the minimum of 2 repeats - if the runner reads
+    # TPC-C's tpmC. Reading only pgbench tps, it found no values and ran to max.
+    camp = campaign.load(
+        write(
+            tmp_path / "tpcc.toml",
+            f"""
+[campaign]
+name = "tpcc-ci"
+repeat = {{ until_ci_pct = 1000, min = 2, max = 4 }}
+monitor = false
+
+[[target]]
+name = "a"
+directory = "{disk_dir}"
+profile = "stock"
+
+[probes]
+timing = false
+fsync = false
+fio = false
+
+[[workload]]
+type = "tpcc"
+warehouses = 1
+connections = 1
+duration = 1
+modes = ["server"]
+""",
+        )
+    )
+    results = tmp_path / "results"
+    run_campaign(
+        camp,
+        Ui(quiet=True),
+        results=results,
+        store=results / "results.sqlite",
+        yes=False,
+        keep=False,
+        study_id=camp.name,
+    )
+    runs = [k for k in keys(results, camp.name) if "/run/" in k]
+    assert runs == ["a/tpcc/run/server/c1/r1", "a/tpcc/run/server/c1/r2"]
+
+
+def test_a_results_file_from_before_the_interface_resumes(disk_dir: Path, tmp_path: Path) -> None:
+    """tests/data/resume/results.sqlite was recorded by pgrig 0.1.0 from legacy.toml.
+    Remove the last steps of each workload from it: a run of today's pgrig
+    records exactly those again, with the same keys, and nothing else."""
+    results = tmp_path / "results"
+    results.mkdir()
+    shutil.copy(RESUME / "results.sqlite", results / "results.sqlite")
+    shutil.copy(RESUME / "login.sql", tmp_path / "login.sql")
+    toml = (RESUME / "legacy.toml").read_text().replace("DIR", str(disk_dir))
+    path = write(tmp_path / "legacy.toml", toml)
+    before = keys(results, "legacy")
+    missing = [
+        "a/tpcb/s1/select-only/c1/d1/r2",
+        "a/login/c1/d1/r2",
+        "a/tpcc/run/server/c1/r2",
+        "a/tpcc/check/server/c1/r2",
+        "a/durability",
+    ]
+    assert set(missing) <= set(before)
+    with sqlite3.connect(results / "results.sqlite") as db:
+        db.executemany("DELETE FROM runs WHERE key = ?", [(k,) for k in missing])
+    assert [r.key for r in plan.expand(campaign.load(path)).runs] == before
+
+    done = subprocess.run(
+        [sys.executable, "-m", "pgrig", "run", str(path), "--results", str(results)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    after = keys(results, "legacy")
+    assert sorted(after) == sorted(before), "every key once, none new"
+    assert after[-len(missing) :] == [k for k in before if k in missing], (
+        "only the removed steps ran again"
+    )
+
+
+def test_versions_are_an_axis_of_the_campaign(
+    pg_releases: dict[str, object], disk_dir: Path, tmp_path: Path
+) -> None:
+    """versions = [...] runs every target once per version, each on its own
+    cluster with the same profile, interleaved - the seed 004 comparison."""
+    camp = campaign.load(
+        write(
+            tmp_path / "v.toml",
+            f"""
+[campaign]
+name = "versions"
+versions = ["9.6", "15", "18"]
+monitor = false
+
+[[target]]
+name = "a"
+directory = "{disk_dir}"
+profile = "stock"
+set = {{ shared_buffers = "64MB" }}
+
+[probes]
+timing = false
+fsync = false
+fio = false
+
+[[workload]]
+type = "tpcb"
+scales = [1]
+modes = ["select-only"]
+clients = [1]
+duration = 1
+count = false
+""",
+        )
+    )
+    assert [(t.name, t.pg_bin) for t in camp.targets] == [
+        ("pg9.6", "9.6"), ("pg15", "15"), ("pg18", "18"),
+    ]  # fmt: skip
+    results = tmp_path / "results"
+    run_campaign(
+        camp, Ui(quiet=True), results=results, store=results / "results.sqlite",
+        yes=False, keep=False, study_id=camp.name,
+    )  # fmt: skip
+    with Store.open(results / "results.sqlite") as st:
+        study = st.study(camp.name)
+        records = st.runs(camp.name)
+    versions = {t: e.postgres.version.split()[0] for t, e in study.target_environments.items()}
+    assert versions["pg9.6"].startswith("9.6.") and versions["pg18"].startswith("18.")
+    assert versions["pg15"].startswith("15.")
+    ok = {r.target for r in records if r.kind == "pgbench_run" and r.status == "ok"}
+    assert ok == {"pg9.6", "pg15", "pg18"}
+    md, _ = write_report(study, records, tmp_path / "report")
+    assert "| pg9.6 (baseline) | pg15 | pg15 vs pg9.6 | pg18 | pg18 vs pg9.6 |" in md.read_text()
+
+
+def test_versions_and_pg_bin_do_not_mix(tmp_path: Path) -> None:
+    text = (
+        '[campaign]\nname = "x"\nversions = ["15"]\n'
+        f'[[target]]\nname = "a"\ndirectory = "{tmp_path}"\npg_bin = "/usr/bin"\n'
+    )
+    with pytest.raises(UsageError, match="versions axis picks the binaries"):
+        campaign.load(write(tmp_path / "x.toml", text))
