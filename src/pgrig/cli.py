@@ -461,13 +461,19 @@ def _latest(st: Store) -> Study:
 
 @cli.command()
 def clean() -> None:
-    """Stop and remove work directories left behind by killed pgrig runs."""
+    """Stop and remove work directories (and unmount lossy filesystems) left behind
+    by killed pgrig runs - only those that carry pgrig's marker."""
+    from pgrig import lossyfs
     from pgrig.cluster import workdir
 
+    # Mounts first: removing a work directory must never reach through a live mount.
+    unmounted = lossyfs.clean_orphans()
+    for mountpoint in unmounted:
+        click.echo(f"unmounted the lossy filesystem on {mountpoint}")
     removed = workdir.clean_orphans()
     for path in removed:
         click.echo(f"removed {path}")
-    if not removed:
+    if not removed and not unmounted:
         click.echo("no orphan work directories")
 
 

@@ -226,6 +226,13 @@ def make_socket_dir(owner: proc.OsUser | None, workdir: Path) -> Path:
     return path
 
 
+def anchor_socket_dir(sock_dir: Path, path: Path) -> None:
+    """Judge ``sock_dir`` by ``path`` instead of its work directory, which may vanish
+    for a moment (on a lossy mount between a power loss and the remount): older
+    pgrig versions sweep a socket directory whose work directory is gone."""
+    write_atomically(sock_dir / MARKER, str(path))
+
+
 def pid_in_lockfile(datadir: Path) -> int | None:
     """The PID written in postmaster.pid - not yet proof that it is a live postmaster."""
     try:

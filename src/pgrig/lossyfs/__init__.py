@@ -10,7 +10,14 @@ Importing this package does not need the FUSE binding: ``available()`` says why 
 mount cannot work here, so callers can skip with that reason.
 """
 
-from pgrig.lossyfs.mount import LossyFsError, LossyMount, available, sync_tree
+from pgrig.lossyfs.mount import (
+    LossyFsError,
+    LossyFsUnavailable,
+    LossyMount,
+    available,
+    require,
+    sync_tree,
+)
 from pgrig.lossyfs.powerloss import MODES, Mode, PowerLossReport
 from pgrig.lossyfs.registry import clean_orphans, is_mounted
 from pgrig.lossyfs.volume import METADATA_MODELS, MetadataModel
@@ -19,6 +26,7 @@ __all__ = [
     "METADATA_MODELS",
     "MODES",
     "LossyFsError",
+    "LossyFsUnavailable",
     "LossyMount",
     "MetadataModel",
     "Mode",
@@ -26,5 +34,6 @@ __all__ = [
     "available",
     "clean_orphans",
     "is_mounted",
+    "require",
     "sync_tree",
 ]

@@ -44,6 +44,24 @@ class LossyFsError(PgrigError):
     """The lossy filesystem cannot be mounted, controlled or unmounted."""
 
 
+class LossyFsUnavailable(LossyFsError):
+    """FUSE or the binding is missing here (``available()`` says which): like a
+    missing program, exit code 3."""
+
+    exit_code = 3
+
+
+def require(what: str) -> None:
+    """Raise ``LossyFsUnavailable`` naming ``what`` needs the lossy filesystem."""
+    reason = available()
+    if reason:
+        raise LossyFsUnavailable(
+            f"{what} needs the lossy filesystem, which cannot run here: {reason}",
+            hint="install fuse3 and pgrig[lossyfs] (scripts/install-deps.sh, or `make test`), "
+            "or drop the power loss to crash processes only",
+        )
+
+
 def available(*, allow_other: bool = True) -> str | None:
     """None if a lossy mount can work here, else the reason it cannot."""
     if not sys.platform.startswith("linux"):
@@ -74,13 +92,17 @@ def sync_tree(root: Path) -> None:
     """fsync every file and directory under ``root`` (children before parents), as
     initdb's final sync does: what pgrig writes on the mount itself (its work
     directory marker, postgresql.conf edits after initdb) is volatile otherwise,
-    and a power loss would take it back."""
+    and a power loss would take it back. Safe beside a running server: files it
+    removes meanwhile are skipped."""
     for dirpath, _dirs, files in os.walk(root, topdown=False):
         for name in files:
             path = os.path.join(dirpath, name)
             if os.path.islink(path):
                 continue
-            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+            try:
+                fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+            except FileNotFoundError:
+                continue  # removed since the walk saw it (a running server's temp file)
             try:
                 os.fsync(fd)
             finally:
