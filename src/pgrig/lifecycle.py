@@ -194,12 +194,10 @@ def server(t: TargetRun, name: str, study: str, ui: Ui, *, keep: bool) -> Iterat
     root = t.directory
     if t.lossy:
         t.ctx.lossy = open_lossy(t.directory, name, study=study, seed=_seed(name))
-        root = t.ctx.lossy.root
+        root = t.ctx.lossy.backing
         ui.info(f"{t.name}: the cluster runs on a lossy filesystem in {t.ctx.lossy.holder}")
     try:
         cluster = Cluster.create(t.bins, root / name, study=study, os_user=os_user)
-        if t.ctx.lossy is not None:
-            workdir.anchor_socket_dir(cluster.socket_dir, t.ctx.lossy.holder)
     except BaseException:
         _close_lossy(t, keep=False)
         raise
@@ -224,7 +222,7 @@ def server(t: TargetRun, name: str, study: str, ui: Ui, *, keep: bool) -> Iterat
             )
             cluster.configure(_lossy_profile(t) if t.ctx.lossy is not None else t.profile)
             if t.ctx.lossy is not None:
-                lossyfs.sync_tree(cluster.workdir)  # pgrig's own files must survive a power loss
+                cluster = _onto_lossy(t, cluster)
             cluster.start()
             admin = Conn.socket(str(cluster.socket_dir), cluster.port, SUPERUSER, "postgres")
             with admin.connect() as db:
@@ -246,6 +244,21 @@ def server(t: TargetRun, name: str, study: str, ui: Ui, *, keep: bool) -> Iterat
             dispose(t, cluster, keep, ui)
         finally:
             _close_lossy(t, keep=keep or t.lost is not None)
+
+
+def _onto_lossy(t: TargetRun, cluster: Cluster) -> Cluster:
+    """initdb wrote into the backing directory at the disk's speed (what it holds
+    when the filesystem mounts counts as synced); from now on the cluster runs on
+    the mount, and the holder's marker stands for its work directory."""
+    lossy = t.ctx.lossy
+    assert lossy is not None
+    lossy.mount.start()
+    moved = cluster.moved(lossy.root / cluster.workdir.name)
+    workdir.unregister(cluster.workdir)
+    # Its work directory vanishes between a power loss and the remount.
+    workdir.anchor_socket_dir(cluster.socket_dir, lossy.holder)
+    t.cluster = t.ctx.cluster = moved
+    return moved
 
 
 def _lossy_profile(t: TargetRun) -> profiles.Profile:

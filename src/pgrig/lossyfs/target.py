@@ -6,9 +6,12 @@ Layout, all of it made and marked by pgrig on the storage under test::
         backing/              where the lossy filesystem writes what was synced
         mnt/                  the mount; the cluster's work directory goes inside
 
-The data directory and its WAL both live under ``mnt``. After the run the mount
-is unmounted in order (its cache written back) and the holder removed - or kept
-with the cluster, and then the kept paths are the ones under ``backing``.
+initdb writes into ``backing`` before the mount exists, at the disk's speed
+(what the backing directory holds when the filesystem mounts counts as synced);
+then the cluster runs under ``mnt``, data directory and WAL together. After the
+run the mount is unmounted in order (its cache written back) and the holder
+removed - or kept with the cluster, and then the kept paths are the ones under
+``backing``.
 """
 
 from __future__ import annotations
@@ -30,8 +33,13 @@ class LossyTarget:
     mount: LossyMount
 
     @property
+    def backing(self) -> Path:
+        """Where the cluster is made, before the mount."""
+        return self.mount.backing
+
+    @property
     def root(self) -> Path:
-        """Where the cluster's work directory goes (on the mount)."""
+        """Where the cluster runs: the mount."""
         return self.mount.mountpoint
 
     def on_disk(self, path: Path) -> Path:
@@ -53,7 +61,8 @@ class LossyTarget:
 
 
 def open_lossy(directory: Path, name: str, *, study: str, seed: int) -> LossyTarget:
-    """Mount a lossy filesystem in ``directory`` for the cluster ``name``.
+    """Make the holder for the cluster ``name`` in ``directory``; ``mount.start()``
+    mounts the lossy filesystem once the cluster is made in ``backing``.
 
     ``metadata="journal"``: PostgreSQL relies on the filesystem making a new
     file's name durable with the file's fsync (ext4 and xfs do; docs/lossyfs.md).
@@ -65,7 +74,6 @@ def open_lossy(directory: Path, name: str, *, study: str, seed: int) -> LossyTar
         backing = holder / "backing"
         backing.mkdir(mode=0o755)
         mount = LossyMount(backing, holder / "mnt", seed=seed, metadata="journal")
-        mount.start()
     except BaseException:
         with contextlib.suppress(OSError, WorkdirError):
             workdir.remove(holder)
