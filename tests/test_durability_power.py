@@ -201,3 +201,39 @@ def test_campaign_key_power_loss(disk_dir: Path) -> None:
     wal = camp(target_extra=f'wal_directory = "{disk_dir}"')
     with pytest.raises(UsageError, match="cannot cover wal_directory"):
         CampaignRunner(parse(wal, source="c.toml", base=disk_dir), Ui(quiet=True)).preflight()
+
+
+# -- the report, from a stored result --------------------------------------------------
+
+
+def test_report_names_model_mode_cycles_and_losses() -> None:
+    from pgrig.durability import report
+    from pgrig.durability.model import Crash, Cut, DurabilityResult, Loss
+    from pgrig.results import RunRecord, Study, to_dict
+
+    def crash(n: int, lost: int) -> Crash:
+        loss = (
+            Loss(count=lost, window_ms=80.0 + n, acknowledged_in_window=lost + 5) if lost else None
+        )
+        cut = Cut(mode="drop", unsynced_pages=100 * n, persisted_pages=0, lost_files=0)
+        return Crash(n, "immediate", "t", 1.0, 500, 3, 2.0, 1.5, loss=loss, power_loss=cut)
+
+    res = DurabilityResult(
+        method="immediate", clients=3, crashes_planned=3, interval_s=1.0, seed=1,
+        server_version="15", settings={"synchronous_commit": "off"},
+        crashes=(crash(1, 288), crash(2, 0), crash(3, 523)), acknowledged=1500, lost=811,
+        failures=("lost",), crash_model=POWER_LOSS, power_loss_mode="drop",
+    )  # fmt: skip
+    assert res.lost_window_ms == 83.0
+    record = RunRecord("s", "local/durability", "durability", "local", {}, "ok", "", "",
+                       result=to_dict(res))  # fmt: skip
+    section = report.section(Study("s", "durability", "/x", "", "finished"), [record])
+    assert section is not None
+    verdict = section.paragraphs[0]
+    assert verdict.startswith("FAILED: 3 crashes by pg_ctl stop -m immediate, each followed by")
+    assert "a power loss (drop)" in verdict
+    assert "per crash: 288, 0, 523, each time within the last 83 ms" in verdict
+    table = section.blocks[0]
+    assert table.caption.startswith("Power-loss cycles")
+    assert [r.cells[-1] for r in table.rows] == ["100", "200", "300", "600"]
+    assert any("lossy filesystem" in note for note in table.notes)

@@ -6,9 +6,11 @@ synchronous_commit=on) in the same directory of the same disk: one in a plain
 directory, one on a lossy mount whose backing directory sits next to it. Loads
 pgbench scale S in each, then runs ``pgbench -S`` (select only) and TPC-B with C
 clients for D seconds, alternating plain/lossy (order flipped every round so a
-drifting shared machine favours neither). Prints every run and the medians.
+drifting shared machine favours neither). Prints every run, then per workload
+the median tps of each side and the per-round ratio lossy / plain as its median
+and range (the spread: one round's ratio is only as good as the machine's noise).
 
-    .venv/bin/python bench/lossyfs_pgbench.py [--rounds 2] [--duration 10] [--clients 2]
+    .venv/bin/python bench/lossyfs_overhead.py [--rounds 4] [--duration 10] [--clients 2]
 """
 
 from __future__ import annotations
@@ -53,7 +55,7 @@ def pgbench(cluster: Cluster, *args: str, timeout: float) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--duration", type=int, default=10)
     ap.add_argument("--clients", type=int, default=2)
     ap.add_argument("--scale", type=int, default=1)
@@ -99,13 +101,18 @@ def main() -> None:
                     tps = float(match.group(1))
                     results.setdefault((workload, name), []).append(tps)
                     print(f"round {rnd + 1} {workload:12} {name:6} {tps:10.1f} tps", flush=True)
-        print(f"\nmedians ({opts.clients} clients, {opts.duration} s, scale {opts.scale}):")
+        print(
+            f"\n{opts.rounds} rounds, {opts.clients} clients, {opts.duration} s, "
+            f"scale {opts.scale}:"
+        )
         for workload in ("select-only", "tpcb"):
-            plain = statistics.median(results[(workload, "plain")])
-            lossy = statistics.median(results[(workload, "lossy")])
+            plain = results[(workload, "plain")]
+            lossy = results[(workload, "lossy")]
+            ratios = [b / a for a, b in zip(plain, lossy, strict=True)]
             print(
-                f"  {workload:12} plain {plain:10.1f}  lossy {lossy:10.1f}  "
-                f"ratio {lossy / plain:.2f}"
+                f"  {workload:12} plain {statistics.median(plain):10.1f}  "
+                f"lossy {statistics.median(lossy):10.1f}  ratio lossy/plain "
+                f"{statistics.median(ratios):.2f} (range {min(ratios):.2f} - {max(ratios):.2f})"
             )
         print("lossy mount counters:", mount.stats())
     finally:
