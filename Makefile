@@ -12,7 +12,7 @@ run: deps venv
 # Lint first: a finding (ruff, formatting, mypy --strict) fails the run before
 # the slow suite starts.
 test: deps-test venv lint
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=15
 
 deps:
 	scripts/install-deps.sh run

@@ -55,12 +55,19 @@ def pgrig(
     )
 
 
+def _default_sigint() -> None:
+    # A shell running `make test &` (or a CI runner without job control) starts it
+    # with SIGINT ignored, which children inherit; a user at a terminal has the default.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def spawn(*args: str | Path) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "pgrig", *map(str, args)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=_default_sigint,
     )
 
 
@@ -214,15 +221,16 @@ def test_pgbench_failing_mid_run_is_recorded_and_the_study_goes_on(disk_dir: Pat
 
     def kill_server_during_first_run() -> None:
         def running_bench() -> bool:
+            # Only this study's pgbench: other work on the machine may run pgbench too.
+            pattern = "pgbench -n -M prepared -c 1 "
             done = subprocess.run(
-                ["pgrep", "-f", "pgbench -n -M prepared -c 1 "], capture_output=True, timeout=10
+                ["pgrep", "-P", str(child.pid), "-f", pattern], capture_output=True, timeout=10
             )
             return done.returncode == 0
 
         wait_for(running_bench, what="the first pgbench run")
         time.sleep(1.0)
-        found = postmaster_of(disk_dir)
-        assert found is not None
+        found = wait_for(lambda: postmaster_of(disk_dir), what="the study's server")
         os.kill(found[1], signal.SIGKILL)
         killed.append(found[1])
 
