@@ -132,25 +132,6 @@ def rig(request: pytest.FixtureRequest) -> Iterator[Rig]:
                 shutil.rmtree(base, ignore_errors=True)
 
 
-@pytest.mark.parametrize("rig", [Setup()], indirect=True)
-def test_committed_rows_survive_power_losses_with_fsync_on(rig: Rig) -> None:
-    commit_rows(rig, 0, 100)
-    with rig.conn.connect() as db:
-        db.execute("CHECKPOINT")
-    commit_rows(rig, 100, 100)
-    report = rig.crash("drop")
-    assert report.unsynced_pages > 0  # the heap pages after the checkpoint were only cached
-    assert rig.recovered_rows() == 200
-
-    commit_rows(rig, 200, 100)
-    rig.crash("random-subset", keep_fraction=0.5)
-    assert rig.recovered_rows() == 300
-
-    commit_rows(rig, 300, 100)
-    rig.crash("torn")  # full_page_writes=on repairs a torn page from the WAL
-    assert rig.recovered_rows() == 400
-
-
 @pytest.mark.parametrize("rig", [Setup(metadata="strict")], indirect=True)
 def test_strict_metadata_exposes_unsynced_relation_file_names(rig: Rig) -> None:
     """PostgreSQL never fsyncs a directory after creating a relation file: it relies on

@@ -211,7 +211,12 @@ def execute(
         raise DurabilityUntested(
             f"no acknowledged commit was lost, but a {result.crash_model} crash cannot test: "
             + " | ".join(result.untested),
-            hint="only a power loss (the lossy filesystem) tests these; pass --allow-untested "
-            "to accept a process-crash PASS that says nothing about them",
+            hint=(
+                "only a power loss tests these (--power-loss); pass --allow-untested to "
+                "accept a process-crash PASS that says nothing about them"
+                if result.crash_model != POWER_LOSS
+                else "only torn pages test it (--power-loss-mode torn or random-subset); pass "
+                "--allow-untested to accept a PASS that says nothing about it"
+            ),
         )
     return Outcome(runner.study, result, reports)

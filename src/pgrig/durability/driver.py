@@ -265,7 +265,7 @@ def run(
         failures=tuple(state.failures),
         crash_model=plan.crash_model,
         power_loss_mode=plan.power_loss,
-        untested=untested_by(plan.crash_model, settings),
+        untested=untested_by(plan.crash_model, settings, plan.power_loss),
     )
 
 

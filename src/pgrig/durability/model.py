@@ -52,9 +52,16 @@ _PROCESS_BLIND = {
 LINUX_DEFAULT_SYNC = "fdatasync"
 
 
-def untested_by(model: str, settings: dict[str, str]) -> tuple[str, ...]:
-    """The settings of this run that its crash model cannot test, each with why."""
+def untested_by(model: str, settings: dict[str, str], mode: str | None = None) -> tuple[str, ...]:
+    """The settings of this run that its crash model (and power-loss mode) cannot
+    test, each with why."""
     if model != PROCESS:
+        if mode == "drop" and settings.get("full_page_writes") == "off":
+            # Whole pages are dropped or kept: none is half-written.
+            return (
+                "full_page_writes = off: a `drop` power loss tears no page; use "
+                "--power-loss-mode torn (or random-subset)",
+            )
         return ()
     out = [
         f"{name} = {value}: {why}"
