@@ -154,9 +154,11 @@ def wait_recovered(
     timeout: float,
     *,
     power_loss: str | None = None,
+    seed: int = 0,
 ) -> tuple[float, float, Cut | None]:
     """Bring the server back (or wait for it to come back by itself); with
-    ``power_loss`` (a mode), cut the power once the old processes are gone.
+    ``power_loss`` (a mode), cut the power once the old processes are gone
+    (``seed``: which unsynced pages a partial power loss keeps).
 
     Returns (downtime, recovery, what the power loss dropped): seconds from the
     crash signal, and from the restart, to the first accepted connection. Raises
@@ -186,7 +188,7 @@ def wait_recovered(
         with contextlib.suppress(ServerLost):
             _wait(gone, min(deadline, time.monotonic() + 10), server, "the old processes")
         if power_loss is not None:
-            cut = cut_power(server, power_loss)
+            cut = cut_power(server, power_loss, seed=seed)
         restart = time.monotonic()
         try:
             cluster.restart_after_crash(timeout=max(1.0, deadline - restart))
@@ -201,7 +203,7 @@ def wait_recovered(
     return ready - sent.mono, ready - restart, cut
 
 
-def cut_power(server: Server, mode: str) -> Cut:
+def cut_power(server: Server, mode: str, *, seed: int = 0) -> Cut:
     """Throw away what the server wrote and did not fsync, then mount again over
     what survived (the cluster is stopped: its processes are gone)."""
     lossy = server.lossy
@@ -209,7 +211,7 @@ def cut_power(server: Server, mode: str) -> Cut:
         raise ClusterError("no power loss without the lossy filesystem")
     mode_: Mode = mode  # type: ignore[assignment]
     try:
-        report = lossy.mount.power_loss(mode_)
+        report = lossy.mount.power_loss(mode_, seed=seed)
         lossy.mount.remount()
     except LossyFsError as exc:
         message = f"the lossy filesystem did not come back after the power loss: {exc}"
@@ -220,6 +222,7 @@ def cut_power(server: Server, mode: str) -> Cut:
         torn = f"{path} at {offset:,}: {kept:,} of {report.page_size:,} bytes"
     return Cut(
         mode=report.mode,
+        seed=report.seed,
         unsynced_pages=report.unsynced_pages,
         persisted_pages=report.persisted_pages,
         lost_files=report.lost_files,

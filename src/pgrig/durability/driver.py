@@ -184,6 +184,8 @@ def run(
                 watch,
                 plan.recovery_timeout_s,
                 power_loss=plan.power_loss,
+                # drawn only for power losses: a process-crash seed keeps its moments
+                seed=rng.randrange(2**31) if plan.power_loss else 0,
             )
             if cut is not None:
                 progress(f"power loss {number} ({cut.mode}): {cut.sentence()}")

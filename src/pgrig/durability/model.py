@@ -127,6 +127,7 @@ class Cut:
     persisted_pages: int  # of those, written anyway (random-subset, torn)
     lost_files: int  # files with unsynced data and no durable name
     torn: str | None = None  # "path at offset: N bytes" of the torn page
+    seed: int = 0  # of the choice of pages a partial power loss keeps (from the run's seed)
 
     def sentence(self) -> str:
         text = f"{self.unsynced_pages:,} unsynced pages dropped"
