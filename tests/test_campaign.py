@@ -163,7 +163,7 @@ def test_target_needs_a_place(tmp_path: Path) -> None:
         f'directory = "{tmp_path}"\nprofile = "stock"\n[target.initdb]',
         'profile = "stock"\n[target.initdb]',
     )
-    with pytest.raises(UsageError, match="needs a directory or a dsn"):
+    with pytest.raises(UsageError, match="needs a directory, a dsn or fs"):
         campaign.load(write(tmp_path, text))
 
 

@@ -21,6 +21,8 @@ from pgrig.errors import UsageError
 from pgrig.policy import RunPolicy
 from pgrig.probe import FIO_SCHEMA, PROBES_SCHEMA, ProbeSpec
 from pgrig.schema import Context, Locator, Schema, Table, custom, flag, text, type_name
+from pgrig.storage.keys import LAB_SCHEMA
+from pgrig.storage.target import LabSpec
 from pgrig.workloads.base import WorkloadSpec
 
 
@@ -47,6 +49,15 @@ class TargetSpec:
     settings: dict[str, str] = field(default_factory=dict)
     initdb: InitdbSpec = field(default_factory=InitdbSpec)
     os_user: str | None = None
+    lab: LabSpec | None = None  # built by the storage lab: filesystem, I/O cap, memory limit
+
+    @property
+    def planned_directory(self) -> Path | None:
+        """Where probes and the cluster go; for a filesystem the lab builds, a
+        stand-in under its base until it exists."""
+        if self.lab is not None and self.lab.fs is not None and self.lab.base is not None:
+            return Path(self.lab.base) / f"pgrig-fs-{self.name}" / "mnt"
+        return self.directory
 
 
 @dataclass(frozen=True)
@@ -156,22 +167,38 @@ TARGET_SCHEMA = Schema(
            _settings, field="settings"),
     custom("initdb", None, "`[target.initdb]`: see below", _initdb),
     text("os_user", None, "OS user the server runs as when pgrig is root"),
+    also=LAB_SCHEMA.names,
 )  # fmt: skip
 
 
 def _target(t: Table) -> TargetSpec:
     values = TARGET_SCHEMA.read(t)
     name = values["name"]
-    if values["directory"] is None and values["dsn"] is None:
+    lab = LabSpec.from_table(t)
+    if lab is not None and lab.fs is not None and values["directory"] is not None:
+        raise t.error(
+            "directory",
+            f"target {name!r} builds its own filesystem (fs = {lab.fs.fstype!r}): the cluster "
+            "goes there, not into a directory",
+            hint="drop directory; base = says where the filesystem's backing file goes",
+        )
+    if values["directory"] is None and values["dsn"] is None and (lab is None or not lab.fs):
         raise t.error(
             None,
-            f"target {name!r} needs a directory or a dsn",
+            f"target {name!r} needs a directory, a dsn or fs",
             hint="directory = the storage under test (pgrig creates a cluster there); "
-            "dsn = an existing server (a directory beside it is where probes run)",
+            "dsn = an existing server (a directory beside it is where probes run); "
+            'fs = "xfs" with size = "8GiB": a filesystem pgrig builds on a loop device',
+        )
+    if lab is not None and values["dsn"] is not None:
+        raise t.error(
+            "dsn",
+            f"target {name!r} is an existing server (dsn): the storage lab applies only to "
+            "a cluster pgrig creates",
         )
     explicit_initdb = values["initdb"] is not None
     values["initdb"] = values["initdb"] or InitdbSpec()
-    spec = TargetSpec(**values)
+    spec = TargetSpec(**values, lab=lab)
     if spec.dsn is not None and (spec.settings or spec.wal_directory or explicit_initdb):
         raise t.error(
             None,
@@ -222,6 +249,11 @@ def parse(text: str, *, source: str, base: Path) -> Campaign:
         seen[spec.name] = i
         targets.append(spec)
 
+    if header.versions:
+        targets = by_version(targets, header.versions, campaign_table)
+        seen = {t.name: i for i, t in enumerate(targets)}
+    ctx.targets = tuple(seen)
+
     probes: ProbeSpec | None = ProbeSpec()
     probe_value = top.get("probes", (dict, bool), True)
     if probe_value is False:
@@ -242,10 +274,6 @@ def parse(text: str, *, source: str, base: Path) -> Campaign:
             hint="give each [[workload]] its own name",
         )
     top.finish(("campaign", "target", "probes", "workload"))
-
-    if header.versions:
-        targets = by_version(targets, header.versions, campaign_table)
-        seen = {t.name: i for i, t in enumerate(targets)}
     if baseline is not None and baseline not in seen:
         raise campaign_table.error(
             "baseline",
@@ -297,6 +325,7 @@ def schemas() -> list[Schema]:
     return [
         policy.SCHEMA,
         TARGET_SCHEMA,
+        LAB_SCHEMA,
         INITDB_SCHEMA,
         PROBES_SCHEMA,
         FIO_SCHEMA,

@@ -16,7 +16,14 @@ import click
 
 from pgrig import __version__, campaign, plan
 from pgrig.campaign import Campaign, InitdbSpec
-from pgrig.cli_options import cluster_options, int_list, names, results_options
+from pgrig.cli_options import (
+    cluster_options,
+    int_list,
+    lab_options,
+    lab_spec,
+    names,
+    results_options,
+)
 from pgrig.cluster.profiles import parse_overrides
 from pgrig.conninfo import Conn
 from pgrig.durability.cli import durability
@@ -28,6 +35,7 @@ from pgrig.proc import pid_alive
 from pgrig.report.writer import write as write_report
 from pgrig.results import Study, to_dict
 from pgrig.runner import run_campaign
+from pgrig.storage.cli import audit, clean_lines, storage
 from pgrig.store import Store, location
 from pgrig.ui import Ui
 from pgrig.units import parse_size
@@ -162,6 +170,7 @@ def cli() -> None:
     "--no-monitor", is_flag=True, help="Do not sample host and server during measured runs."
 )
 @click.option("-q", "--quiet", is_flag=True, help="No progress output.")
+@lab_options
 @results_options
 def run(campaign_file: Path | None, **opts: Any) -> None:
     """Run the quick study, or the campaign FILE, and write a report.
@@ -257,8 +266,10 @@ def _quick_campaign(opts: dict[str, Any]) -> Campaign:
             direct=bool(opts["fio_direct"]),
         ),
     )
+    lab = lab_spec(opts, opts["target"])
     return plan.quick(
-        opts["target"] if opts["target"] is not None else Path.cwd(),
+        None if lab and lab.fs else opts["target"] if opts["target"] is not None else Path.cwd(),
+        lab=lab,
         dsn=dsn,
         profile=opts["profile"],
         settings=parse_overrides(list(opts["overrides"])),
@@ -286,10 +297,14 @@ def plan_cmd(campaign_file: Path) -> None:
     )
     for t in camp.targets:
         where = t.dsn and Conn.from_user(t.dsn).describe() or str(t.directory)
+        room = t.directory
+        if t.lab is not None:
+            where = f"{where if t.directory else 'storage lab'}: {t.lab.describe()}"
+            room = Path(t.lab.base) if t.lab.base else room
         need = exp.disk.get(t.name, 0)
         free = ""
-        if t.directory is not None and t.directory.exists():
-            free = f", {shutil.disk_usage(t.directory).free / 2**30:.1f} GiB free"
+        if room is not None and room.exists():
+            free = f", {shutil.disk_usage(room).free / 2**30:.1f} GiB free in {room}"
         click.echo(f"  target {t.name}: {where}; needs about {need / 2**30:.1f} GiB{free}")
     for i, r in enumerate(exp.runs, start=1):
         click.echo(f"{i:4d}  {r.seconds:6.0f} s  {r.key}")
@@ -461,8 +476,9 @@ def _latest(st: Store) -> Study:
 
 @cli.command()
 def clean() -> None:
-    """Stop and remove work directories (and unmount lossy filesystems) left behind
-    by killed pgrig runs - only those that carry pgrig's marker."""
+    """Stop and remove work directories, unmount lossy filesystems, and remove the
+    storage lab's filesystems and cgroups left behind by killed pgrig runs - only
+    what carries pgrig's marker."""
     from pgrig import lossyfs
     from pgrig.cluster import workdir
 
@@ -475,6 +491,12 @@ def clean() -> None:
         click.echo(f"removed {path}")
     if not removed and not unmounted:
         click.echo("no orphan work directories")
+    # after the work directories: their servers kept the mounts busy
+    lines = clean_lines()
+    for line in lines:
+        click.echo(line)
+    if not lines:
+        click.echo("no storage-lab leftovers")
 
 
 @cli.command()
@@ -500,6 +522,8 @@ def env(target: Path | None, dsn: str | None, fmt: str) -> None:
 cli.add_command(tpcc)
 cli.add_command(durability)
 cli.add_command(pg_group)
+cli.add_command(audit)
+cli.add_command(storage)
 
 
 def _raise_signalled(signum: int, _frame: object) -> None:

@@ -10,6 +10,8 @@ from typing import Any
 import click
 
 from pgrig.errors import UsageError
+from pgrig.storage import keys
+from pgrig.storage.target import LabSpec
 
 F = Callable[..., Any]
 
@@ -68,6 +70,58 @@ def cluster_options(fn: F) -> F:
     ):
         fn = option(fn)
     return fn
+
+
+def lab_options(fn: F) -> F:
+    """--fs, --fs-size, --mkfs, --mount, --disk and --memory: the storage lab
+    (the campaign keys of the same names, docs/storage-lab.md)."""
+    for option in reversed(
+        (
+            click.option(
+                "--fs",
+                type=click.Choice(["xfs", "ext4"]),
+                default=None,
+                help="Build this filesystem on a loop device (backing file in --target, "
+                "default /var/tmp), run there, remove it after.",
+            ),
+            click.option("--fs-size", default=None, help="Size of --fs (default: 4GiB)."),
+            click.option("--mkfs", default=None, help="Extra mkfs arguments for --fs, quoted."),
+            click.option("--mount", default=None, help="Mount options for --fs, e.g. noatime."),
+            click.option(
+                "--disk",
+                default=None,
+                metavar="essd-plN:SIZE",
+                help="Cap the server's and probes' I/O like a cloud disk, e.g. essd-pl1:100GiB.",
+            ),
+            click.option(
+                "--memory",
+                default=None,
+                help="Run the server and its page cache in a memory cgroup of this size.",
+            ),
+        )
+    ):
+        fn = option(fn)
+    return fn
+
+
+def lab_spec(opts: dict[str, Any], target: Path | None) -> LabSpec | None:
+    """The storage lab the quick study's options ask for; None: a plain directory."""
+    if opts["fs"] is None:
+        for name in ("fs_size", "mkfs", "mount"):
+            if opts[name] is not None:
+                flag = "--" + name.replace("_", "-")
+                raise UsageError(f"{flag} needs --fs", hint="e.g. --fs xfs " + flag + " ...")
+    table: dict[str, Any] = {}
+    if opts["fs"] is not None:
+        table = {"fs": opts["fs"], "size": opts["fs_size"] or "4GiB"}
+        table["base"] = str((target or Path(keys.DEFAULT_BASE)).resolve())
+        for name in ("mkfs", "mount"):
+            if opts[name] is not None:
+                table[name] = opts[name]
+    for name in ("disk", "memory"):
+        if opts[name] is not None:
+            table[name] = opts[name]
+    return LabSpec.from_mapping(table, where="command line") if table else None
 
 
 DEFAULT_RESULTS = Path("pgrig-results")

@@ -47,6 +47,7 @@ RUN_COLUMNS = (
     "fdatasync_ops_per_sec",
     "elapsed_s",
     "rows_per_s",
+    "mb_per_s",
     "params",
 )
 SERIES_COLUMNS = (

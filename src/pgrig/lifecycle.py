@@ -11,21 +11,24 @@ import contextlib
 import os
 import zlib
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from pgrig import environment, lossyfs, pgsource
+from pgrig import environment, lossyfs, pgsource, storage
 from pgrig.campaign import TargetSpec
 from pgrig.cluster import binaries, profiles, workdir
 from pgrig.cluster.server import SUPERUSER, Cluster, InitdbOptions, ServerLost, server_os_user
 from pgrig.conninfo import Conn
-from pgrig.errors import BinaryNotFound, ClusterError, UsageError
+from pgrig.errors import BinaryNotFound, ClusterError, DiskSpaceError, UsageError
 from pgrig.lossyfs.target import open_lossy
 from pgrig.plan import check_space
 from pgrig.results import Environment
-from pgrig.step import Context
+from pgrig.step import Context, Skip
+from pgrig.storage import LabSpec, cgroups, loopfs
+from pgrig.storage.errors import CgroupError, StorageError
+from pgrig.storage.model import LabInfo
 from pgrig.ui import Ui
-from pgrig.units import parse_size
+from pgrig.units import GB, parse_size
 from pgrig.workloads.common import DATABASE
 
 
@@ -48,6 +51,10 @@ class TargetRun:
     kept: tuple[Path, Path] | None = None  # (data directory, log) when kept
     # The cluster goes on the lossy filesystem (a power-loss workload asked for it).
     lossy: bool = False
+    lab: LabSpec | None = None  # what the storage lab builds for this target
+    # why the lab cannot build it here (tools, loop devices): the target is
+    # skipped with this reason, the rest of the study runs
+    unavailable: str | None = None
 
     @property
     def name(self) -> str:
@@ -79,9 +86,14 @@ def check_target(
     tools = binaries.CLIENT_TOOLS if existing else binaries.SERVER_TOOLS
     bins = _binaries(spec, tools)
     directory = workdir.check_target(spec.directory) if spec.directory else None
+    lab, unavailable = (None, None) if spec.lab is None else _check_lab(spec, need)
     profile = None
     if not existing:
-        profile = profiles.load(spec.profile).with_overrides(spec.settings)
+        machine = None
+        if spec.lab is not None and spec.lab.memory_bytes is not None:
+            # {ram * 0.25} of a profile means a quarter of what the server may use
+            machine = profiles.Machine(spec.lab.memory_bytes, os.cpu_count() or 1)
+        profile = profiles.load(spec.profile, machine=machine).with_overrides(spec.settings)
         adapted = profiles.validate(profile, bins, server_os_user(spec.os_user))
         for note in adapted.notes():  # a setting this major renamed or lacks: never silent
             ui_notes.append(f"target {spec.name} (PostgreSQL {bins.version}): {note}")
@@ -119,6 +131,8 @@ def check_target(
         yes=yes,
         tablespaces={"tablespace": spec.tablespace, "index_tablespace": spec.index_tablespace},
         lossy=lossy is not None,
+        lab=lab,
+        unavailable=unavailable,
     )
 
 
@@ -142,6 +156,84 @@ def _check_lossy(spec: TargetSpec, workload: str) -> None:
             "lossy filesystem together)",
         )
     lossyfs.require(f"workload {workload}")
+
+
+def _check_lab(spec: TargetSpec, need: int) -> tuple[LabSpec, str | None]:
+    """What can be refused about a lab target before anything is created. Missing
+    tools or loop devices only make the target unavailable (the rest of the
+    study runs); a missing cgroup controller or a filesystem too small for the
+    data is an error."""
+    lab = spec.lab
+    assert lab is not None
+    if os.geteuid() != 0 and (lab.io is not None or lab.memory_bytes is not None):
+        raise StorageError(
+            f"target {spec.name}: I/O caps and memory limits need root (cgroups)",
+            hint="run pgrig as root, or drop disk, iops, mbps and memory from the target",
+        )
+    for controller, wanted in (("io", lab.io), ("memory", lab.memory_bytes)):
+        if wanted is not None:
+            try:
+                cgroups.hierarchy_for(controller)
+            except CgroupError as exc:
+                raise CgroupError(f"target {spec.name}: {exc.message}", hint=exc.hint) from exc
+    if lab.fs is None:
+        return lab, None
+    if need > lab.fs.size_bytes:
+        raise DiskSpaceError(
+            f"target {spec.name}: the {lab.fs.size_bytes / GB:.1f} GiB {lab.fs.fstype} "
+            f"filesystem is too small for the campaign's data (about {need / GB:.1f} GiB)",
+            hint="raise size, or lower the scale",
+        )
+    os_user = server_os_user(spec.os_user)
+    fs = replace(lab.fs, owner=os_user.name if os_user else None)
+    lab = replace(lab, fs=fs)
+    try:
+        loopfs.check_prerequisites(fs.fstype)
+    except (StorageError, BinaryNotFound) as exc:
+        return lab, f"{exc.message}" + (f" ({exc.hint})" if exc.hint else "")
+    return lab, None
+
+
+def check_lab_space(targets: Sequence[TargetRun]) -> None:
+    """The lab's backing files of all targets on one host filesystem must fit it
+    together (they exist at once); refused before anything is created."""
+    by_base: dict[int, tuple[Path, int, list[str]]] = {}
+    for t in targets:
+        if t.lab is None or t.lab.fs is None or t.lab.base is None or t.unavailable:
+            continue
+        base = workdir.check_target(Path(t.lab.base), what="storage-lab base", option="base")
+        dev = base.stat().st_dev
+        _, total, names = by_base.get(dev, (base, 0, []))
+        by_base[dev] = (base, total + t.lab.fs.total_bytes, [*names, t.name])
+    for base, total, names in by_base.values():
+        check_space(
+            base,
+            total,
+            f"the filesystem target(s) {', '.join(names)}",
+            hint="lower size, or put the backing files elsewhere (base = ...)",
+        )
+
+
+@contextlib.contextmanager
+def lab(t: TargetRun, ui: Ui, *, keep: bool) -> Iterator[LabInfo]:
+    """Build the target's lab (filesystem, cgroups) for the ``with`` block: the
+    probes and the cluster then run in it. Removed after - kept with the
+    cluster under --keep or when a crashed server is kept as evidence."""
+    assert t.lab is not None
+    if t.unavailable is not None:
+        raise Skip(t.unavailable)
+    base = Path(t.lab.base) if t.lab.base else (t.directory or Path.cwd())
+
+    def kept() -> bool:
+        return keep or t.lost is not None
+
+    with storage.lab_target(base, t.lab, keep=kept) as built:
+        t.directory = built.directory
+        t.ctx.target = t.ctx.scratch = built.directory
+        t.ctx.preexec = built.preexec
+        yield built.info()
+    if built.filesystem is not None and kept():
+        ui.info(f"{t.name}: {loopfs.kept_message(built.filesystem)}")
 
 
 def _binaries(spec: TargetSpec, tools: tuple[str, ...]) -> binaries.PgBinaries:
@@ -221,6 +313,7 @@ def server(t: TargetRun, name: str, study: str, ui: Ui, *, keep: bool) -> Iterat
                 )
             )
             cluster.configure(_lossy_profile(t) if t.ctx.lossy is not None else t.profile)
+            cluster.preexec = t.ctx.preexec
             if t.ctx.lossy is not None:
                 cluster = _onto_lossy(t, cluster)
             cluster.start()

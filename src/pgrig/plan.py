@@ -14,13 +14,16 @@ import shutil
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pgrig import probe, registry
 from pgrig.campaign import Campaign, InitdbSpec, TargetSpec
 from pgrig.errors import DiskSpaceError
 from pgrig.policy import RunPolicy
 from pgrig.probe import ProbeSpec
-from pgrig.step import Step
+from pgrig.step import Action, Context, Step, StepKey
+from pgrig.storage.target import LabSpec
+from pgrig.ui import Step as ProgressLine
 from pgrig.units import GB
 from pgrig.workloads.base import Phase, TargetView
 from pgrig.workloads.tpcb.spec import TpcbSpec
@@ -100,15 +103,36 @@ def phase_steps(
                     yield t, after
 
 
+def lab_step(spec: TargetSpec, action: Action) -> Step:
+    """Building a target's storage lab (filesystem, I/O cap, memory limit): the
+    step records what was built, as the system reports it."""
+    assert spec.lab is not None
+    return Step(
+        key=StepKey(spec.name, "lab"),
+        kind="storage_lab",
+        label=f"{spec.name}: storage lab",
+        params={"spec": spec.lab.describe(), "base": spec.lab.base, "disk": spec.lab.disk},
+        action=action,
+        estimate_s=5 + (spec.lab.fs.total_bytes / GB * 2 if spec.lab.fs else 0),
+    )
+
+
+def _not_run(ctx: Context, line: ProgressLine) -> tuple[Any, str]:
+    raise AssertionError("planned steps are listed, not run")
+
+
 def steps(campaign: Campaign) -> Iterator[tuple[TargetView, Step]]:
     targets = [PlannedTarget.of(t) for t in campaign.targets]
+    for t, spec in zip(targets, campaign.targets, strict=True):
+        if spec.lab is not None:
+            yield t, lab_step(spec, _not_run)
     if campaign.probes is not None:
         # Probe by probe, target after target (as the runner does): the same
         # probe runs close in time on every target.
         per_target = [
-            (t, probe.steps(campaign.probes, t.name, spec.directory))
+            (t, probe.steps(campaign.probes, t.name, directory))
             for t, spec in zip(targets, campaign.targets, strict=True)
-            if spec.directory is not None
+            if (directory := spec.planned_directory) is not None
         ]
         for i in range(max((len(s) for _, s in per_target), default=0)):
             for t, probe_steps in per_target:
@@ -134,7 +158,7 @@ def expand(campaign: Campaign) -> Expansion:
 
 
 def quick(
-    target: Path,
+    target: Path | None,
     *,
     name: str = "quick",
     dsn: str | None = None,
@@ -148,6 +172,7 @@ def quick(
     probes: ProbeSpec | None = None,
     workload: TpcbSpec | None = None,
     policy: RunPolicy | None = None,
+    lab: LabSpec | None = None,
 ) -> Campaign:
     """The one-target campaign behind ``pgrig run`` without a file."""
     spec = TargetSpec(
@@ -161,6 +186,7 @@ def quick(
         settings=settings or {},
         initdb=initdb or InitdbSpec(),
         os_user=os_user,
+        lab=lab,
     )
     return Campaign(
         name=name,

@@ -129,6 +129,7 @@ def _fsync(seconds: int) -> Any:
             seconds=seconds,
             timeout=30 * seconds + 120,
             on_line=on_line,
+            preexec=ctx.preexec,
         )
 
     return action
@@ -157,7 +158,12 @@ def _fio(fio_plan: FioPlan, pattern: str) -> Any:
                 detail=f"{remaining:.0f} s left" if remaining is not None else None,
             )
 
-        return fio.run(job, on_progress=on_progress, timeout=fio_plan.runtime_s * 4 + 300)
+        return fio.run(
+            job,
+            on_progress=on_progress,
+            timeout=fio_plan.runtime_s * 4 + 300,
+            preexec=ctx.preexec,
+        )
 
     return action
 

@@ -76,6 +76,40 @@ def _identity(user: OsUser | None, env: Mapping[str, str] | None) -> _Identity:
     return _Identity(child_env)
 
 
+@dataclass(frozen=True)
+class _Child:
+    """What Popen does in the child: switch user itself, or run our hook first."""
+
+    uid: int | None
+    gid: int | None
+    extra_groups: list[int] | None
+    preexec_fn: Callable[[], None] | None
+
+
+def _child_setup(who: _Identity, preexec: Callable[[], None] | None) -> _Child:
+    """Switch to ``who`` in the child, running ``preexec`` (e.g. joining a cgroup) first.
+
+    ``preexec`` must run *before* the switch to the unprivileged user, while the
+    child can still write root's files; Popen's ``user=`` switches before any
+    preexec_fn, so with a hook the switch is done here.
+    """
+    if preexec is None:
+        groups: list[int] | None = [] if who.uid is not None else None
+        return _Child(who.uid, who.gid, groups, None)
+    if who.uid is None:
+        return _Child(None, None, None, preexec)
+    uid, gid = who.uid, who.gid
+    assert gid is not None
+
+    def hook_then_switch() -> None:
+        preexec()
+        os.setgroups([])
+        os.setgid(gid)
+        os.setuid(uid)
+
+    return _Child(None, None, None, hook_then_switch)
+
+
 def _stop_group(proc: subprocess.Popen[bytes], grace: float = 5.0) -> None:
     """SIGTERM the child's process group, then SIGKILL if it lingers."""
     if proc.poll() is not None:
@@ -102,17 +136,20 @@ def stream(
     env: Mapping[str, str] | None = None,
     check: bool = True,
     what: str | None = None,
+    preexec: Callable[[], None] | None = None,
 ) -> Completed:
     """Run ``argv``; call ``on_line`` for each line of output; stop it after ``timeout`` s.
 
     Lines are split on both ``\\n`` and ``\\r`` because some tools redraw a
     progress line in place. On Ctrl-C the child's process group is stopped
-    before the ``KeyboardInterrupt`` propagates.
+    before the ``KeyboardInterrupt`` propagates. ``preexec`` runs in the child
+    before ``exec`` and before the switch to ``user`` (see ``_child_setup``).
     """
     args = [os.fspath(a) for a in argv]
     label = what or Path(args[0]).name
     started = time.monotonic()
     who = _identity(user, env)
+    child = _child_setup(who, preexec)
     try:
         proc = subprocess.Popen(  # noqa: S603 - argument list, never a shell
             args,
@@ -121,15 +158,18 @@ def stream(
             stderr=subprocess.PIPE,
             cwd=cwd,
             env=who.env,
-            user=who.uid,
-            group=who.gid,
-            extra_groups=[] if who.uid is not None else None,
+            user=child.uid,
+            group=child.gid,
+            extra_groups=child.extra_groups,
+            preexec_fn=child.preexec_fn,
             start_new_session=True,
         )
     except FileNotFoundError as exc:
         raise ToolError(f"{label}: command not found: {args[0]}", argv=args) from exc
     except PermissionError as exc:
         raise ToolError(f"{label}: cannot execute {args[0]}: {exc.strerror}", argv=args) from exc
+    except subprocess.SubprocessError as exc:  # preexec raised in the child
+        raise ToolError(f"{label}: could not be started: {exc}", argv=args) from exc
 
     chunks: dict[str, list[str]] = {"stdout": [], "stderr": []}
     partial = {"stdout": "", "stderr": ""}
@@ -213,9 +253,19 @@ def run(
     env: Mapping[str, str] | None = None,
     check: bool = True,
     what: str | None = None,
+    preexec: Callable[[], None] | None = None,
 ) -> Completed:
     """Run ``argv`` to completion and capture its output."""
-    return stream(argv, timeout=timeout, user=user, cwd=cwd, env=env, check=check, what=what)
+    return stream(
+        argv,
+        timeout=timeout,
+        user=user,
+        cwd=cwd,
+        env=env,
+        check=check,
+        what=what,
+        preexec=preexec,
+    )
 
 
 def pid_exists(pid: int) -> bool:

@@ -15,17 +15,19 @@ from pgrig.durability.workload import WORKLOAD as DURABILITY
 from pgrig.errors import PgrigError
 from pgrig.monitor.model import MonitorResult
 from pgrig.results import RunRecord, from_dict
+from pgrig.storage import kinds as storage_kinds
 from pgrig.workloads.base import ResultKind, Workload, WorkloadSpec
+from pgrig.workloads.basebackup.workload import WORKLOAD as BASEBACKUP
 from pgrig.workloads.custom.workload import WORKLOAD as CUSTOM
 from pgrig.workloads.tpcb.workload import WORKLOAD as TPCB
 from pgrig.workloads.tpcc.workload import WORKLOAD as TPCC
 
-WORKLOADS: dict[str, Workload] = {w.type: w for w in (TPCB, CUSTOM, TPCC, DURABILITY)}
+WORKLOADS: dict[str, Workload] = {w.type: w for w in (TPCB, CUSTOM, TPCC, DURABILITY, BASEBACKUP)}
 
 # What is recorded besides workloads' own kinds: the storage probes and the
 # monitor's record of every measured run.
 MONITOR = ResultKind("monitor", MonitorResult)
-CORE_KINDS: tuple[ResultKind, ...] = (*probe.KINDS, MONITOR)
+CORE_KINDS: tuple[ResultKind, ...] = (*probe.KINDS, MONITOR, *storage_kinds.KINDS)
 
 
 def register(workload: Workload) -> None:

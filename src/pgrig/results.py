@@ -108,6 +108,18 @@ class PostgresInfo:
 
 
 @dataclass(frozen=True)
+class AuditFinding:
+    """One kernel setting the seeds tune, as found (``pgrig audit``)."""
+
+    name: str
+    current: str | None  # None: cannot be read here
+    recommended: str
+    status: str  # ok | differs | n/a
+    why: str
+    how: str  # how to set it permanently
+
+
+@dataclass(frozen=True)
 class Environment:
     captured_at: str  # ISO 8601, UTC
     hostname: str
@@ -124,6 +136,7 @@ class Environment:
     available_clocksources: str | None = None
     postgres: PostgresInfo | None = None
     tools: dict[str, str] = field(default_factory=dict)  # tool -> version string
+    audit: tuple[AuditFinding, ...] = ()  # the seeds' kernel settings vs this machine
 
 
 # --------------------------------------------------------------------------

@@ -20,11 +20,21 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pgrig import __version__, environment, lifecycle, lossyfs, monitor, plan, probe, registry
+from pgrig import (
+    __version__,
+    environment,
+    lifecycle,
+    lossyfs,
+    monitor,
+    plan,
+    probe,
+    registry,
+    storage,
+)
 from pgrig.campaign import Campaign
-from pgrig.cluster import workdir
+from pgrig.cluster import binaries, workdir
 from pgrig.conninfo import Conn
-from pgrig.errors import Interrupted, PartialFailure, UsageError, signal_number
+from pgrig.errors import BinaryNotFound, Interrupted, PartialFailure, UsageError, signal_number
 from pgrig.lifecycle import TargetRun
 from pgrig.recorder import Recorder, now
 from pgrig.report.writer import write as write_report
@@ -91,12 +101,27 @@ class CampaignRunner:
                     lossy=lossy,
                 )
             )
+        tools = sorted({tool for w in workloads for tool in w.needs.tools})
+        for run in runs:
+            missing = [tool for tool in tools if not run.bins.has(tool)]
+            if missing:
+                raise BinaryNotFound(
+                    f"target {run.name}: {', '.join(missing)} not found in {run.bins.bin_dir}"
+                    " (a workload of the campaign runs it)",
+                    hint=binaries.INSTALL_HINT,
+                )
         for note in notes:
             self.ui.warn(note)
+        lifecycle.check_lab_space(runs)
         warning = lifecycle.memory_warning(runs)
         if warning:
             self.ui.warn(warning)
         self.targets = runs
+        for t in runs:  # looked up when used: a target's directory may appear late
+            t.ctx.peer = self._peer_directory
+
+    def _peer_directory(self, name: str) -> Path | None:
+        return next((t.directory for t in self.targets if t.name == name), None)
 
     # -- the campaign ----------------------------------------------------
 
@@ -110,6 +135,10 @@ class CampaignRunner:
             self.ui.info(f"unmounted the orphan lossy filesystem {mount} of a killed pgrig run")
         for path in workdir.clean_orphans():
             self.ui.info(f"removed the orphan work directory {path} of a killed pgrig run")
+        if any(t.lab is not None for t in self.targets):
+            # after the work directories: their servers kept the mounts busy
+            for line in storage.clean():
+                self.ui.info(f"storage lab, left by a killed pgrig run: {line}")
         study = self._open(store)
         pol = self.campaign.policy
         rec = self.recorder = Recorder(
@@ -123,20 +152,23 @@ class CampaignRunner:
         )
         status = "failed"
         try:
-            with self.ui.step("capturing the environment"):
-                env = environment.capture(
-                    [t.directory for t in self.targets if t.directory] or [Path.cwd()],
-                    bin_dir=self.targets[0].bins.bin_dir,
-                )
-            store.set_environment(study.id, env)
-            rec.study = store.study(study.id)
-            if pol.monitor and self.campaign.workloads:
-                rec.baseline = self._idle_baseline()
-            self._probes(rec)
-            if self.campaign.workloads:
-                with self._servers(store, study):
-                    for phase in plan.phases(self.campaign):
-                        self._phase(phase, rec)
+            with contextlib.ExitStack() as labs:
+                self._labs(labs, rec)
+                with self.ui.step("capturing the environment"):
+                    dirs = list(dict.fromkeys(t.directory for t in self.targets if t.directory))
+                    env = environment.capture(
+                        dirs or [Path.cwd()],
+                        bin_dir=self.targets[0].bins.bin_dir,
+                    )
+                store.set_environment(study.id, env)
+                rec.study = store.study(study.id)
+                if pol.monitor and self.campaign.workloads and self.targets:
+                    rec.baseline = self._idle_baseline()
+                self._probes(rec)
+                if self.campaign.workloads and self.targets:
+                    with self._servers(store, study):
+                        for phase in plan.phases(self.campaign):
+                            self._phase(phase, rec)
             status = "finished"
         except KeyboardInterrupt:
             status = "interrupted"
@@ -204,6 +236,8 @@ class CampaignRunner:
             info = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(t.spec).items()}
             if t.spec.dsn:
                 info["dsn"] = Conn.from_user(t.spec.dsn).describe()
+            if t.spec.lab is not None:
+                info["storage"] = t.spec.lab.describe()
             info["pg_version"] = t.bins.version
             info["pg_bin"] = str(t.bins.bin_dir)
             targets.append(info)
@@ -215,7 +249,26 @@ class CampaignRunner:
         params["workloads"] = [registry.of(w).describe(w) for w in camp.workloads]
         return params
 
-    # -- probes and servers ------------------------------------------------
+    # -- the storage lab, probes and servers -------------------------------
+
+    def _labs(self, stack: contextlib.ExitStack, rec: Recorder) -> None:
+        """Build every lab target (a recorded step each); a target whose lab
+        cannot be built here is left out of the rest of the study."""
+        kept = []
+        for t in self.targets:
+            if t.lab is None:
+                kept.append(t)
+                continue
+
+            def build(ctx: Any, line: Any, t: TargetRun = t) -> tuple[Any, str]:
+                return stack.enter_context(lifecycle.lab(t, self.ui, keep=self.keep)), ""
+
+            step = plan.lab_step(t.spec, build)
+            if rec.execute(step, t, record=step.id not in rec.done):
+                kept.append(t)
+            else:
+                self.ui.fail(f"{t.name}: left out of this study (its storage could not be built)")
+        self.targets = kept
 
     def _probes(self, rec: Recorder) -> None:
         if self.campaign.probes is None:

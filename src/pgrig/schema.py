@@ -150,6 +150,9 @@ class Context:
     source: str
     base: Path
     locator: Locator
+    # The campaign's target names, known before its workloads are read (a
+    # workload key that names a target is checked against them).
+    targets: tuple[str, ...] = ()
 
 
 def type_name(t: type) -> str:

@@ -70,6 +70,12 @@ class Context:
     server_settings: dict[str, str] = field(default_factory=dict)
     cluster: Cluster | None = None  # the cluster pgrig created (None: an existing server)
     lossy: LossyTarget | None = None  # the cluster runs on the lossy filesystem (power loss)
+    # Another target's directory by name, for a workload that writes there (a base
+    # backup's ``to``); None: no such target, or it has no directory.
+    peer: Callable[[str], Path | None] = field(default=lambda _name: None)
+    # Runs in the server's and the probes' processes before exec: puts them into
+    # a storage-lab target's cgroup (I/O cap, memory limit). None: nothing to do.
+    preexec: Callable[[], None] | None = None
 
 
 Action = Callable[[Context, ProgressLine], tuple[Any, str]]

@@ -13,6 +13,7 @@ import os
 import pwd
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -125,6 +126,9 @@ class Cluster:
         self.port = port or _free_port(socket_dir)
         self.settings: dict[str, str] = {}
         self.adapted: compat.Adapted | None = None
+        # Every start (and a restart after a crash) runs this in pg_ctl's process:
+        # a storage-lab target's cgroup (pgrig.storage).
+        self.preexec: Callable[[], None] | None = None
 
     # -- creation ----------------------------------------------------------
 
@@ -168,6 +172,7 @@ class Cluster:
         )
         moved.settings = dict(self.settings)
         moved.adapted = self.adapted
+        moved.preexec = self.preexec
         return moved
 
     def initdb(self, opts: InitdbOptions) -> str:
@@ -214,11 +219,32 @@ class Cluster:
             write_atomically(
                 main, text + "\ninclude = 'pgrig.conf'\n", mode=0o600, owner=self.os_user
             )
+        self.allow_local_replication()
         return adapted
+
+    def allow_local_replication(self) -> None:
+        """Let pg_basebackup in over the private socket: initdb before 10 leaves the
+        replication lines of pg_hba.conf commented out (10 and later have them)."""
+        hba = self.datadir / "pg_hba.conf"
+        text = hba.read_text()
+        active = (line.split() for line in text.splitlines() if not line.lstrip().startswith("#"))
+        if any(len(fields) > 2 and fields[1] == "replication" for fields in active):
+            return
+        line = "local   replication     all                                     trust\n"
+        write_atomically(
+            hba,
+            text + "\n# added by pgrig: pg_basebackup over the private socket\n" + line,
+            mode=0o600,
+            owner=self.os_user,
+        )
 
     # -- lifecycle ---------------------------------------------------------
 
-    def start(self, timeout: float = 120) -> None:
+    def start(self, timeout: float = 120, *, preexec: Callable[[], None] | None = None) -> None:
+        """pg_ctl start, then wait for pg_isready. ``preexec`` runs in pg_ctl's process
+        before exec, as root: ``Cgroup.preexec()`` puts pg_ctl - and so the postmaster
+        and every process it forks - into a storage-lab cgroup from the start."""
+        preexec = preexec or self.preexec
         if not self.logfile.exists():
             # Statements and their errors land here: for the server's user only.
             self.logfile.touch(mode=0o600)
@@ -241,6 +267,7 @@ class Cluster:
                 timeout=timeout + 10,
                 user=self.os_user,
                 what="pg_ctl start",
+                preexec=preexec,
             )
         except ToolError as exc:
             raise ClusterError(

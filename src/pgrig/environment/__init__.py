@@ -70,7 +70,7 @@ from pgrig.environment.system import (
     read_sysctls,
     read_transparent_hugepages,
 )
-from pgrig.results import Cpu, Environment, Filesystem, PostgresInfo
+from pgrig.results import AuditFinding, Cpu, Environment, Filesystem, PostgresInfo
 
 __all__ = [
     "CONNECT_TIMEOUT",
@@ -181,6 +181,17 @@ def capture(
         available_clocksources=available,
         postgres=postgres,
         tools=_attempt("tool versions", partial(tool_versions, bin_dir), {}),
+        audit=_attempt("audit", partial(_audit, paths), ()),
+    )
+
+
+def _audit(paths: Sequence[Path]) -> tuple[AuditFinding, ...]:
+    """What ``pgrig audit`` says about this machine (reads only)."""
+    from pgrig.storage import audit  # the audit reads the environment: imported late
+
+    return tuple(
+        AuditFinding(f.name, f.current, f.recommended, f.status, f.why, f.how)
+        for f in audit.findings([Path(p) for p in paths])
     )
 
 

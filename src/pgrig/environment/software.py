@@ -23,7 +23,9 @@ from pgrig.sql import load as load_sql
 log = logging.getLogger(__name__)
 
 # PostgreSQL programs whose version is recorded, looked up in bin_dir (or PATH).
-PG_TOOLS: tuple[str, ...] = ("postgres", "pgbench", "psql", "pg_test_fsync", "pg_test_timing")
+PG_TOOLS: tuple[str, ...] = (
+    "postgres", "pgbench", "psql", "pg_test_fsync", "pg_test_timing", "pg_basebackup",
+)  # fmt: skip
 
 CONNECT_TIMEOUT = 10
 

@@ -44,7 +44,9 @@ if TYPE_CHECKING:
 
 APPLICATION_NAME = "pgrig-monitor"
 MIB = 1024 * 1024
-LOAD_GENERATORS = ("pgbench",)
+# Client programs a measured run drives the server with: their CPU is "client", and
+# while one lives the run is on (a run without a duration of its own: a base backup).
+LOAD_GENERATORS = ("pgbench", "pg_basebackup")
 
 
 def _boottime() -> float:

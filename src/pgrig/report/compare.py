@@ -14,7 +14,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pgrig import stats
+from pgrig import registry, stats
 from pgrig.registry import typed_result
 from pgrig.report import fmt
 from pgrig.report.model import FAILED, HEADLINE, Figure, Row, Section, Series, Table
@@ -239,6 +239,7 @@ def comparison_table(records: Sequence[RunRecord], targets: list[str], baseline:
             for t in others:
                 cells += [_lag_cell(open_loop.get(t, [])), ""]
             rows.append(Row(tuple(cells)))
+    rows += summary_rows(records, baseline, others)
     notes = (
         "Each cell: the mean over the repeats (n), with their range (max - min) in % of "
         "the median.",
@@ -254,6 +255,39 @@ def comparison_table(records: Sequence[RunRecord], targets: list[str], baseline:
         notes=notes,
         numeric=(False, *([True] * (len(columns) - 1))),
     )
+
+
+def summary_rows(records: Sequence[RunRecord], baseline: str, others: list[str]) -> list[Row]:
+    """A row per workload for every result kind that asks for one (``ResultKind.summary``):
+    its metric per target, and Welch's test against the baseline."""
+    rows: list[Row] = []
+    for kind in registry.kinds().values():
+        if kind.summary is None or kind.metric is None:
+            continue
+        values: dict[str, dict[str, list[float]]] = {}
+        failed: dict[str, dict[str, int]] = {}
+        for rec in records:
+            if rec.kind != kind.name:
+                continue
+            workload = str(rec.params.get("workload", kind.name))
+            res = typed_result(rec)
+            if res is None:
+                count = failed.setdefault(workload, {})
+                count[rec.target] = count.get(rec.target, 0) + 1
+                values.setdefault(workload, {})
+            else:
+                values.setdefault(workload, {}).setdefault(rec.target, []).append(kind.metric(res))
+        for workload, data in values.items():
+            bad = failed.get(workload, {})
+            cells = [f"{kind.summary} ({workload})"]
+            cells.append(_mean_cell(data.get(baseline, []), kind.unit, bad.get(baseline, 0)))
+            for t in others:
+                cells += [
+                    _mean_cell(data.get(t, []), kind.unit, bad.get(t, 0)),
+                    _delta(data.get(baseline, []), data.get(t, [])),
+                ]
+            rows.append(Row(tuple(cells), FAILED if bad and not any(data.values()) else HEADLINE))
+    return rows
 
 
 def _point_order(item: tuple[PointKey, object]) -> tuple[object, ...]:

@@ -16,6 +16,7 @@ from typing import Any
 from pgrig import registry
 from pgrig.registry import typed_result
 from pgrig.report import compare, fmt
+from pgrig.report import storage as storage_report
 from pgrig.report.model import (
     NORMAL,
     Figure,
@@ -56,8 +57,8 @@ def build(study: Study, records: Sequence[RunRecord]) -> ReportView:
     fsync = by_kind.get("pg_test_fsync", [])
     fio = sorted(by_kind.get("fio", []), key=fio_order)
     sections = [
-        summary_section(study, fsync, fio, records),
-        environment_section(study),
+        _with_labs(summary_section(study, fsync, fio, records), records),
+        environment_section(study, records),
         timing_section(timing, study.environment),
         fsync_section(fsync, study.target),
         fio_section(fio, study.target),
@@ -136,7 +137,10 @@ def _build_comparison(study: Study, records: Sequence[RunRecord], targets: list[
     baseline = str(study.params.get("baseline") or targets[0])
     if baseline not in targets:
         baseline = targets[0]
-    sections = [compare.comparison_section(records, targets, baseline), environment_section(study)]
+    sections = [
+        _with_labs(compare.comparison_section(records, targets, baseline), records),
+        environment_section(study, records),
+    ]
     for t in targets:
         mine = [r for r in records if r.target == t]
         env = study.target_environments.get(t)
@@ -178,8 +182,9 @@ def _build_comparison(study: Study, records: Sequence[RunRecord], targets: list[
 # Sections of workloads and watchers that live next to their code; each is
 # "module:function" taking (study, records) and returning a Section or None.
 def extra_sections(study: Study, records: Sequence[RunRecord]) -> list[Section]:
-    """The workloads' own sections, then what the monitor saw."""
+    """The workloads' own sections, then memory against data, then what the monitor saw."""
     out = [w.section(study, records) for w in registry.WORKLOADS.values()]
+    out.append(storage_report.memory_section(records, study.environment))
     out.append(monitor_section(study, records))
     return [s for s in out if s is not None]
 
@@ -227,7 +232,9 @@ def obtained_line(study: Study, records: Sequence[RunRecord]) -> str:
     for t in params.pop("targets", None) or []:
         if not isinstance(t, dict):
             continue
-        where = t.get("dsn") or t.get("directory")
+        where = t.get("dsn") or t.get("directory") or "storage lab"
+        if t.get("storage"):
+            where = f"{where} ({t.get('storage')})"
         settings = t.get("settings") or {}
         extra = f", set {_param(settings)}" if settings else ""
         server = "existing server" if t.get("dsn") else f"profile {t.get('profile')}"
@@ -323,13 +330,25 @@ def _is_probe_row(row: Row) -> bool:
 # Environment
 
 
-def environment_section(study: Study) -> Section:
+def _with_labs(section: Section, records: Sequence[RunRecord]) -> Section:
+    """The storage-lab targets (filesystem, I/O cap, memory) beside the results."""
+    table = storage_report.targets_table(records)
+    if table is None:
+        return section
+    return replace(section, blocks=(*section.blocks, table))
+
+
+def environment_section(study: Study, records: Sequence[RunRecord] = ()) -> Section:
     env = study.environment
     if env is None:
         return Section("Environment", "environment", ("The environment was not captured.",))
     blocks: list[Table] = [
         Table(("Item", "Value"), tuple(Row(r) for r in environment_rows(env))),
+        *storage_report.environment_blocks(records),
     ]
+    audit = storage_report.audit_table(env)
+    if audit is not None:
+        blocks.append(audit)
     if env.sysctls or env.limits:
         rows = [Row((k, v)) for k, v in env.sysctls.items()]
         rows += [Row((f"limit {k} (soft/hard)", v)) for k, v in env.limits.items()]

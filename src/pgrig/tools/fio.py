@@ -202,11 +202,13 @@ def run(
     on_progress: ProgressCallback | None = None,
     timeout: float | None = None,
     fio: str | None = None,
+    preexec: Callable[[], None] | None = None,
 ) -> tuple[FioResult, str]:
     """Run ``job`` with the real fio; return the result and fio's JSON text.
 
     Refuses to start if the test file already exists (it may be someone's data)
-    and removes it afterwards, also after a failure or Ctrl-C.
+    and removes it afterwards, also after a failure or Ctrl-C. ``preexec`` runs
+    in fio's process before exec (e.g. ``Cgroup.preexec()`` of a throttled target).
     """
     binary = fio or find_fio()
     directory = Path(job.directory)
@@ -239,7 +241,13 @@ def run(
         with tempfile.TemporaryDirectory(prefix="pgrig-fio-") as tmp:
             output = Path(tmp) / "fio.json"
             try:
-                proc.stream(argv(job, binary, output), timeout=timeout, on_line=forward, what=TOOL)
+                proc.stream(
+                    argv(job, binary, output),
+                    timeout=timeout,
+                    on_line=forward,
+                    what=TOOL,
+                    preexec=preexec,
+                )
             except ToolError as exc:
                 if odirect_refused(exc.stderr):
                     raise ToolError(

@@ -126,6 +126,7 @@ def run(
     seconds: int = 5,
     timeout: float | None = None,
     on_line: Callable[[str], None] | None = None,
+    preexec: Callable[[], None] | None = None,
 ) -> tuple[FsyncResult, str]:
     """Run ``pg_test_fsync -s seconds -f <directory>/pgrig_fsync.tmp``.
 
@@ -169,6 +170,7 @@ def run(
             timeout=timeout if timeout is not None else 20.0 * seconds + 120.0,
             on_line=forward,
             what=TOOL,
+            preexec=preexec,
         )
     except ToolError as exc:
         if exc.hint is None and exc.returncode is not None:

@@ -63,6 +63,10 @@ class ResultKind:
     columns: Callable[[Any], dict[str, Any]] = lambda _result: {}
     # what ``repeat = { until_ci_pct }`` repeats on; None: not a measured figure
     metric: Callable[[Any], float] | None = None
+    # a row of the report's comparison of targets (seed 002's table): its label and
+    # the metric's unit, one row per workload; None: not in that table
+    summary: str | None = None
+    unit: str = ""
 
 
 def _no_steps(_target: TargetView) -> Sequence[Step]:

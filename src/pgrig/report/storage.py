@@ -1,0 +1,235 @@
+"""The storage lab in the report: what each target was built as (beside the
+results), the system's own description of it, what the emulation leaves out,
+the kernel-settings audit, and for memory-limited targets data size against
+memory with the buffer and page-cache hit ratios. Pure functions of stored
+records and the environment."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pgrig.monitor.model import MonitorResult
+from pgrig.registry import typed_result
+from pgrig.report import fmt
+from pgrig.report.model import FAILED, SKIPPED, Row, Section, Table
+from pgrig.results import Environment, PgbenchInit, PgbenchRun, RunRecord
+from pgrig.storage.model import LabInfo
+
+BLOCK_BYTES = 8192  # PostgreSQL's default block size: blks_read counts these
+
+
+def labs(records: Sequence[RunRecord]) -> dict[str, LabInfo | RunRecord]:
+    """Target -> its lab as built, or the record saying why it was not."""
+    out: dict[str, LabInfo | RunRecord] = {}
+    for rec in records:
+        if rec.kind == "storage_lab":
+            info = typed_result(rec)
+            out[rec.target] = info if isinstance(info, LabInfo) else rec
+    return out
+
+
+def _cap(info: LabInfo) -> str:
+    return info.io.describe() if info.io is not None else "none"
+
+
+def _memory(info: LabInfo) -> str:
+    return fmt.size(info.memory_limit_bytes) if info.memory_limit_bytes else "the machine's"
+
+
+def _storage(info: LabInfo) -> str:
+    fs = info.filesystem
+    if fs is None:
+        return f"directory {info.directory} on {info.host or 'the host disk'}"
+    return (
+        f"{fs.fstype} {fmt.size(fs.size_bytes)}, loop-backed emulation on "
+        f"{info.host or fs.host_filesystem}"
+    )
+
+
+def targets_table(records: Sequence[RunRecord]) -> Table | None:
+    """One row per lab target: shown beside the results in the summary."""
+    found = labs(records)
+    if not found:
+        return None
+    rows = []
+    for target, info in found.items():
+        if isinstance(info, LabInfo):
+            rows.append(Row((target, _storage(info), _cap(info), _memory(info))))
+        else:
+            kind = SKIPPED if info.status == "skipped" else FAILED
+            rows.append(Row((target, f"not built: {info.reason or info.status}", "", ""), kind))
+    return Table(
+        ("Target", "Storage", "I/O cap (cgroup throttle)", "Memory for server + page cache"),
+        tuple(rows),
+        caption="Storage lab targets: what each column above ran on",
+        notes=("Details, as the system reports them, in the Environment section.",),
+    )
+
+
+def environment_blocks(records: Sequence[RunRecord]) -> list[Table]:
+    """Per lab target: the filesystem as xfs_info / dumpe2fs -h and mountinfo
+    show it, the caps and limits, and what the emulation does not capture."""
+    out: list[Table] = []
+    for target, info in labs(records).items():
+        if not isinstance(info, LabInfo):
+            continue
+        rows = [("Built as", info.description)]
+        fs = info.filesystem
+        if fs is not None:
+            log = f", external log/journal on {fs.log_device}" if fs.log_device else ""
+            rows += [
+                ("Emulation", f"loop-backed emulation on {info.host or fs.host_filesystem}"),
+                (
+                    "Filesystem",
+                    f"{fs.fstype} on {fs.device} ({fs.major_minor}), {fmt.size(fs.size_bytes)}, "
+                    f"backing file {fs.backing_file}"
+                    f"{' (loop O_DIRECT)' if fs.direct_io else ''}{log}",
+                ),
+                ("mkfs as run", " ".join(fs.mkfs_argv)),
+                ("Mount options asked", ",".join(fs.mount_options_asked) or "defaults"),
+                ("Mount options in effect", fs.mount_options),
+            ]
+            if fs.options_not_shown:
+                rows.append(("Asked, not shown by the kernel", ", ".join(fs.options_not_shown)))
+            rows.append(("/proc/self/mountinfo", fs.mountinfo_line))
+            tool = "xfs_info" if fs.fstype == "xfs" else "dumpe2fs -h"
+            rows += [(f"{tool}: {k}", v) for k, v in fs.facts.items()]
+            rows += [("Kernel said", line) for line in fs.kernel_messages]
+        else:
+            rows.append(("Directory", f"{info.directory} on {info.host or 'unknown'}"))
+        if info.io is not None:
+            rows.append(("I/O cap", f"{_cap(info)} on device {info.io_device}"))
+        if info.memory_limit_bytes:
+            rows.append(("Memory limit", _memory(info)))
+        if info.cgroup:
+            rows.append(("cgroups", info.cgroup))
+        out.append(
+            Table(
+                ("Item", "Value"),
+                tuple(Row(r) for r in rows),
+                caption=f"Storage lab target {target}",
+                notes=tuple(f"Not captured: {n}." for n in info.not_captured),
+            )
+        )
+        if fs is not None and fs.details.strip():
+            tool = "xfs_info" if fs.fstype == "xfs" else "dumpe2fs -h"
+            out.append(
+                Table(
+                    (tool,),
+                    tuple(Row((line,)) for line in fs.details.splitlines() if line.strip()),
+                    caption=f"{target}: {tool}, verbatim",
+                    collapsed=True,
+                )
+            )
+    return out
+
+
+def audit_table(env: Environment | None) -> Table | None:
+    """``pgrig audit``'s findings: the kernel settings seeds 000 and 002 tune."""
+    if env is None or not env.audit:
+        return None
+    order = {"differs": 0, "ok": 1}
+    findings = sorted(env.audit, key=lambda f: order.get(f.status, 2))
+    differing = sum(f.status == "differs" for f in findings)
+    return Table(
+        ("Setting", "This machine", "Seeds", "Status", "Why it matters"),
+        tuple(
+            Row((f.name, f.current or "unreadable", f.recommended, f.status, f.why))
+            for f in findings
+        ),
+        caption=f"pgrig audit: {differing} of {len(findings)} kernel settings differ from "
+        "what seeds 000 and 002 set",
+        notes=("`pgrig audit -v` says how to set each; `--apply` sets the run-time ones.",),
+        collapsed=True,
+    )
+
+
+def _ratios(mon: MonitorResult) -> tuple[float | None, float | None]:
+    """(buffer hit ratio, page-cache hit ratio) over the run: blocks found in
+    shared_buffers, and of the blocks read from the OS, those the page cache
+    had (the server's /proc/<pid>/io read_bytes reached the disk)."""
+    hit = read = disk = 0.0
+    for s in mon.samples:
+        if not s.in_run or s.pg is None:
+            continue
+        hit += s.pg.blks_hit_s * s.interval_s
+        read += s.pg.blks_read_s * s.interval_s
+        if s.io is not None and s.io.server_read_mib_s is not None:
+            disk += s.io.server_read_mib_s * s.interval_s * 2**20
+    buffer = hit / (hit + read) if hit + read else None
+    cache = None
+    if read:
+        cache = min(1.0, max(0.0, 1.0 - disk / (read * BLOCK_BYTES)))
+    return buffer, cache
+
+
+def _pct(values: list[float]) -> str:
+    if not values:
+        return "-"
+    return f"{100 * sum(values) / len(values):.1f}%"
+
+
+def memory_section(records: Sequence[RunRecord], env: Environment | None) -> Section | None:
+    """Data size against memory and the hit ratios, when a target has a memory limit."""
+    found = {t: i for t, i in labs(records).items() if isinstance(i, LabInfo)}
+    if not any(i.memory_limit_bytes for i in found.values()):
+        return None
+    data: dict[str, int] = {}
+    for rec in records:
+        init = typed_result(rec) if rec.kind == "pgbench_init" else None
+        if isinstance(init, PgbenchInit) and init.database_bytes:
+            data[rec.target] = init.database_bytes
+    monitors = {r.key: r for r in records if r.kind == "monitor"}
+    per: dict[tuple[str, str], tuple[list[float], list[float], list[float]]] = {}
+    for rec in records:
+        run = typed_result(rec) if rec.kind == "pgbench_run" else None
+        if not isinstance(run, PgbenchRun):
+            continue
+        buf, cache, tps = per.setdefault((rec.target, run.mode), ([], [], []))
+        tps.append(run.tps)
+        mon_rec = monitors.get(f"{rec.key}/monitor")
+        mon = typed_result(mon_rec) if mon_rec is not None else None
+        if isinstance(mon, MonitorResult):
+            b, c = _ratios(mon)
+            if b is not None:
+                buf.append(b)
+            if c is not None:
+                cache.append(c)
+    machine = env.memory_bytes if env is not None else 0
+    rows = []
+    for (target, mode), (buf, cache, tps) in per.items():
+        info = found.get(target)
+        limit = info.memory_limit_bytes if info is not None else None
+        memory = limit or machine
+        size = data.get(target)
+        ratio = f"{size / memory:.2f}x" if size and memory else "-"
+        rows.append(
+            Row(
+                (
+                    target,
+                    mode,
+                    fmt.size(limit) if limit else f"machine ({fmt.size(machine)})",
+                    fmt.size(size) if size else "-",
+                    ratio,
+                    _pct(buf),
+                    _pct(cache),
+                    fmt.with_spread(fmt.spread(tps)) if tps else "-",
+                )
+            )
+        )
+    table = Table(
+        ("Target", "Mode", "Memory", "Data", "Data / memory", "Buffer hits", "Page-cache hits",
+         "tps"),
+        tuple(rows),
+        caption="Data larger than memory: where the blocks came from",
+        notes=(
+            "Memory: the memory cgroup holding the server's processes and their page cache "
+            "(shared_buffers sized to it by the profile), or the whole machine.",
+            "Data: pg_database_size after pgbench -i. Buffer hits: blks_hit / (blks_hit + "
+            "blks_read) of pg_stat_database during the runs. Page-cache hits: of the blocks "
+            "read from the OS, the share that did not reach the disk (the server processes' "
+            "read_bytes in /proc/<pid>/io against blks_read x 8 kB); needs the monitor.",
+        ),
+        numeric=(False, False, True, True, True, True, True, True),
+    )  # fmt: skip
+    return Section("Memory", "memory", blocks=(table,))

@@ -1,0 +1,50 @@
+"""The storage lab: filesystem targets on loop devices, cloud-disk I/O caps and
+memory limits with cgroups, and an audit of the kernel settings the seeds tune.
+
+One cgroup can carry both an I/O cap and a memory limit (``limited``): on
+cgroup v2 a process is in exactly one cgroup, so the server must be in one
+that has both.
+"""
+
+from __future__ import annotations
+
+from pgrig.storage import cgroups
+from pgrig.storage.cgroups import Cgroup
+from pgrig.storage.errors import CgroupError, LeftoverError, OptionRefused, StorageError
+from pgrig.storage.fsinfo import FilesystemInfo
+from pgrig.storage.loopfs import FsSpec, LoopFilesystem, loop_filesystem
+from pgrig.storage.memcg import MemoryStats, memory_limited
+from pgrig.storage.target import LabSpec, LabTarget, lab_target, limited
+from pgrig.storage.throttle import IoLimits, essd, throttled
+
+
+def clean() -> list[str]:
+    """Undo what killed pgrig runs left: filesystem targets, then cgroups. Neither stops
+    a process: run the work-directory cleanup (which stops orphan servers) first.
+    Returns one line per thing removed or left behind."""
+    from pgrig.storage import devices
+
+    return [*devices.clean_orphans(), *cgroups.clean_orphans()]
+
+
+__all__ = [
+    "Cgroup",
+    "CgroupError",
+    "FilesystemInfo",
+    "FsSpec",
+    "IoLimits",
+    "LabSpec",
+    "LabTarget",
+    "LeftoverError",
+    "LoopFilesystem",
+    "MemoryStats",
+    "OptionRefused",
+    "StorageError",
+    "clean",
+    "essd",
+    "lab_target",
+    "limited",
+    "loop_filesystem",
+    "memory_limited",
+    "throttled",
+]

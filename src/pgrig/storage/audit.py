@@ -1,0 +1,586 @@
+"""Compare this machine with the kernel settings seeds 000 and 002 tune for PostgreSQL.
+
+One small class per kind of knob (a sysctl, a sysfs file, a resource limit, a
+block device queue setting, a mount option), each knowing how to read itself,
+whether the current value is what the seeds recommend, why that matters for
+PostgreSQL and how to make it permanent - pyperf's ``system tune`` in spirit.
+
+``findings()`` only reads. ``apply()`` changes the knobs that can be changed at
+run time (sysctls and sysfs files; never limits or mounts) after saving their
+old values in a state file (atomically, the first saved value kept across
+repeated applies); ``restore()`` puts those values back.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from pgrig import environment
+from pgrig.cluster.workdir import state_dir
+from pgrig.errors import UsageError
+from pgrig.storage.state import write_atomic
+
+SEED_000 = "seed 000 (sysctl.conf, limits.conf, rc.local)"
+SEED_002 = "seed 002 (XFS vs ext4)"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One knob as found on this machine."""
+
+    name: str
+    kind: str  # sysctl, sysfs, limit, device, mount
+    current: str | None  # None: cannot be read here
+    recommended: str
+    ok: bool | None  # None: not applicable or unknown here
+    why: str
+    how: str  # how to make it permanent
+    source: str
+    appliable: bool  # apply() can change it at run time
+
+    @property
+    def status(self) -> str:
+        return {True: "ok", False: "differs", None: "n/a"}[self.ok]
+
+
+Accept = Callable[[str], bool]
+
+
+def equals(value: str) -> Accept:
+    return lambda current: current.split() == value.split()
+
+
+def at_least(value: str) -> Accept:
+    """Every whitespace-separated field at least the recommended one (kernel.sem too)."""
+
+    def check(current: str) -> bool:
+        have, want = current.split(), value.split()
+        try:
+            return len(have) == len(want) and all(
+                int(h) >= int(w) for h, w in zip(have, want, strict=True)
+            )
+        except ValueError:
+            return False
+
+    return check
+
+
+def one_of(*values: str) -> Accept:
+    return lambda current: current in values
+
+
+class Knob:
+    """A setting: how to read it, what the seeds want, why, and how to set it for good."""
+
+    kind = "knob"
+    appliable = False
+
+    def __init__(
+        self, name: str, recommended: str, accept: Accept, why: str, source: str = SEED_000
+    ) -> None:
+        self.name = name
+        self.recommended = recommended
+        self.accept = accept
+        self.why = why
+        self.source = source
+
+    def read(self) -> str | None:
+        raise NotImplementedError
+
+    def how(self) -> str:
+        raise NotImplementedError
+
+    def applicable(self) -> bool:
+        return True
+
+    def target_value(self, current: str) -> str:
+        """What ``apply`` writes: the recommendation, field-wise no lower than now."""
+        have, want = current.split(), self.recommended.split()
+        if len(have) == len(want) and all(f.isdigit() for f in [*have, *want]):
+            return " ".join(str(max(int(h), int(w))) for h, w in zip(have, want, strict=True))
+        return self.recommended
+
+    def write(self, value: str) -> None:
+        raise NotImplementedError(f"{self.name} cannot be changed at run time")
+
+    def finding(self) -> Finding:
+        current = self.read() if self.applicable() else None
+        ok = None if current is None else self.accept(current)
+        return Finding(
+            self.name,
+            self.kind,
+            current,
+            self.recommended,
+            ok,
+            self.why,
+            self.how(),
+            self.source,
+            self.appliable,
+        )
+
+
+class FileKnob(Knob):
+    """A value in a /proc/sys or /sys file."""
+
+    appliable = True
+
+    def __init__(self, name: str, path: Path, *args: object, **kwargs: object) -> None:
+        super().__init__(name, *args, **kwargs)  # type: ignore[arg-type]
+        self.path = path
+
+    def read(self) -> str | None:
+        text = environment.read_text(self.path)
+        return None if text is None else environment.normalize_space(text)
+
+    def applicable(self) -> bool:
+        return self.path.exists()
+
+    def write(self, value: str) -> None:
+        with open(self.path, "w") as fh:
+            fh.write(value)
+
+
+class Sysctl(FileKnob):
+    kind = "sysctl"
+
+    def __init__(self, name: str, *args: object, **kwargs: object) -> None:
+        path = Path("/proc/sys") / name.replace(".", "/")
+        super().__init__(name, path, *args, **kwargs)
+
+    def how(self) -> str:
+        line = f"{self.name} = {self.recommended}"
+        return f"echo '{line}' >> /etc/sysctl.d/90-postgresql.conf; sysctl --system"
+
+
+class Bracketed(FileKnob):
+    """A sysfs choice file printed as ``always [madvise] never``."""
+
+    kind = "sysfs"
+
+    def read(self) -> str | None:
+        text = environment.read_text(self.path)
+        if text is None:
+            return None
+        return environment.bracketed(text) or environment.normalize_space(text)
+
+    def how(self) -> str:
+        return f"echo {self.recommended} > {self.path} at boot (rc.local or a systemd unit)"
+
+
+class Clocksource(FileKnob):
+    kind = "sysfs"
+
+    def applicable(self) -> bool:
+        available = environment.read_text(self.path.parent / "available_clocksource") or ""
+        return self.path.exists() and self.recommended in available.split()
+
+    def how(self) -> str:
+        value = self.recommended
+        return f"echo {value} > {self.path}, or clocksource={value} on the kernel command line"
+
+
+class DeviceKnob(FileKnob):
+    kind = "device"
+
+    def read(self) -> str | None:
+        text = environment.read_text(self.path)
+        if text is None:
+            return None
+        return environment.bracketed(text) or environment.normalize_space(text)
+
+    def how(self) -> str:
+        return f'echo {self.recommended} > {self.path} from a udev rule (ACTION=="add|change")'
+
+
+class Limit(Knob):
+    """A resource limit of this process - the one pgrig's server inherits via pg_ctl."""
+
+    kind = "limit"
+
+    def __init__(self, name: str, which: int, *args: object, **kwargs: object) -> None:
+        super().__init__(name, *args, **kwargs)  # type: ignore[arg-type]
+        self.which = which
+
+    def read(self) -> str | None:
+        soft, hard = resource.getrlimit(self.which)
+
+        def text(v: int) -> str:
+            return "unlimited" if v == resource.RLIM_INFINITY else str(v)
+
+        return f"{text(soft)}/{text(hard)}"
+
+    def how(self) -> str:
+        item = self.name.removeprefix("limit.")
+        value = self.recommended.split("/")[0]
+        unit = {"nofile": "NOFILE", "nproc": "NPROC", "memlock": "MEMLOCK", "core": "CORE"}[item]
+        return (
+            f"'* soft {item} {value}' and '* hard {item} {value}' in /etc/security/limits.conf "
+            f"(Limit{unit}={'infinity' if value == 'unlimited' else value} for a systemd service)"
+        )
+
+
+def _limit_accept(value: str) -> Accept:
+    def check(current: str) -> bool:
+        want = value.split("/")[0]
+        for have in current.split("/"):
+            if want == "unlimited":
+                if have != "unlimited":
+                    return False
+            elif have != "unlimited" and int(have) < int(want):
+                return False
+        return True
+
+    return check
+
+
+class MountNoatime(Knob):
+    kind = "mount"
+
+    def __init__(self, target: Path) -> None:
+        super().__init__(
+            f"mount {target}",
+            "noatime",
+            lambda current: "noatime" in current.split(","),
+            "without noatime every read of a data file also writes its inode (atime): "
+            "extra writes and journal traffic for read-only queries",
+            SEED_002,
+        )
+        self.target = target
+        self.fs = environment.describe_filesystem(target)
+
+    def read(self) -> str | None:
+        return self.fs.options if self.fs else None
+
+    def how(self) -> str:
+        where = self.fs.mountpoint if self.fs else str(self.target)
+        return f"add noatime to the options of {where} in /etc/fstab, then mount -o remount {where}"
+
+
+# --------------------------------------------------------------------------
+# The knobs
+
+
+def _sysctls() -> list[Knob]:
+    ram = environment.read_memory_bytes() or 0
+    shmall = str(int(ram * 0.8) // os.sysconf("SC_PAGE_SIZE"))
+    dirty = (
+        "the kernel starts writing dirty pages early, in the background, instead of "
+        "stalling backends and the checkpointer when dirty memory reaches the hard limit"
+    )
+    return [
+        Sysctl(
+            "vm.dirty_background_bytes",
+            "409600000",
+            equals("409600000"),
+            dirty + " (seed 002 uses 102400000; 0 means the ratio is used)",
+        ),
+        Sysctl(
+            "vm.dirty_ratio",
+            "95",
+            at_least("80"),
+            "processes (backends, fsync callers) write dirty pages themselves only past this "
+            "share of memory; seed 002 saw tps=0 stalls on ext4 without it (80 there, 95 in 000)",
+        ),
+        Sysctl(
+            "vm.dirty_expire_centisecs",
+            "3000",
+            equals("3000"),
+            "dirty pages older than 30 s are written back; with the background threshold it "
+            "keeps checkpoint fsyncs short",
+        ),
+        Sysctl(
+            "vm.dirty_writeback_centisecs",
+            "100",
+            equals("100"),
+            "the flusher wakes every second instead of every 5 s, so writeback is smoother",
+        ),
+        Sysctl(
+            "vm.swappiness",
+            "0",
+            one_of("0", "1"),
+            "keep shared_buffers and backends in RAM instead of swapping them for page cache",
+        ),
+        Sysctl(
+            "vm.overcommit_memory",
+            "0",
+            one_of("0", "2"),
+            "1 (always overcommit) lets the OOM killer take the postmaster; seed 000 keeps 0",
+        ),
+        Sysctl(
+            "vm.zone_reclaim_mode",
+            "0",
+            equals("0"),
+            "on NUMA machines 1 reclaims page cache on the local node instead of using remote "
+            "memory: a cache that looks far smaller than RAM",
+        ),
+        Sysctl(
+            "kernel.sem",
+            "4096 2147483647 2147483646 512000",
+            at_least("4096 2147483647 2147483646 512000"),
+            "PostgreSQL takes semaphores in sets of 17 per 16 connections; many connections "
+            "or clusters need more than old defaults",
+        ),
+        Sysctl(
+            "kernel.shmmax",
+            str(ram // 2),
+            at_least(str(ram // 2)),
+            "largest System V shared memory segment (half of RAM in seed 000); PostgreSQL "
+            ">= 9.3 needs little, but old servers and some extensions more",
+        ),
+        Sysctl(
+            "kernel.shmall",
+            shmall,
+            at_least(shmall),
+            "total System V shared memory in pages (80% of RAM in seed 000)",
+        ),
+        Sysctl(
+            "kernel.shmmni",
+            "819200",
+            at_least("819200"),
+            "shared memory segments: at least 2 per cluster",
+        ),
+        Sysctl(
+            "fs.aio-max-nr",
+            "1048576",
+            at_least("1048576"),
+            "asynchronous I/O requests system-wide: fio with libaio and io_uring-era servers "
+            "fail with EAGAIN past it",
+        ),
+        Sysctl(
+            "fs.file-max",
+            "76724600",
+            at_least("76724600"),
+            "open files system-wide: every backend opens many relation segments",
+        ),
+        Sysctl(
+            "fs.nr_open",
+            "20480000",
+            at_least("20480000"),
+            "per-process ceiling for the nofile limit; must be raised before nofile can be",
+        ),
+        Sysctl(
+            "net.core.somaxconn",
+            "4096",
+            at_least("4096"),
+            "listen backlog: bursts of new connections are refused past it",
+        ),
+        Sysctl(
+            "net.ipv4.tcp_max_syn_backlog",
+            "4096",
+            at_least("4096"),
+            "half-open connections queued during a connection storm",
+        ),
+        Sysctl(
+            "net.core.netdev_max_backlog",
+            "10000",
+            at_least("10000"),
+            "packets queued per CPU before the network stack drops them",
+        ),
+    ]
+
+
+def _system_files() -> list[Knob]:
+    thp = Path("/sys/kernel/mm/transparent_hugepage")
+    clock = Path("/sys/devices/system/clocksource/clocksource0/current_clocksource")
+    return [
+        Bracketed(
+            "transparent_hugepage/enabled",
+            thp / "enabled",
+            "never",
+            one_of("never", "madvise"),
+            "THP compaction stalls and khugepaged latency spikes; PostgreSQL uses explicit "
+            "huge pages (huge_pages=try) instead",
+        ),
+        Bracketed(
+            "transparent_hugepage/defrag",
+            thp / "defrag",
+            "never",
+            one_of("never", "madvise", "defer", "defer+madvise"),
+            "'always' makes page faults wait for compaction",
+        ),
+        Clocksource(
+            "clocksource",
+            clock,
+            "tsc",
+            equals("tsc"),
+            "timing overhead (EXPLAIN ANALYZE, track_io_timing, pg_test_timing): seed 000 "
+            "measured 31.9 ns per loop with tsc vs 38.1 ns with kvm-clock",
+        ),
+    ]
+
+
+def _limits() -> list[Knob]:
+    why = {
+        "nofile": ("1024000", "backends open many files; a low limit means EMFILE or thrashing"),
+        "nproc": ("unlimited", "each connection is a process"),
+        "memlock": ("unlimited", "huge pages and locked shared memory"),
+        "core": ("unlimited", "a core file when a backend crashes"),
+    }
+    knobs: list[Knob] = []
+    for name, (value, reason) in why.items():
+        which = environment.LIMITS[name]
+        knobs.append(Limit(f"limit.{name}", which, value, _limit_accept(value), reason))
+    return knobs
+
+
+def _devices() -> list[Knob]:
+    knobs: list[Knob] = []
+    for disk in environment.read_disks():
+        if disk.name.startswith(("loop", "ram", "zram", "nbd", "dm-", "md")):
+            continue
+        queue = Path("/sys/block") / disk.name / "queue"
+        wanted = ("mq-deadline", "bfq") if disk.rotational else ("none", "mq-deadline")
+        knobs += [
+            DeviceKnob(
+                f"{disk.name} scheduler",
+                queue / "scheduler",
+                wanted[0],
+                one_of(*wanted),
+                "SSDs and cloud disks have their own queues: 'none' or 'mq-deadline' adds no "
+                "latency; 'bfq' costs CPU per I/O"
+                if not disk.rotational
+                else "the device says it rotates: a deadline scheduler bounds read latency",
+            ),
+            DeviceKnob(
+                f"{disk.name} read_ahead_kb",
+                queue / "read_ahead_kb",
+                "128",
+                at_least("128"),
+                "sequential scans and pg_basebackup read ahead; seed 000 advises OS read-ahead "
+                "to hide cloud-disk latency (4096 for analytics)",
+            ),
+            DeviceKnob(
+                f"{disk.name} rq_affinity",
+                queue / "rq_affinity",
+                "2",
+                equals("2"),
+                "complete I/O on the CPU that issued it (seed 000 sets 2 for ESSDs)",
+            ),
+        ]
+    return knobs
+
+
+def knobs(targets: Sequence[Path] = ()) -> list[Knob]:
+    return [
+        *_sysctls(),
+        *_system_files(),
+        *_limits(),
+        *_devices(),
+        *(MountNoatime(t) for t in targets),
+    ]
+
+
+def findings(targets: Sequence[Path] = ()) -> list[Finding]:
+    """Every knob as it is now; reads only."""
+    return [k.finding() for k in knobs(targets)]
+
+
+# --------------------------------------------------------------------------
+# Apply and restore
+
+
+def saved_path() -> Path:
+    return state_dir() / "audit-saved.json"
+
+
+def load_saved() -> dict[str, dict[str, str]]:
+    try:
+        data = json.loads(saved_path().read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _save(saved: dict[str, dict[str, str]]) -> None:
+    write_atomic(saved_path(), json.dumps(saved, indent=1, sort_keys=True).encode(), 0o600)
+
+
+@dataclass(frozen=True)
+class Change:
+    name: str
+    before: str | None
+    after: str | None
+    ok: bool
+    error: str = ""
+
+
+def _by_name(items: Iterable[Knob]) -> dict[str, Knob]:
+    return {k.name: k for k in items}
+
+
+def apply(only: Sequence[str] = (), targets: Sequence[Path] = ()) -> list[Change]:
+    """Set every differing run-time knob (or only those named) to the recommendation.
+
+    The old values are saved before anything is written; a knob already saved
+    keeps its first saved value so that ``restore`` returns to the original.
+    """
+    all_knobs = _by_name(knobs(targets))
+    unknown = [n for n in only if n not in all_knobs]
+    if unknown:
+        raise UsageError(
+            f"unknown audit setting {', '.join(unknown)}",
+            hint="`pgrig audit` lists the names",
+        )
+    todo = []
+    for name, knob in all_knobs.items():
+        if only and name not in only:
+            continue
+        finding = knob.finding()
+        if finding.ok is False and knob.appliable and finding.current is not None:
+            todo.append((knob, finding.current))
+    saved = load_saved()
+    for knob, current in todo:
+        saved.setdefault(knob.name, {"value": current, "path": str(getattr(knob, "path", ""))})
+    if todo:
+        _save(saved)
+    changes = []
+    for knob, current in todo:
+        value = knob.target_value(current)
+        try:
+            knob.write(value)
+        except OSError as exc:
+            changes.append(Change(knob.name, current, knob.read(), False, exc.strerror or str(exc)))
+            continue
+        after = knob.read()
+        changes.append(Change(knob.name, current, after, after is not None and knob.accept(after)))
+    return changes
+
+
+def restore() -> list[Change]:
+    """Write back every saved value; forget those restored, keep the rest for a retry."""
+    saved = load_saved()
+    known = _by_name(knobs())
+    changes = []
+    left = {}
+    for name, entry in saved.items():
+        knob = known.get(name)
+        if knob is None or not knob.appliable:
+            left[name] = entry
+            changes.append(Change(name, None, None, False, "not a run-time setting here"))
+            continue
+        before = knob.read()
+        try:
+            knob.write(entry["value"])
+        except OSError as exc:
+            left[name] = entry
+            changes.append(Change(name, before, before, False, exc.strerror or str(exc)))
+            continue
+        after = knob.read()
+        ok = after is not None and after.split() == entry["value"].split()
+        if not ok:
+            left[name] = entry
+        changes.append(Change(name, before, after, ok))
+    if left:
+        _save(left)
+    else:
+        saved_path().unlink(missing_ok=True)
+    return changes
+
+
+def to_dicts(items: Iterable[Finding]) -> list[dict[str, object]]:
+    return [asdict(f) | {"status": f.status} for f in items]

@@ -1,0 +1,125 @@
+"""The storage-lab keys of a campaign target, declared once (docs/campaigns.md
+shows them): a filesystem built on a loop device (``fs``, ``size``, ``base``,
+``mkfs``, ``mount``, ``log_size``), an I/O cap (``disk = "essd-pl1:100GiB"``,
+``iops``, ``mbps``) and a memory limit (``memory``).
+
+    [[target]]
+    name = "xfs"
+    fs = "xfs"
+    size = "8GiB"
+    mkfs = ["-d", "su=64k,sw=2"]
+    mount = "noatime,nodiratime"
+    disk = "essd-pl1:100GiB"
+    memory = "512MiB"
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+from typing import Any
+
+from pgrig.errors import UsageError
+from pgrig.schema import Schema, Table, custom, number, text
+from pgrig.storage.loopfs import FSTYPES
+from pgrig.units import parse_size
+
+DEFAULT_BASE = "/var/tmp"
+_DISK = re.compile(r"essd-(pl[0-3])\s*:\s*(\d+)\s*(gib|gb|g)?", re.IGNORECASE)
+
+
+def parse_disk(value: str) -> tuple[str, int]:
+    """``"essd-pl1:100GiB"`` -> ("PL1", 100)."""
+    m = _DISK.fullmatch(value.strip())
+    if m is None:
+        raise UsageError(
+            f"disk {value!r}: expected essd-pl0..essd-pl3 and a size in GiB",
+            hint='e.g. disk = "essd-pl1:100GiB", or iops = ... and mbps = ... for any cap',
+        )
+    return m.group(1).upper(), int(m.group(2))
+
+
+def _fs(t: Table, key: str, default: Any) -> str | None:
+    value = t.get(key, str)
+    if value is not None and value not in FSTYPES:
+        raise t.error(key, f"{value!r} is not one of {', '.join(FSTYPES)}")
+    return value  # type: ignore[no-any-return]
+
+
+def _size(t: Table, key: str, default: Any) -> int | None:
+    value = t.get(key, (str, int))
+    if value is None:
+        return None
+    try:
+        size = value if isinstance(value, int) else parse_size(value)
+    except UsageError as exc:
+        raise t.error(key, exc.message, hint='e.g. "8GiB" or "512MiB"') from exc
+    if size <= 0:
+        raise t.error(key, f"{value!r} must be more than 0")
+    return size
+
+
+def _base(t: Table, key: str, default: Any) -> str | None:
+    path = t.path_value(key)
+    return None if path is None else str(path)
+
+
+def _mkfs(t: Table, key: str, default: Any) -> tuple[str, ...]:
+    value = t.get(key, (list, str), [])
+    if isinstance(value, str):
+        try:
+            return tuple(shlex.split(value))
+        except ValueError as exc:
+            raise t.error(key, f"{value!r}: {exc}") from exc
+    if not all(isinstance(v, str) for v in value):
+        raise t.error(key, "expected a list of strings", hint='e.g. ["-d", "su=64k,sw=2"]')
+    return tuple(value)
+
+
+def _disk(t: Table, key: str, default: Any) -> str | None:
+    value = t.get(key, str)
+    if value is not None:
+        try:
+            parse_disk(value)
+        except UsageError as exc:
+            raise t.error(key, exc.message, exc.hint) from exc
+    return value  # type: ignore[no-any-return]
+
+
+LAB_SCHEMA = Schema(
+    "[[target]] storage lab",
+    custom("fs", None, "build the target: `\"xfs\"` or `\"ext4\"` made on a loop device, "
+           "mounted, used and removed (`pgrig clean` removes it after a crash)", _fs),
+    custom("size", None, "size of the filesystem, e.g. `\"8GiB\"` (with `fs`)", _size,
+           field="size_bytes"),
+    custom("base", None, "where the backing file goes: a directory on the host disk (with "
+           "`fs`)", _base, shown_default=f'`"{DEFAULT_BASE}"`'),
+    custom("mkfs", (), "extra mkfs arguments, e.g. `[\"-d\", \"su=64k,sw=2\"]` or "
+           "`[\"-E\", \"stride=2,stripe-width=6\"]`", _mkfs, shown_default="`[]`"),
+    text("mount", None, "mount options, e.g. `\"noatime,nodiratime,logbufs=8\"`; options the "
+         "kernel refuses fail with its message"),
+    custom("log_size", None, "an external XFS log / ext4 journal of this size on a second loop "
+           "device (seed 002's logdev)", _size, field="log_bytes"),
+    custom("disk", None, "cap I/O like a cloud disk: `\"essd-pl1:100GiB\"` (PL0-PL3, the "
+           "published IOPS and MB/s formula for that size)", _disk),
+    number("iops", None, "cap read and write IOPS each (cgroup I/O throttling)", above=0),
+    number("mbps", None, "cap read and write MB/s each", above=0),
+    custom("memory", None, "run the server and its page cache in a memory cgroup of this size, "
+           "e.g. `\"512MiB\"`; the profile sizes shared_buffers to it", _size,
+           field="memory_bytes"),
+)  # fmt: skip
+
+
+def read(t: Table) -> dict[str, Any]:
+    """The lab keys of one target table (not finishing it: the target's own
+    schema refuses unknown keys)."""
+    return {k.attr: k.read(t, k.name, k.default) for k in LAB_SCHEMA.keys}
+
+
+def given(values: dict[str, Any]) -> bool:
+    return any(v not in (None, ()) for v in values.values())
+
+
+def base_of(values: dict[str, Any]) -> Path:
+    return Path(values.get("base") or DEFAULT_BASE)

@@ -1,0 +1,170 @@
+"""The storage lab's registry: what pgrig created, so that ``clean()`` can undo it.
+
+Every loop-device filesystem and every cgroup pgrig makes is written here
+*before* it is created (the intent) and updated as each piece comes into being,
+so that a ``kill -9`` at any moment leaves a record that names everything that
+may exist. One JSON file per record under ``<state dir>/storage/``, written
+atomically (temp file, fsync, rename, fsync the directory).
+
+A record belongs to a live pgrig while its owner process runs; the owner is
+identified by PID *and* the process start time, so a recycled PID does not keep
+an orphan alive forever.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import socket
+import time
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from pgrig import proc
+from pgrig.cluster.workdir import state_dir
+
+# The marker file inside every directory the lab creates: it holds the record id.
+MARKER = ".pgrig-storage"
+
+
+def registry_dir() -> Path:
+    return state_dir() / "storage"
+
+
+def process_start_time(pid: int) -> int | None:
+    """Field 22 of /proc/PID/stat (clock ticks since boot): a PID's identity over time."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[-1].split()
+    try:
+        return int(fields[19])
+    except (IndexError, ValueError):
+        return None
+
+
+@dataclass(frozen=True)
+class Record:
+    """What one lab object (a filesystem target or a cgroup) consists of."""
+
+    id: str
+    kind: str  # "fs" or "cgroup"
+    owner_pid: int
+    owner_start: int | None
+    host: str
+    created_at: float
+    # The marked directory holding the backing files and the mount point.
+    directory: str | None = None
+    backing_files: tuple[str, ...] = ()
+    loop_devices: tuple[str, ...] = ()
+    mountpoints: tuple[str, ...] = ()
+    cgroups: tuple[str, ...] = ()
+    pids: tuple[int, ...] = ()
+    note: str = ""
+
+    def owner_alive(self) -> bool:
+        if self.host != socket.gethostname():
+            return True  # another machine's record (shared home): never ours to judge
+        if not proc.pid_alive(self.owner_pid):
+            return False
+        start = process_start_time(self.owner_pid)
+        return self.owner_start is None or start is None or start == self.owner_start
+
+
+def new_id(kind: str) -> str:
+    return f"{kind}-{time.strftime('%Y%m%d%H%M%S')}-{secrets.token_hex(3)}"
+
+
+def new_record(kind: str, **fields: Any) -> Record:
+    pid = os.getpid()
+    return Record(
+        id=new_id(kind),
+        kind=kind,
+        owner_pid=pid,
+        owner_start=process_start_time(pid),
+        host=socket.gethostname(),
+        created_at=time.time(),
+        **fields,
+    )
+
+
+def write_atomic(path: Path, data: bytes, mode: int = 0o644) -> None:
+    """Replace ``path`` with ``data`` so that a crash leaves the old or the new file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    dirfd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dirfd)
+    finally:
+        os.close(dirfd)
+
+
+def _path(record_id: str) -> Path:
+    return registry_dir() / f"{record_id}.json"
+
+
+def save(record: Record) -> Record:
+    write_atomic(_path(record.id), json.dumps(asdict(record), indent=1).encode())
+    return record
+
+
+def update(record: Record, **changes: Any) -> Record:
+    return save(replace(record, **changes))
+
+
+def add(record: Record, name: str, item: Any) -> Record:
+    """Append ``item`` to the tuple field ``name`` (once) and save."""
+    current = getattr(record, name)
+    if item in current:
+        return record
+    return update(record, **{name: (*current, item)})
+
+
+def forget(record: Record | str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        _path(record if isinstance(record, str) else record.id).unlink()
+
+
+def _from_json(data: dict[str, Any]) -> Record:
+    for name in ("backing_files", "loop_devices", "mountpoints", "cgroups", "pids"):
+        data[name] = tuple(data.get(name, ()))
+    return Record(**data)
+
+
+def load_all() -> list[Record]:
+    records: list[Record] = []
+    directory = registry_dir()
+    if not directory.is_dir():
+        return records
+    for path in sorted(directory.glob("*.json")):
+        try:
+            records.append(_from_json(json.loads(path.read_text())))
+        except (OSError, ValueError, TypeError):
+            continue  # a torn or foreign file: not a record we can act on
+    return records
+
+
+def orphans(kind: str | None = None) -> list[Record]:
+    return [r for r in load_all() if not r.owner_alive() and (kind is None or r.kind == kind)]
+
+
+def write_marker(directory: Path, record: Record) -> None:
+    write_atomic(directory / MARKER, json.dumps({"id": record.id}).encode())
+
+
+def marker_id(directory: Path) -> str | None:
+    try:
+        return str(json.loads((directory / MARKER).read_text())["id"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None

@@ -1,0 +1,212 @@
+"""One entry point for a campaign target built by the lab: filesystem, I/O cap,
+memory limit, or any combination.
+
+    spec = LabSpec.from_mapping({"fs": "xfs", "size": "8GiB", "mount": "noatime",
+                                 "disk": "essd-pl1:100GiB", "memory": "2GiB"})
+    with lab_target(Path("/var/tmp"), spec) as t:
+        cluster = Cluster.create(bins, t.directory / "work", ...)
+        cluster.start(preexec=t.preexec)
+        fio.run(job_in(t.directory), preexec=t.preexec)
+        t.describe(); t.memory_stats()
+
+The keys are those of a campaign target (``pgrig.storage.keys``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pgrig import environment
+from pgrig.errors import UsageError
+from pgrig.schema import Context, Locator, Table
+from pgrig.storage import cgroups, keys, memcg, throttle
+from pgrig.storage.cgroups import Cgroup
+from pgrig.storage.errors import CgroupError
+from pgrig.storage.fsinfo import FilesystemInfo
+from pgrig.storage.loopfs import FsSpec, loop_filesystem
+from pgrig.storage.memcg import MemoryStats
+from pgrig.storage.model import IO_NOT_CAPTURED, LOOP_NOT_CAPTURED, V1_WRITEBACK, LabInfo
+from pgrig.storage.throttle import IoLimits
+
+FS_KEYS = ("size", "base", "mkfs", "mount", "log_size")
+
+
+@dataclass(frozen=True)
+class LabSpec:
+    fs: FsSpec | None = None
+    io: IoLimits | None = None
+    memory_bytes: int | None = None
+    base: str | None = None  # where the backing file goes (with fs)
+    disk: str | None = None  # the cloud-disk class asked for, e.g. "essd-pl1:100GiB"
+
+    @classmethod
+    def from_table(cls, t: Table) -> LabSpec | None:
+        """The lab keys of a campaign target; None when it has none."""
+        v = keys.read(t)
+        if not keys.given(v):
+            return None
+        fs = None
+        if v["fs"] is None:
+            for key in FS_KEYS:
+                if key in t.data:
+                    raise t.error(key, 'a filesystem option without fs = "xfs" or "ext4"')
+        else:
+            if v["size_bytes"] is None:
+                raise t.error("fs", f"fs = {v['fs']!r} needs size", hint='e.g. size = "8GiB"')
+            fs = FsSpec(
+                fstype=v["fs"],
+                size_bytes=v["size_bytes"],
+                mkfs_options=v["mkfs"],
+                mount_options=tuple(o.strip() for o in (v["mount"] or "").split(",") if o.strip()),
+                external_log_bytes=v["log_bytes"],
+                owner=None,  # the server's OS user, set when the target is checked
+            )
+        io = None
+        if v["disk"] is not None:
+            if v["iops"] is not None or v["mbps"] is not None:
+                raise t.error("disk", "give disk or iops/mbps, not both")
+            pl, gib = keys.parse_disk(v["disk"])
+            try:
+                io = throttle.essd(pl, gib)
+            except UsageError as exc:
+                raise t.error("disk", exc.message, exc.hint) from exc
+        elif v["iops"] is not None or v["mbps"] is not None:
+            iops = None if v["iops"] is None else int(v["iops"])
+            io = IoLimits.generic(iops=iops, mbps=v["mbps"])
+        base = str(keys.base_of(v)) if fs is not None else None
+        return cls(fs, io, v["memory_bytes"], base, v["disk"])
+
+    @classmethod
+    def from_mapping(cls, table: Mapping[str, Any], *, where: str = "target") -> LabSpec:
+        """From a plain mapping with the campaign's keys (the API and tests)."""
+        t = Table(dict(table), (where,), Context(where, Path.cwd(), Locator("")))
+        spec = cls.from_table(t)
+        t.finish(keys.LAB_SCHEMA.names)
+        return spec or cls()
+
+    def describe(self) -> str:
+        parts = []
+        if self.fs:
+            parts.append(self.fs.describe())
+        if self.io:
+            parts.append(self.io.describe())
+        if self.memory_bytes:
+            parts.append(f"memory limit {self.memory_bytes / 2**20:,.0f} MiB")
+        return "; ".join(parts) or "plain directory"
+
+
+@dataclass(frozen=True)
+class LabTarget:
+    """A built target: where to put the cluster and how to start processes in it."""
+
+    directory: Path
+    spec: LabSpec
+    filesystem: FilesystemInfo | None
+    device: str | None  # major:minor the I/O cap applies to
+    cgroup: Cgroup | None
+
+    @property
+    def preexec(self) -> Callable[[], None] | None:
+        """For ``Cluster.start``, ``tools.fio.run``, ``tools.pg_test_fsync.run``."""
+        return self.cgroup.preexec() if self.cgroup is not None else None
+
+    def memory_stats(self) -> MemoryStats | None:
+        if self.cgroup is None or self.spec.memory_bytes is None:
+            return None
+        return memcg.stats(self.cgroup)
+
+    def info(self) -> LabInfo:
+        """What the store records about this target (kind "storage_lab")."""
+        cgroup = None
+        not_captured: list[str] = []
+        if self.filesystem is not None:
+            not_captured += LOOP_NOT_CAPTURED
+        if self.cgroup is not None:
+            cgroup = "cgroup " + ", ".join(
+                f"{c} v{self.cgroup.version(c)}" for c in sorted(self.cgroup.dirs)
+            )
+        if self.spec.io is not None:
+            not_captured += IO_NOT_CAPTURED
+            if self.cgroup is not None and self.cgroup.version("io") == 1:
+                not_captured.append(V1_WRITEBACK)
+        host: str | None = None
+        if self.filesystem is not None:
+            host = self.filesystem.host_filesystem
+        else:
+            fs = environment.describe_filesystem(self.directory)
+            host = f"{fs.fstype} on {fs.device} (mounted at {fs.mountpoint})" if fs else None
+        return LabInfo(
+            description=self.describe(),
+            directory=str(self.directory),
+            filesystem=self.filesystem,
+            io=self.spec.io,
+            io_device=self.device,
+            disk=self.spec.disk,
+            memory_limit_bytes=self.spec.memory_bytes,
+            cgroup=cgroup,
+            host=host,
+            not_captured=tuple(not_captured),
+        )
+
+    def describe(self) -> str:
+        text = self.filesystem.describe() if self.filesystem else str(self.directory)
+        extra = [x.describe() for x in (self.spec.io,) if x]
+        if self.spec.memory_bytes:
+            extra.append(f"memory limit {self.spec.memory_bytes / 2**20:,.0f} MiB")
+        return "; ".join([text, *extra])
+
+
+@contextmanager
+def limited(
+    *,
+    io: IoLimits | None = None,
+    device: str | None = None,
+    memory_bytes: int | None = None,
+) -> Iterator[Cgroup]:
+    """One pgrig cgroup with an I/O cap on ``device`` and/or a memory limit."""
+    controllers: list[str] = []
+    if io is not None:
+        if device is None:
+            raise CgroupError("an I/O limit needs the device (major:minor) it applies to")
+        controllers.append("io")
+    if memory_bytes is not None:
+        controllers.append("memory")
+    if not controllers:
+        raise CgroupError("limited() needs io= and device=, or memory_bytes=")
+    what = []
+    if io is not None:
+        what.append(f"throttle {device}: {io.describe()}")
+    if memory_bytes is not None:
+        what.append(f"memory {memory_bytes // 2**20} MiB")
+    with cgroups.owned(tuple(controllers), purpose="; ".join(what)) as cg:
+        if io is not None and device is not None:
+            throttle.apply(cg, io, device)
+        if memory_bytes is not None:
+            memcg.apply(cg, memory_bytes)
+        yield cg
+
+
+@contextmanager
+def lab_target(
+    base: Path, spec: LabSpec, *, keep: Callable[[], bool] = lambda: False
+) -> Iterator[LabTarget]:
+    """Build what ``spec`` asks for under ``base`` (a directory on the disk to use);
+    undo it all on the way out - but a filesystem stays when ``keep()`` says so
+    then (the cgroups go: nothing runs in them any more)."""
+    with contextlib.ExitStack() as stack:
+        info = stack.enter_context(loop_filesystem(base, spec.fs, keep=keep)) if spec.fs else None
+        directory = Path(info.data_dir) if info else base
+        device = None
+        if spec.io is not None:
+            device = info.major_minor if info else throttle.device_of(base)
+        cgroup = None
+        if spec.io is not None or spec.memory_bytes is not None:
+            cgroup = stack.enter_context(
+                limited(io=spec.io, device=device, memory_bytes=spec.memory_bytes)
+            )
+        yield LabTarget(directory, spec, info, device, cgroup)

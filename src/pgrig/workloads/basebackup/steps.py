@@ -1,0 +1,292 @@
+"""The base backup as steps: the TPC-B data it copies, then one timed
+pg_basebackup per run into a directory pgrig creates, marks and removes.
+
+The copy goes into ``pgrig-basebackup-TARGET-NAME-rN`` under the target's own
+directory, under another target's directory (``to = "name"``, seed 002's
+second disk) or under a directory the user gave. That directory is a marked
+pgrig work directory: removed after the run whatever happened, and by the
+next run or ``pgrig clean`` when pgrig was killed meanwhile. Nothing else is
+written or deleted.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from pgrig import proc
+from pgrig.cluster import workdir
+from pgrig.environment.storage import describe_filesystem
+from pgrig.errors import ClusterError, UsageError, WorkdirError
+from pgrig.policy import RunPolicy
+from pgrig.step import Context, Step, StepKey
+from pgrig.tools import pgbench
+from pgrig.ui import Step as ProgressLine
+from pgrig.units import MB
+from pgrig.workloads.base import TargetView
+from pgrig.workloads.basebackup import tool
+from pgrig.workloads.basebackup.model import BasebackupData, BasebackupResult
+from pgrig.workloads.basebackup.spec import BasebackupSpec
+from pgrig.workloads.common import checkpoint, conn
+
+CLUSTER_SQL = "SELECT sum(pg_database_size(oid))::bigint FROM pg_database"
+TABLESPACES_SQL = (
+    "SELECT oid, pg_tablespace_location(oid) FROM pg_tablespace "
+    "WHERE spcname NOT IN ('pg_default', 'pg_global')"
+)
+REPLICATION_SQL = (
+    "SELECT current_setting('wal_level'), current_setting('max_wal_senders')::int, "
+    "(SELECT count(*) FROM pg_stat_replication)::int, "
+    "(SELECT rolreplication OR rolsuper FROM pg_roles WHERE rolname = current_user)"
+)
+
+
+def _key(target: str, spec: BasebackupSpec, *parts: str) -> StepKey:
+    return StepKey(target, spec.name, (f"s{spec.scale}", *parts))
+
+
+def _scale_loaded(ctx: Context) -> int | None:
+    """The scale of the pgbench tables in the database, None when there are none."""
+    with conn(ctx).connect() as db:
+        row = db.execute(
+            "SELECT to_regclass('pgbench_branches') IS NOT NULL "
+            "AND to_regclass('pgbench_accounts') IS NOT NULL"
+        ).fetchone()
+        if not row or not row[0]:
+            return None
+        count = db.execute("SELECT count(*) FROM pgbench_branches").fetchone()
+    return int(count[0]) if count else None
+
+
+def _data(spec: BasebackupSpec, tablespaces: dict[str, str | None]) -> Any:
+    def action(ctx: Context, line: ProgressLine) -> tuple[Any, str]:
+        loaded, load_s, raw = False, None, ""
+        found = _scale_loaded(ctx)
+        if found == spec.scale:
+            raw = f"pgbench tables of scale {found} are loaded already: copied as they are\n"
+        else:
+            opts = pgbench.InitOptions(
+                scale=spec.scale,
+                tablespace=tablespaces.get("tablespace"),
+                index_tablespace=tablespaces.get("index_tablespace"),
+            )
+
+            def on_progress(done: int, total: int) -> None:
+                line.update(completed=done, total=total, detail=f"{done:,} of {total:,} rows")
+
+            init, raw = pgbench.run_init(ctx.bins.client_bin_dir, conn(ctx), opts, on_progress)
+            loaded, load_s = True, init.elapsed_s
+        checkpoint(ctx)
+        with conn(ctx).connect() as db:
+            database = db.execute("SELECT pg_database_size(current_database())").fetchone()
+            cluster = db.execute(CLUSTER_SQL).fetchone()
+        assert database is not None and cluster is not None
+        data = BasebackupData(spec.scale, loaded, load_s, int(database[0]), int(cluster[0]))
+        return data, raw
+
+    return action
+
+
+def data_steps(spec: BasebackupSpec, target: TargetView) -> list[Step]:
+    return [
+        Step(
+            key=_key(target.name, spec, "data"),
+            kind="basebackup_data",
+            label=f"{target.name}: TPC-B data of scale {spec.scale} to copy",
+            params={"workload": spec.name, "scale": spec.scale, **target.tablespaces},
+            action=_data(spec, target.tablespaces),
+            total=spec.scale * pgbench.ROWS_PER_SCALE,
+            tools=("pgbench",),
+            estimate_s=5 + 1.5 * spec.scale,
+            creates_data=True,
+        )
+    ]
+
+
+def destination(spec: BasebackupSpec, ctx: Context) -> tuple[Path, str]:
+    """The directory the copy's work directory goes under, and how to name it."""
+    if spec.to_directory is not None:
+        return spec.to_directory, f"directory {spec.to_directory}"
+    if spec.to_target is not None:
+        where = ctx.peer(spec.to_target)
+        if where is None:
+            raise UsageError(
+                f"workload {spec.name}: to = {spec.to_target!r}: that target has no directory "
+                "on this machine to copy to",
+                hint="name a target with a directory, or give a directory",
+            )
+        return where, f"target {spec.to_target}"
+    return ctx.target, "same target"
+
+
+def _check_replication(ctx: Context, wal_method: str) -> None:
+    """Refuse with the setting to change, before pg_basebackup says it less clearly."""
+    with conn(ctx).connect() as db:
+        row = db.execute(REPLICATION_SQL).fetchone()
+    assert row is not None
+    wal_level, senders, used, allowed = row
+    if wal_level == "minimal" or senders < 1:
+        fix = "set wal_level = replica and max_wal_senders = 10 in [target.set] or the profile"
+        raise ClusterError(
+            f"pg_basebackup cannot copy this server: it takes no replication connections "
+            f"(wal_level = {wal_level}, max_wal_senders = {senders}); {fix}",
+            hint=fix,
+        )
+    needed = 2 if wal_method == "stream" else 1  # -X stream: a second connection for WAL
+    if used + needed > senders:
+        raise ClusterError(
+            f"max_wal_senders = {senders} and {used} are in use: no room for pg_basebackup; "
+            "raise max_wal_senders in [target.set]",
+            hint="raise max_wal_senders in [target.set]",
+        )
+    if not allowed:
+        raise ClusterError(
+            f"{conn(ctx).describe()}: the role has neither REPLICATION nor superuser, "
+            "which pg_basebackup needs",
+            hint="ALTER ROLE ... REPLICATION, or connect as a role that has it",
+        )
+
+
+def _timeout(spec: BasebackupSpec, cluster_bytes: int) -> float:
+    if spec.timeout_s is not None:
+        return spec.timeout_s
+    return 600.0 + cluster_bytes / MB
+
+
+def _reachable(holder: Path, owner: proc.OsUser | None) -> None:
+    if owner is None or os.geteuid() != 0:
+        return
+    os.chown(holder, owner.uid, owner.gid)
+    probe = proc.run(["/usr/bin/test", "-w", holder], timeout=10, user=owner, check=False)
+    if not probe.ok:
+        raise WorkdirError(
+            f"pg_basebackup runs as OS user {owner.name}, which cannot write to {holder} "
+            "(a parent directory is not searchable for it)",
+            hint="send the copies to a directory that user can reach, e.g. under /var/tmp",
+        )
+
+
+def _backup(spec: BasebackupSpec, opts: tool.Options, target: str, rep: int) -> Any:
+    def action(ctx: Context, line: ProgressLine) -> tuple[Any, str]:
+        _check_replication(ctx, spec.wal_method)
+        with conn(ctx).connect() as db:
+            row = db.execute(CLUSTER_SQL).fetchone()
+            spaces = db.execute(TABLESPACES_SQL).fetchall()
+        cluster_bytes = int(row[0]) if row else 0
+        parent, described = destination(spec, ctx)
+        from pgrig.plan import check_space  # plan imports the registry, which imports us
+
+        # What a copy can need at most: the cluster as it is now, and the WAL of the copy.
+        check_space(
+            parent,
+            int(cluster_bytes * 1.05) + 64 * MB,
+            f"the base backup of {target}",
+            hint="lower scale, free some space, or send the copies elsewhere (to)",
+        )
+        binary = ctx.bins.path(tool.TOOL)
+        version = tool.version(binary)
+        owner = ctx.cluster.os_user if ctx.cluster is not None else None
+        marker = workdir.read_marker(ctx.cluster.workdir) if ctx.cluster is not None else None
+        name = re.sub(r"[^A-Za-z0-9_.-]+", "-", spec.name)
+        holder = parent / f"pgrig-basebackup-{target}-{name}-r{rep}"
+        workdir.create(holder, study=marker.study if marker else spec.name)
+        try:
+            _reachable(holder, owner)
+            copy = holder / "copy"
+            mapping = (
+                [(str(location), holder / "tablespaces" / str(oid)) for oid, location in spaces]
+                if spec.format == "plain"
+                else []
+            )
+            args = tool.argv(
+                binary,
+                conn(ctx).args(),
+                copy,
+                opts,
+                version_num=tool.version_num(version),  # the client's: it may be newer
+                tablespace_map=mapping,
+            )
+
+            def on_progress(done_kb: int, total_kb: int) -> None:
+                line.update(
+                    completed=done_kb,
+                    total=total_kb,
+                    detail=f"{done_kb / 1024:,.0f} of {total_kb / 1024:,.0f} MiB",
+                )
+
+            ran = tool.run(
+                args,
+                timeout=_timeout(spec, cluster_bytes),
+                env=conn(ctx).env(),
+                user=owner,
+                on_progress=on_progress,
+            )
+            copied, files = tool.measure(copy)
+            if mapping:
+                more, more_files = tool.measure(holder / "tablespaces")
+                copied, files = copied + more, files + more_files
+            fs = describe_filesystem(holder)
+        finally:
+            workdir.remove(holder)
+        result = BasebackupResult(
+            data_bytes=ran.output.total_kb * 1024,
+            copy_bytes=copied,
+            files=files,
+            wall_s=round(ran.wall_s, 3),
+            format=spec.format,
+            checkpoint=spec.checkpoint,
+            wal_method=spec.wal_method,
+            compress=spec.compress,
+            max_rate=spec.max_rate,
+            destination=described,
+            filesystem=f"{fs.fstype} {fs.device} at {fs.mountpoint}" if fs else "unknown",
+            tool_version=version,
+            start_lsn=ran.output.start_lsn,
+            end_lsn=ran.output.end_lsn,
+            timeline=ran.output.timeline,
+            tablespaces=ran.output.tablespaces,
+            phases=ran.phases,
+            argv=tuple(args),
+        )
+        return result, ran.raw
+
+    return action
+
+
+def backup_step(spec: BasebackupSpec, policy: RunPolicy, target: TargetView, rep: int) -> Step:
+    opts = tool.Options(spec.format, spec.checkpoint, spec.wal_method, spec.compress, spec.max_rate)
+    return Step(
+        key=_key(target.name, spec, "backup").with_repeat(rep),
+        kind="basebackup",
+        label=f"{target.name}: pg_basebackup -F {spec.format[0]} -X {spec.wal_method} "
+        f"-c {spec.checkpoint}" + (f" to {spec.to}" if spec.to else ""),
+        params={
+            "workload": spec.name,
+            "scale": spec.scale,
+            "format": spec.format,
+            "checkpoint": spec.checkpoint,
+            "wal_method": spec.wal_method,
+            "compress": spec.compress,
+            "max_rate": spec.max_rate,
+            "to": spec.to or None,
+            "repeat": rep,
+        },
+        action=_backup(spec, opts, target.name, rep),
+        prepare=_prepare(policy),
+        tools=(tool.TOOL,),
+        monitored=True,
+        estimate_s=10 + spec.scale * 16 / 50,  # 50 MB/s: a slow disk's pace
+    )
+
+
+def _prepare(policy: RunPolicy) -> Any:
+    """A CHECKPOINT first, as before every measured run: the backup's own
+    checkpoint then does not flush what the load or an earlier run left dirty."""
+
+    def prepare(ctx: Context, line: ProgressLine) -> None:
+        if policy.checkpoint:
+            checkpoint(ctx)
+
+    return prepare
