@@ -2,7 +2,9 @@
 # Installs what pgrig needs on a fresh Debian 12 machine, and nothing that is
 # already there. Usage: scripts/install-deps.sh [run|test]
 #   run:  PostgreSQL 15 server, client and contrib, fio, python3-venv, xfsprogs
-#         (mkfs.xfs for the storage lab's filesystem targets)
+#         (mkfs.xfs for the storage lab's filesystem targets), and FUSE 3 with what
+#         building the pyfuse3 binding needs (the lossy filesystem; the Makefile's
+#         venv installs pgrig[test], which includes it)
 #   test: the same plus Chromium (the report is rendered headless in a test)
 set -euo pipefail
 want=${1:-run}
@@ -16,6 +18,12 @@ have_pg_contrib || missing+=(postgresql-contrib)
 command -v fio >/dev/null || missing+=(fio)
 command -v mkfs.xfs >/dev/null || [ -x /usr/sbin/mkfs.xfs ] || [ -x /sbin/mkfs.xfs ] || missing+=(xfsprogs)
 python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv)
+command -v fusermount3 >/dev/null || missing+=(fuse3)
+pkg-config --exists fuse3 2>/dev/null || missing+=(libfuse3-dev)
+command -v pkg-config >/dev/null || missing+=(pkg-config)
+command -v cc >/dev/null || missing+=(gcc)
+python3 -c 'import sysconfig, os; assert os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h"))' 2>/dev/null \
+  || missing+=(python3-dev)
 if [ "$want" = test ]; then
   command -v chromium >/dev/null || missing+=(chromium)
 fi

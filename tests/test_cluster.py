@@ -233,6 +233,13 @@ def test_socket_dir_of_a_vanished_workdir_is_swept(tmp_path: Path) -> None:
     sock = workdir.make_socket_dir(None, gone)
     foreign = Path(tempfile.mkdtemp(prefix="pgrig-sock-"))  # no marker: not ours
     try:
+        # While the pgrig that made it runs, it is in use even if its work directory
+        # cannot be seen (a lossy mount between a power loss and the remount).
+        assert sock not in workdir.stale_socket_dirs()
+        with subprocess.Popen(["true"]) as dead:
+            dead.wait(timeout=30)
+        _pid, host = (sock / workdir.SOCKET_OWNER).read_text().split()
+        (sock / workdir.SOCKET_OWNER).write_text(f"{dead.pid} {host}")
         assert sock in workdir.stale_socket_dirs()
         workdir.clean_orphans()
         assert not sock.exists()

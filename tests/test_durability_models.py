@@ -16,7 +16,11 @@ def test_which_settings_a_process_crash_cannot_test() -> None:
     risky = safe | {"fsync": "off", "full_page_writes": "off", "wal_sync_method": "open_datasync"}
     names = [u.split(" = ")[0] for u in untested_by(PROCESS, risky)]
     assert names == ["fsync", "full_page_writes", "wal_sync_method"]
-    assert untested_by(POWER_LOSS, risky) == (), "a power loss tests them"
+    assert untested_by(POWER_LOSS, risky, "torn") == (), "a power loss tests them"
+    assert untested_by(POWER_LOSS, risky, "random-subset") == ()
+    # A `drop` power loss keeps or loses whole pages: no torn page for full_page_writes.
+    (only,) = untested_by(POWER_LOSS, risky, "drop")
+    assert only.startswith("full_page_writes = off") and "torn" in only
 
 
 def test_fsync_off_is_not_tested_by_a_process_crash(disk_dir: Path, tmp_path: Path) -> None:

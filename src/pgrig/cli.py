@@ -538,14 +538,20 @@ def _latest(st: Store) -> Study:
 
 @cli.command()
 def clean() -> None:
-    """Stop and remove work directories, and the storage lab's filesystems and
-    cgroups, left behind by killed pgrig runs - only what carries pgrig's marker."""
+    """Stop and remove work directories, unmount lossy filesystems, and remove the
+    storage lab's filesystems and cgroups left behind by killed pgrig runs - only
+    what carries pgrig's marker."""
+    from pgrig import lossyfs
     from pgrig.cluster import workdir
 
+    # Mounts first: removing a work directory must never reach through a live mount.
+    unmounted = lossyfs.clean_orphans()
+    for mountpoint in unmounted:
+        click.echo(f"unmounted the lossy filesystem on {mountpoint}")
     removed = workdir.clean_orphans()
     for path in removed:
         click.echo(f"removed {path}")
-    if not removed:
+    if not removed and not unmounted:
         click.echo("no orphan work directories")
     # after the work directories: their servers kept the mounts busy
     lines = clean_lines()

@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import contextlib
 import os
+import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from pgrig import environment, storage
+from pgrig import environment, lossyfs, storage
 from pgrig.campaign import TargetSpec
 from pgrig.cluster import aio, binaries, profiles, workdir
 from pgrig.cluster.server import SUPERUSER, Cluster, InitdbOptions, ServerLost, server_os_user
 from pgrig.conninfo import Conn
 from pgrig.errors import BinaryNotFound, ClusterError, DiskSpaceError, UsageError
+from pgrig.lossyfs.target import open_lossy
 from pgrig.pgsource import catalog
 from pgrig.plan import check_space
 from pgrig.results import Environment
@@ -48,6 +50,8 @@ class TargetRun:
     tablespaces: dict[str, str | None] = field(default_factory=dict)
     lost: ServerLost | None = None  # the server did not come back after a crash
     kept: tuple[Path, Path] | None = None  # (data directory, log) when kept
+    # The cluster goes on the lossy filesystem (a power-loss workload asked for it).
+    lossy: bool = False
     lab: LabSpec | None = None  # what the storage lab builds for this target
     # why the lab cannot build it here (tools, loop devices): the target is
     # skipped with this reason, the rest of the study runs
@@ -74,6 +78,7 @@ def check_target(
     yes: bool,
     destructive: str | None,
     ui_notes: list[str] | None = None,
+    lossy: str | None = None,
 ) -> TargetRun:
     """Everything about one target that can be refused, refused before anything
     is created: binaries, directories, profile, disk, permission. What the
@@ -127,6 +132,8 @@ def check_target(
             check_space(where, need, f"target {spec.name} ({option})")
     if directory is not None and not existing:
         check_space(directory, need, f"target {spec.name}")
+    if lossy is not None:
+        _check_lossy(spec, lossy)
     scratch = directory or Path.cwd()
     return TargetRun(
         spec,
@@ -136,10 +143,33 @@ def check_target(
         Context(bins=bins, target=scratch, scratch=scratch),
         yes=yes,
         tablespaces={"tablespace": spec.tablespace, "index_tablespace": spec.index_tablespace},
+        lossy=lossy is not None,
         lab=lab,
         unavailable=unavailable,
         adapted=tuple(adapted_notes),
     )
+
+
+def _check_lossy(spec: TargetSpec, workload: str) -> None:
+    """A power-loss workload needs the whole cluster on the lossy filesystem."""
+    outside = [
+        option
+        for option, value in (
+            ("dsn", spec.dsn),
+            ("wal_directory", spec.wal_directory),
+            ("tablespace", spec.tablespace),
+            ("index_tablespace", spec.index_tablespace),
+        )
+        if value is not None
+    ]
+    if outside:
+        raise UsageError(
+            f"target {spec.name}: workload {workload} cuts the power of the cluster's "
+            f"filesystem, which cannot cover {', '.join(outside)}",
+            hint="give that target a directory only (data directory and WAL go on the "
+            "lossy filesystem together)",
+        )
+    lossyfs.require(f"workload {workload}")
 
 
 def _check_lab(spec: TargetSpec, need: int) -> tuple[LabSpec, str | None]:
@@ -267,7 +297,16 @@ def server(t: TargetRun, name: str, study: str, ui: Ui, *, keep: bool) -> Iterat
         return
     assert t.profile is not None and t.directory is not None
     os_user = server_os_user(t.spec.os_user)
-    cluster = Cluster.create(t.bins, t.directory / name, study=study, os_user=os_user)
+    root = t.directory
+    if t.lossy:
+        t.ctx.lossy = open_lossy(t.directory, name, study=study, seed=_seed(name))
+        root = t.ctx.lossy.backing
+        ui.info(f"{t.name}: the cluster runs on a lossy filesystem in {t.ctx.lossy.holder}")
+    try:
+        cluster = Cluster.create(t.bins, root / name, study=study, os_user=os_user)
+    except BaseException:
+        _close_lossy(t, keep=False)
+        raise
     t.cluster = t.ctx.cluster = cluster
     try:
         with ui.step(f"{t.name}: initdb + start PostgreSQL {t.bins.version}"):
@@ -287,8 +326,10 @@ def server(t: TargetRun, name: str, study: str, ui: Ui, *, keep: bool) -> Iterat
                     waldir=waldir,
                 )
             )
-            cluster.configure(t.profile)
+            cluster.configure(_lossy_profile(t) if t.ctx.lossy is not None else t.profile)
             cluster.preexec = t.ctx.preexec
+            if t.ctx.lossy is not None:
+                cluster = _onto_lossy(t, cluster)
             cluster.start()
             admin = Conn.socket(str(cluster.socket_dir), cluster.port, SUPERUSER, "postgres")
             with admin.connect() as db:
@@ -306,7 +347,47 @@ def server(t: TargetRun, name: str, study: str, ui: Ui, *, keep: bool) -> Iterat
         capture(t)
         yield
     finally:
-        dispose(t, cluster, keep, ui)
+        try:
+            dispose(t, cluster, keep, ui)
+        finally:
+            _close_lossy(t, keep=keep or t.lost is not None)
+
+
+def _onto_lossy(t: TargetRun, cluster: Cluster) -> Cluster:
+    """initdb wrote into the backing directory at the disk's speed (what it holds
+    when the filesystem mounts counts as synced); from now on the cluster runs on
+    the mount, and the holder's marker stands for its work directory."""
+    lossy = t.ctx.lossy
+    assert lossy is not None
+    lossy.mount.start()
+    moved = cluster.moved(lossy.root / cluster.workdir.name)
+    workdir.unregister(cluster.workdir)
+    # Its work directory vanishes between a power loss and the remount.
+    workdir.anchor_socket_dir(cluster.socket_dir, lossy.holder)
+    t.cluster = t.ctx.cluster = moved
+    return moved
+
+
+def _lossy_profile(t: TargetRun) -> profiles.Profile:
+    """After a power loss the remounted filesystem holds nothing unsynced, so the
+    fsync of every file that crash recovery starts with checks nothing - and costs
+    seconds of FUSE round trips per cycle; syncfs (14+) does the same job at once.
+    A value the user set is kept."""
+    assert t.profile is not None
+    if t.bins.major < 14 or "recovery_init_sync_method" in t.profile.settings:
+        return t.profile
+    return t.profile.with_overrides({"recovery_init_sync_method": "syncfs"})
+
+
+def _seed(name: str) -> int:
+    """The lossy filesystem's seed (which unsynced pages a partial power loss keeps)."""
+    return zlib.crc32(name.encode())
+
+
+def _close_lossy(t: TargetRun, *, keep: bool) -> None:
+    if t.ctx.lossy is not None:
+        lossy, t.ctx.lossy = t.ctx.lossy, None
+        lossy.close(keep=keep)
 
 
 def dispose(t: TargetRun, cluster: Cluster, keep: bool, ui: Ui) -> None:
@@ -320,8 +401,10 @@ def dispose(t: TargetRun, cluster: Cluster, keep: bool, ui: Ui) -> None:
     finally:
         workdir.unregister(cluster.workdir)
     why = "--keep" if t.lost is None else "the server did not come back"
-    t.kept = (cluster.datadir, cluster.logfile)
-    ui.info(f"{t.name}: kept ({why}): data directory {cluster.datadir}, log {cluster.logfile}")
+    # On the lossy filesystem the files stay in its backing directory after the unmount.
+    on_disk = t.ctx.lossy.on_disk if t.ctx.lossy is not None else (lambda p: p)
+    t.kept = (on_disk(cluster.datadir), on_disk(cluster.logfile))
+    ui.info(f"{t.name}: kept ({why}): data directory {t.kept[0]}, log {t.kept[1]}")
 
 
 def _make_tablespaces(t: TargetRun, ui: Ui) -> None:

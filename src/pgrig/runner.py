@@ -20,7 +20,17 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pgrig import __version__, environment, lifecycle, monitor, plan, probe, registry, storage
+from pgrig import (
+    __version__,
+    environment,
+    lifecycle,
+    lossyfs,
+    monitor,
+    plan,
+    probe,
+    registry,
+    storage,
+)
 from pgrig.campaign import Campaign
 from pgrig.cluster import binaries, workdir
 from pgrig.conninfo import Conn
@@ -73,6 +83,7 @@ class CampaignRunner:
         needs = plan.disk_needs(camp)
         workloads = [registry.of(w) for w in camp.workloads]
         destructive = next((w.needs.destructive for w in workloads if w.needs.destructive), None)
+        lossy = _power_loss_workload(camp)
         runs = []
         notes: list[str] = []
         for spec in camp.targets:
@@ -89,6 +100,7 @@ class CampaignRunner:
                     yes=self.yes,
                     destructive=destructive,
                     ui_notes=notes,
+                    lossy=lossy,
                 )
             )
         tools = sorted({tool for w in workloads for tool in w.needs.tools})
@@ -120,6 +132,9 @@ class CampaignRunner:
         the store is created."""
         if not self.targets:
             self.preflight()
+        # Mounts first: removing a work directory must never reach through a live mount.
+        for mount in lossyfs.clean_orphans():
+            self.ui.info(f"unmounted the orphan lossy filesystem {mount} of a killed pgrig run")
         for path in workdir.clean_orphans():
             self.ui.info(f"removed the orphan work directory {path} of a killed pgrig run")
         if any(t.lab is not None for t in self.targets):
@@ -361,6 +376,22 @@ class CampaignRunner:
             if not pol.more(rep, samples):
                 break
             rep += 1
+
+
+def _power_loss_workload(camp: Campaign) -> str | None:
+    """The name of the workload that cuts the power, if any; refused beside a
+    workload that would be measured on the (slower) lossy filesystem."""
+    cutting = [w.name for w in camp.workloads if registry.of(w).loses_power(w)]
+    if not cutting:
+        return None
+    others = [w.name for w in camp.workloads if not registry.of(w).loses_power(w)]
+    if others:
+        raise UsageError(
+            f"campaign {camp.name}: workload {cutting[0]} runs the clusters on the lossy "
+            f"filesystem (several times slower), where {', '.join(others)} would be measured",
+            hint="put the power-loss durability check in a campaign of its own",
+        )
+    return cutting[0]
 
 
 def _with_after(series: Series, t: TargetRun, rep: int) -> list[Step]:

@@ -19,6 +19,7 @@ from pgrig.ui import Step as ProgressLine
 
 if TYPE_CHECKING:  # the cluster is only handed through, never built here
     from pgrig.cluster.server import Cluster
+    from pgrig.lossyfs.target import LossyTarget
 
 
 class Skip(Exception):
@@ -68,6 +69,7 @@ class Context:
     server_pid: int | None = None  # the postmaster, when it runs on this machine
     server_settings: dict[str, str] = field(default_factory=dict)
     cluster: Cluster | None = None  # the cluster pgrig created (None: an existing server)
+    lossy: LossyTarget | None = None  # the cluster runs on the lossy filesystem (power loss)
     # Another target's directory by name, for a workload that writes there (a base
     # backup's ``to``); None: no such target, or it has no directory.
     peer: Callable[[str], Path | None] = field(default=lambda _name: None)

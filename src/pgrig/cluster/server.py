@@ -160,6 +160,21 @@ class Cluster:
                 )
         return cls(bins, workdir_path, os_user=os_user, socket_dir=socket_dir)
 
+    def moved(self, workdir_path: Path) -> Cluster:
+        """The same stopped cluster seen at another path (its directory mounted
+        there, e.g. the lossy filesystem over the directory initdb wrote to)."""
+        moved = Cluster(
+            self.bins,
+            workdir_path,
+            os_user=self.os_user,
+            socket_dir=self.socket_dir,
+            port=self.port,
+        )
+        moved.settings = dict(self.settings)
+        moved.adapted = self.adapted
+        moved.preexec = self.preexec
+        return moved
+
     def initdb(self, opts: InitdbOptions) -> str:
         argv: list[str | Path] = [
             self.bins.path("initdb"),

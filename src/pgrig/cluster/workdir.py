@@ -29,6 +29,7 @@ from pgrig.errors import MissingDirectory, WorkdirError
 from pgrig.files import write_atomically
 
 MARKER = ".pgrig-workdir"
+SOCKET_OWNER = ".pgrig-owner"  # in a socket directory: "pid host" of the pgrig that made it
 
 
 def state_dir() -> Path:
@@ -215,10 +216,21 @@ def make_socket_dir(owner: proc.OsUser | None, workdir: Path) -> Path:
     """
     path = Path(tempfile.mkdtemp(prefix="pgrig-sock-"))
     write_atomically(path / MARKER, str(workdir))
+    # The pgrig process that made it: while it lives the directory is in use even if
+    # the work directory cannot be seen (e.g. on an unmounted lossy mount). A file of
+    # its own, as older pgrig versions read MARKER as one path.
+    write_atomically(path / SOCKET_OWNER, f"{os.getpid()} {socket.gethostname()}")
     if owner is not None and os.geteuid() == 0:
         os.chown(path, owner.uid, owner.gid)
     path.chmod(0o700)
     return path
+
+
+def anchor_socket_dir(sock_dir: Path, path: Path) -> None:
+    """Judge ``sock_dir`` by ``path`` instead of its work directory, which may vanish
+    for a moment (on a lossy mount between a power loss and the remount): older
+    pgrig versions sweep a socket directory whose work directory is gone."""
+    write_atomically(sock_dir / MARKER, str(path))
 
 
 def pid_in_lockfile(datadir: Path) -> int | None:
@@ -296,6 +308,15 @@ def orphans() -> list[Marker]:
     return found
 
 
+def _maker_alive(sock_dir: Path) -> bool:
+    """Does the pgrig process that made this socket directory still run here?"""
+    try:
+        pid, host = (sock_dir / SOCKET_OWNER).read_text().split()
+    except (OSError, ValueError):
+        return False  # made by an older pgrig: judged by its work directory alone
+    return host == socket.gethostname() and pid.isdigit() and proc.pid_alive(int(pid))
+
+
 def stale_socket_dirs() -> list[Path]:
     """Socket directories pgrig made whose work directory is gone (e.g. deleted by
     hand after a kill -9): marked as ours, so safe to remove."""
@@ -305,6 +326,8 @@ def stale_socket_dirs() -> list[Path]:
             owner = Path((path / MARKER).read_text().strip())
         except OSError:
             continue  # no marker: not provably ours
+        if _maker_alive(path):
+            continue  # its pgrig still runs
         if not owner.exists():
             stale.append(path)
     return stale

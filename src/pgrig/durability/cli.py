@@ -9,9 +9,9 @@ import click
 
 from pgrig.cli_options import cluster_options, results_options
 from pgrig.cluster.profiles import parse_overrides
-from pgrig.durability.command import Options, execute, preflight
+from pgrig.durability.command import Options, execute, preflight, summary
 from pgrig.durability.driver import DurabilityPlan
-from pgrig.durability.model import IMMEDIATE, METHOD_TEXT, METHODS
+from pgrig.durability.model import IMMEDIATE, METHOD_TEXT, METHODS, POWER_LOSS_MODES
 from pgrig.errors import Interrupted
 from pgrig.store import Store, location
 from pgrig.ui import Ui
@@ -28,7 +28,28 @@ from pgrig.ui import Ui
     + "; ".join(f"{name}: {text}" for name, text in METHOD_TEXT.items())
     + ".",
 )
-@click.option("--crashes", type=int, default=3, show_default=True, help="How many crashes.")
+@click.option(
+    "--crashes",
+    "--cycles",
+    type=int,
+    default=3,
+    show_default=True,
+    help="How many crashes (with --power-loss: crash + power-loss cycles).",
+)
+@click.option(
+    "--power-loss",
+    is_flag=True,
+    help="After each crash the power goes too: the cluster (data and WAL) runs on pgrig's "
+    "lossy filesystem, and what it wrote but did not fsync is thrown away before the "
+    "restart (docs/lossyfs.md). Tests fsync=off, full_page_writes=off, wal_sync_method.",
+)
+@click.option(
+    "--power-loss-mode",
+    type=click.Choice(POWER_LOSS_MODES),
+    default=None,
+    help="What the power loss keeps of the unsynced writes: drop (nothing; the default), "
+    "random-subset (a random half of the pages), torn (half of one page). Implies --power-loss.",
+)
 @click.option("--clients", type=int, default=4, show_default=True, help="Client connections.")
 @click.option(
     "--interval",
@@ -78,6 +99,7 @@ def durability(**opts: Any) -> None:
             interval_s=opts["interval"],
             seed=opts["seed"],
             recovery_timeout_s=opts["recovery_timeout"],
+            power_loss=opts["power_loss_mode"] or ("drop" if opts["power_loss"] else None),
         ),
         target=opts["target"] if opts["target"] is not None else Path.cwd(),
         profile=opts["profile"],
@@ -97,10 +119,8 @@ def durability(**opts: Any) -> None:
             outcome = execute(options, ui, store, results)
         except KeyboardInterrupt:
             raise Interrupted("interrupted: the clients and the cluster were stopped") from None
-    assert outcome.result is not None
-    ui.ok(
-        f"durability check passed: {outcome.result.acknowledged:,} acknowledged commits, "
-        f"{len(outcome.result.crashes)} crash(es), none lost"
-    )
-    for setting in outcome.result.untested:
-        ui.warn(f"NOT TESTED by a {outcome.result.crash_model} crash: {setting}")
+    res = outcome.result
+    assert res is not None
+    ui.ok(f"durability check passed: {summary(res)}, none lost")
+    for setting in res.untested:
+        ui.warn(f"NOT TESTED by a {res.crash_model} crash: {setting}")

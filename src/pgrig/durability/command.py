@@ -13,12 +13,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from pgrig import lossyfs
 from pgrig.campaign import Campaign, InitdbSpec, TargetSpec
 from pgrig.cluster import binaries, profiles, workdir
 from pgrig.cluster.server import server_os_user
 from pgrig.conninfo import Conn
 from pgrig.durability import driver
-from pgrig.durability.model import KILL_BACKEND, DurabilityResult
+from pgrig.durability.model import KILL_BACKEND, METHOD_TEXT, POWER_LOSS, DurabilityResult
 from pgrig.durability.workload import DurabilitySpec
 from pgrig.errors import PgrigError, UsageError
 from pgrig.plan import check_space
@@ -67,6 +68,14 @@ class Outcome:
 def preflight(opts: Options) -> None:
     """What the campaign checks cannot know: the crash method against the server."""
     opts.plan.validate()
+    if opts.plan.power_loss is not None:
+        if opts.dsn is not None:
+            raise UsageError(
+                "--power-loss with --dsn: pgrig can only cut the power of a cluster it "
+                "created on its lossy filesystem",
+                hint="drop --dsn to let pgrig create a throwaway cluster on the lossy filesystem",
+            )
+        lossyfs.require("--power-loss")
     if opts.dsn is not None:
         if not opts.yes:
             raise UsageError(
@@ -96,6 +105,28 @@ def preflight(opts: Options) -> None:
     check_space(target, NEEDED_BYTES, "the durability check", hint="free some space")
 
 
+def summary(res: DurabilityResult) -> str:
+    """Commits, crash model, mode and cycles, for the console."""
+    n = len(res.crashes)
+    how = METHOD_TEXT.get(res.method, res.method)
+    if res.crash_model == POWER_LOSS:
+        what = f"{n} power-loss cycle{'s' if n != 1 else ''} ({res.power_loss_mode}, after {how})"
+    else:
+        what = f"{n} process crash{'es' if n != 1 else ''} ({how})"
+    return f"{res.acknowledged:,} acknowledged commits, {what}"
+
+
+def losses(res: DurabilityResult) -> str:
+    """Lost acknowledged commits per crash, and the longest window they covered."""
+    counts = [str(c.loss.count if c.loss else 0) for c in res.crashes]
+    if res.final_loss is not None:
+        counts.append(f"end {res.final_loss.count}")
+    text = f"lost per crash: {', '.join(counts) or 'none'}"
+    if res.lost:
+        text += f"; {res.lost:,} lost in all, within {res.lost_window_ms:,.0f} ms before a crash"
+    return text
+
+
 def campaign(opts: Options, on_event: driver.EventHook | None = None) -> Campaign:
     plan = opts.plan
     spec = DurabilitySpec(
@@ -105,6 +136,7 @@ def campaign(opts: Options, on_event: driver.EventHook | None = None) -> Campaig
         interval_s=plan.interval_s,
         seed=plan.seed,
         recovery_timeout_s=plan.recovery_timeout_s,
+        power_loss=plan.power_loss,
         on_event=on_event,
     )
     target = TargetSpec(
@@ -171,14 +203,20 @@ def execute(
         raise PgrigError(f"the durability check did not run: {record.reason}")
     if not result.ok:
         raise DurabilityFailed(
-            "the durability check failed: " + " | ".join(result.failures),
+            f"the durability check failed ({summary(result)}; {losses(result)}): "
+            + " | ".join(result.failures),
             hint=f"details in {reports[0] if reports else 'the report'}",
         )
     if result.untested and not opts.allow_untested:
         raise DurabilityUntested(
             f"no acknowledged commit was lost, but a {result.crash_model} crash cannot test: "
             + " | ".join(result.untested),
-            hint="only a power loss (the lossy filesystem) tests these; pass --allow-untested "
-            "to accept a process-crash PASS that says nothing about them",
+            hint=(
+                "only a power loss tests these (--power-loss); pass --allow-untested to "
+                "accept a process-crash PASS that says nothing about them"
+                if result.crash_model != POWER_LOSS
+                else "only torn pages test it (--power-loss-mode torn or random-subset); pass "
+                "--allow-untested to accept a PASS that says nothing about it"
+            ),
         )
     return Outcome(runner.study, result, reports)

@@ -12,7 +12,11 @@ Three methods (``model.METHODS``):
   pgrig did not start, as long as it runs on this machine.
 
 These kill processes, not the machine: what the server had written to the
-kernel survives even if it was never fsynced. A power loss is not simulated.
+kernel survives even if it was never fsynced. With ``power_loss`` (the
+power-loss crash model) the cluster runs on the lossy filesystem, and after the
+processes are gone its unsynced writes are thrown away too (``cut_power``):
+the filesystem is unmounted, mounted again over what survived, and only then
+is the server started.
 """
 
 from __future__ import annotations
@@ -34,8 +38,10 @@ from pgrig.cluster import workdir
 from pgrig.cluster.server import Cluster, ServerLost
 from pgrig.conninfo import Conn
 from pgrig.durability.clients import APPLICATION_NAME
-from pgrig.durability.model import IMMEDIATE, KILL_BACKEND, KILL_POSTMASTER
+from pgrig.durability.model import IMMEDIATE, KILL_BACKEND, KILL_POSTMASTER, Cut
 from pgrig.errors import ClusterError, PgrigError, UsageError
+from pgrig.lossyfs import LossyFsError, Mode
+from pgrig.lossyfs.target import LossyTarget
 
 
 @dataclass
@@ -44,6 +50,7 @@ class Server:
 
     conn: Conn  # to the database the check uses
     cluster: Cluster | None  # None: an existing server (--dsn)
+    lossy: LossyTarget | None = None  # the cluster's filesystem, when it can lose power
 
     def describe(self) -> str:
         if self.cluster is not None:
@@ -140,14 +147,25 @@ def crash(server: Server, method: str, rng: random.Random, watch: psycopg.Connec
 
 
 def wait_recovered(
-    server: Server, method: str, sent: Signal, watch: psycopg.Connection, timeout: float
-) -> tuple[float, float]:
-    """Bring the server back (or wait for it to come back by itself).
+    server: Server,
+    method: str,
+    sent: Signal,
+    watch: psycopg.Connection,
+    timeout: float,
+    *,
+    power_loss: str | None = None,
+    seed: int = 0,
+) -> tuple[float, float, Cut | None]:
+    """Bring the server back (or wait for it to come back by itself); with
+    ``power_loss`` (a mode), cut the power once the old processes are gone
+    (``seed``: which unsynced pages a partial power loss keeps).
 
-    Returns (downtime, recovery) in seconds: from the crash signal, and from the
-    restart, to the first accepted connection. Raises ``ServerLost`` when the
-    server is not back within ``timeout`` seconds of the crash.
+    Returns (downtime, recovery, what the power loss dropped): seconds from the
+    crash signal, and from the restart, to the first accepted connection. Raises
+    ``ServerLost`` when the server is not back within ``timeout`` seconds of the
+    crash.
     """
+    cut = None
     deadline = sent.mono + timeout
     cluster = server.cluster
     if method == KILL_BACKEND:
@@ -169,14 +187,47 @@ def wait_recovered(
         # gone before a new one may start; not part of the recovery time.
         with contextlib.suppress(ServerLost):
             _wait(gone, min(deadline, time.monotonic() + 10), server, "the old processes")
+        if power_loss is not None:
+            cut = cut_power(server, power_loss, seed=seed)
         restart = time.monotonic()
         try:
             cluster.restart_after_crash(timeout=max(1.0, deadline - restart))
         except PgrigError as exc:
             raise _lost(server, f"the server did not come back after the crash: {exc}") from exc
-        _wait(lambda: _accepts(server.conn), deadline, server, "connections")
+        try:
+            _wait(lambda: _accepts(server.conn), deadline, server, "connections")
+        except psycopg.errors.InvalidCatalogName as exc:
+            message = f"the server came back without the check's database: {exc}"
+            raise _lost(server, message) from exc
     ready = time.monotonic()
-    return ready - sent.mono, ready - restart
+    return ready - sent.mono, ready - restart, cut
+
+
+def cut_power(server: Server, mode: str, *, seed: int = 0) -> Cut:
+    """Throw away what the server wrote and did not fsync, then mount again over
+    what survived (the cluster is stopped: its processes are gone)."""
+    lossy = server.lossy
+    if lossy is None:
+        raise ClusterError("no power loss without the lossy filesystem")
+    mode_: Mode = mode  # type: ignore[assignment]
+    try:
+        report = lossy.mount.power_loss(mode_, seed=seed)
+        lossy.mount.remount()
+    except LossyFsError as exc:
+        message = f"the lossy filesystem did not come back after the power loss: {exc}"
+        raise _lost(server, message) from exc
+    torn = None
+    if report.torn is not None:
+        path, offset, kept = report.torn
+        torn = f"{path} at {offset:,}: {kept:,} of {report.page_size:,} bytes"
+    return Cut(
+        mode=report.mode,
+        seed=report.seed,
+        unsynced_pages=report.unsynced_pages,
+        persisted_pages=report.persisted_pages,
+        lost_files=report.lost_files,
+        torn=torn,
+    )
 
 
 def _answers(watch: psycopg.Connection) -> bool:
@@ -191,6 +242,8 @@ def _accepts(conn: Conn) -> bool:
     try:
         with psycopg.connect(conn.conninfo(), autocommit=True) as db:
             db.execute("SELECT 1")
+    except psycopg.errors.InvalidCatalogName:
+        raise  # the database itself is gone: it will not appear by waiting
     except psycopg.Error:
         return False
     return True
@@ -208,4 +261,7 @@ def _lost(server: Server, message: str) -> ServerLost:
     cluster = server.cluster
     if cluster is None:
         return ServerLost(f"{server.describe()}: {message}", datadir=None, log=None)
+    if server.lossy is not None:  # kept in the backing directory once unmounted
+        on_disk = server.lossy.on_disk
+        return ServerLost(message, datadir=on_disk(cluster.datadir), log=on_disk(cluster.logfile))
     return ServerLost(message, datadir=cluster.datadir, log=cluster.logfile)

@@ -20,7 +20,10 @@ from pgrig.durability import crasher, verifier
 from pgrig.durability.clients import PREFIX, Client, Gate, create_schema
 from pgrig.durability.model import (
     IMMEDIATE,
+    KILL_BACKEND,
     METHODS,
+    POWER_LOSS,
+    POWER_LOSS_MODES,
     PROCESS,
     SETTINGS,
     Check,
@@ -30,6 +33,7 @@ from pgrig.durability.model import (
     untested_by,
 )
 from pgrig.errors import ClusterError, UsageError
+from pgrig.lossyfs import sync_tree
 
 PARK_TIMEOUT_S = 30.0
 
@@ -48,10 +52,27 @@ class DurabilityPlan:
     interval_s: float = 5.0  # mean seconds of load before each crash (uniform 0.5x-1.5x)
     seed: int | None = None
     recovery_timeout_s: float = 120.0
+    power_loss: str | None = None  # POWER_LOSS_MODES: the power goes after each crash
+
+    @property
+    def crash_model(self) -> str:
+        return PROCESS if self.power_loss is None else POWER_LOSS
 
     def validate(self) -> DurabilityPlan:
         if self.method not in METHODS:
             raise UsageError(f"--crash {self.method!r}: must be one of {', '.join(METHODS)}")
+        if self.power_loss is not None:
+            if self.power_loss not in POWER_LOSS_MODES:
+                raise UsageError(
+                    f"--power-loss-mode {self.power_loss!r}: must be one of "
+                    + ", ".join(POWER_LOSS_MODES)
+                )
+            if self.method == KILL_BACKEND:
+                raise UsageError(
+                    f"--crash {KILL_BACKEND} with --power-loss: the postmaster restarts by "
+                    "itself, so the power cannot go while every process is down",
+                    hint="use --crash immediate or kill-postmaster with --power-loss",
+                )
         for option, value, low in (
             ("--crashes", self.crashes, 0),
             ("--clients", self.clients, 1),
@@ -128,6 +149,10 @@ def run(
     seed = plan.seed if plan.seed is not None else random.SystemRandom().randrange(2**31)
     rng = random.Random(seed)
     create_schema(server.conn, branches=plan.clients)
+    if server.lossy is not None and server.cluster is not None:
+        # The starting state is durable, as initdb's is: the check is about the
+        # commits acknowledged under load, not about the schema it made.
+        sync_tree(server.cluster.workdir)
     with server.conn.connect() as db:
         settings = verifier.server_settings(db, SETTINGS)
         version = str(db.execute("SHOW server_version").fetchone()[0])  # type: ignore[index]
@@ -152,9 +177,18 @@ def run(
                 state.killed.add(sent.killed_pid)
             on_event("crashed", number)
             progress(f"crash {number} ({plan.method}) after {sent.mono - started:.1f} s of load")
-            downtime, recovery = crasher.wait_recovered(
-                server, plan.method, sent, watch, plan.recovery_timeout_s
+            downtime, recovery, cut = crasher.wait_recovered(
+                server,
+                plan.method,
+                sent,
+                watch,
+                plan.recovery_timeout_s,
+                power_loss=plan.power_loss,
+                # drawn only for power losses: a process-crash seed keeps its moments
+                seed=rng.randrange(2**31) if plan.power_loss else 0,
             )
+            if cut is not None:
+                progress(f"power loss {number} ({cut.mode}): {cut.sentence()}")
             watch.close()
             watch = _watch(server)
             _park(gate, state)
@@ -176,18 +210,25 @@ def run(
                     killed_pid=sent.killed_pid,
                     loss=loss,
                     checks=checks,
+                    power_loss=cut,
                 )
             )
             progress(
                 f"crash {number}: back in {downtime:.2f} s (recovery {recovery:.2f} s); "
                 + (loss.sentence(number) if loss else "no acknowledged commit lost")
             )
-        started = _load(gate, state, plan.interval_s)
-        gate.close()
-        state.load_s += time.monotonic() - started
-        _park(gate, state)
+            if any(c.name == verifier.READABLE and c.ok is False for c in checks):
+                break  # the tables are gone or broken: more load proves nothing
+        else:
+            started = _load(gate, state, plan.interval_s)
+            gate.close()
+            state.load_s += time.monotonic() - started
+            _park(gate, state)
         on_event("end", 0)
         checks, final_loss = _verify(state, server, bins, logfile, at=time.time())
+        if plan.power_loss is not None and server.cluster is not None:
+            enabled = settings.get("data_checksums") == "on"
+            checks += (verifier.checksums(server.cluster, enabled=enabled),)
         if final_loss is not None:
             state.failures.append(final_loss.sentence(None))
         state.fail(checks, "at the end", skip=verifier.ACKED)
@@ -199,7 +240,8 @@ def run(
             watch.close()
 
     in_doubt = state.in_doubt()
-    with server.conn.connect() as db:
+    rows = None
+    with server.conn.connect() as db, contextlib.suppress(psycopg.errors.UndefinedTable):
         rows = db.execute(
             f"SELECT count(*) FROM {PREFIX}history WHERE id = ANY(%s)", (sorted(in_doubt),)
         ).fetchone()
@@ -223,7 +265,9 @@ def run(
         final_loss=final_loss,
         checks=checks,
         failures=tuple(state.failures),
-        untested=untested_by(PROCESS, settings),
+        crash_model=plan.crash_model,
+        power_loss_mode=plan.power_loss,
+        untested=untested_by(plan.crash_model, settings, plan.power_loss),
     )
 
 
@@ -261,7 +305,10 @@ def _verify(
     state: _Run, server: crasher.Server, bins: PgBinaries, logfile: Path | None, *, at: float
 ) -> tuple[tuple[Check, ...], Loss | None]:
     acked = state.acked()
-    data = verifier.verify_data(server.conn, acked, state.in_doubt(), state.rejected())
+    try:
+        data = verifier.verify_data(server.conn, acked, state.in_doubt(), state.rejected())
+    except psycopg.Error as exc:  # a power loss took the tables, or broke them
+        data = verifier.unreadable(acked, exc)
     checks = list(data.checks)
     checks.append(verifier.amcheck(bins, server.conn, install_missing=True))
     checks.append(verifier.check_log(logfile, state.log_offset, state.killed))

@@ -30,6 +30,7 @@ SETTINGS = (
     "data_checksums",
     "restart_after_crash",
     "data_sync_retry",
+    "recovery_init_sync_method",
 )
 
 # Crash models: what is lost. A process crash (every method above) loses the
@@ -37,6 +38,9 @@ SETTINGS = (
 # and did not fsync survives it; a power loss (docs/durability.md) loses that too.
 PROCESS = "process"
 POWER_LOSS = "power-loss"
+# What a power loss keeps of the unsynced state (pgrig.lossyfs.MODES): nothing,
+# a random half of the unsynced pages, or a torn prefix of one of them.
+POWER_LOSS_MODES = ("drop", "random-subset", "torn")
 
 # Settings whose effect shows only when the kernel's unsynced writes are lost,
 # with the value that makes them matter: a process crash cannot test them.
@@ -48,9 +52,16 @@ _PROCESS_BLIND = {
 LINUX_DEFAULT_SYNC = "fdatasync"
 
 
-def untested_by(model: str, settings: dict[str, str]) -> tuple[str, ...]:
-    """The settings of this run that its crash model cannot test, each with why."""
+def untested_by(model: str, settings: dict[str, str], mode: str | None = None) -> tuple[str, ...]:
+    """The settings of this run that its crash model (and power-loss mode) cannot
+    test, each with why."""
     if model != PROCESS:
+        if mode == "drop" and settings.get("full_page_writes") == "off":
+            # Whole pages are dropped or kept: none is half-written.
+            return (
+                "full_page_writes = off: a `drop` power loss tears no page; use "
+                "--power-loss-mode torn (or random-subset)",
+            )
         return ()
     out = [
         f"{name} = {value}: {why}"
@@ -108,6 +119,31 @@ class Loss:
 
 
 @dataclass(frozen=True)
+class Cut:
+    """What one power loss threw away (``pgrig.lossyfs.PowerLossReport``, summed up)."""
+
+    mode: str
+    unsynced_pages: int  # cached pages not fsynced when the power went
+    persisted_pages: int  # of those, written anyway (random-subset, torn)
+    lost_files: int  # files with unsynced data and no durable name
+    torn: str | None = None  # "path at offset: N bytes" of the torn page
+    seed: int = 0  # of the choice of pages a partial power loss keeps (from the run's seed)
+
+    def sentence(self) -> str:
+        text = f"{self.unsynced_pages:,} unsynced pages dropped"
+        if self.persisted_pages:
+            text = (
+                f"{self.unsynced_pages - self.persisted_pages:,} of {self.unsynced_pages:,} "
+                "unsynced pages dropped"
+            )
+        if self.lost_files:
+            text += f", {self.lost_files:,} unsynced files gone"
+        if self.torn:
+            text += f", torn page {self.torn}"
+        return text
+
+
+@dataclass(frozen=True)
 class Crash:
     number: int  # 1-based
     method: str
@@ -122,6 +158,7 @@ class Crash:
     killed_pid: int | None = None
     loss: Loss | None = None
     checks: tuple[Check, ...] = ()
+    power_loss: Cut | None = None  # set when the crash was followed by a power loss
 
 
 @dataclass(frozen=True)
@@ -149,6 +186,7 @@ class DurabilityResult:
     kept_datadir: str | None = None
     kept_log: str | None = None
     crash_model: str = PROCESS
+    power_loss_mode: str | None = None  # POWER_LOSS_MODES, with crash_model POWER_LOSS
     # Settings of this run its crash model cannot test (``untested_by``): a PASS
     # says nothing about them.
     untested: tuple[str, ...] = ()
@@ -156,6 +194,12 @@ class DurabilityResult:
     @property
     def ok(self) -> bool:
         return not self.failures
+
+    @property
+    def lost_window_ms(self) -> float:
+        """The longest span of acknowledged-but-lost commits over all crashes."""
+        losses = [c.loss for c in self.crashes if c.loss] + [self.final_loss]
+        return max((x.window_ms for x in losses if x is not None), default=0.0)
 
     @property
     def tps(self) -> float:

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pgrig.durability.model import METHOD_TEXT, SETTINGS, Check, DurabilityResult
+from pgrig.durability.model import (
+    METHOD_TEXT,
+    POWER_LOSS,
+    SETTINGS,
+    Check,
+    Crash,
+    DurabilityResult,
+)
 from pgrig.report import fmt
 from pgrig.report.model import FAILED, HEADLINE, NORMAL, Row, Section, Table
 from pgrig.results import RunRecord, Study, typed
@@ -20,10 +27,23 @@ NOTES = (
     "Recovery: from the restart (pg_ctl start, or the postmaster's own crash restart "
     "after a killed backend) to the first accepted connection; down: from the crash "
     "signal to the same moment.",
+)
+PROCESS_NOTE = (
     "These crashes kill processes, not the machine: WAL the server had handed to the "
     "kernel survives without fsync. fsync = off and full_page_writes = off are only "
-    "tested by a power loss or a VM reset, which this check does not simulate.",
+    "tested by a power loss (`pgrig durability --power-loss`)."
 )
+POWER_NOTE = (
+    "Power loss: the cluster (data and WAL) ran on pgrig's lossy filesystem; after each "
+    "crash, every write it had not fsynced was thrown away ({mode}) before the restart. "
+    "Dropped: the unsynced pages the power loss took. See docs/lossyfs.md for what it "
+    "does not emulate."
+)
+MODE_TEXT = {
+    "drop": "drop: nothing unsynced kept",
+    "random-subset": "random-subset: a random half of the unsynced pages written anyway",
+    "torn": "torn: half of one unsynced page written",
+}
 
 
 def section(study: Study, records: Sequence[RunRecord]) -> Section | None:
@@ -50,6 +70,8 @@ def section(study: Study, records: Sequence[RunRecord]) -> Section | None:
 
 def _verdict(res: DurabilityResult) -> str:
     how = METHOD_TEXT.get(res.method, res.method)
+    if res.crash_model == POWER_LOSS:
+        how += f", each followed by a power loss ({res.power_loss_mode})"
     what = (
         f"{len(res.crashes)} crash{'es' if len(res.crashes) != 1 else ''} by {how} under "
         f"{res.clients} clients; {res.acknowledged:,} commits acknowledged in "
@@ -68,6 +90,11 @@ def _verdict(res: DurabilityResult) -> str:
         if res.untested
         else ""
     )
+    if res.lost:
+        what += (
+            f"; lost acknowledged commits per crash: {_per_crash(res)}, each time within the "
+            f"last {res.lost_window_ms:,.0f} ms (at most) before the crash"
+        )
     if res.ok:
         return (
             f"PASSED: {what}. No acknowledged commit was lost, no id is present twice, "
@@ -76,7 +103,25 @@ def _verdict(res: DurabilityResult) -> str:
     return f"FAILED: {what}; lost acknowledged commits: {res.lost:,} ({settings}).{untested} Why:"
 
 
+def _per_crash(res: DurabilityResult) -> str:
+    counts = [f"{c.loss.count if c.loss else 0:,}" for c in res.crashes]
+    if res.final_loss is not None:
+        counts.append(f"{res.final_loss.count:,} at the end")
+    return ", ".join(counts)
+
+
+def _dropped(c: Crash) -> str:
+    cut = c.power_loss
+    if cut is None:
+        return ""
+    text = fmt.integer(cut.unsynced_pages - cut.persisted_pages)
+    if cut.torn:
+        text += " + 1 torn"
+    return text
+
+
 def _crashes(res: DurabilityResult) -> Table:
+    power = res.crash_model == POWER_LOSS
     rows = []
     for c in res.crashes:
         loss = c.loss
@@ -96,6 +141,7 @@ def _crashes(res: DurabilityResult) -> Table:
                     f"{c.downtime_s:.2f}",
                     lost,
                     window,
+                    *((_dropped(c),) if power else ()),
                 ),
                 FAILED if loss else NORMAL,
             )
@@ -112,6 +158,7 @@ def _crashes(res: DurabilityResult) -> Table:
             "",
             fmt.integer(loss.count),
             f"{loss.window_ms:,.0f} ms",
+            *(("",) if power else ()),
         )
         rows.append(Row(cells, FAILED))
     recov = [c.recovery_s for c in res.crashes]
@@ -124,9 +171,12 @@ def _crashes(res: DurabilityResult) -> Table:
         f"max {max(recov):.2f}" if recov else "",
         "",
         fmt.integer(res.lost),
-        "",
+        f"max {res.lost_window_ms:,.0f} ms" if res.lost else "",
+        *((fmt.integer(sum(_pages(c) for c in res.crashes)),) if power else ()),
     )
     rows.append(Row(total, FAILED if res.lost else HEADLINE))
+    mode = MODE_TEXT.get(res.power_loss_mode or "", str(res.power_loss_mode))
+    notes = (*NOTES, POWER_NOTE.format(mode=mode) if power else PROCESS_NOTE)
     return Table(
         (
             "Crash",
@@ -138,13 +188,18 @@ def _crashes(res: DurabilityResult) -> Table:
             "Down (s)",
             "Lost acknowledged",
             "Loss window",
+            *(("Unsynced pages dropped",) if power else ()),
         ),
         tuple(rows),
-        caption=f"Crashes ({res.clients} clients, seed {res.seed}, PostgreSQL "
-        f"{res.server_version})",
-        notes=NOTES,
-        numeric=(False, False, True, True, True, True, True, True, False),
+        caption=f"{'Power-loss cycles' if power else 'Crashes'} ({res.clients} clients, "
+        f"seed {res.seed}, PostgreSQL {res.server_version})",
+        notes=notes,
+        numeric=(False, False, True, True, True, True, True, True, False, *((True,) * power)),
     )
+
+
+def _pages(c: Crash) -> int:
+    return c.power_loss.unsynced_pages - c.power_loss.persisted_pages if c.power_loss else 0
 
 
 def _verifications(res: DurabilityResult) -> Table:

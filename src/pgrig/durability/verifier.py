@@ -9,7 +9,9 @@
   of its history rows, so all four totals agree (no half transaction);
 * ``pg_amcheck`` finds heap and B-tree indexes consistent (``--heapallindexed``;
   with data checksums, a torn or corrupted page fails its checksum);
-* the server log holds no errors other than the ones a crash causes.
+* the server log holds no errors other than the ones a crash causes;
+* after power losses, ``pg_checksums --check`` on the stopped cluster (when it
+  has data checksums): every page of every relation, not only the check's.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import psycopg
 
 from pgrig import proc
 from pgrig.cluster.binaries import PgBinaries
+from pgrig.cluster.server import Cluster
 from pgrig.conninfo import Conn
 from pgrig.durability.clients import PREFIX, TABLES, delta_of
 from pgrig.durability.model import Check
@@ -37,6 +40,8 @@ ROWS = "rows as the clients wrote them"
 INVARIANTS = "invariants (balances = sum of history)"
 AMCHECK = "pg_amcheck (heap + B-tree)"
 LOG = "server log"
+READABLE = "tables readable"
+CHECKSUMS = "pg_checksums"
 EXAMPLES = 5
 
 # The four sums that agree after any number of whole transactions.
@@ -166,6 +171,58 @@ def verify_data(
     else:
         checks.append(Check(INVARIANTS, True, f"hold: {sums}"))
     return DataState(tuple(checks), missing, present)
+
+
+def unreadable(acked: Mapping[int, float], exc: psycopg.Error) -> DataState:
+    """What a verification found when the check's tables could not be read: gone
+    (every acknowledged commit with them) or too damaged to scan."""
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if isinstance(exc, psycopg.errors.UndefinedTable):
+        detail = f"{len(acked):,} acknowledged commits gone with their table: {first}"
+        return DataState(
+            (Check(ACKED, False, detail), Check(READABLE, False, first)),
+            frozenset(acked),
+            frozenset(),
+        )
+    return DataState(
+        (Check(ACKED, None, f"not run: {first}"), Check(READABLE, False, first)),
+        frozenset(),
+        frozenset(),
+    )
+
+
+def checksums(cluster: Cluster, *, enabled: bool) -> Check:
+    """``pg_checksums --check`` needs the cluster shut down cleanly: stopped, checked,
+    started again."""
+    if not enabled:
+        return Check(CHECKSUMS, None, "not run: the cluster has no data checksums")
+    if not cluster.bins.has("pg_checksums"):
+        return Check(CHECKSUMS, None, f"not run: no pg_checksums in {cluster.bins.bin_dir}")
+    cluster.stop()
+    try:
+        done = proc.run(
+            [cluster.bins.path("pg_checksums"), "--check", "-D", cluster.datadir],
+            timeout=600,
+            check=False,
+            user=cluster.os_user,
+            what="pg_checksums",
+        )
+    except ToolError as exc:
+        return Check(CHECKSUMS, None, f"not run: {exc}")
+    finally:
+        cluster.start()
+    output = (done.stdout + done.stderr).strip()
+    bad = re.search(r"Bad checksums:\s+(\d+)", output)
+    scanned = re.search(r"Blocks scanned:\s+(\d+)", output)
+    if done.returncode == 0 and bad is not None and bad.group(1) == "0":
+        blocks = f"{int(scanned.group(1)):,} blocks" if scanned else "every block"
+        return Check(CHECKSUMS, True, f"{blocks} of the cluster match their checksums")
+    if bad is not None and bad.group(1) != "0":
+        lines = [line for line in output.splitlines() if "checksum verification failed" in line]
+        return Check(
+            CHECKSUMS, False, f"{bad.group(1)} pages fail their checksum: " + _examples(lines)
+        )
+    return Check(CHECKSUMS, None, f"could not run (exit code {done.returncode}): {output[-400:]}")
 
 
 AMCHECK_FROM = 140000  # amcheck 1.3 (verify_heapam), which pg_amcheck needs

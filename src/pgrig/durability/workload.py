@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from pgrig.durability import crasher, driver, report
-from pgrig.durability.model import KILL_BACKEND, METHODS, DurabilityResult
+from pgrig.durability.model import KILL_BACKEND, METHODS, POWER_LOSS_MODES, DurabilityResult
 from pgrig.policy import RunPolicy
 from pgrig.report.model import Section
 from pgrig.results import RunRecord, Study
-from pgrig.schema import Schema, Table, choice, integer, number, text
+from pgrig.schema import Schema, Table, choice, custom, integer, number, text
 from pgrig.step import Context, Skip, Step, StepKey
 from pgrig.ui import Step as ProgressLine
 from pgrig.workloads.base import Needs, Phase, ResultKind, Series, TargetView, Workload
@@ -30,6 +30,9 @@ class DurabilitySpec:
     interval_s: float = 5.0
     seed: int | None = None
     recovery_timeout_s: float = 120.0
+    # After each crash the power goes too (POWER_LOSS_MODES): the target's cluster
+    # runs on the lossy filesystem. None: a process crash only.
+    power_loss: str | None = None
     # `pgrig durability`'s hook between crashes (tests tamper there); not a campaign key
     on_event: driver.EventHook | None = field(
         default=None, compare=False, repr=False, metadata={"runtime": True}
@@ -46,7 +49,15 @@ class DurabilitySpec:
             interval_s=self.interval_s,
             seed=self.seed,
             recovery_timeout_s=self.recovery_timeout_s,
+            power_loss=self.power_loss,
         )
+
+
+def _power_loss(t: Table, key: str, default: Any) -> str | None:
+    value = t.get(key, str, default)
+    if value is not None and value not in POWER_LOSS_MODES:
+        raise t.error(key, f"{value!r} is not one of {', '.join(POWER_LOSS_MODES)}")
+    return value  # type: ignore[no-any-return]
 
 
 SCHEMA = Schema(
@@ -61,6 +72,10 @@ SCHEMA = Schema(
     integer("seed", None, "seed of the crash moments (recorded either way)", minimum=0),
     number("recovery_timeout", 120.0, "seconds the server has to come back after a crash",
            field="recovery_timeout_s", above=0),
+    custom("power_loss", None, "after each crash the power goes too: `drop` (every unsynced "
+           "write lost), `random-subset` (some unsynced pages written anyway) or `torn` (half "
+           "of one page written); the cluster runs on the lossy filesystem (docs/lossyfs.md) "
+           "and the campaign may hold no other workload", _power_loss),
     also=("type",),
 )  # fmt: skip
 
@@ -72,9 +87,11 @@ def check_step(spec: DurabilitySpec, target: TargetView) -> Step:
         own = ctx.cluster is not None
         if ctx.conn is None or not (own or (target.owned and plan.method == KILL_BACKEND)):
             raise Skip("an existing server: run `pgrig durability --dsn ... --yes`")
+        if plan.power_loss is not None and ctx.lossy is None:
+            raise Skip("the cluster is not on the lossy filesystem: no power loss possible")
         result = driver.run(
             plan,
-            crasher.Server(conn=ctx.conn, cluster=ctx.cluster),
+            crasher.Server(conn=ctx.conn, cluster=ctx.cluster, lossy=ctx.lossy),
             ctx.bins,
             logfile=ctx.cluster.logfile if ctx.cluster is not None else None,
             progress=lambda text: line.update(detail=text),
@@ -87,17 +104,19 @@ def check_step(spec: DurabilitySpec, target: TargetView) -> Step:
     return Step(
         key=StepKey(target.name, spec.name),
         kind="durability",
-        label=f"{target.name}: durability, {spec.crashes} x {spec.method}",
+        label=f"{target.name}: durability, {spec.crashes} x {spec.method}"
+        + (f" + power loss ({spec.power_loss})" if spec.power_loss else ""),
         params={
             "workload": spec.name,
             "method": spec.method,
             "crashes": spec.crashes,
             "clients": spec.clients,
             "interval_s": spec.interval_s,
+            "power_loss": spec.power_loss,
         },
         action=action,
         tools=("pg_amcheck", "postgres", "pg_ctl"),
-        estimate_s=spec.crashes * (spec.interval_s + 5) + 10,
+        estimate_s=spec.crashes * (spec.interval_s + (15 if spec.power_loss else 5)) + 10,
     )
 
 
@@ -115,6 +134,9 @@ class DurabilityWorkload(Workload):
 
     def parse(self, table: Table) -> DurabilitySpec:
         return DurabilitySpec(**SCHEMA.read(table))
+
+    def loses_power(self, spec: DurabilitySpec) -> bool:
+        return spec.power_loss is not None
 
     def phases(self, spec: DurabilitySpec, policy: RunPolicy) -> list[Phase]:
         return [Phase(series=[Series(lambda t, _rep: check_step(spec, t), repeated=False)])]

@@ -128,6 +128,11 @@ class Workload(ABC):
         """Its own part of the report, beyond the generic tables; None: nothing."""
         return None
 
+    def loses_power(self, spec: Any) -> bool:
+        """True: this spec cuts the power, so every target's cluster runs on the
+        lossy filesystem (pgrig.lossyfs) - and nothing else may be measured there."""
+        return False
+
     def describe(self, spec: Any) -> dict[str, Any]:
         """The spec as the study's params record it (fields marked ``runtime`` are
         hooks for tests and front doors, not part of the study)."""

@@ -1,0 +1,440 @@
+"""Mounting, cutting the power of and unmounting a lossy filesystem, from pgrig.
+
+The filesystem runs as its own process (``python -m pgrig.lossyfs serve``),
+started and stopped by PID with timeouts, controlled through a unix socket in a
+private run directory outside the mount. Every mount is recorded before it
+exists (see registry.py), so ``clean_orphans`` can undo it after a crash.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from pgrig.errors import PgrigError
+from pgrig.lossyfs.powerloss import MODES, Mode, PowerLossReport
+from pgrig.lossyfs.registry import (
+    RUN_MARKER,
+    RUN_PREFIX,
+    MountRecord,
+    drop_record,
+    is_mounted,
+    lazy_unmount,
+    registry_dir,
+    remove_run_dir,
+    write_record,
+)
+from pgrig.lossyfs.volume import METADATA_MODELS, MetadataModel
+
+
+class LossyFsError(PgrigError):
+    """The lossy filesystem cannot be mounted, controlled or unmounted."""
+
+
+class LossyFsUnavailable(LossyFsError):
+    """FUSE or the binding is missing here (``available()`` says which): like a
+    missing program, exit code 3."""
+
+    exit_code = 3
+
+
+def require(what: str) -> None:
+    """Raise ``LossyFsUnavailable`` naming ``what`` needs the lossy filesystem."""
+    reason = available()
+    if reason:
+        raise LossyFsUnavailable(
+            f"{what} needs the lossy filesystem, which cannot run here: {reason}",
+            hint="install fuse3 and pgrig[lossyfs] (scripts/install-deps.sh, or `make test`), "
+            "or drop the power loss to crash processes only",
+        )
+
+
+def available(*, allow_other: bool = True) -> str | None:
+    """None if a lossy mount can work here, else the reason it cannot."""
+    if not sys.platform.startswith("linux"):
+        return f"FUSE mounts need Linux, this is {sys.platform}"
+    try:
+        fd = os.open("/dev/fuse", os.O_RDWR | os.O_CLOEXEC)
+    except OSError as exc:
+        return f"cannot open /dev/fuse: {exc.strerror} (no FUSE in this kernel or container)"
+    os.close(fd)
+    if shutil.which("fusermount3") is None:
+        return "fusermount3 is not installed (Debian package fuse3)"
+    try:
+        import pyfuse3  # noqa: F401
+        import trio  # noqa: F401
+    except ImportError as exc:
+        return f"the pyfuse3 binding is not installed: {exc} (pip install 'pgrig[lossyfs]')"
+    if allow_other and os.geteuid() != 0:
+        try:
+            conf = Path("/etc/fuse.conf").read_text()
+        except OSError:
+            conf = ""
+        if not any(line.strip() == "user_allow_other" for line in conf.splitlines()):
+            return "allow_other needs root or 'user_allow_other' in /etc/fuse.conf"
+    return None
+
+
+def sync_tree(root: Path) -> None:
+    """fsync every file and directory under ``root`` (children before parents), as
+    initdb's final sync does: what pgrig writes on the mount itself (its work
+    directory marker, postgresql.conf edits after initdb) is volatile otherwise,
+    and a power loss would take it back. Safe beside a running server: files it
+    removes meanwhile are skipped."""
+    for dirpath, _dirs, files in os.walk(root, topdown=False):
+        for name in files:
+            path = os.path.join(dirpath, name)
+            if os.path.islink(path):
+                continue
+            try:
+                fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+            except FileNotFoundError:
+                continue  # removed since the walk saw it (a running server's temp file)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        fd = os.open(dirpath, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    parent = os.open(os.path.dirname(os.path.abspath(root)), os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(parent)
+    finally:
+        os.close(parent)
+
+
+class LossyMount:
+    """A lossy FUSE filesystem over ``backing`` mounted on ``mountpoint``.
+
+    ``start()`` mounts; ``power_loss()`` discards what was not fsynced and leaves
+    the mount gone (clients get errors) until ``remount()``; ``unmount()`` is an
+    orderly shutdown (the cache is written back). As a context manager it mounts
+    on entry and unmounts on exit if still mounted.
+    """
+
+    def __init__(
+        self,
+        backing: Path,
+        mountpoint: Path,
+        *,
+        seed: int = 0,
+        page_size: int = 4096,
+        metadata: MetadataModel = "strict",
+        allow_other: bool = True,
+        timeout: float = 30.0,
+    ) -> None:
+        if metadata not in METADATA_MODELS:
+            raise LossyFsError(
+                f"metadata model {metadata!r} is unknown",
+                hint=f"use one of {', '.join(METADATA_MODELS)}",
+            )
+        if page_size < 512 or page_size > 1 << 20 or page_size & (page_size - 1):
+            raise LossyFsError(
+                f"page size {page_size} is not a power of two between 512 and 1 MiB",
+                hint="use 4096 (the kernel's page) or 8192 (PostgreSQL's block)",
+            )
+        self.backing = Path(os.path.realpath(backing))
+        self.mountpoint = Path(os.path.realpath(mountpoint))
+        self.seed = seed
+        self.page_size = page_size
+        self.metadata = metadata
+        self.allow_other = allow_other
+        self.timeout = timeout
+        self.power_losses = 0
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._record: MountRecord | None = None
+        self._created_mountpoint = False
+
+    # -- lifecycle ----------------------------------------------------------------
+
+    @property
+    def mounted(self) -> bool:
+        return self._record is not None and is_mounted(str(self.mountpoint), self._record.fsname)
+
+    @property
+    def record(self) -> MountRecord | None:
+        """What is registered for the current mount (fsname, PIDs, run directory)."""
+        return self._record
+
+    @property
+    def log_file(self) -> Path | None:
+        return Path(self._record.run_dir) / "fs.log" if self._record else None
+
+    def start(self) -> None:
+        """Mount; returns once the filesystem answers. Raises LossyFsError."""
+        if self._proc is not None:
+            raise LossyFsError(f"{self.mountpoint} is already mounted by this LossyMount")
+        reason = available(allow_other=self.allow_other)
+        if reason:
+            raise LossyFsError(f"cannot mount a lossy filesystem: {reason}")
+        self._check_paths()
+        run_dir = Path(tempfile.mkdtemp(prefix=RUN_PREFIX))
+        (run_dir / RUN_MARKER).write_text(str(self.mountpoint))
+        record = MountRecord(
+            fsname=f"pgrig-lossyfs-{secrets.token_hex(6)}",
+            mountpoint=str(self.mountpoint),
+            backing=str(self.backing),
+            run_dir=str(run_dir),
+            owner_pid=os.getpid(),
+            host=socket.gethostname(),
+            created_at=time.time(),
+            created_mountpoint=self._created_mountpoint,
+        )
+        self._record = record
+        try:
+            write_record(record)  # before the mount exists: a crash from here is cleanable
+            with open(run_dir / "fs.log", "ab") as log:
+                self._proc = subprocess.Popen(  # noqa: S603 - argument list
+                    self._argv(record),
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=log,
+                    start_new_session=True,
+                )
+            self._record = record = MountRecord(**{**asdict(record), "fs_pid": self._proc.pid})
+            write_record(record)
+            self._wait_ready()
+        except BaseException as exc:
+            if self._proc is not None:
+                self._teardown(clean=False)
+            else:
+                self._forget()
+            if isinstance(exc, OSError):
+                raise LossyFsError(
+                    f"cannot start the lossy filesystem on {self.mountpoint}: {exc}",
+                    hint=f"check that the pgrig state directory {registry_dir()} is writable",
+                ) from exc
+            raise
+
+    def _argv(self, record: MountRecord) -> list[str]:
+        return [
+            sys.executable,
+            "-m",
+            "pgrig.lossyfs",
+            "serve",
+            f"--backing={self.backing}",
+            f"--mountpoint={self.mountpoint}",
+            f"--control={Path(record.run_dir) / 'control.sock'}",
+            f"--fsname={record.fsname}",
+            f"--page-size={self.page_size}",
+            f"--metadata={self.metadata}",
+        ] + (["--allow-other"] if self.allow_other else [])
+
+    def _check_paths(self) -> None:
+        if not self.backing.is_dir():
+            raise LossyFsError(
+                f"backing directory {self.backing} does not exist",
+                hint="create it on the storage under test",
+            )
+        inside = self.backing.is_relative_to(self.mountpoint)
+        if inside or self.mountpoint.is_relative_to(self.backing):
+            raise LossyFsError(
+                f"mountpoint {self.mountpoint} and backing {self.backing} overlap",
+                hint="use two separate directories",
+            )
+        if not self.mountpoint.exists():
+            self.mountpoint.mkdir(mode=0o755)
+            self._created_mountpoint = True
+        elif not self.mountpoint.is_dir() or any(self.mountpoint.iterdir()):
+            raise LossyFsError(
+                f"mountpoint {self.mountpoint} is not an empty directory",
+                hint="pgrig mounts only over an empty directory (or one it creates)",
+            )
+
+    def _wait_ready(self) -> None:
+        assert self._proc is not None and self._record is not None
+        deadline = time.monotonic() + self.timeout
+        while time.monotonic() < deadline:
+            if self._proc.poll() is not None:
+                raise LossyFsError(
+                    f"the lossy filesystem process exited with code {self._proc.returncode} "
+                    f"before mounting {self.mountpoint}: {self._log_tail()}",
+                    hint=f"see {self.log_file}",
+                )
+            if is_mounted(self._record.mountpoint, self._record.fsname):
+                with contextlib.suppress(LossyFsError):
+                    if self._control({"cmd": "ping"}, timeout=2).get("ok"):
+                        return
+            time.sleep(0.05)
+        raise LossyFsError(
+            f"the lossy filesystem did not come up on {self.mountpoint} in {self.timeout:.0f} s: "
+            f"{self._log_tail()}",
+            hint=f"see {self.log_file}",
+        )
+
+    def remount(self) -> None:
+        """Mount again over the same backing directory (after a power loss or unmount):
+        what the filesystem shows is what survived."""
+        if self._proc is not None:
+            self._teardown(clean=True)
+        self.start()
+
+    def power_loss(
+        self,
+        mode: Mode = "drop",
+        *,
+        seed: int | None = None,
+        keep_fraction: float = 0.5,
+        torn_bytes: int | None = None,
+        only: str | None = None,
+    ) -> PowerLossReport:
+        """Cut the power: unsynced data and directory entries are lost.
+
+        ``drop`` keeps nothing unsynced; ``random-subset`` also persists each unsynced
+        page with probability ``keep_fraction``; ``torn`` persists the first
+        ``torn_bytes`` (default half a page) of one unsynced page. ``only`` restricts
+        the pages that may be persisted to paths (relative to the mount root)
+        matching this glob. ``seed`` defaults to the mount's seed plus the number of
+        earlier power losses, so a sequence of crashes is reproducible too.
+        """
+        if mode not in MODES:
+            raise LossyFsError(f"power loss mode {mode!r} is unknown", hint=f"use one of {MODES}")
+        if not 0.0 <= keep_fraction <= 1.0:
+            raise LossyFsError(f"keep_fraction {keep_fraction} is not between 0 and 1")
+        if torn_bytes is not None and not 0 < torn_bytes < self.page_size:
+            raise LossyFsError(
+                f"torn_bytes {torn_bytes} is not between 1 and {self.page_size - 1}",
+                hint="a torn page keeps a prefix of one page (page_size of the mount)",
+            )
+        if self._proc is None:
+            raise LossyFsError(f"{self.mountpoint} is not mounted", hint="call start() first")
+        if seed is None:
+            seed = self.seed + self.power_losses
+        self.power_losses += 1
+        request: dict[str, Any] = {
+            "cmd": "power_loss",
+            "mode": mode,
+            "seed": seed,
+            "keep_fraction": keep_fraction,
+            "torn_bytes": torn_bytes,
+            "only": only,
+        }
+        try:
+            reply = self._control(request, timeout=self.timeout)
+        except LossyFsError:
+            self._teardown(clean=False)  # SIGKILL: as lossy as "drop"
+            raise
+        self._teardown(clean=False, exiting=bool(reply.get("ok")))
+        if not reply.get("ok"):
+            raise LossyFsError(f"power loss failed: {reply.get('error')}")
+        return PowerLossReport.from_json(reply["report"])
+
+    def unmount(self) -> None:
+        """Orderly shutdown: the cache is written back, then the mount goes (lazily:
+        stop processes using it first, or they get errors)."""
+        if self._proc is None:
+            return
+        self._teardown(clean=True)
+
+    def stats(self) -> dict[str, Any]:
+        """Cache and fsync counters of the running filesystem."""
+        reply = self._control({"cmd": "stats"}, timeout=self.timeout)
+        return dict(reply.get("stats", {}))
+
+    def __enter__(self) -> LossyMount:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._proc is not None:
+            self._teardown(clean=exc is None)
+
+    # -- internals -------------------------------------------------------------------
+
+    def _control(self, request: dict[str, Any], *, timeout: float) -> dict[str, Any]:
+        assert self._record is not None
+        path = str(Path(self._record.run_dir) / "control.sock")
+        try:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+                sock.settimeout(timeout)
+                sock.connect(path)
+                sock.sendall(json.dumps(request).encode() + b"\n")
+                data = b""
+                while chunk := sock.recv(65536):
+                    data += chunk
+            reply = json.loads(data)
+        except (OSError, ValueError) as exc:
+            raise LossyFsError(
+                f"the lossy filesystem on {self.mountpoint} did not answer "
+                f"{request['cmd']!r}: {exc}",
+                hint=f"see {self.log_file}",
+            ) from exc
+        if not isinstance(reply, dict):
+            raise LossyFsError(f"bad reply from the lossy filesystem: {reply!r}")
+        return reply
+
+    def _teardown(self, *, clean: bool, exiting: bool = False) -> None:
+        """Stop the filesystem process (by PID, with timeouts) and make sure the mount
+        is gone. ``clean``: ask for an orderly shutdown first; ``exiting``: it is
+        leaving by itself (after a power loss); neither: SIGKILL it at once."""
+        proc_ = self._proc
+        record = self._record
+        assert proc_ is not None and record is not None
+        try:
+            if proc_.poll() is None and clean:
+                with contextlib.suppress(LossyFsError):
+                    self._control({"cmd": "shutdown"}, timeout=self.timeout)
+            elif proc_.poll() is None and not exiting:
+                proc_.kill()  # nothing is written back: as lossy as a "drop" power loss
+            try:
+                proc_.wait(timeout=self.timeout)
+            except subprocess.TimeoutExpired:
+                sig = signal.SIGTERM if clean else signal.SIGKILL
+                with contextlib.suppress(ProcessLookupError):
+                    proc_.send_signal(sig)
+                try:
+                    proc_.wait(timeout=self.timeout)
+                except subprocess.TimeoutExpired:
+                    proc_.kill()
+                    proc_.wait(timeout=self.timeout)
+        finally:
+            lazy_unmount(record.mountpoint, record.fsname)
+            self._proc = None
+            tail = self._log_tail()
+            self._forget()
+        if clean and proc_.returncode != 0:
+            raise LossyFsError(
+                f"the lossy filesystem on {self.mountpoint} exited with code "
+                f"{proc_.returncode}: {tail}"
+            )
+
+    def _forget(self) -> None:
+        """Unregister and remove the run directory (errors carry the log's tail)."""
+        record = self._record
+        if record is None:
+            return
+        if self._created_mountpoint:
+            with contextlib.suppress(OSError):
+                os.rmdir(self.mountpoint)
+        remove_run_dir(Path(record.run_dir))
+        drop_record(record)
+        self._record = None
+
+    def _log_tail(self, lines: int = 8) -> str:
+        try:
+            text = (self.log_file or Path("/nonexistent")).read_text(errors="replace")
+        except OSError:
+            return "(no log)"
+        kept = [line for line in text.splitlines() if line.strip()][-lines:]
+        return " | ".join(kept) or "(empty log)"

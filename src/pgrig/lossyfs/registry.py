@@ -1,0 +1,192 @@
+"""The record of every lossy mount pgrig makes, and the cleanup of orphans.
+
+Each mount is recorded in the state directory (``<state>/lossyfs/<fsname>.json``)
+before it exists, so ``clean_orphans`` can undo it after pgrig itself was killed -
+and only it: a mount is touched only if /proc/self/mountinfo shows that
+mountpoint with the unique source name (fsname) pgrig gave it, and a process is
+signalled only if its command line is the lossyfs server for that fsname.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from pgrig import proc
+from pgrig.cluster import workdir
+from pgrig.cluster.workdir import state_dir
+
+FSTYPE = "fuse.lossyfs"
+RUN_PREFIX = "pgrig-lossyfs-"
+RUN_MARKER = ".pgrig-lossyfs"
+
+
+@dataclass(frozen=True)
+class MountRecord:
+    """What pgrig mounted, written before the mount exists (the orphan marker)."""
+
+    fsname: str
+    mountpoint: str
+    backing: str
+    run_dir: str
+    owner_pid: int
+    host: str
+    created_at: float
+    fs_pid: int | None = None
+    created_mountpoint: bool = False
+
+    def owner_alive(self) -> bool:
+        return self.host == socket.gethostname() and proc.pid_alive(self.owner_pid)
+
+
+def registry_dir() -> Path:
+    return state_dir() / "lossyfs"
+
+
+def write_record(record: MountRecord) -> None:
+    """Atomically: a crash must leave the old record or the new one."""
+    directory = registry_dir()
+    directory.mkdir(parents=True, exist_ok=True)
+    final = directory / f"{record.fsname}.json"
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-")
+    with os.fdopen(fd, "w") as out:
+        json.dump(asdict(record), out)
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(tmp, final)
+    dfd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
+
+
+def drop_record(record: MountRecord) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        (registry_dir() / f"{record.fsname}.json").unlink()
+
+
+def _unescape(field: str) -> str:
+    """mountinfo escapes space, tab, newline and backslash as octal."""
+    for code in ("\\040", "\\011", "\\012", "\\134"):
+        field = field.replace(code, chr(int(code[1:], 8)))
+    return field
+
+
+def is_mounted(mountpoint: str, fsname: str) -> bool:
+    """True if ``mountpoint`` carries our mount (matched by its unique source name)."""
+    try:
+        lines = Path("/proc/self/mountinfo").read_text().splitlines()
+    except OSError:
+        return False
+    for line in lines:
+        fields = line.split()
+        if "-" not in fields:
+            continue
+        sep = fields.index("-")
+        if (
+            len(fields) > sep + 2
+            and _unescape(fields[4]) == mountpoint
+            and fields[sep + 1] == FSTYPE
+            and fields[sep + 2] == fsname
+        ):
+            return True
+    return False
+
+
+def lazy_unmount(mountpoint: str, fsname: str) -> None:
+    if not is_mounted(mountpoint, fsname):
+        return
+    fusermount = shutil.which("fusermount3") or "fusermount3"
+    proc.run([fusermount, "-u", "-z", mountpoint], timeout=30, check=False, what="fusermount3")
+
+
+def _fs_process(pid: int, fsname: str) -> bool:
+    """Is ``pid`` really the lossyfs process serving ``fsname``? (never signal a stranger)"""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return b"pgrig.lossyfs" in cmdline and f"--fsname={fsname}".encode() in cmdline
+
+
+def _stop_pid(pid: int, fsname: str, timeout: float) -> None:
+    """SIGTERM (clean shutdown), then SIGKILL, of a verified lossyfs process."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        if not _fs_process(pid, fsname):
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, sig)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not proc.pid_alive(pid):
+                return
+            time.sleep(0.05)
+
+
+def clean_orphans(log: Callable[[str], None] | None = None) -> list[str]:
+    """Unmount lossy filesystems left by pgrig processes that are gone; returns
+    their mountpoints. PostgreSQL servers running on such a mount are stopped first;
+    then the filesystem process gets SIGTERM, which writes its cache to the backing
+    directory (what an orderly umount would do). Call it before
+    ``workdir.clean_orphans``, so that removes work directories no longer mounted."""
+    cleaned: list[str] = []
+    registry = registry_dir()
+    if not registry.is_dir():
+        return cleaned
+    for entry in sorted(registry.glob("*.json")):
+        try:
+            record = MountRecord(**json.loads(entry.read_text()))
+        except (OSError, ValueError, TypeError):
+            continue
+        if record.owner_alive():
+            continue
+        if log:
+            log(f"found lossy mount {record.mountpoint} of gone pgrig pid {record.owner_pid}")
+        if is_mounted(record.mountpoint, record.fsname):
+            for datadir in _server_dirs_inside(record.mountpoint):
+                if workdir.stop_orphan_server(datadir) and log:
+                    log(f"stopped the PostgreSQL server of {datadir} on it")
+        if record.fs_pid is not None:
+            _stop_pid(record.fs_pid, record.fsname, timeout=10)
+        lazy_unmount(record.mountpoint, record.fsname)
+        remove_run_dir(Path(record.run_dir))
+        if record.created_mountpoint:
+            with contextlib.suppress(OSError):
+                os.rmdir(record.mountpoint)  # only if empty: never delete contents
+        drop_record(record)
+        cleaned.append(record.mountpoint)
+    return cleaned
+
+
+def _server_dirs_inside(mountpoint: str) -> set[Path]:
+    """Working directories under ``mountpoint`` of running processes: a PostgreSQL
+    server chdirs to its data directory (stop_orphan_server checks postmaster.pid
+    before it signals anything). Stopped before the unmount, or the server would be
+    left running on a dead filesystem."""
+    found: set[Path] = set()
+    prefix = mountpoint.rstrip("/") + "/"
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cwd = os.readlink(entry / "cwd")
+        except OSError:
+            continue
+        if cwd.startswith(prefix):
+            found.add(Path(cwd))
+    return found
+
+
+def remove_run_dir(run_dir: Path) -> None:
+    if (run_dir / RUN_MARKER).is_file():
+        shutil.rmtree(run_dir, ignore_errors=True)
