@@ -184,14 +184,10 @@ class Clocksource(FileKnob):
         return f"echo {value} > {self.path}, or clocksource={value} on the kernel command line"
 
 
-class DeviceKnob(FileKnob):
-    kind = "device"
+class DeviceKnob(Bracketed):
+    """A block device's queue setting (scheduler, read-ahead)."""
 
-    def read(self) -> str | None:
-        text = environment.read_text(self.path)
-        if text is None:
-            return None
-        return environment.bracketed(text) or environment.normalize_space(text)
+    kind = "device"
 
     def how(self) -> str:
         return f'echo {self.recommended} > {self.path} from a udev rule (ACTION=="add|change")'
