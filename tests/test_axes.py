@@ -77,6 +77,21 @@ def test_bad_axes_name_the_line_and_fix(
     assert "c.toml:" in str(exc.value)
 
 
+def test_variants_whose_names_would_collide_are_refused(tmp_path: Path) -> None:
+    # "a,b" and "a, b" are different settings but the same name part
+    with pytest.raises(UsageError, match="would both be named") as exc:
+        load(tmp_path, HEAD + 'axes = { search_path = ["a,b", "a, b"] }\n' + TARGET)
+    assert "c.toml:" in str(exc.value)
+
+
+@pytest.mark.parametrize("axis", ['versions = ["15", "18"]', 'axes = { work_mem = ["4MB"] }'])
+def test_versions_and_axes_on_an_existing_server_are_refused(tmp_path: Path, axis: str) -> None:
+    server = '[[target]]\nname = "a"\ndsn = "host=/nonexistent"\n'
+    with pytest.raises(UsageError, match="existing server") as exc:
+        load(tmp_path, HEAD + axis + "\n" + server)
+    assert "c.toml:" in str(exc.value)
+
+
 def test_an_axis_a_version_lacks_is_refused(tmp_path: Path) -> None:
     """io_method on 15 would run the same server twice: refused, not dropped."""
     camp = load(

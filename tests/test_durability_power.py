@@ -205,6 +205,14 @@ def test_campaign_key_power_loss(disk_dir: Path) -> None:
     wal = camp(target_extra=f'wal_directory = "{disk_dir}"')
     with pytest.raises(UsageError, match="cannot cover wal_directory"):
         CampaignRunner(parse(wal, source="c.toml", base=disk_dir), Ui(quiet=True)).preflight()
+    # The FUSE daemon's I/O would escape a lab target's cgroup: refused, not ignored.
+    capped = camp(target_extra='memory = "512MiB"')
+    with pytest.raises(UsageError, match="cannot cover memory"):
+        CampaignRunner(parse(capped, source="c.toml", base=disk_dir), Ui(quiet=True)).preflight()
+    # The command line's checks apply to the campaign key, at parse, named by file and key.
+    backend = camp(workload_extra='method = "kill-backend"')
+    with pytest.raises(UsageError, match=r"c\.toml:\d+: .*power_loss.*kill-backend"):
+        parse(backend, source="c.toml", base=disk_dir)
 
 
 # -- the report, from a stored result --------------------------------------------------

@@ -23,6 +23,7 @@ from pgrig.cluster import workdir
 from pgrig.errors import DiskSpaceError, UsageError
 from pgrig.runner import run_campaign
 from pgrig.storage import devices, state
+from pgrig.storage.errors import StorageError
 from pgrig.store import Store
 from pgrig.ui import Ui
 
@@ -276,6 +277,30 @@ def test_missing_tools_skip_that_target_and_the_rest_runs(
     report = next((base / "r").glob("*.md")).read_text()
     assert "not built: " in report and "apt-get install" in report
     assert_nothing_left(base)
+
+
+def test_no_target_left_is_an_error_not_a_traceback(
+    base: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")  # no mkfs: the only target cannot be built
+    monkeypatch.setattr(devices, "SBIN", ())
+    camp = campaign.parse(
+        f'[campaign]\nname = "none"\n[[target]]\nname = "xfs"\nfs = "xfs"\nsize = "320MiB"\n'
+        f'base = "{base}"\n[probes]\ntiming = 1\nfsync = false\nfio = false\n',
+        source="c.toml",
+        base=base,
+    )
+    with pytest.raises(StorageError, match="no target is left to study"):
+        run_campaign(camp, Ui(quiet=True), results=base / "r",
+                     store=base / "r" / "results.sqlite", yes=False, keep=False)  # fmt: skip
+    assert runs(base / "r")["xfs/lab"][0] == "skipped"
+    assert_nothing_left(base)
+
+
+def test_dsn_with_lab_options_is_refused(base: Path) -> None:
+    done = pgrig("run", "--dsn", "host=/nonexistent", "--memory", "512MiB", "--target", base)
+    assert done.returncode == 2 and "--dsn with --fs/--disk/--memory" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
 
 
 def test_refused_mount_option_fails_that_target_with_the_kernels_message(base: Path) -> None:

@@ -304,6 +304,13 @@ def variants(
     combination of settings, version after version (so interleaving alternates
     them), each with that version's binaries and those settings."""
     for t in targets:
+        if t.dsn is not None:
+            raise where.error(
+                "versions" if versions else "axes",
+                f"target {t.name!r} is an existing server (dsn): pgrig cannot change its "
+                "version or settings, so every variant would be the same server",
+                hint="give the target a directory, so that pgrig creates each variant's cluster",
+            )
         if versions and t.pg_bin is not None:
             raise where.error(
                 "versions",
@@ -336,6 +343,16 @@ def variants(
                         axes=chosen,
                     )
                 )
+    names: dict[str, TargetSpec] = {}
+    for v in out:
+        if v.name in names:  # e.g. axis values "a,b" and "a, b", or a target named like a variant
+            raise where.error(
+                "axes" if axes else "versions",
+                f"two variants would both be named {v.name!r} (settings {dict(names[v.name].axes)} "
+                f"and {dict(v.axes)}), and their results would mix",
+                hint="make the axis values, or the target names, differ in letters or digits",
+            )
+        names[v.name] = v
     return out
 
 

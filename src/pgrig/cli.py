@@ -313,6 +313,15 @@ def _quick_campaign(opts: dict[str, Any]) -> Campaign:
         ),
     )
     lab = lab_spec(opts, opts["target"])
+    if lab is not None:
+        if opts["dsn"] is not None:
+            raise UsageError(
+                "--dsn with --fs/--disk/--memory: the storage lab builds a throwaway cluster "
+                "on the storage it emulates; an existing server cannot be moved there",
+                hint="drop --dsn to study the emulated storage, or the lab options to test "
+                "the server",
+            )
+        dsn = None  # the lab means a throwaway cluster, whatever PG* variables say
     return plan.quick(
         None if lab and lab.fs else opts["target"] if opts["target"] is not None else Path.cwd(),
         lab=lab,

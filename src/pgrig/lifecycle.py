@@ -162,6 +162,14 @@ def _check_lossy(spec: TargetSpec, workload: str) -> None:
         )
         if value is not None
     ]
+    if spec.lab is not None and (spec.lab.io is not None or spec.lab.memory_bytes is not None):
+        # The FUSE daemon does the real I/O to the backing directory, outside the
+        # target's cgroup: the caps would silently not apply.
+        outside += [
+            key
+            for key, value in (("disk/iops/mbps", spec.lab.io), ("memory", spec.lab.memory_bytes))
+            if value is not None
+        ]
     if outside:
         raise UsageError(
             f"target {spec.name}: workload {workload} cuts the power of the cluster's "

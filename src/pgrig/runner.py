@@ -42,6 +42,7 @@ from pgrig.report.monitor import closing_warning
 from pgrig.report.writer import write as write_report
 from pgrig.results import Study
 from pgrig.step import Step
+from pgrig.storage.errors import StorageError
 from pgrig.store import Store
 from pgrig.ui import Ui
 from pgrig.workloads.base import Phase, Series
@@ -160,6 +161,13 @@ class CampaignRunner:
         try:
             with contextlib.ExitStack() as labs:
                 self._labs(labs, rec)
+                if not self.targets:
+                    raise StorageError(
+                        "no target is left to study: the storage of every target could not "
+                        "be built here (the reasons are above and recorded in the study)",
+                        hint="see docs/storage-lab.md for what the lab needs (root, loop "
+                        "devices, mkfs.xfs/mkfs.ext4, cgroup controllers)",
+                    )
                 with self.ui.step("capturing the environment"):
                     dirs = list(dict.fromkeys(t.directory for t in self.targets if t.directory))
                     env = environment.capture(

@@ -355,10 +355,10 @@ class Cluster:
 
         from pgrig.conninfo import Conn
 
-        marker = workdir.read_marker(self.workdir)
-        study = marker.study if marker else "cluster"
+        # Named after the cluster's work directory (study and target): two targets
+        # of a campaign (or a target's version variants) may share ``parent``.
         location = workdir.make_extra_dir(
-            self.workdir, parent.resolve() / f"pgrig-{study}-{name}", self.os_user
+            self.workdir, parent.resolve() / f"{self.workdir.name}-{name}", self.os_user
         )
         admin = Conn.socket(str(self.socket_dir), self.port, SUPERUSER, "postgres")
         with admin.connect() as db:

@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 
 from pgrig.durability import crasher, driver, report
 from pgrig.durability.model import KILL_BACKEND, METHODS, POWER_LOSS_MODES, DurabilityResult
+from pgrig.errors import UsageError
 from pgrig.policy import RunPolicy
 from pgrig.report.model import Section
 from pgrig.results import RunRecord, Study
@@ -133,7 +134,13 @@ class DurabilityWorkload(Workload):
     needs = Needs(destructive="the durability check kills the server's processes under load")
 
     def parse(self, table: Table) -> DurabilitySpec:
-        return DurabilitySpec(**SCHEMA.read(table))
+        spec = DurabilitySpec(**SCHEMA.read(table))
+        try:  # the command line's checks, before anything is created
+            spec.plan.validate()
+        except UsageError as exc:
+            key = "power_loss" if spec.power_loss is not None else "method"
+            raise table.error(key, str(exc), hint=exc.hint) from None
+        return spec
 
     def loses_power(self, spec: DurabilitySpec) -> bool:
         return spec.power_loss is not None

@@ -509,16 +509,14 @@ def decide(
     # The server's own waits stand whoever else runs: they come first.
     findings += dominant_wait(ev)
     # CPU-shaped evidence (backends on a CPU or waiting for the client) is what
-    # others distort: when they took more CPU than the server, they lead.
-    starving = starved(ev)
-    leads = starving is not None and _others_lead(ev)
-    if starving is not None and leads:
+    # others distort: once they starved the run, the contention leads and the
+    # CPU-shaped findings are only "also seen" - even when the server got more
+    # CPU than they did, its share was set by the contention.
+    if starving := starved(ev):
         findings.append(starving)
     for rule in (round_trips, load_generator, server_cpu):
         if f := rule(ev, run):
             findings.append(f)
-    if starving is not None and not leads:
-        findings.append(starving)
     primary = findings[0] if findings else not_saturated(ev)
     label = CAUSES[primary.cause]
     secondary = tuple(f"{CAUSES[f.cause]}: {f.summary}" for f in findings[1:])

@@ -222,6 +222,9 @@ def _backup(spec: BasebackupSpec, opts: tool.Options, target: str, rep: int) -> 
                 env=conn(ctx).env(),
                 user=owner,
                 on_progress=on_progress,
+                # the source target's cgroup: its caps (to another target: only the
+                # source's device is capped, the destination's writes are not)
+                preexec=ctx.preexec,
             )
             copied, files = tool.measure(copy)
             if mapping:

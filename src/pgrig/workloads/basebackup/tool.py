@@ -194,8 +194,10 @@ def run(
     env: dict[str, str],
     user: proc.OsUser | None,
     on_progress: Callable[[int, int], None] | None = None,
+    preexec: Callable[[], None] | None = None,
 ) -> Ran:
-    """Run pg_basebackup; stopped (its whole process group) on timeout or Ctrl-C."""
+    """Run pg_basebackup; stopped (its whole process group) on timeout or Ctrl-C.
+    ``preexec`` puts it in the target's cgroup, so a storage lab's I/O caps apply."""
     events: list[tuple[float, str]] = []
     lines: list[str] = []
     started = time.monotonic()
@@ -208,7 +210,14 @@ def run(
             on_progress(int(m.group(1)), int(m.group(2)))
 
     done = proc.stream(
-        args, timeout=timeout, on_line=on_line, env=env, user=user, check=False, what=TOOL
+        args,
+        timeout=timeout,
+        on_line=on_line,
+        env=env,
+        user=user,
+        check=False,
+        what=TOOL,
+        preexec=preexec,
     )
     wall = time.monotonic() - started
     raw = "\n".join(_dedup_progress(lines)) + "\n"
