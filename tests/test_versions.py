@@ -115,6 +115,20 @@ def test_initdb_options_across_majors() -> None:
         initdb_version_args(InitdbOptions(wal_segsize_mb=1024), bins("10.23"))
 
 
+def test_data_directory_tools_are_never_borrowed(tmp_path: Path) -> None:
+    """A server-only build borrows pgbench from a newer install, but never a tool
+    that reads the data directory: pg_checksums 18 on a 9.6 cluster would fail."""
+    server, client = tmp_path / "96", tmp_path / "18"
+    for d in (server, client):
+        d.mkdir()
+    for tool in ("pgbench", "pg_checksums"):
+        (client / tool).write_text("#!/bin/sh\n")
+        (client / tool).chmod(0o755)
+    bins = binaries.PgBinaries(server, "9.6.24", 9, client_dir=client, client_version="18.1")
+    assert bins.has("pgbench") and bins.path("pgbench") == client / "pgbench"
+    assert not bins.has("pg_checksums")
+
+
 def test_pgbench_partitions_refused_before_11() -> None:
     with pytest.raises(
         UsageError, match="--partitions needs PostgreSQL 11 or later; the server is 10.23"

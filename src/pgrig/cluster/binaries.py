@@ -26,7 +26,9 @@ SERVER_TOOLS = ("initdb", "pg_ctl", "postgres", "pgbench")
 CLIENT_TOOLS = ("pgbench",)
 # Tools that must come from the server's own installation: they read or write its
 # data directory. Every other tool may come from a newer client installation.
-SERVER_ONLY = frozenset({"initdb", "pg_ctl", "postgres", "pg_controldata", "pg_resetwal"})
+SERVER_ONLY = frozenset(
+    {"initdb", "pg_ctl", "postgres", "pg_controldata", "pg_resetwal", "pg_checksums"}
+)
 # pgrig's cluster code waits for a started server with pg_isready.
 CLUSTER_CLIENT_TOOLS = ("pg_isready",)
 DEBIAN_ROOT = Path("/usr/lib/postgresql")

@@ -154,7 +154,8 @@ def essd(pl: str | int, size_gib: int, *, strict: bool = True) -> IoLimits:
     if strict and not cls.min_gib <= size_gib <= cls.max_gib:
         raise UsageError(
             f"ESSD {key} is sold from {cls.min_gib:,} to {cls.max_gib:,} GiB, not {size_gib:,}",
-            hint="choose a size in that range, or pass strict=False to extrapolate the formula",
+            hint="choose a size in that range, or set iops = ... and mbps = ... for a disk "
+            "that is not sold",
         )
     iops = cls.iops(size_gib)
     mbps = cls.mbps(size_gib)
