@@ -398,8 +398,9 @@ def server_cpu(ev: Evidence, run: Any = None) -> Finding | None:
     server_leads = server is None or client is None or server >= client
     if not (on_cpu >= BACKEND_CPU_SHARE or (saturated and server_leads)):
         return None
-    if other is not None and _others_lead(ev):
-        # Backends "on a CPU" include those queued for one: others held the CPUs.
+    if other is not None and (_others_lead(ev) or starved(ev) is not None):
+        # Backends "on a CPU" include those queued for one: others held the CPUs,
+        # and the server's share of them was set by the contention.
         return None
     evidence = [f"CPUs {busy or 0:.0f}% busy" + _cpu_split(ev, busy)]
     runq = ev.cpu("server_runq_pct")
@@ -509,9 +510,9 @@ def decide(
     # The server's own waits stand whoever else runs: they come first.
     findings += dominant_wait(ev)
     # CPU-shaped evidence (backends on a CPU or waiting for the client) is what
-    # others distort: once they starved the run, the contention leads and the
-    # CPU-shaped findings are only "also seen" - even when the server got more
-    # CPU than they did, its share was set by the contention.
+    # others distort: once they starved the run, the contention leads - even
+    # when the server got more CPU than they did, its share was set by the
+    # contention, so "CPU-bound in the server" is not said at all.
     if starving := starved(ev):
         findings.append(starving)
     for rule in (round_trips, load_generator, server_cpu):
