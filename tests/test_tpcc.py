@@ -16,6 +16,7 @@ from pgrig.cluster.binaries import PgBinaries
 from pgrig.conninfo import Conn
 from pgrig.errors import UsageError
 from pgrig.results import RunRecord, Study, to_dict
+from pgrig.tools.pgbench import txlog
 from pgrig.workloads.tpcc import checks, driver, loader, sqlfiles
 from pgrig.workloads.tpcc import report as report_tpcc
 from pgrig.workloads.tpcc.model import TRANSACTIONS, WEIGHTS, TpccRun
@@ -47,7 +48,7 @@ def test_parse_totals_reads_retries_and_failures() -> None:
 def test_parse_logs_groups_latencies_by_script(tmp_path: Path) -> None:
     log = tmp_path / "txlog.1"
     log.write_text((DATA / "tpcc_txlog.txt").read_text() + "3 99 failed 1 1795324650 1 0\n")
-    summary = driver.parse_logs([log])
+    summary = txlog.parse_logs([log])
     assert sorted(summary.latencies_us) == [0, 1, 2, 3]
     assert len(summary.latencies_us[0]) == 27
     assert len(summary.latencies_us[1]) == 26  # the failed one is not a latency sample
@@ -55,7 +56,7 @@ def test_parse_logs_groups_latencies_by_script(tmp_path: Path) -> None:
     bad = tmp_path / "bad.1"
     bad.write_text("not a log line\n")
     with pytest.raises(Exception, match="not a pgbench transaction log line"):
-        driver.parse_logs([bad])
+        txlog.parse_logs([bad])
 
 
 def test_timeline_counts_new_orders_per_interval() -> None:

@@ -13,6 +13,7 @@ user (PostgreSQL refuses to run as root).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
 import selectors
@@ -111,19 +112,13 @@ def _child_setup(who: _Identity, preexec: Callable[[], None] | None) -> _Child:
 
 
 def _stop_group(proc: subprocess.Popen[bytes], grace: float = 5.0) -> None:
-    """SIGTERM the child's process group, then SIGKILL if it lingers."""
+    """Stop the child's process group: SIGINT (a tool's own clean exit), SIGTERM,
+    SIGKILL; then reap it."""
     if proc.poll() is not None:
         return
-    for sig, wait in ((signal.SIGINT, grace), (signal.SIGTERM, grace), (signal.SIGKILL, grace)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(timeout=wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
+    escalate(proc.pid, (signal.SIGINT, signal.SIGTERM, signal.SIGKILL), grace=grace, group=True)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=grace)
 
 
 def stream(
@@ -294,3 +289,33 @@ def pid_alive(pid: int) -> bool:
         return True  # no /proc here: trust kill(0)
     state = stat.rsplit(")", 1)[-1].split()[0]
     return state not in ("Z", "X")
+
+
+def escalate(
+    pid: int,
+    signals: Sequence[signal.Signals],
+    *,
+    grace: float,
+    group: bool = False,
+    ours: Callable[[], bool] = lambda: True,
+) -> bool:
+    """Send ``signals`` in turn to ``pid`` (its process group with ``group``),
+    each followed by up to ``grace`` seconds for it to go; True once it is gone.
+    ``ours`` is asked before every signal: a PID that no longer is the process
+    we mean (it exited and the number was reused) is never signalled."""
+    for sig in signals:
+        if not pid_alive(pid) or not ours():
+            return True
+        try:
+            if group:
+                os.killpg(pid, sig)
+            else:
+                os.kill(pid, sig)
+        except ProcessLookupError:
+            return True
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline:
+            if not pid_alive(pid):
+                return True
+            time.sleep(0.05)
+    return not pid_alive(pid)

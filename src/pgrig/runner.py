@@ -26,6 +26,7 @@ from pgrig import (
     lifecycle,
     lossyfs,
     monitor,
+    ownership,
     plan,
     probe,
     registry,
@@ -133,15 +134,29 @@ class CampaignRunner:
         the store is created."""
         if not self.targets:
             self.preflight()
+        self.study_id = self.study_id or new_study_id(self.campaign.name)
+        with ownership.studying(self.study_id):
+            self._clean_orphans(self.campaign.name)
+            return self._run(store)
+
+    def _clean_orphans(self, campaign: str) -> None:
+        """What a killed run of this study left; other studies' orphans are only
+        reported (pgrig.ownership): their owner or ``pgrig clean`` removes them."""
+        others: list[str] = []
         # Mounts first: removing a work directory must never reach through a live mount.
-        for mount in lossyfs.clean_orphans():
+        for mount in lossyfs.clean_orphans(study=campaign, left=others):
             self.ui.info(f"unmounted the orphan lossy filesystem {mount} of a killed pgrig run")
-        for path in workdir.clean_orphans():
+        for path in workdir.clean_orphans(study=campaign, left=others):
             self.ui.info(f"removed the orphan work directory {path} of a killed pgrig run")
-        if any(t.lab is not None for t in self.targets):
-            # after the work directories: their servers kept the mounts busy
-            for line in storage.clean():
-                self.ui.info(f"storage lab, left by a killed pgrig run: {line}")
+        # after the work directories: their servers kept the mounts busy
+        for line in storage.clean(campaign, others):
+            self.ui.info(f"storage lab, left by a killed pgrig run: {line}")
+        for what in others:
+            self.ui.warn(
+                f"{what} is left by a killed pgrig run of another study; `pgrig clean` removes it"
+            )
+
+    def _run(self, store: Store) -> Study:
         study = self._open(store)
         pol = self.campaign.policy
         rec = self.recorder = Recorder(

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from pgrig import __version__, proc
+from pgrig import __version__, ownership, proc
 from pgrig.errors import MissingDirectory, WorkdirError
 from pgrig.files import write_atomically
 
@@ -53,9 +53,10 @@ class Marker:
     # Directories outside the work directory that pgrig made for this cluster
     # (tablespaces on other disks); each carries its own marker file too.
     extra_dirs: tuple[str, ...] = ()
+    owner_start: int | None = None  # the owner PID's start time (a recycled PID is not it)
 
     def owner_alive(self) -> bool:
-        return self.host == socket.gethostname() and proc.pid_alive(self.owner_pid)
+        return ownership.owner_alive(self.owner_pid, self.host, self.owner_start)
 
 
 def read_marker(workdir: Path) -> Marker | None:
@@ -125,6 +126,7 @@ def create(workdir: Path, *, study: str, socket_dir: Path | None = None) -> Mark
         host=socket.gethostname(),
         created_at=time.time(),
         study=study,
+        owner_start=ownership.process_start_time(os.getpid()),
         socket_dir=str(socket_dir) if socket_dir else None,
     )
     # Atomically: an empty marker after a power loss would hide the directory
@@ -280,15 +282,12 @@ def stop_orphan_server(datadir: Path, timeout: float = 30.0) -> bool:
     pid = postmaster_pid(datadir)
     if pid is None:
         return False
-    for sig in (signal.SIGQUIT, signal.SIGKILL):
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, sig)
-        deadline = time.monotonic() + timeout / 2
-        while time.monotonic() < deadline:
-            if not proc.pid_alive(pid):
-                return True
-            time.sleep(0.1)
-    return not proc.pid_alive(pid)
+    return proc.escalate(
+        pid,
+        (signal.SIGQUIT, signal.SIGKILL),
+        grace=timeout / 2,
+        ours=lambda: postmaster_pid(datadir) == pid,
+    )
 
 
 def orphans() -> list[Marker]:
@@ -314,7 +313,7 @@ def _maker_alive(sock_dir: Path) -> bool:
         pid, host = (sock_dir / SOCKET_OWNER).read_text().split()
     except (OSError, ValueError):
         return False  # made by an older pgrig: judged by its work directory alone
-    return host == socket.gethostname() and pid.isdigit() and proc.pid_alive(int(pid))
+    return pid.isdigit() and ownership.owner_alive(int(pid), host)
 
 
 def stale_socket_dirs() -> list[Path]:
@@ -333,11 +332,22 @@ def stale_socket_dirs() -> list[Path]:
     return stale
 
 
-def clean_orphans(log: Callable[[str], None] | None = None) -> list[str]:
-    """Stop and remove every orphan work directory; returns the paths removed."""
+def clean_orphans(
+    log: Callable[[str], None] | None = None,
+    *,
+    study: str | None = None,
+    left: list[str] | None = None,
+) -> list[str]:
+    """Stop and remove the orphan work directories of ``study`` (None: of every
+    study); returns the paths removed. Other studies' orphans are added to
+    ``left`` (pgrig.ownership)."""
     removed = []
     for marker in orphans():
         workdir = Path(marker.path)
+        if not ownership.removable(marker.study, study):
+            if left is not None:
+                left.append(f"work directory {workdir} (study {marker.study or 'unknown'})")
+            continue
         stopped = stop_orphan_server(workdir / "data")
         if log:
             log(

@@ -24,6 +24,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from pgrig import ownership, proc
 from pgrig.errors import PgrigError
 from pgrig.lossyfs.powerloss import MODES, Mode, PowerLossReport
 from pgrig.lossyfs.registry import (
@@ -195,6 +196,8 @@ class LossyMount:
             host=socket.gethostname(),
             created_at=time.time(),
             created_mountpoint=self._created_mountpoint,
+            owner_start=ownership.process_start_time(os.getpid()),
+            study=ownership.current_study(),
         )
         self._record = record
         try:
@@ -400,14 +403,9 @@ class LossyMount:
             try:
                 proc_.wait(timeout=self.timeout)
             except subprocess.TimeoutExpired:
-                sig = signal.SIGTERM if clean else signal.SIGKILL
-                with contextlib.suppress(ProcessLookupError):
-                    proc_.send_signal(sig)
-                try:
-                    proc_.wait(timeout=self.timeout)
-                except subprocess.TimeoutExpired:
-                    proc_.kill()
-                    proc_.wait(timeout=self.timeout)
+                first = (signal.SIGTERM,) if clean else ()
+                proc.escalate(proc_.pid, (*first, signal.SIGKILL), grace=self.timeout)
+                proc_.wait(timeout=self.timeout)
         finally:
             lazy_unmount(record.mountpoint, record.fsname)
             self._proc = None

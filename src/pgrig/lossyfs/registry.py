@@ -14,14 +14,12 @@ import json
 import os
 import shutil
 import signal
-import socket
 import tempfile
-import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from pgrig import proc
+from pgrig import ownership, proc
 from pgrig.cluster import workdir
 from pgrig.cluster.workdir import state_dir
 
@@ -43,9 +41,11 @@ class MountRecord:
     created_at: float
     fs_pid: int | None = None
     created_mountpoint: bool = False
+    owner_start: int | None = None  # the owner PID's start time
+    study: str = ""  # the study that mounted it (pgrig.ownership)
 
     def owner_alive(self) -> bool:
-        return self.host == socket.gethostname() and proc.pid_alive(self.owner_pid)
+        return ownership.owner_alive(self.owner_pid, self.host, self.owner_start)
 
 
 def registry_dir() -> Path:
@@ -121,24 +121,23 @@ def _fs_process(pid: int, fsname: str) -> bool:
 
 def _stop_pid(pid: int, fsname: str, timeout: float) -> None:
     """SIGTERM (clean shutdown), then SIGKILL, of a verified lossyfs process."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        if not _fs_process(pid, fsname):
-            return
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, sig)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if not proc.pid_alive(pid):
-                return
-            time.sleep(0.05)
+    proc.escalate(
+        pid, (signal.SIGTERM, signal.SIGKILL), grace=timeout, ours=lambda: _fs_process(pid, fsname)
+    )
 
 
-def clean_orphans(log: Callable[[str], None] | None = None) -> list[str]:
+def clean_orphans(
+    log: Callable[[str], None] | None = None,
+    *,
+    study: str | None = None,
+    left: list[str] | None = None,
+) -> list[str]:
     """Unmount lossy filesystems left by pgrig processes that are gone; returns
     their mountpoints. PostgreSQL servers running on such a mount are stopped first;
     then the filesystem process gets SIGTERM, which writes its cache to the backing
     directory (what an orderly umount would do). Call it before
-    ``workdir.clean_orphans``, so that removes work directories no longer mounted."""
+    ``workdir.clean_orphans``, so that removes work directories no longer mounted.
+    Only ``study``'s orphans (None: every study's); others are added to ``left``."""
     cleaned: list[str] = []
     registry = registry_dir()
     if not registry.is_dir():
@@ -149,6 +148,10 @@ def clean_orphans(log: Callable[[str], None] | None = None) -> list[str]:
         except (OSError, ValueError, TypeError):
             continue
         if record.owner_alive():
+            continue
+        if not ownership.removable(record.study, study):
+            if left is not None:
+                left.append(f"lossy mount {record.mountpoint} (study {record.study or 'unknown'})")
             continue
         if log:
             log(f"found lossy mount {record.mountpoint} of gone pgrig pid {record.owner_pid}")

@@ -18,13 +18,14 @@ from pgrig.storage.target import LabSpec, LabTarget, lab_target, limited
 from pgrig.storage.throttle import IoLimits, essd, throttled
 
 
-def clean() -> list[str]:
-    """Undo what killed pgrig runs left: filesystem targets, then cgroups. Neither stops
-    a process: run the work-directory cleanup (which stops orphan servers) first.
-    Returns one line per thing removed or left behind."""
+def clean(study: str | None = None, left: list[str] | None = None) -> list[str]:
+    """Undo what killed pgrig runs of ``study`` (None: of any) left: filesystem
+    targets, then cgroups. Neither stops a process: run the work-directory cleanup
+    (which stops orphan servers) first. Returns one line per thing removed or left
+    behind; other studies' orphans are described in ``left``."""
     from pgrig.storage import devices
 
-    return [*devices.clean_orphans(), *cgroups.clean_orphans()]
+    return [*devices.clean_orphans(study, left), *cgroups.clean_orphans(study, left)]
 
 
 __all__ = [

@@ -272,10 +272,11 @@ def owned(controllers: tuple[str, ...], *, purpose: str) -> Iterator[Cgroup]:
         remove(cgroup)
 
 
-def clean_orphans() -> list[str]:
-    """Remove the cgroups of pgrig runs that are gone; never raises, reports instead."""
+def clean_orphans(study: str | None = None, left: list[str] | None = None) -> list[str]:
+    """Remove the cgroups of ``study``'s (None: any) pgrig runs that are gone; never
+    raises, reports instead. Other studies' are added to ``left``."""
     lines = []
-    for record in state.orphans("cgroup"):
+    for record in state.orphans("cgroup", study=study, left=left):
         problems = []
         for text in record.cgroups:
             directory = Path(text)

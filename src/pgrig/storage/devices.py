@@ -201,11 +201,12 @@ def undo(record: state.Record, *, attempts: int = 6) -> Leftovers:
     return leftovers
 
 
-def clean_orphans() -> list[str]:
-    """Undo every filesystem target whose pgrig process is gone; returns what was removed
-    and raises nothing: what cannot be removed is reported in the returned lines."""
+def clean_orphans(study: str | None = None, others: list[str] | None = None) -> list[str]:
+    """Undo every filesystem target of ``study`` (None: of any) whose pgrig process
+    is gone; returns what was removed and raises nothing: what cannot be removed is
+    reported in the returned lines. Other studies' are added to ``others``."""
     lines = []
-    for record in state.orphans("fs"):
+    for record in state.orphans("fs", study=study, left=others):
         left = undo(record)
         if left:
             lines.append(f"filesystem target {record.directory}: {left.describe()}")

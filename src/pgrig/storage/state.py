@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from pgrig import proc
+from pgrig import ownership
 from pgrig.cluster.workdir import state_dir
 
 # The marker file inside every directory the lab creates: it holds the record id.
@@ -32,19 +32,6 @@ MARKER = ".pgrig-storage"
 
 def registry_dir() -> Path:
     return state_dir() / "storage"
-
-
-def process_start_time(pid: int) -> int | None:
-    """Field 22 of /proc/PID/stat (clock ticks since boot): a PID's identity over time."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = stat.rsplit(")", 1)[-1].split()
-    try:
-        return int(fields[19])
-    except (IndexError, ValueError):
-        return None
 
 
 @dataclass(frozen=True)
@@ -65,14 +52,10 @@ class Record:
     cgroups: tuple[str, ...] = ()
     pids: tuple[int, ...] = ()
     note: str = ""
+    study: str = ""  # the study that made it (pgrig.ownership)
 
     def owner_alive(self) -> bool:
-        if self.host != socket.gethostname():
-            return True  # another machine's record (shared home): never ours to judge
-        if not proc.pid_alive(self.owner_pid):
-            return False
-        start = process_start_time(self.owner_pid)
-        return self.owner_start is None or start is None or start == self.owner_start
+        return ownership.owner_alive(self.owner_pid, self.host, self.owner_start)
 
 
 def new_id(kind: str) -> str:
@@ -85,7 +68,8 @@ def new_record(kind: str, **fields: Any) -> Record:
         id=new_id(kind),
         kind=kind,
         owner_pid=pid,
-        owner_start=process_start_time(pid),
+        owner_start=ownership.process_start_time(pid),
+        study=ownership.current_study(),
         host=socket.gethostname(),
         created_at=time.time(),
         **fields,
@@ -155,8 +139,22 @@ def load_all() -> list[Record]:
     return records
 
 
-def orphans(kind: str | None = None) -> list[Record]:
-    return [r for r in load_all() if not r.owner_alive() and (kind is None or r.kind == kind)]
+def orphans(
+    kind: str | None = None, *, study: str | None = None, left: list[str] | None = None
+) -> list[Record]:
+    """Records whose owner is gone, of ``study`` (None: of every study); those of
+    other studies are described in ``left`` (pgrig.ownership)."""
+    found = []
+    for r in load_all():
+        if r.owner_alive() or (kind is not None and r.kind != kind):
+            continue
+        if ownership.removable(r.study, study):
+            found.append(r)
+        elif left is not None:
+            left.append(
+                f"storage lab {r.kind} {r.directory or r.note} (study {r.study or 'unknown'})"
+            )
+    return found
 
 
 def write_marker(directory: Path, record: Record) -> None:

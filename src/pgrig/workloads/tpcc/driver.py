@@ -20,7 +20,6 @@ number is the New-Orders pgbench completed minus the orders they created.
 
 from __future__ import annotations
 
-import math
 import os
 import random
 import re
@@ -28,7 +27,7 @@ import secrets
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,6 +39,7 @@ from pgrig.conninfo import Conn
 from pgrig.errors import ParseError, ToolError, UsageError
 from pgrig.results import ProgressPoint
 from pgrig.tools import pgbench
+from pgrig.tools.pgbench import txlog
 from pgrig.workloads.tpcc import checks, sqlfiles
 from pgrig.workloads.tpcc.loader import check_connections
 from pgrig.workloads.tpcc.model import TRANSACTIONS, WEIGHTS, TpccRun, TpmPoint, TxnStats
@@ -285,44 +285,9 @@ def parse_totals(stdout: str) -> dict[str, int]:
     return out
 
 
-@dataclass
-class LogSummary:
-    latencies_us: dict[int, list[int]]  # script number -> sorted latencies
-    completed: dict[int, list[float]]  # script number -> completion times (epoch s)
-
-
-def parse_logs(paths: Iterable[Path]) -> LogSummary:
-    """Per-script latencies and completion times from ``-l`` logs: ``client_id
-    transaction_no time script_no time_epoch time_us [schedule_lag] [retries]``;
-    a failed transaction has a word in place of its time and is left out."""
-    latencies: dict[int, list[int]] = {}
-    completed: dict[int, list[float]] = {}
-    for path in paths:
-        with path.open(encoding="ascii", errors="replace") as fh:
-            for lineno, line in enumerate(fh, start=1):
-                cols = line.split()
-                if not cols:
-                    continue
-                if len(cols) < 6 or not cols[3].isdigit():
-                    raise ParseError(
-                        f"{path}:{lineno}: not a pgbench transaction log line: {line.strip()!r}"
-                    )
-                if not cols[2].isdigit():
-                    continue
-                script = int(cols[3])
-                latencies.setdefault(script, []).append(int(cols[2]))
-                completed.setdefault(script, []).append(int(cols[4]) + int(cols[5]) / 1e6)
-    for values in latencies.values():
-        values.sort()
-    return LogSummary(latencies, completed)
-
-
 def percentile_ms(ordered: Sequence[int], pct: float) -> float | None:
     """Nearest-rank percentile of ascending microseconds, in ms; None without samples."""
-    if not ordered:
-        return None
-    rank = max(1, math.ceil(pct / 100.0 * len(ordered)))
-    return ordered[rank - 1] / 1000.0
+    return txlog.percentile(ordered, pct) / 1000.0 if ordered else None
 
 
 def timeline(
@@ -371,7 +336,7 @@ def build_result(
             hint="the TPC-C run needs the five scripts in their order",
         )
     totals = parse_totals(stdout)
-    summary = parse_logs(logs)
+    summary = txlog.parse_logs(logs)
     types = []
     for number, (name, block) in enumerate(zip(TRANSACTIONS, blocks, strict=True)):
         ordered = summary.latencies_us.get(number, [])

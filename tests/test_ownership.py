@@ -1,0 +1,129 @@
+"""Who owns what pgrig leaves on disk (pgrig.ownership): one host-aware
+``owner_alive`` behind every record, and orphans of other studies left alone."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+from tests.conftest import make_disk_dir
+
+from pgrig import ownership, proc
+from pgrig.cluster import workdir
+from pgrig.lossyfs.registry import MountRecord
+from pgrig.storage import state
+
+
+def _dead_pid() -> int:
+    with subprocess.Popen(["true"]) as gone:
+        gone.wait(timeout=30)
+    return gone.pid
+
+
+def test_owner_alive_is_host_aware() -> None:
+    dead = _dead_pid()
+    me = socket.gethostname()
+    assert not ownership.owner_alive(dead, me)
+    assert ownership.owner_alive(dead, "another-host"), "another host's record is never dead"
+    start = ownership.process_start_time(os.getpid())
+    assert start is not None
+    assert ownership.owner_alive(os.getpid(), me, start)
+    assert not ownership.owner_alive(os.getpid(), me, start + 1), "a recycled PID is not the owner"
+
+
+def test_every_record_asks_the_same_owner_alive() -> None:
+    """The work directory's marker and the lossy mount's record used to judge a
+    record of another host dead: a run on host B would delete host A's live work."""
+    dead = _dead_pid()
+    common = {"owner_pid": dead, "host": "another-host", "created_at": time.time()}
+    marker = workdir.Marker(path="/x", study="s", socket_dir=None, **common)  # type: ignore[arg-type]
+    mount = MountRecord(fsname="f", mountpoint="/m", backing="/b", run_dir="/r", **common)  # type: ignore[arg-type]
+    lab = state.Record(id="fs-1", kind="fs", owner_start=None, **common)  # type: ignore[arg-type]
+    assert marker.owner_alive() and mount.owner_alive() and lab.owner_alive()
+    here = {**common, "host": socket.gethostname()}
+    assert not workdir.Marker(path="/x", study="s", socket_dir=None, **here).owner_alive()  # type: ignore[arg-type]
+    assert not MountRecord(
+        fsname="f", mountpoint="/m", backing="/b", run_dir="/r", **here
+    ).owner_alive()  # type: ignore[arg-type]  # noqa: E501
+
+
+def test_removable_matches_the_campaign_not_a_prefix() -> None:
+    assert ownership.removable("quick-20260101-010203", "quick")
+    assert ownership.removable("seed001", "seed001")
+    assert not ownership.removable("seed0011", "seed001")
+    assert not ownership.removable("quick-x-20260101-010203", "quick")
+    assert not ownership.removable("", "quick"), "an older pgrig's record: pgrig clean only"
+    assert ownership.removable("anything", None)
+
+
+def _orphan(parent: Path, name: str, study: str, **changes: object) -> Path:
+    path = parent / name
+    workdir.create(path, study=study)
+    marker = asdict(workdir.read_marker(path)) | {"owner_pid": _dead_pid(), **changes}  # type: ignore[arg-type]
+    (path / workdir.MARKER).write_text(json.dumps(marker))
+    return path
+
+
+def test_a_run_removes_its_own_orphans_and_reports_other_studies() -> None:
+    """Issue 21.7: ``pgrig run`` of one study never removes another study's orphans
+    (it may be paused, or another machine's); it names them, and ``pgrig clean``
+    removes them."""
+    disk = make_disk_dir()
+    try:
+        own = _orphan(disk, "own", "quick-20260101-010203")
+        other = _orphan(disk, "other", "seed001")
+        foreign = _orphan(disk, "foreign", "quick-20260101-010203", host="another-host")
+        done = subprocess.run(
+            [sys.executable, "-m", "pgrig", "run", "--target", str(disk), "--results",
+             str(disk / "r"), "--skip", "fsync,fio,tpcb", "--timing-seconds", "1"],
+            capture_output=True, text=True, timeout=300, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert not own.exists(), "the same study's next run removes its orphan"
+        assert other.exists()
+        assert f"work directory {other.resolve()} (study seed001) is left by a killed" in " ".join(
+            done.stderr.split()
+        )
+        assert foreign.exists(), "another host's work directory is never an orphan here"
+        clean = subprocess.run(
+            [sys.executable, "-m", "pgrig", "clean"],
+            capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        assert clean.returncode == 0, clean.stderr
+        assert not other.exists()
+        assert foreign.exists()
+    finally:
+        workdir.unregister(disk / "foreign")
+        subprocess.run(["rm", "-rf", str(disk)], check=False)
+
+
+def test_escalate_ends_with_kill_and_never_signals_a_stranger() -> None:
+    stubborn = subprocess.Popen(
+        [sys.executable, "-c", "import signal, time\n"
+         "signal.signal(signal.SIGTERM, signal.SIG_IGN)\nprint('up', flush=True)\ntime.sleep(60)"],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert stubborn.stdout is not None and stubborn.stdout.readline().strip() == "up"
+        # A PID that is no longer the process meant: "gone", and never signalled.
+        assert proc.escalate(stubborn.pid, (signal.SIGKILL,), grace=0.3, ours=lambda: False)
+        assert stubborn.poll() is None
+        assert not proc.escalate(stubborn.pid, (signal.SIGTERM,), grace=0.3)
+        assert stubborn.poll() is None, "SIGTERM is ignored"
+        started = time.monotonic()
+        assert proc.escalate(stubborn.pid, (signal.SIGTERM, signal.SIGKILL), grace=2)
+        assert stubborn.wait(timeout=5) == -signal.SIGKILL
+        assert time.monotonic() - started < 5
+    finally:
+        if stubborn.poll() is None:
+            stubborn.kill()
+            stubborn.wait(timeout=10)
+        if stubborn.stdout is not None:
+            stubborn.stdout.close()
