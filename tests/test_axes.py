@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from pgrig import campaign, lifecycle
-from pgrig.cluster import aio
+from pgrig.cluster import aio, binaries
+from pgrig.cluster.server import server_os_user
 from pgrig.errors import UsageError
 from pgrig.report import variants
 from pgrig.report.writer import write as write_report
@@ -110,8 +111,8 @@ def test_io_uring_refused_with_the_missing_part(
         tmp_path, HEAD + 'versions = ["18"]\naxes = { io_method = ["io_uring"] }\n' + TARGET
     )
     t = camp.targets[0]
-    bins = lifecycle.binaries.find("18")
-    problems = aio.io_uring_problems(bins, lifecycle.server_os_user())
+    bins = binaries.find("18")
+    problems = aio.io_uring_problems(bins, server_os_user())
     if not problems:
         pytest.skip("this PostgreSQL 18 has io_uring: nothing to refuse")
     with pytest.raises(UsageError, match="io_method = io_uring cannot work here") as exc:

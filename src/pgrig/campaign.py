@@ -53,6 +53,10 @@ class TargetSpec:
     lab: LabSpec | None = None  # built by the storage lab: filesystem, I/O cap, memory limit
     # The settings axes' values this variant runs with (also in ``settings``).
     axes: tuple[tuple[str, str], ...] = ()
+    # ``kind = "..."``: a registered target kind (docs/targets.md); None: the kind
+    # that claims these keys (directory, dsn, storage lab)
+    kind: str | None = None
+    options: Any = None  # that kind's own keys, as its ``parse`` returned them
 
     @property
     def planned_directory(self) -> Path | None:
@@ -143,6 +147,17 @@ def _initdb(t: Table, key: str, default: Any) -> InitdbSpec | None:
     return None if table is None else InitdbSpec(**INITDB_SCHEMA.read(table))
 
 
+def _kind(t: Table, key: str, default: Any) -> str | None:
+    name = t.get(key, str)
+    if name is not None and name not in registry.TARGET_KINDS:
+        raise t.error(
+            key,
+            f"{name!r} is not a target kind",
+            hint=f"one of {', '.join(registry.TARGET_KINDS)}",
+        )
+    return name  # type: ignore[no-any-return]
+
+
 TARGET_SCHEMA = Schema(
     "[[target]]",
     custom("name", None, "the column's name", _target_name, shown_default="(required)"),
@@ -170,12 +185,19 @@ TARGET_SCHEMA = Schema(
            _settings, field="settings"),
     custom("initdb", None, "`[target.initdb]`: see below", _initdb),
     text("os_user", None, "OS user the server runs as when pgrig is root"),
+    custom("kind", None, "a registered target kind with keys of its own (docs/targets.md); "
+           "without it the keys say: `directory`, `dsn` or the storage lab's", _kind),
     also=LAB_SCHEMA.names,
 )  # fmt: skip
 
 
 def _target(t: Table) -> TargetSpec:
-    values = TARGET_SCHEMA.read(t)
+    named = t.get("kind", str)
+    kind = registry.TARGET_KINDS.get(named) if named is not None else None
+    options = kind.parse(t) if kind is not None else None
+    extra = kind.schema.names if kind is not None and kind.schema is not None else ()
+    schema = Schema(TARGET_SCHEMA.title, *TARGET_SCHEMA.keys, also=(*TARGET_SCHEMA.also, *extra))
+    values = schema.read(t)
     name = values["name"]
     lab = LabSpec.from_table(t)
     if lab is not None and lab.fs is not None and values["directory"] is not None:
@@ -185,6 +207,17 @@ def _target(t: Table) -> TargetSpec:
             "goes there, not into a directory",
             hint="drop directory; base = says where the filesystem's backing file goes",
         )
+    if kind is not None:  # a kind named by its keys refuses what it lacks in its check
+        values["initdb"] = values["initdb"] or InitdbSpec()
+        spec = TargetSpec(**values, lab=lab, options=options)
+        if kind.schema is None and not kind.claims(spec, None):
+            raise t.error(
+                "kind",
+                f"target {name!r}: the kind {kind.name!r} ({kind.summary}) is chosen by "
+                "its keys, which this target does not have",
+                hint="drop kind, and give directory, dsn or the storage lab's keys",
+            )
+        return spec
     if values["directory"] is None and values["dsn"] is None and (lab is None or not lab.fs):
         raise t.error(
             None,

@@ -38,7 +38,7 @@ from pgrig.report.monitor import closing_warning
 from pgrig.report.writer import write as write_report
 from pgrig.results import Study, to_dict
 from pgrig.runner import run_campaign
-from pgrig.storage.cli import audit, clean_lines, storage
+from pgrig.storage.cli import audit, storage
 from pgrig.store import Store, location
 from pgrig.ui import Ui
 from pgrig.units import parse_size
@@ -547,27 +547,17 @@ def _latest(st: Store) -> Study:
 
 @cli.command()
 def clean() -> None:
-    """Stop and remove work directories, unmount lossy filesystems, and remove the
-    storage lab's filesystems and cgroups left behind by killed pgrig runs - only
-    what carries pgrig's marker."""
-    from pgrig import lossyfs
-    from pgrig.cluster import workdir
+    """Remove what killed pgrig runs left behind, of every study and every kind of
+    target (work directories and their servers, lossy mounts, the storage lab's
+    filesystems and cgroups) - only what carries pgrig's marker and whose owner is
+    gone; never what a pgrig on another host owns."""
+    from pgrig import lifecycle
 
-    # Mounts first: removing a work directory must never reach through a live mount.
-    unmounted = lossyfs.clean_orphans()
-    for mountpoint in unmounted:
-        click.echo(f"unmounted the lossy filesystem on {mountpoint}")
-    removed = workdir.clean_orphans()
-    for path in removed:
-        click.echo(f"removed {path}")
-    if not removed and not unmounted:
-        click.echo("no orphan work directories")
-    # after the work directories: their servers kept the mounts busy
-    lines = clean_lines()
+    lines = lifecycle.clean_orphans(None, [])
     for line in lines:
         click.echo(line)
     if not lines:
-        click.echo("no storage-lab leftovers")
+        click.echo("nothing to clean: no orphan work directories, no storage-lab leftovers")
 
 
 @cli.command()

@@ -21,7 +21,7 @@ from pgrig.campaign import Campaign, InitdbSpec, TargetSpec
 from pgrig.errors import DiskSpaceError
 from pgrig.policy import RunPolicy
 from pgrig.probe import ProbeSpec
-from pgrig.step import Action, Context, Step, StepKey
+from pgrig.step import Context, Step
 from pgrig.storage.target import LabSpec
 from pgrig.ui import Step as ProgressLine
 from pgrig.units import GB
@@ -58,7 +58,7 @@ class PlannedTarget:
         return cls(
             spec.name,
             {"tablespace": spec.tablespace, "index_tablespace": spec.index_tablespace},
-            owned=spec.dsn is None,
+            owned=registry.target_kind(spec).creates_server,
         )
 
 
@@ -103,20 +103,6 @@ def phase_steps(
                     yield t, after
 
 
-def lab_step(spec: TargetSpec, action: Action) -> Step:
-    """Building a target's storage lab (filesystem, I/O cap, memory limit): the
-    step records what was built, as the system reports it."""
-    assert spec.lab is not None
-    return Step(
-        key=StepKey(spec.name, "lab"),
-        kind="storage_lab",
-        label=f"{spec.name}: storage lab",
-        params={"spec": spec.lab.describe(), "base": spec.lab.base, "disk": spec.lab.disk},
-        action=action,
-        estimate_s=5 + (spec.lab.fs.total_bytes / GB * 2 if spec.lab.fs else 0),
-    )
-
-
 def _not_run(ctx: Context, line: ProgressLine) -> tuple[Any, str]:
     raise AssertionError("planned steps are listed, not run")
 
@@ -124,8 +110,8 @@ def _not_run(ctx: Context, line: ProgressLine) -> tuple[Any, str]:
 def steps(campaign: Campaign) -> Iterator[tuple[TargetView, Step]]:
     targets = [PlannedTarget.of(t) for t in campaign.targets]
     for t, spec in zip(targets, campaign.targets, strict=True):
-        if spec.lab is not None:
-            yield t, lab_step(spec, _not_run)
+        if (build := registry.target_kind(spec).build_step(spec, _not_run)) is not None:
+            yield t, build
     if campaign.probes is not None:
         # Probe by probe, target after target (as the runner does): the same
         # probe runs close in time on every target.

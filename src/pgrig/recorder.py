@@ -17,10 +17,10 @@ from typing import Any
 from pgrig import monitor, registry
 from pgrig.cluster.server import ServerLost
 from pgrig.errors import PgrigError
-from pgrig.lifecycle import TargetRun
 from pgrig.results import RunRecord, Status, Study, to_dict, typed
 from pgrig.step import Skip, Step
 from pgrig.store import Store
+from pgrig.targets.base import Target
 from pgrig.ui import Ui, duration
 
 
@@ -51,7 +51,7 @@ class Recorder:
     def pending(self, steps: Iterable[Step]) -> bool:
         return any(s.id not in self.done for s in steps)
 
-    def execute(self, step: Step, t: TargetRun, *, record: bool = True) -> bool:
+    def execute(self, step: Step, t: Target, *, record: bool = True) -> bool:
         """Run one step and record it. True if it succeeded (or was recorded before)."""
         if record and step.id in self.done:
             return True
@@ -85,7 +85,7 @@ class Recorder:
             status, reason = "skipped", exc.reason
         except ServerLost as exc:  # the evidence: the cluster is kept, the rest goes on
             status, reason = "failed", str(exc)
-            t.lost = exc
+            t.live.lost = exc
         except PgrigError as exc:
             status, reason = "failed", str(exc)
             raw = getattr(exc, "stderr", "") or ""
@@ -124,7 +124,7 @@ class Recorder:
                 out.append(kind.metric(value))
         return out
 
-    def _revive(self, t: TargetRun) -> None:
+    def _revive(self, t: Target) -> None:
         """The server died under an earlier step (crash, OOM, someone's kill):
         bring it back so the campaign goes on, and say so."""
         cluster = t.cluster
@@ -137,7 +137,7 @@ class Recorder:
         except PgrigError as exc:
             self.ui.fail(f"{t.name}: could not restart the server: {exc}")
 
-    def _limits_of(self, t: TargetRun) -> monitor.Limits | None:
+    def _limits_of(self, t: Target) -> monitor.Limits | None:
         """The target's own probe results: what the run is compared with."""
         if t.name not in self._limits:
             probes = [
@@ -149,7 +149,7 @@ class Recorder:
         return self._limits[t.name]
 
     def _record_monitor(
-        self, step: Step, t: TargetRun, started: str, watch: monitor.Watch, value: Any
+        self, step: Step, t: Target, started: str, watch: monitor.Watch, value: Any
     ) -> None:
         """What the host and the server did during the run, and the verdict - a
         record of its own, so a failing sampler never costs the run itself."""
@@ -173,7 +173,7 @@ class Recorder:
                 " (not counted towards a confidence interval)"
             )
 
-    def _wait_quiet(self, t: TargetRun, line: Any) -> None:
+    def _wait_quiet(self, t: Target, line: Any) -> None:
         """The policy's ``wait_quiet``: hold a measured run until other work calms down."""
         line.update(detail=f"waiting up to {self.wait_quiet_s:.0f} s for a quiet machine")
         quiet, probe = monitor.wait_quiet(self.wait_quiet_s, target=t.directory)
@@ -187,7 +187,7 @@ class Recorder:
     def record(
         self,
         step: Step,
-        t: TargetRun,
+        t: Target,
         started: str,
         status: Status,
         reason: str | None,

@@ -1,14 +1,16 @@
-"""Every workload and result kind pgrig knows, in one visible place.
+"""Every workload, target kind and result kind pgrig knows, in one visible place.
 
 Adding a workload: write its package (a ``pgrig.workloads.base.Workload``
 subclass and its spec, steps, results and report section; see
-docs/workloads.md) and add one line to ``WORKLOADS``. Plan, runner, store,
-report and export ask this module; none of them names a workload.
+docs/workloads.md) and add one line to ``WORKLOADS``. Adding a kind of target:
+write its module (a ``pgrig.targets.base.TargetKind``; docs/targets.md) and
+add one line to ``TARGET_KINDS``. Plan, runner, lifecycle, store, report and
+export ask this module; none of them names a workload or a target kind.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pgrig import probe
 from pgrig.durability.workload import WORKLOAD as DURABILITY
@@ -16,13 +18,26 @@ from pgrig.errors import PgrigError
 from pgrig.monitor.model import MonitorResult
 from pgrig.results import RunRecord, from_dict
 from pgrig.storage import kinds as storage_kinds
+from pgrig.targets.base import TargetKind
+from pgrig.targets.directory import KIND as DIRECTORY
+from pgrig.targets.existing import KIND as SERVER
+from pgrig.targets.lab import KIND as LAB
+from pgrig.targets.lossy import KIND as LOSSY
 from pgrig.workloads.base import ResultKind, Workload, WorkloadSpec
 from pgrig.workloads.basebackup.workload import WORKLOAD as BASEBACKUP
 from pgrig.workloads.custom.workload import WORKLOAD as CUSTOM
 from pgrig.workloads.tpcb.workload import WORKLOAD as TPCB
 from pgrig.workloads.tpcc.workload import WORKLOAD as TPCC
 
+if TYPE_CHECKING:  # campaign imports this module
+    from pgrig.campaign import TargetSpec
+
 WORKLOADS: dict[str, Workload] = {w.type: w for w in (TPCB, CUSTOM, TPCC, DURABILITY, BASEBACKUP)}
+
+# Without ``kind = "..."`` a target is the first kind here that claims it: the
+# lossy filesystem when a workload cuts the power, then an existing server (dsn),
+# the storage lab (its keys), and a plain directory (anything else).
+TARGET_KINDS: dict[str, TargetKind] = {k.name: k for k in (LOSSY, SERVER, LAB, DIRECTORY)}
 
 # What is recorded besides workloads' own kinds: the storage probes and the
 # monitor's record of every measured run.
@@ -30,16 +45,42 @@ MONITOR = ResultKind("monitor", MonitorResult)
 CORE_KINDS: tuple[ResultKind, ...] = (*probe.KINDS, MONITOR, *storage_kinds.KINDS)
 
 
+def _add(table: dict[str, Any], name: str, item: object, what: str) -> None:
+    if table.get(name, item) is not item:
+        raise PgrigError(f"a {what} named {name!r} is registered already")
+    table[name] = item
+
+
+def _remove(table: dict[str, Any], name: str, item: object) -> None:
+    if table.get(name) is item:
+        del table[name]
+
+
 def register(workload: Workload) -> None:
     """Add a workload at run time (a plugin, or a test's toy workload)."""
-    if workload.type in WORKLOADS and WORKLOADS[workload.type] is not workload:
-        raise PgrigError(f"a workload of type {workload.type!r} is registered already")
-    WORKLOADS[workload.type] = workload
+    _add(WORKLOADS, workload.type, workload, "workload type")
 
 
 def unregister(workload: Workload) -> None:
-    if WORKLOADS.get(workload.type) is workload:
-        del WORKLOADS[workload.type]
+    _remove(WORKLOADS, workload.type, workload)
+
+
+def register_target_kind(kind: TargetKind) -> None:
+    """Add a target kind at run time (a plugin, or a test's toy kind); it is
+    chosen by ``kind = "NAME"`` in a campaign's ``[[target]]``."""
+    _add(TARGET_KINDS, kind.name, kind, "target kind")
+
+
+def unregister_target_kind(kind: TargetKind) -> None:
+    _remove(TARGET_KINDS, kind.name, kind)
+
+
+def target_kind(spec: TargetSpec, power_loss: str | None = None) -> TargetKind:
+    """The kind the target names (``kind = ...``), or else the first that claims
+    it (``power_loss``: the workload that cuts the power, if any)."""
+    if spec.kind is not None:
+        return TARGET_KINDS[spec.kind]
+    return next(k for k in TARGET_KINDS.values() if k.claims(spec, power_loss))
 
 
 def of(spec: WorkloadSpec) -> Workload:
@@ -51,6 +92,8 @@ def kinds() -> dict[str, ResultKind]:
     out = {k.name: k for k in CORE_KINDS}
     for workload in WORKLOADS.values():
         out.update({k.name: k for k in workload.kinds})
+    for target_kind_ in TARGET_KINDS.values():
+        out.update({k.name: k for k in target_kind_.kinds})
     return out
 
 

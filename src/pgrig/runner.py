@@ -24,19 +24,15 @@ from pgrig import (
     __version__,
     environment,
     lifecycle,
-    lossyfs,
     monitor,
     ownership,
     plan,
     probe,
     registry,
-    storage,
 )
 from pgrig.campaign import Campaign
-from pgrig.cluster import binaries, workdir
-from pgrig.conninfo import Conn
+from pgrig.cluster import binaries
 from pgrig.errors import BinaryNotFound, Interrupted, PartialFailure, UsageError, signal_number
-from pgrig.lifecycle import TargetRun
 from pgrig.meaning import Meaning
 from pgrig.recorder import Recorder, now
 from pgrig.report.monitor import closing_warning
@@ -45,6 +41,7 @@ from pgrig.results import Study
 from pgrig.step import Step
 from pgrig.storage.errors import StorageError
 from pgrig.store import Store
+from pgrig.targets.base import Target
 from pgrig.ui import Ui
 from pgrig.workloads.base import Phase, Series
 
@@ -71,7 +68,7 @@ class CampaignRunner:
         self.study_id = study_id
         self.label = label  # what the study is "on" (default: the targets)
         self.study: Study | None = None
-        self.targets: list[TargetRun] = []
+        self.targets: list[Target] = []
         self.recorder: Recorder | None = None
 
     @property
@@ -85,16 +82,10 @@ class CampaignRunner:
         needs = plan.disk_needs(camp)
         workloads = [registry.of(w) for w in camp.workloads]
         destructive = next((w.needs.destructive for w in workloads if w.needs.destructive), None)
-        lossy = _power_loss_workload(camp)
+        power_loss = _power_loss_workload(camp)
         runs = []
         notes: list[str] = []
         for spec in camp.targets:
-            if spec.dsn is not None and camp.policy.reset == "restore" and workloads:
-                raise UsageError(
-                    f'target {spec.name}: reset = "restore" drops and recreates a '
-                    "database, which pgrig only does in clusters it creates",
-                    hint='use reset = "reuse" for existing servers',
-                )
             runs.append(
                 lifecycle.check_target(
                     spec,
@@ -102,7 +93,8 @@ class CampaignRunner:
                     yes=self.yes,
                     destructive=destructive,
                     ui_notes=notes,
-                    lossy=lossy,
+                    power_loss=power_loss,
+                    restore=camp.policy.reset == "restore" and bool(workloads),
                 )
             )
         tools = sorted({tool for w in workloads for tool in w.needs.tools})
@@ -116,7 +108,7 @@ class CampaignRunner:
                 )
         for note in notes:
             self.ui.warn(note)
-        lifecycle.check_lab_space(runs)
+        lifecycle.check_together(runs)
         warning = lifecycle.memory_warning(runs)
         if warning:
             self.ui.warn(warning)
@@ -143,14 +135,8 @@ class CampaignRunner:
         """What a killed run of this study left; other studies' orphans are only
         reported (pgrig.ownership): their owner or ``pgrig clean`` removes them."""
         others: list[str] = []
-        # Mounts first: removing a work directory must never reach through a live mount.
-        for mount in lossyfs.clean_orphans(study=campaign, left=others):
-            self.ui.info(f"unmounted the orphan lossy filesystem {mount} of a killed pgrig run")
-        for path in workdir.clean_orphans(study=campaign, left=others):
-            self.ui.info(f"removed the orphan work directory {path} of a killed pgrig run")
-        # after the work directories: their servers kept the mounts busy
-        for line in storage.clean(campaign, others):
-            self.ui.info(f"storage lab, left by a killed pgrig run: {line}")
+        for line in lifecycle.clean_orphans(campaign, others):
+            self.ui.info(line)
         for what in others:
             self.ui.warn(
                 f"{what} is left by a killed pgrig run of another study; `pgrig clean` removes it"
@@ -247,9 +233,7 @@ class CampaignRunner:
         if len(self.targets) != 1:
             return ", ".join(t.name for t in self.targets)
         only = self.targets[0]
-        if only.spec.dsn is not None:
-            return Conn.from_user(only.spec.dsn).describe()
-        return str(only.directory)
+        return only.kind.label(only)
 
     def _params(self) -> dict[str, Any]:
         camp = self.campaign
@@ -263,14 +247,9 @@ class CampaignRunner:
         targets = []
         for t in self.targets:
             info = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(t.spec).items()}
-            if t.spec.dsn:
-                info["dsn"] = Conn.from_user(t.spec.dsn).describe()
-            if t.spec.lab is not None:
-                info["storage"] = t.spec.lab.describe()
+            info.update(t.kind.describe(t))
             info["pg_version"] = t.bins.version
             info["pg_bin"] = str(t.bins.bin_dir)
-            if t.profile is not None:
-                info["adapted"] = list(t.adapted)
             targets.append(info)
         params["targets"] = targets
         if len(self.targets) == 1:  # the single-target summary the report shows first
@@ -287,15 +266,12 @@ class CampaignRunner:
         cannot be built here is left out of the rest of the study."""
         kept = []
         for t in self.targets:
-            if t.lab is None:
-                kept.append(t)
-                continue
 
-            def build(ctx: Any, line: Any, t: TargetRun = t) -> tuple[Any, str]:
-                return stack.enter_context(lifecycle.lab(t, self.ui, keep=self.keep)), ""
+            def build(ctx: Any, line: Any, t: Target = t) -> tuple[Any, str]:
+                return stack.enter_context(lifecycle.storage(t, self.ui, keep=self.keep)), ""
 
-            step = plan.lab_step(t.spec, build)
-            if rec.execute(step, t, record=step.id not in rec.done):
+            step = lifecycle.build_step(t, build)
+            if step is None or rec.execute(step, t, record=step.id not in rec.done):
                 kept.append(t)
             else:
                 self.ui.fail(f"{t.name}: left out of this study (its storage could not be built)")
@@ -333,7 +309,7 @@ class CampaignRunner:
                 self.recorder.study = store.study(study.id)
             yield
 
-    def _say_settings(self, t: TargetRun, settings: dict[str, str], profile: str | None) -> None:
+    def _say_settings(self, t: Target, settings: dict[str, str], profile: str | None) -> None:
         """What the numbers will mean, before the user waits for them."""
         meaning = Meaning.of(settings, profile)
         self.ui.info(f"{t.name}: {meaning.line()}")
@@ -362,7 +338,7 @@ class CampaignRunner:
         for series in phase.series:
             self._series(series, live, rec)
 
-    def _data(self, t: TargetRun, steps: Sequence[Step], rec: Recorder) -> bool:
+    def _data(self, t: Target, steps: Sequence[Step], rec: Recorder) -> bool:
         """Create the dataset (load or setup, then counts and checks); True if it
         is there. On a resumed campaign the data of a killed run is gone with its
         cluster, so the load runs again - but is recorded only once."""
@@ -380,7 +356,7 @@ class CampaignRunner:
                 rec.execute(step, t)
         return True
 
-    def _series(self, series: Series, live: list[TargetRun], rec: Recorder) -> None:
+    def _series(self, series: Series, live: list[Target], rec: Recorder) -> None:
         """One point on every target, repeated as the policy says: ``repeat``
         times, or until the confidence interval of its headline figure is narrow
         enough; the target order rotates every repetition."""
@@ -417,7 +393,7 @@ def _power_loss_workload(camp: Campaign) -> str | None:
     return cutting[0]
 
 
-def _with_after(series: Series, t: TargetRun, rep: int) -> list[Step]:
+def _with_after(series: Series, t: Target, rep: int) -> list[Step]:
     run = series.make(t, rep)
     return [run, *series.after(t, run)]
 

@@ -200,8 +200,10 @@ def _build_comparison(study: Study, records: Sequence[RunRecord], targets: list[
 # Sections of workloads and watchers that live next to their code; each is
 # "module:function" taking (study, records) and returning a Section or None.
 def extra_sections(study: Study, records: Sequence[RunRecord]) -> list[Section]:
-    """The workloads' own sections, then memory against data, then what the monitor saw."""
-    out = [w.section(study, records) for w in registry.WORKLOADS.values()]
+    """The target kinds' and the workloads' own sections, then memory against
+    data, then what the monitor saw."""
+    out = [k.section(study, records) for k in registry.TARGET_KINDS.values()]
+    out += [w.section(study, records) for w in registry.WORKLOADS.values()]
     out.append(storage_report.memory_section(records, study.environment))
     out.append(monitor_section(study, records))
     return [fold_runs(s) for s in out if s is not None]

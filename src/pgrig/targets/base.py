@@ -1,0 +1,243 @@
+"""The one interface every kind of target fills (fio's ``ioengine_ops``): which
+targets it claims, what it refuses before anything is created, what it builds,
+how its server comes up and goes, what a killed run of it leaves behind, and how
+the report describes it.
+
+A kind is one module holding a ``TargetKind`` subclass; ``pgrig.registry``
+lists them in ``TARGET_KINDS``. ``pgrig.lifecycle`` and the runner ask the kind;
+neither names one. docs/targets.md shows how to add one.
+
+A target while a study runs is a ``Target``: its campaign ``spec``, its
+``kind``, what the kind's check found (``Checked``, frozen), the ``Context``
+steps act through, and ``Live``: what exists while it runs (the cluster, the
+captured environment, a crash's evidence).
+
+A remote kind (a server on another host, later) fills the same interface: its
+``check`` reaches the host and refuses what cannot work there (unreachable, no
+binaries, no permission); its ``server`` starts or connects and sets
+``ctx.conn`` to an address this machine can reach (never a unix socket);
+``ctx.server_pid`` stays None unless the monitor can see the process; its
+``clean`` removes only what a killed pgrig left on that host (the host's own
+state directory, judged by ``pgrig.ownership.owner_alive`` there); its
+``describe`` names the host.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pgrig import environment
+from pgrig.errors import ClusterError
+from pgrig.step import Action, Context, Step
+
+if TYPE_CHECKING:  # types only: the kinds are registered by pgrig.registry
+    from pgrig.campaign import TargetSpec
+    from pgrig.cluster.binaries import PgBinaries
+    from pgrig.cluster.profiles import Profile
+    from pgrig.cluster.server import Cluster, ServerLost
+    from pgrig.report.model import Section
+    from pgrig.results import Environment, RunRecord, Study
+    from pgrig.schema import Schema, Table
+    from pgrig.ui import Ui
+    from pgrig.workloads.base import ResultKind
+
+
+@dataclass(frozen=True)
+class Demands:
+    """What the study asks of every target, known before anything is created."""
+
+    need_bytes: int = 0  # the target's peak disk use (probes, data)
+    yes: bool = False  # the user allowed destructive steps on a server pgrig did not create
+    # why the workloads may not run on a server pgrig did not create; None: harmless
+    destructive: str | None = None
+    restore: bool = False  # reset = "restore": the data is dropped and copied back
+    power_loss: str | None = None  # the workload that cuts the power (a lossy filesystem)
+
+
+@dataclass(frozen=True)
+class Checked:
+    """What a kind's ``check`` found; fixed for the whole study."""
+
+    bins: PgBinaries
+    profile: Profile | None  # None: not pgrig's server (its settings are read once connected)
+    directory: Path | None  # the storage under test as given; None: none
+    owned: bool  # pgrig creates the server, or --yes allows dropping data in it
+    adapted: tuple[str, ...] = ()  # what the profile became on this major (for the report)
+    # why the target cannot be built here (tools, loop devices): it is skipped with
+    # this reason and the rest of the study runs
+    unavailable: str | None = None
+    state: Any = None  # the kind's own checked values (the lab: its resolved spec)
+
+
+@dataclass
+class Live:
+    """What exists of the target while the study runs: filled by its kind."""
+
+    directory: Path | None  # where the cluster and the probes go (built storage moves it)
+    tablespaces: dict[str, str | None]  # names for pgbench -i: given, or made from directories
+    cluster: Cluster | None = None  # the cluster pgrig created (None: not ours)
+    env: Environment | None = None  # the machine as this target's server sees it
+    lost: ServerLost | None = None  # the server did not come back after a crash
+    kept: tuple[Path, Path] | None = None  # (data directory, log) when kept
+
+
+class Target:
+    """One target while a campaign runs (a ``TargetView`` for workloads)."""
+
+    def __init__(self, spec: TargetSpec, kind: TargetKind, checked: Checked) -> None:
+        self.spec = spec
+        self.kind = kind
+        self.checked = checked
+        scratch = checked.directory or Path.cwd()
+        self.ctx = Context(bins=checked.bins, target=scratch, scratch=scratch)
+        self.live = Live(
+            checked.directory,
+            {"tablespace": spec.tablespace, "index_tablespace": spec.index_tablespace},
+        )
+        self.observed: dict[str, float] = {}  # mode -> best tps so far (sizes logs)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def bins(self) -> PgBinaries:
+        return self.checked.bins
+
+    @property
+    def profile(self) -> Profile | None:
+        return self.checked.profile
+
+    @property
+    def owned(self) -> bool:
+        return self.checked.owned
+
+    @property
+    def directory(self) -> Path | None:
+        return self.live.directory
+
+    @property
+    def tablespaces(self) -> dict[str, str | None]:
+        return self.live.tablespaces
+
+    @property
+    def cluster(self) -> Cluster | None:
+        return self.live.cluster
+
+    @property
+    def env(self) -> Environment | None:
+        return self.live.env
+
+    @property
+    def lost(self) -> ServerLost | None:
+        return self.live.lost
+
+    def moved_to(self, directory: Path) -> None:
+        """The kind built the target's storage: the cluster and the probes go there."""
+        self.live.directory = directory
+        self.ctx.target = self.ctx.scratch = directory
+
+
+class TargetKind(ABC):
+    """A kind of target: one subclass per module, one instance in
+    ``pgrig.registry.TARGET_KINDS``.
+
+    A target names its kind with ``kind = "NAME"`` in the campaign, and then
+    may hold the kind's own ``schema`` keys; without ``kind`` the first
+    registered kind whose ``claims`` says so takes it (the built-in kinds are
+    told apart by the keys a target has, as campaigns always wrote them)."""
+
+    name: ClassVar[str]  # the campaign's ``kind = "..."`` and the report's word for it
+    summary: ClassVar[str]  # one line for docs/targets.md and the report
+    schema: ClassVar[Schema | None] = None  # its own [[target]] keys (with ``kind``)
+    kinds: ClassVar[tuple[ResultKind, ...]] = ()  # what its build step records
+    # pgrig creates (and removes) the server; False: someone else's server, whose
+    # data workloads drop only with --yes
+    creates_server: ClassVar[bool] = True
+    # ``pgrig clean`` and a run's start clean kind by kind, lowest first: what keeps
+    # others busy goes first (a mount before the work directories inside it)
+    clean_rank: ClassVar[int] = 50
+
+    def parse(self, table: Table) -> Any:
+        """Its own keys of a ``[[target]]`` table (``TargetSpec.options``), read
+        before the common keys (which refuse unknown keys after). Errors via
+        ``table.error``."""
+        if self.schema is None:
+            return None
+        return {k.attr: k.read(table, k.name, k.default) for k in self.schema.keys}
+
+    def claims(self, spec: TargetSpec, power_loss: str | None) -> bool:
+        """Without ``kind = ...``: is this target of this kind? (A power-loss
+        workload puts every cluster on the lossy filesystem.)"""
+        return False
+
+    @abstractmethod
+    def check(self, spec: TargetSpec, demands: Demands, notes: list[str]) -> Checked:
+        """Everything that can be refused, refused before anything is created
+        (raise a ``PgrigError`` naming the target, the key and the fix). What
+        the user should know but is no error goes to ``notes``."""
+
+    def check_together(self, targets: Sequence[Target]) -> None:
+        """What can only be refused over all this kind's targets at once (their
+        backing files on one disk); called after every ``check``."""
+        return None
+
+    def build_step(self, spec: TargetSpec, action: Action) -> Step | None:
+        """The recorded step that builds the target's storage (``pgrig plan``
+        lists it; ``action`` enters ``storage``); None: nothing to build."""
+        return None
+
+    @contextlib.contextmanager
+    def storage(self, t: Target, ui: Ui, *, keep: Callable[[], bool]) -> Iterator[Any]:
+        """Build the target's storage for the ``with`` block (call
+        ``t.moved_to``) and yield the typed result its build step records.
+        Removed after, unless ``keep()`` says so then."""
+        yield None
+
+    @abstractmethod
+    def server(
+        self, t: Target, name: str, study: str, ui: Ui, *, keep: Callable[[], bool]
+    ) -> contextlib.AbstractContextManager[None]:
+        """The target's server, up for the ``with`` block: ``t.ctx.conn`` set,
+        ``t.live.env`` captured (``capture``). A cluster pgrig makes is named
+        ``name``; it is removed after, or kept stopped when ``keep()`` says so
+        (--keep, or a crash left it down: the evidence)."""
+
+    def clean(self, study: str | None, others: list[str]) -> list[str]:
+        """Remove what killed pgrig runs of ``study`` left (None: of any study;
+        pgrig.ownership); one line per thing removed. Other studies' orphans are
+        described in ``others`` and left alone."""
+        return []
+
+    def describe(self, t: Target) -> dict[str, Any]:
+        """What the study's params record about the target beyond its spec (the
+        report's target table reads them)."""
+        return {"kind": self.name}
+
+    def label(self, t: Target) -> str:
+        """What a one-target study is "on"."""
+        return str(t.directory)
+
+    def section(self, study: Study, records: Sequence[RunRecord]) -> Section | None:
+        """Its own part of the report (what its build step recorded); None: nothing."""
+        return None
+
+
+def capture(t: Target) -> None:
+    """The machine as this target's server sees it: version and settings."""
+    assert t.ctx.conn is not None
+    t.live.env = environment.capture(
+        [t.directory or Path.cwd()], pg_conninfo=t.ctx.conn.conninfo(), bin_dir=t.bins.bin_dir
+    )
+    if t.live.env.postgres is None:
+        raise ClusterError(
+            f"cannot read the server's version and settings from {t.ctx.conn.describe()}"
+        )
+
+
+__all__ = ["Checked", "Demands", "Live", "Target", "TargetKind", "capture"]

@@ -1,0 +1,85 @@
+"""An existing server (``dsn = "host=db1 user=bench"``): connected to, never
+created, restarted or removed; workloads that drop data need ``--yes``. A
+directory beside it is where the probes run."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from pgrig.cluster import binaries, workdir
+from pgrig.conninfo import Conn
+from pgrig.errors import UsageError
+from pgrig.targets.base import Checked, Demands, Target, TargetKind, capture
+from pgrig.targets.throwaway import find_binaries
+from pgrig.ui import Ui
+
+if TYPE_CHECKING:
+    from pgrig.campaign import TargetSpec
+
+
+class ServerKind(TargetKind):
+    name = "server"
+    summary = "an existing server (dsn): connected to, never created, restarted or removed"
+    creates_server = False
+
+    def claims(self, spec: TargetSpec, power_loss: str | None) -> bool:
+        return spec.dsn is not None
+
+    def check(self, spec: TargetSpec, demands: Demands, notes: list[str]) -> Checked:
+        assert spec.dsn is not None
+        if demands.restore:
+            raise UsageError(
+                f'target {spec.name}: reset = "restore" drops and recreates a '
+                "database, which pgrig only does in clusters it creates",
+                hint='use reset = "reuse" for existing servers',
+            )
+        bins = find_binaries(spec, binaries.CLIENT_TOOLS)
+        directory = workdir.check_target(spec.directory) if spec.directory else None
+        if demands.destructive and not demands.yes:
+            raise UsageError(
+                f"target {spec.name}: refusing to touch the existing server: {demands.destructive}",
+                hint="pass --yes if that is what you want, or let pgrig create a "
+                "throwaway cluster (give a directory instead of a dsn)",
+            )
+        Conn.from_user(spec.dsn)
+        for option in ("tablespace", "index_tablespace"):
+            value = getattr(spec, option)
+            if value and value.startswith("/"):
+                raise UsageError(
+                    f"target {spec.name}: {option} {value}: on an existing server give "
+                    "the name of an existing tablespace, not a directory",
+                    hint="pgrig creates tablespaces in directories only in its own cluster",
+                )
+        if demands.power_loss is not None:
+            raise UsageError(
+                f"target {spec.name}: workload {demands.power_loss} cuts the power of the "
+                "cluster's filesystem, which cannot cover dsn",
+                hint="give that target a directory only (data directory and WAL go on the "
+                "lossy filesystem together)",
+            )
+        return Checked(bins, None, directory, owned=demands.yes)
+
+    @contextlib.contextmanager
+    def server(
+        self, t: Target, name: str, study: str, ui: Ui, *, keep: Callable[[], bool]
+    ) -> Iterator[None]:
+        assert t.spec.dsn is not None
+        conn = Conn.from_user(t.spec.dsn)
+        with conn.connect():
+            pass
+        t.ctx.conn = conn
+        capture(t)
+        yield
+
+    def describe(self, t: Target) -> dict[str, Any]:
+        assert t.spec.dsn is not None
+        return {"kind": self.name, "dsn": Conn.from_user(t.spec.dsn).describe()}
+
+    def label(self, t: Target) -> str:
+        assert t.spec.dsn is not None
+        return Conn.from_user(t.spec.dsn).describe()
+
+
+KIND = ServerKind()

@@ -1,0 +1,162 @@
+"""The storage lab (``fs``, ``size``, ``disk``, ``iops``, ``mbps``, ``memory``;
+docs/storage-lab.md): a filesystem built on a loop device, an I/O cap and a
+memory limit - they compose - with the throwaway cluster and the probes inside.
+Building it is a recorded step (kind ``storage_lab``); a target whose tools or
+loop devices are missing here is skipped with the reason, the rest of the
+study runs."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pgrig import storage
+from pgrig.cluster import profiles, workdir
+from pgrig.cluster.server import server_os_user
+from pgrig.errors import BinaryNotFound, DiskSpaceError
+from pgrig.step import Action, Skip, Step, StepKey
+from pgrig.storage import LabSpec, cgroups, loopfs
+from pgrig.storage.errors import CgroupError, StorageError
+from pgrig.storage.model import LabInfo
+from pgrig.targets.base import Checked, Demands, Target
+from pgrig.targets.throwaway import Throwaway
+from pgrig.ui import Ui
+from pgrig.units import GB
+
+if TYPE_CHECKING:
+    from pgrig.campaign import TargetSpec
+
+
+class LabKind(Throwaway):
+    name = "lab"
+    summary = (
+        "a throwaway cluster on storage the lab builds: a loop-device filesystem, "
+        "an I/O cap, a memory limit (they compose)"
+    )
+    clean_rank = 30  # after the work directories: their servers kept the mounts busy
+
+    def claims(self, spec: TargetSpec, power_loss: str | None) -> bool:
+        return spec.lab is not None
+
+    def machine(self, spec: TargetSpec) -> profiles.Machine | None:
+        # {ram * 0.25} of a profile means a quarter of what the server may use
+        if spec.lab is not None and spec.lab.memory_bytes is not None:
+            return profiles.Machine(spec.lab.memory_bytes, os.cpu_count() or 1)
+        return None
+
+    def check(self, spec: TargetSpec, demands: Demands, notes: list[str]) -> Checked:
+        checked = super().check(spec, demands, notes)
+        if spec.lab is None:
+            return checked
+        lab, unavailable = _check_lab(spec, demands.need_bytes)
+        return replace(checked, unavailable=unavailable, state=lab)
+
+    def check_together(self, targets: Sequence[Target]) -> None:
+        """The lab's backing files of all targets on one host filesystem must fit it
+        together (they exist at once); refused before anything is created."""
+        from pgrig import plan  # plan imports the registry, which imports us
+
+        by_base: dict[int, tuple[Path, int, list[str]]] = {}
+        for t in targets:
+            lab = t.checked.state
+            if not isinstance(lab, LabSpec) or lab.fs is None or lab.base is None:
+                continue
+            if t.checked.unavailable:
+                continue
+            base = workdir.check_target(Path(lab.base), what="storage-lab base", option="base")
+            dev = base.stat().st_dev
+            _, total, names = by_base.get(dev, (base, 0, []))
+            by_base[dev] = (base, total + lab.fs.total_bytes, [*names, t.name])
+        for base, total, names in by_base.values():
+            plan.check_space(
+                base,
+                total,
+                f"the filesystem target(s) {', '.join(names)}",
+                hint="lower size, or put the backing files elsewhere (base = ...)",
+            )
+
+    def build_step(self, spec: TargetSpec, action: Action) -> Step | None:
+        """Building a target's storage lab (filesystem, I/O cap, memory limit): the
+        step records what was built, as the system reports it."""
+        if spec.lab is None:
+            return None
+        return Step(
+            key=StepKey(spec.name, "lab"),
+            kind="storage_lab",
+            label=f"{spec.name}: storage lab",
+            params={"spec": spec.lab.describe(), "base": spec.lab.base, "disk": spec.lab.disk},
+            action=action,
+            estimate_s=5 + (spec.lab.fs.total_bytes / GB * 2 if spec.lab.fs else 0),
+        )
+
+    @contextlib.contextmanager
+    def storage(self, t: Target, ui: Ui, *, keep: Callable[[], bool]) -> Iterator[LabInfo | None]:
+        """Build the target's lab (filesystem, cgroups) for the ``with`` block: the
+        probes and the cluster then run in it. Removed after - kept with the
+        cluster under --keep or when a crashed server is kept as evidence."""
+        lab = t.checked.state
+        if not isinstance(lab, LabSpec):
+            yield None
+            return
+        if t.checked.unavailable is not None:
+            raise Skip(t.checked.unavailable)
+        base = Path(lab.base) if lab.base else (t.directory or Path.cwd())
+        with storage.lab_target(base, lab, keep=keep) as built:
+            t.moved_to(built.directory)
+            t.ctx.preexec = built.preexec
+            yield built.info()
+        if built.filesystem is not None and keep():
+            ui.info(f"{t.name}: {loopfs.kept_message(built.filesystem)}")
+
+    def clean(self, study: str | None, others: list[str]) -> list[str]:
+        lines = storage.clean(study, others)
+        return [f"storage lab, left by a killed pgrig run: {line}" for line in lines]
+
+    def describe(self, t: Target) -> dict[str, Any]:
+        out = super().describe(t)
+        if t.spec.lab is not None:
+            out["storage"] = t.spec.lab.describe()
+        return out
+
+
+def _check_lab(spec: TargetSpec, need: int) -> tuple[LabSpec, str | None]:
+    """What can be refused about a lab target before anything is created. Missing
+    tools or loop devices only make the target unavailable (the rest of the
+    study runs); a missing cgroup controller or a filesystem too small for the
+    data is an error."""
+    lab = spec.lab
+    assert lab is not None
+    if os.geteuid() != 0 and (lab.io is not None or lab.memory_bytes is not None):
+        raise StorageError(
+            f"target {spec.name}: I/O caps and memory limits need root (cgroups)",
+            hint="run pgrig as root, or drop disk, iops, mbps and memory from the target",
+        )
+    for controller, wanted in (("io", lab.io), ("memory", lab.memory_bytes)):
+        if wanted is not None:
+            try:
+                cgroups.hierarchy_for(controller)
+            except CgroupError as exc:
+                raise CgroupError(f"target {spec.name}: {exc.message}", hint=exc.hint) from exc
+    if lab.fs is None:
+        return lab, None
+    if need > lab.fs.size_bytes:
+        raise DiskSpaceError(
+            f"target {spec.name}: the {lab.fs.size_bytes / GB:.1f} GiB {lab.fs.fstype} "
+            f"filesystem is too small for the campaign's data (about {need / GB:.1f} GiB)",
+            hint="raise size, or lower the scale",
+        )
+    os_user = server_os_user(spec.os_user)
+    fs = replace(lab.fs, owner=os_user.name if os_user else None)
+    lab = replace(lab, fs=fs)
+    try:
+        loopfs.check_prerequisites(fs.fstype)
+    except (StorageError, BinaryNotFound) as exc:
+        return lab, f"{exc.message}" + (f" ({exc.hint})" if exc.hint else "")
+    return lab, None
+
+
+KIND = LabKind()

@@ -1,0 +1,203 @@
+"""What every kind with a throwaway cluster shares: the checks of binaries,
+profile, tablespaces and disk, and the cluster itself (initdb, profile, start,
+database, tablespaces), removed after - or kept, stopped, when asked or when the
+server did not come back after a crash (the evidence).
+
+A kind changes where the cluster goes through the hooks of ``Throwaway``
+(``_root``, ``_profile``, ``_before_start``, ``_close``, ``_on_disk``): the lossy
+kind makes it in a backing directory and runs it on a FUSE mount.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pgrig.cluster import aio, binaries, profiles, workdir
+from pgrig.cluster.server import SUPERUSER, Cluster, InitdbOptions, server_os_user
+from pgrig.conninfo import Conn
+from pgrig.errors import BinaryNotFound, UsageError
+from pgrig.pgsource import catalog
+from pgrig.targets.base import Checked, Demands, Target, TargetKind, capture
+from pgrig.ui import Ui
+from pgrig.workloads.common import DATABASE
+
+if TYPE_CHECKING:
+    from pgrig.campaign import TargetSpec
+
+
+def find_binaries(spec: TargetSpec, tools: tuple[str, ...]) -> binaries.PgBinaries:
+    """The target's binaries; a version (``pg_bin = "9.6"``, the versions axis) not
+    in the cache yet is installed now, before anything else is created."""
+    try:
+        return binaries.find(spec.pg_bin, tools=tools)
+    except BinaryNotFound:
+        if spec.pg_bin is None or not binaries.looks_like_version(spec.pg_bin):
+            raise
+    catalog.install(str(spec.pg_bin))
+    return binaries.find(spec.pg_bin, tools=tools)
+
+
+class Throwaway(TargetKind):
+    """A cluster pgrig creates in the target's directory and removes after."""
+
+    clean_rank = 20  # work directories: after the mounts inside them, before the lab's
+
+    def machine(self, spec: TargetSpec) -> profiles.Machine | None:
+        """What ``{ram}`` and ``{cpus}`` of a profile mean; None: this machine."""
+        return None
+
+    def check(self, spec: TargetSpec, demands: Demands, notes: list[str]) -> Checked:
+        from pgrig import plan  # plan imports the registry, which imports us
+
+        bins = find_binaries(spec, binaries.SERVER_TOOLS)
+        directory = workdir.check_target(spec.directory) if spec.directory else None
+        profile = profiles.load(spec.profile, machine=self.machine(spec))
+        profile = profile.with_overrides(spec.settings)
+        os_user = server_os_user(spec.os_user)
+        aio.check_io_method(spec.name, profile.settings, bins, os_user)
+        adapted = profiles.validate(profile, bins, os_user)
+        for dropped in adapted.dropped:
+            if dropped.name in dict(spec.axes):  # the variants would all be the same server
+                raise UsageError(
+                    f"target {spec.name}: the axis {dropped.name} cannot vary on PostgreSQL "
+                    f"{bins.version}: {dropped.reason}",
+                    hint=f"compare {dropped.name} on the versions that have it only",
+                )
+        for note in adapted.notes():  # a setting this major renamed or lacks: never silent
+            notes.append(f"target {spec.name} (PostgreSQL {bins.version}): {note}")
+        for option in ("tablespace", "index_tablespace"):
+            value = getattr(spec, option)
+            if value and value.startswith("/"):
+                flag = "--" + option.replace("_", "-")
+                where = workdir.check_target(Path(value), what=f"{option} directory", option=flag)
+                plan.check_space(where, demands.need_bytes, f"target {spec.name} ({option})")
+        if directory is not None:
+            plan.check_space(directory, demands.need_bytes, f"target {spec.name}")
+        return Checked(bins, profile, directory, owned=True, adapted=tuple(adapted.notes()))
+
+    def clean(self, study: str | None, others: list[str]) -> list[str]:
+        return [
+            f"removed the orphan work directory {path} of a killed pgrig run"
+            for path in workdir.clean_orphans(study=study, left=others)
+        ]
+
+    # -- the cluster -------------------------------------------------------
+
+    def _root(self, t: Target, name: str, study: str, ui: Ui) -> Path:
+        """Where the cluster's work directory is made."""
+        assert t.directory is not None
+        return t.directory
+
+    def _profile(self, t: Target) -> profiles.Profile:
+        assert t.profile is not None
+        return t.profile
+
+    def _before_start(self, t: Target, cluster: Cluster) -> Cluster:
+        """Made and configured, not started yet: the cluster to start."""
+        return cluster
+
+    def _close(self, t: Target, *, keep: bool) -> None:
+        """After the cluster is gone (or kept)."""
+
+    def _on_disk(self, t: Target, path: Path) -> Path:
+        """Where a kept file of the cluster is once the study is over."""
+        return path
+
+    @contextlib.contextmanager
+    def server(
+        self, t: Target, name: str, study: str, ui: Ui, *, keep: Callable[[], bool]
+    ) -> Iterator[None]:
+        os_user = server_os_user(t.spec.os_user)
+        root = self._root(t, name, study, ui)
+        try:
+            cluster = Cluster.create(t.bins, root / name, study=study, os_user=os_user)
+        except BaseException:
+            self._close(t, keep=False)
+            raise
+        t.live.cluster = t.ctx.cluster = cluster
+        try:
+            with ui.step(f"{t.name}: initdb + start PostgreSQL {t.bins.version}"):
+                cluster = self._make(t, cluster, name)
+            _make_tablespaces(t, ui)
+            overrides = ", ".join(f"{k}={v}" for k, v in t.spec.settings.items())
+            assert t.profile is not None
+            ui.ok(
+                f"{t.name}: PostgreSQL {t.bins.version} running as "
+                f"{os_user.name if os_user else 'you'} in {cluster.datadir} "
+                f"(profile {t.profile.name}{', ' + overrides if overrides else ''})"
+            )
+            capture(t)
+            yield
+        finally:
+            kept = keep() or t.lost is not None
+            try:
+                self._dispose(t, t.live.cluster or cluster, kept, ui)
+            finally:
+                self._close(t, keep=kept)
+
+    def _make(self, t: Target, cluster: Cluster, name: str) -> Cluster:
+        os_user = server_os_user(t.spec.os_user)
+        waldir = None
+        if t.spec.wal_directory is not None:
+            holder = workdir.make_extra_dir(
+                cluster.workdir, t.spec.wal_directory.resolve() / f"{name}-wal", os_user
+            )
+            waldir = holder / "pg_wal"
+        init = t.spec.initdb
+        cluster.initdb(
+            InitdbOptions(
+                encoding=init.encoding,
+                locale=init.locale,
+                wal_segsize_mb=init.wal_segsize_mb,
+                data_checksums=init.data_checksums,
+                waldir=waldir,
+            )
+        )
+        cluster.configure(self._profile(t))
+        cluster.preexec = t.ctx.preexec
+        cluster = self._before_start(t, cluster)
+        t.live.cluster = t.ctx.cluster = cluster
+        cluster.start()
+        admin = Conn.socket(str(cluster.socket_dir), cluster.port, SUPERUSER, "postgres")
+        with admin.connect() as db:
+            db.execute(f'CREATE DATABASE "{DATABASE}"')
+        t.ctx.conn = admin.with_dbname(DATABASE)
+        t.ctx.scratch = cluster.workdir
+        t.ctx.server_pid = cluster.postmaster_pid()
+        return cluster
+
+    def _dispose(self, t: Target, cluster: Cluster, kept: bool, ui: Ui) -> None:
+        """Remove the cluster - or keep it, stopped, when asked or when a crash left
+        it down for good (the evidence)."""
+        if not kept:
+            cluster.destroy()
+            return
+        try:
+            cluster.stop()
+        finally:
+            workdir.unregister(cluster.workdir)
+        why = "--keep" if t.lost is None else "the server did not come back"
+        t.live.kept = (self._on_disk(t, cluster.datadir), self._on_disk(t, cluster.logfile))
+        ui.info(f"{t.name}: kept ({why}): data directory {t.live.kept[0]}, log {t.live.kept[1]}")
+
+    def describe(self, t: Target) -> dict[str, object]:
+        return {"kind": self.name, "adapted": list(t.checked.adapted)}
+
+
+def _make_tablespaces(t: Target, ui: Ui) -> None:
+    """Directories given as tablespaces become tablespaces of the throwaway
+    cluster; the TPC-B steps then use their names."""
+    assert t.cluster is not None
+    names: dict[str, str] = {}
+    for option, name in (("tablespace", "pgrig_tables"), ("index_tablespace", "pgrig_indexes")):
+        value = getattr(t.spec, option)
+        if value and value.startswith("/"):
+            names[option] = t.cluster.create_tablespace(name, Path(value))
+            ui.ok(f"{t.name}: tablespace {name} in {value}")
+    t.live.tablespaces = {
+        "tablespace": names.get("tablespace", t.spec.tablespace),
+        "index_tablespace": names.get("index_tablespace", t.spec.index_tablespace),
+    }
