@@ -10,13 +10,14 @@ import socket
 import subprocess
 import sys
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from tests.conftest import make_disk_dir
 
-from pgrig import ownership, proc
+from pgrig import lossyfs, ownership, proc
 from pgrig.cluster import workdir
+from pgrig.lossyfs import registry as lossy_registry
 from pgrig.lossyfs.registry import MountRecord
 from pgrig.storage import state
 
@@ -127,3 +128,31 @@ def test_escalate_ends_with_kill_and_never_signals_a_stranger() -> None:
             stubborn.wait(timeout=10)
         if stubborn.stdout is not None:
             stubborn.stdout.close()
+
+
+def test_lab_and_mount_records_of_other_studies_are_left_and_named(tmp_path: Path) -> None:
+    """The lab's and the lossy filesystem's records carry their study too (taken
+    from ``ownership.studying``); a run of another study names them and leaves them."""
+    with ownership.studying("seed002-20260101-010203"):
+        lab = state.save(state.new_record("cgroup", note="a dead run's cgroup"))
+    lab = state.save(replace(lab, owner_pid=_dead_pid(), owner_start=None))
+    mount = MountRecord(
+        fsname="pgrig-lossyfs-test", mountpoint=str(tmp_path / "mnt"), backing=str(tmp_path),
+        run_dir=str(tmp_path / "run"), owner_pid=_dead_pid(), host=socket.gethostname(),
+        created_at=time.time(), study="seed002",
+    )  # fmt: skip
+    lossy_registry.write_record(mount)
+    try:
+        assert lab.study == "seed002-20260101-010203"
+        left: list[str] = []
+        assert [r.id for r in state.orphans("cgroup", study="other", left=left)] == []
+        assert lossyfs.clean_orphans(study="other", left=left) == []
+        assert left == [
+            "storage lab cgroup a dead run's cgroup (study seed002-20260101-010203)",
+            f"lossy mount {tmp_path / 'mnt'} (study seed002)",
+        ]
+        assert [r.id for r in state.orphans("cgroup", study="seed002")] == [lab.id]
+        assert lossyfs.clean_orphans(study="seed002") == [str(tmp_path / "mnt")]
+    finally:
+        state.forget(lab)
+        lossy_registry.drop_record(mount)

@@ -160,8 +160,8 @@ class CampaignRunner:
                     self._say_settings(t, t.profile.settings, t.profile.name)
         status = "failed"
         try:
-            with contextlib.ExitStack() as labs:
-                self._labs(labs, rec)
+            with contextlib.ExitStack() as built:
+                self._storage(built, rec)
                 if not self.targets:
                     raise StorageError(
                         "no target is left to study: the storage of every target could not "
@@ -259,11 +259,12 @@ class CampaignRunner:
         params["workloads"] = [registry.of(w).describe(w) for w in camp.workloads]
         return params
 
-    # -- the storage lab, probes and servers -------------------------------
+    # -- storage, probes and servers ----------------------------------------
 
-    def _labs(self, stack: contextlib.ExitStack, rec: Recorder) -> None:
-        """Build every lab target (a recorded step each); a target whose lab
-        cannot be built here is left out of the rest of the study."""
+    def _storage(self, stack: contextlib.ExitStack, rec: Recorder) -> None:
+        """Build the storage of every target whose kind builds it (a recorded
+        step each); a target whose storage cannot be built here is left out of
+        the rest of the study."""
         kept = []
         for t in self.targets:
 
