@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from pgrig import __version__, campaign, plan
+from pgrig import __version__, campaign, plan, registry
 from pgrig.campaign import Campaign, InitdbSpec
 from pgrig.cli_options import (
     cluster_options,
@@ -351,11 +351,7 @@ def plan_cmd(campaign_file: Path) -> None:
         f"baseline {camp.baseline}, repeats {exp.repeats}"
     )
     for t in camp.targets:
-        where = t.dsn and Conn.from_user(t.dsn).describe() or str(t.directory)
-        room = t.directory
-        if t.lab is not None:
-            where = f"{where if t.directory else 'storage lab'}: {t.lab.describe()}"
-            room = Path(t.lab.base) if t.lab.base else room
+        where, room = registry.target_kind(t).where(t)
         need = exp.disk.get(t.name, 0)
         free = ""
         if room is not None and room.exists():
@@ -579,7 +575,6 @@ def clean() -> None:
 def env(target: Path | None, dsn: str | None, fmt: str) -> None:
     """Print the captured environment (machine, filesystem, server) as JSON."""
     from pgrig import environment
-    from pgrig.conninfo import Conn
 
     conninfo = Conn.from_user(dsn).conninfo() if dsn is not None else None
     captured = environment.capture([target or Path.cwd()], pg_conninfo=conninfo)

@@ -219,6 +219,11 @@ class TargetKind(ABC):
         report's target table reads them)."""
         return {"kind": self.name}
 
+    def where(self, spec: TargetSpec) -> tuple[str, Path | None]:
+        """Before anything exists (``pgrig plan``): where the target is, in words,
+        and the directory whose free space it needs (None: none here)."""
+        return str(spec.directory), spec.directory
+
     def label(self, t: Target) -> str:
         """What a one-target study is "on"."""
         return str(t.directory)

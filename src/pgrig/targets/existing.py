@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pgrig.cluster import binaries, workdir
@@ -76,6 +77,10 @@ class ServerKind(TargetKind):
     def describe(self, t: Target) -> dict[str, Any]:
         assert t.spec.dsn is not None
         return {"kind": self.name, "dsn": Conn.from_user(t.spec.dsn).describe()}
+
+    def where(self, spec: TargetSpec) -> tuple[str, Path | None]:
+        assert spec.dsn is not None
+        return Conn.from_user(spec.dsn).describe(), spec.directory
 
     def label(self, t: Target) -> str:
         assert t.spec.dsn is not None

@@ -116,6 +116,12 @@ class LabKind(Throwaway):
         lines = storage.clean(study, others)
         return [f"storage lab, left by a killed pgrig run: {line}" for line in lines]
 
+    def where(self, spec: TargetSpec) -> tuple[str, Path | None]:
+        if spec.lab is None:
+            return super().where(spec)
+        where = f"{spec.directory if spec.directory else 'storage lab'}: {spec.lab.describe()}"
+        return where, Path(spec.lab.base) if spec.lab.base else spec.directory
+
     def describe(self, t: Target) -> dict[str, Any]:
         out = super().describe(t)
         if t.spec.lab is not None:
