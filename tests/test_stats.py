@@ -138,7 +138,7 @@ def test_welch_describe_significant_and_not() -> None:
 def test_welch_too_few_runs_says_so() -> None:
     c = stats.welch([100.0], [110.0, 112.0])
     assert c.p_value is None and c.t is None and not c.significant
-    assert c.describe() == "+11.0% (n=2 vs 1: repeat >= 3 for a test)"
+    assert c.describe() == "+11.0% (n=2 vs 1: repeat ≥ 3 for a test)"
 
 
 def test_welch_identical_samples_say_so_without_nan() -> None:
@@ -196,7 +196,7 @@ def test_two_runs_a_side_are_tested_but_never_called() -> None:
     c = stats.welch([100.0, 100.1], [90.0, 90.1])
     assert c.significant and not c.called and c.verdict == stats.NOISE
     assert "not called: 2 vs 2 runs" in c.describe()
-    assert "needs >= 3 runs a side" in c.describe()
+    assert "needs ≥ 3 runs a side" in c.describe()
 
 
 def test_a_no_effect_control_pair_is_never_marked() -> None:

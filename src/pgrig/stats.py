@@ -156,7 +156,7 @@ class Comparison:
         if self.significant and self.too_few:
             return (
                 f"≈ {sign}, not called: {self.n[1]} vs {self.n[0]} runs "
-                f"({self._p_text()}; a call needs >= {MIN_RUNS} runs a side)"
+                f"({self._p_text()}; a call needs ≥ {MIN_RUNS} runs a side)"
             )
         if self.significant and self.disagree:
             return f"≈ {sign}, not called: the means differ the other way ({self._p_text()})"
@@ -192,7 +192,7 @@ def welch(
                           higher_is_better=higher_is_better, disagree=disagree)  # fmt: skip
 
     if min(n) < 2:
-        return made(why=f"n={n[1]} vs {n[0]}: repeat >= {MIN_RUNS} for a test")
+        return made(why=f"n={n[1]} vs {n[0]}: repeat ≥ {MIN_RUNS} for a test")
     # statistics.variance is exact on floats: identical runs give exactly 0.
     if statistics.variance(baseline) == 0 and statistics.variance(other) == 0:
         if mb == mo:
@@ -243,6 +243,6 @@ def family_note(comparisons: Sequence[Comparison]) -> str | None:
     if few:
         text += (
             f" {few} rest on fewer than {MIN_RUNS} runs a side and are never marked "
-            f"(repeat >= {MIN_RUNS})."
+            f"(repeat ≥ {MIN_RUNS})."
         )
     return text

@@ -19,7 +19,7 @@ from pgrig.report.model import BETTER, NORMAL, QUIET, WORSE, Row
 VS_NOTE = (
     "vs baseline: difference of the medians in % of the baseline's; Welch's t-test over "
     f"the repeats. ▲ better / ▼ worse only when the difference survives the correction "
-    f"below and rests on >= {stats.MIN_RUNS} runs a side; ≈ within noise otherwise. "
+    f"below and rests on ≥ {stats.MIN_RUNS} runs a side; ≈ within noise otherwise. "
     "One run per side allows no test."
 )
 

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from pgrig import registry
+from pgrig import registry, stats
 from pgrig.meaning import Meaning
 from pgrig.report import compare, fmt, variants
 from pgrig.report import storage as storage_report
@@ -239,8 +239,19 @@ def header(study: Study, records: Sequence[RunRecord]) -> tuple[tuple[str, str],
         ("Status", study.status),
         ("pgrig version", study.pgrig_version or "unknown"),
         ("Runs", runs_text(records)),
+        ("Statistic", STATISTIC),
         ("How it was obtained", obtained_line(study, records)),
     )
+
+
+# Said once, at the top: what every headline figure and every "vs" is.
+STATISTIC = (
+    f"every headline figure is the {stats.HEADLINE} of the repeats, and every 'vs' the "
+    f"difference of the {stats.HEADLINE}s (one disturbed run moves a mean of 3, not their "
+    f"median); ▲ better / ▼ worse only when Welch's test survives the Benjamini-Hochberg "
+    f"correction of its table and rests on ≥ {stats.MIN_RUNS} runs a side, ≈ within noise "
+    "otherwise"
+)
 
 
 def tool_versions(study: Study, records: Sequence[RunRecord]) -> dict[str, str]:
