@@ -5,6 +5,7 @@ survives the correction and rests on enough runs, and the statistic named once."
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from pgrig import stats
 from pgrig.report import view
@@ -139,3 +140,16 @@ def test_a_loss_on_a_lower_is_better_figure_is_worse() -> None:
     c = stats.welch([10.0, 10.1, 9.9], [20.0, 20.1, 19.9], higher_is_better=False)
     assert c.verdict == stats.WORSE
     assert WORSE == "worse"
+
+
+def test_the_header_names_every_pgbench_that_ran_with_its_targets() -> None:
+    """The versions study: pg15 ran its own pgbench 15.18, the others 18.6. A merge
+    of the records' versions kept one of them and hid the other."""
+    recs = [
+        replace(r, tool_versions={"pgbench": "pgbench (PostgreSQL) 15.18"})
+        if r.target == "pg96"
+        else r
+        for r in records()
+    ]
+    line = view.obtained_line(study(), recs)
+    assert "pgbench (PostgreSQL) 15.18 (pg96); (PostgreSQL) 18.6 (pg18)" in line, line

@@ -435,7 +435,10 @@ def capture(t: TargetRun) -> None:
     """The machine as this target's server sees it: version and settings."""
     assert t.ctx.conn is not None
     t.env = environment.capture(
-        [t.directory or Path.cwd()], pg_conninfo=t.ctx.conn.conninfo(), bin_dir=t.bins.bin_dir
+        [t.directory or Path.cwd()],
+        pg_conninfo=t.ctx.conn.conninfo(),
+        bin_dir=t.bins.bin_dir,
+        locate=t.bins.path,  # a server-only build's pgbench is a newer installation's
     )
     if t.env.postgres is None:
         raise ClusterError(

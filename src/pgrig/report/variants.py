@@ -23,7 +23,7 @@ from pgrig.report import fmt
 from pgrig.report.compare import PointKey, _point_order, runs_by_point
 from pgrig.report.model import HEADLINE, Row, Section, Table
 from pgrig.report.versus import VS_NOTE, Cell, Draft, Family
-from pgrig.results import RunRecord, Study
+from pgrig.results import SERVER, RunRecord, Study
 
 MONITOR_SUFFIX = "/monitor"
 # Settings that differ between any two clusters (their own files): not a difference.
@@ -103,7 +103,9 @@ def versions_section(study: Study, records: Sequence[RunRecord]) -> Section | No
                 numeric=(True, True, *([True] * (len(columns) - 2))),
             )
         )
-    blocks += [t for t in (_adapted_table(targets), _settings_table(study, names)) if t]
+    extra = (provenance_table(study, records, names), _adapted_table(targets),
+             _settings_table(study, names))  # fmt: skip
+    blocks += [t for t in extra if t]
     return Section(
         "PostgreSQL versions",
         "versions",
@@ -113,6 +115,44 @@ def versions_section(study: Study, records: Sequence[RunRecord]) -> Section | No
             + f"; baseline {baseline}.",
         ),
         blocks=tuple(blocks),
+    )
+
+
+def provenance_table(study: Study, records: Sequence[RunRecord], names: list[str]) -> Table | None:
+    """What really ran for each target: the server build (``SELECT version()``:
+    release, platform, compiler), where it came from, and every pgbench that
+    drove its runs, as each record stored them."""
+    rows = []
+    for n in names:
+        env = study.target_environments.get(n)
+        pg = env.postgres if env is not None else None
+        mine = [r for r in records if r.target == n]
+        builds = list(dict.fromkeys(v for r in mine if (v := r.tool_versions.get(SERVER))))
+        drivers = list(
+            dict.fromkeys(
+                v for r in mine if r.kind == "pgbench_run" and (v := r.tool_versions.get("pgbench"))
+            )
+        )
+        build = pg.build if pg is not None and pg.build else (builds[0] if builds else "")
+        rows.append(
+            Row(
+                (
+                    n,
+                    pg.version if pg is not None else "?",
+                    build or "not recorded",
+                    (pg.source if pg is not None else None) or "not recorded",
+                    "; ".join(drivers) or "not recorded",
+                )
+            )
+        )
+    if not rows:
+        return None
+    return Table(
+        ("target", "PostgreSQL", "build (SELECT version())", "source", "pgbench that drove it"),
+        tuple(rows),
+        caption="Provenance: the server build each target ran and the pgbench that drove "
+        "it, as stored with every record. A server-only build (zonky, otj) has no pgbench: "
+        "the newest installed one drives it.",
     )
 
 
