@@ -79,6 +79,7 @@ def check_target(
     destructive: str | None,
     ui_notes: list[str] | None = None,
     lossy: str | None = None,
+    ui: Ui | None = None,
 ) -> TargetRun:
     """Everything about one target that can be refused, refused before anything
     is created: binaries, directories, profile, disk, permission. What the
@@ -86,7 +87,7 @@ def check_target(
     ui_notes = ui_notes if ui_notes is not None else []
     existing = spec.dsn is not None
     tools = binaries.CLIENT_TOOLS if existing else binaries.SERVER_TOOLS
-    bins = _binaries(spec, tools)
+    bins = _binaries(spec, tools, ui)
     directory = workdir.check_target(spec.directory) if spec.directory else None
     lab, unavailable = (None, None) if spec.lab is None else _check_lab(spec, need)
     profile = None
@@ -258,15 +259,16 @@ def lab(t: TargetRun, ui: Ui, *, keep: bool) -> Iterator[LabInfo]:
         ui.info(f"{t.name}: {loopfs.kept_message(built.filesystem)}")
 
 
-def _binaries(spec: TargetSpec, tools: tuple[str, ...]) -> binaries.PgBinaries:
+def _binaries(spec: TargetSpec, tools: tuple[str, ...], ui: Ui | None) -> binaries.PgBinaries:
     """The target's binaries; a version (``pg_bin = "9.6"``, the versions axis) not
-    in the cache yet is installed now, before anything else is created."""
+    in the cache yet is installed now, before anything else is created - and said
+    (what, from where, how big, how long)."""
     try:
         return binaries.find(spec.pg_bin, tools=tools)
     except BinaryNotFound:
         if spec.pg_bin is None or not binaries.looks_like_version(spec.pg_bin):
             raise
-    catalog.install(str(spec.pg_bin))
+    catalog.install(str(spec.pg_bin), ui=ui or Ui())
     return binaries.find(spec.pg_bin, tools=tools)
 
 

@@ -102,6 +102,7 @@ class CampaignRunner:
                     destructive=destructive,
                     ui_notes=notes,
                     lossy=lossy,
+                    ui=self.ui,
                 )
             )
         tools = sorted({tool for w in workloads for tool in w.needs.tools})
