@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 import random
 import statistics
+import subprocess
+import sys
 
 import pytest
 
@@ -246,3 +248,14 @@ def test_adjust_leaves_untested_comparisons_alone() -> None:
     out = stats.adjust([untested, tested])
     assert out[0].q_value is None and out[1].q_value == pytest.approx(out[1].p_value)
     assert stats.family_note([untested]) is None
+
+
+def test_the_cli_imports_neither_scipy_nor_matplotlib() -> None:
+    """`pgrig --version` took 1.3 s on a quiet machine (11-13 s on this busy one),
+    most of it importing SciPy and matplotlib that only a test or a report needs."""
+    code = (
+        "import sys, pgrig.cli; "
+        "heavy = [m for m in ('scipy', 'matplotlib') if m in sys.modules]; "
+        "assert not heavy, heavy"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)

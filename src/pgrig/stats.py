@@ -22,9 +22,10 @@ import statistics
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
-from scipy import special
-from scipy import stats as sps
+if TYPE_CHECKING:
+    from types import ModuleType
 
 ALPHA = 0.05
 HEADLINE = "median"  # the statistic of every headline cell and every "vs"
@@ -47,8 +48,18 @@ def headline(values: Sequence[float]) -> float:
     return float(statistics.median(values))
 
 
+def _scipy() -> tuple[ModuleType, ModuleType]:
+    """SciPy's special functions and statistics, imported on first use: importing
+    them takes seconds on a busy machine, and ``pgrig --version`` never needs them."""
+    from scipy import special
+    from scipy import stats as sps
+
+    return special, sps
+
+
 def betainc(a: float, b: float, x: float) -> float:
     """Regularized incomplete beta I_x(a, b)."""
+    special, _ = _scipy()
     return float(special.betainc(a, b, min(max(x, 0.0), 1.0)))
 
 
@@ -61,6 +72,7 @@ def _check_df(df: float) -> None:
 def t_two_sided_p(t: float, df: float) -> float:
     """P(|T| >= |t|) for Student's t with ``df`` degrees of freedom."""
     _check_df(df)
+    _, sps = _scipy()
     return float(2.0 * sps.t.sf(abs(t), df))
 
 
@@ -69,6 +81,7 @@ def t_quantile(p: float, df: float) -> float:
     _check_df(df)
     if not 0.0 < p < 1.0:
         raise ValueError(f"a quantile needs 0 < p < 1, not {p}")
+    _, sps = _scipy()
     return float(sps.t.ppf(p, df))
 
 
@@ -198,6 +211,7 @@ def welch(
         if mb == mo:
             return made(why="every run gave the same value on both sides: no spread to test")
         return made(why="no spread on either side, each side's runs are identical: no test")
+    _, sps = _scipy()
     with warnings.catch_warnings():
         # SciPy warns when one side is constant (its variance is then exactly 0,
         # which is what we want); the other side's spread carries the test.
@@ -218,6 +232,7 @@ def adjust(comparisons: Sequence[Comparison]) -> list[Comparison]:
     if not tested:
         return out
     ps = [comparisons[i].p_value for i in tested]
+    _, sps = _scipy()
     qs = sps.false_discovery_control(ps, method="bh")
     for i, q in zip(tested, qs, strict=True):
         out[i] = replace(out[i], q_value=float(q))
