@@ -153,3 +153,11 @@ def test_the_header_names_every_pgbench_that_ran_with_its_targets() -> None:
     ]
     line = view.obtained_line(study(), recs)
     assert "pgbench (PostgreSQL) 15.18 (pg96); (PostgreSQL) 18.6 (pg18)" in line, line
+
+
+def test_html_colours_the_calls_and_greys_the_noise() -> None:
+    from pgrig.report import html
+
+    page = html.render(view.build(study(), records()), {}, css="")
+    assert '<td class="num better">▲ +27.4%' in page
+    assert '<td class="num quiet">≈ ' in page

@@ -124,9 +124,9 @@ def _lag_cell(runs: list[PgbenchRun]) -> str:
     """Open loop (pgbench -R): how far behind schedule, and what was late or skipped."""
     if not runs:
         return ""
-    lag = statistics.fmean(r.lag_avg_ms or 0.0 for r in runs)
+    lag = stats.headline([r.lag_avg_ms or 0.0 for r in runs])
     worst = max(r.lag_max_ms or 0.0 for r in runs)
-    text = f"avg {fmt.ms(lag)} ms (max {fmt.ms(worst)})"
+    text = f"avg {fmt.ms(lag)} ms (median of the runs; max {fmt.ms(worst)})"
     late = sum(r.late or 0 for r in runs)
     limit = runs[0].latency_limit_ms
     if limit is not None:
@@ -243,7 +243,8 @@ def comparison_table(
             for t in others:
                 cells += [
                     _headline_cell(data.get(t, []), unit, failed.get(t, 0), per_s.get(t)),
-                    family.vs(data.get(baseline, []), data.get(t, [])),
+                    # qps = 5 x tps: one test per point, or the family counts it twice.
+                    family.vs(data.get(baseline, []), data.get(t, [])) if first else "as tps",
                 ]
             kind = FAILED if any(failed.values()) and not any(data.values()) else ""
             rows.append(Draft(tuple(cells), kind or (HEADLINE if first else "")))
