@@ -112,10 +112,10 @@ def _cells(row: Row) -> tuple[str, ...]:
     out = []
     for i, c in enumerate(cells):
         mark = row.mark(i)
-        if c and (row.kind == HEADLINE or mark in (BETTER, WORSE)):
-            c = f"**{c}**"
-        elif c and mark == QUIET:
+        if c and mark == QUIET:  # within noise stays quiet, in a headline row too
             c = f"*{c}*"
+        elif c and (row.kind == HEADLINE or mark in (BETTER, WORSE)):
+            c = f"**{c}**"
         out.append(c)
     return tuple(out)
 
