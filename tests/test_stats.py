@@ -9,7 +9,10 @@ the textbook formulas evaluated here with the statistics module.
 from __future__ import annotations
 
 import math
+import random
 import statistics
+import subprocess
+import sys
 
 import pytest
 
@@ -125,16 +128,19 @@ def test_welch_describe_significant_and_not() -> None:
     same = stats.welch([100.0, 102.0, 98.0], [101.0, 99.0, 103.0])
     assert not same.significant
     assert "within noise" in same.describe()
-    assert same.describe().startswith("+1.0%")
+    assert same.describe() == "≈ +1.0%, within noise (p=0.57)"
+    assert same.verdict == stats.NOISE
     faster = stats.welch([100.0, 101.0, 99.0], [150.0, 151.0, 149.0])
-    assert faster.significant
-    assert faster.describe().startswith("+50.0% (p=0.000")
+    assert faster.significant and faster.called and faster.verdict == stats.BETTER
+    assert faster.describe() == "▲ +50.0% (p<0.001)"
+    slower = stats.welch([100.0, 101.0, 99.0], [150.0, 151.0, 149.0], higher_is_better=False)
+    assert slower.verdict == stats.WORSE and slower.describe().startswith("▼ +50.0%")
 
 
 def test_welch_too_few_runs_says_so() -> None:
     c = stats.welch([100.0], [110.0, 112.0])
     assert c.p_value is None and c.t is None and not c.significant
-    assert c.describe() == "+11.0% (n=2 vs 1: repeat >= 2 for a test)"
+    assert c.describe() == "+11.0% (n=2 vs 1: repeat ≥ 3 for a test)"
 
 
 def test_welch_identical_samples_say_so_without_nan() -> None:
@@ -165,10 +171,91 @@ def test_welch_one_constant_side_still_tests() -> None:
 def test_welch_zero_baseline_has_no_percentage() -> None:
     c = stats.welch([0.0, 0.0], [1.0, 2.0])
     assert c.diff_pct is None
-    assert c.describe().startswith("n/a (baseline mean is 0)")
+    assert "n/a (baseline median is 0)" in c.describe()
     assert "inf" not in c.describe()
 
 
 def test_welch_needs_values() -> None:
     with pytest.raises(ValueError):
         stats.welch([], [1.0, 2.0])
+
+
+def test_the_difference_shown_is_the_medians() -> None:
+    # Seed 004's versions table printed medians and computed "vs" from means:
+    # one outlier run moves the mean, not the median.
+    c = stats.welch([590.0, 591.0, 1290.0], [750.0, 753.0, 756.0])
+    assert c.diff_pct == pytest.approx((753.0 - 591.0) / 591.0 * 100)
+    assert stats.headline([590.0, 591.0, 1290.0]) == 591.0
+
+
+def test_means_pointing_the_other_way_are_never_called() -> None:
+    # Medians +2%, means -30% (one collapsed run): no win is marked on the medians.
+    c = stats.welch([100.0, 100.5, 101.0, 100.2], [102.0, 102.5, 2.0, 102.2])
+    assert c.disagree and not c.called
+
+
+def test_two_runs_a_side_are_tested_but_never_called() -> None:
+    c = stats.welch([100.0, 100.1], [90.0, 90.1])
+    assert c.significant and not c.called and c.verdict == stats.NOISE
+    assert "not called: 2 vs 2 runs" in c.describe()
+    assert "needs ≥ 3 runs a side" in c.describe()
+
+
+def test_a_no_effect_control_pair_is_never_marked() -> None:
+    """Seed 004's io_workers 4 vs 1 under io_method=sync: no effect, reported
+    '-9.0% (p=0.011)' on 2 runs a side. Two samples of one distribution (seeded),
+    2 runs each, 20 times over: never marked better or worse, although the raw
+    test does call some of them at p < 0.05 (which is why the rule exists)."""
+    rng = random.Random(11)
+    pairs = [
+        ([rng.gauss(800, 60) for _ in range(2)], [rng.gauss(800, 60) for _ in range(2)])
+        for _ in range(20)
+    ]
+    tests = stats.adjust([stats.welch(a, b) for a, b in pairs])
+    assert all(c.verdict in (stats.NOISE, stats.UNTESTED) for c in tests)
+    assert not any(c.called for c in tests)
+    raw = [stats.welch(a, b) for a, b in pairs]
+    # The guard is what kept them quiet: with 2 runs a side some come out p < 0.05.
+    assert sum(c.significant for c in raw) >= 1
+
+
+def test_the_correction_unmarks_what_chance_calls_among_many() -> None:
+    """36 comparisons, one real difference among 35 nulls of 3 runs each: the raw
+    test calls a couple of nulls; Benjamini-Hochberg keeps the real one only."""
+    rng = random.Random(11)
+    nulls = [
+        stats.welch(
+            [rng.gauss(1000, 40) for _ in range(3)], [rng.gauss(1000, 40) for _ in range(3)]
+        )
+        for _ in range(35)
+    ]
+    real = stats.welch([1000.0, 1010.0, 990.0], [1500.0, 1505.0, 1495.0])
+    raw_false = sum(c.significant and c.called for c in nulls)
+    adjusted = stats.adjust([*nulls, real])
+    assert adjusted[-1].called
+    assert sum(c.called for c in adjusted[:-1]) <= raw_false
+    assert raw_false >= 1, "seed 11 should provoke a chance call before the correction"
+    assert sum(c.called for c in adjusted[:-1]) == 0
+    note = stats.family_note(adjusted)
+    assert note is not None and "36 difference(s) tested" in note
+    assert "chance alone would call about 1.8" in note
+    assert "1 marked" in note
+
+
+def test_adjust_leaves_untested_comparisons_alone() -> None:
+    untested = stats.welch([1.0], [2.0])
+    tested = stats.welch([100.0, 101.0, 99.0], [150.0, 151.0, 149.0])
+    out = stats.adjust([untested, tested])
+    assert out[0].q_value is None and out[1].q_value == pytest.approx(out[1].p_value)
+    assert stats.family_note([untested]) is None
+
+
+def test_the_cli_imports_neither_scipy_nor_matplotlib() -> None:
+    """`pgrig --version` took 1.3 s on a quiet machine (11-13 s on this busy one),
+    most of it importing SciPy and matplotlib that only a test or a report needs."""
+    code = (
+        "import sys, pgrig.cli; "
+        "heavy = [m for m in ('scipy', 'matplotlib') if m in sys.modules]; "
+        "assert not heavy, heavy"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)

@@ -5,6 +5,7 @@ and a results file written before the interface still resumes."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -17,6 +18,7 @@ import pytest
 from pgrig import campaign, plan, registry
 from pgrig.errors import UsageError
 from pgrig.report.writer import write as write_report
+from pgrig.results import SERVER
 from pgrig.runner import run_campaign
 from pgrig.store import Store
 from pgrig.ui import Ui
@@ -248,6 +250,21 @@ count = false
     v96, v18 = versions["pg9.6"], versions["pg18"]
     assert f"| pg9.6 | {v96} | max_parallel_workers = 2 not set: PostgreSQL 9.6 has no" in text
     assert f"| pg18 | {v18} | (nothing: every setting applied as written) |" in text
+    # Provenance (seed 004's study said every version ran "the same (newest)
+    # pgbench" and stored no tool version for the server-only 9.6): each record
+    # names the server build that served it and the pgbench that drove it.
+    sources = {"pg9.6": "maven:zonky", "pg15": "debian", "pg18": None}
+    for rec in (r for r in records if r.kind == "pgbench_run"):
+        server = rec.tool_versions[SERVER]
+        assert server.startswith(f"PostgreSQL {versions[rec.target]} "), server
+        assert "compiled by" in server, server
+        if sources[rec.target]:
+            assert server.endswith(f"from {sources[rec.target]}"), server
+        driver = re.search(r"\(PostgreSQL\) (\d+)", rec.tool_versions["pgbench"])
+        assert driver is not None and int(driver.group(1)) >= 15, rec.tool_versions
+    assert "same (newest) pgbench" not in text
+    prov = text[text.index("**Provenance") :]
+    assert "| pg9.6 | 9.6." in prov and "| maven:zonky | pgbench (PostgreSQL) 1" in prov
 
 
 def test_versions_and_pg_bin_do_not_mix(tmp_path: Path) -> None:

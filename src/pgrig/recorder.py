@@ -17,7 +17,7 @@ from typing import Any
 from pgrig import monitor, registry
 from pgrig.cluster.server import ServerLost
 from pgrig.errors import PgrigError
-from pgrig.results import RunRecord, Status, Study, to_dict, typed
+from pgrig.results import SERVER, RunRecord, Status, Study, to_dict, typed
 from pgrig.step import Skip, Step
 from pgrig.store import Store
 from pgrig.targets.base import Target
@@ -196,6 +196,10 @@ class Recorder:
     ) -> None:
         env = t.env or self.study.environment
         tools = env.tools if env is not None else {}
+        versions = {name: tools[name] for name in step.tools if name in tools}
+        if env is not None and env.postgres is not None:
+            # The build that served this record: release, compiler, where it came from.
+            versions[SERVER] = env.postgres.provenance()
         self.store.record(
             RunRecord(
                 study=self.study.id,
@@ -207,7 +211,7 @@ class Recorder:
                 reason=reason,
                 result=result,
                 raw=raw,
-                tool_versions={name: tools[name] for name in step.tools if name in tools},
+                tool_versions=versions,
                 started_at=started,
                 finished_at=now(),
             )

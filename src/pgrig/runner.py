@@ -174,6 +174,7 @@ class CampaignRunner:
                     env = environment.capture(
                         dirs or [Path.cwd()],
                         bin_dir=self.targets[0].bins.bin_dir,
+                        locate=self.targets[0].bins.path,
                     )
                 store.set_environment(study.id, env)
                 rec.study = store.study(study.id)

@@ -147,6 +147,7 @@ def capture(
     *,
     pg_conninfo: Mapping[str, Any] | str | None = None,
     bin_dir: Path | None = None,
+    locate: Callable[[str], Path] | None = None,
 ) -> Environment:
     """Record this machine, the filesystems of ``paths`` and, if given, the server."""
     lscpu: dict[str, str] = _attempt("lscpu", run_lscpu, {})
@@ -180,7 +181,7 @@ def capture(
         clocksource=clocksource,
         available_clocksources=available,
         postgres=postgres,
-        tools=_attempt("tool versions", partial(tool_versions, bin_dir), {}),
+        tools=_attempt("tool versions", partial(tool_versions, bin_dir, locate), {}),
         audit=_attempt("audit", partial(_audit, paths), ()),
     )
 

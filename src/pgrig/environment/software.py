@@ -7,7 +7,7 @@ import logging
 import os
 import platform
 import shutil
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,9 @@ import pgrig
 from pgrig import proc
 from pgrig.environment.sources import VERSION_TIMEOUT
 from pgrig.errors import ToolError
+from pgrig.pgsource import cache
+from pgrig.pgsource.model import version_key
+from pgrig.pgsource.system import version_of
 from pgrig.results import PostgresInfo
 from pgrig.sql import load as load_sql
 
@@ -30,7 +33,8 @@ PG_TOOLS: tuple[str, ...] = (
 CONNECT_TIMEOUT = 10
 
 SERVER_VERSION_SQL = (
-    "SELECT current_setting('server_version'), current_setting('server_version_num')::int"
+    "SELECT current_setting('server_version'), current_setting('server_version_num')::int, "
+    "version()"
 )
 DATA_DIRECTORY_SQL = "SELECT current_setting('data_directory')"
 # Facts fixed at initdb or build time that a reader needs to compare results
@@ -71,15 +75,23 @@ def tool_version(program: str | Path) -> str | None:
     return first_line(done.stdout) or first_line(done.stderr)
 
 
-def tool_versions(bin_dir: Path | None = None) -> dict[str, str]:
-    """Versions of the programs a study runs; programs not found are absent."""
+def tool_versions(
+    bin_dir: Path | None = None, locate: Callable[[str], Path] | None = None
+) -> dict[str, str]:
+    """Versions of the programs a study runs; programs not found are absent.
+    ``locate``: where each program really is (``PgBinaries.path``: a server-only
+    build's pgbench is a newer installation's), else ``bin_dir``, else PATH."""
     versions = {"python": platform.python_version(), "pgrig": pgrig.__version__}
-    programs: dict[str, str | Path | None] = {
-        name: (bin_dir / name if bin_dir is not None else shutil.which(name)) for name in PG_TOOLS
-    }
+
+    def where(name: str) -> str | Path | None:
+        if locate is not None:
+            return locate(name)
+        return bin_dir / name if bin_dir is not None else shutil.which(name)
+
+    programs: dict[str, str | Path | None] = {name: where(name) for name in PG_TOOLS}
     programs["fio"] = shutil.which("fio")
     for name, program in programs.items():
-        if program is None or not os.access(program, os.X_OK):
+        if program is None or not os.path.isfile(program) or not os.access(program, os.X_OK):
             continue
         version = tool_version(program)
         if version:
@@ -103,7 +115,7 @@ def read_postgres(
         with psycopg.connect(dsn, autocommit=True, **params) as conn:
             row = conn.execute(SERVER_VERSION_SQL).fetchone()
             assert row is not None
-            version, version_num = str(row[0]), int(row[1])
+            version, version_num, build = str(row[0]), int(row[1]), str(row[2])
             try:
                 dd = conn.execute(DATA_DIRECTORY_SQL).fetchone()
                 data_directory = str(dd[0]) if dd else None
@@ -123,4 +135,18 @@ def read_postgres(
         bin_dir=str(bin_dir) if bin_dir is not None else None,
         data_directory=data_directory,
         settings=settings,
+        build=build,
+        source=_source(bin_dir, version),
     )
+
+
+def _source(bin_dir: Path | None, server_version: str) -> str | None:
+    """Where the server's binaries came from, when ``bin_dir`` holds that very
+    release (an existing server elsewhere may run another build)."""
+    if bin_dir is None or not (bin_dir / "postgres").is_file():
+        return None
+    here = version_of(bin_dir / "postgres")
+    release = server_version.split()[0]
+    if here is None or version_key(here) != version_key(release):
+        return None
+    return cache.source_of(bin_dir)

@@ -299,12 +299,24 @@ def wait_quiet(
 # A run's verdict on interference
 
 
-def names(top: Sequence[OtherProcess], n: int = 3, io: bool = False) -> str:
-    """'stress-ng 48% (2 processes), backup 3%' or by I/O: 'dd 120 MiB/s'."""
+def names(
+    top: Sequence[OtherProcess], n: int = 3, io: bool = False, cap: float | None = None
+) -> str:
+    """'stress-ng 48% (2 processes), backup 3%' or by I/O: 'dd 120 MiB/s'.
+
+    ``cap``: the device's MiB/s that others sent. A process's own counters cover
+    every device and count pages when dirtied, so beside one device's bytes each
+    is shown at most at ``cap`` - a share of a disk never above the disk's total -
+    with its own figure in parentheses when that was larger."""
     parts = []
     for p in top[:n] if not io else sorted(top, key=lambda p: -p.io_mib_s)[:n]:
         count = f" ({p.processes} processes)" if p.processes > 1 else ""
-        value = f"{p.io_mib_s:.1f} MiB/s" if io else f"{p.cpu_pct:.0f}%"
+        if not io:
+            value = f"{p.cpu_pct:.0f}%"
+        elif cap is not None and p.io_mib_s > cap:
+            value = f"<= {cap:.1f} MiB/s ({p.io_mib_s:.1f} MiB/s on any device, when dirtied)"
+        else:
+            value = f"{p.io_mib_s:.1f} MiB/s"
         parts.append(f"{p.name} {value}{count}")
     return ", ".join(parts)
 
@@ -358,7 +370,8 @@ def assess(
     ):
         reasons.append(
             f"other processes sent {io_share:.0%} of the bytes on {io[0].device} "
-            f"({device_mib or 0:.1f} MiB/s in all, {util or 0:.0f}% busy): {names(top, io=True)}"
+            f"({device_mib or 0:.1f} MiB/s in all, {util or 0:.0f}% busy): "
+            + names(top, io=True, cap=io_share * (device_mib or 0.0))
         )
     if not reasons:
         return load, None

@@ -8,7 +8,7 @@ unless said otherwise, ``_s`` per second, ``_mib`` MiB, ``_ms`` milliseconds.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 
 @dataclass(frozen=True)
@@ -116,20 +116,42 @@ class PgSample:
 @dataclass(frozen=True)
 class IoSample:
     """Bytes sent to or read from storage over one interval, MiB/s, by consumer:
-    ``/proc/<pid>/io`` (read_bytes, write_bytes) of each consumer's processes,
-    and ``/proc/diskstats`` of the target's device (every process's traffic).
-    A write counts for a process when it dirties the page; the device sees it
-    at writeback, so per second the two differ and over a run they agree."""
+    ``/proc/<pid>/io`` (read_bytes, write_bytes - cancelled_write_bytes) of each
+    consumer's processes, and ``/proc/diskstats`` of the target's device (every
+    process's traffic).
+
+    ``write_bytes`` counts a page when it is dirtied, and again each time a clean
+    page is dirtied anew (WAL pages rewritten commit after commit, hint bits),
+    whether or not the page ever reaches the device: one run's server "wrote"
+    800 MiB/s into a device that took 31. So the server's own figures are capped,
+    each interval, at what the device itself did (``capped``): never more than the
+    device, possibly less than the server's share when writeback lags. What the
+    server dirtied is kept beside them (``server_dirtied_mib_s``)."""
 
     device: str | None  # the target's block device; None: none found
     device_read_mib_s: float = 0.0
     device_write_mib_s: float = 0.0
     server_read_mib_s: float | None = None  # None: not local, or not readable
-    server_write_mib_s: float | None = None
+    server_write_mib_s: float | None = None  # at most device_write_mib_s
     client_read_mib_s: float = 0.0
     client_write_mib_s: float = 0.0
     pgrig_read_mib_s: float = 0.0
     pgrig_write_mib_s: float = 0.0
+    server_dirtied_mib_s: float | None = None  # write_bytes as counted, before the cap
+
+    def capped(self) -> IoSample:
+        """The server's figures no larger than the device's (older records were
+        stored uncapped)."""
+        if self.device is None:
+            return self
+        read, write = self.server_read_mib_s, self.server_write_mib_s
+        dirtied = self.server_dirtied_mib_s if self.server_dirtied_mib_s is not None else write
+        return replace(
+            self,
+            server_read_mib_s=None if read is None else min(read, self.device_read_mib_s),
+            server_write_mib_s=None if write is None else min(write, self.device_write_mib_s),
+            server_dirtied_mib_s=dirtied,
+        )
 
     @property
     def ours_mib_s(self) -> float:

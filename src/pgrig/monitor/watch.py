@@ -409,7 +409,7 @@ def _io_sample(
         client_write_mib_s=mib("client", 1) or 0.0,
         pgrig_read_mib_s=mib("pgrig", 0) or 0.0,
         pgrig_write_mib_s=mib("pgrig", 1) or 0.0,
-    )
+    ).capped()
 
 
 def _wall_of(starttime_ticks: int) -> float:

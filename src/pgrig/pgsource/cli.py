@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 import click
 
+from pgrig.errors import BinaryNotFound
 from pgrig.pgsource import cache, catalog
 from pgrig.pgsource.model import version_key
 from pgrig.ui import Ui
@@ -20,7 +21,7 @@ COLUMNS = ("major", "version", "where", "source", "client tools", "size", "path"
 
 
 def _size(n: int | None) -> str:
-    return "-" if n is None else f"{n / 2**20:.1f} MB"
+    return "-" if n is None else catalog.mib(n)
 
 
 def rows(listing: catalog.Listing) -> list[dict[str, str]]:
@@ -102,13 +103,11 @@ def install_cmd(version: str, quiet: bool) -> None:
     """Install the newest VERSION (9.6, 18) or exactly VERSION (9.6.24) into the cache."""
     ui = Ui(quiet=quiet)
     done = catalog.install(version, ui=ui)
-    borrowed = (
-        ""
-        if done.complete
-        else " - server only: pgbench, psql and pg_isready come from the newest PostgreSQL "
-        "installed"
-    )
-    ui.ok(f"PostgreSQL {done.version} from {done.source}{borrowed}")
+    if not done.complete:
+        ui.info(
+            f"PostgreSQL {done.version} is server only: pgbench, psql and pg_isready come "
+            "from the newest PostgreSQL installed"
+        )
     click.echo(done.bin_dir)
 
 
@@ -116,7 +115,10 @@ def install_cmd(version: str, quiet: bool) -> None:
 @click.argument("version")
 def path_cmd(version: str) -> None:
     """The bin directory of the newest installed VERSION (what --pg-bin VERSION uses)."""
-    bins = catalog.resolve(version)
+    try:
+        bins = catalog.resolve(version)
+    except BinaryNotFound as exc:
+        raise BinaryNotFound(exc.message, hint=catalog.install_hint(version)) from exc
     click.echo(bins.bin_dir)
     if bins.client_dir is not None:
         click.echo(

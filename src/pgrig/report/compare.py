@@ -23,6 +23,7 @@ from pgrig.report import fmt
 from pgrig.report.model import FAILED, HEADLINE, Figure, Row, Section, Series, Table
 from pgrig.report.probes import FsyncRuns, fio_summary, fsync_headline, fsync_summary
 from pgrig.report.tpcb import load_text
+from pgrig.report.versus import VS_NOTE, Cell, Draft, Family, single_delta
 from pgrig.results import (
     FioResult,
     PgbenchInit,
@@ -99,18 +100,21 @@ def runs_by_point(
     return out
 
 
-def _mean_cell(values: list[float], unit: str, failed: int, seconds: Noise | None = None) -> str:
-    """'4,059 tps (n=3, range 4.1%, 95% CI ±5.2%), per s CV 6%'."""
+def _headline_cell(
+    values: list[float], unit: str, failed: int, seconds: Noise | None = None
+) -> str:
+    """'4,059 tps (n=3, range 4.1%, 95% CI ±5.2%), per s CV 6%': the median
+    (``stats.headline``) and the spread of the repeats."""
     if not values:
         return "failed" if failed else ""
     if len(values) == 1:
         text = f"{fmt.rate(values[0])} {unit}"
     else:
         s = fmt.spread(values)
-        mean = fmt.rate(statistics.fmean(values))
         ci = s.ci95_pct
         ci_text = f", 95% CI ±{ci:.1f}%" if ci is not None else ""
-        text = f"{mean} {unit} (n={len(values)}, range {s.range_pct:.1f}%{ci_text})"
+        head = fmt.rate(stats.headline(values))
+        text = f"{head} {unit} (n={len(values)}, range {s.range_pct:.1f}%{ci_text})"
     if seconds is not None:
         text += f", per s CV {100 * seconds.cv:.0f}%" + (" ⚠" if noise.is_noisy(seconds) else "")
     return text + (f", {failed} failed" if failed else "")
@@ -120,9 +124,9 @@ def _lag_cell(runs: list[PgbenchRun]) -> str:
     """Open loop (pgbench -R): how far behind schedule, and what was late or skipped."""
     if not runs:
         return ""
-    lag = statistics.fmean(r.lag_avg_ms or 0.0 for r in runs)
+    lag = stats.headline([r.lag_avg_ms or 0.0 for r in runs])
     worst = max(r.lag_max_ms or 0.0 for r in runs)
-    text = f"avg {fmt.ms(lag)} ms (max {fmt.ms(worst)})"
+    text = f"avg {fmt.ms(lag)} ms (median of the runs; max {fmt.ms(worst)})"
     late = sum(r.late or 0 for r in runs)
     limit = runs[0].latency_limit_ms
     if limit is not None:
@@ -131,18 +135,6 @@ def _lag_cell(runs: list[PgbenchRun]) -> str:
     if skipped or limit is not None:
         text += f", {skipped:,} skipped"
     return text
-
-
-def _delta(base: list[float], other: list[float]) -> str:
-    if not base or not other:
-        return ""
-    return stats.welch(base, other).describe()
-
-
-def _single_delta(base: float | None, other: float | None) -> str:
-    if base is None or other is None or base == 0:
-        return ""
-    return f"{(other - base) / base * 100:+.1f}% (one run each: no test)"
 
 
 def comparison_table(
@@ -155,13 +147,14 @@ def comparison_table(
     columns = ["Test Case", f"{baseline} (baseline)"]
     for t in others:
         columns += [t, f"{t} vs {baseline}"]
-    rows: list[Row] = []
+    rows: list[Draft] = []
+    family = Family()
 
     def single(label: str, values: dict[str, float | None], text: dict[str, str]) -> None:
-        cells = [label, text.get(baseline, "")]
+        cells: list[Cell] = [label, text.get(baseline, "")]
         for t in others:
-            cells += [text.get(t, ""), _single_delta(values.get(baseline), values.get(t))]
-        rows.append(Row(tuple(cells)))
+            cells += [text.get(t, ""), single_delta(values.get(baseline), values.get(t))]
+        rows.append(Draft(tuple(cells)))
 
     by_kind: dict[str, dict[str, list[RunRecord]]] = {}
     for rec in records:
@@ -197,7 +190,7 @@ def comparison_table(
             single(label, values, text)
 
     if meanings and any(r.kind not in ("pg_test_timing", "pg_test_fsync", "fio") for r in records):
-        rows.append(_settings_row(meanings, baseline, others))
+        rows.append(Draft(_settings_row(meanings, baseline, others).cells))
 
     loads: dict[tuple[str, object], dict[str, RunRecord]] = {}
     for kind in ("pgbench_init", "sql_setup"):
@@ -241,42 +234,43 @@ def comparison_table(
             first = metric == metrics[0][0]
             # The per-second noise goes with the point's first (headline) row.
             per_s = seconds if first else {}
-            cells = [
+            cells: list[Cell] = [
                 label,
-                _mean_cell(
+                _headline_cell(
                     data.get(baseline, []), unit, failed.get(baseline, 0), per_s.get(baseline)
                 ),
             ]
             for t in others:
                 cells += [
-                    _mean_cell(data.get(t, []), unit, failed.get(t, 0), per_s.get(t)),
-                    _delta(data.get(baseline, []), data.get(t, [])),
+                    _headline_cell(data.get(t, []), unit, failed.get(t, 0), per_s.get(t)),
+                    # qps = 5 x tps: one test per point, or the family counts it twice.
+                    family.vs(data.get(baseline, []), data.get(t, [])) if first else "as tps",
                 ]
             kind = FAILED if any(failed.values()) and not any(data.values()) else ""
-            rows.append(Row(tuple(cells), kind or (HEADLINE if first else "")))
+            rows.append(Draft(tuple(cells), kind or (HEADLINE if first else "")))
         open_loop = {
             t: [run for _, run in pairs if run is not None and run.lag_avg_ms is not None]
             for t, pairs in per_target.items()
         }
         if any(open_loop.values()):
-            cells = [f"{key.label}: schedule lag", _lag_cell(open_loop.get(baseline, []))]
+            lag: list[Cell] = [f"{key.label}: schedule lag", _lag_cell(open_loop.get(baseline, []))]
             for t in others:
-                cells += [_lag_cell(open_loop.get(t, [])), ""]
-            rows.append(Row(tuple(cells)))
-    rows += summary_rows(records, baseline, others)
+                lag += [_lag_cell(open_loop.get(t, [])), ""]
+            rows.append(Draft(tuple(lag)))
+    rows += summary_rows(records, baseline, others, family)
     notes = (
-        "Each cell: the mean over the repeats (n), with their range (max - min) in % of "
+        "Each cell: the median over the repeats (n), with their range (max - min) in % of "
         "the median and, from 3 repeats on, the 95% confidence interval of the mean; per s CV: "
         "the coefficient of variation of pgbench -P 1's per-second tps (the least steady run), "
         f"⚠ from {100 * noise.HIGH_CV:.0f}%.",
-        "vs baseline: difference of the means; Welch's t-test over the repeats decides: "
-        "p < 0.05 is a difference, otherwise 'within noise'. One run per side allows no test.",
+        VS_NOTE,
+        *family.note(),
         "select-only qps = tps (one statement per transaction); read-write qps = 5 x tps "
         "(BEGIN and END not counted), as the seeds derive it.",
     )
     return Table(
         columns=tuple(columns),
-        rows=tuple(rows),
+        rows=family.rows(rows),
         caption="Comparison of the targets",
         notes=notes,
         numeric=(False, *([True] * (len(columns) - 1))),
@@ -297,10 +291,12 @@ def _settings_row(meanings: Mapping[str, Meaning], baseline: str, others: list[s
     return Row(tuple(cells))
 
 
-def summary_rows(records: Sequence[RunRecord], baseline: str, others: list[str]) -> list[Row]:
+def summary_rows(
+    records: Sequence[RunRecord], baseline: str, others: list[str], family: Family
+) -> list[Draft]:
     """A row per workload for every result kind that asks for one (``ResultKind.summary``):
     its metric per target, and Welch's test against the baseline."""
-    rows: list[Row] = []
+    rows: list[Draft] = []
     for kind in registry.kinds().values():
         if kind.summary is None or kind.metric is None:
             continue
@@ -319,14 +315,15 @@ def summary_rows(records: Sequence[RunRecord], baseline: str, others: list[str])
                 values.setdefault(workload, {}).setdefault(rec.target, []).append(kind.metric(res))
         for workload, data in values.items():
             bad = failed.get(workload, {})
-            cells = [f"{kind.summary} ({workload})"]
-            cells.append(_mean_cell(data.get(baseline, []), kind.unit, bad.get(baseline, 0)))
+            cells: list[Cell] = [f"{kind.summary} ({workload})"]
+            cells.append(_headline_cell(data.get(baseline, []), kind.unit, bad.get(baseline, 0)))
             for t in others:
                 cells += [
-                    _mean_cell(data.get(t, []), kind.unit, bad.get(t, 0)),
-                    _delta(data.get(baseline, []), data.get(t, [])),
+                    _headline_cell(data.get(t, []), kind.unit, bad.get(t, 0)),
+                    family.vs(data.get(baseline, []), data.get(t, [])),
                 ]
-            rows.append(Row(tuple(cells), FAILED if bad and not any(data.values()) else HEADLINE))
+            kind_ = FAILED if bad and not any(data.values()) else HEADLINE
+            rows.append(Draft(tuple(cells), kind_))
     return rows
 
 

@@ -88,7 +88,7 @@ class Spread:
 
     @property
     def median(self) -> float:
-        return statistics.median(self.values)
+        return stats.headline(self.values)
 
     @property
     def low(self) -> float:

@@ -96,8 +96,9 @@ def _spanned(cells: tuple[str, ...]) -> str:
 def render_table(table: Table) -> str:
     num = [i > 0 and i < len(table.numeric) and table.numeric[i] for i in range(len(table.columns))]
 
-    def cell(tag: str, i: int, text: str) -> str:
-        cls = ' class="num"' if num[i] else ""
+    def cell(tag: str, i: int, text: str, mark: str = "") -> str:
+        classes = " ".join(c for c in ("num" if num[i] else "", mark) if c)
+        cls = f' class="{classes}"' if classes else ""
         return f"<{tag}{cls}>{escape(text)}</{tag}>"
 
     head = "".join(cell("th", i, c) for i, c in enumerate(table.columns))
@@ -107,7 +108,7 @@ def render_table(table: Table) -> str:
         if row.kind in (FAILED, SKIPPED):
             cells = _spanned(row.cells)
         else:
-            cells = "".join(cell("td", i, c) for i, c in enumerate(row.cells))
+            cells = "".join(cell("td", i, c, row.mark(i)) for i, c in enumerate(row.cells))
         rows.append(f"<tr{cls}>{cells}</tr>")
     caption = f"<caption>{escape(table.caption)}</caption>" if table.caption else ""
     if table.collapsed:

@@ -6,7 +6,19 @@ import html
 import re
 from collections.abc import Mapping
 
-from pgrig.report.model import HEADLINE, Block, Details, Figure, ReportView, Row, Section, Table
+from pgrig.report.model import (
+    BETTER,
+    HEADLINE,
+    QUIET,
+    WORSE,
+    Block,
+    Details,
+    Figure,
+    ReportView,
+    Row,
+    Section,
+    Table,
+)
 
 # Characters that GitHub would read as markup inside a table cell or paragraph.
 _ESCAPE = str.maketrans(
@@ -97,9 +109,15 @@ def render_table(table: Table) -> list[str]:
 
 def _cells(row: Row) -> tuple[str, ...]:
     cells = tuple(escape(c) for c in row.cells)
-    if row.kind == HEADLINE:
-        return tuple(f"**{c}**" if c else c for c in cells)
-    return cells
+    out = []
+    for i, c in enumerate(cells):
+        mark = row.mark(i)
+        if c and mark == QUIET:  # within noise stays quiet, in a headline row too
+            c = f"*{c}*"
+        elif c and (row.kind == HEADLINE or mark in (BETTER, WORSE)):
+            c = f"**{c}**"
+        out.append(c)
+    return tuple(out)
 
 
 def _align(table: Table, i: int) -> str:

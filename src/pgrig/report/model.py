@@ -17,10 +17,21 @@ SKIPPED = "skipped"
 NOISY = "noisy"
 
 
+# Cell marks: a "vs" cell that won, lost, or stayed within noise. Bold in
+# Markdown (the ▲/▼ in the text survives any renderer), coloured in HTML.
+BETTER = "better"
+WORSE = "worse"
+QUIET = "quiet"
+
+
 @dataclass(frozen=True)
 class Row:
     cells: tuple[str, ...]
     kind: str = NORMAL
+    marks: tuple[str, ...] = ()  # per cell: BETTER, WORSE, QUIET or ""
+
+    def mark(self, i: int) -> str:
+        return self.marks[i] if i < len(self.marks) else ""
 
 
 @dataclass(frozen=True)

@@ -271,9 +271,11 @@ def medians_table(label: str, mon: MonitorResult) -> Table:
     add("server waiting for a CPU (% of its demand)", [c.server_runq_pct for c in cpu])
     add("context switches/s", [c.ctxt_s for c in cpu])
     add("run queue", [c.runq for c in cpu])
-    ios = [s.io for s in inside if s.io is not None]
+    ios = [s.io.capped() for s in inside if s.io is not None]
     add("server's own reads from storage (MiB/s)", [x.server_read_mib_s for x in ios], digits=2)
     add("server's own writes to storage (MiB/s)", [x.server_write_mib_s for x in ios], digits=2)
+    dirtied = [x.server_dirtied_mib_s for x in ios]
+    add("server's pages dirtied (MiB/s, /proc/<pid>/io write_bytes)", dirtied, digits=2)
     for name in mon.devices:
         devs = [d for s in inside for d in s.devices if d.name == name]
         add(f"{name} r/s (device-wide)", [d.reads_s for d in devs])
@@ -307,7 +309,9 @@ def medians_table(label: str, mon: MonitorResult) -> Table:
         f"{len(inside)} samples of {mon.interval_s:g} s inside the run; "
         f"{len(mon.checkpoints)} checkpoint(s) seen.",
         "Device and Dirty/Writeback rows count every process on the machine; the server's "
-        "own rows are its processes' /proc/<pid>/io.",
+        "own rows are its processes' /proc/<pid>/io, capped each second at the device's: "
+        "write_bytes counts a page each time it is dirtied anew, not what reached the "
+        "device (the 'pages dirtied' row, uncapped, can exceed the device's writes).",
         *mon.notes,
     ]
     if mon.disturbed is not None:

@@ -21,8 +21,9 @@ from pgrig.monitor.model import MonitorResult
 from pgrig.registry import typed_result
 from pgrig.report import fmt
 from pgrig.report.compare import PointKey, _point_order, runs_by_point
-from pgrig.report.model import HEADLINE, NOISY, Row, Section, Table
-from pgrig.results import RunRecord, Study
+from pgrig.report.model import HEADLINE, Row, Section, Table
+from pgrig.report.versus import VS_NOTE, Cell, Draft, Family
+from pgrig.results import SERVER, RunRecord, Study
 
 MONITOR_SUFFIX = "/monitor"
 # Settings that differ between any two clusters (their own files): not a difference.
@@ -39,17 +40,14 @@ def _tps(pairs: Sequence[tuple[RunRecord, Any]]) -> list[float]:
 
 
 def _cell(values: list[float]) -> str:
+    """The median (``stats.headline``), ± half the range, ⚠ when noisy."""
     if not values:
         return "failed"
     s = fmt.spread(values)
-    text = fmt.rate(s.median)
-    return text if s.n < 2 else f"{text} (±{s.range_pct / 2:.0f}%)"
-
-
-def _versus(base: list[float], other: list[float]) -> str:
-    if not base or not other:
-        return ""
-    return stats.welch(base, other).describe()
+    text = fmt.rate(stats.headline(values))
+    if s.n < 2:
+        return text
+    return f"{text} (±{s.range_pct / 2:.0f}%)" + (" ⚠" if s.noisy else "")
 
 
 # -- versions ----------------------------------------------------------------------
@@ -76,34 +74,38 @@ def versions_section(study: Study, records: Sequence[RunRecord]) -> Section | No
         columns = ["scale", "clients", f"{baseline} ({release.get(baseline, '?')})"]
         for n in others:
             columns += [f"{n} ({release.get(n, '?')})", f"{n} vs {baseline}"]
-        rows = []
+        drafts = []
+        family = Family()
         for key, per_target in points:
             base = _tps(per_target.get(baseline, []))
-            cells = ["-" if key.scale is None else str(key.scale), str(key.clients), _cell(base)]
-            noisy = False
+            scale = "-" if key.scale is None else str(key.scale)
+            cells: list[Cell] = [scale, str(key.clients), _cell(base)]
             for n in others:
                 mine = _tps(per_target.get(n, []))
-                cells += [_cell(mine), _versus(base, mine)]
-                noisy = noisy or bool(mine and fmt.spread(mine).noisy)
-            rows.append(Row(tuple(cells), NOISY if noisy else ""))
+                cells += [_cell(mine), family.vs(base, mine)]
+            drafts.append(Draft(tuple(cells)))
         name = "TPC-B" if workload == "tpcb" else workload
         blocks.append(
             Table(
                 tuple(columns),
-                tuple(rows),
+                family.rows(drafts),
                 caption=f"{name} {mode}, {duration} s per run: tps by PostgreSQL version "
                 "(seed 004's table)",
                 notes=(
                     "Each cell: the median tps over the repeats, ± half their range in % of "
-                    "the median. vs baseline: difference of the means with Welch's t-test "
-                    "over the repeats; 'within noise' when p >= 0.05.",
-                    "Every version ran on its own throwaway cluster with the same profile and "
-                    "the same (newest) pgbench, interleaved with the others.",
+                    f"the median, ⚠ above {fmt.NOISE_THRESHOLD_PCT:g}%.",
+                    VS_NOTE,
+                    *family.note(),
+                    "Every version ran on its own throwaway cluster with the same profile, "
+                    "interleaved with the others; the programs that drove each are in the "
+                    "provenance table below.",
                 ),
                 numeric=(True, True, *([True] * (len(columns) - 2))),
             )
         )
-    blocks += [t for t in (_adapted_table(targets), _settings_table(study, names)) if t]
+    extra = (provenance_table(study, records, names), _adapted_table(targets),
+             _settings_table(study, names))  # fmt: skip
+    blocks += [t for t in extra if t]
     return Section(
         "PostgreSQL versions",
         "versions",
@@ -113,6 +115,44 @@ def versions_section(study: Study, records: Sequence[RunRecord]) -> Section | No
             + f"; baseline {baseline}.",
         ),
         blocks=tuple(blocks),
+    )
+
+
+def provenance_table(study: Study, records: Sequence[RunRecord], names: list[str]) -> Table | None:
+    """What really ran for each target: the server build (``SELECT version()``:
+    release, platform, compiler), where it came from, and every pgbench that
+    drove its runs, as each record stored them."""
+    rows = []
+    for n in names:
+        env = study.target_environments.get(n)
+        pg = env.postgres if env is not None else None
+        mine = [r for r in records if r.target == n]
+        builds = list(dict.fromkeys(v for r in mine if (v := r.tool_versions.get(SERVER))))
+        drivers = list(
+            dict.fromkeys(
+                v for r in mine if r.kind == "pgbench_run" and (v := r.tool_versions.get("pgbench"))
+            )
+        )
+        build = pg.build if pg is not None and pg.build else (builds[0] if builds else "")
+        rows.append(
+            Row(
+                (
+                    n,
+                    pg.version if pg is not None else "?",
+                    build or "not recorded",
+                    (pg.source if pg is not None else None) or "not recorded",
+                    "; ".join(drivers) or "not recorded",
+                )
+            )
+        )
+    if not rows:
+        return None
+    return Table(
+        ("target", "PostgreSQL", "build (SELECT version())", "source", "pgbench that drove it"),
+        tuple(rows),
+        caption="Provenance: the server build each target ran and the pgbench that drove "
+        "it, as stored with every record. A server-only build (zonky, otj) has no pgbench: "
+        "the newest installed one drives it.",
     )
 
 
@@ -227,7 +267,8 @@ def axes_section(study: Study, records: Sequence[RunRecord]) -> Section | None:
         "buffer hit ratio",
         "backends in DataFileRead / AioIoCompletion",
     )
-    rows: list[Row] = []
+    drafts: list[Draft] = []
+    family = Family()
     for key, per_target in sorted(runs_by_point(records).items(), key=_point_order):
         base = _tps(per_target.get(baseline, []))
         for n in names:
@@ -251,16 +292,15 @@ def axes_section(study: Study, records: Sequence[RunRecord]) -> Section | None:
                     f"{_median_of(io, 'hit_ratio'):.1%}",
                     f"{_median_of(io, 'wait_read'):.0%} / {_median_of(io, 'wait_aio'):.0%}",
                 )
-            rows.append(
-                Row(
+            drafts.append(
+                Draft(
                     (
                         key.label,
                         *(values[n].get(a, "") for a in axis_names),
                         _cell(tps),
-                        "(baseline)" if n == baseline else _versus(base, tps),
+                        "(baseline)" if n == baseline else family.vs(base, tps),
                         *io_cells,
-                    ),
-                    NOISY if tps and fmt.spread(tps).noisy else "",
+                    )
                 )
             )
     return Section(
@@ -273,11 +313,13 @@ def axes_section(study: Study, records: Sequence[RunRecord]) -> Section | None:
         blocks=(
             Table(
                 columns,
-                tuple(rows),
+                family.rows(drafts),
                 caption=f"Throughput and pg_stat_io by {', '.join(axis_names)}",
                 notes=(
-                    "tps: median over the repeats, ± half their range; vs baseline: Welch's "
-                    "t-test over the repeats ('within noise' when p >= 0.05).",
+                    "tps: median over the repeats, ± half their range, ⚠ above "
+                    f"{fmt.NOISE_THRESHOLD_PCT:g}%.",
+                    VS_NOTE,
+                    *family.note(),
                     "pg_stat_io (PostgreSQL 16+), relations only, summed over backend types, "
                     "mean per second over each run, median over the repeats. Bytes per read "
                     "above 8 KiB: PostgreSQL 18 combined adjacent blocks into one read "

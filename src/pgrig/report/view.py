@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from pgrig import registry
+from pgrig import registry, stats
 from pgrig.meaning import Meaning
 from pgrig.report import compare, fmt, variants
 from pgrig.report import storage as storage_report
@@ -42,6 +42,7 @@ from pgrig.report.status import status_kind
 from pgrig.report.tpcb import headline_rows as tpcb_headline_rows
 from pgrig.report.tpcb import tpcb_section
 from pgrig.results import (
+    SERVER,
     Environment,
     RunRecord,
     Study,
@@ -174,7 +175,7 @@ def _build_comparison(study: Study, records: Sequence[RunRecord], targets: list[
                 Section(
                     "PostgreSQL",
                     "postgres",
-                    paragraphs=(f"PostgreSQL {env.postgres.version}",),
+                    paragraphs=(env.postgres.provenance(),),
                     blocks=(
                         Table(
                             ("Setting", "Value"),
@@ -241,17 +242,52 @@ def header(study: Study, records: Sequence[RunRecord]) -> tuple[tuple[str, str],
         ("Status", study.status),
         ("pgrig version", study.pgrig_version or "unknown"),
         ("Runs", runs_text(records)),
+        ("Statistic", STATISTIC),
         ("How it was obtained", obtained_line(study, records)),
     )
 
 
+# Said once, at the top: what every headline figure and every "vs" is.
+STATISTIC = (
+    f"every headline figure is the {stats.HEADLINE} of the repeats, and every 'vs' the "
+    f"difference of the {stats.HEADLINE}s (one outlying run moves a mean of 3, not their "
+    f"median); ▲ better / ▼ worse only when Welch's test survives the Benjamini-Hochberg "
+    f"correction of its table and rests on ≥ {stats.MIN_RUNS} runs a side, ≈ within noise "
+    "otherwise"
+)
+
+
 def tool_versions(study: Study, records: Sequence[RunRecord]) -> dict[str, str]:
-    tools: dict[str, str] = {}
+    """Each tool's version as the records say they ran it; a tool that ran in
+    several versions (a server-only build's pgbench is a newer installation's)
+    lists each with the targets it drove. The study's environment fills in tools
+    no record names."""
+    seen: dict[str, dict[str, list[str]]] = {}
     for rec in records:
-        tools.update(rec.tool_versions)
+        for name, version in rec.tool_versions.items():
+            if name == SERVER:
+                continue
+            targets = seen.setdefault(name, {}).setdefault(version, [])
+            if rec.target not in targets:
+                targets.append(rec.target)
+    tools: dict[str, str] = {}
+    for name, versions in seen.items():
+        if len(versions) == 1:
+            tools[name] = next(iter(versions))
+        else:
+            tools[name] = "; ".join(
+                f"{_strip_name(name, v)} ({', '.join(ts)})" for v, ts in versions.items()
+            )
     if study.environment is not None:
-        tools.update(study.environment.tools)
+        for name, version in study.environment.tools.items():
+            tools.setdefault(name, version)
     return tools
+
+
+def _strip_name(name: str, version: str) -> str:
+    if version.lower().startswith(name.lower()):
+        return version[len(name) :].lstrip(" -") or version
+    return version
 
 
 def tools_text(tools: dict[str, str]) -> str:
@@ -259,9 +295,7 @@ def tools_text(tools: dict[str, str]) -> str:
     once, and the tool's name once - ``--version`` prints it too."""
     by_version: dict[str, list[str]] = {}
     for name, version in sorted(tools.items()):
-        if version.lower().startswith(name.lower()):
-            version = version[len(name) :].lstrip(" -") or version
-        by_version.setdefault(version, []).append(name)
+        by_version.setdefault(_strip_name(name, version), []).append(name)
     return ", ".join(f"{'/'.join(names)} {version}" for version, names in by_version.items())
 
 
@@ -486,6 +520,10 @@ def environment_rows(env: Environment) -> list[tuple[str, str]]:
     if env.postgres is not None:
         pg = env.postgres
         rows.append(("PostgreSQL", f"{pg.version} (server_version_num {pg.version_num})"))
+        if pg.build:
+            rows.append(("PostgreSQL build", pg.build))
+        if pg.source:
+            rows.append(("PostgreSQL source", pg.source))
         if pg.bin_dir:
             rows.append(("PostgreSQL binaries", pg.bin_dir))
         if pg.data_directory:

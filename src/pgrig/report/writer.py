@@ -10,7 +10,7 @@ from urllib.parse import quote
 
 from pgrig import __version__
 from pgrig.errors import PgrigError
-from pgrig.report import html, markdown, plots
+from pgrig.report import html, markdown
 from pgrig.report.view import build
 from pgrig.results import RunRecord, Study
 
@@ -29,6 +29,9 @@ def write(
     per run (the monitor's) are in the HTML only: dozens of PNG files help no
     ticket, and drawing each twice took a minute and a half of a quick study.
     """
+    # matplotlib takes seconds to import on a busy machine: only a report pays it.
+    from pgrig.report import plots
+
     stem = stem or f"report-{study.id}"
     view = build(study, records)
     figures = view.figures()

@@ -237,7 +237,10 @@ def capture(t: Target) -> None:
     """The machine as this target's server sees it: version and settings."""
     assert t.ctx.conn is not None
     t.live.env = environment.capture(
-        [t.directory or Path.cwd()], pg_conninfo=t.ctx.conn.conninfo(), bin_dir=t.bins.bin_dir
+        [t.directory or Path.cwd()],
+        pg_conninfo=t.ctx.conn.conninfo(),
+        bin_dir=t.bins.bin_dir,
+        locate=t.bins.path,  # a server-only build's pgbench is a newer installation's
     )
     if t.live.env.postgres is None:
         raise ClusterError(

@@ -30,13 +30,14 @@ if TYPE_CHECKING:
 
 def find_binaries(spec: TargetSpec, tools: tuple[str, ...]) -> binaries.PgBinaries:
     """The target's binaries; a version (``pg_bin = "9.6"``, the versions axis) not
-    in the cache yet is installed now, before anything else is created."""
+    in the cache yet is installed now, before anything else is created - and said
+    (what, from where, how big, how long)."""
     try:
         return binaries.find(spec.pg_bin, tools=tools)
     except BinaryNotFound:
         if spec.pg_bin is None or not binaries.looks_like_version(spec.pg_bin):
             raise
-    catalog.install(str(spec.pg_bin))
+    catalog.install(str(spec.pg_bin), ui=Ui())
     return binaries.find(spec.pg_bin, tools=tools)
 
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 
-from pgrig import stats
 from pgrig.report import fmt
 from pgrig.report.model import FAILED, NOISY, Row, Section, Table
+from pgrig.report.versus import VS_NOTE, Cell, Draft, Family
 from pgrig.results import RunRecord, Study, typed
 from pgrig.workloads.basebackup.model import MB, BasebackupData, BasebackupResult
 
@@ -36,10 +36,6 @@ def _mb(value: float) -> str:
     return f"{value:,.1f}"
 
 
-def _vs(base: list[BasebackupResult], other: list[BasebackupResult]) -> str:
-    return stats.welch([r.mb_per_s for r in base], [r.mb_per_s for r in other]).describe()
-
-
 def summary_table(study: Study, records: Sequence[RunRecord]) -> Table | None:
     ok, bad = _collect(records)
     if not ok and not bad:
@@ -49,7 +45,8 @@ def summary_table(study: Study, records: Sequence[RunRecord]) -> Table | None:
     if baseline not in targets:
         baseline = targets[0]
     workloads = list(dict.fromkeys(w for w, _ in (*ok, *bad)))
-    rows: list[Row] = []
+    rows: list[Draft] = []
+    family = Family()
     for name in workloads:
         cells, noisy = [], False
         for t in targets:
@@ -60,29 +57,32 @@ def summary_table(study: Study, records: Sequence[RunRecord]) -> Table | None:
                 cells.append(fmt.with_spread(spread, _mb))
             else:
                 cells.append(bad.get((name, t), ["not run"])[0])
-        rows.append(Row((f"{name}: MB/s", *cells), NOISY if noisy else ""))
+        rows.append(Draft((f"{name}: MB/s", *cells), NOISY if noisy else ""))
         rows.append(
-            Row((f"{name}: wall time", *(_median(ok.get((name, t)), "wall") for t in targets)))
+            Draft((f"{name}: wall time", *(_median(ok.get((name, t)), "wall") for t in targets)))
         )
         rows.append(
-            Row((f"{name}: data copied", *(_median(ok.get((name, t)), "data") for t in targets)))
+            Draft((f"{name}: data copied", *(_median(ok.get((name, t)), "data") for t in targets)))
         )
         if len(targets) > 1 and ok.get((name, baseline)):
-            base = ok[(name, baseline)]
-            vs = [
-                "baseline"
-                if t == baseline
-                else (_vs(base, ok[(name, t)]) if ok.get((name, t)) else "")
+            base = [r.mb_per_s for r in ok[(name, baseline)]]
+            vs: list[Cell] = [
+                "baseline" if t == baseline else family.vs(base, _rates(ok.get((name, t))))
                 for t in targets
             ]
-            rows.append(Row((f"{name}: vs {baseline}", *vs)))
+            rows.append(Draft((f"{name}: vs {baseline}", *vs)))
     return Table(
         columns=("pg_basebackup", *targets),
-        rows=tuple(rows),
+        rows=family.rows(rows),
         caption="MB/s = data copied (pg_basebackup's own total, WAL excluded) / wall time of "
         "the command, MB = 10^6 bytes as in seed 002; median (min-max, range) over the runs",
+        notes=(VS_NOTE, *family.note()) if family.tests else (),
         numeric=(False, *(True for _ in targets)),
     )
+
+
+def _rates(runs: list[BasebackupResult] | None) -> list[float]:
+    return [r.mb_per_s for r in runs or ()]
 
 
 def _median(runs: list[BasebackupResult] | None, what: str) -> str:
