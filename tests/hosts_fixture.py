@@ -19,6 +19,7 @@ namespaces, the veth pairs and the bridge, the key directory.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -170,21 +171,15 @@ def _teardown(made: _Made, root: Path | None) -> None:
         shutil.rmtree(root, ignore_errors=True)
 
 
-@pytest.fixture(scope="module")
-def netns_lab(request: pytest.FixtureRequest) -> Iterator[Lab]:
-    """Three SSH hosts in namespaces (``h1``, ``h2``, ``h3``); a module may ask
-    for another count with ``pytestmark = pytest.mark.netns_hosts(n)``."""
-    why = netns_available()
-    if why is not None:
-        pytest.skip(why)
-    marker = request.node.get_closest_marker("netns_hosts")
-    count = marker.args[0] if marker else 3
+@contextlib.contextmanager
+def make_lab(count: int) -> Iterator[Lab]:
+    """``count`` SSH hosts in namespaces, named h1, h2, ...; all removed on the way out."""
     made = _Made()
     root: Path | None = None
     tag = f"pgt{os.getpid() % 100000}"
     try:
         root = Path(tempfile.mkdtemp(prefix="pgrig-test-hosts-"))
-        root.chmod(0o755)  # sshd reads authorized_keys as the postgres user too
+        root.chmod(0o755)  # sshd reads authorized_keys as the plain user too
         client_key = root / "id_ed25519"
         host_key = root / "host_ed25519"
         for key in (client_key, host_key):
@@ -244,3 +239,15 @@ def netns_lab(request: pytest.FixtureRequest) -> Iterator[Lab]:
         yield lab
     finally:
         _teardown(made, root)
+
+
+@pytest.fixture(scope="module")
+def netns_lab(request: pytest.FixtureRequest) -> Iterator[Lab]:
+    """Three SSH hosts in namespaces (``h1``, ``h2``, ``h3``); a module may ask
+    for another count with ``pytestmark = pytest.mark.netns_hosts(n)``."""
+    why = netns_available()
+    if why is not None:
+        pytest.skip(why)
+    marker = request.node.get_closest_marker("netns_hosts")
+    with make_lab(marker.args[0] if marker else 3) as lab:
+        yield lab
