@@ -11,26 +11,26 @@ agree), and the start spread is what the barrier achieves on one kernel.
 from __future__ import annotations
 
 import math
-import secrets
+import os
 import shutil
 import signal
+import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
 import pytest
-from psycopg.conninfo import make_conninfo
 
+import hosts_server
 from conftest import make_disk_dir
 from hosts_fixture import Lab, netns_lab  # noqa: F401  (the fixture)
-from pgrig import proc
-from pgrig.cluster import binaries, profiles
-from pgrig.cluster.server import SUPERUSER, Cluster, InitdbOptions, server_os_user
+from pgrig.cluster import binaries
 from pgrig.conninfo import Conn
+from pgrig.errors import Signalled
 from pgrig.hosts import inventory, load, preflight
 from pgrig.hosts.executor import Executor
-from pgrig.tools.pgbench.init import InitOptions, run_init
 from pgrig.tools.pgbench.run import RunOptions
 
 pytestmark = [pytest.mark.netns_hosts(3), pytest.mark.cluster, pytest.mark.slow]
@@ -49,68 +49,13 @@ def remote_server(
     executors: list[Executor],
     netns_lab: Lab,  # noqa: F811
 ) -> Iterator[Conn]:
-    """A throwaway cluster made here, started on h1 over SSH, reachable on h1's address."""
     base = make_disk_dir("pgrig-test-hosts-server-")
-    c = Cluster.create(bins, base / "work", study="hosts", os_user=server_os_user())
-    server = None
     try:
-        c.initdb(InitdbOptions())
-        c.configure(profiles.load("stock").with_overrides({"fsync": "off"}))
-        c.start()
-        password = secrets.token_urlsafe(18)
-        local = Conn.socket(str(c.socket_dir), c.port, SUPERUSER, "postgres")
-        with psycopg.connect(local.conninfo(), autocommit=True) as db:
-            db.execute("SET password_encryption = 'scram-sha-256'")
-            db.execute(f"ALTER ROLE {SUPERUSER} PASSWORD '{password}'")
-        run_init(bins.bin_dir, local, InitOptions(scale=1), timeout=300)
-        c.stop()
-        h1 = netns_lab.hosts[0]
-        subnet = h1.address.rsplit(".", 1)[0] + ".0/24"
-        (c.datadir / "pg_hba.conf").write_text(
-            f"local all all trust\nhost all all {subnet} scram-sha-256\n"
-        )
-        user = c.os_user or proc.OsUser.lookup("postgres")
-        server = executors[0].start(
-            [
-                # setpriv execs (runuser forks): the PID is the postmaster's.
-                "setpriv",
-                f"--reuid={user.uid}",
-                f"--regid={user.gid}",
-                "--init-groups",
-                "--",
-                str(bins.bin_dir / "postgres"),
-                "-D",
-                str(c.datadir),
-                "-c",
-                f"listen_addresses={h1.address}",
-                "-c",
-                f"port={c.port}",
-            ]
-        )
-        conn = Conn(
-            make_conninfo(
-                host=h1.address,
-                port=str(c.port),
-                user=SUPERUSER,
-                dbname="postgres",
-                password=password,
-            )
-        )
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                psycopg.connect(conn.conninfo()).close()
-                break
-            except psycopg.OperationalError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.2)
-        yield conn
+        with hosts_server.remote_server(
+            bins, executors[0], netns_lab.hosts[0].address, base
+        ) as conn:
+            yield conn
     finally:
-        if server is not None:
-            server.signal(signal.SIGINT)  # fast shutdown
-            server.wait(60, check=False)
-        c.destroy()
         shutil.rmtree(base, ignore_errors=True)
 
 
@@ -157,5 +102,63 @@ def test_two_load_hosts_merge_exactly(
     )
     assert result.latency.p50_ms == nearest_rank(pooled, 50) / 1000
     assert result.latency.p99_ms == nearest_rank(pooled, 99) / 1000
-    # ... and not any mean of the hosts' own p99s (they differ, so this can fail).
     assert "started within" in result.describe()
+    # Each load host watched over SSH: its CPUs, its own network namespace, its pgbench.
+    for w in result.watches:
+        assert len(w.samples) >= 2 and not w.errors
+        assert all(0 <= s.cpu_busy_pct <= 100.5 for s in w.samples)
+        assert (w.median("net_tx_mib_s") or 0) > 0  # queries left through its veth
+        assert w.median("client_demand_pct") is not None
+    # On this machine the "hosts" share 2 CPUs with the server: the rule says what it saw.
+    busy = max(w.median("cpu_busy_pct") or 0 for w in result.watches)
+    demand = max(w.median("client_demand_pct") or 0 for w in result.watches)
+    assert (result.client_bound() is not None) == (busy >= 85 or demand >= 90)
+
+
+def _pids(marker: str, comm: str | None = None) -> list[int]:
+    """Processes whose command line holds ``marker`` (one PID space here), only
+    those named ``comm`` when given: the waiter's command line names pgbench too."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes().decode(errors="replace")
+                name = (entry / "comm").read_text().strip()
+            except OSError:
+                continue
+            if marker in cmdline and (comm is None or name == comm):
+                found.append(int(entry.name))
+    return found
+
+
+def test_sigterm_stops_the_remote_pgbench(
+    bins: binaries.PgBinaries, executors: list[Executor], remote_server: Conn, tmp_path: Path
+) -> None:
+    opts = RunOptions(mode="select-only", duration_s=60, transaction_log=True)
+    seen: list[int] = []
+
+    def terminate() -> None:
+        deadline = time.monotonic() + 30
+        while len(seen) < 2 and time.monotonic() < deadline:
+            seen[:] = _pids("pgrig-load-", comm="pgbench")
+            time.sleep(0.1)
+        time.sleep(1)  # in the measured run, not at its start
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    def signalled(signum: int, _frame: object) -> None:
+        raise Signalled(signum)  # as pgrig.cli.main installs it
+
+    old = signal.signal(signal.SIGTERM, signalled)
+    killer = threading.Thread(target=terminate)
+    killer.start()
+    start = time.monotonic()
+    try:
+        with pytest.raises(Signalled):
+            load.run_pgbench(executors[1:], str(bins.bin_dir), remote_server, opts, tmp_path)
+    finally:
+        signal.signal(signal.SIGTERM, old)
+        killer.join()
+    assert len(seen) == 2, "both load hosts' pgbench ran"
+    assert time.monotonic() - start < 40
+    assert _pids("pgrig-load-") == []  # neither pgbench nor a waiter is left
+    assert not list(Path(tempfile.gettempdir()).glob("pgrig-load-*")), "remote log dirs removed"

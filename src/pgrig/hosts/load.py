@@ -33,6 +33,8 @@ from psycopg.conninfo import conninfo_to_dict
 from pgrig.conninfo import Conn
 from pgrig.errors import ParseError, ToolError
 from pgrig.hosts.executor import Executor, Started
+from pgrig.hosts.watch import LoadHostWatch, Watcher, client_bound
+from pgrig.monitor.verdict import Finding
 from pgrig.results import LatencySummary, PgbenchRun
 from pgrig.tools.pgbench.parse import parse_run
 from pgrig.tools.pgbench.run import RunOptions, log_sampling_rate, run_argv
@@ -89,6 +91,10 @@ class MultiLoad:
     start_spread_uncertainty_ms: float
     tps: float  # the sum of the hosts' tps
     latency: LatencySummary | None  # from every host's samples pooled
+    watches: tuple[LoadHostWatch, ...] = ()
+
+    def client_bound(self) -> Finding | None:
+        return client_bound(self.watches)
 
     def describe(self) -> str:
         per_host = ", ".join(f"{h.host} {h.pgbench.tps:,.0f}" for h in self.hosts)
@@ -102,6 +108,12 @@ class MultiLoad:
                 f"; pooled p50 {self.latency.p50_ms:.3f} ms, p99 {self.latency.p99_ms:.3f} ms "
                 f"({self.latency.samples:,} samples)"
             )
+        for w in self.watches:
+            busy, tx = w.median("cpu_busy_pct"), w.median("net_tx_mib_s")
+            if busy is not None and tx is not None:
+                text += f"; {w.host} CPUs {busy:.0f}% busy, sent {tx:.2f} MiB/s"
+        if bound := self.client_bound():
+            text += f"; CLIENT-BOUND: {bound.summary}"
         return text
 
 
@@ -167,7 +179,11 @@ def run_pgbench(
             float(_expect(w, "started", START_MARGIN_S + 30)) - off.offset_ms / 1000
             for w, off in zip(waiters, offsets, strict=True)
         ]
-        done = [w.wait(opts.duration_s + 120, check=False, what="pgbench") for w in waiters]
+        watchers = [Watcher(ex, w.pid).start() for ex, w in zip(executors, waiters, strict=True)]
+        try:
+            done = [w.wait(opts.duration_s + 120, check=False, what="pgbench") for w in waiters]
+        finally:
+            watches = [w.stop() for w in watchers]
         loads = []
         for ex, waiter, completed, at in zip(executors, waiters, done, woke, strict=True):
             if completed.returncode != 0:
@@ -201,6 +217,7 @@ def run_pgbench(
         start_spread_uncertainty_ms=sum(uncertainty),
         tps=sum(h.pgbench.tps for h in loads),
         latency=parse_transaction_logs(pooled, log_sampling_rate(opts)),
+        watches=tuple(watches),
     )
 
 

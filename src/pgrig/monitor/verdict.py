@@ -57,6 +57,7 @@ CAUSES = {
     "lwlock": "LWLock contention",
     "latency": "latency / round-trip bound",
     "client": "load generator saturated",
+    "client_host": "client-bound: a load host ran out of CPU",  # pgrig.hosts.watch
     "cpu": "CPU-bound in the server",
     "idle": "not saturated",
     "unknown": "no verdict",
