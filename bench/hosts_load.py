@@ -24,7 +24,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 import hosts_server  # noqa: E402
 from hosts_fixture import make_lab, netns_available  # noqa: E402
-
 from pgrig.cluster import binaries  # noqa: E402
 from pgrig.hosts import inventory, load, preflight  # noqa: E402
 from pgrig.tools.pgbench.run import RunOptions  # noqa: E402
@@ -53,21 +52,24 @@ def main() -> int:
         hosts = list(inventory.load(lab.write_inventory()).hosts.values())
         base = Path(tmp)
         base.chmod(0o755)
-        with preflight.opened(hosts) as ex:
-            with hosts_server.remote_server(bins, ex[0], lab.hosts[0].address, base) as conn:
-                for r in range(args.rounds):
-                    for n in (1, 2) if r % 2 == 0 else (2, 1):
-                        logs = base / f"logs-{r}-{n}"
-                        got = load.run_pgbench(ex[1 : 1 + n], str(bins.bin_dir), conn, opts, logs)
-                        tps[n].append(got.tps)
-                        if n == 2:
-                            spreads.append(got.start_spread_ms)
-                        offsets = ", ".join(
-                            f"{o.host} {o.offset_ms:+.3f} +/- {o.uncertainty_ms:.3f} ms"
-                            for o in got.offsets
-                        )
-                        print(f"round {r + 1}, {n} load host(s): {got.describe()}")
-                        print(f"    clock offsets: {offsets}", flush=True)
+        address = lab.hosts[0].address
+        with (
+            preflight.opened(hosts) as ex,
+            hosts_server.remote_server(bins, ex[0], address, base) as conn,
+        ):
+            for r in range(args.rounds):
+                for n in (1, 2) if r % 2 == 0 else (2, 1):
+                    logs = base / f"logs-{r}-{n}"
+                    got = load.run_pgbench(ex[1 : 1 + n], str(bins.bin_dir), conn, opts, logs)
+                    tps[n].append(got.tps)
+                    if n == 2:
+                        spreads.append(got.start_spread_ms)
+                    offsets = ", ".join(
+                        f"{o.host} {o.offset_ms:+.3f} +/- {o.uncertainty_ms:.3f} ms"
+                        for o in got.offsets
+                    )
+                    print(f"round {r + 1}, {n} load host(s): {got.describe()}")
+                    print(f"    clock offsets: {offsets}", flush=True)
     for n, values in tps.items():
         print(
             f"{n} load host(s): median {statistics.median(values):,.0f} tps "

@@ -24,7 +24,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from hosts_fixture import make_lab, netns_available  # noqa: E402
-
 from pgrig.hosts import inventory, preflight  # noqa: E402
 
 
