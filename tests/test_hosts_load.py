@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import shutil
 import signal
 import tempfile
@@ -28,7 +29,7 @@ from conftest import make_disk_dir
 from hosts_fixture import Lab, netns_lab  # noqa: F401  (the fixture)
 from pgrig.cluster import binaries
 from pgrig.conninfo import Conn
-from pgrig.errors import Signalled
+from pgrig.errors import Signalled, ToolError
 from pgrig.hosts import inventory, load, preflight
 from pgrig.hosts.executor import Executor
 from pgrig.tools.pgbench.run import RunOptions
@@ -162,3 +163,31 @@ def test_sigterm_stops_the_remote_pgbench(
     assert time.monotonic() - start < 40
     assert _pids("pgrig-load-") == []  # neither pgbench nor a waiter is left
     assert not list(Path(tempfile.gettempdir()).glob("pgrig-load-*")), "remote log dirs removed"
+
+
+def test_a_load_host_dying_mid_run_is_named(
+    bins: binaries.PgBinaries, executors: list[Executor], remote_server: Conn, tmp_path: Path
+) -> None:
+    opts = RunOptions(mode="select-only", duration_s=60, transaction_log=True)
+
+    def kill_one() -> None:
+        deadline = time.monotonic() + 30
+        while len(found := _pids("pgrig-load-", comm="pgbench")) < 2:
+            if time.monotonic() > deadline:
+                return
+            time.sleep(0.1)
+        time.sleep(1)
+        os.kill(max(found), signal.SIGKILL)  # the later one: h3's, usually
+
+    killer = threading.Thread(target=kill_one)
+    killer.start()
+    start = time.monotonic()
+    try:
+        with pytest.raises(ToolError) as err:
+            load.run_pgbench(executors[1:], str(bins.bin_dir), remote_server, opts, tmp_path)
+    finally:
+        killer.join()
+    assert re.fullmatch(r"pgbench failed on load host h[23]", err.value.message)
+    assert err.value.returncode == -signal.SIGKILL
+    assert time.monotonic() - start < 40, "the other host was stopped, not waited for"
+    assert _pids("pgrig-load-") == []

@@ -181,7 +181,8 @@ def run_pgbench(
         ]
         watchers = [Watcher(ex, w.pid).start() for ex, w in zip(executors, waiters, strict=True)]
         try:
-            done = [w.wait(opts.duration_s + 120, check=False, what="pgbench") for w in waiters]
+            _first_failure(executors, waiters, opts.duration_s + 120)
+            done = [w.wait(60, check=False, what="pgbench") for w in waiters]
         finally:
             watches = [w.stop() for w in watchers]
         loads = []
@@ -219,6 +220,27 @@ def run_pgbench(
         latency=parse_transaction_logs(pooled, log_sampling_rate(opts)),
         watches=tuple(watches),
     )
+
+
+def _first_failure(executors: Sequence[Executor], waiters: Sequence[Started], limit: float) -> None:
+    """Wait until every pgbench ended; raise at once, naming the host, when one
+    fails: the others' run no longer measures what was asked (the caller stops them)."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        codes = [w.poll() for w in waiters]
+        for ex, waiter, code in zip(executors, waiters, codes, strict=True):
+            if code not in (None, 0):
+                done = waiter.wait(10, check=False)
+                raise ToolError(
+                    f"pgbench failed on load host {ex.name}",
+                    argv=waiter.argv,
+                    returncode=code,
+                    stderr=done.stderr,
+                    hint=f"the other load hosts were stopped; check {ex.name} and the server",
+                )
+        if all(code is not None for code in codes):
+            return
+        time.sleep(0.05)
 
 
 def _fetch_logs(ex: Executor, remote_dir: str, local: Path) -> list[Path]:
