@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Load from two hosts against load from one (issue 17, part 5): the numbers of docs/hosts.md.
 
-Three SSH hosts in network namespaces (tests/hosts_fixture.py): a pgrig
-throwaway cluster on h1 (scale 1, fsync off, scram-sha-256 on h1's address),
+Three SSH hosts in network namespaces (tests/hosts_fixture.py): a throwaway
+server made on h1 through its executor (pgrig.hosts.server: scale 1, fsync
+off, scram-sha-256 on h1's address, admitting h2 and h3),
 pgbench select-only from h2 alone, then from h2 and h3 at once (the waiter's
 barrier), alternating the order each round. Per run: tps per host and their
 sum, the start spread and its uncertainty, clock offsets, pooled p50/p99, and
@@ -22,10 +23,10 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-import hosts_server  # noqa: E402
 from hosts_fixture import make_lab, netns_available  # noqa: E402
 from pgrig.cluster import binaries  # noqa: E402
 from pgrig.hosts import inventory, load, preflight  # noqa: E402
+from pgrig.hosts.server import RemoteServer, ServerSpec  # noqa: E402
 from pgrig.tools.pgbench.run import RunOptions  # noqa: E402
 
 
@@ -51,12 +52,19 @@ def main() -> int:
     with make_lab(3) as lab, tempfile.TemporaryDirectory(prefix="pgrig-hosts-bench-") as tmp:
         hosts = list(inventory.load(lab.write_inventory()).hosts.values())
         base = Path(tmp)
-        base.chmod(0o755)
-        address = lab.hosts[0].address
-        with (
-            preflight.opened(hosts) as ex,
-            hosts_server.remote_server(bins, ex[0], address, base) as conn,
-        ):
+        spec = ServerSpec(
+            bin_dir=str(bins.bin_dir),
+            address=lab.hosts[0].address,
+            clients=tuple(f"{h.address}/32" for h in lab.hosts[1:]),
+            settings=(("fsync", "off"),),
+        )
+        with preflight.opened(hosts) as ex, RemoteServer(ex[0], spec) as server:
+            conn = server.conn()
+            ex[1].run(
+                [str(bins.bin_dir / "pgbench"), "-i", "-s", "1", "-q", *conn.args()],
+                timeout=300,
+                env={"PGPASSWORD": server.password},
+            )
             for r in range(args.rounds):
                 for n in (1, 2) if r % 2 == 0 else (2, 1):
                     logs = base / f"logs-{r}-{n}"

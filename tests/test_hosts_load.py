@@ -1,7 +1,8 @@
 """Load from two hosts against a server on a third (network namespaces with sshd).
 
-The server is a pgrig throwaway cluster started over SSH on h1, listening on
-h1's address only, with scram-sha-256 and a generated password; h2 and h3 run
+The server is made and started on h1 through its SSH executor
+(``pgrig.hosts.server``), listening on h1's address only, admitting h2 and h3
+with scram-sha-256 and a generated password; h2 and h3 run
 pgbench select-only through the waiter's barrier. The namespaces share this
 machine's CPUs, clock and filesystem: the clock offsets are ~0 by
 construction (the test checks they are measured small, not that clocks
@@ -13,7 +14,6 @@ from __future__ import annotations
 import math
 import os
 import re
-import shutil
 import signal
 import tempfile
 import threading
@@ -23,15 +23,15 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from psycopg.conninfo import conninfo_to_dict
 
-import hosts_server
-from conftest import make_disk_dir
 from hosts_fixture import Lab, netns_lab  # noqa: F401  (the fixture)
 from pgrig.cluster import binaries
 from pgrig.conninfo import Conn
 from pgrig.errors import Signalled, ToolError
 from pgrig.hosts import inventory, load, preflight
 from pgrig.hosts.executor import Executor
+from pgrig.hosts.server import RemoteServer, ServerSpec
 from pgrig.tools.pgbench.run import RunOptions
 
 pytestmark = [pytest.mark.netns_hosts(3), pytest.mark.cluster, pytest.mark.slow]
@@ -50,14 +50,21 @@ def remote_server(
     executors: list[Executor],
     netns_lab: Lab,  # noqa: F811
 ) -> Iterator[Conn]:
-    base = make_disk_dir("pgrig-test-hosts-server-")
-    try:
-        with hosts_server.remote_server(
-            bins, executors[0], netns_lab.hosts[0].address, base
-        ) as conn:
-            yield conn
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
+    """A throwaway server made and started on h1 through its executor, admitting h2 and h3."""
+    spec = ServerSpec(
+        bin_dir=str(bins.bin_dir),
+        address=netns_lab.hosts[0].address,
+        clients=tuple(f"{h.address}/32" for h in netns_lab.hosts[1:]),
+        settings=(("fsync", "off"),),
+    )
+    with RemoteServer(executors[0], spec) as server:
+        conn = server.conn()
+        executors[1].run(
+            [str(bins.bin_dir / "pgbench"), "-i", "-s", "1", "-q", *conn.args()],
+            timeout=300,
+            env={"PGPASSWORD": server.password},
+        )
+        yield conn
 
 
 def nearest_rank(values: list[int], pct: float) -> int:
@@ -65,10 +72,22 @@ def nearest_rank(values: list[int], pct: float) -> int:
     return ordered[max(1, math.ceil(pct / 100 * len(ordered))) - 1]
 
 
-def test_server_refuses_a_wrong_password(remote_server: Conn) -> None:
-    wrong = remote_server.dsn.replace("password=", "password=x")
-    with pytest.raises(psycopg.OperationalError, match="password authentication failed"):
-        psycopg.connect(Conn(wrong).conninfo()).close()
+def test_server_admits_only_its_clients_with_the_password(
+    bins: binaries.PgBinaries, executors: list[Executor], remote_server: Conn
+) -> None:
+    # From this machine (the bridge's address): not a client of the server.
+    with pytest.raises(psycopg.OperationalError, match="no pg_hba.conf entry for host"):
+        psycopg.connect(remote_server.conninfo()).close()
+    psql = [str(bins.bin_dir / "psql"), "-X", "-At", "-c", "SHOW password_encryption"]
+    wrong = executors[2].run(
+        [*psql, *remote_server.args()], timeout=60, env={"PGPASSWORD": "x"}, check=False
+    )
+    assert "password authentication failed" in wrong.stderr
+    password = conninfo_to_dict(remote_server.dsn)["password"]
+    right = executors[2].run(
+        [*psql, *remote_server.args()], timeout=60, env={"PGPASSWORD": str(password)}
+    )
+    assert right.stdout.strip() == "scram-sha-256"
 
 
 def test_two_load_hosts_merge_exactly(
