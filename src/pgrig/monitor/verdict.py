@@ -495,8 +495,15 @@ def decide(
     limits: Limits | None,
     run: PgbenchRun | None,
     others: OtherLoad | None = None,
+    load_hosts: Finding | None = None,
 ) -> Verdict:
-    """Apply the rules to the samples inside the run; see the module docstring."""
+    """Apply the rules to the samples inside the run; see the module docstring.
+
+    ``load_hosts``: the client-bound finding of the run's load hosts, when the
+    load came from other machines (``pgrig.hosts.watch.client_bound``). It
+    comes after the server's own waits and a starved server host, and before
+    every rule that reads the server's CPU or its waits for the client: those
+    describe a run held back by its load generators."""
     inside = [s for s in samples if s.in_run]
     if len(inside) < 2:
         return Verdict(
@@ -516,6 +523,8 @@ def decide(
     # contention, so "CPU-bound in the server" is not said at all.
     if starving := starved(ev):
         findings.append(starving)
+    if load_hosts is not None:
+        findings.append(load_hosts)
     for rule in (round_trips, load_generator, server_cpu):
         if f := rule(ev, run):
             findings.append(f)
