@@ -20,6 +20,9 @@ Dirty/Writeback) are shown as such, never as the database's. The rules
    CPUs were saturated or the server's processes queued for a CPU a quarter
    of the time they wanted one. (Taking less than the server, it is listed
    under "also seen", after the rules below.)
+   Load from other machines: **client-bound** (a load host's CPUs at least
+   85% busy, or its busiest pgbench thread runnable 90%; pgrig.hosts.watch)
+   comes here, before the rules below.
 4. **Latency / round-trip bound** - one client, CPUs not saturated, and the
    backend waited for the client at least a fifth of the time.
 5. **Load generator saturated** - the busiest pgbench thread was runnable
