@@ -19,6 +19,7 @@ from pgrig import proc
 from pgrig.errors import HostUnusable, ToolError, ToolTimeout
 from pgrig.hosts import inventory, preflight
 from pgrig.hosts.executor import Executor, LocalExecutor
+from pgrig.hosts.server import RemoteServer, ServerSpec
 
 pytestmark = pytest.mark.netns_hosts(2)
 
@@ -128,3 +129,17 @@ def test_no_root_no_sudo_is_refused(hosts: list[inventory.Host], netns_lab: Lab)
     assert f"host {plain.name} ({user}@" in str(err.value)
     assert f"user {user} is not root and cannot use sudo" in str(err.value)
     assert "ansible_user=root" in (err.value.hint or "")
+
+
+def test_a_server_needs_root_on_its_host(hosts: list[inventory.Host], netns_lab: Lab) -> None:  # noqa: F811
+    plain = dataclasses.replace(hosts[0], user=netns_lab.plain_user)
+    ex = preflight.connect(plain)  # reachable; the root check is RemoteServer's own here
+    try:
+        with (
+            pytest.raises(HostUnusable, match="a server is made there as root") as err,
+            RemoteServer(ex, ServerSpec(bin_dir="/usr/lib/postgresql/15/bin", address="x")),
+        ):
+            pass
+        assert err.value.exit_code == 7 and "ansible_user=root" in (err.value.hint or "")
+    finally:
+        ex.close()

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from psycopg.conninfo import make_conninfo
 
 from pgrig.conninfo import Conn
-from pgrig.errors import ClusterError
+from pgrig.errors import ClusterError, HostUnusable
 from pgrig.hosts.executor import Executor, Started
 
 SUPERUSER = "postgres"
@@ -77,6 +77,13 @@ class RemoteServer:
 
     def _create(self) -> None:
         ex, spec = self.ex, self.spec
+        if ex.run(["id", "-u"], timeout=30, what="id").stdout.strip() != "0":
+            # Commands through sudo are not wrapped yet (docs/hosts.md, what remains).
+            raise HostUnusable(
+                f"host {ex.host.describe()}: a server is made there as root, and this "
+                "connection is not root",
+                hint=f"set ansible_user=root for {ex.name} at {ex.host.where}",
+            )
         uid = ex.run(["id", "-u", OS_USER], timeout=30, what="id").stdout.strip()
         gid = ex.run(["id", "-g", OS_USER], timeout=30, what="id").stdout.strip()
         ids = (uid, gid)
