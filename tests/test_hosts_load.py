@@ -15,6 +15,8 @@ import math
 import os
 import re
 import signal
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -26,6 +28,7 @@ import pytest
 from psycopg.conninfo import conninfo_to_dict
 
 from hosts_fixture import Lab, netns_lab  # noqa: F401  (the fixture)
+from pgrig import cli
 from pgrig.cluster import binaries
 from pgrig.conninfo import Conn
 from pgrig.errors import Signalled, ToolError
@@ -210,3 +213,58 @@ def test_a_load_host_dying_mid_run_is_named(
     assert err.value.returncode == -signal.SIGKILL
     assert time.monotonic() - start < 40, "the other host was stopped, not waited for"
     assert _pids("pgrig-load-") == []
+
+
+KILLED_PGRIG = """
+import os, sys
+from pgrig.hosts import inventory, preflight
+from pgrig.hosts.server import RemoteServer, ServerSpec
+from pathlib import Path
+(h1,) = inventory.load(Path(sys.argv[1])).resolve(["h1"])
+ex = preflight.connect(h1)
+server = RemoteServer(ex, ServerSpec(bin_dir=sys.argv[2], address=sys.argv[3], port=5433))
+server.__enter__()
+print(server.workdir, flush=True)
+os._exit(0)  # as after kill -9: nothing stopped, nothing removed
+"""
+
+
+def test_clean_removes_only_what_a_dead_pgrig_left(
+    bins: binaries.PgBinaries,
+    netns_lab: Lab,  # noqa: F811
+    remote_server: Conn,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    inv = netns_lab.write_inventory()
+    h1 = netns_lab.hosts[0]
+    dead = subprocess.run(
+        [sys.executable, "-c", KILLED_PGRIG, str(inv), str(bins.bin_dir), h1.address],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    workdir = dead.stdout.strip()
+    assert workdir.startswith("/tmp/pgrig-server-"), dead.stderr
+    assert _pids(workdir, comm="postgres"), "the dead pgrig's server still runs"
+    live = [p for p in Path("/tmp").glob("pgrig-server-*") if str(p) != workdir]
+    assert live, "this module's own server, whose pgrig (this process) is alive"
+
+    def clean(*extra: str) -> str:
+        capsys.readouterr()
+        cli.main(["hosts", "clean", "-i", str(inv), *extra, "h1"])  # exits only on an error
+        return capsys.readouterr().out
+
+    assert f"h1: {workdir}: would remove" in clean("--dry-run")
+    assert Path(workdir).is_dir()
+    done = clean()
+    assert f"h1: {workdir}: removed" in done
+    for other in live:
+        assert f"h1: {other}: left: its pgrig is alive" in done
+        assert other.is_dir()
+    assert not Path(workdir).exists()
+    assert _pids(workdir) == []
+    # ... and the live server still answers (from a load host: this machine is not a client).
+    isready = [str(bins.bin_dir / "pg_isready"), "-d", *remote_server.args()]
+    assert (
+        subprocess.run(["ip", "netns", "exec", netns_lab.hosts[1].netns, *isready]).returncode == 0
+    )

@@ -2,6 +2,7 @@
 
 pgrig hosts check --inventory hosts.ini [HOST|GROUP ...]
 pgrig hosts provision --inventory hosts.ini [--major 15] [--dry-run] [HOST|GROUP ...]
+pgrig hosts clean --inventory hosts.ini [--dry-run] [HOST|GROUP ...]
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 import click
 
 from pgrig.errors import PgrigError
-from pgrig.hosts import facts, inventory, preflight, provision
+from pgrig.hosts import facts, inventory, owner, preflight, provision
 from pgrig.hosts.inventory import Host
 from pgrig.ui import Ui
 
@@ -152,3 +153,17 @@ def provision_cmd(
             f"{op.errors} errors"
         )
     ui.ok(f"{len(hosts)} hosts provisioned in {done.elapsed_s:.1f} s ({done.changed} changes)")
+
+
+@group.command("clean")
+@inventory_option
+@click.argument("names", nargs=-1)
+@click.option("--dry-run", is_flag=True, help="Say what would be removed; remove nothing.")
+def clean_cmd(inventory_path: Path, names: tuple[str, ...], dry_run: bool) -> None:
+    """Stop and remove what a killed pgrig left on every host (servers, load runs),
+    never what a live pgrig owns nor a directory without pgrig's owner record."""
+    hosts = _selected(inventory.load(inventory_path), names)
+    with preflight.opened(hosts) as executors:
+        for ex in executors:
+            for left in owner.clean(ex, dry_run=dry_run):
+                click.echo(f"{left.host}: {left.directory}: {left.action}")

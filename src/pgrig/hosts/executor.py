@@ -30,6 +30,7 @@ from pgrig.errors import ToolError, ToolTimeout
 from pgrig.hosts.inventory import Host
 
 STOP_GRACE_S = 5.0
+TMP = "/tmp"  # where pgrig makes its directories on a host (pgrig hosts clean looks there)
 
 
 class Started(ABC):
@@ -176,8 +177,8 @@ class Executor(ABC):
         return self.read_bytes(path).decode("utf-8", errors="replace")
 
     def make_tempdir(self, prefix: str) -> str:
-        done = self.run(["mktemp", "-d", "-t", f"{prefix}XXXXXX"], timeout=30, what="mktemp")
-        return done.stdout.strip()
+        argv = ["mktemp", "-d", f"--tmpdir={TMP}", f"{prefix}XXXXXX"]
+        return self.run(argv, timeout=30, what="mktemp").stdout.strip()
 
     def remove_tree(self, path: str) -> None:
         """Remove a directory pgrig made (``make_tempdir``); never called on anything else."""
@@ -280,4 +281,4 @@ class LocalExecutor(Executor):
         return shutil.disk_usage(path).free
 
     def make_tempdir(self, prefix: str) -> str:
-        return tempfile.mkdtemp(prefix=prefix)
+        return tempfile.mkdtemp(prefix=prefix, dir=TMP)

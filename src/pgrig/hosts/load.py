@@ -32,6 +32,7 @@ from psycopg.conninfo import conninfo_to_dict
 
 from pgrig.conninfo import Conn
 from pgrig.errors import ParseError, ToolError
+from pgrig.hosts import owner
 from pgrig.hosts.executor import Executor, Started
 from pgrig.hosts.watch import LoadHostWatch, Watcher, client_bound
 from pgrig.monitor.verdict import Finding
@@ -167,9 +168,12 @@ def run_pgbench(
     try:
         for ex in executors:
             remote_dirs[ex.name] = ex.make_tempdir("pgrig-load-")
+            record = owner.Owner.mine("load")
+            owner.write(ex, remote_dirs[ex.name], record)
             argv = run_argv(bin_dir, conn, opts, Path(remote_dirs[ex.name]) / LOG_PREFIX)
             waiter = ex.start(["python3", "-c", WAITER, *argv], env=_remote_env(conn), stdin=True)
             waiters.append(waiter)
+            owner.with_pid(ex, remote_dirs[ex.name], record, waiter.pid)
             _expect(waiter, "ready", 30)
         offsets = [clock_offset(w) for w in waiters]
         start = time.time() + START_MARGIN_S

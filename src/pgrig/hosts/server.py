@@ -19,6 +19,7 @@ from psycopg.conninfo import make_conninfo
 
 from pgrig.conninfo import Conn
 from pgrig.errors import ClusterError, HostUnusable
+from pgrig.hosts import owner
 from pgrig.hosts.executor import Executor, Started
 
 SUPERUSER = "postgres"
@@ -88,6 +89,8 @@ class RemoteServer:
         gid = ex.run(["id", "-g", OS_USER], timeout=30, what="id").stdout.strip()
         ids = (uid, gid)
         self.workdir = ex.make_tempdir("pgrig-server-")
+        record = owner.Owner.mine("server")
+        owner.write(ex, self.workdir, record)
         ex.run(["chown", f"{uid}:{gid}", self.workdir], timeout=30, what="chown")
         ex.run(["chmod", "0755", self.workdir], timeout=30, what="chmod")
         pwfile = f"{self.workdir}/pw"
@@ -121,6 +124,7 @@ class RemoteServer:
         for key, value in options.items():
             argv += ["-c", f"{key}={value}"]
         self._process = ex.start(self._as_server_user(ids, argv))
+        owner.with_pid(ex, self.workdir, record, self._process.pid)
         self._wait_ready()
 
     def _wait_ready(self) -> None:
