@@ -102,10 +102,10 @@ def main() -> int:
         for r in range(args.rounds):
             order = list(ENGINES) if r % 2 == 0 else list(reversed(ENGINES))
             for engine in order:
-                work = Path(tempfile.mkdtemp(prefix=f"pgrig-{engine}-"))
-                start = time.monotonic()
-                done = RUNS[engine](venvs / engine, lab, work)
-                elapsed = time.monotonic() - start
+                with tempfile.TemporaryDirectory(prefix=f"pgrig-bench-{engine}-") as tmp:
+                    start = time.monotonic()
+                    done = RUNS[engine](venvs / engine, lab, Path(tmp))
+                    elapsed = time.monotonic() - start
                 if done.returncode != 0:
                     print(done.stdout[-3000:], done.stderr[-3000:], file=sys.stderr)
                     return 1
