@@ -93,13 +93,19 @@ def main() -> int:
     if why := netns_available():
         print(f"cannot run: {why}", file=sys.stderr)
         return 3
-    venvs = args.venvs or Path(tempfile.mkdtemp(prefix="pgrig-engines-"))
+    if args.venvs is None:
+        with tempfile.TemporaryDirectory(prefix="pgrig-bench-engines-") as tmp:
+            return measure(Path(tmp), args.rounds)
+    return measure(args.venvs, args.rounds)
+
+
+def measure(venvs: Path, rounds: int) -> int:
     for engine in ENGINES:
         seconds, mib, count = install(venvs, engine)
         print(f"install {engine}: {seconds:.1f} s, {mib} MiB, {count} packages", flush=True)
     times: dict[str, list[float]] = {e: [] for e in ENGINES}
     with make_lab(1) as lab:
-        for r in range(args.rounds):
+        for r in range(rounds):
             order = list(ENGINES) if r % 2 == 0 else list(reversed(ENGINES))
             for engine in order:
                 with tempfile.TemporaryDirectory(prefix=f"pgrig-bench-{engine}-") as tmp:
