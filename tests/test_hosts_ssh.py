@@ -143,3 +143,27 @@ def test_a_server_needs_root_on_its_host(hosts: list[inventory.Host], netns_lab:
         assert err.value.exit_code == 7 and "ansible_user=root" in (err.value.hint or "")
     finally:
         ex.close()
+
+
+def test_a_lost_connection_ends_the_wait(hosts: list[inventory.Host], netns_lab: Lab) -> None:  # noqa: F811
+    ex = preflight.connect(hosts[1])
+    started = ex.start(["sleep", "300"])
+    try:
+        # The listening sshd's children serve the connections: kill them, as a
+        # host that goes away would.
+        sshd = netns_lab.hosts[1].sshd_pid
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                except (OSError, IndexError, ValueError):
+                    continue
+                if ppid == sshd:
+                    os.kill(int(entry.name), signal.SIGKILL)
+        done = started.wait(20, check=False)
+        assert done.returncode == 255
+        assert f"lost the SSH connection to {hosts[1].name}" in done.stderr
+    finally:
+        if proc.pid_alive(started.pid):  # orphaned on its host (one PID space here)
+            os.kill(started.pid, signal.SIGKILL)
+        ex.close()

@@ -33,6 +33,7 @@ from pgrig.hosts.inventory import Host
 
 CONNECT_TIMEOUT_S = 10.0
 FILE_TIMEOUT_S = 120.0
+LOST = 255  # the exit code ssh(1) gives when the connection fails
 
 T = TypeVar("T")
 
@@ -141,12 +142,20 @@ class _SshStarted(Started):
             async for line in self._process.stderr:
                 self._stderr.append(line)
 
-        await asyncio.gather(out(), err())
-        done = await self._process.wait(check=False)
+        try:
+            await asyncio.gather(out(), err())
+            done = await self._process.wait(check=False)
+        except (OSError, asyncssh.Error) as exc:
+            # The host or its sshd went away: the process's fate is unknown, the
+            # run is not; say so where its stderr would be.
+            self._stderr.append(f"pgrig: lost the SSH connection to {self.host}: {exc}\n")
+            self._lines.put(None)
+            self._code = LOST
+            return
         if done.exit_signal is not None:  # as subprocess says it: minus the signal
             self._code = -signal.Signals[f"SIG{done.exit_signal[0]}"].value
         else:
-            self._code = done.exit_status if done.exit_status is not None else -1
+            self._code = done.exit_status if done.exit_status is not None else LOST
 
     def send(self, text: str) -> None:
         assert self._process is not None
