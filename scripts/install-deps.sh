@@ -6,8 +6,9 @@
 #         building the pyfuse3 binding needs (the lossy filesystem; the Makefile's
 #         venv installs pgrig[test], which includes it)
 #   test: the same plus Chromium (the report is rendered headless in a test),
-#         and openssh-server and iproute2 (tests/hosts_fixture.py runs sshd in
-#         network namespaces as test hosts; Debian does not start it here)
+#         and openssh-server, iproute2 and sudo (tests/hosts_fixture.py runs
+#         sshd in network namespaces as test hosts, one account acting through
+#         sudo; Debian does not start sshd here)
 set -euo pipefail
 want=${1:-run}
 missing=()
@@ -29,6 +30,7 @@ python3 -c 'import sysconfig, os; assert os.path.exists(os.path.join(sysconfig.g
 if [ "$want" = test ]; then
   command -v chromium >/dev/null || missing+=(chromium)
   [ -x /usr/sbin/sshd ] || missing+=(openssh-server)
+  command -v visudo >/dev/null || [ -x /usr/sbin/visudo ] || missing+=(sudo)
   command -v ip >/dev/null || [ -x /usr/sbin/ip ] || missing+=(iproute2)
 fi
 

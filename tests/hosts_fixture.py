@@ -7,14 +7,16 @@ machine). Each sshd listens only on its host's address, with a generated
 host key, and accepts one generated ed25519 client key for ``root`` and for
 ``Lab.plain_user``, an account the lab adds without root or sudo (the
 preflight's refusal; Debian's ``postgres`` account is locked, which sshd refuses
-before any key is tried).
+before any key is tried), and ``Lab.sudo_user``, one with passwordless sudo
+(a file in /etc/sudoers.d, checked with visudo first) where sudo is installed.
 
 The namespaces share this machine's filesystem and PIDs: a package
 "installed" on one is installed on all; a path written over SSH is a path
 here. Tests that rely on a host being separate say what they prove despite it.
 
 Everything is removed afterwards, also on failure: sshd by PID, the
-namespaces, the veth pairs and the bridge, the key directory.
+namespaces, the veth pairs and the bridge, the accounts, the sudoers file,
+the key directory.
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ class Lab:
     client_key: Path
     bridge_address: str
     plain_user: str
+    sudo_user: str  # like plain_user, with passwordless sudo ("" where sudo is missing)
     hosts: list[NetnsHost] = field(default_factory=list)
 
     def inventory_ini(self, user: str = "root", extra: str = "") -> str:
@@ -150,6 +153,7 @@ class _Made:
     netns: list[str] = field(default_factory=list)
     links: list[str] = field(default_factory=list)
     users: list[str] = field(default_factory=list)
+    files: list[Path] = field(default_factory=list)
 
 
 def _teardown(made: _Made, root: Path | None) -> None:
@@ -165,6 +169,8 @@ def _teardown(made: _Made, root: Path | None) -> None:
         _ip("netns", "del", name, check=False)
     for link in made.links:
         _ip("link", "del", link, check=False)
+    for path in made.files:
+        path.unlink(missing_ok=True)
     for user in made.users:
         subprocess.run(["userdel", user], capture_output=True, timeout=30, check=False)
     if root is not None:
@@ -201,6 +207,25 @@ def make_lab(count: int) -> Iterator[Lab]:
             timeout=30,
         )
         made.users.append(plain_user)
+        sudo_user = ""
+        if shutil.which("visudo") is not None:
+            sudo_user = f"pgrigs{os.getpid()}"
+            subprocess.run(
+                ["useradd", "--no-create-home", "--shell", "/bin/sh", "-p", "*", sudo_user],
+                check=True,
+                capture_output=True,
+                timeout=30,
+            )
+            made.users.append(sudo_user)
+            # Checked before it is put in place: a broken file would break sudo
+            # for the whole machine.
+            draft = root / "sudoers"
+            draft.write_text(f"{sudo_user} ALL=(ALL) NOPASSWD: ALL\n")
+            subprocess.run(["visudo", "-cqf", str(draft)], check=True, timeout=30)
+            rule = Path(f"/etc/sudoers.d/pgrig-t-{os.getpid()}")
+            made.files.append(rule)
+            shutil.copyfile(draft, rule)
+            rule.chmod(0o440)
         subnet = _free_subnet()
         bridge = f"{tag}br"
         _ip("link", "add", "name", bridge, "type", "bridge")
@@ -208,7 +233,11 @@ def make_lab(count: int) -> Iterator[Lab]:
         _ip("addr", "add", f"{subnet}.1/24", "dev", bridge)
         _ip("link", "set", bridge, "up")
         lab = Lab(
-            root=root, client_key=client_key, bridge_address=f"{subnet}.1", plain_user=plain_user
+            root=root,
+            client_key=client_key,
+            bridge_address=f"{subnet}.1",
+            plain_user=plain_user,
+            sudo_user=sudo_user,
         )
         for n in range(1, count + 1):
             netns = f"pgrig-t-{os.getpid()}-{n}"

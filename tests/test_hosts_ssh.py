@@ -167,3 +167,36 @@ def test_a_lost_connection_ends_the_wait(hosts: list[inventory.Host], netns_lab:
         if proc.pid_alive(started.pid):  # orphaned on its host (one PID space here)
             os.kill(started.pid, signal.SIGKILL)
         ex.close()
+
+
+def test_a_sudo_user_acts_as_root(
+    hosts: list[inventory.Host],
+    netns_lab: Lab,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    if not netns_lab.sudo_user:
+        pytest.skip("sudo is not installed (scripts/install-deps.sh test installs it)")
+    user = dataclasses.replace(hosts[1], user=netns_lab.sudo_user)
+    (ex,), (access,) = preflight.check_all([user])
+    started = None
+    try:
+        assert (access.user, access.sudo) == (netns_lab.sudo_user, True)
+        assert ex.run(["id", "-u"], timeout=30).stdout == "0\n"
+        # tmp_path is under root's 0700 pytest directory: out of the user's reach.
+        path = str(tmp_path / "f")
+        ex.write_bytes(path, b"\x00root's\n", mode=0o600)
+        assert Path(path).read_bytes() == b"\x00root's\n" and Path(path).stat().st_uid == 0
+        assert ex.read_bytes(path) == b"\x00root's\n"
+        assert ex.exists(path) and not ex.exists(path + ".no")
+        assert ex.listdir(str(tmp_path)) == ["f"]
+        started = ex.start(["sleep", "300"])
+        comm = Path(f"/proc/{started.pid}/comm")
+        deadline = time.monotonic() + 10
+        while comm.read_text().strip() != "sleep" and time.monotonic() < deadline:
+            time.sleep(0.05)  # the shell sudo started echoed its PID, then execs
+        assert comm.read_text().strip() == "sleep"  # the PID is the command's, not sudo's
+        assert started.stop() is not None and not proc.pid_alive(started.pid)
+    finally:
+        if started is not None and proc.pid_alive(started.pid):
+            os.kill(started.pid, signal.SIGKILL)
+        ex.close()

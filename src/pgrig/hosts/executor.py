@@ -66,6 +66,10 @@ class Started(ABC):
         """Write to the process's stdin."""
 
     @abstractmethod
+    def close_stdin(self) -> None:
+        """End of input: what a reader of the whole stdin waits for."""
+
+    @abstractmethod
     def signal(self, signum: int) -> None:
         """Send a signal; a process that already ended is not an error."""
 
@@ -216,6 +220,10 @@ class _LocalStarted(Started):
         self._popen.stdin.write(text)
         self._popen.stdin.flush()
 
+    def close_stdin(self) -> None:
+        if self._popen.stdin is not None:
+            self._popen.stdin.close()
+
     def signal(self, signum: int) -> None:
         if self._popen.poll() is None:
             # The child leads its own process group: what it spawned gets the signal too.
@@ -232,7 +240,7 @@ class _LocalStarted(Started):
             raise TimeoutError from None
         for t in self._readers:
             t.join(timeout=5)
-        if self._popen.stdin is not None:
+        if self._popen.stdin is not None and not self._popen.stdin.closed:
             self._popen.stdin.close()
         return code
 

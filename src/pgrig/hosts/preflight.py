@@ -72,6 +72,8 @@ def root_access(ex: Executor) -> Access:
         return Access(ex.name, who, sudo=False)
     sudo = ex.run(["sudo", "-n", "true"], timeout=30, check=False, what="sudo")
     if sudo.returncode == 0:
+        if isinstance(ex, SshExecutor):
+            ex.sudo = True  # from now on every command and file access
         return Access(ex.name, who, sudo=True)
     reason = "sudo is not installed" if sudo.returncode == 127 else "sudo asks for a password"
     raise HostUnusable(

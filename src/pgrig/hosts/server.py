@@ -79,7 +79,8 @@ class RemoteServer:
     def _create(self) -> None:
         ex, spec = self.ex, self.spec
         if ex.run(["id", "-u"], timeout=30, what="id").stdout.strip() != "0":
-            # Commands through sudo are not wrapped yet (docs/hosts.md, what remains).
+            # Through the preflight, a sudo user's commands run as root; a
+            # connection made without it may not.
             raise HostUnusable(
                 f"host {ex.host.describe()}: a server is made there as root, and this "
                 "connection is not root",

@@ -18,6 +18,7 @@ started without a terminal.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import shlex
 import signal
@@ -100,9 +101,15 @@ async def _connect(host: Host) -> asyncssh.SSHClientConnection:
         raise SshConnectError("other", str(exc)) from None
 
 
-def command_line(argv: Sequence[str], env: Mapping[str, str] | None) -> str:
-    """``echo $$; exec env K=V argv...``, every word quoted."""
+def command_line(argv: Sequence[str], env: Mapping[str, str] | None, sudo: bool = False) -> str:
+    """``echo $$; exec env K=V argv...``, every word quoted. Through sudo, the
+    PID is echoed by a shell sudo starts, so that it is the command's own PID
+    (sudo forks), which root can signal."""
     words = ["env", *(f"{k}={v}" for k, v in (env or {}).items()), *argv] if env else list(argv)
+    if sudo:
+        return "exec " + shlex.join(
+            ["sudo", "-n", "--", "sh", "-c", 'echo $$; exec "$@"', "sh", *words]
+        )
     return "echo $$; exec " + shlex.join(words)
 
 
@@ -167,6 +174,15 @@ class _SshStarted(Started):
 
         call(write(), 30, f"writing to {self.argv[0]} on {self.host}")
 
+    def close_stdin(self) -> None:
+        assert self._process is not None
+        process = self._process
+
+        async def eof() -> None:
+            process.stdin.write_eof()
+
+        call(eof(), 30, f"closing the input of {self.argv[0]} on {self.host}")
+
     def signal(self, signum: int) -> None:
         if self.poll() is None and self.pid:
             self._executor.run(
@@ -195,6 +211,9 @@ class SshExecutor(Executor):
         super().__init__(host)
         self._conn = conn
         self._sftp: asyncssh.SFTPClient | None = None
+        # Set by the preflight when the user is not root but has passwordless
+        # sudo: every command, and every file access, goes through ``sudo -n``.
+        self.sudo = False
 
     @classmethod
     def connect(cls, host: Host) -> SshExecutor:
@@ -210,7 +229,9 @@ class SshExecutor(Executor):
     ) -> Started:
         started = _SshStarted(argv, self)
         call(
-            started.begin(command_line(argv, env), stdin), 30, f"starting {argv[0]} on {self.name}"
+            started.begin(command_line(argv, env, self.sudo), stdin),
+            30,
+            f"starting {argv[0]} on {self.name}",
         )
         return started
 
@@ -228,7 +249,18 @@ class SshExecutor(Executor):
             self._sftp = await self._conn.start_sftp_client()
         return self._sftp
 
+    def _sudo_file(self, argv: list[str], what: str, data: bytes | None = None) -> str:
+        """A file operation as root: SFTP runs as the connecting user."""
+        started = self.start(argv, stdin=data is not None)
+        if data is not None:
+            started.send(base64.b64encode(data).decode() + "\n")
+            started.close_stdin()
+        return started.wait(FILE_TIMEOUT_S, what=what).stdout
+
     def read_bytes(self, path: str) -> bytes:
+        if self.sudo:
+            return base64.b64decode(self._sudo_file(["base64", "--", path], f"reading {path}"))
+
         async def read() -> bytes:
             # In chunks to the end: /proc files report a size of 0.
             chunks: list[bytes] = []
@@ -241,6 +273,12 @@ class SshExecutor(Executor):
         return self._files(read(), f"reading {path}")
 
     def write_bytes(self, path: str, data: bytes, mode: int = 0o644) -> None:
+        if self.sudo:
+            script = 'base64 -d > "$1" && chmod "$2" "$1"'
+            argv = ["sh", "-c", script, "sh", path, f"{mode:o}"]
+            self._sudo_file(argv, f"writing {path}", data)
+            return
+
         async def write() -> None:
             sftp = await self._client()
             async with sftp.open(path, "wb") as fh:
@@ -250,12 +288,21 @@ class SshExecutor(Executor):
         self._files(write(), f"writing {path}")
 
     def exists(self, path: str) -> bool:
+        if self.sudo:
+            done = self.run(["test", "-e", path], timeout=30, check=False, what="test")
+            return done.returncode == 0
+
         async def exists() -> bool:
             return bool(await (await self._client()).exists(path))
 
         return self._files(exists(), f"looking for {path}")
 
     def listdir(self, path: str) -> list[str]:
+        if self.sudo:
+            return sorted(
+                self._sudo_file(["ls", "-A", "--", path], f"listing {path}").split("\n")[:-1]
+            )
+
         async def listdir() -> list[str]:
             names = await (await self._client()).listdir(path)
             return sorted(str(n) for n in names if str(n) not in (".", ".."))
