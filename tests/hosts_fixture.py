@@ -156,6 +156,18 @@ class _Made:
     files: list[Path] = field(default_factory=list)
 
 
+def _add_user(made: _Made, name: str) -> str:
+    """An account with a shell and no password ("*": not locked, which sshd would refuse)."""
+    subprocess.run(
+        ["useradd", "--no-create-home", "--shell", "/bin/sh", "-p", "*", name],
+        check=True,
+        capture_output=True,
+        timeout=30,
+    )
+    made.users.append(name)
+    return name
+
+
 def _teardown(made: _Made, root: Path | None) -> None:
     for proc in made.procs:
         if proc.poll() is None:
@@ -199,24 +211,10 @@ def make_lab(count: int) -> Iterator[Lab]:
         authorized.chmod(0o644)
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege-separation dir
 
-        plain_user = f"pgrigt{os.getpid()}"
-        subprocess.run(
-            ["useradd", "--no-create-home", "--shell", "/bin/sh", "-p", "*", plain_user],
-            check=True,
-            capture_output=True,
-            timeout=30,
-        )
-        made.users.append(plain_user)
+        plain_user = _add_user(made, f"pgrigt{os.getpid()}")
         sudo_user = ""
         if shutil.which("visudo") is not None:
-            sudo_user = f"pgrigs{os.getpid()}"
-            subprocess.run(
-                ["useradd", "--no-create-home", "--shell", "/bin/sh", "-p", "*", sudo_user],
-                check=True,
-                capture_output=True,
-                timeout=30,
-            )
-            made.users.append(sudo_user)
+            sudo_user = _add_user(made, f"pgrigs{os.getpid()}")
             # Checked before it is put in place: a broken file would break sudo
             # for the whole machine.
             draft = root / "sudoers"
