@@ -48,11 +48,11 @@ def pgrig(capsys: pytest.CaptureFixture[str]):  # type: ignore[no-untyped-def]
 
 
 def test_check_lists_what_each_host_has(netns_lab: Lab, pgrig) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
-    inv = netns_lab.write_inventory()
+    inv = netns_lab.write_inventory(extra="[here]\nthis ansible_connection=local\n")
     done = pgrig("hosts", "check", "-i", inv, "--format", "json")
     assert done.returncode == 0, done.stderr
     found = json.loads(done.stdout)
-    assert [f["host"] for f in found] == ["h1", "h2"]
+    assert [f["host"] for f in found] == ["h1", "h2", "this"]  # the last one without SSH
     for f in found:
         assert f["user"] == "root" and not f["sudo"]
         assert "15" in f["postgres_majors"]
