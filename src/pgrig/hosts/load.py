@@ -23,6 +23,7 @@ PID on its host) and removes the remote log directories.
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -31,7 +32,7 @@ from pathlib import Path
 from psycopg.conninfo import conninfo_to_dict
 
 from pgrig.conninfo import Conn
-from pgrig.errors import ParseError, ToolError
+from pgrig.errors import ParseError, PgrigError, ToolError
 from pgrig.hosts import owner
 from pgrig.hosts.executor import Executor, Started
 from pgrig.hosts.watch import LoadHostWatch, Watcher, client_bound
@@ -208,11 +209,7 @@ def run_pgbench(
                 HostLoad(ex.name, run, latency, (at - start) * 1000, tuple(map(str, files)))
             )
     finally:
-        for waiter in waiters:
-            waiter.stop()
-        for ex in executors:
-            if ex.name in remote_dirs:
-                ex.remove_tree(remote_dirs[ex.name])
+        _clean_up(executors, waiters, remote_dirs)
     pooled = [Path(f) for h in loads for f in h.log_files]
     uncertainty = sorted(o.uncertainty_ms for o in offsets)[-2:]
     return MultiLoad(
@@ -224,6 +221,28 @@ def run_pgbench(
         latency=parse_transaction_logs(pooled, log_sampling_rate(opts)),
         watches=tuple(watches),
     )
+
+
+def _clean_up(
+    executors: Sequence[Executor], waiters: Sequence[Started], remote_dirs: dict[str, str]
+) -> None:
+    """Stop every pgbench and remove every log directory, each host tried even
+    when another fails (a host that went away); the first failure is raised
+    after all were tried, unless an error is already on its way."""
+    failures: list[PgrigError] = []
+    for waiter in waiters:
+        try:
+            waiter.stop()
+        except PgrigError as exc:
+            failures.append(exc)
+    for ex in executors:
+        if ex.name in remote_dirs:
+            try:
+                ex.remove_tree(remote_dirs[ex.name])
+            except PgrigError as exc:
+                failures.append(exc)
+    if failures and sys.exc_info()[1] is None:
+        raise failures[0]
 
 
 def _first_failure(executors: Sequence[Executor], waiters: Sequence[Started], limit: float) -> None:
