@@ -5,7 +5,10 @@
 #         (mkfs.xfs for the storage lab's filesystem targets), and FUSE 3 with what
 #         building the pyfuse3 binding needs (the lossy filesystem; the Makefile's
 #         venv installs pgrig[test], which includes it)
-#   test: the same plus Chromium (the report is rendered headless in a test)
+#   test: the same plus Chromium (the report is rendered headless in a test),
+#         and openssh-server, iproute2 and sudo (tests/hosts_fixture.py runs
+#         sshd in network namespaces as test hosts, one account acting through
+#         sudo; Debian does not start sshd here)
 set -euo pipefail
 want=${1:-run}
 missing=()
@@ -26,6 +29,9 @@ python3 -c 'import sysconfig, os; assert os.path.exists(os.path.join(sysconfig.g
   || missing+=(python3-dev)
 if [ "$want" = test ]; then
   command -v chromium >/dev/null || missing+=(chromium)
+  [ -x /usr/sbin/sshd ] || missing+=(openssh-server)
+  command -v visudo >/dev/null || [ -x /usr/sbin/visudo ] || missing+=(sudo)
+  command -v ip >/dev/null || [ -x /usr/sbin/ip ] || missing+=(iproute2)
 fi
 
 if [ ${#missing[@]} -eq 0 ]; then

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from pgrig.hosts.watch import LoadHostSample, LoadHostWatch, client_bound
 from pgrig.monitor import verdict
 from pgrig.monitor.model import (
     CpuSample,
@@ -217,6 +218,17 @@ def test_a_rare_wait_is_not_the_cause(event: str) -> None:
 def test_load_generator_saturated() -> None:
     v = decide(samples(demand=97, waits={"Client:ClientRead": 9, "CPU": 1}))
     assert v.cause == "client", v
+
+
+def test_a_saturated_load_host_leads_what_the_server_saw() -> None:
+    # Load from other machines: the server host idles, its backends wait for the
+    # clients; a load host's watch says why.
+    host = LoadHostWatch("c1", 4, tuple(LoadHostSample(i, 98, 0, 1, 1, 60, 50) for i in range(5)))
+    ss = samples(busy=30, server=15, client=0, waits={"Client:ClientRead": 8, "CPU": 2})
+    v = verdict.decide(ss, (), None, run_of(8), None, load_hosts=client_bound([host]))
+    assert v.cause == "client_host", v
+    assert v.summary.startswith("client-bound: a load host ran out of CPU: load host c1: CPUs 98%")
+    assert decide(ss, clients=8).cause == "idle"  # without the load host's watch
 
 
 def test_load_generator_with_time_to_spare_is_not_the_limit() -> None:

@@ -29,6 +29,7 @@ from pgrig.cluster.profiles import parse_overrides
 from pgrig.conninfo import Conn
 from pgrig.durability.cli import durability
 from pgrig.errors import Interrupted, PgrigError, Signalled, UsageError, signal_number
+from pgrig.hosts.cli import group as hosts_group
 from pgrig.pgsource import catalog
 from pgrig.pgsource.cli import group as pg_group
 from pgrig.policy import RunPolicy
@@ -587,6 +588,7 @@ cli.add_command(durability)
 cli.add_command(pg_group)
 cli.add_command(audit)
 cli.add_command(storage)
+cli.add_command(hosts_group)
 
 
 def _raise_signalled(signum: int, _frame: object) -> None:

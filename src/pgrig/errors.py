@@ -51,6 +51,13 @@ class DiskSpaceError(PgrigError):
     exit_code = 5
 
 
+class HostUnusable(PgrigError):
+    """A host of the inventory cannot be used: unreachable, refuses the key, or
+    gives neither root nor sudo. Refused before anything is created."""
+
+    exit_code = 7
+
+
 class ToolError(PgrigError):
     """An external command failed; carries its argv, exit code and stderr excerpt."""
 

@@ -20,6 +20,9 @@ Dirty/Writeback) are shown as such, never as the database's. The rules
    CPUs were saturated or the server's processes queued for a CPU a quarter
    of the time they wanted one. (Taking less than the server, it is listed
    under "also seen", after the rules below.)
+   Load from other machines: **client-bound** (a load host's CPUs at least
+   85% busy, or its busiest pgbench thread runnable 90%; pgrig.hosts.watch)
+   comes here, before the rules below.
 4. **Latency / round-trip bound** - one client, CPUs not saturated, and the
    backend waited for the client at least a fifth of the time.
 5. **Load generator saturated** - the busiest pgbench thread was runnable
@@ -57,6 +60,7 @@ CAUSES = {
     "lwlock": "LWLock contention",
     "latency": "latency / round-trip bound",
     "client": "load generator saturated",
+    "client_host": "client-bound: a load host ran out of CPU",  # pgrig.hosts.watch
     "cpu": "CPU-bound in the server",
     "idle": "not saturated",
     "unknown": "no verdict",
@@ -494,8 +498,15 @@ def decide(
     limits: Limits | None,
     run: PgbenchRun | None,
     others: OtherLoad | None = None,
+    load_hosts: Finding | None = None,
 ) -> Verdict:
-    """Apply the rules to the samples inside the run; see the module docstring."""
+    """Apply the rules to the samples inside the run; see the module docstring.
+
+    ``load_hosts``: the client-bound finding of the run's load hosts, when the
+    load came from other machines (``pgrig.hosts.watch.client_bound``). It
+    comes after the server's own waits and a starved server host, and before
+    every rule that reads the server's CPU or its waits for the client: those
+    describe a run held back by its load generators."""
     inside = [s for s in samples if s.in_run]
     if len(inside) < 2:
         return Verdict(
@@ -515,6 +526,8 @@ def decide(
     # contention, so "CPU-bound in the server" is not said at all.
     if starving := starved(ev):
         findings.append(starving)
+    if load_hosts is not None:
+        findings.append(load_hosts)
     for rule in (round_trips, load_generator, server_cpu):
         if f := rule(ev, run):
             findings.append(f)

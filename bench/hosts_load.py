@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""Load from two hosts against load from one (issue 17, part 5): the numbers of docs/hosts.md.
+
+Three SSH hosts in network namespaces (tests/hosts_fixture.py): a throwaway
+server made on h1 through its executor (pgrig.hosts.server: scale 1, fsync
+off, scram-sha-256 on h1's address, admitting h2 and h3),
+pgbench select-only from h2 alone, then from h2 and h3 at once (the waiter's
+barrier), alternating the order each round. Per run: tps per host and their
+sum, the start spread and its uncertainty, clock offsets, pooled p50/p99, and
+each load host's CPU. All "hosts" share this machine's 2 CPUs with the server,
+so two load hosts cannot add capacity here: what this shows is that the
+machinery works and what it costs, not that more clients scale.
+
+    .venv/bin/python bench/hosts_load.py [--rounds 3] [--duration 5] [--clients 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from hosts_fixture import make_lab, netns_available  # noqa: E402
+from pgrig.cluster import binaries  # noqa: E402
+from pgrig.hosts import inventory, load, preflight  # noqa: E402
+from pgrig.hosts.server import RemoteServer, ServerSpec  # noqa: E402
+from pgrig.tools.pgbench.run import RunOptions  # noqa: E402
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--duration", type=int, default=5)
+    ap.add_argument("--clients", type=int, default=2, help="pgbench -c on each load host")
+    args = ap.parse_args()
+    if why := netns_available():
+        print(f"cannot run: {why}", file=sys.stderr)
+        return 3
+    bins = binaries.find()
+    opts = RunOptions(
+        mode="select-only",
+        clients=args.clients,
+        duration_s=args.duration,
+        transaction_log=True,
+        statement_latencies=False,
+    )
+    tps: dict[int, list[float]] = {1: [], 2: []}
+    spreads: list[float] = []
+    with make_lab(3) as lab, tempfile.TemporaryDirectory(prefix="pgrig-hosts-bench-") as tmp:
+        hosts = list(inventory.load(lab.write_inventory()).hosts.values())
+        base = Path(tmp)
+        spec = ServerSpec(
+            bin_dir=str(bins.bin_dir),
+            address=lab.hosts[0].address,
+            clients=tuple(f"{h.address}/32" for h in lab.hosts[1:]),
+            settings=(("fsync", "off"),),
+        )
+        with preflight.opened(hosts) as ex, RemoteServer(ex[0], spec) as server:
+            conn = server.conn()
+            ex[1].run(
+                [str(bins.bin_dir / "pgbench"), "-i", "-s", "1", "-q", *conn.args()],
+                timeout=300,
+                env={"PGPASSWORD": server.password},
+            )
+            for r in range(args.rounds):
+                for n in (1, 2) if r % 2 == 0 else (2, 1):
+                    logs = base / f"logs-{r}-{n}"
+                    got = load.run_pgbench(ex[1 : 1 + n], str(bins.bin_dir), conn, opts, logs)
+                    tps[n].append(got.tps)
+                    if n == 2:
+                        spreads.append(got.start_spread_ms)
+                    offsets = ", ".join(
+                        f"{o.host} {o.offset_ms:+.3f} +/- {o.uncertainty_ms:.3f} ms"
+                        for o in got.offsets
+                    )
+                    print(f"round {r + 1}, {n} load host(s): {got.describe()}")
+                    print(f"    clock offsets: {offsets}", flush=True)
+    for n, values in tps.items():
+        print(
+            f"{n} load host(s): median {statistics.median(values):,.0f} tps "
+            f"(min {min(values):,.0f}, max {max(values):,.0f}, n={len(values)})"
+        )
+    print(
+        f"start spread with 2 hosts: median {statistics.median(spreads):.2f} ms "
+        f"(max {max(spreads):.2f} ms, n={len(spreads)})"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

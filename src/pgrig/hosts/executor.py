@@ -1,0 +1,292 @@
+"""One interface for acting on a host: this machine, or another over SSH.
+
+What the cluster, probes, workloads and monitor need of a host: run a command
+to completion (argument list, timeout, environment), start a long-running one
+and talk to it, signal it or stop it, read and write files (``/proc`` files
+included), check a path and its free space. ``LocalExecutor`` does it here;
+``pgrig.hosts.ssh.SshExecutor`` over SSH. Every wait has a timeout; a process
+that outlives its timeout is stopped (TERM, then KILL) before the error is
+raised.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import queue
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import IO
+
+from pgrig import proc
+from pgrig.errors import ToolError, ToolTimeout
+from pgrig.hosts.inventory import Host
+
+STOP_GRACE_S = 5.0
+TMP = "/tmp"  # where pgrig makes its directories on a host (pgrig hosts clean looks there)
+
+
+class Started(ABC):
+    """A process started on a host; stdout arrives line by line, stderr is kept."""
+
+    def __init__(self, argv: Sequence[str], host: str) -> None:
+        self.argv = list(argv)
+        self.host = host
+        self.pid = 0  # on its host
+        self.started = time.monotonic()
+        # stdout lines as printed (newline kept); None: stdout closed
+        self._lines: queue.Queue[str | None] = queue.Queue()
+        self._rest: list[str] = []
+        self._stderr: list[str] = []
+
+    def readline(self, timeout: float) -> str | None:
+        """The next stdout line (without its newline); None at the end of output.
+        Raises ToolTimeout when nothing came in ``timeout`` seconds."""
+        try:
+            line = self._lines.get(timeout=timeout)
+        except queue.Empty:
+            raise ToolTimeout(
+                f"{self.argv[0]} on {self.host} printed nothing for {timeout:.0f} s",
+                argv=self.argv,
+            ) from None
+        if line is None:
+            self._lines.put(None)  # the end stays the end
+            return None
+        return line.rstrip("\n")
+
+    @abstractmethod
+    def send(self, text: str) -> None:
+        """Write to the process's stdin."""
+
+    @abstractmethod
+    def close_stdin(self) -> None:
+        """End of input: what a reader of the whole stdin waits for."""
+
+    @abstractmethod
+    def signal(self, signum: int) -> None:
+        """Send a signal; a process that already ended is not an error."""
+
+    @abstractmethod
+    def poll(self) -> int | None:
+        """The exit code once the process ended, else None."""
+
+    @abstractmethod
+    def _finish(self, timeout: float) -> int:
+        """Wait for the exit code; raise TimeoutError past ``timeout``."""
+
+    def wait(
+        self, timeout: float, *, check: bool = True, what: str | None = None
+    ) -> proc.Completed:
+        """Wait for the end; stop it (TERM, then KILL) if it outlives ``timeout``."""
+        what = what or Path(self.argv[0]).name
+        try:
+            code = self._finish(timeout)
+        except TimeoutError:
+            self.stop()
+            raise ToolTimeout(
+                f"{what} on {self.host} did not finish in {timeout:.0f} s and was stopped",
+                argv=self.argv,
+                stderr="".join(self._stderr),
+            ) from None
+        done = self._completed(code)
+        if check and code != 0:
+            raise ToolError(
+                f"{what} failed on {self.host}", argv=self.argv, returncode=code, stderr=done.stderr
+            )
+        return done
+
+    def _completed(self, code: int) -> proc.Completed:
+        while True:
+            try:
+                line = self._lines.get(timeout=5)
+            except queue.Empty:
+                break
+            if line is None:
+                self._lines.put(None)
+                break
+            self._rest.append(line)
+        return proc.Completed(
+            argv=self.argv,
+            returncode=code,
+            stdout="".join(self._rest),
+            stderr="".join(self._stderr),
+            elapsed=time.monotonic() - self.started,
+        )
+
+    def stop(self, grace: float = STOP_GRACE_S) -> int | None:
+        """TERM, then KILL after ``grace`` seconds; the exit code if it ended."""
+        if self.poll() is not None:
+            return self.poll()
+        for signum, wait_s in ((signal.SIGTERM, grace), (signal.SIGKILL, grace)):
+            self.signal(signum)
+            try:
+                return self._finish(wait_s)
+            except TimeoutError:
+                continue
+        return None
+
+
+class Executor(ABC):
+    """Commands, processes and files on one host."""
+
+    def __init__(self, host: Host) -> None:
+        self.host = host
+
+    @property
+    def name(self) -> str:
+        return self.host.name
+
+    @abstractmethod
+    def start(
+        self, argv: Sequence[str], *, env: Mapping[str, str] | None = None, stdin: bool = False
+    ) -> Started:
+        """Start ``argv``; ``env`` is added to the host's environment."""
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout: float,
+        env: Mapping[str, str] | None = None,
+        check: bool = True,
+        what: str | None = None,
+    ) -> proc.Completed:
+        return self.start(argv, env=env).wait(timeout, check=check, what=what)
+
+    @abstractmethod
+    def read_bytes(self, path: str) -> bytes: ...
+
+    @abstractmethod
+    def write_bytes(self, path: str, data: bytes, mode: int = 0o644) -> None: ...
+
+    @abstractmethod
+    def exists(self, path: str) -> bool: ...
+
+    @abstractmethod
+    def listdir(self, path: str) -> list[str]: ...
+
+    @abstractmethod
+    def free_bytes(self, path: str) -> int:
+        """Bytes an unprivileged writer may still use on the filesystem of ``path``."""
+
+    def read_text(self, path: str) -> str:
+        """A text file; ``/proc`` files included (they report size 0, so are read to the end)."""
+        return self.read_bytes(path).decode("utf-8", errors="replace")
+
+    def make_tempdir(self, prefix: str) -> str:
+        argv = ["mktemp", "-d", f"--tmpdir={TMP}", f"{prefix}XXXXXX"]
+        return self.run(argv, timeout=30, what="mktemp").stdout.strip()
+
+    def remove_tree(self, path: str) -> None:
+        """Remove a directory pgrig made (``make_tempdir``); never called on anything else."""
+        self.run(["rm", "-rf", "--one-file-system", "--", path], timeout=120, what="rm")
+
+    def close(self) -> None:  # noqa: B027 - nothing to release locally
+        """Release connections; processes still running are the caller's to stop first."""
+
+
+class _LocalStarted(Started):
+    def __init__(self, argv: Sequence[str], host: str, popen: subprocess.Popen[str]) -> None:
+        super().__init__(argv, host)
+        self._popen = popen
+        self.pid = popen.pid
+        assert popen.stdout is not None and popen.stderr is not None
+        self._readers = [
+            threading.Thread(target=self._pump, args=(popen.stdout, True), daemon=True),
+            threading.Thread(target=self._pump, args=(popen.stderr, False), daemon=True),
+        ]
+        for t in self._readers:
+            t.start()
+
+    def _pump(self, stream: IO[str], is_stdout: bool) -> None:
+        with stream:
+            for line in stream:
+                if is_stdout:
+                    self._lines.put(line)
+                else:
+                    self._stderr.append(line)
+        if is_stdout:
+            self._lines.put(None)
+
+    def send(self, text: str) -> None:
+        assert self._popen.stdin is not None
+        self._popen.stdin.write(text)
+        self._popen.stdin.flush()
+
+    def close_stdin(self) -> None:
+        if self._popen.stdin is not None:
+            self._popen.stdin.close()
+
+    def signal(self, signum: int) -> None:
+        if self._popen.poll() is None:
+            # The child leads its own process group: what it spawned gets the signal too.
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self._popen.pid, signum)
+
+    def poll(self) -> int | None:
+        return self._popen.poll()
+
+    def _finish(self, timeout: float) -> int:
+        try:
+            code = self._popen.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise TimeoutError from None
+        for t in self._readers:
+            t.join(timeout=5)
+        if self._popen.stdin is not None and not self._popen.stdin.closed:
+            self._popen.stdin.close()
+        return code
+
+
+class LocalExecutor(Executor):
+    """This machine."""
+
+    def __init__(self, host: Host | None = None) -> None:
+        super().__init__(host or Host(name="localhost", address="127.0.0.1", local=True))
+
+    def start(
+        self, argv: Sequence[str], *, env: Mapping[str, str] | None = None, stdin: bool = False
+    ) -> Started:
+        full_env = {**os.environ, **(env or {})}
+        try:
+            popen = subprocess.Popen(
+                list(argv),
+                stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=full_env,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise ToolError(
+                f"cannot start {argv[0]} on {self.name}: {exc}", argv=list(argv)
+            ) from exc
+        return _LocalStarted(argv, self.name, popen)
+
+    def read_bytes(self, path: str) -> bytes:
+        return Path(path).read_bytes()
+
+    def write_bytes(self, path: str, data: bytes, mode: int = 0o644) -> None:
+        target = Path(path)
+        target.write_bytes(data)
+        target.chmod(mode)
+
+    def exists(self, path: str) -> bool:
+        return os.path.lexists(path)
+
+    def listdir(self, path: str) -> list[str]:
+        return sorted(os.listdir(path))
+
+    def free_bytes(self, path: str) -> int:
+        return shutil.disk_usage(path).free
+
+    def make_tempdir(self, prefix: str) -> str:
+        return tempfile.mkdtemp(prefix=prefix, dir=TMP)

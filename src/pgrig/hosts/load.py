@@ -1,0 +1,277 @@
+"""Load from several hosts at once: one start for all, clocks measured, logs pooled.
+
+On each load host a small Python waiter starts first (``WAITER``): it answers
+clock pings, then, told "go <time>", sleeps until that time on its own clock
+(the last 2 ms spun), prints the moment it woke, and ``exec``s pgbench in its
+place - same PID, so stopping it stops pgbench. The controller:
+
+1. measures each host's clock offset against its own, NTP-style: the ping
+   with the smallest round trip wins; offset = host time - midpoint of the
+   round trip, uncertain by half that round trip;
+2. gives every host one start time (now + ``START_MARGIN_S``), translated to
+   the host's clock with its offset;
+3. reads back when each host woke, back on the controller's clock: the spread
+   of those is the start spread reported with the run (and its uncertainty,
+   the two largest half round trips);
+4. fetches every host's ``pgbench -l`` log and merges the latency percentiles
+   exactly, from the pooled per-transaction samples - never from per-host
+   percentiles, which cannot be averaged.
+
+Ctrl-C, SIGTERM or any error stops every started pgbench (TERM, then KILL, by
+PID on its host) and removes the remote log directories.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from psycopg.conninfo import conninfo_to_dict
+
+from pgrig.conninfo import Conn
+from pgrig.errors import ParseError, PgrigError, ToolError
+from pgrig.hosts import owner
+from pgrig.hosts.executor import Executor, Started
+from pgrig.hosts.watch import LoadHostWatch, Watcher, client_bound
+from pgrig.monitor.verdict import Finding
+from pgrig.results import LatencySummary, PgbenchRun
+from pgrig.tools.pgbench.parse import parse_run
+from pgrig.tools.pgbench.run import RunOptions, log_sampling_rate, run_argv
+from pgrig.tools.pgbench.txlog import parse_transaction_logs
+
+START_MARGIN_S = 1.0  # from "go" to the common start: enough to reach every host
+PINGS = 12
+LOG_PREFIX = "pgbench_log"
+
+WAITER = r"""
+import os, sys, time
+print("ready", flush=True)
+for line in sys.stdin:
+    word, _, arg = line.strip().partition(" ")
+    if word == "t":
+        print("t", repr(time.time()), flush=True)
+    elif word == "go":
+        deadline = float(arg)
+        while True:
+            left = deadline - time.time()
+            if left <= 0:
+                break
+            time.sleep(left - 0.002 if left > 0.003 else 0)
+        print("started", repr(time.time()), flush=True)
+        os.execvp(sys.argv[1], sys.argv[1:])
+    else:
+        sys.exit("pgrig waiter: unknown word " + word)
+sys.exit("pgrig waiter: stdin closed before go")
+"""
+
+
+@dataclass(frozen=True)
+class ClockOffset:
+    host: str
+    offset_ms: float  # the host's clock minus the controller's
+    uncertainty_ms: float  # half the best round trip
+    pings: int
+
+
+@dataclass(frozen=True)
+class HostLoad:
+    host: str
+    pgbench: PgbenchRun
+    latency: LatencySummary | None
+    started_ms: float  # when its pgbench started, controller clock, from the common start
+    log_files: tuple[str, ...]  # local copies
+
+
+@dataclass(frozen=True)
+class MultiLoad:
+    hosts: tuple[HostLoad, ...]
+    offsets: tuple[ClockOffset, ...]
+    start_spread_ms: float  # latest start minus earliest, controller clock
+    start_spread_uncertainty_ms: float
+    tps: float  # the sum of the hosts' tps
+    latency: LatencySummary | None  # from every host's samples pooled
+    watches: tuple[LoadHostWatch, ...] = ()
+
+    def client_bound(self) -> Finding | None:
+        return client_bound(self.watches)
+
+    def describe(self) -> str:
+        per_host = ", ".join(f"{h.host} {h.pgbench.tps:,.0f}" for h in self.hosts)
+        text = f"{self.tps:,.0f} tps from {len(self.hosts)} hosts ({per_host})"
+        text += (
+            f"; started within {self.start_spread_ms:.2f} ms "
+            f"(+/- {self.start_spread_uncertainty_ms:.2f} ms)"
+        )
+        if self.latency is not None:
+            text += (
+                f"; pooled p50 {self.latency.p50_ms:.3f} ms, p99 {self.latency.p99_ms:.3f} ms "
+                f"({self.latency.samples:,} samples)"
+            )
+        for w in self.watches:
+            busy, tx = w.median("cpu_busy_pct"), w.median("net_tx_mib_s")
+            if busy is not None and tx is not None:
+                text += f"; {w.host} CPUs {busy:.0f}% busy, sent {tx:.2f} MiB/s"
+        if bound := self.client_bound():
+            text += f"; CLIENT-BOUND: {bound.summary}"
+        return text
+
+
+def _expect(waiter: Started, word: str, timeout: float) -> str:
+    line = waiter.readline(timeout)
+    if line is None or not line.startswith(word):
+        done = waiter.wait(10, check=False)
+        raise ToolError(
+            f"the load waiter on {waiter.host} said {line!r}, not {word!r}",
+            argv=waiter.argv,
+            returncode=done.returncode,
+            stderr=done.stderr,
+            hint="python3 must be installed on every load host (pgrig hosts check)",
+        )
+    return line[len(word) :].strip()
+
+
+def clock_offset(waiter: Started, pings: int = PINGS) -> ClockOffset:
+    """The host's clock against ours through its waiter (see the module's docstring)."""
+    best: tuple[float, float] | None = None  # (round trip, offset), seconds
+    for _ in range(pings):
+        t0 = time.time()
+        waiter.send("t\n")
+        remote = float(_expect(waiter, "t", 30))
+        t1 = time.time()
+        sample = (t1 - t0, remote - (t0 + t1) / 2)
+        if best is None or sample[0] < best[0]:
+            best = sample
+    assert best is not None
+    return ClockOffset(waiter.host, best[1] * 1000, best[0] / 2 * 1000, pings)
+
+
+def _remote_env(conn: Conn) -> dict[str, str]:
+    password = conninfo_to_dict(conn.dsn).get("password") if conn.dsn else None
+    return {"PGPASSWORD": str(password)} if password else {}
+
+
+def run_pgbench(
+    executors: Sequence[Executor],
+    bin_dir: str,
+    conn: Conn,
+    opts: RunOptions,
+    log_dir: Path,
+) -> MultiLoad:
+    """pgbench with ``opts`` on every host at once against ``conn``; logs copied
+    to ``log_dir/<host>/``. ``bin_dir`` is where pgbench lives on the hosts."""
+    if not opts.transaction_log:
+        raise ValueError("multi-host runs need the per-transaction log: the percentiles pool")
+    remote_dirs: dict[str, str] = {}
+    waiters: list[Started] = []
+    try:
+        for ex in executors:
+            remote_dirs[ex.name] = ex.make_tempdir("pgrig-load-")
+            record = owner.Owner.mine("load")
+            owner.write(ex, remote_dirs[ex.name], record)
+            argv = run_argv(bin_dir, conn, opts, Path(remote_dirs[ex.name]) / LOG_PREFIX)
+            waiter = ex.start(["python3", "-c", WAITER, *argv], env=_remote_env(conn), stdin=True)
+            waiters.append(waiter)
+            owner.with_pid(ex, remote_dirs[ex.name], record, waiter.pid)
+            _expect(waiter, "ready", 30)
+        offsets = [clock_offset(w) for w in waiters]
+        start = time.time() + START_MARGIN_S
+        for waiter, off in zip(waiters, offsets, strict=True):
+            waiter.send(f"go {start + off.offset_ms / 1000:.6f}\n")
+        woke = [
+            float(_expect(w, "started", START_MARGIN_S + 30)) - off.offset_ms / 1000
+            for w, off in zip(waiters, offsets, strict=True)
+        ]
+        watchers = [Watcher(ex, w.pid).start() for ex, w in zip(executors, waiters, strict=True)]
+        try:
+            _first_failure(executors, waiters, opts.duration_s + 120)
+            done = [w.wait(60, check=False, what="pgbench") for w in waiters]
+        finally:
+            watches = [w.stop() for w in watchers]
+        loads = []
+        for ex, waiter, completed, at in zip(executors, waiters, done, woke, strict=True):
+            if completed.returncode != 0:
+                raise ToolError(
+                    f"pgbench failed on load host {ex.name}",
+                    argv=waiter.argv,
+                    returncode=completed.returncode,
+                    stderr=completed.stderr,
+                )
+            try:
+                run = parse_run(completed.stdout, completed.stderr, mode=opts.mode)
+            except ParseError as exc:
+                raise ParseError(f"load host {ex.name}: {exc.message}", hint=exc.hint) from None
+            files = _fetch_logs(ex, remote_dirs[ex.name], log_dir / ex.name)
+            latency = parse_transaction_logs(files, log_sampling_rate(opts))
+            loads.append(
+                HostLoad(ex.name, run, latency, (at - start) * 1000, tuple(map(str, files)))
+            )
+    finally:
+        _clean_up(executors, waiters, remote_dirs)
+    pooled = [Path(f) for h in loads for f in h.log_files]
+    uncertainty = sorted(o.uncertainty_ms for o in offsets)[-2:]
+    return MultiLoad(
+        hosts=tuple(loads),
+        offsets=tuple(offsets),
+        start_spread_ms=(max(woke) - min(woke)) * 1000,
+        start_spread_uncertainty_ms=sum(uncertainty),
+        tps=sum(h.pgbench.tps for h in loads),
+        latency=parse_transaction_logs(pooled, log_sampling_rate(opts)),
+        watches=tuple(watches),
+    )
+
+
+def _clean_up(
+    executors: Sequence[Executor], waiters: Sequence[Started], remote_dirs: dict[str, str]
+) -> None:
+    """Stop every pgbench and remove every log directory, each host tried even
+    when another fails (a host that went away); the first failure is raised
+    after all were tried, unless an error is already on its way."""
+    failures: list[PgrigError] = []
+    for waiter in waiters:
+        try:
+            waiter.stop()
+        except PgrigError as exc:
+            failures.append(exc)
+    for ex in executors:
+        if ex.name in remote_dirs:
+            try:
+                ex.remove_tree(remote_dirs[ex.name])
+            except PgrigError as exc:
+                failures.append(exc)
+    if failures and sys.exc_info()[1] is None:
+        raise failures[0]
+
+
+def _first_failure(executors: Sequence[Executor], waiters: Sequence[Started], limit: float) -> None:
+    """Wait until every pgbench ended; raise at once, naming the host, when one
+    fails: the others' run no longer measures what was asked (the caller stops them)."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        codes = [w.poll() for w in waiters]
+        for ex, waiter, code in zip(executors, waiters, codes, strict=True):
+            if code not in (None, 0):
+                done = waiter.wait(10, check=False)
+                raise ToolError(
+                    f"pgbench failed on load host {ex.name}",
+                    argv=waiter.argv,
+                    returncode=code,
+                    stderr=done.stderr,
+                    hint=f"the other load hosts were stopped; check {ex.name} and the server",
+                )
+        if all(code is not None for code in codes):
+            return
+        time.sleep(0.05)
+
+
+def _fetch_logs(ex: Executor, remote_dir: str, local: Path) -> list[Path]:
+    local.mkdir(parents=True, exist_ok=True)
+    out = []
+    for name in ex.listdir(remote_dir):
+        if name.startswith(LOG_PREFIX + "."):
+            target = local / name
+            target.write_bytes(ex.read_bytes(f"{remote_dir}/{name}"))
+            out.append(target)
+    return out

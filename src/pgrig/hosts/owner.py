@@ -1,0 +1,118 @@
+"""Who made a directory on a host, so that ``pgrig hosts clean`` removes only
+what a dead pgrig left and never what a live one owns.
+
+Every directory pgrig makes on a host (a server's, a load run's) holds
+``.pgrig-owner.json``: the controlling machine's name, the pgrig process's
+PID and start time there, and the PIDs pgrig started on the host. A record
+written by another controlling machine is never judged from here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import time
+from dataclasses import asdict, dataclass, field, replace
+
+from pgrig import proc
+from pgrig.errors import PgrigError
+from pgrig.hosts.executor import TMP, Executor
+from pgrig.storage.state import process_start_time
+
+OWNER_FILE = ".pgrig-owner.json"
+PREFIXES = ("pgrig-server-", "pgrig-load-")
+
+
+@dataclass(frozen=True)
+class Owner:
+    controller: str  # hostname of the machine pgrig ran on
+    pid: int
+    start: int | None  # /proc/<pid>/stat start time there: a PID's identity over time
+    created: float
+    kind: str  # "server" or "load"
+    pids: tuple[int, ...] = field(default=())  # processes pgrig started on the host
+
+    @classmethod
+    def mine(cls, kind: str) -> Owner:
+        pid = os.getpid()
+        return cls(socket.gethostname(), pid, process_start_time(pid), time.time(), kind)
+
+    def alive(self) -> bool:
+        """True unless this machine can tell its owner is gone."""
+        if self.controller != socket.gethostname():
+            return True  # another controller's record: never ours to judge
+        if not proc.pid_alive(self.pid):
+            return False
+        start = process_start_time(self.pid)
+        return self.start is None or start is None or start == self.start
+
+
+def write(ex: Executor, directory: str, owner: Owner) -> None:
+    ex.write_bytes(f"{directory}/{OWNER_FILE}", json.dumps(asdict(owner)).encode())
+
+
+def with_pid(ex: Executor, directory: str, owner: Owner, pid: int) -> Owner:
+    """The record again, with one more process started on the host."""
+    updated = replace(owner, pids=(*owner.pids, pid))
+    write(ex, directory, updated)
+    return updated
+
+
+def read(ex: Executor, directory: str) -> Owner | None:
+    try:
+        data = json.loads(ex.read_text(f"{directory}/{OWNER_FILE}"))
+        data["pids"] = tuple(data.get("pids", ()))
+        return Owner(**data)
+    except (PgrigError, ValueError, TypeError):
+        return None
+
+
+@dataclass(frozen=True)
+class Leftover:
+    host: str
+    directory: str
+    owner: Owner | None
+    action: str  # "removed", "would remove", "left: ..."
+
+
+def _stop(ex: Executor, pid: int, directory: str) -> None:
+    """Stop a process pgrig started in ``directory``, after checking that the PID
+    still is that process (its command line names the directory)."""
+    try:
+        cmdline = ex.read_bytes(f"/proc/{pid}/cmdline").decode(errors="replace")
+    except PgrigError:
+        return  # gone
+    if directory not in cmdline:
+        return  # the PID was reused by something else
+    for signum, wait_s in ((signal.SIGINT, 30.0), (signal.SIGKILL, 10.0)):
+        ex.run(["kill", f"-{signum.value}", str(pid)], timeout=30, check=False, what="kill")
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline:
+            if not ex.exists(f"/proc/{pid}"):
+                return
+            time.sleep(0.2)
+
+
+def clean(ex: Executor, dry_run: bool = False) -> list[Leftover]:
+    """What dead pgrig processes left in ``/tmp`` on the host: stop, remove, report."""
+    out = []
+    for name in ex.listdir(TMP):
+        if not name.startswith(PREFIXES):
+            continue
+        directory = f"{TMP}/{name}"
+        owner = read(ex, directory)
+        if owner is None:
+            action = "left: no owner record (not made by this pgrig, or cut short)"
+        elif owner.alive():
+            action = f"left: its pgrig is alive ({owner.controller}, pid {owner.pid})"
+        elif dry_run:
+            action = "would remove"
+        else:
+            for pid in owner.pids:
+                _stop(ex, pid, directory)
+            ex.remove_tree(directory)
+            action = "removed"
+        out.append(Leftover(ex.name, directory, owner, action))
+    return out

@@ -1,0 +1,127 @@
+"""Preflight: every host reachable, its key accepted, root or passwordless sudo
+at hand - all checked, and every failure named, before anything is created."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from pgrig.errors import HostUnusable, PgrigError
+from pgrig.hosts.executor import Executor, LocalExecutor
+from pgrig.hosts.inventory import Host
+from pgrig.hosts.ssh import SshConnectError, SshExecutor
+
+
+@dataclass(frozen=True)
+class Access:
+    """How pgrig acts as root on a host."""
+
+    host: str
+    user: str
+    sudo: bool  # False: the user is root
+
+
+def _fix(host: Host, kind: str) -> str:
+    if kind == "unreachable":
+        return (
+            f"check that {host.address}:{host.port} is the host's address and sshd port "
+            f"(ansible_host, ansible_port at {host.where}) and that sshd runs there"
+        )
+    if kind == "keyfile":
+        return f"ansible_ssh_private_key_file at {host.where} must name a readable private key"
+    if kind == "key":
+        key = host.key_file or "your ssh agent's or ~/.ssh's keys"
+        return (
+            f"add the public half of {key} to ~{host.user or ''}/.ssh/authorized_keys on "
+            f"{host.name}, or set ansible_user / ansible_ssh_private_key_file at {host.where}"
+        )
+    return f"try `ssh -p {host.port} {host.user or ''}@{host.address}` by hand"
+
+
+def connect(host: Host) -> Executor:
+    """An executor for ``host``, or HostUnusable naming the host and the fix."""
+    if host.local:
+        return LocalExecutor(host)
+    if host.key_file is not None and not host.key_file.is_file():
+        raise HostUnusable(
+            f"host {host.name}: the key {host.key_file} does not exist",
+            hint=_fix(host, "keyfile"),
+        )
+    try:
+        return SshExecutor.connect(host)
+    except SshConnectError as exc:
+        what = {
+            "unreachable": "cannot be reached",
+            "key": "refused the key",
+            "keyfile": "has a key pgrig cannot read",
+        }.get(exc.kind, "refused the SSH connection")
+        raise HostUnusable(
+            f"host {host.describe()} {what}: {exc.detail}", hint=_fix(host, exc.kind)
+        ) from None
+    except PgrigError as exc:  # a timeout of the whole connect
+        raise HostUnusable(f"host {host.describe()} cannot be reached: {exc}") from None
+
+
+def root_access(ex: Executor) -> Access:
+    """Root, or passwordless sudo; else HostUnusable. pgrig creates users,
+    directories and servers on a host, which needs one of them."""
+    who = ex.run(["id", "-un"], timeout=30, what="id").stdout.strip()
+    if ex.run(["id", "-u"], timeout=30, what="id").stdout.strip() == "0":
+        return Access(ex.name, who, sudo=False)
+    sudo = ex.run(["sudo", "-n", "true"], timeout=30, check=False, what="sudo")
+    if sudo.returncode == 0:
+        if isinstance(ex, SshExecutor):
+            ex.sudo = True  # from now on every command and file access
+        return Access(ex.name, who, sudo=True)
+    reason = "sudo is not installed" if sudo.returncode == 127 else "sudo asks for a password"
+    raise HostUnusable(
+        f"host {ex.host.describe()}: user {who} is not root and cannot use sudo ({reason})",
+        hint=f"set ansible_user=root at {ex.host.where}, or give {who} passwordless sudo "
+        f"(a line '{who} ALL=(ALL) NOPASSWD: ALL' in /etc/sudoers.d/)",
+    )
+
+
+def check_all(hosts: Sequence[Host]) -> tuple[list[Executor], list[Access]]:
+    """Connect to every host at once and check root on each; on any failure close
+    what was opened and raise one error naming every host that failed."""
+
+    def one(host: Host) -> tuple[Executor, Access]:
+        ex = connect(host)
+        try:
+            return ex, root_access(ex)
+        except BaseException:
+            ex.close()
+            raise
+
+    results: list[tuple[Executor, Access] | HostUnusable] = []
+    with ThreadPoolExecutor(max_workers=max(1, min(16, len(hosts)))) as pool:
+        for future in [pool.submit(one, h) for h in hosts]:
+            try:
+                results.append(future.result())
+            except HostUnusable as exc:
+                results.append(exc)
+    failed = [r for r in results if isinstance(r, HostUnusable)]
+    ok = [r for r in results if not isinstance(r, HostUnusable)]
+    if failed:
+        for ex, _ in ok:
+            ex.close()
+        if len(failed) == 1:
+            raise failed[0]
+        raise HostUnusable(
+            f"{len(failed)} hosts cannot be used: " + "; ".join(f.message for f in failed),
+            hint=" / ".join(f.hint for f in failed if f.hint),
+        )
+    return [ex for ex, _ in ok], [a for _, a in ok]
+
+
+@contextlib.contextmanager
+def opened(hosts: Sequence[Host]) -> Iterator[list[Executor]]:
+    """Executors for ``hosts`` after the preflight; closed on the way out."""
+    executors, _ = check_all(hosts)
+    try:
+        yield executors
+    finally:
+        for ex in executors:
+            ex.close()

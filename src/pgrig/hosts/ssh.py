@@ -1,0 +1,327 @@
+"""The SSH executor, through asyncssh.
+
+asyncssh rather than the system ``ssh`` with ControlMaster: one connection
+carries every command and the SFTP file access of a host, a new command
+costs a channel, not a process, and starting several hosts' processes at once
+is one event loop's work (docs/hosts.md has the numbers measured here). The
+loop runs in one background thread; the executor's methods are synchronous,
+like the rest of pgrig, and every one of them has a timeout.
+
+A command line over SSH is a string the remote shell splits: every argument
+is quoted with ``shlex.quote``, so an argument list stays an argument list.
+A started process reports its PID first (``echo $$; exec ...``), so that it
+can be signalled by PID on its host: SSH channels do not carry signals
+through OpenSSH reliably, and a closed connection does not stop a process
+started without a terminal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import shlex
+import signal
+import threading
+from collections.abc import Awaitable, Coroutine, Mapping, Sequence
+from typing import Any, TypeVar
+
+import asyncssh
+
+from pgrig.errors import ToolError, ToolTimeout
+from pgrig.hosts.executor import Executor, Started
+from pgrig.hosts.inventory import Host
+
+CONNECT_TIMEOUT_S = 10.0
+FILE_TIMEOUT_S = 120.0
+LOST = 255  # the exit code ssh(1) gives when the connection fails
+
+T = TypeVar("T")
+
+_loop: asyncio.AbstractEventLoop | None = None
+_loop_lock = threading.Lock()
+
+
+def _event_loop() -> asyncio.AbstractEventLoop:
+    """The one loop all SSH executors share, in a daemon thread started on first use."""
+    global _loop
+    with _loop_lock:
+        if _loop is None:
+            loop = asyncio.new_event_loop()
+            threading.Thread(target=loop.run_forever, name="pgrig-ssh", daemon=True).start()
+            _loop = loop
+        return _loop
+
+
+def call(coro: Coroutine[Any, Any, T], timeout: float, what: str) -> T:
+    """Run ``coro`` on the SSH loop and wait at most ``timeout`` seconds."""
+    future = asyncio.run_coroutine_threadsafe(asyncio.wait_for(coro, timeout), _event_loop())
+    try:
+        return future.result(timeout + 5)
+    except TimeoutError:
+        future.cancel()
+        raise ToolTimeout(f"{what}: no answer in {timeout:.0f} s") from None
+
+
+class SshConnectError(Exception):
+    """Why a connection failed, in asyncssh's terms; the preflight words it for the user."""
+
+    def __init__(self, kind: str, detail: str) -> None:
+        super().__init__(detail)
+        self.kind = kind  # "unreachable", "key", "hostkey", "other"
+        self.detail = detail
+
+
+async def _connect(host: Host) -> asyncssh.SSHClientConnection:
+    options: dict[str, Any] = {
+        "port": host.port,
+        "connect_timeout": CONNECT_TIMEOUT_S,
+        # The inventory is the trust anchor, as in Ansible with host key checking
+        # off: pgrig does not edit known_hosts. A host whose key changed is the
+        # operator's to notice; docs/hosts.md says so.
+        "known_hosts": None,
+        "keepalive_interval": 15,
+    }
+    if host.user:
+        options["username"] = host.user
+    if host.key_file is not None:
+        options["client_keys"] = [str(host.key_file)]
+        options["agent_path"] = None
+    try:
+        return await asyncssh.connect(host.address, **options)
+    except asyncssh.PermissionDenied as exc:
+        raise SshConnectError("key", str(exc)) from None
+    except (OSError, TimeoutError, asyncssh.ConnectionLost) as exc:
+        # ConnectionLost before authentication: something took the TCP
+        # connection but no sshd spoke on it.
+        raise SshConnectError("unreachable", str(exc) or type(exc).__name__) from None
+    except asyncssh.KeyImportError as exc:
+        raise SshConnectError("keyfile", str(exc)) from None
+    except asyncssh.Error as exc:
+        raise SshConnectError("other", str(exc)) from None
+
+
+def command_line(argv: Sequence[str], env: Mapping[str, str] | None, sudo: bool = False) -> str:
+    """``echo $$; exec env K=V argv...``, every word quoted. Through sudo, the
+    PID is echoed by a shell sudo starts, so that it is the command's own PID
+    (sudo forks), which root can signal."""
+    words = ["env", *(f"{k}={v}" for k, v in (env or {}).items()), *argv] if env else list(argv)
+    if sudo:
+        return "exec " + shlex.join(
+            ["sudo", "-n", "--", "sh", "-c", 'echo $$; exec "$@"', "sh", *words]
+        )
+    return "echo $$; exec " + shlex.join(words)
+
+
+class _SshStarted(Started):
+    def __init__(self, argv: Sequence[str], executor: SshExecutor) -> None:
+        super().__init__(argv, executor.name)
+        self._executor = executor
+        self._process: asyncssh.SSHClientProcess[str] | None = None
+        self._pid_ready = threading.Event()
+        self._code: int | None = None
+
+    async def begin(self, line: str, stdin: bool) -> None:
+        conn = self._executor.connection()
+        self._process = await conn.create_process(line, stdin=asyncssh.PIPE if stdin else None)
+        if not stdin:
+            self._process.stdin.write_eof()
+        first = await self._process.stdout.readline()
+        if not first.strip().isdigit():
+            err = await self._process.stderr.read()
+            raise ToolError(
+                f"cannot start {self.argv[0]} on {self.host}", argv=self.argv, stderr=first + err
+            )
+        self.pid = int(first)
+        asyncio.get_running_loop().create_task(self._pump())
+
+    async def _pump(self) -> None:
+        assert self._process is not None
+
+        async def out() -> None:
+            assert self._process is not None
+            async for line in self._process.stdout:
+                self._lines.put(line)
+            self._lines.put(None)
+
+        async def err() -> None:
+            assert self._process is not None
+            async for line in self._process.stderr:
+                self._stderr.append(line)
+
+        try:
+            await asyncio.gather(out(), err())
+            done = await self._process.wait(check=False)
+        except (OSError, asyncssh.Error) as exc:
+            # The host or its sshd went away: the process's fate is unknown, the
+            # run is not; say so where its stderr would be.
+            self._stderr.append(f"pgrig: lost the SSH connection to {self.host}: {exc}\n")
+            self._lines.put(None)
+            self._code = LOST
+            return
+        if done.exit_signal is not None:  # as subprocess says it: minus the signal
+            self._code = -signal.Signals[f"SIG{done.exit_signal[0]}"].value
+        else:
+            self._code = done.exit_status if done.exit_status is not None else LOST
+
+    def send(self, text: str) -> None:
+        assert self._process is not None
+        process = self._process
+
+        async def write() -> None:
+            process.stdin.write(text)
+            await process.stdin.drain()
+
+        call(write(), 30, f"writing to {self.argv[0]} on {self.host}")
+
+    def close_stdin(self) -> None:
+        assert self._process is not None
+        process = self._process
+
+        async def eof() -> None:
+            process.stdin.write_eof()
+
+        call(eof(), 30, f"closing the input of {self.argv[0]} on {self.host}")
+
+    def signal(self, signum: int) -> None:
+        if self.poll() is None and self.pid:
+            self._executor.run(
+                ["kill", f"-{signum}", str(self.pid)], timeout=30, check=False, what="kill"
+            )
+
+    def poll(self) -> int | None:
+        return self._code
+
+    def _finish(self, timeout: float) -> int:
+        async def ended() -> int:
+            while self._code is None:
+                await asyncio.sleep(0.01)
+            return self._code
+
+        try:
+            return call(ended(), timeout, "wait")
+        except ToolTimeout:
+            raise TimeoutError from None
+
+
+class SshExecutor(Executor):
+    """A host reached over SSH; connect with ``SshExecutor.connect`` (the preflight does)."""
+
+    def __init__(self, host: Host, conn: asyncssh.SSHClientConnection) -> None:
+        super().__init__(host)
+        self._conn = conn
+        self._sftp: asyncssh.SFTPClient | None = None
+        # Set by the preflight when the user is not root but has passwordless
+        # sudo: every command, and every file access, goes through ``sudo -n``.
+        self.sudo = False
+
+    @classmethod
+    def connect(cls, host: Host) -> SshExecutor:
+        """Raises SshConnectError with the reason's kind."""
+        conn = call(_connect(host), CONNECT_TIMEOUT_S + 5, f"connecting to {host.describe()}")
+        return cls(host, conn)
+
+    def connection(self) -> asyncssh.SSHClientConnection:
+        return self._conn
+
+    def start(
+        self, argv: Sequence[str], *, env: Mapping[str, str] | None = None, stdin: bool = False
+    ) -> Started:
+        started = _SshStarted(argv, self)
+        call(
+            started.begin(command_line(argv, env, self.sudo), stdin),
+            30,
+            f"starting {argv[0]} on {self.name}",
+        )
+        return started
+
+    def _files(self, coro: Awaitable[T], what: str) -> T:
+        async def with_sftp() -> T:
+            return await coro
+
+        try:
+            return call(with_sftp(), FILE_TIMEOUT_S, f"{what} on {self.name}")
+        except asyncssh.SFTPError as exc:
+            raise ToolError(f"{what} on {self.name}: {exc.reason}") from None
+
+    async def _client(self) -> asyncssh.SFTPClient:
+        if self._sftp is None:
+            self._sftp = await self._conn.start_sftp_client()
+        return self._sftp
+
+    def _sudo_file(self, argv: list[str], what: str, data: bytes | None = None) -> str:
+        """A file operation as root: SFTP runs as the connecting user."""
+        started = self.start(argv, stdin=data is not None)
+        if data is not None:
+            started.send(base64.b64encode(data).decode() + "\n")
+            started.close_stdin()
+        return started.wait(FILE_TIMEOUT_S, what=what).stdout
+
+    def read_bytes(self, path: str) -> bytes:
+        if self.sudo:
+            return base64.b64decode(self._sudo_file(["base64", "--", path], f"reading {path}"))
+
+        async def read() -> bytes:
+            # In chunks to the end: /proc files report a size of 0.
+            chunks: list[bytes] = []
+            async with (await self._client()).open(path, "rb") as fh:
+                while chunk := await fh.read(1 << 20):
+                    assert isinstance(chunk, bytes)  # opened "rb"
+                    chunks.append(chunk)
+            return b"".join(chunks)
+
+        return self._files(read(), f"reading {path}")
+
+    def write_bytes(self, path: str, data: bytes, mode: int = 0o644) -> None:
+        if self.sudo:
+            script = 'base64 -d > "$1" && chmod "$2" "$1"'
+            argv = ["sh", "-c", script, "sh", path, f"{mode:o}"]
+            self._sudo_file(argv, f"writing {path}", data)
+            return
+
+        async def write() -> None:
+            sftp = await self._client()
+            async with sftp.open(path, "wb") as fh:
+                await fh.write(data)
+            await sftp.chmod(path, mode)
+
+        self._files(write(), f"writing {path}")
+
+    def exists(self, path: str) -> bool:
+        if self.sudo:
+            done = self.run(["test", "-e", path], timeout=30, check=False, what="test")
+            return done.returncode == 0
+
+        async def exists() -> bool:
+            return bool(await (await self._client()).exists(path))
+
+        return self._files(exists(), f"looking for {path}")
+
+    def listdir(self, path: str) -> list[str]:
+        if self.sudo:
+            return sorted(
+                self._sudo_file(["ls", "-A", "--", path], f"listing {path}").split("\n")[:-1]
+            )
+
+        async def listdir() -> list[str]:
+            names = await (await self._client()).listdir(path)
+            return sorted(str(n) for n in names if str(n) not in (".", ".."))
+
+        return self._files(listdir(), f"listing {path}")
+
+    def free_bytes(self, path: str) -> int:
+        async def free() -> int:
+            st = await (await self._client()).statvfs(path)
+            return int(st.bavail * st.frsize)
+
+        return self._files(free(), f"free space of {path}")
+
+    def close(self) -> None:
+        async def close() -> None:
+            if self._sftp is not None:
+                self._sftp.exit()
+            self._conn.close()
+            await self._conn.wait_closed()
+
+        with contextlib.suppress(ToolTimeout):
+            call(close(), 10, f"closing {self.name}")

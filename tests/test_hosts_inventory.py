@@ -1,0 +1,121 @@
+"""Ansible-format inventories: INI and YAML, groups, variables, and the errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pgrig.errors import UsageError
+from pgrig.hosts import inventory
+
+INI = """\
+# a DBA's file
+bastion ansible_connection=local
+
+[db]
+db1 ansible_host=10.0.0.5 ansible_user=admin
+db2:2222
+
+[load]
+c[1:3] ansible_ssh_private_key_file=~/.ssh/bench
+
+[load:vars]
+ansible_user=bench
+ansible_port=2200
+
+[all:vars]
+ansible_user=root
+
+[bench:children]
+db
+load
+"""
+
+YAML = """\
+all:
+  vars:
+    ansible_user: root
+  hosts:
+    bastion:
+      ansible_connection: local
+  children:
+    bench:
+      children:
+        db:
+          hosts:
+            db1: {ansible_host: 10.0.0.5, ansible_user: admin}
+            db2: {ansible_port: 2222}
+        load:
+          vars: {ansible_user: bench, ansible_port: 2200}
+          hosts:
+            c[1:3]:
+              ansible_ssh_private_key_file: ~/.ssh/bench
+"""
+
+
+@pytest.mark.parametrize("text,suffix", [(INI, "ini"), (YAML, "yml")])
+def test_ini_and_yaml_read_alike(tmp_path: Path, text: str, suffix: str) -> None:
+    path = tmp_path / f"hosts.{suffix}"
+    path.write_text(text)
+    inv = inventory.load(path)
+    assert sorted(inv.hosts) == ["bastion", "c1", "c2", "c3", "db1", "db2"]
+    db1, db2, c2 = inv.hosts["db1"], inv.hosts["db2"], inv.hosts["c2"]
+    assert (db1.address, db1.user, db1.port) == ("10.0.0.5", "admin", 22)
+    assert (db2.address, db2.user, db2.port) == ("db2", "root", 2222)
+    # group vars beat all's, the host's own beat the group's
+    assert (c2.user, c2.port, c2.key_file) == ("bench", 2200, Path("~/.ssh/bench").expanduser())
+    assert inv.hosts["bastion"].local and not db1.local
+    assert [h.name for h in inv.resolve(["bench"])] == ["db1", "db2", "c1", "c2", "c3"]
+    assert [h.name for h in inv.resolve(["c3", "load", "db1"])] == ["c3", "c1", "c2", "db1"]
+    assert "bastion" in inv.groups["ungrouped"]
+
+
+def test_zero_padded_range(tmp_path: Path) -> None:
+    path = tmp_path / "hosts"
+    path.write_text("[web]\nweb[08:10].example.com\n")
+    assert list(inventory.load(path).hosts) == [
+        "web08.example.com",
+        "web09.example.com",
+        "web10.example.com",
+    ]
+
+
+def test_unknown_name_suggests_the_closest(tmp_path: Path) -> None:
+    path = tmp_path / "hosts.ini"
+    path.write_text(INI)
+    with pytest.raises(UsageError) as err:
+        inventory.load(path).resolve(["laod"], what="load_hosts entry")
+    assert "load_hosts entry 'laod' is neither a host nor a group" in str(err.value)
+    assert str(path) in str(err.value)
+    assert err.value.hint == "did you mean 'load'?"
+    assert err.value.exit_code == 2
+
+
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        ("[db\ndb1\n", "hosts:1: '[db' is not a section header"),
+        ("[db]\ndb1 ansible_port=ssh\n", "hosts:2: host 'db1' has ansible_port='ssh'"),
+        ("[db]\ndb1 ansible_host\n", "hosts:2: 'ansible_host' is not key=value"),
+        ("[a:children]\nb\n", "group 'a' names a child group 'b' that is not defined"),
+        ("[a:children]\nb\n[b:children]\na\n", "group 'a' contains itself (a > b > a)"),
+        ("[db]\ndb1 ansible_host={{ ip }}\n", "hosts:2: ansible_host uses a Jinja template"),
+        ("[db]\ndb1 ansible_connection=docker\n", "ansible_connection='docker'"),
+        ("all:\n  hosts: [db1]\n", "all.hosts must be a mapping, not list"),
+        ("all:\n  host:\n    db1:\n", "all.host is not a group key"),
+        ("all:\n  hosts:\n    db1: {a: [}\n", "hosts:3: not valid YAML"),
+    ],
+)
+def test_bad_files_name_file_line_and_host(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "hosts"
+    path.write_text(text)
+    with pytest.raises(UsageError) as err:
+        inventory.load(path)
+    assert message in str(err.value)
+    assert str(path) in str(err.value)
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="inventory .*nope.ini does not exist"):
+        inventory.load(tmp_path / "nope.ini")

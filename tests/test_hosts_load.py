@@ -1,0 +1,270 @@
+"""Load from two hosts against a server on a third (network namespaces with sshd).
+
+The server is made and started on h1 through its SSH executor
+(``pgrig.hosts.server``), listening on h1's address only, admitting h2 and h3
+with scram-sha-256 and a generated password; h2 and h3 run
+pgbench select-only through the waiter's barrier. The namespaces share this
+machine's CPUs, clock and filesystem: the clock offsets are ~0 by
+construction (the test checks they are measured small, not that clocks
+agree), and the start spread is what the barrier achieves on one kernel.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from psycopg.conninfo import conninfo_to_dict
+
+from hosts_fixture import Lab, netns_lab  # noqa: F401  (the fixture)
+from pgrig import cli
+from pgrig.cluster import binaries
+from pgrig.conninfo import Conn
+from pgrig.errors import Signalled, ToolError
+from pgrig.hosts import inventory, load, preflight
+from pgrig.hosts.executor import Executor
+from pgrig.hosts.server import RemoteServer, ServerSpec
+from pgrig.tools.pgbench.run import RunOptions
+
+pytestmark = [pytest.mark.netns_hosts(3), pytest.mark.cluster, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def executors(netns_lab: Lab) -> Iterator[list[Executor]]:  # noqa: F811
+    hosts = list(inventory.load(netns_lab.write_inventory()).hosts.values())
+    with preflight.opened(hosts) as opened:
+        yield opened
+
+
+@pytest.fixture(scope="module")
+def remote_server(
+    bins: binaries.PgBinaries,
+    executors: list[Executor],
+    netns_lab: Lab,  # noqa: F811
+) -> Iterator[Conn]:
+    """A throwaway server made and started on h1 through its executor, admitting h2 and h3."""
+    spec = ServerSpec(
+        bin_dir=str(bins.bin_dir),
+        address=netns_lab.hosts[0].address,
+        clients=tuple(f"{h.address}/32" for h in netns_lab.hosts[1:]),
+        settings=(("fsync", "off"),),
+    )
+    with RemoteServer(executors[0], spec) as server:
+        conn = server.conn()
+        executors[1].run(
+            [str(bins.bin_dir / "pgbench"), "-i", "-s", "1", "-q", *conn.args()],
+            timeout=300,
+            env={"PGPASSWORD": server.password},
+        )
+        yield conn
+
+
+def nearest_rank(values: list[int], pct: float) -> int:
+    ordered = sorted(values)
+    return ordered[max(1, math.ceil(pct / 100 * len(ordered))) - 1]
+
+
+def test_server_admits_only_its_clients_with_the_password(
+    bins: binaries.PgBinaries, executors: list[Executor], remote_server: Conn
+) -> None:
+    # From this machine (the bridge's address): not a client of the server.
+    with pytest.raises(psycopg.OperationalError, match="no pg_hba.conf entry for host"):
+        psycopg.connect(remote_server.conninfo()).close()
+    psql = [str(bins.bin_dir / "psql"), "-X", "-At", "-c", "SHOW password_encryption"]
+    wrong = executors[2].run(
+        [*psql, *remote_server.args()], timeout=60, env={"PGPASSWORD": "x"}, check=False
+    )
+    assert "password authentication failed" in wrong.stderr
+    password = conninfo_to_dict(remote_server.dsn)["password"]
+    right = executors[2].run(
+        [*psql, *remote_server.args()], timeout=60, env={"PGPASSWORD": str(password)}
+    )
+    assert right.stdout.strip() == "scram-sha-256"
+
+
+def test_two_load_hosts_merge_exactly(
+    bins: binaries.PgBinaries, executors: list[Executor], remote_server: Conn, tmp_path: Path
+) -> None:
+    opts = RunOptions(
+        mode="select-only",
+        clients=2,
+        threads=1,
+        duration_s=3,
+        transaction_log=True,
+        statement_latencies=False,
+    )
+    result = load.run_pgbench(executors[1:], str(bins.bin_dir), remote_server, opts, tmp_path)
+    assert [h.host for h in result.hosts] == ["h2", "h3"]
+    assert [o.host for o in result.offsets] == ["h2", "h3"]
+    for off in result.offsets:  # one kernel, one clock: measured near 0
+        assert abs(off.offset_ms) <= off.uncertainty_ms + 1.0
+    assert result.start_spread_ms < 10.0, result.describe()
+    assert result.tps == pytest.approx(sum(h.pgbench.tps for h in result.hosts))
+    for h in result.hosts:
+        assert h.pgbench.tps > 0 and h.latency is not None
+        assert h.latency.samples == h.pgbench.transactions
+    # The merged percentiles are those of the pooled logs, computed here anew.
+    pooled: list[int] = []
+    for h in result.hosts:
+        for f in h.log_files:
+            pooled += [int(line.split()[2]) for line in Path(f).read_text().splitlines()]
+    assert result.latency is not None
+    assert (
+        result.latency.samples == len(pooled) == sum(h.pgbench.transactions for h in result.hosts)
+    )
+    assert result.latency.p50_ms == nearest_rank(pooled, 50) / 1000
+    assert result.latency.p99_ms == nearest_rank(pooled, 99) / 1000
+    assert "started within" in result.describe()
+    # Each load host watched over SSH: its CPUs, its own network namespace, its pgbench.
+    for w in result.watches:
+        assert len(w.samples) >= 2 and not w.errors
+        assert all(0 <= s.cpu_busy_pct <= 100.5 for s in w.samples)
+        assert (w.median("net_tx_mib_s") or 0) > 0  # queries left through its veth
+        assert w.median("client_demand_pct") is not None
+    # On this machine the "hosts" share 2 CPUs with the server: the rule says what it saw.
+    busy = max(w.median("cpu_busy_pct") or 0 for w in result.watches)
+    demand = max(w.median("client_demand_pct") or 0 for w in result.watches)
+    assert (result.client_bound() is not None) == (busy >= 85 or demand >= 90)
+
+
+def _pids(marker: str, comm: str | None = None) -> list[int]:
+    """Processes whose command line holds ``marker`` (one PID space here), only
+    those named ``comm`` when given: the waiter's command line names pgbench too."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes().decode(errors="replace")
+                name = (entry / "comm").read_text().strip()
+            except OSError:
+                continue
+            if marker in cmdline and (comm is None or name == comm):
+                found.append(int(entry.name))
+    return found
+
+
+def test_sigterm_stops_the_remote_pgbench(
+    bins: binaries.PgBinaries, executors: list[Executor], remote_server: Conn, tmp_path: Path
+) -> None:
+    opts = RunOptions(mode="select-only", duration_s=60, transaction_log=True)
+    seen: list[int] = []
+
+    def terminate() -> None:
+        deadline = time.monotonic() + 30
+        while len(seen) < 2 and time.monotonic() < deadline:
+            seen[:] = _pids("pgrig-load-", comm="pgbench")
+            time.sleep(0.1)
+        time.sleep(1)  # in the measured run, not at its start
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    def signalled(signum: int, _frame: object) -> None:
+        raise Signalled(signum)  # as pgrig.cli.main installs it
+
+    old = signal.signal(signal.SIGTERM, signalled)
+    killer = threading.Thread(target=terminate)
+    killer.start()
+    start = time.monotonic()
+    try:
+        with pytest.raises(Signalled):
+            load.run_pgbench(executors[1:], str(bins.bin_dir), remote_server, opts, tmp_path)
+    finally:
+        signal.signal(signal.SIGTERM, old)
+        killer.join()
+    assert len(seen) == 2, "both load hosts' pgbench ran"
+    assert time.monotonic() - start < 40
+    assert _pids("pgrig-load-") == []  # neither pgbench nor a waiter is left
+    assert not list(Path(tempfile.gettempdir()).glob("pgrig-load-*")), "remote log dirs removed"
+
+
+def test_a_load_host_dying_mid_run_is_named(
+    bins: binaries.PgBinaries, executors: list[Executor], remote_server: Conn, tmp_path: Path
+) -> None:
+    opts = RunOptions(mode="select-only", duration_s=60, transaction_log=True)
+
+    def kill_one() -> None:
+        deadline = time.monotonic() + 30
+        while len(found := _pids("pgrig-load-", comm="pgbench")) < 2:
+            if time.monotonic() > deadline:
+                return
+            time.sleep(0.1)
+        time.sleep(1)
+        os.kill(max(found), signal.SIGKILL)  # the later one: h3's, usually
+
+    killer = threading.Thread(target=kill_one)
+    killer.start()
+    start = time.monotonic()
+    try:
+        with pytest.raises(ToolError) as err:
+            load.run_pgbench(executors[1:], str(bins.bin_dir), remote_server, opts, tmp_path)
+    finally:
+        killer.join()
+    assert re.fullmatch(r"pgbench failed on load host h[23]", err.value.message)
+    assert err.value.returncode == -signal.SIGKILL
+    assert time.monotonic() - start < 40, "the other host was stopped, not waited for"
+    assert _pids("pgrig-load-") == []
+
+
+KILLED_PGRIG = """
+import os, sys
+from pgrig.hosts import inventory, preflight
+from pgrig.hosts.server import RemoteServer, ServerSpec
+from pathlib import Path
+(h1,) = inventory.load(Path(sys.argv[1])).resolve(["h1"])
+ex = preflight.connect(h1)
+server = RemoteServer(ex, ServerSpec(bin_dir=sys.argv[2], address=sys.argv[3], port=5433))
+server.__enter__()
+print(server.workdir, flush=True)
+os._exit(0)  # as after kill -9: nothing stopped, nothing removed
+"""
+
+
+def test_clean_removes_only_what_a_dead_pgrig_left(
+    bins: binaries.PgBinaries,
+    netns_lab: Lab,  # noqa: F811
+    remote_server: Conn,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    inv = netns_lab.write_inventory()
+    h1 = netns_lab.hosts[0]
+    dead = subprocess.run(
+        [sys.executable, "-c", KILLED_PGRIG, str(inv), str(bins.bin_dir), h1.address],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    workdir = dead.stdout.strip()
+    assert workdir.startswith("/tmp/pgrig-server-"), dead.stderr
+    assert _pids(workdir, comm="postgres"), "the dead pgrig's server still runs"
+    live = [p for p in Path("/tmp").glob("pgrig-server-*") if str(p) != workdir]
+    assert live, "this module's own server, whose pgrig (this process) is alive"
+
+    def clean(*extra: str) -> str:
+        capsys.readouterr()
+        cli.main(["hosts", "clean", "-i", str(inv), *extra, "h1"])  # exits only on an error
+        return capsys.readouterr().out
+
+    assert f"h1: {workdir}: would remove" in clean("--dry-run")
+    assert Path(workdir).is_dir()
+    done = clean()
+    assert f"h1: {workdir}: removed" in done
+    for other in live:
+        assert f"h1: {other}: left: its pgrig is alive" in done
+        assert other.is_dir()
+    assert not Path(workdir).exists()
+    assert _pids(workdir) == []
+    # ... and the live server still answers (from a load host: this machine is not a client).
+    isready = [str(bins.bin_dir / "pg_isready"), "-d", *remote_server.args()]
+    assert (
+        subprocess.run(["ip", "netns", "exec", netns_lab.hosts[1].netns, *isready]).returncode == 0
+    )

@@ -1,0 +1,202 @@
+"""The executors over real SSH: Debian's sshd in network namespaces (tests/hosts_fixture.py).
+
+The namespaces share this machine's filesystem and PIDs, so a file written
+over SSH is checked here, and a remote PID is looked up in this /proc.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from hosts_fixture import Lab, netns_lab  # noqa: F401  (the fixture)
+from pgrig import proc
+from pgrig.errors import HostUnusable, ToolError, ToolTimeout
+from pgrig.hosts import inventory, preflight
+from pgrig.hosts.executor import Executor, LocalExecutor
+from pgrig.hosts.server import RemoteServer, ServerSpec
+
+pytestmark = pytest.mark.netns_hosts(2)
+
+
+@pytest.fixture(scope="module")
+def hosts(netns_lab: Lab) -> list[inventory.Host]:  # noqa: F811
+    return list(inventory.load(netns_lab.write_inventory()).hosts.values())
+
+
+@pytest.fixture(scope="module")
+def remote(hosts: list[inventory.Host]) -> Executor:
+    executors, access = preflight.check_all(hosts[:1])
+    assert access[0].user == "root" and not access[0].sudo
+    yield executors[0]
+    executors[0].close()
+
+
+@pytest.mark.parametrize("kind", ["local", "ssh"])
+def test_run_read_write_free(kind: str, remote: Executor, tmp_path: Path) -> None:
+    ex = LocalExecutor() if kind == "local" else remote
+    done = ex.run(
+        [
+            "sh",
+            "-c",
+            'printf "%s|%s" "$1" "$X"',
+            "sh",
+            "a b'c",
+        ],
+        timeout=30,
+        env={"X": "$HOME;"},
+    )
+    assert done.stdout == "a b'c|$HOME;"
+    with pytest.raises(ToolError, match=r"false failed on .* \(exit code 1\)"):
+        ex.run(["false"], timeout=30)
+    path = str(tmp_path / "f")
+    ex.write_bytes(path, b"\x00bytes\n", mode=0o600)
+    assert Path(path).read_bytes() == b"\x00bytes\n" and Path(path).stat().st_mode & 0o777 == 0o600
+    assert ex.read_bytes(path) == b"\x00bytes\n" and ex.exists(path)
+    assert not ex.exists(path + ".no")
+    assert ex.listdir(str(tmp_path)) == ["f"]
+    assert "MemTotal" in ex.read_text("/proc/meminfo")
+    assert (
+        abs(
+            ex.free_bytes(str(tmp_path))
+            - os.statvfs(tmp_path).f_bavail * os.statvfs(tmp_path).f_frsize
+        )
+        < 256 << 20
+    )
+
+
+@pytest.mark.parametrize("kind", ["local", "ssh"])
+def test_timeout_stops_the_process(kind: str, remote: Executor) -> None:
+    ex = LocalExecutor() if kind == "local" else remote
+    started = ex.start(["sleep", "300"])
+    assert proc.pid_alive(started.pid)  # one PID space: the remote PID is visible here
+    with pytest.raises(ToolTimeout, match="did not finish in 0 s and was stopped"):
+        started.wait(0.3)
+    deadline = time.monotonic() + 10
+    while proc.pid_alive(started.pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not proc.pid_alive(started.pid)
+
+
+@pytest.mark.parametrize("kind", ["local", "ssh"])
+def test_talk_and_signal(kind: str, remote: Executor) -> None:
+    ex = LocalExecutor() if kind == "local" else remote
+    script = "import sys\nfor line in sys.stdin:\n    print(line.strip().upper(), flush=True)\n"
+    p = ex.start(["python3", "-c", script], stdin=True)
+    p.send("ping\n")
+    assert p.readline(10) == "PING"
+    p.signal(signal.SIGTERM)
+    assert p.wait(10, check=False).returncode in (-15, 143)
+
+
+def test_unreachable_host_is_refused(hosts: list[inventory.Host]) -> None:
+    # An address of the lab's subnet that no namespace holds: no ARP answer.
+    nobody = hosts[0].address.rsplit(".", 1)[0] + ".250"
+    gone = dataclasses.replace(hosts[0], name="db9", address=nobody, port=22)
+    start = time.monotonic()
+    with pytest.raises(HostUnusable) as err:
+        preflight.check_all([gone])
+    assert f"host db9 (root@{nobody}:22) cannot be reached" in str(err.value)
+    assert "ansible_host, ansible_port at" in (err.value.hint or "")
+    assert err.value.exit_code == 7
+    assert time.monotonic() - start < 20
+
+
+def test_wrong_key_is_refused(hosts: list[inventory.Host], tmp_path: Path) -> None:
+    other = tmp_path / "other"
+    proc.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(other)], timeout=30)
+    wrong = dataclasses.replace(hosts[1], key_file=other)
+    with pytest.raises(HostUnusable) as err:
+        preflight.check_all([hosts[0], wrong])
+    assert f"host {hosts[1].name} (root@{hosts[1].address}:22) refused the key" in str(err.value)
+    assert f"add the public half of {other}" in (err.value.hint or "")
+    missing = dataclasses.replace(hosts[1], key_file=tmp_path / "nope")
+    with pytest.raises(HostUnusable, match="the key .*nope does not exist"):
+        preflight.connect(missing)
+
+
+def test_no_root_no_sudo_is_refused(hosts: list[inventory.Host], netns_lab: Lab) -> None:  # noqa: F811
+    # The lab's plain account: no root, and no sudo rule (nor, here, any sudo).
+    user = netns_lab.plain_user
+    plain = dataclasses.replace(hosts[0], user=user)
+    with pytest.raises(HostUnusable) as err:
+        preflight.check_all([plain])
+    assert f"host {plain.name} ({user}@" in str(err.value)
+    assert f"user {user} is not root and cannot use sudo" in str(err.value)
+    assert "ansible_user=root" in (err.value.hint or "")
+
+
+def test_a_server_needs_root_on_its_host(hosts: list[inventory.Host], netns_lab: Lab) -> None:  # noqa: F811
+    plain = dataclasses.replace(hosts[0], user=netns_lab.plain_user)
+    ex = preflight.connect(plain)  # reachable; the root check is RemoteServer's own here
+    try:
+        with (
+            pytest.raises(HostUnusable, match="a server is made there as root") as err,
+            RemoteServer(ex, ServerSpec(bin_dir="/usr/lib/postgresql/15/bin", address="x")),
+        ):
+            pass
+        assert err.value.exit_code == 7 and "ansible_user=root" in (err.value.hint or "")
+    finally:
+        ex.close()
+
+
+def test_a_lost_connection_ends_the_wait(hosts: list[inventory.Host], netns_lab: Lab) -> None:  # noqa: F811
+    ex = preflight.connect(hosts[1])
+    started = ex.start(["sleep", "300"])
+    try:
+        # The listening sshd's children serve the connections: kill them, as a
+        # host that goes away would.
+        sshd = netns_lab.hosts[1].sshd_pid
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                except (OSError, IndexError, ValueError):
+                    continue
+                if ppid == sshd:
+                    os.kill(int(entry.name), signal.SIGKILL)
+        done = started.wait(20, check=False)
+        assert done.returncode == 255
+        assert f"lost the SSH connection to {hosts[1].name}" in done.stderr
+    finally:
+        if proc.pid_alive(started.pid):  # orphaned on its host (one PID space here)
+            os.kill(started.pid, signal.SIGKILL)
+        ex.close()
+
+
+def test_a_sudo_user_acts_as_root(
+    hosts: list[inventory.Host],
+    netns_lab: Lab,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    if not netns_lab.sudo_user:
+        pytest.skip("sudo is not installed (scripts/install-deps.sh test installs it)")
+    user = dataclasses.replace(hosts[1], user=netns_lab.sudo_user)
+    (ex,), (access,) = preflight.check_all([user])
+    started = None
+    try:
+        assert (access.user, access.sudo) == (netns_lab.sudo_user, True)
+        assert ex.run(["id", "-u"], timeout=30).stdout == "0\n"
+        # tmp_path is under root's 0700 pytest directory: out of the user's reach.
+        path = str(tmp_path / "f")
+        ex.write_bytes(path, b"\x00root's\n", mode=0o600)
+        assert Path(path).read_bytes() == b"\x00root's\n" and Path(path).stat().st_uid == 0
+        assert ex.read_bytes(path) == b"\x00root's\n"
+        assert ex.exists(path) and not ex.exists(path + ".no")
+        assert ex.listdir(str(tmp_path)) == ["f"]
+        started = ex.start(["sleep", "300"])
+        comm = Path(f"/proc/{started.pid}/comm")
+        deadline = time.monotonic() + 10
+        while comm.read_text().strip() != "sleep" and time.monotonic() < deadline:
+            time.sleep(0.05)  # the shell sudo started echoed its PID, then execs
+        assert comm.read_text().strip() == "sleep"  # the PID is the command's, not sudo's
+        assert started.stop() is not None and not proc.pid_alive(started.pid)
+    finally:
+        if started is not None and proc.pid_alive(started.pid):
+            os.kill(started.pid, signal.SIGKILL)
+        ex.close()

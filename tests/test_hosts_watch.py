@@ -1,0 +1,43 @@
+"""The client-bound rule on load hosts' samples (the samples are built here;
+tests/test_hosts_load.py takes real ones over SSH)."""
+
+from __future__ import annotations
+
+from pgrig.hosts.watch import LoadHostSample, LoadHostWatch, _busiest, client_bound
+from pgrig.monitor.verdict import CAUSES
+
+
+def watch(host: str, busy: float, demand: float | None, n: int = 5) -> LoadHostWatch:
+    samples = tuple(
+        LoadHostSample(float(i), busy, 0.0, 1.0, 2.0, demand, demand and demand * 0.9)
+        for i in range(n)
+    )
+    return LoadHostWatch(host, 8, samples)
+
+
+def test_a_saturated_load_host_makes_the_run_client_bound() -> None:
+    found = client_bound([watch("c1", 40, 30), watch("c2", 97, 99)])
+    assert found is not None and found.cause == "client_host"
+    assert CAUSES[found.cause] == "client-bound: a load host ran out of CPU"
+    assert found.summary == (
+        "load host c2: CPUs 97% busy (8 CPUs), busiest pgbench thread runnable 99% of the time"
+    )
+    assert "add load hosts or pgbench threads" in found.evidence[-1]
+
+
+def test_one_pgbench_thread_at_its_limit_is_enough() -> None:
+    # 8 CPUs mostly idle, but -j 1 keeps one thread runnable all the time.
+    found = client_bound([watch("c1", 20, 95)])
+    assert found is not None and "runnable 95%" in found.summary
+
+
+def test_idle_hosts_are_not_client_bound() -> None:
+    assert client_bound([watch("c1", 84, 89), watch("c2", 30, None)]) is None
+    assert client_bound([watch("c1", 99, 99, n=1)]) is None  # one sample is no evidence
+    assert client_bound([]) is None
+
+
+def test_busiest_thread_from_schedstat() -> None:
+    a = {1: (0, 0), 2: (0, 0)}
+    b = {1: (500_000_000, 100_000_000), 2: (900_000_000, 80_000_000), 3: (5, 5)}
+    assert _busiest(a, b, 1.0) == (98.0, 90.0)
