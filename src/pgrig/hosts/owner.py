@@ -16,10 +16,9 @@ import socket
 import time
 from dataclasses import asdict, dataclass, field, replace
 
-from pgrig import proc
 from pgrig.errors import PgrigError
 from pgrig.hosts.executor import TMP, Executor
-from pgrig.storage.state import process_start_time
+from pgrig.ownership import owner_alive, process_start_time
 
 OWNER_FILE = ".pgrig-owner.json"
 PREFIXES = ("pgrig-server-", "pgrig-load-")
@@ -40,13 +39,9 @@ class Owner:
         return cls(socket.gethostname(), pid, process_start_time(pid), time.time(), kind)
 
     def alive(self) -> bool:
-        """True unless this machine can tell its owner is gone."""
-        if self.controller != socket.gethostname():
-            return True  # another controller's record: never ours to judge
-        if not proc.pid_alive(self.pid):
-            return False
-        start = process_start_time(self.pid)
-        return self.start is None or start is None or start == self.start
+        """True unless this machine can tell its owner is gone (another
+        controller's record is never ours to judge)."""
+        return owner_alive(self.pid, self.controller, self.start)
 
 
 def write(ex: Executor, directory: str, owner: Owner) -> None:
