@@ -108,6 +108,7 @@ INIT_STEPS = (
     "create tables",
     "client-side generate",
     "server-side generate",
+    "parallel generate",
     "vacuum",
     "primary keys",
     "foreign keys",

@@ -9,6 +9,7 @@ from pgrig.schema import Schema, Table, choice, choices, custom, flag, integer, 
 
 TPCB_MODES = ("select-only", "read-write")
 QUERY_MODES = ("simple", "extended", "prepared")
+GENERATE = ("client", "server", "parallel")
 
 
 @dataclass(frozen=True)
@@ -21,6 +22,7 @@ class TpcbSpec:
     durations: tuple[int, ...] = (30,)
     query_mode: str = "prepared"
     generate: str = "client"
+    load_jobs: int | None = None  # generate = "parallel": connections; None: CPUs
     partitions: int = 0
     unlogged: bool = False
     fillfactor: int | None = None
@@ -88,7 +90,10 @@ SCHEMA = Schema(
     integers("duration", (30,), "seconds per run (`-T`); a list sweeps durations",
              field="durations"),
     QUERY_MODE,
-    choice("generate", ("client", "server"), "client", "`pgbench -i` data generation"),
+    choice("generate", GENERATE, "client",
+           "`pgbench -i` data generation, or `parallel`: pgrig's loader, the same rows "
+           "in `load_jobs` connections (docs/tpcb.md)"),
+    integer("load_jobs", None, "connections of the `parallel` loader", shown_default="CPUs"),
     integer("partitions", 0, "`pgbench -i --partitions`", minimum=0),
     flag("unlogged", False, "`pgbench -i --unlogged-tables` (seed 004)"),
     custom("fillfactor", None, "`pgbench -i --fillfactor`", _fillfactor),

@@ -25,6 +25,7 @@ from pgrig.tools import pgbench
 from pgrig.ui import Step as ProgressLine
 from pgrig.workloads.base import TargetView
 from pgrig.workloads.common import checkpoint, conn, prepare_run
+from pgrig.workloads.tpcb import loader
 from pgrig.workloads.tpcb.spec import TpcbSpec
 
 COUNT_METHODS = {
@@ -60,9 +61,15 @@ def _load(spec: TpcbSpec, scale: int, tablespaces: dict[str, str | None]) -> Any
         def on_progress(done: int, total: int) -> None:
             line.update(completed=done, total=total, detail=f"{done:,} of {total:,} rows")
 
-        result, raw = pgbench.run_init(
-            ctx.bins.client_bin_dir, conn(ctx), opts, on_progress=on_progress
-        )
+        if spec.generate == "parallel":
+            jobs = spec.load_jobs or os.cpu_count() or 1
+            result, raw = loader.load(
+                ctx.bins.client_bin_dir, conn(ctx), opts, jobs, on_progress=on_progress
+            )
+        else:
+            result, raw = pgbench.run_init(
+                ctx.bins.client_bin_dir, conn(ctx), opts, on_progress=on_progress
+            )
         with conn(ctx).connect() as db:
             size = db.execute("SELECT pg_database_size(current_database())").fetchone()
         checkpoint(ctx)
@@ -156,6 +163,7 @@ def load_steps(spec: TpcbSpec, scale: int, target: TargetView) -> list[Step]:
         "workload": spec.name,
         "scale": scale,
         "generate": spec.generate,
+        "load_jobs": spec.load_jobs,
         "partitions": spec.partitions,
         "unlogged": spec.unlogged,
         "fillfactor": spec.fillfactor,
