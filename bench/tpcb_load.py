@@ -4,7 +4,8 @@
 On one throwaway cluster (pgrig's own cluster code, ``oltp`` profile), load
 each scale with three loaders, in an order that rotates every round so the
 machine's drift favours none: pgrig's parallel loader (``--jobs`` connections,
-binary COPY, vacuum and primary keys in parallel), ``pgbench -i -I dtgvp``
+binary COPY, vacuum and primary keys in parallel), the same with one
+connection (one frozen COPY), ``pgbench -i -I dtgvp``
 (client-side generation) and ``pgbench -i -I dtGvp`` (server-side). A
 ``CHECKPOINT`` (not timed) follows every load, so the next starts clean.
 
@@ -22,7 +23,9 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import signal
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -34,14 +37,16 @@ from pgrig.results import PgbenchInit
 from pgrig.tools import pgbench
 from pgrig.workloads.tpcb import loader
 
-LOADERS = ("pgrig", "pgbench client", "pgbench server")
+LOADERS = ("pgrig", "pgrig 1 job", "pgbench client", "pgbench server")
+REFERENCES = ("pgbench client", "pgbench server")
 
 
 def _load(name: str, bins: binaries.PgBinaries, conn: Conn, scale: int, args: argparse.Namespace
           ) -> PgbenchInit:  # fmt: skip
-    if name == "pgrig":
+    if name.startswith("pgrig"):
         opts = pgbench.InitOptions(scale=scale, generate="parallel", partitions=args.partitions)
-        return loader.load(bins.client_bin_dir, conn, opts, args.jobs)[0]
+        jobs = 1 if name == "pgrig 1 job" else args.jobs
+        return loader.load(bins.client_bin_dir, conn, opts, jobs)[0]
     generate = "client" if name == "pgbench client" else "server"
     opts = pgbench.InitOptions(scale=scale, generate=generate, partitions=args.partitions)  # type: ignore[arg-type]
     return pgbench.run_init(bins.client_bin_dir, conn, opts)[0]
@@ -60,9 +65,11 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--partitions", type=int, default=0)
+    ap.add_argument("--loaders", nargs="+", choices=LOADERS, default=list(LOADERS))
     ap.add_argument("--set", dest="overrides", action="append", default=[])
     ap.add_argument("--dir", type=Path, default=Path("/var/tmp"), help="where the cluster goes")
     args = ap.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so the cluster goes too
 
     bins = binaries.find()
     base = Path(tempfile.mkdtemp(prefix="pgrig-bench-tpcb-load-", dir=args.dir))
@@ -81,10 +88,14 @@ def main() -> None:
             flush=True,
         )
         for scale in args.scales:
-            seconds: dict[str, list[float]] = {name: [] for name in LOADERS}
-            ratios: dict[str, list[float]] = {name: [] for name in LOADERS[1:]}
+            loaders = tuple(args.loaders)
+            seconds: dict[str, list[float]] = {name: [] for name in loaders}
+            pairs = [(ours, ref) for ours in loaders if ours.startswith("pgrig")
+                     for ref in REFERENCES if ref in loaders]  # fmt: skip
+            ratios: dict[tuple[str, str], list[float]] = {pair: [] for pair in pairs}
             for rnd in range(args.rounds):
-                order = LOADERS[rnd % 3 :] + LOADERS[: rnd % 3]
+                shift = rnd % len(loaders)
+                order = loaders[shift:] + loaders[:shift]
                 took: dict[str, float] = {}
                 for name in order:
                     t0 = time.monotonic()
@@ -100,15 +111,15 @@ def main() -> None:
                     )
                     with conn.connect() as db:
                         db.execute("CHECKPOINT")
-                for name in ratios:
-                    ratios[name].append(took[name] / took["pgrig"])
+                for ours, ref in ratios:
+                    ratios[ours, ref].append(took[ref] / took[ours])
             rows = scale * pgbench.ROWS_PER_SCALE
             for name, values in seconds.items():
                 rates = [rows / s for s in values]
                 print(f"scale {scale} {name:<15}: {_spread(values, '.2f')} s, "
                       f"{_spread(rates, ',.0f')} rows/s")  # fmt: skip
-            for name, values in ratios.items():
-                print(f"scale {scale} pgrig speed-up over {name}: {_spread(values, '.2f')}x")
+            for (ours, ref), values in ratios.items():
+                print(f"scale {scale} {ours} speed-up over {ref}: {_spread(values, '.2f')}x")
     finally:
         cluster.destroy()
         shutil.rmtree(base, ignore_errors=True)

@@ -16,6 +16,7 @@ import os
 from dataclasses import replace
 from typing import Any
 
+from pgrig import calibration
 from pgrig.errors import ToolError
 from pgrig.policy import RunPolicy
 from pgrig.results import CountResult, ProgressPoint
@@ -70,12 +71,24 @@ def _load(spec: TpcbSpec, scale: int, tablespaces: dict[str, str | None]) -> Any
             result, raw = pgbench.run_init(
                 ctx.bins.client_bin_dir, conn(ctx), opts, on_progress=on_progress
             )
+        calibration.record(load_kind(spec), scale, result.elapsed_s)
         with conn(ctx).connect() as db:
             size = db.execute("SELECT pg_database_size(current_database())").fetchone()
         checkpoint(ctx)
         return replace(result, database_bytes=int(size[0]) if size else None), raw
 
     return action
+
+
+def load_kind(spec: TpcbSpec) -> str:
+    """What a load's time is calibrated under: the loader, and partitioned or not."""
+    return f"tpcb:{spec.generate}" + (":partitioned" if spec.partitions else "")
+
+
+def load_estimate(spec: TpcbSpec, scale: int) -> float:
+    """Seconds to load ``scale``: from this machine's earlier loads (pgrig.calibration),
+    else 1.5 s per scale unit (pgbench -i on a slow disk)."""
+    return calibration.estimate(load_kind(spec), scale, lambda s: 5 + 1.5 * s)
 
 
 def _find_node(plan: dict[str, Any], node_type: str) -> dict[str, Any] | None:
@@ -178,7 +191,7 @@ def load_steps(spec: TpcbSpec, scale: int, target: TargetView) -> list[Step]:
             action=_load(spec, scale, tablespaces),
             total=scale * pgbench.ROWS_PER_SCALE,
             tools=("pgbench",),
-            estimate_s=5 + 1.5 * scale,
+            estimate_s=load_estimate(spec, scale),
             creates_data=True,
         )
     ]
