@@ -4,15 +4,20 @@ same tables, the same rows, the same keys, and pgbench runs on the result."""
 from __future__ import annotations
 
 import struct
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pgrig import campaign
 from pgrig.cluster.server import SUPERUSER, Cluster
 from pgrig.conninfo import Conn
+from pgrig.runner import run_campaign
+from pgrig.store import Store
 from pgrig.tools import pgbench
+from pgrig.ui import Ui
 from pgrig.workloads.tpcb import loader
 
 pytestmark = pytest.mark.cluster
@@ -121,3 +126,71 @@ def test_account_rows_are_pgbench_rows() -> None:
     assert row.unpack_from(data, row.size) == (4, 4, 100_001, 4, 2, 4, 0, 0)
     wide = loader.account_rows(2_000_000_001, 2_000_000_001, aid_bytes=8)
     assert struct.unpack(">hiqiiiii", wide) == (4, 8, 2_000_000_001, 4, 20_001, 4, 0, 0)
+
+
+REUSE = """
+[campaign]
+name = "{name}"
+monitor = false
+
+[[target]]
+name = "a"
+dsn = "{dsn}"
+
+[probes]
+timing = false
+fsync = false
+fio = false
+
+[[workload]]
+type = "tpcb"
+scales = [1]
+modes = ["select-only"]
+clients = [1]
+duration = 1
+count = false
+reuse = true
+generate = "{generate}"
+"""
+
+
+def _study(tmp_path: Path, dsn: str, name: str, generate: str = "parallel") -> dict[str, Any]:
+    path = tmp_path / f"{name}.toml"
+    path.write_text(REUSE.format(name=name, dsn=dsn, generate=generate))
+    camp = campaign.load(path)
+    results = tmp_path / "results"
+    run_campaign(camp, Ui(quiet=True), results=results, store=results / "results.sqlite",
+                 yes=True, keep=False, study_id=name)  # fmt: skip
+    with Store.open(results / "results.sqlite") as store:
+        runs = {r.key: r for r in store.runs(name)}
+    assert all(r.status == "ok" for r in runs.values()), [r.reason for r in runs.values()]
+    init = runs["a/tpcb/s1/init"].result
+    assert init is not None
+    return init
+
+
+def test_a_later_study_reuses_what_an_earlier_one_loaded(cluster: Cluster, tmp_path: Path) -> None:
+    admin = Conn.socket(str(cluster.socket_dir), cluster.port, SUPERUSER, "postgres")
+    with admin.connect() as db:
+        db.execute("DROP DATABASE IF EXISTS reuse_db")
+        db.execute("CREATE DATABASE reuse_db")
+    dsn = admin.with_dbname("reuse_db").dsn
+    try:
+        first = _study(tmp_path, dsn, "first")
+        second = _study(tmp_path, dsn, "second")
+        assert not first["reused"] and second["reused"]
+        assert second["elapsed_s"] == first["elapsed_s"]  # the earlier load's own times
+        assert not _study(tmp_path, dsn, "other-loader", generate="client")["reused"]
+        with admin.connect() as db:  # other settings: what a different profile changes
+            db.execute("ALTER SYSTEM SET work_mem = '5MB'")
+            db.execute("SELECT pg_reload_conf()")
+        time.sleep(0.5)
+        assert not _study(tmp_path, dsn, "other-settings", generate="client")["reused"]
+        with admin.with_dbname("reuse_db").connect() as db:  # tables replaced by someone else
+            db.execute("TRUNCATE pgbench_history, pgbench_accounts")
+        assert not _study(tmp_path, dsn, "after-truncate", generate="client")["reused"]
+    finally:
+        with admin.connect() as db:
+            db.execute("ALTER SYSTEM RESET work_mem")
+            db.execute("SELECT pg_reload_conf()")
+            db.execute("DROP DATABASE IF EXISTS reuse_db WITH (FORCE)")

@@ -223,6 +223,7 @@ class PgbenchInit:
     steps: dict[str, float] = field(default_factory=dict)  # step -> seconds, from pgbench
     generate: str = "client"  # client | server | parallel (pgrig's loader)
     jobs: int | None = None  # connections of the parallel loader
+    reused: bool = False  # loaded by an earlier study; the times are that load's
     partitions: int = 0
     unlogged: bool = False
     tablespace: str | None = None

@@ -27,6 +27,7 @@ class TpcbSpec:
     unlogged: bool = False
     fillfactor: int | None = None
     count: bool = True
+    reuse: bool = False  # reuse tables an earlier study loaded the same way
     rate: float | None = None  # open loop: pgbench -R (transactions/s in total)
     latency_limit_ms: float | None = None  # pgbench -L, with rate
 
@@ -97,6 +98,10 @@ SCHEMA = Schema(
     integer("partitions", 0, "`pgbench -i --partitions`", minimum=0),
     flag("unlogged", False, "`pgbench -i --unlogged-tables` (seed 004)"),
     custom("fillfactor", None, "`pgbench -i --fillfactor`", _fillfactor),
+    flag("reuse", False, "reuse the tables an earlier study loaded at this scale with the same "
+         "layout, loader, PostgreSQL version and settings, instead of loading again; "
+         "works on a server pgrig did not create (`dsn`): a cluster pgrig creates is new "
+         "in every study (docs/tpcb.md)"),
     flag("count", True, "time `count(*)` by index-only and by seq scan after the load"),
     RATE,
     LATENCY_LIMIT,

@@ -19,11 +19,12 @@ from typing import Any
 from pgrig import calibration
 from pgrig.errors import ToolError
 from pgrig.policy import RunPolicy
-from pgrig.results import CountResult, ProgressPoint
+from pgrig.results import CountResult, PgbenchInit, ProgressPoint, from_dict, to_dict
 from pgrig.sql import load as load_sql
 from pgrig.step import Context, Step, StepKey
 from pgrig.tools import pgbench
 from pgrig.ui import Step as ProgressLine
+from pgrig.workloads import loaded
 from pgrig.workloads.base import TargetView
 from pgrig.workloads.common import checkpoint, conn, prepare_run
 from pgrig.workloads.tpcb import loader
@@ -33,6 +34,7 @@ COUNT_METHODS = {
     "index-only scan": ("tpcb_count_index_only", "Index Only Scan"),
     "seq scan": ("tpcb_count_seq", "Seq Scan"),
 }
+TABLES = "pgbench\\_%"  # what a TPC-B load writes (a LIKE pattern)
 # First guess of the rate, only used to size the sampled transaction log of the
 # first run of a mode; later runs use the highest tps measured so far, so the
 # log stays small (and cheap for pgbench) however fast the machine is.
@@ -62,6 +64,22 @@ def _load(spec: TpcbSpec, scale: int, tablespaces: dict[str, str | None]) -> Any
         def on_progress(done: int, total: int) -> None:
             line.update(completed=done, total=total, detail=f"{done:,} of {total:,} rows")
 
+        who: dict[str, Any] = {}
+        if spec.reuse:
+            with conn(ctx).connect() as db:
+                who = loaded.identity(
+                    db, workload="tpcb", scale=scale,
+                    partitions=spec.partitions, unlogged=spec.unlogged,
+                    fillfactor=spec.fillfactor, loader=spec.generate, **tablespaces,
+                )  # fmt: skip
+                stored = loaded.find(db, who, TABLES)
+                if stored is not None:
+                    line.update(detail="loaded by an earlier study: reused")
+                    earlier = from_dict(PgbenchInit, stored)
+                    raw = f"pgbench tables of scale {scale} reused, loaded earlier by the same " \
+                        f"loader, PostgreSQL version and settings: {json.dumps(who)}\n"  # fmt: skip
+                    return replace(earlier, reused=True), raw
+                loaded.forget(db, "tpcb")
         if spec.generate == "parallel":
             jobs = spec.load_jobs or os.cpu_count() or 1
             result, raw = loader.load(
@@ -75,7 +93,11 @@ def _load(spec: TpcbSpec, scale: int, tablespaces: dict[str, str | None]) -> Any
         with conn(ctx).connect() as db:
             size = db.execute("SELECT pg_database_size(current_database())").fetchone()
         checkpoint(ctx)
-        return replace(result, database_bytes=int(size[0]) if size else None), raw
+        result = replace(result, database_bytes=int(size[0]) if size else None)
+        if who:
+            with conn(ctx).connect() as db:
+                loaded.mark(db, who, TABLES, to_dict(result))
+        return result, raw
 
     return action
 
@@ -177,6 +199,7 @@ def load_steps(spec: TpcbSpec, scale: int, target: TargetView) -> list[Step]:
         "scale": scale,
         "generate": spec.generate,
         "load_jobs": spec.load_jobs,
+        "reuse": spec.reuse,
         "partitions": spec.partitions,
         "unlogged": spec.unlogged,
         "fillfactor": spec.fillfactor,
