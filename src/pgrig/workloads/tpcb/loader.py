@@ -154,10 +154,6 @@ def load(
     jobs = max(1, jobs)
     timeout_s = pgbench.load_timeout_s(opts.scale)
     setup = (
-        # Commits wait for their WAL: VACUUM sets no hint bit, and so no page
-        # all-visible, for a transaction whose commit (or any commit sharing its
-        # slot of commit LSNs) is not flushed yet. One flush per unit costs nothing.
-        "SET synchronous_commit = on",
         f"SET statement_timeout = {int(timeout_s * 1000)}",
         f"SET max_parallel_maintenance_workers = {jobs}",
     )
