@@ -121,3 +121,17 @@ def test_restore_and_warmup_run_before_each_measured_run(disk_dir: Path, tmp_pat
     assert all(s == "ok" for s in statuses.values()), statuses
     assert "2 run(s) since" in rows["a/tpcc/check/server/c1/r2"]
     assert "2 run(s) since" not in rows["a/tpcc/check/load"]
+
+
+def test_load_jobs_without_the_parallel_loader_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "tpcb.toml"
+    path.write_text(
+        f'[campaign]\nname = "j"\n\n[[target]]\nname = "a"\ndirectory = "{tmp_path}"\n\n'
+        '[[workload]]\ntype = "tpcb"\nload_jobs = 4\n'
+    )
+    with pytest.raises(UsageError, match=r"load_jobs: 4: only pgrig's loader") as info:
+        campaign.load(path)
+    assert "parallel" in (info.value.hint or "")
+    path.write_text(path.read_text() + 'generate = "parallel"\n')
+    (spec,) = campaign.load(path).workloads
+    assert spec.load_jobs == 4  # type: ignore[attr-defined]

@@ -111,5 +111,10 @@ SCHEMA = Schema(
 
 def parse(t: Table) -> TpcbSpec:
     spec = TpcbSpec(**SCHEMA.read(t))
+    if spec.load_jobs is not None and spec.generate != "parallel":
+        raise t.error(
+            "load_jobs", f"{spec.load_jobs}: only pgrig's loader takes it",
+            hint='set generate = "parallel", or remove load_jobs',
+        )  # fmt: skip
     check_pgbench(t, spec.clients, spec.threads, spec.rate, spec.latency_limit_ms)
     return spec
