@@ -59,6 +59,9 @@ def main() -> None:
     ap.add_argument("--scale", type=int, default=10, help="TPC-B calibration scale")
     ap.add_argument("--warehouses", type=int, default=1, help="TPC-C calibration warehouses")
     ap.add_argument("--loaders", nargs="+", choices=LOADERS, default=list(LOADERS))
+    ap.add_argument(
+        "--sizes", type=int, default=1, help="calibration loads: 1, the size; 2, it and twice it"
+    )
     ap.add_argument("--dir", type=Path, default=Path("/var/tmp"), help="where the cluster goes")
     args = ap.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so the cluster goes too
@@ -78,17 +81,20 @@ def main() -> None:
         for name in args.loaders:
             if name == "tpcc":
                 small, big = args.warehouses, 10 * args.warehouses
-                t_small = _tpcc(conn, small)
+                t_small = [_tpcc(conn, small * k) for k in range(1, args.sizes + 1)][0]
                 estimate = calibration.estimate(TPCC_KIND, big, lambda w: 5 + 3 * w)
                 real = _tpcc(conn, big)
             else:
                 generate = name.split(":")[1]
                 small, big = args.scale, 10 * args.scale
-                t_small = _tpcb(bins, conn, generate, small)
+                t_small = [
+                    _tpcb(bins, conn, generate, small * k) for k in range(1, args.sizes + 1)
+                ][0]
                 estimate = load_estimate(TpcbSpec(generate=generate), big)
                 real = _tpcb(bins, conn, generate, big)
             print(
-                f"{name:<14}: calibrated on {small} ({t_small:.2f} s); at {big}: estimate "
+                f"{name:<14}: calibrated on {small} ({t_small:.2f} s)"
+                f"{f' and {args.sizes - 1} larger' if args.sizes > 1 else ''}; at {big}: estimate "
                 f"{estimate:.1f} s, real {real:.1f} s, error {(estimate - real) / real:+.0%}; "
                 f"load average {os.getloadavg()[0]:.1f}",
                 flush=True,
