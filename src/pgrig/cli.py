@@ -128,10 +128,11 @@ def cli() -> None:
 )
 @click.option(
     "--generate",
-    type=click.Choice(["client", "server"]),
+    type=click.Choice(["client", "server", "parallel"]),
     default="client",
     show_default=True,
-    help="pgbench -i data generation.",
+    help="pgbench -i data generation, or parallel: pgrig's loader (the same rows, "
+    "one connection per CPU).",
 )
 @click.option(
     "--partitions",

@@ -233,7 +233,9 @@ class PgbenchInit:
     elapsed_s: float  # "done in X s"
     rows_per_s: float
     steps: dict[str, float] = field(default_factory=dict)  # step -> seconds, from pgbench
-    generate: str = "client"  # client | server
+    generate: str = "client"  # client | server | parallel (pgrig's loader)
+    jobs: int | None = None  # connections of the parallel loader
+    reused: bool = False  # loaded by an earlier study; the times are that load's
     partitions: int = 0
     unlogged: bool = False
     tablespace: str | None = None

@@ -93,6 +93,8 @@ def load_text(init: PgbenchInit) -> str:
     """'7.96 s in all; generating the rows 3.44 s (290,698 rows/s)': the rate is
     over the generate step, the time the whole load (with vacuum and keys)."""
     total = f"{fmt.seconds(init.elapsed_s)} in all"
+    if init.reused:
+        total = f"reused: loaded earlier in {total}"
     generate = init.generate_s
     if generate is None:
         rate = init.rows / max(init.elapsed_s, 0.01)
@@ -108,6 +110,7 @@ INIT_STEPS = (
     "create tables",
     "client-side generate",
     "server-side generate",
+    "parallel generate",
     "vacuum",
     "primary keys",
     "foreign keys",

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import statistics
 from dataclasses import dataclass, replace
+from typing import Any
 
 from psycopg import sql
 
@@ -31,8 +32,24 @@ def conn(ctx: Context) -> Conn:
     return ctx.conn
 
 
-def checkpoint(ctx: Context) -> None:
+SLOW_DISK_BYTES_PER_S = 10_000_000  # what a server call over the data may not be slower than
+
+
+def limit_by_size(db: Any, timeout_s: float | None = None, database: str | None = None) -> None:
+    """Give ``db``'s later statements a statement_timeout: ``timeout_s``, else
+    sized from the database (10 minutes plus 1 s per 10 MB: a slow disk's pace
+    for a CHECKPOINT or a copy of every byte), so a hung server call fails
+    instead of hanging the study."""
+    if timeout_s is None:
+        name = database or db.info.dbname
+        row = db.execute("SELECT pg_database_size(%s)", (name,)).fetchone()
+        timeout_s = 600.0 + (int(row[0]) if row else 0) / SLOW_DISK_BYTES_PER_S
+    db.execute(f"SET statement_timeout = {int(timeout_s * 1000)}")
+
+
+def checkpoint(ctx: Context, timeout_s: float | None = None) -> None:
     with conn(ctx).connect() as db:
+        limit_by_size(db, timeout_s)
         db.execute("CHECKPOINT")
 
 
@@ -47,9 +64,10 @@ def _strategy(db: object) -> sql.Composable:
     return sql.SQL(" STRATEGY FILE_COPY") if int(version) >= 150000 else sql.SQL("")
 
 
-def save_pristine(ctx: Context) -> None:
+def save_pristine(ctx: Context, timeout_s: float | None = None) -> None:
     """Keep a copy of the freshly loaded database to restore before every run."""
     with _admin(ctx).connect() as db:
+        limit_by_size(db, timeout_s, DATABASE)
         db.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(PRISTINE)))
         db.execute(
             sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
@@ -59,10 +77,11 @@ def save_pristine(ctx: Context) -> None:
         )
 
 
-def restore_pristine(ctx: Context) -> None:
+def restore_pristine(ctx: Context, timeout_s: float | None = None) -> None:
     """Replace the working database by the pristine copy, so run 5 does not
     inherit run 4's bloat, dead tuples and grown history table."""
     with _admin(ctx).connect() as db:
+        limit_by_size(db, timeout_s, PRISTINE)
         drop = sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)")
         db.execute(drop.format(sql.Identifier(DATABASE)))
         db.execute(
@@ -73,7 +92,7 @@ def restore_pristine(ctx: Context) -> None:
         )
 
 
-class _Steady(Exception):
+class Steady(Exception):  # noqa: N818 - a signal, not an error
     """Raised from the progress callback to stop a warm-up that has settled."""
 
 
@@ -110,9 +129,9 @@ def prepare_run(
                 seen.append(point)
                 line.update(detail=f"warming up: {point.tps:,.0f} tps")
                 if steady(seen):
-                    raise _Steady
+                    raise Steady
 
-            with contextlib.suppress(_Steady):
+            with contextlib.suppress(Steady):
                 pgbench.run_bench(
                     ctx.bins.client_bin_dir,
                     conn(ctx),

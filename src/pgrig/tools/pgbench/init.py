@@ -41,7 +41,7 @@ class InitOptions:
     """How to load the pgbench tables."""
 
     scale: int
-    generate: Literal["client", "server"] = "client"
+    generate: Literal["client", "server", "parallel"] = "client"
     partitions: int = 0  # 0 = pgbench_accounts not partitioned
     unlogged: bool = False
     tablespace: str | None = None
@@ -51,9 +51,9 @@ class InitOptions:
     def __post_init__(self) -> None:
         if self.scale < 1:
             raise UsageError(f"pgbench scale must be at least 1, not {self.scale}")
-        if self.generate not in ("client", "server"):
+        if self.generate not in ("client", "server", "parallel"):
             raise UsageError(
-                f"pgbench generate must be 'client' or 'server', not {self.generate!r}"
+                f"pgbench generate must be 'client', 'server' or 'parallel', not {self.generate!r}"
             )
         if self.partitions < 0:
             raise UsageError(f"pgbench partitions must be 0 or more, not {self.partitions}")
@@ -65,9 +65,20 @@ class InitOptions:
         return ROWS_PER_SCALE * self.scale
 
 
-def init_argv(bin_dir: Path | str, conn: ConnArgs, opts: InitOptions) -> list[str]:
-    """The ``pgbench -i`` command line for ``opts``."""
-    steps = "dtgvp" if opts.generate == "client" else "dtGvp"
+def load_timeout_s(scale: int) -> float:
+    """How long a load of ``scale`` may take before pgrig gives up: 3 s per
+    scale unit on top of 10 minutes - generous, since a slow disk at scale
+    10,000 took seed 000 over 1,000 s just to generate."""
+    return 600.0 + 3.0 * scale
+
+
+def init_argv(
+    bin_dir: Path | str, conn: ConnArgs, opts: InitOptions, steps: str | None = None
+) -> list[str]:
+    """The ``pgbench -i`` command line for ``opts`` (``steps``: ``--init-steps``,
+    else all of them with the generation ``opts`` asks for)."""
+    if steps is None:
+        steps = "dtGvp" if opts.generate == "server" else "dtgvp"
     argv = [str(binary(bin_dir)), "-i", "-s", str(opts.scale), f"--init-steps={steps}"]
     if opts.partitions:
         argv.append(f"--partitions={opts.partitions}")
@@ -142,15 +153,15 @@ def run_init(
     opts: InitOptions,
     on_progress: Callable[[int, int], None] | None = None,
     timeout: float | None = None,
+    steps: str | None = None,
 ) -> tuple[PgbenchInit, str]:
     """Run ``pgbench -i``; return the result and the output, lines in arrival order.
 
     ``on_progress(done_rows, total_rows)`` follows client-side generation live;
-    server-side generation reports nothing until it is over. The default
-    timeout allows 3 s per scale unit on top of 10 minutes: generous, since a
-    slow disk at scale 10,000 took seed 000 over 1,000 s just to generate.
+    server-side generation reports nothing until it is over. The timeout is
+    ``load_timeout_s`` unless given.
     """
-    argv = init_argv(bin_dir, conn, opts)
+    argv = init_argv(bin_dir, conn, opts, steps)
     raw: list[str] = []
 
     def handle(stream_name: str, line: str) -> None:
@@ -159,7 +170,7 @@ def run_init(
 
     done = proc.stream(
         argv,
-        timeout=timeout if timeout is not None else 600.0 + 3.0 * opts.scale,
+        timeout=timeout if timeout is not None else load_timeout_s(opts.scale),
         on_line=collector(raw, handle),
         env=conn.env(),
         check=False,

@@ -9,6 +9,7 @@ from pgrig.schema import Schema, Table, choice, choices, custom, flag, integer, 
 
 TPCB_MODES = ("select-only", "read-write")
 QUERY_MODES = ("simple", "extended", "prepared")
+GENERATE = ("client", "server", "parallel")
 
 
 @dataclass(frozen=True)
@@ -21,10 +22,12 @@ class TpcbSpec:
     durations: tuple[int, ...] = (30,)
     query_mode: str = "prepared"
     generate: str = "client"
+    load_jobs: int | None = None  # generate = "parallel": connections; None: CPUs
     partitions: int = 0
     unlogged: bool = False
     fillfactor: int | None = None
     count: bool = True
+    reuse: bool = False  # reuse tables an earlier study loaded the same way
     rate: float | None = None  # open loop: pgbench -R (transactions/s in total)
     latency_limit_ms: float | None = None  # pgbench -L, with rate
 
@@ -88,10 +91,17 @@ SCHEMA = Schema(
     integers("duration", (30,), "seconds per run (`-T`); a list sweeps durations",
              field="durations"),
     QUERY_MODE,
-    choice("generate", ("client", "server"), "client", "`pgbench -i` data generation"),
+    choice("generate", GENERATE, "client",
+           "`pgbench -i` data generation, or `parallel`: pgrig's loader, the same rows "
+           "in `load_jobs` connections (docs/tpcb.md)"),
+    integer("load_jobs", None, "connections of the `parallel` loader", shown_default="CPUs"),
     integer("partitions", 0, "`pgbench -i --partitions`", minimum=0),
     flag("unlogged", False, "`pgbench -i --unlogged-tables` (seed 004)"),
     custom("fillfactor", None, "`pgbench -i --fillfactor`", _fillfactor),
+    flag("reuse", False, "reuse the tables an earlier study loaded at this scale with the same "
+         "layout, loader, PostgreSQL version and settings, instead of loading again; "
+         "works on a server pgrig did not create (`dsn`): a cluster pgrig creates is new "
+         "in every study (docs/tpcb.md)"),
     flag("count", True, "time `count(*)` by index-only and by seq scan after the load"),
     RATE,
     LATENCY_LIMIT,
@@ -101,5 +111,10 @@ SCHEMA = Schema(
 
 def parse(t: Table) -> TpcbSpec:
     spec = TpcbSpec(**SCHEMA.read(t))
+    if spec.load_jobs is not None and spec.generate != "parallel":
+        raise t.error(
+            "load_jobs", f"{spec.load_jobs}: only pgrig's loader takes it",
+            hint='set generate = "parallel", or remove load_jobs',
+        )  # fmt: skip
     check_pgbench(t, spec.clients, spec.threads, spec.rate, spec.latency_limit_ms)
     return spec

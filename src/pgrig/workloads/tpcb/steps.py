@@ -16,21 +16,25 @@ import os
 from dataclasses import replace
 from typing import Any
 
+from pgrig import calibration
 from pgrig.errors import ToolError
 from pgrig.policy import RunPolicy
-from pgrig.results import CountResult, ProgressPoint
+from pgrig.results import CountResult, PgbenchInit, ProgressPoint, from_dict, to_dict
 from pgrig.sql import load as load_sql
 from pgrig.step import Context, Step, StepKey
 from pgrig.tools import pgbench
 from pgrig.ui import Step as ProgressLine
+from pgrig.workloads import loaded
 from pgrig.workloads.base import TargetView
 from pgrig.workloads.common import checkpoint, conn, prepare_run
+from pgrig.workloads.tpcb import loader
 from pgrig.workloads.tpcb.spec import TpcbSpec
 
 COUNT_METHODS = {
     "index-only scan": ("tpcb_count_index_only", "Index Only Scan"),
     "seq scan": ("tpcb_count_seq", "Seq Scan"),
 }
+TABLES = "pgbench\\_%"  # what a TPC-B load writes (a LIKE pattern)
 # First guess of the rate, only used to size the sampled transaction log of the
 # first run of a mode; later runs use the highest tps measured so far, so the
 # log stays small (and cheap for pgbench) however fast the machine is.
@@ -60,15 +64,60 @@ def _load(spec: TpcbSpec, scale: int, tablespaces: dict[str, str | None]) -> Any
         def on_progress(done: int, total: int) -> None:
             line.update(completed=done, total=total, detail=f"{done:,} of {total:,} rows")
 
-        result, raw = pgbench.run_init(
-            ctx.bins.client_bin_dir, conn(ctx), opts, on_progress=on_progress
-        )
+        who: dict[str, Any] = {}
+        if spec.reuse:
+            with conn(ctx).connect() as db:
+                who = loaded.identity(
+                    db, workload="tpcb", scale=scale,
+                    partitions=spec.partitions, unlogged=spec.unlogged,
+                    fillfactor=spec.fillfactor, loader=spec.generate, **tablespaces,
+                )  # fmt: skip
+                stored = loaded.find(db, who, TABLES)
+                if stored is not None:
+                    line.update(detail="loaded by an earlier study: reused")
+                    earlier = from_dict(PgbenchInit, stored)
+                    raw = f"pgbench tables of scale {scale} reused, loaded earlier by the same " \
+                        f"loader, PostgreSQL version and settings: {json.dumps(who)}\n"  # fmt: skip
+                    return replace(earlier, reused=True), raw
+                loaded.forget(db, "tpcb")
+        if spec.generate == "parallel":
+            jobs = spec.load_jobs or os.cpu_count() or 1
+            result, raw = loader.load(
+                ctx.bins.client_bin_dir, conn(ctx), opts, jobs, on_progress=on_progress
+            )
+        else:
+            result, raw = pgbench.run_init(
+                ctx.bins.client_bin_dir, conn(ctx), opts, on_progress=on_progress
+            )
+        calibration.record(load_kind(spec), scale, load_seconds(result))
         with conn(ctx).connect() as db:
             size = db.execute("SELECT pg_database_size(current_database())").fetchone()
         checkpoint(ctx)
-        return replace(result, database_bytes=int(size[0]) if size else None), raw
+        result = replace(result, database_bytes=int(size[0]) if size else None)
+        if who:
+            with conn(ctx).connect() as db:
+                loaded.mark(db, who, TABLES, to_dict(result))
+        return result, raw
 
     return action
+
+
+def load_kind(spec: TpcbSpec) -> str:
+    """What a load's time is calibrated under: the loader, and partitioned or not."""
+    return f"tpcb:{spec.generate}" + (":partitioned" if spec.partitions else "")
+
+
+def load_seconds(result: PgbenchInit) -> float:
+    """A load's seconds as calibrated: without dropping the tables that were
+    there before (that time is the earlier data's: dropping scale-100 tables
+    took 1-2 s before a scale-10 load of 5 s here)."""
+    return max(0.01, result.elapsed_s - result.steps.get("drop tables", 0.0))
+
+
+def load_estimate(spec: TpcbSpec, scale: int) -> float:
+    """Seconds to load ``scale``: from this machine's earlier loads (pgrig.calibration),
+    else 1.5 s per scale unit (pgbench -i on a slow disk)."""
+    return calibration.estimate(load_kind(spec), scale, lambda s: 5 + 1.5 * s)
 
 
 def _find_node(plan: dict[str, Any], node_type: str) -> dict[str, Any] | None:
@@ -156,6 +205,8 @@ def load_steps(spec: TpcbSpec, scale: int, target: TargetView) -> list[Step]:
         "workload": spec.name,
         "scale": scale,
         "generate": spec.generate,
+        "load_jobs": spec.load_jobs,
+        "reuse": spec.reuse,
         "partitions": spec.partitions,
         "unlogged": spec.unlogged,
         "fillfactor": spec.fillfactor,
@@ -170,7 +221,7 @@ def load_steps(spec: TpcbSpec, scale: int, target: TargetView) -> list[Step]:
             action=_load(spec, scale, tablespaces),
             total=scale * pgbench.ROWS_PER_SCALE,
             tools=("pgbench",),
-            estimate_s=5 + 1.5 * scale,
+            estimate_s=load_estimate(spec, scale),
             creates_data=True,
         )
     ]

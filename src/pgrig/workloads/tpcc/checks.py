@@ -17,6 +17,7 @@ import psycopg
 
 from pgrig.conninfo import Conn
 from pgrig.errors import UsageError
+from pgrig.workloads.common import limit_by_size
 from pgrig.workloads.tpcc import sqlfiles
 from pgrig.workloads.tpcc.model import Condition, TpccCheck
 
@@ -66,10 +67,13 @@ def loaded(db: psycopg.Connection) -> Loaded:
     return Loaded(*(int(v) for v in meta))
 
 
-def check(conn: Conn) -> TpccCheck:
+def check(conn: Conn, timeout_s: float | None = None) -> TpccCheck:
+    """Every consistency condition, in one read-only snapshot; each query ends
+    after ``timeout_s`` (else a time sized from the database)."""
     t0 = time.monotonic()
     results = []
     with conn.connect() as db:
+        limit_by_size(db, timeout_s)
         info = loaded(db)
         db.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
         for number, title, query in conditions():

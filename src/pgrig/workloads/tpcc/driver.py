@@ -48,7 +48,7 @@ MODES = ("server", "client")
 ISOLATIONS = ("read committed", "repeatable read", "serializable")
 LOG_TARGET = 500_000
 """Log about this many transactions per run at most (sampling above it)."""
-TPS_GUESS = 5_000.0
+TPS_GUESS = 5_000.0  # the first run's, before any was measured
 
 
 @dataclass(frozen=True)
@@ -148,13 +148,16 @@ def run(
     opts: RunOptions,
     workdir: Path,
     on_progress: Callable[[ProgressPoint], None] | None = None,
+    expected_tps: float | None = None,
 ) -> tuple[TpccRun, str]:
     """One timed run; returns the result and pgbench's output (stdout and stderr
     lines in arrival order). The scripts and logs live in a private directory
-    under ``workdir``, removed afterwards."""
+    under ``workdir``, removed afterwards. The transaction log is sampled for
+    ``expected_tps`` (an earlier run's), else for ``TPS_GUESS``."""
     info, active = prepare(conn, opts)
     version = pgbench.pgbench_version(bin_dir)
-    rate = max(1e-4, min(1.0, float(f"{LOG_TARGET / (TPS_GUESS * opts.duration_s):.3g}")))
+    tps = expected_tps if expected_tps and expected_tps > 0 else TPS_GUESS
+    rate = max(1e-4, min(1.0, float(f"{LOG_TARGET / (tps * opts.duration_s):.3g}")))
     scratch = Path(tempfile.mkdtemp(prefix="pgrig-tpcc-", dir=workdir))
     try:
         paths = sqlfiles.write_scripts(opts.mode, scratch)

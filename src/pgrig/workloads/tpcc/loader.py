@@ -12,37 +12,31 @@ not finish is never taken for one that did.
 
 from __future__ import annotations
 
-import contextlib
-import queue
 import random
-import threading
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable
 
 import psycopg
 
 from pgrig.conninfo import Conn
-from pgrig.errors import ClusterError, UsageError
+from pgrig.errors import UsageError
+from pgrig.workloads.parallel import Unit, run_parallel
 from pgrig.workloads.tpcc import TABLES, sqlfiles
 from pgrig.workloads.tpcc.model import TpccLoad
 
+__all__ = ["Unit", "load", "run_parallel"]
+
 PARTS = ("stock", "orders", "customers")
 MB = 1_000_000
-JIT_FROM = 110000  # the jit setting
 
 Progress = Callable[[str], None]
 
 
-@dataclass(frozen=True)
-class Unit:
-    """One statement for the worker pool; ``warehouse`` set for a part of one."""
-
-    label: str
-    statement: str
-    params: tuple[Any, ...] = ()
-    warehouse: int | None = None
+def timeout_for(warehouses: int) -> float:
+    """statement_timeout of a call over the whole data (a load's statement, a
+    check, a VACUUM, a copy of the database): 60 s per warehouse on top of 10
+    minutes - about 50 times what a check took per warehouse on a loaded 2-core VM."""
+    return 600.0 + 60.0 * warehouses
 
 
 def schema_exists(db: psycopg.Connection) -> bool:
@@ -96,6 +90,7 @@ def load(
         db.execute(sqlfiles.sql("schema"))
         db.execute(sqlfiles.sql("functions", db.info.server_version))
         db.execute(sqlfiles.sql("load"))
+    setup = (f"SET statement_timeout = {int(timeout_for(warehouses) * 1000)}",)
     c_last = random.randint(0, 255)
     units = [Unit("item", "SELECT tpcc.load_items()")]
     for w in range(1, warehouses + 1):
@@ -117,15 +112,27 @@ def load(
             finished = len(per_warehouse)
             say(f"warehouse {unit.warehouse} loaded ({finished} of {warehouses})")
 
-    run_parallel(conn, jobs, units, done)
+    run_parallel(conn, jobs, units, done, what="TPC-C load", setup=setup)
     t_generated = time.monotonic()
     say("building indexes")
-    run_parallel(conn, jobs, [Unit("index", s) for s in sqlfiles.statements("indexes")])
+    run_parallel(
+        conn,
+        jobs,
+        [Unit("index", s) for s in sqlfiles.statements("indexes")],
+        what="TPC-C load",
+        setup=setup,
+    )
     with conn.connect() as db:
         db.execute(sqlfiles.sql("keys"))
     t_indexed = time.monotonic()
     say("vacuum analyze")
-    run_parallel(conn, jobs, [Unit(t, f"VACUUM ANALYZE tpcc.{t}") for t in TABLES])
+    run_parallel(
+        conn,
+        jobs,
+        [Unit(t, f"VACUUM ANALYZE tpcc.{t}") for t in TABLES],
+        what="TPC-C load",
+        setup=setup,
+    )
     elapsed = time.monotonic() - t0
     phases = {
         "generate": round(t_generated - t0, 3),
@@ -141,6 +148,7 @@ def load(
         table_rows = {name: int(n) for name, n in db.execute(sqlfiles.sql("table_rows")).fetchall()}
         size = schema_bytes(db)
         t_checkpoint = time.monotonic()
+        db.execute(setup[0])
         db.execute("CHECKPOINT")
         phases["checkpoint (not in elapsed)"] = round(time.monotonic() - t_checkpoint, 3)
     rows = sum(table_rows.values())
@@ -166,81 +174,3 @@ def schema_bytes(db: psycopg.Connection) -> int:
         " WHERE relnamespace = 'tpcc'::regnamespace AND relkind = 'r'"
     ).fetchone()
     return int(row[0]) if row else 0
-
-
-def run_parallel(
-    conn: Conn,
-    jobs: int,
-    units: Sequence[Unit],
-    on_done: Callable[[Unit], None] | None = None,
-) -> None:
-    """Run ``units`` in ``jobs`` connections, in order of the list as connections
-    free up. The first error cancels the statements still running and is raised;
-    so is Ctrl-C."""
-    work: queue.Queue[Unit] = queue.Queue()
-    for unit in units:
-        work.put(unit)
-    errors: list[BaseException] = []
-    finished: queue.Queue[Unit] = queue.Queue()
-    connections: list[psycopg.Connection] = []
-    lock = threading.Lock()
-
-    def worker() -> None:
-        try:
-            db = conn.connect()
-        except BaseException as exc:  # noqa: BLE001 - reported by the main thread
-            errors.append(exc)
-            return
-        with lock:
-            connections.append(db)
-        try:
-            # The load is repeatable: waiting for the WAL flush of each part buys nothing.
-            db.execute("SET synchronous_commit = off")
-            if db.info.server_version >= JIT_FROM:
-                db.execute("SET jit = off")  # compiling costs more than it saves here
-            while not errors:
-                try:
-                    unit = work.get_nowait()
-                except queue.Empty:
-                    return
-                db.execute(unit.statement, unit.params)
-                finished.put(unit)
-        except BaseException as exc:  # noqa: BLE001 - reported by the main thread
-            errors.append(exc)
-        finally:
-            db.close()
-
-    threads = [threading.Thread(target=worker, daemon=True) for _ in range(jobs)]
-    for t in threads:
-        t.start()
-    try:
-        while any(t.is_alive() for t in threads) or not finished.empty():
-            try:
-                unit = finished.get(timeout=0.1)
-            except queue.Empty:
-                continue
-            if on_done is not None:
-                on_done(unit)
-    except BaseException:
-        errors.append(KeyboardInterrupt())
-        _cancel(connections, lock)
-        raise
-    finally:
-        for t in threads:
-            t.join(timeout=30)
-    if errors:
-        _cancel(connections, lock)
-        exc = errors[0]
-        if isinstance(exc, psycopg.Error):
-            raise ClusterError(
-                f"TPC-C load failed: {str(exc).strip()}",
-                hint="see the server log; a full disk or too little memory are the usual causes",
-            ) from exc
-        raise exc
-
-
-def _cancel(connections: list[psycopg.Connection], lock: threading.Lock) -> None:
-    with lock:
-        for db in connections:
-            with contextlib.suppress(psycopg.Error):
-                db.cancel()

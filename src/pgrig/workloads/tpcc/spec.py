@@ -9,6 +9,8 @@ from pgrig.schema import Schema, Table, choice, choices, integer, text
 from pgrig.workloads.tpcb.spec import THREADS, check_pgbench
 from pgrig.workloads.tpcc.driver import ISOLATIONS, MODES
 
+CHECKS = ("each", "end", "none")
+
 
 @dataclass(frozen=True)
 class TpccSpec:
@@ -25,6 +27,7 @@ class TpccSpec:
     active: int | None = None  # confine the runs to the first K warehouses
     isolation: str = "read committed"
     max_tries: int = 10
+    check: str = "each"  # the consistency check: after each run, at the end, none
 
     kind: ClassVar[str] = "tpcc"
 
@@ -42,6 +45,10 @@ SCHEMA = Schema(
     integer("active", None, "confine the runs to the first K warehouses", shown_default="all"),
     choice("isolation", ISOLATIONS, "read committed", "transaction isolation level"),
     integer("max_tries", 10, "tries of a transaction hit by a serialization failure or deadlock"),
+    choice("check", CHECKS, "each",
+           "the consistency check (a full scan of the tables: about 1 s per warehouse on a "
+           "2-core VM) after `each` measured run, once at the `end` (after the last run), "
+           "or `none`; the check after the load always runs"),
     also=("type",),
 )  # fmt: skip
 

@@ -4,17 +4,25 @@ campaign of them."""
 
 from __future__ import annotations
 
+import contextlib
 import os
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, replace
 from typing import Any
 
+from pgrig import calibration
 from pgrig.errors import UsageError
+from pgrig.policy import RunPolicy
 from pgrig.results import ProgressPoint
 from pgrig.step import Context, Step, StepKey
 from pgrig.ui import Step as ProgressLine
 from pgrig.workloads.base import TargetView
+from pgrig.workloads.common import Steady, checkpoint, restore_pristine, steady
+from pgrig.workloads.tpcb.steps import run_estimate
 from pgrig.workloads.tpcc import checks, driver, loader
 from pgrig.workloads.tpcc.spec import TpccSpec
+
+LOAD_KIND = "tpcc"  # the TPC-C load's times in pgrig.calibration
 
 
 @dataclass(frozen=True)
@@ -105,6 +113,7 @@ def load_step(tp: TpccPlan, name: str, target: TargetView) -> Step:
             replace=target.owned,
             on_progress=on_progress,
         )
+        calibration.record(LOAD_KIND, tp.warehouses, result.elapsed_s)
         return result, "\n".join(messages) + "\n"
 
     return Step(
@@ -115,14 +124,26 @@ def load_step(tp: TpccPlan, name: str, target: TargetView) -> Step:
         params={"warehouses": tp.warehouses, "jobs": tp.loader_jobs, "workload": name},
         action=action,
         total=tp.warehouses,
-        estimate_s=5 + 3 * tp.warehouses,
+        # This machine's earlier loads (pgrig.calibration), else 3 s per warehouse.
+        estimate_s=calibration.estimate(LOAD_KIND, tp.warehouses, lambda w: 5 + 3 * w),
         creates_data=True,
     )
 
 
-def check_step(key: StepKey, label: str, name: str) -> Step:
+CHECK_KIND = "tpcc-check"  # the consistency check's times in pgrig.calibration
+
+
+def check_estimate(warehouses: int) -> float:
+    """Seconds of a consistency check (full scans, linear in the data): this
+    machine's earlier checks, else 1 s per warehouse."""
+    return calibration.estimate(CHECK_KIND, warehouses, lambda w: 2 + 1.0 * w)
+
+
+def check_step(key: StepKey, label: str, name: str, warehouses: int) -> Step:
     def action(ctx: Context, line: ProgressLine) -> tuple[Any, str]:
-        result = checks.check(_conn(ctx))
+        started = time.monotonic()
+        result = checks.check(_conn(ctx), timeout_s=loader.timeout_for(warehouses))
+        calibration.record(CHECK_KIND, warehouses, time.monotonic() - started)
         raw = "".join(
             f"condition {c.number}: {'skipped' if c.skipped else 'pass' if c.passed else 'FAIL'}"
             f" ({c.offending} of {c.checked} offending) {c.title}\n"
@@ -132,39 +153,85 @@ def check_step(key: StepKey, label: str, name: str) -> Step:
 
     return Step(
         key=key, kind="tpcc_check", label=label, params={"workload": name}, action=action,
-        estimate_s=2,
+        estimate_s=check_estimate(warehouses),
     )  # fmt: skip
 
 
-def load_check_step(name: str, target: TargetView) -> Step:
+def load_check_step(name: str, target: TargetView, warehouses: int) -> Step:
     return check_step(
         StepKey(target.name, name, ("check", "load")),
         f"{target.name}: TPC-C consistency after load",
         name,
+        warehouses,
     )
 
 
-def run_check_step(run: Step, name: str, target: TargetView) -> Step:
+def run_check_step(run: Step, name: str, target: TargetView, warehouses: int) -> Step:
     """The consistency check after a run, keyed like the run (run -> check)."""
     parts = ("check", *run.key.parts[1:])
     return check_step(
         StepKey(target.name, name, parts, run.key.repeat),
         f"{target.name}: TPC-C consistency",
         name,
+        warehouses,
     )
 
 
-def run_step(tp: TpccPlan, mode: str, repeat: int, name: str, target: TargetView) -> Step:
+def _prepare(tp: TpccPlan, mode: str, policy: RunPolicy) -> Any:
+    """Reset / warm-up / CHECKPOINT before a measured run, as the policy says
+    (docs/campaigns.md): the TPC-B rules, with TPC-C's own transactions warming up."""
+
+    def prepare(ctx: Context, line: ProgressLine) -> None:
+        timeout_s = loader.timeout_for(tp.warehouses)
+        if policy.reset == "restore":
+            line.update(detail="restoring the freshly loaded data")
+            restore_pristine(ctx, timeout_s=timeout_s)
+        if policy.warmup:
+            auto = policy.warmup == "auto"
+            seconds = policy.warmup_max_s if auto else int(policy.warmup)
+            seen: list[ProgressPoint] = []
+
+            def on_progress(point: ProgressPoint) -> None:
+                seen.append(point)
+                line.update(detail=f"warming up: {point.tps:,.0f} tps")
+                if auto and steady(seen):
+                    raise Steady
+
+            opts = replace(tp.run_options(mode), duration_s=seconds)
+            scratch = ctx.scratch if ctx.scratch.is_dir() else ctx.target
+            with contextlib.suppress(Steady):
+                driver.run(
+                    ctx.bins.client_bin_dir, _conn(ctx), opts, scratch, on_progress=on_progress
+                )
+        if policy.checkpoint:
+            checkpoint(ctx, timeout_s=timeout_s)
+        line.update(detail="")
+
+    return prepare
+
+
+def run_step(
+    tp: TpccPlan, mode: str, repeat: int, name: str, target: TargetView, policy: RunPolicy
+) -> Step:
     opts = tp.run_options(mode)
+    observed = target.observed
 
     def action(ctx: Context, line: ProgressLine) -> tuple[Any, str]:
         def on_progress(point: ProgressPoint) -> None:
             line.update(completed=point.t_s, detail=f"{point.tps:,.0f} tps")
 
         scratch = ctx.scratch if ctx.scratch.is_dir() else ctx.target
-        return driver.run(
-            ctx.bins.client_bin_dir, _conn(ctx), opts, scratch, on_progress=on_progress
+        result, raw = driver.run(
+            ctx.bins.client_bin_dir,
+            _conn(ctx),
+            opts,
+            scratch,
+            on_progress=on_progress,
+            expected_tps=observed.get(f"tpcc-{mode}"),
         )
+        # The next run's transaction log is sampled from what this one measured.
+        observed[f"tpcc-{mode}"] = max(observed.get(f"tpcc-{mode}", 0.0), result.tps)
+        return result, raw
 
     return Step(
         # One run per mode keeps the key short, as the first version stored it.
@@ -186,10 +253,15 @@ def run_step(tp: TpccPlan, mode: str, repeat: int, name: str, target: TargetView
             "duration_s": tp.duration_s,
             "isolation": tp.isolation,
             "repeat": repeat,
+            "warmup": policy.warmup,
+            "checkpoint": policy.checkpoint,
+            "reset": policy.reset,
         },
         action=action,
+        prepare=_prepare(tp, mode, policy),
         total=tp.duration_s,
         tools=("pgbench",),
         monitored=True,
-        estimate_s=tp.duration_s + 5 + 2 * tp.warehouses,
+        estimate_s=run_estimate(tp.duration_s, policy, restore_s=0.5 * tp.warehouses)
+        + 2 * tp.warehouses,
     )

@@ -56,22 +56,30 @@ class TpccWorkload(Workload):
         tp = steps.TpccPlan.of(spec, repeat=policy.repeat).validate()
 
         def data(t: TargetView) -> list[Step]:
-            return [steps.load_step(tp, spec.name, t), steps.load_check_step(spec.name, t)]
+            return [
+                steps.load_step(tp, spec.name, t),
+                steps.load_check_step(spec.name, t, tp.warehouses),
+            ]
 
         def series(mode: str) -> Series:
             def make(t: TargetView, rep: int) -> Step:
-                return steps.run_step(tp, mode, rep, spec.name, t)
+                return steps.run_step(tp, mode, rep, spec.name, t, policy)
 
             def after(t: TargetView, run: Step) -> Sequence[Step]:
-                return [steps.run_check_step(run, spec.name, t)]
+                last = mode == spec.modes[-1] and (run.key.repeat or 1) >= policy.repeat
+                if spec.check == "each" or (spec.check == "end" and last):
+                    return [steps.run_check_step(run, spec.name, t, tp.warehouses)]
+                return []
 
             return Series(make, after)
 
+        # reset = "restore" keeps a pristine copy of the loaded data beside it.
+        copies = 2 if policy.reset == "restore" else 1
         return [
             Phase(
                 data=data,
                 series=[series(mode) for mode in spec.modes],
-                disk_bytes=CLUSTER_BASE_BYTES + spec.warehouses * BYTES_PER_WAREHOUSE,
+                disk_bytes=CLUSTER_BASE_BYTES + copies * spec.warehouses * BYTES_PER_WAREHOUSE,
             )
         ]
 

@@ -1,0 +1,119 @@
+"""Statements spread over parallel connections: the TPC-C and TPC-B loaders'
+one worker pool. Each connection takes the next unit as it frees up."""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+
+from pgrig.conninfo import Conn
+from pgrig.errors import ClusterError
+
+JIT_FROM = 110000  # the jit setting
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One piece of work for the pool: a statement, or ``run`` given the
+    connection (a COPY); ``warehouse`` set for a part of one (TPC-C)."""
+
+    label: str
+    statement: str = ""
+    params: tuple[Any, ...] = ()
+    warehouse: int | None = None
+    run: Callable[[psycopg.Connection], None] | None = None
+
+
+def run_parallel(
+    conn: Conn,
+    jobs: int,
+    units: Sequence[Unit],
+    on_done: Callable[[Unit], None] | None = None,
+    *,
+    what: str = "loading",
+    setup: Sequence[str] = (),
+) -> None:
+    """Run ``units`` in ``jobs`` connections, in order of the list as connections
+    free up. The first error cancels the statements still running and is raised;
+    so is Ctrl-C."""
+    work: queue.Queue[Unit] = queue.Queue()
+    for unit in units:
+        work.put(unit)
+    errors: list[BaseException] = []
+    finished: queue.Queue[Unit] = queue.Queue()
+    connections: list[psycopg.Connection] = []
+    lock = threading.Lock()
+
+    def worker() -> None:
+        try:
+            db = conn.connect()
+        except BaseException as exc:  # noqa: BLE001 - reported by the main thread
+            errors.append(exc)
+            return
+        with lock:
+            connections.append(db)
+        try:
+            # Commits wait for their WAL (whatever the profile says): VACUUM sets
+            # no hint bit, and so no page all-visible, for a transaction whose
+            # commit - or any commit sharing its slot of commit LSNs - is not
+            # flushed yet. One flush per unit costs nothing.
+            db.execute("SET synchronous_commit = on")
+            if db.info.server_version >= JIT_FROM:
+                db.execute("SET jit = off")  # compiling costs more than it saves here
+            for statement in setup:
+                db.execute(statement)
+            while not errors:
+                try:
+                    unit = work.get_nowait()
+                except queue.Empty:
+                    return
+                if unit.run is not None:
+                    unit.run(db)
+                else:
+                    db.execute(unit.statement, unit.params)
+                finished.put(unit)
+        except BaseException as exc:  # noqa: BLE001 - reported by the main thread
+            errors.append(exc)
+        finally:
+            db.close()
+
+    threads = [threading.Thread(target=worker, daemon=True) for _ in range(jobs)]
+    for t in threads:
+        t.start()
+    try:
+        while any(t.is_alive() for t in threads) or not finished.empty():
+            try:
+                unit = finished.get(timeout=0.1)
+            except queue.Empty:
+                continue
+            if on_done is not None:
+                on_done(unit)
+    except BaseException:
+        errors.append(KeyboardInterrupt())
+        _cancel(connections, lock)
+        raise
+    finally:
+        for t in threads:
+            t.join(timeout=30)
+    if errors:
+        _cancel(connections, lock)
+        exc = errors[0]
+        if isinstance(exc, psycopg.Error):
+            raise ClusterError(
+                f"{what} failed: {str(exc).strip()}",
+                hint="see the server log; a full disk or too little memory are the usual causes",
+            ) from exc
+        raise exc
+
+
+def _cancel(connections: list[psycopg.Connection], lock: threading.Lock) -> None:
+    with lock:
+        for db in connections:
+            with contextlib.suppress(psycopg.Error):
+                db.cancel()

@@ -1,0 +1,196 @@
+"""pgrig's parallel TPC-B loader against ``pgbench -i`` on a real server: the
+same tables, the same rows, the same keys, and pgbench runs on the result."""
+
+from __future__ import annotations
+
+import struct
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pgrig import campaign
+from pgrig.cluster.server import SUPERUSER, Cluster
+from pgrig.conninfo import Conn
+from pgrig.runner import run_campaign
+from pgrig.store import Store
+from pgrig.tools import pgbench
+from pgrig.ui import Ui
+from pgrig.workloads.tpcb import loader
+
+pytestmark = pytest.mark.cluster
+
+# Every row of every table, in key order, as one digest per table; plus the
+# layout pgbench chose: relation kinds, column types, options, keys, partition bounds.
+CONTENT = {
+    "pgbench_accounts": "SELECT count(*), md5(string_agg(format('%s|%s|%s|%s|%s', aid, bid,"
+    " abalance, filler, filler IS NULL), ';' ORDER BY aid)) FROM pgbench_accounts",
+    "pgbench_branches": "SELECT count(*), md5(string_agg(format('%s|%s|%s|%s', bid, bbalance,"
+    " filler IS NULL, length(filler)), ';' ORDER BY bid)) FROM pgbench_branches",
+    "pgbench_tellers": "SELECT count(*), md5(string_agg(format('%s|%s|%s|%s', tid, bid,"
+    " tbalance, filler IS NULL), ';' ORDER BY tid)) FROM pgbench_tellers",
+    "pgbench_history": "SELECT count(*) FROM pgbench_history",
+}
+LAYOUT = """
+SELECT c.relname, c.relkind, c.reloptions, c.relpersistence,
+       pg_get_expr(c.relpartbound, c.oid),
+       (SELECT string_agg(format('%s %s', attname, format_type(atttypid, atttypmod)), ', '
+                          ORDER BY attnum)
+          FROM pg_attribute WHERE attrelid = c.oid AND attnum > 0),
+       (SELECT string_agg(conname || ' ' || pg_get_constraintdef(oid), ', ')
+          FROM pg_constraint WHERE conrelid = c.oid)
+  FROM pg_class c
+ WHERE c.relname LIKE 'pgbench%' AND c.relkind IN ('r', 'p', 'i', 'I')
+ ORDER BY c.relname
+"""
+
+
+def _snapshot(conn: Conn) -> dict[str, Any]:
+    with conn.connect() as db:
+        out: dict[str, Any] = {t: db.execute(q).fetchone() for t, q in CONTENT.items()}
+        out["layout"] = db.execute(LAYOUT).fetchall()
+    return out
+
+
+@pytest.fixture(scope="module")
+def databases(cluster: Cluster) -> Iterator[tuple[Conn, Conn]]:
+    conn = Conn.socket(str(cluster.socket_dir), cluster.port, SUPERUSER, "postgres")
+    with conn.connect() as db:
+        for name in ("by_pgbench", "by_pgrig"):
+            db.execute(f"DROP DATABASE IF EXISTS {name}")
+            db.execute(f"CREATE DATABASE {name}")
+    yield conn.with_dbname("by_pgbench"), conn.with_dbname("by_pgrig")
+    with conn.connect() as db:
+        for name in ("by_pgbench", "by_pgrig"):
+            db.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@pytest.mark.parametrize(
+    ("generate", "partitions", "jobs"),
+    [("client", 0, 2), ("server", 3, 2), ("client", 0, 1)],
+    ids=["one-table-2-jobs", "3-partitions-vs-server-side", "one-table-frozen"],
+)
+def test_parallel_load_equals_pgbench_init(
+    cluster: Cluster,
+    databases: tuple[Conn, Conn],
+    tmp_path: Path,
+    generate: str,
+    partitions: int,
+    jobs: int,
+) -> None:
+    by_pgbench, by_pgrig = databases
+    bin_dir = cluster.bins.client_bin_dir
+    reference = pgbench.InitOptions(scale=2, generate=generate, partitions=partitions)  # type: ignore[arg-type]
+    pgbench.run_init(bin_dir, by_pgbench, reference)
+    ours = pgbench.InitOptions(scale=2, generate="parallel", partitions=partitions)
+    seen: list[tuple[int, int]] = []
+    result, raw = loader.load(
+        bin_dir, by_pgrig, ours, jobs, on_progress=lambda d, t: seen.append((d, t))
+    )
+
+    expected, got = _snapshot(by_pgbench), _snapshot(by_pgrig)
+    assert got["pgbench_accounts"][0] == 200_000
+    assert got["pgbench_tellers"][0] == 20
+    for table in CONTENT:
+        assert got[table] == expected[table], table
+    assert got["layout"] == expected["layout"]
+
+    assert result.generate == "parallel" and result.jobs == jobs and result.rows == 200_000
+    assert set(result.steps) >= {"parallel generate", "vacuum", "primary keys"}
+    assert result.rows_per_s == pytest.approx(200_000 / max(result.generate_s or 0, 0.01))
+    assert seen[-1] == (200_000, 200_000)
+    assert "pgrig: done in" in raw and "creating tables" in raw
+    with by_pgrig.connect() as db:
+        # The visibility map is set (as pgbench's vacuum leaves it): count(*) by
+        # index-only scan does not visit the heap.
+        pages, visible = db.execute(
+            "SELECT sum(relpages), sum(relallvisible) FROM pg_class"
+            " WHERE relname LIKE 'pgbench_accounts%' AND relkind = 'r'"
+        ).fetchone()  # type: ignore[misc]
+        assert visible == pages > 0
+
+    run = pgbench.RunOptions(mode="read-write", clients=2, threads=1, duration_s=1)
+    bench, _ = pgbench.run_bench(bin_dir, by_pgrig, run, tmp_path)
+    assert bench.tps > 0
+
+
+def test_account_rows_are_pgbench_rows() -> None:
+    """The binary rows at a block boundary: aid, bid = (aid - 1) / 100,000 + 1,
+    abalance 0, and an empty filler."""
+    data = loader.account_rows(100_000, 100_001, aid_bytes=4)
+    row = struct.Struct(">hiiiiiii")
+    assert len(data) == 2 * row.size
+    assert row.unpack_from(data, 0) == (4, 4, 100_000, 4, 1, 4, 0, 0)
+    assert row.unpack_from(data, row.size) == (4, 4, 100_001, 4, 2, 4, 0, 0)
+    wide = loader.account_rows(2_000_000_001, 2_000_000_001, aid_bytes=8)
+    assert struct.unpack(">hiqiiiii", wide) == (4, 8, 2_000_000_001, 4, 20_001, 4, 0, 0)
+
+
+REUSE = """
+[campaign]
+name = "{name}"
+monitor = false
+
+[[target]]
+name = "a"
+dsn = "{dsn}"
+
+[probes]
+timing = false
+fsync = false
+fio = false
+
+[[workload]]
+type = "tpcb"
+scales = [1]
+modes = ["select-only"]
+clients = [1]
+duration = 1
+count = false
+reuse = true
+generate = "{generate}"
+"""
+
+
+def _study(tmp_path: Path, dsn: str, name: str, generate: str = "parallel") -> dict[str, Any]:
+    path = tmp_path / f"{name}.toml"
+    path.write_text(REUSE.format(name=name, dsn=dsn, generate=generate))
+    camp = campaign.load(path)
+    results = tmp_path / "results"
+    run_campaign(camp, Ui(quiet=True), results=results, store=results / "results.sqlite",
+                 yes=True, keep=False, study_id=name)  # fmt: skip
+    with Store.open(results / "results.sqlite") as store:
+        runs = {r.key: r for r in store.runs(name)}
+    assert all(r.status == "ok" for r in runs.values()), [r.reason for r in runs.values()]
+    init = runs["a/tpcb/s1/init"].result
+    assert init is not None
+    return init
+
+
+def test_a_later_study_reuses_what_an_earlier_one_loaded(cluster: Cluster, tmp_path: Path) -> None:
+    admin = Conn.socket(str(cluster.socket_dir), cluster.port, SUPERUSER, "postgres")
+    with admin.connect() as db:
+        db.execute("DROP DATABASE IF EXISTS reuse_db")
+        db.execute("CREATE DATABASE reuse_db")
+    dsn = admin.with_dbname("reuse_db").dsn
+    try:
+        first = _study(tmp_path, dsn, "first")
+        second = _study(tmp_path, dsn, "second")
+        assert not first["reused"] and second["reused"]
+        assert second["elapsed_s"] == first["elapsed_s"]  # the earlier load's own times
+        assert not _study(tmp_path, dsn, "other-loader", generate="client")["reused"]
+        with admin.connect() as db:  # other settings: what a different profile changes
+            db.execute("ALTER SYSTEM SET work_mem = '5MB'")
+            db.execute("SELECT pg_reload_conf()")
+        time.sleep(0.5)
+        assert not _study(tmp_path, dsn, "other-settings", generate="client")["reused"]
+        with admin.with_dbname("reuse_db").connect() as db:  # tables replaced by someone else
+            db.execute("TRUNCATE pgbench_history, pgbench_accounts")
+        assert not _study(tmp_path, dsn, "after-truncate", generate="client")["reused"]
+    finally:
+        with admin.connect() as db:
+            db.execute("ALTER SYSTEM RESET work_mem")
+            db.execute("SELECT pg_reload_conf()")
+            db.execute("DROP DATABASE IF EXISTS reuse_db WITH (FORCE)")
