@@ -19,6 +19,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure as MplFigure
 from matplotlib.ticker import FuncFormatter, NullFormatter, StrMethodFormatter
 
+from pgrig.report import svgplot
 from pgrig.report.model import Figure
 
 # matplotlib's tab10: distinct, colour-blind-tolerable, the same in every report.
@@ -47,7 +48,10 @@ _RC: dict[Any, Any] = {
 
 
 def _draw(spec: Figure) -> MplFigure:
-    fig = MplFigure(figsize=(7.0, 3.6), layout="constrained")
+    # Fixed margins, not layout="constrained": its measuring of every text took
+    # 40% of the drawing time; titles and labels are short, the legend's width
+    # is estimated from its longest label.
+    fig = MplFigure(figsize=(7.0, 3.6))
     FigureCanvasAgg(fig)  # attaches itself as fig.canvas; savefig switches to SVG as asked
     ax = fig.add_subplot()
     groups: list[str] = []
@@ -94,7 +98,11 @@ def _draw(spec: Figure) -> MplFigure:
             ax.set_ylim(*limits)
     else:
         ax.set_ylim(bottom=0)
-    if len(spec.series) > 4:
+    outside = len(spec.series) > 4
+    longest = max((len(s.label) for s in spec.series), default=0)
+    right = 1.0 - (0.06 + longest * 0.0072 if outside else 0.0) - 0.02
+    fig.subplots_adjust(left=0.1, right=right, top=0.91, bottom=0.13)
+    if outside:
         # Many lines (one per run): keep the legend off the data.
         ax.legend(
             fontsize=7,
@@ -129,7 +137,14 @@ def to_png(spec: Figure, *, dpi: int = 110) -> bytes:
 
 
 def to_svg(spec: Figure) -> str:
-    """The figure as an ``<svg>`` element ready to paste into HTML."""
+    """The figure as an ``<svg>`` element ready to paste into HTML: written
+    directly (``svgplot``), a millisecond and a few kB rather than matplotlib's
+    0.15 s and 30 kB, which made the report of 600 figures take minutes."""
+    return svgplot.render(spec, prefix=f"fig-{spec.name}")
+
+
+def to_svg_matplotlib(spec: Figure) -> str:
+    """matplotlib's SVG of the figure: what ``svgplot`` is checked against."""
     with matplotlib.rc_context(_RC):
         fig = _draw(spec)
         buf = io.StringIO()
