@@ -409,4 +409,4 @@ def typed(record: RunRecord, cls: type[T]) -> T | None:
 # Oldest first (dicts keep insertion order); bounded so that a long-lived process
 # (a campaign recording thousands of runs) does not keep every result it decoded.
 _DECODED: dict[int, tuple[dict[str, Any], type, Any]] = {}
-_DECODED_MAX = 4096
+_DECODED_MAX = 2048
