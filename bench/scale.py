@@ -25,6 +25,7 @@ import argparse
 import copy
 import os
 import random
+import resource
 import statistics
 import subprocess
 import sys
@@ -99,7 +100,9 @@ def _jitter(value: Any, factor: float) -> Any:
     return value
 
 
-def synthesize(source: Store, study: Study, dest: Path, size: str, seed: int = 4) -> str:
+def synthesize(
+    source: Store, study: Study, dest: Path, size: str, seed: int = 4
+) -> tuple[str, int]:
     """A study of ``size`` (see SIZES) in a new store at ``dest``, cloned from ``study``."""
     n_targets, n_scales, clients, repeats = SIZES[size]
     rng = random.Random(seed)
@@ -156,16 +159,22 @@ def synthesize(source: Store, study: Study, dest: Path, size: str, seed: int = 4
                         )
         out.finish_study(new_id, "finished", study.finished_at or study.started_at)
         count = len(out.runs(new_id))
-    return f"{new_id} ({count} records)"
+    return new_id, count
 
 
-def time_report(store: Path, study: str, out: Path) -> tuple[float, int, int]:
+def time_report(store: Path, study: str, out: Path) -> tuple[float, float, int, int]:
+    """Wall and CPU seconds of ``pgrig report`` in a fresh process, the HTML's
+    bytes and inline SVGs. On a shared machine the wall time is mostly waiting
+    for a CPU: the CPU time is what a quiet machine's wall time would be."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     argv = [str(PGRIG), "report", study, "--store", str(store), "--out", str(out)]
     subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, timeout=3600)
     elapsed = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     html = next(out.glob("*.html")).read_text(encoding="utf-8")
-    return elapsed, len(html.encode()), html.count("<svg")
+    return elapsed, cpu, len(html.encode()), html.count("<svg")
 
 
 def report_part(args: argparse.Namespace, work: Path) -> None:
@@ -175,19 +184,27 @@ def report_part(args: argparse.Namespace, work: Path) -> None:
         if study is None:
             sys.exit(f"{source_path} holds no study")
         print(f"source: {study.id} in {source_path}")
-        print(f"{'size':<10} {'records':>8} {'report s (min-max)':>22} {'HTML MB':>8} {'SVGs':>5}")
+        print(
+            f"{'size':<8} {'records':>7} {'wall s (min-max)':>18} {'CPU s (min-max)':>17} "
+            f"{'HTML MB':>8} {'SVGs':>5}"
+        )
         for size in args.sizes:
             dest = work / f"{size}.sqlite"
-            made = synthesize(source, study, dest, size)
-            sid, count = made.split(" (")[0], made.split("(")[1].split()[0]
-            times = []
+            sid, count = synthesize(source, study, dest, size)
+            walls, cpus = [], []
             for i in range(args.rounds):
-                elapsed, html_bytes, svgs = time_report(dest, sid, work / f"report-{size}-{i}")
-                times.append(elapsed)
+                wall, cpu, html_bytes, svgs = time_report(dest, sid, work / f"report-{size}-{i}")
+                walls.append(wall)
+                cpus.append(cpu)
             print(
-                f"{size:<10} {count:>8} {statistics.median(times):>9.1f} "
-                f"({min(times):.1f}-{max(times):.1f}){'':>4} {html_bytes / 1e6:>8.2f} {svgs:>5}"
+                f"{size:<8} {count:>7} {_spread(walls):>18} {_spread(cpus):>17} "
+                f"{html_bytes / 1e6:>8.2f} {svgs:>5}",
+                flush=True,
             )
+
+
+def _spread(values: list[float]) -> str:
+    return f"{statistics.median(values):.1f} ({min(values):.1f}-{max(values):.1f})"
 
 
 def _proc_sample(pid: int) -> tuple[float, int] | None:
