@@ -216,10 +216,10 @@ def _proc_sample(pid: int) -> tuple[float, int] | None:
         return None
     tick = os.sysconf("SC_CLK_TCK")
     cpu = (int(stat[11]) + int(stat[12])) / tick
-    rss = next(
-        int(line.split()[1]) * 1024 for line in status.splitlines() if line.startswith("VmRSS:")
-    )
-    return cpu, rss
+    rss = [int(line.split()[1]) * 1024 for line in status.splitlines() if line.startswith("VmRSS:")]
+    if not rss:  # exiting: no memory left to count
+        return None
+    return cpu, rss[0]
 
 
 def measure_run(work: Path, duration: int) -> tuple[float, float]:
