@@ -10,9 +10,13 @@ run: deps venv
 	$(BIN)/pgrig run
 
 # Lint first: a finding (ruff, formatting, mypy --strict) fails the run before
-# the slow suite starts.
+# the slow suite starts. Then the suite on two workers (pytest-xdist; a test
+# file stays on one worker, so its module-scoped cluster is made once), and
+# last, alone, the tests marked `exclusive` (CPU hogs, I/O caps): a neighbour
+# test would change what they measure.
 test: deps-test venv lint
-	$(BIN)/python -m pytest -q --durations=15
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile -m "not exclusive" --durations=15
+	$(BIN)/python -m pytest -q -m exclusive --durations=5
 
 deps:
 	scripts/install-deps.sh run

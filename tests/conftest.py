@@ -25,6 +25,24 @@ from pgrig.pgsource.model import Installed, Spec, version_key
 DISK_BASE = Path(os.environ.get("PGRIG_TEST_DISK_DIR", "/var/tmp"))
 
 
+# Test files that load the machine on purpose (CPU hogs, disk writers) or judge
+# rates and CPU shares: `make test` runs them alone, after the parallel part. A
+# new test of that kind takes `@pytest.mark.exclusive` (or its file goes here).
+EXCLUSIVE_FILES = frozenset(
+    {
+        "test_interference_study.py",
+        "test_monitor_interference.py",
+        "test_storage_throttle.py",
+    }
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.name in EXCLUSIVE_FILES:
+            item.add_marker(pytest.mark.exclusive)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _isolated_state_dir() -> Iterator[Path]:
     state = Path(tempfile.mkdtemp(prefix="pgrig-test-state-"))

@@ -17,7 +17,7 @@ from typing import Any
 from pgrig import monitor, registry
 from pgrig.cluster.server import ServerLost
 from pgrig.errors import PgrigError
-from pgrig.results import SERVER, RunRecord, Status, Study, to_dict, typed
+from pgrig.results import SERVER, RunRecord, Status, Study, from_dict, to_dict
 from pgrig.step import Skip, Step
 from pgrig.store import Store
 from pgrig.targets.base import Target
@@ -44,9 +44,17 @@ class Recorder:
         self.monitor_runs = monitor_runs
         self.wait_quiet_s = wait_quiet_s  # before a measured run, wait this long for quiet
         self.baseline: monitor.IdleBaseline | None = None  # the idle machine, before the study
-        self.done: set[str] = {r.key for r in store.runs(study.id)}
         self.failures = 0
         self._limits: dict[str, monitor.Limits | None] = {}
+        # What later steps ask of the recorded runs, kept as they are recorded:
+        # the store is read once (a resumed study), never again per repetition;
+        # raw output and monitor samples are not kept in memory.
+        self.done: set[str] = set()
+        self._metric: dict[str, float] = {}  # run key -> headline figure (tps, tpmC)
+        self._disturbed: set[str] = set()  # run keys whose monitor record says disturbed
+        self._probes: dict[str, list[Any]] = {}  # target -> typed fio / pg_test_fsync results
+        for rec in store.runs(study.id):
+            self._remember(rec)
 
     def pending(self, steps: Iterable[Step]) -> bool:
         return any(s.id not in self.done for s in steps)
@@ -110,19 +118,29 @@ class Recorder:
         """The recorded headline figures of these steps (what repeats until a CI
         narrows: tps, tpmC), skipping those that failed, have none, or that other
         work on the machine disturbed (their monitor record says so)."""
-        stored = self.store.runs(self.study.id)
-        records = {r.key: r for r in stored}
-        disturbed = monitor.disturbed_run_keys(stored)
         out: list[float] = []
         for step in steps:
-            kind = registry.kind(step.kind)
-            rec = records.get(step.id)
-            if kind is None or kind.metric is None or rec is None or step.id in disturbed:
-                continue
-            value = typed(rec, kind.type)
-            if value is not None:
-                out.append(kind.metric(value))
+            value = self._metric.get(step.id)
+            if value is not None and step.id not in self._disturbed:
+                out.append(value)
         return out
+
+    def _remember(self, rec: RunRecord) -> None:
+        """Keep what ``metrics`` and ``_limits_of`` need of one recorded run."""
+        self.done.add(rec.key)
+        if rec.status != "ok" or rec.result is None:
+            return
+        if rec.kind == registry.MONITOR.name:
+            self._disturbed |= monitor.disturbed_run_keys([rec])
+        elif rec.kind in ("fio", "pg_test_fsync"):
+            probe = registry.typed_result(rec)
+            if probe is not None:
+                self._probes.setdefault(rec.target, []).append(probe)
+        else:
+            kind = registry.kind(rec.kind)
+            if kind is not None and kind.metric is not None:
+                # from_dict, not the caching ``typed``: a campaign keeps no result alive.
+                self._metric[rec.key] = kind.metric(from_dict(kind.type, rec.result))
 
     def _revive(self, t: Target) -> None:
         """The server died under an earlier step (crash, OOM, someone's kill):
@@ -140,12 +158,7 @@ class Recorder:
     def _limits_of(self, t: Target) -> monitor.Limits | None:
         """The target's own probe results: what the run is compared with."""
         if t.name not in self._limits:
-            probes = [
-                registry.typed_result(r)
-                for r in self.store.runs(self.study.id)
-                if r.target == t.name and r.kind in ("fio", "pg_test_fsync")
-            ]
-            self._limits[t.name] = monitor.limits_from(p for p in probes if p is not None)
+            self._limits[t.name] = monitor.limits_from(self._probes.get(t.name, []))
         return self._limits[t.name]
 
     def _record_monitor(
@@ -200,7 +213,7 @@ class Recorder:
         if env is not None and env.postgres is not None:
             # The build that served this record: release, compiler, where it came from.
             versions[SERVER] = env.postgres.provenance()
-        self.store.record(
+        rec = self.store.record(
             RunRecord(
                 study=self.study.id,
                 key=step.id,
@@ -216,4 +229,4 @@ class Recorder:
                 finished_at=now(),
             )
         )
-        self.done.add(step.id)
+        self._remember(rec)

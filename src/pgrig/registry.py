@@ -16,7 +16,7 @@ from pgrig import probe
 from pgrig.durability.workload import WORKLOAD as DURABILITY
 from pgrig.errors import PgrigError
 from pgrig.monitor.model import MonitorResult
-from pgrig.results import RunRecord, from_dict
+from pgrig.results import RunRecord, typed
 from pgrig.storage import kinds as storage_kinds
 from pgrig.targets.base import TargetKind
 from pgrig.targets.directory import KIND as DIRECTORY
@@ -107,7 +107,7 @@ def typed_result(record: RunRecord) -> Any:
     found = kind(record.kind)
     if found is None or record.status != "ok" or record.result is None:
         return None
-    return from_dict(found.type, record.result)
+    return typed(record, found.type)
 
 
 def headline(kind_name: str, result: Any) -> str:

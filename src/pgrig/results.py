@@ -30,31 +30,59 @@ def to_dict(obj: Any) -> dict[str, Any]:
 def from_dict(cls: type[T], data: dict[str, Any]) -> T:
     """Rebuild a (nested) dataclass from ``to_dict`` output; unknown keys are ignored
     so that a newer pgrig can read results written by an older one and vice versa."""
-    hints = typing.get_type_hints(cls)
     kwargs = {}
-    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
-        if f.name in data:
-            kwargs[f.name] = _convert(hints[f.name], data[f.name])
+    for name, convert in _fields_of(cls):
+        if name in data:
+            value = data[name]
+            kwargs[name] = None if value is None else convert(value)
     return cls(**kwargs)
 
 
-def _convert(tp: Any, value: Any) -> Any:
-    if value is None:
-        return None
+_Converter = typing.Callable[[Any], Any]
+_FIELDS: dict[type, tuple[tuple[str, _Converter], ...]] = {}
+
+
+def _fields_of(cls: type) -> tuple[tuple[str, _Converter], ...]:
+    """Each field's name and converter, worked out once per class: resolving the
+    type hints for every object made decoding a study of 300 records take 30 s."""
+    found = _FIELDS.get(cls)
+    if found is None:
+        hints = typing.get_type_hints(cls)
+        fields = dataclasses.fields(cls)
+        found = tuple((f.name, _converter(hints[f.name])) for f in fields)
+        _FIELDS[cls] = found
+    return found
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def _converter(tp: Any) -> _Converter:
+    """A function turning JSON data (never None) into a value of type ``tp``."""
     origin = typing.get_origin(tp)
     if origin in (typing.Union, types.UnionType):
         args = [a for a in typing.get_args(tp) if a is not type(None)]
-        return _convert(args[0], value) if len(args) == 1 else value
-    if dataclasses.is_dataclass(tp) and isinstance(value, dict):
-        return from_dict(tp, value)  # type: ignore[arg-type]
+        if len(args) != 1:
+            return _same
+        inner = _converter(args[0])
+        return lambda v: None if v is None else inner(v)
+    if dataclasses.is_dataclass(tp):
+        cls = typing.cast(type, tp)
+        return lambda v: from_dict(cls, v) if isinstance(v, dict) else v
     if origin is tuple:
         items = typing.get_args(tp)
-        item = items[0] if items else Any
-        return tuple(_convert(item, v) for v in value)
+        item = _converter(items[0] if items else Any)
+        if item is _same:
+            return tuple
+        return lambda v: tuple(None if x is None else item(x) for x in v)
     if origin is dict:
         _, vt = typing.get_args(tp) or (Any, Any)
-        return {k: _convert(vt, v) for k, v in value.items()}
-    return value
+        conv = _converter(vt)
+        if conv is _same:
+            return dict
+        return lambda v: {k: None if x is None else conv(x) for k, x in v.items()}
+    return _same
 
 
 # --------------------------------------------------------------------------
@@ -384,4 +412,20 @@ def typed(record: RunRecord, cls: type[T]) -> T | None:
     (``pgrig.registry.typed_result`` finds the class from the record's kind.)"""
     if record.status != "ok" or record.result is None:
         return None
-    return from_dict(cls, record.result)
+    # A report asks for the same records' results from several sections (about
+    # six times each): decode each stored result once. Keyed by the identity of
+    # the result's dict, which the entry keeps alive so that the id stays its own.
+    entry = _DECODED.get(id(record.result))
+    if entry is not None and entry[0] is record.result and entry[1] is cls:
+        return typing.cast(T, entry[2])
+    value = from_dict(cls, record.result)
+    if len(_DECODED) >= _DECODED_MAX:
+        del _DECODED[next(iter(_DECODED))]
+    _DECODED[id(record.result)] = (record.result, cls, value)
+    return value
+
+
+# Oldest first (dicts keep insertion order); bounded so that a long-lived process
+# (a campaign recording thousands of runs) does not keep every result it decoded.
+_DECODED: dict[int, tuple[dict[str, Any], type, Any]] = {}
+_DECODED_MAX = 2048

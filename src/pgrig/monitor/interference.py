@@ -105,6 +105,10 @@ class Ledger:
     walks: int = 0
     first_at: float = 0.0  # monotonic
     last_at: float = 0.0
+    # Processes that have exited, folded into per-name totals (count, ticks,
+    # bytes): a busy machine starts several processes a second, and keeping each
+    # one's entry made a 30-minute run's memory grow by megabytes.
+    gone: dict[str, list[float]] = field(default_factory=dict)
 
     @classmethod
     def start(cls) -> Ledger:
@@ -120,10 +124,12 @@ class Ledger:
         mine = ({me} | procfs.descendants(procs, [me])) - server
         kernel = 0
         now = time.monotonic()
+        present: set[Key] = set()
         for st in procs.values():
             if st.pid in server or st.pid in mine:
                 continue
             key = (st.pid, st.starttime)
+            present.add(key)
             kthread = st.kernel_thread
             prev = self.last.get(key)
             if kthread:
@@ -141,6 +147,10 @@ class Ledger:
             if st.kernel_thread:
                 kernel += st.ticks - (prev.ticks if prev else self.first[key].ticks)
             self.last[key] = seen
+        for key in [k for k in self.last if k not in present]:
+            last, first = self.last.pop(key), self.first.pop(key)
+            if not last.kernel:
+                self._add(self.gone, last.comm, _used(first, last))
         if self.walks == 0:
             self.first_at = now
         self.walks += 1
@@ -152,19 +162,10 @@ class Ledger:
         seconds = self.last_at - self.first_at
         if seconds <= 0:
             return ()
-        by_name: dict[str, list[float]] = {}
+        by_name: dict[str, list[float]] = {name: list(v) for name, v in self.gone.items()}
         for key, last in self.last.items():
-            if last.kernel:
-                continue
-            first = self.first[key]
-            ticks = max(0, last.ticks - first.ticks)
-            io = 0
-            if last.io is not None and first.io is not None:
-                io = max(0, sum(last.io) - sum(first.io))
-            entry = by_name.setdefault(last.comm, [0, 0.0, 0.0])
-            entry[0] += 1
-            entry[1] += ticks
-            entry[2] += io
+            if not last.kernel:
+                self._add(by_name, last.comm, _used(self.first[key], last))
         out = [
             OtherProcess(
                 name=name,
@@ -183,6 +184,21 @@ class Ledger:
             if p not in chosen:
                 chosen.append(p)
         return tuple(chosen)
+
+    @staticmethod
+    def _add(by_name: dict[str, list[float]], name: str, used: tuple[int, int]) -> None:
+        entry = by_name.setdefault(name, [0, 0.0, 0.0])
+        entry[0] += 1
+        entry[1] += used[0]
+        entry[2] += used[1]
+
+
+def _used(first: _Seen, last: _Seen) -> tuple[int, int]:
+    """CPU ticks and storage bytes of one process between two walks."""
+    io = 0
+    if last.io is not None and first.io is not None:
+        io = max(0, sum(last.io) - sum(first.io))
+    return max(0, last.ticks - first.ticks), io
 
 
 def other_cpu(

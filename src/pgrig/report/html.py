@@ -61,7 +61,11 @@ def render_section(section: Section, svgs: Mapping[str, str]) -> str:
 
 def render_block(block: Block, svgs: Mapping[str, str]) -> str:
     if isinstance(block, Details):
-        inner = "\n".join(render_block(b, svgs) for b in block.blocks)
+        tables = [render_block(b, svgs) for b in block.blocks if not isinstance(b, Figure)]
+        figures = [render_block(b, svgs) for b in block.blocks if isinstance(b, Figure)]
+        # A run's plots as small multiples: side by side, half size, one glance.
+        grid = ['<div class="multiples">', *figures, "</div>"] if figures else []
+        inner = "\n".join(tables + grid)
         summary = f"<summary>{escape(block.summary)}</summary>"
         return f'<details class="fold">{summary}\n{inner}\n</details>'
     if isinstance(block, Table):

@@ -1,16 +1,13 @@
 """Figures -> inline SVG (for the HTML) or PNG (next to the Markdown).
 
-Uses matplotlib's object API with the Agg/SVG canvases directly, never pyplot,
-so rendering keeps no global state and needs no display. The SVG is made fit
-to inline: no XML prolog, no metadata block with external namespaces, ids
-prefixed so that several plots can live in one page.
-"""
+The SVG is written directly by ``svgplot`` (fast and small: a report draws
+hundreds). The PNG uses matplotlib's object API with the Agg canvas, never
+pyplot, so rendering keeps no global state and needs no display."""
 
 from __future__ import annotations
 
 import io
 import math
-import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -19,6 +16,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure as MplFigure
 from matplotlib.ticker import FuncFormatter, NullFormatter, StrMethodFormatter
 
+from pgrig.report import svgplot
 from pgrig.report.model import Figure
 
 # matplotlib's tab10: distinct, colour-blind-tolerable, the same in every report.
@@ -36,10 +34,6 @@ _COLOURS = (
 )
 _DASHES = ("-", "--", ":", "-.")
 _RC: dict[Any, Any] = {
-    # Real <text> elements: searchable, selectable, small; the page supplies the font.
-    "svg.fonttype": "none",
-    # Fixed salt: the same figure gives the same SVG, so reports diff cleanly.
-    "svg.hashsalt": "pgrig",
     "font.size": 9,
     "axes.grid": True,
     "grid.alpha": 0.3,
@@ -47,8 +41,11 @@ _RC: dict[Any, Any] = {
 
 
 def _draw(spec: Figure) -> MplFigure:
-    fig = MplFigure(figsize=(7.0, 3.6), layout="constrained")
-    FigureCanvasAgg(fig)  # attaches itself as fig.canvas; savefig switches to SVG as asked
+    # Fixed margins, not layout="constrained": its measuring of every text took
+    # 40% of the drawing time; titles and labels are short, the legend's width
+    # is estimated from its longest label.
+    fig = MplFigure(figsize=(7.0, 3.6))
+    FigureCanvasAgg(fig)  # attaches itself as fig.canvas
     ax = fig.add_subplot()
     groups: list[str] = []
     for s in spec.series:
@@ -94,7 +91,11 @@ def _draw(spec: Figure) -> MplFigure:
             ax.set_ylim(*limits)
     else:
         ax.set_ylim(bottom=0)
-    if len(spec.series) > 4:
+    outside = len(spec.series) > 4
+    longest = max((len(s.label) for s in spec.series), default=0)
+    right = 1.0 - (0.06 + longest * 0.0072 if outside else 0.0) - 0.02
+    fig.subplots_adjust(left=0.1, right=right, top=0.91, bottom=0.13)
+    if outside:
         # Many lines (one per run): keep the legend off the data.
         ax.legend(
             fontsize=7,
@@ -129,29 +130,7 @@ def to_png(spec: Figure, *, dpi: int = 110) -> bytes:
 
 
 def to_svg(spec: Figure) -> str:
-    """The figure as an ``<svg>`` element ready to paste into HTML."""
-    with matplotlib.rc_context(_RC):
-        fig = _draw(spec)
-        buf = io.StringIO()
-        fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
-    return inline_svg(buf.getvalue(), prefix=f"fig-{spec.name}")
-
-
-_PROLOG = re.compile(r"^.*?(?=<svg\b)", re.S)
-_METADATA = re.compile(r"<metadata>.*?</metadata>\s*", re.S)
-_XMLNS = re.compile(r'\s+xmlns(?::\w+)?="[^"]*"')
-
-
-def inline_svg(svg: str, *, prefix: str) -> str:
-    """Strip what only a standalone file needs and namespace the ids."""
-    svg = _PROLOG.sub("", svg, count=1)
-    svg = _METADATA.sub("", svg)
-    # The HTML parser puts <svg> in the SVG namespace by itself (and maps xlink:href).
-    svg = _XMLNS.sub("", svg)
-    svg = svg.replace(' id="', f' id="{prefix}-')
-    svg = svg.replace("url(#", f"url(#{prefix}-")
-    svg = svg.replace('href="#', f'href="#{prefix}-')
-    # matplotlib's global "*{...}" rule would otherwise style the whole page.
-    svg = svg.replace("*{", f"#{prefix} *{{")
-    svg = svg.replace("<svg ", f'<svg id="{prefix}" class="plot" role="img" ', 1)
-    return svg.strip()
+    """The figure as an ``<svg>`` element ready to paste into HTML: written
+    directly (``svgplot``), a millisecond and a few kB rather than matplotlib's
+    0.15 s and 30 kB, which made the report of 600 figures take minutes."""
+    return svgplot.render(spec, prefix=f"fig-{spec.name}")

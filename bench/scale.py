@@ -1,0 +1,279 @@
+#!/usr/bin/env python3
+"""Do pgrig's costs grow linearly with the work? (issue 18, item 6)
+
+Two parts:
+
+* **report**: from one tiny *real* study (recorded here by ``pgrig run``), build
+  stores of three sizes by cloning its records - more targets (a versions-like
+  comparison), scales, client counts and repeats, with tps and the monitor's
+  samples scaled and jittered so that no two runs draw the same line - and time
+  ``pgrig report`` on each (fresh process, median of ``--rounds``), printing the
+  HTML size and the count of inline SVGs.
+* **run** (``--run``): pgrig's own CPU and peak RSS per second of measured run,
+  for a short and a long pgbench run (``pgrig run`` of one point, sampled from
+  /proc once a second): a flat memory and a constant CPU per second are the goal.
+
+    .venv/bin/python bench/scale.py --source RESULTS/results.sqlite [--study ID]
+    .venv/bin/python bench/scale.py --run --short 60 --long 300
+
+Without ``--source``, a tiny study is recorded first (about 40 s).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import os
+import random
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from pgrig.results import Study
+from pgrig.store import Store
+
+PGRIG = Path(sys.executable).with_name("pgrig")
+
+TINY = """\
+[campaign]
+name = "tiny"
+repeat = 2
+checkpoint = true
+
+[[target]]
+name = "local"
+directory = "{directory}"
+profile = "oltp"
+
+[probes]
+timing = false
+fsync = false
+fio = false
+
+[[workload]]
+type = "tpcb"
+scales = [1]
+modes = ["read-write"]
+clients = [1, 4]
+duration = {duration}
+count = false
+"""
+
+# (targets, scales, clients, repeats): 1 + 2 * clients * repeats records per
+# target and scale (a load, then a run and its monitor record per repeat).
+# 33 is the quick study's size, 296 seed 004's versions campaign, 1040 beyond.
+SIZES = {
+    "small": (1, 1, (1, 2, 4, 8), 4),
+    "seed004": (4, 2, (1, 2, 4, 8, 16, 32), 3),
+    "large": (4, 4, (1, 2, 4, 8, 16, 32, 64, 128), 4),
+}
+
+
+def record_tiny(work: Path, duration: int = 4) -> Path:
+    campaign = work / "tiny.toml"
+    campaign.write_text(TINY.format(directory=work, duration=duration))
+    results = work / "tiny-results"
+    argv = [str(PGRIG), "run", str(campaign), "--results", str(results)]
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, timeout=900)
+    return results / "results.sqlite"
+
+
+def _jitter(value: Any, factor: float) -> Any:
+    """Scale every tps-like number of a result (a dict tree) by ``factor``."""
+    if isinstance(value, dict):
+        return {
+            k: (
+                v * factor
+                if k in ("tps", "commits_s") and isinstance(v, float)
+                else _jitter(v, factor)
+            )
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_jitter(v, factor) for v in value]
+    return value
+
+
+def synthesize(
+    source: Store, study: Study, dest: Path, size: str, seed: int = 4
+) -> tuple[str, int]:
+    """A study of ``size`` (see SIZES) in a new store at ``dest``, cloned from ``study``."""
+    n_targets, n_scales, clients, repeats = SIZES[size]
+    rng = random.Random(seed)
+    records = source.runs(study.id)
+    init = next(r for r in records if r.kind == "pgbench_init")
+    run = next(r for r in records if r.kind == "pgbench_run")
+    watch = next(r for r in records if r.kind == "monitor")
+    declared = study.params["targets"][0]
+    names = [f"pg{v}" for v in ("9.5", "9.6", "15", "18", "17", "16")[:n_targets]]
+    params = copy.deepcopy(study.params)
+    params["targets"] = [{**declared, "name": n} for n in names]
+    params["baseline"] = names[0]
+    new_id = f"{size}-{len(names)}x{n_scales}x{len(clients)}x{repeats}"
+    dest.unlink(missing_ok=True)
+    with Store.open(dest) as out:
+        out.begin_study(replace(study, id=new_id, name=new_id, params=params))
+        if study.environment is not None:
+            out.set_environment(new_id, study.environment)
+        for t, name in enumerate(names):
+            for s in range(n_scales):
+                scale = 10**s
+                prefix = f"{name}/tpcb/s{scale}"
+                ip = {**init.params, "scale": scale}
+                out.record(
+                    replace(init, study=new_id, key=f"{prefix}/init", target=name, params=ip)
+                )
+                for c in clients:
+                    for r in range(1, repeats + 1):
+                        # A realistic shape: tps grows with clients up to the cores, then
+                        # flattens; versions and scales differ; repeats scatter by ~5%.
+                        factor = (1 + 0.15 * t) * min(c, 2) ** 0.8 / (1 + 0.1 * s)
+                        factor *= rng.gauss(1, 0.05)
+                        key = f"{prefix}/read-write/c{c}/d{run.params['duration_s']}/r{r}"
+                        rp = {**run.params, "scale": scale, "clients": c, "repeat": r}
+                        result = _jitter(run.result, factor)
+                        result["clients"] = c
+                        result["scale"] = scale
+                        out.record(
+                            replace(
+                                run, study=new_id, key=key, target=name, params=rp, result=result
+                            )
+                        )
+                        mon = _jitter(watch.result, factor * rng.gauss(1, 0.03))
+                        mp = {**rp, "run": key}
+                        out.record(
+                            replace(
+                                watch,
+                                study=new_id,
+                                key=f"{key}/monitor",
+                                target=name,
+                                params=mp,
+                                result=mon,
+                            )
+                        )
+        out.finish_study(new_id, "finished", study.finished_at or study.started_at)
+        count = len(out.runs(new_id))
+    return new_id, count
+
+
+def time_report(store: Path, study: str, out: Path) -> tuple[float, float, int, int]:
+    """Wall and CPU seconds of ``pgrig report`` in a fresh process, the HTML's
+    bytes and inline SVGs. On a shared machine the wall time is mostly waiting
+    for a CPU: the CPU time is what a quiet machine's wall time would be."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    argv = [str(PGRIG), "report", study, "--store", str(store), "--out", str(out)]
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, timeout=3600)
+    elapsed = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    html = next(out.glob("*.html")).read_text(encoding="utf-8")
+    return elapsed, cpu, len(html.encode()), html.count("<svg")
+
+
+def report_part(args: argparse.Namespace, work: Path) -> None:
+    source_path = args.source or record_tiny(work)
+    with Store.open(source_path) as source:
+        study = source.study(args.study) if args.study else source.latest_study()
+        if study is None:
+            sys.exit(f"{source_path} holds no study")
+        print(f"source: {study.id} in {source_path}")
+        print(
+            f"{'size':<8} {'records':>7} {'wall s (min-max)':>18} {'CPU s (min-max)':>17} "
+            f"{'HTML MB':>8} {'SVGs':>5}"
+        )
+        for size in args.sizes:
+            dest = work / f"{size}.sqlite"
+            sid, count = synthesize(source, study, dest, size)
+            walls, cpus = [], []
+            for i in range(args.rounds):
+                wall, cpu, html_bytes, svgs = time_report(dest, sid, work / f"report-{size}-{i}")
+                walls.append(wall)
+                cpus.append(cpu)
+            print(
+                f"{size:<8} {count:>7} {_spread(walls):>18} {_spread(cpus):>17} "
+                f"{html_bytes / 1e6:>8.2f} {svgs:>5}",
+                flush=True,
+            )
+
+
+def _spread(values: list[float]) -> str:
+    return f"{statistics.median(values):.1f} ({min(values):.1f}-{max(values):.1f})"
+
+
+def _proc_sample(pid: int) -> tuple[float, int] | None:
+    """CPU seconds (user + system) and RSS bytes of one process, from /proc."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    tick = os.sysconf("SC_CLK_TCK")
+    cpu = (int(stat[11]) + int(stat[12])) / tick
+    rss = [int(line.split()[1]) * 1024 for line in status.splitlines() if line.startswith("VmRSS:")]
+    if not rss:  # exiting: no memory left to count
+        return None
+    return cpu, rss[0]
+
+
+def measure_run(work: Path, duration: int) -> tuple[float, float]:
+    """pgrig's own CPU seconds and peak RSS (MiB) over a whole study of one
+    monitored pgbench run of ``duration`` seconds (cluster, load, run, report)."""
+    campaign = work / f"run{duration}.toml"
+    text = TINY.format(directory=work, duration=duration)
+    campaign.write_text(text.replace("repeat = 2", "repeat = 1").replace("[1, 4]", "[2]"))
+    argv = [str(PGRIG), "run", str(campaign), "--results", str(work / f"r{duration}")]
+    child = subprocess.Popen(argv, stdout=subprocess.DEVNULL)
+    cpu, peak = 0.0, 0
+    while child.poll() is None:
+        sample = _proc_sample(child.pid)
+        if sample is not None:
+            cpu, peak = sample[0], max(peak, sample[1])
+        time.sleep(0.5)
+    if child.wait(timeout=60) != 0:
+        sys.exit(f"pgrig run failed ({child.returncode})")
+    return cpu, peak / 2**20
+
+
+def run_part(args: argparse.Namespace, work: Path) -> None:
+    """The difference of the two studies is what the longer measured run cost:
+    CPU per extra second and memory growth."""
+    short, long_ = measure_run(work, args.short), measure_run(work, args.long)
+    print(f"{'run s':>6} {'pgrig CPU s':>12} {'peak RSS MiB':>13}")
+    for duration, (cpu, rss) in ((args.short, short), (args.long, long_)):
+        print(f"{duration:>6} {cpu:>12.2f} {rss:>13.1f}")
+    extra = args.long - args.short
+    print(
+        f"per extra second of measured run: {(long_[0] - short[0]) / extra * 100:.2f}% of a CPU, "
+        f"{(long_[1] - short[1]) / extra * 1024:.1f} KiB of RSS"
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--source", type=Path, help="a store holding a small real TPC-B study")
+    ap.add_argument("--study", help="its id (default: the latest)")
+    ap.add_argument("--sizes", nargs="+", default=list(SIZES), choices=list(SIZES))
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--run", action="store_true", help="measure pgrig during runs instead")
+    ap.add_argument("--short", type=int, default=60)
+    ap.add_argument("--long", type=int, default=300)
+    ap.add_argument("--work", type=Path, default=Path("/var/tmp"))
+    args = ap.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="pgrig-scale-", dir=args.work))
+    work.chmod(0o755)
+    if args.run:
+        run_part(args, work)
+    else:
+        report_part(args, work)
+    print(f"(work directory: {work})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,257 @@
+"""Line charts written as SVG text directly: the HTML report's plots.
+
+matplotlib's ``savefig`` took about 0.15 s and 30 kB per figure; a study of
+300 records draws some 600 figures (four per monitored run), which made its
+report take minutes and weigh 19 MB. The report's figures are all the same
+simple kind - lines over linear or logarithmic axes, markers, error bars, a
+legend - so they are written here as a few ``<path>`` and ``<text>`` elements:
+about a millisecond and a few kB each. The look follows ``plots._draw`` (the
+same colours, dashes, ticks and limits), which still draws the PNG files next
+to the Markdown.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from html import escape
+
+from pgrig.report.model import Figure, Series
+
+WIDTH, HEIGHT = 700, 360
+_FONT = 12  # px: 9 pt at matplotlib's 100 dpi scale
+_COLOURS = (
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+)
+# matplotlib's "-", "--", ":", "-." at a 1.5 px line.
+_DASHES = ("", "5.5,2.4", "1.5,2.5", "9.6,2.4,1.5,2.4")
+
+
+def render(spec: Figure, *, prefix: str) -> str:
+    """The figure as an inline ``<svg>`` element whose only id is ``prefix``."""
+    series = [s for s in spec.series if _finite(zip(s.x, s.y, strict=True))]
+    groups: list[str] = []
+    for s in spec.series:
+        if s.group not in groups:
+            groups.append(s.group)
+    outside = len(spec.series) > 4
+    legend_w = _legend_width(spec.series) if outside else 0.0
+    left, right = 62.0, WIDTH - 12.0 - legend_w
+    top, bottom = 26.0, HEIGHT - 40.0
+    xs = [x for s in series for x in _ok(s.x)]
+    ys = [y for s in series for y in _ok(s.y)]
+    ys += [v for s in series for v in _ok((s.y_low or ()) + (s.y_high or ()))]
+    xaxis = _Axis.make(xs, left, right, log=spec.log_x, base=2, zero=False)
+    yaxis = _Axis.make(ys, bottom, top, log=spec.log_y, base=10, zero=not spec.log_y)
+    if spec.x_label == "clients" and xs:
+        xaxis = _Axis(xaxis.low, xaxis.high, left, right, xaxis.log, sorted(set(xs)))
+    big = max(ys, default=0.0) >= 10_000
+    out = [
+        f'<svg id="{escape(prefix)}" class="plot" role="img" width="{WIDTH}" height="{HEIGHT}" '
+        f'viewBox="0 0 {WIDTH} {HEIGHT}" font-size="{_FONT}" font-family="sans-serif">',
+        f"<title>{escape(spec.title)}</title>",
+        f'<rect x="0" y="0" width="{WIDTH}" height="{HEIGHT}" fill="#fff"/>',
+    ]
+    grid, labels = [], []
+    for t in xaxis.ticks:
+        px = xaxis.px(t)
+        grid.append(f"M{px:.1f} {top:.1f}V{bottom:.1f}")
+        labels.append(
+            f'<text x="{px:.1f}" y="{bottom + 14:.1f}" text-anchor="middle">{_num(t, False)}</text>'
+        )
+    for t in yaxis.ticks:
+        py = yaxis.px(t)
+        grid.append(f"M{left:.1f} {py:.1f}H{right:.1f}")
+        labels.append(
+            f'<text x="{left - 4:.1f}" y="{py + 4:.1f}" text-anchor="end">{_num(t, big)}</text>'
+        )
+    out.append(f'<path d="{"".join(grid)}" stroke="#b0b0b0" stroke-opacity="0.3" fill="none"/>')
+    out += labels
+    out.append(
+        f'<rect x="{left:.1f}" y="{top:.1f}" width="{right - left:.1f}" '
+        f'height="{bottom - top:.1f}" fill="none" stroke="#000" stroke-width="0.8"/>'
+    )
+    for s in spec.series:
+        colour = _COLOURS[groups.index(s.group) % len(_COLOURS)]
+        out += _series(s, colour, xaxis, yaxis)
+    mid = (left + right) / 2
+    out.append(
+        f'<text x="{mid:.1f}" y="{top - 8:.1f}" text-anchor="middle">{escape(spec.title)}</text>'
+    )
+    x_label = escape(spec.x_label)
+    out.append(f'<text x="{mid:.1f}" y="{HEIGHT - 8:.1f}" text-anchor="middle">{x_label}</text>')
+    cy = (top + bottom) / 2
+    out.append(
+        f'<text x="14" y="{cy:.1f}" text-anchor="middle" '
+        f'transform="rotate(-90 14 {cy:.1f})">{escape(spec.y_label)}</text>'
+    )
+    if not spec.series:
+        out.append(f'<text x="{mid:.1f}" y="{cy:.1f}" text-anchor="middle">no data</text>')
+    else:
+        out += _legend(spec.series, groups, xaxis, yaxis, outside=outside)
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+class _Axis:
+    """Data -> pixels along one axis, with its tick values."""
+
+    def __init__(
+        self, low: float, high: float, p0: float, p1: float, log: int, ticks: Sequence[float]
+    ) -> None:
+        self.low, self.high, self.p0, self.p1, self.log = low, high, p0, p1, log
+        self.ticks = [t for t in ticks if low <= t <= high]
+
+    @classmethod
+    def make(
+        cls, values: Sequence[float], p0: float, p1: float, *, log: bool, base: int, zero: bool
+    ) -> _Axis:
+        positive = [v for v in values if v > 0]
+        if log and positive:
+            lo, hi = math.log(min(positive), base), math.log(max(positive), base)
+            if base == 10:  # whole decades, as plots.decade_limits
+                lo, hi = math.floor(lo), math.ceil(hi)
+                hi = hi if hi > lo else lo + 1
+            else:
+                pad = max(hi - lo, 1.0) * 0.05
+                lo, hi = lo - pad, hi + pad
+            ticks = [float(base**e) for e in range(math.floor(lo), math.ceil(hi) + 1)]
+            return cls(float(base**lo), float(base**hi), p0, p1, base, ticks)
+        low, high = (min(values), max(values)) if values else (0.0, 1.0)
+        if zero:
+            low = min(low, 0.0)
+        if high <= low:
+            high = low + (abs(low) or 1.0)
+        step = _nice_step((high - low) / 5)
+        if zero and low == 0.0:
+            high = math.ceil(high * 1.05 / step) * step
+        else:
+            pad = (high - low) * 0.05
+            low, high = low - pad, high + pad
+        first = math.ceil(low / step) * step
+        ticks = [first + i * step for i in range(int((high - first) / step + 1e-9) + 1)]
+        return cls(low, high, p0, p1, 0, ticks)
+
+    def px(self, v: float) -> float:
+        if self.log:
+            a, b, v = (math.log(max(x, 1e-300), self.log) for x in (self.low, self.high, v))
+        else:
+            a, b = self.low, self.high
+        return self.p0 + (v - a) / ((b - a) or 1.0) * (self.p1 - self.p0)
+
+
+def _nice_step(raw: float) -> float:
+    mag = 10 ** math.floor(math.log10(raw)) if raw > 0 else 1.0
+    return next((m * mag for m in (1, 2, 2.5, 5) if raw <= m * mag), 10 * mag)
+
+
+def _num(v: float, big: bool) -> str:
+    if big:
+        return f"{v:,.0f}"
+    return f"{round(v, 10):g}"
+
+
+def _ok(values: Iterable[float]) -> list[float]:
+    return [v for v in values if math.isfinite(v)]
+
+
+def _finite(points: Iterable[tuple[float, float]]) -> bool:
+    return any(math.isfinite(x) and math.isfinite(y) for x, y in points)
+
+
+def _series(s: Series, colour: str, xaxis: _Axis, yaxis: _Axis) -> list[str]:
+    dash = _DASHES[s.dash % len(_DASHES)]
+    d: list[str] = []
+    pen = "M"
+    points: list[tuple[float, float]] = []
+    for x, y in zip(s.x, s.y, strict=True):
+        if not (math.isfinite(x) and math.isfinite(y)) or (xaxis.log and x <= 0):
+            pen = "M"  # NaN breaks the line, as in matplotlib
+            continue
+        if yaxis.log and y <= 0:
+            pen = "M"
+            continue
+        px, py = xaxis.px(x), yaxis.px(y)
+        d.append(f"{pen}{px:.1f} {py:.1f}")
+        points.append((px, py))
+        pen = "L"
+    out = []
+    dash_attr = f' stroke-dasharray="{dash}"' if dash else ""
+    if d:
+        out.append(
+            f'<path d="{"".join(d)}" stroke="{colour}" stroke-width="1.5" fill="none"'
+            f"{dash_attr}><title>{escape(s.label)}</title></path>"
+        )
+    if len(s.x) <= 30 and points:
+        dots = "".join(
+            f"M{px - 2.5:.1f} {py:.1f}a2.5 2.5 0 1 0 5 0a2.5 2.5 0 1 0 -5 0" for px, py in points
+        )
+        out.append(f'<path d="{dots}" fill="{colour}"/>')
+    if s.y_low is not None and s.y_high is not None and s.y_low != s.y_high:
+        bars = []
+        for x, lo, hi in zip(s.x, s.y_low, s.y_high, strict=True):
+            if not all(math.isfinite(v) for v in (x, lo, hi)) or (yaxis.log and lo <= 0):
+                continue
+            px, p_lo, p_hi = xaxis.px(x), yaxis.px(lo), yaxis.px(hi)
+            bars.append(f"M{px:.1f} {p_lo:.1f}V{p_hi:.1f}")
+            bars.append(f"M{px - 3:.1f} {p_lo:.1f}h6M{px - 3:.1f} {p_hi:.1f}h6")
+        if bars:
+            out.append(f'<path d="{"".join(bars)}" stroke="{colour}" fill="none"/>')
+    return out
+
+
+def _legend_width(series: Sequence[Series]) -> float:
+    return 40.0 + 6.2 * max((len(s.label) for s in series), default=0)
+
+
+def _legend(
+    series: Sequence[Series], groups: list[str], xaxis: _Axis, yaxis: _Axis, *, outside: bool
+) -> list[str]:
+    """Outside on the right when there are many lines (one per run); else in the
+    corner of the plot with the fewest points under it (matplotlib's "best")."""
+    w, h = _legend_width(series) - 10, 16.0 * len(series) + 6
+    left, right = xaxis.p0, xaxis.p1
+    top, bottom = yaxis.p1, yaxis.p0
+    if outside:
+        x0, y0 = right + 8, top
+    else:
+        corners = [
+            (right - w - 6, top + 6),
+            (left + 6, top + 6),
+            (right - w - 6, bottom - h - 6),
+            (left + 6, bottom - h - 6),
+        ]
+        pts = [
+            (xaxis.px(x), yaxis.px(y))
+            for s in series
+            for x, y in zip(s.x, s.y, strict=True)
+            if math.isfinite(x) and math.isfinite(y) and (not yaxis.log or y > 0)
+        ]
+        x0, y0 = min(
+            corners,
+            key=lambda c: sum(c[0] <= px <= c[0] + w and c[1] <= py <= c[1] + h for px, py in pts),
+        )
+    out = [
+        f'<rect x="{x0:.1f}" y="{y0:.1f}" width="{w:.1f}" height="{h:.1f}" fill="#fff" '
+        'fill-opacity="0.8" stroke="#ccc"/>'
+    ]
+    for i, s in enumerate(series):
+        colour = _COLOURS[groups.index(s.group) % len(_COLOURS)]
+        dash = _DASHES[s.dash % len(_DASHES)]
+        dash_attr = f' stroke-dasharray="{dash}"' if dash else ""
+        y = y0 + 13 + 16 * i
+        out.append(
+            f'<path d="M{x0 + 5:.1f} {y - 4:.1f}h24" stroke="{colour}" stroke-width="1.5"'
+            f"{dash_attr}/>"
+        )
+        out.append(f'<text x="{x0 + 34:.1f}" y="{y:.1f}" font-size="10">{escape(s.label)}</text>')
+    return out
