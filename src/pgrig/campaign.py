@@ -165,7 +165,8 @@ TARGET_SCHEMA = Schema(
     custom("index_tablespace", None, "the same for indexes (seed 004's tbs2)", _tablespace),
     text("pg_bin", None, "PostgreSQL binaries of this target (compare versions: one target "
          "per version)"),
-    text("profile", "oltp", "`stock`, `oltp` or a path to a `.conf` file"),
+    text("profile", "oltp", "`stock`, `oltp`, a seed's (`seed000`, `seed001`, `seed002`, "
+         "`seed004`) or a path to a `.conf` file"),
     custom("set", None, "`[target.set]`: setting overrides, e.g. `synchronous_commit = \"off\"`",
            _settings, field="settings"),
     custom("initdb", None, "`[target.initdb]`: see below", _initdb),

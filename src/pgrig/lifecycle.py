@@ -92,10 +92,7 @@ def check_target(
     profile = None
     adapted_notes: list[str] = []
     if not existing:
-        machine = None
-        if spec.lab is not None and spec.lab.memory_bytes is not None:
-            # {ram * 0.25} of a profile means a quarter of what the server may use
-            machine = profiles.Machine(spec.lab.memory_bytes, os.cpu_count() or 1)
+        machine = profiles.Machine.within(spec.lab.memory_bytes if spec.lab else None)
         profile = profiles.load(spec.profile, machine=machine).with_overrides(spec.settings)
         os_user = server_os_user(spec.os_user)
         aio.check_io_method(spec.name, profile.settings, bins, os_user)
@@ -110,6 +107,8 @@ def check_target(
         adapted_notes = adapted.notes()
         for note in adapted_notes:  # a setting this major renamed or lacks: never silent
             ui_notes.append(f"target {spec.name} (PostgreSQL {bins.version}): {note}")
+        for note in profile.scaled:  # a seed's value this machine cannot hold: never silent
+            ui_notes.append(f"target {spec.name}: profile {profile.name} scaled: {note}")
     else:
         if destructive and not yes:
             raise UsageError(

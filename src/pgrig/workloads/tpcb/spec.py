@@ -25,6 +25,7 @@ class TpcbSpec:
     unlogged: bool = False
     fillfactor: int | None = None
     count: bool = True
+    count_workers: int = 0  # max_parallel_workers_per_gather for count(*) (seed 000: 16)
     rate: float | None = None  # open loop: pgbench -R (transactions/s in total)
     latency_limit_ms: float | None = None  # pgbench -L, with rate
 
@@ -93,6 +94,8 @@ SCHEMA = Schema(
     flag("unlogged", False, "`pgbench -i --unlogged-tables` (seed 004)"),
     custom("fillfactor", None, "`pgbench -i --fillfactor`", _fillfactor),
     flag("count", True, "time `count(*)` by index-only and by seq scan after the load"),
+    integer("count_workers", 0, "parallel workers per gather for `count(*)` (seed 000: 16), "
+            "at most the CPU count", minimum=0),
     RATE,
     LATENCY_LIMIT,
     also=("type",),
