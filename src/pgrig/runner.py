@@ -42,7 +42,7 @@ from pgrig.report.monitor import closing_warning
 from pgrig.report.writer import write as write_report
 from pgrig.results import Study
 from pgrig.step import Step
-from pgrig.storage.errors import StorageError
+from pgrig.storage.errors import OptionRefused, StorageError
 from pgrig.store import Store
 from pgrig.ui import Ui
 from pgrig.workloads.base import Phase, Series
@@ -72,6 +72,7 @@ class CampaignRunner:
         self.study: Study | None = None
         self.targets: list[TargetRun] = []
         self.recorder: Recorder | None = None
+        self._refused: list[OptionRefused] = []  # lab options mkfs or the kernel refused
 
     @property
     def failures(self) -> int:
@@ -161,6 +162,14 @@ class CampaignRunner:
         try:
             with contextlib.ExitStack() as labs:
                 self._labs(labs, rec)
+                if not self.targets and self._refused:
+                    refused = self._refused[0]
+                    raise OptionRefused(
+                        f"no target is left to study: {refused.message}",
+                        options=refused.options,
+                        kernel_messages=refused.kernel_messages,
+                        hint=refused.hint or "drop or change the refused option (above)",
+                    )
                 if not self.targets:
                     raise StorageError(
                         "no target is left to study: the storage of every target could not "
@@ -277,7 +286,11 @@ class CampaignRunner:
                 continue
 
             def build(ctx: Any, line: Any, t: TargetRun = t) -> tuple[Any, str]:
-                return stack.enter_context(lifecycle.lab(t, self.ui, keep=self.keep)), ""
+                try:
+                    return stack.enter_context(lifecycle.lab(t, self.ui, keep=self.keep)), ""
+                except OptionRefused as exc:  # the user's option: exit 2 if nothing is left
+                    self._refused.append(exc)
+                    raise
 
             step = plan.lab_step(t.spec, build)
             if rec.execute(step, t, record=step.id not in rec.done):

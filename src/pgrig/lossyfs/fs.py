@@ -70,9 +70,14 @@ class LossyOperations(pyfuse3.Operations):
     enable_writeback_cache = False  # every write reaches this process at write(2) time
     enable_acl = False
 
-    def __init__(self, volume: Volume) -> None:
+    def __init__(self, volume: Volume, sync_delay_s: float = 0.0) -> None:
         super().__init__()
         self.volume = volume
+        # A cloud disk's per-I/O latency (storage/latency.py calibrates it): every
+        # fsync, fdatasync and O_DSYNC write returns this much later.
+        self.sync_delay_s = sync_delay_s
+        self.delays = 0
+        self.delay_seconds = 0.0
         self.dead = False
         self.handles: dict[int, Handle] = {}
         self.next_fh = 1
@@ -296,6 +301,26 @@ class LossyOperations(pyfuse3.Operations):
         in flight for the same file."""
         started = time.perf_counter()
         self.datasyncs += datasync
+        try:
+            await self._sync(node, datasync=datasync, reason=reason, started=started)
+        finally:
+            if self.sync_delay_s > 0:
+                await self._delay(self.sync_delay_s)
+
+    async def _delay(self, seconds: float) -> None:
+        """Sleep without holding up other requests. trio's own timer rounds up to
+        whole milliseconds (epoll), too coarse for a 100 us disk: shorter delays
+        sleep in a worker thread (the hand-off is part of the layer's measured
+        floor)."""
+        started = time.perf_counter()
+        if seconds >= 0.002:
+            await trio.sleep(seconds)
+        else:
+            await trio.to_thread.run_sync(time.sleep, seconds)
+        self.delays += 1
+        self.delay_seconds += time.perf_counter() - started
+
+    async def _sync(self, node: Node, *, datasync: bool, reason: str, started: float) -> None:
         small = not isinstance(node, File) or len(node.pages) * node.page_size <= INLINE_SYNC
         fd = self.volume.fsync_file(node, reason=reason)
         if fd is None:
@@ -349,6 +374,8 @@ class LossyOperations(pyfuse3.Operations):
         d = self._handle(fh).node
         assert isinstance(d, Dir)
         self.volume.fsync_dir(d)
+        if self.sync_delay_s > 0:  # a journal commit on the disk, as for a file
+            await self._delay(self.sync_delay_s)
 
     @handler
     async def statfs(self, ctx: Any) -> pyfuse3.StatvfsData:
@@ -377,5 +404,7 @@ class LossyOperations(pyfuse3.Operations):
             "backing_sync_seconds": round(self.backing_sync_seconds, 6),
             "max_write": self.max_write,
             "max_read": self.max_read,
+            "delays": self.delays,
+            "delay_seconds": round(self.delay_seconds, 6),
             "dead": self.dead,
         }

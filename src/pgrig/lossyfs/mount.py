@@ -138,6 +138,7 @@ class LossyMount:
         metadata: MetadataModel = "strict",
         allow_other: bool = True,
         timeout: float = 30.0,
+        sync_delay_us: float = 0.0,
     ) -> None:
         if metadata not in METADATA_MODELS:
             raise LossyFsError(
@@ -156,6 +157,7 @@ class LossyMount:
         self.metadata = metadata
         self.allow_other = allow_other
         self.timeout = timeout
+        self.sync_delay_us = sync_delay_us  # added to every fsync (storage/latency.py)
         self.power_losses = 0
         self._proc: subprocess.Popen[bytes] | None = None
         self._record: MountRecord | None = None
@@ -234,6 +236,7 @@ class LossyMount:
             f"--fsname={record.fsname}",
             f"--page-size={self.page_size}",
             f"--metadata={self.metadata}",
+            f"--sync-delay-us={self.sync_delay_us}",
         ] + (["--allow-other"] if self.allow_other else [])
 
     def _check_paths(self) -> None:
@@ -341,6 +344,13 @@ class LossyMount:
         if self._proc is None:
             return
         self._teardown(clean=True)
+
+    def set_sync_delay(self, us: float) -> None:
+        """Change the delay every sync gets, without a remount (calibration)."""
+        reply = self._control({"cmd": "sync_delay", "us": us}, timeout=self.timeout)
+        if not reply.get("ok"):
+            raise LossyFsError(f"setting the sync delay failed: {reply.get('error')}")
+        self.sync_delay_us = us
 
     def stats(self) -> dict[str, Any]:
         """Cache and fsync counters of the running filesystem."""

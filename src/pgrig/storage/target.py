@@ -24,7 +24,7 @@ from typing import Any
 from pgrig import environment
 from pgrig.errors import UsageError
 from pgrig.schema import Context, Locator, Table
-from pgrig.storage import cgroups, keys, memcg, throttle
+from pgrig.storage import cgroups, keys, latency, memcg, throttle
 from pgrig.storage.cgroups import Cgroup
 from pgrig.storage.errors import CgroupError
 from pgrig.storage.fsinfo import FilesystemInfo
@@ -43,6 +43,7 @@ class LabSpec:
     memory_bytes: int | None = None
     base: str | None = None  # where the backing file goes (with fs)
     disk: str | None = None  # the cloud-disk class asked for, e.g. "essd-pl1:100GiB"
+    latency: str | None = None  # a disk class's per-sync latency, e.g. "essd-pl3"
 
     @classmethod
     def from_table(cls, t: Table) -> LabSpec | None:
@@ -78,8 +79,15 @@ class LabSpec:
         elif v["iops"] is not None or v["mbps"] is not None:
             iops = None if v["iops"] is None else int(v["iops"])
             io = IoLimits.generic(iops=iops, mbps=v["mbps"])
+        if v["latency"] is not None and io is not None:
+            raise t.error(
+                "latency",
+                "cannot be combined with an I/O cap (disk, iops, mbps): the latency layer's "
+                "process does the I/O, outside the cgroup that caps it",
+                hint="give the latency and the cap to two targets",
+            )
         base = str(keys.base_of(v)) if fs is not None else None
-        return cls(fs, io, v["memory_bytes"], base, v["disk"])
+        return cls(fs, io, v["memory_bytes"], base, v["disk"], v["latency"])
 
     @classmethod
     def from_mapping(cls, table: Mapping[str, Any], *, where: str = "target") -> LabSpec:
@@ -95,6 +103,8 @@ class LabSpec:
             parts.append(self.fs.describe())
         if self.io:
             parts.append(self.io.describe())
+        if self.latency:
+            parts.append(f"{latency.parse_class(self.latency).name} per-sync latency")
         if self.memory_bytes:
             parts.append(f"memory limit {self.memory_bytes / 2**20:,.0f} MiB")
         return "; ".join(parts) or "plain directory"
@@ -109,6 +119,7 @@ class LabTarget:
     filesystem: FilesystemInfo | None
     device: str | None  # major:minor the I/O cap applies to
     cgroup: Cgroup | None
+    latency: latency.Calibration | None = None
 
     @property
     def preexec(self) -> Callable[[], None] | None:
@@ -134,6 +145,8 @@ class LabTarget:
             not_captured += IO_NOT_CAPTURED
             if self.cgroup is not None and self.cgroup.version("io") == 1:
                 not_captured.append(V1_WRITEBACK)
+        if self.latency is not None:
+            not_captured += latency.NOT_CAPTURED
         host: str | None = None
         if self.filesystem is not None:
             host = self.filesystem.host_filesystem
@@ -151,11 +164,12 @@ class LabTarget:
             cgroup=cgroup,
             host=host,
             not_captured=tuple(not_captured),
+            latency=self.latency.describe() if self.latency else None,
         )
 
     def describe(self) -> str:
         text = self.filesystem.describe() if self.filesystem else str(self.directory)
-        extra = [x.describe() for x in (self.spec.io,) if x]
+        extra = [x.describe() for x in (self.spec.io, self.latency) if x]
         if self.spec.memory_bytes:
             extra.append(f"memory limit {self.spec.memory_bytes / 2**20:,.0f} MiB")
         return "; ".join([text, *extra])
@@ -193,7 +207,10 @@ def limited(
 
 @contextmanager
 def lab_target(
-    base: Path, spec: LabSpec, *, keep: Callable[[], bool] = lambda: False
+    base: Path,
+    spec: LabSpec,
+    *,
+    keep: Callable[[], bool] = lambda: False,
 ) -> Iterator[LabTarget]:
     """Build what ``spec`` asks for under ``base`` (a directory on the disk to use);
     undo it all on the way out - but a filesystem stays when ``keep()`` says so
@@ -201,6 +218,11 @@ def lab_target(
     with contextlib.ExitStack() as stack:
         info = stack.enter_context(loop_filesystem(base, spec.fs, keep=keep)) if spec.fs else None
         directory = Path(info.data_dir) if info else base
+        calibration = None
+        if spec.latency is not None:
+            directory, calibration = stack.enter_context(
+                latency.latency_layer(directory, latency.parse_class(spec.latency))
+            )
         device = None
         if spec.io is not None:
             device = info.major_minor if info else throttle.device_of(base)
@@ -209,4 +231,4 @@ def lab_target(
             cgroup = stack.enter_context(
                 limited(io=spec.io, device=device, memory_bytes=spec.memory_bytes)
             )
-        yield LabTarget(directory, spec, info, device, cgroup)
+        yield LabTarget(directory, spec, info, device, cgroup, calibration)
