@@ -19,6 +19,7 @@ from pgrig.campaign import TargetSpec
 from pgrig.cluster import aio, binaries, profiles, workdir
 from pgrig.cluster.server import SUPERUSER, Cluster, InitdbOptions, ServerLost, server_os_user
 from pgrig.conninfo import Conn
+from pgrig.durability import fsyncgate
 from pgrig.errors import BinaryNotFound, ClusterError, DiskSpaceError, UsageError
 from pgrig.lossyfs.target import open_lossy
 from pgrig.pgsource import catalog
@@ -107,6 +108,8 @@ def check_target(
         adapted_notes = adapted.notes()
         for note in adapted_notes:  # a setting this major renamed or lacks: never silent
             ui_notes.append(f"target {spec.name} (PostgreSQL {bins.version}): {note}")
+        if (gate := fsyncgate.warning(bins.version, bins.version_num)) is not None:
+            ui_notes.append(f"target {spec.name}: {gate}")  # an old minor: fsyncgate
         for note in profile.scaled:  # a seed's value this machine cannot hold: never silent
             ui_notes.append(f"target {spec.name}: profile {profile.name} scaled: {note}")
     else:

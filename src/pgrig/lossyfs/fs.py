@@ -78,6 +78,10 @@ class LossyOperations(pyfuse3.Operations):
         self.sync_delay_s = sync_delay_s
         self.delays = 0
         self.delay_seconds = 0.0
+        # fsyncgate: the next N fsyncs of a file fail with EIO, as a disk's write
+        # error reaches fsync (docs/durability.md); the data stays cached
+        self.fail_syncs = 0
+        self.failed_syncs = 0
         self.dead = False
         self.handles: dict[int, Handle] = {}
         self.next_fh = 1
@@ -301,6 +305,11 @@ class LossyOperations(pyfuse3.Operations):
         in flight for the same file."""
         started = time.perf_counter()
         self.datasyncs += datasync
+        if self.fail_syncs > 0 and isinstance(node, File):
+            self.fail_syncs -= 1
+            self.failed_syncs += 1
+            log.warning("injected EIO on the %s of inode %d", reason, node.ino)
+            raise pyfuse3.FUSEError(errno.EIO)
         try:
             await self._sync(node, datasync=datasync, reason=reason, started=started)
         finally:
@@ -404,6 +413,7 @@ class LossyOperations(pyfuse3.Operations):
             "backing_sync_seconds": round(self.backing_sync_seconds, 6),
             "max_write": self.max_write,
             "max_read": self.max_read,
+            "failed_syncs": self.failed_syncs,
             "delays": self.delays,
             "delay_seconds": round(self.delay_seconds, 6),
             "dead": self.dead,

@@ -352,6 +352,13 @@ class LossyMount:
             raise LossyFsError(f"setting the sync delay failed: {reply.get('error')}")
         self.sync_delay_us = us
 
+    def fail_syncs(self, count: int = 1) -> None:
+        """The next ``count`` fsyncs (fdatasyncs, O_DSYNC writes) of a file fail
+        with EIO, as when the disk could not write the pages back (fsyncgate)."""
+        reply = self._control({"cmd": "fail_syncs", "count": count}, timeout=self.timeout)
+        if not reply.get("ok"):
+            raise LossyFsError(f"arming the fsync failure failed: {reply.get('error')}")
+
     def stats(self) -> dict[str, Any]:
         """Cache and fsync counters of the running filesystem."""
         reply = self._control({"cmd": "stats"}, timeout=self.timeout)

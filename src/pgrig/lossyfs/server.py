@@ -111,6 +111,9 @@ class Server:
             if command == "sync_delay":  # the latency layer's calibration
                 self.ops.sync_delay_s = max(0.0, float(request["us"])) / 1e6
                 return {"ok": True}
+            if command == "fail_syncs":  # fsyncgate: the next N file syncs get EIO
+                self.ops.fail_syncs = max(0, int(request["count"]))
+                return {"ok": True}
             if command == "shutdown":
                 return {"ok": True, "bye": True}
             if command == "power_loss":
