@@ -22,6 +22,7 @@ from pgrig.errors import UsageError
 from pgrig.policy import RunPolicy
 from pgrig.probe import FIO_SCHEMA, PROBES_SCHEMA, ProbeSpec
 from pgrig.schema import Context, Locator, Schema, Table, custom, flag, text, type_name
+from pgrig.storage import kernel
 from pgrig.storage.keys import LAB_SCHEMA
 from pgrig.storage.target import LabSpec
 from pgrig.workloads.base import WorkloadSpec
@@ -53,6 +54,9 @@ class TargetSpec:
     lab: LabSpec | None = None  # built by the storage lab: filesystem, I/O cap, memory limit
     # The settings axes' values this variant runs with (also in ``settings``).
     axes: tuple[tuple[str, str], ...] = ()
+    # Kernel settings of an axis (vm.dirty_*, clocksource): set around each of this
+    # variant's steps, restored after (fidelity: storage/kernel.py)
+    kernel: tuple[tuple[str, str], ...] = ()
 
     @property
     def planned_directory(self) -> Path | None:
@@ -335,13 +339,18 @@ def variants(
                 parts = [t.name] if len(targets) > 1 else []
                 parts += [f"pg{version}"] if version is not None else []
                 parts += [f"{name}-{_name_part(value)}" for name, value in chosen]
+                sysctls = tuple((n, v) for n, v in chosen if kernel.is_kernel_setting(n))
                 out.append(
                     replace(
                         t,
                         name="-".join(parts),
                         pg_bin=version if version is not None else t.pg_bin,
-                        settings={**t.settings, **dict(chosen)},
+                        settings={
+                            **t.settings,
+                            **{n: v for n, v in chosen if (n, v) not in sysctls},
+                        },
                         axes=chosen,
+                        kernel=sysctls,
                     )
                 )
     names: dict[str, TargetSpec] = {}

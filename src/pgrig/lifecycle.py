@@ -26,7 +26,7 @@ from pgrig.pgsource import catalog
 from pgrig.plan import check_space
 from pgrig.results import Environment
 from pgrig.step import Context, Skip
-from pgrig.storage import LabSpec, cgroups, loopfs
+from pgrig.storage import LabSpec, cgroups, kernel, loopfs
 from pgrig.storage.errors import CgroupError, StorageError
 from pgrig.storage.model import LabInfo
 from pgrig.ui import Ui
@@ -85,6 +85,7 @@ def check_target(
     is created: binaries, directories, profile, disk, permission. What the
     profile had to change for this major is added to ``ui_notes``."""
     ui_notes = ui_notes if ui_notes is not None else []
+    kernel.check(spec.kernel)  # a kernel-settings axis: root, names, values (fidelity)
     existing = spec.dsn is not None
     tools = binaries.CLIENT_TOOLS if existing else binaries.SERVER_TOOLS
     bins = _binaries(spec, tools)

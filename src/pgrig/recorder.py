@@ -20,6 +20,7 @@ from pgrig.errors import PgrigError
 from pgrig.lifecycle import TargetRun
 from pgrig.results import RunRecord, Status, Study, to_dict, typed
 from pgrig.step import Skip, Step
+from pgrig.storage import kernel
 from pgrig.store import Store
 from pgrig.ui import Ui, duration
 
@@ -55,6 +56,10 @@ class Recorder:
         """Run one step and record it. True if it succeeded (or was recorded before)."""
         if record and step.id in self.done:
             return True
+        with kernel.applied(t.spec.kernel):  # a kernel-settings axis: around its points
+            return self._execute(step, t, record=record)
+
+    def _execute(self, step: Step, t: TargetRun, *, record: bool) -> bool:
         self._revive(t)
         started = now()
         t0 = time.monotonic()

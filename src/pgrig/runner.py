@@ -42,6 +42,7 @@ from pgrig.report.monitor import closing_warning
 from pgrig.report.writer import write as write_report
 from pgrig.results import Study
 from pgrig.step import Step
+from pgrig.storage import kernel
 from pgrig.storage.errors import OptionRefused, StorageError
 from pgrig.store import Store
 from pgrig.ui import Ui
@@ -135,6 +136,8 @@ class CampaignRunner:
         if not self.targets:
             self.preflight()
         # Mounts first: removing a work directory must never reach through a live mount.
+        for line in kernel.restore_orphans():  # machine-wide: whoever's run left them
+            self.ui.info(f"kernel settings of a killed pgrig run: {line}")
         for mount in lossyfs.clean_orphans():
             self.ui.info(f"unmounted the orphan lossy filesystem {mount} of a killed pgrig run")
         for path in workdir.clean_orphans():

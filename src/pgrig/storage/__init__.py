@@ -22,9 +22,9 @@ def clean() -> list[str]:
     """Undo what killed pgrig runs left: filesystem targets, then cgroups. Neither stops
     a process: run the work-directory cleanup (which stops orphan servers) first.
     Returns one line per thing removed or left behind."""
-    from pgrig.storage import devices
+    from pgrig.storage import devices, kernel
 
-    return [*devices.clean_orphans(), *cgroups.clean_orphans()]
+    return [*devices.clean_orphans(), *cgroups.clean_orphans(), *kernel.restore_orphans()]
 
 
 __all__ = [
