@@ -104,6 +104,8 @@ def _path(t: Table, key: str, default: Any) -> Path | None:
 
 
 def _tablespace(t: Table, key: str, default: Any) -> str | None:
+    if isinstance(t.data.get(key), dict):
+        return None  # a filesystem the storage lab builds (LabSpec.tablespaces)
     value = t.get(key, str)
     if value is None or "/" not in value:
         return value  # an existing tablespace's name
@@ -163,8 +165,9 @@ TARGET_SCHEMA = Schema(
     custom("wal_directory", None, "`initdb --waldir` on another disk", _path),
     custom(
         "tablespace", None,
-        "a directory (pgrig creates a tablespace there in its cluster: seed 004's tbs1) or "
-        "the name of an existing tablespace", _tablespace,
+        "a directory (pgrig creates a tablespace there in its cluster: seed 004's tbs1), "
+        "the name of an existing tablespace, or a filesystem the lab builds for it: "
+        "`{ fs = \"xfs\", size = \"2GiB\" }` ([storage lab](storage-lab.md))", _tablespace,
     ),
     custom("index_tablespace", None, "the same for indexes (seed 004's tbs2)", _tablespace),
     text("pg_bin", None, "PostgreSQL binaries of this target (compare versions: one target "

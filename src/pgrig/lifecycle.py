@@ -201,6 +201,17 @@ def _check_lab(spec: TargetSpec, need: int) -> tuple[LabSpec, str | None]:
                 cgroups.hierarchy_for(controller)
             except CgroupError as exc:
                 raise CgroupError(f"target {spec.name}: {exc.message}", hint=exc.hint) from exc
+    if lab.tablespaces:  # fidelity: tablespaces on lab filesystems, owned by the server
+        os_user = server_os_user(spec.os_user)
+        owner = os_user.name if os_user else None
+        lab = replace(
+            lab, tablespaces=tuple((o, replace(f, owner=owner), b) for o, f, b in lab.tablespaces)
+        )
+        for _option, fs_spec, _base in lab.tablespaces:
+            try:
+                loopfs.check_prerequisites(fs_spec.fstype)
+            except (StorageError, BinaryNotFound) as exc:
+                return lab, f"{exc.message}" + (f" ({exc.hint})" if exc.hint else "")
     if lab.fs is None:
         return lab, None
     if need > lab.fs.size_bytes:
@@ -256,6 +267,11 @@ def lab(t: TargetRun, ui: Ui, *, keep: bool) -> Iterator[LabInfo]:
         t.directory = built.directory
         t.ctx.target = t.ctx.scratch = built.directory
         t.ctx.preexec = built.preexec
+        for option, path in built.tablespaces:  # fidelity: tablespaces on lab filesystems
+            if option == "tablespace":
+                t.spec = replace(t.spec, tablespace=str(path))
+            else:
+                t.spec = replace(t.spec, index_tablespace=str(path))
         yield built.info()
     if built.filesystem is not None and kept():
         ui.info(f"{t.name}: {loopfs.kept_message(built.filesystem)}")

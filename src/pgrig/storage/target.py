@@ -44,13 +44,17 @@ class LabSpec:
     base: str | None = None  # where the backing file goes (with fs)
     disk: str | None = None  # the cloud-disk class asked for, e.g. "essd-pl1:100GiB"
     latency: str | None = None  # a disk class's per-sync latency, e.g. "essd-pl3"
+    # seed 004's tbs1/tbs2 on their own disks: (option, filesystem, base), option
+    # "tablespace" or "index_tablespace"
+    tablespaces: tuple[tuple[str, FsSpec, str], ...] = ()
 
     @classmethod
     def from_table(cls, t: Table) -> LabSpec | None:
         """The lab keys of a campaign target; None when it has none."""
+        tablespaces = cls._tablespaces(t)
         v = keys.read(t)
         if not keys.given(v):
-            return None
+            return cls(tablespaces=tablespaces) if tablespaces else None
         fs = None
         if v["fs"] is None:
             for key in FS_KEYS:
@@ -87,7 +91,26 @@ class LabSpec:
                 hint="give the latency and the cap to two targets",
             )
         base = str(keys.base_of(v)) if fs is not None else None
-        return cls(fs, io, v["memory_bytes"], base, v["disk"], v["latency"])
+        return cls(fs, io, v["memory_bytes"], base, v["disk"], v["latency"], tablespaces)
+
+    @classmethod
+    def _tablespaces(cls, t: Table) -> tuple[tuple[str, FsSpec, str], ...]:
+        """``tablespace = { fs = "xfs", size = "2GiB", mount = "noatime" }``: a
+        filesystem the lab builds for that tablespace (the keys of a filesystem
+        target; no caps: they belong to the target's own device)."""
+        out = []
+        for option in ("tablespace", "index_tablespace"):
+            raw = t.data.get(option)
+            if not isinstance(raw, dict):
+                continue
+            sub = Table(raw, (*t.path, option), t.ctx)
+            spec = cls.from_table(sub)
+            sub.finish((*FS_KEYS, "fs"))
+            if spec is None or spec.fs is None:
+                raise t.error(option, 'a tablespace filesystem needs fs and size',
+                              hint='e.g. { fs = "xfs", size = "2GiB" }')  # fmt: skip
+            out.append((option, spec.fs, str(keys.base_of({"base": spec.base}))))
+        return tuple(out)
 
     @classmethod
     def from_mapping(cls, table: Mapping[str, Any], *, where: str = "target") -> LabSpec:
@@ -107,6 +130,7 @@ class LabSpec:
             parts.append(f"{latency.parse_class(self.latency).name} per-sync latency")
         if self.memory_bytes:
             parts.append(f"memory limit {self.memory_bytes / 2**20:,.0f} MiB")
+        parts += [f"{option} on {fs.describe()}" for option, fs, _ in self.tablespaces]
         return "; ".join(parts) or "plain directory"
 
 
@@ -120,6 +144,7 @@ class LabTarget:
     device: str | None  # major:minor the I/O cap applies to
     cgroup: Cgroup | None
     latency: latency.Calibration | None = None
+    tablespaces: tuple[tuple[str, Path], ...] = ()  # option -> the mounted directory
 
     @property
     def preexec(self) -> Callable[[], None] | None:
@@ -231,4 +256,11 @@ def lab_target(
             cgroup = stack.enter_context(
                 limited(io=spec.io, device=device, memory_bytes=spec.memory_bytes)
             )
-        yield LabTarget(directory, spec, info, device, cgroup, calibration)
+        tablespaces = tuple(
+            (
+                option,
+                Path(stack.enter_context(loop_filesystem(Path(where), fs, keep=keep)).data_dir),
+            )
+            for option, fs, where in spec.tablespaces
+        )
+        yield LabTarget(directory, spec, info, device, cgroup, calibration, tablespaces)
