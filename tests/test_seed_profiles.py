@@ -3,13 +3,19 @@ and scaled - and named - where it cannot; checked by the real server's parser.""
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 
 import pytest
 
 from pgrig.cluster import binaries, profiles
 from pgrig.cluster.server import server_os_user
+from pgrig.conninfo import Conn
 from pgrig.errors import UsageError
+from pgrig.step import Context
+from pgrig.ui import Ui
+from pgrig.workloads.tpcb import steps
 
 BIG = profiles.Machine(ram_bytes=1024 * 2**30, cpus=64)  # larger than any seed's machine
 HERE = profiles.Machine(ram_bytes=24 * 2**30, cpus=2)
@@ -64,3 +70,33 @@ def test_a_broken_fit_expression_is_refused_with_the_forms(tmp_path: Path) -> No
     with pytest.raises(UsageError, match="mine.conf:1: cannot understand") as err:
         profiles.load(str(conf), machine=HERE)
     assert "min(32GB, ram * 0.25)" in (err.value.hint or "")
+
+
+def test_seed000s_parallel_count_uses_its_workers(
+    bins: binaries.PgBinaries, conn: Conn, tmp_path: Path
+) -> None:
+    """Seed 000 ran count(*) with max_parallel_workers_per_gather = 16 in its
+    session; here at most the CPUs, and the plan shows the workers."""
+    with conn.connect() as db:
+        db.execute("CREATE TABLE pgbench_accounts (aid int PRIMARY KEY, pad text)")
+        db.execute("INSERT INTO pgbench_accounts SELECT g, 'x' FROM generate_series(1, 20000) g")
+        db.execute("ANALYZE pgbench_accounts")
+        # a small table: parallelism must be free for the planner to choose it
+        db.execute("ALTER DATABASE postgres SET parallel_setup_cost = 0")
+        db.execute("ALTER DATABASE postgres SET min_parallel_table_scan_size = 0")
+    try:
+        workers = steps.count_workers(16)
+        assert workers == min(16, os.cpu_count() or 1)
+        ctx = Context(bins=bins, target=tmp_path, scratch=tmp_path, conn=conn)
+        line = Ui(quiet=True).step("count").__enter__()
+        result, _raw = steps._count("seq scan", workers)(ctx, line)
+        gather = steps._find_node(json.loads(result.plan)[0]["Plan"], "Gather")
+        assert result.rows > 0 and gather is not None, result.plan
+        assert gather["Workers Planned"] == workers
+        one, _ = steps._count("seq scan", 1)(ctx, line)  # not the stock server's own 2
+        gather_one = steps._find_node(json.loads(one.plan)[0]["Plan"], "Gather")
+        assert gather_one is not None and gather_one["Workers Planned"] == 1
+    finally:
+        with conn.connect() as db:
+            db.execute("ALTER DATABASE postgres RESET ALL")
+            db.execute("DROP TABLE pgbench_accounts")
