@@ -61,6 +61,19 @@ def test_every_sync_waits_the_delay_and_the_delay_can_change(dirs: tuple[Path, P
     assert (dirs[0] / "wal").stat().st_size == 8 * 8192  # the data went to the disk
 
 
+@pytest.mark.skipif(REASON is not None, reason=f"no FUSE here: {REASON}")
+def test_in_proportion_each_sync_lasts_the_factor_times_the_disks_own(
+    dirs: tuple[Path, Path],
+) -> None:
+    with LossyMount(*dirs, metadata="journal") as fs:
+        fs.set_sync_delay(0, factor=3.0, overhead_us=0)
+        _fdatasync_s(fs.mountpoint / "wal", 10)
+        stats = fs.stats()
+    assert stats["delays"] == 10
+    # each sync waited twice what the disk's own fdatasync of it took (3x in all)
+    assert stats["delay_seconds"] >= 2 * stats["backing_sync_seconds"] * 0.99
+
+
 def test_the_class_keeps_its_latency_or_its_ratio_over_a_slower_disk() -> None:
     pl3 = latency.CLASSES["essd-pl3"]
     assert pl3.ratio == pytest.approx(164 / 35)

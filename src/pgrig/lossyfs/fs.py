@@ -76,6 +76,10 @@ class LossyOperations(pyfuse3.Operations):
         # A cloud disk's per-I/O latency (storage/latency.py calibrates it): every
         # fsync, fdatasync and O_DSYNC write returns this much later.
         self.sync_delay_s = sync_delay_s
+        # ... or in proportion: a sync takes sync_factor x what the backing disk's own
+        # fdatasync took just now (its noise included), less the layer's own cost
+        self.sync_factor = 1.0
+        self.sync_overhead_s = 0.0
         self.delays = 0
         self.delay_seconds = 0.0
         # fsyncgate: the next N fsyncs of a file fail with EIO, as a disk's write
@@ -310,11 +314,15 @@ class LossyOperations(pyfuse3.Operations):
             self.failed_syncs += 1
             log.warning("injected EIO on the %s of inode %d", reason, node.ino)
             raise pyfuse3.FUSEError(errno.EIO)
+        took = 0.0
         try:
-            await self._sync(node, datasync=datasync, reason=reason, started=started)
+            took = await self._sync(node, datasync=datasync, reason=reason, started=started)
         finally:
-            if self.sync_delay_s > 0:
-                await self._delay(self.sync_delay_s)
+            delay = self.sync_delay_s
+            if self.sync_factor > 1.0:
+                delay += max(0.0, (self.sync_factor - 1.0) * took - self.sync_overhead_s)
+            if delay > 0:
+                await self._delay(delay)
 
     async def _delay(self, seconds: float) -> None:
         """Sleep without holding up other requests. trio's own timer rounds up to
@@ -329,7 +337,8 @@ class LossyOperations(pyfuse3.Operations):
         self.delays += 1
         self.delay_seconds += time.perf_counter() - started
 
-    async def _sync(self, node: Node, *, datasync: bool, reason: str, started: float) -> None:
+    async def _sync(self, node: Node, *, datasync: bool, reason: str, started: float) -> float:
+        """Returns how long the backing file's own sync took (0: nothing to sync)."""
         small = not isinstance(node, File) or len(node.pages) * node.page_size <= INLINE_SYNC
         fd = self.volume.fsync_file(node, reason=reason)
         if fd is None:
@@ -337,7 +346,7 @@ class LossyOperations(pyfuse3.Operations):
             if pending is not None:
                 await pending.wait()
             self.fsync_seconds += time.perf_counter() - started
-            return
+            return 0.0
         done = trio.Event()
         self.inflight[node.ino] = done
         try:
@@ -347,12 +356,14 @@ class LossyOperations(pyfuse3.Operations):
                 sync(fd)
             else:
                 await trio.to_thread.run_sync(sync, fd)
-            self.backing_sync_seconds += time.perf_counter() - synced
+            took = time.perf_counter() - synced
+            self.backing_sync_seconds += took
         finally:
             done.set()
             if self.inflight.get(node.ino) is done:
                 del self.inflight[node.ino]
             self.fsync_seconds += time.perf_counter() - started
+        return took
 
     # -- directories ------------------------------------------------------------------
 

@@ -345,9 +345,12 @@ class LossyMount:
             return
         self._teardown(clean=True)
 
-    def set_sync_delay(self, us: float) -> None:
-        """Change the delay every sync gets, without a remount (calibration)."""
-        reply = self._control({"cmd": "sync_delay", "us": us}, timeout=self.timeout)
+    def set_sync_delay(self, us: float, *, factor: float = 1.0, overhead_us: float = 0.0) -> None:
+        """Change the delay every sync gets, without a remount (calibration): ``us``
+        fixed, plus - with ``factor`` over 1 - what makes a sync last ``factor``
+        times the backing disk's own sync, less ``overhead_us`` (the layer's cost)."""
+        request = {"cmd": "sync_delay", "us": us, "factor": factor, "overhead_us": overhead_us}
+        reply = self._control(request, timeout=self.timeout)
         if not reply.get("ok"):
             raise LossyFsError(f"setting the sync delay failed: {reply.get('error')}")
         self.sync_delay_us = us
