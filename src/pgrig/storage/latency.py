@@ -9,14 +9,18 @@ O_DSYNC write, and calibrates that delay with fio (8 kB writes, fdatasync after
 each, the median of 2 s: robust to a shared machine's noise); the target's own
 pg_test_fsync probe then shows the result beside the local disk's.
 
-1. ``local``: fio's fdatasync latency on the directory itself;
+1. ``local``: fio's fdatasync latency on the disk itself (beside the mount);
 2. ``floor``: the same through the layer with no delay - the emulation's own cost;
-3. ``target``: the class's published latency, or - where this disk is slower than
-   the class (a shared VM disk) - the disk's own latency times the class's ratio
-   to the local disk it was measured beside, so the comparison keeps the seed's
-   direction and ratio;
-4. ``delay = target - floor`` (never below 0), then ``achieved``: pg_test_fsync
-   through the layer with that delay.
+3. ``target``: the class's published latency - or, where this disk is slower than
+   the class (a shared VM disk), the disk's own latency times the class's ratio to
+   the local disk it was measured beside, keeping the seed's direction and ratio;
+4. a fast disk gets a fixed ``delay = target - floor`` (never below 0), measured
+   (``achieved``) and corrected once by half the miss. A slow disk gets the ratio
+   itself: each sync lasts ``factor`` times what the disk's own fdatasync of it
+   took just then, less the layer's overhead (``floor - local``) - a shared
+   disk's latency jumps tenfold within seconds, and a fixed delay taken from one
+   moment would set the ratio to chance; ``local_after`` measures the disk again
+   right after ``achieved``, so the ratio shown is to the disk of that moment.
 
 All four are recorded with the lab target and shown in the report. What the
 layer does not emulate is listed in ``NOT_CAPTURED``.
