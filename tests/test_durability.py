@@ -212,3 +212,95 @@ def test_unexpected_log_lines_are_found() -> None:
     )
     found = verifier.unexpected_log_lines(text + bad, {1887})
     assert len(found) == 2 and "invalid page" in found[0] and "checksum" in found[1]
+
+
+# -- the user's own workload under the crashes (seed 001) ---------------------------
+
+LOGIN_SCHEMA = """\
+CREATE TABLE user_session (userid int PRIMARY KEY, login_count bigint NOT NULL DEFAULT 0);
+CREATE TABLE user_login_rec (userid int NOT NULL, login_time timestamptz NOT NULL);
+INSERT INTO user_session (userid) SELECT generate_series(1, 1000);
+CREATE FUNCTION f_user_login(i_userid int) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO user_login_rec VALUES (i_userid, now());
+  UPDATE user_session SET login_count = login_count + 1 WHERE userid = i_userid;
+END $$;
+"""
+LOGIN_CAMPAIGN = """\
+[campaign]
+name = "login-crash"
+
+[[target]]
+name = "disk"
+directory = "{target}"
+profile = "stock"
+[target.set]
+synchronous_commit = "on"
+
+[probes]
+timing = false
+fsync = false
+fio = false
+
+[[workload]]
+type = "custom"
+name = "login"
+setup = ["schema.sql"]
+scripts = ["login.sql"]
+defines = {{ users = 1000 }}
+clients = [2]
+duration = 1
+
+[[workload]]
+type = "durability"
+name = "login-durability"
+method = "immediate"
+crashes = 1
+clients = 2
+interval = 1.5
+scripts = ["login.sql"]
+defines = {{ users = 1000 }}
+script_clients = 2
+[[workload.checks]]
+name = "a login record for every login counted"
+sql = '''SELECT s.userid FROM user_session s LEFT JOIN user_login_rec r USING (userid)
+         GROUP BY s.userid, s.login_count HAVING s.login_count <> count(r.userid)'''
+[[workload.checks]]
+name = "one session per user"
+sql = "SELECT userid FROM user_session GROUP BY userid HAVING count(*) > 1"
+[[workload.checks]]
+name = "nobody logged in"
+sql = "SELECT userid FROM user_login_rec LIMIT 5"
+"""
+
+
+def test_a_custom_workload_is_crashed_and_checked_by_its_own_checks(disk_dir: Path) -> None:
+    """Seed 001: the login workload writes under the crashes, relaunched after
+    each; its declared checks run after every recovery. "nobody logged in" is
+    meant to break: it proves the checks run against the workload's data."""
+    (disk_dir / "schema.sql").write_text(LOGIN_SCHEMA)
+    (disk_dir / "login.sql").write_text(
+        "\\set userid random(1, :users)\nSELECT f_user_login(:userid);\n"
+    )
+    target = disk_dir / "t"
+    target.mkdir(mode=0o755)
+    file = disk_dir / "login.toml"
+    file.write_text(LOGIN_CAMPAIGN.format(target=target))
+    results = disk_dir / "r"
+    done = subprocess.run(
+        [sys.executable, "-m", "pgrig", "run", file, "--results", results],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    with Store.open(results / "results.sqlite") as store:
+        (rec,) = [r for r in store.runs("login-crash") if r.kind == "durability"]
+    assert rec.result is not None, (rec.status, rec.reason, done.stderr[-2000:])
+    res = from_dict(DurabilityResult, rec.result)
+    assert res.lost == 0 and len(res.crashes) == 1
+    after_crash = {c.name: c for c in res.crashes[0].checks}
+    assert after_crash["a login record for every login counted"].ok is True
+    assert after_crash["one session per user"].ok is True
+    broken = after_crash["nobody logged in"]
+    assert broken.ok is False and "rows break it" in broken.detail
+    assert any("nobody logged in" in f for f in res.failures)
+    report = next(results.glob("*.md")).read_text()
+    assert "nobody logged in" in report

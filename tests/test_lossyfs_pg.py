@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
@@ -197,3 +198,51 @@ def test_a_torn_heap_page_needs_full_page_writes(rig: Rig) -> None:
         return
     with pytest.raises(ClusterError, match="WAL redo|invalid page|checksum"):
         rig.recovered_rows("h")
+
+
+@pytest.mark.parametrize("rig", [Setup()], indirect=True)
+def test_a_failed_fsync_panics_and_recovery_loses_nothing(rig: Rig) -> None:
+    """fsyncgate: EIO from fsync (the lossy filesystem's injected disk error) makes
+    PostgreSQL PANIC (data_sync_retry = off since 11.2/10.7/9.6.12/9.5.16) rather
+    than retry over lost pages; crash recovery replays the WAL: every committed
+    row is there."""
+    commit_rows(rig, 0, 30)
+    with rig.conn.connect() as db:
+        row = db.execute("SHOW data_sync_retry").fetchone()
+        assert row is not None and row[0] == "off"
+        db.execute("UPDATE t SET pad = 'changed' WHERE id < 10")
+    rig.mount.fail_syncs(1)
+    with pytest.raises(psycopg.OperationalError), rig.conn.connect() as db:
+        db.execute("CHECKPOINT")  # its fsync fails: the server PANICs
+    log = rig.cluster.logfile.read_text(errors="replace")
+    assert "PANIC" in log and "Input/output error" in log, log[-2000:]
+    assert rig.mount.stats()["failed_syncs"] == 1
+    # the postmaster reinitializes by itself (restart_after_crash): crash recovery
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            with rig.conn.connect() as db:
+                counts = db.execute(
+                    "SELECT count(*), count(*) FILTER (WHERE pad = 'changed') FROM t"
+                ).fetchone()
+            break
+        except ClusterError:  # "the database system is in recovery mode"
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+    assert counts == (30, 10)  # every commit, the update whose pages failed included
+    log = rig.cluster.logfile.read_text(errors="replace")
+    assert "all server processes terminated; reinitializing" in log
+    assert "redo done" in log
+
+
+def test_old_minors_that_retry_a_failed_fsync_are_flagged() -> None:
+    from pgrig.durability import fsyncgate
+
+    assert fsyncgate.retries_failed_fsync(110001) and not fsyncgate.retries_failed_fsync(110002)
+    assert fsyncgate.retries_failed_fsync(90515) and not fsyncgate.retries_failed_fsync(90516)
+    assert fsyncgate.retries_failed_fsync(90611) and not fsyncgate.retries_failed_fsync(90612)
+    assert fsyncgate.retries_failed_fsync(100006) and not fsyncgate.retries_failed_fsync(150018)
+    assert fsyncgate.retries_failed_fsync(90424)  # 9.4: never fixed
+    assert "9.5.3 retries a failed fsync" in (fsyncgate.warning("9.5.3", 90503) or "")
+    assert fsyncgate.warning("15.18", 150018) is None

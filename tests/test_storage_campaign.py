@@ -39,6 +39,7 @@ duration = 2
 count = false
 """
 STOCK = 'profile = "stock"\n[target.set]\nfsync = "off"\n'
+NO_PROBES = "[probes]\ntiming = false\nfio = false\nfsync = false\n"
 
 
 @pytest.fixture
@@ -303,27 +304,18 @@ def test_dsn_with_lab_options_is_refused(base: Path) -> None:
     assert "Traceback" not in done.stderr
 
 
-def test_refused_mount_option_fails_that_target_with_the_kernels_message(base: Path) -> None:
-    path = write(
-        base,
-        f"""
-        [campaign]
-        name = "refused"
-        [[target]]
-        name = "xfs"
-        fs = "xfs"
-        size = "320MiB"
-        base = "{base}"
-        mount = "noatime,nobarrier"
-        [[target]]
-        name = "plain"
-        directory = "{base}"
-        [probes]
-        timing = 1
-        fsync = false
-        fio = false
-        """,
+def refused_xfs(base: Path, more: str = "") -> str:
+    """A campaign whose XFS target asks for nobarrier (gone from XFS since 4.19)."""
+    return (
+        f'[campaign]\nname = "refused"\n[[target]]\nname = "xfs"\nfs = "xfs"\n'
+        f'size = "320MiB"\nbase = "{base}"\nmount = "noatime,nobarrier"\n{more}'
+        "[probes]\ntiming = 1\nfsync = false\nfio = false\n"
     )
+
+
+def test_refused_mount_option_fails_that_target_with_the_kernels_message(base: Path) -> None:
+    plain = f'[[target]]\nname = "plain"\ndirectory = "{base}"\n'
+    path = write(base, refused_xfs(base, plain))
     done = pgrig("run", path, "--results", base / "r")
     assert done.returncode != 0 and "1 step(s) failed" in done.stderr
     status, reason, _ = runs(base / "r")["xfs/lab"]
@@ -454,3 +446,51 @@ def test_hit_ratios_from_the_monitors_samples() -> None:
     buffer, cache = _ratios(mon)
     assert buffer == pytest.approx(0.9)
     assert cache == pytest.approx(1 - 0.2 * 2**20 / (100 * 8192))
+
+
+def test_tablespaces_on_lab_filesystems(base: Path) -> None:
+    """Seed 004: tbs1 (tables) and tbs2 (indexes) on two disks of their own; here
+    an XFS and an ext4 the lab builds, the data directory on a plain directory."""
+    data = base / "d"
+    data.mkdir(mode=0o755)
+    path = write(
+        base,
+        f"""
+        [campaign]
+        name = "tbs"
+        monitor = false
+
+        [[target]]
+        name = "pg"
+        directory = "{data}"
+        tablespace = {{ fs = "xfs", size = "320MiB", base = "{base}", mount = "noatime" }}
+        index_tablespace = {{ fs = "ext4", size = "320MiB", base = "{base}" }}
+        {STOCK}
+        {NO_PROBES}
+        {TINY_TPCB}
+        """,
+    )
+    done = pgrig("run", path, "--results", base / "r")
+    assert done.returncode == 0, done.stderr
+    made = re.findall(r"tablespace (pgrig_\w+) in (\S+)", done.stderr)
+    assert [name for name, _ in made] == ["pgrig_tables", "pgrig_indexes"], done.stderr
+    assert all(where.startswith(f"{base.resolve()}/pgrig-fs-") for _, where in made)
+    recorded = runs(base / "r")
+    assert recorded["pg/lab"][0] == "ok"
+    assert recorded["pg/tpcb/s1/select-only/c1/d2/r1"][0] == "ok"
+    assert_nothing_left(base, keep=("c.toml", "r", "d"))
+
+
+def test_a_tablespace_filesystem_needs_fs_and_size(base: Path) -> None:
+    text = f'[campaign]\nname = "t"\n[[target]]\nname = "a"\ndirectory = "{base}"\n'
+    with pytest.raises(UsageError, match="tablespace.mount: a filesystem option without fs"):
+        campaign.parse(text + 'tablespace = { mount = "noatime" }\n', source="c.toml", base=base)
+    with pytest.raises(UsageError, match="tablespace filesystem needs fs and size"):
+        campaign.parse(text + "index_tablespace = {}\n", source="c.toml", base=base)
+
+
+def test_a_refused_mount_option_with_no_target_left_exits_2(base: Path) -> None:
+    done = pgrig("run", write(base, refused_xfs(base)), "--results", base / "r")
+    assert done.returncode == 2, done.stderr  # docs/storage-lab.md: OptionRefused exits 2
+    assert "nobarrier" in done.stderr and "Traceback" not in done.stderr
+    assert_nothing_left(base)

@@ -22,6 +22,7 @@ from pgrig.errors import UsageError
 from pgrig.policy import RunPolicy
 from pgrig.probe import FIO_SCHEMA, PROBES_SCHEMA, ProbeSpec
 from pgrig.schema import Context, Locator, Schema, Table, custom, flag, text, type_name
+from pgrig.storage import kernel
 from pgrig.storage.keys import LAB_SCHEMA
 from pgrig.storage.target import LabSpec
 from pgrig.workloads.base import WorkloadSpec
@@ -57,6 +58,9 @@ class TargetSpec:
     # that claims these keys (directory, dsn, storage lab)
     kind: str | None = None
     options: Any = None  # that kind's own keys, as its ``parse`` returned them
+    # Kernel settings of an axis (vm.dirty_*, clocksource): set around each of this
+    # variant's steps, restored after (fidelity: storage/kernel.py)
+    kernel: tuple[tuple[str, str], ...] = ()
 
     @property
     def planned_directory(self) -> Path | None:
@@ -104,6 +108,8 @@ def _path(t: Table, key: str, default: Any) -> Path | None:
 
 
 def _tablespace(t: Table, key: str, default: Any) -> str | None:
+    if isinstance(t.data.get(key), dict):
+        return None  # a filesystem the storage lab builds (LabSpec.tablespaces)
     value = t.get(key, str)
     if value is None or "/" not in value:
         return value  # an existing tablespace's name
@@ -174,13 +180,15 @@ TARGET_SCHEMA = Schema(
     custom("wal_directory", None, "`initdb --waldir` on another disk", _path),
     custom(
         "tablespace", None,
-        "a directory (pgrig creates a tablespace there in its cluster: seed 004's tbs1) or "
-        "the name of an existing tablespace", _tablespace,
+        "a directory (pgrig creates a tablespace there in its cluster: seed 004's tbs1), "
+        "the name of an existing tablespace, or a filesystem the lab builds for it: "
+        "`{ fs = \"xfs\", size = \"2GiB\" }` ([storage lab](storage-lab.md))", _tablespace,
     ),
     custom("index_tablespace", None, "the same for indexes (seed 004's tbs2)", _tablespace),
     text("pg_bin", None, "PostgreSQL binaries of this target (compare versions: one target "
          "per version)"),
-    text("profile", "oltp", "`stock`, `oltp` or a path to a `.conf` file"),
+    text("profile", "oltp", "`stock`, `oltp`, a seed's (`seed000`, `seed001`, `seed002`, "
+         "`seed004`) or a path to a `.conf` file"),
     custom("set", None, "`[target.set]`: setting overrides, e.g. `synchronous_commit = \"off\"`",
            _settings, field="settings"),
     custom("initdb", None, "`[target.initdb]`: see below", _initdb),
@@ -367,13 +375,18 @@ def variants(
                 parts = [t.name] if len(targets) > 1 else []
                 parts += [f"pg{version}"] if version is not None else []
                 parts += [f"{name}-{_name_part(value)}" for name, value in chosen]
+                sysctls = tuple((n, v) for n, v in chosen if kernel.is_kernel_setting(n))
                 out.append(
                     replace(
                         t,
                         name="-".join(parts),
                         pg_bin=version if version is not None else t.pg_bin,
-                        settings={**t.settings, **dict(chosen)},
+                        settings={
+                            **t.settings,
+                            **{n: v for n, v in chosen if (n, v) not in sysctls},
+                        },
                         axes=chosen,
+                        kernel=sysctls,
                     )
                 )
     names: dict[str, TargetSpec] = {}

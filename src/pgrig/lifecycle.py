@@ -19,6 +19,7 @@ from pgrig import registry
 from pgrig.campaign import TargetSpec
 from pgrig.errors import UsageError
 from pgrig.step import Action, Step
+from pgrig.storage import kernel
 from pgrig.targets.base import Demands, Target
 from pgrig.ui import Ui
 from pgrig.units import parse_size
@@ -38,6 +39,7 @@ def check_target(
     is created (its kind says what). What the profile had to change for this
     major is added to ``ui_notes``."""
     notes = ui_notes if ui_notes is not None else []
+    kernel.check(spec.kernel)  # a kernel-settings axis: root, names, values
     kind = registry.target_kind(spec, power_loss)
     demands = Demands(
         need_bytes=need, yes=yes, destructive=destructive, restore=restore, power_loss=power_loss

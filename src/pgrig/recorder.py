@@ -19,6 +19,7 @@ from pgrig.cluster.server import ServerLost
 from pgrig.errors import PgrigError
 from pgrig.results import SERVER, RunRecord, Status, Study, from_dict, to_dict
 from pgrig.step import Skip, Step
+from pgrig.storage import kernel
 from pgrig.store import Store
 from pgrig.targets.base import Target
 from pgrig.ui import Ui, duration
@@ -63,6 +64,10 @@ class Recorder:
         """Run one step and record it. True if it succeeded (or was recorded before)."""
         if record and step.id in self.done:
             return True
+        with kernel.applied(t.spec.kernel):  # a kernel-settings axis: around its points
+            return self._execute(step, t, record=record)
+
+    def _execute(self, step: Step, t: Target, *, record: bool) -> bool:
         self._revive(t)
         started = now()
         t0 = time.monotonic()

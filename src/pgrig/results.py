@@ -246,6 +246,9 @@ class FioResult:
     iops_min: float | None = None
     iops_max: float | None = None
     iops_stddev: float | None = None
+    # a job with fdatasync: the latency of the syncs themselves
+    sync_p50_us: float | None = None
+    sync_p99_us: float | None = None
 
 
 # --------------------------------------------------------------------------

@@ -39,7 +39,7 @@ from pgrig.report.monitor import closing_warning
 from pgrig.report.writer import write as write_report
 from pgrig.results import Study
 from pgrig.step import Step
-from pgrig.storage.errors import StorageError
+from pgrig.storage.errors import OptionRefused, StorageError
 from pgrig.store import Store
 from pgrig.targets.base import Target
 from pgrig.ui import Ui
@@ -70,6 +70,7 @@ class CampaignRunner:
         self.study: Study | None = None
         self.targets: list[Target] = []
         self.recorder: Recorder | None = None
+        self._refused: list[OptionRefused] = []  # lab options mkfs or the kernel refused
 
     @property
     def failures(self) -> int:
@@ -162,6 +163,14 @@ class CampaignRunner:
         try:
             with contextlib.ExitStack() as built:
                 self._storage(built, rec)
+                if not self.targets and self._refused:
+                    refused = self._refused[0]
+                    raise OptionRefused(
+                        f"no target is left to study: {refused.message}",
+                        options=refused.options,
+                        kernel_messages=refused.kernel_messages,
+                        hint=refused.hint or "drop or change the refused option (above)",
+                    )
                 if not self.targets:
                     raise StorageError(
                         "no target is left to study: the storage of every target could not "
@@ -270,7 +279,11 @@ class CampaignRunner:
         for t in self.targets:
 
             def build(ctx: Any, line: Any, t: Target = t) -> tuple[Any, str]:
-                return stack.enter_context(lifecycle.storage(t, self.ui, keep=self.keep)), ""
+                try:
+                    return stack.enter_context(lifecycle.storage(t, self.ui, keep=self.keep)), ""
+                except OptionRefused as exc:  # the user's option: exit 2 if nothing is left
+                    self._refused.append(exc)
+                    raise
 
             step = lifecycle.build_step(t, build)
             if step is None or rec.execute(step, t, record=step.id not in rec.done):

@@ -2,7 +2,10 @@
 
 A profile is a plain file (``profiles/*.conf`` in the package, or any path the
 user gives). Values may contain ``{ram * F}`` (MB) and ``{cpus * F}``; see the
-header of ``profiles/oltp.conf``. Keys are checked against the server binary's
+header of ``profiles/oltp.conf``. ``{min(32GB, ram * 0.25)}`` keeps a seed's own
+value where this machine can hold it and scales it where it cannot; every value
+scaled so is named in ``Profile.scaled``, shown before the run and written into
+the cluster's pgrig.conf. Keys are checked against the server binary's
 own list of parameters (``postgres --describe-config``) before anything starts.
 """
 
@@ -21,6 +24,7 @@ from pathlib import Path
 from pgrig import proc
 from pgrig.cluster import compat
 from pgrig.cluster.binaries import PgBinaries
+from pgrig.environment import format_bytes
 from pgrig.errors import UsageError
 
 # Settings pgrig must own so the throwaway cluster stays private and findable.
@@ -28,6 +32,11 @@ RESERVED = frozenset({"listen_addresses", "unix_socket_directories", "port", "da
 
 _LINE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_.]*)\s*=?\s*(.*?)\s*$")
 _EXPR = re.compile(r"\{\s*(ram|cpus)\s*(?:\*\s*([0-9]*\.?[0-9]+)\s*)?\}")
+_FIT = re.compile(
+    r"\{\s*min\(\s*([0-9]+(?:\.[0-9]+)?)\s*([kMGT]B)?\s*,\s*(ram|cpus)\s*"
+    r"(?:\*\s*([0-9]*\.?[0-9]+)\s*)?\)\s*\}"
+)
+_UNIT = {"": 1, "kB": 2**10, "MB": 2**20, "GB": 2**30, "TB": 2**40}
 
 
 @dataclass(frozen=True)
@@ -42,15 +51,27 @@ class Machine:
         ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
         return cls(ram_bytes=ram, cpus=os.cpu_count() or 1)
 
+    @classmethod
+    def within(cls, memory_bytes: int | None) -> Machine:
+        """This machine, or what a memory cgroup of ``memory_bytes`` leaves the
+        server: {ram * 0.25} of a profile means a quarter of what it may use."""
+        if memory_bytes is None:
+            return cls.this()
+        return cls(memory_bytes, os.cpu_count() or 1)
+
 
 @dataclass(frozen=True)
 class Profile:
     name: str
     source: str  # where it was read from
     settings: dict[str, str] = field(default_factory=dict)
+    # "shared_buffers 32GB -> 6144MB (ram * 0.25 of 24 GiB)": a {min(...)} that
+    # chose the machine's side; a --set of the same name drops its line.
+    scaled: tuple[str, ...] = ()
 
     def with_overrides(self, overrides: dict[str, str]) -> Profile:
-        return Profile(self.name, self.source, {**self.settings, **overrides})
+        scaled = tuple(s for s in self.scaled if s.split(" ", 1)[0] not in overrides)
+        return Profile(self.name, self.source, {**self.settings, **overrides}, scaled)
 
 
 def available() -> list[str]:
@@ -72,24 +93,59 @@ def _strip_comment(value: str) -> str:
     return "".join(out).strip()
 
 
-def _expand(value: str, machine: Machine, where: str) -> str:
+def _machine_value(what: str, factor: float, machine: Machine) -> int:
+    """``ram * F`` in MB, ``cpus * F`` rounded; at least 1."""
+    if what == "ram":
+        return max(1, int(machine.ram_bytes * factor / 2**20))
+    return max(1, round(machine.cpus * factor))
+
+
+def _fit(m: re.Match[str], machine: Machine, name: str, scaled: list[str]) -> str:
+    number, unit, what, factor = m.group(1), m.group(2), m.group(3), float(m.group(4) or 1)
+    mine = _machine_value(what, factor, machine)
+    written = f"{number}{unit or ''}"
+    if what == "ram" and unit:
+        seed_mb = float(number) * _UNIT[unit] / 2**20
+        if seed_mb <= mine:
+            return written
+        of = f"{format_bytes(machine.ram_bytes)} RAM"
+        scaled.append(f"{name} {written} -> {mine}MB (ram * {factor:g} of {of})")
+        return f"{mine}MB"
+    if float(number) <= mine:
+        return written
+    # a count sized by memory (max_connections: shared memory per slot): F per MB
+    of = (
+        f"per MB of {format_bytes(machine.ram_bytes)} RAM"
+        if what == "ram"
+        else (f"of {machine.cpus} CPUs")
+    )
+    scaled.append(f"{name} {written} -> {mine} ({what} * {factor:g} {of})")
+    return str(mine)
+
+
+def _expand(
+    value: str, machine: Machine, where: str, name: str = "", scaled: list[str] | None = None
+) -> str:
+    value = _FIT.sub(lambda m: _fit(m, machine, name, scaled if scaled is not None else []), value)
+
     def repl(m: re.Match[str]) -> str:
-        factor = float(m.group(2) or 1)
-        if m.group(1) == "ram":
-            return f"{max(1, int(machine.ram_bytes * factor / 2**20))}MB"
-        return str(max(1, round(machine.cpus * factor)))
+        return str(_machine_value(m.group(1), float(m.group(2) or 1), machine)) + (
+            "MB" if m.group(1) == "ram" else ""
+        )
 
     expanded = _EXPR.sub(repl, value)
     if "{" in expanded.replace("'{", ""):
         raise UsageError(
             f"{where}: cannot understand the expression in {value!r}",
-            hint="use {ram * 0.25} (MB of RAM) or {cpus * 2} (logical CPUs)",
+            hint="use {ram * 0.25} (MB of RAM), {cpus * 2} (logical CPUs) or "
+            "{min(32GB, ram * 0.25)} (the value, or the machine's share where it is smaller)",
         )
     return expanded
 
 
 def parse(text: str, *, name: str, source: str, machine: Machine) -> Profile:
     settings: dict[str, str] = {}
+    scaled: list[str] = []
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
         if not line or line.startswith("#"):
@@ -106,8 +162,10 @@ def parse(text: str, *, name: str, source: str, machine: Machine) -> Profile:
                 f"{source}:{number}: {key} is managed by pgrig and cannot be set in a profile",
                 hint=f"remove the line; pgrig sets {', '.join(sorted(RESERVED))} itself",
             )
-        settings[key] = _expand(_strip_comment(m.group(2)), machine, f"{source}:{number}")
-    return Profile(name=name, source=source, settings=settings)
+        settings[key] = _expand(
+            _strip_comment(m.group(2)), machine, f"{source}:{number}", key, scaled
+        )
+    return Profile(name=name, source=source, settings=settings, scaled=tuple(scaled))
 
 
 def load(name_or_path: str, *, machine: Machine | None = None) -> Profile:

@@ -208,6 +208,7 @@ class Cluster:
         write_atomically(
             self.datadir / "pgrig.conf",
             f"# profile: {profile.name} ({profile.source})\n"
+            + "".join(f"# scaled to this machine: {note}\n" for note in profile.scaled)
             + (f"# fitted to PostgreSQL {adapted.version}:\n{changes}" if changes else "")
             + profiles.render(self.settings),
             mode=0o600,

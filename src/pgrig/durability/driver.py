@@ -32,6 +32,7 @@ from pgrig.durability.model import (
     Loss,
     untested_by,
 )
+from pgrig.durability.userload import UserCheck, UserLoad, run_checks
 from pgrig.errors import ClusterError, UsageError
 from pgrig.lossyfs import sync_tree
 
@@ -95,6 +96,7 @@ class _Run:
     killed: set[int] = field(default_factory=set)
     load_s: float = 0.0
     log_offset: int = 0
+    user_checks: tuple[UserCheck, ...] = ()  # the custom workload's own invariants
 
     def acked(self) -> dict[int, float]:
         out: dict[int, float] = {}
@@ -143,6 +145,8 @@ def run(
     logfile: Path | None,
     progress: Progress = lambda _: None,
     on_event: EventHook = lambda _e, _n: None,
+    user_load: UserLoad | None = None,
+    user_checks: tuple[UserCheck, ...] = (),
 ) -> DurabilityResult:
     plan.validate()
     crasher.check_method(server, plan.method)
@@ -164,6 +168,9 @@ def run(
     crashes: list[Crash] = []
     for client in state.clients:
         client.start()
+    if user_load is not None:  # the workload's own scripts write beside the ledger
+        user_load.start()
+    state.user_checks = user_checks
     watch = _watch(server)
     try:
         for number in range(1, plan.crashes + 1):
@@ -233,6 +240,8 @@ def run(
             state.failures.append(final_loss.sentence(None))
         state.fail(checks, "at the end", skip=verifier.ACKED)
     finally:
+        if user_load is not None:
+            user_load.stop()
         gate.stop()
         for client in state.clients:
             client.join(timeout=PARK_TIMEOUT_S)
@@ -312,6 +321,11 @@ def _verify(
     checks = list(data.checks)
     checks.append(verifier.amcheck(bins, server.conn, install_missing=True))
     checks.append(verifier.check_log(logfile, state.log_offset, state.killed))
+    if state.user_checks:
+        try:
+            checks += run_checks(server.conn, state.user_checks)
+        except psycopg.Error as exc:
+            checks.append(Check("the workload's checks", None, f"could not run: {exc}"))
     if logfile is not None:
         state.log_offset = verifier.log_offset(logfile)
     new = set(data.missing) - state.reported_missing

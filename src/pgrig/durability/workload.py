@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 
 from pgrig.durability import crasher, driver, report
 from pgrig.durability.model import KILL_BACKEND, METHODS, POWER_LOSS_MODES, DurabilityResult
+from pgrig.durability.userload import UserCheck, UserLoad, parse_checks
 from pgrig.errors import UsageError
 from pgrig.policy import RunPolicy
 from pgrig.report.model import Section
@@ -17,6 +18,7 @@ from pgrig.schema import Schema, Table, choice, custom, integer, number, text
 from pgrig.step import Context, Skip, Step, StepKey
 from pgrig.ui import Step as ProgressLine
 from pgrig.workloads.base import Needs, Phase, ResultKind, Series, TargetView, Workload
+from pgrig.workloads.custom.spec import ScriptSpec, _defines, _scripts
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,12 @@ class DurabilitySpec:
     # After each crash the power goes too (POWER_LOSS_MODES): the target's cluster
     # runs on the lossy filesystem. None: a process crash only.
     power_loss: str | None = None
+    # The user's own workload under the crashes (seed 001's login): pgbench scripts
+    # writing beside the ledger, and the checks it declares (userload.py).
+    scripts: tuple[ScriptSpec, ...] = ()
+    defines: dict[str, str] = field(default_factory=dict)
+    script_clients: int = 4
+    checks: tuple[UserCheck, ...] = ()
     # `pgrig durability`'s hook between crashes (tests tamper there); not a campaign key
     on_event: driver.EventHook | None = field(
         default=None, compare=False, repr=False, metadata={"runtime": True}
@@ -61,6 +69,10 @@ def _power_loss(t: Table, key: str, default: Any) -> str | None:
     return value  # type: ignore[no-any-return]
 
 
+def _optional_scripts(t: Table, key: str, default: Any) -> tuple[ScriptSpec, ...]:
+    return _scripts(t, key, default) if key in t.data else ()
+
+
 SCHEMA = Schema(
     'type = "durability"',
     text("name", "durability", "the workload's name in step keys and the report"),
@@ -77,6 +89,15 @@ SCHEMA = Schema(
            "write lost), `random-subset` (some unsynced pages written anyway) or `torn` (half "
            "of one page written); the cluster runs on the lossy filesystem (docs/lossyfs.md) "
            "and the campaign may hold no other workload", _power_loss),
+    custom("scripts", (), "the user's own pgbench scripts writing under the crashes too, "
+           "relaunched after each (seed 001's login.sql); tables from a custom workload's "
+           "setup", _optional_scripts, shown_default="`[]`"),
+    custom("defines", None, "pgbench `-D NAME=VALUE` for those scripts", _defines,
+           shown_default="`{}`"),
+    integer("script_clients", 4, "pgbench clients running the scripts", minimum=1),
+    custom("checks", (), "the workload's invariants, checked after every crash: "
+           "`[{ name = \"...\", sql = \"SELECT ... rows that break it\" }]`", parse_checks,
+           shown_default="`[]`"),
     also=("type",),
 )  # fmt: skip
 
@@ -97,6 +118,10 @@ def check_step(spec: DurabilitySpec, target: TargetView) -> Step:
             logfile=ctx.cluster.logfile if ctx.cluster is not None else None,
             progress=lambda text: line.update(detail=text),
             on_event=spec.on_event or (lambda _e, _n: None),
+            user_load=UserLoad(ctx.bins, ctx.conn, spec.scripts, spec.defines, spec.script_clients)
+            if spec.scripts
+            else None,
+            user_checks=spec.checks,
         )
         if ctx.cluster is not None:
             ctx.server_pid = ctx.cluster.postmaster_pid()
@@ -114,6 +139,8 @@ def check_step(spec: DurabilitySpec, target: TargetView) -> Step:
             "clients": spec.clients,
             "interval_s": spec.interval_s,
             "power_loss": spec.power_loss,
+            **({"scripts": [s.path.name for s in spec.scripts]} if spec.scripts else {}),
+            **({"checks": [c.name for c in spec.checks]} if spec.checks else {}),
         },
         action=action,
         tools=("pg_amcheck", "postgres", "pg_ctl"),

@@ -70,9 +70,22 @@ class LossyOperations(pyfuse3.Operations):
     enable_writeback_cache = False  # every write reaches this process at write(2) time
     enable_acl = False
 
-    def __init__(self, volume: Volume) -> None:
+    def __init__(self, volume: Volume, sync_delay_s: float = 0.0) -> None:
         super().__init__()
         self.volume = volume
+        # A cloud disk's per-I/O latency (storage/latency.py calibrates it): every
+        # fsync, fdatasync and O_DSYNC write returns this much later.
+        self.sync_delay_s = sync_delay_s
+        # ... or in proportion: a sync takes sync_factor x what the backing disk's own
+        # fdatasync took just now (its noise included), less the layer's own cost
+        self.sync_factor = 1.0
+        self.sync_overhead_s = 0.0
+        self.delays = 0
+        self.delay_seconds = 0.0
+        # fsyncgate: the next N fsyncs of a file fail with EIO, as a disk's write
+        # error reaches fsync (docs/durability.md); the data stays cached
+        self.fail_syncs = 0
+        self.failed_syncs = 0
         self.dead = False
         self.handles: dict[int, Handle] = {}
         self.next_fh = 1
@@ -296,6 +309,36 @@ class LossyOperations(pyfuse3.Operations):
         in flight for the same file."""
         started = time.perf_counter()
         self.datasyncs += datasync
+        if self.fail_syncs > 0 and isinstance(node, File):
+            self.fail_syncs -= 1
+            self.failed_syncs += 1
+            log.warning("injected EIO on the %s of inode %d", reason, node.ino)
+            raise pyfuse3.FUSEError(errno.EIO)
+        took = 0.0
+        try:
+            took = await self._sync(node, datasync=datasync, reason=reason, started=started)
+        finally:
+            delay = self.sync_delay_s
+            if self.sync_factor > 1.0:
+                delay += max(0.0, (self.sync_factor - 1.0) * took - self.sync_overhead_s)
+            if delay > 0:
+                await self._delay(delay)
+
+    async def _delay(self, seconds: float) -> None:
+        """Sleep without holding up other requests. trio's own timer rounds up to
+        whole milliseconds (epoll), too coarse for a 100 us disk: shorter delays
+        sleep in a worker thread (the hand-off is part of the layer's measured
+        floor)."""
+        started = time.perf_counter()
+        if seconds >= 0.002:
+            await trio.sleep(seconds)
+        else:
+            await trio.to_thread.run_sync(time.sleep, seconds)
+        self.delays += 1
+        self.delay_seconds += time.perf_counter() - started
+
+    async def _sync(self, node: Node, *, datasync: bool, reason: str, started: float) -> float:
+        """Returns how long the backing file's own sync took (0: nothing to sync)."""
         small = not isinstance(node, File) or len(node.pages) * node.page_size <= INLINE_SYNC
         fd = self.volume.fsync_file(node, reason=reason)
         if fd is None:
@@ -303,7 +346,7 @@ class LossyOperations(pyfuse3.Operations):
             if pending is not None:
                 await pending.wait()
             self.fsync_seconds += time.perf_counter() - started
-            return
+            return 0.0
         done = trio.Event()
         self.inflight[node.ino] = done
         try:
@@ -313,12 +356,14 @@ class LossyOperations(pyfuse3.Operations):
                 sync(fd)
             else:
                 await trio.to_thread.run_sync(sync, fd)
-            self.backing_sync_seconds += time.perf_counter() - synced
+            took = time.perf_counter() - synced
+            self.backing_sync_seconds += took
         finally:
             done.set()
             if self.inflight.get(node.ino) is done:
                 del self.inflight[node.ino]
             self.fsync_seconds += time.perf_counter() - started
+        return took
 
     # -- directories ------------------------------------------------------------------
 
@@ -349,6 +394,8 @@ class LossyOperations(pyfuse3.Operations):
         d = self._handle(fh).node
         assert isinstance(d, Dir)
         self.volume.fsync_dir(d)
+        if self.sync_delay_s > 0:  # a journal commit on the disk, as for a file
+            await self._delay(self.sync_delay_s)
 
     @handler
     async def statfs(self, ctx: Any) -> pyfuse3.StatvfsData:
@@ -377,5 +424,8 @@ class LossyOperations(pyfuse3.Operations):
             "backing_sync_seconds": round(self.backing_sync_seconds, 6),
             "max_write": self.max_write,
             "max_read": self.max_read,
+            "failed_syncs": self.failed_syncs,
+            "delays": self.delays,
+            "delay_seconds": round(self.delay_seconds, 6),
             "dead": self.dead,
         }

@@ -139,6 +139,7 @@ class LossyMount:
         metadata: MetadataModel = "strict",
         allow_other: bool = True,
         timeout: float = 30.0,
+        sync_delay_us: float = 0.0,
     ) -> None:
         if metadata not in METADATA_MODELS:
             raise LossyFsError(
@@ -157,6 +158,7 @@ class LossyMount:
         self.metadata = metadata
         self.allow_other = allow_other
         self.timeout = timeout
+        self.sync_delay_us = sync_delay_us  # added to every fsync (storage/latency.py)
         self.power_losses = 0
         self._proc: subprocess.Popen[bytes] | None = None
         self._record: MountRecord | None = None
@@ -237,6 +239,7 @@ class LossyMount:
             f"--fsname={record.fsname}",
             f"--page-size={self.page_size}",
             f"--metadata={self.metadata}",
+            f"--sync-delay-us={self.sync_delay_us}",
         ] + (["--allow-other"] if self.allow_other else [])
 
     def _check_paths(self) -> None:
@@ -344,6 +347,23 @@ class LossyMount:
         if self._proc is None:
             return
         self._teardown(clean=True)
+
+    def set_sync_delay(self, us: float, *, factor: float = 1.0, overhead_us: float = 0.0) -> None:
+        """Change the delay every sync gets, without a remount (calibration): ``us``
+        fixed, plus - with ``factor`` over 1 - what makes a sync last ``factor``
+        times the backing disk's own sync, less ``overhead_us`` (the layer's cost)."""
+        request = {"cmd": "sync_delay", "us": us, "factor": factor, "overhead_us": overhead_us}
+        reply = self._control(request, timeout=self.timeout)
+        if not reply.get("ok"):
+            raise LossyFsError(f"setting the sync delay failed: {reply.get('error')}")
+        self.sync_delay_us = us
+
+    def fail_syncs(self, count: int = 1) -> None:
+        """The next ``count`` fsyncs (fdatasyncs, O_DSYNC writes) of a file fail
+        with EIO, as when the disk could not write the pages back (fsyncgate)."""
+        reply = self._control({"cmd": "fail_syncs", "count": count}, timeout=self.timeout)
+        if not reply.get("ok"):
+            raise LossyFsError(f"arming the fsync failure failed: {reply.get('error')}")
 
     def stats(self) -> dict[str, Any]:
         """Cache and fsync counters of the running filesystem."""

@@ -46,6 +46,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     serve.add_argument("--page-size", type=int, default=4096)
     serve.add_argument("--metadata", choices=METADATA_MODELS, default="strict")
     serve.add_argument("--allow-other", action="store_true")
+    serve.add_argument("--sync-delay-us", type=float, default=0.0)
     serve.add_argument("--debug", action="store_true")
     return parser.parse_args(argv)
 
@@ -107,11 +108,19 @@ class Server:
                 return {"ok": True, "pid": os.getpid(), "dead": self.ops.dead}
             if command == "stats":
                 return {"ok": True, "stats": self.ops.stats()}
+            if command == "sync_delay":  # the latency layer's calibration
+                self.ops.sync_delay_s = max(0.0, float(request["us"])) / 1e6
+                self.ops.sync_factor = max(1.0, float(request.get("factor", 1.0)))
+                self.ops.sync_overhead_s = max(0.0, float(request.get("overhead_us", 0))) / 1e6
+                return {"ok": True}
+            if command == "fail_syncs":  # fsyncgate: the next N file syncs get EIO
+                self.ops.fail_syncs = max(0, int(request["count"]))
+                return {"ok": True}
             if command == "shutdown":
                 return {"ok": True, "bye": True}
             if command == "power_loss":
                 return {"ok": True, "report": self._power_loss(request).to_json()}
-        except (ValueError, OSError) as exc:
+        except (ValueError, OSError, KeyError) as exc:
             log.error("%s failed: %s", command, exc)
             return {"ok": False, "error": f"{command}: {exc}"}
         return {"ok": False, "error": f"unknown command {command!r}"}
@@ -149,7 +158,7 @@ def serve(args: argparse.Namespace) -> int:
     )
     volume = Volume(args.backing, page_size=args.page_size, metadata=args.metadata)
     volume.load()
-    ops = LossyOperations(volume)
+    ops = LossyOperations(volume, sync_delay_s=args.sync_delay_us / 1e6)
     options = set(pyfuse3.default_options)  # default_permissions: the kernel checks modes
     options |= {f"fsname={args.fsname}", "subtype=lossyfs"}
     if args.allow_other:

@@ -23,9 +23,12 @@ def clean(study: str | None = None, left: list[str] | None = None) -> list[str]:
     targets, then cgroups. Neither stops a process: run the work-directory cleanup
     (which stops orphan servers) first. Returns one line per thing removed or left
     behind; other studies' orphans are described in ``left``."""
-    from pgrig.storage import devices
+    from pgrig.storage import devices, kernel
 
-    return [*devices.clean_orphans(study, left), *cgroups.clean_orphans(study, left)]
+    lines = [*devices.clean_orphans(study, left), *cgroups.clean_orphans(study, left)]
+    # kernel settings are the machine's: whoever's killed run changed them, restore
+    restored = kernel.restore_orphans()
+    return [*lines, *restored]
 
 
 __all__ = [

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -77,14 +78,25 @@ def _mkfs(t: Table, key: str, default: Any) -> tuple[str, ...]:
     return tuple(value)
 
 
-def _disk(t: Table, key: str, default: Any) -> str | None:
-    value = t.get(key, str)
-    if value is not None:
-        try:
-            parse_disk(value)
-        except UsageError as exc:
-            raise t.error(key, exc.message, exc.hint) from exc
-    return value  # type: ignore[no-any-return]
+def _checked(parse: Callable[[str], object]) -> Callable[[Table, str, Any], str | None]:
+    """A string key whose value ``parse`` accepts; its refusal is named on the key."""
+
+    def read(t: Table, key: str, default: Any) -> str | None:
+        value = t.get(key, str)
+        if value is not None:
+            try:
+                parse(value)
+            except UsageError as exc:
+                raise t.error(key, exc.message, exc.hint) from exc
+        return value  # type: ignore[no-any-return]
+
+    return read
+
+
+def _latency_class(value: str) -> object:
+    from pgrig.storage.latency import parse_class  # it mounts FUSE: imported when asked
+
+    return parse_class(value)
 
 
 LAB_SCHEMA = Schema(
@@ -102,7 +114,9 @@ LAB_SCHEMA = Schema(
     custom("log_size", None, "an external XFS log / ext4 journal of this size on a second loop "
            "device (seed 002's logdev)", _size, field="log_bytes"),
     custom("disk", None, "cap I/O like a cloud disk: `\"essd-pl1:100GiB\"` (PL0-PL3, the "
-           "published IOPS and MB/s formula for that size)", _disk),
+           "published IOPS and MB/s formula for that size)", _checked(parse_disk)),
+    custom("latency", None, "add a cloud disk's per-sync latency: `\"essd-pl3\"` (a FUSE layer "
+           "calibrated with fio; docs/storage-lab.md)", _checked(_latency_class)),
     number("iops", None, "cap read and write IOPS each (cgroup I/O throttling)", above=0),
     number("mbps", None, "cap read and write MB/s each", above=0),
     custom("memory", None, "run the server and its page cache in a memory cgroup of this size, "

@@ -44,6 +44,7 @@ class LabInfo:
     cgroup: str | None = None  # e.g. "cgroup v1 (blkio, memory)"
     host: str | None = None  # the host filesystem and device under the emulation
     not_captured: tuple[str, ...] = ()
+    latency: str | None = None  # how a latency layer was calibrated (storage/latency.py)
 
     def headline(self) -> str:
         return f": {self.description}"

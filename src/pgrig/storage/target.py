@@ -24,7 +24,7 @@ from typing import Any
 from pgrig import environment
 from pgrig.errors import UsageError
 from pgrig.schema import Context, Locator, Table
-from pgrig.storage import cgroups, keys, memcg, throttle
+from pgrig.storage import cgroups, keys, latency, memcg, throttle
 from pgrig.storage.cgroups import Cgroup
 from pgrig.storage.errors import CgroupError
 from pgrig.storage.fsinfo import FilesystemInfo
@@ -43,13 +43,18 @@ class LabSpec:
     memory_bytes: int | None = None
     base: str | None = None  # where the backing file goes (with fs)
     disk: str | None = None  # the cloud-disk class asked for, e.g. "essd-pl1:100GiB"
+    latency: str | None = None  # a disk class's per-sync latency, e.g. "essd-pl3"
+    # seed 004's tbs1/tbs2 on their own disks: (option, filesystem, base), option
+    # "tablespace" or "index_tablespace"
+    tablespaces: tuple[tuple[str, FsSpec, str], ...] = ()
 
     @classmethod
     def from_table(cls, t: Table) -> LabSpec | None:
         """The lab keys of a campaign target; None when it has none."""
+        tablespaces = cls._tablespaces(t)
         v = keys.read(t)
         if not keys.given(v):
-            return None
+            return cls(tablespaces=tablespaces) if tablespaces else None
         fs = None
         if v["fs"] is None:
             for key in FS_KEYS:
@@ -78,8 +83,34 @@ class LabSpec:
         elif v["iops"] is not None or v["mbps"] is not None:
             iops = None if v["iops"] is None else int(v["iops"])
             io = IoLimits.generic(iops=iops, mbps=v["mbps"])
+        if v["latency"] is not None and io is not None:
+            raise t.error(
+                "latency",
+                "cannot be combined with an I/O cap (disk, iops, mbps): the latency layer's "
+                "process does the I/O, outside the cgroup that caps it",
+                hint="give the latency and the cap to two targets",
+            )
         base = str(keys.base_of(v)) if fs is not None else None
-        return cls(fs, io, v["memory_bytes"], base, v["disk"])
+        return cls(fs, io, v["memory_bytes"], base, v["disk"], v["latency"], tablespaces)
+
+    @classmethod
+    def _tablespaces(cls, t: Table) -> tuple[tuple[str, FsSpec, str], ...]:
+        """``tablespace = { fs = "xfs", size = "2GiB", mount = "noatime" }``: a
+        filesystem the lab builds for that tablespace (the keys of a filesystem
+        target; no caps: they belong to the target's own device)."""
+        out = []
+        for option in ("tablespace", "index_tablespace"):
+            raw = t.data.get(option)
+            if not isinstance(raw, dict):
+                continue
+            sub = Table(raw, (*t.path, option), t.ctx)
+            spec = cls.from_table(sub)
+            sub.finish((*FS_KEYS, "fs"))
+            if spec is None or spec.fs is None:
+                raise t.error(option, 'a tablespace filesystem needs fs and size',
+                              hint='e.g. { fs = "xfs", size = "2GiB" }')  # fmt: skip
+            out.append((option, spec.fs, str(keys.base_of({"base": spec.base}))))
+        return tuple(out)
 
     @classmethod
     def from_mapping(cls, table: Mapping[str, Any], *, where: str = "target") -> LabSpec:
@@ -95,8 +126,11 @@ class LabSpec:
             parts.append(self.fs.describe())
         if self.io:
             parts.append(self.io.describe())
+        if self.latency:
+            parts.append(f"{latency.parse_class(self.latency).name} per-sync latency")
         if self.memory_bytes:
             parts.append(f"memory limit {self.memory_bytes / 2**20:,.0f} MiB")
+        parts += [f"{option} on {fs.describe()}" for option, fs, _ in self.tablespaces]
         return "; ".join(parts) or "plain directory"
 
 
@@ -109,6 +143,8 @@ class LabTarget:
     filesystem: FilesystemInfo | None
     device: str | None  # major:minor the I/O cap applies to
     cgroup: Cgroup | None
+    latency: latency.Calibration | None = None
+    tablespaces: tuple[tuple[str, Path], ...] = ()  # option -> the mounted directory
 
     @property
     def preexec(self) -> Callable[[], None] | None:
@@ -134,6 +170,8 @@ class LabTarget:
             not_captured += IO_NOT_CAPTURED
             if self.cgroup is not None and self.cgroup.version("io") == 1:
                 not_captured.append(V1_WRITEBACK)
+        if self.latency is not None:
+            not_captured += latency.NOT_CAPTURED
         host: str | None = None
         if self.filesystem is not None:
             host = self.filesystem.host_filesystem
@@ -151,11 +189,12 @@ class LabTarget:
             cgroup=cgroup,
             host=host,
             not_captured=tuple(not_captured),
+            latency=self.latency.describe() if self.latency else None,
         )
 
     def describe(self) -> str:
         text = self.filesystem.describe() if self.filesystem else str(self.directory)
-        extra = [x.describe() for x in (self.spec.io,) if x]
+        extra = [x.describe() for x in (self.spec.io, self.latency) if x]
         if self.spec.memory_bytes:
             extra.append(f"memory limit {self.spec.memory_bytes / 2**20:,.0f} MiB")
         return "; ".join([text, *extra])
@@ -193,7 +232,10 @@ def limited(
 
 @contextmanager
 def lab_target(
-    base: Path, spec: LabSpec, *, keep: Callable[[], bool] = lambda: False
+    base: Path,
+    spec: LabSpec,
+    *,
+    keep: Callable[[], bool] = lambda: False,
 ) -> Iterator[LabTarget]:
     """Build what ``spec`` asks for under ``base`` (a directory on the disk to use);
     undo it all on the way out - but a filesystem stays when ``keep()`` says so
@@ -201,6 +243,11 @@ def lab_target(
     with contextlib.ExitStack() as stack:
         info = stack.enter_context(loop_filesystem(base, spec.fs, keep=keep)) if spec.fs else None
         directory = Path(info.data_dir) if info else base
+        calibration = None
+        if spec.latency is not None:
+            directory, calibration = stack.enter_context(
+                latency.latency_layer(directory, latency.parse_class(spec.latency))
+            )
         device = None
         if spec.io is not None:
             device = info.major_minor if info else throttle.device_of(base)
@@ -209,4 +256,11 @@ def lab_target(
             cgroup = stack.enter_context(
                 limited(io=spec.io, device=device, memory_bytes=spec.memory_bytes)
             )
-        yield LabTarget(directory, spec, info, device, cgroup)
+        tablespaces = tuple(
+            (
+                option,
+                Path(stack.enter_context(loop_filesystem(Path(where), fs, keep=keep)).data_dir),
+            )
+            for option, fs, where in spec.tablespaces
+        )
+        yield LabTarget(directory, spec, info, device, cgroup, calibration, tablespaces)

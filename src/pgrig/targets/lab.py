@@ -44,9 +44,7 @@ class LabKind(Throwaway):
 
     def machine(self, spec: TargetSpec) -> profiles.Machine | None:
         # {ram * 0.25} of a profile means a quarter of what the server may use
-        if spec.lab is not None and spec.lab.memory_bytes is not None:
-            return profiles.Machine(spec.lab.memory_bytes, os.cpu_count() or 1)
-        return None
+        return profiles.Machine.within(spec.lab.memory_bytes if spec.lab else None)
 
     def check(self, spec: TargetSpec, demands: Demands, notes: list[str]) -> Checked:
         checked = super().check(spec, demands, notes)
@@ -108,6 +106,11 @@ class LabKind(Throwaway):
         with storage.lab_target(base, lab, keep=keep) as built:
             t.moved_to(built.directory)
             t.ctx.preexec = built.preexec
+            for option, path in built.tablespaces:  # tablespaces on lab filesystems
+                if option == "tablespace":
+                    t.spec = replace(t.spec, tablespace=str(path))
+                else:
+                    t.spec = replace(t.spec, index_tablespace=str(path))
             yield built.info()
         if built.filesystem is not None and keep():
             ui.info(f"{t.name}: {loopfs.kept_message(built.filesystem)}")
@@ -147,6 +150,17 @@ def _check_lab(spec: TargetSpec, need: int) -> tuple[LabSpec, str | None]:
                 cgroups.hierarchy_for(controller)
             except CgroupError as exc:
                 raise CgroupError(f"target {spec.name}: {exc.message}", hint=exc.hint) from exc
+    if lab.tablespaces:  # tablespaces on lab filesystems, owned by the server
+        os_user = server_os_user(spec.os_user)
+        owner = os_user.name if os_user else None
+        lab = replace(
+            lab, tablespaces=tuple((o, replace(f, owner=owner), b) for o, f, b in lab.tablespaces)
+        )
+        for _option, fs_spec, _base in lab.tablespaces:
+            try:
+                loopfs.check_prerequisites(fs_spec.fstype)
+            except (StorageError, BinaryNotFound) as exc:
+                return lab, f"{exc.message}" + (f" ({exc.hint})" if exc.hint else "")
     if lab.fs is None:
         return lab, None
     if need > lab.fs.size_bytes:

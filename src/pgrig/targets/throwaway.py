@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from pgrig.cluster import aio, binaries, profiles, workdir
 from pgrig.cluster.server import SUPERUSER, Cluster, InitdbOptions, server_os_user
 from pgrig.conninfo import Conn
+from pgrig.durability import fsyncgate
 from pgrig.errors import BinaryNotFound, UsageError
 from pgrig.pgsource import catalog
 from pgrig.targets.base import Checked, Demands, Target, TargetKind, capture
@@ -69,6 +70,10 @@ class Throwaway(TargetKind):
                 )
         for note in adapted.notes():  # a setting this major renamed or lacks: never silent
             notes.append(f"target {spec.name} (PostgreSQL {bins.version}): {note}")
+        if (gate := fsyncgate.warning(bins.version, bins.version_num)) is not None:
+            notes.append(f"target {spec.name}: {gate}")  # an old minor: fsyncgate
+        for note in profile.scaled:  # a seed's value this machine cannot hold: never silent
+            notes.append(f"target {spec.name}: profile {profile.name} scaled: {note}")
         for option in ("tablespace", "index_tablespace"):
             value = getattr(spec, option)
             if value and value.startswith("/"):

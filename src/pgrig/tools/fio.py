@@ -63,6 +63,9 @@ class FioJob:
     iodepth: int = 8
     size: str = "1G"
     runtime_s: int = 30
+    # fdatasync after every N writes (WAL-like: 1 with ioengine "sync", direct off);
+    # the result then carries the sync latency percentiles
+    fdatasync: int = 0
 
     def __post_init__(self) -> None:
         if self.pattern not in PATTERNS:
@@ -108,6 +111,8 @@ def argv(job: FioJob, fio: str = TOOL, output: Path | None = None) -> list[str]:
         "--group_reporting",
         "--output-format=json",
     ]
+    if job.fdatasync:
+        args.append(f"--fdatasync={job.fdatasync}")
     if output is not None:
         args += [f"--output={output}", "--eta=always", "--eta-newline=1"]
     return args
@@ -158,9 +163,22 @@ def parse(json_text: str, job: FioJob) -> FioResult:
             clat_p999_us=percentiles["99.900000"] / per_us,
             fio_version=str(data.get("fio version", "")),
             **_iops_samples(side),
+            **_sync_latency(result),
         )
     except (KeyError, IndexError, TypeError) as exc:
         raise _error(f"missing or malformed field {exc}") from None
+
+
+def _sync_latency(result: dict[str, Any]) -> dict[str, Any]:
+    """fio's fsync/fdatasync latencies (a job with --fdatasync), in us."""
+    lat = result.get("sync", {}).get("lat_ns", {})
+    percentiles = lat.get("percentile")
+    if not percentiles:
+        return {}
+    return {
+        "sync_p50_us": percentiles["50.000000"] / 1000.0,
+        "sync_p99_us": percentiles["99.000000"] / 1000.0,
+    }
 
 
 def _iops_samples(side: dict[str, Any]) -> dict[str, Any]:

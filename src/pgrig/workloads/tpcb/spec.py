@@ -28,6 +28,7 @@ class TpcbSpec:
     fillfactor: int | None = None
     count: bool = True
     reuse: bool = False  # reuse tables an earlier study loaded the same way
+    count_workers: int = 0  # max_parallel_workers_per_gather for count(*) (seed 000: 16)
     rate: float | None = None  # open loop: pgbench -R (transactions/s in total)
     latency_limit_ms: float | None = None  # pgbench -L, with rate
 
@@ -103,6 +104,8 @@ SCHEMA = Schema(
          "works on a server pgrig did not create (`dsn`): a cluster pgrig creates is new "
          "in every study (docs/tpcb.md)"),
     flag("count", True, "time `count(*)` by index-only and by seq scan after the load"),
+    integer("count_workers", 0, "parallel workers per gather for `count(*)` (seed 000: 16), "
+            "at most the CPU count", minimum=0),
     RATE,
     LATENCY_LIMIT,
     also=("type",),

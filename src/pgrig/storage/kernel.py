@@ -1,0 +1,153 @@
+"""Kernel settings as an axis of a study (seed 002's dirty-page settings that
+explain its ext4 stalls), applied around each point of the variant that asks
+for them and restored after it.
+
+A kernel setting belongs to the whole machine, not to one cluster, so it is
+set for the duration of one step (a load, a measured run) and put back at
+once; targets interleave, and each finds the machine as it asked for it.
+Before anything is written, the original values go to a state record
+(``<state>/kernel/<id>.json``, atomically); a pgrig killed with -9 while a
+setting was changed leaves that record, and the next ``pgrig run`` or
+``pgrig clean`` writes the originals back (``restore_orphans``).
+
+Names are sysctl names (``vm.dirty_background_bytes``: ``/proc/sys/vm/...``)
+or ``clocksource`` (the current clocksource in sysfs).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from pgrig.cluster.workdir import state_dir
+from pgrig.errors import UsageError
+from pgrig.ownership import owner_alive, process_start_time
+from pgrig.storage.state import new_id, new_record, write_atomic
+
+CLOCKSOURCE = Path("/sys/devices/system/clocksource/clocksource0/current_clocksource")
+
+
+def path_of(name: str) -> Path | None:
+    """The file behind a kernel setting's name, or None when the name is none."""
+    if name == "clocksource":
+        return CLOCKSOURCE
+    if "." not in name or not all(p.replace("_", "").isalnum() for p in name.split(".")):
+        return None
+    path = Path("/proc/sys") / name.replace(".", "/")
+    return path if path.is_file() else None
+
+
+def is_kernel_setting(name: str) -> bool:
+    return path_of(name) is not None
+
+
+def read(name: str) -> str:
+    path = path_of(name)
+    if path is None:
+        raise UsageError(f"{name} is not a kernel setting here (no /proc/sys or sysfs file)")
+    return " ".join(path.read_text().split())
+
+
+def _write(name: str, value: str) -> None:
+    path = path_of(name)
+    assert path is not None
+    path.write_text(value)
+
+
+def registry_dir() -> Path:
+    return state_dir() / "kernel"
+
+
+@dataclass(frozen=True)
+class Saved:
+    """The original values of what one pgrig process changed (the orphan marker)."""
+
+    id: str
+    owner_pid: int
+    owner_start: int | None
+    host: str
+    values: dict[str, str]
+
+
+def _record(saved: Saved) -> Path:
+    return registry_dir() / f"{saved.id}.json"
+
+
+def check(settings: Sequence[tuple[str, str]]) -> None:
+    """Refuse before anything runs: unknown names, not root, or a value the kernel
+    would refuse (tried and put back at once)."""
+    for name, _value in settings:
+        if not is_kernel_setting(name):
+            raise UsageError(f"{name} is not a kernel setting on this machine")
+    if settings:
+        with applied(settings):
+            pass
+
+
+@contextlib.contextmanager
+def applied(settings: Sequence[tuple[str, str]]) -> Iterator[None]:
+    """Set ``settings`` for the ``with`` block; the originals are recorded first
+    and written back after, also after an exception."""
+    if not settings:
+        yield
+        return
+    record = new_record("kernel")
+    saved = Saved(
+        new_id("kernel"),
+        record.owner_pid,
+        process_start_time(record.owner_pid),
+        record.host,
+        {name: read(name) for name, _ in settings},
+    )
+    write_atomic(_record(saved), json.dumps(asdict(saved)).encode(), 0o600)
+    try:
+        for name, value in settings:
+            try:
+                _write(name, value)
+            except OSError as exc:
+                raise UsageError(
+                    f"the kernel refused {name} = {value}: {exc.strerror or exc}",
+                    hint="kernel settings need root, and a value the kernel accepts "
+                    f"(now: {saved.values[name]})",
+                ) from exc
+        yield
+    finally:
+        _restore(saved)
+
+
+def _restore(saved: Saved) -> list[str]:
+    """Write the originals back; the record goes once every one is back."""
+    lines, failed = [], False
+    for name, value in saved.values.items():
+        try:
+            if read(name) != value:
+                _write(name, value)
+                lines.append(f"restored {name} = {value}")
+        except (OSError, UsageError) as exc:
+            failed = True
+            lines.append(f"could not restore {name} = {value}: {exc}")
+    if not failed:
+        _record(saved).unlink(missing_ok=True)
+    return lines
+
+
+def restore_orphans() -> list[str]:
+    """The kernel settings of pgrig processes that are gone, put back."""
+    lines: list[str] = []
+    directory = registry_dir()
+    if not directory.is_dir():
+        return lines
+    for path in sorted(directory.glob("*.json")):
+        try:
+            saved = Saved(**json.loads(path.read_text()))
+        except (OSError, ValueError, TypeError):
+            continue
+        if owner_alive(saved.owner_pid, saved.host, saved.owner_start):
+            continue
+        lines += [
+            f"{line} (left by killed pgrig pid {saved.owner_pid})" for line in _restore(saved)
+        ]
+    return lines

@@ -1,0 +1,106 @@
+"""Kernel settings as an axis: set around each point of the variant that asks
+for them, put back after it, and put back by the next run or `pgrig clean` when
+pgrig was killed with -9 in between. Real /proc/sys writes (root); the setting
+used, vm.dirty_expire_centisecs, is moved by a few hundredths of a second."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pgrig.errors import UsageError
+from pgrig.storage import kernel
+
+KNOB = "vm.dirty_expire_centisecs"
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="kernel settings need root")
+
+
+def test_applied_around_the_block_and_restored_after_an_error() -> None:
+    before = kernel.read(KNOB)
+    other = str(int(before) + 3)
+    with pytest.raises(RuntimeError), kernel.applied([(KNOB, other)]):
+        assert kernel.read(KNOB) == other
+        assert list(kernel.registry_dir().glob("*.json"))  # recorded while changed
+        raise RuntimeError("the step failed")
+    assert kernel.read(KNOB) == before
+    assert not list(kernel.registry_dir().glob("*.json"))
+
+
+def test_a_kill_9_leaves_a_record_the_next_run_restores_from() -> None:
+    before = kernel.read(KNOB)
+    other = str(int(before) + 7)
+    code = (
+        "import os, signal\n"
+        "from pgrig.storage import kernel\n"
+        f"with kernel.applied([({KNOB!r}, {other!r})]):\n"
+        "    os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    try:
+        done = subprocess.run([sys.executable, "-c", code], timeout=60)
+        assert done.returncode == -9
+        assert kernel.read(KNOB) == other  # left changed by the killed process
+        lines = kernel.restore_orphans()
+        assert kernel.read(KNOB) == before
+        assert lines and lines[0].startswith(f"restored {KNOB} = {before} (left by killed")
+    finally:
+        kernel._write(KNOB, before)  # never leave the machine changed, whatever failed
+
+
+def test_unknown_names_and_refused_values_are_named() -> None:
+    with pytest.raises(UsageError, match="vm.no_such_thing is not a kernel setting"):
+        kernel.check([("vm.no_such_thing", "1")])
+    before = kernel.read(KNOB)
+    with pytest.raises(UsageError, match=f"the kernel refused {KNOB} = -5"):
+        kernel.check([(KNOB, "-5")])
+    assert kernel.read(KNOB) == before
+
+
+CAMPAIGN = """\
+[campaign]
+name = "dirty"
+axes = {{ "{knob}" = ["{a}", "{b}"] }}
+repeat = 1
+
+[[target]]
+name = "disk"
+directory = "{target}"
+profile = "stock"
+
+[probes]
+timing = false
+fsync = false
+fio = false
+
+[[workload]]
+type = "custom"
+name = "probe"
+scripts = ["probe.sql"]
+clients = [1]
+duration = 1
+"""
+
+
+def test_a_kernel_axis_runs_each_variant_with_its_value(disk_dir: Path) -> None:
+    before = kernel.read(KNOB)
+    a, b = str(int(before) + 1), str(int(before) + 2)
+    seen = disk_dir / "seen"
+    # pgbench's \\shell: what the kernel says while the measured run goes on
+    (disk_dir / "probe.sql").write_text(
+        f"\\shell cat /proc/sys/vm/dirty_expire_centisecs >> {seen}\nSELECT 1;\n"
+    )
+    target = disk_dir / "t"
+    target.mkdir(mode=0o755)
+    file = disk_dir / "dirty.toml"
+    file.write_text(CAMPAIGN.format(knob=KNOB, a=a, b=b, target=target))
+    done = subprocess.run(
+        [sys.executable, "-m", "pgrig", "run", file, "--results", disk_dir / "r"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert set(seen.read_text().split()) == {a, b}  # each variant's runs saw its own value
+    assert kernel.read(KNOB) == before
+    assert f"vm.dirty_expire_centisecs-{a}" in done.stderr + done.stdout
