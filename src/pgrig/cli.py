@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -14,7 +15,7 @@ from typing import Any
 
 import click
 
-from pgrig import __version__, campaign, plan
+from pgrig import __version__, campaign, plan, validate
 from pgrig.campaign import Campaign, InitdbSpec
 from pgrig.cli_options import (
     cluster_options,
@@ -28,7 +29,14 @@ from pgrig.cluster import binaries
 from pgrig.cluster.profiles import parse_overrides
 from pgrig.conninfo import Conn
 from pgrig.durability.cli import durability
-from pgrig.errors import Interrupted, PgrigError, Signalled, UsageError, signal_number
+from pgrig.errors import (
+    Interrupted,
+    PgrigError,
+    Signalled,
+    UsageError,
+    mask_secrets,
+    signal_number,
+)
 from pgrig.pgsource import catalog
 from pgrig.pgsource.cli import group as pg_group
 from pgrig.policy import RunPolicy
@@ -239,8 +247,18 @@ def run(campaign_file: Path | None, **opts: Any) -> None:
         camp = campaign.load(campaign_file)
         study_id = camp.name  # stable: running the file again resumes it
     else:
-        camp = _quick_campaign(opts)
+        from_command_line = {
+            name
+            for name in opts
+            if ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
+        }
+        camp = _quick_campaign(opts, from_command_line)
         study_id = None
+    again = [f"pgrig run {campaign_file}"]
+    if ctx.get_parameter_source("results") == click.core.ParameterSource.COMMANDLINE:
+        again.append(f"--results {results}")
+    if opts["store"] is not None:
+        again.append(f"--store {opts['store']}")
     run_campaign(
         camp,
         ui,
@@ -249,13 +267,26 @@ def run(campaign_file: Path | None, **opts: Any) -> None:
         yes=opts["yes"],
         keep=opts["keep"],
         study_id=study_id,
-        resume_hint=f"run `pgrig run {campaign_file}` again to resume" if campaign_file else None,
+        resume_hint=f"run `{' '.join(again)}` again to resume" if campaign_file else None,
     )
 
 
-def _quick_campaign(opts: dict[str, Any]) -> Campaign:
+def _quick_campaign(opts: dict[str, Any], given: set[str]) -> Campaign:
     skip = names(opts["skip"], "--skip", ("timing", "fsync", "fio", "tpcb"))
     dsn = opts["dsn"]
+    if dsn is not None:
+        cluster_only = [
+            "--" + name.replace("_", "-").replace("overrides", "set")
+            for name in ("profile", "overrides", "wal_segsize", "encoding", "locale", "os_user")
+            if name in given
+        ]
+        if cluster_only:
+            raise UsageError(
+                f"--dsn with {', '.join(cluster_only)}: pgrig never reconfigures a server it "
+                "did not create",
+                hint=f"drop {', '.join(cluster_only)}, or drop --dsn to let pgrig create a "
+                "throwaway cluster configured that way",
+            )
     if dsn is None and not opts["throwaway"] and any(os.environ.get(v) for v in PG_SERVER_VARS):
         dsn = ""  # libpq conventions: the PG* variables name the server to test
     clients = int_list(opts["clients"], "--clients")
@@ -267,9 +298,16 @@ def _quick_campaign(opts: dict[str, Any]) -> Campaign:
         ("--fio-numjobs", opts["fio_numjobs"]),
         ("--fio-iodepth", opts["fio_iodepth"]),
         ("--fio-runtime", opts["fio_runtime"]),
+        ("--timing-seconds", opts["timing_seconds"]),
+        ("--fsync-seconds", opts["fsync_seconds"]),
     ):
         if value < 1:
             raise UsageError(f"{name} {value}: must be at least 1")
+    if opts["partitions"] < 0:
+        raise UsageError(
+            f"--partitions {opts['partitions']}: 0 (not partitioned) or more",
+            hint="e.g. --partitions 8",
+        )
     if any(c < 1 for c in clients):
         raise UsageError(f"--clients {opts['clients']}: every client count must be at least 1")
     threads = opts["threads"]
@@ -362,8 +400,11 @@ def plan_cmd(campaign_file: Path) -> None:
             free = f", {shutil.disk_usage(room).free / 2**30:.1f} GiB free in {room}"
         click.echo(f"  target {t.name}: {where}; needs about {need / 2**30:.1f} GiB{free}")
     specs = [t.pg_bin for t in camp.targets if t.pg_bin and binaries.looks_like_version(t.pg_bin)]
+    missing = []
     for need_version in catalog.needed(list(dict.fromkeys(specs))):
         click.echo(f"  {need_version.describe()}")
+        if need_version.problem is not None:
+            missing.append(need_version.spec)
     for i, r in enumerate(exp.runs, start=1):
         click.echo(f"{i:4d}  {r.seconds:6.0f} s  {r.key}")
     minutes = exp.seconds / 60
@@ -375,6 +416,14 @@ def plan_cmd(campaign_file: Path) -> None:
             else ""
         )
     )
+    if missing:
+        raise UsageError(
+            f"{campaign_file}: PostgreSQL {', '.join(missing)} cannot be installed (see above)",
+            hint="`pgrig pg list --all` shows the versions pgrig can install",
+        )
+    # What `pgrig run` would refuse, refused here too - by the same pass.
+    for note in validate.campaign(camp, planning=True).warnings:
+        click.echo(f"warning: {note}", err=True)
 
 
 def _write_report(store: Store, sid: str, results: Path, ui: Ui) -> tuple[Path, Path]:
@@ -617,19 +666,26 @@ def main(argv: list[str] | None = None) -> None:
     try:
         cli.main(args=argv, prog_name="pgrig", standalone_mode=False)
     except Interrupted as exc:
-        click.echo(str(exc), err=True)
+        _say(str(exc))
         sys.exit(exc.exit_code)
     except PgrigError as exc:
-        click.echo(f"error: {exc}", err=True)
+        _say(f"error: {exc}")
         if exc.hint:
-            click.echo(f"hint: {exc.hint}", err=True)
+            _say(f"hint: {exc.hint}")
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
-        click.echo("interrupted", err=True)
+        _say("interrupted")
         sys.exit(130)
     except click.ClickException as exc:
-        exc.show()
+        shown = io.StringIO()
+        exc.show(file=shown)
+        _say(shown.getvalue().rstrip("\n"))
         sys.exit(exc.exit_code)
     except KeyboardInterrupt as exc:
-        click.echo("interrupted", err=True)
+        _say("interrupted")
         sys.exit(128 + signal_number(exc))
+
+
+def _say(text: str) -> None:
+    """Every message of the one place errors are printed, secrets masked."""
+    click.echo(mask_secrets(text), err=True)

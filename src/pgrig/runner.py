@@ -30,11 +30,12 @@ from pgrig import (
     probe,
     registry,
     storage,
+    validate,
 )
 from pgrig.campaign import Campaign
-from pgrig.cluster import binaries, workdir
+from pgrig.cluster import workdir
 from pgrig.conninfo import Conn
-from pgrig.errors import BinaryNotFound, Interrupted, PartialFailure, UsageError, signal_number
+from pgrig.errors import Interrupted, PartialFailure, signal_number
 from pgrig.lifecycle import TargetRun
 from pgrig.meaning import Meaning
 from pgrig.recorder import Recorder, now
@@ -79,48 +80,13 @@ class CampaignRunner:
 
     # -- checks before anything is created -------------------------------
 
-    def preflight(self) -> None:
-        camp = self.campaign
-        needs = plan.disk_needs(camp)
-        workloads = [registry.of(w) for w in camp.workloads]
-        destructive = next((w.needs.destructive for w in workloads if w.needs.destructive), None)
-        lossy = _power_loss_workload(camp)
-        runs = []
-        notes: list[str] = []
-        for spec in camp.targets:
-            if spec.dsn is not None and camp.policy.reset == "restore" and workloads:
-                raise UsageError(
-                    f'target {spec.name}: reset = "restore" drops and recreates a '
-                    "database, which pgrig only does in clusters it creates",
-                    hint='use reset = "reuse" for existing servers',
-                )
-            runs.append(
-                lifecycle.check_target(
-                    spec,
-                    needs.get(spec.name, 0),
-                    yes=self.yes,
-                    destructive=destructive,
-                    ui_notes=notes,
-                    lossy=lossy,
-                )
-            )
-        tools = sorted({tool for w in workloads for tool in w.needs.tools})
-        for run in runs:
-            missing = [tool for tool in tools if not run.bins.has(tool)]
-            if missing:
-                raise BinaryNotFound(
-                    f"target {run.name}: {', '.join(missing)} not found in {run.bins.bin_dir}"
-                    " (a workload of the campaign runs it)",
-                    hint=binaries.INSTALL_HINT,
-                )
-        for note in notes:
+    def preflight(self, results: Path | None = None, store: Path | str | None = None) -> None:
+        """The validation pass ``pgrig plan`` shares (``pgrig.validate``)."""
+        checked = validate.campaign(self.campaign, yes=self.yes, results=results, store=store)
+        for note in checked.warnings:
             self.ui.warn(note)
-        lifecycle.check_lab_space(runs)
-        warning = lifecycle.memory_warning(runs)
-        if warning:
-            self.ui.warn(warning)
-        self.targets = runs
-        for t in runs:  # looked up when used: a target's directory may appear late
+        self.targets = checked.targets
+        for t in self.targets:  # looked up when used: a target's directory may appear late
             t.ctx.peer = self._peer_directory
 
     def _peer_directory(self, name: str) -> Path | None:
@@ -386,22 +352,6 @@ class CampaignRunner:
             rep += 1
 
 
-def _power_loss_workload(camp: Campaign) -> str | None:
-    """The name of the workload that cuts the power, if any; refused beside a
-    workload that would be measured on the (slower) lossy filesystem."""
-    cutting = [w.name for w in camp.workloads if registry.of(w).loses_power(w)]
-    if not cutting:
-        return None
-    others = [w.name for w in camp.workloads if not registry.of(w).loses_power(w)]
-    if others:
-        raise UsageError(
-            f"campaign {camp.name}: workload {cutting[0]} runs the clusters on the lossy "
-            f"filesystem (several times slower), where {', '.join(others)} would be measured",
-            hint="put the power-loss durability check in a campaign of its own",
-        )
-    return cutting[0]
-
-
 def _with_after(series: Series, t: TargetRun, rep: int) -> list[Step]:
     run = series.make(t, rep)
     return [run, *series.after(t, run)]
@@ -423,7 +373,7 @@ def run_campaign(
     command shares. The report of what finished is written even after Ctrl-C,
     which then raises ``Interrupted``."""
     runner = CampaignRunner(camp, ui, yes=yes, keep=keep, study_id=study_id, label=label)
-    runner.preflight()  # bad input fails here, before anything is created
+    runner.preflight(results, store)  # bad input fails here, before anything is created
     with Store.open(store) as st:
         interrupted: KeyboardInterrupt | None = None
         try:
