@@ -8,7 +8,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import sys
 from pathlib import Path
 from typing import Any
@@ -41,11 +40,10 @@ from pgrig.pgsource import catalog
 from pgrig.pgsource.cli import group as pg_group
 from pgrig.policy import RunPolicy
 from pgrig.probe import FioPlan, ProbeSpec
-from pgrig.proc import pid_alive
 from pgrig.report.monitor import closing_warning
 from pgrig.report.writer import write as write_report
 from pgrig.results import Study, to_dict
-from pgrig.runner import run_campaign
+from pgrig.runner import run_campaign, study_live
 from pgrig.storage.cli import audit, clean_lines, storage
 from pgrig.store import Store, location
 from pgrig.ui import Ui
@@ -466,14 +464,8 @@ def list_cmd(results: Path, store: str | None) -> None:
 
 def _status(study: Study) -> str:
     """'running' only while its pgrig lives: one killed without a word (kill -9,
-    power loss) left an interrupted study. Studies of other hosts (a shared
-    store) say what they said."""
-    pid, env = study.params.get("pid"), study.environment
-    if study.status != "running" or not isinstance(pid, int):
-        return study.status
-    if env is not None and env.hostname != socket.gethostname():
-        return study.status
-    return study.status if pid_alive(pid) else "interrupted"
+    power loss) left an interrupted study."""
+    return "interrupted" if study.status == "running" and not study_live(study) else study.status
 
 
 @cli.command("export")

@@ -92,6 +92,10 @@ class StoreError(PgrigError):
     """The results store cannot be opened or written."""
 
 
+class StudyExists(StoreError):
+    """A study id the store already holds (another pgrig took it a moment ago)."""
+
+
 class UnknownStudy(StoreError):
     """A study id the store does not hold: bad input."""
 

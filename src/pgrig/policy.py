@@ -156,7 +156,11 @@ def _name(t: Table, key: str, default: Any) -> str:
     import re
 
     name = t.get(key, str)
-    if not name or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.\-]*", name):
+    if name is None:
+        raise t.error(
+            None, "the campaign has no name (its study id)", hint='add name = "seed000-storage"'
+        )
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.\-]*", name):
         raise t.error(
             key,
             f"{name!r}: a campaign needs a name of letters, digits, . _ -",

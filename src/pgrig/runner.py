@@ -13,7 +13,9 @@ recording ``pgrig.recorder``, the repeat policy ``pgrig.policy``.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import socket
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict
 from datetime import datetime
@@ -35,9 +37,17 @@ from pgrig import (
 from pgrig.campaign import Campaign
 from pgrig.cluster import workdir
 from pgrig.conninfo import Conn
-from pgrig.errors import Interrupted, PartialFailure, signal_number
+from pgrig.errors import (
+    Interrupted,
+    PartialFailure,
+    StudyExists,
+    UsageError,
+    WorkdirError,
+    signal_number,
+)
 from pgrig.lifecycle import TargetRun
 from pgrig.meaning import Meaning
+from pgrig.proc import pid_alive
 from pgrig.recorder import Recorder, now
 from pgrig.report.monitor import closing_warning
 from pgrig.report.writer import write as write_report
@@ -51,6 +61,43 @@ from pgrig.workloads.base import Phase, Series
 
 def new_study_id(name: str) -> str:
     return f"{name}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
+
+
+def study_live(study: Study) -> bool:
+    """True while the pgrig that runs the study lives (on this host; a study of
+    another host in a shared store is taken at its word)."""
+    pid, env = study.params.get("pid"), study.environment
+    if study.status != "running":
+        return False
+    if not isinstance(pid, int):  # recorded by an older pgrig: take it at its word
+        return True
+    if env is not None and env.hostname != socket.gethostname():
+        return True
+    return pid != os.getpid() and pid_alive(pid)
+
+
+def _comparable(value: Any) -> Any:
+    """A params value as the store gives it back (JSON), minus what changes
+    between two runs of the same campaign on the same machine."""
+    value = json.loads(json.dumps(value, sort_keys=True, default=str))
+    if isinstance(value, list):
+        for item in value:
+            if isinstance(item, dict):
+                item.pop("adapted", None)
+    return value
+
+
+def _first_difference(before: Any, after: Any, path: str = "") -> str:
+    """Where two params first differ, for the message: ``targets[0].directory: A -> B``."""
+    if isinstance(before, dict) and isinstance(after, dict):
+        for key in sorted(set(before) | set(after)):
+            if before.get(key) != after.get(key):
+                return _first_difference(before.get(key), after.get(key), f"{path}.{key}")
+    if isinstance(before, list) and isinstance(after, list) and len(before) == len(after):
+        for i, (b, a) in enumerate(zip(before, after, strict=True)):
+            if b != a:
+                return _first_difference(b, a, f"{path}[{i}]")
+    return f"{path.lstrip('.') or 'value'}: {before!r} then, {after!r} now"
 
 
 class CampaignRunner:
@@ -175,24 +222,54 @@ class CampaignRunner:
     def _open(self, store: Store) -> Study:
         camp = self.campaign
         sid = self.study_id or new_study_id(camp.name)
-        if any(s.id == sid for s in store.studies()):
-            store.set_status(sid, "running")
-            done = len(store.runs(sid))
-            self.ui.info(f"resuming [bold]{sid}[/bold]: {done} steps already recorded")
-        else:
-            store.begin_study(
-                Study(
-                    id=sid,
-                    name=camp.name,
-                    target=self.label or self._label(),
-                    started_at=now(),
-                    status="running",
-                    params=self._params(),
-                    pgrig_version=__version__,
+        params = self._params()
+        for attempt in range(2, 100):
+            if any(s.id == sid for s in store.studies()):
+                if self.study_id is None:  # a new study whose id another pgrig took
+                    sid = f"{new_study_id(camp.name)}-{attempt}"
+                    continue
+                self._check_resume(store.study(sid), params, store)
+                store.set_status(sid, "running")
+                done = len(store.runs(sid))
+                self.ui.info(f"resuming [bold]{sid}[/bold]: {done} steps already recorded")
+                break
+            try:
+                store.begin_study(
+                    Study(
+                        id=sid,
+                        name=camp.name,
+                        target=self.label or self._label(),
+                        started_at=now(),
+                        status="running",
+                        params=params,
+                        pgrig_version=__version__,
+                    )
                 )
-            )
+                break
+            except StudyExists:
+                continue  # begun by another pgrig since we looked: look again
         self.study = store.study(sid)
         return self.study
+
+    def _check_resume(self, old: Study, params: dict[str, Any], store: Store) -> None:
+        """Resume only our own, idle study: one another pgrig is running is left
+        alone (and never marked failed), and one that measured other targets or
+        other parameters never gets runs of this campaign mixed in."""
+        pid = old.params.get("pid")
+        if study_live(old):
+            raise WorkdirError(
+                f"study {old.id} in {store.path} is being run by pgrig process {pid}",
+                hint="wait for it to finish, or run this one with another --results",
+            )
+        for key in ("targets", "workloads", "policy", "baseline"):
+            before, now_ = _comparable(old.params.get(key)), _comparable(params.get(key))
+            if before != now_:
+                raise UsageError(
+                    f"study {old.id} in {store.path} was recorded with other {key} "
+                    f"({_first_difference(before, now_)}); resuming it would mix their runs"
+                    + (f" (it came from {old.params.get('source')})" if key == "targets" else ""),
+                    hint="give the campaign another name, or pass another --results",
+                )
 
     def _label(self) -> str:
         if len(self.targets) != 1:
