@@ -22,7 +22,7 @@ from pgrig.conninfo import Conn
 from pgrig.errors import UsageError
 from pgrig.policy import RunPolicy
 from pgrig.probe import FIO_SCHEMA, PROBES_SCHEMA, ProbeSpec
-from pgrig.schema import Context, Locator, Schema, Table, custom, flag, text, type_name
+from pgrig.schema import NAME, Context, Locator, Schema, Table, custom, flag, text, type_name
 from pgrig.storage.keys import LAB_SCHEMA
 from pgrig.storage.target import LabSpec
 from pgrig.workloads.base import WorkloadSpec
@@ -84,14 +84,12 @@ class Campaign:
 # --------------------------------------------------------------------------
 # [[target]]
 
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*")
-
 
 def _target_name(t: Table, key: str, default: Any) -> str:
     name = t.get(key, str)
     if not name:
         raise t.error(key, "every target needs a name", hint='add name = "local-ssd"')
-    if not _NAME.fullmatch(name):
+    if not NAME.fullmatch(name):
         raise t.error(key, f"{name!r}: use letters, digits, '.', '_' and '-' only")
     return str(name)
 

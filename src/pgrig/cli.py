@@ -44,6 +44,7 @@ from pgrig.report.monitor import closing_warning
 from pgrig.report.writer import write as write_report
 from pgrig.results import Study, to_dict
 from pgrig.runner import run_campaign, study_live
+from pgrig.schema import NAME
 from pgrig.storage.cli import audit, clean_lines, storage
 from pgrig.store import Store, location
 from pgrig.ui import Ui
@@ -514,7 +515,13 @@ def export_cmd(
     if output is None:
         click.echo(text, nl=False)
     else:
-        output.write_text(text)
+        try:
+            output.write_text(text)
+        except OSError as exc:
+            raise UsageError(
+                f"-o {output}: cannot write: {exc.strerror or exc}",
+                hint="give a file in an existing, writable directory",
+            ) from exc
         click.echo(f"wrote {output}", err=True)
 
 
@@ -527,6 +534,11 @@ def import_cmd(
     source: Path, study_ids: tuple[str, ...], results: Path, store: str | None, as_id: str | None
 ) -> None:
     """Copy studies from another results file (e.g. from another machine) into the store."""
+    if as_id is not None and not NAME.fullmatch(as_id):
+        raise UsageError(
+            f"--as {as_id!r}: a study id is letters, digits, '.', '_' and '-' only",
+            hint="e.g. --as laptop-quick-2",
+        )
     with Store.open(source) as other, Store.open(location(results, store)) as st:
         ids = list(study_ids) or [s.id for s in other.studies()]
         if as_id is not None and len(ids) != 1:

@@ -12,7 +12,7 @@ from pgrig.cluster.profiles import parse_overrides
 from pgrig.durability.command import Options, execute, preflight, summary
 from pgrig.durability.driver import DurabilityPlan
 from pgrig.durability.model import IMMEDIATE, METHOD_TEXT, METHODS, POWER_LOSS_MODES
-from pgrig.errors import Interrupted
+from pgrig.errors import Interrupted, signal_number
 from pgrig.store import Store, location
 from pgrig.ui import Ui
 
@@ -117,8 +117,11 @@ def durability(**opts: Any) -> None:
     with Store.open(location(results, opts["store"])) as store:
         try:
             outcome = execute(options, ui, store, results)
-        except KeyboardInterrupt:
-            raise Interrupted("interrupted: the clients and the cluster were stopped") from None
+        except KeyboardInterrupt as exc:
+            raise Interrupted(
+                "interrupted: the clients and the cluster were stopped",
+                signum=signal_number(exc),
+            ) from None
     res = outcome.result
     assert res is not None
     ui.ok(f"durability check passed: {summary(res)}, none lost")
