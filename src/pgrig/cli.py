@@ -47,8 +47,8 @@ from pgrig.runner import run_campaign, study_live
 from pgrig.schema import NAME
 from pgrig.storage.cli import audit, clean_lines, storage
 from pgrig.store import Store, location
+from pgrig.tools import fio
 from pgrig.ui import Ui
-from pgrig.units import parse_size
 from pgrig.workloads.tpcb.spec import TpcbSpec
 from pgrig.workloads.tpcc.cli import tpcc
 
@@ -320,7 +320,10 @@ def _quick_campaign(opts: dict[str, Any], given: set[str]) -> Campaign:
     seg = opts["wal_segsize"]
     if seg is not None and (seg < 1 or seg > 1024 or seg & (seg - 1)):
         raise UsageError(f"--wal-segsize {seg}: must be a power of 2 between 1 and 1024 (MB)")
-    parse_size(opts["fio_size"])
+    try:
+        fio.size_bytes(opts["fio_size"])
+    except UsageError as exc:
+        raise UsageError(f"--fio-size {opts['fio_size']!r}: not a size", hint=exc.hint) from exc
     workload = None
     if "tpcb" not in skip:
         workload = TpcbSpec(
@@ -539,12 +542,15 @@ def import_cmd(
             f"--as {as_id!r}: a study id is letters, digits, '.', '_' and '-' only",
             hint="e.g. --as laptop-quick-2",
         )
-    with Store.open(source) as other, Store.open(location(results, store)) as st:
+    with Store.open(source) as other:
         ids = list(study_ids) or [s.id for s in other.studies()]
         if as_id is not None and len(ids) != 1:
             raise UsageError("--as names one study; give exactly one STUDY_ID")
         for sid in ids:
-            click.echo(f"imported {st.import_study(other, sid, as_id=as_id)}")
+            other.study(sid)  # an unknown id is refused before the store is created
+        with Store.open(location(results, store)) as st:
+            for sid in ids:
+                click.echo(f"imported {st.import_study(other, sid, as_id=as_id)}")
 
 
 @cli.command("compare")
@@ -571,7 +577,14 @@ def compare_cmd(
         raise UsageError("compare needs at least two studies", hint="see `pgrig list`")
     with _open_existing(results, store) as st:
         studies = [st.study(s) for s in study_ids]
-        study, records = export.combined(studies, [st.runs(s.id) for s in studies])
+        per_study = [st.runs(s.id) for s in studies]
+    empty = [s.id for s, recs in zip(studies, per_study, strict=True) if not recs]
+    if empty:
+        raise UsageError(
+            f"study {empty[0]} has no recorded runs: nothing to compare",
+            hint="see `pgrig list`; run it again to resume it",
+        )
+    study, records = export.combined(studies, per_study)
     names = [t["name"] for t in study.params["targets"]]
     if baseline is not None:
         if baseline not in names:

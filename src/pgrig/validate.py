@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import psycopg
@@ -71,7 +71,7 @@ def campaign(
     warnings: list[str] = []
     for spec in camp.targets:
         check_initdb(camp, spec)
-    warnings += _duration(camp)
+        check_memory(camp, spec)
     needs = plan.disk_needs(camp)
     workloads = [registry.of(w) for w in camp.workloads]
     destructive = next((w.needs.destructive for w in workloads if w.needs.destructive), None)
@@ -83,6 +83,18 @@ def campaign(
                 f'target {spec.name}: reset = "restore" drops and recreates a '
                 "database, which pgrig only does in clusters it creates",
                 hint='use reset = "reuse" for existing servers',
+            )
+        if spec.dsn is not None and destructive and not (yes or planning):
+            raise UsageError(
+                f"{describe_source(camp, spec)}: refusing to touch the existing server: "
+                f"{destructive}",
+                hint="pass --yes if that is what you want, or let pgrig create a throwaway "
+                "cluster"
+                + (
+                    " (pass --throwaway: the PG* variables name a server)"
+                    if not spec.dsn
+                    else " (drop the dsn)"
+                ),
             )
         if planning and not _installed(spec):
             continue  # the plan lists the download; the run checks it once installed
@@ -106,13 +118,14 @@ def campaign(
                 hint=binaries.INSTALL_HINT,
             )
     lifecycle.check_lab_space(runs)
+    warnings += _duration(camp)  # after the disk: a scale too large is first of all that
     for run in runs:
         if run.existing:
             _existing_server(camp, run)
         else:
             _connections(camp, run)
     if results is not None and store is not None:
-        results_space(results, store, len(plan.expand(camp).runs))
+        results_space(results, store, _size(camp)[1])
     warning = lifecycle.memory_warning(runs)
     if warning:
         warnings.append(warning)
@@ -191,6 +204,32 @@ def check_initdb(camp: Campaign, spec: TargetSpec) -> None:
         )
 
 
+# Beside shared_buffers, the postmaster and a backend need tens of MB of their
+# own before the first query; a limit below this cannot even start the server.
+SERVER_OVERHEAD_BYTES = 64 * 2**20
+
+
+def check_memory(camp: Campaign, spec: TargetSpec) -> None:
+    """A memory limit the server cannot start in, or one above the machine's RAM
+    (which limits nothing), refused by name rather than by its consequences."""
+    if spec.lab is None or spec.lab.memory_bytes is None:
+        return
+    memory = spec.lab.memory_bytes
+    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    if memory > ram:
+        raise UsageError(
+            f"{where(camp, spec, 'memory')} {memory / 2**30:,.1f} GiB is more than this "
+            f"machine's {ram / 2**30:.1f} GiB of RAM: it would limit nothing",
+            hint="give a limit below the RAM, e.g. a quarter of it",
+        )
+    if memory < SERVER_OVERHEAD_BYTES:
+        raise UsageError(
+            f"{where(camp, spec, 'memory')} {memory / 2**20:,.3f} MiB: PostgreSQL cannot start "
+            f"in less than about {SERVER_OVERHEAD_BYTES / 2**20:.0f} MiB",
+            hint="e.g. 512MiB; the profile's {ram * 0.25} then means a quarter of it",
+        )
+
+
 def _norm_locale(name: str) -> str:
     lang, _, codeset = name.partition(".")
     codeset, _, modifier = codeset.partition("@")
@@ -211,8 +250,25 @@ def locale_exists(name: str) -> bool:
     return _norm_locale(name) in known
 
 
+def _size(camp: Campaign) -> tuple[float, int]:
+    """The plan's seconds and steps, without making every step: both grow
+    linearly with ``repeat``, so two repetitions tell the rest (--repeat 1000000
+    is refused in a moment, not after a million steps were made)."""
+
+    def measured(repeat: int) -> tuple[float, int]:
+        sub = replace(camp, policy=replace(camp.policy, repeat=repeat))
+        steps = [step for _, step in plan.steps(sub)]
+        return sum(step.estimate_s for step in steps), len(steps)
+
+    repeat = camp.policy.repeat
+    if repeat <= 2:
+        return measured(repeat)
+    (s1, n1), (s2, n2) = measured(1), measured(2)
+    return s1 + (repeat - 1) * (s2 - s1), n1 + (repeat - 1) * (n2 - n1)
+
+
 def _duration(camp: Campaign) -> list[str]:
-    seconds = plan.expand(camp).seconds
+    seconds, _ = _size(camp)
     what = (
         "--duration, --repeat or --scale"
         if camp.source == "command line"
