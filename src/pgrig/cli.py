@@ -690,9 +690,12 @@ def main(argv: list[str] | None = None) -> None:
         if exc.hint:
             _say(f"hint: {exc.hint}")
         sys.exit(exc.exit_code)
-    except click.exceptions.Abort:
+    except click.exceptions.Abort as exc:
+        # click turns a KeyboardInterrupt (ours for SIGTERM and SIGHUP too) into
+        # Abort: the signal behind it decides the exit code.
+        cause = exc.__cause__ or exc.__context__
         _say("interrupted")
-        sys.exit(130)
+        sys.exit(128 + (signal_number(cause) if isinstance(cause, KeyboardInterrupt) else 2))
     except click.ClickException as exc:
         shown = io.StringIO()
         exc.show(file=shown)

@@ -30,6 +30,7 @@ from pgrig.files import write_atomically
 
 MARKER = ".pgrig-workdir"
 SOCKET_OWNER = ".pgrig-owner"  # in a socket directory: "pid host" of the pgrig that made it
+FILE_XATTR = "user.pgrig"  # on a file pgrig made in a target (probes' test files)
 
 
 def state_dir() -> Path:
@@ -187,7 +188,7 @@ def remove(workdir: Path) -> None:
 def create_exclusively(target: Path) -> None:
     """Create the file ``target`` so that it is provably ours (probes' test files):
     refuse if anything is there already - it may be someone's data. The file is
-    registered (path, device, inode, owner) like a work directory, so that
+    marked and registered (path, token, owner) like a work directory, so that
     after ``kill -9`` the next run or ``pgrig clean`` removes it - that file and
     no other; ``remove_file`` removes it and its entry."""
     try:
@@ -203,16 +204,23 @@ def create_exclusively(target: Path) -> None:
             f"cannot create {target}: {exc.strerror}",
             hint="choose a target directory you can write to",
         ) from exc
+    # A file cannot hold a marker file: the mark is an extended attribute, which
+    # a file made later under the same name (even with the same inode number)
+    # lacks. A filesystem without user xattrs gets no mark: never cleaned.
+    token = f"{os.getpid()}@{socket.gethostname()}:{time.time_ns()}"
     try:
-        st = os.fstat(fd)
+        os.setxattr(fd, FILE_XATTR, token.encode())
+    except OSError:
+        token = ""
     finally:
         os.close(fd)
+    if not token:
+        return
     entry = _file_entry(target)
     entry.parent.mkdir(parents=True, exist_ok=True)
     record = {
         "path": str(target.resolve()),
-        "dev": st.st_dev,
-        "ino": st.st_ino,
+        "token": token,
         "owner_pid": os.getpid(),
         "host": socket.gethostname(),
     }
@@ -233,7 +241,7 @@ def remove_file(target: Path) -> None:
 
 def clean_orphan_files() -> list[str]:
     """Remove the registered files whose pgrig is gone - only when the path is
-    still the very file it created (same device and inode)."""
+    still the very file it created (its extended attribute holds the token)."""
     removed: list[str] = []
     registry = state_dir() / "files"
     if not registry.is_dir():
@@ -241,18 +249,20 @@ def clean_orphan_files() -> list[str]:
     for entry in registry.iterdir():
         try:
             record = json.loads(entry.read_text())
-            path, dev, ino = Path(record["path"]), record["dev"], record["ino"]
+            path, token = Path(record["path"]), str(record["token"])
             owner, host = int(record["owner_pid"]), record["host"]
         except (OSError, ValueError, KeyError, TypeError):
             continue  # not one of ours to judge
         if host == socket.gethostname() and proc.pid_alive(owner):
             continue  # its pgrig still runs
         try:
-            st = path.stat()
+            mark = os.getxattr(path, FILE_XATTR).decode()
         except FileNotFoundError:
             entry.unlink(missing_ok=True)
             continue
-        if (st.st_dev, st.st_ino) == (dev, ino):
+        except OSError:
+            mark = ""  # no mark: a file pgrig did not make
+        if mark == token:
             path.unlink(missing_ok=True)
             removed.append(str(path))
         entry.unlink(missing_ok=True)
