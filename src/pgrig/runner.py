@@ -277,6 +277,8 @@ class CampaignRunner:
         only = self.targets[0]
         if only.spec.dsn is not None:
             return Conn.from_user(only.spec.dsn).describe()
+        if only.directory is None and only.spec.lab is not None:  # built later, by the lab
+            return only.spec.lab.describe()
         return str(only.directory)
 
     def _params(self) -> dict[str, Any]:
