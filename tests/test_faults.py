@@ -329,3 +329,41 @@ def test_durability_signalled(
     monkeypatch.setattr(durability_cli, "execute", execute)
     assert _main("durability", "--target", str(place / "data"), "-q") == code
     assert "interrupted" in capsys.readouterr().err
+
+
+def test_a_signal_during_teardown_still_removes_the_work_directory(
+    bins: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Defect 8: a signal right after the last run left the stopped cluster's
+    work directory until the next run. The signal now waits for the removal."""
+    from types import SimpleNamespace
+
+    from pgrig import lifecycle
+    from pgrig.cluster import profiles
+    from pgrig.cluster.server import Cluster, InitdbOptions, server_os_user
+    from pgrig.errors import Signalled
+
+    base = make_disk_dir("pgrig-teardown-")
+    cluster = Cluster.create(bins, base / "work", study="teardown", os_user=server_os_user())
+    previous = signal.signal(signal.SIGTERM, cli._raise_signalled)
+    try:
+        cluster.initdb(InitdbOptions())
+        cluster.configure(profiles.load("stock"))
+        cluster.start()
+        real = workdir.remove
+
+        def remove(path: Path) -> None:
+            os.kill(os.getpid(), signal.SIGTERM)  # as the removal begins
+            real(path)
+
+        monkeypatch.setattr(workdir, "remove", remove)
+        with pytest.raises(Signalled):
+            lifecycle.dispose(SimpleNamespace(lost=None), cluster, False, cli.Ui(quiet=True))
+        assert not cluster.workdir.exists()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        if cluster.workdir.exists():
+            cluster.destroy()
+        import shutil
+
+        shutil.rmtree(base, ignore_errors=True)

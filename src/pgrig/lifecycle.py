@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from pgrig import environment, lossyfs, storage
+from pgrig import environment, lossyfs, proc, storage
 from pgrig.campaign import TargetSpec
 from pgrig.cluster import aio, binaries, profiles, workdir
 from pgrig.cluster.server import SUPERUSER, Cluster, InitdbOptions, ServerLost, server_os_user
@@ -402,7 +402,8 @@ def dispose(t: TargetRun, cluster: Cluster, keep: bool, ui: Ui) -> None:
     """Remove the cluster - or keep it, stopped, when asked or when a crash left
     it down for good (the evidence)."""
     if not keep and t.lost is None:
-        cluster.destroy()
+        with proc.signals_deferred():
+            cluster.destroy()
         return
     try:
         cluster.stop()
