@@ -175,10 +175,17 @@ class Store:
         try:
             backend: _Backend = _Postgres(str(location)) if uri else _Sqlite(Path(location))
         except Exception as exc:  # sqlite3.Error, psycopg.Error, OSError
+            damaged = isinstance(exc, sqlite3.DatabaseError) and (
+                "not a database" in str(exc) or "malformed" in str(exc)
+            )
             raise StoreError(
                 f"cannot open results store {_masked(location)}: "
                 f"{str(exc).strip().replace(str(location), _masked(location))}",
-                hint="pass --store with a writable file path or a reachable PostgreSQL URI",
+                hint=f"the file is damaged: `sqlite3 {location} .recover | sqlite3 "
+                "recovered.sqlite` may save its studies; move it aside "
+                f"(mv {location} {location}.bad) to start a new one"
+                if damaged
+                else "pass --store with a writable file path or a reachable PostgreSQL URI",
             ) from exc
         store = cls(backend, location if uri else Path(location))
         if uri:
