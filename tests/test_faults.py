@@ -367,3 +367,25 @@ def test_a_signal_during_teardown_still_removes_the_work_directory(
         import shutil
 
         shutil.rmtree(base, ignore_errors=True)
+
+
+def test_report_signalled_while_writing(
+    place: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`pgrig report` under each signal: its exit code, the previous report kept
+    whole, no temporary file."""
+    assert _main("run", "c.toml", "-q") == 0
+    page = place / "pgrig-results" / "report-faults.html"
+    before = page.read_bytes()
+    real = html.render
+    for signum, code in SIGNALS:
+
+        def drawing(*args: Any, signum: int = signum, **kwargs: Any) -> Any:
+            os.kill(os.getpid(), signum)
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(html, "render", drawing)
+        assert _main("report") == code, signal.Signals(signum).name
+        assert page.read_bytes() == before
+        assert _leftovers(place) == []
+    assert "interrupted" in capsys.readouterr().err
