@@ -87,16 +87,24 @@ def _comparable(value: Any) -> Any:
     return value
 
 
-def _first_difference(before: Any, after: Any, path: str = "") -> str:
-    """Where two params first differ, for the message: ``targets[0].directory: A -> B``."""
+def _first_difference(before: Any, after: Any, path: str = "") -> str | None:
+    """Where two params first differ, for the message (``targets[0].directory:
+    '/a' then, '/b' now``); None when they agree. A key only one side has is no
+    difference: a newer pgrig records more than the one that began the study."""
     if isinstance(before, dict) and isinstance(after, dict):
-        for key in sorted(set(before) | set(after)):
-            if before.get(key) != after.get(key):
-                return _first_difference(before.get(key), after.get(key), f"{path}.{key}")
+        for key in sorted(set(before) & set(after)):
+            found = _first_difference(before[key], after[key], f"{path}.{key}")
+            if found is not None:
+                return found
+        return None
     if isinstance(before, list) and isinstance(after, list) and len(before) == len(after):
         for i, (b, a) in enumerate(zip(before, after, strict=True)):
-            if b != a:
-                return _first_difference(b, a, f"{path}[{i}]")
+            found = _first_difference(b, a, f"{path}[{i}]")
+            if found is not None:
+                return found
+        return None
+    if before == after or before is None:
+        return None  # None: a study begun before pgrig recorded this at all
     return f"{path.lstrip('.') or 'value'}: {before!r} then, {after!r} now"
 
 
@@ -263,10 +271,11 @@ class CampaignRunner:
             )
         for key in ("targets", "workloads", "policy", "baseline"):
             before, now_ = _comparable(old.params.get(key)), _comparable(params.get(key))
-            if before != now_:
+            difference = _first_difference(before, now_)
+            if difference is not None:
                 raise UsageError(
                     f"study {old.id} in {store.path} was recorded with other {key} "
-                    f"({_first_difference(before, now_)}); resuming it would mix their runs"
+                    f"({difference}); resuming it would mix their runs"
                     + (f" (it came from {old.params.get('source')})" if key == "targets" else ""),
                     hint="give the campaign another name, or pass another --results",
                 )
