@@ -50,6 +50,8 @@ def place(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     (path / "data").mkdir()
     (path / "c.toml").write_text(CAMPAIGN.format(name="faults", directory=path / "data"))
     handlers = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)}
+    # Ctrl-C as in a terminal, also where the test runner ignores SIGINT (workers)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     yield path
     for signum, handler in handlers.items():
         signal.signal(signum, handler)
