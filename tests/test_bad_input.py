@@ -20,11 +20,13 @@ from pathlib import Path
 
 import pytest
 
-from pgrig import cli, runner, validate
+from pgrig import cli, runner
 from pgrig.results import RunRecord, Study
 from pgrig.store import Store
 
 SECRET = "S3cretPW"
+PG_VARIABLES = ("PGHOST", "PGHOSTADDR", "PGPORT", "PGSERVICE", "PGDATABASE", "PGUSER",
+                "PGPASSWORD", "PGSERVICEFILE")  # fmt: skip
 
 
 class Tripwire(Exception):
@@ -517,7 +519,7 @@ def sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
             )
         )
     monkeypatch.chdir(tmp_path)
-    for name in validate.PG_VARIABLES + ("PGPASSWORD", "PGSERVICEFILE"):
+    for name in PG_VARIABLES:
         monkeypatch.delenv(name, raising=False)
 
     from pgrig.durability import cli as durability_cli
