@@ -391,3 +391,33 @@ def test_report_signalled_while_writing(
         assert page.read_bytes() == before
         assert _leftovers(place) == []
     assert "interrupted" in capsys.readouterr().err
+
+
+def test_list_does_not_call_a_failed_check_ok(
+    place: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Defect 18: a durability check that lost commits was listed "1/1 ok"."""
+    from dataclasses import asdict
+
+    from pgrig.durability.model import DurabilityResult
+    from pgrig.results import RunRecord
+
+    lost = DurabilityResult("immediate", 4, 3, 5.0, 1, "15", lost=2, failures=("2 lost",))
+    with Store.open(place / "pgrig-results" / "results.sqlite") as st:
+        _study(st, "d", status="finished", pid=1, directory=str(place))
+        st.record(
+            RunRecord(
+                study="d",
+                key="local/durability",
+                kind="durability",
+                target="local",
+                params={},
+                status="ok",
+                started_at="2026-01-01T00:00:00",
+                finished_at="2026-01-01T00:00:09",
+                result=asdict(lost),
+            )
+        )
+    assert _main("list") == 0
+    (line,) = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("d\t")]
+    assert "0/1 ok, 1 check(s) failed" in line

@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from pgrig import __version__, campaign, plan, validate
+from pgrig import __version__, campaign, plan, registry, validate
 from pgrig.campaign import Campaign, InitdbSpec
 from pgrig.cli_options import (
     cluster_options,
@@ -462,8 +462,12 @@ def list_cmd(results: Path, store: str | None) -> None:
         click.echo("study\tstatus\tsteps\ttarget")
         for study in st.studies():
             runs = [r for r in st.runs(study.id) if r.kind != "monitor"]
-            ok = sum(r.status == "ok" for r in runs)
-            click.echo(f"{study.id}\t{_status(study)}\t{ok}/{len(runs)} ok\t{study.target}")
+            # a check that ran to its end but failed (a durability check that lost
+            # commits) is no "ok" step
+            failed = sum(getattr(registry.typed_result(r), "ok", True) is False for r in runs)
+            ok = sum(r.status == "ok" for r in runs) - failed
+            steps = f"{ok}/{len(runs)} ok" + (f", {failed} check(s) failed" if failed else "")
+            click.echo(f"{study.id}\t{_status(study)}\t{steps}\t{study.target}")
 
 
 def _status(study: Study) -> str:
