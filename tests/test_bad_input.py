@@ -237,7 +237,7 @@ CAMPAIGNS: list[tuple[str, str | bytes, int, tuple[str, ...]]] = [
         "directory-missing",
         good(target='[[target]]\nname = "t"\ndirectory = "/nonexistent/d"\n'),
         2,
-        ("/nonexistent/d",),
+        ("/nonexistent/d", "another directory (target t in c.toml)"),
     ),
     (
         "directory-is-file",
@@ -601,3 +601,11 @@ def test_good_campaign_plans(sandbox: Path, capsys: pytest.CaptureFixture[str]) 
     os.chdir(elsewhere)  # the profile is found beside the campaign file, not here
     assert _main(("plan", str(sandbox / "c.toml"))) == 0
     assert "steps, about" in capsys.readouterr().out
+
+
+def test_a_byte_order_mark_is_not_a_statement(
+    sandbox: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Defect 19: a campaign saved by a Windows editor was "Invalid statement"."""
+    (sandbox / "c.toml").write_bytes(b"\xef\xbb\xbf" + good().encode())
+    assert _main(("plan", "c.toml")) == 0, capsys.readouterr().err

@@ -22,7 +22,7 @@ import psycopg
 
 from pgrig import lifecycle, plan, proc, registry
 from pgrig.campaign import Campaign, TargetSpec
-from pgrig.cluster import binaries
+from pgrig.cluster import binaries, workdir
 from pgrig.conninfo import Conn
 from pgrig.errors import (
     BinaryNotFound,
@@ -95,6 +95,13 @@ def campaign(
                     if not spec.dsn
                     else " (drop the dsn)"
                 ),
+            )
+        if spec.directory is not None:  # named as the user wrote it (check_target says --target)
+            workdir.check_target(
+                spec.directory,
+                option="--target"
+                if camp.source == "command line"
+                else f"directory (target {spec.name} in {camp.source})",
             )
         if planning and not _installed(spec):
             continue  # the plan lists the download; the run checks it once installed
