@@ -18,10 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from pgrig import policy, registry
+from pgrig.conninfo import Conn
 from pgrig.errors import UsageError
 from pgrig.policy import RunPolicy
 from pgrig.probe import FIO_SCHEMA, PROBES_SCHEMA, ProbeSpec
-from pgrig.schema import Context, Locator, Schema, Table, custom, flag, text, type_name
+from pgrig.schema import NAME, Context, Locator, Schema, Table, custom, flag, text, type_name
 from pgrig.storage import kernel
 from pgrig.storage.keys import LAB_SCHEMA
 from pgrig.storage.target import LabSpec
@@ -91,14 +92,12 @@ class Campaign:
 # --------------------------------------------------------------------------
 # [[target]]
 
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*")
-
 
 def _target_name(t: Table, key: str, default: Any) -> str:
     name = t.get(key, str)
     if not name:
         raise t.error(key, "every target needs a name", hint='add name = "local-ssd"')
-    if not _NAME.fullmatch(name):
+    if not NAME.fullmatch(name):
         raise t.error(key, f"{name!r}: use letters, digits, '.', '_' and '-' only")
     return str(name)
 
@@ -114,6 +113,25 @@ def _tablespace(t: Table, key: str, default: Any) -> str | None:
     if value is None or "/" not in value:
         return value  # an existing tablespace's name
     return str(t.path_value(key))
+
+
+def _dsn(t: Table, key: str, default: Any) -> str | None:
+    value = t.get(key, str)
+    if value is not None:
+        try:
+            Conn.from_user(value, what="connection string")
+        except UsageError as exc:
+            raise t.error(key, exc.message, hint=exc.hint) from exc
+    return value  # type: ignore[no-any-return]
+
+
+def _profile(t: Table, key: str, default: Any) -> str:
+    """A shipped profile's name, or a file: relative to the campaign file, as
+    every path of a campaign is."""
+    value = t.get(key, str, default)
+    if value.endswith(".conf") or "/" in value:
+        return str(t.path_value(key))
+    return value  # type: ignore[no-any-return]
 
 
 def _settings(t: Table, key: str, default: Any) -> dict[str, str]:
@@ -172,10 +190,10 @@ TARGET_SCHEMA = Schema(
         "the storage under test: the throwaway cluster goes into "
         "`DIRECTORY/pgrig-CAMPAIGN-TARGET/`, and the probes run there", _path,
     ),
-    text(
+    custom(
         "dsn", None,
         "instead of a cluster: an existing server (URI or `key=value`); needs `--yes` for "
-        "workloads, which drop `pgbench_*` tables; never restarted",
+        "workloads, which drop `pgbench_*` tables; never restarted", _dsn,
     ),
     custom("wal_directory", None, "`initdb --waldir` on another disk", _path),
     custom(
@@ -187,8 +205,8 @@ TARGET_SCHEMA = Schema(
     custom("index_tablespace", None, "the same for indexes (seed 004's tbs2)", _tablespace),
     text("pg_bin", None, "PostgreSQL binaries of this target (compare versions: one target "
          "per version)"),
-    text("profile", "oltp", "`stock`, `oltp`, a seed's (`seed000`, `seed001`, `seed002`, "
-         "`seed004`) or a path to a `.conf` file"),
+    custom("profile", "oltp", "`stock`, `oltp`, a seed's (`seed000`, `seed001`, `seed002`, "
+           "`seed004`) or a path to a `.conf` file (relative to the campaign file)", _profile),
     custom("set", None, "`[target.set]`: setting overrides, e.g. `synchronous_commit = \"off\"`",
            _settings, field="settings"),
     custom("initdb", None, "`[target.initdb]`: see below", _initdb),
@@ -409,9 +427,15 @@ def _name_part(value: str) -> str:
 
 def load(path: Path) -> Campaign:
     try:
-        content = path.read_text()
+        # utf-8-sig: a byte-order mark (Windows editors) is not a statement
+        content = path.read_text(encoding="utf-8-sig")
     except OSError as exc:
         raise UsageError(f"cannot read campaign file {path}: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise UsageError(
+            f"campaign file {path} is not UTF-8 text (byte {exc.start}: {exc.reason})",
+            hint="a campaign is a TOML text file; see docs/campaigns.md",
+        ) from exc
     return parse(content, source=str(path), base=path.resolve().parent)
 
 

@@ -3,18 +3,18 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
 import signal
-import socket
 import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
-from pgrig import __version__, campaign, plan, registry
+from pgrig import __version__, campaign, plan, registry, validate
 from pgrig.campaign import Campaign, InitdbSpec
 from pgrig.cli_options import (
     cluster_options,
@@ -28,21 +28,28 @@ from pgrig.cluster import binaries, profiles
 from pgrig.cluster.profiles import parse_overrides
 from pgrig.conninfo import Conn
 from pgrig.durability.cli import durability
-from pgrig.errors import Interrupted, PgrigError, Signalled, UsageError, signal_number
+from pgrig.errors import (
+    Interrupted,
+    PgrigError,
+    Signalled,
+    UsageError,
+    mask_secrets,
+    signal_number,
+)
 from pgrig.hosts.cli import group as hosts_group
 from pgrig.pgsource import catalog
 from pgrig.pgsource.cli import group as pg_group
 from pgrig.policy import RunPolicy
 from pgrig.probe import FioPlan, ProbeSpec
-from pgrig.proc import pid_alive
 from pgrig.report.monitor import closing_warning
 from pgrig.report.writer import write as write_report
 from pgrig.results import Study, to_dict
-from pgrig.runner import run_campaign
+from pgrig.runner import run_campaign, study_live
+from pgrig.schema import NAME
 from pgrig.storage.cli import audit, storage
 from pgrig.store import Store, location
+from pgrig.tools import fio
 from pgrig.ui import Ui
-from pgrig.units import parse_size
 from pgrig.workloads.tpcb.spec import TpcbSpec
 from pgrig.workloads.tpcc.cli import tpcc
 
@@ -241,8 +248,18 @@ def run(campaign_file: Path | None, **opts: Any) -> None:
         camp = campaign.load(campaign_file)
         study_id = camp.name  # stable: running the file again resumes it
     else:
-        camp = _quick_campaign(opts)
+        from_command_line = {
+            name
+            for name in opts
+            if ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
+        }
+        camp = _quick_campaign(opts, from_command_line)
         study_id = None
+    again = [f"pgrig run {campaign_file}"]
+    if ctx.get_parameter_source("results") == click.core.ParameterSource.COMMANDLINE:
+        again.append(f"--results {results}")
+    if opts["store"] is not None:
+        again.append(f"--store {opts['store']}")
     run_campaign(
         camp,
         ui,
@@ -251,13 +268,26 @@ def run(campaign_file: Path | None, **opts: Any) -> None:
         yes=opts["yes"],
         keep=opts["keep"],
         study_id=study_id,
-        resume_hint=f"run `pgrig run {campaign_file}` again to resume" if campaign_file else None,
+        resume_hint=f"run `{' '.join(again)}` again to resume" if campaign_file else None,
     )
 
 
-def _quick_campaign(opts: dict[str, Any]) -> Campaign:
+def _quick_campaign(opts: dict[str, Any], given: set[str]) -> Campaign:
     skip = names(opts["skip"], "--skip", ("timing", "fsync", "fio", "tpcb"))
     dsn = opts["dsn"]
+    if dsn is not None:
+        cluster_only = [
+            "--" + name.replace("_", "-").replace("overrides", "set")
+            for name in ("profile", "overrides", "wal_segsize", "encoding", "locale", "os_user")
+            if name in given
+        ]
+        if cluster_only:
+            raise UsageError(
+                f"--dsn with {', '.join(cluster_only)}: pgrig never reconfigures a server it "
+                "did not create",
+                hint=f"drop {', '.join(cluster_only)}, or drop --dsn to let pgrig create a "
+                "throwaway cluster configured that way",
+            )
     if dsn is None and not opts["throwaway"] and any(os.environ.get(v) for v in PG_SERVER_VARS):
         dsn = ""  # libpq conventions: the PG* variables name the server to test
     clients = int_list(opts["clients"], "--clients")
@@ -269,9 +299,16 @@ def _quick_campaign(opts: dict[str, Any]) -> Campaign:
         ("--fio-numjobs", opts["fio_numjobs"]),
         ("--fio-iodepth", opts["fio_iodepth"]),
         ("--fio-runtime", opts["fio_runtime"]),
+        ("--timing-seconds", opts["timing_seconds"]),
+        ("--fsync-seconds", opts["fsync_seconds"]),
     ):
         if value < 1:
             raise UsageError(f"{name} {value}: must be at least 1")
+    if opts["partitions"] < 0:
+        raise UsageError(
+            f"--partitions {opts['partitions']}: 0 (not partitioned) or more",
+            hint="e.g. --partitions 8",
+        )
     if any(c < 1 for c in clients):
         raise UsageError(f"--clients {opts['clients']}: every client count must be at least 1")
     threads = opts["threads"]
@@ -285,7 +322,10 @@ def _quick_campaign(opts: dict[str, Any]) -> Campaign:
     seg = opts["wal_segsize"]
     if seg is not None and (seg < 1 or seg > 1024 or seg & (seg - 1)):
         raise UsageError(f"--wal-segsize {seg}: must be a power of 2 between 1 and 1024 (MB)")
-    parse_size(opts["fio_size"])
+    try:
+        fio.size_bytes(opts["fio_size"])
+    except UsageError as exc:
+        raise UsageError(f"--fio-size {opts['fio_size']!r}: not a size", hint=exc.hint) from exc
     workload = None
     if "tpcb" not in skip:
         workload = TpcbSpec(
@@ -365,8 +405,11 @@ def plan_cmd(campaign_file: Path) -> None:
             for note in prof.scaled:
                 click.echo(f"    profile {prof.name} scaled: {note}")
     specs = [t.pg_bin for t in camp.targets if t.pg_bin and binaries.looks_like_version(t.pg_bin)]
+    missing = []
     for need_version in catalog.needed(list(dict.fromkeys(specs))):
         click.echo(f"  {need_version.describe()}")
+        if need_version.problem is not None:
+            missing.append(need_version.spec)
     for i, r in enumerate(exp.runs, start=1):
         click.echo(f"{i:4d}  {r.seconds:6.0f} s  {r.key}")
     minutes = exp.seconds / 60
@@ -378,6 +421,14 @@ def plan_cmd(campaign_file: Path) -> None:
             else ""
         )
     )
+    if missing:
+        raise UsageError(
+            f"{campaign_file}: PostgreSQL {', '.join(missing)} cannot be installed (see above)",
+            hint="`pgrig pg list --all` shows the versions pgrig can install",
+        )
+    # What `pgrig run` would refuse, refused here too - by the same pass.
+    for note in validate.campaign(camp, planning=True).warnings:
+        click.echo(f"warning: {note}", err=True)
 
 
 def _write_report(store: Store, sid: str, results: Path, ui: Ui) -> tuple[Path, Path]:
@@ -414,20 +465,18 @@ def list_cmd(results: Path, store: str | None) -> None:
         click.echo("study\tstatus\tsteps\ttarget")
         for study in st.studies():
             runs = [r for r in st.runs(study.id) if r.kind != "monitor"]
-            ok = sum(r.status == "ok" for r in runs)
-            click.echo(f"{study.id}\t{_status(study)}\t{ok}/{len(runs)} ok\t{study.target}")
+            # a check that ran to its end but failed (a durability check that lost
+            # commits) is no "ok" step
+            failed = sum(getattr(registry.typed_result(r), "ok", True) is False for r in runs)
+            ok = sum(r.status == "ok" for r in runs) - failed
+            steps = f"{ok}/{len(runs)} ok" + (f", {failed} check(s) failed" if failed else "")
+            click.echo(f"{study.id}\t{_status(study)}\t{steps}\t{study.target}")
 
 
 def _status(study: Study) -> str:
     """'running' only while its pgrig lives: one killed without a word (kill -9,
-    power loss) left an interrupted study. Studies of other hosts (a shared
-    store) say what they said."""
-    pid, env = study.params.get("pid"), study.environment
-    if study.status != "running" or not isinstance(pid, int):
-        return study.status
-    if env is not None and env.hostname != socket.gethostname():
-        return study.status
-    return study.status if pid_alive(pid) else "interrupted"
+    power loss) left an interrupted study."""
+    return "interrupted" if study.status == "running" and not study_live(study) else study.status
 
 
 @cli.command("export")
@@ -476,7 +525,13 @@ def export_cmd(
     if output is None:
         click.echo(text, nl=False)
     else:
-        output.write_text(text)
+        try:
+            output.write_text(text)
+        except OSError as exc:
+            raise UsageError(
+                f"-o {output}: cannot write: {exc.strerror or exc}",
+                hint="give a file in an existing, writable directory",
+            ) from exc
         click.echo(f"wrote {output}", err=True)
 
 
@@ -489,12 +544,20 @@ def import_cmd(
     source: Path, study_ids: tuple[str, ...], results: Path, store: str | None, as_id: str | None
 ) -> None:
     """Copy studies from another results file (e.g. from another machine) into the store."""
-    with Store.open(source) as other, Store.open(location(results, store)) as st:
+    if as_id is not None and not NAME.fullmatch(as_id):
+        raise UsageError(
+            f"--as {as_id!r}: a study id is letters, digits, '.', '_' and '-' only",
+            hint="e.g. --as laptop-quick-2",
+        )
+    with Store.open(source) as other:
         ids = list(study_ids) or [s.id for s in other.studies()]
         if as_id is not None and len(ids) != 1:
             raise UsageError("--as names one study; give exactly one STUDY_ID")
         for sid in ids:
-            click.echo(f"imported {st.import_study(other, sid, as_id=as_id)}")
+            other.study(sid)  # an unknown id is refused before the store is created
+        with Store.open(location(results, store)) as st:
+            for sid in ids:
+                click.echo(f"imported {st.import_study(other, sid, as_id=as_id)}")
 
 
 @cli.command("compare")
@@ -521,7 +584,14 @@ def compare_cmd(
         raise UsageError("compare needs at least two studies", hint="see `pgrig list`")
     with _open_existing(results, store) as st:
         studies = [st.study(s) for s in study_ids]
-        study, records = export.combined(studies, [st.runs(s.id) for s in studies])
+        per_study = [st.runs(s.id) for s in studies]
+    empty = [s.id for s, recs in zip(studies, per_study, strict=True) if not recs]
+    if empty:
+        raise UsageError(
+            f"study {empty[0]} has no recorded runs: nothing to compare",
+            hint="see `pgrig list`; run it again to resume it",
+        )
+    study, records = export.combined(studies, per_study)
     names = [t["name"] for t in study.params["targets"]]
     if baseline is not None:
         if baseline not in names:
@@ -610,19 +680,29 @@ def main(argv: list[str] | None = None) -> None:
     try:
         cli.main(args=argv, prog_name="pgrig", standalone_mode=False)
     except Interrupted as exc:
-        click.echo(str(exc), err=True)
+        _say(str(exc))
         sys.exit(exc.exit_code)
     except PgrigError as exc:
-        click.echo(f"error: {exc}", err=True)
+        _say(f"error: {exc}")
         if exc.hint:
-            click.echo(f"hint: {exc.hint}", err=True)
+            _say(f"hint: {exc.hint}")
         sys.exit(exc.exit_code)
-    except click.exceptions.Abort:
-        click.echo("interrupted", err=True)
-        sys.exit(130)
+    except click.exceptions.Abort as exc:
+        # click turns a KeyboardInterrupt (ours for SIGTERM and SIGHUP too) into
+        # Abort: the signal behind it decides the exit code.
+        cause = exc.__cause__ or exc.__context__
+        _say("interrupted")
+        sys.exit(128 + (signal_number(cause) if isinstance(cause, KeyboardInterrupt) else 2))
     except click.ClickException as exc:
-        exc.show()
+        shown = io.StringIO()
+        exc.show(file=shown)
+        _say(shown.getvalue().rstrip("\n"))
         sys.exit(exc.exit_code)
     except KeyboardInterrupt as exc:
-        click.echo("interrupted", err=True)
+        _say("interrupted")
         sys.exit(128 + signal_number(exc))
+
+
+def _say(text: str) -> None:
+    """Every message of the one place errors are printed, secrets masked."""
+    click.echo(mask_secrets(text), err=True)

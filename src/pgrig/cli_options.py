@@ -3,6 +3,7 @@ storage under test), which configuration, which PostgreSQL."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -121,7 +122,22 @@ def lab_spec(opts: dict[str, Any], target: Path | None) -> LabSpec | None:
     for name in ("disk", "memory"):
         if opts[name] is not None:
             table[name] = opts[name]
-    return LabSpec.from_mapping(table, where="command line") if table else None
+    if not table:
+        return None
+    try:
+        return LabSpec.from_mapping(table, where="command line")
+    except UsageError as exc:
+        # The lab reads campaign keys; name the option the user typed instead.
+        m = re.match(r"command line: command line\.(\w+): ", exc.message)
+        if m is None:
+            raise
+        option = LAB_OPTIONS.get(m.group(1), "--" + m.group(1))
+        raise UsageError(f"{option}: {exc.message[m.end() :]}", hint=exc.hint) from exc
+
+
+# the lab's campaign keys as the quick study's options
+LAB_OPTIONS = {"fs": "--fs", "size": "--fs-size", "mkfs": "--mkfs", "mount": "--mount",
+               "disk": "--disk", "memory": "--memory", "base": "--target"}  # fmt: skip
 
 
 DEFAULT_RESULTS = Path("pgrig-results")

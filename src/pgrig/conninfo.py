@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from pgrig.errors import ClusterError, UsageError
+from pgrig.errors import ClusterError, UsageError, mask_secrets
 
 CONNECT_TIMEOUT_S = 10
 
@@ -29,15 +29,16 @@ class Conn:
         return cls(make_conninfo(host=socket_dir, port=str(port), user=user, dbname=dbname))
 
     @classmethod
-    def from_user(cls, dsn: str | None) -> Conn:
-        """``--dsn`` as given (URI or key=value), validated by libpq's own parser."""
+    def from_user(cls, dsn: str | None, *, what: str = "--dsn") -> Conn:
+        """``--dsn`` as given (URI or key=value), validated by libpq's own parser;
+        ``what`` names where it came from in the message."""
         if not dsn:
             return cls("")
         try:
             conninfo_to_dict(dsn)
         except psycopg.ProgrammingError as exc:
             raise UsageError(
-                f"--dsn {dsn!r} is not a valid connection string: {exc}",
+                f"{what} {mask_secrets(repr(dsn))} is not valid: {mask_secrets(str(exc).strip())}",
                 hint="use a URI like postgresql://user@host:5432/db or 'host=... dbname=...'",
             ) from exc
         return cls(dsn)

@@ -6,6 +6,8 @@ they never print and exit.
 
 from __future__ import annotations
 
+import re
+
 
 class PgrigError(Exception):
     """Base class: a problem the user can act on. Printed as ``error: ...``."""
@@ -97,6 +99,10 @@ class StoreError(PgrigError):
     """The results store cannot be opened or written."""
 
 
+class StudyExists(StoreError):
+    """A study id the store already holds (another pgrig took it a moment ago)."""
+
+
 class UnknownStudy(StoreError):
     """A study id the store does not hold: bad input."""
 
@@ -148,3 +154,21 @@ class Signalled(KeyboardInterrupt):
 def signal_number(exc: BaseException) -> int:
     """The signal behind a KeyboardInterrupt: SIGINT unless it was a ``Signalled``."""
     return exc.signum if isinstance(exc, Signalled) else 2
+
+
+# password=... in a key=value connection string (quoted or not), the password of
+# a URI (scheme://user:PASSWORD@host), and PGPASSWORD=... in a shown environment.
+_SECRETS = (
+    re.compile(r"(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s'\"]+)", re.IGNORECASE),
+    re.compile(r"(\b[a-z][a-z0-9+.\-]*://[^:/@\s]*:)([^\s/]+)(?=@)", re.IGNORECASE),
+    re.compile(r"(\bPGPASSWORD\s*=\s*)(\S+)"),
+)
+MASK = "********"
+
+
+def mask_secrets(text: str) -> str:
+    """Every message pgrig prints goes through here (``cli.main``): passwords in
+    connection strings, URIs and environments never reach a terminal or a CI log."""
+    for pattern in _SECRETS:
+        text = pattern.sub(lambda m: m.group(1) + MASK, text)
+    return text

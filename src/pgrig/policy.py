@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from pgrig import stats
-from pgrig.schema import Schema, Table, choice, custom, flag, integer, number
+from pgrig.schema import NAME, Schema, Table, choice, custom, flag, integer, number
 
 T = TypeVar("T")
 
@@ -153,10 +153,12 @@ def _axes(t: Table, key: str, default: Any) -> tuple[Axis, ...]:
 
 
 def _name(t: Table, key: str, default: Any) -> str:
-    import re
-
     name = t.get(key, str)
-    if not name or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.\-]*", name):
+    if name is None:
+        raise t.error(
+            None, "the campaign has no name (its study id)", hint='add name = "seed000-storage"'
+        )
+    if not NAME.fullmatch(name):
         raise t.error(
             key,
             f"{name!r}: a campaign needs a name of letters, digits, . _ -",

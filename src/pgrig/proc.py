@@ -19,10 +19,12 @@ import pwd
 import selectors
 import signal
 import subprocess
+import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pgrig.errors import ToolError, ToolTimeout
 
@@ -261,6 +263,37 @@ def run(
         what=what,
         preexec=preexec,
     )
+
+
+@contextlib.contextmanager
+def signals_deferred() -> Iterator[None]:
+    """Cleanup that must finish (removing a cluster's work directory): SIGINT,
+    SIGTERM and SIGHUP arriving meanwhile are held, then delivered when it is
+    done - a signal right after the last run used to leave half a work
+    directory. Only the main thread owns signal handlers; elsewhere a no-op."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+
+    def hold(signum: int, _frame: object) -> None:
+        held.append(signum)
+
+    watched = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    previous = {signum: signal.signal(signum, hold) for signum in watched}
+    try:
+        yield
+    except BaseException:
+        _restore(previous)
+        raise  # already on its way out: the held signal changes nothing
+    _restore(previous)
+    if held:
+        signal.raise_signal(held[0])  # now, to the handler it was meant for
+
+
+def _restore(handlers: Mapping[signal.Signals, Any]) -> None:
+    for signum, handler in handlers.items():
+        signal.signal(signum, handler)
 
 
 def pid_exists(pid: int) -> bool:

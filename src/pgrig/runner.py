@@ -13,7 +13,9 @@ recording ``pgrig.recorder``, the repeat policy ``pgrig.policy``.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import socket
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict
 from datetime import datetime
@@ -29,11 +31,19 @@ from pgrig import (
     plan,
     probe,
     registry,
+    validate,
 )
 from pgrig.campaign import Campaign
-from pgrig.cluster import binaries
-from pgrig.errors import BinaryNotFound, Interrupted, PartialFailure, UsageError, signal_number
+from pgrig.errors import (
+    Interrupted,
+    PartialFailure,
+    StudyExists,
+    UsageError,
+    WorkdirError,
+    signal_number,
+)
 from pgrig.meaning import Meaning
+from pgrig.proc import pid_alive
 from pgrig.recorder import Recorder, now
 from pgrig.report.monitor import closing_warning
 from pgrig.report.writer import write as write_report
@@ -48,6 +58,51 @@ from pgrig.workloads.base import Phase, Series
 
 def new_study_id(name: str) -> str:
     return f"{name}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
+
+
+def study_live(study: Study) -> bool:
+    """True while the pgrig that runs the study lives (on this host; a study of
+    another host in a shared store is taken at its word)."""
+    pid, env = study.params.get("pid"), study.environment
+    if study.status != "running":
+        return False
+    if not isinstance(pid, int):  # recorded by an older pgrig: take it at its word
+        return True
+    if env is not None and env.hostname != socket.gethostname():
+        return True
+    return pid != os.getpid() and pid_alive(pid)
+
+
+def _comparable(value: Any) -> Any:
+    """A params value as the store gives it back (JSON), minus what changes
+    between two runs of the same campaign on the same machine."""
+    value = json.loads(json.dumps(value, sort_keys=True, default=str))
+    if isinstance(value, list):
+        for item in value:
+            if isinstance(item, dict):
+                item.pop("adapted", None)
+    return value
+
+
+def _first_difference(before: Any, after: Any, path: str = "") -> str | None:
+    """Where two params first differ, for the message (``targets[0].directory:
+    '/a' then, '/b' now``); None when they agree. A key only one side has is no
+    difference: a newer pgrig records more than the one that began the study."""
+    if isinstance(before, dict) and isinstance(after, dict):
+        for key in sorted(set(before) & set(after)):
+            found = _first_difference(before[key], after[key], f"{path}.{key}")
+            if found is not None:
+                return found
+        return None
+    if isinstance(before, list) and isinstance(after, list) and len(before) == len(after):
+        for i, (b, a) in enumerate(zip(before, after, strict=True)):
+            found = _first_difference(b, a, f"{path}[{i}]")
+            if found is not None:
+                return found
+        return None
+    if before == after or before is None:
+        return None  # None: a study begun before pgrig recorded this at all
+    return f"{path.lstrip('.') or 'value'}: {before!r} then, {after!r} now"
 
 
 class CampaignRunner:
@@ -78,43 +133,13 @@ class CampaignRunner:
 
     # -- checks before anything is created -------------------------------
 
-    def preflight(self) -> None:
-        camp = self.campaign
-        needs = plan.disk_needs(camp)
-        workloads = [registry.of(w) for w in camp.workloads]
-        destructive = next((w.needs.destructive for w in workloads if w.needs.destructive), None)
-        power_loss = _power_loss_workload(camp)
-        runs = []
-        notes: list[str] = []
-        for spec in camp.targets:
-            runs.append(
-                lifecycle.check_target(
-                    spec,
-                    needs.get(spec.name, 0),
-                    yes=self.yes,
-                    destructive=destructive,
-                    ui_notes=notes,
-                    power_loss=power_loss,
-                    restore=camp.policy.reset == "restore" and bool(workloads),
-                )
-            )
-        tools = sorted({tool for w in workloads for tool in w.needs.tools})
-        for run in runs:
-            missing = [tool for tool in tools if not run.bins.has(tool)]
-            if missing:
-                raise BinaryNotFound(
-                    f"target {run.name}: {', '.join(missing)} not found in {run.bins.bin_dir}"
-                    " (a workload of the campaign runs it)",
-                    hint=binaries.INSTALL_HINT,
-                )
-        for note in notes:
+    def preflight(self, results: Path | None = None, store: Path | str | None = None) -> None:
+        """The validation pass ``pgrig plan`` shares (``pgrig.validate``)."""
+        checked = validate.campaign(self.campaign, yes=self.yes, results=results, store=store)
+        for note in checked.warnings:
             self.ui.warn(note)
-        lifecycle.check_together(runs)
-        warning = lifecycle.memory_warning(runs)
-        if warning:
-            self.ui.warn(warning)
-        self.targets = runs
-        for t in runs:  # looked up when used: a target's directory may appear late
+        self.targets = checked.targets
+        for t in self.targets:  # looked up when used: a target's directory may appear late
             t.ctx.peer = self._peer_directory
 
     def _peer_directory(self, name: str) -> Path | None:
@@ -220,24 +245,55 @@ class CampaignRunner:
     def _open(self, store: Store) -> Study:
         camp = self.campaign
         sid = self.study_id or new_study_id(camp.name)
-        if any(s.id == sid for s in store.studies()):
-            store.set_status(sid, "running")
-            done = len(store.runs(sid))
-            self.ui.info(f"resuming [bold]{sid}[/bold]: {done} steps already recorded")
-        else:
-            store.begin_study(
-                Study(
-                    id=sid,
-                    name=camp.name,
-                    target=self.label or self._label(),
-                    started_at=now(),
-                    status="running",
-                    params=self._params(),
-                    pgrig_version=__version__,
+        params = self._params()
+        for attempt in range(2, 100):
+            if any(s.id == sid for s in store.studies()):
+                if self.study_id is None:  # a new study whose id another pgrig took
+                    sid = f"{new_study_id(camp.name)}-{attempt}"
+                    continue
+                self._check_resume(store.study(sid), params, store)
+                store.set_status(sid, "running")
+                done = len(store.runs(sid))
+                self.ui.info(f"resuming [bold]{sid}[/bold]: {done} steps already recorded")
+                break
+            try:
+                store.begin_study(
+                    Study(
+                        id=sid,
+                        name=camp.name,
+                        target=self.label or self._label(),
+                        started_at=now(),
+                        status="running",
+                        params=params,
+                        pgrig_version=__version__,
+                    )
                 )
-            )
+                break
+            except StudyExists:
+                continue  # begun by another pgrig since we looked: look again
         self.study = store.study(sid)
         return self.study
+
+    def _check_resume(self, old: Study, params: dict[str, Any], store: Store) -> None:
+        """Resume only our own, idle study: one another pgrig is running is left
+        alone (and never marked failed), and one that measured other targets or
+        other parameters never gets runs of this campaign mixed in."""
+        pid = old.params.get("pid")
+        if study_live(old):
+            raise WorkdirError(
+                f"study {old.id} in {store.path} is being run by pgrig process {pid}",
+                hint="wait for it to finish, or run this one with another --results",
+            )
+        for key in ("targets", "workloads", "policy", "baseline"):
+            before, now_ = _comparable(old.params.get(key)), _comparable(params.get(key))
+            difference = _first_difference(before, now_)
+            if difference is not None:
+                raise UsageError(
+                    f"study {old.id} in {store.path} was recorded with other {key} "
+                    f"({difference}); resuming it would mix their runs"
+                    + (f" (it came from {old.params.get('source')})" if key == "targets" else ""),
+                    hint="give the campaign another name, or pass another --results",
+                )
 
     def _label(self) -> str:
         if len(self.targets) != 1:
@@ -392,22 +448,6 @@ class CampaignRunner:
             rep += 1
 
 
-def _power_loss_workload(camp: Campaign) -> str | None:
-    """The name of the workload that cuts the power, if any; refused beside a
-    workload that would be measured on the (slower) lossy filesystem."""
-    cutting = [w.name for w in camp.workloads if registry.of(w).loses_power(w)]
-    if not cutting:
-        return None
-    others = [w.name for w in camp.workloads if not registry.of(w).loses_power(w)]
-    if others:
-        raise UsageError(
-            f"campaign {camp.name}: workload {cutting[0]} runs the clusters on the lossy "
-            f"filesystem (several times slower), where {', '.join(others)} would be measured",
-            hint="put the power-loss durability check in a campaign of its own",
-        )
-    return cutting[0]
-
-
 def _with_after(series: Series, t: Target, rep: int) -> list[Step]:
     run = series.make(t, rep)
     return [run, *series.after(t, run)]
@@ -429,7 +469,7 @@ def run_campaign(
     command shares. The report of what finished is written even after Ctrl-C,
     which then raises ``Interrupted``."""
     runner = CampaignRunner(camp, ui, yes=yes, keep=keep, study_id=study_id, label=label)
-    runner.preflight()  # bad input fails here, before anything is created
+    runner.preflight(results, store)  # bad input fails here, before anything is created
     with Store.open(store) as st:
         interrupted: KeyboardInterrupt | None = None
         try:

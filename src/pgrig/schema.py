@@ -23,6 +23,9 @@ from pgrig.errors import UsageError
 _HEADER = re.compile(r"^\s*\[(\[)?\s*([^\]]+?)\s*\]\]?\s*(?:#.*)?$")
 _KEY = re.compile(r"^\s*([A-Za-z0-9_\-\"']+)\s*=")
 
+# Names that become ids and parts of paths (campaigns, targets, studies).
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*")
+
 
 class Locator:
     """Maps (table path, key) to a line number of the TOML text.

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from pgrig.conninfo import Conn
-from pgrig.errors import StoreError, UnknownStudy
+from pgrig.errors import StoreError, StudyExists, UnknownStudy
 from pgrig.results import SCHEMA_VERSION, Environment, RunRecord, Study, from_dict, to_dict
 from pgrig.sql import load as load_sql
 
@@ -175,10 +175,17 @@ class Store:
         try:
             backend: _Backend = _Postgres(str(location)) if uri else _Sqlite(Path(location))
         except Exception as exc:  # sqlite3.Error, psycopg.Error, OSError
+            damaged = isinstance(exc, sqlite3.DatabaseError) and (
+                "not a database" in str(exc) or "malformed" in str(exc)
+            )
             raise StoreError(
                 f"cannot open results store {_masked(location)}: "
                 f"{str(exc).strip().replace(str(location), _masked(location))}",
-                hint="pass --store with a writable file path or a reachable PostgreSQL URI",
+                hint=f"the file is damaged: `sqlite3 {location} .recover | sqlite3 "
+                "recovered.sqlite` may save its studies; move it aside "
+                f"(mv {location} {location}.bad) to start a new one"
+                if damaged
+                else "pass --store with a writable file path or a reachable PostgreSQL URI",
             ) from exc
         store = cls(backend, location if uri else Path(location))
         if uri:
@@ -229,21 +236,28 @@ class Store:
 
     def begin_study(self, study: Study) -> None:
         with self._tx() as conn:
-            conn.execute(
-                "INSERT INTO studies (id, name, target, status, started_at, finished_at, params,"
-                " pgrig_version, environment) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    study.id,
-                    study.name,
-                    study.target,
-                    study.status,
-                    study.started_at,
-                    study.finished_at,
-                    _dumps(study.params),
-                    study.pgrig_version,
-                    _dumps(to_dict(study.environment)) if study.environment else None,
-                ),
-            )
+            try:
+                self._insert_study(conn, study)
+            except self._db.duplicate as exc:
+                raise StudyExists(f"{self.path} already holds a study {study.id!r}") from exc
+
+    @staticmethod
+    def _insert_study(conn: _Backend, study: Study) -> None:
+        conn.execute(
+            "INSERT INTO studies (id, name, target, status, started_at, finished_at, params,"
+            " pgrig_version, environment) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                study.id,
+                study.name,
+                study.target,
+                study.status,
+                study.started_at,
+                study.finished_at,
+                _dumps(study.params),
+                study.pgrig_version,
+                _dumps(to_dict(study.environment)) if study.environment else None,
+            ),
+        )
 
     def set_environment(self, study_id: str, env: Environment) -> None:
         with self._tx() as conn:

@@ -17,3 +17,11 @@ def parse_size(text: str) -> int:
         return int(float(number) * units[unit])
     except ValueError as exc:
         raise UsageError(f"cannot read size {text!r}", hint="use e.g. 256M, 1G, 16G") from exc
+
+
+def size_text(n: float) -> str:
+    """Bytes as a person reads them: 1.0 MiB, 4.0 GiB - never "0.0 GiB"."""
+    for unit, factor in (("TiB", 2**40), ("GiB", GB), ("MiB", MB), ("KiB", 2**10)):
+        if abs(n) >= factor:
+            return f"{n / factor:,.1f} {unit}"
+    return f"{n:.0f} bytes"

@@ -303,7 +303,7 @@ def _config_errors(stderr: str) -> list[str]:
         level, _, message = line.partition(":  ")
         if level.endswith("HINT") and found:
             found[-1] += f" ({message.strip()})"
-        elif "invalid value" in message or "unrecognized" in message or "syntax" in message:
+        elif any(word in message for word in ('parameter "', "unrecognized", "syntax")):
             found.append(message.strip())
     return found or [stderr.strip().splitlines()[-1] if stderr.strip() else "invalid settings"]
 

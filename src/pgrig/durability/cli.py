@@ -12,7 +12,7 @@ from pgrig.cluster.profiles import parse_overrides
 from pgrig.durability.command import Options, execute, preflight, summary
 from pgrig.durability.driver import DurabilityPlan
 from pgrig.durability.model import IMMEDIATE, METHOD_TEXT, METHODS, POWER_LOSS_MODES
-from pgrig.errors import Interrupted
+from pgrig.errors import Interrupted, UsageError, signal_number
 from pgrig.store import Store, location
 from pgrig.ui import Ui
 
@@ -111,14 +111,24 @@ def durability(**opts: Any) -> None:
         os_user=opts["os_user"],
         allow_untested=opts["allow_untested"],
     )
+    given = click.get_current_context().get_parameter_source("profile")
+    if opts["dsn"] is not None and given == click.core.ParameterSource.COMMANDLINE:
+        raise UsageError(
+            "--dsn with --profile: the profile applies to a cluster pgrig creates, not to an "
+            "existing server",
+            hint="drop --profile, or drop --dsn to let pgrig create a throwaway cluster",
+        )
     results: Path = opts["results"]
     ui = Ui(quiet=opts["quiet"])
     preflight(options)  # bad input fails here, before the store is created
     with Store.open(location(results, opts["store"])) as store:
         try:
             outcome = execute(options, ui, store, results)
-        except KeyboardInterrupt:
-            raise Interrupted("interrupted: the clients and the cluster were stopped") from None
+        except KeyboardInterrupt as exc:
+            raise Interrupted(
+                "interrupted: the clients and the cluster were stopped",
+                signum=signal_number(exc),
+            ) from None
     res = outcome.result
     assert res is not None
     ui.ok(f"durability check passed: {summary(res)}, none lost")

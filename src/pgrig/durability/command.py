@@ -202,6 +202,10 @@ def execute(
             raise target.lost
         raise PgrigError(f"the durability check did not run: {record.reason}")
     if not result.ok:
+        # A failure does not make the settings the crash model cannot test any
+        # more tested: the console says so, as the report does.
+        for setting in result.untested:
+            ui.warn(f"NOT TESTED by a {result.crash_model} crash: {setting}")
         raise DurabilityFailed(
             f"the durability check failed ({summary(result)}; {losses(result)}): "
             + " | ".join(result.failures),

@@ -75,7 +75,8 @@ class DurabilityPlan:
                     hint="use --crash immediate or kill-postmaster with --power-loss",
                 )
         for option, value, low in (
-            ("--crashes", self.crashes, 0),
+            # 0 crashes would pass having tested nothing
+            ("--crashes", self.crashes, 1),
             ("--clients", self.clients, 1),
             ("--interval", self.interval_s, 0.1),
             ("--recovery-timeout", self.recovery_timeout_s, 1),

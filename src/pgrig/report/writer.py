@@ -57,7 +57,8 @@ def write(
     except OSError as exc:
         raise PgrigError(
             f"cannot write the report to {out_dir}: {exc.strerror or exc}",
-            hint="choose a writable directory with --out",
+            hint="free some space there, or choose a writable directory "
+            "(pgrig run: --results; pgrig report and compare: --out)",
         ) from exc
     return md_path, html_path
 
@@ -69,5 +70,9 @@ def stylesheet() -> str:
 def _write_atomic(path: Path, data: bytes) -> None:
     # A reader (or a browser reloading) never sees half a report.
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    except BaseException:  # a full disk or a signal: no half-written file left behind
+        tmp.unlink(missing_ok=True)
+        raise

@@ -25,7 +25,7 @@ from pgrig.storage.model import LabInfo
 from pgrig.targets.base import Checked, Demands, Target
 from pgrig.targets.throwaway import Throwaway
 from pgrig.ui import Ui
-from pgrig.units import GB
+from pgrig.units import GB, size_text
 
 if TYPE_CHECKING:
     from pgrig.campaign import TargetSpec
@@ -165,8 +165,8 @@ def _check_lab(spec: TargetSpec, need: int) -> tuple[LabSpec, str | None]:
         return lab, None
     if need > lab.fs.size_bytes:
         raise DiskSpaceError(
-            f"target {spec.name}: the {lab.fs.size_bytes / GB:.1f} GiB {lab.fs.fstype} "
-            f"filesystem is too small for the campaign's data (about {need / GB:.1f} GiB)",
+            f"target {spec.name}: the {size_text(lab.fs.size_bytes)} {lab.fs.fstype} "
+            f"filesystem is too small for the campaign's data (about {size_text(need)})",
             hint="raise size, or lower the scale",
         )
     os_user = server_os_user(spec.os_user)

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pgrig import proc
 from pgrig.cluster import aio, binaries, profiles, workdir
 from pgrig.cluster.server import SUPERUSER, Cluster, InitdbOptions, server_os_user
 from pgrig.conninfo import Conn
@@ -179,7 +180,8 @@ class Throwaway(TargetKind):
         """Remove the cluster - or keep it, stopped, when asked or when a crash left
         it down for good (the evidence)."""
         if not kept:
-            cluster.destroy()
+            with proc.signals_deferred():  # a signal now would leave the work directory
+                cluster.destroy()
             return
         try:
             cluster.stop()

@@ -297,7 +297,7 @@ def run(
                 raise
             text = output.read_text(encoding="utf-8", errors="replace")
     finally:
-        target.unlink(missing_ok=True)
+        workdir.remove_file(target)
     return parse(text, job), text
 
 

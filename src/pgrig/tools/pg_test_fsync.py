@@ -239,7 +239,7 @@ def run(
     finally:
         # pg_test_fsync unlinks the file itself when it ends normally; this
         # covers timeouts and crashes. The file is ours: we created it above.
-        target.unlink(missing_ok=True)
+        workdir.remove_file(target)
     return parse(done.stdout), done.stdout
 
 

@@ -128,6 +128,20 @@ class Workload(ABC):
         """Its own part of the report, beyond the generic tables; None: nothing."""
         return None
 
+    def connections(self, spec: Any) -> int:
+        """The most client connections one of its runs opens at once: checked
+        against the server's ``max_connections`` before anything runs. The
+        default reads the spec's ``clients`` (counts, or one count) and
+        ``connections``."""
+        counts: list[int] = []
+        for name in ("clients", "connections"):
+            value = getattr(spec, name, None)
+            if isinstance(value, int):
+                counts.append(value)
+            elif isinstance(value, tuple):
+                counts.extend(v for v in value if isinstance(v, int))
+        return max(counts, default=0)
+
     def loses_power(self, spec: Any) -> bool:
         """True: this spec cuts the power, so every target's cluster runs on the
         lossy filesystem (pgrig.lossyfs) - and nothing else may be measured there."""

@@ -1,0 +1,434 @@
+"""One validation pass, shared by ``pgrig plan`` and every command that runs a
+campaign (``run``, ``tpcc study``, ``durability``): what cannot finish is
+refused here, before a store, a study, a directory or a server is created.
+
+It checks, in this order: what the campaign asks of itself (locale, encoding,
+how long it would take); each target as ``lifecycle.check_target`` knows it
+(binaries, directories, the profile and ``set`` values through the server's
+own parser, disk); the tools of the workloads; the connections a workload
+opens against ``max_connections``; a server given by a DSN or the ``PG*``
+variables, connected to; and the results directory's free space.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import psycopg
+
+from pgrig import lifecycle, plan, proc, registry
+from pgrig.campaign import Campaign, TargetSpec
+from pgrig.cluster import binaries, workdir
+from pgrig.conninfo import Conn
+from pgrig.errors import (
+    BinaryNotFound,
+    ClusterError,
+    DiskSpaceError,
+    UsageError,
+    WorkdirError,
+)
+from pgrig.targets.base import Target
+
+# pgrig's own connections beside a workload's clients: the monitor's sampler
+# and the control connection (counts, checkpoints, resets).
+OWN_CONNECTIONS = 2
+# PostgreSQL's default when no profile sets it (unchanged since 8.x).
+DEFAULT_MAX_CONNECTIONS = 100
+# The results directory: the store and the report of one step (raw tool
+# output, monitor samples, its share of the HTML) stay well under this; the
+# base covers the report's stylesheet, figures and the SQLite journal.
+RESULTS_BASE_BYTES = 32 * 2**20
+RESULTS_PER_STEP_BYTES = 512 * 2**10
+# Beyond this a campaign is almost surely a typo (--duration 999999999).
+LONGEST_S = 30 * 86400
+WARN_LONGER_S = 24 * 3600
+PG_VARIABLES = ("PGHOST", "PGHOSTADDR", "PGPORT", "PGSERVICE", "PGDATABASE", "PGUSER")
+
+
+@dataclass(frozen=True)
+class Checked:
+    """What the pass found: the targets, ready to run, and what to tell the user."""
+
+    targets: list[Target]
+    warnings: list[str]
+
+
+def campaign(
+    camp: Campaign,
+    *,
+    yes: bool = False,
+    results: Path | None = None,
+    store: Path | str | None = None,
+    planning: bool = False,
+) -> Checked:
+    """Refuse what cannot finish. ``planning``: ``pgrig plan`` - a version not
+    installed yet is not installed (the plan says what would be downloaded),
+    and refusals that only a run's ``--yes`` lifts are left to the run."""
+    warnings: list[str] = []
+    for spec in camp.targets:
+        check_initdb(camp, spec)
+        check_memory(camp, spec)
+    needs = plan.disk_needs(camp)
+    workloads = [registry.of(w) for w in camp.workloads]
+    destructive = next((w.needs.destructive for w in workloads if w.needs.destructive), None)
+    lossy = power_loss_workload(camp)
+    runs: list[Target] = []
+    restore = camp.policy.reset == "restore" and bool(workloads)
+    for spec in camp.targets:
+        # An existing server: refused here, before its kind's own check, to name
+        # where it came from (--dsn, a campaign's dsn, the PG* variables).
+        existing = not registry.target_kind(spec, lossy).creates_server
+        if existing and restore:
+            raise UsageError(
+                f'target {spec.name}: reset = "restore" drops and recreates a '
+                "database, which pgrig only does in clusters it creates",
+                hint='use reset = "reuse" for existing servers',
+            )
+        if existing and destructive and not (yes or planning):
+            raise UsageError(
+                f"{describe_source(camp, spec)}: refusing to touch the existing server: "
+                f"{destructive}",
+                hint="pass --yes if that is what you want, or let pgrig create a throwaway "
+                "cluster"
+                + (
+                    " (pass --throwaway: the PG* variables name a server)"
+                    if not spec.dsn
+                    else " (drop the dsn)"
+                ),
+            )
+        if spec.directory is not None:  # named as the user wrote it (check_target says --target)
+            workdir.check_target(
+                spec.directory,
+                option="--target"
+                if camp.source == "command line"
+                else f"directory (target {spec.name} in {camp.source})",
+            )
+        if planning and not _installed(spec):
+            continue  # the plan lists the download; the run checks it once installed
+        runs.append(
+            lifecycle.check_target(
+                spec,
+                needs.get(spec.name, 0),
+                yes=yes or planning,
+                destructive=destructive,
+                ui_notes=warnings,
+                power_loss=lossy,
+                restore=restore,
+            )
+        )
+    tools = sorted({tool for w in workloads for tool in w.needs.tools})
+    for run in runs:
+        missing = [tool for tool in tools if not run.bins.has(tool)]
+        if missing:
+            raise BinaryNotFound(
+                f"target {run.name}: {', '.join(missing)} not found in {run.bins.bin_dir}"
+                " (a workload of the campaign runs it)",
+                hint=binaries.INSTALL_HINT,
+            )
+    lifecycle.check_together(runs)
+    warnings += _duration(camp)  # after the disk: a scale too large is first of all that
+    for run in runs:
+        if not run.kind.creates_server:
+            _existing_server(camp, run)
+        else:
+            _connections(camp, run)
+    if results is not None and store is not None:
+        results_space(results, store, _size(camp)[1])
+    warning = lifecycle.memory_warning(runs)
+    if warning:
+        warnings.append(warning)
+    return Checked(runs, warnings)
+
+
+def power_loss_workload(camp: Campaign) -> str | None:
+    """The name of the workload that cuts the power, if any; refused beside a
+    workload that would be measured on the (slower) lossy filesystem."""
+    cutting = [w.name for w in camp.workloads if registry.of(w).loses_power(w)]
+    if not cutting:
+        return None
+    others = [w.name for w in camp.workloads if not registry.of(w).loses_power(w)]
+    if others:
+        raise UsageError(
+            f"campaign {camp.name}: workload {cutting[0]} runs the clusters on the lossy "
+            f"filesystem (several times slower), where {', '.join(others)} would be measured",
+            hint="put the power-loss durability check in a campaign of its own",
+        )
+    return cutting[0]
+
+
+def _installed(spec: TargetSpec) -> bool:
+    if spec.pg_bin is None or not binaries.looks_like_version(spec.pg_bin):
+        return True
+    try:
+        binaries.find(spec.pg_bin, tools=binaries.CLIENT_TOOLS)
+    except BinaryNotFound:
+        return False
+    return True
+
+
+# -- what the campaign asks of itself ------------------------------------------
+
+
+def where(camp: Campaign, spec: TargetSpec, key: str, option: str | None = None) -> str:
+    """A key as the user wrote it: the command-line option of the quick study,
+    else the campaign file's table and key."""
+    if camp.source == "command line":
+        return option or "--" + key.replace("_", "-")
+    return f"{camp.source}: target {spec.name}: {key}"
+
+
+# PostgreSQL's server encodings (``initdb --encoding``), as the documentation
+# lists them; initdb accepts their aliases in any case.
+_ENCODING_NAMES = (
+    "SQL_ASCII UTF8 UNICODE EUC_JP EUC_CN EUC_KR EUC_TW EUC_JIS_2004 ISO_8859_5 ISO_8859_6 "
+    "ISO_8859_7 ISO_8859_8 KOI8R KOI8 KOI8U LATIN1 LATIN2 LATIN3 LATIN4 LATIN5 LATIN6 LATIN7 "
+    "LATIN8 LATIN9 LATIN10 MULE_INTERNAL WIN866 WIN874 WIN1250 WIN1251 WIN1252 WIN1253 "
+    "WIN1254 WIN1255 WIN1256 WIN1257 WIN1258 ALT WIN ISO88591 ISO88592 ISO88593 ISO88594 "
+    "ISO88595 ISO88596 ISO88597 ISO88598 ISO88599 ISO885910 ISO885913 ISO885914 ISO885915 "
+    "ISO885916 UTF_8 ABC TCVN TCVN5712 VSCII"
+)
+SERVER_ENCODINGS = frozenset(_ENCODING_NAMES.split())
+
+
+def check_initdb(camp: Campaign, spec: TargetSpec) -> None:
+    """initdb's encoding and locale, which it would refuse only after the study
+    began: an encoding PostgreSQL does not know, a locale this machine lacks."""
+    if spec.dsn is not None:
+        return
+    init = spec.initdb
+    if init.encoding.upper().replace("-", "_") not in SERVER_ENCODINGS and (
+        init.encoding.upper().replace("-", "") not in SERVER_ENCODINGS
+    ):
+        raise UsageError(
+            f"{where(camp, spec, 'encoding')} {init.encoding!r} is not a PostgreSQL server "
+            "encoding",
+            hint="e.g. UTF8, SQL_ASCII or LATIN1 (the PostgreSQL docs' 'Character Set Support')",
+        )
+    if not locale_exists(init.locale):
+        raise UsageError(
+            f"{where(camp, spec, 'locale')} {init.locale!r}: this machine has no such locale",
+            hint="C or C.UTF-8 always exist; `locale -a` lists the others "
+            "(Debian: dpkg-reconfigure locales)",
+        )
+
+
+# Beside shared_buffers, the postmaster and a backend need tens of MB of their
+# own before the first query; a limit below this cannot even start the server.
+SERVER_OVERHEAD_BYTES = 64 * 2**20
+
+
+def check_memory(camp: Campaign, spec: TargetSpec) -> None:
+    """A memory limit the server cannot start in, or one above the machine's RAM
+    (which limits nothing), refused by name rather than by its consequences."""
+    if spec.lab is None or spec.lab.memory_bytes is None:
+        return
+    memory = spec.lab.memory_bytes
+    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    if memory > ram:
+        raise UsageError(
+            f"{where(camp, spec, 'memory')} {memory / 2**30:,.1f} GiB is more than this "
+            f"machine's {ram / 2**30:.1f} GiB of RAM: it would limit nothing",
+            hint="give a limit below the RAM, e.g. a quarter of it",
+        )
+    if memory < SERVER_OVERHEAD_BYTES:
+        raise UsageError(
+            f"{where(camp, spec, 'memory')} {memory / 2**20:,.3f} MiB: PostgreSQL cannot start "
+            f"in less than about {SERVER_OVERHEAD_BYTES / 2**20:.0f} MiB",
+            hint="e.g. 512MiB; the profile's {ram * 0.25} then means a quarter of it",
+        )
+
+
+def _norm_locale(name: str) -> str:
+    lang, _, codeset = name.partition(".")
+    codeset, _, modifier = codeset.partition("@")
+    codeset = codeset.lower().replace("-", "")
+    return lang + ("." + codeset if codeset else "") + ("@" + modifier if modifier else "")
+
+
+def locale_exists(name: str) -> bool:
+    if name in ("C", "POSIX") or _norm_locale(name) in ("C.utf8",):
+        return True
+    try:
+        done = proc.run(["locale", "-a"], timeout=10)
+    except Exception:  # no locale(1): initdb will say
+        return True
+    if done.returncode != 0:
+        return True
+    known = {_norm_locale(line.strip()) for line in done.stdout.splitlines() if line.strip()}
+    return _norm_locale(name) in known
+
+
+def _size(camp: Campaign) -> tuple[float, int]:
+    """The plan's seconds and steps, without making every step: both grow
+    linearly with ``repeat``, so two repetitions tell the rest (--repeat 1000000
+    is refused in a moment, not after a million steps were made)."""
+
+    def measured(repeat: int) -> tuple[float, int]:
+        sub = replace(camp, policy=replace(camp.policy, repeat=repeat))
+        steps = [step for _, step in plan.steps(sub)]
+        return sum(step.estimate_s for step in steps), len(steps)
+
+    repeat = camp.policy.repeat
+    if repeat <= 2:
+        return measured(repeat)
+    (s1, n1), (s2, n2) = measured(1), measured(2)
+    return s1 + (repeat - 1) * (s2 - s1), n1 + (repeat - 1) * (n2 - n1)
+
+
+def _duration(camp: Campaign) -> list[str]:
+    seconds, _ = _size(camp)
+    what = (
+        "--duration, --repeat or --scale"
+        if camp.source == "command line"
+        else f"the durations, repeat and scales in {camp.source}"
+    )
+    if seconds > LONGEST_S:
+        raise UsageError(
+            f"the campaign would take about {seconds / 86400:.0f} days: refused as a likely typo",
+            hint=f"check {what}",
+        )
+    if seconds > WARN_LONGER_S:
+        return [f"the campaign will take about {seconds / 3600:.0f} h (check {what})"]
+    return []
+
+
+# -- connections -----------------------------------------------------------------
+
+
+def _peak(camp: Campaign) -> tuple[int, str]:
+    """The most connections one run opens, and the workload that opens them."""
+    peaks = [(registry.of(w).connections(w), w.name) for w in camp.workloads]
+    return max(peaks, default=(0, ""))
+
+
+def _fix(camp: Campaign, spec: TargetSpec, need: int) -> str:
+    room = -(-need // 100) * 100  # the next hundred: room for a monitoring session or two
+    if camp.source == "command line":
+        return f"--set max_connections={room}, or fewer --clients"
+    return (
+        f"add set = {{ max_connections = {room} }} to target {spec.name} in {camp.source}, "
+        "or lower the workload's clients"
+    )
+
+
+def _connections(camp: Campaign, run: Target) -> None:
+    """A throwaway cluster: its profile and ``set`` say max_connections."""
+    peak, workload = _peak(camp)
+    if not peak or run.profile is None:
+        return
+    value = run.profile.settings.get("max_connections")
+    try:
+        limit = int(value) if value is not None else DEFAULT_MAX_CONNECTIONS
+    except ValueError:
+        return  # the server's parser (check_target) already refused what is not a number
+    need = peak + OWN_CONNECTIONS
+    if need > limit:
+        raise UsageError(
+            f"target {run.name}: workload {workload} opens {peak} client connections "
+            f"(+{OWN_CONNECTIONS} of pgrig's own), but max_connections is {limit} "
+            f"(profile {run.profile.name}"
+            + (", set" if "max_connections" in run.spec.settings else "")
+            + "): those runs would fail at connect time",
+            hint=_fix(camp, run.spec, need),
+        )
+
+
+def describe_source(camp: Campaign, spec: TargetSpec) -> str:
+    """Where an existing server came from, to name it in a message."""
+    if spec.dsn:
+        return "--dsn" if camp.source == "command line" else f"target {spec.name} dsn"
+    given = [f"{v}={os.environ[v]}" for v in PG_VARIABLES if os.environ.get(v)]
+    return "the PG* environment" + (f" ({', '.join(given)})" if given else "")
+
+
+def _existing_server(camp: Campaign, run: Target) -> None:
+    """A server given by a DSN or the PG* variables must answer now - not after
+    the study was created - and have room for the workload's clients."""
+    assert run.spec.dsn is not None
+    port = os.environ.get("PGPORT")
+    if not run.spec.dsn and port is not None and not port.isdigit():
+        raise UsageError(
+            f"PGPORT={port!r} is not a port number",
+            hint="unset PGPORT or give a number, e.g. PGPORT=5432",
+        )
+    conn = Conn.from_user(run.spec.dsn)
+    source = describe_source(camp, run.spec)
+    try:
+        with conn.connect() as db:
+            row = db.execute(
+                "SELECT current_setting('max_connections')::int,"
+                " current_setting('superuser_reserved_connections')::int,"
+                " (SELECT rolsuper FROM pg_roles WHERE rolname = current_user),"
+                " (SELECT count(*) FROM pg_stat_activity"
+                "   WHERE backend_type = 'client backend')::int"
+            ).fetchone()
+    except (ClusterError, psycopg.Error) as exc:
+        raise UsageError(
+            f"{source}: cannot connect to {conn.describe()}: {exc}",
+            hint="start that server, or fix "
+            + ("the dsn" if run.spec.dsn else "PGHOST, PGPORT, PGUSER (or pass --throwaway)"),
+        ) from exc
+    peak, workload = _peak(camp)
+    if row is None or not peak:
+        return
+    limit, reserved, superuser, in_use = row
+    room = limit - (0 if superuser else reserved) - in_use
+    need = peak + OWN_CONNECTIONS
+    if need > room:
+        raise UsageError(
+            f"{source}: workload {workload} opens {peak} client connections "
+            f"(+{OWN_CONNECTIONS} of pgrig's own), but the server allows {limit} "
+            f"(max_connections), {in_use} in use"
+            + ("" if superuser else f", {reserved} reserved for superusers"),
+            hint="raise max_connections on that server (it needs a restart), or lower the "
+            "workload's clients",
+        )
+
+
+# -- the results directory ---------------------------------------------------------
+
+
+def results_space(results: Path, store: Path | str, steps: int) -> None:
+    """The store and the report must fit where they go: a full disk found when
+    the report is written loses nothing, but wastes the whole study's time."""
+    need = RESULTS_BASE_BYTES + steps * RESULTS_PER_STEP_BYTES
+    for path, option in ((results, "--results"), (store, "--store")):
+        if not isinstance(path, Path) or (option == "--store" and path.parent == results):
+            continue  # a PostgreSQL store is its server's business
+        existing = _nearest_existing(path)
+        if existing is None:
+            continue
+        if not _writable(existing):
+            raise WorkdirError(
+                f"{option} {path}: cannot write in {existing}",
+                hint=f"pass a {option} you can write to",
+            )
+        usage = shutil.disk_usage(existing)
+        if usage.total > 0 and usage.free < need:
+            raise DiskSpaceError(
+                f"{option} {path}: {usage.free / 2**20:.0f} MiB free in {existing}, the "
+                f"results of {steps} steps need about {need / 2**20:.0f} MiB",
+                hint=f"free some space there or pass another {option}",
+            )
+
+
+def _nearest_existing(path: Path) -> Path | None:
+    for candidate in (path, *path.absolute().parents):
+        if candidate.exists():
+            return candidate if candidate.is_dir() else candidate.parent
+    return None
+
+
+def _writable(directory: Path) -> bool:
+    # A real write, not os.access: root passes access checks on a read-only mount.
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".pgrig-write-test-", dir=directory)
+    except OSError:
+        return False
+    os.close(fd)
+    os.unlink(probe)
+    return True
