@@ -58,8 +58,12 @@ count = false
 def first_run_started(results: Path) -> bool:
     if not (results / "results.sqlite").exists():
         return False
-    with sqlite3.connect(results / "results.sqlite") as db:
-        return db.execute("SELECT count(*) FROM runs WHERE kind = 'pgbench_init'").fetchone()[0]
+    try:
+        with sqlite3.connect(results / "results.sqlite") as db:
+            query = "SELECT count(*) FROM runs WHERE kind = 'pgbench_init'"
+            return bool(db.execute(query).fetchone()[0])
+    except sqlite3.OperationalError:  # the file exists, its schema not yet (polled mid-open)
+        return False
 
 
 def test_an_interrupted_step_runs_again_on_resume(disk_dir: Path, tmp_path: Path) -> None:
