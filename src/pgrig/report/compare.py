@@ -475,7 +475,8 @@ def comparison_section(
     meanings: Mapping[str, Meaning] | None = None,
 ) -> Section:
     blocks: list[Table | Figure] = [comparison_table(records, targets, baseline, meanings)]
-    blocks += [f for f in tps_vs_clients(records, targets) if f.series]
+    # A curve needs two client counts; one count is the table's row.
+    blocks += [f for f in tps_vs_clients(records, targets) if f.x_points >= 2]
     blocks += [f for f in tps_over_time(records, targets) if f.series]
     return Section(
         "Performance Summary",

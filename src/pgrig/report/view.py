@@ -15,7 +15,7 @@ from typing import Any
 
 from pgrig import registry
 from pgrig.meaning import Meaning
-from pgrig.report import compare, fmt, variants
+from pgrig.report import compare, conclusions, fmt, variants
 from pgrig.report import storage as storage_report
 from pgrig.report.fold import fold_runs
 from pgrig.report.model import (
@@ -72,8 +72,22 @@ def build(study: Study, records: Sequence[RunRecord]) -> ReportView:
     return ReportView(
         title=f"pgrig report: {study.name} ({study.id})",
         meta=header(study, records),
-        sections=tuple(sections),
+        sections=_concluded(study, records, targets, targets[0] if targets else "", sections),
     )
+
+
+def _concluded(
+    study: Study,
+    records: Sequence[RunRecord],
+    targets: Sequence[str],
+    baseline: str,
+    sections: Sequence[Section],
+) -> tuple[Section, ...]:
+    """The conclusions (and one summary chart) first: the answer before its evidence."""
+    meanings = {t: m for t in targets if (m := meaning_of(study, t)) is not None}
+    ev = conclusions.evidence_of(records, targets, baseline, study.environment, meanings)
+    first, rest = conclusions.section(ev, sections)
+    return (first, *rest)
 
 
 def workload_sections(
@@ -193,7 +207,7 @@ def _build_comparison(study: Study, records: Sequence[RunRecord], targets: list[
     return ReportView(
         title=f"pgrig report: {study.name} ({study.id})",
         meta=header(study, records),
-        sections=tuple(sections),
+        sections=_concluded(study, records, targets, baseline, sections),
     )
 
 
