@@ -186,7 +186,7 @@ def load(ev: Evidence) -> list[Conclusion]:
         res = typed_result(rec) if rec.kind in ("pgbench_init", "sql_setup") else None
         if isinstance(res, PgbenchInit):
             label = f"Loading TPC-B scale {res.scale}"
-        elif isinstance(res, SetupResult):
+        elif isinstance(res, SetupResult) and res.files:
             label = f"Setting up {rec.params.get('workload', 'the workload')}"
         else:
             continue

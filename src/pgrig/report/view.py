@@ -379,7 +379,7 @@ def summary_section(
         rows.extend(tpcb_headline_rows(records, meaning))
     sweep = compare.tps_vs_clients_by_scale(records)
     table = Table(
-        columns=("Test Case", study.target),
+        columns=("Test Case", target),  # the target's name, not its directory
         rows=tuple(rows),
         caption="Headline numbers; details in the sections below.",
         notes=tuple(notes),
