@@ -226,3 +226,21 @@ def test_no_wakeup_on_bare_metal_or_a_linear_curve() -> None:
     assert c.vm_wakeup(evidence(steep, environment=env(None))) == []
     linear = runs("local", [10000.0], clients=1) + runs("local", [19000.0], clients=2)
     assert c.vm_wakeup(evidence(linear, environment=env("KVM"))) == []
+
+
+# -- disturbed ----------------------------------------------------------------
+
+
+def test_disturbed_runs_are_said_first() -> None:
+    from pgrig.monitor.model import Disturbance
+
+    records = watched(runs("a", [100.0, 110.0]), ["cpu", "cpu"])
+    quiet = c.draw(evidence(records))
+    assert all(x.rule != "disturbed" for x in quiet)
+    mon = next(r for r in records if r.kind == "monitor")
+    base = from_dict(MonitorResult, mon.result or {})
+    hog = Disturbance(("cpuhog 46%",), 46.0, None, (), 10.0, 0.5)
+    busy = dataclasses.replace(base, disturbed=hog)
+    records = [dataclasses.replace(mon, result=to_dict(busy)) if r is mon else r for r in records]
+    first = c.draw(evidence(records))[0]
+    assert first.rule == "disturbed" and first.text.startswith("1 of 2 monitored runs shared")

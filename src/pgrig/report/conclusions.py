@@ -9,6 +9,8 @@ measured here), tested with records that provoke it and records that must not
 (tests/test_conclusions.py); docs/report.md lists them. The rules, in the
 order they are printed:
 
+0. **disturbed** - the monitor saw other work share the machine during some
+   runs: said first, since every difference is read in its light.
 1. **differs** - two targets, one workload mode: Welch's t-test over the
    repeats at each client count. A target is said to be faster or slower only
    where p < 0.05, with the range of differences and the largest p; where no
@@ -111,6 +113,23 @@ def _p(cmp: stats.Comparison) -> str:
 # Rules
 
 
+def disturbed(ev: Evidence) -> list[Conclusion]:
+    """Said first: every other sentence is read in its light."""
+    monitors = ev.monitors().values()
+    hit = [m for m in monitors if m.disturbed is not None]
+    if not hit:
+        return []
+    return [
+        Conclusion(
+            "disturbed",
+            f"{len(hit)} of {len(monitors)} monitored runs shared the machine with other work "
+            "(the monitor's attribution, see Bottlenecks): differences below may be the "
+            "other work's, and runs on a quiet machine are needed to quote them.",
+            f"{len(hit)} of {len(monitors)} runs",
+        )
+    ]
+
+
 def differs(ev: Evidence) -> list[Conclusion]:
     curves: dict[tuple[str, int | None, int, str], dict[int, dict[str, list[float]]]] = {}
     for key, per in ev.points().items():
@@ -139,7 +158,11 @@ def _differs_sentence(
 ) -> Conclusion:
     real = [(c, cmp) for c, cmp in tested if cmp.significant and cmp.diff_pct is not None]
     untested = [c for c, cmp in tested if cmp.p_value is None]
-    counts = f"{len(tested)} client count{'s' if len(tested) != 1 else ''}"
+    at_all = (
+        f"at {_clients(tested[0][0])}"
+        if len(tested) == 1
+        else f"at any of {len(tested)} client counts"
+    )
     if not real:
         if len(untested) == len(tested):
             why = tested[0][1].no_test or "no test"
@@ -151,8 +174,8 @@ def _differs_sentence(
         worst = min(cmp.p_value for _, cmp in tested if cmp.p_value is not None)
         return Conclusion(
             "differs",
-            f"{what}: no difference between {other} and {baseline} beyond the noise at any of "
-            f"{counts} (Welch's t-test, smallest p={worst:.2f}).",
+            f"{what}: no difference between {other} and {baseline} beyond the noise {at_all} "
+            f"(Welch's t-test, smallest p={worst:.2f}).",
             f"within noise (p>={worst:.2f})",
         )
     faster = [(c, cmp) for c, cmp in real if (cmp.diff_pct or 0) > 0]
@@ -346,7 +369,7 @@ def vm_wakeup(ev: Evidence) -> list[Conclusion]:
     return out
 
 
-RULES: tuple[Rule, ...] = (differs, load, stalls, fsync_bound, wait_bound, vm_wakeup)
+RULES: tuple[Rule, ...] = (disturbed, differs, load, stalls, fsync_bound, wait_bound, vm_wakeup)
 
 
 def draw(ev: Evidence) -> list[Conclusion]:
