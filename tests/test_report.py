@@ -243,7 +243,16 @@ def test_tpcb_tables_with_units(written: Written) -> None:
         "p99 (ms)",
         "max (ms)",
     ]
-    assert _cells(lat[8]) == ["read-write", "4", "0.978", "0.763", "0.835", "1.755", "4.470", "15.119"]
+    assert _cells(lat[8]) == [
+        "read-write",
+        "4",
+        "0.978",
+        "0.763",
+        "0.835",
+        "1.755",
+        "4.470",
+        "15.119",
+    ]
 
     stmts = _table_after(
         written.md, "**Per-statement latencies (pgbench -r), read-write, 4 clients"
