@@ -129,3 +129,26 @@ def test_html_of_four_targets_fits_1400_px(tmp_path: Path) -> None:
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     head = page[: page.index('<section id="summary"')]
     assert '<section id="conclusions">' in head and "<svg" in head
+
+
+def test_conclusion_rules_are_documented() -> None:
+    """docs/report.md lists every rule with tests that exist."""
+    from pgrig.report import conclusions
+
+    docs = (Path(__file__).resolve().parent.parent / "docs" / "report.md").read_text()
+    tests = (Path(__file__).parent / "test_conclusions.py").read_text()
+    rows = {m.group(1): m.group(2) for m in re.finditer(r"^\| ([a-z-]+) \|(.*)$", docs, flags=re.M)}
+    for rule in conclusions.RULES:
+        name = rule.__name__.replace("_", "-")
+        assert name in rows, f"docs/report.md: no row for rule {name}"
+        for test in re.findall(r"`(test_[a-z0-9_]+)`", rows[name]):
+            assert f"def {test}(" in tests, f"docs/report.md names a missing test {test}"
+
+
+def test_a_long_header_value_folds_so_conclusions_lead() -> None:
+    from pgrig.report import html
+
+    long = "tools: " + "fio 3.33, " * 40
+    page = html.render_meta((("Study", "s"), ("How it was obtained", long)))
+    assert "<dd>s</dd>" in page
+    assert page.count("<details>") == 1 and "<summary>tools: fio 3.33," in page
