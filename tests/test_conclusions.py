@@ -244,3 +244,38 @@ def test_disturbed_runs_are_said_first() -> None:
     records = [dataclasses.replace(mon, result=to_dict(busy)) if r is mon else r for r in records]
     first = c.draw(evidence(records))[0]
     assert first.rule == "disturbed" and first.text.startswith("1 of 2 monitored runs shared")
+
+
+# -- io-cap -------------------------------------------------------------------
+
+
+def capped(target: str, write_iops: int, fio_iops: float, fsync_ops: float) -> list[RunRecord]:
+    from pgrig.results import FioResult
+    from pgrig.storage.model import LabInfo
+    from pgrig.storage.throttle import IoLimits
+
+    lab = LabInfo("ESSD", "/var/tmp", io=IoLimits(write_iops, write_iops, label="ESSD"))
+    fio = FioResult("randwrite", "8k", "libaio", True, 1, 8, "64M", 5.0, fio_iops, 300.0,
+                    100.0, 90.0, 200.0, 400.0)  # fmt: skip
+    return [
+        record(target, "lab", "storage_lab", lab),
+        record(target, "fio/randwrite", "fio", fio, pattern="randwrite"),
+        record(target, "probe/pg_test_fsync", "pg_test_fsync", fsync(1e6 / fsync_ops)),
+    ]
+
+
+def test_a_cap_above_the_disk_never_bound_and_fsync_at_half_the_cap() -> None:
+    pl3 = c.io_cap(evidence(capped("essd-pl3", 91_800, 46_520.0, 9_000.0)))
+    (only,) = pl3
+    assert only.text.startswith("essd-pl3: the cap of 91,800 IOPS never bound: fio 8k randwrite")
+    assert "51% of the cap" in only.text
+    pl1 = c.io_cap(evidence(capped("essd-pl1", 6_800, 6_750.0, 3_346.0)))
+    assert [x.text.split(":")[1].strip() for x in pl1] == [
+        "the cap of 6,800 IOPS bound",
+        "fdatasync ran 3,346 ops/s, half the cap of 6,800 write IOPS",
+    ]
+
+
+def test_no_cap_no_io_conclusion() -> None:
+    records = [r for r in capped("local", 6_800, 6_750.0, 3_346.0) if r.kind != "storage_lab"]
+    assert c.io_cap(evidence(records)) == []

@@ -28,6 +28,10 @@ order they are printed:
 6. **vm-wakeup** - 2 clients give more than 2.5 times the tps of 1 on a
    virtual machine: the 1-client point pays for waking an idle vCPU on every
    round trip, so the curve is to be read from 2 clients on.
+7. **io-cap** - a storage-lab target's I/O cap: "never bound" when fio
+   reached less than 90% of it (the target measured the host disk), "bound"
+   otherwise; and fdatasync within 10% of half the write-IOPS cap is the cap's
+   rate (two I/Os per sync), not a per-I/O latency.
 """
 
 from __future__ import annotations
@@ -45,7 +49,17 @@ from pgrig.report import fmt
 from pgrig.report.compare import PointKey, point_key, runs_by_point
 from pgrig.report.model import Figure, Section
 from pgrig.report.probes import FsyncRuns, fsync_headline
-from pgrig.results import Environment, PgbenchInit, PgbenchRun, RunRecord, SetupResult
+from pgrig.results import (
+    Environment,
+    FioResult,
+    FsyncResult,
+    PgbenchInit,
+    PgbenchRun,
+    RunRecord,
+    SetupResult,
+)
+from pgrig.storage.model import LabInfo
+from pgrig.storage.throttle import IoLimits
 
 STALL_FRACTION = 0.10  # a second at or below 10% of the run's median tps is a stall
 STALL_SECONDS = 2
@@ -53,6 +67,8 @@ FSYNC_SHARE = 0.5  # of the 1-client transaction latency
 WAIT_CAUSES = ("read", "write", "wal", "lock", "lwlock")
 WAIT_SHARE = 0.5  # of a point's monitored runs
 WAKEUP_RATIO = 2.5  # tps(2 clients) / tps(1 client); 2 is what twice the work gives
+CAP_BOUND = 0.9  # fio at 90% of a cap or more: the cap bound
+CAP_SYNC_TOLERANCE = 0.1  # fdatasync within 10% of half the write-IOPS cap
 
 
 @dataclass(frozen=True)
@@ -369,7 +385,62 @@ def vm_wakeup(ev: Evidence) -> list[Conclusion]:
     return out
 
 
-RULES: tuple[Rule, ...] = (disturbed, differs, load, stalls, fsync_bound, wait_bound, vm_wakeup)
+def io_cap(ev: Evidence) -> list[Conclusion]:
+    """A storage-lab target's I/O cap against what fio and pg_test_fsync reached on it."""
+    caps: dict[str, IoLimits] = {}
+    for rec in ev.records:
+        info = typed_result(rec) if rec.kind == "storage_lab" else None
+        if isinstance(info, LabInfo) and info.io is not None:
+            caps[rec.target] = info.io
+    out = []
+    for rec in ev.records:
+        cap = caps.get(rec.target)
+        res = (
+            typed_result(rec) if cap is not None and rec.kind in ("fio", "pg_test_fsync") else None
+        )
+        if isinstance(res, FioResult) and cap is not None:
+            limit = cap.write_iops if "write" in res.pattern else cap.read_iops
+            if not limit:
+                continue
+            share = res.iops / limit
+            what = f"fio 8k {res.pattern} reached {fmt.rate(res.iops)} IOPS, {share:.0%} of the cap"
+            if share < CAP_BOUND:
+                text = (
+                    f"{rec.target}: the cap of {fmt.rate(limit)} IOPS never bound: {what}; "
+                    "this target measured the host disk, as an uncapped one would."
+                )
+            else:
+                text = f"{rec.target}: the cap of {fmt.rate(limit)} IOPS bound: {what}."
+            out.append(Conclusion("io-cap", text, "one fio run"))
+        elif isinstance(res, FsyncResult) and cap is not None and cap.write_iops:
+            head = fsync_headline(res)
+            half = cap.write_iops / 2
+            if head is None or head.ops_per_sec is None:
+                continue
+            if abs(head.ops_per_sec - half) <= CAP_SYNC_TOLERANCE * half:
+                out.append(
+                    Conclusion(
+                        "io-cap",
+                        f"{rec.target}: fdatasync ran {fmt.rate(head.ops_per_sec)} ops/s, half "
+                        f"the cap of {fmt.rate(cap.write_iops)} write IOPS: each sync is two "
+                        "I/Os (the data and the flush), so this is the cap's rate, not a "
+                        "cloud disk's per-I/O latency (the throttle adds no latency).",
+                        "one pg_test_fsync run",
+                    )
+                )
+    return out
+
+
+RULES: tuple[Rule, ...] = (
+    disturbed,
+    differs,
+    load,
+    stalls,
+    fsync_bound,
+    wait_bound,
+    vm_wakeup,
+    io_cap,
+)
 
 
 def draw(ev: Evidence) -> list[Conclusion]:
