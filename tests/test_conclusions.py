@@ -279,3 +279,27 @@ def test_a_cap_above_the_disk_never_bound_and_fsync_at_half_the_cap() -> None:
 def test_no_cap_no_io_conclusion() -> None:
     records = [r for r in capped("local", 6_800, 6_750.0, 3_346.0) if r.kind != "storage_lab"]
     assert c.io_cap(evidence(records)) == []
+
+
+def test_no_wakeup_when_the_monitor_saw_busy_cpus() -> None:
+    """The monitor's samples (tests/data/monitor) hold the CPUs' idle share: busy CPUs
+    at 1 client wake nothing, idle ones are cited."""
+    steep = runs("local", [11285.0], clients=1) + runs("local", [128158.0], clients=2)
+    one = [r for r in steep if r.params["clients"] == 1]
+    data = json.loads((MONITOR_DATA / "result_storage_read.json").read_text())
+    base = from_dict(MonitorResult, data["monitor"])
+
+    def at(idle: float) -> list[RunRecord]:
+        samples = tuple(
+            dataclasses.replace(s, cpu=dataclasses.replace(s.cpu, idle=idle, iowait=0.0))
+            for s in base.samples
+        )
+        mon = dataclasses.replace(base, samples=samples)
+        return steep + [
+            dataclasses.replace(r, key=r.key + "/monitor", kind="monitor", result=to_dict(mon))
+            for r in one
+        ]
+
+    assert c.vm_wakeup(evidence(at(20.0), environment=env("KVM"))) == []
+    (idle,) = c.vm_wakeup(evidence(at(75.0), environment=env("KVM")))
+    assert "(the monitor: CPUs 25% busy at 1 client)" in idle.text

@@ -26,8 +26,9 @@ order they are printed:
 5. **wait-bound** - the monitor's verdict names one wait class (reads,
    writes, WAL, locks, LWLocks) for at least half of a point's runs.
 6. **vm-wakeup** - 2 clients give more than 2.5 times the tps of 1 on a
-   virtual machine: the 1-client point pays for waking an idle vCPU on every
-   round trip, so the curve is to be read from 2 clients on.
+   virtual machine, and (where the monitor sampled them) the CPUs were less
+   than half busy at 1 client: the 1-client point pays for waking an idle vCPU
+   on every round trip, so the curve is to be read from 2 clients on.
 7. **io-cap** - a storage-lab target's I/O cap: "never bound" when fio
    reached less than 90% of it (the target measured the host disk), "bound"
    otherwise; and fdatasync within 10% of half the write-IOPS cap is the cap's
@@ -67,6 +68,7 @@ FSYNC_SHARE = 0.5  # of the 1-client transaction latency
 WAIT_CAUSES = ("read", "write", "wal", "lock", "lwlock")
 WAIT_SHARE = 0.5  # of a point's monitored runs
 WAKEUP_RATIO = 2.5  # tps(2 clients) / tps(1 client); 2 is what twice the work gives
+WAKEUP_BUSY_PCT = 50.0  # CPUs busier than this at 1 client: no idle vCPU to wake
 CAP_BOUND = 0.9  # fio at 90% of a cap or more: the cap bound
 CAP_SYNC_TOLERANCE = 0.1  # fdatasync within 10% of half the write-IOPS cap
 
@@ -101,6 +103,18 @@ class Evidence:
             if rec.kind == "monitor" and (mon := typed_result(rec)) is not None:
                 out[rec.key.removesuffix("/monitor")] = mon
         return out
+
+    def cpu_busy(self) -> dict[tuple[str, PointKey], float]:
+        """The machine's median CPU busy % inside the runs of each target and point,
+        from the monitor's samples (absent where nothing was sampled)."""
+        monitors = self.monitors()
+        busy: dict[tuple[str, PointKey], list[float]] = {}
+        for rec in self.records:
+            mon = monitors.get(rec.key) if rec.kind == "pgbench_run" else None
+            if mon is not None:
+                values = [s.cpu.busy for s in mon.samples if s.in_run]
+                busy.setdefault((rec.target, point_key(rec)), []).extend(values)
+        return {k: statistics.median(v) for k, v in busy.items() if v}
 
     def on_vm(self) -> str | None:
         env = self.environment
@@ -356,6 +370,7 @@ def vm_wakeup(ev: Evidence) -> list[Conclusion]:
         return []
     out = []
     points = ev.points()
+    idle_cpu = ev.cpu_busy()
     for key, per in points.items():
         if key.clients != 1:
             continue
@@ -368,6 +383,10 @@ def vm_wakeup(ev: Evidence) -> list[Conclusion]:
             two_tps = statistics.median(r.tps for r in pair)
             if one_tps <= 0 or two_tps / one_tps <= WAKEUP_RATIO:
                 continue
+            busy = idle_cpu.get((target, key))
+            if busy is not None and busy >= WAKEUP_BUSY_PCT:
+                continue  # busy CPUs wake nothing: the steep curve has another cause
+            seen = f" (the monitor: CPUs {busy:.0f}% busy at 1 client)" if busy is not None else ""
             one_ms = statistics.median(r.latency_avg_ms for r in runs)
             two_ms = statistics.median(r.latency_avg_ms for r in pair)
             out.append(
@@ -377,8 +396,8 @@ def vm_wakeup(ev: Evidence) -> list[Conclusion]:
                     f"({hypervisor}), not the database: {fmt.rate(one_tps)} tps against "
                     f"{fmt.rate(two_tps)} at 2 clients ({two_tps / one_tps:.1f}x for twice the "
                     f"clients; {fmt.ms(one_ms)} vs {fmt.ms(two_ms)} ms per transaction). With "
-                    "one client the CPUs idle between round trips and each round trip wakes "
-                    "an idle vCPU; read the curve from 2 clients on.",
+                    f"one client the CPUs idle between round trips{seen} and each round trip "
+                    "wakes an idle vCPU; read the curve from 2 clients on.",
                     f"medians of {len(runs)} and {len(pair)} run(s)",
                 )
             )
