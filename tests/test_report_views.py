@@ -186,3 +186,12 @@ def test_lab_targets_table_lists_the_plain_local_target() -> None:
     labs = next(t for t in tables(built.sections) if t.caption.startswith("Storage lab"))
     assert [r.cells[0] for r in labs.rows] == ["local", "pl1"]
     assert labs.rows[0].cells[1] == "plain directory on the host disk"
+
+
+def test_overlaid_tps_over_time_says_which_repeat_it_draws() -> None:
+    records = login_records({"a": [3.4, 3.5, 3.6], "b": [7.1, 7.2]})
+    (fig,) = compare.tps_over_time(records, ["a", "b"])
+    # every run's tps is 500 here: the first run closest to the median is drawn
+    assert fig.caption.endswith(
+        "Each line is the run closest to its median tps: a repeat 1 of 3, b repeat 1 of 2."
+    )

@@ -431,18 +431,23 @@ def tps_over_time(records: Sequence[RunRecord], targets: list[str]) -> list[Figu
     """Seed 002's chart: per-second tps of each target overlaid, at the most clients
     of each workload/scale/mode (the run closest to the median tps of its repeats)."""
     best: dict[tuple[str, int | None, int, str], tuple[int, dict[str, PgbenchRun]]] = {}
+    which: dict[tuple[str, int | None, int, str], dict[str, str]] = {}
     for key, per_target in runs_by_point(records).items():
         chosen: dict[str, PgbenchRun] = {}
+        repeats: dict[str, str] = {}
         for t, pairs in per_target.items():
-            ok = [run for _, run in pairs if run is not None and run.progress]
+            ok = [(rec, run) for rec, run in pairs if run is not None and run.progress]
             if ok:
-                median = statistics.median(r.tps for r in ok)
-                chosen[t] = min(ok, key=lambda r: abs(r.tps - median))
+                median = statistics.median(run.tps for _, run in ok)
+                rec, chosen[t] = min(ok, key=lambda p: abs(p[1].tps - median))
+                if len(ok) > 1:
+                    repeats[t] = f"{t} repeat {rec.params.get('repeat', '?')} of {len(ok)}"
         if not chosen:
             continue
         current = best.get(key.curve)
         if current is None or key.clients > current[0]:
             best[key.curve] = (key.clients, chosen)
+            which[key.curve] = repeats
     figures = []
     for (workload, scale, duration, mode), (clients, chosen) in sorted(
         best.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0, kv[0][2], kv[0][3])
@@ -466,7 +471,8 @@ def tps_over_time(records: Sequence[RunRecord], targets: list[str]) -> list[Figu
                 y_label="transactions/s",
                 series=series,
                 caption="pgbench -P 1 of each target overlaid: stalls (tps near 0) and drift show "
-                "what a single average hides.",
+                "what a single average hides."
+                + _drawn_runs(which[(workload, scale, duration, mode)]),
             )
         )
     return figures
@@ -523,6 +529,13 @@ def statements_table(
         ),
         numeric=(False, *([True] * len(present))),
     )
+
+
+def _drawn_runs(repeats: dict[str, str]) -> str:
+    """Which repeat each line is: the run closest to the median tps of its point."""
+    if not repeats:
+        return ""
+    return " Each line is the run closest to its median tps: " + ", ".join(repeats.values()) + "."
 
 
 def comparison_section(
