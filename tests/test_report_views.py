@@ -195,3 +195,8 @@ def test_overlaid_tps_over_time_says_which_repeat_it_draws() -> None:
     assert fig.caption.endswith(
         "Each line is the run closest to its median tps: a repeat 1 of 3, b repeat 1 of 2."
     )
+
+
+def test_header_names_a_campaigns_target_not_its_directory() -> None:
+    built = view.build(study(["disk"]), login_records({"disk": [3.4]}))
+    assert ("Target", "disk") in built.meta

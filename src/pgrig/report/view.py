@@ -247,7 +247,7 @@ def runs_text(records: Sequence[RunRecord]) -> str:
 def header(study: Study, records: Sequence[RunRecord]) -> tuple[tuple[str, str], ...]:
     return (
         ("Study", f"{study.name} ({study.id})"),
-        ("Target", study.target),
+        ("Target", _targets_text(study, records)),
         ("Started", study.started_at),
         ("Finished", study.finished_at or "not finished"),
         ("Status", study.status),
@@ -255,6 +255,13 @@ def header(study: Study, records: Sequence[RunRecord]) -> tuple[tuple[str, str],
         ("Runs", runs_text(records)),
         ("How it was obtained", obtained_line(study, records)),
     )
+
+
+def _targets_text(study: Study, records: Sequence[RunRecord]) -> str:
+    """A campaign's target names (seed001's "disk", not its directory "/var/tmp")."""
+    if not study.params.get("targets"):
+        return study.target
+    return ", ".join(compare.targets_of(study.params, records)) or study.target
 
 
 def tool_versions(study: Study, records: Sequence[RunRecord]) -> dict[str, str]:
