@@ -59,3 +59,14 @@ def test_captured_pgbench_progress() -> None:
     assert n is not None and n.n == len(run.progress) == 3
     assert (n.min, n.max) == (2032.0, 2151.9)
     assert n.cv == pytest.approx(0.02869, abs=1e-5) and not noise.is_noisy(n)
+
+
+def test_a_30_s_run_is_not_told_to_run_30_s() -> None:
+    """seed001: "raise the duration (30 s or more)" on a 30 s run, whose pgbench -P 1
+    printed 29 seconds."""
+    thirty = noise.noise([100.0, 20.0] * 14 + [100.0])
+    assert thirty is not None and thirty.n == 29
+    text = noise.advice(thirty)
+    assert text is not None and "30 s or more" not in text
+    ten = noise.noise([100.0, 20.0] * 5)
+    assert ten is not None and "raise the duration (30 s or more)" in (noise.advice(ten) or "")

@@ -38,6 +38,7 @@ DATA = Path(__file__).parent / "data" / "report"
 GOLDEN_MD = DATA / "golden_report.md"
 CHROMIUM = Path("/usr/bin/chromium")
 SECTIONS = (
+    "## Conclusions",
     "## Performance Summary",
     "## Environment",
     "## Clock timing overhead (pg_test_timing)",
@@ -236,12 +237,22 @@ def test_tpcb_tables_with_units(written: Written) -> None:
         "Mode",
         "Clients",
         "avg (ms)",
+        "stddev (ms)",
         "p50 (ms)",
         "p95 (ms)",
         "p99 (ms)",
         "max (ms)",
     ]
-    assert _cells(lat[8]) == ["read-write", "4", "0.978", "0.835", "1.755", "4.470", "15.119"]
+    assert _cells(lat[8]) == [
+        "read-write",
+        "4",
+        "0.978",
+        "0.763",
+        "0.835",
+        "1.755",
+        "4.470",
+        "15.119",
+    ]
 
     stmts = _table_after(
         written.md, "**Per-statement latencies (pgbench -r), read-write, 4 clients"
@@ -433,8 +444,14 @@ def test_spread_and_noise_threshold() -> None:
         ("pg_test_fsync", "pg_test_fsync"),
         ("a | b", "a \\| b"),
         ("count(*)", "count(\\*)"),
-        ("<builtin: select only>", "&lt;builtin: select only&gt;"),
-        ("\\set aid", "\\\\set aid"),
+        ("<builtin: select only>", "\\<builtin: select only>"),
+        ("/proc/<pid>/io, p < 0.05 & n > 2", "/proc/\\<pid>/io, p < 0.05 & n > 2"),
+        ("run `pgrig audit -v` first", "run `pgrig audit -v` first"),
+        ("clients=[1,2,4]", "clients=[1,2,4]"),
+        ("[a](b)", "\\[a](b)"),
+        ("&amp; stays text", "\\&amp; stays text"),
+        ("\\set aid", "\\set aid"),
+        ("C:\\*", "C:\\\\\\*"),
         ("_private_", "\\_private\\_"),
         ("two\nlines", "two lines"),
     ],
@@ -497,7 +514,10 @@ def test_report_from_live_timing_and_parsed_captures(tmp_path: Path) -> None:
     ]
     tput = _table_after(md, "**Throughput per client count")
     assert _cells(tput[2]) == ["4", "4,059", "CV 28.5%, 2,406–5,259 ⚠", "20,297"]
-    assert html_path.read_text(encoding="utf-8").count("<svg") >= 2
+    page = html_path.read_text(encoding="utf-8")
+    # One client count: TPS over time is drawn, no "vs clients" curve of one point.
+    assert page.count("<svg") == 1 and "TPS over time, read-write" in page
+    assert "vs clients" not in page
 
 
 def test_repeated_fsync_shows_medians_ranges_and_flags_noise(tmp_path: Path) -> None:

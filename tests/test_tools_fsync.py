@@ -213,6 +213,22 @@ def test_quiet_captures_keep_their_order() -> None:
     assert [(i.observed.method, round(i.pct)) for i in pg15] == [("open_sync", 4)]
 
 
+def test_a_tie_is_no_inversion() -> None:
+    """pg_test_fsync's own rounding makes ties: "ran 0% faster" was a warning once."""
+    from pgrig.results import FsyncResult, FsyncRow
+
+    def result(fsync: float) -> FsyncResult:
+        one = "one 8kB write"
+        return FsyncResult(
+            2.0, (FsyncRow(one, "fdatasync", 3346.0, 298.9), FsyncRow(one, "fsync", fsync, 299.0))
+        )
+
+    assert pg_test_fsync.inversions(result(3346.0)) == []
+    assert pg_test_fsync.inversions(result(3350.0)) == []  # 0.1%: printed as 0%
+    (real,) = pg_test_fsync.inversions(result(3400.0))
+    assert "ran 2% faster" in real.describe()
+
+
 def test_repeated_runs_are_keyed_so_old_files_resume(tmp_path: Path) -> None:
     """One run keeps pgrig 0.1's key; repeats are r1..rN, like workload repeats."""
     from pgrig import probe

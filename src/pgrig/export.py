@@ -49,6 +49,8 @@ RUN_COLUMNS = (
     "elapsed_s",
     "rows_per_s",
     "mb_per_s",
+    "tpmc",
+    "tpm_total",
     "params",
 )
 SERIES_COLUMNS = (

@@ -16,6 +16,7 @@ from pgrig.monitor.model import MonitorResult, Noise
 
 HIGH_CV = 0.10  # per-second tps varying more than this is a noisy run
 MIN_SECONDS = 3  # fewer seconds say nothing about steadiness
+LONG_RUN_S = 30  # runs this long average out per-second swings
 
 
 def noise(series: Sequence[float]) -> Noise | None:
@@ -39,6 +40,12 @@ def is_noisy(n: Noise | None, high_cv: float = HIGH_CV) -> bool:
     return n is not None and n.cv >= high_cv
 
 
+def is_short(n: Noise) -> bool:
+    """Shorter than LONG_RUN_S: pgbench -P 1 prints a line per whole second and
+    often none for the last, so a 30 s run has 29 seconds (it is not short)."""
+    return n.n + 1 < LONG_RUN_S
+
+
 def describe(n: Noise) -> str:
     """'CV 4.2%, 11,020 to 12,310 tps over 60 s'."""
     return f"CV {100 * n.cv:.1f}%, {n.min:,.0f} to {n.max:,.0f} tps over {n.n} s"
@@ -56,7 +63,7 @@ def advice(n: Noise) -> str | None:
     if not is_noisy(n):
         return None
     text = f"tps varied {n.min:,.0f}–{n.max:,.0f} per second (CV {100 * n.cv:.0f}%) over {n.n} s: "
-    if n.n < 30:
+    if is_short(n):
         return text + "raise the duration (30 s or more) or repeat the run; see TPS over time"
     return text + "repeat the run, and look at TPS over time for stalls, checkpoints or a trend"
 
@@ -79,7 +86,7 @@ def warning(mon: MonitorResult, high_cv: float = HIGH_CV) -> str | None:
             "checkpoint_timeout so every run averages the same share of checkpoints, or "
             "checkpoint before each run"
         )
-    if n.n < 30:
+    if is_short(n):
         advice.append(f"the run lasted {n.n} s: run longer (30 s or more) to average the swings")
     if not advice:
         advice.append(

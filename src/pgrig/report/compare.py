@@ -22,7 +22,7 @@ from pgrig.registry import typed_result
 from pgrig.report import fmt
 from pgrig.report.model import FAILED, HEADLINE, Figure, Row, Section, Series, Table
 from pgrig.report.probes import FsyncRuns, fio_summary, fsync_headline, fsync_summary
-from pgrig.report.tpcb import load_text
+from pgrig.report.tpcb import load_text, statement_medians
 from pgrig.report.versus import VS_NOTE, Cell, Draft, Family, single_delta
 from pgrig.results import (
     FioResult,
@@ -67,7 +67,7 @@ class PointKey:
     def label(self) -> str:
         scale = f", scale {self.scale}" if self.scale is not None else ""
         plural = "s" if self.clients != 1 else ""
-        mode = self.mode if self.mode != self.workload else ""
+        mode = self.mode if self.mode not in (self.workload, "custom") else ""
         name = f"{self.workload} {mode}".strip() if self.workload != "tpcb" else f"TPC-B {mode}"
         return f"{name}{scale}, {self.clients} client{plural}, {self.duration} s"
 
@@ -196,6 +196,8 @@ def comparison_table(
     for kind in ("pgbench_init", "sql_setup"):
         for t, recs in by_kind.get(kind, {}).items():
             for rec in recs:
+                if kind == "sql_setup" and not rec.params.get("files", True):
+                    continue  # scripts only, nothing loaded: no "setup 0.00 s" row
                 loads.setdefault(
                     (str(rec.params.get("workload", "")), rec.params.get("scale")), {}
                 )[t] = rec
@@ -209,6 +211,8 @@ def comparison_table(
             elif isinstance(res, SetupResult):
                 values[t] = res.elapsed_s
                 text[t] = fmt.seconds(res.elapsed_s)
+                if res.database_bytes is not None:
+                    text[t] += f" (database {fmt.size(res.database_bytes)})"
             else:
                 text[t] = f"{rec.status}: {rec.reason or ''}"
         label = f"TPC-B load, scale {scale}" if scale is not None else f"{workload} setup"
@@ -424,18 +428,23 @@ def tps_over_time(records: Sequence[RunRecord], targets: list[str]) -> list[Figu
     """Seed 002's chart: per-second tps of each target overlaid, at the most clients
     of each workload/scale/mode (the run closest to the median tps of its repeats)."""
     best: dict[tuple[str, int | None, int, str], tuple[int, dict[str, PgbenchRun]]] = {}
+    which: dict[tuple[str, int | None, int, str], dict[str, str]] = {}
     for key, per_target in runs_by_point(records).items():
         chosen: dict[str, PgbenchRun] = {}
+        repeats: dict[str, str] = {}
         for t, pairs in per_target.items():
-            ok = [run for _, run in pairs if run is not None and run.progress]
+            ok = [(rec, run) for rec, run in pairs if run is not None and run.progress]
             if ok:
-                median = statistics.median(r.tps for r in ok)
-                chosen[t] = min(ok, key=lambda r: abs(r.tps - median))
+                median = statistics.median(run.tps for _, run in ok)
+                rec, chosen[t] = min(ok, key=lambda p: abs(p[1].tps - median))
+                if len(ok) > 1:
+                    repeats[t] = f"{t} repeat {rec.params.get('repeat', '?')} of {len(ok)}"
         if not chosen:
             continue
         current = best.get(key.curve)
         if current is None or key.clients > current[0]:
             best[key.curve] = (key.clients, chosen)
+            which[key.curve] = repeats
     figures = []
     for (workload, scale, duration, mode), (clients, chosen) in sorted(
         best.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0, kv[0][2], kv[0][3])
@@ -459,10 +468,71 @@ def tps_over_time(records: Sequence[RunRecord], targets: list[str]) -> list[Figu
                 y_label="transactions/s",
                 series=series,
                 caption="pgbench -P 1 of each target overlaid: stalls (tps near 0) and drift show "
-                "what a single average hides.",
+                "what a single average hides."
+                + _drawn_runs(which[(workload, scale, duration, mode)]),
             )
         )
     return figures
+
+
+def statements_table(
+    records: Sequence[RunRecord], targets: list[str], baseline: str
+) -> Table | None:
+    """Per-statement latencies (pgbench -r) with the targets side by side (seed 000:
+    UPDATE pgbench_accounts 3.46 vs 7.15 ms), for each workload and mode at the
+    most clients every target ran; custom scripts too."""
+    curves: dict[tuple[str, int | None, int, str], dict[int, dict[str, list[PgbenchRun]]]] = {}
+    for key, per_target in runs_by_point(records).items():
+        ok = {t: [run for _, run in pairs if run is not None] for t, pairs in per_target.items()}
+        curves.setdefault(key.curve, {})[key.clients] = {t: runs for t, runs in ok.items() if runs}
+    present = [t for t in targets if any(r.target == t for r in records)]
+    rows: list[Row] = []
+    for curve, by_clients in sorted(
+        curves.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0, kv[0][2], kv[0][3])
+    ):
+        common = [c for c, per in by_clients.items() if all(t in per for t in present)]
+        if not common:
+            continue
+        clients = max(common)
+        key = PointKey(*curve, clients=clients)
+        medians = {t: statement_medians(by_clients[clients][t]) for t in present}
+        base = medians.get(baseline) or []
+        if not base:
+            continue
+        rows.append(Row((key.label, *[""] * len(present)), HEADLINE))
+        for i, (command, latency, _) in enumerate(base):
+            cells = [command]
+            for t in present:
+                mine = medians[t]
+                if i >= len(mine) or mine[i][0] != command:
+                    cells.append("n/a")
+                    continue
+                text = fmt.ms(mine[i][1])
+                if t != baseline and latency > 0:
+                    text += f" ({(mine[i][1] - latency) / latency * 100:+.0f}%)"
+                cells.append(text)
+            rows.append(Row(tuple(cells)))
+    if not rows:
+        return None
+    columns = ("Statement", *(f"{t} (baseline)" if t == baseline else t for t in present))
+    return Table(
+        columns,
+        tuple(rows),
+        caption="Per-statement latency (ms), targets side by side",
+        notes=(
+            "pgbench -r: each statement's average latency in a run, the median over the "
+            "repeats; (+x%): against the baseline, no test (pgbench prints no spread per "
+            "statement). Meta-commands (\\set) cost the client, not the server.",
+        ),
+        numeric=(False, *([True] * len(present))),
+    )
+
+
+def _drawn_runs(repeats: dict[str, str]) -> str:
+    """Which repeat each line is: the run closest to the median tps of its point."""
+    if not repeats:
+        return ""
+    return " Each line is the run closest to its median tps: " + ", ".join(repeats.values()) + "."
 
 
 def comparison_section(
@@ -472,7 +542,10 @@ def comparison_section(
     meanings: Mapping[str, Meaning] | None = None,
 ) -> Section:
     blocks: list[Table | Figure] = [comparison_table(records, targets, baseline, meanings)]
-    blocks += [f for f in tps_vs_clients(records, targets) if f.series]
+    if (statements := statements_table(records, targets, baseline)) is not None:
+        blocks.append(statements)
+    # A curve needs two client counts; one count is the table's row.
+    blocks += [f for f in tps_vs_clients(records, targets) if f.x_points >= 2]
     blocks += [f for f in tps_over_time(records, targets) if f.series]
     return Section(
         "Performance Summary",

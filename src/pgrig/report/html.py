@@ -39,8 +39,17 @@ def render(view: ReportView, svgs: Mapping[str, str], *, css: str, generator: st
     return "\n".join(parts)
 
 
+META_FOLD = 160  # characters: longer header values fold, so the conclusions fit the first screen
+
+
 def render_meta(meta: tuple[tuple[str, str], ...]) -> str:
-    items = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in meta)
+    def value(text: str) -> str:
+        if len(text) <= META_FOLD:
+            return escape(text)
+        head = text[:META_FOLD].rsplit(" ", 1)[0]
+        return f"<details><summary>{escape(head)} ...</summary>{escape(text)}</details>"
+
+    items = "".join(f"<dt>{escape(k)}</dt><dd>{value(v)}</dd>" for k, v in meta)
     return f'<dl class="meta">{items}</dl>'
 
 

@@ -20,30 +20,28 @@ from pgrig.report.model import (
     Table,
 )
 
-# Characters that GitHub would read as markup inside a table cell or paragraph.
-_ESCAPE = str.maketrans(
-    {
-        "\\": "\\\\",
-        "|": "\\|",
-        "*": "\\*",
-        "`": "\\`",
-        "[": "\\[",
-        "]": "\\]",
-        "&": "&amp;",
-        "<": "&lt;",
-        ">": "&gt;",
-        "\n": " ",
-    }
+# Only what GitHub would read as markup is escaped, and with a backslash, never
+# an HTML entity: the same Markdown goes into plain-text tickets, where
+# "p &lt; 0.05" or "\\`pgrig audit -v\\`" would show literally. A "<" before a
+# letter or "/" opens an HTML tag ("/proc/<pid>/io"); "p < 0.05" does not.
+_MARKUP = re.compile(
+    r"""
+      \\(?=[!-/:-@[-`{-~])          # a backslash before punctuation would escape it
+    | \|                            # a table cell's border
+    | \*                            # emphasis; count(*) too, to be safe
+    | (?<![A-Za-z0-9])_|_(?![A-Za-z0-9])  # emphasis (pg_test_fsync's are literal)
+    | <(?=[A-Za-z/!?])               # an HTML tag
+    | &(?=\#?[A-Za-z0-9]+;)          # an entity
+    | \[(?=[^\]]*\][(\[])           # a link: [text](url) or [text][ref]
+    """,
+    re.VERBOSE,
 )
 
 
-# An underscore inside a word (pg_test_fsync) is literal in GFM; escape only the others.
-_UNDERSCORE = re.compile(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
-
-
 def escape(text: str) -> str:
-    """Plain text made safe for a Markdown paragraph or table cell."""
-    return _UNDERSCORE.sub(r"\\_", text.translate(_ESCAPE))
+    """Plain text made safe for a Markdown paragraph or table cell. Backticks stay:
+    "`pgrig audit -v`" is meant as code."""
+    return _MARKUP.sub(lambda m: "\\" + m.group(0), text.replace("\n", " "))
 
 
 def render(view: ReportView, images: Mapping[str, str]) -> str:

@@ -69,6 +69,11 @@ class Figure:
     log_x: bool = False
     log_y: bool = False
 
+    @property
+    def x_points(self) -> int:
+        """Distinct x values over all series: a curve needs two, one point is a table's job."""
+        return len({x for s in self.series for x in s.x})
+
 
 @dataclass(frozen=True)
 class Details:

@@ -214,7 +214,7 @@ def _noisy_summary(noisy: Sequence[MonitorResult], watched: int) -> str:
             f"{ckpt} had a checkpoint inside: run longer than checkpoint_timeout, or "
             "checkpoint before each run"
         )
-    if short := sum(m.noise is not None and m.noise.n < 30 for m in noisy):
+    if short := sum(m.noise is not None and noise_.is_short(m.noise) for m in noisy):
         advice.append(f"{short} lasted under 30 s: run longer (30 s or more)")
     if not advice:
         advice.append("run longer or repeat, and look at the TPS plots for a trend or dips")

@@ -149,7 +149,7 @@ def _seconds_text(point: Point) -> str | None:
 
 
 def _advice(points: Sequence[Point]) -> str:
-    short = any(n.n < 30 for p in points for _, n in p.per_second())
+    short = any(noise.is_short(n) for p in points for _, n in p.per_second())
     repeats_disagree = any(p.tps is not None and p.tps.noisy for p in points)
     advice = (
         "raise the duration (30 s or more) or repeat"

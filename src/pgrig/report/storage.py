@@ -52,6 +52,10 @@ def targets_table(records: Sequence[RunRecord]) -> Table | None:
     if not found:
         return None
     rows = []
+    # Targets outside the lab (seed 000's plain "local") are columns too.
+    order = list(dict.fromkeys(r.target for r in records if r.kind != "storage_lab"))
+    for target in [t for t in order if t not in found]:
+        rows.append(Row((target, "plain directory on the host disk", "none", "the machine's")))
     for target, info in found.items():
         if isinstance(info, LabInfo):
             rows.append(Row((target, _storage(info), _cap(info), _memory(info))))

@@ -28,7 +28,7 @@ from pgrig.report.points import (
     points,
     status,
 )
-from pgrig.results import CountResult, PgbenchInit, RunRecord
+from pgrig.results import CountResult, PgbenchInit, PgbenchRun, RunRecord
 
 PERCENTILES = (("p50", 0), ("p95", 1), ("p99", 2))
 
@@ -132,21 +132,24 @@ def tpcb_section(
     if load is not None:
         blocks.append(load)
     if pts:
-        candidates = (
+        candidates: tuple[Table | Figure, ...] = (
             throughput_table(pts, target, meaning),
             tps_vs_clients(pts),
             *tps_over_time(pts),
             latency_table(pts),
             latency_vs_clients(pts),
-            statements_table(pts),
+            *statements_tables(pts),
         )
         # A figure with nothing to draw (every run failed) is left out; the tables say why.
-        blocks += [b for b in candidates if b is not None and not _empty_figure(b)]
+        blocks += [b for b in candidates if not _empty_figure(b)]
     return Section(title, anchor, blocks=tuple(blocks))
 
 
 def _empty_figure(block: Table | Figure) -> bool:
-    return isinstance(block, Figure) and not block.series
+    """Nothing to draw, or a curve over one client count (three targets stacked at x=8)."""
+    return isinstance(block, Figure) and (
+        not block.series or (block.x_label == "clients" and block.x_points < 2)
+    )
 
 
 def _wide(pts: Sequence[Point]) -> bool:
@@ -293,22 +296,34 @@ def _run_params(pts: Sequence[Point]) -> str:
         return "No run completed."
     durations = sorted({r.duration_s for r in runs})
     modes = sorted({r.query_mode for r in runs})
-    scales = sorted({r.scale for r in runs})
+    # A custom script's "scaling factor" is pgbench's default, not a data size.
+    scales = sorted({r.scale for r in runs if r.mode != "custom"})
+    scale = f", scale {'/'.join(str(s) for s in scales)}" if scales else ""
     threads = sorted({(r.clients, r.threads) for r in runs})
     return (
-        f"pgbench -T {'/'.join(f'{d:g}' for d in durations)} s, scale "
-        f"{'/'.join(str(s) for s in scales)}, query mode {'/'.join(modes)}; threads (-j) "
-        "per clients: " + ", ".join(f"{c} → {t}" for c, t in threads) + "."
+        f"pgbench -T {'/'.join(f'{d:g}' for d in durations)} s{scale}, query mode "
+        f"{'/'.join(modes)}; threads (-j) per clients: "
+        + ", ".join(f"{c} → {t}" for c, t in threads)
+        + "."
     )
 
 
 def latency_table(pts: Sequence[Point]) -> Table:
-    columns = ("Mode", "Clients", "avg (ms)", "p50 (ms)", "p95 (ms)", "p99 (ms)", "max (ms)")
+    columns = (
+        "Mode",
+        "Clients",
+        "avg (ms)",
+        "stddev (ms)",
+        "p50 (ms)",
+        "p95 (ms)",
+        "p99 (ms)",
+        "max (ms)",
+    )
     rows = []
     sampled = set()
     for point in pts:
         if not point.ok:
-            cells = (point.mode, str(point.clients), status(point.not_ok[0]), "", "", "", "")
+            cells = (point.mode, str(point.clients), status(point.not_ok[0]), *[""] * 5)
             rows.append(Row(cells, not_ok_kind(point.not_ok)))
             continue
         runs = [r for _, r in point.ok]
@@ -322,10 +337,12 @@ def latency_table(pts: Sequence[Point]) -> Table:
             sampled |= {s.sampling_rate for s in summaries if s.sampling_rate < 1}
         else:
             pct = ["n/a"] * 4
-        rows.append(Row((point.mode, str(point.clients), fmt.ms(avg), *pct)))
+        stddevs = [r.latency_stddev_ms for r in runs if r.latency_stddev_ms is not None]
+        stddev = fmt.ms(statistics.median(stddevs)) if stddevs else "n/a"
+        rows.append(Row((point.mode, str(point.clients), fmt.ms(avg), stddev, *pct)))
     notes = [
-        "avg: pgbench's latency average; percentiles and max from its per-transaction "
-        "log (-l). Median over repeats.",
+        "avg and stddev: pgbench's latency average and standard deviation; percentiles "
+        "and max from its per-transaction log (-l). Median over repeats.",
     ]
     if sampled:
         rates = ", ".join(f"{r * 100:.2g}%" for r in sorted(sampled))
@@ -339,39 +356,60 @@ def latency_table(pts: Sequence[Point]) -> Table:
         tuple(rows),
         caption="Transaction latency per client count",
         notes=tuple(notes),
-        numeric=(False, True, True, True, True, True, True),
+        numeric=(False, *[True] * 7),
     )
 
 
-def statements_table(pts: Sequence[Point]) -> Table | None:
-    """Per-statement latencies (-r) of the read-write run with the most clients."""
-    candidates = [p for p in pts if p.mode == "read-write" and p.ok]
-    if not candidates:
-        return None
-    point = max(candidates, key=lambda p: p.clients)
-    rep = point.representative()
-    assert rep is not None
-    rec, run = rep
-    if not run.statements:
-        return None
-    rows = tuple(
-        Row(
+def statement_medians(runs: Sequence[PgbenchRun]) -> list[tuple[str, float, int | None]]:
+    """Each statement of pgbench -r (every script's, in order): its command, its
+    median latency over the runs and the failures summed. Runs that printed a
+    different list of statements (another script) are left out."""
+    with_stmts = [r for r in runs if r.statements]
+    if not with_stmts:
+        return []
+    commands = [s.command for s in with_stmts[0].statements]
+    same = [r for r in with_stmts if [s.command for s in r.statements] == commands]
+    out = []
+    for i, command in enumerate(commands):
+        failures = [r.statements[i].failures for r in same]
+        known = [f for f in failures if f is not None]
+        out.append(
             (
-                s.command,
-                fmt.ms(s.latency_ms),
-                str(s.failures) if s.failures is not None else "n/a",
+                command,
+                statistics.median(r.statements[i].latency_ms for r in same),
+                sum(known) if known else None,
             )
         )
-        for s in run.statements
-    )
-    repeat = rec.params.get("repeat")
-    which = f", repeat {repeat}" if repeat is not None and len(point.ok) > 1 else ""
-    return Table(
-        ("Statement", "Latency (ms)", "Failures"),
-        rows,
-        caption=f"Per-statement latencies (pgbench -r), {point.label}{which}",
-        numeric=(False, True, True),
-    )
+    return out
+
+
+def statements_tables(pts: Sequence[Point]) -> list[Table]:
+    """Per-statement latencies (-r) of every mode (custom scripts too) at its most
+    clients: the median over the repeats."""
+    tables = []
+    for mode in sorted({p.mode for p in pts}, key=mode_key):
+        candidates = [p for p in pts if p.mode == mode and p.ok]
+        if not candidates:
+            continue
+        point = max(candidates, key=lambda p: p.clients)
+        medians = statement_medians([r for _, r in point.ok])
+        if not medians:
+            continue
+        rows = tuple(
+            Row((command, fmt.ms(latency), str(failures) if failures is not None else "n/a"))
+            for command, latency, failures in medians
+        )
+        n = len(point.ok)
+        which = f", median of {n} runs" if n > 1 else ""
+        tables.append(
+            Table(
+                ("Statement", "Latency (ms)", "Failures"),
+                rows,
+                caption=f"Per-statement latencies (pgbench -r), {point.label}{which}",
+                numeric=(False, True, True),
+            )
+        )
+    return tables
 
 
 # --------------------------------------------------------------------------

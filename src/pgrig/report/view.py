@@ -15,7 +15,7 @@ from typing import Any
 
 from pgrig import registry, stats
 from pgrig.meaning import Meaning
-from pgrig.report import compare, fmt, variants
+from pgrig.report import compare, conclusions, fmt, variants
 from pgrig.report import storage as storage_report
 from pgrig.report.fold import fold_runs
 from pgrig.report.model import (
@@ -73,8 +73,22 @@ def build(study: Study, records: Sequence[RunRecord]) -> ReportView:
     return ReportView(
         title=f"pgrig report: {study.name} ({study.id})",
         meta=header(study, records),
-        sections=tuple(sections),
+        sections=_concluded(study, records, targets, targets[0] if targets else "", sections),
     )
+
+
+def _concluded(
+    study: Study,
+    records: Sequence[RunRecord],
+    targets: Sequence[str],
+    baseline: str,
+    sections: Sequence[Section],
+) -> tuple[Section, ...]:
+    """The conclusions (and one summary chart) first: the answer before its evidence."""
+    meanings = {t: m for t in targets if (m := meaning_of(study, t)) is not None}
+    ev = conclusions.evidence_of(records, targets, baseline, study.environment, meanings)
+    first, rest = conclusions.section(ev, sections)
+    return (first, *rest)
 
 
 def workload_sections(
@@ -194,7 +208,7 @@ def _build_comparison(study: Study, records: Sequence[RunRecord], targets: list[
     return ReportView(
         title=f"pgrig report: {study.name} ({study.id})",
         meta=header(study, records),
-        sections=tuple(sections),
+        sections=_concluded(study, records, targets, baseline, sections),
     )
 
 
@@ -236,7 +250,7 @@ def runs_text(records: Sequence[RunRecord]) -> str:
 def header(study: Study, records: Sequence[RunRecord]) -> tuple[tuple[str, str], ...]:
     return (
         ("Study", f"{study.name} ({study.id})"),
-        ("Target", study.target),
+        ("Target", _targets_text(study, records)),
         ("Started", study.started_at),
         ("Finished", study.finished_at or "not finished"),
         ("Status", study.status),
@@ -255,6 +269,13 @@ STATISTIC = (
     f"correction of its table and rests on ≥ {stats.MIN_RUNS} runs a side, ≈ within noise "
     "otherwise"
 )
+
+
+def _targets_text(study: Study, records: Sequence[RunRecord]) -> str:
+    """A campaign's target names (seed001's "disk", not its directory "/var/tmp")."""
+    if not study.params.get("targets"):
+        return study.target
+    return ", ".join(compare.targets_of(study.params, records)) or study.target
 
 
 def tool_versions(study: Study, records: Sequence[RunRecord]) -> dict[str, str]:
@@ -401,7 +422,7 @@ def summary_section(
         rows.extend(tpcb_headline_rows(records, meaning))
     sweep = compare.tps_vs_clients_by_scale(records)
     table = Table(
-        columns=("Test Case", study.target),
+        columns=("Test Case", target),  # the target's name, not its directory
         rows=tuple(rows),
         caption="Headline numbers; details in the sections below.",
         notes=tuple(notes),

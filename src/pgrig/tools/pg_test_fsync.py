@@ -144,6 +144,8 @@ class Inversion:
         )
 
 
+TIE_PCT = 0.5  # an inversion is at least this many % (printed as "1%" or more)
+
 # (less work, more work, why): a datasync does not flush the file's metadata.
 _DATASYNC = (
     ("fdatasync", "fsync", "fdatasync flushes less than fsync"),
@@ -161,7 +163,8 @@ def inversions(result: FsyncResult) -> list[Inversion]:
     def check(less: FsyncRow | None, more: FsyncRow | None, why: str) -> None:
         if less is None or more is None or not less.ops_per_sec or not more.ops_per_sec:
             return
-        if more.ops_per_sec > less.ops_per_sec:
+        # A tie is no contradiction: below TIE_PCT the report would print "0% faster".
+        if (more.ops_per_sec / less.ops_per_sec - 1) * 100 >= TIE_PCT:
             found.append(Inversion(less, more, why))
 
     one = next((r.section for r in result.rows if r.section.startswith("one ")), None)

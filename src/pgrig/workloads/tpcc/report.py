@@ -46,12 +46,14 @@ def environment_line(study: Study) -> str:
 
 
 def summary_table(study: Study, records: Sequence[RunRecord]) -> Table | None:
-    loads = [res for _, res in _ok(records, "tpcc_load") if res is not None]
-    load: TpccLoad | None = loads[-1] if loads else None
+    # Each target's own load: their data sizes differ (filesystems, versions).
+    loads: dict[str, TpccLoad] = {r.target: res for r, res in _ok(records, "tpcc_load") if res}
     runs = _ok(records, "tpcc_run")
+    several = len({rec.target for rec, _ in runs}) > 1
     if not runs:
         return None
     columns = (
+        *(("target",) if several else ()),
         "run",
         "warehouses (active)",
         "data size (active)",
@@ -66,12 +68,14 @@ def summary_table(study: Study, records: Sequence[RunRecord]) -> Table | None:
         label = f"{MODE_LABELS.get(str(rec.params.get('mode')), rec.params.get('mode'))}"
         if rec.params.get("repeat", 1) != 1:
             label += f", repeat {rec.params['repeat']}"
+        first = (rec.target, label) if several else (label,)
         if res is None:
-            rows.append(Row((label, _status(rec)) + ("",) * (len(columns) - 2), _row_kind(rec)))
+            cells = (*first, _status(rec))
+            rows.append(Row(cells + ("",) * (len(columns) - len(cells)), _row_kind(rec)))
             continue
         r: TpccRun = res
         size = "n/a"
-        if load is not None:
+        if (load := loads.get(rec.target)) is not None:
             active_bytes = int(load.database_bytes * r.active / max(1, r.warehouses))
             size = f"{fmt.size(load.database_bytes)} ({fmt.size(active_bytes)})"
         no = r.stats("new_order")
@@ -81,7 +85,7 @@ def summary_table(study: Study, records: Sequence[RunRecord]) -> Table | None:
         rows.append(
             Row(
                 (
-                    label,
+                    *first,
                     f"{r.warehouses} ({r.active})",
                     size,
                     str(r.connections),
@@ -104,7 +108,7 @@ def summary_table(study: Study, records: Sequence[RunRecord]) -> Table | None:
             "Active data: the share of the database in the warehouses the run used "
             "(--active K of W), item table included pro rata.",
         ),
-        numeric=(False, True, True, True, True, True, True, True),
+        numeric=(False, *([False] if several else []), True, True, True, True, True, True, True),
     )
 
 

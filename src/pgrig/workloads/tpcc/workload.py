@@ -26,7 +26,16 @@ TPCC_RUN = ResultKind(
     "tpcc_run",
     TpccRun,
     headline=lambda r: f": tpmC {r.tpmc:,.0f}",
+    columns=lambda r: {
+        "tpmc": r.tpmc,
+        "tpm_total": r.tpm_total,
+        "tps": r.tps,
+        "latency_avg_ms": r.latency_avg_ms,
+        "failed": r.failed,
+    },
     metric=lambda r: float(r.tpmc),
+    summary="TPC-C tpmC",  # a row of the comparison of targets
+    unit="tpmC",
 )
 
 

@@ -1,0 +1,502 @@
+"""What the study found, in sentences drawn from the stored evidence by rules.
+
+The seeds end with conclusions ("XFS loads 23% faster", "ext4 stalls to 0 tps
+while the kernel flushes", "the cloud disk's 164 us fdatasync bounds
+single-client commits", "reads are bound by DataFileRead"); the report opens
+with the same, each sentence citing its numbers and how sure they are. Each
+rule is a pure function of an ``Evidence`` (stored records only: nothing is
+measured here), tested with records that provoke it and records that must not
+(tests/test_conclusions.py); docs/report.md lists them. The rules, in the
+order they are printed:
+
+0. **disturbed** - the monitor saw other work share the machine during some
+   runs: said first, since every difference is read in its light.
+1. **differs** - two targets, one workload mode: Welch's t-test over the
+   repeats at each client count. A target is said to be faster or slower only
+   where p < 0.05, with the range of differences and the largest p; where no
+   client count differs it says "no difference beyond the noise".
+2. **load** - the data load of each target: the times side by side; "faster"
+   only when repeated loads pass the same test, else "one load each: no test".
+3. **stalls** - a run whose per-second tps fell to at most 10% of its median
+   for at least 2 seconds (pgbench -P 1), with the monitor's cause if it
+   found one.
+4. **fsync-bound** - one client, read-write, commits synchronous: the
+   target's fdatasync (pg_test_fsync, one 8 kB write) takes at least half of
+   the transaction's latency.
+5. **wait-bound** - the monitor's verdict names one wait class (reads,
+   writes, WAL, locks, LWLocks) for at least half of a point's runs.
+6. **vm-wakeup** - 2 clients give more than 2.5 times the tps of 1 on a
+   virtual machine, and (where the monitor sampled them) the CPUs were less
+   than half busy at 1 client: the 1-client point pays for waking an idle vCPU
+   on every round trip, so the curve is to be read from 2 clients on.
+7. **io-cap** - a storage-lab target's I/O cap: "never bound" when fio
+   reached less than 90% of it (the target measured the host disk), "bound"
+   otherwise; and fdatasync within 10% of half the write-IOPS cap is the cap's
+   rate (two I/Os per sync), not a per-I/O latency.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+from pgrig import stats
+from pgrig.meaning import Meaning
+from pgrig.monitor.model import MonitorResult
+from pgrig.monitor.verdict import CAUSES, CLASS_NOUNS
+from pgrig.registry import typed_result
+from pgrig.report import fmt
+from pgrig.report.compare import PointKey, point_key, runs_by_point
+from pgrig.report.model import Figure, Section
+from pgrig.report.probes import FsyncRuns, fsync_headline
+from pgrig.results import (
+    Environment,
+    FioResult,
+    FsyncResult,
+    PgbenchInit,
+    PgbenchRun,
+    RunRecord,
+    SetupResult,
+)
+from pgrig.storage.model import LabInfo
+from pgrig.storage.throttle import IoLimits
+
+STALL_FRACTION = 0.10  # a second at or below 10% of the run's median tps is a stall
+STALL_SECONDS = 2
+FSYNC_SHARE = 0.5  # of the 1-client transaction latency
+WAIT_CAUSES = ("read", "write", "wal", "lock", "lwlock")
+WAIT_SHARE = 0.5  # of a point's monitored runs
+WAKEUP_RATIO = 2.5  # tps(2 clients) / tps(1 client); 2 is what twice the work gives
+WAKEUP_BUSY_PCT = 50.0  # CPUs busier than this at 1 client: no idle vCPU to wake
+CAP_BOUND = 0.9  # fio at 90% of a cap or more: the cap bound
+CAP_SYNC_TOLERANCE = 0.1  # fdatasync within 10% of half the write-IOPS cap
+
+
+@dataclass(frozen=True)
+class Conclusion:
+    rule: str  # the rule's name, as docs/report.md lists it
+    text: str  # one sentence, its numbers included
+    significance: str  # how sure: "p=0.003", "within noise (p=0.41)", "one run each: no test"
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """The stored records a study's conclusions are drawn from."""
+
+    records: tuple[RunRecord, ...]
+    targets: tuple[str, ...]
+    baseline: str
+    environment: Environment | None = None
+    meanings: Mapping[str, Meaning] = field(default_factory=dict)
+
+    def points(self) -> dict[PointKey, dict[str, list[PgbenchRun]]]:
+        return {
+            key: {t: [run for _, run in pairs if run is not None] for t, pairs in per.items()}
+            for key, per in runs_by_point(self.records).items()
+        }
+
+    def monitors(self) -> dict[str, MonitorResult]:
+        """The monitor's result of each run, by the run's key."""
+        out = {}
+        for rec in self.records:
+            if rec.kind == "monitor" and (mon := typed_result(rec)) is not None:
+                out[rec.key.removesuffix("/monitor")] = mon
+        return out
+
+    def cpu_busy(self) -> dict[tuple[str, PointKey], float]:
+        """The machine's median CPU busy % inside the runs of each target and point,
+        from the monitor's samples (absent where nothing was sampled)."""
+        monitors = self.monitors()
+        busy: dict[tuple[str, PointKey], list[float]] = {}
+        for rec in self.records:
+            mon = monitors.get(rec.key) if rec.kind == "pgbench_run" else None
+            if mon is not None:
+                values = [s.cpu.busy for s in mon.samples if s.in_run]
+                busy.setdefault((rec.target, point_key(rec)), []).extend(values)
+        return {k: statistics.median(v) for k, v in busy.items() if v}
+
+    def on_vm(self) -> str | None:
+        env = self.environment
+        return env.cpu.hypervisor if env is not None and env.cpu.hypervisor else None
+
+
+Rule = Callable[[Evidence], list[Conclusion]]
+
+
+def _clients(n: int) -> str:
+    return f"{n} client{'s' if n != 1 else ''}"
+
+
+def _what(key: PointKey) -> str:
+    """'TPC-B read-write' or 'login' (a custom script's mode is its name)."""
+    if key.workload == "tpcb":
+        return f"TPC-B {key.mode}"
+    return key.workload if key.mode in (key.workload, "custom") else f"{key.workload} {key.mode}"
+
+
+def _p(cmp: stats.Comparison) -> str:
+    return f"p={cmp.p_value:.3f}" if cmp.p_value is not None else (cmp.no_test or "no test")
+
+
+# --------------------------------------------------------------------------
+# Rules
+
+
+def disturbed(ev: Evidence) -> list[Conclusion]:
+    """Said first: every other sentence is read in its light."""
+    monitors = ev.monitors().values()
+    hit = [m for m in monitors if m.disturbed is not None]
+    if not hit:
+        return []
+    return [
+        Conclusion(
+            "disturbed",
+            f"{len(hit)} of {len(monitors)} monitored runs shared the machine with other work "
+            "(the monitor's attribution, see Bottlenecks): differences below may be the "
+            "other work's, and runs on a quiet machine are needed to quote them.",
+            f"{len(hit)} of {len(monitors)} runs",
+        )
+    ]
+
+
+def differs(ev: Evidence) -> list[Conclusion]:
+    curves: dict[tuple[str, int | None, int, str], dict[int, dict[str, list[float]]]] = {}
+    for key, per in ev.points().items():
+        curves.setdefault(key.curve, {})[key.clients] = {
+            t: [r.tps for r in runs] for t, runs in per.items()
+        }
+    out = []
+    for curve, by_clients in curves.items():
+        key = PointKey(*curve, clients=0)
+        for other in ev.targets:
+            if other == ev.baseline:
+                continue
+            tested: list[tuple[int, stats.Comparison]] = []
+            for clients, tps in sorted(by_clients.items()):
+                base, mine = tps.get(ev.baseline, []), tps.get(other, [])
+                if base and mine:
+                    tested.append((clients, stats.welch(base, mine)))
+            if not tested:
+                continue
+            out.append(_differs_sentence(_what(key), other, ev.baseline, tested))
+    return out
+
+
+def _differs_sentence(
+    what: str, other: str, baseline: str, tested: list[tuple[int, stats.Comparison]]
+) -> Conclusion:
+    real = [(c, cmp) for c, cmp in tested if cmp.significant and cmp.diff_pct is not None]
+    untested = [c for c, cmp in tested if cmp.p_value is None]
+    at_all = (
+        f"at {_clients(tested[0][0])}"
+        if len(tested) == 1
+        else f"at any of {len(tested)} client counts"
+    )
+    if not real:
+        if len(untested) == len(tested):
+            why = tested[0][1].no_test or "no test"
+            return Conclusion(
+                "differs",
+                f"{what}: {other} and {baseline} cannot be told apart yet ({why}).",
+                "no test",
+            )
+        worst = min(cmp.p_value for _, cmp in tested if cmp.p_value is not None)
+        return Conclusion(
+            "differs",
+            f"{what}: no difference between {other} and {baseline} beyond the noise {at_all} "
+            f"(Welch's t-test, smallest p={worst:.2f}).",
+            f"within noise (p>={worst:.2f})",
+        )
+    faster = [(c, cmp) for c, cmp in real if (cmp.diff_pct or 0) > 0]
+    slower = [(c, cmp) for c, cmp in real if (cmp.diff_pct or 0) < 0]
+    parts = []
+    for word, group in (("faster", faster), ("slower", slower)):
+        if not group:
+            continue
+        diffs = [abs(cmp.diff_pct or 0.0) for _, cmp in group]
+        span = (
+            f"{min(diffs):.0f}%"
+            if round(min(diffs)) == round(max(diffs))
+            else (f"{min(diffs):.0f}-{max(diffs):.0f}%")
+        )
+        at = ", ".join(str(c) for c, _ in group)
+        parts.append(f"{span} {word} at {at} client{'s' if at != '1' else ''}")
+    worst = max(cmp.p_value or 0.0 for _, cmp in real)
+    rest = len(tested) - len(real)
+    tail = f"; within noise at the other {rest}" if rest else ""
+    return Conclusion(
+        "differs",
+        f"{what}: {other} runs {' and '.join(parts)} than {baseline} (mean tps over the "
+        f"repeats, Welch's t-test p<={worst:.3f}){tail}.",
+        f"p<={worst:.3f}",
+    )
+
+
+def load(ev: Evidence) -> list[Conclusion]:
+    loads: dict[str, dict[str, list[float]]] = {}
+    for rec in ev.records:
+        res = typed_result(rec) if rec.kind in ("pgbench_init", "sql_setup") else None
+        if isinstance(res, PgbenchInit):
+            label = f"Loading TPC-B scale {res.scale}"
+        elif isinstance(res, SetupResult) and res.files:
+            label = f"Setting up {rec.params.get('workload', 'the workload')}"
+        else:
+            continue
+        loads.setdefault(label, {}).setdefault(rec.target, []).append(res.elapsed_s)
+    out = []
+    for label, per in loads.items():
+        base = per.get(ev.baseline)
+        if not base:
+            continue
+        for other in ev.targets:
+            mine = per.get(other)
+            if other == ev.baseline or not mine:
+                continue
+            cmp = stats.welch(base, mine)
+            times = f"{fmt.seconds(statistics.fmean(mine))} on {other}, " + (
+                f"{fmt.seconds(statistics.fmean(base))} on {ev.baseline}"
+            )
+            if cmp.significant and cmp.diff_pct is not None:
+                word = "faster" if cmp.diff_pct < 0 else "slower"
+                text = f"{label}: {other} loads {abs(cmp.diff_pct):.0f}% {word} ({times})."
+            else:
+                why = _p(cmp) if cmp.p_value is None else f"within noise (p={cmp.p_value:.2f})"
+                text = f"{label} took {times}: {why}, no winner named."
+            out.append(Conclusion("load", text, _p(cmp)))
+    return out
+
+
+def stalls(ev: Evidence) -> list[Conclusion]:
+    monitors = ev.monitors()
+    out = []
+    for rec in ev.records:
+        if rec.kind != "pgbench_run":
+            continue
+        run: PgbenchRun | None = typed_result(rec)
+        if run is None or len(run.progress) < 5:
+            continue
+        tps = [p.tps for p in run.progress]
+        median = statistics.median(tps)
+        low = [t for t in tps if t <= STALL_FRACTION * median]
+        if median <= 0 or len(low) < STALL_SECONDS:
+            continue
+        mon = monitors.get(rec.key)
+        why = ""
+        if mon is not None and mon.verdict.cause == "stalls":
+            why = f"; the monitor: {mon.verdict.summary}"
+        key = point_key(rec)
+        out.append(
+            Conclusion(
+                "stalls",
+                f"{rec.target}: {_what(key)} at {_clients(run.clients)} stalled to "
+                f"{fmt.rate(min(low))} tps: {len(low)} of {len(tps)} seconds at or below "
+                f"{STALL_FRACTION:.0%} of the median {fmt.rate(median)} tps "
+                f"(pgbench -P 1, run {rec.key}){why}.",
+                "per-second tps of one run",
+            )
+        )
+    return out
+
+
+def fsync_bound(ev: Evidence) -> list[Conclusion]:
+    fsyncs: dict[str, list[RunRecord]] = {}
+    for rec in ev.records:
+        if rec.kind == "pg_test_fsync":
+            fsyncs.setdefault(rec.target, []).append(rec)
+    out = []
+    for key, per in ev.points().items():
+        if key.clients != 1 or key.mode != "read-write":
+            continue
+        for target, runs in per.items():
+            meaning = ev.meanings.get(target)
+            if meaning is not None and (
+                meaning.settings.get("synchronous_commit") == "off"
+                or meaning.settings.get("fsync") == "off"
+            ):
+                continue
+            median = FsyncRuns.of(fsyncs.get(target, [])).median()
+            head = fsync_headline(median) if median is not None else None
+            if not runs or head is None or head.usecs_per_op is None:
+                continue
+            latency = statistics.median(r.latency_avg_ms for r in runs)
+            share = head.usecs_per_op / 1000 / latency if latency > 0 else 0.0
+            if share < FSYNC_SHARE:
+                continue
+            out.append(
+                Conclusion(
+                    "fsync-bound",
+                    f"{target}: single-client commits are bounded by fsync latency: one "
+                    f"fdatasync takes {fmt.us(head.usecs_per_op)} us (pg_test_fsync, one 8 kB "
+                    f"write), {min(share, 1.0):.0%} of the {fmt.ms(latency)} ms a "
+                    f"{_what(key)} transaction takes at 1 client (median of {len(runs)} "
+                    "run(s)); a faster-syncing disk, not more CPU, would raise it.",
+                    f"median of {len(runs)} run(s)",
+                )
+            )
+    return out
+
+
+def wait_bound(ev: Evidence) -> list[Conclusion]:
+    monitors = ev.monitors()
+    if not monitors:
+        return []
+    groups: dict[tuple[str, PointKey], list[str]] = {}
+    for rec in ev.records:
+        if rec.kind == "pgbench_run" and (mon := monitors.get(rec.key)) is not None:
+            key = point_key(rec)
+            groups.setdefault((rec.target, key), []).append(mon.verdict.cause)
+    out = []
+    for (target, key), causes in groups.items():
+        for cause in WAIT_CAUSES:
+            n = causes.count(cause)
+            if n and n >= WAIT_SHARE * len(causes):
+                noun = CLASS_NOUNS[cause]
+                out.append(
+                    Conclusion(
+                        "wait-bound",
+                        f"{target}: {_what(key)} at {_clients(key.clients)} is bound by "
+                        f"{noun} ({CAUSES[cause]}): the monitor's verdict for {n} of "
+                        f"{len(causes)} run(s), from the backends' wait events.",
+                        f"{n} of {len(causes)} runs",
+                    )
+                )
+    return out
+
+
+def vm_wakeup(ev: Evidence) -> list[Conclusion]:
+    hypervisor = ev.on_vm()
+    if hypervisor is None:
+        return []
+    out = []
+    points = ev.points()
+    idle_cpu = ev.cpu_busy()
+    for key, per in points.items():
+        if key.clients != 1:
+            continue
+        two = points.get(PointKey(key.workload, key.scale, key.duration, key.mode, 2), {})
+        for target, runs in per.items():
+            pair = two.get(target)
+            if not runs or not pair:
+                continue
+            one_tps = statistics.median(r.tps for r in runs)
+            two_tps = statistics.median(r.tps for r in pair)
+            if one_tps <= 0 or two_tps / one_tps <= WAKEUP_RATIO:
+                continue
+            busy = idle_cpu.get((target, key))
+            if busy is not None and busy >= WAKEUP_BUSY_PCT:
+                continue  # busy CPUs wake nothing: the steep curve has another cause
+            seen = f" (the monitor: CPUs {busy:.0f}% busy at 1 client)" if busy is not None else ""
+            one_ms = statistics.median(r.latency_avg_ms for r in runs)
+            two_ms = statistics.median(r.latency_avg_ms for r in pair)
+            out.append(
+                Conclusion(
+                    "vm-wakeup",
+                    f"{target}: {_what(key)} at 1 client pays for the virtual machine "
+                    f"({hypervisor}), not the database: {fmt.rate(one_tps)} tps against "
+                    f"{fmt.rate(two_tps)} at 2 clients ({two_tps / one_tps:.1f}x for twice the "
+                    f"clients; {fmt.ms(one_ms)} vs {fmt.ms(two_ms)} ms per transaction). With "
+                    f"one client the CPUs idle between round trips{seen} and each round trip "
+                    "wakes an idle vCPU; read the curve from 2 clients on.",
+                    f"medians of {len(runs)} and {len(pair)} run(s)",
+                )
+            )
+    return out
+
+
+def io_cap(ev: Evidence) -> list[Conclusion]:
+    """A storage-lab target's I/O cap against what fio and pg_test_fsync reached on it."""
+    caps: dict[str, IoLimits] = {}
+    for rec in ev.records:
+        info = typed_result(rec) if rec.kind == "storage_lab" else None
+        if isinstance(info, LabInfo) and info.io is not None:
+            caps[rec.target] = info.io
+    out = []
+    for rec in ev.records:
+        cap = caps.get(rec.target)
+        res = (
+            typed_result(rec) if cap is not None and rec.kind in ("fio", "pg_test_fsync") else None
+        )
+        if isinstance(res, FioResult) and cap is not None:
+            limit = cap.write_iops if "write" in res.pattern else cap.read_iops
+            if not limit:
+                continue
+            share = res.iops / limit
+            what = f"fio 8k {res.pattern} reached {fmt.rate(res.iops)} IOPS, {share:.0%} of the cap"
+            if share < CAP_BOUND:
+                text = (
+                    f"{rec.target}: the cap of {fmt.rate(limit)} IOPS never bound: {what}; "
+                    "this target measured the host disk, as an uncapped one would."
+                )
+            else:
+                text = f"{rec.target}: the cap of {fmt.rate(limit)} IOPS bound: {what}."
+            out.append(Conclusion("io-cap", text, "one fio run"))
+        elif isinstance(res, FsyncResult) and cap is not None and cap.write_iops:
+            head = fsync_headline(res)
+            half = cap.write_iops / 2
+            if head is None or head.ops_per_sec is None:
+                continue
+            if abs(head.ops_per_sec - half) <= CAP_SYNC_TOLERANCE * half:
+                out.append(
+                    Conclusion(
+                        "io-cap",
+                        f"{rec.target}: fdatasync ran {fmt.rate(head.ops_per_sec)} ops/s, half "
+                        f"the cap of {fmt.rate(cap.write_iops)} write IOPS: each sync is two "
+                        "I/Os (the data and the flush), so this is the cap's rate, not a "
+                        "cloud disk's per-I/O latency (the throttle adds no latency).",
+                        "one pg_test_fsync run",
+                    )
+                )
+    return out
+
+
+RULES: tuple[Rule, ...] = (
+    disturbed,
+    differs,
+    load,
+    stalls,
+    fsync_bound,
+    wait_bound,
+    vm_wakeup,
+    io_cap,
+)
+
+
+def draw(ev: Evidence) -> list[Conclusion]:
+    """Every rule's conclusions, in the rules' order."""
+    return [c for rule in RULES for c in rule(ev)]
+
+
+def evidence_of(
+    records: Sequence[RunRecord],
+    targets: Sequence[str],
+    baseline: str,
+    environment: Environment | None,
+    meanings: Mapping[str, Meaning] | None = None,
+) -> Evidence:
+    return Evidence(tuple(records), tuple(targets), baseline, environment, dict(meanings or {}))
+
+
+def section(ev: Evidence, sections: Sequence[Section]) -> tuple[Section, list[Section]]:
+    """The report's first screen: the conclusions, then one summary chart - the
+    first drawn figure with at least two x points, moved here from its section
+    (drawn once: a report's weight is its plots)."""
+    found = draw(ev)
+    paragraphs = tuple(c.text for c in found) or (
+        "No rule drew a conclusion from these records (docs/report.md lists the rules); "
+        "the tables below hold the numbers.",
+    )
+    chart: Figure | None = None
+    rest = []
+    for s in sections:
+        if chart is None and (pick := next((b for b in s.blocks if _chartable(b)), None)):
+            assert isinstance(pick, Figure)
+            chart = pick
+            s = replace(s, blocks=tuple(b for b in s.blocks if b is not pick))
+        rest.append(s)
+    blocks = (chart,) if chart is not None else ()
+    return Section("Conclusions", "conclusions", paragraphs, blocks), rest
+
+
+def _chartable(block: object) -> bool:
+    return isinstance(block, Figure) and block.x_points >= 2

@@ -1,0 +1,305 @@
+"""Each conclusion rule on records shaped to provoke it, and on records that must
+not. Synthetic records (the rules are pure functions of stored results); the
+same rules run on the real records of tests/data/report in test_report.py."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+from pgrig.meaning import Meaning
+from pgrig.monitor.model import MonitorResult, Verdict
+from pgrig.report import conclusions as c
+from pgrig.results import (
+    Cpu,
+    Environment,
+    FsyncResult,
+    FsyncRow,
+    PgbenchInit,
+    PgbenchRun,
+    ProgressPoint,
+    RunRecord,
+    from_dict,
+    to_dict,
+)
+
+MONITOR_DATA = Path(__file__).parent / "data" / "monitor"
+
+
+def run(tps: float, *, clients: int = 2, latency: float = 1.0, per_s: list[float] | None = None):
+    seconds = per_s if per_s is not None else [tps] * 10
+    return PgbenchRun(
+        mode="read-write",
+        transaction_type="<builtin: TPC-B (sort of)>",
+        scale=1,
+        query_mode="prepared",
+        clients=clients,
+        threads=1,
+        duration_s=float(len(seconds)),
+        transactions=int(tps * len(seconds)),
+        failed=0,
+        tps=tps,
+        latency_avg_ms=latency,
+        latency_stddev_ms=None,
+        initial_connection_ms=None,
+        statements_per_txn=5,
+        progress=tuple(ProgressPoint(i + 1.0, t, latency) for i, t in enumerate(seconds)),
+    )
+
+
+def record(target: str, key: str, kind: str, result: object, **params: object) -> RunRecord:
+    return RunRecord(
+        study="s",
+        key=f"{target}/{key}",
+        kind=kind,
+        target=target,
+        params=params,
+        status="ok",
+        started_at="2026-11-25T00:00:00+00:00",
+        finished_at="2026-11-25T00:00:10+00:00",
+        result=to_dict(result),
+    )
+
+
+def runs(target: str, tps: list[float], clients: int = 2, **kw: object) -> list[RunRecord]:
+    return [
+        record(
+            target,
+            f"tpcb/run/read-write/c{clients}/r{i}",
+            "pgbench_run",
+            run(t, clients=clients, **kw),  # type: ignore[arg-type]
+            workload="tpcb",
+            scale=1,
+            duration_s=10,
+            mode="read-write",
+            clients=clients,
+            repeat=i,
+        )
+        for i, t in enumerate(tps)
+    ]
+
+
+def evidence(records: list[RunRecord], **kw: object) -> c.Evidence:
+    targets = sorted({r.target for r in records})
+    return c.Evidence(tuple(records), tuple(targets), targets[0], **kw)  # type: ignore[arg-type]
+
+
+def env(hypervisor: str | None) -> Environment:
+    cpu = Cpu("AMD EPYC", 1, 2, 1, 2, hypervisor=hypervisor)
+    return Environment("2026-11-25T00:00:00+00:00", "vm", "Debian 12", "6.1", cpu, 24 << 30)
+
+
+# -- differs ------------------------------------------------------------------
+
+
+def test_differs_names_the_faster_target_with_its_p_value() -> None:
+    found = c.differs(
+        evidence(runs("a-ext4", [1000, 1010, 990]) + runs("b-xfs", [1200, 1190, 1210]))
+    )
+    (only,) = found
+    assert only.text.startswith("TPC-B read-write: b-xfs runs 20% faster at 2 clients than a-ext4")
+    assert "Welch's t-test p<=0.0" in only.text and only.significance.startswith("p<=")
+
+
+def test_differs_names_no_winner_inside_the_noise() -> None:
+    found = c.differs(evidence(runs("a", [1000, 1100, 900]) + runs("b", [1050, 950, 1080])))
+    (only,) = found
+    assert "no difference between b and a beyond the noise" in only.text
+    assert "faster" not in only.text and "slower" not in only.text
+
+
+def test_differs_without_repeats_says_no_test() -> None:
+    (only,) = c.differs(evidence(runs("a", [1000]) + runs("b", [2000])))
+    assert "cannot be told apart yet" in only.text and "faster" not in only.text
+
+
+# -- load ---------------------------------------------------------------------
+
+
+def init(seconds: float) -> PgbenchInit:
+    return PgbenchInit(scale=10, rows=1_000_000, elapsed_s=seconds, rows_per_s=1e6 / seconds)
+
+
+def loads(target: str, times: list[float]) -> list[RunRecord]:
+    return [
+        record(target, f"tpcb/init/r{i}", "pgbench_init", init(t), workload="tpcb", scale=10)
+        for i, t in enumerate(times)
+    ]
+
+
+def test_load_faster_when_repeated_loads_differ() -> None:
+    (only,) = c.load(
+        evidence(loads("a-ext4", [13.0, 13.2, 12.9]) + loads("b-xfs", [10.0, 10.1, 9.9]))
+    )
+    assert only.text.startswith("Loading TPC-B scale 10: b-xfs loads 23% faster")
+    assert "10.00 s on b-xfs, 13.03 s on a-ext4" in only.text
+
+
+def test_load_once_each_names_no_winner() -> None:
+    (only,) = c.load(evidence(loads("a", [13.0]) + loads("b", [10.0])))
+    assert "faster" not in only.text and "no winner named" in only.text
+    assert "n=1 vs 1" in only.text
+
+
+# -- stalls -------------------------------------------------------------------
+
+
+def test_stalls_to_zero_tps_are_said_with_their_seconds() -> None:
+    per_s = [500.0] * 6 + [0.0, 0.0, 3.0] + [500.0] * 6
+    (only,) = c.stalls(evidence(runs("ext4", [450.0], clients=8, per_s=per_s)))
+    assert only.text.startswith("ext4: TPC-B read-write at 8 clients stalled to 0.00 tps")
+    assert "3 of 15 seconds at or below 10% of the median 500 tps" in only.text
+
+
+def test_a_dip_that_is_not_a_stall_is_not_said() -> None:
+    per_s = [500.0] * 6 + [300.0, 0.0] + [500.0] * 6  # one second at 0 is a hiccup
+    assert c.stalls(evidence(runs("ext4", [450.0], per_s=per_s))) == []
+
+
+# -- fsync-bound --------------------------------------------------------------
+
+
+def fsync(usecs: float) -> FsyncResult:
+    row = FsyncRow("Compare file sync methods using one 8kB write", "fdatasync", 1e6 / usecs, usecs)
+    return FsyncResult(5.0, (row,))
+
+
+def test_single_client_commits_bounded_by_fsync() -> None:
+    records = runs("cloud", [4000.0], clients=1, latency=0.25)
+    records.append(record("cloud", "probe/pg_test_fsync", "pg_test_fsync", fsync(164.0)))
+    (only,) = c.fsync_bound(evidence(records))
+    assert "cloud: single-client commits are bounded by fsync latency" in only.text
+    assert "fdatasync takes 164 us" in only.text and "66% of the 0.250 ms" in only.text
+
+
+def test_fast_fsync_or_asynchronous_commit_is_not_fsync_bound() -> None:
+    fast = runs("local", [4000.0], clients=1, latency=0.25)
+    fast.append(record("local", "probe/pg_test_fsync", "pg_test_fsync", fsync(30.0)))
+    assert c.fsync_bound(evidence(fast)) == []
+    slow = runs("cloud", [4000.0], clients=1, latency=0.25)
+    slow.append(record("cloud", "probe/pg_test_fsync", "pg_test_fsync", fsync(164.0)))
+    meaning = {"cloud": Meaning.of({"synchronous_commit": "off"}, "oltp")}
+    assert c.fsync_bound(evidence(slow, meanings=meaning)) == []
+
+
+# -- wait-bound ---------------------------------------------------------------
+
+
+def watched(records: list[RunRecord], causes: list[str]) -> list[RunRecord]:
+    data = json.loads((MONITOR_DATA / "result_storage_read.json").read_text())
+    base = from_dict(MonitorResult, data["monitor"])
+    out = list(records)
+    for rec, cause in zip(records, causes, strict=True):
+        mon = dataclasses.replace(base, verdict=Verdict(cause, cause, f"{cause}: numbers"))
+        out.append(
+            dataclasses.replace(rec, key=rec.key + "/monitor", kind="monitor", result=to_dict(mon))
+        )
+    return out
+
+
+def test_reads_bound_by_datafileread() -> None:
+    records = watched(runs("big", [100.0, 110.0, 105.0], clients=8), ["read", "read", "cpu"])
+    (only,) = c.wait_bound(evidence(records))
+    assert only.text.startswith("big: TPC-B read-write at 8 clients is bound by data-file reads")
+    assert "2 of 3 run(s)" in only.text
+
+
+def test_one_read_bound_run_of_three_is_no_conclusion() -> None:
+    records = watched(runs("big", [100.0, 110.0, 105.0]), ["read", "cpu", "cpu"])
+    assert c.wait_bound(evidence(records)) == []
+
+
+# -- vm-wakeup ----------------------------------------------------------------
+
+
+def test_vm_wakeup_named_on_a_vm() -> None:
+    records = runs("local", [11285.0], clients=1, latency=0.088)
+    records += runs("local", [128158.0], clients=2, latency=0.015)
+    (only,) = c.vm_wakeup(evidence(records, environment=env("KVM")))
+    assert "pays for the virtual machine (KVM)" in only.text
+    assert "11,285 tps against 128,158 at 2 clients (11.4x" in only.text
+
+
+def test_no_wakeup_on_bare_metal_or_a_linear_curve() -> None:
+    steep = runs("local", [11285.0], clients=1) + runs("local", [128158.0], clients=2)
+    assert c.vm_wakeup(evidence(steep, environment=env(None))) == []
+    linear = runs("local", [10000.0], clients=1) + runs("local", [19000.0], clients=2)
+    assert c.vm_wakeup(evidence(linear, environment=env("KVM"))) == []
+
+
+# -- disturbed ----------------------------------------------------------------
+
+
+def test_disturbed_runs_are_said_first() -> None:
+    from pgrig.monitor.model import Disturbance
+
+    records = watched(runs("a", [100.0, 110.0]), ["cpu", "cpu"])
+    quiet = c.draw(evidence(records))
+    assert all(x.rule != "disturbed" for x in quiet)
+    mon = next(r for r in records if r.kind == "monitor")
+    base = from_dict(MonitorResult, mon.result or {})
+    hog = Disturbance(("cpuhog 46%",), 46.0, None, (), 10.0, 0.5)
+    busy = dataclasses.replace(base, disturbed=hog)
+    records = [dataclasses.replace(mon, result=to_dict(busy)) if r is mon else r for r in records]
+    first = c.draw(evidence(records))[0]
+    assert first.rule == "disturbed" and first.text.startswith("1 of 2 monitored runs shared")
+
+
+# -- io-cap -------------------------------------------------------------------
+
+
+def capped(target: str, write_iops: int, fio_iops: float, fsync_ops: float) -> list[RunRecord]:
+    from pgrig.results import FioResult
+    from pgrig.storage.model import LabInfo
+    from pgrig.storage.throttle import IoLimits
+
+    lab = LabInfo("ESSD", "/var/tmp", io=IoLimits(write_iops, write_iops, label="ESSD"))
+    fio = FioResult("randwrite", "8k", "libaio", True, 1, 8, "64M", 5.0, fio_iops, 300.0,
+                    100.0, 90.0, 200.0, 400.0)  # fmt: skip
+    return [
+        record(target, "lab", "storage_lab", lab),
+        record(target, "fio/randwrite", "fio", fio, pattern="randwrite"),
+        record(target, "probe/pg_test_fsync", "pg_test_fsync", fsync(1e6 / fsync_ops)),
+    ]
+
+
+def test_a_cap_above_the_disk_never_bound_and_fsync_at_half_the_cap() -> None:
+    pl3 = c.io_cap(evidence(capped("essd-pl3", 91_800, 46_520.0, 9_000.0)))
+    (only,) = pl3
+    assert only.text.startswith("essd-pl3: the cap of 91,800 IOPS never bound: fio 8k randwrite")
+    assert "51% of the cap" in only.text
+    pl1 = c.io_cap(evidence(capped("essd-pl1", 6_800, 6_750.0, 3_346.0)))
+    assert [x.text.split(":")[1].strip() for x in pl1] == [
+        "the cap of 6,800 IOPS bound",
+        "fdatasync ran 3,346 ops/s, half the cap of 6,800 write IOPS",
+    ]
+
+
+def test_no_cap_no_io_conclusion() -> None:
+    records = [r for r in capped("local", 6_800, 6_750.0, 3_346.0) if r.kind != "storage_lab"]
+    assert c.io_cap(evidence(records)) == []
+
+
+def test_no_wakeup_when_the_monitor_saw_busy_cpus() -> None:
+    """The monitor's samples (tests/data/monitor) hold the CPUs' idle share: busy CPUs
+    at 1 client wake nothing, idle ones are cited."""
+    steep = runs("local", [11285.0], clients=1) + runs("local", [128158.0], clients=2)
+    one = [r for r in steep if r.params["clients"] == 1]
+    data = json.loads((MONITOR_DATA / "result_storage_read.json").read_text())
+    base = from_dict(MonitorResult, data["monitor"])
+
+    def at(idle: float) -> list[RunRecord]:
+        samples = tuple(
+            dataclasses.replace(s, cpu=dataclasses.replace(s.cpu, idle=idle, iowait=0.0))
+            for s in base.samples
+        )
+        mon = dataclasses.replace(base, samples=samples)
+        return steep + [
+            dataclasses.replace(r, key=r.key + "/monitor", kind="monitor", result=to_dict(mon))
+            for r in one
+        ]
+
+    assert c.vm_wakeup(evidence(at(20.0), environment=env("KVM"))) == []
+    (idle,) = c.vm_wakeup(evidence(at(75.0), environment=env("KVM")))
+    assert "(the monitor: CPUs 25% busy at 1 client)" in idle.text

@@ -1,0 +1,202 @@
+"""Report views issue 20 asked for: TPC-C across targets, per-statement latency
+side by side, the lab-targets table with every target, and seed 001's defects.
+Records are built from typed results (the report reads nothing else)."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+from pgrig import export
+from pgrig.report import compare, view
+from pgrig.report.model import Section, Table
+from pgrig.results import (
+    PgbenchRun,
+    ProgressPoint,
+    RunRecord,
+    SetupResult,
+    StatementLatency,
+    Study,
+    to_dict,
+)
+from pgrig.storage.model import LabInfo
+from pgrig.workloads.tpcc.model import TpccLoad, TpccRun
+from pgrig.workloads.tpcc.report import summary_table
+
+
+def rec(target: str, key: str, kind: str, result: object, **params: object) -> RunRecord:
+    return RunRecord(
+        study="s",
+        key=f"{target}/{key}",
+        kind=kind,
+        target=target,
+        params=params,
+        status="ok",
+        started_at="2026-11-25T00:00:00+00:00",
+        finished_at="2026-11-25T00:00:10+00:00",
+        result=to_dict(result),
+    )
+
+
+def study(targets: list[str], target: str = "/var/tmp") -> Study:
+    return Study(
+        id="s",
+        name="s",
+        target=target,
+        started_at="2026-11-25T00:00:00+00:00",
+        status="finished",
+        params={"targets": [{"name": t} for t in targets]},
+    )
+
+
+def tables(sections: tuple[Section, ...]) -> list[Table]:
+    return [b for s in sections for b in s.blocks if isinstance(b, Table)]
+
+
+# -- TPC-C across targets --------------------------------------------------------
+
+
+def tpcc_run(tpmc: float) -> TpccRun:
+    return TpccRun(
+        mode="server", warehouses=2, active=1, connections=2, threads=1, duration_s=10.0,
+        isolation="repeatable read", transactions=1000, failed=0, retried=0, retries=0,
+        serialization_failures=0, deadlock_failures=0, tpmc=tpmc, tpm_total=tpmc * 2.2,
+        tps=tpmc * 2.2 / 60, rollbacks=1, latency_avg_ms=4.0,
+    )  # fmt: skip
+
+
+def tpcc_load(size: int) -> TpccLoad:
+    return TpccLoad(warehouses=2, jobs=2, rows=1_000_000, database_bytes=size, elapsed_s=10.0,
+                    rows_per_s=1e5, mb_per_s=size / 1e7)  # fmt: skip
+
+
+def tpcc_records() -> list[RunRecord]:
+    out = []
+    for target, size, tpmc in (
+        ("ext4", 200 << 20, [6000.0, 6100.0]),
+        ("xfs", 300 << 20, [7000.0, 7100.0]),
+    ):
+        out.append(rec(target, "tpcc/load", "tpcc_load", tpcc_load(size), workload="tpcc"))
+        for i, value in enumerate(tpmc, 1):
+            out.append(
+                rec(
+                    target,
+                    f"tpcc/run/r{i}",
+                    "tpcc_run",
+                    tpcc_run(value),
+                    workload="tpcc",
+                    mode="server",
+                    repeat=i,
+                )
+            )
+    return out
+
+
+def test_tpcc_summary_has_a_target_column_and_each_targets_own_size() -> None:
+    table = summary_table(study(["ext4", "xfs"]), tpcc_records())
+    assert table is not None and table.columns[0] == "target"
+    sizes = {row.cells[0]: row.cells[3] for row in table.rows}
+    assert sizes == {"ext4": "200.0 MiB (100.0 MiB)", "xfs": "300.0 MiB (150.0 MiB)"}
+
+
+def test_tpcc_is_in_the_comparison_table_and_the_csv() -> None:
+    table = compare.comparison_table(tpcc_records(), ["ext4", "xfs"], "ext4")
+    (row,) = [r for r in table.rows if r.cells[0].startswith("TPC-C tpmC")]
+    assert row.cells[1].startswith("6,050 tpmC") and row.cells[2].startswith("7,050 tpmC")
+    assert "+16.5%" in row.cells[3]
+    rows = list(csv.DictReader(io.StringIO(export.runs_csv(tpcc_records()))))
+    assert [r["tpmc"] for r in rows if r["kind"] == "tpcc_run"] == ["6000", "6100", "7000", "7100"]
+
+
+# -- per-statement latency ---------------------------------------------------------
+
+
+def custom_run(update_ms: float, clients: int = 2) -> PgbenchRun:
+    statements = (
+        StatementLatency(0.001, "\\set uid random(1, :users)", 0),
+        StatementLatency(update_ms, "select f_user_login(:uid);", 0),
+    )
+    return PgbenchRun(
+        mode="custom", transaction_type="login.sql", scale=1, query_mode="prepared",
+        clients=clients, threads=1, duration_s=30.0, transactions=1000, failed=0, tps=500.0,
+        latency_avg_ms=update_ms, latency_stddev_ms=0.5, initial_connection_ms=None,
+        statements_per_txn=1, statements=statements,
+        progress=tuple(ProgressPoint(i + 1.0, 500.0, update_ms) for i in range(29)),
+    )  # fmt: skip
+
+
+def login_records(targets: dict[str, list[float]]) -> list[RunRecord]:
+    out = []
+    for target, values in targets.items():
+        out.append(
+            rec(
+                target,
+                "login/setup",
+                "sql_setup",
+                SetupResult((), 0.0, 10 << 20),
+                workload="login",
+                files=[],
+            )
+        )
+        for i, ms in enumerate(values, 1):
+            params = {"workload": "login", "mode": "custom", "clients": 2, "duration_s": 30}
+            out.append(
+                rec(target, f"login/c2/r{i}", "pgbench_run", custom_run(ms), **params, repeat=i)
+            )
+    return out
+
+
+def test_custom_script_statements_side_by_side() -> None:
+    """seed 000's layout: UPDATE 3.46 vs 7.15 ms; here the login function."""
+    table = compare.statements_table(
+        login_records({"a": [3.4, 3.5], "b": [7.1, 7.2]}), ["a", "b"], "a"
+    )
+    assert table is not None and table.columns == ("Statement", "a (baseline)", "b")
+    cells = {r.cells[0]: r.cells[1:] for r in table.rows}
+    assert cells["select f_user_login(:uid);"] == ("3.450", "7.150 (+107%)")
+    assert "login, 2 clients, 30 s" in cells
+
+
+def test_single_target_custom_workload_shows_its_statements_and_no_scale() -> None:
+    built = view.build(study(["disk"]), login_records({"disk": [3.4, 3.5]}))
+    found = [t for t in tables(built.sections) if t.caption.startswith("Per-statement")]
+    assert found and found[0].rows[1].cells == ("select f_user_login(:uid);", "3.450", "0")
+    throughput = next(t for t in tables(built.sections) if t.caption.startswith("Throughput"))
+    assert "scale" not in throughput.notes[0]
+
+
+# -- seed 001's defects --------------------------------------------------------------
+
+
+def test_summary_is_headed_by_the_target_name_without_an_empty_setup_row() -> None:
+    built = view.build(study(["disk"]), login_records({"disk": [3.4, 3.5]}))
+    summary = next(t for t in tables(built.sections) if t.caption.startswith("Headline"))
+    assert summary.columns == ("Test Case", "disk")
+    assert not any("setup" in r.cells[0] for r in summary.rows)
+
+
+# -- storage lab ---------------------------------------------------------------------
+
+
+def test_lab_targets_table_lists_the_plain_local_target() -> None:
+    lab = LabInfo(description="ESSD PL1", directory="/var/tmp", disk="essd-pl1:100GiB")
+    records = login_records({"local": [3.4], "pl1": [7.1]})
+    records.append(rec("pl1", "lab", "storage_lab", lab))
+    built = view.build(study(["local", "pl1"]), records)
+    labs = next(t for t in tables(built.sections) if t.caption.startswith("Storage lab"))
+    assert [r.cells[0] for r in labs.rows] == ["local", "pl1"]
+    assert labs.rows[0].cells[1] == "plain directory on the host disk"
+
+
+def test_overlaid_tps_over_time_says_which_repeat_it_draws() -> None:
+    records = login_records({"a": [3.4, 3.5, 3.6], "b": [7.1, 7.2]})
+    (fig,) = compare.tps_over_time(records, ["a", "b"])
+    # every run's tps is 500 here: the first run closest to the median is drawn
+    assert fig.caption.endswith(
+        "Each line is the run closest to its median tps: a repeat 1 of 3, b repeat 1 of 2."
+    )
+
+
+def test_header_names_a_campaigns_target_not_its_directory() -> None:
+    built = view.build(study(["disk"]), login_records({"disk": [3.4]}))
+    assert ("Target", "disk") in built.meta
