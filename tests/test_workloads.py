@@ -151,6 +151,9 @@ modes = ["server"]
     assert runs == ["a/tpcc/run/server/c1/r1", "a/tpcc/run/server/c1/r2"]
 
 
+LEGACY_DIR = "/var/tmp/pgrig-legacy-m9e3"  # where legacy.toml's DIR was when it was recorded
+
+
 def test_a_results_file_from_before_the_interface_resumes(disk_dir: Path, tmp_path: Path) -> None:
     """tests/data/resume/results.sqlite was recorded by pgrig 0.1.0 from legacy.toml.
     Remove the last steps of each workload from it: a run of today's pgrig
@@ -172,6 +175,10 @@ def test_a_results_file_from_before_the_interface_resumes(disk_dir: Path, tmp_pa
     assert set(missing) <= set(before)
     with sqlite3.connect(results / "results.sqlite") as db:
         db.executemany("DELETE FROM runs WHERE key = ?", [(k,) for k in missing])
+        # The same disk and script as then: a study recorded with other targets or
+        # workloads is not resumed into (its runs would mix two disks).
+        for then, now in ((LEGACY_DIR, disk_dir), ("/tmp/login.sql", tmp_path / "login.sql")):
+            db.execute("UPDATE studies SET params = replace(params, ?, ?)", (then, str(now)))
     assert [r.key for r in plan.expand(campaign.load(path)).runs] == before
 
     done = subprocess.run(
