@@ -28,6 +28,7 @@ from pgrig.monitor.model import MonitorResult
 from pgrig.registry import result_type
 from pgrig.results import PgbenchRun, from_dict, to_dict
 from pgrig.step import Context
+from pgrig.storage import cgroups
 from pgrig.tools import pgbench
 
 pytestmark = pytest.mark.cluster
@@ -135,10 +136,8 @@ def throttled_writes(c: Cluster, iops: int) -> Iterator[None]:
         yield
     finally:
         _move_server(c, v1 / "cgroup.procs")
-        for pid in (group / "cgroup.procs").read_text().split():
-            with contextlib.suppress(OSError):
-                (v1 / "cgroup.procs").write_text(pid)
-        group.rmdir()
+        # pgrig's own removal: moves out what the server forked meanwhile, retries
+        cgroups.remove_dir(group)
 
 
 def _move_server(c: Cluster, procs_file: Path) -> None:
