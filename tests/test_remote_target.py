@@ -1,0 +1,128 @@
+"""The remote target kind through `pgrig run`: the server on h1, pgbench from h2
+and h3 (network namespaces with sshd, tests/hosts_fixture.py).
+
+The namespaces share this machine's CPUs, clock and filesystem: PostgreSQL is
+"installed" on every host because it is here, and clock offsets are ~0 by
+construction. What the test checks is the plumbing and the arithmetic: the
+campaign's hosts are reached, the server is made there and removed after, the
+load comes from both load hosts at one barrier, and the report's merged
+p50/p99 are those of the pooled per-transaction logs, computed here anew.
+"""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hosts_fixture import Lab, netns_lab  # noqa: F401  (the fixture)
+from pgrig.results import typed
+from pgrig.store import Store
+from pgrig.targets.remote import LoadHostsRun
+
+pytestmark = [pytest.mark.netns_hosts(3), pytest.mark.cluster, pytest.mark.slow]
+
+
+def pgrig(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pgrig", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def nearest_rank(values: list[int], pct: float) -> int:
+    ordered = sorted(values)
+    return ordered[max(1, math.ceil(pct / 100 * len(ordered))) - 1]
+
+
+def campaign(tmp_path: Path, inventory: Path, host: str = "h1") -> Path:
+    path = tmp_path / "remote.toml"
+    path.write_text(
+        f'[campaign]\nname = "remote"\ninventory = "{inventory}"\n'
+        f'[[target]]\nname = "db"\nhost = "{host}"\nload_hosts = ["h2", "h3"]\n'
+        f'directory = "{tmp_path / "logs"}"\nprofile = "stock"\n'
+        '[target.set]\nfsync = "off"\n'
+        "[probes]\ntiming = false\nfsync = false\nfio = false\n"
+        '[[workload]]\ntype = "tpcb"\nscales = [1]\nmodes = ["select-only"]\n'
+        "clients = [2]\nthreads = 1\nduration = 3\ncount = false\n"
+    )
+    return path
+
+
+def test_a_remote_target_runs_tpcb_from_two_load_hosts(
+    netns_lab: Lab,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    results = tmp_path / "results"
+    done = pgrig("run", campaign(tmp_path, netns_lab.write_inventory()), "--results", results)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
+    with Store.open(results / "results.sqlite") as st:
+        study = st.study("remote")
+        records = {r.key: r for r in st.runs("remote")}
+    run = records["db/tpcb/s1/select-only/c2/d3/r1"]
+    hosts_rec = records["db/tpcb/s1/select-only/c2/d3/r1/hosts"]
+    assert run.status == "ok" and run.result is not None, run.reason
+    multi = typed(hosts_rec, LoadHostsRun)
+    assert multi is not None
+    assert [h.host for h in multi.hosts] == ["h2", "h3"]
+    assert all(h.tps > 0 for h in multi.hosts)
+    assert multi.tps == pytest.approx(sum(h.tps for h in multi.hosts))
+    assert run.result["tps"] == pytest.approx(multi.tps), "the run's tps is the hosts' sum"
+    assert run.result["clients"] == 4, "2 clients on each of the 2 load hosts"
+
+    # The merged percentiles are those of the pooled logs, computed here anew.
+    pooled: list[int] = []
+    for h in multi.hosts:
+        assert h.log_files, f"{h.host}: no per-transaction log copied"
+        for f in h.log_files:
+            pooled += [int(line.split()[2]) for line in Path(f).read_text().splitlines()]
+    assert multi.samples == len(pooled) > 0
+    assert multi.p50_ms == nearest_rank(pooled, 50) / 1000
+    assert multi.p99_ms == nearest_rank(pooled, 99) / 1000
+    assert run.result["latency"]["p99_ms"] == multi.p99_ms
+
+    # The verdict heard the load hosts: on this VM they share 2 busy CPUs, but
+    # whether a run is client-bound depends on the load; the record says either way.
+    monitor = records["db/tpcb/s1/select-only/c2/d3/r1/monitor"]
+    assert monitor.status == "ok" and monitor.result is not None
+    client_bound = monitor.result["verdict"]["cause"] == "client_host" or any(
+        s.startswith("client-bound") for s in monitor.result["verdict"]["secondary"]
+    )
+    assert client_bound == (multi.client_bound is not None)
+
+    assert study is not None and study.params["targets"][0]["host"] == "h1"
+    report = (results / "report-remote.md").read_text()
+    assert "## Load hosts" in report
+    for h in multi.hosts:
+        assert f"| {h.host} | {h.tps:,.0f} | {h.p50_ms:.3f} | {h.p99_ms:.3f} |" in report
+    merged = ("all 2 (sum; pooled logs)", f"{multi.tps:,.0f}", f"{multi.p50_ms:.3f}",
+              f"{multi.p99_ms:.3f}")  # fmt: skip
+    assert "| " + " | ".join(f"**{cell}**" for cell in merged) + " |" in report, "the merged row"
+    assert f"spread {multi.start_spread_ms:.2f}" in report
+
+    # The server on h1 is stopped (its directory removed with it, by RemoteServer).
+    listing = subprocess.run(
+        ["pgrep", "-f", f"listen_addresses={netns_lab.hosts[0].address}"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert listing.stdout == "", "the remote server still runs"
+
+
+def test_an_unknown_inventory_host_is_refused_before_anything_is_created(
+    netns_lab: Lab,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    results = tmp_path / "results"
+    path = campaign(tmp_path, netns_lab.write_inventory(), host="db9")
+    done = pgrig("run", path, "--results", results)
+    assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "'db9' is neither a host nor a group in the inventory" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not (results / "results.sqlite").exists(), "nothing created"
+    assert not (tmp_path / "logs").exists()
