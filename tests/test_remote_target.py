@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -22,17 +21,9 @@ from hosts_fixture import Lab, netns_lab  # noqa: F401  (the fixture)
 from pgrig.results import typed
 from pgrig.store import Store
 from pgrig.targets.remote import LoadHostsRun
+from test_cli import pgrig
 
 pytestmark = [pytest.mark.netns_hosts(3), pytest.mark.cluster, pytest.mark.slow]
-
-
-def pgrig(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pgrig", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
 
 
 def nearest_rank(values: list[int], pct: float) -> int:
@@ -59,7 +50,8 @@ def test_a_remote_target_runs_tpcb_from_two_load_hosts(
     tmp_path: Path,
 ) -> None:
     results = tmp_path / "results"
-    done = pgrig("run", campaign(tmp_path, netns_lab.write_inventory()), "--results", results)
+    path = campaign(tmp_path, netns_lab.write_inventory())
+    done = pgrig("run", path, "--results", results, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
 
     with Store.open(results / "results.sqlite") as st:
