@@ -11,8 +11,13 @@ p50/p99 are those of the pooled per-transaction logs, computed here anew.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import math
+import shutil
+import socket
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -21,7 +26,7 @@ from hosts_fixture import Lab, netns_lab  # noqa: F401  (the fixture)
 from pgrig.results import typed
 from pgrig.store import Store
 from pgrig.targets.remote import LoadHostsRun
-from test_cli import pgrig
+from test_cli import pgrig, spawn, wait_for
 
 pytestmark = [pytest.mark.netns_hosts(3), pytest.mark.cluster, pytest.mark.slow]
 
@@ -118,3 +123,52 @@ def test_an_unknown_inventory_host_is_refused_before_anything_is_created(
     assert "Traceback" not in done.stderr
     assert not (results / "results.sqlite").exists(), "nothing created"
     assert not (tmp_path / "logs").exists()
+
+
+def _server_dir_of(pid: int) -> tuple[Path, int] | None:
+    """The server directory a pgrig of ``pid`` made on a host, once its postmaster runs."""
+    for d in Path("/tmp").glob("pgrig-server-*"):
+        with contextlib.suppress(OSError, ValueError):
+            record = json.loads((d / ".pgrig-owner.json").read_text())
+            if record["pid"] == pid and record["pids"]:
+                return d, record["pids"][0]
+    return None
+
+
+def test_a_run_cleans_what_its_killed_run_left_on_the_hosts(
+    netns_lab: Lab,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """kill -9 of pgrig with its server up on h1: the next run of the campaign stops
+    that server and removes its directory; a dead pgrig's directory of another
+    study is left and named."""
+    path = campaign(tmp_path, netns_lab.write_inventory())
+    results = tmp_path / "results"
+    other = Path(tempfile.mkdtemp(prefix="pgrig-server-", dir="/tmp"))
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    (other / ".pgrig-owner.json").write_text(
+        json.dumps({"controller": socket.gethostname(), "pid": gone.pid, "start": 1,
+                    "created": 0.0, "kind": "server", "pids": [], "study": "another"})
+    )  # fmt: skip
+    killed = spawn("run", path, "--results", results)
+    try:
+        workdir, postmaster = wait_for(
+            lambda: _server_dir_of(killed.pid), timeout=180, what="the server on h1"
+        )
+        killed.kill()
+        killed.communicate(timeout=30)  # its pipes closed too
+        assert Path(f"/proc/{postmaster}").exists(), "the killed pgrig's server outlives it"
+        done = pgrig("run", path, "--results", results, timeout=600)
+        out = done.stdout + done.stderr
+        assert done.returncode == 0, out[-3000:]
+        assert f"h1: removed {workdir} (its pgrig died)" in out
+        assert not workdir.exists()
+        assert not Path(f"/proc/{postmaster}").exists(), "its postmaster stopped"
+        assert other.exists(), "another study's directory is left"
+        assert f"{other} on h" in out and "`pgrig clean` removes it" in out
+    finally:
+        if killed.poll() is None:
+            killed.kill()
+            killed.communicate(timeout=30)
+        shutil.rmtree(other, ignore_errors=True)

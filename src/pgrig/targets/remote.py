@@ -286,11 +286,13 @@ class RemoteKind(TargetKind):
         for host in self._seen.values():
             try:
                 with preflight.opened([host]) as (ex,):
-                    for left in owner.clean(ex):
+                    for left in owner.clean(ex, study=study):
                         if left.action == "removed":
                             lines.append(f"{host.name}: removed {left.directory} (its pgrig died)")
-            except PgrigError as exc:
-                others.append(f"{host.name}: not cleaned: {exc}")
+                        elif left.action.startswith("left: another study's"):
+                            others.append(f"{left.directory} on {host.name}")
+            except PgrigError as exc:  # the run's own use of the host will say more
+                lines.append(f"{host.name}: not cleaned: {exc}")
         return lines
 
     def describe(self, t: Target) -> dict[str, Any]:
