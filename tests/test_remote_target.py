@@ -56,6 +56,9 @@ def test_a_remote_target_runs_tpcb_from_two_load_hosts(
 ) -> None:
     results = tmp_path / "results"
     path = campaign(tmp_path, netns_lab.write_inventory())
+    planned = pgrig("plan", path)
+    assert planned.returncode == 0, planned.stderr
+    assert "target db: host h1, load from h2, h3 (" in planned.stdout
     done = pgrig("run", path, "--results", results, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
 
