@@ -175,3 +175,15 @@ def test_a_run_cleans_what_its_killed_run_left_on_the_hosts(
             killed.kill()
             killed.communicate(timeout=30)
         shutil.rmtree(other, ignore_errors=True)
+
+
+def test_a_workload_that_cannot_run_from_load_hosts_is_refused_up_front(
+    netns_lab: Lab,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    path = campaign(tmp_path, netns_lab.write_inventory())
+    path.write_text(path.read_text() + '[[workload]]\ntype = "tpcc"\n')
+    done = pgrig("run", path, "--results", tmp_path / "results")
+    assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "target db: workload type tpcc cannot run from load hosts yet" in done.stderr
+    assert not (tmp_path / "results" / "results.sqlite").exists()

@@ -95,6 +95,7 @@ class CampaignRunner:
                     ui_notes=notes,
                     power_loss=power_loss,
                     restore=camp.policy.reset == "restore" and bool(workloads),
+                    workloads=tuple(w.type for w in workloads),
                 )
             )
         tools = sorted({tool for w in workloads for tool in w.needs.tools})

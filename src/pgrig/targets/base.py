@@ -57,6 +57,7 @@ class Demands:
     destructive: str | None = None
     restore: bool = False  # reset = "restore": the data is dropped and copied back
     power_loss: str | None = None  # the workload that cuts the power (a lossy filesystem)
+    workloads: tuple[str, ...] = ()  # the campaign's workloads as (type) names, in order
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,9 @@ if TYPE_CHECKING:
     from pgrig.results import RunRecord, Study
 
 SERVER_TOOLS = ("postgres", "initdb", "pg_isready")
+# Workload types whose measured runs go through ``Context.pgbench`` with a
+# built-in script (a custom script's files and TPC-C's driver are this machine's).
+FROM_LOAD_HOSTS = ("tpcb",)
 
 
 def _load_hosts(t: Keys, key: str, default: Any) -> tuple[str, ...]:
@@ -182,6 +185,13 @@ class RemoteKind(TargetKind):
                 raise UsageError(
                     f"target {spec.name}: {what} is not supported on a remote host yet", hint=fix
                 )
+        others = [w for w in demands.workloads if w not in FROM_LOAD_HOSTS]
+        if others:
+            raise UsageError(
+                f"target {spec.name}: workload type {others[0]} cannot run from load hosts "
+                f"yet (only {', '.join(FROM_LOAD_HOSTS)})",
+                hint="run it on a local target, or drop it from this campaign",
+            )
         inv = inventory.load(opts["inventory"])
         server = inv.resolve([opts["host"]], "host")
         if len(server) != 1:
@@ -360,11 +370,6 @@ class _Driver:
         self.executors, self.hosts, self.conn, self.t = executors, hosts, conn, t
 
     def __call__(self, opts: RunOptions, log_root: Path) -> tuple[PgbenchRun, str]:
-        if opts.mode == "custom":
-            raise UsageError(
-                f"target {self.t.name}: custom scripts from load hosts are not supported yet",
-                hint="run the custom workload on a local target",
-            )
         logs = Path(tempfile.mkdtemp(prefix="run-", dir=log_root))
         multi = load.run_pgbench(self.executors, self.hosts.bin_dir, self.conn, opts, logs)
         bound = multi.client_bound()
