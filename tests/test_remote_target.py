@@ -43,7 +43,6 @@ def campaign(tmp_path: Path, inventory: Path, host: str = "h1") -> Path:
         f'[[target]]\nname = "db"\nhost = "{host}"\nload_hosts = ["h2", "h3"]\n'
         f'directory = "{tmp_path / "logs"}"\nprofile = "stock"\n'
         '[target.set]\nfsync = "off"\n'
-        "[probes]\ntiming = false\nfsync = false\nfio = false\n"
         '[[workload]]\ntype = "tpcb"\nscales = [1]\nmodes = ["select-only"]\n'
         "clients = [2]\nthreads = 1\nduration = 3\ncount = false\n"
     )
@@ -65,6 +64,7 @@ def test_a_remote_target_runs_tpcb_from_two_load_hosts(
     with Store.open(results / "results.sqlite") as st:
         study = st.study("remote")
         records = {r.key: r for r in st.runs("remote")}
+    assert not [k for k in records if "/probe/" in k], "no probe of this machine's disk"
     run = records["db/tpcb/s1/select-only/c2/d3/r1"]
     hosts_rec = records["db/tpcb/s1/select-only/c2/d3/r1/hosts"]
     assert run.status == "ok" and run.result is not None, run.reason

@@ -228,7 +228,9 @@ class RemoteKind(TargetKind):
         )
         self._seen |= {h.name: h for h in (server[0], *load_hosts)}
         hosts = Hosts(server[0], load_hosts, bin_dir)
-        return Checked(bins, None, spec.directory, owned=True, state=hosts)
+        # No directory: the storage probes would measure this machine's disk, not
+        # the host's (``directory`` only says where the load hosts' logs are kept).
+        return Checked(bins, None, None, owned=True, state=hosts)
 
     @staticmethod
     def _missing(db: Executor, loaders: Sequence[Executor], bin_dir: str) -> list[str]:
