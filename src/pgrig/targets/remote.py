@@ -85,6 +85,8 @@ class Hosts:
     server: Host
     load: tuple[Host, ...]
     bin_dir: str
+    address: str  # the server host's IP address: the server listens there
+    clients: tuple[str, ...]  # what it admits: the load hosts and this machine, as CIDRs
 
 
 @dataclass(frozen=True)
@@ -137,9 +139,12 @@ def _ip(address: str) -> str:
 def _source_ip(address: str, port: int) -> str:
     """This machine's address towards ``address`` (what the server sees): a UDP
     socket's connect picks the route and sends nothing."""
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.connect((address, port))
-        return str(s.getsockname()[0])
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.connect((address, port))
+            return str(s.getsockname()[0])
+    except OSError as exc:
+        raise HostUnusable(f"no route from this machine to {address}: {exc}") from None
 
 
 def _fmt(ms: float | None) -> str:
@@ -227,7 +232,11 @@ class RemoteKind(TargetKind):
             f"set.* only (profile {spec.profile!r} is not applied on remote hosts yet)"
         )
         self._seen |= {h.name: h for h in (server[0], *load_hosts)}
-        hosts = Hosts(server[0], load_hosts, bin_dir)
+        address = _ip(server[0].address)
+        clients = {_ip(h.address) for h in load_hosts} | {_source_ip(address, opts["port"])}
+        hosts = Hosts(
+            server[0], load_hosts, bin_dir, address, tuple(f"{ip}/32" for ip in sorted(clients))
+        )
         # No directory: the storage probes would measure this machine's disk, not
         # the host's (``directory`` only says where the load hosts' logs are kept).
         return Checked(bins, None, None, owned=True, state=hosts)
@@ -252,13 +261,12 @@ class RemoteKind(TargetKind):
     ) -> Iterator[None]:
         hosts: Hosts = t.checked.state
         port = int(t.spec.options["port"])
-        address = _ip(hosts.server.address)
-        clients = {_ip(h.address) for h in hosts.load} | {_source_ip(address, port)}
+        address = hosts.address
         spec = ServerSpec(
             bin_dir=hosts.bin_dir,
             address=address,
             port=port,
-            clients=tuple(f"{ip}/32" for ip in sorted(clients)),
+            clients=hosts.clients,
             settings=tuple(t.spec.settings.items()),
         )
         if keep():
