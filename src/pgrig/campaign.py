@@ -220,10 +220,17 @@ TARGET_SCHEMA = Schema(
 def _target(t: Table) -> TargetSpec:
     named = t.get("kind", str)
     kind = registry.TARGET_KINDS.get(named) if named is not None else None
+    if named is None:  # a kind chosen by a key of its own (a remote target's host)
+        kind = next(
+            (k for k in registry.TARGET_KINDS.values() if k.claim_key and k.claim_key in t.data),
+            None,
+        )
     options = kind.parse(t) if kind is not None else None
     extra = kind.schema.names if kind is not None and kind.schema is not None else ()
     schema = Schema(TARGET_SCHEMA.title, *TARGET_SCHEMA.keys, also=(*TARGET_SCHEMA.also, *extra))
     values = schema.read(t)
+    if kind is not None:
+        values["kind"] = kind.name
     name = values["name"]
     lab = LabSpec.from_table(t)
     if lab is not None and lab.fs is not None and values["directory"] is not None:
@@ -290,6 +297,7 @@ def parse(text: str, *, source: str, base: Path) -> Campaign:
         )
     header = policy.parse(campaign_table)
     name, baseline, run_policy = header.name, header.baseline, header.policy
+    ctx.inventory = header.inventory
 
     targets = []
     raw_targets = top.get("target", list, [])

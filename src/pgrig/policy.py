@@ -7,6 +7,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar
 
 from pgrig import stats
@@ -192,6 +193,12 @@ SCHEMA = Schema(
         _axes, shown_default="`{}`",
     ),
     custom(
+        "inventory", None,
+        "an Ansible inventory (INI or YAML) naming the hosts of remote targets "
+        "(`host = \"db1\"`, `load_hosts = [\"c1\", \"c2\"]`; [hosts](hosts.md))",
+        lambda t, k, d: t.path_value(k),
+    ),
+    custom(
         "repeat", (1, None, 10),
         "runs of every point; or `{ until_ci_pct = 5, min = 3, max = 10 }`: repeat until the "
         "95% confidence interval of the mean of the point's headline figure (tps, tpmC) is "
@@ -243,11 +250,12 @@ class Header:
     versions: tuple[str, ...]
     policy: RunPolicy
     axes: tuple[Axis, ...] = ()
+    inventory: Path | None = None  # the hosts of remote targets
 
 
 def parse(table: Table) -> Header:
     values = SCHEMA.read(table)
     name, baseline, versions = values.pop("name"), values.pop("baseline"), values.pop("versions")
-    axes = values.pop("axes")
+    axes, inventory = values.pop("axes"), values.pop("inventory")
     values["repeat"], values["until_ci_pct"], values["max_repeat"] = values["repeat"]
-    return Header(name, baseline, versions, RunPolicy(**values), axes)
+    return Header(name, baseline, versions, RunPolicy(**values), axes, inventory)

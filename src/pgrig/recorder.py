@@ -77,6 +77,8 @@ class Recorder:
         raw = ""
         value: Any = None
         watched: monitor.Watch | None = None
+        t.ctx.extra.clear()
+        t.ctx.load_finding = None
         try:
             with self.ui.step(step.label, total=step.total) as line:
                 if step.prepare is not None:
@@ -106,6 +108,8 @@ class Recorder:
             status, reason = "failed", f"{type(exc).__name__}: {exc}"
         if record:
             self.record(step, t, started, status, reason, result, raw)
+            if status == "ok":
+                self._record_extra(step, t, started)
         elapsed = time.monotonic() - t0
         if status == "ok":
             took = duration(elapsed)
@@ -165,6 +169,20 @@ class Recorder:
         if t.name not in self._limits:
             self._limits[t.name] = monitor.limits_from(self._probes.get(t.name, []))
         return self._limits[t.name]
+
+    def _record_extra(self, step: Step, t: Target, started: str) -> None:
+        """What the action made besides its result (``Context.extra``), each a
+        record of its own below the step's key."""
+        for tail, kind, value in t.ctx.extra:
+            extra = Step(
+                key=step.key.below(tail),
+                kind=kind,
+                label=f"{step.label}: {tail}",
+                params={**step.params, "run": step.id},
+                action=step.action,
+            )
+            self.record(extra, t, started, "ok", None, to_dict(value), "")
+        t.ctx.extra.clear()
 
     def _record_monitor(
         self, step: Step, t: Target, started: str, watch: monitor.Watch, value: Any

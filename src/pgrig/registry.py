@@ -23,6 +23,7 @@ from pgrig.targets.directory import KIND as DIRECTORY
 from pgrig.targets.existing import KIND as SERVER
 from pgrig.targets.lab import KIND as LAB
 from pgrig.targets.lossy import KIND as LOSSY
+from pgrig.targets.remote import KIND as REMOTE
 from pgrig.workloads.base import ResultKind, Workload, WorkloadSpec
 from pgrig.workloads.basebackup.workload import WORKLOAD as BASEBACKUP
 from pgrig.workloads.custom.workload import WORKLOAD as CUSTOM
@@ -34,10 +35,11 @@ if TYPE_CHECKING:  # campaign imports this module
 
 WORKLOADS: dict[str, Workload] = {w.type: w for w in (TPCB, CUSTOM, TPCC, DURABILITY, BASEBACKUP)}
 
-# Without ``kind = "..."`` a target is the first kind here that claims it: the
+# A remote target is chosen by its ``host`` key. Without ``kind = "..."`` a
+# target is otherwise the first kind here that claims it: the
 # lossy filesystem when a workload cuts the power, then an existing server (dsn),
 # the storage lab (its keys), and a plain directory (anything else).
-TARGET_KINDS: dict[str, TargetKind] = {k.name: k for k in (LOSSY, SERVER, LAB, DIRECTORY)}
+TARGET_KINDS: dict[str, TargetKind] = {k.name: k for k in (REMOTE, LOSSY, SERVER, LAB, DIRECTORY)}
 
 # What is recorded besides workloads' own kinds: the storage probes and the
 # monitor's record of every measured run.

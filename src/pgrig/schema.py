@@ -156,6 +156,7 @@ class Context:
     # The campaign's target names, known before its workloads are read (a
     # workload key that names a target is checked against them).
     targets: tuple[str, ...] = ()
+    inventory: Path | None = None  # [campaign] inventory: where remote targets' hosts are
 
 
 def type_name(t: type) -> str:

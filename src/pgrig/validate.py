@@ -118,6 +118,7 @@ def campaign(
                 ui_notes=warnings,
                 power_loss=lossy,
                 restore=restore,
+                workloads=tuple(w.type for w in workloads),
             )
         )
     tools = sorted({tool for w in workloads for tool in w.needs.tools})

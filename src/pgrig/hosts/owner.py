@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field, replace
 
 from pgrig.errors import PgrigError
 from pgrig.hosts.executor import TMP, Executor
-from pgrig.ownership import owner_alive, process_start_time
+from pgrig.ownership import current_study, owner_alive, process_start_time, removable
 
 OWNER_FILE = ".pgrig-owner.json"
 PREFIXES = ("pgrig-server-", "pgrig-load-")
@@ -32,11 +32,19 @@ class Owner:
     created: float
     kind: str  # "server" or "load"
     pids: tuple[int, ...] = field(default=())  # processes pgrig started on the host
+    study: str = ""  # the study it ran for ("": an older pgrig, or none)
 
     @classmethod
     def mine(cls, kind: str) -> Owner:
         pid = os.getpid()
-        return cls(socket.gethostname(), pid, process_start_time(pid), time.time(), kind)
+        return cls(
+            socket.gethostname(),
+            pid,
+            process_start_time(pid),
+            time.time(),
+            kind,
+            study=current_study(),
+        )
 
     def alive(self) -> bool:
         """True unless this machine can tell its owner is gone (another
@@ -90,8 +98,10 @@ def _stop(ex: Executor, pid: int, directory: str) -> None:
             time.sleep(0.2)
 
 
-def clean(ex: Executor, dry_run: bool = False) -> list[Leftover]:
-    """What dead pgrig processes left in ``/tmp`` on the host: stop, remove, report."""
+def clean(ex: Executor, dry_run: bool = False, study: str | None = None) -> list[Leftover]:
+    """What dead pgrig processes left in ``/tmp`` on the host: stop, remove, report.
+    ``study``: only what runs of that study left (``pgrig.ownership.removable``);
+    None: every study's."""
     out = []
     for name in ex.listdir(TMP):
         if not name.startswith(PREFIXES):
@@ -102,6 +112,8 @@ def clean(ex: Executor, dry_run: bool = False) -> list[Leftover]:
             action = "left: no owner record (not made by this pgrig, or cut short)"
         elif owner.alive():
             action = f"left: its pgrig is alive ({owner.controller}, pid {owner.pid})"
+        elif not removable(owner.study, study):
+            action = f"left: another study's ({owner.study or 'an older pgrig'})"
         elif dry_run:
             action = "would remove"
         else:

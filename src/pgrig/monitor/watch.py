@@ -377,7 +377,9 @@ class Watch:
             client_started_at=t0,
             devices=self.devices or (),
             samples=tuple(samples),
-            verdict=verdict.decide(samples, checkpoints, self.limits, run, others),
+            verdict=verdict.decide(
+                samples, checkpoints, self.limits, run, others, self.ctx.load_finding
+            ),
             checkpoints=checkpoints,
             limits=self.limits,
             server_version_num=self._pg.version_num if self._pg else None,

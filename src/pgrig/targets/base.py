@@ -57,6 +57,7 @@ class Demands:
     destructive: str | None = None
     restore: bool = False  # reset = "restore": the data is dropped and copied back
     power_loss: str | None = None  # the workload that cuts the power (a lossy filesystem)
+    workloads: tuple[str, ...] = ()  # the campaign's workloads as (type) names, in order
 
 
 @dataclass(frozen=True)
@@ -155,6 +156,9 @@ class TargetKind(ABC):
     name: ClassVar[str]  # the campaign's ``kind = "..."`` and the report's word for it
     summary: ClassVar[str]  # one line for docs/targets.md and the report
     schema: ClassVar[Schema | None] = None  # its own [[target]] keys (with ``kind``)
+    # A key of its own schema whose presence chooses this kind without ``kind = ...``
+    # (a remote target's ``host``); None: chosen by ``kind`` or ``claims``.
+    claim_key: ClassVar[str | None] = None
     kinds: ClassVar[tuple[ResultKind, ...]] = ()  # what its build step records
     # pgrig creates (and removes) the server; False: someone else's server, whose
     # data workloads drop only with --yes

@@ -193,9 +193,12 @@ def bench_action(opts: pgbench.RunOptions, observed: dict[str, float], first_gue
         def on_progress(point: ProgressPoint) -> None:
             line.update(completed=point.t_s, detail=f"{point.tps:,.0f} tps")
 
-        result, raw = pgbench.run_bench(
-            ctx.bins.client_bin_dir, conn(ctx), run_opts, ctx.scratch, on_progress=on_progress
-        )
+        if ctx.pgbench is not None:  # from the target's load hosts
+            result, raw = ctx.pgbench(run_opts, ctx.scratch)
+        else:
+            result, raw = pgbench.run_bench(
+                ctx.bins.client_bin_dir, conn(ctx), run_opts, ctx.scratch, on_progress=on_progress
+            )
         observed[opts.mode] = max(observed.get(opts.mode, 0.0), result.tps)
         return result, raw
 

@@ -1,0 +1,451 @@
+"""A throwaway server on another host, driven by pgbench from others (issue 17
+parts 3, 5 and 6): the hosts come from the campaign's Ansible inventory.
+
+``host = "db1"`` is where the server runs (``pgrig.hosts.server.RemoteServer``:
+scram-sha-256, a generated password, listening on the host's address and
+admitting only the load hosts and this machine); ``load_hosts = ["c1", "c2"]``
+(hosts or groups) is where every measured pgbench runs, all started at one
+barrier (``pgrig.hosts.load.run_pgbench``). Loads, warm-ups and the monitor's
+server sampling run from this machine over TCP.
+
+A measured run records the merged run as its ``pgbench_run`` (tps summed,
+latency percentiles from every host's pooled per-transaction log) and, below
+its key, a ``load_hosts`` record: per-host tps and percentiles, the start
+spread and the clock offsets. A load host that ran out of CPU goes into the
+run's verdict (``client_host``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pgrig.cluster import binaries
+from pgrig.conninfo import Conn
+from pgrig.errors import HostUnusable, PgrigError, UsageError
+from pgrig.hosts import inventory, load, owner, preflight
+from pgrig.hosts.executor import TMP, Executor
+from pgrig.hosts.inventory import Host
+from pgrig.hosts.server import RemoteServer, ServerSpec
+from pgrig.report.model import HEADLINE, Row, Section, Table
+from pgrig.results import PgbenchRun, ProgressPoint, typed
+from pgrig.schema import Schema, custom, integer, text
+from pgrig.schema import Table as Keys
+from pgrig.targets.base import Checked, Demands, Target, TargetKind, capture
+from pgrig.targets.throwaway import find_binaries
+from pgrig.tools.pgbench.run import RunOptions
+from pgrig.ui import Ui
+from pgrig.workloads.base import ResultKind
+
+if TYPE_CHECKING:
+    from pgrig.campaign import TargetSpec
+    from pgrig.results import RunRecord, Study
+
+SERVER_TOOLS = ("postgres", "initdb", "pg_isready")
+# Workload types whose measured runs go through ``Context.pgbench`` with a
+# built-in script (a custom script's files and TPC-C's driver are this machine's).
+FROM_LOAD_HOSTS = ("tpcb",)
+
+
+def _load_hosts(t: Keys, key: str, default: Any) -> tuple[str, ...]:
+    value = t.get(key, (str, list), None)
+    names = (value,) if isinstance(value, str) else tuple(value or ())
+    if not names or not all(isinstance(n, str) and n for n in names):
+        raise t.error(
+            key,
+            "a remote target needs the inventory hosts pgbench runs on",
+            hint='load_hosts = ["c1", "c2"], or a group: load_hosts = "load"',
+        )
+    return names
+
+
+SCHEMA = Schema(
+    "[[target]] remote",
+    text("host", None, "the inventory host the server runs on (chooses this kind)"),
+    custom("load_hosts", (), "inventory hosts or groups every measured pgbench runs on, "
+           "started together", _load_hosts, shown_default="(required)"),
+    custom("inventory", None, "the Ansible inventory naming them",
+           lambda t, k, d: t.path_value(k) or t.ctx.inventory,
+           shown_default="`[campaign] inventory`"),
+    integer("port", 5432, "the server's TCP port on its host", minimum=1),
+    text("host_pg_bin", None, "PostgreSQL's bin directory on the hosts",
+         shown_default="the same path as here"),
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Hosts:
+    """What the check found: the hosts, and where PostgreSQL is on them."""
+
+    server: Host
+    load: tuple[Host, ...]
+    bin_dir: str
+    address: str  # the server host's IP address: the server listens there
+    clients: tuple[str, ...]  # what it admits: the load hosts and this machine, as CIDRs
+
+
+@dataclass(frozen=True)
+class LoadHost:
+    """One load host's part of a measured run."""
+
+    host: str
+    tps: float
+    transactions: int
+    p50_ms: float | None  # from this host's own log
+    p99_ms: float | None
+    started_ms: float  # after the common start, this machine's clock
+    offset_ms: float  # its clock minus this machine's
+    offset_uncertainty_ms: float  # half the best ping's round trip
+    cpu_busy_pct: float | None  # median over the run
+    log_files: tuple[str, ...]  # its per-transaction logs, copied here
+
+
+@dataclass(frozen=True)
+class LoadHostsRun:
+    """A measured run from several load hosts: each host's figures and the merged ones."""
+
+    server: str
+    hosts: tuple[LoadHost, ...]
+    tps: float  # the hosts' sum
+    p50_ms: float | None  # from every host's log pooled (never from per-host percentiles)
+    p99_ms: float | None
+    samples: int
+    start_spread_ms: float
+    start_spread_uncertainty_ms: float
+    client_bound: str | None = None  # the verdict rule's summary when a load host ran out of CPU
+
+
+def _headline(r: LoadHostsRun) -> str:
+    return (
+        f": {r.tps:,.0f} tps from {len(r.hosts)} hosts, started within {r.start_spread_ms:.2f} ms"
+    )
+
+
+LOAD_HOSTS = ResultKind("load_hosts", LoadHostsRun, headline=_headline)
+
+
+def _ip(address: str) -> str:
+    try:
+        return socket.gethostbyname(address)
+    except OSError as exc:
+        raise HostUnusable(f"cannot resolve {address}: {exc}") from None
+
+
+def _source_ip(address: str, port: int) -> str:
+    """This machine's address towards ``address`` (what the server sees): a UDP
+    socket's connect picks the route and sends nothing."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.connect((address, port))
+            return str(s.getsockname()[0])
+    except OSError as exc:
+        raise HostUnusable(f"no route from this machine to {address}: {exc}") from None
+
+
+def _fmt(ms: float | None) -> str:
+    return "-" if ms is None else f"{ms:.3f}"
+
+
+class RemoteKind(TargetKind):
+    name = "remote"
+    summary = "a throwaway server on an inventory host, pgbench from its load hosts"
+    schema = SCHEMA
+    claim_key = "host"
+    kinds = (LOAD_HOSTS,)
+    clean_rank = 40
+
+    def __init__(self) -> None:
+        # The hosts this process checked: what ``clean`` looks at (an orphan on a
+        # host no campaign names is `pgrig hosts clean`'s).
+        self._seen: dict[str, Host] = {}
+
+    def parse(self, table: Keys) -> Any:
+        values = super().parse(table)
+        if values["host"] is None:
+            raise table.error("host", "a remote target needs the host its server runs on",
+                              hint='host = "db1" (a host of the inventory)')  # fmt: skip
+        if values["inventory"] is None:
+            raise table.error(
+                "inventory",
+                f"target host {values['host']!r}: no inventory says where it is",
+                hint='add inventory = "hosts.ini" to [campaign] (or to the target)',
+            )
+        return values
+
+    def check(self, spec: TargetSpec, demands: Demands, notes: list[str]) -> Checked:
+        opts = spec.options
+        for what, value, fix in (
+            ('reset = "restore"', demands.restore, 'use reset = "reuse"'),
+            (f"workload {demands.power_loss}", demands.power_loss, "run it on a local target"),
+            ("wal_directory", spec.wal_directory, "drop it"),
+            ("tablespace", spec.tablespace, "drop it"),
+            ("index_tablespace", spec.index_tablespace, "drop it"),
+        ):
+            if value:
+                raise UsageError(
+                    f"target {spec.name}: {what} is not supported on a remote host yet", hint=fix
+                )
+        others = [w for w in demands.workloads if w not in FROM_LOAD_HOSTS]
+        if others:
+            raise UsageError(
+                f"target {spec.name}: workload type {others[0]} cannot run from load hosts "
+                f"yet (only {', '.join(FROM_LOAD_HOSTS)})",
+                hint="run it on a local target, or drop it from this campaign",
+            )
+        inv = inventory.load(opts["inventory"])
+        server = inv.resolve([opts["host"]], "host")
+        if len(server) != 1:
+            raise UsageError(
+                f"target {spec.name}: host {opts['host']!r} is a group of {len(server)} hosts "
+                f"in {inv.path}",
+                hint="name one host for the server; groups are for load_hosts",
+            )
+        load_hosts = tuple(inv.resolve(opts["load_hosts"], "load host"))
+        bins = find_binaries(spec, binaries.CLIENT_TOOLS)  # loads and warm-ups run from here
+        bin_dir = opts["host_pg_bin"] or str(bins.bin_dir)
+        executors, _ = preflight.check_all([server[0], *load_hosts])
+        try:
+            missing = self._missing(executors[0], executors[1:], bin_dir)
+            free = executors[0].free_bytes(TMP)
+        finally:
+            for ex in executors:
+                ex.close()
+        if missing:
+            raise HostUnusable(
+                f"target {spec.name}: " + "; ".join(missing),
+                hint=f"pgrig hosts provision -i {inv.path} --major {bins.major}, or set "
+                "host_pg_bin to PostgreSQL's bin directory on the hosts",
+            )
+        if demands.need_bytes > free:
+            raise HostUnusable(
+                f"target {spec.name}: {server[0].name} has {free / 2**30:.1f} GiB free in {TMP}, "
+                f"the study needs {demands.need_bytes / 2**30:.1f} GiB",
+                hint=f"free space in {TMP} on {server[0].name}, or use a smaller scale",
+            )
+        notes.append(
+            f"{spec.name}: the server on {server[0].name} runs with initdb's defaults and "
+            f"set.* only (profile {spec.profile!r} is not applied on remote hosts yet)"
+        )
+        self._seen |= {h.name: h for h in (server[0], *load_hosts)}
+        address = _ip(server[0].address)
+        clients = {_ip(h.address) for h in load_hosts} | {_source_ip(address, opts["port"])}
+        hosts = Hosts(
+            server[0], load_hosts, bin_dir, address, tuple(f"{ip}/32" for ip in sorted(clients))
+        )
+        # No directory: the storage probes would measure this machine's disk, not
+        # the host's (``directory`` only says where the load hosts' logs are kept).
+        return Checked(bins, None, None, owned=True, state=hosts)
+
+    @staticmethod
+    def _missing(db: Executor, loaders: Sequence[Executor], bin_dir: str) -> list[str]:
+        out = [
+            f"{db.name} has no {bin_dir}/{tool}"
+            for tool in SERVER_TOOLS
+            if not db.exists(f"{bin_dir}/{tool}")
+        ]
+        for ex in loaders:
+            if not ex.exists(f"{bin_dir}/pgbench"):
+                out.append(f"load host {ex.name} has no {bin_dir}/pgbench")
+            if not ex.run(["python3", "-c", "pass"], timeout=60, check=False, what="python3").ok:
+                out.append(f"load host {ex.name} has no python3 (the start barrier's waiter)")
+        return out
+
+    @contextlib.contextmanager
+    def server(
+        self, t: Target, name: str, study: str, ui: Ui, *, keep: Callable[[], bool]
+    ) -> Iterator[None]:
+        hosts: Hosts = t.checked.state
+        port = int(t.spec.options["port"])
+        address = hosts.address
+        spec = ServerSpec(
+            bin_dir=hosts.bin_dir,
+            address=address,
+            port=port,
+            clients=hosts.clients,
+            settings=tuple(t.spec.settings.items()),
+        )
+        if keep():
+            ui.warn(f"{t.name}: a remote server is removed after the study (--keep: not yet)")
+        with contextlib.ExitStack() as stack:
+            executors = stack.enter_context(preflight.opened([hosts.server, *hosts.load]))
+            remote = stack.enter_context(RemoteServer(executors[0], spec))
+            logs = self._log_root(t, name, stack)
+            t.ctx.scratch = logs
+            t.ctx.conn = remote.conn()
+            t.ctx.pgbench = _Driver(executors[1:], hosts, remote.conn(), t)
+            try:
+                capture(t)
+                ui.info(
+                    f"{t.name}: server on {hosts.server.name} ({address}:{port}), pgbench from "
+                    + ", ".join(h.name for h in hosts.load)
+                )
+                yield
+            finally:
+                t.ctx.conn = None
+                t.ctx.pgbench = None
+
+    @staticmethod
+    def _log_root(t: Target, name: str, stack: contextlib.ExitStack) -> Path:
+        """Where the load hosts' logs are copied: kept in the target's
+        ``directory`` when it has one, else a temporary directory."""
+        if t.spec.directory is not None:
+            root = t.spec.directory / f"{name}-load-logs"
+            root.mkdir(parents=True, exist_ok=True)
+            return root
+        return Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="pgrig-load-logs-")))
+
+    def clean(self, study: str | None, others: list[str]) -> list[str]:
+        """What dead pgrig runs left on the hosts this process checked (their
+        owner records, ``pgrig.hosts.owner``); never a live pgrig's."""
+        lines: list[str] = []
+        for host in self._seen.values():
+            try:
+                with preflight.opened([host]) as (ex,):
+                    for left in owner.clean(ex, study=study):
+                        if left.action == "removed":
+                            lines.append(f"{host.name}: removed {left.directory} (its pgrig died)")
+                        elif left.action.startswith("left: another study's"):
+                            others.append(f"{left.directory} on {host.name}")
+            except PgrigError as exc:  # the run's own use of the host will say more
+                lines.append(f"{host.name}: not cleaned: {exc}")
+        return lines
+
+    def describe(self, t: Target) -> dict[str, Any]:
+        hosts: Hosts = t.checked.state
+        return {
+            "kind": self.name,
+            "host": hosts.server.name,
+            "load_hosts": [h.name for h in hosts.load],
+            "storage": f"remote host {hosts.server.name}",
+        }
+
+    def where(self, spec: TargetSpec) -> tuple[str, Path | None]:
+        opts = spec.options
+        return (
+            f"host {opts['host']}, load from {', '.join(opts['load_hosts'])} ({opts['inventory']})",
+            None,
+        )
+
+    def label(self, t: Target) -> str:
+        hosts: Hosts = t.checked.state
+        return f"host {hosts.server.name}"
+
+    def section(self, study: Study, records: Sequence[RunRecord]) -> Section | None:
+        runs = [
+            (r, res)
+            for r in records
+            if r.kind == LOAD_HOSTS.name and (res := typed(r, LoadHostsRun)) is not None
+        ]
+        if not runs:
+            return None
+        rows: list[Row] = []
+        notes: list[str] = []
+        for rec, res in runs:
+            run = str(rec.params.get("run", rec.key))
+            for h in res.hosts:
+                rows.append(Row((
+                    run, h.host, f"{h.tps:,.0f}", _fmt(h.p50_ms), _fmt(h.p99_ms),
+                    f"{h.started_ms:+.2f}",
+                    f"{h.offset_ms:+.3f} ± {h.offset_uncertainty_ms:.3f}",
+                )))  # fmt: skip
+            rows.append(Row((
+                run, f"all {len(res.hosts)} (sum; pooled logs)", f"{res.tps:,.0f}",
+                _fmt(res.p50_ms), _fmt(res.p99_ms),
+                f"spread {res.start_spread_ms:.2f} ± {res.start_spread_uncertainty_ms:.2f}", "",
+            ), kind=HEADLINE))  # fmt: skip
+            if res.client_bound:
+                notes.append(f"{run}: client-bound - {res.client_bound}")
+        table = Table(
+            ("run", "load host", "tps", "p50 ms", "p99 ms", "started ms", "clock offset ms"),
+            tuple(rows),
+            caption="Per load host and merged: tps summed; p50/p99 from every host's "
+            "per-transaction log pooled (nearest rank), each host's from its own; "
+            "'started' after the common start on this machine's clock; clock offsets "
+            "NTP-style, ± half the best round trip.",
+            notes=tuple(notes),
+            numeric=(False, False, True, True, True, False, False),
+        )
+        return Section("Load hosts", "load-hosts", blocks=(table,))
+
+
+class _Driver:
+    """A target's ``Context.pgbench``: every measured run from the load hosts."""
+
+    def __init__(self, executors: Sequence[Executor], hosts: Hosts, conn: Conn, t: Target) -> None:
+        self.executors, self.hosts, self.conn, self.t = executors, hosts, conn, t
+
+    def __call__(self, opts: RunOptions, log_root: Path) -> tuple[PgbenchRun, str]:
+        logs = Path(tempfile.mkdtemp(prefix="run-", dir=log_root))
+        multi = load.run_pgbench(self.executors, self.hosts.bin_dir, self.conn, opts, logs)
+        bound = multi.client_bound()
+        self.t.ctx.load_finding = bound
+        offsets = {o.host: o for o in multi.offsets}
+        watches = {w.host: w for w in multi.watches}
+        per_host = tuple(
+            LoadHost(
+                host=h.host,
+                tps=h.pgbench.tps,
+                transactions=h.pgbench.transactions,
+                p50_ms=h.latency.p50_ms if h.latency else None,
+                p99_ms=h.latency.p99_ms if h.latency else None,
+                started_ms=h.started_ms,
+                offset_ms=offsets[h.host].offset_ms,
+                offset_uncertainty_ms=offsets[h.host].uncertainty_ms,
+                cpu_busy_pct=watches[h.host].median("cpu_busy_pct") if h.host in watches else None,
+                log_files=h.log_files,
+            )
+            for h in multi.hosts
+        )
+        record = LoadHostsRun(
+            server=self.hosts.server.name,
+            hosts=per_host,
+            tps=multi.tps,
+            p50_ms=multi.latency.p50_ms if multi.latency else None,
+            p99_ms=multi.latency.p99_ms if multi.latency else None,
+            samples=multi.latency.samples if multi.latency else 0,
+            start_spread_ms=multi.start_spread_ms,
+            start_spread_uncertainty_ms=multi.start_spread_uncertainty_ms,
+            client_bound=bound.summary if bound else None,
+        )
+        self.t.ctx.extra.append(("hosts", LOAD_HOSTS.name, record))
+        return merged(multi), multi.describe() + "\n"
+
+
+def merged(multi: load.MultiLoad) -> PgbenchRun:
+    """One run of all load hosts: counts and tps summed, the mean latency weighted
+    by transactions, the percentiles pooled, per-second tps summed where every
+    host reported that second."""
+    runs = [h.pgbench for h in multi.hosts]
+    first = runs[0]
+    done = sum(r.transactions for r in runs)
+    mean = sum(r.latency_avg_ms * r.transactions for r in runs) / done if done else 0.0
+    seconds = [{p.t_s: p for p in r.progress} for r in runs]
+    common = sorted(set.intersection(*(set(s) for s in seconds)))
+    progress = []
+    for t in common:
+        tps = sum(s[t].tps for s in seconds)
+        latency = sum(s[t].latency_ms * s[t].tps for s in seconds) / tps if tps else 0.0
+        progress.append(ProgressPoint(t, tps, latency))
+    connecting = [r.initial_connection_ms for r in runs if r.initial_connection_ms is not None]
+    return replace(
+        first,
+        clients=sum(r.clients for r in runs),
+        threads=sum(r.threads for r in runs),
+        transactions=done,
+        failed=sum(r.failed for r in runs),
+        tps=multi.tps,
+        latency_avg_ms=mean,
+        latency_stddev_ms=None,
+        initial_connection_ms=max(connecting) if connecting else None,
+        statements=(),
+        progress=tuple(progress),
+        latency=multi.latency,
+    )
+
+
+KIND = RemoteKind()
