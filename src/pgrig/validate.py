@@ -81,7 +81,8 @@ def campaign(
     for spec in camp.targets:
         # An existing server: refused here, before its kind's own check, to name
         # where it came from (--dsn, a campaign's dsn, the PG* variables).
-        existing = not registry.target_kind(spec, lossy).creates_server
+        kind = registry.target_kind(spec, lossy)
+        existing = not kind.creates_server
         if existing and restore:
             raise UsageError(
                 f'target {spec.name}: reset = "restore" drops and recreates a '
@@ -100,7 +101,8 @@ def campaign(
                     else " (drop the dsn)"
                 ),
             )
-        if spec.directory is not None:  # named as the user wrote it (check_target says --target)
+        if spec.directory is not None and kind.directory_must_exist:
+            # named as the user wrote it (the kind's own check says --target)
             workdir.check_target(
                 spec.directory,
                 option="--target"

@@ -163,6 +163,9 @@ class TargetKind(ABC):
     # pgrig creates (and removes) the server; False: someone else's server, whose
     # data workloads drop only with --yes
     creates_server: ClassVar[bool] = True
+    # ``directory`` is the storage under test and must exist before anything runs
+    # (checked first, named as the user wrote it); False: the kind makes it itself
+    directory_must_exist: ClassVar[bool] = True
     # ``pgrig clean`` and a run's start clean kind by kind, lowest first: what keeps
     # others busy goes first (a mount before the work directories inside it)
     clean_rank: ClassVar[int] = 50

@@ -158,6 +158,7 @@ class RemoteKind(TargetKind):
     claim_key = "host"
     kinds = (LOAD_HOSTS,)
     clean_rank = 40
+    directory_must_exist = False  # only where the load hosts' logs are copied: made here
 
     def __init__(self) -> None:
         # The hosts this process checked: what ``clean`` looks at (an orphan on a
