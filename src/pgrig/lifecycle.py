@@ -34,6 +34,7 @@ def check_target(
     ui_notes: list[str] | None = None,
     power_loss: str | None = None,
     restore: bool = False,
+    source: str = "command line",
 ) -> Target:
     """Everything about one target that can be refused, refused before anything
     is created (its kind says what). What the profile had to change for this
@@ -42,7 +43,12 @@ def check_target(
     kernel.check(spec.kernel)  # a kernel-settings axis: root, names, values
     kind = registry.target_kind(spec, power_loss)
     demands = Demands(
-        need_bytes=need, yes=yes, destructive=destructive, restore=restore, power_loss=power_loss
+        need_bytes=need,
+        yes=yes,
+        destructive=destructive,
+        restore=restore,
+        power_loss=power_loss,
+        source=source,
     )
     return Target(spec, kind, kind.check(spec, demands, notes))
 

@@ -31,7 +31,8 @@ from pgrig.errors import (
     UsageError,
     WorkdirError,
 )
-from pgrig.targets.base import Target
+from pgrig.targets.base import Target, as_written, directory_option
+from pgrig.targets.existing import source_of
 
 # pgrig's own connections beside a workload's clients: the monitor's sampler
 # and the control connection (counts, checkpoints, resets).
@@ -46,7 +47,6 @@ RESULTS_PER_STEP_BYTES = 512 * 2**10
 # Beyond this a campaign is almost surely a typo (--duration 999999999).
 LONGEST_S = 30 * 86400
 WARN_LONGER_S = 24 * 3600
-PG_VARIABLES = ("PGHOST", "PGHOSTADDR", "PGPORT", "PGSERVICE", "PGDATABASE", "PGUSER")
 
 
 @dataclass(frozen=True)
@@ -79,36 +79,11 @@ def campaign(
     runs: list[Target] = []
     restore = camp.policy.reset == "restore" and bool(workloads)
     for spec in camp.targets:
-        # An existing server: refused here, before its kind's own check, to name
-        # where it came from (--dsn, a campaign's dsn, the PG* variables).
-        existing = not registry.target_kind(spec, lossy).creates_server
-        if existing and restore:
-            raise UsageError(
-                f'target {spec.name}: reset = "restore" drops and recreates a '
-                "database, which pgrig only does in clusters it creates",
-                hint='use reset = "reuse" for existing servers',
-            )
-        if existing and destructive and not (yes or planning):
-            raise UsageError(
-                f"{describe_source(camp, spec)}: refusing to touch the existing server: "
-                f"{destructive}",
-                hint="pass --yes if that is what you want, or let pgrig create a throwaway "
-                "cluster"
-                + (
-                    " (pass --throwaway: the PG* variables name a server)"
-                    if not spec.dsn
-                    else " (drop the dsn)"
-                ),
-            )
-        if spec.directory is not None:  # named as the user wrote it (check_target says --target)
-            workdir.check_target(
-                spec.directory,
-                option="--target"
-                if camp.source == "command line"
-                else f"directory (target {spec.name} in {camp.source})",
-            )
         if planning and not _installed(spec):
-            continue  # the plan lists the download; the run checks it once installed
+            # the plan lists the download; the run checks the rest once installed
+            if spec.directory is not None:
+                workdir.check_target(spec.directory, option=directory_option(spec, camp.source))
+            continue
         runs.append(
             lifecycle.check_target(
                 spec,
@@ -118,6 +93,7 @@ def campaign(
                 ui_notes=warnings,
                 power_loss=lossy,
                 restore=restore,
+                source=camp.source,
             )
         )
     tools = sorted({tool for w in workloads for tool in w.needs.tools})
@@ -174,11 +150,8 @@ def _installed(spec: TargetSpec) -> bool:
 
 
 def where(camp: Campaign, spec: TargetSpec, key: str, option: str | None = None) -> str:
-    """A key as the user wrote it: the command-line option of the quick study,
-    else the campaign file's table and key."""
-    if camp.source == "command line":
-        return option or "--" + key.replace("_", "-")
-    return f"{camp.source}: target {spec.name}: {key}"
+    """A key as the user wrote it (``targets.base.as_written``)."""
+    return as_written(spec, camp.source, key, option)
 
 
 # PostgreSQL's server encodings (``initdb --encoding``), as the documentation
@@ -337,14 +310,6 @@ def _connections(camp: Campaign, run: Target) -> None:
         )
 
 
-def describe_source(camp: Campaign, spec: TargetSpec) -> str:
-    """Where an existing server came from, to name it in a message."""
-    if spec.dsn:
-        return "--dsn" if camp.source == "command line" else f"target {spec.name} dsn"
-    given = [f"{v}={os.environ[v]}" for v in PG_VARIABLES if os.environ.get(v)]
-    return "the PG* environment" + (f" ({', '.join(given)})" if given else "")
-
-
 def _existing_server(camp: Campaign, run: Target) -> None:
     """A server given by a DSN or the PG* variables must answer now - not after
     the study was created - and have room for the workload's clients."""
@@ -356,7 +321,7 @@ def _existing_server(camp: Campaign, run: Target) -> None:
             hint="unset PGPORT or give a number, e.g. PGPORT=5432",
         )
     conn = Conn.from_user(run.spec.dsn)
-    source = describe_source(camp, run.spec)
+    source = source_of(run.spec, camp.source)
     try:
         with conn.connect() as db:
             row = db.execute(

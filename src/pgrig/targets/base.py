@@ -57,6 +57,22 @@ class Demands:
     destructive: str | None = None
     restore: bool = False  # reset = "restore": the data is dropped and copied back
     power_loss: str | None = None  # the workload that cuts the power (a lossy filesystem)
+    source: str = "command line"  # where the targets were given: "command line" or the file
+
+
+def as_written(spec: TargetSpec, source: str, key: str, option: str | None = None) -> str:
+    """A target's key as the user wrote it: the command-line option of the
+    quick study, else the campaign file's target and key."""
+    if source == "command line":
+        return option or "--" + key.replace("_", "-")
+    return f"{source}: target {spec.name}: {key}"
+
+
+def directory_option(spec: TargetSpec, source: str) -> str:
+    """What to change to give the target another directory (an error's hint)."""
+    if source == "command line":
+        return "--target"
+    return f"directory (target {spec.name} in {source})"
 
 
 @dataclass(frozen=True)
@@ -248,4 +264,13 @@ def capture(t: Target) -> None:
         )
 
 
-__all__ = ["Checked", "Demands", "Live", "Target", "TargetKind", "capture"]
+__all__ = [
+    "Checked",
+    "Demands",
+    "Live",
+    "Target",
+    "TargetKind",
+    "as_written",
+    "capture",
+    "directory_option",
+]

@@ -5,6 +5,7 @@ directory beside it is where the probes run."""
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -12,12 +13,32 @@ from typing import TYPE_CHECKING, Any
 from pgrig.cluster import binaries, workdir
 from pgrig.conninfo import Conn
 from pgrig.errors import UsageError
-from pgrig.targets.base import Checked, Demands, Target, TargetKind, capture
+from pgrig.targets.base import (
+    Checked,
+    Demands,
+    Target,
+    TargetKind,
+    capture,
+    directory_option,
+)
 from pgrig.targets.throwaway import find_binaries
 from pgrig.ui import Ui
 
 if TYPE_CHECKING:
     from pgrig.campaign import TargetSpec
+
+
+# The libpq variables that name a server when no dsn is given.
+PG_VARIABLES = ("PGHOST", "PGHOSTADDR", "PGPORT", "PGSERVICE", "PGDATABASE", "PGUSER")
+
+
+def source_of(spec: TargetSpec, source: str) -> str:
+    """Where an existing server came from (--dsn, a campaign's dsn, the PG*
+    variables), to name it in a message; ``source``: ``Demands.source``."""
+    if spec.dsn:
+        return "--dsn" if source == "command line" else f"target {spec.name} dsn"
+    given = [f"{v}={os.environ[v]}" for v in PG_VARIABLES if os.environ.get(v)]
+    return "the PG* environment" + (f" ({', '.join(given)})" if given else "")
 
 
 class ServerKind(TargetKind):
@@ -36,14 +57,24 @@ class ServerKind(TargetKind):
                 "database, which pgrig only does in clusters it creates",
                 hint='use reset = "reuse" for existing servers',
             )
-        bins = find_binaries(spec, binaries.CLIENT_TOOLS)
-        directory = workdir.check_target(spec.directory) if spec.directory else None
         if demands.destructive and not demands.yes:
             raise UsageError(
-                f"target {spec.name}: refusing to touch the existing server: {demands.destructive}",
-                hint="pass --yes if that is what you want, or let pgrig create a "
-                "throwaway cluster (give a directory instead of a dsn)",
+                f"{source_of(spec, demands.source)}: refusing to touch the existing server: "
+                f"{demands.destructive}",
+                hint="pass --yes if that is what you want, or let pgrig create a throwaway "
+                "cluster"
+                + (
+                    " (pass --throwaway: the PG* variables name a server)"
+                    if not spec.dsn
+                    else " (drop the dsn)"
+                ),
             )
+        bins = find_binaries(spec, binaries.CLIENT_TOOLS)
+        directory = (
+            workdir.check_target(spec.directory, option=directory_option(spec, demands.source))
+            if spec.directory
+            else None
+        )
         Conn.from_user(spec.dsn)
         for option in ("tablespace", "index_tablespace"):
             value = getattr(spec, option)

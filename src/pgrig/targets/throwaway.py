@@ -22,7 +22,14 @@ from pgrig.conninfo import Conn
 from pgrig.durability import fsyncgate
 from pgrig.errors import BinaryNotFound, UsageError
 from pgrig.pgsource import catalog
-from pgrig.targets.base import Checked, Demands, Target, TargetKind, capture
+from pgrig.targets.base import (
+    Checked,
+    Demands,
+    Target,
+    TargetKind,
+    capture,
+    directory_option,
+)
 from pgrig.ui import Ui
 from pgrig.workloads.common import DATABASE
 
@@ -56,7 +63,11 @@ class Throwaway(TargetKind):
         from pgrig import plan  # plan imports the registry, which imports us
 
         bins = find_binaries(spec, binaries.SERVER_TOOLS)
-        directory = workdir.check_target(spec.directory) if spec.directory else None
+        directory = (
+            workdir.check_target(spec.directory, option=directory_option(spec, demands.source))
+            if spec.directory
+            else None
+        )
         profile = profiles.load(spec.profile, machine=self.machine(spec))
         profile = profile.with_overrides(spec.settings)
         os_user = server_os_user(spec.os_user)
