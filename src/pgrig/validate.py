@@ -69,13 +69,14 @@ def campaign(
     installed yet is not installed (the plan says what would be downloaded),
     and refusals that only a run's ``--yes`` lifts are left to the run."""
     warnings: list[str] = []
+    lossy = power_loss_workload(camp)
     for spec in camp.targets:
-        check_initdb(camp, spec)
+        if registry.target_kind(spec, lossy).creates_server:
+            check_initdb(camp, spec)
         check_memory(camp, spec)
     needs = plan.disk_needs(camp)
     workloads = [registry.of(w) for w in camp.workloads]
     destructive = next((w.needs.destructive for w in workloads if w.needs.destructive), None)
-    lossy = power_loss_workload(camp)
     runs: list[Target] = []
     restore = camp.policy.reset == "restore" and bool(workloads)
     for spec in camp.targets:
@@ -169,9 +170,8 @@ SERVER_ENCODINGS = frozenset(_ENCODING_NAMES.split())
 
 def check_initdb(camp: Campaign, spec: TargetSpec) -> None:
     """initdb's encoding and locale, which it would refuse only after the study
-    began: an encoding PostgreSQL does not know, a locale this machine lacks."""
-    if spec.dsn is not None:
-        return
+    began: an encoding PostgreSQL does not know, a locale this machine lacks
+    (a target whose kind creates its server)."""
     init = spec.initdb
     if init.encoding.upper().replace("-", "_") not in SERVER_ENCODINGS and (
         init.encoding.upper().replace("-", "") not in SERVER_ENCODINGS
