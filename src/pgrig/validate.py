@@ -46,6 +46,8 @@ RESULTS_BASE_BYTES = 32 * 2**20
 RESULTS_PER_STEP_BYTES = 512 * 2**10
 # Beyond this a campaign is almost surely a typo (--duration 999999999).
 LONGEST_S = 30 * 86400
+# The existing server's settings and sessions: one catalog query.
+CHECK_TIMEOUT_MS = 10_000
 WARN_LONGER_S = 24 * 3600
 
 
@@ -324,6 +326,7 @@ def _existing_server(camp: Campaign, run: Target) -> None:
     source = source_of(run.spec, camp.source)
     try:
         with conn.connect() as db:
+            db.execute(f"SET statement_timeout = {CHECK_TIMEOUT_MS}")  # a hung server: refused
             row = db.execute(
                 "SELECT current_setting('max_connections')::int,"
                 " current_setting('superuser_reserved_connections')::int,"
