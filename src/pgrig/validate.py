@@ -75,7 +75,6 @@ def campaign(
     for spec in camp.targets:
         if registry.target_kind(spec, lossy).creates_server:
             check_initdb(camp, spec)
-        check_memory(camp, spec)
     needs = plan.disk_needs(camp)
     workloads = [registry.of(w) for w in camp.workloads]
     destructive = next((w.needs.destructive for w in workloads if w.needs.destructive), None)
@@ -188,32 +187,6 @@ def check_initdb(camp: Campaign, spec: TargetSpec) -> None:
             f"{where(camp, spec, 'locale')} {init.locale!r}: this machine has no such locale",
             hint="C or C.UTF-8 always exist; `locale -a` lists the others "
             "(Debian: dpkg-reconfigure locales)",
-        )
-
-
-# Beside shared_buffers, the postmaster and a backend need tens of MB of their
-# own before the first query; a limit below this cannot even start the server.
-SERVER_OVERHEAD_BYTES = 64 * 2**20
-
-
-def check_memory(camp: Campaign, spec: TargetSpec) -> None:
-    """A memory limit the server cannot start in, or one above the machine's RAM
-    (which limits nothing), refused by name rather than by its consequences."""
-    if spec.lab is None or spec.lab.memory_bytes is None:
-        return
-    memory = spec.lab.memory_bytes
-    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    if memory > ram:
-        raise UsageError(
-            f"{where(camp, spec, 'memory')} {memory / 2**30:,.1f} GiB is more than this "
-            f"machine's {ram / 2**30:.1f} GiB of RAM: it would limit nothing",
-            hint="give a limit below the RAM, e.g. a quarter of it",
-        )
-    if memory < SERVER_OVERHEAD_BYTES:
-        raise UsageError(
-            f"{where(camp, spec, 'memory')} {memory / 2**20:,.3f} MiB: PostgreSQL cannot start "
-            f"in less than about {SERVER_OVERHEAD_BYTES / 2**20:.0f} MiB",
-            hint="e.g. 512MiB; the profile's {ram * 0.25} then means a quarter of it",
         )
 
 
