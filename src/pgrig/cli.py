@@ -48,13 +48,13 @@ from pgrig.runner import run_campaign, study_live
 from pgrig.schema import NAME
 from pgrig.storage.cli import audit, storage
 from pgrig.store import Store, location
+from pgrig.targets.existing import PG_SERVER_VARS
 from pgrig.tools import fio
 from pgrig.ui import Ui
 from pgrig.workloads.tpcb.spec import TpcbSpec
 from pgrig.workloads.tpcc.cli import tpcc
 
 DEFAULT_RESULTS = Path("pgrig-results")
-PG_SERVER_VARS = ("PGHOST", "PGHOSTADDR", "PGPORT", "PGSERVICE", "PGDATABASE")
 
 
 def _abs_or_name(value: str | None) -> str | None:

@@ -28,8 +28,10 @@ if TYPE_CHECKING:
     from pgrig.campaign import TargetSpec
 
 
-# The libpq variables that name a server when no dsn is given.
-PG_VARIABLES = ("PGHOST", "PGHOSTADDR", "PGPORT", "PGSERVICE", "PGDATABASE", "PGUSER")
+# The libpq variables that name a server when no dsn is given (the quick study
+# then tests that server), and with the user, those a message names.
+PG_SERVER_VARS = ("PGHOST", "PGHOSTADDR", "PGPORT", "PGSERVICE", "PGDATABASE")
+PG_VARIABLES = (*PG_SERVER_VARS, "PGUSER")
 
 
 def source_of(spec: TargetSpec, source: str) -> str:
