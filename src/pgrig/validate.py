@@ -2,12 +2,13 @@
 campaign (``run``, ``tpcc study``, ``durability``): what cannot finish is
 refused here, before a store, a study, a directory or a server is created.
 
-It checks, in this order: what the campaign asks of itself (locale, encoding,
-how long it would take); each target as ``lifecycle.check_target`` knows it
-(binaries, directories, the profile and ``set`` values through the server's
-own parser, disk); the tools of the workloads; the connections a workload
-opens against ``max_connections``; a server given by a DSN or the ``PG*``
-variables, connected to; and the results directory's free space.
+It checks, in this order: what the campaign asks of itself (locale, encoding);
+each target as its kind knows it (``lifecycle.check_target`` with the study's
+``Demands``: binaries, directories, the profile and ``set`` values through the
+server's own parser, disk, a memory limit, the workload's connections against
+``max_connections``, an existing server connected to and refused without
+``--yes`` where workloads drop data); the tools of the workloads; how long it
+would take; and the results directory's free space.
 """
 
 from __future__ import annotations
@@ -18,27 +19,17 @@ import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import psycopg
-
 from pgrig import lifecycle, plan, proc, registry
 from pgrig.campaign import Campaign, TargetSpec
 from pgrig.cluster import binaries, workdir
-from pgrig.conninfo import Conn
 from pgrig.errors import (
     BinaryNotFound,
-    ClusterError,
     DiskSpaceError,
     UsageError,
     WorkdirError,
 )
 from pgrig.targets.base import Target, as_written, directory_option
-from pgrig.targets.existing import source_of
 
-# pgrig's own connections beside a workload's clients: the monitor's sampler
-# and the control connection (counts, checkpoints, resets).
-OWN_CONNECTIONS = 2
-# PostgreSQL's default when no profile sets it (unchanged since 8.x).
-DEFAULT_MAX_CONNECTIONS = 100
 # The results directory: the store and the report of one step (raw tool
 # output, monitor samples, its share of the HTML) stay well under this; the
 # base covers the report's stylesheet, figures and the SQLite journal.
@@ -46,8 +37,7 @@ RESULTS_BASE_BYTES = 32 * 2**20
 RESULTS_PER_STEP_BYTES = 512 * 2**10
 # Beyond this a campaign is almost surely a typo (--duration 999999999).
 LONGEST_S = 30 * 86400
-# The existing server's settings and sessions: one catalog query.
-CHECK_TIMEOUT_MS = 10_000
+
 WARN_LONGER_S = 24 * 3600
 
 
@@ -96,6 +86,7 @@ def campaign(
                 power_loss=lossy,
                 restore=restore,
                 source=camp.source,
+                clients=_peak(camp),
             )
         )
     tools = sorted({tool for w in workloads for tool in w.needs.tools})
@@ -109,11 +100,6 @@ def campaign(
             )
     lifecycle.check_together(runs)
     warnings += _duration(camp)  # after the disk: a scale too large is first of all that
-    for run in runs:
-        if not run.kind.creates_server:
-            _existing_server(camp, run)
-        else:
-            _connections(camp, run)
     if results is not None and store is not None:
         results_space(results, store, _size(camp)[1])
     warning = lifecycle.memory_warning(runs)
@@ -251,83 +237,6 @@ def _peak(camp: Campaign) -> tuple[int, str]:
     """The most connections one run opens, and the workload that opens them."""
     peaks = [(registry.of(w).connections(w), w.name) for w in camp.workloads]
     return max(peaks, default=(0, ""))
-
-
-def _fix(camp: Campaign, spec: TargetSpec, need: int) -> str:
-    room = -(-need // 100) * 100  # the next hundred: room for a monitoring session or two
-    if camp.source == "command line":
-        return f"--set max_connections={room}, or fewer --clients"
-    return (
-        f"add set = {{ max_connections = {room} }} to target {spec.name} in {camp.source}, "
-        "or lower the workload's clients"
-    )
-
-
-def _connections(camp: Campaign, run: Target) -> None:
-    """A throwaway cluster: its profile and ``set`` say max_connections."""
-    peak, workload = _peak(camp)
-    if not peak or run.profile is None:
-        return
-    value = run.profile.settings.get("max_connections")
-    try:
-        limit = int(value) if value is not None else DEFAULT_MAX_CONNECTIONS
-    except ValueError:
-        return  # the server's parser (check_target) already refused what is not a number
-    need = peak + OWN_CONNECTIONS
-    if need > limit:
-        raise UsageError(
-            f"target {run.name}: workload {workload} opens {peak} client connections "
-            f"(+{OWN_CONNECTIONS} of pgrig's own), but max_connections is {limit} "
-            f"(profile {run.profile.name}"
-            + (", set" if "max_connections" in run.spec.settings else "")
-            + "): those runs would fail at connect time",
-            hint=_fix(camp, run.spec, need),
-        )
-
-
-def _existing_server(camp: Campaign, run: Target) -> None:
-    """A server given by a DSN or the PG* variables must answer now - not after
-    the study was created - and have room for the workload's clients."""
-    assert run.spec.dsn is not None
-    port = os.environ.get("PGPORT")
-    if not run.spec.dsn and port is not None and not port.isdigit():
-        raise UsageError(
-            f"PGPORT={port!r} is not a port number",
-            hint="unset PGPORT or give a number, e.g. PGPORT=5432",
-        )
-    conn = Conn.from_user(run.spec.dsn)
-    source = source_of(run.spec, camp.source)
-    try:
-        with conn.connect() as db:
-            db.execute(f"SET statement_timeout = {CHECK_TIMEOUT_MS}")  # a hung server: refused
-            row = db.execute(
-                "SELECT current_setting('max_connections')::int,"
-                " current_setting('superuser_reserved_connections')::int,"
-                " (SELECT rolsuper FROM pg_roles WHERE rolname = current_user),"
-                " (SELECT count(*) FROM pg_stat_activity"
-                "   WHERE backend_type = 'client backend')::int"
-            ).fetchone()
-    except (ClusterError, psycopg.Error) as exc:
-        raise UsageError(
-            f"{source}: cannot connect to {conn.describe()}: {exc}",
-            hint="start that server, or fix "
-            + ("the dsn" if run.spec.dsn else "PGHOST, PGPORT, PGUSER (or pass --throwaway)"),
-        ) from exc
-    peak, workload = _peak(camp)
-    if row is None or not peak:
-        return
-    limit, reserved, superuser, in_use = row
-    room = limit - (0 if superuser else reserved) - in_use
-    need = peak + OWN_CONNECTIONS
-    if need > room:
-        raise UsageError(
-            f"{source}: workload {workload} opens {peak} client connections "
-            f"(+{OWN_CONNECTIONS} of pgrig's own), but the server allows {limit} "
-            f"(max_connections), {in_use} in use"
-            + ("" if superuser else f", {reserved} reserved for superusers"),
-            hint="raise max_connections on that server (it needs a restart), or lower the "
-            "workload's clients",
-        )
 
 
 # -- the results directory ---------------------------------------------------------

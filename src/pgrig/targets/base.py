@@ -47,6 +47,11 @@ if TYPE_CHECKING:  # types only: the kinds are registered by pgrig.registry
     from pgrig.workloads.base import ResultKind
 
 
+# pgrig's own connections beside a workload's clients: the monitor's sampler
+# and the control connection (counts, checkpoints, resets).
+OWN_CONNECTIONS = 2
+
+
 @dataclass(frozen=True)
 class Demands:
     """What the study asks of every target, known before anything is created."""
@@ -58,6 +63,10 @@ class Demands:
     restore: bool = False  # reset = "restore": the data is dropped and copied back
     power_loss: str | None = None  # the workload that cuts the power (a lossy filesystem)
     source: str = "command line"  # where the targets were given: "command line" or the file
+    # the most client connections one run opens, and the workload that opens them
+    # (pgrig's own, OWN_CONNECTIONS, come on top)
+    clients: int = 0
+    clients_of: str = ""
 
 
 def as_written(spec: TargetSpec, source: str, key: str, option: str | None = None) -> str:
@@ -267,6 +276,7 @@ def capture(t: Target) -> None:
 __all__ = [
     "Checked",
     "Demands",
+    "OWN_CONNECTIONS",
     "Live",
     "Target",
     "TargetKind",

@@ -10,10 +10,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import psycopg
+
 from pgrig.cluster import binaries, workdir
 from pgrig.conninfo import Conn
-from pgrig.errors import UsageError
+from pgrig.errors import ClusterError, UsageError
 from pgrig.targets.base import (
+    OWN_CONNECTIONS,
     Checked,
     Demands,
     Target,
@@ -41,6 +44,53 @@ def source_of(spec: TargetSpec, source: str) -> str:
         return "--dsn" if source == "command line" else f"target {spec.name} dsn"
     given = [f"{v}={os.environ[v]}" for v in PG_VARIABLES if os.environ.get(v)]
     return "the PG* environment" + (f" ({', '.join(given)})" if given else "")
+
+
+# The existing server's settings and sessions: one catalog query.
+CHECK_TIMEOUT_MS = 10_000
+
+
+def _room(spec: TargetSpec, demands: Demands) -> None:
+    """A server given by a DSN or the PG* variables must answer now - not after
+    the study was created - and have room for the workload's clients."""
+    assert spec.dsn is not None
+    port = os.environ.get("PGPORT")
+    if not spec.dsn and port is not None and not port.isdigit():
+        raise UsageError(
+            f"PGPORT={port!r} is not a port number",
+            hint="unset PGPORT or give a number, e.g. PGPORT=5432",
+        )
+    conn = Conn.from_user(spec.dsn)
+    source = source_of(spec, demands.source)
+    try:
+        with conn.connect() as db:
+            db.execute(f"SET statement_timeout = {CHECK_TIMEOUT_MS}")  # a hung server: refused
+            row = db.execute(
+                "SELECT current_setting('max_connections')::int,"
+                " current_setting('superuser_reserved_connections')::int,"
+                " (SELECT rolsuper FROM pg_roles WHERE rolname = current_user),"
+                " (SELECT count(*) FROM pg_stat_activity"
+                "   WHERE backend_type = 'client backend')::int"
+            ).fetchone()
+    except (ClusterError, psycopg.Error) as exc:
+        raise UsageError(
+            f"{source}: cannot connect to {conn.describe()}: {exc}",
+            hint="start that server, or fix "
+            + ("the dsn" if spec.dsn else "PGHOST, PGPORT, PGUSER (or pass --throwaway)"),
+        ) from exc
+    if row is None or not demands.clients:
+        return
+    limit, reserved, superuser, in_use = row
+    room = limit - (0 if superuser else reserved) - in_use
+    if demands.clients + OWN_CONNECTIONS > room:
+        raise UsageError(
+            f"{source}: workload {demands.clients_of} opens {demands.clients} client "
+            f"connections (+{OWN_CONNECTIONS} of pgrig's own), but the server allows {limit} "
+            f"(max_connections), {in_use} in use"
+            + ("" if superuser else f", {reserved} reserved for superusers"),
+            hint="raise max_connections on that server (it needs a restart), or lower the "
+            "workload's clients",
+        )
 
 
 class ServerKind(TargetKind):
@@ -93,6 +143,7 @@ class ServerKind(TargetKind):
                 hint="give that target a directory only (data directory and WAL go on the "
                 "lossy filesystem together)",
             )
+        _room(spec, demands)
         return Checked(bins, None, directory, owned=demands.yes)
 
     @contextlib.contextmanager

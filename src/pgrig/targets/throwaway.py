@@ -23,6 +23,7 @@ from pgrig.durability import fsyncgate
 from pgrig.errors import BinaryNotFound, UsageError
 from pgrig.pgsource import catalog
 from pgrig.targets.base import (
+    OWN_CONNECTIONS,
     Checked,
     Demands,
     Target,
@@ -48,6 +49,37 @@ def find_binaries(spec: TargetSpec, tools: tuple[str, ...]) -> binaries.PgBinari
             raise
     catalog.install(str(spec.pg_bin), ui=Ui())
     return binaries.find(spec.pg_bin, tools=tools)
+
+
+# PostgreSQL's default when no profile sets it (unchanged since 8.x).
+DEFAULT_MAX_CONNECTIONS = 100
+
+
+def _connections(spec: TargetSpec, profile: profiles.Profile, demands: Demands) -> None:
+    """The workload's clients and pgrig's own against the max_connections its
+    profile and ``set`` give the cluster: refused now, not at connect time."""
+    if not demands.clients:
+        return
+    value = profile.settings.get("max_connections")
+    try:
+        limit = int(value) if value is not None else DEFAULT_MAX_CONNECTIONS
+    except ValueError:
+        return  # the server's parser (profiles.validate) already refused what is not a number
+    need = demands.clients + OWN_CONNECTIONS
+    if need <= limit:
+        return
+    room = -(-need // 100) * 100  # the next hundred: room for a monitoring session or two
+    raise UsageError(
+        f"target {spec.name}: workload {demands.clients_of} opens {demands.clients} client "
+        f"connections (+{OWN_CONNECTIONS} of pgrig's own), but max_connections is {limit} "
+        f"(profile {profile.name}"
+        + (", set" if "max_connections" in spec.settings else "")
+        + "): those runs would fail at connect time",
+        hint=f"--set max_connections={room}, or fewer --clients"
+        if demands.source == "command line"
+        else f"add set = {{ max_connections = {room} }} to target {spec.name} in "
+        f"{demands.source}, or lower the workload's clients",
+    )
 
 
 class Throwaway(TargetKind):
@@ -94,6 +126,7 @@ class Throwaway(TargetKind):
                 plan.check_space(where, demands.need_bytes, f"target {spec.name} ({option})")
         if directory is not None:
             plan.check_space(directory, demands.need_bytes, f"target {spec.name}")
+        _connections(spec, profile, demands)
         return Checked(bins, profile, directory, owned=True, adapted=tuple(adapted.notes()))
 
     def clean(self, study: str | None, others: list[str]) -> list[str]:
