@@ -314,7 +314,7 @@ def test_a_campaigns_durability_workload_asks_for_its_disk(tmp_path: Path) -> No
 
     camp = campaign.parse(
         f'[campaign]\nname = "d"\n[[target]]\nname = "t"\ndirectory = "{tmp_path}"\n'
-        '[probes]\ntiming = false\nfsync = false\nfio = false\n'
+        "[probes]\ntiming = false\nfsync = false\nfio = false\n"
         '[[workload]]\ntype = "durability"\n',
         source="d.toml",
         base=tmp_path,
