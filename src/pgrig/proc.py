@@ -113,7 +113,7 @@ def _child_setup(who: _Identity, preexec: Callable[[], None] | None) -> _Child:
     return _Child(None, None, None, hook_then_switch)
 
 
-def _stop_group(proc: subprocess.Popen[bytes], grace: float = 5.0) -> None:
+def stop_group(proc: subprocess.Popen[bytes], grace: float = 5.0) -> None:
     """Stop the child's process group: SIGINT (a tool's own clean exit), SIGTERM,
     SIGKILL; then reap it."""
     if proc.poll() is not None:
@@ -191,7 +191,7 @@ def stream(
         while open_pipes:
             remaining = timeout - (time.monotonic() - started)
             if remaining <= 0:
-                _stop_group(proc)
+                stop_group(proc)
                 raise ToolTimeout(
                     f"{label} did not finish within {timeout:.0f} s and was stopped",
                     argv=args,
@@ -208,12 +208,12 @@ def stream(
         try:
             proc.wait(timeout=remaining)
         except subprocess.TimeoutExpired:
-            _stop_group(proc)
+            stop_group(proc)
             raise ToolTimeout(
                 f"{label} did not exit within {timeout:.0f} s and was stopped", argv=args
             ) from None
     except BaseException:
-        _stop_group(proc)
+        stop_group(proc)
         raise
     finally:
         sel.close()
