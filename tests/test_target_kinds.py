@@ -183,6 +183,17 @@ def test_builtin_kinds_are_chosen_by_their_keys(tmp_path: Path) -> None:
     path.write_text(base + 'kind = "server"\n' + f'directory = "{tmp_path}"\n')
     with pytest.raises(Exception, match="chosen by its keys"):
         campaign.load(path)
+    # "directory" claims anything: named beside a dsn it took the target, dropped the
+    # dsn in silence, and failed an assertion once the study ran
+    path.write_text(base + 'kind = "directory"\ndsn = "host=/tmp"\n')
+    with pytest.raises(Exception, match="its keys say 'server'"):
+        campaign.load(path)
+    path.write_text(base + 'kind = "directory"\n')
+    with pytest.raises(Exception, match="needs a directory, a dsn or fs"):
+        campaign.load(path)
+    path.write_text(base + 'kind = "directory"\n' + f'directory = "{tmp_path}"\n')
+    (spec,) = campaign.load(path).targets
+    assert registry.target_kind(spec).name == "directory"
 
 
 @pytest.mark.parametrize("module", ["lifecycle.py", "runner.py", "recorder.py"])
