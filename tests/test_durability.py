@@ -304,3 +304,19 @@ def test_a_custom_workload_is_crashed_and_checked_by_its_own_checks(disk_dir: Pa
     assert any("nobody logged in" in f for f in res.failures)
     report = next(results.glob("*.md")).read_text()
     assert "nobody logged in" in report
+
+
+def test_a_campaigns_durability_workload_asks_for_its_disk(tmp_path: Path) -> None:
+    """`pgrig durability` refused a disk without 256 MiB free; the same check in a
+    campaign (type = "durability") asked for nothing, so nothing was refused."""
+    from pgrig import campaign, plan
+    from pgrig.durability.workload import NEEDED_BYTES
+
+    camp = campaign.parse(
+        f'[campaign]\nname = "d"\n[[target]]\nname = "t"\ndirectory = "{tmp_path}"\n'
+        "[probes]\ntiming = false\nfsync = false\nfio = false\n"
+        '[[workload]]\ntype = "durability"\n',
+        source="d.toml",
+        base=tmp_path,
+    )
+    assert plan.disk_needs(camp) == {"t": NEEDED_BYTES}

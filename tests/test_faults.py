@@ -20,7 +20,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -340,12 +340,13 @@ def test_a_signal_during_teardown_still_removes_the_work_directory(
     work directory until the next run. The signal now waits for the removal."""
     from types import SimpleNamespace
 
-    from pgrig import lifecycle
     from pgrig.cluster import profiles
     from pgrig.cluster.server import Cluster, InitdbOptions, server_os_user
     from pgrig.errors import Signalled
+    from pgrig.targets import directory
 
     base = make_disk_dir("pgrig-teardown-")
+    real = workdir.remove
     cluster = Cluster.create(bins, base / "work", study="teardown", os_user=server_os_user())
     previous = signal.signal(signal.SIGTERM, cli._raise_signalled)
     try:
@@ -355,14 +356,18 @@ def test_a_signal_during_teardown_still_removes_the_work_directory(
         real = workdir.remove
 
         def remove(path: Path) -> None:
+            monkeypatch.setattr(workdir, "remove", real)  # once: the cleanup below is real
             os.kill(os.getpid(), signal.SIGTERM)  # as the removal begins
             real(path)
 
         monkeypatch.setattr(workdir, "remove", remove)
         with pytest.raises(Signalled):
-            lifecycle.dispose(SimpleNamespace(lost=None), cluster, False, cli.Ui(quiet=True))
+            directory.KIND._dispose(  # the throwaway kinds' teardown
+                cast(Any, SimpleNamespace(lost=None)), cluster, False, cli.Ui(quiet=True)
+            )
         assert not cluster.workdir.exists()
     finally:
+        monkeypatch.setattr(workdir, "remove", real)
         signal.signal(signal.SIGTERM, previous)
         if cluster.workdir.exists():
             cluster.destroy()

@@ -14,6 +14,7 @@ for that test rises above the load the baseline saw.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import re
 import shutil
@@ -320,6 +321,32 @@ def test_others_named_beside_a_disk_never_exceed_its_total() -> None:
     shown = [float(x) for x in re.findall(r"postgres <= ([\d.]+) MiB/s", line)]
     assert shown and shown[0] <= 85.2, line
     assert "111.1 MiB/s on any device" in line
+
+
+def test_a_record_worded_before_the_cap_is_read_capped() -> None:
+    """tests/data/report/tiny_cloud.json's records were worded by a pgrig before
+    the cap: the report words them again from their numbers."""
+    top = (OtherProcess("postgres", 4, 3.0, 111.1),)
+    io = IoSample("vda", device_read_mib_s=0.0, device_write_mib_s=85.2, server_write_mib_s=0.8)
+    load, disturbed = interference.assess([_sample(30.0, io=io, util=90.0)] * 3, top)
+    assert load is not None and disturbed is not None and len(disturbed.reasons) == 2
+    old = dataclasses.replace(
+        disturbed,
+        reasons=(disturbed.reasons[0], "other processes sent 99% ...: postgres 111.1 MiB/s"),
+    )
+    mon = dataclasses.replace(
+        dataclasses_replace_noise(noise.noise([100.0, 50.0, 150.0])),
+        devices=("vda",),
+        others=load,
+        disturbed=old,
+    )
+    assert interference.disturbance(mon) == disturbed.summary
+    assert "postgres <= 84.4 MiB/s" in (noise.warning(mon) or "")
+    warnings = monitor_section.summary_warnings([monitor_record("tpcb/run/rw/c1", mon)])
+    (warning,) = [w for w in warnings if "shared the machine" in w]
+    assert "postgres 111.1 MiB/s" not in warning and "postgres <= 84.4 MiB/s" in warning
+    # without the numbers (a pgrig that did not attribute), its own words
+    assert interference.disturbance(dataclasses.replace(mon, others=None)) == old.summary
 
 
 # --------------------------------------------------------------------------

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -100,3 +102,25 @@ def test_seed000s_parallel_count_uses_its_workers(
         with conn.connect() as db:
             db.execute("ALTER DATABASE postgres RESET ALL")
             db.execute("DROP TABLE pgbench_accounts")
+
+
+def test_pgrig_plan_names_each_scaled_value_once(tmp_path: Path) -> None:
+    """The target's check says what the profile scaled; `pgrig plan` printed it
+    a second time from its own copy of the profile loading."""
+    camp = tmp_path / "c.toml"
+    camp.write_text(
+        f'[campaign]\nname = "c"\n[[target]]\nname = "t"\ndirectory = "{tmp_path}"\n'
+        'profile = "seed000"\n[[workload]]\ntype = "tpcb"\nscales = [1]\n'
+        'modes = ["select-only"]\nclients = [1]\nduration = 1\n'
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "pgrig", "plan", str(camp)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    said = [line for line in (done.stdout + done.stderr).splitlines() if "scaled:" in line]
+    assert said, done.stdout + done.stderr  # 128GB of effective_cache_size: scaled here
+    values = [line.split("scaled: ", 1)[1] for line in said]
+    assert len(values) == len(set(values)), said

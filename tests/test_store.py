@@ -5,11 +5,14 @@ from __future__ import annotations
 import secrets
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from pgrig import store as store_module
+from pgrig.conninfo import Conn
 from pgrig.errors import StoreError
 from pgrig.registry import typed_result
 from pgrig.results import (
@@ -167,3 +170,26 @@ def test_unwritable_store(tmp_path: Path) -> None:
     (tmp_path / "dir.sqlite").mkdir()
     with pytest.raises(StoreError, match="cannot open results store"):
         Store.open(tmp_path / "dir.sqlite")
+
+
+def test_a_locked_postgresql_store_fails_the_write_instead_of_hanging(
+    conn: Conn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another session holding the runs table: the write gives up after the lock
+    timeout (it waited for ever before)."""
+    monkeypatch.setattr(store_module, "PG_LOCK_TIMEOUT_S", 0.5)
+    name = f"store_{secrets.token_hex(4)}"
+    with conn.connect() as db:
+        db.execute(f'CREATE DATABASE "{name}"')
+    try:
+        with Store.open(conn.with_dbname(name).dsn) as store:
+            store.begin_study(study())
+            with conn.with_dbname(name).connect(autocommit=False) as holder:
+                holder.execute("LOCK TABLE runs IN ACCESS EXCLUSIVE MODE")
+                started = time.monotonic()
+                with pytest.raises(StoreError, match="lock timeout"):
+                    store.record(run_record("a"))
+                assert time.monotonic() - started < 30
+    finally:
+        with conn.connect() as db:
+            db.execute(f'DROP DATABASE "{name}" WITH (FORCE)')

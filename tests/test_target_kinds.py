@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -182,10 +183,22 @@ def test_builtin_kinds_are_chosen_by_their_keys(tmp_path: Path) -> None:
     path.write_text(base + 'kind = "server"\n' + f'directory = "{tmp_path}"\n')
     with pytest.raises(Exception, match="chosen by its keys"):
         campaign.load(path)
+    # "directory" claims anything: named beside a dsn it took the target, dropped the
+    # dsn in silence, and failed an assertion once the study ran
+    path.write_text(base + 'kind = "directory"\ndsn = "host=/tmp"\n')
+    with pytest.raises(Exception, match="its keys say 'server'"):
+        campaign.load(path)
+    path.write_text(base + 'kind = "directory"\n')
+    with pytest.raises(Exception, match="needs a directory, a dsn or fs"):
+        campaign.load(path)
+    path.write_text(base + 'kind = "directory"\n' + f'directory = "{tmp_path}"\n')
+    (spec,) = campaign.load(path).targets
+    assert registry.target_kind(spec).name == "directory"
 
 
-def test_lifecycle_never_names_a_kind() -> None:
+@pytest.mark.parametrize("module", ["lifecycle.py", "runner.py", "recorder.py"])
+def test_the_core_never_names_a_kind(module: str) -> None:
     """The core asks the interface: no branch on dsn, lab or lossy is left there."""
-    source = Path(lifecycle.__file__).read_text()
-    for word in ("dsn", ".lab", "lossy", "LabSpec", "Cluster("):
-        assert word not in source, word
+    source = (Path(lifecycle.__file__).parent / module).read_text()
+    for word in (r"\bdsn\b", r"\.lab\b", "lossy", "LabSpec", r"Cluster\("):
+        assert not re.search(word, source), (module, word)

@@ -240,17 +240,19 @@ def _target(t: Table) -> TargetSpec:
             "goes there, not into a directory",
             hint="drop directory; base = says where the filesystem's backing file goes",
         )
-    if kind is not None:  # a kind named by its keys refuses what it lacks in its check
+    if kind is not None and kind.schema is not None:  # its own keys: its check refuses
         values["initdb"] = values["initdb"] or InitdbSpec()
-        spec = TargetSpec(**values, lab=lab, options=options)
-        if kind.schema is None and not kind.claims(spec, None):
+        return TargetSpec(**values, lab=lab, options=options)
+    if kind is not None:  # a built-in kind is its keys': the same checks, the same kind
+        keys = {**values, "kind": None, "initdb": values["initdb"] or InitdbSpec()}
+        chosen = registry.target_kind(TargetSpec(**keys, lab=lab))
+        if chosen is not kind:
             raise t.error(
                 "kind",
                 f"target {name!r}: the kind {kind.name!r} ({kind.summary}) is chosen by "
-                "its keys, which this target does not have",
+                f"its keys, which this target does not have (its keys say {chosen.name!r})",
                 hint="drop kind, and give directory, dsn or the storage lab's keys",
             )
-        return spec
     if values["directory"] is None and values["dsn"] is None and (lab is None or not lab.fs):
         raise t.error(
             None,

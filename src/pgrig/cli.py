@@ -24,7 +24,7 @@ from pgrig.cli_options import (
     names,
     results_options,
 )
-from pgrig.cluster import binaries, profiles
+from pgrig.cluster import binaries
 from pgrig.cluster.profiles import parse_overrides
 from pgrig.conninfo import Conn
 from pgrig.durability.cli import durability
@@ -48,13 +48,13 @@ from pgrig.runner import run_campaign, study_live
 from pgrig.schema import NAME
 from pgrig.storage.cli import audit, storage
 from pgrig.store import Store, location
+from pgrig.targets.existing import PG_SERVER_VARS
 from pgrig.tools import fio
 from pgrig.ui import Ui
 from pgrig.workloads.tpcb.spec import TpcbSpec
 from pgrig.workloads.tpcc.cli import tpcc
 
 DEFAULT_RESULTS = Path("pgrig-results")
-PG_SERVER_VARS = ("PGHOST", "PGHOSTADDR", "PGPORT", "PGSERVICE", "PGDATABASE")
 
 
 def _abs_or_name(value: str | None) -> str | None:
@@ -399,11 +399,6 @@ def plan_cmd(campaign_file: Path) -> None:
         if room is not None and room.exists():
             free = f", {shutil.disk_usage(room).free / 2**30:.1f} GiB free in {room}"
         click.echo(f"  target {t.name}: {where}; needs about {need / 2**30:.1f} GiB{free}")
-        if t.dsn is None:  # the seed profiles' values this machine cannot hold
-            machine = profiles.Machine.within(t.lab.memory_bytes if t.lab else None)
-            prof = profiles.load(t.profile, machine=machine).with_overrides(t.settings)
-            for note in prof.scaled:
-                click.echo(f"    profile {prof.name} scaled: {note}")
     specs = [t.pg_bin for t in camp.targets if t.pg_bin and binaries.looks_like_version(t.pg_bin)]
     missing = []
     for need_version in catalog.needed(list(dict.fromkeys(specs))):

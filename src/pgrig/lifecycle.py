@@ -35,6 +35,8 @@ def check_target(
     power_loss: str | None = None,
     restore: bool = False,
     workloads: tuple[str, ...] = (),
+    source: str = "command line",
+    clients: tuple[int, str] = (0, ""),
 ) -> Target:
     """Everything about one target that can be refused, refused before anything
     is created (its kind says what). What the profile had to change for this
@@ -49,6 +51,9 @@ def check_target(
         restore=restore,
         power_loss=power_loss,
         workloads=workloads,
+        source=source,
+        clients=clients[0],
+        clients_of=clients[1],
     )
     return Target(spec, kind, kind.check(spec, demands, notes))
 

@@ -113,7 +113,7 @@ def _child_setup(who: _Identity, preexec: Callable[[], None] | None) -> _Child:
     return _Child(None, None, None, hook_then_switch)
 
 
-def _stop_group(proc: subprocess.Popen[bytes], grace: float = 5.0) -> None:
+def stop_group(proc: subprocess.Popen[bytes], grace: float = 5.0) -> None:
     """Stop the child's process group: SIGINT (a tool's own clean exit), SIGTERM,
     SIGKILL; then reap it."""
     if proc.poll() is not None:
@@ -191,7 +191,7 @@ def stream(
         while open_pipes:
             remaining = timeout - (time.monotonic() - started)
             if remaining <= 0:
-                _stop_group(proc)
+                stop_group(proc)
                 raise ToolTimeout(
                     f"{label} did not finish within {timeout:.0f} s and was stopped",
                     argv=args,
@@ -208,12 +208,12 @@ def stream(
         try:
             proc.wait(timeout=remaining)
         except subprocess.TimeoutExpired:
-            _stop_group(proc)
+            stop_group(proc)
             raise ToolTimeout(
                 f"{label} did not exit within {timeout:.0f} s and was stopped", argv=args
             ) from None
     except BaseException:
-        _stop_group(proc)
+        stop_group(proc)
         raise
     finally:
         sel.close()
@@ -324,6 +324,24 @@ def pid_alive(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
+def escalate_by(
+    send: Callable[[signal.Signals], None],
+    gone: Callable[[float], bool],
+    steps: Sequence[tuple[signal.Signals, float]],
+) -> bool:
+    """The one signal policy, for a process anywhere (here, or on a host): each
+    signal of ``steps`` in turn, then up to its grace seconds for the process to
+    go; True once it is gone. ``gone(seconds)`` waits up to that long and says
+    whether it went (0: look once); ``send`` sends one signal."""
+    for sig, grace in steps:
+        if gone(0.0):
+            return True
+        send(sig)
+        if gone(grace):
+            return True
+    return gone(0.0)
+
+
 def escalate(
     pid: int,
     signals: Sequence[signal.Signals],
@@ -336,19 +354,22 @@ def escalate(
     each followed by up to ``grace`` seconds for it to go; True once it is gone.
     ``ours`` is asked before every signal: a PID that no longer is the process
     we mean (it exited and the number was reused) is never signalled."""
-    for sig in signals:
-        if not pid_alive(pid) or not ours():
-            return True
-        try:
+
+    def send(sig: signal.Signals) -> None:
+        with contextlib.suppress(ProcessLookupError):  # gone: the next look says so
             if group:
                 os.killpg(pid, sig)
             else:
                 os.kill(pid, sig)
-        except ProcessLookupError:
-            return True
-        deadline = time.monotonic() + grace
-        while time.monotonic() < deadline:
-            if not pid_alive(pid):
-                return True
+
+    def gone(seconds: float) -> bool:
+        if not seconds:  # before a signal: is it still the process we mean?
+            return not pid_alive(pid) or not ours()
+        deadline = time.monotonic() + seconds
+        while pid_alive(pid):
+            if time.monotonic() >= deadline:
+                return False
             time.sleep(0.05)
-    return not pid_alive(pid)
+        return True
+
+    return escalate_by(send, gone, [(sig, grace) for sig in signals])

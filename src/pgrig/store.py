@@ -114,6 +114,11 @@ class _Sqlite(_Backend):
         self.conn.close()
 
 
+# A store's statements write one record or read one study's: seconds at most.
+PG_STATEMENT_TIMEOUT_S = 300.0
+PG_LOCK_TIMEOUT_S = 60.0
+
+
 class _Postgres(_Backend):
     def __init__(self, uri: str) -> None:
         import psycopg
@@ -125,6 +130,10 @@ class _Postgres(_Backend):
         self.conn = psycopg.connect(
             Conn.from_user(uri).conninfo(), autocommit=True, row_factory=dict_row
         )
+        # A store server that hangs, or a session holding a lock, fails the
+        # write instead of hanging the study (the run is recorded once, in one call).
+        self.conn.execute(f"SET statement_timeout = {int(PG_STATEMENT_TIMEOUT_S * 1000)}")
+        self.conn.execute(f"SET lock_timeout = {int(PG_LOCK_TIMEOUT_S * 1000)}")
         # One schema for every machine: creating it twice at once is harmless.
         with self.conn.transaction():
             self.conn.execute("SELECT pg_advisory_xact_lock(hashtext('pgrig store schema'))")
@@ -223,6 +232,9 @@ class Store:
             raise StoreError(f"cannot write to results store {self.path}: {exc}") from exc
         try:
             yield self._db
+        except self._db.errors as exc:  # a lock or statement timeout, a lost server
+            self._db.rollback()
+            raise StoreError(f"cannot write to results store {self.path}: {exc}") from exc
         except BaseException:
             self._db.rollback()
             raise

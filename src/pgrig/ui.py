@@ -6,7 +6,6 @@ Data goes to stdout, diagnostics and progress to stderr. Rich handles
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -98,7 +97,3 @@ def duration(seconds: float) -> str:
         return f"{seconds:.0f} s"
     minutes, rest = divmod(round(seconds), 60)
     return f"{minutes} min {rest} s"
-
-
-def stdout_is_terminal() -> bool:
-    return sys.stdout.isatty()

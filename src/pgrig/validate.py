@@ -2,12 +2,13 @@
 campaign (``run``, ``tpcc study``, ``durability``): what cannot finish is
 refused here, before a store, a study, a directory or a server is created.
 
-It checks, in this order: what the campaign asks of itself (locale, encoding,
-how long it would take); each target as ``lifecycle.check_target`` knows it
-(binaries, directories, the profile and ``set`` values through the server's
-own parser, disk); the tools of the workloads; the connections a workload
-opens against ``max_connections``; a server given by a DSN or the ``PG*``
-variables, connected to; and the results directory's free space.
+It checks, in this order: what the campaign asks of itself (locale, encoding);
+each target as its kind knows it (``lifecycle.check_target`` with the study's
+``Demands``: binaries, directories, the profile and ``set`` values through the
+server's own parser, disk, a memory limit, the workload's connections against
+``max_connections``, an existing server connected to and refused without
+``--yes`` where workloads drop data); the tools of the workloads; how long it
+would take; and the results directory's free space.
 """
 
 from __future__ import annotations
@@ -18,26 +19,17 @@ import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import psycopg
-
 from pgrig import lifecycle, plan, proc, registry
 from pgrig.campaign import Campaign, TargetSpec
 from pgrig.cluster import binaries, workdir
-from pgrig.conninfo import Conn
 from pgrig.errors import (
     BinaryNotFound,
-    ClusterError,
     DiskSpaceError,
     UsageError,
     WorkdirError,
 )
-from pgrig.targets.base import Target
+from pgrig.targets.base import Target, as_written, directory_option
 
-# pgrig's own connections beside a workload's clients: the monitor's sampler
-# and the control connection (counts, checkpoints, resets).
-OWN_CONNECTIONS = 2
-# PostgreSQL's default when no profile sets it (unchanged since 8.x).
-DEFAULT_MAX_CONNECTIONS = 100
 # The results directory: the store and the report of one step (raw tool
 # output, monitor samples, its share of the HTML) stay well under this; the
 # base covers the report's stylesheet, figures and the SQLite journal.
@@ -45,8 +37,8 @@ RESULTS_BASE_BYTES = 32 * 2**20
 RESULTS_PER_STEP_BYTES = 512 * 2**10
 # Beyond this a campaign is almost surely a typo (--duration 999999999).
 LONGEST_S = 30 * 86400
+
 WARN_LONGER_S = 24 * 3600
-PG_VARIABLES = ("PGHOST", "PGHOSTADDR", "PGPORT", "PGSERVICE", "PGDATABASE", "PGUSER")
 
 
 @dataclass(frozen=True)
@@ -69,48 +61,24 @@ def campaign(
     installed yet is not installed (the plan says what would be downloaded),
     and refusals that only a run's ``--yes`` lifts are left to the run."""
     warnings: list[str] = []
+    lossy = power_loss_workload(camp)
     for spec in camp.targets:
-        check_initdb(camp, spec)
-        check_memory(camp, spec)
+        if registry.target_kind(spec, lossy).creates_server:
+            check_initdb(camp, spec)
     needs = plan.disk_needs(camp)
     workloads = [registry.of(w) for w in camp.workloads]
     destructive = next((w.needs.destructive for w in workloads if w.needs.destructive), None)
-    lossy = power_loss_workload(camp)
     runs: list[Target] = []
     restore = camp.policy.reset == "restore" and bool(workloads)
     for spec in camp.targets:
-        # An existing server: refused here, before its kind's own check, to name
-        # where it came from (--dsn, a campaign's dsn, the PG* variables).
-        kind = registry.target_kind(spec, lossy)
-        existing = not kind.creates_server
-        if existing and restore:
-            raise UsageError(
-                f'target {spec.name}: reset = "restore" drops and recreates a '
-                "database, which pgrig only does in clusters it creates",
-                hint='use reset = "reuse" for existing servers',
-            )
-        if existing and destructive and not (yes or planning):
-            raise UsageError(
-                f"{describe_source(camp, spec)}: refusing to touch the existing server: "
-                f"{destructive}",
-                hint="pass --yes if that is what you want, or let pgrig create a throwaway "
-                "cluster"
-                + (
-                    " (pass --throwaway: the PG* variables name a server)"
-                    if not spec.dsn
-                    else " (drop the dsn)"
-                ),
-            )
-        if spec.directory is not None and kind.directory_must_exist:
-            # named as the user wrote it (the kind's own check says --target)
-            workdir.check_target(
-                spec.directory,
-                option="--target"
-                if camp.source == "command line"
-                else f"directory (target {spec.name} in {camp.source})",
-            )
         if planning and not _installed(spec):
-            continue  # the plan lists the download; the run checks it once installed
+            # the plan lists the download; the run checks the rest once installed
+            if (
+                spec.directory is not None
+                and registry.target_kind(spec, lossy).directory_must_exist
+            ):
+                workdir.check_target(spec.directory, option=directory_option(spec, camp.source))
+            continue
         runs.append(
             lifecycle.check_target(
                 spec,
@@ -121,6 +89,8 @@ def campaign(
                 power_loss=lossy,
                 restore=restore,
                 workloads=tuple(w.type for w in workloads),
+                source=camp.source,
+                clients=_peak(camp),
             )
         )
     tools = sorted({tool for w in workloads for tool in w.needs.tools})
@@ -134,11 +104,6 @@ def campaign(
             )
     lifecycle.check_together(runs)
     warnings += _duration(camp)  # after the disk: a scale too large is first of all that
-    for run in runs:
-        if not run.kind.creates_server:
-            _existing_server(camp, run)
-        else:
-            _connections(camp, run)
     if results is not None and store is not None:
         results_space(results, store, _size(camp)[1])
     warning = lifecycle.memory_warning(runs)
@@ -177,11 +142,8 @@ def _installed(spec: TargetSpec) -> bool:
 
 
 def where(camp: Campaign, spec: TargetSpec, key: str, option: str | None = None) -> str:
-    """A key as the user wrote it: the command-line option of the quick study,
-    else the campaign file's table and key."""
-    if camp.source == "command line":
-        return option or "--" + key.replace("_", "-")
-    return f"{camp.source}: target {spec.name}: {key}"
+    """A key as the user wrote it (``targets.base.as_written``)."""
+    return as_written(spec, camp.source, key, option)
 
 
 # PostgreSQL's server encodings (``initdb --encoding``), as the documentation
@@ -199,9 +161,8 @@ SERVER_ENCODINGS = frozenset(_ENCODING_NAMES.split())
 
 def check_initdb(camp: Campaign, spec: TargetSpec) -> None:
     """initdb's encoding and locale, which it would refuse only after the study
-    began: an encoding PostgreSQL does not know, a locale this machine lacks."""
-    if spec.dsn is not None:
-        return
+    began: an encoding PostgreSQL does not know, a locale this machine lacks
+    (a target whose kind creates its server)."""
     init = spec.initdb
     if init.encoding.upper().replace("-", "_") not in SERVER_ENCODINGS and (
         init.encoding.upper().replace("-", "") not in SERVER_ENCODINGS
@@ -216,32 +177,6 @@ def check_initdb(camp: Campaign, spec: TargetSpec) -> None:
             f"{where(camp, spec, 'locale')} {init.locale!r}: this machine has no such locale",
             hint="C or C.UTF-8 always exist; `locale -a` lists the others "
             "(Debian: dpkg-reconfigure locales)",
-        )
-
-
-# Beside shared_buffers, the postmaster and a backend need tens of MB of their
-# own before the first query; a limit below this cannot even start the server.
-SERVER_OVERHEAD_BYTES = 64 * 2**20
-
-
-def check_memory(camp: Campaign, spec: TargetSpec) -> None:
-    """A memory limit the server cannot start in, or one above the machine's RAM
-    (which limits nothing), refused by name rather than by its consequences."""
-    if spec.lab is None or spec.lab.memory_bytes is None:
-        return
-    memory = spec.lab.memory_bytes
-    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    if memory > ram:
-        raise UsageError(
-            f"{where(camp, spec, 'memory')} {memory / 2**30:,.1f} GiB is more than this "
-            f"machine's {ram / 2**30:.1f} GiB of RAM: it would limit nothing",
-            hint="give a limit below the RAM, e.g. a quarter of it",
-        )
-    if memory < SERVER_OVERHEAD_BYTES:
-        raise UsageError(
-            f"{where(camp, spec, 'memory')} {memory / 2**20:,.3f} MiB: PostgreSQL cannot start "
-            f"in less than about {SERVER_OVERHEAD_BYTES / 2**20:.0f} MiB",
-            hint="e.g. 512MiB; the profile's {ram * 0.25} then means a quarter of it",
         )
 
 
@@ -306,90 +241,6 @@ def _peak(camp: Campaign) -> tuple[int, str]:
     """The most connections one run opens, and the workload that opens them."""
     peaks = [(registry.of(w).connections(w), w.name) for w in camp.workloads]
     return max(peaks, default=(0, ""))
-
-
-def _fix(camp: Campaign, spec: TargetSpec, need: int) -> str:
-    room = -(-need // 100) * 100  # the next hundred: room for a monitoring session or two
-    if camp.source == "command line":
-        return f"--set max_connections={room}, or fewer --clients"
-    return (
-        f"add set = {{ max_connections = {room} }} to target {spec.name} in {camp.source}, "
-        "or lower the workload's clients"
-    )
-
-
-def _connections(camp: Campaign, run: Target) -> None:
-    """A throwaway cluster: its profile and ``set`` say max_connections."""
-    peak, workload = _peak(camp)
-    if not peak or run.profile is None:
-        return
-    value = run.profile.settings.get("max_connections")
-    try:
-        limit = int(value) if value is not None else DEFAULT_MAX_CONNECTIONS
-    except ValueError:
-        return  # the server's parser (check_target) already refused what is not a number
-    need = peak + OWN_CONNECTIONS
-    if need > limit:
-        raise UsageError(
-            f"target {run.name}: workload {workload} opens {peak} client connections "
-            f"(+{OWN_CONNECTIONS} of pgrig's own), but max_connections is {limit} "
-            f"(profile {run.profile.name}"
-            + (", set" if "max_connections" in run.spec.settings else "")
-            + "): those runs would fail at connect time",
-            hint=_fix(camp, run.spec, need),
-        )
-
-
-def describe_source(camp: Campaign, spec: TargetSpec) -> str:
-    """Where an existing server came from, to name it in a message."""
-    if spec.dsn:
-        return "--dsn" if camp.source == "command line" else f"target {spec.name} dsn"
-    given = [f"{v}={os.environ[v]}" for v in PG_VARIABLES if os.environ.get(v)]
-    return "the PG* environment" + (f" ({', '.join(given)})" if given else "")
-
-
-def _existing_server(camp: Campaign, run: Target) -> None:
-    """A server given by a DSN or the PG* variables must answer now - not after
-    the study was created - and have room for the workload's clients."""
-    assert run.spec.dsn is not None
-    port = os.environ.get("PGPORT")
-    if not run.spec.dsn and port is not None and not port.isdigit():
-        raise UsageError(
-            f"PGPORT={port!r} is not a port number",
-            hint="unset PGPORT or give a number, e.g. PGPORT=5432",
-        )
-    conn = Conn.from_user(run.spec.dsn)
-    source = describe_source(camp, run.spec)
-    try:
-        with conn.connect() as db:
-            row = db.execute(
-                "SELECT current_setting('max_connections')::int,"
-                " current_setting('superuser_reserved_connections')::int,"
-                " (SELECT rolsuper FROM pg_roles WHERE rolname = current_user),"
-                " (SELECT count(*) FROM pg_stat_activity"
-                "   WHERE backend_type = 'client backend')::int"
-            ).fetchone()
-    except (ClusterError, psycopg.Error) as exc:
-        raise UsageError(
-            f"{source}: cannot connect to {conn.describe()}: {exc}",
-            hint="start that server, or fix "
-            + ("the dsn" if run.spec.dsn else "PGHOST, PGPORT, PGUSER (or pass --throwaway)"),
-        ) from exc
-    peak, workload = _peak(camp)
-    if row is None or not peak:
-        return
-    limit, reserved, superuser, in_use = row
-    room = limit - (0 if superuser else reserved) - in_use
-    need = peak + OWN_CONNECTIONS
-    if need > room:
-        raise UsageError(
-            f"{source}: workload {workload} opens {peak} client connections "
-            f"(+{OWN_CONNECTIONS} of pgrig's own), but the server allows {limit} "
-            f"(max_connections), {in_use} in use"
-            + ("" if superuser else f", {reserved} reserved for superusers"),
-            hint="raise max_connections on that server (it needs a restart), or lower the "
-            "workload's clients",
-        )
 
 
 # -- the results directory ---------------------------------------------------------

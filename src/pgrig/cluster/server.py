@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import pwd
 import shutil
 import time
 from collections.abc import Callable
@@ -390,13 +389,6 @@ class Cluster:
                 with contextlib.suppress(OSError):
                     total += os.lstat(os.path.join(root, name)).st_size
         return total
-
-
-def user_name(uid: int) -> str:
-    try:
-        return pwd.getpwuid(uid).pw_name
-    except KeyError:
-        return str(uid)
 
 
 class ServerLost(ClusterError):

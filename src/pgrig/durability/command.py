@@ -20,7 +20,7 @@ from pgrig.cluster.server import server_os_user
 from pgrig.conninfo import Conn
 from pgrig.durability import driver
 from pgrig.durability.model import KILL_BACKEND, METHOD_TEXT, POWER_LOSS, DurabilityResult
-from pgrig.durability.workload import DurabilitySpec
+from pgrig.durability.workload import NEEDED_BYTES, DurabilitySpec
 from pgrig.errors import PgrigError, UsageError
 from pgrig.plan import check_space
 from pgrig.policy import RunPolicy
@@ -28,8 +28,6 @@ from pgrig.results import Study, typed
 from pgrig.runner import CampaignRunner
 from pgrig.store import Store
 from pgrig.ui import Ui
-
-NEEDED_BYTES = 256 * 2**20  # cluster, WAL of a few minutes of small transactions
 
 
 def study_id() -> str:

@@ -120,6 +120,6 @@ class UserLoad:
     def stop(self) -> None:
         self._stop.set()
         if self._proc is not None and self._proc.poll() is None:
-            proc._stop_group(self._proc)  # the one escalation helper (SIGINT, TERM, KILL)
+            proc.stop_group(self._proc)  # the one escalation helper (SIGINT, TERM, KILL)
         if self._thread is not None:
             self._thread.join(timeout=30)

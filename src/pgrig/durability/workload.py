@@ -20,6 +20,9 @@ from pgrig.ui import Step as ProgressLine
 from pgrig.workloads.base import Needs, Phase, ResultKind, Series, TargetView, Workload
 from pgrig.workloads.custom.spec import ScriptSpec, _defines, _scripts
 
+# A target's peak disk use: the cluster and a few minutes of WAL of small transactions.
+NEEDED_BYTES = 256 * 2**20
+
 
 @dataclass(frozen=True)
 class DurabilitySpec:
@@ -173,7 +176,12 @@ class DurabilityWorkload(Workload):
         return spec.power_loss is not None
 
     def phases(self, spec: DurabilitySpec, policy: RunPolicy) -> list[Phase]:
-        return [Phase(series=[Series(lambda t, _rep: check_step(spec, t), repeated=False)])]
+        return [
+            Phase(
+                series=[Series(lambda t, _rep: check_step(spec, t), repeated=False)],
+                disk_bytes=NEEDED_BYTES,
+            )
+        ]
 
     def section(self, study: Study, records: Sequence[RunRecord]) -> Section | None:
         return report.section(study, records)

@@ -122,15 +122,18 @@ class Started(ABC):
 
     def stop(self, grace: float = STOP_GRACE_S) -> int | None:
         """TERM, then KILL after ``grace`` seconds; the exit code if it ended."""
-        if self.poll() is not None:
-            return self.poll()
-        for signum, wait_s in ((signal.SIGTERM, grace), (signal.SIGKILL, grace)):
-            self.signal(signum)
+
+        def gone(seconds: float) -> bool:
+            if not seconds:
+                return self.poll() is not None
             try:
-                return self._finish(wait_s)
+                self._finish(seconds)  # also collects the output readers
             except TimeoutError:
-                continue
-        return None
+                return False
+            return True
+
+        proc.escalate_by(self.signal, gone, ((signal.SIGTERM, grace), (signal.SIGKILL, grace)))
+        return self.poll()
 
 
 class Executor(ABC):

@@ -16,6 +16,7 @@ import socket
 import time
 from dataclasses import asdict, dataclass, field, replace
 
+from pgrig import proc
 from pgrig.errors import PgrigError
 from pgrig.hosts.executor import TMP, Executor
 from pgrig.ownership import current_study, owner_alive, process_start_time, removable
@@ -89,13 +90,19 @@ def _stop(ex: Executor, pid: int, directory: str) -> None:
         return  # gone
     if directory not in cmdline:
         return  # the PID was reused by something else
-    for signum, wait_s in ((signal.SIGINT, 30.0), (signal.SIGKILL, 10.0)):
+
+    def send(signum: signal.Signals) -> None:
         ex.run(["kill", f"-{signum.value}", str(pid)], timeout=30, check=False, what="kill")
-        deadline = time.monotonic() + wait_s
-        while time.monotonic() < deadline:
-            if not ex.exists(f"/proc/{pid}"):
-                return
+
+    def gone(seconds: float) -> bool:
+        deadline = time.monotonic() + seconds
+        while ex.exists(f"/proc/{pid}"):
+            if time.monotonic() >= deadline:
+                return False
             time.sleep(0.2)
+        return True
+
+    proc.escalate_by(send, gone, ((signal.SIGINT, 30.0), (signal.SIGKILL, 10.0)))
 
 
 def clean(ex: Executor, dry_run: bool = False, study: str | None = None) -> list[Leftover]:

@@ -369,36 +369,73 @@ def assess(
         device_mib_s=device_mib,
         device_util_pct=util,
     )
-    reasons = []
-    if cpu_pct + steal >= thresholds.cpu_pct:
-        who = names(top) or "processes that ended before they could be named"
-        text = (
-            f"other processes took {cpu_pct:.0f}% of the machine's CPU on average "
-            f"(up to {max(cpu):.0f}% in one second; threshold {thresholds.cpu_pct:g}%): {who}"
-        )
-        if steal >= 1:
-            text += f"; the hypervisor gave {steal:.0f}% to other guests (steal)"
-        reasons.append(text)
-    if (
-        io_share is not None
+    reasons = _reasons(
+        load,
+        io[0].device if io else None,
+        cpu=cpu_pct + steal >= thresholds.cpu_pct,
+        io=io_share is not None
         and io_share >= thresholds.io_share
-        and (util is None or util >= thresholds.io_min_util_pct)
-    ):
-        reasons.append(
-            f"other processes sent {io_share:.0%} of the bytes on {io[0].device} "
-            f"({device_mib or 0:.1f} MiB/s in all, {util or 0:.0f}% busy): "
-            + names(top, io=True, cap=io_share * (device_mib or 0.0))
-        )
+        and (util is None or util >= thresholds.io_min_util_pct),
+        cpu_threshold_pct=thresholds.cpu_pct,
+    )
     if not reasons:
         return load, None
     return load, Disturbance(
-        reasons=tuple(reasons),
+        reasons=reasons,
         cpu_pct=cpu_pct + steal,
         io_share=io_share,
         top=top,
         cpu_threshold_pct=thresholds.cpu_pct,
         io_threshold_share=thresholds.io_share,
     )
+
+
+def _reasons(
+    load: OtherLoad, device: str | None, *, cpu: bool, io: bool, cpu_threshold_pct: float
+) -> tuple[str, ...]:
+    """The sentences that say why a run was disturbed, from the numbers alone."""
+    out = []
+    if cpu:
+        who = names(load.top) or "processes that ended before they could be named"
+        text = (
+            f"other processes took {load.cpu_pct:.0f}% of the machine's CPU on average "
+            f"(up to {load.cpu_max_pct:.0f}% in one second; threshold {cpu_threshold_pct:g}%): "
+            f"{who}"
+        )
+        if load.steal_pct >= 1:
+            text += f"; the hypervisor gave {load.steal_pct:.0f}% to other guests (steal)"
+        out.append(text)
+    if io and load.io_share is not None:
+        device_mib = load.device_mib_s or 0.0
+        out.append(
+            f"other processes sent {load.io_share:.0%} of the bytes on "
+            f"{device or 'the target device'} ({device_mib:.1f} MiB/s in all, "
+            f"{load.device_util_pct or 0:.0f}% busy): "
+            + names(load.top, io=True, cap=load.io_share * device_mib)
+        )
+    return tuple(out)
+
+
+def disturbance(mon: MonitorResult) -> str:
+    """Why the run was disturbed, worded from its recorded numbers: a record an
+    older pgrig wrote keeps its numbers, and is said as this one says them (a
+    process's I/O beside a device never above the device's total). Its own
+    sentences when its numbers do not tell them (no attribution recorded)."""
+    d = mon.disturbed
+    if d is None:
+        return ""
+    if mon.others is None:
+        return d.summary
+    again = _reasons(
+        mon.others,
+        mon.devices[0] if mon.devices else None,
+        cpu=d.cpu_pct >= d.cpu_threshold_pct,
+        io=d.io_share is not None and d.io_share >= d.io_threshold_share,
+        cpu_threshold_pct=d.cpu_threshold_pct,
+    )
+    # the device's busy share, which also decided, is not in the record: the
+    # recorded sentences say which reasons there were
+    return "; ".join(again) if len(again) == len(d.reasons) else d.summary
 
 
 def is_disturbed(mon: MonitorResult | None) -> bool:

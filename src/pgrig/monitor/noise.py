@@ -12,6 +12,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 
+from pgrig.monitor import interference
 from pgrig.monitor.model import MonitorResult, Noise
 
 HIGH_CV = 0.10  # per-second tps varying more than this is a noisy run
@@ -77,7 +78,8 @@ def warning(mon: MonitorResult, high_cv: float = HIGH_CV) -> str | None:
     advice = []
     if mon.disturbed is not None:
         advice.append(
-            f"other processes were running ({mon.disturbed.summary}): rerun on a quiet machine"
+            f"other processes were running ({interference.disturbance(mon)}): rerun on a quiet "
+            "machine"
         )
     inside_ckpt = [c for c in mon.checkpoints if c.completed or c.end_s is None]
     if inside_ckpt:

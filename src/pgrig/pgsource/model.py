@@ -119,10 +119,6 @@ class Installed:
         return major_of(self.version)
 
 
-def newest_first(versions: list[str]) -> list[str]:
-    return sorted(versions, key=version_key, reverse=True)
-
-
 def describe_majors(versions: list[str]) -> str:
     majors = sorted({major_of(v) for v in versions}, key=version_key)
     return ", ".join(majors) if majors else "none"

@@ -254,8 +254,8 @@ def load(ev: Evidence) -> list[Conclusion]:
             if other == ev.baseline or not mine:
                 continue
             cmp = stats.welch(base, mine)
-            times = f"{fmt.seconds(statistics.fmean(mine))} on {other}, " + (
-                f"{fmt.seconds(statistics.fmean(base))} on {ev.baseline}"
+            times = f"{fmt.seconds(stats.headline(mine))} on {other}, " + (
+                f"{fmt.seconds(stats.headline(base))} on {ev.baseline}"
             )
             if cmp.significant and cmp.diff_pct is not None:
                 word = "faster" if cmp.diff_pct < 0 else "slower"

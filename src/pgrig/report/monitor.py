@@ -186,7 +186,7 @@ def summary_warnings(records: Sequence[RunRecord]) -> tuple[str, ...]:
     if len(disturbed) > MANY:
         out.append(f"Warning: {disturbed_summary(records)}; {why}. Each run's share: Other load.")
     elif disturbed:
-        runs = " | ".join(f"{lb}: {m.disturbed.summary}" for lb, m in disturbed if m.disturbed)
+        runs = " | ".join(f"{lb}: {interference.disturbance(m)}" for lb, m in disturbed)
         out.append(
             f"Warning: {len(disturbed)} run(s) shared the machine with other work; {why}. {runs}"
         )
@@ -315,7 +315,7 @@ def medians_table(label: str, mon: MonitorResult) -> Table:
         *mon.notes,
     ]
     if mon.disturbed is not None:
-        notes.insert(0, f"Disturbed: {mon.disturbed.summary}.")
+        notes.insert(0, f"Disturbed: {interference.disturbance(mon)}.")
     if warning := noise_.warning(mon):
         notes.insert(0, warning)
     return Table(

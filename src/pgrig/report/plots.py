@@ -19,19 +19,6 @@ from matplotlib.ticker import FuncFormatter, NullFormatter, StrMethodFormatter
 from pgrig.report import svgplot
 from pgrig.report.model import Figure
 
-# matplotlib's tab10: distinct, colour-blind-tolerable, the same in every report.
-_COLOURS = (
-    "#1f77b4",
-    "#ff7f0e",
-    "#2ca02c",
-    "#d62728",
-    "#9467bd",
-    "#8c564b",
-    "#e377c2",
-    "#7f7f7f",
-    "#bcbd22",
-    "#17becf",
-)
 _DASHES = ("-", "--", ":", "-.")
 _RC: dict[Any, Any] = {
     "font.size": 9,
@@ -52,7 +39,7 @@ def _draw(spec: Figure) -> MplFigure:
         if s.group not in groups:
             groups.append(s.group)
     for s in spec.series:
-        colour = _COLOURS[groups.index(s.group) % len(_COLOURS)]
+        colour = svgplot.COLOURS[groups.index(s.group) % len(svgplot.COLOURS)]
         style = _DASHES[s.dash % len(_DASHES)]
         many = len(s.x) > 30
         ax.plot(

@@ -6,7 +6,6 @@ that say what to do about them.
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -67,13 +66,6 @@ class Point:
     @property
     def noisy(self) -> bool:
         return (self.tps is not None and self.tps.noisy) or noise.is_noisy(self.worst_second)
-
-    def representative(self) -> tuple[RunRecord, PgbenchRun] | None:
-        """The repeat closest to the median tps: the one to show in detail."""
-        if not self.ok:
-            return None
-        median = statistics.median([r.tps for _, r in self.ok])
-        return min(self.ok, key=lambda pair: abs(pair[1].tps - median))
 
 
 def mode_key(mode: str) -> tuple[int, str]:

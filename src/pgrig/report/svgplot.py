@@ -20,7 +20,9 @@ from pgrig.report.model import Figure, Series
 
 WIDTH, HEIGHT = 700, 360
 _FONT = 12  # px: 9 pt at matplotlib's 100 dpi scale
-_COLOURS = (
+# matplotlib's tab10: distinct, colour-blind-tolerable, the same in every report
+# (plots.py draws the PNGs with them).
+COLOURS = (
     "#1f77b4",
     "#ff7f0e",
     "#2ca02c",
@@ -81,7 +83,7 @@ def render(spec: Figure, *, prefix: str) -> str:
         f'height="{bottom - top:.1f}" fill="none" stroke="#000" stroke-width="0.8"/>'
     )
     for s in spec.series:
-        colour = _COLOURS[groups.index(s.group) % len(_COLOURS)]
+        colour = COLOURS[groups.index(s.group) % len(COLOURS)]
         out += _series(s, colour, xaxis, yaxis)
     mid = (left + right) / 2
     out.append(
@@ -245,7 +247,7 @@ def _legend(
         'fill-opacity="0.8" stroke="#ccc"/>'
     ]
     for i, s in enumerate(series):
-        colour = _COLOURS[groups.index(s.group) % len(_COLOURS)]
+        colour = COLOURS[groups.index(s.group) % len(COLOURS)]
         dash = _DASHES[s.dash % len(_DASHES)]
         dash_attr = f' stroke-dasharray="{dash}"' if dash else ""
         y = y0 + 13 + 16 * i

@@ -134,15 +134,6 @@ class Cgroup:
             except OSError as exc:
                 raise CgroupError(f"cannot move pid {pid} into {procs}: {exc.strerror}") from exc
 
-    def add_tree(self, pid: int) -> list[int]:
-        """Move ``pid`` and its descendants (a server started outside the cgroup)."""
-        moved = []
-        for child in [pid, *descendants(pid)]:
-            with contextlib.suppress(CgroupError):
-                self.add(child)
-                moved.append(child)
-        return moved
-
     def pids(self) -> list[int]:
         found: set[int] = set()
         for procs in self.procs_files:

@@ -47,6 +47,11 @@ if TYPE_CHECKING:  # types only: the kinds are registered by pgrig.registry
     from pgrig.workloads.base import ResultKind
 
 
+# pgrig's own connections beside a workload's clients: the monitor's sampler
+# and the control connection (counts, checkpoints, resets).
+OWN_CONNECTIONS = 2
+
+
 @dataclass(frozen=True)
 class Demands:
     """What the study asks of every target, known before anything is created."""
@@ -57,7 +62,27 @@ class Demands:
     destructive: str | None = None
     restore: bool = False  # reset = "restore": the data is dropped and copied back
     power_loss: str | None = None  # the workload that cuts the power (a lossy filesystem)
+    source: str = "command line"  # where the targets were given: "command line" or the file
+    # the most client connections one run opens, and the workload that opens them
+    # (pgrig's own, OWN_CONNECTIONS, come on top)
+    clients: int = 0
+    clients_of: str = ""
     workloads: tuple[str, ...] = ()  # the campaign's workloads as (type) names, in order
+
+
+def as_written(spec: TargetSpec, source: str, key: str, option: str | None = None) -> str:
+    """A target's key as the user wrote it: the command-line option of the
+    quick study, else the campaign file's target and key."""
+    if source == "command line":
+        return option or "--" + key.replace("_", "-")
+    return f"{source}: target {spec.name}: {key}"
+
+
+def directory_option(spec: TargetSpec, source: str) -> str:
+    """What to change to give the target another directory (an error's hint)."""
+    if source == "command line":
+        return "--target"
+    return f"directory (target {spec.name} in {source})"
 
 
 @dataclass(frozen=True)
@@ -255,4 +280,14 @@ def capture(t: Target) -> None:
         )
 
 
-__all__ = ["Checked", "Demands", "Live", "Target", "TargetKind", "capture"]
+__all__ = [
+    "Checked",
+    "Demands",
+    "OWN_CONNECTIONS",
+    "Live",
+    "Target",
+    "TargetKind",
+    "as_written",
+    "capture",
+    "directory_option",
+]

@@ -5,19 +5,92 @@ directory beside it is where the probes run."""
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import psycopg
+
 from pgrig.cluster import binaries, workdir
 from pgrig.conninfo import Conn
-from pgrig.errors import UsageError
-from pgrig.targets.base import Checked, Demands, Target, TargetKind, capture
+from pgrig.errors import ClusterError, UsageError
+from pgrig.targets.base import (
+    OWN_CONNECTIONS,
+    Checked,
+    Demands,
+    Target,
+    TargetKind,
+    capture,
+    directory_option,
+)
 from pgrig.targets.throwaway import find_binaries
 from pgrig.ui import Ui
 
 if TYPE_CHECKING:
     from pgrig.campaign import TargetSpec
+
+
+# The libpq variables that name a server when no dsn is given (the quick study
+# then tests that server), and with the user, those a message names.
+PG_SERVER_VARS = ("PGHOST", "PGHOSTADDR", "PGPORT", "PGSERVICE", "PGDATABASE")
+PG_VARIABLES = (*PG_SERVER_VARS, "PGUSER")
+
+
+def source_of(spec: TargetSpec, source: str) -> str:
+    """Where an existing server came from (--dsn, a campaign's dsn, the PG*
+    variables), to name it in a message; ``source``: ``Demands.source``."""
+    if spec.dsn:
+        return "--dsn" if source == "command line" else f"target {spec.name} dsn"
+    given = [f"{v}={os.environ[v]}" for v in PG_VARIABLES if os.environ.get(v)]
+    return "the PG* environment" + (f" ({', '.join(given)})" if given else "")
+
+
+# The existing server's settings and sessions: one catalog query.
+CHECK_TIMEOUT_MS = 10_000
+
+
+def _room(spec: TargetSpec, demands: Demands) -> None:
+    """A server given by a DSN or the PG* variables must answer now - not after
+    the study was created - and have room for the workload's clients."""
+    assert spec.dsn is not None
+    port = os.environ.get("PGPORT")
+    if not spec.dsn and port is not None and not port.isdigit():
+        raise UsageError(
+            f"PGPORT={port!r} is not a port number",
+            hint="unset PGPORT or give a number, e.g. PGPORT=5432",
+        )
+    conn = Conn.from_user(spec.dsn)
+    source = source_of(spec, demands.source)
+    try:
+        with conn.connect() as db:
+            db.execute(f"SET statement_timeout = {CHECK_TIMEOUT_MS}")  # a hung server: refused
+            row = db.execute(
+                "SELECT current_setting('max_connections')::int,"
+                " current_setting('superuser_reserved_connections')::int,"
+                " (SELECT rolsuper FROM pg_roles WHERE rolname = current_user),"
+                " (SELECT count(*) FROM pg_stat_activity"
+                "   WHERE backend_type = 'client backend')::int"
+            ).fetchone()
+    except (ClusterError, psycopg.Error) as exc:
+        raise UsageError(
+            f"{source}: cannot connect to {conn.describe()}: {exc}",
+            hint="start that server, or fix "
+            + ("the dsn" if spec.dsn else "PGHOST, PGPORT, PGUSER (or pass --throwaway)"),
+        ) from exc
+    if row is None or not demands.clients:
+        return
+    limit, reserved, superuser, in_use = row
+    room = limit - (0 if superuser else reserved) - in_use
+    if demands.clients + OWN_CONNECTIONS > room:
+        raise UsageError(
+            f"{source}: workload {demands.clients_of} opens {demands.clients} client "
+            f"connections (+{OWN_CONNECTIONS} of pgrig's own), but the server allows {limit} "
+            f"(max_connections), {in_use} in use"
+            + ("" if superuser else f", {reserved} reserved for superusers"),
+            hint="raise max_connections on that server (it needs a restart), or lower the "
+            "workload's clients",
+        )
 
 
 class ServerKind(TargetKind):
@@ -36,14 +109,24 @@ class ServerKind(TargetKind):
                 "database, which pgrig only does in clusters it creates",
                 hint='use reset = "reuse" for existing servers',
             )
-        bins = find_binaries(spec, binaries.CLIENT_TOOLS)
-        directory = workdir.check_target(spec.directory) if spec.directory else None
         if demands.destructive and not demands.yes:
             raise UsageError(
-                f"target {spec.name}: refusing to touch the existing server: {demands.destructive}",
-                hint="pass --yes if that is what you want, or let pgrig create a "
-                "throwaway cluster (give a directory instead of a dsn)",
+                f"{source_of(spec, demands.source)}: refusing to touch the existing server: "
+                f"{demands.destructive}",
+                hint="pass --yes if that is what you want, or let pgrig create a throwaway "
+                "cluster"
+                + (
+                    " (pass --throwaway: the PG* variables name a server)"
+                    if not spec.dsn
+                    else " (drop the dsn)"
+                ),
             )
+        bins = find_binaries(spec, binaries.CLIENT_TOOLS)
+        directory = (
+            workdir.check_target(spec.directory, option=directory_option(spec, demands.source))
+            if spec.directory
+            else None
+        )
         Conn.from_user(spec.dsn)
         for option in ("tablespace", "index_tablespace"):
             value = getattr(spec, option)
@@ -60,6 +143,7 @@ class ServerKind(TargetKind):
                 hint="give that target a directory only (data directory and WAL go on the "
                 "lossy filesystem together)",
             )
+        _room(spec, demands)
         return Checked(bins, None, directory, owned=demands.yes)
 
     @contextlib.contextmanager

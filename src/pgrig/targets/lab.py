@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Any
 from pgrig import storage
 from pgrig.cluster import profiles, workdir
 from pgrig.cluster.server import server_os_user
-from pgrig.errors import BinaryNotFound, DiskSpaceError
+from pgrig.errors import BinaryNotFound, DiskSpaceError, UsageError
 from pgrig.step import Action, Skip, Step, StepKey
 from pgrig.storage import LabSpec, cgroups, loopfs
 from pgrig.storage.errors import CgroupError, StorageError
 from pgrig.storage.model import LabInfo
-from pgrig.targets.base import Checked, Demands, Target
+from pgrig.targets.base import Checked, Demands, Target, as_written
 from pgrig.targets.throwaway import Throwaway
 from pgrig.ui import Ui
 from pgrig.units import GB, size_text
@@ -47,6 +47,7 @@ class LabKind(Throwaway):
         return profiles.Machine.within(spec.lab.memory_bytes if spec.lab else None)
 
     def check(self, spec: TargetSpec, demands: Demands, notes: list[str]) -> Checked:
+        _check_memory(spec, demands.source)  # first: the profile is sized to it
         checked = super().check(spec, demands, notes)
         if spec.lab is None:
             return checked
@@ -180,3 +181,29 @@ def _check_lab(spec: TargetSpec, need: int) -> tuple[LabSpec, str | None]:
 
 
 KIND = LabKind()
+
+
+# Beside shared_buffers, the postmaster and a backend need tens of MB of their
+# own before the first query; a limit below this cannot even start the server.
+SERVER_OVERHEAD_BYTES = 64 * 2**20
+
+
+def _check_memory(spec: TargetSpec, source: str) -> None:
+    """A memory limit the server cannot start in, or one above the machine's RAM
+    (which limits nothing), refused by name rather than by its consequences."""
+    if spec.lab is None or spec.lab.memory_bytes is None:
+        return
+    memory = spec.lab.memory_bytes
+    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    if memory > ram:
+        raise UsageError(
+            f"{as_written(spec, source, 'memory')} {memory / 2**30:,.1f} GiB is more than this "
+            f"machine's {ram / 2**30:.1f} GiB of RAM: it would limit nothing",
+            hint="give a limit below the RAM, e.g. a quarter of it",
+        )
+    if memory < SERVER_OVERHEAD_BYTES:
+        raise UsageError(
+            f"{as_written(spec, source, 'memory')} {memory / 2**20:,.3f} MiB: PostgreSQL cannot "
+            f"start in less than about {SERVER_OVERHEAD_BYTES / 2**20:.0f} MiB",
+            hint="e.g. 512MiB; the profile's {ram * 0.25} then means a quarter of it",
+        )

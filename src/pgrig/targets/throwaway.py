@@ -22,7 +22,15 @@ from pgrig.conninfo import Conn
 from pgrig.durability import fsyncgate
 from pgrig.errors import BinaryNotFound, UsageError
 from pgrig.pgsource import catalog
-from pgrig.targets.base import Checked, Demands, Target, TargetKind, capture
+from pgrig.targets.base import (
+    OWN_CONNECTIONS,
+    Checked,
+    Demands,
+    Target,
+    TargetKind,
+    capture,
+    directory_option,
+)
 from pgrig.ui import Ui
 from pgrig.workloads.common import DATABASE
 
@@ -43,6 +51,37 @@ def find_binaries(spec: TargetSpec, tools: tuple[str, ...]) -> binaries.PgBinari
     return binaries.find(spec.pg_bin, tools=tools)
 
 
+# PostgreSQL's default when no profile sets it (unchanged since 8.x).
+DEFAULT_MAX_CONNECTIONS = 100
+
+
+def _connections(spec: TargetSpec, profile: profiles.Profile, demands: Demands) -> None:
+    """The workload's clients and pgrig's own against the max_connections its
+    profile and ``set`` give the cluster: refused now, not at connect time."""
+    if not demands.clients:
+        return
+    value = profile.settings.get("max_connections")
+    try:
+        limit = int(value) if value is not None else DEFAULT_MAX_CONNECTIONS
+    except ValueError:
+        return  # the server's parser (profiles.validate) already refused what is not a number
+    need = demands.clients + OWN_CONNECTIONS
+    if need <= limit:
+        return
+    room = -(-need // 100) * 100  # the next hundred: room for a monitoring session or two
+    raise UsageError(
+        f"target {spec.name}: workload {demands.clients_of} opens {demands.clients} client "
+        f"connections (+{OWN_CONNECTIONS} of pgrig's own), but max_connections is {limit} "
+        f"(profile {profile.name}"
+        + (", set" if "max_connections" in spec.settings else "")
+        + "): those runs would fail at connect time",
+        hint=f"--set max_connections={room}, or fewer --clients"
+        if demands.source == "command line"
+        else f"add set = {{ max_connections = {room} }} to target {spec.name} in "
+        f"{demands.source}, or lower the workload's clients",
+    )
+
+
 class Throwaway(TargetKind):
     """A cluster pgrig creates in the target's directory and removes after."""
 
@@ -56,7 +95,11 @@ class Throwaway(TargetKind):
         from pgrig import plan  # plan imports the registry, which imports us
 
         bins = find_binaries(spec, binaries.SERVER_TOOLS)
-        directory = workdir.check_target(spec.directory) if spec.directory else None
+        directory = (
+            workdir.check_target(spec.directory, option=directory_option(spec, demands.source))
+            if spec.directory
+            else None
+        )
         profile = profiles.load(spec.profile, machine=self.machine(spec))
         profile = profile.with_overrides(spec.settings)
         os_user = server_os_user(spec.os_user)
@@ -83,6 +126,7 @@ class Throwaway(TargetKind):
                 plan.check_space(where, demands.need_bytes, f"target {spec.name} ({option})")
         if directory is not None:
             plan.check_space(directory, demands.need_bytes, f"target {spec.name}")
+        _connections(spec, profile, demands)
         return Checked(bins, profile, directory, owned=True, adapted=tuple(adapted.notes()))
 
     def clean(self, study: str | None, others: list[str]) -> list[str]:
