@@ -42,9 +42,10 @@ class PowerLossReport:
     unsynced_dirs: int  # directories whose entries reverted
     torn: tuple[str, int, int] | None = None  # (path, offset, bytes persisted)
     persisted: tuple[tuple[str, int, int], ...] = field(default=())  # first LISTED
-    # Of the torn prefix, the bytes that differ from what the disk had (0: the
-    # tear left the disk as it was), and a digest of the page as the tear left it
-    # (``torn_digest``): a different digest later means something rewrote it.
+    # Of the torn prefix, the bytes that differ from what the disk had within the
+    # file (0: the tear left every existing byte as it was), and a digest of the
+    # page as the tear left it (``torn_digest``): a different digest later means
+    # something rewrote it.
     torn_changed: int = 0
     torn_digest: str | None = None
 
@@ -162,17 +163,19 @@ def cut_power(
 
 def _changed(fd: int, node: File, index: int, extent: int) -> int:
     """Bytes of the first ``extent`` of cached page ``index`` that differ from the
-    backing file's (bytes past its end count as different)."""
+    backing file's. Bytes past its end do not count: a tear there only extends the
+    file, and no reader (PostgreSQL replays a new page without reading it) saw
+    what was there before."""
     old = os.pread(fd, extent, index * node.page_size)
-    new = bytes(memoryview(node.pages[index])[:extent])
+    new = bytes(memoryview(node.pages[index])[: len(old)])
     if old == new:
         return 0
-    return extent - len(old) + sum(1 for a, b in zip(old, new, strict=False) if a != b)
+    return sum(1 for a, b in zip(old, new, strict=True) if a != b)
 
 
 def _differs(fd: int, node: File, index: int, extent: int) -> bool:
     old = os.pread(fd, extent, index * node.page_size)
-    return old != memoryview(node.pages[index])[:extent]
+    return old != memoryview(node.pages[index])[: len(old)]
 
 
 def _torn_pool(
