@@ -458,6 +458,8 @@ def check_options(spec: FsSpec, base: Path | None, *, what: str) -> None:
         # the message holds the tool's own line; its usage text would bury it
         raise OptionRefused(f"{what}: {exc.message}", options=exc.options, hint=exc.hint) from None
     except ToolError as exc:  # mkfs said no without naming the option (its usage text)
+        if not exc.argv or "mk" not in Path(exc.argv[0]).name:
+            raise  # losetup, mount...: not the options' fault
         asked = " ".join(spec.mkfs_options) or "none"
         said = (exc.stderr or "").strip().splitlines()
         raise OptionRefused(
