@@ -138,6 +138,17 @@ RUN_OPTIONS = [
     case("fs-size-without-fs", f"{Q} --fs-size 1GiB", 2, "--fs-size", "--fs"),
     case("mkfs-without-fs", f"{Q} --mkfs -K", 2, "--mkfs"),
     case("mount-without-fs", f"{Q} --mount noatime", 2, "--mount"),
+    # Defect 12: mkfs and the kernel are asked on a scratch filesystem (made and
+    # removed during validation), not after the study exists.
+    case("mount-bogus", f"{Q} --fs xfs --fs-size 1GiB --mount bogusopt", 2, "bogusopt"),
+    case("mount-bogus-ext4", f"{Q} --fs ext4 --fs-size 1GiB --mount noatime,bogus=1", 2, "bogus"),
+    case("mkfs-nonsense", f"{Q} --fs xfs --fs-size 1GiB --mkfs=--nonsense", 2, "--nonsense"),
+    case(
+        "mkfs-bad-value",
+        (*Q.split(), "--fs", "xfs", "--fs-size", "1GiB", "--mkfs", "-b size=3"),
+        2,
+        "mkfs",
+    ),  # fmt: skip
     case("fs-size-word", f"{Q} --fs xfs --fs-size big", 2, "--fs-size", "big"),
     case("fs-size-tiny", f"{Q} --fs xfs --fs-size 1MiB", 5, "1.0 MiB", "too small"),
     case("disk-unknown", f"{Q} --disk ssd", 2, "--disk", "ssd"),
@@ -584,6 +595,19 @@ def test_the_table_is_large_enough() -> None:
         ("run", "c.toml"),
         ("run", "--clients", "190", "--skip", "timing,fsync,fio"),  # within oltp's 200
         ("run", "--clients", "300", "--set", "max_connections=400", "--skip", "fio"),
+        (
+            "run",
+            "--skip",
+            "timing,fsync,fio",
+            "--fs",
+            "xfs",
+            "--fs-size",
+            "1GiB",
+            "--mount",
+            "noatime",
+            "--mkfs",
+            "-m crc=1",
+        ),
     ],
 )
 def test_good_input_reaches_the_store(

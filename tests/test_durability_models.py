@@ -4,9 +4,10 @@ TESTED, and the command exits non-zero unless --allow-untested."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
-from pgrig.durability.model import POWER_LOSS, PROCESS, untested_by
+from pgrig.durability.model import POWER_LOSS, PROCESS, Cut, untested_by
 from test_durability import SHORT, pgrig, stored_result
 
 
@@ -21,6 +22,22 @@ def test_which_settings_a_process_crash_cannot_test() -> None:
     # A `drop` power loss keeps or loses whole pages: no torn page for full_page_writes.
     (only,) = untested_by(POWER_LOSS, risky, "drop")
     assert only.startswith("full_page_writes = off") and "torn" in only
+
+
+def test_a_torn_run_that_tore_no_data_page_tested_nothing() -> None:
+    """Defect 19.17: torn pages in the WAL, or tears that left a page as it was, are
+    no test of full_page_writes: the PASS must say so (and exit non-zero)."""
+    fpw_off = {"full_page_writes": "off"}
+    wal = Cut("torn", 40, 1, 0, torn="d/pg_wal/0001 at 0: 2,048 of 4,096 bytes", torn_changed=900)
+    same = Cut("torn", 40, 1, 0, torn="d/base/5/1259 at 0: 2,048 bytes", torn_data_page=True)
+    (note,) = untested_by(POWER_LOSS, fpw_off, "torn", [wal, same])
+    assert note.startswith("full_page_writes = off") and "none of the 2 torn pages" in note
+    assert "pg_wal/0001" in note and "shared_buffers" in note
+    assert "nothing for recovery to repair" in wal.sentence()
+    data = replace(same, torn_changed=2048, torn_rewritten=True)
+    assert untested_by(POWER_LOSS, fpw_off, "torn", [wal, data]) == ()
+    assert "rewritten by recovery" in data.sentence()
+    assert "left as torn" in replace(data, torn_rewritten=False).sentence()
 
 
 def test_fsync_off_is_not_tested_by_a_process_crash(disk_dir: Path, tmp_path: Path) -> None:

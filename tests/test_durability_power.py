@@ -83,6 +83,32 @@ def test_fsync_off_is_caught_at_every_power_loss(disk_dir: Path, tmp_path: Path)
 
 
 @needs_fuse
+def test_a_torn_run_tears_a_data_page_full_page_writes_off_loses(
+    disk_dir: Path, tmp_path: Path
+) -> None:
+    """Defect 19.17: with the profile's shared_buffers every dirty data page stayed in
+    memory, only the WAL could tear, and full_page_writes = off PASSED. A torn run
+    now gets the smallest shared_buffers (backends write data pages between
+    checkpoints) and tears a data page: replay reads it half-written (the server
+    stays down) or leaves it so (the checksum check reads it)."""
+    done = pgrig(
+        "--target", disk_dir, "--results", tmp_path, *QUICK, "--power-loss-mode", "torn",
+        "--cycles", "2", "--set", "full_page_writes=off", "--set", "synchronous_commit=on",
+        timeout=300,
+    )  # fmt: skip
+    said = " ".join((done.stdout + done.stderr).split())
+    assert done.returncode == 1, said
+    assert "shared_buffers = 128kB" in said
+    if "did not come back" in said:
+        assert "WAL redo" in said or "invalid page" in said or "checksum" in said, said
+        return
+    res = stored_result(tmp_path)
+    assert not res.ok and res.untested == ()
+    assert any(c.power_loss is not None and c.power_loss.tore_data for c in res.crashes)
+    assert leftovers(disk_dir) == [] and our_mounts(disk_dir) == []
+
+
+@needs_fuse
 def test_synchronous_commit_off_window_is_measured(disk_dir: Path, tmp_path: Path) -> None:
     done = pgrig(
         "--target", disk_dir, "--results", tmp_path, *QUICK, "--cycles", "2",

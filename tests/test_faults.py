@@ -426,3 +426,134 @@ def test_list_does_not_call_a_failed_check_ok(
     assert _main("list") == 0
     (line,) = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("d\t")]
     assert "0/1 ok, 1 check(s) failed" in line
+
+
+# -- more phases: initdb, pgbench -i, the storage lab's setup --------------------------
+
+TPCB = """[campaign]
+name = "faults"
+[[target]]
+name = "t"
+directory = "{directory}"
+profile = "stock"
+[probes]
+timing = false
+fsync = false
+fio = false
+[[workload]]
+type = "tpcb"
+scales = [1]
+clients = [1]
+duration = 1
+"""
+
+
+def _child_argv(name: str, flag: str) -> Callable[[], bool]:
+    """A descendant ``name`` runs with ``flag`` among its arguments."""
+
+    def running() -> bool:
+        for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+            try:
+                argv = cmdline.read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if argv and argv[0].endswith(name.encode()) and flag.encode() in argv:
+                return name in " ".join(_descendants())
+        return False
+
+    return running
+
+
+# One signal per phase (each with a server to set up costs seconds): every phase
+# and every signal is covered once.
+PHASES = [
+    ("initdb", _child_running("initdb"), signal.SIGTERM, 143),
+    ("pgbench -i", _child_argv("pgbench", "-i"), signal.SIGHUP, 129),
+]
+
+
+@pytest.mark.parametrize(
+    ("phase", "condition", "signum", "code"), PHASES, ids=[p[0] for p in PHASES]
+)
+def test_run_signalled_while_the_cluster_is_set_up(
+    phase: str,
+    condition: Callable[[], bool],
+    signum: int,
+    code: int,
+    place: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Issue 19's interruptions during initdb and `pgbench -i`: the exit code of the
+    signal, no server process, no work directory, the study interrupted with
+    nothing recorded; the resume (after `pgbench -i` only: a whole run costs 10 s
+    and more here) runs every step once."""
+    (place / "c.toml").write_text(TPCB.format(directory=place / "data"))
+    watcher = _when(condition, signum)
+    assert _main("run", "c.toml", "-q") == code, capsys.readouterr().err
+    watcher.join()
+    assert not _child_running("postgres")() and not _child_running(phase.split()[0])()
+    assert list((place / "data").iterdir()) == [], "the work directory was left"
+    with Store.open(place / "pgrig-results" / "results.sqlite") as st:
+        assert st.study("faults").status == "interrupted"
+        assert [r for r in st.runs("faults") if r.kind != "environment"] == []
+    assert _leftovers(place) == []
+    if phase == "initdb":
+        return
+    assert _main("run", "c.toml", "-q") == 0, capsys.readouterr().err
+    with Store.open(place / "pgrig-results" / "results.sqlite") as st:
+        keys = [r.key for r in st.runs("faults")]
+        assert len(keys) == len(set(keys)) and any("tpcb" in k for k in keys), keys
+        assert st.study("faults").status == "finished"
+    assert list((place / "data").iterdir()) == []
+
+
+def test_run_signalled_while_the_lab_filesystem_is_made(
+    place: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 19's interruption during storage-lab setup: SIGINT as mkfs starts (the
+    backing file and loop device exist): exit 130, no loop device, mount, backing
+    file or registry record left."""
+    from pgrig.storage import loopfs, state
+
+    real = loopfs.LoopFilesystem._mkfs
+
+    def mkfs(self: loopfs.LoopFilesystem, *args: Any) -> Any:
+        os.kill(os.getpid(), signal.SIGINT)
+        return real(self, *args)
+
+    monkeypatch.setattr(loopfs.LoopFilesystem, "_mkfs", mkfs)
+    lab = TPCB.replace(
+        'directory = "{directory}"\n', f'fs = "ext4"\nsize = "256MiB"\nbase = "{place}"\n'
+    )
+    (place / "c.toml").write_text(lab)
+    assert _main("run", "c.toml", "-q") == 130, capsys.readouterr().err
+    loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True, check=True)
+    assert str(place) not in loops.stdout
+    assert str(place) not in Path("/proc/self/mountinfo").read_text()
+    assert [p for p in place.rglob("*") if p.name.startswith("pgrig-fs-")] == []
+    assert not state.registry_dir().exists() or list(state.registry_dir().iterdir()) == []
+    with Store.open(place / "pgrig-results" / "results.sqlite") as st:
+        assert st.study("faults").status == "interrupted"
+
+
+def test_run_signalled_during_fio(place: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 19's interruption during fio (SIGINT, 130): fio stopped, its file gone,
+    nothing recorded; the resume measures the pattern once."""
+    probes = "[probes]\ntiming = false\nfsync = false\n"
+    fio = '[probes.fio]\npatterns = ["randread"]\nsize = "16M"\nruntime = 1\n'
+    (place / "c.toml").write_text(
+        CAMPAIGN.format(name="faults", directory=place / "data").split("[probes]")[0] + probes + fio
+    )
+    watcher = _when(_child_running("fio"), signal.SIGINT)
+    assert _main("run", "c.toml", "-q") == 130, capsys.readouterr().err
+    watcher.join()
+    assert not _child_running("fio")()
+    assert list((place / "data").iterdir()) == [], "fio's file was left"
+    with Store.open(place / "pgrig-results" / "results.sqlite") as st:
+        assert st.study("faults").status == "interrupted"
+        assert st.runs("faults") == []
+    assert _main("run", "c.toml", "-q") == 0, capsys.readouterr().err
+    with Store.open(place / "pgrig-results" / "results.sqlite") as st:
+        keys = [r.key for r in st.runs("faults")]
+        assert len(keys) == 1 and "fio" in keys[0], keys
+    assert list((place / "data").iterdir()) == []

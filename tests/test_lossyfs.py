@@ -202,6 +202,35 @@ def test_torn_mode_persists_a_prefix_of_one_page(dirs: tuple[Path, Path]) -> Non
         assert path.read_bytes() == b"B" * 4096 + b"A" * 4096
 
 
+def test_a_tear_changes_the_disk_and_prefers_what_is_asked(dirs: tuple[Path, Path]) -> None:
+    """Defect 19.17: a page rewritten with the bytes it had is never the torn one
+    (tearing it changes nothing), and ``prefer`` (a data file) wins over the rest."""
+    with LossyMount(*dirs, page_size=4096) as fs:
+        (fs.mountpoint / "base").mkdir()
+        same, other, data = (fs.mountpoint / n for n in ("same", "other", "base/1"))
+        for path in (same, other, data):
+            write(path, b"A" * 8192, sync=True)
+        fsync_dir(fs.mountpoint)
+        fsync_dir(fs.mountpoint / "base")
+        write(same, b"A" * 8192)  # dirty, but as on disk
+        report = crash(fs, "torn", seed=1)
+        assert report.torn is not None and report.torn[0] == "same" and report.torn_changed == 0
+    with LossyMount(*dirs, page_size=4096) as fs:
+        write(same, b"A" * 8192)
+        write(other, b"B" + b"A" * 8191)  # one byte of page 0 differs
+        write(data, b"C" * 8192)
+        for seed in range(3):
+            report = crash(fs, "torn", seed=seed, prefer=r"^base/")
+            assert report.torn is not None and report.torn[0] == "base/1", report
+            assert report.torn_changed == 2048 and report.torn_digest
+            write(data, b"D" * 8192)  # dirty again for the next power loss
+        # The preferred file's tear would change nothing: a tear elsewhere that does.
+        write(data, data.read_bytes())
+        write(other, b"B" + b"A" * 8191)
+        report = crash(fs, "torn", seed=0, prefer=r"^base/")
+        assert report.torn == ("other", 0, 2048) and report.torn_changed == 1
+
+
 def _random_subset_outcome(dirs: tuple[Path, Path], seed: int) -> tuple[bytes, int]:
     backing, mnt = dirs
     for child in backing.iterdir():

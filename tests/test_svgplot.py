@@ -85,3 +85,14 @@ def test_a_monitor_plot_is_small_and_quick() -> None:
     svg = svgplot.render(fig, prefix="p")
     assert time.process_time() - t0 < 0.05
     assert len(svg) < 12_000
+
+
+def test_the_png_warns_of_nothing() -> None:
+    """Defect 19.20: a latency plot whose values are all 0 ms asked matplotlib for a
+    log axis over no positive value, and a label starting with "_" was dropped from
+    the legend: both UserWarnings reached stderr (pyproject makes a warning an error
+    here)."""
+    zero = Figure("z", "t", "seconds", "ms", (Series("p99", (1.0, 2.0), (0.0, 0.0)),), log_y=True)
+    under = Figure("u", "t", "clients", "tps", (Series("_old", (1.0, 2.0), (5.0, 6.0)),))
+    for spec in (zero, under):
+        assert plots.to_png(spec).startswith(b"\x89PNG")

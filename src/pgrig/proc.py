@@ -123,6 +123,48 @@ def stop_group(proc: subprocess.Popen[bytes], grace: float = 5.0) -> None:
         proc.wait(timeout=grace)
 
 
+def _start(
+    args: list[str], label: str, who: _Identity, child: _Child, cwd: str | os.PathLike[str] | None
+) -> subprocess.Popen[bytes]:
+    """Start the child with SIGINT, SIGTERM and SIGHUP held: one arriving between
+    the fork and the caller's guard left the tool running, unreaped (issue 19's
+    SIGTERM during initdb, seen once in four). A held signal is delivered here,
+    where the child is stopped before it propagates."""
+    proc = None
+    try:
+        with signals_deferred():
+            try:
+                proc = subprocess.Popen(  # noqa: S603 - argument list, never a shell
+                    args,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    cwd=cwd,
+                    env=who.env,
+                    user=child.uid,
+                    group=child.gid,
+                    extra_groups=child.extra_groups,
+                    preexec_fn=child.preexec_fn,
+                    start_new_session=True,
+                )
+            except FileNotFoundError as exc:
+                raise ToolError(f"{label}: command not found: {args[0]}", argv=args) from exc
+            except PermissionError as exc:
+                raise ToolError(
+                    f"{label}: cannot execute {args[0]}: {exc.strerror}", argv=args
+                ) from exc
+            except subprocess.SubprocessError as exc:  # preexec raised in the child
+                raise ToolError(f"{label}: could not be started: {exc}", argv=args) from exc
+    except BaseException:
+        if proc is not None:
+            _stop_group(proc)
+            assert proc.stdout is not None and proc.stderr is not None
+            proc.stdout.close()
+            proc.stderr.close()
+        raise
+    return proc
+
+
 def stream(
     argv: Sequence[str | os.PathLike[str]],
     *,
@@ -147,34 +189,9 @@ def stream(
     started = time.monotonic()
     who = _identity(user, env)
     child = _child_setup(who, preexec)
-    try:
-        proc = subprocess.Popen(  # noqa: S603 - argument list, never a shell
-            args,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=cwd,
-            env=who.env,
-            user=child.uid,
-            group=child.gid,
-            extra_groups=child.extra_groups,
-            preexec_fn=child.preexec_fn,
-            start_new_session=True,
-        )
-    except FileNotFoundError as exc:
-        raise ToolError(f"{label}: command not found: {args[0]}", argv=args) from exc
-    except PermissionError as exc:
-        raise ToolError(f"{label}: cannot execute {args[0]}: {exc.strerror}", argv=args) from exc
-    except subprocess.SubprocessError as exc:  # preexec raised in the child
-        raise ToolError(f"{label}: could not be started: {exc}", argv=args) from exc
-
     chunks: dict[str, list[str]] = {"stdout": [], "stderr": []}
     partial = {"stdout": "", "stderr": ""}
     sel = selectors.DefaultSelector()
-    assert proc.stdout is not None and proc.stderr is not None
-    for name, pipe in (("stdout", proc.stdout), ("stderr", proc.stderr)):
-        os.set_blocking(pipe.fileno(), False)
-        sel.register(pipe, selectors.EVENT_READ, name)
 
     def feed(name: str, data: str) -> None:
         chunks[name].append(data)
@@ -186,7 +203,12 @@ def stream(
         for line in parts:
             on_line(name, line)
 
+    proc = _start(args, label, who, child, cwd)
     try:
+        assert proc.stdout is not None and proc.stderr is not None
+        for name, pipe in (("stdout", proc.stdout), ("stderr", proc.stderr)):
+            os.set_blocking(pipe.fileno(), False)
+            sel.register(pipe, selectors.EVENT_READ, name)
         open_pipes = 2
         while open_pipes:
             remaining = timeout - (time.monotonic() - started)
@@ -217,6 +239,7 @@ def stream(
         raise
     finally:
         sel.close()
+        assert proc.stdout is not None and proc.stderr is not None
         proc.stdout.close()
         proc.stderr.close()
 

@@ -29,6 +29,12 @@ from pgrig.runner import CampaignRunner
 from pgrig.store import Store
 from pgrig.ui import Ui
 
+# A torn run's shared_buffers unless --set gives one: the least PostgreSQL takes
+# (16 pages), so backends evict dirty data pages - written, not fsynced until the
+# next checkpoint - and the power loss has data pages to tear. With the profile's
+# buffers every dirty page stayed in memory and only WAL could tear (issue 19.17).
+TORN_SHARED_BUFFERS = "128kB"
+
 
 def study_id() -> str:
     return f"durability-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
@@ -137,13 +143,16 @@ def campaign(opts: Options, on_event: driver.EventHook | None = None) -> Campaig
         power_loss=plan.power_loss,
         on_event=on_event,
     )
+    settings = dict(opts.overrides)
+    if plan.power_loss == "torn" and opts.dsn is None:
+        settings.setdefault("shared_buffers", TORN_SHARED_BUFFERS)
     target = TargetSpec(
         name="local",
         directory=None if opts.dsn is not None else opts.target,
         dsn=opts.dsn,
         pg_bin=opts.pg_bin,
         profile=opts.profile,
-        settings=dict(opts.overrides),
+        settings=settings,
         initdb=InitdbSpec(data_checksums=True),
         os_user=opts.os_user,
     )
@@ -174,6 +183,11 @@ def execute(
     from pgrig.report.writer import write as write_report
 
     preflight(opts)
+    if opts.plan.power_loss == "torn" and "shared_buffers" not in opts.overrides:
+        ui.info(
+            f"torn power losses: shared_buffers = {TORN_SHARED_BUFFERS} so that data pages "
+            "are written between checkpoints and can tear (--set shared_buffers=... to change)"
+        )
     runner = CampaignRunner(
         campaign(opts, on_event),
         ui,

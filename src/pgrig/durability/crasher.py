@@ -22,8 +22,11 @@ is the server started.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import hashlib
 import os
 import random
+import re
 import signal
 import time
 from collections.abc import Callable
@@ -40,7 +43,7 @@ from pgrig.conninfo import Conn
 from pgrig.durability.clients import APPLICATION_NAME
 from pgrig.durability.model import IMMEDIATE, KILL_BACKEND, KILL_POSTMASTER, Cut
 from pgrig.errors import ClusterError, PgrigError, UsageError
-from pgrig.lossyfs import LossyFsError, Mode
+from pgrig.lossyfs import LossyFsError, Mode, PowerLossReport
 from pgrig.lossyfs.target import LossyTarget
 
 
@@ -187,8 +190,9 @@ def wait_recovered(
         # gone before a new one may start; not part of the recovery time.
         with contextlib.suppress(ServerLost):
             _wait(gone, min(deadline, time.monotonic() + 10), server, "the old processes")
+        report = None
         if power_loss is not None:
-            cut = cut_power(server, power_loss, seed=seed)
+            cut, report = cut_power(server, power_loss, seed=seed)
         restart = time.monotonic()
         try:
             cluster.restart_after_crash(timeout=max(1.0, deadline - restart))
@@ -199,19 +203,28 @@ def wait_recovered(
         except psycopg.errors.InvalidCatalogName as exc:
             message = f"the server came back without the check's database: {exc}"
             raise _lost(server, message) from exc
+        if cut is not None and report is not None and report.torn_digest is not None:
+            cut = dataclasses.replace(cut, torn_rewritten=_rewritten(server, report))
     ready = time.monotonic()
     return ready - sent.mono, ready - restart, cut
 
 
-def cut_power(server: Server, mode: str, *, seed: int = 0) -> Cut:
+# A relation's main-fork segment under the data directory: what WAL replay reads
+# and full_page_writes protects (the free-space and visibility maps are not
+# WAL-logged page by page, and pg_wal, pg_xact... are not data pages).
+DATA_PAGE = r"(^|/)(base/\d+|global|pg_tblspc/\d+/[^/]+/\d+)/\d+(\.\d+)?$"
+
+
+def cut_power(server: Server, mode: str, *, seed: int = 0) -> tuple[Cut, PowerLossReport]:
     """Throw away what the server wrote and did not fsync, then mount again over
-    what survived (the cluster is stopped: its processes are gone)."""
+    what survived (the cluster is stopped: its processes are gone). A torn page is
+    drawn among the data pages the tear changes, when there are any."""
     lossy = server.lossy
     if lossy is None:
         raise ClusterError("no power loss without the lossy filesystem")
     mode_: Mode = mode  # type: ignore[assignment]
     try:
-        report = lossy.mount.power_loss(mode_, seed=seed)
+        report = lossy.mount.power_loss(mode_, seed=seed, prefer=DATA_PAGE)
         lossy.mount.remount()
     except LossyFsError as exc:
         message = f"the lossy filesystem did not come back after the power loss: {exc}"
@@ -220,14 +233,31 @@ def cut_power(server: Server, mode: str, *, seed: int = 0) -> Cut:
     if report.torn is not None:
         path, offset, kept = report.torn
         torn = f"{path} at {offset:,}: {kept:,} of {report.page_size:,} bytes"
-    return Cut(
+    cut = Cut(
         mode=report.mode,
         seed=report.seed,
         unsynced_pages=report.unsynced_pages,
         persisted_pages=report.persisted_pages,
         lost_files=report.lost_files,
         torn=torn,
+        torn_data_page=report.torn is not None and re.search(DATA_PAGE, report.torn[0]) is not None,
+        torn_changed=report.torn_changed,
     )
+    return cut, report
+
+
+def _rewritten(server: Server, report: PowerLossReport) -> bool | None:
+    """Whether the torn page differs, once recovery is over (its end-of-recovery
+    checkpoint has written every page it replayed), from how the tear left it."""
+    assert server.lossy is not None and report.torn is not None
+    path, offset, _kept = report.torn
+    try:
+        with open(server.lossy.root / path, "rb") as f:
+            f.seek(offset)
+            now = f.read(report.page_size)
+    except OSError:
+        return None  # the file is gone (a dropped relation): nothing to compare
+    return hashlib.sha256(now).hexdigest() != report.torn_digest
 
 
 def _answers(watch: psycopg.Connection) -> bool:

@@ -277,7 +277,12 @@ def run(
         failures=tuple(state.failures),
         crash_model=plan.crash_model,
         power_loss_mode=plan.power_loss,
-        untested=untested_by(plan.crash_model, settings, plan.power_loss),
+        untested=untested_by(
+            plan.crash_model,
+            settings,
+            plan.power_loss,
+            [c.power_loss for c in crashes if c.power_loss is not None],
+        ),
     )
 
 

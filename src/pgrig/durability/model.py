@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 # Crash methods, as ``--crash`` names them.
@@ -52,15 +53,29 @@ _PROCESS_BLIND = {
 LINUX_DEFAULT_SYNC = "fdatasync"
 
 
-def untested_by(model: str, settings: dict[str, str], mode: str | None = None) -> tuple[str, ...]:
+def untested_by(
+    model: str,
+    settings: dict[str, str],
+    mode: str | None = None,
+    cuts: Sequence[Cut] = (),
+) -> tuple[str, ...]:
     """The settings of this run that its crash model (and power-loss mode) cannot
-    test, each with why."""
+    test, each with why; ``cuts``: what each power loss did (a torn run whose tears
+    hit no data page, or left it as it was, tested no torn-page protection)."""
     if model != PROCESS:
         if mode == "drop" and settings.get("full_page_writes") == "off":
             # Whole pages are dropped or kept: none is half-written.
             return (
                 "full_page_writes = off: a `drop` power loss tears no page; use "
                 "--power-loss-mode torn (or random-subset)",
+            )
+        if mode == "torn" and cuts and not any(c.tore_data for c in cuts):
+            where = "; ".join(c.torn or "no unsynced page" for c in cuts[:3])
+            return (
+                f"full_page_writes = {settings.get('full_page_writes', '?')}: none of the "
+                f"{len(cuts)} torn page{'s' if len(cuts) != 1 else ''} was a data page the "
+                f"tear changed ({where}), so recovery never met a torn page; a smaller "
+                "shared_buffers makes the server write data pages between checkpoints",
             )
         return ()
     out = [
@@ -128,6 +143,35 @@ class Cut:
     lost_files: int  # files with unsynced data and no durable name
     torn: str | None = None  # "path at offset: N bytes" of the torn page
     seed: int = 0  # of the choice of pages a partial power loss keeps (from the run's seed)
+    # The torn page: a relation's data page (what full_page_writes protects, and what
+    # WAL replay reads) or another file (WAL, commit log...), how many of its bytes
+    # the tear changed, and whether it differed after recovery from how the tear
+    # left it (rewritten by WAL replay or the end-of-recovery checkpoint) - None
+    # when not looked at.
+    torn_data_page: bool = False
+    torn_changed: int = 0
+    torn_rewritten: bool | None = None
+
+    @property
+    def tore_data(self) -> bool:
+        """The tear changed a data page: recovery had something to repair."""
+        return self.torn_data_page and self.torn_changed > 0
+
+    def torn_fate(self) -> str:
+        """What became of the torn page, in words."""
+        if not self.torn:
+            return ""
+        if not self.tore_data:
+            kind = "a data page" if self.torn_data_page else "not a data page"
+            return f"{kind}, {self.torn_changed:,} bytes changed: nothing for recovery to repair"
+        if self.torn_rewritten:
+            return f"data page, {self.torn_changed:,} bytes torn, rewritten by recovery"
+        if self.torn_rewritten is False:
+            return (
+                f"data page, {self.torn_changed:,} bytes torn, left as torn by recovery "
+                "(never read; the checksum check reads it)"
+            )
+        return f"data page, {self.torn_changed:,} bytes torn"
 
     def sentence(self) -> str:
         text = f"{self.unsynced_pages:,} unsynced pages dropped"
@@ -139,7 +183,7 @@ class Cut:
         if self.lost_files:
             text += f", {self.lost_files:,} unsynced files gone"
         if self.torn:
-            text += f", torn page {self.torn}"
+            text += f", torn page {self.torn} ({self.torn_fate()})"
         return text
 
 

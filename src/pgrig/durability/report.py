@@ -120,6 +120,23 @@ def _dropped(c: Crash) -> str:
     return text
 
 
+def _torn(res: DurabilityResult) -> tuple[str, ...]:
+    """Where each torn page was and what became of it: a tear of a page recovery
+    never needed tests nothing, and the reader must see which it was."""
+    cuts = [(c.number, c.power_loss) for c in res.crashes if c.power_loss and c.power_loss.torn]
+    if not cuts:
+        return ()
+    data = [cut for _, cut in cuts if cut.tore_data]
+    rewritten = sum(1 for cut in data if cut.torn_rewritten)
+    left = sum(1 for cut in data if cut.torn_rewritten is False)
+    head = (
+        f"Torn pages: {len(data)} of {len(cuts)} were data pages the tear changed "
+        f"({rewritten} rewritten by recovery, {left} left as torn)"
+    )
+    each = "; ".join(f"crash {n}: {cut.torn} ({cut.torn_fate()})" for n, cut in cuts)
+    return (f"{head}. {each}.",)
+
+
 def _crashes(res: DurabilityResult) -> Table:
     power = res.crash_model == POWER_LOSS
     rows = []
@@ -176,7 +193,7 @@ def _crashes(res: DurabilityResult) -> Table:
     )
     rows.append(Row(total, FAILED if res.lost else HEADLINE))
     mode = MODE_TEXT.get(res.power_loss_mode or "", str(res.power_loss_mode))
-    notes = (*NOTES, POWER_NOTE.format(mode=mode) if power else PROCESS_NOTE)
+    notes = (*NOTES, POWER_NOTE.format(mode=mode) if power else PROCESS_NOTE, *_torn(res))
     return Table(
         (
             "Crash",

@@ -299,6 +299,7 @@ class LossyMount:
         keep_fraction: float = 0.5,
         torn_bytes: int | None = None,
         only: str | None = None,
+        prefer: str | None = None,
     ) -> PowerLossReport:
         """Cut the power: unsynced data and directory entries are lost.
 
@@ -306,8 +307,9 @@ class LossyMount:
         page with probability ``keep_fraction``; ``torn`` persists the first
         ``torn_bytes`` (default half a page) of one unsynced page. ``only`` restricts
         the pages that may be persisted to paths (relative to the mount root)
-        matching this glob. ``seed`` defaults to the mount's seed plus the number of
-        earlier power losses, so a sequence of crashes is reproducible too.
+        matching this glob; ``prefer`` (a regular expression over the same paths)
+        is where a torn page is drawn first. ``seed`` defaults to the mount's seed plus
+        the number of earlier power losses, so a sequence of crashes is reproducible too.
         """
         if mode not in MODES:
             raise LossyFsError(f"power loss mode {mode!r} is unknown", hint=f"use one of {MODES}")
@@ -330,6 +332,7 @@ class LossyMount:
             "keep_fraction": keep_fraction,
             "torn_bytes": torn_bytes,
             "only": only,
+            "prefer": prefer,
         }
         try:
             reply = self._control(request, timeout=self.timeout)

@@ -5,7 +5,7 @@ power loss is applied between two filesystem operations, never inside one.
 
 Control protocol: one JSON object per connection, one JSON reply (``{"ok": ...}``).
 Commands: ``ping``, ``stats``, ``power_loss`` (mode, seed, keep_fraction,
-torn_bytes, only) and ``shutdown`` (clean: everything cached becomes durable).
+torn_bytes, only, prefer) and ``shutdown`` (clean: everything cached becomes durable).
 After ``power_loss`` the process answers EIO to every filesystem call, unmounts
 (lazily, as clients may still hold files open) and exits without syncing.
 
@@ -139,6 +139,7 @@ class Server:
             keep_fraction=float(request.get("keep_fraction", 0.5)),
             torn_bytes=request.get("torn_bytes"),
             only=request.get("only"),
+            prefer=request.get("prefer"),
         )
         log.info("power loss: %s", report)
         return report

@@ -34,6 +34,7 @@ def _draw(spec: Figure) -> MplFigure:
     fig = MplFigure(figsize=(7.0, 3.6))
     FigureCanvasAgg(fig)  # attaches itself as fig.canvas
     ax = fig.add_subplot()
+    handles = []
     groups: list[str] = []
     for s in spec.series:
         if s.group not in groups:
@@ -42,15 +43,15 @@ def _draw(spec: Figure) -> MplFigure:
         colour = svgplot.COLOURS[groups.index(s.group) % len(svgplot.COLOURS)]
         style = _DASHES[s.dash % len(_DASHES)]
         many = len(s.x) > 30
-        ax.plot(
+        (line,) = ax.plot(
             s.x,
             s.y,
             linestyle=style,
             marker=None if many else "o",
             markersize=4,
             color=colour,
-            label=s.label,
         )
+        handles.append(line)
         if s.y_low is not None and s.y_high is not None and s.y_low != s.y_high:
             yerr = [
                 [y - lo for y, lo in zip(s.y, s.y_low, strict=True)],
@@ -68,23 +69,30 @@ def _draw(spec: Figure) -> MplFigure:
     ax.set_title(spec.title)
     ax.set_xlabel(spec.x_label)
     ax.set_ylabel(spec.y_label)
-    if spec.log_y:
+    # A log axis over no positive value (latencies all 0 ms) is matplotlib's
+    # UserWarning on stderr (defect 19.20) and an empty plot: linear instead.
+    limits = decade_limits(y for s in spec.series for y in s.y) if spec.log_y else None
+    if limits:
         ax.set_yscale("log")
         # 0.1, 1, 10 reads faster than 10^-1, 10^0, 10^1 for latencies in ms.
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
-        if limits := decade_limits(y for s in spec.series for y in s.y):
-            # Every point between two labelled ticks: matplotlib's own limits
-            # can leave 0.017 ms below the lowest tick, unlabelled.
-            ax.set_ylim(*limits)
+        # Every point between two labelled ticks: matplotlib's own limits can
+        # leave 0.017 ms below the lowest tick, unlabelled.
+        ax.set_ylim(*limits)
     else:
         ax.set_ylim(bottom=0)
     outside = len(spec.series) > 4
     longest = max((len(s.label) for s in spec.series), default=0)
     right = 1.0 - (0.06 + longest * 0.0072 if outside else 0.0) - 0.02
     fig.subplots_adjust(left=0.1, right=right, top=0.91, bottom=0.13)
+    # Labels given with their lines: matplotlib drops a label that starts with
+    # "_" (a target named "_old") when it collects them, and warns on stderr.
+    labels = [s.label for s in spec.series]
     if outside:
         # Many lines (one per run): keep the legend off the data.
         ax.legend(
+            handles,
+            labels,
             fontsize=7,
             loc="upper left",
             bbox_to_anchor=(1.01, 1.0),
@@ -92,7 +100,7 @@ def _draw(spec: Figure) -> MplFigure:
             handlelength=3,
         )
     elif spec.series:
-        ax.legend(fontsize=7, loc="best", handlelength=3)
+        ax.legend(handles, labels, fontsize=7, loc="best", handlelength=3)
     else:
         ax.text(0.5, 0.5, "no data", transform=ax.transAxes, ha="center", va="center")
     return fig

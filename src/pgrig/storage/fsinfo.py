@@ -152,6 +152,7 @@ def not_shown(asked: tuple[str, ...], effective: list[str]) -> tuple[str, ...]:
 # What mkfs and the kernel print for an option they do not know; group 1 names it.
 REFUSAL_PATTERNS: tuple[re.Pattern[str], ...] = (
     re.compile(r"unknown option (-\S+(?: \S+)?)"),  # mkfs.xfs
+    re.compile(r"unrecognized option '([^']+)'"),  # getopt, a long option
     re.compile(r"invalid option -- '(\S+)'"),  # getopt
     re.compile(r"Bad option\(s\) specified: (\S+)"),  # mke2fs -E
     re.compile(r"Invalid filesystem option set: (\S+)"),  # mke2fs -O
@@ -169,4 +170,6 @@ def refused_options(*texts: str) -> tuple[str, ...]:
         for pattern in REFUSAL_PATTERNS:
             for match in pattern.finditer(text):
                 found.setdefault(match.group(1).strip(), None)
-    return tuple(found)
+    # mkfs.xfs reports a long option as "-" and a NUL too (unknown option -): the
+    # getopt line names it
+    return tuple(name for name in found if name.strip("-\x00"))

@@ -19,11 +19,13 @@ whose backing file is in it).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
+import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pgrig import environment, proc
@@ -420,6 +422,59 @@ class LoopFilesystem:
         if not left:
             self.record = None
         return left
+
+
+# The smallest filesystems mkfs makes: the option check builds one of these.
+PROBE_BYTES = {"xfs": 300 * 2**20, "ext4": 16 * 2**20}
+_probed: set[tuple[str, tuple[str, ...], tuple[str, ...]]] = set()
+
+
+def check_options(spec: FsSpec, base: Path | None, *, what: str) -> None:
+    """Refuse mkfs or mount options this machine rejects, before the study exists:
+    the same mkfs and mount as the real target, on the smallest filesystem of the
+    type (a sparse file, removed again). Only the tools know their options, and the
+    kernel its mount options, so asking them is the one check that cannot drift.
+    ``what`` names the target in the error."""
+    if not spec.mkfs_options and not spec.mount_options:
+        return
+    key = (spec.fstype, spec.mkfs_options, spec.mount_options)
+    if key in _probed:
+        return
+    probe = replace(
+        spec,
+        size_bytes=PROBE_BYTES[spec.fstype],
+        external_log_bytes=None,
+        direct_io=False,
+        preallocate=False,
+        owner=None,
+    )
+    where = base if base is not None and base.is_dir() else Path(tempfile.gettempdir())
+    registry = state.registry_dir()
+    fresh = not registry.exists()  # a refusal leaves no trace, not even the registry
+    target = LoopFilesystem(where, probe)
+    try:
+        target.create()
+    except OptionRefused as exc:
+        # the message holds the tool's own line; its usage text would bury it
+        raise OptionRefused(f"{what}: {exc.message}", options=exc.options, hint=exc.hint) from None
+    except ToolError as exc:  # mkfs said no without naming the option (its usage text)
+        if not exc.argv or "mk" not in Path(exc.argv[0]).name:
+            raise  # losetup, mount...: not the options' fault
+        asked = " ".join(spec.mkfs_options) or "none"
+        said = (exc.stderr or "").strip().splitlines()
+        raise OptionRefused(
+            f"{what}: {exc.message} with mkfs options {asked}"
+            + (f": {said[0].strip()}" if said else ""),
+            hint=f"check the options against `man mkfs.{spec.fstype}`",
+        ) from None
+    finally:
+        left = target.destroy()
+        if fresh:
+            with contextlib.suppress(OSError):  # not empty: someone else's record
+                registry.rmdir()
+        if left:
+            raise LeftoverError(left.describe())
+    _probed.add(key)
 
 
 def kept_message(info: FilesystemInfo) -> str:

@@ -157,11 +157,12 @@ def _check_lab(spec: TargetSpec, need: int) -> tuple[LabSpec, str | None]:
         lab = replace(
             lab, tablespaces=tuple((o, replace(f, owner=owner), b) for o, f, b in lab.tablespaces)
         )
-        for _option, fs_spec, _base in lab.tablespaces:
+        for option, fs_spec, ts_base in lab.tablespaces:
             try:
                 loopfs.check_prerequisites(fs_spec.fstype)
             except (StorageError, BinaryNotFound) as exc:
                 return lab, f"{exc.message}" + (f" ({exc.hint})" if exc.hint else "")
+            loopfs.check_options(fs_spec, Path(ts_base), what=f"target {spec.name}: {option}")
     if lab.fs is None:
         return lab, None
     if need > lab.fs.size_bytes:
@@ -177,6 +178,8 @@ def _check_lab(spec: TargetSpec, need: int) -> tuple[LabSpec, str | None]:
         loopfs.check_prerequisites(fs.fstype)
     except (StorageError, BinaryNotFound) as exc:
         return lab, f"{exc.message}" + (f" ({exc.hint})" if exc.hint else "")
+    base = Path(lab.base) if lab.base else None
+    loopfs.check_options(fs, base, what=f"target {spec.name}")
     return lab, None
 
 
