@@ -20,6 +20,7 @@ from pgrig.ui import Step as ProgressLine
 if TYPE_CHECKING:  # the cluster is only handed through, never built here
     from pgrig.cluster.server import Cluster
     from pgrig.lossyfs.target import LossyTarget
+    from pgrig.storage.memcg import MemoryStats
 
 
 class Skip(Exception):
@@ -76,6 +77,9 @@ class Context:
     # Runs in the server's and the probes' processes before exec: puts them into
     # a storage-lab target's cgroup (I/O cap, memory limit). None: nothing to do.
     preexec: Callable[[], None] | None = None
+    # Reads a storage-lab target's memory cgroup (limit hits, peak, OOM kills);
+    # None: the target has no memory limit.
+    memory: Callable[[], MemoryStats | None] | None = None
 
 
 Action = Callable[[Context, ProgressLine], tuple[Any, str]]
