@@ -25,11 +25,12 @@ CLUSTER_BASE_BYTES = 64 * MB
 TPCC_RUN = ResultKind(
     "tpcc_run",
     TpccRun,
-    headline=lambda r: f": tpmC {r.tpmc:,.0f}",
+    headline=lambda r: f": tpmC {r.tpmc:,.0f}" + (f", {r.qps:,.0f} qps" if r.qps else ""),
     columns=lambda r: {
         "tpmc": r.tpmc,
         "tpm_total": r.tpm_total,
         "tps": r.tps,
+        "qps": r.qps,
         "latency_avg_ms": r.latency_avg_ms,
         "failed": r.failed,
     },
