@@ -397,6 +397,8 @@ def test_tpcc_as_a_campaign_workload(disk_dir: Path) -> None:
         check = runs[f"local/tpcc/check/{mode}/c2"]
         assert check.status == "ok" and check.result is not None
         assert all(c["passed"] or c["skipped"] for c in check.result["conditions"])
+    sized = {k: r for k, r in runs.items() if r.kind == "relation_sizes"}
+    assert set(sized) == {"local/tpcc/sizes/after-load", "local/tpcc/sizes/after-runs"}
     report = next(results.glob("*.md")).read_text()
-    assert "tpmC" in report
+    assert "tpmC" in report and "| tpcc.order_line | table |" in report
     assert not list(disk_dir.glob("pgrig-*"))
