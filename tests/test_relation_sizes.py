@@ -74,9 +74,11 @@ def test_targets_side_by_side_with_growth() -> None:
     section = sizes.section(records)
     assert section is not None
     (table,) = section.blocks
-    assert table.columns[2:5] == ("a: load", "a: runs", "a: growth")  # type: ignore[union-attr]
+    assert table.columns[2:] == ("a: after load", "a: after runs", "b: after load", "b: after runs")  # type: ignore[union-attr]
     rows = {r.cells[0]: r.cells for r in table.rows}  # type: ignore[union-attr]
-    assert rows["pgbench_accounts"][2:] == ("13.0 MiB", "26.0 MiB", "+100%", "13.0 MiB", "-", "-")
-    assert rows["pgbench_accounts_pkey (on pgbench_accounts)"][4] == "+0%"
+    assert rows["pgbench_accounts"][2:] == ("13.0 MiB", "26.0 MiB (+100%)", "13.0 MiB", "-")
+    assert rows["pgbench_accounts_pkey (on pgbench_accounts)"][3] == "2.0 MiB (+0%)"
+    (alone,) = sizes.section(records[:3:2]).blocks  # type: ignore[union-attr]
+    assert alone.columns[2:] == ("After load", "After runs", "Growth")  # type: ignore[union-attr]
     assert "timeout" in section.paragraphs[-1]
     assert sizes.section(records[:1]) is not None and sizes.section([]) is None

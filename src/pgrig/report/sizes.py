@@ -65,15 +65,18 @@ def _table(title: str, got: dict[tuple[str, str], RelationSizes], targets: list[
     def pair(t: str, value: Callable[[RelationSizes], int | None]) -> tuple[int | None, ...]:
         return tuple(value(got[(t, m)]) if (t, m) in got else None for m in MOMENTS)
 
+    one = len(shown) == 1
+
     def cells(of: Callable[[RelationSizes], int | None]) -> tuple[str, ...]:
         out: list[str] = []
         for t in shown:
             before, after = pair(t, of)
-            out += [
-                fmt.size(before) if before is not None else "-",
-                fmt.size(after) if after is not None else "-",
-                _growth(before, after),
-            ]
+            load = fmt.size(before) if before is not None else "-"
+            runs = fmt.size(after) if after is not None else "-"
+            growth = _growth(before, after)
+            # several targets: the growth inside the cell keeps the table narrow
+            grown = f"{runs} ({growth})" if growth != "-" else runs
+            out += [load, runs, growth] if one else [load, grown]
         return tuple(out)
 
     def relation(name: str) -> Callable[[RelationSizes], int | None]:
@@ -89,13 +92,13 @@ def _table(title: str, got: dict[tuple[str, str], RelationSizes], targets: list[
     rows.append(Row(("all tables", "", *cells(total("table"))), HEADLINE))
     rows.append(Row(("all indexes", "", *cells(total("index"))), HEADLINE))
     rows.append(Row(("database", "", *cells(lambda r: r.database_bytes)), HEADLINE))
-    if len(shown) == 1:
+    if one:
         columns: tuple[str, ...] = ("After load", "After runs", "Growth")
     else:
-        columns = tuple(f"{t}: {c}" for t in shown for c in ("load", "runs", "growth"))
+        columns = tuple(f"{t}: {c}" for t in shown for c in ("after load", "after runs"))
     return Table(
         ("Relation", "Kind", *columns),
         tuple(rows),
-        caption=f"Sizes of {title}" + (f" on {shown[0]}" if len(shown) == 1 else ""),
+        caption=f"Sizes of {title}" + (f" on {shown[0]}" if one else ""),
         numeric=(False, False, *(True for _ in columns)),
     )
