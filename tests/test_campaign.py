@@ -215,6 +215,10 @@ def test_two_target_campaign_end_to_end(disk_dir: Path) -> None:
     report = next(results.glob("*.md")).read_text()
     assert "| disk-a | disk-b |" in report.replace(" (baseline)", "") or "disk-b" in report
     assert "vs disk-a" in report
+    # table and index sizes after the load and after the runs, side by side
+    sized = {(r.target, r.params["when"]) for r in runs if r.kind == "relation_sizes"}
+    assert sized == {(t, w) for t in ("disk-a", "disk-b") for w in ("after load", "after runs")}
+    assert "## Table and index sizes" in report and "| disk-b: after runs |" in report
     # running the finished campaign again records nothing twice
     again = pgrig("run", file, "--results", results)
     assert again.returncode == 0, again.stderr
@@ -393,6 +397,8 @@ def test_tpcc_as_a_campaign_workload(disk_dir: Path) -> None:
         check = runs[f"local/tpcc/check/{mode}/c2"]
         assert check.status == "ok" and check.result is not None
         assert all(c["passed"] or c["skipped"] for c in check.result["conditions"])
+    sized = {k: r for k, r in runs.items() if r.kind == "relation_sizes"}
+    assert set(sized) == {"local/tpcc/sizes/after-load", "local/tpcc/sizes/after-runs"}
     report = next(results.glob("*.md")).read_text()
-    assert "tpmC" in report
+    assert "tpmC" in report and "| tpcc.order_line | table |" in report
     assert not list(disk_dir.glob("pgrig-*"))

@@ -292,8 +292,14 @@ def test_a_custom_workload_is_crashed_and_checked_by_its_own_checks(disk_dir: Pa
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     with Store.open(results / "results.sqlite") as store:
-        (rec,) = [r for r in store.runs("login-crash") if r.kind == "durability"]
+        records = store.runs("login-crash")
+    (rec,) = [r for r in records if r.kind == "durability"]
     assert rec.result is not None, (rec.status, rec.reason, done.stderr[-2000:])
+    # the custom workload's own tables, after its setup and after its runs
+    sized = {r.key: r.result for r in records if r.kind == "relation_sizes"}
+    assert set(sized) == {"disk/login/sizes/after-load", "disk/login/sizes/after-runs"}
+    after = sized["disk/login/sizes/after-runs"]
+    assert after is not None and "user_login_rec" in {x["name"] for x in after["relations"]}
     res = from_dict(DurabilityResult, rec.result)
     assert res.lost == 0 and len(res.crashes) == 1
     after_crash = {c.name: c for c in res.crashes[0].checks}

@@ -494,3 +494,42 @@ def test_a_refused_mount_option_with_no_target_left_exits_2(base: Path) -> None:
     assert done.returncode == 2, done.stderr  # docs/storage-lab.md: OptionRefused exits 2
     assert "nobarrier" in done.stderr and "Traceback" not in done.stderr
     assert_nothing_left(base)
+
+
+def test_memory_limited_runs_record_the_cgroups_limit_hits_peak_and_oom_kills(
+    base: Path,
+) -> None:
+    # 64 MiB for the server and its page cache: the load (16 MB of heap, its WAL
+    # and indexes through the page cache) pushes against the limit.
+    path = write(
+        base,
+        f"""
+        [campaign]
+        name = "memcg"
+        monitor = false
+        [[target]]
+        name = "small"
+        directory = "{base}"
+        memory = "64MiB"
+        {STOCK}
+        {NO_PROBES}
+        {TINY_TPCB}
+        """,
+    )
+    done = pgrig("run", path, "--results", base / "r")
+    assert done.returncode == 0, done.stderr
+    found = runs(base / "r")
+    assert "small/tpcb/s1/select-only/c1/d2/r1/memory" in found, list(found)
+    status, reason, result = found["small/tpcb/s1/select-only/c1/d2/r1/memory"]
+    assert status == "ok" and result is not None, reason
+    after = result["after"]
+    assert after["limit_bytes"] == 64 * 2**20
+    assert 0 < after["peak_bytes"] <= after["limit_bytes"]
+    assert after["failcnt"] > 0 and result["oom_kills"] == 0, after
+    assert 0 <= result["limit_hits"] <= after["failcnt"]
+    report = next((base / "r").glob("*.md")).read_text()
+    assert "The memory cgroup during the runs" in report
+    assert re.search(
+        r"\| small \| select-only \| 1 \| [\d,]+ \| 0 \| [\d.]+ MiB \| 64\.0 MiB \|", report
+    )
+    assert_nothing_left(base)

@@ -129,6 +129,20 @@ def _count(conn: Conn, sql: str) -> int:
     return int(row[0])
 
 
+def _row_counts(conn: Conn) -> tuple[int, int]:
+    """Rows inserted into order_line and deleted from new_order (pg_stat_user_tables,
+    flushed when pgbench's sessions end)."""
+    with conn.connect() as db:
+        db.execute("SELECT pg_stat_clear_snapshot()")
+        row = db.execute(
+            "SELECT sum(n_tup_ins) FILTER (WHERE relname = 'order_line'),"
+            " sum(n_tup_del) FILTER (WHERE relname = 'new_order')"
+            " FROM pg_stat_user_tables WHERE schemaname = 'tpcc'"
+        ).fetchone()
+    assert row is not None
+    return int(row[0]), int(row[1])
+
+
 @pytest.mark.cluster
 def test_load_one_warehouse_cardinalities(loaded: Conn) -> None:
     expected = {
@@ -219,6 +233,7 @@ def test_runs_keep_the_mix_and_the_database_consistent(
     assert after.passed, after.failures
     assert [c.number for c in after.conditions if c.skipped] == [11]
 
+    before = _row_counts(loaded)
     client, _ = driver.run(
         bins.bin_dir,
         loaded,
@@ -227,6 +242,15 @@ def test_runs_keep_the_mix_and_the_database_consistent(
     )
     assert client.mode == "client" and client.isolation == "repeatable read"
     assert all(t.transactions > 0 for t in client.types)
+    # qps's statement counts hold on this run: 10 order lines per New-Order (5-15),
+    # 10 districts delivered per Delivery (pgbench's counts leave out the few in flight)
+    lines, delivered = (a - b for a, b in zip(_row_counts(loaded), before, strict=True))
+    new_orders = client.stats("new_order").transactions  # type: ignore[union-attr]
+    deliveries = client.stats("delivery").transactions  # type: ignore[union-attr]
+    assert lines / new_orders == pytest.approx(10, abs=1.0)
+    assert delivered == pytest.approx(10 * deliveries, abs=client.connections * 10)
+    assert client.qps == pytest.approx(client.tps * client.statements_per_txn)  # type: ignore[operator]
+    assert 15 < client.statements_per_txn < 25  # type: ignore[operator]
     assert checks.check(loaded).passed
     assert list(tmp_path.iterdir()) == []  # scripts and logs are removed
 
@@ -252,6 +276,8 @@ def test_runs_keep_the_mix_and_the_database_consistent(
     cells = [row.cells for row in summary.rows]  # type: ignore[union-attr]
     assert cells[0][0].startswith("server-side") and cells[1][0].startswith("client-side")
     assert cells[0][4] == f"{server.tpmc:,.0f}"
+    assert cells[1][6] == f"{client.qps:,.0f}"
+    assert any("qps: SQL statements" in n for n in summary.notes)  # type: ignore[union-attr]
     assert any(getattr(b, "name", "") == "tpcc-tpmc" for b in section.blocks)
 
 

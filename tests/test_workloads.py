@@ -179,7 +179,9 @@ def test_a_results_file_from_before_the_interface_resumes(disk_dir: Path, tmp_pa
         # workloads is not resumed into (its runs would mix two disks).
         for then, now in ((LEGACY_DIR, disk_dir), ("/tmp/login.sql", tmp_path / "login.sql")):
             db.execute("UPDATE studies SET params = replace(params, ?, ?)", (then, str(now)))
-    assert [r.key for r in plan.expand(campaign.load(path)).runs] == before
+    # Table and index sizes came after 0.1.0: a resume records them as new steps.
+    planned = [r.key for r in plan.expand(campaign.load(path)).runs]
+    assert [k for k in planned if "/sizes/" not in k] == before
 
     done = subprocess.run(
         [sys.executable, "-m", "pgrig", "run", str(path), "--results", str(results)],
@@ -189,7 +191,7 @@ def test_a_results_file_from_before_the_interface_resumes(disk_dir: Path, tmp_pa
         cwd=tmp_path,
     )
     assert done.returncode == 0, done.stderr
-    after = keys(results, "legacy")
+    after = [k for k in keys(results, "legacy") if "/sizes/" not in k]
     assert sorted(after) == sorted(before), "every key once, none new"
     assert after[-len(missing) :] == [k for k in before if k in missing], (
         "only the removed steps ran again"

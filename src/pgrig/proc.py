@@ -157,7 +157,7 @@ def _start(
                 raise ToolError(f"{label}: could not be started: {exc}", argv=args) from exc
     except BaseException:
         if proc is not None:
-            _stop_group(proc)
+            stop_group(proc)
             assert proc.stdout is not None and proc.stderr is not None
             proc.stdout.close()
             proc.stderr.close()

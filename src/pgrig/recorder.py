@@ -20,9 +20,15 @@ from pgrig.errors import PgrigError
 from pgrig.results import SERVER, RunRecord, Status, Study, from_dict, to_dict
 from pgrig.step import Skip, Step
 from pgrig.storage import kernel
+from pgrig.storage.kinds import MEMORY
+from pgrig.storage.memcg import MemoryStats, MemoryUse
 from pgrig.store import Store
 from pgrig.targets.base import Target
 from pgrig.ui import Ui, duration
+
+
+def _memory(t: Target) -> MemoryStats | None:
+    return t.ctx.memory() if t.ctx.memory is not None else None
 
 
 def now() -> str:
@@ -79,6 +85,7 @@ class Recorder:
         watched: monitor.Watch | None = None
         t.ctx.extra.clear()
         t.ctx.load_finding = None
+        memory: MemoryStats | None = None
         try:
             with self.ui.step(step.label, total=step.total) as line:
                 if step.prepare is not None:
@@ -86,6 +93,7 @@ class Recorder:
                 if step.monitored and self.wait_quiet_s > 0:
                     self._wait_quiet(t, line)
                 started = now()
+                memory = self._memory_before(t) if step.monitored and record else None
                 if step.monitored and self.monitor_runs and t.ctx.conn is not None:
                     watch_ = monitor.Watch(t.ctx, limits=self._limits_of(t), baseline=self.baseline)
                     with watch_ as watch:
@@ -121,6 +129,8 @@ class Recorder:
             self.ui.fail(f"{step.label} failed: {reason}")
         if record and watched is not None:
             self._record_monitor(step, t, started, watched, value if status == "ok" else None)
+        if memory is not None:
+            self._record_memory(step, t, started, memory)
         return status == "ok"
 
     def metrics(self, steps: Iterable[Step]) -> list[float]:
@@ -208,6 +218,32 @@ class Recorder:
                 f"{step.label}: disturbed by other work - {'; '.join(observed.disturbed.reasons)}"
                 " (not counted towards a confidence interval)"
             )
+
+    def _memory_before(self, t: Target) -> MemoryStats | None:
+        try:
+            return _memory(t)
+        except (OSError, ValueError) as exc:  # the run matters more than this evidence
+            self.ui.warn(f"{t.name}: cannot read the memory cgroup ({exc}); not recorded")
+            return None
+
+    def _record_memory(self, step: Step, t: Target, started: str, before: MemoryStats) -> None:
+        """A memory-limited target's cgroup over the run (limit hits, peak, OOM
+        kills): a record of its own, like the monitor's."""
+        mem = Step(
+            key=step.key.below("memory"),
+            kind=MEMORY.name,
+            label=f"{step.label}: memory cgroup",
+            params={**step.params, "run": step.id},
+            action=step.action,
+        )
+        try:
+            after = _memory(t)
+        except (OSError, ValueError) as exc:  # the run is recorded; say why this is missing
+            self.record(mem, t, started, "failed", f"{type(exc).__name__}: {exc}", None, "")
+            return
+        if after is not None:
+            use = MemoryUse.between(before, after)
+            self.record(mem, t, started, "ok", None, to_dict(use), after.describe())
 
     def _wait_quiet(self, t: Target, line: Any) -> None:
         """The policy's ``wait_quiet``: hold a measured run until other work calms down."""

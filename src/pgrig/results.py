@@ -365,6 +365,29 @@ class SetupResult:
     database_bytes: int | None = None
 
 
+@dataclass(frozen=True)
+class RelationSize:
+    """One table or index as ``\\dt+`` / ``\\di+`` list it."""
+
+    name: str  # schema-qualified unless in public, e.g. "pgbench_accounts", "tpcc.stock"
+    kind: str  # "table" | "index"
+    bytes: int  # pg_table_size: the relation with its TOAST, free space and visibility maps
+    table: str | None = None  # an index's table
+
+
+@dataclass(frozen=True)
+class RelationSizes:
+    """The workload's tables and indexes at one moment (seeds 000 and 004 show
+    them after the load and after the runs: how much the data grew and bloated)."""
+
+    when: str  # "after load" | "after runs"
+    relations: tuple[RelationSize, ...]
+    database_bytes: int  # pg_database_size
+
+    def total(self, kind: str) -> int:
+        return sum(r.bytes for r in self.relations if r.kind == kind)
+
+
 # --------------------------------------------------------------------------
 # What the store keeps for every study and run
 

@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # the cluster is only handed through, never built here
     from pgrig.lossyfs.target import LossyTarget
     from pgrig.monitor.verdict import Finding
     from pgrig.results import PgbenchRun
+    from pgrig.storage.memcg import MemoryStats
     from pgrig.tools.pgbench.run import RunOptions
 
 
@@ -88,6 +89,9 @@ class Context:
     # What the run's load generators on other machines say for its verdict
     # (client-bound load hosts); set by the action, read by the monitor.
     load_finding: Finding | None = None
+    # Reads a storage-lab target's memory cgroup (limit hits, peak, OOM kills);
+    # None: the target has no memory limit.
+    memory: Callable[[], MemoryStats | None] | None = None
 
 
 Action = Callable[[Context, ProgressLine], tuple[Any, str]]

@@ -6,6 +6,7 @@ records and the environment."""
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Sequence
 
 from pgrig.monitor.model import MonitorResult
@@ -13,6 +14,8 @@ from pgrig.registry import typed_result
 from pgrig.report import fmt
 from pgrig.report.model import FAILED, SKIPPED, Row, Section, Table
 from pgrig.results import Environment, PgbenchInit, PgbenchRun, RunRecord
+from pgrig.storage.kinds import MEMORY
+from pgrig.storage.memcg import MemoryUse
 from pgrig.storage.model import LabInfo
 
 BLOCK_BYTES = 8192  # PostgreSQL's default block size: blks_read counts these
@@ -236,4 +239,61 @@ def memory_section(records: Sequence[RunRecord], env: Environment | None) -> Sec
         ),
         numeric=(False, False, True, True, True, True, True, True),
     )  # fmt: skip
-    return Section("Memory", "memory", blocks=(table,))
+    cgroup = cgroup_table(records)
+    return Section("Memory", "memory", blocks=(table,) if cgroup is None else (table, cgroup))
+
+
+def _counts(values: Sequence[int]) -> str:
+    """'1,204 (980–1,530)': the median of counts over runs and their range."""
+    text = fmt.integer(statistics.median(values))
+    if len(values) > 1:
+        text += f" ({fmt.integer(min(values))}–{fmt.integer(max(values))})"
+    return text
+
+
+def cgroup_table(records: Sequence[RunRecord]) -> Table | None:
+    """What the memory cgroup itself counted during the runs: how often the
+    limit was hit, the peak, OOM kills (seed 003's box swapped; here the kernel
+    reclaims the cgroup's page cache or kills)."""
+    per: dict[tuple[str, str], list[MemoryUse]] = {}
+    for rec in records:
+        use = typed_result(rec) if rec.kind == MEMORY.name else None
+        if isinstance(use, MemoryUse):
+            mode = str(rec.params.get("mode") or rec.params.get("workload") or "")
+            per.setdefault((rec.target, mode), []).append(use)
+    if not per:
+        return None
+    rows = []
+    for (target, mode), uses in per.items():
+        last = uses[-1].after
+        peaks = [u.after.peak_bytes for u in uses if u.after.peak_bytes is not None]
+        rows.append(
+            Row(
+                (
+                    target,
+                    mode,
+                    str(len(uses)),
+                    _counts([u.limit_hits for u in uses]),
+                    fmt.integer(sum(u.oom_kills for u in uses)),
+                    fmt.size(max(peaks)) if peaks else "not kept",
+                    fmt.size(last.limit_bytes),
+                    f"{fmt.size(last.cache_bytes)} / {fmt.size(last.rss_bytes)}",
+                )
+            )
+        )
+    return Table(
+        ("Target", "Mode", "Runs", "Limit hits per run", "OOM kills", "Peak", "Limit",
+         "Cache / RSS at end"),
+        tuple(rows),
+        caption="The memory cgroup during the runs",
+        notes=(
+            "Limit hits: how often the cgroup's usage reached its limit during a run (v1 "
+            "memory.failcnt, v2 memory.events max; each forces the kernel to reclaim, mostly "
+            "the cgroup's page cache), the median over the runs and their range. OOM kills: "
+            "processes the kernel killed for the limit during the runs.",
+            "Peak: the most the cgroup held since the target was built, the load included (v1 "
+            "max_usage_in_bytes, v2 memory.peak). Cache / RSS: page cache (shared_buffers "
+            "included) and anonymous memory at the end of the last run.",
+        ),
+        numeric=(False, False, True, True, True, True, True, True),
+    )  # fmt: skip

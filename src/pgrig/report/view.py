@@ -15,7 +15,7 @@ from typing import Any
 
 from pgrig import registry, stats
 from pgrig.meaning import Meaning
-from pgrig.report import compare, conclusions, fmt, variants
+from pgrig.report import compare, conclusions, fmt, sizes, variants
 from pgrig.report import storage as storage_report
 from pgrig.report.fold import fold_runs
 from pgrig.report.model import (
@@ -219,6 +219,7 @@ def extra_sections(study: Study, records: Sequence[RunRecord]) -> list[Section]:
     data, then what the monitor saw."""
     out = [k.section(study, records) for k in registry.TARGET_KINDS.values()]
     out += [w.section(study, records) for w in registry.WORKLOADS.values()]
+    out.append(sizes.section(records))
     out.append(storage_report.memory_section(records, study.environment))
     out.append(monitor_section(study, records))
     return [fold_runs(s) for s in out if s is not None]

@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
+from pgrig.storage.memcg import MemoryUse
 from pgrig.storage.model import LabInfo
 from pgrig.workloads.base import ResultKind
 
-KINDS = (ResultKind("storage_lab", LabInfo, headline=LabInfo.headline),)
+MEMORY = ResultKind(
+    "memory_cgroup",
+    MemoryUse,
+    headline=MemoryUse.headline,
+    columns=lambda r: {
+        "limit_hits": r.limit_hits,
+        "oom_kills": r.oom_kills,
+        "peak_bytes": r.after.peak_bytes,
+    },
+)
+KINDS = (ResultKind("storage_lab", LabInfo, headline=LabInfo.headline), MEMORY)

@@ -48,6 +48,27 @@ class MemoryStats:
         )
 
 
+@dataclass(frozen=True)
+class MemoryUse:
+    """A memory-limited target's cgroup over one measured run (kind "memory_cgroup"):
+    how often the run pushed against the limit, and whether the kernel killed for it."""
+
+    after: MemoryStats  # the reading at the run's end; its counters since the lab was built
+    limit_hits: int  # failcnt (v1) / memory.events "max" (v2) during the run
+    oom_kills: int  # during the run
+
+    @classmethod
+    def between(cls, before: MemoryStats, after: MemoryStats) -> MemoryUse:
+        return cls(after, after.failcnt - before.failcnt, after.oom_kills - before.oom_kills)
+
+    def headline(self) -> str:
+        peak = f", peak {self.after.peak_bytes / 2**20:,.0f} MiB" if self.after.peak_bytes else ""
+        return (
+            f": limit hit {self.limit_hits:,} times, {self.oom_kills} OOM kills{peak} "
+            f"of {self.after.limit_bytes / 2**20:,.0f} MiB"
+        )
+
+
 def parse_stat(text: str) -> dict[str, int]:
     """memory.stat / memory.events: ``key value`` lines."""
     values = {}

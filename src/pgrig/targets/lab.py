@@ -107,6 +107,7 @@ class LabKind(Throwaway):
         with storage.lab_target(base, lab, keep=keep) as built:
             t.moved_to(built.directory)
             t.ctx.preexec = built.preexec
+            t.ctx.memory = built.memory_stats if lab.memory_bytes is not None else None
             for option, path in built.tablespaces:  # tablespaces on lab filesystems
                 if option == "tablespace":
                     t.spec = replace(t.spec, tablespace=str(path))

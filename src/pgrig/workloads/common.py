@@ -13,10 +13,13 @@ from psycopg import sql
 
 from pgrig.conninfo import Conn
 from pgrig.policy import RunPolicy
-from pgrig.results import ProgressPoint
-from pgrig.step import Context
+from pgrig.results import ProgressPoint, RelationSize, RelationSizes
+from pgrig.sql import load as load_sql
+from pgrig.step import Context, Step, StepKey
 from pgrig.tools import pgbench
 from pgrig.ui import Step as ProgressLine
+from pgrig.units import size_text
+from pgrig.workloads.base import ResultKind
 
 DATABASE = "pgrig"  # the database workloads run in, in a cluster pgrig creates
 PRISTINE = "pgrig_pristine"
@@ -90,6 +93,62 @@ def restore_pristine(ctx: Context, timeout_s: float | None = None) -> None:
             )
             + _strategy(db)
         )
+
+
+def _sizes_headline(r: RelationSizes) -> str:
+    tables = sum(1 for x in r.relations if x.kind == "table")
+    indexes = len(r.relations) - tables
+    return (
+        f": {tables} tables {size_text(r.total('table'))}, "
+        f"{indexes} indexes {size_text(r.total('index'))}"
+    )
+
+
+RELATION_SIZES = ResultKind(
+    "relation_sizes",
+    RelationSizes,
+    headline=_sizes_headline,
+    columns=lambda r: {
+        "table_bytes": r.total("table"),
+        "index_bytes": r.total("index"),
+        "database_bytes": r.database_bytes,
+    },
+)
+SIZES_TIMEOUT_S = 60.0  # sizes come from the catalog and a stat() per file
+
+
+def relation_sizes(when: str) -> Any:
+    """An action listing the database's tables and indexes with their sizes."""
+
+    def action(ctx: Context, line: ProgressLine) -> tuple[RelationSizes, str]:
+        with conn(ctx).connect() as db:
+            limit_by_size(db, SIZES_TIMEOUT_S)
+            rows = db.execute(load_sql("relation_sizes")).fetchall()
+            size = db.execute("SELECT pg_database_size(current_database())").fetchone()
+        result = RelationSizes(
+            when=when,
+            relations=tuple(
+                RelationSize(name=str(n), kind=str(k), bytes=int(b), table=t) for n, k, b, t in rows
+            ),
+            database_bytes=int(size[0]) if size else 0,
+        )
+        raw = "".join(f"{r.kind}\t{r.name}\t{r.bytes}\n" for r in result.relations)
+        return result, raw
+
+    return action
+
+
+def sizes_step(key: StepKey, when: str, params: dict[str, Any]) -> Step:
+    """Table and index sizes (``\\dt+``, ``\\di+``) as a recorded step: after a
+    load (``when`` = "after load") and once per target after its runs."""
+    return Step(
+        key=key.below("sizes", when.replace(" ", "-")),
+        kind="relation_sizes",
+        label=f"{key.target}: table and index sizes {when}",
+        params={**params, "when": when},
+        action=relation_sizes(when),
+        estimate_s=1,
+    )
 
 
 class Steady(Exception):  # noqa: N818 - a signal, not an error

@@ -15,7 +15,7 @@ from pgrig.step import Context, Step, StepKey
 from pgrig.tools import pgbench
 from pgrig.ui import Step as ProgressLine
 from pgrig.workloads.base import Needs, Phase, ResultKind, Series, TargetView, Workload
-from pgrig.workloads.common import conn
+from pgrig.workloads.common import RELATION_SIZES, conn, sizes_step
 from pgrig.workloads.custom import spec as custom_spec
 from pgrig.workloads.custom.spec import CustomSpec
 from pgrig.workloads.tpcb.steps import bench_action, prepare_action, run_estimate, threads_for
@@ -130,6 +130,7 @@ class CustomWorkload(Workload):
     kinds = (
         ResultKind("sql_setup", SetupResult, columns=lambda r: {"elapsed_s": r.elapsed_s}),
         PGBENCH_RUN,
+        RELATION_SIZES,
     )
     needs = Needs(destructive="the setup SQL may drop and recreate tables")
 
@@ -140,10 +141,16 @@ class CustomWorkload(Workload):
         def series(point: tuple[int, int]) -> Series:
             return Series(lambda t, rep: bench_step(spec, point, policy, t, rep))
 
+        def sizes(t: TargetView, when: str) -> Step:
+            return sizes_step(StepKey(t.name, spec.name), when, {"workload": spec.name})
+
         return [
             Phase(
-                data=lambda t: [setup_step(spec, t)],
-                series=[series(p) for p in points(spec)],
+                data=lambda t: [setup_step(spec, t), sizes(t, "after load")],
+                series=[
+                    *(series(p) for p in points(spec)),
+                    Series(lambda t, _rep: sizes(t, "after runs"), repeated=False),
+                ],
             )
         ]
 

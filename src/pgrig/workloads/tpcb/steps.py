@@ -26,7 +26,7 @@ from pgrig.tools import pgbench
 from pgrig.ui import Step as ProgressLine
 from pgrig.workloads import loaded
 from pgrig.workloads.base import TargetView
-from pgrig.workloads.common import checkpoint, conn, prepare_run
+from pgrig.workloads.common import checkpoint, conn, prepare_run, sizes_step
 from pgrig.workloads.tpcb import loader
 from pgrig.workloads.tpcb.spec import TpcbSpec
 
@@ -259,7 +259,17 @@ def load_steps(spec: TpcbSpec, scale: int, target: TargetView) -> list[Step]:
                     estimate_s=1 + 0.05 * scale,
                 )
             )
+    out.append(sizes_after(spec, scale, target, "after load"))
     return out
+
+
+def sizes_after(spec: TpcbSpec, scale: int, target: TargetView, when: str) -> Step:
+    """The pgbench tables and indexes after the load, or after the target's runs."""
+    return sizes_step(
+        _key(target.name, spec, scale),
+        when,
+        {"workload": spec.name, "scale": scale},
+    )
 
 
 def points(spec: TpcbSpec) -> list[tuple[int, str, int]]:

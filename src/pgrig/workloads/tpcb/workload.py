@@ -12,6 +12,7 @@ from pgrig.schema import Table
 from pgrig.step import Step
 from pgrig.units import GB, MB
 from pgrig.workloads.base import Needs, Phase, ResultKind, Series, TargetView, Workload
+from pgrig.workloads.common import RELATION_SIZES
 from pgrig.workloads.tpcb import spec as tpcb_spec
 from pgrig.workloads.tpcb import steps
 from pgrig.workloads.tpcb.spec import TpcbSpec
@@ -77,7 +78,7 @@ COUNT = ResultKind("count", CountResult, headline=lambda r: f": {r.execution_ms:
 class TpcbWorkload(Workload):
     type = "tpcb"
     schema = tpcb_spec.SCHEMA
-    kinds = (PGBENCH_INIT, COUNT, PGBENCH_RUN)
+    kinds = (PGBENCH_INIT, COUNT, PGBENCH_RUN, RELATION_SIZES)
     needs = Needs(destructive="pgbench -i drops and recreates the pgbench_* tables")
 
     def parse(self, table: Table) -> TpcbSpec:
@@ -88,7 +89,10 @@ class TpcbWorkload(Workload):
         return [
             Phase(
                 data=self._loads(spec, scale),
-                series=[self._series(spec, scale, point, policy) for point in steps.points(spec)],
+                series=[
+                    *(self._series(spec, scale, point, policy) for point in steps.points(spec)),
+                    self._sizes(spec, scale),
+                ],
                 disk_bytes=data_bytes(scale, unlogged=spec.unlogged, copies=copies),
                 label=f"scale {scale}",
             )
@@ -107,6 +111,13 @@ class TpcbWorkload(Workload):
             return steps.bench_step(spec, scale, point, policy, t, rep)
 
         return Series(make)
+
+    @staticmethod
+    def _sizes(spec: TpcbSpec, scale: int) -> Series:
+        """Once per target after all its runs of this scale: how the data grew."""
+        return Series(
+            lambda t, _rep: steps.sizes_after(spec, scale, t, "after runs"), repeated=False
+        )
 
 
 WORKLOAD = TpcbWorkload()

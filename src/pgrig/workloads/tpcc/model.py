@@ -21,6 +21,21 @@ LABELS = {
 }
 # Clause 5.2.3: the minimum mix; New-Order takes the rest (45%).
 WEIGHTS = {"new_order": 45, "payment": 43, "order_status": 4, "delivery": 4, "stock_level": 4}
+# SQL statements of one transaction of each type as the client-side scripts
+# (scripts/client/*.sql) send them, BEGIN and COMMIT included, averaged over the
+# specification's random choices; the server-side functions run the same work
+# in one round trip. New-Order: 4 + ol_cnt x 3 (item, stock, order_line) with
+# ol_cnt uniform in 5..15 (clause 2.4.1.3), 1% rolled back on an unused last item
+# (2 statements fewer). Payment and Order-Status: 60% find the customer by name
+# first (clauses 2.5.1.2, 2.6.1.2). Delivery: 10 districts x (find the oldest
+# new order + 5 statements), every district having one undelivered order.
+STATEMENTS = {
+    "new_order": 2 + 4 + 10 * 3 - 0.01 * 2,
+    "payment": 2 + 4 + 0.6,
+    "order_status": 2 + 3 + 0.6,
+    "delivery": 2 + 10 * 6,
+    "stock_level": 2 + 2,
+}
 
 
 @dataclass(frozen=True)
@@ -91,6 +106,20 @@ class TpccRun:
     timeline: tuple[TpmPoint, ...] = ()
     sampling_rate: float = 1.0
     pgbench_version: str = ""
+
+    @property
+    def statements_per_txn(self) -> float | None:
+        """SQL statements per transaction over the mix this run completed
+        (``STATEMENTS`` weighted by each type's transactions); None: no types."""
+        done = [(t.transactions, STATEMENTS[t.name]) for t in self.types if t.name in STATEMENTS]
+        total = sum(n for n, _ in done)
+        return sum(n * k for n, k in done) / total if total else None
+
+    @property
+    def qps(self) -> float | None:
+        """Queries per second, as the seeds derive it: tps x statements per transaction."""
+        per = self.statements_per_txn
+        return self.tps * per if per is not None else None
 
     def stats(self, name: str) -> TxnStats | None:
         return next((t for t in self.types if t.name == name), None)

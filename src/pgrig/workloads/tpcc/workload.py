@@ -10,9 +10,10 @@ from pgrig.policy import RunPolicy
 from pgrig.report.model import Section
 from pgrig.results import RunRecord, Study
 from pgrig.schema import Table
-from pgrig.step import Step
+from pgrig.step import Step, StepKey
 from pgrig.units import MB
 from pgrig.workloads.base import Needs, Phase, ResultKind, Series, TargetView, Workload
+from pgrig.workloads.common import RELATION_SIZES, sizes_step
 from pgrig.workloads.tpcc import report, steps
 from pgrig.workloads.tpcc import spec as tpcc_spec
 from pgrig.workloads.tpcc.model import TpccCheck, TpccLoad, TpccRun
@@ -25,11 +26,12 @@ CLUSTER_BASE_BYTES = 64 * MB
 TPCC_RUN = ResultKind(
     "tpcc_run",
     TpccRun,
-    headline=lambda r: f": tpmC {r.tpmc:,.0f}",
+    headline=lambda r: f": tpmC {r.tpmc:,.0f}" + (f", {r.qps:,.0f} qps" if r.qps else ""),
     columns=lambda r: {
         "tpmc": r.tpmc,
         "tpm_total": r.tpm_total,
         "tps": r.tps,
+        "qps": r.qps,
         "latency_avg_ms": r.latency_avg_ms,
         "failed": r.failed,
     },
@@ -55,6 +57,7 @@ class TpccWorkload(Workload):
             headline=lambda r: ": all conditions hold" if r.passed else ": FAILED",
         ),
         TPCC_RUN,
+        RELATION_SIZES,
     )
     needs = Needs(destructive="the TPC-C load replaces the tpcc schema")
 
@@ -64,10 +67,14 @@ class TpccWorkload(Workload):
     def phases(self, spec: TpccSpec, policy: RunPolicy) -> list[Phase]:
         tp = steps.TpccPlan.of(spec, repeat=policy.repeat).validate()
 
+        def sizes(t: TargetView, when: str) -> Step:
+            return sizes_step(StepKey(t.name, spec.name), when, {"workload": spec.name})
+
         def data(t: TargetView) -> list[Step]:
             return [
                 steps.load_step(tp, spec.name, t),
                 steps.load_check_step(spec.name, t, tp.warehouses),
+                sizes(t, "after load"),
             ]
 
         def series(mode: str) -> Series:
@@ -87,7 +94,10 @@ class TpccWorkload(Workload):
         return [
             Phase(
                 data=data,
-                series=[series(mode) for mode in spec.modes],
+                series=[
+                    *(series(mode) for mode in spec.modes),
+                    Series(lambda t, _rep: sizes(t, "after runs"), repeated=False),
+                ],
                 disk_bytes=CLUSTER_BASE_BYTES + copies * spec.warehouses * BYTES_PER_WAREHOUSE,
             )
         ]
