@@ -3,20 +3,26 @@
 (TPC-C issue benchmark)
 
 On one throwaway cluster (pgrig's own cluster code, ``oltp`` profile, which has
-synchronous_commit = off), load W warehouses (default 4) with the in-server
-loader, then run the server-side mode (one PL/pgSQL call per transaction) and
-the client-side mode (one round trip per statement) for D seconds each at C
-connections, alternately, R rounds - the machine's drift favours neither - with
-every consistency condition checked after each run.
+synchronous_commit = off):
 
-Prints the load (time, rows/s, MB/s), every run, then per mode the median tpmC
-and tpmTotal with their range, and the median ratio server-side / client-side
-of the rounds. The issue's anchor on a 2-core VM: go-tpc loads 4 warehouses in
-29 s (15 MB/s) and reaches tpmC 27,500-31,500; goals: load <= 10 s, server-side
-tpmC >= 45,000.
+* load: W warehouses (default 4), pgrig's loader and go-tpc's ``tpcc prepare``
+  (PostgreSQL driver, ``--no-check``, as many threads as pgrig's jobs)
+  alternately, L rounds (``--load-rounds``), each into a new database. Prints
+  every load - pgrig's with its phases - then the median time of each with its
+  range and the median ratio go-tpc / pgrig with the rounds' ratios. go-tpc:
+  ``--go-tpc PATH``, else ``go-tpc`` on PATH or in ~/go/bin; it must be a build
+  with the PostgreSQL driver (v1.0.7, the module proxy's latest, has MySQL only;
+  master has it) and it speaks TCP only, so the cluster listens on 127.0.0.1.
+  Issue 18.2's goal: ratio >= 5.
+* run: the server-side mode (one PL/pgSQL call per transaction) and the
+  client-side mode (one round trip per statement) for D seconds each at C
+  connections, alternately, R rounds - the machine's drift favours neither -
+  with every consistency condition checked after each run. Prints every run,
+  then per mode the median tpmC and tpmTotal with their range, and the median
+  ratio server-side / client-side of the rounds.
 
-    .venv/bin/python bench/tpcc.py [--warehouses 4] [--connections 4] [--duration 60]
-        [--rounds 2] [--set shared_buffers=2GB]
+    .venv/bin/python bench/tpcc.py [--warehouses 4] [--load-rounds 3] [--connections 4]
+        [--duration 60] [--rounds 2] [--set shared_buffers=2GB] [--go-tpc PATH]
 """
 
 from __future__ import annotations
@@ -25,14 +31,98 @@ import argparse
 import os
 import shutil
 import statistics
+import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 from pgrig.cluster import binaries, profiles
 from pgrig.cluster.server import SUPERUSER, Cluster, InitdbOptions, server_os_user
 from pgrig.conninfo import Conn
 from pgrig.workloads.tpcc import checks, driver, loader
-from pgrig.workloads.tpcc.model import TpccRun
+from pgrig.workloads.tpcc.model import TpccLoad, TpccRun
+
+
+def find_go_tpc(given: str | None) -> str | None:
+    """go-tpc with the PostgreSQL driver, or None."""
+    candidates = [given] if given else [shutil.which("go-tpc"), str(Path.home() / "go/bin/go-tpc")]
+    for path in filter(None, candidates):
+        try:
+            usage = subprocess.run(
+                [path, "tpcc", "--help"], capture_output=True, text=True, timeout=30
+            ).stdout
+        except OSError:
+            continue
+        if "postgres" in usage:
+            return path
+    return None
+
+
+def fresh_database(admin: Conn, name: str) -> Conn:
+    with admin.connect() as db:
+        db.autocommit = True
+        db.execute(f"DROP DATABASE IF EXISTS {name}")
+        db.execute(f"CREATE DATABASE {name}")
+    return admin.with_dbname(name)
+
+
+def go_tpc_load(go_tpc: str, port: int, warehouses: int, threads: int) -> float:
+    """Seconds of ``go-tpc tpcc prepare`` into a new database ``gotpc``."""
+    argv = [go_tpc, "tpcc", "prepare", "-d", "postgres", "-H", "127.0.0.1", "-P", str(port),
+            "-U", SUPERUSER, "-D", "gotpc", "--conn-params", "sslmode=disable",
+            "--warehouses", str(warehouses), "-T", str(threads), "--no-check"]  # fmt: skip
+    t0 = time.monotonic()
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=3600)
+    elapsed = time.monotonic() - t0
+    if done.returncode != 0:
+        raise SystemExit(f"go-tpc failed ({done.returncode}): {done.stderr[-2000:]}")
+    return elapsed
+
+
+def spread(values: list[float]) -> str:
+    return f"median {statistics.median(values):.2f} (range {min(values):.2f}-{max(values):.2f})"
+
+
+def load_rounds(args: argparse.Namespace, admin: Conn, port: int, go_tpc: str | None) -> Conn:
+    """The alternated loads; returns the database pgrig loaded last."""
+    ours: list[TpccLoad] = []
+    theirs: list[float] = []
+    ratios: list[float] = []
+    conn = admin.with_dbname("tpcc")
+    for rnd in range(1, args.load_rounds + 1):
+        order = ("pgrig", "go-tpc") if rnd % 2 else ("go-tpc", "pgrig")
+        for who in order:
+            if who == "pgrig":
+                conn = fresh_database(admin, "tpcc")
+                result = loader.load(conn, args.warehouses, jobs=args.jobs)
+                ours.append(result)
+                print(
+                    f"round {rnd} pgrig : {result.elapsed_s:6.2f} s, {result.rows:,} rows, "
+                    f"{result.database_bytes / 1e6:,.0f} MB, {result.rows_per_s:,.0f} rows/s, "
+                    f"{result.mb_per_s:.1f} MB/s; phases: "
+                    + ", ".join(f"{k} {v:.2f} s" for k, v in result.phases.items()),
+                    flush=True,
+                )
+            elif go_tpc is not None:
+                fresh_database(admin, "gotpc")
+                theirs.append(go_tpc_load(go_tpc, port, args.warehouses, args.jobs))
+                print(f"round {rnd} go-tpc: {theirs[-1]:6.2f} s", flush=True)
+        if go_tpc is not None:
+            ratios.append(theirs[-1] / ours[-1].elapsed_s)
+    with admin.connect() as db:
+        db.autocommit = True
+        db.execute("DROP DATABASE IF EXISTS gotpc")
+    if ours:
+        print(f"pgrig load s: {spread([r.elapsed_s for r in ours])}")
+    if ratios:
+        print(f"go-tpc load s: {spread(theirs)}")
+        print(
+            f"go-tpc / pgrig load time: median {statistics.median(ratios):.2f} "
+            f"(rounds: {', '.join(f'{r:.2f}' for r in ratios)})"
+        )
+    elif ours:
+        print("go-tpc: not found with the PostgreSQL driver (see --go-tpc); pgrig alone")
+    return conn
 
 
 def main() -> None:
@@ -41,6 +131,8 @@ def main() -> None:
     ap.add_argument("--connections", type=int, default=4)
     ap.add_argument("--duration", type=int, default=60)
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--load-rounds", type=int, default=3)
+    ap.add_argument("--go-tpc", help="a go-tpc built with the PostgreSQL driver")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--set", dest="overrides", action="append", default=["shared_buffers=2GB"])
     ap.add_argument("--dir", type=Path, default=Path("/var/tmp"), help="where the cluster goes")
@@ -56,23 +148,21 @@ def main() -> None:
         cluster.configure(profiles.load("oltp").with_overrides(overrides))
         cluster.start()
         admin = Conn.socket(str(cluster.socket_dir), cluster.port, SUPERUSER, "postgres")
-        with admin.connect() as db:
-            db.execute("CREATE DATABASE tpcc")
-        conn = admin.with_dbname("tpcc")
+        go_tpc = find_go_tpc(args.go_tpc)
+        if go_tpc is not None:  # go-tpc's driver speaks TCP only
+            with admin.connect() as db:
+                db.autocommit = True
+                db.execute("ALTER SYSTEM SET listen_addresses = '127.0.0.1'")
+            cluster.stop()
+            cluster.start()
         print(
             f"PostgreSQL {bins.version}, oltp profile + {overrides}, {os.cpu_count()} CPUs; "
             f"{args.warehouses} warehouses, {args.connections} connections, "
-            f"{args.duration} s per run, {args.rounds} rounds",
+            f"{args.duration} s per run, {args.rounds} rounds; loads: {args.load_rounds} "
+            f"rounds, {args.jobs} jobs, go-tpc {go_tpc or 'not found'}",
             flush=True,
         )
-        load = loader.load(conn, args.warehouses, jobs=args.jobs)
-        print(
-            f"load: {load.elapsed_s:.2f} s, {load.rows:,} rows, "
-            f"{load.database_bytes / 1e6:,.0f} MB, "
-            f"{load.rows_per_s:,.0f} rows/s, {load.mb_per_s:.1f} MB/s "
-            f"({', '.join(f'{k} {v:.2f} s' for k, v in load.phases.items())})",
-            flush=True,
-        )
+        conn = load_rounds(args, admin, cluster.port, go_tpc)
         verdict = checks.check(conn)
         print(f"checks after load: {'all hold' if verdict.passed else verdict.failures}")
         results: dict[str, list[TpccRun]] = {"server": [], "client": []}

@@ -5,11 +5,13 @@ row caught by its condition, bad input refused before anything starts."""
 
 from __future__ import annotations
 
+import struct
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from pgrig.cluster.binaries import PgBinaries
@@ -17,6 +19,7 @@ from pgrig.conninfo import Conn
 from pgrig.errors import UsageError
 from pgrig.results import RunRecord, Study, to_dict
 from pgrig.tools.pgbench import txlog
+from pgrig.workloads import copybin
 from pgrig.workloads.tpcc import checks, driver, loader, sqlfiles
 from pgrig.workloads.tpcc import report as report_tpcc
 from pgrig.workloads.tpcc.model import TRANSACTIONS, WEIGHTS, TpccRun
@@ -98,6 +101,29 @@ def test_bad_run_options_are_refused() -> None:
     ):
         with pytest.raises(UsageError, match=message):
             opts.validate()
+
+
+def test_copy_rows_pack_variable_fields_and_nulls() -> None:
+    """Binary COPY rows: a fixed int4, a varchar cut to its length, a NULL, and
+    numeric in the base-10,000 form numeric_recv takes (-10.00, 0.25)."""
+    text = np.frombuffer(b"abcdXYZW", np.uint8).reshape(2, 4)
+    got = copybin.rows(
+        [
+            copybin.int4([7, 8], 2),
+            copybin.Field(text, np.array([2, 4])),
+            copybin.Field(np.array([1, 2], dtype=">i4"), null=np.array([False, True])),
+            copybin.money([-1_000, 5], 2),
+            copybin.fraction(2_500, 2),
+        ]
+    )
+    money_neg = struct.pack(">i7h", 14, 3, 1, 0x4000, 2, 0, 10, 0)
+    money_5c = struct.pack(">i7h", 14, 3, 1, 0, 2, 0, 0, 500)
+    quarter = struct.pack(">i5h", 10, 1, -1, 0, 4, 2500)
+    first = struct.pack(">hii", 5, 4, 7) + struct.pack(">i", 2) + b"ab"
+    first += struct.pack(">ii", 4, 1) + money_neg + quarter
+    second = struct.pack(">hii", 5, 4, 8) + struct.pack(">i", 4) + b"XYZW"
+    second += struct.pack(">i", -1) + money_5c + quarter
+    assert got == first + second
 
 
 # --------------------------------------------------------------------------
@@ -192,6 +218,46 @@ def test_load_one_warehouse_cardinalities(loaded: Conn) -> None:
             ).fetchall()
         }
     assert "customer_last_name" in names and "order_line_pkey" in names
+
+
+def _all_visible(conn: Conn) -> dict[str, bool]:
+    """Per big table: every page all-visible (ANALYZE copies the count from the map)."""
+    with conn.connect() as c:
+        return {
+            name: visible == pages > 0
+            for name, visible, pages in c.execute(
+                "SELECT relname, relallvisible, relpages FROM pg_class"
+                " WHERE relnamespace = 'tpcc'::regnamespace"
+                " AND relname IN ('stock', 'customer', 'order_line', 'history', 'orders')"
+            ).fetchall()
+        }
+
+
+@pytest.mark.cluster
+def test_whole_tables_are_frozen_without_a_vacuum(loaded: Conn) -> None:
+    with loaded.connect() as c:
+        version = c.info.server_version
+    assert all(_all_visible(loaded).values()) == (version >= loader.FREEZE_MAPS_FROM)
+    assert _all_visible(loaded).keys() == {"stock", "customer", "order_line", "history", "orders"}
+
+
+@pytest.mark.cluster
+def test_a_load_in_warehouse_ranges_is_vacuumed_and_consistent(db: Conn) -> None:
+    """Four jobs: the big tables load in two ranges each, unfrozen, then VACUUM."""
+    admin = db.with_dbname("postgres")
+    with admin.connect() as c:
+        c.execute("DROP DATABASE IF EXISTS tpcc_ranges")
+        c.execute("CREATE DATABASE tpcc_ranges")
+    ranged = admin.with_dbname("tpcc_ranges")
+    try:
+        result = loader.load(ranged, 2, jobs=4)
+        assert result.table_rows["stock"] == 200_000 and result.table_rows["customer"] == 60_000
+        assert "vacuum analyze (connection-s)" in result.phases
+        assert checks.check(ranged).passed
+        assert all(_all_visible(ranged).values())
+    finally:
+        with admin.connect() as c:
+            c.execute("DROP DATABASE IF EXISTS tpcc_ranges")
 
 
 @pytest.mark.cluster

@@ -40,14 +40,13 @@ from psycopg import sql
 from pgrig.conninfo import Conn
 from pgrig.results import PgbenchInit
 from pgrig.tools import pgbench
+from pgrig.workloads.copybin import COPY_HEADER, COPY_TRAILER
 from pgrig.workloads.parallel import Unit, run_parallel
 
 BRANCHES_PER_SCALE = 1
 TELLERS_PER_SCALE = 10
 BLOCK_ROWS = 65_536  # rows built and sent at a time: about 2 MB of COPY data
 CHUNK_ROWS = 1_000_000  # one unit of an unpartitioned table loaded by several connections
-COPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + bytes(8)  # signature, flags, header extension
-COPY_TRAILER = b"\xff\xff"
 
 
 def account_rows(first: int, last: int, aid_bytes: int) -> bytes:

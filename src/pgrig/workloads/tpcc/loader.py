@@ -1,33 +1,45 @@
-"""Populate the TPC-C tables inside the server, in parallel connections.
+"""Populate the TPC-C tables from parallel connections, in binary COPY.
 
 Order of business: refuse what cannot work (warehouses < 1, more jobs than
 connections, an existing schema without ``replace``); create the schema and
-functions; generate the rows - the items, then per warehouse its stock, its
-customers (with warehouse, districts and history) and its orders (with lines
-and new orders), each part one transaction in whichever connection is free;
-build the indexes (again in parallel), turn them into primary keys; VACUUM
-ANALYZE every table; write the ``tpcc.meta`` row last, so that a load that did
-not finish is never taken for one that did.
+functions; generate the rows in numpy (``generate``) and send them in binary
+COPY, one unit per table - or, with more connections than the big tables can
+keep busy, per range of warehouses of a big table. A unit that holds a whole
+table truncates it and copies with ``FREEZE`` in the same transaction: its rows
+are frozen and its pages all-visible from the start (PostgreSQL 14 and later),
+so it needs ANALYZE only; a table loaded in ranges needs VACUUM. Then build the
+indexes (in parallel, each with parallel maintenance workers), turn them into
+primary keys, analyze, and write the ``tpcc.meta`` row last, so that a load
+that did not finish is never taken for one that did.
 """
 
 from __future__ import annotations
 
 import random
+import re
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime
 
 import psycopg
+from psycopg import sql
 
 from pgrig.conninfo import Conn
 from pgrig.errors import UsageError
+from pgrig.workloads import copybin
 from pgrig.workloads.parallel import Unit, run_parallel
-from pgrig.workloads.tpcc import TABLES, sqlfiles
+from pgrig.workloads.tpcc import TABLES, generate, sqlfiles
 from pgrig.workloads.tpcc.model import TpccLoad
 
 __all__ = ["Unit", "load", "run_parallel"]
 
-PARTS = ("stock", "orders", "customers")
 MB = 1_000_000
+BIG_TABLES = ("stock", "customer", "order_line")  # split in warehouse ranges past 3 jobs
+FREEZE_MAPS_FROM = 140000  # COPY FREEZE sets the visibility map
+PARALLEL_BUILDS_FROM = 110000  # max_parallel_maintenance_workers
+Blocks = Callable[[copybin.Generator, int], Iterator[bytes]]
 
 Progress = Callable[[str], None]
 
@@ -63,6 +75,97 @@ def check_connections(db: psycopg.Connection, wanted: int, option: str) -> None:
         )
 
 
+class Timings:
+    """Seconds each step took, summed over the connections (thread-safe)."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def step(self, name: str) -> Iterator[None]:
+        t0 = time.monotonic()
+        try:
+            yield
+        finally:
+            with self._lock:
+                self.seconds[name] = self.seconds.get(name, 0.0) + time.monotonic() - t0
+
+
+def table_indexes() -> dict[str, list[str]]:
+    """indexes.sql's statements by the table they index."""
+    by_table: dict[str, list[str]] = {}
+    for statement in sqlfiles.statements("indexes"):
+        m = re.search(r" ON tpcc\.(\w+) ", statement)
+        assert m is not None, statement
+        by_table.setdefault(m.group(1), []).append(statement)
+    return by_table
+
+
+def _copy(table: str, first: int, last: int, blocks: Blocks, whole: bool, timings: Timings) -> Unit:
+    """COPY warehouses ``first``..``last`` of ``table``. A ``whole`` table is
+    truncated first in the same transaction - which is what makes FREEZE valid -
+    analyzed in it while its pages are in memory, and indexed after the commit:
+    its indexes build while other connections still copy."""
+
+    def run(db: psycopg.Connection) -> None:
+        g = copybin.Generator()
+        ident = sql.Identifier("tpcc", table)
+        options = sql.SQL("FORMAT binary, FREEZE" if whole else "FORMAT binary")
+        with db.transaction():
+            if whole:
+                db.execute(sql.SQL("TRUNCATE {}").format(ident))
+            copy = sql.SQL("COPY {} FROM STDIN ({})").format(ident, options)
+            with timings.step("copy"), db.cursor().copy(copy) as out:
+                out.write(copybin.COPY_HEADER)
+                for w in range(first, last + 1):
+                    for block in blocks(g, w):
+                        out.write(block)
+                out.write(copybin.COPY_TRAILER)
+            if whole:
+                with timings.step("analyze"):
+                    db.execute(sql.SQL("ANALYZE {}").format(ident))
+        if whole:
+            with timings.step("index"):
+                for statement in table_indexes().get(table, []):
+                    db.execute(statement)
+
+    return Unit(f"{table} {first}-{last}", run=run)
+
+
+def copy_units(
+    warehouses: int, jobs: int, c_last: int, seed: int, timings: Timings
+) -> tuple[list[Unit], set[str]]:
+    """The COPY units, slowest first, and the tables loaded whole (frozen,
+    analyzed and indexed by their unit)."""
+    now = datetime.now()
+    blocks: dict[str, Blocks] = {
+        "order_line": lambda g, w: iter((generate.order_lines(g, w, seed, now),)),
+        "stock": generate.stock,
+        "customer": lambda g, w: iter((generate.customers(g, w, c_last, now),)),
+        "history": lambda g, w: iter((generate.history(g, w, now),)),
+        "orders": lambda g, w: iter((generate.orders(g, w, seed, now),)),
+        "item": lambda g, w: iter((generate.items(g),) if w == 1 else ()),
+        "new_order": lambda _g, w: iter((generate.new_orders(w),)),
+        "district": lambda g, w: iter((generate.districts(g, w, w),)),
+        "warehouse": lambda g, w: iter((generate.warehouses(g, w, w),)),
+    }
+    # Past three connections, the big tables load in warehouse ranges: more
+    # parallel, but not frozen (VACUUM after) - see docs/tpcc.md.
+    ranges = max(1, min(warehouses, -(-jobs // len(BIG_TABLES))))
+    units: list[Unit] = []
+    whole: set[str] = set()
+    for table, make in blocks.items():
+        parts = ranges if table in BIG_TABLES else 1
+        size = -(-warehouses // parts)
+        for first in range(1, warehouses + 1, size):
+            last = min(warehouses, first + size - 1)
+            units.append(_copy(table, first, last, make, parts == 1, timings))
+        if parts == 1:
+            whole.add(table)
+    return units, whole
+
+
 def load(
     conn: Conn,
     warehouses: int,
@@ -79,65 +182,85 @@ def load(
     if jobs < 1:
         raise UsageError(f"--jobs {jobs}: must be at least 1")
     say = on_progress or (lambda _msg: None)
+    c_last = random.randint(0, 255)
+    timings = Timings()
+    units, whole = copy_units(warehouses, jobs, c_last, random.getrandbits(63), timings)
     with conn.connect() as db:
         if schema_exists(db) and not replace:
             raise UsageError(
                 "the database already holds a tpcc schema",
                 hint="pass --yes to drop it and load again, or use another database",
             )
-        jobs = min(jobs, warehouses * len(PARTS) + 1)
+        jobs = min(jobs, len(units))
         check_connections(db, jobs + 1, "--jobs")
         db.execute(sqlfiles.sql("schema"))
         db.execute(sqlfiles.sql("functions", db.info.server_version))
-        db.execute(sqlfiles.sql("load"))
-    setup = (f"SET statement_timeout = {int(timeout_for(warehouses) * 1000)}",)
-    c_last = random.randint(0, 255)
-    units = [Unit("item", "SELECT tpcc.load_items()")]
-    for w in range(1, warehouses + 1):
-        units += [
-            Unit(f"stock {w}", "SELECT tpcc.load_stock(%s)", (w,), w),
-            Unit(f"orders {w}", "SELECT tpcc.load_orders(%s)", (w,), w),
-            Unit(f"customers {w}", "SELECT tpcc.load_customers(%s, %s)", (w, c_last), w),
-        ]
+        maps = db.info.server_version >= FREEZE_MAPS_FROM
+        superuser = db.execute("SELECT current_setting('is_superuser')").fetchone() == ("on",)
+        parallel_builds = db.info.server_version >= PARALLEL_BUILDS_FROM
+    setup = (
+        f"SET statement_timeout = {int(timeout_for(warehouses) * 1000)}",
+        *((f"SET max_parallel_maintenance_workers = {jobs}",) if parallel_builds else ()),
+        # An index build logs every page whole; compressing those images took
+        # 13% of a 4-warehouse load's CPU (perf), more than the I/O it saves.
+        # Only a superuser may change it for a session.
+        *(("SET wal_compression = off",) if superuser else ()),
+    )
     t0 = time.monotonic()
-    remaining = {w: len(PARTS) for w in range(1, warehouses + 1)}
+    remaining = {w: 0 for w in range(1, warehouses + 1)}
+    spans: dict[str, range] = {}
+    for unit in units:
+        first, last = (int(x) for x in unit.label.split()[1].split("-"))
+        spans[unit.label] = range(first, last + 1)
+        for w in spans[unit.label]:
+            remaining[w] += 1
     per_warehouse: dict[str, float] = {}
 
     def done(unit: Unit) -> None:
-        if unit.warehouse is None:
-            return
-        remaining[unit.warehouse] -= 1
-        if remaining[unit.warehouse] == 0:
-            per_warehouse[str(unit.warehouse)] = round(time.monotonic() - t0, 3)
-            finished = len(per_warehouse)
-            say(f"warehouse {unit.warehouse} loaded ({finished} of {warehouses})")
+        say(f"{unit.label} loaded")
+        for w in spans[unit.label]:
+            remaining[w] -= 1
+            if remaining[w] == 0:
+                per_warehouse[str(w)] = round(time.monotonic() - t0, 3)
 
     run_parallel(conn, jobs, units, done, what="TPC-C load", setup=setup)
-    t_generated = time.monotonic()
-    say("building indexes")
+    t_copied = time.monotonic()
+    # Tables loaded in ranges: their indexes now; and VACUUM for them, or for
+    # every table where FREEZE does not set the visibility map.
+    vacuum = [t for t in TABLES if t not in whole or not maps]
+    later = [t for t in TABLES if t not in whole]
+    if later or vacuum:
+        say("building indexes, vacuum")
+    indexes = table_indexes()
+
+    def finish(table: str) -> Callable[[psycopg.Connection], None]:
+        def run(db: psycopg.Connection) -> None:
+            if table in later:
+                with timings.step("index"):
+                    for statement in indexes.get(table, []):
+                        db.execute(statement)
+            if table in vacuum:
+                with timings.step("vacuum analyze"):
+                    db.execute(sql.SQL("VACUUM ANALYZE {}").format(sql.Identifier("tpcc", table)))
+
+        return run
+
     run_parallel(
         conn,
         jobs,
-        [Unit("index", s) for s in sqlfiles.statements("indexes")],
+        [Unit(t, run=finish(t)) for t in TABLES if t in later or t in vacuum],
         what="TPC-C load",
         setup=setup,
     )
     with conn.connect() as db:
         db.execute(sqlfiles.sql("keys"))
-    t_indexed = time.monotonic()
-    say("vacuum analyze")
-    run_parallel(
-        conn,
-        jobs,
-        [Unit(t, f"VACUUM ANALYZE tpcc.{t}") for t in TABLES],
-        what="TPC-C load",
-        setup=setup,
-    )
     elapsed = time.monotonic() - t0
+    # Wall-clock times first; then the seconds per step summed over the
+    # connections, which overlap (a table's index builds while others copy).
     phases = {
-        "generate": round(t_generated - t0, 3),
-        "index": round(t_indexed - t_generated, 3),
-        "vacuum analyze": round(time.monotonic() - t_indexed, 3),
+        "copy, analyze and index whole tables": round(t_copied - t0, 3),
+        "the rest (ranges, vacuum, keys)": round(time.monotonic() - t_copied, 3),
+        **{f"{k} (connection-s)": round(v, 3) for k, v in timings.seconds.items()},
     }
     with conn.connect() as db:
         db.execute(

@@ -12,7 +12,17 @@ from pgrig.report.model import FAILED, HEADLINE, SKIPPED, Figure, Row, Section, 
 from pgrig.results import RunRecord, Study, typed
 from pgrig.workloads.tpcc.model import LABELS, STATEMENTS, TpccCheck, TpccLoad, TpccRun
 
-PHASES = ("generate", "index", "vacuum analyze")
+PHASES = (
+    "generate",  # the loader before binary COPY
+    "index",
+    "vacuum analyze",
+    "copy, analyze and index whole tables",  # wall clock, then per-connection sums
+    "the rest (ranges, vacuum, keys)",
+    "copy (connection-s)",
+    "analyze (connection-s)",
+    "index (connection-s)",
+    "vacuum analyze (connection-s)",
+)
 MODE_LABELS = {"server": "server-side (PL/pgSQL)", "client": "client-side statements"}
 
 
