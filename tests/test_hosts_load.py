@@ -109,7 +109,10 @@ def test_two_load_hosts_merge_exactly(
     assert [o.host for o in result.offsets] == ["h2", "h3"]
     for off in result.offsets:  # one kernel, one clock: measured near 0
         assert abs(off.offset_ms) <= off.uncertainty_ms + 1.0
-    assert result.start_spread_ms < 10.0, result.describe()
+    # Within 10 ms, give or take what the spread's own measurement cannot tell
+    # apart (each host's wake-up is read over SSH: a starved host reads late).
+    spread = result.start_spread_ms - result.start_spread_uncertainty_ms
+    assert spread < 10.0, result.describe()
     assert result.tps == pytest.approx(sum(h.pgbench.tps for h in result.hosts))
     for h in result.hosts:
         assert h.pgbench.tps > 0 and h.latency is not None
