@@ -62,15 +62,17 @@ def record(target: str, key: str, kind: str, result: object, **params: object) -
     )
 
 
-def runs(target: str, tps: list[float], clients: int = 2, **kw: object) -> list[RunRecord]:
+def runs(
+    target: str, tps: list[float], clients: int = 2, scale: int = 1, **kw: object
+) -> list[RunRecord]:
     return [
         record(
             target,
-            f"tpcb/run/read-write/c{clients}/r{i}",
+            f"tpcb/s{scale}/run/read-write/c{clients}/r{i}",
             "pgbench_run",
             run(t, clients=clients, **kw),  # type: ignore[arg-type]
             workload="tpcb",
-            scale=1,
+            scale=scale,
             duration_s=10,
             mode="read-write",
             clients=clients,
@@ -204,6 +206,19 @@ def test_reads_bound_by_datafileread() -> None:
     (only,) = c.wait_bound(evidence(records))
     assert only.text.startswith("big: TPC-B read-write at 8 clients is bound by data-file reads")
     assert "2 of 3 run(s)" in only.text
+
+
+def test_targets_bound_alike_make_one_sentence_naming_the_scale() -> None:
+    """Seed 004's versions, all lock-bound at the same client counts: one finding,
+    not one line per version and client count; two scales are told apart."""
+    records = []
+    for target in ("pg15", "pg18"):
+        for clients in (4, 8):
+            records += watched(runs(target, [100.0, 110.0], clients=clients), ["lock", "lock"])
+    records += watched(runs("pg15", [90.0, 95.0], clients=4, scale=10), ["cpu", "cpu"])
+    (only,) = c.wait_bound(evidence(records))
+    assert only.text.startswith("pg15, pg18: TPC-B read-write, scale 1 at 4 and 8 clients")
+    assert "8 of 8 run(s)" in only.text
 
 
 def test_one_read_bound_run_of_three_is_no_conclusion() -> None:

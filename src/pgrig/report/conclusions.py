@@ -96,6 +96,11 @@ class Evidence:
             for key, per in runs_by_point(self.records).items()
         }
 
+    def scaled(self, key: PointKey) -> bool:
+        """Was this workload measured at several scales? Then a sentence names one."""
+        scales = {k.scale for k in self.points() if k.workload == key.workload}
+        return len(scales) > 1
+
     def monitors(self) -> dict[str, MonitorResult]:
         """The monitor's result of each run, by the run's key."""
         out = {}
@@ -128,11 +133,24 @@ def _clients(n: int) -> str:
     return f"{n} client{'s' if n != 1 else ''}"
 
 
-def _what(key: PointKey) -> str:
-    """'TPC-B read-write' or 'login' (a custom script's mode is its name)."""
+def _what(key: PointKey, scaled: bool = False) -> str:
+    """'TPC-B read-write' or 'login' (a custom script's mode is its name), with
+    its scale when the study measured several."""
     if key.workload == "tpcb":
-        return f"TPC-B {key.mode}"
-    return key.workload if key.mode in (key.workload, "custom") else f"{key.workload} {key.mode}"
+        name = f"TPC-B {key.mode}"
+    else:
+        name = (
+            key.workload if key.mode in (key.workload, "custom") else f"{key.workload} {key.mode}"
+        )
+    return f"{name}, scale {key.scale}" if scaled and key.scale is not None else name
+
+
+def _client_counts(counts: Sequence[int]) -> str:
+    """'1 client', '4 clients', '4, 8 and 16 clients'."""
+    ordered = sorted(set(counts))
+    if len(ordered) == 1:
+        return _clients(ordered[0])
+    return f"{', '.join(map(str, ordered[:-1]))} and {ordered[-1]} clients"
 
 
 def _p(cmp: stats.Comparison) -> str:
@@ -179,7 +197,7 @@ def differs(ev: Evidence) -> list[Conclusion]:
                     tested.append((clients, stats.welch(base, mine)))
             if not tested:
                 continue
-            out.append(_differs_sentence(_what(key), other, ev.baseline, tested))
+            out.append(_differs_sentence(_what(key, ev.scaled(key)), other, ev.baseline, tested))
     return out
 
 
@@ -227,7 +245,7 @@ def _differs_sentence(
     tail = f"; within noise at the other {rest}" if rest else ""
     return Conclusion(
         "differs",
-        f"{what}: {other} runs {' and '.join(parts)} than {baseline} (mean tps over the "
+        f"{what}: {other} runs {' and '.join(parts)} than {baseline} (median tps over the "
         f"repeats, Welch's t-test p<={worst:.3f}){tail}.",
         f"p<={worst:.3f}",
     )
@@ -346,21 +364,35 @@ def wait_bound(ev: Evidence) -> list[Conclusion]:
         if rec.kind == "pgbench_run" and (mon := monitors.get(rec.key)) is not None:
             key = point_key(rec)
             groups.setdefault((rec.target, key), []).append(mon.verdict.cause)
-    out = []
+    # One sentence per curve and cause: the targets bound at the same client
+    # counts together (seed 004's four versions at 4-32 clients are one finding).
+    found: dict[tuple[tuple[str, int | None, int, str], str], dict[str, list[tuple[int, int, int]]]]
+    found = {}
     for (target, key), causes in groups.items():
         for cause in WAIT_CAUSES:
             n = causes.count(cause)
             if n and n >= WAIT_SHARE * len(causes):
-                noun = CLASS_NOUNS[cause]
-                out.append(
-                    Conclusion(
-                        "wait-bound",
-                        f"{target}: {_what(key)} at {_clients(key.clients)} is bound by "
-                        f"{noun} ({CAUSES[cause]}): the monitor's verdict for {n} of "
-                        f"{len(causes)} run(s), from the backends' wait events.",
-                        f"{n} of {len(causes)} runs",
-                    )
+                per = found.setdefault((key.curve, cause), {})
+                per.setdefault(target, []).append((key.clients, n, len(causes)))
+    out = []
+    for (curve, cause), per_target in found.items():
+        key = PointKey(*curve, clients=0)
+        together: dict[tuple[int, ...], list[str]] = {}
+        for target, points in per_target.items():
+            together.setdefault(tuple(sorted(c for c, _, _ in points)), []).append(target)
+        for counts, targets in together.items():
+            n = sum(n for t in targets for _, n, _ in per_target[t])
+            total = sum(total for t in targets for _, _, total in per_target[t])
+            out.append(
+                Conclusion(
+                    "wait-bound",
+                    f"{', '.join(targets)}: {_what(key, ev.scaled(key))} at "
+                    f"{_client_counts(counts)} is bound by {CLASS_NOUNS[cause]} "
+                    f"({CAUSES[cause]}): the monitor's verdict for {n} of {total} run(s), "
+                    "from the backends' wait events.",
+                    f"{n} of {total} runs",
                 )
+            )
     return out
 
 
