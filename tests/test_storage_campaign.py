@@ -22,8 +22,8 @@ from pgrig import campaign, lifecycle, proc, storage
 from pgrig.cluster import workdir
 from pgrig.errors import DiskSpaceError, UsageError
 from pgrig.runner import run_campaign
-from pgrig.storage import devices, state
-from pgrig.storage.errors import StorageError
+from pgrig.storage import devices, loopfs, state
+from pgrig.storage.errors import OptionRefused, StorageError
 from pgrig.store import Store
 from pgrig.ui import Ui
 
@@ -494,6 +494,23 @@ def test_a_refused_mount_option_with_no_target_left_exits_2(base: Path) -> None:
     assert done.returncode == 2, done.stderr  # docs/storage-lab.md: OptionRefused exits 2
     assert "nobarrier" in done.stderr and "Traceback" not in done.stderr
     assert_nothing_left(base)
+
+
+def test_options_a_small_filesystem_cannot_take_are_checked_at_the_targets_size(
+    base: Path,
+) -> None:
+    """seed002's XFS asks for 32 allocation groups of its 4 GiB; the option check
+    built a 300 MiB scratch filesystem instead, where 32 groups are below XFS's
+    16 MiB minimum, and refused the example before it ran."""
+    spec = storage.FsSpec.parse(
+        "xfs", "4GiB", mkfs="-b size=4096 -l size=64m,sunit=16 -d agcount=32,sunit=16,swidth=48"
+    )
+    loopfs.check_options(spec, base, what="target xfs")  # no OptionRefused
+    assert_nothing_left(base, keep=())
+    too_many = storage.FsSpec.parse("xfs", "4GiB", mkfs="-d agcount=512")  # 8 MiB groups
+    with pytest.raises(OptionRefused, match="agcount=512"):
+        loopfs.check_options(too_many, base, what="target xfs")
+    assert_nothing_left(base, keep=())
 
 
 def test_memory_limited_runs_record_the_cgroups_limit_hits_peak_and_oom_kills(

@@ -424,25 +424,27 @@ class LoopFilesystem:
         return left
 
 
-# The smallest filesystems mkfs makes: the option check builds one of these.
-PROBE_BYTES = {"xfs": 300 * 2**20, "ext4": 16 * 2**20}
-_probed: set[tuple[str, tuple[str, ...], tuple[str, ...]]] = set()
+# What the option check found accepted in this process: checked once.
+_probed: set[tuple[str, int, tuple[str, ...], tuple[str, ...]]] = set()
 
 
 def check_options(spec: FsSpec, base: Path | None, *, what: str) -> None:
     """Refuse mkfs or mount options this machine rejects, before the study exists:
-    the same mkfs and mount as the real target, on the smallest filesystem of the
-    type (a sparse file, removed again). Only the tools know their options, and the
-    kernel its mount options, so asking them is the one check that cannot drift.
+    the same mkfs and mount as the real target, on a sparse file of its size
+    (removed again). Only the tools know their options, and the kernel its mount
+    options, so asking them is the one check that cannot drift.
     ``what`` names the target in the error."""
     if not spec.mkfs_options and not spec.mount_options:
         return
-    key = (spec.fstype, spec.mkfs_options, spec.mount_options)
+    key = (spec.fstype, spec.size_bytes, spec.mkfs_options, spec.mount_options)
     if key in _probed:
         return
+    # At the target's own size (a sparse file: mkfs writes only its metadata):
+    # options relative to it (agcount, a log size) hold there and may not on a
+    # smaller filesystem (seed 002's agcount=32 needs 512 MiB, the minimum AG
+    # being 16 MiB; a 300 MiB scratch filesystem refused what its 4 GiB takes).
     probe = replace(
         spec,
-        size_bytes=PROBE_BYTES[spec.fstype],
         external_log_bytes=None,
         direct_io=False,
         preallocate=False,
