@@ -75,10 +75,15 @@ class Expansion:
     runs: list[PlannedRun] = field(default_factory=list)
     disk: dict[str, int] = field(default_factory=dict)  # target -> bytes needed
     repeats: str = ""  # "3" or "3 to 10 (until the 95% CI is within 5%)"
+    overhead_s: float = 0.0  # besides the steps: servers made and removed, the report
 
     @property
     def seconds(self) -> float:
         return sum(r.seconds for r in self.runs)
+
+    @property
+    def total_s(self) -> float:
+        return self.seconds + self.overhead_s
 
 
 def phases(campaign: Campaign) -> Iterator[Phase]:
