@@ -7,25 +7,29 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from pgrig import proc
+from pgrig import calibration, proc
 from pgrig.policy import RunPolicy
 from pgrig.results import SetupResult
 from pgrig.schema import Table
 from pgrig.step import Context, Step, StepKey
 from pgrig.tools import pgbench
 from pgrig.ui import Step as ProgressLine
+from pgrig.units import MB
 from pgrig.workloads.base import Needs, Phase, ResultKind, Series, TargetView, Workload
 from pgrig.workloads.common import RELATION_SIZES, conn, sizes_step
+from pgrig.workloads.custom import datasize
 from pgrig.workloads.custom import spec as custom_spec
 from pgrig.workloads.custom.spec import CustomSpec
+from pgrig.workloads.tpcb import steps as tpcb_steps
+from pgrig.workloads.tpcb.spec import TpcbSpec
 from pgrig.workloads.tpcb.steps import bench_action, prepare_action, run_estimate, threads_for
-from pgrig.workloads.tpcb.workload import PGBENCH_RUN
+from pgrig.workloads.tpcb.workload import BYTES_PER_SCALE, PGBENCH_RUN, peak_bytes
 
 FIRST_GUESS_TPS = 10_000.0
 SETUP_TIMEOUT_S = 3600.0
 
 
-def _setup(spec: CustomSpec) -> Any:
+def _setup(spec: CustomSpec, data: int) -> Any:
     def action(ctx: Context, line: ProgressLine) -> tuple[Any, str]:
         started = time.monotonic()
         outputs = []
@@ -55,20 +59,34 @@ def _setup(spec: CustomSpec) -> Any:
             elapsed_s=time.monotonic() - started,
             database_bytes=int(size[0]) if size else None,
         )
+        if data:
+            calibration.record(SETUP_KIND, data / MB, result.elapsed_s)
         return result, "\n".join(outputs)
 
     return action
 
 
-def setup_step(spec: CustomSpec, target: TargetView) -> Step:
+SETUP_KIND = "sql-setup"  # pgrig.calibration: a setup's seconds per estimated size (MB)
+
+
+def setup_estimate(data: int) -> float:
+    """Seconds a setup making ``data`` bytes takes here: from the setups this
+    machine ran (per estimated size), else at the pace of its TPC-B loads of as
+    many bytes, else pgbench's default."""
+    mb = data / MB
+    as_tpcb = tpcb_steps.load_estimate(TpcbSpec(), max(1, round(data / BYTES_PER_SCALE)))
+    return calibration.estimate(SETUP_KIND, mb, lambda _mb: as_tpcb if data else 1.0)
+
+
+def setup_step(spec: CustomSpec, target: TargetView, data: int) -> Step:
     return Step(
         key=StepKey(target.name, spec.name, ("setup",)),
         kind="sql_setup",
         label=f"{target.name}: {spec.name} setup",
         params={"workload": spec.name, "files": [str(p) for p in spec.setup]},
-        action=_setup(spec),
+        action=_setup(spec, data),
         tools=("psql",),
-        estimate_s=10,
+        estimate_s=setup_estimate(data),
         creates_data=True,
     )
 
@@ -144,13 +162,15 @@ class CustomWorkload(Workload):
         def sizes(t: TargetView, when: str) -> Step:
             return sizes_step(StepKey(t.name, spec.name), when, {"workload": spec.name})
 
+        data = datasize.of_files(spec.setup)
         return [
             Phase(
-                data=lambda t: [setup_step(spec, t), sizes(t, "after load")],
+                data=lambda t: [setup_step(spec, t, data), sizes(t, "after load")],
                 series=[
                     *(series(p) for p in points(spec)),
                     Series(lambda t, _rep: sizes(t, "after runs"), repeated=False),
                 ],
+                disk_bytes=peak_bytes(data) if spec.setup else 0,
             )
         ]
 

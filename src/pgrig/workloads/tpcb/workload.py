@@ -26,7 +26,12 @@ CLUSTER_BASE_BYTES = 64 * MB
 def data_bytes(scale: int, *, unlogged: bool = False, copies: int = 1) -> int:
     """Disk a TPC-B cluster needs at its peak during the load (``copies`` > 1
     when a pristine copy is kept for reset = "restore")."""
-    data = scale * BYTES_PER_SCALE
+    return peak_bytes(scale * BYTES_PER_SCALE, unlogged=unlogged, copies=copies)
+
+
+def peak_bytes(data: int, *, unlogged: bool = False, copies: int = 1) -> int:
+    """Disk a cluster needs at its peak while ``data`` bytes of tables and indexes
+    are loaded: the data, the WAL the load writes (up to 4 GB kept), the cluster."""
     wal = 0 if unlogged else min(data, 4 * GB) + 64 * MB
     return CLUSTER_BASE_BYTES + data * copies + wal
 
