@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -129,8 +129,14 @@ def steps(campaign: Campaign) -> Iterator[tuple[TargetView, Step]]:
             for t, probe_steps in per_target:
                 if i < len(probe_steps):
                     yield t, probe_steps[i]
+    there: dict[str, str] = {}  # target -> the data its last data step left
     for phase in phases(campaign):
-        yield from phase_steps(phase, targets, campaign.policy)
+        for t, step in phase_steps(phase, targets, campaign.policy):
+            if step.leaves:
+                if step.reused_s is not None and there.get(t.name) == step.leaves:
+                    step = replace(step, estimate_s=step.reused_s)
+                there[t.name] = step.leaves
+            yield t, step
 
 
 def disk_needs(campaign: Campaign) -> dict[str, int]:

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from pathlib import Path
 from typing import Any
 
-from pgrig import proc
+from pgrig import calibration, proc
 from pgrig.cluster import workdir
 from pgrig.environment.storage import describe_filesystem
 from pgrig.errors import ClusterError, UsageError, WorkdirError
@@ -26,10 +27,13 @@ from pgrig.tools import pgbench
 from pgrig.ui import Step as ProgressLine
 from pgrig.units import MB
 from pgrig.workloads.base import TargetView
+from pgrig.workloads.basebackup import spec as bb_spec
 from pgrig.workloads.basebackup import tool
 from pgrig.workloads.basebackup.model import BasebackupData, BasebackupResult
 from pgrig.workloads.basebackup.spec import BasebackupSpec
 from pgrig.workloads.common import checkpoint, conn
+from pgrig.workloads.tpcb import steps as tpcb_steps
+from pgrig.workloads.tpcb.spec import TpcbSpec
 
 CLUSTER_SQL = "SELECT sum(pg_database_size(oid))::bigint FROM pg_database"
 TABLESPACES_SQL = (
@@ -99,8 +103,10 @@ def data_steps(spec: BasebackupSpec, target: TargetView) -> list[Step]:
             action=_data(spec, target.tablespaces),
             total=spec.scale * pgbench.ROWS_PER_SCALE,
             tools=("pgbench",),
-            estimate_s=5 + 1.5 * spec.scale,
+            estimate_s=tpcb_steps.load_estimate(TpcbSpec(), spec.scale),
             creates_data=True,
+            leaves=tpcb_steps.pgbench_data(spec.scale),
+            reused_s=2,  # a CHECKPOINT and two sizes
         )
     ]
 
@@ -168,8 +174,21 @@ def _reachable(holder: Path, owner: proc.OsUser | None) -> None:
         )
 
 
+def calibration_kind(spec: BasebackupSpec) -> str:
+    """What a copy's time is calibrated under: its format and compression."""
+    return f"basebackup:{spec.format}:{spec.compress}"
+
+
+def backup_estimate(spec: BasebackupSpec) -> float:
+    """Seconds a copy of ``spec.scale`` takes here, from the copies this machine
+    made (per planned size, MB), else at 50 MB/s (a slow disk's pace)."""
+    mb = bb_spec.copy_bytes(spec.scale) / MB
+    return calibration.estimate(calibration_kind(spec), mb, lambda _mb: 10 + spec.scale * 16 / 50)
+
+
 def _backup(spec: BasebackupSpec, opts: tool.Options, target: str, rep: int) -> Any:
     def action(ctx: Context, line: ProgressLine) -> tuple[Any, str]:
+        started = time.monotonic()
         _check_replication(ctx, spec.wal_method)
         with conn(ctx).connect() as db:
             row = db.execute(CLUSTER_SQL).fetchone()
@@ -253,6 +272,9 @@ def _backup(spec: BasebackupSpec, opts: tool.Options, target: str, rep: int) -> 
             phases=ran.phases,
             argv=tuple(args),
         )
+        # the whole step (the copy measured and removed too), as the plan counts it
+        elapsed = time.monotonic() - started
+        calibration.record(calibration_kind(spec), bb_spec.copy_bytes(spec.scale) / MB, elapsed)
         return result, ran.raw
 
     return action
@@ -280,7 +302,7 @@ def backup_step(spec: BasebackupSpec, policy: RunPolicy, target: TargetView, rep
         prepare=_prepare(policy),
         tools=(tool.TOOL,),
         monitored=True,
-        estimate_s=10 + spec.scale * 16 / 50,  # 50 MB/s: a slow disk's pace
+        estimate_s=backup_estimate(spec),
     )
 
 

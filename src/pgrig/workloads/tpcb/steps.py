@@ -102,6 +102,11 @@ def _load(spec: TpcbSpec, scale: int, tablespaces: dict[str, str | None]) -> Any
     return action
 
 
+def pgbench_data(scale: int) -> str:
+    """What a step that loads the pgbench tables leaves (``Step.leaves``)."""
+    return f"pgbench scale {scale}"
+
+
 def load_kind(spec: TpcbSpec) -> str:
     """What a load's time is calibrated under: the loader, and partitioned or not."""
     return f"tpcb:{spec.generate}" + (":partitioned" if spec.partitions else "")
@@ -234,6 +239,7 @@ def load_steps(spec: TpcbSpec, scale: int, target: TargetView) -> list[Step]:
             tools=("pgbench",),
             estimate_s=load_estimate(spec, scale),
             creates_data=True,
+            leaves=pgbench_data(scale),
         )
     ]
     if spec.count:

@@ -1,0 +1,65 @@
+"""`pgrig plan`'s time estimates: what a step finds already there, and what the
+machine measured (issue 21.7; bench/plan_estimate.py compares them with the
+seed examples' real times)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pgrig import calibration, campaign, plan
+from pgrig.units import MB
+from pgrig.workloads.basebackup import spec as bb_spec
+from pgrig.workloads.basebackup.steps import backup_estimate, calibration_kind
+from pgrig.workloads.tpcb.spec import TpcbSpec
+from pgrig.workloads.tpcb.steps import load_estimate
+
+CAMPAIGN = """
+[campaign]
+name = "est"
+[[target]]
+name = "a"
+directory = "{directory}"
+[[workload]]
+type = "tpcb"
+scales = [20]
+modes = ["read-write"]
+clients = [1]
+duration = 5
+count = false
+[[workload]]
+type = "basebackup"
+scale = {backup_scale}
+"""
+
+
+@pytest.fixture(autouse=True)
+def _own_calibration(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PGRIG_STATE_DIR", str(tmp_path / "state"))
+
+
+def _expand(tmp_path: Path, backup_scale: int) -> dict[str, float]:
+    path = tmp_path / "est.toml"
+    path.write_text(CAMPAIGN.format(directory=tmp_path, backup_scale=backup_scale))
+    return {r.key: r.seconds for r in plan.expand(campaign.load(path)).runs}
+
+
+def test_a_backup_of_the_data_loaded_before_plans_no_second_load(tmp_path: Path) -> None:
+    """seed002: the TPC-B load of scale 50, then a base backup of scale 50 - the
+    data step finds the tables and keeps them (1 s real), the plan said 80 s."""
+    same = _expand(tmp_path, 20)
+    assert same["a/tpcb/s20/init"] == pytest.approx(load_estimate(TpcbSpec(), 20))
+    assert same["a/basebackup/s20/data"] < 5
+    other = _expand(tmp_path, 30)  # another scale: loaded again
+    assert other["a/basebackup/s30/data"] == pytest.approx(load_estimate(TpcbSpec(), 30))
+
+
+def test_the_backup_estimate_follows_the_copies_this_machine_made(tmp_path: Path) -> None:
+    spec = bb_spec.BasebackupSpec(scale=50)
+    before = backup_estimate(spec)
+    calibration.record(calibration_kind(spec), bb_spec.copy_bytes(50) / MB, 9.0)
+    assert backup_estimate(spec) == pytest.approx(9.0) != before
+    assert _expand(tmp_path, 50)["a/basebackup/s50/backup/r1"] == pytest.approx(9.0)
+    tar = bb_spec.BasebackupSpec(scale=50, format="tar", compress="gzip:5")
+    assert backup_estimate(tar) == before  # another format: not calibrated by the plain copy
