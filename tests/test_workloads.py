@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from pgrig import campaign, plan, registry
+from pgrig import calibration, campaign, plan, registry
 from pgrig.errors import UsageError
 from pgrig.report.writer import write as write_report
 from pgrig.results import SERVER
@@ -100,6 +100,11 @@ rows = [1000, 20000]
         totals = {registry.typed_result(r).total for r in records}
         study = st.study(camp.name)
     assert totals == {1000 * 1001 // 2, 20000 * 20001 // 2}
+    # What the run spent besides its steps (two servers made, started and removed,
+    # the report) is what the next plan adds for two targets.
+    fixed, per_target = calibration.line(plan.OVERHEAD_KIND) or (0.0, 0.0)
+    measured = fixed + 2 * per_target
+    assert 0.5 < measured < 300 and plan.expand(camp).overhead_s == pytest.approx(measured)
     md, _ = write_report(study, records, tmp_path / "report")
     text = md.read_text()
     assert "## Toy workload" in text and "200,010,000" in text

@@ -407,9 +407,10 @@ def plan_cmd(campaign_file: Path) -> None:
             missing.append(need_version.spec)
     for i, r in enumerate(exp.runs, start=1):
         click.echo(f"{i:4d}  {r.seconds:6.0f} s  {r.key}")
-    minutes = exp.seconds / 60
+    minutes = exp.total_s / 60
+    besides = f" ({exp.overhead_s:.0f} s of it besides the steps)" if exp.overhead_s else ""
     click.echo(
-        f"{len(exp.runs)} steps, about {minutes:.0f} min"
+        f"{len(exp.runs)} steps, about {minutes:.0f} min{besides}"
         + (
             " (more if repeats extend until the confidence interval is met)"
             if camp.policy.until_ci_pct

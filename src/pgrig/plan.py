@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from pgrig import probe, registry
+from pgrig import calibration, probe, registry
 from pgrig.campaign import Campaign, InitdbSpec, TargetSpec
 from pgrig.errors import DiskSpaceError
 from pgrig.policy import RunPolicy
@@ -131,12 +131,12 @@ def steps(campaign: Campaign) -> Iterator[tuple[TargetView, Step]]:
                     yield t, probe_steps[i]
     there: dict[str, str] = {}  # target -> the data its last data step left
     for phase in phases(campaign):
-        for t, step in phase_steps(phase, targets, campaign.policy):
+        for view, step in phase_steps(phase, targets, campaign.policy):
             if step.leaves:
-                if step.reused_s is not None and there.get(t.name) == step.leaves:
+                if step.reused_s is not None and there.get(view.name) == step.leaves:
                     step = replace(step, estimate_s=step.reused_s)
-                there[t.name] = step.leaves
-            yield t, step
+                there[view.name] = step.leaves
+            yield view, step
 
 
 def disk_needs(campaign: Campaign) -> dict[str, int]:
@@ -146,11 +146,31 @@ def disk_needs(campaign: Campaign) -> dict[str, int]:
     return {t.name: need for t in campaign.targets if (need := max(probe_bytes, peak))}
 
 
+# pgrig.calibration: a finished run's seconds outside its steps (servers made,
+# started and removed, the environment captured, the report written), per
+# number of targets.
+OVERHEAD_KIND = "run-overhead"
+BASE_S = 20.0
+PER_TARGET_S = 10.0
+
+
+def overhead_s(campaign: Campaign) -> float:
+    """Seconds a run spends besides its steps: from this machine's earlier runs,
+    else PER_TARGET_S for each target (initdb, start, stop) and BASE_S (the
+    environment, the idle machine sampled, the report)."""
+    return calibration.estimate(
+        OVERHEAD_KIND, len(campaign.targets), lambda n: BASE_S + PER_TARGET_S * n
+    )
+
+
 def expand(campaign: Campaign) -> Expansion:
     """Every step the campaign expands to, in the order the runner executes them."""
     runs = [PlannedRun(t.name, step.id, step.label, step.estimate_s) for t, step in steps(campaign)]
     return Expansion(
-        runs=runs, disk=disk_needs(campaign), repeats=campaign.policy.describe_repeats()
+        runs=runs,
+        disk=disk_needs(campaign),
+        repeats=campaign.policy.describe_repeats(),
+        overhead_s=overhead_s(campaign) if campaign.workloads else 0.0,
     )
 
 

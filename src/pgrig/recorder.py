@@ -52,6 +52,7 @@ class Recorder:
         self.wait_quiet_s = wait_quiet_s  # before a measured run, wait this long for quiet
         self.baseline: monitor.IdleBaseline | None = None  # the idle machine, before the study
         self.failures = 0
+        self.busy_s = 0.0  # seconds inside steps: the rest of a run is its setup and teardown
         self._limits: dict[str, monitor.Limits | None] = {}
         # What later steps ask of the recorded runs, kept as they are recorded:
         # the store is read once (a resumed study), never again per repetition;
@@ -131,6 +132,7 @@ class Recorder:
             self._record_monitor(step, t, started, watched, value if status == "ok" else None)
         if memory is not None:
             self._record_memory(step, t, started, memory)
+        self.busy_s += time.monotonic() - t0
         return status == "ok"
 
     def metrics(self, steps: Iterable[Step]) -> list[float]:

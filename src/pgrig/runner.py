@@ -16,6 +16,7 @@ import contextlib
 import json
 import os
 import socket
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict
 from datetime import datetime
@@ -24,6 +25,7 @@ from typing import Any
 
 from pgrig import (
     __version__,
+    calibration,
     environment,
     lifecycle,
     monitor,
@@ -177,7 +179,7 @@ class CampaignRunner:
         expansion = plan.expand(self.campaign)
         self.ui.info(
             f"campaign [bold]{study.id}[/bold]: {len(expansion.runs)} steps on "
-            f"{len(self.targets)} target(s), about {expansion.seconds / 60:.0f} min; "
+            f"{len(self.targets)} target(s), about {expansion.total_s / 60:.0f} min; "
             f"results go to {store.path}"
         )
         if self.campaign.workloads:
@@ -468,6 +470,7 @@ def run_campaign(
     """Check, run (or resume) and report a campaign - the front door every
     command shares. The report of what finished is written even after Ctrl-C,
     which then raises ``Interrupted``."""
+    t0 = time.monotonic()
     runner = CampaignRunner(camp, ui, yes=yes, keep=keep, study_id=study_id, label=label)
     runner.preflight(results, store)  # bad input fails here, before anything is created
     with Store.open(store) as st:
@@ -484,6 +487,11 @@ def run_campaign(
                     ui.warn(closing)  # the last word before anyone quotes the numbers
                 ui.data(f"report: {md}")
                 ui.data(f"report: {html}")
+    done = runner.study is not None and runner.study.status == "finished"
+    if interrupted is None and runner.recorder is not None and done:
+        # what the plan adds beside the steps, as this machine measured it
+        overhead = time.monotonic() - t0 - runner.recorder.busy_s
+        calibration.record(plan.OVERHEAD_KIND, len(camp.targets), overhead)
     if interrupted is not None:
         raise Interrupted(
             "interrupted: the running tool and the clusters were stopped; "
