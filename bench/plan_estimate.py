@@ -74,7 +74,12 @@ def planned(path: Path) -> dict[str, Any]:
     and the setup/teardown the plan adds beside its steps."""
     camp = campaign.load(path)
     steps = [
-        {"key": step.id, "kind": kind_of(step), "seconds": step.estimate_s, "prepared": bool(step.prepare)}
+        {
+            "key": step.id,
+            "kind": kind_of(step),
+            "seconds": step.estimate_s,
+            "prepared": bool(step.prepare),
+        }
         for _, step in plan.steps(camp)
     ]
     exp = plan.expand(camp)
@@ -240,9 +245,7 @@ def main() -> None:
     ap.add_argument("--results", type=Path, help="runs kept (and reused) in DIR/NAME")
     ap.add_argument("--replan", action="store_true", help="also this code's estimate now")
     args = ap.parse_args()
-    names = [
-        n for n in SEEDS if not args.only or any(n.startswith(o) for o in args.only)
-    ]
+    names = [n for n in SEEDS if not args.only or any(n.startswith(o) for o in args.only)]
     base = args.results or Path(tempfile.mkdtemp(prefix="pgrig-bench-seeds-", dir="/var/tmp"))
     print(f"PostgreSQL runs in {base}; {os.cpu_count()} CPUs, load average "
           f"{os.getloadavg()[0]:.1f}", flush=True)  # fmt: skip

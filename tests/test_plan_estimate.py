@@ -13,7 +13,7 @@ from pgrig.units import MB
 from pgrig.workloads.basebackup import spec as bb_spec
 from pgrig.workloads.basebackup.steps import backup_estimate, calibration_kind
 from pgrig.workloads.tpcb.spec import TpcbSpec
-from pgrig.workloads.tpcb.steps import load_estimate
+from pgrig.workloads.tpcb.steps import load_estimate, load_kind
 
 CAMPAIGN = """
 [campaign]
@@ -63,3 +63,22 @@ def test_the_backup_estimate_follows_the_copies_this_machine_made(tmp_path: Path
     assert _expand(tmp_path, 50)["a/basebackup/s50/backup/r1"] == pytest.approx(9.0)
     tar = bb_spec.BasebackupSpec(scale=50, format="tar", compress="gzip:5")
     assert backup_estimate(tar) == before  # another format: not calibrated by the plain copy
+
+
+def test_a_storage_that_loaded_slower_is_planned_from_its_own_loads(tmp_path: Path) -> None:
+    """seed000: the load on the latency layer took 151 s, on the plain directory
+    beside it 18 s; one line for the machine planned both alike."""
+    slow = tmp_path / "slow"
+    slow.mkdir()
+    path = tmp_path / "two.toml"
+    text = CAMPAIGN.format(directory=tmp_path, backup_scale=20)
+    path.write_text(text.replace("[[workload]]", f'[[target]]\nname = "b"\ndirectory = "{slow}"\n'
+                                 "[[workload]]", 1))  # fmt: skip
+    kind = load_kind(TpcbSpec())
+    calibration.record_on(kind, str(tmp_path), 20, 10.0)
+    calibration.record_on(kind, str(slow), 20, 100.0)
+    runs = {r.key: r.seconds for r in plan.expand(campaign.load(path)).runs}
+    assert runs["a/tpcb/s20/init"] == pytest.approx(10.0)
+    assert runs["b/tpcb/s20/init"] == pytest.approx(100.0)
+    # a storage that never loaded: the machine's latest load of that size
+    assert load_estimate(TpcbSpec(), 20, "/elsewhere") == pytest.approx(100.0)

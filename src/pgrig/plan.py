@@ -52,13 +52,16 @@ class PlannedTarget:
     tablespaces: dict[str, str | None] = field(default_factory=dict)
     observed: dict[str, float] = field(default_factory=dict)
     owned: bool = True
+    storage: str = ""
 
     @classmethod
     def of(cls, spec: TargetSpec) -> PlannedTarget:
+        kind = registry.target_kind(spec)
         return cls(
             spec.name,
             {"tablespace": spec.tablespace, "index_tablespace": spec.index_tablespace},
-            owned=registry.target_kind(spec).creates_server,
+            owned=kind.creates_server,
+            storage=kind.where(spec)[0],
         )
 
 

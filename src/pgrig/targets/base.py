@@ -144,6 +144,10 @@ class Target:
         return self.checked.owned
 
     @property
+    def storage(self) -> str:
+        return self.kind.where(self.spec)[0]
+
+    @property
     def directory(self) -> Path | None:
         return self.live.directory
 

@@ -50,6 +50,9 @@ class TargetView(Protocol):
     @property
     def owned(self) -> bool: ...  # pgrig created this server (or --yes allows dropping data)
 
+    @property
+    def storage(self) -> str: ...  # where it is, in words: what its times are calibrated on
+
 
 @dataclass(frozen=True)
 class ResultKind:

@@ -103,7 +103,7 @@ def data_steps(spec: BasebackupSpec, target: TargetView) -> list[Step]:
             action=_data(spec, target.tablespaces),
             total=spec.scale * pgbench.ROWS_PER_SCALE,
             tools=("pgbench",),
-            estimate_s=tpcb_steps.load_estimate(TpcbSpec(), spec.scale),
+            estimate_s=tpcb_steps.load_estimate(TpcbSpec(), spec.scale, target.storage),
             creates_data=True,
             leaves=tpcb_steps.pgbench_data(spec.scale),
             reused_s=2,  # a CHECKPOINT and two sizes
@@ -179,14 +179,16 @@ def calibration_kind(spec: BasebackupSpec) -> str:
     return f"basebackup:{spec.format}:{spec.compress}"
 
 
-def backup_estimate(spec: BasebackupSpec) -> float:
-    """Seconds a copy of ``spec.scale`` takes here, from the copies this machine
-    made (per planned size, MB), else at 50 MB/s (a slow disk's pace)."""
+def backup_estimate(spec: BasebackupSpec, storage: str = "") -> float:
+    """Seconds a copy of ``spec.scale`` takes here, from the copies this storage
+    or machine made (per planned size, MB), else at 50 MB/s (a slow disk's pace)."""
     mb = bb_spec.copy_bytes(spec.scale) / MB
-    return calibration.estimate(calibration_kind(spec), mb, lambda _mb: 10 + spec.scale * 16 / 50)
+    return calibration.estimate_on(
+        calibration_kind(spec), storage, mb, lambda _mb: 10 + spec.scale * 16 / 50
+    )
 
 
-def _backup(spec: BasebackupSpec, opts: tool.Options, target: str, rep: int) -> Any:
+def _backup(spec: BasebackupSpec, opts: tool.Options, target: str, rep: int, storage: str) -> Any:
     def action(ctx: Context, line: ProgressLine) -> tuple[Any, str]:
         started = time.monotonic()
         _check_replication(ctx, spec.wal_method)
@@ -274,7 +276,8 @@ def _backup(spec: BasebackupSpec, opts: tool.Options, target: str, rep: int) -> 
         )
         # the whole step (the copy measured and removed too), as the plan counts it
         elapsed = time.monotonic() - started
-        calibration.record(calibration_kind(spec), bb_spec.copy_bytes(spec.scale) / MB, elapsed)
+        mb = bb_spec.copy_bytes(spec.scale) / MB
+        calibration.record_on(calibration_kind(spec), storage, mb, elapsed)
         return result, ran.raw
 
     return action
@@ -298,11 +301,11 @@ def backup_step(spec: BasebackupSpec, policy: RunPolicy, target: TargetView, rep
             "to": spec.to or None,
             "repeat": rep,
         },
-        action=_backup(spec, opts, target.name, rep),
+        action=_backup(spec, opts, target.name, rep, target.storage),
         prepare=_prepare(policy),
         tools=(tool.TOOL,),
         monitored=True,
-        estimate_s=backup_estimate(spec),
+        estimate_s=backup_estimate(spec, target.storage),
     )
 
 

@@ -29,7 +29,7 @@ FIRST_GUESS_TPS = 10_000.0
 SETUP_TIMEOUT_S = 3600.0
 
 
-def _setup(spec: CustomSpec, data: int) -> Any:
+def _setup(spec: CustomSpec, data: int, storage: str) -> Any:
     def action(ctx: Context, line: ProgressLine) -> tuple[Any, str]:
         started = time.monotonic()
         outputs = []
@@ -60,7 +60,7 @@ def _setup(spec: CustomSpec, data: int) -> Any:
             database_bytes=int(size[0]) if size else None,
         )
         if data:
-            calibration.record(SETUP_KIND, data / MB, result.elapsed_s)
+            calibration.record_on(SETUP_KIND, storage, data / MB, result.elapsed_s)
         return result, "\n".join(outputs)
 
     return action
@@ -69,13 +69,13 @@ def _setup(spec: CustomSpec, data: int) -> Any:
 SETUP_KIND = "sql-setup"  # pgrig.calibration: a setup's seconds per estimated size (MB)
 
 
-def setup_estimate(data: int) -> float:
+def setup_estimate(data: int, storage: str = "") -> float:
     """Seconds a setup making ``data`` bytes takes here: from the setups this
     machine ran (per estimated size), else at the pace of its TPC-B loads of as
     many bytes, else pgbench's default."""
     mb = data / MB
-    as_tpcb = tpcb_steps.load_estimate(TpcbSpec(), max(1, round(data / BYTES_PER_SCALE)))
-    return calibration.estimate(SETUP_KIND, mb, lambda _mb: as_tpcb if data else 1.0)
+    as_tpcb = tpcb_steps.load_estimate(TpcbSpec(), max(1, round(data / BYTES_PER_SCALE)), storage)
+    return calibration.estimate_on(SETUP_KIND, storage, mb, lambda _mb: as_tpcb if data else 1.0)
 
 
 def setup_step(spec: CustomSpec, target: TargetView, data: int) -> Step:
@@ -84,9 +84,9 @@ def setup_step(spec: CustomSpec, target: TargetView, data: int) -> Step:
         kind="sql_setup",
         label=f"{target.name}: {spec.name} setup",
         params={"workload": spec.name, "files": [str(p) for p in spec.setup]},
-        action=_setup(spec, data),
+        action=_setup(spec, data, target.storage),
         tools=("psql",),
-        estimate_s=setup_estimate(data),
+        estimate_s=setup_estimate(data, target.storage),
         creates_data=True,
     )
 

@@ -49,7 +49,7 @@ def threads_for(threads: int | None, clients: int) -> int:
     return max(1, min(clients, os.cpu_count() or 1))
 
 
-def _load(spec: TpcbSpec, scale: int, tablespaces: dict[str, str | None]) -> Any:
+def _load(spec: TpcbSpec, scale: int, tablespaces: dict[str, str | None], storage: str) -> Any:
     def action(ctx: Context, line: ProgressLine) -> tuple[Any, str]:
         opts = pgbench.InitOptions(
             scale=scale,
@@ -89,7 +89,7 @@ def _load(spec: TpcbSpec, scale: int, tablespaces: dict[str, str | None]) -> Any
             result, raw = pgbench.run_init(
                 ctx.bins.client_bin_dir, conn(ctx), opts, on_progress=on_progress
             )
-        calibration.record(load_kind(spec), scale, load_seconds(result))
+        calibration.record_on(load_kind(spec), storage, scale, load_seconds(result))
         with conn(ctx).connect() as db:
             size = db.execute("SELECT pg_database_size(current_database())").fetchone()
         checkpoint(ctx)
@@ -119,10 +119,10 @@ def load_seconds(result: PgbenchInit) -> float:
     return max(0.01, result.elapsed_s - result.steps.get("drop tables", 0.0))
 
 
-def load_estimate(spec: TpcbSpec, scale: int) -> float:
-    """Seconds to load ``scale``: from this machine's earlier loads (pgrig.calibration),
-    else 1.5 s per scale unit (pgbench -i on a slow disk)."""
-    return calibration.estimate(load_kind(spec), scale, lambda s: 5 + 1.5 * s)
+def load_estimate(spec: TpcbSpec, scale: int, storage: str = "") -> float:
+    """Seconds to load ``scale``: from this storage's or this machine's earlier
+    loads (pgrig.calibration), else 1.5 s per scale unit (pgbench -i on a slow disk)."""
+    return calibration.estimate_on(load_kind(spec), storage, scale, lambda s: 5 + 1.5 * s)
 
 
 def _find_node(plan: dict[str, Any], node_type: str) -> dict[str, Any] | None:
@@ -234,10 +234,10 @@ def load_steps(spec: TpcbSpec, scale: int, target: TargetView) -> list[Step]:
             kind="pgbench_init",
             label=f"{target.name}: pgbench -i -s {scale}",
             params=params,
-            action=_load(spec, scale, tablespaces),
+            action=_load(spec, scale, tablespaces, target.storage),
             total=scale * pgbench.ROWS_PER_SCALE,
             tools=("pgbench",),
-            estimate_s=load_estimate(spec, scale),
+            estimate_s=load_estimate(spec, scale, target.storage),
             creates_data=True,
             leaves=pgbench_data(scale),
         )
