@@ -278,6 +278,9 @@ def load(ev: Evidence) -> list[Conclusion]:
             if cmp.significant and cmp.diff_pct is not None:
                 word = "faster" if cmp.diff_pct < 0 else "slower"
                 text = f"{label}: {other} loads {abs(cmp.diff_pct):.0f}% {word} ({times})."
+            elif max(len(base), len(mine)) == 1:
+                # a campaign's repeat repeats the runs, never the load: no advice to raise it
+                text = f"{label} took {times}: once each, no test, no winner named."
             else:
                 why = _p(cmp) if cmp.p_value is None else f"within noise (p={cmp.p_value:.2f})"
                 text = f"{label} took {times}: {why}, no winner named."
