@@ -23,6 +23,7 @@ from pgrig.results import (
     from_dict,
     to_dict,
 )
+from pgrig.workloads.basebackup.model import BasebackupResult
 
 MONITOR_DATA = Path(__file__).parent / "data" / "monitor"
 
@@ -114,6 +115,53 @@ def test_differs_names_no_winner_inside_the_noise() -> None:
 def test_differs_without_repeats_says_no_test() -> None:
     (only,) = c.differs(evidence(runs("a", [1000]) + runs("b", [2000])))
     assert "cannot be told apart yet" in only.text and "faster" not in only.text
+
+
+# -- headline -----------------------------------------------------------------
+
+
+def backups(target: str, mb_per_s: list[float]) -> list[RunRecord]:
+    mb = 850 * 10**6  # MB/s are of 10^6 bytes, as pg_basebackup's seed quoted them
+    return [
+        record(
+            target,
+            f"basebackup/s50/backup/r{i}",
+            "basebackup",
+            BasebackupResult(
+                mb,
+                mb,
+                1000,
+                850 / v,
+                "plain",
+                "fast",
+                "stream",
+                "none",
+                None,
+                "same target",
+                "xfs",
+                "pg_basebackup 15",
+            ),
+            workload="basebackup",
+            scale=50,
+        )  # fmt: skip
+        for i, v in enumerate(mb_per_s)
+    ]
+
+
+def test_a_backup_faster_on_one_target_is_said_with_its_p_value() -> None:
+    """Seed 002's last finding: pg_basebackup 796 MB/s on XFS, 354 on ext4."""
+    xfs, ext4 = backups("a-xfs", [796, 790, 801]), backups("b-ext4", [354, 350, 360])
+    (only,) = c.headline(evidence(xfs + ext4))
+    assert only.text.startswith("pg_basebackup: b-ext4 56% lower than a-xfs")
+    assert "median 354 MB/s on b-ext4, 796 on a-xfs" in only.text and "p<0.001" in only.text
+
+
+def test_backups_within_the_noise_or_once_each_name_no_winner() -> None:
+    (noisy,) = c.headline(evidence(backups("a", [110, 80, 120]) + backups("b", [92, 100, 75])))
+    assert "no difference between b and a beyond the noise" in noisy.text
+    (once,) = c.headline(evidence(backups("a", [110]) + backups("b", [92])))
+    assert "cannot be told apart yet" in once.text
+    assert c.headline(evidence(runs("a", [1000, 1010]) + runs("b", [900, 910]))) == []
 
 
 # -- load ---------------------------------------------------------------------

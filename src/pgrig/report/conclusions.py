@@ -15,6 +15,8 @@ order they are printed:
    repeats at each client count. A target is said to be faster or slower only
    where p < 0.05, with the range of differences and the largest p; where no
    client count differs it says "no difference beyond the noise".
+1b. **headline** - the figure of a workload that is not pgbench (a base
+   backup's MB/s, TPC-C's tpmC), target against baseline, the same test.
 2. **load** - the data load of each target: the times side by side; "faster"
    only when repeated loads pass the same test, else "one load each: no test".
 3. **stalls** - a run whose per-second tps fell to at most 10% of its median
@@ -41,7 +43,7 @@ import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from pgrig import stats
+from pgrig import registry, stats
 from pgrig.meaning import Meaning
 from pgrig.monitor.model import MonitorResult
 from pgrig.monitor.verdict import CAUSES, CLASS_NOUNS
@@ -249,6 +251,50 @@ def _differs_sentence(
         f"repeats, Welch's t-test p<={worst:.3f}){tail}.",
         f"p<={worst:.3f}",
     )
+
+
+def headline(ev: Evidence) -> list[Conclusion]:
+    """The figure of a workload that is not pgbench (a base backup's MB/s, TPC-C's
+    tpmC: ``ResultKind.summary``), target against baseline as ``differs`` does:
+    seed 002 ended on "backups: XFS 2.2x faster"."""
+    out = []
+    for kind in registry.kinds().values():
+        if kind.summary is None or kind.metric is None:
+            continue
+        values: dict[str, dict[str, list[float]]] = {}
+        for rec in ev.records:
+            if rec.kind == kind.name and (res := typed_result(rec)) is not None:
+                workload = str(rec.params.get("workload", kind.name))
+                values.setdefault(workload, {}).setdefault(rec.target, []).append(kind.metric(res))
+        for workload, per in values.items():
+            base = per.get(ev.baseline)
+            what = kind.summary if workload == kind.name else f"{kind.summary} ({workload})"
+            for other in ev.targets:
+                mine = per.get(other)
+                if other == ev.baseline or not base or not mine:
+                    continue
+                cmp = stats.welch(base, mine)
+                both = (
+                    f"median {fmt.rate(stats.headline(mine))} {kind.unit} on {other}, "
+                    f"{fmt.rate(stats.headline(base))} on {ev.baseline}"
+                )
+                if cmp.p_value is None:
+                    text = f"{what}: {other} and {ev.baseline} cannot be told apart yet "
+                    text += f"({both}; {_p(cmp)})."
+                elif cmp.significant and cmp.diff_pct is not None:
+                    word = "higher" if cmp.diff_pct > 0 else "lower"
+                    text = (
+                        f"{what}: {other} {abs(cmp.diff_pct):.0f}% {word} than {ev.baseline} "
+                        f"({both}; Welch's t-test "
+                        + (f"p={cmp.p_value:.3f})." if cmp.p_value >= 0.001 else "p<0.001).")
+                    )
+                else:
+                    text = (
+                        f"{what}: no difference between {other} and {ev.baseline} beyond the "
+                        f"noise ({both}; Welch's t-test p={cmp.p_value:.2f})."
+                    )
+                out.append(Conclusion("headline", text, _p(cmp)))
+    return out
 
 
 def load(ev: Evidence) -> list[Conclusion]:
@@ -488,6 +534,7 @@ def io_cap(ev: Evidence) -> list[Conclusion]:
 RULES: tuple[Rule, ...] = (
     disturbed,
     differs,
+    headline,
     load,
     stalls,
     fsync_bound,
