@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from pgrig.report import writer as report
+from pgrig.report.monitor import disturbed_summary
 from pgrig.results import RunRecord, Study, from_dict
 
 DATA = Path(__file__).parent / "data" / "report"
@@ -152,3 +153,16 @@ def test_a_long_header_value_folds_so_conclusions_lead() -> None:
     page = html.render_meta((("Study", "s"), ("How it was obtained", long)))
     assert "<dd>s</dd>" in page
     assert page.count("<details>") == 1 and "<summary>tools: fio 3.33," in page
+
+
+def test_a_share_of_the_device_below_one_percent_is_not_said_as_0_percent() -> None:
+    """seed002's report: "... and up to 0% of the target device's bytes"."""
+    _, records = tiny_cloud()
+    small = []
+    for r in records:
+        if r.kind == "monitor" and r.result and r.result.get("disturbed"):
+            result = {**r.result, "disturbed": {**r.result["disturbed"], "io_share": 0.003}}
+            r = dataclasses.replace(r, result=result)
+        small.append(r)
+    text = disturbed_summary(small) or ""
+    assert "and less than 1% of the target device's bytes" in text and "up to 0%" not in text

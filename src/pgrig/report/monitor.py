@@ -160,7 +160,9 @@ def disturbed_summary(records: Sequence[RunRecord]) -> str | None:
         f"other processes took {_pct_range(cpu)} of the CPU ({_top_names(hit)})"
     )
     if io:
-        text += f" and up to {max(io):.0%} of the target device's bytes"
+        # seed002's runs: "up to 0% of the target device's bytes" (0.3% rounded down)
+        most = f"up to {max(io):.0%}" if max(io) >= 0.005 else "less than 1%"
+        text += f" and {most} of the target device's bytes"
     return text
 
 
