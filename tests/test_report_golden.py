@@ -66,6 +66,7 @@ def test_markdown_opens_with_conclusions_and_holds_no_html_entities(
     written: tuple[Path, Path],
 ) -> None:
     md = written[0].read_text(encoding="utf-8")
+    assert md.splitlines()[0] == "# pgrig report: tiny-cloud"  # not "tiny-cloud (tiny-cloud)"
     sections = re.findall(r"^## (.+)$", md, flags=re.M)
     assert sections[:2] == ["Conclusions", "Performance Summary"]
     conclusions = md[md.index("## Conclusions") : md.index("## Performance Summary")]

@@ -71,7 +71,7 @@ def build(study: Study, records: Sequence[RunRecord]) -> ReportView:
         runs_section(records),
     ]
     return ReportView(
-        title=f"pgrig report: {study.name} ({study.id})",
+        title=f"pgrig report: {study_label(study)}",
         meta=header(study, records),
         sections=_concluded(study, records, targets, targets[0] if targets else "", sections),
     )
@@ -206,7 +206,7 @@ def _build_comparison(study: Study, records: Sequence[RunRecord], targets: list[
                 sections.append(out)
     sections += [*extra_sections(study, records), runs_section(records)]
     return ReportView(
-        title=f"pgrig report: {study.name} ({study.id})",
+        title=f"pgrig report: {study_label(study)}",
         meta=header(study, records),
         sections=_concluded(study, records, targets, baseline, sections),
     )
@@ -248,9 +248,15 @@ def runs_text(records: Sequence[RunRecord]) -> str:
     return text + (f"; host and server monitored during {watched} of them" if watched else "")
 
 
+def study_label(study: Study) -> str:
+    """'quick (quick-20261122-041500)'; a campaign's study bears its name: once
+    ("seed002-filesystems (seed002-filesystems)" headed its report)."""
+    return study.name if study.id == study.name else f"{study.name} ({study.id})"
+
+
 def header(study: Study, records: Sequence[RunRecord]) -> tuple[tuple[str, str], ...]:
     return (
-        ("Study", f"{study.name} ({study.id})"),
+        ("Study", study_label(study)),
         ("Target", _targets_text(study, records)),
         ("Started", study.started_at),
         ("Finished", study.finished_at or "not finished"),
