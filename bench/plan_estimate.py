@@ -40,10 +40,20 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pgrig import calibration, campaign, plan
+from pgrig import calibration, campaign, plan, registry
 from pgrig.cluster.workdir import state_dir
+from pgrig.results import PgbenchInit, SetupResult
 from pgrig.step import Step
 from pgrig.store import Store
+from pgrig.units import MB
+from pgrig.workloads.basebackup.model import BasebackupResult
+from pgrig.workloads.basebackup.spec import BasebackupSpec, copy_bytes
+from pgrig.workloads.basebackup.steps import calibration_kind
+from pgrig.workloads.custom import datasize
+from pgrig.workloads.custom.spec import CustomSpec
+from pgrig.workloads.custom.workload import SETUP_KIND
+from pgrig.workloads.tpcb.spec import TpcbSpec
+from pgrig.workloads.tpcb.steps import load_kind, load_seconds
 
 ROOT = Path(__file__).resolve().parent.parent
 SEEDS = {
@@ -100,6 +110,39 @@ def calibration_of(snapshot: dict[str, Any]) -> Iterator[None]:
                 del os.environ["PGRIG_STATE_DIR"]
             else:
                 os.environ["PGRIG_STATE_DIR"] = old
+
+
+def learn(name: str, where: Path) -> list[str]:
+    """Record the loads, setups and copies of an earlier run (DIR/NAME's store)
+    under their storage, as the runner records them since per-storage calibration
+    exists: for a run made before it (``--calibrate-from``)."""
+    camp = campaign.load(SEEDS[name])
+    storage = {t.name: plan.PlannedTarget.of(t).storage for t in camp.targets}
+    setups = {s.name: s for s in camp.workloads if isinstance(s, CustomSpec)}
+    learned = []
+    with Store.open(where / "results.sqlite") as store:
+        records = store.runs(store.studies()[-1].id)
+    for rec in records:
+        res = registry.typed_result(rec)
+        on = storage.get(rec.target, "")
+        if res is None or not on:
+            continue
+        if isinstance(res, PgbenchInit) and not res.reused:
+            kind = load_kind(TpcbSpec(generate=str(rec.params.get("generate", "client"))))
+            size, seconds = float(res.scale), load_seconds(res)
+        elif isinstance(res, SetupResult) and (spec := setups.get(str(rec.params["workload"]))):
+            kind, size = SETUP_KIND, datasize.of_files(spec.setup) / MB
+            seconds = res.elapsed_s
+        elif isinstance(res, BasebackupResult):
+            bb = BasebackupSpec(scale=int(rec.params["scale"]), format=res.format,
+                                compress=res.compress)  # fmt: skip
+            kind, size = calibration_kind(bb), copy_bytes(bb.scale) / MB
+            seconds = _at(rec.finished_at) - _at(rec.started_at)
+        else:
+            continue
+        calibration.record(f"{kind}@{on}", size, seconds)
+        learned.append(f"{rec.target} {kind} {size:g}: {seconds:.1f} s")
+    return learned
 
 
 def _calibration_now() -> dict[str, Any]:
@@ -244,6 +287,13 @@ def main() -> None:
     ap.add_argument("--only", nargs="+", metavar="NAME", help="seed000, seed001, seed002")
     ap.add_argument("--results", type=Path, help="runs kept (and reused) in DIR/NAME")
     ap.add_argument("--replan", action="store_true", help="also this code's estimate now")
+    ap.add_argument(
+        "--calibrate-from",
+        type=Path,
+        metavar="DIR",
+        help="first record DIR/NAME's loads, setups and copies per storage (a run made "
+        "before per-storage calibration existed)",
+    )
     args = ap.parse_args()
     names = [n for n in SEEDS if not args.only or any(n.startswith(o) for o in args.only)]
     base = args.results or Path(tempfile.mkdtemp(prefix="pgrig-bench-seeds-", dir="/var/tmp"))
@@ -251,6 +301,10 @@ def main() -> None:
           f"{os.getloadavg()[0]:.1f}", flush=True)  # fmt: skip
     for name in names:
         where = base / name
+        earlier = args.calibrate_from / name if args.calibrate_from else None
+        if earlier is not None and not (where / "run.json").exists():
+            for line in learn(name, earlier):
+                print(f"  calibrated from {earlier}: {line}", flush=True)
         if not (where / "run.json").exists():
             run(name, SEEDS[name], where)
         report(name, where, args.replan)
