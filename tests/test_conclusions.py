@@ -112,6 +112,14 @@ def test_differs_names_no_winner_inside_the_noise() -> None:
     assert "faster" not in only.text and "slower" not in only.text
 
 
+def test_differs_on_two_runs_a_side_calls_no_winner_as_the_summary_does() -> None:
+    """seed000: "pl3-latency runs 91% slower (p<=0.028)" above a summary table
+    that said "not called: 2 vs 2 runs (p=0.028, q=0.16)"."""
+    (only,) = c.differs(evidence(runs("a", [10000, 11000]) + runs("b", [900, 1000])))
+    assert "slower" not in only.text and "no difference between b and a called" in only.text
+    assert "not called: 2 vs 2 runs" in only.text and "a call needs ≥ 3 runs a side" in only.text
+
+
 def test_differs_without_repeats_says_no_test() -> None:
     (only,) = c.differs(evidence(runs("a", [1000]) + runs("b", [2000])))
     assert "cannot be told apart yet" in only.text and "faster" not in only.text
