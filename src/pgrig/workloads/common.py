@@ -147,7 +147,7 @@ def sizes_step(key: StepKey, when: str, params: dict[str, Any]) -> Step:
         label=f"{key.target}: table and index sizes {when}",
         params={**params, "when": when},
         action=relation_sizes(when),
-        estimate_s=1,
+        estimate_s=0.25,  # a catalog query: 0.05-0.23 s measured on seed000 and seed002
     )
 
 
