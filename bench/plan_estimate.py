@@ -42,6 +42,9 @@ from typing import Any
 
 from pgrig import calibration, campaign, plan, registry
 from pgrig.cluster.workdir import state_dir
+from pgrig.durability.model import DurabilityResult
+from pgrig.durability.workload import DurabilitySpec
+from pgrig.durability.workload import calibration_kind as durability_kind
 from pgrig.results import PgbenchInit, SetupResult
 from pgrig.step import Step
 from pgrig.store import Store
@@ -119,7 +122,8 @@ def learn(name: str, where: Path) -> list[str]:
     exists: for a run made before it (``--calibrate-from``)."""
     camp = campaign.load(SEEDS[name])
     storage = {t.name: plan.PlannedTarget.of(t).storage for t in camp.targets}
-    setups = {s.name: s for s in camp.workloads if isinstance(s, CustomSpec)}
+    setups = {s.name: s for s in camp.workloads if isinstance(s, CustomSpec) and s.setup}
+    crashes = {s.name: s for s in camp.workloads if isinstance(s, DurabilitySpec)}
     learned = []
     with Store.open(where / "results.sqlite") as store:
         records = store.runs(store.studies()[-1].id)
@@ -134,6 +138,9 @@ def learn(name: str, where: Path) -> list[str]:
         elif isinstance(res, SetupResult) and (spec := setups.get(str(rec.params["workload"]))):
             kind, size = SETUP_KIND, datasize.of_files(spec.setup) / MB
             seconds = res.elapsed_s
+        elif isinstance(res, DurabilityResult) and (d := crashes.get(str(rec.params["workload"]))):
+            kind, size = durability_kind(d), float(d.crashes)
+            seconds = _at(rec.finished_at) - _at(rec.started_at) - d.crashes * d.interval_s
         elif isinstance(res, BasebackupResult):
             bb = BasebackupSpec(scale=int(rec.params["scale"]), format=res.format,
                                 compress=res.compress)  # fmt: skip

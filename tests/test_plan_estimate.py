@@ -9,12 +9,15 @@ from pathlib import Path
 import pytest
 
 from pgrig import calibration, campaign, plan
+from pgrig.durability.workload import DurabilitySpec
+from pgrig.durability.workload import calibration_kind as durability_kind
 from pgrig.units import MB
 from pgrig.workloads.basebackup import spec as bb_spec
 from pgrig.workloads.basebackup.steps import backup_estimate, calibration_kind
 from pgrig.workloads.tpcb.spec import TpcbSpec
 from pgrig.workloads.tpcb.steps import load_estimate, load_kind
 
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 CAMPAIGN = """
 [campaign]
 name = "est"
@@ -82,3 +85,17 @@ def test_a_storage_that_loaded_slower_is_planned_from_its_own_loads(tmp_path: Pa
     assert runs["b/tpcb/s20/init"] == pytest.approx(100.0)
     # a storage that never loaded: the machine's latest load of that size
     assert load_estimate(TpcbSpec(), 20, "/elsewhere") == pytest.approx(100.0)
+
+
+def test_a_crash_check_is_planned_from_what_its_crashes_cost_here(tmp_path: Path) -> None:
+    """seed001's login-crash: 3 crashes, 5 s apart, planned 40 s, took 104 s: each
+    crash's recovery, the workload's checks and the scripts' relaunch cost more
+    than the 5 s allowed for them."""
+    camp = campaign.load(EXAMPLES / "seed001-login.toml")
+    spec = next(w for w in camp.workloads if isinstance(w, DurabilitySpec))
+    key = "disk/login-crash"
+    before = next(r.seconds for r in plan.expand(camp).runs if r.key == key)
+    storage = plan.PlannedTarget.of(camp.targets[0]).storage
+    calibration.record_on(durability_kind(spec), storage, spec.crashes, 89.0)
+    after = next(r.seconds for r in plan.expand(camp).runs if r.key == key)
+    assert after == pytest.approx(spec.crashes * spec.interval_s + 89.0) != before

@@ -3,10 +3,12 @@ write load K times and verify (one step per target, never repeated)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from pgrig import calibration
 from pgrig.durability import crasher, driver, report
 from pgrig.durability.model import KILL_BACKEND, METHODS, POWER_LOSS_MODES, DurabilityResult
 from pgrig.durability.userload import UserCheck, UserLoad, parse_checks
@@ -105,10 +107,33 @@ SCHEMA = Schema(
 )  # fmt: skip
 
 
+def calibration_kind(spec: DurabilitySpec) -> str:
+    """What a check's time is calibrated under: how it crashes, and whether the
+    user's scripts run and are checked too (seed001: 104 s where 40 were planned)."""
+    return (
+        f"durability:{spec.method}"
+        + (":power-loss" if spec.power_loss else "")
+        + (":scripts" if spec.scripts else "")
+    )
+
+
+def estimate(spec: DurabilitySpec, storage: str = "") -> float:
+    """The intervals under load, and what each crash costs besides (recovery,
+    checks, relaunch): from this storage's or machine's earlier checks, per crash."""
+
+    def default(crashes: float) -> float:
+        return crashes * (15 if spec.power_loss else 5) + 10
+
+    besides = calibration.estimate_on(calibration_kind(spec), storage, spec.crashes, default)
+    return spec.crashes * spec.interval_s + besides
+
+
 def check_step(spec: DurabilitySpec, target: TargetView) -> Step:
     plan = spec.plan
+    storage = target.storage
 
     def action(ctx: Context, line: ProgressLine) -> tuple[Any, str]:
+        started = time.monotonic()
         own = ctx.cluster is not None
         if ctx.conn is None or not (own or (target.owned and plan.method == KILL_BACKEND)):
             raise Skip("an existing server: run `pgrig durability --dsn ... --yes`")
@@ -128,6 +153,8 @@ def check_step(spec: DurabilitySpec, target: TargetView) -> Step:
         )
         if ctx.cluster is not None:
             ctx.server_pid = ctx.cluster.postmaster_pid()
+        besides = time.monotonic() - started - spec.crashes * spec.interval_s
+        calibration.record_on(calibration_kind(spec), storage, spec.crashes, max(0.1, besides))
         return result, ""
 
     return Step(
@@ -147,7 +174,7 @@ def check_step(spec: DurabilitySpec, target: TargetView) -> Step:
         },
         action=action,
         tools=("pg_amcheck", "postgres", "pg_ctl"),
-        estimate_s=spec.crashes * (spec.interval_s + (15 if spec.power_loss else 5)) + 10,
+        estimate_s=estimate(spec, target.storage),
     )
 
 
