@@ -8,6 +8,7 @@ import dataclasses
 import json
 from pathlib import Path
 
+from pgrig.durability.model import Check, Crash, DurabilityResult
 from pgrig.meaning import Meaning
 from pgrig.monitor.model import MonitorResult, Verdict
 from pgrig.report import conclusions as c
@@ -377,3 +378,33 @@ def test_no_wakeup_when_the_monitor_saw_busy_cpus() -> None:
     assert c.vm_wakeup(evidence(at(20.0), environment=env("KVM"))) == []
     (idle,) = c.vm_wakeup(evidence(at(75.0), environment=env("KVM")))
     assert "(the monitor: CPUs 25% busy at 1 client)" in idle.text
+
+
+# -- durable ------------------------------------------------------------------
+
+
+def crashed(lost: int, failures: tuple[str, ...] = ()) -> list[RunRecord]:
+    checks = (Check("one session row per user (no duplicate key)", not failures, ""),)
+    crashes = tuple(
+        Crash(i, "immediate", "2026-11-25T00:00:00+00:00", 5.0, 500, 2, 3.0, 2.5 + i,
+              checks=checks)
+        for i in (1, 2, 3)
+    )  # fmt: skip
+    result = DurabilityResult("immediate", 2, 3, 5.0, 1, "15.18", crashes=crashes,
+                              acknowledged=1504, lost=lost, failures=failures)  # fmt: skip
+    return [record("disk", "login-crash", "durability", result, workload="login-crash")]
+
+
+def test_a_crash_check_says_what_was_lost_and_whether_the_checks_held() -> None:
+    """Seed 001 crashed its login workload and looked for lost rows and duplicates."""
+    (held,) = c.durable(evidence(crashed(0)))
+    assert held.text == (
+        "disk: login-crash, 3 x immediate: 1,504 commits acknowledged, 0 lost; its "
+        "check held after every recovery (the slowest recovery 5.5 s)."
+    )
+    (failed,) = c.durable(evidence(crashed(7, ("7 acknowledged commits lost",))))
+    assert "7 lost; FAILED: 7 acknowledged commits lost" in failed.text
+
+
+def test_no_crash_check_no_durability_sentence() -> None:
+    assert c.durable(evidence(runs("a", [1000, 1010]) + loads("a", [10.0]))) == []

@@ -35,6 +35,8 @@ order they are printed:
    reached less than 90% of it (the target measured the host disk), "bound"
    otherwise; and fdatasync within 10% of half the write-IOPS cap is the cap's
    rate (two I/Os per sync), not a per-I/O latency.
+8. **durable** - a crash check: commits acknowledged and lost, and whether every
+   check (pgrig's and the workload's own) held after every recovery.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from pgrig import registry, stats
+from pgrig.durability.model import DurabilityResult
 from pgrig.meaning import Meaning
 from pgrig.monitor.model import MonitorResult
 from pgrig.monitor.verdict import CAUSES, CLASS_NOUNS
@@ -553,6 +556,33 @@ def io_cap(ev: Evidence) -> list[Conclusion]:
     return out
 
 
+def durable(ev: Evidence) -> list[Conclusion]:
+    """A crash check's outcome (seed 001 crashed its login workload and looked for
+    lost rows and duplicate keys): what was acknowledged, what was lost, whether
+    every check held after every recovery."""
+    out = []
+    for rec in ev.records:
+        res = typed_result(rec) if rec.kind == "durability" else None
+        if not isinstance(res, DurabilityResult):
+            continue
+        checks = sorted({c.name for crash in res.crashes for c in crash.checks} | {
+            c.name for c in res.checks
+        })  # fmt: skip
+        slowest = max((c.recovery_s for c in res.crashes), default=0.0)
+        text = (
+            f"{rec.target}: {rec.params.get('workload', 'durability')}, {len(res.crashes)} x "
+            f"{res.method}: {res.acknowledged:,} commits acknowledged, {res.lost:,} lost"
+        )
+        if res.ok:
+            held = "its check" if len(checks) == 1 else f"all {len(checks)} checks"
+            text += f"; {held} held after every recovery"
+        else:
+            text += f"; FAILED: {res.failures[0]}"
+        text += f" (the slowest recovery {slowest:.1f} s)."
+        out.append(Conclusion("durable", text, "one crash run"))
+    return out
+
+
 RULES: tuple[Rule, ...] = (
     disturbed,
     differs,
@@ -563,6 +593,7 @@ RULES: tuple[Rule, ...] = (
     wait_bound,
     vm_wakeup,
     io_cap,
+    durable,
 )
 
 
