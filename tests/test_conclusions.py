@@ -119,6 +119,9 @@ def test_differs_on_two_runs_a_side_calls_no_winner_as_the_summary_does() -> Non
     (only,) = c.differs(evidence(runs("a", [10000, 11000]) + runs("b", [900, 1000])))
     assert "slower" not in only.text and "no difference between b and a called" in only.text
     assert "not called: 2 vs 2 runs" in only.text and "a call needs ≥ 3 runs a side" in only.text
+    assert only.text.startswith(
+        "TPC-B read-write: no difference between b and a called at 2 clients: ≈"
+    )
 
 
 def test_differs_without_repeats_says_no_test() -> None:

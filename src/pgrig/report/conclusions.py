@@ -237,8 +237,9 @@ def _differs_sentence(
         if closest[1].significant:  # p < 0.05 alone, but not a call (too few runs, q)
             return Conclusion(
                 "differs",
-                f"{what}: no difference between {other} and {baseline} called {at_all}; "
-                f"at {_clients(closest[0])}: {closest[1].describe()}.",
+                f"{what}: no difference between {other} and {baseline} called {at_all}"
+                + ("" if len(tested) == 1 else f"; at {_clients(closest[0])}")
+                + f": {closest[1].describe()}.",
                 "not called",
             )
         worst = min(cmp.p_value for _, cmp in tested if cmp.p_value is not None)
