@@ -411,3 +411,18 @@ def test_a_crash_check_says_what_was_lost_and_whether_the_checks_held() -> None:
 
 def test_no_crash_check_no_durability_sentence() -> None:
     assert c.durable(evidence(runs("a", [1000, 1010]) + loads("a", [10.0]))) == []
+
+
+def test_a_cap_the_uncapped_disk_does_not_reach_is_not_said_to_bind() -> None:
+    """seed000 on a busy disk: essd-pl1's fio at 93% of its 6,800 IOPS, the uncapped
+    local beside it at 6,029 (89%): "the cap bound" could not be told."""
+    local = [r for r in capped("local", 6_800, 6_029.0, 226.0) if r.kind != "storage_lab"]
+    found = c.io_cap(evidence(local + capped("essd-pl1", 6_800, 6_303.0, 208.0)))
+    (only,) = [x for x in found if "fio" in x.text]
+    assert "whether the cap of 6,800 IOPS bound cannot be told" in only.text
+    assert "uncapped local reached 6,029 (89%)" in only.text and " bound:" not in only.text
+    fast = [r for r in capped("local", 6_800, 25_500.0, 226.0) if r.kind != "storage_lab"]
+    found = c.io_cap(evidence(fast + capped("essd-pl1", 6_800, 6_303.0, 208.0)))
+    assert [x.text for x in found if "fio" in x.text][0].startswith(
+        "essd-pl1: the cap of 6,800 IOPS bound"
+    )
