@@ -47,6 +47,7 @@ from pgrig.durability.workload import DurabilitySpec
 from pgrig.durability.workload import calibration_kind as durability_kind
 from pgrig.results import PgbenchInit, SetupResult
 from pgrig.step import Step
+from pgrig.storage.model import LabInfo
 from pgrig.store import Store
 from pgrig.units import MB
 from pgrig.workloads.basebackup.model import BasebackupResult
@@ -141,6 +142,9 @@ def learn(name: str, where: Path) -> list[str]:
         elif isinstance(res, DurabilityResult) and (d := crashes.get(str(rec.params["workload"]))):
             kind, size = durability_kind(d), float(d.crashes)
             seconds = _at(rec.finished_at) - _at(rec.started_at) - d.crashes * d.interval_s
+        elif isinstance(res, LabInfo):
+            kind, size = "lab-build", 1.0
+            seconds = max(0.01, _at(rec.finished_at) - _at(rec.started_at))
         elif isinstance(res, BasebackupResult):
             bb = BasebackupSpec(scale=int(rec.params["scale"]), format=res.format,
                                 compress=res.compress)  # fmt: skip
@@ -150,6 +154,17 @@ def learn(name: str, where: Path) -> list[str]:
             continue
         calibration.record(f"{kind}@{on}", size, seconds)
         learned.append(f"{rec.target} {kind} {size:g}: {seconds:.1f} s")
+    # What the run spent besides its steps, as the bench counts it (wall time less
+    # each step's recorded span and prepare), under the study's name.
+    saved = json.loads((where / "plan.json").read_text())
+    prepared = {s["key"] for s in saved["plan"]["steps"] if s["prepared"]}
+    spans, _ = real_times(where, prepared)
+    steps = {s["key"] for s in saved["plan"]["steps"]}
+    besides = json.loads((where / "run.json").read_text())["wall_s"] - sum(
+        v for k, v in spans.items() if k in steps
+    )
+    calibration.record(f"{plan.OVERHEAD_KIND}@{camp.name}", len(camp.targets), besides)
+    learned.append(f"{plan.OVERHEAD_KIND} {len(camp.targets)}: {besides:.1f} s")
     return learned
 
 

@@ -99,3 +99,17 @@ def test_a_crash_check_is_planned_from_what_its_crashes_cost_here(tmp_path: Path
     calibration.record_on(durability_kind(spec), storage, spec.crashes, 89.0)
     after = next(r.seconds for r in plan.expand(camp).runs if r.key == key)
     assert after == pytest.approx(spec.crashes * spec.interval_s + 89.0) != before
+
+
+def test_what_a_run_spends_besides_its_steps_comes_from_the_same_study_first(
+    tmp_path: Path,
+) -> None:
+    """seed000's five targets spent 193 s besides their steps; seed002's two loop
+    filesystems 29 s: a line through other studies planned seed002 at 77 s."""
+    path = tmp_path / "est.toml"
+    path.write_text(CAMPAIGN.format(directory=tmp_path, backup_scale=20))
+    camp = campaign.load(path)
+    calibration.record(plan.OVERHEAD_KIND, 5, 193.0)
+    assert plan.expand(camp).overhead_s == pytest.approx(193.0 / 5)  # the machine's line
+    calibration.record_on(plan.OVERHEAD_KIND, "est", 1, 12.0)
+    assert plan.expand(camp).overhead_s == pytest.approx(12.0)

@@ -491,7 +491,7 @@ def run_campaign(
     if interrupted is None and runner.recorder is not None and done:
         # what the plan adds beside the steps, as this machine measured it
         overhead = time.monotonic() - t0 - runner.recorder.busy_s
-        calibration.record(plan.OVERHEAD_KIND, len(camp.targets), overhead)
+        calibration.record_on(plan.OVERHEAD_KIND, camp.name, len(camp.targets), overhead)
     if interrupted is not None:
         raise Interrupted(
             "interrupted: the running tool and the clusters were stopped; "
