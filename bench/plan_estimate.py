@@ -321,7 +321,7 @@ def main() -> None:
     args = ap.parse_args()
     names = [n for n in SEEDS if not args.only or any(n.startswith(o) for o in args.only)]
     base = args.results or Path(tempfile.mkdtemp(prefix="pgrig-bench-seeds-", dir="/var/tmp"))
-    print(f"PostgreSQL runs in {base}; {os.cpu_count()} CPUs, load average "
+    print(f"runs kept in {base}; {os.cpu_count()} CPUs, load average "
           f"{os.getloadavg()[0]:.1f}", flush=True)  # fmt: skip
     for name in names:
         where = base / name
