@@ -17,6 +17,7 @@ was before the run (the copy), so that a fixed estimate can be read against the
 same real times without running again.
 
     .venv/bin/python bench/plan_estimate.py [--only seed002 ...] [--results DIR] [--replan]
+        [--calibrate-from EARLIER_DIR]
 
 Seed examples run one after another, never two at once (they would share the
 two cores and distort each other's real times). ``--results DIR`` keeps each
