@@ -238,6 +238,15 @@ def test_single_client_commits_bounded_by_fsync() -> None:
     assert "fdatasync takes 164 us" in only.text and "66% of the 0.250 ms" in only.text
 
 
+def test_a_probe_slower_than_the_whole_transaction_is_not_a_share_of_it() -> None:
+    """seed000-latency: pg_test_fsync's 908 us beside 0.470 ms transactions was
+    printed as "100% of the 0.470 ms" - a sync cannot outlast its commit."""
+    records = runs("local", [2122.0], clients=1, latency=0.47)
+    records.append(record("local", "probe/pg_test_fsync", "pg_test_fsync", fsync(908.0)))
+    (only,) = c.fsync_bound(evidence(records))
+    assert "100%" not in only.text and "longer than the 0.470 ms a whole" in only.text
+
+
 def test_fast_fsync_or_asynchronous_commit_is_not_fsync_bound() -> None:
     fast = runs("local", [4000.0], clients=1, latency=0.25)
     fast.append(record("local", "probe/pg_test_fsync", "pg_test_fsync", fsync(30.0)))
