@@ -19,11 +19,10 @@ from pgrig.ui import Step as ProgressLine
 
 if TYPE_CHECKING:  # the cluster is only handed through, never built here
     from pgrig.cluster.server import Cluster
+    from pgrig.hosts.load import LoadRunner
     from pgrig.lossyfs.target import LossyTarget
     from pgrig.monitor.verdict import Finding
-    from pgrig.results import PgbenchRun
     from pgrig.storage.memcg import MemoryStats
-    from pgrig.tools.pgbench.run import RunOptions
 
 
 class Skip(Exception):
@@ -80,9 +79,9 @@ class Context:
     # Runs in the server's and the probes' processes before exec: puts them into
     # a storage-lab target's cgroup (I/O cap, memory limit). None: nothing to do.
     preexec: Callable[[], None] | None = None
-    # Runs a measured pgbench elsewhere (a remote target's load hosts): (options,
-    # local log directory) -> the merged run and its raw output. None: here.
-    pgbench: Callable[[RunOptions, Path], tuple[PgbenchRun, str]] | None = None
+    # Runs a measured pgbench elsewhere (a remote target's load hosts): the job ->
+    # every host's run, merged by the workload. None: here.
+    pgbench: LoadRunner | None = None
     # Typed results an action made besides its own, recorded below its key as
     # (tail, result kind, value) - a multi-host run's per-host figures.
     extra: list[tuple[str, str, Any]] = field(default_factory=list)

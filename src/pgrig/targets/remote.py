@@ -21,7 +21,7 @@ import contextlib
 import socket
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,12 +33,11 @@ from pgrig.hosts.executor import TMP, Executor
 from pgrig.hosts.inventory import Host
 from pgrig.hosts.server import RemoteServer, ServerSpec
 from pgrig.report.model import HEADLINE, Row, Section, Table
-from pgrig.results import PgbenchRun, ProgressPoint, typed
+from pgrig.results import typed
 from pgrig.schema import Schema, custom, integer, text
 from pgrig.schema import Table as Keys
 from pgrig.targets.base import Checked, Demands, Target, TargetKind, capture
 from pgrig.targets.throwaway import find_binaries
-from pgrig.tools.pgbench.run import RunOptions
 from pgrig.ui import Ui
 from pgrig.workloads.base import ResultKind
 
@@ -47,9 +46,9 @@ if TYPE_CHECKING:
     from pgrig.results import RunRecord, Study
 
 SERVER_TOOLS = ("postgres", "initdb", "pg_isready")
-# Workload types whose measured runs go through ``Context.pgbench`` with a
-# built-in script (a custom script's files and TPC-C's driver are this machine's).
-FROM_LOAD_HOSTS = ("tpcb",)
+# Workload types whose measured runs go through ``Context.pgbench`` (a custom
+# workload's scripts and TPC-C's are copied to the load hosts).
+FROM_LOAD_HOSTS = ("tpcb", "custom", "tpcc")
 
 
 def _load_hosts(t: Keys, key: str, default: Any) -> tuple[str, ...]:
@@ -103,6 +102,7 @@ class LoadHost:
     offset_uncertainty_ms: float  # half the best ping's round trip
     cpu_busy_pct: float | None  # median over the run
     log_files: tuple[str, ...]  # its per-transaction logs, copied here
+    figure: float | None = None  # the workload's own figure (``LoadHostsRun.figure_name``)
 
 
 @dataclass(frozen=True)
@@ -118,6 +118,8 @@ class LoadHostsRun:
     start_spread_ms: float
     start_spread_uncertainty_ms: float
     client_bound: str | None = None  # the verdict rule's summary when a load host ran out of CPU
+    figure_name: str | None = None  # a workload's figure per host besides tps (TPC-C: tpmC)
+    figure: float | None = None  # its sum over the hosts
 
 
 def _headline(r: LoadHostsRun) -> str:
@@ -346,31 +348,41 @@ class RemoteKind(TargetKind):
             return None
         rows: list[Row] = []
         notes: list[str] = []
+        # A workload's own figure (TPC-C's tpmC) gets a column when a run has one.
+        figures = sorted({res.figure_name for _, res in runs if res.figure_name})
+
+        def figure(value: float | None) -> tuple[str, ...]:
+            return (f"{value:,.0f}" if value is not None else "-",) if figures else ()
+
         for rec, res in runs:
             run = str(rec.params.get("run", rec.key))
             for h in res.hosts:
                 rows.append(Row((
-                    run, h.host, f"{h.tps:,.0f}", _fmt(h.p50_ms), _fmt(h.p99_ms),
-                    f"{h.started_ms:+.2f}",
+                    run, h.host, f"{h.tps:,.0f}", *figure(h.figure), _fmt(h.p50_ms),
+                    _fmt(h.p99_ms), f"{h.started_ms:+.2f}",
                     f"{h.offset_ms:+.3f} ± {h.offset_uncertainty_ms:.3f}",
                 )))  # fmt: skip
             rows.append(Row((
                 run, f"all {len(res.hosts)} (sum; pooled logs)", f"{res.tps:,.0f}",
-                _fmt(res.p50_ms), _fmt(res.p99_ms),
+                *figure(res.figure), _fmt(res.p50_ms), _fmt(res.p99_ms),
                 f"spread {res.start_spread_ms:.2f} ± {res.start_spread_uncertainty_ms:.2f}", "",
             ), kind=HEADLINE))  # fmt: skip
             if res.client_bound:
                 notes.append(f"{run}: client-bound - {res.client_bound}")
+        extra = (" / ".join(figures),) if figures else ()
         table = Table(
-            ("run", "load host", "tps", "p50 ms", "p99 ms", "started ms", "clock offset ms"),
+            ("run", "load host", "tps", *extra, "p50 ms", "p99 ms", "started ms",
+             "clock offset ms"),
             tuple(rows),
-            caption="Per load host and merged: tps summed; p50/p99 from every host's "
+            caption="Per load host and merged: tps"
+            + (f" and {extra[0]}" if extra else "")
+            + " summed; p50/p99 from every host's "
             "per-transaction log pooled (nearest rank), each host's from its own; "
             "'started' after the common start on this machine's clock; clock offsets "
             "NTP-style, ± half the best round trip.",
             notes=tuple(notes),
-            numeric=(False, False, True, True, True, False, False),
-        )
+            numeric=(False, False, True, *(True for _ in extra), True, True, False, False),
+        )  # fmt: skip
         return Section("Load hosts", "load-hosts", blocks=(table,))
 
 
@@ -379,10 +391,13 @@ class _Driver:
 
     def __init__(self, executors: Sequence[Executor], hosts: Hosts, conn: Conn, t: Target) -> None:
         self.executors, self.hosts, self.conn, self.t = executors, hosts, conn, t
+        self.names = tuple(h.name for h in hosts.load)
 
-    def __call__(self, opts: RunOptions, log_root: Path) -> tuple[PgbenchRun, str]:
-        logs = Path(tempfile.mkdtemp(prefix="run-", dir=log_root))
-        multi = load.run_pgbench(self.executors, self.hosts.bin_dir, self.conn, opts, logs)
+    def __call__(self, job: load.LoadJob) -> load.MultiLoad:
+        logs = Path(tempfile.mkdtemp(prefix="run-", dir=job.log_root))
+        multi = load.run_pgbench(
+            self.executors, self.hosts.bin_dir, job.conn or self.conn, job.opts, logs, job.extra
+        )
         bound = multi.client_bound()
         self.t.ctx.load_finding = bound
         offsets = {o.host: o for o in multi.offsets}
@@ -399,9 +414,11 @@ class _Driver:
                 offset_uncertainty_ms=offsets[h.host].uncertainty_ms,
                 cpu_busy_pct=watches[h.host].median("cpu_busy_pct") if h.host in watches else None,
                 log_files=h.log_files,
+                figure=job.figure[1](h) if job.figure else None,
             )
             for h in multi.hosts
         )
+        figures = [h.figure for h in per_host if h.figure is not None]
         record = LoadHostsRun(
             server=self.hosts.server.name,
             hosts=per_host,
@@ -412,41 +429,11 @@ class _Driver:
             start_spread_ms=multi.start_spread_ms,
             start_spread_uncertainty_ms=multi.start_spread_uncertainty_ms,
             client_bound=bound.summary if bound else None,
+            figure_name=job.figure[0] if job.figure else None,
+            figure=sum(figures) if job.figure else None,
         )
         self.t.ctx.extra.append(("hosts", LOAD_HOSTS.name, record))
-        return merged(multi), multi.describe() + "\n"
-
-
-def merged(multi: load.MultiLoad) -> PgbenchRun:
-    """One run of all load hosts: counts and tps summed, the mean latency weighted
-    by transactions, the percentiles pooled, per-second tps summed where every
-    host reported that second."""
-    runs = [h.pgbench for h in multi.hosts]
-    first = runs[0]
-    done = sum(r.transactions for r in runs)
-    mean = sum(r.latency_avg_ms * r.transactions for r in runs) / done if done else 0.0
-    seconds = [{p.t_s: p for p in r.progress} for r in runs]
-    common = sorted(set.intersection(*(set(s) for s in seconds)))
-    progress = []
-    for t in common:
-        tps = sum(s[t].tps for s in seconds)
-        latency = sum(s[t].latency_ms * s[t].tps for s in seconds) / tps if tps else 0.0
-        progress.append(ProgressPoint(t, tps, latency))
-    connecting = [r.initial_connection_ms for r in runs if r.initial_connection_ms is not None]
-    return replace(
-        first,
-        clients=sum(r.clients for r in runs),
-        threads=sum(r.threads for r in runs),
-        transactions=done,
-        failed=sum(r.failed for r in runs),
-        tps=multi.tps,
-        latency_avg_ms=mean,
-        latency_stddev_ms=None,
-        initial_connection_ms=max(connecting) if connecting else None,
-        statements=(),
-        progress=tuple(progress),
-        latency=multi.latency,
-    )
+        return multi
 
 
 KIND = RemoteKind()

@@ -228,6 +228,7 @@ def run_step(
             scratch,
             on_progress=on_progress,
             expected_tps=observed.get(f"tpcc-{mode}"),
+            hosts=ctx.pgbench,  # a target's load hosts, when it has them
         )
         # The next run's transaction log is sampled from what this one measured.
         observed[f"tpcc-{mode}"] = max(observed.get(f"tpcc-{mode}", 0.0), result.tps)
