@@ -73,6 +73,18 @@ class Lab:
         path.write_text(self.inventory_ini(user, extra))
         return path
 
+    def processes(self, comm: str) -> dict[str, list[int]]:
+        """The PIDs named ``comm`` in each host's namespace, by host name: this
+        lab's own, never another test's on the same machine."""
+        found: dict[str, list[int]] = {}
+        for h in self.hosts:
+            listed = _ip("netns", "pids", h.netns, check=False).stdout.split()
+            for pid in listed:
+                with contextlib.suppress(OSError):
+                    if Path(f"/proc/{pid}/comm").read_text().strip() == comm:
+                        found.setdefault(h.name, []).append(int(pid))
+        return found
+
 
 def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["ip", *args], capture_output=True, text=True, timeout=30, check=check)

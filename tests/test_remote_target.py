@@ -14,10 +14,13 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -254,3 +257,80 @@ def test_a_workload_that_cannot_run_from_load_hosts_is_refused_up_front(
     assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-2000:]
     assert "target db: workload type basebackup cannot run from load hosts yet" in done.stderr
     assert not (tmp_path / "results" / "results.sqlite").exists()
+
+
+def _both_running(lab: Lab) -> dict[str, list[int]] | None:  # noqa: F811
+    """The load hosts' pgbench processes once both run (the measured run began)."""
+    found = lab.processes("pgbench")
+    return found if {"h2", "h3"} <= set(found) else None
+
+
+def test_a_load_host_dying_mid_run_fails_its_step_and_the_study_goes_on(
+    netns_lab: Lab,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """kill -9 of h3's pgbench in the first measured run: that step is recorded
+    failed naming h3, the next run (both hosts again) is measured, exit 6."""
+    results = tmp_path / "results"
+    path = campaign(tmp_path, netns_lab.write_inventory(), durations="8, 3")
+    running = spawn("run", path, "--results", results)
+    try:
+        found = wait_for(lambda: _both_running(netns_lab), timeout=240, what="pgbench on h2, h3")
+        time.sleep(1)  # inside the measured run
+        for pid in found["h3"]:
+            os.kill(pid, signal.SIGKILL)
+        out, err = running.communicate(timeout=300)
+    finally:
+        if running.poll() is None:
+            running.kill()
+            running.communicate(timeout=30)
+    assert running.returncode == 6, out[-3000:] + err[-3000:]
+    with Store.open(results / "results.sqlite") as st:
+        records = {r.key: r for r in st.runs("remote")}
+    failed = records["db/tpcb/s1/select-only/c2/d8/r1"]
+    assert failed.status == "failed"
+    assert "pgbench failed on load host h3" in (failed.reason or "")
+    assert "db/tpcb/s1/select-only/c2/d8/r1/hosts" not in records, "no per-host figures"
+    after = records["db/tpcb/s1/select-only/c2/d3/r1"]
+    assert after.status == "ok", after.reason
+    multi = typed(records["db/tpcb/s1/select-only/c2/d3/r1/hosts"], LoadHostsRun)
+    assert multi is not None and [h.host for h in multi.hosts] == ["h2", "h3"]
+    assert "pgbench failed on load host h3" in (results / "report-remote.md").read_text()
+    assert netns_lab.processes("pgbench") == {}
+
+
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_stops_the_load_hosts_pgbench(
+    netns_lab: Lab,  # noqa: F811
+    tmp_path: Path,
+    signum: int,
+    code: int,
+) -> None:
+    """Ctrl-C or SIGTERM to pgrig during a measured run from two load hosts: both
+    pgbench processes and the server on h1 stopped, their directories removed."""
+    results = tmp_path / "results"
+    path = campaign(tmp_path, netns_lab.write_inventory(), durations="60")
+    running = spawn("run", path, "--results", results)
+    try:
+        wait_for(lambda: _both_running(netns_lab), timeout=240, what="pgbench on h2, h3")
+        time.sleep(1)
+        stopped = time.monotonic()
+        running.send_signal(signum)
+        out, err = running.communicate(timeout=120)
+    finally:
+        if running.poll() is None:
+            running.kill()
+            running.communicate(timeout=30)
+    assert running.returncode == code, out[-3000:] + err[-3000:]
+    assert time.monotonic() - stopped < 60, "stopped, not waited for"
+    assert "Traceback" not in err
+    assert netns_lab.processes("pgbench") == {}, "a load host's pgbench outlived pgrig"
+    assert netns_lab.processes("postgres") == {}, "the server on h1 outlived pgrig"
+    left = [d for d in Path("/tmp").glob("pgrig-*") if _owned_by(d, running.pid)]
+    assert left == [], "directories of the stopped pgrig left on the hosts"
+
+
+def _owned_by(directory: Path, pid: int) -> bool:
+    with contextlib.suppress(OSError, ValueError):
+        return bool(json.loads((directory / ".pgrig-owner.json").read_text())["pid"] == pid)
+    return False
