@@ -22,6 +22,7 @@ the key directory.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -84,6 +85,14 @@ class Lab:
                     if Path(f"/proc/{pid}/comm").read_text().strip() == comm:
                         found.setdefault(h.name, []).append(int(pid))
         return found
+
+
+def owned_by(directory: Path, pid: int) -> bool:
+    """Whether a directory pgrig made on a host names ``pid`` as its pgrig
+    (its ``.pgrig-owner.json``): a test's own, not another test's on this machine."""
+    with contextlib.suppress(OSError, ValueError, KeyError):
+        return bool(json.loads((directory / ".pgrig-owner.json").read_text())["pid"] == pid)
+    return False
 
 
 def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
