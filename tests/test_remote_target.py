@@ -197,6 +197,39 @@ def test_an_unknown_inventory_host_is_refused_before_anything_is_created(
     assert not (tmp_path / "logs").exists()
 
 
+@pytest.mark.parametrize("fault", ["wrong key", "bad file"])
+def test_an_unusable_inventory_is_refused_before_anything_is_created(
+    netns_lab: Lab,  # noqa: F811
+    tmp_path: Path,
+    fault: str,
+) -> None:
+    """What test_hosts_cli.py and test_hosts_ssh.py check of `pgrig hosts`, through
+    a campaign: a key the hosts refuse (exit 7), an inventory that cannot be read
+    (exit 2), each named with its fix and nothing created."""
+    inventory = tmp_path / "hosts.ini"
+    if fault == "wrong key":
+        other = tmp_path / "other_key"
+        subprocess.run(
+            ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(other)],
+            check=True,
+            timeout=30,
+        )
+        inventory.write_text(
+            netns_lab.inventory_ini().replace(str(netns_lab.client_key), str(other))
+        )
+        code, message = 7, f"host h1 (root@{netns_lab.hosts[0].address}:22) refused the key"
+    else:
+        inventory.write_text(netns_lab.inventory_ini() + "[load\n")
+        code, message = 2, f"error: {inventory}:5: '[load' is not a section header"
+    results = tmp_path / "results"
+    done = pgrig("run", campaign(tmp_path, inventory), "--results", results)
+    assert done.returncode == code, done.stdout[-2000:] + done.stderr[-2000:]
+    assert message in done.stderr and "hint: " in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not (results / "results.sqlite").exists(), "nothing created"
+    assert not (tmp_path / "logs").exists()
+
+
 def _server_dir_of(pid: int) -> tuple[Path, int] | None:
     """The server directory a pgrig of ``pid`` made on a host, once its postmaster runs."""
     for d in Path("/tmp").glob("pgrig-server-*"):
