@@ -47,6 +47,21 @@ TPCC = (
 )
 
 
+def custom_workload(tmp_path: Path) -> str:
+    """A custom workload: its setup run from here, its script (with a -D variable)
+    copied to the load hosts, -R 200 in total."""
+    (tmp_path / "kv.sql").write_text(
+        "DROP TABLE IF EXISTS kv;\n"
+        "CREATE TABLE kv AS SELECT g AS k, md5(g::text) AS v FROM generate_series(1, 1000) g;\n"
+    )
+    (tmp_path / "get.sql").write_text("\\set k random(1, :n)\nSELECT v FROM kv WHERE k = :k;\n")
+    return (
+        f'[[workload]]\ntype = "custom"\nname = "kv"\nsetup = ["{tmp_path / "kv.sql"}"]\n'
+        f'scripts = ["{tmp_path / "get.sql"}"]\nclients = [2]\nthreads = 1\nduration = [3]\n'
+        "rate = 200\ndefines = { n = 1000 }\n"
+    )
+
+
 def campaign(
     tmp_path: Path, inventory: Path, host: str = "h1", *, durations: str = "3", more: str = ""
 ) -> Path:
@@ -117,7 +132,7 @@ def test_a_remote_target_runs_tpcb_and_tpcc_from_two_load_hosts(
     """Issue 17's suite test: server h1, load from h2 and h3, TPC-B select-only and
     TPC-C (1 warehouse, 2 connections per host), 3 s each, through `pgrig run`."""
     results = tmp_path / "results"
-    path = campaign(tmp_path, netns_lab.write_inventory(), more=TPCC)
+    path = campaign(tmp_path, netns_lab.write_inventory(), more=TPCC + custom_workload(tmp_path))
     planned = pgrig("plan", path)
     assert planned.returncode == 0, planned.stderr
     assert "target db: host h1, load from h2, h3 (" in planned.stdout
@@ -173,6 +188,17 @@ def test_a_remote_target_runs_tpcb_and_tpcc_from_two_load_hosts(
     assert result.timeline and sum(p.tpm_total for p in result.timeline) > 0
     report_rows(report, "db/tpcc/run/server/c2", multi, figure=True)
     assert "| run | load host | tps | tpmC | p50 ms |" in report
+
+    # A custom script from both load hosts, its rate shared between them.
+    kv = records["db/kv/c2/d3/r1"]
+    assert kv.status == "ok" and kv.result is not None, kv.reason
+    multi = typed(records["db/kv/c2/d3/r1/hosts"], LoadHostsRun)
+    assert multi is not None
+    check_merged(multi)
+    assert kv.result["statements_per_txn"] == 1, "counted from the script here"
+    # -R 100 on each host, not 200 each: on this loaded VM a host may fall
+    # behind its schedule, never ahead of it.
+    assert 0 < kv.result["tps"] <= 200 * 1.2
 
     assert study is not None and study.params["targets"][0]["host"] == "h1"
     # The server on h1 is stopped (its directory removed with it, by RemoteServer).
