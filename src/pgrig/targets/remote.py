@@ -300,7 +300,7 @@ class RemoteKind(TargetKind):
             root = t.spec.directory / f"{name}-load-logs"
             root.mkdir(parents=True, exist_ok=True)
             return root
-        return Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="pgrig-load-logs-")))
+        return Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="pgrig-hostlogs-")))
 
     def clean(self, study: str | None, others: list[str]) -> list[str]:
         """What dead pgrig runs left on the hosts this process checked (their
