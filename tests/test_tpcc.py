@@ -100,7 +100,7 @@ def test_load_hosts_merge_host_by_host(tmp_path: Path) -> None:
         start_spread_uncertainty_ms=0.1,
         tps=2 * run.tps,
         latency=None,
-        started_epoch=1795324646.0,
+        start_at=1795324646.0,
     )
     opts = driver.RunOptions(duration_s=10)
     merged = driver.merged_result(

@@ -101,7 +101,7 @@ class MultiLoad:
     tps: float  # the sum of the hosts' tps
     latency: LatencySummary | None  # from every host's samples pooled
     watches: tuple[LoadHostWatch, ...] = ()
-    started_epoch: float = 0.0  # the common start, this machine's clock
+    start_at: float = 0.0  # the common start, epoch seconds on this machine's clock
 
     def offset_s(self, host: str) -> float:
         """The host's clock minus this machine's, in seconds."""
@@ -272,7 +272,7 @@ def run_pgbench(
         tps=sum(h.pgbench.tps for h in loads),
         latency=parse_transaction_logs(pooled, log_sampling_rate(opts)),
         watches=tuple(watches),
-        started_epoch=start,
+        start_at=start,
     )
 
 

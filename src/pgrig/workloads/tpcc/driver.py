@@ -399,7 +399,7 @@ def merged_result(
         warehouses=warehouses,
         active=active,
         sampling_rate=sampling_rate,
-        started_epoch=multi.started_epoch,
+        started_epoch=multi.start_at,
         orders_created=orders_created,
         pgbench_version=pgbench_version,
     )
