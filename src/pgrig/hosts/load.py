@@ -31,6 +31,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
@@ -207,19 +208,29 @@ def run_pgbench(
     if not opts.transaction_log:
         raise ValueError("multi-host runs need the per-transaction log: the percentiles pool")
     remote_dirs: dict[str, str] = {}
+    started: dict[str, Started] = {}  # as each host's waiter starts: what the cleanup stops
     waiters: list[Started] = []
+
+    def prepare(ex: Executor) -> Started:
+        remote_dirs[ex.name] = ex.make_tempdir("pgrig-load-")
+        record = owner.Owner.mine("load")
+        owner.write(ex, remote_dirs[ex.name], record)
+        host_opts = _on_host(ex, remote_dirs[ex.name], opts, len(executors))
+        prefix = Path(remote_dirs[ex.name]) / LOG_PREFIX
+        argv = run_argv(bin_dir, conn, host_opts, prefix, extra)
+        waiter = ex.start(["python3", "-c", WAITER, *argv], env=_remote_env(conn), stdin=True)
+        started[ex.name] = waiter
+        owner.with_pid(ex, remote_dirs[ex.name], record, waiter.pid)
+        _expect(waiter, "ready", 30)
+        return waiter
+
     try:
-        for ex in executors:
-            remote_dirs[ex.name] = ex.make_tempdir("pgrig-load-")
-            record = owner.Owner.mine("load")
-            owner.write(ex, remote_dirs[ex.name], record)
-            host_opts = _on_host(ex, remote_dirs[ex.name], opts, len(executors))
-            prefix = Path(remote_dirs[ex.name]) / LOG_PREFIX
-            argv = run_argv(bin_dir, conn, host_opts, prefix, extra)
-            waiter = ex.start(["python3", "-c", WAITER, *argv], env=_remote_env(conn), stdin=True)
-            waiters.append(waiter)
-            owner.with_pid(ex, remote_dirs[ex.name], record, waiter.pid)
-            _expect(waiter, "ready", 30)
+        # The hosts at once: each costs a few SSH round trips. Leaving the pool
+        # waits for every host's part, also on an error or a signal, so the
+        # cleanup below sees every waiter that started.
+        with ThreadPoolExecutor(max_workers=len(executors)) as pool:
+            futures = [pool.submit(prepare, ex) for ex in executors]
+            waiters = [f.result() for f in futures]
         offsets = [clock_offset(w) for w in waiters]
         start = time.time() + START_MARGIN_S
         for waiter, off in zip(waiters, offsets, strict=True):
@@ -261,7 +272,7 @@ def run_pgbench(
                 )
             )
     finally:
-        _clean_up(executors, waiters, remote_dirs)
+        _clean_up(executors, [started[e.name] for e in executors if e.name in started], remote_dirs)
     pooled = [Path(f) for h in loads for f in h.log_files]
     uncertainty = sorted(o.uncertainty_ms for o in offsets)[-2:]
     return MultiLoad(
@@ -349,18 +360,24 @@ def _clean_up(
     """Stop every pgbench and remove every log directory, each host tried even
     when another fails (a host that went away); the first failure is raised
     after all were tried, unless an error is already on its way."""
-    failures: list[PgrigError] = []
-    for waiter in waiters:
+    by_host = {w.host: w for w in waiters}
+
+    def one(ex: Executor) -> list[PgrigError]:
+        failed = []
         try:
-            waiter.stop()
+            if ex.name in by_host:
+                by_host[ex.name].stop()
         except PgrigError as exc:
-            failures.append(exc)
-    for ex in executors:
-        if ex.name in remote_dirs:
-            try:
+            failed.append(exc)
+        try:
+            if ex.name in remote_dirs:
                 ex.remove_tree(remote_dirs[ex.name])
-            except PgrigError as exc:
-                failures.append(exc)
+        except PgrigError as exc:
+            failed.append(exc)
+        return failed
+
+    with ThreadPoolExecutor(max_workers=max(1, len(executors))) as pool:
+        failures = [exc for found in pool.map(one, executors) for exc in found]
     if failures and sys.exc_info()[1] is None:
         raise failures[0]
 
