@@ -41,6 +41,7 @@ from pgrig.report.probes import (
 from pgrig.report.status import status_kind
 from pgrig.report.tpcb import headline_rows as tpcb_headline_rows
 from pgrig.report.tpcb import tpcb_section
+from pgrig.report.versus import Family
 from pgrig.results import (
     SERVER,
     Environment,
@@ -421,6 +422,9 @@ def summary_section(
         rows.extend(r for r in table.rows if not _is_probe_row(r))
     else:
         rows.extend(tpcb_headline_rows(records, meaning))
+        # The other workloads' headline figure, a row per point (TPC-C's tpmC).
+        family = Family()
+        rows.extend(family.rows(compare.summary_rows(records, target, [], family)))
     sweep = compare.tps_vs_clients_by_scale(records)
     table = Table(
         columns=("Test Case", target),  # the target's name, not its directory

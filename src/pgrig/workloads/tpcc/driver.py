@@ -42,7 +42,14 @@ from pgrig.tools import pgbench
 from pgrig.tools.pgbench import txlog
 from pgrig.workloads.tpcc import checks, sqlfiles
 from pgrig.workloads.tpcc.loader import check_connections
-from pgrig.workloads.tpcc.model import TRANSACTIONS, WEIGHTS, TpccRun, TpmPoint, TxnStats
+from pgrig.workloads.tpcc.model import (
+    TRANSACTIONS,
+    WEIGHTS,
+    TpccRun,
+    TpmPoint,
+    TxnStats,
+    active_share,
+)
 
 MODES = ("server", "client")
 ISOLATIONS = ("read committed", "repeatable read", "serializable")
@@ -228,6 +235,7 @@ def run(
             started_epoch=started,
             orders_created=orders_created,
             pgbench_version=version,
+            loaded_bytes=info.load_bytes,
         )
         return result, "".join(line + "\n" for line in raw)
     finally:
@@ -330,6 +338,7 @@ def build_result(
     started_epoch: float,
     orders_created: int | None,
     pgbench_version: str = "",
+    loaded_bytes: int | None = None,
 ) -> TpccRun:
     base = pgbench.parse_run(stdout, stderr, mode="custom")
     blocks = parse_scripts(stdout)
@@ -388,4 +397,8 @@ def build_result(
         timeline=timeline(summary.completed, started_epoch, base.duration_s, sampling_rate),
         sampling_rate=sampling_rate,
         pgbench_version=pgbench_version,
+        loaded_bytes=loaded_bytes,
+        active_bytes=None
+        if loaded_bytes is None
+        else active_share(loaded_bytes, active, warehouses),
     )

@@ -263,13 +263,14 @@ def load(
         **{f"{k} (connection-s)": round(v, 3) for k, v in timings.seconds.items()},
     }
     with conn.connect() as db:
+        # Measured before the meta row (8 kB) so that the runs can tell what they used.
+        size = schema_bytes(db)
         db.execute(
-            "INSERT INTO tpcc.meta (warehouses, c_last_load, c_id, ol_i_id, load_seconds)"
-            " VALUES (%s, %s, %s, %s, %s)",
-            (warehouses, c_last, random.randint(0, 1023), random.randint(0, 8191), elapsed),
+            "INSERT INTO tpcc.meta (warehouses, c_last_load, c_id, ol_i_id, load_seconds,"
+            " load_bytes) VALUES (%s, %s, %s, %s, %s, %s)",
+            (warehouses, c_last, random.randint(0, 1023), random.randint(0, 8191), elapsed, size),
         )
         table_rows = {name: int(n) for name, n in db.execute(sqlfiles.sql("table_rows")).fetchall()}
-        size = schema_bytes(db)
         t_checkpoint = time.monotonic()
         db.execute(setup[0])
         db.execute("CHECKPOINT")
