@@ -29,8 +29,11 @@ CLUSTER_BASE_BYTES = 64 * MB
 def point(params: dict[str, Any]) -> str:
     """A run's point in the comparison: its mode and active warehouses (clients
     are one count per workload)."""
-    active, warehouses = params.get("active"), params.get("warehouses")
-    return f"{params.get('mode')}-side, {active} of {warehouses} warehouses active"
+    mode, active, warehouses = (params.get(k) for k in ("mode", "active", "warehouses"))
+    parts = [f"{mode}-side" if mode else ""]
+    if active and warehouses:  # both recorded by every run step since TPC-C ran in campaigns
+        parts.append(f"{active} of {warehouses} warehouses active")
+    return ", ".join(p for p in parts if p)
 
 
 def point_note(runs: Sequence[TpccRun]) -> str:

@@ -1,0 +1,147 @@
+"""TPC-C's active sets as a sweep over one load (seed 003: 1.2 TB of 12 TB
+active): one load, each mode's runs at every active set keyed by it, the disk
+and the estimate counting the load once, the report and the export showing
+each set with its share of the loaded data, and a resume that runs only what
+is missing."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from pgrig import campaign, export, plan
+from pgrig.errors import UsageError
+from pgrig.runner import run_campaign
+from pgrig.store import Store
+from pgrig.ui import Ui
+from pgrig.workloads.tpcc.model import active_share
+
+CAMPAIGN = """
+[campaign]
+name = "tpcc-active"
+monitor = false
+
+[[target]]
+name = "a"
+directory = "{directory}"
+profile = "stock"
+set = {{ fsync = "off" }}
+
+[probes]
+timing = false
+fsync = false
+fio = false
+
+[[workload]]
+type = "tpcc"
+warehouses = 2
+connections = 1
+duration = 2
+modes = {modes}
+check = "{check}"
+{active}
+"""
+
+
+def _campaign(tmp_path: Path, directory: Path, *, active: str = "active = [1, 2]",
+              modes: str = '["server", "client"]', check: str = "end") -> campaign.Campaign:  # fmt: skip
+    path = tmp_path / "tpcc.toml"
+    path.write_text(CAMPAIGN.format(directory=directory, modes=modes, check=check, active=active))
+    return campaign.load(path)
+
+
+def test_the_plan_loads_once_and_runs_every_mode_at_each_active_set(tmp_path: Path) -> None:
+    sweep = plan.expand(_campaign(tmp_path, tmp_path))
+    keys = [r.key for r in sweep.runs]
+    assert [k for k in keys if "/load/" in k] == ["a/tpcc/load/w2"]
+    assert [k for k in keys if "/run/" in k] == [
+        "a/tpcc/run/server/c1/a1",
+        "a/tpcc/run/server/c1/a2",
+        "a/tpcc/run/client/c1/a1",
+        "a/tpcc/run/client/c1/a2",
+    ]
+    # check = "end": once, after the last run of the last mode at the last set
+    assert [k for k in keys if "/check/" in k] == ["a/tpcc/check/load", "a/tpcc/check/client/c1/a2"]
+    # One load: the same disk and the same load estimate as a single active set.
+    single = plan.expand(_campaign(tmp_path, tmp_path, active=""))
+    assert sweep.disk == single.disk
+    loads = [[r.seconds for r in e.runs if "/load/" in r.key] for e in (sweep, single)]
+    assert loads[0] == loads[1]
+    runs = [sum(r.seconds for r in e.runs if "/run/" in r.key) for e in (sweep, single)]
+    assert runs[0] == pytest.approx(2 * runs[1])
+    # Without `active` the keys stay as studies recorded them before the sweep.
+    assert "a/tpcc/run/server/c1" in [r.key for r in single.runs]
+
+
+@pytest.mark.parametrize(
+    ("active", "says"),
+    [
+        ("active = [1, 3]", "3: between 1 and the 2 warehouses"),
+        ("active = [0, 1]", "0 is less than 1"),
+        ("active = [2, 2]", "2 is given twice"),
+        ('active = "half"', "active"),
+    ],
+)
+def test_a_bad_active_set_names_the_key_and_value(tmp_path: Path, active: str, says: str) -> None:
+    with pytest.raises(UsageError, match="active") as info:
+        _campaign(tmp_path, tmp_path, active=active)
+    assert says in str(info.value)
+
+
+@pytest.mark.cluster
+def test_one_load_serves_every_active_set_and_a_resume_runs_only_what_is_missing(
+    disk_dir: Path, tmp_path: Path
+) -> None:
+    camp = _campaign(tmp_path, disk_dir, modes='["server"]', check="none")
+    results = tmp_path / "results"
+    store = results / "results.sqlite"
+
+    def run() -> None:
+        run_campaign(camp, Ui(quiet=True), results=results, store=store, yes=False,
+                     keep=False, study_id=camp.name)  # fmt: skip
+
+    run()
+    with Store.open(store) as st:
+        records = st.runs(camp.name)
+    assert all(r.status == "ok" for r in records), [(r.key, r.reason) for r in records]
+    (load,) = [r for r in records if r.kind == "tpcc_load"]
+    assert load.result is not None
+    loaded = load.result["database_bytes"]
+    runs = {r.key: r for r in records if r.kind == "tpcc_run"}
+    assert list(runs) == ["a/tpcc/run/server/c1/a1", "a/tpcc/run/server/c1/a2"]
+    for k, r in zip((1, 2), runs.values(), strict=True):
+        assert r.params["active"] == k and r.params["warehouses"] == 2
+        assert r.result is not None and r.result["active"] == k and r.result["tpmc"] > 0
+        # the run knows its load's size from tpcc.meta, not from another record
+        assert r.result["loaded_bytes"] == loaded
+        assert r.result["active_bytes"] == loaded * k // 2  # the set's share of the load
+
+    report = (results / f"report-{camp.name}.md").read_text()
+    for k in (1, 2):
+        assert f"server-side, {k} of 2 warehouses active: " in report  # the summary's rows
+        assert f"1 connections, {k} of 2 warehouses active" in report  # each run's mix
+    assert "TPC-C: tpmC vs active warehouses" in report
+    rows = list(csv.DictReader(io.StringIO(export.runs_csv(records))))
+    exported = [(r["active"], r["active_bytes"]) for r in rows if r["kind"] == "tpcc_run"]
+    assert exported == [(str(k), str(active_share(loaded, k, 2))) for k in (1, 2)]
+    dumped = json.loads(export.to_json([], records))
+    assert [r["result"]["active"] for r in dumped["runs"] if r["kind"] == "tpcc_run"] == [1, 2]
+
+    # As if the study had stopped before its second active set: the resume runs
+    # that set alone and records the load (done again on a new cluster) only once.
+    with sqlite3.connect(store) as db:
+        db.execute("DELETE FROM runs WHERE key = 'a/tpcc/run/server/c1/a2'")
+    run()
+    with Store.open(store) as st:
+        again = {r.key: r for r in st.runs(camp.name)}
+    assert again["a/tpcc/run/server/c1/a1"].started_at == runs["a/tpcc/run/server/c1/a1"].started_at
+    assert again[load.key].started_at == load.started_at
+    resumed = again["a/tpcc/run/server/c1/a2"]
+    assert resumed.status == "ok" and resumed.started_at > runs[resumed.key].started_at
+    assert len([r for r in again.values() if r.kind == "tpcc_load"]) == 1
+    assert not list(disk_dir.glob("pgrig-*"))
