@@ -48,8 +48,14 @@ check = "{check}"
 """
 
 
-def _campaign(tmp_path: Path, directory: Path, *, active: str = "active = [1, 2]",
-              modes: str = '["server", "client"]', check: str = "end") -> campaign.Campaign:  # fmt: skip
+def _campaign(
+    tmp_path: Path,
+    directory: Path,
+    *,
+    active: str = "active = [1, 2]",
+    modes: str = '["server", "client"]',
+    check: str = "end",
+) -> campaign.Campaign:
     path = tmp_path / "tpcc.toml"
     path.write_text(CAMPAIGN.format(directory=directory, modes=modes, check=check, active=active))
     return campaign.load(path)
