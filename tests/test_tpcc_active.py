@@ -16,11 +16,13 @@ import pytest
 
 from pgrig import campaign, export, plan
 from pgrig.errors import UsageError
+from pgrig.report import compare
+from pgrig.results import RunRecord, to_dict
 from pgrig.runner import run_campaign
 from pgrig.store import Store
 from pgrig.ui import Ui
 from pgrig.workloads.tpcc import driver, loader
-from pgrig.workloads.tpcc.model import active_share
+from pgrig.workloads.tpcc.model import TpccRun, active_share
 
 CAMPAIGN = """
 [campaign]
@@ -155,3 +157,41 @@ def test_one_load_serves_every_active_set_and_a_resume_repeats_nothing(
         again = st.runs(camp.name)
     assert [(r.key, r.started_at) for r in again] == [(r.key, r.started_at) for r in records]
     assert not list(disk_dir.glob("pgrig-*"))
+
+
+def _run_record(target: str, active: int, tpmc: float, repeat: int) -> RunRecord:
+    loaded = 200 << 20
+    result = TpccRun(
+        mode="server", warehouses=2, active=active, connections=1, threads=1, duration_s=2.0,
+        isolation="read committed", transactions=100, failed=0, retried=0, retries=0,
+        serialization_failures=0, deadlock_failures=0, tpmc=tpmc, tpm_total=2 * tpmc,
+        tps=tpmc / 30, rollbacks=0, latency_avg_ms=1.0, loaded_bytes=loaded,
+        active_bytes=active_share(loaded, active, 2),
+    )  # fmt: skip
+    return RunRecord(
+        study="s", key=f"{target}/tpcc/run/server/c1/a{active}/r{repeat}", kind="tpcc_run",
+        target=target, status="ok", started_at="", finished_at="", result=to_dict(result),
+        params={"workload": "tpcc", "mode": "server", "warehouses": 2, "active": active,
+                "repeat": repeat},
+    )  # fmt: skip
+
+
+def test_the_comparison_has_a_row_per_active_set_with_its_data_size() -> None:
+    """Two targets, two active sets, two repeats: one row per set (not the four
+    runs of a target pooled into one figure), each target's median in it."""
+    records = [
+        _run_record(t, active, base + 1000 * active + 100 * rep, rep)
+        for t, base in (("ext4", 5000.0), ("xfs", 8000.0))
+        for active in (1, 2)
+        for rep in (1, 2)
+    ]
+    table = compare.comparison_table(records, ["ext4", "xfs"], "ext4")
+    rows = [r.cells for r in table.rows if r.cells[0].startswith("TPC-C tpmC")]
+    assert [r[0] for r in rows] == [
+        "TPC-C tpmC (tpcc, server-side, 1 of 2 warehouses active: 100.0 MiB of 200.0 MiB)",
+        "TPC-C tpmC (tpcc, server-side, 2 of 2 warehouses active: 200.0 MiB of 200.0 MiB)",
+    ]
+    assert [(r[1].split()[0], r[2].split()[0]) for r in rows] == [
+        ("6,150", "9,150"),
+        ("7,150", "10,150"),
+    ]
