@@ -62,14 +62,14 @@ class TpccPlan:
             )
         if self.repeat < 1:
             raise UsageError(f"--repeat {self.repeat}: must be at least 1")
-        for k in self.actives:
-            if k is not None and not 1 <= k <= self.warehouses:
+        for k in self.active or ():
+            if not 1 <= k <= self.warehouses:
                 raise UsageError(
                     f"--active {k}: not between 1 and the {self.warehouses} warehouses loaded",
                     hint=f"use values from 1 to {self.warehouses}",
                 )
-        if self.active is not None and len(set(self.active)) < len(self.active):
-            raise UsageError(f"--active {self.active}: a value is given twice")
+            if self.active is not None and self.active.count(k) > 1:
+                raise UsageError(f"--active {k}: given twice", hint="list each value once")
         for mode in self.modes:
             self.run_options(mode).validate()
         return self
