@@ -85,6 +85,7 @@ class Recorder:
         watched: monitor.Watch | None = None
         t.ctx.extra.clear()
         t.ctx.load_finding = None
+        t.ctx.client_started = None
         memory: MemoryStats | None = None
         try:
             with self.ui.step(step.label, total=step.total) as line:
