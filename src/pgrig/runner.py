@@ -16,9 +16,11 @@ import contextlib
 import json
 import os
 import socket
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import asdict
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -434,18 +436,39 @@ class CampaignRunner:
         pol = self.campaign.policy
         rep = 1
         while live:
-            for t in pol.order(live, rep):
-                run = series.make(t, rep)
-                if run.id not in rec.done:
-                    rec.execute(run, t)
-                    for after in series.after(t, run):
-                        rec.execute(after, t)
+            order = pol.order(live, rep)
+            if pol.concurrent and len(order) > 1:
+                _at_once([partial(_point, series, t, rep, rec) for t in order])
+            else:
+                for t in order:
+                    _point(series, t, rep, rec)
             if not series.repeated:
                 break
             samples = [rec.metrics(series.make(t, r) for r in range(1, rep + 1)) for t in live]
             if not pol.more(rep, samples):
                 break
             rep += 1
+
+
+def _point(series: Series, t: Target, rep: int, rec: Recorder) -> None:
+    """One repetition of a point on one target, and what follows it."""
+    run = series.make(t, rep)
+    if run.id not in rec.done:
+        rec.execute(run, t)
+        for after in series.after(t, run):
+            rec.execute(after, t)
+
+
+def _at_once(points: Sequence[Callable[[], None]]) -> None:
+    """``concurrent = true``: the targets' points in threads of their own, started
+    together (each target on machines of its own: ``lifecycle.check_concurrent``).
+    A step's failure is recorded by the recorder; what escapes it (Ctrl-C in the
+    main thread, a bug) is raised once every thread has ended."""
+    with ThreadPoolExecutor(max_workers=len(points), thread_name_prefix="pgrig-target") as pool:
+        futures = [pool.submit(p) for p in points]
+        wait(futures)
+    for f in futures:
+        f.result()
 
 
 def _with_after(series: Series, t: Target, rep: int) -> list[Step]:

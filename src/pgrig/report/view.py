@@ -165,7 +165,8 @@ def _build_comparison(study: Study, records: Sequence[RunRecord], targets: list[
     if baseline not in targets:
         baseline = targets[0]
     meanings = {t: m for t in targets if (m := meaning_of(study, t)) is not None}
-    first = compare.comparison_section(records, targets, baseline, meanings)
+    machines = machines_of(study, targets)
+    first = compare.comparison_section(records, targets, baseline, meanings, machines)
     first = replace(first, paragraphs=interference_lines(records) + first.paragraphs)
     sections = [_with_labs(first, records)]
     # The campaign's axes next to the summary: versions in seed 004's layout,
@@ -553,6 +554,39 @@ def environment_rows(env: Environment) -> list[tuple[str, str]]:
     for tool, version in sorted(env.tools.items()):
         rows.append((f"Tool {tool}", version))
     rows.append(("Captured at", env.captured_at))
+    return rows
+
+
+# What tells two machines apart, for seed 000's side-by-side table.
+MACHINE_ITEMS = ("CPU", "CPU layout", "Memory", "Kernel", "OS")
+
+
+def machines_of(study: Study, targets: Sequence[str]) -> dict[str, list[tuple[str, str]]]:
+    """Each target's machine as (item, value) rows, when the targets ran on more
+    than one machine (another host's environment is read there: pgrig.environment.remote);
+    empty when they all ran on one."""
+    envs = {t: e for t in targets if (e := study.target_environments.get(t)) is not None}
+    if len(envs) < 2 or len({(e.host, e.address, e.hostname) for e in envs.values()}) < 2:
+        return {}
+    return {t: machine_items(env) for t, env in envs.items()}
+
+
+def machine_items(env: Environment) -> list[tuple[str, str]]:
+    where = f"{env.host} ({env.address})" if env.host else "this machine"
+    rows = [("Machine", f"{where}, hostname {env.hostname}")]
+    rows += [(k, v) for k, v in environment_rows(env) if k in MACHINE_ITEMS]
+    disks = [d for d in env.disks if not d.name.startswith(("loop", "ram", "zram"))]
+    if disks:
+        rows.append(("Disks", ", ".join(f"{d.name} {fmt.size(d.size_bytes)}" for d in disks)))
+    for fs in env.filesystems[:1]:
+        device = fs.device + (f" ({fs.block_device})" if fs.block_device else "")
+        rows.append((
+            "Data directory's filesystem",
+            f"{fs.fstype} on {device} at {fs.mountpoint}; {fmt.size(fs.size_bytes)}, "
+            f"{fmt.size(fs.free_bytes)} free",
+        ))  # fmt: skip
+    if env.postgres is not None:
+        rows.append(("PostgreSQL", env.postgres.version))
     return rows
 
 

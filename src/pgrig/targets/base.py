@@ -49,6 +49,8 @@ if TYPE_CHECKING:  # types only: the kinds are registered by pgrig.registry
     from pgrig.workloads.base import ResultKind
 
 
+THIS_MACHINE = "this machine"
+
 # pgrig's own connections beside a workload's clients: the monitor's sampler
 # and the control connection (counts, checkpoints, resets).
 OWN_CONNECTIONS = 2
@@ -262,6 +264,11 @@ class TargetKind(ABC):
         """What a one-target study is "on"."""
         return str(t.directory)
 
+    def machines(self, t: Target) -> frozenset[str]:
+        """The machines the target's runs load (its server's, its load generators'):
+        targets run at once (``concurrent = true``) must not share one."""
+        return frozenset({THIS_MACHINE})
+
     def section(self, study: Study, records: Sequence[RunRecord]) -> Section | None:
         """Its own part of the report (what its build step recorded); None: nothing."""
         return None
@@ -301,6 +308,7 @@ __all__ = [
     "Checked",
     "Demands",
     "OWN_CONNECTIONS",
+    "THIS_MACHINE",
     "Live",
     "Target",
     "TargetKind",

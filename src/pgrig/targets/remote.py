@@ -359,6 +359,10 @@ class RemoteKind(TargetKind):
         hosts: Hosts = t.checked.state
         return f"host {hosts.server.name}"
 
+    def machines(self, t: Target) -> frozenset[str]:
+        hosts: Hosts = t.checked.state
+        return frozenset({hosts.address, *(_ip(h.address) for h in hosts.load)})
+
     def section(self, study: Study, records: Sequence[RunRecord]) -> Section | None:
         runs = [
             (r, res)
