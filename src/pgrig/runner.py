@@ -368,9 +368,19 @@ class CampaignRunner:
     def _servers(self, store: Store, study: Study) -> Iterator[None]:
         multi = len(self.targets) > 1
         with contextlib.ExitStack() as stack:
+            servers = [
+                lifecycle.server(
+                    t, f"pgrig-{study.id}" + (f"-{t.name}" if multi else ""), study.id, self.ui,
+                    keep=self.keep,
+                )
+                for t in self.targets
+            ]  # fmt: skip
+            if self.campaign.policy.concurrent:  # on machines of their own: started together
+                _enter_at_once(stack, servers)
+            else:
+                for server in servers:
+                    stack.enter_context(server)
             for t in self.targets:
-                name = f"pgrig-{study.id}" + (f"-{t.name}" if multi else "")
-                stack.enter_context(lifecycle.server(t, name, study.id, self.ui, keep=self.keep))
                 assert t.env is not None
                 if t.profile is None and t.env.postgres is not None:
                     self._say_settings(t, t.env.postgres.settings, None)
@@ -469,6 +479,22 @@ def _at_once(points: Sequence[Callable[[], None]]) -> None:
         wait(futures)
     for f in futures:
         f.result()
+
+
+def _enter_at_once(stack: contextlib.ExitStack, managers: Sequence[Any]) -> None:
+    """Enter every context manager in a thread of its own; each one entered is
+    on ``stack`` (left in reverse), and the first failure is raised once all ended."""
+    with ThreadPoolExecutor(max_workers=len(managers), thread_name_prefix="pgrig-up") as pool:
+        futures = [pool.submit(m.__enter__) for m in managers]
+        wait(futures)
+    failed = None
+    for m, f in zip(managers, futures, strict=True):
+        if f.exception() is None:
+            stack.push(m.__exit__)
+        elif failed is None:
+            failed = f.exception()
+    if failed is not None:
+        raise failed
 
 
 def _with_after(series: Series, t: Target, rep: int) -> list[Step]:

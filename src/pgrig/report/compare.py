@@ -565,6 +565,7 @@ def comparison_section(
     baseline: str,
     meanings: Mapping[str, Meaning] | None = None,
     machines: Mapping[str, Sequence[tuple[str, str]]] | None = None,
+    concurrent: bool = False,
 ) -> Section:
     table = comparison_table(records, targets, baseline, meanings, machines)
     blocks: list[Table | Figure] = [table]
@@ -573,12 +574,16 @@ def comparison_section(
     # A curve needs two client counts; one count is the table's row.
     blocks += [f for f in tps_vs_clients(records, targets) if f.x_points >= 2]
     blocks += [f for f in tps_over_time(records, targets) if f.series]
+    how = (
+        "Targets ran at once (concurrent = true), each on machines of its own; the first "
+        "rows say which."
+        if concurrent
+        else "Targets ran interleaved (the order rotating every repeat) so that slow drift "
+        "of the machine favours none."
+    )
     return Section(
         "Performance Summary",
         "summary",
-        paragraphs=(
-            f"{len(targets)} targets; baseline {baseline}. Targets ran interleaved (the order "
-            "rotating every repeat) so that slow drift of the machine favours none.",
-        ),
+        paragraphs=(f"{len(targets)} targets; baseline {baseline}. {how}",),
         blocks=tuple(blocks),
     )

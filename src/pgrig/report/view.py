@@ -166,7 +166,11 @@ def _build_comparison(study: Study, records: Sequence[RunRecord], targets: list[
         baseline = targets[0]
     meanings = {t: m for t in targets if (m := meaning_of(study, t)) is not None}
     machines = machines_of(study, targets)
-    first = compare.comparison_section(records, targets, baseline, meanings, machines)
+    policy = study.params.get("policy")
+    concurrent = isinstance(policy, dict) and bool(policy.get("concurrent"))
+    first = compare.comparison_section(
+        records, targets, baseline, meanings, machines, concurrent=concurrent
+    )
     first = replace(first, paragraphs=interference_lines(records) + first.paragraphs)
     sections = [_with_labs(first, records)]
     # The campaign's axes next to the summary: versions in seed 004's layout,
@@ -174,7 +178,17 @@ def _build_comparison(study: Study, records: Sequence[RunRecord], targets: list[
     for axis in (variants.versions_section, variants.axes_section):
         if (found := axis(study, records)) is not None:
             sections.append(found)
-    sections.append(environment_section(study, records))
+    environment = environment_section(study, records)
+    if machines:
+        environment = replace(
+            environment,
+            paragraphs=(
+                "The controlling machine (where pgrig ran); each target's own machine "
+                "opens the comparison table above.",
+                *environment.paragraphs,
+            ),
+        )
+    sections.append(environment)
     for t in targets:
         mine = [r for r in records if r.target == t]
         env = study.target_environments.get(t)
@@ -582,8 +596,7 @@ def machine_items(env: Environment) -> list[tuple[str, str]]:
         device = fs.device + (f" ({fs.block_device})" if fs.block_device else "")
         rows.append((
             "Data directory's filesystem",
-            f"{fs.fstype} on {device} at {fs.mountpoint}; {fmt.size(fs.size_bytes)}, "
-            f"{fmt.size(fs.free_bytes)} free",
+            f"{fs.fstype} on {device} at {fs.mountpoint}, {fmt.size(fs.size_bytes)}",
         ))  # fmt: skip
     if env.postgres is not None:
         rows.append(("PostgreSQL", env.postgres.version))

@@ -443,7 +443,7 @@ class _Driver:
             samples=multi.latency.samples if multi.latency else 0,
             start_spread_ms=multi.start_spread_ms,
             start_spread_uncertainty_ms=multi.start_spread_uncertainty_ms,
-            client_bound=bound.summary if bound else None,
+            client_bound=bound.summary if bound and bound.cause == "client_host" else None,
         )
         self.t.ctx.extra.append(("hosts", LOAD_HOSTS.name, record))
         return merged(multi), multi.describe() + "\n"
