@@ -169,9 +169,7 @@ def test_the_environment_read_through_an_executor_is_the_local_capture() -> None
 
 
 def _watch(host: str, busy: float, demand: float | None) -> LoadHostWatch:
-    samples = tuple(
-        LoadHostSample(float(i), busy, 0.0, 1.0, 2.0, demand, demand) for i in range(4)
-    )
+    samples = tuple(LoadHostSample(float(i), busy, 0.0, 1.0, 2.0, demand, demand) for i in range(4))
     return LoadHostWatch(host, 2, samples)
 
 
