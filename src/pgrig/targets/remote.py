@@ -5,14 +5,18 @@ parts 3, 5 and 6): the hosts come from the campaign's Ansible inventory.
 scram-sha-256, a generated password, listening on the host's address and
 admitting only the load hosts and this machine); ``load_hosts = ["c1", "c2"]``
 (hosts or groups) is where every measured pgbench runs, all started at one
-barrier (``pgrig.hosts.load.run_pgbench``). Loads, warm-ups and the monitor's
-server sampling run from this machine over TCP.
+barrier (``pgrig.hosts.load.run_pgbench``); without it, on the server's own
+host (seed 000). Loads, warm-ups and the monitor's server sampling run from
+this machine over TCP; the host's environment (``pgrig.environment.remote``)
+and its CPUs and disks during a run (the monitor, ``Context.host``) are read
+on the host through its executor.
 
 A measured run records the merged run as its ``pgbench_run`` (tps summed,
 latency percentiles from every host's pooled per-transaction log) and, below
 its key, a ``load_hosts`` record: per-host tps and percentiles, the start
 spread and the clock offsets. A load host that ran out of CPU goes into the
-run's verdict (``client_host``).
+run's verdict (``client_host``); the server's own host, when pgbench shares
+it and its CPUs are saturated, as ``shared_host``.
 """
 
 from __future__ import annotations
