@@ -112,6 +112,8 @@ def test_two_machines_compared_in_one_command(
         assert item in table, item
     assert "| Data directory's filesystem |" in table
     assert "TPC-B select-only, scale 1, 2 clients, 3 s: qps" in table
+    assert "Targets ran at once (concurrent = true)" in report
+    assert f"## a: Machine\n\n<details><summary>h1 ({h1.address}) as read there" in report
 
     # Nothing of either server is left on its host (other tests' may be there: the
     # namespaces share /tmp).

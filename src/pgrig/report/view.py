@@ -215,6 +215,8 @@ def _build_comparison(study: Study, records: Sequence[RunRecord], targets: list[
                     ),
                 ),
             )
+        if env is not None and env.host:
+            per_target.insert(0, machine_section(env))
         for section in per_target:
             if section.blocks:
                 out = _retitle(section, f"{t}: {section.title}", _slug(t))
@@ -525,8 +527,11 @@ def environment_rows(env: Environment) -> list[tuple[str, str]]:
     )
     cpu_extra = [f"{cpu.mhz:.0f} MHz" if cpu.mhz else "", cpu.hypervisor or ""]
     cpu_extra = [x for x in cpu_extra if x]
+    host = env.hostname
+    if env.host:  # read on another host through its executor
+        host = f"{env.host} ({env.address}), hostname {env.hostname}"
     rows = [
-        ("Host", env.hostname),
+        ("Host", host),
         ("CPU", cpu.model + (f" ({', '.join(cpu_extra)})" if cpu_extra else "")),
         ("CPU layout", layout),
         ("Memory", fmt.size(env.memory_bytes)),
@@ -583,6 +588,25 @@ def machines_of(study: Study, targets: Sequence[str]) -> dict[str, list[tuple[st
     if len(envs) < 2 or len({(e.host, e.address, e.hostname) for e in envs.values()}) < 2:
         return {}
     return {t: machine_items(env) for t, env in envs.items()}
+
+
+def machine_section(env: Environment) -> Section:
+    """Another host's environment in full, as read there (the comparison table
+    holds what tells machines apart)."""
+    rows = [Row(r) for r in environment_rows(env)]
+    rows += [Row((k, v)) for k, v in env.sysctls.items()]
+    return Section(
+        "Machine",
+        "machine",
+        blocks=(
+            Table(
+                ("Item", "Value"),
+                tuple(rows),
+                caption=f"{env.host} ({env.address}) as read there: {len(rows)} items",
+                collapsed=True,
+            ),
+        ),
+    )
 
 
 def machine_items(env: Environment) -> list[tuple[str, str]]:
