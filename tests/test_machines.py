@@ -63,6 +63,12 @@ def test_two_machines_compared_in_one_command(
     path = tmp_path / "machines.toml"
     path.write_text(CAMPAIGN.format(inventory=netns_lab.write_inventory()))
     results = tmp_path / "results"
+    planned = pgrig("plan", path)
+    assert planned.returncode == 0, planned.stderr
+    assert "target a: host h1, load from the same host (" in planned.stdout
+    assert "less with concurrent = true: each point runs on the 2 targets at once" in (
+        " ".join(planned.stdout.split())
+    )
     done = pgrig("run", path, "--results", results, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
 
