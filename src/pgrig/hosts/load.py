@@ -94,6 +94,7 @@ class MultiLoad:
     tps: float  # the sum of the hosts' tps
     latency: LatencySummary | None  # from every host's samples pooled
     watches: tuple[LoadHostWatch, ...] = ()
+    start_at: float = 0.0  # the common start, epoch seconds on this machine's clock
 
     def client_bound(self) -> Finding | None:
         return client_bound(self.watches)
@@ -220,6 +221,7 @@ def run_pgbench(
         tps=sum(h.pgbench.tps for h in loads),
         latency=parse_transaction_logs(pooled, log_sampling_rate(opts)),
         watches=tuple(watches),
+        start_at=start,
     )
 
 

@@ -24,7 +24,7 @@ from pgrig.report import fmt
 from pgrig.report.model import FAILED, HEADLINE, Figure, Row, Section, Series, Table, median_line
 from pgrig.report.probes import FsyncRuns, fio_summary, fsync_headline, fsync_summary
 from pgrig.report.tpcb import load_text, statement_medians
-from pgrig.report.versus import VS_NOTE, Cell, Draft, Family, single_delta
+from pgrig.report.versus import VS_NOTE, Cell, Draft, Family, Quiet, single_delta
 from pgrig.results import (
     FioResult,
     PgbenchInit,
@@ -143,12 +143,15 @@ def comparison_table(
     targets: list[str],
     baseline: str,
     meanings: Mapping[str, Meaning] | None = None,
+    machines: Mapping[str, Sequence[tuple[str, str]]] | None = None,
 ) -> Table:
+    """``machines``: each target's machine as (item, value) rows, when the
+    targets ran on different machines (seed 000's table opens with them)."""
     others = [t for t in targets if t != baseline]
     columns = ["Test Case", f"{baseline} (baseline)"]
     for t in others:
         columns += [t, f"{t} vs {baseline}"]
-    rows: list[Draft] = []
+    rows: list[Draft] = machine_rows(machines or {}, baseline, others)
     family = Family()
 
     def single(label: str, values: dict[str, float | None], text: dict[str, str]) -> None:
@@ -280,6 +283,27 @@ def comparison_table(
         notes=notes,
         numeric=(False, *([True] * (len(columns) - 1))),
     )
+
+
+def machine_rows(
+    machines: Mapping[str, Sequence[tuple[str, str]]], baseline: str, others: list[str]
+) -> list[Draft]:
+    """One row per item of the machines' environments, in the baseline's order
+    (then items only others have); the "vs" cell says whether it differs."""
+    items: dict[str, None] = {}
+    for t in (baseline, *others):
+        items.update((item, None) for item, _ in machines.get(t, ()))
+    values = {t: dict(machines.get(t, ())) for t in (baseline, *others)}
+    rows = []
+    for item in items:
+        base = values[baseline].get(item)
+        cells: list[Cell] = [item, base or "not captured"]
+        for t in others:
+            mine = values[t].get(item)
+            same = "same" if mine == base else "differs"
+            cells += [mine or "not captured", Quiet(same if mine and base else "")]
+        rows.append(Draft(tuple(cells)))
+    return rows
 
 
 def _settings_row(meanings: Mapping[str, Meaning], baseline: str, others: list[str]) -> Row:
@@ -536,19 +560,26 @@ def comparison_section(
     targets: list[str],
     baseline: str,
     meanings: Mapping[str, Meaning] | None = None,
+    machines: Mapping[str, Sequence[tuple[str, str]]] | None = None,
+    concurrent: bool = False,
 ) -> Section:
-    blocks: list[Table | Figure] = [comparison_table(records, targets, baseline, meanings)]
+    table = comparison_table(records, targets, baseline, meanings, machines)
+    blocks: list[Table | Figure] = [table]
     if (statements := statements_table(records, targets, baseline)) is not None:
         blocks.append(statements)
     # A curve needs two client counts; one count is the table's row.
     blocks += [f for f in tps_vs_clients(records, targets) if f.x_points >= 2]
     blocks += [f for f in tps_over_time(records, targets) if f.series]
+    how = (
+        "Targets ran at once (concurrent = true), each on machines of its own; the first "
+        "rows say which."
+        if concurrent
+        else "Targets ran interleaved (the order rotating every repeat) so that slow drift "
+        "of the machine favours none."
+    )
     return Section(
         "Performance Summary",
         "summary",
-        paragraphs=(
-            f"{len(targets)} targets; baseline {baseline}. Targets ran interleaved (the order "
-            "rotating every repeat) so that slow drift of the machine favours none.",
-        ),
+        paragraphs=(f"{len(targets)} targets; baseline {baseline}. {how}",),
         blocks=tuple(blocks),
     )
