@@ -38,6 +38,7 @@ import pytest
 from pgrig import lossyfs
 from pgrig.cluster import workdir
 from pgrig.cluster.server import Cluster
+from pgrig.conninfo import Conn
 from pgrig.durability import crasher
 from pgrig.lossyfs import LossyMount, registry
 from pgrig.report import html
@@ -69,8 +70,8 @@ def _when(condition: Callable[[], bool], signum: int, timeout: float = 60) -> th
     return thread
 
 
-def _descendants() -> list[str]:
-    """The command names of this process's descendants, from /proc."""
+def _family() -> dict[int, str]:
+    """This process's descendants, PID -> command name, from /proc."""
     parent: dict[int, int] = {}
     names: dict[int, str] = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
@@ -81,11 +82,16 @@ def _descendants() -> list[str]:
         pid = int(stat.parent.name)
         names[pid] = text[text.index("(") + 1 : text.rindex(")")]
         parent[pid] = int(text[text.rindex(")") + 2 :].split()[1])
-    found, frontier = [], {os.getpid()}
+    found: dict[int, str] = {}
+    frontier = {os.getpid()}
     while frontier:
         frontier = {pid for pid, ppid in parent.items() if ppid in frontier}
-        found += [names[pid] for pid in frontier]
+        found.update((pid, names[pid]) for pid in frontier)
     return found
+
+
+def _descendants() -> list[str]:
+    return list(_family().values())
 
 
 def _child_running(name: str) -> Callable[[], bool]:
@@ -93,16 +99,17 @@ def _child_running(name: str) -> Callable[[], bool]:
 
 
 def _child_argv(name: str, flag: str) -> Callable[[], bool]:
-    """A descendant ``name`` runs with ``flag`` among its arguments."""
+    """A descendant ``name`` runs with ``flag`` among its arguments (another
+    study's pgbench on this shared machine is not ours)."""
 
     def running() -> bool:
-        for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        for pid in _family():
             try:
-                argv = cmdline.read_bytes().split(b"\0")
+                argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
             except OSError:
                 continue
-            if argv and argv[0].endswith(name.encode()) and flag.encode() in argv:
-                return name in " ".join(_descendants())
+            if argv[0].endswith(name.encode()) and flag.encode() in argv:
+                return True
         return False
 
     return running
@@ -269,10 +276,25 @@ NOTHING: tuple[str, ...] = ()
 DATA = (INIT, LOADED)
 ALL = (INIT, LOADED, RUN, AFTER)
 
+ON_THE_WAY = "pgbench -T runs"
 DIRECTORY_CELLS = [
     *_phase("initdb", "initdb runs", tool(_child_running("initdb"))),
-    *_phase("pgbench -i", "pgbench -i runs", tool(_child_argv("pgbench", "-i"))),
-    *_phase("measured run", "pgbench -T runs", tool(_child_argv("pgbench", "-T")), DATA),
+    # A signal each here: the existing server below has all three, with no
+    # server to set up per run, and the memory-cgroup run all three on a cluster.
+    Cell(
+        "pgbench -i",
+        signal.SIGHUP,
+        "pgbench -i runs",
+        tool(_child_argv("pgbench", "-i")),
+        frozenset(),
+    ),  # fmt: skip
+    Cell(
+        "measured run",
+        signal.SIGTERM,
+        ON_THE_WAY,
+        tool(_child_argv("pgbench", "-T")),
+        frozenset(DATA),
+    ),  # fmt: skip
     # After the first of these every step is recorded: the resumes only set the
     # server up and tear it down, the moment the other two are sent in.
     Cell(
@@ -297,6 +319,10 @@ DIRECTORY_CELLS = [
         frozenset(ALL),
     ),  # fmt: skip
 ]
+SERVER_CELLS = [
+    *_phase("pgbench -i", "pgbench -i runs", tool(_child_argv("pgbench", "-i"))),
+    *_phase("measured run", ON_THE_WAY, tool(_child_argv("pgbench", "-T")), DATA),
+]
 
 
 def _chain(
@@ -305,6 +331,7 @@ def _chain(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
     final: tuple[str, ...],
+    *options: str,
     cgroup_dirs: Sequence[Path] = (),
 ) -> None:
     """Each cell's run resumes the one before; the last resume completes the study."""
@@ -312,7 +339,7 @@ def _chain(
     for cell in cells:
         disarm = cell.arm(monkeypatch, cell.signum)
         try:
-            code = _main("run", "c.toml", "-q")
+            code = _main("run", "c.toml", "-q", *options)
         finally:
             disarm()
         err = capsys.readouterr().err
@@ -323,19 +350,46 @@ def _chain(
         status, keys = _recorded(results)
         assert status == "interrupted", f"{cell}: the study is {status}"
         assert sorted(keys) == sorted(cell.recorded), f"{cell}: recorded {keys}"
-    assert _main("run", "c.toml", "-q") == 0, capsys.readouterr().err
+    assert _main("run", "c.toml", "-q", *options) == 0, capsys.readouterr().err
     _nothing_left(place, "the last resume", cgroup_dirs)
     status, keys = _recorded(results)
     assert status == "finished" and sorted(keys) == sorted(final), keys
 
 
-def test_run_on_a_directory_under_every_signal_in_every_phase(
+def test_run_of_a_throwaway_cluster_signalled(
     place: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """initdb, pgbench -i, the measured run and the teardown, each under SIGINT,
-    SIGTERM and SIGHUP (docs/exit-codes.md's matrix)."""
+    """initdb and the teardown under SIGINT, SIGTERM and SIGHUP, pgbench -i and
+    the measured run under one each: the cluster and its work directory go."""
     (place / "c.toml").write_text(TPCB.format(target=f'directory = "{place / "data"}"'))
     _chain(DIRECTORY_CELLS, place, monkeypatch, capsys, ALL)
+
+
+def _sessions(conn: Conn) -> list[str]:
+    """The server's client sessions but this one."""
+    with conn.connect() as db:
+        rows = db.execute(
+            "SELECT application_name FROM pg_stat_activity "
+            "WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()"
+        ).fetchall()
+    return [str(r[0]) for r in rows]
+
+
+def test_run_on_an_existing_server_signalled(
+    place: Path,
+    conn: Conn,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """pgbench -i and the measured run under SIGINT, SIGTERM and SIGHUP, on one
+    server set up for them all (``dsn``): pgbench and its sessions are gone, the
+    server is left running."""
+    (place / "c.toml").write_text(TPCB.format(target=f'dsn = "{conn.conninfo()}"'))
+    _chain(SERVER_CELLS, place, monkeypatch, capsys, ALL, "--yes")
+    deadline = time.monotonic() + 10
+    while _sessions(conn) and time.monotonic() < deadline:  # backends end as clients go
+        time.sleep(0.1)
+    assert _sessions(conn) == []
 
 
 def _spy_cgroups(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
@@ -380,7 +434,7 @@ def test_run_in_a_memory_cgroup_under_every_signal(
     target = f'directory = "{place / "data"}"\nmemory = "256MiB"'
     (place / "c.toml").write_text(TPCB.format(target=target))
     made = _spy_cgroups(monkeypatch)
-    _chain(MEMORY_CELLS, place, monkeypatch, capsys, (*ALL, MEMORY), made)
+    _chain(MEMORY_CELLS, place, monkeypatch, capsys, (*ALL, MEMORY), cgroup_dirs=made)
     assert made, "no cgroup was made: the target was not memory-limited"
 
 
