@@ -406,22 +406,22 @@ def _spy_cgroups(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     return made
 
 
-MEMORY = f"{RUN}/memory"
+MEMORY, LAB = f"{RUN}/memory", "t/lab"  # the cgroup's reading after the run; the lab built
 MEMORY_CELLS = [
-    *_phase("memory-cgroup run", "pgbench -T runs", tool(_child_argv("pgbench", "-T")), DATA),
+    *_phase("memory-cgroup run", ON_THE_WAY, tool(_child_argv("pgbench", "-T")), (LAB, *DATA)),
     Cell(
         "memory-cgroup run",
         signal.SIGTERM,
         "as the run is recorded, before its cgroup reading",
         call(Store, "record", after=True, when=lambda _st, rec: rec.key == RUN),
-        frozenset((*DATA, RUN, MEMORY)),
+        frozenset((LAB, *DATA, RUN, MEMORY)),
     ),
     Cell(
         "teardown (memory cgroup)",
         signal.SIGHUP,
         "as the cgroup is removed",
         call(cgroups, "remove_dir"),
-        frozenset((*ALL, MEMORY)),
+        frozenset((LAB, *ALL, MEMORY)),
     ),
 ]
 
@@ -434,7 +434,7 @@ def test_run_in_a_memory_cgroup_under_every_signal(
     target = f'directory = "{place / "data"}"\nmemory = "256MiB"'
     (place / "c.toml").write_text(TPCB.format(target=target))
     made = _spy_cgroups(monkeypatch)
-    _chain(MEMORY_CELLS, place, monkeypatch, capsys, (*ALL, MEMORY), cgroup_dirs=made)
+    _chain(MEMORY_CELLS, place, monkeypatch, capsys, (LAB, *ALL, MEMORY), cgroup_dirs=made)
     assert made, "no cgroup was made: the target was not memory-limited"
 
 
@@ -498,6 +498,32 @@ def test_run_signalled_while_the_lab_filesystem_is_made(
     _nothing_left(place, f"lab setup / {signal.Signals(signum).name}")
     assert [p for p in place.rglob("*") if p.name.startswith("pgrig-fs-")] == []
     assert _recorded(place / "pgrig-results") == ("interrupted", [])
+
+
+@pytest.mark.parametrize(("signum", "code"), SIGNALS, ids=NAMES)
+def test_run_signalled_while_the_lab_filesystem_is_removed(
+    signum: int,
+    code: int,
+    place: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Storage-lab teardown: the signal as the filesystem is unmounted (after a
+    probe in it): the unmount, the detach and the removal finish all the same;
+    the resume builds the lab again and records nothing twice."""
+    disarm = call(devices, "_umount")(monkeypatch, signum)
+    lab = f'fs = "ext4"\nsize = "256MiB"\nbase = "{place}"'
+    text = CAMPAIGN.replace('directory = "{directory}"', lab).format(name="faults")
+    (place / "c.toml").write_text(text)
+    where = f"lab teardown / {signal.Signals(signum).name}"
+    assert _main("run", "c.toml", "-q") == code, capsys.readouterr().err
+    _nothing_left(place, where)
+    keys = ["t/lab", "t/probe/pg_test_timing"]
+    assert _recorded(place / "pgrig-results") == ("interrupted", keys), where
+    disarm()
+    assert _main("run", "c.toml", "-q") == 0, capsys.readouterr().err
+    _nothing_left(place, f"{where}: the resume")
+    assert _recorded(place / "pgrig-results") == ("finished", keys), where
 
 
 @pytest.mark.parametrize(("signum", "code"), SIGNALS, ids=NAMES)
