@@ -22,20 +22,21 @@ resume completes the study.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pgrig import lossyfs
+from pgrig import lossyfs, proc
 from pgrig.cluster import workdir
 from pgrig.cluster.server import Cluster
 from pgrig.conninfo import Conn
@@ -43,6 +44,7 @@ from pgrig.durability import crasher
 from pgrig.lossyfs import LossyMount, registry
 from pgrig.report import html
 from pgrig.storage import cgroups, devices, loopfs, state
+from pgrig.storage.errors import CgroupError
 from pgrig.store import Store
 from test_faults import CAMPAIGN, _main, place
 
@@ -214,6 +216,31 @@ def _nothing_left(place: Path, where: str, cgroup_dirs: Sequence[Path] = ()) -> 
     assert entries == [], f"{where}: work directories still registered"
     assert list((place / "data").iterdir()) == [], f"{where}: the target holds a leftover"
     assert _leftovers(place) == [], where
+
+
+@pytest.fixture(autouse=True)
+def _sweep(place: Path) -> Iterator[None]:
+    """A failing cell must not leave its servers, mounts, loop devices or cgroups
+    on the shared machine: what this process still owns is undone (`pgrig clean`
+    would not: their owner, this process, is alive)."""
+    yield
+    me = os.getpid()
+    for pid_file in place.rglob("postmaster.pid"):
+        workdir.stop_orphan_server(pid_file.parent)
+    for mount in registry.registry_dir().glob("*.json"):
+        record = registry.MountRecord(**json.loads(mount.read_text()))
+        if record.owner_pid == me:
+            if record.fs_pid is not None:
+                proc.escalate(record.fs_pid, (signal.SIGTERM, signal.SIGKILL), grace=5)
+            registry.lazy_unmount(record.mountpoint, record.fsname)
+            registry.drop_record(record)
+    for lab in state.load_all():
+        if lab.owner_pid == me:
+            devices.undo(lab)
+            for group in lab.cgroups:
+                with contextlib.suppress(CgroupError):
+                    cgroups.remove_dir(Path(group))
+            state.forget(lab)
 
 
 def _recorded(results: Path) -> tuple[str, list[str]]:
