@@ -619,38 +619,50 @@ def test_durability_signalled_as_it_begins(
 
 
 # A moment of each kind per signal: under load, with the power going, while the
-# filesystem comes back (mount gone, FUSE daemon exited, cluster down).
+# filesystem comes back (mount gone, FUSE daemon exited, cluster down) - and the
+# teardown once the check is over (its verdict recorded).
+VERDICT = ["local/durability"]
 POWER_LOSS = [
-    (signal.SIGINT, "as the crash is sent, under load", call(crasher, "crash")),
-    (signal.SIGTERM, "as the power is cut", call(LossyMount, "power_loss")),
-    (signal.SIGHUP, "as the filesystem is mounted again", call(LossyMount, "remount")),
-]
+    ("power-loss run", signal.SIGINT, "as the crash is sent, under load", call(crasher, "crash"),
+     []),
+    ("power-loss run", signal.SIGTERM, "as the power is cut", call(LossyMount, "power_loss"), []),
+    ("power-loss run", signal.SIGHUP, "as the filesystem is mounted again",
+     call(LossyMount, "remount"), []),
+    ("power-loss teardown", signal.SIGINT, "as the filesystem is unmounted",
+     call(LossyMount, "unmount"), VERDICT),
+]  # fmt: skip
 
 
 @pytest.mark.skipif(lossyfs.available() is not None, reason=f"no FUSE: {lossyfs.available()}")
-@pytest.mark.parametrize(("signum", "moment", "arm"), POWER_LOSS, ids=NAMES)
+@pytest.mark.parametrize(
+    ("phase", "signum", "moment", "arm", "recorded"),
+    POWER_LOSS,
+    ids=[f"{p[0]}-{signal.Signals(p[1]).name}" for p in POWER_LOSS],
+)
 def test_durability_power_loss_signalled(
+    phase: str,
     signum: int,
     moment: str,
     arm: Arm,
+    recorded: list[str],
     place: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """A power-loss run of `pgrig durability`: the FUSE daemon, its mount, the
-    cluster on it and the holder directory are gone; the study is interrupted
-    with no verdict recorded."""
+    cluster on it and the holder directory are gone; the study is interrupted,
+    with a verdict only when the check was over."""
     arm(monkeypatch, signum)
     code = _main(
         "durability", "--power-loss", "--target", str(place / "data"), "--results", "res",
-        "--profile", "stock", "--cycles", "2", "--interval", "0.6", "--clients", "2", "-q",
+        "--profile", "stock", "--cycles", "1", "--interval", "0.6", "--clients", "2", "-q",
     )  # fmt: skip
     err = capsys.readouterr().err
-    where = f"power-loss run / {signal.Signals(signum).name} ({moment})"
+    where = f"{phase} / {signal.Signals(signum).name} ({moment})"
     assert code == 128 + signum, f"{where}: exit {code}\n{err}"
     assert "interrupted" in err and "Traceback" not in err, f"{where}: {err}"
     _nothing_left(place, where)
-    assert _recorded(place / "res") == ("interrupted", []), where
+    assert _recorded(place / "res") == ("interrupted", recorded), where
 
 
 def test_the_matrix_in_the_docs_is_this_suite() -> None:
