@@ -6,14 +6,16 @@ pgbench, fio or FUSE process, no work directory, socket directory, mount, loop
 device, cgroup, registry record or marked file in the target); and, for `pgrig
 run`, that the study is marked interrupted with only what finished recorded,
 and that a resume records every step exactly once. docs/exit-codes.md has the
-matrix: which cell is tested where, and at which moment of its phase.
+matrix: which cell is tested where, and at which moment of its phase. The
+cells of the storage lab and the lossy filesystem are tests/test_signals_lab.py's.
 
 Real signals, sent to this process (``cli.main`` installs the handlers), at a
 real moment of the phase: a watcher thread sends it once the phase's tool runs
 (initdb, ``pgbench -i``, ``pgbench -T``, fio, pg_test_timing); where a phase has
 no tool to watch or lasts milliseconds (teardown, report writing, the lab's
 mkfs, the power cut), the function of that moment sends it as it begins (or
-ends) and then runs for real - nothing is mocked.
+ends) and then runs for real. Nothing is mocked but the durability check's work
+in the one cell of its start (the power-loss cells run it for real).
 
 A server costs seconds to set up here, so the cells of one target share a
 campaign: each signal's run is the resume of the run before, and one last
@@ -36,12 +38,11 @@ from typing import Any
 
 import pytest
 
-from pgrig import lossyfs, proc
+from pgrig import proc
 from pgrig.cluster import workdir
 from pgrig.cluster.server import Cluster
 from pgrig.conninfo import Conn
-from pgrig.durability import crasher
-from pgrig.lossyfs import LossyMount, registry
+from pgrig.lossyfs import registry
 from pgrig.report import html
 from pgrig.storage import cgroups, devices, loopfs, state
 from pgrig.storage.errors import CgroupError
@@ -419,52 +420,6 @@ def test_run_on_an_existing_server_signalled(
     assert _sessions(conn) == []
 
 
-def _spy_cgroups(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
-    """The directories of every cgroup pgrig makes (the real ``create`` runs)."""
-    made: list[Path] = []
-    real = cgroups.create
-
-    def create(*args: Any, **kwargs: Any) -> cgroups.Cgroup:
-        group = real(*args, **kwargs)
-        made.extend(group.dirs.values())
-        return group
-
-    monkeypatch.setattr(cgroups, "create", create)
-    return made
-
-
-MEMORY, LAB = f"{RUN}/memory", "t/lab"  # the cgroup's reading after the run; the lab built
-MEMORY_CELLS = [
-    *_phase("memory-cgroup run", ON_THE_WAY, tool(_child_argv("pgbench", "-T")), (LAB, *DATA)),
-    Cell(
-        "memory-cgroup run",
-        signal.SIGTERM,
-        "as the run is recorded, before its cgroup reading",
-        call(Store, "record", after=True, when=lambda _st, rec: rec.key == RUN),
-        frozenset((LAB, *DATA, RUN, MEMORY)),
-    ),
-    Cell(
-        "teardown (memory cgroup)",
-        signal.SIGHUP,
-        "as the cgroup is removed",
-        call(cgroups, "remove_dir"),
-        frozenset((LAB, *ALL, MEMORY)),
-    ),
-]
-
-
-def test_run_in_a_memory_cgroup_under_every_signal(
-    place: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """A lab target with ``memory = ...``: the server runs in a memory cgroup,
-    which goes with the server whatever signal comes."""
-    target = f'directory = "{place / "data"}"\nmemory = "256MiB"'
-    (place / "c.toml").write_text(TPCB.format(target=target))
-    made = _spy_cgroups(monkeypatch)
-    _chain(MEMORY_CELLS, place, monkeypatch, capsys, (LAB, *ALL, MEMORY), cgroup_dirs=made)
-    assert made, "no cgroup was made: the target was not memory-limited"
-
-
 # -- pgrig run: probes, fio, the storage lab's setup, report writing -----------------------
 
 
@@ -616,60 +571,3 @@ def test_durability_signalled_as_it_begins(
     monkeypatch.setattr(durability_cli, "execute", execute)
     assert _main("durability", "--target", str(place / "data"), "-q") == code
     assert "interrupted" in capsys.readouterr().err
-
-
-# A moment of each kind per signal: under load, with the power going, while the
-# filesystem comes back (mount gone, FUSE daemon exited, cluster down) - and the
-# teardown once the check is over (its verdict recorded).
-VERDICT = ["local/durability"]
-POWER_LOSS = [
-    ("power-loss run", signal.SIGINT, "as the crash is sent, under load", call(crasher, "crash"),
-     []),
-    ("power-loss run", signal.SIGTERM, "as the power is cut", call(LossyMount, "power_loss"), []),
-    ("power-loss run", signal.SIGHUP, "as the filesystem is mounted again",
-     call(LossyMount, "remount"), []),
-    ("power-loss teardown", signal.SIGINT, "as the filesystem is unmounted",
-     call(LossyMount, "unmount"), VERDICT),
-]  # fmt: skip
-
-
-@pytest.mark.skipif(lossyfs.available() is not None, reason=f"no FUSE: {lossyfs.available()}")
-@pytest.mark.parametrize(
-    ("phase", "signum", "moment", "arm", "recorded"),
-    POWER_LOSS,
-    ids=[f"{p[0]}-{signal.Signals(p[1]).name}" for p in POWER_LOSS],
-)
-def test_durability_power_loss_signalled(
-    phase: str,
-    signum: int,
-    moment: str,
-    arm: Arm,
-    recorded: list[str],
-    place: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    """A power-loss run of `pgrig durability`: the FUSE daemon, its mount, the
-    cluster on it and the holder directory are gone; the study is interrupted,
-    with a verdict only when the check was over."""
-    arm(monkeypatch, signum)
-    code = _main(
-        "durability", "--power-loss", "--target", str(place / "data"), "--results", "res",
-        "--profile", "stock", "--cycles", "1", "--interval", "0.6", "--clients", "2", "-q",
-    )  # fmt: skip
-    err = capsys.readouterr().err
-    where = f"{phase} / {signal.Signals(signum).name} ({moment})"
-    assert code == 128 + signum, f"{where}: exit {code}\n{err}"
-    assert "interrupted" in err and "Traceback" not in err, f"{where}: {err}"
-    _nothing_left(place, where)
-    assert _recorded(place / "res") == ("interrupted", recorded), where
-
-
-def test_the_matrix_in_the_docs_is_this_suite() -> None:
-    """docs/exit-codes.md's table names every phase tested here."""
-    text = (Path(__file__).parents[1] / "docs" / "exit-codes.md").read_text()
-    phases = {c.phase for c in DIRECTORY_CELLS + MEMORY_CELLS}
-    phases |= {"probe", "fio", "storage-lab setup", "report writing", "power-loss run"}
-    missing = [p for p in sorted(phases) if f"| {p} |" not in text]
-    assert missing == [], f"docs/exit-codes.md's matrix lacks {missing}"
-    assert "test_signals.py" in text
