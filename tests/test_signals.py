@@ -193,6 +193,13 @@ def _study_processes(place: Path) -> list[str]:
     return found
 
 
+def _text(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return ""
+
+
 def _nothing_left(place: Path, where: str, cgroup_dirs: Sequence[Path] = ()) -> None:
     """No process, directory, mount, loop device, cgroup or record of the study."""
     ours = str(place.resolve())
@@ -210,7 +217,7 @@ def _nothing_left(place: Path, where: str, cgroup_dirs: Sequence[Path] = ()) -> 
     sockets = [
         p.parent
         for p in Path("/tmp").glob(f"pgrig-sock-*/{workdir.MARKER}")
-        if p.read_text().startswith(ours)
+        if _text(p).startswith(ours)  # other studies' come and go meanwhile
     ]
     assert sockets == [], f"{where}: socket directories"
     entries = [p for p in (workdir.state_dir() / "workdirs").glob("*") if ours in p.read_text()]
