@@ -97,13 +97,10 @@ def _descendants() -> list[str]:
     return list(_family().values())
 
 
-def _child_running(name: str) -> Callable[[], bool]:
-    return lambda: any(name in comm for comm in _descendants())
-
-
 def _child_argv(name: str, flag: str) -> Callable[[], bool]:
-    """A descendant ``name`` runs with ``flag`` among its arguments (another
-    study's pgbench on this shared machine is not ours)."""
+    """A descendant ``name`` runs with ``flag`` among its arguments: the phase's
+    run of the tool, not its ``--version`` of the environment capture, nor
+    another study's on this shared machine."""
 
     def running() -> bool:
         for pid in _family():
@@ -313,7 +310,7 @@ ALL = (INIT, LOADED, RUN, AFTER)
 
 ON_THE_WAY = "pgbench -T runs"
 DIRECTORY_CELLS = [
-    *_phase("initdb", "initdb runs", tool(_child_running("initdb"))),
+    *_phase("initdb", "initdb runs", tool(_child_argv("initdb", "-D"))),
     # A signal each here: the existing server below has all three, with no
     # server to set up per run, and the memory-cgroup run all three on a cluster.
     Cell(
@@ -436,7 +433,7 @@ def test_run_signalled_during_a_probe(
 ) -> None:
     """The tool is stopped, the study marked interrupted, the report of what
     finished written, the hint names --results; the resume runs the step once."""
-    watcher = _when(_child_running("pg_test_timing"), signum)
+    watcher = _when(_child_argv("pg_test_timing", "-d"), signum)
     assert _main("run", "c.toml", "--results", "res", "-q") == code
     watcher.join()
     err = capsys.readouterr().err
@@ -459,7 +456,7 @@ def test_run_signalled_during_fio(
     (place / "c.toml").write_text(
         CAMPAIGN.format(name="faults", directory=place / "data").split("[probes]")[0] + probes + fio
     )
-    watcher = _when(_child_running("fio"), signum)
+    watcher = _when(_child_argv("fio", "--output-format=json"), signum)
     assert _main("run", "c.toml", "-q") == code, capsys.readouterr().err
     watcher.join()
     _nothing_left(place, f"fio / {signal.Signals(signum).name}")
