@@ -304,7 +304,6 @@ def _phase(phase: str, moment: str, arm: Arm, recorded: tuple[str, ...] = ()) ->
     return [Cell(phase, s, moment, arm, frozenset(recorded)) for s, _ in SIGNALS]
 
 
-NOTHING: tuple[str, ...] = ()
 DATA = (INIT, LOADED)
 ALL = (INIT, LOADED, RUN, AFTER)
 
@@ -319,14 +318,14 @@ DIRECTORY_CELLS = [
         "pgbench -i runs",
         tool(_child_argv("pgbench", "-i")),
         frozenset(),
-    ),  # fmt: skip
+    ),
     Cell(
         "measured run",
         signal.SIGTERM,
         ON_THE_WAY,
         tool(_child_argv("pgbench", "-T")),
         frozenset(DATA),
-    ),  # fmt: skip
+    ),
     # After the first of these every step is recorded: the resumes only set the
     # server up and tear it down, the moment the other two are sent in.
     Cell(
@@ -342,14 +341,14 @@ DIRECTORY_CELLS = [
         "as the cluster is destroyed",
         call(Cluster, "destroy"),
         frozenset(ALL),
-    ),  # fmt: skip
+    ),
     Cell(
         "teardown",
         signal.SIGHUP,
         "as the work directory is removed",
         call(workdir, "remove"),
         frozenset(ALL),
-    ),  # fmt: skip
+    ),
 ]
 SERVER_CELLS = [
     *_phase("pgbench -i", "pgbench -i runs", tool(_child_argv("pgbench", "-i"))),
