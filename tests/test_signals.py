@@ -310,21 +310,15 @@ ALL = (INIT, LOADED, RUN, AFTER)
 ON_THE_WAY = "pgbench -T runs"
 DIRECTORY_CELLS = [
     *_phase("initdb", "initdb runs", tool(_child_argv("initdb", "-D"))),
-    # A signal each here: the existing server below has all three, with no
-    # server to set up per run, and the memory-cgroup run all three on a cluster.
+    # pgbench -i under one signal here: the existing server below takes all three
+    # (one server for its six runs), and so do the measured run there and in a
+    # memory cgroup (test_signals_lab.py), itself a throwaway cluster.
     Cell(
         "pgbench -i",
         signal.SIGHUP,
         "pgbench -i runs",
         tool(_child_argv("pgbench", "-i")),
         frozenset(),
-    ),
-    Cell(
-        "measured run",
-        signal.SIGTERM,
-        ON_THE_WAY,
-        tool(_child_argv("pgbench", "-T")),
-        frozenset(DATA),
     ),
     # After the first of these every step is recorded: the resumes only set the
     # server up and tear it down, the moment the other two are sent in.
@@ -390,8 +384,8 @@ def _chain(
 def test_run_of_a_throwaway_cluster_signalled(
     place: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """initdb and the teardown under SIGINT, SIGTERM and SIGHUP, pgbench -i and
-    the measured run under one each: the cluster and its work directory go."""
+    """initdb and the teardown under SIGINT, SIGTERM and SIGHUP, pgbench -i under
+    one: the cluster and its work directory go."""
     (place / "c.toml").write_text(TPCB.format(target=f'directory = "{place / "data"}"'))
     _chain(DIRECTORY_CELLS, place, monkeypatch, capsys, ALL)
 
