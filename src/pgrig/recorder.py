@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
-from pgrig import monitor, registry
+from pgrig import monitor, proc, registry
 from pgrig.cluster.server import ServerLost
 from pgrig.errors import PgrigError
 from pgrig.results import SERVER, RunRecord, Status, Study, from_dict, to_dict
@@ -118,24 +118,29 @@ class Recorder:
             raw = getattr(exc, "stderr", "") or ""
         except Exception as exc:  # a bug or an unexpected server answer: keep going
             status, reason = "failed", f"{type(exc).__name__}: {exc}"
-        if record:
-            self.record(step, t, started, status, reason, result, raw)
+        # A step's record and what belongs to it (its extras, the monitor's and the
+        # memory cgroup's readings) are written together: a resume never runs a
+        # recorded step again, so a signal in between lost them for good (issue 19's
+        # memory-cgroup run under SIGTERM). The signal waits for the last of them.
+        with proc.signals_deferred():
+            if record:
+                self.record(step, t, started, status, reason, result, raw)
+                if status == "ok":
+                    self._record_extra(step, t, started)
+            elapsed = time.monotonic() - t0
             if status == "ok":
-                self._record_extra(step, t, started)
-        elapsed = time.monotonic() - t0
-        if status == "ok":
-            took = duration(elapsed)
-            self.ui.ok(f"{step.label} ({took}){registry.headline(step.kind, value)}")
-        elif status == "skipped":
-            self.ui.warn(f"{step.label} skipped: {reason}")
-        else:
-            with self._lock:
-                self.failures += 1
-            self.ui.fail(f"{step.label} failed: {reason}")
-        if record and watched is not None:
-            self._record_monitor(step, t, started, watched, value if status == "ok" else None)
-        if memory is not None:
-            self._record_memory(step, t, started, memory)
+                took = duration(elapsed)
+                self.ui.ok(f"{step.label} ({took}){registry.headline(step.kind, value)}")
+            elif status == "skipped":
+                self.ui.warn(f"{step.label} skipped: {reason}")
+            else:
+                with self._lock:
+                    self.failures += 1
+                self.ui.fail(f"{step.label} failed: {reason}")
+            if record and watched is not None:
+                self._record_monitor(step, t, started, watched, value if status == "ok" else None)
+            if memory is not None:
+                self._record_memory(step, t, started, memory)
         return status == "ok"
 
     def metrics(self, steps: Iterable[Step]) -> list[float]:
