@@ -198,6 +198,8 @@ def loaded(db: Conn) -> Conn:
     assert result.warehouses == 1 and result.rows > 590_000
     assert result.per_warehouse_s.keys() == {"1"}
     assert result.database_bytes > 90_000_000 and result.mb_per_s > 0
+    with db.connect() as c:  # what every run reads for its active data's share
+        assert checks.loaded(c).load_bytes == result.database_bytes
     return db
 
 
@@ -398,6 +400,20 @@ def test_runs_keep_the_mix_and_the_database_consistent(
     assert cells[1][6] == f"{client.qps:,.0f}"
     assert any("qps: SQL statements" in n for n in summary.notes)  # type: ignore[union-attr]
     assert any(getattr(b, "name", "") == "tpcc-tpmc" for b in section.blocks)
+
+
+@pytest.mark.cluster
+def test_a_schema_loaded_before_load_bytes_existed_still_reads(loaded: Conn) -> None:
+    """Runs take the active data's share from tpcc.meta.load_bytes; a schema
+    loaded before that column existed reads as unknown, not as an error."""
+    with loaded.connect() as c:
+        c.execute("ALTER TABLE tpcc.meta RENAME COLUMN load_bytes TO load_bytes_kept")
+        try:
+            assert checks.loaded(c).load_bytes is None
+        finally:
+            c.execute("ALTER TABLE tpcc.meta RENAME COLUMN load_bytes_kept TO load_bytes")
+    with loaded.connect() as c:
+        assert checks.loaded(c).load_bytes is not None
 
 
 @pytest.mark.cluster

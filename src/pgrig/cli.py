@@ -415,6 +415,12 @@ def plan_cmd(campaign_file: Path) -> None:
             if camp.policy.until_ci_pct
             else ""
         )
+        + (
+            f"; less with concurrent = true: each point runs on the {len(camp.targets)} "
+            "targets at once (loads in turn)"
+            if camp.policy.concurrent and len(camp.targets) > 1
+            else ""
+        )
     )
     if missing:
         raise UsageError(

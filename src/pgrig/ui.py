@@ -6,6 +6,7 @@ Data goes to stdout, diagnostics and progress to stderr. Rich handles
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -50,6 +51,11 @@ class Ui:
     def __init__(self, *, quiet: bool = False, console: Console | None = None) -> None:
         self.console = console or Console(stderr=True, highlight=False)
         self.quiet = quiet
+        # Steps running at once (targets measured concurrently) share one live
+        # display, a line each: rich allows one live display at a time.
+        self._lock = threading.Lock()
+        self._live: Progress | None = None
+        self._lines = 0
 
     def data(self, text: str) -> None:
         """A result on stdout (a report's path), quiet or not: what scripts read."""
@@ -80,10 +86,24 @@ class Ui:
             TimeElapsedColumn(),
             TimeRemainingColumn(),
         ]
-        progress = Progress(*columns, console=self.console, transient=True, disable=self.quiet)
-        with progress:
+        with self._lock:
+            if self._live is None:
+                self._live = Progress(
+                    *columns, console=self.console, transient=True, disable=self.quiet
+                )
+                self._live.start()
+            progress = self._live
+            self._lines += 1
             task = progress.add_task(label, total=total)
+        try:
             yield Step(progress, task, label)
+        finally:
+            with self._lock:
+                progress.remove_task(task)
+                self._lines -= 1
+                if not self._lines:
+                    progress.stop()
+                    self._live = None
 
 
 def duration(seconds: float) -> str:

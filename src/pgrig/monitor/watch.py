@@ -125,11 +125,12 @@ class Watch:
         if self.devices is None:
             self.devices = self._find_devices()
         self._open_server()
-        self._prev_stat = procfs.parse_stat(procfs.read_text("/proc/stat") or "")
-        self._prev_disks = procfs.parse_diskstats(procfs.read_text("/proc/diskstats") or "")
-        self._prev_net = procfs.parse_net_dev(procfs.read_text("/proc/net/dev") or "")
+        self._prev_stat = procfs.parse_stat(self._read("/proc/stat"))
+        self._prev_disks = procfs.parse_diskstats(self._read("/proc/diskstats"))
+        self._prev_net = procfs.parse_net_dev(self._read("/proc/net/dev"))
         self._prev_t = time.monotonic()
-        self._process_cpu(self.interval)
+        if self.ctx.host is None:
+            self._process_cpu(self.interval)
         self._primed = True
         self._thread = threading.Thread(target=self._loop, name="pgrig-monitor", daemon=True)
         self._thread.start()
@@ -148,7 +149,25 @@ class Watch:
             with contextlib.suppress(Exception):
                 self._conn.close()
 
+    def _read(self, path: str) -> str:
+        """A /proc file of the server's host: this machine's, or through the
+        host's executor (``Context.host``); '' when it cannot be read."""
+        if self.ctx.host is None:
+            return procfs.read_text(path) or ""
+        try:
+            return self.ctx.host.read_text(path)
+        except PgrigError as exc:
+            self.notes.append(f"{path} on {self.ctx.host.name} not read: {exc}")
+            return ""
+
     def _find_devices(self) -> tuple[str, ...]:
+        if self.ctx.host is not None:
+            self.notes.append(
+                f"host figures (CPU, disks, memory, network) are the server's host "
+                f"{self.ctx.host.name}'s, read over SSH; its processes are not told apart "
+                "(server, pgbench and others share the busy CPU)"
+            )
+            return self.ctx.host_devices
         fs = environment.describe_filesystem(self.ctx.target)
         if fs is None or fs.block_device is None:
             where = f"{fs.fstype} on {fs.device}" if fs else "unknown"
@@ -173,7 +192,7 @@ class Watch:
         except (PgrigError, psycopg.Error) as exc:
             self.notes.append(f"server statistics not sampled: {str(exc).strip()}")
             self._pg = None
-        if self.ctx.server_pid is None:
+        if self.ctx.server_pid is None and self.ctx.host is None:
             self.notes.append(
                 "the server does not run on this machine (or its PID is unknown): "
                 "its CPU share is not sampled"
@@ -194,13 +213,16 @@ class Watch:
                 deadline = now + self.interval
 
     def _sample(self) -> None:
-        stat_text = procfs.read_text("/proc/stat") or ""
-        disk_text = procfs.read_text("/proc/diskstats") or ""
-        mem_text = procfs.read_text("/proc/meminfo") or ""
-        net_text = procfs.read_text("/proc/net/dev") or ""
+        stat_text = self._read("/proc/stat")
+        disk_text = self._read("/proc/diskstats")
+        mem_text = self._read("/proc/meminfo")
+        net_text = self._read("/proc/net/dev")
         now = time.monotonic()
         wall = time.time()
         seconds = max(now - self._prev_t, 1e-3)
+        if self.ctx.host is not None:
+            self._sample_host(stat_text, disk_text, mem_text, net_text, now, wall, seconds)
+            return
         pc = self._process_cpu(seconds)
         stat = procfs.parse_stat(stat_text)
         machine_ns = seconds * 1e9 * stat.ncpu
@@ -243,6 +265,38 @@ class Watch:
                 pg=pg,
                 clients_alive=pc.alive,
                 io=io,
+            )
+        )
+        self._prev_stat, self._prev_disks, self._prev_net, self._prev_t = stat, disks, net, now
+
+    def _sample_host(
+        self, stat_text: str, disk_text: str, mem_text: str, net_text: str,
+        now: float, wall: float, seconds: float,
+    ) -> None:  # fmt: skip
+        """A sample of another host: its CPUs, disks, memory and network as a
+        whole; whose processes used them is not attributed (``CpuSample.other``
+        None: the interference rules do not apply there)."""
+        stat = procfs.parse_stat(stat_text)
+        if not stat.ncpu:  # not read this second: the next sample spans both
+            return
+        disks = procfs.parse_diskstats(disk_text)
+        devices = tuple(
+            procfs.disk_rates(name, self._prev_disks[name], disks[name], seconds)
+            for name in self.devices or ()
+            if name in disks and name in self._prev_disks
+        )
+        net = procfs.parse_net_dev(net_text)
+        self._raw.append(
+            _Raw(
+                wall=wall,
+                interval_s=seconds,
+                cpu=procfs.cpu_rates(self._prev_stat, stat, seconds),
+                devices=devices,
+                memory=procfs.memory_sample(procfs.parse_meminfo(mem_text)),
+                net=procfs.net_rates(self._prev_net, net, seconds),
+                pg=self._sample_server(seconds),
+                clients_alive=0,
+                io=_io_sample(_ProcCpu(alive=0), devices, seconds, server=False),
             )
         )
         self._prev_stat, self._prev_disks, self._prev_net, self._prev_t = stat, disks, net, now
@@ -337,7 +391,7 @@ class Watch:
 
     def result(self, run: PgbenchRun | None) -> MonitorResult:
         """The samples aligned on pgbench's time axis, the checkpoints, the verdict."""
-        t0 = self._client_start
+        t0 = self._client_start if self.ctx.client_started is None else self.ctx.client_started
         connecting_ms = getattr(run, "initial_connection_ms", None)
         if t0 is not None and connecting_ms:
             # pgbench's -P clock starts once its clients are connected.

@@ -43,7 +43,14 @@ from pgrig.tools import pgbench
 from pgrig.tools.pgbench import txlog
 from pgrig.workloads.tpcc import checks, sqlfiles
 from pgrig.workloads.tpcc.loader import check_connections
-from pgrig.workloads.tpcc.model import TRANSACTIONS, WEIGHTS, TpccRun, TpmPoint, TxnStats
+from pgrig.workloads.tpcc.model import (
+    TRANSACTIONS,
+    WEIGHTS,
+    TpccRun,
+    TpmPoint,
+    TxnStats,
+    active_share,
+)
 
 MODES = ("server", "client")
 ISOLATIONS = ("read committed", "repeatable read", "serializable")
@@ -201,6 +208,7 @@ def run(
                 sampling_rate=rate,
                 orders_created=created,
                 pgbench_version=version,
+                loaded_bytes=info.load_bytes,
             )
             return result, multi.raw()
         argv = pgbench.run_argv(bin_dir, target, bench_opts, prefix, extra)
@@ -245,6 +253,7 @@ def run(
             started_epoch=started,
             orders_created=orders_created,
             pgbench_version=version,
+            loaded_bytes=info.load_bytes,
         )
         return result, "".join(line + "\n" for line in raw)
     finally:
@@ -369,6 +378,7 @@ def merged_result(
     sampling_rate: float,
     orders_created: int | None,
     pgbench_version: str = "",
+    loaded_bytes: int | None = None,
 ) -> TpccRun:
     """A run of several load hosts as one: counts, tps and tpmC summed (tpmC host
     by host, as tps), each type's mean latency weighted by its transactions, its
@@ -402,6 +412,7 @@ def merged_result(
         started_epoch=multi.start_at,
         orders_created=orders_created,
         pgbench_version=pgbench_version,
+        loaded_bytes=loaded_bytes,
     )
     return replace(result, tpmc=sum(host_tpmc(h) for h in multi.hosts))
 
@@ -418,6 +429,7 @@ def build_result(
     started_epoch: float,
     orders_created: int | None,
     pgbench_version: str = "",
+    loaded_bytes: int | None = None,
 ) -> TpccRun:
     return _result(
         pgbench.parse_run(stdout, stderr, mode="custom"),
@@ -431,6 +443,7 @@ def build_result(
         started_epoch=started_epoch,
         orders_created=orders_created,
         pgbench_version=pgbench_version,
+        loaded_bytes=loaded_bytes,
     )
 
 
@@ -447,6 +460,7 @@ def _result(
     started_epoch: float,
     orders_created: int | None,
     pgbench_version: str,
+    loaded_bytes: int | None,
 ) -> TpccRun:
     types = []
     for number, (name, block) in enumerate(zip(TRANSACTIONS, blocks, strict=True)):
@@ -494,4 +508,8 @@ def _result(
         timeline=timeline(summary.completed, started_epoch, base.duration_s, sampling_rate),
         sampling_rate=sampling_rate,
         pgbench_version=pgbench_version,
+        loaded_bytes=loaded_bytes,
+        active_bytes=None
+        if loaded_bytes is None
+        else active_share(loaded_bytes, active, warehouses),
     )

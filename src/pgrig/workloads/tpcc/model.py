@@ -106,6 +106,8 @@ class TpccRun:
     timeline: tuple[TpmPoint, ...] = ()
     sampling_rate: float = 1.0
     pgbench_version: str = ""
+    loaded_bytes: int | None = None  # tables and indexes right after the load
+    active_bytes: int | None = None  # the active warehouses' share of it (active_share)
 
     @property
     def statements_per_txn(self) -> float | None:
@@ -123,6 +125,13 @@ class TpccRun:
 
     def stats(self, name: str) -> TxnStats | None:
         return next((t for t in self.types if t.name == name), None)
+
+
+def active_share(loaded_bytes: int, active: int, warehouses: int) -> int:
+    """The loaded bytes of the first ``active`` of ``warehouses``: every table but
+    item grows with the warehouses, and item (100,000 rows, about 10 MB) is
+    counted pro rata too - seed 003's "12 TB total, 1.2 TB active"."""
+    return loaded_bytes * active // max(1, warehouses)
 
 
 @dataclass(frozen=True)
