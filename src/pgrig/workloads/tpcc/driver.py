@@ -195,11 +195,14 @@ def run(
             db.execute("UPDATE tpcc.meta SET runs = runs + 1")
             orders_before = _orders(db)
         raw: list[str] = []
+        progress: list[ProgressPoint] = []  # tps per second, stored with the run
 
         def on_line(stream_name: str, line: str) -> None:
             raw.append(line)
-            if on_progress and stream_name == "stderr" and (p := pgbench.parse_progress(line)):
-                on_progress(p)
+            if stream_name == "stderr" and (p := pgbench.parse_progress(line)):
+                progress.append(p)
+                if on_progress:
+                    on_progress(p)
 
         started = time.time()
         done = proc.stream(
@@ -236,6 +239,7 @@ def run(
             orders_created=orders_created,
             pgbench_version=version,
             loaded_bytes=info.load_bytes,
+            progress=tuple(progress),
         )
         return result, "".join(line + "\n" for line in raw)
     finally:
@@ -339,6 +343,7 @@ def build_result(
     orders_created: int | None,
     pgbench_version: str = "",
     loaded_bytes: int | None = None,
+    progress: Sequence[ProgressPoint] = (),
 ) -> TpccRun:
     base = pgbench.parse_run(stdout, stderr, mode="custom")
     blocks = parse_scripts(stdout)
@@ -401,4 +406,5 @@ def build_result(
         active_bytes=None
         if loaded_bytes is None
         else active_share(loaded_bytes, active, warehouses),
+        progress=tuple(progress),
     )
