@@ -148,6 +148,11 @@ class Watch:
             with contextlib.suppress(Exception):
                 self._conn.close()
 
+    @property
+    def backend_pid(self) -> int | None:
+        """The sampler's server backend (what its statistics queries cost the server)."""
+        return self._conn.info.backend_pid if self._conn is not None else None
+
     def _find_devices(self) -> tuple[str, ...]:
         fs = environment.describe_filesystem(self.ctx.target)
         if fs is None or fs.block_device is None:
