@@ -37,6 +37,7 @@ from pgrig.monitor.model import (
 )
 from pgrig.monitor.noise import noise
 from pgrig.monitor.pgstats import PgSampler
+from pgrig.monitor.spool import Spool
 
 if TYPE_CHECKING:
     from pgrig.results import PgbenchRun
@@ -106,7 +107,8 @@ class Watch:
         self.limits = limits
         self.devices = devices
         self.notes: list[str] = []
-        self._raw: list[_Raw] = []
+        # On disk, not in memory: a long run's samples must not grow pgrig (spool.py).
+        self._raw: Spool[_Raw] = Spool()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._conn: psycopg.Connection | None = None
