@@ -447,9 +447,7 @@ def _nearest(progress: dict[float, float], t_s: float, slack: float = 0.6) -> fl
     return progress[best] if abs(best - t_s) <= slack else None
 
 
-def find_checkpoints(
-    samples: list[Sample], counted_at_end: bool = False
-) -> tuple[Checkpoint, ...]:
+def find_checkpoints(samples: list[Sample], counted_at_end: bool = False) -> tuple[Checkpoint, ...]:
     """Intervals where the checkpointer was busy.
 
     Before PostgreSQL 17 the counters (``checkpoints_timed`` + ``_req``) go up
