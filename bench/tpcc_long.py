@@ -125,8 +125,9 @@ def report(results: Path, samples: list[tuple[float, float]]) -> None:
         print(f"monitor: {len(mon['samples'])} samples, verdict: {mon['verdict']['summary']}")
         for c in mon["checkpoints"]:
             end = c["end_s"] if c["end_s"] is not None else float("inf")
+            until = "the end" if c["end_s"] is None else f"{c['end_s']:.0f} s"
             print(
-                f"  checkpoint {c['start_s']:7.0f} - {c['end_s'] or 0:7.0f} s "
+                f"  checkpoint {c['start_s']:7.0f} s - {until} "
                 f"({'completed' if c['completed'] else 'not completed'}): "
                 f"{around(per_s, c['start_s'], end)}"
             )
