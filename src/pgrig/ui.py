@@ -21,6 +21,11 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+# A step's line changes once a second (pgbench -P): redrawing it more often is
+# CPU taken from the server (rich rebuilds the line's table at every redraw,
+# about 0.8 ms to a terminal; bench/harness_overhead.py --costs).
+REFRESH_PER_SECOND = 2.0
+
 
 class Step:
     """Handle to one running step's progress line."""
@@ -45,6 +50,10 @@ class Step:
         if detail is not None:
             kwargs["description"] = f"{self.label} [dim]{detail}[/dim]"
         self._progress.update(self._task, **kwargs)  # type: ignore[arg-type]
+
+    def redraw(self) -> None:
+        """Draw the line now, as the refresh thread does ``REFRESH_PER_SECOND`` times a second."""
+        self._progress.refresh()
 
 
 class Ui:
@@ -89,7 +98,13 @@ class Ui:
         with self._lock:
             if self._live is None:
                 self._live = Progress(
-                    *columns, console=self.console, transient=True, disable=self.quiet
+                    *columns,
+                    console=self.console,
+                    transient=True,
+                    disable=self.quiet,
+                    # Not a terminal: nothing is redrawn, so no thread builds the line either.
+                    auto_refresh=self.console.is_terminal,
+                    refresh_per_second=REFRESH_PER_SECOND,
                 )
                 self._live.start()
             progress = self._live

@@ -37,6 +37,7 @@ from pgrig.monitor.model import (
 )
 from pgrig.monitor.noise import noise
 from pgrig.monitor.pgstats import PgSampler
+from pgrig.monitor.spool import Spool
 
 if TYPE_CHECKING:
     from pgrig.results import PgbenchRun
@@ -106,7 +107,8 @@ class Watch:
         self.limits = limits
         self.devices = devices
         self.notes: list[str] = []
-        self._raw: list[_Raw] = []
+        # On disk, not in memory: a long run's samples must not grow pgrig (spool.py).
+        self._raw: Spool[_Raw] = Spool()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._conn: psycopg.Connection | None = None
@@ -159,6 +161,11 @@ class Watch:
         except PgrigError as exc:
             self.notes.append(f"{path} on {self.ctx.host.name} not read: {exc}")
             return ""
+
+    @property
+    def backend_pid(self) -> int | None:
+        """The sampler's server backend (what its statistics queries cost the server)."""
+        return self._conn.info.backend_pid if self._conn is not None else None
 
     def _find_devices(self) -> tuple[str, ...]:
         if self.ctx.host is not None:
@@ -421,7 +428,8 @@ class Watch:
                     io=raw.io,
                 )
             )
-        checkpoints = find_checkpoints(samples)
+        version = self._pg.version_num if self._pg else None
+        checkpoints = find_checkpoints(samples, counted_at_end=(version or 0) >= 170000)
         ncpu = self._prev_stat.ncpu
         others, disturbed = interference.assess(samples, self._ledger.top(ncpu), self.thresholds)
         return MonitorResult(
@@ -493,24 +501,48 @@ def _nearest(progress: dict[float, float], t_s: float, slack: float = 0.6) -> fl
     return progress[best] if abs(best - t_s) <= slack else None
 
 
-def find_checkpoints(samples: list[Sample]) -> tuple[Checkpoint, ...]:
-    """Intervals where the checkpointer was busy, closed by a completed checkpoint
-    (the counter went up) or by the checkpointer going idle."""
+def find_checkpoints(samples: list[Sample], counted_at_end: bool = False) -> tuple[Checkpoint, ...]:
+    """Intervals where the checkpointer was busy.
+
+    Before PostgreSQL 17 the counters (``checkpoints_timed`` + ``_req``) go up
+    when a checkpoint *starts*, and a spread checkpoint reports them while it
+    writes, a second or two in: the interval is the checkpointer's busy time,
+    and a second count inside it is the next checkpoint beginning without a
+    rest (a 30-minute TPC-C run drew every checkpoint as a 2-s one followed by
+    an unconfirmed one when counts closed intervals). From 17 on,
+    ``num_done`` goes up when one *ends* (``counted_at_end``): a count closes
+    the interval. Busy without any count: not confirmed (``completed=False``)."""
     out: list[Checkpoint] = []
     start: float | None = None
+    counted = 0
     for s in samples:
         if s.pg is None:
             continue
         begin = s.t_s - s.interval_s
-        if s.pg.checkpoint_active and start is None:
-            start = begin
-        if s.pg.checkpoints:
-            first = begin if start is None else start
-            out.append(Checkpoint(start_s=first, end_s=s.t_s, completed=True))
+        if counted_at_end:
+            if s.pg.checkpoint_active and start is None:
+                start = begin
+            if s.pg.checkpoints:
+                first = begin if start is None else start
+                out.append(Checkpoint(start_s=first, end_s=s.t_s, completed=True))
+                start = None
+            elif not s.pg.checkpoint_active and start is not None:
+                out.append(Checkpoint(start_s=start, end_s=s.t_s, completed=False))
+                start = None
+            continue
+        if s.pg.checkpoint_active:
+            if start is None:
+                start, counted = begin, 0
+            elif s.pg.checkpoints and counted:  # the next one began without a rest
+                out.append(Checkpoint(start_s=start, end_s=begin, completed=True))
+                start, counted = begin, 0
+            counted += s.pg.checkpoints
+        elif start is not None:
+            done = bool(counted or s.pg.checkpoints)
+            out.append(Checkpoint(start_s=start, end_s=s.t_s, completed=done))
             start = None
-        elif not s.pg.checkpoint_active and start is not None:
-            out.append(Checkpoint(start_s=start, end_s=s.t_s, completed=False))
-            start = None
+        elif s.pg.checkpoints:  # begun and finished between two samples
+            out.append(Checkpoint(start_s=begin, end_s=s.t_s, completed=True))
     if start is not None:
         out.append(Checkpoint(start_s=start, end_s=None, completed=False))
     return tuple(out)

@@ -213,11 +213,14 @@ def run(
             return result, multi.raw()
         argv = pgbench.run_argv(bin_dir, target, bench_opts, prefix, extra)
         raw: list[str] = []
+        progress: list[ProgressPoint] = []  # tps per second, stored with the run
 
         def on_line(stream_name: str, line: str) -> None:
             raw.append(line)
-            if on_progress and stream_name == "stderr" and (p := pgbench.parse_progress(line)):
-                on_progress(p)
+            if stream_name == "stderr" and (p := pgbench.parse_progress(line)):
+                progress.append(p)
+                if on_progress:
+                    on_progress(p)
 
         started = time.time()
         done = proc.stream(
@@ -254,6 +257,7 @@ def run(
             orders_created=orders_created,
             pgbench_version=version,
             loaded_bytes=info.load_bytes,
+            progress=tuple(progress),
         )
         return result, "".join(line + "\n" for line in raw)
     finally:
@@ -430,6 +434,7 @@ def build_result(
     orders_created: int | None,
     pgbench_version: str = "",
     loaded_bytes: int | None = None,
+    progress: Sequence[ProgressPoint] = (),
 ) -> TpccRun:
     return _result(
         pgbench.parse_run(stdout, stderr, mode="custom"),
@@ -512,4 +517,5 @@ def _result(
         active_bytes=None
         if loaded_bytes is None
         else active_share(loaded_bytes, active, warehouses),
+        progress=tuple(progress),
     )

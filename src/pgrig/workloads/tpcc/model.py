@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from pgrig.results import ProgressPoint
+
 # pgbench script order: the script number in pgbench's transaction log is the
 # index in this tuple, so it must match the order of the -f options.
 TRANSACTIONS = ("new_order", "payment", "order_status", "delivery", "stock_level")
@@ -108,6 +110,9 @@ class TpccRun:
     pgbench_version: str = ""
     loaded_bytes: int | None = None  # tables and indexes right after the load
     active_bytes: int | None = None  # the active warehouses' share of it (active_share)
+    # pgbench -P, one point per second: the monitor aligns its samples (and the
+    # report's TPS-and-checkpoints figure) on it.
+    progress: tuple[ProgressPoint, ...] = ()
 
     @property
     def statements_per_txn(self) -> float | None:
