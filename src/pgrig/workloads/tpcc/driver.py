@@ -449,6 +449,7 @@ def build_result(
         orders_created=orders_created,
         pgbench_version=pgbench_version,
         loaded_bytes=loaded_bytes,
+        progress=progress,
     )
 
 
@@ -466,6 +467,7 @@ def _result(
     orders_created: int | None,
     pgbench_version: str,
     loaded_bytes: int | None,
+    progress: Sequence[ProgressPoint] = (),  # none for a multi-host run: per host only
 ) -> TpccRun:
     types = []
     for number, (name, block) in enumerate(zip(TRANSACTIONS, blocks, strict=True)):
