@@ -16,18 +16,36 @@ Prints every round, then the median ratios ``pgrig_tps / pgbench_tps``
 against the seed command line (the goal: >= 0.99) and, for transparency,
 against plain pgbench (what ``-r`` and ``-P`` cost pgbench itself).
 
+``--costs`` answers where the overhead goes in CPU time, which a loaded machine
+does not distort the way it distorts tps: plain pgbench, then with ``-P 1``,
+with ``-r``, with pgrig's sampled ``-l`` (and pgrig's parsing of that log), and
+pgrig's step without and with the monitor, each timed by resource usage:
+pgbench's CPU per transaction (``RUSAGE_CHILDREN``), pgrig's own CPU per second
+of run (``RUSAGE_SELF``: progress parsing, the console, the log's parsing, the
+monitor's thread) and the monitor's server backend (``/proc/<pid>/stat``); plus
+one redraw of the console's progress line, timed in-process.
+
     .venv/bin/python bench/harness_overhead.py [--rounds 6] [--duration 20]
+    .venv/bin/python bench/harness_overhead.py --costs [--rounds 3] [--duration 15]
 """
 
 from __future__ import annotations
 
 import argparse
+import io
+import os
 import re
 import resource
+import shutil
 import statistics
 import sys
 import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
+
+from rich.console import Console
 
 from pgrig import monitor, proc
 from pgrig.cluster import binaries, profiles
@@ -37,11 +55,41 @@ from pgrig.plan import PlannedTarget
 from pgrig.policy import RunPolicy
 from pgrig.step import Context
 from pgrig.tools import pgbench
-from pgrig.ui import Ui
+from pgrig.tools.pgbench import txlog
+from pgrig.ui import REFRESH_PER_SECOND, Ui
 from pgrig.workloads.tpcb import steps as tpcb
 from pgrig.workloads.tpcb.spec import TpcbSpec
 
 TPS = re.compile(r"^tps = ([\d.]+) \(without initial connection time\)", re.M)
+PROCESSED = re.compile(r"^number of transactions actually processed: (\d+)", re.M)
+
+
+def _cpu(who: int) -> float:
+    usage = resource.getrusage(who)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _pid_cpu(pid: int) -> float:
+    """CPU seconds of one process (user + system), from /proc; 0 once it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@dataclass(frozen=True)
+class Cost:
+    """One run, timed by resource usage: tps, transactions, pgbench's CPU (its
+    threads, waited for by this process), pgrig's own CPU over the run, the
+    monitor's server backend, and the per-transaction log's parsing."""
+
+    tps: float
+    transactions: int
+    pgbench_s: float
+    pgrig_s: float = 0.0
+    backend_s: float = 0.0
+    parse_s: float = 0.0
 
 
 def raw_pgbench(
@@ -51,16 +99,18 @@ def raw_pgbench(
     threads: int,
     duration: int,
     extra: list[str],
-) -> float:
+) -> Cost:
     with conn.connect() as db:
         db.execute("CHECKPOINT")
     argv = [bins.path("pgbench"), "-M", "prepared", "-n", *extra, "-S"]
     argv += ["-c", str(clients), "-j", str(threads), "-T", str(duration), *conn.args()]
+    before = _cpu(resource.RUSAGE_CHILDREN)
     out = proc.run(argv, timeout=duration + 120).stdout
-    match = TPS.search(out)
-    if not match:
+    spent = _cpu(resource.RUSAGE_CHILDREN) - before
+    match, count = TPS.search(out), PROCESSED.search(out)
+    if not match or not count:
         sys.exit(f"raw pgbench printed no tps line:\n{out}")
-    return float(match.group(1))
+    return Cost(float(match.group(1)), int(count.group(1)), spent)
 
 
 def main() -> None:
@@ -70,6 +120,11 @@ def main() -> None:
     ap.add_argument("--clients", type=int, default=2)
     ap.add_argument("--scale", type=int, default=10)
     ap.add_argument("--target", type=Path, default=Path("/var/tmp"))
+    ap.add_argument(
+        "--costs",
+        action="store_true",
+        help="where pgrig's overhead goes, in CPU time per transaction and per second",
+    )
     ap.add_argument(
         "--decompose",
         action="store_true",
@@ -113,26 +168,30 @@ def main() -> None:
 
         own_cpu: dict[str, list[float]] = {}
 
-        def through_pgrig(*, watched: bool = True) -> float:
+        def through_pgrig(*, watched: bool = True) -> Cost:
             # What the campaign runner does for a measured run: prepare (CHECKPOINT),
             # then the run inside the monitor's sampling window. pgrig's own CPU
             # (all its threads: progress parsing, the monitor's sampling) is
             # counted over the run and the log's parsing, not the CHECKPOINT.
             name = "pgrig" if watched else "pgrig-nomon"
+            backend_s = 0.0
             with ui.step(step.label, total=step.total) as line:
                 if step.prepare is not None:
                     step.prepare(ctx, line)
-                before = resource.getrusage(resource.RUSAGE_SELF)
+                before, children = _cpu(resource.RUSAGE_SELF), _cpu(resource.RUSAGE_CHILDREN)
                 if watched:
                     with monitor.Watch(ctx) as watch:
+                        backend = watch.backend_pid
+                        backend_s = -_pid_cpu(backend) if backend else 0.0
                         result, _ = step.action(ctx, line)
+                        backend_s += _pid_cpu(backend) if backend else 0.0
                     watch.result(result)
                 else:
                     result, _ = step.action(ctx, line)
-                after = resource.getrusage(resource.RUSAGE_SELF)
-            cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+                cpu = _cpu(resource.RUSAGE_SELF) - before
+                pgbench_s = _cpu(resource.RUSAGE_CHILDREN) - children
             own_cpu.setdefault(name, []).append(cpu / args.duration)
-            return float(result.tps)
+            return Cost(float(result.tps), result.transactions, pgbench_s, cpu, backend_s)
 
         # The per-transaction log as pgrig asks for it, on pgbench alone.
         rate = pgbench.log_sampling_rate(
@@ -159,14 +218,42 @@ def main() -> None:
 
         print(
             f"select-only, scale {args.scale}, -c {args.clients} -j {threads}, "
-            f"{args.duration} s per run, {args.rounds} rounds, PostgreSQL {bins.version}"
+            f"{args.duration} s per run, {args.rounds} rounds, PostgreSQL {bins.version}; "
+            f"load average {_load()}"
         )
+        if args.costs:
+
+            def logged() -> Cost:
+                cost = raw_pgbench(bins, conn, args.clients, threads, args.duration, log_args)
+                files = pgbench.transaction_log_files(log_dir, "tx")
+                started = time.process_time()
+                txlog.parse_transaction_logs(files, rate)
+                return replace(cost, parse_s=time.process_time() - started)
+
+            costs(
+                {
+                    "plain": arms["plain"],
+                    "-P 1": lambda: raw_pgbench(
+                        bins, conn, args.clients, threads, args.duration, ["-P", "1"]
+                    ),
+                    "-r": lambda: raw_pgbench(
+                        bins, conn, args.clients, threads, args.duration, ["-r"]
+                    ),
+                    "-l sampled": logged,
+                    "pgrig-nomon": lambda: through_pgrig(watched=False),
+                    "pgrig": through_pgrig,
+                },
+                args,
+                log_dir,
+                redraw_ms(ui),
+            )
+            return
         vs_seed, vs_plain = [], []
         ratios: dict[str, list[float]] = {}
         names = list(arms)
         for i in range(args.rounds):
             order = names[i % len(names) :] + names[: i % len(names)]
-            tps = {name: arms[name]() for name in order}
+            tps = {name: arms[name]().tps for name in order}
             for f in log_dir.iterdir():
                 f.unlink()
             vs_seed.append(tps["pgrig"] / tps["seed"])
@@ -198,9 +285,101 @@ def main() -> None:
         )
     finally:
         cluster.destroy()
-        import shutil
-
         shutil.rmtree(base, ignore_errors=True)
+
+
+def _load() -> str:
+    return "/".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def redraw_ms(ui: Ui) -> tuple[float, float]:
+    """CPU ms of one redraw of a step's progress line, to a terminal and to a
+    file (rich builds the line's table at every refresh either way)."""
+    out = []
+    for terminal in (True, False):
+        console = Console(file=io.StringIO(), force_terminal=terminal, width=100)
+        with Ui(console=console).step("local: select-only -s 10 -c 2 -j 2", total=20) as line:
+            line.update(completed=5, detail="12,345 tps")
+            started = time.process_time()
+            for _ in range(200):
+                line.redraw()
+            out.append((time.process_time() - started) / 200 * 1000)
+    return out[0], out[1]
+
+
+def costs(
+    arms: dict[str, Callable[[], Cost]],
+    args: argparse.Namespace,
+    log_dir: Path,
+    redraw: tuple[float, float],
+) -> None:
+    """Each arm once per round, rotating; then the medians and the breakdown."""
+    names = list(arms)
+    runs: dict[str, list[Cost]] = {name: [] for name in names}
+    for i in range(args.rounds):
+        order = names[i % len(names) :] + names[: i % len(names)]
+        for name in order:
+            runs[name].append(arms[name]())
+            for f in log_dir.iterdir():
+                f.unlink()
+        print(
+            f"round {i + 1}: "
+            + "  ".join(f"{n} {runs[n][-1].tps:,.0f} tps" for n in names)
+            + f"; load average {_load()}",
+            flush=True,
+        )
+
+    def med(name: str, value: Callable[[Cost], float]) -> float:
+        return statistics.median(value(c) for c in runs[name])
+
+    def spread(name: str, value: Callable[[Cost], float], fmt: str) -> str:
+        values = [value(c) for c in runs[name]]
+        return f"{statistics.median(values):{fmt}} ({min(values):{fmt}}-{max(values):{fmt}})"
+
+    def per_txn(c: Cost) -> float:
+        return c.pgbench_s / max(1, c.transactions) * 1e6
+
+    def per_s(seconds: Callable[[Cost], float]) -> Callable[[Cost], float]:
+        return lambda c: seconds(c) / args.duration * 1000
+
+    print(
+        f"{'arm':<12} {'tps':>22} {'pgbench CPU us/txn':>22} {'pgrig CPU ms/s':>20} "
+        f"{'monitor backend ms/s':>20} {'log parse ms/s':>16}"
+    )
+    for name in names:
+        print(
+            f"{name:<12} {spread(name, lambda c: c.tps, ',.0f'):>22} "
+            f"{spread(name, per_txn, '.2f'):>22} "
+            f"{spread(name, per_s(lambda c: c.pgrig_s), '.2f'):>20} "
+            f"{spread(name, per_s(lambda c: c.backend_s), '.2f'):>20} "
+            f"{spread(name, per_s(lambda c: c.parse_s), '.2f'):>16}"
+        )
+    # Each cost as ms of CPU per second of run at pgrig's own tps, and that as a
+    # share of the machine: what it takes from the server on a CPU-bound machine.
+    tps = med("pgrig", lambda c: c.tps)
+    ncpu = os.cpu_count() or 1
+    plain = med("plain", per_txn)
+    parts = {
+        "-P 1 in pgbench": (med("-P 1", per_txn) - plain) * tps / 1000,
+        "-r in pgbench": (med("-r", per_txn) - plain) * tps / 1000,
+        "-l (sampled) in pgbench": (med("-l sampled", per_txn) - plain) * tps / 1000,
+        "parsing the -l log in pgrig": med("-l sampled", per_s(lambda c: c.parse_s)),
+        "pgrig without the monitor (progress, console, log parse)": med(
+            "pgrig-nomon", per_s(lambda c: c.pgrig_s)
+        ),
+        "the monitor in pgrig": med("pgrig", per_s(lambda c: c.pgrig_s))
+        - med("pgrig-nomon", per_s(lambda c: c.pgrig_s)),
+        "the monitor's server backend": med("pgrig", per_s(lambda c: c.backend_s)),
+    }
+    print(f"where it goes, ms of CPU per second of run at {tps:,.0f} tps ({ncpu} CPUs):")
+    for what, ms in parts.items():
+        print(f"  {what:<58} {ms:7.2f} ms/s  {ms / 10 / ncpu:6.3f}% of the machine")
+    terminal, piped = redraw
+    print(
+        f"  one redraw of the progress line: {terminal:.2f} ms to a terminal, {piped:.2f} ms "
+        f"to a file; at {REFRESH_PER_SECOND:g} redraws/s {terminal * REFRESH_PER_SECOND:.2f} "
+        f"ms/s in a terminal"
+    )
 
 
 if __name__ == "__main__":

@@ -11,7 +11,12 @@ each load host's CPU. All "hosts" share this machine's 2 CPUs with the server,
 so two load hosts cannot add capacity here: what this shows is that the
 machinery works and what it costs, not that more clients scale.
 
+``--workload tpcc``: TPC-C instead (``--warehouses`` loaded once from this
+machine, server-side mode, ``--clients`` connections on each load host, every
+host driving all the warehouses); per run the tpmC of each host and their sum.
+
     .venv/bin/python bench/hosts_load.py [--rounds 3] [--duration 5] [--clients 2]
+        [--workload tpcb|tpcc] [--warehouses 2]
 """
 
 from __future__ import annotations
@@ -25,9 +30,27 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from hosts_fixture import make_lab, netns_available  # noqa: E402
 from pgrig.cluster import binaries  # noqa: E402
+from pgrig.conninfo import Conn  # noqa: E402
 from pgrig.hosts import inventory, load, preflight  # noqa: E402
+from pgrig.hosts.executor import Executor  # noqa: E402
 from pgrig.hosts.server import RemoteServer, ServerSpec  # noqa: E402
 from pgrig.tools.pgbench.run import RunOptions  # noqa: E402
+from pgrig.workloads.tpcc import driver, loader  # noqa: E402
+
+
+class Hosts:
+    """The load hosts as a target gives them to a workload (``load.LoadRunner``)."""
+
+    def __init__(self, executors: list[Executor], bin_dir: str, conn: Conn) -> None:
+        self.executors, self.bin_dir, self.conn = executors, bin_dir, conn
+        self.names = tuple(ex.name for ex in executors)
+        self.last: load.MultiLoad | None = None
+
+    def __call__(self, job: load.LoadJob) -> load.MultiLoad:
+        logs = Path(tempfile.mkdtemp(prefix="run-", dir=job.log_root))
+        conn = job.conn or self.conn
+        self.last = load.run_pgbench(self.executors, self.bin_dir, conn, job.opts, logs, job.extra)
+        return self.last
 
 
 def main() -> int:
@@ -35,6 +58,8 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--duration", type=int, default=5)
     ap.add_argument("--clients", type=int, default=2, help="pgbench -c on each load host")
+    ap.add_argument("--workload", choices=("tpcb", "tpcc"), default="tpcb")
+    ap.add_argument("--warehouses", type=int, default=2, help="TPC-C warehouses")
     args = ap.parse_args()
     if why := netns_available():
         print(f"cannot run: {why}", file=sys.stderr)
@@ -47,7 +72,7 @@ def main() -> int:
         transaction_log=True,
         statement_latencies=False,
     )
-    tps: dict[int, list[float]] = {1: [], 2: []}
+    tps: dict[int, list[float]] = {1: [], 2: []}  # tpmC for TPC-C
     spreads: list[float] = []
     with make_lab(3) as lab, tempfile.TemporaryDirectory(prefix="pgrig-hosts-bench-") as tmp:
         hosts = list(inventory.load(lab.write_inventory()).hosts.values())
@@ -55,21 +80,41 @@ def main() -> int:
         spec = ServerSpec(
             bin_dir=str(bins.bin_dir),
             address=lab.hosts[0].address,
-            clients=tuple(f"{h.address}/32" for h in lab.hosts[1:]),
+            # the load hosts, and this machine for the TPC-C load
+            clients=tuple(
+                f"{a}/32" for a in (*(h.address for h in lab.hosts[1:]), lab.bridge_address)
+            ),
             settings=(("fsync", "off"),),
         )
         with preflight.opened(hosts) as ex, RemoteServer(ex[0], spec) as server:
             conn = server.conn()
-            ex[1].run(
-                [str(bins.bin_dir / "pgbench"), "-i", "-s", "1", "-q", *conn.args()],
-                timeout=300,
-                env={"PGPASSWORD": server.password},
-            )
+            if args.workload == "tpcc":
+                loaded = loader.load(conn, args.warehouses, jobs=2)
+                print(f"TPC-C: {args.warehouses} warehouses loaded in {loaded.elapsed_s:.1f} s")
+            else:
+                ex[1].run(
+                    [str(bins.bin_dir / "pgbench"), "-i", "-s", "1", "-q", *conn.args()],
+                    timeout=300,
+                    env={"PGPASSWORD": server.password},
+                )
+            tpcc = driver.RunOptions(connections=args.clients, threads=1, duration_s=args.duration)
             for r in range(args.rounds):
                 for n in (1, 2) if r % 2 == 0 else (2, 1):
                     logs = base / f"logs-{r}-{n}"
-                    got = load.run_pgbench(ex[1 : 1 + n], str(bins.bin_dir), conn, opts, logs)
-                    tps[n].append(got.tps)
+                    if args.workload == "tpcc":
+                        logs.mkdir()
+                        runner = Hosts(ex[1 : 1 + n], str(bins.bin_dir), conn)
+                        run, _ = driver.run(bins.bin_dir, conn, tpcc, logs, hosts=runner)
+                        assert runner.last is not None
+                        got = runner.last
+                        per_host = ", ".join(
+                            f"{h.host} {driver.host_tpmc(h):,.0f}" for h in got.hosts
+                        )
+                        print(f"round {r + 1}, {n} load host(s): tpmC {run.tpmc:,.0f} ({per_host})")
+                        tps[n].append(run.tpmc)
+                    else:
+                        got = load.run_pgbench(ex[1 : 1 + n], str(bins.bin_dir), conn, opts, logs)
+                        tps[n].append(got.tps)
                     if n == 2:
                         spreads.append(got.start_spread_ms)
                     offsets = ", ".join(
@@ -78,9 +123,10 @@ def main() -> int:
                     )
                     print(f"round {r + 1}, {n} load host(s): {got.describe()}")
                     print(f"    clock offsets: {offsets}", flush=True)
+    unit = "tpmC" if args.workload == "tpcc" else "tps"
     for n, values in tps.items():
         print(
-            f"{n} load host(s): median {statistics.median(values):,.0f} tps "
+            f"{n} load host(s): median {statistics.median(values):,.0f} {unit} "
             f"(min {min(values):,.0f}, max {max(values):,.0f}, n={len(values)})"
         )
     print(

@@ -31,7 +31,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -222,36 +223,77 @@ def _proc_sample(pid: int) -> tuple[float, int] | None:
     return cpu, rss[0]
 
 
-def measure_run(work: Path, duration: int) -> tuple[float, float]:
-    """pgrig's own CPU seconds and peak RSS (MiB) over a whole study of one
-    monitored pgbench run of ``duration`` seconds (cluster, load, run, report)."""
+@dataclass(frozen=True)
+class RunCost:
+    """pgrig's own CPU and memory over a whole study of one measured run."""
+
+    cpu_s: float  # the whole study
+    peak_mib: float  # the whole study: the run, recording it and the report
+    run_start_mib: float  # resident memory when the measured run began
+    run_end_mib: float  # and when it ended (before its result was built)
+    run_cpu_s: float  # CPU seconds inside the measured run
+
+
+def measure_run(work: Path, duration: int, pgrig: Path) -> RunCost:
+    """pgrig's own CPU seconds and resident memory over a whole study of one
+    monitored pgbench run of ``duration`` seconds (cluster, load, run, report),
+    and inside the measured run alone (its start and end from the store)."""
     campaign = work / f"run{duration}.toml"
     text = TINY.format(directory=work, duration=duration)
     campaign.write_text(text.replace("repeat = 2", "repeat = 1").replace("[1, 4]", "[2]"))
-    argv = [str(PGRIG), "run", str(campaign), "--results", str(work / f"r{duration}")]
+    results = work / f"r{duration}-{pgrig.parent.parent.parent.name}"
+    argv = [str(pgrig), "run", str(campaign), "--results", str(results)]
     child = subprocess.Popen(argv, stdout=subprocess.DEVNULL)
-    cpu, peak = 0.0, 0
+    series: list[tuple[float, float, int]] = []  # (epoch s, CPU s, RSS bytes)
     while child.poll() is None:
         sample = _proc_sample(child.pid)
         if sample is not None:
-            cpu, peak = sample[0], max(peak, sample[1])
+            series.append((time.time(), *sample))
         time.sleep(0.5)
     if child.wait(timeout=60) != 0:
         sys.exit(f"pgrig run failed ({child.returncode})")
-    return cpu, peak / 2**20
+    with Store.open(results / "results.sqlite") as store:
+        (study,) = store.studies()
+        run = next(r for r in store.runs(study.id) if r.kind == "pgbench_run")
+    # The run's record is stamped to the second: keep well inside it.
+    begin = datetime.fromisoformat(run.started_at).timestamp() + 2
+    end = datetime.fromisoformat(run.finished_at).timestamp() - 2
+    inside = [s for s in series if begin <= s[0] <= end]
+    return RunCost(
+        cpu_s=series[-1][1],
+        peak_mib=max(s[2] for s in series) / 2**20,
+        run_start_mib=inside[0][2] / 2**20,
+        run_end_mib=inside[-1][2] / 2**20,
+        run_cpu_s=inside[-1][1] - inside[0][1],
+    )
 
 
 def run_part(args: argparse.Namespace, work: Path) -> None:
     """The difference of the two studies is what the longer measured run cost:
-    CPU per extra second and memory growth."""
-    short, long_ = measure_run(work, args.short), measure_run(work, args.long)
-    print(f"{'run s':>6} {'pgrig CPU s':>12} {'peak RSS MiB':>13}")
-    for duration, (cpu, rss) in ((args.short, short), (args.long, long_)):
-        print(f"{duration:>6} {cpu:>12.2f} {rss:>13.1f}")
+    CPU per extra second and memory growth; and, inside each run, how much its
+    memory grew from its start to its end."""
+    pgrig = args.pgrig or PGRIG
+    short = measure_run(work, args.short, pgrig)
+    long_ = measure_run(work, args.long, pgrig)
+    print(f"pgrig: {pgrig}; load average {'/'.join(f'{x:.1f}' for x in os.getloadavg())}")
+    print(
+        f"{'run s':>6} {'pgrig CPU s':>12} {'peak RSS MiB':>13} {'RSS at run start':>17} "
+        f"{'at run end':>11} {'CPU in run, % of a CPU':>23}"
+    )
+    for duration, c in ((args.short, short), (args.long, long_)):
+        inside = duration - 4
+        print(
+            f"{duration:>6} {c.cpu_s:>12.2f} {c.peak_mib:>13.1f} {c.run_start_mib:>17.1f} "
+            f"{c.run_end_mib:>11.1f} {c.run_cpu_s / inside * 100:>23.2f}"
+        )
+        print(
+            f"{'':>6} inside the {duration} s run: "
+            f"{(c.run_end_mib - c.run_start_mib) / inside * 1024:.1f} KiB of RSS per second"
+        )
     extra = args.long - args.short
     print(
-        f"per extra second of measured run: {(long_[0] - short[0]) / extra * 100:.2f}% of a CPU, "
-        f"{(long_[1] - short[1]) / extra * 1024:.1f} KiB of RSS"
+        f"per extra second of measured run: {(long_.cpu_s - short.cpu_s) / extra * 100:.2f}% "
+        f"of a CPU, {(long_.peak_mib - short.peak_mib) / extra * 1024:.1f} KiB of peak RSS"
     )
 
 
@@ -264,6 +306,7 @@ def main() -> None:
     ap.add_argument("--run", action="store_true", help="measure pgrig during runs instead")
     ap.add_argument("--short", type=int, default=60)
     ap.add_argument("--long", type=int, default=300)
+    ap.add_argument("--pgrig", type=Path, help="the pgrig to measure (default: this venv's)")
     ap.add_argument("--work", type=Path, default=Path("/var/tmp"))
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="pgrig-scale-", dir=args.work))

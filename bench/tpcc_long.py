@@ -20,13 +20,17 @@ warehouses, about 25 GB, is some 10 minutes of it).
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from pgrig.store import Store
 
@@ -66,6 +70,78 @@ def rss_mb(pid: int) -> float | None:
     return None
 
 
+def epoch(iso: str) -> float:
+    return datetime.fromisoformat(iso).timestamp()
+
+
+def load_average() -> str:
+    return "/".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def around(samples: list[dict[str, Any]], start: float, end: float) -> str:
+    """Median per-second tps in the minute before a checkpoint, during it, and its minimum."""
+    before = [s["tps"] for s in samples if start - 60 <= s["t_s"] < start and s["tps"]]
+    during = [s["tps"] for s in samples if start <= s["t_s"] <= end and s["tps"]]
+    if not before or not during:
+        return "no tps around it"
+    return (
+        f"tps median {statistics.median(before):,.0f} in the minute before, "
+        f"{statistics.median(during):,.0f} during it (min {min(during):,.0f}, "
+        f"{len(during)} s)"
+    )
+
+
+def report(results: Path, samples: list[tuple[float, float]]) -> None:
+    with Store.open(results / "results.sqlite") as store:
+        (study,) = store.studies()
+        records = store.runs(study.id)
+    for rec in records:
+        if rec.status != "ok":
+            print(f"{rec.key}: {rec.status}: {rec.reason}")
+    load = next((r.result for r in records if r.kind == "tpcc_load" and r.result), None)
+    if load:
+        phases = ", ".join(f"{k} {v:.1f} s" for k, v in load["phases"].items())
+        print(f"load: {load['elapsed_s']:.1f} s, {load['rows']:,} rows ({phases})")
+    run_rec = next((r for r in records if r.kind == "tpcc_run" and r.result), None)
+    if run_rec is None or run_rec.result is None:
+        print("no run recorded")
+        return
+    run = run_rec.result
+    progress = run.get("progress") or []
+    print(
+        f"run: tpmC {run['tpmc']:,.0f}, tps {run['tps']:,.1f}, {run['transactions']:,} "
+        f"transactions; {len(progress)} per-second tps points stored"
+    )
+    timeline = [(p["t_s"], p["tpmc"]) for p in run["timeline"]]
+    if timeline:
+        tpmc = [v for _, v in timeline]
+        print(
+            f"tpmC per {timeline[0][0]:.0f} s interval: median {statistics.median(tpmc):,.0f}, "
+            f"min {min(tpmc):,.0f}, max {max(tpmc):,.0f}"
+        )
+    mon = next((r.result for r in records if r.kind == "monitor" and r.result), None)
+    if mon:
+        per_s = [s for s in mon["samples"] if s.get("in_run")]
+        print(f"monitor: {len(mon['samples'])} samples, verdict: {mon['verdict']['summary']}")
+        for c in mon["checkpoints"]:
+            end = c["end_s"] if c["end_s"] is not None else float("inf")
+            until = "the end" if c["end_s"] is None else f"{c['end_s']:.0f} s"
+            print(
+                f"  checkpoint {c['start_s']:7.0f} s - {until} "
+                f"({'completed' if c['completed'] else 'not completed'}): "
+                f"{around(per_s, c['start_s'], end)}"
+            )
+    if samples:
+        begin, finish = epoch(run_rec.started_at), epoch(run_rec.finished_at)
+        inside = [(t, mb) for t, mb in samples if begin <= t <= finish]
+        mbs = [mb for _, mb in inside] or [mb for _, mb in samples]
+        print(
+            f"pgrig RSS during the run: start {mbs[0]:.1f} MB, middle {mbs[len(mbs) // 2]:.1f} MB, "
+            f"end {mbs[-1]:.1f} MB, max {max(mbs):.1f} MB ({len(inside)} samples every "
+            f"10 s); whole process max {max(mb for _, mb in samples):.1f} MB"
+        )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--warehouses", type=int, default=100)
@@ -91,44 +167,30 @@ def main() -> None:
     (work / "target").chmod(0o755)
     results = work / "results"
     pgrig = Path(sys.executable).with_name("pgrig")
+    print(f"started {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, load average {load_average()}")
     proc = subprocess.Popen([str(pgrig), "run", str(campaign), "--results", str(results)])
-    samples: list[tuple[float, float]] = []
+    samples: list[tuple[float, float]] = []  # (epoch s, RSS MB)
 
     def sample() -> None:
-        t0 = time.monotonic()
         while proc.poll() is None:
             if (mb := rss_mb(proc.pid)) is not None:
-                samples.append((time.monotonic() - t0, mb))
+                samples.append((time.time(), mb))
             time.sleep(10)
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
-    code = proc.wait()
+    try:
+        code = proc.wait()
+    finally:
+        # The cluster under target/ is pgrig's and gone with it; the directory is ours.
+        shutil.rmtree(work / "target", ignore_errors=True)
     sampler.join(timeout=15)
-    print(f"pgrig run exited {code}; results in {results}")
-    with Store.open(results / "results.sqlite") as store:
-        (study,) = store.studies()
-        runs = {r.key: r for r in store.runs(study.id)}
-    load = next(r.result for k, r in runs.items() if "/load/" in k and r.result)
-    print(f"load: {load['elapsed_s']:.1f} s, {load['rows']:,} rows, phases {load['phases']}")
-    run = next(r.result for k, r in runs.items() if "/run/" in k and r.result)
-    timeline = [(p["t_s"], p["tpmc"]) for p in run["timeline"]]
-    print(f"run: tpmC {run['tpmc']:,.0f}, {len(timeline)} intervals")
-    if timeline:
-        tpmc = [v for _, v in timeline]
-        print(
-            f"tpmC per interval: median {statistics.median(tpmc):,.0f}, "
-            f"min {min(tpmc):,.0f}, max {max(tpmc):,.0f}"
-        )
-        for t, v in timeline:
-            print(f"  t={t:7.0f} s tpmC {v:>10,.0f}")
-    if samples:
-        mbs = [mb for _, mb in samples]
-        print(
-            f"pgrig RSS: first {mbs[0]:.0f} MB, middle {mbs[len(mbs) // 2]:.0f} MB, "
-            f"last {mbs[-1]:.0f} MB, max {max(mbs):.0f} MB over {len(mbs)} samples"
-        )
-    print(f"the report (checkpoint dips in tpmC over time): {results}/*.html")
+    print(
+        f"pgrig run exited {code} at {datetime.now(UTC):%H:%M} UTC, load average "
+        f"{load_average()}; results in {results}"
+    )
+    report(results, samples)
+    print(f"the report (TPS and checkpoints per second): {results}/*.html")
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ the key directory.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -72,6 +73,26 @@ class Lab:
         path = self.root / f"inventory-{user}.ini"
         path.write_text(self.inventory_ini(user, extra))
         return path
+
+    def processes(self, comm: str) -> dict[str, list[int]]:
+        """The PIDs named ``comm`` in each host's namespace, by host name: this
+        lab's own, never another test's on the same machine."""
+        found: dict[str, list[int]] = {}
+        for h in self.hosts:
+            listed = _ip("netns", "pids", h.netns, check=False).stdout.split()
+            for pid in listed:
+                with contextlib.suppress(OSError):
+                    if Path(f"/proc/{pid}/comm").read_text().strip() == comm:
+                        found.setdefault(h.name, []).append(int(pid))
+        return found
+
+
+def owned_by(directory: Path, pid: int) -> bool:
+    """Whether a directory pgrig made on a host names ``pid`` as its pgrig
+    (its ``.pgrig-owner.json``): a test's own, not another test's on this machine."""
+    with contextlib.suppress(OSError, ValueError, KeyError):
+        return bool(json.loads((directory / ".pgrig-owner.json").read_text())["pid"] == pid)
+    return False
 
 
 def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:

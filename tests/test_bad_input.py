@@ -204,6 +204,7 @@ HEAD = '[campaign]\nname = "bad"\n'
 TARGET = '[[target]]\nname = "t"\ndirectory = "data"\n'
 NO_PROBES = "[probes]\ntiming = false\nfsync = false\nfio = false\n"
 TPCB = '[[workload]]\ntype = "tpcb"\nscales = [1]\nclients = [1]\nduration = 1\n'
+TPCC = '[[workload]]\ntype = "tpcc"\nwarehouses = 2\nconnections = 1\nduration = 1\n'
 
 
 def good(**parts: str) -> str:
@@ -321,6 +322,10 @@ CAMPAIGNS: list[tuple[str, str | bytes, int, tuple[str, ...]]] = [
         2,
         ("300", "max_connections"),
     ),
+    ("tpcc-active-over", good(workload=TPCC + "active = [1, 3]\n"), 2, ("active", "3: between")),
+    ("tpcc-active-0", good(workload=TPCC + "active = [0]\n"), 2, ("active", "0 is less")),
+    ("tpcc-active-twice", good(workload=TPCC + "active = [1, 1]\n"), 2, ("active", "twice")),
+    ("tpcc-active-word", good(workload=TPCC + 'active = "all"\n'), 2, ("active",)),
     (
         "tpcc-connections-over-max-connections",
         good(workload='[[workload]]\ntype = "tpcc"\nwarehouses = 1\nconnections = 250\n'),
@@ -480,6 +485,10 @@ OTHER = [
         "--dsn",
     ),
     case("unknown-command", "frobnicate", 2, "frobnicate"),
+    case("tpcc-active-0", "tpcc study -w 2 --active 0", 2, "--active 0", "between 1 and the 2"),
+    case("tpcc-active-over", "tpcc study -w 2 --active 1,3", 2, "--active 3", "use values"),
+    case("tpcc-active-words", "tpcc study --active one,two", 2, "--active", "integers"),
+    case("tpcc-active-twice", "tpcc study -w 2 --active 2,2", 2, "--active", "twice"),
     case("plan-missing-file", "plan nothere.toml", 2, "nothere.toml"),
 ]
 
@@ -594,6 +603,7 @@ def test_the_table_is_large_enough() -> None:
         ("run", "--skip", "timing,fsync,fio,tpcb"),
         ("run", "c.toml"),
         ("run", "--clients", "190", "--skip", "timing,fsync,fio"),  # within oltp's 200
+        ("tpcc", "study", "-w", "2", "--active", "1,2", "-T", "1"),
         ("run", "--clients", "300", "--set", "max_connections=400", "--skip", "fio"),
         (
             "run",

@@ -241,16 +241,20 @@ def test_killed_campaign_resumes_and_records_each_run_once(disk_dir: Path) -> No
     def measured() -> int:
         if not db.exists():
             return 0
-        with sqlite3.connect(db) as conn:
-            return conn.execute("SELECT count(*) FROM runs WHERE kind = 'pgbench_run'").fetchone()[
-                0
-            ]
+        try:
+            with sqlite3.connect(db) as conn:
+                row = conn.execute("SELECT count(*) FROM runs WHERE kind = 'pgbench_run'")
+                return int(row.fetchone()[0])
+        except sqlite3.OperationalError:  # the file exists, its tables not yet
+            return 0
 
-    deadline = time.monotonic() + 180
-    while measured() < 3 and time.monotonic() < deadline:
-        time.sleep(0.2)
-    child.send_signal(signal.SIGKILL)
-    child.wait(timeout=30)
+    try:
+        deadline = time.monotonic() + 180
+        while measured() < 3 and time.monotonic() < deadline:
+            time.sleep(0.2)
+    finally:  # also when the wait fails: a live child would disturb the next test
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=30)
     before = measured()
     assert 3 <= before < 8, "killed half way"
 

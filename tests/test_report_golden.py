@@ -34,8 +34,10 @@ def tiny_cloud() -> tuple[Study, list[RunRecord]]:
 
 def four_targets() -> tuple[Study, list[RunRecord]]:
     """seed000-cloud's four columns (local, essd-pl1, essd-pl3, pl1-small-ram): the
-    capped target's real records copied under the two other names. Synthetic copies:
-    they test the layout, not the numbers."""
+    capped target's real records copied under the two other names, and each on a
+    machine of its own (the study's environment under four host names), so the
+    comparison opens with seed 000's machine rows. Synthetic copies: they test
+    the layout, not the numbers."""
     study, records = tiny_cloud()
     capped = [r for r in records if r.target == "essd-pl1"]
     declared = list(study.params["targets"])
@@ -45,7 +47,13 @@ def four_targets() -> tuple[Study, list[RunRecord]]:
             for r in capped
         ]
         declared.append({**declared[1], "name": name})
-    return dataclasses.replace(study, params={**study.params, "targets": declared}), records
+    assert study.environment is not None
+    machines = {
+        t["name"]: dataclasses.replace(study.environment, host=f"db{i}", address=f"10.0.0.{i}")
+        for i, t in enumerate(declared, 1)
+    }
+    params = {**study.params, "targets": declared}
+    return dataclasses.replace(study, params=params, target_environments=machines), records
 
 
 @pytest.fixture(scope="module")

@@ -13,6 +13,8 @@ from pgrig.report.model import Section, Table
 from pgrig.results import (
     PgbenchRun,
     ProgressPoint,
+    RelationSize,
+    RelationSizes,
     RunRecord,
     SetupResult,
     StatementLatency,
@@ -106,6 +108,22 @@ def test_tpcc_is_in_the_comparison_table_and_the_csv() -> None:
     assert "+16.5%" in row.cells[3]
     rows = list(csv.DictReader(io.StringIO(export.runs_csv(tpcc_records()))))
     assert [r["tpmc"] for r in rows if r["kind"] == "tpcc_run"] == ["6000", "6100", "7000", "7100"]
+
+
+def test_the_csv_keeps_every_headline_column_a_kind_declares() -> None:
+    """docs/export.md promised table_bytes for relation_sizes, but the CSV wrote
+    only its fixed columns and dropped the rest."""
+    sizes = RelationSizes(
+        "after load",
+        (RelationSize("t", "table", 8192), RelationSize("t_pkey", "index", 4096, "t")),
+        database_bytes=9_000_000,
+    )
+    records = [*tpcc_records(), rec("ext4", "tpcc/sizes", "relation_sizes", sizes)]
+    reader = csv.DictReader(io.StringIO(export.runs_csv(records)))
+    assert reader.fieldnames is not None and reader.fieldnames[-1] == "params"
+    assert {"table_bytes", "index_bytes", "database_bytes"} <= set(reader.fieldnames)
+    (row,) = [r for r in reader if r["kind"] == "relation_sizes"]
+    assert (row["table_bytes"], row["index_bytes"], row["tpmc"]) == ("8192", "4096", "")
 
 
 # -- per-statement latency ---------------------------------------------------------

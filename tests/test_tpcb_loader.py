@@ -18,6 +18,7 @@ from pgrig.runner import run_campaign
 from pgrig.store import Store
 from pgrig.tools import pgbench
 from pgrig.ui import Ui
+from pgrig.workloads.parallel import load_settings
 from pgrig.workloads.tpcb import loader
 
 pytestmark = pytest.mark.cluster
@@ -134,6 +135,19 @@ def test_account_rows_are_pgbench_rows() -> None:
     assert row.unpack_from(data, row.size) == (4, 4, 100_001, 4, 2, 4, 0, 0)
     wide = loader.account_rows(2_000_000_001, 2_000_000_001, aid_bytes=8)
     assert struct.unpack(">hiqiiiii", wide) == (4, 8, 2_000_000_001, 4, 20_001, 4, 0, 0)
+
+
+@pytest.mark.parametrize(("version", "parallel"), [(100023, False), (110000, True), (150018, True)])
+def test_parallel_index_builds_are_asked_for_only_where_the_server_has_them(
+    version: int, parallel: bool
+) -> None:
+    """Issue 18: the TPC-B loader set max_parallel_maintenance_workers on every
+    server, and PostgreSQL 10 refused the unknown setting (both loaders share
+    these settings now). Tried for real on 10.23 (docs/tpcb.md)."""
+    setup = load_settings(version, timeout_s=90.5, workers=3)
+    assert setup[0] == "SET statement_timeout = 90500"
+    assert ("SET max_parallel_maintenance_workers = 3" in setup) is parallel
+    assert len(setup) == 1 + parallel
 
 
 REUSE = """

@@ -17,7 +17,9 @@ import pytest
 from pgrig.cluster.binaries import PgBinaries
 from pgrig.conninfo import Conn
 from pgrig.errors import UsageError
+from pgrig.hosts import load
 from pgrig.results import RunRecord, Study, to_dict
+from pgrig.tools import pgbench
 from pgrig.tools.pgbench import txlog
 from pgrig.workloads import copybin
 from pgrig.workloads.tpcc import checks, driver, loader, sqlfiles
@@ -69,6 +71,57 @@ def test_timeline_counts_new_orders_per_interval() -> None:
         (1, 2 * 60 / 0.5, 3 * 60 / 0.5),
         (2, 1 * 60 / 0.5, 2 * 60 / 0.5),
     ]
+
+
+def test_load_hosts_merge_host_by_host(tmp_path: Path) -> None:
+    """Two load hosts' runs as one TPC-C result (pgrig.hosts.load): counts and
+    tpmC summed, each type's percentiles from both logs pooled, and the tpmC
+    timeline on this machine's clock - h3's clock runs 100 s ahead, its
+    completions brought back by its offset (the namespace hosts of the suite
+    share one clock, so only this test can see the offset applied)."""
+    stdout = (DATA / "tpcc_pgbench_server_stdout.txt").read_text()
+    own = DATA / "tpcc_txlog.txt"
+    ahead = tmp_path / "h3.log.1"
+    ahead.write_text(
+        "".join(
+            " ".join([*c[:4], str(int(c[4]) + 100), *c[5:]]) + "\n"
+            for c in (line.split() for line in own.read_text().splitlines())
+        )
+    )
+    run = pgbench.parse_run(stdout, "", mode="custom")
+    hosts = tuple(
+        load.HostLoad(name, run, None, 0.0, (str(log),), stdout)
+        for name, log in (("h2", own), ("h3", ahead))
+    )
+    multi = load.MultiLoad(
+        hosts=hosts,
+        offsets=(load.ClockOffset("h2", 0.0, 0.1, 12), load.ClockOffset("h3", 100_000.0, 0.1, 12)),
+        start_spread_ms=0.0,
+        start_spread_uncertainty_ms=0.1,
+        tps=2 * run.tps,
+        latency=None,
+        start_at=1795324646.0,
+    )
+    opts = driver.RunOptions(duration_s=10)
+    merged = driver.merged_result(
+        multi, opts=opts, warehouses=1, active=1, sampling_rate=1.0, orders_created=None
+    )
+    single = driver.build_result(
+        stdout, "", [own], opts=opts, warehouses=1, active=1, sampling_rate=1.0,
+        started_epoch=1795324646.0, orders_created=None,
+    )  # fmt: skip
+    assert merged.transactions == 2 * single.transactions == 2 * 19970
+    assert merged.connections == 2 * single.connections
+    assert merged.tpmc == pytest.approx(2 * driver.host_tpmc(hosts[0]))
+    assert merged.tpmc == pytest.approx(2 * single.tpmc)
+    for both, one in zip(merged.types, single.types, strict=True):
+        assert both.transactions == 2 * one.transactions
+        assert both.samples == 2 * one.samples
+        assert both.latency_avg_ms == pytest.approx(one.latency_avg_ms)
+        if one.samples:  # the same samples twice: the same nearest ranks
+            assert both.p99_ms == one.p99_ms
+    assert [p.tpm_total for p in merged.timeline] == [2 * p.tpm_total for p in single.timeline]
+    assert sum(p.tpm_total for p in single.timeline) > 0
 
 
 def test_run_constant_follows_clause_2_1_6_1() -> None:
@@ -145,6 +198,8 @@ def loaded(db: Conn) -> Conn:
     assert result.warehouses == 1 and result.rows > 590_000
     assert result.per_warehouse_s.keys() == {"1"}
     assert result.database_bytes > 90_000_000 and result.mb_per_s > 0
+    with db.connect() as c:  # what every run reads for its active data's share
+        assert checks.loaded(c).load_bytes == result.database_bytes
     return db
 
 
@@ -345,6 +400,20 @@ def test_runs_keep_the_mix_and_the_database_consistent(
     assert cells[1][6] == f"{client.qps:,.0f}"
     assert any("qps: SQL statements" in n for n in summary.notes)  # type: ignore[union-attr]
     assert any(getattr(b, "name", "") == "tpcc-tpmc" for b in section.blocks)
+
+
+@pytest.mark.cluster
+def test_a_schema_loaded_before_load_bytes_existed_still_reads(loaded: Conn) -> None:
+    """Runs take the active data's share from tpcc.meta.load_bytes; a schema
+    loaded before that column existed reads as unknown, not as an error."""
+    with loaded.connect() as c:
+        c.execute("ALTER TABLE tpcc.meta RENAME COLUMN load_bytes TO load_bytes_kept")
+        try:
+            assert checks.loaded(c).load_bytes is None
+        finally:
+            c.execute("ALTER TABLE tpcc.meta RENAME COLUMN load_bytes_kept TO load_bytes")
+    with loaded.connect() as c:
+        assert checks.loaded(c).load_bytes is not None
 
 
 @pytest.mark.cluster

@@ -416,6 +416,12 @@ def plan_cmd(campaign_file: Path) -> None:
             if camp.policy.until_ci_pct
             else ""
         )
+        + (
+            f"; less with concurrent = true: each point runs on the {len(camp.targets)} "
+            "targets at once (loads in turn)"
+            if camp.policy.concurrent and len(camp.targets) > 1
+            else ""
+        )
     )
     if missing:
         raise UsageError(
@@ -615,18 +621,36 @@ def _latest(st: Store) -> Study:
 
 
 @cli.command()
-def clean() -> None:
+@click.option(
+    "--inventory",
+    "-i",
+    "inventory_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Also clean every host of this Ansible inventory (docs/hosts.md).",
+)
+def clean(inventory_path: Path | None) -> None:
     """Remove what killed pgrig runs left behind, of every study and every kind of
     target (work directories and their servers, lossy mounts, the storage lab's
     filesystems and cgroups) - only what carries pgrig's marker and whose owner is
-    gone; never what a pgrig on another host owns."""
+    gone; never what a pgrig on another host owns. With --inventory, on every
+    host of the inventory too: servers and load runs in its /tmp."""
     from pgrig import lifecycle
 
+    remote: list[str] = []
+    if inventory_path is not None:
+        from pgrig.hosts.cli import clean_lines
+
+        # The hosts first: one that cannot be reached refuses the whole command
+        # before anything is removed here.
+        remote = clean_lines(inventory_path, dry_run=False)
     lines = lifecycle.clean_orphans(None, [])
-    for line in lines:
+    for line in lines + remote:
         click.echo(line)
     if not lines:
         click.echo("nothing to clean: no orphan work directories, no storage-lab leftovers")
+    if inventory_path is not None and not remote:
+        click.echo(f"nothing to clean on the hosts of {inventory_path}")
 
 
 @cli.command()

@@ -66,6 +66,23 @@ def check_together(targets: Sequence[Target]) -> None:
             kind.check_together(mine)
 
 
+def check_concurrent(targets: Sequence[Target], source: str) -> None:
+    """``concurrent = true``: targets run at once only on machines of their own,
+    else each would measure the other's load."""
+    seen: dict[str, str] = {}
+    for t in targets:
+        for machine in sorted(t.kind.machines(t)):
+            other = seen.setdefault(machine, t.name)
+            if other != t.name:
+                raise UsageError(
+                    f"{source}: [campaign] concurrent = true, but targets {other} and "
+                    f"{t.name} both run on {machine}: at once, each would measure the "
+                    "other's load",
+                    hint="drop concurrent to run them in turn, or give each target a host "
+                    'of its own (host = "db1" in an inventory; docs/hosts.md)',
+                )
+
+
 def clean_orphans(study: str | None, others: list[str]) -> list[str]:
     """What killed pgrig runs of ``study`` (None: of any) left, kind by kind in
     their ``clean_rank`` order; other studies' orphans described in ``others``."""

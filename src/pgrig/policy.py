@@ -29,6 +29,7 @@ class RunPolicy:
     interleave: bool = True
     monitor: bool = True  # sample host and server during every measured run
     wait_quiet_s: float = 0.0  # before a measured run, wait up to this long for a quiet machine
+    concurrent: bool = False  # each point on every target at once (targets on their own hosts)
 
     def order(self, targets: Sequence[T], rep: int) -> list[T]:
         """Rotate the target order every repetition, so that slow drift of the
@@ -232,6 +233,12 @@ SCHEMA = Schema(
         "under 10% of the CPUs; `0`: do not wait (disturbed runs are marked and not counted "
         "towards `until_ci_pct` either way)",
         field="wait_quiet_s",
+    ),
+    flag(
+        "concurrent", False,
+        "run each point on every target at the same time instead of in turn: for targets "
+        "on machines of their own (`host = ...`, [hosts](hosts.md#many-machines-in-one-study)); "
+        "targets that share a machine are refused",
     ),
     flag(
         "interleave", True,

@@ -9,12 +9,13 @@ resumed study runs it again.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
-from pgrig import monitor, registry
+from pgrig import monitor, proc, registry
 from pgrig.cluster.server import ServerLost
 from pgrig.errors import PgrigError
 from pgrig.results import SERVER, RunRecord, Status, Study, from_dict, to_dict
@@ -52,7 +53,11 @@ class Recorder:
         self.wait_quiet_s = wait_quiet_s  # before a measured run, wait this long for quiet
         self.baseline: monitor.IdleBaseline | None = None  # the idle machine, before the study
         self.failures = 0
-        self.busy_s = 0.0  # seconds inside steps: the rest of a run is its setup and teardown
+        # Targets measured at once (concurrent = true) record from their own threads.
+        self._lock = threading.RLock()
+        # Seconds inside steps, summed over threads: the rest of a run is its setup
+        # and teardown (the plan's overhead; not recorded for concurrent targets).
+        self.busy_s = 0.0
         self._limits: dict[str, monitor.Limits | None] = {}
         # What later steps ask of the recorded runs, kept as they are recorded:
         # the store is read once (a resumed study), never again per repetition;
@@ -86,6 +91,7 @@ class Recorder:
         watched: monitor.Watch | None = None
         t.ctx.extra.clear()
         t.ctx.load_finding = None
+        t.ctx.client_started = None
         memory: MemoryStats | None = None
         try:
             with self.ui.step(step.label, total=step.total) as line:
@@ -115,24 +121,31 @@ class Recorder:
             raw = getattr(exc, "stderr", "") or ""
         except Exception as exc:  # a bug or an unexpected server answer: keep going
             status, reason = "failed", f"{type(exc).__name__}: {exc}"
-        if record:
-            self.record(step, t, started, status, reason, result, raw)
+        # A step's record and what belongs to it (its extras, the monitor's and the
+        # memory cgroup's readings) are written together: a resume never runs a
+        # recorded step again, so a signal in between lost them for good (issue 19's
+        # memory-cgroup run under SIGTERM). The signal waits for the last of them.
+        with proc.signals_deferred():
+            if record:
+                self.record(step, t, started, status, reason, result, raw)
+                if status == "ok":
+                    self._record_extra(step, t, started)
+            elapsed = time.monotonic() - t0
             if status == "ok":
-                self._record_extra(step, t, started)
-        elapsed = time.monotonic() - t0
-        if status == "ok":
-            took = duration(elapsed)
-            self.ui.ok(f"{step.label} ({took}){registry.headline(step.kind, value)}")
-        elif status == "skipped":
-            self.ui.warn(f"{step.label} skipped: {reason}")
-        else:
-            self.failures += 1
-            self.ui.fail(f"{step.label} failed: {reason}")
-        if record and watched is not None:
-            self._record_monitor(step, t, started, watched, value if status == "ok" else None)
-        if memory is not None:
-            self._record_memory(step, t, started, memory)
-        self.busy_s += time.monotonic() - t0
+                took = duration(elapsed)
+                self.ui.ok(f"{step.label} ({took}){registry.headline(step.kind, value)}")
+            elif status == "skipped":
+                self.ui.warn(f"{step.label} skipped: {reason}")
+            else:
+                with self._lock:
+                    self.failures += 1
+                self.ui.fail(f"{step.label} failed: {reason}")
+            if record and watched is not None:
+                self._record_monitor(step, t, started, watched, value if status == "ok" else None)
+            if memory is not None:
+                self._record_memory(step, t, started, memory)
+        with self._lock:
+            self.busy_s += time.monotonic() - t0
         return status == "ok"
 
     def metrics(self, steps: Iterable[Step]) -> list[float]:
@@ -274,6 +287,20 @@ class Recorder:
         if env is not None and env.postgres is not None:
             # The build that served this record: release, compiler, where it came from.
             versions[SERVER] = env.postgres.provenance()
+        with self._lock:
+            self._store(step, t, started, status, reason, result, raw, versions)
+
+    def _store(
+        self,
+        step: Step,
+        t: Target,
+        started: str,
+        status: Status,
+        reason: str | None,
+        result: dict[str, Any] | None,
+        raw: str,
+        versions: dict[str, str],
+    ) -> None:
         rec = self.store.record(
             RunRecord(
                 study=self.study.id,

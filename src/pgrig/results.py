@@ -177,6 +177,10 @@ class Environment:
     postgres: PostgresInfo | None = None
     tools: dict[str, str] = field(default_factory=dict)  # tool -> version string
     audit: tuple[AuditFinding, ...] = ()  # the seeds' kernel settings vs this machine
+    # Captured on another host through its executor (pgrig.environment.remote): the
+    # inventory's name for it and its address; None: this machine.
+    host: str | None = None
+    address: str | None = None
 
 
 # --------------------------------------------------------------------------

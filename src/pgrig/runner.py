@@ -17,9 +17,11 @@ import json
 import os
 import socket
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import asdict
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -368,9 +370,19 @@ class CampaignRunner:
     def _servers(self, store: Store, study: Study) -> Iterator[None]:
         multi = len(self.targets) > 1
         with contextlib.ExitStack() as stack:
+            servers = [
+                lifecycle.server(
+                    t, f"pgrig-{study.id}" + (f"-{t.name}" if multi else ""), study.id, self.ui,
+                    keep=self.keep,
+                )
+                for t in self.targets
+            ]  # fmt: skip
+            if self.campaign.policy.concurrent:  # on machines of their own: started together
+                _enter_at_once(stack, servers)
+            else:
+                for server in servers:
+                    stack.enter_context(server)
             for t in self.targets:
-                name = f"pgrig-{study.id}" + (f"-{t.name}" if multi else "")
-                stack.enter_context(lifecycle.server(t, name, study.id, self.ui, keep=self.keep))
                 assert t.env is not None
                 if t.profile is None and t.env.postgres is not None:
                     self._say_settings(t, t.env.postgres.settings, None)
@@ -436,18 +448,55 @@ class CampaignRunner:
         pol = self.campaign.policy
         rep = 1
         while live:
-            for t in pol.order(live, rep):
-                run = series.make(t, rep)
-                if run.id not in rec.done:
-                    rec.execute(run, t)
-                    for after in series.after(t, run):
-                        rec.execute(after, t)
+            order = pol.order(live, rep)
+            if pol.concurrent and len(order) > 1:
+                _at_once([partial(_point, series, t, rep, rec) for t in order])
+            else:
+                for t in order:
+                    _point(series, t, rep, rec)
             if not series.repeated:
                 break
             samples = [rec.metrics(series.make(t, r) for r in range(1, rep + 1)) for t in live]
             if not pol.more(rep, samples):
                 break
             rep += 1
+
+
+def _point(series: Series, t: Target, rep: int, rec: Recorder) -> None:
+    """One repetition of a point on one target, and what follows it."""
+    run = series.make(t, rep)
+    if run.id not in rec.done:
+        rec.execute(run, t)
+        for after in series.after(t, run):
+            rec.execute(after, t)
+
+
+def _at_once(points: Sequence[Callable[[], None]]) -> None:
+    """``concurrent = true``: the targets' points in threads of their own, started
+    together (each target on machines of its own: ``lifecycle.check_concurrent``).
+    A step's failure is recorded by the recorder; what escapes it (Ctrl-C in the
+    main thread, a bug) is raised once every thread has ended."""
+    with ThreadPoolExecutor(max_workers=len(points), thread_name_prefix="pgrig-target") as pool:
+        futures = [pool.submit(p) for p in points]
+        wait(futures)
+    for f in futures:
+        f.result()
+
+
+def _enter_at_once(stack: contextlib.ExitStack, managers: Sequence[Any]) -> None:
+    """Enter every context manager in a thread of its own; each one entered is
+    on ``stack`` (left in reverse), and the first failure is raised once all ended."""
+    with ThreadPoolExecutor(max_workers=len(managers), thread_name_prefix="pgrig-up") as pool:
+        futures = [pool.submit(m.__enter__) for m in managers]
+        wait(futures)
+    failed = None
+    for m, f in zip(managers, futures, strict=True):
+        if f.exception() is None:
+            stack.push(m.__exit__)
+        elif failed is None:
+            failed = f.exception()
+    if failed is not None:
+        raise failed
 
 
 def _with_after(series: Series, t: Target, rep: int) -> list[Step]:
@@ -488,7 +537,8 @@ def run_campaign(
                 ui.data(f"report: {md}")
                 ui.data(f"report: {html}")
     done = runner.study is not None and runner.study.status == "finished"
-    if interrupted is None and runner.recorder is not None and done:
+    # (targets measured at once overlap their steps: no overhead to tell apart)
+    if interrupted is None and runner.recorder is not None and done and not camp.policy.concurrent:
         # what the plan adds beside the steps, as this machine measured it
         overhead = time.monotonic() - t0 - runner.recorder.busy_s
         calibration.record_on(plan.OVERHEAD_KIND, camp.name, len(camp.targets), overhead)

@@ -241,9 +241,12 @@ def integer(name: str, default: int | None, doc: str, *, minimum: int = 1, **kw:
     return Key(name, default, doc, read, **kw)
 
 
-def integers(name: str, default: tuple[int, ...], doc: str, *, minimum: int = 1,
+def integers(name: str, default: tuple[int, ...] | None, doc: str, *, minimum: int = 1,
              **kw: Any) -> Key:  # fmt: skip
-    return Key(name, default, doc, lambda t, k, d: t.ints(k, d, minimum=minimum), **kw)
+    def read(t: Table, k: str, d: Any) -> Any:
+        return t.ints(k, d, minimum=minimum) if k in t.data else d
+
+    return Key(name, default, doc, read, **kw)
 
 
 def choice(name: str, allowed: tuple[str, ...], default: str, doc: str, **kw: Any) -> Key:

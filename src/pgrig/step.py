@@ -19,11 +19,11 @@ from pgrig.ui import Step as ProgressLine
 
 if TYPE_CHECKING:  # the cluster is only handed through, never built here
     from pgrig.cluster.server import Cluster
+    from pgrig.hosts.executor import Executor
+    from pgrig.hosts.load import LoadRunner
     from pgrig.lossyfs.target import LossyTarget
     from pgrig.monitor.verdict import Finding
-    from pgrig.results import PgbenchRun
     from pgrig.storage.memcg import MemoryStats
-    from pgrig.tools.pgbench.run import RunOptions
 
 
 class Skip(Exception):
@@ -71,6 +71,10 @@ class Context:
     scratch: Path  # where tools may write temporary files (logs)
     conn: Conn | None = None  # set once the server is up
     server_pid: int | None = None  # the postmaster, when it runs on this machine
+    # The server's host when it is another machine: the monitor reads that host's
+    # /proc through it, and its data directory there. None: this machine.
+    host: Executor | None = None
+    host_devices: tuple[str, ...] = ()  # the block devices under its data directory
     server_settings: dict[str, str] = field(default_factory=dict)
     cluster: Cluster | None = None  # the cluster pgrig created (None: an existing server)
     lossy: LossyTarget | None = None  # the cluster runs on the lossy filesystem (power loss)
@@ -80,15 +84,19 @@ class Context:
     # Runs in the server's and the probes' processes before exec: puts them into
     # a storage-lab target's cgroup (I/O cap, memory limit). None: nothing to do.
     preexec: Callable[[], None] | None = None
-    # Runs a measured pgbench elsewhere (a remote target's load hosts): (options,
-    # local log directory) -> the merged run and its raw output. None: here.
-    pgbench: Callable[[RunOptions, Path], tuple[PgbenchRun, str]] | None = None
+    # Runs a measured pgbench elsewhere (a remote target's load hosts): the job ->
+    # every host's run, merged by the workload. None: here.
+    pgbench: LoadRunner | None = None
     # Typed results an action made besides its own, recorded below its key as
     # (tail, result kind, value) - a multi-host run's per-host figures.
     extra: list[tuple[str, str, Any]] = field(default_factory=list)
     # What the run's load generators on other machines say for its verdict
     # (client-bound load hosts); set by the action, read by the monitor.
     load_finding: Finding | None = None
+    # When the measured pgbench started (this machine's clock, epoch seconds), set
+    # by an action whose pgbench runs elsewhere: the monitor's time axis. None: the
+    # monitor sees pgbench start here.
+    client_started: float | None = None
     # Reads a storage-lab target's memory cgroup (limit hits, peak, OOM kills);
     # None: the target has no memory limit.
     memory: Callable[[], MemoryStats | None] | None = None

@@ -86,7 +86,9 @@ class _Sqlite(_Backend):
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.label = str(path)
-        self.conn = sqlite3.connect(path, timeout=30, isolation_level=None)
+        # Targets measured at once record from their own threads (one at a time:
+        # pgrig.recorder holds a lock around every write).
+        self.conn = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
         self.conn.row_factory = sqlite3.Row
         self.conn.executescript(SQLITE_SCHEMA)
         columns = {r["name"] for r in self.conn.execute("PRAGMA table_info(studies)")}

@@ -6,6 +6,7 @@ Data goes to stdout, diagnostics and progress to stderr. Rich handles
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -19,6 +20,11 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+
+# A step's line changes once a second (pgbench -P): redrawing it more often is
+# CPU taken from the server (rich rebuilds the line's table at every redraw,
+# about 0.8 ms to a terminal; bench/harness_overhead.py --costs).
+REFRESH_PER_SECOND = 2.0
 
 
 class Step:
@@ -45,11 +51,20 @@ class Step:
             kwargs["description"] = f"{self.label} [dim]{detail}[/dim]"
         self._progress.update(self._task, **kwargs)  # type: ignore[arg-type]
 
+    def redraw(self) -> None:
+        """Draw the line now, as the refresh thread does ``REFRESH_PER_SECOND`` times a second."""
+        self._progress.refresh()
+
 
 class Ui:
     def __init__(self, *, quiet: bool = False, console: Console | None = None) -> None:
         self.console = console or Console(stderr=True, highlight=False)
         self.quiet = quiet
+        # Steps running at once (targets measured concurrently) share one live
+        # display, a line each: rich allows one live display at a time.
+        self._lock = threading.Lock()
+        self._live: Progress | None = None
+        self._lines = 0
 
     def data(self, text: str) -> None:
         """A result on stdout (a report's path), quiet or not: what scripts read."""
@@ -80,10 +95,30 @@ class Ui:
             TimeElapsedColumn(),
             TimeRemainingColumn(),
         ]
-        progress = Progress(*columns, console=self.console, transient=True, disable=self.quiet)
-        with progress:
+        with self._lock:
+            if self._live is None:
+                self._live = Progress(
+                    *columns,
+                    console=self.console,
+                    transient=True,
+                    disable=self.quiet,
+                    # Not a terminal: nothing is redrawn, so no thread builds the line either.
+                    auto_refresh=self.console.is_terminal,
+                    refresh_per_second=REFRESH_PER_SECOND,
+                )
+                self._live.start()
+            progress = self._live
+            self._lines += 1
             task = progress.add_task(label, total=total)
+        try:
             yield Step(progress, task, label)
+        finally:
+            with self._lock:
+                progress.remove_task(task)
+                self._lines -= 1
+                if not self._lines:
+                    progress.stop()
+                    self._live = None
 
 
 def duration(seconds: float) -> str:

@@ -103,6 +103,8 @@ def campaign(
                 hint=binaries.INSTALL_HINT,
             )
     lifecycle.check_together(runs)
+    if camp.policy.concurrent:
+        lifecycle.check_concurrent(runs, camp.source)
     warnings += _duration(camp)  # after the disk: a scale too large is first of all that
     if results is not None and store is not None:
         results_space(results, store, _size(camp)[1])

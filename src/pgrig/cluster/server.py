@@ -374,6 +374,10 @@ class Cluster:
         self.stop()
         if self.workdir.exists():
             workdir.remove(self.workdir)
+        # Out of sight - on a lossy mount between a power loss and the remount, its
+        # holder removed after - the work directory cannot name its socket directory
+        # any more (issue 19's power-loss run under SIGHUP left it in /tmp).
+        workdir.remove_beside(self.socket_dir)
 
     def log_tail(self, lines: int = 5) -> str:
         try:

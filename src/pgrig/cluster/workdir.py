@@ -180,11 +180,18 @@ def remove(workdir: Path) -> None:
             f"refusing to delete {workdir}: it has no pgrig marker, so pgrig did not create it"
         )
     for other in (marker.socket_dir, *marker.extra_dirs):
-        if other and (Path(other) / MARKER).is_file():
-            shutil.rmtree(other, ignore_errors=True)
+        if other:
+            remove_beside(Path(other))
     shutil.rmtree(workdir)
     with contextlib.suppress(FileNotFoundError):
         _registry_entry(workdir).unlink()
+
+
+def remove_beside(path: Path) -> None:
+    """Delete a directory pgrig made beside a work directory (its socket directory,
+    a tablespace's) - only if it carries pgrig's marker."""
+    if (path / MARKER).is_file():
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def create_exclusively(target: Path) -> None:

@@ -145,19 +145,44 @@ def _existing_ancestor(path: Path) -> Path:
     return path
 
 
-def describe_filesystem(path: Path, *, root: Path = ROOT) -> Filesystem | None:
-    """The filesystem holding ``path``; None when the mount table cannot be read."""
+@dataclass(frozen=True)
+class PathStat:
+    """What ``describe_filesystem`` needs of a path beyond the mount table: its
+    nearest existing ancestor (symlinks resolved), device number and sizes.
+    Read here with ``os``; on another host by ``pgrig.environment.remote``."""
+
+    existing: str
+    dev: str | None  # "major:minor"
+    size_bytes: int = 0
+    free_bytes: int = 0  # for an unprivileged writer
+
+
+def stat_path(path: Path) -> PathStat:
     target = _existing_ancestor(path)
+    try:
+        st = os.stat(target)
+        vfs = os.statvfs(target)
+    except OSError:
+        return PathStat(str(target), None)
+    return PathStat(
+        str(target),
+        f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}",
+        vfs.f_blocks * vfs.f_frsize,
+        vfs.f_bavail * vfs.f_frsize,
+    )
+
+
+def describe_filesystem(
+    path: Path, *, root: Path = ROOT, stat: PathStat | None = None
+) -> Filesystem | None:
+    """The filesystem holding ``path``; None when the mount table cannot be read.
+    ``stat``: the path as another host sees it (``root`` then holds that host's
+    /proc and /sys); None: stat it here."""
+    st = stat or stat_path(path)
     text = read_text(sys_path(root, "proc/self/mountinfo"))
     if text is None:
         return None
-    try:
-        st = os.stat(target)
-        dev: str | None = f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
-        vfs: os.statvfs_result | None = os.statvfs(target)
-    except OSError:
-        dev, vfs = None, None
-    mount = find_mount(parse_mountinfo(text), str(target), dev=dev)
+    mount = find_mount(parse_mountinfo(text), st.existing, dev=st.dev)
     if mount is None:
         return None
     return Filesystem(
@@ -166,7 +191,7 @@ def describe_filesystem(path: Path, *, root: Path = ROOT) -> Filesystem | None:
         mountpoint=mount.mountpoint,
         fstype=mount.fstype,
         options=mount.options,
-        size_bytes=vfs.f_blocks * vfs.f_frsize if vfs else 0,
-        free_bytes=vfs.f_bavail * vfs.f_frsize if vfs else 0,
+        size_bytes=st.size_bytes,
+        free_bytes=st.free_bytes,
         block_device=block_device_for(root, mount.major_minor, mount.source),
     )

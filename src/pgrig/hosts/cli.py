@@ -161,9 +161,21 @@ def provision_cmd(
 @click.option("--dry-run", is_flag=True, help="Say what would be removed; remove nothing.")
 def clean_cmd(inventory_path: Path, names: tuple[str, ...], dry_run: bool) -> None:
     """Stop and remove what a killed pgrig left on every host (servers, load runs),
-    never what a live pgrig owns nor a directory without pgrig's owner record."""
+    never what a live pgrig owns nor a directory without pgrig's owner record.
+    (``pgrig clean --inventory`` does the same, and this machine's leftovers too.)"""
+    for line in clean_lines(inventory_path, names, dry_run=dry_run):
+        click.echo(line)
+
+
+def clean_lines(inventory_path: Path, names: Sequence[str] = (), *, dry_run: bool) -> list[str]:
+    """What dead pgrig runs of any study left on the hosts (all, or those named),
+    stopped and removed: one line per directory found, what was done with it.
+    Every host is reached first: an unusable one is refused before anything is
+    removed (exit 7)."""
     hosts = _selected(inventory.load(inventory_path), names)
+    lines = []
     with preflight.opened(hosts) as executors:
         for ex in executors:
             for left in owner.clean(ex, dry_run=dry_run):
-                click.echo(f"{left.host}: {left.directory}: {left.action}")
+                lines.append(f"{left.host}: {left.directory}: {left.action}")
+    return lines

@@ -17,6 +17,11 @@ place - same PID, so stopping it stops pgbench. The controller:
    exactly, from the pooled per-transaction samples - never from per-host
    percentiles, which cannot be averaged.
 
+Every host runs the same pgbench: the same clients and threads each (a load
+host is added for its CPUs), the same scripts - a custom workload's and
+TPC-C's, copied to each host through its executor before the start - except
+``-R``, split among the hosts so that the study's rate stays the rate asked.
+
 Ctrl-C, SIGTERM or any error stops every started pgbench (TERM, then KILL, by
 PID on its host) and removes the remote log directories.
 """
@@ -25,21 +30,22 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Protocol
 
 from psycopg.conninfo import conninfo_to_dict
 
 from pgrig.conninfo import Conn
-from pgrig.errors import ParseError, PgrigError, ToolError
+from pgrig.errors import ParseError, PgrigError, ToolError, UsageError
 from pgrig.hosts import owner
 from pgrig.hosts.executor import Executor, Started
 from pgrig.hosts.watch import LoadHostWatch, Watcher, client_bound
 from pgrig.monitor.verdict import Finding
-from pgrig.results import LatencySummary, PgbenchRun
-from pgrig.tools.pgbench.parse import parse_run
-from pgrig.tools.pgbench.run import RunOptions, log_sampling_rate, run_argv
+from pgrig.results import LatencySummary, PgbenchRun, ProgressPoint
+from pgrig.tools.pgbench.run import RunOptions, log_sampling_rate, parse_result, run_argv
 from pgrig.tools.pgbench.txlog import parse_transaction_logs
 
 START_MARGIN_S = 1.0  # from "go" to the common start: enough to reach every host
@@ -83,6 +89,8 @@ class HostLoad:
     latency: LatencySummary | None
     started_ms: float  # when its pgbench started, controller clock, from the common start
     log_files: tuple[str, ...]  # local copies
+    stdout: str = ""  # pgbench's report, for a workload that reads more of it (TPC-C)
+    stderr: str = ""
 
 
 @dataclass(frozen=True)
@@ -94,6 +102,11 @@ class MultiLoad:
     tps: float  # the sum of the hosts' tps
     latency: LatencySummary | None  # from every host's samples pooled
     watches: tuple[LoadHostWatch, ...] = ()
+    start_at: float = 0.0  # the common start, epoch seconds on this machine's clock
+
+    def offset_s(self, host: str) -> float:
+        """The host's clock minus this machine's, in seconds."""
+        return next((o.offset_ms / 1000 for o in self.offsets if o.host == host), 0.0)
 
     def client_bound(self) -> Finding | None:
         return client_bound(self.watches)
@@ -117,6 +130,34 @@ class MultiLoad:
         if bound := self.client_bound():
             text += f"; CLIENT-BOUND: {bound.summary}"
         return text
+
+    def raw(self) -> str:
+        """What a step keeps as its raw output: the summary, then each host's pgbench."""
+        parts = [self.describe() + "\n"]
+        for h in self.hosts:
+            parts.append(f"--- load host {h.host}\n{h.stdout}{h.stderr}")
+        return "".join(parts)
+
+
+@dataclass(frozen=True)
+class LoadJob:
+    """One measured pgbench a workload asks of a target's load hosts."""
+
+    opts: RunOptions  # its scripts name files on this machine: copied to every host
+    log_root: Path  # where the hosts' logs are copied to, here
+    conn: Conn | None = None  # None: the target's server as it is
+    extra: tuple[str, ...] = ()  # pgbench options beyond ``opts`` (TPC-C's --max-tries)
+    # A figure of each host's run besides tps, named, summed over the hosts for
+    # the merged row (TPC-C: tpmC from the host's report).
+    figure: tuple[str, Callable[[HostLoad], float]] | None = None
+
+
+class LoadRunner(Protocol):
+    """A target's way to run a measured pgbench on its load hosts (``Context.pgbench``)."""
+
+    names: tuple[str, ...]  # the load hosts: each runs the job's clients
+
+    def __call__(self, job: LoadJob) -> MultiLoad: ...
 
 
 def _expect(waiter: Started, word: str, timeout: float) -> str:
@@ -159,23 +200,37 @@ def run_pgbench(
     conn: Conn,
     opts: RunOptions,
     log_dir: Path,
+    extra: Sequence[str] = (),
 ) -> MultiLoad:
-    """pgbench with ``opts`` on every host at once against ``conn``; logs copied
-    to ``log_dir/<host>/``. ``bin_dir`` is where pgbench lives on the hosts."""
+    """pgbench with ``opts`` (and ``extra`` options) on every host at once against
+    ``conn``; logs copied to ``log_dir/<host>/``. ``bin_dir`` is where pgbench
+    lives on the hosts; ``opts.scripts`` are files here, copied to each host."""
     if not opts.transaction_log:
         raise ValueError("multi-host runs need the per-transaction log: the percentiles pool")
     remote_dirs: dict[str, str] = {}
+    started: dict[str, Started] = {}  # as each host's waiter starts: what the cleanup stops
     waiters: list[Started] = []
+
+    def prepare(ex: Executor) -> Started:
+        remote_dirs[ex.name] = ex.make_tempdir("pgrig-load-")
+        record = owner.Owner.mine("load")
+        owner.write(ex, remote_dirs[ex.name], record)
+        host_opts = _on_host(ex, remote_dirs[ex.name], opts, len(executors))
+        prefix = Path(remote_dirs[ex.name]) / LOG_PREFIX
+        argv = run_argv(bin_dir, conn, host_opts, prefix, extra)
+        waiter = ex.start(["python3", "-c", WAITER, *argv], env=_remote_env(conn), stdin=True)
+        started[ex.name] = waiter
+        owner.with_pid(ex, remote_dirs[ex.name], record, waiter.pid)
+        _expect(waiter, "ready", 30)
+        return waiter
+
     try:
-        for ex in executors:
-            remote_dirs[ex.name] = ex.make_tempdir("pgrig-load-")
-            record = owner.Owner.mine("load")
-            owner.write(ex, remote_dirs[ex.name], record)
-            argv = run_argv(bin_dir, conn, opts, Path(remote_dirs[ex.name]) / LOG_PREFIX)
-            waiter = ex.start(["python3", "-c", WAITER, *argv], env=_remote_env(conn), stdin=True)
-            waiters.append(waiter)
-            owner.with_pid(ex, remote_dirs[ex.name], record, waiter.pid)
-            _expect(waiter, "ready", 30)
+        # The hosts at once: each costs a few SSH round trips. Leaving the pool
+        # waits for every host's part, also on an error or a signal, so the
+        # cleanup below sees every waiter that started.
+        with ThreadPoolExecutor(max_workers=len(executors)) as pool:
+            futures = [pool.submit(prepare, ex) for ex in executors]
+            waiters = [f.result() for f in futures]
         offsets = [clock_offset(w) for w in waiters]
         start = time.time() + START_MARGIN_S
         for waiter, off in zip(waiters, offsets, strict=True):
@@ -200,16 +255,24 @@ def run_pgbench(
                     stderr=completed.stderr,
                 )
             try:
-                run = parse_run(completed.stdout, completed.stderr, mode=opts.mode)
+                run = parse_result(completed.stdout, completed.stderr, opts)
             except ParseError as exc:
                 raise ParseError(f"load host {ex.name}: {exc.message}", hint=exc.hint) from None
             files = _fetch_logs(ex, remote_dirs[ex.name], log_dir / ex.name)
             latency = parse_transaction_logs(files, log_sampling_rate(opts))
             loads.append(
-                HostLoad(ex.name, run, latency, (at - start) * 1000, tuple(map(str, files)))
+                HostLoad(
+                    ex.name,
+                    run,
+                    latency,
+                    (at - start) * 1000,
+                    tuple(map(str, files)),
+                    completed.stdout,
+                    completed.stderr,
+                )
             )
     finally:
-        _clean_up(executors, waiters, remote_dirs)
+        _clean_up(executors, [started[e.name] for e in executors if e.name in started], remote_dirs)
     pooled = [Path(f) for h in loads for f in h.log_files]
     uncertainty = sorted(o.uncertainty_ms for o in offsets)[-2:]
     return MultiLoad(
@@ -220,7 +283,75 @@ def run_pgbench(
         tps=sum(h.pgbench.tps for h in loads),
         latency=parse_transaction_logs(pooled, log_sampling_rate(opts)),
         watches=tuple(watches),
+        start_at=start,
     )
+
+
+def _on_host(ex: Executor, remote_dir: str, opts: RunOptions, hosts: int) -> RunOptions:
+    """``opts`` as one of ``hosts`` load hosts runs them: its scripts copied into
+    ``remote_dir`` there (named by their position: two files may share a name),
+    and its share of ``-R``."""
+    scripts = []
+    for number, (path, weight) in enumerate(opts.scripts):
+        remote = f"{remote_dir}/script{number}-{Path(path).name}"
+        try:
+            data = Path(path).read_bytes()
+        except OSError as exc:
+            raise UsageError(
+                f"pgbench script {path} cannot be read: {exc.strerror}",
+                hint="the scripts are read here and copied to every load host",
+            ) from None
+        ex.write_bytes(remote, data)
+        scripts.append((remote, weight))
+    rate = opts.rate / hosts if opts.rate is not None else None
+    return replace(opts, scripts=tuple(scripts), rate=rate)
+
+
+def merged(multi: MultiLoad) -> PgbenchRun:
+    """One run of all load hosts: counts and tps summed, the mean latency (and
+    schedule lag) weighted by transactions, the percentiles pooled, per-second tps
+    summed where every host reported that second."""
+    runs = [h.pgbench for h in multi.hosts]
+    first = runs[0]
+    done = sum(r.transactions for r in runs)
+
+    def weighted(values: Sequence[tuple[float | None, int]]) -> float | None:
+        known = [(v, n) for v, n in values if v is not None]
+        count = sum(n for _, n in known)
+        return sum(v * n for v, n in known) / count if known and count else None
+
+    seconds = [{p.t_s: p for p in r.progress} for r in runs]
+    common = sorted(set.intersection(*(set(s) for s in seconds)))
+    progress = []
+    for t in common:
+        tps = sum(s[t].tps for s in seconds)
+        latency = sum(s[t].latency_ms * s[t].tps for s in seconds) / tps if tps else 0.0
+        progress.append(ProgressPoint(t, tps, latency))
+    connecting = [r.initial_connection_ms for r in runs if r.initial_connection_ms is not None]
+    lag_max = [r.lag_max_ms for r in runs if r.lag_max_ms is not None]
+    return replace(
+        first,
+        clients=sum(r.clients for r in runs),
+        threads=sum(r.threads for r in runs),
+        transactions=done,
+        failed=sum(r.failed for r in runs),
+        tps=multi.tps,
+        latency_avg_ms=weighted([(r.latency_avg_ms, r.transactions) for r in runs]) or 0.0,
+        latency_stddev_ms=None,
+        initial_connection_ms=max(connecting) if connecting else None,
+        statements=(),
+        progress=tuple(progress),
+        latency=multi.latency,
+        lag_avg_ms=weighted([(r.lag_avg_ms, r.transactions) for r in runs]),
+        lag_max_ms=max(lag_max) if lag_max else None,
+        skipped=_total([r.skipped for r in runs]),
+        late=_total([r.late for r in runs]),
+    )
+
+
+def _total(values: Sequence[int | None]) -> int | None:
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
 
 
 def _clean_up(
@@ -229,18 +360,24 @@ def _clean_up(
     """Stop every pgbench and remove every log directory, each host tried even
     when another fails (a host that went away); the first failure is raised
     after all were tried, unless an error is already on its way."""
-    failures: list[PgrigError] = []
-    for waiter in waiters:
+    by_host = {w.host: w for w in waiters}
+
+    def one(ex: Executor) -> list[PgrigError]:
+        failed = []
         try:
-            waiter.stop()
+            if ex.name in by_host:
+                by_host[ex.name].stop()
         except PgrigError as exc:
-            failures.append(exc)
-    for ex in executors:
-        if ex.name in remote_dirs:
-            try:
+            failed.append(exc)
+        try:
+            if ex.name in remote_dirs:
                 ex.remove_tree(remote_dirs[ex.name])
-            except PgrigError as exc:
-                failures.append(exc)
+        except PgrigError as exc:
+            failed.append(exc)
+        return failed
+
+    with ThreadPoolExecutor(max_workers=max(1, len(executors))) as pool:
+        failures = [exc for found in pool.map(one, executors) for exc in found]
     if failures and sys.exc_info()[1] is None:
         raise failures[0]
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import statistics
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pgrig.errors import PgrigError
@@ -143,22 +144,37 @@ def _sample(prev: tuple, now: tuple, began: float) -> LoadHostSample:  # type: i
     )
 
 
-def client_bound(watches: list[LoadHostWatch] | tuple[LoadHostWatch, ...]) -> Finding | None:
+def client_bound(
+    watches: list[LoadHostWatch] | tuple[LoadHostWatch, ...], shared: Sequence[str] = ()
+) -> Finding | None:
     """Client-bound: a load host ran out of CPU - its CPUs at least ``CPU_BUSY_PCT``
     busy (median over the run), or its busiest pgbench thread runnable at least
     ``CLIENT_DEMAND_PCT`` of the time. Such a run measured the load host, not the
-    server: add load hosts or threads (``-j``) before reading its tps."""
+    server: add load hosts or threads (``-j``) before reading its tps. A host in
+    ``shared`` also runs the server: its busy CPUs are the server's too, so only
+    its pgbench threads' demand counts; its CPUs saturated otherwise give the
+    finding ``shared_host``: neither is measured alone (seed 000 ran so)."""
     found = []
+    together = []
     for w in watches:
         busy = w.median("cpu_busy_pct")
         demand = w.median("client_demand_pct")
         if len(w.samples) < 2 or busy is None:
             continue
-        if busy >= CPU_BUSY_PCT or (demand is not None and demand >= CLIENT_DEMAND_PCT):
+        busy_says = busy >= CPU_BUSY_PCT and w.host not in shared
+        if busy >= CPU_BUSY_PCT and w.host in shared:
+            together.append((busy, f"host {w.host}: CPUs {busy:.0f}% busy ({w.cpus} CPUs)"))
+        if busy_says or (demand is not None and demand >= CLIENT_DEMAND_PCT):
             text = f"load host {w.host}: CPUs {busy:.0f}% busy ({w.cpus} CPUs)"
             if demand is not None:
                 text += f", busiest pgbench thread runnable {demand:.0f}% of the time"
             found.append((max(busy, demand or 0.0), text))
+    if not found and together:
+        evidence = tuple(t for _, t in together) + (
+            "the server and pgbench share these CPUs and are not told apart there: "
+            "load hosts of their own (load_hosts) measure the server alone",
+        )
+        return Finding("shared_host", together[0][0] / 100, together[0][1], evidence)
     if not found:
         return None
     found.sort(reverse=True)

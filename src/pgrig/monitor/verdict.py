@@ -22,7 +22,9 @@ Dirty/Writeback) are shown as such, never as the database's. The rules
    under "also seen", after the rules below.)
    Load from other machines: **client-bound** (a load host's CPUs at least
    85% busy, or its busiest pgbench thread runnable 90%; pgrig.hosts.watch)
-   comes here, before the rules below.
+   comes here, before the rules below; so does **shared host** (pgbench on a
+   remote server's own host, whose CPUs at least 85% busy cannot be split
+   between the two there).
 4. **Latency / round-trip bound** - one client, CPUs not saturated, and the
    backend waited for the client at least a fifth of the time.
 5. **Load generator saturated** - the busiest pgbench thread was runnable
@@ -61,6 +63,8 @@ CAUSES = {
     "latency": "latency / round-trip bound",
     "client": "load generator saturated",
     "client_host": "client-bound: a load host ran out of CPU",  # pgrig.hosts.watch
+    # pgrig.hosts.watch: pgbench on the server's own (remote) host, its CPUs saturated
+    "shared_host": "CPU-bound: the server and pgbench share the host's CPUs",
     "cpu": "CPU-bound in the server",
     "idle": "not saturated",
     "unknown": "no verdict",

@@ -37,6 +37,7 @@ from pgrig.monitor.model import (
 )
 from pgrig.monitor.noise import noise
 from pgrig.monitor.pgstats import PgSampler
+from pgrig.monitor.spool import Spool
 
 if TYPE_CHECKING:
     from pgrig.results import PgbenchRun
@@ -106,7 +107,8 @@ class Watch:
         self.limits = limits
         self.devices = devices
         self.notes: list[str] = []
-        self._raw: list[_Raw] = []
+        # On disk, not in memory: a long run's samples must not grow pgrig (spool.py).
+        self._raw: Spool[_Raw] = Spool()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._conn: psycopg.Connection | None = None
@@ -125,11 +127,12 @@ class Watch:
         if self.devices is None:
             self.devices = self._find_devices()
         self._open_server()
-        self._prev_stat = procfs.parse_stat(procfs.read_text("/proc/stat") or "")
-        self._prev_disks = procfs.parse_diskstats(procfs.read_text("/proc/diskstats") or "")
-        self._prev_net = procfs.parse_net_dev(procfs.read_text("/proc/net/dev") or "")
+        self._prev_stat = procfs.parse_stat(self._read("/proc/stat"))
+        self._prev_disks = procfs.parse_diskstats(self._read("/proc/diskstats"))
+        self._prev_net = procfs.parse_net_dev(self._read("/proc/net/dev"))
         self._prev_t = time.monotonic()
-        self._process_cpu(self.interval)
+        if self.ctx.host is None:
+            self._process_cpu(self.interval)
         self._primed = True
         self._thread = threading.Thread(target=self._loop, name="pgrig-monitor", daemon=True)
         self._thread.start()
@@ -148,7 +151,30 @@ class Watch:
             with contextlib.suppress(Exception):
                 self._conn.close()
 
+    def _read(self, path: str) -> str:
+        """A /proc file of the server's host: this machine's, or through the
+        host's executor (``Context.host``); '' when it cannot be read."""
+        if self.ctx.host is None:
+            return procfs.read_text(path) or ""
+        try:
+            return self.ctx.host.read_text(path)
+        except PgrigError as exc:
+            self.notes.append(f"{path} on {self.ctx.host.name} not read: {exc}")
+            return ""
+
+    @property
+    def backend_pid(self) -> int | None:
+        """The sampler's server backend (what its statistics queries cost the server)."""
+        return self._conn.info.backend_pid if self._conn is not None else None
+
     def _find_devices(self) -> tuple[str, ...]:
+        if self.ctx.host is not None:
+            self.notes.append(
+                f"host figures (CPU, disks, memory, network) are the server's host "
+                f"{self.ctx.host.name}'s, read over SSH; its processes are not told apart "
+                "(server, pgbench and others share the busy CPU)"
+            )
+            return self.ctx.host_devices
         fs = environment.describe_filesystem(self.ctx.target)
         if fs is None or fs.block_device is None:
             where = f"{fs.fstype} on {fs.device}" if fs else "unknown"
@@ -173,7 +199,7 @@ class Watch:
         except (PgrigError, psycopg.Error) as exc:
             self.notes.append(f"server statistics not sampled: {str(exc).strip()}")
             self._pg = None
-        if self.ctx.server_pid is None:
+        if self.ctx.server_pid is None and self.ctx.host is None:
             self.notes.append(
                 "the server does not run on this machine (or its PID is unknown): "
                 "its CPU share is not sampled"
@@ -194,13 +220,16 @@ class Watch:
                 deadline = now + self.interval
 
     def _sample(self) -> None:
-        stat_text = procfs.read_text("/proc/stat") or ""
-        disk_text = procfs.read_text("/proc/diskstats") or ""
-        mem_text = procfs.read_text("/proc/meminfo") or ""
-        net_text = procfs.read_text("/proc/net/dev") or ""
+        stat_text = self._read("/proc/stat")
+        disk_text = self._read("/proc/diskstats")
+        mem_text = self._read("/proc/meminfo")
+        net_text = self._read("/proc/net/dev")
         now = time.monotonic()
         wall = time.time()
         seconds = max(now - self._prev_t, 1e-3)
+        if self.ctx.host is not None:
+            self._sample_host(stat_text, disk_text, mem_text, net_text, now, wall, seconds)
+            return
         pc = self._process_cpu(seconds)
         stat = procfs.parse_stat(stat_text)
         machine_ns = seconds * 1e9 * stat.ncpu
@@ -243,6 +272,38 @@ class Watch:
                 pg=pg,
                 clients_alive=pc.alive,
                 io=io,
+            )
+        )
+        self._prev_stat, self._prev_disks, self._prev_net, self._prev_t = stat, disks, net, now
+
+    def _sample_host(
+        self, stat_text: str, disk_text: str, mem_text: str, net_text: str,
+        now: float, wall: float, seconds: float,
+    ) -> None:  # fmt: skip
+        """A sample of another host: its CPUs, disks, memory and network as a
+        whole; whose processes used them is not attributed (``CpuSample.other``
+        None: the interference rules do not apply there)."""
+        stat = procfs.parse_stat(stat_text)
+        if not stat.ncpu:  # not read this second: the next sample spans both
+            return
+        disks = procfs.parse_diskstats(disk_text)
+        devices = tuple(
+            procfs.disk_rates(name, self._prev_disks[name], disks[name], seconds)
+            for name in self.devices or ()
+            if name in disks and name in self._prev_disks
+        )
+        net = procfs.parse_net_dev(net_text)
+        self._raw.append(
+            _Raw(
+                wall=wall,
+                interval_s=seconds,
+                cpu=procfs.cpu_rates(self._prev_stat, stat, seconds),
+                devices=devices,
+                memory=procfs.memory_sample(procfs.parse_meminfo(mem_text)),
+                net=procfs.net_rates(self._prev_net, net, seconds),
+                pg=self._sample_server(seconds),
+                clients_alive=0,
+                io=_io_sample(_ProcCpu(alive=0), devices, seconds, server=False),
             )
         )
         self._prev_stat, self._prev_disks, self._prev_net, self._prev_t = stat, disks, net, now
@@ -337,7 +398,7 @@ class Watch:
 
     def result(self, run: PgbenchRun | None) -> MonitorResult:
         """The samples aligned on pgbench's time axis, the checkpoints, the verdict."""
-        t0 = self._client_start
+        t0 = self._client_start if self.ctx.client_started is None else self.ctx.client_started
         connecting_ms = getattr(run, "initial_connection_ms", None)
         if t0 is not None and connecting_ms:
             # pgbench's -P clock starts once its clients are connected.
@@ -367,7 +428,8 @@ class Watch:
                     io=raw.io,
                 )
             )
-        checkpoints = find_checkpoints(samples)
+        version = self._pg.version_num if self._pg else None
+        checkpoints = find_checkpoints(samples, counted_at_end=(version or 0) >= 170000)
         ncpu = self._prev_stat.ncpu
         others, disturbed = interference.assess(samples, self._ledger.top(ncpu), self.thresholds)
         return MonitorResult(
@@ -439,24 +501,48 @@ def _nearest(progress: dict[float, float], t_s: float, slack: float = 0.6) -> fl
     return progress[best] if abs(best - t_s) <= slack else None
 
 
-def find_checkpoints(samples: list[Sample]) -> tuple[Checkpoint, ...]:
-    """Intervals where the checkpointer was busy, closed by a completed checkpoint
-    (the counter went up) or by the checkpointer going idle."""
+def find_checkpoints(samples: list[Sample], counted_at_end: bool = False) -> tuple[Checkpoint, ...]:
+    """Intervals where the checkpointer was busy.
+
+    Before PostgreSQL 17 the counters (``checkpoints_timed`` + ``_req``) go up
+    when a checkpoint *starts*, and a spread checkpoint reports them while it
+    writes, a second or two in: the interval is the checkpointer's busy time,
+    and a second count inside it is the next checkpoint beginning without a
+    rest (a 30-minute TPC-C run drew every checkpoint as a 2-s one followed by
+    an unconfirmed one when counts closed intervals). From 17 on,
+    ``num_done`` goes up when one *ends* (``counted_at_end``): a count closes
+    the interval. Busy without any count: not confirmed (``completed=False``)."""
     out: list[Checkpoint] = []
     start: float | None = None
+    counted = 0
     for s in samples:
         if s.pg is None:
             continue
         begin = s.t_s - s.interval_s
-        if s.pg.checkpoint_active and start is None:
-            start = begin
-        if s.pg.checkpoints:
-            first = begin if start is None else start
-            out.append(Checkpoint(start_s=first, end_s=s.t_s, completed=True))
+        if counted_at_end:
+            if s.pg.checkpoint_active and start is None:
+                start = begin
+            if s.pg.checkpoints:
+                first = begin if start is None else start
+                out.append(Checkpoint(start_s=first, end_s=s.t_s, completed=True))
+                start = None
+            elif not s.pg.checkpoint_active and start is not None:
+                out.append(Checkpoint(start_s=start, end_s=s.t_s, completed=False))
+                start = None
+            continue
+        if s.pg.checkpoint_active:
+            if start is None:
+                start, counted = begin, 0
+            elif s.pg.checkpoints and counted:  # the next one began without a rest
+                out.append(Checkpoint(start_s=start, end_s=begin, completed=True))
+                start, counted = begin, 0
+            counted += s.pg.checkpoints
+        elif start is not None:
+            done = bool(counted or s.pg.checkpoints)
+            out.append(Checkpoint(start_s=start, end_s=s.t_s, completed=done))
             start = None
-        elif not s.pg.checkpoint_active and start is not None:
-            out.append(Checkpoint(start_s=start, end_s=s.t_s, completed=False))
-            start = None
+        elif s.pg.checkpoints:  # begun and finished between two samples
+            out.append(Checkpoint(start_s=begin, end_s=s.t_s, completed=True))
     if start is not None:
         out.append(Checkpoint(start_s=start, end_s=None, completed=False))
     return tuple(out)

@@ -13,6 +13,7 @@ import re
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from pgrig import registry, stats
 from pgrig.meaning import Meaning
@@ -20,10 +21,10 @@ from pgrig.monitor import noise
 from pgrig.monitor.model import Noise
 from pgrig.registry import typed_result
 from pgrig.report import fmt
-from pgrig.report.model import FAILED, HEADLINE, Figure, Row, Section, Series, Table
+from pgrig.report.model import FAILED, HEADLINE, Figure, Row, Section, Series, Table, median_line
 from pgrig.report.probes import FsyncRuns, fio_summary, fsync_headline, fsync_summary
 from pgrig.report.tpcb import load_text, statement_medians
-from pgrig.report.versus import VS_NOTE, Cell, Draft, Family, single_delta
+from pgrig.report.versus import VS_NOTE, Cell, Draft, Family, Quiet, single_delta
 from pgrig.results import (
     FioResult,
     PgbenchInit,
@@ -142,12 +143,15 @@ def comparison_table(
     targets: list[str],
     baseline: str,
     meanings: Mapping[str, Meaning] | None = None,
+    machines: Mapping[str, Sequence[tuple[str, str]]] | None = None,
 ) -> Table:
+    """``machines``: each target's machine as (item, value) rows, when the
+    targets ran on different machines (seed 000's table opens with them)."""
     others = [t for t in targets if t != baseline]
     columns = ["Test Case", f"{baseline} (baseline)"]
     for t in others:
         columns += [t, f"{t} vs {baseline}"]
-    rows: list[Draft] = []
+    rows: list[Draft] = machine_rows(machines or {}, baseline, others)
     family = Family()
 
     def single(label: str, values: dict[str, float | None], text: dict[str, str]) -> None:
@@ -281,6 +285,27 @@ def comparison_table(
     )
 
 
+def machine_rows(
+    machines: Mapping[str, Sequence[tuple[str, str]]], baseline: str, others: list[str]
+) -> list[Draft]:
+    """One row per item of the machines' environments, in the baseline's order
+    (then items only others have); the "vs" cell says whether it differs."""
+    items: dict[str, None] = {}
+    for t in (baseline, *others):
+        items.update((item, None) for item, _ in machines.get(t, ()))
+    values = {t: dict(machines.get(t, ())) for t in (baseline, *others)}
+    rows = []
+    for item in items:
+        base = values[baseline].get(item)
+        cells: list[Cell] = [item, base or "not captured"]
+        for t in others:
+            mine = values[t].get(item)
+            same = "same" if mine == base else "differs"
+            cells += [mine or "not captured", Quiet(same if mine and base else "")]
+        rows.append(Draft(tuple(cells)))
+    return rows
+
+
 def _settings_row(meanings: Mapping[str, Meaning], baseline: str, others: list[str]) -> Row:
     """Each target's settings that change the meaning, and which differ from the baseline's."""
     base = meanings.get(baseline)
@@ -298,28 +323,37 @@ def _settings_row(meanings: Mapping[str, Meaning], baseline: str, others: list[s
 def summary_rows(
     records: Sequence[RunRecord], baseline: str, others: list[str], family: Family
 ) -> list[Draft]:
-    """A row per workload for every result kind that asks for one (``ResultKind.summary``):
-    its metric per target, and Welch's test against the baseline."""
+    """A row per workload (and per point, for a kind that names its points) for
+    every result kind that asks for one (``ResultKind.summary``): its metric per
+    target, and Welch's test against the baseline."""
     rows: list[Draft] = []
     for kind in registry.kinds().values():
         if kind.summary is None or kind.metric is None:
             continue
-        values: dict[str, dict[str, list[float]]] = {}
-        failed: dict[str, dict[str, int]] = {}
+        # (workload, point) -> target -> metrics; a point in the order first run
+        values: dict[tuple[str, str], dict[str, list[float]]] = {}
+        failed: dict[tuple[str, str], dict[str, int]] = {}
+        results: dict[tuple[str, str], list[Any]] = {}
         for rec in records:
             if rec.kind != kind.name:
                 continue
-            workload = str(rec.params.get("workload", kind.name))
+            point = kind.point(rec.params) if kind.point is not None else ""
+            row = (str(rec.params.get("workload", kind.name)), point)
             res = typed_result(rec)
             if res is None:
-                count = failed.setdefault(workload, {})
+                count = failed.setdefault(row, {})
                 count[rec.target] = count.get(rec.target, 0) + 1
-                values.setdefault(workload, {})
+                values.setdefault(row, {})
             else:
-                values.setdefault(workload, {}).setdefault(rec.target, []).append(kind.metric(res))
-        for workload, data in values.items():
-            bad = failed.get(workload, {})
-            cells: list[Cell] = [f"{kind.summary} ({workload})"]
+                values.setdefault(row, {}).setdefault(rec.target, []).append(kind.metric(res))
+                results.setdefault(row, []).append(res)
+        for row, data in values.items():
+            workload, point = row
+            bad = failed.get(row, {})
+            note = kind.point_note(results.get(row, []))
+            cells: list[Cell] = [
+                f"{kind.summary} ({', '.join(filter(None, (workload, point)))}{note})"
+            ]
             cells.append(_headline_cell(data.get(baseline, []), kind.unit, bad.get(baseline, 0)))
             for t in others:
                 cells += [
@@ -341,20 +375,6 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_").lower()
 
 
-def _by_clients(label: str, points: dict[int, list[float]]) -> Series:
-    """One line of a TPS-vs-clients chart: the median, bars from min to max."""
-    xs = sorted(points)
-    spreads = [fmt.spread(points[x]) for x in xs]
-    return Series(
-        label=label,
-        x=tuple(float(x) for x in xs),
-        y=tuple(sp.median for sp in spreads),
-        y_low=tuple(sp.low for sp in spreads),
-        y_high=tuple(sp.high for sp in spreads),
-        group=label,
-    )
-
-
 def tps_vs_clients(records: Sequence[RunRecord], targets: list[str]) -> list[Figure]:
     """Seed 004's charts: one line per target, one chart per workload/scale/mode."""
     curves: dict[tuple[str, int | None, int, str], dict[str, dict[int, list[float]]]] = {}
@@ -372,7 +392,7 @@ def tps_vs_clients(records: Sequence[RunRecord], targets: list[str]) -> list[Fig
             points = per_target.get(t)
             if not points:
                 continue
-            series.append(_by_clients(t, points))
+            series.append(median_line(t, points))
         clients = [x for pts in per_target.values() for x in pts]
         what = f"{mode}" + (f", scale {scale}" if scale is not None else "")
         figures.append(
@@ -407,7 +427,7 @@ def tps_vs_clients_by_scale(records: Sequence[RunRecord]) -> list[Figure]:
             continue
         series = []
         for scale in sorted(by_scale):
-            series.append(_by_clients(f"scale {scale}", by_scale[scale]))
+            series.append(median_line(f"scale {scale}", by_scale[scale]))
         clients = [x for pts in by_scale.values() for x in pts]
         figures.append(
             Figure(
@@ -540,19 +560,26 @@ def comparison_section(
     targets: list[str],
     baseline: str,
     meanings: Mapping[str, Meaning] | None = None,
+    machines: Mapping[str, Sequence[tuple[str, str]]] | None = None,
+    concurrent: bool = False,
 ) -> Section:
-    blocks: list[Table | Figure] = [comparison_table(records, targets, baseline, meanings)]
+    table = comparison_table(records, targets, baseline, meanings, machines)
+    blocks: list[Table | Figure] = [table]
     if (statements := statements_table(records, targets, baseline)) is not None:
         blocks.append(statements)
     # A curve needs two client counts; one count is the table's row.
     blocks += [f for f in tps_vs_clients(records, targets) if f.x_points >= 2]
     blocks += [f for f in tps_over_time(records, targets) if f.series]
+    how = (
+        "Targets ran at once (concurrent = true), each on machines of its own; the first "
+        "rows say which."
+        if concurrent
+        else "Targets ran interleaved (the order rotating every repeat) so that slow drift "
+        "of the machine favours none."
+    )
     return Section(
         "Performance Summary",
         "summary",
-        paragraphs=(
-            f"{len(targets)} targets; baseline {baseline}. Targets ran interleaved (the order "
-            "rotating every repeat) so that slow drift of the machine favours none.",
-        ),
+        paragraphs=(f"{len(targets)} targets; baseline {baseline}. {how}",),
         blocks=tuple(blocks),
     )

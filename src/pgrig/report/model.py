@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from pgrig.report.fmt import spread
+
 # Row kinds the renderers style differently.
 NORMAL = ""
 HEADLINE = "headline"
@@ -56,6 +58,21 @@ class Series:
     y_high: tuple[float, ...] | None = None
     group: str = ""  # same group, same colour (e.g. the pgbench mode)
     dash: int = 0  # index into the plot's line styles, e.g. one per percentile
+
+
+def median_line(label: str, points: dict[int, list[float]]) -> Series:
+    """One line over an axis (clients, scale, active warehouses) from each x's
+    repeats: the median, bars from min to max."""
+    xs = sorted(points)
+    spreads = [spread(points[x]) for x in xs]
+    return Series(
+        label=label,
+        x=tuple(float(x) for x in xs),
+        y=tuple(sp.median for sp in spreads),
+        y_low=tuple(sp.low for sp in spreads),
+        y_high=tuple(sp.high for sp in spreads),
+        group=label,
+    )
 
 
 @dataclass(frozen=True)

@@ -41,6 +41,7 @@ from pgrig.report.probes import (
 from pgrig.report.status import status_kind
 from pgrig.report.tpcb import headline_rows as tpcb_headline_rows
 from pgrig.report.tpcb import tpcb_section
+from pgrig.report.versus import Family
 from pgrig.results import (
     SERVER,
     Environment,
@@ -165,7 +166,12 @@ def _build_comparison(study: Study, records: Sequence[RunRecord], targets: list[
     if baseline not in targets:
         baseline = targets[0]
     meanings = {t: m for t in targets if (m := meaning_of(study, t)) is not None}
-    first = compare.comparison_section(records, targets, baseline, meanings)
+    machines = machines_of(study, targets)
+    policy = study.params.get("policy")
+    concurrent = isinstance(policy, dict) and bool(policy.get("concurrent"))
+    first = compare.comparison_section(
+        records, targets, baseline, meanings, machines, concurrent=concurrent
+    )
     first = replace(first, paragraphs=interference_lines(records) + first.paragraphs)
     sections = [_with_labs(first, records)]
     # The campaign's axes next to the summary: versions in seed 004's layout,
@@ -173,7 +179,17 @@ def _build_comparison(study: Study, records: Sequence[RunRecord], targets: list[
     for axis in (variants.versions_section, variants.axes_section):
         if (found := axis(study, records)) is not None:
             sections.append(found)
-    sections.append(environment_section(study, records))
+    environment = environment_section(study, records)
+    if machines:
+        environment = replace(
+            environment,
+            paragraphs=(
+                "The controlling machine (where pgrig ran); each target's own machine "
+                "opens the comparison table above.",
+                *environment.paragraphs,
+            ),
+        )
+    sections.append(environment)
     for t in targets:
         mine = [r for r in records if r.target == t]
         env = study.target_environments.get(t)
@@ -200,6 +216,8 @@ def _build_comparison(study: Study, records: Sequence[RunRecord], targets: list[
                     ),
                 ),
             )
+        if env is not None and env.host:
+            per_target.insert(0, machine_section(env))
         for section in per_target:
             if section.blocks:
                 out = _retitle(section, f"{t}: {section.title}", _slug(t))
@@ -427,6 +445,9 @@ def summary_section(
         rows.extend(r for r in table.rows if not _is_probe_row(r))
     else:
         rows.extend(tpcb_headline_rows(records, meaning))
+        # The other workloads' headline figure, a row per point (TPC-C's tpmC).
+        family = Family()
+        rows.extend(family.rows(compare.summary_rows(records, target, [], family)))
     sweep = compare.tps_vs_clients_by_scale(records)
     table = Table(
         columns=("Test Case", target),  # the target's name, not its directory
@@ -516,8 +537,11 @@ def environment_rows(env: Environment) -> list[tuple[str, str]]:
     )
     cpu_extra = [f"{cpu.mhz:.0f} MHz" if cpu.mhz else "", cpu.hypervisor or ""]
     cpu_extra = [x for x in cpu_extra if x]
+    host = env.hostname
+    if env.host:  # read on another host through its executor
+        host = f"{env.host} ({env.address}), hostname {env.hostname}"
     rows = [
-        ("Host", env.hostname),
+        ("Host", host),
         ("CPU", cpu.model + (f" ({', '.join(cpu_extra)})" if cpu_extra else "")),
         ("CPU layout", layout),
         ("Memory", fmt.size(env.memory_bytes)),
@@ -559,6 +583,57 @@ def environment_rows(env: Environment) -> list[tuple[str, str]]:
     for tool, version in sorted(env.tools.items()):
         rows.append((f"Tool {tool}", version))
     rows.append(("Captured at", env.captured_at))
+    return rows
+
+
+# What tells two machines apart, for seed 000's side-by-side table.
+MACHINE_ITEMS = ("CPU", "CPU layout", "Memory", "Kernel", "OS")
+
+
+def machines_of(study: Study, targets: Sequence[str]) -> dict[str, list[tuple[str, str]]]:
+    """Each target's machine as (item, value) rows, when the targets ran on more
+    than one machine (another host's environment is read there: pgrig.environment.remote);
+    empty when they all ran on one."""
+    envs = {t: e for t in targets if (e := study.target_environments.get(t)) is not None}
+    if len(envs) < 2 or len({(e.host, e.address, e.hostname) for e in envs.values()}) < 2:
+        return {}
+    return {t: machine_items(env) for t, env in envs.items()}
+
+
+def machine_section(env: Environment) -> Section:
+    """Another host's environment in full, as read there (the comparison table
+    holds what tells machines apart)."""
+    rows = [Row(r) for r in environment_rows(env)]
+    rows += [Row((k, v)) for k, v in env.sysctls.items()]
+    return Section(
+        "Machine",
+        "machine",
+        blocks=(
+            Table(
+                ("Item", "Value"),
+                tuple(rows),
+                caption=f"{env.host} ({env.address}) as read there: {len(rows)} items",
+                collapsed=True,
+            ),
+        ),
+    )
+
+
+def machine_items(env: Environment) -> list[tuple[str, str]]:
+    where = f"{env.host} ({env.address})" if env.host else "this machine"
+    rows = [("Machine", f"{where}, hostname {env.hostname}")]
+    rows += [(k, v) for k, v in environment_rows(env) if k in MACHINE_ITEMS]
+    disks = [d for d in env.disks if not d.name.startswith(("loop", "ram", "zram"))]
+    if disks:
+        rows.append(("Disks", ", ".join(f"{d.name} {fmt.size(d.size_bytes)}" for d in disks)))
+    for fs in env.filesystems[:1]:
+        device = fs.device + (f" ({fs.block_device})" if fs.block_device else "")
+        rows.append((
+            "Data directory's filesystem",
+            f"{fs.fstype} on {device} at {fs.mountpoint}, {fmt.size(fs.size_bytes)}",
+        ))  # fmt: skip
+    if env.postgres is not None:
+        rows.append(("PostgreSQL", env.postgres.version))
     return rows
 
 

@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from pgrig import environment
+from pgrig import environment, proc
 from pgrig.storage import state
 from pgrig.storage.errors import CgroupError
 
@@ -244,10 +244,13 @@ def remove_dir(directory: Path, attempts: int = 20) -> list[int]:
 
 def remove(cgroup: Cgroup) -> list[int]:
     moved = []
-    for directory in sorted(set(cgroup.dirs.values())):
-        moved += remove_dir(directory)
-    if cgroup.record_id:
-        state.forget(cgroup.record_id)
+    # A signal now would leave the cgroup (and its record) until `pgrig clean`:
+    # it waits for the removal (issue 19's memory-cgroup teardown under SIGHUP).
+    with proc.signals_deferred():
+        for directory in sorted(set(cgroup.dirs.values())):
+            moved += remove_dir(directory)
+        if cgroup.record_id:
+            state.forget(cgroup.record_id)
     if moved:
         log.warning("processes %s were still in cgroup %s; moved to its parent", moved, cgroup.name)
     return moved

@@ -162,7 +162,14 @@ def _umount(mountpoint: str, attempts: int) -> tuple[bool, list[str]]:
 
 
 def undo(record: state.Record, *, attempts: int = 6) -> Leftovers:
-    """Unmount, detach and delete what ``record`` lists - only what is provably ours."""
+    """Unmount, detach and delete what ``record`` lists - only what is provably ours.
+    A signal meanwhile waits for the end: it stopped the umount and left the
+    mount and its loop device until `pgrig clean` (issue 19's lab teardown)."""
+    with proc.signals_deferred():
+        return _undo(record, attempts)
+
+
+def _undo(record: state.Record, attempts: int) -> Leftovers:
     directory = Path(record.directory) if record.directory else None
     ours = directory is not None and state.marker_id(directory) == record.id
     left_mounts: list[str] = []

@@ -27,11 +27,12 @@ from __future__ import annotations
 import contextlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pgrig import environment
+from pgrig.environment import remote as remote_environment
 from pgrig.errors import ClusterError
 from pgrig.step import Action, Context, Step
 
@@ -40,12 +41,15 @@ if TYPE_CHECKING:  # types only: the kinds are registered by pgrig.registry
     from pgrig.cluster.binaries import PgBinaries
     from pgrig.cluster.profiles import Profile
     from pgrig.cluster.server import Cluster, ServerLost
+    from pgrig.hosts.executor import Executor
     from pgrig.report.model import Section
     from pgrig.results import Environment, RunRecord, Study
     from pgrig.schema import Schema, Table
     from pgrig.ui import Ui
     from pgrig.workloads.base import ResultKind
 
+
+THIS_MACHINE = "this machine"
 
 # pgrig's own connections beside a workload's clients: the monitor's sampler
 # and the control connection (counts, checkpoints, resets).
@@ -264,20 +268,40 @@ class TargetKind(ABC):
         """What a one-target study is "on"."""
         return str(t.directory)
 
+    def machines(self, t: Target) -> frozenset[str]:
+        """The machines the target's runs load (its server's, its load generators'):
+        targets run at once (``concurrent = true``) must not share one."""
+        return frozenset({THIS_MACHINE})
+
     def section(self, study: Study, records: Sequence[RunRecord]) -> Section | None:
         """Its own part of the report (what its build step recorded); None: nothing."""
         return None
 
 
-def capture(t: Target) -> None:
-    """The machine as this target's server sees it: version and settings."""
+def capture(
+    t: Target,
+    *,
+    on: Executor | None = None,
+    paths: Sequence[str] = (),
+    bin_dir: str | None = None,
+) -> None:
+    """The machine as this target's server sees it: version and settings. ``on``:
+    the server's host when it is another (its environment is read through its
+    executor, ``paths`` and ``bin_dir`` as they are there)."""
     assert t.ctx.conn is not None
-    t.live.env = environment.capture(
-        [t.directory or Path.cwd()],
-        pg_conninfo=t.ctx.conn.conninfo(),
-        bin_dir=t.bins.bin_dir,
-        locate=t.bins.path,  # a server-only build's pgbench is a newer installation's
-    )
+    if on is None:
+        t.live.env = environment.capture(
+            [t.directory or Path.cwd()],
+            pg_conninfo=t.ctx.conn.conninfo(),
+            bin_dir=t.bins.bin_dir,
+            locate=t.bins.path,  # a server-only build's pgbench is a newer installation's
+        )
+    else:
+        env = remote_environment.capture_on(on, paths, bin_dir=bin_dir)
+        pg = environment.read_postgres(t.ctx.conn.conninfo())
+        if pg is not None and bin_dir is not None:
+            pg = replace(pg, bin_dir=bin_dir)
+        t.live.env = replace(env, postgres=pg)
     if t.live.env.postgres is None:
         raise ClusterError(
             f"cannot read the server's version and settings from {t.ctx.conn.describe()}"
@@ -288,6 +312,7 @@ __all__ = [
     "Checked",
     "Demands",
     "OWN_CONNECTIONS",
+    "THIS_MACHINE",
     "Live",
     "Target",
     "TargetKind",

@@ -5,14 +5,18 @@ parts 3, 5 and 6): the hosts come from the campaign's Ansible inventory.
 scram-sha-256, a generated password, listening on the host's address and
 admitting only the load hosts and this machine); ``load_hosts = ["c1", "c2"]``
 (hosts or groups) is where every measured pgbench runs, all started at one
-barrier (``pgrig.hosts.load.run_pgbench``). Loads, warm-ups and the monitor's
-server sampling run from this machine over TCP.
+barrier (``pgrig.hosts.load.run_pgbench``); without it, on the server's own
+host (seed 000). Loads, warm-ups and the monitor's server sampling run from
+this machine over TCP; the host's environment (``pgrig.environment.remote``)
+and its CPUs and disks during a run (the monitor, ``Context.host``) are read
+on the host through its executor.
 
 A measured run records the merged run as its ``pgbench_run`` (tps summed,
 latency percentiles from every host's pooled per-transaction log) and, below
 its key, a ``load_hosts`` record: per-host tps and percentiles, the start
 spread and the clock offsets. A load host that ran out of CPU goes into the
-run's verdict (``client_host``).
+run's verdict (``client_host``); the server's own host, when pgbench shares
+it and its CPUs are saturated, as ``shared_host``.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import contextlib
 import socket
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,13 +36,13 @@ from pgrig.hosts import inventory, load, owner, preflight
 from pgrig.hosts.executor import TMP, Executor
 from pgrig.hosts.inventory import Host
 from pgrig.hosts.server import RemoteServer, ServerSpec
+from pgrig.hosts.watch import client_bound
 from pgrig.report.model import HEADLINE, Row, Section, Table
-from pgrig.results import PgbenchRun, ProgressPoint, typed
+from pgrig.results import typed
 from pgrig.schema import Schema, custom, integer, text
 from pgrig.schema import Table as Keys
 from pgrig.targets.base import Checked, Demands, Target, TargetKind, capture
 from pgrig.targets.throwaway import find_binaries
-from pgrig.tools.pgbench.run import RunOptions
 from pgrig.ui import Ui
 from pgrig.workloads.base import ResultKind
 
@@ -47,19 +51,22 @@ if TYPE_CHECKING:
     from pgrig.results import RunRecord, Study
 
 SERVER_TOOLS = ("postgres", "initdb", "pg_isready")
-# Workload types whose measured runs go through ``Context.pgbench`` with a
-# built-in script (a custom script's files and TPC-C's driver are this machine's).
-FROM_LOAD_HOSTS = ("tpcb",)
+# Workload types whose measured runs go through ``Context.pgbench`` (a custom
+# workload's scripts and TPC-C's are copied to the load hosts).
+FROM_LOAD_HOSTS = ("tpcb", "custom", "tpcc")
 
 
 def _load_hosts(t: Keys, key: str, default: Any) -> tuple[str, ...]:
     value = t.get(key, (str, list), None)
+    if value is None:
+        return ()  # pgbench on the server's own host, as seed 000 ran it
     names = (value,) if isinstance(value, str) else tuple(value or ())
     if not names or not all(isinstance(n, str) and n for n in names):
         raise t.error(
             key,
-            "a remote target needs the inventory hosts pgbench runs on",
-            hint='load_hosts = ["c1", "c2"], or a group: load_hosts = "load"',
+            "load_hosts names the inventory hosts pgbench runs on",
+            hint='load_hosts = ["c1", "c2"], or a group: load_hosts = "load"; '
+            "leave it out to run pgbench on the server's host",
         )
     return names
 
@@ -68,7 +75,7 @@ SCHEMA = Schema(
     "[[target]] remote",
     text("host", None, "the inventory host the server runs on (chooses this kind)"),
     custom("load_hosts", (), "inventory hosts or groups every measured pgbench runs on, "
-           "started together", _load_hosts, shown_default="(required)"),
+           "started together", _load_hosts, shown_default="the server's host"),
     custom("inventory", None, "the Ansible inventory naming them",
            lambda t, k, d: t.path_value(k) or t.ctx.inventory,
            shown_default="`[campaign] inventory`"),
@@ -103,6 +110,7 @@ class LoadHost:
     offset_uncertainty_ms: float  # half the best ping's round trip
     cpu_busy_pct: float | None  # median over the run
     log_files: tuple[str, ...]  # its per-transaction logs, copied here
+    figure: float | None = None  # the workload's own figure (``LoadHostsRun.figure_name``)
 
 
 @dataclass(frozen=True)
@@ -118,6 +126,8 @@ class LoadHostsRun:
     start_spread_ms: float
     start_spread_uncertainty_ms: float
     client_bound: str | None = None  # the verdict rule's summary when a load host ran out of CPU
+    figure_name: str | None = None  # a workload's figure per host besides tps (TPC-C: tpmC)
+    figure: float | None = None  # its sum over the hosts
 
 
 def _headline(r: LoadHostsRun) -> str:
@@ -145,6 +155,15 @@ def _source_ip(address: str, port: int) -> str:
             return str(s.getsockname()[0])
     except OSError as exc:
         raise HostUnusable(f"no route from this machine to {address}: {exc}") from None
+
+
+def _distinct(server: Host, load_hosts: Sequence[Host]) -> list[Host]:
+    """The server's host first, then each load host once (it may be the server's)."""
+    return list({h.name: h for h in (server, *load_hosts)}.values())
+
+
+def _has_python(ex: Executor) -> bool:
+    return ex.run(["python3", "-c", "pass"], timeout=60, check=False, what="python3").ok
 
 
 def _fmt(ms: float | None) -> str:
@@ -206,12 +225,13 @@ class RemoteKind(TargetKind):
                 f"in {inv.path}",
                 hint="name one host for the server; groups are for load_hosts",
             )
-        load_hosts = tuple(inv.resolve(opts["load_hosts"], "load host"))
+        load_hosts = tuple(inv.resolve(opts["load_hosts"], "load host")) or (server[0],)
         bins = find_binaries(spec, binaries.CLIENT_TOOLS)  # loads and warm-ups run from here
         bin_dir = opts["host_pg_bin"] or str(bins.bin_dir)
-        executors, _ = preflight.check_all([server[0], *load_hosts])
+        executors, _ = preflight.check_all(_distinct(server[0], load_hosts))
+        by_name = {ex.name: ex for ex in executors}
         try:
-            missing = self._missing(executors[0], executors[1:], bin_dir)
+            missing = self._missing(executors[0], [by_name[h.name] for h in load_hosts], bin_dir)
             free = executors[0].free_bytes(TMP)
         finally:
             for ex in executors:
@@ -249,10 +269,12 @@ class RemoteKind(TargetKind):
             for tool in SERVER_TOOLS
             if not db.exists(f"{bin_dir}/{tool}")
         ]
+        if db not in loaders and not _has_python(db):
+            out.append(f"{db.name} has no python3 (it reads the host's environment)")
         for ex in loaders:
             if not ex.exists(f"{bin_dir}/pgbench"):
                 out.append(f"load host {ex.name} has no {bin_dir}/pgbench")
-            if not ex.run(["python3", "-c", "pass"], timeout=60, check=False, what="python3").ok:
+            if not _has_python(ex):
                 out.append(f"load host {ex.name} has no python3 (the start barrier's waiter)")
         return out
 
@@ -273,14 +295,21 @@ class RemoteKind(TargetKind):
         if keep():
             ui.warn(f"{t.name}: a remote server is removed after the study (--keep: not yet)")
         with contextlib.ExitStack() as stack:
-            executors = stack.enter_context(preflight.opened([hosts.server, *hosts.load]))
+            executors = stack.enter_context(preflight.opened(_distinct(hosts.server, hosts.load)))
+            by_name = {ex.name: ex for ex in executors}
             remote = stack.enter_context(RemoteServer(executors[0], spec))
             logs = self._log_root(t, name, stack)
             t.ctx.scratch = logs
             t.ctx.conn = remote.conn()
-            t.ctx.pgbench = _Driver(executors[1:], hosts, remote.conn(), t)
+            t.ctx.host = executors[0]  # the monitor samples the server's host through it
+            loaders = [by_name[h.name] for h in hosts.load]
+            t.ctx.pgbench = _Driver(loaders, hosts, remote.conn(), t)
             try:
-                capture(t)
+                capture(t, on=executors[0], paths=[remote.datadir], bin_dir=hosts.bin_dir)
+                assert t.live.env is not None
+                t.ctx.host_devices = tuple(
+                    fs.block_device for fs in t.live.env.filesystems if fs.block_device
+                )
                 ui.info(
                     f"{t.name}: server on {hosts.server.name} ({address}:{port}), pgbench from "
                     + ", ".join(h.name for h in hosts.load)
@@ -289,6 +318,7 @@ class RemoteKind(TargetKind):
             finally:
                 t.ctx.conn = None
                 t.ctx.pgbench = None
+                t.ctx.host = None
 
     @staticmethod
     def _log_root(t: Target, name: str, stack: contextlib.ExitStack) -> Path:
@@ -298,7 +328,7 @@ class RemoteKind(TargetKind):
             root = t.spec.directory / f"{name}-load-logs"
             root.mkdir(parents=True, exist_ok=True)
             return root
-        return Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="pgrig-load-logs-")))
+        return Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="pgrig-hostlogs-")))
 
     def clean(self, study: str | None, others: list[str]) -> list[str]:
         """What dead pgrig runs left on the hosts this process checked (their
@@ -321,20 +351,23 @@ class RemoteKind(TargetKind):
         return {
             "kind": self.name,
             "host": hosts.server.name,
+            "address": hosts.address,
             "load_hosts": [h.name for h in hosts.load],
             "storage": f"remote host {hosts.server.name}",
         }
 
     def where(self, spec: TargetSpec) -> tuple[str, Path | None]:
         opts = spec.options
-        return (
-            f"host {opts['host']}, load from {', '.join(opts['load_hosts'])} ({opts['inventory']})",
-            None,
-        )
+        load = ", ".join(opts["load_hosts"]) or "the same host"
+        return f"host {opts['host']}, load from {load} ({opts['inventory']})", None
 
     def label(self, t: Target) -> str:
         hosts: Hosts = t.checked.state
         return f"host {hosts.server.name}"
+
+    def machines(self, t: Target) -> frozenset[str]:
+        hosts: Hosts = t.checked.state
+        return frozenset({hosts.address, *(_ip(h.address) for h in hosts.load)})
 
     def section(self, study: Study, records: Sequence[RunRecord]) -> Section | None:
         runs = [
@@ -346,31 +379,41 @@ class RemoteKind(TargetKind):
             return None
         rows: list[Row] = []
         notes: list[str] = []
+        # A workload's own figure (TPC-C's tpmC) gets a column when a run has one.
+        figures = sorted({res.figure_name for _, res in runs if res.figure_name})
+
+        def figure(value: float | None) -> tuple[str, ...]:
+            return (f"{value:,.0f}" if value is not None else "-",) if figures else ()
+
         for rec, res in runs:
             run = str(rec.params.get("run", rec.key))
             for h in res.hosts:
                 rows.append(Row((
-                    run, h.host, f"{h.tps:,.0f}", _fmt(h.p50_ms), _fmt(h.p99_ms),
-                    f"{h.started_ms:+.2f}",
+                    run, h.host, f"{h.tps:,.0f}", *figure(h.figure), _fmt(h.p50_ms),
+                    _fmt(h.p99_ms), f"{h.started_ms:+.2f}",
                     f"{h.offset_ms:+.3f} ± {h.offset_uncertainty_ms:.3f}",
                 )))  # fmt: skip
             rows.append(Row((
                 run, f"all {len(res.hosts)} (sum; pooled logs)", f"{res.tps:,.0f}",
-                _fmt(res.p50_ms), _fmt(res.p99_ms),
+                *figure(res.figure), _fmt(res.p50_ms), _fmt(res.p99_ms),
                 f"spread {res.start_spread_ms:.2f} ± {res.start_spread_uncertainty_ms:.2f}", "",
             ), kind=HEADLINE))  # fmt: skip
             if res.client_bound:
                 notes.append(f"{run}: client-bound - {res.client_bound}")
+        extra = (" / ".join(figures),) if figures else ()
         table = Table(
-            ("run", "load host", "tps", "p50 ms", "p99 ms", "started ms", "clock offset ms"),
+            ("run", "load host", "tps", *extra, "p50 ms", "p99 ms", "started ms",
+             "clock offset ms"),
             tuple(rows),
-            caption="Per load host and merged: tps summed; p50/p99 from every host's "
+            caption="Per load host and merged: tps"
+            + (f" and {extra[0]}" if extra else "")
+            + " summed; p50/p99 from every host's "
             "per-transaction log pooled (nearest rank), each host's from its own; "
             "'started' after the common start on this machine's clock; clock offsets "
             "NTP-style, ± half the best round trip.",
             notes=tuple(notes),
-            numeric=(False, False, True, True, True, False, False),
-        )
+            numeric=(False, False, True, *(True for _ in extra), True, True, False, False),
+        )  # fmt: skip
         return Section("Load hosts", "load-hosts", blocks=(table,))
 
 
@@ -379,11 +422,19 @@ class _Driver:
 
     def __init__(self, executors: Sequence[Executor], hosts: Hosts, conn: Conn, t: Target) -> None:
         self.executors, self.hosts, self.conn, self.t = executors, hosts, conn, t
+        self.names = tuple(h.name for h in hosts.load)
 
-    def __call__(self, opts: RunOptions, log_root: Path) -> tuple[PgbenchRun, str]:
-        logs = Path(tempfile.mkdtemp(prefix="run-", dir=log_root))
-        multi = load.run_pgbench(self.executors, self.hosts.bin_dir, self.conn, opts, logs)
-        bound = multi.client_bound()
+    def __call__(self, job: load.LoadJob) -> load.MultiLoad:
+        logs = Path(tempfile.mkdtemp(prefix="run-", dir=job.log_root))
+        multi = load.run_pgbench(
+            self.executors, self.hosts.bin_dir, job.conn or self.conn, job.opts, logs, job.extra
+        )
+        # Where pgbench shares the server's host, a busy CPU is both's: only its
+        # own threads' demand says the load generator ran out.
+        bound = client_bound(multi.watches, shared=(self.hosts.server.name,))
+        # The monitor's time axis: when the first pgbench woke, on this machine's clock.
+        first = min((h.started_ms for h in multi.hosts), default=0.0)
+        self.t.ctx.client_started = multi.start_at + first / 1000
         self.t.ctx.load_finding = bound
         offsets = {o.host: o for o in multi.offsets}
         watches = {w.host: w for w in multi.watches}
@@ -399,9 +450,11 @@ class _Driver:
                 offset_uncertainty_ms=offsets[h.host].uncertainty_ms,
                 cpu_busy_pct=watches[h.host].median("cpu_busy_pct") if h.host in watches else None,
                 log_files=h.log_files,
+                figure=job.figure[1](h) if job.figure else None,
             )
             for h in multi.hosts
         )
+        figures = [h.figure for h in per_host if h.figure is not None]
         record = LoadHostsRun(
             server=self.hosts.server.name,
             hosts=per_host,
@@ -411,42 +464,12 @@ class _Driver:
             samples=multi.latency.samples if multi.latency else 0,
             start_spread_ms=multi.start_spread_ms,
             start_spread_uncertainty_ms=multi.start_spread_uncertainty_ms,
-            client_bound=bound.summary if bound else None,
+            client_bound=bound.summary if bound and bound.cause == "client_host" else None,
+            figure_name=job.figure[0] if job.figure else None,
+            figure=sum(figures) if job.figure else None,
         )
         self.t.ctx.extra.append(("hosts", LOAD_HOSTS.name, record))
-        return merged(multi), multi.describe() + "\n"
-
-
-def merged(multi: load.MultiLoad) -> PgbenchRun:
-    """One run of all load hosts: counts and tps summed, the mean latency weighted
-    by transactions, the percentiles pooled, per-second tps summed where every
-    host reported that second."""
-    runs = [h.pgbench for h in multi.hosts]
-    first = runs[0]
-    done = sum(r.transactions for r in runs)
-    mean = sum(r.latency_avg_ms * r.transactions for r in runs) / done if done else 0.0
-    seconds = [{p.t_s: p for p in r.progress} for r in runs]
-    common = sorted(set.intersection(*(set(s) for s in seconds)))
-    progress = []
-    for t in common:
-        tps = sum(s[t].tps for s in seconds)
-        latency = sum(s[t].latency_ms * s[t].tps for s in seconds) / tps if tps else 0.0
-        progress.append(ProgressPoint(t, tps, latency))
-    connecting = [r.initial_connection_ms for r in runs if r.initial_connection_ms is not None]
-    return replace(
-        first,
-        clients=sum(r.clients for r in runs),
-        threads=sum(r.threads for r in runs),
-        transactions=done,
-        failed=sum(r.failed for r in runs),
-        tps=multi.tps,
-        latency_avg_ms=mean,
-        latency_stddev_ms=None,
-        initial_connection_ms=max(connecting) if connecting else None,
-        statements=(),
-        progress=tuple(progress),
-        latency=multi.latency,
-    )
+        return multi
 
 
 KIND = RemoteKind()

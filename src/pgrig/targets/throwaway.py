@@ -184,10 +184,13 @@ class Throwaway(TargetKind):
             yield
         finally:
             kept = keep() or t.lost is not None
-            try:
-                self._dispose(t, t.live.cluster or cluster, kept, ui)
-            finally:
-                self._close(t, keep=kept)
+            # A signal now would leave the work directory, or a kind's mount and its
+            # FUSE daemon (issue 19's power-loss teardown): it waits for the end.
+            with proc.signals_deferred():
+                try:
+                    self._dispose(t, t.live.cluster or cluster, kept, ui)
+                finally:
+                    self._close(t, keep=kept)
 
     def _make(self, t: Target, cluster: Cluster, name: str) -> Cluster:
         os_user = server_os_user(t.spec.os_user)
@@ -224,8 +227,7 @@ class Throwaway(TargetKind):
         """Remove the cluster - or keep it, stopped, when asked or when a crash left
         it down for good (the evidence)."""
         if not kept:
-            with proc.signals_deferred():  # a signal now would leave the work directory
-                cluster.destroy()
+            cluster.destroy()
             return
         try:
             cluster.stop()

@@ -70,6 +70,12 @@ class ResultKind:
     # the metric's unit, one row per workload; None: not in that table
     summary: str | None = None
     unit: str = ""
+    # The point a record measured, from its params (e.g. TPC-C's mode and active
+    # warehouses): one row of that comparison per workload and point, as clients
+    # are for pgbench; None: one row per workload.
+    point: Callable[[dict[str, Any]], str] | None = None
+    # What a point's results add to its row's label (e.g. the active data's size).
+    point_note: Callable[[Sequence[Any]], str] = lambda _results: ""
 
 
 def _no_steps(_target: TargetView) -> Sequence[Step]:

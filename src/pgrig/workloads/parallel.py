@@ -16,6 +16,22 @@ from pgrig.conninfo import Conn
 from pgrig.errors import ClusterError
 
 JIT_FROM = 110000  # the jit setting
+PARALLEL_BUILDS_FROM = 110000  # max_parallel_maintenance_workers
+
+
+def load_settings(server_version: int, *, timeout_s: float, workers: int) -> tuple[str, ...]:
+    """A loader's session settings (``server_version`` as server_version_num): its
+    statement_timeout first, then up to ``workers`` parallel workers per index
+    build - a setting PostgreSQL 11 introduced, which an older server refuses
+    as unknown (its builds are serial anyway)."""
+    return (
+        f"SET statement_timeout = {int(timeout_s * 1000)}",
+        *(
+            (f"SET max_parallel_maintenance_workers = {workers}",)
+            if server_version >= PARALLEL_BUILDS_FROM
+            else ()
+        ),
+    )
 
 
 @dataclass(frozen=True)

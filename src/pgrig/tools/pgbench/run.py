@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -124,9 +124,14 @@ def log_sampling_rate(opts: RunOptions) -> float:
 
 
 def run_argv(
-    bin_dir: Path | str, conn: ConnArgs, opts: RunOptions, log_prefix: Path | None
+    bin_dir: Path | str,
+    conn: ConnArgs,
+    opts: RunOptions,
+    log_prefix: Path | None,
+    extra: Sequence[str] = (),
 ) -> list[str]:
-    """The ``pgbench -T`` command line; ``-l`` with ``log_prefix`` when it is given."""
+    """The ``pgbench -T`` command line; ``-l`` with ``log_prefix`` when it is given;
+    ``extra`` options before the connection (pgbench reads options up to it)."""
     argv = [str(binary(bin_dir))]
     if opts.no_vacuum:
         argv.append("-n")
@@ -152,7 +157,7 @@ def run_argv(
         rate = log_sampling_rate(opts)
         if rate < 1.0:
             argv.append(f"--sampling-rate={rate:g}")
-    return argv + conn.args()
+    return [*argv, *extra, *conn.args()]
 
 
 def run_bench(
@@ -200,9 +205,7 @@ def run_bench(
             what=TOOL,
         )
         check_ok(done, TOOL)
-        result = parse_run(done.stdout, done.stderr, mode=opts.mode)
-        if result.statements_per_txn == 0 and opts.mode == "custom":
-            result = dataclasses.replace(result, statements_per_txn=_count_scripts(opts))
+        result = parse_result(done.stdout, done.stderr, opts)
         if prefix is not None:
             files = transaction_log_files(prefix.parent, prefix.name)
             latency = parse_transaction_logs(files, log_sampling_rate(opts))
@@ -212,6 +215,15 @@ def run_bench(
             for path in transaction_log_files(prefix.parent, prefix.name):
                 path.unlink(missing_ok=True)
     return result, raw_text(raw)
+
+
+def parse_result(stdout: str, stderr: str, opts: RunOptions) -> PgbenchRun:
+    """pgbench's report of a run of ``opts``; a custom run without ``-r`` gets its
+    statements per transaction from its scripts (as the controller holds them)."""
+    result = parse_run(stdout, stderr, mode=opts.mode)
+    if result.statements_per_txn == 0 and opts.mode == "custom":
+        result = dataclasses.replace(result, statements_per_txn=_count_scripts(opts))
+    return result
 
 
 def _count_scripts(opts: RunOptions) -> int:

@@ -38,8 +38,10 @@ class TxLog:
         return sorted(v for values in self.latencies_us.values() for v in values)
 
 
-def parse_logs(paths: Iterable[Path]) -> TxLog:
-    """Per-script latencies and completion times from ``-l`` log files.
+def parse_logs(paths: Iterable[Path], clock_offset_s: float = 0.0) -> TxLog:
+    """Per-script latencies and completion times from ``-l`` log files; the
+    times brought to this machine's clock by subtracting ``clock_offset_s`` (the
+    clock of the host that wrote them minus ours).
 
     Each line is ``client_id transaction_no time script_no time_epoch time_us
     [schedule_lag] [retries]`` with ``time`` in microseconds (from the scheduled
@@ -63,7 +65,23 @@ def parse_logs(paths: Iterable[Path]) -> TxLog:
                     continue
                 script = int(cols[3])
                 latencies.setdefault(script, []).append(int(cols[2]))
-                completed.setdefault(script, []).append(int(cols[4]) + int(cols[5]) / 1e6)
+                completed.setdefault(script, []).append(
+                    int(cols[4]) + int(cols[5]) / 1e6 - clock_offset_s
+                )
+    for values in latencies.values():
+        values.sort()
+    return TxLog(latencies, completed)
+
+
+def pool(logs: Iterable[TxLog]) -> TxLog:
+    """Several hosts' logs as one: every sample kept, latencies ascending."""
+    latencies: dict[int, list[int]] = {}
+    completed: dict[int, list[float]] = {}
+    for log in logs:
+        for script, values in log.latencies_us.items():
+            latencies.setdefault(script, []).extend(values)
+        for script, times in log.completed.items():
+            completed.setdefault(script, []).extend(times)
     for values in latencies.values():
         values.sort()
     return TxLog(latencies, completed)

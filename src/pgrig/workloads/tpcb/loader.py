@@ -41,7 +41,7 @@ from pgrig.conninfo import Conn
 from pgrig.results import PgbenchInit
 from pgrig.tools import pgbench
 from pgrig.workloads.copybin import COPY_HEADER, COPY_TRAILER
-from pgrig.workloads.parallel import Unit, run_parallel
+from pgrig.workloads.parallel import Unit, load_settings, run_parallel
 
 BRANCHES_PER_SCALE = 1
 TELLERS_PER_SCALE = 10
@@ -123,13 +123,15 @@ def account_units(opts: pgbench.InitOptions, jobs: int, aid_bytes: int) -> list[
     ]
 
 
-def _aid_bytes(conn: Conn) -> int:
+def _server_facts(conn: Conn) -> tuple[int, int]:
+    """The bytes of pgbench_accounts.aid as pgbench created it (bigint from scale
+    20,000), and the server's version (server_version_num)."""
     with conn.connect() as db:
         row = db.execute(
             "SELECT format_type(atttypid, NULL) FROM pg_attribute"
             " WHERE attrelid = 'pgbench_accounts'::regclass AND attname = 'aid'"
         ).fetchone()
-    return 8 if row and row[0] == "bigint" else 4
+        return 8 if row and row[0] == "bigint" else 4, db.info.server_version
 
 
 def _primary_key(table: str, column: str, index_tablespace: str | None) -> Unit:
@@ -152,15 +154,13 @@ def load(
     log: pgbench's own output for the tables, then a "done in" line of ours."""
     jobs = max(1, jobs)
     timeout_s = pgbench.load_timeout_s(opts.scale)
-    setup = (
-        f"SET statement_timeout = {int(timeout_s * 1000)}",
-        f"SET max_parallel_maintenance_workers = {jobs}",
-    )
     t0 = time.monotonic()
     tables, raw = pgbench.run_init(bin_dir, conn, opts, steps="dt", timeout=timeout_s)
     steps = dict(tables.steps)
     t_created = time.monotonic()
-    accounts = account_units(opts, jobs, _aid_bytes(conn))
+    aid_bytes, version = _server_facts(conn)
+    setup = load_settings(version, timeout_s=timeout_s, workers=jobs)
+    accounts = account_units(opts, jobs, aid_bytes)
     units = [
         *accounts,
         _copy_small("pgbench_branches", lambda i: f"{i}\t0\t\\N\n", opts.scale),

@@ -18,6 +18,7 @@ from typing import Any
 
 from pgrig import calibration
 from pgrig.errors import ToolError
+from pgrig.hosts.load import LoadJob, merged
 from pgrig.policy import RunPolicy
 from pgrig.results import CountResult, PgbenchInit, ProgressPoint, from_dict, to_dict
 from pgrig.sql import load as load_sql
@@ -199,7 +200,8 @@ def bench_action(opts: pgbench.RunOptions, observed: dict[str, float], first_gue
             line.update(completed=point.t_s, detail=f"{point.tps:,.0f} tps")
 
         if ctx.pgbench is not None:  # from the target's load hosts
-            result, raw = ctx.pgbench(run_opts, ctx.scratch)
+            multi = ctx.pgbench(LoadJob(run_opts, ctx.scratch))
+            result, raw = merged(multi), multi.raw()
         else:
             result, raw = pgbench.run_bench(
                 ctx.bins.client_bin_dir, conn(ctx), run_opts, ctx.scratch, on_progress=on_progress

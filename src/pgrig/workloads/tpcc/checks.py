@@ -34,6 +34,7 @@ class Loaded:
     c_id: int
     ol_i_id: int
     runs: int
+    load_bytes: int | None = None  # None: loaded by a pgrig that did not record it
 
 
 def conditions() -> list[tuple[int, str, str]]:
@@ -56,15 +57,21 @@ def loaded(db: psycopg.Connection) -> Loaded:
             "no TPC-C schema in this database",
             hint="load one first: pgrig tpcc load --warehouses W (same --dsn)",
         )
+    # to_jsonb: a schema loaded before load_bytes existed reads as NULL, not an error.
     meta = db.execute(
-        "SELECT warehouses, c_last_load, c_id, ol_i_id, runs FROM tpcc.meta"
+        "SELECT warehouses, c_last_load, c_id, ol_i_id, runs,"
+        " (to_jsonb(m) ->> 'load_bytes')::bigint FROM tpcc.meta m"
     ).fetchone()
     if meta is None:
         raise UsageError(
             "the tpcc schema in this database was not loaded to the end",
             hint="load it again: pgrig tpcc load --warehouses W --yes",
         )
-    return Loaded(*(int(v) for v in meta))
+    w, c_last, c_id, ol_i_id, runs, load_bytes = meta
+    return Loaded(
+        int(w), int(c_last), int(c_id), int(ol_i_id), int(runs),
+        None if load_bytes is None else int(load_bytes),
+    )  # fmt: skip
 
 
 def check(conn: Conn, timeout_s: float | None = None) -> TpccCheck:

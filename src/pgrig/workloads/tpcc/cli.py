@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from pgrig.campaign import Campaign, TargetSpec
-from pgrig.cli_options import cluster_options, names, results_options
+from pgrig.cli_options import cluster_options, int_list, names, results_options
 from pgrig.cluster.profiles import parse_overrides
 from pgrig.conninfo import Conn
 from pgrig.errors import PgrigError
@@ -151,7 +151,12 @@ def check_cmd(dsn: str | None, fmt: str) -> None:
     help="server: one PL/pgSQL call per transaction; client: one round trip per statement.",
 )
 @click.option("--repeat", type=int, default=1, show_default=True, help="Runs of every mode.")
-@click.option("--active", type=int, default=None, help="Use only the first K warehouses.")
+@click.option(
+    "--active",
+    default=None,
+    help="Use only the first K warehouses; comma-separated, each K runs every mode on the "
+    "same load (e.g. 1,4).",
+)
 @click.option(
     "--isolation",
     type=click.Choice(driver.ISOLATIONS),
@@ -182,7 +187,7 @@ def study_cmd(**o: Any) -> None:
         threads=o["threads"],
         duration_s=o["duration"],
         modes=names(o["modes"], "--modes", driver.MODES),
-        active=o["active"],
+        active=None if o["active"] is None else int_list(o["active"], "--active"),
         isolation=o["isolation"],
         max_tries=o["max_tries"],
     )

@@ -28,7 +28,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import psycopg
@@ -37,12 +37,20 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from pgrig import proc
 from pgrig.conninfo import Conn
 from pgrig.errors import ParseError, ToolError, UsageError
-from pgrig.results import ProgressPoint
+from pgrig.hosts.load import HostLoad, LoadJob, LoadRunner, MultiLoad, merged
+from pgrig.results import PgbenchRun, ProgressPoint
 from pgrig.tools import pgbench
 from pgrig.tools.pgbench import txlog
 from pgrig.workloads.tpcc import checks, sqlfiles
 from pgrig.workloads.tpcc.loader import check_connections
-from pgrig.workloads.tpcc.model import TRANSACTIONS, WEIGHTS, TpccRun, TpmPoint, TxnStats
+from pgrig.workloads.tpcc.model import (
+    TRANSACTIONS,
+    WEIGHTS,
+    TpccRun,
+    TpmPoint,
+    TxnStats,
+    active_share,
+)
 
 MODES = ("server", "client")
 ISOLATIONS = ("read committed", "repeatable read", "serializable")
@@ -112,16 +120,10 @@ def with_isolation(conn: Conn, isolation: str) -> Conn:
     return Conn(make_conninfo(conn.dsn, options=f"{options} {extra}".strip()))
 
 
-class _NoConn:
-    """pgbench.run_argv without the connection: options must precede it."""
-
-    def args(self) -> list[str]:
-        return []
-
-
-def prepare(conn: Conn, opts: RunOptions) -> tuple[checks.Loaded, int]:
+def prepare(conn: Conn, opts: RunOptions, hosts: int = 1) -> tuple[checks.Loaded, int]:
     """Everything that can be refused before pgbench starts; returns what was
-    loaded and the number of warehouses the run uses."""
+    loaded and the number of warehouses the run uses. ``hosts``: load hosts
+    each opening ``opts.connections``."""
     opts.validate()
     with conn.connect() as db:
         info = checks.loaded(db)
@@ -138,7 +140,7 @@ def prepare(conn: Conn, opts: RunOptions) -> tuple[checks.Loaded, int]:
                 f"--active {active}: only {info.warehouses} warehouses are loaded",
                 hint=f"use --active {info.warehouses} or less",
             )
-        check_connections(db, opts.connections, "--connections")
+        check_connections(db, opts.connections * hosts, "--connections")
     return info, active
 
 
@@ -149,12 +151,19 @@ def run(
     workdir: Path,
     on_progress: Callable[[ProgressPoint], None] | None = None,
     expected_tps: float | None = None,
+    hosts: LoadRunner | None = None,
 ) -> tuple[TpccRun, str]:
     """One timed run; returns the result and pgbench's output (stdout and stderr
     lines in arrival order). The scripts and logs live in a private directory
     under ``workdir``, removed afterwards. The transaction log is sampled for
-    ``expected_tps`` (an earlier run's), else for ``TPS_GUESS``."""
-    info, active = prepare(conn, opts)
+    ``expected_tps`` (an earlier run's), else for ``TPS_GUESS``.
+
+    ``hosts``: pgbench runs on a target's load hosts instead, each with
+    ``opts.connections`` connections, every host driving all the active
+    warehouses (the scripts draw a warehouse per transaction, so the hosts'
+    pooled mix is one host's with all their connections); the result is the
+    merged run (``merged_result``) and the output every host's."""
+    info, active = prepare(conn, opts, len(hosts.names) if hosts else 1)
     version = pgbench.pgbench_version(bin_dir)
     tps = expected_tps if expected_tps and expected_tps > 0 else TPS_GUESS
     rate = max(1e-4, min(1.0, float(f"{LOG_TARGET / (tps * opts.duration_s):.3g}")))
@@ -181,18 +190,37 @@ def run(
         )
         prefix = scratch / f"txlog_{secrets.token_hex(4)}"
         target = with_isolation(conn, opts.isolation)
-        argv = pgbench.run_argv(bin_dir, _NoConn(), bench_opts, prefix)
-        argv += [f"--max-tries={opts.max_tries}", "--failures-detailed", *target.args()]
+        extra = (f"--max-tries={opts.max_tries}", "--failures-detailed")
         with conn.connect() as db:
             # Counted before the run, so that an interrupted one counts too.
             db.execute("UPDATE tpcc.meta SET runs = runs + 1")
             orders_before = _orders(db)
+        if hosts is not None:
+            job = LoadJob(bench_opts, workdir, target, extra, figure=("tpmC", host_tpmc))
+            multi = hosts(job)
+            with conn.connect() as db:
+                created = _orders(db) - orders_before
+            result = merged_result(
+                multi,
+                opts=opts,
+                warehouses=info.warehouses,
+                active=active,
+                sampling_rate=rate,
+                orders_created=created,
+                pgbench_version=version,
+                loaded_bytes=info.load_bytes,
+            )
+            return result, multi.raw()
+        argv = pgbench.run_argv(bin_dir, target, bench_opts, prefix, extra)
         raw: list[str] = []
+        progress: list[ProgressPoint] = []  # tps per second, stored with the run
 
         def on_line(stream_name: str, line: str) -> None:
             raw.append(line)
-            if on_progress and stream_name == "stderr" and (p := pgbench.parse_progress(line)):
-                on_progress(p)
+            if stream_name == "stderr" and (p := pgbench.parse_progress(line)):
+                progress.append(p)
+                if on_progress:
+                    on_progress(p)
 
         started = time.time()
         done = proc.stream(
@@ -228,6 +256,8 @@ def run(
             started_epoch=started,
             orders_created=orders_created,
             pgbench_version=version,
+            loaded_bytes=info.load_bytes,
+            progress=tuple(progress),
         )
         return result, "".join(line + "\n" for line in raw)
     finally:
@@ -318,6 +348,79 @@ def timeline(
     )
 
 
+def _tpm(tps: float, blocks: Sequence[dict[str, float]]) -> tuple[float, float]:
+    """tpmC and tpmTotal of a run: New-Orders' share of all transactions per minute."""
+    done = sum(int(b.get("transactions", 0)) for b in blocks) or 1
+    tpm_total = tps * 60.0
+    return tpm_total * int(blocks[0].get("transactions", 0)) / done, tpm_total
+
+
+def _blocks(stdout: str, where: str = "") -> list[dict[str, float]]:
+    blocks = parse_scripts(stdout)
+    if len(blocks) != len(TRANSACTIONS):
+        raise ParseError(
+            f"pgbench{where} reported {len(blocks)} scripts, expected {len(TRANSACTIONS)}",
+            hint="the TPC-C run needs the five scripts in their order",
+        )
+    return blocks
+
+
+def host_tpmc(host: HostLoad) -> float:
+    """One load host's tpmC, from its own report."""
+    return _tpm(host.pgbench.tps, _blocks(host.stdout, f" on {host.host}"))[0]
+
+
+_POOLED = ("transactions", "number of failed transactions", "number of transactions retried")
+
+
+def merged_result(
+    multi: MultiLoad,
+    *,
+    opts: RunOptions,
+    warehouses: int,
+    active: int,
+    sampling_rate: float,
+    orders_created: int | None,
+    pgbench_version: str = "",
+    loaded_bytes: int | None = None,
+) -> TpccRun:
+    """A run of several load hosts as one: counts, tps and tpmC summed (tpmC host
+    by host, as tps), each type's mean latency weighted by its transactions, its
+    percentiles from every host's log pooled, tpmC over time from the pooled
+    completions on this machine's clock (each host's clock offset removed)."""
+    per_host = [_blocks(h.stdout, f" on {h.host}") for h in multi.hosts]
+    blocks: list[dict[str, float]] = []
+    for same in zip(*per_host, strict=True):
+        block = {k: float(sum(b.get(k, 0) for b in same)) for k in _POOLED}
+        timed = [(b["latency average"], b.get("transactions", 0)) for b in same
+                 if "latency average" in b]  # fmt: skip
+        if sum(n for _, n in timed):
+            block["latency average"] = sum(v * n for v, n in timed) / sum(n for _, n in timed)
+        blocks.append(block)
+    totals = {k: 0 for k in _TOTAL_FIELDS.values()}
+    for h in multi.hosts:
+        for k, v in parse_totals(h.stdout).items():
+            totals[k] += v
+    summary = txlog.pool(
+        txlog.parse_logs(map(Path, h.log_files), multi.offset_s(h.host)) for h in multi.hosts
+    )
+    result = _result(
+        merged(multi),
+        blocks,
+        totals,
+        summary,
+        opts=opts,
+        warehouses=warehouses,
+        active=active,
+        sampling_rate=sampling_rate,
+        started_epoch=multi.start_at,
+        orders_created=orders_created,
+        pgbench_version=pgbench_version,
+        loaded_bytes=loaded_bytes,
+    )
+    return replace(result, tpmc=sum(host_tpmc(h) for h in multi.hosts))
+
+
 def build_result(
     stdout: str,
     stderr: str,
@@ -330,16 +433,42 @@ def build_result(
     started_epoch: float,
     orders_created: int | None,
     pgbench_version: str = "",
+    loaded_bytes: int | None = None,
+    progress: Sequence[ProgressPoint] = (),
 ) -> TpccRun:
-    base = pgbench.parse_run(stdout, stderr, mode="custom")
-    blocks = parse_scripts(stdout)
-    if len(blocks) != len(TRANSACTIONS):
-        raise ParseError(
-            f"pgbench reported {len(blocks)} scripts, expected {len(TRANSACTIONS)}",
-            hint="the TPC-C run needs the five scripts in their order",
-        )
-    totals = parse_totals(stdout)
-    summary = txlog.parse_logs(logs)
+    return _result(
+        pgbench.parse_run(stdout, stderr, mode="custom"),
+        _blocks(stdout),
+        parse_totals(stdout),
+        txlog.parse_logs(logs),
+        opts=opts,
+        warehouses=warehouses,
+        active=active,
+        sampling_rate=sampling_rate,
+        started_epoch=started_epoch,
+        orders_created=orders_created,
+        pgbench_version=pgbench_version,
+        loaded_bytes=loaded_bytes,
+        progress=progress,
+    )
+
+
+def _result(
+    base: PgbenchRun,
+    blocks: Sequence[dict[str, float]],
+    totals: dict[str, int],
+    summary: txlog.TxLog,
+    *,
+    opts: RunOptions,
+    warehouses: int,
+    active: int,
+    sampling_rate: float,
+    started_epoch: float,
+    orders_created: int | None,
+    pgbench_version: str,
+    loaded_bytes: int | None,
+    progress: Sequence[ProgressPoint] = (),  # none for a multi-host run: per host only
+) -> TpccRun:
     types = []
     for number, (name, block) in enumerate(zip(TRANSACTIONS, blocks, strict=True)):
         ordered = summary.latencies_us.get(number, [])
@@ -359,12 +488,10 @@ def build_result(
                 samples=len(ordered),
             )
         )
-    done = sum(t.transactions for t in types) or 1
-    new_orders = types[0].transactions
-    tpm_total = base.tps * 60.0
+    tpmc, tpm_total = _tpm(base.tps, blocks)
     rollbacks = 0
     if orders_created is not None:
-        rollbacks = max(0, new_orders - orders_created)
+        rollbacks = max(0, types[0].transactions - orders_created)
     return TpccRun(
         mode=opts.mode,
         warehouses=warehouses,
@@ -379,7 +506,7 @@ def build_result(
         retries=totals["retries"],
         serialization_failures=totals["serialization_failures"],
         deadlock_failures=totals["deadlock_failures"],
-        tpmc=tpm_total * new_orders / done,
+        tpmc=tpmc,
         tpm_total=tpm_total,
         tps=base.tps,
         rollbacks=rollbacks,
@@ -388,4 +515,9 @@ def build_result(
         timeline=timeline(summary.completed, started_epoch, base.duration_s, sampling_rate),
         sampling_rate=sampling_rate,
         pgbench_version=pgbench_version,
+        loaded_bytes=loaded_bytes,
+        active_bytes=None
+        if loaded_bytes is None
+        else active_share(loaded_bytes, active, warehouses),
+        progress=tuple(progress),
     )

@@ -29,7 +29,7 @@ from psycopg import sql
 from pgrig.conninfo import Conn
 from pgrig.errors import UsageError
 from pgrig.workloads import copybin
-from pgrig.workloads.parallel import Unit, run_parallel
+from pgrig.workloads.parallel import Unit, load_settings, run_parallel
 from pgrig.workloads.tpcc import TABLES, generate, sqlfiles
 from pgrig.workloads.tpcc.model import TpccLoad
 
@@ -38,7 +38,6 @@ __all__ = ["Unit", "load", "run_parallel"]
 MB = 1_000_000
 BIG_TABLES = ("stock", "customer", "order_line")  # split in warehouse ranges past 3 jobs
 FREEZE_MAPS_FROM = 140000  # COPY FREEZE sets the visibility map
-PARALLEL_BUILDS_FROM = 110000  # max_parallel_maintenance_workers
 Blocks = Callable[[copybin.Generator, int], Iterator[bytes]]
 
 Progress = Callable[[str], None]
@@ -197,10 +196,9 @@ def load(
         db.execute(sqlfiles.sql("functions", db.info.server_version))
         maps = db.info.server_version >= FREEZE_MAPS_FROM
         superuser = db.execute("SELECT current_setting('is_superuser')").fetchone() == ("on",)
-        parallel_builds = db.info.server_version >= PARALLEL_BUILDS_FROM
+        version = db.info.server_version
     setup = (
-        f"SET statement_timeout = {int(timeout_for(warehouses) * 1000)}",
-        *((f"SET max_parallel_maintenance_workers = {jobs}",) if parallel_builds else ()),
+        *load_settings(version, timeout_s=timeout_for(warehouses), workers=jobs),
         # An index build logs every page whole; compressing those images took
         # 13% of a 4-warehouse load's CPU (perf), more than the I/O it saves.
         # Only a superuser may change it for a session.
@@ -263,13 +261,14 @@ def load(
         **{f"{k} (connection-s)": round(v, 3) for k, v in timings.seconds.items()},
     }
     with conn.connect() as db:
+        # Measured before the meta row (8 kB) so that the runs can tell what they used.
+        size = schema_bytes(db)
         db.execute(
-            "INSERT INTO tpcc.meta (warehouses, c_last_load, c_id, ol_i_id, load_seconds)"
-            " VALUES (%s, %s, %s, %s, %s)",
-            (warehouses, c_last, random.randint(0, 1023), random.randint(0, 8191), elapsed),
+            "INSERT INTO tpcc.meta (warehouses, c_last_load, c_id, ol_i_id, load_seconds,"
+            " load_bytes) VALUES (%s, %s, %s, %s, %s, %s)",
+            (warehouses, c_last, random.randint(0, 1023), random.randint(0, 8191), elapsed, size),
         )
         table_rows = {name: int(n) for name, n in db.execute(sqlfiles.sql("table_rows")).fetchall()}
-        size = schema_bytes(db)
         t_checkpoint = time.monotonic()
         db.execute(setup[0])
         db.execute("CHECKPOINT")

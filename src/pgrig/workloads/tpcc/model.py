@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from pgrig.results import ProgressPoint
+
 # pgbench script order: the script number in pgbench's transaction log is the
 # index in this tuple, so it must match the order of the -f options.
 TRANSACTIONS = ("new_order", "payment", "order_status", "delivery", "stock_level")
@@ -106,6 +108,11 @@ class TpccRun:
     timeline: tuple[TpmPoint, ...] = ()
     sampling_rate: float = 1.0
     pgbench_version: str = ""
+    loaded_bytes: int | None = None  # tables and indexes right after the load
+    active_bytes: int | None = None  # the active warehouses' share of it (active_share)
+    # pgbench -P, one point per second: the monitor aligns its samples (and the
+    # report's TPS-and-checkpoints figure) on it.
+    progress: tuple[ProgressPoint, ...] = ()
 
     @property
     def statements_per_txn(self) -> float | None:
@@ -123,6 +130,13 @@ class TpccRun:
 
     def stats(self, name: str) -> TxnStats | None:
         return next((t for t in self.types if t.name == name), None)
+
+
+def active_share(loaded_bytes: int, active: int, warehouses: int) -> int:
+    """The loaded bytes of the first ``active`` of ``warehouses``: every table but
+    item grows with the warehouses, and item (100,000 rows, about 10 MB) is
+    counted pro rata too - seed 003's "12 TB total, 1.2 TB active"."""
+    return loaded_bytes * active // max(1, warehouses)
 
 
 @dataclass(frozen=True)

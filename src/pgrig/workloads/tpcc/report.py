@@ -8,9 +8,26 @@ from collections.abc import Sequence
 from typing import Any
 
 from pgrig.report import fmt
-from pgrig.report.model import FAILED, HEADLINE, SKIPPED, Figure, Row, Section, Series, Table
+from pgrig.report.model import (
+    FAILED,
+    HEADLINE,
+    SKIPPED,
+    Figure,
+    Row,
+    Section,
+    Series,
+    Table,
+    median_line,
+)
 from pgrig.results import RunRecord, Study, typed
-from pgrig.workloads.tpcc.model import LABELS, STATEMENTS, TpccCheck, TpccLoad, TpccRun
+from pgrig.workloads.tpcc.model import (
+    LABELS,
+    STATEMENTS,
+    TpccCheck,
+    TpccLoad,
+    TpccRun,
+    active_share,
+)
 
 PHASES = (
     "generate",  # the loader before binary COPY
@@ -86,9 +103,11 @@ def summary_table(study: Study, records: Sequence[RunRecord]) -> Table | None:
             continue
         r: TpccRun = res
         size = "n/a"
-        if (load := loads.get(rec.target)) is not None:
-            active_bytes = int(load.database_bytes * r.active / max(1, r.warehouses))
-            size = f"{fmt.size(load.database_bytes)} ({fmt.size(active_bytes)})"
+        loaded = r.loaded_bytes
+        if loaded is None and (load := loads.get(rec.target)) is not None:
+            loaded = load.database_bytes  # a run recorded before runs knew their load's size
+        if loaded is not None:
+            size = f"{fmt.size(loaded)} ({fmt.size(active_share(loaded, r.active, r.warehouses))})"
         no = r.stats("new_order")
         lat = "n/a"
         if no is not None and no.p50_ms is not None:
@@ -199,6 +218,7 @@ def mix_table(rec: RunRecord, r: TpccRun) -> Table:
         ),
         rows=tuple(rows),
         caption=f"{MODE_LABELS.get(r.mode, r.mode)}: {r.connections} connections, "
+        f"{r.active} of {r.warehouses} warehouses active, "
         f"{r.duration_s:.0f} s, {r.isolation}, {r.rollbacks} New-Order rollbacks, "
         f"{r.serialization_failures} serialization failures, {r.deadlock_failures} deadlocks",
         notes=(
@@ -241,10 +261,12 @@ def checks_table(records: Sequence[RunRecord]) -> Table | None:
 
 def tpmc_figure(records: Sequence[RunRecord]) -> Figure | None:
     series = []
-    for rec, res in _ok(records, "tpcc_run"):
+    runs = _ok(records, "tpcc_run")
+    several = len({res.active for _, res in runs if res is not None}) > 1
+    for rec, res in runs:
         if res is None or not res.timeline:
             continue
-        label = f"{res.mode}-side"
+        label = f"{res.mode}-side" + (f", {res.active} active" if several else "")
         if rec.params.get("repeat", 1) != 1:
             label += f" #{rec.params['repeat']}"
         series.append(
@@ -268,6 +290,32 @@ def tpmc_figure(records: Sequence[RunRecord]) -> Figure | None:
     )
 
 
+def active_figure(records: Sequence[RunRecord]) -> Figure | None:
+    """tpmC against the active warehouses, one line per mode (the curve of
+    TPS vs clients, with the active set as its axis); None below two active sets."""
+    by_mode: dict[str, dict[int, list[float]]] = {}
+    sizes: dict[int, int] = {}
+    for _, res in _ok(records, "tpcc_run"):
+        if res is not None:
+            by_mode.setdefault(res.mode, {}).setdefault(res.active, []).append(res.tpmc)
+            if res.active_bytes is not None:
+                sizes.setdefault(res.active, res.active_bytes)
+    if len({k for points in by_mode.values() for k in points}) < 2:
+        return None
+    series = tuple(median_line(f"{mode}-side", by_mode[mode]) for mode in sorted(by_mode))
+    data = "; ".join(f"{k}: {fmt.size(b)}" for k, b in sorted(sizes.items()))
+    return Figure(
+        name="tpcc-tpmc-vs-active",
+        title="TPC-C: tpmC vs active warehouses",
+        x_label="active warehouses",
+        y_label="tpmC (New-Order / min)",
+        series=series,
+        caption="The same load run with the terminals confined to the first K warehouses "
+        "(seed 003's active data): median tpmC per active set, bars from min to max of the "
+        "repeats." + (f" Active data: {data}." if data else ""),
+    )
+
+
 def section(study: Study, records: Sequence[RunRecord]) -> Section | None:
     """None until there are records of this kind."""
     mine = [r for r in records if r.kind in ("tpcc_load", "tpcc_run", "tpcc_check")]
@@ -277,9 +325,7 @@ def section(study: Study, records: Sequence[RunRecord]) -> Section | None:
     runs = [mix_table(rec, res) for rec, res in _ok(mine, "tpcc_run") if res is not None]
     candidates = [summary_table(study, mine), load_table(mine), *runs, checks_table(mine)]
     blocks = [b for b in candidates if b is not None]
-    figure = tpmc_figure(mine)
-    if figure is not None:
-        blocks.append(figure)
+    blocks += [f for f in (active_figure(mine), tpmc_figure(mine)) if f is not None]
     return Section(
         title="TPC-C",
         anchor="tpcc",

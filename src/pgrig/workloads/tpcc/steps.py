@@ -34,7 +34,7 @@ class TpccPlan:
     duration_s: int = 60
     modes: tuple[str, ...] = ("server", "client")
     repeat: int = 1
-    active: int | None = None
+    active: tuple[int, ...] | None = None  # the active sets, each on the same load; None: all
     isolation: str = "read committed"
     max_tries: int = 10
 
@@ -62,27 +62,35 @@ class TpccPlan:
             )
         if self.repeat < 1:
             raise UsageError(f"--repeat {self.repeat}: must be at least 1")
-        if self.active is not None and self.active > self.warehouses:
-            raise UsageError(
-                f"--active {self.active}: more than the {self.warehouses} warehouses loaded",
-                hint=f"use --active {self.warehouses} or less",
-            )
+        for k in self.active or ():
+            if not 1 <= k <= self.warehouses:
+                raise UsageError(
+                    f"--active {k}: not between 1 and the {self.warehouses} warehouses loaded",
+                    hint=f"use values from 1 to {self.warehouses}",
+                )
+            if self.active is not None and self.active.count(k) > 1:
+                raise UsageError(f"--active {k}: given twice", hint="list each value once")
         for mode in self.modes:
             self.run_options(mode).validate()
         return self
 
     @property
+    def actives(self) -> tuple[int | None, ...]:
+        """The active sets in the order they run; (None,): one set, every warehouse."""
+        return self.active or (None,)
+
+    @property
     def loader_jobs(self) -> int:
         return self.jobs or max(1, os.cpu_count() or 1)
 
-    def run_options(self, mode: str) -> driver.RunOptions:
+    def run_options(self, mode: str, active: int | None = None) -> driver.RunOptions:
         return driver.RunOptions(
             mode=mode,
             connections=self.connections,
             threads=self.threads,
             duration_s=self.duration_s,
             warehouses=self.warehouses,
-            active=self.active,
+            active=active,
             isolation=self.isolation,
             max_tries=self.max_tries,
         )
@@ -177,7 +185,7 @@ def run_check_step(run: Step, name: str, target: TargetView, warehouses: int) ->
     )
 
 
-def _prepare(tp: TpccPlan, mode: str, policy: RunPolicy) -> Any:
+def _prepare(tp: TpccPlan, mode: str, active: int | None, policy: RunPolicy) -> Any:
     """Reset / warm-up / CHECKPOINT before a measured run, as the policy says
     (docs/campaigns.md): the TPC-B rules, with TPC-C's own transactions warming up."""
 
@@ -197,7 +205,7 @@ def _prepare(tp: TpccPlan, mode: str, policy: RunPolicy) -> Any:
                 if auto and steady(seen):
                     raise Steady
 
-            opts = replace(tp.run_options(mode), duration_s=seconds)
+            opts = replace(tp.run_options(mode, active), duration_s=seconds)
             scratch = ctx.scratch if ctx.scratch.is_dir() else ctx.target
             with contextlib.suppress(Steady):
                 driver.run(
@@ -211,9 +219,16 @@ def _prepare(tp: TpccPlan, mode: str, policy: RunPolicy) -> Any:
 
 
 def run_step(
-    tp: TpccPlan, mode: str, repeat: int, name: str, target: TargetView, policy: RunPolicy
+    tp: TpccPlan,
+    mode: str,
+    repeat: int,
+    name: str,
+    target: TargetView,
+    policy: RunPolicy,
+    active: int | None = None,
 ) -> Step:
-    opts = tp.run_options(mode)
+    """One measured run of ``mode`` on the first ``active`` warehouses (None: all)."""
+    opts = tp.run_options(mode, active)
     observed = target.observed
 
     def action(ctx: Context, line: ProgressLine) -> tuple[Any, str]:
@@ -228,26 +243,30 @@ def run_step(
             scratch,
             on_progress=on_progress,
             expected_tps=observed.get(f"tpcc-{mode}"),
+            hosts=ctx.pgbench,  # a target's load hosts, when it has them
         )
         # The next run's transaction log is sampled from what this one measured.
         observed[f"tpcc-{mode}"] = max(observed.get(f"tpcc-{mode}", 0.0), result.tps)
         return result, raw
 
     return Step(
-        # One run per mode keeps the key short, as the first version stored it.
+        # One run per mode keeps the key short, as the first version stored it;
+        # an active set named in the campaign is part of the point.
         key=StepKey(
             target.name,
             name,
-            ("run", mode, f"c{tp.connections}"),
+            ("run", mode, f"c{tp.connections}", *(() if active is None else (f"a{active}",))),
             repeat if tp.repeat > 1 else None,
         ),
         kind="tpcc_run",
-        label=f"{target.name}: TPC-C {mode}-side, {tp.connections} connections, {tp.duration_s} s",
+        label=f"{target.name}: TPC-C {mode}-side, {tp.connections} connections, "
+        + ("" if active is None else f"{active} of {tp.warehouses} warehouses active, ")
+        + f"{tp.duration_s} s",
         params={
             "workload": name,
             "mode": mode,
             "warehouses": tp.warehouses,
-            "active": tp.active or tp.warehouses,
+            "active": active or tp.warehouses,
             "connections": tp.connections,
             "threads": opts.pgbench_threads,
             "duration_s": tp.duration_s,
@@ -258,7 +277,7 @@ def run_step(
             "reset": policy.reset,
         },
         action=action,
-        prepare=_prepare(tp, mode, policy),
+        prepare=_prepare(tp, mode, active, policy),
         total=tp.duration_s,
         tools=("pgbench",),
         monitored=True,

@@ -5,8 +5,10 @@ check."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from pgrig.policy import RunPolicy
+from pgrig.report import fmt
 from pgrig.report.model import Section
 from pgrig.results import RunRecord, Study
 from pgrig.schema import Table
@@ -23,6 +25,25 @@ from pgrig.workloads.tpcc.spec import TpccSpec
 BYTES_PER_WAREHOUSE = 250 * MB
 CLUSTER_BASE_BYTES = 64 * MB
 
+
+def point(params: dict[str, Any]) -> str:
+    """A run's point in the comparison: its mode and active warehouses (clients
+    are one count per workload)."""
+    mode, active, warehouses = (params.get(k) for k in ("mode", "active", "warehouses"))
+    parts = [f"{mode}-side" if mode else ""]
+    if active and warehouses:  # both recorded by every run step since TPC-C ran in campaigns
+        parts.append(f"{active} of {warehouses} warehouses active")
+    return ", ".join(p for p in parts if p)
+
+
+def point_note(runs: Sequence[TpccRun]) -> str:
+    """': 52 MB of 105 MB': the active data beside its point (the first run that knew it)."""
+    known = next((r for r in runs if r.active_bytes is not None), None)
+    if known is None or known.loaded_bytes is None or known.active_bytes is None:
+        return ""
+    return f": {fmt.size(known.active_bytes)} of {fmt.size(known.loaded_bytes)}"
+
+
 TPCC_RUN = ResultKind(
     "tpcc_run",
     TpccRun,
@@ -34,10 +55,16 @@ TPCC_RUN = ResultKind(
         "qps": r.qps,
         "latency_avg_ms": r.latency_avg_ms,
         "failed": r.failed,
+        "warehouses": r.warehouses,
+        "active": r.active,
+        "active_bytes": r.active_bytes,
+        "loaded_bytes": r.loaded_bytes,
     },
     metric=lambda r: float(r.tpmc),
-    summary="TPC-C tpmC",  # a row of the comparison of targets
+    summary="TPC-C tpmC",  # a row of the comparison of targets, per point
     unit="tpmC",
+    point=point,
+    point_note=point_note,
 )
 
 
@@ -77,12 +104,16 @@ class TpccWorkload(Workload):
                 sizes(t, "after load"),
             ]
 
-        def series(mode: str) -> Series:
+        # Every active set runs on the one load, inside each mode as client counts
+        # do for pgbench.
+        points = [(active, mode) for mode in spec.modes for active in tp.actives]
+
+        def series(active: int | None, mode: str) -> Series:
             def make(t: TargetView, rep: int) -> Step:
-                return steps.run_step(tp, mode, rep, spec.name, t, policy)
+                return steps.run_step(tp, mode, rep, spec.name, t, policy, active)
 
             def after(t: TargetView, run: Step) -> Sequence[Step]:
-                last = mode == spec.modes[-1] and (run.key.repeat or 1) >= policy.repeat
+                last = (active, mode) == points[-1] and (run.key.repeat or 1) >= policy.repeat
                 if spec.check == "each" or (spec.check == "end" and last):
                     return [steps.run_check_step(run, spec.name, t, tp.warehouses)]
                 return []
@@ -95,7 +126,7 @@ class TpccWorkload(Workload):
             Phase(
                 data=data,
                 series=[
-                    *(series(mode) for mode in spec.modes),
+                    *(series(active, mode) for active, mode in points),
                     Series(lambda t, _rep: sizes(t, "after runs"), repeated=False),
                 ],
                 disk_bytes=CLUSTER_BASE_BYTES + copies * spec.warehouses * BYTES_PER_WAREHOUSE,

@@ -13,6 +13,7 @@ CREATE TABLE tpcc.meta (
     ol_i_id      int NOT NULL,  -- constant C of NURand(8191, 1, 100000) for OL_I_ID
     loaded_at    timestamptz NOT NULL DEFAULT now(),
     load_seconds float8,
+    load_bytes   bigint,  -- tables and indexes right after the load: the runs' active share
     runs         int NOT NULL DEFAULT 0  -- timed runs since the load (condition 11)
 );
 

@@ -1,0 +1,176 @@
+"""Faults of a remote target through `pgrig run`, on network namespace hosts
+(tests/hosts_fixture.py): a killed pgrig's leftovers cleaned by the next run,
+a load host's pgbench killed mid-run, Ctrl-C during a multi-host run, and
+inventories the hosts refuse. (Apart from test_remote_target.py so that the
+two halves run on both of `make test`'s workers: each pgrig run here costs
+half a minute on a loaded machine.)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from hosts_fixture import Lab, netns_lab, owned_by  # noqa: F401  (the fixture)
+from pgrig.results import typed
+from pgrig.store import Store
+from pgrig.targets.remote import LoadHostsRun
+from test_cli import pgrig, spawn, wait_for
+from test_remote_target import campaign
+
+pytestmark = [pytest.mark.netns_hosts(3), pytest.mark.cluster, pytest.mark.slow]
+
+# Not test_remote_target.py's study: a run cleans its own study's leftovers on
+# the hosts, and the two modules run at once under `make test`.
+STUDY = "remote-faults"
+
+
+@pytest.mark.parametrize("fault", ["wrong key", "bad file"])
+def test_an_unusable_inventory_is_refused_before_anything_is_created(
+    netns_lab: Lab,  # noqa: F811
+    tmp_path: Path,
+    fault: str,
+) -> None:
+    """What test_hosts_cli.py and test_hosts_ssh.py check of `pgrig hosts`, through
+    a campaign: a key the hosts refuse (exit 7), an inventory that cannot be read
+    (exit 2), each named with its fix and nothing created."""
+    inventory = tmp_path / "hosts.ini"
+    if fault == "wrong key":
+        other = tmp_path / "other_key"
+        subprocess.run(
+            ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(other)],
+            check=True,
+            timeout=30,
+        )
+        inventory.write_text(
+            netns_lab.inventory_ini().replace(str(netns_lab.client_key), str(other))
+        )
+        code, message = 7, f"host h1 (root@{netns_lab.hosts[0].address}:22) refused the key"
+    else:
+        inventory.write_text(netns_lab.inventory_ini() + "[load\n")
+        code, message = 2, f"error: {inventory}:5: '[load' is not a section header"
+    results = tmp_path / "results"
+    done = pgrig("run", campaign(tmp_path, inventory, name=STUDY), "--results", results)
+    assert done.returncode == code, done.stdout[-2000:] + done.stderr[-2000:]
+    assert message in done.stderr and "hint: " in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not (results / "results.sqlite").exists(), "nothing created"
+    assert not (tmp_path / "logs").exists()
+
+
+def _server_dir_of(pid: int) -> tuple[Path, int] | None:
+    """The server directory a pgrig of ``pid`` made on a host, once its postmaster runs."""
+    for d in Path("/tmp").glob("pgrig-server-*"):
+        with contextlib.suppress(OSError, ValueError):
+            record = json.loads((d / ".pgrig-owner.json").read_text())
+            if record["pid"] == pid and record["pids"]:
+                return d, record["pids"][0]
+    return None
+
+
+def test_a_killed_run_is_cleaned_and_a_dying_load_host_fails_only_its_step(
+    netns_lab: Lab,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """kill -9 of pgrig with its server up on h1: the next run of the campaign stops
+    that server and removes its directory; a dead pgrig's directory of another
+    study is left and named. In that next run, kill -9 of h3's pgbench in the
+    first measured run: that step is recorded failed naming h3, the next one (both
+    hosts again) is measured, exit 6. (One test: each pgrig run costs half a minute.)"""
+    path = campaign(tmp_path, netns_lab.write_inventory(), durations="8, 3", name=STUDY)
+    results = tmp_path / "results"
+    other = Path(tempfile.mkdtemp(prefix="pgrig-server-", dir="/tmp"))
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    (other / ".pgrig-owner.json").write_text(
+        json.dumps({"controller": socket.gethostname(), "pid": gone.pid, "start": 1,
+                    "created": 0.0, "kind": "server", "pids": [], "study": "another"})
+    )  # fmt: skip
+    killed = spawn("run", path, "--results", results)
+    running: subprocess.Popen[str] | None = None
+    try:
+        workdir, postmaster = wait_for(
+            lambda: _server_dir_of(killed.pid), timeout=180, what="the server on h1"
+        )
+        killed.kill()
+        killed.communicate(timeout=30)  # its pipes closed too
+        assert Path(f"/proc/{postmaster}").exists(), "the killed pgrig's server outlives it"
+        running = spawn("run", path, "--results", results)
+        found = wait_for(lambda: _both_running(netns_lab), timeout=240, what="pgbench on h2, h3")
+        time.sleep(1)  # inside the measured run
+        for pid in found["h3"]:
+            os.kill(pid, signal.SIGKILL)
+        out, err = running.communicate(timeout=300)
+        out += err
+        assert running.returncode == 6, out[-3000:]
+        assert f"h1: removed {workdir} (its pgrig died)" in out
+        assert not workdir.exists()
+        assert not Path(f"/proc/{postmaster}").exists(), "its postmaster stopped"
+        assert other.exists(), "another study's directory is left"
+        assert f"{other} on h" in out and "`pgrig clean` removes it" in out
+    finally:
+        for p in (killed, running):
+            if p is not None and p.poll() is None:
+                p.kill()
+                p.communicate(timeout=30)
+        shutil.rmtree(other, ignore_errors=True)
+
+    with Store.open(results / "results.sqlite") as st:
+        records = {r.key: r for r in st.runs(STUDY)}
+    failed = records["db/tpcb/s1/select-only/c2/d8/r1"]
+    assert failed.status == "failed"
+    assert "pgbench failed on load host h3" in (failed.reason or "")
+    assert "db/tpcb/s1/select-only/c2/d8/r1/hosts" not in records, "no per-host figures"
+    after = records["db/tpcb/s1/select-only/c2/d3/r1"]
+    assert after.status == "ok", after.reason
+    multi = typed(records["db/tpcb/s1/select-only/c2/d3/r1/hosts"], LoadHostsRun)
+    assert multi is not None and [h.host for h in multi.hosts] == ["h2", "h3"]
+    assert "pgbench failed on load host h3" in (results / f"report-{STUDY}.md").read_text()
+    assert netns_lab.processes("pgbench") == {}
+
+
+def _both_running(lab: Lab) -> dict[str, list[int]] | None:  # noqa: F811
+    """The load hosts' pgbench processes once both run (the measured run began)."""
+    found = lab.processes("pgbench")
+    return found if {"h2", "h3"} <= set(found) else None
+
+
+def test_ctrl_c_stops_the_load_hosts_pgbench(
+    netns_lab: Lab,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """Ctrl-C to pgrig during a measured run from two load hosts: both pgbench
+    processes and the server on h1 stopped, their directories removed, exit 130.
+    (SIGTERM takes the same path, pgrig.errors.Signalled: it is tested on
+    run_pgbench itself in test_hosts_load.py, and its exit code 143 in test_harness_faults.py.)"""
+    signum, code = signal.SIGINT, 130
+    results = tmp_path / "results"
+    path = campaign(tmp_path, netns_lab.write_inventory(), durations="60", name=STUDY)
+    running = spawn("run", path, "--results", results)
+    try:
+        wait_for(lambda: _both_running(netns_lab), timeout=240, what="pgbench on h2, h3")
+        time.sleep(1)
+        stopped = time.monotonic()
+        running.send_signal(signum)
+        out, err = running.communicate(timeout=120)
+    finally:
+        if running.poll() is None:
+            running.kill()
+            running.communicate(timeout=30)
+    assert running.returncode == code, out[-3000:] + err[-3000:]
+    assert time.monotonic() - stopped < 60, "stopped, not waited for"
+    assert "Traceback" not in err
+    assert netns_lab.processes("pgbench") == {}, "a load host's pgbench outlived pgrig"
+    assert netns_lab.processes("postgres") == {}, "the server on h1 outlived pgrig"
+    left = [d for d in Path("/tmp").glob("pgrig-*") if owned_by(d, running.pid)]
+    assert left == [], "directories of the stopped pgrig left on the hosts"
