@@ -11,6 +11,7 @@ again, changes nothing; not that it can install a package on a bare host.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -102,7 +103,14 @@ def test_provision_is_idempotent(netns_lab: Lab, pgrig) -> None:  # type: ignore
     assert not workdir.exists()
     first = pgrig(*args)
     assert first.returncode == 0, first.stderr + first.stdout
-    assert "pgrig work directory: 2 hosts, 2 changed, 0 already so, 0 errors" in first.stdout
+    # The test hosts are namespaces sharing this machine's filesystem, so one
+    # work directory serves both: whether the second host finds it made depends
+    # on pyinfra's order (real hosts make one each). Made at least once, no errors.
+    made = re.search(
+        r"pgrig work directory: 2 hosts, (\d) changed, (\d) already so, 0 errors", first.stdout
+    )
+    assert made, first.stdout
+    assert int(made[1]) >= 1 and int(made[1]) + int(made[2]) == 2, first.stdout
     assert "PostgreSQL 15, pgbench, fio, python3: 2 hosts, 0 changed, 2 already so" in first.stdout
     assert workdir.is_dir()
     again = pgrig(*args)
