@@ -110,7 +110,7 @@ FIO_LABELS = {
 def _timing(seconds: int) -> Any:
     def action(ctx: Context, line: ProgressLine) -> tuple[Any, str]:
         return pg_test_timing.run(
-            ctx.bins.tool_dir("pg_test_timing"), duration_s=seconds, timeout=seconds + 60
+            ctx.tool_dir("pg_test_timing"), duration_s=seconds, timeout=seconds + 60, host=ctx.host
         )
 
     return action
@@ -130,12 +130,13 @@ def _fsync(seconds: int) -> Any:
                 )
 
         return pg_test_fsync.run(
-            ctx.bins.tool_dir("pg_test_fsync"),
+            ctx.tool_dir("pg_test_fsync"),
             ctx.target,
             seconds=seconds,
             timeout=30 * seconds + 120,
             on_line=on_line,
             preexec=ctx.preexec,
+            host=ctx.host,
         )
 
     return action
@@ -144,7 +145,7 @@ def _fsync(seconds: int) -> Any:
 def _fio(fio_plan: FioPlan, pattern: str) -> Any:
     def action(ctx: Context, line: ProgressLine) -> tuple[Any, str]:
         try:
-            fio.find_fio()
+            binary = fio.find_fio(host=ctx.host)
         except BinaryNotFound as exc:
             raise Skip(f"{exc.message}: {exc.hint}" if exc.hint else exc.message) from exc
         job = fio.FioJob(
@@ -168,7 +169,9 @@ def _fio(fio_plan: FioPlan, pattern: str) -> Any:
             job,
             on_progress=on_progress,
             timeout=fio_plan.runtime_s * 4 + 300,
+            fio=binary,
             preexec=ctx.preexec,
+            host=ctx.host,
         )
 
     return action

@@ -74,6 +74,7 @@ class Context:
     # The server's host when it is another machine: the monitor reads that host's
     # /proc through it, and its data directory there. None: this machine.
     host: Executor | None = None
+    host_bin_dir: str | None = None  # PostgreSQL's bin directory there
     host_devices: tuple[str, ...] = ()  # the block devices under its data directory
     server_settings: dict[str, str] = field(default_factory=dict)
     cluster: Cluster | None = None  # the cluster pgrig created (None: an existing server)
@@ -100,6 +101,13 @@ class Context:
     # Reads a storage-lab target's memory cgroup (limit hits, peak, OOM kills);
     # None: the target has no memory limit.
     memory: Callable[[], MemoryStats | None] | None = None
+
+    def tool_dir(self, tool: str) -> Path:
+        """Where a step runs a PostgreSQL tool from: on the server's host when
+        that is another machine (the storage probes measure its disk)."""
+        if self.host is not None and self.host_bin_dir is not None:
+            return Path(self.host_bin_dir)
+        return self.bins.tool_dir(tool)
 
 
 Action = Callable[[Context, ProgressLine], tuple[Any, str]]

@@ -9,30 +9,28 @@ fio spends submitting.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pgrig import proc
-from pgrig.cluster import workdir
-from pgrig.errors import (
-    BinaryNotFound,
-    DiskSpaceError,
-    ParseError,
-    ToolError,
-    UsageError,
-    WorkdirError,
-)
+from pgrig.errors import BinaryNotFound, ParseError, ToolError, UsageError
 from pgrig.results import FioResult
+from pgrig.tools import onhost
+
+if TYPE_CHECKING:
+    from pgrig.hosts.executor import Executor
 
 TOOL = "fio"
 FILE_NAME = "pgrig_fio.tmp"
+OUTPUT_NAME = "pgrig_fio.json"  # on another host, beside the test file
 PATTERNS = ("randwrite", "randread", "write", "read")
 INSTALL_HINT = "apt-get install fio"
 
@@ -212,8 +210,12 @@ def parse_status(line: str) -> tuple[float, float | None] | None:
     return min(float(percent.group(1)) / 100.0, 1.0), remaining
 
 
-def find_fio(search_path: str | None = None) -> str:
-    """The fio executable on ``search_path`` (default: $PATH)."""
+def find_fio(search_path: str | None = None, host: Executor | None = None) -> str:
+    """The fio executable on ``search_path`` (default: $PATH), or on ``host``'s PATH."""
+    if host is not None:
+        return onhost.on_path(
+            host, TOOL, hint=f"pgrig hosts provision installs it, or {INSTALL_HINT} on {host.name}"
+        )
     found = shutil.which(TOOL, path=search_path)
     if found is None:
         raise BinaryNotFound("fio not found on PATH", hint=INSTALL_HINT)
@@ -239,27 +241,19 @@ def run(
     timeout: float | None = None,
     fio: str | None = None,
     preexec: Callable[[], None] | None = None,
+    host: Executor | None = None,
 ) -> tuple[FioResult, str]:
-    """Run ``job`` with the real fio; return the result and fio's JSON text.
+    """Run ``job`` with the real fio on ``host`` (None: this machine, else through
+    its executor); return the result and fio's JSON text.
 
     Refuses to start if the test file already exists (it may be someone's data)
     and removes it afterwards, also after a failure or Ctrl-C. ``preexec`` runs
     in fio's process before exec (e.g. ``Cgroup.preexec()`` of a throttled target).
     """
-    binary = fio or find_fio()
+    binary = fio or find_fio(host=host)
     directory = Path(job.directory)
-    if not directory.is_dir():
-        raise WorkdirError(
-            f"{directory} is not a directory", hint="create it or choose another target directory"
-        )
     size = size_bytes(job.size)
-    usage = shutil.disk_usage(directory)
-    # ramfs and some pseudo filesystems report a size of 0: free space unknown.
-    if usage.total and usage.free < size + 64 * 2**20:
-        raise DiskSpaceError(
-            f"fio needs {job.size} in {directory}, only {usage.free // 2**20} MiB free",
-            hint="use a smaller fio size or another target directory",
-        )
+    onhost.check_directory(host, directory, size + 64 * 2**20, f"fio (size {job.size})")
     if timeout is None:
         # fio first lays the file out; allow for a slow disk (20 MiB/s) on top of the runtime.
         timeout = job.runtime_s + 120.0 + size / (20 * 2**20)
@@ -272,12 +266,12 @@ def run(
             on_progress(*status)
 
     target = job.filename
-    workdir.create_exclusively(target)
+    onhost.create_exclusively(host, target)
     try:
-        with tempfile.TemporaryDirectory(prefix="pgrig-fio-") as tmp:
-            output = Path(tmp) / "fio.json"
+        with _output(host, directory) as output:
             try:
-                proc.stream(
+                onhost.stream(
+                    host,
                     argv(job, binary, output),
                     timeout=timeout,
                     on_line=forward,
@@ -295,10 +289,30 @@ def run(
                         "or test a directory on another filesystem",
                     ) from exc
                 raise
-            text = output.read_text(encoding="utf-8", errors="replace")
+            if host is None:
+                text = output.read_text(encoding="utf-8", errors="replace")
+            else:
+                text = host.read_text(str(output))
     finally:
-        workdir.remove_file(target)
+        onhost.remove_file(host, target)
     return parse(text, job), text
+
+
+@contextlib.contextmanager
+def _output(host: Executor | None, directory: Path) -> Iterator[Path]:
+    """Where fio writes its JSON (stdout carries its status lines): a temporary
+    directory here; on another host, a file beside the test file, made and
+    removed as it is."""
+    if host is None:
+        with tempfile.TemporaryDirectory(prefix="pgrig-fio-") as tmp:
+            yield Path(tmp) / "fio.json"
+        return
+    output = directory / OUTPUT_NAME
+    onhost.create_exclusively(host, output)
+    try:
+        yield output
+    finally:
+        onhost.remove_file(host, output)
 
 
 def size_bytes(size: str) -> int:

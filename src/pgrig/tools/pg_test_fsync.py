@@ -24,15 +24,17 @@ Versions before 9.3 print no ``usecs/op``; their ``usecs_per_op`` is ``None``.
 from __future__ import annotations
 
 import re
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from pgrig import proc
-from pgrig.cluster import binaries, workdir
-from pgrig.errors import DiskSpaceError, ParseError, ToolError, UsageError, WorkdirError
+from pgrig.errors import ParseError, ToolError, UsageError
 from pgrig.results import FsyncResult, FsyncRow
+from pgrig.tools import onhost
+
+if TYPE_CHECKING:
+    from pgrig.hosts.executor import Executor
 
 TOOL = "pg_test_fsync"
 FILE_NAME = "pgrig_fsync.tmp"
@@ -184,14 +186,16 @@ def inversions(result: FsyncResult) -> list[Inversion]:
 
 
 def run(
-    bin_dir: Path,
+    bin_dir: Path | str,
     directory: Path,
     seconds: int = 5,
     timeout: float | None = None,
     on_line: Callable[[str], None] | None = None,
     preexec: Callable[[], None] | None = None,
+    host: Executor | None = None,
 ) -> tuple[FsyncResult, str]:
-    """Run ``pg_test_fsync -s seconds -f <directory>/pgrig_fsync.tmp``.
+    """Run ``pg_test_fsync -s seconds -f <directory>/pgrig_fsync.tmp`` on ``host``
+    (None: this machine, else through its executor; ``preexec`` is this machine's).
 
     Refuses to start if that file already exists (it may be someone's data) and
     removes it afterwards, also after a failure or Ctrl-C. ``on_line`` gets each
@@ -206,29 +210,19 @@ def run(
             hint="set --fsync-seconds (campaign: fsync in [probes]) to 1 or more, "
             "or skip the probe",
         )
-    binary = binaries.tool_path(bin_dir, TOOL)
+    binary = onhost.tool(host, bin_dir, TOOL)
     directory = Path(directory)
-    if not directory.is_dir():
-        raise WorkdirError(
-            f"{directory} is not a directory", hint="create it or choose another target directory"
-        )
-    usage = shutil.disk_usage(directory)
-    # ramfs and some pseudo filesystems report a size of 0: free space unknown.
-    if usage.total and usage.free < _SPACE_NEEDED:
-        raise DiskSpaceError(
-            f"{TOOL} needs about {_SPACE_NEEDED // 2**20} MiB in {directory}, "
-            f"only {usage.free // 2**20} MiB free",
-            hint="free some space or choose another target directory",
-        )
+    onhost.check_directory(host, directory, _SPACE_NEEDED, TOOL)
     target = directory / FILE_NAME
-    workdir.create_exclusively(target)
+    onhost.create_exclusively(host, target)
 
     def forward(stream_name: str, line: str) -> None:
         if on_line is not None and stream_name == "stdout":
             on_line(line)
 
     try:
-        done = proc.stream(
+        done = onhost.stream(
+            host,
             [binary, "-s", str(seconds), "-f", target],
             timeout=timeout if timeout is not None else 20.0 * seconds + 120.0,
             on_line=forward,
@@ -242,7 +236,7 @@ def run(
     finally:
         # pg_test_fsync unlinks the file itself when it ends normally; this
         # covers timeouts and crashes. The file is ours: we created it above.
-        workdir.remove_file(target)
+        onhost.remove_file(host, target)
     return parse(done.stdout), done.stdout
 
 

@@ -16,11 +16,14 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from pgrig import proc
-from pgrig.cluster import binaries
 from pgrig.errors import ParseError, UsageError
 from pgrig.results import TimingBucket, TimingResult
+from pgrig.tools import onhost
+
+if TYPE_CHECKING:
+    from pgrig.hosts.executor import Executor
 
 TOOL = "pg_test_timing"
 
@@ -62,18 +65,23 @@ def parse(text: str) -> TimingResult:
 
 
 def run(
-    bin_dir: Path, duration_s: int = 3, timeout: float | None = None
+    bin_dir: Path | str,
+    duration_s: int = 3,
+    timeout: float | None = None,
+    host: Executor | None = None,
 ) -> tuple[TimingResult, str]:
-    """Run ``<bin_dir>/pg_test_timing -d duration_s``; return the result and its stdout."""
+    """Run ``<bin_dir>/pg_test_timing -d duration_s`` on ``host`` (None: this
+    machine, else through its executor); return the result and its stdout."""
     if duration_s < 1:
         raise UsageError(
             f"{TOOL}: a duration of {duration_s} seconds: at least 1 is needed",
             hint="set --timing-seconds (campaign: timing in [probes]) to 1 or more, "
             "or skip the probe",
         )
-    binary = binaries.tool_path(bin_dir, TOOL)
+    binary = onhost.tool(host, bin_dir, TOOL)
     # The clock loop is busy-waiting, so the only slack needed is start-up.
-    done = proc.run(
+    done = onhost.stream(
+        host,
         [binary, "-d", str(duration_s)],
         timeout=timeout if timeout is not None else duration_s + 30.0,
         what=TOOL,
