@@ -50,6 +50,10 @@ clients = [2]
 threads = 1
 duration = 3
 count = false
+[probes]
+timing = false
+fsync = false
+fio = false
 """
 
 

@@ -346,7 +346,10 @@ class CampaignRunner:
                     raise
 
             step = lifecycle.build_step(t, build)
-            if step is None or rec.execute(step, t, record=step.id not in rec.done):
+            if step is None:
+                build(None, None)  # nothing recorded: a kind's setup without a build (a host's)
+                kept.append(t)
+            elif rec.execute(step, t, record=step.id not in rec.done):
                 kept.append(t)
             else:
                 self.ui.fail(f"{t.name}: left out of this study (its storage could not be built)")
@@ -356,9 +359,9 @@ class CampaignRunner:
         if self.campaign.probes is None:
             return
         per_target = [
-            (t, probe.steps(self.campaign.probes, t.name, t.directory))
+            (t, probe.steps(self.campaign.probes, t.name, where))
             for t in self.targets
-            if t.directory is not None
+            if (where := t.probe_directory) is not None
         ]
         # Probe by probe, target after target: the same probe runs close in time.
         for i in range(max((len(steps) for _, steps in per_target), default=0)):

@@ -50,6 +50,14 @@ def _majors(ex: Executor) -> list[str]:
     return sorted(found, key=lambda m: [int(p) for p in re.findall(r"\d+", m)] or [0])
 
 
+def size(ex: Executor) -> tuple[int, int]:
+    """The host's logical CPUs and memory in bytes: what a profile is sized to."""
+    meminfo = ex.read_text("/proc/meminfo")
+    mem_kib = int(re.search(r"^MemTotal:\s+(\d+)", meminfo, re.M).group(1))  # type: ignore[union-attr]
+    cpuinfo = ex.read_text("/proc/cpuinfo")
+    return len(re.findall(r"^processor\s*:", cpuinfo, re.M)), mem_kib * 1024
+
+
 def gather(ex: Executor, access: Access) -> HostFacts:
     majors = _majors(ex)
     pgbench = None
@@ -58,9 +66,7 @@ def gather(ex: Executor, access: Access) -> HostFacts:
         if pgbench:
             break
     pgbench = pgbench or _version(ex, ["pgbench", "--version"])
-    meminfo = ex.read_text("/proc/meminfo")
-    mem_kib = int(re.search(r"^MemTotal:\s+(\d+)", meminfo, re.M).group(1))  # type: ignore[union-attr]
-    cpuinfo = ex.read_text("/proc/cpuinfo")
+    cpus, memory = size(ex)
     return HostFacts(
         host=ex.name,
         user=access.user,
@@ -69,7 +75,7 @@ def gather(ex: Executor, access: Access) -> HostFacts:
         pgbench=pgbench,
         fio=_version(ex, ["fio", "--version"]),
         python=_version(ex, ["python3", "--version"]),
-        cpus=len(re.findall(r"^processor\s*:", cpuinfo, re.M)),
-        memory_gib=mem_kib / 2**20,
+        cpus=cpus,
+        memory_gib=memory / 2**30,
         scratch_free_gib=ex.free_bytes(SCRATCH) / 2**30,
     )

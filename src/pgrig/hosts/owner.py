@@ -34,6 +34,9 @@ class Owner:
     kind: str  # "server" or "load"
     pids: tuple[int, ...] = field(default=())  # processes pgrig started on the host
     study: str = ""  # the study it ran for ("": an older pgrig, or none)
+    # Left running on purpose (--keep): the next run of its study leaves it;
+    # only `pgrig clean --inventory` (any study) removes it.
+    kept: bool = False
 
     @classmethod
     def mine(cls, kind: str) -> Owner:
@@ -119,6 +122,8 @@ def clean(ex: Executor, dry_run: bool = False, study: str | None = None) -> list
             action = "left: no owner record (not made by this pgrig, or cut short)"
         elif owner.alive():
             action = f"left: its pgrig is alive ({owner.controller}, pid {owner.pid})"
+        elif owner.kept and study is not None:
+            action = "left: kept with --keep (`pgrig clean --inventory` removes it)"
         elif not removable(owner.study, study):
             action = f"left: another study's ({owner.study or 'an older pgrig'})"
         elif dry_run:

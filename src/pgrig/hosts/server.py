@@ -13,10 +13,11 @@ import secrets
 import signal
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from psycopg.conninfo import make_conninfo
 
+from pgrig.cluster import profiles
 from pgrig.conninfo import Conn
 from pgrig.errors import ClusterError, HostUnusable
 from pgrig.hosts import owner
@@ -33,18 +34,51 @@ class ServerSpec:
     address: str  # the host's address the server listens on
     port: int = 5432
     clients: tuple[str, ...] = ()  # CIDRs admitted with scram-sha-256
+    # Written into the data directory's pgrig.conf, included from postgresql.conf
+    # (a profile rendered for the host, ``set.*`` over it), as a local cluster's.
     settings: tuple[tuple[str, str], ...] = ()
+    header: str = ""  # pgrig.conf's first comment lines: where the settings came from
+
+
+@dataclass(frozen=True)
+class Workdir:
+    """A directory pgrig made on a host, its owner record inside."""
+
+    path: str
+    record: owner.Owner
+
+
+def make_workdir(ex: Executor) -> Workdir:
+    """``/tmp/pgrig-server-*`` with its owner record: what ``pgrig hosts clean``
+    judges. Refused unless the connection acts as root (the server is made as
+    its OS user, and the probes' files removed, from here)."""
+    if ex.run(["id", "-u"], timeout=30, what="id").stdout.strip() != "0":
+        # Through the preflight, a sudo user's commands run as root; a
+        # connection made without it may not.
+        raise HostUnusable(
+            f"host {ex.host.describe()}: a server is made there as root, and this "
+            "connection is not root",
+            hint=f"set ansible_user=root for {ex.name} at {ex.host.where}",
+        )
+    path = ex.make_tempdir("pgrig-server-")
+    record = owner.Owner.mine("server")
+    owner.write(ex, path, record)
+    return Workdir(path, record)
 
 
 class RemoteServer:
-    """Use as a context manager: made and started on entry, stopped and removed on exit."""
+    """Use as a context manager: made and started on entry, stopped and removed on exit.
+    Given a ``Workdir``, it is made there and the directory left to its maker."""
 
-    def __init__(self, ex: Executor, spec: ServerSpec) -> None:
+    def __init__(self, ex: Executor, spec: ServerSpec, workdir: Workdir | None = None) -> None:
         self.ex = ex
         self.spec = spec
-        self.workdir = ""
+        self._given = workdir
+        self.workdir = workdir.path if workdir is not None else ""
         self.password = secrets.token_urlsafe(18)
         self._process: Started | None = None
+        self._record: owner.Owner | None = None
+        self._kept = False
 
     @property
     def datadir(self) -> str:
@@ -78,20 +112,11 @@ class RemoteServer:
 
     def _create(self) -> None:
         ex, spec = self.ex, self.spec
-        if ex.run(["id", "-u"], timeout=30, what="id").stdout.strip() != "0":
-            # Through the preflight, a sudo user's commands run as root; a
-            # connection made without it may not.
-            raise HostUnusable(
-                f"host {ex.host.describe()}: a server is made there as root, and this "
-                "connection is not root",
-                hint=f"set ansible_user=root for {ex.name} at {ex.host.where}",
-            )
+        home = self._given or make_workdir(ex)
+        self.workdir, record = home.path, home.record
         uid = ex.run(["id", "-u", OS_USER], timeout=30, what="id").stdout.strip()
         gid = ex.run(["id", "-g", OS_USER], timeout=30, what="id").stdout.strip()
         ids = (uid, gid)
-        self.workdir = ex.make_tempdir("pgrig-server-")
-        record = owner.Owner.mine("server")
-        owner.write(ex, self.workdir, record)
         ex.run(["chown", f"{uid}:{gid}", self.workdir], timeout=30, what="chown")
         ex.run(["chmod", "0755", self.workdir], timeout=30, what="chmod")
         pwfile = f"{self.workdir}/pw"
@@ -114,19 +139,30 @@ class RemoteServer:
         old = ex.read_text(f"{self.datadir}/pg_hba.conf")
         ex.write_bytes(f"{self.datadir}/pg_hba.conf", (old + hba).encode(), mode=0o600)
         ex.run(["chown", f"{uid}:{gid}", f"{self.datadir}/pg_hba.conf"], timeout=30, what="chown")
+        self._configure(uid, gid)
+        # pgrig's own, on the command line: over anything a profile could say.
         options = {
             "listen_addresses": spec.address,
             "port": str(spec.port),
             "unix_socket_directories": self.workdir,
             "password_encryption": "scram-sha-256",
-            **dict(spec.settings),
         }
         argv = [f"{spec.bin_dir}/postgres", "-D", self.datadir]
         for key, value in options.items():
             argv += ["-c", f"{key}={value}"]
         self._process = ex.start(self._as_server_user(ids, argv))
-        owner.with_pid(ex, self.workdir, record, self._process.pid)
+        self._record = owner.with_pid(ex, self.workdir, record, self._process.pid)
         self._wait_ready()
+
+    def _configure(self, uid: str, gid: str) -> None:
+        """The settings into pgrig.conf, included from postgresql.conf."""
+        conf = f"{self.datadir}/pgrig.conf"
+        text = self.spec.header + profiles.render(dict(self.spec.settings))
+        self.ex.write_bytes(conf, text.encode(), mode=0o600)
+        main = f"{self.datadir}/postgresql.conf"
+        old = self.ex.read_text(main)
+        self.ex.write_bytes(main, (old + "\ninclude = 'pgrig.conf'\n").encode(), mode=0o600)
+        self.ex.run(["chown", f"{uid}:{gid}", conf, main], timeout=30, what="chown")
 
     def _wait_ready(self) -> None:
         isready = [
@@ -155,11 +191,22 @@ class RemoteServer:
             hint=f"its log is the stderr of {self.spec.bin_dir}/postgres on {self.ex.name}",
         )
 
+    def keep(self) -> None:
+        """Leave the server running past ``close`` (--keep): its owner record says
+        so, and its password is left beside it for root on the host."""
+        if self._process is None or self._process.poll() is not None or self._record is None:
+            return
+        self.ex.write_bytes(f"{self.workdir}/password", self.password.encode() + b"\n", 0o600)
+        owner.write(self.ex, self.workdir, replace(self._record, kept=True))
+        self._kept = True
+
     def close(self) -> None:
         """Fast shutdown (SIGINT), KILL if it lingers; then remove the directory pgrig made."""
+        if self._kept:
+            return
         if self._process is not None and self._process.poll() is None:
             self._process.signal(signal.SIGINT)
             self._process.wait(60, check=False)  # past 60 s: TERM, KILL, then ToolTimeout
-        if self.workdir:
+        if self.workdir and self._given is None:
             self.ex.remove_tree(self.workdir)
             self.workdir = ""

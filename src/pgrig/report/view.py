@@ -357,9 +357,11 @@ def obtained_line(study: Study, records: Sequence[RunRecord]) -> str:
     for t in params.pop("targets", None) or []:
         if not isinstance(t, dict):
             continue
-        where = t.get("dsn") or t.get("directory") or "storage lab"
+        where = t.get("where") or t.get("dsn") or t.get("directory") or "storage lab"
         if t.get("storage"):
             where = f"{where} ({t.get('storage')})"
+        if t.get("where") and (datadir := _data_directory(study, str(t.get("name")))):
+            where = f"{where}, data directory {datadir}"  # a kind's own words: on its host
         settings = t.get("settings") or {}
         extra = f", set {_param(settings)}" if settings else ""
         server = "existing server" if t.get("dsn") else f"profile {t.get('profile')}"
@@ -386,6 +388,14 @@ def obtained_line(study: Study, records: Sequence[RunRecord]) -> str:
     if params:
         parts.append("parameters: " + ", ".join(f"{k}={_param(v)}" for k, v in params.items()))
     return "; ".join(parts) if parts else "no tool versions or parameters recorded"
+
+
+def _data_directory(study: Study, target: str) -> str | None:
+    """Where the target's server kept its data, as the server said."""
+    env = study.target_environments.get(target) or (
+        study.environment if not study.target_environments else None
+    )
+    return env.postgres.data_directory if env is not None and env.postgres is not None else None
 
 
 def _param(value: Any) -> str:

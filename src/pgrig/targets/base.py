@@ -114,6 +114,9 @@ class Live:
     env: Environment | None = None  # the machine as this target's server sees it
     lost: ServerLost | None = None  # the server did not come back after a crash
     kept: tuple[Path, Path] | None = None  # (data directory, log) when kept
+    # Where the storage probes run on the server's host (``ctx.host``) when that is
+    # another machine: a directory its kind made there. None: ``directory``, here.
+    probes: Path | None = None
 
 
 class Target:
@@ -154,6 +157,11 @@ class Target:
     @property
     def directory(self) -> Path | None:
         return self.live.directory
+
+    @property
+    def probe_directory(self) -> Path | None:
+        """Where the storage probes run (None: no probes)."""
+        return self.live.probes or self.live.directory
 
     @property
     def tablespaces(self) -> dict[str, str | None]:

@@ -29,13 +29,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pgrig.cluster import binaries
+from pgrig.cluster import binaries, profiles
 from pgrig.conninfo import Conn
 from pgrig.errors import HostUnusable, PgrigError, UsageError
-from pgrig.hosts import inventory, load, owner, preflight
+from pgrig.hosts import facts, inventory, load, owner, preflight
 from pgrig.hosts.executor import TMP, Executor
 from pgrig.hosts.inventory import Host
-from pgrig.hosts.server import RemoteServer, ServerSpec
+from pgrig.hosts.server import SUPERUSER, RemoteServer, ServerSpec, Workdir, make_workdir
 from pgrig.hosts.watch import client_bound
 from pgrig.report.model import HEADLINE, Row, Section, Table
 from pgrig.results import typed
@@ -48,6 +48,7 @@ from pgrig.workloads.base import ResultKind
 
 if TYPE_CHECKING:
     from pgrig.campaign import TargetSpec
+    from pgrig.cluster.binaries import PgBinaries
     from pgrig.results import RunRecord, Study
 
 SERVER_TOOLS = ("postgres", "initdb", "pg_isready")
@@ -94,6 +95,10 @@ class Hosts:
     bin_dir: str
     address: str  # the server host's IP address: the server listens there
     clients: tuple[str, ...]  # what it admits: the load hosts and this machine, as CIDRs
+    # The profile rendered for the server's host (its CPUs and memory), fitted to
+    # this major, set.* over it: the server's pgrig.conf.
+    settings: tuple[tuple[str, str], ...] = ()
+    conf_header: str = ""
 
 
 @dataclass(frozen=True)
@@ -162,6 +167,37 @@ def _distinct(server: Host, load_hosts: Sequence[Host]) -> list[Host]:
     return list({h.name: h for h in (server, *load_hosts)}.values())
 
 
+@dataclass(frozen=True)
+class _Open:
+    """A target's hosts while it runs: their executors (the server's first),
+    pgrig's directory on the server's host and the probes' directory in it."""
+
+    executors: list[Executor]
+    home: Workdir
+    probes: str
+
+
+def _profile(
+    spec: TargetSpec, bins: PgBinaries, host: str, machine: profiles.Machine, notes: list[str]
+) -> tuple[tuple[tuple[str, str], ...], str]:
+    """The target's profile as the server's host gets it: ``{ram}`` and
+    ``{cpus}`` are the host's, fitted to this major (the host's is assumed the
+    same), ``set.*`` over it; and pgrig.conf's header saying so."""
+    profile = profiles.load(spec.profile, machine=machine).with_overrides(spec.settings)
+    adapted = profiles.validate(profile, bins)
+    for note in adapted.notes():  # a setting this major renamed or lacks: never silent
+        notes.append(f"target {spec.name} (PostgreSQL {bins.version}): {note}")
+    for note in profile.scaled:  # a seed's value the host cannot hold: never silent
+        notes.append(f"target {spec.name}: profile {profile.name} scaled to {host}: {note}")
+    header = (
+        f"# profile: {profile.name} ({profile.source}), for {host}: {machine.cpus} CPUs, "
+        f"{machine.ram_bytes / 2**30:.1f} GiB\n"
+        + "".join(f"# scaled to {host}: {note}\n" for note in profile.scaled)
+        + "".join(f"# fitted to PostgreSQL {adapted.version}: {n}\n" for n in adapted.notes())
+    )
+    return tuple(adapted.applied.items()), header
+
+
 def _has_python(ex: Executor) -> bool:
     return ex.run(["python3", "-c", "pass"], timeout=60, check=False, what="python3").ok
 
@@ -183,6 +219,7 @@ class RemoteKind(TargetKind):
         # The hosts this process checked: what ``clean`` looks at (an orphan on a
         # host no campaign names is `pgrig hosts clean`'s).
         self._seen: dict[str, Host] = {}
+        self._opened: dict[str, _Open] = {}  # by target: made by ``storage``
 
     def parse(self, table: Keys) -> Any:
         values = super().parse(table)
@@ -233,6 +270,7 @@ class RemoteKind(TargetKind):
         try:
             missing = self._missing(executors[0], [by_name[h.name] for h in load_hosts], bin_dir)
             free = executors[0].free_bytes(TMP)
+            cpus, memory = facts.size(executors[0])
         finally:
             for ex in executors:
                 ex.close()
@@ -248,18 +286,19 @@ class RemoteKind(TargetKind):
                 f"the study needs {demands.need_bytes / 2**30:.1f} GiB",
                 hint=f"free space in {TMP} on {server[0].name}, or use a smaller scale",
             )
-        notes.append(
-            f"{spec.name}: the server on {server[0].name} runs with initdb's defaults and "
-            f"set.* only (profile {spec.profile!r} is not applied on remote hosts yet)"
-        )
+        machine = profiles.Machine(memory, cpus)
+        settings, header = _profile(spec, bins, server[0].name, machine, notes)
         self._seen |= {h.name: h for h in (server[0], *load_hosts)}
         address = _ip(server[0].address)
         clients = {_ip(h.address) for h in load_hosts} | {_source_ip(address, opts["port"])}
         hosts = Hosts(
-            server[0], load_hosts, bin_dir, address, tuple(f"{ip}/32" for ip in sorted(clients))
-        )
-        # No directory: the storage probes would measure this machine's disk, not
-        # the host's (``directory`` only says where the load hosts' logs are kept).
+            server[0], load_hosts, bin_dir, address, tuple(f"{ip}/32" for ip in sorted(clients)),
+            settings, header,
+        )  # fmt: skip
+        # No directory here: the storage probes run on the host, beside the server's
+        # data directory (``storage``); ``directory`` only says where the load hosts'
+        # logs are kept. No profile here either: it is the host's (``Hosts.settings``),
+        # and its shared_buffers are not this machine's memory.
         return Checked(bins, None, None, owned=True, state=hosts)
 
     @staticmethod
@@ -279,46 +318,99 @@ class RemoteKind(TargetKind):
         return out
 
     @contextlib.contextmanager
+    def _host_side(self, t: Target, keep: Callable[[], bool]) -> Iterator[_Open]:
+        """Connections to every host, and pgrig's directory on the server's host
+        with the probes' directory in it: the data directory goes beside it, on the
+        same filesystem. Removed after (it and what is in it are pgrig's), unless
+        the server is kept."""
+        hosts: Hosts = t.checked.state
+        with contextlib.ExitStack() as stack:
+            executors = stack.enter_context(preflight.opened(_distinct(hosts.server, hosts.load)))
+            db = executors[0]
+            home = make_workdir(db)
+            stack.callback(lambda: None if keep() else db.remove_tree(home.path))
+            probes = f"{home.path}/probes"
+            db.run(["mkdir", "--", probes], timeout=30, what="mkdir")
+            opened = _Open(executors, home, probes)
+            before = t.ctx.target
+            t.ctx.host, t.ctx.host_bin_dir = db, hosts.bin_dir
+            t.ctx.target = t.live.probes = Path(probes)
+            try:
+                yield opened
+            finally:
+                t.ctx.host = t.ctx.host_bin_dir = t.live.probes = None
+                t.ctx.target = before
+
+    @contextlib.contextmanager
+    def storage(self, t: Target, ui: Ui, *, keep: Callable[[], bool]) -> Iterator[Any]:
+        with self._host_side(t, keep) as opened:
+            self._opened[t.name] = opened
+            try:
+                yield None
+            finally:
+                del self._opened[t.name]
+
+    @contextlib.contextmanager
     def server(
         self, t: Target, name: str, study: str, ui: Ui, *, keep: Callable[[], bool]
     ) -> Iterator[None]:
         hosts: Hosts = t.checked.state
         port = int(t.spec.options["port"])
         address = hosts.address
-        spec = ServerSpec(
-            bin_dir=hosts.bin_dir,
-            address=address,
-            port=port,
-            clients=hosts.clients,
-            settings=tuple(t.spec.settings.items()),
-        )
-        if keep():
-            ui.warn(f"{t.name}: a remote server is removed after the study (--keep: not yet)")
+        kept = keep()  # --keep: asked now, so the server logs where it stays readable
         with contextlib.ExitStack() as stack:
-            executors = stack.enter_context(preflight.opened(_distinct(hosts.server, hosts.load)))
-            by_name = {ex.name: ex for ex in executors}
-            remote = stack.enter_context(RemoteServer(executors[0], spec))
+            opened = self._opened.get(t.name) or stack.enter_context(self._host_side(t, keep))
+            db = opened.executors[0]
+            by_name = {ex.name: ex for ex in opened.executors}
+            # The probes are done: their directory goes (rmdir: only if empty).
+            db.run(["rmdir", "--", opened.probes], timeout=30, check=False, what="rmdir")
+            spec = ServerSpec(
+                bin_dir=hosts.bin_dir,
+                address=address,
+                port=port,
+                clients=hosts.clients,
+                settings=hosts.settings
+                + ((("logging_collector", "on"), ("log_directory", f"{opened.home.path}/log"))
+                   if kept else ()),
+                header=hosts.conf_header,
+            )  # fmt: skip
+            remote = stack.enter_context(RemoteServer(db, spec, opened.home))
+            stack.callback(lambda: self._kept(t, remote, ui) if keep() else None)
             logs = self._log_root(t, name, stack)
             t.ctx.scratch = logs
             t.ctx.conn = remote.conn()
-            t.ctx.host = executors[0]  # the monitor samples the server's host through it
             loaders = [by_name[h.name] for h in hosts.load]
             t.ctx.pgbench = _Driver(loaders, hosts, remote.conn(), t)
+            t.ctx.host, t.ctx.host_bin_dir = db, hosts.bin_dir  # the monitor samples it
             try:
-                capture(t, on=executors[0], paths=[remote.datadir], bin_dir=hosts.bin_dir)
+                capture(t, on=db, paths=[remote.datadir], bin_dir=hosts.bin_dir)
                 assert t.live.env is not None
                 t.ctx.host_devices = tuple(
                     fs.block_device for fs in t.live.env.filesystems if fs.block_device
                 )
                 ui.info(
-                    f"{t.name}: server on {hosts.server.name} ({address}:{port}), pgbench from "
-                    + ", ".join(h.name for h in hosts.load)
+                    f"{t.name}: server on {hosts.server.name} ({address}:{port}) in "
+                    f"{remote.datadir}, pgbench from " + ", ".join(h.name for h in hosts.load)
                 )
                 yield
             finally:
                 t.ctx.conn = None
                 t.ctx.pgbench = None
-                t.ctx.host = None
+
+    @staticmethod
+    def _kept(t: Target, remote: RemoteServer, ui: Ui) -> None:
+        """--keep: the server stays up on its host; how to reach it, and how it goes."""
+        hosts: Hosts = t.checked.state
+        remote.keep()
+        inv = t.spec.options["inventory"]
+        ui.info(
+            f"{t.name}: kept (--keep), running on {hosts.server.name}: data directory "
+            f"{remote.datadir}, log {remote.workdir}/log; reach it there as the postgres "
+            f"user: psql -h {remote.workdir} -p {remote.spec.port}, or from here: host="
+            f"{hosts.address} port={remote.spec.port} user={SUPERUSER}, password in "
+            f"{remote.workdir}/password on {hosts.server.name} (root only). "
+            f"`pgrig clean --inventory {inv}` stops and removes it"
+        )
 
     @staticmethod
     def _log_root(t: Target, name: str, stack: contextlib.ExitStack) -> Path:
@@ -353,7 +445,7 @@ class RemoteKind(TargetKind):
             "host": hosts.server.name,
             "address": hosts.address,
             "load_hosts": [h.name for h in hosts.load],
-            "storage": f"remote host {hosts.server.name}",
+            "where": f"remote host {hosts.server.name}",
         }
 
     def where(self, spec: TargetSpec) -> tuple[str, Path | None]:
