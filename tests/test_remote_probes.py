@@ -1,0 +1,162 @@
+"""A remote host measured like a local one: the storage probes run on the server's
+host beside its data directory, the profile is rendered for the host, and
+--keep leaves the server running for `pgrig clean --inventory` to remove.
+
+The namespace host shares this machine's filesystem, CPUs and memory (see
+tests/hosts_fixture.py): the probe's directory would be readable from here
+either way, so the test checks where the process ran - pg_test_fsync in h1's
+network namespace, its file under the server's directory there - and that the
+probe directory is the one beside the data directory.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from hosts_fixture import Lab, netns_lab, owned_by  # noqa: F401  (the fixture)
+from pgrig.cluster import profiles
+from pgrig.hosts import owner, preflight
+from pgrig.hosts.cli import clean_lines
+from pgrig.hosts.inventory import load as load_inventory
+from pgrig.results import FioResult, FsyncResult, TimingResult, typed
+from pgrig.store import Store
+from pgrig.tools import pg_test_fsync
+from test_cli import spawn
+
+pytestmark = [pytest.mark.netns_hosts(1), pytest.mark.cluster, pytest.mark.slow]
+
+STUDY = "remote-probes"
+# Sized to the host: a small share of its memory, a multiple of its CPUs.
+PROFILE = "shared_buffers = {ram * 0.002}\nwork_mem = 8MB\nmax_worker_processes = {cpus * 3}\n"
+
+
+def write_campaign(tmp_path: Path, inventory: Path, conf: Path) -> Path:
+    path = tmp_path / "probes.toml"
+    path.write_text(
+        f'[campaign]\nname = "{STUDY}"\ninventory = "{inventory}"\n'
+        f'[[target]]\nname = "db"\nhost = "h1"\nprofile = "{conf}"\n'
+        '[target.set]\nwork_mem = "5MB"\nfsync = "off"\n'
+        "[probes]\ntiming = 1\nfsync = 1\n"
+        '[probes.fio]\npatterns = ["randwrite"]\nsize = "16M"\nruntime = 1\n'
+        '[[workload]]\ntype = "tpcb"\nscales = [1]\nmodes = ["select-only"]\n'
+        "clients = [1]\nthreads = 1\nduration = [2]\ncount = false\n"
+    )
+    return path
+
+
+def server_dirs(pid: int) -> list[Path]:
+    """The directories this run's pgrig made on the host (/tmp is shared here)."""
+    return [d for d in Path("/tmp").glob("pgrig-server-*") if owned_by(d, pid)]
+
+
+def test_a_remote_target_probes_its_host_and_runs_the_profile_sized_to_it(
+    netns_lab: Lab,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    inventory = netns_lab.write_inventory()
+    conf = tmp_path / "tiny.conf"
+    conf.write_text(PROFILE)
+    results = tmp_path / "results"
+    path = write_campaign(tmp_path, inventory, conf)
+    running = spawn("run", path, "--results", results, "--keep")
+    try:
+        check(netns_lab, running, inventory, conf, results)
+    finally:  # the kept server, whatever failed: its pgrig is gone by now
+        running.kill()
+        running.wait(timeout=30)
+        clean_lines(inventory, dry_run=False)
+
+
+def check(
+    netns_lab: Lab,  # noqa: F811
+    running: subprocess.Popen[str],
+    inventory: Path,
+    conf: Path,
+    results: Path,
+) -> None:
+
+    # While pg_test_fsync runs: in h1's namespace, its test file in the probes'
+    # directory of the server's directory this pgrig made there.
+    seen_in: dict[str, list[int]] = {}
+    fsync_file: list[Path] = []
+    deadline = time.monotonic() + 300
+    while running.poll() is None and time.monotonic() < deadline and not fsync_file:
+        seen_in = netns_lab.processes("pg_test_fsync")
+        if seen_in:
+            fsync_file = [
+                d / "probes" / pg_test_fsync.FILE_NAME
+                for d in server_dirs(running.pid)
+                if (d / "probes" / pg_test_fsync.FILE_NAME).exists()
+            ]
+        time.sleep(0.2)
+    out, err = running.communicate(timeout=600)
+    assert running.returncode == 0, out[-3000:] + err[-3000:]
+    assert list(seen_in) == ["h1"], "pg_test_fsync ran in h1's namespace"
+    assert fsync_file, "its test file was under the server's directory on h1"
+
+    with Store.open(results / "results.sqlite") as st:
+        study = st.study(STUDY)
+        records = {r.key: r for r in st.runs(STUDY)}
+    env = study.environment
+    assert env is not None and env.host == "h1" and env.postgres is not None
+    datadir = env.postgres.data_directory
+    assert datadir is not None and datadir.startswith("/tmp/pgrig-server-")
+    home = Path(datadir).parent
+    assert fsync_file[0].parent == home / "probes", "beside the data directory"
+
+    timing = records["db/probe/pg_test_timing"]
+    assert timing.status == "ok", timing.reason
+    assert (result := typed(timing, TimingResult)) is not None and result.per_loop_ns > 0
+    fsync = records["db/probe/pg_test_fsync"]
+    assert fsync.status == "ok", fsync.reason
+    assert fsync.params["directory"] == str(home / "probes")
+    rows = typed(fsync, FsyncResult)
+    assert rows is not None and pg_test_fsync.fdatasync_8k(rows) is not None
+    fio = records["db/probe/fio/randwrite"]
+    assert fio.status == "ok", fio.reason
+    assert fio.params["directory"] == str(home / "probes")
+    assert (measured := typed(fio, FioResult)) is not None and measured.iops > 0
+    # The probes' files and directory are gone; the kept server's directory stays.
+    assert not (home / "probes").exists()
+    assert {".pgrig-owner.json", "data", "log", "password"} <= {p.name for p in home.iterdir()}
+
+    # The profile as rendered for the host (its memory and CPUs: this machine's
+    # here), set.* over it, on the running server.
+    rendered = profiles.load(str(conf), machine=profiles.Machine.this()).settings
+    password = (home / "password").read_text().strip()
+    address = netns_lab.hosts[0].address
+    with psycopg.connect(
+        host=address, port=5432, user="postgres", dbname="postgres", password=password,
+        connect_timeout=10,
+    ) as db:  # fmt: skip
+        db.execute("SET statement_timeout = '10s'")
+
+        def show(name: str) -> str:
+            row = db.execute(f"SHOW {name}").fetchone()
+            assert row is not None  # bytes: initdb's SQL_ASCII in the namespace's C locale
+            return row[0].decode() if isinstance(row[0], bytes) else str(row[0])
+
+        assert show("shared_buffers") == rendered["shared_buffers"] != "128MB"
+        assert show("max_worker_processes") == rendered["max_worker_processes"]
+        assert show("work_mem") == "5MB", "set.* wins over the profile"
+        assert show("config_file") == f"{datadir}/postgresql.conf"
+    assert (Path(datadir) / "pgrig.conf").read_text().startswith("# profile: tiny")
+
+    report = (results / f"report-{STUDY}.md").read_text()
+    assert f"target db: remote host h1, data directory {datadir}," in report
+    assert "storage lab" not in report
+
+    # The next run of the study leaves a kept server; `pgrig clean --inventory` removes it.
+    host = load_inventory(inventory).resolve(["h1"], "host")
+    with preflight.opened(host) as (ex,):
+        left = {x.directory: x.action for x in owner.clean(ex, study=STUDY)}
+    assert left[str(home)].startswith("left: kept with --keep"), left
+    # (`pgrig clean --inventory` also cleans this shared machine: its host part only)
+    assert f"h1: {home}: removed" in clean_lines(inventory, dry_run=False)
+    assert not home.exists()
+    assert not netns_lab.processes("postgres"), "the kept server is stopped"
