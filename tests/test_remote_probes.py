@@ -26,7 +26,7 @@ from pgrig.hosts.inventory import load as load_inventory
 from pgrig.results import FioResult, FsyncResult, TimingResult, typed
 from pgrig.store import Store
 from pgrig.tools import pg_test_fsync
-from test_cli import spawn
+from test_cli import pgrig, spawn
 
 pytestmark = [pytest.mark.netns_hosts(1), pytest.mark.cluster, pytest.mark.slow]
 
@@ -63,6 +63,9 @@ def test_a_remote_target_probes_its_host_and_runs_the_profile_sized_to_it(
     conf.write_text(PROFILE)
     results = tmp_path / "results"
     path = write_campaign(tmp_path, inventory, conf)
+    planned = pgrig("plan", path)
+    assert planned.returncode == 0, planned.stdout + planned.stderr
+    assert "db/probe/pg_test_fsync" in planned.stdout, "the plan counts the host's probes"
     running = spawn("run", path, "--results", results, "--keep")
     try:
         check(netns_lab, running, inventory, conf, results)

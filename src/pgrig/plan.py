@@ -126,7 +126,7 @@ def steps(campaign: Campaign) -> Iterator[tuple[TargetView, Step]]:
         per_target = [
             (t, probe.steps(campaign.probes, t.name, directory))
             for t, spec in zip(targets, campaign.targets, strict=True)
-            if (directory := spec.planned_directory) is not None
+            if (directory := registry.target_kind(spec).probes_at(spec)) is not None
         ]
         for i in range(max((len(s) for _, s in per_target), default=0)):
             for t, probe_steps in per_target:

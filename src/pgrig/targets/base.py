@@ -272,6 +272,11 @@ class TargetKind(ABC):
         and the directory whose free space it needs (None: none here)."""
         return str(spec.directory), spec.directory
 
+    def probes_at(self, spec: TargetSpec) -> Path | None:
+        """Before anything exists (``pgrig plan``): where the storage probes will
+        run, in the steps' words (None: no probes)."""
+        return spec.planned_directory
+
     def label(self, t: Target) -> str:
         """What a one-target study is "on"."""
         return str(t.directory)

@@ -453,6 +453,10 @@ class RemoteKind(TargetKind):
         load = ", ".join(opts["load_hosts"]) or "the same host"
         return f"host {opts['host']}, load from {load} ({opts['inventory']})", None
 
+    def probes_at(self, spec: TargetSpec) -> Path | None:
+        # A directory ``storage`` makes on the host, its name known only then.
+        return Path(f"{spec.options['host']}:{TMP}/pgrig-server-*/probes")
+
     def label(self, t: Target) -> str:
         hosts: Hosts = t.checked.state
         return f"host {hosts.server.name}"
