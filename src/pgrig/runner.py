@@ -47,7 +47,7 @@ from pgrig.errors import (
     signal_number,
 )
 from pgrig.meaning import Meaning
-from pgrig.proc import pid_alive
+from pgrig.proc import pid_alive, threads_cancelled
 from pgrig.recorder import Recorder, now
 from pgrig.report.monitor import closing_warning
 from pgrig.report.writer import write as write_report
@@ -475,10 +475,17 @@ def _at_once(points: Sequence[Callable[[], None]]) -> None:
     """``concurrent = true``: the targets' points in threads of their own, started
     together (each target on machines of its own: ``lifecycle.check_concurrent``).
     A step's failure is recorded by the recorder; what escapes it (Ctrl-C in the
-    main thread, a bug) is raised once every thread has ended."""
+    main thread, a bug) is raised once every thread has ended. Ctrl-C or SIGTERM
+    reach the main thread only: it stops the other threads' tools (remote ones
+    too) rather than waiting for their runs to end."""
     with ThreadPoolExecutor(max_workers=len(points), thread_name_prefix="pgrig-target") as pool:
         futures = [pool.submit(p) for p in points]
-        wait(futures)
+        try:
+            wait(futures)
+        except BaseException:
+            with threads_cancelled():
+                wait(futures)
+            raise
     for f in futures:
         f.result()
 

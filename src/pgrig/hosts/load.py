@@ -38,6 +38,7 @@ from typing import Protocol
 
 from psycopg.conninfo import conninfo_to_dict
 
+from pgrig import proc
 from pgrig.conninfo import Conn
 from pgrig.errors import ParseError, PgrigError, ToolError, UsageError
 from pgrig.hosts import owner
@@ -387,6 +388,7 @@ def _first_failure(executors: Sequence[Executor], waiters: Sequence[Started], li
     fails: the others' run no longer measures what was asked (the caller stops them)."""
     deadline = time.monotonic() + limit
     while time.monotonic() < deadline:
+        proc.raise_if_cancelled()
         codes = [w.poll() for w in waiters]
         for ex, waiter, code in zip(executors, waiters, codes, strict=True):
             if code not in (None, 0):
