@@ -29,6 +29,7 @@ from typing import Any
 from pgrig.errors import ToolError, ToolTimeout
 
 LineCallback = Callable[[str, str], None]
+"""Called as ``callback(stream_name, line)`` with stream_name "stdout" or "stderr"."""
 
 # Set while the main thread stops a study whose targets run in threads of their
 # own (``concurrent = true``): only the main thread gets SIGINT and SIGTERM, so
@@ -52,7 +53,6 @@ def raise_if_cancelled() -> None:
     """In a wait loop: stop this (non-main) thread when the study is being stopped."""
     if _CANCEL.is_set() and threading.current_thread() is not threading.main_thread():
         raise KeyboardInterrupt
-"""Called as ``callback(stream_name, line)`` with stream_name "stdout" or "stderr"."""
 
 
 @dataclass(frozen=True)
