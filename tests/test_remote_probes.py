@@ -19,13 +19,15 @@ import psycopg
 import pytest
 
 from hosts_fixture import Lab, netns_lab, owned_by  # noqa: F401  (the fixture)
-from pgrig.cluster import profiles
+from pgrig.cluster import binaries, profiles
+from pgrig.errors import WorkdirError
 from pgrig.hosts import owner, preflight
 from pgrig.hosts.cli import clean_lines
 from pgrig.hosts.inventory import load as load_inventory
 from pgrig.results import FioResult, FsyncResult, TimingResult, typed
 from pgrig.store import Store
-from pgrig.tools import pg_test_fsync
+from pgrig.tools import fio, pg_test_fsync, pg_test_timing
+from pgrig.tools.fio import FioJob
 from test_cli import pgrig, spawn
 
 pytestmark = [pytest.mark.netns_hosts(1), pytest.mark.cluster, pytest.mark.slow]
@@ -163,3 +165,37 @@ def check(
     assert f"h1: {home}: removed" in clean_lines(inventory, dry_run=False)
     assert not home.exists()
     assert not netns_lab.processes("postgres"), "the kept server is stopped"
+
+
+def test_probes_through_a_sudo_user_in_a_root_only_directory(
+    netns_lab: Lab,  # noqa: F811
+) -> None:
+    """A user with passwordless sudo, not root: the probe's files are made, read
+    and removed as root in a directory only root may enter (what `mktemp -d`
+    makes), and a file already there is refused, untouched."""
+    if not netns_lab.sudo_user:
+        pytest.skip("sudo is not installed")
+    host = load_inventory(netns_lab.write_inventory(user=netns_lab.sudo_user)).resolve(
+        ["h1"], "host"
+    )
+    with preflight.opened(host) as (ex,):
+        assert getattr(ex, "sudo", False), "the preflight chose sudo"
+        directory = ex.make_tempdir("pgrig-probe-test-")
+        try:
+            assert ex.run(["stat", "-c", "%a %U", directory], timeout=30).stdout.split() == [
+                "700", "root",
+            ]  # fmt: skip
+            probes = f"{directory}/probes"  # as a remote target's: inside it
+            ex.run(["mkdir", probes], timeout=30)
+            timing, _ = pg_test_timing.run(binaries.find().bin_dir, duration_s=1, host=ex)
+            assert timing.per_loop_ns > 0
+            job = FioJob(Path(probes), "randwrite", size="16M", runtime_s=1)
+            result, raw = fio.run(job, host=ex)
+            assert result.iops > 0 and '"jobs"' in raw
+            assert ex.listdir(probes) == [], "the test file and the JSON are removed"
+            ex.write_bytes(f"{probes}/{fio.FILE_NAME}", b"someone's data")
+            with pytest.raises(WorkdirError, match="already exists on h1"):
+                fio.run(job, host=ex)
+            assert ex.read_bytes(f"{probes}/{fio.FILE_NAME}") == b"someone's data"
+        finally:
+            ex.remove_tree(directory)

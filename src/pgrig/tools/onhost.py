@@ -32,6 +32,11 @@ if TYPE_CHECKING:
 _CREATE_EXCLUSIVELY = (
     "import os, sys; os.close(os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))"
 )
+# The free bytes and the size of a directory's filesystem; -1 if it is no directory.
+_SPACE = (
+    "import os, sys; p = sys.argv[1]; s = os.statvfs(p) if os.path.isdir(p) else None; "
+    "print(s.f_bavail * s.f_frsize if s else -1, s.f_blocks * s.f_frsize if s else 0)"
+)
 # Tools' output parsed by pgrig: decimal points and English, whatever the host's locale.
 _C_LOCALE = {"LC_ALL": "C"}
 
@@ -67,21 +72,20 @@ def on_path(host: Executor, name: str, hint: str) -> str:
 def check_directory(host: Executor | None, directory: Path, need: int, what: str) -> None:
     """The directory exists and has ``need`` bytes free (WorkdirError, DiskSpaceError)."""
     if host is None:
-        exists = directory.is_dir()
+        usage = shutil.disk_usage(directory) if directory.is_dir() else None
+        free, total = (usage.free, usage.total) if usage is not None else (-1, 0)
     else:
-        exists = host.run(["test", "-d", str(directory)], timeout=60, check=False).ok
-    if not exists:
+        # One command, as root (through sudo where the preflight chose it): SFTP
+        # runs as the connecting user, who may not see into pgrig's 0700 directory.
+        done = host.run(["python3", "-c", _SPACE, str(directory)], timeout=60, what="python3")
+        free, total = (int(word) for word in done.stdout.split())
+    if free < 0:
         raise WorkdirError(
             f"{directory} is not a directory on {where(host)}",
             hint="create it or choose another target directory",
         )
-    if host is None:
-        usage = shutil.disk_usage(directory)
-        # ramfs and some pseudo filesystems report a size of 0: free space unknown.
-        free = usage.free if usage.total else None
-    else:
-        free = host.free_bytes(str(directory))
-    if free is not None and free < need:
+    # ramfs and some pseudo filesystems report a size of 0: free space unknown.
+    if total and free < need:
         raise DiskSpaceError(
             f"{what} needs {need // 2**20} MiB in {directory} on {where(host)}, "
             f"only {free // 2**20} MiB free",
