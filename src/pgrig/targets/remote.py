@@ -9,7 +9,10 @@ barrier (``pgrig.hosts.load.run_pgbench``); without it, on the server's own
 host (seed 000). Loads, warm-ups and the monitor's server sampling run from
 this machine over TCP; the host's environment (``pgrig.environment.remote``)
 and its CPUs and disks during a run (the monitor, ``Context.host``) are read
-on the host through its executor.
+on the host through its executor. The storage probes run there too, in a
+directory beside the data directory (``storage``), and the target's profile
+is rendered for the host's CPUs and memory into the server's pgrig.conf.
+``--keep`` leaves the server running; ``pgrig clean --inventory`` removes it.
 
 A measured run records the merged run as its ``pgbench_run`` (tps summed,
 latency percentiles from every host's pooled per-transaction log) and, below
