@@ -20,7 +20,7 @@ from pgrig.campaign import TargetSpec
 from pgrig.errors import UsageError
 from pgrig.step import Action, Step
 from pgrig.storage import kernel
-from pgrig.targets.base import Demands, Target
+from pgrig.targets.base import THIS_MACHINE, Demands, Target
 from pgrig.ui import Ui
 from pgrig.units import parse_size
 
@@ -113,8 +113,9 @@ def server(t: Target, name: str, study: str, ui: Ui, *, keep: bool) -> Any:
 
 def memory_warning(targets: Sequence[Target]) -> str | None:
     """Interleaving keeps every target's cluster up at once: their shared
-    buffers must fit together."""
-    local = [t for t in targets if t.profile is not None]
+    buffers must fit together in this machine's memory (a server elsewhere
+    has its host's)."""
+    local = [t for t in targets if t.profile is not None and THIS_MACHINE in t.kind.machines(t)]
     if len(local) < 2:
         return None
     ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")

@@ -28,7 +28,7 @@ import contextlib
 import socket
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -182,7 +182,7 @@ class _Open:
 
 def _profile(
     spec: TargetSpec, bins: PgBinaries, host: str, machine: profiles.Machine, notes: list[str]
-) -> tuple[tuple[tuple[str, str], ...], str]:
+) -> tuple[profiles.Profile, str]:
     """The target's profile as the server's host gets it: ``{ram}`` and
     ``{cpus}`` are the host's, fitted to this major (the host's is assumed the
     same), ``set.*`` over it; and pgrig.conf's header saying so."""
@@ -198,7 +198,7 @@ def _profile(
         + "".join(f"# scaled to {host}: {note}\n" for note in profile.scaled)
         + "".join(f"# fitted to PostgreSQL {adapted.version}: {n}\n" for n in adapted.notes())
     )
-    return tuple(adapted.applied.items()), header
+    return replace(profile, settings=dict(adapted.applied)), header
 
 
 def _has_python(ex: Executor) -> bool:
@@ -290,19 +290,18 @@ class RemoteKind(TargetKind):
                 hint=f"free space in {TMP} on {server[0].name}, or use a smaller scale",
             )
         machine = profiles.Machine(memory, cpus)
-        settings, header = _profile(spec, bins, server[0].name, machine, notes)
+        profile, header = _profile(spec, bins, server[0].name, machine, notes)
         self._seen |= {h.name: h for h in (server[0], *load_hosts)}
         address = _ip(server[0].address)
         clients = {_ip(h.address) for h in load_hosts} | {_source_ip(address, opts["port"])}
         hosts = Hosts(
             server[0], load_hosts, bin_dir, address, tuple(f"{ip}/32" for ip in sorted(clients)),
-            settings, header,
+            tuple(profile.settings.items()), header,
         )  # fmt: skip
         # No directory here: the storage probes run on the host, beside the server's
         # data directory (``storage``); ``directory`` only says where the load hosts'
-        # logs are kept. No profile here either: it is the host's (``Hosts.settings``),
-        # and its shared_buffers are not this machine's memory.
-        return Checked(bins, None, None, owned=True, state=hosts)
+        # logs are kept. The profile is the host's (its memory, not this machine's).
+        return Checked(bins, profile, None, owned=True, state=hosts)
 
     @staticmethod
     def _missing(db: Executor, loaders: Sequence[Executor], bin_dir: str) -> list[str]:
