@@ -101,6 +101,10 @@ def check(
         time.sleep(0.2)
     out, err = running.communicate(timeout=600)
     assert running.returncode == 0, out[-3000:] + err[-3000:]
+    said = " ".join((out + err).split())  # the console wraps long lines
+    assert "db: profile tiny:" in said, "the host's profile said before the run"
+    assert "db: kept (--keep), running on h1" in said
+    assert "pgrig clean --inventory" in said
     assert list(seen_in) == ["h1"], "pg_test_fsync ran in h1's namespace"
     assert fsync_file, "its test file was under the server's directory on h1"
 
