@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from pgrig.recorder import Recorder
-from pgrig.step import Step, StepKey
+from pgrig.step import Call, Step, StepKey
 from pgrig.store import Store
 from pgrig.ui import Ui
 from test_store import run_record, study
@@ -20,9 +20,7 @@ from test_store import run_record, study
 
 def _step(repeat: int) -> Step:
     key = StepKey("t", "tpcb", ("s1", "select-only", "c1", "d3"), repeat)
-    return Step(
-        key, "pgbench_run", f"run {repeat}", {"clients": 1}, action=lambda ctx, line: (None, "")
-    )
+    return Step(key, "pgbench_run", f"run {repeat}", {"clients": 1}, action=Call("never.run"))
 
 
 def _record(rec: Recorder, step: Step, result: dict[str, Any] | None, kind: str = "") -> None:

@@ -96,7 +96,7 @@ class Recorder:
         try:
             with self.ui.step(step.label, total=step.total) as line:
                 if step.prepare is not None:
-                    step.prepare(t.ctx, line)
+                    registry.resolve(step.prepare)(t.ctx, line)
                 if step.monitored and self.wait_quiet_s > 0:
                     self._wait_quiet(t, line)
                 started = now()
@@ -105,11 +105,11 @@ class Recorder:
                     watch_ = monitor.Watch(t.ctx, limits=self._limits_of(t), baseline=self.baseline)
                     with watch_ as watch:
                         try:
-                            value, raw = step.action(t.ctx, line)
+                            value, raw = registry.resolve(step.action)(t.ctx, line)
                         finally:
                             watched = watch
                 else:
-                    value, raw = step.action(t.ctx, line)
+                    value, raw = registry.resolve(step.action)(t.ctx, line)
             result = to_dict(value)
         except Skip as exc:
             status, reason = "skipped", exc.reason

@@ -17,7 +17,7 @@ from pgrig.policy import RunPolicy
 from pgrig.report.model import Section
 from pgrig.results import RunRecord, Study
 from pgrig.schema import Schema, Table, choice, custom, integer, number, text
-from pgrig.step import Context, Skip, Step, StepKey
+from pgrig.step import Action, Call, Context, Skip, Step, StepKey
 from pgrig.ui import Step as ProgressLine
 from pgrig.workloads.base import Needs, Phase, ResultKind, Series, TargetView, Workload
 from pgrig.workloads.custom.spec import ScriptSpec, _defines, _scripts
@@ -128,14 +128,15 @@ def estimate(spec: DurabilitySpec, storage: str = "") -> float:
     return spec.crashes * spec.interval_s + besides
 
 
-def check_step(spec: DurabilitySpec, target: TargetView) -> Step:
+def check_action(spec: DurabilitySpec, owned: bool, storage: str) -> Action:
+    """The crashes under load and the checks after each (``owned``: pgrig
+    created the server, or --yes lets a backend be killed on an existing one)."""
     plan = spec.plan
-    storage = target.storage
 
     def action(ctx: Context, line: ProgressLine) -> tuple[Any, str]:
         started = time.monotonic()
         own = ctx.cluster is not None
-        if ctx.conn is None or not (own or (target.owned and plan.method == KILL_BACKEND)):
+        if ctx.conn is None or not (own or (owned and plan.method == KILL_BACKEND)):
             raise Skip("an existing server: run `pgrig durability --dsn ... --yes`")
         if plan.power_loss is not None and ctx.lossy is None:
             raise Skip("the cluster is not on the lossy filesystem: no power loss possible")
@@ -157,6 +158,10 @@ def check_step(spec: DurabilitySpec, target: TargetView) -> Step:
         calibration.record_on(calibration_kind(spec), storage, spec.crashes, max(0.1, besides))
         return result, ""
 
+    return action
+
+
+def check_step(spec: DurabilitySpec, target: TargetView) -> Step:
     return Step(
         key=StepKey(target.name, spec.name),
         kind="durability",
@@ -172,7 +177,9 @@ def check_step(spec: DurabilitySpec, target: TargetView) -> Step:
             **({"scripts": [s.path.name for s in spec.scripts]} if spec.scripts else {}),
             **({"checks": [c.name for c in spec.checks]} if spec.checks else {}),
         },
-        action=action,
+        action=Call(
+            "durability.check", {"spec": spec, "owned": target.owned, "storage": target.storage}
+        ),
         tools=("pg_amcheck", "postgres", "pg_ctl"),
         estimate_s=estimate(spec, target.storage),
     )
