@@ -109,6 +109,9 @@ class Context:
     # The best tps measured so far per mode on this target: a measured run's
     # transaction log is sampled so that its size stays bounded.
     observed: dict[str, float] = field(default_factory=dict)
+    # Called between an action's events (the durability check's "crashed",
+    # "recovered", "end"): where `pgrig durability`'s tests tamper. None: nothing.
+    on_event: Callable[[str, int], None] | None = None
     # Builds the target's storage for the rest of the study (set by the runner
     # for the step ``TargetKind.build_step`` makes): the typed result and raw output.
     build: Callable[[], tuple[Any, str]] | None = None

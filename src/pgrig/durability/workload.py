@@ -47,10 +47,6 @@ class DurabilitySpec:
     defines: dict[str, str] = field(default_factory=dict)
     script_clients: int = 4
     checks: tuple[UserCheck, ...] = ()
-    # `pgrig durability`'s hook between crashes (tests tamper there); not a campaign key
-    on_event: driver.EventHook | None = field(
-        default=None, compare=False, repr=False, metadata={"runtime": True}
-    )
 
     kind: ClassVar[str] = "durability"
 
@@ -146,7 +142,7 @@ def check_action(spec: DurabilitySpec, owned: bool, storage: str) -> Action:
             ctx.bins,
             logfile=ctx.cluster.logfile if ctx.cluster is not None else None,
             progress=lambda text: line.update(detail=text),
-            on_event=spec.on_event or (lambda _e, _n: None),
+            on_event=ctx.on_event or (lambda _e, _n: None),
             user_load=UserLoad(ctx.bins, ctx.conn, spec.scripts, spec.defines, spec.script_clients)
             if spec.scripts
             else None,
