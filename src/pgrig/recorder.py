@@ -48,6 +48,32 @@ def now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
+class StartTogether:
+    """Targets measured at once (``concurrent = true``) start their measured runs
+    together: each target's thread waits here after its own prepare (reset,
+    warm-up, CHECKPOINT take different times on different machines), so the
+    measured windows overlap from their first second. A target whose step ends
+    before its run (a failed prepare, Ctrl-C) leaves, and the others go on
+    without waiting for it."""
+
+    WAIT_S = 1800.0  # the longest one target's prepare may outlast another's
+
+    def __init__(self, parties: int) -> None:
+        self._barrier = threading.Barrier(parties)
+
+    def meet(self) -> bool:
+        """Wait for the other targets; False when one of them left (not together)."""
+        try:
+            self._barrier.wait(self.WAIT_S)
+        except threading.BrokenBarrierError:
+            return False
+        return True
+
+    def leave(self) -> None:
+        """This target will not start a run now: nobody waits for it."""
+        self._barrier.abort()
+
+
 class Recorder:
     def __init__(
         self,
@@ -84,14 +110,23 @@ class Recorder:
     def pending(self, steps: Iterable[Step]) -> bool:
         return any(s.id not in self.done for s in steps)
 
-    def execute(self, step: Step, t: Target, *, record: bool = True) -> bool:
-        """Run one step and record it. True if it succeeded (or was recorded before)."""
-        if record and step.id in self.done:
-            return True
-        with kernel.applied(t.spec.kernel):  # a kernel-settings axis: around its points
-            return self._execute(step, t, record=record)
+    def execute(
+        self, step: Step, t: Target, *, record: bool = True, together: StartTogether | None = None
+    ) -> bool:
+        """Run one step and record it. True if it succeeded (or was recorded before).
+        ``together``: a measured step starts its run with the other targets'."""
+        try:
+            if record and step.id in self.done:
+                return True
+            with kernel.applied(t.spec.kernel):  # a kernel-settings axis: around its points
+                return self._execute(step, t, record=record, together=together)
+        finally:
+            if together is not None:  # met already, or never will: nobody waits for it
+                together.leave()
 
-    def _execute(self, step: Step, t: Target, *, record: bool) -> bool:
+    def _execute(
+        self, step: Step, t: Target, *, record: bool, together: StartTogether | None = None
+    ) -> bool:
         self._revive(t)
         started = now()
         t0 = time.monotonic()
@@ -111,6 +146,12 @@ class Recorder:
                     registry.resolve(step.prepare)(t.ctx, line)
                 if step.monitored and self.wait_quiet_s > 0:
                     self._wait_quiet(t, line)
+                if step.monitored and together is not None:
+                    line.update(detail="waiting for the other targets to start together")
+                    if not together.meet():
+                        proc.raise_if_cancelled()  # left because the study is being stopped
+                        self.ui.warn(f"{step.label}: another target did not start its run")
+                    line.update(detail="")
                 started = now()
                 memory = self._memory_before(t) if step.monitored and record else None
                 if step.monitored and self.monitor_runs and t.ctx.conn is not None:

@@ -47,8 +47,8 @@ from pgrig.errors import (
     signal_number,
 )
 from pgrig.meaning import Meaning
-from pgrig.proc import pid_alive
-from pgrig.recorder import Recorder, now
+from pgrig.proc import pid_alive, threads_cancelled
+from pgrig.recorder import Recorder, StartTogether, now
 from pgrig.report.monitor import closing_warning
 from pgrig.report.writer import write as write_report
 from pgrig.results import Study
@@ -456,7 +456,9 @@ class CampaignRunner:
         while live:
             order = pol.order(live, rep)
             if pol.concurrent and len(order) > 1:
-                _at_once([partial(_point, series, t, rep, rec) for t in order])
+                running = [t for t in order if series.make(t, rep).id not in rec.done]
+                together = StartTogether(len(running)) if len(running) > 1 else None
+                _at_once([partial(_point, series, t, rep, rec, together) for t in order], together)
             else:
                 for t in order:
                     _point(series, t, rep, rec)
@@ -468,23 +470,35 @@ class CampaignRunner:
             rep += 1
 
 
-def _point(series: Series, t: Target, rep: int, rec: Recorder) -> None:
-    """One repetition of a point on one target, and what follows it."""
+def _point(
+    series: Series, t: Target, rep: int, rec: Recorder, together: StartTogether | None = None
+) -> None:
+    """One repetition of a point on one target, and what follows it; ``together``:
+    its measured run starts with the other targets' (``concurrent = true``)."""
     run = series.make(t, rep)
     if run.id not in rec.done:
-        rec.execute(run, t)
+        rec.execute(run, t, together=together)
         for after in series.after(t, run):
             rec.execute(after, t)
 
 
-def _at_once(points: Sequence[Callable[[], None]]) -> None:
+def _at_once(points: Sequence[Callable[[], None]], together: StartTogether | None = None) -> None:
     """``concurrent = true``: the targets' points in threads of their own, started
     together (each target on machines of its own: ``lifecycle.check_concurrent``).
     A step's failure is recorded by the recorder; what escapes it (Ctrl-C in the
-    main thread, a bug) is raised once every thread has ended."""
+    main thread, a bug) is raised once every thread has ended. Ctrl-C or SIGTERM
+    reach the main thread only: it stops the other threads' tools (remote ones
+    too) rather than waiting for their runs to end."""
     with ThreadPoolExecutor(max_workers=len(points), thread_name_prefix="pgrig-target") as pool:
         futures = [pool.submit(p) for p in points]
-        wait(futures)
+        try:
+            wait(futures)
+        except BaseException:
+            if together is not None:  # a thread waiting for the others must not wait on
+                together.leave()
+            with threads_cancelled():
+                wait(futures)
+            raise
     for f in futures:
         f.result()
 

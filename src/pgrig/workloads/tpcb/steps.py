@@ -203,7 +203,7 @@ def bench_action(opts: pgbench.RunOptions, first_guess: float) -> Action:
             line.update(completed=point.t_s, detail=f"{point.tps:,.0f} tps")
 
         if ctx.pgbench is not None:  # from the target's load hosts
-            multi = ctx.pgbench(LoadJob(run_opts, ctx.scratch))
+            multi = ctx.pgbench(LoadJob(run_opts, ctx.scratch, on_progress=on_progress))
             result, raw = merged(multi), multi.raw()
         else:
             result, raw = pgbench.run_bench(
