@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from pgrig import campaign, plan, registry
+from pgrig.errors import PgrigError
 from pgrig.step import Call, Step
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -116,5 +117,5 @@ def test_a_closure_in_a_step_is_caught() -> None:
 
 
 def test_an_unknown_action_is_refused_by_name() -> None:
-    with pytest.raises(registry.PgrigError, match="no step action named 'nowhere.run'"):
+    with pytest.raises(PgrigError, match="no step action named 'nowhere.run'"):
         registry.resolve(Call("nowhere.run"))
