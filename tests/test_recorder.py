@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import SimpleNamespace
@@ -13,9 +14,10 @@ from typing import Any
 
 import pytest
 
+from pgrig import registry
 from pgrig.errors import ToolError
 from pgrig.recorder import Recorder, StartTogether
-from pgrig.step import Step, StepKey
+from pgrig.step import Call, Step, StepKey
 from pgrig.store import Store
 from pgrig.ui import Ui
 from test_store import run_record, study
@@ -23,9 +25,7 @@ from test_store import run_record, study
 
 def _step(repeat: int) -> Step:
     key = StepKey("t", "tpcb", ("s1", "select-only", "c1", "d3"), repeat)
-    return Step(
-        key, "pgbench_run", f"run {repeat}", {"clients": 1}, action=lambda ctx, line: (None, "")
-    )
+    return Step(key, "pgbench_run", f"run {repeat}", {"clients": 1}, action=Call("never.run"))
 
 
 def _record(rec: Recorder, step: Step, result: dict[str, Any] | None, kind: str = "") -> None:
@@ -75,27 +75,57 @@ def _target(name: str) -> Any:
     )
 
 
-def test_targets_at_once_start_their_measured_runs_together(tmp_path: Path) -> None:
+STARTS: dict[str, float] = {}  # target -> when its run started
+
+
+def _slow_prepare(seconds: float, fail: bool) -> Any:
+    def prepare(ctx: Any, line: Any) -> None:
+        time.sleep(seconds)
+        if fail:
+            raise ToolError("warm-up failed")
+
+    return prepare
+
+
+def _started(name: str) -> Any:
+    def action(ctx: Any, line: Any) -> tuple[Any, str]:
+        STARTS[name] = time.monotonic()
+        return Started(STARTS[name]), ""
+
+    return action
+
+
+@pytest.fixture
+def timed_actions() -> Iterator[None]:
+    registry.register_action("test.slow-prepare", _slow_prepare)
+    registry.register_action("test.started", _started)
+    STARTS.clear()
+    try:
+        yield
+    finally:
+        registry.unregister_action("test.slow-prepare", _slow_prepare)
+        registry.unregister_action("test.started", _started)
+
+
+def test_targets_at_once_start_their_measured_runs_together(
+    tmp_path: Path, timed_actions: None
+) -> None:
     """concurrent = true: one target's prepare (a warm-up, a CHECKPOINT) takes 1.5 s
     longer than the other's; both runs must still start at the same moment. One
     whose prepare fails leaves, and the other does not wait for it."""
     store = Store.open(tmp_path / "r.sqlite")
     store.begin_study(study())
     rec = Recorder(store, study(), Ui(quiet=True))
-    starts: dict[str, float] = {}
+    starts = STARTS
 
     def step(name: str, prepare_s: float, fail: bool = False) -> Step:
-        def prepare(ctx: Any, line: Any) -> None:
-            time.sleep(prepare_s)
-            if fail:
-                raise ToolError("warm-up failed")
-
-        def action(ctx: Any, line: Any) -> tuple[Any, str]:
-            starts[name] = time.monotonic()
-            return Started(starts[name]), ""
-
         key = StepKey(name, "tpcb", ("s1", "select-only", "c1", "d3"), 1)
-        return Step(key, "toy", name, {}, action, prepare=prepare, monitored=True)
+        return Step(
+            key, "toy", name, {},
+            Call("test.started", {"name": name}),
+            prepare=Call("test.slow-prepare", {"seconds": prepare_s, "fail": fail}),
+            monitored=True,
+        )  # fmt: skip
 
     def both(a: Step, b: Step) -> dict[str, bool]:
         together = StartTogether(2)

@@ -32,6 +32,18 @@ def _memory(t: Target) -> MemoryStats | None:
     return t.ctx.memory() if t.ctx.memory is not None else None
 
 
+def _below(step: Step, tail: str, kind: str, label: str) -> Step:
+    """A record of what belongs to a run (its monitor, memory, extras), keyed
+    below it; recorded, never run: the run's action stays as data."""
+    return Step(
+        key=step.key.below(tail),
+        kind=kind,
+        label=label,
+        params={**step.params, "run": step.id},
+        action=step.action,
+    )
+
+
 def now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
@@ -131,7 +143,7 @@ class Recorder:
         try:
             with self.ui.step(step.label, total=step.total) as line:
                 if step.prepare is not None:
-                    step.prepare(t.ctx, line)
+                    registry.resolve(step.prepare)(t.ctx, line)
                 if step.monitored and self.wait_quiet_s > 0:
                     self._wait_quiet(t, line)
                 if step.monitored and together is not None:
@@ -146,11 +158,11 @@ class Recorder:
                     watch_ = monitor.Watch(t.ctx, limits=self._limits_of(t), baseline=self.baseline)
                     with watch_ as watch:
                         try:
-                            value, raw = step.action(t.ctx, line)
+                            value, raw = registry.resolve(step.action)(t.ctx, line)
                         finally:
                             watched = watch
                 else:
-                    value, raw = step.action(t.ctx, line)
+                    value, raw = registry.resolve(step.action)(t.ctx, line)
             result = to_dict(value)
         except Skip as exc:
             status, reason = "skipped", exc.reason
@@ -240,13 +252,7 @@ class Recorder:
         """What the action made besides its result (``Context.extra``), each a
         record of its own below the step's key."""
         for tail, kind, value in t.ctx.extra:
-            extra = Step(
-                key=step.key.below(tail),
-                kind=kind,
-                label=f"{step.label}: {tail}",
-                params={**step.params, "run": step.id},
-                action=step.action,
-            )
+            extra = _below(step, tail, kind, f"{step.label}: {tail}")
             self.record(extra, t, started, "ok", None, to_dict(value), "")
         t.ctx.extra.clear()
 
@@ -255,13 +261,7 @@ class Recorder:
     ) -> None:
         """What the host and the server did during the run, and the verdict - a
         record of its own, so a failing sampler never costs the run itself."""
-        mon = Step(
-            key=step.key.below("monitor"),
-            kind="monitor",
-            label=f"{step.label}: monitor",
-            params={**step.params, "run": step.id},
-            action=step.action,
-        )
+        mon = _below(step, "monitor", "monitor", f"{step.label}: monitor")
         try:
             observed = watch.result(value)
         except Exception as exc:  # the run is recorded; say why the evidence is missing
@@ -285,13 +285,7 @@ class Recorder:
     def _record_memory(self, step: Step, t: Target, started: str, before: MemoryStats) -> None:
         """A memory-limited target's cgroup over the run (limit hits, peak, OOM
         kills): a record of its own, like the monitor's."""
-        mem = Step(
-            key=step.key.below("memory"),
-            kind=MEMORY.name,
-            label=f"{step.label}: memory cgroup",
-            params={**step.params, "run": step.id},
-            action=step.action,
-        )
+        mem = _below(step, "memory", MEMORY.name, f"{step.label}: memory cgroup")
         try:
             after = _memory(t)
         except (OSError, ValueError) as exc:  # the run is recorded; say why this is missing

@@ -337,23 +337,30 @@ class CampaignRunner:
         the rest of the study."""
         kept = []
         for t in self.targets:
-
-            def build(ctx: Any, line: Any, t: Target = t) -> tuple[Any, str]:
-                try:
-                    return stack.enter_context(lifecycle.storage(t, self.ui, keep=self.keep)), ""
-                except OptionRefused as exc:  # the user's option: exit 2 if nothing is left
-                    self._refused.append(exc)
-                    raise
-
-            step = lifecycle.build_step(t, build)
+            step = lifecycle.build_step(t)
             if step is None:
-                build(None, None)  # nothing recorded: a kind's setup without a build (a host's)
+                self._build(stack, t)  # nothing recorded: a kind's setup without a build (a host's)
                 kept.append(t)
-            elif rec.execute(step, t, record=step.id not in rec.done):
+                continue
+            t.ctx.build = partial(self._build, stack, t)
+            try:
+                built = rec.execute(step, t, record=step.id not in rec.done)
+            finally:
+                t.ctx.build = None  # built once: no later step may enter it again
+            if built:
                 kept.append(t)
             else:
                 self.ui.fail(f"{t.name}: left out of this study (its storage could not be built)")
         self.targets = kept
+
+    def _build(self, stack: contextlib.ExitStack, t: Target) -> tuple[Any, str]:
+        """The target's storage, entered on ``stack`` for the rest of the study:
+        what its build step's action (``Context.build``) runs."""
+        try:
+            return stack.enter_context(lifecycle.storage(t, self.ui, keep=self.keep)), ""
+        except OptionRefused as exc:  # the user's option: exit 2 if nothing is left
+            self._refused.append(exc)
+            raise
 
     def _probes(self, rec: Recorder) -> None:
         if self.campaign.probes is None:
