@@ -11,6 +11,7 @@ probe directory is the one beside the data directory.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import time
 from pathlib import Path
@@ -28,7 +29,7 @@ from pgrig.results import FioResult, FsyncResult, TimingResult, typed
 from pgrig.store import Store
 from pgrig.tools import fio, pg_test_fsync, pg_test_timing
 from pgrig.tools.fio import FioJob
-from test_cli import pgrig, spawn
+from test_cli import pgrig, spawn, wait_for
 
 pytestmark = [pytest.mark.netns_hosts(1), pytest.mark.cluster, pytest.mark.slow]
 
@@ -203,3 +204,36 @@ def test_probes_through_a_sudo_user_in_a_root_only_directory(
             assert ex.read_bytes(f"{probes}/{fio.FILE_NAME}") == b"someone's data"
         finally:
             ex.remove_tree(directory)
+
+
+def test_a_probe_left_by_a_killed_pgrig_is_stopped_by_clean(
+    netns_lab: Lab,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """pgrig killed (-9) while pg_test_fsync runs on the host: the tool would
+    run on to its own end; its PID is in the owner record, so `pgrig clean
+    --inventory` stops it before removing the directory."""
+    inventory = netns_lab.write_inventory()
+    path = tmp_path / "killed.toml"
+    path.write_text(
+        f'[campaign]\nname = "{STUDY}-killed"\ninventory = "{inventory}"\n'
+        '[[target]]\nname = "db"\nhost = "h1"\nprofile = "stock"\n'
+        "[probes]\ntiming = false\nfsync = 5\nfio = false\n"
+    )
+    running = spawn("run", path, "--results", tmp_path / "results")
+    try:
+        wait_for(lambda: netns_lab.processes("pg_test_fsync"), timeout=120, what="pg_test_fsync")
+        (home,) = server_dirs(running.pid)
+        running.kill()
+        running.communicate(timeout=30)
+        assert netns_lab.processes("pg_test_fsync"), "it runs on without its pgrig"
+        record = owner.Owner(**json.loads((home / owner.OWNER_FILE).read_text()))
+        assert record.pids, "the probe's PID is in the owner record"
+    finally:
+        if running.poll() is None:
+            running.kill()
+            running.communicate(timeout=30)
+        lines = clean_lines(inventory, dry_run=False)
+    assert f"h1: {home}: removed" in lines, lines
+    assert not netns_lab.processes("pg_test_fsync"), "clean stopped it"
+    assert not home.exists()

@@ -21,7 +21,7 @@ import tempfile
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
@@ -145,6 +145,10 @@ class Executor(ABC):
 
     def __init__(self, host: Host) -> None:
         self.host = host
+        # Told the PID of each tool a step starts here for a while (the storage
+        # probes), so that the owner record of pgrig's directory it works in
+        # names it and `pgrig clean` stops it after a kill -9; None: nobody.
+        self.adopt: Callable[[int], None] | None = None
 
     @property
     def name(self) -> str:

@@ -337,9 +337,16 @@ class RemoteKind(TargetKind):
             before = t.ctx.target
             t.ctx.host, t.ctx.host_bin_dir = db, hosts.bin_dir
             t.ctx.target = t.live.probes = Path(probes)
+            records = [home.record]
+
+            def adopt(pid: int) -> None:  # a probe: `pgrig clean` stops it after a kill -9
+                records.append(owner.with_pid(db, home.path, records[-1], pid))
+
+            db.adopt = adopt
             try:
                 yield opened
             finally:
+                db.adopt = None
                 t.ctx.host = t.ctx.host_bin_dir = t.live.probes = None
                 t.ctx.target = before
 

@@ -136,6 +136,8 @@ def stream(
     if host is None:
         return proc.stream(argv, timeout=timeout, on_line=on_line, what=what, preexec=preexec)
     started = host.start([str(a) for a in argv], env=_C_LOCALE)
+    if host.adopt is not None:
+        host.adopt(started.pid)
     deadline = time.monotonic() + timeout
     read: list[str] = []  # what readline took: ``wait`` returns only the rest
     try:
