@@ -76,11 +76,38 @@ def databases(cluster: Cluster) -> Iterator[tuple[Conn, Conn]]:
             db.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
+def _wal_lsn(conn: Conn) -> str:
+    with conn.connect() as db:
+        row = db.execute("SELECT pg_current_wal_lsn()::text").fetchone()
+    assert row is not None
+    return str(row[0])
+
+
+def _wal_since(conn: Conn, lsn: str) -> tuple[int, int]:
+    """WAL bytes written since ``lsn``, and the bytes of pgbench_accounts' heap."""
+    with conn.connect() as db:
+        row = db.execute(
+            "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), %s)::bigint,"
+            " (SELECT sum(pg_relation_size(oid)) FROM pg_class"
+            "   WHERE relname LIKE 'pgbench_accounts%%' AND relkind = 'r')::bigint",
+            (lsn,),
+        ).fetchone()
+    assert row is not None
+    return int(row[0]), int(row[1])
+
+
+def _show(conn: Conn, *names: str) -> tuple[str, ...]:
+    with conn.connect() as db:
+        return tuple(str(db.execute(f"SHOW {name}").fetchone()[0]) for name in names)  # type: ignore[index]
+
+
 @pytest.mark.parametrize(
-    ("generate", "partitions", "jobs"),
-    [("client", 0, 2), ("server", 3, 2), ("client", 0, 1)],
-    ids=["one-table-2-jobs", "3-partitions-vs-server-side", "one-table-frozen"],
-)
+    ("generate", "partitions", "jobs", "minimal"),
+    [("client", 0, 2, False), ("server", 3, 2, False), ("client", 0, 1, False),
+     ("client", 0, 2, True)],
+    ids=["one-table-2-jobs", "3-partitions-vs-server-side", "one-table-frozen",
+         "one-table-minimal-wal"],
+)  # fmt: skip
 def test_parallel_load_equals_pgbench_init(
     cluster: Cluster,
     databases: tuple[Conn, Conn],
@@ -88,6 +115,7 @@ def test_parallel_load_equals_pgbench_init(
     generate: str,
     partitions: int,
     jobs: int,
+    minimal: bool,
 ) -> None:
     by_pgbench, by_pgrig = databases
     bin_dir = cluster.bins.client_bin_dir
@@ -95,9 +123,30 @@ def test_parallel_load_equals_pgbench_init(
     pgbench.run_init(bin_dir, by_pgbench, reference)
     ours = pgbench.InitOptions(scale=2, generate="parallel", partitions=partitions)
     seen: list[tuple[int, int]] = []
+    settings = _show(by_pgrig, "wal_level", "max_wal_senders", "archive_mode")
+    postmaster = cluster.postmaster_pid()
+    lsn = _wal_lsn(by_pgrig)
     result, raw = loader.load(
-        bin_dir, by_pgrig, ours, jobs, on_progress=lambda d, t: seen.append((d, t))
-    )
+        bin_dir, by_pgrig, ours, jobs, on_progress=lambda d, t: seen.append((d, t)),
+        minimal_wal=cluster if minimal else None,
+    )  # fmt: skip
+    wal, heap = _wal_since(by_pgrig, lsn)
+    # After the load the server runs with the profile's settings again, restarted.
+    assert _show(by_pgrig, "wal_level", "max_wal_senders", "archive_mode") == settings
+    assert settings[0] == "replica"
+    assert (cluster.postmaster_pid() != postmaster) is minimal
+    restarts = {"restart at wal_level=minimal", "restart at the profile's settings"}
+    if minimal:
+        # The COPY and the key build wrote no WAL: the heap was written and
+        # synced at commit instead. At replica every page goes through the WAL.
+        assert wal < heap / 4, (wal, heap)
+        assert result.wal_level == "minimal" and set(result.steps) >= restarts
+        assert list(result.steps)[0] == "restart at wal_level=minimal"
+        assert list(result.steps)[-1] == "restart at the profile's settings"
+        assert result.elapsed_s >= sum(result.steps.values()) - 0.1
+    else:
+        assert wal > heap / 2, (wal, heap)
+        assert result.wal_level is None and not set(result.steps) & restarts
 
     expected, got = _snapshot(by_pgbench), _snapshot(by_pgrig)
     assert got["pgbench_accounts"][0] == 200_000

@@ -27,7 +27,7 @@ from pgrig.tools import pgbench
 from pgrig.ui import Step as ProgressLine
 from pgrig.workloads import loaded
 from pgrig.workloads.base import TargetView
-from pgrig.workloads.common import checkpoint, conn, prepare_run, sizes_step
+from pgrig.workloads.common import checkpoint, conn, load_restarts, prepare_run, sizes_step
 from pgrig.workloads.tpcb import loader
 from pgrig.workloads.tpcb.spec import TpcbSpec
 
@@ -83,14 +83,16 @@ def _load(spec: TpcbSpec, scale: int, tablespaces: dict[str, str | None], storag
                 loaded.forget(db, "tpcb")
         if spec.generate == "parallel":
             jobs = spec.load_jobs or os.cpu_count() or 1
-            result, raw = loader.load(
-                ctx.bins.client_bin_dir, conn(ctx), opts, jobs, on_progress=on_progress
-            )
+            # Unlogged tables write no WAL anyway: no restart for them.
+            with load_restarts(ctx, "profile" if spec.unlogged else spec.load_wal) as cluster:
+                result, raw = loader.load(ctx.bins.client_bin_dir, conn(ctx), opts, jobs,
+                                          on_progress=on_progress, minimal_wal=cluster)  # fmt: skip
         else:
             result, raw = pgbench.run_init(
                 ctx.bins.client_bin_dir, conn(ctx), opts, on_progress=on_progress
             )
-        calibration.record_on(load_kind(spec), storage, scale, load_seconds(result))
+        minimal = result.wal_level is not None
+        calibration.record_on(load_kind(spec, minimal), storage, scale, load_seconds(result))
         with conn(ctx).connect() as db:
             size = db.execute("SELECT pg_database_size(current_database())").fetchone()
         checkpoint(ctx)
@@ -108,9 +110,17 @@ def pgbench_data(scale: int) -> str:
     return f"pgbench scale {scale}"
 
 
-def load_kind(spec: TpcbSpec) -> str:
-    """What a load's time is calibrated under: the loader, and partitioned or not."""
-    return f"tpcb:{spec.generate}" + (":partitioned" if spec.partitions else "")
+def load_kind(spec: TpcbSpec, minimal_wal: bool | None = None) -> str:
+    """What a load's time is calibrated under: the loader, partitioned or not,
+    and at wal_level=minimal or not (``minimal_wal``; None: as the spec asks -
+    a plan cannot know yet whether the server may be restarted)."""
+    if minimal_wal is None:
+        minimal_wal = spec.generate == "parallel" and spec.load_wal == "minimal"
+    return (
+        f"tpcb:{spec.generate}"
+        + (":partitioned" if spec.partitions else "")
+        + (":minimal-wal" if minimal_wal else "")
+    )
 
 
 def load_seconds(result: PgbenchInit) -> float:
@@ -224,6 +234,7 @@ def load_steps(spec: TpcbSpec, scale: int, target: TargetView) -> list[Step]:
         "scale": scale,
         "generate": spec.generate,
         "load_jobs": spec.load_jobs,
+        "load_wal": spec.load_wal,
         "reuse": spec.reuse,
         "partitions": spec.partitions,
         "unlogged": spec.unlogged,

@@ -68,6 +68,8 @@ def _init_headline(r: PgbenchInit) -> str:
     text = f": {r.elapsed_s:.1f} s in all"
     if r.generate_s is not None:
         text += f", generating the rows {r.generate_s:.1f} s ({r.rows_per_s:,.0f} rows/s)"
+    if r.wal_level is not None:
+        text += f", at wal_level={r.wal_level}"
     return text
 
 
