@@ -14,6 +14,9 @@ import pytest
 from pgrig import campaign
 from pgrig.cluster.server import SUPERUSER, Cluster
 from pgrig.conninfo import Conn
+from pgrig.errors import UsageError
+from pgrig.report.tpcb import load_text
+from pgrig.results import PgbenchInit, from_dict
 from pgrig.runner import run_campaign
 from pgrig.store import Store
 from pgrig.tools import pgbench
@@ -265,3 +268,83 @@ def test_a_later_study_reuses_what_an_earlier_one_loaded(cluster: Cluster, tmp_p
             db.execute("ALTER SYSTEM RESET work_mem")
             db.execute("SELECT pg_reload_conf()")
             db.execute("DROP DATABASE IF EXISTS reuse_db WITH (FORCE)")
+
+
+MINIMAL_WAL = """
+[campaign]
+name = "minimal-wal"
+monitor = false
+
+[[target]]
+name = "a"
+directory = "{dir}"
+profile = "stock"
+
+[probes]
+timing = false
+fsync = false
+fio = false
+
+[[workload]]
+type = "tpcb"
+name = "minimal"
+scales = [1]
+modes = ["select-only"]
+clients = [1]
+duration = 1
+count = false
+generate = "parallel"
+
+[[workload]]
+type = "tpcb"
+name = "profile"
+scales = [1]
+modes = ["select-only"]
+clients = [1]
+duration = 1
+count = false
+generate = "parallel"
+load_wal = "profile"
+
+[[workload]]
+type = "basebackup"
+scale = 1
+"""
+
+
+def test_a_study_loads_at_minimal_wal_and_measures_at_the_profiles(
+    disk_dir: Path, tmp_path: Path
+) -> None:
+    """The default load restarts the study's cluster at wal_level=minimal and
+    back: the measured run after it works, and pg_basebackup - which refuses
+    a server at minimal or without WAL senders - copies the server after the
+    loads. load_wal = "profile" loads without a restart; both records say how."""
+    path = tmp_path / "minimal.toml"
+    path.write_text(MINIMAL_WAL.format(dir=disk_dir))
+    camp = campaign.load(path)
+    results = tmp_path / "results"
+    run_campaign(camp, Ui(quiet=True), results=results, store=results / "results.sqlite",
+                 yes=False, keep=False, study_id=camp.name)  # fmt: skip
+    with Store.open(results / "results.sqlite") as store:
+        runs = {r.key: r for r in store.runs(camp.name)}
+    assert all(r.status == "ok" for r in runs.values()), {k: r.reason for k, r in runs.items()}
+    minimal = from_dict(PgbenchInit, runs["a/minimal/s1/init"].result)
+    profile = from_dict(PgbenchInit, runs["a/profile/s1/init"].result)
+    assert minimal.wal_level == "minimal" and "restart at wal_level=minimal" in minimal.steps
+    assert profile.wal_level is None and "restart at wal_level=minimal" not in profile.steps
+    assert "loaded at wal_level=minimal, the server restarted" in load_text(minimal)
+    assert "wal_level" not in load_text(profile)
+    measured = [k for k in runs if "/select-only/" in k and runs[k].kind == "pgbench_run"]
+    assert len(measured) == 2 and any(k.startswith("a/basebackup/") for k in runs)
+    assert list(disk_dir.iterdir()) == []
+
+
+def test_load_wal_is_pgrigs_loaders_only(tmp_path: Path) -> None:
+    path = tmp_path / "x.toml"
+    text = MINIMAL_WAL.format(dir=tmp_path).replace(
+        'generate = "parallel"\n\n', 'generate = "client"\nload_wal = "minimal"\n\n', 1
+    )
+    path.write_text(text)
+    with pytest.raises(UsageError, match=r"load_wal.*only pgrig's loader") as err:
+        campaign.load(path)
+    assert 'generate = "parallel"' in (err.value.hint or "")
