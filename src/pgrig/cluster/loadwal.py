@@ -23,8 +23,13 @@ from collections.abc import Iterator, MutableMapping
 from pgrig.cluster.server import Cluster
 from pgrig.errors import ClusterError
 
-LOAD_WAL = ("minimal", "profile")  # the workloads' load_wal key
+LOAD_WAL = ("auto", "minimal", "profile")  # the workloads' load_wal key
 MINIMAL = "minimal"
+# "auto": minimal from this much data. The two restarts cost about 1.3 s here
+# (shutdown checkpoint, start, pg_isready); the WAL they spare is worth that from
+# about 250 MB: TPC-B scale 10 (160 MB) loaded 0.4 s slower at minimal, scale 30
+# (480 MB) 1.9 s faster (bench/tpcb_load.py, 2 rounds, load average 8, 2026-11-25).
+AUTO_FROM_BYTES = 300_000_000
 # wal_level = minimal refuses to start with WAL senders or archiving on.
 SETTINGS = {"wal_level": MINIMAL, "max_wal_senders": "0", "archive_mode": "off"}
 SUMMARIZE_WAL_FROM = 170000  # summarize_wal (17) needs wal_level replica
@@ -36,6 +41,12 @@ def settings(version_num: int) -> dict[str, str]:
     """The postmaster options of a minimal-WAL load for this major."""
     extra = {"summarize_wal": "off"} if version_num >= SUMMARIZE_WAL_FROM else {}
     return {**SETTINGS, **extra}
+
+
+def wanted(load_wal: str, data_bytes: int) -> bool:
+    """Whether a load of about ``data_bytes`` should run at minimal WAL, as the
+    workload's ``load_wal`` says (the server permitting)."""
+    return load_wal == MINIMAL or (load_wal == "auto" and data_bytes >= AUTO_FROM_BYTES)
 
 
 def already_minimal(cluster: Cluster) -> bool:

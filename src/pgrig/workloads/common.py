@@ -61,13 +61,17 @@ def checkpoint(ctx: Context, timeout_s: float | None = None) -> None:
 
 
 @contextlib.contextmanager
-def load_restarts(ctx: Context, load_wal: str) -> Iterator[Cluster | None]:
-    """The cluster a load may restart at ``wal_level = minimal`` (a workload's
-    ``load_wal``), or None: asked for the profile's settings, a server pgrig did
+def load_restarts(ctx: Context, load_wal: str, data_bytes: int) -> Iterator[Cluster | None]:
+    """The cluster a load of about ``data_bytes`` may restart at ``wal_level =
+    minimal`` (as a workload's ``load_wal`` says: ``pgrig.cluster.loadwal``), or
+    None: not asked, too little data for two restarts to pay, a server pgrig did
     not create (never restarted), or the lossy filesystem of a power-loss study
     (every write goes through the WAL as configured there). After the load the
     monitor is told the server's new PID."""
-    cluster = ctx.cluster if load_wal == "minimal" and ctx.lossy is None else None
+    from pgrig.cluster import loadwal  # the cluster code only where a load restarts
+
+    asked = loadwal.wanted(load_wal, data_bytes)
+    cluster = ctx.cluster if asked and ctx.lossy is None else None
     try:
         yield cluster
     finally:
