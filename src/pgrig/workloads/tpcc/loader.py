@@ -44,6 +44,8 @@ from pgrig.workloads.tpcc.model import TpccLoad
 __all__ = ["Unit", "load", "run_parallel"]
 
 MB = 1_000_000
+# Tables and indexes of one warehouse: 118 MB measured (bench/tpcc.py, PostgreSQL 15).
+DATA_BYTES_PER_WAREHOUSE = 120 * MB
 BIG_TABLES = ("stock", "customer", "order_line")  # split in warehouse ranges past 3 jobs
 FREEZE_MAPS_FROM = 140000  # COPY FREEZE sets the visibility map
 Blocks = Callable[[copybin.Generator, int], Iterator[bytes]]
