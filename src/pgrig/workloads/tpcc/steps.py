@@ -29,7 +29,7 @@ LOAD_KIND = "tpcc"  # the TPC-C load's times in pgrig.calibration
 class TpccPlan:
     warehouses: int = 4
     jobs: int = 0  # loader connections; 0: the CPU count
-    load_wal: str = "auto"
+    load_wal: str = "profile"
     connections: int = 4
     threads: int | None = None
     duration_s: int = 60
