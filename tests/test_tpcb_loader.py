@@ -200,6 +200,10 @@ def test_parallel_index_builds_are_asked_for_only_where_the_server_has_them(
     assert setup[0] == "SET statement_timeout = 90500"
     assert ("SET max_parallel_maintenance_workers = 3" in setup) is parallel
     assert len(setup) == 1 + parallel
+    # WAL compression off only where the session may change it: a superuser's.
+    assert load_settings(version, timeout_s=1, workers=3, superuser=True)[-1] == (
+        "SET wal_compression = off"
+    )
 
 
 REUSE = """

@@ -133,15 +133,18 @@ def account_units(opts: pgbench.InitOptions, jobs: int, aid_bytes: int) -> list[
     ]
 
 
-def _server_facts(conn: Conn) -> tuple[int, int]:
+def _server_facts(conn: Conn) -> tuple[int, int, bool]:
     """The bytes of pgbench_accounts.aid as pgbench created it (bigint from scale
-    20,000), and the server's version (server_version_num)."""
+    20,000), the server's version (server_version_num), and whether pgrig
+    connects as a superuser."""
     with conn.connect() as db:
         row = db.execute(
-            "SELECT format_type(atttypid, NULL) FROM pg_attribute"
+            "SELECT format_type(atttypid, NULL), current_setting('is_superuser') = 'on'"
+            " FROM pg_attribute"
             " WHERE attrelid = 'pgbench_accounts'::regclass AND attname = 'aid'"
         ).fetchone()
-        return 8 if row and row[0] == "bigint" else 4, db.info.server_version
+        aid_bytes = 8 if row and row[0] == "bigint" else 4
+        return aid_bytes, db.info.server_version, bool(row and row[1])
 
 
 def _primary_key(table: str, column: str, index_tablespace: str | None) -> Unit:
@@ -199,8 +202,8 @@ def _load(
     tables, raw = pgbench.run_init(bin_dir, conn, opts, steps="dt", timeout=timeout_s)
     steps.update(tables.steps)
     t_created = time.monotonic()
-    aid_bytes, version = _server_facts(conn)
-    setup = load_settings(version, timeout_s=timeout_s, workers=jobs)
+    aid_bytes, version, superuser = _server_facts(conn)
+    setup = load_settings(version, timeout_s=timeout_s, workers=jobs, superuser=superuser)
     accounts = account_units(opts, 1 if frozen and not opts.partitions else jobs, aid_bytes)
     units = [
         *accounts,

@@ -211,12 +211,8 @@ def load(
         maps = db.info.server_version >= FREEZE_MAPS_FROM
         superuser = db.execute("SELECT current_setting('is_superuser')").fetchone() == ("on",)
         version = db.info.server_version
-    setup = (
-        *load_settings(version, timeout_s=timeout_for(warehouses), workers=jobs),
-        # An index build logs every page whole; compressing those images took
-        # 13% of a 4-warehouse load's CPU (perf), more than the I/O it saves.
-        # Only a superuser may change it for a session.
-        *(("SET wal_compression = off",) if superuser else ()),
+    setup = load_settings(
+        version, timeout_s=timeout_for(warehouses), workers=jobs, superuser=superuser
     )
     t0 = time.monotonic()
     restarts: dict[str, float] = {}
