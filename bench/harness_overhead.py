@@ -47,7 +47,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from pgrig import monitor, proc
+from pgrig import monitor, proc, registry
 from pgrig.cluster import binaries, profiles
 from pgrig.cluster.server import SUPERUSER, Cluster, InitdbOptions, server_os_user
 from pgrig.conninfo import Conn
@@ -177,17 +177,17 @@ def main() -> None:
             backend_s = 0.0
             with ui.step(step.label, total=step.total) as line:
                 if step.prepare is not None:
-                    step.prepare(ctx, line)
+                    registry.resolve(step.prepare)(ctx, line)
                 before, children = _cpu(resource.RUSAGE_SELF), _cpu(resource.RUSAGE_CHILDREN)
                 if watched:
                     with monitor.Watch(ctx) as watch:
                         backend = watch.backend_pid
                         backend_s = -_pid_cpu(backend) if backend else 0.0
-                        result, _ = step.action(ctx, line)
+                        result, _ = registry.resolve(step.action)(ctx, line)
                         backend_s += _pid_cpu(backend) if backend else 0.0
                     watch.result(result)
                 else:
-                    result, _ = step.action(ctx, line)
+                    result, _ = registry.resolve(step.action)(ctx, line)
                 cpu = _cpu(resource.RUSAGE_SELF) - before
                 pgbench_s = _cpu(resource.RUSAGE_CHILDREN) - children
             own_cpu.setdefault(name, []).append(cpu / args.duration)

@@ -269,7 +269,7 @@ def slow_step(ctx: Context, **keys: Any) -> Any:
 def test_ctrl_c_stops_pg_basebackup_and_removes_the_copy(ctx: Context, disk_dir: Path) -> None:
     step = slow_step(ctx)
     with pytest.raises(KeyboardInterrupt):
-        step.action(ctx, Interrupting())
+        registry.resolve(step.action)(ctx, Interrupting())
     assert processes_writing(disk_dir) == []
     assert list(disk_dir.iterdir()) == [], "the copy's directory is removed"
 
@@ -277,7 +277,7 @@ def test_ctrl_c_stops_pg_basebackup_and_removes_the_copy(ctx: Context, disk_dir:
 def test_a_timeout_stops_it_and_removes_the_copy(ctx: Context, disk_dir: Path) -> None:
     step = slow_step(ctx, timeout_s=3.0)
     with pytest.raises(ToolTimeout, match="within 3 s"):
-        step.action(ctx, Quiet())
+        registry.resolve(step.action)(ctx, Quiet())
     assert processes_writing(disk_dir) == [] and list(disk_dir.iterdir()) == []
 
 
@@ -289,7 +289,7 @@ def test_a_directory_with_files_pgrig_did_not_create_is_left_alone(
     (theirs / "precious").write_text("not pgrig's")
     step = slow_step(ctx)
     with pytest.raises(Exception, match="pgrig never deletes what it did not create"):
-        step.action(ctx, Quiet())
+        registry.resolve(step.action)(ctx, Quiet())
     assert (theirs / "precious").read_text() == "not pgrig's"
 
 
@@ -452,7 +452,7 @@ def test_a_copy_to_a_directory_is_made_there_and_removed(ctx: Context) -> None:
         spec = bb_spec.BasebackupSpec(scale=1, format="tar", to=f"{elsewhere}/",
                                       to_directory=elsewhere)  # fmt: skip
         step = steps.backup_step(spec, RunPolicy(), PlannedTarget("t"), 1)
-        result, raw = step.action(ctx, Quiet())
+        result, raw = registry.resolve(step.action)(ctx, Quiet())
         assert result.destination == f"directory {elsewhere}" and result.format == "tar"
         assert "base backup completed" in raw and result.copy_bytes > result.data_bytes
         assert list(elsewhere.iterdir()) == [] and list(ctx.target.iterdir()) == []

@@ -34,6 +34,7 @@ from pgrig.errors import Signalled, ToolError
 from pgrig.hosts import inventory, load, preflight
 from pgrig.hosts.executor import Executor
 from pgrig.hosts.server import RemoteServer, ServerSpec
+from pgrig.results import ProgressPoint
 from pgrig.tools.pgbench.run import RunOptions
 
 pytestmark = [pytest.mark.netns_hosts(3), pytest.mark.cluster, pytest.mark.slow]
@@ -103,7 +104,12 @@ def test_two_load_hosts_merge_exactly(
         transaction_log=True,
         statement_latencies=False,
     )
-    result = load.run_pgbench(executors[1:], str(bins.bin_dir), remote_server, opts, tmp_path)
+    shown: list[ProgressPoint] = []  # the progress line's feed while the hosts ran
+    result = load.run_pgbench(
+        executors[1:], str(bins.bin_dir), remote_server, opts, tmp_path, on_progress=shown.append
+    )
+    assert shown and all(p.tps > 0 for p in shown), shown
+    assert [p.t_s for p in shown] == sorted(p.t_s for p in shown) and shown[-1].t_s <= 3
     assert [h.host for h in result.hosts] == ["h2", "h3"]
     assert [o.host for o in result.offsets] == ["h2", "h3"]
     for off in result.offsets:  # one kernel, one clock: measured near 0

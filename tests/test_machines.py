@@ -11,7 +11,9 @@ directory), not that the machines differ in CPU or memory.
 
 from __future__ import annotations
 
+import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -22,7 +24,7 @@ from pgrig.hosts.executor import LocalExecutor
 from pgrig.hosts.watch import LoadHostSample, LoadHostWatch, client_bound
 from pgrig.monitor.verdict import CAUSES
 from pgrig.store import Store
-from test_cli import pgrig
+from test_cli import pgrig, spawn, wait_for
 from test_report_golden import four_targets
 
 CAMPAIGN = """\
@@ -213,3 +215,45 @@ def test_four_machines_side_by_side_open_the_comparison() -> None:
     assert "| db4 (10.0.0.4), hostname " in lines[2] and lines[2].endswith("| *differs* |")
     assert lines[3].startswith("| CPU | ") and lines[3].endswith("| *same* |")
     assert "Targets ran interleaved" in text
+
+
+def _both_running(lab: Lab) -> dict[str, list[int]] | None:  # noqa: F811
+    found = lab.processes("pgbench")
+    return found if {"h1", "h2"} <= set(found) else None
+
+
+@pytest.mark.netns_hosts(2)
+@pytest.mark.cluster
+@pytest.mark.slow
+def test_ctrl_c_stops_targets_measured_at_once(
+    netns_lab: Lab,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """Ctrl-C reaches only pgrig's main thread; with concurrent = true each
+    target's run waits in a thread of its own. Both pgbench processes must stop
+    at once, not when their 60 s runs end, and nothing is left on the hosts."""
+    path = tmp_path / "machines.toml"
+    text = CAMPAIGN.format(inventory=netns_lab.write_inventory())
+    path.write_text(text.replace("duration = 3", "duration = 60"))
+    running = spawn("run", path, "--results", tmp_path / "results")
+    try:
+        wait_for(lambda: _both_running(netns_lab), timeout=240, what="pgbench on h1 and h2")
+        time.sleep(1)
+        stopped = time.monotonic()
+        running.send_signal(signal.SIGINT)
+        out, err = running.communicate(timeout=120)
+    finally:
+        if running.poll() is None:
+            running.kill()
+            running.communicate(timeout=30)
+    took = time.monotonic() - stopped
+    assert running.returncode == 130, out[-3000:] + err[-3000:]
+    assert took < 30, f"pgrig took {took:.0f} s to stop: it waited for the runs"
+    assert "Traceback" not in err
+    assert netns_lab.processes("pgbench") == {}, "a host's pgbench outlived pgrig"
+    assert netns_lab.processes("postgres") == {}, "a server outlived pgrig"
+    with Store.open(tmp_path / "results" / "results.sqlite") as st:
+        runs = {r.key: r for r in st.runs("machines")}
+    for t in ("a", "b"):
+        run = runs.get(f"{t}/tpcb/s1/select-only/c2/d60/r1")
+        assert run is None or run.status != "ok", (t, run)

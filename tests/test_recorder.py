@@ -5,14 +5,19 @@ record, raw output included, on each repetition)."""
 from __future__ import annotations
 
 import dataclasses
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
-from pgrig.recorder import Recorder
-from pgrig.step import Step, StepKey
+from pgrig import registry
+from pgrig.errors import ToolError
+from pgrig.recorder import Recorder, StartTogether
+from pgrig.step import Call, Step, StepKey
 from pgrig.store import Store
 from pgrig.ui import Ui
 from test_store import run_record, study
@@ -20,9 +25,7 @@ from test_store import run_record, study
 
 def _step(repeat: int) -> Step:
     key = StepKey("t", "tpcb", ("s1", "select-only", "c1", "d3"), repeat)
-    return Step(
-        key, "pgbench_run", f"run {repeat}", {"clients": 1}, action=lambda ctx, line: (None, "")
-    )
+    return Step(key, "pgbench_run", f"run {repeat}", {"clients": 1}, action=Call("never.run"))
 
 
 def _record(rec: Recorder, step: Step, result: dict[str, Any] | None, kind: str = "") -> None:
@@ -56,4 +59,88 @@ def test_metrics_come_from_what_was_recorded_not_from_reloading_the_store(
     # A resumed study: the same figures from one read of the store.
     resumed = Recorder(store, study(), Ui(quiet=True))
     assert resumed.metrics(steps) == [100.0, 120.0]
+    store.close()
+
+
+@dataclasses.dataclass(frozen=True)
+class Started:
+    at: float
+
+
+def _target(name: str) -> Any:
+    """What the recorder reads of a target when it has no cluster, monitor or cgroup."""
+    ctx = SimpleNamespace(extra=[], load_finding=None, client_started=None, conn=None, memory=None)
+    return SimpleNamespace(
+        name=name, env=None, cluster=None, lost=None, ctx=ctx, spec=SimpleNamespace(kernel=())
+    )
+
+
+STARTS: dict[str, float] = {}  # target -> when its run started
+
+
+def _slow_prepare(seconds: float, fail: bool) -> Any:
+    def prepare(ctx: Any, line: Any) -> None:
+        time.sleep(seconds)
+        if fail:
+            raise ToolError("warm-up failed")
+
+    return prepare
+
+
+def _started(name: str) -> Any:
+    def action(ctx: Any, line: Any) -> tuple[Any, str]:
+        STARTS[name] = time.monotonic()
+        return Started(STARTS[name]), ""
+
+    return action
+
+
+@pytest.fixture
+def timed_actions() -> Iterator[None]:
+    registry.register_action("test.slow-prepare", _slow_prepare)
+    registry.register_action("test.started", _started)
+    STARTS.clear()
+    try:
+        yield
+    finally:
+        registry.unregister_action("test.slow-prepare", _slow_prepare)
+        registry.unregister_action("test.started", _started)
+
+
+def test_targets_at_once_start_their_measured_runs_together(
+    tmp_path: Path, timed_actions: None
+) -> None:
+    """concurrent = true: one target's prepare (a warm-up, a CHECKPOINT) takes 1.5 s
+    longer than the other's; both runs must still start at the same moment. One
+    whose prepare fails leaves, and the other does not wait for it."""
+    store = Store.open(tmp_path / "r.sqlite")
+    store.begin_study(study())
+    rec = Recorder(store, study(), Ui(quiet=True))
+    starts = STARTS
+
+    def step(name: str, prepare_s: float, fail: bool = False) -> Step:
+        key = StepKey(name, "tpcb", ("s1", "select-only", "c1", "d3"), 1)
+        return Step(
+            key, "toy", name, {},
+            Call("test.started", {"name": name}),
+            prepare=Call("test.slow-prepare", {"seconds": prepare_s, "fail": fail}),
+            monitored=True,
+        )  # fmt: skip
+
+    def both(a: Step, b: Step) -> dict[str, bool]:
+        together = StartTogether(2)
+        with ThreadPoolExecutor(2) as pool:
+            done = {
+                s.key.target: pool.submit(rec.execute, s, _target(s.key.target), together=together)
+                for s in (a, b)
+            }
+        return {name: f.result() for name, f in done.items()}
+
+    assert both(step("a", 0.0), step("b", 1.5)) == {"a": True, "b": True}
+    assert abs(starts["a"] - starts["b"]) < 0.2, starts
+
+    starts.clear()
+    began = time.monotonic()
+    assert both(step("c", 0.0), step("d", 0.5, fail=True)) == {"c": True, "d": False}
+    assert set(starts) == {"c"} and starts["c"] - began < 5, "c waited for the failed d"
     store.close()

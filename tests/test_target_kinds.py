@@ -26,7 +26,7 @@ from pgrig.report.writer import write as write_report
 from pgrig.results import RunRecord, Study
 from pgrig.runner import run_campaign
 from pgrig.schema import Schema, text
-from pgrig.step import Action, Step, StepKey
+from pgrig.step import Call, Step, StepKey
 from pgrig.store import Store
 from pgrig.targets.base import Target
 from pgrig.targets.throwaway import Throwaway
@@ -52,13 +52,13 @@ class TmpfsKind(Throwaway):
     schema = Schema("[[target]] tmpfs", text("tmpfs_size", "256MiB", "the tmpfs's size"))
     kinds = (ResultKind("tmpfs", TmpfsBuilt, headline=lambda r: f": {r.fstype} on {r.mountpoint}"),)
 
-    def build_step(self, spec: TargetSpec, action: Action) -> Step | None:
+    def build_step(self, spec: TargetSpec) -> Step | None:
         return Step(
             key=StepKey(spec.name, "tmpfs"),
             kind="tmpfs",
             label=f"{spec.name}: mount a tmpfs",
             params={"size": spec.options["tmpfs_size"]},
-            action=action,
+            action=Call("target.build"),
         )
 
     @contextlib.contextmanager

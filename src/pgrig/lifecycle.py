@@ -18,7 +18,7 @@ from typing import Any
 from pgrig import registry
 from pgrig.campaign import TargetSpec
 from pgrig.errors import UsageError
-from pgrig.step import Action, Step
+from pgrig.step import Step
 from pgrig.storage import kernel
 from pgrig.targets.base import Demands, Target
 from pgrig.ui import Ui
@@ -92,9 +92,9 @@ def clean_orphans(study: str | None, others: list[str]) -> list[str]:
     return lines
 
 
-def build_step(t: Target, action: Action) -> Step | None:
+def build_step(t: Target) -> Step | None:
     """The recorded step that builds the target's storage; None: nothing to build."""
-    return t.kind.build_step(t.spec, action)
+    return t.kind.build_step(t.spec)
 
 
 @contextlib.contextmanager

@@ -14,16 +14,14 @@ import shutil
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from pgrig import calibration, probe, registry
 from pgrig.campaign import Campaign, InitdbSpec, TargetSpec
 from pgrig.errors import DiskSpaceError
 from pgrig.policy import RunPolicy
 from pgrig.probe import ProbeSpec
-from pgrig.step import Context, Step
+from pgrig.step import Step
 from pgrig.storage.target import LabSpec
-from pgrig.ui import Step as ProgressLine
 from pgrig.units import GB
 from pgrig.workloads.base import Phase, TargetView
 from pgrig.workloads.tpcb.spec import TpcbSpec
@@ -50,7 +48,6 @@ class PlannedTarget:
 
     name: str
     tablespaces: dict[str, str | None] = field(default_factory=dict)
-    observed: dict[str, float] = field(default_factory=dict)
     owned: bool = True
     storage: str = ""
 
@@ -111,14 +108,10 @@ def phase_steps(
                     yield t, after
 
 
-def _not_run(ctx: Context, line: ProgressLine) -> tuple[Any, str]:
-    raise AssertionError("planned steps are listed, not run")
-
-
 def steps(campaign: Campaign) -> Iterator[tuple[TargetView, Step]]:
     targets = [PlannedTarget.of(t) for t in campaign.targets]
     for t, spec in zip(targets, campaign.targets, strict=True):
-        if (build := registry.target_kind(spec).build_step(spec, _not_run)) is not None:
+        if (build := registry.target_kind(spec).build_step(spec)) is not None:
             yield t, build
     if campaign.probes is not None:
         # Probe by probe, target after target (as the runner does): the same

@@ -13,7 +13,7 @@ from typing import Any
 from pgrig.errors import BinaryNotFound, UsageError
 from pgrig.results import FioResult, FsyncResult, TimingResult
 from pgrig.schema import Schema, Table, choices, custom, flag, integer, text
-from pgrig.step import Context, Skip, Step, StepKey
+from pgrig.step import Action, Call, Context, Skip, Step, StepKey
 from pgrig.tools import fio, pg_test_fsync, pg_test_timing
 from pgrig.ui import Step as ProgressLine
 from pgrig.units import parse_size
@@ -107,7 +107,7 @@ FIO_LABELS = {
 }
 
 
-def _timing(seconds: int) -> Any:
+def timing_action(seconds: int) -> Action:
     def action(ctx: Context, line: ProgressLine) -> tuple[Any, str]:
         return pg_test_timing.run(
             ctx.bins.tool_dir("pg_test_timing"), duration_s=seconds, timeout=seconds + 60
@@ -116,7 +116,7 @@ def _timing(seconds: int) -> Any:
     return action
 
 
-def _fsync(seconds: int) -> Any:
+def fsync_action(seconds: int) -> Action:
     def action(ctx: Context, line: ProgressLine) -> tuple[Any, str]:
         done = 0
 
@@ -141,7 +141,7 @@ def _fsync(seconds: int) -> Any:
     return action
 
 
-def _fio(fio_plan: FioPlan, pattern: str) -> Any:
+def fio_action(fio_plan: FioPlan, pattern: str) -> Action:
     def action(ctx: Context, line: ProgressLine) -> tuple[Any, str]:
         try:
             fio.find_fio()
@@ -184,7 +184,7 @@ def steps(probes: ProbeSpec, target: str, directory: Path) -> list[Step]:
                 kind="pg_test_timing",
                 label=f"{target}: pg_test_timing",
                 params={"duration_s": probes.timing_s},
-                action=_timing(probes.timing_s),
+                action=Call("probe.timing", {"seconds": probes.timing_s}),
                 tools=("pg_test_timing",),
                 estimate_s=probes.timing_s + 1,
             )
@@ -202,7 +202,7 @@ def steps(probes: ProbeSpec, target: str, directory: Path) -> list[Step]:
                     label=f"{target}: pg_test_fsync in {where}"
                     + (f", run {rep} of {repeats}" if repeats > 1 else ""),
                     params=params,
-                    action=_fsync(probes.fsync_s),
+                    action=Call("probe.fsync", {"seconds": probes.fsync_s}),
                     total=pg_test_fsync.TIMED_TESTS * probes.fsync_s,
                     tools=("pg_test_fsync",),
                     estimate_s=pg_test_fsync.TIMED_TESTS * probes.fsync_s + 1,
@@ -226,7 +226,7 @@ def steps(probes: ProbeSpec, target: str, directory: Path) -> list[Step]:
                         "ioengine": probes.fio.ioengine,
                         "directory": where,
                     },
-                    action=_fio(probes.fio, pattern),
+                    action=Call("probe.fio", {"fio_plan": probes.fio, "pattern": pattern}),
                     total=probes.fio.runtime_s,
                     tools=("fio",),
                     estimate_s=probes.fio.runtime_s + 3,

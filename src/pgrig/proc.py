@@ -31,6 +31,29 @@ from pgrig.errors import ToolError, ToolTimeout
 LineCallback = Callable[[str, str], None]
 """Called as ``callback(stream_name, line)`` with stream_name "stdout" or "stderr"."""
 
+# Set while the main thread stops a study whose targets run in threads of their
+# own (``concurrent = true``): only the main thread gets SIGINT and SIGTERM, so
+# the other threads' waits ask here and stop as the main thread would.
+_CANCEL = threading.Event()
+
+
+@contextlib.contextmanager
+def threads_cancelled() -> Iterator[None]:
+    """While inside, every thread but the main one raises ``KeyboardInterrupt``
+    at its next wait (``raise_if_cancelled``): its tool is stopped, its cleanup
+    runs, its step is recorded as interrupted."""
+    _CANCEL.set()
+    try:
+        yield
+    finally:
+        _CANCEL.clear()
+
+
+def raise_if_cancelled() -> None:
+    """In a wait loop: stop this (non-main) thread when the study is being stopped."""
+    if _CANCEL.is_set() and threading.current_thread() is not threading.main_thread():
+        raise KeyboardInterrupt
+
 
 @dataclass(frozen=True)
 class Completed:
@@ -219,6 +242,7 @@ def stream(
                     argv=args,
                     stderr="".join(chunks["stderr"]),
                 )
+            raise_if_cancelled()
             for key, _ in sel.select(timeout=min(remaining, 0.5)):
                 raw = os.read(key.fileobj.fileno(), 65536)  # type: ignore[union-attr]
                 if not raw:

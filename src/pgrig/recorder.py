@@ -32,8 +32,46 @@ def _memory(t: Target) -> MemoryStats | None:
     return t.ctx.memory() if t.ctx.memory is not None else None
 
 
+def _below(step: Step, tail: str, kind: str, label: str) -> Step:
+    """A record of what belongs to a run (its monitor, memory, extras), keyed
+    below it; recorded, never run: the run's action stays as data."""
+    return Step(
+        key=step.key.below(tail),
+        kind=kind,
+        label=label,
+        params={**step.params, "run": step.id},
+        action=step.action,
+    )
+
+
 def now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+class StartTogether:
+    """Targets measured at once (``concurrent = true``) start their measured runs
+    together: each target's thread waits here after its own prepare (reset,
+    warm-up, CHECKPOINT take different times on different machines), so the
+    measured windows overlap from their first second. A target whose step ends
+    before its run (a failed prepare, Ctrl-C) leaves, and the others go on
+    without waiting for it."""
+
+    WAIT_S = 1800.0  # the longest one target's prepare may outlast another's
+
+    def __init__(self, parties: int) -> None:
+        self._barrier = threading.Barrier(parties)
+
+    def meet(self) -> bool:
+        """Wait for the other targets; False when one of them left (not together)."""
+        try:
+            self._barrier.wait(self.WAIT_S)
+        except threading.BrokenBarrierError:
+            return False
+        return True
+
+    def leave(self) -> None:
+        """This target will not start a run now: nobody waits for it."""
+        self._barrier.abort()
 
 
 class Recorder:
@@ -72,14 +110,23 @@ class Recorder:
     def pending(self, steps: Iterable[Step]) -> bool:
         return any(s.id not in self.done for s in steps)
 
-    def execute(self, step: Step, t: Target, *, record: bool = True) -> bool:
-        """Run one step and record it. True if it succeeded (or was recorded before)."""
-        if record and step.id in self.done:
-            return True
-        with kernel.applied(t.spec.kernel):  # a kernel-settings axis: around its points
-            return self._execute(step, t, record=record)
+    def execute(
+        self, step: Step, t: Target, *, record: bool = True, together: StartTogether | None = None
+    ) -> bool:
+        """Run one step and record it. True if it succeeded (or was recorded before).
+        ``together``: a measured step starts its run with the other targets'."""
+        try:
+            if record and step.id in self.done:
+                return True
+            with kernel.applied(t.spec.kernel):  # a kernel-settings axis: around its points
+                return self._execute(step, t, record=record, together=together)
+        finally:
+            if together is not None:  # met already, or never will: nobody waits for it
+                together.leave()
 
-    def _execute(self, step: Step, t: Target, *, record: bool) -> bool:
+    def _execute(
+        self, step: Step, t: Target, *, record: bool, together: StartTogether | None = None
+    ) -> bool:
         self._revive(t)
         started = now()
         t0 = time.monotonic()
@@ -96,20 +143,26 @@ class Recorder:
         try:
             with self.ui.step(step.label, total=step.total) as line:
                 if step.prepare is not None:
-                    step.prepare(t.ctx, line)
+                    registry.resolve(step.prepare)(t.ctx, line)
                 if step.monitored and self.wait_quiet_s > 0:
                     self._wait_quiet(t, line)
+                if step.monitored and together is not None:
+                    line.update(detail="waiting for the other targets to start together")
+                    if not together.meet():
+                        proc.raise_if_cancelled()  # left because the study is being stopped
+                        self.ui.warn(f"{step.label}: another target did not start its run")
+                    line.update(detail="")
                 started = now()
                 memory = self._memory_before(t) if step.monitored and record else None
                 if step.monitored and self.monitor_runs and t.ctx.conn is not None:
                     watch_ = monitor.Watch(t.ctx, limits=self._limits_of(t), baseline=self.baseline)
                     with watch_ as watch:
                         try:
-                            value, raw = step.action(t.ctx, line)
+                            value, raw = registry.resolve(step.action)(t.ctx, line)
                         finally:
                             watched = watch
                 else:
-                    value, raw = step.action(t.ctx, line)
+                    value, raw = registry.resolve(step.action)(t.ctx, line)
             result = to_dict(value)
         except Skip as exc:
             status, reason = "skipped", exc.reason
@@ -199,13 +252,7 @@ class Recorder:
         """What the action made besides its result (``Context.extra``), each a
         record of its own below the step's key."""
         for tail, kind, value in t.ctx.extra:
-            extra = Step(
-                key=step.key.below(tail),
-                kind=kind,
-                label=f"{step.label}: {tail}",
-                params={**step.params, "run": step.id},
-                action=step.action,
-            )
+            extra = _below(step, tail, kind, f"{step.label}: {tail}")
             self.record(extra, t, started, "ok", None, to_dict(value), "")
         t.ctx.extra.clear()
 
@@ -214,13 +261,7 @@ class Recorder:
     ) -> None:
         """What the host and the server did during the run, and the verdict - a
         record of its own, so a failing sampler never costs the run itself."""
-        mon = Step(
-            key=step.key.below("monitor"),
-            kind="monitor",
-            label=f"{step.label}: monitor",
-            params={**step.params, "run": step.id},
-            action=step.action,
-        )
+        mon = _below(step, "monitor", "monitor", f"{step.label}: monitor")
         try:
             observed = watch.result(value)
         except Exception as exc:  # the run is recorded; say why the evidence is missing
@@ -244,13 +285,7 @@ class Recorder:
     def _record_memory(self, step: Step, t: Target, started: str, before: MemoryStats) -> None:
         """A memory-limited target's cgroup over the run (limit hits, peak, OOM
         kills): a record of its own, like the monitor's."""
-        mem = Step(
-            key=step.key.below("memory"),
-            kind=MEMORY.name,
-            label=f"{step.label}: memory cgroup",
-            params={**step.params, "run": step.id},
-            action=step.action,
-        )
+        mem = _below(step, "memory", MEMORY.name, f"{step.label}: memory cgroup")
         try:
             after = _memory(t)
         except (OSError, ValueError) as exc:  # the run is recorded; say why this is missing

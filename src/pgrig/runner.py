@@ -47,8 +47,8 @@ from pgrig.errors import (
     signal_number,
 )
 from pgrig.meaning import Meaning
-from pgrig.proc import pid_alive
-from pgrig.recorder import Recorder, now
+from pgrig.proc import pid_alive, threads_cancelled
+from pgrig.recorder import Recorder, StartTogether, now
 from pgrig.report.monitor import closing_warning
 from pgrig.report.writer import write as write_report
 from pgrig.results import Study
@@ -337,20 +337,26 @@ class CampaignRunner:
         the rest of the study."""
         kept = []
         for t in self.targets:
-
-            def build(ctx: Any, line: Any, t: Target = t) -> tuple[Any, str]:
-                try:
-                    return stack.enter_context(lifecycle.storage(t, self.ui, keep=self.keep)), ""
-                except OptionRefused as exc:  # the user's option: exit 2 if nothing is left
-                    self._refused.append(exc)
-                    raise
-
-            step = lifecycle.build_step(t, build)
-            if step is None or rec.execute(step, t, record=step.id not in rec.done):
+            step = lifecycle.build_step(t)
+            t.ctx.build = partial(self._build, stack, t)
+            try:
+                built = step is None or rec.execute(step, t, record=step.id not in rec.done)
+            finally:
+                t.ctx.build = None  # built once: no later step may enter it again
+            if built:
                 kept.append(t)
             else:
                 self.ui.fail(f"{t.name}: left out of this study (its storage could not be built)")
         self.targets = kept
+
+    def _build(self, stack: contextlib.ExitStack, t: Target) -> tuple[Any, str]:
+        """The target's storage, entered on ``stack`` for the rest of the study:
+        what its build step's action (``Context.build``) runs."""
+        try:
+            return stack.enter_context(lifecycle.storage(t, self.ui, keep=self.keep)), ""
+        except OptionRefused as exc:  # the user's option: exit 2 if nothing is left
+            self._refused.append(exc)
+            raise
 
     def _probes(self, rec: Recorder) -> None:
         if self.campaign.probes is None:
@@ -450,7 +456,9 @@ class CampaignRunner:
         while live:
             order = pol.order(live, rep)
             if pol.concurrent and len(order) > 1:
-                _at_once([partial(_point, series, t, rep, rec) for t in order])
+                running = [t for t in order if series.make(t, rep).id not in rec.done]
+                together = StartTogether(len(running)) if len(running) > 1 else None
+                _at_once([partial(_point, series, t, rep, rec, together) for t in order], together)
             else:
                 for t in order:
                     _point(series, t, rep, rec)
@@ -462,23 +470,35 @@ class CampaignRunner:
             rep += 1
 
 
-def _point(series: Series, t: Target, rep: int, rec: Recorder) -> None:
-    """One repetition of a point on one target, and what follows it."""
+def _point(
+    series: Series, t: Target, rep: int, rec: Recorder, together: StartTogether | None = None
+) -> None:
+    """One repetition of a point on one target, and what follows it; ``together``:
+    its measured run starts with the other targets' (``concurrent = true``)."""
     run = series.make(t, rep)
     if run.id not in rec.done:
-        rec.execute(run, t)
+        rec.execute(run, t, together=together)
         for after in series.after(t, run):
             rec.execute(after, t)
 
 
-def _at_once(points: Sequence[Callable[[], None]]) -> None:
+def _at_once(points: Sequence[Callable[[], None]], together: StartTogether | None = None) -> None:
     """``concurrent = true``: the targets' points in threads of their own, started
     together (each target on machines of its own: ``lifecycle.check_concurrent``).
     A step's failure is recorded by the recorder; what escapes it (Ctrl-C in the
-    main thread, a bug) is raised once every thread has ended."""
+    main thread, a bug) is raised once every thread has ended. Ctrl-C or SIGTERM
+    reach the main thread only: it stops the other threads' tools (remote ones
+    too) rather than waiting for their runs to end."""
     with ThreadPoolExecutor(max_workers=len(points), thread_name_prefix="pgrig-target") as pool:
         futures = [pool.submit(p) for p in points]
-        wait(futures)
+        try:
+            wait(futures)
+        except BaseException:
+            if together is not None:  # a thread waiting for the others must not wait on
+                together.leave()
+            with threads_cancelled():
+                wait(futures)
+            raise
     for f in futures:
         f.result()
 

@@ -4,11 +4,17 @@ Probes and workloads turn a plan into steps; each step's ``action`` runs one
 real tool and returns its typed result and raw output. The runner does the
 rest (progress, timing, recording, failure handling), so every tool is
 recorded the same way.
+
+A step is data: its ``action`` and ``prepare`` are ``Call``s naming an action
+registered in ``pgrig.registry.ACTIONS`` and its plain-data parameters, resolved
+only when the step runs, against the Context of the target it runs on (whose
+``host`` is the server's machine). So a step can be listed, compared, pickled
+and sent to another host's executor, and what it does is found in one table.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -100,9 +106,43 @@ class Context:
     # Reads a storage-lab target's memory cgroup (limit hits, peak, OOM kills);
     # None: the target has no memory limit.
     memory: Callable[[], MemoryStats | None] | None = None
+    # The best tps measured so far per mode on this target: a measured run's
+    # transaction log is sampled so that its size stays bounded.
+    observed: dict[str, float] = field(default_factory=dict)
+    # Called between an action's events (the durability check's "crashed",
+    # "recovered", "end"): where `pgrig durability`'s tests tamper. None: nothing.
+    on_event: Callable[[str, int], None] | None = None
+    # Builds the target's storage for the rest of the study (set by the runner
+    # for the step ``TargetKind.build_step`` makes): the typed result and raw output.
+    build: Callable[[], tuple[Any, str]] | None = None
 
 
+# What a registered action resolves to: it runs on a Context, on a progress line.
 Action = Callable[[Context, ProgressLine], tuple[Any, str]]
+Prepare = Callable[[Context, ProgressLine], None]
+
+
+@dataclass(frozen=True)
+class Call:
+    """A registered action and its parameters: what a step runs, as data.
+
+    ``name`` is a key of ``pgrig.registry.ACTIONS``, whose value is a function of
+    ``args`` returning the ``Action`` (or ``Prepare``) that runs on the step's
+    Context. Parameters are plain data: str, numbers, bools, tuples, dicts,
+    Paths, frozen dataclasses such as a workload's spec.
+
+    Why a name and its arguments rather than one dataclass per action with a
+    ``run`` method: every action was already a function of its parameters
+    returning what runs on the Context; registering those functions keeps each
+    body where and as it was, makes the table of everything a step can do one
+    dict beside ``WORKLOADS``, and adding an action stays one function plus one
+    line. The price, arguments checked when the step runs rather than by mypy,
+    is paid back by tests/test_steps_as_data.py, which binds the arguments of
+    every step of every example campaign to its function's signature.
+    """
+
+    name: str
+    args: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -111,13 +151,13 @@ class Step:
     kind: str  # the name of a registered result kind (pgrig.registry)
     label: str  # shown on the progress line
     params: dict[str, Any]
-    action: Action
+    action: Call  # resolved through pgrig.registry.ACTIONS when the step runs
     total: float | None = None  # progress total (e.g. seconds) when known up front
     tools: tuple[str, ...] = ()  # names whose versions are recorded with the result
     monitored: bool = False  # a measured run: host and server are sampled while it runs
     # Runs before the measured part and outside the monitor's window (reset,
     # warm-up, CHECKPOINT), on the same progress line.
-    prepare: Callable[[Context, ProgressLine], None] | None = None
+    prepare: Call | None = None
     estimate_s: float = 0.0  # what `pgrig plan` adds up
     # Creates the data later steps use (a load): on a resumed campaign it runs
     # again when later steps still need the data, but is recorded only once.

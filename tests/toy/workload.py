@@ -13,7 +13,7 @@ from pgrig.report.model import Row, Section, Table
 from pgrig.results import RunRecord, Study, typed
 from pgrig.schema import Schema, integers, text
 from pgrig.schema import Table as TomlTable
-from pgrig.step import Context, Step, StepKey
+from pgrig.step import Action, Call, Context, Step, StepKey
 from pgrig.ui import Step as ProgressLine
 from pgrig.workloads.base import Phase, ResultKind, Series, TargetView, Workload
 
@@ -41,7 +41,7 @@ SCHEMA = Schema(
 )
 
 
-def sum_step(spec: ToySpec, rows: int, target: TargetView, rep: int) -> Step:
+def sum_action(rows: int) -> Action:
     def action(ctx: Context, line: ProgressLine) -> tuple[Any, str]:
         assert ctx.conn is not None
         started = time.perf_counter()
@@ -51,12 +51,16 @@ def sum_step(spec: ToySpec, rows: int, target: TargetView, rep: int) -> Step:
         elapsed = (time.perf_counter() - started) * 1000
         return ToyResult(rows, int(row[0]), elapsed), f"sum = {row[0]}\n"
 
+    return action
+
+
+def sum_step(spec: ToySpec, rows: int, target: TargetView, rep: int) -> Step:
     return Step(
         key=StepKey(target.name, spec.name, (f"n{rows}",), rep),
         kind="toy_sum",
         label=f"{target.name}: sum of {rows} rows",
         params={"workload": spec.name, "rows": rows, "repeat": rep},
-        action=action,
+        action=Call("toy.sum", {"rows": rows}),
         estimate_s=1,
     )
 
@@ -64,6 +68,7 @@ def sum_step(spec: ToySpec, rows: int, target: TargetView, rep: int) -> Step:
 class ToyWorkload(Workload):
     type = "toy"
     schema = SCHEMA
+    actions = {"toy.sum": sum_action}
     kinds = (
         ResultKind(
             "toy_sum",

@@ -131,7 +131,7 @@ def losses(res: DurabilityResult) -> str:
     return text
 
 
-def campaign(opts: Options, on_event: driver.EventHook | None = None) -> Campaign:
+def campaign(opts: Options) -> Campaign:
     plan = opts.plan
     spec = DurabilitySpec(
         method=plan.method,
@@ -141,7 +141,6 @@ def campaign(opts: Options, on_event: driver.EventHook | None = None) -> Campaig
         seed=plan.seed,
         recovery_timeout_s=plan.recovery_timeout_s,
         power_loss=plan.power_loss,
-        on_event=on_event,
     )
     settings = dict(opts.overrides)
     if plan.power_loss == "torn" and opts.dsn is None:
@@ -189,7 +188,7 @@ def execute(
             "are written between checkpoints and can tear (--set shared_buffers=... to change)"
         )
     runner = CampaignRunner(
-        campaign(opts, on_event),
+        campaign(opts),
         ui,
         yes=opts.yes,
         keep=opts.keep,
@@ -197,6 +196,8 @@ def execute(
         label=str(opts.target) if opts.dsn is None else Conn.from_user(opts.dsn).describe(),
     )
     runner.preflight()
+    for t in runner.targets:  # a hook, not a parameter: it stays out of the steps
+        t.ctx.on_event = on_event
     try:
         runner.run(store)
     finally:

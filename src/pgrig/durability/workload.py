@@ -17,7 +17,7 @@ from pgrig.policy import RunPolicy
 from pgrig.report.model import Section
 from pgrig.results import RunRecord, Study
 from pgrig.schema import Schema, Table, choice, custom, integer, number, text
-from pgrig.step import Context, Skip, Step, StepKey
+from pgrig.step import Action, Call, Context, Skip, Step, StepKey
 from pgrig.ui import Step as ProgressLine
 from pgrig.workloads.base import Needs, Phase, ResultKind, Series, TargetView, Workload
 from pgrig.workloads.custom.spec import ScriptSpec, _defines, _scripts
@@ -47,10 +47,6 @@ class DurabilitySpec:
     defines: dict[str, str] = field(default_factory=dict)
     script_clients: int = 4
     checks: tuple[UserCheck, ...] = ()
-    # `pgrig durability`'s hook between crashes (tests tamper there); not a campaign key
-    on_event: driver.EventHook | None = field(
-        default=None, compare=False, repr=False, metadata={"runtime": True}
-    )
 
     kind: ClassVar[str] = "durability"
 
@@ -128,14 +124,15 @@ def estimate(spec: DurabilitySpec, storage: str = "") -> float:
     return spec.crashes * spec.interval_s + besides
 
 
-def check_step(spec: DurabilitySpec, target: TargetView) -> Step:
+def check_action(spec: DurabilitySpec, owned: bool, storage: str) -> Action:
+    """The crashes under load and the checks after each (``owned``: pgrig
+    created the server, or --yes lets a backend be killed on an existing one)."""
     plan = spec.plan
-    storage = target.storage
 
     def action(ctx: Context, line: ProgressLine) -> tuple[Any, str]:
         started = time.monotonic()
         own = ctx.cluster is not None
-        if ctx.conn is None or not (own or (target.owned and plan.method == KILL_BACKEND)):
+        if ctx.conn is None or not (own or (owned and plan.method == KILL_BACKEND)):
             raise Skip("an existing server: run `pgrig durability --dsn ... --yes`")
         if plan.power_loss is not None and ctx.lossy is None:
             raise Skip("the cluster is not on the lossy filesystem: no power loss possible")
@@ -145,7 +142,7 @@ def check_step(spec: DurabilitySpec, target: TargetView) -> Step:
             ctx.bins,
             logfile=ctx.cluster.logfile if ctx.cluster is not None else None,
             progress=lambda text: line.update(detail=text),
-            on_event=spec.on_event or (lambda _e, _n: None),
+            on_event=ctx.on_event or (lambda _e, _n: None),
             user_load=UserLoad(ctx.bins, ctx.conn, spec.scripts, spec.defines, spec.script_clients)
             if spec.scripts
             else None,
@@ -157,6 +154,10 @@ def check_step(spec: DurabilitySpec, target: TargetView) -> Step:
         calibration.record_on(calibration_kind(spec), storage, spec.crashes, max(0.1, besides))
         return result, ""
 
+    return action
+
+
+def check_step(spec: DurabilitySpec, target: TargetView) -> Step:
     return Step(
         key=StepKey(target.name, spec.name),
         kind="durability",
@@ -172,7 +173,9 @@ def check_step(spec: DurabilitySpec, target: TargetView) -> Step:
             **({"scripts": [s.path.name for s in spec.scripts]} if spec.scripts else {}),
             **({"checks": [c.name for c in spec.checks]} if spec.checks else {}),
         },
-        action=action,
+        action=Call(
+            "durability.check", {"spec": spec, "owned": target.owned, "storage": target.storage}
+        ),
         tools=("pg_amcheck", "postgres", "pg_ctl"),
         estimate_s=estimate(spec, target.storage),
     )

@@ -61,6 +61,10 @@ class Started(ABC):
             return None
         return line.rstrip("\n")
 
+    def stderr_so_far(self) -> list[str]:
+        """The stderr lines printed until now (a copy; the process may still run)."""
+        return list(self._stderr)
+
     @abstractmethod
     def send(self, text: str) -> None:
         """Write to the process's stdin."""

@@ -38,6 +38,7 @@ from typing import Protocol
 
 from psycopg.conninfo import conninfo_to_dict
 
+from pgrig import proc
 from pgrig.conninfo import Conn
 from pgrig.errors import ParseError, PgrigError, ToolError, UsageError
 from pgrig.hosts import owner
@@ -45,9 +46,11 @@ from pgrig.hosts.executor import Executor, Started
 from pgrig.hosts.watch import LoadHostWatch, Watcher, client_bound
 from pgrig.monitor.verdict import Finding
 from pgrig.results import LatencySummary, PgbenchRun, ProgressPoint
+from pgrig.tools.pgbench.parse import parse_progress
 from pgrig.tools.pgbench.run import RunOptions, log_sampling_rate, parse_result, run_argv
 from pgrig.tools.pgbench.txlog import parse_transaction_logs
 
+PROGRESS_EVERY_S = 1.0  # pgbench's -P 1
 START_MARGIN_S = 1.0  # from "go" to the common start: enough to reach every host
 PINGS = 12
 LOG_PREFIX = "pgbench_log"
@@ -150,6 +153,8 @@ class LoadJob:
     # A figure of each host's run besides tps, named, summed over the hosts for
     # the merged row (TPC-C: tpmC from the host's report).
     figure: tuple[str, Callable[[HostLoad], float]] | None = None
+    # The run's progress as it goes: the hosts' latest ``-P`` points, tps summed.
+    on_progress: Callable[[ProgressPoint], None] | None = None
 
 
 class LoadRunner(Protocol):
@@ -201,10 +206,12 @@ def run_pgbench(
     opts: RunOptions,
     log_dir: Path,
     extra: Sequence[str] = (),
+    on_progress: Callable[[ProgressPoint], None] | None = None,
 ) -> MultiLoad:
     """pgbench with ``opts`` (and ``extra`` options) on every host at once against
     ``conn``; logs copied to ``log_dir/<host>/``. ``bin_dir`` is where pgbench
-    lives on the hosts; ``opts.scripts`` are files here, copied to each host."""
+    lives on the hosts; ``opts.scripts`` are files here, copied to each host.
+    ``on_progress`` gets the hosts' progress while they run (``progress``)."""
     if not opts.transaction_log:
         raise ValueError("multi-host runs need the per-transaction log: the percentiles pool")
     remote_dirs: dict[str, str] = {}
@@ -241,7 +248,7 @@ def run_pgbench(
         ]
         watchers = [Watcher(ex, w.pid).start() for ex, w in zip(executors, waiters, strict=True)]
         try:
-            _first_failure(executors, waiters, opts.duration_s + 120)
+            _first_failure(executors, waiters, opts.duration_s + 120, on_progress)
             done = [w.wait(60, check=False, what="pgbench") for w in waiters]
         finally:
             watches = [w.stop() for w in watchers]
@@ -382,11 +389,23 @@ def _clean_up(
         raise failures[0]
 
 
-def _first_failure(executors: Sequence[Executor], waiters: Sequence[Started], limit: float) -> None:
+def _first_failure(
+    executors: Sequence[Executor],
+    waiters: Sequence[Started],
+    limit: float,
+    on_progress: Callable[[ProgressPoint], None] | None = None,
+) -> None:
     """Wait until every pgbench ended; raise at once, naming the host, when one
-    fails: the others' run no longer measures what was asked (the caller stops them)."""
+    fails: the others' run no longer measures what was asked (the caller stops them).
+    Meanwhile ``on_progress`` gets the hosts' progress about once a second."""
     deadline = time.monotonic() + limit
+    shown = 0.0
     while time.monotonic() < deadline:
+        proc.raise_if_cancelled()
+        if on_progress is not None and time.monotonic() - shown >= PROGRESS_EVERY_S:
+            shown = time.monotonic()
+            if (point := progress(waiters)) is not None:
+                on_progress(point)
         codes = [w.poll() for w in waiters]
         for ex, waiter, code in zip(executors, waiters, codes, strict=True):
             if code not in (None, 0):
@@ -401,6 +420,26 @@ def _first_failure(executors: Sequence[Executor], waiters: Sequence[Started], li
         if all(code is not None for code in codes):
             return
         time.sleep(0.05)
+
+
+def progress(waiters: Sequence[Started]) -> ProgressPoint | None:
+    """The run as the hosts' pgbench ``-P`` lines show it so far: the latest point
+    of each host that printed one, tps summed, latency weighted by each host's
+    tps (the hosts started together: their seconds are comparable). For the
+    progress line only: the recorded figures come from the whole output and logs."""
+    latest = []
+    for w in waiters:
+        points = [p for line in w.stderr_so_far() if (p := parse_progress(line))]
+        if points:
+            latest.append(points[-1])
+    if not latest:
+        return None
+    tps = sum(p.tps for p in latest)
+    return ProgressPoint(
+        t_s=min(p.t_s for p in latest),
+        tps=tps,
+        latency_ms=sum(p.latency_ms * p.tps for p in latest) / tps if tps else 0.0,
+    )
 
 
 def _fetch_logs(ex: Executor, remote_dir: str, local: Path) -> list[Path]:

@@ -1,10 +1,10 @@
 """Watch every measured run and say what the bottleneck was, with the evidence,
 and whether other work on the machine disturbed it.
 
-    from pgrig import monitor
+    from pgrig import monitor, registry
     baseline = monitor.idle_baseline(3.0, target=ctx.target)  # once, before the study
     with monitor.Watch(ctx, limits=monitor.limits_from(probe_results), baseline=baseline) as watch:
-        result, raw = step.action(ctx, line)
+        result, raw = registry.resolve(step.action)(ctx, line)
     mon = watch.result(result)  # MonitorResult: samples, checkpoints, verdict, others, noise
     monitor.is_disturbed(mon)   # other processes took the machine: do not count this run
 

@@ -25,13 +25,14 @@ state directory, judged by ``pgrig.ownership.owner_alive`` there); its
 from __future__ import annotations
 
 import contextlib
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from pgrig import environment
+from pgrig import calibration, environment
 from pgrig.environment import remote as remote_environment
 from pgrig.errors import ClusterError
 from pgrig.step import Action, Context, Step
@@ -45,6 +46,7 @@ if TYPE_CHECKING:  # types only: the kinds are registered by pgrig.registry
     from pgrig.report.model import Section
     from pgrig.results import Environment, RunRecord, Study
     from pgrig.schema import Schema, Table
+    from pgrig.ui import Step as ProgressLine
     from pgrig.ui import Ui
     from pgrig.workloads.base import ResultKind
 
@@ -129,7 +131,6 @@ class Target:
             checked.directory,
             {"tablespace": spec.tablespace, "index_tablespace": spec.index_tablespace},
         )
-        self.observed: dict[str, float] = {}  # mode -> best tps so far (sizes logs)
 
     @property
     def name(self) -> str:
@@ -175,6 +176,23 @@ class Target:
         """The kind built the target's storage: the cluster and the probes go there."""
         self.live.directory = directory
         self.ctx.target = self.ctx.scratch = directory
+
+
+def build_action(calibrate: str | None = None) -> Action:
+    """Builds a target's storage: ``Context.build``, which the runner points at
+    ``TargetKind.storage`` entered for the rest of the study. ``calibrate``: the
+    calibration kind its seconds are recorded under, for the next plan."""
+
+    def action(ctx: Context, line: ProgressLine) -> tuple[Any, str]:
+        if ctx.build is None:
+            raise AssertionError("a build step runs inside the runner, which sets Context.build")
+        started = time.monotonic()
+        out = ctx.build()
+        if calibrate is not None:
+            calibration.record(calibrate, 1, max(0.01, time.monotonic() - started))
+        return out
+
+    return action
 
 
 class TargetKind(ABC):
@@ -227,9 +245,10 @@ class TargetKind(ABC):
         backing files on one disk); called after every ``check``."""
         return None
 
-    def build_step(self, spec: TargetSpec, action: Action) -> Step | None:
+    def build_step(self, spec: TargetSpec) -> Step | None:
         """The recorded step that builds the target's storage (``pgrig plan``
-        lists it; ``action`` enters ``storage``); None: nothing to build."""
+        lists it); its action is ``Call("target.build")``, which enters
+        ``storage`` through the runner; None: nothing to build."""
         return None
 
     @contextlib.contextmanager

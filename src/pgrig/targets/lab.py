@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -19,13 +18,12 @@ from pgrig import calibration, storage
 from pgrig.cluster import profiles, workdir
 from pgrig.cluster.server import server_os_user
 from pgrig.errors import BinaryNotFound, DiskSpaceError, UsageError
-from pgrig.step import Action, Context, Skip, Step, StepKey
+from pgrig.step import Call, Skip, Step, StepKey
 from pgrig.storage import LabSpec, cgroups, loopfs
 from pgrig.storage.errors import CgroupError, StorageError
 from pgrig.storage.model import LabInfo
 from pgrig.targets.base import Checked, Demands, Target, as_written
 from pgrig.targets.throwaway import Throwaway
-from pgrig.ui import Step as ProgressLine
 from pgrig.ui import Ui
 from pgrig.units import GB, size_text
 
@@ -80,7 +78,7 @@ class LabKind(Throwaway):
                 hint="lower size, or put the backing files elsewhere (base = ...)",
             )
 
-    def build_step(self, spec: TargetSpec, action: Action) -> Step | None:
+    def build_step(self, spec: TargetSpec) -> Step | None:
         """Building a target's storage lab (filesystem, I/O cap, memory limit): the
         step records what was built, as the system reports it."""
         if spec.lab is None:
@@ -89,19 +87,12 @@ class LabKind(Throwaway):
         # seed000's latency layer: 16 s, its fio calibration included).
         kind = f"lab-build@{self.where(spec)[0]}"
         default = 5 + (spec.lab.fs.total_bytes / GB * 2 if spec.lab.fs else 0)
-
-        def timed(ctx: Context, line: ProgressLine) -> tuple[Any, str]:
-            started = time.monotonic()
-            out = action(ctx, line)
-            calibration.record(kind, 1, max(0.01, time.monotonic() - started))
-            return out
-
         return Step(
             key=StepKey(spec.name, "lab"),
             kind="storage_lab",
             label=f"{spec.name}: storage lab",
             params={"spec": spec.lab.describe(), "base": spec.lab.base, "disk": spec.lab.disk},
-            action=timed,
+            action=Call("target.build", {"calibrate": kind}),
             estimate_s=calibration.estimate(kind, 1, lambda _n: default),
         )
 

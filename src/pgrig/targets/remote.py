@@ -427,8 +427,9 @@ class _Driver:
     def __call__(self, job: load.LoadJob) -> load.MultiLoad:
         logs = Path(tempfile.mkdtemp(prefix="run-", dir=job.log_root))
         multi = load.run_pgbench(
-            self.executors, self.hosts.bin_dir, job.conn or self.conn, job.opts, logs, job.extra
-        )
+            self.executors, self.hosts.bin_dir, job.conn or self.conn, job.opts, logs, job.extra,
+            job.on_progress,
+        )  # fmt: skip
         # Where pgbench shares the server's host, a busy CPU is both's: only its
         # own threads' demand says the load generator ran out.
         bound = client_bound(multi.watches, shared=(self.hosts.server.name,))

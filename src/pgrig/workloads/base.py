@@ -11,7 +11,7 @@ shows how to add one.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
@@ -43,9 +43,6 @@ class TargetView(Protocol):
 
     @property
     def tablespaces(self) -> dict[str, str | None]: ...
-
-    @property
-    def observed(self) -> dict[str, float]: ...  # best tps per mode so far (sizes logs)
 
     @property
     def owned(self) -> bool: ...  # pgrig created this server (or --yes allows dropping data)
@@ -124,6 +121,9 @@ class Workload(ABC):
     schema: ClassVar[Schema]  # its ``[[workload]]`` keys
     kinds: ClassVar[tuple[ResultKind, ...]] = ()
     needs: ClassVar[Needs] = Needs()
+    # A plugin's own step actions, added to ``pgrig.registry.ACTIONS`` when it is
+    # registered (pgrig's own are listed there).
+    actions: ClassVar[Mapping[str, Callable[..., Any]]] = {}
 
     @abstractmethod
     def parse(self, table: Table) -> WorkloadSpec:

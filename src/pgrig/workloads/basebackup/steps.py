@@ -22,7 +22,7 @@ from pgrig.cluster import workdir
 from pgrig.environment.storage import describe_filesystem
 from pgrig.errors import ClusterError, UsageError, WorkdirError
 from pgrig.policy import RunPolicy
-from pgrig.step import Context, Step, StepKey
+from pgrig.step import Action, Call, Context, Prepare, Step, StepKey
 from pgrig.tools import pgbench
 from pgrig.ui import Step as ProgressLine
 from pgrig.units import MB
@@ -64,7 +64,7 @@ def _scale_loaded(ctx: Context) -> int | None:
     return int(count[0]) if count else None
 
 
-def _data(spec: BasebackupSpec, tablespaces: dict[str, str | None]) -> Any:
+def data_action(spec: BasebackupSpec, tablespaces: dict[str, str | None]) -> Action:
     def action(ctx: Context, line: ProgressLine) -> tuple[Any, str]:
         loaded, load_s, raw = False, None, ""
         found = _scale_loaded(ctx)
@@ -100,7 +100,7 @@ def data_steps(spec: BasebackupSpec, target: TargetView) -> list[Step]:
             kind="basebackup_data",
             label=f"{target.name}: TPC-B data of scale {spec.scale} to copy",
             params={"workload": spec.name, "scale": spec.scale, **target.tablespaces},
-            action=_data(spec, target.tablespaces),
+            action=Call("basebackup.data", {"spec": spec, "tablespaces": target.tablespaces}),
             total=spec.scale * pgbench.ROWS_PER_SCALE,
             tools=("pgbench",),
             estimate_s=tpcb_steps.load_estimate(TpcbSpec(), spec.scale, target.storage),
@@ -188,7 +188,9 @@ def backup_estimate(spec: BasebackupSpec, storage: str = "") -> float:
     )
 
 
-def _backup(spec: BasebackupSpec, opts: tool.Options, target: str, rep: int, storage: str) -> Any:
+def backup_action(
+    spec: BasebackupSpec, opts: tool.Options, target: str, rep: int, storage: str
+) -> Action:
     def action(ctx: Context, line: ProgressLine) -> tuple[Any, str]:
         started = time.monotonic()
         _check_replication(ctx, spec.wal_method)
@@ -301,15 +303,24 @@ def backup_step(spec: BasebackupSpec, policy: RunPolicy, target: TargetView, rep
             "to": spec.to or None,
             "repeat": rep,
         },
-        action=_backup(spec, opts, target.name, rep, target.storage),
-        prepare=_prepare(policy),
+        action=Call(
+            "basebackup.backup",
+            {
+                "spec": spec,
+                "opts": opts,
+                "target": target.name,
+                "rep": rep,
+                "storage": target.storage,
+            },
+        ),  # fmt: skip
+        prepare=Call("basebackup.prepare", {"policy": policy}),
         tools=(tool.TOOL,),
         monitored=True,
         estimate_s=backup_estimate(spec, target.storage),
     )
 
 
-def _prepare(policy: RunPolicy) -> Any:
+def prepare_action(policy: RunPolicy) -> Prepare:
     """A CHECKPOINT first, as before every measured run: the backup's own
     checkpoint then does not flush what the load or an earlier run left dirty."""
 

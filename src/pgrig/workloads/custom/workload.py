@@ -11,7 +11,7 @@ from pgrig import calibration, proc
 from pgrig.policy import RunPolicy
 from pgrig.results import SetupResult
 from pgrig.schema import Table
-from pgrig.step import Context, Step, StepKey
+from pgrig.step import Action, Call, Context, Step, StepKey
 from pgrig.tools import pgbench
 from pgrig.ui import Step as ProgressLine
 from pgrig.units import MB
@@ -22,14 +22,14 @@ from pgrig.workloads.custom import spec as custom_spec
 from pgrig.workloads.custom.spec import CustomSpec
 from pgrig.workloads.tpcb import steps as tpcb_steps
 from pgrig.workloads.tpcb.spec import TpcbSpec
-from pgrig.workloads.tpcb.steps import bench_action, prepare_action, run_estimate, threads_for
+from pgrig.workloads.tpcb.steps import run_estimate, threads_for
 from pgrig.workloads.tpcb.workload import BYTES_PER_SCALE, PGBENCH_RUN, peak_bytes
 
 FIRST_GUESS_TPS = 10_000.0
 SETUP_TIMEOUT_S = 3600.0
 
 
-def _setup(spec: CustomSpec, data: int, storage: str) -> Any:
+def setup_action(spec: CustomSpec, data: int, storage: str) -> Action:
     def action(ctx: Context, line: ProgressLine) -> tuple[Any, str]:
         started = time.monotonic()
         outputs = []
@@ -84,7 +84,7 @@ def setup_step(spec: CustomSpec, target: TargetView, data: int) -> Step:
         kind="sql_setup",
         label=f"{target.name}: {spec.name} setup",
         params={"workload": spec.name, "files": [str(p) for p in spec.setup]},
-        action=_setup(spec, data, target.storage),
+        action=Call("custom.setup", {"spec": spec, "data": data, "storage": target.storage}),
         tools=("psql",),
         estimate_s=setup_estimate(data, target.storage),
         creates_data=True,
@@ -133,8 +133,8 @@ def bench_step(
             "warmup": policy.warmup,
             "reset": policy.reset,
         },
-        action=bench_action(opts, target.observed, FIRST_GUESS_TPS),
-        prepare=prepare_action(opts, policy),
+        action=Call("pgbench.run", {"opts": opts, "first_guess": FIRST_GUESS_TPS}),
+        prepare=Call("pgbench.prepare", {"opts": opts, "policy": policy}),
         total=duration,
         tools=("pgbench",),
         monitored=True,

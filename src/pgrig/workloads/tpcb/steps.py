@@ -23,7 +23,7 @@ from pgrig.hosts.load import LoadJob, merged
 from pgrig.policy import RunPolicy
 from pgrig.results import CountResult, PgbenchInit, ProgressPoint, from_dict, to_dict
 from pgrig.sql import load as load_sql
-from pgrig.step import Context, Step, StepKey
+from pgrig.step import Action, Call, Context, Prepare, Step, StepKey
 from pgrig.tools import pgbench
 from pgrig.ui import Step as ProgressLine
 from pgrig.workloads import loaded
@@ -51,7 +51,9 @@ def threads_for(threads: int | None, clients: int) -> int:
     return max(1, min(clients, os.cpu_count() or 1))
 
 
-def _load(spec: TpcbSpec, scale: int, tablespaces: dict[str, str | None], storage: str) -> Any:
+def load_action(
+    spec: TpcbSpec, scale: int, tablespaces: dict[str, str | None], storage: str
+) -> Action:
     def action(ctx: Context, line: ProgressLine) -> tuple[Any, str]:
         opts = pgbench.InitOptions(
             scale=scale,
@@ -156,7 +158,7 @@ def count_workers(asked: int) -> int:
     return min(asked, os.cpu_count() or 1)
 
 
-def _count(method: str, workers: int) -> Any:
+def count_action(method: str, workers: int) -> Action:
     sql_name, node_type = COUNT_METHODS[method]
 
     def action(ctx: Context, line: ProgressLine) -> tuple[Any, str]:
@@ -190,7 +192,7 @@ def _count(method: str, workers: int) -> Any:
     return action
 
 
-def prepare_action(opts: pgbench.RunOptions, policy: RunPolicy) -> Any:
+def prepare_action(opts: pgbench.RunOptions, policy: RunPolicy) -> Prepare:
     """Reset / warm-up / CHECKPOINT before a measured run, as the policy says."""
 
     def prepare(ctx: Context, line: ProgressLine) -> None:
@@ -199,10 +201,11 @@ def prepare_action(opts: pgbench.RunOptions, policy: RunPolicy) -> Any:
     return prepare
 
 
-def bench_action(opts: pgbench.RunOptions, observed: dict[str, float], first_guess: float) -> Any:
+def bench_action(opts: pgbench.RunOptions, first_guess: float) -> Action:
     """A measured pgbench run (TPC-B or custom), with a sampled transaction log."""
 
     def action(ctx: Context, line: ProgressLine) -> tuple[Any, str]:
+        observed = ctx.observed
         run_opts = replace(
             opts,
             transaction_log=True,
@@ -214,7 +217,7 @@ def bench_action(opts: pgbench.RunOptions, observed: dict[str, float], first_gue
             line.update(completed=point.t_s, detail=f"{point.tps:,.0f} tps")
 
         if ctx.pgbench is not None:  # from the target's load hosts
-            multi = ctx.pgbench(LoadJob(run_opts, ctx.scratch))
+            multi = ctx.pgbench(LoadJob(run_opts, ctx.scratch, on_progress=on_progress))
             result, raw = merged(multi), multi.raw()
         else:
             result, raw = pgbench.run_bench(
@@ -251,7 +254,15 @@ def load_steps(spec: TpcbSpec, scale: int, target: TargetView) -> list[Step]:
             kind="pgbench_init",
             label=f"{target.name}: pgbench -i -s {scale}",
             params=params,
-            action=_load(spec, scale, tablespaces, target.storage),
+            action=Call(
+                "tpcb.load",
+                {
+                    "spec": spec,
+                    "scale": scale,
+                    "tablespaces": tablespaces,
+                    "storage": target.storage,
+                },
+            ),
             total=scale * pgbench.ROWS_PER_SCALE,
             tools=("pgbench",),
             estimate_s=load_estimate(spec, scale, target.storage),
@@ -278,7 +289,7 @@ def load_steps(spec: TpcbSpec, scale: int, target: TargetView) -> list[Step]:
                             else {}
                         ),
                     },
-                    action=_count(method, workers),
+                    action=Call("tpcb.count", {"method": method, "workers": workers}),
                     estimate_s=1 + 0.05 * scale,
                 )
             )
@@ -338,8 +349,8 @@ def bench_step(
             "warmup": policy.warmup,
             "reset": policy.reset,
         },
-        action=bench_action(opts, target.observed, FIRST_GUESS_TPS[mode]),
-        prepare=prepare_action(opts, policy),
+        action=Call("pgbench.run", {"opts": opts, "first_guess": FIRST_GUESS_TPS[mode]}),
+        prepare=Call("pgbench.prepare", {"opts": opts, "policy": policy}),
         total=duration,
         tools=("pgbench",),
         monitored=True,

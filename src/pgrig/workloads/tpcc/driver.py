@@ -196,7 +196,10 @@ def run(
             db.execute("UPDATE tpcc.meta SET runs = runs + 1")
             orders_before = _orders(db)
         if hosts is not None:
-            job = LoadJob(bench_opts, workdir, target, extra, figure=("tpmC", host_tpmc))
+            job = LoadJob(
+                bench_opts, workdir, target, extra, figure=("tpmC", host_tpmc),
+                on_progress=on_progress,
+            )  # fmt: skip
             multi = hosts(job)
             with conn.connect() as db:
                 created = _orders(db) - orders_before

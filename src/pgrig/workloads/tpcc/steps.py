@@ -14,7 +14,7 @@ from pgrig import calibration
 from pgrig.errors import UsageError
 from pgrig.policy import RunPolicy
 from pgrig.results import ProgressPoint
-from pgrig.step import Context, Step, StepKey
+from pgrig.step import Action, Call, Context, Prepare, Step, StepKey
 from pgrig.ui import Step as ProgressLine
 from pgrig.workloads.base import TargetView
 from pgrig.workloads.common import Steady, checkpoint, load_restarts, restore_pristine, steady
@@ -103,7 +103,9 @@ def _conn(ctx: Context) -> Any:
     return ctx.conn
 
 
-def load_step(tp: TpccPlan, name: str, target: TargetView) -> Step:
+def load_action(tp: TpccPlan, owned: bool) -> Action:
+    """The TPC-C data loaded by pgrig's loader (``owned``: tables there may be replaced)."""
+
     def action(ctx: Context, line: ProgressLine) -> tuple[Any, str]:
         messages: list[str] = []
         done = [0]
@@ -119,18 +121,22 @@ def load_step(tp: TpccPlan, name: str, target: TargetView) -> Step:
         data = tp.warehouses * loader.DATA_BYTES_PER_WAREHOUSE
         with load_restarts(ctx, tp.load_wal, data) as cluster:
             result = loader.load(_conn(ctx), tp.warehouses, jobs=tp.loader_jobs,
-                                 replace=target.owned, on_progress=on_progress,
+                                 replace=owned, on_progress=on_progress,
                                  minimal_wal=cluster)  # fmt: skip
         calibration.record(LOAD_KIND, tp.warehouses, result.elapsed_s)
         return result, "\n".join(messages) + "\n"
 
+    return action
+
+
+def load_step(tp: TpccPlan, name: str, target: TargetView) -> Step:
     return Step(
         key=StepKey(target.name, name, ("load", f"w{tp.warehouses}")),
         kind="tpcc_load",
         label=f"{target.name}: TPC-C load, {tp.warehouses} "
         f"warehouse{'s' if tp.warehouses > 1 else ''}",
         params={"warehouses": tp.warehouses, "jobs": tp.loader_jobs, "workload": name},
-        action=action,
+        action=Call("tpcc.load", {"tp": tp, "owned": target.owned}),
         total=tp.warehouses,
         # This machine's earlier loads (pgrig.calibration), else 3 s per warehouse.
         estimate_s=calibration.estimate(LOAD_KIND, tp.warehouses, lambda w: 5 + 3 * w),
@@ -147,7 +153,9 @@ def check_estimate(warehouses: int) -> float:
     return calibration.estimate(CHECK_KIND, warehouses, lambda w: 2 + 1.0 * w)
 
 
-def check_step(key: StepKey, label: str, name: str, warehouses: int) -> Step:
+def check_action(warehouses: int) -> Action:
+    """The TPC-C consistency conditions, checked on the loaded or run data."""
+
     def action(ctx: Context, line: ProgressLine) -> tuple[Any, str]:
         started = time.monotonic()
         result = checks.check(_conn(ctx), timeout_s=loader.timeout_for(warehouses))
@@ -159,8 +167,13 @@ def check_step(key: StepKey, label: str, name: str, warehouses: int) -> Step:
         )
         return result, raw
 
+    return action
+
+
+def check_step(key: StepKey, label: str, name: str, warehouses: int) -> Step:
     return Step(
-        key=key, kind="tpcc_check", label=label, params={"workload": name}, action=action,
+        key=key, kind="tpcc_check", label=label, params={"workload": name},
+        action=Call("tpcc.check", {"warehouses": warehouses}),
         estimate_s=check_estimate(warehouses),
     )  # fmt: skip
 
@@ -185,7 +198,7 @@ def run_check_step(run: Step, name: str, target: TargetView, warehouses: int) ->
     )
 
 
-def _prepare(tp: TpccPlan, mode: str, active: int | None, policy: RunPolicy) -> Any:
+def prepare_action(tp: TpccPlan, mode: str, active: int | None, policy: RunPolicy) -> Prepare:
     """Reset / warm-up / CHECKPOINT before a measured run, as the policy says
     (docs/campaigns.md): the TPC-B rules, with TPC-C's own transactions warming up."""
 
@@ -229,26 +242,6 @@ def run_step(
 ) -> Step:
     """One measured run of ``mode`` on the first ``active`` warehouses (None: all)."""
     opts = tp.run_options(mode, active)
-    observed = target.observed
-
-    def action(ctx: Context, line: ProgressLine) -> tuple[Any, str]:
-        def on_progress(point: ProgressPoint) -> None:
-            line.update(completed=point.t_s, detail=f"{point.tps:,.0f} tps")
-
-        scratch = ctx.scratch if ctx.scratch.is_dir() else ctx.target
-        result, raw = driver.run(
-            ctx.bins.client_bin_dir,
-            _conn(ctx),
-            opts,
-            scratch,
-            on_progress=on_progress,
-            expected_tps=observed.get(f"tpcc-{mode}"),
-            hosts=ctx.pgbench,  # a target's load hosts, when it has them
-        )
-        # The next run's transaction log is sampled from what this one measured.
-        observed[f"tpcc-{mode}"] = max(observed.get(f"tpcc-{mode}", 0.0), result.tps)
-        return result, raw
-
     return Step(
         # One run per mode keeps the key short, as the first version stored it;
         # an active set named in the campaign is part of the point.
@@ -276,11 +269,38 @@ def run_step(
             "checkpoint": policy.checkpoint,
             "reset": policy.reset,
         },
-        action=action,
-        prepare=_prepare(tp, mode, active, policy),
+        action=Call("tpcc.run", {"tp": tp, "mode": mode, "active": active}),
+        prepare=Call("tpcc.prepare", {"tp": tp, "mode": mode, "active": active, "policy": policy}),
         total=tp.duration_s,
         tools=("pgbench",),
         monitored=True,
         estimate_s=run_estimate(tp.duration_s, policy, restore_s=0.5 * tp.warehouses)
         + 2 * tp.warehouses,
     )
+
+
+def run_action(tp: TpccPlan, mode: str, active: int | None) -> Action:
+    """A measured TPC-C run of ``mode`` on the first ``active`` warehouses."""
+    opts = tp.run_options(mode, active)
+
+    def action(ctx: Context, line: ProgressLine) -> tuple[Any, str]:
+        observed = ctx.observed
+
+        def on_progress(point: ProgressPoint) -> None:
+            line.update(completed=point.t_s, detail=f"{point.tps:,.0f} tps")
+
+        scratch = ctx.scratch if ctx.scratch.is_dir() else ctx.target
+        result, raw = driver.run(
+            ctx.bins.client_bin_dir,
+            _conn(ctx),
+            opts,
+            scratch,
+            on_progress=on_progress,
+            expected_tps=observed.get(f"tpcc-{mode}"),
+            hosts=ctx.pgbench,  # a target's load hosts, when it has them
+        )
+        # The next run's transaction log is sampled from what this one measured.
+        observed[f"tpcc-{mode}"] = max(observed.get(f"tpcc-{mode}", 0.0), result.tps)
+        return result, raw
+
+    return action
