@@ -2,11 +2,15 @@
 """TPC-B load: pgrig's parallel loader against ``pgbench -i`` (issue 18.1).
 
 On one throwaway cluster (pgrig's own cluster code, ``oltp`` profile), load
-each scale with three loaders, in an order that rotates every round so the
-machine's drift favours none: pgrig's parallel loader (``--jobs`` connections,
-binary COPY, vacuum and primary keys in parallel), the same with one
-connection (one frozen COPY), ``pgbench -i -I dtgvp``
-(client-side generation) and ``pgbench -i -I dtGvp`` (server-side). A
+each scale with each loader, in an order that rotates every round so the
+machine's drift favours none: pgrig's parallel loader as a study runs it
+(``--jobs`` connections; the server restarted at ``wal_level = minimal`` for
+the load and back, both restarts timed), the same at the profile's WAL
+settings (``pgrig profile WAL``: what it does on a server it may not restart)
+and with one connection (``pgrig 1 job``, at the profile's WAL),
+``pgbench -i -I dtgvp`` (client-side generation), ``pgbench -i -I dtGvp``
+(server-side), and ``pgbench minimal WAL``: client-side ``pgbench -i`` with
+the same two restarts, to show what the WAL level alone is worth. A
 ``CHECKPOINT`` (not timed) follows every load, so the next starts clean.
 
 Prints every load with its steps, then per scale and loader the median time
@@ -28,28 +32,43 @@ import statistics
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
-from pgrig.cluster import binaries, profiles
+from pgrig.cluster import binaries, loadwal, profiles
 from pgrig.cluster.server import SUPERUSER, Cluster, InitdbOptions, server_os_user
 from pgrig.conninfo import Conn
 from pgrig.results import PgbenchInit
 from pgrig.tools import pgbench
 from pgrig.workloads.tpcb import loader
 
-LOADERS = ("pgrig", "pgrig 1 job", "pgbench client", "pgbench server")
-REFERENCES = ("pgbench client", "pgbench server")
+LOADERS = (
+    "pgrig",
+    "pgrig profile WAL",
+    "pgrig 1 job",
+    "pgbench client",
+    "pgbench server",
+    "pgbench minimal WAL",
+)
+REFERENCES = ("pgbench client", "pgbench server", "pgbench minimal WAL")
+OURS = ("pgrig", "pgrig profile WAL", "pgrig 1 job")
 
 
-def _load(name: str, bins: binaries.PgBinaries, conn: Conn, scale: int, args: argparse.Namespace
-          ) -> PgbenchInit:  # fmt: skip
+def _load(name: str, bins: binaries.PgBinaries, cluster: Cluster, conn: Conn, scale: int,
+          args: argparse.Namespace) -> PgbenchInit:  # fmt: skip
     if name.startswith("pgrig"):
         opts = pgbench.InitOptions(scale=scale, generate="parallel", partitions=args.partitions)
         jobs = 1 if name == "pgrig 1 job" else args.jobs
-        return loader.load(bins.client_bin_dir, conn, opts, jobs)[0]
-    generate = "client" if name == "pgbench client" else "server"
+        minimal = cluster if name == "pgrig" else None
+        return loader.load(bins.client_bin_dir, conn, opts, jobs, minimal_wal=minimal)[0]
+    generate = "server" if name == "pgbench server" else "client"
     opts = pgbench.InitOptions(scale=scale, generate=generate, partitions=args.partitions)  # type: ignore[arg-type]
-    return pgbench.run_init(bins.client_bin_dir, conn, opts)[0]
+    if name != "pgbench minimal WAL":
+        return pgbench.run_init(bins.client_bin_dir, conn, opts)[0]
+    steps: dict[str, float] = {}
+    with loadwal.minimal_wal(cluster, steps):
+        result = pgbench.run_init(bins.client_bin_dir, conn, opts)[0]
+    return replace(result, steps={**result.steps, **steps}, wal_level=loadwal.MINIMAL)
 
 
 def _spread(values: list[float], fmt: str) -> str:
@@ -90,7 +109,7 @@ def main() -> None:
         for scale in args.scales:
             loaders = tuple(args.loaders)
             seconds: dict[str, list[float]] = {name: [] for name in loaders}
-            pairs = [(ours, ref) for ours in loaders if ours.startswith("pgrig")
+            pairs = [(ours, ref) for ours in loaders if ours in OURS
                      for ref in REFERENCES if ref in loaders]  # fmt: skip
             ratios: dict[tuple[str, str], list[float]] = {pair: [] for pair in pairs}
             for rnd in range(args.rounds):
@@ -99,7 +118,7 @@ def main() -> None:
                 took: dict[str, float] = {}
                 for name in order:
                     t0 = time.monotonic()
-                    result = _load(name, bins, conn, scale, args)
+                    result = _load(name, bins, cluster, conn, scale, args)
                     took[name] = time.monotonic() - t0
                     seconds[name].append(took[name])
                     steps = ", ".join(f"{k} {v:.2f} s" for k, v in result.steps.items())

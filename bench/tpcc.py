@@ -7,9 +7,13 @@ synchronous_commit = off):
 
 * load: W warehouses (default 4), pgrig's loader and go-tpc's ``tpcc prepare``
   (PostgreSQL driver, ``--no-check``, as many threads as pgrig's jobs)
-  alternately, L rounds (``--load-rounds``), each into a new database. Prints
-  every load - pgrig's with its phases - then the median time of each with its
-  range and the median ratio go-tpc / pgrig with the rounds' ratios. go-tpc:
+  alternately, L rounds (``--load-rounds``), each into a new database. pgrig
+  loads once per ``--load-wal`` variant: ``minimal`` (the server restarted at
+  wal_level = minimal for the copies and index builds, as a study does on its
+  own cluster; both restarts timed) and ``profile`` (at the profile's WAL, as
+  on a server pgrig may not restart). Prints every load - pgrig's with its
+  phases - then the median time of each with its range and the median ratio
+  go-tpc / pgrig with the rounds' ratios, per variant. go-tpc:
   ``--go-tpc PATH``, else ``go-tpc`` on PATH or in ~/go/bin; it must be a build
   with the PostgreSQL driver (v1.0.7, the module proxy's latest, has MySQL only;
   master has it) and it speaks TCP only, so the cluster listens on 127.0.0.1.
@@ -83,44 +87,57 @@ def spread(values: list[float]) -> str:
     return f"median {statistics.median(values):.2f} (range {min(values):.2f}-{max(values):.2f})"
 
 
-def load_rounds(args: argparse.Namespace, admin: Conn, port: int, go_tpc: str | None) -> Conn:
+def load_rounds(
+    args: argparse.Namespace, cluster: Cluster, admin: Conn, go_tpc: str | None
+) -> Conn:
     """The alternated loads; returns the database pgrig loaded last."""
-    ours: list[TpccLoad] = []
+    ours: dict[str, list[TpccLoad]] = {wal: [] for wal in args.load_wal}
     theirs: list[float] = []
-    ratios: list[float] = []
+    ratios: dict[str, list[float]] = {wal: [] for wal in args.load_wal}
     conn = admin.with_dbname("tpcc")
+    loaders = [*(f"pgrig {wal}" for wal in args.load_wal), "go-tpc"]
     for rnd in range(1, args.load_rounds + 1):
-        order = ("pgrig", "go-tpc") if rnd % 2 else ("go-tpc", "pgrig")
-        for who in order:
-            if who == "pgrig":
+        shift = (rnd - 1) % len(loaders)
+        for who in loaders[shift:] + loaders[:shift]:
+            if who.startswith("pgrig"):
+                wal = who.split()[1]
                 conn = fresh_database(admin, "tpcc")
-                result = loader.load(conn, args.warehouses, jobs=args.jobs)
-                ours.append(result)
+                minimal = cluster if wal == "minimal" else None
+                result = loader.load(conn, args.warehouses, jobs=args.jobs, minimal_wal=minimal)
+                ours[wal].append(result)
                 print(
-                    f"round {rnd} pgrig : {result.elapsed_s:6.2f} s, {result.rows:,} rows, "
+                    f"round {rnd} {who:<13}: {result.elapsed_s:6.2f} s, {result.rows:,} rows, "
                     f"{result.database_bytes / 1e6:,.0f} MB, {result.rows_per_s:,.0f} rows/s, "
-                    f"{result.mb_per_s:.1f} MB/s; phases: "
-                    + ", ".join(f"{k} {v:.2f} s" for k, v in result.phases.items()),
+                    f"{result.mb_per_s:.1f} MB/s; load average {os.getloadavg()[0]:.1f}; "
+                    "phases: " + ", ".join(f"{k} {v:.2f} s" for k, v in result.phases.items()),
                     flush=True,
                 )
             elif go_tpc is not None:
                 fresh_database(admin, "gotpc")
-                theirs.append(go_tpc_load(go_tpc, port, args.warehouses, args.jobs))
-                print(f"round {rnd} go-tpc: {theirs[-1]:6.2f} s", flush=True)
+                theirs.append(go_tpc_load(go_tpc, cluster.port, args.warehouses, args.jobs))
+                print(
+                    f"round {rnd} go-tpc       : {theirs[-1]:6.2f} s; "
+                    f"load average {os.getloadavg()[0]:.1f}",
+                    flush=True,
+                )
         if go_tpc is not None:
-            ratios.append(theirs[-1] / ours[-1].elapsed_s)
+            for wal, loads in ours.items():
+                ratios[wal].append(theirs[-1] / loads[-1].elapsed_s)
     with admin.connect() as db:
         db.autocommit = True
         db.execute("DROP DATABASE IF EXISTS gotpc")
-    if ours:
-        print(f"pgrig load s: {spread([r.elapsed_s for r in ours])}")
-    if ratios:
+    for wal, loads in ours.items():
+        if loads:
+            print(f"pgrig {wal} load s: {spread([r.elapsed_s for r in loads])}")
+    if theirs:
         print(f"go-tpc load s: {spread(theirs)}")
-        print(
-            f"go-tpc / pgrig load time: median {statistics.median(ratios):.2f} "
-            f"(rounds: {', '.join(f'{r:.2f}' for r in ratios)})"
-        )
-    elif ours:
+    for wal, values in ratios.items():
+        if values:
+            print(
+                f"go-tpc / pgrig {wal} load time: median {statistics.median(values):.2f} "
+                f"(rounds: {', '.join(f'{r:.2f}' for r in values)})"
+            )
+    if go_tpc is None:
         print("go-tpc: not found with the PostgreSQL driver (see --go-tpc); pgrig alone")
     return conn
 
@@ -132,6 +149,8 @@ def main() -> None:
     ap.add_argument("--duration", type=int, default=60)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--load-rounds", type=int, default=3)
+    ap.add_argument("--load-wal", nargs="+", choices=("minimal", "profile"),
+                    default=["minimal", "profile"])  # fmt: skip
     ap.add_argument("--go-tpc", help="a go-tpc built with the PostgreSQL driver")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--set", dest="overrides", action="append", default=["shared_buffers=2GB"])
@@ -158,11 +177,12 @@ def main() -> None:
         print(
             f"PostgreSQL {bins.version}, oltp profile + {overrides}, {os.cpu_count()} CPUs; "
             f"{args.warehouses} warehouses, {args.connections} connections, "
-            f"{args.duration} s per run, {args.rounds} rounds; loads: {args.load_rounds} "
+            f"{args.duration} s per run, {args.rounds} rounds; load average "
+            f"{os.getloadavg()[0]:.1f}; loads: {args.load_rounds} "
             f"rounds, {args.jobs} jobs, go-tpc {go_tpc or 'not found'}",
             flush=True,
         )
-        conn = load_rounds(args, admin, cluster.port, go_tpc)
+        conn = load_rounds(args, cluster, admin, go_tpc)
         verdict = checks.check(conn)
         print(f"checks after load: {'all hold' if verdict.passed else verdict.failures}")
         results: dict[str, list[TpccRun]] = {"server": [], "client": []}

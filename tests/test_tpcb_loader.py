@@ -14,6 +14,9 @@ import pytest
 from pgrig import campaign
 from pgrig.cluster.server import SUPERUSER, Cluster
 from pgrig.conninfo import Conn
+from pgrig.errors import UsageError
+from pgrig.report.tpcb import load_text
+from pgrig.results import PgbenchInit, from_dict
 from pgrig.runner import run_campaign
 from pgrig.store import Store
 from pgrig.tools import pgbench
@@ -76,11 +79,38 @@ def databases(cluster: Cluster) -> Iterator[tuple[Conn, Conn]]:
             db.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
+def _wal_lsn(conn: Conn) -> str:
+    with conn.connect() as db:
+        row = db.execute("SELECT pg_current_wal_lsn()::text").fetchone()
+    assert row is not None
+    return str(row[0])
+
+
+def _wal_since(conn: Conn, lsn: str) -> tuple[int, int]:
+    """WAL bytes written since ``lsn``, and the bytes of pgbench_accounts' heap."""
+    with conn.connect() as db:
+        row = db.execute(
+            "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), %s)::bigint,"
+            " (SELECT sum(pg_relation_size(oid)) FROM pg_class"
+            "   WHERE relname LIKE 'pgbench_accounts%%' AND relkind = 'r')::bigint",
+            (lsn,),
+        ).fetchone()
+    assert row is not None
+    return int(row[0]), int(row[1])
+
+
+def _show(conn: Conn, *names: str) -> tuple[str, ...]:
+    with conn.connect() as db:
+        return tuple(str(db.execute(f"SHOW {name}").fetchone()[0]) for name in names)  # type: ignore[index]
+
+
 @pytest.mark.parametrize(
-    ("generate", "partitions", "jobs"),
-    [("client", 0, 2), ("server", 3, 2), ("client", 0, 1)],
-    ids=["one-table-2-jobs", "3-partitions-vs-server-side", "one-table-frozen"],
-)
+    ("generate", "partitions", "jobs", "minimal"),
+    [("client", 0, 2, False), ("server", 3, 2, False), ("client", 0, 1, False),
+     ("client", 0, 2, True)],
+    ids=["one-table-2-jobs", "3-partitions-vs-server-side", "one-table-frozen",
+         "one-table-minimal-wal"],
+)  # fmt: skip
 def test_parallel_load_equals_pgbench_init(
     cluster: Cluster,
     databases: tuple[Conn, Conn],
@@ -88,6 +118,7 @@ def test_parallel_load_equals_pgbench_init(
     generate: str,
     partitions: int,
     jobs: int,
+    minimal: bool,
 ) -> None:
     by_pgbench, by_pgrig = databases
     bin_dir = cluster.bins.client_bin_dir
@@ -95,9 +126,30 @@ def test_parallel_load_equals_pgbench_init(
     pgbench.run_init(bin_dir, by_pgbench, reference)
     ours = pgbench.InitOptions(scale=2, generate="parallel", partitions=partitions)
     seen: list[tuple[int, int]] = []
+    settings = _show(by_pgrig, "wal_level", "max_wal_senders", "archive_mode")
+    postmaster = cluster.postmaster_pid()
+    lsn = _wal_lsn(by_pgrig)
     result, raw = loader.load(
-        bin_dir, by_pgrig, ours, jobs, on_progress=lambda d, t: seen.append((d, t))
-    )
+        bin_dir, by_pgrig, ours, jobs, on_progress=lambda d, t: seen.append((d, t)),
+        minimal_wal=cluster if minimal else None,
+    )  # fmt: skip
+    wal, heap = _wal_since(by_pgrig, lsn)
+    # After the load the server runs with the profile's settings again, restarted.
+    assert _show(by_pgrig, "wal_level", "max_wal_senders", "archive_mode") == settings
+    assert settings[0] == "replica"
+    assert (cluster.postmaster_pid() != postmaster) is minimal
+    restarts = {"restart at wal_level=minimal", "restart at the profile's settings"}
+    if minimal:
+        # The COPY and the key build wrote no WAL: the heap was written and
+        # synced at commit instead. At replica every page goes through the WAL.
+        assert wal < heap / 4, (wal, heap)
+        assert result.wal_level == "minimal" and set(result.steps) >= restarts
+        assert list(result.steps)[0] == "restart at wal_level=minimal"
+        assert list(result.steps)[-1] == "restart at the profile's settings"
+        assert result.elapsed_s >= sum(result.steps.values()) - 0.1
+    else:
+        assert wal > heap / 2, (wal, heap)
+        assert result.wal_level is None and not set(result.steps) & restarts
 
     expected, got = _snapshot(by_pgbench), _snapshot(by_pgrig)
     assert got["pgbench_accounts"][0] == 200_000
@@ -148,6 +200,10 @@ def test_parallel_index_builds_are_asked_for_only_where_the_server_has_them(
     assert setup[0] == "SET statement_timeout = 90500"
     assert ("SET max_parallel_maintenance_workers = 3" in setup) is parallel
     assert len(setup) == 1 + parallel
+    # WAL compression off only where the session may change it: a superuser's.
+    assert load_settings(version, timeout_s=1, workers=3, superuser=True)[-1] == (
+        "SET wal_compression = off"
+    )
 
 
 REUSE = """
@@ -216,3 +272,96 @@ def test_a_later_study_reuses_what_an_earlier_one_loaded(cluster: Cluster, tmp_p
             db.execute("ALTER SYSTEM RESET work_mem")
             db.execute("SELECT pg_reload_conf()")
             db.execute("DROP DATABASE IF EXISTS reuse_db WITH (FORCE)")
+
+
+MINIMAL_WAL = """
+[campaign]
+name = "minimal-wal"
+monitor = false
+
+[[target]]
+name = "a"
+directory = "{dir}"
+profile = "stock"
+
+[probes]
+timing = false
+fsync = false
+fio = false
+
+[[workload]]
+type = "tpcb"
+name = "minimal"
+scales = [1]
+modes = ["select-only"]
+clients = [1]
+duration = 1
+count = false
+generate = "parallel"
+load_wal = "minimal"
+
+[[workload]]
+type = "tpcb"
+name = "profile"
+scales = [1]
+modes = ["select-only"]
+clients = [1]
+duration = 1
+count = false
+generate = "parallel"
+load_wal = "profile"
+
+[[workload]]
+type = "tpcb"
+name = "auto"
+scales = [1]
+modes = ["select-only"]
+clients = [1]
+duration = 1
+count = false
+generate = "parallel"
+
+[[workload]]
+type = "basebackup"
+scale = 1
+"""
+
+
+def test_a_study_loads_at_minimal_wal_and_measures_at_the_profiles(
+    disk_dir: Path, tmp_path: Path
+) -> None:
+    """load_wal = "minimal" restarts the study's cluster at wal_level=minimal
+    and back: the measured run after it works, and pg_basebackup - which
+    refuses a server at minimal or without WAL senders - copies the server
+    after the loads. "profile" loads without a restart, and so does "auto" (the
+    default) at a scale too small to pay for two restarts; the records say how."""
+    path = tmp_path / "minimal.toml"
+    path.write_text(MINIMAL_WAL.format(dir=disk_dir))
+    camp = campaign.load(path)
+    results = tmp_path / "results"
+    run_campaign(camp, Ui(quiet=True), results=results, store=results / "results.sqlite",
+                 yes=False, keep=False, study_id=camp.name)  # fmt: skip
+    with Store.open(results / "results.sqlite") as store:
+        runs = {r.key: r for r in store.runs(camp.name)}
+    assert all(r.status == "ok" for r in runs.values()), {k: r.reason for k, r in runs.items()}
+    minimal = from_dict(PgbenchInit, runs["a/minimal/s1/init"].result)
+    profile = from_dict(PgbenchInit, runs["a/profile/s1/init"].result)
+    assert minimal.wal_level == "minimal" and "restart at wal_level=minimal" in minimal.steps
+    assert profile.wal_level is None and "restart at wal_level=minimal" not in profile.steps
+    assert from_dict(PgbenchInit, runs["a/auto/s1/init"].result).wal_level is None
+    assert "loaded at wal_level=minimal, the server restarted" in load_text(minimal)
+    assert "wal_level" not in load_text(profile)
+    measured = [k for k in runs if "/select-only/" in k and runs[k].kind == "pgbench_run"]
+    assert len(measured) == 3 and any(k.startswith("a/basebackup/") for k in runs)
+    assert list(disk_dir.iterdir()) == []
+
+
+def test_load_wal_is_pgrigs_loaders_only(tmp_path: Path) -> None:
+    path = tmp_path / "x.toml"
+    text = MINIMAL_WAL.format(dir=tmp_path).replace(
+        'generate = "parallel"', 'generate = "client"', 1
+    )
+    path.write_text(text)
+    with pytest.raises(UsageError, match=r"load_wal.*only pgrig's loader") as err:
+        campaign.load(path)
+    assert 'generate = "parallel"' in (err.value.hint or "")

@@ -10,11 +10,13 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 from pgrig.cluster.binaries import PgBinaries
+from pgrig.cluster.server import Cluster
 from pgrig.conninfo import Conn
 from pgrig.errors import UsageError
 from pgrig.hosts import load
@@ -192,9 +194,33 @@ def db(cluster) -> Iterator[Conn]:  # type: ignore[no-untyped-def]
     yield admin.with_dbname("tpcc_test")
 
 
+def _wal_lsn(conn: Conn) -> str:
+    with conn.connect() as c:
+        row = c.execute("SELECT pg_current_wal_lsn()::text").fetchone()
+    assert row is not None
+    return str(row[0])
+
+
+def _wal_since(conn: Conn, lsn: str) -> int:
+    return _count(conn, f"SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '{lsn}')::bigint")
+
+
+def _wal_settings(conn: Conn) -> list[Any]:
+    with conn.connect() as c:
+        return [c.execute(f"SHOW {name}").fetchone() for name in ("wal_level", "max_wal_senders")]
+
+
+MINIMAL_LOAD: dict[str, Any] = {}  # what the module's load at wal_level=minimal left
+
+
 @pytest.fixture(scope="module")
-def loaded(db: Conn) -> Conn:
-    result = loader.load(db, 1, jobs=2)
+def loaded(db: Conn, cluster: Cluster) -> Conn:
+    """One warehouse, loaded as a study loads its own cluster: at wal_level=minimal."""
+    lsn, postmaster, settings = _wal_lsn(db), cluster.postmaster_pid(), _wal_settings(db)
+    result = loader.load(db, 1, jobs=2, minimal_wal=cluster)
+    MINIMAL_LOAD.update(
+        result=result, wal=_wal_since(db, lsn), postmaster=postmaster, settings=settings
+    )
     assert result.warehouses == 1 and result.rows > 590_000
     assert result.per_warehouse_s.keys() == {"1"}
     assert result.database_bytes > 90_000_000 and result.mb_per_s > 0
@@ -305,7 +331,11 @@ def test_a_load_in_warehouse_ranges_is_vacuumed_and_consistent(db: Conn) -> None
         c.execute("CREATE DATABASE tpcc_ranges")
     ranged = admin.with_dbname("tpcc_ranges")
     try:
+        lsn = _wal_lsn(ranged)
         result = loader.load(ranged, 2, jobs=4)
+        # At the server's own settings (no cluster given) every page goes through the WAL.
+        assert result.wal_level is None and _wal_since(ranged, lsn) > result.database_bytes / 2
+        assert not any(name.startswith("restart") for name in result.phases)
         assert result.table_rows["stock"] == 200_000 and result.table_rows["customer"] == 60_000
         assert "vacuum analyze (connection-s)" in result.phases
         assert checks.check(ranged).passed
@@ -313,6 +343,23 @@ def test_a_load_in_warehouse_ranges_is_vacuumed_and_consistent(db: Conn) -> None
     finally:
         with admin.connect() as c:
             c.execute("DROP DATABASE IF EXISTS tpcc_ranges")
+
+
+@pytest.mark.cluster
+def test_a_load_at_minimal_wal_writes_little_wal_and_restores_the_profile(
+    loaded: Conn, cluster: Cluster
+) -> None:
+    """Whole tables copied in the transaction that truncated them, and the index
+    builds, write no WAL at wal_level=minimal; the server is back at the
+    profile's settings (restarted) before anything runs on the data."""
+    result = MINIMAL_LOAD["result"]
+    assert result.wal_level == "minimal"
+    assert MINIMAL_LOAD["wal"] < result.database_bytes / 10, MINIMAL_LOAD["wal"]
+    assert list(result.phases)[0] == "restart at wal_level=minimal"
+    assert "restart at the profile's settings" in result.phases
+    assert _wal_settings(loaded) == MINIMAL_LOAD["settings"]
+    assert MINIMAL_LOAD["settings"][0] == ("replica",)
+    assert cluster.postmaster_pid() != MINIMAL_LOAD["postmaster"]
 
 
 @pytest.mark.cluster

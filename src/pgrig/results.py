@@ -276,6 +276,9 @@ class PgbenchInit:
     tablespace: str | None = None
     index_tablespace: str | None = None
     database_bytes: int | None = None
+    # The wal_level pgrig restarted its server at for the load (minimal, then back
+    # to the profile's); None: loaded at the server's own settings.
+    wal_level: str | None = None
 
     @property
     def generate_s(self) -> float | None:

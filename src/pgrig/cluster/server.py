@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -92,6 +93,21 @@ def server_os_user(name: str | None = None) -> proc.OsUser | None:
         what="useradd",
     )
     return proc.OsUser.lookup(create)
+
+
+_SIMPLE = re.compile(r"[A-Za-z0-9_.]+")
+
+
+def _command_line(settings: Mapping[str, str]) -> str:
+    """``-c name=value`` options for pg_ctl's ``-o``, which pg_ctl hands to a shell:
+    only plain names and values (``wal_level=minimal``) are let through."""
+    for name, value in settings.items():
+        if not (_SIMPLE.fullmatch(name) and _SIMPLE.fullmatch(value)):
+            raise ClusterError(
+                f"server setting {name} = {value!r}: only letters, digits, '_' and '.' "
+                "can go on the server's command line"
+            )
+    return " ".join(f"-c {name}={value}" for name, value in settings.items())
 
 
 def _free_port(socket_dir: Path, start: int = 5432) -> int:
@@ -240,11 +256,21 @@ class Cluster:
 
     # -- lifecycle ---------------------------------------------------------
 
-    def start(self, timeout: float = 120, *, preexec: Callable[[], None] | None = None) -> None:
+    def start(
+        self,
+        timeout: float = 120,
+        *,
+        preexec: Callable[[], None] | None = None,
+        settings: Mapping[str, str] | None = None,
+    ) -> None:
         """pg_ctl start, then wait for pg_isready. ``preexec`` runs in pg_ctl's process
         before exec, as root: ``Cgroup.preexec()`` puts pg_ctl - and so the postmaster
-        and every process it forks - into a storage-lab cgroup from the start."""
+        and every process it forks - into a storage-lab cgroup from the start.
+        ``settings`` go on the postmaster's command line, over the configuration
+        files, for this start only: nothing is written, so the next start (a
+        crash restart included) has the profile's settings again."""
         preexec = preexec or self.preexec
+        options = _command_line(settings or {})
         if not self.logfile.exists():
             # Statements and their errors land here: for the server's user only.
             self.logfile.touch(mode=0o600)
@@ -263,6 +289,7 @@ class Cluster:
                     "-t",
                     str(int(timeout)),
                     "-s",
+                    *(("-o", options) if options else ()),
                 ],
                 timeout=timeout + 10,
                 user=self.os_user,
@@ -275,6 +302,12 @@ class Cluster:
                 hint=f"see {self.logfile}; a profile setting may not fit this machine",
             ) from exc
         self.wait_ready(timeout)
+
+    def restart(self, settings: Mapping[str, str] | None = None, timeout: float = 120) -> None:
+        """Stop (fast: a shutdown checkpoint) and start again, with ``settings`` for
+        this start only (``start``); without them, as the profile says."""
+        self.stop(timeout=timeout)
+        self.start(timeout=timeout, settings=settings)
 
     def wait_ready(self, timeout: float = 60) -> None:
         deadline = time.monotonic() + timeout

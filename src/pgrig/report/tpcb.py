@@ -14,6 +14,7 @@ import re
 import statistics
 from collections.abc import Sequence
 
+from pgrig.cluster import loadwal
 from pgrig.meaning import Meaning
 from pgrig.monitor import noise
 from pgrig.registry import typed_result
@@ -98,14 +99,23 @@ def load_text(init: PgbenchInit) -> str:
     generate = init.generate_s
     if generate is None:
         rate = init.rows / max(init.elapsed_s, 0.01)
-        return f"{total} ({fmt.rate(rate)} rows/s over the whole load)"
+        return f"{total} ({fmt.rate(rate)} rows/s over the whole load)" + wal_text(init.wal_level)
     # pgbench prints hundredths: a step shown as 0.00 s took less than 0.01 s.
     rate = init.rows / max(generate, 0.01)
-    return f"{total}; generating the rows {fmt.seconds(generate)} ({fmt.rate(rate)} rows/s)"
+    text = f"{total}; generating the rows {fmt.seconds(generate)} ({fmt.rate(rate)} rows/s)"
+    return text + wal_text(init.wal_level)
+
+
+def wal_text(wal_level: str | None) -> str:
+    """How a load wrote its WAL, when pgrig changed it for the load."""
+    if wal_level is None:
+        return ""
+    return f"; loaded at wal_level={wal_level}, the server restarted around the load"
 
 
 # pgbench -i's steps in the order it runs them (the store keeps them sorted by name).
 INIT_STEPS = (
+    loadwal.RESTART_MINIMAL,
     "drop tables",
     "create tables",
     "client-side generate",
@@ -114,6 +124,7 @@ INIT_STEPS = (
     "vacuum",
     "primary keys",
     "foreign keys",
+    loadwal.RESTART_PROFILE,
 )
 
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import contextlib
 import statistics
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from psycopg import sql
 
@@ -20,6 +21,9 @@ from pgrig.tools import pgbench
 from pgrig.ui import Step as ProgressLine
 from pgrig.units import size_text
 from pgrig.workloads.base import ResultKind
+
+if TYPE_CHECKING:
+    from pgrig.cluster.server import Cluster
 
 DATABASE = "pgrig"  # the database workloads run in, in a cluster pgrig creates
 PRISTINE = "pgrig_pristine"
@@ -54,6 +58,25 @@ def checkpoint(ctx: Context, timeout_s: float | None = None) -> None:
     with conn(ctx).connect() as db:
         limit_by_size(db, timeout_s)
         db.execute("CHECKPOINT")
+
+
+@contextlib.contextmanager
+def load_restarts(ctx: Context, load_wal: str, data_bytes: int) -> Iterator[Cluster | None]:
+    """The cluster a load of about ``data_bytes`` may restart at ``wal_level =
+    minimal`` (as a workload's ``load_wal`` says: ``pgrig.cluster.loadwal``), or
+    None: not asked, too little data for two restarts to pay, a server pgrig did
+    not create (never restarted), or the lossy filesystem of a power-loss study
+    (every write goes through the WAL as configured there). After the load the
+    monitor is told the server's new PID."""
+    from pgrig.cluster import loadwal  # the cluster code only where a load restarts
+
+    asked = loadwal.wanted(load_wal, data_bytes)
+    cluster = ctx.cluster if asked and ctx.lossy is None else None
+    try:
+        yield cluster
+    finally:
+        if cluster is not None:
+            ctx.server_pid = cluster.postmaster_pid()
 
 
 def _admin(ctx: Context) -> Conn:

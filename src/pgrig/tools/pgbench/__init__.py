@@ -16,6 +16,7 @@ and exit codes. This package re-exports the public names of all of them.
 # The result types the runners return, for annotations such as ``pgbench.PgbenchRun``.
 from pgrig.results import PgbenchInit, PgbenchRun
 from pgrig.tools.pgbench.init import (
+    BYTES_PER_SCALE,
     ROWS_PER_SCALE,
     InitOptions,
     init_argv,
@@ -53,6 +54,7 @@ from pgrig.tools.pgbench.txlog import parse_transaction_logs, transaction_log_fi
 __all__ = [
     "AUTO_LOG_TARGET",
     "BUILTIN_STATEMENTS",
+    "BYTES_PER_SCALE",
     "DEFAULT_TPS_GUESS",
     "MODES",
     "QUERY_MODES",

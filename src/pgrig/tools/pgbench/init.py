@@ -31,9 +31,13 @@ from pgrig.tools.pgbench.program import (
     collector,
     raw_text,
 )
+from pgrig.units import MB
 
 ROWS_PER_SCALE = 100_000
 """pgbench_accounts rows per unit of scale factor."""
+# pgbench_accounts + indexes take about 15 MB per scale unit at fillfactor 100;
+# 16 MB leaves room for the other tables and the free space map.
+BYTES_PER_SCALE = 16 * MB
 
 
 @dataclass(frozen=True)

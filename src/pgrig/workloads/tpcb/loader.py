@@ -22,12 +22,20 @@ and partition bounds are pgbench's own. What pgrig does instead of ``g``,
   workers; a partitioned table builds each partition's key in its own
   connection, then the parent's key, which attaches them without a rebuild.
 
+Given the cluster pgrig created, the whole load runs at ``wal_level =
+minimal`` (``pgrig.cluster.loadwal``): the server restarted before and after,
+both restarts counted in the load's time. Then one table is always one frozen
+COPY: chunks copied by several connections would write WAL (only a table
+created or truncated in the copying transaction skips it), cost a VACUUM
+setting every hint bit, and hand the key's sort an interleaved heap.
+
 The result is a ``PgbenchInit`` whose steps read like pgbench's "done in"
 line, with ``parallel generate`` as the generation step.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -37,6 +45,8 @@ import numpy as np
 import psycopg
 from psycopg import sql
 
+from pgrig.cluster import loadwal
+from pgrig.cluster.server import Cluster
 from pgrig.conninfo import Conn
 from pgrig.results import PgbenchInit
 from pgrig.tools import pgbench
@@ -123,15 +133,18 @@ def account_units(opts: pgbench.InitOptions, jobs: int, aid_bytes: int) -> list[
     ]
 
 
-def _server_facts(conn: Conn) -> tuple[int, int]:
+def _server_facts(conn: Conn) -> tuple[int, int, bool]:
     """The bytes of pgbench_accounts.aid as pgbench created it (bigint from scale
-    20,000), and the server's version (server_version_num)."""
+    20,000), the server's version (server_version_num), and whether pgrig
+    connects as a superuser."""
     with conn.connect() as db:
         row = db.execute(
-            "SELECT format_type(atttypid, NULL) FROM pg_attribute"
+            "SELECT format_type(atttypid, NULL), current_setting('is_superuser') = 'on'"
+            " FROM pg_attribute"
             " WHERE attrelid = 'pgbench_accounts'::regclass AND attname = 'aid'"
         ).fetchone()
-        return 8 if row and row[0] == "bigint" else 4, db.info.server_version
+        aid_bytes = 8 if row and row[0] == "bigint" else 4
+        return aid_bytes, db.info.server_version, bool(row and row[1])
 
 
 def _primary_key(table: str, column: str, index_tablespace: str | None) -> Unit:
@@ -149,18 +162,49 @@ def load(
     opts: pgbench.InitOptions,
     jobs: int,
     on_progress: Callable[[int, int], None] | None = None,
+    *,
+    minimal_wal: Cluster | None = None,
 ) -> tuple[PgbenchInit, str]:
     """Load the TPC-B tables as ``pgbench -i`` would; return the result and a
-    log: pgbench's own output for the tables, then a "done in" line of ours."""
+    log: pgbench's own output for the tables, then a "done in" line of ours.
+    ``minimal_wal``: the cluster (pgrig's own) to restart at ``wal_level =
+    minimal`` for the load; None: load at the server's settings."""
     jobs = max(1, jobs)
-    timeout_s = pgbench.load_timeout_s(opts.scale)
     t0 = time.monotonic()
+    steps: dict[str, float] = {}
+    restarts = loadwal.minimal_wal(minimal_wal, steps) if minimal_wal else contextlib.nullcontext()
+    with restarts:
+        raw = _load(bin_dir, conn, opts, jobs, on_progress, steps, frozen=minimal_wal is not None)
+    elapsed = time.monotonic() - t0
+    summary = ", ".join(f"{name} {s:.2f} s" for name, s in steps.items())
+    line = f"done in {elapsed:.2f} s ({summary}).\n"
+    result = replace(
+        pgbench.parse_init(line, opts),
+        jobs=jobs,
+        wal_level=loadwal.MINIMAL if minimal_wal is not None else None,
+    )
+    return result, f"{raw}pgrig: {line}"
+
+
+def _load(
+    bin_dir: Path | str,
+    conn: Conn,
+    opts: pgbench.InitOptions,
+    jobs: int,
+    on_progress: Callable[[int, int], None] | None,
+    steps: dict[str, float],
+    *,
+    frozen: bool,
+) -> str:
+    """The load's steps, their seconds into ``steps``; returns pgbench's output.
+    ``frozen``: one table is one frozen COPY whatever ``jobs`` is."""
+    timeout_s = pgbench.load_timeout_s(opts.scale)
     tables, raw = pgbench.run_init(bin_dir, conn, opts, steps="dt", timeout=timeout_s)
-    steps = dict(tables.steps)
+    steps.update(tables.steps)
     t_created = time.monotonic()
-    aid_bytes, version = _server_facts(conn)
-    setup = load_settings(version, timeout_s=timeout_s, workers=jobs)
-    accounts = account_units(opts, jobs, aid_bytes)
+    aid_bytes, version, superuser = _server_facts(conn)
+    setup = load_settings(version, timeout_s=timeout_s, workers=jobs, superuser=superuser)
+    accounts = account_units(opts, 1 if frozen and not opts.partitions else jobs, aid_bytes)
     units = [
         *accounts,
         _copy_small("pgbench_branches", lambda i: f"{i}\t0\t\\N\n", opts.scale),
@@ -208,8 +252,5 @@ def load(
     else:
         keys.insert(0, _primary_key("pgbench_accounts", "aid", space))
         run_parallel(conn, jobs, keys, what="TPC-B primary keys", setup=setup)
-    elapsed = time.monotonic() - t0
     steps["primary keys"] = round(time.monotonic() - t_vacuumed, 2)
-    summary = ", ".join(f"{name} {s:.2f} s" for name, s in steps.items())
-    line = f"done in {elapsed:.2f} s ({summary}).\n"
-    return replace(pgbench.parse_init(line, opts), jobs=jobs), f"{raw}pgrig: {line}"
+    return raw

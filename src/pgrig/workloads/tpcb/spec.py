@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from pgrig.cluster.loadwal import LOAD_WAL
 from pgrig.schema import Schema, Table, choice, choices, custom, flag, integer, integers, text
 
 TPCB_MODES = ("select-only", "read-write")
@@ -23,6 +24,7 @@ class TpcbSpec:
     query_mode: str = "prepared"
     generate: str = "client"
     load_jobs: int | None = None  # generate = "parallel": connections; None: CPUs
+    load_wal: str = "auto"  # generate = "parallel": restart pgrig's server for the load
     partitions: int = 0
     unlogged: bool = False
     fillfactor: int | None = None
@@ -96,6 +98,13 @@ SCHEMA = Schema(
            "`pgbench -i` data generation, or `parallel`: pgrig's loader, the same rows "
            "in `load_jobs` connections (docs/tpcb.md)"),
     integer("load_jobs", None, "connections of the `parallel` loader", shown_default="CPUs"),
+    choice("load_wal", LOAD_WAL, "auto",
+           "the `parallel` loader on a cluster pgrig creates: `minimal` restarts it at "
+           "`wal_level = minimal` for the load (the COPY and the key builds write no WAL) "
+           "and back to the profile's settings before anything is measured; `auto`: so from "
+           "about 300 MB of data (scale 19), where that pays for the two restarts; `profile`: "
+           "never. A server pgrig did not create (`dsn`) is never restarted, nor a "
+           "power-loss study's (docs/tpcb.md)"),
     integer("partitions", 0, "`pgbench -i --partitions`", minimum=0),
     flag("unlogged", False, "`pgbench -i --unlogged-tables` (seed 004)"),
     custom("fillfactor", None, "`pgbench -i --fillfactor`", _fillfactor),
@@ -118,6 +127,12 @@ def parse(t: Table) -> TpcbSpec:
         raise t.error(
             "load_jobs", f"{spec.load_jobs}: only pgrig's loader takes it",
             hint='set generate = "parallel", or remove load_jobs',
+        )  # fmt: skip
+    if "load_wal" in t.data and spec.load_wal != "profile" and spec.generate != "parallel":
+        raise t.error(
+            "load_wal", f"{spec.load_wal}: only pgrig's loader takes it (pgbench -i always "
+            "loads at the server's settings)",
+            hint='set generate = "parallel", or remove load_wal',
         )  # fmt: skip
     check_pgbench(t, spec.clients, spec.threads, spec.rate, spec.latency_limit_ms)
     return spec

@@ -17,6 +17,7 @@ from dataclasses import replace
 from typing import Any
 
 from pgrig import calibration
+from pgrig.cluster import loadwal
 from pgrig.errors import ToolError
 from pgrig.hosts.load import LoadJob, merged
 from pgrig.policy import RunPolicy
@@ -27,7 +28,7 @@ from pgrig.tools import pgbench
 from pgrig.ui import Step as ProgressLine
 from pgrig.workloads import loaded
 from pgrig.workloads.base import TargetView
-from pgrig.workloads.common import checkpoint, conn, prepare_run, sizes_step
+from pgrig.workloads.common import checkpoint, conn, load_restarts, prepare_run, sizes_step
 from pgrig.workloads.tpcb import loader
 from pgrig.workloads.tpcb.spec import TpcbSpec
 
@@ -85,14 +86,17 @@ def load_action(
                 loaded.forget(db, "tpcb")
         if spec.generate == "parallel":
             jobs = spec.load_jobs or os.cpu_count() or 1
-            result, raw = loader.load(
-                ctx.bins.client_bin_dir, conn(ctx), opts, jobs, on_progress=on_progress
-            )
+            # Unlogged tables write no WAL anyway: no restart for them.
+            wal = "profile" if spec.unlogged else spec.load_wal
+            with load_restarts(ctx, wal, scale * pgbench.BYTES_PER_SCALE) as cluster:
+                result, raw = loader.load(ctx.bins.client_bin_dir, conn(ctx), opts, jobs,
+                                          on_progress=on_progress, minimal_wal=cluster)  # fmt: skip
         else:
             result, raw = pgbench.run_init(
                 ctx.bins.client_bin_dir, conn(ctx), opts, on_progress=on_progress
             )
-        calibration.record_on(load_kind(spec), storage, scale, load_seconds(result))
+        minimal = result.wal_level is not None
+        calibration.record_on(load_kind(spec, scale, minimal), storage, scale, load_seconds(result))
         with conn(ctx).connect() as db:
             size = db.execute("SELECT pg_database_size(current_database())").fetchone()
         checkpoint(ctx)
@@ -110,9 +114,19 @@ def pgbench_data(scale: int) -> str:
     return f"pgbench scale {scale}"
 
 
-def load_kind(spec: TpcbSpec) -> str:
-    """What a load's time is calibrated under: the loader, and partitioned or not."""
-    return f"tpcb:{spec.generate}" + (":partitioned" if spec.partitions else "")
+def load_kind(spec: TpcbSpec, scale: int = 0, minimal_wal: bool | None = None) -> str:
+    """What a load's time is calibrated under: the loader, partitioned or not,
+    and at wal_level=minimal or not (``minimal_wal``; None: as the spec asks -
+    a plan cannot know yet whether the server may be restarted)."""
+    if minimal_wal is None:
+        minimal_wal = spec.generate == "parallel" and loadwal.wanted(
+            spec.load_wal, scale * pgbench.BYTES_PER_SCALE
+        )
+    return (
+        f"tpcb:{spec.generate}"
+        + (":partitioned" if spec.partitions else "")
+        + (":minimal-wal" if minimal_wal else "")
+    )
 
 
 def load_seconds(result: PgbenchInit) -> float:
@@ -125,7 +139,7 @@ def load_seconds(result: PgbenchInit) -> float:
 def load_estimate(spec: TpcbSpec, scale: int, storage: str = "") -> float:
     """Seconds to load ``scale``: from this storage's or this machine's earlier
     loads (pgrig.calibration), else 1.5 s per scale unit (pgbench -i on a slow disk)."""
-    return calibration.estimate_on(load_kind(spec), storage, scale, lambda s: 5 + 1.5 * s)
+    return calibration.estimate_on(load_kind(spec, scale), storage, scale, lambda s: 5 + 1.5 * s)
 
 
 def _find_node(plan: dict[str, Any], node_type: str) -> dict[str, Any] | None:
@@ -227,6 +241,7 @@ def load_steps(spec: TpcbSpec, scale: int, target: TargetView) -> list[Step]:
         "scale": scale,
         "generate": spec.generate,
         "load_jobs": spec.load_jobs,
+        "load_wal": spec.load_wal,
         "reuse": spec.reuse,
         "partitions": spec.partitions,
         "unlogged": spec.unlogged,

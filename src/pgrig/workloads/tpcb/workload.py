@@ -10,6 +10,7 @@ from pgrig.policy import RunPolicy
 from pgrig.results import CountResult, PgbenchInit, PgbenchRun
 from pgrig.schema import Table
 from pgrig.step import Step
+from pgrig.tools import pgbench
 from pgrig.units import GB, MB
 from pgrig.workloads.base import Needs, Phase, ResultKind, Series, TargetView, Workload
 from pgrig.workloads.common import RELATION_SIZES
@@ -17,9 +18,7 @@ from pgrig.workloads.tpcb import spec as tpcb_spec
 from pgrig.workloads.tpcb import steps
 from pgrig.workloads.tpcb.spec import TpcbSpec
 
-# pgbench_accounts + indexes take about 15 MB per scale unit at fillfactor 100;
-# 16 MB leaves room for the other tables and the free space map.
-BYTES_PER_SCALE = 16 * MB
+BYTES_PER_SCALE = pgbench.BYTES_PER_SCALE
 CLUSTER_BASE_BYTES = 64 * MB
 
 
@@ -68,6 +67,8 @@ def _init_headline(r: PgbenchInit) -> str:
     text = f": {r.elapsed_s:.1f} s in all"
     if r.generate_s is not None:
         text += f", generating the rows {r.generate_s:.1f} s ({r.rows_per_s:,.0f} rows/s)"
+    if r.wal_level is not None:
+        text += f", at wal_level={r.wal_level}"
     return text
 
 

@@ -11,10 +11,16 @@ so it needs ANALYZE only; a table loaded in ranges needs VACUUM. Then build the
 indexes (in parallel, each with parallel maintenance workers), turn them into
 primary keys, analyze, and write the ``tpcc.meta`` row last, so that a load
 that did not finish is never taken for one that did.
+
+Given the cluster pgrig created, the copies and index builds run at
+``wal_level = minimal`` (``pgrig.cluster.loadwal``): a whole table truncated
+and copied in one transaction, and every index build, then write no WAL. The
+two restarts are phases of the load, counted in its time.
 """
 
 from __future__ import annotations
 
+import contextlib
 import random
 import re
 import threading
@@ -26,6 +32,8 @@ from datetime import datetime
 import psycopg
 from psycopg import sql
 
+from pgrig.cluster import loadwal
+from pgrig.cluster.server import Cluster
 from pgrig.conninfo import Conn
 from pgrig.errors import UsageError
 from pgrig.workloads import copybin
@@ -36,6 +44,8 @@ from pgrig.workloads.tpcc.model import TpccLoad
 __all__ = ["Unit", "load", "run_parallel"]
 
 MB = 1_000_000
+# Tables and indexes of one warehouse: 118 MB measured (bench/tpcc.py, PostgreSQL 15).
+DATA_BYTES_PER_WAREHOUSE = 120 * MB
 BIG_TABLES = ("stock", "customer", "order_line")  # split in warehouse ranges past 3 jobs
 FREEZE_MAPS_FROM = 140000  # COPY FREEZE sets the visibility map
 Blocks = Callable[[copybin.Generator, int], Iterator[bytes]]
@@ -172,7 +182,11 @@ def load(
     jobs: int = 2,
     replace: bool = False,
     on_progress: Progress | None = None,
+    minimal_wal: Cluster | None = None,
 ) -> TpccLoad:
+    """Load ``warehouses``; ``minimal_wal``: the cluster (pgrig's own) to restart
+    at ``wal_level = minimal`` for the copies and index builds; None: load at the
+    server's settings."""
     if warehouses < 1:
         raise UsageError(
             f"--warehouses {warehouses}: must be at least 1",
@@ -197,14 +211,73 @@ def load(
         maps = db.info.server_version >= FREEZE_MAPS_FROM
         superuser = db.execute("SELECT current_setting('is_superuser')").fetchone() == ("on",)
         version = db.info.server_version
-    setup = (
-        *load_settings(version, timeout_s=timeout_for(warehouses), workers=jobs),
-        # An index build logs every page whole; compressing those images took
-        # 13% of a 4-warehouse load's CPU (perf), more than the I/O it saves.
-        # Only a superuser may change it for a session.
-        *(("SET wal_compression = off",) if superuser else ()),
+    setup = load_settings(
+        version, timeout_s=timeout_for(warehouses), workers=jobs, superuser=superuser
     )
     t0 = time.monotonic()
+    restarts: dict[str, float] = {}
+    with loadwal.minimal_wal(minimal_wal, restarts) if minimal_wal else contextlib.nullcontext():
+        t_copied, per_warehouse = _copy_and_index(
+            conn, jobs, units, whole, setup, maps, timings, say, warehouses, t0
+        )
+    elapsed = time.monotonic() - t0
+    # Wall-clock times first; then the seconds per step summed over the
+    # connections, which overlap (a table's index builds while others copy).
+    phases = {
+        **{k: v for k, v in restarts.items() if k == loadwal.RESTART_MINIMAL},
+        "copy, analyze and index whole tables": round(
+            t_copied - t0 - restarts.get(loadwal.RESTART_MINIMAL, 0.0), 3
+        ),
+        "the rest (ranges, vacuum, keys)": round(
+            time.monotonic() - t_copied - restarts.get(loadwal.RESTART_PROFILE, 0.0), 3
+        ),
+        **{k: v for k, v in restarts.items() if k == loadwal.RESTART_PROFILE},
+        **{f"{k} (connection-s)": round(v, 3) for k, v in timings.seconds.items()},
+    }
+    with conn.connect() as db:
+        # Measured before the meta row (8 kB) so that the runs can tell what they used.
+        size = schema_bytes(db)
+        db.execute(
+            "INSERT INTO tpcc.meta (warehouses, c_last_load, c_id, ol_i_id, load_seconds,"
+            " load_bytes) VALUES (%s, %s, %s, %s, %s, %s)",
+            (warehouses, c_last, random.randint(0, 1023), random.randint(0, 8191), elapsed, size),
+        )
+        table_rows = {name: int(n) for name, n in db.execute(sqlfiles.sql("table_rows")).fetchall()}
+        t_checkpoint = time.monotonic()
+        db.execute(setup[0])
+        db.execute("CHECKPOINT")
+        phases["checkpoint (not in elapsed)"] = round(time.monotonic() - t_checkpoint, 3)
+    rows = sum(table_rows.values())
+    return TpccLoad(
+        warehouses=warehouses,
+        jobs=jobs,
+        rows=rows,
+        database_bytes=size,
+        elapsed_s=round(elapsed, 3),
+        rows_per_s=rows / elapsed,
+        mb_per_s=size / MB / elapsed,
+        phases=phases,
+        per_warehouse_s=per_warehouse,
+        table_rows=table_rows,
+        c_last_load=c_last,
+        wal_level=loadwal.MINIMAL if minimal_wal is not None else None,
+    )
+
+
+def _copy_and_index(
+    conn: Conn,
+    jobs: int,
+    units: list[Unit],
+    whole: set[str],
+    setup: tuple[str, ...],
+    maps: bool,
+    timings: Timings,
+    say: Progress,
+    warehouses: int,
+    t0: float,
+) -> tuple[float, dict[str, float]]:
+    """The copies, then the ranges' indexes and the vacuums, then the keys;
+    returns when the copies were done and when each warehouse was complete."""
     remaining = {w: 0 for w in range(1, warehouses + 1)}
     spans: dict[str, range] = {}
     for unit in units:
@@ -252,41 +325,7 @@ def load(
     )
     with conn.connect() as db:
         db.execute(sqlfiles.sql("keys"))
-    elapsed = time.monotonic() - t0
-    # Wall-clock times first; then the seconds per step summed over the
-    # connections, which overlap (a table's index builds while others copy).
-    phases = {
-        "copy, analyze and index whole tables": round(t_copied - t0, 3),
-        "the rest (ranges, vacuum, keys)": round(time.monotonic() - t_copied, 3),
-        **{f"{k} (connection-s)": round(v, 3) for k, v in timings.seconds.items()},
-    }
-    with conn.connect() as db:
-        # Measured before the meta row (8 kB) so that the runs can tell what they used.
-        size = schema_bytes(db)
-        db.execute(
-            "INSERT INTO tpcc.meta (warehouses, c_last_load, c_id, ol_i_id, load_seconds,"
-            " load_bytes) VALUES (%s, %s, %s, %s, %s, %s)",
-            (warehouses, c_last, random.randint(0, 1023), random.randint(0, 8191), elapsed, size),
-        )
-        table_rows = {name: int(n) for name, n in db.execute(sqlfiles.sql("table_rows")).fetchall()}
-        t_checkpoint = time.monotonic()
-        db.execute(setup[0])
-        db.execute("CHECKPOINT")
-        phases["checkpoint (not in elapsed)"] = round(time.monotonic() - t_checkpoint, 3)
-    rows = sum(table_rows.values())
-    return TpccLoad(
-        warehouses=warehouses,
-        jobs=jobs,
-        rows=rows,
-        database_bytes=size,
-        elapsed_s=round(elapsed, 3),
-        rows_per_s=rows / elapsed,
-        mb_per_s=size / MB / elapsed,
-        phases=phases,
-        per_warehouse_s=per_warehouse,
-        table_rows=table_rows,
-        c_last_load=c_last,
-    )
+    return t_copied, per_warehouse
 
 
 def schema_bytes(db: psycopg.Connection) -> int:

@@ -55,6 +55,9 @@ class TpccLoad:
     per_warehouse_s: dict[str, float] = field(default_factory=dict)  # "w" -> s to finish it
     table_rows: dict[str, int] = field(default_factory=dict)
     c_last_load: int = 0  # the run-time constant C of clause 2.1.6 used for C_LAST
+    # The wal_level pgrig restarted its server at for the copies and index builds
+    # (minimal, then back to the profile's); None: loaded at the server's own.
+    wal_level: str | None = None
 
 
 @dataclass(frozen=True)

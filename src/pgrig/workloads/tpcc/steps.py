@@ -17,7 +17,7 @@ from pgrig.results import ProgressPoint
 from pgrig.step import Action, Call, Context, Prepare, Step, StepKey
 from pgrig.ui import Step as ProgressLine
 from pgrig.workloads.base import TargetView
-from pgrig.workloads.common import Steady, checkpoint, restore_pristine, steady
+from pgrig.workloads.common import Steady, checkpoint, load_restarts, restore_pristine, steady
 from pgrig.workloads.tpcb.steps import run_estimate
 from pgrig.workloads.tpcc import checks, driver, loader
 from pgrig.workloads.tpcc.spec import TpccSpec
@@ -29,6 +29,7 @@ LOAD_KIND = "tpcc"  # the TPC-C load's times in pgrig.calibration
 class TpccPlan:
     warehouses: int = 4
     jobs: int = 0  # loader connections; 0: the CPU count
+    load_wal: str = "profile"
     connections: int = 4
     threads: int | None = None
     duration_s: int = 60
@@ -44,6 +45,7 @@ class TpccPlan:
         return cls(
             warehouses=spec.warehouses,
             jobs=spec.jobs,
+            load_wal=spec.load_wal,
             connections=spec.connections,
             threads=spec.threads,
             duration_s=spec.duration_s,
@@ -116,13 +118,11 @@ def load_action(tp: TpccPlan, owned: bool) -> Action:
             else:
                 line.update(detail=message)
 
-        result = loader.load(
-            _conn(ctx),
-            tp.warehouses,
-            jobs=tp.loader_jobs,
-            replace=owned,
-            on_progress=on_progress,
-        )
+        data = tp.warehouses * loader.DATA_BYTES_PER_WAREHOUSE
+        with load_restarts(ctx, tp.load_wal, data) as cluster:
+            result = loader.load(_conn(ctx), tp.warehouses, jobs=tp.loader_jobs,
+                                 replace=owned, on_progress=on_progress,
+                                 minimal_wal=cluster)  # fmt: skip
         calibration.record(LOAD_KIND, tp.warehouses, result.elapsed_s)
         return result, "\n".join(messages) + "\n"
 

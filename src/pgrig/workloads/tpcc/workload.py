@@ -75,7 +75,10 @@ class TpccWorkload(Workload):
         ResultKind(
             "tpcc_load",
             TpccLoad,
-            headline=lambda r: f": {r.elapsed_s:.1f} s, {r.rows_per_s:,.0f} rows/s",
+            headline=lambda r: (
+                f": {r.elapsed_s:.1f} s, {r.rows_per_s:,.0f} rows/s"
+                + (f", at wal_level={r.wal_level}" if r.wal_level else "")
+            ),
             columns=lambda r: {"elapsed_s": r.elapsed_s},
         ),
         ResultKind(
