@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import closing, contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -60,6 +60,10 @@ class _Backend:
     def execute(self, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
         raise NotImplementedError
 
+    def each(self, sql: str, params: tuple[Any, ...] = ()) -> Iterator[dict[str, Any]]:
+        """The rows one at a time: a study's runs hold every sample it took."""
+        raise NotImplementedError
+
     def insert_id(self, sql: str, params: tuple[Any, ...]) -> int:
         raise NotImplementedError
 
@@ -98,6 +102,11 @@ class _Sqlite(_Backend):
     def execute(self, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
         with closing(self.conn.execute(sql, params)) as cur:
             return [dict(row) for row in cur.fetchall()]
+
+    def each(self, sql: str, params: tuple[Any, ...] = ()) -> Iterator[dict[str, Any]]:
+        with closing(self.conn.execute(sql, params)) as cur:
+            for row in cur:
+                yield dict(row)
 
     def insert_id(self, sql: str, params: tuple[Any, ...]) -> int:
         with closing(self.conn.execute(sql, params)) as cur:
@@ -150,6 +159,11 @@ class _Postgres(_Backend):
     def execute(self, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
         cur = self.conn.execute(self._sql(sql), params)
         return list(cur.fetchall()) if cur.description else []
+
+    def each(self, sql: str, params: tuple[Any, ...] = ()) -> Iterator[dict[str, Any]]:
+        # single-row mode: libpq does not hold the whole answer either
+        with self.conn.cursor() as cur:
+            yield from cur.stream(self._sql(sql), params)
 
     def insert_id(self, sql: str, params: tuple[Any, ...]) -> int:
         row = self.conn.execute(self._sql(sql) + " RETURNING id", params).fetchone()
@@ -389,23 +403,40 @@ class Store:
             self.record(replace(rec, study=new_id, id=None))
         return new_id
 
-    def runs(self, study_id: str) -> list[RunRecord]:
-        rows = self._db.execute("SELECT * FROM runs WHERE study_id = ? ORDER BY id", (study_id,))
-        return [
-            RunRecord(
-                id=row["id"],
-                study=row["study_id"],
-                key=row["key"],
-                kind=row["kind"],
-                target=row["target"],
-                params=json.loads(row["params"]),
-                status=row["status"],
-                reason=row["reason"],
-                result=json.loads(row["result"]) if row["result"] else None,
-                raw=row["raw"],
-                tool_versions=json.loads(row["tool_versions"]),
-                started_at=row["started_at"],
-                finished_at=row["finished_at"],
-            )
-            for row in rows
-        ]
+    def runs(self, study_id: str, *, without_samples: Collection[str] = ()) -> list[RunRecord]:
+        """The study's records in the order they ran. The results of the kinds
+        in ``without_samples`` come without their per-second ``samples`` (the
+        monitor's: most of a long run's bytes), an empty list in their place:
+        read them one run at a time with ``samples(run_id)``. Rows are decoded
+        one by one, so the samples left out are never all in memory at once."""
+        rows = self._db.each("SELECT * FROM runs WHERE study_id = ? ORDER BY id", (study_id,))
+        return [_record(row, row["kind"] in without_samples) for row in rows]
+
+    def samples(self, run_id: int) -> list[dict[str, Any]]:
+        """One run's per-second samples as stored (dicts), empty when it has none."""
+        rows = self._db.execute("SELECT result FROM runs WHERE id = ?", (run_id,))
+        if not rows or not rows[0]["result"]:
+            return []
+        found = json.loads(rows[0]["result"]).get("samples")
+        return found if isinstance(found, list) else []
+
+
+def _record(row: dict[str, Any], lean: bool) -> RunRecord:
+    result = json.loads(row["result"]) if row["result"] else None
+    if lean and isinstance(result, dict) and isinstance(result.get("samples"), list):
+        result["samples"] = []
+    return RunRecord(
+        id=row["id"],
+        study=row["study_id"],
+        key=row["key"],
+        kind=row["kind"],
+        target=row["target"],
+        params=json.loads(row["params"]),
+        status=row["status"],
+        reason=row["reason"],
+        result=result,
+        raw=row["raw"],
+        tool_versions=json.loads(row["tool_versions"]),
+        started_at=row["started_at"],
+        finished_at=row["finished_at"],
+    )
