@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import gc
 import weakref
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -37,7 +37,7 @@ class Watching:
     def runs(self, study_id: str, *, without_samples: Collection[str] = ()) -> list[RunRecord]:
         return self.store.runs(study_id, without_samples=without_samples)
 
-    def samples(self, run_id: int) -> list[dict[str, Any]]:
+    def samples(self, run_id: int) -> Iterator[dict[str, Any]]:
         gc.collect()
         self.alive_at_each_read.append(sum(r() is not None for r in self.handed))
         self.asked.append(run_id)

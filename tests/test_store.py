@@ -210,5 +210,5 @@ def test_samples_are_read_one_run_at_a_time(location: str | Path) -> None:
         assert light[1].result == {"verdict": {"cause": "cpu"}, "samples": []}
         assert light[0].result == store.runs("quick-1")[0].result  # the rest unchanged
         assert store.runs("quick-1")[1].result == watched
-        assert store.samples(mon.id) == [{"t_s": 1.0}, {"t_s": 2.0}]
-        assert store.samples(light[0].id or 0) == []  # a run without samples
+        assert list(store.samples(mon.id)) == [{"t_s": 1.0}, {"t_s": 2.0}]
+        assert list(store.samples(light[0].id or 0)) == []  # a run without samples

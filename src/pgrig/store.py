@@ -56,6 +56,10 @@ class _Backend:
     """The few things SQLite and PostgreSQL do differently."""
 
     label: str
+    # A result without its "samples" (JSON text), and one run's samples one by
+    # one: the JSON is taken apart by the database, not in pgrig's memory.
+    lean_result: str
+    samples_sql: str
 
     def execute(self, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
         raise NotImplementedError
@@ -86,6 +90,11 @@ class _Backend:
 class _Sqlite(_Backend):
     duplicate = (sqlite3.IntegrityError,)
     errors = (sqlite3.Error,)
+    lean_result = "json_remove(result, '$.samples')"
+    samples_sql = (
+        "SELECT s.value AS value FROM runs, json_each(runs.result, '$.samples') AS s"
+        " WHERE runs.id = ? ORDER BY s.key"
+    )
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -131,6 +140,13 @@ PG_LOCK_TIMEOUT_S = 60.0
 
 
 class _Postgres(_Backend):
+    lean_result = "(result::jsonb - 'samples')::text"
+    samples_sql = (
+        "SELECT s.value::text AS value FROM runs,"
+        " jsonb_array_elements(runs.result::jsonb -> 'samples') WITH ORDINALITY AS s(value, n)"
+        " WHERE runs.id = ? ORDER BY s.n"
+    )
+
     def __init__(self, uri: str) -> None:
         import psycopg
         from psycopg.rows import dict_row
@@ -409,22 +425,34 @@ class Store:
         monitor's: most of a long run's bytes), an empty list in their place:
         read them one run at a time with ``samples(run_id)``. Rows are decoded
         one by one, so the samples left out are never all in memory at once."""
-        rows = self._db.each("SELECT * FROM runs WHERE study_id = ? ORDER BY id", (study_id,))
-        return [_record(row, row["kind"] in without_samples) for row in rows]
+        kinds = tuple(without_samples)
+        result = "result"
+        if kinds:
+            marks = ", ".join("?" * len(kinds))
+            result = f"CASE WHEN kind IN ({marks}) THEN {self._db.lean_result} ELSE result END"
+        rows = self._db.each(
+            f"SELECT {_RUN_COLUMNS}, {result} AS result FROM runs WHERE study_id = ? ORDER BY id",
+            (*kinds, study_id),
+        )
+        return [_record(row, row["kind"] in kinds) for row in rows]
 
-    def samples(self, run_id: int) -> list[dict[str, Any]]:
-        """One run's per-second samples as stored (dicts), empty when it has none."""
-        rows = self._db.execute("SELECT result FROM runs WHERE id = ?", (run_id,))
-        if not rows or not rows[0]["result"]:
-            return []
-        found = json.loads(rows[0]["result"]).get("samples")
-        return found if isinstance(found, list) else []
+    def samples(self, run_id: int) -> Iterator[dict[str, Any]]:
+        """One run's per-second samples as stored (dicts), one at a time; none
+        when it has none."""
+        for row in self._db.each(self._db.samples_sql, (run_id,)):
+            yield json.loads(row["value"])
+
+
+_RUN_COLUMNS = (
+    "id, study_id, key, kind, target, params, status, reason, raw, tool_versions,"
+    " started_at, finished_at"
+)
 
 
 def _record(row: dict[str, Any], lean: bool) -> RunRecord:
     result = json.loads(row["result"]) if row["result"] else None
-    if lean and isinstance(result, dict) and isinstance(result.get("samples"), list):
-        result["samples"] = []
+    if lean and isinstance(result, dict):
+        result.setdefault("samples", [])
     return RunRecord(
         id=row["id"],
         study=row["study_id"],

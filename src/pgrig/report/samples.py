@@ -9,8 +9,8 @@ the report draws that run; they are let go after.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
-from typing import Protocol
+from collections.abc import Callable, Collection, Iterable
+from typing import Any, Protocol
 
 from pgrig.monitor.model import MonitorResult, Sample
 from pgrig.registry import MONITOR, typed_result
@@ -30,7 +30,7 @@ def own_samples(rec: RunRecord) -> tuple[Sample, ...]:
 class _SampleStore(Protocol):
     def runs(self, study_id: str, *, without_samples: Collection[str] = ()) -> list[RunRecord]: ...
 
-    def samples(self, run_id: int) -> list[dict[str, object]]: ...
+    def samples(self, run_id: int) -> Iterable[dict[str, Any]]: ...
 
 
 def read(store: _SampleStore, study_id: str) -> tuple[list[RunRecord], SampleReader]:
@@ -40,7 +40,8 @@ def read(store: _SampleStore, study_id: str) -> tuple[list[RunRecord], SampleRea
 
 
 def stored(store: _SampleStore) -> SampleReader:
-    """Each run's samples read from the store when asked, decoded, and not kept."""
+    """Each run's samples read from the store when asked, decoded one by one
+    (never all of a run's as dicts at once), and not kept."""
 
     def read(rec: RunRecord) -> tuple[Sample, ...]:
         if rec.id is None or rec.status != "ok":
