@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from tests.test_monitor_report import KEY, captured, record
+from test_monitor_report import KEY, captured, record
 
 from pgrig.monitor.model import Sample
 from pgrig.report import samples as report_samples
