@@ -13,13 +13,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from test_monitor_report import KEY, captured, record
-
 from pgrig.monitor.model import Sample
 from pgrig.report import samples as report_samples
 from pgrig.report import writer
 from pgrig.results import RunRecord, Study
 from pgrig.store import Store
+from test_monitor_report import KEY, captured, record
 
 STUDY = Study(id="s", name="quick", target="/var/tmp", started_at="x", status="finished")
 RUNS = 3
