@@ -17,6 +17,7 @@ from pgrig.monitor.model import Sample
 from pgrig.report import samples as report_samples
 from pgrig.report import writer
 from pgrig.results import RunRecord, Study
+from pgrig.storage.model import LabInfo
 from pgrig.store import Store
 from test_monitor_report import KEY, captured, record
 
@@ -57,6 +58,9 @@ def _store(path: Path) -> Store:
     mon, run = captured()
     store = Store.open(path)
     store.begin_study(STUDY)
+    # a memory limit: the report's Memory section reads the runs' samples too
+    lab = LabInfo("ext4, 1 GiB of memory", "/var/tmp", memory_limit_bytes=2**30)
+    store.record(replace(record("local/lab", "storage_lab", lab), id=None))
     for c in range(1, RUNS + 1):
         key = KEY.replace("c4", f"c{c}")
         # no two runs alike: each draws its own lines
@@ -79,6 +83,7 @@ def test_the_report_reads_samples_run_by_run_and_draws_the_same(tmp_path: Path) 
     # nothing lost: the same page, every run's figures and medians drawn
     assert lean.read_text() == whole.read_text()
     assert lean.read_text().count("<svg") >= 4 * RUNS
+    assert "Page-cache hits" in lean.read_text()
     # each run's samples asked for by its own id, a few times (one per section
     # that needs them), never all runs' at once
     ids = {r.id for r in watched}
