@@ -187,7 +187,11 @@ def two_dirs(disk_dir: Path) -> tuple[Path, Path]:
     return a, b
 
 
-SMALL = GOOD.replace('modes = ["select-only", "read-write"]', 'modes = ["select-only"]')
+# 2-second runs: what these tests check is the order, the records and the
+# resume, not the numbers (the suite's time, issue 18.8).
+SMALL = GOOD.replace('modes = ["select-only", "read-write"]', 'modes = ["select-only"]').replace(
+    "duration = 3", "duration = 2"
+)
 
 
 def test_two_target_campaign_end_to_end(disk_dir: Path) -> None:
@@ -196,7 +200,7 @@ def test_two_target_campaign_end_to_end(disk_dir: Path) -> None:
     results = disk_dir / "r"
     planned = pgrig("plan", file)
     assert planned.returncode == 0, planned.stderr
-    assert "disk-a/tpcb/s1/select-only/c2/d3/r2" in planned.stdout
+    assert "disk-a/tpcb/s1/select-only/c2/d2/r2" in planned.stdout
     done = pgrig("run", file, "--results", results)
     assert done.returncode == 0, done.stderr
     with Store.open(results / "results.sqlite") as store:
@@ -229,7 +233,8 @@ def test_two_target_campaign_end_to_end(disk_dir: Path) -> None:
 
 def test_killed_campaign_resumes_and_records_each_run_once(disk_dir: Path) -> None:
     a, b = two_dirs(disk_dir)
-    file = write(disk_dir, SMALL.format(a=a, b=b))
+    # no probe: the kill comes during the measured runs (the end-to-end test above has one)
+    file = write(disk_dir, SMALL.replace("timing = 1", "timing = false").format(a=a, b=b))
     results = disk_dir / "r"
     child = subprocess.Popen(
         [sys.executable, "-m", "pgrig", "run", str(file), "--results", str(results)],
@@ -282,127 +287,3 @@ def test_steady_detection() -> None:
     assert not steady(ramp)
     flat = ramp + [ProgressPoint(float(i), 100.0 + i % 2, 1.0) for i in range(5, 10)]
     assert steady(flat)
-
-
-def test_auto_warmup_restore_and_repeat_until_ci(disk_dir: Path) -> None:
-    a, _ = two_dirs(disk_dir)
-    text = f"""\
-[campaign]
-name = "until-ci"
-repeat = {{ until_ci_pct = 1000, min = 2, max = 4 }}
-warmup = "auto"
-warmup_max = 3
-reset = "restore"
-monitor = false  # on a shared machine disturbed runs would not count (test_interference_study)
-
-[[target]]
-name = "only"
-directory = "{a}"
-profile = "stock"
-[target.set]
-fsync = false
-
-[probes]
-timing = false
-fsync = false
-fio = false
-
-[[workload]]
-scales = [1]
-modes = ["read-write"]
-clients = [1]
-duration = 2
-count = false
-"""
-    results = disk_dir / "r"
-    done = pgrig("run", write(disk_dir, text), "--results", results)
-    assert done.returncode == 0, done.stderr
-    with Store.open(results / "results.sqlite") as store:
-        runs = [r for r in store.runs("until-ci") if r.kind == "pgbench_run"]
-    # a 95% CI within 1000% is met as soon as there are 2 runs: min wins
-    assert [r.params["repeat"] for r in runs] == [1, 2]
-    assert all(r.status == "ok" for r in runs), [r.reason for r in runs]
-    assert runs[0].params["warmup"] == "auto" and runs[0].params["reset"] == "restore"
-    for r in runs:
-        assert r.result is not None and r.result["transactions"] > 0
-
-
-def test_durability_as_a_campaign_workload(disk_dir: Path) -> None:
-    a, _ = two_dirs(disk_dir)
-    text = f"""\
-[campaign]
-name = "crash"
-
-[[target]]
-name = "only"
-directory = "{a}"
-profile = "stock"
-[target.set]
-synchronous_commit = "on"
-[target.initdb]
-data_checksums = true
-
-[probes]
-timing = false
-fsync = false
-fio = false
-
-[[workload]]
-type = "durability"
-method = "kill-postmaster"
-crashes = 1
-clients = 2
-interval = 1
-"""
-    results = disk_dir / "r"
-    done = pgrig("run", write(disk_dir, text), "--results", results)
-    assert done.returncode == 0, done.stderr
-    with Store.open(results / "results.sqlite") as store:
-        (rec,) = [r for r in store.runs("crash") if r.kind == "durability"]
-    assert rec.status == "ok", rec.reason
-    assert rec.result is not None
-    assert rec.result["acknowledged"] > 0 and rec.result["lost"] == 0
-    assert len(rec.result["crashes"]) == 1 and not rec.result["failures"]
-    report = next(results.glob("*.md")).read_text()
-    assert "urability" in report
-
-
-def test_tpcc_as_a_campaign_workload(disk_dir: Path) -> None:
-    """`pgrig tpcc study` is a one-target campaign with a tpcc workload: load,
-    check, each mode's run followed by a check, all recorded, one report."""
-    results = disk_dir / "r"
-    done = pgrig(
-        "tpcc",
-        "study",
-        "--target",
-        disk_dir,
-        "--results",
-        results,
-        "-w",
-        "1",
-        "-c",
-        "2",
-        "-T",
-        "4",
-        "--profile",
-        "stock",
-        "--set",
-        "fsync=off",
-    )
-    assert done.returncode == 0, done.stderr
-    with Store.open(results / "results.sqlite") as store:
-        (study,) = store.studies()
-        runs = {r.key: r for r in store.runs(study.id)}
-    assert runs["local/tpcc/load/w1"].status == "ok"
-    for mode in ("server", "client"):
-        run = runs[f"local/tpcc/run/{mode}/c2"]
-        assert run.status == "ok", run.reason
-        assert run.result is not None and run.result["tpmc"] > 0
-        check = runs[f"local/tpcc/check/{mode}/c2"]
-        assert check.status == "ok" and check.result is not None
-        assert all(c["passed"] or c["skipped"] for c in check.result["conditions"])
-    sized = {k: r for k, r in runs.items() if r.kind == "relation_sizes"}
-    assert set(sized) == {"local/tpcc/sizes/after-load", "local/tpcc/sizes/after-runs"}
-    report = next(results.glob("*.md")).read_text()
-    assert "tpmC" in report and "| tpcc.order_line | table |" in report
-    assert not list(disk_dir.glob("pgrig-*"))

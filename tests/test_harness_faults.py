@@ -68,7 +68,7 @@ def first_run_started(results: Path) -> bool:
 
 def test_an_interrupted_step_runs_again_on_resume(disk_dir: Path, tmp_path: Path) -> None:
     results = tmp_path / "r"
-    camp = campaign_file(tmp_path, disk_dir, 20)
+    camp = campaign_file(tmp_path, disk_dir, 8)  # still running 2 s after the load
     child = spawn("run", camp, "--results", results)
     wait_for(lambda: first_run_started(results), what="the load")
     time.sleep(2)
@@ -77,7 +77,7 @@ def test_an_interrupted_step_runs_again_on_resume(disk_dir: Path, tmp_path: Path
     assert child.returncode == 130, err
     status, runs = only_study(results)
     assert status == "interrupted"
-    key = "a/tpcb/s1/select-only/c1/d20/r1"
+    key = "a/tpcb/s1/select-only/c1/d8/r1"
     assert key not in runs, "an interrupted step leaves no record, so resume runs it"
 
     done = pgrig("run", camp, "--results", results, timeout=300)

@@ -426,7 +426,7 @@ def test_bad_lab_keys_name_file_line_and_key(target: str, message: str) -> None:
 
 
 def test_hit_ratios_from_the_monitors_samples() -> None:
-    from pgrig.monitor.model import CpuSample, IoSample, MonitorResult, PgSample, Sample, Verdict
+    from pgrig.monitor.model import CpuSample, IoSample, PgSample, Sample
     from pgrig.report.storage import _ratios
 
     def second(hit: float, read: float, disk_mib: float, in_run: bool = True) -> Sample:
@@ -442,8 +442,7 @@ def test_hit_ratios_from_the_monitors_samples() -> None:
 
     # 900 hits and 100 reads of 8 kB a second; 0.2 MiB/s of them reached the disk
     samples = (second(900, 100, 0.2), second(900, 100, 0.2), second(0, 1000, 99, in_run=False))
-    mon = MonitorResult(1.0, 2, 0.0, 0.0, (), samples, Verdict("x", "x", "x"))
-    buffer, cache = _ratios(mon)
+    buffer, cache = _ratios(samples)
     assert buffer == pytest.approx(0.9)
     assert cache == pytest.approx(1 - 0.2 * 2**20 / (100 * 8192))
 

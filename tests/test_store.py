@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -193,3 +194,21 @@ def test_a_locked_postgresql_store_fails_the_write_instead_of_hanging(
     finally:
         with conn.connect() as db:
             db.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+
+
+def test_samples_are_read_one_run_at_a_time(location: str | Path) -> None:
+    """A study's records without the monitor's per-second samples, and one run's
+    samples on their own: what the report reads (issue 18.6)."""
+    watched = {"verdict": {"cause": "cpu"}, "samples": [{"t_s": 1.0}, {"t_s": 2.0}]}
+    with Store.open(location) as store:
+        store.begin_study(study())
+        store.record(run_record("a"))
+        mon = store.record(replace(run_record("a/monitor"), kind="monitor", result=watched))
+        assert mon.id is not None
+        light = store.runs("quick-1", without_samples=("monitor",))
+        assert [r.key for r in light] == ["a", "a/monitor"]
+        assert light[1].result == {"verdict": {"cause": "cpu"}, "samples": []}
+        assert light[0].result == store.runs("quick-1")[0].result  # the rest unchanged
+        assert store.runs("quick-1")[1].result == watched
+        assert list(store.samples(mon.id)) == [{"t_s": 1.0}, {"t_s": 2.0}]
+        assert list(store.samples(light[0].id or 0)) == []  # a run without samples

@@ -41,6 +41,7 @@ from pgrig.pgsource import catalog
 from pgrig.pgsource.cli import group as pg_group
 from pgrig.policy import RunPolicy
 from pgrig.probe import FioPlan, ProbeSpec
+from pgrig.report import samples as report_samples
 from pgrig.report.monitor import closing_warning
 from pgrig.report.writer import write as write_report
 from pgrig.results import Study, to_dict
@@ -435,8 +436,8 @@ def plan_cmd(campaign_file: Path) -> None:
 
 def _write_report(store: Store, sid: str, results: Path, ui: Ui) -> tuple[Path, Path]:
     study = store.study(sid)
-    records = store.runs(sid)
-    md, html = write_report(study, records, results)
+    records, samples = report_samples.read(store, sid)  # each run's samples when drawn
+    md, html = write_report(study, records, results, samples=samples)
     if closing := closing_warning(records):
         ui.warn(closing)
     click.echo(f"report: {md}")

@@ -49,6 +49,7 @@ from pgrig.errors import (
 from pgrig.meaning import Meaning
 from pgrig.proc import pid_alive, threads_cancelled
 from pgrig.recorder import Recorder, StartTogether, now
+from pgrig.report import samples as report_samples
 from pgrig.report.monitor import closing_warning
 from pgrig.report.writer import write as write_report
 from pgrig.results import Study
@@ -554,8 +555,9 @@ def run_campaign(
             interrupted = exc
         finally:
             if runner.study is not None:
-                records = st.runs(runner.study.id)
-                md, html = write_report(runner.study, records, results)
+                # each watched run's samples are read when it is drawn
+                records, samples = report_samples.read(st, runner.study.id)
+                md, html = write_report(runner.study, records, results, samples=samples)
                 if closing := closing_warning(records):
                     ui.warn(closing)  # the last word before anyone quotes the numbers
                 ui.data(f"report: {md}")

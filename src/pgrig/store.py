@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import closing, contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -56,8 +56,16 @@ class _Backend:
     """The few things SQLite and PostgreSQL do differently."""
 
     label: str
+    # A result without its "samples" (JSON text), and one run's samples one by
+    # one: the JSON is taken apart by the database, not in pgrig's memory.
+    lean_result: str
+    samples_sql: str
 
     def execute(self, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
+        raise NotImplementedError
+
+    def each(self, sql: str, params: tuple[Any, ...] = ()) -> Iterator[dict[str, Any]]:
+        """The rows one at a time: a study's runs hold every sample it took."""
         raise NotImplementedError
 
     def insert_id(self, sql: str, params: tuple[Any, ...]) -> int:
@@ -82,6 +90,11 @@ class _Backend:
 class _Sqlite(_Backend):
     duplicate = (sqlite3.IntegrityError,)
     errors = (sqlite3.Error,)
+    lean_result = "json_remove(result, '$.samples')"
+    samples_sql = (
+        "SELECT s.value AS value FROM runs, json_each(runs.result, '$.samples') AS s"
+        " WHERE runs.id = ? ORDER BY s.key"
+    )
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -98,6 +111,11 @@ class _Sqlite(_Backend):
     def execute(self, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
         with closing(self.conn.execute(sql, params)) as cur:
             return [dict(row) for row in cur.fetchall()]
+
+    def each(self, sql: str, params: tuple[Any, ...] = ()) -> Iterator[dict[str, Any]]:
+        with closing(self.conn.execute(sql, params)) as cur:
+            for row in cur:
+                yield dict(row)
 
     def insert_id(self, sql: str, params: tuple[Any, ...]) -> int:
         with closing(self.conn.execute(sql, params)) as cur:
@@ -122,6 +140,13 @@ PG_LOCK_TIMEOUT_S = 60.0
 
 
 class _Postgres(_Backend):
+    lean_result = "(result::jsonb - 'samples')::text"
+    samples_sql = (
+        "SELECT s.value::text AS value FROM runs,"
+        " jsonb_array_elements(runs.result::jsonb -> 'samples') WITH ORDINALITY AS s(value, n)"
+        " WHERE runs.id = ? ORDER BY s.n"
+    )
+
     def __init__(self, uri: str) -> None:
         import psycopg
         from psycopg.rows import dict_row
@@ -150,6 +175,11 @@ class _Postgres(_Backend):
     def execute(self, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
         cur = self.conn.execute(self._sql(sql), params)
         return list(cur.fetchall()) if cur.description else []
+
+    def each(self, sql: str, params: tuple[Any, ...] = ()) -> Iterator[dict[str, Any]]:
+        # single-row mode: libpq does not hold the whole answer either
+        with self.conn.cursor() as cur:
+            yield from cur.stream(self._sql(sql), params)
 
     def insert_id(self, sql: str, params: tuple[Any, ...]) -> int:
         row = self.conn.execute(self._sql(sql) + " RETURNING id", params).fetchone()
@@ -389,23 +419,52 @@ class Store:
             self.record(replace(rec, study=new_id, id=None))
         return new_id
 
-    def runs(self, study_id: str) -> list[RunRecord]:
-        rows = self._db.execute("SELECT * FROM runs WHERE study_id = ? ORDER BY id", (study_id,))
-        return [
-            RunRecord(
-                id=row["id"],
-                study=row["study_id"],
-                key=row["key"],
-                kind=row["kind"],
-                target=row["target"],
-                params=json.loads(row["params"]),
-                status=row["status"],
-                reason=row["reason"],
-                result=json.loads(row["result"]) if row["result"] else None,
-                raw=row["raw"],
-                tool_versions=json.loads(row["tool_versions"]),
-                started_at=row["started_at"],
-                finished_at=row["finished_at"],
-            )
-            for row in rows
-        ]
+    def runs(self, study_id: str, *, without_samples: Collection[str] = ()) -> list[RunRecord]:
+        """The study's records in the order they ran. The results of the kinds
+        in ``without_samples`` come without their per-second ``samples`` (the
+        monitor's: most of a long run's bytes), an empty list in their place:
+        read them one run at a time with ``samples(run_id)``. Rows are decoded
+        one by one, so the samples left out are never all in memory at once."""
+        kinds = tuple(without_samples)
+        result = "result"
+        if kinds:
+            marks = ", ".join("?" * len(kinds))
+            result = f"CASE WHEN kind IN ({marks}) THEN {self._db.lean_result} ELSE result END"
+        rows = self._db.each(
+            f"SELECT {_RUN_COLUMNS}, {result} AS result FROM runs WHERE study_id = ? ORDER BY id",
+            (*kinds, study_id),
+        )
+        return [_record(row, row["kind"] in kinds) for row in rows]
+
+    def samples(self, run_id: int) -> Iterator[dict[str, Any]]:
+        """One run's per-second samples as stored (dicts), one at a time; none
+        when it has none."""
+        for row in self._db.each(self._db.samples_sql, (run_id,)):
+            yield json.loads(row["value"])
+
+
+_RUN_COLUMNS = (
+    "id, study_id, key, kind, target, params, status, reason, raw, tool_versions,"
+    " started_at, finished_at"
+)
+
+
+def _record(row: dict[str, Any], lean: bool) -> RunRecord:
+    result = json.loads(row["result"]) if row["result"] else None
+    if lean and isinstance(result, dict):
+        result.setdefault("samples", [])
+    return RunRecord(
+        id=row["id"],
+        study=row["study_id"],
+        key=row["key"],
+        kind=row["kind"],
+        target=row["target"],
+        params=json.loads(row["params"]),
+        status=row["status"],
+        reason=row["reason"],
+        result=result,
+        raw=row["raw"],
+        tool_versions=json.loads(row["tool_versions"]),
+        started_at=row["started_at"],
+        finished_at=row["finished_at"],
+    )

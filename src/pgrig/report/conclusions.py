@@ -55,6 +55,7 @@ from pgrig.report import fmt
 from pgrig.report.compare import PointKey, point_key, runs_by_point
 from pgrig.report.model import Figure, Section
 from pgrig.report.probes import FsyncRuns, fsync_headline
+from pgrig.report.samples import SampleReader, own_samples
 from pgrig.results import (
     Environment,
     FioResult,
@@ -94,6 +95,7 @@ class Evidence:
     baseline: str
     environment: Environment | None = None
     meanings: Mapping[str, Meaning] = field(default_factory=dict)
+    samples: SampleReader = own_samples  # a watched run's per-second samples, when asked
 
     def points(self) -> dict[PointKey, dict[str, list[PgbenchRun]]]:
         return {
@@ -107,23 +109,28 @@ class Evidence:
         return len(scales) > 1
 
     def monitors(self) -> dict[str, MonitorResult]:
-        """The monitor's result of each run, by the run's key."""
+        """The monitor's result of each run, by the run's key (without its
+        samples, when the records were read without them: ``cpu_busy``)."""
         out = {}
-        for rec in self.records:
-            if rec.kind == "monitor" and (mon := typed_result(rec)) is not None:
+        for rec in self.watched():
+            if (mon := typed_result(rec)) is not None:
                 out[rec.key.removesuffix("/monitor")] = mon
         return out
+
+    def watched(self) -> list[RunRecord]:
+        return [r for r in self.records if r.kind == "monitor"]
 
     def cpu_busy(self) -> dict[tuple[str, PointKey], float]:
         """The machine's median CPU busy % inside the runs of each target and point,
         from the monitor's samples (absent where nothing was sampled)."""
-        monitors = self.monitors()
+        watched = {r.key.removesuffix("/monitor"): r for r in self.watched()}
         busy: dict[tuple[str, PointKey], list[float]] = {}
         for rec in self.records:
-            mon = monitors.get(rec.key) if rec.kind == "pgbench_run" else None
-            if mon is not None:
-                values = [s.cpu.busy for s in mon.samples if s.in_run]
-                busy.setdefault((rec.target, point_key(rec)), []).extend(values)
+            mon = watched.get(rec.key) if rec.kind == "pgbench_run" else None
+            if mon is not None and mon.status == "ok":
+                values = [s.cpu.busy for s in self.samples(mon) if s.in_run]
+                if values:
+                    busy.setdefault((rec.target, point_key(rec)), []).extend(values)
         return {k: statistics.median(v) for k, v in busy.items() if v}
 
     def on_vm(self) -> str | None:
@@ -634,8 +641,12 @@ def evidence_of(
     baseline: str,
     environment: Environment | None,
     meanings: Mapping[str, Meaning] | None = None,
+    *,
+    samples: SampleReader = own_samples,
 ) -> Evidence:
-    return Evidence(tuple(records), tuple(targets), baseline, environment, dict(meanings or {}))
+    return Evidence(
+        tuple(records), tuple(targets), baseline, environment, dict(meanings or {}), samples
+    )
 
 
 def section(ev: Evidence, sections: Sequence[Section]) -> tuple[Section, list[Section]]:

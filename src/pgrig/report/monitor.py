@@ -22,6 +22,7 @@ from pgrig.monitor import noise as noise_
 from pgrig.monitor.model import MonitorResult, Sample
 from pgrig.registry import typed_result
 from pgrig.report.model import FAILED, NOISY, SKIPPED, Figure, Row, Section, Series, Table
+from pgrig.report.samples import SampleReader, own_samples
 from pgrig.results import RunRecord, Study
 
 TITLE, ANCHOR = "Bottlenecks (host and server monitoring)", "monitor"
@@ -29,8 +30,11 @@ TOP_EVENTS = 5  # wait events drawn one by one; the rest are summed as "other"
 SUFFIX = "/monitor"
 
 
-def section(study: Study, records: Sequence[RunRecord]) -> Section | None:
-    """None until there are records of this kind."""
+def section(
+    study: Study, records: Sequence[RunRecord], samples: SampleReader = own_samples
+) -> Section | None:
+    """None until there are records of this kind. Each run's samples are read
+    when its table and figures are drawn, and let go after."""
     watched = [r for r in records if r.kind == "monitor"]
     if not watched:
         return None
@@ -58,8 +62,9 @@ def section(study: Study, records: Sequence[RunRecord]) -> Section | None:
                 NOISY if flagged else "",
             )
         )
-        details.append(medians_table(label, mon))
-        details.extend(f for f in figures(slug(label), label, mon) if f.series)
+        run = samples(rec)
+        details.append(medians_table(label, mon, run))
+        details.extend(f for f in figures(slug(label), label, mon, run) if f.series)
     blocks.append(
         Table(
             (
@@ -248,8 +253,8 @@ def _fmt(value: float | None, unit: str = "", digits: int = 1) -> str:
     return f"{text}{unit}"
 
 
-def medians_table(label: str, mon: MonitorResult) -> Table:
-    inside = [s for s in mon.samples if s.in_run] or list(mon.samples)
+def medians_table(label: str, mon: MonitorResult, samples: Sequence[Sample]) -> Table:
+    inside = [s for s in samples if s.in_run] or list(samples)
     rows: list[Row] = []
 
     def add(name: str, values: Sequence[float | None], unit: str = "", digits: int = 1) -> None:
@@ -330,13 +335,12 @@ def medians_table(label: str, mon: MonitorResult) -> Table:
     )
 
 
-def figures(name: str, label: str, mon: MonitorResult) -> list[Figure]:
-    samples = list(mon.samples)
+def figures(name: str, label: str, mon: MonitorResult, samples: Sequence[Sample]) -> list[Figure]:
     return [
-        tps_figure(name, label, mon),
+        tps_figure(name, label, mon, samples),
         waits_figure(name, label, samples),
         cpu_figure(name, label, samples),
-        device_figure(name, label, mon),
+        device_figure(name, label, mon, samples),
     ]
 
 
@@ -344,8 +348,8 @@ def _x(samples: Sequence[Sample]) -> tuple[float, ...]:
     return tuple(s.t_s for s in samples)
 
 
-def tps_figure(name: str, label: str, mon: MonitorResult) -> Figure:
-    points = [s for s in mon.samples if s.tps is not None]
+def tps_figure(name: str, label: str, mon: MonitorResult, samples: Sequence[Sample]) -> Figure:
+    points = [s for s in samples if s.tps is not None]
     series = []
     if points:
         series.append(Series("tps", _x(points), tuple(s.tps or 0.0 for s in points), group="tps"))
@@ -455,10 +459,10 @@ def cpu_figure(name: str, label: str, samples: Sequence[Sample]) -> Figure:
     )
 
 
-def device_figure(name: str, label: str, mon: MonitorResult) -> Figure:
+def device_figure(name: str, label: str, mon: MonitorResult, samples: Sequence[Sample]) -> Figure:
     series = []
     for i, dev in enumerate(mon.devices):
-        pairs = [(s.t_s, d) for s in mon.samples for d in s.devices if d.name == dev]
+        pairs = [(s.t_s, d) for s in samples for d in s.devices if d.name == dev]
         if not pairs or not any(d.reads_s or d.writes_s for _, d in pairs):
             continue
         x = tuple(t for t, _ in pairs)
@@ -482,7 +486,7 @@ def device_figure(name: str, label: str, mon: MonitorResult) -> Figure:
                     f"{dev} flushes/s", x, tuple(d.flushes_s for _, d in pairs), group="f", dash=i
                 )
             )
-    reads = [(s.t_s, s.pg.blks_read_s) for s in mon.samples if s.pg is not None]
+    reads = [(s.t_s, s.pg.blks_read_s) for s in samples if s.pg is not None]
     if series and reads:
         series.append(
             Series(

@@ -9,10 +9,11 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 
-from pgrig.monitor.model import MonitorResult
+from pgrig.monitor.model import Sample
 from pgrig.registry import typed_result
 from pgrig.report import fmt
 from pgrig.report.model import FAILED, SKIPPED, Row, Section, Table
+from pgrig.report.samples import SampleReader, own_samples
 from pgrig.results import Environment, PgbenchInit, PgbenchRun, RunRecord
 from pgrig.storage.kinds import MEMORY
 from pgrig.storage.memcg import MemoryUse
@@ -151,12 +152,12 @@ def audit_table(env: Environment | None) -> Table | None:
     )
 
 
-def _ratios(mon: MonitorResult) -> tuple[float | None, float | None]:
+def _ratios(samples: Sequence[Sample]) -> tuple[float | None, float | None]:
     """(buffer hit ratio, page-cache hit ratio) over the run: blocks found in
     shared_buffers, and of the blocks read from the OS, those the page cache
     had (the server's /proc/<pid>/io read_bytes reached the disk)."""
     hit = read = disk = 0.0
-    for s in mon.samples:
+    for s in samples:
         if not s.in_run or s.pg is None:
             continue
         hit += s.pg.blks_hit_s * s.interval_s
@@ -176,7 +177,9 @@ def _pct(values: list[float]) -> str:
     return f"{100 * sum(values) / len(values):.1f}%"
 
 
-def memory_section(records: Sequence[RunRecord], env: Environment | None) -> Section | None:
+def memory_section(
+    records: Sequence[RunRecord], env: Environment | None, samples: SampleReader = own_samples
+) -> Section | None:
     """Data size against memory and the hit ratios, when a target has a memory limit."""
     found = {t: i for t, i in labs(records).items() if isinstance(i, LabInfo)}
     if not any(i.memory_limit_bytes for i in found.values()):
@@ -195,9 +198,8 @@ def memory_section(records: Sequence[RunRecord], env: Environment | None) -> Sec
         buf, cache, tps = per.setdefault((rec.target, run.mode), ([], [], []))
         tps.append(run.tps)
         mon_rec = monitors.get(f"{rec.key}/monitor")
-        mon = typed_result(mon_rec) if mon_rec is not None else None
-        if isinstance(mon, MonitorResult):
-            b, c = _ratios(mon)
+        if mon_rec is not None and mon_rec.status == "ok":
+            b, c = _ratios(samples(mon_rec))
             if b is not None:
                 buf.append(b)
             if c is not None:

@@ -17,11 +17,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from pgrig import stats
-from pgrig.monitor.model import MonitorResult
-from pgrig.registry import typed_result
+from pgrig.monitor.model import Sample
 from pgrig.report import fmt
 from pgrig.report.compare import PointKey, _point_order, runs_by_point
 from pgrig.report.model import HEADLINE, Row, Section, Table
+from pgrig.report.samples import SampleReader, own_samples
 from pgrig.report.versus import VS_NOTE, Cell, Draft, Family
 from pgrig.results import SERVER, RunRecord, Study
 
@@ -201,12 +201,10 @@ def _settings_table(study: Study, names: list[str]) -> Table | None:
 # -- settings axes -------------------------------------------------------------------
 
 
-def _io(mon: MonitorResult | None) -> dict[str, float] | None:
+def _io(run: Sequence[Sample]) -> dict[str, float] | None:
     """pg_stat_io over a run, per second, summed over backend types: reads, bytes,
     time; and the share of the bytes that I/O workers read."""
-    if mon is None:
-        return None
-    samples = [s.pg for s in mon.samples if s.in_run and s.pg is not None and s.pg.io]
+    samples = [s.pg for s in run if s.in_run and s.pg is not None and s.pg.io]
     if not samples:
         return None
 
@@ -244,7 +242,9 @@ def _median_of(values: list[dict[str, float]], key: str) -> float:
     return statistics.median(v[key] for v in values)
 
 
-def axes_section(study: Study, records: Sequence[RunRecord]) -> Section | None:
+def axes_section(
+    study: Study, records: Sequence[RunRecord], samples: SampleReader = own_samples
+) -> Section | None:
     """Targets that differ in settings axes (io_method, io_workers): tps against the
     baseline, next to pg_stat_io's reads of the same runs. None without axes."""
     targets = [t for t in _targets(study) if t.get("axes")]
@@ -280,7 +280,8 @@ def axes_section(study: Study, records: Sequence[RunRecord]) -> Section | None:
                 x
                 for rec, _ in pairs
                 if (m := monitors.get(rec.key + MONITOR_SUFFIX)) is not None
-                and (x := _io(typed_result(m))) is not None
+                and m.status == "ok"
+                and (x := _io(samples(m))) is not None
             ]
             io_cells = ("n/a",) * 6
             if io:

@@ -38,6 +38,7 @@ from pgrig.report.probes import (
     fsync_summary,
     timing_section,
 )
+from pgrig.report.samples import SampleReader, own_samples
 from pgrig.report.status import status_kind
 from pgrig.report.tpcb import headline_rows as tpcb_headline_rows
 from pgrig.report.tpcb import tpcb_section
@@ -50,11 +51,15 @@ from pgrig.results import (
 )
 
 
-def build(study: Study, records: Sequence[RunRecord]) -> ReportView:
+def build(
+    study: Study, records: Sequence[RunRecord], samples: SampleReader = own_samples
+) -> ReportView:
+    """``samples`` gives a watched run's per-second samples when its section
+    draws it (the records may come without them: ``pgrig.report.samples``)."""
     records = sorted(records, key=_record_order)
     targets = compare.targets_of(study.params, records)
     if len(targets) > 1:
-        return _build_comparison(study, records, targets)
+        return _build_comparison(study, records, targets, samples)
     by_kind: dict[str, list[RunRecord]] = {}
     for rec in records:
         by_kind.setdefault(rec.kind, []).append(rec)
@@ -68,13 +73,14 @@ def build(study: Study, records: Sequence[RunRecord]) -> ReportView:
         fsync_section(fsync, study.target),
         fio_section(fio, study.target),
         *workload_sections(records, study.target, meaning_of(study, targets[0] if targets else "")),
-        *extra_sections(study, records),
+        *extra_sections(study, records, samples),
         runs_section(records),
     ]
+    baseline = targets[0] if targets else ""
     return ReportView(
         title=f"pgrig report: {study_label(study)}",
         meta=header(study, records),
-        sections=_concluded(study, records, targets, targets[0] if targets else "", sections),
+        sections=_concluded(study, records, targets, baseline, sections, samples),
     )
 
 
@@ -84,10 +90,13 @@ def _concluded(
     targets: Sequence[str],
     baseline: str,
     sections: Sequence[Section],
+    samples: SampleReader,
 ) -> tuple[Section, ...]:
     """The conclusions (and one summary chart) first: the answer before its evidence."""
     meanings = {t: m for t in targets if (m := meaning_of(study, t)) is not None}
-    ev = conclusions.evidence_of(records, targets, baseline, study.environment, meanings)
+    ev = conclusions.evidence_of(
+        records, targets, baseline, study.environment, meanings, samples=samples
+    )
     first, rest = conclusions.section(ev, sections)
     return (first, *rest)
 
@@ -161,7 +170,9 @@ def _retitle(section: Section, title: str, suffix: str) -> Section:
     return replace(section, title=title, anchor=f"{section.anchor}-{suffix}", blocks=blocks)
 
 
-def _build_comparison(study: Study, records: Sequence[RunRecord], targets: list[str]) -> ReportView:
+def _build_comparison(
+    study: Study, records: Sequence[RunRecord], targets: list[str], samples: SampleReader
+) -> ReportView:
     baseline = str(study.params.get("baseline") or targets[0])
     if baseline not in targets:
         baseline = targets[0]
@@ -176,8 +187,11 @@ def _build_comparison(study: Study, records: Sequence[RunRecord], targets: list[
     sections = [_with_labs(first, records)]
     # The campaign's axes next to the summary: versions in seed 004's layout,
     # settings beside pg_stat_io.
-    for axis in (variants.versions_section, variants.axes_section):
-        if (found := axis(study, records)) is not None:
+    for found in (
+        variants.versions_section(study, records),
+        variants.axes_section(study, records, samples),
+    ):
+        if found is not None:
             sections.append(found)
     environment = environment_section(study, records)
     if machines:
@@ -222,24 +236,26 @@ def _build_comparison(study: Study, records: Sequence[RunRecord], targets: list[
             if section.blocks:
                 out = _retitle(section, f"{t}: {section.title}", _slug(t))
                 sections.append(out)
-    sections += [*extra_sections(study, records), runs_section(records)]
+    sections += [*extra_sections(study, records, samples), runs_section(records)]
     return ReportView(
         title=f"pgrig report: {study_label(study)}",
         meta=header(study, records),
-        sections=_concluded(study, records, targets, baseline, sections),
+        sections=_concluded(study, records, targets, baseline, sections, samples),
     )
 
 
 # Sections of workloads and watchers that live next to their code; each is
 # "module:function" taking (study, records) and returning a Section or None.
-def extra_sections(study: Study, records: Sequence[RunRecord]) -> list[Section]:
+def extra_sections(
+    study: Study, records: Sequence[RunRecord], samples: SampleReader = own_samples
+) -> list[Section]:
     """The target kinds' and the workloads' own sections, then memory against
     data, then what the monitor saw."""
     out = [k.section(study, records) for k in registry.TARGET_KINDS.values()]
     out += [w.section(study, records) for w in registry.WORKLOADS.values()]
     out.append(sizes.section(records))
-    out.append(storage_report.memory_section(records, study.environment))
-    out.append(monitor_section(study, records))
+    out.append(storage_report.memory_section(records, study.environment, samples))
+    out.append(monitor_section(study, records, samples))
     return [fold_runs(s) for s in out if s is not None]
 
 

@@ -1,0 +1,156 @@
+"""The real ``pgrig`` command end to end, faults during a study: a missing
+tool, the server killed mid-run, Ctrl-C, kill -9 - each checked by exit code,
+message and what is (not) left on disk. Apart from test_cli.py so that the two
+test workers share them (``--dist loadfile`` keeps a file on one)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+from pgrig import proc
+from test_cli import TINY, only_study, pgrig, postmaster_of, spawn, wait_for
+
+# -- faults during a study ---------------------------------------------------
+
+
+def test_fio_missing_is_skipped_and_the_rest_runs(disk_dir: Path) -> None:
+    results = disk_dir / "r"
+    tiny = [a if a != "fsync,fio" else "fsync" for a in TINY]
+    env = dict(os.environ, PATH="/nonexistent")  # no fio anywhere
+    done = pgrig(
+        "run",
+        "--target",
+        disk_dir,
+        "--results",
+        results,
+        "--fio-runtime",
+        "1",
+        "--fio-size",
+        "16M",
+        *tiny,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    status, runs = only_study(results)
+    assert status == "finished"
+    fio_status, reason = runs["local/probe/fio/randwrite"]
+    assert fio_status == "skipped" and "apt-get install fio" in (reason or "")
+    assert runs["local/tpcb/s1/select-only/c1/d2/r1"][0] == "ok"
+    report = next(results.glob("*.md")).read_text()
+    assert "skipped" in report and "apt-get install fio" in report
+    assert not list(disk_dir.glob("pgrig-*")), "the throwaway cluster is removed"
+
+
+def test_pgbench_failing_mid_run_is_recorded_and_the_study_goes_on(disk_dir: Path) -> None:
+    results = disk_dir / "r"
+    args = [a for a in TINY]
+    args[args.index("--clients") + 1] = "1,2"
+    # Long enough for the killer to catch the first run on a loaded machine.
+    args[args.index("--duration") + 1] = "8"
+    child = spawn("run", "--target", disk_dir, "--results", results, *args)
+    killed: list[int] = []
+
+    def kill_server_during_first_run() -> None:
+        def running_bench() -> bool:
+            # Only this study's pgbench: other work on the machine may run pgbench too.
+            pattern = "pgbench -n -M prepared -c 1 "
+            done = subprocess.run(
+                ["pgrep", "-P", str(child.pid), "-f", pattern], capture_output=True, timeout=10
+            )
+            return done.returncode == 0
+
+        wait_for(running_bench, what="the first pgbench run")
+        time.sleep(1.0)
+        found = wait_for(lambda: postmaster_of(disk_dir), what="the study's server")
+        os.kill(found[1], signal.SIGKILL)
+        killed.append(found[1])
+
+    killer = threading.Thread(target=kill_server_during_first_run)
+    killer.start()
+    out, err = child.communicate(timeout=300)
+    killer.join(timeout=10)
+    assert killed, "the server was never killed"
+    # Finished with a failed step: exit code 6, "partial" (docs/exit-codes.md).
+    assert child.returncode == 6, err
+    status, runs = only_study(results)
+    assert status == "finished"
+    first_status, reason = runs["local/tpcb/s1/select-only/c1/d8/r1"]
+    assert first_status == "failed"
+    assert "pgbench" in (reason or "") and (
+        "server" in (reason or "") or "connection" in (reason or "")
+    )
+    assert runs["local/tpcb/s1/select-only/c2/d8/r1"][0] == "ok", (
+        f"the study must go on: {runs} {err}"
+    )
+    assert "restarting it" in err
+
+
+def test_ctrl_c_stops_everything_and_keeps_finished_results(disk_dir: Path) -> None:
+    results = disk_dir / "r"
+    args = [a for a in TINY]
+    args[args.index("--clients") + 1] = "1,2"
+    args[args.index("--duration") + 1] = "30"
+    child = spawn("run", "--target", disk_dir, "--results", results, *args)
+
+    def bench_started() -> bool:
+        if not (results / "results.sqlite").exists():
+            return False
+        with sqlite3.connect(results / "results.sqlite") as db:
+            return (
+                db.execute("SELECT count(*) FROM runs WHERE kind = 'pgbench_init'").fetchone()[0]
+                > 0
+            )
+
+    wait_for(bench_started, what="the load to be recorded")
+    time.sleep(2)
+    found = postmaster_of(disk_dir)
+    assert found is not None
+    child.send_signal(signal.SIGINT)
+    out, err = child.communicate(timeout=120)
+    assert child.returncode == 130
+    assert "interrupted" in err
+    status, runs = only_study(results)
+    assert status == "interrupted"
+    assert runs["local/tpcb/s1/init"][0] == "ok", "what finished is kept"
+    assert "local/tpcb/s1/select-only/c2/d30/r1" not in runs
+    wait_for(lambda: not proc.pid_alive(found[1]), timeout=15, what="the cluster to stop")
+    assert not list(disk_dir.glob("pgrig-*")), "and removed"
+    assert "report:" in out, "a report of what finished is still written"
+
+
+def test_kill_9_leaves_an_orphan_that_the_next_run_removes(disk_dir: Path) -> None:
+    results = disk_dir / "r"
+    args = [a for a in TINY]
+    args[args.index("--duration") + 1] = "60"
+    child = spawn("run", "--target", disk_dir, "--results", results, *args)
+    try:
+        data, pid = wait_for(lambda: postmaster_of(disk_dir), what="the cluster to start")
+        child.send_signal(signal.SIGKILL)
+        child.communicate(timeout=30)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.communicate()
+    assert proc.pid_alive(pid), "kill -9 leaves the server behind"
+    done = pgrig(
+        "run",
+        "--target",
+        disk_dir,
+        "--results",
+        results,
+        "--skip",
+        "fsync,fio,tpcb",
+        "--timing-seconds",
+        "1",
+    )
+    assert done.returncode == 0, done.stderr
+    assert "orphan work directory" in done.stderr
+    wait_for(lambda: not proc.pid_alive(pid), timeout=30, what="the orphan's server to stop")
+    assert not data.parent.exists()
+    subprocess.run(["pkill", "-f", f"pgbench.*{data.parent.name}"], check=False)
