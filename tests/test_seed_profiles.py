@@ -91,11 +91,11 @@ def test_seed000s_parallel_count_uses_its_workers(
         assert workers == min(16, os.cpu_count() or 1)
         ctx = Context(bins=bins, target=tmp_path, scratch=tmp_path, conn=conn)
         line = Ui(quiet=True).step("count").__enter__()
-        result, _raw = steps._count("seq scan", workers)(ctx, line)
+        result, _raw = steps.count_action("seq scan", workers)(ctx, line)
         gather = steps._find_node(json.loads(result.plan)[0]["Plan"], "Gather")
         assert result.rows > 0 and gather is not None, result.plan
         assert gather["Workers Planned"] == workers
-        one, _ = steps._count("seq scan", 1)(ctx, line)  # not the stock server's own 2
+        one, _ = steps.count_action("seq scan", 1)(ctx, line)  # not the stock server's own 2
         gather_one = steps._find_node(json.loads(one.plan)[0]["Plan"], "Gather")
         assert gather_one is not None and gather_one["Workers Planned"] == 1
     finally:
