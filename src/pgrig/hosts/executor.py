@@ -61,9 +61,10 @@ class Started(ABC):
             return None
         return line.rstrip("\n")
 
-    def stderr_so_far(self) -> list[str]:
-        """The stderr lines printed until now (a copy; the process may still run)."""
-        return list(self._stderr)
+    def stderr_tail(self, lines: int) -> list[str]:
+        """The last ``lines`` stderr lines printed until now (the process may still
+        run): a look at its progress that costs the same at any point of a long run."""
+        return self._stderr[-lines:]
 
     @abstractmethod
     def send(self, text: str) -> None:

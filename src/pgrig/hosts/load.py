@@ -51,6 +51,7 @@ from pgrig.tools.pgbench.run import RunOptions, log_sampling_rate, parse_result,
 from pgrig.tools.pgbench.txlog import parse_transaction_logs
 
 PROGRESS_EVERY_S = 1.0  # pgbench's -P 1
+PROGRESS_TAIL = 20  # stderr lines searched for the newest progress line
 START_MARGIN_S = 1.0  # from "go" to the common start: enough to reach every host
 PINGS = 12
 LOG_PREFIX = "pgbench_log"
@@ -429,9 +430,13 @@ def progress(waiters: Sequence[Started]) -> ProgressPoint | None:
     progress line only: the recorded figures come from the whole output and logs."""
     latest = []
     for w in waiters:
-        points = [p for line in w.stderr_so_far() if (p := parse_progress(line))]
-        if points:
-            latest.append(points[-1])
+        # pgbench prints a progress line a second and little else on stderr: the
+        # newest is among its last lines (a whole run's parsed each second would
+        # grow with the run's square).
+        for line in reversed(w.stderr_tail(PROGRESS_TAIL)):
+            if (point := parse_progress(line)) is not None:
+                latest.append(point)
+                break
     if not latest:
         return None
     tps = sum(p.tps for p in latest)
