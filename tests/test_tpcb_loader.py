@@ -27,7 +27,8 @@ from pgrig.workloads.tpcb import loader
 pytestmark = pytest.mark.cluster
 
 # Every row of every table, in key order, as one digest per table; plus the
-# layout pgbench chose: relation kinds, column types, options, keys, partition bounds.
+# layout pgbench chose: relation kinds, column types, nullability and defaults,
+# options, keys, partition bounds.
 CONTENT = {
     "pgbench_accounts": "SELECT count(*), md5(string_agg(format('%s|%s|%s|%s|%s', aid, bid,"
     " abalance, filler, filler IS NULL), ';' ORDER BY aid)) FROM pgbench_accounts",
@@ -40,9 +41,11 @@ CONTENT = {
 LAYOUT = """
 SELECT c.relname, c.relkind, c.reloptions, c.relpersistence,
        pg_get_expr(c.relpartbound, c.oid),
-       (SELECT string_agg(format('%s %s', attname, format_type(atttypid, atttypmod)), ', '
-                          ORDER BY attnum)
-          FROM pg_attribute WHERE attrelid = c.oid AND attnum > 0),
+       (SELECT string_agg(format('%s %s not null %s default %s', attname,
+                                 format_type(atttypid, atttypmod), attnotnull,
+                                 pg_get_expr(adbin, adrelid)), ', ' ORDER BY attnum)
+          FROM pg_attribute LEFT JOIN pg_attrdef ON adrelid = attrelid AND adnum = attnum
+         WHERE attrelid = c.oid AND attnum > 0 AND NOT attisdropped),
        (SELECT string_agg(conname || ' ' || pg_get_constraintdef(oid), ', ')
           FROM pg_constraint WHERE conrelid = c.oid)
   FROM pg_class c
@@ -178,15 +181,15 @@ def test_parallel_load_equals_pgbench_init(
 
 
 def test_account_rows_are_pgbench_rows() -> None:
-    """The binary rows at a block boundary: aid, bid = (aid - 1) / 100,000 + 1,
-    abalance 0, and an empty filler."""
+    """The binary rows at a block boundary: aid and bid = (aid - 1) / 100,000 + 1
+    (abalance and filler come from the load's column defaults)."""
     data = loader.account_rows(100_000, 100_001, aid_bytes=4)
-    row = struct.Struct(">hiiiiiii")
+    row = struct.Struct(">hiiii")
     assert len(data) == 2 * row.size
-    assert row.unpack_from(data, 0) == (4, 4, 100_000, 4, 1, 4, 0, 0)
-    assert row.unpack_from(data, row.size) == (4, 4, 100_001, 4, 2, 4, 0, 0)
+    assert row.unpack_from(data, 0) == (2, 4, 100_000, 4, 1)
+    assert row.unpack_from(data, row.size) == (2, 4, 100_001, 4, 2)
     wide = loader.account_rows(2_000_000_001, 2_000_000_001, aid_bytes=8)
-    assert struct.unpack(">hiqiiiii", wide) == (4, 8, 2_000_000_001, 4, 20_001, 4, 0, 0)
+    assert struct.unpack(">hiqii", wide) == (2, 8, 2_000_000_001, 4, 20_001)
 
 
 @pytest.mark.parametrize(("version", "parallel"), [(100023, False), (110000, True), (150018, True)])
