@@ -544,7 +544,7 @@ def run_campaign(
     """Check, run (or resume) and report a campaign - the front door every
     command shares. The report of what finished is written even after Ctrl-C,
     which then raises ``Interrupted``."""
-    t0 = time.monotonic()
+    t0, machine = time.monotonic(), calibration.busy()
     runner = CampaignRunner(camp, ui, yes=yes, keep=keep, study_id=study_id, label=label)
     runner.preflight(results, store)  # bad input fails here, before anything is created
     with Store.open(store) as st:
@@ -567,7 +567,7 @@ def run_campaign(
     if interrupted is None and runner.recorder is not None and done and not camp.policy.concurrent:
         # what the plan adds beside the steps, as this machine measured it
         overhead = time.monotonic() - t0 - runner.recorder.busy_s
-        calibration.record_on(plan.OVERHEAD_KIND, camp.name, len(camp.targets), overhead)
+        calibration.record_on(plan.OVERHEAD_KIND, camp.name, len(camp.targets), overhead, machine)
     if interrupted is not None:
         raise Interrupted(
             "interrupted: the running tool and the clusters were stopped; "
