@@ -217,6 +217,12 @@ def _nothing_left(place: Path, where: str, cgroup_dirs: Sequence[Path] = ()) -> 
         if _text(p).startswith(ours)  # other studies' come and go meanwhile
     ]
     assert sockets == [], f"{where}: socket directories"
+    run_dirs = [  # a lossy mount's, its marker naming the mountpoint
+        p.parent
+        for p in Path("/tmp").glob(f"{registry.RUN_PREFIX}*/{registry.RUN_MARKER}")
+        if _text(p).startswith(ours)
+    ]
+    assert run_dirs == [], f"{where}: lossy filesystems' run directories"
     entries = [p for p in (workdir.state_dir() / "workdirs").glob("*") if ours in p.read_text()]
     assert entries == [], f"{where}: work directories still registered"
     assert list((place / "data").iterdir()) == [], f"{where}: the target holds a leftover"
@@ -238,6 +244,7 @@ def _sweep(place: Path) -> Iterator[None]:
             if record.fs_pid is not None:
                 proc.escalate(record.fs_pid, (signal.SIGTERM, signal.SIGKILL), grace=5)
             registry.lazy_unmount(record.mountpoint, record.fsname)
+            registry.remove_run_dir(Path(record.run_dir))
             registry.drop_record(record)
     for lab in state.load_all():
         if lab.owner_pid == me:
