@@ -635,9 +635,10 @@ def _latest(st: Store) -> Study:
 )
 def clean(inventory_path: Path | None) -> None:
     """Remove what killed pgrig runs left behind, of every study and every kind of
-    target (work directories and their servers, lossy mounts, the storage lab's
-    filesystems and cgroups) - only what carries pgrig's marker and whose owner is
-    gone; never what a pgrig on another host owns. With --inventory, on every
+    target (work directories and their servers, lossy mounts and their run
+    directories in /tmp, the storage lab's filesystems and cgroups) - only what
+    carries pgrig's marker and whose owner is gone; never what a pgrig on another
+    host owns. With --inventory, on every
     host of the inventory too: servers and load runs in its /tmp."""
     from pgrig import lifecycle
 
