@@ -223,11 +223,24 @@ def test_two_target_campaign_end_to_end(disk_dir: Path) -> None:
     sized = {(r.target, r.params["when"]) for r in runs if r.kind == "relation_sizes"}
     assert sized == {(t, w) for t in ("disk-a", "disk-b") for w in ("after load", "after runs")}
     assert "## Table and index sizes" in report and "| disk-b: after runs |" in report
-    # running the finished campaign again records nothing twice
+    # Running the finished campaign again records nothing twice, and finds that
+    # before anything is started: no storage, no idle machine sampled, no server
+    # (it took about 17 s to find nothing to do).
+    t0 = time.monotonic()
     again = pgrig("run", file, "--results", results)
+    print(f"the finished campaign run again: {time.monotonic() - t0:.1f} s")
     assert again.returncode == 0, again.stderr
+    said = " ".join(again.stderr.split())
+    steps = len([line for line in planned.stdout.splitlines() if "two-disks" not in line
+                 and " s  " in line])  # fmt: skip
+    md = next(results.glob("*.md"))
+    assert f"all {steps} steps of two-disks (8 measured runs) are recorded in " in said, said
+    assert f"the report: {md}" in said and f"report: {md}" in again.stdout
+    assert "sampling the idle machine" not in said and "capturing the environment" not in said
+    assert "resuming" not in said
     with Store.open(results / "results.sqlite") as store:
         assert len(store.runs("two-disks")) == len(runs)
+        assert store.study("two-disks").status == "finished"
     assert not list(a.glob("pgrig-*")) and not list(b.glob("pgrig-*"))
 
 

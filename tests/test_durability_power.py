@@ -6,14 +6,19 @@ anything is created, and `pgrig clean` unmounts only pgrig's orphan mounts."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import signal
 import subprocess
+import sys
+import tempfile
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from conftest import make_disk_dir
-from pgrig import cli, lossyfs
+from pgrig import cli, lossyfs, proc
 from pgrig.campaign import parse
 from pgrig.durability import verifier
 from pgrig.durability.model import POWER_LOSS
@@ -155,6 +160,78 @@ def test_clean_unmounts_only_pgrig_orphan_mounts(capsys: pytest.CaptureFixture[s
         alive.unmount()
         subprocess.run(["umount", stranger], check=False)
         subprocess.run(["rm", "-rf", base], check=False)
+
+
+# A pgrig that mounted a lossy filesystem, then is killed (SIGKILL: no cleanup).
+KILLED_PGRIG = """
+import sys, time
+from pathlib import Path
+from pgrig.lossyfs import LossyMount
+mount = LossyMount(Path(sys.argv[1]), Path(sys.argv[2]))
+mount.start()
+assert mount.record is not None
+print(mount.record.run_dir, mount.record.fs_pid, mount.record.fsname, flush=True)
+time.sleep(600)
+"""
+
+
+@needs_fuse
+def test_clean_removes_a_lossy_run_directory_left_without_its_mount(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run directory in /tmp (marker, fs.log) whose mount record is gone - a killed
+    pgrig's state directory removed with its test session, or another state
+    directory: `pgrig clean` said "nothing to clean". It is left while the filesystem
+    is mounted and its process runs, removed once they are gone; a look-alike
+    without pgrig's marker is never touched."""
+    base = make_disk_dir("pgrig-test-clean-rundir-")
+    (base / "backing").mkdir()
+    lookalike = Path(tempfile.mkdtemp(prefix=registry.RUN_PREFIX))
+    (lookalike / "fs.log").write_text("not pgrig's\n")
+    lost_state = tmp_path / "lost-state"
+    argv = [sys.executable, "-c", KILLED_PGRIG, str(base / "backing"), str(base / "mnt")]
+    env = {**os.environ, "PGRIG_STATE_DIR": str(lost_state)}
+    child = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, text=True)
+    fs_pid, fsname, mountpoint = 0, "", str(base / "mnt")
+    try:
+        assert child.stdout is not None
+        run_dir_text, pid_text, fsname = child.stdout.readline().split()
+        run_dir, fs_pid = Path(run_dir_text), int(pid_text)
+        child.kill()
+        child.wait(timeout=30)
+        shutil.rmtree(lost_state)  # the mount's record goes with it
+        assert sorted(p.name for p in run_dir.iterdir()) == [
+            ".pgrig-lossyfs",
+            ".pgrig-owner",
+            "control.sock",
+            "fs.log",
+        ]
+        cli.main(["clean"])
+        assert str(run_dir) not in capsys.readouterr().out
+        assert run_dir.is_dir(), "removed while mounted, its filesystem process running"
+        proc.escalate(fs_pid, (signal.SIGTERM, signal.SIGKILL), grace=10)  # it unmounts
+        assert not lossyfs.is_mounted(mountpoint, fsname)
+        assert sorted(p.name for p in run_dir.iterdir()) == [
+            ".pgrig-lossyfs",
+            ".pgrig-owner",
+            "fs.log",
+        ]
+        cli.main(["clean"])
+        out = capsys.readouterr().out
+        assert f"removed the lossy filesystem's run directory {run_dir}" in out
+        assert not run_dir.exists()
+        assert (lookalike / "fs.log").read_text() == "not pgrig's\n"
+        assert str(lookalike) not in out
+    finally:
+        child.kill()
+        child.wait(timeout=30)
+        if child.stdout is not None:
+            child.stdout.close()
+        if fs_pid:
+            proc.escalate(fs_pid, (signal.SIGTERM, signal.SIGKILL), grace=10)
+            registry.lazy_unmount(mountpoint, fsname)
+        shutil.rmtree(lookalike, ignore_errors=True)
+        shutil.rmtree(base, ignore_errors=True)
 
 
 # -- refused before anything is created -------------------------------------------------

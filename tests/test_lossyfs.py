@@ -397,3 +397,31 @@ def test_an_exception_inside_the_context_stops_without_writing_back(
     assert time.monotonic() - started < 15  # killed at once, not after the timeout
     assert not fs.mounted
     assert not (fs.backing / "f").exists()
+
+
+def test_a_signal_during_the_unmount_still_removes_the_run_directory(
+    dirs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A signal as fusermount3 ran skipped the rest of the teardown: the mount
+    record and the run directory in /tmp (its marker and fs.log) were left, and a
+    test session's state directory took the record away with it. Here a real
+    SIGINT arrives as the unmount's fusermount3 call begins."""
+    from pgrig.lossyfs import mount as mount_module
+    from pgrig.lossyfs import registry
+
+    real = mount_module.lazy_unmount
+
+    def signalled(mountpoint: str, fsname: str) -> None:
+        signal.raise_signal(signal.SIGINT)  # to this thread: handled at the next bytecode
+        real(mountpoint, fsname)
+
+    monkeypatch.setattr(mount_module, "lazy_unmount", signalled)
+    fs = LossyMount(*dirs)
+    fs.start()
+    assert fs.record is not None
+    run_dir, fsname = Path(fs.record.run_dir), fs.record.fsname
+    with pytest.raises(KeyboardInterrupt):
+        fs.unmount()  # the signal is held until the teardown is done, then raised
+    assert not run_dir.exists()
+    assert not (registry.registry_dir() / f"{fsname}.json").exists()
+    assert not lossyfs.is_mounted(str(dirs[1]), fsname)

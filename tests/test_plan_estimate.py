@@ -4,6 +4,8 @@ seed examples' real times)."""
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 
 import pytest
@@ -113,3 +115,82 @@ def test_what_a_run_spends_besides_its_steps_comes_from_the_same_study_first(
     assert plan.expand(camp).overhead_s == pytest.approx(193.0 / 5)  # the machine's line
     calibration.record_on(plan.OVERHEAD_KIND, "est", 1, 12.0)
     assert plan.expand(camp).overhead_s == pytest.approx(12.0)
+
+
+# -- the calibration file: bounded, and how busy the machine was ----------------------
+
+
+def _file() -> Path:
+    return calibration.state_dir() / calibration.FILE
+
+
+def test_an_older_calibration_file_is_read_and_new_points_say_how_busy(tmp_path: Path) -> None:
+    """A file of an older pgrig has no load per point: read as before, its load unknown."""
+    kind = load_kind(TpcbSpec())
+    _file().parent.mkdir(parents=True)
+    _file().write_text(json.dumps({kind: [{"size": 10.0, "seconds": 30.0, "at": 1.0}]}))
+    with calibration.watching() as seen:
+        assert load_estimate(TpcbSpec(), 20) == pytest.approx(60.0)
+    assert seen == {kind: [{"size": 10.0, "seconds": 30.0, "at": 1.0}]}
+    assert calibration.load_note(seen, calibration.Busy(9.0)) is None  # unknown: no claim
+    before = calibration.busy()
+    calibration.record(kind, 20, 50.0, before)
+    (old, new) = json.loads(_file().read_text())[kind]
+    assert "load" not in old and new["load"] == pytest.approx(before.load, abs=1e-3)
+    assert new["load"] == pytest.approx(os.getloadavg()[0] / (os.cpu_count() or 1), abs=2)
+    if calibration.PSI_CPU.exists():  # this kernel's pressure stall information
+        assert 0 <= new["cpu_some"] <= 100
+    else:
+        assert "cpu_some" not in new
+
+
+def test_gone_directories_and_the_oldest_kinds_leave_the_file(tmp_path: Path) -> None:
+    """The file had 52 kinds after a day here, most of them temporary directories
+    (``pgrig-scale-*``, /tmp/ci3) that no plan will ever name again."""
+    kept, gone = tmp_path / "kept", tmp_path / "gone"
+    kept.mkdir()
+    gone.mkdir()
+    for storage in (str(kept), str(gone), f"{gone}: ESSD PL1", "storage lab: xfs", "host db1"):
+        calibration.record_on("tpcb:client", storage, 10, 20.0)
+    gone.rmdir()
+    calibration.record("tpcc", 1, 5.0)  # any save bounds the file
+    kinds = set(json.loads(_file().read_text()))
+    assert kinds == {"tpcc", "tpcb:client", *(f"tpcb:client@{s}" for s in
+                     (kept, "storage lab: xfs", "host db1"))}  # fmt: skip
+    data = {f"k{i}": [{"size": 1.0, "seconds": 1.0, "at": float(i)}] for i in range(70)}
+    _file().write_text(json.dumps(data))
+    calibration.record("k5", 2, 1.0)  # measured now: the newest
+    kinds = set(json.loads(_file().read_text()))
+    assert len(kinds) == calibration.MAX_KINDS
+    assert kinds == {f"k{i}" for i in range(70 - calibration.MAX_KINDS + 1, 70)} | {"k5"}
+
+
+def test_load_note_compares_the_machine_now_with_then() -> None:
+    def seen(*loads: float) -> dict[str, list[dict[str, float]]]:
+        return {"tpcc": [{"size": 1.0, "seconds": 9.0, "at": 1.0, "load": x} for x in loads]}
+
+    assert calibration.load_note(seen(0.5, 0.6, 0.7), calibration.Busy(0.8)) is None
+    assert calibration.load_note(seen(0.1), calibration.Busy(0.3)) is None  # idle both times
+    busier = calibration.load_note(seen(0.4, 0.5, 3.0), calibration.Busy(2.0, 60.0))
+    assert busier is not None and "4.0x busier" in busier and "load 2.00 per CPU" in busier
+    assert "3 measurement(s)" in busier and "load 0.50 per CPU" in busier
+    quieter = calibration.load_note(seen(6.0), calibration.Busy(1.0))
+    assert quieter is not None and "6.0x quieter" in quieter
+
+
+def test_plan_warns_when_its_calibration_was_recorded_on_a_far_busier_machine(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Recorded at a load of 500 per CPU (written into the file): no machine here is
+    that busy now, so ``pgrig plan`` must say the estimate may be off."""
+    from pgrig import cli
+
+    path = tmp_path / "est.toml"
+    path.write_text(CAMPAIGN.format(directory=tmp_path, backup_scale=20))
+    calibration.record(load_kind(TpcbSpec()), 20, 33.0, calibration.Busy(500.0, 99.0))
+    cli.main(["plan", str(path)])
+    out, err = capsys.readouterr()
+    assert "33 s  a/tpcb/s20/init" in out  # the estimate itself is not rescaled
+    said = " ".join(err.split())
+    assert "warning: this machine is" in said and "x quieter now" in said
+    assert "load 500.00 per CPU, 99% of the time a task waited for a CPU" in said

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
+from dataclasses import replace
 
 from pgrig import export
 from pgrig.report import compare, view
@@ -23,7 +24,7 @@ from pgrig.results import (
 )
 from pgrig.storage.model import LabInfo
 from pgrig.workloads.tpcc.model import TpccLoad, TpccRun
-from pgrig.workloads.tpcc.report import summary_table
+from pgrig.workloads.tpcc.report import load_table, summary_table
 
 
 def rec(target: str, key: str, kind: str, result: object, **params: object) -> RunRecord:
@@ -218,3 +219,29 @@ def test_overlaid_tps_over_time_says_which_repeat_it_draws() -> None:
 def test_header_names_a_campaigns_target_not_its_directory() -> None:
     built = view.build(study(["disk"]), login_records({"disk": [3.4]}))
     assert ("Target", "disk") in built.meta
+
+
+def test_the_tpcc_load_caption_says_how_each_load_was_made() -> None:
+    """From the record: a load of the PL/pgSQL loader before it (it timed
+    "generate"), one of pgrig's binary COPY at wal_level=minimal, one that timed
+    nothing; the same way twice is said once."""
+    old = replace(tpcc_load(1), jobs=1, phases={"generate": 8.4, "index": 4.7,
+                                                 "vacuum analyze": 3.7})  # fmt: skip
+    new = replace(tpcc_load(2), jobs=4, wal_level="minimal",
+                  phases={"copy (connection-s)": 5.0, "index (connection-s)": 1.0})  # fmt: skip
+    records = [
+        rec(f"t{i}", "tpcc/load", "tpcc_load", load, workload="tpcc")
+        for i, load in enumerate((old, new, new, tpcc_load(3)))
+    ]
+    table = load_table(records)
+    assert table is not None
+    ways = table.caption.split(" / ")
+    assert len(ways) == 3
+    assert ways[0] == (
+        "TPC-C load (rows generated inside the server (PL/pgSQL) over 1 parallel connection, "
+        "at the server's own WAL settings; indexes, keys and VACUUM ANALYZE included"
+    )
+    assert ways[1].startswith("rows built in numpy and sent in binary COPY over 4 parallel")
+    assert "wal_level=minimal" in ways[1] and "keys and ANALYZE included" in ways[1]
+    assert ways[2].startswith("loader not recorded over 2 parallel connections")
+    assert table.caption.endswith("summed over the connections, which overlap")

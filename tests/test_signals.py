@@ -217,6 +217,12 @@ def _nothing_left(place: Path, where: str, cgroup_dirs: Sequence[Path] = ()) -> 
         if _text(p).startswith(ours)  # other studies' come and go meanwhile
     ]
     assert sockets == [], f"{where}: socket directories"
+    run_dirs = [  # a lossy mount's, its marker naming the mountpoint
+        p.parent
+        for p in Path("/tmp").glob(f"{registry.RUN_PREFIX}*/{registry.RUN_MARKER}")
+        if _text(p).startswith(ours)
+    ]
+    assert run_dirs == [], f"{where}: lossy filesystems' run directories"
     entries = [p for p in (workdir.state_dir() / "workdirs").glob("*") if ours in p.read_text()]
     assert entries == [], f"{where}: work directories still registered"
     assert list((place / "data").iterdir()) == [], f"{where}: the target holds a leftover"
@@ -238,6 +244,7 @@ def _sweep(place: Path) -> Iterator[None]:
             if record.fs_pid is not None:
                 proc.escalate(record.fs_pid, (signal.SIGTERM, signal.SIGKILL), grace=5)
             registry.lazy_unmount(record.mountpoint, record.fsname)
+            registry.remove_run_dir(Path(record.run_dir))
             registry.drop_record(record)
     for lab in state.load_all():
         if lab.owner_pid == me:
@@ -295,6 +302,10 @@ class Cell:
     moment: str  # in words: the failure messages and docs/exit-codes.md say it
     arm: Arm
     recorded: frozenset[str]
+    # A recorded step taken out of the store before the cell's run: a campaign
+    # whose every step is recorded starts nothing when run again, so a teardown
+    # cell needs one step left to do (its server set up, then torn down).
+    redo: str | None = None
 
     def __str__(self) -> str:
         return f"{self.phase} / {signal.Signals(self.signum).name} ({self.moment})"
@@ -320,8 +331,9 @@ DIRECTORY_CELLS = [
         tool(_child_argv("pgbench", "-i")),
         frozenset(),
     ),
-    # After the first of these every step is recorded: the resumes only set the
-    # server up and tear it down, the moment the other two are sent in.
+    # After the first of these every step is recorded, and a resume starts nothing:
+    # the other two redo the last step, then tear the server down, the moment
+    # their signal is sent in.
     Cell(
         "teardown",
         signal.SIGINT,
@@ -335,6 +347,7 @@ DIRECTORY_CELLS = [
         "as the cluster is destroyed",
         call(Cluster, "destroy"),
         frozenset(ALL),
+        redo=AFTER,
     ),
     Cell(
         "teardown",
@@ -342,6 +355,7 @@ DIRECTORY_CELLS = [
         "as the work directory is removed",
         call(workdir, "remove"),
         frozenset(ALL),
+        redo=AFTER,
     ),
 ]
 SERVER_CELLS = [
@@ -362,6 +376,9 @@ def _chain(
     """Each cell's run resumes the one before; the last resume completes the study."""
     results = place / "pgrig-results"
     for cell in cells:
+        if cell.redo is not None:
+            with sqlite3.connect(results / "results.sqlite") as db:
+                db.execute("DELETE FROM runs WHERE key = ?", (cell.redo,))
         disarm = cell.arm(monkeypatch, cell.signum)
         try:
             code = _main("run", "c.toml", "-q", *options)

@@ -26,7 +26,7 @@ from pgrig.tools.pgbench import txlog
 from pgrig.workloads import copybin
 from pgrig.workloads.tpcc import checks, driver, loader, sqlfiles
 from pgrig.workloads.tpcc import report as report_tpcc
-from pgrig.workloads.tpcc.model import TRANSACTIONS, WEIGHTS, TpccRun
+from pgrig.workloads.tpcc.model import TRANSACTIONS, WEIGHTS, TpccLoad, TpccRun
 
 DATA = Path(__file__).parent / "data"
 
@@ -339,6 +339,9 @@ def test_a_load_in_warehouse_ranges_is_vacuumed_and_consistent(db: Conn) -> None
         assert result.table_rows["stock"] == 200_000 and result.table_rows["customer"] == 60_000
         assert "vacuum analyze (connection-s)" in result.phases
         assert checks.check(ranged).passed
+        caption = _load_caption(result)
+        assert f"binary COPY over {result.jobs} parallel connections" in caption
+        assert "at the server's own WAL settings" in caption and "VACUUM ANALYZE" in caption
         assert all(_all_visible(ranged).values())
     finally:
         with admin.connect() as c:
@@ -360,6 +363,24 @@ def test_a_load_at_minimal_wal_writes_little_wal_and_restores_the_profile(
     assert _wal_settings(loaded) == MINIMAL_LOAD["settings"]
     assert MINIMAL_LOAD["settings"][0] == ("replica",)
     assert cluster.postmaster_pid() != MINIMAL_LOAD["postmaster"]
+    # The report says so, from the record (it said "rows generated inside the
+    # server" long after the loader had moved to the client).
+    caption = _load_caption(result)
+    assert caption.startswith("TPC-C load (rows built in numpy and sent in binary COPY over ")
+    assert f"over {result.jobs} parallel connection" in caption
+    assert "copies and index builds at wal_level=minimal" in caption
+    assert "inside the server" not in caption
+
+
+def _load_caption(result: TpccLoad) -> str:
+    """The load table's caption for a record of ``result``."""
+    record = RunRecord(
+        study="s", key="tpcc/load/w1", kind="tpcc_load", target="t", params={},
+        status="ok", started_at="", finished_at="", result=to_dict(result),
+    )  # fmt: skip
+    table = report_tpcc.load_table([record])
+    assert table is not None
+    return table.caption
 
 
 @pytest.mark.cluster

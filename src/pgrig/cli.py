@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from pgrig import __version__, campaign, plan, registry, validate
+from pgrig import __version__, calibration, campaign, plan, registry, validate
 from pgrig.campaign import Campaign, InitdbSpec
 from pgrig.cli_options import (
     cluster_options,
@@ -388,7 +388,8 @@ def plan_cmd(campaign_file: Path) -> None:
     """Print every run CAMPAIGN_FILE expands to, the estimated time and the disk
     each target needs - without running anything."""
     camp = campaign.load(campaign_file)
-    exp = plan.expand(camp)
+    with calibration.watching() as seen:
+        exp = plan.expand(camp)
     click.echo(
         f"campaign {camp.name} ({campaign_file}): {len(camp.targets)} target(s), "
         f"baseline {camp.baseline}, repeats {exp.repeats}"
@@ -432,6 +433,8 @@ def plan_cmd(campaign_file: Path) -> None:
     # What `pgrig run` would refuse, refused here too - by the same pass.
     for note in validate.campaign(camp, planning=True).warnings:
         click.echo(f"warning: {note}", err=True)
+    if busier := calibration.load_note(seen, calibration.busy()):
+        click.echo(f"warning: {busier}", err=True)
 
 
 def _write_report(store: Store, sid: str, results: Path, ui: Ui) -> tuple[Path, Path]:
@@ -632,9 +635,10 @@ def _latest(st: Store) -> Study:
 )
 def clean(inventory_path: Path | None) -> None:
     """Remove what killed pgrig runs left behind, of every study and every kind of
-    target (work directories and their servers, lossy mounts, the storage lab's
-    filesystems and cgroups) - only what carries pgrig's marker and whose owner is
-    gone; never what a pgrig on another host owns. With --inventory, on every
+    target (work directories and their servers, lossy mounts and their run
+    directories in /tmp, the storage lab's filesystems and cgroups) - only what
+    carries pgrig's marker and whose owner is gone; never what a pgrig on another
+    host owns. With --inventory, on every
     host of the inventory too: servers and load runs in its /tmp."""
     from pgrig import lifecycle
 

@@ -343,6 +343,27 @@ def _restore(handlers: Mapping[signal.Signals, Any]) -> None:
         signal.signal(signum, handler)
 
 
+def processes_in(path: Path) -> list[int]:
+    """PIDs of the processes that use the directory ``path``: working in it or
+    under it, holding a file there open, or naming it on their command line (a
+    server told where its socket goes). Before a directory is removed as unused."""
+    where = str(path.resolve())
+    inside = where.rstrip("/") + "/"
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cwd = os.readlink(entry / "cwd")
+            argv = (entry / "cmdline").read_bytes().decode(errors="replace")
+            files = [os.readlink(fd) for fd in (entry / "fd").iterdir()]
+        except OSError:
+            continue  # gone meanwhile, or not ours to look at
+        if where in argv or any(p == where or p.startswith(inside) for p in (cwd, *files)):
+            found.append(int(entry.name))
+    return found
+
+
 def pid_exists(pid: int) -> bool:
     """True while the PID is taken, zombies included (what ``kill(pid, 0)`` sees)."""
     try:

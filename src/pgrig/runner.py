@@ -131,6 +131,9 @@ class CampaignRunner:
         self.targets: list[Target] = []
         self.recorder: Recorder | None = None
         self._refused: list[OptionRefused] = []  # lab options mkfs or the kernel refused
+        # A finished campaign run again: every step it expands to, found recorded
+        # before anything was started (``_all_recorded``).
+        self.recorded_before: list[Step] = []
 
     @property
     def failures(self) -> int:
@@ -160,7 +163,30 @@ class CampaignRunner:
         self.study_id = self.study_id or new_study_id(self.campaign.name)
         with ownership.studying(self.study_id):
             self._clean_orphans(self.campaign.name)
-            return self._run(store)
+            return self._all_recorded(store) or self._run(store)
+
+    def _all_recorded(self, store: Store) -> Study | None:
+        """The study, when every step the campaign expands to (builds, probes,
+        loads, measured runs and what follows them: ``plan.steps``, the runner's
+        own order) is recorded in it already - as a resume would find, any status
+        counting as done. Then nothing is built, sampled or started for it. None
+        when a step is missing, or when repeats go on until a confidence interval
+        is met (how many, only the recorded runs' figures can say: the resume decides)."""
+        sid = self.study_id
+        if self.campaign.policy.until_ci_pct is not None or sid is None:
+            return None
+        if not any(s.id == sid for s in store.studies()):
+            return None
+        self._check_resume(store.study(sid), self._params(), store)  # the resume's refusals
+        planned = [step for _view, step in plan.steps(self.campaign)]
+        recorded = store.keys(sid)
+        if not planned or any(step.id not in recorded for step in planned):
+            return None
+        if store.study(sid).status != "finished":  # killed after its last step: now it is
+            store.finish_study(sid, "finished", now())
+        self.recorded_before = planned
+        self.study = store.study(sid)
+        return self.study
 
     def _clean_orphans(self, campaign: str) -> None:
         """What a killed run of this study left; other studies' orphans are only
@@ -544,7 +570,7 @@ def run_campaign(
     """Check, run (or resume) and report a campaign - the front door every
     command shares. The report of what finished is written even after Ctrl-C,
     which then raises ``Interrupted``."""
-    t0 = time.monotonic()
+    t0, machine = time.monotonic(), calibration.busy()
     runner = CampaignRunner(camp, ui, yes=yes, keep=keep, study_id=study_id, label=label)
     runner.preflight(results, store)  # bad input fails here, before anything is created
     with Store.open(store) as st:
@@ -562,12 +588,19 @@ def run_campaign(
                     ui.warn(closing)  # the last word before anyone quotes the numbers
                 ui.data(f"report: {md}")
                 ui.data(f"report: {html}")
+                if runner.recorded_before:
+                    measured = sum(1 for step in runner.recorded_before if step.monitored)
+                    ui.info(
+                        f"all {len(runner.recorded_before)} steps of {camp.name} "
+                        f"({measured} measured runs) are recorded in {st.path}; nothing to do; "
+                        f"the report: {md}"
+                    )
     done = runner.study is not None and runner.study.status == "finished"
     # (targets measured at once overlap their steps: no overhead to tell apart)
     if interrupted is None and runner.recorder is not None and done and not camp.policy.concurrent:
         # what the plan adds beside the steps, as this machine measured it
         overhead = time.monotonic() - t0 - runner.recorder.busy_s
-        calibration.record_on(plan.OVERHEAD_KIND, camp.name, len(camp.targets), overhead)
+        calibration.record_on(plan.OVERHEAD_KIND, camp.name, len(camp.targets), overhead, machine)
     if interrupted is not None:
         raise Interrupted(
             "interrupted: the running tool and the clusters were stopped; "

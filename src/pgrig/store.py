@@ -436,6 +436,11 @@ class Store:
         )
         return [_record(row, row["kind"] in kinds) for row in rows]
 
+    def keys(self, study_id: str) -> set[str]:
+        """The keys of the study's records, and nothing else of them."""
+        rows = self._db.each("SELECT key FROM runs WHERE study_id = ?", (study_id,))
+        return {str(row["key"]) for row in rows}
+
     def samples(self, run_id: int) -> Iterator[dict[str, Any]]:
         """One run's per-second samples as stored (dicts), one at a time; none
         when it has none."""

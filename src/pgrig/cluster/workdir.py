@@ -29,7 +29,9 @@ from pgrig.errors import MissingDirectory, WorkdirError
 from pgrig.files import write_atomically
 
 MARKER = ".pgrig-workdir"
-SOCKET_OWNER = ".pgrig-owner"  # in a socket directory: "pid host" of the pgrig that made it
+# In a scratch directory pgrig makes in /tmp (a socket directory, a lossy mount's
+# run directory): "pid host" of the pgrig that made it.
+SOCKET_OWNER = ".pgrig-owner"
 FILE_XATTR = "user.pgrig"  # on a file pgrig made in a target (probes' test files)
 
 
@@ -295,7 +297,7 @@ def make_socket_dir(owner: proc.OsUser | None, workdir: Path) -> Path:
     # The pgrig process that made it: while it lives the directory is in use even if
     # the work directory cannot be seen (e.g. on an unmounted lossy mount). A file of
     # its own, as older pgrig versions read MARKER as one path.
-    write_atomically(path / SOCKET_OWNER, f"{os.getpid()} {socket.gethostname()}")
+    write_owner(path)
     if owner is not None and os.geteuid() == 0:
         os.chown(path, owner.uid, owner.gid)
     path.chmod(0o700)
@@ -381,10 +383,15 @@ def orphans() -> list[Marker]:
     return found
 
 
-def _maker_alive(sock_dir: Path) -> bool:
-    """Does the pgrig process that made this socket directory still run here?"""
+def write_owner(scratch: Path) -> None:
+    """Name this pgrig process in a scratch directory it made (``maker_alive``)."""
+    write_atomically(scratch / SOCKET_OWNER, f"{os.getpid()} {socket.gethostname()}")
+
+
+def maker_alive(scratch: Path) -> bool:
+    """Does the pgrig process that made this scratch directory still run here?"""
     try:
-        pid, host = (sock_dir / SOCKET_OWNER).read_text().split()
+        pid, host = (scratch / SOCKET_OWNER).read_text().split()
     except (OSError, ValueError):
         return False  # made by an older pgrig: judged by its work directory alone
     return pid.isdigit() and ownership.owner_alive(int(pid), host)
@@ -399,7 +406,7 @@ def stale_socket_dirs() -> list[Path]:
             owner = Path((path / MARKER).read_text().strip())
         except OSError:
             continue  # no marker: not provably ours
-        if _maker_alive(path):
+        if maker_alive(path):
             continue  # its pgrig still runs
         if not owner.exists():
             stale.append(path)

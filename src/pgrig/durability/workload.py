@@ -130,7 +130,7 @@ def check_action(spec: DurabilitySpec, owned: bool, storage: str) -> Action:
     plan = spec.plan
 
     def action(ctx: Context, line: ProgressLine) -> tuple[Any, str]:
-        started = time.monotonic()
+        started, machine = time.monotonic(), calibration.busy()
         own = ctx.cluster is not None
         if ctx.conn is None or not (own or (owned and plan.method == KILL_BACKEND)):
             raise Skip("an existing server: run `pgrig durability --dsn ... --yes`")
@@ -151,7 +151,9 @@ def check_action(spec: DurabilitySpec, owned: bool, storage: str) -> Action:
         if ctx.cluster is not None:
             ctx.server_pid = ctx.cluster.postmaster_pid()
         besides = time.monotonic() - started - spec.crashes * spec.interval_s
-        calibration.record_on(calibration_kind(spec), storage, spec.crashes, max(0.1, besides))
+        calibration.record_on(
+            calibration_kind(spec), storage, spec.crashes, max(0.1, besides), machine
+        )
         return result, ""
 
     return action

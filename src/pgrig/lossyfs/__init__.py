@@ -19,7 +19,7 @@ from pgrig.lossyfs.mount import (
     sync_tree,
 )
 from pgrig.lossyfs.powerloss import MODES, Mode, PowerLossReport
-from pgrig.lossyfs.registry import clean_orphans, is_mounted
+from pgrig.lossyfs.registry import clean_orphans, clean_run_dirs, is_mounted
 from pgrig.lossyfs.volume import METADATA_MODELS, MetadataModel
 
 __all__ = [
@@ -33,6 +33,7 @@ __all__ = [
     "PowerLossReport",
     "available",
     "clean_orphans",
+    "clean_run_dirs",
     "is_mounted",
     "require",
     "sync_tree",

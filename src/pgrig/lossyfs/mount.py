@@ -25,6 +25,7 @@ from types import TracebackType
 from typing import Any
 
 from pgrig import ownership, proc
+from pgrig.cluster import workdir
 from pgrig.errors import PgrigError
 from pgrig.lossyfs.powerloss import MODES, Mode, PowerLossReport
 from pgrig.lossyfs.registry import (
@@ -188,21 +189,22 @@ class LossyMount:
             raise LossyFsError(f"cannot mount a lossy filesystem: {reason}")
         self._check_paths()
         run_dir = Path(tempfile.mkdtemp(prefix=RUN_PREFIX))
-        (run_dir / RUN_MARKER).write_text(str(self.mountpoint))
-        record = MountRecord(
-            fsname=f"pgrig-lossyfs-{secrets.token_hex(6)}",
-            mountpoint=str(self.mountpoint),
-            backing=str(self.backing),
-            run_dir=str(run_dir),
-            owner_pid=os.getpid(),
-            host=socket.gethostname(),
-            created_at=time.time(),
-            created_mountpoint=self._created_mountpoint,
-            owner_start=ownership.process_start_time(os.getpid()),
-            study=ownership.current_study(),
-        )
-        self._record = record
         try:
+            workdir.write_owner(run_dir)  # before the marker: a marked directory names its maker
+            (run_dir / RUN_MARKER).write_text(str(self.mountpoint))
+            record = MountRecord(
+                fsname=f"pgrig-lossyfs-{secrets.token_hex(6)}",
+                mountpoint=str(self.mountpoint),
+                backing=str(self.backing),
+                run_dir=str(run_dir),
+                owner_pid=os.getpid(),
+                host=socket.gethostname(),
+                created_at=time.time(),
+                created_mountpoint=self._created_mountpoint,
+                owner_start=ownership.process_start_time(os.getpid()),
+                study=ownership.current_study(),
+            )
+            self._record = record
             write_record(record)  # before the mount exists: a crash from here is cleanable
             with open(run_dir / "fs.log", "ab") as log:
                 self._proc = subprocess.Popen(  # noqa: S603 - argument list
@@ -216,10 +218,14 @@ class LossyMount:
             write_record(record)
             self._wait_ready()
         except BaseException as exc:
+            # A signal is an exception here too: whenever it comes, the run
+            # directory goes (nothing but pgrig's files is in it yet).
             if self._proc is not None:
                 self._teardown(clean=False)
-            else:
+            elif self._record is not None:
                 self._forget()
+            else:
+                shutil.rmtree(run_dir, ignore_errors=True)
             if isinstance(exc, OSError):
                 raise LossyFsError(
                     f"cannot start the lossy filesystem on {self.mountpoint}: {exc}",
@@ -430,10 +436,15 @@ class LossyMount:
                 proc.escalate(proc_.pid, (*first, signal.SIGKILL), grace=self.timeout)
                 proc_.wait(timeout=self.timeout)
         finally:
-            lazy_unmount(record.mountpoint, record.fsname)
-            self._proc = None
-            tail = self._log_tail()
-            self._forget()
+            # Held signals: one during the fusermount3 call skipped the rest, which
+            # left the record and the run directory (its marker and fs.log) behind.
+            with proc.signals_deferred():
+                try:
+                    lazy_unmount(record.mountpoint, record.fsname)
+                finally:
+                    self._proc = None
+                    tail = self._log_tail()
+                    self._forget()
         if clean and proc_.returncode != 0:
             raise LossyFsError(
                 f"the lossy filesystem on {self.mountpoint} exited with code "

@@ -15,6 +15,7 @@ import os
 import shutil
 import signal
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -82,25 +83,26 @@ def _unescape(field: str) -> str:
     return field
 
 
-def is_mounted(mountpoint: str, fsname: str) -> bool:
-    """True if ``mountpoint`` carries our mount (matched by its unique source name)."""
+def _lossy_mounts() -> set[tuple[str, str]]:
+    """(mountpoint, fsname) of every lossy filesystem mounted here."""
     try:
         lines = Path("/proc/self/mountinfo").read_text().splitlines()
     except OSError:
-        return False
+        return set()
+    found = set()
     for line in lines:
         fields = line.split()
         if "-" not in fields:
             continue
         sep = fields.index("-")
-        if (
-            len(fields) > sep + 2
-            and _unescape(fields[4]) == mountpoint
-            and fields[sep + 1] == FSTYPE
-            and fields[sep + 2] == fsname
-        ):
-            return True
-    return False
+        if len(fields) > sep + 2 and fields[sep + 1] == FSTYPE:
+            found.add((_unescape(fields[4]), fields[sep + 2]))
+    return found
+
+
+def is_mounted(mountpoint: str, fsname: str) -> bool:
+    """True if ``mountpoint`` carries our mount (matched by its unique source name)."""
+    return (mountpoint, fsname) in _lossy_mounts()
 
 
 def lazy_unmount(mountpoint: str, fsname: str) -> None:
@@ -193,3 +195,47 @@ def _server_dirs_inside(mountpoint: str) -> set[Path]:
 def remove_run_dir(run_dir: Path) -> None:
     if (run_dir / RUN_MARKER).is_file():
         shutil.rmtree(run_dir, ignore_errors=True)
+
+
+# A run directory of an older pgrig names no maker: one younger than this may be
+# a live mount's between its mkdtemp and its record.
+UNNAMED_GRACE_S = 300.0
+
+
+def stale_run_dirs() -> list[Path]:
+    """Run directories (``/tmp/pgrig-lossyfs-*``) left without their mount: they
+    carry pgrig's marker, no mount record names them (a record's own cleanup
+    removes its directory, for its study only), the pgrig that made them is gone,
+    nothing is mounted on the mountpoint the marker names, and no process uses
+    them (the filesystem process logs there and binds its control socket there)."""
+    named: set[str] = set()
+    for entry in registry_dir().glob("*.json") if registry_dir().is_dir() else ():
+        with contextlib.suppress(OSError, ValueError, TypeError):
+            named.add(MountRecord(**json.loads(entry.read_text())).run_dir)
+    mounted = {mountpoint for mountpoint, _fsname in _lossy_mounts()}
+    stale = []
+    for path in Path(tempfile.gettempdir()).glob(f"{RUN_PREFIX}*"):
+        try:
+            if path.is_symlink() or not path.is_dir():
+                continue
+            mountpoint = (path / RUN_MARKER).read_text().strip()
+            unnamed = not (path / workdir.SOCKET_OWNER).is_file()
+            young = time.time() - path.stat().st_mtime < UNNAMED_GRACE_S
+        except OSError:
+            continue  # no marker: not provably ours
+        if str(path) in named or mountpoint in mounted or workdir.maker_alive(path):
+            continue
+        if (unnamed and young) or proc.processes_in(path):
+            continue
+        stale.append(path)
+    return stale
+
+
+def clean_run_dirs() -> list[str]:
+    """Remove ``stale_run_dirs``; returns their paths."""
+    removed = []
+    for path in stale_run_dirs():
+        remove_run_dir(path)
+        if not path.exists():
+            removed.append(str(path))
+    return removed

@@ -194,10 +194,10 @@ def build_action(calibrate: str | None = None) -> Action:
     def action(ctx: Context, line: ProgressLine) -> tuple[Any, str]:
         if ctx.build is None:
             raise AssertionError("a build step runs inside the runner, which sets Context.build")
-        started = time.monotonic()
+        started, machine = time.monotonic(), calibration.busy()
         out = ctx.build()
         if calibrate is not None:
-            calibration.record(calibrate, 1, max(0.01, time.monotonic() - started))
+            calibration.record(calibrate, 1, max(0.01, time.monotonic() - started), machine)
         return out
 
     return action

@@ -69,6 +69,10 @@ class LossyKind(LabKind):
         return [
             f"unmounted the lossy filesystem on {mount} (left by a killed pgrig run)"
             for mount in lossyfs.clean_orphans(study=study, left=others)
+        ] + [
+            f"removed the lossy filesystem's run directory {path} (its pgrig gone, "
+            "nothing mounted, no process using it)"
+            for path in lossyfs.clean_run_dirs()
         ]
 
     def _root(self, t: Target, name: str, study: str, ui: Ui) -> Path:

@@ -192,7 +192,7 @@ def backup_action(
     spec: BasebackupSpec, opts: tool.Options, target: str, rep: int, storage: str
 ) -> Action:
     def action(ctx: Context, line: ProgressLine) -> tuple[Any, str]:
-        started = time.monotonic()
+        started, machine = time.monotonic(), calibration.busy()
         _check_replication(ctx, spec.wal_method)
         with conn(ctx).connect() as db:
             row = db.execute(CLUSTER_SQL).fetchone()
@@ -279,7 +279,7 @@ def backup_action(
         # the whole step (the copy measured and removed too), as the plan counts it
         elapsed = time.monotonic() - started
         mb = bb_spec.copy_bytes(spec.scale) / MB
-        calibration.record_on(calibration_kind(spec), storage, mb, elapsed)
+        calibration.record_on(calibration_kind(spec), storage, mb, elapsed, machine)
         return result, ran.raw
 
     return action

@@ -31,7 +31,7 @@ SETUP_TIMEOUT_S = 3600.0
 
 def setup_action(spec: CustomSpec, data: int, storage: str) -> Action:
     def action(ctx: Context, line: ProgressLine) -> tuple[Any, str]:
-        started = time.monotonic()
+        started, machine = time.monotonic(), calibration.busy()
         outputs = []
         for path in spec.setup:
             line.update(detail=path.name)
@@ -60,7 +60,7 @@ def setup_action(spec: CustomSpec, data: int, storage: str) -> Action:
             database_bytes=int(size[0]) if size else None,
         )
         if data:
-            calibration.record_on(SETUP_KIND, storage, data / MB, result.elapsed_s)
+            calibration.record_on(SETUP_KIND, storage, data / MB, result.elapsed_s, machine)
         return result, "\n".join(outputs)
 
     return action

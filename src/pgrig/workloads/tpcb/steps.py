@@ -55,6 +55,7 @@ def load_action(
     spec: TpcbSpec, scale: int, tablespaces: dict[str, str | None], storage: str
 ) -> Action:
     def action(ctx: Context, line: ProgressLine) -> tuple[Any, str]:
+        machine = calibration.busy()  # before the load adds its own
         opts = pgbench.InitOptions(
             scale=scale,
             generate=spec.generate,  # type: ignore[arg-type]
@@ -96,7 +97,9 @@ def load_action(
                 ctx.bins.client_bin_dir, conn(ctx), opts, on_progress=on_progress
             )
         minimal = result.wal_level is not None
-        calibration.record_on(load_kind(spec, scale, minimal), storage, scale, load_seconds(result))
+        calibration.record_on(
+            load_kind(spec, scale, minimal), storage, scale, load_seconds(result), machine
+        )
         with conn(ctx).connect() as db:
             size = db.execute("SELECT pg_database_size(current_database())").fetchone()
         checkpoint(ctx)

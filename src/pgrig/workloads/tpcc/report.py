@@ -153,6 +153,40 @@ def summary_table(study: Study, records: Sequence[RunRecord]) -> Table | None:
     )
 
 
+def how_loaded(res: TpccLoad) -> str:
+    """How a load was made, as its record says: the loader (from the phases it
+    timed: pgrig's loader times its binary COPY per connection, the PL/pgSQL
+    loader before it timed "generate"), its connections, its WAL level, and
+    what its elapsed time holds."""
+    if "copy (connection-s)" in res.phases:
+        loader = "rows built in numpy and sent in binary COPY"
+    elif "generate" in res.phases:
+        loader = "rows generated inside the server (PL/pgSQL)"
+    else:
+        loader = "loader not recorded"
+    jobs = f"{res.jobs} parallel connection{'s' if res.jobs != 1 else ''}"
+    wal = (
+        f"copies and index builds at wal_level={res.wal_level}, the restarts timed"
+        if res.wal_level
+        else "at the server's own WAL settings"
+    )
+    vacuum = "VACUUM ANALYZE" if any(k.startswith("vacuum") for k in res.phases) else "ANALYZE"
+    return f"{loader} over {jobs}, {wal}; indexes, keys and {vacuum} included"
+
+
+def load_caption(loads: Sequence[TpccLoad]) -> str:
+    ways = list(dict.fromkeys(how_loaded(res) for res in loads))
+    if not ways:
+        return "TPC-C load"
+    summed = any(k.endswith("(connection-s)") for res in loads for k in res.phases)
+    return f"TPC-C load ({' / '.join(ways)})" + (
+        "; phases: wall-clock first, then seconds per step summed over the "
+        "connections, which overlap"
+        if summed
+        else ""
+    )
+
+
 def load_table(records: Sequence[RunRecord]) -> Table | None:
     loads = _ok(records, "tpcc_load")
     if not loads:
@@ -182,8 +216,7 @@ def load_table(records: Sequence[RunRecord]) -> Table | None:
     return Table(
         columns=columns,
         rows=tuple(rows),
-        caption="TPC-C load (rows generated inside the server, parallel connections; "
-        "indexes, keys and VACUUM ANALYZE included)",
+        caption=load_caption([res for _rec, res in loads if res is not None]),
         notes=(
             "MB/s: tables and indexes of the tpcc schema over the elapsed time.",
             *(

@@ -107,6 +107,7 @@ def load_action(tp: TpccPlan, owned: bool) -> Action:
     """The TPC-C data loaded by pgrig's loader (``owned``: tables there may be replaced)."""
 
     def action(ctx: Context, line: ProgressLine) -> tuple[Any, str]:
+        machine = calibration.busy()  # before the load adds its own
         messages: list[str] = []
         done = [0]
 
@@ -123,7 +124,7 @@ def load_action(tp: TpccPlan, owned: bool) -> Action:
             result = loader.load(_conn(ctx), tp.warehouses, jobs=tp.loader_jobs,
                                  replace=owned, on_progress=on_progress,
                                  minimal_wal=cluster)  # fmt: skip
-        calibration.record(LOAD_KIND, tp.warehouses, result.elapsed_s)
+        calibration.record(LOAD_KIND, tp.warehouses, result.elapsed_s, machine)
         return result, "\n".join(messages) + "\n"
 
     return action
@@ -157,9 +158,9 @@ def check_action(warehouses: int) -> Action:
     """The TPC-C consistency conditions, checked on the loaded or run data."""
 
     def action(ctx: Context, line: ProgressLine) -> tuple[Any, str]:
-        started = time.monotonic()
+        started, machine = time.monotonic(), calibration.busy()
         result = checks.check(_conn(ctx), timeout_s=loader.timeout_for(warehouses))
-        calibration.record(CHECK_KIND, warehouses, time.monotonic() - started)
+        calibration.record(CHECK_KIND, warehouses, time.monotonic() - started, machine)
         raw = "".join(
             f"condition {c.number}: {'skipped' if c.skipped else 'pass' if c.passed else 'FAIL'}"
             f" ({c.offending} of {c.checked} offending) {c.title}\n"
