@@ -10,12 +10,23 @@ run: deps venv
 	$(BIN)/pgrig run
 
 # Lint first: a finding (ruff, formatting, mypy --strict) fails the run before
-# the slow suite starts. Then the suite on two workers (pytest-xdist; a test
-# file stays on one worker, so its module-scoped cluster is made once), and
-# last, alone, the tests marked `exclusive` (CPU hogs, I/O caps): a neighbour
-# test would change what they measure.
+# the slow suite starts (about 11 s on a fresh clone, mypy without its cache).
+# Then the suite on three workers (pytest-xdist; a test file stays on one
+# worker, so its module-scoped cluster is made once), and last, alone, the
+# tests marked `exclusive` (CPU hogs, I/O caps): a neighbour test would change
+# what they measure.
+# Three workers on two cores: the tests wait on server starts, fsyncs, SSH and
+# sleeps, and two workers left about half the CPU idle (user + sys 10 min in a
+# 10-min run). Files go to the workers longest first (LONG_FILES in
+# tests/conftest.py, with --no-loadscope-reorder: xdist's default starts the
+# files with the most tests, the quick ones, and the run ended on one worker
+# alone in the remote-host files). Measured 2026-11-25/26 on a fresh clone of
+# the shared machine (other sessions' work beside it, so compare the pair):
+# parallel phase 16 min 40 s with `-n 2` (load average 7-14) -> 10 min 25 s
+# with `-n 3` and this order (load average 5-10), the same CPU time (user +
+# sys 7 min 50 s both). docs/bench.md has the per-file figures.
 test: deps-test venv lint
-	$(BIN)/python -m pytest -q -n 2 --dist loadfile -m "not exclusive" --durations=15
+	$(BIN)/python -m pytest -q -n 3 --dist loadfile --no-loadscope-reorder -m "not exclusive" --durations=15
 	$(BIN)/python -m pytest -q -m exclusive --durations=5
 
 deps:
