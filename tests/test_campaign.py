@@ -226,8 +226,12 @@ def test_two_target_campaign_end_to_end(disk_dir: Path) -> None:
     # running the finished campaign again records nothing twice
     again = pgrig("run", file, "--results", results)
     assert again.returncode == 0, again.stderr
+    assert "nothing to run" in again.stderr, "no server made to find nothing to do"
     with Store.open(results / "results.sqlite") as store:
         assert len(store.runs("two-disks")) == len(runs)
+        after = store.study("two-disks")
+    assert after.status == "finished"
+    assert after.target_environments == study.target_environments, "the ones measured in"
     assert not list(a.glob("pgrig-*")) and not list(b.glob("pgrig-*"))
 
 

@@ -131,6 +131,7 @@ class CampaignRunner:
         self.targets: list[Target] = []
         self.recorder: Recorder | None = None
         self._refused: list[OptionRefused] = []  # lab options mkfs or the kernel refused
+        self.idle = False  # every step was recorded before: this run measured nothing
 
     @property
     def failures(self) -> int:
@@ -180,6 +181,14 @@ class CampaignRunner:
             store, study, self.ui, monitor_runs=pol.monitor, wait_quiet_s=pol.wait_quiet_s
         )
         expansion = plan.expand(self.campaign)
+        if pol.until_ci_pct is None and {r.key for r in expansion.runs} <= rec.done:
+            # A finished campaign run again: no server, no lab, no idle-machine
+            # sample, and the environments stay the ones its runs were measured in.
+            self.ui.info(f"[bold]{study.id}[/bold]: every planned step is recorded; nothing to run")
+            self.idle = True
+            store.finish_study(study.id, "finished", now())
+            self.study = store.study(study.id)
+            return self.study
         self.ui.info(
             f"campaign [bold]{study.id}[/bold]: {len(expansion.runs)} steps on "
             f"{len(self.targets)} target(s), about {expansion.total_s / 60:.0f} min; "
@@ -564,7 +573,13 @@ def run_campaign(
                 ui.data(f"report: {html}")
     done = runner.study is not None and runner.study.status == "finished"
     # (targets measured at once overlap their steps: no overhead to tell apart)
-    if interrupted is None and runner.recorder is not None and done and not camp.policy.concurrent:
+    if (
+        interrupted is None
+        and runner.recorder is not None
+        and done
+        and not runner.idle
+        and not camp.policy.concurrent
+    ):
         # what the plan adds beside the steps, as this machine measured it
         overhead = time.monotonic() - t0 - runner.recorder.busy_s
         calibration.record_on(plan.OVERHEAD_KIND, camp.name, len(camp.targets), overhead)
