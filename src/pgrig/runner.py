@@ -132,6 +132,7 @@ class CampaignRunner:
         self.recorder: Recorder | None = None
         self._refused: list[OptionRefused] = []  # lab options mkfs or the kernel refused
         self.idle = False  # every step was recorded before: this run measured nothing
+        self.finished_before = False  # the study resumed had finished
 
     @property
     def failures(self) -> int:
@@ -181,9 +182,12 @@ class CampaignRunner:
             store, study, self.ui, monitor_runs=pol.monitor, wait_quiet_s=pol.wait_quiet_s
         )
         expansion = plan.expand(self.campaign)
-        if pol.until_ci_pct is None and {r.key for r in expansion.runs} <= rec.done:
+        planned = {r.key for r in expansion.runs}
+        if self.finished_before and pol.until_ci_pct is None and planned <= rec.done:
             # A finished campaign run again: no server, no lab, no idle-machine
             # sample, and the environments stay the ones its runs were measured in.
+            # (One interrupted after its last step resumes as before: its teardown
+            # runs again, on a server made for it.)
             self.ui.info(f"[bold]{study.id}[/bold]: every planned step is recorded; nothing to run")
             self.idle = True
             store.finish_study(study.id, "finished", now())
@@ -265,7 +269,9 @@ class CampaignRunner:
                 if self.study_id is None:  # a new study whose id another pgrig took
                     sid = f"{new_study_id(camp.name)}-{attempt}"
                     continue
-                self._check_resume(store.study(sid), params, store)
+                old = store.study(sid)
+                self._check_resume(old, params, store)
+                self.finished_before = old.status == "finished"
                 store.set_status(sid, "running")
                 done = len(store.runs(sid))
                 self.ui.info(f"resuming [bold]{sid}[/bold]: {done} steps already recorded")
