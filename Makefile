@@ -19,12 +19,18 @@ run: deps venv
 # sleeps, and two workers left about half the CPU idle (user + sys 10 min in a
 # 10-min run). Files go to the workers longest first (LONG_FILES in
 # tests/conftest.py, with --no-loadscope-reorder: xdist's default starts the
-# files with the most tests, the quick ones, and the run ended on one worker
-# alone in the remote-host files). Measured 2026-11-25/26 on a fresh clone of
-# the shared machine (other sessions' work beside it, so compare the pair):
-# parallel phase 16 min 40 s with `-n 2` (load average 7-14) -> 10 min 25 s
-# with `-n 3` and this order (load average 5-10), the same CPU time (user +
-# sys 7 min 50 s both). docs/bench.md has the per-file figures.
+# files with the most tests, the quick ones, and ended the run on one worker
+# alone in the remote-host files). Measured 2026-11-25/26, fresh clone, on the
+# shared machine (other sessions' suites and benches beside it; the load
+# averages include this suite's own processes):
+#   parallel phase, -n 2, xdist's order   16 min 40 s, load average 3.0-14.3 (mean 8.8)
+#   -n 3, the longest files first         10 min 25 s, load average 4.6-9.8 (mean 7.2)
+#   the same, and the cheaper re-run      12 min 12 s, load average 6.7-10.3 (mean 8.9)
+# with the same CPU time each (user + sys 7 min 50 s, 7 min 50 s, 8 min 1 s)
+# and the tests' summed durations 1959, 1741 and 2056 s: the third worker
+# slowed each test little, so the wall time fell by a quarter to a third.
+# Lint takes 11-21 s on a fresh clone (mypy without its cache), the exclusive
+# phase about 1 min 40 s here. docs/bench.md has the per-file figures.
 test: deps-test venv lint
 	$(BIN)/python -m pytest -q -n 3 --dist loadfile --no-loadscope-reorder -m "not exclusive" --durations=15
 	$(BIN)/python -m pytest -q -m exclusive --durations=5
