@@ -10,12 +10,29 @@ run: deps venv
 	$(BIN)/pgrig run
 
 # Lint first: a finding (ruff, formatting, mypy --strict) fails the run before
-# the slow suite starts. Then the suite on two workers (pytest-xdist; a test
-# file stays on one worker, so its module-scoped cluster is made once), and
-# last, alone, the tests marked `exclusive` (CPU hogs, I/O caps): a neighbour
-# test would change what they measure.
+# the slow suite starts (about 11 s on a fresh clone, mypy without its cache).
+# Then the suite on three workers (pytest-xdist; a test file stays on one
+# worker, so its module-scoped cluster is made once), and last, alone, the
+# tests marked `exclusive` (CPU hogs, I/O caps): a neighbour test would change
+# what they measure.
+# Three workers on two cores: the tests wait on server starts, fsyncs, SSH and
+# sleeps, and two workers left about half the CPU idle (user + sys 10 min in a
+# 10-min run). Files go to the workers longest first (LONG_FILES in
+# tests/conftest.py, with --no-loadscope-reorder: xdist's default starts the
+# files with the most tests, the quick ones, and ended the run on one worker
+# alone in the remote-host files). Measured 2026-11-25/26, fresh clone, on the
+# shared machine (other sessions' suites and benches beside it; the load
+# averages include this suite's own processes):
+#   parallel phase, -n 2, xdist's order   16 min 40 s, load average 3.0-14.3 (mean 8.8)
+#   -n 3, the longest files first         10 min 25 s, load average 4.6-9.8 (mean 7.2)
+#   the same, and the cheaper re-run      12 min 12 s, load average 6.7-10.3 (mean 8.9)
+# with the same CPU time each (user + sys 7 min 50 s, 7 min 50 s, 8 min 1 s)
+# and the tests' summed durations 1959, 1741 and 2056 s: the third worker
+# slowed each test little, so the wall time fell by a quarter to a third.
+# Lint takes 11-21 s on a fresh clone (mypy without its cache), the exclusive
+# phase about 1 min 40 s here. docs/bench.md has the per-file figures.
 test: deps-test venv lint
-	$(BIN)/python -m pytest -q -n 2 --dist loadfile -m "not exclusive" --durations=15
+	$(BIN)/python -m pytest -q -n 3 --dist loadfile --no-loadscope-reorder -m "not exclusive" --durations=15
 	$(BIN)/python -m pytest -q -m exclusive --durations=5
 
 deps:

@@ -240,7 +240,9 @@ def test_two_target_campaign_end_to_end(disk_dir: Path) -> None:
     assert "resuming" not in said
     with Store.open(results / "results.sqlite") as store:
         assert len(store.runs("two-disks")) == len(runs)
-        assert store.study("two-disks").status == "finished"
+        after = store.study("two-disks")
+    assert after.status == "finished"
+    assert after.target_environments == study.target_environments, "the ones measured in"
     assert not list(a.glob("pgrig-*")) and not list(b.glob("pgrig-*"))
 
 

@@ -222,8 +222,17 @@ def test_a_probe_left_by_a_killed_pgrig_is_stopped_by_clean(
     )
     running = spawn("run", path, "--results", tmp_path / "results")
     try:
-        wait_for(lambda: netns_lab.processes("pg_test_fsync"), timeout=120, what="pg_test_fsync")
-        (home,) = server_dirs(running.pid)
+
+        def recorded() -> list[Path]:
+            """The server's directory once the probe runs and its record names
+            it: pgrig writes the PID just after the start, and a kill in
+            between is not what this test is about."""
+            if not netns_lab.processes("pg_test_fsync"):
+                return []
+            return [d for d in server_dirs(running.pid) if json.loads(
+                (d / owner.OWNER_FILE).read_text())["pids"]]  # fmt: skip
+
+        (home,) = wait_for(recorded, timeout=120, what="pg_test_fsync, its PID recorded")
         running.kill()
         running.communicate(timeout=30)
         assert netns_lab.processes("pg_test_fsync"), "it runs on without its pgrig"

@@ -597,7 +597,13 @@ def run_campaign(
                     )
     done = runner.study is not None and runner.study.status == "finished"
     # (targets measured at once overlap their steps: no overhead to tell apart)
-    if interrupted is None and runner.recorder is not None and done and not camp.policy.concurrent:
+    if (
+        interrupted is None
+        and runner.recorder is not None
+        and done
+        and not runner.recorded_before  # a run that measured nothing has no overhead to tell
+        and not camp.policy.concurrent
+    ):
         # what the plan adds beside the steps, as this machine measured it
         overhead = time.monotonic() - t0 - runner.recorder.busy_s
         calibration.record_on(plan.OVERHEAD_KIND, camp.name, len(camp.targets), overhead, machine)

@@ -57,7 +57,12 @@ class Owner:
 
 
 def write(ex: Executor, directory: str, owner: Owner) -> None:
-    ex.write_bytes(f"{directory}/{OWNER_FILE}", json.dumps(asdict(owner)).encode())
+    # Rewritten as each process starts: written beside and renamed over, so a
+    # pgrig killed mid-write (or `clean` reading meanwhile) never leaves or sees
+    # an empty record, which would hide the PIDs that `clean` must stop.
+    final = f"{directory}/{OWNER_FILE}"
+    ex.write_bytes(f"{final}.new", json.dumps(asdict(owner)).encode())
+    ex.run(["mv", "-f", "--", f"{final}.new", final], timeout=30, what="mv")
 
 
 def with_pid(ex: Executor, directory: str, owner: Owner, pid: int) -> Owner:
