@@ -208,8 +208,10 @@ def _spread(values: list[float]) -> str:
     return f"{statistics.median(values):.1f} ({min(values):.1f}-{max(values):.1f})"
 
 
-def _proc_sample(pid: int) -> tuple[float, int] | None:
-    """CPU seconds (user + system) and RSS bytes of one process, from /proc."""
+def _proc_sample(pid: int) -> tuple[float, int, int] | None:
+    """CPU seconds (user + system), RSS bytes and the kernel's high-water mark of
+    RSS (VmHWM: the peak however short, which a poll twice a second can miss) of
+    one process, from /proc."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         status = Path(f"/proc/{pid}/status").read_text()
@@ -217,10 +219,14 @@ def _proc_sample(pid: int) -> tuple[float, int] | None:
         return None
     tick = os.sysconf("SC_CLK_TCK")
     cpu = (int(stat[11]) + int(stat[12])) / tick
-    rss = [int(line.split()[1]) * 1024 for line in status.splitlines() if line.startswith("VmRSS:")]
-    if not rss:  # exiting: no memory left to count
+    kib = {
+        line.split(":")[0]: int(line.split()[1]) * 1024
+        for line in status.splitlines()
+        if line.startswith(("VmRSS:", "VmHWM:"))
+    }
+    if len(kib) < 2:  # exiting: no memory left to count
         return None
-    return cpu, rss[0]
+    return cpu, kib["VmRSS"], kib["VmHWM"]
 
 
 @dataclass(frozen=True)
@@ -228,7 +234,7 @@ class RunCost:
     """pgrig's own CPU and memory over a whole study of one measured run."""
 
     cpu_s: float  # the whole study
-    peak_mib: float  # the whole study: the run, recording it and the report
+    peak_mib: float  # the whole study: the run, recording it and the report (VmHWM)
     run_start_mib: float  # resident memory when the measured run began
     run_end_mib: float  # and when it ended (before its result was built)
     run_cpu_s: float  # CPU seconds inside the measured run
@@ -244,7 +250,7 @@ def measure_run(work: Path, duration: int, pgrig: Path) -> RunCost:
     results = work / f"r{duration}-{pgrig.parent.parent.parent.name}"
     argv = [str(pgrig), "run", str(campaign), "--results", str(results)]
     child = subprocess.Popen(argv, stdout=subprocess.DEVNULL)
-    series: list[tuple[float, float, int]] = []  # (epoch s, CPU s, RSS bytes)
+    series: list[tuple[float, float, int, int]] = []  # (epoch s, CPU s, RSS, VmHWM bytes)
     while child.poll() is None:
         sample = _proc_sample(child.pid)
         if sample is not None:
@@ -261,7 +267,7 @@ def measure_run(work: Path, duration: int, pgrig: Path) -> RunCost:
     inside = [s for s in series if begin <= s[0] <= end]
     return RunCost(
         cpu_s=series[-1][1],
-        peak_mib=max(s[2] for s in series) / 2**20,
+        peak_mib=max(s[3] for s in series) / 2**20,
         run_start_mib=inside[0][2] / 2**20,
         run_end_mib=inside[-1][2] / 2**20,
         run_cpu_s=inside[-1][1] - inside[0][1],

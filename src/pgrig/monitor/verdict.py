@@ -41,12 +41,13 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pgrig.monitor.interference import names
 from pgrig.monitor.model import Checkpoint, Limits, OtherLoad, Sample, Verdict
+from pgrig.monitor.spool import View
 from pgrig.monitor.waits import wait_class
 
 if TYPE_CHECKING:
@@ -114,16 +115,18 @@ def median(values: Sequence[float | None]) -> float | None:
 
 
 class Evidence:
-    """Aggregates over the samples inside the run."""
+    """Aggregates over the samples inside the run. ``samples`` may be a view of
+    the spool (``pgrig.monitor.spool.View``): every rule reads it in passes and
+    keeps numbers, never the samples themselves."""
 
     def __init__(
         self,
-        samples: Sequence[Sample],
+        samples: Collection[Sample],
         checkpoints: Sequence[Checkpoint],
         others: OtherLoad | None = None,
         clients: int | None = None,
     ) -> None:
-        self.samples = list(samples)
+        self.samples = samples
         self.checkpoints = list(checkpoints)
         self.others = others
         self.clients = clients
@@ -179,12 +182,20 @@ class Evidence:
 
     def server_share(self, field: str) -> float | None:
         """The server's share of the device's bytes read or written over the run."""
-        ios = [s.io for s in self.samples if s.io is not None and s.io.device is not None]
-        server = [getattr(x, f"server_{field}_mib_s") for x in ios]
-        if not ios or any(v is None for v in server):
+        seen, server, device = 0, 0.0, 0.0
+        for s in self.samples:
+            x = s.io
+            if x is None or x.device is None:
+                continue
+            mine = getattr(x, f"server_{field}_mib_s")
+            if mine is None:
+                return None
+            seen += 1
+            server += mine
+            device += getattr(x, f"device_{field}_mib_s")
+        if not seen:
             return None
-        device = sum(getattr(x, f"device_{field}_mib_s") for x in ios)
-        return min(1.0, sum(v or 0.0 for v in server) / device) if device > 0 else None
+        return min(1.0, server / device) if device > 0 else None
 
     def pg(self, getter: Callable[..., float | None]) -> float | None:
         return median([getter(s.pg) for s in self.samples if s.pg is not None])
@@ -242,11 +253,11 @@ class Evidence:
 
 
 def stalls(ev: Evidence) -> Finding | None:
-    tps = [(s, s.tps) for s in ev.samples if s.tps is not None]
+    tps = [s.tps for s in ev.samples if s.tps is not None]
     if len(tps) < 5:
         return None
-    med = statistics.median(t for _, t in tps)
-    dips = [s for s, t in tps if t < DIP_FRACTION * med]
+    med = statistics.median(tps)
+    dips = View(lambda: (s for s in ev.samples if s.tps is not None and s.tps < DIP_FRACTION * med))
     if len(dips) < 2 or len(dips) < STALL_SHARE * len(tps):
         return None
     writeback = median([s.memory.writeback_mib for s in ev.samples if s.memory]) or 0.0
@@ -264,12 +275,12 @@ def stalls(ev: Evidence) -> Finding | None:
             m.writeback_mib > max(2 * writeback, 16.0) or m.dirty_mib > max(2 * dirty, 64.0)
         )
 
-    ckpt = [s for s in dips if in_checkpoint(s)]
+    ckpt = View(lambda: (s for s in dips if in_checkpoint(s)))
     # Dirty and Writeback are host-wide: a peak is the server's only when the
     # server itself wrote most of what reached the device.
     own = ev.server_share("write")
     theirs = own is None or own < SERVER_WRITE_SHARE
-    flush = [] if theirs else [s for s in dips if flushing(s)]
+    flush = View(lambda: iter(()) if theirs else (s for s in dips if flushing(s)))
     aligned = max(len(ckpt), len(flush))
     if aligned < len(dips) / 2:
         return None
@@ -485,7 +496,7 @@ def against_limits(ev: Evidence, limits: Limits | None) -> tuple[str, ...]:
     return tuple(out)
 
 
-def clients_of(run: Any, samples: Sequence[Sample]) -> int | None:
+def clients_of(run: Any, samples: Collection[Sample]) -> int | None:
     """Clients of the run (pgbench -c, TPC-C connections), else the most
     client backends seen in one sample."""
     for attr in ("clients", "connections"):
@@ -497,7 +508,7 @@ def clients_of(run: Any, samples: Sequence[Sample]) -> int | None:
 
 
 def decide(
-    samples: Sequence[Sample],
+    samples: Collection[Sample],
     checkpoints: Sequence[Checkpoint],
     limits: Limits | None,
     run: PgbenchRun | None,
@@ -511,7 +522,7 @@ def decide(
     comes after the server's own waits and a starved server host, and before
     every rule that reads the server's CPU or its waits for the client: those
     describe a run held back by its load generators."""
-    inside = [s for s in samples if s.in_run]
+    inside = View(lambda: (s for s in samples if s.in_run))
     if len(inside) < 2:
         return Verdict(
             "unknown",
