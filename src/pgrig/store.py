@@ -507,7 +507,13 @@ class Store:
             )
         }
         for rec in out:  # the samples kept in rows of their own, back in their place
-            if rec.id is not None and rec.id in with_rows and isinstance(rec.result, dict):
+            lean = rec.kind in kinds
+            if (
+                rec.id is not None
+                and rec.id in with_rows
+                and not lean
+                and isinstance(rec.result, dict)
+            ):
                 rec.result["samples"] = list(self.samples(rec.id))
         return out
 
