@@ -43,7 +43,7 @@ import statistics
 from collections import Counter
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pgrig.monitor.interference import names
 from pgrig.monitor.model import Checkpoint, Limits, OtherLoad, Sample, Verdict
@@ -52,6 +52,8 @@ from pgrig.monitor.waits import wait_class
 
 if TYPE_CHECKING:
     from pgrig.results import PgbenchRun
+
+T = TypeVar("T")
 
 CAUSES = {
     "starved": "starved by other processes",
@@ -127,6 +129,8 @@ class Evidence:
         clients: int | None = None,
     ) -> None:
         self.samples = samples
+        # Each aggregate once: a pass over a spool's view decodes every sample.
+        self._known: dict[tuple[str, ...], Any] = {}
         self.checkpoints = list(checkpoints)
         self.others = others
         self.clients = clients
@@ -166,22 +170,43 @@ class Evidence:
             f"{pct(n / self.backend_samples)} {event}" for event, n in self.waits.most_common(top)
         )
 
+    def _once(self, key: tuple[str, ...], work: Callable[[], T]) -> T:
+        if key not in self._known:
+            self._known[key] = work()
+        value: T = self._known[key]
+        return value
+
+    def busy(self) -> float | None:
+        """The median of the machine's busy CPU share."""
+        return self._once(("busy",), lambda: median([s.cpu.busy for s in self.samples]))
+
     def cpu(self, field: str) -> float | None:
-        return median([getattr(s.cpu, field) for s in self.samples])
+        return self._once(
+            ("cpu", field), lambda: median([getattr(s.cpu, field) for s in self.samples])
+        )
 
     def mean_cpu(self, field: str) -> float | None:
+        return self._once(("mean_cpu", field), lambda: self._mean_cpu(field))
+
+    def _mean_cpu(self, field: str) -> float | None:
         values = [getattr(s.cpu, field) for s in self.samples]
         present = [v for v in values if v is not None]
         return statistics.fmean(present) if present else None
 
     def server_bytes(self, field: str) -> float | None:
         """The server's own MiB/s read or written (/proc/<pid>/io), mean; None: unknown."""
+        return self._once(("server_bytes", field), lambda: self._server_bytes(field))
+
+    def _server_bytes(self, field: str) -> float | None:
         values = [getattr(s.io, f"server_{field}_mib_s") for s in self.samples if s.io]
         present = [v for v in values if v is not None]
         return statistics.fmean(present) if present else None
 
     def server_share(self, field: str) -> float | None:
         """The server's share of the device's bytes read or written over the run."""
+        return self._once(("server_share", field), lambda: self._server_share(field))
+
+    def _server_share(self, field: str) -> float | None:
         seen, server, device = 0, 0.0, 0.0
         for s in self.samples:
             x = s.io
@@ -201,6 +226,9 @@ class Evidence:
         return median([getter(s.pg) for s in self.samples if s.pg is not None])
 
     def busiest_device(self) -> str | None:
+        return self._once(("busiest_device",), self._busiest_device)
+
+    def _busiest_device(self) -> str | None:
         util: dict[str, list[float]] = {}
         for s in self.samples:
             for d in s.devices:
@@ -210,8 +238,11 @@ class Evidence:
         return max(util, key=lambda n: statistics.median(util[n]))
 
     def device(self, name: str, field: str) -> float | None:
-        return median(
-            [getattr(d, field) for s in self.samples for d in s.devices if d.name == name]
+        return self._once(
+            ("device", name, field),
+            lambda: median(
+                [getattr(d, field) for s in self.samples for d in s.devices if d.name == name]
+            ),
         )
 
     def device_text(self, reads: bool) -> str | None:
@@ -306,7 +337,7 @@ def starved(ev: Evidence) -> Finding | None:
     if other is None:
         return None
     steal = ev.mean_cpu("steal") or 0.0
-    busy = median([s.cpu.busy for s in ev.samples]) or 0.0
+    busy = ev.busy() or 0.0
     runq = ev.cpu("server_runq_pct")
     if other + steal < STARVED_OTHER_PCT:
         return None
@@ -338,7 +369,7 @@ def round_trips(ev: Evidence, run: Any) -> Finding | None:
     """One client, nothing saturated: each transaction waits for its round trips."""
     if ev.clients != 1:
         return None
-    busy = median([s.cpu.busy for s in ev.samples]) or 0.0
+    busy = ev.busy() or 0.0
     waiting = ev.share("client")
     if busy >= CPU_BUSY_PCT or waiting < LATENCY_CLIENT_SHARE:
         return None
@@ -409,7 +440,7 @@ def load_generator(ev: Evidence, run: Any = None) -> Finding | None:
 
 def server_cpu(ev: Evidence, run: Any = None) -> Finding | None:
     on_cpu = ev.share("cpu")
-    busy = median([s.cpu.busy for s in ev.samples])
+    busy = ev.busy()
     server = ev.cpu("server")
     client = ev.cpu("client")
     other = ev.mean_cpu("other")
@@ -448,7 +479,7 @@ def _cpu_split(ev: Evidence, busy: float | None) -> str:
 
 
 def not_saturated(ev: Evidence) -> Finding:
-    busy = median([s.cpu.busy for s in ev.samples]) or 0.0
+    busy = ev.busy() or 0.0
     evidence = (
         f"CPUs {busy:.0f}% busy" + _cpu_split(ev, busy),
         f"sampled backends: {ev.top_waits(3)}",
