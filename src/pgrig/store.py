@@ -58,7 +58,7 @@ class _Backend:
     """The few things SQLite and PostgreSQL do differently."""
 
     label: str
-    # A result without its "samples" (JSON text), and one run's samples one by
+    # A result with its "samples" list emptied (JSON text), and one run's samples one by
     # one from a result that holds them (stores of schema 1): the JSON is taken
     # apart by the database, not in pgrig's memory.
     lean_result: str
@@ -97,7 +97,10 @@ class _Backend:
 class _Sqlite(_Backend):
     duplicate = (sqlite3.IntegrityError,)
     errors = (sqlite3.Error,)
-    lean_result = "json_remove(result, '$.samples')"
+    lean_result = (
+        "CASE WHEN json_type(result, '$.samples') = 'array'"
+        " THEN json_replace(result, '$.samples', json('[]')) ELSE result END"
+    )
     samples_sql = (
         "SELECT s.value AS value FROM runs, json_each(runs.result, '$.samples') AS s"
         " WHERE runs.id = ? ORDER BY s.key"
@@ -152,7 +155,10 @@ PG_LOCK_TIMEOUT_S = 60.0
 
 
 class _Postgres(_Backend):
-    lean_result = "(result::jsonb - 'samples')::text"
+    lean_result = (
+        "CASE WHEN jsonb_typeof(result::jsonb -> 'samples') = 'array'"
+        " THEN jsonb_set(result::jsonb, '{samples}', '[]')::text ELSE result END"
+    )
     samples_sql = (
         "SELECT s.value::text AS value FROM runs,"
         " jsonb_array_elements(runs.result::jsonb -> 'samples') WITH ORDINALITY AS s(value, n)"
@@ -497,7 +503,7 @@ class Store:
             f"SELECT {_RUN_COLUMNS}, {result} AS result FROM runs WHERE study_id = ? ORDER BY id",
             (*kinds, study_id),
         )
-        out = [_record(row, row["kind"] in kinds) for row in rows]
+        out = [_record(row) for row in rows]
         with_rows = {
             row["run_id"]
             for row in self._db.execute(
@@ -507,14 +513,9 @@ class Store:
             )
         }
         for rec in out:  # the samples kept in rows of their own, back in their place
-            lean = rec.kind in kinds
-            if (
-                rec.id is not None
-                and rec.id in with_rows
-                and not lean
-                and isinstance(rec.result, dict)
-            ):
-                rec.result["samples"] = list(self.samples(rec.id))
+            whole = rec.kind not in kinds and isinstance(rec.result, dict)
+            if whole and rec.id is not None and rec.id in with_rows:
+                rec.result["samples"] = list(self.samples(rec.id))  # type: ignore[index]
         return out
 
     def samples(self, run_id: int) -> Iterator[dict[str, Any]]:
@@ -538,10 +539,8 @@ _RUN_COLUMNS = (
 )
 
 
-def _record(row: dict[str, Any], lean: bool) -> RunRecord:
+def _record(row: dict[str, Any]) -> RunRecord:
     result = json.loads(row["result"]) if row["result"] else None
-    if lean and isinstance(result, dict):
-        result.setdefault("samples", [])
     return RunRecord(
         id=row["id"],
         study=row["study_id"],
