@@ -104,7 +104,8 @@ class Recorder:
         self._metric: dict[str, float] = {}  # run key -> headline figure (tps, tpmC)
         self._disturbed: set[str] = set()  # run keys whose monitor record says disturbed
         self._probes: dict[str, list[Any]] = {}  # target -> typed fio / pg_test_fsync results
-        for rec in store.runs(study.id):
+        # (the monitor's samples stay in the store: only its verdict is asked of it)
+        for rec in store.runs(study.id, without_samples=(registry.MONITOR.name,)):
             self._remember(rec)
 
     def pending(self, steps: Iterable[Step]) -> bool:
