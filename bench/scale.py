@@ -264,9 +264,9 @@ def measure_run(work: Path, duration: int, pgrig: Path) -> RunCost:
     with Store.open(results / "results.sqlite") as store:
         (study,) = store.studies()
         run = next(r for r in store.runs(study.id) if r.kind == "pgbench_run")
-    # Stamped to the second: the report may have begun within the next one
-    # (it starts with imports; its samples are read and drawn later).
-    ended = datetime.fromisoformat(study.finished_at or run.finished_at).timestamp() + 1
+    # Stamped to the second, rounded down: the readings before it are the
+    # study's (the run, its recording, stopping the server), not its report's.
+    ended = datetime.fromisoformat(study.finished_at or run.finished_at).timestamp()
     # The run's record is stamped to the second: keep well inside it.
     begin = datetime.fromisoformat(run.started_at).timestamp() + 2
     end = datetime.fromisoformat(run.finished_at).timestamp() - 2
