@@ -17,6 +17,12 @@ Two parts:
 
     .venv/bin/python bench/scale.py --source RESULTS/results.sqlite [--study ID]
     .venv/bin/python bench/scale.py --run --short 60 --long 300
+    .venv/bin/python bench/scale.py --record 600 3600 7200
+
+``--record``: the recording alone, in a fresh process per length: a monitor
+record of that many synthetic seconds (tests/test_monitor_spool.py's) written
+by the real recorder into a real SQLite store; the growth of the peak RSS
+(VmHWM) and the tracemalloc peak of the Python heap while it is written.
 
 Without ``--source``, a tiny study is recorded first (about 40 s).
 """
@@ -312,6 +318,58 @@ def run_part(args: argparse.Namespace, work: Path) -> None:
     )
 
 
+def _vm_hwm_kib() -> int:
+    status = Path("/proc/self/status").read_text()
+    return next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM:"))
+
+
+def record_one(seconds: int) -> None:
+    """Write the monitor record of a ``seconds``-long synthetic run, as the
+    recorder does; print what it cost (a process of its own: VmHWM only grows)."""
+    import tracemalloc
+
+    tests = Path(__file__).resolve().parent.parent / "tests"
+    sys.path.insert(0, str(tests))
+    from pgrig.recorder import Recorder
+    from pgrig.ui import Ui
+    from test_monitor_spool import _watched_run  # the test's synthetic spool
+    from test_recorder import _step, _target
+    from test_store import study
+
+    def record(work: Path, traced: bool) -> tuple[float, float]:
+        """CPU seconds, and MiB of VmHWM growth (untraced) or heap peak (traced)."""
+        with Store.open(work / f"{traced}.sqlite") as store:
+            store.begin_study(study())
+            recorder = Recorder(store, study(), Ui(quiet=True))
+            watch, run = _watched_run(seconds)
+            getattr(watch, "summary", watch.result)(run)  # the imports and caches, once
+            before = _vm_hwm_kib()
+            if traced:
+                tracemalloc.start()
+            t0 = time.process_time()
+            recorder._record_monitor(_step(1), _target("t"), "t0", watch, run)
+            cpu = time.process_time() - t0
+            if not traced:
+                return cpu, (_vm_hwm_kib() - before) / 1024
+            heap = tracemalloc.get_traced_memory()[1]
+            tracemalloc.stop()
+            return cpu, heap / 2**20
+
+    with tempfile.TemporaryDirectory() as work:
+        # untraced first: tracemalloc's own bookkeeping would count in the RSS
+        cpu, grew = record(Path(work), traced=False)
+        _, heap = record(Path(work), traced=True)
+    print(f"{seconds:>8} {grew:>15.1f} {heap:>17.1f} {cpu:>8.2f}", flush=True)
+
+
+def record_part(args: argparse.Namespace) -> None:
+    print(f"{'seconds':>8} {'VmHWM grew MiB':>15} {'heap peak MiB':>17} {'CPU s':>8}")
+    for seconds in args.record:
+        argv = [sys.executable, __file__, "--record-one", str(seconds)]
+        subprocess.run(argv, check=True, timeout=3600)
+    print(f"load average {'/'.join(f'{x:.1f}' for x in os.getloadavg())}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--source", type=Path, help="a store holding a small real TPC-B study")
@@ -323,7 +381,15 @@ def main() -> None:
     ap.add_argument("--long", type=int, default=300)
     ap.add_argument("--pgrig", type=Path, help="the pgrig to measure (default: this venv's)")
     ap.add_argument("--work", type=Path, default=Path("/var/tmp"))
+    ap.add_argument("--record", type=int, nargs="+", help="measure recording runs this long")
+    ap.add_argument("--record-one", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.record_one:
+        record_one(args.record_one)
+        return
+    if args.record:
+        record_part(args)
+        return
     work = Path(tempfile.mkdtemp(prefix="pgrig-scale-", dir=args.work))
     work.chmod(0o755)
     if args.run:
