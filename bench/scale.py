@@ -11,10 +11,18 @@ Two parts:
   HTML size and the count of inline SVGs.
 * **run** (``--run``): pgrig's own CPU and peak RSS per second of measured run,
   for a short and a long pgbench run (``pgrig run`` of one point, sampled from
-  /proc once a second): a flat memory and a constant CPU per second are the goal.
+  /proc twice a second; the peak is the kernel's VmHWM, overall and until the
+  study ended, before its report): a flat memory and a constant CPU per second
+  are the goal.
 
     .venv/bin/python bench/scale.py --source RESULTS/results.sqlite [--study ID]
     .venv/bin/python bench/scale.py --run --short 60 --long 300
+    .venv/bin/python bench/scale.py --record 600 3600 7200
+
+``--record``: the recording alone, in a fresh process per length: a monitor
+record of that many synthetic seconds (tests/test_monitor_spool.py's) written
+by the real recorder into a real SQLite store; the growth of the peak RSS
+(VmHWM) and the tracemalloc peak of the Python heap while it is written.
 
 Without ``--source``, a tiny study is recorded first (about 40 s).
 """
@@ -208,8 +216,10 @@ def _spread(values: list[float]) -> str:
     return f"{statistics.median(values):.1f} ({min(values):.1f}-{max(values):.1f})"
 
 
-def _proc_sample(pid: int) -> tuple[float, int] | None:
-    """CPU seconds (user + system) and RSS bytes of one process, from /proc."""
+def _proc_sample(pid: int) -> tuple[float, int, int] | None:
+    """CPU seconds (user + system), RSS bytes and the kernel's high-water mark of
+    RSS (VmHWM: the peak however short, which a poll twice a second can miss) of
+    one process, from /proc."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         status = Path(f"/proc/{pid}/status").read_text()
@@ -217,10 +227,14 @@ def _proc_sample(pid: int) -> tuple[float, int] | None:
         return None
     tick = os.sysconf("SC_CLK_TCK")
     cpu = (int(stat[11]) + int(stat[12])) / tick
-    rss = [int(line.split()[1]) * 1024 for line in status.splitlines() if line.startswith("VmRSS:")]
-    if not rss:  # exiting: no memory left to count
+    kib = {
+        line.split(":")[0]: int(line.split()[1]) * 1024
+        for line in status.splitlines()
+        if line.startswith(("VmRSS:", "VmHWM:"))
+    }
+    if len(kib) < 2:  # exiting: no memory left to count
         return None
-    return cpu, rss[0]
+    return cpu, kib["VmRSS"], kib["VmHWM"]
 
 
 @dataclass(frozen=True)
@@ -228,7 +242,8 @@ class RunCost:
     """pgrig's own CPU and memory over a whole study of one measured run."""
 
     cpu_s: float  # the whole study
-    peak_mib: float  # the whole study: the run, recording it and the report
+    peak_mib: float  # the whole study: the run, recording it and the report (VmHWM)
+    recorded_peak_mib: float  # the same until the study ended, before its report
     run_start_mib: float  # resident memory when the measured run began
     run_end_mib: float  # and when it ended (before its result was built)
     run_cpu_s: float  # CPU seconds inside the measured run
@@ -244,7 +259,7 @@ def measure_run(work: Path, duration: int, pgrig: Path) -> RunCost:
     results = work / f"r{duration}-{pgrig.parent.parent.parent.name}"
     argv = [str(pgrig), "run", str(campaign), "--results", str(results)]
     child = subprocess.Popen(argv, stdout=subprocess.DEVNULL)
-    series: list[tuple[float, float, int]] = []  # (epoch s, CPU s, RSS bytes)
+    series: list[tuple[float, float, int, int]] = []  # (epoch s, CPU s, RSS, VmHWM bytes)
     while child.poll() is None:
         sample = _proc_sample(child.pid)
         if sample is not None:
@@ -255,13 +270,17 @@ def measure_run(work: Path, duration: int, pgrig: Path) -> RunCost:
     with Store.open(results / "results.sqlite") as store:
         (study,) = store.studies()
         run = next(r for r in store.runs(study.id) if r.kind == "pgbench_run")
+    # Stamped to the second, rounded down: the readings before it are the
+    # study's (the run, its recording, stopping the server), not its report's.
+    ended = datetime.fromisoformat(study.finished_at or run.finished_at).timestamp()
     # The run's record is stamped to the second: keep well inside it.
     begin = datetime.fromisoformat(run.started_at).timestamp() + 2
     end = datetime.fromisoformat(run.finished_at).timestamp() - 2
     inside = [s for s in series if begin <= s[0] <= end]
     return RunCost(
         cpu_s=series[-1][1],
-        peak_mib=max(s[2] for s in series) / 2**20,
+        peak_mib=max(s[3] for s in series) / 2**20,
+        recorded_peak_mib=max(s[3] for s in series if s[0] < ended) / 2**20,
         run_start_mib=inside[0][2] / 2**20,
         run_end_mib=inside[-1][2] / 2**20,
         run_cpu_s=inside[-1][1] - inside[0][1],
@@ -277,14 +296,14 @@ def run_part(args: argparse.Namespace, work: Path) -> None:
     long_ = measure_run(work, args.long, pgrig)
     print(f"pgrig: {pgrig}; load average {'/'.join(f'{x:.1f}' for x in os.getloadavg())}")
     print(
-        f"{'run s':>6} {'pgrig CPU s':>12} {'peak RSS MiB':>13} {'RSS at run start':>17} "
-        f"{'at run end':>11} {'CPU in run, % of a CPU':>23}"
+        f"{'run s':>6} {'pgrig CPU s':>12} {'peak RSS MiB':>13} {'before report':>14} "
+        f"{'RSS at run start':>17} {'at run end':>11} {'CPU in run, % of a CPU':>23}"
     )
     for duration, c in ((args.short, short), (args.long, long_)):
         inside = duration - 4
         print(
-            f"{duration:>6} {c.cpu_s:>12.2f} {c.peak_mib:>13.1f} {c.run_start_mib:>17.1f} "
-            f"{c.run_end_mib:>11.1f} {c.run_cpu_s / inside * 100:>23.2f}"
+            f"{duration:>6} {c.cpu_s:>12.2f} {c.peak_mib:>13.1f} {c.recorded_peak_mib:>14.1f} "
+            f"{c.run_start_mib:>17.1f} {c.run_end_mib:>11.1f} {c.run_cpu_s / inside * 100:>23.2f}"
         )
         print(
             f"{'':>6} inside the {duration} s run: "
@@ -293,8 +312,62 @@ def run_part(args: argparse.Namespace, work: Path) -> None:
     extra = args.long - args.short
     print(
         f"per extra second of measured run: {(long_.cpu_s - short.cpu_s) / extra * 100:.2f}% "
-        f"of a CPU, {(long_.peak_mib - short.peak_mib) / extra * 1024:.1f} KiB of peak RSS"
+        f"of a CPU, {(long_.peak_mib - short.peak_mib) / extra * 1024:.1f} KiB of peak RSS, "
+        f"{(long_.recorded_peak_mib - short.recorded_peak_mib) / extra * 1024:.1f} KiB of it "
+        "before the report"
     )
+
+
+def _vm_hwm_kib() -> int:
+    status = Path("/proc/self/status").read_text()
+    return next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM:"))
+
+
+def record_one(seconds: int) -> None:
+    """Write the monitor record of a ``seconds``-long synthetic run, as the
+    recorder does; print what it cost (a process of its own: VmHWM only grows)."""
+    import tracemalloc
+
+    tests = Path(__file__).resolve().parent.parent / "tests"
+    sys.path.insert(0, str(tests))
+    from pgrig.recorder import Recorder
+    from pgrig.ui import Ui
+    from test_monitor_spool import _watched_run  # the test's synthetic spool
+    from test_recorder import _step, _target
+    from test_store import study
+
+    def record(work: Path, traced: bool) -> tuple[float, float]:
+        """CPU seconds, and MiB of VmHWM growth (untraced) or heap peak (traced)."""
+        with Store.open(work / f"{traced}.sqlite") as store:
+            store.begin_study(study())
+            recorder = Recorder(store, study(), Ui(quiet=True))
+            watch, run = _watched_run(seconds)
+            getattr(watch, "summary", watch.result)(run)  # the imports and caches, once
+            before = _vm_hwm_kib()
+            if traced:
+                tracemalloc.start()
+            t0 = time.process_time()
+            recorder._record_monitor(_step(1), _target("t"), "t0", watch, run)
+            cpu = time.process_time() - t0
+            if not traced:
+                return cpu, (_vm_hwm_kib() - before) / 1024
+            heap = tracemalloc.get_traced_memory()[1]
+            tracemalloc.stop()
+            return cpu, heap / 2**20
+
+    with tempfile.TemporaryDirectory() as work:
+        # untraced first: tracemalloc's own bookkeeping would count in the RSS
+        cpu, grew = record(Path(work), traced=False)
+        _, heap = record(Path(work), traced=True)
+    print(f"{seconds:>8} {grew:>15.1f} {heap:>17.1f} {cpu:>8.2f}", flush=True)
+
+
+def record_part(args: argparse.Namespace) -> None:
+    print(f"{'seconds':>8} {'VmHWM grew MiB':>15} {'heap peak MiB':>17} {'CPU s':>8}")
+    for seconds in args.record:
+        argv = [sys.executable, __file__, "--record-one", str(seconds)]
+        subprocess.run(argv, check=True, timeout=3600)
+    print(f"load average {'/'.join(f'{x:.1f}' for x in os.getloadavg())}")
 
 
 def main() -> None:
@@ -308,7 +381,15 @@ def main() -> None:
     ap.add_argument("--long", type=int, default=300)
     ap.add_argument("--pgrig", type=Path, help="the pgrig to measure (default: this venv's)")
     ap.add_argument("--work", type=Path, default=Path("/var/tmp"))
+    ap.add_argument("--record", type=int, nargs="+", help="measure recording runs this long")
+    ap.add_argument("--record-one", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.record_one:
+        record_one(args.record_one)
+        return
+    if args.record:
+        record_part(args)
+        return
     work = Path(tempfile.mkdtemp(prefix="pgrig-scale-", dir=args.work))
     work.chmod(0o755)
     if args.run:

@@ -3,14 +3,25 @@ pgrig's memory must not grow with the length of a run."""
 
 from __future__ import annotations
 
+import gc
+import json
 import threading
 import tracemalloc
+import weakref
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
-from pgrig.monitor.model import CpuSample, DeviceSample, MemorySample, PgSample, Sample
+import pytest
+
+from pgrig.monitor.model import CpuSample, DeviceSample, IoSample, MemorySample, PgSample, Sample
 from pgrig.monitor.spool import Spool
+from pgrig.recorder import Recorder
+from pgrig.results import to_dict
+from pgrig.store import Store
+from pgrig.ui import Ui
 
 SAMPLES = 3000  # fifty minutes of one sample a second
 
@@ -82,3 +93,150 @@ def test_the_watch_keeps_no_container_that_grows_with_the_run() -> None:
     # A second of sampling adds about ten samples; no attribute may gain that many.
     growing = {n: (before[n], after[n]) for n in after if after[n] - before.get(n, 0) >= 5}
     assert growing == {}, f"Watch attributes that gain an entry per sample: {growing}"
+
+
+def _raw(i: int) -> Any:
+    """One second as the sampler spools it, numbers varying from second to second."""
+    from pgrig.monitor.watch import _Raw
+
+    return _Raw(
+        wall=1.7e9 + i,
+        interval_s=1.0,
+        cpu=CpuSample(
+            user=40.0 + i % 7,
+            system=9.0,
+            iowait=0.3,
+            irq=0.1,
+            steal=0.0,
+            idle=50.0 - i % 7,
+            server=30.0 + i % 5,
+            client=8.0,
+            pgrig=0.5,
+            other=2.0 + i % 3,
+            kernel=0.4,
+        ),  # fmt: skip
+        devices=(DeviceSample("vda", 120.0 + i % 11, 800.0, 0.9, 12.5, 0.4, 1.2, 35.0, 0.8),),
+        memory=MemorySample(cached_mib=5e3, dirty_mib=80.0, writeback_mib=0.0, available_mib=9e3),
+        net=(0.1, 0.2),
+        pg=PgSample(
+            waits={"CPU": 1 + i % 2, "Client:ClientRead": 1, "LWLock:WALWrite": i % 2},
+            commits_s=1000.0 + i % 13,
+            checkpoint_active=i % 300 < 20,
+            checkpoints=int(i % 300 == 0),
+        ),
+        clients_alive=1,
+        io=IoSample(device="vda", device_write_mib_s=12.5, server_write_mib_s=10.0 + i % 3),
+    )
+
+
+def _watched_run(samples: int) -> tuple[Any, Any]:
+    """A Watch that has spooled ``samples`` seconds, and the pgbench run it watched
+    (its -P points: one a second)."""
+    from pgrig import monitor
+    from pgrig.cluster import binaries
+    from pgrig.step import Context
+
+    bins = binaries.PgBinaries(Path("/usr/lib/postgresql/15/bin"), "15", 15)
+    ctx = Context(bins=bins, target=Path("/var/tmp"), scratch=Path("/var/tmp"))
+    ctx.client_started = 1.7e9
+    with monitor.Watch(ctx, interval=60) as watch:  # entered for real; sampled by hand
+        pass
+    for i in range(1, samples + 1):
+        watch._raw.append(_raw(i))
+    points = tuple(SimpleNamespace(t_s=float(i), tps=1000.0 + i % 13) for i in range(1, samples))
+    run = SimpleNamespace(progress=points, duration_s=samples, tps=1006.0, clients=2)
+    return watch, run
+
+
+class _LiveSamples:
+    """How many ``Sample`` objects live at once, at most: each counted as it is
+    made and again when it goes (the real class, only its constructor wrapped)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.live = self.peak = 0
+        init = Sample.__init__
+
+        def counted(obj: Sample, *args: Any, **kwargs: Any) -> None:
+            init(obj, *args, **kwargs)
+            self.live += 1
+            self.peak = max(self.peak, self.live)
+            weakref.finalize(obj, self._gone)
+
+        monkeypatch.setattr(Sample, "__init__", counted)
+
+    def _gone(self) -> None:
+        self.live -= 1
+
+
+def _traced_peak(work: Callable[[], object]) -> int:
+    """Bytes of Python memory ``work`` took at its peak."""
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        work()
+        return tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+
+
+def _record_monitor(tmp_path: Path, samples: int, live: _LiveSamples) -> tuple[int, int, Any]:
+    """Record a watched run's monitor record as the recorder does: the most
+    samples alive at once, the peak of Python memory it took, and the result
+    the watch would give in memory.
+
+    The same record is written untraced first, the collector off: CPython keeps
+    freed tuples, floats and dicts for reuse (thousands of tuples of each size,
+    emptied by a full collection), and filling those lists under the tracer
+    would look like growth."""
+    from test_recorder import _step, _target
+    from test_store import study
+
+    gc.disable()
+    try:
+        for traced in (False, True):
+            store = Store.open(tmp_path / f"r{samples}-{traced}.sqlite")
+            store.begin_study(study())
+            recorder = Recorder(store, study(), Ui(quiet=True))
+            watch, run = _watched_run(samples)
+            live.peak = live.live
+
+            def record() -> None:
+                recorder._record_monitor(_step(1), _target("t"), "t0", watch, run)  # noqa: B023
+
+            peak = _traced_peak(record) if traced else record()
+            (rec,) = store.runs(study().id, without_samples=("monitor",))
+            store.close()
+    finally:
+        gc.enable()
+    assert rec.status == "ok", rec.reason
+    return live.peak - live.live, peak, watch.result(run)
+
+
+def test_recording_a_long_run_takes_no_more_memory_than_a_short_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The monitor record of a run goes from the spool to the store one sample
+    at a time (issue 18.6): its verdict, checkpoints and other load from
+    passes over the spool, its samples streamed into the run's transaction.
+    Ten times the seconds: no more samples alive at once, and a peak of Python
+    memory that grows by a small part of what the whole result in memory, as
+    the recorder built it before (samples, dicts, one JSON text), grows by."""
+    live = _LiveSamples(monkeypatch)
+    few, short, whole = _record_monitor(tmp_path, 100, live)
+    many, long_, whole_long = _record_monitor(tmp_path, 1000, live)
+    assert many <= 3 and few <= 3, f"{many} samples alive at once of 1,000, {few} of 100"
+    # The control: the whole result in memory (7-8 kB a sample).
+    held = [_traced_peak(lambda m=m: json.dumps(to_dict(m))) for m in (whole, whole_long)]
+    # What is left grows by the medians' lists of floats, and by the free lists
+    # CPython keeps of freed objects: under 0.6 MB for the 900 more samples.
+    assert long_ - short < (held[1] - held[0]) / 6, (
+        f"peak {long_} B for 1,000 samples, {short} B for 100; "
+        f"in memory {held[1]} B and {held[0]} B"
+    )
+    # What was stored is what the in-memory result says, sample for sample.
+    assert len(whole.samples) == 100 and whole.checkpoints and whole.others
+    with Store.open(tmp_path / "r100-True.sqlite") as store:
+        (rec,) = store.runs("quick-1")
+        assert rec.result == json.loads(json.dumps(to_dict(whole)))
+        lean = store.runs("quick-1", without_samples=("monitor",))[0].result
+        assert lean == json.loads(json.dumps(to_dict(replace(whole, samples=()))))

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import secrets
+import sqlite3
 import subprocess
 import sys
 import time
@@ -212,3 +214,69 @@ def test_samples_are_read_one_run_at_a_time(location: str | Path) -> None:
         assert store.runs("quick-1")[1].result == watched
         assert list(store.samples(mon.id)) == [{"t_s": 1.0}, {"t_s": 2.0}]
         assert list(store.samples(light[0].id or 0)) == []  # a run without samples
+
+
+def test_samples_streamed_in_are_all_of_the_run_or_none_of_it(location: str | Path) -> None:
+    """A run's samples go to rows of their own as they come (from a monitor's
+    spool: never all in memory), in the run's transaction: a failure half way
+    keeps neither the run nor any of its samples, and a resumed study records it
+    anew (issue 18.6). Read back, the run is what it was with its samples inline."""
+    watched = {"verdict": {"cause": "cpu"}, "samples": []}
+    rec = replace(run_record("a/monitor"), kind="monitor", result=watched)
+
+    def cut_short() -> Iterator[dict[str, float]]:
+        yield {"t_s": 1.0}
+        yield {"t_s": 2.0}
+        raise KeyboardInterrupt  # Ctrl-C while the samples go in
+
+    with Store.open(location) as store:
+        store.begin_study(study())
+        with pytest.raises(KeyboardInterrupt):
+            store.record(rec, cut_short())
+        assert store.runs("quick-1") == []
+        assert store._db.execute("SELECT count(*) AS n FROM samples") == [{"n": 0}]
+        stored = store.record(rec, ({"t_s": float(t)} for t in range(1, 4)))
+        assert stored.id is not None
+        samples = [{"t_s": 1.0}, {"t_s": 2.0}, {"t_s": 3.0}]
+        assert store.runs("quick-1")[0].result == {**watched, "samples": samples}
+        assert store.runs("quick-1", without_samples=("monitor",))[0].result == watched
+        assert list(store.samples(stored.id)) == samples
+        assert store._db.execute("SELECT value FROM meta WHERE key = 'schema_version'") == [
+            {"value": "2"}
+        ]
+
+
+def test_a_store_of_schema_1_is_read_as_before_and_upgraded_by_its_first_sample_rows(
+    tmp_path: Path,
+) -> None:
+    """Stores written before the samples table hold the samples in the result's
+    JSON: read the same; once a run's samples go to rows, the store says schema 2
+    so that an older pgrig refuses it instead of drawing runs without samples."""
+    path = tmp_path / "old.sqlite"
+    inline = {"verdict": {"cause": "cpu"}, "samples": [{"t_s": 1.0}, {"t_s": 2.0}]}
+    with Store.open(path) as store:
+        store.begin_study(study())
+    db = sqlite3.connect(path)
+    db.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+    db.execute(  # a monitor record as schema 1 wrote it, its samples inline
+        "INSERT INTO runs (study_id, key, kind, target, params, status, result, raw,"
+        " tool_versions, started_at, finished_at) VALUES ('quick-1', 'old/monitor',"
+        " 'monitor', 't', '{}', 'ok', ?, '', '{}', 't1', 't2')",
+        (json.dumps(inline),),
+    )
+    db.commit()
+    db.close()
+    with Store.open(path) as store:
+        (old,) = store.runs("quick-1")
+        assert old.result == inline and old.id is not None
+        assert list(store.samples(old.id)) == inline["samples"]
+        assert store.runs("quick-1", without_samples=("monitor",))[0].result == {
+            **inline,
+            "samples": [],
+        }
+        assert store.version == 1
+        store.record(replace(run_record("new/monitor"), kind="monitor", result=inline))
+        assert store.version == 2
+        assert [r.result for r in store.runs("quick-1")] == [inline, inline]
+    with Store.open(path) as store:
+        assert store.version == 2

@@ -470,7 +470,8 @@ def list_cmd(results: Path, store: str | None) -> None:
     with _open_existing(results, store) as st:
         click.echo("study\tstatus\tsteps\ttarget")
         for study in st.studies():
-            runs = [r for r in st.runs(study.id) if r.kind != "monitor"]
+            lean = st.runs(study.id, without_samples=(registry.MONITOR.name,))
+            runs = [r for r in lean if r.kind != registry.MONITOR.name]
             # a check that ran to its end but failed (a durability check that lost
             # commits) is no "ok" step
             failed = sum(getattr(registry.typed_result(r), "ok", True) is False for r in runs)

@@ -17,7 +17,7 @@ from typing import Any
 
 from pgrig import monitor, proc, registry
 from pgrig.cluster.server import ServerLost
-from pgrig.errors import PgrigError
+from pgrig.errors import PgrigError, StoreError
 from pgrig.results import SERVER, RunRecord, Status, Study, from_dict, to_dict
 from pgrig.step import Skip, Step
 from pgrig.storage import kernel
@@ -104,7 +104,8 @@ class Recorder:
         self._metric: dict[str, float] = {}  # run key -> headline figure (tps, tpmC)
         self._disturbed: set[str] = set()  # run keys whose monitor record says disturbed
         self._probes: dict[str, list[Any]] = {}  # target -> typed fio / pg_test_fsync results
-        for rec in store.runs(study.id):
+        # (the monitor's samples stay in the store: only its verdict is asked of it)
+        for rec in store.runs(study.id, without_samples=(registry.MONITOR.name,)):
             self._remember(rec)
 
     def pending(self, steps: Iterable[Step]) -> bool:
@@ -263,11 +264,16 @@ class Recorder:
         record of its own, so a failing sampler never costs the run itself."""
         mon = _below(step, "monitor", "monitor", f"{step.label}: monitor")
         try:
-            observed = watch.result(value)
+            # The samples go from the monitor's spool to the store one at a time,
+            # in the record's transaction: never all in memory (issue 18.6).
+            observed = watch.summary(value)
+            samples = (to_dict(s) for s in watch.samples(value))
+            self.record(mon, t, started, "ok", None, to_dict(observed), "", samples)
+        except StoreError:
+            raise
         except Exception as exc:  # the run is recorded; say why the evidence is missing
             self.record(mon, t, started, "failed", f"{type(exc).__name__}: {exc}", None, "")
             return
-        self.record(mon, t, started, "ok", None, to_dict(observed), "")
         self.ui.info(f"  [dim]bottleneck: {observed.verdict.summary}[/dim]")
         if observed.disturbed is not None:
             self.ui.warn(
@@ -315,6 +321,7 @@ class Recorder:
         reason: str | None,
         result: dict[str, Any] | None,
         raw: str,
+        samples: Iterable[dict[str, Any]] | None = None,
     ) -> None:
         env = t.env or self.study.environment
         tools = env.tools if env is not None else {}
@@ -323,7 +330,7 @@ class Recorder:
             # The build that served this record: release, compiler, where it came from.
             versions[SERVER] = env.postgres.provenance()
         with self._lock:
-            self._store(step, t, started, status, reason, result, raw, versions)
+            self._store(step, t, started, status, reason, result, raw, versions, samples)
 
     def _store(
         self,
@@ -335,6 +342,7 @@ class Recorder:
         result: dict[str, Any] | None,
         raw: str,
         versions: dict[str, str],
+        samples: Iterable[dict[str, Any]] | None = None,
     ) -> None:
         rec = self.store.record(
             RunRecord(
@@ -350,6 +358,7 @@ class Recorder:
                 tool_versions=versions,
                 started_at=started,
                 finished_at=now(),
-            )
+            ),
+            samples,
         )
         self._remember(rec)

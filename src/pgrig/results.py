@@ -14,7 +14,9 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
-SCHEMA_VERSION = 1
+# 2: a run's per-second samples in rows of their own (the store's ``samples``
+# table), its result keeping an empty list; schema 1 kept them in the result.
+SCHEMA_VERSION = 2
 
 Status = Literal["ok", "failed", "skipped"]
 StudyStatus = Literal["running", "finished", "interrupted", "failed", "partial"]

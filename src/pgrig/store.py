@@ -11,9 +11,10 @@ pgrig can re-parse what an older one measured.
 
 from __future__ import annotations
 
+import itertools
 import json
 import sqlite3
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from contextlib import closing, contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -29,6 +30,7 @@ _SCHEMA = load_sql("store_schema")
 SQLITE_SCHEMA = _SCHEMA.replace("{serial}", "INTEGER PRIMARY KEY AUTOINCREMENT")
 POSTGRES_SCHEMA = _SCHEMA.replace("{serial}", "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY")
 _INSERT_RUN = load_sql("store_insert_run")
+_INSERT_SAMPLE = "INSERT INTO samples (run_id, n, value) VALUES (?, ?, ?)"
 
 
 def location(results: Path, store: str | None) -> Path | str:
@@ -56,10 +58,15 @@ class _Backend:
     """The few things SQLite and PostgreSQL do differently."""
 
     label: str
-    # A result without its "samples" (JSON text), and one run's samples one by
-    # one: the JSON is taken apart by the database, not in pgrig's memory.
+    # A result with its "samples" list emptied (JSON text), and one run's samples one by
+    # one from a result that holds them (stores of schema 1): the JSON is taken
+    # apart by the database, not in pgrig's memory.
     lean_result: str
     samples_sql: str
+
+    def insert_samples(self, rows: Iterable[tuple[int, int, str]]) -> None:
+        """(run id, n, JSON) rows, taken one at a time from ``rows``."""
+        raise NotImplementedError
 
     def execute(self, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
         raise NotImplementedError
@@ -90,7 +97,10 @@ class _Backend:
 class _Sqlite(_Backend):
     duplicate = (sqlite3.IntegrityError,)
     errors = (sqlite3.Error,)
-    lean_result = "json_remove(result, '$.samples')"
+    lean_result = (
+        "CASE WHEN json_type(result, '$.samples') = 'array'"
+        " THEN json_replace(result, '$.samples', json('[]')) ELSE result END"
+    )
     samples_sql = (
         "SELECT s.value AS value FROM runs, json_each(runs.result, '$.samples') AS s"
         " WHERE runs.id = ? ORDER BY s.key"
@@ -121,6 +131,11 @@ class _Sqlite(_Backend):
         with closing(self.conn.execute(sql, params)) as cur:
             return int(cur.lastrowid or 0)
 
+    def insert_samples(self, rows: Iterable[tuple[int, int, str]]) -> None:
+        # executemany takes the rows from the iterator as it goes
+        with closing(self.conn.executemany(_INSERT_SAMPLE, rows)):
+            pass
+
     def begin(self) -> None:
         self.conn.execute("BEGIN IMMEDIATE")
 
@@ -140,7 +155,10 @@ PG_LOCK_TIMEOUT_S = 60.0
 
 
 class _Postgres(_Backend):
-    lean_result = "(result::jsonb - 'samples')::text"
+    lean_result = (
+        "CASE WHEN jsonb_typeof(result::jsonb -> 'samples') = 'array'"
+        " THEN jsonb_set(result::jsonb, '{samples}', '[]')::text ELSE result END"
+    )
     samples_sql = (
         "SELECT s.value::text AS value FROM runs,"
         " jsonb_array_elements(runs.result::jsonb -> 'samples') WITH ORDINALITY AS s(value, n)"
@@ -185,6 +203,15 @@ class _Postgres(_Backend):
         row = self.conn.execute(self._sql(sql) + " RETURNING id", params).fetchone()
         return int(row["id"]) if row else 0
 
+    def insert_samples(self, rows: Iterable[tuple[int, int, str]]) -> None:
+        # COPY streams the rows to the server as they come
+        with (
+            self.conn.cursor() as cur,
+            cur.copy("COPY samples (run_id, n, value) FROM STDIN") as copy,
+        ):
+            for row in rows:
+                copy.write_row(row)
+
     # autocommit connection, explicit transaction commands: one record, one transaction
     def begin(self) -> None:
         self.conn.execute("BEGIN")
@@ -209,6 +236,7 @@ class Store:
     def __init__(self, backend: _Backend, path: Path | str) -> None:
         self._db = backend
         self.path = path
+        self.version = SCHEMA_VERSION  # as written in the store's meta table
 
     @classmethod
     def open(cls, location: Path | str) -> Store:
@@ -238,6 +266,7 @@ class Store:
                     "INSERT INTO meta (key, value) VALUES ('schema_version', ?)",
                     (str(SCHEMA_VERSION),),
                 )
+            store.version = SCHEMA_VERSION
         elif int(rows[0]["value"]) > SCHEMA_VERSION:
             backend.close()
             raise StoreError(
@@ -245,6 +274,8 @@ class Store:
                 f"this one reads up to {SCHEMA_VERSION})",
                 hint="upgrade pgrig, or pass --store with another file",
             )
+        else:
+            store.version = int(rows[0]["value"])
         return store
 
     def close(self) -> None:
@@ -373,9 +404,23 @@ class Store:
 
     # -- runs ------------------------------------------------------------
 
-    def record(self, rec: RunRecord) -> RunRecord:
+    def record(self, rec: RunRecord, samples: Iterable[dict[str, Any]] | None = None) -> RunRecord:
         """Write one finished run. A key already recorded in this study is an error:
-        a run is never recorded twice."""
+        a run is never recorded twice.
+
+        A result's per-second ``samples`` go to rows of their own, the result
+        keeping an empty list: from the result itself, or - when the result's
+        list is empty - from ``samples``, taken one at a time inside the run's
+        transaction (a monitor's spool read back: never all in memory; a kill
+        keeps all of the run or none of it)."""
+        result = rec.result
+        if (
+            isinstance(result, dict)
+            and isinstance(result.get("samples"), list)
+            and result["samples"]
+        ):
+            samples, result = result["samples"], {**result, "samples": []}
+        upgraded = self.version
         with self._tx() as conn:
             try:
                 new_id = conn.insert_id(
@@ -388,7 +433,7 @@ class Store:
                         _dumps(rec.params),
                         rec.status,
                         rec.reason,
-                        _dumps(rec.result) if rec.result is not None else None,
+                        _dumps(result) if result is not None else None,
                         rec.raw,
                         _dumps(rec.tool_versions),
                         rec.started_at,
@@ -399,7 +444,25 @@ class Store:
                 raise StoreError(
                     f"run {rec.key!r} is already recorded in study {rec.study}"
                 ) from exc
+            if samples is not None and self._insert_samples(conn, new_id, samples):
+                upgraded = SCHEMA_VERSION
+        self.version = max(self.version, upgraded)
         return replace(rec, id=new_id)
+
+    def _insert_samples(
+        self, conn: _Backend, run_id: int, samples: Iterable[dict[str, Any]]
+    ) -> bool:
+        """The rows of a run's samples; True when there were any."""
+        rows = ((run_id, n, _dumps(sample)) for n, sample in enumerate(samples))
+        first = next(rows, None)
+        if first is None:
+            return False
+        if self.version < SCHEMA_VERSION:  # a store of schema 1: its pgrig would miss them
+            conn.execute(
+                "UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),)
+            )
+        conn.insert_samples(itertools.chain((first,), rows))
+        return True
 
     def import_study(self, other: Store, study_id: str, *, as_id: str | None = None) -> str:
         """Copy one study and its runs from another results file (another machine's)."""
@@ -415,9 +478,15 @@ class Store:
             self.set_target_environment(new_id, env_target, env)
         if study.finished_at:
             self.finish_study(new_id, study.status, study.finished_at)
-        for rec in other.runs(study_id):
-            self.record(replace(rec, study=new_id, id=None))
+        for rec in other.runs(study_id, without_samples=other.kinds(study_id)):
+            samples = other.samples(rec.id) if rec.id is not None else None
+            self.record(replace(rec, study=new_id, id=None), samples)
         return new_id
+
+    def kinds(self, study_id: str) -> list[str]:
+        """The kinds of record the study holds."""
+        rows = self._db.execute("SELECT DISTINCT kind FROM runs WHERE study_id = ?", (study_id,))
+        return sorted(row["kind"] for row in rows)
 
     def runs(self, study_id: str, *, without_samples: Collection[str] = ()) -> list[RunRecord]:
         """The study's records in the order they ran. The results of the kinds
@@ -434,7 +503,20 @@ class Store:
             f"SELECT {_RUN_COLUMNS}, {result} AS result FROM runs WHERE study_id = ? ORDER BY id",
             (*kinds, study_id),
         )
-        return [_record(row, row["kind"] in kinds) for row in rows]
+        out = [_record(row) for row in rows]
+        with_rows = {
+            row["run_id"]
+            for row in self._db.execute(
+                "SELECT DISTINCT s.run_id FROM samples s JOIN runs r ON r.id = s.run_id"
+                " WHERE r.study_id = ?",
+                (study_id,),
+            )
+        }
+        for rec in out:  # the samples kept in rows of their own, back in their place
+            whole = rec.kind not in kinds and isinstance(rec.result, dict)
+            if whole and rec.id is not None and rec.id in with_rows:
+                rec.result["samples"] = list(self.samples(rec.id))  # type: ignore[index]
+        return out
 
     def keys(self, study_id: str) -> set[str]:
         """The keys of the study's records, and nothing else of them."""
@@ -443,21 +525,27 @@ class Store:
 
     def samples(self, run_id: int) -> Iterator[dict[str, Any]]:
         """One run's per-second samples as stored (dicts), one at a time; none
-        when it has none."""
+        when it has none: from their rows, or from the result that holds them
+        (stores of schema 1)."""
+        found = False
+        for row in self._db.each(_SAMPLES_SQL, (run_id,)):
+            found = True
+            yield json.loads(row["value"])
+        if found:
+            return
         for row in self._db.each(self._db.samples_sql, (run_id,)):
             yield json.loads(row["value"])
 
 
+_SAMPLES_SQL = "SELECT value FROM samples WHERE run_id = ? ORDER BY n"
 _RUN_COLUMNS = (
     "id, study_id, key, kind, target, params, status, reason, raw, tool_versions,"
     " started_at, finished_at"
 )
 
 
-def _record(row: dict[str, Any], lean: bool) -> RunRecord:
+def _record(row: dict[str, Any]) -> RunRecord:
     result = json.loads(row["result"]) if row["result"] else None
-    if lean and isinstance(result, dict):
-        result.setdefault("samples", [])
     return RunRecord(
         id=row["id"],
         study=row["study_id"],

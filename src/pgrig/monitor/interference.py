@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import statistics
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,7 @@ from pgrig.monitor.model import (
     OtherProcess,
     Sample,
 )
+from pgrig.monitor.spool import View
 
 MIB = 1024 * 1024
 TOP = 5  # other processes named
@@ -338,22 +339,25 @@ def names(
 
 
 def assess(
-    samples: Sequence[Sample], top: tuple[OtherProcess, ...], thresholds: Thresholds = DEFAULT
+    samples: Collection[Sample], top: tuple[OtherProcess, ...], thresholds: Thresholds = DEFAULT
 ) -> tuple[OtherLoad | None, Disturbance | None]:
-    """Other load over the samples inside the run, and whether it disturbed it."""
-    inside = [s for s in samples if s.in_run] or list(samples)
+    """Other load over the samples inside the run, and whether it disturbed it.
+    ``samples`` may be a view of the spool: read in passes, never kept."""
+    in_run = View(lambda: (s for s in samples if s.in_run))
+    inside = in_run if in_run else samples
     cpu = [s.cpu.other for s in inside if s.cpu.other is not None]
     if not cpu:
         return None, None
     steal = statistics.fmean(s.cpu.steal for s in inside)
     cpu_pct = statistics.fmean(cpu)
-    io = [s.io for s in inside if s.io is not None and s.io.device is not None]
+    io = View(lambda: (s.io for s in inside if s.io is not None and s.io.device is not None))
+    device = next(iter(io), None)
     io_share = device_mib = util = None
     named_io = sum(p.io_mib_s for p in top)
-    if io:
+    if device is not None:
         device_mib = statistics.fmean(x.device_mib_s for x in io)
         ours = statistics.fmean(x.ours_mib_s for x in io)
-        utils = [d.util_pct for s in inside for d in s.devices if d.name == io[0].device]
+        utils = [d.util_pct for s in inside for d in s.devices if d.name == device.device]
         util = statistics.fmean(utils) if utils else None
         if device_mib > 0:
             # Traffic ours does not explain, and only as much as named others
@@ -371,7 +375,7 @@ def assess(
     )
     reasons = _reasons(
         load,
-        io[0].device if io else None,
+        device.device if device is not None else None,
         cpu=cpu_pct + steal >= thresholds.cpu_pct,
         io=io_share is not None
         and io_share >= thresholds.io_share

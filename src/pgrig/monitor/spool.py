@@ -5,7 +5,9 @@ pgrig's memory by about 1 KiB a second for as long as the run lasted. The
 sampler appends each one to an unnamed temporary file instead (pickled: the
 file is this process's own, unlinked from the start, so nothing else reads it
 and the system removes it even if pgrig is killed), and the samples are read
-back one at a time when the run's result is built.
+back one at a time when the run's result is built: ``View`` reads them again
+for each pass the verdict makes over them, so a run's samples are never all
+in memory at once (issue 18.6).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 import pickle
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Collection, Iterator
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
@@ -42,9 +44,12 @@ class Spool(Generic[T]):
     def __iter__(self) -> Iterator[T]:
         with self._lock:
             self._file.flush()
-            self._file.seek(0)
-            for _ in range(self._count):
-                yield pickle.load(self._file)
+            count = self._count
+        # A reader of its own (its own offset, no lock held): passes may nest,
+        # and the sampler may go on appending while one reads.
+        with open(f"/proc/self/fd/{self._file.fileno()}", "rb") as reader:
+            for _ in range(count):
+                yield pickle.load(reader)
 
     def close(self) -> None:
         self._file.close()
@@ -59,3 +64,27 @@ class Spool(Generic[T]):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class View(Collection[T]):
+    """A collection made anew on every pass by ``make`` (a spool read back,
+    aligned, filtered): code written for a list of samples reads it unchanged,
+    in constant memory, and pays a read of the spool per pass instead."""
+
+    def __init__(self, make: Callable[[], Iterator[T]]) -> None:
+        self._make = make
+        self._len: int | None = None
+
+    def __iter__(self) -> Iterator[T]:
+        return self._make()
+
+    def __len__(self) -> int:
+        if self._len is None:
+            self._len = sum(1 for _ in self._make())
+        return self._len
+
+    def __contains__(self, item: object) -> bool:
+        return any(x == item for x in self._make())
+
+    def __bool__(self) -> bool:
+        return next(self._make(), None) is not None

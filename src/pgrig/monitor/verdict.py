@@ -41,16 +41,19 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pgrig.monitor.interference import names
 from pgrig.monitor.model import Checkpoint, Limits, OtherLoad, Sample, Verdict
+from pgrig.monitor.spool import View
 from pgrig.monitor.waits import wait_class
 
 if TYPE_CHECKING:
     from pgrig.results import PgbenchRun
+
+T = TypeVar("T")
 
 CAUSES = {
     "starved": "starved by other processes",
@@ -114,16 +117,20 @@ def median(values: Sequence[float | None]) -> float | None:
 
 
 class Evidence:
-    """Aggregates over the samples inside the run."""
+    """Aggregates over the samples inside the run. ``samples`` may be a view of
+    the spool (``pgrig.monitor.spool.View``): every rule reads it in passes and
+    keeps numbers, never the samples themselves."""
 
     def __init__(
         self,
-        samples: Sequence[Sample],
+        samples: Collection[Sample],
         checkpoints: Sequence[Checkpoint],
         others: OtherLoad | None = None,
         clients: int | None = None,
     ) -> None:
-        self.samples = list(samples)
+        self.samples = samples
+        # Each aggregate once: a pass over a spool's view decodes every sample.
+        self._known: dict[tuple[str, ...], Any] = {}
         self.checkpoints = list(checkpoints)
         self.others = others
         self.clients = clients
@@ -163,33 +170,65 @@ class Evidence:
             f"{pct(n / self.backend_samples)} {event}" for event, n in self.waits.most_common(top)
         )
 
+    def _once(self, key: tuple[str, ...], work: Callable[[], T]) -> T:
+        if key not in self._known:
+            self._known[key] = work()
+        value: T = self._known[key]
+        return value
+
+    def busy(self) -> float | None:
+        """The median of the machine's busy CPU share."""
+        return self._once(("busy",), lambda: median([s.cpu.busy for s in self.samples]))
+
     def cpu(self, field: str) -> float | None:
-        return median([getattr(s.cpu, field) for s in self.samples])
+        return self._once(
+            ("cpu", field), lambda: median([getattr(s.cpu, field) for s in self.samples])
+        )
 
     def mean_cpu(self, field: str) -> float | None:
+        return self._once(("mean_cpu", field), lambda: self._mean_cpu(field))
+
+    def _mean_cpu(self, field: str) -> float | None:
         values = [getattr(s.cpu, field) for s in self.samples]
         present = [v for v in values if v is not None]
         return statistics.fmean(present) if present else None
 
     def server_bytes(self, field: str) -> float | None:
         """The server's own MiB/s read or written (/proc/<pid>/io), mean; None: unknown."""
+        return self._once(("server_bytes", field), lambda: self._server_bytes(field))
+
+    def _server_bytes(self, field: str) -> float | None:
         values = [getattr(s.io, f"server_{field}_mib_s") for s in self.samples if s.io]
         present = [v for v in values if v is not None]
         return statistics.fmean(present) if present else None
 
     def server_share(self, field: str) -> float | None:
         """The server's share of the device's bytes read or written over the run."""
-        ios = [s.io for s in self.samples if s.io is not None and s.io.device is not None]
-        server = [getattr(x, f"server_{field}_mib_s") for x in ios]
-        if not ios or any(v is None for v in server):
+        return self._once(("server_share", field), lambda: self._server_share(field))
+
+    def _server_share(self, field: str) -> float | None:
+        seen, server, device = 0, 0.0, 0.0
+        for s in self.samples:
+            x = s.io
+            if x is None or x.device is None:
+                continue
+            mine = getattr(x, f"server_{field}_mib_s")
+            if mine is None:
+                return None
+            seen += 1
+            server += mine
+            device += getattr(x, f"device_{field}_mib_s")
+        if not seen:
             return None
-        device = sum(getattr(x, f"device_{field}_mib_s") for x in ios)
-        return min(1.0, sum(v or 0.0 for v in server) / device) if device > 0 else None
+        return min(1.0, server / device) if device > 0 else None
 
     def pg(self, getter: Callable[..., float | None]) -> float | None:
         return median([getter(s.pg) for s in self.samples if s.pg is not None])
 
     def busiest_device(self) -> str | None:
+        return self._once(("busiest_device",), self._busiest_device)
+
+    def _busiest_device(self) -> str | None:
         util: dict[str, list[float]] = {}
         for s in self.samples:
             for d in s.devices:
@@ -199,8 +238,11 @@ class Evidence:
         return max(util, key=lambda n: statistics.median(util[n]))
 
     def device(self, name: str, field: str) -> float | None:
-        return median(
-            [getattr(d, field) for s in self.samples for d in s.devices if d.name == name]
+        return self._once(
+            ("device", name, field),
+            lambda: median(
+                [getattr(d, field) for s in self.samples for d in s.devices if d.name == name]
+            ),
         )
 
     def device_text(self, reads: bool) -> str | None:
@@ -242,11 +284,11 @@ class Evidence:
 
 
 def stalls(ev: Evidence) -> Finding | None:
-    tps = [(s, s.tps) for s in ev.samples if s.tps is not None]
+    tps = [s.tps for s in ev.samples if s.tps is not None]
     if len(tps) < 5:
         return None
-    med = statistics.median(t for _, t in tps)
-    dips = [s for s, t in tps if t < DIP_FRACTION * med]
+    med = statistics.median(tps)
+    dips = View(lambda: (s for s in ev.samples if s.tps is not None and s.tps < DIP_FRACTION * med))
     if len(dips) < 2 or len(dips) < STALL_SHARE * len(tps):
         return None
     writeback = median([s.memory.writeback_mib for s in ev.samples if s.memory]) or 0.0
@@ -264,12 +306,12 @@ def stalls(ev: Evidence) -> Finding | None:
             m.writeback_mib > max(2 * writeback, 16.0) or m.dirty_mib > max(2 * dirty, 64.0)
         )
 
-    ckpt = [s for s in dips if in_checkpoint(s)]
+    ckpt = View(lambda: (s for s in dips if in_checkpoint(s)))
     # Dirty and Writeback are host-wide: a peak is the server's only when the
     # server itself wrote most of what reached the device.
     own = ev.server_share("write")
     theirs = own is None or own < SERVER_WRITE_SHARE
-    flush = [] if theirs else [s for s in dips if flushing(s)]
+    flush = View(lambda: iter(()) if theirs else (s for s in dips if flushing(s)))
     aligned = max(len(ckpt), len(flush))
     if aligned < len(dips) / 2:
         return None
@@ -295,7 +337,7 @@ def starved(ev: Evidence) -> Finding | None:
     if other is None:
         return None
     steal = ev.mean_cpu("steal") or 0.0
-    busy = median([s.cpu.busy for s in ev.samples]) or 0.0
+    busy = ev.busy() or 0.0
     runq = ev.cpu("server_runq_pct")
     if other + steal < STARVED_OTHER_PCT:
         return None
@@ -327,7 +369,7 @@ def round_trips(ev: Evidence, run: Any) -> Finding | None:
     """One client, nothing saturated: each transaction waits for its round trips."""
     if ev.clients != 1:
         return None
-    busy = median([s.cpu.busy for s in ev.samples]) or 0.0
+    busy = ev.busy() or 0.0
     waiting = ev.share("client")
     if busy >= CPU_BUSY_PCT or waiting < LATENCY_CLIENT_SHARE:
         return None
@@ -398,7 +440,7 @@ def load_generator(ev: Evidence, run: Any = None) -> Finding | None:
 
 def server_cpu(ev: Evidence, run: Any = None) -> Finding | None:
     on_cpu = ev.share("cpu")
-    busy = median([s.cpu.busy for s in ev.samples])
+    busy = ev.busy()
     server = ev.cpu("server")
     client = ev.cpu("client")
     other = ev.mean_cpu("other")
@@ -437,7 +479,7 @@ def _cpu_split(ev: Evidence, busy: float | None) -> str:
 
 
 def not_saturated(ev: Evidence) -> Finding:
-    busy = median([s.cpu.busy for s in ev.samples]) or 0.0
+    busy = ev.busy() or 0.0
     evidence = (
         f"CPUs {busy:.0f}% busy" + _cpu_split(ev, busy),
         f"sampled backends: {ev.top_waits(3)}",
@@ -485,7 +527,7 @@ def against_limits(ev: Evidence, limits: Limits | None) -> tuple[str, ...]:
     return tuple(out)
 
 
-def clients_of(run: Any, samples: Sequence[Sample]) -> int | None:
+def clients_of(run: Any, samples: Collection[Sample]) -> int | None:
     """Clients of the run (pgbench -c, TPC-C connections), else the most
     client backends seen in one sample."""
     for attr in ("clients", "connections"):
@@ -497,7 +539,7 @@ def clients_of(run: Any, samples: Sequence[Sample]) -> int | None:
 
 
 def decide(
-    samples: Sequence[Sample],
+    samples: Collection[Sample],
     checkpoints: Sequence[Checkpoint],
     limits: Limits | None,
     run: PgbenchRun | None,
@@ -511,7 +553,7 @@ def decide(
     comes after the server's own waits and a starved server host, and before
     every rule that reads the server's CPU or its waits for the client: those
     describe a run held back by its load generators."""
-    inside = [s for s in samples if s.in_run]
+    inside = View(lambda: (s for s in samples if s.in_run))
     if len(inside) < 2:
         return Verdict(
             "unknown",

@@ -8,11 +8,12 @@ and one SQL statement; see bench/monitor_overhead.py).
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import os
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from types import TracebackType
 from typing import TYPE_CHECKING
@@ -37,7 +38,7 @@ from pgrig.monitor.model import (
 )
 from pgrig.monitor.noise import noise
 from pgrig.monitor.pgstats import PgSampler
-from pgrig.monitor.spool import Spool
+from pgrig.monitor.spool import Spool, View
 
 if TYPE_CHECKING:
     from pgrig.results import PgbenchRun
@@ -397,23 +398,27 @@ class Watch:
     # -- the result ----------------------------------------------------------
 
     def result(self, run: PgbenchRun | None) -> MonitorResult:
-        """The samples aligned on pgbench's time axis, the checkpoints, the verdict."""
-        t0 = self._client_start if self.ctx.client_started is None else self.ctx.client_started
-        connecting_ms = getattr(run, "initial_connection_ms", None)
-        if t0 is not None and connecting_ms:
-            # pgbench's -P clock starts once its clients are connected.
-            t0 += connecting_ms / 1000.0
+        """The samples aligned on pgbench's time axis, the checkpoints, the verdict:
+        every sample in memory (for callers that want them there; the recorder
+        takes ``summary`` and streams ``samples`` to the store instead)."""
+        return replace(self.summary(run), samples=tuple(self.samples(run)))
+
+    def samples(self, run: PgbenchRun | None) -> View[Sample]:
+        """The samples aligned on pgbench's time axis, read back from the spool
+        on every pass: never all in memory."""
+        t0 = self._client_origin(run)
         origin = t0 if t0 is not None else self._started_at
         points = tuple(getattr(run, "progress", ()) or ())
         progress = {p.t_s: p.tps for p in points}
-        samples = []
-        for raw in self._raw:
-            t_s = raw.wall - origin
-            middle = t_s - raw.interval_s / 2
-            duration = getattr(run, "duration_s", None)
-            in_run = 0 <= middle <= duration if duration is not None else raw.clients_alive > 0
-            samples.append(
-                Sample(
+        times = sorted(progress)
+        duration = getattr(run, "duration_s", None)
+
+        def aligned() -> Iterator[Sample]:
+            for raw in self._raw:
+                t_s = raw.wall - origin
+                middle = t_s - raw.interval_s / 2
+                in_run = 0 <= middle <= duration if duration is not None else raw.clients_alive > 0
+                yield Sample(
                     t_s=round(t_s, 3),
                     wall=round(raw.wall, 3),
                     interval_s=round(raw.interval_s, 3),
@@ -423,22 +428,29 @@ class Watch:
                     net_rx_mib_s=raw.net[0],
                     net_tx_mib_s=raw.net[1],
                     pg=raw.pg,
-                    tps=_nearest(progress, t_s),
+                    tps=_nearest(progress, times, t_s),
                     in_run=in_run,
                     io=raw.io,
                 )
-            )
+
+        return View(aligned)
+
+    def summary(self, run: PgbenchRun | None) -> MonitorResult:
+        """Everything but the samples (``samples=()``): the checkpoints, other
+        load and the verdict, worked out in passes over the spool."""
+        samples = self.samples(run)
         version = self._pg.version_num if self._pg else None
         checkpoints = find_checkpoints(samples, counted_at_end=(version or 0) >= 170000)
         ncpu = self._prev_stat.ncpu
         others, disturbed = interference.assess(samples, self._ledger.top(ncpu), self.thresholds)
+        points = tuple(getattr(run, "progress", ()) or ())
         return MonitorResult(
             interval_s=self.interval,
             ncpu=self._prev_stat.ncpu,
             started_at=self._started_at,
-            client_started_at=t0,
+            client_started_at=self._client_origin(run),
             devices=self.devices or (),
-            samples=tuple(samples),
+            samples=(),
             verdict=verdict.decide(
                 samples, checkpoints, self.limits, run, others, self.ctx.load_finding
             ),
@@ -451,6 +463,15 @@ class Watch:
             baseline=self.baseline,
             noise=noise([p.tps for p in points]),
         )
+
+    def _client_origin(self, run: PgbenchRun | None) -> float | None:
+        """pgbench's time 0 on the wall clock (epoch seconds); None: unknown."""
+        t0 = self._client_start if self.ctx.client_started is None else self.ctx.client_started
+        connecting_ms = getattr(run, "initial_connection_ms", None)
+        if t0 is not None and connecting_ms:
+            # pgbench's -P clock starts once its clients are connected.
+            t0 += connecting_ms / 1000.0
+        return t0
 
 
 def _io_sample(
@@ -494,14 +515,22 @@ def _share(wait: float | None, run: float | None) -> float | None:
     return 100.0 * wait / (wait + run)
 
 
-def _nearest(progress: dict[float, float], t_s: float, slack: float = 0.6) -> float | None:
-    if not progress:
+def _nearest(
+    progress: dict[float, float], times: list[float], t_s: float, slack: float = 0.6
+) -> float | None:
+    """The tps of the progress point nearest ``t_s`` (the earlier of two as
+    near), None beyond ``slack``; ``times``: the points' times, sorted (a
+    search, not a scan: it runs for every sample on every pass)."""
+    i = bisect.bisect_left(times, t_s)
+    near = [p for p in times[max(0, i - 1) : i + 1] if abs(p - t_s) <= slack]
+    if not near:
         return None
-    best = min(progress, key=lambda p: abs(p - t_s))
-    return progress[best] if abs(best - t_s) <= slack else None
+    return progress[min(near, key=lambda p: abs(p - t_s))]
 
 
-def find_checkpoints(samples: list[Sample], counted_at_end: bool = False) -> tuple[Checkpoint, ...]:
+def find_checkpoints(
+    samples: Iterable[Sample], counted_at_end: bool = False
+) -> tuple[Checkpoint, ...]:
     """Intervals where the checkpointer was busy.
 
     Before PostgreSQL 17 the counters (``checkpoints_timed`` + ``_req``) go up

@@ -34,3 +34,14 @@ CREATE TABLE IF NOT EXISTS runs (
     finished_at   TEXT NOT NULL,
     UNIQUE (study_id, key)
 );
+-- A run's per-second samples (the monitor's), one row each, written with the
+-- run in one transaction as they are read from the monitor's spool: a long
+-- run's are never all in pgrig's memory. The run's result keeps an empty
+-- "samples" list in their place. Stores from before (schema 1) hold them in
+-- the result's JSON: both are read.
+CREATE TABLE IF NOT EXISTS samples (
+    run_id BIGINT NOT NULL REFERENCES runs(id),
+    n      INTEGER NOT NULL,
+    value  TEXT NOT NULL,
+    PRIMARY KEY (run_id, n)
+);
