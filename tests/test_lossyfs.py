@@ -416,12 +416,18 @@ def test_a_signal_during_the_unmount_still_removes_the_run_directory(
         real(mountpoint, fsname)
 
     monkeypatch.setattr(mount_module, "lazy_unmount", signalled)
+    # Python's own Ctrl-C handler, whatever this process inherited: started in the
+    # background (`make test &`, a CI runner without job control) SIGINT is ignored.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     fs = LossyMount(*dirs)
     fs.start()
     assert fs.record is not None
     run_dir, fsname = Path(fs.record.run_dir), fs.record.fsname
-    with pytest.raises(KeyboardInterrupt):
-        fs.unmount()  # the signal is held until the teardown is done, then raised
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            fs.unmount()  # the signal is held until the teardown is done, then raised
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert not run_dir.exists()
     assert not (registry.registry_dir() / f"{fsname}.json").exists()
     assert not lossyfs.is_mounted(str(dirs[1]), fsname)
