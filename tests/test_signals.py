@@ -338,7 +338,7 @@ DIRECTORY_CELLS = [
         "teardown",
         signal.SIGINT,
         "right after the last step is recorded",
-        call(Store, "record", after=True, when=lambda _st, rec: rec.key == AFTER),
+        call(Store, "record", after=True, when=lambda _st, rec, *_: rec.key == AFTER),
         frozenset(ALL),
     ),
     Cell(

@@ -63,7 +63,7 @@ MEMORY_CELLS = [
         "memory-cgroup run",
         signal.SIGTERM,
         "as the run is recorded, before its cgroup reading",
-        call(Store, "record", after=True, when=lambda _st, rec: rec.key == RUN),
+        call(Store, "record", after=True, when=lambda _st, rec, *_: rec.key == RUN),
         frozenset((LAB, *DATA, RUN, MEMORY)),
     ),
     Cell(
