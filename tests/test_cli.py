@@ -44,6 +44,14 @@ TINY = [
 ]
 
 
+def tiny(**options: str) -> list[str]:
+    """TINY with some of its options changed: ``tiny(clients="1,2", duration="8")``."""
+    args = list(TINY)
+    for name, value in options.items():
+        args[args.index(f"--{name}") + 1] = value
+    return args
+
+
 def pgrig(
     *args: str | Path, env: dict[str, str] | None = None, timeout: float = 300
 ) -> subprocess.CompletedProcess[str]:

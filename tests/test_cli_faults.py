@@ -14,14 +14,14 @@ import time
 from pathlib import Path
 
 from pgrig import proc
-from test_cli import TINY, only_study, pgrig, postmaster_of, spawn, wait_for
+from test_cli import only_study, pgrig, postmaster_of, spawn, tiny, wait_for
 
 # -- faults during a study ---------------------------------------------------
 
 
 def test_fio_missing_is_skipped_and_the_rest_runs(disk_dir: Path) -> None:
     results = disk_dir / "r"
-    tiny = [a if a != "fsync,fio" else "fsync" for a in TINY]
+    no_fio = tiny(skip="fsync")
     env = dict(os.environ, PATH="/nonexistent")  # no fio anywhere
     done = pgrig(
         "run",
@@ -33,7 +33,7 @@ def test_fio_missing_is_skipped_and_the_rest_runs(disk_dir: Path) -> None:
         "1",
         "--fio-size",
         "16M",
-        *tiny,
+        *no_fio,
         env=env,
     )
     assert done.returncode == 0, done.stderr
@@ -49,10 +49,8 @@ def test_fio_missing_is_skipped_and_the_rest_runs(disk_dir: Path) -> None:
 
 def test_pgbench_failing_mid_run_is_recorded_and_the_study_goes_on(disk_dir: Path) -> None:
     results = disk_dir / "r"
-    args = [a for a in TINY]
-    args[args.index("--clients") + 1] = "1,2"
     # Long enough for the killer to catch the first run on a loaded machine.
-    args[args.index("--duration") + 1] = "8"
+    args = tiny(clients="1,2", duration="8")
     child = spawn("run", "--target", disk_dir, "--results", results, *args)
     killed: list[int] = []
 
@@ -93,9 +91,7 @@ def test_pgbench_failing_mid_run_is_recorded_and_the_study_goes_on(disk_dir: Pat
 
 def test_ctrl_c_stops_everything_and_keeps_finished_results(disk_dir: Path) -> None:
     results = disk_dir / "r"
-    args = [a for a in TINY]
-    args[args.index("--clients") + 1] = "1,2"
-    args[args.index("--duration") + 1] = "30"
+    args = tiny(clients="1,2", duration="30")
     child = spawn("run", "--target", disk_dir, "--results", results, *args)
 
     def bench_started() -> bool:
@@ -126,8 +122,7 @@ def test_ctrl_c_stops_everything_and_keeps_finished_results(disk_dir: Path) -> N
 
 def test_kill_9_leaves_an_orphan_that_the_next_run_removes(disk_dir: Path) -> None:
     results = disk_dir / "r"
-    args = [a for a in TINY]
-    args[args.index("--duration") + 1] = "60"
+    args = tiny(duration="60")
     child = spawn("run", "--target", disk_dir, "--results", results, *args)
     try:
         data, pid = wait_for(lambda: postmaster_of(disk_dir), what="the cluster to start")

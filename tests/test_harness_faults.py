@@ -22,7 +22,7 @@ from pgrig.files import write_atomically
 from pgrig.results import Study
 from pgrig.store import Store
 from pgrig.tools import pgbench
-from test_cli import TINY, only_study, pgrig, postmaster_of, spawn, wait_for
+from test_cli import TINY, only_study, pgrig, postmaster_of, spawn, tiny, wait_for
 
 
 def campaign_file(tmp_path: Path, target: Path, duration: int) -> Path:
@@ -88,8 +88,7 @@ def test_an_interrupted_step_runs_again_on_resume(disk_dir: Path, tmp_path: Path
 
 def test_sigterm_stops_everything_like_ctrl_c(disk_dir: Path) -> None:
     results = disk_dir / "r"
-    args = list(TINY)
-    args[args.index("--duration") + 1] = "30"
+    args = tiny(duration="30")
     child = spawn("run", "--target", disk_dir, "--results", results, *args)
     wait_for(lambda: first_run_started(results), what="the load")
     time.sleep(2)

@@ -23,6 +23,7 @@ from pathlib import Path
 from pgrig import ownership, proc
 from pgrig.cluster import workdir
 from pgrig.cluster.workdir import state_dir
+from pgrig.environment import parse_mountinfo
 
 FSTYPE = "fuse.lossyfs"
 RUN_PREFIX = "pgrig-lossyfs-"
@@ -76,28 +77,13 @@ def drop_record(record: MountRecord) -> None:
         (registry_dir() / f"{record.fsname}.json").unlink()
 
 
-def _unescape(field: str) -> str:
-    """mountinfo escapes space, tab, newline and backslash as octal."""
-    for code in ("\\040", "\\011", "\\012", "\\134"):
-        field = field.replace(code, chr(int(code[1:], 8)))
-    return field
-
-
 def _lossy_mounts() -> set[tuple[str, str]]:
     """(mountpoint, fsname) of every lossy filesystem mounted here."""
     try:
-        lines = Path("/proc/self/mountinfo").read_text().splitlines()
+        text = Path("/proc/self/mountinfo").read_text()
     except OSError:
         return set()
-    found = set()
-    for line in lines:
-        fields = line.split()
-        if "-" not in fields:
-            continue
-        sep = fields.index("-")
-        if len(fields) > sep + 2 and fields[sep + 1] == FSTYPE:
-            found.add((_unescape(fields[4]), fields[sep + 2]))
-    return found
+    return {(m.mountpoint, m.source) for m in parse_mountinfo(text) if m.fstype == FSTYPE}
 
 
 def is_mounted(mountpoint: str, fsname: str) -> bool:
