@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 import pytest
+from tests.test_cli import TINY, pgrig
 
 from pgrig import calibration, campaign, plan
 from pgrig.durability.workload import DurabilitySpec
@@ -194,3 +195,14 @@ def test_plan_warns_when_its_calibration_was_recorded_on_a_far_busier_machine(
     said = " ".join(err.split())
     assert "warning: this machine is" in said and "x quieter now" in said
     assert "load 500.00 per CPU, 99% of the time a task waited for a CPU" in said
+
+
+def test_run_warns_as_plan_does_when_its_calibration_was_recorded_on_a_far_busier_machine(
+    disk_dir: Path,
+) -> None:
+    """Whoever runs without planning first hears the same caution as ``pgrig plan``."""
+    calibration.record(load_kind(TpcbSpec()), 20, 33.0, calibration.Busy(500.0, 99.0))
+    done = pgrig("run", "--target", disk_dir, "--results", disk_dir / "r", *TINY)
+    assert done.returncode == 0, done.stderr
+    said = " ".join(done.stderr.split())
+    assert "warning: this machine is" in said and "x quieter now" in said

@@ -205,12 +205,16 @@ class CampaignRunner:
         rec = self.recorder = Recorder(
             store, study, self.ui, monitor_runs=pol.monitor, wait_quiet_s=pol.wait_quiet_s
         )
-        expansion = plan.expand(self.campaign)
+        with calibration.watching() as seen:
+            expansion = plan.expand(self.campaign)
         self.ui.info(
             f"campaign [bold]{study.id}[/bold]: {len(expansion.runs)} steps on "
             f"{len(self.targets)} target(s), about {expansion.total_s / 60:.0f} min; "
             f"results go to {store.path}"
         )
+        # The same caution as `pgrig plan`'s: whoever only runs should hear it too.
+        if busier := calibration.load_note(seen, calibration.busy()):
+            self.ui.warn(busier)
         if self.campaign.workloads:
             for t in self.targets:
                 if t.profile is not None:  # an existing server's are known once connected
