@@ -8,7 +8,7 @@ keep busy, per range of warehouses of a big table. A unit that holds a whole
 table truncates it and copies with ``FREEZE`` in the same transaction: its rows
 are frozen and its pages all-visible from the start (PostgreSQL 14 and later),
 so it needs ANALYZE only; a table loaded in ranges needs VACUUM. Then build the
-indexes (in parallel, each with parallel maintenance workers), turn them into
+indexes (in parallel, with the maintenance workers that fill the cores), turn them into
 primary keys, analyze, and write the ``tpcc.meta`` row last, so that a load
 that did not finish is never taken for one that did.
 
@@ -37,7 +37,7 @@ from pgrig.cluster.server import Cluster
 from pgrig.conninfo import Conn
 from pgrig.errors import UsageError
 from pgrig.workloads import copybin
-from pgrig.workloads.parallel import Unit, load_settings, run_parallel
+from pgrig.workloads.parallel import Unit, build_workers, load_settings, run_parallel
 from pgrig.workloads.tpcc import TABLES, generate, sqlfiles
 from pgrig.workloads.tpcc.model import TpccLoad
 
@@ -211,8 +211,16 @@ def load(
         maps = db.info.server_version >= FREEZE_MAPS_FROM
         superuser = db.execute("SELECT current_setting('is_superuser')").fetchone() == ("on",)
         version = db.info.server_version
+    # Each connection builds its tables' indexes while the others still copy: a
+    # build gets the workers that fill the cores beside them - none when every
+    # connection is busy. 8 warehouses, 2 connections, 4 rounds alternated
+    # (2026-11-26, load average 0.2-1.4): 3.93 s with none, 4.22 s with one,
+    # 4.37 s with two (docs/bench.md).
     setup = load_settings(
-        version, timeout_s=timeout_for(warehouses), workers=jobs, superuser=superuser
+        version,
+        timeout_s=timeout_for(warehouses),
+        workers=build_workers(jobs, jobs),
+        superuser=superuser,
     )
     t0 = time.monotonic()
     restarts: dict[str, float] = {}
