@@ -46,9 +46,9 @@ from pgrig.hosts.executor import Executor, Started
 from pgrig.hosts.watch import LoadHostWatch, Watcher, client_bound
 from pgrig.monitor.verdict import Finding
 from pgrig.results import LatencySummary, PgbenchRun, ProgressPoint
+from pgrig.tools.pgbench import txlog
 from pgrig.tools.pgbench.parse import parse_progress
 from pgrig.tools.pgbench.run import RunOptions, log_sampling_rate, parse_result, run_argv
-from pgrig.tools.pgbench import txlog
 
 PROGRESS_EVERY_S = 1.0  # pgbench's -P 1
 PROGRESS_TAIL = 20  # stderr lines searched for the newest progress line

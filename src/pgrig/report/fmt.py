@@ -70,6 +70,29 @@ def size(n_bytes: int) -> str:
 Formatter = Callable[[float], str]
 
 
+def percentile_method(
+    samples: Sequence[int], digits: Sequence[int | None], per: str = "run"
+) -> str:
+    """How latency percentiles were made, said once under a table: of how many
+    samples (the range over each ``per``), and whether from an HdrHistogram (``digits``
+    significant digits) or, in runs recorded before pgrig kept histograms,
+    exactly from every sample sorted."""
+    low, high = min(samples, default=0), max(samples, default=0)
+    count = f"{low:,}" if low == high else f"{low:,}-{high:,}"
+    kept = sorted({d for d in digits if d is not None})
+    parts = []
+    if kept:
+        within = " / ".join(f"{100 * 10.0**-d:g}%" for d in kept)
+        places = " / ".join(str(d) for d in kept)
+        parts.append(
+            f"an HdrHistogram of {count} samples per {per} at {places} significant digits "
+            f"(within about {within}); max exact"
+        )
+    if None in digits:
+        parts.append(("older runs: " if kept else "") + f"every sample sorted ({count} per {per})")
+    return "Nearest-rank percentiles from " + "; ".join(parts) + "."
+
+
 def optional(value: float | None, fmt: Formatter) -> str:
     if value is None:
         return "n/a"

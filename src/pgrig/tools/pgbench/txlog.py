@@ -96,7 +96,9 @@ class Histogram:
         ranks = [nearest_rank(p, total) for p in pcts]
         indexes = np.searchsorted(cumulative, ranks, side="left")
         return [
-            min(self.max_us, hdr.get_highest_equivalent_value(hdr.get_value_from_index(int(i))))
+            min(
+                self.max_us, int(hdr.get_highest_equivalent_value(hdr.get_value_from_index(int(i))))
+            )
             for i in indexes
         ]
 
@@ -123,9 +125,7 @@ class TxLog:
         return total
 
 
-def parse_logs(
-    paths: Iterable[Path], clock_offset_s: float = 0.0, origin_s: float = 0.0
-) -> TxLog:
+def parse_logs(paths: Iterable[Path], clock_offset_s: float = 0.0, origin_s: float = 0.0) -> TxLog:
     """Per-script latencies and completions per second from ``-l`` log files,
     read as a stream; completion times are brought to this machine's clock by
     subtracting ``clock_offset_s`` (the clock of the host that wrote them minus
