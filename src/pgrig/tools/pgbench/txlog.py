@@ -84,6 +84,10 @@ class Histogram:
         both.max_us = max(self.max_us, other.max_us)
         return both
 
+    def counts(self) -> np.ndarray:
+        """The HdrHistogram's counters, read in place."""
+        return np.frombuffer(self.hdr.counts, dtype=np.uint64, count=self.hdr.counts_len)
+
     def percentiles_us(self, pcts: Sequence[float]) -> list[int]:
         """Nearest-rank percentiles (as ``nearest_rank``): the upper end of the
         bucket holding that rank, which is at most 0.1% above the sample, and
@@ -92,7 +96,7 @@ class Histogram:
         if not total:
             return [0 for _ in pcts]
         hdr = self.hdr
-        cumulative = np.cumsum(np.frombuffer(hdr.counts, dtype=np.uint64, count=hdr.counts_len))
+        cumulative = np.cumsum(self.counts())
         ranks = [nearest_rank(p, total) for p in pcts]
         indexes = np.searchsorted(cumulative, ranks, side="left")
         return [
