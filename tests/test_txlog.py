@@ -14,6 +14,7 @@ from pgrig.errors import ParseError
 from pgrig.report import fmt
 from pgrig.results import LatencySummary, from_dict, to_dict
 from pgrig.tools.pgbench import txlog
+from pgrig.workloads.tpcc import cli as tpcc_cli
 from pgrig.workloads.tpcc import driver
 from pgrig.workloads.tpcc.model import TpccRun
 
@@ -211,6 +212,10 @@ def test_old_records_read_as_exact_and_new_ones_say_histogram() -> None:
         orders_created=None,
     )  # fmt: skip
     assert run.latency_digits == txlog.DIGITS == 3
+    counts = "-".join(f"{n:,}" for n in sorted({min(t.samples for t in run.types if t.samples),
+                                                 max(t.samples for t in run.types)}))  # fmt: skip
+    said = f"HdrHistogram of {counts} samples per type at 3 significant digits"
+    assert said in tpcc_cli.format_run(run).splitlines()[-1]
     stored = to_dict(run)
     del stored["latency_digits"]
     assert from_dict(TpccRun, stored).latency_digits is None
