@@ -17,7 +17,7 @@ rounds, and the largest relative difference between the two methods' p50,
 p95, p99 and max (the histogram's precision: at most 1/1024).
 
     .venv/bin/python bench/txlog.py [--sizes 100000 1000000 5000000] [--rounds 3]
-        [--template tests/data/pgbench_txlog_rw2s.9434.log ...]
+        [--template tests/data/pgbench_txlog_rw2s.5794.log ...]
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data"
-TEMPLATE = (DATA / "pgbench_txlog_rw2s.9434.log", DATA / "pgbench_txlog_rw2s.9434.1.log")
+TEMPLATE = (DATA / "pgbench_txlog_rw2s.5794.log", DATA / "pgbench_txlog_rw2s.5794.1.log")
 FIELDS = ("p50_ms", "p95_ms", "p99_ms", "max_ms")
 
 

@@ -20,8 +20,8 @@ from pgrig.workloads.tpcc.model import TpccRun
 
 DATA = Path(__file__).parent / "data"
 CAPTURED = (
-    # pgbench -c 4 -j 2 -T 2 -l at scale 1, read-write (tpcb-like): 1 to 40 ms
-    ("pgbench_txlog_rw2s.9434.log", "pgbench_txlog_rw2s.9434.1.log"),
+    # pgbench -n -c 4 -j 2 -T 2 -l at scale 1, read-write, fsync on: 0.26 to 56 ms
+    ("pgbench_txlog_rw2s.5794.log", "pgbench_txlog_rw2s.5794.1.log"),
     ("pgbench_txlog_rw.7285.log", "pgbench_txlog_rw.7285.1.log"),
     ("pgbench_txlog_select.7261.log", "pgbench_txlog_select.7261.1.log"),
     ("pgbench_txlog_rate.7379.log",),  # -R with -L: two "skipped" lines
@@ -51,6 +51,10 @@ def samples(paths: list[Path], script: int | None = None) -> list[int]:
         for cols in (line.split() for line in path.read_text().splitlines())
         if cols[2].isdigit() and (script is None or int(cols[3]) == script)
     ]
+
+
+def first_epoch(path: Path) -> int:
+    return int(path.read_text().split(maxsplit=5)[4])
 
 
 @pytest.mark.parametrize("names", CAPTURED, ids=lambda names: names[0])
@@ -88,7 +92,7 @@ def test_pooling_two_logs_equals_parsing_both() -> None:
     """Two hosts' logs pooled (histograms and per-second counts added) are the
     logs parsed as one - counted from one fractional origin and clock offset."""
     a, b = (DATA / n for n in CAPTURED[0])
-    origin, offset = 1795321838.25, 0.6
+    origin, offset = first_epoch(a) + 0.25, 0.6
     one = txlog.parse_logs([a, b], offset, origin)
     pooled = txlog.pool(
         [txlog.parse_logs([a], offset, origin), txlog.parse_logs([b], offset, origin)]
@@ -109,7 +113,7 @@ def test_completions_are_counted_per_second_from_the_origin() -> None:
     """Each completion (epoch + us on the host's clock) falls in the second
     floor(time - offset - origin), as a float computation puts it."""
     paths = [DATA / n for n in CAPTURED[0]]
-    origin, offset = 1795321838.75, -0.3
+    origin, offset = first_epoch(paths[0]) + 0.75, -0.3
     log = txlog.parse_logs(paths, offset, origin)
     expected: dict[int, dict[int, int]] = {}
     for path in paths:
@@ -137,7 +141,7 @@ def test_skipped_and_failed_lines_are_left_out(tmp_path: Path) -> None:
 
 def test_bad_lines_raise_parse_error_naming_file_and_line(tmp_path: Path) -> None:
     good = (DATA / "pgbench_txlog_rw.7285.log").read_text()
-    # The bad line past the first block of ~1 MiB: lines are counted across blocks.
+    # The bad line past the first block read: lines are counted across blocks.
     repeats = 1 + txlog._BLOCK_CHARS // len(good)
     for bad in ("1795321839 100 2000", "0 1 5 x 1795321839 1", "0 1 5 0 epoch 1", "0 1 5 0"):
         path = tmp_path / "pgrig_txlog_a.1"
