@@ -50,7 +50,8 @@ def nearest_rank(pct: float, count: int) -> int:
 
 class Histogram:
     """Latencies in microseconds: an HdrHistogram plus the exact largest value
-    (the HdrHistogram's own max is its bucket's upper end once added to)."""
+    (the HdrHistogram's own max is its bucket's upper end once added to).
+    Made whole by ``of`` or ``+`` and only read after."""
 
     def __init__(self, highest_us: int = HIGHEST_US) -> None:
         self.hdr = HdrHistogram(LOWEST_US, highest_us, DIGITS)
