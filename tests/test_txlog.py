@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import tracemalloc
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -12,10 +13,14 @@ import pytest
 
 from pgrig.errors import ParseError
 from pgrig.report import fmt
-from pgrig.results import LatencySummary, from_dict, to_dict
+from pgrig.report import tpcb as tpcb_report
+from pgrig.report.points import Point
+from pgrig.results import LatencySummary, RunRecord, from_dict, to_dict
+from pgrig.tools import pgbench
 from pgrig.tools.pgbench import txlog
 from pgrig.workloads.tpcc import cli as tpcc_cli
 from pgrig.workloads.tpcc import driver
+from pgrig.workloads.tpcc import report as tpcc_report
 from pgrig.workloads.tpcc.model import TpccRun
 
 DATA = Path(__file__).parent / "data"
@@ -205,10 +210,10 @@ def test_old_records_read_as_exact_and_new_ones_say_histogram() -> None:
     summary = from_dict(LatencySummary, old)
     assert (summary.p90_ms, summary.digits) == (None, None)
     assert from_dict(LatencySummary, to_dict(summary)) == summary
-    assert "every sample sorted (600 per run)" in fmt.percentile_method([600], [None])
-    note = fmt.percentile_method([600, 1200], [3, None])
+    assert "every sample sorted (600 per run)" in fmt.percentile_method([(600, None)])
+    note = fmt.percentile_method([(600, 3), (1200, 3), (700, None)])
     assert "HdrHistogram of 600-1,200 samples per run at 3 significant digits" in note
-    assert "(within about 0.1%); max exact; older runs: every sample sorted" in note
+    assert "(within about 0.1%); max exact; older runs: every sample sorted (700 per run)" in note
     stdout = (DATA / "tpcc_pgbench_server_stdout.txt").read_text()
     run = driver.build_result(
         stdout, "", [DATA / "tpcc_txlog.txt"], opts=driver.RunOptions(duration_s=10),
@@ -223,3 +228,33 @@ def test_old_records_read_as_exact_and_new_ones_say_histogram() -> None:
     stored = to_dict(run)
     del stored["latency_digits"]
     assert from_dict(TpccRun, stored).latency_digits is None
+
+
+def test_the_reports_tables_say_how_the_percentiles_were_made() -> None:
+    """Under the TPC-B latency table and the TPC-C mix table, once: an
+    HdrHistogram of N samples at 3 digits - and, beside runs recorded before,
+    every sample sorted."""
+    run = pgbench.parse_run(
+        (DATA / "pgbench_run_read_write.stdout.txt").read_text(),
+        (DATA / "pgbench_run_read_write.stderr.txt").read_text(),
+        mode="read-write",
+    )
+    new = replace(run, latency=txlog.parse_transaction_logs([DATA / n for n in CAPTURED[0]], 1))
+    old = replace(run, latency=LatencySummary(600, 1.0, 0.9, 1.2, 1.6, 3.5))
+    rec = RunRecord("s", "k", "pgbench_run", "t", {}, "ok", "", "")
+    table = tpcb_report.latency_table([Point("read-write", 4, ((rec, new), (rec, old)), ())])
+    said = [n for n in table.notes if "HdrHistogram" in n]
+    assert said == [
+        "Nearest-rank percentiles from an HdrHistogram of 896 samples per run at 3 "
+        "significant digits (within about 0.1%); max exact; older runs: every sample sorted "
+        "(600 per run)."
+    ]
+    tpcc = driver.build_result(
+        (DATA / "tpcc_pgbench_server_stdout.txt").read_text(), "", [DATA / "tpcc_txlog.txt"],
+        opts=driver.RunOptions(duration_s=10), warehouses=1, active=1, sampling_rate=1.0,
+        started_epoch=1795324646.0, orders_created=None,
+    )  # fmt: skip
+    notes = tpcc_report.mix_table(rec, tpcc).notes
+    assert (
+        sum("HdrHistogram of" in n and "per type at 3 significant digits" in n for n in notes) == 1
+    )

@@ -357,9 +357,7 @@ def latency_table(pts: Sequence[Point]) -> Table:
     ]
     summaries = [r.latency for p in pts for _, r in p.ok if r.latency is not None]
     if summaries:
-        notes.append(
-            fmt.percentile_method([s.samples for s in summaries], [s.digits for s in summaries])
-        )
+        notes.append(fmt.percentile_method([(s.samples, s.digits) for s in summaries]))
     if sampled:
         rates = ", ".join(f"{r * 100:.2g}%" for r in sorted(sampled))
         notes.append(

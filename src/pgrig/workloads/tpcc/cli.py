@@ -258,7 +258,7 @@ def format_run(r: TpccRun) -> str:
             + " ".join(f"{v:>8.2f}" if v is not None else f"{'n/a':>8}" for v in cells)
         )
     lines.append(
-        fmt.percentile_method([t.samples for t in r.types if t.samples], [r.latency_digits], "type")
+        fmt.percentile_method([(t.samples, r.latency_digits) for t in r.types if t.samples], "type")
     )
     return "\n".join(lines)
 

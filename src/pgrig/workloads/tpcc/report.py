@@ -271,7 +271,7 @@ def mix_table(rec: RunRecord, r: TpccRun) -> Table:
         notes=(
             f"Latencies from pgbench's per-transaction log (sampling rate {r.sampling_rate:g}).",
             fmt.percentile_method(
-                [t.samples for t in r.types if t.samples], [r.latency_digits], per="type"
+                [(t.samples, r.latency_digits) for t in r.types if t.samples], per="type"
             ),
         ),
         numeric=(False,) + (True,) * 9,
