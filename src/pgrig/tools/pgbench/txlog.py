@@ -149,7 +149,7 @@ def parse_logs(paths: Iterable[Path], clock_offset_s: float = 0.0, origin_s: flo
                 counts.add(_numbers(lines, path, lineno))
                 lineno += len(lines)
     latencies = {s: Histogram.of(c) for s, c in sorted(counts.latencies.items())}
-    completed = {s: dict(sorted(c.items())) for s, c in sorted(counts.completed.items())}
+    completed: dict[int, dict[int, int]] = dict(sorted(counts.completed.items()))
     return TxLog(latencies, completed, origin_s)
 
 
