@@ -56,10 +56,9 @@ def test_parse_logs_groups_latencies_by_script(tmp_path: Path) -> None:
     log = tmp_path / "txlog.1"
     log.write_text((DATA / "tpcc_txlog.txt").read_text() + "3 99 failed 1 1795324650 1 0\n")
     summary = txlog.parse_logs([log])
-    assert sorted(summary.latencies_us) == [0, 1, 2, 3]
-    assert len(summary.latencies_us[0]) == 27
-    assert len(summary.latencies_us[1]) == 26  # the failed one is not a latency sample
-    assert summary.latencies_us[0] == sorted(summary.latencies_us[0])
+    assert sorted(summary.latencies) == [0, 1, 2, 3]
+    assert summary.latencies[0].samples == 27
+    assert summary.latencies[1].samples == 26  # the failed one is not a latency sample
     bad = tmp_path / "bad.1"
     bad.write_text("not a log line\n")
     with pytest.raises(Exception, match="not a pgbench transaction log line"):
@@ -67,12 +66,15 @@ def test_parse_logs_groups_latencies_by_script(tmp_path: Path) -> None:
 
 
 def test_timeline_counts_new_orders_per_interval() -> None:
-    completed = {0: [100.5, 100.7, 101.2], 1: [100.1, 101.9, 103.5]}
-    points = driver.timeline(completed, started_epoch=100.0, duration_s=2, sampling_rate=0.5)
+    completed = {0: {0: 2, 1: 1}, 1: {0: 1, 1: 1, 3: 1}}  # per second from the start
+    points = driver.timeline(completed, duration_s=2, sampling_rate=0.5)
     assert [(p.t_s, p.tpmc, p.tpm_total) for p in points] == [
         (1, 2 * 60 / 0.5, 3 * 60 / 0.5),
         (2, 1 * 60 / 0.5, 2 * 60 / 0.5),
     ]
+    longer = driver.timeline({0: {s: 1 for s in range(-1, 41)}}, duration_s=40, sampling_rate=1)
+    assert [p.t_s for p in longer] == list(range(2, 41, 2))  # 2-s intervals, none before 0
+    assert {p.tpmc for p in longer} == {2 * 60 / 2}
 
 
 def test_load_hosts_merge_host_by_host(tmp_path: Path) -> None:

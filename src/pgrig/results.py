@@ -320,7 +320,10 @@ class StatementLatency:
 
 @dataclass(frozen=True)
 class LatencySummary:
-    """Latency percentiles from pgbench's per-transaction log (``-l``)."""
+    """Latency percentiles from pgbench's per-transaction log (``-l``): nearest
+    rank, read from an HdrHistogram of the samples kept to ``digits``
+    significant digits (a percentile is at most about 0.1% above the sample it
+    stands for at 3); max is the exact largest sample."""
 
     samples: int
     sampling_rate: float  # 1.0 = every transaction logged
@@ -328,6 +331,10 @@ class LatencySummary:
     p95_ms: float
     p99_ms: float
     max_ms: float
+    p90_ms: float | None = None  # None in records made before pgrig kept it
+    # None: exact nearest rank from every sample sorted (records made before
+    # pgrig kept histograms).
+    digits: int | None = None
 
 
 @dataclass(frozen=True)

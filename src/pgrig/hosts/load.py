@@ -14,8 +14,8 @@ place - same PID, so stopping it stops pgbench. The controller:
    of those is the start spread reported with the run (and its uncertainty,
    the two largest half round trips);
 4. fetches every host's ``pgbench -l`` log and merges the latency percentiles
-   exactly, from the pooled per-transaction samples - never from per-host
-   percentiles, which cannot be averaged.
+   from the pooled samples - each host's HdrHistogram added up (within the
+   histograms' 0.1%), never per-host percentiles, which cannot be averaged.
 
 Every host runs the same pgbench: the same clients and threads each (a load
 host is added for its CPUs), the same scripts - a custom workload's and
@@ -46,9 +46,9 @@ from pgrig.hosts.executor import Executor, Started
 from pgrig.hosts.watch import LoadHostWatch, Watcher, client_bound
 from pgrig.monitor.verdict import Finding
 from pgrig.results import LatencySummary, PgbenchRun, ProgressPoint
+from pgrig.tools.pgbench import txlog
 from pgrig.tools.pgbench.parse import parse_progress
 from pgrig.tools.pgbench.run import RunOptions, log_sampling_rate, parse_result, run_argv
-from pgrig.tools.pgbench.txlog import parse_transaction_logs
 
 PROGRESS_EVERY_S = 1.0  # pgbench's -P 1
 PROGRESS_TAIL = 20  # stderr lines searched for the newest progress line
@@ -254,6 +254,7 @@ def run_pgbench(
         finally:
             watches = [w.stop() for w in watchers]
         loads = []
+        histograms: list[txlog.Histogram] = []  # each host's, added up for the pooled figures
         for ex, waiter, completed, at in zip(executors, waiters, done, woke, strict=True):
             if completed.returncode != 0:
                 raise ToolError(
@@ -267,12 +268,12 @@ def run_pgbench(
             except ParseError as exc:
                 raise ParseError(f"load host {ex.name}: {exc.message}", hint=exc.hint) from None
             files = _fetch_logs(ex, remote_dirs[ex.name], log_dir / ex.name)
-            latency = parse_transaction_logs(files, log_sampling_rate(opts))
+            histograms.append(txlog.parse_logs(files).pooled())
             loads.append(
                 HostLoad(
                     ex.name,
                     run,
-                    latency,
+                    txlog.summary(histograms[-1], log_sampling_rate(opts)),
                     (at - start) * 1000,
                     tuple(map(str, files)),
                     completed.stdout,
@@ -281,7 +282,7 @@ def run_pgbench(
             )
     finally:
         _clean_up(executors, [started[e.name] for e in executors if e.name in started], remote_dirs)
-    pooled = [Path(f) for h in loads for f in h.log_files]
+    pooled = sum(histograms, txlog.Histogram())
     uncertainty = sorted(o.uncertainty_ms for o in offsets)[-2:]
     return MultiLoad(
         hosts=tuple(loads),
@@ -289,7 +290,7 @@ def run_pgbench(
         start_spread_ms=(max(woke) - min(woke)) * 1000,
         start_spread_uncertainty_ms=sum(uncertainty),
         tps=sum(h.pgbench.tps for h in loads),
-        latency=parse_transaction_logs(pooled, log_sampling_rate(opts)),
+        latency=txlog.summary(pooled, log_sampling_rate(opts)),
         watches=tuple(watches),
         start_at=start,
     )

@@ -70,6 +70,32 @@ def size(n_bytes: int) -> str:
 Formatter = Callable[[float], str]
 
 
+def percentile_method(made: Sequence[tuple[int, int | None]], per: str = "run") -> str:
+    """How latency percentiles were made, said once under a table, from each
+    ``per``'s (samples, digits): of how many samples (their range), and whether
+    from an HdrHistogram at ``digits`` significant digits or - runs recorded
+    before pgrig kept histograms, ``digits`` None - from every sample sorted."""
+
+    def count(of: Sequence[int]) -> str:
+        low, high = min(of, default=0), max(of, default=0)
+        return f"{low:,}" if low == high else f"{low:,}-{high:,}"
+
+    kept = sorted({d for _, d in made if d is not None})
+    parts = []
+    if kept:
+        within = " / ".join(f"{100 * 10.0**-d:g}%" for d in kept)
+        places = " / ".join(str(d) for d in kept)
+        samples = count([n for n, d in made if d is not None])
+        parts.append(
+            f"an HdrHistogram of {samples} samples per {per} at {places} significant digits "
+            f"(within about {within}); max exact"
+        )
+    if exact := [n for n, d in made if d is None]:
+        older = "older runs: " if kept else ""
+        parts.append(f"{older}every sample sorted ({count(exact)} per {per})")
+    return "Nearest-rank percentiles from " + "; ".join(parts) + "."
+
+
 def optional(value: float | None, fmt: Formatter) -> str:
     if value is None:
         return "n/a"

@@ -355,6 +355,9 @@ def latency_table(pts: Sequence[Point]) -> Table:
         "avg and stddev: pgbench's latency average and standard deviation; percentiles "
         "and max from its per-transaction log (-l). Median over repeats.",
     ]
+    summaries = [r.latency for p in pts for _, r in p.ok if r.latency is not None]
+    if summaries:
+        notes.append(fmt.percentile_method([(s.samples, s.digits) for s in summaries]))
     if sampled:
         rates = ", ".join(f"{r * 100:.2g}%" for r in sorted(sampled))
         notes.append(

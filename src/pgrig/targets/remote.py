@@ -513,7 +513,8 @@ class RemoteKind(TargetKind):
             caption="Per load host and merged: tps"
             + (f" and {extra[0]}" if extra else "")
             + " summed; p50/p99 from every host's "
-            "per-transaction log pooled (nearest rank), each host's from its own; "
+            "per-transaction log pooled (nearest rank, within 0.1%: HdrHistograms added), "
+            "each host's from its own; "
             "'started' after the common start on this machine's clock; clock offsets "
             "NTP-style, ± half the best round trip.",
             notes=tuple(notes),

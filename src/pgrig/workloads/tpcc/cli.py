@@ -18,6 +18,7 @@ from pgrig.cluster.profiles import parse_overrides
 from pgrig.conninfo import Conn
 from pgrig.errors import PgrigError
 from pgrig.policy import RunPolicy
+from pgrig.report import fmt
 from pgrig.results import to_dict
 from pgrig.runner import run_campaign
 from pgrig.store import location
@@ -256,6 +257,9 @@ def format_run(r: TpccRun) -> str:
             f"{LABELS[t.name]:<13} {t.transactions:>8,} "
             + " ".join(f"{v:>8.2f}" if v is not None else f"{'n/a':>8}" for v in cells)
         )
+    lines.append(
+        fmt.percentile_method([(t.samples, r.latency_digits) for t in r.types if t.samples], "type")
+    )
     return "\n".join(lines)
 
 

@@ -27,7 +27,7 @@ import secrets
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -321,29 +321,24 @@ def parse_totals(stdout: str) -> dict[str, int]:
     return out
 
 
-def percentile_ms(ordered: Sequence[int], pct: float) -> float | None:
-    """Nearest-rank percentile of ascending microseconds, in ms; None without samples."""
-    return txlog.percentile(ordered, pct) / 1000.0 if ordered else None
-
-
 def timeline(
-    completed: dict[int, list[float]],
-    started_epoch: float,
+    completed: Mapping[int, Mapping[int, int]],
     duration_s: float,
     sampling_rate: float,
 ) -> tuple[TpmPoint, ...]:
-    """tpmC and tpmTotal per interval (about 20 intervals per run, at least 1 s)."""
+    """tpmC and tpmTotal per interval (about 20 intervals per run, a whole number
+    of seconds, at least 1) from each script's completions per second of the run."""
     interval = max(1, round(duration_s / 20))
     bins = max(1, int(duration_s // interval))
     new_order = [0] * bins
     total = [0] * bins
-    for script, times in completed.items():
-        for t in times:
-            i = int((t - started_epoch) // interval)
+    for script, seconds in completed.items():
+        for second, n in seconds.items():
+            i = second // interval
             if 0 <= i < bins:
-                total[i] += 1
+                total[i] += n
                 if script == 0:
-                    new_order[i] += 1
+                    new_order[i] += n
     scale = 60.0 / interval / sampling_rate
     return tuple(
         TpmPoint(t_s=(i + 1) * interval, tpmc=new_order[i] * scale, tpm_total=total[i] * scale)
@@ -405,7 +400,8 @@ def merged_result(
         for k, v in parse_totals(h.stdout).items():
             totals[k] += v
     summary = txlog.pool(
-        txlog.parse_logs(map(Path, h.log_files), multi.offset_s(h.host)) for h in multi.hosts
+        txlog.parse_logs(map(Path, h.log_files), multi.offset_s(h.host), multi.start_at)
+        for h in multi.hosts
     )
     result = _result(
         merged(multi),
@@ -416,7 +412,6 @@ def merged_result(
         warehouses=warehouses,
         active=active,
         sampling_rate=sampling_rate,
-        started_epoch=multi.start_at,
         orders_created=orders_created,
         pgbench_version=pgbench_version,
         loaded_bytes=loaded_bytes,
@@ -443,12 +438,11 @@ def build_result(
         pgbench.parse_run(stdout, stderr, mode="custom"),
         _blocks(stdout),
         parse_totals(stdout),
-        txlog.parse_logs(logs),
+        txlog.parse_logs(logs, origin_s=started_epoch),
         opts=opts,
         warehouses=warehouses,
         active=active,
         sampling_rate=sampling_rate,
-        started_epoch=started_epoch,
         orders_created=orders_created,
         pgbench_version=pgbench_version,
         loaded_bytes=loaded_bytes,
@@ -460,13 +454,12 @@ def _result(
     base: PgbenchRun,
     blocks: Sequence[dict[str, float]],
     totals: dict[str, int],
-    summary: txlog.TxLog,
+    summary: txlog.TxLog,  # completions counted from the run's start
     *,
     opts: RunOptions,
     warehouses: int,
     active: int,
     sampling_rate: float,
-    started_epoch: float,
     orders_created: int | None,
     pgbench_version: str,
     loaded_bytes: int | None,
@@ -474,7 +467,8 @@ def _result(
 ) -> TpccRun:
     types = []
     for number, (name, block) in enumerate(zip(TRANSACTIONS, blocks, strict=True)):
-        ordered = summary.latencies_us.get(number, [])
+        hist = summary.latencies.get(number)
+        pct = txlog.summary(hist, sampling_rate) if hist is not None else None
         types.append(
             TxnStats(
                 name=name,
@@ -483,12 +477,12 @@ def _result(
                 failed=int(block.get("number of failed transactions", 0)),
                 retried=int(block.get("number of transactions retried", 0)),
                 latency_avg_ms=block.get("latency average"),
-                p50_ms=percentile_ms(ordered, 50),
-                p90_ms=percentile_ms(ordered, 90),
-                p95_ms=percentile_ms(ordered, 95),
-                p99_ms=percentile_ms(ordered, 99),
-                max_ms=ordered[-1] / 1000.0 if ordered else None,
-                samples=len(ordered),
+                p50_ms=pct.p50_ms if pct else None,
+                p90_ms=pct.p90_ms if pct else None,
+                p95_ms=pct.p95_ms if pct else None,
+                p99_ms=pct.p99_ms if pct else None,
+                max_ms=pct.max_ms if pct else None,
+                samples=pct.samples if pct else 0,
             )
         )
     tpmc, tpm_total = _tpm(base.tps, blocks)
@@ -515,7 +509,8 @@ def _result(
         rollbacks=rollbacks,
         latency_avg_ms=base.latency_avg_ms,
         types=tuple(types),
-        timeline=timeline(summary.completed, started_epoch, base.duration_s, sampling_rate),
+        timeline=timeline(summary.completed, base.duration_s, sampling_rate),
+        latency_digits=txlog.DIGITS,
         sampling_rate=sampling_rate,
         pgbench_version=pgbench_version,
         loaded_bytes=loaded_bytes,

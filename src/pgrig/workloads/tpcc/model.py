@@ -116,6 +116,10 @@ class TpccRun:
     # pgbench -P, one point per second: the monitor aligns its samples (and the
     # report's TPS-and-checkpoints figure) on it.
     progress: tuple[ProgressPoint, ...] = ()
+    # The types' percentiles: nearest rank from an HdrHistogram at this many
+    # significant digits; None: exact, from every sample sorted (runs recorded
+    # before pgrig kept histograms).
+    latency_digits: int | None = None
 
     @property
     def statements_per_txn(self) -> float | None:

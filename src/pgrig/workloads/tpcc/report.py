@@ -270,6 +270,9 @@ def mix_table(rec: RunRecord, r: TpccRun) -> Table:
         f"{r.serialization_failures} serialization failures, {r.deadlock_failures} deadlocks",
         notes=(
             f"Latencies from pgbench's per-transaction log (sampling rate {r.sampling_rate:g}).",
+            fmt.percentile_method(
+                [(t.samples, r.latency_digits) for t in r.types if t.samples], per="type"
+            ),
         ),
         numeric=(False,) + (True,) * 9,
     )
