@@ -1,0 +1,103 @@
+"""Long time series drawn with a bounded number of points: the min and max of each bucket.
+
+A plot is 700 px wide (``svgplot.WIDTH``, the PNG the same at 110 dpi), its
+axes about 626 px of it: a 30-minute run's 1,800 seconds put three points
+in each pixel column, and a figure's points, its SVG text and the page grew
+with the run (issue 18.6). Beyond two points per bucket of about one pixel
+column, each series keeps only the lowest and the highest point of each
+bucket, in their order - what time-series tools (M4, Grafana, uPlot) draw - so
+a checkpoint's one-second dip stays on the plot, and the caption says how the
+line was made. Shorter series are drawn point for point, unchanged.
+
+Numbers in tables never come from here: they are computed from every sample.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+
+from pgrig.report.model import Figure
+
+COLUMNS = 600  # buckets across the axes: about one per pixel column
+LIMIT = 2 * COLUMNS  # points a series may have before it is reduced
+
+
+def width(n: int, low: float, high: float) -> float | None:
+    """The bucket width (x units: seconds) for a series of ``n`` points from
+    ``low`` to ``high``; None when they are few enough to draw each one."""
+    raw = (high - low) / COLUMNS
+    if n <= LIMIT or not raw > 0:
+        return None
+    # Whole seconds read better in a caption ("each 3-second bucket").
+    return float(math.ceil(raw)) if raw >= 1 else raw
+
+
+def minmax(
+    x: Sequence[float], y: Sequence[float], step: float, origin: float
+) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """The lowest and the highest point of each bucket ``[origin + k*step,
+    origin + (k+1)*step)``, in their order along x; a non-finite point (a
+    NaN breaking the line) stays, and ends the bucket before it."""
+    out_x: list[float] = []
+    out_y: list[float] = []
+    bucket: int | None = None
+    low = high = -1
+
+    def flush() -> None:
+        if low < 0:
+            return
+        for i in sorted({low, high}):
+            out_x.append(x[i])
+            out_y.append(y[i])
+
+    for i, (xi, yi) in enumerate(zip(x, y, strict=True)):
+        if not (math.isfinite(xi) and math.isfinite(yi)):
+            flush()
+            low = high = -1
+            bucket = None
+            out_x.append(xi)
+            out_y.append(yi)
+            continue
+        k = math.floor((xi - origin) / step)
+        if k != bucket:
+            flush()
+            bucket, low, high = k, i, i
+            continue
+        if yi < y[low]:
+            low = i
+        if yi > y[high]:
+            high = i
+    flush()
+    return tuple(out_x), tuple(out_y)
+
+
+def caption(n: int, step: float) -> str:
+    """'1,800 samples, drawn as the min and max of each 3-second bucket.'"""
+    size = f"{step:g}-second" if step >= 1 else f"{step:.2g}-second"
+    return f"{n:,} samples, drawn as the min and max of each {size} bucket."
+
+
+def figure(fig: Figure) -> Figure:
+    """The figure with each series longer than ``LIMIT`` reduced to the min and
+    max of its buckets (one width for the whole figure), and its caption
+    saying so; the figure itself when none is that long."""
+    longest = max(fig.series, key=lambda s: len(s.x), default=None)
+    if longest is None:
+        return fig
+    xs = [x for s in fig.series for x in s.x if math.isfinite(x)]
+    step = width(len(longest.x), min(xs), max(xs)) if xs else None
+    if step is None:
+        return fig
+    start = min(xs)
+    series = tuple(
+        dataclasses.replace(s, x=(r := minmax(s.x, s.y, step, start))[0], y=r[1])
+        if len(s.x) > LIMIT and s.y_low is None
+        else s
+        for s in fig.series
+    )
+    note = caption(len(longest.x), step)
+    return dataclasses.replace(
+        fig, series=series, caption=f"{fig.caption} {note}" if fig.caption else note
+    )
