@@ -1,6 +1,6 @@
 """Long time series drawn with a bounded number of points: the min and max of each bucket.
 
-A plot is 700 px wide (``svgplot.WIDTH``, the PNG the same at 110 dpi), its
+A plot is 700 px wide (``svgplot.WIDTH``; the PNG 770 px at 110 dpi), its
 axes about 626 px of it: a 30-minute run's 1,800 seconds put three points
 in each pixel column, and a figure's points, its SVG text and the page grew
 with the run (issue 18.6). Beyond two points per bucket of about one pixel
@@ -17,8 +17,10 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
-from pgrig.report.model import Figure
+from pgrig.report.model import Figure, Series
 
 COLUMNS = 600  # buckets across the axes: about one per pixel column
 LIMIT = 2 * COLUMNS  # points a series may have before it is reduced
@@ -79,25 +81,54 @@ def caption(n: int, step: float) -> str:
     return f"{n:,} samples, drawn as the min and max of each {size} bucket."
 
 
+@dataclass(frozen=True)
+class Buckets:
+    """One figure's buckets, the same for each of its lines; ``step`` None:
+    every point drawn."""
+
+    step: float | None
+    origin: float = 0.0
+    samples: int = 0  # the longest line's points, for the caption
+
+    @classmethod
+    def over(cls, x: Sequence[float]) -> Buckets:
+        """The buckets for lines along ``x`` (a run's seconds)."""
+        finite = [v for v in x if math.isfinite(v)]
+        if not finite:
+            return cls(None)
+        low = min(finite)
+        return cls(width(len(x), low, max(finite)), low, len(x))
+
+    def line(self, label: str, x: Sequence[float], y: Sequence[float], **kw: Any) -> Series:
+        """A line of the figure: reduced when longer than ``LIMIT``, read from
+        any sequence (an ``array`` of a run's column) without copying it whole."""
+        if self.step is not None and len(x) > LIMIT:
+            rx, ry = minmax(x, y, self.step, self.origin)
+            return Series(label, rx, ry, **kw)
+        return Series(label, tuple(x), tuple(y), **kw)
+
+    def caption(self, text: str) -> str:
+        """The figure's caption, saying how its lines were drawn when reduced."""
+        if self.step is None:
+            return text
+        note = caption(self.samples, self.step)
+        return f"{text} {note}" if text else note
+
+
 def figure(fig: Figure) -> Figure:
-    """The figure with each series longer than ``LIMIT`` reduced to the min and
+    """The figure with each line longer than ``LIMIT`` reduced to the min and
     max of its buckets (one width for the whole figure), and its caption
     saying so; the figure itself when none is that long."""
-    longest = max(fig.series, key=lambda s: len(s.x), default=None)
-    if longest is None:
+    longest = max((len(s.x) for s in fig.series), default=0)
+    finite = [x for s in fig.series for x in s.x if math.isfinite(x)]
+    if longest <= LIMIT or not finite:
         return fig
-    xs = [x for s in fig.series for x in s.x if math.isfinite(x)]
-    step = width(len(longest.x), min(xs), max(xs)) if xs else None
-    if step is None:
+    low = min(finite)
+    buckets = Buckets(width(longest, low, max(finite)), low, longest)
+    if buckets.step is None:
         return fig
-    start = min(xs)
     series = tuple(
-        dataclasses.replace(s, x=(r := minmax(s.x, s.y, step, start))[0], y=r[1])
-        if len(s.x) > LIMIT and s.y_low is None
-        else s
+        buckets.line(s.label, s.x, s.y, group=s.group, dash=s.dash) if s.y_low is None else s
         for s in fig.series
     )
-    note = caption(len(longest.x), step)
-    return dataclasses.replace(
-        fig, series=series, caption=f"{fig.caption} {note}" if fig.caption else note
-    )
+    return dataclasses.replace(fig, series=series, caption=buckets.caption(fig.caption))

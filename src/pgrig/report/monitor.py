@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import re
 import statistics
+from array import array
 from collections.abc import Sequence
 
 from pgrig.monitor import interference
@@ -335,28 +336,30 @@ def figures(name: str, label: str, mon: MonitorResult, cols: Columns) -> list[Fi
     """The run's four figures; a long run's lines are drawn as the min and max
     of each bucket (``decimate``), its table above from every sample."""
     return [
-        decimate.figure(f)
-        for f in (
-            tps_figure(name, label, mon, cols),
-            waits_figure(name, label, cols),
-            cpu_figure(name, label, cols),
-            device_figure(name, label, mon, cols),
-        )
+        tps_figure(name, label, mon, cols),
+        waits_figure(name, label, cols),
+        cpu_figure(name, label, cols),
+        device_figure(name, label, mon, cols),
     ]
 
 
-def _where(cols: Columns, column: str) -> tuple[tuple[float, ...], tuple[float, ...]]:
+def _where(cols: Columns, column: str) -> tuple[array[float], array[float]]:
     """(t_s, value) of the samples that have a value in ``column``."""
     t, values = cols.get("t_s"), cols.get(column)
-    rows = [i for i, v in enumerate(values) if not math.isnan(v)]
-    return tuple(t[i] for i in rows), tuple(values[i] for i in rows)
+    x, y = array("d"), array("d")
+    for i, v in enumerate(values):
+        if not math.isnan(v):
+            x.append(t[i])
+            y.append(v)
+    return x, y
 
 
 def tps_figure(name: str, label: str, mon: MonitorResult, cols: Columns) -> Figure:
     x, tps = _where(cols, "tps")
+    buckets = decimate.Buckets.over(cols.get("t_s"))
     series = []
     if tps:
-        series.append(Series("tps", x, tps, group="tps"))
+        series.append(buckets.line("tps", x, tps, group="tps"))
     top = max(tps, default=1.0) or 1.0
     if mon.checkpoints:
         xs: list[float] = []
@@ -377,53 +380,58 @@ def tps_figure(name: str, label: str, mon: MonitorResult, cols: Columns) -> Figu
         x_label="seconds since start",
         y_label="transactions/s",
         series=tuple(series),
-        caption="pgbench -P per second; vertical lines mark when the checkpointer "
-        "started and finished (from pg_stat_activity and pg_stat_bgwriter).",
+        caption=buckets.caption(
+            "pgbench -P per second; vertical lines mark when the checkpointer "
+            "started and finished (from pg_stat_activity and pg_stat_bgwriter)."
+        ),
     )
 
 
 def waits_figure(name: str, label: str, cols: Columns) -> Figure:
     t = cols.get("t_s")
-    x = tuple(t[j] for j, _ in cols.waits)
+    x = array("d", (t[j] for j, _ in cols.waits()))
+    buckets = decimate.Buckets.over(t)
     events = [e for e, _ in cols.wait_totals.most_common(TOP_EVENTS)]
     if len(cols.wait_totals) > TOP_EVENTS:
         events.append("other")
     drawn = {cols.events.index(e) for e in events if e != "other"}
-    running = [0.0] * len(cols.waits)
+    running = array("d", bytes(8 * cols.wait_rows))  # zeros
     series = []
     for i, event in enumerate(events):
         k = cols.events.index(event) if event != "other" else -1
-        for j, (_, waits) in enumerate(cols.waits):
+        for j, (_, waits) in enumerate(cols.waits()):
             n = sum(v for _, v in waits) or 1
             if event == "other":
                 count = sum(v for e, v in waits if e not in drawn)
             else:
                 count = next((v for e, v in waits if e == k), 0)
             running[j] += 100.0 * count / n
-        series.append(Series(event, x, tuple(running), group=event, dash=i % 2))
+        series.append(buckets.line(event, x, running, group=event, dash=i % 2))
     return Figure(
         name=f"monitor_{name}_waits",
         title=f"Client backends by wait event, {label}",
         x_label="seconds since start",
         y_label="% of backends (stacked)",
         series=tuple(series),
-        caption="Stacked: each line is the running total of itself and the events listed "
-        "before it; the gap between two lines is that event's share. CPU = active with no "
-        "wait event; Client:ClientRead = waiting for pgbench.",
+        caption=buckets.caption(
+            "Stacked: each line is the running total of itself and the events listed "
+            "before it; the gap between two lines is that event's share. CPU = active with no "
+            "wait event; Client:ClientRead = waiting for pgbench."
+        ),
     )
 
 
 def cpu_figure(name: str, label: str, cols: Columns) -> Figure:
-    def col(field: str) -> list[float]:
-        return list(cols.get(f"cpu.{field}"))
+    def col(field: str) -> array[float]:
+        return cols.get(f"cpu.{field}")
 
     def known(field: str) -> bool:
-        return not any(math.isnan(v) for v in cols.get(f"cpu.{field}"))
+        return not any(math.isnan(v) for v in col(field))
 
-    def zero(field: str) -> list[float]:
-        return [0.0 if math.isnan(v) else v for v in cols.get(f"cpu.{field}")]
+    def zero(field: str) -> array[float]:
+        return array("d", (0.0 if math.isnan(v) else v for v in col(field)))
 
-    parts: list[tuple[str, list[float]]] = []
+    parts: list[tuple[str, Sequence[float]]] = []
     if known("server"):
         server, client = zero("server"), zero("client")
         parts += [("server", server), ("pgbench", client)]
@@ -432,60 +440,66 @@ def cpu_figure(name: str, label: str, cols: Columns) -> Figure:
                 ("pgrig", zero("pgrig")),
                 (
                     "kernel threads, interrupts",
-                    [k + irq for k, irq in zip(zero("kernel"), col("irq"), strict=True)],
+                    array(
+                        "d", (k + irq for k, irq in zip(zero("kernel"), col("irq"), strict=True))
+                    ),
                 ),
                 ("other processes", zero("other")),
             ]
         else:  # stored before attribution: the rest of the busy time
-            other = [
-                max(0.0, busy - steal - a - b)
-                for busy, steal, a, b in zip(col("busy"), col("steal"), server, client, strict=True)
-            ]
-            parts.append(("the rest", other))
+            rest = zip(col("busy"), col("steal"), server, client, strict=True)
+            parts.append(("the rest", array("d", (max(0.0, u - s - a - b) for u, s, a, b in rest))))
     else:
         parts += [("user", col("user")), ("system", col("system")), ("irq", col("irq"))]
     parts += [("steal", col("steal")), ("iowait", col("iowait"))]
-    x = tuple(cols.get("t_s"))
-    running = [0.0] * len(cols)
+    x = cols.get("t_s")
+    buckets = decimate.Buckets.over(x)
+    running = array("d", bytes(8 * len(cols)))  # zeros
     series = []
     for label_, values in parts:
-        running = [r + v for r, v in zip(running, values, strict=True)]
-        series.append(Series(label_, x, tuple(running), group=label_))
+        for i, v in enumerate(values):
+            running[i] += v
+        series.append(buckets.line(label_, x, running, group=label_))
     return Figure(
         name=f"monitor_{name}_cpu",
         title=f"CPU by consumer, {label}",
         x_label="seconds since start",
         y_label="% of the machine (stacked)",
         series=tuple(series),
-        caption="Stacked (all CPUs = 100%): each line is the running total of itself and "
-        "the consumers listed before it; the gap between two lines is that consumer's "
-        "share. Other processes: neither the server, pgbench nor pgrig.",
+        caption=buckets.caption(
+            "Stacked (all CPUs = 100%): each line is the running total of itself and "
+            "the consumers listed before it; the gap between two lines is that consumer's "
+            "share. Other processes: neither the server, pgbench nor pgrig."
+        ),
     )
 
 
 def device_figure(name: str, label: str, mon: MonitorResult, cols: Columns) -> Figure:
+    buckets = decimate.Buckets.over(cols.get("t_s"))
     series = []
     for i, dev in enumerate(mon.devices):
         x, reads = _where(cols, f"dev.{dev}.reads_s")
         _, writes = _where(cols, f"dev.{dev}.writes_s")
         if not reads or not any(r or w for r, w in zip(reads, writes, strict=True)):
             continue
-        series.append(Series(f"{dev} r/s (device-wide)", x, reads, group="r", dash=i))
-        series.append(Series(f"{dev} w/s (device-wide)", x, writes, group="w", dash=i))
+        series.append(buckets.line(f"{dev} r/s (device-wide)", x, reads, group="r", dash=i))
+        series.append(buckets.line(f"{dev} w/s (device-wide)", x, writes, group="w", dash=i))
         _, flushes = _where(cols, f"dev.{dev}.flushes_s")
         if any(flushes):
-            series.append(Series(f"{dev} flushes/s", x, flushes, group="f", dash=i))
+            series.append(buckets.line(f"{dev} flushes/s", x, flushes, group="f", dash=i))
     reads_x, blocks = _where(cols, "pg.blks_read_s")
     if series and blocks:
-        series.append(Series("blocks PostgreSQL read/s", reads_x, blocks, group="pg", dash=1))
+        series.append(buckets.line("blocks PostgreSQL read/s", reads_x, blocks, group="pg", dash=1))
     return Figure(
         name=f"monitor_{name}_device",
         title=f"Device IOPS, {label}",
         x_label="seconds since start",
         y_label="I/O per second",
         series=tuple(series),
-        caption="Device-wide, from /proc/diskstats as iostat -x: every process's I/O on "
-        "the device, not only the server's. Blocks PostgreSQL read/s (pg_stat_database) "
-        "are the database's own reads, from the page cache or the device. MiB/s, wait per "
-        "I/O and % busy are in the table above.",
+        caption=buckets.caption(
+            "Device-wide, from /proc/diskstats as iostat -x: every process's I/O on "
+            "the device, not only the server's. Blocks PostgreSQL read/s (pg_stat_database) "
+            "are the database's own reads, from the page cache or the device. MiB/s, wait per "
+            "I/O and % busy are in the table above."
+        ),
     )

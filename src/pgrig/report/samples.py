@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from array import array
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from typing import Any, Protocol
 
 from pgrig.monitor.model import MonitorResult, Sample
@@ -124,8 +124,9 @@ class Columns:
         # order of first appearance, as a Counter of the samples would hold.
         self.events: list[str] = []
         self._event: dict[str, int] = {}
-        self.waits: list[tuple[int, tuple[tuple[int, int], ...]]] = []
         self.wait_totals: Counter[str] = Counter()
+        # flat, not a tuple per sample: the sample, where its pairs end, the pairs
+        self._wait_at, self._wait_end, self._wait_pairs = array("l"), array("l"), array("l")
         for s in samples:
             self._add(s)
 
@@ -161,7 +162,22 @@ class Columns:
                 if e not in self._event:
                     self._event[e] = len(self.events)
                     self.events.append(e)
-            self.waits.append((i, tuple((self._event[e], n) for e, n in pg.waits.items())))
+                self._wait_pairs.extend((self._event[e], pg.waits[e]))
+            self._wait_at.append(i)
+            self._wait_end.append(len(self._wait_pairs))
+
+    def waits(self) -> Iterator[tuple[int, list[tuple[int, int]]]]:
+        """Each sample with backends by wait event: its index, and its (event's
+        index in ``events``, backends) pairs in the order it gave them."""
+        start = 0
+        for i, end in zip(self._wait_at, self._wait_end, strict=True):
+            pairs = self._wait_pairs[start:end]
+            yield i, list(zip(pairs[::2], pairs[1::2], strict=True))
+            start = end
+
+    @property
+    def wait_rows(self) -> int:
+        return len(self._wait_at)
 
     def get(self, name: str) -> array[float]:
         return self._cols[name]
