@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -38,12 +39,11 @@ def width(n: int, low: float, high: float) -> float | None:
 
 def minmax(
     x: Sequence[float], y: Sequence[float], step: float, origin: float
-) -> tuple[tuple[float, ...], tuple[float, ...]]:
+) -> tuple[array[float], array[float]]:
     """The lowest and the highest point of each bucket ``[origin + k*step,
     origin + (k+1)*step)``, in their order along x; a non-finite point (a
     NaN breaking the line) stays, and ends the bucket before it."""
-    out_x: list[float] = []
-    out_y: list[float] = []
+    out_x, out_y = array("d"), array("d")
     bucket: int | None = None
     low = high = -1
 
@@ -72,7 +72,7 @@ def minmax(
         if yi > y[high]:
             high = i
     flush()
-    return tuple(out_x), tuple(out_y)
+    return out_x, out_y
 
 
 def caption(n: int, step: float) -> str:
