@@ -381,7 +381,9 @@ def report_once(pgrig: Path, store: Path, out: Path, timeout: float = 1800) -> R
     if study is None:
         sys.exit(f"{store} holds no study")
     argv = [str(pgrig), "report", study.id, "--store", str(store), "--out", str(out)]
-    child = subprocess.Popen(argv, stdout=subprocess.DEVNULL)
+    log = out.with_name(f"{out.name}.stderr")  # its warnings, kept out of the table
+    with log.open("wb") as err:
+        child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err)
     deadline = time.monotonic() + timeout
     while True:  # wait4: this child's own rusage (RUSAGE_CHILDREN keeps the max of all)
         pid, status, usage = os.wait4(child.pid, os.WNOHANG)
@@ -389,11 +391,12 @@ def report_once(pgrig: Path, store: Path, out: Path, timeout: float = 1800) -> R
             break
         if time.monotonic() > deadline:
             child.kill()
+            child.wait(timeout=30)
             sys.exit(f"pgrig report of {store} took more than {timeout:.0f} s")
         time.sleep(0.05)
     child.returncode = os.waitstatus_to_exitcode(status)
     if child.returncode != 0:
-        sys.exit(f"pgrig report of {store} failed ({child.returncode})")
+        sys.exit(f"pgrig report of {store} failed ({child.returncode}): see {log}")
     html = next(out.glob("*.html"))
     return ReportCost(
         usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime, html.stat().st_size / 1e3
