@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from array import array
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -75,6 +75,15 @@ def minmax(
     return out_x, out_y
 
 
+def _span(xs: Iterable[float]) -> tuple[float, float]:
+    """The lowest and highest finite x (0, 0 when none), without a copy of them."""
+    low, high = math.inf, -math.inf
+    for x in xs:
+        if math.isfinite(x):
+            low, high = min(low, x), max(high, x)
+    return (low, high) if low <= high else (0.0, 0.0)
+
+
 def caption(n: int, step: float) -> str:
     """'1,800 samples, drawn as the min and max of each 3-second bucket.'"""
     size = f"{step:g}-second" if step >= 1 else f"{step:.2g}-second"
@@ -93,11 +102,8 @@ class Buckets:
     @classmethod
     def over(cls, x: Sequence[float]) -> Buckets:
         """The buckets for lines along ``x`` (a run's seconds)."""
-        finite = [v for v in x if math.isfinite(v)]
-        if not finite:
-            return cls(None)
-        low = min(finite)
-        return cls(width(len(x), low, max(finite)), low, len(x))
+        low, high = _span(x)
+        return cls(width(len(x), low, high), low, len(x))
 
     def line(self, label: str, x: Sequence[float], y: Sequence[float], **kw: Any) -> Series:
         """A line of the figure: reduced when longer than ``LIMIT``, read from
@@ -120,11 +126,10 @@ def figure(fig: Figure) -> Figure:
     max of its buckets (one width for the whole figure), and its caption
     saying so; the figure itself when none is that long."""
     longest = max((len(s.x) for s in fig.series), default=0)
-    finite = [x for s in fig.series for x in s.x if math.isfinite(x)]
-    if longest <= LIMIT or not finite:
+    if longest <= LIMIT:
         return fig
-    low = min(finite)
-    buckets = Buckets(width(longest, low, max(finite)), low, longest)
+    low, high = _span(x for s in fig.series for x in s.x)
+    buckets = Buckets(width(longest, low, high), low, longest)
     if buckets.step is None:
         return fig
     series = tuple(
