@@ -435,7 +435,8 @@ def report_only_part(args: argparse.Namespace, stores: list[Path], work: Path) -
         head += f" {'peak this/other (min-max)':>26}"
     print(head)
     for store in stores:
-        line = f"{store.stem[:24]:<24} {seconds[store]:>6}"
+        name = store.parent.name if store.stem == "results" else store.stem  # pgrig run's
+        line = f"{name[:24]:<24} {seconds[store]:>6}"
         for name in builds:
             c = costs[(name, store)]
             peaks = [x.peak_mib for x in c]
