@@ -18,11 +18,22 @@ Two parts:
     .venv/bin/python bench/scale.py --source RESULTS/results.sqlite [--study ID]
     .venv/bin/python bench/scale.py --run --short 60 --long 300
     .venv/bin/python bench/scale.py --record 600 3600 7200
+    .venv/bin/python bench/scale.py --report-only A/results.sqlite B/results.sqlite [--pgrig OTHER]
+    .venv/bin/python bench/scale.py --stretch A/results.sqlite 60 600 1800 3600 [--pgrig OTHER]
 
 ``--record``: the recording alone, in a fresh process per length: a monitor
 record of that many synthetic seconds (tests/test_monitor_spool.py's) written
 by the real recorder into a real SQLite store; the growth of the peak RSS
 (VmHWM) and the tracemalloc peak of the Python heap while it is written.
+
+``--report-only``: ``pgrig report`` alone on the latest study of each store,
+in a fresh process each time (its peak RSS from ``wait4``: the kernel's, per
+process), ``--rounds`` times; with ``--pgrig``, alternated with that build,
+and the ratio of their peaks with its spread. The growth of the peak per
+extra second of monitored run is taken between the shortest and the longest
+store. ``--stretch``: the same on stores made from one real study, its
+monitored run's samples and pgbench progress repeated (or cut) to each
+length - long runs without waiting for them.
 
 Without ``--source``, a tiny study is recorded first (about 40 s).
 """
@@ -318,6 +329,157 @@ def run_part(args: argparse.Namespace, work: Path) -> None:
     )
 
 
+def stretch(source: Store, study: Study, dest: Path, seconds: int) -> None:
+    """A copy of ``study`` at ``dest`` whose watched run lasts ``seconds``: the
+    in-run samples and the ``-P`` points repeated end to end (or cut), their
+    clocks moved on by the source run's length at each repetition."""
+    dest.unlink(missing_ok=True)
+    with Store.open(dest) as out:
+        out.begin_study(study)
+        if study.environment is not None:
+            out.set_environment(study.id, study.environment)
+        for rec in source.runs(study.id, without_samples=("monitor",)):
+            samples = None
+            result = copy.deepcopy(rec.result)
+            if rec.kind == "monitor" and rec.id is not None:
+                inside = [s for s in source.samples(rec.id) if s["in_run"]]
+                samples = _tiled(inside, seconds, ("t_s", "wall"))
+            if rec.kind == "pgbench_run" and isinstance(result, dict):
+                result["progress"] = list(_tiled(result["progress"], seconds, ("t_s",)))
+            params = {**rec.params, "duration_s": seconds} if "duration_s" in rec.params else None
+            key = rec.key.replace(f"/d{rec.params.get('duration_s')}/", f"/d{seconds}/")
+            out.record(
+                replace(rec, id=None, key=key, params=params or rec.params, result=result),
+                samples,
+            )
+        out.finish_study(study.id, study.status, study.finished_at or study.started_at)
+
+
+def _tiled(rows: list[dict[str, Any]], n: int, clocks: tuple[str, ...]) -> Any:
+    """``n`` rows: ``rows`` repeated, each clock moved on by their span per lap."""
+    if not rows:
+        return
+    span = {c: rows[-1][c] - rows[0][c] + (rows[1][c] - rows[0][c]) for c in clocks}
+    for i in range(n):
+        row = dict(rows[i % len(rows)])
+        for c in clocks:
+            row[c] += span[c] * (i // len(rows))
+        yield row
+
+
+@dataclass(frozen=True)
+class ReportCost:
+    peak_mib: float  # the process's peak RSS (ru_maxrss)
+    cpu_s: float
+    html_kb: float
+
+
+def report_once(pgrig: Path, store: Path, out: Path, timeout: float = 1800) -> ReportCost:
+    """``pgrig report`` of the store's latest study in a fresh process."""
+    with Store.open(store) as db:
+        study = db.latest_study()
+    if study is None:
+        sys.exit(f"{store} holds no study")
+    argv = [str(pgrig), "report", study.id, "--store", str(store), "--out", str(out)]
+    log = out.with_name(f"{out.name}.stderr")  # its warnings, kept out of the table
+    with log.open("wb") as err:
+        child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err)
+    deadline = time.monotonic() + timeout
+    while True:  # wait4: this child's own rusage (RUSAGE_CHILDREN keeps the max of all)
+        pid, status, usage = os.wait4(child.pid, os.WNOHANG)
+        if pid:
+            break
+        if time.monotonic() > deadline:
+            child.kill()
+            child.wait(timeout=30)
+            sys.exit(f"pgrig report of {store} took more than {timeout:.0f} s")
+        time.sleep(0.05)
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode != 0:
+        sys.exit(f"pgrig report of {store} failed ({child.returncode}): see {log}")
+    html = next(out.glob("*.html"))
+    return ReportCost(
+        usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime, html.stat().st_size / 1e3
+    )
+
+
+def run_seconds(store: Path) -> int:
+    """The most per-second samples of one watched run of the latest study."""
+    with Store.open(store) as db:
+        study = db.latest_study()
+        watched = [r for r in db.runs(study.id, without_samples=("monitor",))] if study else []
+        return max(
+            (sum(1 for _ in db.samples(r.id)) for r in watched if r.kind == "monitor" and r.id),
+            default=0,
+        )
+
+
+def report_only_part(args: argparse.Namespace, stores: list[Path], work: Path) -> None:
+    """Peak RSS, CPU and HTML of ``pgrig report`` on each store, this build and
+    ``--pgrig`` alternated; the peak's growth per extra second of run."""
+    builds = {"this": PGRIG, **({"other": args.pgrig} if args.pgrig else {})}
+    seconds = {s: run_seconds(s) for s in stores}
+    costs: dict[tuple[str, Path], list[ReportCost]] = {}
+    for i in range(args.rounds):
+        for store in stores:
+            for name, pgrig in builds.items():
+                out = work / f"report-{name}-{store.stem}-{i}"
+                costs.setdefault((name, store), []).append(report_once(pgrig, store, out))
+    print(f"load average {'/'.join(f'{x:.1f}' for x in os.getloadavg())}")
+    for name, pgrig in builds.items():
+        print(f"{name}: {pgrig}")
+    head = f"{'store':<24} {'run s':>6}"
+    for name in builds:
+        head += f" {name + ' peak RSS MiB (min-max)':>30} {'CPU s':>5} {'HTML kB':>8}"
+    if len(builds) > 1:
+        head += f" {'peak this/other (min-max)':>26}"
+    print(head)
+    for store in stores:
+        name = store.parent.name if store.stem == "results" else store.stem  # pgrig run's
+        line = f"{name[:24]:<24} {seconds[store]:>6}"
+        for name in builds:
+            c = costs[(name, store)]
+            peaks = [x.peak_mib for x in c]
+            cpu = statistics.median(x.cpu_s for x in c)
+            line += f" {_spread(peaks):>30} {cpu:>5.1f} {c[0].html_kb:>8.0f}"
+        if len(builds) > 1:
+            ratios = [
+                a.peak_mib / b.peak_mib
+                for a, b in zip(costs[("this", store)], costs[("other", store)], strict=True)
+            ]
+            line += f" {_ratio(ratios):>26}"
+        print(line, flush=True)
+    short, long_ = min(stores, key=seconds.get), max(stores, key=seconds.get)
+    extra = seconds[long_] - seconds[short]
+    if extra > 0:
+        for name in builds:
+            grew = statistics.median(x.peak_mib for x in costs[(name, long_)]) - statistics.median(
+                x.peak_mib for x in costs[(name, short)]
+            )
+            print(
+                f"{name}: {grew * 1024 / extra:.2f} KiB of peak RSS per extra second of run "
+                f"({seconds[short]} -> {seconds[long_]} s: {grew:+.1f} MiB)"
+            )
+
+
+def stretch_part(args: argparse.Namespace, work: Path) -> None:
+    source_path, *lengths = args.stretch
+    stores = []
+    with Store.open(Path(source_path)) as source:
+        study = source.latest_study()
+        if study is None:
+            sys.exit(f"{source_path} holds no study")
+        for seconds in map(int, lengths):
+            dest = work / f"run{seconds:05d}s.sqlite"
+            stretch(source, study, dest, seconds)
+            stores.append(dest)
+    report_only_part(args, stores, work)
+
+
+def _ratio(values: list[float]) -> str:
+    return f"{statistics.median(values):.3f} ({min(values):.3f}-{max(values):.3f})"
+
+
 def _vm_hwm_kib() -> int:
     status = Path("/proc/self/status").read_text()
     return next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM:"))
@@ -383,6 +545,10 @@ def main() -> None:
     ap.add_argument("--work", type=Path, default=Path("/var/tmp"))
     ap.add_argument("--record", type=int, nargs="+", help="measure recording runs this long")
     ap.add_argument("--record-one", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--report-only", type=Path, nargs="+", help="measure pgrig report on stores")
+    ap.add_argument(
+        "--stretch", nargs="+", metavar="STORE SECONDS", help="a store, then run lengths to make"
+    )
     args = ap.parse_args()
     if args.record_one:
         record_one(args.record_one)
@@ -392,7 +558,11 @@ def main() -> None:
         return
     work = Path(tempfile.mkdtemp(prefix="pgrig-scale-", dir=args.work))
     work.chmod(0o755)
-    if args.run:
+    if args.report_only:
+        report_only_part(args, args.report_only, work)
+    elif args.stretch:
+        stretch_part(args, work)
+    elif args.run:
         run_part(args, work)
     else:
         report_part(args, work)

@@ -17,6 +17,7 @@ from pgrig.registry import result_type
 from pgrig.report import model
 from pgrig.report import monitor as monitor_section
 from pgrig.report import writer as report
+from pgrig.report.samples import Columns
 from pgrig.results import PgbenchRun, RunRecord, Study, from_dict, to_dict
 
 DATA = Path(__file__).parent / "data" / "monitor"
@@ -95,7 +96,7 @@ def test_section_is_absent_without_monitor_records() -> None:
 
 def test_stacked_waits_end_at_100_percent() -> None:
     mon, _ = captured()
-    fig = monitor_section.waits_figure("x", "x", list(mon.samples))
+    fig = monitor_section.waits_figure("x", "x", Columns(mon.samples))
     top = fig.series[-1]
     assert all(y == pytest.approx(100.0) for y in top.y)
     assert fig.series[0].label == "IO:DataFileRead"

@@ -32,6 +32,7 @@ from pgrig.report import fmt, markdown, view
 from pgrig.report import monitor as monitor_report
 from pgrig.report import writer as report
 from pgrig.report.model import Table
+from pgrig.report.samples import Columns
 from pgrig.results import FioResult, PgbenchRun, RunRecord, from_dict, to_dict
 
 DATA = Path(__file__).parent / "data" / "report"
@@ -714,7 +715,7 @@ def test_the_cpu_plot_is_stacked_bands_only() -> None:
     another unit (the hit ratio, once) hid the 'other processes' band."""
     data = json.loads((Path(__file__).parent / "data/monitor/result_storage_read.json").read_text())
     mon = from_dict(MonitorResult, _disturb(data["monitor"], "cpuhog", 40.0))
-    fig = monitor_report.cpu_figure("x", "x", list(mon.samples))
+    fig = monitor_report.cpu_figure("x", "x", Columns(mon.samples))
     labels = [s.label for s in fig.series]
     assert "hit" not in " ".join(labels).lower()
     assert all(s.dash == 0 for s in fig.series)

@@ -46,10 +46,11 @@ class Watching:
     def reader(self) -> report_samples.SampleReader:
         read = report_samples.stored(self)
 
-        def tracked(rec: RunRecord) -> tuple[Sample, ...]:
-            got = read(rec)
-            self.handed.extend(weakref.ref(s) for s in got[:1])
-            return got
+        def tracked(rec: RunRecord) -> Iterator[Sample]:
+            for i, s in enumerate(read(rec)):
+                if i == 0:
+                    self.handed.append(weakref.ref(s))
+                yield s
 
         return tracked
 

@@ -20,7 +20,7 @@ from pgrig.meaning import Meaning
 from pgrig.monitor import noise
 from pgrig.monitor.model import Noise
 from pgrig.registry import typed_result
-from pgrig.report import fmt
+from pgrig.report import decimate, fmt
 from pgrig.report.model import FAILED, HEADLINE, Figure, Row, Section, Series, Table, median_line
 from pgrig.report.probes import FsyncRuns, fio_summary, fsync_headline, fsync_summary
 from pgrig.report.tpcb import load_text, statement_medians
@@ -481,15 +481,17 @@ def tps_over_time(records: Sequence[RunRecord], targets: list[str]) -> list[Figu
         )
         what = f"{mode}" + (f", scale {scale}" if scale is not None else "")
         figures.append(
-            Figure(
-                name=f"compare_tps_over_time_{_slug(workload)}_{_slug(what)}_{duration}s",
-                title=f"TPS over time, {what}, {clients} clients",
-                x_label="seconds since start",
-                y_label="transactions/s",
-                series=series,
-                caption="pgbench -P 1 of each target overlaid: stalls (tps near 0) and drift show "
-                "what a single average hides."
-                + _drawn_runs(which[(workload, scale, duration, mode)]),
+            decimate.figure(
+                Figure(
+                    name=f"compare_tps_over_time_{_slug(workload)}_{_slug(what)}_{duration}s",
+                    title=f"TPS over time, {what}, {clients} clients",
+                    x_label="seconds since start",
+                    y_label="transactions/s",
+                    series=series,
+                    caption="pgbench -P 1 of each target overlaid: stalls (tps near 0) and "
+                    "drift show what a single average hides."
+                    + _drawn_runs(which[(workload, scale, duration, mode)]),
+                )
             )
         )
     return figures

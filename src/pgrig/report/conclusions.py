@@ -42,6 +42,7 @@ order they are printed:
 from __future__ import annotations
 
 import statistics
+from array import array
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -124,13 +125,14 @@ class Evidence:
         """The machine's median CPU busy % inside the runs of each target and point,
         from the monitor's samples (absent where nothing was sampled)."""
         watched = {r.key.removesuffix("/monitor"): r for r in self.watched()}
-        busy: dict[tuple[str, PointKey], list[float]] = {}
+        # doubles, not float objects: every second of every run of a point
+        busy: dict[tuple[str, PointKey], array[float]] = {}
         for rec in self.records:
             mon = watched.get(rec.key) if rec.kind == "pgbench_run" else None
             if mon is not None and mon.status == "ok":
-                values = [s.cpu.busy for s in self.samples(mon) if s.in_run]
+                values = array("d", (s.cpu.busy for s in self.samples(mon) if s.in_run))
                 if values:
-                    busy.setdefault((rec.target, point_key(rec)), []).extend(values)
+                    busy.setdefault((rec.target, point_key(rec)), array("d")).extend(values)
         return {k: statistics.median(v) for k, v in busy.items() if v}
 
     def on_vm(self) -> str | None:

@@ -14,15 +14,16 @@ from __future__ import annotations
 import math
 import re
 import statistics
-from collections import Counter
+from array import array
 from collections.abc import Sequence
 
 from pgrig.monitor import interference
 from pgrig.monitor import noise as noise_
-from pgrig.monitor.model import MonitorResult, Sample
+from pgrig.monitor.model import MonitorResult
 from pgrig.registry import typed_result
+from pgrig.report import decimate
 from pgrig.report.model import FAILED, NOISY, SKIPPED, Figure, Row, Section, Series, Table
-from pgrig.report.samples import SampleReader, own_samples
+from pgrig.report.samples import Columns, SampleReader, own_samples
 from pgrig.results import RunRecord, Study
 
 TITLE, ANCHOR = "Bottlenecks (host and server monitoring)", "monitor"
@@ -62,9 +63,10 @@ def section(
                 NOISY if flagged else "",
             )
         )
-        run = samples(rec)
-        details.append(medians_table(label, mon, run))
-        details.extend(f for f in figures(slug(label), label, mon, run) if f.series)
+        cols = Columns(samples(rec), mon.devices)
+        details.append(medians_table(label, mon, cols))
+        details.extend(f for f in figures(slug(label), label, mon, cols) if f.series)
+        del cols  # before the next run's are read
     blocks.append(
         Table(
             (
@@ -253,62 +255,57 @@ def _fmt(value: float | None, unit: str = "", digits: int = 1) -> str:
     return f"{text}{unit}"
 
 
-def medians_table(label: str, mon: MonitorResult, samples: Sequence[Sample]) -> Table:
-    inside = [s for s in samples if s.in_run] or list(samples)
+def medians_table(label: str, mon: MonitorResult, cols: Columns) -> Table:
+    inside = cols.inside()
     rows: list[Row] = []
 
-    def add(name: str, values: Sequence[float | None], unit: str = "", digits: int = 1) -> None:
-        present = [v for v in values if v is not None]
+    def add(name: str, column: str, unit: str = "", digits: int = 1) -> None:
+        present = cols.present(column, inside)
         if not present:
             return
         rows.append(
             Row((name, _fmt(statistics.median(present), unit, digits), _fmt(max(present), unit)))
         )
 
-    cpu = [s.cpu for s in inside]
-    add("CPU busy (% of machine)", [c.busy for c in cpu])
-    add("CPU server (%)", [c.server for c in cpu])
-    add("CPU pgbench (%)", [c.client for c in cpu])
-    add("CPU pgrig (%)", [c.pgrig for c in cpu])
-    add("CPU other processes (%)", [c.other for c in cpu])
-    add("CPU kernel threads (%)", [c.kernel for c in cpu])
-    add("CPU iowait (%)", [c.iowait for c in cpu])
-    add("CPU steal (%)", [c.steal for c in cpu])
-    add("busiest pgbench thread runnable (% of time)", [c.client_thread_demand_pct for c in cpu])
-    add("server waiting for a CPU (% of its demand)", [c.server_runq_pct for c in cpu])
-    add("context switches/s", [c.ctxt_s for c in cpu])
-    add("run queue", [c.runq for c in cpu])
-    ios = [s.io.capped() for s in inside if s.io is not None]
-    add("server's own reads from storage (MiB/s)", [x.server_read_mib_s for x in ios], digits=2)
-    add("server's own writes to storage (MiB/s)", [x.server_write_mib_s for x in ios], digits=2)
-    dirtied = [x.server_dirtied_mib_s for x in ios]
+    add("CPU busy (% of machine)", "cpu.busy")
+    add("CPU server (%)", "cpu.server")
+    add("CPU pgbench (%)", "cpu.client")
+    add("CPU pgrig (%)", "cpu.pgrig")
+    add("CPU other processes (%)", "cpu.other")
+    add("CPU kernel threads (%)", "cpu.kernel")
+    add("CPU iowait (%)", "cpu.iowait")
+    add("CPU steal (%)", "cpu.steal")
+    add("busiest pgbench thread runnable (% of time)", "cpu.client_thread_demand_pct")
+    add("server waiting for a CPU (% of its demand)", "cpu.server_runq_pct")
+    add("context switches/s", "cpu.ctxt_s")
+    add("run queue", "cpu.runq")
+    add("server's own reads from storage (MiB/s)", "io.server_read_mib_s", digits=2)
+    add("server's own writes to storage (MiB/s)", "io.server_write_mib_s", digits=2)
+    dirtied = "io.server_dirtied_mib_s"
     add("server's pages dirtied (MiB/s, /proc/<pid>/io write_bytes)", dirtied, digits=2)
     for name in mon.devices:
-        devs = [d for s in inside for d in s.devices if d.name == name]
-        add(f"{name} r/s (device-wide)", [d.reads_s for d in devs])
-        add(f"{name} w/s (device-wide)", [d.writes_s for d in devs])
-        add(f"{name} read MiB/s (device-wide)", [d.read_mib_s for d in devs])
-        add(f"{name} write MiB/s (device-wide)", [d.write_mib_s for d in devs])
-        add(f"{name} ms per read", [d.read_await_ms for d in devs], digits=2)
-        add(f"{name} ms per write", [d.write_await_ms for d in devs], digits=2)
-        add(f"{name} flushes/s", [d.flushes_s for d in devs])
-        add(f"{name} busy (%)", [d.util_pct for d in devs])
-    mem = [s.memory for s in inside if s.memory is not None]
-    add("Dirty (MiB, host-wide)", [m.dirty_mib for m in mem])
-    add("Writeback (MiB, host-wide)", [m.writeback_mib for m in mem])
-    add("network in / out (MiB/s)", [s.net_rx_mib_s + s.net_tx_mib_s for s in inside])
-    pg = [s.pg for s in inside if s.pg is not None]
-    ratios = [p.hit_ratio * 100 if p.hit_ratio is not None else None for p in pg]
-    add("buffer hit ratio (%)", ratios, digits=2)
-    add("commits/s", [p.commits_s for p in pg])
-    add("rollbacks/s", [p.rollbacks_s for p in pg])
-    add("blocks read/s", [p.blks_read_s for p in pg])
-    add("temp MiB/s", [p.temp_mib_s for p in pg])
-    add("WAL MiB/s", [p.wal_mib_s for p in pg], digits=2)
-    add("WAL syncs/s", [p.wal_syncs_s for p in pg])
-    add("buffers written by checkpointer/s", [p.buffers_checkpoint_s for p in pg])
-    add("buffers written by bgwriter/s", [p.buffers_clean_s for p in pg])
-    add("buffers written by backends/s", [p.buffers_backend_s for p in pg])
+        dev = f"dev.{name}."
+        add(f"{name} r/s (device-wide)", dev + "reads_s")
+        add(f"{name} w/s (device-wide)", dev + "writes_s")
+        add(f"{name} read MiB/s (device-wide)", dev + "read_mib_s")
+        add(f"{name} write MiB/s (device-wide)", dev + "write_mib_s")
+        add(f"{name} ms per read", dev + "read_await_ms", digits=2)
+        add(f"{name} ms per write", dev + "write_await_ms", digits=2)
+        add(f"{name} flushes/s", dev + "flushes_s")
+        add(f"{name} busy (%)", dev + "util_pct")
+    add("Dirty (MiB, host-wide)", "memory.dirty_mib")
+    add("Writeback (MiB, host-wide)", "memory.writeback_mib")
+    add("network in / out (MiB/s)", "net_mib_s")
+    add("buffer hit ratio (%)", "pg.hit_pct", digits=2)
+    add("commits/s", "pg.commits_s")
+    add("rollbacks/s", "pg.rollbacks_s")
+    add("blocks read/s", "pg.blks_read_s")
+    add("temp MiB/s", "pg.temp_mib_s")
+    add("WAL MiB/s", "pg.wal_mib_s", digits=2)
+    add("WAL syncs/s", "pg.wal_syncs_s")
+    add("buffers written by checkpointer/s", "pg.buffers_checkpoint_s")
+    add("buffers written by bgwriter/s", "pg.buffers_clean_s")
+    add("buffers written by backends/s", "pg.buffers_backend_s")
     v = mon.verdict
     notes = [
         *([f"Also seen: {'; '.join(v.secondary)}."] if v.secondary else []),
@@ -335,25 +332,35 @@ def medians_table(label: str, mon: MonitorResult, samples: Sequence[Sample]) -> 
     )
 
 
-def figures(name: str, label: str, mon: MonitorResult, samples: Sequence[Sample]) -> list[Figure]:
+def figures(name: str, label: str, mon: MonitorResult, cols: Columns) -> list[Figure]:
+    """The run's four figures; a long run's lines are drawn as the min and max
+    of each bucket (``decimate``), its table above from every sample."""
     return [
-        tps_figure(name, label, mon, samples),
-        waits_figure(name, label, samples),
-        cpu_figure(name, label, samples),
-        device_figure(name, label, mon, samples),
+        tps_figure(name, label, mon, cols),
+        waits_figure(name, label, cols),
+        cpu_figure(name, label, cols),
+        device_figure(name, label, mon, cols),
     ]
 
 
-def _x(samples: Sequence[Sample]) -> tuple[float, ...]:
-    return tuple(s.t_s for s in samples)
+def _where(cols: Columns, column: str) -> tuple[array[float], array[float]]:
+    """(t_s, value) of the samples that have a value in ``column``."""
+    t, values = cols.get("t_s"), cols.get(column)
+    x, y = array("d"), array("d")
+    for i, v in enumerate(values):
+        if not math.isnan(v):
+            x.append(t[i])
+            y.append(v)
+    return x, y
 
 
-def tps_figure(name: str, label: str, mon: MonitorResult, samples: Sequence[Sample]) -> Figure:
-    points = [s for s in samples if s.tps is not None]
+def tps_figure(name: str, label: str, mon: MonitorResult, cols: Columns) -> Figure:
+    x, tps = _where(cols, "tps")
+    buckets = decimate.Buckets.over(cols.get("t_s"))
     series = []
-    if points:
-        series.append(Series("tps", _x(points), tuple(s.tps or 0.0 for s in points), group="tps"))
-    top = max((s.tps or 0.0 for s in points), default=1.0) or 1.0
+    if tps:
+        series.append(buckets.line("tps", x, tps, group="tps"))
+    top = max(tps, default=1.0) or 1.0
     if mon.checkpoints:
         xs: list[float] = []
         ys: list[float] = []
@@ -373,138 +380,126 @@ def tps_figure(name: str, label: str, mon: MonitorResult, samples: Sequence[Samp
         x_label="seconds since start",
         y_label="transactions/s",
         series=tuple(series),
-        caption="pgbench -P per second; vertical lines mark when the checkpointer "
-        "started and finished (from pg_stat_activity and pg_stat_bgwriter).",
+        caption=buckets.caption(
+            "pgbench -P per second; vertical lines mark when the checkpointer "
+            "started and finished (from pg_stat_activity and pg_stat_bgwriter)."
+        ),
     )
 
 
-def waits_figure(name: str, label: str, samples: Sequence[Sample]) -> Figure:
-    with_pg = [s for s in samples if s.pg is not None and s.pg.waits]
-    totals: Counter[str] = Counter()
-    for s in with_pg:
-        assert s.pg is not None
-        totals.update(s.pg.waits)
-    events = [e for e, _ in totals.most_common(TOP_EVENTS)]
-    if len(totals) > TOP_EVENTS:
+def waits_figure(name: str, label: str, cols: Columns) -> Figure:
+    t = cols.get("t_s")
+    x = array("d", (t[j] for j, _ in cols.waits()))
+    buckets = decimate.Buckets.over(t)
+    events = [e for e, _ in cols.wait_totals.most_common(TOP_EVENTS)]
+    if len(cols.wait_totals) > TOP_EVENTS:
         events.append("other")
-    running = [0.0] * len(with_pg)
+    drawn = {cols.events.index(e) for e in events if e != "other"}
+    running = array("d", bytes(8 * cols.wait_rows))  # zeros
     series = []
     for i, event in enumerate(events):
-        for j, s in enumerate(with_pg):
-            assert s.pg is not None
-            n = sum(s.pg.waits.values()) or 1
+        k = cols.events.index(event) if event != "other" else -1
+        for j, (_, waits) in enumerate(cols.waits()):
+            n = sum(v for _, v in waits) or 1
             if event == "other":
-                count = sum(v for k, v in s.pg.waits.items() if k not in events)
+                count = sum(v for e, v in waits if e not in drawn)
             else:
-                count = s.pg.waits.get(event, 0)
+                count = next((v for e, v in waits if e == k), 0)
             running[j] += 100.0 * count / n
-        series.append(Series(event, _x(with_pg), tuple(running), group=event, dash=i % 2))
+        series.append(buckets.line(event, x, running, group=event, dash=i % 2))
     return Figure(
         name=f"monitor_{name}_waits",
         title=f"Client backends by wait event, {label}",
         x_label="seconds since start",
         y_label="% of backends (stacked)",
         series=tuple(series),
-        caption="Stacked: each line is the running total of itself and the events listed "
-        "before it; the gap between two lines is that event's share. CPU = active with no "
-        "wait event; Client:ClientRead = waiting for pgbench.",
+        caption=buckets.caption(
+            "Stacked: each line is the running total of itself and the events listed "
+            "before it; the gap between two lines is that event's share. CPU = active with no "
+            "wait event; Client:ClientRead = waiting for pgbench."
+        ),
     )
 
 
-def cpu_figure(name: str, label: str, samples: Sequence[Sample]) -> Figure:
-    parts: list[tuple[str, list[float]]] = []
-    if all(s.cpu.server is not None for s in samples):
-        server = [s.cpu.server or 0.0 for s in samples]
-        client = [s.cpu.client or 0.0 for s in samples]
+def cpu_figure(name: str, label: str, cols: Columns) -> Figure:
+    def col(field: str) -> array[float]:
+        return cols.get(f"cpu.{field}")
+
+    def known(field: str) -> bool:
+        return not any(math.isnan(v) for v in col(field))
+
+    def zero(field: str) -> array[float]:
+        return array("d", (0.0 if math.isnan(v) else v for v in col(field)))
+
+    parts: list[tuple[str, Sequence[float]]] = []
+    if known("server"):
+        server, client = zero("server"), zero("client")
         parts += [("server", server), ("pgbench", client)]
-        if all(s.cpu.other is not None for s in samples):
+        if known("other"):
             parts += [
-                ("pgrig", [s.cpu.pgrig or 0.0 for s in samples]),
+                ("pgrig", zero("pgrig")),
                 (
                     "kernel threads, interrupts",
-                    [(s.cpu.kernel or 0.0) + s.cpu.irq for s in samples],
+                    array(
+                        "d", (k + irq for k, irq in zip(zero("kernel"), col("irq"), strict=True))
+                    ),
                 ),
-                ("other processes", [s.cpu.other or 0.0 for s in samples]),
+                ("other processes", zero("other")),
             ]
         else:  # stored before attribution: the rest of the busy time
-            other = [
-                max(0.0, s.cpu.busy - s.cpu.steal - a - b)
-                for s, a, b in zip(samples, server, client, strict=True)
-            ]
-            parts.append(("the rest", other))
+            rest = zip(col("busy"), col("steal"), server, client, strict=True)
+            parts.append(("the rest", array("d", (max(0.0, u - s - a - b) for u, s, a, b in rest))))
     else:
-        parts += [
-            ("user", [s.cpu.user for s in samples]),
-            ("system", [s.cpu.system for s in samples]),
-            ("irq", [s.cpu.irq for s in samples]),
-        ]
-    parts += [
-        ("steal", [s.cpu.steal for s in samples]),
-        ("iowait", [s.cpu.iowait for s in samples]),
-    ]
-    running = [0.0] * len(samples)
+        parts += [("user", col("user")), ("system", col("system")), ("irq", col("irq"))]
+    parts += [("steal", col("steal")), ("iowait", col("iowait"))]
+    x = cols.get("t_s")
+    buckets = decimate.Buckets.over(x)
+    running = array("d", bytes(8 * len(cols)))  # zeros
     series = []
     for label_, values in parts:
-        running = [r + v for r, v in zip(running, values, strict=True)]
-        series.append(Series(label_, _x(samples), tuple(running), group=label_))
+        for i, v in enumerate(values):
+            running[i] += v
+        series.append(buckets.line(label_, x, running, group=label_))
     return Figure(
         name=f"monitor_{name}_cpu",
         title=f"CPU by consumer, {label}",
         x_label="seconds since start",
         y_label="% of the machine (stacked)",
         series=tuple(series),
-        caption="Stacked (all CPUs = 100%): each line is the running total of itself and "
-        "the consumers listed before it; the gap between two lines is that consumer's "
-        "share. Other processes: neither the server, pgbench nor pgrig.",
+        caption=buckets.caption(
+            "Stacked (all CPUs = 100%): each line is the running total of itself and "
+            "the consumers listed before it; the gap between two lines is that consumer's "
+            "share. Other processes: neither the server, pgbench nor pgrig."
+        ),
     )
 
 
-def device_figure(name: str, label: str, mon: MonitorResult, samples: Sequence[Sample]) -> Figure:
+def device_figure(name: str, label: str, mon: MonitorResult, cols: Columns) -> Figure:
+    buckets = decimate.Buckets.over(cols.get("t_s"))
     series = []
     for i, dev in enumerate(mon.devices):
-        pairs = [(s.t_s, d) for s in samples for d in s.devices if d.name == dev]
-        if not pairs or not any(d.reads_s or d.writes_s for _, d in pairs):
+        x, reads = _where(cols, f"dev.{dev}.reads_s")
+        _, writes = _where(cols, f"dev.{dev}.writes_s")
+        if not reads or not any(r or w for r, w in zip(reads, writes, strict=True)):
             continue
-        x = tuple(t for t, _ in pairs)
-        series.append(
-            Series(
-                f"{dev} r/s (device-wide)", x, tuple(d.reads_s for _, d in pairs), group="r", dash=i
-            )
-        )
-        series.append(
-            Series(
-                f"{dev} w/s (device-wide)",
-                x,
-                tuple(d.writes_s for _, d in pairs),
-                group="w",
-                dash=i,
-            )
-        )
-        if any(d.flushes_s for _, d in pairs):
-            series.append(
-                Series(
-                    f"{dev} flushes/s", x, tuple(d.flushes_s for _, d in pairs), group="f", dash=i
-                )
-            )
-    reads = [(s.t_s, s.pg.blks_read_s) for s in samples if s.pg is not None]
-    if series and reads:
-        series.append(
-            Series(
-                "blocks PostgreSQL read/s",
-                tuple(t for t, _ in reads),
-                tuple(v for _, v in reads),
-                group="pg",
-                dash=1,
-            )
-        )
+        series.append(buckets.line(f"{dev} r/s (device-wide)", x, reads, group="r", dash=i))
+        series.append(buckets.line(f"{dev} w/s (device-wide)", x, writes, group="w", dash=i))
+        _, flushes = _where(cols, f"dev.{dev}.flushes_s")
+        if any(flushes):
+            series.append(buckets.line(f"{dev} flushes/s", x, flushes, group="f", dash=i))
+    reads_x, blocks = _where(cols, "pg.blks_read_s")
+    if series and blocks:
+        series.append(buckets.line("blocks PostgreSQL read/s", reads_x, blocks, group="pg", dash=1))
     return Figure(
         name=f"monitor_{name}_device",
         title=f"Device IOPS, {label}",
         x_label="seconds since start",
         y_label="I/O per second",
         series=tuple(series),
-        caption="Device-wide, from /proc/diskstats as iostat -x: every process's I/O on "
-        "the device, not only the server's. Blocks PostgreSQL read/s (pg_stat_database) "
-        "are the database's own reads, from the page cache or the device. MiB/s, wait per "
-        "I/O and % busy are in the table above.",
+        caption=buckets.caption(
+            "Device-wide, from /proc/diskstats as iostat -x: every process's I/O on "
+            "the device, not only the server's. Blocks PostgreSQL read/s (pg_stat_database) "
+            "are the database's own reads, from the page cache or the device. MiB/s, wait per "
+            "I/O and % busy are in the table above."
+        ),
     )

@@ -7,7 +7,7 @@ records and the environment."""
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from pgrig.monitor.model import Sample
 from pgrig.registry import typed_result
@@ -152,7 +152,7 @@ def audit_table(env: Environment | None) -> Table | None:
     )
 
 
-def _ratios(samples: Sequence[Sample]) -> tuple[float | None, float | None]:
+def _ratios(samples: Iterable[Sample]) -> tuple[float | None, float | None]:
     """(buffer hit ratio, page-cache hit ratio) over the run: blocks found in
     shared_buffers, and of the blocks read from the OS, those the page cache
     had (the server's /proc/<pid>/io read_bytes reached the disk)."""

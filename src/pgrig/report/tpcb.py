@@ -18,7 +18,7 @@ from pgrig.cluster import loadwal
 from pgrig.meaning import Meaning
 from pgrig.monitor import noise
 from pgrig.registry import typed_result
-from pgrig.report import fmt
+from pgrig.report import decimate, fmt
 from pgrig.report.model import FAILED, NOISY, SKIPPED, Figure, Row, Section, Series, Table
 from pgrig.report.points import (
     Point,
@@ -491,14 +491,16 @@ def tps_over_time(pts: Sequence[Point]) -> list[Figure]:
                     )
                 )
         figures.append(
-            Figure(
-                name="tps_over_time_" + re.sub(r"[^A-Za-z0-9]+", "_", mode),
-                title=f"TPS over time, {mode}",
-                x_label="seconds since start",
-                y_label="transactions/s",
-                series=tuple(series),
-                caption="pgbench -P progress of every run: dips and trends show checkpoints, "
-                "warm-up or interference.",
+            decimate.figure(
+                Figure(
+                    name="tps_over_time_" + re.sub(r"[^A-Za-z0-9]+", "_", mode),
+                    title=f"TPS over time, {mode}",
+                    x_label="seconds since start",
+                    y_label="transactions/s",
+                    series=tuple(series),
+                    caption="pgbench -P progress of every run: dips and trends show "
+                    "checkpoints, warm-up or interference.",
+                )
             )
         )
     return figures

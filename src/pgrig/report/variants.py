@@ -13,7 +13,7 @@ difference to the baseline, Welch's test over the repeats - is
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from pgrig import stats
@@ -201,29 +201,24 @@ def _settings_table(study: Study, names: list[str]) -> Table | None:
 # -- settings axes -------------------------------------------------------------------
 
 
-def _io(run: Sequence[Sample]) -> dict[str, float] | None:
+def _io(run: Iterable[Sample]) -> dict[str, float] | None:
     """pg_stat_io over a run, per second, summed over backend types: reads, bytes,
-    time; and the share of the bytes that I/O workers read."""
-    samples = [s.pg for s in run if s.in_run and s.pg is not None and s.pg.io]
-    if not samples:
-        return None
-
-    def mean(op: str, who: str | None = None) -> float:
-        return statistics.fmean(
-            sum(
-                v
-                for k, v in p.io.items()
-                if k.endswith(f":{op}") and (who is None or k.startswith(f"{who}:"))
-            )
-            for p in samples
-        )
-
-    reads, hits = mean("reads"), mean("hits")
-    read_bytes, read_ms = mean("read_bytes"), mean("read_time")
+    time; and the share of the bytes that I/O workers read. One pass: the run's
+    samples are streamed from the store."""
+    # Each second's sum per operation (a few floats, not the samples)
+    per: dict[str, list[float]] = {"reads": [], "hits": [], "read_bytes": [], "read_time": []}
     waits: dict[str, int] = {}
-    for p in samples:
+    for s in run:
+        p = s.pg
+        if not s.in_run or p is None or not p.io:
+            continue
+        for op, values in per.items():
+            values.append(sum(v for k, v in p.io.items() if k.endswith(f":{op}")))
         for event, n in p.waits.items():
             waits[event] = waits.get(event, 0) + n
+    if not per["reads"]:
+        return None
+    reads, hits, read_bytes, read_ms = (statistics.fmean(per[op]) for op in per)
     sampled = sum(waits.values())
     return {
         "reads": reads,

@@ -1,0 +1,175 @@
+"""A report's memory and figures stay bounded in a run's length (issue 18.6):
+the monitor section reads a run's samples once, as columns, and a long run's
+lines are drawn as the min and max of each bucket (pgrig.report.decimate),
+while a short run's figures are drawn exactly as before. Tested by counting
+(Sample objects alive, points per line, bytes of page), not by timing."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+import weakref
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+from pgrig.monitor.model import MonitorResult, Sample
+from pgrig.report import decimate, plots, writer
+from pgrig.report import monitor as monitor_section
+from pgrig.report import samples as report_samples
+from pgrig.report.model import Figure, Series
+from pgrig.report.samples import Columns
+from pgrig.report.view import build
+from pgrig.results import PgbenchRun, RunRecord, Study
+from pgrig.store import Store
+from test_monitor_report import KEY, captured, record
+
+GOLDEN = Path(__file__).parent / "data" / "report" / "golden_monitor_figures.svg"
+# The SVGs of the captured run repeated to 1,200 samples (decimate.LIMIT: the
+# longest line still drawn point for point), as 9776f51 drew them.
+LIMIT_SHA256 = "de4a4e4f5a82b8e487a1d98d6b147e695813a0c606a56c111b93917e515001ff"
+
+
+def tiled(mon: MonitorResult, n: int) -> tuple[Sample, ...]:
+    """``n`` samples: the captured run's end to end, tps waving so that no two
+    laps are alike (the recipe the golden hash above was made with)."""
+    src = mon.samples
+    lap = src[-1].t_s - src[0].t_s + mon.interval_s
+    return tuple(
+        replace(
+            s,
+            t_s=s.t_s + lap * (i // len(src)),
+            wall=s.wall + lap * (i // len(src)),
+            tps=None if s.tps is None else s.tps * (1 + 0.2 * math.sin(i / 7)),
+        )
+        for i in range(n)
+        for s in (src[i % len(src)],)
+    )
+
+
+def _svgs(mon: MonitorResult, label: str) -> str:
+    figs = monitor_section.figures("run", label, mon, Columns(mon.samples, mon.devices))
+    return "\n".join(plots.to_svg(f) for f in figs if f.series)
+
+
+def test_a_short_runs_figures_are_drawn_as_before() -> None:
+    mon, _ = captured()
+    assert _svgs(mon, KEY) + "\n" == GOLDEN.read_text()
+    at_limit = replace(mon, samples=tiled(mon, decimate.LIMIT))
+    text = _svgs(at_limit, "long")
+    assert hashlib.sha256(text.encode()).hexdigest() == LIMIT_SHA256
+    assert "drawn as the min and max" not in text
+
+
+def test_a_reduced_line_keeps_each_buckets_min_and_max() -> None:
+    n = 3600
+    x = [float(i) for i in range(n)]
+    y = [1000.0 + (i % 5) for i in range(n)]
+    y[1234] = 100.0  # a one-second checkpoint dip
+    y[2345] = 5000.0  # and a one-second spike
+    fig = decimate.figure(
+        Figure("f", "t", "seconds since start", "tps", (Series("tps", tuple(x), tuple(y)),), "c.")
+    )
+    (line,) = fig.series
+    assert len(line.x) <= 2 * decimate.COLUMNS
+    assert (1234.0, 100.0) in zip(line.x, line.y, strict=True)
+    assert (2345.0, 5000.0) in zip(line.x, line.y, strict=True)
+    assert list(line.x) == sorted(line.x), "in time order"
+    step = 6.0  # 3,599 s over 600 buckets, rounded up to whole seconds
+    assert fig.caption == "c. 3,600 samples, drawn as the min and max of each 6-second bucket."
+    for k in range(n // int(step)):
+        inside = y[int(k * step) : int((k + 1) * step)]
+        kept = [v for t, v in zip(line.x, line.y, strict=True) if k * step <= t < (k + 1) * step]
+        assert sorted(kept) == sorted({min(inside), max(inside)})
+
+
+def test_a_nan_still_breaks_a_reduced_line_and_short_lines_are_kept_whole() -> None:
+    n = 2000
+    x = tuple(float(i) for i in range(n))
+    y = tuple(math.nan if i == 1000 else float(i % 7) for i in range(n))
+    buckets = decimate.Buckets.over(x)
+    line = buckets.line("l", x, y)
+    assert sum(math.isnan(v) for v in line.y) == 1 and len(line.x) < n
+    short = decimate.Buckets.over(x[: decimate.LIMIT])
+    assert short.step is None and short.caption("c.") == "c."
+    assert short.line("l", x[:10], y[:10]) == Series("l", x[:10], y[:10])
+    fig = Figure("f", "t", "x", "y", (Series("l", x[: decimate.LIMIT], y[: decimate.LIMIT]),))
+    assert decimate.figure(fig) is fig
+
+
+class Counting:
+    """The real SQLite store, counting the decoded samples alive at once."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.alive = 0
+        self.most_alive = 0
+
+    def runs(self, study_id: str, *, without_samples: tuple[str, ...] = ()) -> list[RunRecord]:
+        return self.store.runs(study_id, without_samples=without_samples)
+
+    def samples(self, run_id: int) -> Iterator[dict[str, object]]:
+        return self.store.samples(run_id)
+
+    def reader(self) -> report_samples.SampleReader:
+        read = report_samples.stored(self)
+
+        def counted(rec: RunRecord) -> Iterator[Sample]:
+            for s in read(rec):
+                self.alive += 1
+                self.most_alive = max(self.most_alive, self.alive)
+                weakref.finalize(s, self._gone)
+                yield s
+
+        return counted
+
+    def _gone(self) -> None:
+        self.alive -= 1
+
+
+STUDY = Study(id="s", name="long", target="/var/tmp", started_at="x", status="finished")
+
+
+def _report(tmp_path: Path, n: int) -> tuple[list[Figure], int, int]:
+    """The figures, the most samples alive at once and the page's bytes of a
+    study of one watched run of ``n`` seconds."""
+    mon, run = captured()
+    long_run = replace(mon, samples=tiled(mon, n))
+    progress = tuple(replace(p, t_s=float(i + 1)) for i in range(n) for p in run.progress[:1])
+    pgbench: PgbenchRun = replace(run, progress=progress, duration_s=float(n))
+    with Store.open(tmp_path / f"r{n}.sqlite") as store:
+        store.begin_study(STUDY)
+        store.record(replace(record(KEY, "pgbench_run", pgbench), id=None))
+        store.record(replace(record(f"{KEY}/monitor", "monitor", long_run), id=None))
+        counting = Counting(store)
+        records, _ = report_samples.read(counting, "s")
+        view = build(STUDY, records, counting.reader())
+        _, page = writer.write(STUDY, records, tmp_path / f"out{n}", samples=counting.reader())
+    return view.figures(), counting.most_alive, page.stat().st_size
+
+
+def test_a_ten_times_longer_run_keeps_no_more_samples_nor_points(tmp_path: Path) -> None:
+    short_figs, short_alive, short_page = _report(tmp_path, 1_500)
+    long_figs, long_alive, long_page = _report(tmp_path, 15_000)
+    # one decoded sample at a time, however long the run (a tuple of them held all)
+    assert short_alive <= 2 and long_alive <= 2
+    most = max(len(s.x) for f in long_figs for s in f.series)
+    assert most <= 2 * decimate.COLUMNS < 15_000
+    assert most < 1.5 * max(len(s.x) for f in short_figs for s in f.series)
+    assert long_page < 1.5 * short_page
+    # every figure of the long run says how it was drawn, the PNG's (TPS over time) too
+    drawn = [f for f in long_figs if any(len(s.x) > 100 for s in f.series)]
+    assert {f.name for f in drawn} >= {
+        "tps_over_time_select_only",
+        "monitor_tpcb_run_select_only_c4_cpu",
+    }
+    captions = {re.search(r"15,000 samples, drawn as .*", f.caption) for f in drawn}
+    assert None not in captions
+    assert all(
+        re.fullmatch(
+            r"15,000 samples, drawn as the min and max of each 2[56]-second bucket\.", m[0]
+        )
+        for m in captions
+        if m is not None
+    )
