@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -18,6 +17,7 @@ from pgrig.errors import UsageError
 from pgrig.store import Store
 from pgrig.workloads.tpcb.spec import TpcbSpec
 from pgrig.workloads.tpcb.workload import BYTES_PER_SCALE
+from test_cli import recorded
 
 GOOD = """\
 [campaign]
@@ -256,17 +256,9 @@ def test_killed_campaign_resumes_and_records_each_run_once(disk_dir: Path) -> No
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    db = results / "results.sqlite"
 
     def measured() -> int:
-        if not db.exists():
-            return 0
-        try:
-            with sqlite3.connect(db) as conn:
-                row = conn.execute("SELECT count(*) FROM runs WHERE kind = 'pgbench_run'")
-                return int(row.fetchone()[0])
-        except sqlite3.OperationalError:  # the file exists, its tables not yet
-            return 0
+        return recorded(results, "pgbench_run")
 
     try:
         deadline = time.monotonic() + 180
@@ -282,7 +274,7 @@ def test_killed_campaign_resumes_and_records_each_run_once(disk_dir: Path) -> No
     assert done.returncode == 0, done.stderr
     assert "resuming two-disks" in done.stderr.replace("\n", " ")
     assert "orphan" in done.stderr
-    with Store.open(db) as store:
+    with Store.open(results / "results.sqlite") as store:
         runs = store.runs("two-disks")
         study = store.study("two-disks")
     keys = [r.key for r in runs]

@@ -4,8 +4,10 @@ and what is (not) left on disk."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -88,6 +90,20 @@ def wait_for(predicate, timeout: float = 120, what: str = "condition"):  # type:
             return value
         time.sleep(0.1)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+def recorded(results: Path, kind: str) -> int:
+    """How many runs of ``kind`` the store in ``results`` holds; 0 while pgrig
+    is still creating it (polled mid-open, the file exists before its tables)."""
+    db = results / "results.sqlite"
+    if not db.exists():
+        return 0
+    try:
+        with contextlib.closing(sqlite3.connect(db)) as conn:
+            row = conn.execute("SELECT count(*) FROM runs WHERE kind = ?", (kind,)).fetchone()
+            return int(row[0])
+    except sqlite3.OperationalError:
+        return 0
 
 
 def postmaster_of(target: Path) -> tuple[Path, int] | None:

@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import os
 import signal
-import sqlite3
 import subprocess
 import threading
 import time
 from pathlib import Path
 
 from pgrig import proc
-from test_cli import only_study, pgrig, postmaster_of, spawn, tiny, wait_for
+from test_cli import only_study, pgrig, postmaster_of, recorded, spawn, tiny, wait_for
 
 # -- faults during a study ---------------------------------------------------
 
@@ -93,22 +92,17 @@ def test_ctrl_c_stops_everything_and_keeps_finished_results(disk_dir: Path) -> N
     results = disk_dir / "r"
     args = tiny(clients="1,2", duration="30")
     child = spawn("run", "--target", disk_dir, "--results", results, *args)
-
-    def bench_started() -> bool:
-        if not (results / "results.sqlite").exists():
-            return False
-        with sqlite3.connect(results / "results.sqlite") as db:
-            return (
-                db.execute("SELECT count(*) FROM runs WHERE kind = 'pgbench_init'").fetchone()[0]
-                > 0
-            )
-
-    wait_for(bench_started, what="the load to be recorded")
-    time.sleep(2)
-    found = postmaster_of(disk_dir)
-    assert found is not None
-    child.send_signal(signal.SIGINT)
-    out, err = child.communicate(timeout=120)
+    try:
+        wait_for(lambda: recorded(results, "pgbench_init"), what="the load to be recorded")
+        time.sleep(2)
+        found = postmaster_of(disk_dir)
+        assert found is not None
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=120)
+    finally:  # also when the wait fails: a live child would disturb the next test
+        if child.poll() is None:
+            child.kill()
+            child.communicate()
     assert child.returncode == 130
     assert "interrupted" in err
     status, runs = only_study(results)

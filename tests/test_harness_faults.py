@@ -7,7 +7,6 @@ docs/exit-codes.md."""
 from __future__ import annotations
 
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -22,7 +21,7 @@ from pgrig.files import write_atomically
 from pgrig.results import Study
 from pgrig.store import Store
 from pgrig.tools import pgbench
-from test_cli import TINY, only_study, pgrig, postmaster_of, spawn, tiny, wait_for
+from test_cli import TINY, only_study, pgrig, postmaster_of, recorded, spawn, tiny, wait_for
 
 
 def campaign_file(tmp_path: Path, target: Path, duration: int) -> Path:
@@ -55,22 +54,11 @@ count = false
     return path
 
 
-def first_run_started(results: Path) -> bool:
-    if not (results / "results.sqlite").exists():
-        return False
-    try:
-        with sqlite3.connect(results / "results.sqlite") as db:
-            query = "SELECT count(*) FROM runs WHERE kind = 'pgbench_init'"
-            return bool(db.execute(query).fetchone()[0])
-    except sqlite3.OperationalError:  # the file exists, its schema not yet (polled mid-open)
-        return False
-
-
 def test_an_interrupted_step_runs_again_on_resume(disk_dir: Path, tmp_path: Path) -> None:
     results = tmp_path / "r"
     camp = campaign_file(tmp_path, disk_dir, 8)  # still running 2 s after the load
     child = spawn("run", camp, "--results", results)
-    wait_for(lambda: first_run_started(results), what="the load")
+    wait_for(lambda: recorded(results, "pgbench_init"), what="the load")
     time.sleep(2)
     child.send_signal(signal.SIGINT)
     _, err = child.communicate(timeout=120)
@@ -90,7 +78,7 @@ def test_sigterm_stops_everything_like_ctrl_c(disk_dir: Path) -> None:
     results = disk_dir / "r"
     args = tiny(duration="30")
     child = spawn("run", "--target", disk_dir, "--results", results, *args)
-    wait_for(lambda: first_run_started(results), what="the load")
+    wait_for(lambda: recorded(results, "pgbench_init"), what="the load")
     time.sleep(2)
     found = postmaster_of(disk_dir)
     assert found is not None

@@ -9,7 +9,6 @@ import os
 from pathlib import Path
 
 import pytest
-from tests.test_cli import TINY, pgrig
 
 from pgrig import calibration, campaign, plan
 from pgrig.durability.workload import DurabilitySpec
@@ -19,6 +18,7 @@ from pgrig.workloads.basebackup import spec as bb_spec
 from pgrig.workloads.basebackup.steps import backup_estimate, calibration_kind
 from pgrig.workloads.tpcb.spec import TpcbSpec
 from pgrig.workloads.tpcb.steps import load_estimate, load_kind
+from test_cli import TINY, pgrig
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 CAMPAIGN = """
