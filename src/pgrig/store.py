@@ -171,9 +171,10 @@ class _Postgres(_Backend):
         )
 
     def elements_sql(self, key: str) -> str:
+        # json, not jsonb: each number as it was written (jsonb prints 1e+300 as 1000...0)
         return (
             "SELECT s.value::text AS value FROM runs,"
-            f" jsonb_array_elements(runs.result::jsonb -> '{key}') WITH ORDINALITY AS s(value, n)"
+            f" json_array_elements(runs.result::json -> '{key}') WITH ORDINALITY AS s(value, n)"
             " WHERE runs.id = ? ORDER BY s.n"
         )
 
