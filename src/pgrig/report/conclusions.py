@@ -378,7 +378,10 @@ def stalls(ev: Evidence) -> list[Conclusion]:
         if rec.kind != "pgbench_run":
             continue
         run: PgbenchRun | None = typed_result(rec)
-        if run is None or ev.progress.seconds(rec).n < 5:
+        if run is None or (seconds := ev.progress.seconds(rec)).n < 5:
+            continue
+        # no second at or below the stall line: the run's points are not read again
+        if seconds.noise is not None and seconds.noise.min > STALL_FRACTION * (seconds.median or 0):
             continue
         tps = ev.progress.tps(rec)
         median = statistics.median(tps)

@@ -12,6 +12,7 @@ each run's count of points, its span and its per-second noise.
 from __future__ import annotations
 
 import dataclasses
+import statistics
 from array import array
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -69,6 +70,7 @@ class Seconds:
     low: float  # the first and last second (finite ones), 0 when none
     high: float
     noise: Noise | None  # of the per-second tps (``pgrig.monitor.noise``)
+    median: float | None = None  # tps, None without points
 
 
 class Progress:
@@ -96,7 +98,8 @@ class Progress:
         found = self._seconds.get(key)
         if found is None:
             t, tps = self.line(rec)
-            found = Seconds(len(t), *decimate.span(t), noise.noise(tps))
+            median = statistics.median(tps) if tps else None
+            found = Seconds(len(t), *decimate.span(t), noise.noise(tps), median)
             self._seconds[key] = found
         return found
 
