@@ -30,10 +30,10 @@ by the real recorder into a real SQLite store; the growth of the peak RSS
 in a fresh process each time (its peak RSS from ``wait4``: the kernel's, per
 process), ``--rounds`` times; with ``--pgrig``, alternated with that build,
 and the ratio of their peaks with its spread. The growth of the peak per
-extra second of monitored run is taken between the shortest and the longest
-store. ``--stretch``: the same on stores made from one real study, its
-monitored run's samples and pgbench progress repeated (or cut) to each
-length - long runs without waiting for them.
+extra second of monitored run is taken from each store to the longest.
+``--stretch``: the same on stores made from one real study, its monitored
+run's samples and pgbench progress repeated (or cut) to each length - long
+runs without waiting for them.
 
 Without ``--source``, a tiny study is recorded first (about 40 s).
 """
@@ -449,9 +449,13 @@ def report_only_part(args: argparse.Namespace, stores: list[Path], work: Path) -
             ]
             line += f" {_ratio(ratios):>26}"
         print(line, flush=True)
-    short, long_ = min(stores, key=seconds.get), max(stores, key=seconds.get)
-    extra = seconds[long_] - seconds[short]
-    if extra > 0:
+    # From each shorter store to the longest: the slope from 20 minutes on
+    # (beyond decimate.LIMIT points a line) is what a long run adds.
+    long_ = max(stores, key=seconds.get)
+    for short in sorted(stores, key=seconds.get):
+        extra = seconds[long_] - seconds[short]
+        if extra <= 0:
+            continue
         for name in builds:
             grew = statistics.median(x.peak_mib for x in costs[(name, long_)]) - statistics.median(
                 x.peak_mib for x in costs[(name, short)]

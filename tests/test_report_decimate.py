@@ -6,22 +6,24 @@ while a short run's figures are drawn exactly as before. Tested by counting
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import math
 import re
 import weakref
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import replace
 from pathlib import Path
 
 from pgrig.monitor.model import MonitorResult, Sample
 from pgrig.report import decimate, plots, writer
 from pgrig.report import monitor as monitor_section
+from pgrig.report import progress as report_progress
 from pgrig.report import samples as report_samples
 from pgrig.report.model import Figure, Series
 from pgrig.report.samples import Columns
 from pgrig.report.view import build
-from pgrig.results import PgbenchRun, RunRecord, Study
+from pgrig.results import PgbenchRun, ProgressPoint, RunRecord, Study
 from pgrig.store import Store
 from test_monitor_report import KEY, captured, record
 
@@ -99,18 +101,64 @@ def test_a_nan_still_breaks_a_reduced_line_and_short_lines_are_kept_whole() -> N
 
 
 class Counting:
-    """The real SQLite store, counting the decoded samples alive at once."""
+    """The real SQLite store, counting the decoded samples and -P points alive
+    at once, and which run's points the report asked for."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
         self.alive = 0
         self.most_alive = 0
+        self.points_alive = 0
+        self.most_points_alive = 0
+        self.points_asked: list[int] = []
+        # ProgressPoint objects anywhere in the process, at each read of a run's
+        # samples or points, beyond those alive before the report (earlier
+        # tests' records): records carrying their points would hold them all
+        self.points_anywhere: list[int] = []
+        self._before = self._points()
 
-    def runs(self, study_id: str, *, without_samples: tuple[str, ...] = ()) -> list[RunRecord]:
-        return self.store.runs(study_id, without_samples=without_samples)
+    def runs(
+        self,
+        study_id: str,
+        *,
+        without_samples: Collection[str] = (),
+        without_progress: Collection[str] = (),
+    ) -> list[RunRecord]:
+        return self.store.runs(
+            study_id, without_samples=without_samples, without_progress=without_progress
+        )
 
     def samples(self, run_id: int) -> Iterator[dict[str, object]]:
+        self._look()
         return self.store.samples(run_id)
+
+    def progress(self, run_id: int) -> Iterator[dict[str, object]]:
+        self._look()
+        self.points_asked.append(run_id)
+        return self.store.progress(run_id)
+
+    def _look(self) -> None:
+        self.points_anywhere.append(self._points() - self._before)
+
+    @staticmethod
+    def _points() -> int:
+        gc.collect()
+        return sum(type(o) is ProgressPoint for o in gc.get_objects())
+
+    def points(self) -> report_progress.ProgressReader:
+        read = report_progress.stored(self)
+
+        def counted(rec: RunRecord) -> Iterator[ProgressPoint]:
+            for p in read(rec):
+                self.points_alive += 1
+                self.most_points_alive = max(self.most_points_alive, self.points_alive)
+                weakref.finalize(p, self._point_gone)
+                yield p
+
+        return counted
+
+    def _point_gone(self) -> None:
+        self.points_alive -= 1
 
     def reader(self) -> report_samples.SampleReader:
         read = report_samples.stored(self)
@@ -131,29 +179,47 @@ class Counting:
 STUDY = Study(id="s", name="long", target="/var/tmp", started_at="x", status="finished")
 
 
-def _report(tmp_path: Path, n: int) -> tuple[list[Figure], int, int]:
-    """The figures, the most samples alive at once and the page's bytes of a
-    study of one watched run of ``n`` seconds."""
+def _long_store(path: Path, n: int, watched: bool = True) -> Path:
+    """A store of one run of ``n`` seconds, watched by the monitor or not
+    (nothing of it left alive)."""
     mon, run = captured()
     long_run = replace(mon, samples=tiled(mon, n))
-    progress = tuple(replace(p, t_s=float(i + 1)) for i in range(n) for p in run.progress[:1])
+    progress = tuple(
+        replace(p, t_s=float(i + 1), tps=p.tps * (1 + 0.2 * math.sin(i / 7)))
+        for i in range(n)
+        for p in run.progress[:1]
+    )
     pgbench: PgbenchRun = replace(run, progress=progress, duration_s=float(n))
-    with Store.open(tmp_path / f"r{n}.sqlite") as store:
+    with Store.open(path) as store:
         store.begin_study(STUDY)
         store.record(replace(record(KEY, "pgbench_run", pgbench), id=None))
-        store.record(replace(record(f"{KEY}/monitor", "monitor", long_run), id=None))
+        if watched:
+            store.record(replace(record(f"{KEY}/monitor", "monitor", long_run), id=None))
+    return path
+
+
+def _report(tmp_path: Path, n: int, watched: bool = True) -> tuple[list[Figure], Counting, int]:
+    """The figures, what was counted and the page's bytes of a study of one
+    run of ``n`` seconds."""
+    with Store.open(_long_store(tmp_path / f"r{n}.sqlite", n, watched)) as store:
         counting = Counting(store)
-        records, _ = report_samples.read(counting, "s")
-        view = build(STUDY, records, counting.reader())
-        _, page = writer.write(STUDY, records, tmp_path / f"out{n}", samples=counting.reader())
-    return view.figures(), counting.most_alive, page.stat().st_size
+        records, _, _ = report_samples.read(counting, "s")
+        view = build(STUDY, records, counting.reader(), counting.points())
+        _, page = writer.write(
+            STUDY,
+            records,
+            tmp_path / f"out{n}",
+            samples=counting.reader(),
+            progress=counting.points(),
+        )
+    return view.figures(), counting, page.stat().st_size
 
 
 def test_a_ten_times_longer_run_keeps_no_more_samples_nor_points(tmp_path: Path) -> None:
-    short_figs, short_alive, short_page = _report(tmp_path, 1_500)
-    long_figs, long_alive, long_page = _report(tmp_path, 15_000)
+    short_figs, short, short_page = _report(tmp_path, 1_500)
+    long_figs, long_, long_page = _report(tmp_path, 15_000)
     # one decoded sample at a time, however long the run (a tuple of them held all)
-    assert short_alive <= 2 and long_alive <= 2
+    assert short.most_alive <= 2 and long_.most_alive <= 2
     most = max(len(s.x) for f in long_figs for s in f.series)
     assert most <= 2 * decimate.COLUMNS < 15_000
     assert most < 1.5 * max(len(s.x) for f in short_figs for s in f.series)
@@ -173,3 +239,25 @@ def test_a_ten_times_longer_run_keeps_no_more_samples_nor_points(tmp_path: Path)
         for m in captions
         if m is not None
     )
+
+
+def test_a_ten_times_longer_run_keeps_no_more_progress_points(tmp_path: Path) -> None:
+    """pgbench's -P points come to the report one run at a time, from the store,
+    and are let go: the records carry none, the store is asked for the run's
+    by its id (its noise worked out once, its line read when drawn), and at
+    no read are more points alive than the one being decoded."""
+    for n in (1_500, 15_000):
+        figs, counting, _ = _report(tmp_path, n, watched=False)
+        assert counting.most_points_alive <= 2
+        assert max(counting.points_anywhere) <= 2
+        run_ids = set(counting.points_asked)
+        assert len(run_ids) == 1
+        # build and write: the run's Seconds, then its TPS-over-time line, each
+        assert len(counting.points_asked) <= 2 * 2
+        (tps,) = [f for f in figs if f.name == "tps_over_time_select_only"]
+        assert len(tps.series) == 1 and len(tps.series[0].x) <= decimate.LIMIT
+        with Store.open(tmp_path / f"r{n}.sqlite") as store:
+            (run,) = [r for r in report_samples.read(store, "s")[0] if r.kind == "pgbench_run"]
+            assert run.result is not None and run.result["progress"] == []
+            # what was left out is all there, one point at a time
+            assert sum(1 for _ in store.progress(run.id or 0)) == n

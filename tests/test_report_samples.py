@@ -34,8 +34,19 @@ class Watching:
         self.handed: list[weakref.ref[Sample]] = []
         self.alive_at_each_read: list[int] = []
 
-    def runs(self, study_id: str, *, without_samples: Collection[str] = ()) -> list[RunRecord]:
-        return self.store.runs(study_id, without_samples=without_samples)
+    def runs(
+        self,
+        study_id: str,
+        *,
+        without_samples: Collection[str] = (),
+        without_progress: Collection[str] = (),
+    ) -> list[RunRecord]:
+        return self.store.runs(
+            study_id, without_samples=without_samples, without_progress=without_progress
+        )
+
+    def progress(self, run_id: int) -> Iterator[dict[str, Any]]:
+        return self.store.progress(run_id)
 
     def samples(self, run_id: int) -> Iterator[dict[str, Any]]:
         gc.collect()
@@ -76,11 +87,13 @@ def test_the_report_reads_samples_run_by_run_and_draws_the_same(tmp_path: Path) 
         full = store.runs("s")
         _, whole = writer.write(STUDY, full, tmp_path / "whole")
         watching = Watching(store)
-        records, _ = report_samples.read(watching, "s")
+        records, _, progress = report_samples.read(watching, "s")
         watched = [r for r in records if r.kind == "monitor"]
         assert len(watched) == RUNS
         assert all(r.result is not None and r.result["samples"] == [] for r in watched)
-        _, lean = writer.write(STUDY, records, tmp_path / "lean", samples=watching.reader())
+        _, lean = writer.write(
+            STUDY, records, tmp_path / "lean", samples=watching.reader(), progress=progress
+        )
     # nothing lost: the same page, every run's figures and medians drawn
     assert lean.read_text() == whole.read_text()
     assert lean.read_text().count("<svg") >= 4 * RUNS

@@ -216,6 +216,38 @@ def test_samples_are_read_one_run_at_a_time(location: str | Path) -> None:
         assert list(store.samples(light[0].id or 0)) == []  # a run without samples
 
 
+def test_progress_points_are_read_one_run_at_a_time(location: str | Path) -> None:
+    """A study's records without pgbench's -P points, and one run's points on
+    their own, each number as it was stored (issue 18.6): the report's reads."""
+    points = [
+        {"t_s": 1.0, "tps": 1234.5678901234567, "latency_ms": 0.1, "lag_ms": None},
+        {"t_s": 2.0, "tps": 1e-05, "latency_ms": 3.0, "lag_ms": 2.5e300},
+    ]
+    run = {"tps": 617.3, "progress": points}
+    both = {"progress": points, "samples": [{"t_s": 1.0}]}  # a kind holding both lists
+    watched = {"verdict": {"cause": "cpu"}, "samples": [{"t_s": 1.0}]}
+    with Store.open(location) as store:
+        store.begin_study(study())
+        a = store.record(replace(run_record("a"), kind="pgbench_run", result=run))
+        store.record(replace(run_record("a/monitor"), kind="monitor", result=watched))
+        b = store.record(replace(run_record("b"), kind="both", result=both))
+        assert a.id is not None and b.id is not None
+        lean = store.runs(
+            "quick-1",
+            without_samples=("monitor", "both"),
+            without_progress=("pgbench_run", "both"),
+        )
+        assert [r.result for r in lean] == [
+            {"tps": 617.3, "progress": []},
+            {"verdict": {"cause": "cpu"}, "samples": []},
+            {"progress": [], "samples": []},
+        ]
+        assert list(store.progress(a.id)) == points
+        assert list(store.progress(b.id)) == points
+        assert [r.result for r in store.runs("quick-1")] == [run, watched, both]
+        assert list(store.progress(lean[1].id or 0)) == []  # a record without points
+
+
 def test_samples_streamed_in_are_all_of_the_run_or_none_of_it(location: str | Path) -> None:
     """A run's samples go to rows of their own as they come (from a monitor's
     spool: never all in memory), in the run's transaction: a failure half way

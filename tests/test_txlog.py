@@ -131,6 +131,23 @@ def test_completions_are_counted_per_second_from_the_origin() -> None:
     assert sum(log.completed[0].values()) == log.samples
 
 
+def test_completions_are_counted_in_an_array_and_a_clock_jump_is_refused(
+    tmp_path: Path,
+) -> None:
+    """8 bytes a second of run, whatever the rate (a dict of Python ints took
+    about 90); a line a month from the others would take one for every second
+    between: refused, naming the file."""
+    log = txlog.parse_logs([DATA / "tpcc_txlog.txt"])
+    for seconds in log.completed.values():
+        assert seconds.counts.dtype == np.int64
+        assert len(seconds.counts) == max(seconds) - min(seconds) + 1 <= 11
+    jumped = tmp_path / "txlog.2"
+    text = (DATA / "tpcc_txlog.txt").read_text()
+    jumped.write_text(text + "1 99 1524 1 1800000000 808860 0\n")
+    with pytest.raises(ParseError, match=r"txlog\.2: lines 1-\d+: completions 4,675,354 s apart"):
+        txlog.parse_logs([jumped])
+
+
 def test_skipped_and_failed_lines_are_left_out(tmp_path: Path) -> None:
     rate = txlog.parse_logs([DATA / "pgbench_txlog_rate.7379.log"])
     assert rate.samples == 298 == len(samples([DATA / "pgbench_txlog_rate.7379.log"]))

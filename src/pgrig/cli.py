@@ -439,8 +439,8 @@ def plan_cmd(campaign_file: Path) -> None:
 
 def _write_report(store: Store, sid: str, results: Path, ui: Ui) -> tuple[Path, Path]:
     study = store.study(sid)
-    records, samples = report_samples.read(store, sid)  # each run's samples when drawn
-    md, html = write_report(study, records, results, samples=samples)
+    records, samples, progress = report_samples.read(store, sid)  # each run's when drawn
+    md, html = write_report(study, records, results, samples=samples, progress=progress)
     if closing := closing_warning(records):
         ui.warn(closing)
     click.echo(f"report: {md}")

@@ -585,9 +585,11 @@ def run_campaign(
             interrupted = exc
         finally:
             if runner.study is not None:
-                # each watched run's samples are read when it is drawn
-                records, samples = report_samples.read(st, runner.study.id)
-                md, html = write_report(runner.study, records, results, samples=samples)
+                # each run's samples and -P points are read when it is drawn
+                records, samples, progress = report_samples.read(st, runner.study.id)
+                md, html = write_report(
+                    runner.study, records, results, samples=samples, progress=progress
+                )
                 if closing := closing_warning(records):
                     ui.warn(closing)  # the last word before anyone quotes the numbers
                 ui.data(f"report: {md}")

@@ -58,11 +58,16 @@ class _Backend:
     """The few things SQLite and PostgreSQL do differently."""
 
     label: str
-    # A result with its "samples" list emptied (JSON text), and one run's samples one by
-    # one from a result that holds them (stores of schema 1): the JSON is taken
-    # apart by the database, not in pgrig's memory.
-    lean_result: str
-    samples_sql: str
+
+    def lean(self, result: str, key: str) -> str:
+        """SQL of the result (JSON text) with its list ``key`` emptied: the JSON
+        is taken apart by the database, not in pgrig's memory."""
+        raise NotImplementedError
+
+    def elements_sql(self, key: str) -> str:
+        """SQL of one run's (by id) elements of its result's list ``key``, in
+        order, each as JSON text in column ``value``."""
+        raise NotImplementedError
 
     def insert_samples(self, rows: Iterable[tuple[int, int, str]]) -> None:
         """(run id, n, JSON) rows, taken one at a time from ``rows``."""
@@ -97,14 +102,18 @@ class _Backend:
 class _Sqlite(_Backend):
     duplicate = (sqlite3.IntegrityError,)
     errors = (sqlite3.Error,)
-    lean_result = (
-        "CASE WHEN json_type(result, '$.samples') = 'array'"
-        " THEN json_replace(result, '$.samples', json('[]')) ELSE result END"
-    )
-    samples_sql = (
-        "SELECT s.value AS value FROM runs, json_each(runs.result, '$.samples') AS s"
-        " WHERE runs.id = ? ORDER BY s.key"
-    )
+
+    def lean(self, result: str, key: str) -> str:
+        return (
+            f"CASE WHEN json_type({result}, '$.{key}') = 'array'"
+            f" THEN json_replace({result}, '$.{key}', json('[]')) ELSE {result} END"
+        )
+
+    def elements_sql(self, key: str) -> str:
+        return (
+            f"SELECT s.value AS value FROM runs, json_each(runs.result, '$.{key}') AS s"
+            " WHERE runs.id = ? ORDER BY s.key"
+        )
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -155,15 +164,19 @@ PG_LOCK_TIMEOUT_S = 60.0
 
 
 class _Postgres(_Backend):
-    lean_result = (
-        "CASE WHEN jsonb_typeof(result::jsonb -> 'samples') = 'array'"
-        " THEN jsonb_set(result::jsonb, '{samples}', '[]')::text ELSE result END"
-    )
-    samples_sql = (
-        "SELECT s.value::text AS value FROM runs,"
-        " jsonb_array_elements(runs.result::jsonb -> 'samples') WITH ORDINALITY AS s(value, n)"
-        " WHERE runs.id = ? ORDER BY s.n"
-    )
+    def lean(self, result: str, key: str) -> str:
+        return (
+            f"CASE WHEN jsonb_typeof(({result})::jsonb -> '{key}') = 'array'"
+            f" THEN jsonb_set(({result})::jsonb, '{{{key}}}', '[]')::text ELSE {result} END"
+        )
+
+    def elements_sql(self, key: str) -> str:
+        # json, not jsonb: each number as it was written (jsonb prints 1e+300 as 1000...0)
+        return (
+            "SELECT s.value::text AS value FROM runs,"
+            f" json_array_elements(runs.result::json -> '{key}') WITH ORDINALITY AS s(value, n)"
+            " WHERE runs.id = ? ORDER BY s.n"
+        )
 
     def __init__(self, uri: str) -> None:
         import psycopg
@@ -488,20 +501,39 @@ class Store:
         rows = self._db.execute("SELECT DISTINCT kind FROM runs WHERE study_id = ?", (study_id,))
         return sorted(row["kind"] for row in rows)
 
-    def runs(self, study_id: str, *, without_samples: Collection[str] = ()) -> list[RunRecord]:
+    def runs(
+        self,
+        study_id: str,
+        *,
+        without_samples: Collection[str] = (),
+        without_progress: Collection[str] = (),
+    ) -> list[RunRecord]:
         """The study's records in the order they ran. The results of the kinds
         in ``without_samples`` come without their per-second ``samples`` (the
         monitor's: most of a long run's bytes), an empty list in their place:
-        read them one run at a time with ``samples(run_id)``. Rows are decoded
-        one by one, so the samples left out are never all in memory at once."""
+        read them one run at a time with ``samples(run_id)``; those of the kinds
+        in ``without_progress`` without their ``progress`` (pgbench's ``-P``
+        points, about 0.4 kB a second of run): ``progress(run_id)``. Rows are
+        decoded one by one, so what is left out is never all in memory at once."""
+        lists: dict[str, tuple[str, ...]] = {}  # kind -> the lists its result comes without
+        for key, kinds_of in (("samples", without_samples), ("progress", without_progress)):
+            for kind in kinds_of:
+                lists[kind] = (*lists.get(kind, ()), key)
         kinds = tuple(without_samples)
-        result = "result"
-        if kinds:
-            marks = ", ".join("?" * len(kinds))
-            result = f"CASE WHEN kind IN ({marks}) THEN {self._db.lean_result} ELSE result END"
+        result, params = "result", []
+        if lists:
+            whens = []
+            for keys in sorted(set(lists.values())):
+                same = [k for k, v in lists.items() if v == keys]
+                lean = "result"
+                for key in keys:
+                    lean = self._db.lean(lean, key)
+                whens.append(f"WHEN kind IN ({', '.join('?' * len(same))}) THEN {lean}")
+                params += same
+            result = f"CASE {' '.join(whens)} ELSE result END"
         rows = self._db.each(
             f"SELECT {_RUN_COLUMNS}, {result} AS result FROM runs WHERE study_id = ? ORDER BY id",
-            (*kinds, study_id),
+            (*params, study_id),
         )
         out = [_record(row) for row in rows]
         with_rows = {
@@ -533,7 +565,15 @@ class Store:
             yield json.loads(row["value"])
         if found:
             return
-        for row in self._db.each(self._db.samples_sql, (run_id,)):
+        yield from self._elements(run_id, "samples")
+
+    def progress(self, run_id: int) -> Iterator[dict[str, Any]]:
+        """One run's ``progress`` points as stored (dicts), one at a time, taken
+        from its result by the database; none when it has none."""
+        return self._elements(run_id, "progress")
+
+    def _elements(self, run_id: int, key: str) -> Iterator[dict[str, Any]]:
+        for row in self._db.each(self._db.elements_sql(key), (run_id,)):
             yield json.loads(row["value"])
 
 

@@ -21,8 +21,9 @@ from pgrig.monitor import noise
 from pgrig.monitor.model import Noise
 from pgrig.registry import typed_result
 from pgrig.report import decimate, fmt
-from pgrig.report.model import FAILED, HEADLINE, Figure, Row, Section, Series, Table, median_line
+from pgrig.report.model import FAILED, HEADLINE, Figure, Row, Section, Table, median_line
 from pgrig.report.probes import FsyncRuns, fio_summary, fsync_headline, fsync_summary
+from pgrig.report.progress import Progress
 from pgrig.report.tpcb import load_text, statement_medians
 from pgrig.report.versus import VS_NOTE, Cell, Draft, Family, Quiet, single_delta
 from pgrig.results import (
@@ -144,9 +145,12 @@ def comparison_table(
     baseline: str,
     meanings: Mapping[str, Meaning] | None = None,
     machines: Mapping[str, Sequence[tuple[str, str]]] | None = None,
+    progress: Progress | None = None,
 ) -> Table:
     """``machines``: each target's machine as (item, value) rows, when the
-    targets ran on different machines (seed 000's table opens with them)."""
+    targets ran on different machines (seed 000's table opens with them);
+    ``progress``: where the runs' -P points are (default: in the records)."""
+    progress = progress or Progress()
     others = [t for t in targets if t != baseline]
     columns = ["Test Case", f"{baseline} (baseline)"]
     for t in others:
@@ -232,7 +236,7 @@ def comparison_table(
             tps[t] = [run.tps for run in ok]
             qps[t] = [run.qps for run in ok]
             failed[t] = len(pairs) - len(ok)
-            seconds[t] = noise.worst([noise.noise([p.tps for p in r.progress]) for r in ok])
+            seconds[t] = noise.worst([progress.noise(rec) for rec, run in pairs if run is not None])
         metrics = [("tps", tps), ("qps", qps)]
         if key.mode == "select-only":
             metrics = [("qps", qps)]  # = tps: one statement per transaction (seed 000's row)
@@ -444,21 +448,24 @@ def tps_vs_clients_by_scale(records: Sequence[RunRecord]) -> list[Figure]:
     return figures
 
 
-def tps_over_time(records: Sequence[RunRecord], targets: list[str]) -> list[Figure]:
+def tps_over_time(
+    records: Sequence[RunRecord], targets: list[str], progress: Progress | None = None
+) -> list[Figure]:
     """Seed 002's chart: per-second tps of each target overlaid, at the most clients
     of each workload/scale/mode (the run closest to the median tps of its repeats)."""
-    best: dict[tuple[str, int | None, int, str], tuple[int, dict[str, PgbenchRun]]] = {}
+    progress = progress or Progress()
+    best: dict[tuple[str, int | None, int, str], tuple[int, dict[str, RunRecord]]] = {}
     which: dict[tuple[str, int | None, int, str], dict[str, str]] = {}
     for key, per_target in runs_by_point(records).items():
-        chosen: dict[str, PgbenchRun] = {}
+        chosen: dict[str, RunRecord] = {}
         repeats: dict[str, str] = {}
         for t, pairs in per_target.items():
-            ok = [(rec, run) for rec, run in pairs if run is not None and run.progress]
+            ok = [(rec, run) for rec, run in pairs if run is not None and progress.seconds(rec).n]
             if ok:
                 median = statistics.median(run.tps for _, run in ok)
-                rec, chosen[t] = min(ok, key=lambda p: abs(p[1].tps - median))
+                chosen[t], _ = min(ok, key=lambda p: abs(p[1].tps - median))
                 if len(ok) > 1:
-                    repeats[t] = f"{t} repeat {rec.params.get('repeat', '?')} of {len(ok)}"
+                    repeats[t] = f"{t} repeat {chosen[t].params.get('repeat', '?')} of {len(ok)}"
         if not chosen:
             continue
         current = best.get(key.curve)
@@ -469,29 +476,24 @@ def tps_over_time(records: Sequence[RunRecord], targets: list[str]) -> list[Figu
     for (workload, scale, duration, mode), (clients, chosen) in sorted(
         best.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0, kv[0][2], kv[0][3])
     ):
-        series = tuple(
-            Series(
-                label=t,
-                x=tuple(p.t_s for p in chosen[t].progress),
-                y=tuple(p.tps for p in chosen[t].progress),
-                group=t,
-            )
-            for t in targets
-            if t in chosen
-        )
+        drawn = [t for t in targets if t in chosen]
+        # one run's points read at a time, each line reduced before the next is read
+        spans = [progress.seconds(chosen[t]) for t in drawn]
+        buckets = decimate.Buckets.across((s.n, s.low, s.high) for s in spans)
+        series = tuple(buckets.line(t, *progress.line(chosen[t]), group=t) for t in drawn)
         what = f"{mode}" + (f", scale {scale}" if scale is not None else "")
         figures.append(
-            decimate.figure(
-                Figure(
-                    name=f"compare_tps_over_time_{_slug(workload)}_{_slug(what)}_{duration}s",
-                    title=f"TPS over time, {what}, {clients} clients",
-                    x_label="seconds since start",
-                    y_label="transactions/s",
-                    series=series,
-                    caption="pgbench -P 1 of each target overlaid: stalls (tps near 0) and "
+            Figure(
+                name=f"compare_tps_over_time_{_slug(workload)}_{_slug(what)}_{duration}s",
+                title=f"TPS over time, {what}, {clients} clients",
+                x_label="seconds since start",
+                y_label="transactions/s",
+                series=series,
+                caption=buckets.caption(
+                    "pgbench -P 1 of each target overlaid: stalls (tps near 0) and "
                     "drift show what a single average hides."
-                    + _drawn_runs(which[(workload, scale, duration, mode)]),
-                )
+                    + _drawn_runs(which[(workload, scale, duration, mode)])
+                ),
             )
         )
     return figures
@@ -564,14 +566,15 @@ def comparison_section(
     meanings: Mapping[str, Meaning] | None = None,
     machines: Mapping[str, Sequence[tuple[str, str]]] | None = None,
     concurrent: bool = False,
+    progress: Progress | None = None,
 ) -> Section:
-    table = comparison_table(records, targets, baseline, meanings, machines)
+    table = comparison_table(records, targets, baseline, meanings, machines, progress)
     blocks: list[Table | Figure] = [table]
     if (statements := statements_table(records, targets, baseline)) is not None:
         blocks.append(statements)
     # A curve needs two client counts; one count is the table's row.
     blocks += [f for f in tps_vs_clients(records, targets) if f.x_points >= 2]
-    blocks += [f for f in tps_over_time(records, targets) if f.series]
+    blocks += [f for f in tps_over_time(records, targets, progress) if f.series]
     how = (
         "Targets ran at once (concurrent = true), each on machines of its own; the first "
         "rows say which."

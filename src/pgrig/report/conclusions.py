@@ -56,6 +56,7 @@ from pgrig.report import fmt
 from pgrig.report.compare import PointKey, point_key, runs_by_point
 from pgrig.report.model import Figure, Section
 from pgrig.report.probes import FsyncRuns, fsync_headline
+from pgrig.report.progress import Progress
 from pgrig.report.samples import SampleReader, own_samples
 from pgrig.results import (
     Environment,
@@ -97,6 +98,7 @@ class Evidence:
     environment: Environment | None = None
     meanings: Mapping[str, Meaning] = field(default_factory=dict)
     samples: SampleReader = own_samples  # a watched run's per-second samples, when asked
+    progress: Progress = field(default_factory=Progress)  # a run's -P points, when asked
 
     def points(self) -> dict[PointKey, dict[str, list[PgbenchRun]]]:
         return {
@@ -376,9 +378,12 @@ def stalls(ev: Evidence) -> list[Conclusion]:
         if rec.kind != "pgbench_run":
             continue
         run: PgbenchRun | None = typed_result(rec)
-        if run is None or len(run.progress) < 5:
+        if run is None or (seconds := ev.progress.seconds(rec)).n < 5:
             continue
-        tps = [p.tps for p in run.progress]
+        # no second at or below the stall line: the run's points are not read again
+        if seconds.noise is not None and seconds.noise.min > STALL_FRACTION * (seconds.median or 0):
+            continue
+        tps = ev.progress.tps(rec)
         median = statistics.median(tps)
         low = [t for t in tps if t <= STALL_FRACTION * median]
         if median <= 0 or len(low) < STALL_SECONDS:
@@ -645,9 +650,16 @@ def evidence_of(
     meanings: Mapping[str, Meaning] | None = None,
     *,
     samples: SampleReader = own_samples,
+    progress: Progress | None = None,
 ) -> Evidence:
     return Evidence(
-        tuple(records), tuple(targets), baseline, environment, dict(meanings or {}), samples
+        tuple(records),
+        tuple(targets),
+        baseline,
+        environment,
+        dict(meanings or {}),
+        samples,
+        progress or Progress(),
     )
 
 

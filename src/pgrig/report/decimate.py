@@ -75,7 +75,7 @@ def minmax(
     return out_x, out_y
 
 
-def _span(xs: Iterable[float]) -> tuple[float, float]:
+def span(xs: Iterable[float]) -> tuple[float, float]:
     """The lowest and highest finite x (0, 0 when none), without a copy of them."""
     low, high = math.inf, -math.inf
     for x in xs:
@@ -102,8 +102,19 @@ class Buckets:
     @classmethod
     def over(cls, x: Sequence[float]) -> Buckets:
         """The buckets for lines along ``x`` (a run's seconds)."""
-        low, high = _span(x)
+        low, high = span(x)
         return cls(width(len(x), low, high), low, len(x))
+
+    @classmethod
+    def across(cls, spans: Iterable[tuple[int, float, float]]) -> Buckets:
+        """The buckets for lines of (points, first x, last x), each line read
+        only when it is drawn (``line``): a figure's lines never all whole at once."""
+        longest, low, high = 0, math.inf, -math.inf
+        for n, first, last in spans:
+            longest, low, high = max(longest, n), min(low, first), max(high, last)
+        if longest <= LIMIT:
+            return cls(None)
+        return cls(width(longest, low, high), low, longest)
 
     def line(self, label: str, x: Sequence[float], y: Sequence[float], **kw: Any) -> Series:
         """A line of the figure: reduced when longer than ``LIMIT``, read from
@@ -125,11 +136,7 @@ def figure(fig: Figure) -> Figure:
     """The figure with each line longer than ``LIMIT`` reduced to the min and
     max of its buckets (one width for the whole figure), and its caption
     saying so; the figure itself when none is that long."""
-    longest = max((len(s.x) for s in fig.series), default=0)
-    if longest <= LIMIT:
-        return fig
-    low, high = _span(x for s in fig.series for x in s.x)
-    buckets = Buckets(width(longest, low, high), low, longest)
+    buckets = Buckets.across((len(s.x), *span(s.x)) for s in fig.series if s.x)
     if buckets.step is None:
         return fig
     series = tuple(

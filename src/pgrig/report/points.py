@@ -7,13 +7,14 @@ that say what to do about them.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pgrig.monitor import interference, noise
 from pgrig.monitor.model import Noise
 from pgrig.registry import typed_result
 from pgrig.report import fmt
 from pgrig.report.model import FAILED, SKIPPED
+from pgrig.report.progress import Progress
 from pgrig.results import PgbenchRun, RunRecord
 
 MODE_ORDER = ("select-only", "read-write")
@@ -28,6 +29,8 @@ class Point:
     ok: tuple[tuple[RunRecord, PgbenchRun], ...]
     not_ok: tuple[RunRecord, ...]  # failed or skipped repeats
     disturbed: int = 0  # runs of ``ok`` that the monitor saw disturbed by other work
+    # the runs' -P points, read when asked (the records may come without them)
+    progress: Progress = field(default_factory=Progress, compare=False, repr=False)
 
     @property
     def tps(self) -> fmt.Spread | None:
@@ -44,8 +47,8 @@ class Point:
     def per_second(self) -> list[tuple[RunRecord, Noise]]:
         """Each run's per-second noise (runs without -P progress have none)."""
         out = []
-        for rec, run in self.ok:
-            found = noise.noise([p.tps for p in run.progress])
+        for rec, _ in self.ok:
+            found = self.progress.noise(rec)
             if found is not None:
                 out.append((rec, found))
         return out
@@ -72,7 +75,9 @@ def mode_key(mode: str) -> tuple[int, str]:
     return (MODE_ORDER.index(mode) if mode in MODE_ORDER else len(MODE_ORDER), mode)
 
 
-def points(records: Sequence[RunRecord]) -> list[Point]:
+def points(records: Sequence[RunRecord], progress: Progress | None = None) -> list[Point]:
+    """``progress``: where the runs' -P points are (default: in the records)."""
+    progress = progress or Progress()
     ok: dict[tuple[str, int], list[tuple[RunRecord, PgbenchRun]]] = {}
     not_ok: dict[tuple[str, int], list[RunRecord]] = {}
     for rec in records:
@@ -98,6 +103,7 @@ def points(records: Sequence[RunRecord]) -> list[Point]:
             tuple(ok[(m, c)]),
             tuple(not_ok[(m, c)]),
             sum(rec.key in disturbed for rec, _ in ok[(m, c)]),
+            progress,
         )
         for m, c in keys
     ]

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 from pgrig.monitor.model import MonitorResult, Sample
 from pgrig.registry import MONITOR, typed_result
+from pgrig.report import progress
 from pgrig.results import RunRecord, from_dict
 
 # A monitor record -> its samples in time order (none when it has none), to be
@@ -33,15 +34,28 @@ def own_samples(rec: RunRecord) -> tuple[Sample, ...]:
 
 
 class _SampleStore(Protocol):
-    def runs(self, study_id: str, *, without_samples: Collection[str] = ()) -> list[RunRecord]: ...
+    def runs(
+        self,
+        study_id: str,
+        *,
+        without_samples: Collection[str] = (),
+        without_progress: Collection[str] = (),
+    ) -> list[RunRecord]: ...
 
     def samples(self, run_id: int) -> Iterable[dict[str, Any]]: ...
 
+    def progress(self, run_id: int) -> Iterable[dict[str, Any]]: ...
 
-def read(store: _SampleStore, study_id: str) -> tuple[list[RunRecord], SampleReader]:
-    """A study's records for its report, without the monitor's samples, and
-    where to read each run's."""
-    return store.runs(study_id, without_samples=(MONITOR.name,)), stored(store)
+
+def read(
+    store: _SampleStore, study_id: str
+) -> tuple[list[RunRecord], SampleReader, progress.ProgressReader]:
+    """A study's records for its report, without the monitor's samples and
+    pgbench's -P points, and where to read each run's."""
+    records = store.runs(
+        study_id, without_samples=(MONITOR.name,), without_progress=progress.kinds()
+    )
+    return records, stored(store), progress.stored(store)
 
 
 def stored(store: _SampleStore) -> SampleReader:

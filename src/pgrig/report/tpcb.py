@@ -29,6 +29,7 @@ from pgrig.report.points import (
     points,
     status,
 )
+from pgrig.report.progress import Progress
 from pgrig.results import CountResult, PgbenchInit, PgbenchRun, RunRecord
 
 PERCENTILES = (("p50", 0), ("p95", 1), ("p99", 2))
@@ -50,9 +51,12 @@ def _tps_qps(point: Point) -> str:
     return text
 
 
-def headline_rows(records: Sequence[RunRecord], meaning: Meaning | None = None) -> list[Row]:
+def headline_rows(
+    records: Sequence[RunRecord], meaning: Meaning | None = None, progress: Progress | None = None
+) -> list[Row]:
     """Seed 000's summary rows: load time, then each mode at its most clients -
-    read-write with the settings that make its commits less than durable."""
+    read-write with the settings that make its commits less than durable.
+    ``progress``: where the runs' -P points are (default: in the records)."""
     rows = []
     for rec in records:
         if rec.kind != "pgbench_init":
@@ -64,7 +68,7 @@ def headline_rows(records: Sequence[RunRecord], meaning: Meaning | None = None) 
         else:
             rows.append(Row((_init_label(init), _init_value(init))))
     by_mode: dict[str, Point] = {}
-    for point in points(records):
+    for point in points(records, progress):
         if point.mode not in by_mode or point.ok or not by_mode[point.mode].ok:
             by_mode[point.mode] = point
     for point in by_mode.values():
@@ -132,11 +136,14 @@ INIT_STEPS = (
 
 
 def tpcb_section(
-    records: Sequence[RunRecord], target: str, meaning: Meaning | None = None
+    records: Sequence[RunRecord],
+    target: str,
+    meaning: Meaning | None = None,
+    progress: Progress | None = None,
 ) -> Section:
     title, anchor = "TPC-B (pgbench)", "tpcb"
     load = load_table(records)
-    pts = points(records)
+    pts = points(records, progress)
     if load is None and not pts:
         return Section(title, anchor, ("Not run in this study.",))
     blocks: list[Table | Figure] = []
@@ -474,33 +481,32 @@ def tps_over_time(pts: Sequence[Point]) -> list[Figure]:
     would flatten its lines on a shared axis."""
     figures = []
     for mode in sorted({p.mode for p in pts}, key=mode_key):
+        drawn = [
+            (point, rec, seconds)
+            for point in pts
+            if point.mode == mode
+            for rec, _ in point.ok
+            if (seconds := point.progress.seconds(rec)).n
+        ]
+        # one run's points read at a time, each line reduced before the next is read
+        buckets = decimate.Buckets.across((s.n, s.low, s.high) for _, _, s in drawn)
         series = []
-        for point in (p for p in pts if p.mode == mode):
-            for rec, run in point.ok:
-                if not run.progress:
-                    continue
-                repeat = rec.params.get("repeat")
-                suffix = f" #{repeat}" if repeat is not None and len(point.ok) > 1 else ""
-                label = f"{point.clients} client{'s' if point.clients != 1 else ''}{suffix}"
-                series.append(
-                    Series(
-                        label=label,
-                        x=tuple(p.t_s for p in run.progress),
-                        y=tuple(p.tps for p in run.progress),
-                        group=label,
-                    )
-                )
+        for point, rec, _ in drawn:
+            repeat = rec.params.get("repeat")
+            suffix = f" #{repeat}" if repeat is not None and len(point.ok) > 1 else ""
+            label = f"{point.clients} client{'s' if point.clients != 1 else ''}{suffix}"
+            series.append(buckets.line(label, *point.progress.line(rec), group=label))
         figures.append(
-            decimate.figure(
-                Figure(
-                    name="tps_over_time_" + re.sub(r"[^A-Za-z0-9]+", "_", mode),
-                    title=f"TPS over time, {mode}",
-                    x_label="seconds since start",
-                    y_label="transactions/s",
-                    series=tuple(series),
-                    caption="pgbench -P progress of every run: dips and trends show "
-                    "checkpoints, warm-up or interference.",
-                )
+            Figure(
+                name="tps_over_time_" + re.sub(r"[^A-Za-z0-9]+", "_", mode),
+                title=f"TPS over time, {mode}",
+                x_label="seconds since start",
+                y_label="transactions/s",
+                series=tuple(series),
+                caption=buckets.caption(
+                    "pgbench -P progress of every run: dips and trends show "
+                    "checkpoints, warm-up or interference."
+                ),
             )
         )
     return figures

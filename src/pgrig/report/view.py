@@ -38,6 +38,7 @@ from pgrig.report.probes import (
     fsync_summary,
     timing_section,
 )
+from pgrig.report.progress import Progress, ProgressReader, own_progress
 from pgrig.report.samples import SampleReader, own_samples
 from pgrig.report.status import status_kind
 from pgrig.report.tpcb import headline_rows as tpcb_headline_rows
@@ -52,14 +53,19 @@ from pgrig.results import (
 
 
 def build(
-    study: Study, records: Sequence[RunRecord], samples: SampleReader = own_samples
+    study: Study,
+    records: Sequence[RunRecord],
+    samples: SampleReader = own_samples,
+    progress: ProgressReader = own_progress,
 ) -> ReportView:
     """``samples`` gives a watched run's per-second samples when its section
-    draws it (the records may come without them: ``pgrig.report.samples``)."""
+    draws it, ``progress`` a pgbench run's -P points (the records may come
+    without them: ``pgrig.report.samples``, ``pgrig.report.progress``)."""
     records = sorted(records, key=_record_order)
     targets = compare.targets_of(study.params, records)
+    per_second = Progress(progress)  # one for every section: each run read once for its noise
     if len(targets) > 1:
-        return _build_comparison(study, records, targets, samples)
+        return _build_comparison(study, records, targets, samples, per_second)
     by_kind: dict[str, list[RunRecord]] = {}
     for rec in records:
         by_kind.setdefault(rec.kind, []).append(rec)
@@ -67,12 +73,17 @@ def build(
     fsync = by_kind.get("pg_test_fsync", [])
     fio = sorted(by_kind.get("fio", []), key=fio_order)
     sections = [
-        _with_labs(summary_section(study, fsync, fio, records), records),
+        _with_labs(summary_section(study, fsync, fio, records, per_second), records),
         environment_section(study, records),
         timing_section(timing, study.environment),
         fsync_section(fsync, study.target),
         fio_section(fio, study.target),
-        *workload_sections(records, study.target, meaning_of(study, targets[0] if targets else "")),
+        *workload_sections(
+            records,
+            study.target,
+            meaning_of(study, targets[0] if targets else ""),
+            per_second,
+        ),
         *extra_sections(study, records, samples),
         runs_section(records),
     ]
@@ -80,7 +91,7 @@ def build(
     return ReportView(
         title=f"pgrig report: {study_label(study)}",
         meta=header(study, records),
-        sections=_concluded(study, records, targets, baseline, sections, samples),
+        sections=_concluded(study, records, targets, baseline, sections, samples, per_second),
     )
 
 
@@ -91,18 +102,22 @@ def _concluded(
     baseline: str,
     sections: Sequence[Section],
     samples: SampleReader,
+    progress: Progress,
 ) -> tuple[Section, ...]:
     """The conclusions (and one summary chart) first: the answer before its evidence."""
     meanings = {t: m for t in targets if (m := meaning_of(study, t)) is not None}
     ev = conclusions.evidence_of(
-        records, targets, baseline, study.environment, meanings, samples=samples
+        records, targets, baseline, study.environment, meanings, samples=samples, progress=progress
     )
     first, rest = conclusions.section(ev, sections)
     return (first, *rest)
 
 
 def workload_sections(
-    records: Sequence[RunRecord], target: str, meaning: Meaning | None = None
+    records: Sequence[RunRecord],
+    target: str,
+    meaning: Meaning | None = None,
+    progress: Progress | None = None,
 ) -> list[Section]:
     """One TPC-B-style section per workload, scale and duration (a campaign can
     sweep scales, as seed 004 does from 1 to 10,000)."""
@@ -121,7 +136,8 @@ def workload_sections(
     if len(distinct) <= 1 and len(durations_all) <= 1:
         # One workload at one scale: one section, as the quick study shows it.
         only = next(iter(distinct), ("tpcb", None, None))
-        section = tpcb_section([r for r in records if r.kind in kinds] + watched, target, meaning)
+        mine = [r for r in records if r.kind in kinds] + watched
+        section = tpcb_section(mine, target, meaning, progress)
         if only[0] != "tpcb":
             section = _retitle(section, f"{only[0]} (pgbench)", _slug(only[0]))
         return [section]
@@ -135,7 +151,7 @@ def workload_sections(
             subset = [
                 r for r in recs if r.kind != "pgbench_run" or r.params.get("duration_s") == duration
             ]
-            section = tpcb_section(subset + watched, target, meaning)
+            section = tpcb_section(subset + watched, target, meaning, progress)
             label = "TPC-B" if workload == "tpcb" else workload
             parts = [
                 f"scale {scale}" if scale is not None else "",
@@ -171,7 +187,11 @@ def _retitle(section: Section, title: str, suffix: str) -> Section:
 
 
 def _build_comparison(
-    study: Study, records: Sequence[RunRecord], targets: list[str], samples: SampleReader
+    study: Study,
+    records: Sequence[RunRecord],
+    targets: list[str],
+    samples: SampleReader,
+    progress: Progress,
 ) -> ReportView:
     baseline = str(study.params.get("baseline") or targets[0])
     if baseline not in targets:
@@ -181,7 +201,7 @@ def _build_comparison(
     policy = study.params.get("policy")
     concurrent = isinstance(policy, dict) and bool(policy.get("concurrent"))
     first = compare.comparison_section(
-        records, targets, baseline, meanings, machines, concurrent=concurrent
+        records, targets, baseline, meanings, machines, concurrent=concurrent, progress=progress
     )
     first = replace(first, paragraphs=interference_lines(records) + first.paragraphs)
     sections = [_with_labs(first, records)]
@@ -211,7 +231,7 @@ def _build_comparison(
             timing_section([r for r in mine if r.kind == "pg_test_timing"], study.environment),
             fsync_section([r for r in mine if r.kind == "pg_test_fsync"], t),
             fio_section(sorted((r for r in mine if r.kind == "fio"), key=fio_order), t),
-            *workload_sections(mine, t, meaning_of(study, t)),
+            *workload_sections(mine, t, meaning_of(study, t), progress),
         ]
         if env is not None and env.postgres is not None:
             per_target.insert(
@@ -240,7 +260,7 @@ def _build_comparison(
     return ReportView(
         title=f"pgrig report: {study_label(study)}",
         meta=header(study, records),
-        sections=_concluded(study, records, targets, baseline, sections, samples),
+        sections=_concluded(study, records, targets, baseline, sections, samples, progress),
     )
 
 
@@ -447,6 +467,7 @@ def summary_section(
     fsync: Sequence[RunRecord],
     fio: Sequence[RunRecord],
     records: Sequence[RunRecord],
+    progress: Progress | None = None,
 ) -> Section:
     rows: list[Row] = []
     fsync_row = fsync_summary(fsync)
@@ -467,10 +488,10 @@ def summary_section(
         notes += [f"{c}." for c in meaning.caveats()]
     if len(groups) > 1:
         # Several workloads, scales or durations: every point, as in a campaign.
-        table = compare.comparison_table(records, [target], target)
+        table = compare.comparison_table(records, [target], target, progress=progress)
         rows.extend(r for r in table.rows if not _is_probe_row(r))
     else:
-        rows.extend(tpcb_headline_rows(records, meaning))
+        rows.extend(tpcb_headline_rows(records, meaning, progress))
         # The other workloads' headline figure, a row per point (TPC-C's tpmC).
         family = Family()
         rows.extend(family.rows(compare.summary_rows(records, target, [], family)))

@@ -11,6 +11,7 @@ from urllib.parse import quote
 from pgrig import __version__
 from pgrig.errors import PgrigError
 from pgrig.report import html, markdown
+from pgrig.report.progress import ProgressReader, own_progress
 from pgrig.report.samples import SampleReader, own_samples
 from pgrig.report.view import build
 from pgrig.results import RunRecord, Study
@@ -23,6 +24,7 @@ def write(
     *,
     stem: str | None = None,
     samples: SampleReader = own_samples,
+    progress: ProgressReader = own_progress,
 ) -> tuple[Path, Path]:
     """Render the report and return the paths of the Markdown and HTML files.
 
@@ -31,15 +33,16 @@ def write(
     per run (the monitor's) are in the HTML only: dozens of PNG files help no
     ticket, and drawing each twice took a minute and a half of a quick study.
 
-    Records read from a store without their samples (``Store.runs(...,
-    samples=False)``) come with ``samples=pgrig.report.samples.stored(store)``:
-    each watched run's samples are then read when that run is drawn.
+    Records read from a store without their samples and -P points
+    (``pgrig.report.samples.read``) come with the readers it gives: each
+    watched run's samples, and each pgbench run's points, are then read when
+    that run is drawn.
     """
     # matplotlib takes seconds to import on a busy machine: only a report pays it.
     from pgrig.report import plots
 
     stem = stem or f"report-{study.id}"
-    view = build(study, records, samples)
+    view = build(study, records, samples, progress)
     figures = view.figures()
     md_path, html_path = out_dir / f"{stem}.md", out_dir / f"{stem}.html"
     try:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -108,6 +108,64 @@ class Histogram:
         ]
 
 
+MAX_SPAN_S = 31 * 86_400
+"""The most seconds from a log's first completion to its last: a month, far
+beyond any run; a line past it is no line of this run (and would cost 8 bytes
+for each second between)."""
+
+
+class PerSecond(Mapping[int, int]):
+    """Completions per whole second, read as ``{second: completions}`` of the
+    seconds with any: counted in a numpy array from ``first`` on (8 bytes a
+    second of run, against about 90 for a dict of Python ints)."""
+
+    __slots__ = ("first", "counts")
+
+    def __init__(self, first: int = 0, counts: np.ndarray | None = None) -> None:
+        self.first = first
+        self.counts = np.zeros(0, dtype=np.int64) if counts is None else counts
+
+    def add(self, seconds: np.ndarray) -> None:
+        """Count one completion at each of ``seconds`` (integers)."""
+        if not len(seconds):
+            return
+        self._cover(int(seconds.min()), int(seconds.max()))
+        self.counts += np.bincount(seconds - self.first, minlength=len(self.counts))
+
+    def _cover(self, low: int, high: int) -> None:
+        """Grow the array to hold seconds ``low`` to ``high``."""
+        if len(self.counts):
+            low, high = min(low, self.first), max(high, self.first + len(self.counts) - 1)
+        if high - low > MAX_SPAN_S:
+            raise ValueError(f"completions {high - low:,} s apart (at most {MAX_SPAN_S:,})")
+        if len(self.counts) and low == self.first and high - low + 1 == len(self.counts):
+            return
+        grown = np.zeros(high - low + 1, dtype=np.int64)
+        at = self.first - low
+        grown[at : at + len(self.counts)] = self.counts
+        self.first, self.counts = low, grown
+
+    def __add__(self, other: PerSecond) -> PerSecond:
+        both = PerSecond(self.first, self.counts.copy())
+        if len(other.counts):
+            both._cover(other.first, other.first + len(other.counts) - 1)
+            at = other.first - both.first
+            both.counts[at : at + len(other.counts)] += other.counts
+        return both
+
+    def __getitem__(self, second: int) -> int:
+        i = second - self.first
+        if 0 <= i < len(self.counts) and self.counts[i]:
+            return int(self.counts[i])
+        raise KeyError(second)
+
+    def __iter__(self) -> Iterator[int]:
+        return (self.first + i for i in np.flatnonzero(self.counts).tolist())
+
+    def __len__(self) -> int:
+        return int(np.count_nonzero(self.counts))
+
+
 @dataclass(frozen=True)
 class TxLog:
     """What ``-l`` logs hold, per script (``-f``/``-b`` in order, from 0): the
@@ -115,7 +173,7 @@ class TxLog:
     ``origin_s`` (epoch seconds on this machine's clock)."""
 
     latencies: dict[int, Histogram]  # script number -> latencies (us)
-    completed: dict[int, dict[int, int]]  # script number -> {second: completions}
+    completed: dict[int, PerSecond]  # script number -> {second: completions}
     origin_s: float = 0.0
 
     @property
@@ -146,11 +204,17 @@ def parse_logs(paths: Iterable[Path], clock_offset_s: float = 0.0, origin_s: flo
         with path.open(encoding="ascii", errors="replace") as fh:
             lineno = 1
             while lines := fh.readlines(_BLOCK_CHARS):
-                counts.add(_numbers(lines, path, lineno))
+                rows = _numbers(lines, path, lineno)
+                try:
+                    counts.add(rows)
+                except ValueError as exc:
+                    raise ParseError(
+                        f"{path}: lines {lineno}-{lineno + len(lines) - 1}: {exc}",
+                        hint="the log's clock jumped, or it is not the log of one run",
+                    ) from None
                 lineno += len(lines)
     latencies = {s: Histogram.of(c) for s, c in sorted(counts.latencies.items())}
-    completed: dict[int, dict[int, int]] = dict(sorted(counts.completed.items()))
-    return TxLog(latencies, completed, origin_s)
+    return TxLog(latencies, dict(sorted(counts.completed.items())), origin_s)
 
 
 def _numbers(lines: list[str], path: Path, first_lineno: int) -> np.ndarray:
@@ -218,7 +282,7 @@ class _Counts:
         self.whole = math.floor(shift_s)
         self.frac_us = (shift_s - self.whole) * 1e6
         self.latencies: dict[int, Counter[int]] = {}
-        self.completed: dict[int, Counter[int]] = {}
+        self.completed: dict[int, PerSecond] = {}
 
     def add(self, rows: np.ndarray) -> None:
         if not len(rows):
@@ -227,32 +291,27 @@ class _Counts:
         seconds = rows[:, 4] - self.whole - (rows[:, 5] < self.frac_us)
         for script in np.unique(scripts).tolist():
             mine = scripts == script
-            for into, values in (
-                (self.latencies, rows[mine, 2]),
-                (self.completed, seconds[mine]),
-            ):
-                distinct, n = np.unique(values, return_counts=True)
-                into.setdefault(script, Counter()).update(
-                    dict(zip(distinct.tolist(), n.tolist(), strict=True))
-                )
+            distinct, n = np.unique(rows[mine, 2], return_counts=True)
+            self.latencies.setdefault(script, Counter()).update(
+                dict(zip(distinct.tolist(), n.tolist(), strict=True))
+            )
+            self.completed.setdefault(script, PerSecond()).add(seconds[mine])
 
 
 def pool(logs: Iterable[TxLog]) -> TxLog:
     """Several hosts' logs as one: histograms added, completions summed per
     second. They must count seconds from the same origin."""
+    logs = list(logs)
+    origins = {log.origin_s for log in logs}
+    if len(origins) > 1:
+        raise ValueError(f"logs counted from different origins: {sorted(origins)}")
     latencies: dict[int, Histogram] = {}
-    completed: dict[int, dict[int, int]] = {}
-    origins = set()
+    completed: dict[int, PerSecond] = {}
     for log in logs:
-        origins.add(log.origin_s)
         for script, hist in log.latencies.items():
             latencies[script] = latencies[script] + hist if script in latencies else hist
         for script, seconds in log.completed.items():
-            into = completed.setdefault(script, {})
-            for second, n in seconds.items():
-                into[second] = into.get(second, 0) + n
-    if len(origins) > 1:
-        raise ValueError(f"logs counted from different origins: {sorted(origins)}")
+            completed[script] = completed[script] + seconds if script in completed else seconds
     origin = origins.pop() if origins else 0.0
     return TxLog(dict(sorted(latencies.items())), dict(sorted(completed.items())), origin)
 
