@@ -189,6 +189,14 @@ RUN_OPTIONS = [
     case("pghost-unreachable", f"{Q} --yes", 2, "PGHOST", env={"PGHOST": "/nonexistent"}),
     case("pgport-word", f"{Q} --yes", 2, "PGPORT", env={"PGPORT": "banana"}),
     case(
+        "pgsslmode-word",
+        f"{Q} --yes",
+        2,
+        "PGSSLMODE=banana",
+        "sslmode",
+        env={"PGHOST": "/nonexistent", "PGSSLMODE": "banana"},
+    ),
+    case(
         "pghost-without-yes",
         f"{Q} --target .",
         2,
@@ -594,6 +602,7 @@ def test_bad_input(
     for text in c.says:
         assert text.lower() in err.lower(), f"{text!r} not in: {err}"
     assert "Traceback" not in err
+    assert err.lower().count("cannot connect") <= 1, f"said more than once: {err}"
     assert SECRET not in err
     assert _tree(sandbox) == before, "something was created"
     assert not (sandbox / "pgrig-results").exists()
