@@ -29,7 +29,6 @@ from pgrig.cluster.profiles import parse_overrides
 from pgrig.conninfo import Conn
 from pgrig.durability.cli import durability
 from pgrig.errors import (
-    ClusterError,
     Interrupted,
     PgrigError,
     Signalled,
@@ -681,16 +680,8 @@ def env(target: Path | None, dsn: str | None, fmt: str) -> None:
     """Print the captured environment (machine, filesystem, server) as JSON."""
     from pgrig import environment
 
-    conninfo = None
-    if dsn is not None:
-        conn = Conn.from_user(dsn)
-        try:  # asked for by name: an unreachable server is bad input, not a null
-            conn.connect().close()
-        except ClusterError as exc:
-            raise UsageError(
-                f"--dsn: {exc.message}", hint="start that server, or fix the dsn"
-            ) from exc
-        conninfo = conn.conninfo()
+    # asked for by name: a server that does not answer is bad input, not a null
+    conninfo = Conn.from_user(dsn).answers().conninfo() if dsn is not None else None
     captured = environment.capture([target or Path.cwd()], pg_conninfo=conninfo)
     click.echo(json.dumps(to_dict(captured), indent=2))
 

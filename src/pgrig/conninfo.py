@@ -79,6 +79,20 @@ class Conn:
         parts.pop("password", None)
         return " ".join(f"{k}={v}" for k, v in parts.items()) or "(PG* environment)"
 
+    def answers(self) -> Conn:
+        """This connection, once the server answered: a server the user named
+        (``--dsn`` or the PG* variables) that does not is bad input (exit 2)."""
+        try:
+            self.connect().close()
+        except ClusterError as exc:
+            said = f"--dsn: {exc.message}" if self.dsn else f"the PG* environment: {exc.__cause__}"
+            raise UsageError(
+                said.strip(),
+                hint="start that server, or fix "
+                + ("the dsn" if self.dsn else "the PG* variables"),
+            ) from exc
+        return self
+
     def connect(self, *, autocommit: bool = True) -> psycopg.Connection:
         # UTF8 on the wire: a SQL_ASCII database (seed 000's initdb -E SQL_ASCII)
         # would otherwise hand psycopg bytes instead of text.
