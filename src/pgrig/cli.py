@@ -51,7 +51,7 @@ from pgrig.storage.cli import audit, storage
 from pgrig.store import Store, location
 from pgrig.targets.existing import PG_SERVER_VARS
 from pgrig.tools import fio
-from pgrig.ui import Ui, duration
+from pgrig.ui import Ui, estimate
 from pgrig.workloads.tpcb.spec import TpcbSpec
 from pgrig.workloads.tpcc.cli import tpcc
 
@@ -409,8 +409,7 @@ def plan_cmd(campaign_file: Path) -> None:
             missing.append(need_version.spec)
     for i, r in enumerate(exp.runs, start=1):
         click.echo(f"{i:4d}  {r.seconds:6.0f} s  {r.key}")
-    # under 100 s in seconds: a 17-second campaign is not "about 0 min"
-    total = duration(exp.total_s) if exp.total_s < 100 else f"{exp.total_s / 60:.0f} min"
+    total = estimate(exp.total_s)
     besides = f" ({exp.overhead_s:.0f} s of it besides the steps)" if exp.overhead_s else ""
     click.echo(
         f"{len(exp.runs)} steps, about {total}{besides}"
