@@ -73,6 +73,11 @@ STALL_FRACTION = 0.10  # a second at or below 10% of the run's median tps is a s
 STALL_SECONDS = 2
 FSYNC_SHARE = 0.5  # of the 1-client transaction latency
 WAIT_CAUSES = ("read", "write", "wal", "lock", "lwlock")
+# The monitor's verdicts that put the limit in pgbench, not in the server.
+CLIENT_CAUSES = {
+    "client": "pgbench, the load generator, was saturated",
+    "client_host": "a load host ran out of CPU",
+}
 WAIT_SHARE = 0.5  # of a point's monitored runs
 WAKEUP_RATIO = 2.5  # tps(2 clients) / tps(1 client); 2 is what twice the work gives
 WAKEUP_BUSY_PCT = 50.0  # CPUs busier than this at 1 client: no idle vCPU to wake
@@ -446,7 +451,15 @@ def fsync_bound(ev: Evidence) -> list[Conclusion]:
     return out
 
 
-def wait_bound(ev: Evidence) -> list[Conclusion]:
+# (targets, the curve's point key, client counts, the cause, runs with it, runs)
+Bound = tuple[list[str], PointKey, tuple[int, ...], str, int, int]
+
+
+def _bound(ev: Evidence, causes_asked: Sequence[str]) -> list[Bound]:
+    """The points whose monitor verdict names one of ``causes_asked`` for at least
+    half of their runs: one entry per curve and cause, the targets bound at the
+    same client counts together (seed 004's four versions at 4-32 clients are one
+    finding)."""
     monitors = ev.monitors()
     if not monitors:
         return []
@@ -455,36 +468,55 @@ def wait_bound(ev: Evidence) -> list[Conclusion]:
         if rec.kind == "pgbench_run" and (mon := monitors.get(rec.key)) is not None:
             key = point_key(rec)
             groups.setdefault((rec.target, key), []).append(mon.verdict.cause)
-    # One sentence per curve and cause: the targets bound at the same client
-    # counts together (seed 004's four versions at 4-32 clients are one finding).
     found: dict[tuple[tuple[str, int | None, int, str], str], dict[str, list[tuple[int, int, int]]]]
     found = {}
     for (target, key), causes in groups.items():
-        for cause in WAIT_CAUSES:
+        for cause in causes_asked:
             n = causes.count(cause)
             if n and n >= WAIT_SHARE * len(causes):
                 per = found.setdefault((key.curve, cause), {})
                 per.setdefault(target, []).append((key.clients, n, len(causes)))
     out = []
     for (curve, cause), per_target in found.items():
-        key = PointKey(*curve, clients=0)
         together: dict[tuple[int, ...], list[str]] = {}
         for target, points in per_target.items():
             together.setdefault(tuple(sorted(c for c, _, _ in points)), []).append(target)
         for counts, targets in together.items():
             n = sum(n for t in targets for _, n, _ in per_target[t])
             total = sum(total for t in targets for _, _, total in per_target[t])
-            out.append(
-                Conclusion(
-                    "wait-bound",
-                    f"{', '.join(targets)}: {_what(key, ev.scaled(key))} at "
-                    f"{_client_counts(counts)} is bound by {CLASS_NOUNS[cause]} "
-                    f"({CAUSES[cause]}): the monitor's verdict for {n} of {total} run(s), "
-                    "from the backends' wait events.",
-                    f"{n} of {total} runs",
-                )
-            )
+            out.append((targets, PointKey(*curve, clients=0), counts, cause, n, total))
     return out
+
+
+def wait_bound(ev: Evidence) -> list[Conclusion]:
+    return [
+        Conclusion(
+            "wait-bound",
+            f"{', '.join(targets)}: {_what(key, ev.scaled(key))} at "
+            f"{_client_counts(counts)} is bound by {CLASS_NOUNS[cause]} "
+            f"({CAUSES[cause]}): the monitor's verdict for {n} of {total} run(s), "
+            "from the backends' wait events.",
+            f"{n} of {total} runs",
+        )
+        for targets, key, counts, cause, n, total in _bound(ev, WAIT_CAUSES)
+    ]
+
+
+def client_bound(ev: Evidence) -> list[Conclusion]:
+    """The figure measured pgbench's machine, not the server: the first thing to
+    know before quoting it (a remote study's load host out of CPU said nothing)."""
+    return [
+        Conclusion(
+            "client-bound",
+            f"{', '.join(targets)}: {_what(key, ev.scaled(key))} at "
+            f"{_client_counts(counts)} measured the load generator, not the server - "
+            f"{CLIENT_CAUSES[cause]} in {n} of {total} run(s) (the monitor's verdict): the "
+            "tps is a floor of what the server can do; more load hosts or pgbench threads "
+            "would raise it.",
+            f"{n} of {total} runs",
+        )
+        for targets, key, counts, cause, n, total in _bound(ev, tuple(CLIENT_CAUSES))
+    ]
 
 
 def vm_wakeup(ev: Evidence) -> list[Conclusion]:
@@ -626,6 +658,7 @@ RULES: tuple[Rule, ...] = (
     stalls,
     fsync_bound,
     wait_bound,
+    client_bound,
     vm_wakeup,
     io_cap,
     durable,
