@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 
 from pgrig.cluster import binaries, workdir
-from pgrig.conninfo import Conn
+from pgrig.conninfo import Conn, refused_hint
 from pgrig.errors import ClusterError, UsageError
 from pgrig.targets.base import (
     OWN_CONNECTIONS,
@@ -89,8 +89,9 @@ def _room(spec: TargetSpec, demands: Demands) -> None:
         to = f" to {conn.describe()}" if spec.dsn else ""
         raise UsageError(
             f"{source}: cannot connect{to}: {str(why).strip()}",
-            hint="start that server, or fix "
-            + ("the dsn" if spec.dsn else "those PG* variables (or pass --throwaway)"),
+            hint=refused_hint(
+                str(why), "the dsn" if spec.dsn else "those PG* variables (or pass --throwaway)"
+            ),
         ) from exc
     if row is None or not demands.clients:
         return
