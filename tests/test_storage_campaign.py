@@ -528,6 +528,41 @@ def test_log_options_are_checked_on_the_external_log_they_size(base: Path) -> No
     assert_nothing_left(base, keep=())
 
 
+def test_a_step_the_memory_cgroup_oom_kills_says_so(base: Path) -> None:
+    """seed000-cloud shrunk to a 128 MiB target: pgbench -i's VACUUM was OOM-killed
+    in the cgroup, and the step failed as "server closed the connection
+    unexpectedly" without naming the kernel's kill or the fix."""
+    (base / "hog.sql").write_text("SELECT length(repeat('x', 300000000));\n")
+    (base / "one.sql").write_text("SELECT 1;\n")
+    path = write(
+        base,
+        f"""
+        [campaign]
+        name = "oom"
+        monitor = false
+        [[target]]
+        name = "small"
+        directory = "{base}"
+        memory = "64MiB"
+        {STOCK}
+        {NO_PROBES}
+        [[workload]]
+        type = "custom"
+        name = "hog"
+        setup = ["hog.sql"]
+        scripts = ["one.sql"]
+        clients = [1]
+        duration = 1
+        """,
+    )
+    done = pgrig("run", path, "--results", base / "r")
+    assert done.returncode == 6, done.stderr
+    status, reason, _ = runs(base / "r")["small/hog/setup"]
+    assert status == "failed", reason
+    assert "OOM-killed" in (reason or "") and "(64 MiB)" in (reason or ""), reason
+    assert_nothing_left(base, keep=("c.toml", "r", "hog.sql", "one.sql"))
+
+
 def test_memory_limited_runs_record_the_cgroups_limit_hits_peak_and_oom_kills(
     base: Path,
 ) -> None:
