@@ -484,7 +484,7 @@ def tps_over_time(records: Sequence[RunRecord], targets: list[str]) -> list[Figu
             decimate.figure(
                 Figure(
                     name=f"compare_tps_over_time_{_slug(workload)}_{_slug(what)}_{duration}s",
-                    title=f"TPS over time, {what}, {clients} clients",
+                    title=f"TPS over time, {what}, {fmt.clients(clients)}",
                     x_label="seconds since start",
                     y_label="transactions/s",
                     series=series,

@@ -148,10 +148,6 @@ class Evidence:
 Rule = Callable[[Evidence], list[Conclusion]]
 
 
-def _clients(n: int) -> str:
-    return f"{n} client{'s' if n != 1 else ''}"
-
-
 def _what(key: PointKey, scaled: bool = False) -> str:
     """'TPC-B read-write' or 'login' (a custom script's mode is its name), with
     its scale when the study measured several."""
@@ -168,7 +164,7 @@ def _client_counts(counts: Sequence[int]) -> str:
     """'1 client', '4 clients', '4, 8 and 16 clients'."""
     ordered = sorted(set(counts))
     if len(ordered) == 1:
-        return _clients(ordered[0])
+        return fmt.clients(ordered[0])
     return f"{', '.join(map(str, ordered[:-1]))} and {ordered[-1]} clients"
 
 
@@ -232,7 +228,7 @@ def _differs_sentence(
     real = [(c, cmp) for c, cmp in tested if cmp.called and cmp.diff_pct is not None]
     untested = [c for c, cmp in tested if cmp.p_value is None]
     at_all = (
-        f"at {_clients(tested[0][0])}"
+        f"at {fmt.clients(tested[0][0])}"
         if len(tested) == 1
         else f"at any of {len(tested)} client counts"
     )
@@ -252,7 +248,7 @@ def _differs_sentence(
             return Conclusion(
                 "differs",
                 f"{what}: no difference between {other} and {baseline} called {at_all}"
-                + ("" if len(tested) == 1 else f"; at {_clients(closest[0])}")
+                + ("" if len(tested) == 1 else f"; at {fmt.clients(closest[0])}")
                 + f": {closest[1].describe()}.",
                 "not called",
             )
@@ -396,7 +392,7 @@ def stalls(ev: Evidence) -> list[Conclusion]:
         out.append(
             Conclusion(
                 "stalls",
-                f"{rec.target}: {_what(key)} at {_clients(run.clients)} stalled to "
+                f"{rec.target}: {_what(key)} at {fmt.clients(run.clients)} stalled to "
                 f"{fmt.rate(min(low))} tps: {len(low)} of {len(tps)} seconds at or below "
                 f"{STALL_FRACTION:.0%} of the median {fmt.rate(median)} tps "
                 f"(pgbench -P 1, run {rec.key}){why}.",

@@ -40,6 +40,7 @@ from pgrig.hosts.executor import TMP, Executor
 from pgrig.hosts.inventory import Host
 from pgrig.hosts.server import SUPERUSER, RemoteServer, ServerSpec, Workdir, make_workdir
 from pgrig.hosts.watch import client_bound
+from pgrig.report import fmt
 from pgrig.report.model import HEADLINE, Row, Section, Table
 from pgrig.results import typed
 from pgrig.schema import Schema, custom, integer, text
@@ -147,7 +148,8 @@ class LoadHostsRun:
 
 def _headline(r: LoadHostsRun) -> str:
     return (
-        f": {r.tps:,.0f} tps from {len(r.hosts)} hosts, started within {r.start_spread_ms:.2f} ms"
+        f": {fmt.rate(r.tps)} tps from {len(r.hosts)} hosts, started within "
+        f"{r.start_spread_ms:.2f} ms"
     )
 
 
