@@ -272,7 +272,15 @@ def test_killed_campaign_resumes_and_records_each_run_once(disk_dir: Path) -> No
 
     done = pgrig("run", file, "--results", results)
     assert done.returncode == 0, done.stderr
-    assert "resuming two-disks" in done.stderr.replace("\n", " ")
+    # counted in the plan's steps: with each run's monitor record it said
+    # "19 steps already recorded" of a 14-step campaign
+    planned = pgrig("plan", file).stdout
+    total = re.search(r"(\d+) steps, about", planned)
+    assert total is not None, planned
+    steps = int(total[1])
+    resumed = re.search(r"resuming two-disks: (\d+) of (\d+) steps", " ".join(done.stderr.split()))
+    assert resumed is not None, done.stderr
+    assert int(resumed[2]) == steps and before <= int(resumed[1]) < steps, resumed[0]
     assert "orphan" in done.stderr
     with Store.open(results / "results.sqlite") as store:
         runs = store.runs("two-disks")

@@ -193,6 +193,17 @@ def test_existing_server_needs_yes_and_is_not_restarted(
     refused_env = pgrig("run", "--target", disk_dir, "--results", results, *TINY[:-4], env=env)
     assert refused_env.returncode == 2 and "--yes" in refused_env.stderr
 
+    # A server that answers and refuses (no such database): its hint said "start
+    # that server", which runs already.
+    missing = conn.with_dbname("no_such_db").dsn
+    refused_db = pgrig(
+        "run", "--dsn", missing, "--yes", "--target", disk_dir, "--results", results, *TINY[:-4]
+    )
+    assert refused_db.returncode == 2, refused_db.stderr
+    said = " ".join(refused_db.stderr.split())
+    assert 'database "no_such_db" does not exist' in said
+    assert "answered and refused" in said and "start that server" not in said
+
     done = pgrig(
         "run", "--dsn", conn.dsn, "--yes", "--target", disk_dir, "--results", results, *TINY[:-4]
     )

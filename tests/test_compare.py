@@ -161,3 +161,20 @@ def test_html_colours_the_calls_and_greys_the_noise() -> None:
     page = html.render(view.build(study(), records()), {}, css="")
     assert '<td class="num better">▲ +27.4%' in page
     assert '<td class="num quiet">≈ ' in page
+
+
+def test_tps_over_time_at_one_client_is_not_1_clients() -> None:
+    """pg18-aio's seqscan at 1 client: its chart read "TPS over time, seqscan, 1 clients"."""
+    from pgrig.registry import typed_result
+    from pgrig.report import compare
+    from pgrig.results import ProgressPoint
+
+    seconds = (ProgressPoint(1.0, 590.0, 1.7), ProgressPoint(2.0, 592.0, 1.7))
+    one = []
+    for rec in records():
+        if rec.kind == "pgbench_run" and rec.params["clients"] == 1:
+            result = typed_result(rec)
+            assert isinstance(result, PgbenchRun)
+            one.append(replace(rec, result=to_dict(replace(result, progress=seconds))))
+    (figure,) = compare.tps_over_time(one, ["pg96", "pg18"])
+    assert figure.title.endswith(", 1 client"), figure.title

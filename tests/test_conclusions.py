@@ -297,6 +297,29 @@ def test_one_read_bound_run_of_three_is_no_conclusion() -> None:
     assert c.wait_bound(evidence(records)) == []
 
 
+# -- client-bound -------------------------------------------------------------
+
+
+def test_a_load_host_out_of_cpu_is_said_before_the_tps_is_quoted() -> None:
+    """A remote target's every run client-bound (the load host's CPUs full): the
+    report said "No rule drew a conclusion", as if the tps were the server's."""
+    records = watched(runs("db1", [35598.0, 32938.0], clients=2), ["client_host"] * 2)
+    records += watched(runs("local", [100.0, 110.0], clients=8), ["client", "cpu"])
+    first, second = c.client_bound(evidence(records))
+    assert first.text.startswith(
+        "db1: TPC-B read-write at 2 clients measured the load generator, not the server"
+    )
+    assert "a load host ran out of CPU in 2 of 2 run(s)" in first.text
+    assert "local: TPC-B read-write at 8 clients" in second.text
+    assert "pgbench, the load generator, was saturated in 1 of 2 run(s)" in second.text
+    assert c.wait_bound(evidence(records)) == []
+
+
+def test_one_client_bound_run_of_three_is_no_conclusion() -> None:
+    records = watched(runs("db1", [100.0, 110.0, 105.0]), ["client_host", "cpu", "cpu"])
+    assert c.client_bound(evidence(records)) == []
+
+
 # -- vm-wakeup ----------------------------------------------------------------
 
 

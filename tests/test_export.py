@@ -12,6 +12,7 @@ import json
 import secrets
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from pgrig.store import Store
@@ -27,9 +28,11 @@ def pgrig(*args: str | Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def make_store(path: Path, sid: str, tps: list[float]) -> None:
+def make_store(path: Path, sid: str, tps: list[float], *, directory: str = "/var/tmp") -> None:
+    # named as run_record names its target
+    target = {"name": "/var/tmp", "directory": directory, "pg_version": "15.4", "profile": "oltp"}
     with Store.open(path) as store:
-        store.begin_study(study(sid))
+        store.begin_study(replace(study(sid), params={"targets": [target]}))
         store.set_environment(sid, ENV)
         for i, value in enumerate(tps, start=1):
             rec = run_record(f"local/tpcb/s1/select-only/c1/d3/r{i}", tps=value)
@@ -77,7 +80,7 @@ def test_import_and_compare_across_machines(tmp_path: Path) -> None:
     ours.mkdir()
     theirs.mkdir()
     make_store(ours / "results.sqlite", "box-a", [100.0, 101.0, 99.0])
-    make_store(theirs / "results.sqlite", "box-b", [150.0, 151.0, 149.0])
+    make_store(theirs / "results.sqlite", "box-b", [150.0, 151.0, 149.0], directory="/data01")
     imported = pgrig("import", theirs / "results.sqlite", "--results", ours)
     assert imported.returncode == 0, imported.stderr
     assert "imported box-b" in imported.stdout
@@ -90,6 +93,12 @@ def test_import_and_compare_across_machines(tmp_path: Path) -> None:
     report = next(ours.glob("report-compare-*.md")).read_text()
     assert "| box-a (baseline) | box-b | box-b vs box-a |" in report
     assert "**▲ +50.0% (p" in report  # a real difference over 3 runs each: marked
+    # each target as its own study described it: it said "storage lab, PostgreSQL None"
+    assert "target box-b: /data01, PostgreSQL 15.4, profile oltp" in report
+    assert "PostgreSQL None" not in report
+    # two studies ran at different times, not interleaved in one
+    assert "come from 2 studies (box-a, box-b), run at different times" in report
+    assert "interleaved" not in report
 
     bad = pgrig("compare", "box-a", "box-b", "--results", ours, "--baseline", "box-c")
     assert bad.returncode == 2 and "--baseline 'box-c' is not one of" in bad.stderr

@@ -117,3 +117,22 @@ def test_provision_is_idempotent(netns_lab: Lab, pgrig) -> None:  # type: ignore
     assert again.returncode == 0, again.stderr
     assert "pgrig work directory: 2 hosts, 0 changed, 2 already so, 0 errors" in again.stdout
     assert "(0 changes)" in again.stderr
+
+
+def test_clean_with_nothing_left_says_so(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    pgrig,  # type: ignore[no-untyped-def]
+) -> None:
+    """`pgrig hosts clean` printed nothing at all when the hosts held nothing of a
+    dead pgrig. Mocked: what the hosts hold - the namespace hosts share this
+    machine's /tmp with every other test's live servers, so "nothing" cannot be
+    arranged on them."""
+    from pgrig.hosts import cli as hosts_cli
+
+    inv = tmp_path / "hosts.ini"
+    inv.write_text("db1 ansible_host=10.0.0.5\n")
+    monkeypatch.setattr(hosts_cli, "clean_lines", lambda *a, **k: [])
+    done = pgrig("hosts", "clean", "-i", inv, "--dry-run")
+    assert done.returncode == 0, done.stderr
+    assert f"nothing to clean on the hosts of {inv}" in done.stdout

@@ -512,6 +512,57 @@ def test_options_a_small_filesystem_cannot_take_are_checked_at_the_targets_size(
     assert_nothing_left(base, keep=())
 
 
+def test_log_options_are_checked_on_the_external_log_they_size(base: Path) -> None:
+    """seed002 shrunk to 1 GiB: `-l size=64m` sizes the 64 MiB external log, but
+    the option check made no log device, so mkfs.xfs took 64m as an internal log
+    larger than a 32 MiB group and refused a target it builds."""
+    asked = "-b size=4096 -l size=64m,sunit=16 -d agcount=32,sunit=16,swidth=48"
+    spec = storage.FsSpec.parse("xfs", "1GiB", mkfs=asked, external_log="64MiB")
+    loopfs.check_options(spec, base, what="target xfs")  # no OptionRefused
+    assert_nothing_left(base, keep=())
+    too_small = storage.FsSpec.parse(
+        "xfs", "1GiB", mkfs="-l size=32m", external_log="64MiB"
+    )  # XFS's log minimum is 64 MB
+    with pytest.raises(OptionRefused, match="size=32m"):
+        loopfs.check_options(too_small, base, what="target xfs")
+    assert_nothing_left(base, keep=())
+
+
+def test_a_step_the_memory_cgroup_oom_kills_says_so(base: Path) -> None:
+    """seed000-cloud shrunk to a 128 MiB target: pgbench -i's VACUUM was OOM-killed
+    in the cgroup, and the step failed as "server closed the connection
+    unexpectedly" without naming the kernel's kill or the fix."""
+    (base / "hog.sql").write_text("SELECT length(repeat('x', 300000000));\n")
+    (base / "one.sql").write_text("SELECT 1;\n")
+    path = write(
+        base,
+        f"""
+        [campaign]
+        name = "oom"
+        monitor = false
+        [[target]]
+        name = "small"
+        directory = "{base}"
+        memory = "64MiB"
+        {STOCK}
+        {NO_PROBES}
+        [[workload]]
+        type = "custom"
+        name = "hog"
+        setup = ["hog.sql"]
+        scripts = ["one.sql"]
+        clients = [1]
+        duration = 1
+        """,
+    )
+    done = pgrig("run", path, "--results", base / "r")
+    assert done.returncode == 6, done.stderr
+    status, reason, _ = runs(base / "r")["small/hog/setup"]
+    assert status == "failed", reason
+    assert "OOM-killed" in (reason or "") and "(64 MiB)" in (reason or ""), reason
+    assert_nothing_left(base, keep=("c.toml", "r", "hog.sql", "one.sql"))
+
+
 def test_memory_limited_runs_record_the_cgroups_limit_hits_peak_and_oom_kills(
     base: Path,
 ) -> None:

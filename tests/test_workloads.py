@@ -290,3 +290,17 @@ def test_versions_and_pg_bin_do_not_mix(tmp_path: Path) -> None:
     )
     with pytest.raises(UsageError, match="versions axis picks the binaries"):
         campaign.load(write(tmp_path / "x.toml", text))
+
+
+def test_a_slow_runs_progress_line_keeps_its_decimals() -> None:
+    """pg18-aio's sequential scan ran 1.46 tps; its line said "1 tps" (the report
+    said 1.46): the headline formats a rate as the report does."""
+    from dataclasses import replace
+
+    from pgrig.results import PgbenchRun
+    from test_store import run_record
+
+    run = registry.typed_result(run_record("t/tpcb/s1/select-only/c1/d3/r1"))
+    assert isinstance(run, PgbenchRun)
+    assert registry.headline("pgbench_run", replace(run, tps=1.458456)) == ": 1.46 tps"
+    assert registry.headline("pgbench_run", replace(run, tps=51508.97)) == ": 51,509 tps"

@@ -51,7 +51,7 @@ from pgrig.storage.cli import audit, storage
 from pgrig.store import Store, location
 from pgrig.targets.existing import PG_SERVER_VARS
 from pgrig.tools import fio
-from pgrig.ui import Ui
+from pgrig.ui import Ui, estimate
 from pgrig.workloads.tpcb.spec import TpcbSpec
 from pgrig.workloads.tpcc.cli import tpcc
 
@@ -409,10 +409,10 @@ def plan_cmd(campaign_file: Path) -> None:
             missing.append(need_version.spec)
     for i, r in enumerate(exp.runs, start=1):
         click.echo(f"{i:4d}  {r.seconds:6.0f} s  {r.key}")
-    minutes = exp.total_s / 60
+    total = estimate(exp.total_s)
     besides = f" ({exp.overhead_s:.0f} s of it besides the steps)" if exp.overhead_s else ""
     click.echo(
-        f"{len(exp.runs)} steps, about {minutes:.0f} min{besides}"
+        f"{len(exp.runs)} steps, about {total}{besides}"
         + (
             " (more if repeats extend until the confidence interval is met)"
             if camp.policy.until_ci_pct
@@ -679,7 +679,8 @@ def env(target: Path | None, dsn: str | None, fmt: str) -> None:
     """Print the captured environment (machine, filesystem, server) as JSON."""
     from pgrig import environment
 
-    conninfo = Conn.from_user(dsn).conninfo() if dsn is not None else None
+    # asked for by name: a server that does not answer is bad input, not a null
+    conninfo = Conn.from_user(dsn).answers().conninfo() if dsn is not None else None
     captured = environment.capture([target or Path.cwd()], pg_conninfo=conninfo)
     click.echo(json.dumps(to_dict(captured), indent=2))
 

@@ -20,6 +20,18 @@ from pgrig.errors import ClusterError, UsageError, mask_secrets
 CONNECT_TIMEOUT_S = 10
 
 
+def refused_hint(why: str, fix: str) -> str:
+    """What to do about a connection that failed: a FATAL came from a server that
+    answered (a pg_hba.conf rule, a database or role that does not exist), so
+    starting it is not the fix. ``fix``: what names the connection ("the dsn")."""
+    if "FATAL:" in why:
+        return (
+            f"the server answered and refused: fix the user or database in {fix}, "
+            "or its pg_hba.conf"
+        )
+    return f"start that server, or fix {fix}"
+
+
 @dataclass(frozen=True)
 class Conn:
     dsn: str = ""  # "" means: whatever the PG* environment variables say
@@ -78,6 +90,19 @@ class Conn:
             return "<invalid connection string>"
         parts.pop("password", None)
         return " ".join(f"{k}={v}" for k, v in parts.items()) or "(PG* environment)"
+
+    def answers(self) -> Conn:
+        """This connection, once the server answered: a server the user named
+        (``--dsn`` or the PG* variables) that does not is bad input (exit 2)."""
+        try:
+            self.connect().close()
+        except ClusterError as exc:
+            said = f"--dsn: {exc.message}" if self.dsn else f"the PG* environment: {exc.__cause__}"
+            raise UsageError(
+                said.strip(),
+                hint=refused_hint(said, "the dsn" if self.dsn else "the PG* variables"),
+            ) from exc
+        return self
 
     def connect(self, *, autocommit: bool = True) -> psycopg.Connection:
         # UTF8 on the wire: a SQL_ASCII database (seed 000's initdb -E SQL_ASCII)

@@ -197,11 +197,11 @@ def combined(
             name = study.id if len(names) == 1 else f"{study.id}/{rec.target}"
             if name not in targets:
                 targets.append(name)
-                # What the report says of each target: its profile, its server's settings.
+                # What the report says of each target, as its own study described it
+                # (where it ran, its version, profile and settings): with the profile
+                # alone, every target read "storage lab, PostgreSQL None".
                 spec = own.get(rec.target) or {"profile": study.params.get("profile")}
-                declared[name] = {"name": name, "profile": spec.get("profile")}
-                if spec.get("dsn"):
-                    declared[name]["dsn"] = spec["dsn"]
+                declared[name] = {**spec, "name": name}
                 env = study.target_environments.get(rec.target) or study.environment
                 if env is not None:
                     environments[name] = env

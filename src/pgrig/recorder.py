@@ -141,6 +141,7 @@ class Recorder:
         t.ctx.load_finding = None
         t.ctx.client_started = None
         memory: MemoryStats | None = None
+        oom_before = self._oom_kills(t)
         try:
             with self.ui.step(step.label, total=step.total) as line:
                 if step.prepare is not None:
@@ -175,6 +176,8 @@ class Recorder:
             raw = getattr(exc, "stderr", "") or ""
         except Exception as exc:  # a bug or an unexpected server answer: keep going
             status, reason = "failed", f"{type(exc).__name__}: {exc}"
+        if status == "failed" and oom_before is not None:
+            reason = f"{reason}{self._oom_note(t, oom_before)}"
         # A step's record and what belongs to it (its extras, the monitor's and the
         # memory cgroup's readings) are written together: a resume never runs a
         # recorded step again, so a signal in between lost them for good (issue 19's
@@ -280,6 +283,30 @@ class Recorder:
                 f"{step.label}: disturbed by other work - {'; '.join(observed.disturbed.reasons)}"
                 " (not counted towards a confidence interval)"
             )
+
+    def _oom_kills(self, t: Target) -> int | None:
+        """The memory cgroup's OOM kills so far; None: no cgroup, or unreadable."""
+        try:
+            stats = _memory(t)
+        except (OSError, ValueError):
+            return None
+        return None if stats is None else stats.oom_kills
+
+    def _oom_note(self, t: Target, before: int) -> str:
+        """Why a step on a memory-limited target failed, when the kernel says it: the
+        tool only saw "server closed the connection unexpectedly" (a load outgrowing
+        seed000-cloud's small-RAM target)."""
+        try:
+            after = _memory(t)
+        except (OSError, ValueError):
+            return ""
+        if after is None or after.oom_kills <= before:
+            return ""
+        return (
+            f"; the kernel OOM-killed {after.oom_kills - before} process(es) in the target's "
+            f"memory cgroup ({after.limit_bytes / 2**20:,.0f} MiB) during this step: give the "
+            "target more memory, or lower shared_buffers, maintenance_work_mem or work_mem"
+        )
 
     def _memory_before(self, t: Target) -> MemoryStats | None:
         try:

@@ -57,7 +57,7 @@ from pgrig.step import Step
 from pgrig.storage.errors import OptionRefused, StorageError
 from pgrig.store import Store
 from pgrig.targets.base import Target
-from pgrig.ui import Ui
+from pgrig.ui import Ui, estimate
 from pgrig.workloads.base import Phase, Series
 
 
@@ -209,7 +209,7 @@ class CampaignRunner:
             expansion = plan.expand(self.campaign)
         self.ui.info(
             f"campaign [bold]{study.id}[/bold]: {len(expansion.runs)} steps on "
-            f"{len(self.targets)} target(s), about {expansion.total_s / 60:.0f} min; "
+            f"{len(self.targets)} target(s), about {estimate(expansion.total_s)}; "
             f"results go to {store.path}"
         )
         # The same caution as `pgrig plan`'s: whoever only runs should hear it too.
@@ -288,8 +288,13 @@ class CampaignRunner:
                     continue
                 self._check_resume(store.study(sid), params, store)
                 store.set_status(sid, "running")
-                done = len(store.runs(sid))
-                self.ui.info(f"resuming [bold]{sid}[/bold]: {done} steps already recorded")
+                # steps as `pgrig plan` lists them: a run's monitor and extras are
+                # records of their own, and "19 steps recorded" of 14 confused
+                planned = {step.id for _view, step in plan.steps(camp)}
+                done = len(planned & store.keys(sid))
+                self.ui.info(
+                    f"resuming [bold]{sid}[/bold]: {done} of {len(planned)} steps already recorded"
+                )
                 break
             try:
                 store.begin_study(

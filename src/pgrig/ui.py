@@ -121,6 +121,12 @@ class Ui:
                     self._live = None
 
 
+def estimate(seconds: float) -> str:
+    """An estimate of a whole campaign: '23 s' under 100 s (not 'about 0 min'),
+    else whole minutes."""
+    return duration(seconds) if seconds < 100 else f"{seconds / 60:.0f} min"
+
+
 def duration(seconds: float) -> str:
     """'0.42 s', '3.1 s', '31 s', '6 min 20 s': a step that took less than a
     second does not show as '0 s' next to its 421 ms headline."""

@@ -203,9 +203,10 @@ def adapt(
     known: set[str],
     version: str,
     version_num: int,
-    where: str = "profile",
+    where: Callable[[str], str] = lambda name: "profile",
 ) -> Adapted:
-    """Fit ``settings`` to a server that knows the parameters ``known``."""
+    """Fit ``settings`` to a server that knows the parameters ``known``; ``where``
+    says where a setting was written, for the error about a name no major has."""
     major = _major(version_num)
     applied: dict[str, str] = {}
     translated: list[Translated] = []
@@ -233,7 +234,7 @@ def adapt(
             continue
         known_span = span(name)
         if known_span is None:
-            raise unknown_everywhere(name, where, major)
+            raise unknown_everywhere(name, where(name), major)
         dropped.append(Dropped(name, value, _dropped_reason(name, major, known_span)))
     return Adapted(version, applied, tuple(translated), tuple(dropped))
 

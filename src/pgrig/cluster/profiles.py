@@ -68,10 +68,18 @@ class Profile:
     # "shared_buffers 32GB -> 6144MB (ram * 0.25 of 24 GiB)": a {min(...)} that
     # chose the machine's side; a --set of the same name drops its line.
     scaled: tuple[str, ...] = ()
+    # Where each override came from ("--set", "c.toml: target t set"): an error
+    # about a value names the place to fix it, not the profile it was laid over.
+    origins: dict[str, str] = field(default_factory=dict)
 
-    def with_overrides(self, overrides: dict[str, str]) -> Profile:
+    def with_overrides(self, overrides: dict[str, str], source: str = "--set") -> Profile:
         scaled = tuple(s for s in self.scaled if s.split(" ", 1)[0] not in overrides)
-        return Profile(self.name, self.source, {**self.settings, **overrides}, scaled)
+        origins = {**self.origins, **dict.fromkeys(overrides, source)}
+        return Profile(self.name, self.source, {**self.settings, **overrides}, scaled, origins)
+
+    def origin(self, name: str) -> str:
+        """Where the value of ``name`` was written: an override's place, else the profile."""
+        return self.origins.get(name, self.source)
 
 
 def available() -> list[str]:
@@ -267,7 +275,7 @@ def adapt(profile: Profile, bins: PgBinaries, os_user: proc.OsUser | None = None
         known=known,
         version=bins.version,
         version_num=bins.version_num,
-        where=profile.source,
+        where=profile.origin,
     )
 
 
@@ -290,9 +298,15 @@ def check_values(profile: Profile, bins: PgBinaries, os_user: proc.OsUser | None
     if done is None:
         return  # postgres refuses to run as root; initdb will check them
     if done.returncode != 0:
+        errors = _config_errors(done.stderr)
+        named = re.findall(r'parameter "([^"]+)"', " ".join(errors))
+        where = profile.origin(named[0]) if named else profile.source
         raise UsageError(
-            f"{profile.source}: {'; '.join(_config_errors(done.stderr))} (PostgreSQL {bins.major})",
-            hint="fix the value with --set NAME=VALUE (or in the profile)",
+            f"{where}: {'; '.join(errors)} (PostgreSQL {bins.major})",
+            hint=f"fix the value of {named[0]} ({where})"
+            if where != profile.source
+            else f"fix the value in {where}, or override it with --set NAME=VALUE "
+            "(in a campaign: set = { NAME = VALUE } in the target)",
         )
 
 

@@ -163,8 +163,11 @@ def clean_cmd(inventory_path: Path, names: tuple[str, ...], dry_run: bool) -> No
     """Stop and remove what a killed pgrig left on every host (servers, load runs),
     never what a live pgrig owns nor a directory without pgrig's owner record.
     (``pgrig clean --inventory`` does the same, and this machine's leftovers too.)"""
-    for line in clean_lines(inventory_path, names, dry_run=dry_run):
+    lines = clean_lines(inventory_path, names, dry_run=dry_run)
+    for line in lines:
         click.echo(line)
+    if not lines:  # silence read as "did it even look?"
+        click.echo(f"nothing to clean on the hosts of {inventory_path}")
 
 
 def clean_lines(inventory_path: Path, names: Sequence[str] = (), *, dry_run: bool) -> list[str]:

@@ -485,7 +485,7 @@ def tps_over_time(
         figures.append(
             Figure(
                 name=f"compare_tps_over_time_{_slug(workload)}_{_slug(what)}_{duration}s",
-                title=f"TPS over time, {what}, {clients} clients",
+                title=f"TPS over time, {what}, {fmt.clients(clients)}",
                 x_label="seconds since start",
                 y_label="transactions/s",
                 series=series,
@@ -567,6 +567,7 @@ def comparison_section(
     machines: Mapping[str, Sequence[tuple[str, str]]] | None = None,
     concurrent: bool = False,
     progress: Progress | None = None,
+    studies: Sequence[str] = (),
 ) -> Section:
     table = comparison_table(records, targets, baseline, meanings, machines, progress)
     blocks: list[Table | Figure] = [table]
@@ -575,13 +576,22 @@ def comparison_section(
     # A curve needs two client counts; one count is the table's row.
     blocks += [f for f in tps_vs_clients(records, targets) if f.x_points >= 2]
     blocks += [f for f in tps_over_time(records, targets, progress) if f.series]
-    how = (
-        "Targets ran at once (concurrent = true), each on machines of its own; the first "
-        "rows say which."
-        if concurrent
-        else "Targets ran interleaved (the order rotating every repeat) so that slow drift "
-        "of the machine favours none."
-    )
+    if studies:  # `pgrig compare`: each study's runs in their own hours, maybe machines
+        how = (
+            f"The targets come from {len(studies)} studies ({', '.join(studies)}), run at "
+            "different times: a difference between studies includes whatever changed on the "
+            "machine between them."
+        )
+    elif concurrent:
+        how = (
+            "Targets ran at once (concurrent = true), each on machines of its own; the first "
+            "rows say which."
+        )
+    else:
+        how = (
+            "Targets ran interleaved (the order rotating every repeat) so that slow drift "
+            "of the machine favours none."
+        )
     return Section(
         "Performance Summary",
         "summary",

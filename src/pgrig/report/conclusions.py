@@ -74,6 +74,11 @@ STALL_FRACTION = 0.10  # a second at or below 10% of the run's median tps is a s
 STALL_SECONDS = 2
 FSYNC_SHARE = 0.5  # of the 1-client transaction latency
 WAIT_CAUSES = ("read", "write", "wal", "lock", "lwlock")
+# The monitor's verdicts that put the limit in pgbench, not in the server.
+CLIENT_CAUSES = {
+    "client": "pgbench, the load generator, was saturated",
+    "client_host": "a load host ran out of CPU",
+}
 WAIT_SHARE = 0.5  # of a point's monitored runs
 WAKEUP_RATIO = 2.5  # tps(2 clients) / tps(1 client); 2 is what twice the work gives
 WAKEUP_BUSY_PCT = 50.0  # CPUs busier than this at 1 client: no idle vCPU to wake
@@ -145,10 +150,6 @@ class Evidence:
 Rule = Callable[[Evidence], list[Conclusion]]
 
 
-def _clients(n: int) -> str:
-    return f"{n} client{'s' if n != 1 else ''}"
-
-
 def _what(key: PointKey, scaled: bool = False) -> str:
     """'TPC-B read-write' or 'login' (a custom script's mode is its name), with
     its scale when the study measured several."""
@@ -165,7 +166,7 @@ def _client_counts(counts: Sequence[int]) -> str:
     """'1 client', '4 clients', '4, 8 and 16 clients'."""
     ordered = sorted(set(counts))
     if len(ordered) == 1:
-        return _clients(ordered[0])
+        return fmt.clients(ordered[0])
     return f"{', '.join(map(str, ordered[:-1]))} and {ordered[-1]} clients"
 
 
@@ -229,7 +230,7 @@ def _differs_sentence(
     real = [(c, cmp) for c, cmp in tested if cmp.called and cmp.diff_pct is not None]
     untested = [c for c, cmp in tested if cmp.p_value is None]
     at_all = (
-        f"at {_clients(tested[0][0])}"
+        f"at {fmt.clients(tested[0][0])}"
         if len(tested) == 1
         else f"at any of {len(tested)} client counts"
     )
@@ -249,7 +250,7 @@ def _differs_sentence(
             return Conclusion(
                 "differs",
                 f"{what}: no difference between {other} and {baseline} called {at_all}"
-                + ("" if len(tested) == 1 else f"; at {_clients(closest[0])}")
+                + ("" if len(tested) == 1 else f"; at {fmt.clients(closest[0])}")
                 + f": {closest[1].describe()}.",
                 "not called",
             )
@@ -396,7 +397,7 @@ def stalls(ev: Evidence) -> list[Conclusion]:
         out.append(
             Conclusion(
                 "stalls",
-                f"{rec.target}: {_what(key)} at {_clients(run.clients)} stalled to "
+                f"{rec.target}: {_what(key)} at {fmt.clients(run.clients)} stalled to "
                 f"{fmt.rate(min(low))} tps: {len(low)} of {len(tps)} seconds at or below "
                 f"{STALL_FRACTION:.0%} of the median {fmt.rate(median)} tps "
                 f"(pgbench -P 1, run {rec.key}){why}.",
@@ -451,7 +452,15 @@ def fsync_bound(ev: Evidence) -> list[Conclusion]:
     return out
 
 
-def wait_bound(ev: Evidence) -> list[Conclusion]:
+# (targets, the curve's point key, client counts, the cause, runs with it, runs)
+Bound = tuple[list[str], PointKey, tuple[int, ...], str, int, int]
+
+
+def _bound(ev: Evidence, causes_asked: Sequence[str]) -> list[Bound]:
+    """The points whose monitor verdict names one of ``causes_asked`` for at least
+    half of their runs: one entry per curve and cause, the targets bound at the
+    same client counts together (seed 004's four versions at 4-32 clients are one
+    finding)."""
     monitors = ev.monitors()
     if not monitors:
         return []
@@ -460,36 +469,55 @@ def wait_bound(ev: Evidence) -> list[Conclusion]:
         if rec.kind == "pgbench_run" and (mon := monitors.get(rec.key)) is not None:
             key = point_key(rec)
             groups.setdefault((rec.target, key), []).append(mon.verdict.cause)
-    # One sentence per curve and cause: the targets bound at the same client
-    # counts together (seed 004's four versions at 4-32 clients are one finding).
     found: dict[tuple[tuple[str, int | None, int, str], str], dict[str, list[tuple[int, int, int]]]]
     found = {}
     for (target, key), causes in groups.items():
-        for cause in WAIT_CAUSES:
+        for cause in causes_asked:
             n = causes.count(cause)
             if n and n >= WAIT_SHARE * len(causes):
                 per = found.setdefault((key.curve, cause), {})
                 per.setdefault(target, []).append((key.clients, n, len(causes)))
     out = []
     for (curve, cause), per_target in found.items():
-        key = PointKey(*curve, clients=0)
         together: dict[tuple[int, ...], list[str]] = {}
         for target, points in per_target.items():
             together.setdefault(tuple(sorted(c for c, _, _ in points)), []).append(target)
         for counts, targets in together.items():
             n = sum(n for t in targets for _, n, _ in per_target[t])
             total = sum(total for t in targets for _, _, total in per_target[t])
-            out.append(
-                Conclusion(
-                    "wait-bound",
-                    f"{', '.join(targets)}: {_what(key, ev.scaled(key))} at "
-                    f"{_client_counts(counts)} is bound by {CLASS_NOUNS[cause]} "
-                    f"({CAUSES[cause]}): the monitor's verdict for {n} of {total} run(s), "
-                    "from the backends' wait events.",
-                    f"{n} of {total} runs",
-                )
-            )
+            out.append((targets, PointKey(*curve, clients=0), counts, cause, n, total))
     return out
+
+
+def wait_bound(ev: Evidence) -> list[Conclusion]:
+    return [
+        Conclusion(
+            "wait-bound",
+            f"{', '.join(targets)}: {_what(key, ev.scaled(key))} at "
+            f"{_client_counts(counts)} is bound by {CLASS_NOUNS[cause]} "
+            f"({CAUSES[cause]}): the monitor's verdict for {n} of {total} run(s), "
+            "from the backends' wait events.",
+            f"{n} of {total} runs",
+        )
+        for targets, key, counts, cause, n, total in _bound(ev, WAIT_CAUSES)
+    ]
+
+
+def client_bound(ev: Evidence) -> list[Conclusion]:
+    """The figure measured pgbench's machine, not the server: the first thing to
+    know before quoting it (a remote study's load host out of CPU said nothing)."""
+    return [
+        Conclusion(
+            "client-bound",
+            f"{', '.join(targets)}: {_what(key, ev.scaled(key))} at "
+            f"{_client_counts(counts)} measured the load generator, not the server - "
+            f"{CLIENT_CAUSES[cause]} in {n} of {total} run(s) (the monitor's verdict): the "
+            "tps is a floor of what the server can do; more load hosts or pgbench threads "
+            "would raise it.",
+            f"{n} of {total} runs",
+        )
+        for targets, key, counts, cause, n, total in _bound(ev, tuple(CLIENT_CAUSES))
+    ]
 
 
 def vm_wakeup(ev: Evidence) -> list[Conclusion]:
@@ -631,6 +659,7 @@ RULES: tuple[Rule, ...] = (
     stalls,
     fsync_bound,
     wait_bound,
+    client_bound,
     vm_wakeup,
     io_cap,
     durable,

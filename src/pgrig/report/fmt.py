@@ -27,6 +27,11 @@ def si(value: float) -> str:
     return f"{value:.0f}"
 
 
+def clients(n: int) -> str:
+    """'1 client', '8 clients'."""
+    return f"{n} client{'s' if n != 1 else ''}"
+
+
 def integer(value: float) -> str:
     return f"{value:,.0f}"
 

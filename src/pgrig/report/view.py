@@ -200,8 +200,16 @@ def _build_comparison(
     machines = machines_of(study, targets)
     policy = study.params.get("policy")
     concurrent = isinstance(policy, dict) and bool(policy.get("concurrent"))
+    compared = study.params.get("compared")
     first = compare.comparison_section(
-        records, targets, baseline, meanings, machines, concurrent=concurrent, progress=progress
+        records,
+        targets,
+        baseline,
+        meanings,
+        machines,
+        concurrent=concurrent,
+        progress=progress,
+        studies=tuple(map(str, compared)) if isinstance(compared, list) else (),
     )
     first = replace(first, paragraphs=interference_lines(records) + first.paragraphs)
     sections = [_with_labs(first, records)]

@@ -443,9 +443,10 @@ def check_options(spec: FsSpec, base: Path | None, *, what: str) -> None:
     # options relative to it (agcount, a log size) hold there and may not on a
     # smaller filesystem (seed 002's agcount=32 needs 512 MiB, the minimum AG
     # being 16 MiB; a 300 MiB scratch filesystem refused what its 4 GiB takes).
+    # With its external log too: `-l size=32m` sizes that device, and without it
+    # mkfs.xfs read it as an internal log larger than a 32 MiB AG and refused.
     probe = replace(
         spec,
-        external_log_bytes=None,
         direct_io=False,
         preallocate=False,
         owner=None,

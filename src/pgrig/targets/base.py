@@ -91,6 +91,13 @@ def directory_option(spec: TargetSpec, source: str) -> str:
     return f"directory (target {spec.name} in {source})"
 
 
+def settings_option(spec: TargetSpec, source: str) -> str:
+    """Where the target's setting overrides were written (an error names it)."""
+    if source == "command line":
+        return "--set"
+    return f"{source}: target {spec.name} set"
+
+
 @dataclass(frozen=True)
 class Checked:
     """What a kind's ``check`` found; fixed for the whole study."""

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 
 from pgrig.cluster import binaries, workdir
-from pgrig.conninfo import Conn
+from pgrig.conninfo import Conn, refused_hint
 from pgrig.errors import ClusterError, UsageError
 from pgrig.targets.base import (
     OWN_CONNECTIONS,
@@ -34,7 +34,17 @@ if TYPE_CHECKING:
 # The libpq variables that name a server when no dsn is given (the quick study
 # then tests that server), and with the user, those a message names.
 PG_SERVER_VARS = ("PGHOST", "PGHOSTADDR", "PGPORT", "PGSERVICE", "PGDATABASE")
-PG_VARIABLES = (*PG_SERVER_VARS, "PGUSER")
+# Every other variable libpq reads (its "Environment Variables" page, PGPASSWORD
+# left out): a bad PGSSLMODE breaks the connection as surely as a bad PGHOST.
+PG_VARIABLES = (
+    *PG_SERVER_VARS,
+    "PGUSER", "PGSERVICEFILE", "PGPASSFILE", "PGOPTIONS", "PGAPPNAME", "PGCONNECT_TIMEOUT",
+    "PGCLIENTENCODING", "PGTARGETSESSIONATTRS", "PGLOADBALANCEHOSTS", "PGSSLMODE",
+    "PGSSLNEGOTIATION", "PGREQUIRESSL", "PGSSLCOMPRESSION", "PGSSLCERT", "PGSSLKEY",
+    "PGSSLCERTMODE", "PGSSLROOTCERT", "PGSSLCRL", "PGSSLCRLDIR", "PGSSLSNI", "PGREQUIREPEER",
+    "PGSSLMINPROTOCOLVERSION", "PGSSLMAXPROTOCOLVERSION", "PGGSSENCMODE", "PGKRBSRVNAME",
+    "PGGSSLIB", "PGGSSDELEGATION", "PGCHANNELBINDING", "PGREQUIREAUTH",
+)  # fmt: skip
 
 
 def source_of(spec: TargetSpec, source: str) -> str:
@@ -73,10 +83,15 @@ def _room(spec: TargetSpec, demands: Demands) -> None:
                 "   WHERE backend_type = 'client backend')::int"
             ).fetchone()
     except (ClusterError, psycopg.Error) as exc:
+        # libpq's own reason, once: connect() wraps it in a "cannot connect to" of
+        # its own; the PG* environment's connection is named by its variables
+        why = exc.__cause__ if isinstance(exc, ClusterError) and exc.__cause__ else exc
+        to = f" to {conn.describe()}" if spec.dsn else ""
         raise UsageError(
-            f"{source}: cannot connect to {conn.describe()}: {exc}",
-            hint="start that server, or fix "
-            + ("the dsn" if spec.dsn else "PGHOST, PGPORT, PGUSER (or pass --throwaway)"),
+            f"{source}: cannot connect{to}: {str(why).strip()}",
+            hint=refused_hint(
+                str(why), "the dsn" if spec.dsn else "those PG* variables (or pass --throwaway)"
+            ),
         ) from exc
     if row is None or not demands.clients:
         return

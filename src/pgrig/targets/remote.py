@@ -40,11 +40,19 @@ from pgrig.hosts.executor import TMP, Executor
 from pgrig.hosts.inventory import Host
 from pgrig.hosts.server import SUPERUSER, RemoteServer, ServerSpec, Workdir, make_workdir
 from pgrig.hosts.watch import client_bound
+from pgrig.report import fmt
 from pgrig.report.model import HEADLINE, Row, Section, Table
 from pgrig.results import typed
 from pgrig.schema import Schema, custom, integer, text
 from pgrig.schema import Table as Keys
-from pgrig.targets.base import Checked, Demands, Target, TargetKind, capture
+from pgrig.targets.base import (
+    Checked,
+    Demands,
+    Target,
+    TargetKind,
+    capture,
+    settings_option,
+)
 from pgrig.targets.throwaway import find_binaries
 from pgrig.ui import Ui
 from pgrig.workloads.base import ResultKind
@@ -140,7 +148,8 @@ class LoadHostsRun:
 
 def _headline(r: LoadHostsRun) -> str:
     return (
-        f": {r.tps:,.0f} tps from {len(r.hosts)} hosts, started within {r.start_spread_ms:.2f} ms"
+        f": {fmt.rate(r.tps)} tps from {len(r.hosts)} hosts, started within "
+        f"{r.start_spread_ms:.2f} ms"
     )
 
 
@@ -181,12 +190,19 @@ class _Open:
 
 
 def _profile(
-    spec: TargetSpec, bins: PgBinaries, host: str, machine: profiles.Machine, notes: list[str]
+    spec: TargetSpec,
+    bins: PgBinaries,
+    host: str,
+    machine: profiles.Machine,
+    notes: list[str],
+    source: str,
 ) -> tuple[profiles.Profile, str]:
     """The target's profile as the server's host gets it: ``{ram}`` and
     ``{cpus}`` are the host's, fitted to this major (the host's is assumed the
     same), ``set.*`` over it; and pgrig.conf's header saying so."""
-    profile = profiles.load(spec.profile, machine=machine).with_overrides(spec.settings)
+    profile = profiles.load(spec.profile, machine=machine).with_overrides(
+        spec.settings, settings_option(spec, source)
+    )
     adapted = profiles.validate(profile, bins)
     for note in adapted.notes():  # a setting this major renamed or lacks: never silent
         notes.append(f"target {spec.name} (PostgreSQL {bins.version}): {note}")
@@ -290,7 +306,7 @@ class RemoteKind(TargetKind):
                 hint=f"free space in {TMP} on {server[0].name}, or use a smaller scale",
             )
         machine = profiles.Machine(memory, cpus)
-        profile, header = _profile(spec, bins, server[0].name, machine, notes)
+        profile, header = _profile(spec, bins, server[0].name, machine, notes, demands.source)
         self._seen |= {h.name: h for h in (server[0], *load_hosts)}
         address = _ip(server[0].address)
         clients = {_ip(h.address) for h in load_hosts} | {_source_ip(address, opts["port"])}

@@ -30,6 +30,7 @@ from pgrig.targets.base import (
     TargetKind,
     capture,
     directory_option,
+    settings_option,
 )
 from pgrig.ui import Ui
 from pgrig.workloads.common import DATABASE
@@ -101,7 +102,7 @@ class Throwaway(TargetKind):
             else None
         )
         profile = profiles.load(spec.profile, machine=self.machine(spec))
-        profile = profile.with_overrides(spec.settings)
+        profile = profile.with_overrides(spec.settings, settings_option(spec, demands.source))
         os_user = server_os_user(spec.os_user)
         aio.check_io_method(spec.name, profile.settings, bins, os_user)
         adapted = profiles.validate(profile, bins, os_user)

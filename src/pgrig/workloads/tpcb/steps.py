@@ -186,7 +186,9 @@ def count_action(method: str, workers: int) -> Action:
         raw = json.dumps(explain, indent=2)
         result = CountResult(
             method=method,
-            rows=int(scan.get("Actual Rows", 0)),
+            # EXPLAIN gives a node's rows per loop: a parallel scan's loops are its
+            # workers (and the leader), so 200,000 rows on two workers read 100,000
+            rows=round(float(scan.get("Actual Rows", 0)) * int(scan.get("Actual Loops", 1))),
             execution_ms=float(top["Execution Time"]),
             plan=raw,
         )

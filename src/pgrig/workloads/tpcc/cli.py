@@ -59,7 +59,7 @@ def tpcc() -> None:
 def load_cmd(warehouses: int, jobs: int, yes: bool, dsn: str | None, fmt: str, quiet: bool) -> None:
     """Create the tpcc schema and populate it inside the server."""
     ui = Ui(quiet=quiet)
-    conn = Conn.from_user(dsn)
+    conn = Conn.from_user(dsn).answers()
     result = loader.load(
         conn, warehouses, jobs=jobs or os.cpu_count() or 1, replace=yes, on_progress=ui.info
     )
@@ -115,7 +115,7 @@ def run_cmd(**o: Any) -> None:
     )
     with tempfile.TemporaryDirectory(prefix="pgrig-tpcc-") as scratch:
         result, _raw = driver.run(
-            bins.client_bin_dir, Conn.from_user(o["dsn"]), opts, Path(scratch)
+            bins.client_bin_dir, Conn.from_user(o["dsn"]).answers(), opts, Path(scratch)
         )
     _emit(result, o["fmt"], format_run)
 
@@ -125,7 +125,7 @@ def run_cmd(**o: Any) -> None:
 @_FORMAT
 def check_cmd(dsn: str | None, fmt: str) -> None:
     """Run the consistency conditions of clause 3.3.2; exit 1 if one fails."""
-    result = checks.check(Conn.from_user(dsn))
+    result = checks.check(Conn.from_user(dsn).answers())
     _emit(result, fmt, format_check)
     if not result.passed:
         raise PgrigError(
