@@ -14,3 +14,10 @@ from pgrig.ui import duration
 def test_a_step_under_a_second_is_not_zero_seconds(seconds: float, text: str) -> None:
     """'count(*) by seq scan (0 s): 421 ms' said the step took no time."""
     assert duration(seconds) == text
+
+
+def test_a_count_of_one_is_singular() -> None:
+    from pgrig.ui import count
+
+    assert count(1, "step") == "1 step"
+    assert (count(0, "step"), count(1_234, "step")) == ("0 steps", "1,234 steps")

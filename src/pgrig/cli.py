@@ -41,6 +41,7 @@ from pgrig.pgsource import catalog
 from pgrig.pgsource.cli import group as pg_group
 from pgrig.policy import RunPolicy
 from pgrig.probe import FioPlan, ProbeSpec
+from pgrig.report import progress as report_progress
 from pgrig.report import samples as report_samples
 from pgrig.report.monitor import closing_warning
 from pgrig.report.writer import write as write_report
@@ -51,7 +52,7 @@ from pgrig.storage.cli import audit, storage
 from pgrig.store import Store, location
 from pgrig.targets.existing import PG_SERVER_VARS
 from pgrig.tools import fio
-from pgrig.ui import Ui, estimate
+from pgrig.ui import Ui, count, estimate
 from pgrig.workloads.tpcb.spec import TpcbSpec
 from pgrig.workloads.tpcc.cli import tpcc
 
@@ -412,7 +413,7 @@ def plan_cmd(campaign_file: Path) -> None:
     total = estimate(exp.total_s)
     besides = f" ({exp.overhead_s:.0f} s of it besides the steps)" if exp.overhead_s else ""
     click.echo(
-        f"{len(exp.runs)} steps, about {total}{besides}"
+        f"{count(len(exp.runs), 'step')}, about {total}{besides}"
         + (
             " (more if repeats extend until the confidence interval is met)"
             if camp.policy.until_ci_pct
@@ -470,7 +471,12 @@ def list_cmd(results: Path, store: str | None) -> None:
     with _open_existing(results, store) as st:
         click.echo("study\tstatus\tsteps\ttarget")
         for study in st.studies():
-            lean = st.runs(study.id, without_samples=(registry.MONITOR.name,))
+            # what a line needs: no run's samples nor -P points (most of a long run's bytes)
+            lean = st.runs(
+                study.id,
+                without_samples=(registry.MONITOR.name,),
+                without_progress=report_progress.kinds(),
+            )
             runs = [r for r in lean if r.kind != registry.MONITOR.name]
             # a check that ran to its end but failed (a durability check that lost
             # commits) is no "ok" step

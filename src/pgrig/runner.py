@@ -57,7 +57,7 @@ from pgrig.step import Step
 from pgrig.storage.errors import OptionRefused, StorageError
 from pgrig.store import Store
 from pgrig.targets.base import Target
-from pgrig.ui import Ui, estimate
+from pgrig.ui import Ui, count, estimate
 from pgrig.workloads.base import Phase, Series
 
 
@@ -208,7 +208,7 @@ class CampaignRunner:
         with calibration.watching() as seen:
             expansion = plan.expand(self.campaign)
         self.ui.info(
-            f"campaign [bold]{study.id}[/bold]: {len(expansion.runs)} steps on "
+            f"campaign [bold]{study.id}[/bold]: {count(len(expansion.runs), 'step')} on "
             f"{len(self.targets)} target(s), about {estimate(expansion.total_s)}; "
             f"results go to {store.path}"
         )

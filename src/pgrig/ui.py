@@ -121,6 +121,11 @@ class Ui:
                     self._live = None
 
 
+def count(n: int, noun: str) -> str:
+    """'1 step', '7 steps': the plan and the run say how many of a thing."""
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
+
+
 def estimate(seconds: float) -> str:
     """An estimate of a whole campaign: '23 s' under 100 s (not 'about 0 min'),
     else whole minutes."""
