@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pgrig.ui import duration
+from pgrig.ui import count, duration
 
 
 @pytest.mark.parametrize(
@@ -17,7 +17,5 @@ def test_a_step_under_a_second_is_not_zero_seconds(seconds: float, text: str) ->
 
 
 def test_a_count_of_one_is_singular() -> None:
-    from pgrig.ui import count
-
     assert count(1, "step") == "1 step"
     assert (count(0, "step"), count(1_234, "step")) == ("0 steps", "1,234 steps")
