@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from pgrig import campaign
 from pgrig.errors import UsageError
 from pgrig.hosts import inventory
 
@@ -119,3 +120,31 @@ def test_bad_files_name_file_line_and_host(tmp_path: Path, text: str, message: s
 def test_missing_file(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="inventory .*nope.ini does not exist"):
         inventory.load(tmp_path / "nope.ini")
+
+
+def test_an_unknown_server_host_suggests_the_closest_host_before_a_group(tmp_path: Path) -> None:
+    """A server is one host: 'db9' is a typo of host 'db1' or 'db2' (as close
+    as each other), not of group 'db' (which difflib alone ranks closer)."""
+    path = tmp_path / "hosts.ini"
+    path.write_text(INI)
+    with pytest.raises(UsageError) as err:
+        inventory.load(path).resolve(["db9"], what="host")
+    assert err.value.hint in ("did you mean 'db1'?", "did you mean 'db2'?")
+    with pytest.raises(UsageError) as err:
+        inventory.load(path).resolve(["db9"], what="load_hosts entry")
+    assert err.value.hint == "did you mean 'db'?", "load hosts are often a group"
+
+
+def test_a_campaigns_inventory_that_does_not_exist_is_refused_naming_the_key(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text(
+        '[campaign]\nname = "x"\ninventory = "nosuch.ini"\n[[target]]\nname = "a"\nhost = "db1"\n'
+    )
+    with pytest.raises(UsageError) as err:
+        campaign.load(path)
+    said = str(err.value)
+    assert f"{tmp_path / 'nosuch.ini'} does not exist" in said
+    assert "c.toml" in said and "inventory" in said
+    assert err.value.exit_code == 2

@@ -87,7 +87,10 @@ class Inventory:
 
     def unknown(self, name: str, what: str) -> UsageError:
         known = sorted(self.hosts) + sorted(self.groups)
-        close = difflib.get_close_matches(name, known, n=1)
+        # A server is one host: 'db9' meant host 'db1' rather than group 'db'.
+        close = (what == "host" and difflib.get_close_matches(name, sorted(self.hosts), n=1)) or (
+            difflib.get_close_matches(name, known, n=1)
+        )
         hint = f"did you mean {close[0]!r}?" if close else f"it holds: {', '.join(known[:12])}"
         return UsageError(
             f"{what} {name!r} is neither a host nor a group in the inventory {self.path}",

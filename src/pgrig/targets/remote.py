@@ -251,6 +251,13 @@ class RemoteKind(TargetKind):
                 f"target host {values['host']!r}: no inventory says where it is",
                 hint='add inventory = "hosts.ini" to [campaign] (or to the target)',
             )
+        if not Path(values["inventory"]).is_file():
+            raise table.error(
+                "inventory",
+                f"the inventory {values['inventory']} does not exist",
+                hint="give the path of an Ansible inventory file (INI or YAML), relative to "
+                "the campaign file",
+            )
         return values
 
     def check(self, spec: TargetSpec, demands: Demands, notes: list[str]) -> Checked:
