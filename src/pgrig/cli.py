@@ -597,20 +597,23 @@ def compare_cmd(
         raise UsageError("compare needs at least two studies", hint="see `pgrig list`")
     with _open_existing(results, store) as st:
         studies = [st.study(s) for s in study_ids]
-        per_study = [st.runs(s.id) for s in studies]
-    empty = [s.id for s, recs in zip(studies, per_study, strict=True) if not recs]
-    if empty:
-        raise UsageError(
-            f"study {empty[0]} has no recorded runs: nothing to compare",
-            hint="see `pgrig list`; run it again to resume it",
-        )
-    study, records = export.combined(studies, per_study)
-    names = [t["name"] for t in study.params["targets"]]
-    if baseline is not None:
-        if baseline not in names:
-            raise UsageError(f"--baseline {baseline!r} is not one of {', '.join(names)}")
-        study.params["baseline"] = baseline
-    md, html = write_report(study, records, out or results)
+        # each run's samples and -P points read when it is drawn, as `pgrig report` does
+        lean = [report_samples.read(st, s.id) for s in studies]
+        per_study = [records for records, _, _ in lean]
+        empty = [s.id for s, recs in zip(studies, per_study, strict=True) if not recs]
+        if empty:
+            raise UsageError(
+                f"study {empty[0]} has no recorded runs: nothing to compare",
+                hint="see `pgrig list`; run it again to resume it",
+            )
+        study, records = export.combined(studies, per_study)
+        names = [t["name"] for t in study.params["targets"]]
+        if baseline is not None:
+            if baseline not in names:
+                raise UsageError(f"--baseline {baseline!r} is not one of {', '.join(names)}")
+            study.params["baseline"] = baseline
+        _, samples, progress = lean[0]  # one store: its readers serve every study's runs
+        md, html = write_report(study, records, out or results, samples=samples, progress=progress)
     click.echo(f"report: {md}")
     click.echo(f"report: {html}")
 

@@ -179,6 +179,7 @@ def execute(
     Raises ``DurabilityFailed`` (after recording and reporting) when the check
     failed, ``crasher.ServerLost`` when the server did not come back.
     """
+    from pgrig.report import samples as report_samples
     from pgrig.report.writer import write as write_report
 
     preflight(opts)
@@ -203,7 +204,10 @@ def execute(
     finally:
         reports = None
         if runner.study is not None:
-            reports = write_report(runner.study, store.runs(runner.study.id), results_dir)
+            records, samples, progress = report_samples.read(store, runner.study.id)
+            reports = write_report(
+                runner.study, records, results_dir, samples=samples, progress=progress
+            )
             ui.data(f"report: {reports[0]}")
             ui.data(f"report: {reports[1]}")
     assert runner.study is not None
