@@ -356,6 +356,24 @@ def test_disturbed_runs_are_said_first() -> None:
     assert first.rule == "disturbed" and first.text.startswith("1 of 2 monitored runs shared")
 
 
+def test_a_failed_load_is_said_before_any_comparison() -> None:
+    records = runs("a", [100.0, 110.0]) + runs("b", [100.0, 104.0])
+    assert all(x.rule != "failed" for x in c.draw(evidence(records)))
+    load = dataclasses.replace(
+        record("b", "tpcb/s1/init", "pgbench_init", run(1.0)),
+        status="failed",
+        result=None,
+        reason="pgbench -i exited 1: ERROR:  could not extend file\nmore detail",
+    )
+    first = c.draw(evidence([*records, load]))[0]
+    assert first.rule == "failed"
+    assert first.text.startswith("1 step failed on b: b/tpcb/s1/init (pgbench -i exited 1: ")
+    assert "more detail" not in first.text, "the first line of the reason only"
+    many = [dataclasses.replace(load, key=f"b/tpcb/s{i}/init") for i in range(5)]
+    text = c.draw(evidence([*records, *many]))[0].text
+    assert text.startswith("5 steps failed on b:") and "; 2 more." in text
+
+
 # -- io-cap -------------------------------------------------------------------
 
 

@@ -195,6 +195,37 @@ def disturbed(ev: Evidence) -> list[Conclusion]:
     ]
 
 
+def failed(ev: Evidence) -> list[Conclusion]:
+    """Said before any comparison: a step that failed left its numbers (and
+    what depended on it, e.g. a load's runs) out of every table below, so a
+    comparison that reads complete may not be."""
+    bad = [r for r in ev.records if r.status == "failed" and r.kind != "monitor"]
+    if not bad:
+        return []
+    shown = "; ".join(f"{r.key} ({_first_line(r.reason)})" for r in bad[:FAILED_SHOWN])
+    more = f"; {len(bad) - FAILED_SHOWN} more" if len(bad) > FAILED_SHOWN else ""
+    targets = sorted({r.target for r in bad})
+    it, obj = ("it", "it") if len(bad) == 1 else ("they", "them")
+    return [
+        Conclusion(
+            "failed",
+            f"{len(bad)} step{'' if len(bad) == 1 else 's'} failed on "
+            f"{', '.join(targets)}: {shown}{more}. What {it} would have measured is "
+            f"missing below: a comparison that includes {obj} compares what is left.",
+            f"{len(bad)} failed",
+        )
+    ]
+
+
+FAILED_SHOWN = 3  # steps named in the sentence; the rest are counted
+REASON_CHARS = 160  # enough for libpq's 'connection ... failed: FATAL: ...' line
+
+
+def _first_line(reason: str | None) -> str:
+    line = (reason or "no reason recorded").strip().splitlines()[0]
+    return line if len(line) <= REASON_CHARS else line[: REASON_CHARS - 3] + "..."
+
+
 def differs(ev: Evidence) -> list[Conclusion]:
     curves: dict[tuple[str, int | None, int, str], dict[int, dict[str, list[float]]]] = {}
     for key, per in ev.points().items():
@@ -653,6 +684,7 @@ def durable(ev: Evidence) -> list[Conclusion]:
 
 RULES: tuple[Rule, ...] = (
     disturbed,
+    failed,
     differs,
     headline,
     load,
