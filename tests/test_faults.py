@@ -241,6 +241,9 @@ def test_list_counts_the_plans_steps_of_an_interrupted_study(
     from pgrig.results import RunRecord
 
     assert _main("run", "c.toml", "-q") == 0  # the runner notes where its campaign is
+    (md,) = (place / "pgrig-results").rglob("*.md")
+    assert "How it was obtained" in md.read_text()
+    assert "campaign_file" not in md.read_text()  # bookkeeping, not a parameter
     two = place / "two.toml"
     two.write_text(
         CAMPAIGN.format(name="half", directory=place / "data").replace("fsync = false", "fsync = 1")
