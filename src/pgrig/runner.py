@@ -360,8 +360,6 @@ class CampaignRunner:
         params: dict[str, Any] = {
             "campaign": camp.name,
             "source": camp.source,
-            # where `pgrig list` finds the plan again, from any directory
-            "campaign_file": str(Path(camp.source).resolve()),
             "baseline": camp.baseline,
             "policy": asdict(camp.policy),
             "pid": os.getpid(),
@@ -374,6 +372,9 @@ class CampaignRunner:
             info["pg_bin"] = str(t.bins.bin_dir)
             targets.append(info)
         params["targets"] = targets
+        if Path(camp.source).is_file():  # not a study made on the command line
+            # where `pgrig list` finds the plan again, from any directory
+            params["campaign_file"] = str(Path(camp.source).resolve())
         if len(self.targets) == 1:  # the single-target summary the report shows first
             t = self.targets[0]
             params["profile"] = t.spec.profile
