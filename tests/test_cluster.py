@@ -172,14 +172,17 @@ def test_initdb_options_reach_the_cluster(bins: binaries.PgBinaries, disk_dir: P
     c = Cluster.create(bins, disk_dir / "w", study="t", os_user=server_os_user())
     try:
         c.initdb(InitdbOptions(encoding="SQL_ASCII", wal_segsize_mb=64))
-        c.configure(profiles.load("stock"))
+        # wal_keep_segments counts this cluster's 64MB segments, not the default 16MB.
+        adapted = c.configure(profiles.load("stock").with_overrides({"wal_keep_segments": "3"}))
+        assert "segments x 64MB" in adapted.notes()[0]
         c.start()
         conn = Conn.socket(str(c.socket_dir), c.port, SUPERUSER, "postgres")
         with conn.connect() as db:
             row = db.execute(
-                "SELECT current_setting('wal_segment_size'), current_setting('server_encoding')"
+                "SELECT current_setting('wal_segment_size'), current_setting('server_encoding'),"
+                " current_setting('wal_keep_size')"
             ).fetchone()
-        assert row == ("64MB", "SQL_ASCII")
+        assert row == ("64MB", "SQL_ASCII", "192MB")
     finally:
         c.destroy()
     assert not (disk_dir / "w").exists()

@@ -141,3 +141,40 @@ def test_csv_numbers_are_written_as_the_tools_print_them() -> None:
     assert row["latency_avg_ms"] == "0.02"
     (second,) = csv.DictReader(io.StringIO(export.series_csv([rec])))
     assert (second["t_s"], second["tps"]) == ("1", "37742.044525")
+
+
+def test_csv_has_p90_and_pg_test_timing_per_loop() -> None:
+    """Columns for the figures records gained: a pgbench run's p90 latency and
+    pg_test_timing's ns per loop; a record made before p90 was kept has an empty cell."""
+    from pgrig import export
+    from pgrig.results import LatencySummary, PgbenchRun, to_dict, typed
+    from pgrig.tools import pg_test_timing
+
+    old = run_record("local/tpcb/s1/select-only/c1/d3/r1")
+    latency = LatencySummary(
+        samples=300,
+        sampling_rate=1.0,
+        p50_ms=0.5,
+        p95_ms=0.9,
+        p99_ms=1.1,
+        max_ms=2.0,
+        p90_ms=0.8,
+        digits=3,
+    )
+    result = replace(typed(old, PgbenchRun), latency=latency)
+    new = replace(old, key="local/tpcb/s1/select-only/c1/d3/r2", result=to_dict(result))
+    without_p90 = replace(latency, p90_ms=None, digits=None)
+    older = replace(old, key="r3", result=to_dict(replace(result, latency=without_p90)))
+    text = (Path(__file__).parent / "data" / "pg_test_timing_pg15.txt").read_text()
+    timing = replace(
+        old,
+        key="local/probe/pg_test_timing",
+        kind="pg_test_timing",
+        result=to_dict(pg_test_timing.parse(text)),
+    )
+    rows = list(csv.DictReader(io.StringIO(export.runs_csv([new, older, timing]))))
+    assert [r["latency_p90_ms"] for r in rows] == ["0.8", "", ""]
+    assert rows[0]["latency_p95_ms"] == "0.9"
+    expected = export.number(pg_test_timing.parse(text).per_loop_ns)
+    assert [r["per_loop_ns"] for r in rows] == ["", "", expected]
+    assert expected

@@ -231,3 +231,54 @@ def test_list_does_not_call_a_failed_check_ok(
     assert _main("list") == 0
     (line,) = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("d\t")]
     assert "0/1 ok, 1 check(s) failed" in line
+
+
+def test_list_counts_the_plans_steps_of_an_interrupted_study(
+    place: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An interrupted study was listed "1/1 ok": records out of records. Where its
+    campaign file is known it says how many of the plan's steps are recorded."""
+    from pgrig.results import RunRecord
+
+    assert _main("run", "c.toml", "-q") == 0  # the runner notes where its campaign is
+    (md,) = (place / "pgrig-results").rglob("*.md")
+    assert "How it was obtained" in md.read_text()
+    assert "campaign_file" not in md.read_text()  # bookkeeping, not a parameter
+    two = place / "two.toml"
+    two.write_text(
+        CAMPAIGN.format(name="half", directory=place / "data").replace("fsync = false", "fsync = 1")
+    )
+    with Store.open(place / "pgrig-results" / "results.sqlite") as st:
+        st.begin_study(
+            Study(
+                id="half",
+                name="half",
+                target="t",
+                started_at="2026-01-01T00:00:00",
+                status="interrupted",
+                params={"pid": 1, "campaign": "half", "campaign_file": str(two)},
+            )
+        )
+        for key in ("t/probe/pg_test_timing", "t/probe/pg_test_timing/extra"):
+            st.record(
+                RunRecord(
+                    study="half",
+                    key=key,
+                    kind="note",
+                    target="t",
+                    params={},
+                    status="ok",
+                    started_at="2026-01-01T00:00:00",
+                    finished_at="2026-01-01T00:00:01",
+                    result=None,
+                )
+            )
+    capsys.readouterr()
+    assert _main("list") == 0
+    lines = {ln.split("\t")[0]: ln.split("\t") for ln in capsys.readouterr().out.splitlines()}
+    assert lines["faults"][2] == "1 of 1 steps recorded, 1 ok"
+    assert lines["half"][1:3] == ["interrupted", "1 of 2 steps recorded, 1 ok"]
+    two.unlink()  # the plan is no longer known: records, as before
+    assert _main("list") == 0
+    lines = {ln.split("\t")[0]: ln.split("\t") for ln in capsys.readouterr().out.splitlines()}
+    assert lines["half"][2] == "2/2 ok"

@@ -92,6 +92,16 @@ def test_check_names_each_unusable_host(netns_lab: Lab, pgrig) -> None:  # type:
     assert f"host gone ({nobody}:22) cannot be reached" in done.stderr
     assert f"user {netns_lab.plain_user} is not root and cannot use sudo" in done.stderr
     assert "Traceback" not in done.stderr
+    # JSON lists every host, the unusable ones with their error, and still exits 7
+    done = pgrig("hosts", "check", "-i", inv, "--format", "json")
+    assert done.returncode == 7, done.stderr
+    by_host = {f["host"]: f for f in json.loads(done.stdout)}
+    assert list(by_host) == ["h1", "h2", "gone", "plain"]
+    assert by_host["h1"]["user"] == "root" and "error" not in by_host["h1"]
+    assert "cannot be reached" in by_host["gone"]["error"]
+    assert "not root and cannot use sudo" in by_host["plain"]["error"]
+    assert by_host["plain"]["hint"]
+    assert "error: 2 hosts cannot be used" in done.stderr
 
 
 def test_provision_is_idempotent(netns_lab: Lab, pgrig) -> None:  # type: ignore[no-untyped-def]  # noqa: F811

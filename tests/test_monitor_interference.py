@@ -405,6 +405,47 @@ def test_thresholds_refuse_nonsense() -> None:
         interference.Thresholds(io_share=2)
 
 
+def _pids_named(comm: str) -> list[int]:
+    return [pid for pid, st in procfs.all_processes().items() if st.comm == comm]
+
+
+def test_pgrigs_own_processes_are_never_another_processs_load(tmp_path: Path) -> None:
+    """The idle baseline and a run's ledger leave out pgrig's process and every
+    process below it (its probes: pg_test_timing, fio, pgbench), by PID tree;
+    the same program started by someone else is named. Here this test's process
+    plays pgrig: a busy child and a busy grandchild are ours, a busy process
+    reparented away is another's (what a second pgrig on a shared machine is)."""
+    ours, theirs = hog_name("ours"), hog_name("theirs")
+    parent = (
+        f"import subprocess, sys; subprocess.run([sys.executable, '-c', {CPU_HOG!r}, {ours!r}])"
+    )
+    children = [
+        subprocess.Popen([sys.executable, "-c", code, ours])
+        for code in (CPU_HOG, parent)  # a child, and a grandchild below a child
+    ]
+    try:
+        with hogs(CPU_HOG, theirs, 1) as (other,):
+            deadline = time.monotonic() + 10
+            while len(mine := _pids_named(ours)) < 2:  # both ours are running
+                assert time.monotonic() < deadline, "our hogs did not start"
+                time.sleep(0.05)
+            ledger = interference.Ledger.start()
+            ledger.walk(None)
+            time.sleep(1.0)
+            walk = ledger.walk(None)
+            assert set(mine) <= walk.mine and other not in walk.mine
+            named = [p.name for p in ledger.top(os.cpu_count() or 1, n=10_000)]
+            assert theirs in named and ours not in named, named
+            baseline = monitor.idle_baseline(1.0, interval=0.5)
+            assert ours not in [p.name for p in baseline.top], baseline.top
+    finally:
+        for child in children:
+            child.kill()
+            child.wait(timeout=10)
+        for pid in _pids_named(ours):  # the grandchild, if its parent left it
+            os.kill(pid, signal.SIGKILL)
+
+
 def test_idle_baseline_of_this_machine() -> None:
     b = monitor.idle_baseline(0.5, interval=0.25, target=Path("/var/tmp"))
     assert b.ncpu == os.cpu_count()

@@ -57,6 +57,27 @@ def test_renamed_parameters_are_translated_both_ways() -> None:
     assert [t.name for t in new.translated] == ["checkpoint_segments", "wal_keep_segments"]
 
 
+def test_wal_keep_segments_counts_the_clusters_segment_size() -> None:
+    from pgrig.pgsource.model import version_num
+
+    settings = {"checkpoint_segments": "64", "wal_keep_segments": "8"}
+    known = {"max_wal_size", "wal_keep_size"}
+    got = compat.adapt(
+        settings, known=known, version="15.4", version_num=version_num("15.4"), segment_mb=64
+    )
+    # checkpoint_segments (9.4 and older) always counted 16MB segments
+    assert got.applied == {"max_wal_size": "3072MB", "wal_keep_size": "512MB"}
+    assert "segments x 64MB" in got.translated[1].reason
+    back = compat.adapt(
+        {"wal_keep_size": "512MB"},
+        known={"wal_keep_segments"},
+        version="12.1",
+        version_num=version_num("12.1"),
+        segment_mb=64,
+    )
+    assert back.applied == {"wal_keep_segments": "8"}
+
+
 def test_values_a_major_spells_differently() -> None:
     got = adapt(
         {"wal_compression": "lz4", "wal_level": "hot_standby"},

@@ -46,7 +46,7 @@ from pgrig.report import samples as report_samples
 from pgrig.report.monitor import closing_warning
 from pgrig.report.writer import write as write_report
 from pgrig.results import Study, to_dict
-from pgrig.runner import run_campaign, study_live
+from pgrig.runner import planned_steps, run_campaign, study_live
 from pgrig.schema import NAME
 from pgrig.storage.cli import audit, storage
 from pgrig.store import Store, location
@@ -478,11 +478,18 @@ def list_cmd(results: Path, store: str | None) -> None:
                 without_progress=report_progress.kinds(),
             )
             runs = [r for r in lean if r.kind != registry.MONITOR.name]
+            planned = planned_steps(study)
+            if planned is not None:  # the plan is known: count its steps, not the records
+                runs = [r for r in runs if r.key in planned]
             # a check that ran to its end but failed (a durability check that lost
             # commits) is no "ok" step
             failed = sum(getattr(registry.typed_result(r), "ok", True) is False for r in runs)
             ok = sum(r.status == "ok" for r in runs) - failed
-            steps = f"{ok}/{len(runs)} ok" + (f", {failed} check(s) failed" if failed else "")
+            steps = (
+                f"{ok}/{len(runs)} ok"
+                if planned is None
+                else f"{len(runs)} of {len(planned)} steps recorded, {ok} ok"
+            ) + (f", {failed} check(s) failed" if failed else "")
             click.echo(f"{study.id}\t{_status(study)}\t{steps}\t{study.target}")
 
 

@@ -108,6 +108,13 @@ def phase_steps(
                     yield t, after
 
 
+def step_ids(campaign: Campaign) -> set[str]:
+    """The keys of the plan's steps as `pgrig plan` lists them: what "n of m steps
+    recorded" counts (a run's monitor and extras are records of their own, and
+    "19 steps recorded" of 14 confused)."""
+    return {step.id for _view, step in steps(campaign)}
+
+
 def steps(campaign: Campaign) -> Iterator[tuple[TargetView, Step]]:
     targets = [PlannedTarget.of(t) for t in campaign.targets]
     for t, spec in zip(targets, campaign.targets, strict=True):

@@ -250,7 +250,10 @@ def _fdatasync(res: FsyncResult) -> dict[str, Any]:
 
 KINDS = (
     ResultKind(
-        "pg_test_timing", TimingResult, headline=lambda r: f": {r.per_loop_ns:.2f} ns per loop"
+        "pg_test_timing",
+        TimingResult,
+        headline=lambda r: f": {r.per_loop_ns:.2f} ns per loop",
+        columns=lambda r: {"per_loop_ns": r.per_loop_ns},
     ),
     ResultKind(
         "pg_test_fsync",

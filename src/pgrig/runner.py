@@ -28,6 +28,7 @@ from typing import Any
 from pgrig import (
     __version__,
     calibration,
+    campaign,
     environment,
     lifecycle,
     monitor,
@@ -41,6 +42,7 @@ from pgrig.campaign import Campaign
 from pgrig.errors import (
     Interrupted,
     PartialFailure,
+    PgrigError,
     StudyExists,
     UsageError,
     WorkdirError,
@@ -76,6 +78,20 @@ def study_live(study: Study) -> bool:
     if env is not None and env.hostname != socket.gethostname():
         return True
     return pid != os.getpid() and pid_alive(pid)
+
+
+def planned_steps(study: Study) -> set[str] | None:
+    """The step keys of the study's plan, read from its campaign file if that
+    still holds the campaign of this name; None where it is unknown (a quick
+    study, a file moved, renamed or no longer valid)."""
+    path = study.params.get("campaign_file")
+    if not isinstance(path, str) or not Path(path).is_file():
+        return None
+    try:
+        camp = campaign.load(Path(path))
+    except PgrigError:
+        return None
+    return plan.step_ids(camp) if camp.name == study.params.get("campaign") else None
 
 
 def _comparable(value: Any) -> Any:
@@ -288,9 +304,7 @@ class CampaignRunner:
                     continue
                 self._check_resume(store.study(sid), params, store)
                 store.set_status(sid, "running")
-                # steps as `pgrig plan` lists them: a run's monitor and extras are
-                # records of their own, and "19 steps recorded" of 14 confused
-                planned = {step.id for _view, step in plan.steps(camp)}
+                planned = plan.step_ids(camp)
                 done = len(planned & store.keys(sid))
                 self.ui.info(
                     f"resuming [bold]{sid}[/bold]: {done} of {len(planned)} steps already recorded"
@@ -358,6 +372,9 @@ class CampaignRunner:
             info["pg_bin"] = str(t.bins.bin_dir)
             targets.append(info)
         params["targets"] = targets
+        if Path(camp.source).is_file():  # not a study made on the command line
+            # where `pgrig list` finds the plan again, from any directory
+            params["campaign_file"] = str(Path(camp.source).resolve())
         if len(self.targets) == 1:  # the single-target summary the report shows first
             t = self.targets[0]
             params["profile"] = t.spec.profile

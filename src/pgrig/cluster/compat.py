@@ -22,7 +22,7 @@ from importlib import resources
 
 from pgrig.errors import UsageError
 
-SEGMENT_MB = 16  # the default WAL segment size the old segment-counted settings assume
+SEGMENT_MB = 16  # the WAL segment size where the cluster's own is unknown (fixed before 11)
 
 
 @dataclass(frozen=True)
@@ -108,26 +108,30 @@ def to_mb(value: str) -> int | None:
 
 # -- renames: (old name, new name, old -> new value, new -> old value, why) ---------
 
-Convert = Callable[[str], str | None]
+# A converter gets the value and the cluster's WAL segment size in MB.
+Convert = Callable[[str, int], str | None]
 
 
-def _segments_to_mb(per: int) -> Convert:
-    def convert(value: str) -> str | None:
+def _segments_to_mb(per: int, *, fixed_mb: int | None = None) -> Convert:
+    """``fixed_mb``: a size the old parameter always counted in, whatever the cluster's."""
+
+    def convert(value: str, segment_mb: int) -> str | None:
         n = value.strip("'")
-        return f"{int(n) * per * SEGMENT_MB}MB" if n.isdigit() else None
+        return f"{int(n) * per * (fixed_mb or segment_mb)}MB" if n.isdigit() else None
 
     return convert
 
 
-def _mb_to_segments(per: int) -> Convert:
-    def convert(value: str) -> str | None:
+def _mb_to_segments(per: int, *, fixed_mb: int | None = None) -> Convert:
+    def convert(value: str, segment_mb: int) -> str | None:
         mb = to_mb(value)
-        return None if mb is None else str(max(1, math.ceil(mb / (per * SEGMENT_MB))))
+        seg = fixed_mb or segment_mb
+        return None if mb is None else str(max(1, math.ceil(mb / (per * seg))))
 
     return convert
 
 
-def _same(value: str) -> str | None:
+def _same(value: str, segment_mb: int) -> str | None:
     return value
 
 
@@ -135,8 +139,9 @@ RENAMES: tuple[tuple[str, str, Convert, Convert, str], ...] = (
     (
         "checkpoint_segments",
         "max_wal_size",
-        _segments_to_mb(3),
-        _mb_to_segments(3),
+        # 9.4 and older could only be built with 16MB segments (no initdb option).
+        _segments_to_mb(3, fixed_mb=SEGMENT_MB),
+        _mb_to_segments(3, fixed_mb=SEGMENT_MB),
         "9.5 replaced checkpoint_segments by max_wal_size = 3 x segments x 16MB",
     ),
     (
@@ -144,7 +149,7 @@ RENAMES: tuple[tuple[str, str, Convert, Convert, str], ...] = (
         "wal_keep_size",
         _segments_to_mb(1),
         _mb_to_segments(1),
-        "13 replaced wal_keep_segments by wal_keep_size = segments x 16MB",
+        "13 replaced wal_keep_segments by wal_keep_size = segments x {segment_mb}MB",
     ),
     (
         "min_parallel_relation_size",
@@ -204,9 +209,13 @@ def adapt(
     version: str,
     version_num: int,
     where: Callable[[str], str] = lambda name: "profile",
+    segment_mb: int | None = None,
 ) -> Adapted:
     """Fit ``settings`` to a server that knows the parameters ``known``; ``where``
-    says where a setting was written, for the error about a name no major has."""
+    says where a setting was written, for the error about a name no major has;
+    ``segment_mb`` is the cluster's WAL segment size (initdb --wal-segsize), which
+    wal_keep_segments counts in (16 where unknown: the only size before 11)."""
+    seg = segment_mb or SEGMENT_MB
     major = _major(version_num)
     applied: dict[str, str] = {}
     translated: list[Translated] = []
@@ -216,10 +225,11 @@ def adapt(
         target, new_value, why = name, value, ""
         if name not in known_lower:
             for old, new, forward, backward, reason in RENAMES:
+                reason = reason.format(segment_mb=seg)
                 if name == old and new in known_lower:
-                    target, new_value, why = new, forward(value) or "", reason
+                    target, new_value, why = new, forward(value, seg) or "", reason
                 elif name == new and old in known_lower:
-                    target, new_value, why = old, backward(value) or "", reason
+                    target, new_value, why = old, backward(value, seg) or "", reason
             if target != name and not new_value:
                 dropped.append(Dropped(name, value, f"cannot translate {value!r}: {why}"))
                 continue

@@ -259,9 +259,16 @@ def developer_parameters(
     return found
 
 
-def adapt(profile: Profile, bins: PgBinaries, os_user: proc.OsUser | None = None) -> compat.Adapted:
+def adapt(
+    profile: Profile,
+    bins: PgBinaries,
+    os_user: proc.OsUser | None = None,
+    *,
+    segment_mb: int | None = None,
+) -> compat.Adapted:
     """The profile as this server's major needs it: renamed parameters and values
-    translated, parameters the major lacks dropped with the reason (see compat)."""
+    translated, parameters the major lacks dropped with the reason (see compat);
+    ``segment_mb`` is the cluster's WAL segment size where known."""
     known = known_parameters(bins)
     unknown = [
         n
@@ -276,16 +283,21 @@ def adapt(profile: Profile, bins: PgBinaries, os_user: proc.OsUser | None = None
         version=bins.version,
         version_num=bins.version_num,
         where=profile.origin,
+        segment_mb=segment_mb,
     )
 
 
 def validate(
-    profile: Profile, bins: PgBinaries, os_user: proc.OsUser | None = None
+    profile: Profile,
+    bins: PgBinaries,
+    os_user: proc.OsUser | None = None,
+    *,
+    segment_mb: int | None = None,
 ) -> compat.Adapted:
     """Refuse, before initdb, parameters no PostgreSQL major knows (naming the
     nearest valid one) and values this server's own parser rejects; returns what
     ``adapt`` will change, for the user to see."""
-    adapted = adapt(profile, bins, os_user)
+    adapted = adapt(profile, bins, os_user, segment_mb=segment_mb)
     check_values(replace(profile, settings=dict(adapted.applied)), bins, os_user)
     return adapted
 

@@ -205,10 +205,26 @@ class Cluster:
         ]
         return proc.run(argv, timeout=300, user=self.os_user, what="initdb").stdout
 
+    def wal_segment_mb(self) -> int | None:
+        """The WAL segment size initdb gave this data directory, from pg_controldata
+        (None where it does not say: it is 16MB before 11, fixed at build time)."""
+        if not self.bins.has("pg_controldata"):
+            return None
+        done = proc.run(
+            [self.bins.path("pg_controldata"), self.datadir],  # -D: 9.6+ only,
+            timeout=30,
+            user=self.os_user,
+            env={**os.environ, "LC_ALL": "C"},  # the field names are translated otherwise
+            what="pg_controldata",
+        )
+        m = re.search(r"^Bytes per WAL segment:\s+(\d+)", done.stdout, re.MULTILINE)
+        return int(m.group(1)) // 2**20 if m else None
+
     def configure(self, profile: profiles.Profile) -> compat.Adapted:
-        """Write the profile - fitted to this server's major - plus pgrig's own settings
-        and include it from postgresql.conf. Returns what was translated or dropped."""
-        adapted = profiles.adapt(profile, self.bins, self.os_user)
+        """Write the profile - fitted to this server's major and WAL segment size - plus
+        pgrig's own settings and include it from postgresql.conf. Returns what was
+        translated or dropped."""
+        adapted = profiles.adapt(profile, self.bins, self.os_user, segment_mb=self.wal_segment_mb())
         owned = {
             "listen_addresses": "''",
             "unix_socket_directories": f"'{self.socket_dir}'",

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import click
 
-from pgrig.errors import PgrigError
+from pgrig.errors import HostUnusable, PgrigError
 from pgrig.hosts import facts, inventory, owner, preflight, provision
 from pgrig.hosts.inventory import Host
 from pgrig.ui import Ui
@@ -92,17 +92,30 @@ def check_cmd(inventory_path: Path, names: tuple[str, ...], fmt: str) -> None:
     the key, or gives neither root nor passwordless sudo; 1 when a tool is missing.
     """
     hosts = _selected(inventory.load(inventory_path), names)
-    executors, access = preflight.check_all(hosts)
+    outcomes = preflight.reach_all(hosts)
+    reached = [o for o in outcomes if not isinstance(o, HostUnusable)]
     try:
-        with ThreadPoolExecutor(max_workers=min(16, len(executors))) as pool:
-            found = list(pool.map(facts.gather, executors, access))
+        with ThreadPoolExecutor(max_workers=max(1, min(16, len(reached)))) as pool:
+            found = list(pool.map(lambda r: facts.gather(*r), reached))
     finally:
-        for ex in executors:
+        for ex, _ in reached:
             ex.close()
+    # Every host is listed, the unusable ones with their error, before the
+    # failure's exit code: a script reading the JSON learns what each host has.
+    gathered = iter(found)
+    listed: list[dict[str, object]] = [
+        {"host": h.name, "error": o.message, "hint": o.hint}
+        if isinstance(o, HostUnusable)
+        else dataclasses.asdict(next(gathered))
+        for h, o in zip(hosts, outcomes, strict=True)
+    ]
     if fmt == "json":
-        click.echo(json.dumps([dataclasses.asdict(f) for f in found], indent=2))
-    else:
+        click.echo(json.dumps(listed, indent=2))
+    elif found:
         click.echo(table([row(f) for f in found]))
+    failed = [o for o in outcomes if isinstance(o, HostUnusable)]
+    if failed:
+        raise preflight.refusal(failed)
     missing = {f.host: f.missing() for f in found if f.missing()}
     if missing:
         raise PgrigError(

@@ -83,11 +83,14 @@ def root_access(ex: Executor) -> Access:
     )
 
 
-def check_all(hosts: Sequence[Host]) -> tuple[list[Executor], list[Access]]:
-    """Connect to every host at once and check root on each; on any failure close
-    what was opened and raise one error naming every host that failed."""
+Reached = tuple[Executor, Access]
 
-    def one(host: Host) -> tuple[Executor, Access]:
+
+def reach_all(hosts: Sequence[Host]) -> list[Reached | HostUnusable]:
+    """Connect to every host at once and check root on each: per host, in the
+    order given, its executor and access, or why it cannot be used."""
+
+    def one(host: Host) -> Reached:
         ex = connect(host)
         try:
             return ex, root_access(ex)
@@ -95,24 +98,36 @@ def check_all(hosts: Sequence[Host]) -> tuple[list[Executor], list[Access]]:
             ex.close()
             raise
 
-    results: list[tuple[Executor, Access] | HostUnusable] = []
+    results: list[Reached | HostUnusable] = []
     with ThreadPoolExecutor(max_workers=max(1, min(16, len(hosts)))) as pool:
         for future in [pool.submit(one, h) for h in hosts]:
             try:
                 results.append(future.result())
             except HostUnusable as exc:
                 results.append(exc)
+    return results
+
+
+def refusal(failed: Sequence[HostUnusable]) -> HostUnusable:
+    """One error naming every host that failed, each with its fix."""
+    if len(failed) == 1:
+        return failed[0]
+    return HostUnusable(
+        f"{len(failed)} hosts cannot be used: " + "; ".join(f.message for f in failed),
+        hint=" / ".join(f.hint for f in failed if f.hint),
+    )
+
+
+def check_all(hosts: Sequence[Host]) -> tuple[list[Executor], list[Access]]:
+    """Connect to every host at once and check root on each; on any failure close
+    what was opened and raise one error naming every host that failed."""
+    results = reach_all(hosts)
     failed = [r for r in results if isinstance(r, HostUnusable)]
     ok = [r for r in results if not isinstance(r, HostUnusable)]
     if failed:
         for ex, _ in ok:
             ex.close()
-        if len(failed) == 1:
-            raise failed[0]
-        raise HostUnusable(
-            f"{len(failed)} hosts cannot be used: " + "; ".join(f.message for f in failed),
-            hint=" / ".join(f.hint for f in failed if f.hint),
-        )
+        raise refusal(failed)
     return [ex for ex, _ in ok], [a for _, a in ok]
 
 

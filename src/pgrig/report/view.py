@@ -427,7 +427,7 @@ def obtained_line(study: Study, records: Sequence[RunRecord]) -> str:
                 f"workload {name} ({kind}): "
                 + ", ".join(f"{k}={_param(v)}" for k, v in shown.items())
             )
-    for key in ("pid", "pg_version", "campaign", "baseline", "source"):
+    for key in ("pid", "pg_version", "campaign", "baseline", "source", "campaign_file"):
         params.pop(key, None)
     if params:
         parts.append("parameters: " + ", ".join(f"{k}={_param(v)}" for k, v in params.items()))

@@ -105,7 +105,7 @@ class Throwaway(TargetKind):
         profile = profile.with_overrides(spec.settings, settings_option(spec, demands.source))
         os_user = server_os_user(spec.os_user)
         aio.check_io_method(spec.name, profile.settings, bins, os_user)
-        adapted = profiles.validate(profile, bins, os_user)
+        adapted = profiles.validate(profile, bins, os_user, segment_mb=spec.initdb.wal_segsize_mb)
         for dropped in adapted.dropped:
             if dropped.name in dict(spec.axes):  # the variants would all be the same server
                 raise UsageError(

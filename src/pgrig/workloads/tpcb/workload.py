@@ -50,6 +50,8 @@ def _run_columns(res: PgbenchRun) -> dict[str, Any]:
             "latency_p99_ms": res.latency.p99_ms,
             "latency_max_ms": res.latency.max_ms,
         }
+        if res.latency.p90_ms is not None:  # runs recorded before pgrig kept it: empty
+            row["latency_p90_ms"] = res.latency.p90_ms
     return row
 
 
