@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -81,6 +82,22 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.exclusive)
     # stable: a file's tests keep their order, and so do the files not listed
     items.sort(key=lambda item: -LONG_FILES.get(item.path.name, 0.0))
+
+
+@pytest.fixture(autouse=True)
+def _no_spawned_pgrig_outlives_its_test() -> Iterator[None]:
+    """A test that fails while its pgrig runs (a wait that times out, an
+    assertion) would leave it running into the next test on its worker: its
+    pipes and process then fail that test. test_cli.spawn keeps them; the ones
+    still running are killed here."""
+    yield
+    cli = sys.modules.get("test_cli")
+    for child in getattr(cli, "SPAWNED", []):
+        if child.poll() is None:
+            child.kill()
+        child.communicate()
+    if cli is not None:
+        cli.SPAWNED.clear()
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -72,14 +72,21 @@ def _default_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+# Every pgrig spawn() started: conftest's _no_spawned_pgrig_outlives_its_test
+# kills those still running when their test ends, passed or failed.
+SPAWNED: list[subprocess.Popen[str]] = []
+
+
 def spawn(*args: str | Path) -> subprocess.Popen[str]:
-    return subprocess.Popen(
+    child = subprocess.Popen(
         [sys.executable, "-m", "pgrig", *map(str, args)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         preexec_fn=_default_sigint,
     )
+    SPAWNED.append(child)
+    return child
 
 
 def wait_for(predicate, timeout: float = 120, what: str = "condition"):  # type: ignore[no-untyped-def]

@@ -92,17 +92,12 @@ def test_ctrl_c_stops_everything_and_keeps_finished_results(disk_dir: Path) -> N
     results = disk_dir / "r"
     args = tiny(clients="1,2", duration="30")
     child = spawn("run", "--target", disk_dir, "--results", results, *args)
-    try:
-        wait_for(lambda: recorded(results, "pgbench_init"), what="the load to be recorded")
-        time.sleep(2)
-        found = postmaster_of(disk_dir)
-        assert found is not None
-        child.send_signal(signal.SIGINT)
-        out, err = child.communicate(timeout=120)
-    finally:  # also when the wait fails: a live child would disturb the next test
-        if child.poll() is None:
-            child.kill()
-            child.communicate()
+    wait_for(lambda: recorded(results, "pgbench_init"), what="the load to be recorded")
+    time.sleep(2)
+    found = postmaster_of(disk_dir)
+    assert found is not None
+    child.send_signal(signal.SIGINT)
+    out, err = child.communicate(timeout=120)
     assert child.returncode == 130
     assert "interrupted" in err
     status, runs = only_study(results)

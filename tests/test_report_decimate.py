@@ -11,7 +11,7 @@ import hashlib
 import math
 import re
 import weakref
-from collections.abc import Collection, Iterator
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -26,6 +26,7 @@ from pgrig.report.view import build
 from pgrig.results import PgbenchRun, ProgressPoint, RunRecord, Study
 from pgrig.store import Store
 from test_monitor_report import KEY, captured, record
+from test_report_samples import StoreView
 from test_svgplot import absolute
 
 GOLDEN = Path(__file__).parent / "data" / "report" / "golden_monitor_figures.svg"
@@ -102,12 +103,12 @@ def test_a_nan_still_breaks_a_reduced_line_and_short_lines_are_kept_whole() -> N
     assert decimate.figure(fig) is fig
 
 
-class Counting:
+class Counting(StoreView):
     """The real SQLite store, counting the decoded samples and -P points alive
     at once, and which run's points the report asked for."""
 
     def __init__(self, store: Store) -> None:
-        self.store = store
+        super().__init__(store)
         self.alive = 0
         self.most_alive = 0
         self.points_alive = 0
@@ -118,17 +119,6 @@ class Counting:
         # tests' records): records carrying their points would hold them all
         self.points_anywhere: list[int] = []
         self._before = self._points()
-
-    def runs(
-        self,
-        study_id: str,
-        *,
-        without_samples: Collection[str] = (),
-        without_progress: Collection[str] = (),
-    ) -> list[RunRecord]:
-        return self.store.runs(
-            study_id, without_samples=without_samples, without_progress=without_progress
-        )
 
     def samples(self, run_id: int) -> Iterator[dict[str, object]]:
         self._look()

@@ -25,14 +25,11 @@ STUDY = Study(id="s", name="quick", target="/var/tmp", started_at="x", status="f
 RUNS = 3
 
 
-class Watching:
-    """The store as the report sees it, telling which run's samples it read."""
+class StoreView:
+    """The real store, as the report reads it; a test overrides what it watches."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
-        self.asked: list[int] = []
-        self.handed: list[weakref.ref[Sample]] = []
-        self.alive_at_each_read: list[int] = []
 
     def runs(
         self,
@@ -45,8 +42,21 @@ class Watching:
             study_id, without_samples=without_samples, without_progress=without_progress
         )
 
+    def samples(self, run_id: int) -> Iterator[dict[str, Any]]:
+        return self.store.samples(run_id)
+
     def progress(self, run_id: int) -> Iterator[dict[str, Any]]:
         return self.store.progress(run_id)
+
+
+class Watching(StoreView):
+    """The store as the report sees it, telling which run's samples it read."""
+
+    def __init__(self, store: Store) -> None:
+        super().__init__(store)
+        self.asked: list[int] = []
+        self.handed: list[weakref.ref[Sample]] = []
+        self.alive_at_each_read: list[int] = []
 
     def samples(self, run_id: int) -> Iterator[dict[str, Any]]:
         gc.collect()
