@@ -23,7 +23,7 @@ from pgrig.campaign import TargetSpec
 from pgrig.environment import describe_filesystem
 from pgrig.report.model import Row, Section, Table
 from pgrig.report.writer import write as write_report
-from pgrig.results import RunRecord, Study
+from pgrig.results import ResultKind, RunRecord, Study
 from pgrig.runner import run_campaign
 from pgrig.schema import Schema, text
 from pgrig.step import Call, Step, StepKey
@@ -32,7 +32,6 @@ from pgrig.targets.base import Target
 from pgrig.targets.throwaway import Throwaway
 from pgrig.ui import Ui
 from pgrig.units import parse_size
-from pgrig.workloads.base import ResultKind
 
 
 @dataclass(frozen=True)

@@ -11,13 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from pgrig.errors import BinaryNotFound, UsageError
-from pgrig.results import FioResult, FsyncResult, TimingResult
+from pgrig.results import FioResult, FsyncResult, ResultKind, TimingResult
 from pgrig.schema import Schema, Table, choices, custom, flag, integer, text
 from pgrig.step import Action, Call, Context, Skip, Step, StepKey
 from pgrig.tools import fio, pg_test_fsync, pg_test_timing
 from pgrig.ui import Step as ProgressLine
 from pgrig.units import parse_size
-from pgrig.workloads.base import ResultKind
 
 FIO_PATTERNS = ("randwrite", "randread", "write", "read")
 

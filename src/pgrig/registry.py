@@ -22,7 +22,7 @@ from pgrig.durability import workload as durability
 from pgrig.durability.workload import WORKLOAD as DURABILITY
 from pgrig.errors import PgrigError
 from pgrig.monitor.model import MonitorResult
-from pgrig.results import RunRecord, typed
+from pgrig.results import ResultKind, RunRecord, typed
 from pgrig.step import Action, Call, Prepare
 from pgrig.storage import kinds as storage_kinds
 from pgrig.targets.base import TargetKind, build_action
@@ -32,7 +32,7 @@ from pgrig.targets.lab import KIND as LAB
 from pgrig.targets.lossy import KIND as LOSSY
 from pgrig.targets.remote import KIND as REMOTE
 from pgrig.workloads import common
-from pgrig.workloads.base import ResultKind, Workload, WorkloadSpec
+from pgrig.workloads.base import Workload, WorkloadSpec
 from pgrig.workloads.basebackup import steps as basebackup
 from pgrig.workloads.basebackup.workload import WORKLOAD as BASEBACKUP
 from pgrig.workloads.custom import workload as custom

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
@@ -471,3 +472,27 @@ def typed(record: RunRecord, cls: type[T]) -> T | None:
 # (a campaign recording thousands of runs) does not keep every result it decoded.
 _DECODED: dict[int, tuple[dict[str, Any], type, Any]] = {}
 _DECODED_MAX = 2048
+
+
+@dataclass(frozen=True)
+class ResultKind:
+    """One kind of stored result: its dataclass and how it is summed up."""
+
+    name: str  # the record's ``kind``
+    type: type
+    # " : 1,234 tps" on the console after the step
+    headline: Callable[[Any], str] = lambda _result: ""
+    # the headline figures as export columns (docs/export.md)
+    columns: Callable[[Any], dict[str, Any]] = lambda _result: {}
+    # what ``repeat = { until_ci_pct }`` repeats on; None: not a measured figure
+    metric: Callable[[Any], float] | None = None
+    # a row of the report's comparison of targets (seed 002's table): its label and
+    # the metric's unit, one row per workload; None: not in that table
+    summary: str | None = None
+    unit: str = ""
+    # The point a record measured, from its params (e.g. TPC-C's mode and active
+    # warehouses): one row of that comparison per workload and point, as clients
+    # are for pgbench; None: one row per workload.
+    point: Callable[[dict[str, Any]], str] | None = None
+    # What a point's results add to its row's label (e.g. the active data's size).
+    point_note: Callable[[Sequence[Any]], str] = lambda _results: ""

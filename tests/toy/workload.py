@@ -10,12 +10,12 @@ from typing import Any, ClassVar
 
 from pgrig.policy import RunPolicy
 from pgrig.report.model import Row, Section, Table
-from pgrig.results import RunRecord, Study, typed
+from pgrig.results import ResultKind, RunRecord, Study, typed
 from pgrig.schema import Schema, integers, text
 from pgrig.schema import Table as TomlTable
 from pgrig.step import Action, Call, Context, Step, StepKey
 from pgrig.ui import Step as ProgressLine
-from pgrig.workloads.base import Phase, ResultKind, Series, TargetView, Workload
+from pgrig.workloads.base import Phase, Series, TargetView, Workload
 
 
 @dataclass(frozen=True)

@@ -15,11 +15,11 @@ from pgrig.durability.userload import UserCheck, UserLoad, parse_checks
 from pgrig.errors import UsageError
 from pgrig.policy import RunPolicy
 from pgrig.report.model import Section
-from pgrig.results import RunRecord, Study
+from pgrig.results import ResultKind, RunRecord, Study
 from pgrig.schema import Schema, Table, choice, custom, integer, number, text
 from pgrig.step import Action, Call, Context, Skip, Step, StepKey
 from pgrig.ui import Step as ProgressLine
-from pgrig.workloads.base import Needs, Phase, ResultKind, Series, TargetView, Workload
+from pgrig.workloads.base import Needs, Phase, Series, TargetView, Workload
 from pgrig.workloads.custom.spec import ScriptSpec, _defines, _scripts
 
 # A target's peak disk use: the cluster and a few minutes of WAL of small transactions.

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from pgrig.results import ResultKind
 from pgrig.storage.memcg import MemoryUse
 from pgrig.storage.model import LabInfo
-from pgrig.workloads.base import ResultKind
 
 MEMORY = ResultKind(
     "memory_cgroup",

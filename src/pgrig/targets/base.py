@@ -44,11 +44,10 @@ if TYPE_CHECKING:  # types only: the kinds are registered by pgrig.registry
     from pgrig.cluster.server import Cluster, ServerLost
     from pgrig.hosts.executor import Executor
     from pgrig.report.model import Section
-    from pgrig.results import Environment, RunRecord, Study
+    from pgrig.results import Environment, ResultKind, RunRecord, Study
     from pgrig.schema import Schema, Table
     from pgrig.ui import Step as ProgressLine
     from pgrig.ui import Ui
-    from pgrig.workloads.base import ResultKind
 
 
 THIS_MACHINE = "this machine"

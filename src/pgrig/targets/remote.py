@@ -42,7 +42,7 @@ from pgrig.hosts.server import SUPERUSER, RemoteServer, ServerSpec, Workdir, mak
 from pgrig.hosts.watch import client_bound
 from pgrig.report import fmt
 from pgrig.report.model import HEADLINE, Row, Section, Table
-from pgrig.results import typed
+from pgrig.results import ResultKind, typed
 from pgrig.schema import Schema, custom, integer, text
 from pgrig.schema import Table as Keys
 from pgrig.targets.base import (
@@ -55,7 +55,6 @@ from pgrig.targets.base import (
 )
 from pgrig.targets.throwaway import find_binaries
 from pgrig.ui import Ui
-from pgrig.workloads.base import ResultKind
 
 if TYPE_CHECKING:
     from pgrig.campaign import TargetSpec

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from pgrig.policy import RunPolicy
+from pgrig.results import ResultKind
 from pgrig.schema import Schema, Table
 from pgrig.step import Step
 
@@ -49,30 +50,6 @@ class TargetView(Protocol):
 
     @property
     def storage(self) -> str: ...  # where it is, in words: what its times are calibrated on
-
-
-@dataclass(frozen=True)
-class ResultKind:
-    """One kind of stored result: its dataclass and how it is summed up."""
-
-    name: str  # the record's ``kind``
-    type: type
-    # " : 1,234 tps" on the console after the step
-    headline: Callable[[Any], str] = lambda _result: ""
-    # the headline figures as export columns (docs/export.md)
-    columns: Callable[[Any], dict[str, Any]] = lambda _result: {}
-    # what ``repeat = { until_ci_pct }`` repeats on; None: not a measured figure
-    metric: Callable[[Any], float] | None = None
-    # a row of the report's comparison of targets (seed 002's table): its label and
-    # the metric's unit, one row per workload; None: not in that table
-    summary: str | None = None
-    unit: str = ""
-    # The point a record measured, from its params (e.g. TPC-C's mode and active
-    # warehouses): one row of that comparison per workload and point, as clients
-    # are for pgbench; None: one row per workload.
-    point: Callable[[dict[str, Any]], str] | None = None
-    # What a point's results add to its row's label (e.g. the active data's size).
-    point_note: Callable[[Sequence[Any]], str] = lambda _results: ""
 
 
 def _no_steps(_target: TargetView) -> Sequence[Step]:

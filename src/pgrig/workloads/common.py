@@ -14,13 +14,12 @@ from psycopg import sql
 
 from pgrig.conninfo import Conn
 from pgrig.policy import RunPolicy
-from pgrig.results import ProgressPoint, RelationSize, RelationSizes
+from pgrig.results import ProgressPoint, RelationSize, RelationSizes, ResultKind
 from pgrig.sql import load as load_sql
 from pgrig.step import Action, Call, Context, Step, StepKey
 from pgrig.tools import pgbench
 from pgrig.ui import Step as ProgressLine
 from pgrig.units import size_text
-from pgrig.workloads.base import ResultKind
 
 if TYPE_CHECKING:
     from pgrig.cluster.server import Cluster

@@ -8,8 +8,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from pgrig.policy import RunPolicy
+from pgrig.results import ResultKind
 from pgrig.schema import Table
-from pgrig.workloads.base import Needs, Phase, ResultKind, Series, Workload
+from pgrig.workloads.base import Needs, Phase, Series, Workload
 from pgrig.workloads.basebackup import report, steps
 from pgrig.workloads.basebackup import spec as bb_spec
 from pgrig.workloads.basebackup.model import MB, BasebackupData, BasebackupResult

@@ -9,13 +9,13 @@ from typing import Any
 
 from pgrig import calibration, proc
 from pgrig.policy import RunPolicy
-from pgrig.results import SetupResult
+from pgrig.results import ResultKind, SetupResult
 from pgrig.schema import Table
 from pgrig.step import Action, Call, Context, Step, StepKey
 from pgrig.tools import pgbench
 from pgrig.ui import Step as ProgressLine
 from pgrig.units import MB
-from pgrig.workloads.base import Needs, Phase, ResultKind, Series, TargetView, Workload
+from pgrig.workloads.base import Needs, Phase, Series, TargetView, Workload
 from pgrig.workloads.common import RELATION_SIZES, conn, sizes_step
 from pgrig.workloads.custom import datasize
 from pgrig.workloads.custom import spec as custom_spec

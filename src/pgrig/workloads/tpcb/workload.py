@@ -8,12 +8,12 @@ from typing import Any
 
 from pgrig.policy import RunPolicy
 from pgrig.report import fmt
-from pgrig.results import CountResult, PgbenchInit, PgbenchRun
+from pgrig.results import CountResult, PgbenchInit, PgbenchRun, ResultKind
 from pgrig.schema import Table
 from pgrig.step import Step
 from pgrig.tools import pgbench
 from pgrig.units import GB, MB
-from pgrig.workloads.base import Needs, Phase, ResultKind, Series, TargetView, Workload
+from pgrig.workloads.base import Needs, Phase, Series, TargetView, Workload
 from pgrig.workloads.common import RELATION_SIZES
 from pgrig.workloads.tpcb import spec as tpcb_spec
 from pgrig.workloads.tpcb import steps

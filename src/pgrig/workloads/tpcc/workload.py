@@ -10,11 +10,11 @@ from typing import Any
 from pgrig.policy import RunPolicy
 from pgrig.report import fmt
 from pgrig.report.model import Section
-from pgrig.results import RunRecord, Study
+from pgrig.results import ResultKind, RunRecord, Study
 from pgrig.schema import Table
 from pgrig.step import Step, StepKey
 from pgrig.units import MB
-from pgrig.workloads.base import Needs, Phase, ResultKind, Series, TargetView, Workload
+from pgrig.workloads.base import Needs, Phase, Series, TargetView, Workload
 from pgrig.workloads.common import RELATION_SIZES, sizes_step
 from pgrig.workloads.tpcc import report, steps
 from pgrig.workloads.tpcc import spec as tpcc_spec
