@@ -1,7 +1,7 @@
 """Load from two hosts against a server on a third (network namespaces with sshd).
 
 The server is made and started on h1 through its SSH executor
-(``pgrig.hosts.server``), listening on h1's address only, admitting h2 and h3
+(``pgrig.cluster.hosted``), listening on h1's address only, admitting h2 and h3
 with scram-sha-256 and a generated password; h2 and h3 run
 pgbench select-only through the waiter's barrier. The namespaces share this
 machine's CPUs, clock and filesystem: the clock offsets are ~0 by
@@ -28,11 +28,11 @@ from psycopg.conninfo import conninfo_to_dict
 from hosts_fixture import Lab, netns_lab, owned_by  # noqa: F401  (the fixture)
 from pgrig import cli
 from pgrig.cluster import binaries
+from pgrig.cluster.hosted import HostedServer, ServerSpec
 from pgrig.conninfo import Conn
 from pgrig.errors import Signalled, ToolError
 from pgrig.hosts import inventory, load, preflight
 from pgrig.hosts.executor import Executor
-from pgrig.hosts.server import RemoteServer, ServerSpec
 from pgrig.results import ProgressPoint
 from pgrig.tools.pgbench.run import RunOptions
 from test_txlog import at_rank
@@ -57,10 +57,11 @@ def remote_server(
     spec = ServerSpec(
         bin_dir=str(bins.bin_dir),
         address=netns_lab.hosts[0].address,
+        bins=bins,
         clients=tuple(f"{h.address}/32" for h in netns_lab.hosts[1:]),
         settings=(("fsync", "off"),),
     )
-    with RemoteServer(executors[0], spec) as server:
+    with HostedServer(executors[0], spec) as server:
         conn = server.conn()
         executors[1].run(
             [str(bins.bin_dir / "pgbench"), "-i", "-s", "1", "-q", *conn.args()],
@@ -242,12 +243,15 @@ def test_a_load_host_dying_mid_run_is_named(
 
 KILLED_PGRIG = """
 import os, sys
+from pgrig.cluster import binaries
+from pgrig.cluster.hosted import HostedServer, ServerSpec
 from pgrig.hosts import inventory, preflight
-from pgrig.hosts.server import RemoteServer, ServerSpec
 from pathlib import Path
 (h1,) = inventory.load(Path(sys.argv[1])).resolve(["h1"])
 ex = preflight.connect(h1)
-server = RemoteServer(ex, ServerSpec(bin_dir=sys.argv[2], address=sys.argv[3], port=5433))
+bins = binaries.find(Path(sys.argv[2]), tools=("initdb",))
+spec = ServerSpec(bin_dir=sys.argv[2], address=sys.argv[3], bins=bins, port=5433)
+server = HostedServer(ex, spec)
 server.__enter__()
 print(server.workdir, flush=True)
 os._exit(0)  # as after kill -9: nothing stopped, nothing removed

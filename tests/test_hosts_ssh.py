@@ -16,10 +16,11 @@ import pytest
 
 from hosts_fixture import Lab, netns_lab  # noqa: F401  (the fixture)
 from pgrig import proc
+from pgrig.cluster import binaries
+from pgrig.cluster.hosted import HostedServer, ServerSpec
 from pgrig.errors import HostUnusable, ToolError, ToolTimeout
 from pgrig.hosts import inventory, preflight
 from pgrig.hosts.executor import Executor, LocalExecutor
-from pgrig.hosts.server import RemoteServer, ServerSpec
 
 pytestmark = pytest.mark.netns_hosts(2)
 
@@ -131,13 +132,17 @@ def test_no_root_no_sudo_is_refused(hosts: list[inventory.Host], netns_lab: Lab)
     assert "ansible_user=root" in (err.value.hint or "")
 
 
-def test_a_server_needs_root_on_its_host(hosts: list[inventory.Host], netns_lab: Lab) -> None:  # noqa: F811
+def test_a_server_needs_root_on_its_host(
+    hosts: list[inventory.Host],
+    netns_lab: Lab,  # noqa: F811
+    bins: binaries.PgBinaries,
+) -> None:
     plain = dataclasses.replace(hosts[0], user=netns_lab.plain_user)
-    ex = preflight.connect(plain)  # reachable; the root check is RemoteServer's own here
+    ex = preflight.connect(plain)  # reachable; the root check is HostedServer's own here
     try:
         with (
             pytest.raises(HostUnusable, match="a server is made there as root") as err,
-            RemoteServer(ex, ServerSpec(bin_dir="/usr/lib/postgresql/15/bin", address="x")),
+            HostedServer(ex, ServerSpec(bin_dir=str(bins.bin_dir), address="x", bins=bins)),
         ):
             pass
         assert err.value.exit_code == 7 and "ansible_user=root" in (err.value.hint or "")

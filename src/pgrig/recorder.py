@@ -235,14 +235,16 @@ class Recorder:
 
     def _revive(self, t: Target) -> None:
         """The server died under an earlier step (crash, OOM, someone's kill):
-        bring it back so the campaign goes on, and say so."""
-        cluster = t.cluster
-        if cluster is None or t.ctx.conn is None or cluster.running() or t.lost is not None:
+        bring it back so the campaign goes on, and say so. The server pgrig made on
+        whichever host (``Live.server``): this machine's cluster or another host's."""
+        server = t.live.server
+        if server is None or t.ctx.conn is None or server.running() or t.lost is not None:
             return
-        self.ui.warn(f"{t.name}: the server is down ({cluster.log_tail(2)}); restarting it")
+        self.ui.warn(f"{t.name}: the server is down ({server.log_tail(2)}); restarting it")
         try:
-            cluster.restart_after_crash()
-            t.ctx.server_pid = cluster.postmaster_pid()
+            server.restart_after_crash()
+            if t.ctx.server_pid is not None:  # watched here (another host's: None)
+                t.ctx.server_pid = server.postmaster_pid()
         except PgrigError as exc:
             self.ui.fail(f"{t.name}: could not restart the server: {exc}")
 

@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from pgrig import proc
 from pgrig.cluster import compat, profiles, workdir
@@ -61,6 +62,35 @@ def initdb_version_args(opts: InitdbOptions, bins: PgBinaries) -> list[str]:
         flag = "--waldir" if bins.version_num >= 100000 else "--xlogdir"
         args.append(f"{flag}={opts.waldir}")
     return args
+
+
+def initdb_options(opts: InitdbOptions, bins: PgBinaries) -> list[str]:
+    """What initdb is told on every host, after ``-D``: the superuser, the encoding and
+    locale, and the options of this major (``initdb_version_args``). One list for the
+    cluster here and a server on another host (``pgrig.cluster.hosted``), so that
+    ``[target.initdb]`` means the same on both."""
+    return [
+        "-U",
+        SUPERUSER,
+        "-E",
+        opts.encoding,
+        f"--locale={opts.locale}",
+        *initdb_version_args(opts, bins),
+    ]
+
+
+class Server(Protocol):
+    """What a study asks of the server pgrig made, on whichever host it runs: is it
+    up, bring it back after a crash (``Recorder``), its PID there and its last words.
+    ``Cluster`` (this machine) and ``HostedServer`` (a host through its executor)."""
+
+    def running(self) -> bool: ...
+
+    def restart_after_crash(self, timeout: float = 60) -> None: ...
+
+    def postmaster_pid(self) -> int | None: ...
+
+    def log_tail(self, lines: int = 5) -> str: ...
 
 
 def server_os_user(name: str | None = None) -> proc.OsUser | None:
@@ -195,13 +225,8 @@ class Cluster:
             self.bins.path("initdb"),
             "-D",
             self.datadir,
-            "-U",
-            SUPERUSER,
-            "-E",
-            opts.encoding,
-            f"--locale={opts.locale}",
+            *initdb_options(opts, self.bins),
             "--auth=trust",
-            *initdb_version_args(opts, self.bins),
         ]
         return proc.run(argv, timeout=300, user=self.os_user, what="initdb").stdout
 

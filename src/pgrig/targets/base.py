@@ -41,7 +41,7 @@ if TYPE_CHECKING:  # types only: the kinds are registered by pgrig.registry
     from pgrig.campaign import TargetSpec
     from pgrig.cluster.binaries import PgBinaries
     from pgrig.cluster.profiles import Profile
-    from pgrig.cluster.server import Cluster, ServerLost
+    from pgrig.cluster.server import Cluster, Server, ServerLost
     from pgrig.hosts.executor import Executor
     from pgrig.report.model import Section
     from pgrig.results import Environment, ResultKind, RunRecord, Study
@@ -119,6 +119,8 @@ class Live:
     directory: Path | None  # where the cluster and the probes go (built storage moves it)
     tablespaces: dict[str, str | None]  # names for pgbench -i: given, or made from directories
     cluster: Cluster | None = None  # the cluster pgrig created (None: not ours)
+    # The server pgrig made, on whichever host: what the recorder revives after a crash.
+    server: Server | None = None
     env: Environment | None = None  # the machine as this target's server sees it
     lost: ServerLost | None = None  # the server did not come back after a crash
     kept: tuple[Path, Path] | None = None  # (data directory, log) when kept

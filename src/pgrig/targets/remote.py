@@ -1,18 +1,21 @@
 """A throwaway server on another host, driven by pgbench from others (issue 17
 parts 3, 5 and 6): the hosts come from the campaign's Ansible inventory.
 
-``host = "db1"`` is where the server runs (``pgrig.hosts.server.RemoteServer``:
+``host = "db1"`` is where the server runs
+(``pgrig.cluster.hosted.HostedServer``, the cluster's lifecycle through the
+host's executor: ``[target.initdb]``, ``wal_directory`` and tablespaces in
+directories on the host, revived after a crash like a local cluster;
 scram-sha-256, a generated password, listening on the host's address and
 admitting only the load hosts and this machine); ``load_hosts = ["c1", "c2"]``
 (hosts or groups) is where every measured pgbench runs, all started at one
 barrier (``pgrig.hosts.load.run_pgbench``); without it, on the server's own
 host (seed 000). Loads, warm-ups and the monitor's server sampling run from
 this machine over TCP; the host's environment (``pgrig.environment.remote``)
-and its CPUs and disks during a run (the monitor, ``Context.host``) are read
-on the host through its executor. The storage probes run there too, in a
-directory beside the data directory (``storage``), and the target's profile
-is rendered for the host's CPUs and memory into the server's pgrig.conf.
-``--keep`` leaves the server running; ``pgrig clean --inventory`` removes it.
+and its CPUs and disks during a run (the monitor, ``Context.host``) are read on
+the host through its executor. The storage probes run there too, in a directory
+beside the data directory (``storage``), and the target's profile is rendered
+for the host's CPUs and memory into the server's pgrig.conf. ``--keep`` leaves
+the server running; ``pgrig clean --inventory`` removes it.
 
 A measured run records the merged run as its ``pgbench_run`` (tps summed,
 latency percentiles from every host's pooled per-transaction log) and, below
@@ -33,12 +36,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pgrig.cluster import binaries, profiles
+from pgrig.cluster.hosted import SUPERUSER, HostedServer, ServerSpec, Workdir, make_workdir
+from pgrig.cluster.server import InitdbOptions, initdb_version_args
 from pgrig.conninfo import Conn
 from pgrig.errors import HostUnusable, PgrigError, UsageError
 from pgrig.hosts import facts, inventory, load, owner, preflight
 from pgrig.hosts.executor import TMP, Executor
 from pgrig.hosts.inventory import Host
-from pgrig.hosts.server import SUPERUSER, RemoteServer, ServerSpec, Workdir, make_workdir
 from pgrig.hosts.watch import client_bound
 from pgrig.report import fmt
 from pgrig.report.model import HEADLINE, Row, Section, Table
@@ -202,7 +206,7 @@ def _profile(
     profile = profiles.load(spec.profile, machine=machine).with_overrides(
         spec.settings, settings_option(spec, source)
     )
-    adapted = profiles.validate(profile, bins)
+    adapted = profiles.validate(profile, bins, segment_mb=spec.initdb.wal_segsize_mb)
     for note in adapted.notes():  # a setting this major renamed or lacks: never silent
         notes.append(f"target {spec.name} (PostgreSQL {bins.version}): {note}")
     for note in profile.scaled:  # a seed's value the host cannot hold: never silent
@@ -214,6 +218,17 @@ def _profile(
         + "".join(f"# fitted to PostgreSQL {adapted.version}: {n}\n" for n in adapted.notes())
     )
     return replace(profile, settings=dict(adapted.applied)), header
+
+
+def _initdb(spec: TargetSpec) -> InitdbOptions:
+    """``[target.initdb]``, as a local cluster gets it (``--waldir``: the server's own)."""
+    init = spec.initdb
+    return InitdbOptions(
+        encoding=init.encoding,
+        locale=init.locale,
+        wal_segsize_mb=init.wal_segsize_mb,
+        data_checksums=init.data_checksums,
+    )
 
 
 def _has_python(ex: Executor) -> bool:
@@ -261,17 +276,13 @@ class RemoteKind(TargetKind):
 
     def check(self, spec: TargetSpec, demands: Demands, notes: list[str]) -> Checked:
         opts = spec.options
-        for what, value, fix in (
-            ('reset = "restore"', demands.restore, 'use reset = "reuse"'),
-            (f"workload {demands.power_loss}", demands.power_loss, "run it on a local target"),
-            ("wal_directory", spec.wal_directory, "drop it"),
-            ("tablespace", spec.tablespace, "drop it"),
-            ("index_tablespace", spec.index_tablespace, "drop it"),
-        ):
-            if value:
-                raise UsageError(
-                    f"target {spec.name}: {what} is not supported on a remote host yet", hint=fix
-                )
+        if demands.power_loss:
+            raise UsageError(
+                f"target {spec.name}: workload {demands.power_loss} is not supported on a "
+                "remote host yet",
+                hint="run it on a local target",
+            )
+        # wal_directory and tablespace directories are the server's host's: made there.
         others = [w for w in demands.workloads if w not in FROM_LOAD_HOSTS]
         if others:
             raise UsageError(
@@ -289,6 +300,7 @@ class RemoteKind(TargetKind):
             )
         load_hosts = tuple(inv.resolve(opts["load_hosts"], "load host")) or (server[0],)
         bins = find_binaries(spec, binaries.CLIENT_TOOLS)  # loads and warm-ups run from here
+        initdb_version_args(_initdb(spec), bins)  # refused now what this major's initdb lacks
         bin_dir = opts["host_pg_bin"] or str(bins.bin_dir)
         executors, _ = preflight.check_all(_distinct(server[0], load_hosts))
         by_name = {ex.name: ex for ex in executors}
@@ -398,14 +410,19 @@ class RemoteKind(TargetKind):
             spec = ServerSpec(
                 bin_dir=hosts.bin_dir,
                 address=address,
+                bins=t.bins,
                 port=port,
                 clients=hosts.clients,
                 settings=hosts.settings
                 + ((("logging_collector", "on"), ("log_directory", f"{opened.home.path}/log"))
                    if kept else ()),
                 header=hosts.conf_header,
+                initdb=_initdb(t.spec),
+                wal_directory=str(t.spec.wal_directory) if t.spec.wal_directory else None,
             )  # fmt: skip
-            remote = stack.enter_context(RemoteServer(db, spec, opened.home))
+            remote = stack.enter_context(HostedServer(db, spec, opened.home))
+            t.live.server = remote  # revived after a crash (Recorder), as a local cluster
+            stack.callback(setattr, t.live, "server", None)
             stack.callback(lambda: self._kept(t, remote, ui) if keep() else None)
             logs = self._log_root(t, name, stack)
             t.ctx.scratch = logs
@@ -414,6 +431,7 @@ class RemoteKind(TargetKind):
             t.ctx.pgbench = _Driver(loaders, hosts, remote.conn(), t)
             t.ctx.host, t.ctx.host_bin_dir = db, hosts.bin_dir  # the monitor samples it
             try:
+                _tablespaces(t, remote, ui)
                 capture(t, on=db, paths=[remote.datadir], bin_dir=hosts.bin_dir)
                 assert t.live.env is not None
                 t.ctx.host_devices = tuple(
@@ -429,7 +447,7 @@ class RemoteKind(TargetKind):
                 t.ctx.pgbench = None
 
     @staticmethod
-    def _kept(t: Target, remote: RemoteServer, ui: Ui) -> None:
+    def _kept(t: Target, remote: HostedServer, ui: Ui) -> None:
         """--keep: the server stays up on its host; how to reach it, and how it goes."""
         hosts: Hosts = t.checked.state
         remote.keep()
@@ -543,6 +561,21 @@ class RemoteKind(TargetKind):
             numeric=(False, False, True, *(True for _ in extra), True, True, False, False),
         )  # fmt: skip
         return Section("Load hosts", "load-hosts", blocks=(table,))
+
+
+def _tablespaces(t: Target, remote: HostedServer, ui: Ui) -> None:
+    """Directories given as tablespaces become tablespaces of the server, in new
+    directories below them on its host (``pgrig.targets.throwaway``'s, there)."""
+    names: dict[str, str] = {}
+    for option, name in (("tablespace", "pgrig_tables"), ("index_tablespace", "pgrig_indexes")):
+        value = getattr(t.spec, option)
+        if value and value.startswith("/"):
+            names[option] = remote.create_tablespace(name, value)
+            ui.ok(f"{t.name}: tablespace {name} in {value} on {remote.ex.name}")
+    t.live.tablespaces = {
+        "tablespace": names.get("tablespace", t.spec.tablespace),
+        "index_tablespace": names.get("index_tablespace", t.spec.index_tablespace),
+    }
 
 
 class _Driver:

@@ -169,7 +169,7 @@ class Throwaway(TargetKind):
         except BaseException:
             self._close(t, keep=False)
             raise
-        t.live.cluster = t.ctx.cluster = cluster
+        t.live.cluster = t.live.server = t.ctx.cluster = cluster
         try:
             with ui.step(f"{t.name}: initdb + start PostgreSQL {t.bins.version}"):
                 cluster = self._make(t, cluster, name)
@@ -214,7 +214,7 @@ class Throwaway(TargetKind):
         cluster.configure(self._profile(t))
         cluster.preexec = t.ctx.preexec
         cluster = self._before_start(t, cluster)
-        t.live.cluster = t.ctx.cluster = cluster
+        t.live.cluster = t.live.server = t.ctx.cluster = cluster
         cluster.start()
         admin = Conn.socket(str(cluster.socket_dir), cluster.port, SUPERUSER, "postgres")
         with admin.connect() as db:

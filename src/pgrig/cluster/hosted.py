@@ -1,0 +1,304 @@
+"""A throwaway PostgreSQL server on a host, made and run through its executor.
+
+The same lifecycle as the cluster on this machine (``pgrig.cluster.server``):
+initdb with the target's ``[target.initdb]`` (``initdb_options``: encoding,
+locale, WAL segment size, checksums, ``--waldir``), the profile in pgrig.conf,
+start, wait ready, revive after a crash (``Server``), tablespaces in
+directories it makes, keep or remove - only what it made. What differs is the
+host's reach: the server is started as its OS user with ``setpriv`` (so the
+PID pgrig holds is the postmaster's), listens on the host's address with a
+generated superuser password (scram-sha-256, never ``trust`` over TCP) and
+admits only the networks named.
+"""
+
+from __future__ import annotations
+
+import secrets
+import signal
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from psycopg import sql
+from psycopg.conninfo import make_conninfo
+
+from pgrig.cluster import profiles
+from pgrig.cluster.binaries import PgBinaries
+from pgrig.cluster.server import InitdbOptions, initdb_options
+from pgrig.conninfo import Conn
+from pgrig.errors import ClusterError, HostUnusable
+from pgrig.hosts import owner
+from pgrig.hosts.executor import Executor, Started
+
+SUPERUSER = "postgres"
+OS_USER = "postgres"
+READY_TIMEOUT_S = 60
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    bin_dir: str  # on the host
+    address: str  # the host's address the server listens on
+    bins: PgBinaries  # this machine's, of the host's major: what initdb is told
+    port: int = 5432
+    clients: tuple[str, ...] = ()  # CIDRs admitted with scram-sha-256
+    # Written into the data directory's pgrig.conf, included from postgresql.conf
+    # (a profile rendered for the host, ``set.*`` over it), as a local cluster's.
+    settings: tuple[tuple[str, str], ...] = ()
+    header: str = ""  # pgrig.conf's first comment lines: where the settings came from
+    initdb: InitdbOptions = InitdbOptions()
+    wal_directory: str | None = None  # a directory on the host: the WAL goes below it
+
+
+@dataclass(frozen=True)
+class Workdir:
+    """A directory pgrig made on a host, its owner record inside."""
+
+    path: str
+    record: owner.Owner
+
+
+def make_workdir(ex: Executor) -> Workdir:
+    """``/tmp/pgrig-server-*`` with its owner record: what ``pgrig hosts clean``
+    judges. Refused unless the connection acts as root (the server is made as
+    its OS user, and the probes' files removed, from here)."""
+    if ex.run(["id", "-u"], timeout=30, what="id").stdout.strip() != "0":
+        # Through the preflight, a sudo user's commands run as root; a
+        # connection made without it may not.
+        raise HostUnusable(
+            f"host {ex.host.describe()}: a server is made there as root, and this "
+            "connection is not root",
+            hint=f"set ansible_user=root for {ex.name} at {ex.host.where}",
+        )
+    path = ex.make_tempdir("pgrig-server-")
+    record = owner.Owner.mine("server")
+    owner.write(ex, path, record)
+    return Workdir(path, record)
+
+
+class HostedServer:
+    """Use as a context manager: made and started on entry, stopped and removed on exit.
+    Given a ``Workdir``, it is made there and the directory left to its maker (the
+    directories it made elsewhere - WAL, tablespaces - it removes itself)."""
+
+    def __init__(self, ex: Executor, spec: ServerSpec, workdir: Workdir | None = None) -> None:
+        self.ex = ex
+        self.spec = spec
+        self._given = workdir
+        self.workdir = workdir.path if workdir is not None else ""
+        self.password = secrets.token_urlsafe(18)
+        self._process: Started | None = None
+        self._record: owner.Owner | None = None
+        self._ids = ("", "")
+        self._extra: list[str] = []  # directories made outside the work directory
+        self._kept = False
+
+    @property
+    def datadir(self) -> str:
+        return f"{self.workdir}/data"
+
+    def conn(self, dbname: str = "postgres") -> Conn:
+        return Conn(
+            make_conninfo(
+                host=self.spec.address,
+                port=str(self.spec.port),
+                user=SUPERUSER,
+                dbname=dbname,
+                password=self.password,
+            )
+        )
+
+    def _as_server_user(self, argv: Sequence[str]) -> list[str]:
+        # setpriv execs (runuser forks): a started server's PID is the postmaster's.
+        uid, gid = self._ids
+        return ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--init-groups", "--", *argv]
+
+    def __enter__(self) -> HostedServer:
+        try:
+            self._create()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _run(self, argv: Sequence[str], what: str, timeout: float = 30) -> str:
+        return self.ex.run(argv, timeout=timeout, what=what).stdout
+
+    def _own(self, *paths: str) -> None:
+        self._run(["chown", "{}:{}".format(*self._ids), "--", *paths], "chown")
+
+    def _make_dir(self, path: str) -> str:
+        """A new directory for the server's user; refused if it exists (never
+        someone else's); removed with the server."""
+        self._run(["mkdir", "-m", "0700", "--", path], "mkdir")
+        self._extra.append(path)
+        self._own(path)
+        return path
+
+    def _create(self) -> None:
+        ex, spec = self.ex, self.spec
+        home = self._given or make_workdir(ex)
+        self.workdir, self._record = home.path, home.record
+        self._ids = (
+            self._run(["id", "-u", OS_USER], "id").strip(),
+            self._run(["id", "-g", OS_USER], "id").strip(),
+        )
+        self._own(self.workdir)
+        self._run(["chmod", "0755", self.workdir], "chmod")
+        pwfile = f"{self.workdir}/pw"
+        ex.write_bytes(pwfile, self.password.encode() + b"\n", mode=0o600)
+        self._own(pwfile)
+        opts = spec.initdb
+        if spec.wal_directory is not None:
+            name = Path(self.workdir).name
+            holder = self._make_dir(f"{spec.wal_directory.rstrip('/')}/{name}-wal")
+            opts = replace(opts, waldir=Path(holder) / "pg_wal")
+        initdb = [
+            f"{spec.bin_dir}/initdb",
+            "-D",
+            self.datadir,
+            *initdb_options(opts, spec.bins),
+            f"--pwfile={pwfile}",
+            "--auth-local=peer",
+            "--auth-host=scram-sha-256",
+            "--no-sync",
+        ]
+        ex.run(self._as_server_user(initdb), timeout=300, what="initdb")
+        ex.run(["rm", "-f", pwfile], timeout=30, what="rm")
+        # "all" does not match replication connections: pg_basebackup needs its own line.
+        hba = "".join(
+            f"host {db} all {cidr} scram-sha-256\n"
+            for cidr in spec.clients
+            for db in ("all", "replication")
+        )
+        old = ex.read_text(f"{self.datadir}/pg_hba.conf")
+        ex.write_bytes(f"{self.datadir}/pg_hba.conf", (old + hba).encode(), mode=0o600)
+        self._own(f"{self.datadir}/pg_hba.conf")
+        self._configure()
+        self._start(READY_TIMEOUT_S)
+
+    def _configure(self) -> None:
+        """The settings into pgrig.conf, included from postgresql.conf."""
+        conf = f"{self.datadir}/pgrig.conf"
+        text = self.spec.header + profiles.render(dict(self.spec.settings))
+        self.ex.write_bytes(conf, text.encode(), mode=0o600)
+        main = f"{self.datadir}/postgresql.conf"
+        old = self.ex.read_text(main)
+        self.ex.write_bytes(main, (old + "\ninclude = 'pgrig.conf'\n").encode(), mode=0o600)
+        self._own(conf, main)
+
+    def _start(self, timeout: float) -> None:
+        """Start the postmaster and wait until it accepts connections."""
+        spec = self.spec
+        # pgrig's own, on the command line: over anything a profile could say.
+        options = {
+            "listen_addresses": spec.address,
+            "port": str(spec.port),
+            "unix_socket_directories": self.workdir,
+            "password_encryption": "scram-sha-256",
+        }
+        argv = [f"{spec.bin_dir}/postgres", "-D", self.datadir]
+        for key, value in options.items():
+            argv += ["-c", f"{key}={value}"]
+        self._process = self.ex.start(self._as_server_user(argv))
+        if self._record is not None:
+            self._record = owner.with_pid(self.ex, self.workdir, self._record, self._process.pid)
+        self._wait_ready(timeout)
+
+    def _wait_ready(self, timeout: float) -> None:
+        isready = [
+            f"{self.spec.bin_dir}/pg_isready",
+            "-h",
+            self.spec.address,
+            "-p",
+            str(self.spec.port),
+            "-t",
+            "2",
+        ]
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            assert self._process is not None
+            if self._process.poll() is not None:
+                done = self._process.wait(10, check=False)
+                raise ClusterError(
+                    f"the server on {self.ex.name} exited ({done.returncode}) while starting",
+                    hint=done.stderr.strip()[-400:] or None,
+                )
+            if self.ex.run(isready, timeout=30, check=False, what="pg_isready").ok:
+                return
+            time.sleep(0.2)
+        raise ClusterError(
+            f"the server on {self.ex.name} is not ready after {timeout:.0f} s",
+            hint=f"its log is the stderr of {self.spec.bin_dir}/postgres on {self.ex.name}",
+        )
+
+    # -- the ``Server`` a study revives --------------------------------------
+
+    def running(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    def postmaster_pid(self) -> int | None:
+        """Its PID on its host (not this machine's)."""
+        return self._process.pid if self.running() and self._process is not None else None
+
+    def log_tail(self, lines: int = 5) -> str:
+        if self._process is None:
+            return ""
+        tail = self._process.stderr_tail(lines)
+        return " | ".join(line.strip() for line in tail if line.strip())
+
+    def restart_after_crash(self, timeout: float = 60) -> None:
+        """Start again after the postmaster died. Its backends notice and exit, but
+        until the last has, a new postmaster refuses the data directory (the old
+        shared memory is still attached): started again until it stays up."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self._start(max(5.0, deadline - time.monotonic()))
+                return
+            except ClusterError:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.5)
+
+    # -- tablespaces, keep, close -------------------------------------------
+
+    def create_tablespace(self, name: str, parent: str) -> str:
+        """CREATE TABLESPACE in a new directory under ``parent`` on the host, named
+        after the work directory (two servers may share ``parent``); the directory
+        goes with the server."""
+        location = self._make_dir(f"{parent.rstrip('/')}/{Path(self.workdir).name}-{name}")
+        with self.conn().connect() as db:
+            db.execute(
+                sql.SQL("CREATE TABLESPACE {} LOCATION {}").format(
+                    sql.Identifier(name), sql.Literal(location)
+                )
+            )
+        return name
+
+    def keep(self) -> None:
+        """Leave the server running past ``close`` (--keep): its owner record says
+        so, and its password is left beside it for root on the host."""
+        if not self.running() or self._record is None:
+            return
+        self.ex.write_bytes(f"{self.workdir}/password", self.password.encode() + b"\n", 0o600)
+        owner.write(self.ex, self.workdir, replace(self._record, kept=True))
+        self._kept = True
+
+    def close(self) -> None:
+        """Fast shutdown (SIGINT), KILL if it lingers; then remove the directories pgrig made."""
+        if self._kept:
+            return
+        if self._process is not None and self._process.poll() is None:
+            self._process.signal(signal.SIGINT)
+            self._process.wait(60, check=False)  # past 60 s: TERM, KILL, then ToolTimeout
+        for path in reversed(self._extra):
+            self.ex.remove_tree(path)
+        self._extra.clear()
+        if self.workdir and self._given is None:
+            self.ex.remove_tree(self.workdir)
+            self.workdir = ""
