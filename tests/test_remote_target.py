@@ -199,7 +199,7 @@ def test_a_remote_target_runs_tpcb_and_tpcc_from_two_load_hosts(
     assert 0 < kv.result["tps"] <= 200 * 1.2
 
     assert study is not None and study.params["targets"][0]["host"] == "h1"
-    # The server on h1 is stopped (its directory removed with it, by RemoteServer).
+    # The server on h1 is stopped (its directory removed with it, by HostedServer).
     listing = subprocess.run(
         ["pgrep", "-f", f"listen_addresses={netns_lab.hosts[0].address}"],
         capture_output=True, text=True, check=False,
@@ -226,9 +226,9 @@ def test_a_workload_that_cannot_run_from_load_hosts_is_refused_up_front(
     tmp_path: Path,
 ) -> None:
     path = campaign(
-        tmp_path, netns_lab.write_inventory(), more='[[workload]]\ntype = "basebackup"\n'
+        tmp_path, netns_lab.write_inventory(), more='[[workload]]\ntype = "durability"\n'
     )
     done = pgrig("run", path, "--results", tmp_path / "results")
     assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-2000:]
-    assert "target db: workload type basebackup cannot run from load hosts yet" in done.stderr
+    assert "target db: workload type durability cannot run from load hosts yet" in done.stderr
     assert not (tmp_path / "results" / "results.sqlite").exists()

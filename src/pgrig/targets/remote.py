@@ -69,6 +69,9 @@ SERVER_TOOLS = ("postgres", "initdb", "pg_isready")
 # Workload types whose measured runs go through ``Context.pgbench`` (a custom
 # workload's scripts and TPC-C's are copied to the load hosts).
 FROM_LOAD_HOSTS = ("tpcb", "custom", "tpcc")
+# Workload types that run from this machine over TCP (pg_basebackup copies the
+# server's host's data here: ``to`` a directory of this machine).
+FROM_HERE = ("basebackup",)
 
 
 def _load_hosts(t: Keys, key: str, default: Any) -> tuple[str, ...]:
@@ -283,7 +286,7 @@ class RemoteKind(TargetKind):
                 hint="run it on a local target",
             )
         # wal_directory and tablespace directories are the server's host's: made there.
-        others = [w for w in demands.workloads if w not in FROM_LOAD_HOSTS]
+        others = [w for w in demands.workloads if w not in FROM_LOAD_HOSTS + FROM_HERE]
         if others:
             raise UsageError(
                 f"target {spec.name}: workload type {others[0]} cannot run from load hosts "

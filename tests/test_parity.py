@@ -1,0 +1,312 @@
+"""One body, two hosts: every case runs against a local target (a cluster in a
+directory of this machine) and a remote one (a server on h1, a network
+namespace reached over SSH, tests/hosts_fixture.py), through `pgrig run`.
+Issue 29's "Done when": the server's lifecycle is written once
+(``pgrig.cluster``) and what works here works there.
+
+The namespace host shares this machine's filesystem and PIDs, so a directory
+given to the remote target is a directory here too; the checks go through the
+server host's own executor all the same (``Side.ex``: ``LocalExecutor`` or the
+SSH one): the postmaster is killed by ``kill -9`` run on its host, the kept data
+directory is looked for there.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from conftest import make_disk_dir
+from hosts_fixture import Lab, netns_lab, owned_by  # noqa: F401  (the fixture)
+from pgrig.hosts import preflight
+from pgrig.hosts.executor import Executor, LocalExecutor
+from pgrig.hosts.inventory import load as load_inventory
+from pgrig.results import RunRecord
+from pgrig.store import Store
+from test_cli import pgrig, recorded, spawn, wait_for
+
+pytestmark = [pytest.mark.netns_hosts(1), pytest.mark.cluster, pytest.mark.slow]
+
+TPCB = (
+    '[[workload]]\ntype = "tpcb"\nscales = [1]\nmodes = ["select-only"]\n'
+    "clients = [{clients}]\nthreads = 1\nduration = [{duration}]\ncount = false\n"
+)
+NO_PROBES = "[probes]\ntiming = false\nfsync = false\nfio = false\n"
+
+
+@dataclass
+class Side:
+    """Where the target's server runs, and its host's executor."""
+
+    name: str  # "local" or "remote"
+    ex: Executor
+    disk: Path  # the local target's directory; the remote one's load-log directory
+    inventory: Path | None
+
+    def campaign(
+        self, tmp_path: Path, study: str, *, keys: str = "", tables: str = "", rest: str = ""
+    ) -> Path:
+        """A campaign of one target ``db`` on this side: ``keys`` are the target's
+        own, ``tables`` its sub-tables ([target.initdb]), ``rest`` what follows."""
+        head = f'[campaign]\nname = "{study}-{self.name}"\n'
+        if self.inventory is not None:
+            head += f'inventory = "{self.inventory}"\n'
+            where = 'host = "h1"\n'
+        else:
+            where = ""
+        path = tmp_path / f"{study}.toml"
+        path.write_text(
+            head
+            + rest.split("[[", 1)[0]  # campaign keys (reset = ...) before the first table
+            + f'[[target]]\nname = "db"\n{where}directory = "{self.disk}"\nprofile = "stock"\n'
+            + keys
+            + '[target.set]\nfsync = "off"\n'
+            + tables
+            + ("[[" + rest.split("[[", 1)[1] if "[[" in rest else "")
+        )
+        return path
+
+    def study(self, study: str) -> str:
+        return f"{study}-{self.name}"
+
+    def postmaster(self, pgrig_pid: int) -> tuple[str, int] | None:
+        """The running server's data directory and postmaster PID, read on its host."""
+        if self.inventory is None:
+            datadirs = [f"{self.disk}/{d}/data" for d in self.ex.listdir(str(self.disk))]
+        else:
+            datadirs = [
+                f"/tmp/{d}/data"
+                for d in self.ex.listdir("/tmp")
+                if d.startswith("pgrig-server-") and owned_by(Path("/tmp", d), pgrig_pid)
+            ]
+        for datadir in datadirs:
+            if self.ex.exists(f"{datadir}/postmaster.pid"):
+                first = self.ex.read_text(f"{datadir}/postmaster.pid").split("\n", 1)[0]
+                if first.strip().isdigit():
+                    return datadir, int(first)
+        return None
+
+
+@pytest.fixture(params=["local", "remote"])
+def side(request: pytest.FixtureRequest, netns_lab: Lab) -> Iterator[Side]:  # noqa: F811
+    disk = make_disk_dir("pgrig-parity-")
+    if request.param == "local":
+        yield Side("local", LocalExecutor(), disk, None)
+    else:
+        inventory = netns_lab.write_inventory()
+        (h1,) = load_inventory(inventory).resolve(["h1"])
+        ex = preflight.connect(h1)
+        try:
+            yield Side("remote", ex, disk, inventory)
+            # What a --keep left on h1 (a running server): gone with it.
+            pgrig("clean", "--inventory", inventory)
+        finally:
+            ex.close()
+    shutil.rmtree(disk, ignore_errors=True)
+
+
+def runs(results: Path, study: str) -> dict[str, RunRecord]:
+    with Store.open(results / "results.sqlite") as st:
+        return {r.key: r for r in st.runs(study)}
+
+
+def run_ok(side: Side, path: Path, results: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    done = pgrig("run", path, "--results", results, *args, timeout=600)
+    assert done.returncode == 0, f"{side.name}: " + done.stdout[-3000:] + done.stderr[-3000:]
+    return done
+
+
+def all_ok(records: dict[str, RunRecord]) -> None:
+    failed = {k: r.reason for k, r in records.items() if r.status != "ok"}
+    assert not failed, failed
+
+
+def test_initdb_options(side: Side, tmp_path: Path) -> None:
+    """[target.initdb]: checksums, a 32MB WAL segment, UTF8 in C.UTF-8 - asked of
+    the server itself with SQL (a custom workload's setup fails otherwise)."""
+    check = tmp_path / "check.sql"
+    check.write_text(
+        "DO $$ BEGIN\n"
+        "  IF current_setting('data_checksums') <> 'on' THEN\n"
+        "    RAISE EXCEPTION 'data_checksums is %', current_setting('data_checksums'); END IF;\n"
+        "  IF current_setting('wal_segment_size') <> '32MB' THEN\n"
+        "    RAISE EXCEPTION 'wal_segment_size is %', current_setting('wal_segment_size'); END IF;\n"
+        "  IF current_setting('server_encoding') <> 'UTF8' THEN\n"
+        "    RAISE EXCEPTION 'server_encoding is %', current_setting('server_encoding'); END IF;\n"
+        "  IF (SELECT datcollate FROM pg_database WHERE datname = current_database())\n"
+        "     <> 'C.UTF-8' THEN RAISE EXCEPTION 'the locale is not C.UTF-8'; END IF;\n"
+        "END $$;\n"
+        "DROP TABLE IF EXISTS facts;\n"
+        "CREATE TABLE facts AS SELECT current_setting('server_encoding') AS enc;\n"
+    )
+    (tmp_path / "q.sql").write_text("SELECT enc FROM facts;\n")
+    path = side.campaign(
+        tmp_path,
+        "initdb",
+        tables='[target.initdb]\ndata_checksums = true\nwal_segsize = 32\nencoding = "UTF8"\n'
+        'locale = "C.UTF-8"\n',
+        rest=NO_PROBES
+        + f'[[workload]]\ntype = "custom"\nname = "facts"\nsetup = ["{check}"]\n'
+        f'scripts = ["{tmp_path / "q.sql"}"]\nclients = [1]\nthreads = 1\nduration = [2]\n',
+    )
+    results = tmp_path / "results"
+    run_ok(side, path, results)
+    all_ok(runs(results, side.study("initdb")))
+    with Store.open(results / "results.sqlite") as st:
+        study = st.study(side.study("initdb"))
+    env = study.target_environments.get("db") or study.environment  # one target: the study's
+    assert env is not None and env.postgres is not None
+    assert env.postgres.settings["data_checksums"] == "on"
+    assert env.postgres.settings["server_encoding"] == "UTF8"
+    assert env.postgres.settings["wal_segment_size"] == "32MB"
+
+
+def test_a_server_killed_mid_study_is_revived_and_the_study_goes_on(
+    side: Side, tmp_path: Path
+) -> None:
+    path = side.campaign(
+        tmp_path, "crash", rest=NO_PROBES + TPCB.format(clients="1, 2", duration=4)
+    )
+    results = tmp_path / "results"
+    child = spawn("run", path, "--results", results)
+    wait_for(lambda: recorded(results, "pgbench_init"), timeout=300, what="the load")
+    time.sleep(1.5)  # into the first measured run (after its checkpoint)
+    found = wait_for(lambda: side.postmaster(child.pid), what="the study's server")
+    datadir, pid = found
+    # kill -9 of the postmaster, on its host.
+    side.ex.run(["kill", "-9", str(pid)], timeout=30, what="kill")
+    killed = time.monotonic()
+    back = wait_for(
+        lambda: (p := side.postmaster(child.pid)) is not None and p[1] != pid and p,
+        timeout=120,
+        what="the server to be revived",
+    )
+    revived_s = time.monotonic() - killed
+    out, err = child.communicate(timeout=600)
+    assert child.returncode in (0, 6), err[-3000:]  # 6: the run it cut short failed
+    assert "the server is down" in err and "restarting it" in err, err[-3000:]
+    assert back[0] == datadir, "the same data directory"
+    records = runs(results, side.study("crash"))
+    last = records["db/tpcb/s1/select-only/c2/d4/r1"]
+    assert last.status == "ok", f"the study goes on after the revive: {last.reason}"
+    print(f"{side.name}: revived in {revived_s:.1f} s")
+
+
+def test_tablespaces(side: Side, tmp_path: Path) -> None:
+    """Tables and indexes in two tablespace directories on the server's host: made
+    there, used by pgbench -i, removed after."""
+    tables, indexes = make_disk_dir("pgrig-parity-ts-"), make_disk_dir("pgrig-parity-ix-")
+    try:
+        path = side.campaign(
+            tmp_path,
+            "ts",
+            keys=f'tablespace = "{tables}"\nindex_tablespace = "{indexes}"\n',
+            rest=NO_PROBES + TPCB.format(clients=1, duration=2),
+        )
+        results = tmp_path / "results"
+        done = run_ok(side, path, results)
+        all_ok(runs(results, side.study("ts")))
+        shown = done.stdout + done.stderr
+        assert f"tablespace pgrig_tables in {tables}" in shown
+        assert f"tablespace pgrig_indexes in {indexes}" in shown
+        assert side.ex.listdir(str(tables)) == [] and side.ex.listdir(str(indexes)) == []
+    finally:
+        shutil.rmtree(tables, ignore_errors=True)
+        shutil.rmtree(indexes, ignore_errors=True)
+
+
+def kept_datadir(done: subprocess.CompletedProcess[str]) -> str:
+    m = re.search(r"kept \(--keep\).*?data directory (\S+), log", done.stdout + done.stderr)
+    assert m, done.stdout[-2000:] + done.stderr[-2000:]
+    return m.group(1)
+
+
+def test_wal_directory(side: Side, tmp_path: Path) -> None:
+    """initdb --waldir in a directory on the server's host: pg_wal points there."""
+    wal = make_disk_dir("pgrig-parity-wal-")
+    try:
+        path = side.campaign(
+            tmp_path,
+            "wal",
+            keys=f'wal_directory = "{wal}"\n',
+            rest=NO_PROBES + TPCB.format(clients=1, duration=2),
+        )
+        results = tmp_path / "results"
+        done = run_ok(side, path, results, "--keep")
+        all_ok(runs(results, side.study("wal")))
+        datadir = kept_datadir(done)
+        link = side.ex.run(["readlink", f"{datadir}/pg_wal"], timeout=30).stdout.strip()
+        assert link.startswith(f"{wal}/"), link
+        assert any(len(n) == 24 for n in side.ex.listdir(link)), "WAL segments are there"
+    finally:
+        if side.inventory is not None:  # the kept server first: it writes there
+            pgrig("clean", "--inventory", side.inventory)
+        shutil.rmtree(wal, ignore_errors=True)
+
+
+def test_keep_leaves_the_data_directory_on_the_servers_host(side: Side, tmp_path: Path) -> None:
+    path = side.campaign(tmp_path, "keep", rest=NO_PROBES + TPCB.format(clients=1, duration=2))
+    results = tmp_path / "results"
+    done = run_ok(side, path, results, "--keep")
+    datadir = kept_datadir(done)
+    assert side.ex.exists(f"{datadir}/PG_VERSION"), f"{datadir} on {side.ex.name}"
+    if side.inventory is None:
+        assert datadir.startswith(str(side.disk))
+    else:
+        assert datadir.startswith("/tmp/pgrig-server-")
+
+
+def test_reset_restore(side: Side, tmp_path: Path) -> None:
+    """reset = "restore": a pristine copy after the load, restored before every run."""
+    path = side.campaign(
+        tmp_path,
+        "restore",
+        rest='reset = "restore"\nrepeat = 2\n' + NO_PROBES + TPCB.format(clients=1, duration=2),
+    )
+    results = tmp_path / "results"
+    run_ok(side, path, results)
+    records = runs(results, side.study("restore"))
+    all_ok(records)
+    assert "db/tpcb/s1/select-only/c1/d2/r2" in records
+
+
+def test_basebackup(side: Side, tmp_path: Path) -> None:
+    """pg_basebackup from this machine, the copy into a directory here."""
+    to = make_disk_dir("pgrig-parity-bb-")
+    try:
+        path = side.campaign(
+            tmp_path,
+            "bb",
+            rest=NO_PROBES + f'[[workload]]\ntype = "basebackup"\nscale = 1\nto = "{to}"\n',
+        )
+        results = tmp_path / "results"
+        run_ok(side, path, results)
+        records = runs(results, side.study("bb"))
+        all_ok(records)
+        assert any(r.kind == "basebackup" for r in records.values()), list(records)
+        assert list(to.iterdir()) == [], "the copy is removed after"
+    finally:
+        shutil.rmtree(to, ignore_errors=True)
+
+
+def test_storage_probes(side: Side, tmp_path: Path) -> None:
+    path = side.campaign(
+        tmp_path,
+        "probes",
+        rest="[probes]\ntiming = 1\nfsync = 1\n"
+        '[probes.fio]\npatterns = ["randwrite"]\nsize = "16M"\nruntime = 1\n'
+        + TPCB.format(clients=1, duration=2),
+    )
+    results = tmp_path / "results"
+    run_ok(side, path, results)
+    records = runs(results, side.study("probes"))
+    all_ok(records)
+    kinds = {r.kind for k, r in records.items() if "/probe/" in k}
+    assert {"pg_test_timing", "pg_test_fsync", "fio"} <= kinds, kinds
