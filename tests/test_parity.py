@@ -13,6 +13,7 @@ directory is looked for there.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -118,7 +119,9 @@ def runs(results: Path, study: str) -> dict[str, RunRecord]:
 
 
 def run_ok(side: Side, path: Path, results: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    done = pgrig("run", path, "--results", results, *args, timeout=600)
+    # Wide lines: a path the output would wrap stays whole (kept_datadir reads it).
+    env = {**os.environ, "COLUMNS": "1000"}
+    done = pgrig("run", path, "--results", results, *args, env=env, timeout=600)
     assert done.returncode == 0, f"{side.name}: " + done.stdout[-3000:] + done.stderr[-3000:]
     return done
 
@@ -137,7 +140,8 @@ def test_initdb_options(side: Side, tmp_path: Path) -> None:
         "  IF current_setting('data_checksums') <> 'on' THEN\n"
         "    RAISE EXCEPTION 'data_checksums is %', current_setting('data_checksums'); END IF;\n"
         "  IF current_setting('wal_segment_size') <> '32MB' THEN\n"
-        "    RAISE EXCEPTION 'wal_segment_size is %', current_setting('wal_segment_size'); END IF;\n"
+        "    RAISE EXCEPTION 'wal_segment_size is %', current_setting('wal_segment_size');\n"
+        "  END IF;\n"
         "  IF current_setting('server_encoding') <> 'UTF8' THEN\n"
         "    RAISE EXCEPTION 'server_encoding is %', current_setting('server_encoding'); END IF;\n"
         "  IF (SELECT datcollate FROM pg_database WHERE datname = current_database())\n"
@@ -152,8 +156,7 @@ def test_initdb_options(side: Side, tmp_path: Path) -> None:
         "initdb",
         tables='[target.initdb]\ndata_checksums = true\nwal_segsize = 32\nencoding = "UTF8"\n'
         'locale = "C.UTF-8"\n',
-        rest=NO_PROBES
-        + f'[[workload]]\ntype = "custom"\nname = "facts"\nsetup = ["{check}"]\n'
+        rest=NO_PROBES + f'[[workload]]\ntype = "custom"\nname = "facts"\nsetup = ["{check}"]\n'
         f'scripts = ["{tmp_path / "q.sql"}"]\nclients = [1]\nthreads = 1\nduration = [2]\n',
     )
     results = tmp_path / "results"

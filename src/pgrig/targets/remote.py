@@ -59,6 +59,7 @@ from pgrig.targets.base import (
 )
 from pgrig.targets.throwaway import find_binaries
 from pgrig.ui import Ui
+from pgrig.workloads.common import DATABASE
 
 if TYPE_CHECKING:
     from pgrig.campaign import TargetSpec
@@ -429,9 +430,13 @@ class RemoteKind(TargetKind):
             stack.callback(lambda: self._kept(t, remote, ui) if keep() else None)
             logs = self._log_root(t, name, stack)
             t.ctx.scratch = logs
-            t.ctx.conn = remote.conn()
+            # The workloads' own database, as in a local cluster (``reset = "restore"``
+            # copies it; a study never writes into ``postgres``).
+            with remote.conn().connect() as admin:
+                admin.execute(f'CREATE DATABASE "{DATABASE}"')
+            t.ctx.conn = remote.conn(DATABASE)
             loaders = [by_name[h.name] for h in hosts.load]
-            t.ctx.pgbench = _Driver(loaders, hosts, remote.conn(), t)
+            t.ctx.pgbench = _Driver(loaders, hosts, remote.conn(DATABASE), t)
             t.ctx.host, t.ctx.host_bin_dir = db, hosts.bin_dir  # the monitor samples it
             try:
                 _tablespaces(t, remote, ui)
