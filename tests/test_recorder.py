@@ -71,7 +71,13 @@ def _target(name: str) -> Any:
     """What the recorder reads of a target when it has no cluster, monitor or cgroup."""
     ctx = SimpleNamespace(extra=[], load_finding=None, client_started=None, conn=None, memory=None)
     return SimpleNamespace(
-        name=name, env=None, cluster=None, lost=None, ctx=ctx, spec=SimpleNamespace(kernel=())
+        name=name,
+        env=None,
+        cluster=None,
+        server=None,
+        lost=None,
+        ctx=ctx,
+        spec=SimpleNamespace(kernel=()),
     )
 
 

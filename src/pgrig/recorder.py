@@ -237,7 +237,7 @@ class Recorder:
         """The server died under an earlier step (crash, OOM, someone's kill):
         bring it back so the campaign goes on, and say so. The server pgrig made on
         whichever host (``Live.server``): this machine's cluster or another host's."""
-        server = t.live.server
+        server = t.server
         if server is None or t.ctx.conn is None or server.running() or t.lost is not None:
             return
         self.ui.warn(f"{t.name}: the server is down ({server.log_tail(2)}); restarting it")

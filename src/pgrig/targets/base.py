@@ -181,6 +181,11 @@ class Target:
         return self.live.cluster
 
     @property
+    def server(self) -> Server | None:
+        """The server pgrig made, on whichever host (``Live.server``)."""
+        return self.live.server
+
+    @property
     def env(self) -> Environment | None:
         return self.live.env
 

@@ -1,0 +1,183 @@
+"""A remote target's measured runs from its load hosts: the typed record of
+each host's part and the merged figures (``load_hosts``), the ``Context.pgbench``
+that runs them (``Driver``), and the report's "Load hosts" section.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from pgrig.conninfo import Conn
+from pgrig.hosts import load
+from pgrig.hosts.executor import Executor
+from pgrig.hosts.watch import client_bound
+from pgrig.report import fmt
+from pgrig.report.model import HEADLINE, Row, Section, Table
+from pgrig.results import ResultKind, RunRecord, typed
+from pgrig.targets.base import Target
+
+
+@dataclass(frozen=True)
+class LoadHost:
+    """One load host's part of a measured run."""
+
+    host: str
+    tps: float
+    transactions: int
+    p50_ms: float | None  # from this host's own log
+    p99_ms: float | None
+    started_ms: float  # after the common start, this machine's clock
+    offset_ms: float  # its clock minus this machine's
+    offset_uncertainty_ms: float  # half the best ping's round trip
+    cpu_busy_pct: float | None  # median over the run
+    log_files: tuple[str, ...]  # its per-transaction logs, copied here
+    figure: float | None = None  # the workload's own figure (``LoadHostsRun.figure_name``)
+
+
+@dataclass(frozen=True)
+class LoadHostsRun:
+    """A measured run from several load hosts: each host's figures and the merged ones."""
+
+    server: str
+    hosts: tuple[LoadHost, ...]
+    tps: float  # the hosts' sum
+    p50_ms: float | None  # from every host's log pooled (never from per-host percentiles)
+    p99_ms: float | None
+    samples: int
+    start_spread_ms: float
+    start_spread_uncertainty_ms: float
+    client_bound: str | None = None  # the verdict rule's summary when a load host ran out of CPU
+    figure_name: str | None = None  # a workload's figure per host besides tps (TPC-C: tpmC)
+    figure: float | None = None  # its sum over the hosts
+
+
+def _headline(r: LoadHostsRun) -> str:
+    return (
+        f": {fmt.rate(r.tps)} tps from {len(r.hosts)} hosts, started within "
+        f"{r.start_spread_ms:.2f} ms"
+    )
+
+
+LOAD_HOSTS = ResultKind("load_hosts", LoadHostsRun, headline=_headline)
+
+
+def _fmt(ms: float | None) -> str:
+    return "-" if ms is None else f"{ms:.3f}"
+
+
+def section(records: Sequence[RunRecord]) -> Section | None:
+    """The report's Load hosts section: per host and merged, run by run."""
+    runs = [
+        (r, res)
+        for r in records
+        if r.kind == LOAD_HOSTS.name and (res := typed(r, LoadHostsRun)) is not None
+    ]
+    if not runs:
+        return None
+    rows: list[Row] = []
+    notes: list[str] = []
+    # A workload's own figure (TPC-C's tpmC) gets a column when a run has one.
+    figures = sorted({res.figure_name for _, res in runs if res.figure_name})
+
+    def figure(value: float | None) -> tuple[str, ...]:
+        return (f"{value:,.0f}" if value is not None else "-",) if figures else ()
+
+    for rec, res in runs:
+        run = str(rec.params.get("run", rec.key))
+        for h in res.hosts:
+            rows.append(Row((
+                run, h.host, f"{h.tps:,.0f}", *figure(h.figure), _fmt(h.p50_ms),
+                _fmt(h.p99_ms), f"{h.started_ms:+.2f}",
+                f"{h.offset_ms:+.3f} ± {h.offset_uncertainty_ms:.3f}",
+            )))  # fmt: skip
+        rows.append(Row((
+            run, f"all {len(res.hosts)} (sum; pooled logs)", f"{res.tps:,.0f}",
+            *figure(res.figure), _fmt(res.p50_ms), _fmt(res.p99_ms),
+            f"spread {res.start_spread_ms:.2f} ± {res.start_spread_uncertainty_ms:.2f}", "",
+        ), kind=HEADLINE))  # fmt: skip
+        if res.client_bound:
+            notes.append(f"{run}: client-bound - {res.client_bound}")
+    extra = (" / ".join(figures),) if figures else ()
+    table = Table(
+        ("run", "load host", "tps", *extra, "p50 ms", "p99 ms", "started ms",
+         "clock offset ms"),
+        tuple(rows),
+        caption="Per load host and merged: tps"
+        + (f" and {extra[0]}" if extra else "")
+        + " summed; p50/p99 from every host's "
+        "per-transaction log pooled (nearest rank, within 0.1%: HdrHistograms added), "
+        "each host's from its own; "
+        "'started' after the common start on this machine's clock; clock offsets "
+        "NTP-style, ± half the best round trip.",
+        notes=tuple(notes),
+        numeric=(False, False, True, *(True for _ in extra), True, True, False, False),
+    )  # fmt: skip
+    return Section("Load hosts", "load-hosts", blocks=(table,))
+
+
+class Driver:
+    """A target's ``Context.pgbench``: every measured run from the load hosts."""
+
+    def __init__(
+        self,
+        executors: Sequence[Executor],
+        server: str,
+        bin_dir: str,
+        conn: Conn,
+        t: Target,
+    ) -> None:
+        self.names = tuple(ex.name for ex in executors)  # the load hosts
+        self.executors, self.server, self.bin_dir, self.conn, self.t = (
+            executors, server, bin_dir, conn, t
+        )  # fmt: skip
+
+    def __call__(self, job: load.LoadJob) -> load.MultiLoad:
+        logs = Path(tempfile.mkdtemp(prefix="run-", dir=job.log_root))
+        multi = load.run_pgbench(
+            self.executors, self.bin_dir, job.conn or self.conn, job.opts, logs, job.extra,
+            job.on_progress,
+        )  # fmt: skip
+        # Where pgbench shares the server's host, a busy CPU is both's: only its
+        # own threads' demand says the load generator ran out.
+        bound = client_bound(multi.watches, shared=(self.server,))
+        # The monitor's time axis: when the first pgbench woke, on this machine's clock.
+        first = min((h.started_ms for h in multi.hosts), default=0.0)
+        self.t.ctx.client_started = multi.start_at + first / 1000
+        self.t.ctx.load_finding = bound
+        offsets = {o.host: o for o in multi.offsets}
+        watches = {w.host: w for w in multi.watches}
+        per_host = tuple(
+            LoadHost(
+                host=h.host,
+                tps=h.pgbench.tps,
+                transactions=h.pgbench.transactions,
+                p50_ms=h.latency.p50_ms if h.latency else None,
+                p99_ms=h.latency.p99_ms if h.latency else None,
+                started_ms=h.started_ms,
+                offset_ms=offsets[h.host].offset_ms,
+                offset_uncertainty_ms=offsets[h.host].uncertainty_ms,
+                cpu_busy_pct=watches[h.host].median("cpu_busy_pct") if h.host in watches else None,
+                log_files=h.log_files,
+                figure=job.figure[1](h) if job.figure else None,
+            )
+            for h in multi.hosts
+        )
+        figures = [h.figure for h in per_host if h.figure is not None]
+        record = LoadHostsRun(
+            server=self.server,
+            hosts=per_host,
+            tps=multi.tps,
+            p50_ms=multi.latency.p50_ms if multi.latency else None,
+            p99_ms=multi.latency.p99_ms if multi.latency else None,
+            samples=multi.latency.samples if multi.latency else 0,
+            start_spread_ms=multi.start_spread_ms,
+            start_spread_uncertainty_ms=multi.start_spread_uncertainty_ms,
+            client_bound=bound.summary if bound and bound.cause == "client_host" else None,
+            figure_name=job.figure[0] if job.figure else None,
+            figure=sum(figures) if job.figure else None,
+        )
+        self.t.ctx.extra.append(("hosts", LOAD_HOSTS.name, record))
+        return multi
