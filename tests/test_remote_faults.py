@@ -24,7 +24,7 @@ import pytest
 from hosts_fixture import Lab, netns_lab, owned_by  # noqa: F401  (the fixture)
 from pgrig.results import typed
 from pgrig.store import Store
-from pgrig.targets.remote import LoadHostsRun
+from pgrig.targets.loadhosts import LoadHostsRun
 from test_cli import pgrig, spawn, wait_for
 from test_remote_target import campaign
 
