@@ -28,6 +28,7 @@ it and its CPUs are saturated, as ``shared_host``.
 from __future__ import annotations
 
 import contextlib
+import re
 import socket
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
@@ -189,6 +190,47 @@ def _initdb(spec: TargetSpec) -> InitdbOptions:
     )
 
 
+def _major(version: str) -> str | None:
+    """``15`` of "postgres (PostgreSQL) 15.18", ``9.6`` of "9.6.24": a major's name."""
+    m = re.search(r"(\d+)\.(\d+)", version)
+    if m is None:
+        return None
+    return m.group(1) if int(m.group(1)) >= 10 else f"{m.group(1)}.{m.group(2)}"
+
+
+def _same_major(
+    spec: TargetSpec,
+    bins: PgBinaries,
+    db: Executor,
+    loaders: Sequence[Executor],
+    bin_dir: str,
+    notes: list[str],
+) -> None:
+    """The versions read on the hosts they describe. A server of another major than
+    this machine's binaries is refused (the profile and the initdb options are fitted
+    to those, and the loads run with them); load hosts whose pgbench differs from the
+    server's major are said (pgbench's own cost per transaction may differ)."""
+    server = db.run([f"{bin_dir}/postgres", "--version"], timeout=30, what="postgres").stdout
+    here = _major(bins.version)
+    there = _major(server)
+    if there is not None and here is not None and there != here:
+        raise UsageError(
+            f"target {spec.name}: {db.name} has PostgreSQL {there} in {bin_dir}, this "
+            f"machine's binaries are {bins.version}: the profile and [target.initdb] are "
+            "fitted to these",
+            hint=f"set pg_bin to a {there} installation here, or host_pg_bin to a {here} one "
+            f"on {db.name}",
+        )
+    for ex in loaders:
+        line = ex.run([f"{bin_dir}/pgbench", "--version"], timeout=30, what="pgbench").stdout
+        major = _major(line)
+        if major is not None and there is not None and major != there:
+            notes.append(
+                f"target {spec.name}: pgbench on load host {ex.name} is {line.strip()}, the "
+                f"server on {db.name} is PostgreSQL {there}"
+            )
+
+
 def _has_python(ex: Executor) -> bool:
     return ex.run(["python3", "-c", "pass"], timeout=60, check=False, what="python3").ok
 
@@ -259,7 +301,10 @@ class RemoteKind(TargetKind):
         executors, _ = preflight.check_all(_distinct(server[0], load_hosts))
         by_name = {ex.name: ex for ex in executors}
         try:
-            missing = self._missing(executors[0], [by_name[h.name] for h in load_hosts], bin_dir)
+            loaders = [by_name[h.name] for h in load_hosts]
+            missing = self._missing(executors[0], loaders, bin_dir)
+            if not missing:
+                _same_major(spec, bins, executors[0], loaders, bin_dir, notes)
             free = executors[0].free_bytes(TMP)
             cpus, memory = facts.size(executors[0])
         finally:
