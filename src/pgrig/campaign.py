@@ -122,7 +122,7 @@ def _dsn(t: Table, key: str, default: Any) -> str | None:
             Conn.from_user(value, what="connection string")
         except UsageError as exc:
             raise t.error(key, exc.message, hint=exc.hint) from exc
-    return value  # type: ignore[no-any-return]
+    return value
 
 
 def _profile(t: Table, key: str, default: Any) -> str:
@@ -153,7 +153,7 @@ def _wal_segsize(t: Table, key: str, default: Any) -> int | None:
     seg = t.get(key, int)
     if seg is not None and (seg < 1 or seg > 1024 or seg & (seg - 1)):
         raise t.error(key, f"{seg}: a power of 2 from 1 to 1024 (MB)")
-    return seg  # type: ignore[no-any-return]
+    return seg
 
 
 INITDB_SCHEMA = Schema(
@@ -179,7 +179,7 @@ def _kind(t: Table, key: str, default: Any) -> str | None:
             f"{name!r} is not a target kind",
             hint=f"one of {', '.join(registry.TARGET_KINDS)}",
         )
-    return name  # type: ignore[no-any-return]
+    return name
 
 
 TARGET_SCHEMA = Schema(

@@ -14,15 +14,25 @@ from __future__ import annotations
 import itertools
 import json
 import sqlite3
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from contextlib import closing, contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import cast
 
 from pgrig.conninfo import Conn
 from pgrig.errors import StoreError, StudyExists, UnknownStudy
-from pgrig.results import SCHEMA_VERSION, Environment, RunRecord, Study, from_dict, to_dict
+from pgrig.results import (
+    SCHEMA_VERSION,
+    Environment,
+    JsonValue,
+    RunRecord,
+    Status,
+    Study,
+    StudyStatus,
+    from_dict,
+    to_dict,
+)
 from pgrig.sql import load as load_sql
 
 # "{serial}" in the schema: each backend's auto-increment primary key.
@@ -31,6 +41,19 @@ SQLITE_SCHEMA = _SCHEMA.replace("{serial}", "INTEGER PRIMARY KEY AUTOINCREMENT")
 POSTGRES_SCHEMA = _SCHEMA.replace("{serial}", "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY")
 _INSERT_RUN = load_sql("store_insert_run")
 _INSERT_SAMPLE = "INSERT INTO samples (run_id, n, value) VALUES (?, ?, ?)"
+
+# What goes into a statement's placeholders and comes back in a row's columns.
+SqlValue = None | int | float | str | bytes
+Row = dict[str, SqlValue]
+
+
+def _text(row: Row, column: str) -> str:
+    """A TEXT column that is never NULL (the schema says which)."""
+    return cast(str, row[column])
+
+
+def _maybe_text(row: Row, column: str) -> str | None:
+    return cast("str | None", row[column])
 
 
 def location(results: Path, store: str | None) -> Path | str:
@@ -73,14 +96,14 @@ class _Backend:
         """(run id, n, JSON) rows, taken one at a time from ``rows``."""
         raise NotImplementedError
 
-    def execute(self, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
+    def execute(self, sql: str, params: tuple[SqlValue, ...] = ()) -> list[Row]:
         raise NotImplementedError
 
-    def each(self, sql: str, params: tuple[Any, ...] = ()) -> Iterator[dict[str, Any]]:
+    def each(self, sql: str, params: tuple[SqlValue, ...] = ()) -> Iterator[Row]:
         """The rows one at a time: a study's runs hold every sample it took."""
         raise NotImplementedError
 
-    def insert_id(self, sql: str, params: tuple[Any, ...]) -> int:
+    def insert_id(self, sql: str, params: tuple[SqlValue, ...]) -> int:
         raise NotImplementedError
 
     def begin(self) -> None:
@@ -127,16 +150,16 @@ class _Sqlite(_Backend):
         if "target_environments" not in columns:  # files from before campaigns
             self.conn.execute("ALTER TABLE studies ADD COLUMN target_environments TEXT")
 
-    def execute(self, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
+    def execute(self, sql: str, params: tuple[SqlValue, ...] = ()) -> list[Row]:
         with closing(self.conn.execute(sql, params)) as cur:
             return [dict(row) for row in cur.fetchall()]
 
-    def each(self, sql: str, params: tuple[Any, ...] = ()) -> Iterator[dict[str, Any]]:
+    def each(self, sql: str, params: tuple[SqlValue, ...] = ()) -> Iterator[Row]:
         with closing(self.conn.execute(sql, params)) as cur:
             for row in cur:
                 yield dict(row)
 
-    def insert_id(self, sql: str, params: tuple[Any, ...]) -> int:
+    def insert_id(self, sql: str, params: tuple[SqlValue, ...]) -> int:
         with closing(self.conn.execute(sql, params)) as cur:
             return int(cur.lastrowid or 0)
 
@@ -203,16 +226,16 @@ class _Postgres(_Backend):
     def _sql(sql: str) -> str:
         return sql.replace("?", "%s")
 
-    def execute(self, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
+    def execute(self, sql: str, params: tuple[SqlValue, ...] = ()) -> list[Row]:
         cur = self.conn.execute(self._sql(sql), params)
         return list(cur.fetchall()) if cur.description else []
 
-    def each(self, sql: str, params: tuple[Any, ...] = ()) -> Iterator[dict[str, Any]]:
+    def each(self, sql: str, params: tuple[SqlValue, ...] = ()) -> Iterator[Row]:
         # single-row mode: libpq does not hold the whole answer either
         with self.conn.cursor() as cur:
             yield from cur.stream(self._sql(sql), params)
 
-    def insert_id(self, sql: str, params: tuple[Any, ...]) -> int:
+    def insert_id(self, sql: str, params: tuple[SqlValue, ...]) -> int:
         row = self.conn.execute(self._sql(sql) + " RETURNING id", params).fetchone()
         return int(row["id"]) if row else 0
 
@@ -239,7 +262,7 @@ class _Postgres(_Backend):
         self.conn.close()
 
 
-def _dumps(value: Any) -> str:
+def _dumps(value: object) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
 
@@ -280,15 +303,16 @@ class Store:
                     (str(SCHEMA_VERSION),),
                 )
             store.version = SCHEMA_VERSION
-        elif int(rows[0]["value"]) > SCHEMA_VERSION:
+        elif int(_text(rows[0], "value")) > SCHEMA_VERSION:
             backend.close()
             raise StoreError(
-                f"{_masked(location)} was written by a newer pgrig (schema {rows[0]['value']}, "
+                f"{_masked(location)} was written by a newer pgrig"
+                f" (schema {_text(rows[0], 'value')}, "
                 f"this one reads up to {SCHEMA_VERSION})",
                 hint="upgrade pgrig, or pass --store with another file",
             )
         else:
-            store.version = int(rows[0]["value"])
+            store.version = int(_text(rows[0], "value"))
         return store
 
     def close(self) -> None:
@@ -358,7 +382,7 @@ class Store:
         with self._tx() as conn:
             rows = conn.execute("SELECT target_environments FROM studies WHERE id = ?", (study_id,))
             envs = (
-                json.loads(rows[0]["target_environments"])
+                json.loads(_text(rows[0], "target_environments"))
                 if rows and rows[0]["target_environments"]
                 else {}
             )
@@ -399,25 +423,28 @@ class Store:
         return studies[-1] if studies else None
 
     @staticmethod
-    def _study(row: dict[str, Any]) -> Study:
-        env = json.loads(row["environment"]) if row["environment"] else None
-        target_envs = json.loads(row["target_environments"]) if row["target_environments"] else {}
+    def _study(row: Row) -> Study:
+        env = json.loads(_text(row, "environment")) if row["environment"] else None
+        envs = row["target_environments"]
+        target_envs = json.loads(_text(row, "target_environments")) if envs else {}
         return Study(
-            id=row["id"],
-            name=row["name"],
-            target=row["target"],
-            status=row["status"],
-            started_at=row["started_at"],
-            finished_at=row["finished_at"],
-            params=json.loads(row["params"]),
-            pgrig_version=row["pgrig_version"],
+            id=_text(row, "id"),
+            name=_text(row, "name"),
+            target=_text(row, "target"),
+            status=cast(StudyStatus, row["status"]),
+            started_at=_text(row, "started_at"),
+            finished_at=_maybe_text(row, "finished_at"),
+            params=json.loads(_text(row, "params")),
+            pgrig_version=_text(row, "pgrig_version"),
             environment=from_dict(Environment, env) if env else None,
             target_environments={k: from_dict(Environment, v) for k, v in target_envs.items()},
         )
 
     # -- runs ------------------------------------------------------------
 
-    def record(self, rec: RunRecord, samples: Iterable[dict[str, Any]] | None = None) -> RunRecord:
+    def record(
+        self, rec: RunRecord, samples: Iterable[Mapping[str, object]] | None = None
+    ) -> RunRecord:
         """Write one finished run. A key already recorded in this study is an error:
         a run is never recorded twice.
 
@@ -427,12 +454,10 @@ class Store:
         transaction (a monitor's spool read back: never all in memory; a kill
         keeps all of the run or none of it)."""
         result = rec.result
-        if (
-            isinstance(result, dict)
-            and isinstance(result.get("samples"), list)
-            and result["samples"]
-        ):
-            samples, result = result["samples"], {**result, "samples": []}
+        listed = result.get("samples") if isinstance(result, dict) else None
+        if isinstance(listed, list) and listed and result is not None:
+            samples = cast(list[dict[str, JsonValue]], listed)
+            result = {**result, "samples": []}
         upgraded = self.version
         with self._tx() as conn:
             try:
@@ -463,7 +488,7 @@ class Store:
         return replace(rec, id=new_id)
 
     def _insert_samples(
-        self, conn: _Backend, run_id: int, samples: Iterable[dict[str, Any]]
+        self, conn: _Backend, run_id: int, samples: Iterable[Mapping[str, object]]
     ) -> bool:
         """The rows of a run's samples; True when there were any."""
         rows = ((run_id, n, _dumps(sample)) for n, sample in enumerate(samples))
@@ -499,7 +524,7 @@ class Store:
     def kinds(self, study_id: str) -> list[str]:
         """The kinds of record the study holds."""
         rows = self._db.execute("SELECT DISTINCT kind FROM runs WHERE study_id = ?", (study_id,))
-        return sorted(row["kind"] for row in rows)
+        return sorted(_text(row, "kind") for row in rows)
 
     def runs(
         self,
@@ -555,26 +580,26 @@ class Store:
         rows = self._db.each("SELECT key FROM runs WHERE study_id = ?", (study_id,))
         return {str(row["key"]) for row in rows}
 
-    def samples(self, run_id: int) -> Iterator[dict[str, Any]]:
+    def samples(self, run_id: int) -> Iterator[dict[str, JsonValue]]:
         """One run's per-second samples as stored (dicts), one at a time; none
         when it has none: from their rows, or from the result that holds them
         (stores of schema 1)."""
         found = False
         for row in self._db.each(_SAMPLES_SQL, (run_id,)):
             found = True
-            yield json.loads(row["value"])
+            yield json.loads(_text(row, "value"))
         if found:
             return
         yield from self._elements(run_id, "samples")
 
-    def progress(self, run_id: int) -> Iterator[dict[str, Any]]:
+    def progress(self, run_id: int) -> Iterator[dict[str, JsonValue]]:
         """One run's ``progress`` points as stored (dicts), one at a time, taken
         from its result by the database; none when it has none."""
         return self._elements(run_id, "progress")
 
-    def _elements(self, run_id: int, key: str) -> Iterator[dict[str, Any]]:
+    def _elements(self, run_id: int, key: str) -> Iterator[dict[str, JsonValue]]:
         for row in self._db.each(self._db.elements_sql(key), (run_id,)):
-            yield json.loads(row["value"])
+            yield json.loads(_text(row, "value"))
 
 
 _SAMPLES_SQL = "SELECT value FROM samples WHERE run_id = ? ORDER BY n"
@@ -584,20 +609,20 @@ _RUN_COLUMNS = (
 )
 
 
-def _record(row: dict[str, Any]) -> RunRecord:
-    result = json.loads(row["result"]) if row["result"] else None
+def _record(row: Row) -> RunRecord:
+    result = json.loads(_text(row, "result")) if row["result"] else None
     return RunRecord(
-        id=row["id"],
-        study=row["study_id"],
-        key=row["key"],
-        kind=row["kind"],
-        target=row["target"],
-        params=json.loads(row["params"]),
-        status=row["status"],
-        reason=row["reason"],
+        id=cast("int | None", row["id"]),
+        study=_text(row, "study_id"),
+        key=_text(row, "key"),
+        kind=_text(row, "kind"),
+        target=_text(row, "target"),
+        params=json.loads(_text(row, "params")),
+        status=cast(Status, row["status"]),
+        reason=_maybe_text(row, "reason"),
         result=result,
-        raw=row["raw"],
-        tool_versions=json.loads(row["tool_versions"]),
-        started_at=row["started_at"],
-        finished_at=row["finished_at"],
+        raw=_text(row, "raw"),
+        tool_versions=json.loads(_text(row, "tool_versions")),
+        started_at=_text(row, "started_at"),
+        finished_at=_text(row, "finished_at"),
     )

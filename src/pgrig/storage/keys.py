@@ -45,7 +45,7 @@ def _fs(t: Table, key: str, default: Any) -> str | None:
     value = t.get(key, str)
     if value is not None and value not in FSTYPES:
         raise t.error(key, f"{value!r} is not one of {', '.join(FSTYPES)}")
-    return value  # type: ignore[no-any-return]
+    return value
 
 
 def _size(t: Table, key: str, default: Any) -> int | None:
@@ -88,7 +88,7 @@ def _checked(parse: Callable[[str], object]) -> Callable[[Table, str, Any], str 
                 parse(value)
             except UsageError as exc:
                 raise t.error(key, exc.message, exc.hint) from exc
-        return value  # type: ignore[no-any-return]
+        return value
 
     return read
 

@@ -44,14 +44,14 @@ def _threads(t: Table, key: str, default: Any) -> int | None:
     threads = t.get(key, int)
     if threads is not None and threads < 1:
         raise t.error(key, f"{threads}: at least 1")
-    return threads  # type: ignore[no-any-return]
+    return threads
 
 
 def _rate(t: Table, key: str, default: Any) -> float | None:
     rate = t.get(key, float)
     if rate is not None and rate <= 0:
         raise t.error(key, "must be a positive number of transactions per second")
-    return rate  # type: ignore[no-any-return]
+    return rate
 
 
 THREADS = custom("threads", None, "pgbench `-j`", _threads, shown_default="min(clients, CPUs)")
@@ -81,7 +81,7 @@ def _fillfactor(t: Table, key: str, default: Any) -> int | None:
     value = t.get(key, int)
     if value is not None and not 10 <= value <= 100:
         raise t.error(key, f"{value}: between 10 and 100")
-    return value  # type: ignore[no-any-return]
+    return value
 
 
 SCHEMA = Schema(
