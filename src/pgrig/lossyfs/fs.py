@@ -14,7 +14,7 @@ import stat
 import time
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ParamSpec, TypeVar
+from typing import ParamSpec, TypeVar
 
 import pyfuse3
 import trio
@@ -32,7 +32,9 @@ SYNC_FLAGS = os.O_SYNC | os.O_DSYNC
 INLINE_SYNC = 64 * 1024  # fdatasync on the loop when at most this much was written back
 
 
-def handler(fn: Callable[P, Coroutine[Any, Any, R]]) -> Callable[P, Coroutine[Any, Any, R]]:
+def handler(
+    fn: Callable[P, Coroutine[object, None, R]],
+) -> Callable[P, Coroutine[object, None, R]]:
     """Errors become errno replies; anything after a power loss is EIO (the disk is gone).
     An exception escaping a pyfuse3 handler would stop the whole filesystem."""
 
@@ -146,7 +148,9 @@ class LossyOperations(pyfuse3.Operations):
     # -- namespace -------------------------------------------------------------
 
     @handler
-    async def lookup(self, parent_inode: int, name: bytes, ctx: Any) -> pyfuse3.EntryAttributes:
+    async def lookup(
+        self, parent_inode: int, name: bytes, ctx: pyfuse3.RequestContext
+    ) -> pyfuse3.EntryAttributes:
         parent = self.volume.dir(parent_inode)
         return self.looked_up(self.volume.child(parent, name))
 
@@ -155,12 +159,17 @@ class LossyOperations(pyfuse3.Operations):
             self.volume.forget(ino, count)
 
     @handler
-    async def getattr(self, inode: int, ctx: Any) -> pyfuse3.EntryAttributes:
+    async def getattr(self, inode: int, ctx: pyfuse3.RequestContext) -> pyfuse3.EntryAttributes:
         return self.entry(self.volume.get(inode))
 
     @handler
     async def setattr(
-        self, inode: int, attr: Any, fields: Any, fh: int | None, ctx: Any
+        self,
+        inode: int,
+        attr: pyfuse3.EntryAttributes,
+        fields: pyfuse3.SetattrFields,
+        fh: int | None,
+        ctx: pyfuse3.RequestContext,
     ) -> pyfuse3.EntryAttributes:
         node = self.volume.get(inode)
         if fields.update_size:
@@ -187,7 +196,7 @@ class LossyOperations(pyfuse3.Operations):
         return self.entry(node)
 
     @handler
-    async def readlink(self, inode: int, ctx: Any) -> bytes:
+    async def readlink(self, inode: int, ctx: pyfuse3.RequestContext) -> bytes:
         node = self.volume.get(inode)
         if not isinstance(node, Symlink):
             raise pyfuse3.FUSEError(errno.EINVAL)
@@ -195,7 +204,7 @@ class LossyOperations(pyfuse3.Operations):
 
     @handler
     async def mknod(
-        self, parent_inode: int, name: bytes, mode: int, rdev: int, ctx: Any
+        self, parent_inode: int, name: bytes, mode: int, rdev: int, ctx: pyfuse3.RequestContext
     ) -> pyfuse3.EntryAttributes:
         if not stat.S_ISREG(mode):
             raise pyfuse3.FUSEError(errno.EPERM)  # no devices, fifos or sockets
@@ -206,7 +215,7 @@ class LossyOperations(pyfuse3.Operations):
 
     @handler
     async def mkdir(
-        self, parent_inode: int, name: bytes, mode: int, ctx: Any
+        self, parent_inode: int, name: bytes, mode: int, ctx: pyfuse3.RequestContext
     ) -> pyfuse3.EntryAttributes:
         parent = self.volume.dir(parent_inode)
         mode, uid, gid = self._owner(parent, ctx, mode | stat.S_IFDIR)
@@ -215,7 +224,7 @@ class LossyOperations(pyfuse3.Operations):
 
     @handler
     async def symlink(
-        self, parent_inode: int, name: bytes, target: bytes, ctx: Any
+        self, parent_inode: int, name: bytes, target: bytes, ctx: pyfuse3.RequestContext
     ) -> pyfuse3.EntryAttributes:
         parent = self.volume.dir(parent_inode)
         _mode, uid, gid = self._owner(parent, ctx, stat.S_IFLNK)
@@ -223,16 +232,16 @@ class LossyOperations(pyfuse3.Operations):
 
     @handler
     async def link(
-        self, inode: int, new_parent_inode: int, new_name: bytes, ctx: Any
+        self, inode: int, new_parent_inode: int, new_name: bytes, ctx: pyfuse3.RequestContext
     ) -> pyfuse3.EntryAttributes:
         return self.looked_up(self.volume.link(inode, new_parent_inode, new_name))
 
     @handler
-    async def unlink(self, parent_inode: int, name: bytes, ctx: Any) -> None:
+    async def unlink(self, parent_inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> None:
         self.volume.unlink(parent_inode, name)
 
     @handler
-    async def rmdir(self, parent_inode: int, name: bytes, ctx: Any) -> None:
+    async def rmdir(self, parent_inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> None:
         self.volume.rmdir(parent_inode, name)
 
     @handler
@@ -243,14 +252,14 @@ class LossyOperations(pyfuse3.Operations):
         parent_inode_new: int,
         name_new: bytes,
         flags: int,
-        ctx: Any,
+        ctx: pyfuse3.RequestContext,
     ) -> None:
         self.volume.rename(parent_inode_old, name_old, parent_inode_new, name_new, flags)
 
     # -- files --------------------------------------------------------------------
 
     @handler
-    async def open(self, inode: int, flags: int, ctx: Any) -> pyfuse3.FileInfo:
+    async def open(self, inode: int, flags: int, ctx: pyfuse3.RequestContext) -> pyfuse3.FileInfo:
         node = self.volume.get(inode)
         if not isinstance(node, File):
             raise pyfuse3.FUSEError(errno.EISDIR if isinstance(node, Dir) else errno.EINVAL)
@@ -263,7 +272,7 @@ class LossyOperations(pyfuse3.Operations):
 
     @handler
     async def create(
-        self, parent_inode: int, name: bytes, mode: int, flags: int, ctx: Any
+        self, parent_inode: int, name: bytes, mode: int, flags: int, ctx: pyfuse3.RequestContext
     ) -> tuple[pyfuse3.FileInfo, pyfuse3.EntryAttributes]:
         parent = self.volume.dir(parent_inode)
         mode, uid, gid = self._owner(parent, ctx, mode)
@@ -368,7 +377,7 @@ class LossyOperations(pyfuse3.Operations):
     # -- directories ------------------------------------------------------------------
 
     @handler
-    async def opendir(self, inode: int, ctx: Any) -> int:
+    async def opendir(self, inode: int, ctx: pyfuse3.RequestContext) -> int:
         node = self.volume.dir(inode)
         return self._new_handle(Handle(node))
 
@@ -398,7 +407,7 @@ class LossyOperations(pyfuse3.Operations):
             await self._delay(self.sync_delay_s)
 
     @handler
-    async def statfs(self, ctx: Any) -> pyfuse3.StatvfsData:
+    async def statfs(self, ctx: pyfuse3.RequestContext) -> pyfuse3.StatvfsData:
         st = os.statvfs(self.volume.backing.path)
         data = pyfuse3.StatvfsData()
         for name in ("f_bsize", "f_frsize", "f_blocks", "f_bfree", "f_bavail"):
