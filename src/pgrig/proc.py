@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from types import FrameType
 
 from pgrig.errors import ToolError, ToolTimeout
 
@@ -338,7 +338,11 @@ def signals_deferred() -> Iterator[None]:
         signal.raise_signal(held[0])  # now, to the handler it was meant for
 
 
-def _restore(handlers: Mapping[signal.Signals, Any]) -> None:
+# What signal.signal returns: a handler, SIG_DFL / SIG_IGN, or None (not set from Python).
+_Handler = Callable[[int, FrameType | None], object] | int | signal.Handlers | None
+
+
+def _restore(handlers: Mapping[signal.Signals, _Handler]) -> None:
     for signum, handler in handlers.items():
         signal.signal(signum, handler)
 

@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import asdict
 from pathlib import Path
 from types import TracebackType
@@ -40,6 +41,7 @@ from pgrig.lossyfs.registry import (
     write_record,
 )
 from pgrig.lossyfs.volume import METADATA_MODELS, MetadataModel
+from pgrig.results import JsonValue
 
 
 class LossyFsError(PgrigError):
@@ -331,7 +333,7 @@ class LossyMount:
         if seed is None:
             seed = self.seed + self.power_losses
         self.power_losses += 1
-        request: dict[str, Any] = {
+        request: dict[str, JsonValue] = {
             "cmd": "power_loss",
             "mode": mode,
             "seed": seed,
@@ -361,7 +363,12 @@ class LossyMount:
         """Change the delay every sync gets, without a remount (calibration): ``us``
         fixed, plus - with ``factor`` over 1 - what makes a sync last ``factor``
         times the backing disk's own sync, less ``overhead_us`` (the layer's cost)."""
-        request = {"cmd": "sync_delay", "us": us, "factor": factor, "overhead_us": overhead_us}
+        request: dict[str, JsonValue] = {
+            "cmd": "sync_delay",
+            "us": us,
+            "factor": factor,
+            "overhead_us": overhead_us,
+        }
         reply = self._control(request, timeout=self.timeout)
         if not reply.get("ok"):
             raise LossyFsError(f"setting the sync delay failed: {reply.get('error')}")
@@ -374,7 +381,7 @@ class LossyMount:
         if not reply.get("ok"):
             raise LossyFsError(f"arming the fsync failure failed: {reply.get('error')}")
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> dict[str, JsonValue]:
         """Cache and fsync counters of the running filesystem."""
         reply = self._control({"cmd": "stats"}, timeout=self.timeout)
         return dict(reply.get("stats", {}))
@@ -394,7 +401,7 @@ class LossyMount:
 
     # -- internals -------------------------------------------------------------------
 
-    def _control(self, request: dict[str, Any], *, timeout: float) -> dict[str, Any]:
+    def _control(self, request: Mapping[str, JsonValue], *, timeout: float) -> dict[str, Any]:
         assert self._record is not None
         path = str(Path(self._record.run_dir) / "control.sock")
         try:

@@ -22,6 +22,7 @@ from typing import Any, Literal
 from pgrig.lossyfs.backing import Backing
 from pgrig.lossyfs.nodes import File
 from pgrig.lossyfs.volume import Volume
+from pgrig.results import JsonValue
 
 Mode = Literal["drop", "random-subset", "torn"]
 MODES: tuple[Mode, ...] = ("drop", "random-subset", "torn")
@@ -49,7 +50,7 @@ class PowerLossReport:
     torn_changed: int = 0
     torn_digest: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         return asdict(self)
 
     @classmethod

@@ -28,7 +28,7 @@ import pyfuse3
 import trio
 
 from pgrig.lossyfs.fs import LossyOperations
-from pgrig.lossyfs.powerloss import MODES, cut_power
+from pgrig.lossyfs.powerloss import MODES, PowerLossReport, cut_power
 from pgrig.lossyfs.volume import METADATA_MODELS, Volume
 
 log = logging.getLogger("pgrig.lossyfs")
@@ -125,7 +125,7 @@ class Server:
             return {"ok": False, "error": f"{command}: {exc}"}
         return {"ok": False, "error": f"unknown command {command!r}"}
 
-    def _power_loss(self, request: dict[str, Any]) -> Any:
+    def _power_loss(self, request: dict[str, Any]) -> PowerLossReport:
         mode = request.get("mode", "drop")
         if mode not in MODES:
             raise ValueError(f"mode {mode!r} is not one of {', '.join(MODES)}")
