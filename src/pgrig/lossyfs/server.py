@@ -109,12 +109,14 @@ class Server:
             if command == "stats":
                 return {"ok": True, "stats": self.ops.stats()}
             if command == "sync_delay":  # the latency layer's calibration
-                self.ops.sync_delay_s = max(0.0, float(request["us"])) / 1e6
-                self.ops.sync_factor = max(1.0, float(request.get("factor", 1.0)))
-                self.ops.sync_overhead_s = max(0.0, float(request.get("overhead_us", 0))) / 1e6
+                self.ops.syncs.sync_delay_s = max(0.0, float(request["us"])) / 1e6
+                self.ops.syncs.sync_factor = max(1.0, float(request.get("factor", 1.0)))
+                self.ops.syncs.sync_overhead_s = (
+                    max(0.0, float(request.get("overhead_us", 0))) / 1e6
+                )
                 return {"ok": True}
             if command == "fail_syncs":  # fsyncgate: the next N file syncs get EIO
-                self.ops.fail_syncs = max(0, int(request["count"]))
+                self.ops.syncs.fail_syncs = max(0, int(request["count"]))
                 return {"ok": True}
             if command == "shutdown":
                 return {"ok": True, "bye": True}
