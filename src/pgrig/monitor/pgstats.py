@@ -10,7 +10,7 @@ simply not sampled; ``notes`` says so.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import psycopg
@@ -97,6 +97,60 @@ def _json_of(view: str, wanted: Mapping[str, str], have: set[str]) -> str | None
     return f"(SELECT json_build_object({', '.join(pairs)}) FROM {view})"
 
 
+def _waits_sql(activity: Collection[str], notes: list[str]) -> str:
+    """The client backends' wait events, as far as the server reports them (what
+    it does not report is said in ``notes``)."""
+    client = "backend_type = 'client backend' AND" if "backend_type" in activity else ""
+    if "wait_event" in activity and "backend_type" in activity:
+        event = EVENT_10
+    elif "wait_event" in activity:
+        event = EVENT_96
+        notes.append(
+            "PostgreSQL 9.6 reports only lock waits: active backends waiting for I/O count as CPU"
+        )
+    else:
+        event = EVENT_95
+        notes.append(
+            "PostgreSQL 9.5 reports no wait events, only heavyweight lock waits: "
+            "active backends waiting for anything else count as CPU"
+        )
+    return WAITS_SQL.format(event=event, client=client)
+
+
+def _checkpoint_parts(conn: psycopg.Connection) -> dict[str, str]:
+    """The checkpoints' and the background writer's counters: from
+    pg_stat_checkpointer (17+) or pg_stat_bgwriter, whichever has them."""
+    bgwriter = _columns(conn, "pg_stat_bgwriter")
+    checkpointer = _columns(conn, "pg_stat_checkpointer")
+    if checkpointer:  # 17+
+        ckpt = _json_of(
+            "pg_stat_checkpointer",
+            {
+                "timed": "num_timed",
+                "requested": "num_requested",
+                "done": "num_done",
+                "buffers_checkpoint": "buffers_written",
+            },
+            checkpointer,
+        )
+    else:
+        ckpt = _json_of(
+            "pg_stat_bgwriter",
+            {
+                "timed": "checkpoints_timed",
+                "requested": "checkpoints_req",
+                "buffers_checkpoint": "buffers_checkpoint",
+            },
+            bgwriter,
+        )
+    bg = _json_of(
+        "pg_stat_bgwriter",
+        {"buffers_clean": "buffers_clean", "buffers_backend": "buffers_backend"},
+        bgwriter,
+    )
+    return {name: sql for name, sql in (("ckpt", ckpt), ("bgwriter", bg)) if sql}
+
+
 class PgSampler:
     """Reads one snapshot per call; ``sample`` returns the deltas since the previous one."""
 
@@ -106,55 +160,10 @@ class PgSampler:
         self.version_num = int(row[0]) if row else 0
         self.notes: list[str] = []
         activity = _columns(conn, "pg_stat_activity")
-        client = "backend_type = 'client backend' AND" if "backend_type" in activity else ""
-        if "wait_event" in activity and "backend_type" in activity:
-            event = EVENT_10
-        elif "wait_event" in activity:
-            event = EVENT_96
-            self.notes.append(
-                "PostgreSQL 9.6 reports only lock waits: active backends waiting for I/O "
-                "count as CPU"
-            )
-        else:
-            event = EVENT_95
-            self.notes.append(
-                "PostgreSQL 9.5 reports no wait events, only heavyweight lock waits: "
-                "active backends waiting for anything else count as CPU"
-            )
-        parts = {"waits": WAITS_SQL.format(event=event, client=client), "db": DATABASE_SQL}
+        parts = {"waits": _waits_sql(activity, self.notes), "db": DATABASE_SQL}
         if "backend_type" in activity:  # 10+: the checkpointer is in pg_stat_activity
             parts["checkpointer"] = CHECKPOINTER_SQL
-        bgwriter = _columns(conn, "pg_stat_bgwriter")
-        checkpointer = _columns(conn, "pg_stat_checkpointer")
-        if checkpointer:  # 17+
-            ckpt = _json_of(
-                "pg_stat_checkpointer",
-                {
-                    "timed": "num_timed",
-                    "requested": "num_requested",
-                    "done": "num_done",
-                    "buffers_checkpoint": "buffers_written",
-                },
-                checkpointer,
-            )
-        else:
-            ckpt = _json_of(
-                "pg_stat_bgwriter",
-                {
-                    "timed": "checkpoints_timed",
-                    "requested": "checkpoints_req",
-                    "buffers_checkpoint": "buffers_checkpoint",
-                },
-                bgwriter,
-            )
-        bg = _json_of(
-            "pg_stat_bgwriter",
-            {"buffers_clean": "buffers_clean", "buffers_backend": "buffers_backend"},
-            bgwriter,
-        )
-        for name, sql in (("ckpt", ckpt), ("bgwriter", bg)):
-            if sql:
-                parts[name] = sql
+        parts.update(_checkpoint_parts(conn))
         wal = _columns(conn, "pg_stat_wal")
         if wal:
             wal_sql = _json_of(
