@@ -31,7 +31,7 @@ T = TypeVar("T")
 JsonValue = None | bool | int | float | str | list["JsonValue"] | dict[str, "JsonValue"]
 
 
-def to_dict(obj: DataclassInstance) -> dict[str, Any]:
+def to_dict(obj: DataclassInstance) -> dict[str, JsonValue]:
     """A dataclass as plain JSON-able data (tuples become lists)."""
     return dataclasses.asdict(obj)
 
@@ -489,7 +489,7 @@ def typed(record: RunRecord, cls: type[T]) -> T | None:
 
 # Oldest first (dicts keep insertion order); bounded so that a long-lived process
 # (a campaign recording thousands of runs) does not keep every result it decoded.
-_DECODED: dict[int, tuple[dict[str, Any], type, object]] = {}
+_DECODED: dict[int, tuple[dict[str, JsonValue], type, object]] = {}
 _DECODED_MAX = 2048
 
 
