@@ -11,7 +11,7 @@ simply not sampled; ``notes`` says so.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from typing import Any
+from typing import cast
 
 import psycopg
 
@@ -193,9 +193,9 @@ class PgSampler:
             )
         self.names = list(parts)
         self.sql = "SELECT " + ",\n".join(f"{sql} AS {name}" for name, sql in parts.items())
-        self._prev: dict[str, Any] | None = None
+        self._prev: dict[str, object] | None = None
 
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self) -> dict[str, object]:
         row = self.conn.execute(self.sql).fetchone()
         assert row is not None
         return dict(zip(self.names, row, strict=True))
@@ -212,45 +212,63 @@ class PgSampler:
         self._prev = self.snapshot()
 
 
-def _delta(prev: Mapping[str, Any] | None, cur: Mapping[str, Any] | None, key: str) -> float:
+# One view's counters, as json_build_object gives them: numbers, None where absent.
+Counters = Mapping[str, float | None]
+# One snapshot: each part's counters (``ckpt``, ``db``, ...), the client
+# backends' wait events with their counts (``waits``), the checkpointer's wait
+# event (``checkpointer``: text).
+Snapshot = Mapping[str, object]
+
+
+def _group(snap: Snapshot, name: str) -> Counters | None:
+    return cast("Counters | None", snap.get(name))
+
+
+def _delta(prev: Counters | None, cur: Counters | None, key: str) -> float:
     """Counter difference, never negative (a stats reset between the two reads)."""
-    if not prev or not cur or prev.get(key) is None or cur.get(key) is None:
+    if not prev or not cur:
         return 0.0
-    return max(0.0, float(cur[key]) - float(prev[key]))
+    before, after = prev.get(key), cur.get(key)
+    if before is None or after is None:
+        return 0.0
+    return max(0.0, float(after) - float(before))
 
 
-def to_sample(prev: Mapping[str, Any], cur: Mapping[str, Any], seconds: float) -> PgSample:
+def to_sample(prev: Snapshot, cur: Snapshot, seconds: float) -> PgSample:
     def rate(group: str, key: str) -> float:
-        return _delta(prev.get(group), cur.get(group), key) / seconds
+        return _delta(_group(prev, group), _group(cur, group), key) / seconds
 
     def optional_rate(group: str, key: str) -> float | None:
-        if not cur.get(group) or cur[group].get(key) is None:
+        counters = _group(cur, group)
+        if not counters or counters.get(key) is None:
             return None
         return rate(group, key)
 
-    ckpt_cur = cur.get("ckpt") or {}
+    ckpt_prev, ckpt_cur = _group(prev, "ckpt"), _group(cur, "ckpt") or {}
     if ckpt_cur.get("done") is not None:
-        checkpoints = _delta(prev.get("ckpt"), ckpt_cur, "done")
+        checkpoints = _delta(ckpt_prev, ckpt_cur, "done")
     else:
-        checkpoints = _delta(prev.get("ckpt"), ckpt_cur, "timed") + _delta(
-            prev.get("ckpt"), ckpt_cur, "requested"
+        checkpoints = _delta(ckpt_prev, ckpt_cur, "timed") + _delta(
+            ckpt_prev, ckpt_cur, "requested"
         )
     wal_group = "walio" if cur.get("walio") else "wal"
     io: dict[str, float] = {}
-    if cur.get("io"):
-        for key in cur["io"]:
-            io[key] = _delta(prev.get("io"), cur["io"], key) / seconds
+    io_cur = _group(cur, "io")
+    if io_cur:
+        for key in io_cur:
+            io[key] = _delta(_group(prev, "io"), io_cur, key) / seconds
     wal_bytes = optional_rate("wal", "bytes")
+    waits = cast("Mapping[str, int] | None", cur.get("waits")) or {}
     return PgSample(
-        waits={str(k): int(v) for k, v in (cur.get("waits") or {}).items()},
+        waits={str(k): int(v) for k, v in waits.items()},
         checkpoint_active=cur.get("checkpointer") not in (None, "CheckpointerMain")
-        or bool(_delta(prev.get("ckpt"), ckpt_cur, "buffers_checkpoint")),
+        or bool(_delta(ckpt_prev, ckpt_cur, "buffers_checkpoint")),
         commits_s=rate("db", "commits"),
         rollbacks_s=rate("db", "rollbacks"),
         blks_hit_s=rate("db", "blks_hit"),
         blks_read_s=rate("db", "blks_read"),
         temp_mib_s=rate("db", "temp_bytes") / MIB,
-        deadlocks=int(_delta(prev.get("db"), cur.get("db"), "deadlocks")),
+        deadlocks=int(_delta(_group(prev, "db"), _group(cur, "db"), "deadlocks")),
         checkpoints=int(checkpoints),
         buffers_checkpoint_s=rate("ckpt", "buffers_checkpoint"),
         buffers_clean_s=rate("bgwriter", "buffers_clean"),
