@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from pgrig import store_backends
 from pgrig.conninfo import Conn
 from pgrig.errors import StoreError
 from pgrig.registry import typed_result
@@ -28,6 +27,7 @@ from pgrig.results import (
     to_dict,
 )
 from pgrig.store import Store
+from pgrig.store import backends as store_backends
 
 ENV = Environment(
     captured_at="2026-11-22T04:00:00+00:00",

@@ -34,7 +34,7 @@ from pgrig.results import (
     to_dict,
 )
 from pgrig.sql import load as load_sql
-from pgrig.store_backends import Backend, Postgres, Row, Sqlite
+from pgrig.store.backends import Backend, Postgres, Row, Sqlite
 
 _INSERT_RUN = load_sql("store_insert_run")
 
