@@ -13,7 +13,7 @@ import contextlib
 import os
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from types import TracebackType
 from typing import TYPE_CHECKING
@@ -94,8 +94,8 @@ class _ProcessMeter:
     pgrig's processes on this machine, sample after sample: the counters each
     process had at the previous look, and who else ran (the interference ledger)."""
 
-    def __init__(self, ctx: Context) -> None:
-        self.ctx = ctx
+    def __init__(self, server_pid: Callable[[], int | None]) -> None:
+        self.server_pid = server_pid  # the postmaster's, asked at every look
         self.started_at = 0.0  # the watch's start: processes born after it count whole
         self.primed = False  # the first look is taken: threads seen later are new
         self.client_start: float | None = None  # wall clock of the first pgbench start
@@ -107,7 +107,7 @@ class _ProcessMeter:
         """CPU and storage bytes of the server's, the load generator's and pgrig's
         processes since the last sample; and of the kernel's threads (one walk of
         /proc, which also names everybody else for the interference ledger)."""
-        postmaster = self.ctx.server_pid
+        postmaster = self.server_pid()
         walk = self.ledger.walk(postmaster)
         procs = walk.procs
         me = os.getpid()
@@ -208,12 +208,12 @@ class Watch:
         self._started_at = 0.0
         self.baseline = baseline
         self.thresholds = thresholds or interference.DEFAULT
-        self._meter = _ProcessMeter(ctx)
+        self._meter = _ProcessMeter(lambda: self.ctx.server_pid)
 
     def __enter__(self) -> Watch:
         self._started_at = self._meter.started_at = time.time()
         if self.devices is None:
-            self.devices = _find_devices(self.ctx, self.notes)
+            self.devices = _find_devices(self)
         self._open_server()
         self._prev_stat = procfs.parse_stat(self._read("/proc/stat"))
         self._prev_disks = procfs.parse_diskstats(self._read("/proc/diskstats"))
@@ -471,9 +471,10 @@ class Watch:
         return t0
 
 
-def _find_devices(ctx: Context, notes: list[str]) -> tuple[str, ...]:
-    """The block devices behind the target (their I/O is sampled); what is not
-    sampled, and why, goes to ``notes``."""
+def _find_devices(watch: Watch) -> tuple[str, ...]:
+    """The block devices behind the watch's target (their I/O is sampled); what
+    is not sampled, and why, goes to its notes."""
+    ctx, notes = watch.ctx, watch.notes
     if ctx.host is not None:
         notes.append(
             f"host figures (CPU, disks, memory, network) are the server's host "
