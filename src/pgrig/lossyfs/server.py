@@ -75,7 +75,7 @@ class Server:
     async def _accept(self, listener: trio.SocketListener) -> None:
         while True:
             stream = await listener.accept()
-            reply: dict[str, Any] = {}
+            reply: dict[str, object] = {}
             async with stream:
                 try:
                     with trio.fail_after(30):
@@ -101,7 +101,7 @@ class Server:
             raise ValueError("control request is not a JSON object")
         return request
 
-    def dispatch(self, request: dict[str, Any]) -> dict[str, Any]:
+    def dispatch(self, request: dict[str, Any]) -> dict[str, object]:
         command = request.get("cmd")
         try:
             if command == "ping":
