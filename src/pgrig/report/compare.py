@@ -16,12 +16,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from pgrig import registry, stats
+from pgrig.document import fmt
+from pgrig.document.model import FAILED, HEADLINE, Figure, Row, Section, Table, median_line
 from pgrig.meaning import Meaning
 from pgrig.monitor import noise
 from pgrig.monitor.model import Noise
 from pgrig.registry import typed_result
-from pgrig.report import decimate, fmt
-from pgrig.report.model import FAILED, HEADLINE, Figure, Row, Section, Table, median_line
+from pgrig.report import decimate
 from pgrig.report.probes import FsyncRuns, fio_summary, fsync_headline, fsync_summary
 from pgrig.report.progress import Progress
 from pgrig.report.tpcb import load_text, statement_medians

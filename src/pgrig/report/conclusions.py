@@ -35,8 +35,10 @@ order they are printed:
    reached less than 90% of it (the target measured the host disk), "bound"
    otherwise; and fdatasync within 10% of half the write-IOPS cap is the cap's
    rate (two I/Os per sync), not a per-I/O latency.
-8. **durable** - a crash check: commits acknowledged and lost, and whether every
-   check (pgrig's and the workload's own) held after every recovery.
+8. the plug-ins' rules, each workload's after the report's own (their names as
+   docs/report.md lists them): **durable** - a crash check (pgrig.durability.report):
+   commits acknowledged and lost, and whether every check (pgrig's and the
+   workload's own) held after every recovery.
 """
 
 from __future__ import annotations
@@ -47,14 +49,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from pgrig import registry, stats
-from pgrig.durability.model import DurabilityResult
+from pgrig.document import fmt
+from pgrig.document.model import Figure, Section
 from pgrig.meaning import Meaning
 from pgrig.monitor.model import MonitorResult
 from pgrig.monitor.verdict import CAUSES, CLASS_NOUNS
 from pgrig.registry import typed_result
-from pgrig.report import fmt
+from pgrig.registry.report import Conclusion
 from pgrig.report.compare import PointKey, point_key, runs_by_point
-from pgrig.report.model import Figure, Section
 from pgrig.report.probes import FsyncRuns, fsync_headline
 from pgrig.report.progress import Progress
 from pgrig.report.samples import SampleReader, own_samples
@@ -84,13 +86,6 @@ WAKEUP_RATIO = 2.5  # tps(2 clients) / tps(1 client); 2 is what twice the work g
 WAKEUP_BUSY_PCT = 50.0  # CPUs busier than this at 1 client: no idle vCPU to wake
 CAP_BOUND = 0.9  # fio at 90% of a cap or more: the cap bound
 CAP_SYNC_TOLERANCE = 0.1  # fdatasync within 10% of half the write-IOPS cap
-
-
-@dataclass(frozen=True)
-class Conclusion:
-    rule: str  # the rule's name, as docs/report.md lists it
-    text: str  # one sentence, its numbers included
-    significance: str  # how sure: "p=0.003", "within noise (p=0.41)", "one run each: no test"
 
 
 @dataclass(frozen=True)
@@ -655,33 +650,6 @@ def io_cap(ev: Evidence) -> list[Conclusion]:
     return out
 
 
-def durable(ev: Evidence) -> list[Conclusion]:
-    """A crash check's outcome (seed 001 crashed its login workload and looked for
-    lost rows and duplicate keys): what was acknowledged, what was lost, whether
-    every check held after every recovery."""
-    out = []
-    for rec in ev.records:
-        res = typed_result(rec) if rec.kind == "durability" else None
-        if not isinstance(res, DurabilityResult):
-            continue
-        checks = sorted({c.name for crash in res.crashes for c in crash.checks} | {
-            c.name for c in res.checks
-        })  # fmt: skip
-        slowest = max((c.recovery_s for c in res.crashes), default=0.0)
-        text = (
-            f"{rec.target}: {rec.params.get('workload', 'durability')}, {len(res.crashes)} x "
-            f"{res.method}: {res.acknowledged:,} commits acknowledged, {res.lost:,} lost"
-        )
-        if res.ok:
-            held = "its check" if len(checks) == 1 else f"all {len(checks)} checks"
-            text += f"; {held} held after every recovery"
-        else:
-            text += f"; FAILED: {res.failures[0]}"
-        text += f" (the slowest recovery {slowest:.1f} s)."
-        out.append(Conclusion("durable", text, "one crash run"))
-    return out
-
-
 RULES: tuple[Rule, ...] = (
     disturbed,
     failed,
@@ -694,13 +662,13 @@ RULES: tuple[Rule, ...] = (
     client_bound,
     vm_wakeup,
     io_cap,
-    durable,
 )
 
 
 def draw(ev: Evidence) -> list[Conclusion]:
-    """Every rule's conclusions, in the rules' order."""
-    return [c for rule in RULES for c in rule(ev)]
+    """Every rule's conclusions, in the rules' order: the report's own, then the
+    plug-ins' (a workload's own rules: the durability check's ``durable``)."""
+    return [c for rule in (*RULES, *registry.rules()) for c in rule(ev)]
 
 
 def evidence_of(

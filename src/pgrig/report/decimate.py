@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pgrig.report.model import Figure, Series
+from pgrig.document.model import Figure, Series
 
 COLUMNS = 600  # buckets across the axes: about one per pixel column
 LIMIT = 2 * COLUMNS  # points a series may have before it is reduced

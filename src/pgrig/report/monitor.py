@@ -17,12 +17,12 @@ import statistics
 from array import array
 from collections.abc import Sequence
 
+from pgrig.document.model import FAILED, NOISY, SKIPPED, Figure, Row, Section, Series, Table
 from pgrig.monitor import interference
 from pgrig.monitor import noise as noise_
 from pgrig.monitor.model import MonitorResult
 from pgrig.registry import typed_result
 from pgrig.report import decimate
-from pgrig.report.model import FAILED, NOISY, SKIPPED, Figure, Row, Section, Series, Table
 from pgrig.report.samples import Columns, SampleReader, own_samples
 from pgrig.results import RunRecord, Study
 

@@ -16,8 +16,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure as MplFigure
 from matplotlib.ticker import FuncFormatter, NullFormatter, StrMethodFormatter
 
+from pgrig.document.model import Figure
 from pgrig.report import svgplot
-from pgrig.report.model import Figure
 
 _DASHES = ("-", "--", ":", "-.")
 _RC: dict[Any, Any] = {

@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from pgrig.document import fmt
+from pgrig.document.model import FAILED, SKIPPED
 from pgrig.monitor import interference, noise
 from pgrig.monitor.model import Noise
 from pgrig.registry import typed_result
-from pgrig.report import fmt
-from pgrig.report.model import FAILED, SKIPPED
 from pgrig.report.progress import Progress
 from pgrig.results import PgbenchRun, RunRecord
 

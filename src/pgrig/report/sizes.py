@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from pgrig.document import fmt
+from pgrig.document.model import HEADLINE, Row, Section, Table
 from pgrig.registry import typed_result
-from pgrig.report import fmt
-from pgrig.report.model import HEADLINE, Row, Section, Table
 from pgrig.results import RelationSizes, RunRecord
 
 KIND = "relation_sizes"

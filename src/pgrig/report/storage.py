@@ -9,10 +9,10 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterable, Sequence
 
+from pgrig.document import fmt
+from pgrig.document.model import FAILED, SKIPPED, Row, Section, Table
 from pgrig.monitor.model import Sample
 from pgrig.registry import typed_result
-from pgrig.report import fmt
-from pgrig.report.model import FAILED, SKIPPED, Row, Section, Table
 from pgrig.report.samples import SampleReader, own_samples
 from pgrig.results import Environment, PgbenchInit, PgbenchRun, RunRecord
 from pgrig.storage.kinds import MEMORY

@@ -15,11 +15,12 @@ import statistics
 from collections.abc import Sequence
 
 from pgrig.cluster import loadwal
+from pgrig.document import fmt
+from pgrig.document.model import FAILED, NOISY, SKIPPED, Figure, Row, Section, Series, Table
 from pgrig.meaning import Meaning
 from pgrig.monitor import noise
 from pgrig.registry import typed_result
-from pgrig.report import decimate, fmt
-from pgrig.report.model import FAILED, NOISY, SKIPPED, Figure, Row, Section, Series, Table
+from pgrig.report import decimate
 from pgrig.report.points import (
     Point,
     mode_key,

@@ -17,10 +17,10 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from pgrig import stats
+from pgrig.document import fmt
+from pgrig.document.model import HEADLINE, Row, Section, Table
 from pgrig.monitor.model import Sample
-from pgrig.report import fmt
 from pgrig.report.compare import PointKey, _point_order, runs_by_point
-from pgrig.report.model import HEADLINE, Row, Section, Table
 from pgrig.report.samples import SampleReader, own_samples
 from pgrig.report.versus import VS_NOTE, Cell, Draft, Family
 from pgrig.results import SERVER, RunRecord, Study

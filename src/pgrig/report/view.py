@@ -14,11 +14,8 @@ from dataclasses import replace
 from typing import Any
 
 from pgrig import registry, stats
-from pgrig.meaning import Meaning
-from pgrig.report import compare, conclusions, fmt, sizes, variants
-from pgrig.report import storage as storage_report
-from pgrig.report.fold import fold_runs
-from pgrig.report.model import (
+from pgrig.document import fmt
+from pgrig.document.model import (
     NORMAL,
     Details,
     Figure,
@@ -27,6 +24,10 @@ from pgrig.report.model import (
     Section,
     Table,
 )
+from pgrig.meaning import Meaning
+from pgrig.report import compare, conclusions, sizes, variants
+from pgrig.report import storage as storage_report
+from pgrig.report.fold import fold_runs
 from pgrig.report.monitor import busy_before, disturbed_summary
 from pgrig.report.monitor import section as monitor_section
 from pgrig.report.probes import (
@@ -272,15 +273,12 @@ def _build_comparison(
     )
 
 
-# Sections of workloads and watchers that live next to their code; each is
-# "module:function" taking (study, records) and returning a Section or None.
 def extra_sections(
     study: Study, records: Sequence[RunRecord], samples: SampleReader = own_samples
 ) -> list[Section]:
-    """The target kinds' and the workloads' own sections, then memory against
-    data, then what the monitor saw."""
-    out = [k.section(study, records) for k in registry.TARGET_KINDS.values()]
-    out += [w.section(study, records) for w in registry.WORKLOADS.values()]
+    """The plug-ins' own sections (the target kinds', the workloads', the others'
+    registered), then memory against data, then what the monitor saw."""
+    out = [section(study, records) for section in registry.sections()]
     out.append(sizes.section(records))
     out.append(storage_report.memory_section(records, study.environment, samples))
     out.append(monitor_section(study, records, samples))

@@ -9,14 +9,14 @@ from typing import Any
 
 from pgrig import calibration, proc
 from pgrig.policy import RunPolicy
+from pgrig.registry.workload import Needs, Phase, Series, TargetView, Workload
 from pgrig.results import ResultKind, SetupResult
 from pgrig.schema import Table
 from pgrig.step import Action, Call, Context, Step, StepKey
 from pgrig.tools import pgbench
 from pgrig.ui import Step as ProgressLine
 from pgrig.units import MB
-from pgrig.workloads.base import Needs, Phase, Series, TargetView, Workload
-from pgrig.workloads.common import RELATION_SIZES, conn, sizes_step
+from pgrig.workloads.common import RELATION_SIZES, conn, relation_sizes, sizes_step
 from pgrig.workloads.custom import datasize
 from pgrig.workloads.custom import spec as custom_spec
 from pgrig.workloads.custom.spec import CustomSpec
@@ -144,7 +144,15 @@ def bench_step(
 
 class CustomWorkload(Workload):
     type = "custom"
+    order = 20
     schema = custom_spec.SCHEMA
+    actions = {
+        "custom.setup": setup_action,
+        "pgbench.prepare": tpcb_steps.prepare_action,
+        "pgbench.run": tpcb_steps.bench_action,
+        "relation_sizes": relation_sizes,
+    }
+    from_load_hosts = True
     kinds = (
         ResultKind("sql_setup", SetupResult, columns=lambda r: {"elapsed_s": r.elapsed_s}),
         PGBENCH_RUN,

@@ -6,15 +6,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from pgrig.document import fmt
 from pgrig.policy import RunPolicy
-from pgrig.report import fmt
+from pgrig.registry.workload import Needs, Phase, Series, TargetView, Workload
 from pgrig.results import CountResult, PgbenchInit, PgbenchRun, ResultKind
 from pgrig.schema import Table
 from pgrig.step import Step
 from pgrig.tools import pgbench
 from pgrig.units import GB, MB
-from pgrig.workloads.base import Needs, Phase, Series, TargetView, Workload
-from pgrig.workloads.common import RELATION_SIZES
+from pgrig.workloads.common import RELATION_SIZES, relation_sizes
 from pgrig.workloads.tpcb import spec as tpcb_spec
 from pgrig.workloads.tpcb import steps
 from pgrig.workloads.tpcb.spec import TpcbSpec
@@ -84,11 +84,23 @@ PGBENCH_INIT = ResultKind(
 )
 COUNT = ResultKind("count", CountResult, headline=lambda r: f": {r.execution_ms:,.0f} ms")
 
+# What its steps run (``Call(name, ...)``); a custom workload runs pgbench too.
+ACTIONS: dict[str, Callable[..., Any]] = {
+    "pgbench.prepare": steps.prepare_action,
+    "pgbench.run": steps.bench_action,
+    "tpcb.load": steps.load_action,
+    "tpcb.count": steps.count_action,
+    "relation_sizes": relation_sizes,
+}
+
 
 class TpcbWorkload(Workload):
     type = "tpcb"
+    order = 10
     schema = tpcb_spec.SCHEMA
     kinds = (PGBENCH_INIT, COUNT, PGBENCH_RUN, RELATION_SIZES)
+    actions = ACTIONS
+    from_load_hosts = True
     needs = Needs(destructive="pgbench -i drops and recreates the pgbench_* tables")
 
     def parse(self, table: Table) -> TpcbSpec:
