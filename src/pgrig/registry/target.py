@@ -304,8 +304,12 @@ class TargetKind(ABC, Generic[OptionsT, StateT]):
     def parse(self, table: Table) -> OptionsT | None:
         """Its own keys of a ``[[target]]`` table (``TargetSpec.options``), read
         before the common keys (which refuse unknown keys after). Errors via
-        ``table.error``. None: no keys of its own."""
-        return None
+        ``table.error``. None: no keys of its own. Without a ``parse`` of its
+        own a kind with a ``schema`` has its keys as a dict by attribute (a
+        ``TargetKind[dict[str, Any], ...]``)."""
+        if self.schema is None:
+            return None
+        return cast(OptionsT, self.read_keys(table))
 
     def read_keys(self, table: Table) -> dict[str, Any]:
         """Its ``schema``'s keys of a ``[[target]]`` table, by attribute (what a
