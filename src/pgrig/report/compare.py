@@ -21,7 +21,9 @@ from pgrig.document.model import FAILED, HEADLINE, Figure, Row, Section, Table, 
 from pgrig.meaning import Meaning
 from pgrig.monitor import noise
 from pgrig.monitor.model import Noise
+from pgrig.probe import FIO, FSYNC, TIMING
 from pgrig.registry import typed_result
+from pgrig.registry.shared import PGBENCH_INIT, PGBENCH_RUN, SQL_SETUP
 from pgrig.report import decimate
 from pgrig.report.probes import FsyncRuns, fio_summary, fsync_headline, fsync_summary
 from pgrig.report.progress import Progress
@@ -96,7 +98,7 @@ def runs_by_point(
 ) -> dict[PointKey, dict[str, list[tuple[RunRecord, PgbenchRun | None]]]]:
     out: dict[PointKey, dict[str, list[tuple[RunRecord, PgbenchRun | None]]]] = {}
     for rec in records:
-        if rec.kind == "pgbench_run":
+        if PGBENCH_RUN.holds(rec):
             out.setdefault(point_key(rec), {}).setdefault(rec.target, []).append(
                 (rec, typed_result(rec))
             )
@@ -172,7 +174,7 @@ def comparison_table(
     # fsync 8K: the single-I/O latency that bounds synchronous commits
     values: dict[str, float | None] = {}
     text: dict[str, str] = {}
-    for t, recs in by_kind.get("pg_test_fsync", {}).items():
+    for t, recs in by_kind.get(FSYNC.name, {}).items():
         summary = fsync_summary(recs)  # the median over the runs, with their range
         median = FsyncRuns.of(recs).median()
         row = fsync_headline(median) if median is not None else None
@@ -185,7 +187,7 @@ def comparison_table(
 
     for pattern, label in FIO_ROWS:
         values, text = {}, {}
-        for t, recs in by_kind.get("fio", {}).items():
+        for t, recs in by_kind.get(FIO.name, {}).items():
             for rec in recs:
                 if rec.params.get("pattern") != pattern:
                     continue
@@ -198,14 +200,14 @@ def comparison_table(
         if text:
             single(label, values, text)
 
-    if meanings and any(r.kind not in ("pg_test_timing", "pg_test_fsync", "fio") for r in records):
+    if meanings and any(not (TIMING.holds(r) or FSYNC.holds(r) or FIO.holds(r)) for r in records):
         rows.append(Draft(_settings_row(meanings, baseline, others).cells))
 
     loads: dict[tuple[str, object], dict[str, RunRecord]] = {}
-    for kind in ("pgbench_init", "sql_setup"):
-        for t, recs in by_kind.get(kind, {}).items():
+    for load_kind in (PGBENCH_INIT, SQL_SETUP):
+        for t, recs in by_kind.get(load_kind.name, {}).items():
             for rec in recs:
-                if kind == "sql_setup" and not rec.params.get("files", True):
+                if load_kind is SQL_SETUP and not rec.params.get("files", True):
                     continue  # scripts only, nothing loaded: no "setup 0.00 s" row
                 loads.setdefault(
                     (str(rec.params.get("workload", "")), rec.params.get("scale")), {}

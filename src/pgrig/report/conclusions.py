@@ -52,10 +52,12 @@ from pgrig import registry, stats
 from pgrig.document import fmt
 from pgrig.document.model import Figure, Section
 from pgrig.meaning import Meaning
-from pgrig.monitor.model import MonitorResult
+from pgrig.monitor.model import MONITOR, MonitorResult
 from pgrig.monitor.verdict import CAUSES, CLASS_NOUNS
+from pgrig.probe import FIO, FSYNC
 from pgrig.registry import typed_result
 from pgrig.registry.report import Conclusion
+from pgrig.registry.shared import PGBENCH_INIT, PGBENCH_RUN, SQL_SETUP
 from pgrig.report.compare import PointKey, point_key, runs_by_point
 from pgrig.report.probes import FsyncRuns, fsync_headline
 from pgrig.report.progress import Progress
@@ -69,6 +71,7 @@ from pgrig.results import (
     RunRecord,
     SetupResult,
 )
+from pgrig.storage.kinds import LAB
 from pgrig.storage.model import LabInfo
 from pgrig.storage.throttle import IoLimits
 
@@ -121,7 +124,7 @@ class Evidence:
         return out
 
     def watched(self) -> list[RunRecord]:
-        return [r for r in self.records if r.kind == "monitor"]
+        return [r for r in self.records if MONITOR.holds(r)]
 
     def cpu_busy(self) -> dict[tuple[str, PointKey], float]:
         """The machine's median CPU busy % inside the runs of each target and point,
@@ -130,7 +133,7 @@ class Evidence:
         # doubles, not float objects: every second of every run of a point
         busy: dict[tuple[str, PointKey], array[float]] = {}
         for rec in self.records:
-            mon = watched.get(rec.key) if rec.kind == "pgbench_run" else None
+            mon = watched.get(rec.key) if PGBENCH_RUN.holds(rec) else None
             if mon is not None and mon.status == "ok":
                 values = array("d", (s.cpu.busy for s in self.samples(mon) if s.in_run))
                 if values:
@@ -194,7 +197,7 @@ def failed(ev: Evidence) -> list[Conclusion]:
     """Said before any comparison: a step that failed left its numbers (and
     what depended on it, e.g. a load's runs) out of every table below, so a
     comparison that reads complete may not be."""
-    bad = [r for r in ev.records if r.status == "failed" and r.kind != "monitor"]
+    bad = [r for r in ev.records if r.status == "failed" and not MONITOR.holds(r)]
     if not bad:
         return []
     shown = "; ".join(f"{r.key} ({_first_line(r.reason)})" for r in bad[:FAILED_SHOWN])
@@ -364,7 +367,7 @@ def headline(ev: Evidence) -> list[Conclusion]:
 def load(ev: Evidence) -> list[Conclusion]:
     loads: dict[str, dict[str, list[float]]] = {}
     for rec in ev.records:
-        res = typed_result(rec) if rec.kind in ("pgbench_init", "sql_setup") else None
+        res = typed_result(rec) if (PGBENCH_INIT.holds(rec) or SQL_SETUP.holds(rec)) else None
         if isinstance(res, PgbenchInit):
             label = f"Loading TPC-B scale {res.scale}"
         elif isinstance(res, SetupResult) and res.files:
@@ -402,7 +405,7 @@ def stalls(ev: Evidence) -> list[Conclusion]:
     monitors = ev.monitors()
     out = []
     for rec in ev.records:
-        if rec.kind != "pgbench_run":
+        if not PGBENCH_RUN.holds(rec):
             continue
         run: PgbenchRun | None = typed_result(rec)
         if run is None or (seconds := ev.progress.seconds(rec)).n < 5:
@@ -436,7 +439,7 @@ def stalls(ev: Evidence) -> list[Conclusion]:
 def fsync_bound(ev: Evidence) -> list[Conclusion]:
     fsyncs: dict[str, list[RunRecord]] = {}
     for rec in ev.records:
-        if rec.kind == "pg_test_fsync":
+        if FSYNC.holds(rec):
             fsyncs.setdefault(rec.target, []).append(rec)
     out = []
     for key, per in ev.points().items():
@@ -492,7 +495,7 @@ def _bound(ev: Evidence, causes_asked: Sequence[str]) -> list[Bound]:
         return []
     groups: dict[tuple[str, PointKey], list[str]] = {}
     for rec in ev.records:
-        if rec.kind == "pgbench_run" and (mon := monitors.get(rec.key)) is not None:
+        if PGBENCH_RUN.holds(rec) and (mon := monitors.get(rec.key)) is not None:
             key = point_key(rec)
             groups.setdefault((rec.target, key), []).append(mon.verdict.cause)
     found: dict[tuple[tuple[str, int | None, int, str], str], dict[str, list[tuple[int, int, int]]]]
@@ -589,16 +592,16 @@ def vm_wakeup(ev: Evidence) -> list[Conclusion]:
 def io_cap(ev: Evidence) -> list[Conclusion]:
     """A storage-lab target's I/O cap against what fio and pg_test_fsync reached on it."""
     caps: dict[str, IoLimits] = {}
-    lab = {rec.target for rec in ev.records if rec.kind == "storage_lab"}
+    lab = {rec.target for rec in ev.records if LAB.holds(rec)}
     for rec in ev.records:
-        info = typed_result(rec) if rec.kind == "storage_lab" else None
+        info = typed_result(rec) if LAB.holds(rec) else None
         if isinstance(info, LabInfo) and info.io is not None:
             caps[rec.target] = info.io
     # What the disk gave with no cap at all (a plain target beside the capped ones),
     # per fio pattern: the slowest, the one a cap is judged against.
     plain: dict[str, tuple[str, float]] = {}
     for rec in ev.records:
-        res = typed_result(rec) if rec.kind == "fio" and rec.target not in lab else None
+        res = typed_result(rec) if FIO.holds(rec) and rec.target not in lab else None
         if isinstance(res, FioResult) and (
             res.pattern not in plain or res.iops < plain[res.pattern][1]
         ):
@@ -607,7 +610,7 @@ def io_cap(ev: Evidence) -> list[Conclusion]:
     for rec in ev.records:
         cap = caps.get(rec.target)
         res = (
-            typed_result(rec) if cap is not None and rec.kind in ("fio", "pg_test_fsync") else None
+            typed_result(rec) if cap is not None and (FIO.holds(rec) or FSYNC.holds(rec)) else None
         )
         if isinstance(res, FioResult) and cap is not None:
             limit = cap.write_iops if "write" in res.pattern else cap.read_iops

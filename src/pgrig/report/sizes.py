@@ -9,9 +9,9 @@ from collections.abc import Callable, Sequence
 from pgrig.document import fmt
 from pgrig.document.model import HEADLINE, Row, Section, Table
 from pgrig.registry import typed_result
+from pgrig.registry.shared import RELATION_SIZES
 from pgrig.results import RelationSizes, RunRecord
 
-KIND = "relation_sizes"
 MOMENTS = ("after load", "after runs")
 
 
@@ -29,7 +29,7 @@ def _group_title(params: dict[str, object]) -> str:
 def section(records: Sequence[RunRecord]) -> Section | None:
     """One table per workload (and scale): every relation, after the load and
     after the runs, per target."""
-    mine = [r for r in records if r.kind == KIND]
+    mine = RELATION_SIZES.records(records)
     if not mine:
         return None
     groups: dict[str, dict[tuple[str, str], RelationSizes]] = {}

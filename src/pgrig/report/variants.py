@@ -19,7 +19,8 @@ from typing import Any
 from pgrig import stats
 from pgrig.document import fmt
 from pgrig.document.model import HEADLINE, Row, Section, Table
-from pgrig.monitor.model import Sample
+from pgrig.monitor.model import MONITOR, Sample
+from pgrig.registry.shared import PGBENCH_RUN
 from pgrig.report.compare import PointKey, _point_order, runs_by_point
 from pgrig.report.samples import SampleReader, own_samples
 from pgrig.report.versus import VS_NOTE, Cell, Draft, Family
@@ -130,7 +131,7 @@ def provenance_table(study: Study, records: Sequence[RunRecord], names: list[str
         builds = list(dict.fromkeys(v for r in mine if (v := r.tool_versions.get(SERVER))))
         drivers = list(
             dict.fromkeys(
-                v for r in mine if r.kind == "pgbench_run" and (v := r.tool_versions.get("pgbench"))
+                v for r in mine if PGBENCH_RUN.holds(r) and (v := r.tool_versions.get("pgbench"))
             )
         )
         build = pg.build if pg is not None and pg.build else (builds[0] if builds else "")
@@ -249,7 +250,7 @@ def axes_section(
     axis_names = list(dict.fromkeys(str(a[0]) for t in targets for a in t["axes"]))
     values = {str(t["name"]): {str(a[0]): str(a[1]) for a in t["axes"]} for t in targets}
     baseline = str(study.params.get("baseline") or names[0])
-    monitors = {r.key: r for r in records if r.kind == "monitor"}
+    monitors = {r.key: r for r in records if MONITOR.holds(r)}
     columns = (
         "test case",
         *axis_names,

@@ -25,6 +25,9 @@ from pgrig.document.model import (
     Table,
 )
 from pgrig.meaning import Meaning
+from pgrig.monitor.model import MONITOR
+from pgrig.probe import FIO, FSYNC, TIMING
+from pgrig.registry.shared import PGBENCH_RUN
 from pgrig.report import compare, conclusions, sizes, variants
 from pgrig.report import storage as storage_report
 from pgrig.report.fold import fold_runs
@@ -131,8 +134,8 @@ def workload_sections(
                 rec
             )
     # The monitor's records go along: they say which runs other work disturbed.
-    watched = [r for r in records if r.kind == registry.MONITOR.name]
-    durations_all = {r.params.get("duration_s") for r in records if r.kind == "pgbench_run"}
+    watched = [r for r in records if MONITOR.holds(r)]
+    durations_all = {r.params.get("duration_s") for r in records if PGBENCH_RUN.holds(r)}
     distinct = {k for k in groups if k[1] is not None or k[0] != "tpcb"}
     if len(distinct) <= 1 and len(durations_all) <= 1:
         # One workload at one scale: one section, as the quick study shows it.
@@ -145,12 +148,14 @@ def workload_sections(
     out = []
     for (workload, scale, _), recs in groups.items():
         durations = sorted(
-            {r.params.get("duration_s") for r in recs if r.kind == "pgbench_run"},
+            {r.params.get("duration_s") for r in recs if PGBENCH_RUN.holds(r)},
             key=lambda d: d or 0,
         )
         for duration in durations or [None]:
             subset = [
-                r for r in recs if r.kind != "pgbench_run" or r.params.get("duration_s") == duration
+                r
+                for r in recs
+                if not PGBENCH_RUN.holds(r) or r.params.get("duration_s") == duration
             ]
             section = tpcb_section(subset + watched, target, meaning, progress)
             label = "TPC-B" if workload == "tpcb" else workload
@@ -237,9 +242,9 @@ def _build_comparison(
         mine = [r for r in records if r.target == t]
         env = study.target_environments.get(t)
         per_target = [
-            timing_section([r for r in mine if r.kind == "pg_test_timing"], study.environment),
-            fsync_section([r for r in mine if r.kind == "pg_test_fsync"], t),
-            fio_section(sorted((r for r in mine if r.kind == "fio"), key=fio_order), t),
+            timing_section([r for r in mine if TIMING.holds(r)], study.environment),
+            fsync_section([r for r in mine if FSYNC.holds(r)], t),
+            fio_section(sorted((r for r in mine if FIO.holds(r)), key=fio_order), t),
             *workload_sections(mine, t, meaning_of(study, t), progress),
         ]
         if env is not None and env.postgres is not None:
@@ -292,7 +297,7 @@ def _record_order(rec: RunRecord) -> tuple[int, str]:
 
 def _is_monitor(rec: RunRecord) -> bool:
     """The monitor's record of a run: evidence about that run, not a run of its own."""
-    return rec.kind == registry.MONITOR.name
+    return MONITOR.holds(rec)
 
 
 def runs_text(records: Sequence[RunRecord]) -> str:
@@ -483,7 +488,7 @@ def summary_section(
     groups = {
         (r.params.get("workload"), r.params.get("scale"), r.params.get("duration_s"))
         for r in records
-        if r.kind == "pgbench_run"
+        if PGBENCH_RUN.holds(r)
     }
     target = compare.targets_of(study.params, records)[0] if records else study.target
     meaning = meaning_of(study, target)

@@ -11,12 +11,12 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from pgrig.policy import RunPolicy
-from pgrig.results import ProgressPoint, RelationSize, RelationSizes, ResultKind
+from pgrig.registry.shared import RELATION_SIZES as RELATION_SIZES
+from pgrig.results import ProgressPoint, RelationSize, RelationSizes
 from pgrig.sql import load as load_sql
 from pgrig.step import Action, Call, Context, Step, StepKey
 from pgrig.tools import pgbench
 from pgrig.ui import Step as ProgressLine
-from pgrig.units import size_text
 from pgrig.workdb import DATABASE as DATABASE
 from pgrig.workdb import PRISTINE as PRISTINE
 from pgrig.workdb import conn as conn
@@ -59,25 +59,6 @@ def load_restarts(ctx: Context, load_wal: str, data_bytes: int) -> Iterator[Clus
             ctx.server_pid = cluster.postmaster_pid()
 
 
-def _sizes_headline(r: RelationSizes) -> str:
-    tables = sum(1 for x in r.relations if x.kind == "table")
-    indexes = len(r.relations) - tables
-    return (
-        f": {tables} tables {size_text(r.total('table'))}, "
-        f"{indexes} indexes {size_text(r.total('index'))}"
-    )
-
-
-RELATION_SIZES = ResultKind(
-    "relation_sizes",
-    RelationSizes,
-    headline=_sizes_headline,
-    columns=lambda r: {
-        "table_bytes": r.total("table"),
-        "index_bytes": r.total("index"),
-        "database_bytes": r.database_bytes,
-    },
-)
 SIZES_TIMEOUT_S = 60.0  # sizes come from the catalog and a stat() per file
 
 

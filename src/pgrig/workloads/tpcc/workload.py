@@ -10,12 +10,13 @@ from typing import Any
 from pgrig.document import fmt
 from pgrig.document.model import Section
 from pgrig.policy import RunPolicy
+from pgrig.registry.shared import RELATION_SIZES
 from pgrig.registry.workload import Needs, Phase, Series, TargetView, Workload
 from pgrig.results import ResultKind, RunRecord, Study
 from pgrig.schema import Table
 from pgrig.step import Step, StepKey
 from pgrig.units import MB
-from pgrig.workloads.common import RELATION_SIZES, relation_sizes, sizes_step
+from pgrig.workloads.common import relation_sizes, sizes_step
 from pgrig.workloads.tpcc import report, steps
 from pgrig.workloads.tpcc import spec as tpcc_spec
 from pgrig.workloads.tpcc.model import TpccCheck, TpccLoad, TpccRun
