@@ -87,7 +87,8 @@ def _table(title: str, got: dict[tuple[str, str], RelationSizes], targets: list[
 
     rows = []
     for name, (kind, table) in relations.items():
-        label = f"{name} (on {table})" if kind == "index" and table else name
+        # only an index names its table (relation_sizes.sql)
+        label = f"{name} (on {table})" if table else name
         rows.append(Row((label, kind, *cells(relation(name)))))
     rows.append(Row(("all tables", "", *cells(total("table"))), HEADLINE))
     rows.append(Row(("all indexes", "", *cells(total("index"))), HEADLINE))
