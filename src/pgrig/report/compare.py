@@ -142,6 +142,26 @@ def _lag_cell(runs: list[PgbenchRun]) -> str:
     return text
 
 
+@dataclass
+class _Rows:
+    """The comparison's rows as they are drafted: baseline first, then each other
+    target with its difference from the baseline."""
+
+    baseline: str
+    others: list[str]
+    rows: list[Draft]
+
+    def single(self, label: str, values: dict[str, float | None], text: dict[str, str]) -> None:
+        """One row of a single value per target (a probe, a load)."""
+        cells: list[Cell] = [label, text.get(self.baseline, "")]
+        for t in self.others:
+            cells += [text.get(t, ""), single_delta(values.get(self.baseline), values.get(t))]
+        self.rows.append(Draft(tuple(cells)))
+
+
+ByKind = dict[str, dict[str, list[RunRecord]]]  # kind -> target -> its records
+
+
 def comparison_table(
     records: Sequence[RunRecord],
     targets: list[str],
@@ -158,20 +178,30 @@ def comparison_table(
     columns = ["Test Case", f"{baseline} (baseline)"]
     for t in others:
         columns += [t, f"{t} vs {baseline}"]
-    rows: list[Draft] = machine_rows(machines or {}, baseline, others)
+    out = _Rows(baseline, others, machine_rows(machines or {}, baseline, others))
     family = Family()
-
-    def single(label: str, values: dict[str, float | None], text: dict[str, str]) -> None:
-        cells: list[Cell] = [label, text.get(baseline, "")]
-        for t in others:
-            cells += [text.get(t, ""), single_delta(values.get(baseline), values.get(t))]
-        rows.append(Draft(tuple(cells)))
-
-    by_kind: dict[str, dict[str, list[RunRecord]]] = {}
+    by_kind: ByKind = {}
     for rec in records:
         by_kind.setdefault(rec.kind, {}).setdefault(rec.target, []).append(rec)
+    _fsync_row(by_kind, out)
+    _fio_rows(by_kind, out)
+    if meanings and any(not (TIMING.holds(r) or FSYNC.holds(r) or FIO.holds(r)) for r in records):
+        out.rows.append(Draft(_settings_row(meanings, baseline, others).cells))
+    _load_rows(by_kind, out)
+    for key, per_target in sorted(runs_by_point(records).items(), key=_point_order):
+        _point_rows(key, per_target, progress, family, out)
+    rows = out.rows + summary_rows(records, baseline, others, family)
+    return Table(
+        columns=tuple(columns),
+        rows=family.rows(rows),
+        caption="Comparison of the targets",
+        notes=_notes(family),
+        numeric=(False, *([True] * (len(columns) - 1))),
+    )
 
-    # fsync 8K: the single-I/O latency that bounds synchronous commits
+
+def _fsync_row(by_kind: ByKind, out: _Rows) -> None:
+    """fsync 8K: the single-I/O latency that bounds synchronous commits."""
     values: dict[str, float | None] = {}
     text: dict[str, str] = {}
     for t, recs in by_kind.get(FSYNC.name, {}).items():
@@ -183,10 +213,13 @@ def comparison_table(
         if row is not None and row.ops_per_sec is not None:
             values[t] = row.ops_per_sec
     if text:
-        single("fdatasync 8K", values, text)
+        out.single("fdatasync 8K", values, text)
 
+
+def _fio_rows(by_kind: ByKind, out: _Rows) -> None:
     for pattern, label in FIO_ROWS:
-        values, text = {}, {}
+        values: dict[str, float | None] = {}
+        text: dict[str, str] = {}
         for t, recs in by_kind.get(FIO.name, {}).items():
             for rec in recs:
                 if rec.params.get("pattern") != pattern:
@@ -198,11 +231,11 @@ def comparison_table(
                     values[t] = fio.iops
                     text[t] = fio_summary(rec).cells[1]  # with fio's own spread
         if text:
-            single(label, values, text)
+            out.single(label, values, text)
 
-    if meanings and any(not (TIMING.holds(r) or FSYNC.holds(r) or FIO.holds(r)) for r in records):
-        rows.append(Draft(_settings_row(meanings, baseline, others).cells))
 
+def _load_rows(by_kind: ByKind, out: _Rows) -> None:
+    """The data loads (pgbench -i, a custom workload's setup), per workload and scale."""
     loads: dict[tuple[str, object], dict[str, RunRecord]] = {}
     for load_kind in (PGBENCH_INIT, SQL_SETUP):
         for t, recs in by_kind.get(load_kind.name, {}).items():
@@ -213,7 +246,8 @@ def comparison_table(
                     (str(rec.params.get("workload", "")), rec.params.get("scale")), {}
                 )[t] = rec
     for (workload, scale), load_by_target in loads.items():
-        values, text = {}, {}
+        values: dict[str, float | None] = {}
+        text: dict[str, str] = {}
         for t, rec in load_by_target.items():
             res = typed_result(rec)
             if isinstance(res, PgbenchInit):
@@ -227,53 +261,65 @@ def comparison_table(
             else:
                 text[t] = f"{rec.status}: {rec.reason or ''}"
         label = f"TPC-B load, scale {scale}" if scale is not None else f"{workload} setup"
-        single(label, values, text)
+        out.single(label, values, text)
 
-    for key, per_target in sorted(runs_by_point(records).items(), key=_point_order):
-        tps: dict[str, list[float]] = {}
-        qps: dict[str, list[float]] = {}
-        failed: dict[str, int] = {}
-        seconds: dict[str, Noise | None] = {}
-        for t, pairs in per_target.items():
-            ok = [run for _, run in pairs if run is not None]
-            tps[t] = [run.tps for run in ok]
-            qps[t] = [run.qps for run in ok]
-            failed[t] = len(pairs) - len(ok)
-            seconds[t] = noise.worst([progress.noise(rec) for rec, run in pairs if run is not None])
-        metrics = [("tps", tps), ("qps", qps)]
-        if key.mode == "select-only":
-            metrics = [("qps", qps)]  # = tps: one statement per transaction (seed 000's row)
-        for metric, data in metrics:
-            unit = metric
-            label = f"{key.label}: {metric}"
-            first = metric == metrics[0][0]
-            # The per-second noise goes with the point's first (headline) row.
-            per_s = seconds if first else {}
-            cells: list[Cell] = [
-                label,
-                _headline_cell(
-                    data.get(baseline, []), unit, failed.get(baseline, 0), per_s.get(baseline)
-                ),
+
+def _point_rows(
+    key: PointKey,
+    per_target: dict[str, list[tuple[RunRecord, PgbenchRun | None]]],
+    progress: Progress,
+    family: Family,
+    out: _Rows,
+) -> None:
+    """A measured point's rows: tps and qps (qps alone for select-only), and the
+    schedule lag of open-loop runs."""
+    tps: dict[str, list[float]] = {}
+    qps: dict[str, list[float]] = {}
+    failed: dict[str, int] = {}
+    seconds: dict[str, Noise | None] = {}
+    for t, pairs in per_target.items():
+        ok = [run for _, run in pairs if run is not None]
+        tps[t] = [run.tps for run in ok]
+        qps[t] = [run.qps for run in ok]
+        failed[t] = len(pairs) - len(ok)
+        seconds[t] = noise.worst([progress.noise(rec) for rec, run in pairs if run is not None])
+    metrics = [("tps", tps), ("qps", qps)]
+    if key.mode == "select-only":
+        metrics = [("qps", qps)]  # = tps: one statement per transaction (seed 000's row)
+    baseline = out.baseline
+    for metric, data in metrics:
+        unit = metric
+        label = f"{key.label}: {metric}"
+        first = metric == metrics[0][0]
+        # The per-second noise goes with the point's first (headline) row.
+        per_s = seconds if first else {}
+        cells: list[Cell] = [
+            label,
+            _headline_cell(
+                data.get(baseline, []), unit, failed.get(baseline, 0), per_s.get(baseline)
+            ),
+        ]
+        for t in out.others:
+            cells += [
+                _headline_cell(data.get(t, []), unit, failed.get(t, 0), per_s.get(t)),
+                # qps = 5 x tps: one test per point, or the family counts it twice.
+                family.vs(data.get(baseline, []), data.get(t, [])) if first else "as tps",
             ]
-            for t in others:
-                cells += [
-                    _headline_cell(data.get(t, []), unit, failed.get(t, 0), per_s.get(t)),
-                    # qps = 5 x tps: one test per point, or the family counts it twice.
-                    family.vs(data.get(baseline, []), data.get(t, [])) if first else "as tps",
-                ]
-            kind = FAILED if any(failed.values()) and not any(data.values()) else ""
-            rows.append(Draft(tuple(cells), kind or (HEADLINE if first else "")))
-        open_loop = {
-            t: [run for _, run in pairs if run is not None and run.lag_avg_ms is not None]
-            for t, pairs in per_target.items()
-        }
-        if any(open_loop.values()):
-            lag: list[Cell] = [f"{key.label}: schedule lag", _lag_cell(open_loop.get(baseline, []))]
-            for t in others:
-                lag += [_lag_cell(open_loop.get(t, [])), ""]
-            rows.append(Draft(tuple(lag)))
-    rows += summary_rows(records, baseline, others, family)
-    notes = (
+        kind = FAILED if any(failed.values()) and not any(data.values()) else ""
+        out.rows.append(Draft(tuple(cells), kind or (HEADLINE if first else "")))
+    open_loop = {
+        t: [run for _, run in pairs if run is not None and run.lag_avg_ms is not None]
+        for t, pairs in per_target.items()
+    }
+    if any(open_loop.values()):
+        lag: list[Cell] = [f"{key.label}: schedule lag", _lag_cell(open_loop.get(baseline, []))]
+        for t in out.others:
+            lag += [_lag_cell(open_loop.get(t, [])), ""]
+        out.rows.append(Draft(tuple(lag)))
+
+
+def _notes(family: Family) -> tuple[str, ...]:
+    return (
         "Each cell: the median over the repeats (n), with their range (max - min) in % of "
         "the median and, from 3 repeats on, the 95% confidence interval of the mean; per s CV: "
         "the coefficient of variation of pgbench -P 1's per-second tps (the least steady run), "
@@ -282,13 +328,6 @@ def comparison_table(
         *family.note(),
         "select-only qps = tps (one statement per transaction); read-write qps = 5 x tps "
         "(BEGIN and END not counted), as the seeds derive it.",
-    )
-    return Table(
-        columns=tuple(columns),
-        rows=family.rows(rows),
-        caption="Comparison of the targets",
-        notes=notes,
-        numeric=(False, *([True] * (len(columns) - 1))),
     )
 
 

@@ -24,7 +24,7 @@ from pgrig.registry.shared import PGBENCH_RUN
 from pgrig.report.compare import PointKey, _point_order, runs_by_point
 from pgrig.report.samples import SampleReader, own_samples
 from pgrig.report.versus import VS_NOTE, Cell, Draft, Family
-from pgrig.results import SERVER, RunRecord, Study
+from pgrig.results import SERVER, PgbenchRun, RunRecord, Study
 
 MONITOR_SUFFIX = "/monitor"
 # Settings that differ between any two clusters (their own files): not a difference.
@@ -238,6 +238,45 @@ def _median_of(values: list[dict[str, float]], key: str) -> float:
     return statistics.median(v[key] for v in values)
 
 
+AXES_IO_NOTES = (
+    "pg_stat_io (PostgreSQL 16+), relations only, summed over backend types, "
+    "mean per second over each run, median over the repeats. Bytes per read "
+    "above 8 KiB: PostgreSQL 18 combined adjacent blocks into one read "
+    "(io_combine_limit). ms per read needs track_io_timing (the oltp profile "
+    "sets it). PostgreSQL 18 counts a read under the backend that issued it, "
+    "also when an I/O worker performed it.",
+    "Backends in DataFileRead / AioIoCompletion: share of the sampled client "
+    "backends waiting for a read they do themselves (sync) or for one handed "
+    "to an I/O worker or io_uring.",
+    "n/a: no monitor samples (monitor = false) or a server before 16.",
+)
+
+
+def _io_cells(
+    pairs: Sequence[tuple[RunRecord, PgbenchRun | None]],
+    monitors: dict[str, RunRecord],
+    samples: SampleReader,
+) -> tuple[str, ...]:
+    """A point's pg_stat_io cells: medians over its runs' monitor samples."""
+    io = [
+        x
+        for rec, _ in pairs
+        if (m := monitors.get(rec.key + MONITOR_SUFFIX)) is not None
+        and m.status == "ok"
+        and (x := _io(samples(m))) is not None
+    ]
+    if not io:
+        return ("n/a",) * 6
+    return (
+        f"{_median_of(io, 'read_mib'):,.1f}",
+        fmt.rate(_median_of(io, "reads")),
+        f"{_median_of(io, 'kib_per_read'):,.0f}",
+        f"{_median_of(io, 'ms_per_read'):.3f}",
+        f"{_median_of(io, 'hit_ratio'):.1%}",
+        f"{_median_of(io, 'wait_read'):.0%} / {_median_of(io, 'wait_aio'):.0%}",
+    )
+
+
 def axes_section(
     study: Study, records: Sequence[RunRecord], samples: SampleReader = own_samples
 ) -> Section | None:
@@ -272,23 +311,7 @@ def axes_section(
             if not pairs:
                 continue
             tps = _tps(pairs)
-            io = [
-                x
-                for rec, _ in pairs
-                if (m := monitors.get(rec.key + MONITOR_SUFFIX)) is not None
-                and m.status == "ok"
-                and (x := _io(samples(m))) is not None
-            ]
-            io_cells = ("n/a",) * 6
-            if io:
-                io_cells = (
-                    f"{_median_of(io, 'read_mib'):,.1f}",
-                    fmt.rate(_median_of(io, "reads")),
-                    f"{_median_of(io, 'kib_per_read'):,.0f}",
-                    f"{_median_of(io, 'ms_per_read'):.3f}",
-                    f"{_median_of(io, 'hit_ratio'):.1%}",
-                    f"{_median_of(io, 'wait_read'):.0%} / {_median_of(io, 'wait_aio'):.0%}",
-                )
+            io_cells = _io_cells(pairs, monitors, samples)
             drafts.append(
                 Draft(
                     (
@@ -317,16 +340,7 @@ def axes_section(
                     f"{fmt.NOISE_THRESHOLD_PCT:g}%.",
                     VS_NOTE,
                     *family.note(),
-                    "pg_stat_io (PostgreSQL 16+), relations only, summed over backend types, "
-                    "mean per second over each run, median over the repeats. Bytes per read "
-                    "above 8 KiB: PostgreSQL 18 combined adjacent blocks into one read "
-                    "(io_combine_limit). ms per read needs track_io_timing (the oltp profile "
-                    "sets it). PostgreSQL 18 counts a read under the backend that issued it, "
-                    "also when an I/O worker performed it.",
-                    "Backends in DataFileRead / AioIoCompletion: share of the sampled client "
-                    "backends waiting for a read they do themselves (sync) or for one handed "
-                    "to an I/O worker or io_uring.",
-                    "n/a: no monitor samples (monitor = false) or a server before 16.",
+                    *AXES_IO_NOTES,
                 ),
                 numeric=(False, *([False] * len(axis_names)), *([True] * 8)),
             ),

@@ -226,6 +226,20 @@ def _build_comparison(
     ):
         if found is not None:
             sections.append(found)
+    sections.append(_environment(study, records, bool(machines)))
+    for t in targets:
+        sections += _target_sections(study, records, t, progress)
+    sections += [*extra_sections(study, records, samples), runs_section(records)]
+    return ReportView(
+        title=f"pgrig report: {study_label(study)}",
+        meta=header(study, records),
+        sections=_concluded(study, records, targets, baseline, sections, samples, progress),
+    )
+
+
+def _environment(study: Study, records: Sequence[RunRecord], machines: bool) -> Section:
+    """The controlling machine's environment (each target's machine, when they
+    differ, opens the comparison table)."""
     environment = environment_section(study, records)
     if machines:
         environment = replace(
@@ -236,45 +250,46 @@ def _build_comparison(
                 *environment.paragraphs,
             ),
         )
-    sections.append(environment)
-    for t in targets:
-        mine = [r for r in records if r.target == t]
-        env = study.target_environments.get(t)
-        per_target = [
-            timing_section([r for r in mine if TIMING.holds(r)], study.environment),
-            fsync_section([r for r in mine if FSYNC.holds(r)], t),
-            fio_section(sorted((r for r in mine if FIO.holds(r)), key=fio_order), t),
-            *workload_sections(mine, t, meaning_of(study, t), progress),
-        ]
-        if env is not None and env.postgres is not None:
-            per_target.insert(
-                0,
-                Section(
-                    "PostgreSQL",
-                    "postgres",
-                    paragraphs=(env.postgres.provenance(),),
-                    blocks=(
-                        Table(
-                            ("Setting", "Value"),
-                            tuple(Row((k, v)) for k, v in sorted(env.postgres.settings.items())),
-                            caption=f"Non-default settings ({len(env.postgres.settings)})",
-                            collapsed=True,
-                        ),
+    return environment
+
+
+def _target_sections(
+    study: Study, records: Sequence[RunRecord], t: str, progress: Progress
+) -> list[Section]:
+    """One target's own sections: its machine and server when they are its own,
+    its probes, its workloads' runs."""
+    mine = [r for r in records if r.target == t]
+    env = study.target_environments.get(t)
+    per_target = [
+        timing_section([r for r in mine if TIMING.holds(r)], study.environment),
+        fsync_section([r for r in mine if FSYNC.holds(r)], t),
+        fio_section(sorted((r for r in mine if FIO.holds(r)), key=fio_order), t),
+        *workload_sections(mine, t, meaning_of(study, t), progress),
+    ]
+    if env is not None and env.postgres is not None:
+        per_target.insert(
+            0,
+            Section(
+                "PostgreSQL",
+                "postgres",
+                paragraphs=(env.postgres.provenance(),),
+                blocks=(
+                    Table(
+                        ("Setting", "Value"),
+                        tuple(Row((k, v)) for k, v in sorted(env.postgres.settings.items())),
+                        caption=f"Non-default settings ({len(env.postgres.settings)})",
+                        collapsed=True,
                     ),
                 ),
-            )
-        if env is not None and env.host:
-            per_target.insert(0, machine_section(env))
-        for section in per_target:
-            if section.blocks:
-                out = _retitle(section, f"{t}: {section.title}", _slug(t))
-                sections.append(out)
-    sections += [*extra_sections(study, records, samples), runs_section(records)]
-    return ReportView(
-        title=f"pgrig report: {study_label(study)}",
-        meta=header(study, records),
-        sections=_concluded(study, records, targets, baseline, sections, samples, progress),
-    )
+            ),
+        )
+    if env is not None and env.host:
+        per_target.insert(0, machine_section(env))
+    out: list[Section] = []
+    for section in per_target:
+        if section.blocks:
+            out.append(_retitle(section, f"{t}: {section.title}", _slug(t)))
+    return out
 
 
 def extra_sections(
