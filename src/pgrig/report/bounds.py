@@ -13,8 +13,8 @@ from pgrig.probe import FIO, FSYNC
 from pgrig.registry import typed_result
 from pgrig.registry.report import Conclusion
 from pgrig.registry.shared import PGBENCH_RUN
-from pgrig.report.compare import PointKey, point_key
 from pgrig.report.evidence import Evidence, client_counts, point_words
+from pgrig.report.pointkey import PointKey, point_key
 from pgrig.report.probes import FsyncRuns, fsync_headline
 from pgrig.results import (
     FioResult,

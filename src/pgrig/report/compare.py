@@ -9,22 +9,22 @@ per-second TPS overlaid per target (seed 002's chart).
 
 from __future__ import annotations
 
-import re
-import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pgrig import registry, stats
 from pgrig.document import fmt
-from pgrig.document.model import FAILED, HEADLINE, Figure, Row, Section, Table, median_line
+from pgrig.document.model import FAILED, HEADLINE, Figure, Row, Section, Table
 from pgrig.meaning import Meaning
 from pgrig.monitor import noise
 from pgrig.monitor.model import Noise
 from pgrig.probe import FIO, FSYNC, TIMING
 from pgrig.registry import typed_result
-from pgrig.registry.shared import PGBENCH_INIT, PGBENCH_RUN, SQL_SETUP
-from pgrig.report import decimate
+from pgrig.registry.shared import PGBENCH_INIT, SQL_SETUP
+from pgrig.report.figures import tps_over_time as tps_over_time  # named here for its tests
+from pgrig.report.figures import tps_vs_clients
+from pgrig.report.pointkey import PointKey, point_order, runs_by_point
 from pgrig.report.probes import FsyncRuns, fio_summary, fsync_headline, fsync_summary
 from pgrig.report.progress import Progress
 from pgrig.report.tpcb import load_text, statement_medians
@@ -56,53 +56,6 @@ def targets_of(params: dict[str, object], records: Sequence[RunRecord]) -> list[
         if rec.target not in names:
             names.append(rec.target)
     return names
-
-
-@dataclass(frozen=True)
-class PointKey:
-    """One measured point of a pgbench workload, across its repeats."""
-
-    workload: str
-    scale: int | None
-    duration: int
-    mode: str
-    clients: int
-
-    @property
-    def label(self) -> str:
-        scale = f", scale {self.scale}" if self.scale is not None else ""
-        plural = "s" if self.clients != 1 else ""
-        mode = self.mode if self.mode not in (self.workload, "custom") else ""
-        name = f"{self.workload} {mode}".strip() if self.workload != "tpcb" else f"TPC-B {mode}"
-        return f"{name}{scale}, {self.clients} client{plural}, {self.duration} s"
-
-    @property
-    def curve(self) -> tuple[str, int | None, int, str]:
-        return (self.workload, self.scale, self.duration, self.mode)
-
-
-def point_key(rec: RunRecord) -> PointKey:
-    p = rec.params
-    scale = p.get("scale")
-    return PointKey(
-        workload=str(p.get("workload", "tpcb")),
-        scale=int(scale) if isinstance(scale, int) else None,
-        duration=int(p.get("duration_s", 0) or 0),
-        mode=str(p.get("mode", "?")),
-        clients=int(p.get("clients", 0) or 0),
-    )
-
-
-def runs_by_point(
-    records: Sequence[RunRecord],
-) -> dict[PointKey, dict[str, list[tuple[RunRecord, PgbenchRun | None]]]]:
-    out: dict[PointKey, dict[str, list[tuple[RunRecord, PgbenchRun | None]]]] = {}
-    for rec in records:
-        if PGBENCH_RUN.holds(rec):
-            out.setdefault(point_key(rec), {}).setdefault(rec.target, []).append(
-                (rec, typed_result(rec))
-            )
-    return out
 
 
 def _headline_cell(
@@ -188,7 +141,7 @@ def comparison_table(
     if meanings and any(not (TIMING.holds(r) or FSYNC.holds(r) or FIO.holds(r)) for r in records):
         out.rows.append(Draft(_settings_row(meanings, baseline, others).cells))
     _load_rows(by_kind, out)
-    for key, per_target in sorted(runs_by_point(records).items(), key=_point_order):
+    for key, per_target in sorted(runs_by_point(records).items(), key=point_order):
         _point_rows(key, per_target, progress, family, out)
     rows = out.rows + summary_rows(records, baseline, others, family)
     return Table(
@@ -411,136 +364,6 @@ def summary_rows(
     return rows
 
 
-def _point_order(item: tuple[PointKey, object]) -> tuple[object, ...]:
-    key = item[0]
-    mode_rank = {"select-only": 0, "read-write": 1}.get(key.mode, 2)
-    return (key.workload, key.scale or 0, key.duration, mode_rank, key.mode, key.clients)
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_").lower()
-
-
-def tps_vs_clients(records: Sequence[RunRecord], targets: list[str]) -> list[Figure]:
-    """Seed 004's charts: one line per target, one chart per workload/scale/mode."""
-    curves: dict[tuple[str, int | None, int, str], dict[str, dict[int, list[float]]]] = {}
-    for key, pairs_by_target in runs_by_point(records).items():
-        for t, pairs in pairs_by_target.items():
-            values = [run.tps for _, run in pairs if run is not None]
-            if values:
-                curves.setdefault(key.curve, {}).setdefault(t, {})[key.clients] = values
-    figures = []
-    for (workload, scale, duration, mode), per_target in sorted(
-        curves.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0, kv[0][2], kv[0][3])
-    ):
-        series = []
-        for t in targets:
-            points = per_target.get(t)
-            if not points:
-                continue
-            series.append(median_line(t, points))
-        clients = [x for pts in per_target.values() for x in pts]
-        what = f"{mode}" + (f", scale {scale}" if scale is not None else "")
-        figures.append(
-            Figure(
-                name=f"compare_tps_vs_clients_{_slug(workload)}_{_slug(what)}_{duration}s",
-                title=f"TPS vs clients, {what}",
-                x_label="clients",
-                y_label="transactions/s",
-                series=tuple(series),
-                caption="One line per target: median tps per client count, bars from min to max "
-                "of the repeats.",
-                log_x=bool(clients) and max(clients) >= 8 * min(clients),
-            )
-        )
-    return figures
-
-
-def tps_vs_clients_by_scale(records: Sequence[RunRecord]) -> list[Figure]:
-    """Seed 004's sweep on one target: one chart per workload/mode, one line per scale."""
-    curves: dict[tuple[str, int, str], dict[int, dict[int, list[float]]]] = {}
-    for key, pairs_by_target in runs_by_point(records).items():
-        if key.scale is None:
-            continue
-        for pairs in pairs_by_target.values():
-            values = [run.tps for _, run in pairs if run is not None]
-            if values:
-                curve = curves.setdefault((key.workload, key.duration, key.mode), {})
-                curve.setdefault(key.scale, {}).setdefault(key.clients, []).extend(values)
-    figures = []
-    for (workload, duration, mode), by_scale in sorted(curves.items()):
-        if len(by_scale) < 2:
-            continue
-        series = []
-        for scale in sorted(by_scale):
-            series.append(median_line(f"scale {scale}", by_scale[scale]))
-        clients = [x for pts in by_scale.values() for x in pts]
-        figures.append(
-            Figure(
-                name=f"scale_sweep_{_slug(workload)}_{_slug(mode)}_{duration}s",
-                title=f"TPS vs clients per scale, {mode}",
-                x_label="clients",
-                y_label="transactions/s",
-                series=tuple(series),
-                caption="One line per scale (seed 004's charts): small scales with many "
-                "clients fight over the same rows (lock waits); large scales read from disk.",
-                log_x=max(clients) >= 8 * min(clients),
-            )
-        )
-    return figures
-
-
-def tps_over_time(
-    records: Sequence[RunRecord], targets: list[str], progress: Progress | None = None
-) -> list[Figure]:
-    """Seed 002's chart: per-second tps of each target overlaid, at the most clients
-    of each workload/scale/mode (the run closest to the median tps of its repeats)."""
-    progress = progress or Progress()
-    best: dict[tuple[str, int | None, int, str], tuple[int, dict[str, RunRecord]]] = {}
-    which: dict[tuple[str, int | None, int, str], dict[str, str]] = {}
-    for key, per_target in runs_by_point(records).items():
-        chosen: dict[str, RunRecord] = {}
-        repeats: dict[str, str] = {}
-        for t, pairs in per_target.items():
-            ok = [(rec, run) for rec, run in pairs if run is not None and progress.seconds(rec).n]
-            if ok:
-                median = statistics.median(run.tps for _, run in ok)
-                chosen[t], _ = min(ok, key=lambda p: abs(p[1].tps - median))
-                if len(ok) > 1:
-                    repeats[t] = f"{t} repeat {chosen[t].params.get('repeat', '?')} of {len(ok)}"
-        if not chosen:
-            continue
-        current = best.get(key.curve)
-        if current is None or key.clients > current[0]:
-            best[key.curve] = (key.clients, chosen)
-            which[key.curve] = repeats
-    figures = []
-    for (workload, scale, duration, mode), (clients, chosen) in sorted(
-        best.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0, kv[0][2], kv[0][3])
-    ):
-        drawn = [t for t in targets if t in chosen]
-        # one run's points read at a time, each line reduced before the next is read
-        spans = [progress.seconds(chosen[t]) for t in drawn]
-        buckets = decimate.Buckets.across((s.n, s.low, s.high) for s in spans)
-        series = tuple(buckets.line(t, *progress.line(chosen[t]), group=t) for t in drawn)
-        what = f"{mode}" + (f", scale {scale}" if scale is not None else "")
-        figures.append(
-            Figure(
-                name=f"compare_tps_over_time_{_slug(workload)}_{_slug(what)}_{duration}s",
-                title=f"TPS over time, {what}, {fmt.clients(clients)}",
-                x_label="seconds since start",
-                y_label="transactions/s",
-                series=series,
-                caption=buckets.caption(
-                    "pgbench -P 1 of each target overlaid: stalls (tps near 0) and "
-                    "drift show what a single average hides."
-                    + _drawn_runs(which[(workload, scale, duration, mode)])
-                ),
-            )
-        )
-    return figures
-
-
 def statements_table(
     records: Sequence[RunRecord], targets: list[str], baseline: str
 ) -> Table | None:
@@ -592,13 +415,6 @@ def statements_table(
         ),
         numeric=(False, *([True] * len(present))),
     )
-
-
-def _drawn_runs(repeats: dict[str, str]) -> str:
-    """Which repeat each line is: the run closest to the median tps of its point."""
-    if not repeats:
-        return ""
-    return " Each line is the run closest to its median tps: " + ", ".join(repeats.values()) + "."
 
 
 def comparison_section(

@@ -56,8 +56,8 @@ from pgrig.registry import typed_result
 from pgrig.registry.report import Conclusion
 from pgrig.registry.shared import PGBENCH_INIT, PGBENCH_RUN, SQL_SETUP
 from pgrig.report.bounds import client_bound, fsync_bound, io_cap, vm_wakeup, wait_bound
-from pgrig.report.compare import PointKey, point_key
 from pgrig.report.evidence import Evidence, Rule, p_words, point_words
+from pgrig.report.pointkey import PointKey, point_key
 from pgrig.report.progress import Progress
 from pgrig.report.samples import SampleReader, own_samples
 from pgrig.results import (

@@ -15,7 +15,7 @@ from pgrig.monitor.model import MONITOR, MonitorResult
 from pgrig.registry import typed_result
 from pgrig.registry.report import Conclusion
 from pgrig.registry.shared import PGBENCH_RUN
-from pgrig.report.compare import PointKey, point_key, runs_by_point
+from pgrig.report.pointkey import PointKey, point_key, runs_by_point
 from pgrig.report.progress import Progress
 from pgrig.report.samples import SampleReader, own_samples
 from pgrig.results import (

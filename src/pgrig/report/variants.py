@@ -21,7 +21,7 @@ from pgrig.document import fmt
 from pgrig.document.model import HEADLINE, Row, Section, Table
 from pgrig.monitor.model import MONITOR, Sample
 from pgrig.registry.shared import PGBENCH_RUN
-from pgrig.report.compare import PointKey, _point_order, runs_by_point
+from pgrig.report.pointkey import PointKey, point_order, runs_by_point
 from pgrig.report.samples import SampleReader, own_samples
 from pgrig.report.versus import VS_NOTE, Cell, Draft, Family
 from pgrig.results import SERVER, PgbenchRun, RunRecord, Study
@@ -66,7 +66,7 @@ def versions_section(study: Study, records: Sequence[RunRecord]) -> Section | No
     baseline = str(study.params.get("baseline") or names[0])
     release = {str(t["name"]): str(t.get("pg_version", "?")) for t in targets}
     blocks: list[Table] = []
-    by_point = sorted(runs_by_point(records).items(), key=_point_order)
+    by_point = sorted(runs_by_point(records).items(), key=point_order)
     curves: dict[tuple[str, int, str], list[tuple[PointKey, dict[str, Any]]]] = {}
     for key, per_target in by_point:
         curves.setdefault((key.workload, key.duration, key.mode), []).append((key, per_target))
@@ -304,7 +304,7 @@ def axes_section(
     )
     drafts: list[Draft] = []
     family = Family()
-    for key, per_target in sorted(runs_by_point(records).items(), key=_point_order):
+    for key, per_target in sorted(runs_by_point(records).items(), key=point_order):
         base = _tps(per_target.get(baseline, []))
         for n in names:
             pairs = per_target.get(n, [])

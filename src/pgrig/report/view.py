@@ -25,7 +25,7 @@ from pgrig.meaning import Meaning
 from pgrig.monitor.model import MONITOR
 from pgrig.probe import FIO, FSYNC, TIMING
 from pgrig.registry.shared import PGBENCH_RUN
-from pgrig.report import compare, conclusions, sizes, variants
+from pgrig.report import compare, conclusions, figures, sizes, variants
 from pgrig.report import storage as storage_report
 from pgrig.report.fold import fold_runs
 from pgrig.report.header import header, param_text, study_label
@@ -364,7 +364,7 @@ def summary_section(
         # The other workloads' headline figure, a row per point (TPC-C's tpmC).
         family = Family()
         rows.extend(family.rows(compare.summary_rows(records, target, [], family)))
-    sweep = compare.tps_vs_clients_by_scale(records)
+    sweep = figures.tps_vs_clients_by_scale(records)
     table = Table(
         columns=("Test Case", target),  # the target's name, not its directory
         rows=tuple(rows),
