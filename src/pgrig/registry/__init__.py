@@ -10,9 +10,9 @@ in its pyproject.toml exactly as a third-party package declares its own::
     [project.entry-points."pgrig.plugins"]
     example = "pgrig_example.workload:WORKLOAD"
 
-An entry point names a ``Workload`` or a ``TargetKind`` (registered as it is),
-or a module (or function) whose ``register()`` adds its parts through the
-``register*`` functions below. The tables load on first use (``load``), so the
+An entry point names a ``Workload``, a ``TargetKind`` or a ``click.Command``
+(registered as it is), or a module (or function) whose ``register()`` adds its
+parts through the ``register*`` functions below. The tables load on first use (``load``), so the
 command line, library callers and tests see the same plug-ins. Tests add toy
 plug-ins with ``register(...)`` and take them away with ``unregister(...)``.
 
@@ -91,12 +91,14 @@ def load() -> None:
 
 
 def add_plugin(plugin: object, where: str) -> None:
-    """Register what an entry point names: a workload, a target kind, or a
-    module or function whose ``register()`` adds its parts."""
+    """Register what an entry point names: a workload, a target kind, a
+    command, or a module or function whose ``register()`` adds its parts."""
     if isinstance(plugin, Workload):
         register(plugin)
     elif isinstance(plugin, TargetKind):
         register_target_kind(plugin)
+    elif isinstance(plugin, click.Command):  # callable too: not a register() hook
+        register_command(plugin)
     else:
         hook = getattr(plugin, "register", None) if inspect.ismodule(plugin) else plugin
         if not callable(hook):
