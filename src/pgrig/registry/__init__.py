@@ -79,7 +79,15 @@ def load() -> None:
     if _loading:
         return
     _loading.append(True)
-    for ep in _entry_points():
+    found = _entry_points()
+    if not any(ep.dist is not None and ep.dist.name == OWN for ep in found):
+        _loading.clear()  # asked again after the fix, it loads
+        raise PgrigError(
+            f"pgrig's own plug-ins are not registered: no {GROUP} entry points of pgrig "
+            "are installed (an installation made before they existed?)",
+            hint="reinstall pgrig: pip install -e . (or make venv)",
+        )
+    for ep in found:
         try:
             plugin = ep.load()
         except (ImportError, AttributeError) as exc:
