@@ -37,6 +37,7 @@ from pgrig import (
     probe,
     registry,
     validate,
+    workdb,
 )
 from pgrig.campaign import Campaign
 from pgrig.errors import (
@@ -51,6 +52,8 @@ from pgrig.errors import (
 from pgrig.meaning import Meaning
 from pgrig.proc import pid_alive, threads_cancelled
 from pgrig.recorder import Recorder, StartTogether, now
+from pgrig.registry.target import Target
+from pgrig.registry.workload import Phase, Series
 from pgrig.report import samples as report_samples
 from pgrig.report.monitor import closing_warning
 from pgrig.report.writer import write as write_report
@@ -58,9 +61,7 @@ from pgrig.results import Study
 from pgrig.step import Step
 from pgrig.storage.errors import OptionRefused, StorageError
 from pgrig.store import Store
-from pgrig.targets.base import Target
 from pgrig.ui import Ui, count, estimate
-from pgrig.workloads.base import Phase, Series
 
 
 def new_study_id(name: str) -> str:
@@ -496,10 +497,8 @@ class CampaignRunner:
                     self.ui.fail(f"{t.name}: no data; skipping its runs of this workload")
                     return False
                 if self.campaign.policy.reset == "restore":
-                    from pgrig.workloads.common import save_pristine
-
                     with self.ui.step(f"{t.name}: saving a pristine copy for reset = restore"):
-                        save_pristine(t.ctx)
+                        workdb.save_pristine(t.ctx)
             else:
                 rec.execute(step, t)
         return True

@@ -11,13 +11,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pgrig.conninfo import Conn
+from pgrig.document import fmt
+from pgrig.document.model import HEADLINE, Row, Section, Table
 from pgrig.hosts import load
 from pgrig.hosts.executor import Executor
 from pgrig.hosts.watch import client_bound
-from pgrig.report import fmt
-from pgrig.report.model import HEADLINE, Row, Section, Table
+from pgrig.registry.target import Target
 from pgrig.results import ResultKind, RunRecord, typed
-from pgrig.targets.base import Target
 
 
 @dataclass(frozen=True)

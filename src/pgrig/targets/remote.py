@@ -36,14 +36,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pgrig import registry
 from pgrig.cluster import binaries, profiles
 from pgrig.cluster.hosted import SUPERUSER, HostedServer, ServerSpec, Workdir, make_workdir
 from pgrig.cluster.server import InitdbOptions, initdb_version_args
+from pgrig.document.model import Section
 from pgrig.errors import HostUnusable, PgrigError, UsageError
 from pgrig.hosts import facts, inventory, owner, preflight
 from pgrig.hosts.executor import TMP, Executor
 from pgrig.hosts.inventory import Host
-from pgrig.report.model import Section
 from pgrig.schema import Schema, custom, integer, text
 from pgrig.schema import Table as Keys
 from pgrig.targets import loadhosts
@@ -61,16 +62,14 @@ from pgrig.ui import Ui
 from pgrig.workloads.common import DATABASE
 
 if TYPE_CHECKING:
-    from pgrig.campaign import TargetSpec
     from pgrig.cluster.binaries import PgBinaries
+    from pgrig.registry.target import TargetSpec
     from pgrig.results import RunRecord, Study
 
 SERVER_TOOLS = ("postgres", "initdb", "pg_isready")
-# Workload types whose measured runs go through ``Context.pgbench`` (a custom
-# workload's scripts and TPC-C's are copied to the load hosts).
-FROM_LOAD_HOSTS = ("tpcb", "custom", "tpcc")
-# Workload types that run from this machine over TCP (pg_basebackup copies the
-# server's host's data here: ``to`` a directory of this machine).
+# Workload types that run from this machine over TCP, not from the load hosts
+# (pg_basebackup copies the server's host's data here: ``to`` a directory of this
+# machine).
 FROM_HERE = ("basebackup",)
 
 
@@ -101,6 +100,17 @@ SCHEMA = Schema(
     text("host_pg_bin", None, "PostgreSQL's bin directory on the hosts",
          shown_default="the same path as here"),
 )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class RemoteOptions:
+    """A remote target's own keys (``SCHEMA``)."""
+
+    host: str
+    inventory: Path
+    load_hosts: tuple[str, ...] = ()
+    port: int = 5432
+    host_pg_bin: str | None = None
 
 
 @dataclass(frozen=True)
@@ -235,8 +245,9 @@ def _has_python(ex: Executor) -> bool:
     return ex.run(["python3", "-c", "pass"], timeout=60, check=False, what="python3").ok
 
 
-class RemoteKind(TargetKind):
+class RemoteKind(TargetKind[RemoteOptions, Hosts]):
     name = "remote"
+    order = 10
     summary = "a throwaway server on an inventory host, pgbench from its load hosts"
     schema = SCHEMA
     claim_key = "host"
@@ -250,8 +261,8 @@ class RemoteKind(TargetKind):
         self._seen: dict[str, Host] = {}
         self._opened: dict[str, _Open] = {}  # by target: made by ``storage``
 
-    def parse(self, table: Keys) -> Any:
-        values = super().parse(table)
+    def parse(self, table: Keys) -> RemoteOptions:
+        values = self.read_keys(table)
         if values["host"] is None:
             raise table.error("host", "a remote target needs the host its server runs on",
                               hint='host = "db1" (a host of the inventory)')  # fmt: skip
@@ -268,10 +279,10 @@ class RemoteKind(TargetKind):
                 hint="give the path of an Ansible inventory file (INI or YAML), relative to "
                 "the campaign file",
             )
-        return values
+        return RemoteOptions(**values)
 
     def check(self, spec: TargetSpec, demands: Demands, notes: list[str]) -> Checked:
-        opts = spec.options
+        opts = self.options(spec)
         if demands.power_loss:
             raise UsageError(
                 f"target {spec.name}: workload {demands.power_loss} is not supported on a "
@@ -279,25 +290,27 @@ class RemoteKind(TargetKind):
                 hint="run it on a local target",
             )
         # wal_directory and tablespace directories are the server's host's: made there.
-        others = [w for w in demands.workloads if w not in FROM_LOAD_HOSTS + FROM_HERE]
+        workloads = registry.workloads()
+        able = [name for name, w in workloads.items() if w.from_load_hosts] + list(FROM_HERE)
+        others = [w for w in demands.workloads if w not in able]
         if others:
             raise UsageError(
                 f"target {spec.name}: workload type {others[0]} cannot run from load hosts "
-                f"yet (only {', '.join(FROM_LOAD_HOSTS)})",
+                f"yet (only {', '.join(able)})",
                 hint="run it on a local target, or drop it from this campaign",
             )
-        inv = inventory.load(opts["inventory"])
-        server = inv.resolve([opts["host"]], "host")
+        inv = inventory.load(opts.inventory)
+        server = inv.resolve([opts.host], "host")
         if len(server) != 1:
             raise UsageError(
-                f"target {spec.name}: host {opts['host']!r} is a group of {len(server)} hosts "
+                f"target {spec.name}: host {opts.host!r} is a group of {len(server)} hosts "
                 f"in {inv.path}",
                 hint="name one host for the server; groups are for load_hosts",
             )
-        load_hosts = tuple(inv.resolve(opts["load_hosts"], "load host")) or (server[0],)
+        load_hosts = tuple(inv.resolve(opts.load_hosts, "load host")) or (server[0],)
         bins = find_binaries(spec, binaries.CLIENT_TOOLS)  # loads and warm-ups run from here
         initdb_version_args(_initdb(spec), bins)  # refused now what this major's initdb lacks
-        bin_dir = opts["host_pg_bin"] or str(bins.bin_dir)
+        bin_dir = opts.host_pg_bin or str(bins.bin_dir)
         executors, _ = preflight.check_all(_distinct(server[0], load_hosts))
         by_name = {ex.name: ex for ex in executors}
         try:
@@ -326,7 +339,7 @@ class RemoteKind(TargetKind):
         profile, header = _profile(spec, bins, server[0].name, machine, notes, demands.source)
         self._seen |= {h.name: h for h in (server[0], *load_hosts)}
         address = _ip(server[0].address)
-        clients = {_ip(h.address) for h in load_hosts} | {_source_ip(address, opts["port"])}
+        clients = {_ip(h.address) for h in load_hosts} | {_source_ip(address, opts.port)}
         hosts = Hosts(
             server[0], load_hosts, bin_dir, address, tuple(f"{ip}/32" for ip in sorted(clients)),
             tuple(profile.settings.items()), header,
@@ -358,7 +371,7 @@ class RemoteKind(TargetKind):
         with the probes' directory in it: the data directory goes beside it, on the
         same filesystem. Removed after (it and what is in it are pgrig's), unless
         the server is kept."""
-        hosts: Hosts = t.checked.state
+        hosts = self.state(t)
         with contextlib.ExitStack() as stack:
             executors = stack.enter_context(preflight.opened(_distinct(hosts.server, hosts.load)))
             db = executors[0]
@@ -396,8 +409,8 @@ class RemoteKind(TargetKind):
     def server(
         self, t: Target, name: str, study: str, ui: Ui, *, keep: Callable[[], bool]
     ) -> Iterator[None]:
-        hosts: Hosts = t.checked.state
-        port = int(t.spec.options["port"])
+        hosts = self.state(t)
+        port = self.options(t.spec).port
         address = hosts.address
         kept = keep()  # --keep: asked now, so the server logs where it stays readable
         with contextlib.ExitStack() as stack:
@@ -451,12 +464,11 @@ class RemoteKind(TargetKind):
                 t.ctx.conn = None
                 t.ctx.pgbench = None
 
-    @staticmethod
-    def _kept(t: Target, remote: HostedServer, ui: Ui) -> None:
+    def _kept(self, t: Target, remote: HostedServer, ui: Ui) -> None:
         """--keep: the server stays up on its host; how to reach it, and how it goes."""
-        hosts: Hosts = t.checked.state
+        hosts = self.state(t)
         remote.keep()
-        inv = t.spec.options["inventory"]
+        inv = self.options(t.spec).inventory
         ui.info(
             f"{t.name}: kept (--keep), running on {hosts.server.name}: data directory "
             f"{remote.datadir}, log {remote.workdir}/log; reach it there as the postgres "
@@ -493,7 +505,7 @@ class RemoteKind(TargetKind):
         return lines
 
     def describe(self, t: Target) -> dict[str, Any]:
-        hosts: Hosts = t.checked.state
+        hosts = self.state(t)
         return {
             "kind": self.name,
             "host": hosts.server.name,
@@ -503,20 +515,20 @@ class RemoteKind(TargetKind):
         }
 
     def where(self, spec: TargetSpec) -> tuple[str, Path | None]:
-        opts = spec.options
-        load = ", ".join(opts["load_hosts"]) or "the same host"
-        return f"host {opts['host']}, load from {load} ({opts['inventory']})", None
+        opts = self.options(spec)
+        load = ", ".join(opts.load_hosts) or "the same host"
+        return f"host {opts.host}, load from {load} ({opts.inventory})", None
 
     def probes_at(self, spec: TargetSpec) -> Path | None:
         # A directory ``storage`` makes on the host, its name known only then.
-        return Path(f"{spec.options['host']}:{TMP}/pgrig-server-*/probes")
+        return Path(f"{self.options(spec).host}:{TMP}/pgrig-server-*/probes")
 
     def label(self, t: Target) -> str:
-        hosts: Hosts = t.checked.state
+        hosts = self.state(t)
         return f"host {hosts.server.name}"
 
     def machines(self, t: Target) -> frozenset[str]:
-        hosts: Hosts = t.checked.state
+        hosts = self.state(t)
         return frozenset({hosts.address, *(_ip(h.address) for h in hosts.load)})
 
     def section(self, study: Study, records: Sequence[RunRecord]) -> Section | None:
