@@ -25,6 +25,7 @@ from pgrig import cli, runner, validate
 from pgrig.cluster import workdir
 from pgrig.results import Study
 from pgrig.store import Store
+from pgrig.ui import Ui
 
 CAMPAIGN = """[campaign]
 name = "{name}"
@@ -89,8 +90,8 @@ def test_two_studies_begun_in_the_same_second_get_two_ids(
     monkeypatch.setattr(runner, "new_study_id", lambda name: f"{name}-20260101-000000")
     camp = plan.quick(place / "data")
     with Store.open(place / "s.sqlite") as st:
-        first = runner.CampaignRunner(camp, cli.Ui(quiet=True))._open(st)
-        second = runner.CampaignRunner(camp, cli.Ui(quiet=True))._open(st)
+        first = runner.CampaignRunner(camp, Ui(quiet=True))._open(st)
+        second = runner.CampaignRunner(camp, Ui(quiet=True))._open(st)
         assert first.id != second.id
         assert {s.id for s in st.studies()} == {first.id, second.id}
 

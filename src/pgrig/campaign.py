@@ -152,7 +152,7 @@ def _settings(t: Table, key: str, default: Any) -> dict[str, str]:
 def _wal_segsize(t: Table, key: str, default: Any) -> int | None:
     seg = t.get(key, int)
     if seg is not None and (seg < 1 or seg > 1024 or seg & (seg - 1)):
-        raise t.error(key, f"{seg}: a power of 2 from 1 to 1024 (MB)")
+        raise t.error(key, f"{seg}: must be a power of 2 from 1 to 1024 (MB)")
     return seg  # type: ignore[no-any-return]
 
 
@@ -290,7 +290,20 @@ def parse(text: str, *, source: str, base: Path) -> Campaign:
         raise UsageError(
             f"{source}: not valid TOML: {exc}", hint="see docs/campaigns.md for the format"
         ) from exc
-    ctx = Context(source=source, base=base, locator=Locator(text))
+    return read(data, Context(source=source, base=base, locator=Locator(text)))
+
+
+def from_options(data: dict[str, Any], options: dict[tuple[Any, ...], str]) -> Campaign:
+    """The quick study: a campaign document made of command-line options, read
+    and checked as a file's would be; ``options`` maps each (table path, key)
+    to the option it came from, so that an error names what the user typed."""
+    ctx = Context(source="command line", base=Path(), locator=Locator(""), options=options)
+    return read(data, ctx)
+
+
+def read(data: dict[str, Any], ctx: Context) -> Campaign:
+    """A campaign document (parsed TOML, or the quick study's options), checked."""
+    source = ctx.source
     top = Table(data, (), ctx)
     campaign_table = top.table("campaign")
     if campaign_table is None:

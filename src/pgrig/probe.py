@@ -60,9 +60,11 @@ def _seconds(default: int) -> Any:
 def _size(t: Table, key: str, default: Any) -> str:
     size = t.get(key, str, default)
     try:
-        parse_size(size)
+        nbytes = parse_size(size)
     except UsageError as exc:
         raise t.error(key, exc.message, exc.hint) from exc
+    if nbytes <= 0:
+        raise t.error(key, f"{size!r}: must be more than 0", hint="use e.g. 256M, 1G, 16G")
     return str(size)
 
 

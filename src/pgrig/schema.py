@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +87,9 @@ class Table:
         return f"{place}: {table}.{key}" if key else f"{place}: [{table}]"
 
     def error(self, key: str | None, message: str, hint: str | None = None) -> UsageError:
+        option = self.ctx.options.get((*self.path, key)) if key is not None else None
+        if option is not None:  # the quick study: name the option the user typed
+            return UsageError(f"{option} {message}", hint=hint)
         return UsageError(f"{self.where(key)}: {message}", hint=hint)
 
     def get(self, key: str, kind: type | tuple[type, ...], default: Any = None) -> Any:
@@ -157,6 +160,9 @@ class Context:
     # workload key that names a target is checked against them).
     targets: tuple[str, ...] = ()
     inventory: Path | None = None  # [campaign] inventory: where remote targets' hosts are
+    # A campaign made of command-line options (the quick study): the option
+    # each key came from, by table path and key, so that errors name it.
+    options: dict[tuple[Any, ...], str] = field(default_factory=dict)
 
 
 def type_name(t: type) -> str:
