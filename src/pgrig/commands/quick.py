@@ -63,199 +63,200 @@ CLUSTER_ONLY = ("profile", "overrides", "wal_segsize", "encoding", "locale", "os
 LAB = ("fs", "fs_size", "mkfs", "mount", "disk", "memory")
 
 
+# The quick study's options (after --target, --profile, --set, --pg-bin), as
+# `pgrig run --help` shows them.
+QUICK_OPTIONS = (
+    click.option(
+        "--dsn",
+        default=None,
+        help="Use an existing server (URI or key=value) instead of a throwaway cluster.",
+    ),
+    click.option(
+        "--throwaway",
+        is_flag=True,
+        help="Create a throwaway cluster even when PG* variables are set.",
+    ),
+    click.option(
+        "--yes",
+        is_flag=True,
+        help="Allow destructive steps (pgbench -i) on an existing server.",
+    ),
+    click.option(
+        "--keep",
+        is_flag=True,
+        help="Keep the throwaway cluster (stopped) instead of removing it.",
+    ),
+    click.option(
+        "--os-user",
+        default=None,
+        help="OS user the server runs as when pgrig is root "
+        "(default: postgres, else pgrig; created if missing).",
+    ),
+    click.option(
+        "--scale",
+        type=int,
+        default=10,
+        show_default=True,
+        help="pgbench scale factor (100,000 accounts each, ~16 MB).",
+    ),
+    click.option(
+        "--clients",
+        default="1,2,4,8",
+        show_default=True,
+        help="Client counts, comma-separated.",
+    ),
+    click.option(
+        "--threads",
+        type=int,
+        default=None,
+        help="pgbench threads (default: min(clients, CPUs)).",
+    ),
+    click.option(
+        "--duration",
+        type=int,
+        default=10,
+        show_default=True,
+        help="Seconds per pgbench run (short, and repeated: see --repeat).",
+    ),
+    click.option(
+        "--modes",
+        default="select-only,read-write",
+        show_default=True,
+        help="TPC-B modes to run.",
+    ),
+    click.option(
+        "--repeat",
+        type=int,
+        default=3,
+        show_default=True,
+        help="Runs of every point: the report gives their median, range and, from 3 on, "
+        "the 95% confidence interval.",
+    ),
+    click.option(
+        "--query-mode",
+        type=click.Choice(["simple", "extended", "prepared"]),
+        default="prepared",
+        show_default=True,
+        help="pgbench -M: how statements are sent to the server.",
+    ),
+    click.option(
+        "--generate",
+        type=click.Choice(["client", "server", "parallel"]),
+        default="client",
+        show_default=True,
+        help="pgbench -i data generation, or parallel: pgrig's loader (the same rows, "
+        "one connection per CPU).",
+    ),
+    click.option(
+        "--partitions",
+        type=int,
+        default=0,
+        show_default=True,
+        help="Partition pgbench_accounts (pgbench --partitions).",
+    ),
+    click.option(
+        "--unlogged-tables",
+        is_flag=True,
+        help="Create the pgbench tables UNLOGGED (seed 004).",
+    ),
+    click.option(
+        "--tablespace",
+        default=None,
+        help="Tables in this tablespace: a directory (pgrig creates the tablespace in its "
+        "cluster) or the name of an existing one.",
+    ),
+    click.option(
+        "--index-tablespace",
+        default=None,
+        help="Indexes in this tablespace (directory or name), as seed 004 splits two disks.",
+    ),
+    click.option(
+        "--no-count", is_flag=True, help="Skip timing count(*) by index-only and seq scan."
+    ),
+    click.option("--skip", default="", help="Steps to skip: timing,fsync,fio,tpcb."),
+    click.option(
+        "--timing-seconds",
+        type=int,
+        default=3,
+        show_default=True,
+        help="pg_test_timing duration (-d) in seconds.",
+    ),
+    click.option(
+        "--fsync-seconds",
+        type=int,
+        default=1,
+        show_default=True,
+        help="pg_test_fsync seconds per test (the seeds use 5).",
+    ),
+    click.option(
+        "--fsync-repeat",
+        type=int,
+        default=3,
+        show_default=True,
+        help="Runs of pg_test_fsync: each method's median and range, and orderings that "
+        "contradict physics flagged as noise.",
+    ),
+    click.option(
+        "--fio-size",
+        default="256M",
+        show_default=True,
+        help="Size of fio's test file in the target directory (K, M, G suffixes).",
+    ),
+    click.option(
+        "--fio-runtime",
+        type=int,
+        default=10,
+        show_default=True,
+        help="Seconds per fio pattern.",
+    ),
+    click.option(
+        "--fio-numjobs",
+        type=int,
+        default=1,
+        show_default=True,
+        help="fio --numjobs: parallel jobs.",
+    ),
+    click.option(
+        "--fio-iodepth",
+        type=int,
+        default=8,
+        show_default=True,
+        help="fio --iodepth: I/Os in flight per job.",
+    ),
+    click.option(
+        "--fio-direct",
+        type=click.IntRange(0, 1),
+        default=1,
+        show_default=True,
+        help="1: O_DIRECT (as the seeds); 0: through the page cache.",
+    ),
+    click.option(
+        "--wal-segsize",
+        type=int,
+        default=None,
+        help="initdb --wal-segsize in MB (the seeds use 1024).",
+    ),
+    click.option(
+        "--encoding",
+        default="UTF8",
+        show_default=True,
+        help="initdb --encoding of the cluster.",
+    ),
+    click.option(
+        "--locale", default="C", show_default=True, help="initdb --locale of the cluster."
+    ),
+    click.option(
+        "--no-monitor",
+        is_flag=True,
+        help="Do not sample host and server during measured runs.",
+    ),
+    click.option("-q", "--quiet", is_flag=True, help="No progress output."),
+)
+
+
 def quick_options(fn: F) -> F:
-    """The quick study's options (after --target, --profile, --set, --pg-bin),
-    as `pgrig run --help` shows them."""
-    for option in reversed(
-        (
-            click.option(
-                "--dsn",
-                default=None,
-                help="Use an existing server (URI or key=value) instead of a throwaway cluster.",
-            ),
-            click.option(
-                "--throwaway",
-                is_flag=True,
-                help="Create a throwaway cluster even when PG* variables are set.",
-            ),
-            click.option(
-                "--yes",
-                is_flag=True,
-                help="Allow destructive steps (pgbench -i) on an existing server.",
-            ),
-            click.option(
-                "--keep",
-                is_flag=True,
-                help="Keep the throwaway cluster (stopped) instead of removing it.",
-            ),
-            click.option(
-                "--os-user",
-                default=None,
-                help="OS user the server runs as when pgrig is root "
-                "(default: postgres, else pgrig; created if missing).",
-            ),
-            click.option(
-                "--scale",
-                type=int,
-                default=10,
-                show_default=True,
-                help="pgbench scale factor (100,000 accounts each, ~16 MB).",
-            ),
-            click.option(
-                "--clients",
-                default="1,2,4,8",
-                show_default=True,
-                help="Client counts, comma-separated.",
-            ),
-            click.option(
-                "--threads",
-                type=int,
-                default=None,
-                help="pgbench threads (default: min(clients, CPUs)).",
-            ),
-            click.option(
-                "--duration",
-                type=int,
-                default=10,
-                show_default=True,
-                help="Seconds per pgbench run (short, and repeated: see --repeat).",
-            ),
-            click.option(
-                "--modes",
-                default="select-only,read-write",
-                show_default=True,
-                help="TPC-B modes to run.",
-            ),
-            click.option(
-                "--repeat",
-                type=int,
-                default=3,
-                show_default=True,
-                help="Runs of every point: the report gives their median, range and, from 3 on, "
-                "the 95% confidence interval.",
-            ),
-            click.option(
-                "--query-mode",
-                type=click.Choice(["simple", "extended", "prepared"]),
-                default="prepared",
-                show_default=True,
-                help="pgbench -M: how statements are sent to the server.",
-            ),
-            click.option(
-                "--generate",
-                type=click.Choice(["client", "server", "parallel"]),
-                default="client",
-                show_default=True,
-                help="pgbench -i data generation, or parallel: pgrig's loader (the same rows, "
-                "one connection per CPU).",
-            ),
-            click.option(
-                "--partitions",
-                type=int,
-                default=0,
-                show_default=True,
-                help="Partition pgbench_accounts (pgbench --partitions).",
-            ),
-            click.option(
-                "--unlogged-tables",
-                is_flag=True,
-                help="Create the pgbench tables UNLOGGED (seed 004).",
-            ),
-            click.option(
-                "--tablespace",
-                default=None,
-                help="Tables in this tablespace: a directory (pgrig creates the tablespace in its "
-                "cluster) or the name of an existing one.",
-            ),
-            click.option(
-                "--index-tablespace",
-                default=None,
-                help="Indexes in this tablespace (directory or name), as seed 004 splits two "
-                "disks.",
-            ),
-            click.option(
-                "--no-count", is_flag=True, help="Skip timing count(*) by index-only and seq scan."
-            ),
-            click.option("--skip", default="", help="Steps to skip: timing,fsync,fio,tpcb."),
-            click.option(
-                "--timing-seconds",
-                type=int,
-                default=3,
-                show_default=True,
-                help="pg_test_timing duration (-d) in seconds.",
-            ),
-            click.option(
-                "--fsync-seconds",
-                type=int,
-                default=1,
-                show_default=True,
-                help="pg_test_fsync seconds per test (the seeds use 5).",
-            ),
-            click.option(
-                "--fsync-repeat",
-                type=int,
-                default=3,
-                show_default=True,
-                help="Runs of pg_test_fsync: each method's median and range, and orderings that "
-                "contradict physics flagged as noise.",
-            ),
-            click.option(
-                "--fio-size",
-                default="256M",
-                show_default=True,
-                help="Size of fio's test file in the target directory (K, M, G suffixes).",
-            ),
-            click.option(
-                "--fio-runtime",
-                type=int,
-                default=10,
-                show_default=True,
-                help="Seconds per fio pattern.",
-            ),
-            click.option(
-                "--fio-numjobs",
-                type=int,
-                default=1,
-                show_default=True,
-                help="fio --numjobs: parallel jobs.",
-            ),
-            click.option(
-                "--fio-iodepth",
-                type=int,
-                default=8,
-                show_default=True,
-                help="fio --iodepth: I/Os in flight per job.",
-            ),
-            click.option(
-                "--fio-direct",
-                type=click.IntRange(0, 1),
-                default=1,
-                show_default=True,
-                help="1: O_DIRECT (as the seeds); 0: through the page cache.",
-            ),
-            click.option(
-                "--wal-segsize",
-                type=int,
-                default=None,
-                help="initdb --wal-segsize in MB (the seeds use 1024).",
-            ),
-            click.option(
-                "--encoding",
-                default="UTF8",
-                show_default=True,
-                help="initdb --encoding of the cluster.",
-            ),
-            click.option(
-                "--locale", default="C", show_default=True, help="initdb --locale of the cluster."
-            ),
-            click.option(
-                "--no-monitor",
-                is_flag=True,
-                help="Do not sample host and server during measured runs.",
-            ),
-            click.option("-q", "--quiet", is_flag=True, help="No progress output."),
-        )
-    ):
+    """Add ``QUICK_OPTIONS`` to a command, in their order."""
+    for option in reversed(QUICK_OPTIONS):
         fn = option(fn)
     return fn
 

@@ -15,7 +15,7 @@ from pgrig.report import samples as report_samples
 from pgrig.report.monitor import closing_warning
 from pgrig.report.writer import write as write_report
 from pgrig.results import Study
-from pgrig.runner import planned_steps, study_live
+from pgrig.resume import planned_steps, study_live
 from pgrig.schema import NAME
 from pgrig.store import Store, location
 from pgrig.ui import Ui
