@@ -300,8 +300,10 @@ def _dsn(opts: dict[str, Any], given: set[str]) -> str | None:
                 hint="drop --dsn to study the emulated storage, or the lab options to test "
                 "the server",
             )
+    # libpq's conventions: the PG* variables name the server to test - except with
+    # the lab's options, which mean a throwaway cluster on the storage they build
     elif not lab and not opts["throwaway"] and any(os.environ.get(v) for v in PG_SERVER_VARS):
-        dsn = ""  # the lab means a throwaway cluster, whatever PG* variables say
+        dsn = ""
     return dsn
 
 
