@@ -22,7 +22,19 @@ from pgrig.conninfo import Conn
 from pgrig.errors import UsageError
 from pgrig.policy import RunPolicy
 from pgrig.probe import FIO_SCHEMA, PROBES_SCHEMA, ProbeSpec
-from pgrig.schema import NAME, Context, Locator, Schema, Table, custom, flag, text, type_name
+from pgrig.schema import (
+    NAME,
+    Context,
+    Document,
+    KeyPath,
+    Locator,
+    Schema,
+    Table,
+    custom,
+    flag,
+    text,
+    type_name,
+)
 from pgrig.storage import kernel
 from pgrig.storage.keys import LAB_SCHEMA
 from pgrig.storage.target import LabSpec
@@ -293,7 +305,7 @@ def parse(text: str, *, source: str, base: Path) -> Campaign:
     return read(data, Context(source=source, base=base, locator=Locator(text)))
 
 
-def from_options(data: dict[str, Any], options: dict[tuple[Any, ...], str]) -> Campaign:
+def from_options(data: Document, options: dict[KeyPath, str]) -> Campaign:
     """The quick study: a campaign document made of command-line options, read
     and checked as a file's would be; ``options`` maps each (table path, key)
     to the option it came from, so that an error names what the user typed."""
@@ -301,7 +313,7 @@ def from_options(data: dict[str, Any], options: dict[tuple[Any, ...], str]) -> C
     return read(data, ctx)
 
 
-def read(data: dict[str, Any], ctx: Context) -> Campaign:
+def read(data: Document, ctx: Context) -> Campaign:
     """A campaign document (parsed TOML, or the quick study's options), checked."""
     source = ctx.source
     top = Table(data, (), ctx)

@@ -28,6 +28,9 @@ from pgrig.store import Store
 from pgrig.targets.base import Target
 from pgrig.ui import Ui
 
+# A study's params: what it recorded of its campaign and targets, as JSON.
+Params = dict[str, Any]
+
 
 def new_study_id(name: str) -> str:
     return f"{name}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
@@ -60,9 +63,9 @@ def planned_steps(study: Study) -> set[str] | None:
     return plan.step_ids(camp) if camp.name == study.params.get("campaign") else None
 
 
-def params(camp: Campaign, targets: list[Target]) -> dict[str, Any]:
+def params(camp: Campaign, targets: list[Target]) -> Params:
     """What the study records of its campaign and targets (``Study.params``)."""
-    out: dict[str, Any] = {
+    out: Params = {
         "campaign": camp.name,
         "source": camp.source,
         "baseline": camp.baseline,
@@ -96,7 +99,7 @@ def label(targets: list[Target]) -> str:
     return only.kind.label(only)
 
 
-def check_resume(old: Study, wanted: dict[str, Any], store: Store) -> None:
+def check_resume(old: Study, wanted: Params, store: Store) -> None:
     """Resume only our own, idle study: one another pgrig is running is left
     alone (and never marked failed), and one that measured other targets or
     other parameters never gets runs of this campaign mixed in."""
@@ -118,7 +121,7 @@ def check_resume(old: Study, wanted: dict[str, Any], store: Store) -> None:
             )
 
 
-def all_recorded(store: Store, camp: Campaign, sid: str, wanted: dict[str, Any]) -> list[Step]:
+def all_recorded(store: Store, camp: Campaign, sid: str, wanted: Params) -> list[Step]:
     """Every step the campaign expands to (builds, probes, loads, measured runs
     and what follows them: ``plan.steps``, the runner's own order), when each is
     recorded in study ``sid`` already - as a resume would find, any status
@@ -140,7 +143,7 @@ def all_recorded(store: Store, camp: Campaign, sid: str, wanted: dict[str, Any])
 
 
 def open_study(
-    store: Store, camp: Campaign, study_id: str | None, wanted: dict[str, Any], on: str, ui: Ui
+    store: Store, camp: Campaign, study_id: str | None, wanted: Params, on: str, ui: Ui
 ) -> Study:
     """Begin the study (``study_id``, or a new id), or resume it: ``on`` is what
     it is on (``label``), ``wanted`` its params."""

@@ -220,7 +220,7 @@ class CampaignRunner:
         )
         return self.study
 
-    def _params(self) -> dict[str, Any]:
+    def _params(self) -> resume.Params:
         return resume.params(self.campaign, self.targets)
 
     # -- storage, probes and servers ----------------------------------------

@@ -23,6 +23,12 @@ from pgrig.errors import UsageError
 _HEADER = re.compile(r"^\s*\[(\[)?\s*([^\]]+?)\s*\]\]?\s*(?:#.*)?$")
 _KEY = re.compile(r"^\s*([A-Za-z0-9_\-\"']+)\s*=")
 
+# A campaign document: parsed TOML (or the quick study's options), not yet
+# checked - the one place its values are truly untyped.
+Document = dict[str, Any]
+# A key's place in the document: ("target", 0, "initdb", "locale").
+KeyPath = tuple[str | int, ...]
+
 # Names that become ids and parts of paths (campaigns, targets, studies).
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*")
 
@@ -162,7 +168,7 @@ class Context:
     inventory: Path | None = None  # [campaign] inventory: where remote targets' hosts are
     # A campaign made of command-line options (the quick study): the option
     # each key came from, by table path and key, so that errors name it.
-    options: dict[tuple[Any, ...], str] = field(default_factory=dict)
+    options: dict[KeyPath, str] = field(default_factory=dict)
 
 
 def type_name(t: type) -> str:

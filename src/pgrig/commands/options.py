@@ -12,6 +12,8 @@ import click
 from pgrig.errors import UsageError
 
 F = Callable[..., Any]
+# A command's options as click passes them (``**opts``): by parameter name.
+Opts = dict[str, Any]
 
 
 def int_list(value: str, option: str) -> tuple[int, ...]:

@@ -13,15 +13,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 import click
 
 from pgrig import campaign
 from pgrig.campaign import Campaign
 from pgrig.cluster.profiles import parse_overrides
-from pgrig.commands.options import F, int_list, names
+from pgrig.commands.options import F, Opts, int_list, names
 from pgrig.errors import UsageError
+from pgrig.schema import Document, KeyPath
 from pgrig.storage import keys
 from pgrig.targets.existing import PG_SERVER_VARS
 
@@ -30,7 +30,7 @@ STEPS = ("timing", "fsync", "fio", "tpcb")
 # Each key of the document, by table path, and the option it comes from.
 T = ("target", 0)
 W = ("workload", 0)
-OPTIONS: dict[tuple[Any, ...], str] = {
+OPTIONS: dict[KeyPath, str] = {
     **{(*T, key): option for key, option in (
         ("directory", "--target"), ("dsn", "--dsn"), ("tablespace", "--tablespace"),
         ("index_tablespace", "--index-tablespace"), ("pg_bin", "--pg-bin"),
@@ -261,15 +261,15 @@ def quick_options(fn: F) -> F:
     return fn
 
 
-def campaign_of(opts: dict[str, Any], given: set[str]) -> Campaign:
+def campaign_of(opts: Opts, given: set[str]) -> Campaign:
     """The quick study the options ask for; ``given``: the options typed."""
     return campaign.from_options(document(opts, given), OPTIONS)
 
 
-def document(opts: dict[str, Any], given: set[str]) -> dict[str, Any]:
+def document(opts: Opts, given: set[str]) -> Document:
     """The campaign document (the dict a campaign file parses to) of the options."""
     skip = names(opts["skip"], "--skip", STEPS)
-    data: dict[str, Any] = {
+    data: Document = {
         "campaign": {"name": "quick", "repeat": opts["repeat"], "monitor": not opts["no_monitor"]},
         "target": [target(opts, given)],
         "probes": probes(opts, skip),
@@ -279,7 +279,7 @@ def document(opts: dict[str, Any], given: set[str]) -> dict[str, Any]:
     return data
 
 
-def _dsn(opts: dict[str, Any], given: set[str]) -> str | None:
+def _dsn(opts: Opts, given: set[str]) -> str | None:
     """--dsn, or "" when the PG* variables name the server to test (libpq's
     conventions); refused with the options of a cluster pgrig creates."""
     dsn: str | None = opts["dsn"]
@@ -307,11 +307,11 @@ def _dsn(opts: dict[str, Any], given: set[str]) -> str | None:
     return dsn
 
 
-def target(opts: dict[str, Any], given: set[str]) -> dict[str, Any]:
+def target(opts: Opts, given: set[str]) -> Document:
     """The one ``[[target]]``: this directory (or --target), or the lab's filesystem."""
     dsn = _dsn(opts, given)
     where: Path | None = opts["target"]
-    t: dict[str, Any] = {"name": "local", "profile": opts["profile"]}
+    t: Document = {"name": "local", "profile": opts["profile"]}
     if opts["fs"] is not None:
         t |= {"fs": opts["fs"], "size": opts["fs_size"] or "4GiB"}
         t["base"] = str((where or Path(keys.DEFAULT_BASE)).resolve())
@@ -338,7 +338,7 @@ def target(opts: dict[str, Any], given: set[str]) -> dict[str, Any]:
     return t
 
 
-def probes(opts: dict[str, Any], skip: tuple[str, ...]) -> dict[str, Any]:
+def probes(opts: Opts, skip: tuple[str, ...]) -> Document:
     """The ``[probes]`` table; a skipped probe is ``false``."""
     return {
         "timing": "timing" not in skip and opts["timing_seconds"],
@@ -355,9 +355,9 @@ def probes(opts: dict[str, Any], skip: tuple[str, ...]) -> dict[str, Any]:
     }
 
 
-def workload(opts: dict[str, Any]) -> dict[str, Any]:
+def workload(opts: Opts) -> Document:
     """The one ``type = "tpcb"`` workload."""
-    w: dict[str, Any] = {
+    w: Document = {
         "type": "tpcb",
         "scales": [opts["scale"]],
         "clients": list(int_list(opts["clients"], "--clients")),
