@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from pgrig import store as store_module
 from pgrig.conninfo import Conn
 from pgrig.errors import StoreError
 from pgrig.registry import typed_result
@@ -28,6 +27,7 @@ from pgrig.results import (
     to_dict,
 )
 from pgrig.store import Store
+from pgrig.store import backends as store_backends
 
 ENV = Environment(
     captured_at="2026-11-22T04:00:00+00:00",
@@ -180,7 +180,7 @@ def test_a_locked_postgresql_store_fails_the_write_instead_of_hanging(
 ) -> None:
     """Another session holding the runs table: the write gives up after the lock
     timeout (it waited for ever before)."""
-    monkeypatch.setattr(store_module, "PG_LOCK_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(store_backends, "PG_LOCK_TIMEOUT_S", 0.5)
     name = f"store_{secrets.token_hex(4)}"
     with conn.connect() as db:
         db.execute(f'CREATE DATABASE "{name}"')

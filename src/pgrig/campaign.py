@@ -26,10 +26,10 @@ from pgrig.schema import (
     NAME,
     Context,
     Document,
-    KeyPath,
     Locator,
     Schema,
     Table,
+    TablePath,
     custom,
     flag,
     text,
@@ -134,7 +134,7 @@ def _dsn(t: Table, key: str, default: Any) -> str | None:
             Conn.from_user(value, what="connection string")
         except UsageError as exc:
             raise t.error(key, exc.message, hint=exc.hint) from exc
-    return value  # type: ignore[no-any-return]
+    return value
 
 
 def _profile(t: Table, key: str, default: Any) -> str:
@@ -165,7 +165,7 @@ def _wal_segsize(t: Table, key: str, default: Any) -> int | None:
     seg = t.get(key, int)
     if seg is not None and (seg < 1 or seg > 1024 or seg & (seg - 1)):
         raise t.error(key, f"{seg}: must be a power of 2 from 1 to 1024 (MB)")
-    return seg  # type: ignore[no-any-return]
+    return seg
 
 
 INITDB_SCHEMA = Schema(
@@ -191,7 +191,7 @@ def _kind(t: Table, key: str, default: Any) -> str | None:
             f"{name!r} is not a target kind",
             hint=f"one of {', '.join(registry.TARGET_KINDS)}",
         )
-    return name  # type: ignore[no-any-return]
+    return name
 
 
 TARGET_SCHEMA = Schema(
@@ -305,7 +305,7 @@ def parse(text: str, *, source: str, base: Path) -> Campaign:
     return read(data, Context(source=source, base=base, locator=Locator(text)))
 
 
-def from_options(data: Document, options: dict[KeyPath, str]) -> Campaign:
+def from_options(data: Document, options: dict[TablePath, str]) -> Campaign:
     """The quick study: a campaign document made of command-line options, read
     and checked as a file's would be; ``options`` maps each (table path, key)
     to the option it came from, so that an error names what the user typed."""

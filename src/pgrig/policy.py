@@ -8,7 +8,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from pgrig import stats
 from pgrig.schema import NAME, Schema, Table, choice, custom, flag, integer, number
@@ -100,7 +100,7 @@ def _repeat(
     return count, until, max_repeat
 
 
-def _warmup(t: Table, key: str, default: Any) -> int | str:
+def _warmup(t: Table, key: str, default: int | str) -> int | str:
     warmup = t.get(key, (int, str), default)
     if isinstance(warmup, str) and warmup != "auto":
         raise t.error(key, f'{warmup!r}: seconds, or "auto" (until tps is steady)')
@@ -109,7 +109,7 @@ def _warmup(t: Table, key: str, default: Any) -> int | str:
     return warmup if isinstance(warmup, str) else int(warmup)
 
 
-def _versions(t: Table, key: str, default: Any) -> tuple[str, ...]:
+def _versions(t: Table, key: str, default: object) -> tuple[str, ...]:
     import re
 
     values = t.get(key, list, [])
@@ -124,7 +124,7 @@ def _versions(t: Table, key: str, default: Any) -> tuple[str, ...]:
 Axis = tuple[str, tuple[str, ...]]
 
 
-def _axes(t: Table, key: str, default: Any) -> tuple[Axis, ...]:
+def _axes(t: Table, key: str, default: object) -> tuple[Axis, ...]:
     import re
 
     table = t.table(key)
@@ -154,7 +154,7 @@ def _axes(t: Table, key: str, default: Any) -> tuple[Axis, ...]:
     return tuple(out)
 
 
-def _name(t: Table, key: str, default: Any) -> str:
+def _name(t: Table, key: str, default: object) -> str:
     name = t.get(key, str)
     if name is None:
         raise t.error(

@@ -6,9 +6,9 @@ so the report can put the database's numbers next to the physical limits.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from pgrig.errors import BinaryNotFound, UsageError
 from pgrig.results import FioResult, FsyncResult, ResultKind, TimingResult
@@ -43,8 +43,8 @@ class ProbeSpec:
     fsync_repeat: int = 1
 
 
-def _seconds(default: int) -> Any:
-    def read(t: Table, key: str, _d: Any) -> int | None:
+def _seconds(default: int) -> Callable[[Table, str, object], int | None]:
+    def read(t: Table, key: str, _d: object) -> int | None:
         value = t.get(key, (int, bool), True)
         if value is False:
             return None
@@ -57,7 +57,7 @@ def _seconds(default: int) -> Any:
     return read
 
 
-def _size(t: Table, key: str, default: Any) -> str:
+def _size(t: Table, key: str, default: str) -> str:
     size = t.get(key, str, default)
     try:  # fio's own notation, as its runner reads it: refused here, not mid-study
         fio.size_bytes(size)
@@ -78,7 +78,7 @@ FIO_SCHEMA = Schema(
 )
 
 
-def _fio_table(t: Table, key: str, default: Any) -> FioPlan | None:
+def _fio_table(t: Table, key: str, default: object) -> FioPlan | None:
     value = t.get(key, (dict, bool), True)
     if value is False:
         return None
@@ -107,7 +107,7 @@ FIO_LABELS = {
 
 
 def timing_action(seconds: int) -> Action:
-    def action(ctx: Context, line: ProgressLine) -> tuple[Any, str]:
+    def action(ctx: Context, line: ProgressLine) -> tuple[TimingResult, str]:
         return pg_test_timing.run(
             ctx.tool_dir("pg_test_timing"), duration_s=seconds, timeout=seconds + 60, host=ctx.host
         )
@@ -116,7 +116,7 @@ def timing_action(seconds: int) -> Action:
 
 
 def fsync_action(seconds: int) -> Action:
-    def action(ctx: Context, line: ProgressLine) -> tuple[Any, str]:
+    def action(ctx: Context, line: ProgressLine) -> tuple[FsyncResult, str]:
         done = 0
 
         def on_line(text: str) -> None:
@@ -142,7 +142,7 @@ def fsync_action(seconds: int) -> Action:
 
 
 def fio_action(fio_plan: FioPlan, pattern: str) -> Action:
-    def action(ctx: Context, line: ProgressLine) -> tuple[Any, str]:
+    def action(ctx: Context, line: ProgressLine) -> tuple[FioResult, str]:
         try:
             binary = fio.find_fio(host=ctx.host)
         except BinaryNotFound as exc:
@@ -194,7 +194,7 @@ def steps(probes: ProbeSpec, target: str, directory: Path) -> list[Step]:
     if probes.fsync_s:
         repeats = probes.fsync_repeat
         for rep in range(1, repeats + 1):
-            params: dict[str, Any] = {"seconds_per_test": probes.fsync_s, "directory": where}
+            params: dict[str, object] = {"seconds_per_test": probes.fsync_s, "directory": where}
             if repeats > 1:
                 params["repeat"] = rep
             out.append(
@@ -242,7 +242,7 @@ def disk_bytes(probes: ProbeSpec) -> int:
     return parse_size(probes.fio.size) + 64 * 2**20 if probes.fio is not None else 0
 
 
-def _fdatasync(res: FsyncResult) -> dict[str, Any]:
+def _fdatasync(res: FsyncResult) -> dict[str, float | None]:
     head = next((r for r in res.rows if r.method == "fdatasync"), None)
     return {"fdatasync_ops_per_sec": head.ops_per_sec} if head is not None else {}
 

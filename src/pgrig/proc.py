@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from types import FrameType
 
 from pgrig.errors import ToolError, ToolTimeout
 
@@ -188,6 +188,75 @@ def _start(
     return proc
 
 
+class _Output:
+    """A child's output as it comes: kept whole, and cut into lines for ``on_line``
+    on both ``\\n`` and ``\\r`` (some tools redraw a progress line in place)."""
+
+    def __init__(self, on_line: LineCallback | None) -> None:
+        self.on_line = on_line
+        self.chunks: dict[str, list[str]] = {"stdout": [], "stderr": []}
+        self.partial = {"stdout": "", "stderr": ""}
+
+    def feed(self, name: str, data: str) -> None:
+        self.chunks[name].append(data)
+        if self.on_line is None:
+            return
+        buf = self.partial[name] + data
+        parts = buf.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+        self.partial[name] = parts.pop()
+        for line in parts:
+            self.on_line(name, line)
+
+    def flush(self) -> None:
+        """The last line of each stream, when it had no line end."""
+        if self.on_line is not None:
+            for name in ("stdout", "stderr"):
+                if self.partial[name]:
+                    self.on_line(name, self.partial[name])
+
+    def text(self, name: str) -> str:
+        return "".join(self.chunks[name])
+
+
+def _pump(
+    proc: subprocess.Popen[bytes],
+    out: _Output,
+    *,
+    args: list[str],
+    deadline: float,
+    label: str,
+    timeout: float,
+) -> None:
+    """Read both of the child's pipes into ``out`` until they close; at the
+    ``deadline`` (monotonic) the child's group is stopped and ToolTimeout raised."""
+    assert proc.stdout is not None and proc.stderr is not None
+    sel = selectors.DefaultSelector()
+    try:
+        for name, pipe in (("stdout", proc.stdout), ("stderr", proc.stderr)):
+            os.set_blocking(pipe.fileno(), False)
+            sel.register(pipe, selectors.EVENT_READ, name)
+        open_pipes = 2
+        while open_pipes:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                stop_group(proc)
+                raise ToolTimeout(
+                    f"{label} did not finish within {timeout:.0f} s and was stopped",
+                    argv=args,
+                    stderr=out.text("stderr"),
+                )
+            raise_if_cancelled()
+            for key, _ in sel.select(timeout=min(remaining, 0.5)):
+                raw = os.read(key.fileobj.fileno(), 65536)  # type: ignore[union-attr]
+                if not raw:
+                    sel.unregister(key.fileobj)
+                    open_pipes -= 1
+                    continue
+                out.feed(key.data, raw.decode("utf-8", errors="replace"))
+    finally:
+        sel.close()
+
+
 def stream(
     argv: Sequence[str | os.PathLike[str]],
     *,
@@ -212,44 +281,10 @@ def stream(
     started = time.monotonic()
     who = _identity(user, env)
     child = _child_setup(who, preexec)
-    chunks: dict[str, list[str]] = {"stdout": [], "stderr": []}
-    partial = {"stdout": "", "stderr": ""}
-    sel = selectors.DefaultSelector()
-
-    def feed(name: str, data: str) -> None:
-        chunks[name].append(data)
-        if on_line is None:
-            return
-        buf = partial[name] + data
-        parts = buf.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-        partial[name] = parts.pop()
-        for line in parts:
-            on_line(name, line)
-
+    out = _Output(on_line)
     proc = _start(args, label, who, child, cwd)
     try:
-        assert proc.stdout is not None and proc.stderr is not None
-        for name, pipe in (("stdout", proc.stdout), ("stderr", proc.stderr)):
-            os.set_blocking(pipe.fileno(), False)
-            sel.register(pipe, selectors.EVENT_READ, name)
-        open_pipes = 2
-        while open_pipes:
-            remaining = timeout - (time.monotonic() - started)
-            if remaining <= 0:
-                stop_group(proc)
-                raise ToolTimeout(
-                    f"{label} did not finish within {timeout:.0f} s and was stopped",
-                    argv=args,
-                    stderr="".join(chunks["stderr"]),
-                )
-            raise_if_cancelled()
-            for key, _ in sel.select(timeout=min(remaining, 0.5)):
-                raw = os.read(key.fileobj.fileno(), 65536)  # type: ignore[union-attr]
-                if not raw:
-                    sel.unregister(key.fileobj)
-                    open_pipes -= 1
-                    continue
-                feed(key.data, raw.decode("utf-8", errors="replace"))
+        _pump(proc, out, args=args, deadline=started + timeout, label=label, timeout=timeout)
         remaining = max(1.0, timeout - (time.monotonic() - started))
         try:
             proc.wait(timeout=remaining)
@@ -262,20 +297,16 @@ def stream(
         stop_group(proc)
         raise
     finally:
-        sel.close()
         assert proc.stdout is not None and proc.stderr is not None
         proc.stdout.close()
         proc.stderr.close()
 
-    if on_line is not None:
-        for name in ("stdout", "stderr"):
-            if partial[name]:
-                on_line(name, partial[name])
+    out.flush()
     done = Completed(
         argv=args,
         returncode=proc.returncode,
-        stdout="".join(chunks["stdout"]),
-        stderr="".join(chunks["stderr"]),
+        stdout=out.text("stdout"),
+        stderr=out.text("stderr"),
         elapsed=time.monotonic() - started,
     )
     if check and not done.ok:
@@ -338,7 +369,11 @@ def signals_deferred() -> Iterator[None]:
         signal.raise_signal(held[0])  # now, to the handler it was meant for
 
 
-def _restore(handlers: Mapping[signal.Signals, Any]) -> None:
+# What signal.signal returns: a handler, SIG_DFL / SIG_IGN, or None (not set from Python).
+_Handler = Callable[[int, FrameType | None], object] | int | signal.Handlers | None
+
+
+def _restore(handlers: Mapping[signal.Signals, _Handler]) -> None:
     for signum, handler in handlers.items():
         signal.signal(signum, handler)
 

@@ -11,9 +11,12 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 # 2: a run's per-second samples in rows of their own (the store's ``samples``
 # table), its result keeping an empty list; schema 1 kept them in the result.
@@ -24,16 +27,19 @@ StudyStatus = Literal["running", "finished", "interrupted", "failed", "partial"]
 
 T = TypeVar("T")
 
+# A value of decoded JSON (or of a stored result before it is typed again).
+JsonValue = None | bool | int | float | str | list["JsonValue"] | dict[str, "JsonValue"]
 
-def to_dict(obj: Any) -> dict[str, Any]:
+
+def to_dict(obj: DataclassInstance) -> dict[str, JsonValue]:
     """A dataclass as plain JSON-able data (tuples become lists)."""
     return dataclasses.asdict(obj)
 
 
-def from_dict(cls: type[T], data: dict[str, Any]) -> T:
+def from_dict(cls: type[T], data: Mapping[str, object]) -> T:
     """Rebuild a (nested) dataclass from ``to_dict`` output; unknown keys are ignored
     so that a newer pgrig can read results written by an older one and vice versa."""
-    kwargs = {}
+    kwargs: dict[str, object] = {}
     for name, convert in _fields_of(cls):
         if name in data:
             value = data[name]
@@ -41,7 +47,7 @@ def from_dict(cls: type[T], data: dict[str, Any]) -> T:
     return cls(**kwargs)
 
 
-_Converter = typing.Callable[[Any], Any]
+_Converter = Callable[[object], object]
 _FIELDS: dict[type, tuple[tuple[str, _Converter], ...]] = {}
 
 
@@ -57,11 +63,19 @@ def _fields_of(cls: type) -> tuple[tuple[str, _Converter], ...]:
     return found
 
 
-def _same(value: Any) -> Any:
+def _same(value: object) -> object:
     return value
 
 
-def _converter(tp: Any) -> _Converter:
+def _as_tuple(value: object) -> object:
+    return tuple(typing.cast(Iterable[object], value))
+
+
+def _as_dict(value: object) -> object:
+    return dict(typing.cast(Mapping[str, object], value))
+
+
+def _converter(tp: object) -> _Converter:
     """A function turning JSON data (never None) into a value of type ``tp``."""
     origin = typing.get_origin(tp)
     if origin in (typing.Union, types.UnionType):
@@ -75,16 +89,21 @@ def _converter(tp: Any) -> _Converter:
         return lambda v: from_dict(cls, v) if isinstance(v, dict) else v
     if origin is tuple:
         items = typing.get_args(tp)
-        item = _converter(items[0] if items else Any)
+        item = _converter(items[0] if items else object)
         if item is _same:
-            return tuple
-        return lambda v: tuple(None if x is None else item(x) for x in v)
+            return _as_tuple
+        return lambda v: tuple(
+            None if x is None else item(x) for x in typing.cast(Iterable[object], v)
+        )
     if origin is dict:
-        _, vt = typing.get_args(tp) or (Any, Any)
+        _, vt = typing.get_args(tp) or (object, object)
         conv = _converter(vt)
         if conv is _same:
-            return dict
-        return lambda v: {k: None if x is None else conv(x) for k, x in v.items()}
+            return _as_dict
+        return lambda v: {
+            k: None if x is None else conv(x)
+            for k, x in typing.cast(Mapping[str, object], v).items()
+        }
     return _same
 
 
@@ -443,7 +462,7 @@ class RunRecord:
     status: Status
     started_at: str
     finished_at: str
-    result: dict[str, Any] | None = None
+    result: dict[str, JsonValue] | None = None
     reason: str | None = None
     raw: str = ""  # the tool's own output, kept verbatim
     tool_versions: dict[str, str] = field(default_factory=dict)
@@ -470,7 +489,7 @@ def typed(record: RunRecord, cls: type[T]) -> T | None:
 
 # Oldest first (dicts keep insertion order); bounded so that a long-lived process
 # (a campaign recording thousands of runs) does not keep every result it decoded.
-_DECODED: dict[int, tuple[dict[str, Any], type, Any]] = {}
+_DECODED: dict[int, tuple[dict[str, JsonValue], type, object]] = {}
 _DECODED_MAX = 2048
 
 

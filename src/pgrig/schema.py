@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, overload
 
 from pgrig.errors import UsageError
 
@@ -23,14 +23,18 @@ from pgrig.errors import UsageError
 _HEADER = re.compile(r"^\s*\[(\[)?\s*([^\]]+?)\s*\]\]?\s*(?:#.*)?$")
 _KEY = re.compile(r"^\s*([A-Za-z0-9_\-\"']+)\s*=")
 
-# A campaign document: parsed TOML (or the quick study's options), not yet
-# checked - the one place its values are truly untyped.
-Document = dict[str, Any]
-# A key's place in the document: ("target", 0, "initdb", "locale").
-KeyPath = tuple[str | int, ...]
-
 # Names that become ids and parts of paths (campaigns, targets, studies).
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*")
+
+# A value of parsed TOML (tomllib's output before any check): what a table holds.
+TomlValue = str | int | float | bool | list["TomlValue"] | dict[str, "TomlValue"]
+# Where a table sits: ("target", 1) for the second [[target]], ("campaign",).
+TablePath = tuple[str | int, ...]
+# A campaign document: parsed TOML, or the quick study's options made into one.
+Document = dict[str, TomlValue]
+
+T = TypeVar("T")
+U = TypeVar("U")
 
 
 class Locator:
@@ -41,10 +45,10 @@ class Locator:
     """
 
     def __init__(self, text: str) -> None:
-        self.lines: dict[tuple[tuple[Any, ...], str], int] = {}
-        self.tables: dict[tuple[Any, ...], int] = {}
+        self.lines: dict[tuple[TablePath, str], int] = {}
+        self.tables: dict[TablePath, int] = {}
         counts: dict[str, int] = {}
-        path: tuple[Any, ...] = ()
+        path: TablePath = ()
         for number, line in enumerate(text.splitlines(), start=1):
             header = _HEADER.match(line)
             if header:
@@ -66,7 +70,7 @@ class Locator:
             if key:
                 self.lines.setdefault((path, key.group(1).strip("\"'")), number)
 
-    def line(self, path: tuple[Any, ...], key: str | None = None) -> int | None:
+    def line(self, path: TablePath, key: str | None = None) -> int | None:
         if key is not None and (path, key) in self.lines:
             return self.lines[(path, key)]
         # an inline table: the key of its parent
@@ -80,7 +84,7 @@ class Locator:
 class Table:
     """Typed access to one table of the campaign with precise errors."""
 
-    def __init__(self, data: dict[str, Any], path: tuple[Any, ...], ctx: Context) -> None:
+    def __init__(self, data: dict[str, TomlValue], path: TablePath, ctx: Context) -> None:
         self.data = data
         self.path = path
         self.ctx = ctx
@@ -98,7 +102,18 @@ class Table:
             return UsageError(f"{option} {message}", hint=hint)
         return UsageError(f"{self.where(key)}: {message}", hint=hint)
 
-    def get(self, key: str, kind: type | tuple[type, ...], default: Any = None) -> Any:
+    @overload
+    def get(self, key: str, kind: type[T], default: None = None) -> T | None: ...
+    @overload
+    def get(self, key: str, kind: type[T], default: T) -> T: ...
+    @overload
+    def get(
+        self, key: str, kind: tuple[type[T], type[U]], default: None = None
+    ) -> T | U | None: ...
+    @overload
+    def get(self, key: str, kind: tuple[type[T], type[U]], default: T | U) -> T | U: ...
+
+    def get(self, key: str, kind: type | tuple[type, ...], default: object = None) -> object:
         self.used.add(key)
         if key not in self.data:
             return default
@@ -168,7 +183,7 @@ class Context:
     inventory: Path | None = None  # [campaign] inventory: where remote targets' hosts are
     # A campaign made of command-line options (the quick study): the option
     # each key came from, by table path and key, so that errors name it.
-    options: dict[KeyPath, str] = field(default_factory=dict)
+    options: dict[TablePath, str] = field(default_factory=dict)
 
 
 def type_name(t: type) -> str:
@@ -182,7 +197,7 @@ def type_name(t: type) -> str:
     }.get(t, t.__name__)
 
 
-def table_name(path: tuple[Any, ...]) -> str:
+def table_name(path: TablePath) -> str:
     out = ""
     for part in path:
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
@@ -227,17 +242,17 @@ class Key:
         return f"`{value}`"
 
 
-def text(name: str, default: str | None, doc: str, **kw: Any) -> Key:
+def text(name: str, default: str | None, doc: str, **kw: str | None) -> Key:
     return Key(name, default, doc, lambda t, k, d: t.get(k, str, d), **kw)
 
 
-def flag(name: str, default: bool, doc: str, **kw: Any) -> Key:
+def flag(name: str, default: bool, doc: str, **kw: str | None) -> Key:
     return Key(name, default, doc, lambda t, k, d: t.get(k, bool, d), **kw)
 
 
 def number(name: str, default: float | None, doc: str, *, above: float | None = None,
-           **kw: Any) -> Key:  # fmt: skip
-    def read(t: Table, k: str, d: Any) -> Any:
+           **kw: str | None) -> Key:  # fmt: skip
+    def read(t: Table, k: str, d: float | None) -> float | None:
         value = t.get(k, float, d)
         if value is not None and above is not None and value <= above:
             raise t.error(k, f"{value:g}: must be more than {above:g}")
@@ -246,28 +261,28 @@ def number(name: str, default: float | None, doc: str, *, above: float | None = 
     return Key(name, default, doc, read, **kw)
 
 
-def integer(name: str, default: int | None, doc: str, *, minimum: int = 1, **kw: Any) -> Key:
-    def read(t: Table, k: str, d: Any) -> Any:
+def integer(name: str, default: int | None, doc: str, *, minimum: int = 1, **kw: str | None) -> Key:
+    def read(t: Table, k: str, d: int) -> int:
         return t.ints(k, (d,), minimum=minimum)[0] if k in t.data else d
 
     return Key(name, default, doc, read, **kw)
 
 
 def integers(name: str, default: tuple[int, ...] | None, doc: str, *, minimum: int = 1,
-             **kw: Any) -> Key:  # fmt: skip
-    def read(t: Table, k: str, d: Any) -> Any:
+             **kw: str | None) -> Key:  # fmt: skip
+    def read(t: Table, k: str, d: tuple[int, ...]) -> tuple[int, ...]:
         return t.ints(k, d, minimum=minimum) if k in t.data else d
 
     return Key(name, default, doc, read, **kw)
 
 
-def choice(name: str, allowed: tuple[str, ...], default: str, doc: str, **kw: Any) -> Key:
+def choice(name: str, allowed: tuple[str, ...], default: str, doc: str, **kw: str | None) -> Key:
     return Key(name, default, doc, lambda t, k, d: t.choice(k, allowed, d), **kw)
 
 
 def choices(name: str, allowed: tuple[str, ...], default: tuple[str, ...], doc: str,
-            **kw: Any) -> Key:  # fmt: skip
-    def read(t: Table, k: str, d: Any) -> Any:
+            **kw: str | None) -> Key:  # fmt: skip
+    def read(t: Table, k: str, d: tuple[str, ...]) -> tuple[str, ...]:
         values = tuple(t.get(k, list, list(d)))
         for v in values:
             if v not in allowed:
@@ -279,7 +294,7 @@ def choices(name: str, allowed: tuple[str, ...], default: tuple[str, ...], doc: 
     return Key(name, default, doc, read, **kw)
 
 
-def custom(name: str, default: Any, doc: str, read: Read, **kw: Any) -> Key:
+def custom(name: str, default: Any, doc: str, read: Read, **kw: str | None) -> Key:
     return Key(name, default, doc, read, **kw)
 
 

@@ -21,7 +21,7 @@ from pgrig.campaign import Campaign
 from pgrig.cluster.profiles import parse_overrides
 from pgrig.commands.options import F, Opts, int_list, names
 from pgrig.errors import UsageError
-from pgrig.schema import Document, KeyPath
+from pgrig.schema import Document, TablePath
 from pgrig.storage import keys
 from pgrig.targets.existing import PG_SERVER_VARS
 
@@ -30,7 +30,7 @@ STEPS = ("timing", "fsync", "fio", "tpcb")
 # Each key of the document, by table path, and the option it comes from.
 T = ("target", 0)
 W = ("workload", 0)
-OPTIONS: dict[KeyPath, str] = {
+OPTIONS: dict[TablePath, str] = {
     **{(*T, key): option for key, option in (
         ("directory", "--target"), ("dsn", "--dsn"), ("tablespace", "--tablespace"),
         ("index_tablespace", "--index-tablespace"), ("pg_bin", "--pg-bin"),
@@ -324,9 +324,10 @@ def target(opts: Opts, given: set[str]) -> Document:
     if dsn is not None:
         t["dsn"] = dsn
     else:  # initdb: only for a cluster pgrig creates
-        t["initdb"] = {"encoding": opts["encoding"], "locale": opts["locale"]}
+        initdb: Document = {"encoding": opts["encoding"], "locale": opts["locale"]}
         if opts["wal_segsize"] is not None:
-            t["initdb"]["wal_segsize"] = opts["wal_segsize"]
+            initdb["wal_segsize"] = opts["wal_segsize"]
+        t["initdb"] = initdb
     for name in ("pg_bin", "os_user"):
         if opts[name] is not None:
             t[name] = opts[name]
@@ -334,7 +335,7 @@ def target(opts: Opts, given: set[str]) -> Document:
         if (value := _abs_or_name(opts[name])) is not None:
             t[name] = value
     if settings := parse_overrides(list(opts["overrides"])):
-        t["set"] = settings
+        t["set"] = dict(settings)
     return t
 
 

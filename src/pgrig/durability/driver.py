@@ -28,6 +28,7 @@ from pgrig.durability.model import (
     SETTINGS,
     Check,
     Crash,
+    Cut,
     DurabilityResult,
     Loss,
     untested_by,
@@ -173,59 +174,14 @@ def run(
         user_load.start()
     state.user_checks = user_checks
     watch = _watch(server)
+    rig = _Rig(plan, server, bins, logfile, gate, state, progress, on_event)
     try:
         for number in range(1, plan.crashes + 1):
-            acked_before, doubt_before = state.count_acked(), len(state.in_doubt())
-            pause = rng.uniform(0.5, 1.5) * plan.interval_s
-            started = _load(gate, state, pause)
-            sent = crasher.crash(server, plan.method, rng, watch)
-            gate.close()
-            state.load_s += sent.mono - started
-            if sent.killed_pid is not None:
-                state.killed.add(sent.killed_pid)
-            on_event("crashed", number)
-            progress(f"crash {number} ({plan.method}) after {sent.mono - started:.1f} s of load")
-            downtime, recovery, cut = crasher.wait_recovered(
-                server,
-                plan.method,
-                sent,
-                watch,
-                plan.recovery_timeout_s,
-                power_loss=plan.power_loss,
-                # drawn only for power losses: a process-crash seed keeps its moments
-                seed=rng.randrange(2**31) if plan.power_loss else 0,
-            )
-            if cut is not None:
-                progress(f"power loss {number} ({cut.mode}): {cut.sentence()}")
+            crashed = _crash(rig, rng, watch, number)
             watch.close()
             watch = _watch(server)
-            _park(gate, state)
-            on_event("recovered", number)
-            checks, loss = _verify(state, server, bins, logfile, at=sent.wall)
-            if loss is not None:
-                state.failures.append(loss.sentence(number))
-            state.fail(checks, f"after crash {number}", skip=verifier.ACKED)
-            crashes.append(
-                Crash(
-                    number=number,
-                    method=plan.method,
-                    at=sent.at,
-                    load_s=sent.mono - started,
-                    acknowledged=state.count_acked() - acked_before,
-                    in_doubt=len(state.in_doubt()) - doubt_before,
-                    downtime_s=downtime,
-                    recovery_s=recovery,
-                    killed_pid=sent.killed_pid,
-                    loss=loss,
-                    checks=checks,
-                    power_loss=cut,
-                )
-            )
-            progress(
-                f"crash {number}: back in {downtime:.2f} s (recovery {recovery:.2f} s); "
-                + (loss.sentence(number) if loss else "no acknowledged commit lost")
-            )
-            if any(c.name == verifier.READABLE and c.ok is False for c in checks):
+            crashes.append(_check_crash(rig, crashed))
+            if any(c.name == verifier.READABLE and c.ok is False for c in crashes[-1].checks):
                 break  # the tables are gone or broken: more load proves nothing
         else:
             started = _load(gate, state, plan.interval_s)
@@ -249,6 +205,106 @@ def run(
         with contextlib.suppress(psycopg.Error):
             watch.close()
 
+    return _result(rig, seed, version, settings, crashes, checks, final_loss)
+
+
+@dataclass(frozen=True)
+class _Rig:
+    """What every crash of one run works with."""
+
+    plan: DurabilityPlan
+    server: crasher.Server
+    bins: PgBinaries
+    logfile: Path | None
+    gate: Gate
+    state: _Run
+    progress: Progress
+    on_event: EventHook
+
+
+@dataclass(frozen=True)
+class _Crashed:
+    """One crash as sent and recovered from, before its checks."""
+
+    number: int
+    sent: crasher.Signal
+    started: float  # monotonic: when the load before it began
+    acked_before: int
+    doubt_before: int
+    downtime: float
+    recovery: float
+    cut: Cut | None
+
+
+def _crash(rig: _Rig, rng: random.Random, watch: psycopg.Connection, number: int) -> _Crashed:
+    """Load for a while, crash the server, wait until it is back."""
+    plan, server, state, gate, progress = rig.plan, rig.server, rig.state, rig.gate, rig.progress
+    acked_before, doubt_before = state.count_acked(), len(state.in_doubt())
+    pause = rng.uniform(0.5, 1.5) * plan.interval_s
+    started = _load(gate, state, pause)
+    sent = crasher.crash(server, plan.method, rng, watch)
+    gate.close()
+    state.load_s += sent.mono - started
+    if sent.killed_pid is not None:
+        state.killed.add(sent.killed_pid)
+    rig.on_event("crashed", number)
+    progress(f"crash {number} ({plan.method}) after {sent.mono - started:.1f} s of load")
+    downtime, recovery, cut = crasher.wait_recovered(
+        server,
+        plan.method,
+        sent,
+        watch,
+        plan.recovery_timeout_s,
+        power_loss=plan.power_loss,
+        # drawn only for power losses: a process-crash seed keeps its moments
+        seed=rng.randrange(2**31) if plan.power_loss else 0,
+    )
+    if cut is not None:
+        progress(f"power loss {number} ({cut.mode}): {cut.sentence()}")
+    return _Crashed(number, sent, started, acked_before, doubt_before, downtime, recovery, cut)
+
+
+def _check_crash(rig: _Rig, c: _Crashed) -> Crash:
+    """After a crash: the clients parked, the data verified, the crash recorded."""
+    state, number = rig.state, c.number
+    _park(rig.gate, state)
+    rig.on_event("recovered", number)
+    checks, loss = _verify(state, rig.server, rig.bins, rig.logfile, at=c.sent.wall)
+    if loss is not None:
+        state.failures.append(loss.sentence(number))
+    state.fail(checks, f"after crash {number}", skip=verifier.ACKED)
+    crash = Crash(
+        number=number,
+        method=rig.plan.method,
+        at=c.sent.at,
+        load_s=c.sent.mono - c.started,
+        acknowledged=state.count_acked() - c.acked_before,
+        in_doubt=len(state.in_doubt()) - c.doubt_before,
+        downtime_s=c.downtime,
+        recovery_s=c.recovery,
+        killed_pid=c.sent.killed_pid,
+        loss=loss,
+        checks=checks,
+        power_loss=c.cut,
+    )
+    rig.progress(
+        f"crash {number}: back in {c.downtime:.2f} s (recovery {c.recovery:.2f} s); "
+        + (loss.sentence(number) if loss else "no acknowledged commit lost")
+    )
+    return crash
+
+
+def _result(
+    rig: _Rig,
+    seed: int,
+    version: str,
+    settings: dict[str, str],
+    crashes: list[Crash],
+    checks: tuple[Check, ...],
+    final_loss: Loss | None,
+) -> DurabilityResult:
+    """The run's result, with how many in-doubt commits the server kept."""
+    plan, state, server = rig.plan, rig.state, rig.server
     in_doubt = state.in_doubt()
     rows = None
     with server.conn.connect() as db, contextlib.suppress(psycopg.errors.UndefinedTable):

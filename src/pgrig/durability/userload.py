@@ -14,7 +14,6 @@ from __future__ import annotations
 import subprocess
 import threading
 from dataclasses import dataclass, field
-from typing import Any
 
 import psycopg
 
@@ -38,7 +37,7 @@ class UserCheck:
     sql: str
 
 
-def parse_checks(t: Table, key: str, default: Any) -> tuple[UserCheck, ...]:
+def parse_checks(t: Table, key: str, default: object) -> tuple[UserCheck, ...]:
     out = []
     for item in t.get(key, list, []):
         if not isinstance(item, dict):

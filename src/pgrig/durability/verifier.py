@@ -91,21 +91,7 @@ def verify_data(
     in_doubt: set[int],
     rejected: set[int],
 ) -> DataState:
-    with conn.connect(autocommit=False) as db:
-        # One snapshot for everything; the heap, not an index, decides what is there.
-        db.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-        for knob in ("enable_indexscan", "enable_indexonlyscan", "enable_bitmapscan"):
-            db.execute(f"SET LOCAL {knob} = off")
-        rows = db.execute(f"SELECT id, delta FROM {PREFIX}history").fetchall()
-        totals = db.execute(TOTALS_SQL).fetchone()
-        unbalanced = []
-        for table, key in (("accounts", "aid"), ("tellers", "tid"), ("branches", "bid")):
-            query = UNBALANCED_SQL.format(prefix=PREFIX, table=table, key=key)
-            found = db.execute(query).fetchall()
-            unbalanced += [(table[:-1], k, b, s) for k, b, s in found]
-        db.rollback()
-    assert totals is not None
-
+    rows, totals, unbalanced = _snapshot(conn)
     counts = Counter(r[0] for r in rows)
     present = frozenset(counts)
     missing = frozenset(set(acked) - present)
@@ -155,6 +141,34 @@ def verify_data(
             )
         )
 
+    checks.append(_invariants(totals, unbalanced))
+    return DataState(tuple(checks), missing, present)
+
+
+def _snapshot(
+    conn: Conn,
+) -> tuple[list[tuple[int, int]], tuple[int, ...], list[tuple[str, int, int, int]]]:
+    """The history rows (id, delta), the four totals and the unbalanced rows
+    (what, key, balance, history sum), read in one snapshot from the heap."""
+    with conn.connect(autocommit=False) as db:
+        # One snapshot for everything; the heap, not an index, decides what is there.
+        db.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        for knob in ("enable_indexscan", "enable_indexonlyscan", "enable_bitmapscan"):
+            db.execute(f"SET LOCAL {knob} = off")
+        rows = db.execute(f"SELECT id, delta FROM {PREFIX}history").fetchall()
+        totals = db.execute(TOTALS_SQL).fetchone()
+        unbalanced = []
+        for table, key in (("accounts", "aid"), ("tellers", "tid"), ("branches", "bid")):
+            query = UNBALANCED_SQL.format(prefix=PREFIX, table=table, key=key)
+            found = db.execute(query).fetchall()
+            unbalanced += [(table[:-1], k, b, s) for k, b, s in found]
+        db.rollback()
+    assert totals is not None
+    return rows, tuple(totals), unbalanced
+
+
+def _invariants(totals: tuple[int, ...], unbalanced: list[tuple[str, int, int, int]]) -> Check:
+    """TPC-B's sums agree, and each row's balance is its history's sum."""
     accounts, tellers, branches, history = (int(v) for v in totals)
     sums = (
         f"sum(accounts) = {accounts:,}, sum(tellers) = {tellers:,}, "
@@ -167,10 +181,8 @@ def verify_data(
                 f"{what} {k}: balance {b:,} but its history rows sum to {s:,}"
                 for what, k, b, s in unbalanced
             )
-        checks.append(Check(INVARIANTS, False, detail))
-    else:
-        checks.append(Check(INVARIANTS, True, f"hold: {sums}"))
-    return DataState(tuple(checks), missing, present)
+        return Check(INVARIANTS, False, detail)
+    return Check(INVARIANTS, True, f"hold: {sums}")
 
 
 def unreadable(acked: Mapping[int, float], exc: psycopg.Error) -> DataState:

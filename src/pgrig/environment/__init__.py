@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from pgrig.environment.cpu import (
     detect_hypervisor,
@@ -145,7 +145,7 @@ def _attempt(what: str, fn: Callable[[], T], default: T) -> T:
 def capture(
     paths: Sequence[Path],
     *,
-    pg_conninfo: Mapping[str, Any] | str | None = None,
+    pg_conninfo: Mapping[str, object] | str | None = None,
     bin_dir: Path | None = None,
     locate: Callable[[str], Path] | None = None,
 ) -> Environment:

@@ -100,7 +100,7 @@ def tool_versions(
 
 
 def read_postgres(
-    conninfo: Mapping[str, Any] | str, *, bin_dir: Path | None = None
+    conninfo: Mapping[str, object] | str, *, bin_dir: Path | None = None
 ) -> PostgresInfo | None:
     """Version and non-default settings of a running server; None when it cannot be reached."""
     # A cluster initialised in the C locale is SQL_ASCII, and psycopg then returns

@@ -20,7 +20,6 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from pgrig.errors import UsageError
 
@@ -61,7 +60,7 @@ class _Draft:
     """A host or group while the file is read."""
 
     where: str
-    vars: dict[str, Any] = field(default_factory=dict)
+    vars: dict[str, object] = field(default_factory=dict)  # YAML values or INI strings
     hosts: list[str] = field(default_factory=list)
     children: list[str] = field(default_factory=list)
 
@@ -141,7 +140,7 @@ def _expand(name: str, where: str) -> list[str]:
     ]
 
 
-def _split_host_line(line: str, where: str) -> tuple[str, dict[str, Any]]:
+def _split_host_line(line: str, where: str) -> tuple[str, dict[str, str]]:
     """``db1:2222 ansible_user=x`` -> ("db1", {"ansible_port": "2222", "ansible_user": "x"})."""
     parts = line.split()
     name, values = parts[0], dict(_assignment(p, where) for p in parts[1:])
@@ -215,14 +214,14 @@ def _read_yaml(path: Path, text: str) -> tuple[dict[str, _Draft], dict[str, _Dra
     hosts: dict[str, _Draft] = {}
     groups: dict[str, _Draft] = {UNGROUPED: _Draft(str(path))}
 
-    def mapping(value: Any, key: str) -> dict[str, Any]:
+    def mapping(value: object, key: str) -> dict[str, object]:
         if value is None:
             return {}
         if not isinstance(value, dict):
             raise UsageError(f"{path}: {key} must be a mapping, not {type(value).__name__}")
         return value
 
-    def group(name: str, body: Any, key: str) -> None:
+    def group(name: str, body: object, key: str) -> None:
         draft = groups.setdefault(str(name), _Draft(f"{path}: {key}"))
         body = mapping(body, key)
         for extra in set(body) - {"hosts", "vars", "children"}:
@@ -274,7 +273,7 @@ def _finish(path: Path, drafts: dict[str, _Draft], groups: dict[str, _Draft]) ->
         in_groups = [g for g in groups if name in members[g]]
         # Outermost first: all, then groups by how many groups contain them.
         depth = {g: sum(g in _members_groups(groups, p) for p in groups) for g in in_groups}
-        values: dict[str, Any] = {}
+        values: dict[str, object] = {}
         for g in sorted(in_groups, key=lambda g: (g != ALL, depth[g])):
             values.update(groups[g].vars)
         values.update(draft.vars)
@@ -294,7 +293,7 @@ def _members_groups(groups: Mapping[str, _Draft], name: str) -> set[str]:
     return out
 
 
-def _host(name: str, where: str, values: Mapping[str, Any], groups: tuple[str, ...]) -> Host:
+def _host(name: str, where: str, values: Mapping[str, object], groups: tuple[str, ...]) -> Host:
     values = {_ALIASES.get(k, k): v for k, v in values.items()}
     port_text = str(values.get("ansible_port", 22))
     if not port_text.isdigit() or not 0 < int(port_text) < 65536:

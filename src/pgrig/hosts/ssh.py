@@ -53,7 +53,7 @@ def _event_loop() -> asyncio.AbstractEventLoop:
         return _loop
 
 
-def call(coro: Coroutine[Any, Any, T], timeout: float, what: str) -> T:
+def call(coro: Coroutine[object, None, T], timeout: float, what: str) -> T:
     """Run ``coro`` on the SSH loop and wait at most ``timeout`` seconds."""
     future = asyncio.run_coroutine_threadsafe(asyncio.wait_for(coro, timeout), _event_loop())
     try:

@@ -14,7 +14,7 @@ import stat
 import time
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ParamSpec, TypeVar
+from typing import ParamSpec, TypeVar
 
 import pyfuse3
 import trio
@@ -32,7 +32,9 @@ SYNC_FLAGS = os.O_SYNC | os.O_DSYNC
 INLINE_SYNC = 64 * 1024  # fdatasync on the loop when at most this much was written back
 
 
-def handler(fn: Callable[P, Coroutine[Any, Any, R]]) -> Callable[P, Coroutine[Any, Any, R]]:
+def handler(
+    fn: Callable[P, Coroutine[object, None, R]],
+) -> Callable[P, Coroutine[object, None, R]]:
     """Errors become errno replies; anything after a power loss is EIO (the disk is gone).
     An exception escaping a pyfuse3 handler would stop the whole filesystem."""
 
@@ -65,13 +67,12 @@ class Handle:
     listing: list[tuple[bytes, Node]] = field(default_factory=list)
 
 
-class LossyOperations(pyfuse3.Operations):
-    supports_dot_lookup = True
-    enable_writeback_cache = False  # every write reaches this process at write(2) time
-    enable_acl = False
+class Syncs:
+    """The filesystem's durability points (fsync, fdatasync, O_DSYNC writes): the
+    cache written back and the backing file synced, a cloud disk's latency added,
+    an injected EIO (fsyncgate), and what they cost."""
 
     def __init__(self, volume: Volume, sync_delay_s: float = 0.0) -> None:
-        super().__init__()
         self.volume = volume
         # A cloud disk's per-I/O latency (storage/latency.py calibrates it): every
         # fsync, fdatasync and O_DSYNC write returns this much later.
@@ -86,14 +87,90 @@ class LossyOperations(pyfuse3.Operations):
         # error reaches fsync (docs/durability.md); the data stays cached
         self.fail_syncs = 0
         self.failed_syncs = 0
-        self.dead = False
-        self.handles: dict[int, Handle] = {}
-        self.next_fh = 1
         self.inflight: dict[int, trio.Event] = {}
-        self.calls: dict[str, int] = {}  # requests served, by operation
         self.datasyncs = 0  # fsync requests that asked for fdatasync only
         self.fsync_seconds = 0.0  # in fsync handlers, backing fdatasync included
         self.backing_sync_seconds = 0.0  # in fdatasync/fsync of backing files
+
+    async def durable(self, node: Node, *, datasync: bool, reason: str) -> None:
+        """fsync: the cache goes to the backing file on the loop, then the backing file
+        is (f)datasynced - on the loop when little was written (a WAL commit: a
+        thread hand-off costs more than it saves on a busy machine), in a thread
+        when much was (a checkpoint's fsync of a data file must not stall the WAL
+        commits meanwhile). An fsync that finds nothing new still waits for the one
+        in flight for the same file."""
+        started = time.perf_counter()
+        self.datasyncs += datasync
+        if self.fail_syncs > 0 and isinstance(node, File):
+            self.fail_syncs -= 1
+            self.failed_syncs += 1
+            log.warning("injected EIO on the %s of inode %d", reason, node.ino)
+            raise pyfuse3.FUSEError(errno.EIO)
+        took = 0.0
+        try:
+            took = await self._sync(node, datasync=datasync, reason=reason, started=started)
+        finally:
+            delay = self.sync_delay_s
+            if self.sync_factor > 1.0:
+                delay += max(0.0, (self.sync_factor - 1.0) * took - self.sync_overhead_s)
+            if delay > 0:
+                await self.delay(delay)
+
+    async def delay(self, seconds: float) -> None:
+        """Sleep without holding up other requests. trio's own timer rounds up to
+        whole milliseconds (epoll), too coarse for a 100 us disk: shorter delays
+        sleep in a worker thread (the hand-off is part of the layer's measured
+        floor)."""
+        started = time.perf_counter()
+        if seconds >= 0.002:
+            await trio.sleep(seconds)
+        else:
+            await trio.to_thread.run_sync(time.sleep, seconds)
+        self.delays += 1
+        self.delay_seconds += time.perf_counter() - started
+
+    async def _sync(self, node: Node, *, datasync: bool, reason: str, started: float) -> float:
+        """Returns how long the backing file's own sync took (0: nothing to sync)."""
+        small = not isinstance(node, File) or len(node.pages) * node.page_size <= INLINE_SYNC
+        fd = self.volume.fsync_file(node, reason=reason)
+        if fd is None:
+            pending = self.inflight.get(node.ino)
+            if pending is not None:
+                await pending.wait()
+            self.fsync_seconds += time.perf_counter() - started
+            return 0.0
+        done = trio.Event()
+        self.inflight[node.ino] = done
+        try:
+            synced = time.perf_counter()
+            sync = os.fdatasync if datasync else os.fsync
+            if small:
+                sync(fd)
+            else:
+                await trio.to_thread.run_sync(sync, fd)
+            took = time.perf_counter() - synced
+            self.backing_sync_seconds += took
+        finally:
+            done.set()
+            if self.inflight.get(node.ino) is done:
+                del self.inflight[node.ino]
+            self.fsync_seconds += time.perf_counter() - started
+        return took
+
+
+class LossyOperations(pyfuse3.Operations):
+    supports_dot_lookup = True
+    enable_writeback_cache = False  # every write reaches this process at write(2) time
+    enable_acl = False
+
+    def __init__(self, volume: Volume, sync_delay_s: float = 0.0) -> None:
+        super().__init__()
+        self.volume = volume
+        self.syncs = Syncs(volume, sync_delay_s)
+        self.dead = False
+        self.handles: dict[int, Handle] = {}
+        self.next_fh = 1
+        self.calls: dict[str, int] = {}  # requests served, by operation
         self.max_write = 0
         self.max_read = 0
 
@@ -146,7 +223,9 @@ class LossyOperations(pyfuse3.Operations):
     # -- namespace -------------------------------------------------------------
 
     @handler
-    async def lookup(self, parent_inode: int, name: bytes, ctx: Any) -> pyfuse3.EntryAttributes:
+    async def lookup(
+        self, parent_inode: int, name: bytes, ctx: pyfuse3.RequestContext
+    ) -> pyfuse3.EntryAttributes:
         parent = self.volume.dir(parent_inode)
         return self.looked_up(self.volume.child(parent, name))
 
@@ -155,12 +234,17 @@ class LossyOperations(pyfuse3.Operations):
             self.volume.forget(ino, count)
 
     @handler
-    async def getattr(self, inode: int, ctx: Any) -> pyfuse3.EntryAttributes:
+    async def getattr(self, inode: int, ctx: pyfuse3.RequestContext) -> pyfuse3.EntryAttributes:
         return self.entry(self.volume.get(inode))
 
     @handler
     async def setattr(
-        self, inode: int, attr: Any, fields: Any, fh: int | None, ctx: Any
+        self,
+        inode: int,
+        attr: pyfuse3.EntryAttributes,
+        fields: pyfuse3.SetattrFields,
+        fh: int | None,
+        ctx: pyfuse3.RequestContext,
     ) -> pyfuse3.EntryAttributes:
         node = self.volume.get(inode)
         if fields.update_size:
@@ -187,7 +271,7 @@ class LossyOperations(pyfuse3.Operations):
         return self.entry(node)
 
     @handler
-    async def readlink(self, inode: int, ctx: Any) -> bytes:
+    async def readlink(self, inode: int, ctx: pyfuse3.RequestContext) -> bytes:
         node = self.volume.get(inode)
         if not isinstance(node, Symlink):
             raise pyfuse3.FUSEError(errno.EINVAL)
@@ -195,7 +279,7 @@ class LossyOperations(pyfuse3.Operations):
 
     @handler
     async def mknod(
-        self, parent_inode: int, name: bytes, mode: int, rdev: int, ctx: Any
+        self, parent_inode: int, name: bytes, mode: int, rdev: int, ctx: pyfuse3.RequestContext
     ) -> pyfuse3.EntryAttributes:
         if not stat.S_ISREG(mode):
             raise pyfuse3.FUSEError(errno.EPERM)  # no devices, fifos or sockets
@@ -206,7 +290,7 @@ class LossyOperations(pyfuse3.Operations):
 
     @handler
     async def mkdir(
-        self, parent_inode: int, name: bytes, mode: int, ctx: Any
+        self, parent_inode: int, name: bytes, mode: int, ctx: pyfuse3.RequestContext
     ) -> pyfuse3.EntryAttributes:
         parent = self.volume.dir(parent_inode)
         mode, uid, gid = self._owner(parent, ctx, mode | stat.S_IFDIR)
@@ -215,7 +299,7 @@ class LossyOperations(pyfuse3.Operations):
 
     @handler
     async def symlink(
-        self, parent_inode: int, name: bytes, target: bytes, ctx: Any
+        self, parent_inode: int, name: bytes, target: bytes, ctx: pyfuse3.RequestContext
     ) -> pyfuse3.EntryAttributes:
         parent = self.volume.dir(parent_inode)
         _mode, uid, gid = self._owner(parent, ctx, stat.S_IFLNK)
@@ -223,16 +307,16 @@ class LossyOperations(pyfuse3.Operations):
 
     @handler
     async def link(
-        self, inode: int, new_parent_inode: int, new_name: bytes, ctx: Any
+        self, inode: int, new_parent_inode: int, new_name: bytes, ctx: pyfuse3.RequestContext
     ) -> pyfuse3.EntryAttributes:
         return self.looked_up(self.volume.link(inode, new_parent_inode, new_name))
 
     @handler
-    async def unlink(self, parent_inode: int, name: bytes, ctx: Any) -> None:
+    async def unlink(self, parent_inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> None:
         self.volume.unlink(parent_inode, name)
 
     @handler
-    async def rmdir(self, parent_inode: int, name: bytes, ctx: Any) -> None:
+    async def rmdir(self, parent_inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> None:
         self.volume.rmdir(parent_inode, name)
 
     @handler
@@ -243,14 +327,14 @@ class LossyOperations(pyfuse3.Operations):
         parent_inode_new: int,
         name_new: bytes,
         flags: int,
-        ctx: Any,
+        ctx: pyfuse3.RequestContext,
     ) -> None:
         self.volume.rename(parent_inode_old, name_old, parent_inode_new, name_new, flags)
 
     # -- files --------------------------------------------------------------------
 
     @handler
-    async def open(self, inode: int, flags: int, ctx: Any) -> pyfuse3.FileInfo:
+    async def open(self, inode: int, flags: int, ctx: pyfuse3.RequestContext) -> pyfuse3.FileInfo:
         node = self.volume.get(inode)
         if not isinstance(node, File):
             raise pyfuse3.FUSEError(errno.EISDIR if isinstance(node, Dir) else errno.EINVAL)
@@ -263,7 +347,7 @@ class LossyOperations(pyfuse3.Operations):
 
     @handler
     async def create(
-        self, parent_inode: int, name: bytes, mode: int, flags: int, ctx: Any
+        self, parent_inode: int, name: bytes, mode: int, flags: int, ctx: pyfuse3.RequestContext
     ) -> tuple[pyfuse3.FileInfo, pyfuse3.EntryAttributes]:
         parent = self.volume.dir(parent_inode)
         mode, uid, gid = self._owner(parent, ctx, mode)
@@ -283,7 +367,7 @@ class LossyOperations(pyfuse3.Operations):
         self.max_write = max(self.max_write, len(buf))
         self.volume.write(node, off, buf)
         if handle.sync:
-            await self._durable(node, datasync=True, reason="sync_write")
+            await self.syncs.durable(node, datasync=True, reason="sync_write")
         return len(buf)
 
     @handler
@@ -298,77 +382,12 @@ class LossyOperations(pyfuse3.Operations):
 
     @handler
     async def fsync(self, fh: int, datasync: bool) -> None:
-        await self._durable(self._handle(fh).node, datasync=datasync, reason="file")
-
-    async def _durable(self, node: Node, *, datasync: bool, reason: str) -> None:
-        """fsync: the cache goes to the backing file on the loop, then the backing file
-        is (f)datasynced - on the loop when little was written (a WAL commit: a
-        thread hand-off costs more than it saves on a busy machine), in a thread
-        when much was (a checkpoint's fsync of a data file must not stall the WAL
-        commits meanwhile). An fsync that finds nothing new still waits for the one
-        in flight for the same file."""
-        started = time.perf_counter()
-        self.datasyncs += datasync
-        if self.fail_syncs > 0 and isinstance(node, File):
-            self.fail_syncs -= 1
-            self.failed_syncs += 1
-            log.warning("injected EIO on the %s of inode %d", reason, node.ino)
-            raise pyfuse3.FUSEError(errno.EIO)
-        took = 0.0
-        try:
-            took = await self._sync(node, datasync=datasync, reason=reason, started=started)
-        finally:
-            delay = self.sync_delay_s
-            if self.sync_factor > 1.0:
-                delay += max(0.0, (self.sync_factor - 1.0) * took - self.sync_overhead_s)
-            if delay > 0:
-                await self._delay(delay)
-
-    async def _delay(self, seconds: float) -> None:
-        """Sleep without holding up other requests. trio's own timer rounds up to
-        whole milliseconds (epoll), too coarse for a 100 us disk: shorter delays
-        sleep in a worker thread (the hand-off is part of the layer's measured
-        floor)."""
-        started = time.perf_counter()
-        if seconds >= 0.002:
-            await trio.sleep(seconds)
-        else:
-            await trio.to_thread.run_sync(time.sleep, seconds)
-        self.delays += 1
-        self.delay_seconds += time.perf_counter() - started
-
-    async def _sync(self, node: Node, *, datasync: bool, reason: str, started: float) -> float:
-        """Returns how long the backing file's own sync took (0: nothing to sync)."""
-        small = not isinstance(node, File) or len(node.pages) * node.page_size <= INLINE_SYNC
-        fd = self.volume.fsync_file(node, reason=reason)
-        if fd is None:
-            pending = self.inflight.get(node.ino)
-            if pending is not None:
-                await pending.wait()
-            self.fsync_seconds += time.perf_counter() - started
-            return 0.0
-        done = trio.Event()
-        self.inflight[node.ino] = done
-        try:
-            synced = time.perf_counter()
-            sync = os.fdatasync if datasync else os.fsync
-            if small:
-                sync(fd)
-            else:
-                await trio.to_thread.run_sync(sync, fd)
-            took = time.perf_counter() - synced
-            self.backing_sync_seconds += took
-        finally:
-            done.set()
-            if self.inflight.get(node.ino) is done:
-                del self.inflight[node.ino]
-            self.fsync_seconds += time.perf_counter() - started
-        return took
+        await self.syncs.durable(self._handle(fh).node, datasync=datasync, reason="file")
 
     # -- directories ------------------------------------------------------------------
 
     @handler
-    async def opendir(self, inode: int, ctx: Any) -> int:
+    async def opendir(self, inode: int, ctx: pyfuse3.RequestContext) -> int:
         node = self.volume.dir(inode)
         return self._new_handle(Handle(node))
 
@@ -394,11 +413,11 @@ class LossyOperations(pyfuse3.Operations):
         d = self._handle(fh).node
         assert isinstance(d, Dir)
         self.volume.fsync_dir(d)
-        if self.sync_delay_s > 0:  # a journal commit on the disk, as for a file
-            await self._delay(self.sync_delay_s)
+        if self.syncs.sync_delay_s > 0:  # a journal commit on the disk, as for a file
+            await self.syncs.delay(self.syncs.sync_delay_s)
 
     @handler
-    async def statfs(self, ctx: Any) -> pyfuse3.StatvfsData:
+    async def statfs(self, ctx: pyfuse3.RequestContext) -> pyfuse3.StatvfsData:
         st = os.statvfs(self.volume.backing.path)
         data = pyfuse3.StatvfsData()
         for name in ("f_bsize", "f_frsize", "f_blocks", "f_bfree", "f_bavail"):
@@ -419,13 +438,13 @@ class LossyOperations(pyfuse3.Operations):
             "dirty_dirs": sum(1 for d in backing.dirs() if d.dirty),
             "fsyncs": dict(self.volume.fsyncs),
             "calls": dict(self.calls),
-            "datasyncs": self.datasyncs,
-            "fsync_seconds": round(self.fsync_seconds, 6),
-            "backing_sync_seconds": round(self.backing_sync_seconds, 6),
+            "datasyncs": self.syncs.datasyncs,
+            "fsync_seconds": round(self.syncs.fsync_seconds, 6),
+            "backing_sync_seconds": round(self.syncs.backing_sync_seconds, 6),
             "max_write": self.max_write,
             "max_read": self.max_read,
-            "failed_syncs": self.failed_syncs,
-            "delays": self.delays,
-            "delay_seconds": round(self.delay_seconds, 6),
+            "failed_syncs": self.syncs.failed_syncs,
+            "delays": self.syncs.delays,
+            "delay_seconds": round(self.syncs.delay_seconds, 6),
             "dead": self.dead,
         }

@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import asdict
 from pathlib import Path
 from types import TracebackType
@@ -40,6 +41,7 @@ from pgrig.lossyfs.registry import (
     write_record,
 )
 from pgrig.lossyfs.volume import METADATA_MODELS, MetadataModel
+from pgrig.results import JsonValue
 
 
 class LossyFsError(PgrigError):
@@ -142,16 +144,7 @@ class LossyMount:
         timeout: float = 30.0,
         sync_delay_us: float = 0.0,
     ) -> None:
-        if metadata not in METADATA_MODELS:
-            raise LossyFsError(
-                f"metadata model {metadata!r} is unknown",
-                hint=f"use one of {', '.join(METADATA_MODELS)}",
-            )
-        if page_size < 512 or page_size > 1 << 20 or page_size & (page_size - 1):
-            raise LossyFsError(
-                f"page size {page_size} is not a power of two between 512 and 1 MiB",
-                hint="use 4096 (the kernel's page) or 8192 (PostgreSQL's block)",
-            )
+        _check_options(metadata, page_size)
         self.backing = Path(os.path.realpath(backing))
         self.mountpoint = Path(os.path.realpath(mountpoint))
         self.seed = seed
@@ -187,7 +180,8 @@ class LossyMount:
         reason = available(allow_other=self.allow_other)
         if reason:
             raise LossyFsError(f"cannot mount a lossy filesystem: {reason}")
-        self._check_paths()
+        if _check_paths(self.backing, self.mountpoint):
+            self._created_mountpoint = True
         run_dir = Path(tempfile.mkdtemp(prefix=RUN_PREFIX))
         try:
             workdir.write_owner(run_dir)  # before the marker: a marked directory names its maker
@@ -248,27 +242,6 @@ class LossyMount:
             f"--sync-delay-us={self.sync_delay_us}",
         ] + (["--allow-other"] if self.allow_other else [])
 
-    def _check_paths(self) -> None:
-        if not self.backing.is_dir():
-            raise LossyFsError(
-                f"backing directory {self.backing} does not exist",
-                hint="create it on the storage under test",
-            )
-        inside = self.backing.is_relative_to(self.mountpoint)
-        if inside or self.mountpoint.is_relative_to(self.backing):
-            raise LossyFsError(
-                f"mountpoint {self.mountpoint} and backing {self.backing} overlap",
-                hint="use two separate directories",
-            )
-        if not self.mountpoint.exists():
-            self.mountpoint.mkdir(mode=0o755)
-            self._created_mountpoint = True
-        elif not self.mountpoint.is_dir() or any(self.mountpoint.iterdir()):
-            raise LossyFsError(
-                f"mountpoint {self.mountpoint} is not an empty directory",
-                hint="pgrig mounts only over an empty directory (or one it creates)",
-            )
-
     def _wait_ready(self) -> None:
         assert self._proc is not None and self._record is not None
         deadline = time.monotonic() + self.timeout
@@ -276,7 +249,7 @@ class LossyMount:
             if self._proc.poll() is not None:
                 raise LossyFsError(
                     f"the lossy filesystem process exited with code {self._proc.returncode} "
-                    f"before mounting {self.mountpoint}: {self._log_tail()}",
+                    f"before mounting {self.mountpoint}: {_log_tail(self.log_file)}",
                     hint=f"see {self.log_file}",
                 )
             if is_mounted(self._record.mountpoint, self._record.fsname):
@@ -286,7 +259,7 @@ class LossyMount:
             time.sleep(0.05)
         raise LossyFsError(
             f"the lossy filesystem did not come up on {self.mountpoint} in {self.timeout:.0f} s: "
-            f"{self._log_tail()}",
+            f"{_log_tail(self.log_file)}",
             hint=f"see {self.log_file}",
         )
 
@@ -331,7 +304,7 @@ class LossyMount:
         if seed is None:
             seed = self.seed + self.power_losses
         self.power_losses += 1
-        request: dict[str, Any] = {
+        request: dict[str, JsonValue] = {
             "cmd": "power_loss",
             "mode": mode,
             "seed": seed,
@@ -361,7 +334,12 @@ class LossyMount:
         """Change the delay every sync gets, without a remount (calibration): ``us``
         fixed, plus - with ``factor`` over 1 - what makes a sync last ``factor``
         times the backing disk's own sync, less ``overhead_us`` (the layer's cost)."""
-        request = {"cmd": "sync_delay", "us": us, "factor": factor, "overhead_us": overhead_us}
+        request: dict[str, JsonValue] = {
+            "cmd": "sync_delay",
+            "us": us,
+            "factor": factor,
+            "overhead_us": overhead_us,
+        }
         reply = self._control(request, timeout=self.timeout)
         if not reply.get("ok"):
             raise LossyFsError(f"setting the sync delay failed: {reply.get('error')}")
@@ -374,7 +352,7 @@ class LossyMount:
         if not reply.get("ok"):
             raise LossyFsError(f"arming the fsync failure failed: {reply.get('error')}")
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> dict[str, JsonValue]:
         """Cache and fsync counters of the running filesystem."""
         reply = self._control({"cmd": "stats"}, timeout=self.timeout)
         return dict(reply.get("stats", {}))
@@ -394,27 +372,9 @@ class LossyMount:
 
     # -- internals -------------------------------------------------------------------
 
-    def _control(self, request: dict[str, Any], *, timeout: float) -> dict[str, Any]:
+    def _control(self, request: Mapping[str, JsonValue], *, timeout: float) -> dict[str, Any]:
         assert self._record is not None
-        path = str(Path(self._record.run_dir) / "control.sock")
-        try:
-            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-                sock.settimeout(timeout)
-                sock.connect(path)
-                sock.sendall(json.dumps(request).encode() + b"\n")
-                data = b""
-                while chunk := sock.recv(65536):
-                    data += chunk
-            reply = json.loads(data)
-        except (OSError, ValueError) as exc:
-            raise LossyFsError(
-                f"the lossy filesystem on {self.mountpoint} did not answer "
-                f"{request['cmd']!r}: {exc}",
-                hint=f"see {self.log_file}",
-            ) from exc
-        if not isinstance(reply, dict):
-            raise LossyFsError(f"bad reply from the lossy filesystem: {reply!r}")
-        return reply
+        return _control(self._record, request, timeout=timeout, log=self.log_file)
 
     def _teardown(self, *, clean: bool, exiting: bool = False) -> None:
         """Stop the filesystem process (by PID, with timeouts) and make sure the mount
@@ -443,7 +403,7 @@ class LossyMount:
                     lazy_unmount(record.mountpoint, record.fsname)
                 finally:
                     self._proc = None
-                    tail = self._log_tail()
+                    tail = _log_tail(self.log_file)
                     self._forget()
         if clean and proc_.returncode != 0:
             raise LossyFsError(
@@ -463,10 +423,72 @@ class LossyMount:
         drop_record(record)
         self._record = None
 
-    def _log_tail(self, lines: int = 8) -> str:
-        try:
-            text = (self.log_file or Path("/nonexistent")).read_text(errors="replace")
-        except OSError:
-            return "(no log)"
-        kept = [line for line in text.splitlines() if line.strip()][-lines:]
-        return " | ".join(kept) or "(empty log)"
+
+def _check_options(metadata: str, page_size: int) -> None:
+    if metadata not in METADATA_MODELS:
+        raise LossyFsError(
+            f"metadata model {metadata!r} is unknown",
+            hint=f"use one of {', '.join(METADATA_MODELS)}",
+        )
+    if page_size < 512 or page_size > 1 << 20 or page_size & (page_size - 1):
+        raise LossyFsError(
+            f"page size {page_size} is not a power of two between 512 and 1 MiB",
+            hint="use 4096 (the kernel's page) or 8192 (PostgreSQL's block)",
+        )
+
+
+def _check_paths(backing: Path, mountpoint: Path) -> bool:
+    """Refuse overlapping or non-empty directories; True: the mountpoint was created."""
+    if not backing.is_dir():
+        raise LossyFsError(
+            f"backing directory {backing} does not exist",
+            hint="create it on the storage under test",
+        )
+    inside = backing.is_relative_to(mountpoint)
+    if inside or mountpoint.is_relative_to(backing):
+        raise LossyFsError(
+            f"mountpoint {mountpoint} and backing {backing} overlap",
+            hint="use two separate directories",
+        )
+    if not mountpoint.exists():
+        mountpoint.mkdir(mode=0o755)
+        return True
+    if not mountpoint.is_dir() or any(mountpoint.iterdir()):
+        raise LossyFsError(
+            f"mountpoint {mountpoint} is not an empty directory",
+            hint="pgrig mounts only over an empty directory (or one it creates)",
+        )
+    return False
+
+
+def _control(
+    record: MountRecord, request: Mapping[str, JsonValue], *, timeout: float, log: Path | None
+) -> dict[str, Any]:
+    """One request to the filesystem process over its control socket, and its reply."""
+    path = str(Path(record.run_dir) / "control.sock")
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(timeout)
+            sock.connect(path)
+            sock.sendall(json.dumps(request).encode() + b"\n")
+            data = b""
+            while chunk := sock.recv(65536):
+                data += chunk
+        reply = json.loads(data)
+    except (OSError, ValueError) as exc:
+        raise LossyFsError(
+            f"the lossy filesystem on {record.mountpoint} did not answer {request['cmd']!r}: {exc}",
+            hint=f"see {log}",
+        ) from exc
+    if not isinstance(reply, dict):
+        raise LossyFsError(f"bad reply from the lossy filesystem: {reply!r}")
+    return reply
+
+
+def _log_tail(log: Path | None, lines: int = 8) -> str:
+    try:
+        text = (log or Path("/nonexistent")).read_text(errors="replace")
+    except OSError:
+        return "(no log)"
+    kept = [line for line in text.splitlines() if line.strip()][-lines:]
+    return " | ".join(kept) or "(empty log)"

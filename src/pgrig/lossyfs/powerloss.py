@@ -22,6 +22,7 @@ from typing import Any, Literal
 from pgrig.lossyfs.backing import Backing
 from pgrig.lossyfs.nodes import File
 from pgrig.lossyfs.volume import Volume
+from pgrig.results import JsonValue
 
 Mode = Literal["drop", "random-subset", "torn"]
 MODES: tuple[Mode, ...] = ("drop", "random-subset", "torn")
@@ -49,7 +50,7 @@ class PowerLossReport:
     torn_changed: int = 0
     torn_digest: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         return asdict(self)
 
     @classmethod
@@ -101,17 +102,7 @@ def cut_power(
         raise ValueError(f"torn_bytes {torn_len} must be between 1 and {psize - 1}")
     backing = volume.backing
 
-    candidates: list[tuple[str, int, File]] = []
-    lost = 0
-    for node in backing.dirty_files:
-        if not node.durable_names:
-            lost += 1
-            continue
-        rel = backing.relpath(node)
-        assert rel is not None
-        for index in node.pages:
-            candidates.append((rel, index, node))
-    candidates.sort(key=lambda c: (c[0], c[1]))
+    candidates, lost = _unsynced(backing)
     eligible = [c for c in candidates if only is None or fnmatch.fnmatch(c[0], only)]
 
     rng = random.Random(seed)
@@ -133,17 +124,7 @@ def cut_power(
         torn = (rel, index * psize, extent)
         digest = hashlib.sha256(os.pread(fd, psize, index * psize)).hexdigest()
 
-    synced: set[File] = set()
-    for _rel, index, node in keep:
-        fd = backing.open_file(node)
-        assert fd is not None
-        extent = node.page_extent(index)
-        os.pwrite(fd, memoryview(node.pages[index])[:extent], index * psize)
-        synced.add(node)
-    for node in synced:
-        assert node.fd is not None
-        os.fsync(node.fd)
-
+    _persist(backing, keep)
     return PowerLossReport(
         mode=mode,
         seed=seed,
@@ -159,6 +140,37 @@ def cut_power(
         torn_changed=changed,
         torn_digest=digest,
     )
+
+
+def _unsynced(backing: Backing) -> tuple[list[tuple[str, int, File]], int]:
+    """The cached pages not yet on the backing files, as (path, page, file) in
+    path and page order; and how many files were lost whole (no durable name)."""
+    candidates: list[tuple[str, int, File]] = []
+    lost = 0
+    for node in backing.dirty_files:
+        if not node.durable_names:
+            lost += 1
+            continue
+        rel = backing.relpath(node)
+        assert rel is not None
+        for index in node.pages:
+            candidates.append((rel, index, node))
+    candidates.sort(key=lambda c: (c[0], c[1]))
+    return candidates, lost
+
+
+def _persist(backing: Backing, keep: list[tuple[str, int, File]]) -> None:
+    """The pages that made it to the disk before the power went, written and synced."""
+    synced: set[File] = set()
+    for _rel, index, node in keep:
+        fd = backing.open_file(node)
+        assert fd is not None
+        extent = node.page_extent(index)
+        os.pwrite(fd, memoryview(node.pages[index])[:extent], index * node.page_size)
+        synced.add(node)
+    for node in synced:
+        assert node.fd is not None
+        os.fsync(node.fd)
 
 
 def _changed(fd: int, node: File, index: int, extent: int) -> int:

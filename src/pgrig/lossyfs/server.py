@@ -28,7 +28,7 @@ import pyfuse3
 import trio
 
 from pgrig.lossyfs.fs import LossyOperations
-from pgrig.lossyfs.powerloss import MODES, cut_power
+from pgrig.lossyfs.powerloss import MODES, PowerLossReport, cut_power
 from pgrig.lossyfs.volume import METADATA_MODELS, Volume
 
 log = logging.getLogger("pgrig.lossyfs")
@@ -75,7 +75,7 @@ class Server:
     async def _accept(self, listener: trio.SocketListener) -> None:
         while True:
             stream = await listener.accept()
-            reply: dict[str, Any] = {}
+            reply: dict[str, object] = {}
             async with stream:
                 try:
                     with trio.fail_after(30):
@@ -101,7 +101,7 @@ class Server:
             raise ValueError("control request is not a JSON object")
         return request
 
-    def dispatch(self, request: dict[str, Any]) -> dict[str, Any]:
+    def dispatch(self, request: dict[str, Any]) -> dict[str, object]:
         command = request.get("cmd")
         try:
             if command == "ping":
@@ -109,12 +109,14 @@ class Server:
             if command == "stats":
                 return {"ok": True, "stats": self.ops.stats()}
             if command == "sync_delay":  # the latency layer's calibration
-                self.ops.sync_delay_s = max(0.0, float(request["us"])) / 1e6
-                self.ops.sync_factor = max(1.0, float(request.get("factor", 1.0)))
-                self.ops.sync_overhead_s = max(0.0, float(request.get("overhead_us", 0))) / 1e6
+                self.ops.syncs.sync_delay_s = max(0.0, float(request["us"])) / 1e6
+                self.ops.syncs.sync_factor = max(1.0, float(request.get("factor", 1.0)))
+                self.ops.syncs.sync_overhead_s = (
+                    max(0.0, float(request.get("overhead_us", 0))) / 1e6
+                )
                 return {"ok": True}
             if command == "fail_syncs":  # fsyncgate: the next N file syncs get EIO
-                self.ops.fail_syncs = max(0, int(request["count"]))
+                self.ops.syncs.fail_syncs = max(0, int(request["count"]))
                 return {"ok": True}
             if command == "shutdown":
                 return {"ok": True, "bye": True}
@@ -125,7 +127,7 @@ class Server:
             return {"ok": False, "error": f"{command}: {exc}"}
         return {"ok": False, "error": f"unknown command {command!r}"}
 
-    def _power_loss(self, request: dict[str, Any]) -> Any:
+    def _power_loss(self, request: dict[str, Any]) -> PowerLossReport:
         mode = request.get("mode", "drop")
         if mode not in MODES:
             raise ValueError(f"mode {mode!r} is not one of {', '.join(MODES)}")

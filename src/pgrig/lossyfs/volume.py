@@ -88,10 +88,11 @@ class Volume:
                 key = (st.st_dev, st.st_ino)
                 node = seen.get(key)
                 if node is None:
-                    node = self._node_from_stat(st, Path(entry.path))
+                    node = _node_from_stat(self._new_ino(), st, Path(entry.path), self.page_size)
                     if node is None:
                         log.warning("ignoring %s: unsupported file type", entry.path)
                         continue
+                    self.inodes[node.ino] = node
                     seen[key] = node
                 name = os.fsencode(entry.name)
                 d.live[name] = d.durable[name] = node
@@ -100,22 +101,6 @@ class Volume:
                 if isinstance(node, Dir):
                     d.subdirs += 1
                     self._scan(node, Path(entry.path), seen)
-
-    def _node_from_stat(self, st: os.stat_result, path: Path) -> Node | None:
-        ino = self._new_ino()
-        node: Node
-        if stat.S_ISREG(st.st_mode):
-            node = File(ino, st.st_mode, st.st_uid, st.st_gid, self.page_size)
-            node.live_size = node.durable_size = node.floor = st.st_size
-        elif stat.S_ISDIR(st.st_mode):
-            node = Dir(ino, st.st_mode, st.st_uid, st.st_gid)
-        elif stat.S_ISLNK(st.st_mode):
-            node = Symlink(ino, st.st_mode, st.st_uid, st.st_gid, os.readlink(os.fsencode(path)))
-        else:
-            return None
-        node.atime_ns, node.mtime_ns, node.ctime_ns = st.st_atime_ns, st.st_mtime_ns, st.st_ctime_ns
-        self.inodes[ino] = node
-        return node
 
     def _new_ino(self) -> int:
         ino = self.next_ino
@@ -341,3 +326,19 @@ class Volume:
             parts.append(os.fsdecode(name))
             walk = parent
         return "/".join(reversed(parts))
+
+
+def _node_from_stat(ino: int, st: os.stat_result, path: Path, page_size: int) -> Node | None:
+    """The node of a file found in the backing tree; None: a type it does not hold."""
+    node: Node
+    if stat.S_ISREG(st.st_mode):
+        node = File(ino, st.st_mode, st.st_uid, st.st_gid, page_size)
+        node.live_size = node.durable_size = node.floor = st.st_size
+    elif stat.S_ISDIR(st.st_mode):
+        node = Dir(ino, st.st_mode, st.st_uid, st.st_gid)
+    elif stat.S_ISLNK(st.st_mode):
+        node = Symlink(ino, st.st_mode, st.st_uid, st.st_gid, os.readlink(os.fsencode(path)))
+    else:
+        return None
+    node.atime_ns, node.mtime_ns, node.ctime_ns = st.st_atime_ns, st.st_mtime_ns, st.st_ctime_ns
+    return node

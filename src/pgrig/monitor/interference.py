@@ -24,7 +24,6 @@ import time
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from pgrig import environment
 from pgrig.errors import UsageError
@@ -38,6 +37,7 @@ from pgrig.monitor.model import (
     Sample,
 )
 from pgrig.monitor.spool import View
+from pgrig.results import RunRecord
 
 MIB = 1024 * 1024
 TOP = 5  # other processes named
@@ -448,7 +448,7 @@ def is_disturbed(mon: MonitorResult | None) -> bool:
     return mon is not None and mon.disturbed is not None
 
 
-def disturbed_run_keys(records: Iterable[Any]) -> set[str]:
+def disturbed_run_keys(records: Iterable[RunRecord]) -> set[str]:
     """Keys of the runs whose monitor record (``<run key>/monitor``) says
     disturbed, from stored records (``RunRecord``) without rebuilding them."""
     out = set()

@@ -10,8 +10,8 @@ simply not sampled; ``notes`` says so.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Collection, Mapping
+from typing import cast
 
 import psycopg
 
@@ -97,6 +97,60 @@ def _json_of(view: str, wanted: Mapping[str, str], have: set[str]) -> str | None
     return f"(SELECT json_build_object({', '.join(pairs)}) FROM {view})"
 
 
+def _waits_sql(activity: Collection[str], notes: list[str]) -> str:
+    """The client backends' wait events, as far as the server reports them (what
+    it does not report is said in ``notes``)."""
+    client = "backend_type = 'client backend' AND" if "backend_type" in activity else ""
+    if "wait_event" in activity and "backend_type" in activity:
+        event = EVENT_10
+    elif "wait_event" in activity:
+        event = EVENT_96
+        notes.append(
+            "PostgreSQL 9.6 reports only lock waits: active backends waiting for I/O count as CPU"
+        )
+    else:
+        event = EVENT_95
+        notes.append(
+            "PostgreSQL 9.5 reports no wait events, only heavyweight lock waits: "
+            "active backends waiting for anything else count as CPU"
+        )
+    return WAITS_SQL.format(event=event, client=client)
+
+
+def _checkpoint_parts(conn: psycopg.Connection) -> dict[str, str]:
+    """The checkpoints' and the background writer's counters: from
+    pg_stat_checkpointer (17+) or pg_stat_bgwriter, whichever has them."""
+    bgwriter = _columns(conn, "pg_stat_bgwriter")
+    checkpointer = _columns(conn, "pg_stat_checkpointer")
+    if checkpointer:  # 17+
+        ckpt = _json_of(
+            "pg_stat_checkpointer",
+            {
+                "timed": "num_timed",
+                "requested": "num_requested",
+                "done": "num_done",
+                "buffers_checkpoint": "buffers_written",
+            },
+            checkpointer,
+        )
+    else:
+        ckpt = _json_of(
+            "pg_stat_bgwriter",
+            {
+                "timed": "checkpoints_timed",
+                "requested": "checkpoints_req",
+                "buffers_checkpoint": "buffers_checkpoint",
+            },
+            bgwriter,
+        )
+    bg = _json_of(
+        "pg_stat_bgwriter",
+        {"buffers_clean": "buffers_clean", "buffers_backend": "buffers_backend"},
+        bgwriter,
+    )
+    return {name: sql for name, sql in (("ckpt", ckpt), ("bgwriter", bg)) if sql}
+
+
 class PgSampler:
     """Reads one snapshot per call; ``sample`` returns the deltas since the previous one."""
 
@@ -106,55 +160,10 @@ class PgSampler:
         self.version_num = int(row[0]) if row else 0
         self.notes: list[str] = []
         activity = _columns(conn, "pg_stat_activity")
-        client = "backend_type = 'client backend' AND" if "backend_type" in activity else ""
-        if "wait_event" in activity and "backend_type" in activity:
-            event = EVENT_10
-        elif "wait_event" in activity:
-            event = EVENT_96
-            self.notes.append(
-                "PostgreSQL 9.6 reports only lock waits: active backends waiting for I/O "
-                "count as CPU"
-            )
-        else:
-            event = EVENT_95
-            self.notes.append(
-                "PostgreSQL 9.5 reports no wait events, only heavyweight lock waits: "
-                "active backends waiting for anything else count as CPU"
-            )
-        parts = {"waits": WAITS_SQL.format(event=event, client=client), "db": DATABASE_SQL}
+        parts = {"waits": _waits_sql(activity, self.notes), "db": DATABASE_SQL}
         if "backend_type" in activity:  # 10+: the checkpointer is in pg_stat_activity
             parts["checkpointer"] = CHECKPOINTER_SQL
-        bgwriter = _columns(conn, "pg_stat_bgwriter")
-        checkpointer = _columns(conn, "pg_stat_checkpointer")
-        if checkpointer:  # 17+
-            ckpt = _json_of(
-                "pg_stat_checkpointer",
-                {
-                    "timed": "num_timed",
-                    "requested": "num_requested",
-                    "done": "num_done",
-                    "buffers_checkpoint": "buffers_written",
-                },
-                checkpointer,
-            )
-        else:
-            ckpt = _json_of(
-                "pg_stat_bgwriter",
-                {
-                    "timed": "checkpoints_timed",
-                    "requested": "checkpoints_req",
-                    "buffers_checkpoint": "buffers_checkpoint",
-                },
-                bgwriter,
-            )
-        bg = _json_of(
-            "pg_stat_bgwriter",
-            {"buffers_clean": "buffers_clean", "buffers_backend": "buffers_backend"},
-            bgwriter,
-        )
-        for name, sql in (("ckpt", ckpt), ("bgwriter", bg)):
-            if sql:
-                parts[name] = sql
+        parts.update(_checkpoint_parts(conn))
         wal = _columns(conn, "pg_stat_wal")
         if wal:
             wal_sql = _json_of(
@@ -184,9 +193,9 @@ class PgSampler:
             )
         self.names = list(parts)
         self.sql = "SELECT " + ",\n".join(f"{sql} AS {name}" for name, sql in parts.items())
-        self._prev: dict[str, Any] | None = None
+        self._prev: dict[str, object] | None = None
 
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self) -> dict[str, object]:
         row = self.conn.execute(self.sql).fetchone()
         assert row is not None
         return dict(zip(self.names, row, strict=True))
@@ -203,45 +212,63 @@ class PgSampler:
         self._prev = self.snapshot()
 
 
-def _delta(prev: Mapping[str, Any] | None, cur: Mapping[str, Any] | None, key: str) -> float:
+# One view's counters, as json_build_object gives them: numbers, None where absent.
+Counters = Mapping[str, float | None]
+# One snapshot: each part's counters (``ckpt``, ``db``, ...), the client
+# backends' wait events with their counts (``waits``), the checkpointer's wait
+# event (``checkpointer``: text).
+Snapshot = Mapping[str, object]
+
+
+def _group(snap: Snapshot, name: str) -> Counters | None:
+    return cast("Counters | None", snap.get(name))
+
+
+def _delta(prev: Counters | None, cur: Counters | None, key: str) -> float:
     """Counter difference, never negative (a stats reset between the two reads)."""
-    if not prev or not cur or prev.get(key) is None or cur.get(key) is None:
+    if not prev or not cur:
         return 0.0
-    return max(0.0, float(cur[key]) - float(prev[key]))
+    before, after = prev.get(key), cur.get(key)
+    if before is None or after is None:
+        return 0.0
+    return max(0.0, float(after) - float(before))
 
 
-def to_sample(prev: Mapping[str, Any], cur: Mapping[str, Any], seconds: float) -> PgSample:
+def to_sample(prev: Snapshot, cur: Snapshot, seconds: float) -> PgSample:
     def rate(group: str, key: str) -> float:
-        return _delta(prev.get(group), cur.get(group), key) / seconds
+        return _delta(_group(prev, group), _group(cur, group), key) / seconds
 
     def optional_rate(group: str, key: str) -> float | None:
-        if not cur.get(group) or cur[group].get(key) is None:
+        counters = _group(cur, group)
+        if not counters or counters.get(key) is None:
             return None
         return rate(group, key)
 
-    ckpt_cur = cur.get("ckpt") or {}
+    ckpt_prev, ckpt_cur = _group(prev, "ckpt"), _group(cur, "ckpt") or {}
     if ckpt_cur.get("done") is not None:
-        checkpoints = _delta(prev.get("ckpt"), ckpt_cur, "done")
+        checkpoints = _delta(ckpt_prev, ckpt_cur, "done")
     else:
-        checkpoints = _delta(prev.get("ckpt"), ckpt_cur, "timed") + _delta(
-            prev.get("ckpt"), ckpt_cur, "requested"
+        checkpoints = _delta(ckpt_prev, ckpt_cur, "timed") + _delta(
+            ckpt_prev, ckpt_cur, "requested"
         )
     wal_group = "walio" if cur.get("walio") else "wal"
     io: dict[str, float] = {}
-    if cur.get("io"):
-        for key in cur["io"]:
-            io[key] = _delta(prev.get("io"), cur["io"], key) / seconds
+    io_cur = _group(cur, "io")
+    if io_cur:
+        for key in io_cur:
+            io[key] = _delta(_group(prev, "io"), io_cur, key) / seconds
     wal_bytes = optional_rate("wal", "bytes")
+    waits = cast("Mapping[str, int] | None", cur.get("waits")) or {}
     return PgSample(
-        waits={str(k): int(v) for k, v in (cur.get("waits") or {}).items()},
+        waits={str(k): int(v) for k, v in waits.items()},
         checkpoint_active=cur.get("checkpointer") not in (None, "CheckpointerMain")
-        or bool(_delta(prev.get("ckpt"), ckpt_cur, "buffers_checkpoint")),
+        or bool(_delta(ckpt_prev, ckpt_cur, "buffers_checkpoint")),
         commits_s=rate("db", "commits"),
         rollbacks_s=rate("db", "rollbacks"),
         blks_hit_s=rate("db", "blks_hit"),
         blks_read_s=rate("db", "blks_read"),
         temp_mib_s=rate("db", "temp_bytes") / MIB,
-        deadlocks=int(_delta(prev.get("db"), cur.get("db"), "deadlocks")),
+        deadlocks=int(_delta(_group(prev, "db"), _group(cur, "db"), "deadlocks")),
         checkpoints=int(checkpoints),
         buffers_checkpoint_s=rate("ckpt", "buffers_checkpoint"),
         buffers_clean_s=rate("bgwriter", "buffers_clean"),

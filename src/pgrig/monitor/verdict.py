@@ -43,7 +43,7 @@ import statistics
 from collections import Counter
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from pgrig.monitor.interference import names
 from pgrig.monitor.model import Checkpoint, Limits, OtherLoad, Sample, Verdict
@@ -130,7 +130,7 @@ class Evidence:
     ) -> None:
         self.samples = samples
         # Each aggregate once: a pass over a spool's view decodes every sample.
-        self._known: dict[tuple[str, ...], Any] = {}
+        self._known: dict[tuple[str, ...], object] = {}
         self.checkpoints = list(checkpoints)
         self.others = others
         self.clients = clients
@@ -173,7 +173,7 @@ class Evidence:
     def _once(self, key: tuple[str, ...], work: Callable[[], T]) -> T:
         if key not in self._known:
             self._known[key] = work()
-        value: T = self._known[key]
+        value = cast("T", self._known[key])
         return value
 
     def busy(self) -> float | None:
@@ -365,7 +365,7 @@ def starved(ev: Evidence) -> Finding | None:
     return Finding("starved", (other + steal) / 100, "; ".join(evidence[:-1]), tuple(evidence))
 
 
-def round_trips(ev: Evidence, run: Any) -> Finding | None:
+def round_trips(ev: Evidence, run: object) -> Finding | None:
     """One client, nothing saturated: each transaction waits for its round trips."""
     if ev.clients != 1:
         return None
@@ -424,7 +424,7 @@ def _others_lead(ev: Evidence) -> bool:
     return server is None or other >= server
 
 
-def load_generator(ev: Evidence, run: Any = None) -> Finding | None:
+def load_generator(ev: Evidence, run: object = None) -> Finding | None:
     demand = ev.cpu("client_thread_demand_pct")
     waiting = ev.share("client")
     if demand is None or demand < CLIENT_DEMAND_PCT or waiting < CLIENT_WAIT_SHARE:
@@ -438,7 +438,7 @@ def load_generator(ev: Evidence, run: Any = None) -> Finding | None:
     return Finding("client", demand / 100, "; ".join(evidence), evidence)
 
 
-def server_cpu(ev: Evidence, run: Any = None) -> Finding | None:
+def server_cpu(ev: Evidence, run: object = None) -> Finding | None:
     on_cpu = ev.share("cpu")
     busy = ev.busy()
     server = ev.cpu("server")
@@ -527,7 +527,7 @@ def against_limits(ev: Evidence, limits: Limits | None) -> tuple[str, ...]:
     return tuple(out)
 
 
-def clients_of(run: Any, samples: Collection[Sample]) -> int | None:
+def clients_of(run: object, samples: Collection[Sample]) -> int | None:
     """Clients of the run (pgbench -c, TPC-C connections), else the most
     client backends seen in one sample."""
     for attr in ("clients", "connections"):

@@ -13,7 +13,7 @@ import contextlib
 import os
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from types import TracebackType
 from typing import TYPE_CHECKING
@@ -89,6 +89,97 @@ class _ProcCpu:
     io: dict[str, tuple[float, float] | None] = field(default_factory=dict)  # bytes
 
 
+class _ProcessMeter:
+    """CPU time and storage bytes of the server's, the load generator's and
+    pgrig's processes on this machine, sample after sample: the counters each
+    process had at the previous look, and who else ran (the interference ledger)."""
+
+    def __init__(self, server_pid: Callable[[], int | None]) -> None:
+        self.server_pid = server_pid  # the postmaster's, asked at every look
+        self.started_at = 0.0  # the watch's start: processes born after it count whole
+        self.primed = False  # the first look is taken: threads seen later are new
+        self.client_start: float | None = None  # wall clock of the first pgbench start
+        self.ledger = interference.Ledger.start()
+        self._counters: dict[str, Counters] = {}
+        self._threads: dict[int, tuple[int, int]] = {}
+
+    def measure(self, seconds: float) -> _ProcCpu:
+        """CPU and storage bytes of the server's, the load generator's and pgrig's
+        processes since the last sample; and of the kernel's threads (one walk of
+        /proc, which also names everybody else for the interference ledger)."""
+        postmaster = self.server_pid()
+        walk = self.ledger.walk(postmaster)
+        procs = walk.procs
+        me = os.getpid()
+        client = {pid for pid in walk.mine if pid != me and procs[pid].comm in LOAD_GENERATORS}
+        pgrig = walk.mine - client
+        for pid in client:
+            started = _wall_of(procs[pid].starttime)
+            if self.client_start is None or started < self.client_start:
+                self.client_start = started
+        out = _ProcCpu(alive=len(client), kernel_ticks=walk.kernel_ticks)
+        if postmaster is not None:
+            # PostgreSQL's processes are single-threaded: a process's schedstat is all of it.
+            current = {}
+            for pid in walk.server:
+                st = procfs.read_schedstat(f"/proc/{pid}/schedstat")
+                if st is None:  # no schedstat in this kernel: clock ticks, no queueing
+                    st = (procs[pid].ticks * 1_000_000_000 // procfs.CLK_TCK, 0)
+                current[(pid, procs[pid].starttime)] = st
+            out.server_run, out.server_wait = self._delta("server", current, 2)
+        (out.pgrig_ticks,) = self._delta(
+            "pgrig", {(pid, procs[pid].starttime): (procs[pid].ticks,) for pid in pgrig}, 1
+        )
+        for group, pids in (("server", walk.server), ("client", client), ("pgrig", pgrig)):
+            io = {(pid, procs[pid].starttime): procfs.read_pid_io(pid) for pid in pids}
+            readable = {k: v for k, v in io.items() if v is not None}
+            if pids and not readable:
+                out.io[group] = None
+                continue
+            r, w = self._delta(f"io-{group}", readable, 2)
+            out.io[group] = (r, w)
+        self._client_threads(client, seconds, out)
+        return out
+
+    def _client_threads(self, client: set[int], seconds: float, out: _ProcCpu) -> None:
+        """pgbench -j runs one thread per -j, and /proc/<pid>/schedstat counts the
+        main thread only: sum the threads, and find the busiest."""
+        threads: dict[int, tuple[int, int]] = {}
+        for pid in client:
+            threads.update(procfs.thread_schedstats(pid))
+        prev = self._threads
+        wall_ns = seconds * 1e9
+        for tid, (run, wait) in threads.items():
+            # A thread first seen after the start was born since: all its time is new.
+            run0, wait0 = prev.get(tid, (0, 0) if self.primed else (run, wait))
+            out.client_run += max(0, run - run0)
+            if tid not in prev:
+                continue  # its share of this interval is unknown: not the busiest
+            core = 100.0 * (run - run0) / wall_ns
+            demand = 100.0 * (run - run0 + wait - wait0) / wall_ns
+            out.thread_core = max(out.thread_core or 0.0, min(100.0, core))
+            out.thread_demand = max(out.thread_demand or 0.0, min(100.0, demand))
+        self._threads = threads
+
+    def _delta(
+        self, name: str, current: Mapping[tuple[int, int], tuple[int, ...]], width: int
+    ) -> list[float]:
+        """Sum over processes of what each counter grew since the previous call."""
+        before_all = self._counters.get(name, {})
+        total = [0.0] * width
+        for key, values in current.items():
+            before = before_all.get(key)
+            if before is None:
+                # New since the last look: if it was born after the watch started,
+                # all its counts belong to the watch; if not (first look), none.
+                born = _wall_of(key[1])
+                before = (0,) * width if born >= self.started_at else values
+            for i in range(width):
+                total[i] += max(0, values[i] - before[i])
+        self._counters[name] = dict(current)
+        return total
+
+
 class Watch:
     """Context manager: samples from ``__enter__`` to ``__exit__``; then ``result(run)``."""
 
@@ -114,27 +205,23 @@ class Watch:
         self._thread: threading.Thread | None = None
         self._conn: psycopg.Connection | None = None
         self._pg: PgSampler | None = None
-        self._client_start: float | None = None  # wall clock of the first pgbench start
         self._started_at = 0.0
         self.baseline = baseline
         self.thresholds = thresholds or interference.DEFAULT
-        self._ledger = interference.Ledger.start()
-        self._counters: dict[str, Counters] = {}
-        self._threads: dict[int, tuple[int, int]] = {}
-        self._primed = False
+        self._meter = _ProcessMeter(lambda: self.ctx.server_pid)
 
     def __enter__(self) -> Watch:
-        self._started_at = time.time()
+        self._started_at = self._meter.started_at = time.time()
         if self.devices is None:
-            self.devices = self._find_devices()
+            self.devices = _find_devices(self)
         self._open_server()
         self._prev_stat = procfs.parse_stat(self._read("/proc/stat"))
         self._prev_disks = procfs.parse_diskstats(self._read("/proc/diskstats"))
         self._prev_net = procfs.parse_net_dev(self._read("/proc/net/dev"))
         self._prev_t = time.monotonic()
         if self.ctx.host is None:
-            self._process_cpu(self.interval)
-        self._primed = True
+            self._meter.measure(self.interval)
+        self._meter.primed = True
         self._thread = threading.Thread(target=self._loop, name="pgrig-monitor", daemon=True)
         self._thread.start()
         return self
@@ -167,23 +254,6 @@ class Watch:
     def backend_pid(self) -> int | None:
         """The sampler's server backend (what its statistics queries cost the server)."""
         return self._conn.info.backend_pid if self._conn is not None else None
-
-    def _find_devices(self) -> tuple[str, ...]:
-        if self.ctx.host is not None:
-            self.notes.append(
-                f"host figures (CPU, disks, memory, network) are the server's host "
-                f"{self.ctx.host.name}'s, read over SSH; its processes are not told apart "
-                "(server, pgbench and others share the busy CPU)"
-            )
-            return self.ctx.host_devices
-        fs = environment.describe_filesystem(self.ctx.target)
-        if fs is None or fs.block_device is None:
-            where = f"{fs.fstype} on {fs.device}" if fs else "unknown"
-            self.notes.append(
-                f"no block device behind {self.ctx.target} ({where}): device I/O not sampled"
-            )
-            return ()
-        return tuple(procfs.slaves(fs.block_device))
 
     def _open_server(self) -> None:
         if self.ctx.conn is None:
@@ -231,7 +301,7 @@ class Watch:
         if self.ctx.host is not None:
             self._sample_host(stat_text, disk_text, mem_text, net_text, now, wall, seconds)
             return
-        pc = self._process_cpu(seconds)
+        pc = self._meter.measure(seconds)
         stat = procfs.parse_stat(stat_text)
         machine_ns = seconds * 1e9 * stat.ncpu
         machine_ticks = seconds * procfs.CLK_TCK * stat.ncpu
@@ -319,82 +389,6 @@ class Watch:
             self._pg = None
             return None
 
-    def _process_cpu(self, seconds: float) -> _ProcCpu:
-        """CPU and storage bytes of the server's, the load generator's and pgrig's
-        processes since the last sample; and of the kernel's threads (one walk of
-        /proc, which also names everybody else for the interference ledger)."""
-        postmaster = self.ctx.server_pid
-        walk = self._ledger.walk(postmaster)
-        procs = walk.procs
-        me = os.getpid()
-        client = {pid for pid in walk.mine if pid != me and procs[pid].comm in LOAD_GENERATORS}
-        pgrig = walk.mine - client
-        for pid in client:
-            started = _wall_of(procs[pid].starttime)
-            if self._client_start is None or started < self._client_start:
-                self._client_start = started
-        out = _ProcCpu(alive=len(client), kernel_ticks=walk.kernel_ticks)
-        if postmaster is not None:
-            # PostgreSQL's processes are single-threaded: a process's schedstat is all of it.
-            current = {}
-            for pid in walk.server:
-                st = procfs.read_schedstat(f"/proc/{pid}/schedstat")
-                if st is None:  # no schedstat in this kernel: clock ticks, no queueing
-                    st = (procs[pid].ticks * 1_000_000_000 // procfs.CLK_TCK, 0)
-                current[(pid, procs[pid].starttime)] = st
-            out.server_run, out.server_wait = self._delta("server", current, 2)
-        (out.pgrig_ticks,) = self._delta(
-            "pgrig", {(pid, procs[pid].starttime): (procs[pid].ticks,) for pid in pgrig}, 1
-        )
-        for group, pids in (("server", walk.server), ("client", client), ("pgrig", pgrig)):
-            io = {(pid, procs[pid].starttime): procfs.read_pid_io(pid) for pid in pids}
-            readable = {k: v for k, v in io.items() if v is not None}
-            if pids and not readable:
-                out.io[group] = None
-                continue
-            r, w = self._delta(f"io-{group}", readable, 2)
-            out.io[group] = (r, w)
-        self._client_threads(client, seconds, out)
-        return out
-
-    def _client_threads(self, client: set[int], seconds: float, out: _ProcCpu) -> None:
-        """pgbench -j runs one thread per -j, and /proc/<pid>/schedstat counts the
-        main thread only: sum the threads, and find the busiest."""
-        threads: dict[int, tuple[int, int]] = {}
-        for pid in client:
-            threads.update(procfs.thread_schedstats(pid))
-        prev = self._threads
-        wall_ns = seconds * 1e9
-        for tid, (run, wait) in threads.items():
-            # A thread first seen after the start was born since: all its time is new.
-            run0, wait0 = prev.get(tid, (0, 0) if self._primed else (run, wait))
-            out.client_run += max(0, run - run0)
-            if tid not in prev:
-                continue  # its share of this interval is unknown: not the busiest
-            core = 100.0 * (run - run0) / wall_ns
-            demand = 100.0 * (run - run0 + wait - wait0) / wall_ns
-            out.thread_core = max(out.thread_core or 0.0, min(100.0, core))
-            out.thread_demand = max(out.thread_demand or 0.0, min(100.0, demand))
-        self._threads = threads
-
-    def _delta(
-        self, name: str, current: Mapping[tuple[int, int], tuple[int, ...]], width: int
-    ) -> list[float]:
-        """Sum over processes of what each counter grew since the previous call."""
-        before_all = self._counters.get(name, {})
-        total = [0.0] * width
-        for key, values in current.items():
-            before = before_all.get(key)
-            if before is None:
-                # New since the last look: if it was born after the watch started,
-                # all its counts belong to the watch; if not (first look), none.
-                born = _wall_of(key[1])
-                before = (0,) * width if born >= self._started_at else values
-            for i in range(width):
-                total[i] += max(0, values[i] - before[i])
-        self._counters[name] = dict(current)
-        return total
-
     # -- the result ----------------------------------------------------------
 
     def result(self, run: PgbenchRun | None) -> MonitorResult:
@@ -442,7 +436,9 @@ class Watch:
         version = self._pg.version_num if self._pg else None
         checkpoints = find_checkpoints(samples, counted_at_end=(version or 0) >= 170000)
         ncpu = self._prev_stat.ncpu
-        others, disturbed = interference.assess(samples, self._ledger.top(ncpu), self.thresholds)
+        others, disturbed = interference.assess(
+            samples, self._meter.ledger.top(ncpu), self.thresholds
+        )
         points = tuple(getattr(run, "progress", ()) or ())
         return MonitorResult(
             interval_s=self.interval,
@@ -466,12 +462,32 @@ class Watch:
 
     def _client_origin(self, run: PgbenchRun | None) -> float | None:
         """pgbench's time 0 on the wall clock (epoch seconds); None: unknown."""
-        t0 = self._client_start if self.ctx.client_started is None else self.ctx.client_started
+        started = self.ctx.client_started
+        t0 = self._meter.client_start if started is None else started
         connecting_ms = getattr(run, "initial_connection_ms", None)
         if t0 is not None and connecting_ms:
             # pgbench's -P clock starts once its clients are connected.
             t0 += connecting_ms / 1000.0
         return t0
+
+
+def _find_devices(watch: Watch) -> tuple[str, ...]:
+    """The block devices behind the watch's target (their I/O is sampled); what
+    is not sampled, and why, goes to its notes."""
+    ctx, notes = watch.ctx, watch.notes
+    if ctx.host is not None:
+        notes.append(
+            f"host figures (CPU, disks, memory, network) are the server's host "
+            f"{ctx.host.name}'s, read over SSH; its processes are not told apart "
+            "(server, pgbench and others share the busy CPU)"
+        )
+        return ctx.host_devices
+    fs = environment.describe_filesystem(ctx.target)
+    if fs is None or fs.block_device is None:
+        where = f"{fs.fstype} on {fs.device}" if fs else "unknown"
+        notes.append(f"no block device behind {ctx.target} ({where}): device I/O not sampled")
+        return ()
+    return tuple(procfs.slaves(fs.block_device))
 
 
 def _io_sample(

@@ -19,7 +19,6 @@ import math
 from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from pgrig.report.model import Figure, Series
 
@@ -116,13 +115,15 @@ class Buckets:
             return cls(None)
         return cls(width(longest, low, high), low, longest)
 
-    def line(self, label: str, x: Sequence[float], y: Sequence[float], **kw: Any) -> Series:
+    def line(
+        self, label: str, x: Sequence[float], y: Sequence[float], *, group: str = "", dash: int = 0
+    ) -> Series:
         """A line of the figure: reduced when longer than ``LIMIT``, read from
         any sequence (an ``array`` of a run's column) without copying it whole."""
         if self.step is not None and len(x) > LIMIT:
             rx, ry = minmax(x, y, self.step, self.origin)
-            return Series(label, rx, ry, **kw)
-        return Series(label, tuple(x), tuple(y), **kw)
+            return Series(label, rx, ry, group=group, dash=dash)
+        return Series(label, tuple(x), tuple(y), group=group, dash=dash)
 
     def caption(self, text: str) -> str:
         """The figure's caption, saying how its lines were drawn when reduced."""

@@ -9,18 +9,18 @@ from __future__ import annotations
 import io
 import math
 from collections.abc import Iterable
-from typing import Any
 
 import matplotlib
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure as MplFigure
 from matplotlib.ticker import FuncFormatter, NullFormatter, StrMethodFormatter
+from matplotlib.typing import RcKeyType
 
 from pgrig.report import svgplot
 from pgrig.report.model import Figure
 
 _DASHES = ("-", "--", ":", "-.")
-_RC: dict[Any, Any] = {
+_RC: dict[RcKeyType, object] = {
     "font.size": 9,
     "axes.grid": True,
     "grid.alpha": 0.3,

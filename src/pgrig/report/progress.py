@@ -14,9 +14,9 @@ from __future__ import annotations
 import dataclasses
 import statistics
 from array import array
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from pgrig import registry
 from pgrig.monitor import noise
@@ -47,7 +47,7 @@ def kinds() -> tuple[str, ...]:
 
 
 class _ProgressStore(Protocol):
-    def progress(self, run_id: int) -> Iterable[dict[str, Any]]: ...
+    def progress(self, run_id: int) -> Iterable[Mapping[str, object]]: ...
 
 
 def stored(store: _ProgressStore) -> ProgressReader:

@@ -13,8 +13,8 @@ from __future__ import annotations
 import math
 from array import array
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
-from typing import Any, Protocol
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from typing import Protocol
 
 from pgrig.monitor.model import MonitorResult, Sample
 from pgrig.registry import MONITOR, typed_result
@@ -42,9 +42,9 @@ class _SampleStore(Protocol):
         without_progress: Collection[str] = (),
     ) -> list[RunRecord]: ...
 
-    def samples(self, run_id: int) -> Iterable[dict[str, Any]]: ...
+    def samples(self, run_id: int) -> Iterable[Mapping[str, object]]: ...
 
-    def progress(self, run_id: int) -> Iterable[dict[str, Any]]: ...
+    def progress(self, run_id: int) -> Iterable[Mapping[str, object]]: ...
 
 
 def read(

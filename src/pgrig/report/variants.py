@@ -23,7 +23,7 @@ from pgrig.report.compare import PointKey, _point_order, runs_by_point
 from pgrig.report.model import HEADLINE, Row, Section, Table
 from pgrig.report.samples import SampleReader, own_samples
 from pgrig.report.versus import VS_NOTE, Cell, Draft, Family
-from pgrig.results import SERVER, RunRecord, Study
+from pgrig.results import SERVER, PgbenchRun, RunRecord, Study
 
 MONITOR_SUFFIX = "/monitor"
 # Settings that differ between any two clusters (their own files): not a difference.
@@ -35,7 +35,7 @@ def _targets(study: Study) -> list[dict[str, Any]]:
     return [t for t in declared if isinstance(t, dict)] if isinstance(declared, list) else []
 
 
-def _tps(pairs: Sequence[tuple[RunRecord, Any]]) -> list[float]:
+def _tps(pairs: Sequence[tuple[RunRecord, PgbenchRun | None]]) -> list[float]:
     return [run.tps for _, run in pairs if run is not None]
 
 
@@ -66,7 +66,10 @@ def versions_section(study: Study, records: Sequence[RunRecord]) -> Section | No
     release = {str(t["name"]): str(t.get("pg_version", "?")) for t in targets}
     blocks: list[Table] = []
     by_point = sorted(runs_by_point(records).items(), key=_point_order)
-    curves: dict[tuple[str, int, str], list[tuple[PointKey, dict[str, Any]]]] = {}
+    curves: dict[
+        tuple[str, int, str],
+        list[tuple[PointKey, dict[str, list[tuple[RunRecord, PgbenchRun | None]]]]],
+    ] = {}
     for key, per_target in by_point:
         curves.setdefault((key.workload, key.duration, key.mode), []).append((key, per_target))
     others = [n for n in names if n != baseline]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -41,14 +41,14 @@ def parse_disk(value: str) -> tuple[str, int]:
     return m.group(1).upper(), int(m.group(2))
 
 
-def _fs(t: Table, key: str, default: Any) -> str | None:
+def _fs(t: Table, key: str, default: object) -> str | None:
     value = t.get(key, str)
     if value is not None and value not in FSTYPES:
         raise t.error(key, f"{value!r} is not one of {', '.join(FSTYPES)}")
-    return value  # type: ignore[no-any-return]
+    return value
 
 
-def _size(t: Table, key: str, default: Any) -> int | None:
+def _size(t: Table, key: str, default: object) -> int | None:
     value = t.get(key, (str, int))
     if value is None:
         return None
@@ -61,12 +61,12 @@ def _size(t: Table, key: str, default: Any) -> int | None:
     return size
 
 
-def _base(t: Table, key: str, default: Any) -> str | None:
+def _base(t: Table, key: str, default: object) -> str | None:
     path = t.path_value(key)
     return None if path is None else str(path)
 
 
-def _mkfs(t: Table, key: str, default: Any) -> tuple[str, ...]:
+def _mkfs(t: Table, key: str, default: object) -> tuple[str, ...]:
     value = t.get(key, (list, str), [])
     if isinstance(value, str):
         try:
@@ -78,17 +78,17 @@ def _mkfs(t: Table, key: str, default: Any) -> tuple[str, ...]:
     return tuple(value)
 
 
-def _checked(parse: Callable[[str], object]) -> Callable[[Table, str, Any], str | None]:
+def _checked(parse: Callable[[str], object]) -> Callable[[Table, str, object], str | None]:
     """A string key whose value ``parse`` accepts; its refusal is named on the key."""
 
-    def read(t: Table, key: str, default: Any) -> str | None:
+    def read(t: Table, key: str, default: object) -> str | None:
         value = t.get(key, str)
         if value is not None:
             try:
                 parse(value)
             except UsageError as exc:
                 raise t.error(key, exc.message, exc.hint) from exc
-        return value  # type: ignore[no-any-return]
+        return value
 
     return read
 
@@ -131,9 +131,10 @@ def read(t: Table) -> dict[str, Any]:
     return {k.attr: k.read(t, k.name, k.default) for k in LAB_SCHEMA.keys}
 
 
-def given(values: dict[str, Any]) -> bool:
+def given(values: Mapping[str, object]) -> bool:
     return any(v not in (None, ()) for v in values.values())
 
 
-def base_of(values: dict[str, Any]) -> Path:
-    return Path(values.get("base") or DEFAULT_BASE)
+def base_of(values: Mapping[str, object]) -> Path:
+    base = values.get("base")  # a string or None, as _base reads it
+    return Path(base if isinstance(base, str) and base else DEFAULT_BASE)

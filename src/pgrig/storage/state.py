@@ -107,7 +107,7 @@ def update(record: Record, **changes: Any) -> Record:
     return save(replace(record, **changes))
 
 
-def add(record: Record, name: str, item: Any) -> Record:
+def add(record: Record, name: str, item: str | int) -> Record:
     """Append ``item`` to the tuple field ``name`` (once) and save."""
     current = getattr(record, name)
     if item in current:

@@ -19,11 +19,10 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from pgrig import environment
 from pgrig.errors import UsageError
-from pgrig.schema import Context, Locator, Table
+from pgrig.schema import Context, Locator, Table, TomlValue
 from pgrig.storage import cgroups, keys, latency, memcg, throttle
 from pgrig.storage.cgroups import Cgroup
 from pgrig.storage.errors import CgroupError
@@ -113,7 +112,7 @@ class LabSpec:
         return tuple(out)
 
     @classmethod
-    def from_mapping(cls, table: Mapping[str, Any], *, where: str = "target") -> LabSpec:
+    def from_mapping(cls, table: Mapping[str, TomlValue], *, where: str = "target") -> LabSpec:
         """From a plain mapping with the campaign's keys (the API and tests)."""
         t = Table(dict(table), (where,), Context(where, Path.cwd(), Locator("")))
         spec = cls.from_table(t)

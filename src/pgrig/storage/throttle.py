@@ -129,7 +129,7 @@ class IoLimits:
         body = f"{read} (read and write each)" if read == write else f"read {read}; write {write}"
         return f"{self.label}: {body}" if self.label else body
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, str | float | None]:
         return {
             "label": self.label,
             "read_iops": self.read_iops,

@@ -8,8 +8,9 @@ import contextlib
 import statistics
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+import psycopg
 from psycopg import sql
 
 from pgrig.conninfo import Conn
@@ -41,7 +42,9 @@ def conn(ctx: Context) -> Conn:
 SLOW_DISK_BYTES_PER_S = 10_000_000  # what a server call over the data may not be slower than
 
 
-def limit_by_size(db: Any, timeout_s: float | None = None, database: str | None = None) -> None:
+def limit_by_size(
+    db: psycopg.Connection, timeout_s: float | None = None, database: str | None = None
+) -> None:
     """Give ``db``'s later statements a statement_timeout: ``timeout_s``, else
     sized from the database (10 minutes plus 1 s per 10 MB: a slow disk's pace
     for a CHECKPOINT or a copy of every byte), so a hung server call fails
@@ -160,7 +163,7 @@ def relation_sizes(when: str) -> Action:
     return action
 
 
-def sizes_step(key: StepKey, when: str, params: dict[str, Any]) -> Step:
+def sizes_step(key: StepKey, when: str, params: dict[str, object]) -> Step:
     """Table and index sizes (``\\dt+``, ``\\di+``) as a recorded step: after a
     load (``when`` = "after load") and once per target after its runs."""
     return Step(

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from collections.abc import Mapping
 
 import psycopg
+
+from pgrig.results import JsonValue
 
 TABLE = "pgrig_loaded"
 CREATE = f"""CREATE TABLE IF NOT EXISTS {TABLE} (
@@ -33,7 +35,7 @@ PLACE = ("port", "unix_socket_directories", "listen_addresses", "data_directory"
          "cluster_name")  # fmt: skip
 
 
-def identity(db: psycopg.Connection, **what: Any) -> dict[str, Any]:
+def identity(db: psycopg.Connection, **what: JsonValue) -> dict[str, JsonValue]:
     """What made a load: ``what`` (workload, size, layout, loader), the server's
     version, and a digest of the settings it runs with from its configuration
     files and command line (the profile and the overrides)."""
@@ -59,7 +61,9 @@ def fingerprint(db: psycopg.Connection, tables: str) -> str:
     return ",".join(f"{name}:{node}" for name, node in rows)
 
 
-def find(db: psycopg.Connection, who: dict[str, Any], tables: str) -> dict[str, Any] | None:
+def find(
+    db: psycopg.Connection, who: Mapping[str, JsonValue], tables: str
+) -> dict[str, JsonValue] | None:
     """The stored result of a load with this identity whose tables are still
     the ones it wrote; else None."""
     exists = db.execute("SELECT to_regclass(%s) IS NOT NULL", (TABLE,)).fetchone()
@@ -74,7 +78,9 @@ def find(db: psycopg.Connection, who: dict[str, Any], tables: str) -> dict[str, 
     return dict(row[2])
 
 
-def mark(db: psycopg.Connection, who: dict[str, Any], tables: str, result: dict[str, Any]) -> None:
+def mark(
+    db: psycopg.Connection, who: Mapping[str, JsonValue], tables: str, result: Mapping[str, object]
+) -> None:
     """Record a finished load (replacing the row of an earlier one)."""
     db.execute(CREATE)
     db.execute(

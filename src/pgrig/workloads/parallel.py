@@ -8,7 +8,6 @@ import queue
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import psycopg
 
@@ -57,7 +56,7 @@ class Unit:
 
     label: str
     statement: str = ""
-    params: tuple[Any, ...] = ()
+    params: tuple[object, ...] = ()  # the statement's parameters
     warehouse: int | None = None
     run: Callable[[psycopg.Connection], None] | None = None
 

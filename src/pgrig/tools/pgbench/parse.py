@@ -119,13 +119,9 @@ def _number(value: str, key: str) -> float:
     return float(m.group(1))
 
 
-def parse_run(stdout: str, stderr: str = "", *, mode: str | None = None) -> PgbenchRun:
-    """Parse a timed run: the report on ``stdout``, ``-P`` lines from ``stderr``.
-
-    ``mode`` is pgrig's name for the workload; when None it is derived from the
-    transaction type (builtin select only / TPC-B, anything else is custom).
-    Progress lines are also looked for in ``stdout``, for text pasted together.
-    """
+def _scan_report(stdout: str) -> tuple[dict[str, str], float | None, float | None, list[_Script]]:
+    """The report's ``key: value`` lines (the first of each key), its tps without
+    and including connection time, and its scripts with their statement latencies."""
     fields: dict[str, str] = {}
     tps_without: float | None = None
     tps_including: float | None = None
@@ -162,6 +158,17 @@ def parse_run(stdout: str, stderr: str = "", *, mode: str | None = None) -> Pgbe
                 tps_without = float(m.group(1))
         elif m := _FIELD.match(line):
             fields.setdefault(m.group(1), m.group(2).strip())
+    return fields, tps_without, tps_including, scripts
+
+
+def parse_run(stdout: str, stderr: str = "", *, mode: str | None = None) -> PgbenchRun:
+    """Parse a timed run: the report on ``stdout``, ``-P`` lines from ``stderr``.
+
+    ``mode`` is pgrig's name for the workload; when None it is derived from the
+    transaction type (builtin select only / TPC-B, anything else is custom).
+    Progress lines are also looked for in ``stdout``, for text pasted together.
+    """
+    fields, tps_without, tps_including, scripts = _scan_report(stdout)
 
     def need(key: str) -> str:
         if key not in fields:

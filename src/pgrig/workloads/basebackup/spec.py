@@ -6,7 +6,7 @@ import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from pgrig.errors import DiskSpaceError
 from pgrig.schema import Schema, Table, choice, custom, integer, text
@@ -43,7 +43,7 @@ class BasebackupSpec:
         return self.to if self.to and self.to_directory is None else None
 
 
-def _compress(t: Table, key: str, default: Any) -> str:
+def _compress(t: Table, key: str, default: str) -> str:
     value = str(t.get(key, (str, int), default))
     if value.isdigit():  # a gzip level, as pg_basebackup -Z 5
         value = f"gzip:{value}" if value != "0" else "none"
@@ -58,7 +58,7 @@ def _compress(t: Table, key: str, default: Any) -> str:
     return value
 
 
-def _max_rate(t: Table, key: str, default: Any) -> str | None:
+def _max_rate(t: Table, key: str, default: str | None) -> str | None:
     value = t.get(key, (str, int), default)
     if value is None:
         return None
@@ -71,7 +71,7 @@ def _max_rate(t: Table, key: str, default: Any) -> str | None:
     return f"{kb}k"
 
 
-def _to(t: Table, key: str, default: Any) -> str:
+def _to(t: Table, key: str, default: str) -> str:
     value = t.get(key, str, default)
     if not value or "/" in value:
         return str(value)
@@ -85,11 +85,11 @@ def _to(t: Table, key: str, default: Any) -> str:
     return str(value)
 
 
-def _timeout(t: Table, key: str, default: Any) -> float | None:
+def _timeout(t: Table, key: str, default: float | None) -> float | None:
     value = t.get(key, float, default)
     if value is not None and value <= 0:
         raise t.error(key, f"{value:g}: a number of seconds above 0")
-    return value  # type: ignore[no-any-return]
+    return value
 
 
 SCHEMA = Schema(

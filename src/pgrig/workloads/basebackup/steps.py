@@ -15,13 +15,13 @@ import os
 import re
 import time
 from pathlib import Path
-from typing import Any
 
 from pgrig import calibration, proc
 from pgrig.cluster import workdir
 from pgrig.environment.storage import describe_filesystem
 from pgrig.errors import ClusterError, UsageError, WorkdirError
 from pgrig.policy import RunPolicy
+from pgrig.results import Filesystem
 from pgrig.step import Action, Call, Context, Prepare, Step, StepKey
 from pgrig.tools import pgbench
 from pgrig.ui import Step as ProgressLine
@@ -65,7 +65,7 @@ def _scale_loaded(ctx: Context) -> int | None:
 
 
 def data_action(spec: BasebackupSpec, tablespaces: dict[str, str | None]) -> Action:
-    def action(ctx: Context, line: ProgressLine) -> tuple[Any, str]:
+    def action(ctx: Context, line: ProgressLine) -> tuple[BasebackupData, str]:
         loaded, load_s, raw = False, None, ""
         found = _scale_loaded(ctx)
         if found == spec.scale:
@@ -191,7 +191,7 @@ def backup_estimate(spec: BasebackupSpec, storage: str = "") -> float:
 def backup_action(
     spec: BasebackupSpec, opts: tool.Options, target: str, rep: int, storage: str
 ) -> Action:
-    def action(ctx: Context, line: ProgressLine) -> tuple[Any, str]:
+    def action(ctx: Context, line: ProgressLine) -> tuple[BasebackupResult, str]:
         started, machine = time.monotonic(), calibration.busy()
         _check_replication(ctx, spec.wal_method)
         with conn(ctx).connect() as db:
@@ -256,26 +256,7 @@ def backup_action(
             fs = describe_filesystem(holder)
         finally:
             workdir.remove(holder)
-        result = BasebackupResult(
-            data_bytes=ran.output.total_kb * 1024,
-            copy_bytes=copied,
-            files=files,
-            wall_s=round(ran.wall_s, 3),
-            format=spec.format,
-            checkpoint=spec.checkpoint,
-            wal_method=spec.wal_method,
-            compress=spec.compress,
-            max_rate=spec.max_rate,
-            destination=described,
-            filesystem=f"{fs.fstype} {fs.device} at {fs.mountpoint}" if fs else "unknown",
-            tool_version=version,
-            start_lsn=ran.output.start_lsn,
-            end_lsn=ran.output.end_lsn,
-            timeline=ran.output.timeline,
-            tablespaces=ran.output.tablespaces,
-            phases=ran.phases,
-            argv=tuple(args),
-        )
+        result = _result(spec, ran, (copied, files), described, fs, version, args)
         # the whole step (the copy measured and removed too), as the plan counts it
         elapsed = time.monotonic() - started
         mb = bb_spec.copy_bytes(spec.scale) / MB
@@ -283,6 +264,39 @@ def backup_action(
         return result, ran.raw
 
     return action
+
+
+def _result(
+    spec: BasebackupSpec,
+    ran: tool.Ran,
+    copied: tuple[int, int],
+    described: str,
+    fs: Filesystem | None,
+    version: str,
+    args: list[str],
+) -> BasebackupResult:
+    """One copy's result: what pg_basebackup said, and the ``copied`` (bytes,
+    files) measured on the destination's filesystem ``fs``."""
+    return BasebackupResult(
+        data_bytes=ran.output.total_kb * 1024,
+        copy_bytes=copied[0],
+        files=copied[1],
+        wall_s=round(ran.wall_s, 3),
+        format=spec.format,
+        checkpoint=spec.checkpoint,
+        wal_method=spec.wal_method,
+        compress=spec.compress,
+        max_rate=spec.max_rate,
+        destination=described,
+        filesystem=f"{fs.fstype} {fs.device} at {fs.mountpoint}" if fs else "unknown",
+        tool_version=version,
+        start_lsn=ran.output.start_lsn,
+        end_lsn=ran.output.end_lsn,
+        timeline=ran.output.timeline,
+        tablespaces=ran.output.tablespaces,
+        phases=ran.phases,
+        argv=tuple(args),
+    )
 
 
 def backup_step(spec: BasebackupSpec, policy: RunPolicy, target: TargetView, rep: int) -> Step:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from pgrig.schema import Schema, Table, custom, integers
 from pgrig.workloads.tpcb.spec import LATENCY_LIMIT, QUERY_MODE, RATE, THREADS, check_pgbench
@@ -34,14 +34,14 @@ class CustomSpec:
     kind: ClassVar[str] = "custom"
 
 
-def _name(t: Table, key: str, default: Any) -> str:
+def _name(t: Table, key: str, default: object) -> str:
     name = t.get(key, str)
     if not name:
         raise t.error(key, "a custom workload needs a name", hint='add name = "login"')
     return str(name)
 
 
-def _scripts(t: Table, key: str, default: Any) -> tuple[ScriptSpec, ...]:
+def _scripts(t: Table, key: str, default: object) -> tuple[ScriptSpec, ...]:
     raw = t.get(key, list)
     if not raw:
         raise t.error(
@@ -69,7 +69,7 @@ def _scripts(t: Table, key: str, default: Any) -> tuple[ScriptSpec, ...]:
     return tuple(scripts)
 
 
-def _setup(t: Table, key: str, default: Any) -> tuple[Path, ...]:
+def _setup(t: Table, key: str, default: object) -> tuple[Path, ...]:
     out = []
     for item in t.get(key, list, []):
         p = Path(item).expanduser()
@@ -80,7 +80,7 @@ def _setup(t: Table, key: str, default: Any) -> tuple[Path, ...]:
     return tuple(out)
 
 
-def _defines(t: Table, key: str, default: Any) -> dict[str, str]:
+def _defines(t: Table, key: str, default: object) -> dict[str, str]:
     table = t.table(key)
     return {k: str(v) for k, v in (table.data.items() if table else ())}
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from pgrig.cluster.loadwal import LOAD_WAL
 from pgrig.schema import Schema, Table, choice, choices, custom, flag, integer, integers, text
@@ -40,18 +40,18 @@ class TpcbSpec:
 # -- keys several pgbench workloads share --------------------------------------
 
 
-def _threads(t: Table, key: str, default: Any) -> int | None:
+def _threads(t: Table, key: str, default: object) -> int | None:
     threads = t.get(key, int)
     if threads is not None and threads < 1:
         raise t.error(key, f"{threads}: at least 1")
-    return threads  # type: ignore[no-any-return]
+    return threads
 
 
-def _rate(t: Table, key: str, default: Any) -> float | None:
+def _rate(t: Table, key: str, default: object) -> float | None:
     rate = t.get(key, float)
     if rate is not None and rate <= 0:
         raise t.error(key, "must be a positive number of transactions per second")
-    return rate  # type: ignore[no-any-return]
+    return rate
 
 
 THREADS = custom("threads", None, "pgbench `-j`", _threads, shown_default="min(clients, CPUs)")
@@ -77,11 +77,11 @@ def check_pgbench(t: Table, clients: tuple[int, ...], threads: int | None,
         raise t.error("latency_limit_ms", "needs rate (an open-loop run at a fixed rate)")
 
 
-def _fillfactor(t: Table, key: str, default: Any) -> int | None:
+def _fillfactor(t: Table, key: str, default: object) -> int | None:
     value = t.get(key, int)
     if value is not None and not 10 <= value <= 100:
         raise t.error(key, f"{value}: between 10 and 100")
-    return value  # type: ignore[no-any-return]
+    return value
 
 
 SCHEMA = Schema(

@@ -21,7 +21,15 @@ from pgrig.cluster import loadwal
 from pgrig.errors import ToolError
 from pgrig.hosts.load import LoadJob, merged
 from pgrig.policy import RunPolicy
-from pgrig.results import CountResult, PgbenchInit, ProgressPoint, from_dict, to_dict
+from pgrig.results import (
+    CountResult,
+    JsonValue,
+    PgbenchInit,
+    PgbenchRun,
+    ProgressPoint,
+    from_dict,
+    to_dict,
+)
 from pgrig.sql import load as load_sql
 from pgrig.step import Action, Call, Context, Prepare, Step, StepKey
 from pgrig.tools import pgbench
@@ -54,7 +62,7 @@ def threads_for(threads: int | None, clients: int) -> int:
 def load_action(
     spec: TpcbSpec, scale: int, tablespaces: dict[str, str | None], storage: str
 ) -> Action:
-    def action(ctx: Context, line: ProgressLine) -> tuple[Any, str]:
+    def action(ctx: Context, line: ProgressLine) -> tuple[PgbenchInit, str]:
         machine = calibration.busy()  # before the load adds its own
         opts = pgbench.InitOptions(
             scale=scale,
@@ -69,7 +77,7 @@ def load_action(
         def on_progress(done: int, total: int) -> None:
             line.update(completed=done, total=total, detail=f"{done:,} of {total:,} rows")
 
-        who: dict[str, Any] = {}
+        who: dict[str, JsonValue] = {}
         if spec.reuse:
             with conn(ctx).connect() as db:
                 who = loaded.identity(
@@ -164,7 +172,7 @@ def count_workers(asked: int) -> int:
 def count_action(method: str, workers: int) -> Action:
     sql_name, node_type = COUNT_METHODS[method]
 
-    def action(ctx: Context, line: ProgressLine) -> tuple[Any, str]:
+    def action(ctx: Context, line: ProgressLine) -> tuple[CountResult, str]:
         # One statement per execute: the SETs must apply to the EXPLAIN's session.
         statements = [s for s in load_sql(sql_name).split(";") if s.strip()]
         if workers:
@@ -209,7 +217,7 @@ def prepare_action(opts: pgbench.RunOptions, policy: RunPolicy) -> Prepare:
 def bench_action(opts: pgbench.RunOptions, first_guess: float) -> Action:
     """A measured pgbench run (TPC-B or custom), with a sampled transaction log."""
 
-    def action(ctx: Context, line: ProgressLine) -> tuple[Any, str]:
+    def action(ctx: Context, line: ProgressLine) -> tuple[PgbenchRun, str]:
         observed = ctx.observed
         run_opts = replace(
             opts,
@@ -241,7 +249,7 @@ def _key(target: str, spec: TpcbSpec, scale: int, *parts: str) -> StepKey:
 def load_steps(spec: TpcbSpec, scale: int, target: TargetView) -> list[Step]:
     """pgbench -i, then count(*) by both plans (seed 000)."""
     tablespaces = target.tablespaces
-    params: dict[str, Any] = {
+    params: dict[str, object] = {
         "workload": spec.name,
         "scale": scale,
         "generate": spec.generate,

@@ -170,24 +170,7 @@ def run(
     scratch = Path(tempfile.mkdtemp(prefix="pgrig-tpcc-", dir=workdir))
     try:
         paths = sqlfiles.write_scripts(opts.mode, scratch)
-        bench_opts = pgbench.RunOptions(
-            mode="custom",
-            clients=opts.connections,
-            threads=opts.pgbench_threads,
-            duration_s=opts.duration_s,
-            query_mode="prepared",
-            scripts=tuple((str(p), WEIGHTS[n]) for p, n in zip(paths, TRANSACTIONS, strict=True)),
-            progress_interval=opts.progress_interval,
-            statement_latencies=False,
-            transaction_log=True,
-            sampling_rate=rate,
-            defines=(
-                ("active", str(active)),
-                ("k_c_id", str(info.c_id)),
-                ("k_ol_i_id", str(info.ol_i_id)),
-                ("k_c_last", str(run_constant(info.c_last_load))),
-            ),
-        )
+        bench_opts = _bench_options(opts, paths, rate, active, info)
         prefix = scratch / f"txlog_{secrets.token_hex(4)}"
         target = with_isolation(conn, opts.isolation)
         extra = (f"--max-tries={opts.max_tries}", "--failures-detailed")
@@ -217,34 +200,8 @@ def run(
         argv = pgbench.run_argv(bin_dir, target, bench_opts, prefix, extra)
         raw: list[str] = []
         progress: list[ProgressPoint] = []  # tps per second, stored with the run
-
-        def on_line(stream_name: str, line: str) -> None:
-            raw.append(line)
-            if stream_name == "stderr" and (p := pgbench.parse_progress(line)):
-                progress.append(p)
-                if on_progress:
-                    on_progress(p)
-
         started = time.time()
-        done = proc.stream(
-            argv,
-            timeout=opts.duration_s * 1.25 + 60.0,
-            on_line=on_line,
-            cwd=scratch,
-            env=target.env(),
-            check=False,
-            what="pgbench",
-        )
-        if not done.ok:
-            raise ToolError(
-                "pgbench (TPC-C) failed",
-                argv=done.argv,
-                returncode=done.returncode,
-                stderr=done.stderr or done.stdout,
-                hint="the run was aborted part-way: see the error above and the server log"
-                if done.returncode == 2
-                else "check that the server accepts connections with these settings",
-            )
+        done = _stream(argv, opts, scratch, target, raw, progress, on_progress)
         with conn.connect() as db:
             orders_created = _orders(db) - orders_before
         logs = pgbench.transaction_log_files(scratch, prefix.name)
@@ -265,6 +222,72 @@ def run(
         return result, "".join(line + "\n" for line in raw)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _bench_options(
+    opts: RunOptions, paths: Sequence[Path], rate: float, active: int, info: checks.Loaded
+) -> pgbench.RunOptions:
+    """pgbench's options for the TPC-C scripts: the mix's weights, the sampled
+    transaction log, and the constants the scripts draw with."""
+    return pgbench.RunOptions(
+        mode="custom",
+        clients=opts.connections,
+        threads=opts.pgbench_threads,
+        duration_s=opts.duration_s,
+        query_mode="prepared",
+        scripts=tuple((str(p), WEIGHTS[n]) for p, n in zip(paths, TRANSACTIONS, strict=True)),
+        progress_interval=opts.progress_interval,
+        statement_latencies=False,
+        transaction_log=True,
+        sampling_rate=rate,
+        defines=(
+            ("active", str(active)),
+            ("k_c_id", str(info.c_id)),
+            ("k_ol_i_id", str(info.ol_i_id)),
+            ("k_c_last", str(run_constant(info.c_last_load))),
+        ),
+    )
+
+
+def _stream(
+    argv: list[str],
+    opts: RunOptions,
+    scratch: Path,
+    target: Conn,
+    raw: list[str],
+    progress: list[ProgressPoint],
+    on_progress: Callable[[ProgressPoint], None] | None,
+) -> proc.Completed:
+    """pgbench on this machine: its lines into ``raw``, its progress points into
+    ``progress`` (and ``on_progress``); a failed run raises ToolError."""
+
+    def on_line(stream_name: str, line: str) -> None:
+        raw.append(line)
+        if stream_name == "stderr" and (p := pgbench.parse_progress(line)):
+            progress.append(p)
+            if on_progress:
+                on_progress(p)
+
+    done = proc.stream(
+        argv,
+        timeout=opts.duration_s * 1.25 + 60.0,
+        on_line=on_line,
+        cwd=scratch,
+        env=target.env(),
+        check=False,
+        what="pgbench",
+    )
+    if not done.ok:
+        raise ToolError(
+            "pgbench (TPC-C) failed",
+            argv=done.argv,
+            returncode=done.returncode,
+            stderr=done.stderr or done.stdout,
+            hint="the run was aborted part-way: see the error above and the server log"
+            if done.returncode == 2
+            else "check that the server accepts connections with these settings",
+        )
+    return done
 
 
 def _orders(db: psycopg.Connection) -> int:

@@ -187,13 +187,7 @@ def load(
     """Load ``warehouses``; ``minimal_wal``: the cluster (pgrig's own) to restart
     at ``wal_level = minimal`` for the copies and index builds; None: load at the
     server's settings."""
-    if warehouses < 1:
-        raise UsageError(
-            f"--warehouses {warehouses}: must be at least 1",
-            hint="TPC-C scales by warehouse: 1 is about 100 MB of data",
-        )
-    if jobs < 1:
-        raise UsageError(f"--jobs {jobs}: must be at least 1")
+    _check_sizes(warehouses, jobs)
     say = on_progress or (lambda _msg: None)
     c_last = random.randint(0, 255)
     timings = Timings()
@@ -229,19 +223,7 @@ def load(
             conn, jobs, units, whole, setup, maps, timings, say, warehouses, t0
         )
     elapsed = time.monotonic() - t0
-    # Wall-clock times first; then the seconds per step summed over the
-    # connections, which overlap (a table's index builds while others copy).
-    phases = {
-        **{k: v for k, v in restarts.items() if k == loadwal.RESTART_MINIMAL},
-        "copy, analyze and index whole tables": round(
-            t_copied - t0 - restarts.get(loadwal.RESTART_MINIMAL, 0.0), 3
-        ),
-        "the rest (ranges, vacuum, keys)": round(
-            time.monotonic() - t_copied - restarts.get(loadwal.RESTART_PROFILE, 0.0), 3
-        ),
-        **{k: v for k, v in restarts.items() if k == loadwal.RESTART_PROFILE},
-        **{f"{k} (connection-s)": round(v, 3) for k, v in timings.seconds.items()},
-    }
+    phases = _phases(restarts, t0, t_copied, timings)
     with conn.connect() as db:
         # Measured before the meta row (8 kB) so that the runs can tell what they used.
         size = schema_bytes(db)
@@ -270,6 +252,34 @@ def load(
         c_last_load=c_last,
         wal_level=loadwal.MINIMAL if minimal_wal is not None else None,
     )
+
+
+def _check_sizes(warehouses: int, jobs: int) -> None:
+    if warehouses < 1:
+        raise UsageError(
+            f"--warehouses {warehouses}: must be at least 1",
+            hint="TPC-C scales by warehouse: 1 is about 100 MB of data",
+        )
+    if jobs < 1:
+        raise UsageError(f"--jobs {jobs}: must be at least 1")
+
+
+def _phases(
+    restarts: dict[str, float], t0: float, t_copied: float, timings: Timings
+) -> dict[str, float]:
+    """Wall-clock times first (up to now); then the seconds per step summed over
+    the connections, which overlap (a table's index builds while others copy)."""
+    return {
+        **{k: v for k, v in restarts.items() if k == loadwal.RESTART_MINIMAL},
+        "copy, analyze and index whole tables": round(
+            t_copied - t0 - restarts.get(loadwal.RESTART_MINIMAL, 0.0), 3
+        ),
+        "the rest (ranges, vacuum, keys)": round(
+            time.monotonic() - t_copied - restarts.get(loadwal.RESTART_PROFILE, 0.0), 3
+        ),
+        **{k: v for k, v in restarts.items() if k == loadwal.RESTART_PROFILE},
+        **{f"{k} (connection-s)": round(v, 3) for k, v in timings.seconds.items()},
+    }
 
 
 def _copy_and_index(

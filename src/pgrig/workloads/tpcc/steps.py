@@ -8,9 +8,9 @@ import contextlib
 import os
 import time
 from dataclasses import dataclass, replace
-from typing import Any
 
 from pgrig import calibration
+from pgrig.conninfo import Conn
 from pgrig.errors import UsageError
 from pgrig.policy import RunPolicy
 from pgrig.results import ProgressPoint
@@ -20,6 +20,7 @@ from pgrig.workloads.base import TargetView
 from pgrig.workloads.common import Steady, checkpoint, load_restarts, restore_pristine, steady
 from pgrig.workloads.tpcb.steps import run_estimate
 from pgrig.workloads.tpcc import checks, driver, loader
+from pgrig.workloads.tpcc.model import TpccCheck, TpccLoad, TpccRun
 from pgrig.workloads.tpcc.spec import TpccSpec
 
 LOAD_KIND = "tpcc"  # the TPC-C load's times in pgrig.calibration
@@ -98,7 +99,7 @@ class TpccPlan:
         )
 
 
-def _conn(ctx: Context) -> Any:
+def _conn(ctx: Context) -> Conn:
     assert ctx.conn is not None, "the server must be up before TPC-C steps run"
     return ctx.conn
 
@@ -106,7 +107,7 @@ def _conn(ctx: Context) -> Any:
 def load_action(tp: TpccPlan, owned: bool) -> Action:
     """The TPC-C data loaded by pgrig's loader (``owned``: tables there may be replaced)."""
 
-    def action(ctx: Context, line: ProgressLine) -> tuple[Any, str]:
+    def action(ctx: Context, line: ProgressLine) -> tuple[TpccLoad, str]:
         machine = calibration.busy()  # before the load adds its own
         messages: list[str] = []
         done = [0]
@@ -157,7 +158,7 @@ def check_estimate(warehouses: int) -> float:
 def check_action(warehouses: int) -> Action:
     """The TPC-C consistency conditions, checked on the loaded or run data."""
 
-    def action(ctx: Context, line: ProgressLine) -> tuple[Any, str]:
+    def action(ctx: Context, line: ProgressLine) -> tuple[TpccCheck, str]:
         started, machine = time.monotonic(), calibration.busy()
         result = checks.check(_conn(ctx), timeout_s=loader.timeout_for(warehouses))
         calibration.record(CHECK_KIND, warehouses, time.monotonic() - started, machine)
@@ -284,7 +285,7 @@ def run_action(tp: TpccPlan, mode: str, active: int | None) -> Action:
     """A measured TPC-C run of ``mode`` on the first ``active`` warehouses."""
     opts = tp.run_options(mode, active)
 
-    def action(ctx: Context, line: ProgressLine) -> tuple[Any, str]:
+    def action(ctx: Context, line: ProgressLine) -> tuple[TpccRun, str]:
         observed = ctx.observed
 
         def on_progress(point: ProgressPoint) -> None:

@@ -1,0 +1,210 @@
+"""The two databases a results store lives in: SQLite (one file) and PostgreSQL.
+
+``pgrig.store.Store`` speaks to either through ``Backend``: the few things they
+do differently (placeholders, JSON functions, bulk inserts, transactions).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Iterator
+from contextlib import closing
+from pathlib import Path
+
+from pgrig.conninfo import Conn
+from pgrig.sql import load as load_sql
+
+# "{serial}" in the schema: each backend's auto-increment primary key.
+_SCHEMA = load_sql("store_schema")
+SQLITE_SCHEMA = _SCHEMA.replace("{serial}", "INTEGER PRIMARY KEY AUTOINCREMENT")
+POSTGRES_SCHEMA = _SCHEMA.replace("{serial}", "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY")
+_INSERT_SAMPLE = "INSERT INTO samples (run_id, n, value) VALUES (?, ?, ?)"
+
+# What goes into a statement's placeholders and comes back in a row's columns.
+SqlValue = None | int | float | str | bytes
+Row = dict[str, SqlValue]
+
+
+class Backend:
+    """The few things SQLite and PostgreSQL do differently."""
+
+    label: str
+
+    def lean(self, result: str, key: str) -> str:
+        """SQL of the result (JSON text) with its list ``key`` emptied: the JSON
+        is taken apart by the database, not in pgrig's memory."""
+        raise NotImplementedError
+
+    def elements_sql(self, key: str) -> str:
+        """SQL of one run's (by id) elements of its result's list ``key``, in
+        order, each as JSON text in column ``value``."""
+        raise NotImplementedError
+
+    def insert_samples(self, rows: Iterable[tuple[int, int, str]]) -> None:
+        """(run id, n, JSON) rows, taken one at a time from ``rows``."""
+        raise NotImplementedError
+
+    def execute(self, sql: str, params: tuple[SqlValue, ...] = ()) -> list[Row]:
+        raise NotImplementedError
+
+    def each(self, sql: str, params: tuple[SqlValue, ...] = ()) -> Iterator[Row]:
+        """The rows one at a time: a study's runs hold every sample it took."""
+        raise NotImplementedError
+
+    def insert_id(self, sql: str, params: tuple[SqlValue, ...]) -> int:
+        raise NotImplementedError
+
+    def begin(self) -> None:
+        raise NotImplementedError
+
+    def commit(self) -> None:
+        raise NotImplementedError
+
+    def rollback(self) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    duplicate: tuple[type[BaseException], ...] = ()
+    errors: tuple[type[BaseException], ...] = ()
+
+
+class Sqlite(Backend):
+    duplicate = (sqlite3.IntegrityError,)
+    errors = (sqlite3.Error,)
+
+    def lean(self, result: str, key: str) -> str:
+        return (
+            f"CASE WHEN json_type({result}, '$.{key}') = 'array'"
+            f" THEN json_replace({result}, '$.{key}', json('[]')) ELSE {result} END"
+        )
+
+    def elements_sql(self, key: str) -> str:
+        return (
+            f"SELECT s.value AS value FROM runs, json_each(runs.result, '$.{key}') AS s"
+            " WHERE runs.id = ? ORDER BY s.key"
+        )
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.label = str(path)
+        # Targets measured at once record from their own threads (one at a time:
+        # pgrig.recorder holds a lock around every write).
+        self.conn = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
+        self.conn.row_factory = sqlite3.Row
+        self.conn.executescript(SQLITE_SCHEMA)
+        columns = {r["name"] for r in self.conn.execute("PRAGMA table_info(studies)")}
+        if "target_environments" not in columns:  # files from before campaigns
+            self.conn.execute("ALTER TABLE studies ADD COLUMN target_environments TEXT")
+
+    def execute(self, sql: str, params: tuple[SqlValue, ...] = ()) -> list[Row]:
+        with closing(self.conn.execute(sql, params)) as cur:
+            return [dict(row) for row in cur.fetchall()]
+
+    def each(self, sql: str, params: tuple[SqlValue, ...] = ()) -> Iterator[Row]:
+        with closing(self.conn.execute(sql, params)) as cur:
+            for row in cur:
+                yield dict(row)
+
+    def insert_id(self, sql: str, params: tuple[SqlValue, ...]) -> int:
+        with closing(self.conn.execute(sql, params)) as cur:
+            return int(cur.lastrowid or 0)
+
+    def insert_samples(self, rows: Iterable[tuple[int, int, str]]) -> None:
+        # executemany takes the rows from the iterator as it goes
+        with closing(self.conn.executemany(_INSERT_SAMPLE, rows)):
+            pass
+
+    def begin(self) -> None:
+        self.conn.execute("BEGIN IMMEDIATE")
+
+    def commit(self) -> None:
+        self.conn.execute("COMMIT")
+
+    def rollback(self) -> None:
+        self.conn.execute("ROLLBACK")
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+# A store's statements write one record or read one study's: seconds at most.
+PG_STATEMENT_TIMEOUT_S = 300.0
+PG_LOCK_TIMEOUT_S = 60.0
+
+
+class Postgres(Backend):
+    def lean(self, result: str, key: str) -> str:
+        return (
+            f"CASE WHEN jsonb_typeof(({result})::jsonb -> '{key}') = 'array'"
+            f" THEN jsonb_set(({result})::jsonb, '{{{key}}}', '[]')::text ELSE {result} END"
+        )
+
+    def elements_sql(self, key: str) -> str:
+        # json, not jsonb: each number as it was written (jsonb prints 1e+300 as 1000...0)
+        return (
+            "SELECT s.value::text AS value FROM runs,"
+            f" json_array_elements(runs.result::json -> '{key}') WITH ORDINALITY AS s(value, n)"
+            " WHERE runs.id = ? ORDER BY s.n"
+        )
+
+    def __init__(self, uri: str) -> None:
+        import psycopg
+        from psycopg.rows import dict_row
+
+        self.duplicate = (psycopg.errors.UniqueViolation,)
+        self.errors = (psycopg.Error,)
+        self.label = Conn.from_user(uri).describe()
+        self.conn = psycopg.connect(
+            Conn.from_user(uri).conninfo(), autocommit=True, row_factory=dict_row
+        )
+        # A store server that hangs, or a session holding a lock, fails the
+        # write instead of hanging the study (the run is recorded once, in one call).
+        self.conn.execute(f"SET statement_timeout = {int(PG_STATEMENT_TIMEOUT_S * 1000)}")
+        self.conn.execute(f"SET lock_timeout = {int(PG_LOCK_TIMEOUT_S * 1000)}")
+        # One schema for every machine: creating it twice at once is harmless.
+        with self.conn.transaction():
+            self.conn.execute("SELECT pg_advisory_xact_lock(hashtext('pgrig store schema'))")
+            for statement in POSTGRES_SCHEMA.split(";"):
+                if statement.strip():
+                    self.conn.execute(statement)
+
+    @staticmethod
+    def _sql(sql: str) -> str:
+        return sql.replace("?", "%s")
+
+    def execute(self, sql: str, params: tuple[SqlValue, ...] = ()) -> list[Row]:
+        cur = self.conn.execute(self._sql(sql), params)
+        return list(cur.fetchall()) if cur.description else []
+
+    def each(self, sql: str, params: tuple[SqlValue, ...] = ()) -> Iterator[Row]:
+        # single-row mode: libpq does not hold the whole answer either
+        with self.conn.cursor() as cur:
+            yield from cur.stream(self._sql(sql), params)
+
+    def insert_id(self, sql: str, params: tuple[SqlValue, ...]) -> int:
+        row = self.conn.execute(self._sql(sql) + " RETURNING id", params).fetchone()
+        return int(row["id"]) if row else 0
+
+    def insert_samples(self, rows: Iterable[tuple[int, int, str]]) -> None:
+        # COPY streams the rows to the server as they come
+        with (
+            self.conn.cursor() as cur,
+            cur.copy("COPY samples (run_id, n, value) FROM STDIN") as copy,
+        ):
+            for row in rows:
+                copy.write_row(row)
+
+    # autocommit connection, explicit transaction commands: one record, one transaction
+    def begin(self) -> None:
+        self.conn.execute("BEGIN")
+
+    def commit(self) -> None:
+        self.conn.execute("COMMIT")
+
+    def rollback(self) -> None:
+        self.conn.execute("ROLLBACK")
+
+    def close(self) -> None:
+        self.conn.close()
