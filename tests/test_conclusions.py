@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 from pgrig.durability.model import Check, Crash, DurabilityResult
+from pgrig.durability.report import durable  # the durability workload brings its rule
 from pgrig.meaning import Meaning
 from pgrig.monitor.model import MonitorResult, Verdict
 from pgrig.report import conclusions as c
@@ -450,17 +451,17 @@ def crashed(lost: int, failures: tuple[str, ...] = ()) -> list[RunRecord]:
 
 def test_a_crash_check_says_what_was_lost_and_whether_the_checks_held() -> None:
     """Seed 001 crashed its login workload and looked for lost rows and duplicates."""
-    (held,) = c.durable(evidence(crashed(0)))
+    (held,) = durable(evidence(crashed(0)))
     assert held.text == (
         "disk: login-crash, 3 x immediate: 1,504 commits acknowledged, 0 lost; its "
         "check held after every recovery (the slowest recovery 5.5 s)."
     )
-    (failed,) = c.durable(evidence(crashed(7, ("7 acknowledged commits lost",))))
+    (failed,) = durable(evidence(crashed(7, ("7 acknowledged commits lost",))))
     assert "7 lost; FAILED: 7 acknowledged commits lost" in failed.text
 
 
 def test_no_crash_check_no_durability_sentence() -> None:
-    assert c.durable(evidence(runs("a", [1000, 1010]) + loads("a", [10.0]))) == []
+    assert durable(evidence(runs("a", [1000, 1010]) + loads("a", [10.0]))) == []
 
 
 def test_a_cap_the_uncapped_disk_does_not_reach_is_not_said_to_bind() -> None:

@@ -22,6 +22,12 @@ from pgrig.conninfo import Conn
 from pgrig.errors import UsageError
 from pgrig.policy import RunPolicy
 from pgrig.probe import FIO_SCHEMA, PROBES_SCHEMA, ProbeSpec
+
+# The target's spec is the target kinds' interface; named here too for the front
+# doors that build campaigns.
+from pgrig.registry.target import InitdbSpec as InitdbSpec
+from pgrig.registry.target import TargetSpec as TargetSpec
+from pgrig.registry.workload import WorkloadSpec
 from pgrig.schema import (
     NAME,
     Context,
@@ -38,50 +44,6 @@ from pgrig.schema import (
 from pgrig.storage import kernel
 from pgrig.storage.keys import LAB_SCHEMA
 from pgrig.storage.target import LabSpec
-from pgrig.workloads.base import WorkloadSpec
-
-
-@dataclass(frozen=True)
-class InitdbSpec:
-    encoding: str = "UTF8"
-    locale: str = "C"
-    wal_segsize_mb: int | None = None
-    data_checksums: bool = False
-
-
-@dataclass(frozen=True)
-class TargetSpec:
-    """Where PostgreSQL runs for one column of the comparison."""
-
-    name: str
-    directory: Path | None = None  # the storage under test: the cluster goes in here
-    dsn: str | None = None  # or an existing server
-    wal_directory: Path | None = None  # initdb --waldir on another disk
-    tablespace: str | None = None  # directory (created in our cluster) or existing name
-    index_tablespace: str | None = None
-    pg_bin: str | None = None
-    profile: str = "oltp"
-    settings: dict[str, str] = field(default_factory=dict)
-    initdb: InitdbSpec = field(default_factory=InitdbSpec)
-    os_user: str | None = None
-    lab: LabSpec | None = None  # built by the storage lab: filesystem, I/O cap, memory limit
-    # The settings axes' values this variant runs with (also in ``settings``).
-    axes: tuple[tuple[str, str], ...] = ()
-    # ``kind = "..."``: a registered target kind (docs/targets.md); None: the kind
-    # that claims these keys (directory, dsn, storage lab)
-    kind: str | None = None
-    options: Any = None  # that kind's own keys, as its ``parse`` returned them
-    # Kernel settings of an axis (vm.dirty_*, clocksource): set around each of this
-    # variant's steps, restored after (fidelity: storage/kernel.py)
-    kernel: tuple[tuple[str, str], ...] = ()
-
-    @property
-    def planned_directory(self) -> Path | None:
-        """Where probes and the cluster go; for a filesystem the lab builds, a
-        stand-in under its base until it exists."""
-        if self.lab is not None and self.lab.fs is not None and self.lab.base is not None:
-            return Path(self.lab.base) / f"pgrig-fs-{self.name}" / "mnt"
-        return self.directory
 
 
 @dataclass(frozen=True)
@@ -185,11 +147,11 @@ def _initdb(t: Table, key: str, default: Any) -> InitdbSpec | None:
 
 def _kind(t: Table, key: str, default: Any) -> str | None:
     name = t.get(key, str)
-    if name is not None and name not in registry.TARGET_KINDS:
+    if name is not None and name not in registry.target_kinds():
         raise t.error(
             key,
             f"{name!r} is not a target kind",
-            hint=f"one of {', '.join(registry.TARGET_KINDS)}",
+            hint=f"one of {', '.join(registry.target_kinds())}",
         )
     return name
 
@@ -231,13 +193,13 @@ TARGET_SCHEMA = Schema(
 
 def _target(t: Table) -> TargetSpec:
     named = t.get("kind", str)
-    kind = registry.TARGET_KINDS.get(named) if named is not None else None
+    kind = registry.target_kinds().get(named) if named is not None else None
     if named is None:  # a kind chosen by a key of its own (a remote target's host)
         kind = next(
-            (k for k in registry.TARGET_KINDS.values() if k.claim_key and k.claim_key in t.data),
+            (k for k in registry.target_kinds().values() if k.claim_key and k.claim_key in t.data),
             None,
         )
-    options = kind.parse(t) if kind is not None else None
+    options = kind.parse(t) if kind is not None else None  # before the common keys
     extra = kind.schema.names if kind is not None and kind.schema is not None else ()
     schema = Schema(TARGET_SCHEMA.title, *TARGET_SCHEMA.keys, also=(*TARGET_SCHEMA.also, *extra))
     values = schema.read(t)
@@ -361,8 +323,8 @@ def read(data: Document, ctx: Context) -> Campaign:
     workloads: list[WorkloadSpec] = []
     for i, item in enumerate(top.get("workload", list, [])):
         r = Table(item, ("workload", i), ctx)
-        kind = r.choice("type", tuple(registry.WORKLOADS), "tpcb")
-        workloads.append(registry.WORKLOADS[kind].parse(r))
+        kind = r.choice("type", tuple(registry.workloads()), "tpcb")
+        workloads.append(registry.workloads()[kind].parse(r))
     names = [w.name for w in workloads]
     dupes = {n for n in names if names.count(n) > 1}
     if dupes:
@@ -483,5 +445,5 @@ def schemas() -> list[Schema]:
         INITDB_SCHEMA,
         PROBES_SCHEMA,
         FIO_SCHEMA,
-        *(w.schema for w in registry.WORKLOADS.values()),
+        *(w.schema for w in registry.workloads().values()),
     ]

@@ -1,6 +1,7 @@
-"""The ``pgrig`` command line: the commands of ``pgrig.commands`` and of the
-plug-ins, assembled into one group. Errors are caught here, once, and printed as
-``error: ...`` plus a hint on stderr with a non-zero exit code."""
+"""The ``pgrig`` command line: the core's commands (``pgrig.commands``) and the
+plug-ins' (``pgrig.registry.commands``, filled from the entry points), one
+group. Errors are caught here, once, and printed as ``error: ...`` plus a hint
+on stderr with a non-zero exit code."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ import sys
 
 import click
 
-from pgrig import __version__
-from pgrig.commands import durability, machine, results, run, tpcc
+from pgrig import __version__, registry
+from pgrig.commands import machine, results, run
 from pgrig.errors import (
     Interrupted,
     PgrigError,
@@ -19,12 +20,21 @@ from pgrig.errors import (
     mask_secrets,
     signal_number,
 )
-from pgrig.hosts.cli import group as hosts_group
-from pgrig.pgsource.cli import group as pg_group
-from pgrig.storage.cli import audit, storage
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _WithPlugins(click.Group):
+    """The core's commands and the plug-ins' (``registry.commands``: tpcc,
+    durability, pg, hosts, audit, storage and a third party's), these looked up
+    when the command line is read - not when pgrig is imported."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *registry.commands()})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        return super().get_command(ctx, cmd_name) or registry.commands().get(cmd_name)
+
+
+@click.group(cls=_WithPlugins, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="pgrig")
 def cli() -> None:
     """How fast is PostgreSQL on this machine, disk, filesystem, version and
@@ -32,7 +42,7 @@ def cli() -> None:
     cluster, records every result, and writes a Markdown + HTML report."""
 
 
-# Every command, in the order `pgrig --help` lists them (click sorts by name).
+# The core's commands; `pgrig --help` lists every command by name.
 COMMANDS: tuple[click.Command, ...] = (
     run.run,
     run.plan_cmd,
@@ -43,12 +53,6 @@ COMMANDS: tuple[click.Command, ...] = (
     results.compare_cmd,
     machine.clean,
     machine.env,
-    tpcc.tpcc,
-    durability.durability,
-    pg_group,
-    audit,
-    storage,
-    hosts_group,
 )
 for command in COMMANDS:
     cli.add_command(command)

@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import Any
 
 from pgrig import registry
+from pgrig.registry.shared import PGBENCH_RUN
 from pgrig.results import PgbenchRun, RunRecord, Study, to_dict, typed
 
 SCHEMA = "pgrig-export/1"
@@ -144,7 +145,7 @@ def series_csv(records: Sequence[RunRecord]) -> str:
     writer = csv.writer(out)
     writer.writerow(SERIES_COLUMNS)
     for rec in records:
-        res = typed(rec, PgbenchRun) if rec.kind == "pgbench_run" else None
+        res = typed(rec, PgbenchRun) if PGBENCH_RUN.holds(rec) else None
         for point in res.progress if res is not None else ():
             writer.writerow(
                 (

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 from pathlib import Path
 
+from pgrig.errors import DiskSpaceError
 from pgrig.proc import OsUser
+from pgrig.units import GB
 
 
 def fsync_dir(directory: Path) -> None:
@@ -38,3 +41,18 @@ def write_atomically(
             tmp.unlink()
         raise
     fsync_dir(path.parent)
+
+
+def check_space(directory: Path, need: int, what: str, hint: str | None = None) -> None:
+    """Refuse up front what cannot finish for lack of disk. A filesystem that
+    reports no size at all (some FUSE filesystems) cannot be checked: let it be."""
+    usage = shutil.disk_usage(directory)
+    free = usage.free
+    if usage.total > 0 and free < need:
+        raise DiskSpaceError(
+            f"not enough free disk in {directory} for {what}: needs about "
+            f"{need / GB:.1f} GiB, {free / GB:.1f} GiB free",
+            hint=hint
+            or "lower the scale (about 16 MB per scale unit plus WAL), free some space, "
+            "or pick another directory",
+        )

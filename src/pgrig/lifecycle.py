@@ -4,7 +4,7 @@ described, and finally removed - or kept, stopped, when asked or when the
 server did not come back after a crash (the evidence).
 
 What each of these means is the target's kind's business
-(``pgrig.targets.base.TargetKind``, listed in ``pgrig.registry.TARGET_KINDS``);
+(``pgrig.registry.target.TargetKind``, listed in ``pgrig.registry.target_kinds()``);
 this module asks the kind and never names one.
 """
 
@@ -16,11 +16,10 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from pgrig import registry
-from pgrig.campaign import TargetSpec
 from pgrig.errors import UsageError
+from pgrig.registry.target import THIS_MACHINE, Demands, Target, TargetSpec
 from pgrig.step import Step
 from pgrig.storage import kernel
-from pgrig.targets.base import THIS_MACHINE, Demands, Target
 from pgrig.ui import Ui
 from pgrig.units import parse_size
 
@@ -60,7 +59,7 @@ def check_target(
 
 def check_together(targets: Sequence[Target]) -> None:
     """What each kind refuses over all its targets at once (after every check)."""
-    for kind in registry.TARGET_KINDS.values():
+    for kind in registry.target_kinds().values():
         mine = [t for t in targets if t.kind is kind]
         if mine:
             kind.check_together(mine)
@@ -87,7 +86,7 @@ def clean_orphans(study: str | None, others: list[str]) -> list[str]:
     """What killed pgrig runs of ``study`` (None: of any) left, kind by kind in
     their ``clean_rank`` order; other studies' orphans described in ``others``."""
     lines: list[str] = []
-    for kind in sorted(registry.TARGET_KINDS.values(), key=lambda k: k.clean_rank):
+    for kind in sorted(registry.target_kinds().values(), key=lambda k: k.clean_rank):
         lines += kind.clean(study, others)
     return lines
 

@@ -10,36 +10,19 @@ well under ten minutes on a 2-core machine.
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from pgrig import calibration, probe, registry
-from pgrig.campaign import Campaign, InitdbSpec, TargetSpec
-from pgrig.errors import DiskSpaceError
+from pgrig.campaign import Campaign
+from pgrig.files import check_space as check_space  # where the steps' checks find it
 from pgrig.policy import RunPolicy
 from pgrig.probe import ProbeSpec
+from pgrig.registry.target import InitdbSpec, TargetSpec
+from pgrig.registry.workload import Phase, TargetView, WorkloadSpec
 from pgrig.step import Step
 from pgrig.storage.target import LabSpec
-from pgrig.units import GB
-from pgrig.workloads.base import Phase, TargetView
-from pgrig.workloads.tpcb.spec import TpcbSpec
-
-
-def check_space(directory: Path, need: int, what: str, hint: str | None = None) -> None:
-    """Refuse up front what cannot finish for lack of disk. A filesystem that
-    reports no size at all (some FUSE filesystems) cannot be checked: let it be."""
-    usage = shutil.disk_usage(directory)
-    free = usage.free
-    if usage.total > 0 and free < need:
-        raise DiskSpaceError(
-            f"not enough free disk in {directory} for {what}: needs about "
-            f"{need / GB:.1f} GiB, {free / GB:.1f} GiB free",
-            hint=hint
-            or "lower the scale (about 16 MB per scale unit plus WAL), free some space, "
-            "or pick another directory",
-        )
 
 
 @dataclass(frozen=True)
@@ -192,7 +175,7 @@ def quick(
     tablespace: str | None = None,
     index_tablespace: str | None = None,
     probes: ProbeSpec | None = None,
-    workload: TpcbSpec | None = None,
+    workload: WorkloadSpec | None = None,
     policy: RunPolicy | None = None,
     lab: LabSpec | None = None,
 ) -> Campaign:

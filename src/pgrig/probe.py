@@ -247,31 +247,30 @@ def _fdatasync(res: FsyncResult) -> dict[str, float | None]:
     return {"fdatasync_ops_per_sec": head.ops_per_sec} if head is not None else {}
 
 
-KINDS = (
-    ResultKind(
-        "pg_test_timing",
-        TimingResult,
-        headline=lambda r: f": {r.per_loop_ns:.2f} ns per loop",
-        columns=lambda r: {"per_loop_ns": r.per_loop_ns},
-    ),
-    ResultKind(
-        "pg_test_fsync",
-        FsyncResult,
-        headline=lambda r: (
-            f": fdatasync 8K {head.ops_per_sec:,.0f} ops/s"
-            if (head := pg_test_fsync.fdatasync_8k(r)) is not None and head.ops_per_sec
-            else ""
-        ),
-        columns=_fdatasync,
-    ),
-    ResultKind(
-        "fio",
-        FioResult,
-        headline=lambda r: f": {r.iops:,.0f} IOPS, {r.bandwidth_mib_s:,.1f} MiB/s",
-        columns=lambda r: {
-            "iops": r.iops,
-            "bandwidth_mib_s": r.bandwidth_mib_s,
-            "clat_p99_us": r.clat_p99_us,
-        },
-    ),
+TIMING = ResultKind(
+    "pg_test_timing",
+    TimingResult,
+    headline=lambda r: f": {r.per_loop_ns:.2f} ns per loop",
+    columns=lambda r: {"per_loop_ns": r.per_loop_ns},
 )
+FSYNC = ResultKind(
+    "pg_test_fsync",
+    FsyncResult,
+    headline=lambda r: (
+        f": fdatasync 8K {head.ops_per_sec:,.0f} ops/s"
+        if (head := pg_test_fsync.fdatasync_8k(r)) is not None and head.ops_per_sec
+        else ""
+    ),
+    columns=_fdatasync,
+)
+FIO = ResultKind(
+    "fio",
+    FioResult,
+    headline=lambda r: f": {r.iops:,.0f} IOPS, {r.bandwidth_mib_s:,.1f} MiB/s",
+    columns=lambda r: {
+        "iops": r.iops,
+        "bandwidth_mib_s": r.bandwidth_mib_s,
+        "clat_p99_us": r.clat_p99_us,
+    },
+)
+KINDS = (TIMING, FSYNC, FIO)

@@ -18,13 +18,13 @@ from typing import Any
 from pgrig import monitor, proc, registry
 from pgrig.cluster.server import ServerLost
 from pgrig.errors import PgrigError, StoreError
+from pgrig.registry.target import Target
 from pgrig.results import SERVER, RunRecord, Status, Study, from_dict, to_dict
 from pgrig.step import Skip, Step
 from pgrig.storage import kernel
 from pgrig.storage.kinds import MEMORY
 from pgrig.storage.memcg import MemoryStats, MemoryUse
 from pgrig.store import Store
-from pgrig.targets.base import Target
 from pgrig.ui import Ui, duration
 
 

@@ -515,3 +515,11 @@ class ResultKind:
     point: Callable[[dict[str, Any]], str] | None = None
     # What a point's results add to its row's label (e.g. the active data's size).
     point_note: Callable[[Sequence[Any]], str] = lambda _results: ""
+
+    def holds(self, record: RunRecord) -> bool:
+        """Is ``record`` of this kind? (The report asks the kind, never its name.)"""
+        return record.kind == self.name
+
+    def records(self, records: Iterable[RunRecord]) -> list[RunRecord]:
+        """The records of this kind, in their order."""
+        return [r for r in records if r.kind == self.name]

@@ -22,10 +22,10 @@ from pgrig.campaign import Campaign
 from pgrig.errors import PgrigError, StudyExists, UsageError, WorkdirError
 from pgrig.proc import pid_alive
 from pgrig.recorder import now
+from pgrig.registry.target import Target
 from pgrig.results import Study
 from pgrig.step import Step
 from pgrig.store import Store
-from pgrig.targets.base import Target
 from pgrig.ui import Ui
 
 # A study's params: what it recorded of its campaign and targets, as JSON.

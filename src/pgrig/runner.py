@@ -40,6 +40,7 @@ from pgrig.errors import (
 )
 from pgrig.meaning import Meaning
 from pgrig.recorder import Recorder, now
+from pgrig.registry.target import Target
 from pgrig.report import samples as report_samples
 from pgrig.report.monitor import closing_warning
 from pgrig.report.writer import write as write_report
@@ -48,7 +49,6 @@ from pgrig.schedule import Schedule, enter_at_once
 from pgrig.step import Step
 from pgrig.storage.errors import OptionRefused, StorageError
 from pgrig.store import Store
-from pgrig.targets.base import Target
 from pgrig.ui import Ui, count, estimate
 
 

@@ -12,13 +12,14 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from functools import partial
 from typing import Any
 
+from pgrig import workdb
 from pgrig.policy import RunPolicy
 from pgrig.proc import threads_cancelled
 from pgrig.recorder import Recorder, StartTogether
+from pgrig.registry.target import Target
+from pgrig.registry.workload import Phase, Series
 from pgrig.step import Step
-from pgrig.targets.base import Target
 from pgrig.ui import Ui
-from pgrig.workloads.base import Phase, Series
 
 
 class Schedule:
@@ -60,10 +61,8 @@ class Schedule:
                     self.ui.fail(f"{t.name}: no data; skipping its runs of this workload")
                     return False
                 if self.policy.reset == "restore":
-                    from pgrig.workloads.common import save_pristine
-
                     with self.ui.step(f"{t.name}: saving a pristine copy for reset = restore"):
-                        save_pristine(t.ctx)
+                        workdb.save_pristine(t.ctx)
             else:
                 rec.execute(step, t)
         return True

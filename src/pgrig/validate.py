@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pgrig import lifecycle, plan, proc, registry
-from pgrig.campaign import Campaign, TargetSpec
+from pgrig.campaign import Campaign
 from pgrig.cluster import binaries, workdir
 from pgrig.errors import (
     BinaryNotFound,
@@ -28,7 +28,7 @@ from pgrig.errors import (
     UsageError,
     WorkdirError,
 )
-from pgrig.targets.base import Target, as_written, directory_option
+from pgrig.registry.target import Target, TargetSpec, as_written, directory_option
 
 # The results directory: the store and the report of one step (raw tool
 # output, monitor samples, its share of the HTML) stay well under this; the

@@ -16,9 +16,9 @@ from pgrig.campaign import Campaign, TargetSpec
 from pgrig.cluster.profiles import parse_overrides
 from pgrig.commands.options import cluster_options, int_list, names, results_options
 from pgrig.conninfo import Conn
+from pgrig.document import fmt
 from pgrig.errors import PgrigError
 from pgrig.policy import RunPolicy
-from pgrig.report import fmt
 from pgrig.results import to_dict
 from pgrig.runner import run_campaign
 from pgrig.store import location

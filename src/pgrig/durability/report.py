@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from pgrig.document import fmt
+from pgrig.document.model import FAILED, HEADLINE, NORMAL, Row, Section, Table
 from pgrig.durability.model import (
     METHOD_TEXT,
     POWER_LOSS,
@@ -12,8 +14,7 @@ from pgrig.durability.model import (
     Crash,
     DurabilityResult,
 )
-from pgrig.report import fmt
-from pgrig.report.model import FAILED, HEADLINE, NORMAL, Row, Section, Table
+from pgrig.registry.report import Conclusion, Findings
 from pgrig.results import RunRecord, Study, typed
 
 KIND = "durability"
@@ -258,3 +259,30 @@ def _settings(res: DurabilityResult) -> Table:
         tuple(Row((k, res.settings[k])) for k in keys),
         caption="Settings in force during the check",
     )
+
+
+def durable(ev: Findings) -> list[Conclusion]:
+    """A crash check's outcome (seed 001 crashed its login workload and looked for
+    lost rows and duplicate keys): what was acknowledged, what was lost, whether
+    every check held after every recovery."""
+    out = []
+    for rec in ev.records:
+        res = typed(rec, DurabilityResult) if rec.kind == KIND and rec.status == "ok" else None
+        if res is None:
+            continue
+        checks = sorted({c.name for crash in res.crashes for c in crash.checks} | {
+            c.name for c in res.checks
+        })  # fmt: skip
+        slowest = max((c.recovery_s for c in res.crashes), default=0.0)
+        text = (
+            f"{rec.target}: {rec.params.get('workload', 'durability')}, {len(res.crashes)} x "
+            f"{res.method}: {res.acknowledged:,} commits acknowledged, {res.lost:,} lost"
+        )
+        if res.ok:
+            held = "its check" if len(checks) == 1 else f"all {len(checks)} checks"
+            text += f"; {held} held after every recovery"
+        else:
+            text += f"; FAILED: {res.failures[0]}"
+        text += f" (the slowest recovery {slowest:.1f} s)."
+        out.append(Conclusion("durable", text, "one crash run"))
+    return out

@@ -9,17 +9,17 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from pgrig import calibration
+from pgrig.document.model import Section
 from pgrig.durability import crasher, driver, report
 from pgrig.durability.model import KILL_BACKEND, METHODS, POWER_LOSS_MODES, DurabilityResult
 from pgrig.durability.userload import UserCheck, UserLoad, parse_checks
 from pgrig.errors import UsageError
 from pgrig.policy import RunPolicy
-from pgrig.report.model import Section
+from pgrig.registry.workload import Needs, Phase, Series, TargetView, Workload
 from pgrig.results import ResultKind, RunRecord, Study
 from pgrig.schema import Schema, Table, choice, custom, integer, number, text
 from pgrig.step import Action, Call, Context, Skip, Step, StepKey
 from pgrig.ui import Step as ProgressLine
-from pgrig.workloads.base import Needs, Phase, Series, TargetView, Workload
 from pgrig.workloads.custom.spec import ScriptSpec, _defines, _scripts
 
 # A target's peak disk use: the cluster and a few minutes of WAL of small transactions.
@@ -185,7 +185,10 @@ def check_step(spec: DurabilitySpec, target: TargetView) -> Step:
 
 class DurabilityWorkload(Workload):
     type = "durability"
+    order = 40
     schema = SCHEMA
+    actions = {"durability.check": check_action}
+    rules = (report.durable,)
     kinds = (
         ResultKind(
             "durability",

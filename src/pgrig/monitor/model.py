@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from pgrig.results import ResultKind
+
 
 @dataclass(frozen=True)
 class Limits:
@@ -297,3 +299,7 @@ class MonitorResult:
     disturbed: Disturbance | None = None  # None: not disturbed (or not known)
     baseline: IdleBaseline | None = None  # the idle machine before the study
     noise: Noise | None = None  # per-second tps of the run
+
+
+# The monitor's record of every measured run (registered by pgrig.plugins.monitor).
+MONITOR = ResultKind("monitor", MonitorResult)

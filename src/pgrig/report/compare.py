@@ -9,19 +9,22 @@ per-second TPS overlaid per target (seed 002's chart).
 
 from __future__ import annotations
 
-import re
-import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pgrig import registry, stats
+from pgrig.document import fmt
+from pgrig.document.model import FAILED, HEADLINE, Figure, Row, Section, Table
 from pgrig.meaning import Meaning
 from pgrig.monitor import noise
 from pgrig.monitor.model import Noise
+from pgrig.probe import FIO, FSYNC, TIMING
 from pgrig.registry import typed_result
-from pgrig.report import decimate, fmt
-from pgrig.report.model import FAILED, HEADLINE, Figure, Row, Section, Table, median_line
+from pgrig.registry.shared import PGBENCH_INIT, SQL_SETUP
+from pgrig.report.figures import tps_over_time as tps_over_time  # named here for its tests
+from pgrig.report.figures import tps_vs_clients
+from pgrig.report.pointkey import PointKey, point_order, runs_by_point
 from pgrig.report.probes import FsyncRuns, fio_summary, fsync_headline, fsync_summary
 from pgrig.report.progress import Progress
 from pgrig.report.tpcb import load_text, statement_medians
@@ -53,53 +56,6 @@ def targets_of(params: dict[str, object], records: Sequence[RunRecord]) -> list[
         if rec.target not in names:
             names.append(rec.target)
     return names
-
-
-@dataclass(frozen=True)
-class PointKey:
-    """One measured point of a pgbench workload, across its repeats."""
-
-    workload: str
-    scale: int | None
-    duration: int
-    mode: str
-    clients: int
-
-    @property
-    def label(self) -> str:
-        scale = f", scale {self.scale}" if self.scale is not None else ""
-        plural = "s" if self.clients != 1 else ""
-        mode = self.mode if self.mode not in (self.workload, "custom") else ""
-        name = f"{self.workload} {mode}".strip() if self.workload != "tpcb" else f"TPC-B {mode}"
-        return f"{name}{scale}, {self.clients} client{plural}, {self.duration} s"
-
-    @property
-    def curve(self) -> tuple[str, int | None, int, str]:
-        return (self.workload, self.scale, self.duration, self.mode)
-
-
-def point_key(rec: RunRecord) -> PointKey:
-    p = rec.params
-    scale = p.get("scale")
-    return PointKey(
-        workload=str(p.get("workload", "tpcb")),
-        scale=int(scale) if isinstance(scale, int) else None,
-        duration=int(p.get("duration_s", 0) or 0),
-        mode=str(p.get("mode", "?")),
-        clients=int(p.get("clients", 0) or 0),
-    )
-
-
-def runs_by_point(
-    records: Sequence[RunRecord],
-) -> dict[PointKey, dict[str, list[tuple[RunRecord, PgbenchRun | None]]]]:
-    out: dict[PointKey, dict[str, list[tuple[RunRecord, PgbenchRun | None]]]] = {}
-    for rec in records:
-        if rec.kind == "pgbench_run":
-            out.setdefault(point_key(rec), {}).setdefault(rec.target, []).append(
-                (rec, typed_result(rec))
-            )
-    return out
 
 
 def _headline_cell(
@@ -139,6 +95,26 @@ def _lag_cell(runs: list[PgbenchRun]) -> str:
     return text
 
 
+@dataclass
+class _Rows:
+    """The comparison's rows as they are drafted: baseline first, then each other
+    target with its difference from the baseline."""
+
+    baseline: str
+    others: list[str]
+    rows: list[Draft]
+
+    def single(self, label: str, values: dict[str, float | None], text: dict[str, str]) -> None:
+        """One row of a single value per target (a probe, a load)."""
+        cells: list[Cell] = [label, text.get(self.baseline, "")]
+        for t in self.others:
+            cells += [text.get(t, ""), single_delta(values.get(self.baseline), values.get(t))]
+        self.rows.append(Draft(tuple(cells)))
+
+
+ByKind = dict[str, dict[str, list[RunRecord]]]  # kind -> target -> its records
+
+
 def comparison_table(
     records: Sequence[RunRecord],
     targets: list[str],
@@ -155,23 +131,33 @@ def comparison_table(
     columns = ["Test Case", f"{baseline} (baseline)"]
     for t in others:
         columns += [t, f"{t} vs {baseline}"]
-    rows: list[Draft] = machine_rows(machines or {}, baseline, others)
+    out = _Rows(baseline, others, machine_rows(machines or {}, baseline, others))
     family = Family()
-
-    def single(label: str, values: dict[str, float | None], text: dict[str, str]) -> None:
-        cells: list[Cell] = [label, text.get(baseline, "")]
-        for t in others:
-            cells += [text.get(t, ""), single_delta(values.get(baseline), values.get(t))]
-        rows.append(Draft(tuple(cells)))
-
-    by_kind: dict[str, dict[str, list[RunRecord]]] = {}
+    by_kind: ByKind = {}
     for rec in records:
         by_kind.setdefault(rec.kind, {}).setdefault(rec.target, []).append(rec)
+    _fsync_row(by_kind, out)
+    _fio_rows(by_kind, out)
+    if meanings and any(not (TIMING.holds(r) or FSYNC.holds(r) or FIO.holds(r)) for r in records):
+        out.rows.append(Draft(_settings_row(meanings, baseline, others).cells))
+    _load_rows(by_kind, out)
+    for key, per_target in sorted(runs_by_point(records).items(), key=point_order):
+        _point_rows(key, per_target, progress, family, out)
+    rows = out.rows + summary_rows(records, baseline, others, family)
+    return Table(
+        columns=tuple(columns),
+        rows=family.rows(rows),
+        caption="Comparison of the targets",
+        notes=_notes(family),
+        numeric=(False, *([True] * (len(columns) - 1))),
+    )
 
-    # fsync 8K: the single-I/O latency that bounds synchronous commits
+
+def _fsync_row(by_kind: ByKind, out: _Rows) -> None:
+    """fsync 8K: the single-I/O latency that bounds synchronous commits."""
     values: dict[str, float | None] = {}
     text: dict[str, str] = {}
-    for t, recs in by_kind.get("pg_test_fsync", {}).items():
+    for t, recs in by_kind.get(FSYNC.name, {}).items():
         summary = fsync_summary(recs)  # the median over the runs, with their range
         median = FsyncRuns.of(recs).median()
         row = fsync_headline(median) if median is not None else None
@@ -180,11 +166,14 @@ def comparison_table(
         if row is not None and row.ops_per_sec is not None:
             values[t] = row.ops_per_sec
     if text:
-        single("fdatasync 8K", values, text)
+        out.single("fdatasync 8K", values, text)
 
+
+def _fio_rows(by_kind: ByKind, out: _Rows) -> None:
     for pattern, label in FIO_ROWS:
-        values, text = {}, {}
-        for t, recs in by_kind.get("fio", {}).items():
+        values: dict[str, float | None] = {}
+        text: dict[str, str] = {}
+        for t, recs in by_kind.get(FIO.name, {}).items():
             for rec in recs:
                 if rec.params.get("pattern") != pattern:
                     continue
@@ -195,22 +184,23 @@ def comparison_table(
                     values[t] = fio.iops
                     text[t] = fio_summary(rec).cells[1]  # with fio's own spread
         if text:
-            single(label, values, text)
+            out.single(label, values, text)
 
-    if meanings and any(r.kind not in ("pg_test_timing", "pg_test_fsync", "fio") for r in records):
-        rows.append(Draft(_settings_row(meanings, baseline, others).cells))
 
+def _load_rows(by_kind: ByKind, out: _Rows) -> None:
+    """The data loads (pgbench -i, a custom workload's setup), per workload and scale."""
     loads: dict[tuple[str, object], dict[str, RunRecord]] = {}
-    for kind in ("pgbench_init", "sql_setup"):
-        for t, recs in by_kind.get(kind, {}).items():
+    for load_kind in (PGBENCH_INIT, SQL_SETUP):
+        for t, recs in by_kind.get(load_kind.name, {}).items():
             for rec in recs:
-                if kind == "sql_setup" and not rec.params.get("files", True):
+                if load_kind is SQL_SETUP and not rec.params.get("files", True):
                     continue  # scripts only, nothing loaded: no "setup 0.00 s" row
                 loads.setdefault(
                     (str(rec.params.get("workload", "")), rec.params.get("scale")), {}
                 )[t] = rec
     for (workload, scale), load_by_target in loads.items():
-        values, text = {}, {}
+        values: dict[str, float | None] = {}
+        text: dict[str, str] = {}
         for t, rec in load_by_target.items():
             res = typed_result(rec)
             if isinstance(res, PgbenchInit):
@@ -224,53 +214,65 @@ def comparison_table(
             else:
                 text[t] = f"{rec.status}: {rec.reason or ''}"
         label = f"TPC-B load, scale {scale}" if scale is not None else f"{workload} setup"
-        single(label, values, text)
+        out.single(label, values, text)
 
-    for key, per_target in sorted(runs_by_point(records).items(), key=_point_order):
-        tps: dict[str, list[float]] = {}
-        qps: dict[str, list[float]] = {}
-        failed: dict[str, int] = {}
-        seconds: dict[str, Noise | None] = {}
-        for t, pairs in per_target.items():
-            ok = [run for _, run in pairs if run is not None]
-            tps[t] = [run.tps for run in ok]
-            qps[t] = [run.qps for run in ok]
-            failed[t] = len(pairs) - len(ok)
-            seconds[t] = noise.worst([progress.noise(rec) for rec, run in pairs if run is not None])
-        metrics = [("tps", tps), ("qps", qps)]
-        if key.mode == "select-only":
-            metrics = [("qps", qps)]  # = tps: one statement per transaction (seed 000's row)
-        for metric, data in metrics:
-            unit = metric
-            label = f"{key.label}: {metric}"
-            first = metric == metrics[0][0]
-            # The per-second noise goes with the point's first (headline) row.
-            per_s = seconds if first else {}
-            cells: list[Cell] = [
-                label,
-                _headline_cell(
-                    data.get(baseline, []), unit, failed.get(baseline, 0), per_s.get(baseline)
-                ),
+
+def _point_rows(
+    key: PointKey,
+    per_target: dict[str, list[tuple[RunRecord, PgbenchRun | None]]],
+    progress: Progress,
+    family: Family,
+    out: _Rows,
+) -> None:
+    """A measured point's rows: tps and qps (qps alone for select-only), and the
+    schedule lag of open-loop runs."""
+    tps: dict[str, list[float]] = {}
+    qps: dict[str, list[float]] = {}
+    failed: dict[str, int] = {}
+    seconds: dict[str, Noise | None] = {}
+    for t, pairs in per_target.items():
+        ok = [run for _, run in pairs if run is not None]
+        tps[t] = [run.tps for run in ok]
+        qps[t] = [run.qps for run in ok]
+        failed[t] = len(pairs) - len(ok)
+        seconds[t] = noise.worst([progress.noise(rec) for rec, run in pairs if run is not None])
+    metrics = [("tps", tps), ("qps", qps)]
+    if key.mode == "select-only":
+        metrics = [("qps", qps)]  # = tps: one statement per transaction (seed 000's row)
+    baseline = out.baseline
+    for metric, data in metrics:
+        unit = metric
+        label = f"{key.label}: {metric}"
+        first = metric == metrics[0][0]
+        # The per-second noise goes with the point's first (headline) row.
+        per_s = seconds if first else {}
+        cells: list[Cell] = [
+            label,
+            _headline_cell(
+                data.get(baseline, []), unit, failed.get(baseline, 0), per_s.get(baseline)
+            ),
+        ]
+        for t in out.others:
+            cells += [
+                _headline_cell(data.get(t, []), unit, failed.get(t, 0), per_s.get(t)),
+                # qps = 5 x tps: one test per point, or the family counts it twice.
+                family.vs(data.get(baseline, []), data.get(t, [])) if first else "as tps",
             ]
-            for t in others:
-                cells += [
-                    _headline_cell(data.get(t, []), unit, failed.get(t, 0), per_s.get(t)),
-                    # qps = 5 x tps: one test per point, or the family counts it twice.
-                    family.vs(data.get(baseline, []), data.get(t, [])) if first else "as tps",
-                ]
-            kind = FAILED if any(failed.values()) and not any(data.values()) else ""
-            rows.append(Draft(tuple(cells), kind or (HEADLINE if first else "")))
-        open_loop = {
-            t: [run for _, run in pairs if run is not None and run.lag_avg_ms is not None]
-            for t, pairs in per_target.items()
-        }
-        if any(open_loop.values()):
-            lag: list[Cell] = [f"{key.label}: schedule lag", _lag_cell(open_loop.get(baseline, []))]
-            for t in others:
-                lag += [_lag_cell(open_loop.get(t, [])), ""]
-            rows.append(Draft(tuple(lag)))
-    rows += summary_rows(records, baseline, others, family)
-    notes = (
+        kind = FAILED if any(failed.values()) and not any(data.values()) else ""
+        out.rows.append(Draft(tuple(cells), kind or (HEADLINE if first else "")))
+    open_loop = {
+        t: [run for _, run in pairs if run is not None and run.lag_avg_ms is not None]
+        for t, pairs in per_target.items()
+    }
+    if any(open_loop.values()):
+        lag: list[Cell] = [f"{key.label}: schedule lag", _lag_cell(open_loop.get(baseline, []))]
+        for t in out.others:
+            lag += [_lag_cell(open_loop.get(t, [])), ""]
+        out.rows.append(Draft(tuple(lag)))
+
+
+def _notes(family: Family) -> tuple[str, ...]:
+    return (
         "Each cell: the median over the repeats (n), with their range (max - min) in % of "
         "the median and, from 3 repeats on, the 95% confidence interval of the mean; per s CV: "
         "the coefficient of variation of pgbench -P 1's per-second tps (the least steady run), "
@@ -279,13 +281,6 @@ def comparison_table(
         *family.note(),
         "select-only qps = tps (one statement per transaction); read-write qps = 5 x tps "
         "(BEGIN and END not counted), as the seeds derive it.",
-    )
-    return Table(
-        columns=tuple(columns),
-        rows=family.rows(rows),
-        caption="Comparison of the targets",
-        notes=notes,
-        numeric=(False, *([True] * (len(columns) - 1))),
     )
 
 
@@ -369,136 +364,6 @@ def summary_rows(
     return rows
 
 
-def _point_order(item: tuple[PointKey, object]) -> tuple[object, ...]:
-    key = item[0]
-    mode_rank = {"select-only": 0, "read-write": 1}.get(key.mode, 2)
-    return (key.workload, key.scale or 0, key.duration, mode_rank, key.mode, key.clients)
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_").lower()
-
-
-def tps_vs_clients(records: Sequence[RunRecord], targets: list[str]) -> list[Figure]:
-    """Seed 004's charts: one line per target, one chart per workload/scale/mode."""
-    curves: dict[tuple[str, int | None, int, str], dict[str, dict[int, list[float]]]] = {}
-    for key, pairs_by_target in runs_by_point(records).items():
-        for t, pairs in pairs_by_target.items():
-            values = [run.tps for _, run in pairs if run is not None]
-            if values:
-                curves.setdefault(key.curve, {}).setdefault(t, {})[key.clients] = values
-    figures = []
-    for (workload, scale, duration, mode), per_target in sorted(
-        curves.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0, kv[0][2], kv[0][3])
-    ):
-        series = []
-        for t in targets:
-            points = per_target.get(t)
-            if not points:
-                continue
-            series.append(median_line(t, points))
-        clients = [x for pts in per_target.values() for x in pts]
-        what = f"{mode}" + (f", scale {scale}" if scale is not None else "")
-        figures.append(
-            Figure(
-                name=f"compare_tps_vs_clients_{_slug(workload)}_{_slug(what)}_{duration}s",
-                title=f"TPS vs clients, {what}",
-                x_label="clients",
-                y_label="transactions/s",
-                series=tuple(series),
-                caption="One line per target: median tps per client count, bars from min to max "
-                "of the repeats.",
-                log_x=bool(clients) and max(clients) >= 8 * min(clients),
-            )
-        )
-    return figures
-
-
-def tps_vs_clients_by_scale(records: Sequence[RunRecord]) -> list[Figure]:
-    """Seed 004's sweep on one target: one chart per workload/mode, one line per scale."""
-    curves: dict[tuple[str, int, str], dict[int, dict[int, list[float]]]] = {}
-    for key, pairs_by_target in runs_by_point(records).items():
-        if key.scale is None:
-            continue
-        for pairs in pairs_by_target.values():
-            values = [run.tps for _, run in pairs if run is not None]
-            if values:
-                curve = curves.setdefault((key.workload, key.duration, key.mode), {})
-                curve.setdefault(key.scale, {}).setdefault(key.clients, []).extend(values)
-    figures = []
-    for (workload, duration, mode), by_scale in sorted(curves.items()):
-        if len(by_scale) < 2:
-            continue
-        series = []
-        for scale in sorted(by_scale):
-            series.append(median_line(f"scale {scale}", by_scale[scale]))
-        clients = [x for pts in by_scale.values() for x in pts]
-        figures.append(
-            Figure(
-                name=f"scale_sweep_{_slug(workload)}_{_slug(mode)}_{duration}s",
-                title=f"TPS vs clients per scale, {mode}",
-                x_label="clients",
-                y_label="transactions/s",
-                series=tuple(series),
-                caption="One line per scale (seed 004's charts): small scales with many "
-                "clients fight over the same rows (lock waits); large scales read from disk.",
-                log_x=max(clients) >= 8 * min(clients),
-            )
-        )
-    return figures
-
-
-def tps_over_time(
-    records: Sequence[RunRecord], targets: list[str], progress: Progress | None = None
-) -> list[Figure]:
-    """Seed 002's chart: per-second tps of each target overlaid, at the most clients
-    of each workload/scale/mode (the run closest to the median tps of its repeats)."""
-    progress = progress or Progress()
-    best: dict[tuple[str, int | None, int, str], tuple[int, dict[str, RunRecord]]] = {}
-    which: dict[tuple[str, int | None, int, str], dict[str, str]] = {}
-    for key, per_target in runs_by_point(records).items():
-        chosen: dict[str, RunRecord] = {}
-        repeats: dict[str, str] = {}
-        for t, pairs in per_target.items():
-            ok = [(rec, run) for rec, run in pairs if run is not None and progress.seconds(rec).n]
-            if ok:
-                median = statistics.median(run.tps for _, run in ok)
-                chosen[t], _ = min(ok, key=lambda p: abs(p[1].tps - median))
-                if len(ok) > 1:
-                    repeats[t] = f"{t} repeat {chosen[t].params.get('repeat', '?')} of {len(ok)}"
-        if not chosen:
-            continue
-        current = best.get(key.curve)
-        if current is None or key.clients > current[0]:
-            best[key.curve] = (key.clients, chosen)
-            which[key.curve] = repeats
-    figures = []
-    for (workload, scale, duration, mode), (clients, chosen) in sorted(
-        best.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0, kv[0][2], kv[0][3])
-    ):
-        drawn = [t for t in targets if t in chosen]
-        # one run's points read at a time, each line reduced before the next is read
-        spans = [progress.seconds(chosen[t]) for t in drawn]
-        buckets = decimate.Buckets.across((s.n, s.low, s.high) for s in spans)
-        series = tuple(buckets.line(t, *progress.line(chosen[t]), group=t) for t in drawn)
-        what = f"{mode}" + (f", scale {scale}" if scale is not None else "")
-        figures.append(
-            Figure(
-                name=f"compare_tps_over_time_{_slug(workload)}_{_slug(what)}_{duration}s",
-                title=f"TPS over time, {what}, {fmt.clients(clients)}",
-                x_label="seconds since start",
-                y_label="transactions/s",
-                series=series,
-                caption=buckets.caption(
-                    "pgbench -P 1 of each target overlaid: stalls (tps near 0) and "
-                    "drift show what a single average hides."
-                    + _drawn_runs(which[(workload, scale, duration, mode)])
-                ),
-            )
-        )
-    return figures
-
-
 def statements_table(
     records: Sequence[RunRecord], targets: list[str], baseline: str
 ) -> Table | None:
@@ -550,13 +415,6 @@ def statements_table(
         ),
         numeric=(False, *([True] * len(present))),
     )
-
-
-def _drawn_runs(repeats: dict[str, str]) -> str:
-    """Which repeat each line is: the run closest to the median tps of its point."""
-    if not repeats:
-        return ""
-    return " Each line is the run closest to its median tps: " + ", ".join(repeats.values()) + "."
 
 
 def comparison_section(

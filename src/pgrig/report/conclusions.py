@@ -35,147 +35,41 @@ order they are printed:
    reached less than 90% of it (the target measured the host disk), "bound"
    otherwise; and fdatasync within 10% of half the write-IOPS cap is the cap's
    rate (two I/Os per sync), not a per-I/O latency.
-8. **durable** - a crash check: commits acknowledged and lost, and whether every
-   check (pgrig's and the workload's own) held after every recovery.
+8. the plug-ins' rules, each workload's after the report's own (their names as
+   docs/report.md lists them): **durable** - a crash check (pgrig.durability.report):
+   commits acknowledged and lost, and whether every check (pgrig's and the
+   workload's own) held after every recovery.
 """
 
 from __future__ import annotations
 
 import statistics
-from array import array
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from pgrig import registry, stats
-from pgrig.durability.model import DurabilityResult
+from pgrig.document import fmt
+from pgrig.document.model import Figure, Section
 from pgrig.meaning import Meaning
-from pgrig.monitor.model import MonitorResult
-from pgrig.monitor.verdict import CAUSES, CLASS_NOUNS
+from pgrig.monitor.model import MONITOR
 from pgrig.registry import typed_result
-from pgrig.report import fmt
-from pgrig.report.compare import PointKey, point_key, runs_by_point
-from pgrig.report.model import Figure, Section
-from pgrig.report.probes import FsyncRuns, fsync_headline
+from pgrig.registry.report import Conclusion
+from pgrig.registry.shared import PGBENCH_INIT, PGBENCH_RUN, SQL_SETUP
+from pgrig.report.bounds import client_bound, fsync_bound, io_cap, vm_wakeup, wait_bound
+from pgrig.report.evidence import Evidence, Rule, p_words, point_words
+from pgrig.report.pointkey import PointKey, point_key
 from pgrig.report.progress import Progress
 from pgrig.report.samples import SampleReader, own_samples
 from pgrig.results import (
     Environment,
-    FioResult,
-    FsyncResult,
     PgbenchInit,
     PgbenchRun,
     RunRecord,
     SetupResult,
 )
-from pgrig.storage.model import LabInfo
-from pgrig.storage.throttle import IoLimits
 
 STALL_FRACTION = 0.10  # a second at or below 10% of the run's median tps is a stall
 STALL_SECONDS = 2
-FSYNC_SHARE = 0.5  # of the 1-client transaction latency
-WAIT_CAUSES = ("read", "write", "wal", "lock", "lwlock")
-# The monitor's verdicts that put the limit in pgbench, not in the server.
-CLIENT_CAUSES = {
-    "client": "pgbench, the load generator, was saturated",
-    "client_host": "a load host ran out of CPU",
-}
-WAIT_SHARE = 0.5  # of a point's monitored runs
-WAKEUP_RATIO = 2.5  # tps(2 clients) / tps(1 client); 2 is what twice the work gives
-WAKEUP_BUSY_PCT = 50.0  # CPUs busier than this at 1 client: no idle vCPU to wake
-CAP_BOUND = 0.9  # fio at 90% of a cap or more: the cap bound
-CAP_SYNC_TOLERANCE = 0.1  # fdatasync within 10% of half the write-IOPS cap
-
-
-@dataclass(frozen=True)
-class Conclusion:
-    rule: str  # the rule's name, as docs/report.md lists it
-    text: str  # one sentence, its numbers included
-    significance: str  # how sure: "p=0.003", "within noise (p=0.41)", "one run each: no test"
-
-
-@dataclass(frozen=True)
-class Evidence:
-    """The stored records a study's conclusions are drawn from."""
-
-    records: tuple[RunRecord, ...]
-    targets: tuple[str, ...]
-    baseline: str
-    environment: Environment | None = None
-    meanings: Mapping[str, Meaning] = field(default_factory=dict)
-    samples: SampleReader = own_samples  # a watched run's per-second samples, when asked
-    progress: Progress = field(default_factory=Progress)  # a run's -P points, when asked
-
-    def points(self) -> dict[PointKey, dict[str, list[PgbenchRun]]]:
-        return {
-            key: {t: [run for _, run in pairs if run is not None] for t, pairs in per.items()}
-            for key, per in runs_by_point(self.records).items()
-        }
-
-    def scaled(self, key: PointKey) -> bool:
-        """Was this workload measured at several scales? Then a sentence names one."""
-        scales = {k.scale for k in self.points() if k.workload == key.workload}
-        return len(scales) > 1
-
-    def monitors(self) -> dict[str, MonitorResult]:
-        """The monitor's result of each run, by the run's key (without its
-        samples, when the records were read without them: ``cpu_busy``)."""
-        out = {}
-        for rec in self.watched():
-            if (mon := typed_result(rec)) is not None:
-                out[rec.key.removesuffix("/monitor")] = mon
-        return out
-
-    def watched(self) -> list[RunRecord]:
-        return [r for r in self.records if r.kind == "monitor"]
-
-    def cpu_busy(self) -> dict[tuple[str, PointKey], float]:
-        """The machine's median CPU busy % inside the runs of each target and point,
-        from the monitor's samples (absent where nothing was sampled)."""
-        watched = {r.key.removesuffix("/monitor"): r for r in self.watched()}
-        # doubles, not float objects: every second of every run of a point
-        busy: dict[tuple[str, PointKey], array[float]] = {}
-        for rec in self.records:
-            mon = watched.get(rec.key) if rec.kind == "pgbench_run" else None
-            if mon is not None and mon.status == "ok":
-                values = array("d", (s.cpu.busy for s in self.samples(mon) if s.in_run))
-                if values:
-                    busy.setdefault((rec.target, point_key(rec)), array("d")).extend(values)
-        return {k: statistics.median(v) for k, v in busy.items() if v}
-
-    def on_vm(self) -> str | None:
-        env = self.environment
-        return env.cpu.hypervisor if env is not None and env.cpu.hypervisor else None
-
-
-Rule = Callable[[Evidence], list[Conclusion]]
-
-
-def _what(key: PointKey, scaled: bool = False) -> str:
-    """'TPC-B read-write' or 'login' (a custom script's mode is its name), with
-    its scale when the study measured several."""
-    if key.workload == "tpcb":
-        name = f"TPC-B {key.mode}"
-    else:
-        name = (
-            key.workload if key.mode in (key.workload, "custom") else f"{key.workload} {key.mode}"
-        )
-    return f"{name}, scale {key.scale}" if scaled and key.scale is not None else name
-
-
-def _client_counts(counts: Sequence[int]) -> str:
-    """'1 client', '4 clients', '4, 8 and 16 clients'."""
-    ordered = sorted(set(counts))
-    if len(ordered) == 1:
-        return fmt.clients(ordered[0])
-    return f"{', '.join(map(str, ordered[:-1]))} and {ordered[-1]} clients"
-
-
-def _p(cmp: stats.Comparison) -> str:
-    return f"p={cmp.p_value:.3f}" if cmp.p_value is not None else (cmp.no_test or "no test")
-
-
-# --------------------------------------------------------------------------
-# Rules
 
 
 def disturbed(ev: Evidence) -> list[Conclusion]:
@@ -199,7 +93,7 @@ def failed(ev: Evidence) -> list[Conclusion]:
     """Said before any comparison: a step that failed left its numbers (and
     what depended on it, e.g. a load's runs) out of every table below, so a
     comparison that reads complete may not be."""
-    bad = [r for r in ev.records if r.status == "failed" and r.kind != "monitor"]
+    bad = [r for r in ev.records if r.status == "failed" and not MONITOR.holds(r)]
     if not bad:
         return []
     shown = "; ".join(f"{r.key} ({_first_line(r.reason)})" for r in bad[:FAILED_SHOWN])
@@ -244,7 +138,7 @@ def differs(ev: Evidence) -> list[Conclusion]:
                 if base and mine:
                     tested.append((clients, stats.welch(base, mine)))
             if tested:
-                found.append((_what(key, ev.scaled(key)), other, tested))
+                found.append((point_words(key, ev.scaled(key)), other, tested))
     # One family, corrected together, and called as the summary's table calls
     # (``Comparison.called``): seed000's report said "pl3-latency runs 91% slower
     # (p<=0.028)" where its table said "not called: 2 vs 2 runs (q=0.16)".
@@ -349,7 +243,8 @@ def headline(ev: Evidence) -> list[Conclusion]:
     for (what, other, both, _), cmp in zip(found, adjusted, strict=True):
         if cmp.p_value is None:
             text = (
-                f"{what}: {other} and {ev.baseline} cannot be told apart yet ({both}; {_p(cmp)})."
+                f"{what}: {other} and {ev.baseline} cannot be told apart yet "
+                f"({both}; {p_words(cmp)})."
             )
         elif cmp.called and cmp.diff_pct is not None:
             word = "higher" if cmp.diff_pct > 0 else "lower"
@@ -362,14 +257,14 @@ def headline(ev: Evidence) -> list[Conclusion]:
         else:
             text = f"{what}: no difference between {other} and {ev.baseline} beyond the noise "
             text += f"({both}; Welch's t-test p={cmp.p_value:.2f})."
-        out.append(Conclusion("headline", text, _p(cmp)))
+        out.append(Conclusion("headline", text, p_words(cmp)))
     return out
 
 
 def load(ev: Evidence) -> list[Conclusion]:
     loads: dict[str, dict[str, list[float]]] = {}
     for rec in ev.records:
-        res = typed_result(rec) if rec.kind in ("pgbench_init", "sql_setup") else None
+        res = typed_result(rec) if (PGBENCH_INIT.holds(rec) or SQL_SETUP.holds(rec)) else None
         if isinstance(res, PgbenchInit):
             label = f"Loading TPC-B scale {res.scale}"
         elif isinstance(res, SetupResult) and res.files:
@@ -397,9 +292,9 @@ def load(ev: Evidence) -> list[Conclusion]:
                 # a campaign's repeat repeats the runs, never the load: no advice to raise it
                 text = f"{label} took {times}: once each, no test, no winner named."
             else:
-                why = _p(cmp) if cmp.p_value is None else f"within noise (p={cmp.p_value:.2f})"
+                why = p_words(cmp) if cmp.p_value is None else f"within noise (p={cmp.p_value:.2f})"
                 text = f"{label} took {times}: {why}, no winner named."
-            out.append(Conclusion("load", text, _p(cmp)))
+            out.append(Conclusion("load", text, p_words(cmp)))
     return out
 
 
@@ -407,7 +302,7 @@ def stalls(ev: Evidence) -> list[Conclusion]:
     monitors = ev.monitors()
     out = []
     for rec in ev.records:
-        if rec.kind != "pgbench_run":
+        if not PGBENCH_RUN.holds(rec):
             continue
         run: PgbenchRun | None = typed_result(rec)
         if run is None or (seconds := ev.progress.seconds(rec)).n < 5:
@@ -428,257 +323,13 @@ def stalls(ev: Evidence) -> list[Conclusion]:
         out.append(
             Conclusion(
                 "stalls",
-                f"{rec.target}: {_what(key)} at {fmt.clients(run.clients)} stalled to "
+                f"{rec.target}: {point_words(key)} at {fmt.clients(run.clients)} stalled to "
                 f"{fmt.rate(min(low))} tps: {len(low)} of {len(tps)} seconds at or below "
                 f"{STALL_FRACTION:.0%} of the median {fmt.rate(median)} tps "
                 f"(pgbench -P 1, run {rec.key}){why}.",
                 "per-second tps of one run",
             )
         )
-    return out
-
-
-def fsync_bound(ev: Evidence) -> list[Conclusion]:
-    fsyncs: dict[str, list[RunRecord]] = {}
-    for rec in ev.records:
-        if rec.kind == "pg_test_fsync":
-            fsyncs.setdefault(rec.target, []).append(rec)
-    out = []
-    for key, per in ev.points().items():
-        if key.clients != 1 or key.mode != "read-write":
-            continue
-        for target, runs in per.items():
-            meaning = ev.meanings.get(target)
-            if meaning is not None and (
-                meaning.settings.get("synchronous_commit") == "off"
-                or meaning.settings.get("fsync") == "off"
-            ):
-                continue
-            median = FsyncRuns.of(fsyncs.get(target, [])).median()
-            head = fsync_headline(median) if median is not None else None
-            if not runs or head is None or head.usecs_per_op is None:
-                continue
-            latency = statistics.median(r.latency_avg_ms for r in runs)
-            share = head.usecs_per_op / 1000 / latency if latency > 0 else 0.0
-            if share < FSYNC_SHARE:
-                continue
-            # seed000-latency here: a 908 us probe beside 0.470 ms transactions, "100%":
-            # a sync cannot outlast the commit that waits for it - the disk moved
-            of_it = (
-                f"{share:.0%} of the {fmt.ms(latency)} ms a {_what(key)} transaction takes"
-                if share <= 1.0
-                else f"longer than the {fmt.ms(latency)} ms a whole {_what(key)} transaction "
-                "took (the disk synced faster during the runs than during the probe)"
-            )
-            out.append(
-                Conclusion(
-                    "fsync-bound",
-                    f"{target}: single-client commits are bounded by fsync latency: one "
-                    f"fdatasync takes {fmt.us(head.usecs_per_op)} us (pg_test_fsync, one 8 kB "
-                    f"write), {of_it} at 1 client (median of {len(runs)} run(s)); a "
-                    "faster-syncing disk, not more CPU, would raise it.",
-                    f"median of {len(runs)} run(s)",
-                )
-            )
-    return out
-
-
-# (targets, the curve's point key, client counts, the cause, runs with it, runs)
-Bound = tuple[list[str], PointKey, tuple[int, ...], str, int, int]
-
-
-def _bound(ev: Evidence, causes_asked: Sequence[str]) -> list[Bound]:
-    """The points whose monitor verdict names one of ``causes_asked`` for at least
-    half of their runs: one entry per curve and cause, the targets bound at the
-    same client counts together (seed 004's four versions at 4-32 clients are one
-    finding)."""
-    monitors = ev.monitors()
-    if not monitors:
-        return []
-    groups: dict[tuple[str, PointKey], list[str]] = {}
-    for rec in ev.records:
-        if rec.kind == "pgbench_run" and (mon := monitors.get(rec.key)) is not None:
-            key = point_key(rec)
-            groups.setdefault((rec.target, key), []).append(mon.verdict.cause)
-    found: dict[tuple[tuple[str, int | None, int, str], str], dict[str, list[tuple[int, int, int]]]]
-    found = {}
-    for (target, key), causes in groups.items():
-        for cause in causes_asked:
-            n = causes.count(cause)
-            if n and n >= WAIT_SHARE * len(causes):
-                per = found.setdefault((key.curve, cause), {})
-                per.setdefault(target, []).append((key.clients, n, len(causes)))
-    out = []
-    for (curve, cause), per_target in found.items():
-        together: dict[tuple[int, ...], list[str]] = {}
-        for target, points in per_target.items():
-            together.setdefault(tuple(sorted(c for c, _, _ in points)), []).append(target)
-        for counts, targets in together.items():
-            n = sum(n for t in targets for _, n, _ in per_target[t])
-            total = sum(total for t in targets for _, _, total in per_target[t])
-            out.append((targets, PointKey(*curve, clients=0), counts, cause, n, total))
-    return out
-
-
-def wait_bound(ev: Evidence) -> list[Conclusion]:
-    return [
-        Conclusion(
-            "wait-bound",
-            f"{', '.join(targets)}: {_what(key, ev.scaled(key))} at "
-            f"{_client_counts(counts)} is bound by {CLASS_NOUNS[cause]} "
-            f"({CAUSES[cause]}): the monitor's verdict for {n} of {total} run(s), "
-            "from the backends' wait events.",
-            f"{n} of {total} runs",
-        )
-        for targets, key, counts, cause, n, total in _bound(ev, WAIT_CAUSES)
-    ]
-
-
-def client_bound(ev: Evidence) -> list[Conclusion]:
-    """The figure measured pgbench's machine, not the server: the first thing to
-    know before quoting it (a remote study's load host out of CPU said nothing)."""
-    return [
-        Conclusion(
-            "client-bound",
-            f"{', '.join(targets)}: {_what(key, ev.scaled(key))} at "
-            f"{_client_counts(counts)} measured the load generator, not the server - "
-            f"{CLIENT_CAUSES[cause]} in {n} of {total} run(s) (the monitor's verdict): the "
-            "tps is a floor of what the server can do; more load hosts or pgbench threads "
-            "would raise it.",
-            f"{n} of {total} runs",
-        )
-        for targets, key, counts, cause, n, total in _bound(ev, tuple(CLIENT_CAUSES))
-    ]
-
-
-def vm_wakeup(ev: Evidence) -> list[Conclusion]:
-    hypervisor = ev.on_vm()
-    if hypervisor is None:
-        return []
-    out = []
-    points = ev.points()
-    idle_cpu = ev.cpu_busy()
-    for key, per in points.items():
-        if key.clients != 1:
-            continue
-        two = points.get(PointKey(key.workload, key.scale, key.duration, key.mode, 2), {})
-        for target, runs in per.items():
-            pair = two.get(target)
-            if not runs or not pair:
-                continue
-            one_tps = statistics.median(r.tps for r in runs)
-            two_tps = statistics.median(r.tps for r in pair)
-            if one_tps <= 0 or two_tps / one_tps <= WAKEUP_RATIO:
-                continue
-            busy = idle_cpu.get((target, key))
-            if busy is not None and busy >= WAKEUP_BUSY_PCT:
-                continue  # busy CPUs wake nothing: the steep curve has another cause
-            seen = f" (the monitor: CPUs {busy:.0f}% busy at 1 client)" if busy is not None else ""
-            one_ms = statistics.median(r.latency_avg_ms for r in runs)
-            two_ms = statistics.median(r.latency_avg_ms for r in pair)
-            out.append(
-                Conclusion(
-                    "vm-wakeup",
-                    f"{target}: {_what(key)} at 1 client pays for the virtual machine "
-                    f"({hypervisor}), not the database: {fmt.rate(one_tps)} tps against "
-                    f"{fmt.rate(two_tps)} at 2 clients ({two_tps / one_tps:.1f}x for twice the "
-                    f"clients; {fmt.ms(one_ms)} vs {fmt.ms(two_ms)} ms per transaction). With "
-                    f"one client the CPUs idle between round trips{seen} and each round trip "
-                    "wakes an idle vCPU; read the curve from 2 clients on.",
-                    f"medians of {len(runs)} and {len(pair)} run(s)",
-                )
-            )
-    return out
-
-
-def io_cap(ev: Evidence) -> list[Conclusion]:
-    """A storage-lab target's I/O cap against what fio and pg_test_fsync reached on it."""
-    caps: dict[str, IoLimits] = {}
-    lab = {rec.target for rec in ev.records if rec.kind == "storage_lab"}
-    for rec in ev.records:
-        info = typed_result(rec) if rec.kind == "storage_lab" else None
-        if isinstance(info, LabInfo) and info.io is not None:
-            caps[rec.target] = info.io
-    # What the disk gave with no cap at all (a plain target beside the capped ones),
-    # per fio pattern: the slowest, the one a cap is judged against.
-    plain: dict[str, tuple[str, float]] = {}
-    for rec in ev.records:
-        res = typed_result(rec) if rec.kind == "fio" and rec.target not in lab else None
-        if isinstance(res, FioResult) and (
-            res.pattern not in plain or res.iops < plain[res.pattern][1]
-        ):
-            plain[res.pattern] = (rec.target, res.iops)
-    out = []
-    for rec in ev.records:
-        cap = caps.get(rec.target)
-        res = (
-            typed_result(rec) if cap is not None and rec.kind in ("fio", "pg_test_fsync") else None
-        )
-        if isinstance(res, FioResult) and cap is not None:
-            limit = cap.write_iops if "write" in res.pattern else cap.read_iops
-            if not limit:
-                continue
-            share = res.iops / limit
-            what = f"fio 8k {res.pattern} reached {fmt.rate(res.iops)} IOPS, {share:.0%} of the cap"
-            ref = plain.get(res.pattern)
-            if share < CAP_BOUND:
-                text = (
-                    f"{rec.target}: the cap of {fmt.rate(limit)} IOPS never bound: {what}; "
-                    "this target measured the host disk, as an uncapped one would."
-                )
-            elif ref is not None and ref[1] < CAP_BOUND * limit:
-                # seed000 here: essd-pl1 at 93% of its cap, the uncapped local at 89%
-                text = (
-                    f"{rec.target}: whether the cap of {fmt.rate(limit)} IOPS bound cannot be "
-                    f"told: {what}, and the uncapped {ref[0]} reached {fmt.rate(ref[1])} "
-                    f"({ref[1] / limit:.0%}) on the same disk: the disk alone gives about the cap."
-                )
-            else:
-                text = f"{rec.target}: the cap of {fmt.rate(limit)} IOPS bound: {what}."
-            out.append(Conclusion("io-cap", text, "one fio run"))
-        elif isinstance(res, FsyncResult) and cap is not None and cap.write_iops:
-            head = fsync_headline(res)
-            half = cap.write_iops / 2
-            if head is None or head.ops_per_sec is None:
-                continue
-            if abs(head.ops_per_sec - half) <= CAP_SYNC_TOLERANCE * half:
-                out.append(
-                    Conclusion(
-                        "io-cap",
-                        f"{rec.target}: fdatasync ran {fmt.rate(head.ops_per_sec)} ops/s, half "
-                        f"the cap of {fmt.rate(cap.write_iops)} write IOPS: each sync is two "
-                        "I/Os (the data and the flush), so this is the cap's rate, not a "
-                        "cloud disk's per-I/O latency (the throttle adds no latency).",
-                        "one pg_test_fsync run",
-                    )
-                )
-    return out
-
-
-def durable(ev: Evidence) -> list[Conclusion]:
-    """A crash check's outcome (seed 001 crashed its login workload and looked for
-    lost rows and duplicate keys): what was acknowledged, what was lost, whether
-    every check held after every recovery."""
-    out = []
-    for rec in ev.records:
-        res = typed_result(rec) if rec.kind == "durability" else None
-        if not isinstance(res, DurabilityResult):
-            continue
-        checks = sorted({c.name for crash in res.crashes for c in crash.checks} | {
-            c.name for c in res.checks
-        })  # fmt: skip
-        slowest = max((c.recovery_s for c in res.crashes), default=0.0)
-        text = (
-            f"{rec.target}: {rec.params.get('workload', 'durability')}, {len(res.crashes)} x "
-            f"{res.method}: {res.acknowledged:,} commits acknowledged, {res.lost:,} lost"
-        )
-        if res.ok:
-            held = "its check" if len(checks) == 1 else f"all {len(checks)} checks"
-            text += f"; {held} held after every recovery"
-        else:
-            text += f"; FAILED: {res.failures[0]}"
-        text += f" (the slowest recovery {slowest:.1f} s)."
-        out.append(Conclusion("durable", text, "one crash run"))
     return out
 
 
@@ -694,13 +345,13 @@ RULES: tuple[Rule, ...] = (
     client_bound,
     vm_wakeup,
     io_cap,
-    durable,
 )
 
 
 def draw(ev: Evidence) -> list[Conclusion]:
-    """Every rule's conclusions, in the rules' order."""
-    return [c for rule in RULES for c in rule(ev)]
+    """Every rule's conclusions, in the rules' order: the report's own, then the
+    plug-ins' (a workload's own rules: the durability check's ``durable``)."""
+    return [c for rule in (*RULES, *registry.rules()) for c in rule(ev)]
 
 
 def evidence_of(

@@ -20,7 +20,7 @@ from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from pgrig.report.model import Figure, Series
+from pgrig.document.model import Figure, Series
 
 COLUMNS = 600  # buckets across the axes: about one per pixel column
 LIMIT = 2 * COLUMNS  # points a series may have before it is reduced

@@ -9,7 +9,7 @@ Forty-eight runs of four plots each otherwise make the HTML page some
 
 from __future__ import annotations
 
-from pgrig.report.model import Block, Details, Figure, Section, Table
+from pgrig.document.model import Block, Details, Figure, Section, Table
 
 
 def fold_runs(section: Section) -> Section:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from html import escape
 
-from pgrig.report.model import FAILED, SKIPPED, Block, Details, Figure, ReportView, Section, Table
+from pgrig.document.model import FAILED, SKIPPED, Block, Details, Figure, ReportView, Section, Table
 
 
 def render(view: ReportView, svgs: Mapping[str, str], *, css: str, generator: str = "") -> str:

@@ -6,7 +6,7 @@ import html
 import re
 from collections.abc import Mapping
 
-from pgrig.report.model import (
+from pgrig.document.model import (
     BETTER,
     HEADLINE,
     QUIET,

@@ -17,12 +17,12 @@ import statistics
 from array import array
 from collections.abc import Sequence
 
+from pgrig.document.model import FAILED, NOISY, SKIPPED, Figure, Row, Section, Series, Table
 from pgrig.monitor import interference
 from pgrig.monitor import noise as noise_
-from pgrig.monitor.model import MonitorResult
+from pgrig.monitor.model import MONITOR, MonitorResult
 from pgrig.registry import typed_result
 from pgrig.report import decimate
-from pgrig.report.model import FAILED, NOISY, SKIPPED, Figure, Row, Section, Series, Table
 from pgrig.report.samples import Columns, SampleReader, own_samples
 from pgrig.results import RunRecord, Study
 
@@ -36,7 +36,7 @@ def section(
 ) -> Section | None:
     """None until there are records of this kind. Each run's samples are read
     when its table and figures are drawn, and let go after."""
-    watched = [r for r in records if r.kind == "monitor"]
+    watched = [r for r in records if MONITOR.holds(r)]
     if not watched:
         return None
     rows: list[Row] = []
@@ -112,7 +112,7 @@ MANY = 3  # more warnings than this of one kind become one sentence for them all
 def _watched(records: Sequence[RunRecord]) -> list[tuple[str, MonitorResult]]:
     out = []
     for rec in records:
-        if rec.kind != "monitor":
+        if not MONITOR.holds(rec):
             continue
         mon: MonitorResult | None = typed_result(rec)
         if mon is not None:

@@ -16,8 +16,8 @@ from matplotlib.figure import Figure as MplFigure
 from matplotlib.ticker import FuncFormatter, NullFormatter, StrMethodFormatter
 from matplotlib.typing import RcKeyType
 
+from pgrig.document.model import Figure
 from pgrig.report import svgplot
-from pgrig.report.model import Figure
 
 _DASHES = ("-", "--", ":", "-.")
 _RC: dict[RcKeyType, object] = {

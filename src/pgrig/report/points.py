@@ -9,11 +9,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from pgrig.document import fmt
+from pgrig.document.model import FAILED, SKIPPED
 from pgrig.monitor import interference, noise
 from pgrig.monitor.model import Noise
 from pgrig.registry import typed_result
-from pgrig.report import fmt
-from pgrig.report.model import FAILED, SKIPPED
+from pgrig.registry.shared import PGBENCH_RUN
 from pgrig.report.progress import Progress
 from pgrig.results import PgbenchRun, RunRecord
 
@@ -81,7 +82,7 @@ def points(records: Sequence[RunRecord], progress: Progress | None = None) -> li
     ok: dict[tuple[str, int], list[tuple[RunRecord, PgbenchRun]]] = {}
     not_ok: dict[tuple[str, int], list[RunRecord]] = {}
     for rec in records:
-        if rec.kind != "pgbench_run":
+        if not PGBENCH_RUN.holds(rec):
             continue
         res: PgbenchRun | None = typed_result(rec)
         # The campaign's name for the mode (a custom workload's name) over pgbench's "custom".

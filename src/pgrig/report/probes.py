@@ -6,10 +6,10 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pgrig.document import fmt
+from pgrig.document.model import HEADLINE, NOISY, NORMAL, Row, Section, Table
 from pgrig.monitor import noise
 from pgrig.registry import typed_result
-from pgrig.report import fmt
-from pgrig.report.model import HEADLINE, NOISY, NORMAL, Row, Section, Table
 from pgrig.report.status import status_kind, status_row, status_text
 from pgrig.results import Environment, FioResult, FsyncResult, FsyncRow, RunRecord, TimingResult
 from pgrig.tools import pg_test_fsync

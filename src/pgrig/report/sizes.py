@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from pgrig.document import fmt
+from pgrig.document.model import HEADLINE, Row, Section, Table
 from pgrig.registry import typed_result
-from pgrig.report import fmt
-from pgrig.report.model import HEADLINE, Row, Section, Table
+from pgrig.registry.shared import RELATION_SIZES
 from pgrig.results import RelationSizes, RunRecord
 
-KIND = "relation_sizes"
 MOMENTS = ("after load", "after runs")
 
 
@@ -29,7 +29,7 @@ def _group_title(params: dict[str, object]) -> str:
 def section(records: Sequence[RunRecord]) -> Section | None:
     """One table per workload (and scale): every relation, after the load and
     after the runs, per target."""
-    mine = [r for r in records if r.kind == KIND]
+    mine = RELATION_SIZES.records(records)
     if not mine:
         return None
     groups: dict[str, dict[tuple[str, str], RelationSizes]] = {}
@@ -87,7 +87,8 @@ def _table(title: str, got: dict[tuple[str, str], RelationSizes], targets: list[
 
     rows = []
     for name, (kind, table) in relations.items():
-        label = f"{name} (on {table})" if kind == "index" and table else name
+        # only an index names its table (relation_sizes.sql)
+        label = f"{name} (on {table})" if table else name
         rows.append(Row((label, kind, *cells(relation(name)))))
     rows.append(Row(("all tables", "", *cells(total("table"))), HEADLINE))
     rows.append(Row(("all indexes", "", *cells(total("index"))), HEADLINE))

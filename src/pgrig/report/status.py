@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pgrig.report.model import FAILED, SKIPPED, Row
+from pgrig.document.model import FAILED, SKIPPED, Row
 from pgrig.results import RunRecord
 
 

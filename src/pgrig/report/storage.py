@@ -9,13 +9,14 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterable, Sequence
 
-from pgrig.monitor.model import Sample
+from pgrig.document import fmt
+from pgrig.document.model import FAILED, SKIPPED, Row, Section, Table
+from pgrig.monitor.model import MONITOR, Sample
 from pgrig.registry import typed_result
-from pgrig.report import fmt
-from pgrig.report.model import FAILED, SKIPPED, Row, Section, Table
+from pgrig.registry.shared import PGBENCH_INIT, PGBENCH_RUN
 from pgrig.report.samples import SampleReader, own_samples
 from pgrig.results import Environment, PgbenchInit, PgbenchRun, RunRecord
-from pgrig.storage.kinds import MEMORY
+from pgrig.storage.kinds import LAB, MEMORY
 from pgrig.storage.memcg import MemoryUse
 from pgrig.storage.model import LabInfo
 
@@ -26,7 +27,7 @@ def labs(records: Sequence[RunRecord]) -> dict[str, LabInfo | RunRecord]:
     """Target -> its lab as built, or the record saying why it was not."""
     out: dict[str, LabInfo | RunRecord] = {}
     for rec in records:
-        if rec.kind == "storage_lab":
+        if LAB.holds(rec):
             info = typed_result(rec)
             out[rec.target] = info if isinstance(info, LabInfo) else rec
     return out
@@ -57,7 +58,7 @@ def targets_table(records: Sequence[RunRecord]) -> Table | None:
         return None
     rows = []
     # Targets outside the lab (seed 000's plain "local") are columns too.
-    order = list(dict.fromkeys(r.target for r in records if r.kind != "storage_lab"))
+    order = list(dict.fromkeys(r.target for r in records if not LAB.holds(r)))
     for target in [t for t in order if t not in found]:
         rows.append(Row((target, "plain directory on the host disk", "none", "the machine's")))
     for target, info in found.items():
@@ -186,13 +187,13 @@ def memory_section(
         return None
     data: dict[str, int] = {}
     for rec in records:
-        init = typed_result(rec) if rec.kind == "pgbench_init" else None
+        init = typed_result(rec) if PGBENCH_INIT.holds(rec) else None
         if isinstance(init, PgbenchInit) and init.database_bytes:
             data[rec.target] = init.database_bytes
-    monitors = {r.key: r for r in records if r.kind == "monitor"}
+    monitors = {r.key: r for r in records if MONITOR.holds(r)}
     per: dict[tuple[str, str], tuple[list[float], list[float], list[float]]] = {}
     for rec in records:
-        run = typed_result(rec) if rec.kind == "pgbench_run" else None
+        run = typed_result(rec) if PGBENCH_RUN.holds(rec) else None
         if not isinstance(run, PgbenchRun):
             continue
         buf, cache, tps = per.setdefault((rec.target, run.mode), ([], [], []))

@@ -16,7 +16,7 @@ import math
 from collections.abc import Iterable, Sequence
 from html import escape
 
-from pgrig.report.model import Figure, Series
+from pgrig.document.model import Figure, Series
 
 WIDTH, HEIGHT = 700, 360
 _FONT = 12  # px: 9 pt at matplotlib's 100 dpi scale

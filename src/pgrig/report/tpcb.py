@@ -15,11 +15,13 @@ import statistics
 from collections.abc import Sequence
 
 from pgrig.cluster import loadwal
+from pgrig.document import fmt
+from pgrig.document.model import FAILED, NOISY, SKIPPED, Figure, Row, Section, Series, Table
 from pgrig.meaning import Meaning
 from pgrig.monitor import noise
 from pgrig.registry import typed_result
-from pgrig.report import decimate, fmt
-from pgrig.report.model import FAILED, NOISY, SKIPPED, Figure, Row, Section, Series, Table
+from pgrig.registry.shared import COUNT, PGBENCH_INIT
+from pgrig.report import decimate
 from pgrig.report.points import (
     Point,
     mode_key,
@@ -59,7 +61,7 @@ def headline_rows(
     ``progress``: where the runs' -P points are (default: in the records)."""
     rows = []
     for rec in records:
-        if rec.kind != "pgbench_init":
+        if not PGBENCH_INIT.holds(rec):
             continue
         init: PgbenchInit | None = typed_result(rec)
         if init is None:
@@ -180,7 +182,7 @@ def load_table(records: Sequence[RunRecord]) -> Table | None:
     rows: list[Row] = []
     notes: list[str] = []
     for rec in records:
-        if rec.kind == "pgbench_init":
+        if PGBENCH_INIT.holds(rec):
             init: PgbenchInit | None = typed_result(rec)
             if init is None:
                 label = f"pgbench -i, scale {rec.params.get('scale', '?')}"
@@ -188,7 +190,7 @@ def load_table(records: Sequence[RunRecord]) -> Table | None:
                 continue
             rows.append(Row((_init_label(init), _init_value(init))))
             notes.append(_init_note(init))
-        elif rec.kind == "count":
+        elif COUNT.holds(rec):
             count: CountResult | None = typed_result(rec)
             if count is None:
                 label = f"count(*), {rec.params.get('method', rec.key)}"
@@ -198,7 +200,7 @@ def load_table(records: Sequence[RunRecord]) -> Table | None:
             rows.append(Row((f"count(*), {count.method}", value)))
     if not rows:
         return None
-    if any(r.kind == "count" for r in records):
+    if any(COUNT.holds(r) for r in records):
         notes.append(
             "count(*): Execution Time from EXPLAIN ANALYZE of select count(*) from "
             "pgbench_accounts, with the planner forced to the named plan."

@@ -17,10 +17,11 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from pgrig import stats
-from pgrig.monitor.model import Sample
-from pgrig.report import fmt
-from pgrig.report.compare import PointKey, _point_order, runs_by_point
-from pgrig.report.model import HEADLINE, Row, Section, Table
+from pgrig.document import fmt
+from pgrig.document.model import HEADLINE, Row, Section, Table
+from pgrig.monitor.model import MONITOR, Sample
+from pgrig.registry.shared import PGBENCH_RUN
+from pgrig.report.pointkey import PointKey, point_order, runs_by_point
 from pgrig.report.samples import SampleReader, own_samples
 from pgrig.report.versus import VS_NOTE, Cell, Draft, Family
 from pgrig.results import SERVER, PgbenchRun, RunRecord, Study
@@ -65,7 +66,7 @@ def versions_section(study: Study, records: Sequence[RunRecord]) -> Section | No
     baseline = str(study.params.get("baseline") or names[0])
     release = {str(t["name"]): str(t.get("pg_version", "?")) for t in targets}
     blocks: list[Table] = []
-    by_point = sorted(runs_by_point(records).items(), key=_point_order)
+    by_point = sorted(runs_by_point(records).items(), key=point_order)
     curves: dict[
         tuple[str, int, str],
         list[tuple[PointKey, dict[str, list[tuple[RunRecord, PgbenchRun | None]]]]],
@@ -133,7 +134,7 @@ def provenance_table(study: Study, records: Sequence[RunRecord], names: list[str
         builds = list(dict.fromkeys(v for r in mine if (v := r.tool_versions.get(SERVER))))
         drivers = list(
             dict.fromkeys(
-                v for r in mine if r.kind == "pgbench_run" and (v := r.tool_versions.get("pgbench"))
+                v for r in mine if PGBENCH_RUN.holds(r) and (v := r.tool_versions.get("pgbench"))
             )
         )
         build = pg.build if pg is not None and pg.build else (builds[0] if builds else "")
@@ -240,6 +241,45 @@ def _median_of(values: list[dict[str, float]], key: str) -> float:
     return statistics.median(v[key] for v in values)
 
 
+AXES_IO_NOTES = (
+    "pg_stat_io (PostgreSQL 16+), relations only, summed over backend types, "
+    "mean per second over each run, median over the repeats. Bytes per read "
+    "above 8 KiB: PostgreSQL 18 combined adjacent blocks into one read "
+    "(io_combine_limit). ms per read needs track_io_timing (the oltp profile "
+    "sets it). PostgreSQL 18 counts a read under the backend that issued it, "
+    "also when an I/O worker performed it.",
+    "Backends in DataFileRead / AioIoCompletion: share of the sampled client "
+    "backends waiting for a read they do themselves (sync) or for one handed "
+    "to an I/O worker or io_uring.",
+    "n/a: no monitor samples (monitor = false) or a server before 16.",
+)
+
+
+def _io_cells(
+    pairs: Sequence[tuple[RunRecord, PgbenchRun | None]],
+    monitors: dict[str, RunRecord],
+    samples: SampleReader,
+) -> tuple[str, ...]:
+    """A point's pg_stat_io cells: medians over its runs' monitor samples."""
+    io = [
+        x
+        for rec, _ in pairs
+        if (m := monitors.get(rec.key + MONITOR_SUFFIX)) is not None
+        and m.status == "ok"
+        and (x := _io(samples(m))) is not None
+    ]
+    if not io:
+        return ("n/a",) * 6
+    return (
+        f"{_median_of(io, 'read_mib'):,.1f}",
+        fmt.rate(_median_of(io, "reads")),
+        f"{_median_of(io, 'kib_per_read'):,.0f}",
+        f"{_median_of(io, 'ms_per_read'):.3f}",
+        f"{_median_of(io, 'hit_ratio'):.1%}",
+        f"{_median_of(io, 'wait_read'):.0%} / {_median_of(io, 'wait_aio'):.0%}",
+    )
+
+
 def axes_section(
     study: Study, records: Sequence[RunRecord], samples: SampleReader = own_samples
 ) -> Section | None:
@@ -252,7 +292,7 @@ def axes_section(
     axis_names = list(dict.fromkeys(str(a[0]) for t in targets for a in t["axes"]))
     values = {str(t["name"]): {str(a[0]): str(a[1]) for a in t["axes"]} for t in targets}
     baseline = str(study.params.get("baseline") or names[0])
-    monitors = {r.key: r for r in records if r.kind == "monitor"}
+    monitors = {r.key: r for r in records if MONITOR.holds(r)}
     columns = (
         "test case",
         *axis_names,
@@ -267,30 +307,14 @@ def axes_section(
     )
     drafts: list[Draft] = []
     family = Family()
-    for key, per_target in sorted(runs_by_point(records).items(), key=_point_order):
+    for key, per_target in sorted(runs_by_point(records).items(), key=point_order):
         base = _tps(per_target.get(baseline, []))
         for n in names:
             pairs = per_target.get(n, [])
             if not pairs:
                 continue
             tps = _tps(pairs)
-            io = [
-                x
-                for rec, _ in pairs
-                if (m := monitors.get(rec.key + MONITOR_SUFFIX)) is not None
-                and m.status == "ok"
-                and (x := _io(samples(m))) is not None
-            ]
-            io_cells = ("n/a",) * 6
-            if io:
-                io_cells = (
-                    f"{_median_of(io, 'read_mib'):,.1f}",
-                    fmt.rate(_median_of(io, "reads")),
-                    f"{_median_of(io, 'kib_per_read'):,.0f}",
-                    f"{_median_of(io, 'ms_per_read'):.3f}",
-                    f"{_median_of(io, 'hit_ratio'):.1%}",
-                    f"{_median_of(io, 'wait_read'):.0%} / {_median_of(io, 'wait_aio'):.0%}",
-                )
+            io_cells = _io_cells(pairs, monitors, samples)
             drafts.append(
                 Draft(
                     (
@@ -319,16 +343,7 @@ def axes_section(
                     f"{fmt.NOISE_THRESHOLD_PCT:g}%.",
                     VS_NOTE,
                     *family.note(),
-                    "pg_stat_io (PostgreSQL 16+), relations only, summed over backend types, "
-                    "mean per second over each run, median over the repeats. Bytes per read "
-                    "above 8 KiB: PostgreSQL 18 combined adjacent blocks into one read "
-                    "(io_combine_limit). ms per read needs track_io_timing (the oltp profile "
-                    "sets it). PostgreSQL 18 counts a read under the backend that issued it, "
-                    "also when an I/O worker performed it.",
-                    "Backends in DataFileRead / AioIoCompletion: share of the sampled client "
-                    "backends waiting for a read they do themselves (sync) or for one handed "
-                    "to an I/O worker or io_uring.",
-                    "n/a: no monitor samples (monitor = false) or a server before 16.",
+                    *AXES_IO_NOTES,
                 ),
                 numeric=(False, *([False] * len(axis_names)), *([True] * 8)),
             ),

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pgrig import stats
-from pgrig.report.model import BETTER, NORMAL, QUIET, WORSE, Row
+from pgrig.document.model import BETTER, NORMAL, QUIET, WORSE, Row
 
 # What every "vs baseline" cell means, said once per table.
 VS_NOTE = (

@@ -7,18 +7,12 @@ reason; nothing is dropped silently.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
 
-from pgrig import registry, stats
-from pgrig.meaning import Meaning
-from pgrig.report import compare, conclusions, fmt, sizes, variants
-from pgrig.report import storage as storage_report
-from pgrig.report.fold import fold_runs
-from pgrig.report.model import (
+from pgrig import registry
+from pgrig.document.model import (
     NORMAL,
     Details,
     Figure,
@@ -27,6 +21,17 @@ from pgrig.report.model import (
     Section,
     Table,
 )
+from pgrig.meaning import Meaning
+from pgrig.monitor.model import MONITOR
+from pgrig.probe import FIO, FSYNC, TIMING
+from pgrig.registry.shared import PGBENCH_RUN
+from pgrig.report import compare, conclusions, figures, sizes, variants
+from pgrig.report import storage as storage_report
+from pgrig.report.fold import fold_runs
+from pgrig.report.header import header, param_text, study_label
+from pgrig.report.header import obtained_line as obtained_line  # named here for its tests
+from pgrig.report.header import tools_text as tools_text
+from pgrig.report.machine import environment_section, machine_section, machines_of
 from pgrig.report.monitor import busy_before, disturbed_summary
 from pgrig.report.monitor import section as monitor_section
 from pgrig.report.probes import (
@@ -45,8 +50,6 @@ from pgrig.report.tpcb import headline_rows as tpcb_headline_rows
 from pgrig.report.tpcb import tpcb_section
 from pgrig.report.versus import Family
 from pgrig.results import (
-    SERVER,
-    Environment,
     RunRecord,
     Study,
 )
@@ -130,8 +133,8 @@ def workload_sections(
                 rec
             )
     # The monitor's records go along: they say which runs other work disturbed.
-    watched = [r for r in records if r.kind == registry.MONITOR.name]
-    durations_all = {r.params.get("duration_s") for r in records if r.kind == "pgbench_run"}
+    watched = [r for r in records if MONITOR.holds(r)]
+    durations_all = {r.params.get("duration_s") for r in records if PGBENCH_RUN.holds(r)}
     distinct = {k for k in groups if k[1] is not None or k[0] != "tpcb"}
     if len(distinct) <= 1 and len(durations_all) <= 1:
         # One workload at one scale: one section, as the quick study shows it.
@@ -144,12 +147,14 @@ def workload_sections(
     out = []
     for (workload, scale, _), recs in groups.items():
         durations = sorted(
-            {r.params.get("duration_s") for r in recs if r.kind == "pgbench_run"},
+            {r.params.get("duration_s") for r in recs if PGBENCH_RUN.holds(r)},
             key=lambda d: d or 0,
         )
         for duration in durations or [None]:
             subset = [
-                r for r in recs if r.kind != "pgbench_run" or r.params.get("duration_s") == duration
+                r
+                for r in recs
+                if not PGBENCH_RUN.holds(r) or r.params.get("duration_s") == duration
             ]
             section = tpcb_section(subset + watched, target, meaning, progress)
             label = "TPC-B" if workload == "tpcb" else workload
@@ -221,6 +226,20 @@ def _build_comparison(
     ):
         if found is not None:
             sections.append(found)
+    sections.append(_environment(study, records, bool(machines)))
+    for t in targets:
+        sections += _target_sections(study, records, t, progress)
+    sections += [*extra_sections(study, records, samples), runs_section(records)]
+    return ReportView(
+        title=f"pgrig report: {study_label(study)}",
+        meta=header(study, records),
+        sections=_concluded(study, records, targets, baseline, sections, samples, progress),
+    )
+
+
+def _environment(study: Study, records: Sequence[RunRecord], machines: bool) -> Section:
+    """The controlling machine's environment (each target's machine, when they
+    differ, opens the comparison table)."""
     environment = environment_section(study, records)
     if machines:
         environment = replace(
@@ -231,56 +250,54 @@ def _build_comparison(
                 *environment.paragraphs,
             ),
         )
-    sections.append(environment)
-    for t in targets:
-        mine = [r for r in records if r.target == t]
-        env = study.target_environments.get(t)
-        per_target = [
-            timing_section([r for r in mine if r.kind == "pg_test_timing"], study.environment),
-            fsync_section([r for r in mine if r.kind == "pg_test_fsync"], t),
-            fio_section(sorted((r for r in mine if r.kind == "fio"), key=fio_order), t),
-            *workload_sections(mine, t, meaning_of(study, t), progress),
-        ]
-        if env is not None and env.postgres is not None:
-            per_target.insert(
-                0,
-                Section(
-                    "PostgreSQL",
-                    "postgres",
-                    paragraphs=(env.postgres.provenance(),),
-                    blocks=(
-                        Table(
-                            ("Setting", "Value"),
-                            tuple(Row((k, v)) for k, v in sorted(env.postgres.settings.items())),
-                            caption=f"Non-default settings ({len(env.postgres.settings)})",
-                            collapsed=True,
-                        ),
+    return environment
+
+
+def _target_sections(
+    study: Study, records: Sequence[RunRecord], t: str, progress: Progress
+) -> list[Section]:
+    """One target's own sections: its machine and server when they are its own,
+    its probes, its workloads' runs."""
+    mine = [r for r in records if r.target == t]
+    env = study.target_environments.get(t)
+    per_target = [
+        timing_section([r for r in mine if TIMING.holds(r)], study.environment),
+        fsync_section([r for r in mine if FSYNC.holds(r)], t),
+        fio_section(sorted((r for r in mine if FIO.holds(r)), key=fio_order), t),
+        *workload_sections(mine, t, meaning_of(study, t), progress),
+    ]
+    if env is not None and env.postgres is not None:
+        per_target.insert(
+            0,
+            Section(
+                "PostgreSQL",
+                "postgres",
+                paragraphs=(env.postgres.provenance(),),
+                blocks=(
+                    Table(
+                        ("Setting", "Value"),
+                        tuple(Row((k, v)) for k, v in sorted(env.postgres.settings.items())),
+                        caption=f"Non-default settings ({len(env.postgres.settings)})",
+                        collapsed=True,
                     ),
                 ),
-            )
-        if env is not None and env.host:
-            per_target.insert(0, machine_section(env))
-        for section in per_target:
-            if section.blocks:
-                out = _retitle(section, f"{t}: {section.title}", _slug(t))
-                sections.append(out)
-    sections += [*extra_sections(study, records, samples), runs_section(records)]
-    return ReportView(
-        title=f"pgrig report: {study_label(study)}",
-        meta=header(study, records),
-        sections=_concluded(study, records, targets, baseline, sections, samples, progress),
-    )
+            ),
+        )
+    if env is not None and env.host:
+        per_target.insert(0, machine_section(env))
+    out: list[Section] = []
+    for section in per_target:
+        if section.blocks:
+            out.append(_retitle(section, f"{t}: {section.title}", _slug(t)))
+    return out
 
 
-# Sections of workloads and watchers that live next to their code; each is
-# "module:function" taking (study, records) and returning a Section or None.
 def extra_sections(
     study: Study, records: Sequence[RunRecord], samples: SampleReader = own_samples
 ) -> list[Section]:
-    """The target kinds' and the workloads' own sections, then memory against
-    data, then what the monitor saw."""
-    out = [k.section(study, records) for k in registry.TARGET_KINDS.values()]
-    out += [w.section(study, records) for w in registry.WORKLOADS.values()]
+    """The plug-ins' own sections (the target kinds', the workloads', the others'
+    registered), then memory against data, then what the monitor saw."""
+    out = [section(study, records) for section in registry.sections()]
     out.append(sizes.section(records))
     out.append(storage_report.memory_section(records, study.environment, samples))
     out.append(monitor_section(study, records, samples))
@@ -290,162 +307,6 @@ def extra_sections(
 def _record_order(rec: RunRecord) -> tuple[int, str]:
     # Store ids follow execution order; records not yet stored keep their timestamps.
     return (rec.id if rec.id is not None else 1 << 62, rec.started_at)
-
-
-def _is_monitor(rec: RunRecord) -> bool:
-    """The monitor's record of a run: evidence about that run, not a run of its own."""
-    return rec.kind == registry.MONITOR.name
-
-
-def runs_text(records: Sequence[RunRecord]) -> str:
-    """'17 (16 ok, 1 failed); host and server monitored during 8 of them'."""
-    steps = [r for r in records if not _is_monitor(r)]
-    if not steps:
-        return "none recorded"
-    counts: dict[str, int] = {}
-    for rec in steps:
-        counts[rec.status] = counts.get(rec.status, 0) + 1
-    text = f"{len(steps)} ({', '.join(f'{n} {s}' for s, n in sorted(counts.items()))})"
-    watched = sum(_is_monitor(r) for r in records)
-    return text + (f"; host and server monitored during {watched} of them" if watched else "")
-
-
-def study_label(study: Study) -> str:
-    """'quick (quick-20261122-041500)'; a campaign's study bears its name: once
-    ("seed002-filesystems (seed002-filesystems)" headed its report)."""
-    return study.name if study.id == study.name else f"{study.name} ({study.id})"
-
-
-def header(study: Study, records: Sequence[RunRecord]) -> tuple[tuple[str, str], ...]:
-    return (
-        ("Study", study_label(study)),
-        ("Target", _targets_text(study, records)),
-        ("Started", study.started_at),
-        ("Finished", study.finished_at or "not finished"),
-        ("Status", study.status),
-        ("pgrig version", study.pgrig_version or "unknown"),
-        ("Runs", runs_text(records)),
-        ("Statistic", STATISTIC),
-        ("How it was obtained", obtained_line(study, records)),
-    )
-
-
-# Said once, at the top: what every headline figure and every "vs" is.
-STATISTIC = (
-    f"every headline figure is the {stats.HEADLINE} of the repeats, and every 'vs' the "
-    f"difference of the {stats.HEADLINE}s (one outlying run moves a mean of 3, not their "
-    f"median); ▲ better / ▼ worse only when Welch's test survives the Benjamini-Hochberg "
-    f"correction of its table and rests on ≥ {stats.MIN_RUNS} runs a side, ≈ within noise "
-    "otherwise"
-)
-
-
-def _targets_text(study: Study, records: Sequence[RunRecord]) -> str:
-    """A campaign's target names (seed001's "disk", not its directory "/var/tmp")."""
-    if not study.params.get("targets"):
-        return study.target
-    return ", ".join(compare.targets_of(study.params, records)) or study.target
-
-
-def tool_versions(study: Study, records: Sequence[RunRecord]) -> dict[str, str]:
-    """Each tool's version as the records say they ran it; a tool that ran in
-    several versions (a server-only build's pgbench is a newer installation's)
-    lists each with the targets it drove. The study's environment fills in tools
-    no record names."""
-    seen: dict[str, dict[str, list[str]]] = {}
-    for rec in records:
-        for name, version in rec.tool_versions.items():
-            if name == SERVER:
-                continue
-            targets = seen.setdefault(name, {}).setdefault(version, [])
-            if rec.target not in targets:
-                targets.append(rec.target)
-    tools: dict[str, str] = {}
-    for name, versions in seen.items():
-        if len(versions) == 1:
-            tools[name] = next(iter(versions))
-        else:
-            tools[name] = "; ".join(
-                f"{_strip_name(name, v)} ({', '.join(ts)})" for v, ts in versions.items()
-            )
-    if study.environment is not None:
-        for name, version in study.environment.tools.items():
-            tools.setdefault(name, version)
-    return tools
-
-
-def _strip_name(name: str, version: str) -> str:
-    if version.lower().startswith(name.lower()):
-        return version[len(name) :].lstrip(" -") or version
-    return version
-
-
-def tools_text(tools: dict[str, str]) -> str:
-    """'fio 3.33, pg_test_fsync/pgbench/psql (PostgreSQL) 15.18': each version
-    once, and the tool's name once - ``--version`` prints it too."""
-    by_version: dict[str, list[str]] = {}
-    for name, version in sorted(tools.items()):
-        by_version.setdefault(_strip_name(name, version), []).append(name)
-    return ", ".join(f"{'/'.join(names)} {version}" for version, names in by_version.items())
-
-
-def obtained_line(study: Study, records: Sequence[RunRecord]) -> str:
-    tools = tool_versions(study, records)
-    parts = []
-    if tools:
-        parts.append("tools: " + tools_text(tools))
-    params = dict(study.params)
-    profile = params.pop("profile", None)
-    if profile is not None:
-        parts.append(f"profile: {profile}")
-    for t in params.pop("targets", None) or []:
-        if not isinstance(t, dict):
-            continue
-        where = t.get("where") or t.get("dsn") or t.get("directory") or "storage lab"
-        if t.get("storage"):
-            where = f"{where} ({t.get('storage')})"
-        if t.get("where") and (datadir := _data_directory(study, str(t.get("name")))):
-            where = f"{where}, data directory {datadir}"  # a kind's own words: on its host
-        settings = t.get("settings") or {}
-        extra = f", set {_param(settings)}" if settings else ""
-        server = "existing server" if t.get("dsn") else f"profile {t.get('profile')}"
-        parts.append(
-            f"target {t.get('name')}: {where}, PostgreSQL {t.get('pg_version')}, {server}{extra}"
-        )
-    policy = params.pop("policy", None)
-    if isinstance(policy, dict):
-        parts.append(
-            "runs: "
-            + ", ".join(f"{k}={_param(v)}" for k, v in policy.items() if v not in (None, False))
-        )
-    for w in params.pop("workloads", None) or []:
-        if isinstance(w, dict):
-            shown = {k: v for k, v in w.items() if v not in (None, False, 0, "", [], {})}
-            name = shown.pop("name", "")
-            kind = shown.pop("type", "")
-            parts.append(
-                f"workload {name} ({kind}): "
-                + ", ".join(f"{k}={_param(v)}" for k, v in shown.items())
-            )
-    for key in ("pid", "pg_version", "campaign", "baseline", "source", "campaign_file"):
-        params.pop(key, None)
-    if params:
-        parts.append("parameters: " + ", ".join(f"{k}={_param(v)}" for k, v in params.items()))
-    return "; ".join(parts) if parts else "no tool versions or parameters recorded"
-
-
-def _data_directory(study: Study, target: str) -> str | None:
-    """Where the target's server kept its data, as the server said."""
-    env = study.target_environments.get(target) or (
-        study.environment if not study.target_environments else None
-    )
-    return env.postgres.data_directory if env is not None and env.postgres is not None else None
-
-
-def _param(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
 def meaning_of(study: Study, target: str) -> Meaning | None:
@@ -485,12 +346,12 @@ def summary_section(
     groups = {
         (r.params.get("workload"), r.params.get("scale"), r.params.get("duration_s"))
         for r in records
-        if r.kind == "pgbench_run"
+        if PGBENCH_RUN.holds(r)
     }
     target = compare.targets_of(study.params, records)[0] if records else study.target
     meaning = meaning_of(study, target)
     notes: list[str] = []
-    if meaning is not None and any(r.kind not in PROBE_KINDS for r in records):
+    if meaning is not None and any(not any(k.holds(r) for k in PROBE_KINDS) for r in records):
         # Before the server's numbers: the probes do not depend on its settings.
         rows.append(Row(("PostgreSQL settings", meaning.line())))
         notes += [f"{c}." for c in meaning.caveats()]
@@ -503,7 +364,7 @@ def summary_section(
         # The other workloads' headline figure, a row per point (TPC-C's tpmC).
         family = Family()
         rows.extend(family.rows(compare.summary_rows(records, target, [], family)))
-    sweep = compare.tps_vs_clients_by_scale(records)
+    sweep = figures.tps_vs_clients_by_scale(records)
     table = Table(
         columns=("Test Case", target),  # the target's name, not its directory
         rows=tuple(rows),
@@ -530,7 +391,7 @@ def interference_lines(records: Sequence[RunRecord]) -> tuple[str, ...]:
     return tuple(out)
 
 
-PROBE_KINDS = ("pg_test_timing", "pg_test_fsync", "fio")
+PROBE_KINDS = (TIMING, FSYNC, FIO)
 
 
 def _is_probe_row(row: Row) -> bool:
@@ -549,157 +410,14 @@ def _with_labs(section: Section, records: Sequence[RunRecord]) -> Section:
     return replace(section, blocks=(*section.blocks, table))
 
 
-def environment_section(study: Study, records: Sequence[RunRecord] = ()) -> Section:
-    env = study.environment
-    if env is None:
-        return Section("Environment", "environment", ("The environment was not captured.",))
-    blocks: list[Table] = [
-        Table(("Item", "Value"), tuple(Row(r) for r in environment_rows(env))),
-        *storage_report.environment_blocks(records),
-    ]
-    audit = storage_report.audit_table(env)
-    if audit is not None:
-        blocks.append(audit)
-    if env.sysctls or env.limits:
-        rows = [Row((k, v)) for k, v in env.sysctls.items()]
-        rows += [Row((f"limit {k} (soft/hard)", v)) for k, v in env.limits.items()]
-        blocks.append(
-            Table(
-                ("Setting", "Value"),
-                tuple(rows),
-                caption=f"Kernel settings and limits ({len(rows)})",
-                collapsed=True,
-            )
-        )
-    if env.postgres is not None and env.postgres.settings:
-        settings = env.postgres.settings
-        blocks.append(
-            Table(
-                ("Setting", "Value"),
-                tuple(Row((k, v)) for k, v in sorted(settings.items())),
-                caption=f"Non-default PostgreSQL settings ({len(settings)})",
-                collapsed=True,
-            )
-        )
-    return Section("Environment", "environment", blocks=tuple(blocks))
-
-
-def environment_rows(env: Environment) -> list[tuple[str, str]]:
-    cpu = env.cpu
-    layout = (
-        f"{_n(cpu.sockets, 'socket')} x {_n(cpu.cores_per_socket, 'core')} x "
-        f"{_n(cpu.threads_per_core, 'thread')} = {_n(cpu.logical_cpus, 'logical CPU')}"
-    )
-    cpu_extra = [f"{cpu.mhz:.0f} MHz" if cpu.mhz else "", cpu.hypervisor or ""]
-    cpu_extra = [x for x in cpu_extra if x]
-    host = env.hostname
-    if env.host:  # read on another host through its executor
-        host = f"{env.host} ({env.address}), hostname {env.hostname}"
-    rows = [
-        ("Host", host),
-        ("CPU", cpu.model + (f" ({', '.join(cpu_extra)})" if cpu_extra else "")),
-        ("CPU layout", layout),
-        ("Memory", fmt.size(env.memory_bytes)),
-        ("Kernel", env.kernel),
-        ("OS", env.os_release),
-    ]
-    for disk in env.disks:
-        # What the kernel reports: virtual disks often claim to be rotational.
-        kind = "rotational" if disk.rotational else "non-rotational"
-        extra = ", ".join(x for x in (kind, disk.model, f"scheduler {disk.scheduler}") if x)
-        if disk.scheduler is None:
-            extra = ", ".join(x for x in (kind, disk.model) if x)
-        rows.append((f"Disk {disk.name}", f"{fmt.size(disk.size_bytes)} ({extra})"))
-    for fs in env.filesystems:
-        device = fs.device + (f" ({fs.block_device})" if fs.block_device else "")
-        rows.append(
-            (
-                f"Filesystem of {fs.path}",
-                f"{fs.fstype} on {device}, mounted at {fs.mountpoint} ({fs.options}); "
-                f"{fmt.size(fs.size_bytes)}, {fmt.size(fs.free_bytes)} free",
-            )
-        )
-    rows.append(("Transparent huge pages", env.transparent_hugepages or "unknown"))
-    clock = env.clocksource or "unknown"
-    if env.available_clocksources:
-        clock += f" (available: {env.available_clocksources})"
-    rows.append(("Clocksource", clock))
-    if env.postgres is not None:
-        pg = env.postgres
-        rows.append(("PostgreSQL", f"{pg.version} (server_version_num {pg.version_num})"))
-        if pg.build:
-            rows.append(("PostgreSQL build", pg.build))
-        if pg.source:
-            rows.append(("PostgreSQL source", pg.source))
-        if pg.bin_dir:
-            rows.append(("PostgreSQL binaries", pg.bin_dir))
-        if pg.data_directory:
-            rows.append(("Data directory", pg.data_directory))
-    for tool, version in sorted(env.tools.items()):
-        rows.append((f"Tool {tool}", version))
-    rows.append(("Captured at", env.captured_at))
-    return rows
-
-
-# What tells two machines apart, for seed 000's side-by-side table.
-MACHINE_ITEMS = ("CPU", "CPU layout", "Memory", "Kernel", "OS")
-
-
-def machines_of(study: Study, targets: Sequence[str]) -> dict[str, list[tuple[str, str]]]:
-    """Each target's machine as (item, value) rows, when the targets ran on more
-    than one machine (another host's environment is read there: pgrig.environment.remote);
-    empty when they all ran on one."""
-    envs = {t: e for t in targets if (e := study.target_environments.get(t)) is not None}
-    if len(envs) < 2 or len({(e.host, e.address, e.hostname) for e in envs.values()}) < 2:
-        return {}
-    return {t: machine_items(env) for t, env in envs.items()}
-
-
-def machine_section(env: Environment) -> Section:
-    """Another host's environment in full, as read there (the comparison table
-    holds what tells machines apart)."""
-    rows = [Row(r) for r in environment_rows(env)]
-    rows += [Row((k, v)) for k, v in env.sysctls.items()]
-    return Section(
-        "Machine",
-        "machine",
-        blocks=(
-            Table(
-                ("Item", "Value"),
-                tuple(rows),
-                caption=f"{env.host} ({env.address}) as read there: {len(rows)} items",
-                collapsed=True,
-            ),
-        ),
-    )
-
-
-def machine_items(env: Environment) -> list[tuple[str, str]]:
-    where = f"{env.host} ({env.address})" if env.host else "this machine"
-    rows = [("Machine", f"{where}, hostname {env.hostname}")]
-    rows += [(k, v) for k, v in environment_rows(env) if k in MACHINE_ITEMS]
-    disks = [d for d in env.disks if not d.name.startswith(("loop", "ram", "zram"))]
-    if disks:
-        rows.append(("Disks", ", ".join(f"{d.name} {fmt.size(d.size_bytes)}" for d in disks)))
-    for fs in env.filesystems[:1]:
-        device = fs.device + (f" ({fs.block_device})" if fs.block_device else "")
-        rows.append((
-            "Data directory's filesystem",
-            f"{fs.fstype} on {device} at {fs.mountpoint}, {fmt.size(fs.size_bytes)}",
-        ))  # fmt: skip
-    if env.postgres is not None:
-        rows.append(("PostgreSQL", env.postgres.version))
-    return rows
-
-
 def runs_section(records: Sequence[RunRecord]) -> Section:
     rows = []
     for rec in records:
         detail = rec.reason or ""
         kind = NORMAL if rec.status == "ok" else status_kind(rec)
-        params = ", ".join(f"{k}={_param(v)}" for k, v in rec.params.items())
+        params = ", ".join(f"{k}={param_text(v)}" for k, v in rec.params.items())
         rows.append(Row((rec.key, rec.kind, rec.status, rec.started_at, params, detail), kind))
-    watched = sum(_is_monitor(r) for r in records)
+    watched = sum(MONITOR.holds(r) for r in records)
     also = f" and the monitor's records of {watched} of them" if watched else ""
     table = Table(
         ("Key", "Kind", "Status", "Started", "Parameters", "Reason"),
@@ -708,7 +426,3 @@ def runs_section(records: Sequence[RunRecord]) -> Section:
         collapsed=True,  # a reference: failures also show in their own sections
     )
     return Section("All runs", "runs", blocks=(table,) if rows else ())
-
-
-def _n(count: int, noun: str) -> str:
-    return f"{count} {noun}{'' if count == 1 else 's'}"

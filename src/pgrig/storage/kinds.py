@@ -16,4 +16,5 @@ MEMORY = ResultKind(
         "peak_bytes": r.after.peak_bytes,
     },
 )
-KINDS = (ResultKind("storage_lab", LabInfo, headline=LabInfo.headline), MEMORY)
+LAB = ResultKind("storage_lab", LabInfo, headline=LabInfo.headline)
+KINDS = (LAB, MEMORY)

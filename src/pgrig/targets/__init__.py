@@ -1,3 +1,3 @@
 """Target kinds: where PostgreSQL runs for one column of a comparison, behind
-one interface (``pgrig.targets.base.TargetKind``), listed in
-``pgrig.registry.TARGET_KINDS``; docs/targets.md."""
+one interface (``pgrig.registry.target.TargetKind``), listed in
+``pgrig.registry.target_kinds()``; docs/targets.md."""

@@ -9,11 +9,12 @@ from typing import TYPE_CHECKING
 from pgrig.targets.throwaway import Throwaway
 
 if TYPE_CHECKING:
-    from pgrig.campaign import TargetSpec
+    from pgrig.registry.target import TargetSpec
 
 
-class DirectoryKind(Throwaway):
+class DirectoryKind(Throwaway[None]):
     name = "directory"
+    order = 50
     summary = "a throwaway cluster in a directory on the storage under test"
 
     def claims(self, spec: TargetSpec, power_loss: str | None) -> bool:

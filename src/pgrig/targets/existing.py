@@ -15,7 +15,7 @@ import psycopg
 from pgrig.cluster import binaries, workdir
 from pgrig.conninfo import Conn, refused_hint
 from pgrig.errors import ClusterError, UsageError
-from pgrig.targets.base import (
+from pgrig.registry.target import (
     OWN_CONNECTIONS,
     Checked,
     Demands,
@@ -28,7 +28,7 @@ from pgrig.targets.throwaway import find_binaries
 from pgrig.ui import Ui
 
 if TYPE_CHECKING:
-    from pgrig.campaign import TargetSpec
+    from pgrig.registry.target import TargetSpec
 
 
 # The libpq variables that name a server when no dsn is given (the quick study
@@ -108,8 +108,9 @@ def _room(spec: TargetSpec, demands: Demands) -> None:
         )
 
 
-class ServerKind(TargetKind):
+class ServerKind(TargetKind[None, None]):
     name = "server"
+    order = 30
     summary = "an existing server (dsn): connected to, never created, restarted or removed"
     creates_server = False
 

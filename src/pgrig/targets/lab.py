@@ -14,29 +14,31 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pgrig import calibration, storage
+from pgrig import calibration, files, storage
 from pgrig.cluster import profiles, workdir
 from pgrig.cluster.server import server_os_user
 from pgrig.errors import BinaryNotFound, DiskSpaceError, UsageError
+from pgrig.registry.target import Checked, Demands, Target, as_written, build_action
 from pgrig.step import Call, Skip, Step, StepKey
 from pgrig.storage import LabSpec, cgroups, loopfs
 from pgrig.storage.errors import CgroupError, StorageError
 from pgrig.storage.model import LabInfo
-from pgrig.targets.base import Checked, Demands, Target, as_written
 from pgrig.targets.throwaway import Throwaway
 from pgrig.ui import Ui
 from pgrig.units import GB, size_text
 
 if TYPE_CHECKING:
-    from pgrig.campaign import TargetSpec
+    from pgrig.registry.target import TargetSpec
 
 
-class LabKind(Throwaway):
+class LabKind(Throwaway[LabSpec | None]):
     name = "lab"
+    order = 40
     summary = (
         "a throwaway cluster on storage the lab builds: a loop-device filesystem, "
         "an I/O cap, a memory limit (they compose)"
     )
+    actions = {"target.build": build_action}
     clean_rank = 30  # after the work directories: their servers kept the mounts busy
 
     def claims(self, spec: TargetSpec, power_loss: str | None) -> bool:
@@ -57,12 +59,10 @@ class LabKind(Throwaway):
     def check_together(self, targets: Sequence[Target]) -> None:
         """The lab's backing files of all targets on one host filesystem must fit it
         together (they exist at once); refused before anything is created."""
-        from pgrig import plan  # plan imports the registry, which imports us
-
         by_base: dict[int, tuple[Path, int, list[str]]] = {}
         for t in targets:
-            lab = t.checked.state
-            if not isinstance(lab, LabSpec) or lab.fs is None or lab.base is None:
+            lab = self.state(t)
+            if lab is None or lab.fs is None or lab.base is None:
                 continue
             if t.checked.unavailable:
                 continue
@@ -71,7 +71,7 @@ class LabKind(Throwaway):
             _, total, names = by_base.get(dev, (base, 0, []))
             by_base[dev] = (base, total + lab.fs.total_bytes, [*names, t.name])
         for base, total, names in by_base.values():
-            plan.check_space(
+            files.check_space(
                 base,
                 total,
                 f"the filesystem target(s) {', '.join(names)}",
@@ -101,8 +101,8 @@ class LabKind(Throwaway):
         """Build the target's lab (filesystem, cgroups) for the ``with`` block: the
         probes and the cluster then run in it. Removed after - kept with the
         cluster under --keep or when a crashed server is kept as evidence."""
-        lab = t.checked.state
-        if not isinstance(lab, LabSpec):
+        lab = self.state(t)
+        if lab is None:
             yield None
             return
         if t.checked.unavailable is not None:

@@ -16,16 +16,17 @@ from pgrig.cluster import profiles, workdir
 from pgrig.cluster.server import Cluster
 from pgrig.errors import UsageError
 from pgrig.lossyfs.target import open_lossy
-from pgrig.targets.base import Checked, Demands, Target
+from pgrig.registry.target import Checked, Demands, Target
 from pgrig.targets.lab import LabKind
 from pgrig.ui import Ui
 
 if TYPE_CHECKING:
-    from pgrig.campaign import TargetSpec
+    from pgrig.registry.target import TargetSpec
 
 
 class LossyKind(LabKind):
     name = "lossy"
+    order = 20
     summary = "a throwaway cluster on the lossy FUSE filesystem (power-loss durability checks)"
     clean_rank = 10  # first: removing a work directory must never reach through a live mount
 

@@ -32,16 +32,17 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pgrig import registry
 from pgrig.cluster import binaries, profiles
 from pgrig.conninfo import Conn
+from pgrig.document import fmt
+from pgrig.document.model import HEADLINE, Row, Section, Table
 from pgrig.errors import HostUnusable, PgrigError, UsageError
 from pgrig.hosts import facts, inventory, load, owner, preflight
 from pgrig.hosts.executor import TMP, Executor
 from pgrig.hosts.inventory import Host
 from pgrig.hosts.server import SUPERUSER, RemoteServer, ServerSpec, Workdir, make_workdir
 from pgrig.hosts.watch import client_bound
-from pgrig.report import fmt
-from pgrig.report.model import HEADLINE, Row, Section, Table
 from pgrig.results import ResultKind, typed
 from pgrig.schema import Schema, custom, integer, text
 from pgrig.schema import Table as Keys
@@ -57,14 +58,11 @@ from pgrig.targets.throwaway import find_binaries
 from pgrig.ui import Ui
 
 if TYPE_CHECKING:
-    from pgrig.campaign import TargetSpec
     from pgrig.cluster.binaries import PgBinaries
+    from pgrig.registry.target import TargetSpec
     from pgrig.results import RunRecord, Study
 
 SERVER_TOOLS = ("postgres", "initdb", "pg_isready")
-# Workload types whose measured runs go through ``Context.pgbench`` (a custom
-# workload's scripts and TPC-C's are copied to the load hosts).
-FROM_LOAD_HOSTS = ("tpcb", "custom", "tpcc")
 
 
 def _load_hosts(t: Keys, key: str, default: Any) -> tuple[str, ...]:
@@ -94,6 +92,17 @@ SCHEMA = Schema(
     text("host_pg_bin", None, "PostgreSQL's bin directory on the hosts",
          shown_default="the same path as here"),
 )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class RemoteOptions:
+    """A remote target's own keys (``SCHEMA``)."""
+
+    host: str
+    inventory: Path
+    load_hosts: tuple[str, ...] = ()
+    port: int = 5432
+    host_pg_bin: str | None = None
 
 
 @dataclass(frozen=True)
@@ -224,8 +233,9 @@ def _fmt(ms: float | None) -> str:
     return "-" if ms is None else f"{ms:.3f}"
 
 
-class RemoteKind(TargetKind):
+class RemoteKind(TargetKind[RemoteOptions, Hosts]):
     name = "remote"
+    order = 10
     summary = "a throwaway server on an inventory host, pgbench from its load hosts"
     schema = SCHEMA
     claim_key = "host"
@@ -239,8 +249,8 @@ class RemoteKind(TargetKind):
         self._seen: dict[str, Host] = {}
         self._opened: dict[str, _Open] = {}  # by target: made by ``storage``
 
-    def parse(self, table: Keys) -> Any:
-        values = super().parse(table)
+    def parse(self, table: Keys) -> RemoteOptions:
+        values = self.read_keys(table)
         if values["host"] is None:
             raise table.error("host", "a remote target needs the host its server runs on",
                               hint='host = "db1" (a host of the inventory)')  # fmt: skip
@@ -257,10 +267,10 @@ class RemoteKind(TargetKind):
                 hint="give the path of an Ansible inventory file (INI or YAML), relative to "
                 "the campaign file",
             )
-        return values
+        return RemoteOptions(**values)
 
     def check(self, spec: TargetSpec, demands: Demands, notes: list[str]) -> Checked:
-        opts = spec.options
+        opts = self.options(spec)
         for what, value, fix in (
             ('reset = "restore"', demands.restore, 'use reset = "reuse"'),
             (f"workload {demands.power_loss}", demands.power_loss, "run it on a local target"),
@@ -272,24 +282,26 @@ class RemoteKind(TargetKind):
                 raise UsageError(
                     f"target {spec.name}: {what} is not supported on a remote host yet", hint=fix
                 )
-        others = [w for w in demands.workloads if w not in FROM_LOAD_HOSTS]
+        workloads = registry.workloads()
+        able = [name for name, w in workloads.items() if w.from_load_hosts]
+        others = [w for w in demands.workloads if w not in able]
         if others:
             raise UsageError(
                 f"target {spec.name}: workload type {others[0]} cannot run from load hosts "
-                f"yet (only {', '.join(FROM_LOAD_HOSTS)})",
+                f"yet (only {', '.join(able)})",
                 hint="run it on a local target, or drop it from this campaign",
             )
-        inv = inventory.load(opts["inventory"])
-        server = inv.resolve([opts["host"]], "host")
+        inv = inventory.load(opts.inventory)
+        server = inv.resolve([opts.host], "host")
         if len(server) != 1:
             raise UsageError(
-                f"target {spec.name}: host {opts['host']!r} is a group of {len(server)} hosts "
+                f"target {spec.name}: host {opts.host!r} is a group of {len(server)} hosts "
                 f"in {inv.path}",
                 hint="name one host for the server; groups are for load_hosts",
             )
-        load_hosts = tuple(inv.resolve(opts["load_hosts"], "load host")) or (server[0],)
+        load_hosts = tuple(inv.resolve(opts.load_hosts, "load host")) or (server[0],)
         bins = find_binaries(spec, binaries.CLIENT_TOOLS)  # loads and warm-ups run from here
-        bin_dir = opts["host_pg_bin"] or str(bins.bin_dir)
+        bin_dir = opts.host_pg_bin or str(bins.bin_dir)
         executors, _ = preflight.check_all(_distinct(server[0], load_hosts))
         by_name = {ex.name: ex for ex in executors}
         try:
@@ -315,7 +327,7 @@ class RemoteKind(TargetKind):
         profile, header = _profile(spec, bins, server[0].name, machine, notes, demands.source)
         self._seen |= {h.name: h for h in (server[0], *load_hosts)}
         address = _ip(server[0].address)
-        clients = {_ip(h.address) for h in load_hosts} | {_source_ip(address, opts["port"])}
+        clients = {_ip(h.address) for h in load_hosts} | {_source_ip(address, opts.port)}
         hosts = Hosts(
             server[0], load_hosts, bin_dir, address, tuple(f"{ip}/32" for ip in sorted(clients)),
             tuple(profile.settings.items()), header,
@@ -347,7 +359,7 @@ class RemoteKind(TargetKind):
         with the probes' directory in it: the data directory goes beside it, on the
         same filesystem. Removed after (it and what is in it are pgrig's), unless
         the server is kept."""
-        hosts: Hosts = t.checked.state
+        hosts = self.state(t)
         with contextlib.ExitStack() as stack:
             executors = stack.enter_context(preflight.opened(_distinct(hosts.server, hosts.load)))
             db = executors[0]
@@ -385,8 +397,8 @@ class RemoteKind(TargetKind):
     def server(
         self, t: Target, name: str, study: str, ui: Ui, *, keep: Callable[[], bool]
     ) -> Iterator[None]:
-        hosts: Hosts = t.checked.state
-        port = int(t.spec.options["port"])
+        hosts = self.state(t)
+        port = self.options(t.spec).port
         address = hosts.address
         kept = keep()  # --keep: asked now, so the server logs where it stays readable
         with contextlib.ExitStack() as stack:
@@ -428,12 +440,11 @@ class RemoteKind(TargetKind):
                 t.ctx.conn = None
                 t.ctx.pgbench = None
 
-    @staticmethod
-    def _kept(t: Target, remote: RemoteServer, ui: Ui) -> None:
+    def _kept(self, t: Target, remote: RemoteServer, ui: Ui) -> None:
         """--keep: the server stays up on its host; how to reach it, and how it goes."""
-        hosts: Hosts = t.checked.state
+        hosts = self.state(t)
         remote.keep()
-        inv = t.spec.options["inventory"]
+        inv = self.options(t.spec).inventory
         ui.info(
             f"{t.name}: kept (--keep), running on {hosts.server.name}: data directory "
             f"{remote.datadir}, log {remote.workdir}/log; reach it there as the postgres "
@@ -470,7 +481,7 @@ class RemoteKind(TargetKind):
         return lines
 
     def describe(self, t: Target) -> dict[str, Any]:
-        hosts: Hosts = t.checked.state
+        hosts = self.state(t)
         return {
             "kind": self.name,
             "host": hosts.server.name,
@@ -480,20 +491,20 @@ class RemoteKind(TargetKind):
         }
 
     def where(self, spec: TargetSpec) -> tuple[str, Path | None]:
-        opts = spec.options
-        load = ", ".join(opts["load_hosts"]) or "the same host"
-        return f"host {opts['host']}, load from {load} ({opts['inventory']})", None
+        opts = self.options(spec)
+        load = ", ".join(opts.load_hosts) or "the same host"
+        return f"host {opts.host}, load from {load} ({opts.inventory})", None
 
     def probes_at(self, spec: TargetSpec) -> Path | None:
         # A directory ``storage`` makes on the host, its name known only then.
-        return Path(f"{spec.options['host']}:{TMP}/pgrig-server-*/probes")
+        return Path(f"{self.options(spec).host}:{TMP}/pgrig-server-*/probes")
 
     def label(self, t: Target) -> str:
-        hosts: Hosts = t.checked.state
+        hosts = self.state(t)
         return f"host {hosts.server.name}"
 
     def machines(self, t: Target) -> frozenset[str]:
-        hosts: Hosts = t.checked.state
+        hosts = self.state(t)
         return frozenset({hosts.address, *(_ip(h.address) for h in hosts.load)})
 
     def section(self, study: Study, records: Sequence[RunRecord]) -> Section | None:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pgrig import proc
+from pgrig import files, proc
 from pgrig.cluster import aio, binaries, profiles, workdir
 from pgrig.cluster.server import SUPERUSER, Cluster, InitdbOptions, server_os_user
 from pgrig.conninfo import Conn
@@ -26,6 +26,7 @@ from pgrig.targets.base import (
     OWN_CONNECTIONS,
     Checked,
     Demands,
+    StateT,
     Target,
     TargetKind,
     capture,
@@ -36,7 +37,7 @@ from pgrig.ui import Ui
 from pgrig.workloads.common import DATABASE
 
 if TYPE_CHECKING:
-    from pgrig.campaign import TargetSpec
+    from pgrig.registry.target import TargetSpec
 
 
 def find_binaries(spec: TargetSpec, tools: tuple[str, ...]) -> binaries.PgBinaries:
@@ -83,7 +84,7 @@ def _connections(spec: TargetSpec, profile: profiles.Profile, demands: Demands) 
     )
 
 
-class Throwaway(TargetKind):
+class Throwaway(TargetKind[None, StateT]):
     """A cluster pgrig creates in the target's directory and removes after."""
 
     clean_rank = 20  # work directories: after the mounts inside them, before the lab's
@@ -93,8 +94,6 @@ class Throwaway(TargetKind):
         return None
 
     def check(self, spec: TargetSpec, demands: Demands, notes: list[str]) -> Checked:
-        from pgrig import plan  # plan imports the registry, which imports us
-
         bins = find_binaries(spec, binaries.SERVER_TOOLS)
         directory = (
             workdir.check_target(spec.directory, option=directory_option(spec, demands.source))
@@ -124,9 +123,9 @@ class Throwaway(TargetKind):
             if value and value.startswith("/"):
                 flag = "--" + option.replace("_", "-")
                 where = workdir.check_target(Path(value), what=f"{option} directory", option=flag)
-                plan.check_space(where, demands.need_bytes, f"target {spec.name} ({option})")
+                files.check_space(where, demands.need_bytes, f"target {spec.name} ({option})")
         if directory is not None:
-            plan.check_space(directory, demands.need_bytes, f"target {spec.name}")
+            files.check_space(directory, demands.need_bytes, f"target {spec.name}")
         _connections(spec, profile, demands)
         return Checked(bins, profile, directory, owned=True, adapted=tuple(adapted.notes()))
 

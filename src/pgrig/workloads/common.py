@@ -10,50 +10,28 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-import psycopg
-from psycopg import sql
-
-from pgrig.conninfo import Conn
 from pgrig.policy import RunPolicy
-from pgrig.results import ProgressPoint, RelationSize, RelationSizes, ResultKind
+from pgrig.registry.shared import RELATION_SIZES as RELATION_SIZES
+from pgrig.results import ProgressPoint, RelationSize, RelationSizes
 from pgrig.sql import load as load_sql
 from pgrig.step import Action, Call, Context, Step, StepKey
 from pgrig.tools import pgbench
 from pgrig.ui import Step as ProgressLine
-from pgrig.units import size_text
+from pgrig.workdb import DATABASE as DATABASE
+from pgrig.workdb import PRISTINE as PRISTINE
+from pgrig.workdb import conn as conn
+from pgrig.workdb import limit_by_size as limit_by_size
+from pgrig.workdb import restore_pristine as restore_pristine
+from pgrig.workdb import save_pristine as save_pristine
 
 if TYPE_CHECKING:
     from pgrig.cluster.server import Cluster
 
-DATABASE = "pgrig"  # the database workloads run in, in a cluster pgrig creates
-PRISTINE = "pgrig_pristine"
 # Auto warm-up: steady once the last STEADY_WINDOW per-second tps values vary by
 # less than STEADY_CV (coefficient of variation); give up after the policy's
 # warmup_max_s (a noisy machine may never look steady).
 STEADY_WINDOW = 5
 STEADY_CV = 0.03
-
-
-def conn(ctx: Context) -> Conn:
-    assert ctx.conn is not None, "the server must be up before workload steps run"
-    return ctx.conn
-
-
-SLOW_DISK_BYTES_PER_S = 10_000_000  # what a server call over the data may not be slower than
-
-
-def limit_by_size(
-    db: psycopg.Connection, timeout_s: float | None = None, database: str | None = None
-) -> None:
-    """Give ``db``'s later statements a statement_timeout: ``timeout_s``, else
-    sized from the database (10 minutes plus 1 s per 10 MB: a slow disk's pace
-    for a CHECKPOINT or a copy of every byte), so a hung server call fails
-    instead of hanging the study."""
-    if timeout_s is None:
-        name = database or db.info.dbname
-        row = db.execute("SELECT pg_database_size(%s)", (name,)).fetchone()
-        timeout_s = 600.0 + (int(row[0]) if row else 0) / SLOW_DISK_BYTES_PER_S
-    db.execute(f"SET statement_timeout = {int(timeout_s * 1000)}")
 
 
 def checkpoint(ctx: Context, timeout_s: float | None = None) -> None:
@@ -81,64 +59,6 @@ def load_restarts(ctx: Context, load_wal: str, data_bytes: int) -> Iterator[Clus
             ctx.server_pid = cluster.postmaster_pid()
 
 
-def _admin(ctx: Context) -> Conn:
-    return conn(ctx).with_dbname("postgres")
-
-
-def _strategy(db: object) -> sql.Composable:
-    # FILE_COPY (a plain file copy, cheap for a freshly loaded dataset) is the
-    # only strategy before PostgreSQL 15 and must be named from 15 on.
-    version = db.execute("SHOW server_version_num").fetchone()[0]  # type: ignore[attr-defined]
-    return sql.SQL(" STRATEGY FILE_COPY") if int(version) >= 150000 else sql.SQL("")
-
-
-def save_pristine(ctx: Context, timeout_s: float | None = None) -> None:
-    """Keep a copy of the freshly loaded database to restore before every run."""
-    with _admin(ctx).connect() as db:
-        limit_by_size(db, timeout_s, DATABASE)
-        db.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(PRISTINE)))
-        db.execute(
-            sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
-                sql.Identifier(PRISTINE), sql.Identifier(DATABASE)
-            )
-            + _strategy(db)
-        )
-
-
-def restore_pristine(ctx: Context, timeout_s: float | None = None) -> None:
-    """Replace the working database by the pristine copy, so run 5 does not
-    inherit run 4's bloat, dead tuples and grown history table."""
-    with _admin(ctx).connect() as db:
-        limit_by_size(db, timeout_s, PRISTINE)
-        drop = sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)")
-        db.execute(drop.format(sql.Identifier(DATABASE)))
-        db.execute(
-            sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
-                sql.Identifier(DATABASE), sql.Identifier(PRISTINE)
-            )
-            + _strategy(db)
-        )
-
-
-def _sizes_headline(r: RelationSizes) -> str:
-    tables = sum(1 for x in r.relations if x.kind == "table")
-    indexes = len(r.relations) - tables
-    return (
-        f": {tables} tables {size_text(r.total('table'))}, "
-        f"{indexes} indexes {size_text(r.total('index'))}"
-    )
-
-
-RELATION_SIZES = ResultKind(
-    "relation_sizes",
-    RelationSizes,
-    headline=_sizes_headline,
-    columns=lambda r: {
-        "table_bytes": r.total("table"),
-        "index_bytes": r.total("index"),
-        "database_bytes": r.database_bytes,
-    },
-)
 SIZES_TIMEOUT_S = 60.0  # sizes come from the catalog and a stat() per file
 
 

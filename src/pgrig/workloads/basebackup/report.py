@@ -8,8 +8,8 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 
-from pgrig.report import fmt
-from pgrig.report.model import FAILED, NOISY, Row, Section, Table
+from pgrig.document import fmt
+from pgrig.document.model import FAILED, NOISY, Row, Section, Table
 from pgrig.report.versus import VS_NOTE, Cell, Draft, Family
 from pgrig.results import RunRecord, Study, typed
 from pgrig.workloads.basebackup.model import MB, BasebackupData, BasebackupResult

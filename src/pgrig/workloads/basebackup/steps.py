@@ -20,13 +20,14 @@ from pgrig import calibration, proc
 from pgrig.cluster import workdir
 from pgrig.environment.storage import describe_filesystem
 from pgrig.errors import ClusterError, UsageError, WorkdirError
+from pgrig.files import check_space
 from pgrig.policy import RunPolicy
+from pgrig.registry.workload import TargetView
 from pgrig.results import Filesystem
 from pgrig.step import Action, Call, Context, Prepare, Step, StepKey
 from pgrig.tools import pgbench
 from pgrig.ui import Step as ProgressLine
 from pgrig.units import MB
-from pgrig.workloads.base import TargetView
 from pgrig.workloads.basebackup import spec as bb_spec
 from pgrig.workloads.basebackup import tool
 from pgrig.workloads.basebackup.model import BasebackupData, BasebackupResult
@@ -199,8 +200,6 @@ def backup_action(
             spaces = db.execute(TABLESPACES_SQL).fetchall()
         cluster_bytes = int(row[0]) if row else 0
         parent, described = destination(spec, ctx)
-        from pgrig.plan import check_space  # plan imports the registry, which imports us
-
         # What a copy can need at most: the cluster as it is now, and the WAL of the copy.
         check_space(
             parent,

@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from pgrig.policy import RunPolicy
+from pgrig.registry.workload import Needs, Phase, Series, Workload
 from pgrig.results import ResultKind
 from pgrig.schema import Table
-from pgrig.workloads.base import Needs, Phase, Series, Workload
 from pgrig.workloads.basebackup import report, steps
 from pgrig.workloads.basebackup import spec as bb_spec
 from pgrig.workloads.basebackup.model import MB, BasebackupData, BasebackupResult
@@ -18,7 +18,7 @@ from pgrig.workloads.basebackup.spec import BasebackupSpec
 from pgrig.workloads.tpcb.workload import data_bytes
 
 if TYPE_CHECKING:  # report types only appear in signatures
-    from pgrig.report.model import Section
+    from pgrig.document.model import Section
     from pgrig.results import RunRecord, Study
 
 
@@ -51,8 +51,14 @@ DATA = ResultKind(
 
 class BasebackupWorkload(Workload):
     type = "basebackup"
+    order = 50
     schema = bb_spec.SCHEMA
     kinds = (DATA, BASEBACKUP)
+    actions = {
+        "basebackup.data": steps.data_action,
+        "basebackup.prepare": steps.prepare_action,
+        "basebackup.backup": steps.backup_action,
+    }
     needs = Needs(
         destructive="pgbench -i drops and recreates the pgbench_* tables when they are not "
         "loaded at the workload's scale",

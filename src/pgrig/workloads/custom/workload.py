@@ -9,21 +9,22 @@ from typing import Any
 
 from pgrig import calibration, proc
 from pgrig.policy import RunPolicy
-from pgrig.results import ResultKind, SetupResult
+from pgrig.registry.shared import PGBENCH_RUN, RELATION_SIZES, SQL_SETUP
+from pgrig.registry.workload import Needs, Phase, Series, TargetView, Workload
+from pgrig.results import SetupResult
 from pgrig.schema import Table
 from pgrig.step import Action, Call, Context, Step, StepKey
 from pgrig.tools import pgbench
 from pgrig.ui import Step as ProgressLine
 from pgrig.units import MB
-from pgrig.workloads.base import Needs, Phase, Series, TargetView, Workload
-from pgrig.workloads.common import RELATION_SIZES, conn, sizes_step
+from pgrig.workloads.common import conn, relation_sizes, sizes_step
 from pgrig.workloads.custom import datasize
 from pgrig.workloads.custom import spec as custom_spec
 from pgrig.workloads.custom.spec import CustomSpec
 from pgrig.workloads.tpcb import steps as tpcb_steps
 from pgrig.workloads.tpcb.spec import TpcbSpec
 from pgrig.workloads.tpcb.steps import run_estimate, threads_for
-from pgrig.workloads.tpcb.workload import BYTES_PER_SCALE, PGBENCH_RUN, peak_bytes
+from pgrig.workloads.tpcb.workload import BYTES_PER_SCALE, peak_bytes
 
 FIRST_GUESS_TPS = 10_000.0
 SETUP_TIMEOUT_S = 3600.0
@@ -144,9 +145,17 @@ def bench_step(
 
 class CustomWorkload(Workload):
     type = "custom"
+    order = 20
     schema = custom_spec.SCHEMA
+    actions = {
+        "custom.setup": setup_action,
+        "pgbench.prepare": tpcb_steps.prepare_action,
+        "pgbench.run": tpcb_steps.bench_action,
+        "relation_sizes": relation_sizes,
+    }
+    from_load_hosts = True
     kinds = (
-        ResultKind("sql_setup", SetupResult, columns=lambda r: {"elapsed_s": r.elapsed_s}),
+        SQL_SETUP,
         PGBENCH_RUN,
         RELATION_SIZES,
     )

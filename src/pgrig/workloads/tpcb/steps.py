@@ -21,6 +21,7 @@ from pgrig.cluster import loadwal
 from pgrig.errors import ToolError
 from pgrig.hosts.load import LoadJob, merged
 from pgrig.policy import RunPolicy
+from pgrig.registry.workload import TargetView
 from pgrig.results import (
     CountResult,
     JsonValue,
@@ -35,7 +36,6 @@ from pgrig.step import Action, Call, Context, Prepare, Step, StepKey
 from pgrig.tools import pgbench
 from pgrig.ui import Step as ProgressLine
 from pgrig.workloads import loaded
-from pgrig.workloads.base import TargetView
 from pgrig.workloads.common import checkpoint, conn, load_restarts, prepare_run, sizes_step
 from pgrig.workloads.tpcb import loader
 from pgrig.workloads.tpcb.spec import TpcbSpec

@@ -7,14 +7,13 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from pgrig.policy import RunPolicy
-from pgrig.report import fmt
-from pgrig.results import CountResult, PgbenchInit, PgbenchRun, ResultKind
+from pgrig.registry.shared import COUNT, PGBENCH_INIT, PGBENCH_RUN, RELATION_SIZES
+from pgrig.registry.workload import Needs, Phase, Series, TargetView, Workload
 from pgrig.schema import Table
 from pgrig.step import Step
 from pgrig.tools import pgbench
 from pgrig.units import GB, MB
-from pgrig.workloads.base import Needs, Phase, Series, TargetView, Workload
-from pgrig.workloads.common import RELATION_SIZES
+from pgrig.workloads.common import relation_sizes
 from pgrig.workloads.tpcb import spec as tpcb_spec
 from pgrig.workloads.tpcb import steps
 from pgrig.workloads.tpcb.spec import TpcbSpec
@@ -36,59 +35,23 @@ def peak_bytes(data: int, *, unlogged: bool = False, copies: int = 1) -> int:
     return CLUSTER_BASE_BYTES + data * copies + wal
 
 
-def _run_columns(res: PgbenchRun) -> dict[str, Any]:
-    row: dict[str, Any] = {
-        "tps": res.tps,
-        "qps": res.qps,
-        "latency_avg_ms": res.latency_avg_ms,
-        "failed": res.failed,
-    }
-    if res.latency is not None:
-        row |= {
-            "latency_p50_ms": res.latency.p50_ms,
-            "latency_p95_ms": res.latency.p95_ms,
-            "latency_p99_ms": res.latency.p99_ms,
-            "latency_max_ms": res.latency.max_ms,
-        }
-        if res.latency.p90_ms is not None:  # runs recorded before pgrig kept it: empty
-            row["latency_p90_ms"] = res.latency.p90_ms
-    return row
-
-
-PGBENCH_RUN = ResultKind(
-    "pgbench_run",
-    PgbenchRun,
-    # fmt.rate: a 1.46 tps sequential scan of seed pg18-aio's said "1 tps"
-    headline=lambda r: f": {fmt.rate(r.tps)} tps",
-    columns=_run_columns,
-    metric=lambda r: float(r.tps),
-)
-
-
-def _init_headline(r: PgbenchInit) -> str:
-    """': 8.0 s in all, generating the rows 3.4 s (290,698 rows/s)': the rate is
-    over the generate step only."""
-    text = f": {r.elapsed_s:.1f} s in all"
-    if r.generate_s is not None:
-        text += f", generating the rows {r.generate_s:.1f} s ({r.rows_per_s:,.0f} rows/s)"
-    if r.wal_level is not None:
-        text += f", at wal_level={r.wal_level}"
-    return text
-
-
-PGBENCH_INIT = ResultKind(
-    "pgbench_init",
-    PgbenchInit,
-    headline=_init_headline,
-    columns=lambda r: {"elapsed_s": r.elapsed_s, "rows_per_s": r.rows_per_s},
-)
-COUNT = ResultKind("count", CountResult, headline=lambda r: f": {r.execution_ms:,.0f} ms")
+# What its steps run (``Call(name, ...)``); a custom workload runs pgbench too.
+ACTIONS: dict[str, Callable[..., Any]] = {
+    "pgbench.prepare": steps.prepare_action,
+    "pgbench.run": steps.bench_action,
+    "tpcb.load": steps.load_action,
+    "tpcb.count": steps.count_action,
+    "relation_sizes": relation_sizes,
+}
 
 
 class TpcbWorkload(Workload):
     type = "tpcb"
+    order = 10
     schema = tpcb_spec.SCHEMA
     kinds = (PGBENCH_INIT, COUNT, PGBENCH_RUN, RELATION_SIZES)
+    actions = ACTIONS
+    from_load_hosts = True
     needs = Needs(destructive="pgbench -i drops and recreates the pgbench_* tables")
 
     def parse(self, table: Table) -> TpcbSpec:

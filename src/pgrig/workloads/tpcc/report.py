@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from pgrig.cluster import loadwal
-from pgrig.report import fmt
-from pgrig.report.model import (
+from pgrig.document import fmt
+from pgrig.document.model import (
     FAILED,
     HEADLINE,
     SKIPPED,

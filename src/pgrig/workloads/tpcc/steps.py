@@ -13,10 +13,10 @@ from pgrig import calibration
 from pgrig.conninfo import Conn
 from pgrig.errors import UsageError
 from pgrig.policy import RunPolicy
+from pgrig.registry.workload import TargetView
 from pgrig.results import ProgressPoint
 from pgrig.step import Action, Call, Context, Prepare, Step, StepKey
 from pgrig.ui import Step as ProgressLine
-from pgrig.workloads.base import TargetView
 from pgrig.workloads.common import Steady, checkpoint, load_restarts, restore_pristine, steady
 from pgrig.workloads.tpcb.steps import run_estimate
 from pgrig.workloads.tpcc import checks, driver, loader

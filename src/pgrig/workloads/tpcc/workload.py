@@ -7,15 +7,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from pgrig.document import fmt
+from pgrig.document.model import Section
 from pgrig.policy import RunPolicy
-from pgrig.report import fmt
-from pgrig.report.model import Section
+from pgrig.registry.shared import RELATION_SIZES
+from pgrig.registry.workload import Needs, Phase, Series, TargetView, Workload
 from pgrig.results import ResultKind, RunRecord, Study
 from pgrig.schema import Table
 from pgrig.step import Step, StepKey
 from pgrig.units import MB
-from pgrig.workloads.base import Needs, Phase, Series, TargetView, Workload
-from pgrig.workloads.common import RELATION_SIZES, sizes_step
+from pgrig.workloads.common import relation_sizes, sizes_step
 from pgrig.workloads.tpcc import report, steps
 from pgrig.workloads.tpcc import spec as tpcc_spec
 from pgrig.workloads.tpcc.model import TpccCheck, TpccLoad, TpccRun
@@ -70,7 +71,16 @@ TPCC_RUN = ResultKind(
 
 class TpccWorkload(Workload):
     type = "tpcc"
+    order = 30
     schema = tpcc_spec.SCHEMA
+    actions = {
+        "tpcc.load": steps.load_action,
+        "tpcc.check": steps.check_action,
+        "tpcc.prepare": steps.prepare_action,
+        "tpcc.run": steps.run_action,
+        "relation_sizes": relation_sizes,
+    }
+    from_load_hosts = True
     kinds = (
         ResultKind(
             "tpcc_load",

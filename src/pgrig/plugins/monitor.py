@@ -1,0 +1,10 @@
+"""The monitor: its record of every measured run."""
+
+from __future__ import annotations
+
+from pgrig import registry
+from pgrig.monitor.model import MONITOR
+
+
+def register() -> None:
+    registry.register_kind(MONITOR)

@@ -1,0 +1,380 @@
+"""The plug-in interface: the tables of every workload, target kind, host
+executor, step action, result kind, report section, conclusion rule and CLI
+command pgrig knows, filled at run time.
+
+Nothing here names a plug-in. The tables are filled by the ``pgrig.plugins``
+entry points (``importlib.metadata``, as pytest's ``pytest11``): pgrig's own
+workloads, target kinds, probes, monitor, storage lab and executors are declared
+in its pyproject.toml exactly as a third-party package declares its own::
+
+    [project.entry-points."pgrig.plugins"]
+    example = "pgrig_example.workload:WORKLOAD"
+
+An entry point names a ``Workload``, a ``TargetKind`` or a ``click.Command``
+(registered as it is), or a module (or function) whose ``register()`` adds its
+parts through the ``register*`` functions below. The tables load on first use (``load``), so the
+command line, library callers and tests see the same plug-ins. Tests add toy
+plug-ins with ``register(...)`` and take them away with ``unregister(...)``.
+
+The interfaces: ``pgrig.registry.workload`` (a workload), ``pgrig.registry.target``
+(a target kind, ``TargetSpec``), ``pgrig.registry.report`` (a report section, a
+conclusion rule); docs/workloads.md and docs/targets.md show how to add one.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import inspect
+from collections.abc import Callable, Iterator, MutableMapping
+from typing import Any, TypeVar
+
+import click
+
+from pgrig.errors import PgrigError
+from pgrig.hosts.executor import Executor
+from pgrig.monitor.model import MONITOR
+from pgrig.registry.report import ReportSection, Rule
+from pgrig.registry.target import TargetKind, TargetSpec
+from pgrig.registry.workload import Workload, WorkloadSpec
+from pgrig.results import ResultKind, RunRecord, typed
+from pgrig.step import Action, Call, Prepare
+
+GROUP = "pgrig.plugins"  # the entry points' group
+OWN = "pgrig"  # the distribution whose entry points load first, in their order
+
+AnyKind = TargetKind[object, object]
+ActionMaker = Callable[..., Action | Prepare]
+
+# The tables, in the order their plug-ins registered; workloads and target kinds
+# are read in their ``order`` (without ``kind = ...`` a target is the first kind
+# that claims it; the report shows their sections in that order).
+_WORKLOADS: dict[str, Workload] = {}
+_TARGET_KINDS: dict[str, AnyKind] = {}
+_ACTIONS: dict[str, ActionMaker] = {}
+_RESULT_KINDS: dict[str, ResultKind] = {}  # besides workloads' and target kinds' own
+_EXECUTORS: dict[str, type[Executor]] = {}
+_SECTIONS: dict[str, ReportSection] = {}  # besides workloads' and target kinds' own
+_RULES: dict[str, Rule] = {}  # besides workloads' own
+_COMMANDS: dict[str, click.Command] = {}
+_loading: list[bool] = []  # one entry once loading started (not twice, not recursively)
+
+T = TypeVar("T")
+
+
+def _entry_points() -> list[importlib.metadata.EntryPoint]:
+    """pgrig's own entry points first, then every other package's, each by
+    package and name: the same order on every run."""
+    found = importlib.metadata.entry_points(group=GROUP)
+
+    def dist(ep: importlib.metadata.EntryPoint) -> str:
+        return ep.dist.name if ep.dist is not None else ""
+
+    own = sorted((ep for ep in found if dist(ep) == OWN), key=lambda e: e.name)
+    others = sorted((ep for ep in found if dist(ep) != OWN), key=lambda e: (dist(e), e.name))
+    return [*own, *others]
+
+
+def load() -> None:
+    """Fill the tables from the entry points, once (on first use)."""
+    if _loading:
+        return
+    _loading.append(True)
+    found = _entry_points()
+    if not any(ep.dist is not None and ep.dist.name == OWN for ep in found):
+        _loading.clear()  # asked again after the fix, it loads
+        raise PgrigError(
+            f"pgrig's own plug-ins are not registered: no {GROUP} entry points of pgrig "
+            "are installed (an installation made before they existed?)",
+            hint="reinstall pgrig: pip install -e . (or make venv)",
+        )
+    for ep in found:
+        try:
+            plugin = ep.load()
+        except (ImportError, AttributeError) as exc:
+            raise PgrigError(
+                f"the plug-in {ep.name} ({ep.value}) cannot be loaded: {exc}",
+                hint="reinstall the package that declares it, or uninstall it",
+            ) from exc
+        add_plugin(plugin, ep.value)
+
+
+def add_plugin(plugin: object, where: str) -> None:
+    """Register what an entry point names: a workload, a target kind, a
+    command, or a module or function whose ``register()`` adds its parts."""
+    if isinstance(plugin, Workload):
+        register(plugin)
+    elif isinstance(plugin, TargetKind):
+        register_target_kind(plugin)
+    elif isinstance(plugin, click.Command):  # callable too: not a register() hook
+        register_command(plugin)
+    else:
+        hook = getattr(plugin, "register", None) if inspect.ismodule(plugin) else plugin
+        if not callable(hook):
+            raise PgrigError(
+                f"the plug-in {where} is not a workload, a target kind or something with "
+                "a register() function",
+                hint="see docs/workloads.md, 'A plug-in of your own'",
+            )
+        hook()
+
+
+def _add(table: MutableMapping[str, T], name: str, item: T, what: str) -> None:
+    if table.get(name, item) is not item:
+        raise PgrigError(f"a {what} named {name!r} is registered already")
+    table[name] = item
+
+
+def _remove(table: MutableMapping[str, T], name: str, item: T) -> None:
+    if table.get(name) is item:
+        del table[name]
+
+
+# --------------------------------------------------------------------------
+# Adding and removing parts (the entry points' register(), tests' toys)
+
+
+def register(workload: Workload) -> None:
+    """Add a workload, with the step actions it brings."""
+    _add(_WORKLOADS, workload.type, workload, "workload type")
+    for name, action in workload.actions.items():
+        register_action(name, action)
+
+
+def unregister(workload: Workload) -> None:
+    _remove(_WORKLOADS, workload.type, workload)
+    for name, action in workload.actions.items():
+        unregister_action(name, action)
+
+
+def register_target_kind(kind: AnyKind) -> None:
+    """Add a target kind; chosen by ``kind = "NAME"`` in a ``[[target]]`` (or by
+    its ``claims``/``claim_key``), with the step actions it brings."""
+    _add(_TARGET_KINDS, kind.name, kind, "target kind")
+    for name, action in kind.actions.items():
+        register_action(name, action)
+
+
+def unregister_target_kind(kind: AnyKind) -> None:
+    _remove(_TARGET_KINDS, kind.name, kind)
+    for name, action in kind.actions.items():
+        unregister_action(name, action)
+
+
+def register_action(name: str, action: ActionMaker) -> None:
+    """Add a step action: ``Call(name, {...})`` in a step runs ``action(**args)``."""
+    _add(_ACTIONS, name, action, "step action")
+
+
+def unregister_action(name: str, action: ActionMaker) -> None:
+    _remove(_ACTIONS, name, action)
+
+
+def register_kind(kind: ResultKind) -> None:
+    """Add a result kind that no workload or target kind brings (the probes', the
+    monitor's, the storage lab's)."""
+    _add(_RESULT_KINDS, kind.name, kind, "result kind")
+
+
+def unregister_kind(kind: ResultKind) -> None:
+    _remove(_RESULT_KINDS, kind.name, kind)
+
+
+def register_executor(name: str, executor: type[Executor]) -> None:
+    """Add a kind of host executor (``local``, ``ssh``)."""
+    _add(_EXECUTORS, name, executor, "host executor")
+
+
+def unregister_executor(name: str, executor: type[Executor]) -> None:
+    _remove(_EXECUTORS, name, executor)
+
+
+def register_section(name: str, section: ReportSection) -> None:
+    """Add a report section of its own (after the workloads' sections)."""
+    _add(_SECTIONS, name, section, "report section")
+
+
+def unregister_section(name: str, section: ReportSection) -> None:
+    _remove(_SECTIONS, name, section)
+
+
+def register_rule(name: str, rule: Rule) -> None:
+    """Add a conclusion rule (after the report's own rules and the workloads')."""
+    _add(_RULES, name, rule, "conclusion rule")
+
+
+def unregister_rule(name: str, rule: Rule) -> None:
+    _remove(_RULES, name, rule)
+
+
+def register_command(command: click.Command) -> None:
+    """Add a command of the command line (``pgrig NAME``)."""
+    name = command.name or ""
+    _add(_COMMANDS, name, command, "command")
+
+
+def unregister_command(command: click.Command) -> None:
+    _remove(_COMMANDS, command.name or "", command)
+
+
+# --------------------------------------------------------------------------
+# Reading the tables (each loads the entry points first)
+
+
+def workloads() -> dict[str, Workload]:
+    load()
+    return dict(sorted(_WORKLOADS.items(), key=lambda item: item[1].order))
+
+
+def target_kinds() -> dict[str, AnyKind]:
+    load()
+    return dict(sorted(_TARGET_KINDS.items(), key=lambda item: item[1].order))
+
+
+def actions() -> dict[str, ActionMaker]:
+    load()
+    return _ACTIONS
+
+
+def executors() -> dict[str, type[Executor]]:
+    load()
+    return _EXECUTORS
+
+
+def commands() -> dict[str, click.Command]:
+    load()
+    return _COMMANDS
+
+
+def sections() -> Iterator[ReportSection]:
+    """Every plug-in's report section, in the report's order: the target kinds',
+    the workloads', then those registered on their own."""
+    load()
+    for kind in target_kinds().values():
+        yield kind.section
+    for workload in workloads().values():
+        yield workload.section
+    yield from _SECTIONS.values()
+
+
+def rules() -> Iterator[Rule]:
+    """Every plug-in's conclusion rules: the workloads', then those registered
+    on their own."""
+    load()
+    for workload in workloads().values():
+        yield from workload.rules
+    yield from _RULES.values()
+
+
+def resolve(call: Call) -> Any:
+    """What ``call`` runs: its registered function applied to its arguments, a
+    function of the step's Context and progress line."""
+    made = actions().get(call.name)
+    if made is None:  # a step made by a plugin that is not loaded, or a typo
+        raise PgrigError(
+            f"no step action named {call.name!r} is registered",
+            hint="is the plug-in that makes it installed? (its pgrig.plugins entry point)",
+        )
+    return made(**call.args)
+
+
+def target_kind(spec: TargetSpec, power_loss: str | None = None) -> AnyKind:
+    """The kind the target names (``kind = ...``), or else the first that claims
+    it (``power_loss``: the workload that cuts the power, if any)."""
+    kinds_ = target_kinds()
+    if spec.kind is not None:
+        return kinds_[spec.kind]
+    return next(k for k in kinds_.values() if k.claims(spec, power_loss))
+
+
+def of(spec: WorkloadSpec) -> Workload:
+    """The workload a parsed spec belongs to."""
+    return workloads()[spec.kind]
+
+
+def kinds() -> dict[str, ResultKind]:
+    """Every result kind: those registered on their own, the workloads', the
+    target kinds'."""
+    load()
+    out = dict(_RESULT_KINDS)
+    for workload in workloads().values():
+        out.update({k.name: k for k in workload.kinds})
+    for kind_ in target_kinds().values():
+        out.update({k.name: k for k in kind_.kinds})
+    return out
+
+
+def kind(name: str) -> ResultKind | None:
+    return kinds().get(name)
+
+
+def typed_result(record: RunRecord) -> Any:
+    """The record's result as its registered dataclass; None when the run did not
+    succeed or its kind is unknown to this version of pgrig."""
+    found = kind(record.kind)
+    if found is None or record.status != "ok" or record.result is None:
+        return None
+    return typed(record, found.type)
+
+
+def headline(kind_name: str, result: Any) -> str:
+    found = kind(kind_name)
+    return found.headline(result) if found is not None and result is not None else ""
+
+
+def columns(kind_name: str, result: Any) -> dict[str, Any]:
+    found = kind(kind_name)
+    return found.columns(result) if found is not None and result is not None else {}
+
+
+def result_type(kind_name: str) -> type:
+    found = kind(kind_name)
+    if found is None:
+        raise KeyError(f"no result kind {kind_name!r} is registered")
+    return found.type
+
+
+def __getattr__(name: str) -> object:
+    """``WORKLOADS``, ``TARGET_KINDS`` and ``ACTIONS`` as the tables they were
+    (loaded on first use)."""
+    tables: dict[str, Callable[[], object]] = {
+        "WORKLOADS": workloads,
+        "TARGET_KINDS": target_kinds,
+        "ACTIONS": actions,
+    }
+    if name in tables:
+        return tables[name]()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = [
+    "GROUP",
+    "MONITOR",
+    "AnyKind",
+    "actions",
+    "add_plugin",
+    "columns",
+    "commands",
+    "executors",
+    "headline",
+    "kind",
+    "kinds",
+    "load",
+    "of",
+    "register",
+    "register_action",
+    "register_command",
+    "register_executor",
+    "register_kind",
+    "register_rule",
+    "register_section",
+    "register_target_kind",
+    "resolve",
+    "result_type",
+    "rules",
+    "sections",
+    "target_kind",
+    "target_kinds",
+    "typed_result",
+    "unregister",
+    "workloads",
+]

@@ -1,0 +1,91 @@
+"""The result kinds several plug-ins record and the report's own tables read:
+pgbench's (a TPC-B and a custom workload both run it), the data a workload
+loads, and the relations' sizes. The report selects records by these objects
+(``ResultKind.holds``), never by a kind's name."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pgrig.document import fmt
+from pgrig.results import (
+    CountResult,
+    PgbenchInit,
+    PgbenchRun,
+    RelationSizes,
+    ResultKind,
+    SetupResult,
+)
+from pgrig.units import size_text
+
+
+def _run_columns(res: PgbenchRun) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "tps": res.tps,
+        "qps": res.qps,
+        "latency_avg_ms": res.latency_avg_ms,
+        "failed": res.failed,
+    }
+    if res.latency is not None:
+        row |= {
+            "latency_p50_ms": res.latency.p50_ms,
+            "latency_p95_ms": res.latency.p95_ms,
+            "latency_p99_ms": res.latency.p99_ms,
+            "latency_max_ms": res.latency.max_ms,
+        }
+        if res.latency.p90_ms is not None:  # runs recorded before pgrig kept it: empty
+            row["latency_p90_ms"] = res.latency.p90_ms
+    return row
+
+
+PGBENCH_RUN = ResultKind(
+    "pgbench_run",
+    PgbenchRun,
+    # fmt.rate: a 1.46 tps sequential scan of seed pg18-aio's said "1 tps"
+    headline=lambda r: f": {fmt.rate(r.tps)} tps",
+    columns=_run_columns,
+    metric=lambda r: float(r.tps),
+)
+
+
+def _init_headline(r: PgbenchInit) -> str:
+    """': 8.0 s in all, generating the rows 3.4 s (290,698 rows/s)': the rate is
+    over the generate step only."""
+    text = f": {r.elapsed_s:.1f} s in all"
+    if r.generate_s is not None:
+        text += f", generating the rows {r.generate_s:.1f} s ({r.rows_per_s:,.0f} rows/s)"
+    if r.wal_level is not None:
+        text += f", at wal_level={r.wal_level}"
+    return text
+
+
+PGBENCH_INIT = ResultKind(
+    "pgbench_init",
+    PgbenchInit,
+    headline=_init_headline,
+    columns=lambda r: {"elapsed_s": r.elapsed_s, "rows_per_s": r.rows_per_s},
+)
+COUNT = ResultKind("count", CountResult, headline=lambda r: f": {r.execution_ms:,.0f} ms")
+
+SQL_SETUP = ResultKind("sql_setup", SetupResult, columns=lambda r: {"elapsed_s": r.elapsed_s})
+
+
+def _sizes_headline(r: RelationSizes) -> str:
+    tables = sum(1 for x in r.relations if x.kind == "table")
+    indexes = len(r.relations) - tables
+    return (
+        f": {tables} tables {size_text(r.total('table'))}, "
+        f"{indexes} indexes {size_text(r.total('index'))}"
+    )
+
+
+RELATION_SIZES = ResultKind(
+    "relation_sizes",
+    RelationSizes,
+    headline=_sizes_headline,
+    columns=lambda r: {
+        "table_bytes": r.total("table"),
+        "index_bytes": r.total("index"),
+        "database_bytes": r.database_bytes,
+    },
+)

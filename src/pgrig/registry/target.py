@@ -1,0 +1,448 @@
+"""The one interface every kind of target fills (fio's ``ioengine_ops``): which
+targets it claims, what it refuses before anything is created, what it builds,
+how its server comes up and goes, what a killed run of it leaves behind, and how
+the report describes it.
+
+A kind is one module holding a ``TargetKind`` subclass, registered through the
+``pgrig.plugins`` entry points (``pgrig.registry``). ``pgrig.lifecycle`` and
+the runner ask the kind;
+neither names one. docs/targets.md shows how to add one.
+
+A target while a study runs is a ``Target``: its campaign ``spec``, its
+``kind``, what the kind's check found (``Checked``, frozen), the ``Context``
+steps act through, and ``Live``: what exists while it runs (the cluster, the
+captured environment, a crash's evidence).
+
+A remote kind (a server on another host, later) fills the same interface: its
+``check`` reaches the host and refuses what cannot work there (unreachable, no
+binaries, no permission); its ``server`` starts or connects and sets
+``ctx.conn`` to an address this machine can reach (never a unix socket);
+``ctx.server_pid`` stays None unless the monitor can see the process; its
+``clean`` removes only what a killed pgrig left on that host (the host's own
+state directory, judged by ``pgrig.ownership.owner_alive`` there); its
+``describe`` names the host.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, cast
+
+from pgrig import calibration, environment
+from pgrig.environment import remote as remote_environment
+from pgrig.errors import ClusterError
+from pgrig.step import Action, Context, Prepare, Step
+from pgrig.storage.target import LabSpec
+
+if TYPE_CHECKING:  # types only: lower rooms, imported where they are used
+    from pgrig.cluster.binaries import PgBinaries
+    from pgrig.cluster.profiles import Profile
+    from pgrig.cluster.server import Cluster, ServerLost
+    from pgrig.document.model import Section
+    from pgrig.hosts.executor import Executor
+    from pgrig.results import Environment, ResultKind, RunRecord, Study
+    from pgrig.schema import Schema, Table
+    from pgrig.ui import Step as ProgressLine
+    from pgrig.ui import Ui
+
+
+THIS_MACHINE = "this machine"
+
+# A kind's own ``[[target]]`` keys as its ``parse`` read them, and what its
+# ``check`` found (``Checked.state``): typed per kind, read through
+# ``TargetKind.options`` and ``TargetKind.state``.
+OptionsT = TypeVar("OptionsT", covariant=True)
+StateT = TypeVar("StateT", covariant=True)
+
+
+@dataclass(frozen=True)
+class InitdbSpec:
+    encoding: str = "UTF8"
+    locale: str = "C"
+    wal_segsize_mb: int | None = None
+    data_checksums: bool = False
+
+
+@dataclass(frozen=True)
+class TargetSpec:
+    """Where PostgreSQL runs for one column of the comparison (a campaign's
+    ``[[target]]``, parsed by ``pgrig.campaign``)."""
+
+    name: str
+    directory: Path | None = None  # the storage under test: the cluster goes in here
+    dsn: str | None = None  # or an existing server
+    wal_directory: Path | None = None  # initdb --waldir on another disk
+    tablespace: str | None = None  # directory (created in our cluster) or existing name
+    index_tablespace: str | None = None
+    pg_bin: str | None = None
+    profile: str = "oltp"
+    settings: dict[str, str] = field(default_factory=dict)
+    initdb: InitdbSpec = field(default_factory=InitdbSpec)
+    os_user: str | None = None
+    lab: LabSpec | None = None  # built by the storage lab: filesystem, I/O cap, memory limit
+    # The settings axes' values this variant runs with (also in ``settings``).
+    axes: tuple[tuple[str, str], ...] = ()
+    # ``kind = "..."``: a registered target kind (docs/targets.md); None: the kind
+    # that claims these keys (directory, dsn, storage lab)
+    kind: str | None = None
+    # that kind's own keys, as its ``parse`` returned them: read them typed
+    # through ``TargetKind.options``
+    options: object = None
+    # Kernel settings of an axis (vm.dirty_*, clocksource): set around each of this
+    # variant's steps, restored after (fidelity: storage/kernel.py)
+    kernel: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def planned_directory(self) -> Path | None:
+        """Where probes and the cluster go; for a filesystem the lab builds, a
+        stand-in under its base until it exists."""
+        if self.lab is not None and self.lab.fs is not None and self.lab.base is not None:
+            return Path(self.lab.base) / f"pgrig-fs-{self.name}" / "mnt"
+        return self.directory
+
+
+# pgrig's own connections beside a workload's clients: the monitor's sampler
+# and the control connection (counts, checkpoints, resets).
+OWN_CONNECTIONS = 2
+
+
+@dataclass(frozen=True)
+class Demands:
+    """What the study asks of every target, known before anything is created."""
+
+    need_bytes: int = 0  # the target's peak disk use (probes, data)
+    yes: bool = False  # the user allowed destructive steps on a server pgrig did not create
+    # why the workloads may not run on a server pgrig did not create; None: harmless
+    destructive: str | None = None
+    restore: bool = False  # reset = "restore": the data is dropped and copied back
+    power_loss: str | None = None  # the workload that cuts the power (a lossy filesystem)
+    source: str = "command line"  # where the targets were given: "command line" or the file
+    # the most client connections one run opens, and the workload that opens them
+    # (pgrig's own, OWN_CONNECTIONS, come on top)
+    clients: int = 0
+    clients_of: str = ""
+    workloads: tuple[str, ...] = ()  # the campaign's workloads as (type) names, in order
+
+
+def as_written(spec: TargetSpec, source: str, key: str, option: str | None = None) -> str:
+    """A target's key as the user wrote it: the command-line option of the
+    quick study, else the campaign file's target and key."""
+    if source == "command line":
+        return option or "--" + key.replace("_", "-")
+    return f"{source}: target {spec.name}: {key}"
+
+
+def directory_option(spec: TargetSpec, source: str) -> str:
+    """What to change to give the target another directory (an error's hint)."""
+    if source == "command line":
+        return "--target"
+    return f"directory (target {spec.name} in {source})"
+
+
+def settings_option(spec: TargetSpec, source: str) -> str:
+    """Where the target's setting overrides were written (an error names it)."""
+    if source == "command line":
+        return "--set"
+    return f"{source}: target {spec.name} set"
+
+
+@dataclass(frozen=True)
+class Checked:
+    """What a kind's ``check`` found; fixed for the whole study."""
+
+    bins: PgBinaries
+    profile: Profile | None  # None: not pgrig's server (its settings are read once connected)
+    directory: Path | None  # the storage under test as given; None: none
+    owned: bool  # pgrig creates the server, or --yes allows dropping data in it
+    adapted: tuple[str, ...] = ()  # what the profile became on this major (for the report)
+    # why the target cannot be built here (tools, loop devices): it is skipped with
+    # this reason and the rest of the study runs
+    unavailable: str | None = None
+    # the kind's own checked values (the lab: its resolved spec; a remote target:
+    # its hosts), read typed through ``TargetKind.state``
+    state: object = None
+
+
+@dataclass
+class Live:
+    """What exists of the target while the study runs: filled by its kind."""
+
+    directory: Path | None  # where the cluster and the probes go (built storage moves it)
+    tablespaces: dict[str, str | None]  # names for pgbench -i: given, or made from directories
+    cluster: Cluster | None = None  # the cluster pgrig created (None: not ours)
+    env: Environment | None = None  # the machine as this target's server sees it
+    lost: ServerLost | None = None  # the server did not come back after a crash
+    kept: tuple[Path, Path] | None = None  # (data directory, log) when kept
+    # Where the storage probes run on the server's host (``ctx.host``) when that is
+    # another machine: a directory its kind made there. None: ``directory``, here.
+    probes: Path | None = None
+
+
+class Target:
+    """One target while a campaign runs (a ``TargetView`` for workloads)."""
+
+    def __init__(
+        self, spec: TargetSpec, kind: TargetKind[object, object], checked: Checked
+    ) -> None:
+        self.spec = spec
+        self.kind = kind
+        self.checked = checked
+        scratch = checked.directory or Path.cwd()
+        self.ctx = Context(bins=checked.bins, target=scratch, scratch=scratch)
+        self.live = Live(
+            checked.directory,
+            {"tablespace": spec.tablespace, "index_tablespace": spec.index_tablespace},
+        )
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def bins(self) -> PgBinaries:
+        return self.checked.bins
+
+    @property
+    def profile(self) -> Profile | None:
+        return self.checked.profile
+
+    @property
+    def owned(self) -> bool:
+        return self.checked.owned
+
+    @property
+    def storage(self) -> str:
+        return self.kind.where(self.spec)[0]
+
+    @property
+    def directory(self) -> Path | None:
+        return self.live.directory
+
+    @property
+    def probe_directory(self) -> Path | None:
+        """Where the storage probes run (None: no probes)."""
+        return self.live.probes or self.live.directory
+
+    @property
+    def tablespaces(self) -> dict[str, str | None]:
+        return self.live.tablespaces
+
+    @property
+    def cluster(self) -> Cluster | None:
+        return self.live.cluster
+
+    @property
+    def env(self) -> Environment | None:
+        return self.live.env
+
+    @property
+    def lost(self) -> ServerLost | None:
+        return self.live.lost
+
+    def moved_to(self, directory: Path) -> None:
+        """The kind built the target's storage: the cluster and the probes go there."""
+        self.live.directory = directory
+        self.ctx.target = self.ctx.scratch = directory
+
+
+def build_action(calibrate: str | None = None) -> Action:
+    """Builds a target's storage: ``Context.build``, which the runner points at
+    ``TargetKind.storage`` entered for the rest of the study. ``calibrate``: the
+    calibration kind its seconds are recorded under, for the next plan."""
+
+    def action(ctx: Context, line: ProgressLine) -> tuple[Any, str]:
+        if ctx.build is None:
+            raise AssertionError("a build step runs inside the runner, which sets Context.build")
+        started, machine = time.monotonic(), calibration.busy()
+        out = ctx.build()
+        if calibrate is not None:
+            calibration.record(calibrate, 1, max(0.01, time.monotonic() - started), machine)
+        return out
+
+    return action
+
+
+class TargetKind(ABC, Generic[OptionsT, StateT]):
+    """A kind of target: one subclass per module, one instance registered in
+    ``pgrig.registry`` (``TargetKind[Options, State]``: the types of its own keys
+    and of what its check found; ``None`` where it has none).
+
+    A target names its kind with ``kind = "NAME"`` in the campaign, and then
+    may hold the kind's own ``schema`` keys; without ``kind`` the first
+    registered kind whose ``claims`` says so takes it (the built-in kinds are
+    told apart by the keys a target has, as campaigns always wrote them)."""
+
+    name: ClassVar[str]  # the campaign's ``kind = "..."`` and the report's word for it
+    # Where it comes among the kinds: without ``kind = ...`` a target is the first
+    # kind that claims it (the entry points load in no set order). pgrig's own
+    # are 10-50; others come after.
+    order: ClassVar[int] = 100
+    summary: ClassVar[str]  # one line for docs/targets.md and the report
+    schema: ClassVar[Schema | None] = None  # its own [[target]] keys (with ``kind``)
+    # A key of its own schema whose presence chooses this kind without ``kind = ...``
+    # (a remote target's ``host``); None: chosen by ``kind`` or ``claims``.
+    claim_key: ClassVar[str | None] = None
+    kinds: ClassVar[tuple[ResultKind, ...]] = ()  # what its build step records
+    # Its step actions (``Call(name, ...)`` in its steps), added to the registry's
+    # when it is registered.
+    actions: ClassVar[Mapping[str, Callable[..., Action | Prepare]]] = {}
+    # pgrig creates (and removes) the server; False: someone else's server, whose
+    # data workloads drop only with --yes
+    creates_server: ClassVar[bool] = True
+    # ``directory`` is the storage under test and must exist before anything runs
+    # (checked first, named as the user wrote it); False: the kind makes it itself
+    directory_must_exist: ClassVar[bool] = True
+    # ``pgrig clean`` and a run's start clean kind by kind, lowest first: what keeps
+    # others busy goes first (a mount before the work directories inside it)
+    clean_rank: ClassVar[int] = 50
+
+    def parse(self, table: Table) -> OptionsT | None:
+        """Its own keys of a ``[[target]]`` table (``TargetSpec.options``), read
+        before the common keys (which refuse unknown keys after). Errors via
+        ``table.error``. None: no keys of its own. Without a ``parse`` of its
+        own a kind with a ``schema`` has its keys as a dict by attribute (a
+        ``TargetKind[dict[str, Any], ...]``)."""
+        if self.schema is None:
+            return None
+        return cast(OptionsT, self.read_keys(table))
+
+    def read_keys(self, table: Table) -> dict[str, Any]:
+        """Its ``schema``'s keys of a ``[[target]]`` table, by attribute (what a
+        ``parse`` builds its options from)."""
+        if self.schema is None:
+            return {}
+        return {k.attr: k.read(table, k.name, k.default) for k in self.schema.keys}
+
+    def options(self, spec: TargetSpec) -> OptionsT:
+        """The target's own keys as this kind's ``parse`` made them."""
+        return cast(OptionsT, spec.options)  # made by our parse: the one place they are typed
+
+    def state(self, t: Target) -> StateT:
+        """What this kind's ``check`` found for the target (``Checked.state``)."""
+        return cast(StateT, t.checked.state)  # set by our check: the one place it is typed
+
+    def claims(self, spec: TargetSpec, power_loss: str | None) -> bool:
+        """Without ``kind = ...``: is this target of this kind? (A power-loss
+        workload puts every cluster on the lossy filesystem.)"""
+        return False
+
+    @abstractmethod
+    def check(self, spec: TargetSpec, demands: Demands, notes: list[str]) -> Checked:
+        """Everything that can be refused, refused before anything is created
+        (raise a ``PgrigError`` naming the target, the key and the fix). What
+        the user should know but is no error goes to ``notes``."""
+
+    def check_together(self, targets: Sequence[Target]) -> None:
+        """What can only be refused over all this kind's targets at once (their
+        backing files on one disk); called after every ``check``."""
+        return None
+
+    def build_step(self, spec: TargetSpec) -> Step | None:
+        """The recorded step that builds the target's storage (``pgrig plan``
+        lists it); its action is ``Call("target.build")``, which enters
+        ``storage`` through the runner; None: nothing to build."""
+        return None
+
+    @contextlib.contextmanager
+    def storage(self, t: Target, ui: Ui, *, keep: Callable[[], bool]) -> Iterator[Any]:
+        """Build the target's storage for the ``with`` block (call
+        ``t.moved_to``) and yield the typed result its build step records.
+        Removed after, unless ``keep()`` says so then."""
+        yield None
+
+    @abstractmethod
+    def server(
+        self, t: Target, name: str, study: str, ui: Ui, *, keep: Callable[[], bool]
+    ) -> contextlib.AbstractContextManager[None]:
+        """The target's server, up for the ``with`` block: ``t.ctx.conn`` set,
+        ``t.live.env`` captured (``capture``). A cluster pgrig makes is named
+        ``name``; it is removed after, or kept stopped when ``keep()`` says so
+        (--keep, or a crash left it down: the evidence)."""
+
+    def clean(self, study: str | None, others: list[str]) -> list[str]:
+        """Remove what killed pgrig runs of ``study`` left (None: of any study;
+        pgrig.ownership); one line per thing removed. Other studies' orphans are
+        described in ``others`` and left alone."""
+        return []
+
+    def describe(self, t: Target) -> dict[str, Any]:
+        """What the study's params record about the target beyond its spec (the
+        report's target table reads them)."""
+        return {"kind": self.name}
+
+    def where(self, spec: TargetSpec) -> tuple[str, Path | None]:
+        """Before anything exists (``pgrig plan``): where the target is, in words,
+        and the directory whose free space it needs (None: none here)."""
+        return str(spec.directory), spec.directory
+
+    def probes_at(self, spec: TargetSpec) -> Path | None:
+        """Before anything exists (``pgrig plan``): where the storage probes will
+        run, in the steps' words (None: no probes)."""
+        return spec.planned_directory
+
+    def label(self, t: Target) -> str:
+        """What a one-target study is "on"."""
+        return str(t.directory)
+
+    def machines(self, t: Target) -> frozenset[str]:
+        """The machines the target's runs load (its server's, its load generators'):
+        targets run at once (``concurrent = true``) must not share one."""
+        return frozenset({THIS_MACHINE})
+
+    def section(self, study: Study, records: Sequence[RunRecord]) -> Section | None:
+        """Its own part of the report (what its build step recorded); None: nothing."""
+        return None
+
+
+def capture(
+    t: Target,
+    *,
+    on: Executor | None = None,
+    paths: Sequence[str] = (),
+    bin_dir: str | None = None,
+) -> None:
+    """The machine as this target's server sees it: version and settings. ``on``:
+    the server's host when it is another (its environment is read through its
+    executor, ``paths`` and ``bin_dir`` as they are there)."""
+    assert t.ctx.conn is not None
+    if on is None:
+        t.live.env = environment.capture(
+            [t.directory or Path.cwd()],
+            pg_conninfo=t.ctx.conn.conninfo(),
+            bin_dir=t.bins.bin_dir,
+            locate=t.bins.path,  # a server-only build's pgbench is a newer installation's
+        )
+    else:
+        env = remote_environment.capture_on(on, paths, bin_dir=bin_dir)
+        pg = environment.read_postgres(t.ctx.conn.conninfo())
+        if pg is not None and bin_dir is not None:
+            pg = replace(pg, bin_dir=bin_dir)
+        t.live.env = replace(env, postgres=pg)
+    if t.live.env.postgres is None:
+        raise ClusterError(
+            f"cannot read the server's version and settings from {t.ctx.conn.describe()}"
+        )
+
+
+__all__ = [
+    "OWN_CONNECTIONS",
+    "StateT",
+    "THIS_MACHINE",
+    "Checked",
+    "Demands",
+    "InitdbSpec",
+    "Live",
+    "Target",
+    "TargetKind",
+    "TargetSpec",
+    "as_written",
+    "build_action",
+    "capture",
+    "directory_option",
+    "settings_option",
+]

@@ -1,0 +1,256 @@
+"""The conclusion rules that say what bounds a target: fsync latency, a wait
+class, the load generator, an idle vCPU's wake-up, a storage-lab I/O cap
+(rules 4-7 of pgrig.report.conclusions)."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+
+from pgrig.document import fmt
+from pgrig.monitor.verdict import CAUSES, CLASS_NOUNS
+from pgrig.probe import FIO, FSYNC
+from pgrig.registry import typed_result
+from pgrig.registry.report import Conclusion
+from pgrig.registry.shared import PGBENCH_RUN
+from pgrig.report.evidence import Evidence, client_counts, point_words
+from pgrig.report.pointkey import PointKey, point_key
+from pgrig.report.probes import FsyncRuns, fsync_headline
+from pgrig.results import (
+    FioResult,
+    FsyncResult,
+    RunRecord,
+)
+from pgrig.storage.kinds import LAB
+from pgrig.storage.model import LabInfo
+from pgrig.storage.throttle import IoLimits
+
+FSYNC_SHARE = 0.5  # of the 1-client transaction latency
+WAIT_CAUSES = ("read", "write", "wal", "lock", "lwlock")
+# The monitor's verdicts that put the limit in pgbench, not in the server.
+CLIENT_CAUSES = {
+    "client": "pgbench, the load generator, was saturated",
+    "client_host": "a load host ran out of CPU",
+}
+WAIT_SHARE = 0.5  # of a point's monitored runs
+WAKEUP_RATIO = 2.5  # tps(2 clients) / tps(1 client); 2 is what twice the work gives
+WAKEUP_BUSY_PCT = 50.0  # CPUs busier than this at 1 client: no idle vCPU to wake
+CAP_BOUND = 0.9  # fio at 90% of a cap or more: the cap bound
+CAP_SYNC_TOLERANCE = 0.1  # fdatasync within 10% of half the write-IOPS cap
+
+
+def fsync_bound(ev: Evidence) -> list[Conclusion]:
+    fsyncs: dict[str, list[RunRecord]] = {}
+    for rec in ev.records:
+        if FSYNC.holds(rec):
+            fsyncs.setdefault(rec.target, []).append(rec)
+    out = []
+    for key, per in ev.points().items():
+        if key.clients != 1 or key.mode != "read-write":
+            continue
+        for target, runs in per.items():
+            meaning = ev.meanings.get(target)
+            if meaning is not None and (
+                meaning.settings.get("synchronous_commit") == "off"
+                or meaning.settings.get("fsync") == "off"
+            ):
+                continue
+            median = FsyncRuns.of(fsyncs.get(target, [])).median()
+            head = fsync_headline(median) if median is not None else None
+            if not runs or head is None or head.usecs_per_op is None:
+                continue
+            latency = statistics.median(r.latency_avg_ms for r in runs)
+            share = head.usecs_per_op / 1000 / latency if latency > 0 else 0.0
+            if share < FSYNC_SHARE:
+                continue
+            # seed000-latency here: a 908 us probe beside 0.470 ms transactions, "100%":
+            # a sync cannot outlast the commit that waits for it - the disk moved
+            of_it = (
+                f"{share:.0%} of the {fmt.ms(latency)} ms a {point_words(key)} transaction takes"
+                if share <= 1.0
+                else f"longer than the {fmt.ms(latency)} ms a whole {point_words(key)} transaction "
+                "took (the disk synced faster during the runs than during the probe)"
+            )
+            out.append(
+                Conclusion(
+                    "fsync-bound",
+                    f"{target}: single-client commits are bounded by fsync latency: one "
+                    f"fdatasync takes {fmt.us(head.usecs_per_op)} us (pg_test_fsync, one 8 kB "
+                    f"write), {of_it} at 1 client (median of {len(runs)} run(s)); a "
+                    "faster-syncing disk, not more CPU, would raise it.",
+                    f"median of {len(runs)} run(s)",
+                )
+            )
+    return out
+
+
+# (targets, the curve's point key, client counts, the cause, runs with it, runs)
+Bound = tuple[list[str], PointKey, tuple[int, ...], str, int, int]
+
+
+def _bound(ev: Evidence, causes_asked: Sequence[str]) -> list[Bound]:
+    """The points whose monitor verdict names one of ``causes_asked`` for at least
+    half of their runs: one entry per curve and cause, the targets bound at the
+    same client counts together (seed 004's four versions at 4-32 clients are one
+    finding)."""
+    monitors = ev.monitors()
+    if not monitors:
+        return []
+    groups: dict[tuple[str, PointKey], list[str]] = {}
+    for rec in ev.records:
+        if PGBENCH_RUN.holds(rec) and (mon := monitors.get(rec.key)) is not None:
+            key = point_key(rec)
+            groups.setdefault((rec.target, key), []).append(mon.verdict.cause)
+    found: dict[tuple[tuple[str, int | None, int, str], str], dict[str, list[tuple[int, int, int]]]]
+    found = {}
+    for (target, key), causes in groups.items():
+        for cause in causes_asked:
+            n = causes.count(cause)
+            if n and n >= WAIT_SHARE * len(causes):
+                per = found.setdefault((key.curve, cause), {})
+                per.setdefault(target, []).append((key.clients, n, len(causes)))
+    out = []
+    for (curve, cause), per_target in found.items():
+        together: dict[tuple[int, ...], list[str]] = {}
+        for target, points in per_target.items():
+            together.setdefault(tuple(sorted(c for c, _, _ in points)), []).append(target)
+        for counts, targets in together.items():
+            n = sum(n for t in targets for _, n, _ in per_target[t])
+            total = sum(total for t in targets for _, _, total in per_target[t])
+            out.append((targets, PointKey(*curve, clients=0), counts, cause, n, total))
+    return out
+
+
+def wait_bound(ev: Evidence) -> list[Conclusion]:
+    return [
+        Conclusion(
+            "wait-bound",
+            f"{', '.join(targets)}: {point_words(key, ev.scaled(key))} at "
+            f"{client_counts(counts)} is bound by {CLASS_NOUNS[cause]} "
+            f"({CAUSES[cause]}): the monitor's verdict for {n} of {total} run(s), "
+            "from the backends' wait events.",
+            f"{n} of {total} runs",
+        )
+        for targets, key, counts, cause, n, total in _bound(ev, WAIT_CAUSES)
+    ]
+
+
+def client_bound(ev: Evidence) -> list[Conclusion]:
+    """The figure measured pgbench's machine, not the server: the first thing to
+    know before quoting it (a remote study's load host out of CPU said nothing)."""
+    return [
+        Conclusion(
+            "client-bound",
+            f"{', '.join(targets)}: {point_words(key, ev.scaled(key))} at "
+            f"{client_counts(counts)} measured the load generator, not the server - "
+            f"{CLIENT_CAUSES[cause]} in {n} of {total} run(s) (the monitor's verdict): the "
+            "tps is a floor of what the server can do; more load hosts or pgbench threads "
+            "would raise it.",
+            f"{n} of {total} runs",
+        )
+        for targets, key, counts, cause, n, total in _bound(ev, tuple(CLIENT_CAUSES))
+    ]
+
+
+def vm_wakeup(ev: Evidence) -> list[Conclusion]:
+    hypervisor = ev.on_vm()
+    if hypervisor is None:
+        return []
+    out = []
+    points = ev.points()
+    idle_cpu = ev.cpu_busy()
+    for key, per in points.items():
+        if key.clients != 1:
+            continue
+        two = points.get(PointKey(key.workload, key.scale, key.duration, key.mode, 2), {})
+        for target, runs in per.items():
+            pair = two.get(target)
+            if not runs or not pair:
+                continue
+            one_tps = statistics.median(r.tps for r in runs)
+            two_tps = statistics.median(r.tps for r in pair)
+            if one_tps <= 0 or two_tps / one_tps <= WAKEUP_RATIO:
+                continue
+            busy = idle_cpu.get((target, key))
+            if busy is not None and busy >= WAKEUP_BUSY_PCT:
+                continue  # busy CPUs wake nothing: the steep curve has another cause
+            seen = f" (the monitor: CPUs {busy:.0f}% busy at 1 client)" if busy is not None else ""
+            one_ms = statistics.median(r.latency_avg_ms for r in runs)
+            two_ms = statistics.median(r.latency_avg_ms for r in pair)
+            out.append(
+                Conclusion(
+                    "vm-wakeup",
+                    f"{target}: {point_words(key)} at 1 client pays for the virtual machine "
+                    f"({hypervisor}), not the database: {fmt.rate(one_tps)} tps against "
+                    f"{fmt.rate(two_tps)} at 2 clients ({two_tps / one_tps:.1f}x for twice the "
+                    f"clients; {fmt.ms(one_ms)} vs {fmt.ms(two_ms)} ms per transaction). With "
+                    f"one client the CPUs idle between round trips{seen} and each round trip "
+                    "wakes an idle vCPU; read the curve from 2 clients on.",
+                    f"medians of {len(runs)} and {len(pair)} run(s)",
+                )
+            )
+    return out
+
+
+def io_cap(ev: Evidence) -> list[Conclusion]:
+    """A storage-lab target's I/O cap against what fio and pg_test_fsync reached on it."""
+    caps: dict[str, IoLimits] = {}
+    lab = {rec.target for rec in ev.records if LAB.holds(rec)}
+    for rec in ev.records:
+        info = typed_result(rec) if LAB.holds(rec) else None
+        if isinstance(info, LabInfo) and info.io is not None:
+            caps[rec.target] = info.io
+    # What the disk gave with no cap at all (a plain target beside the capped ones),
+    # per fio pattern: the slowest, the one a cap is judged against.
+    plain: dict[str, tuple[str, float]] = {}
+    for rec in ev.records:
+        res = typed_result(rec) if FIO.holds(rec) and rec.target not in lab else None
+        if isinstance(res, FioResult) and (
+            res.pattern not in plain or res.iops < plain[res.pattern][1]
+        ):
+            plain[res.pattern] = (rec.target, res.iops)
+    out = []
+    for rec in ev.records:
+        cap = caps.get(rec.target)
+        res = (
+            typed_result(rec) if cap is not None and (FIO.holds(rec) or FSYNC.holds(rec)) else None
+        )
+        if isinstance(res, FioResult) and cap is not None:
+            limit = cap.write_iops if "write" in res.pattern else cap.read_iops
+            if not limit:
+                continue
+            share = res.iops / limit
+            what = f"fio 8k {res.pattern} reached {fmt.rate(res.iops)} IOPS, {share:.0%} of the cap"
+            ref = plain.get(res.pattern)
+            if share < CAP_BOUND:
+                text = (
+                    f"{rec.target}: the cap of {fmt.rate(limit)} IOPS never bound: {what}; "
+                    "this target measured the host disk, as an uncapped one would."
+                )
+            elif ref is not None and ref[1] < CAP_BOUND * limit:
+                # seed000 here: essd-pl1 at 93% of its cap, the uncapped local at 89%
+                text = (
+                    f"{rec.target}: whether the cap of {fmt.rate(limit)} IOPS bound cannot be "
+                    f"told: {what}, and the uncapped {ref[0]} reached {fmt.rate(ref[1])} "
+                    f"({ref[1] / limit:.0%}) on the same disk: the disk alone gives about the cap."
+                )
+            else:
+                text = f"{rec.target}: the cap of {fmt.rate(limit)} IOPS bound: {what}."
+            out.append(Conclusion("io-cap", text, "one fio run"))
+        elif isinstance(res, FsyncResult) and cap is not None and cap.write_iops:
+            head = fsync_headline(res)
+            half = cap.write_iops / 2
+            if head is None or head.ops_per_sec is None:
+                continue
+            if abs(head.ops_per_sec - half) <= CAP_SYNC_TOLERANCE * half:
+                out.append(
+                    Conclusion(
+                        "io-cap",
+                        f"{rec.target}: fdatasync ran {fmt.rate(head.ops_per_sec)} ops/s, half "
+                        f"the cap of {fmt.rate(cap.write_iops)} write IOPS: each sync is two "
+                        "I/Os (the data and the flush), so this is the cap's rate, not a "
+                        "cloud disk's per-I/O latency (the throttle adds no latency).",
+                        "one pg_test_fsync run",
+                    )
+                )
+    return out

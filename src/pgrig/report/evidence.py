@@ -1,0 +1,110 @@
+"""The stored evidence a study's conclusions are drawn from (``Evidence``) and
+the words the rules share (pgrig.report.conclusions)."""
+
+from __future__ import annotations
+
+import statistics
+from array import array
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from pgrig import stats
+from pgrig.document import fmt
+from pgrig.meaning import Meaning
+from pgrig.monitor.model import MONITOR, MonitorResult
+from pgrig.registry import typed_result
+from pgrig.registry.report import Conclusion
+from pgrig.registry.shared import PGBENCH_RUN
+from pgrig.report.pointkey import PointKey, point_key, runs_by_point
+from pgrig.report.progress import Progress
+from pgrig.report.samples import SampleReader, own_samples
+from pgrig.results import (
+    Environment,
+    PgbenchRun,
+    RunRecord,
+)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """The stored records a study's conclusions are drawn from."""
+
+    records: tuple[RunRecord, ...]
+    targets: tuple[str, ...]
+    baseline: str
+    environment: Environment | None = None
+    meanings: Mapping[str, Meaning] = field(default_factory=dict)
+    samples: SampleReader = own_samples  # a watched run's per-second samples, when asked
+    progress: Progress = field(default_factory=Progress)  # a run's -P points, when asked
+
+    def points(self) -> dict[PointKey, dict[str, list[PgbenchRun]]]:
+        return {
+            key: {t: [run for _, run in pairs if run is not None] for t, pairs in per.items()}
+            for key, per in runs_by_point(self.records).items()
+        }
+
+    def scaled(self, key: PointKey) -> bool:
+        """Was this workload measured at several scales? Then a sentence names one."""
+        scales = {k.scale for k in self.points() if k.workload == key.workload}
+        return len(scales) > 1
+
+    def monitors(self) -> dict[str, MonitorResult]:
+        """The monitor's result of each run, by the run's key (without its
+        samples, when the records were read without them: ``cpu_busy``)."""
+        out = {}
+        for rec in self.watched():
+            if (mon := typed_result(rec)) is not None:
+                out[rec.key.removesuffix("/monitor")] = mon
+        return out
+
+    def watched(self) -> list[RunRecord]:
+        return [r for r in self.records if MONITOR.holds(r)]
+
+    def cpu_busy(self) -> dict[tuple[str, PointKey], float]:
+        """The machine's median CPU busy % inside the runs of each target and point,
+        from the monitor's samples (absent where nothing was sampled)."""
+        watched = {r.key.removesuffix("/monitor"): r for r in self.watched()}
+        # doubles, not float objects: every second of every run of a point
+        busy: dict[tuple[str, PointKey], array[float]] = {}
+        for rec in self.records:
+            mon = watched.get(rec.key) if PGBENCH_RUN.holds(rec) else None
+            if mon is not None and mon.status == "ok":
+                values = array("d", (s.cpu.busy for s in self.samples(mon) if s.in_run))
+                if values:
+                    busy.setdefault((rec.target, point_key(rec)), array("d")).extend(values)
+        return {k: statistics.median(v) for k, v in busy.items() if v}
+
+    def on_vm(self) -> str | None:
+        env = self.environment
+        return env.cpu.hypervisor if env is not None and env.cpu.hypervisor else None
+
+
+Rule = Callable[[Evidence], list[Conclusion]]
+
+
+def point_words(key: PointKey, scaled: bool = False) -> str:
+    """'TPC-B read-write' or 'login' (a custom script's mode is its name), with
+    its scale when the study measured several."""
+    if key.workload == "tpcb":
+        name = f"TPC-B {key.mode}"
+    else:
+        name = (
+            key.workload if key.mode in (key.workload, "custom") else f"{key.workload} {key.mode}"
+        )
+    return f"{name}, scale {key.scale}" if scaled and key.scale is not None else name
+
+
+def client_counts(counts: Sequence[int]) -> str:
+    """'1 client', '4 clients', '4, 8 and 16 clients'."""
+    ordered = sorted(set(counts))
+    if len(ordered) == 1:
+        return fmt.clients(ordered[0])
+    return f"{', '.join(map(str, ordered[:-1]))} and {ordered[-1]} clients"
+
+
+def p_words(cmp: stats.Comparison) -> str:
+    return f"p={cmp.p_value:.3f}" if cmp.p_value is not None else (cmp.no_test or "no test")
+
+
+# --------------------------------------------------------------------------
+# Rules

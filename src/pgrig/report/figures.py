@@ -1,0 +1,148 @@
+"""The comparison's figures: tps against clients per target (seed 004), against
+scale, and over time."""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections.abc import Sequence
+
+from pgrig.document import fmt
+from pgrig.document.model import Figure, median_line
+from pgrig.report import decimate
+from pgrig.report.pointkey import runs_by_point
+from pgrig.report.progress import Progress
+from pgrig.results import (
+    RunRecord,
+)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_").lower()
+
+
+def tps_vs_clients(records: Sequence[RunRecord], targets: list[str]) -> list[Figure]:
+    """Seed 004's charts: one line per target, one chart per workload/scale/mode."""
+    curves: dict[tuple[str, int | None, int, str], dict[str, dict[int, list[float]]]] = {}
+    for key, pairs_by_target in runs_by_point(records).items():
+        for t, pairs in pairs_by_target.items():
+            values = [run.tps for _, run in pairs if run is not None]
+            if values:
+                curves.setdefault(key.curve, {}).setdefault(t, {})[key.clients] = values
+    figures = []
+    for (workload, scale, duration, mode), per_target in sorted(
+        curves.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0, kv[0][2], kv[0][3])
+    ):
+        series = []
+        for t in targets:
+            points = per_target.get(t)
+            if not points:
+                continue
+            series.append(median_line(t, points))
+        clients = [x for pts in per_target.values() for x in pts]
+        what = f"{mode}" + (f", scale {scale}" if scale is not None else "")
+        figures.append(
+            Figure(
+                name=f"compare_tps_vs_clients_{_slug(workload)}_{_slug(what)}_{duration}s",
+                title=f"TPS vs clients, {what}",
+                x_label="clients",
+                y_label="transactions/s",
+                series=tuple(series),
+                caption="One line per target: median tps per client count, bars from min to max "
+                "of the repeats.",
+                log_x=bool(clients) and max(clients) >= 8 * min(clients),
+            )
+        )
+    return figures
+
+
+def tps_vs_clients_by_scale(records: Sequence[RunRecord]) -> list[Figure]:
+    """Seed 004's sweep on one target: one chart per workload/mode, one line per scale."""
+    curves: dict[tuple[str, int, str], dict[int, dict[int, list[float]]]] = {}
+    for key, pairs_by_target in runs_by_point(records).items():
+        if key.scale is None:
+            continue
+        for pairs in pairs_by_target.values():
+            values = [run.tps for _, run in pairs if run is not None]
+            if values:
+                curve = curves.setdefault((key.workload, key.duration, key.mode), {})
+                curve.setdefault(key.scale, {}).setdefault(key.clients, []).extend(values)
+    figures = []
+    for (workload, duration, mode), by_scale in sorted(curves.items()):
+        if len(by_scale) < 2:
+            continue
+        series = []
+        for scale in sorted(by_scale):
+            series.append(median_line(f"scale {scale}", by_scale[scale]))
+        clients = [x for pts in by_scale.values() for x in pts]
+        figures.append(
+            Figure(
+                name=f"scale_sweep_{_slug(workload)}_{_slug(mode)}_{duration}s",
+                title=f"TPS vs clients per scale, {mode}",
+                x_label="clients",
+                y_label="transactions/s",
+                series=tuple(series),
+                caption="One line per scale (seed 004's charts): small scales with many "
+                "clients fight over the same rows (lock waits); large scales read from disk.",
+                log_x=max(clients) >= 8 * min(clients),
+            )
+        )
+    return figures
+
+
+def tps_over_time(
+    records: Sequence[RunRecord], targets: list[str], progress: Progress | None = None
+) -> list[Figure]:
+    """Seed 002's chart: per-second tps of each target overlaid, at the most clients
+    of each workload/scale/mode (the run closest to the median tps of its repeats)."""
+    progress = progress or Progress()
+    best: dict[tuple[str, int | None, int, str], tuple[int, dict[str, RunRecord]]] = {}
+    which: dict[tuple[str, int | None, int, str], dict[str, str]] = {}
+    for key, per_target in runs_by_point(records).items():
+        chosen: dict[str, RunRecord] = {}
+        repeats: dict[str, str] = {}
+        for t, pairs in per_target.items():
+            ok = [(rec, run) for rec, run in pairs if run is not None and progress.seconds(rec).n]
+            if ok:
+                median = statistics.median(run.tps for _, run in ok)
+                chosen[t], _ = min(ok, key=lambda p: abs(p[1].tps - median))
+                if len(ok) > 1:
+                    repeats[t] = f"{t} repeat {chosen[t].params.get('repeat', '?')} of {len(ok)}"
+        if not chosen:
+            continue
+        current = best.get(key.curve)
+        if current is None or key.clients > current[0]:
+            best[key.curve] = (key.clients, chosen)
+            which[key.curve] = repeats
+    figures = []
+    for (workload, scale, duration, mode), (clients, chosen) in sorted(
+        best.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0, kv[0][2], kv[0][3])
+    ):
+        drawn = [t for t in targets if t in chosen]
+        # one run's points read at a time, each line reduced before the next is read
+        spans = [progress.seconds(chosen[t]) for t in drawn]
+        buckets = decimate.Buckets.across((s.n, s.low, s.high) for s in spans)
+        series = tuple(buckets.line(t, *progress.line(chosen[t]), group=t) for t in drawn)
+        what = f"{mode}" + (f", scale {scale}" if scale is not None else "")
+        figures.append(
+            Figure(
+                name=f"compare_tps_over_time_{_slug(workload)}_{_slug(what)}_{duration}s",
+                title=f"TPS over time, {what}, {fmt.clients(clients)}",
+                x_label="seconds since start",
+                y_label="transactions/s",
+                series=series,
+                caption=buckets.caption(
+                    "pgbench -P 1 of each target overlaid: stalls (tps near 0) and "
+                    "drift show what a single average hides."
+                    + _drawn_runs(which[(workload, scale, duration, mode)])
+                ),
+            )
+        )
+    return figures
+
+
+def _drawn_runs(repeats: dict[str, str]) -> str:
+    """Which repeat each line is: the run closest to the median tps of its point."""
+    if not repeats:
+        return ""
+    return " Each line is the run closest to its median tps: " + ", ".join(repeats.values()) + "."

@@ -1,0 +1,67 @@
+"""A measured point of a pgbench workload across its repeats (``PointKey``: workload,
+scale, duration, mode, clients), and the stored runs grouped by it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pgrig.registry import typed_result
+from pgrig.registry.shared import PGBENCH_RUN
+from pgrig.results import (
+    PgbenchRun,
+    RunRecord,
+)
+
+
+@dataclass(frozen=True)
+class PointKey:
+    """One measured point of a pgbench workload, across its repeats."""
+
+    workload: str
+    scale: int | None
+    duration: int
+    mode: str
+    clients: int
+
+    @property
+    def label(self) -> str:
+        scale = f", scale {self.scale}" if self.scale is not None else ""
+        plural = "s" if self.clients != 1 else ""
+        mode = self.mode if self.mode not in (self.workload, "custom") else ""
+        name = f"{self.workload} {mode}".strip() if self.workload != "tpcb" else f"TPC-B {mode}"
+        return f"{name}{scale}, {self.clients} client{plural}, {self.duration} s"
+
+    @property
+    def curve(self) -> tuple[str, int | None, int, str]:
+        return (self.workload, self.scale, self.duration, self.mode)
+
+
+def point_key(rec: RunRecord) -> PointKey:
+    p = rec.params
+    scale = p.get("scale")
+    return PointKey(
+        workload=str(p.get("workload", "tpcb")),
+        scale=int(scale) if isinstance(scale, int) else None,
+        duration=int(p.get("duration_s", 0) or 0),
+        mode=str(p.get("mode", "?")),
+        clients=int(p.get("clients", 0) or 0),
+    )
+
+
+def runs_by_point(
+    records: Sequence[RunRecord],
+) -> dict[PointKey, dict[str, list[tuple[RunRecord, PgbenchRun | None]]]]:
+    out: dict[PointKey, dict[str, list[tuple[RunRecord, PgbenchRun | None]]]] = {}
+    for rec in records:
+        if PGBENCH_RUN.holds(rec):
+            out.setdefault(point_key(rec), {}).setdefault(rec.target, []).append(
+                (rec, typed_result(rec))
+            )
+    return out
+
+
+def point_order(item: tuple[PointKey, object]) -> tuple[object, ...]:
+    key = item[0]
+    mode_rank = {"select-only": 0, "read-write": 1}.get(key.mode, 2)
+    return (key.workload, key.scale or 0, key.duration, mode_rank, key.mode, key.clients)
