@@ -566,7 +566,7 @@ def sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     for name in PG_VARIABLES:
         monkeypatch.delenv(name, raising=False)
 
-    from pgrig.durability import cli as durability_cli
+    from pgrig.commands import durability as durability_cli
 
     monkeypatch.setattr(runner, "Store", _TrippedStore)
     monkeypatch.setattr(durability_cli, "Store", _TrippedStore)

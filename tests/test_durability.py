@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from pgrig.cluster import workdir
+from pgrig.commands.durability_study import DurabilityFailed, Options, execute
 from pgrig.durability import verifier
 from pgrig.durability.clients import PREFIX, delta_of
-from pgrig.durability.command import DurabilityFailed, Options, execute
 from pgrig.durability.crasher import ServerLost
 from pgrig.durability.driver import DurabilityPlan
 from pgrig.durability.model import DurabilityResult

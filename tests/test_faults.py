@@ -21,10 +21,11 @@ from typing import Any
 import pytest
 
 from conftest import make_disk_dir
-from pgrig import cli, runner, validate
+from pgrig import cli, resume, runner, validate
 from pgrig.cluster import workdir
 from pgrig.results import Study
 from pgrig.store import Store
+from pgrig.ui import Ui
 
 CAMPAIGN = """[campaign]
 name = "{name}"
@@ -86,11 +87,11 @@ def test_two_studies_begun_in_the_same_second_get_two_ids(
     """Defect 3: the second died with sqlite3.IntegrityError (UNIQUE studies.id)."""
     from pgrig import plan
 
-    monkeypatch.setattr(runner, "new_study_id", lambda name: f"{name}-20260101-000000")
+    monkeypatch.setattr(resume, "new_study_id", lambda name: f"{name}-20260101-000000")
     camp = plan.quick(place / "data")
     with Store.open(place / "s.sqlite") as st:
-        first = runner.CampaignRunner(camp, cli.Ui(quiet=True))._open(st)
-        second = runner.CampaignRunner(camp, cli.Ui(quiet=True))._open(st)
+        first = runner.CampaignRunner(camp, Ui(quiet=True))._open(st)
+        second = runner.CampaignRunner(camp, Ui(quiet=True))._open(st)
         assert first.id != second.id
         assert {s.id for s in st.studies()} == {first.id, second.id}
 

@@ -171,7 +171,7 @@ def test_a_finished_durability_check_is_recorded_even_if_cleanup_fails(
     # machine: Cluster.destroy is replaced by one that raises (after the
     # real stop), and put back to remove the cluster at the end.
     from pgrig.cluster.server import Cluster
-    from pgrig.durability.command import Options, execute
+    from pgrig.commands.durability_study import Options, execute
     from pgrig.durability.driver import DurabilityPlan
     from pgrig.errors import ClusterError
     from pgrig.ui import Ui

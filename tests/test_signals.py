@@ -575,7 +575,7 @@ def test_durability_signalled_as_it_begins(
 ) -> None:
     """Defect 7: durability exited 130 for SIGTERM and SIGHUP. Here the signal
     arrives where its work begins (the work itself is the next test's)."""
-    from pgrig.durability import cli as durability_cli
+    from pgrig.commands import durability as durability_cli
 
     def execute(*args: Any, **kwargs: Any) -> Any:
         os.kill(os.getpid(), signum)

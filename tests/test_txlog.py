@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from pgrig.commands import tpcc as tpcc_cli
 from pgrig.errors import ParseError
 from pgrig.report import fmt
 from pgrig.report import tpcb as tpcb_report
@@ -18,7 +19,6 @@ from pgrig.report.points import Point
 from pgrig.results import LatencySummary, RunRecord, from_dict, to_dict
 from pgrig.tools import pgbench
 from pgrig.tools.pgbench import txlog
-from pgrig.workloads.tpcc import cli as tpcc_cli
 from pgrig.workloads.tpcc import driver
 from pgrig.workloads.tpcc import report as tpcc_report
 from pgrig.workloads.tpcc.model import TpccRun

@@ -28,7 +28,19 @@ from pgrig.probe import FIO_SCHEMA, PROBES_SCHEMA, ProbeSpec
 from pgrig.registry.target import InitdbSpec as InitdbSpec
 from pgrig.registry.target import TargetSpec as TargetSpec
 from pgrig.registry.workload import WorkloadSpec
-from pgrig.schema import NAME, Context, Locator, Schema, Table, custom, flag, text, type_name
+from pgrig.schema import (
+    NAME,
+    Context,
+    Document,
+    Locator,
+    Schema,
+    Table,
+    TablePath,
+    custom,
+    flag,
+    text,
+    type_name,
+)
 from pgrig.storage import kernel
 from pgrig.storage.keys import LAB_SCHEMA
 from pgrig.storage.target import LabSpec
@@ -114,7 +126,7 @@ def _settings(t: Table, key: str, default: Any) -> dict[str, str]:
 def _wal_segsize(t: Table, key: str, default: Any) -> int | None:
     seg = t.get(key, int)
     if seg is not None and (seg < 1 or seg > 1024 or seg & (seg - 1)):
-        raise t.error(key, f"{seg}: a power of 2 from 1 to 1024 (MB)")
+        raise t.error(key, f"{seg}: must be a power of 2 from 1 to 1024 (MB)")
     return seg
 
 
@@ -252,7 +264,20 @@ def parse(text: str, *, source: str, base: Path) -> Campaign:
         raise UsageError(
             f"{source}: not valid TOML: {exc}", hint="see docs/campaigns.md for the format"
         ) from exc
-    ctx = Context(source=source, base=base, locator=Locator(text))
+    return read(data, Context(source=source, base=base, locator=Locator(text)))
+
+
+def from_options(data: Document, options: dict[TablePath, str]) -> Campaign:
+    """The quick study: a campaign document made of command-line options, read
+    and checked as a file's would be; ``options`` maps each (table path, key)
+    to the option it came from, so that an error names what the user typed."""
+    ctx = Context(source="command line", base=Path(), locator=Locator(""), options=options)
+    return read(data, ctx)
+
+
+def read(data: Document, ctx: Context) -> Campaign:
+    """A campaign document (parsed TOML, or the quick study's options), checked."""
+    source = ctx.source
     top = Table(data, (), ctx)
     campaign_table = top.table("campaign")
     if campaign_table is None:

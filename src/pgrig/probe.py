@@ -59,8 +59,8 @@ def _seconds(default: int) -> Callable[[Table, str, object], int | None]:
 
 def _size(t: Table, key: str, default: str) -> str:
     size = t.get(key, str, default)
-    try:
-        parse_size(size)
+    try:  # fio's own notation, as its runner reads it: refused here, not mid-study
+        fio.size_bytes(size)
     except UsageError as exc:
         raise t.error(key, exc.message, exc.hint) from exc
     return str(size)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar, overload
 
@@ -30,6 +30,8 @@ NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*")
 TomlValue = str | int | float | bool | list["TomlValue"] | dict[str, "TomlValue"]
 # Where a table sits: ("target", 1) for the second [[target]], ("campaign",).
 TablePath = tuple[str | int, ...]
+# A campaign document: parsed TOML, or the quick study's options made into one.
+Document = dict[str, TomlValue]
 
 T = TypeVar("T")
 U = TypeVar("U")
@@ -95,6 +97,9 @@ class Table:
         return f"{place}: {table}.{key}" if key else f"{place}: [{table}]"
 
     def error(self, key: str | None, message: str, hint: str | None = None) -> UsageError:
+        option = self.ctx.options.get((*self.path, key)) if key is not None else None
+        if option is not None:  # the quick study: name the option the user typed
+            return UsageError(f"{option} {message}", hint=hint)
         return UsageError(f"{self.where(key)}: {message}", hint=hint)
 
     @overload
@@ -176,6 +181,9 @@ class Context:
     # workload key that names a target is checked against them).
     targets: tuple[str, ...] = ()
     inventory: Path | None = None  # [campaign] inventory: where remote targets' hosts are
+    # A campaign made of command-line options (the quick study): the option
+    # each key came from, by table path and key, so that errors name it.
+    options: dict[TablePath, str] = field(default_factory=dict)
 
 
 def type_name(t: type) -> str:

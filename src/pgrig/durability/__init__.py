@@ -8,6 +8,6 @@ commit it acknowledged was lost.
 * ``driver``: load, crash, recover, verify - K times;
 * ``workload``: the campaign workload (``type = "durability"``) and its spec;
 * ``report``: its report section;
-* ``command`` and ``cli``: the ``pgrig durability`` front door, a one-target
-  campaign of this workload.
+* the ``pgrig durability`` front door, a one-target campaign of this workload,
+  is ``pgrig.commands.durability`` (and ``durability_study``).
 """

@@ -3,8 +3,8 @@ the five transactions as PL/pgSQL functions (server-side mode) or as plain
 statements (client-side mode) driven by pgbench, and the consistency checks.
 
 Modules: ``model`` (results), ``sqlfiles`` (the SQL and pgbench scripts),
-``loader``, ``driver`` (pgbench runs and their parsing), ``checks``, ``steps``
-(a study's steps) and ``cli`` (``pgrig tpcc``).
+``loader``, ``driver`` (pgbench runs and their parsing), ``checks`` and ``steps``
+(a study's steps); ``pgrig tpcc`` is ``pgrig.commands.tpcc``.
 """
 
 SCHEMA = "tpcc"

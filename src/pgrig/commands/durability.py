@@ -1,4 +1,4 @@
-"""The ``pgrig durability`` command line; the work is in ``command.py``."""
+"""The ``pgrig durability`` command line; the work is in ``durability_study.py``."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from typing import Any
 
 import click
 
-from pgrig.cli_options import cluster_options, results_options
 from pgrig.cluster.profiles import parse_overrides
-from pgrig.durability.command import Options, execute, preflight, summary
+from pgrig.commands.durability_study import Options, execute, preflight, summary
+from pgrig.commands.options import cluster_options, results_options
 from pgrig.durability.driver import DurabilityPlan
 from pgrig.durability.model import IMMEDIATE, METHOD_TEXT, METHODS, POWER_LOSS_MODES
 from pgrig.errors import Interrupted, UsageError, signal_number

@@ -3,7 +3,6 @@ storage under test), which configuration, which PostgreSQL."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -11,10 +10,10 @@ from typing import Any
 import click
 
 from pgrig.errors import UsageError
-from pgrig.storage import keys
-from pgrig.storage.target import LabSpec
 
 F = Callable[..., Any]
+# A command's options as click passes them (``**opts``): by parameter name.
+Opts = dict[str, Any]
 
 
 def int_list(value: str, option: str) -> tuple[int, ...]:
@@ -103,41 +102,6 @@ def lab_options(fn: F) -> F:
     ):
         fn = option(fn)
     return fn
-
-
-def lab_spec(opts: dict[str, Any], target: Path | None) -> LabSpec | None:
-    """The storage lab the quick study's options ask for; None: a plain directory."""
-    if opts["fs"] is None:
-        for name in ("fs_size", "mkfs", "mount"):
-            if opts[name] is not None:
-                flag = "--" + name.replace("_", "-")
-                raise UsageError(f"{flag} needs --fs", hint="e.g. --fs xfs " + flag + " ...")
-    table: dict[str, Any] = {}
-    if opts["fs"] is not None:
-        table = {"fs": opts["fs"], "size": opts["fs_size"] or "4GiB"}
-        table["base"] = str((target or Path(keys.DEFAULT_BASE)).resolve())
-        for name in ("mkfs", "mount"):
-            if opts[name] is not None:
-                table[name] = opts[name]
-    for name in ("disk", "memory"):
-        if opts[name] is not None:
-            table[name] = opts[name]
-    if not table:
-        return None
-    try:
-        return LabSpec.from_mapping(table, where="command line")
-    except UsageError as exc:
-        # The lab reads campaign keys; name the option the user typed instead.
-        m = re.match(r"command line: command line\.(\w+): ", exc.message)
-        if m is None:
-            raise
-        option = LAB_OPTIONS.get(m.group(1), "--" + m.group(1))
-        raise UsageError(f"{option}: {exc.message[m.end() :]}", hint=exc.hint) from exc
-
-
-# the lab's campaign keys as the quick study's options
-LAB_OPTIONS = {"fs": "--fs", "size": "--fs-size", "mkfs": "--mkfs", "mount": "--mount",
-               "disk": "--disk", "memory": "--memory", "base": "--target"}  # fmt: skip
 
 
 DEFAULT_RESULTS = Path("pgrig-results")

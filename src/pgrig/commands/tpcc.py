@@ -13,8 +13,8 @@ from typing import Any
 import click
 
 from pgrig.campaign import Campaign, TargetSpec
-from pgrig.cli_options import cluster_options, int_list, names, results_options
 from pgrig.cluster.profiles import parse_overrides
+from pgrig.commands.options import cluster_options, int_list, names, results_options
 from pgrig.conninfo import Conn
 from pgrig.document import fmt
 from pgrig.errors import PgrigError

@@ -24,6 +24,8 @@ from pgrig.durability.workload import NEEDED_BYTES, DurabilitySpec
 from pgrig.errors import PgrigError, UsageError
 from pgrig.plan import check_space
 from pgrig.policy import RunPolicy
+from pgrig.report import samples as report_samples
+from pgrig.report.writer import write as write_report
 from pgrig.results import Study, typed
 from pgrig.runner import CampaignRunner
 from pgrig.store import Store
@@ -179,9 +181,6 @@ def execute(
     Raises ``DurabilityFailed`` (after recording and reporting) when the check
     failed, ``crasher.ServerLost`` when the server did not come back.
     """
-    from pgrig.report import samples as report_samples
-    from pgrig.report.writer import write as write_report
-
     preflight(opts)
     if opts.plan.power_loss == "torn" and "shared_buffers" not in opts.overrides:
         ui.info(

@@ -1,0 +1,71 @@
+"""The commands about this machine and its hosts: ``clean`` and ``env``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from pgrig.conninfo import Conn
+from pgrig.results import to_dict
+
+
+@click.command()
+@click.option(
+    "--inventory",
+    "-i",
+    "inventory_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Also clean every host of this Ansible inventory (docs/hosts.md).",
+)
+def clean(inventory_path: Path | None) -> None:
+    """Remove what killed pgrig runs left behind, of every study and every kind of
+    target (work directories and their servers, lossy mounts and their run
+    directories in /tmp, the storage lab's filesystems and cgroups) - only what
+    carries pgrig's marker and whose owner is gone; never what a pgrig on another
+    host owns. With --inventory, on every
+    host of the inventory too: servers and load runs in its /tmp."""
+    from pgrig import lifecycle
+
+    remote: list[str] = []
+    if inventory_path is not None:
+        from pgrig.hosts.cli import clean_lines
+
+        # The hosts first: one that cannot be reached refuses the whole command
+        # before anything is removed here.
+        remote = clean_lines(inventory_path, dry_run=False)
+    lines = lifecycle.clean_orphans(None, [])
+    for line in lines + remote:
+        click.echo(line)
+    if not lines:
+        click.echo("nothing to clean: no orphan work directories, no storage-lab leftovers")
+    if inventory_path is not None and not remote:
+        click.echo(f"nothing to clean on the hosts of {inventory_path}")
+
+
+@click.command()
+@click.option(
+    "--target",
+    type=click.Path(path_type=Path, exists=True),
+    default=None,
+    help="Also describe the filesystem of this directory.",
+)
+@click.option("--dsn", default=None, help="Also record this server's version and settings.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["json"]),
+    default="json",
+    show_default=True,
+    help="Output format (JSON, the schema of docs/export.md's environment).",
+)
+def env(target: Path | None, dsn: str | None, fmt: str) -> None:
+    """Print the captured environment (machine, filesystem, server) as JSON."""
+    from pgrig import environment
+
+    # asked for by name: a server that does not answer is bad input, not a null
+    conninfo = Conn.from_user(dsn).answers().conninfo() if dsn is not None else None
+    captured = environment.capture([target or Path.cwd()], pg_conninfo=conninfo)
+    click.echo(json.dumps(to_dict(captured), indent=2))

@@ -1,0 +1,224 @@
+"""The commands that read the results store: ``report``, ``list``, ``export``,
+``import`` and ``compare``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from pgrig import registry
+from pgrig.commands.options import results_options
+from pgrig.errors import UsageError
+from pgrig.report import progress as report_progress
+from pgrig.report import samples as report_samples
+from pgrig.report.monitor import closing_warning
+from pgrig.report.writer import write as write_report
+from pgrig.results import Study
+from pgrig.resume import planned_steps, study_live
+from pgrig.schema import NAME
+from pgrig.store import Store, location
+from pgrig.ui import Ui
+
+
+def _write_report(store: Store, sid: str, results: Path, ui: Ui) -> tuple[Path, Path]:
+    study = store.study(sid)
+    records, samples, progress = report_samples.read(store, sid)  # each run's when drawn
+    md, html = write_report(study, records, results, samples=samples, progress=progress)
+    if closing := closing_warning(records):
+        ui.warn(closing)
+    click.echo(f"report: {md}")
+    click.echo(f"report: {html}")
+    return md, html
+
+
+@click.command("report")
+@click.argument("study_id", required=False)
+@results_options
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Directory for the report files (default: RESULTS).",
+)
+def report_cmd(study_id: str | None, results: Path, store: str | None, out: Path | None) -> None:
+    """Write the Markdown and HTML report of a study (default: the latest)."""
+    with _open_existing(results, store) as st:
+        _write_report(st, study_id or _latest(st).id, out or results, Ui())
+
+
+@click.command("list")
+@results_options
+def list_cmd(results: Path, store: str | None) -> None:
+    """List the studies in the results store."""
+    with _open_existing(results, store) as st:
+        click.echo("study\tstatus\tsteps\ttarget")
+        for study in st.studies():
+            # what a line needs: no run's samples nor -P points (most of a long run's bytes)
+            lean = st.runs(
+                study.id,
+                without_samples=(registry.MONITOR.name,),
+                without_progress=report_progress.kinds(),
+            )
+            runs = [r for r in lean if r.kind != registry.MONITOR.name]
+            planned = planned_steps(study)
+            if planned is not None:  # the plan is known: count its steps, not the records
+                runs = [r for r in runs if r.key in planned]
+            # a check that ran to its end but failed (a durability check that lost
+            # commits) is no "ok" step
+            failed = sum(getattr(registry.typed_result(r), "ok", True) is False for r in runs)
+            ok = sum(r.status == "ok" for r in runs) - failed
+            steps = (
+                f"{ok}/{len(runs)} ok"
+                if planned is None
+                else f"{len(runs)} of {len(planned)} steps recorded, {ok} ok"
+            ) + (f", {failed} check(s) failed" if failed else "")
+            click.echo(f"{study.id}\t{_status(study)}\t{steps}\t{study.target}")
+
+
+def _status(study: Study) -> str:
+    """'running' only while its pgrig lives: one killed without a word (kill -9,
+    power loss) left an interrupted study."""
+    return "interrupted" if study.status == "running" and not study_live(study) else study.status
+
+
+@click.command("export")
+@click.argument("study_ids", nargs=-1)
+@results_options
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["json", "csv"]),
+    default="json",
+    show_default=True,
+    help="json: everything (docs/export.md); csv: one row per run, or per second with --series.",
+)
+@click.option(
+    "--series",
+    is_flag=True,
+    help="CSV: one row per second of every pgbench run instead of one per run.",
+)
+@click.option("--raw", is_flag=True, help="JSON: include every tool's raw output.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Write to this file instead of stdout.",
+)
+def export_cmd(
+    study_ids: tuple[str, ...],
+    results: Path,
+    store: str | None,
+    fmt: str,
+    series: bool,
+    raw: bool,
+    output: Path | None,
+) -> None:
+    """Export studies (default: the latest) as JSON (schema in docs/export.md) or CSV."""
+    from pgrig import export
+
+    with _open_existing(results, store) as st:
+        studies = [st.study(s) for s in study_ids] or [_latest(st)]
+        records = [r for s in studies for r in st.runs(s.id)]
+    if fmt == "json":
+        text = export.to_json(studies, records, raw=raw)
+    else:
+        text = export.series_csv(records) if series else export.runs_csv(records)
+    if output is None:
+        click.echo(text, nl=False)
+    else:
+        try:
+            output.write_text(text)
+        except OSError as exc:
+            raise UsageError(
+                f"-o {output}: cannot write: {exc.strerror or exc}",
+                hint="give a file in an existing, writable directory",
+            ) from exc
+        click.echo(f"wrote {output}", err=True)
+
+
+@click.command("import")
+@click.argument("source", type=click.Path(path_type=Path, dir_okay=False, exists=True))
+@click.argument("study_ids", nargs=-1)
+@results_options
+@click.option("--as", "as_id", default=None, help="Import a single study under this id.")
+def import_cmd(
+    source: Path, study_ids: tuple[str, ...], results: Path, store: str | None, as_id: str | None
+) -> None:
+    """Copy studies from another results file (e.g. from another machine) into the store."""
+    if as_id is not None and not NAME.fullmatch(as_id):
+        raise UsageError(
+            f"--as {as_id!r}: a study id is letters, digits, '.', '_' and '-' only",
+            hint="e.g. --as laptop-quick-2",
+        )
+    with Store.open(source) as other:
+        ids = list(study_ids) or [s.id for s in other.studies()]
+        if as_id is not None and len(ids) != 1:
+            raise UsageError("--as names one study; give exactly one STUDY_ID")
+        for sid in ids:
+            other.study(sid)  # an unknown id is refused before the store is created
+        with Store.open(location(results, store)) as st:
+            for sid in ids:
+                click.echo(f"imported {st.import_study(other, sid, as_id=as_id)}")
+
+
+@click.command("compare")
+@click.argument("study_ids", nargs=-1, required=True)
+@results_options
+@click.option("--baseline", default=None, help="The study (or STUDY/TARGET) to compare against.")
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Directory for the comparison report (default: RESULTS).",
+)
+def compare_cmd(
+    study_ids: tuple[str, ...],
+    results: Path,
+    store: str | None,
+    baseline: str | None,
+    out: Path | None,
+) -> None:
+    """Compare studies from different campaigns or machines (import theirs first)."""
+    from pgrig import export
+
+    if len(study_ids) < 2:
+        raise UsageError("compare needs at least two studies", hint="see `pgrig list`")
+    with _open_existing(results, store) as st:
+        studies = [st.study(s) for s in study_ids]
+        # each run's samples and -P points read when it is drawn, as `pgrig report` does
+        lean = [report_samples.read(st, s.id) for s in studies]
+        per_study = [records for records, _, _ in lean]
+        empty = [s.id for s, recs in zip(studies, per_study, strict=True) if not recs]
+        if empty:
+            raise UsageError(
+                f"study {empty[0]} has no recorded runs: nothing to compare",
+                hint="see `pgrig list`; run it again to resume it",
+            )
+        study, records = export.combined(studies, per_study)
+        names = [t["name"] for t in study.params["targets"]]
+        if baseline is not None:
+            if baseline not in names:
+                raise UsageError(f"--baseline {baseline!r} is not one of {', '.join(names)}")
+            study.params["baseline"] = baseline
+        _, samples, progress = lean[0]  # one store: its readers serve every study's runs
+        md, html = write_report(study, records, out or results, samples=samples, progress=progress)
+    click.echo(f"report: {md}")
+    click.echo(f"report: {html}")
+
+
+def _open_existing(results: Path, store: str | None) -> Store:
+    path = location(results, store)
+    if isinstance(path, Path) and not path.exists():
+        raise UsageError(
+            f"no results store at {path}", hint="run `pgrig run` first, or pass --results/--store"
+        )
+    return Store.open(path)
+
+
+def _latest(st: Store) -> Study:
+    latest = st.latest_study()
+    if latest is None:
+        raise UsageError(f"{st.path} holds no study yet", hint="run `pgrig run` first")
+    return latest

@@ -1,0 +1,136 @@
+"""``pgrig run`` (the quick study, or a campaign file) and ``pgrig plan``."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import click
+
+from pgrig import calibration, campaign, plan, registry, validate
+from pgrig.campaign import Campaign
+from pgrig.cluster import binaries
+from pgrig.commands.options import cluster_options, lab_options, results_options
+from pgrig.commands.quick import campaign_of, quick_options
+from pgrig.errors import UsageError
+from pgrig.pgsource import catalog
+from pgrig.runner import run_campaign
+from pgrig.store import location
+from pgrig.ui import Ui, count, estimate
+
+# Options that say how to run, not what: a campaign file takes them too.
+NOT_THE_STUDY = ("quiet", "results", "store", "yes", "keep")
+
+
+@click.command()
+@click.argument("campaign_file", required=False, type=click.Path(path_type=Path, dir_okay=False))
+@cluster_options
+@quick_options
+@lab_options
+@results_options
+def run(campaign_file: Path | None, **opts: Any) -> None:
+    """Run the quick study, or the campaign FILE, and write a report.
+
+    Running a campaign file again resumes it: only the steps not yet recorded run."""
+    ctx = click.get_current_context()
+    typed = [name for name in opts if ctx.get_parameter_source(name) == _COMMANDLINE]
+    results: Path = opts["results"]
+    if campaign_file is not None:
+        camp = _file_campaign(campaign_file, typed)
+        study_id: str | None = camp.name  # stable: running the file again resumes it
+    else:
+        camp = campaign_of(opts, set(typed))
+        study_id = None
+    again = [f"pgrig run {campaign_file}"]
+    if "results" in typed:
+        again.append(f"--results {results}")
+    if opts["store"] is not None:
+        again.append(f"--store {opts['store']}")
+    run_campaign(
+        camp,
+        Ui(quiet=opts["quiet"]),
+        results=results,
+        store=location(results, opts["store"]),
+        yes=opts["yes"],
+        keep=opts["keep"],
+        study_id=study_id,
+        resume_hint=f"run `{' '.join(again)}` again to resume" if campaign_file else None,
+    )
+
+
+_COMMANDLINE = click.core.ParameterSource.COMMANDLINE
+
+
+def _file_campaign(campaign_file: Path, typed: list[str]) -> Campaign:
+    """The campaign file; the quick study's options beside it are refused."""
+    given = [f"--{name.replace('_', '-')}" for name in typed if name not in NOT_THE_STUDY]
+    if given:
+        raise UsageError(
+            f"{', '.join(given)}: these describe the quick study; a campaign file "
+            "says everything itself",
+            hint=f"put them into {campaign_file}",
+        )
+    return campaign.load(campaign_file)
+
+
+@click.command("plan")
+@click.argument("campaign_file", type=click.Path(path_type=Path, dir_okay=False))
+def plan_cmd(campaign_file: Path) -> None:
+    """Print every run CAMPAIGN_FILE expands to, the estimated time and the disk
+    each target needs - without running anything."""
+    camp = campaign.load(campaign_file)
+    with calibration.watching() as seen:
+        exp = plan.expand(camp)
+    click.echo(
+        f"campaign {camp.name} ({campaign_file}): {len(camp.targets)} target(s), "
+        f"baseline {camp.baseline}, repeats {exp.repeats}"
+    )
+    for t in camp.targets:
+        where, room = registry.target_kind(t).where(t)
+        need = exp.disk.get(t.name, 0)
+        free = ""
+        if room is not None and room.exists():
+            free = f", {shutil.disk_usage(room).free / 2**30:.1f} GiB free in {room}"
+        click.echo(f"  target {t.name}: {where}; needs about {need / 2**30:.1f} GiB{free}")
+    missing = _versions(camp)
+    for i, r in enumerate(exp.runs, start=1):
+        click.echo(f"{i:4d}  {r.seconds:6.0f} s  {r.key}")
+    total = estimate(exp.total_s)
+    besides = f" ({exp.overhead_s:.0f} s of it besides the steps)" if exp.overhead_s else ""
+    click.echo(
+        f"{count(len(exp.runs), 'step')}, about {total}{besides}"
+        + (
+            " (more if repeats extend until the confidence interval is met)"
+            if camp.policy.until_ci_pct
+            else ""
+        )
+        + (
+            f"; less with concurrent = true: each point runs on the {len(camp.targets)} "
+            "targets at once (loads in turn)"
+            if camp.policy.concurrent and len(camp.targets) > 1
+            else ""
+        )
+    )
+    if missing:
+        raise UsageError(
+            f"{campaign_file}: PostgreSQL {', '.join(missing)} cannot be installed (see above)",
+            hint="`pgrig pg list --all` shows the versions pgrig can install",
+        )
+    # What `pgrig run` would refuse, refused here too - by the same pass.
+    for note in validate.campaign(camp, planning=True).warnings:
+        click.echo(f"warning: {note}", err=True)
+    if busier := calibration.load_note(seen, calibration.busy()):
+        click.echo(f"warning: {busier}", err=True)
+
+
+def _versions(camp: Campaign) -> list[str]:
+    """Print where each PostgreSQL version the targets name comes from; the
+    versions that cannot be installed."""
+    specs = [t.pg_bin for t in camp.targets if t.pg_bin and binaries.looks_like_version(t.pg_bin)]
+    missing = []
+    for need_version in catalog.needed(list(dict.fromkeys(specs))):
+        click.echo(f"  {need_version.describe()}")
+        if need_version.problem is not None:
+            missing.append(need_version.spec)
+    return missing

@@ -1,0 +1,209 @@
+"""The study a campaign records into: its id, its parameters, and opening it -
+new, or resumed when the same campaign runs again.
+
+A study is resumed only when it is ours and idle (no live pgrig runs it) and
+was recorded with the same targets, workloads, policy and baseline: runs of
+another campaign are never mixed in. A campaign whose every step is recorded
+already is found before anything is built (``all_recorded``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from dataclasses import asdict
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from pgrig import __version__, campaign, plan, registry
+from pgrig.campaign import Campaign
+from pgrig.errors import PgrigError, StudyExists, UsageError, WorkdirError
+from pgrig.proc import pid_alive
+from pgrig.recorder import now
+from pgrig.registry.target import Target
+from pgrig.results import Study
+from pgrig.step import Step
+from pgrig.store import Store
+from pgrig.ui import Ui
+
+# A study's params: what it recorded of its campaign and targets, as JSON.
+Params = dict[str, Any]
+
+
+def new_study_id(name: str) -> str:
+    return f"{name}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
+
+
+def study_live(study: Study) -> bool:
+    """True while the pgrig that runs the study lives (on this host; a study of
+    another host in a shared store is taken at its word)."""
+    pid, env = study.params.get("pid"), study.environment
+    if study.status != "running":
+        return False
+    if not isinstance(pid, int):  # recorded by an older pgrig: take it at its word
+        return True
+    if env is not None and env.hostname != socket.gethostname():
+        return True
+    return pid != os.getpid() and pid_alive(pid)
+
+
+def planned_steps(study: Study) -> set[str] | None:
+    """The step keys of the study's plan, read from its campaign file if that
+    still holds the campaign of this name; None where it is unknown (a quick
+    study, a file moved, renamed or no longer valid)."""
+    path = study.params.get("campaign_file")
+    if not isinstance(path, str) or not Path(path).is_file():
+        return None
+    try:
+        camp = campaign.load(Path(path))
+    except PgrigError:
+        return None
+    return plan.step_ids(camp) if camp.name == study.params.get("campaign") else None
+
+
+def params(camp: Campaign, targets: list[Target]) -> Params:
+    """What the study records of its campaign and targets (``Study.params``)."""
+    out: Params = {
+        "campaign": camp.name,
+        "source": camp.source,
+        "baseline": camp.baseline,
+        "policy": asdict(camp.policy),
+        "pid": os.getpid(),
+    }
+    described = []
+    for t in targets:
+        info = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(t.spec).items()}
+        info.update(t.kind.describe(t))
+        info["pg_version"] = t.bins.version
+        info["pg_bin"] = str(t.bins.bin_dir)
+        described.append(info)
+    out["targets"] = described
+    if Path(camp.source).is_file():  # not a study made on the command line
+        # where `pgrig list` finds the plan again, from any directory
+        out["campaign_file"] = str(Path(camp.source).resolve())
+    if len(targets) == 1:  # the single-target summary the report shows first
+        t = targets[0]
+        out["profile"] = t.spec.profile
+        out["pg_version"] = t.bins.version
+    out["workloads"] = [registry.of(w).describe(w) for w in camp.workloads]
+    return out
+
+
+def label(targets: list[Target]) -> str:
+    """What a study is "on": its one target's label, or the targets' names."""
+    if len(targets) != 1:
+        return ", ".join(t.name for t in targets)
+    only = targets[0]
+    return only.kind.label(only)
+
+
+def check_resume(old: Study, wanted: Params, store: Store) -> None:
+    """Resume only our own, idle study: one another pgrig is running is left
+    alone (and never marked failed), and one that measured other targets or
+    other parameters never gets runs of this campaign mixed in."""
+    pid = old.params.get("pid")
+    if study_live(old):
+        raise WorkdirError(
+            f"study {old.id} in {store.path} is being run by pgrig process {pid}",
+            hint="wait for it to finish, or run this one with another --results",
+        )
+    for key in ("targets", "workloads", "policy", "baseline"):
+        before, now_ = _comparable(old.params.get(key)), _comparable(wanted.get(key))
+        difference = _first_difference(before, now_)
+        if difference is not None:
+            raise UsageError(
+                f"study {old.id} in {store.path} was recorded with other {key} "
+                f"({difference}); resuming it would mix their runs"
+                + (f" (it came from {old.params.get('source')})" if key == "targets" else ""),
+                hint="give the campaign another name, or pass another --results",
+            )
+
+
+def all_recorded(store: Store, camp: Campaign, sid: str, wanted: Params) -> list[Step]:
+    """Every step the campaign expands to (builds, probes, loads, measured runs
+    and what follows them: ``plan.steps``, the runner's own order), when each is
+    recorded in study ``sid`` already - as a resume would find, any status
+    counting as done; the study is then marked finished. Empty when a step is
+    missing, or when repeats go on until a confidence interval is met (how many,
+    only the recorded runs' figures can say: the resume decides)."""
+    if camp.policy.until_ci_pct is not None:
+        return []
+    if not any(s.id == sid for s in store.studies()):
+        return []
+    check_resume(store.study(sid), wanted, store)  # the resume's refusals
+    planned = [step for _view, step in plan.steps(camp)]
+    recorded = store.keys(sid)
+    if not planned or any(step.id not in recorded for step in planned):
+        return []
+    if store.study(sid).status != "finished":  # killed after its last step: now it is
+        store.finish_study(sid, "finished", now())
+    return planned
+
+
+def open_study(
+    store: Store, camp: Campaign, study_id: str | None, wanted: Params, on: str, ui: Ui
+) -> Study:
+    """Begin the study (``study_id``, or a new id), or resume it: ``on`` is what
+    it is on (``label``), ``wanted`` its params."""
+    sid = study_id or new_study_id(camp.name)
+    for attempt in range(2, 100):
+        if any(s.id == sid for s in store.studies()):
+            if study_id is None:  # a new study whose id another pgrig took
+                sid = f"{new_study_id(camp.name)}-{attempt}"
+                continue
+            check_resume(store.study(sid), wanted, store)
+            store.set_status(sid, "running")
+            planned = plan.step_ids(camp)
+            done = len(planned & store.keys(sid))
+            ui.info(f"resuming [bold]{sid}[/bold]: {done} of {len(planned)} steps already recorded")
+            break
+        try:
+            store.begin_study(
+                Study(
+                    id=sid,
+                    name=camp.name,
+                    target=on,
+                    started_at=now(),
+                    status="running",
+                    params=wanted,
+                    pgrig_version=__version__,
+                )
+            )
+            break
+        except StudyExists:
+            continue  # begun by another pgrig since we looked: look again
+    return store.study(sid)
+
+
+def _comparable(value: Any) -> Any:
+    """A params value as the store gives it back (JSON), minus what changes
+    between two runs of the same campaign on the same machine."""
+    value = json.loads(json.dumps(value, sort_keys=True, default=str))
+    if isinstance(value, list):
+        for item in value:
+            if isinstance(item, dict):
+                item.pop("adapted", None)
+    return value
+
+
+def _first_difference(before: Any, after: Any, path: str = "") -> str | None:
+    """Where two params first differ, for the message (``targets[0].directory:
+    '/a' then, '/b' now``); None when they agree. A key only one side has is no
+    difference: a newer pgrig records more than the one that began the study."""
+    if isinstance(before, dict) and isinstance(after, dict):
+        for key in sorted(set(before) & set(after)):
+            found = _first_difference(before[key], after[key], f"{path}.{key}")
+            if found is not None:
+                return found
+        return None
+    if isinstance(before, list) and isinstance(after, list) and len(before) == len(after):
+        for i, (b, a) in enumerate(zip(before, after, strict=True)):
+            found = _first_difference(b, a, f"{path}[{i}]")
+            if found is not None:
+                return found
+        return None
+    if before == after or before is None:
+        return None  # None: a study begun before pgrig recorded this at all
+    return f"{path.lstrip('.') or 'value'}: {before!r} then, {after!r} now"
