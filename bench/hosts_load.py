@@ -2,7 +2,7 @@
 """Load from two hosts against load from one (issue 17, part 5): the numbers of docs/hosts.md.
 
 Three SSH hosts in network namespaces (tests/hosts_fixture.py): a throwaway
-server made on h1 through its executor (pgrig.hosts.server: scale 1, fsync
+server made on h1 through its executor (pgrig.cluster.hosted: scale 1, fsync
 off, scram-sha-256 on h1's address, admitting h2 and h3),
 pgbench select-only from h2 alone, then from h2 and h3 at once (the waiter's
 barrier), alternating the order each round. Per run: tps per host and their
@@ -30,10 +30,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from hosts_fixture import make_lab, netns_available  # noqa: E402
 from pgrig.cluster import binaries  # noqa: E402
+from pgrig.cluster.hosted import HostedServer, ServerSpec  # noqa: E402
 from pgrig.conninfo import Conn  # noqa: E402
 from pgrig.hosts import inventory, load, preflight  # noqa: E402
 from pgrig.hosts.executor import Executor  # noqa: E402
-from pgrig.hosts.server import RemoteServer, ServerSpec  # noqa: E402
 from pgrig.tools.pgbench.run import RunOptions  # noqa: E402
 from pgrig.workloads.tpcc import driver, loader  # noqa: E402
 
@@ -80,13 +80,14 @@ def main() -> int:
         spec = ServerSpec(
             bin_dir=str(bins.bin_dir),
             address=lab.hosts[0].address,
+            bins=bins,
             # the load hosts, and this machine for the TPC-C load
             clients=tuple(
                 f"{a}/32" for a in (*(h.address for h in lab.hosts[1:]), lab.bridge_address)
             ),
             settings=(("fsync", "off"),),
         )
-        with preflight.opened(hosts) as ex, RemoteServer(ex[0], spec) as server:
+        with preflight.opened(hosts) as ex, HostedServer(ex[0], spec) as server:
             conn = server.conn()
             if args.workload == "tpcc":
                 loaded = loader.load(conn, args.warehouses, jobs=2)
