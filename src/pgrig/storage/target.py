@@ -58,7 +58,14 @@ class LabSpec:
         if v["fs"] is None:
             for key in FS_KEYS:
                 if key in t.data:
-                    raise t.error(key, 'a filesystem option without fs = "xfs" or "ext4"')
+                    # the quick study names its option (--fs), a file its key
+                    option = t.ctx.options.get((*t.path, "fs"))
+                    raise t.error(
+                        key,
+                        f"needs {option}"
+                        if option
+                        else 'a filesystem option without fs = "xfs" or "ext4"',
+                    )
         else:
             if v["size_bytes"] is None:
                 raise t.error("fs", f"fs = {v['fs']!r} needs size", hint='e.g. size = "8GiB"')
