@@ -48,9 +48,10 @@ from pathlib import Path
 from rich.console import Console
 
 from pgrig import monitor, proc, registry
-from pgrig.cluster import binaries, profiles
+from pgrig.cluster import profiles
 from pgrig.cluster.server import SUPERUSER, Cluster, InitdbOptions, server_os_user
 from pgrig.conninfo import Conn
+from pgrig.pgsource import binaries
 from pgrig.plan import PlannedTarget
 from pgrig.policy import RunPolicy
 from pgrig.step import Context

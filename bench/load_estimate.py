@@ -24,9 +24,10 @@ import tempfile
 from pathlib import Path
 
 from pgrig import calibration
-from pgrig.cluster import binaries, profiles
+from pgrig.cluster import profiles
 from pgrig.cluster.server import SUPERUSER, Cluster, InitdbOptions, server_os_user
 from pgrig.conninfo import Conn
+from pgrig.pgsource import binaries
 from pgrig.tools import pgbench
 from pgrig.workloads.tpcb import loader as tpcb_loader
 from pgrig.workloads.tpcb.spec import TpcbSpec

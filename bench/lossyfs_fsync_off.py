@@ -20,11 +20,12 @@ import tempfile
 from pathlib import Path
 
 from pgrig import lossyfs, proc
-from pgrig.cluster import binaries, profiles
+from pgrig.cluster import profiles
 from pgrig.cluster.server import SUPERUSER, Cluster, InitdbOptions, server_os_user
 from pgrig.conninfo import Conn
 from pgrig.errors import PgrigError
 from pgrig.lossyfs import LossyMount
+from pgrig.pgsource import binaries
 
 
 def why_not(cluster: Cluster) -> str:

@@ -23,9 +23,10 @@ import tempfile
 from pathlib import Path
 
 from pgrig import lossyfs, proc
-from pgrig.cluster import binaries, profiles
+from pgrig.cluster import profiles
 from pgrig.cluster.server import SUPERUSER, Cluster, InitdbOptions, server_os_user
 from pgrig.lossyfs import LossyMount
+from pgrig.pgsource import binaries
 
 TPS = re.compile(r"^tps = ([0-9.]+) \(without initial connection time\)", re.M)
 

@@ -30,10 +30,11 @@ import time
 from pathlib import Path
 
 from pgrig import monitor
-from pgrig.cluster import binaries, profiles
+from pgrig.cluster import profiles
 from pgrig.cluster.server import SUPERUSER, Cluster, InitdbOptions, server_os_user
 from pgrig.conninfo import Conn
 from pgrig.monitor import interference, procfs
+from pgrig.pgsource import binaries
 from pgrig.step import Context
 from pgrig.tools import pgbench
 

@@ -29,9 +29,9 @@ import time
 from pathlib import Path
 
 from pgrig import proc
-from pgrig.cluster import binaries, profiles
+from pgrig.cluster import profiles
 from pgrig.cluster.server import SUPERUSER, Cluster, InitdbOptions, server_os_user
-from pgrig.pgsource import cache, catalog
+from pgrig.pgsource import binaries, cache, catalog
 from pgrig.pgsource.fetch import Http
 
 MAJORS = ("9.5", "9.6", "10", "11", "12", "13", "14", "15", "16", "17", "18")

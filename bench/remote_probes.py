@@ -25,9 +25,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from hosts_fixture import make_lab, netns_available  # noqa: E402
-from pgrig.cluster import binaries  # noqa: E402
 from pgrig.hosts import inventory, preflight  # noqa: E402
 from pgrig.hosts.executor import Executor  # noqa: E402
+from pgrig.pgsource import binaries  # noqa: E402
 from pgrig.tools import fio, pg_test_fsync, pg_test_timing  # noqa: E402
 
 

@@ -35,9 +35,10 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from pgrig.cluster import binaries, loadwal, profiles
+from pgrig.cluster import loadwal, profiles
 from pgrig.cluster.server import SUPERUSER, Cluster, InitdbOptions, server_os_user
 from pgrig.conninfo import Conn
+from pgrig.pgsource import binaries
 from pgrig.results import PgbenchInit
 from pgrig.tools import pgbench
 from pgrig.workloads.tpcb import loader

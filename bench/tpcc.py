@@ -40,9 +40,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from pgrig.cluster import binaries, profiles
+from pgrig.cluster import profiles
 from pgrig.cluster.server import SUPERUSER, Cluster, InitdbOptions, server_os_user
 from pgrig.conninfo import Conn
+from pgrig.pgsource import binaries
 from pgrig.workloads.tpcc import checks, driver, loader
 from pgrig.workloads.tpcc.model import TpccLoad, TpccRun
 

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from pgrig.cluster import binaries, profiles
+from pgrig.cluster import profiles
 from pgrig.cluster.server import SUPERUSER, Cluster, InitdbOptions, server_os_user
 from pgrig.conninfo import Conn
 from pgrig.errors import BinaryNotFound, DownloadError
+from pgrig.pgsource import binaries, catalog
 from pgrig.pgsource import cache as pg_cache
-from pgrig.pgsource import catalog
 from pgrig.pgsource.model import Installed, Spec, version_key
 
 # Under /var/tmp, not /tmp/pytest-of-root (0700): the server runs as another OS

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from pgrig import campaign, lifecycle
-from pgrig.cluster import aio, binaries
+from pgrig.cluster import aio
 from pgrig.cluster.server import server_os_user
 from pgrig.errors import UsageError
+from pgrig.pgsource import binaries
 from pgrig.report import variants
 from pgrig.report.writer import write as write_report
 from pgrig.runner import run_campaign

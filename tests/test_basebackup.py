@@ -20,7 +20,6 @@ import pytest
 
 from conftest import make_disk_dir
 from pgrig import campaign, export, plan, registry
-from pgrig.cluster import binaries
 from pgrig.cluster.server import Cluster
 from pgrig.conninfo import Conn
 from pgrig.errors import (
@@ -32,6 +31,7 @@ from pgrig.errors import (
     ToolTimeout,
     UsageError,
 )
+from pgrig.pgsource import binaries
 from pgrig.plan import PlannedTarget
 from pgrig.policy import RunPolicy
 from pgrig.report.model import Table

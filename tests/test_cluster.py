@@ -14,10 +14,11 @@ from pathlib import Path
 import pytest
 
 from pgrig import proc
-from pgrig.cluster import binaries, profiles, workdir
+from pgrig.cluster import profiles, workdir
 from pgrig.cluster.server import SUPERUSER, Cluster, InitdbOptions, _free_port, server_os_user
 from pgrig.conninfo import Conn
 from pgrig.errors import BinaryNotFound, UsageError, WorkdirError
+from pgrig.pgsource import binaries
 
 # -- binaries ---------------------------------------------------------------
 
@@ -196,7 +197,8 @@ def test_orphan_of_a_killed_pgrig_is_found_and_removed(
     script = (
         "import sys, time\n"
         "from pathlib import Path\n"
-        "from pgrig.cluster import binaries, profiles\n"
+        "from pgrig.cluster import profiles\n"
+        "from pgrig.pgsource import binaries\n"
         "from pgrig.cluster.server import Cluster, InitdbOptions, server_os_user\n"
         "c = Cluster.create(binaries.find(), Path(sys.argv[1]), study='victim',"
         " os_user=server_os_user())\n"

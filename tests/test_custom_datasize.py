@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from pgrig import calibration, campaign, plan, proc
-from pgrig.cluster.binaries import PgBinaries
 from pgrig.cluster.server import SUPERUSER, Cluster
 from pgrig.conninfo import Conn
+from pgrig.pgsource.binaries import PgBinaries
 from pgrig.units import GB, MB
 from pgrig.workloads.custom import datasize
 from pgrig.workloads.custom.workload import SETUP_KIND

@@ -27,12 +27,12 @@ from psycopg.conninfo import conninfo_to_dict
 
 from hosts_fixture import Lab, netns_lab, owned_by  # noqa: F401  (the fixture)
 from pgrig import cli
-from pgrig.cluster import binaries
 from pgrig.cluster.hosted import HostedServer, ServerSpec
 from pgrig.conninfo import Conn
 from pgrig.errors import Signalled, ToolError
 from pgrig.hosts import inventory, load, preflight
 from pgrig.hosts.executor import Executor
+from pgrig.pgsource import binaries
 from pgrig.results import ProgressPoint
 from pgrig.tools.pgbench.run import RunOptions
 from test_txlog import at_rank
@@ -243,7 +243,7 @@ def test_a_load_host_dying_mid_run_is_named(
 
 KILLED_PGRIG = """
 import os, sys
-from pgrig.cluster import binaries
+from pgrig.pgsource import binaries
 from pgrig.cluster.hosted import HostedServer, ServerSpec
 from pgrig.hosts import inventory, preflight
 from pathlib import Path

@@ -16,11 +16,11 @@ import pytest
 
 from hosts_fixture import Lab, netns_lab  # noqa: F401  (the fixture)
 from pgrig import proc
-from pgrig.cluster import binaries
 from pgrig.cluster.hosted import HostedServer, ServerSpec
 from pgrig.errors import HostUnusable, ToolError, ToolTimeout
 from pgrig.hosts import inventory, preflight
 from pgrig.hosts.executor import Executor, LocalExecutor
+from pgrig.pgsource import binaries
 
 pytestmark = pytest.mark.netns_hosts(2)
 

@@ -19,11 +19,12 @@ from psycopg import sql
 
 from conftest import make_disk_dir
 from pgrig import lossyfs, proc
-from pgrig.cluster import binaries, profiles, workdir
+from pgrig.cluster import profiles, workdir
 from pgrig.cluster.server import SUPERUSER, Cluster, InitdbOptions, server_os_user
 from pgrig.conninfo import Conn
 from pgrig.errors import ClusterError
 from pgrig.lossyfs import LossyMount, registry
+from pgrig.pgsource import binaries
 
 REASON = lossyfs.available()
 pytestmark = [

@@ -30,7 +30,6 @@ import pytest
 
 from conftest import make_disk_dir
 from pgrig import monitor
-from pgrig.cluster import binaries
 from pgrig.cluster.server import SUPERUSER, Cluster
 from pgrig.conninfo import Conn
 from pgrig.monitor import interference, noise, procfs, verdict
@@ -44,6 +43,7 @@ from pgrig.monitor.model import (
     Sample,
     Verdict,
 )
+from pgrig.pgsource import binaries
 from pgrig.registry import result_type
 from pgrig.report import monitor as monitor_section
 from pgrig.report import plots

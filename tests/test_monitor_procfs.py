@@ -147,7 +147,7 @@ def test_process_tree_finds_a_child_and_its_child() -> None:
 
 def test_watch_without_a_server_samples_the_host_and_says_what_is_missing() -> None:
     from pgrig import monitor
-    from pgrig.cluster import binaries
+    from pgrig.pgsource import binaries
     from pgrig.step import Context
 
     bins = binaries.PgBinaries(Path("/usr/lib/postgresql/15/bin"), "15", 15)

@@ -78,7 +78,7 @@ def _sizes(watch: object) -> dict[str, int]:
 
 def test_the_watch_keeps_no_container_that_grows_with_the_run() -> None:
     from pgrig import monitor
-    from pgrig.cluster import binaries
+    from pgrig.pgsource import binaries
     from pgrig.step import Context
 
     bins = binaries.PgBinaries(Path("/usr/lib/postgresql/15/bin"), "15", 15)
@@ -133,7 +133,7 @@ def _watched_run(samples: int) -> tuple[Any, Any]:
     """A Watch that has spooled ``samples`` seconds, and the pgbench run it watched
     (its -P points: one a second)."""
     from pgrig import monitor
-    from pgrig.cluster import binaries
+    from pgrig.pgsource import binaries
     from pgrig.step import Context
 
     bins = binaries.PgBinaries(Path("/usr/lib/postgresql/15/bin"), "15", 15)

@@ -20,11 +20,12 @@ from psycopg.conninfo import make_conninfo
 
 from conftest import make_disk_dir
 from pgrig import monitor
-from pgrig.cluster import binaries, profiles
+from pgrig.cluster import profiles
 from pgrig.cluster.server import SUPERUSER, Cluster, InitdbOptions, server_os_user
 from pgrig.conninfo import Conn
 from pgrig.monitor import procfs, verdict
 from pgrig.monitor.model import MonitorResult
+from pgrig.pgsource import binaries
 from pgrig.registry import result_type
 from pgrig.results import PgbenchRun, from_dict, to_dict
 from pgrig.step import Context

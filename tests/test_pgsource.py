@@ -29,9 +29,8 @@ import pytest
 from click.testing import CliRunner
 from rich.console import Console
 
-from pgrig.cluster import binaries
 from pgrig.errors import BinaryNotFound, CacheError, DownloadError, UsageError
-from pgrig.pgsource import cache, catalog, maven, pypi
+from pgrig.pgsource import binaries, cache, catalog, maven, pypi
 from pgrig.pgsource.cli import group
 from pgrig.pgsource.fetch import Http
 from pgrig.pgsource.model import Artifact, Installed, Spec, major_of, version_num
@@ -406,12 +405,12 @@ def test_cli_list_and_path(pg_releases: dict[str, Installed]) -> None:
 
 
 def test_no_import_cycle_between_binaries_and_the_catalog() -> None:
-    """cluster.binaries needs the cache and the system's packages only; the catalog
+    """pgsource.binaries needs the cache and the system's packages only; the catalog
     (which imports binaries) must not come with them, whichever is imported first."""
-    for first in ("pgrig.cluster.binaries", "pgrig.pgsource.cache", "pgrig.pgsource.catalog"):
+    for first in ("pgrig.pgsource.binaries", "pgrig.pgsource.cache", "pgrig.pgsource.catalog"):
         code = (
             f"import sys, {first}; "
-            "from pgrig.cluster import binaries; "
+            "from pgrig.pgsource import binaries; "
             "loaded = 'pgrig.pgsource.catalog' in sys.modules; "
             f"assert loaded == ({first!r} == 'pgrig.pgsource.catalog'), loaded"
         )

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pgrig.cluster.binaries import PgBinaries
 from pgrig.conninfo import Conn
+from pgrig.pgsource.binaries import PgBinaries
 from pgrig.report import sizes
 from pgrig.results import RelationSize, RelationSizes, RunRecord, to_dict
 from pgrig.step import Context

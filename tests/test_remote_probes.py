@@ -20,11 +20,12 @@ import psycopg
 import pytest
 
 from hosts_fixture import Lab, netns_lab, owned_by  # noqa: F401  (the fixture)
-from pgrig.cluster import binaries, profiles
+from pgrig.cluster import profiles
 from pgrig.errors import WorkdirError
 from pgrig.hosts import owner, preflight
 from pgrig.hosts.cli import clean_lines
 from pgrig.hosts.inventory import load as load_inventory
+from pgrig.pgsource import binaries
 from pgrig.results import FioResult, FsyncResult, TimingResult, typed
 from pgrig.store import Store
 from pgrig.tools import fio, pg_test_fsync, pg_test_timing

@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from pgrig.cluster import binaries, profiles
+from pgrig.cluster import profiles
 from pgrig.cluster.server import server_os_user
 from pgrig.conninfo import Conn
 from pgrig.errors import UsageError
+from pgrig.pgsource import binaries
 from pgrig.step import Context
 from pgrig.ui import Ui
 from pgrig.workloads.tpcb import steps

@@ -12,10 +12,11 @@ from pathlib import Path
 import pytest
 
 from conftest import make_disk_dir
-from pgrig.cluster import binaries, profiles
+from pgrig.cluster import profiles
 from pgrig.cluster.server import SUPERUSER, Cluster, InitdbOptions, server_os_user
 from pgrig.cluster.workdir import processes_using
 from pgrig.conninfo import Conn
+from pgrig.pgsource import binaries
 from pgrig.storage import IoLimits, limited, memcg, memory_limited
 from pgrig.storage.throttle import device_of
 

@@ -15,11 +15,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pgrig.cluster.binaries import PgBinaries
 from pgrig.cluster.server import Cluster
 from pgrig.conninfo import Conn
 from pgrig.errors import UsageError
 from pgrig.hosts import load
+from pgrig.pgsource.binaries import PgBinaries
 from pgrig.results import RunRecord, Study, to_dict
 from pgrig.tools import pgbench
 from pgrig.tools.pgbench import txlog

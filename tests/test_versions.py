@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import make_disk_dir
-from pgrig.cluster import binaries, compat, profiles
+from pgrig.cluster import compat, profiles
 from pgrig.cluster.server import (
     SUPERUSER,
     Cluster,
@@ -25,6 +25,7 @@ from pgrig.cluster.server import (
 from pgrig.conninfo import Conn
 from pgrig.errors import UsageError
 from pgrig.monitor.pgstats import PgSampler
+from pgrig.pgsource import binaries
 from pgrig.pgsource.model import Installed
 from pgrig.tools import pgbench
 

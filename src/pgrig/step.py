@@ -19,8 +19,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pgrig.cluster.binaries import PgBinaries
 from pgrig.conninfo import Conn
+from pgrig.pgsource.binaries import PgBinaries
 from pgrig.ui import Step as ProgressLine
 
 if TYPE_CHECKING:  # the cluster is only handed through, never built here

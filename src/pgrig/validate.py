@@ -21,13 +21,14 @@ from pathlib import Path
 
 from pgrig import lifecycle, plan, proc, registry
 from pgrig.campaign import Campaign
-from pgrig.cluster import binaries, workdir
+from pgrig.cluster import workdir
 from pgrig.errors import (
     BinaryNotFound,
     DiskSpaceError,
     UsageError,
     WorkdirError,
 )
+from pgrig.pgsource import binaries
 from pgrig.registry.target import Target, TargetSpec, as_written, directory_option
 
 # The results directory: the store and the report of one step (raw tool

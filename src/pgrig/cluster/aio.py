@@ -18,8 +18,8 @@ from pathlib import Path
 
 from pgrig import proc
 from pgrig.cluster import profiles
-from pgrig.cluster.binaries import PgBinaries
 from pgrig.errors import UsageError
+from pgrig.pgsource.binaries import PgBinaries
 
 # io_uring_setup(2): the same number on every architecture (the unified syscall
 # table since Linux 5.1).

@@ -24,12 +24,12 @@ from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
 from pgrig.cluster import profiles
-from pgrig.cluster.binaries import PgBinaries
 from pgrig.cluster.server import InitdbOptions, initdb_options
 from pgrig.conninfo import Conn
 from pgrig.errors import ClusterError, HostUnusable
 from pgrig.hosts import owner
 from pgrig.hosts.executor import Executor, Started
+from pgrig.pgsource.binaries import PgBinaries
 
 SUPERUSER = "postgres"
 OS_USER = "postgres"

@@ -23,9 +23,9 @@ from pathlib import Path
 
 from pgrig import proc
 from pgrig.cluster import compat
-from pgrig.cluster.binaries import PgBinaries
 from pgrig.environment import format_bytes
 from pgrig.errors import UsageError
+from pgrig.pgsource.binaries import PgBinaries
 
 # Settings pgrig must own so the throwaway cluster stays private and findable.
 RESERVED = frozenset({"listen_addresses", "unix_socket_directories", "port", "data_directory"})

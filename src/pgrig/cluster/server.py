@@ -20,9 +20,9 @@ from typing import Protocol
 
 from pgrig import proc
 from pgrig.cluster import compat, profiles, workdir
-from pgrig.cluster.binaries import PgBinaries
 from pgrig.errors import ClusterError, ToolError, UsageError, WorkdirError
 from pgrig.files import write_atomically
+from pgrig.pgsource.binaries import PgBinaries
 
 SUPERUSER = "postgres"
 DEFAULT_OS_USERS = ("postgres", "pgrig")

@@ -15,13 +15,14 @@ from pathlib import Path
 
 from pgrig import lossyfs
 from pgrig.campaign import Campaign, InitdbSpec, TargetSpec
-from pgrig.cluster import binaries, profiles, workdir
+from pgrig.cluster import profiles, workdir
 from pgrig.cluster.server import server_os_user
 from pgrig.conninfo import Conn
 from pgrig.durability import driver
 from pgrig.durability.model import KILL_BACKEND, METHOD_TEXT, POWER_LOSS, DurabilityResult
 from pgrig.durability.workload import NEEDED_BYTES, DurabilitySpec
 from pgrig.errors import PgrigError, UsageError
+from pgrig.pgsource import binaries
 from pgrig.plan import check_space
 from pgrig.policy import RunPolicy
 from pgrig.report import samples as report_samples

@@ -10,11 +10,10 @@ import click
 
 from pgrig import calibration, campaign, plan, registry, validate
 from pgrig.campaign import Campaign
-from pgrig.cluster import binaries
 from pgrig.commands.options import cluster_options, lab_options, results_options
 from pgrig.commands.quick import campaign_of, quick_options
 from pgrig.errors import UsageError
-from pgrig.pgsource import catalog
+from pgrig.pgsource import binaries, catalog
 from pgrig.runner import run_campaign
 from pgrig.store import location
 from pgrig.ui import Ui, count, estimate

@@ -100,7 +100,7 @@ def load_cmd(warehouses: int, jobs: int, yes: bool, dsn: str | None, fmt: str, q
 @_FORMAT
 def run_cmd(**o: Any) -> None:
     """Run the five transactions for --duration seconds with pgbench."""
-    from pgrig.cluster import binaries
+    from pgrig.pgsource import binaries
 
     bins = binaries.find(o["pg_bin"], tools=binaries.CLIENT_TOOLS)
     opts = driver.RunOptions(

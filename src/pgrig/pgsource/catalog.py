@@ -7,7 +7,7 @@ cache, and builds a registry offers (Maven Central, PyPI) installed into that ca
                       newest installed PostgreSQL when the build is server-only
 
 Sources are registered here, in ``SOURCES``; each is one module filling
-``base.Source``. ``resolve`` lives in ``cluster.binaries`` (which this module
+``base.Source``. ``resolve`` lives in ``binaries`` (which this module
 imports, never the other way round). See docs/versions.md.
 """
 
@@ -18,9 +18,8 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
-from pgrig.cluster import binaries
 from pgrig.errors import DownloadError, PgrigError, UsageError
-from pgrig.pgsource import cache, maven, pypi, system
+from pgrig.pgsource import binaries, cache, maven, pypi, system
 from pgrig.pgsource.base import Source
 from pgrig.pgsource.fetch import Http
 from pgrig.pgsource.model import (

@@ -40,11 +40,11 @@ from pgrig.step import Action, Context, Prepare, Step
 from pgrig.storage.target import LabSpec
 
 if TYPE_CHECKING:  # types only: lower rooms, imported where they are used
-    from pgrig.cluster.binaries import PgBinaries
     from pgrig.cluster.profiles import Profile
     from pgrig.cluster.server import Cluster, Server, ServerLost
     from pgrig.document.model import Section
     from pgrig.hosts.executor import Executor
+    from pgrig.pgsource.binaries import PgBinaries
     from pgrig.results import Environment, ResultKind, RunRecord, Study
     from pgrig.schema import Schema, Table
     from pgrig.ui import Step as ProgressLine

@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 import psycopg
 
-from pgrig.cluster import binaries, workdir
+from pgrig.cluster import workdir
 from pgrig.conninfo import Conn, refused_hint
 from pgrig.errors import ClusterError, UsageError
+from pgrig.pgsource import binaries
 from pgrig.registry.target import (
     OWN_CONNECTIONS,
     Checked,

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pgrig import registry
-from pgrig.cluster import binaries, profiles
+from pgrig.cluster import profiles
 from pgrig.cluster.hosted import SUPERUSER, HostedServer, ServerSpec, Workdir, make_workdir
 from pgrig.cluster.server import InitdbOptions, initdb_version_args
 from pgrig.document.model import Section
@@ -45,6 +45,7 @@ from pgrig.errors import HostUnusable, PgrigError, UsageError
 from pgrig.hosts import facts, inventory, owner, preflight
 from pgrig.hosts.executor import TMP, Executor
 from pgrig.hosts.inventory import Host
+from pgrig.pgsource import binaries
 from pgrig.schema import Schema, custom, integer, text
 from pgrig.schema import Table as Keys
 from pgrig.targets import loadhosts
@@ -62,7 +63,7 @@ from pgrig.ui import Ui
 from pgrig.workloads.common import DATABASE
 
 if TYPE_CHECKING:
-    from pgrig.cluster.binaries import PgBinaries
+    from pgrig.pgsource.binaries import PgBinaries
     from pgrig.registry.target import TargetSpec
     from pgrig.results import RunRecord, Study
 

@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pgrig import files, proc
-from pgrig.cluster import aio, binaries, profiles, workdir
+from pgrig.cluster import aio, profiles, workdir
 from pgrig.cluster.server import SUPERUSER, Cluster, InitdbOptions, server_os_user
 from pgrig.conninfo import Conn
 from pgrig.durability import fsyncgate
 from pgrig.errors import BinaryNotFound, UsageError
-from pgrig.pgsource import catalog
+from pgrig.pgsource import binaries, catalog
 from pgrig.targets.base import (
     OWN_CONNECTIONS,
     Checked,

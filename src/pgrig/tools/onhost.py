@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pgrig import proc
-from pgrig.cluster import binaries, workdir
+from pgrig.cluster import workdir
 from pgrig.errors import BinaryNotFound, DiskSpaceError, ToolTimeout, WorkdirError
+from pgrig.pgsource import binaries
 
 if TYPE_CHECKING:
     from pgrig.hosts.executor import Executor

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Protocol
 
 from pgrig import proc
-from pgrig.cluster import binaries
 from pgrig.errors import ParseError, ToolError
+from pgrig.pgsource import binaries
 
 TOOL = "pgbench"
 
