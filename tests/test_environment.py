@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from pgrig import environment as env
-from pgrig import proc
+from pgrig import proc, units
 from pgrig.errors import ToolError
 from pgrig.results import Cpu, Disk, Environment, from_dict, to_dict
 
@@ -45,7 +45,7 @@ GiB = 1024**3
     ],
 )
 def test_format_bytes(n: int, text: str) -> None:
-    assert env.format_bytes(n) == text
+    assert units.format_bytes(n) == text
 
 
 @pytest.mark.parametrize(

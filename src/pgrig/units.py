@@ -25,3 +25,18 @@ def size_text(n: float) -> str:
         if abs(n) >= factor:
             return f"{n / factor:,.1f} {unit}"
     return f"{n:.0f} bytes"
+
+
+def format_bytes(n: float) -> str:
+    """``n`` bytes in binary units, one decimal: ``25769803776`` -> ``"24.0 GiB"``.
+    The environment's and the profiles' form (``B`` below 1 KiB, no thousands
+    separator), kept apart from ``size_text`` so that stored reports stay as they were."""
+    if abs(n) < 1024:
+        return f"{int(n)} B"
+    value = float(n)
+    for unit in ("KiB", "MiB", "GiB", "TiB", "PiB"):
+        value /= 1024
+        # Promote when rounding would print "1024.0 KiB".
+        if abs(round(value, 1)) < 1024:
+            return f"{value:.1f} {unit}"
+    return f"{value / 1024:.1f} EiB"

@@ -23,9 +23,9 @@ from pathlib import Path
 
 from pgrig import proc
 from pgrig.cluster import compat
-from pgrig.environment import format_bytes
 from pgrig.errors import UsageError
 from pgrig.pgsource.binaries import PgBinaries
+from pgrig.units import format_bytes
 
 # Settings pgrig must own so the throwaway cluster stays private and findable.
 RESERVED = frozenset({"listen_addresses", "unix_socket_directories", "port", "data_directory"})

@@ -91,7 +91,6 @@ __all__ = [
     "detect_hypervisor",
     "find_mount",
     "first_line",
-    "format_bytes",
     "normalize_space",
     "parse_cpuinfo",
     "parse_lscpu",
@@ -117,19 +116,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-
-
-def format_bytes(n: float) -> str:
-    """``n`` bytes in binary units, one decimal: ``25769803776`` -> ``"24.0 GiB"``."""
-    if abs(n) < 1024:
-        return f"{int(n)} B"
-    value = float(n)
-    for unit in ("KiB", "MiB", "GiB", "TiB", "PiB"):
-        value /= 1024
-        # Promote when rounding would print "1024.0 KiB".
-        if abs(round(value, 1)) < 1024:
-            return f"{value:.1f} {unit}"
-    return f"{value / 1024:.1f} EiB"
 
 
 def _attempt(what: str, fn: Callable[[], T], default: T) -> T:
