@@ -42,10 +42,10 @@ from pathlib import Path
 from typing import Any
 
 from pgrig import calibration, campaign, plan, registry
-from pgrig.cluster.workdir import state_dir
 from pgrig.durability.model import DurabilityResult
 from pgrig.durability.workload import DurabilitySpec
 from pgrig.durability.workload import calibration_kind as durability_kind
+from pgrig.ownership import state_dir
 from pgrig.results import PgbenchInit, SetupResult
 from pgrig.step import Step
 from pgrig.storage.model import LabInfo

@@ -38,7 +38,7 @@ from typing import Any
 
 import pytest
 
-from pgrig import proc
+from pgrig import ownership, proc
 from pgrig.cluster import workdir
 from pgrig.cluster.server import Cluster
 from pgrig.conninfo import Conn
@@ -223,7 +223,7 @@ def _nothing_left(place: Path, where: str, cgroup_dirs: Sequence[Path] = ()) -> 
         if _text(p).startswith(ours)
     ]
     assert run_dirs == [], f"{where}: lossy filesystems' run directories"
-    entries = [p for p in (workdir.state_dir() / "workdirs").glob("*") if ours in p.read_text()]
+    entries = [p for p in (ownership.state_dir() / "workdirs").glob("*") if ours in p.read_text()]
     assert entries == [], f"{where}: work directories still registered"
     assert list((place / "data").iterdir()) == [], f"{where}: the target holds a leftover"
     assert _leftovers(place) == [], where

@@ -39,8 +39,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 
-from pgrig.cluster.workdir import state_dir
 from pgrig.files import write_atomically
+from pgrig.ownership import state_dir
 
 FILE = "calibration.json"
 KEEP = 8  # measurements kept per kind: the latest, one per size

@@ -12,6 +12,7 @@ directory may be merely paused, or on another host. A study is known by its camp
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import socket
 from collections.abc import Iterator
@@ -22,6 +23,16 @@ from pgrig import proc
 
 _STUDY: ContextVar[str] = ContextVar("pgrig_study", default="")
 _RUN_OF = re.compile(r"-\d{8}-\d{6}")  # what a study id adds to its campaign's name
+
+
+def state_dir() -> Path:
+    """Where pgrig keeps its records between runs: work directories, registered files,
+    lossy mounts, the storage lab, saved kernel settings (``PGRIG_STATE_DIR`` overrides)."""
+    override = os.environ.get("PGRIG_STATE_DIR")
+    if override:
+        return Path(override)
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "pgrig"
 
 
 def process_start_time(pid: int) -> int | None:

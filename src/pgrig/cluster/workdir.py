@@ -35,15 +35,6 @@ SOCKET_OWNER = ".pgrig-owner"
 FILE_XATTR = "user.pgrig"  # on a file pgrig made in a target (probes' test files)
 
 
-def state_dir() -> Path:
-    """Where the registry of live work directories lives (``PGRIG_STATE_DIR`` overrides)."""
-    override = os.environ.get("PGRIG_STATE_DIR")
-    if override:
-        return Path(override)
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "pgrig"
-
-
 @dataclass(frozen=True)
 class Marker:
     path: str
@@ -73,7 +64,7 @@ def read_marker(workdir: Path) -> Marker | None:
 
 def _registry_entry(workdir: Path) -> Path:
     digest = hashlib.sha1(str(workdir.resolve()).encode()).hexdigest()[:16]
-    return state_dir() / "workdirs" / digest
+    return ownership.state_dir() / "workdirs" / digest
 
 
 def check_target(target: Path, *, what: str = "target directory", option: str = "--target") -> Path:
@@ -240,7 +231,7 @@ def create_exclusively(target: Path) -> None:
 
 def _file_entry(target: Path) -> Path:
     digest = hashlib.sha1(str(target.resolve()).encode()).hexdigest()[:16]
-    return state_dir() / "files" / digest
+    return ownership.state_dir() / "files" / digest
 
 
 def remove_file(target: Path) -> None:
@@ -254,7 +245,7 @@ def clean_orphan_files() -> list[str]:
     """Remove the registered files whose pgrig is gone - only when the path is
     still the very file it created (its extended attribute holds the token)."""
     removed: list[str] = []
-    registry = state_dir() / "files"
+    registry = ownership.state_dir() / "files"
     if not registry.is_dir():
         return removed
     for entry in registry.iterdir():
@@ -369,7 +360,7 @@ def stop_orphan_server(datadir: Path, timeout: float = 30.0) -> bool:
 def orphans() -> list[Marker]:
     """Work directories registered by pgrig runs whose owner process is gone."""
     found: list[Marker] = []
-    registry = state_dir() / "workdirs"
+    registry = ownership.state_dir() / "workdirs"
     if not registry.is_dir():
         return found
     for entry in registry.iterdir():

@@ -22,8 +22,8 @@ from pathlib import Path
 
 from pgrig import ownership, proc
 from pgrig.cluster import workdir
-from pgrig.cluster.workdir import state_dir
 from pgrig.environment import parse_mountinfo
+from pgrig.ownership import state_dir
 
 FSTYPE = "fuse.lossyfs"
 RUN_PREFIX = "pgrig-lossyfs-"

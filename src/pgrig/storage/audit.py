@@ -21,8 +21,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from pgrig import environment
-from pgrig.cluster.workdir import state_dir
 from pgrig.errors import UsageError
+from pgrig.ownership import state_dir
 from pgrig.storage.state import write_atomic
 
 SEED_000 = "seed 000 (sysctl.conf, limits.conf, rc.local)"

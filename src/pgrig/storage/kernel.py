@@ -22,9 +22,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from pgrig.cluster.workdir import state_dir
 from pgrig.errors import UsageError
-from pgrig.ownership import owner_alive, process_start_time
+from pgrig.ownership import owner_alive, process_start_time, state_dir
 from pgrig.storage.state import new_id, new_record, write_atomic
 
 CLOCKSOURCE = Path("/sys/devices/system/clocksource/clocksource0/current_clocksource")

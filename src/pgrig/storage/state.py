@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from pgrig import ownership
-from pgrig.cluster.workdir import state_dir
+from pgrig.ownership import state_dir
 
 # The marker file inside every directory the lab creates: it holds the record id.
 MARKER = ".pgrig-storage"
