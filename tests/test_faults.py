@@ -21,8 +21,7 @@ from typing import Any
 import pytest
 
 from conftest import make_disk_dir
-from pgrig import cli, resume, runner, validate
-from pgrig.cluster import workdir
+from pgrig import cli, ownership, resume, runner, validate
 from pgrig.results import Study
 from pgrig.store import Store
 from pgrig.ui import Ui
@@ -144,8 +143,8 @@ def test_a_probe_file_left_by_kill_9_is_cleaned_and_only_that_file(place: Path) 
     ours, theirs = place / "data" / "pgrig_fio.tmp", place / "data" / "other.tmp"
     for path in (ours, theirs):
         code = (
-            "import os, sys; from pathlib import Path; from pgrig.cluster import workdir; "
-            f"workdir.create_exclusively(Path({str(path)!r})); os._exit(0)"
+            "import os, sys; from pathlib import Path; from pgrig import ownership; "
+            f"ownership.create_exclusively(Path({str(path)!r})); os._exit(0)"
         )
         subprocess.run([sys.executable, "-c", code], check=True, env=dict(os.environ))
     assert ours.exists() and theirs.exists()
@@ -155,8 +154,8 @@ def test_a_probe_file_left_by_kill_9_is_cleaned_and_only_that_file(place: Path) 
     assert _main("clean") == 0
     assert not ours.exists()
     assert theirs.read_text() == "someone's data"
-    workdir.create_exclusively(ours)  # the next fio step can create it again
-    workdir.remove_file(ours)
+    ownership.create_exclusively(ours)  # the next fio step can create it again
+    ownership.remove_file(ours)
 
 
 # -- the results directory ------------------------------------------------------------

@@ -12,16 +12,22 @@ directory may be merely paused, or on another host. A study is known by its camp
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import os
 import re
 import socket
+import time
 from collections.abc import Iterator
 from contextvars import ContextVar
 from pathlib import Path
 
 from pgrig import proc
+from pgrig.errors import WorkdirError
+from pgrig.files import write_atomically
 
 _STUDY: ContextVar[str] = ContextVar("pgrig_study", default="")
+FILE_XATTR = "user.pgrig"  # on a file pgrig made in a target (probes' test files)
 _RUN_OF = re.compile(r"-\d{8}-\d{6}")  # what a study id adds to its campaign's name
 
 
@@ -90,3 +96,87 @@ def removable(record_study: str, campaign: str | None) -> bool:
         return True
     started = record_study[len(campaign) :] if record_study.startswith(campaign) else ""
     return bool(_RUN_OF.fullmatch(started))
+
+
+def create_exclusively(target: Path) -> None:
+    """Create the file ``target`` so that it is provably ours (probes' test files):
+    refuse if anything is there already - it may be someone's data. The file is
+    marked and registered (path, token, owner) like a work directory, so that
+    after ``kill -9`` the next run or ``pgrig clean`` removes it - that file and
+    no other; ``remove_file`` removes it and its entry."""
+    try:
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        raise WorkdirError(
+            f"{target} already exists; pgrig will not overwrite it",
+            hint="remove it if it is left over from an interrupted pgrig run "
+            "(`pgrig clean` removes those pgrig registered)",
+        ) from None
+    except OSError as exc:
+        raise WorkdirError(
+            f"cannot create {target}: {exc.strerror}",
+            hint="choose a target directory you can write to",
+        ) from exc
+    # A file cannot hold a marker file: the mark is an extended attribute, which
+    # a file made later under the same name (even with the same inode number)
+    # lacks. A filesystem without user xattrs gets no mark: never cleaned.
+    token = f"{os.getpid()}@{socket.gethostname()}:{time.time_ns()}"
+    try:
+        os.setxattr(fd, FILE_XATTR, token.encode())
+    except OSError:
+        token = ""
+    finally:
+        os.close(fd)
+    if not token:
+        return
+    entry = _file_entry(target)
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    record = {
+        "path": str(target.resolve()),
+        "token": token,
+        "owner_pid": os.getpid(),
+        "host": socket.gethostname(),
+    }
+    write_atomically(entry, json.dumps(record))
+
+
+def _file_entry(target: Path) -> Path:
+    digest = hashlib.sha1(str(target.resolve()).encode()).hexdigest()[:16]
+    return state_dir() / "files" / digest
+
+
+def remove_file(target: Path) -> None:
+    """Remove a file ``create_exclusively`` made, and its registry entry."""
+    entry = _file_entry(target)
+    target.unlink(missing_ok=True)
+    entry.unlink(missing_ok=True)
+
+
+def clean_orphan_files() -> list[str]:
+    """Remove the registered files whose pgrig is gone - only when the path is
+    still the very file it created (its extended attribute holds the token)."""
+    removed: list[str] = []
+    registry = state_dir() / "files"
+    if not registry.is_dir():
+        return removed
+    for entry in registry.iterdir():
+        try:
+            record = json.loads(entry.read_text())
+            path, token = Path(record["path"]), str(record["token"])
+            owner, host = int(record["owner_pid"]), record["host"]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # not one of ours to judge
+        if host == socket.gethostname() and proc.pid_alive(owner):
+            continue  # its pgrig still runs
+        try:
+            mark = os.getxattr(path, FILE_XATTR).decode()
+        except FileNotFoundError:
+            entry.unlink(missing_ok=True)
+            continue
+        except OSError:
+            mark = ""  # no mark: a file pgrig did not make
+        if mark == token:
+            path.unlink(missing_ok=True)
+            removed.append(str(path))
+        entry.unlink(missing_ok=True)
+    return removed

@@ -32,7 +32,6 @@ MARKER = ".pgrig-workdir"
 # In a scratch directory pgrig makes in /tmp (a socket directory, a lossy mount's
 # run directory): "pid host" of the pgrig that made it.
 SOCKET_OWNER = ".pgrig-owner"
-FILE_XATTR = "user.pgrig"  # on a file pgrig made in a target (probes' test files)
 
 
 @dataclass(frozen=True)
@@ -185,90 +184,6 @@ def remove_beside(path: Path) -> None:
     a tablespace's) - only if it carries pgrig's marker."""
     if (path / MARKER).is_file():
         shutil.rmtree(path, ignore_errors=True)
-
-
-def create_exclusively(target: Path) -> None:
-    """Create the file ``target`` so that it is provably ours (probes' test files):
-    refuse if anything is there already - it may be someone's data. The file is
-    marked and registered (path, token, owner) like a work directory, so that
-    after ``kill -9`` the next run or ``pgrig clean`` removes it - that file and
-    no other; ``remove_file`` removes it and its entry."""
-    try:
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        raise WorkdirError(
-            f"{target} already exists; pgrig will not overwrite it",
-            hint="remove it if it is left over from an interrupted pgrig run "
-            "(`pgrig clean` removes those pgrig registered)",
-        ) from None
-    except OSError as exc:
-        raise WorkdirError(
-            f"cannot create {target}: {exc.strerror}",
-            hint="choose a target directory you can write to",
-        ) from exc
-    # A file cannot hold a marker file: the mark is an extended attribute, which
-    # a file made later under the same name (even with the same inode number)
-    # lacks. A filesystem without user xattrs gets no mark: never cleaned.
-    token = f"{os.getpid()}@{socket.gethostname()}:{time.time_ns()}"
-    try:
-        os.setxattr(fd, FILE_XATTR, token.encode())
-    except OSError:
-        token = ""
-    finally:
-        os.close(fd)
-    if not token:
-        return
-    entry = _file_entry(target)
-    entry.parent.mkdir(parents=True, exist_ok=True)
-    record = {
-        "path": str(target.resolve()),
-        "token": token,
-        "owner_pid": os.getpid(),
-        "host": socket.gethostname(),
-    }
-    write_atomically(entry, json.dumps(record))
-
-
-def _file_entry(target: Path) -> Path:
-    digest = hashlib.sha1(str(target.resolve()).encode()).hexdigest()[:16]
-    return ownership.state_dir() / "files" / digest
-
-
-def remove_file(target: Path) -> None:
-    """Remove a file ``create_exclusively`` made, and its registry entry."""
-    entry = _file_entry(target)
-    target.unlink(missing_ok=True)
-    entry.unlink(missing_ok=True)
-
-
-def clean_orphan_files() -> list[str]:
-    """Remove the registered files whose pgrig is gone - only when the path is
-    still the very file it created (its extended attribute holds the token)."""
-    removed: list[str] = []
-    registry = ownership.state_dir() / "files"
-    if not registry.is_dir():
-        return removed
-    for entry in registry.iterdir():
-        try:
-            record = json.loads(entry.read_text())
-            path, token = Path(record["path"]), str(record["token"])
-            owner, host = int(record["owner_pid"]), record["host"]
-        except (OSError, ValueError, KeyError, TypeError):
-            continue  # not one of ours to judge
-        if host == socket.gethostname() and proc.pid_alive(owner):
-            continue  # its pgrig still runs
-        try:
-            mark = os.getxattr(path, FILE_XATTR).decode()
-        except FileNotFoundError:
-            entry.unlink(missing_ok=True)
-            continue
-        except OSError:
-            mark = ""  # no mark: a file pgrig did not make
-        if mark == token:
-            path.unlink(missing_ok=True)
-            removed.append(str(path))
-        entry.unlink(missing_ok=True)
-    return removed
 
 
 def unregister(workdir: Path) -> None:
@@ -431,4 +346,4 @@ def clean_orphans(
         removed.append(str(workdir))
     for sock in stale_socket_dirs():
         shutil.rmtree(sock, ignore_errors=True)
-    return removed + clean_orphan_files()
+    return removed + ownership.clean_orphan_files()

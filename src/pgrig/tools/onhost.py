@@ -4,7 +4,7 @@ the disk under its data directory there, not this machine's.
 
 ``host`` None is this machine, as the probes always ran: ``proc.stream`` with
 its ``preexec`` (a storage-lab target's cgroup) and the test file registered by
-``workdir.create_exclusively``, so that ``pgrig clean`` finds it after a
+``ownership.create_exclusively``, so that ``pgrig clean`` finds it after a
 ``kill -9``. On another host no registry is needed: the probes run in a
 directory pgrig made there, which ``pgrig clean --inventory`` removes with the
 server's (``pgrig.hosts.owner``).
@@ -19,8 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pgrig import proc
-from pgrig.cluster import workdir
+from pgrig import ownership, proc
 from pgrig.errors import BinaryNotFound, DiskSpaceError, ToolTimeout, WorkdirError
 from pgrig.pgsource import binaries
 
@@ -97,7 +96,7 @@ def check_directory(host: Executor | None, directory: Path, need: int, what: str
 def create_exclusively(host: Executor | None, path: Path) -> None:
     """Create ``path``, refusing if anything is there: it may be someone's data."""
     if host is None:
-        workdir.create_exclusively(path)
+        ownership.create_exclusively(path)
         return
     done = host.run(
         ["python3", "-c", _CREATE_EXCLUSIVELY, str(path)], timeout=60, check=False, what="python3"
@@ -118,7 +117,7 @@ def create_exclusively(host: Executor | None, path: Path) -> None:
 def remove_file(host: Executor | None, path: Path) -> None:
     """Remove a file ``create_exclusively`` made (and nothing else)."""
     if host is None:
-        workdir.remove_file(path)
+        ownership.remove_file(path)
     else:
         host.run(["rm", "-f", "--", str(path)], timeout=60, what="rm")
 
