@@ -23,20 +23,24 @@ def fsync_dir(directory: Path) -> None:
 
 
 def write_atomically(
-    path: Path, text: str, *, mode: int = 0o644, owner: OsUser | None = None
+    path: Path, data: str | bytes, *, mode: int = 0o644, owner: OsUser | None = None
 ) -> None:
-    tmp = path.with_name(f".{path.name}.pgrig-tmp")
+    """Replace ``path`` with ``data``; a missing parent directory (pgrig's state
+    directory on a first run) is made."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # The PID in the name: two pgrig processes writing one state file never share it.
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.pgrig-tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data.encode() if isinstance(data, str) else data)
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(tmp, mode)  # the umask may have narrowed it
         if owner is not None:
             os.chown(tmp, owner.uid, owner.gid)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException:  # a full disk or a signal: no half-written file left behind
         with contextlib.suppress(OSError):
             tmp.unlink()
         raise

@@ -23,6 +23,7 @@ from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
+from pgrig.environment import audit
 from pgrig.environment.cpu import (
     detect_hypervisor,
     parse_cpuinfo,
@@ -174,8 +175,6 @@ def capture(
 
 def _audit(paths: Sequence[Path]) -> tuple[AuditFinding, ...]:
     """What ``pgrig audit`` says about this machine (reads only)."""
-    from pgrig.storage import audit  # the audit reads the environment: imported late
-
     return tuple(
         AuditFinding(f.name, f.current, f.recommended, f.status, f.why, f.how)
         for f in audit.findings([Path(p) for p in paths])

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import click
 
+from pgrig.environment import audit as audit_mod
 from pgrig.errors import PgrigError
-from pgrig.storage import audit as audit_mod
 from pgrig.storage import throttle
 
 EXIT_DIFFERS = 10

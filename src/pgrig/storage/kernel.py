@@ -23,8 +23,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from pgrig.errors import UsageError
+from pgrig.files import write_atomically
 from pgrig.ownership import owner_alive, process_start_time, state_dir
-from pgrig.storage.state import new_id, new_record, write_atomic
+from pgrig.storage.state import new_id, new_record
 
 CLOCKSOURCE = Path("/sys/devices/system/clocksource/clocksource0/current_clocksource")
 
@@ -101,7 +102,7 @@ def applied(settings: Sequence[tuple[str, str]]) -> Iterator[None]:
         record.host,
         {name: read(name) for name, _ in settings},
     )
-    write_atomic(_record(saved), json.dumps(asdict(saved)).encode(), 0o600)
+    write_atomically(_record(saved), json.dumps(asdict(saved)), mode=0o600)
     try:
         for name, value in settings:
             try:

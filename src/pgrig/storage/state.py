@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from pgrig import ownership
+from pgrig.files import write_atomically
 from pgrig.ownership import state_dir
 
 # The marker file inside every directory the lab creates: it holds the record id.
@@ -76,30 +77,12 @@ def new_record(kind: str, **fields: Any) -> Record:
     )
 
 
-def write_atomic(path: Path, data: bytes, mode: int = 0o644) -> None:
-    """Replace ``path`` with ``data`` so that a crash leaves the old or the new file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    dirfd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dirfd)
-    finally:
-        os.close(dirfd)
-
-
 def _path(record_id: str) -> Path:
     return registry_dir() / f"{record_id}.json"
 
 
 def save(record: Record) -> Record:
-    write_atomic(_path(record.id), json.dumps(asdict(record), indent=1).encode())
+    write_atomically(_path(record.id), json.dumps(asdict(record), indent=1))
     return record
 
 
@@ -158,7 +141,7 @@ def orphans(
 
 
 def write_marker(directory: Path, record: Record) -> None:
-    write_atomic(directory / MARKER, json.dumps({"id": record.id}).encode())
+    write_atomically(directory / MARKER, json.dumps({"id": record.id}))
 
 
 def marker_id(directory: Path) -> str | None:

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from pgrig.environment import audit
 from pgrig.errors import PgrigError
-from pgrig.storage import audit
 from pgrig.storage.cli import EXIT_DIFFERS, storage
 from pgrig.storage.cli import audit as audit_cmd
 

@@ -20,10 +20,10 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from pgrig import environment
+from pgrig.environment import sources, storage, system
 from pgrig.errors import UsageError
+from pgrig.files import write_atomically
 from pgrig.ownership import state_dir
-from pgrig.storage.state import write_atomic
 
 SEED_000 = "seed 000 (sysctl.conf, limits.conf, rc.local)"
 SEED_002 = "seed 002 (XFS vs ext4)"
@@ -134,8 +134,8 @@ class FileKnob(Knob):
         self.path = path
 
     def read(self) -> str | None:
-        text = environment.read_text(self.path)
-        return None if text is None else environment.normalize_space(text)
+        text = sources.read_text(self.path)
+        return None if text is None else sources.normalize_space(text)
 
     def applicable(self) -> bool:
         return self.path.exists()
@@ -163,10 +163,10 @@ class Bracketed(FileKnob):
     kind = "sysfs"
 
     def read(self) -> str | None:
-        text = environment.read_text(self.path)
+        text = sources.read_text(self.path)
         if text is None:
             return None
-        return environment.bracketed(text) or environment.normalize_space(text)
+        return sources.bracketed(text) or sources.normalize_space(text)
 
     def how(self) -> str:
         return f"echo {self.recommended} > {self.path} at boot (rc.local or a systemd unit)"
@@ -176,7 +176,7 @@ class Clocksource(FileKnob):
     kind = "sysfs"
 
     def applicable(self) -> bool:
-        available = environment.read_text(self.path.parent / "available_clocksource") or ""
+        available = sources.read_text(self.path.parent / "available_clocksource") or ""
         return self.path.exists() and self.recommended in available.split()
 
     def how(self) -> str:
@@ -247,7 +247,7 @@ class MountNoatime(Knob):
             SEED_002,
         )
         self.target = target
-        self.fs = environment.describe_filesystem(target)
+        self.fs = storage.describe_filesystem(target)
 
     def read(self) -> str | None:
         return self.fs.options if self.fs else None
@@ -262,7 +262,7 @@ class MountNoatime(Knob):
 
 
 def _sysctls() -> list[Knob]:
-    ram = environment.read_memory_bytes() or 0
+    ram = system.read_memory_bytes() or 0
     shmall = str(int(ram * 0.8) // os.sysconf("SC_PAGE_SIZE"))
     dirty = (
         "the kernel starts writing dirty pages early, in the background, instead of "
@@ -419,14 +419,14 @@ def _limits() -> list[Knob]:
     }
     knobs: list[Knob] = []
     for name, (value, reason) in why.items():
-        which = environment.LIMITS[name]
+        which = system.LIMITS[name]
         knobs.append(Limit(f"limit.{name}", which, value, _limit_accept(value), reason))
     return knobs
 
 
 def _devices() -> list[Knob]:
     knobs: list[Knob] = []
-    for disk in environment.read_disks():
+    for disk in storage.read_disks():
         if disk.name.startswith(("loop", "ram", "zram", "nbd", "dm-", "md")):
             continue
         queue = Path("/sys/block") / disk.name / "queue"
@@ -493,7 +493,7 @@ def load_saved() -> dict[str, dict[str, str]]:
 
 
 def _save(saved: dict[str, dict[str, str]]) -> None:
-    write_atomic(saved_path(), json.dumps(saved, indent=1, sort_keys=True).encode(), 0o600)
+    write_atomically(saved_path(), json.dumps(saved, indent=1, sort_keys=True), mode=0o600)
 
 
 @dataclass(frozen=True)
