@@ -29,9 +29,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from hosts_fixture import make_lab, netns_available  # noqa: E402
+from pgrig import load
 from pgrig.cluster.hosted import HostedServer, ServerSpec  # noqa: E402
 from pgrig.conninfo import Conn  # noqa: E402
-from pgrig.hosts import inventory, load, preflight  # noqa: E402
+from pgrig.hosts import inventory, preflight  # noqa: E402
 from pgrig.hosts.executor import Executor  # noqa: E402
 from pgrig.pgsource import binaries  # noqa: E402
 from pgrig.tools.pgbench.run import RunOptions  # noqa: E402

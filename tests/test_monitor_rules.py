@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from pgrig.hosts.watch import LoadHostSample, LoadHostWatch, client_bound
 from pgrig.monitor import verdict
+from pgrig.monitor.hosts import LoadHostSample, LoadHostWatch, client_bound
 from pgrig.monitor.model import (
     CpuSample,
     DeviceSample,

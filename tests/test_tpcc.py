@@ -15,10 +15,10 @@ from typing import Any
 import numpy as np
 import pytest
 
+from pgrig import load
 from pgrig.cluster.server import Cluster
 from pgrig.conninfo import Conn
 from pgrig.errors import UsageError
-from pgrig.hosts import load
 from pgrig.pgsource.binaries import PgBinaries
 from pgrig.results import RunRecord, Study, to_dict
 from pgrig.tools import pgbench
@@ -78,7 +78,7 @@ def test_timeline_counts_new_orders_per_interval() -> None:
 
 
 def test_load_hosts_merge_host_by_host(tmp_path: Path) -> None:
-    """Two load hosts' runs as one TPC-C result (pgrig.hosts.load): counts and
+    """Two load hosts' runs as one TPC-C result (pgrig.load): counts and
     tpmC summed, each type's percentiles from both logs pooled, and the tpmC
     timeline on this machine's clock - h3's clock runs 100 s ahead, its
     completions brought back by its offset (the namespace hosts of the suite

@@ -26,7 +26,7 @@ from pgrig.ui import Step as ProgressLine
 if TYPE_CHECKING:  # the cluster is only handed through, never built here
     from pgrig.cluster.server import Cluster
     from pgrig.hosts.executor import Executor
-    from pgrig.hosts.load import LoadRunner
+    from pgrig.load import LoadRunner
     from pgrig.lossyfs.target import LossyTarget
     from pgrig.monitor.verdict import Finding
     from pgrig.storage.memcg import MemoryStats

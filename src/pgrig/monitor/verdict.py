@@ -21,7 +21,7 @@ Dirty/Writeback) are shown as such, never as the database's. The rules
    of the time they wanted one. (Taking less than the server, it is listed
    under "also seen", after the rules below.)
    Load from other machines: **client-bound** (a load host's CPUs at least
-   85% busy, or its busiest pgbench thread runnable 90%; pgrig.hosts.watch)
+   85% busy, or its busiest pgbench thread runnable 90%; pgrig.monitor.hosts)
    comes here, before the rules below; so does **shared host** (pgbench on a
    remote server's own host, whose CPUs at least 85% busy cannot be split
    between the two there).
@@ -65,8 +65,8 @@ CAUSES = {
     "lwlock": "LWLock contention",
     "latency": "latency / round-trip bound",
     "client": "load generator saturated",
-    "client_host": "client-bound: a load host ran out of CPU",  # pgrig.hosts.watch
-    # pgrig.hosts.watch: pgbench on the server's own (remote) host, its CPUs saturated
+    "client_host": "client-bound: a load host ran out of CPU",  # pgrig.monitor.hosts
+    # pgrig.monitor.hosts: pgbench on the server's own (remote) host, its CPUs saturated
     "shared_host": "CPU-bound: the server and pgbench share the host's CPUs",
     "cpu": "CPU-bound in the server",
     "idle": "not saturated",
@@ -549,7 +549,7 @@ def decide(
     """Apply the rules to the samples inside the run; see the module docstring.
 
     ``load_hosts``: the client-bound finding of the run's load hosts, when the
-    load came from other machines (``pgrig.hosts.watch.client_bound``). It
+    load came from other machines (``pgrig.monitor.hosts.client_bound``). It
     comes after the server's own waits and a starved server host, and before
     every rule that reads the server's CPU or its waits for the client: those
     describe a run held back by its load generators."""

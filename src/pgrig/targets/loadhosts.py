@@ -10,12 +10,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from pgrig import load
 from pgrig.conninfo import Conn
 from pgrig.document import fmt
 from pgrig.document.model import HEADLINE, Row, Section, Table
-from pgrig.hosts import load
 from pgrig.hosts.executor import Executor
-from pgrig.hosts.watch import client_bound
+from pgrig.monitor.hosts import client_bound
 from pgrig.registry.target import Target
 from pgrig.results import ResultKind, RunRecord, typed
 

@@ -8,7 +8,7 @@ directories on the host, revived after a crash like a local cluster;
 scram-sha-256, a generated password, listening on the host's address and
 admitting only the load hosts and this machine); ``load_hosts = ["c1", "c2"]``
 (hosts or groups) is where every measured pgbench runs, all started at one
-barrier (``pgrig.hosts.load.run_pgbench``); without it, on the server's own
+barrier (``pgrig.load.run_pgbench``); without it, on the server's own
 host (seed 000). Loads, warm-ups and the monitor's server sampling run from
 this machine over TCP; the host's environment (``pgrig.environment.remote``)
 and its CPUs and disks during a run (the monitor, ``Context.host``) are read on

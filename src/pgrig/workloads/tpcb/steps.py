@@ -19,7 +19,7 @@ from typing import Any
 from pgrig import calibration
 from pgrig.cluster import loadwal
 from pgrig.errors import ToolError
-from pgrig.hosts.load import LoadJob, merged
+from pgrig.load import LoadJob, merged
 from pgrig.policy import RunPolicy
 from pgrig.registry.workload import TargetView
 from pgrig.results import (

@@ -37,7 +37,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from pgrig import proc
 from pgrig.conninfo import Conn
 from pgrig.errors import ParseError, ToolError, UsageError
-from pgrig.hosts.load import HostLoad, LoadJob, LoadRunner, MultiLoad, merged
+from pgrig.load import HostLoad, LoadJob, LoadRunner, MultiLoad, merged
 from pgrig.results import PgbenchRun, ProgressPoint
 from pgrig.tools import pgbench
 from pgrig.tools.pgbench import txlog

@@ -43,7 +43,7 @@ from pgrig.conninfo import Conn
 from pgrig.errors import ParseError, PgrigError, ToolError, UsageError
 from pgrig.hosts import owner
 from pgrig.hosts.executor import Executor, Started
-from pgrig.hosts.watch import LoadHostWatch, Watcher, client_bound
+from pgrig.monitor.hosts import LoadHostWatch, Watcher, client_bound
 from pgrig.monitor.verdict import Finding
 from pgrig.results import LatencySummary, PgbenchRun, ProgressPoint
 from pgrig.tools.pgbench import txlog

@@ -26,11 +26,11 @@ import pytest
 from psycopg.conninfo import conninfo_to_dict
 
 from hosts_fixture import Lab, netns_lab, owned_by  # noqa: F401  (the fixture)
-from pgrig import cli
+from pgrig import cli, load
 from pgrig.cluster.hosted import HostedServer, ServerSpec
 from pgrig.conninfo import Conn
 from pgrig.errors import Signalled, ToolError
-from pgrig.hosts import inventory, load, preflight
+from pgrig.hosts import inventory, preflight
 from pgrig.hosts.executor import Executor
 from pgrig.pgsource import binaries
 from pgrig.results import ProgressPoint

@@ -3,7 +3,7 @@ tests/test_hosts_load.py takes real ones over SSH)."""
 
 from __future__ import annotations
 
-from pgrig.hosts.watch import LoadHostSample, LoadHostWatch, _busiest, client_bound
+from pgrig.monitor.hosts import LoadHostSample, LoadHostWatch, _busiest, client_bound
 from pgrig.monitor.verdict import CAUSES
 
 
