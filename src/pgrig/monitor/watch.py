@@ -39,10 +39,10 @@ from pgrig.monitor.model import (
 from pgrig.monitor.noise import noise
 from pgrig.monitor.pgstats import PgSampler
 from pgrig.monitor.spool import Spool, View
+from pgrig.monitor.watched import Watched
 
 if TYPE_CHECKING:
     from pgrig.results import PgbenchRun
-    from pgrig.step import Context
 
 APPLICATION_NAME = "pgrig-monitor"
 MIB = 1024 * 1024
@@ -185,7 +185,7 @@ class Watch:
 
     def __init__(
         self,
-        ctx: Context,
+        ctx: Watched,
         interval: float = 1.0,
         limits: Limits | None = None,
         devices: tuple[str, ...] | None = None,

@@ -1,0 +1,53 @@
+"""What the monitor reads of a measured step's ``pgrig.step.Context``.
+
+The monitor sits below the steps it watches: it names only these fields, which
+``Context`` fills as it is (a Protocol, read-only), and never the step, its
+cluster or its actions.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:  # annotations only: nothing here runs
+    from pgrig.conninfo import Conn
+    from pgrig.hosts.executor import Executor
+    from pgrig.monitor.verdict import Finding
+
+
+class Watched(Protocol):
+    @property
+    def target(self) -> Path:
+        """The directory on the storage under test (its device is sampled)."""
+        ...
+
+    @property
+    def conn(self) -> Conn | None:
+        """The server, once it is up; None: no server statistics."""
+        ...
+
+    @property
+    def server_pid(self) -> int | None:
+        """The postmaster when it runs on this machine."""
+        ...
+
+    @property
+    def host(self) -> Executor | None:
+        """The server's host when it is another machine; None: this machine."""
+        ...
+
+    @property
+    def host_devices(self) -> tuple[str, ...]:
+        """The block devices under the data directory on that host."""
+        ...
+
+    @property
+    def load_finding(self) -> Finding | None:
+        """What the run's load hosts say for the verdict (client-bound)."""
+        ...
+
+    @property
+    def client_started(self) -> float | None:
+        """When a pgbench running elsewhere started (epoch seconds); None: here."""
+        ...
