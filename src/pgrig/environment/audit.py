@@ -262,8 +262,12 @@ class MountNoatime(Knob):
 
 
 def _sysctls() -> list[Knob]:
-    ram = system.read_memory_bytes() or 0
-    shmall = str(int(ram * 0.8) // os.sysconf("SC_PAGE_SIZE"))
+    # One list per family of knobs, in the order ``pgrig audit`` has always shown them.
+    return [*_vm_sysctls(), *_kernel_sysctls(), *_file_and_net_sysctls()]
+
+
+def _vm_sysctls() -> list[Knob]:
+    """Writeback, swapping and memory overcommit."""
     dirty = (
         "the kernel starts writing dirty pages early, in the background, instead of "
         "stalling backends and the checkpointer when dirty memory reaches the hard limit"
@@ -314,6 +318,14 @@ def _sysctls() -> list[Knob]:
             "on NUMA machines 1 reclaims page cache on the local node instead of using remote "
             "memory: a cache that looks far smaller than RAM",
         ),
+    ]
+
+
+def _kernel_sysctls() -> list[Knob]:
+    """Semaphores and System V shared memory, sized from this machine's RAM."""
+    ram = system.read_memory_bytes() or 0
+    shmall = str(int(ram * 0.8) // os.sysconf("SC_PAGE_SIZE"))
+    return [
         Sysctl(
             "kernel.sem",
             "4096 2147483647 2147483646 512000",
@@ -340,6 +352,12 @@ def _sysctls() -> list[Knob]:
             at_least("819200"),
             "shared memory segments: at least 2 per cluster",
         ),
+    ]
+
+
+def _file_and_net_sysctls() -> list[Knob]:
+    """Open files, asynchronous I/O and connection backlogs."""
+    return [
         Sysctl(
             "fs.aio-max-nr",
             "1048576",
