@@ -7,6 +7,10 @@ start time) and the study it ran. A record whose owner is gone is an orphan;
 or repeated run of the same campaign). Orphans of other studies are reported
 and left to their owner or ``pgrig clean``: another study on the same state
 directory may be merely paused, or on another host. A study is known by its campaign's name.
+
+The records live in pgrig's state directory (``state_dir``). The files a probe
+makes in a target (``create_exclusively``) are registered here too: every tool
+on any host can make one without reaching up into the cluster's work directories.
 """
 
 from __future__ import annotations
