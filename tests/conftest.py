@@ -62,7 +62,7 @@ LONG_FILES: dict[str, float] = {
     "test_cli.py": 57,
     "test_workloads.py": 56,
     "test_remote_target.py": 56,
-    "test_hosts_load.py": 47,
+    "test_load.py": 47,
     "test_tpcb_loader.py": 45,
     "test_tpcc.py": 43,
     "test_basebackup.py": 41,

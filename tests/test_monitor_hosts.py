@@ -1,5 +1,5 @@
 """The client-bound rule on load hosts' samples (the samples are built here;
-tests/test_hosts_load.py takes real ones over SSH)."""
+tests/test_load.py takes real ones over SSH)."""
 
 from __future__ import annotations
 

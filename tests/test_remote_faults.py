@@ -162,7 +162,7 @@ def test_ctrl_c_stops_the_load_hosts_pgbench(
     """Ctrl-C to pgrig during a measured run from two load hosts: both pgbench
     processes and the server on h1 stopped, their directories removed, exit 130.
     (SIGTERM takes the same path, pgrig.errors.Signalled: it is tested on
-    run_pgbench itself in test_hosts_load.py, and its exit code 143 in test_harness_faults.py.)"""
+    run_pgbench itself in test_load.py, and its exit code 143 in test_harness_faults.py.)"""
     signum, code = signal.SIGINT, 130
     results = tmp_path / "results"
     path = campaign(tmp_path, netns_lab.write_inventory(), durations="60", name=STUDY)
