@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from conftest import make_disk_dir
-from pgrig import cli, ownership, resume, runner, validate
+from pgrig import cli, files, ownership, resume, runner, validate
 from pgrig.results import Study
 from pgrig.store import Store
 from pgrig.ui import Ui
@@ -184,20 +184,19 @@ def test_a_report_write_that_fails_leaves_no_temporary_file(
 ) -> None:
     """Defect 13: a 0-byte .report-*.html.tmp was left, and the hint named --out."""
     assert _main("run", "c.toml", "-q") == 0
-    real = Path.write_bytes
+    real = files.os.replace
 
-    def enospc(self: Path, data: bytes) -> int:
-        if self.name.endswith(".html.tmp"):
-            real(self, b"")
+    def enospc(src: Any, dst: Any) -> None:
+        if str(dst).endswith(".html"):  # the temporary file is written, the disk then fills
             raise OSError(28, "No space left on device")
-        return real(self, data)
+        real(src, dst)
 
-    monkeypatch.setattr(Path, "write_bytes", enospc)
+    monkeypatch.setattr(files.os, "replace", enospc)
     capsys.readouterr()
     assert _main("report", "--out", "again") == 1
     err = capsys.readouterr().err
     assert "No space left" in err and "--out" in err
-    assert [p.name for p in (place / "again").iterdir() if p.name.endswith(".tmp")] == []
+    assert [p.name for p in (place / "again").iterdir() if "tmp" in p.name] == []
 
 
 # -- list -------------------------------------------------------------------------
