@@ -47,7 +47,9 @@ EXCLUSIVE_FILES = frozenset(
 # short files rather than one worker finishing a 90-second file alone. A file
 # not listed keeps its place after them.
 LONG_FILES: dict[str, float] = {
+    "test_parity.py": 150,
     "test_campaign.py": 133,
+    "test_parity_data.py": 130,
     "test_storage_campaign.py": 127,
     "test_durability_power.py": 119,
     "test_signals_lab.py": 96,
