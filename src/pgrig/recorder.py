@@ -44,6 +44,40 @@ def _below(step: Step, tail: str, kind: str, label: str) -> Step:
     )
 
 
+def _oom_kills(t: Target) -> int | None:
+    """The memory cgroup's OOM kills so far; None: no cgroup, or unreadable."""
+    try:
+        stats = _memory(t)
+    except (OSError, ValueError):
+        return None
+    return None if stats is None else stats.oom_kills
+
+
+def _oom_note(t: Target, before: int) -> str:
+    """Why a step on a memory-limited target failed, when the kernel says it: the
+    tool only saw "server closed the connection unexpectedly" (a load outgrowing
+    seed000-cloud's small-RAM target)."""
+    try:
+        after = _memory(t)
+    except (OSError, ValueError):
+        return ""
+    if after is None or after.oom_kills <= before:
+        return ""
+    return (
+        f"; the kernel OOM-killed {after.oom_kills - before} process(es) in the target's "
+        f"memory cgroup ({after.limit_bytes / 2**20:,.0f} MiB) during this step: give the "
+        "target more memory, or lower shared_buffers, maintenance_work_mem or work_mem"
+    )
+
+
+def _memory_before(t: Target, ui: Ui) -> MemoryStats | None:
+    try:
+        return _memory(t)
+    except (OSError, ValueError) as exc:  # the run matters more than this evidence
+        ui.warn(f"{t.name}: cannot read the memory cgroup ({exc}); not recorded")
+        return None
+
+
 def now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
@@ -141,7 +175,7 @@ class Recorder:
         t.ctx.load_finding = None
         t.ctx.client_started = None
         memory: MemoryStats | None = None
-        oom_before = self._oom_kills(t)
+        oom_before = _oom_kills(t)
         try:
             with self.ui.step(step.label, total=step.total) as line:
                 if step.prepare is not None:
@@ -155,7 +189,7 @@ class Recorder:
                         self.ui.warn(f"{step.label}: another target did not start its run")
                     line.update(detail="")
                 started = now()
-                memory = self._memory_before(t) if step.monitored and record else None
+                memory = _memory_before(t, self.ui) if step.monitored and record else None
                 if step.monitored and self.monitor_runs and t.ctx.conn is not None:
                     watch_ = monitor.Watch(t.ctx, limits=self._limits_of(t), baseline=self.baseline)
                     with watch_ as watch:
@@ -177,7 +211,7 @@ class Recorder:
         except Exception as exc:  # a bug or an unexpected server answer: keep going
             status, reason = "failed", f"{type(exc).__name__}: {exc}"
         if status == "failed" and oom_before is not None:
-            reason = f"{reason}{self._oom_note(t, oom_before)}"
+            reason = f"{reason}{_oom_note(t, oom_before)}"
         # A step's record and what belongs to it (its extras, the monitor's and the
         # memory cgroup's readings) are written together: a resume never runs a
         # recorded step again, so a signal in between lost them for good (issue 19's
@@ -285,37 +319,6 @@ class Recorder:
                 f"{step.label}: disturbed by other work - {'; '.join(observed.disturbed.reasons)}"
                 " (not counted towards a confidence interval)"
             )
-
-    def _oom_kills(self, t: Target) -> int | None:
-        """The memory cgroup's OOM kills so far; None: no cgroup, or unreadable."""
-        try:
-            stats = _memory(t)
-        except (OSError, ValueError):
-            return None
-        return None if stats is None else stats.oom_kills
-
-    def _oom_note(self, t: Target, before: int) -> str:
-        """Why a step on a memory-limited target failed, when the kernel says it: the
-        tool only saw "server closed the connection unexpectedly" (a load outgrowing
-        seed000-cloud's small-RAM target)."""
-        try:
-            after = _memory(t)
-        except (OSError, ValueError):
-            return ""
-        if after is None or after.oom_kills <= before:
-            return ""
-        return (
-            f"; the kernel OOM-killed {after.oom_kills - before} process(es) in the target's "
-            f"memory cgroup ({after.limit_bytes / 2**20:,.0f} MiB) during this step: give the "
-            "target more memory, or lower shared_buffers, maintenance_work_mem or work_mem"
-        )
-
-    def _memory_before(self, t: Target) -> MemoryStats | None:
-        try:
-            return _memory(t)
-        except (OSError, ValueError) as exc:  # the run matters more than this evidence
-            self.ui.warn(f"{t.name}: cannot read the memory cgroup ({exc}); not recorded")
-            return None
 
     def _record_memory(self, step: Step, t: Target, started: str, before: MemoryStats) -> None:
         """A memory-limited target's cgroup over the run (limit hits, peak, OOM

@@ -21,6 +21,7 @@ from pathlib import Path
 import click
 
 from pgrig.environment import audit as audit_mod
+from pgrig.environment.knob import Finding
 from pgrig.errors import PgrigError
 from pgrig.storage import throttle
 
@@ -38,7 +39,7 @@ class ChangeFailed(PgrigError):
     exit_code = EXIT_CHANGE_FAILED
 
 
-def _show(findings: list[audit_mod.Finding], verbose: bool) -> None:
+def _show(findings: list[Finding], verbose: bool) -> None:
     width = max((len(f.name) for f in findings), default=10)
     for f in findings:
         current = "unreadable" if f.current is None and f.ok is not None else f.current or "-"
