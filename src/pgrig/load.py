@@ -253,33 +253,13 @@ def run_pgbench(
             done = [w.wait(60, check=False, what="pgbench") for w in waiters]
         finally:
             watches = [w.stop() for w in watchers]
-        loads = []
-        histograms: list[txlog.Histogram] = []  # each host's, added up for the pooled figures
+        loads, histograms = [], []  # each host's histogram, added up for the pooled figures
         for ex, waiter, completed, at in zip(executors, waiters, done, woke, strict=True):
-            if completed.returncode != 0:
-                raise ToolError(
-                    f"pgbench failed on load host {ex.name}",
-                    argv=waiter.argv,
-                    returncode=completed.returncode,
-                    stderr=completed.stderr,
-                )
-            try:
-                run = parse_result(completed.stdout, completed.stderr, opts)
-            except ParseError as exc:
-                raise ParseError(f"load host {ex.name}: {exc.message}", hint=exc.hint) from None
-            files = _fetch_logs(ex, remote_dirs[ex.name], log_dir / ex.name)
-            histograms.append(txlog.parse_logs(files).pooled())
-            loads.append(
-                HostLoad(
-                    ex.name,
-                    run,
-                    txlog.summary(histograms[-1], log_sampling_rate(opts)),
-                    (at - start) * 1000,
-                    tuple(map(str, files)),
-                    completed.stdout,
-                    completed.stderr,
-                )
+            load, histogram = _host_load(
+                ex, waiter, completed, opts, remote_dirs[ex.name], log_dir, (at - start) * 1000
             )
+            loads.append(load)
+            histograms.append(histogram)
     finally:
         _clean_up(executors, [started[e.name] for e in executors if e.name in started], remote_dirs)
     pooled = sum(histograms, txlog.Histogram())
@@ -294,6 +274,42 @@ def run_pgbench(
         watches=tuple(watches),
         start_at=start,
     )
+
+
+def _host_load(
+    ex: Executor,
+    waiter: Started,
+    completed: proc.Completed,
+    opts: RunOptions,
+    remote_dir: str,
+    log_dir: Path,
+    start_ms: float,
+) -> tuple[HostLoad, txlog.Histogram]:
+    """One load host's part of a run: its pgbench result, its logs fetched here
+    (``log_dir/<host>/``) and their histogram; a failure names the host."""
+    if completed.returncode != 0:
+        raise ToolError(
+            f"pgbench failed on load host {ex.name}",
+            argv=waiter.argv,
+            returncode=completed.returncode,
+            stderr=completed.stderr,
+        )
+    try:
+        run = parse_result(completed.stdout, completed.stderr, opts)
+    except ParseError as exc:
+        raise ParseError(f"load host {ex.name}: {exc.message}", hint=exc.hint) from None
+    files = _fetch_logs(ex, remote_dir, log_dir / ex.name)
+    histogram = txlog.parse_logs(files).pooled()
+    load = HostLoad(
+        ex.name,
+        run,
+        txlog.summary(histogram, log_sampling_rate(opts)),
+        start_ms,
+        tuple(map(str, files)),
+        completed.stdout,
+        completed.stderr,
+    )
+    return load, histogram
 
 
 def _on_host(ex: Executor, remote_dir: str, opts: RunOptions, hosts: int) -> RunOptions:
