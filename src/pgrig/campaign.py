@@ -67,7 +67,7 @@ class Campaign:
 # [[target]]
 
 
-def _target_name(t: Table, key: str, default: Any) -> str:
+def _target_name(t: Table, key: str, default: object) -> str:
     name = t.get(key, str)
     if not name:
         raise t.error(key, "every target needs a name", hint='add name = "local-ssd"')
@@ -76,11 +76,11 @@ def _target_name(t: Table, key: str, default: Any) -> str:
     return str(name)
 
 
-def _path(t: Table, key: str, default: Any) -> Path | None:
+def _path(t: Table, key: str, default: object) -> Path | None:
     return t.path_value(key)
 
 
-def _tablespace(t: Table, key: str, default: Any) -> str | None:
+def _tablespace(t: Table, key: str, default: object) -> str | None:
     if isinstance(t.data.get(key), dict):
         return None  # a filesystem the storage lab builds (LabSpec.tablespaces)
     value = t.get(key, str)
@@ -89,7 +89,7 @@ def _tablespace(t: Table, key: str, default: Any) -> str | None:
     return str(t.path_value(key))
 
 
-def _dsn(t: Table, key: str, default: Any) -> str | None:
+def _dsn(t: Table, key: str, default: object) -> str | None:
     value = t.get(key, str)
     if value is not None:
         try:
@@ -99,16 +99,16 @@ def _dsn(t: Table, key: str, default: Any) -> str | None:
     return value
 
 
-def _profile(t: Table, key: str, default: Any) -> str:
+def _profile(t: Table, key: str, default: str) -> str:
     """A shipped profile's name, or a file: relative to the campaign file, as
     every path of a campaign is."""
     value = t.get(key, str, default)
     if value.endswith(".conf") or "/" in value:
         return str(t.path_value(key))
-    return value  # type: ignore[no-any-return]
+    return value
 
 
-def _settings(t: Table, key: str, default: Any) -> dict[str, str]:
+def _settings(t: Table, key: str, default: object) -> dict[str, str]:
     settings: dict[str, str] = {}
     table = t.table(key)
     if table is None:
@@ -123,7 +123,7 @@ def _settings(t: Table, key: str, default: Any) -> dict[str, str]:
     return settings
 
 
-def _wal_segsize(t: Table, key: str, default: Any) -> int | None:
+def _wal_segsize(t: Table, key: str, default: object) -> int | None:
     seg = t.get(key, int)
     if seg is not None and (seg < 1 or seg > 1024 or seg & (seg - 1)):
         raise t.error(key, f"{seg}: must be a power of 2 from 1 to 1024 (MB)")
@@ -140,12 +140,12 @@ INITDB_SCHEMA = Schema(
 )  # fmt: skip
 
 
-def _initdb(t: Table, key: str, default: Any) -> InitdbSpec | None:
+def _initdb(t: Table, key: str, default: object) -> InitdbSpec | None:
     table = t.table(key)
     return None if table is None else InitdbSpec(**INITDB_SCHEMA.read(table))
 
 
-def _kind(t: Table, key: str, default: Any) -> str | None:
+def _kind(t: Table, key: str, default: object) -> str | None:
     name = t.get(key, str)
     if name is not None and name not in registry.target_kinds():
         raise t.error(
