@@ -15,7 +15,6 @@ import re
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from pgrig import policy, registry
 from pgrig.conninfo import Conn
@@ -130,6 +129,24 @@ def _wal_segsize(t: Table, key: str, default: object) -> int | None:
     return seg
 
 
+def _kernel(t: Table, key: str, default: object) -> tuple[tuple[str, str], ...]:
+    table = t.table(key)
+    if table is None:
+        return ()
+    out = []
+    for name, value in table.data.items():
+        if isinstance(value, bool) or not isinstance(value, int | str):
+            raise table.error(name, f"expected a number or a string, got {type_name(type(value))}")
+        if not kernel.is_kernel_setting(name):
+            raise table.error(
+                name,
+                f"{name} is not a kernel setting on this machine (no file under /proc/sys)",
+                hint="name a sysctl as sysctl -a prints it, e.g. vm.dirty_ratio",
+            )
+        out.append((name, str(value)))
+    return tuple(out)
+
+
 INITDB_SCHEMA = Schema(
     "[target.initdb]",
     text("encoding", "UTF8", "initdb `--encoding`"),
@@ -184,6 +201,9 @@ TARGET_SCHEMA = Schema(
     custom("set", None, "`[target.set]`: setting overrides, e.g. `synchronous_commit = \"off\"`",
            _settings, field="settings"),
     custom("initdb", None, "`[target.initdb]`: see below", _initdb),
+    custom("kernel", None, "`[target.kernel]`: kernel settings (a sysctl such as "
+           "`\"vm.dirty_ratio\" = 80`, or `clocksource`) set around each of the target's "
+           "steps and put back after (seed 002's dirty-page settings); root only", _kernel),
     text("os_user", None, "OS user the server runs as when pgrig is root"),
     custom("kind", None, "a registered target kind with keys of its own (docs/targets.md); "
            "without it the keys say: `directory`, `dsn` or the storage lab's", _kind),
@@ -374,12 +394,13 @@ def variants(
                 "binaries",
                 hint="drop pg_bin from the target, or drop versions",
             )
-        both = [name for name, _ in axes if name in t.settings]
+        both = [name for name, _ in axes if name in t.settings or name in dict(t.kernel)]
         if both:
             raise where.error(
                 "axes",
-                f"target {t.name!r} sets {both[0]} in [target.set], and the axes vary it",
-                hint=f"drop {both[0]} from [target.set] or from axes",
+                f"target {t.name!r} sets {both[0]} in [target.set] or [target.kernel], and "
+                "the axes vary it",
+                hint=f"drop {both[0]} from the target or from axes",
             )
     combos = list(itertools.product(*(values for _, values in axes)))
     out = []
@@ -401,7 +422,7 @@ def variants(
                             **{n: v for n, v in chosen if (n, v) not in sysctls},
                         },
                         axes=chosen,
-                        kernel=sysctls,
+                        kernel=(*t.kernel, *sysctls),
                     )
                 )
     names: dict[str, TargetSpec] = {}
