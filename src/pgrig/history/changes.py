@@ -1,8 +1,10 @@
 """Where a point's figure changed over a series: change points found by Apache
 Otava (E-Divisive means with a t-test, Fleming et al. 2023) on the studies'
 medians, then each one confirmed by Welch's test between the studies on either
-side. A candidate the test does not confirm is inside the noise and is not
-claimed (docs/history.md has the measurements behind this choice)."""
+side, at ``ALPHA`` divided by the number of places a step could have been put
+(the candidate's place was chosen to make the two sides differ most: an
+uncorrected test would confirm one in twenty steps of pure noise). A candidate
+the test does not confirm is inside the noise and is not claimed (docs/history.md has the measurements behind this choice)."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from dataclasses import dataclass
 from otava.analysis import compute_change_points
 
 from pgrig.history.series import Observation
-from pgrig.stats import MIN_RUNS, t_quantile_975, welch
+from pgrig.stats import ALPHA, MIN_RUNS, t_quantile_975, welch
 
 # Otava's first pass; its windows are longer than any series we expect, so the
 # whole series is one window (the original E-Divisive with a t-test).
@@ -70,6 +72,8 @@ def changes(observations: Sequence[Observation]) -> list[Change]:
         test = welch(before, after)
         if not test.called or test.diff_pct is None or test.p_value is None:
             continue  # inside the noise: not claimed
+        if test.p_value >= ALPHA / (len(medians) - 1):
+            continue  # no stronger than the best of the places a step could be
         low, high = _interval(before, after)
         out.append(Change(at, test.diff_pct, low, high, test.p_value))
     return out

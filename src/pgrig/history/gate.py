@@ -87,7 +87,16 @@ def junit(verdicts: Sequence[Verdict], name: str) -> str:
     that could not be tested is skipped."""
     failures = sum(v.failed for v in verdicts)
     skipped = sum(v.outcome == UNTESTED for v in verdicts)
-    suite = ET.Element(
+    root = ET.Element(
+        "testsuites",
+        name=name,
+        tests=str(len(verdicts)),
+        failures=str(failures),
+        errors="0",
+        skipped=str(skipped),
+    )
+    suite = ET.SubElement(
+        root,
         "testsuite",
         name=name,
         tests=str(len(verdicts)),
