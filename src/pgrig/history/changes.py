@@ -4,7 +4,8 @@ medians, then each one confirmed by Welch's test between the studies on either
 side, at ``ALPHA`` divided by the number of places a step could have been put
 (the candidate's place was chosen to make the two sides differ most: an
 uncorrected test would confirm one in twenty steps of pure noise). A candidate
-the test does not confirm is inside the noise and is not claimed (docs/history.md has the measurements behind this choice)."""
+the test does not confirm is inside the noise and is not claimed
+(docs/history.md has the measurements behind these choices)."""
 
 from __future__ import annotations
 
