@@ -15,8 +15,6 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from otava.analysis import compute_change_points
-
 from pgrig.history.series import Observation
 from pgrig.stats import ALPHA, MIN_RUNS, t_quantile_975, welch
 
@@ -53,6 +51,10 @@ def candidates(medians: Sequence[float]) -> list[int]:
     """Otava's change points in ``medians`` (indices of the first value after)."""
     if len(medians) < 2 * MIN_RUNS:
         return []
+    # Imported here, as pgrig.stats imports SciPy: Otava brings NumPy and SciPy,
+    # which `pgrig --help` and every other command must not wait for.
+    from otava.analysis import compute_change_points
+
     with warnings.catch_warnings():
         # Otava divides by a zero spread on constant stretches; those are no change.
         warnings.simplefilter("ignore", RuntimeWarning)
