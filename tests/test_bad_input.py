@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import make_disk_dir
 from pgrig import cli, runner
 from pgrig.results import RunRecord, Study
 from pgrig.store import Store
@@ -530,10 +532,12 @@ def _tree(root: Path) -> set[str]:
 
 
 @pytest.fixture
-def sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+def sandbox(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A working directory with a target directory and a store holding one
     study (for the commands that read one); Store.open is a tripwire for the
-    commands that would write."""
+    commands that would write. Not pytest's tmp_path: the server's account cannot
+    pass its mode-700 parent, and the validation refuses such a target."""
+    tmp_path = make_disk_dir("pgrig-sandbox-")
     (tmp_path / "data").mkdir()
     with Store.open(tmp_path / "s.sqlite") as st:
         st.begin_study(
@@ -574,6 +578,7 @@ def sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     yield tmp_path
     for signum, handler in handlers.items():
         signal.signal(signum, handler)
+    shutil.rmtree(tmp_path, ignore_errors=True)
 
 
 def _main(argv: tuple[str, ...]) -> int:
