@@ -428,6 +428,16 @@ CAMPAIGNS: list[tuple[str, str | bytes, int, tuple[str, ...]]] = [
         2,
         ("days",),
     ),
+    # TOML has nan and inf: a rate, a latency limit or a CI target of nan ran (issue 33)
+    ("rate-nan", good(workload=TPCB + "rate = nan\n"), 2, ("rate", "finite")),
+    ("latency-limit-inf", good(workload=TPCB + "latency_limit_ms = inf\n"), 2, ("finite",)),
+    (
+        "until-ci-nan",
+        good(head=HEAD + "repeat = { until_ci_pct = nan }\n"),
+        2,
+        ("until_ci_pct", "finite"),
+    ),
+    ("wait-quiet-nan", good(head=HEAD + "wait_quiet = nan\n"), 2, ("wait_quiet", "finite")),
     (
         "restore-on-existing-server",
         good(
@@ -481,6 +491,14 @@ OTHER = [
     case("durability-clients-0", "durability --clients 0", 2, "--clients"),
     case("durability-interval-0", "durability --interval 0", 2, "--interval"),
     case("durability-recovery-0", "durability --recovery-timeout 0", 2, "--recovery-timeout"),
+    case("durability-interval-nan", "durability --interval nan", 2, "--interval", "finite"),
+    case(
+        "durability-recovery-nan",
+        "durability --recovery-timeout nan",
+        2,
+        "--recovery-timeout",
+        "finite",
+    ),
     case("durability-crash-method", "durability --crash nuke", 2, "--crash"),
     case("durability-power-mode", "durability --power-loss-mode melt", 2, "--power-loss-mode"),
     case("durability-dsn-no-yes", "durability --dsn host=/nonexistent", 2, "--yes"),
