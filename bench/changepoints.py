@@ -10,7 +10,14 @@ import sys
 import time
 
 from otava.analysis import compute_change_points
-from signal_processing_algorithms.energy_statistics.energy_statistics import e_divisive
+
+from pgrig.history.changes import changes
+from pgrig.history.series import Observation
+
+try:  # MongoDB's, measured beside Otava; not a dependency of pgrig (docs/history.md)
+    from signal_processing_algorithms.energy_statistics.energy_statistics import e_divisive
+except ImportError:
+    e_divisive = None
 
 
 def series(n: int, at: int | None, step: float, cv: float, seed: int) -> list[float]:
@@ -29,8 +36,16 @@ def edm(xs: list[float]) -> list[int]:
     return list(e_divisive(xs, pvalue=0.01, permutations=100))
 
 
+def pgrig(xs: list[float]) -> list[int]:
+    """Otava's candidates confirmed by Welch's test (pgrig.history.changes)."""
+    return [c.index for c in changes([Observation(str(i), (x,) * 3) for i, x in enumerate(xs)])]
+
+
 def main() -> None:
-    for name, find in (("otava", otava), ("e-divisive", edm)):
+    methods = [("otava", otava), ("pgrig", pgrig)]
+    if e_divisive is not None:
+        methods.append(("e-divisive", edm))
+    for name, find in methods:
         for n, at, cv in ((30, 15, 0.03), (8, 4, 0.03), (6, 3, 0.02), (30, 15, 0.06)):
             hit = false = 0
             start = time.perf_counter()

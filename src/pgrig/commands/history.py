@@ -109,6 +109,13 @@ def check_cmd(
         mine = series.observations(st.runs(study.id))
         theirs = series.observations(st.runs(base_id))
     verdicts = gate.judge_all(theirs, mine, threshold)
+    for sid, seen in ((study.id, mine), (base_id, theirs)):
+        if n := sum(o.disturbed for o in seen.values()):
+            click.echo(
+                f"warning: {sid}: {n} runs disturbed by other work; a verdict on a busy "
+                "machine says as much about the machine: rerun on a quiet one",
+                err=True,
+            )
     if not verdicts:
         raise UsageError(
             f"{study.id} and {base_id} have no pgbench point in common",

@@ -11,6 +11,20 @@ from pgrig.history.series import Observation
 from pgrig.results import Environment, Study
 
 
+# Settings naming the study's own work directory or socket: they differ between
+# any two studies of a throwaway cluster and explain nothing.
+_PER_STUDY = frozenset(
+    (
+        "config_file",
+        "data_directory",
+        "external_pid_file",
+        "hba_file",
+        "ident_file",
+        "unix_socket_directories",
+    )
+)
+
+
 def _env(study: Study, target: str) -> Environment | None:
     return study.target_environments.get(target) or study.environment
 
@@ -38,7 +52,8 @@ def _facts(study: Study, target: str) -> dict[str, str]:
     if env.postgres is not None:
         out["PostgreSQL"] = env.postgres.provenance()
         for name, value in env.postgres.settings.items():
-            out[f"setting {name}"] = value
+            if name not in _PER_STUDY:
+                out[f"setting {name}"] = value
     return out
 
 
