@@ -10,7 +10,6 @@ from collections.abc import Mapping
 from pgrig.history.series import Observation
 from pgrig.results import Environment, Study
 
-
 # Settings naming the study's own work directory or socket: they differ between
 # any two studies of a throwaway cluster and explain nothing.
 _PER_STUDY = frozenset(
