@@ -10,6 +10,9 @@ writes them (``Store.record``)."""
 from __future__ import annotations
 
 import random
+import re
+import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -242,3 +245,27 @@ def test_history_finds_the_step_and_names_the_setting(
     assert "setting shared_buffers: 128MB -> 16MB" in done.stdout
     unknown = pgrig("history", "weekly", "--store", path)
     assert unknown.returncode == 2 and "series there: nightly" in unknown.stderr
+
+
+def test_run_new_records_a_new_study_of_the_series(tmp_path: Path, disk_dir: Path) -> None:
+    """The real CLI, twice, on a campaign of one 1-second probe: --new begins
+    NAME-YYYYMMDD-HHMMSS; without it the file's study (id NAME) as before."""
+    target = disk_dir  # one the server's OS user can reach
+    camp = tmp_path / "again.toml"
+    camp.write_text(
+        f'[campaign]\nname = "again"\n[[target]]\nname = "here"\ndirectory = "{target}"\n'
+        "[probes]\ntiming = 1\nfsync = false\nfio = false\n"
+    )
+    results = tmp_path / "r"
+    for extra in (["--new"], []):
+        done = subprocess.run(
+            [sys.executable, "-m", "pgrig", "run", str(camp), *extra, "--results", str(results),
+             "--yes", "--quiet"],
+            capture_output=True, text=True, timeout=180,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+    with Store.open(results / "results.sqlite") as st:
+        ids = [s.id for s in st.series("again")]
+    assert len(ids) == 2 and "again" in ids
+    (new,) = [i for i in ids if i != "again"]
+    assert re.fullmatch(r"again-\d{8}-\d{6}", new)
