@@ -197,10 +197,24 @@ def test_the_gate_passes_an_improvement_and_a_change_inside_the_noise(
     assert noise.stdout.startswith("within noise")
     xml = JUnitXml.fromfile(str(junit))
     assert (xml.tests, xml.failures) == (1, 0)
-    # a series as the baseline: its latest study other than the one checked
+    # a series as the baseline: its latest study before the one checked
     series = pgrig("check", "nightly-02", "--baseline", "nightly", "--store", store)
-    # nightly-02 (800 tps) against nightly-04 (990): 19% slower
-    assert series.returncode == 1 and "against nightly-04" in series.stderr
+    assert series.returncode == 1 and "against nightly-01" in series.stderr
+
+
+def test_a_series_baseline_counts_how_much_studies_differ(
+    tmp_path: Path, pgrig: Callable[..., Done]
+) -> None:
+    # Synthetic values: studies of one setting spread 900-1100 tps, each with
+    # tight repeats; the last is 9.5% below the one before, inside the spread.
+    path = tmp_path / "results.sqlite"
+    levels = [1000.0, 1100.0, 900.0, 1050.0, 950.0]
+    write_store(path, [(study(i + 1), (v - 2, v, v + 2)) for i, v in enumerate(levels)])
+    pair = pgrig("check", "nightly-05", "--baseline", "nightly-04", "--store", path)
+    assert pair.returncode == 1  # against one study, its tight repeats call it
+    series = pgrig("check", "nightly-05", "--baseline", "nightly", "--store", path)
+    assert series.returncode == 0, series.stderr
+    assert series.stdout.startswith("within noise")
 
 
 def test_the_gate_refuses_a_missing_baseline_and_a_bad_threshold(

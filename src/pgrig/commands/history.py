@@ -77,7 +77,12 @@ def _percent(value: str) -> float:
 @click.command("check")
 @click.argument("study_id")
 @results_options
-@click.option("--baseline", required=True, help="A study id, or a series: its latest other study.")
+@click.option(
+    "--baseline",
+    required=True,
+    help="A study id, or a series: its latest study before STUDY_ID, and the "
+    "series' earlier studies for how much studies differ.",
+)
 @click.option("--max-regression", default="5%", show_default=True, help="The slowdown tolerated.")
 @click.option("--junit", type=click.Path(path_type=Path, dir_okay=False), default=None,
               help="Write JUnit XML here: one test case per point.")  # fmt: skip
@@ -98,19 +103,26 @@ def check_cmd(
     with _open(results, store) as st:
         study = st.study(study_id)
         base_id = baseline
+        medians: dict[series.Point, list[float]] = {}
         if baseline not in {s.id for s in st.studies()}:
-            others = [s for s in series.studies_of(st, baseline) if s.id != study.id]
-            if not others:
+            before = [
+                s.id
+                for s in series.studies_of(st, baseline)
+                if (s.started_at, s.id) < (study.started_at, study.id)
+            ]
+            if not before:
                 raise UsageError(
-                    f"--baseline {baseline}: the series holds no study besides {study.id}",
+                    f"--baseline {baseline}: the series holds no study before {study.id}",
                     hint="run the campaign once more, or name a baseline study",
                 )
-            base_id = others[-1].id
+            base_id = before[-1]
+            for point, past in series.read(st, baseline).points.items():
+                medians[point] = [o.median for o in past if o.study in before]
         mine = series.observations(st.runs(study.id))
         theirs = series.observations(st.runs(base_id))
-    verdicts = gate.judge_all(theirs, mine, threshold)
-    for sid, seen in ((study.id, mine), (base_id, theirs)):
-        if n := sum(o.disturbed for o in seen.values()):
+    verdicts = gate.judge_all(theirs, mine, threshold, medians)
+    for sid, got in ((study.id, mine), (base_id, theirs)):
+        if n := sum(o.disturbed for o in got.values()):
             click.echo(
                 f"warning: {sid}: {n} runs disturbed by other work; a verdict on a busy "
                 "machine says as much about the machine: rerun on a quiet one",

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from pgrig.errors import PgrigError
 from pgrig.history.series import Observation, Point
-from pgrig.stats import BETTER, WORSE, t_quantile_975, welch
+from pgrig.stats import BETTER, MIN_RUNS, WORSE, t_quantile_975, welch
 
 REGRESSION, IMPROVEMENT, NOISE, UNTESTED, PASSED = (
     "regression",
@@ -52,12 +52,27 @@ def detectable(baseline: Sequence[float], other: Sequence[float]) -> float:
 
 
 def judge(
-    point: Point, baseline: Observation, study: Observation, max_regression: float
+    point: Point,
+    baseline: Observation,
+    study: Observation,
+    max_regression: float,
+    medians: Sequence[float] = (),
 ) -> Verdict:
-    """One point: a regression only when called slower by more than ``max_regression`` %."""
+    """One point: a regression only when called slower by more than ``max_regression`` %.
+
+    ``medians``: the point's median in each other study of the baseline series;
+    from ``MIN_RUNS`` of them on, a regression must also be called against them,
+    so that how much studies differ among themselves (another load on the
+    machine, a new cluster) counts, not only how much one study's repeats do."""
     test = welch(baseline.values, study.values)
     least = detectable(baseline.values, study.values)
-    if test.verdict == WORSE and (test.diff_pct or 0.0) < -max_regression:
+    across = welch(medians, study.values) if len(medians) >= MIN_RUNS else None
+    if across is not None:
+        least = max(least, detectable(medians, study.values))
+    slower = test.verdict == WORSE and (test.diff_pct or 0.0) < -max_regression
+    if slower and across is not None and across.verdict != WORSE:
+        outcome = NOISE  # slower than the baseline study, not than the series
+    elif slower:
         outcome = REGRESSION
     elif test.verdict == WORSE:
         outcome = PASSED  # slower, but by less than the threshold
@@ -71,9 +86,17 @@ def judge(
 
 
 def judge_all(
-    baseline: Mapping[Point, Observation], study: Mapping[Point, Observation], max_regression: float
+    baseline: Mapping[Point, Observation],
+    study: Mapping[Point, Observation],
+    max_regression: float,
+    medians: Mapping[Point, Sequence[float]] | None = None,
 ) -> list[Verdict]:
-    return [judge(p, baseline[p], study[p], max_regression) for p in sorted(study) if p in baseline]
+    across = medians or {}
+    return [
+        judge(p, baseline[p], study[p], max_regression, across.get(p, ()))
+        for p in sorted(study)
+        if p in baseline
+    ]
 
 
 def _least(v: Verdict) -> str:
