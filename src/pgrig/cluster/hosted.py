@@ -5,8 +5,8 @@ initdb with the target's ``[target.initdb]`` (``initdb_options``: encoding,
 locale, WAL segment size, checksums, ``--waldir``), the profile in pgrig.conf,
 start, wait ready, revive after a crash (``Server``), tablespaces in
 directories it makes, keep or remove - only what it made. What differs is the
-host's reach: the server is started as its OS user with ``setpriv`` (so the
-PID pgrig holds is the postmaster's), listens on the host's address with a
+host's reach: the server is started as its OS user (``Launch``, the same on
+every executor, so the PID pgrig holds is the postmaster's), listens on the host's address with a
 generated superuser password (scram-sha-256, never ``trust`` over TCP) and
 admits only the networks named.
 """
@@ -20,15 +20,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
 from pgrig.cluster import profiles
-from pgrig.cluster.server import InitdbOptions, initdb_options
+from pgrig.cluster.server import InitdbOptions, create_tablespace, initdb_options, wait_accepting
 from pgrig.conninfo import Conn
 from pgrig.errors import ClusterError, HostUnusable
 from pgrig.hosts import owner
-from pgrig.hosts.executor import Executor, Started
+from pgrig.hosts.executor import Executor, Launch, Started
 from pgrig.pgsource.binaries import PgBinaries
 
 SUPERUSER = "postgres"
@@ -109,11 +108,6 @@ class HostedServer:
             )
         )
 
-    def _as_server_user(self, argv: Sequence[str]) -> list[str]:
-        # setpriv execs (runuser forks): a started server's PID is the postmaster's.
-        uid, gid = self._ids
-        return ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--init-groups", "--", *argv]
-
     def __enter__(self) -> HostedServer:
         try:
             self._create()
@@ -143,10 +137,7 @@ class HostedServer:
         ex, spec = self.ex, self.spec
         home = self._given or make_workdir(ex)
         self.workdir, self._record = home.path, home.record
-        self._ids = (
-            self._run(["id", "-u", OS_USER], "id").strip(),
-            self._run(["id", "-g", OS_USER], "id").strip(),
-        )
+        self._ids = ex.user_ids(OS_USER)
         self._own(self.workdir)
         self._run(["chmod", "0755", self.workdir], "chmod")
         pwfile = f"{self.workdir}/pw"
@@ -167,7 +158,7 @@ class HostedServer:
             "--auth-host=scram-sha-256",
             "--no-sync",
         ]
-        ex.run(self._as_server_user(initdb), timeout=300, what="initdb")
+        ex.run(initdb, timeout=300, what="initdb", launch=Launch(OS_USER))
         ex.run(["rm", "-f", pwfile], timeout=30, what="rm")
         # "all" does not match replication connections: pg_basebackup needs its own line.
         hba = "".join(
@@ -204,7 +195,7 @@ class HostedServer:
         argv = [f"{spec.bin_dir}/postgres", "-D", self.datadir]
         for key, value in options.items():
             argv += ["-c", f"{key}={value}"]
-        self._process = self.ex.start(self._as_server_user(argv))
+        self._process = self.ex.start(argv, launch=Launch(OS_USER))
         if self._record is not None:
             self._record = owner.with_pid(self.ex, self.workdir, self._record, self._process.pid)
         self._wait_ready(timeout)
@@ -219,20 +210,23 @@ class HostedServer:
             "-t",
             "2",
         ]
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            assert self._process is not None
-            if self._process.poll() is not None:
-                done = self._process.wait(10, check=False)
+        process = self._process
+        assert process is not None
+
+        def exited() -> None:
+            if process.poll() is not None:
+                done = process.wait(10, check=False)
                 raise ClusterError(
                     f"the server on {self.ex.name} exited ({done.returncode}) while starting",
                     hint=done.stderr.strip()[-400:] or None,
                 )
-            if self.ex.run(isready, timeout=30, check=False, what="pg_isready").ok:
-                return
-            time.sleep(0.2)
-        raise ClusterError(
-            f"the server on {self.ex.name} is not ready after {timeout:.0f} s",
+
+        wait_accepting(
+            self.ex,
+            isready,
+            timeout,
+            where=f"on {self.ex.name}",
+            exited=exited,
             hint=f"its log is the stderr of {self.spec.bin_dir}/postgres on {self.ex.name}",
         )
 
@@ -272,13 +266,7 @@ class HostedServer:
         after the work directory (two servers may share ``parent``); the directory
         goes with the server."""
         location = self._make_dir(f"{parent.rstrip('/')}/{Path(self.workdir).name}-{name}")
-        with self.conn().connect() as db:
-            db.execute(
-                sql.SQL("CREATE TABLESPACE {} LOCATION {}").format(
-                    sql.Identifier(name), sql.Literal(location)
-                )
-            )
-        return name
+        return create_tablespace(self.conn(), name, location)
 
     def keep(self) -> None:
         """Leave the server running past ``close`` (--keep): its owner record says

@@ -4,6 +4,10 @@ The cluster listens only on a unix socket in a private 0700 directory
 (``listen_addresses = ''``), so nothing outside this machine - and no other
 user on it - can reach it. Starting waits for ``pg_isready`` with a timeout;
 stopping escalates fast -> immediate -> SIGKILL of a verified postmaster PID.
+
+Every command runs through this machine's executor (``LocalExecutor``), as a
+server on another host runs through its SSH one: as the server's OS user and,
+for a storage lab, in its cgroups (``Launch``).
 """
 
 from __future__ import annotations
@@ -13,19 +17,25 @@ import os
 import re
 import shutil
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from psycopg import sql
+
 from pgrig import proc
 from pgrig.cluster import compat, profiles, workdir
+from pgrig.conninfo import Conn
 from pgrig.errors import ClusterError, ToolError, UsageError, WorkdirError
 from pgrig.files import write_atomically
+from pgrig.hosts.executor import Executor, Launch, LocalExecutor
 from pgrig.pgsource.binaries import PgBinaries
 
 SUPERUSER = "postgres"
 DEFAULT_OS_USERS = ("postgres", "pgrig")
+# Tool output parseable (decimal points, English field names) whatever the locale.
+C_LOCALE = {"LC_ALL": "C"}
 
 
 @dataclass(frozen=True)
@@ -140,6 +150,67 @@ def _command_line(settings: Mapping[str, str]) -> str:
     return " ".join(f"-c {name}={value}" for name, value in settings.items())
 
 
+def wait_accepting(
+    ex: Executor,
+    isready: Sequence[str],
+    timeout: float,
+    *,
+    where: str,
+    exited: Callable[[], None] | None = None,
+    hint: str | None = None,
+) -> None:
+    """Poll ``pg_isready`` (``isready``: its argument list) on the server's host
+    until it answers; ``exited`` raises when the server is known to be gone."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if exited is not None:
+            exited()
+        if ex.run(isready, timeout=30, check=False, what="pg_isready").ok:
+            return
+        time.sleep(0.2)
+    raise ClusterError(
+        f"the server {where} did not accept connections in {timeout:.0f} s", hint=hint
+    )
+
+
+def create_tablespace(admin: Conn, name: str, location: str) -> str:
+    """CREATE TABLESPACE ``name`` in ``location``, a directory made for it."""
+    with admin.connect() as db:
+        db.execute(
+            sql.SQL("CREATE TABLESPACE {} LOCATION {}").format(
+                sql.Identifier(name), sql.Literal(location)
+            )
+        )
+    return name
+
+
+def allow_local_replication(datadir: Path, os_user: proc.OsUser | None) -> None:
+    """Let pg_basebackup in over the private socket: initdb before 10 leaves the
+    replication lines of pg_hba.conf commented out (10 and later have them)."""
+    hba = datadir / "pg_hba.conf"
+    text = hba.read_text()
+    active = (line.split() for line in text.splitlines() if not line.lstrip().startswith("#"))
+    if any(len(fields) > 2 and fields[1] == "replication" for fields in active):
+        return
+    line = "local   replication     all                                     trust\n"
+    write_atomically(
+        hba,
+        text + "\n# added by pgrig: pg_basebackup over the private socket\n" + line,
+        mode=0o600,
+        owner=os_user,
+    )
+
+
+def disk_usage(datadir: Path) -> int:
+    """Bytes of the files under ``datadir``."""
+    total = 0
+    for root, _dirs, files in os.walk(datadir):
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(root, name)).st_size
+    return total
+
+
 def _free_port(socket_dir: Path, start: int = 5432) -> int:
     for port in range(start, start + 100):
         if (
@@ -161,7 +232,9 @@ class Cluster:
         os_user: proc.OsUser | None,
         socket_dir: Path,
         port: int | None = None,
+        ex: Executor | None = None,
     ) -> None:
+        self.ex = ex or LocalExecutor()
         self.bins = bins
         self.workdir = workdir_path
         self.datadir = workdir_path / "data"
@@ -171,9 +244,12 @@ class Cluster:
         self.port = port or _free_port(socket_dir)
         self.settings: dict[str, str] = {}
         self.adapted: compat.Adapted | None = None
-        # Every start (and a restart after a crash) runs this in pg_ctl's process:
-        # a storage-lab target's cgroup (pgrig.storage).
-        self.preexec: Callable[[], None] | None = None
+        # Every start (and a restart after a crash) puts pg_ctl - and so the
+        # postmaster - in these cgroups (their cgroup.procs): a storage lab's.
+        self.cgroups: tuple[str, ...] = ()
+
+    def _launch(self, cgroups: tuple[str, ...] = ()) -> Launch:
+        return Launch(self.os_user.name if self.os_user is not None else None, cgroups)
 
     # -- creation ----------------------------------------------------------
 
@@ -193,8 +269,11 @@ class Cluster:
         if os_user is not None:
             os.chown(workdir_path, os_user.uid, os_user.gid)
             # The server user must reach the work directory through every parent.
-            probe = proc.run(
-                ["/usr/bin/test", "-w", workdir_path], timeout=10, user=os_user, check=False
+            probe = LocalExecutor().run(
+                ["/usr/bin/test", "-w", str(workdir_path)],
+                timeout=10,
+                check=False,
+                launch=Launch(os_user.name),
             )
             if not probe.ok:
                 workdir.remove(workdir_path)
@@ -214,33 +293,35 @@ class Cluster:
             os_user=self.os_user,
             socket_dir=self.socket_dir,
             port=self.port,
+            ex=self.ex,
         )
         moved.settings = dict(self.settings)
         moved.adapted = self.adapted
-        moved.preexec = self.preexec
+        moved.cgroups = self.cgroups
         return moved
 
     def initdb(self, opts: InitdbOptions) -> str:
-        argv: list[str | Path] = [
-            self.bins.path("initdb"),
+        argv = [
+            str(self.bins.path("initdb")),
             "-D",
-            self.datadir,
+            str(self.datadir),
             *initdb_options(opts, self.bins),
             "--auth=trust",
         ]
-        return proc.run(argv, timeout=300, user=self.os_user, what="initdb").stdout
+        done = self.ex.run(argv, timeout=300, env=C_LOCALE, what="initdb", launch=self._launch())
+        return done.stdout
 
     def wal_segment_mb(self) -> int | None:
         """The WAL segment size initdb gave this data directory, from pg_controldata
         (None where it does not say: it is 16MB before 11, fixed at build time)."""
         if not self.bins.has("pg_controldata"):
             return None
-        done = proc.run(
-            [self.bins.path("pg_controldata"), self.datadir],  # -D: 9.6+ only,
+        done = self.ex.run(
+            [str(self.bins.path("pg_controldata")), str(self.datadir)],  # -D: 9.6+ only,
             timeout=30,
-            user=self.os_user,
-            env={**os.environ, "LC_ALL": "C"},  # the field names are translated otherwise
+            env=C_LOCALE,  # the field names are translated otherwise
             what="pg_controldata",
+            launch=self._launch(),
         )
         m = re.search(r"^Bytes per WAL segment:\s+(\d+)", done.stdout, re.MULTILINE)
         return int(m.group(1)) // 2**20 if m else None
@@ -276,24 +357,8 @@ class Cluster:
             write_atomically(
                 main, text + "\ninclude = 'pgrig.conf'\n", mode=0o600, owner=self.os_user
             )
-        self.allow_local_replication()
+        allow_local_replication(self.datadir, self.os_user)
         return adapted
-
-    def allow_local_replication(self) -> None:
-        """Let pg_basebackup in over the private socket: initdb before 10 leaves the
-        replication lines of pg_hba.conf commented out (10 and later have them)."""
-        hba = self.datadir / "pg_hba.conf"
-        text = hba.read_text()
-        active = (line.split() for line in text.splitlines() if not line.lstrip().startswith("#"))
-        if any(len(fields) > 2 and fields[1] == "replication" for fields in active):
-            return
-        line = "local   replication     all                                     trust\n"
-        write_atomically(
-            hba,
-            text + "\n# added by pgrig: pg_basebackup over the private socket\n" + line,
-            mode=0o600,
-            owner=self.os_user,
-        )
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -301,16 +366,16 @@ class Cluster:
         self,
         timeout: float = 120,
         *,
-        preexec: Callable[[], None] | None = None,
+        cgroups: tuple[str, ...] = (),
         settings: Mapping[str, str] | None = None,
     ) -> None:
-        """pg_ctl start, then wait for pg_isready. ``preexec`` runs in pg_ctl's process
-        before exec, as root: ``Cgroup.preexec()`` puts pg_ctl - and so the postmaster
-        and every process it forks - into a storage-lab cgroup from the start.
-        ``settings`` go on the postmaster's command line, over the configuration
-        files, for this start only: nothing is written, so the next start (a
-        crash restart included) has the profile's settings again."""
-        preexec = preexec or self.preexec
+        """pg_ctl start, then wait for pg_isready. ``cgroups`` (their cgroup.procs;
+        else ``self.cgroups``): pg_ctl - and so the postmaster and every process it
+        forks - goes into a storage lab's cgroups from the start. ``settings`` go
+        on the postmaster's command line, over the configuration files, for this
+        start only: nothing is written, so the next start (a crash restart
+        included) has the profile's settings again."""
+        cgroups = cgroups or self.cgroups
         options = _command_line(settings or {})
         if not self.logfile.exists():
             # Statements and their errors land here: for the server's user only.
@@ -318,14 +383,14 @@ class Cluster:
             if self.os_user is not None:
                 os.chown(self.logfile, self.os_user.uid, self.os_user.gid)
         try:
-            proc.run(
+            self.ex.run(
                 [
-                    self.bins.path("pg_ctl"),
+                    str(self.bins.path("pg_ctl")),
                     "start",
                     "-D",
-                    self.datadir,
+                    str(self.datadir),
                     "-l",
-                    self.logfile,
+                    str(self.logfile),
                     "-w",
                     "-t",
                     str(int(timeout)),
@@ -333,9 +398,9 @@ class Cluster:
                     *(("-o", options) if options else ()),
                 ],
                 timeout=timeout + 10,
-                user=self.os_user,
+                env=C_LOCALE,
                 what="pg_ctl start",
-                preexec=preexec,
+                launch=self._launch(cgroups),
             )
         except ToolError as exc:
             raise ClusterError(
@@ -351,20 +416,9 @@ class Cluster:
         self.start(timeout=timeout, settings=settings)
 
     def wait_ready(self, timeout: float = 60) -> None:
-        deadline = time.monotonic() + timeout
-        isready = self.bins.path("pg_isready")
-        while time.monotonic() < deadline:
-            done = proc.run(
-                [isready, "-h", self.socket_dir, "-p", str(self.port), "-U", SUPERUSER, "-q"],
-                timeout=15,
-                check=False,
-            )
-            if done.ok:
-                return
-            time.sleep(0.2)
-        raise ClusterError(
-            f"the server in {self.datadir} did not accept connections in {timeout:.0f} s"
-        )
+        isready = [str(self.bins.path("pg_isready")), "-h", str(self.socket_dir)]
+        isready += ["-p", str(self.port), "-U", SUPERUSER, "-q"]
+        wait_accepting(self.ex, isready, timeout, where=f"in {self.datadir}")
 
     def restart_after_crash(self, timeout: float = 60) -> None:
         """Start again after the postmaster died.
@@ -400,12 +454,12 @@ class Cluster:
         if not self.datadir.exists() or not self.running():
             return
         for mode in ("fast", "immediate"):
-            done = proc.run(
+            done = self.ex.run(
                 [
-                    self.bins.path("pg_ctl"),
+                    str(self.bins.path("pg_ctl")),
                     "stop",
                     "-D",
-                    self.datadir,
+                    str(self.datadir),
                     "-m",
                     mode,
                     "-w",
@@ -414,9 +468,10 @@ class Cluster:
                     "-s",
                 ],
                 timeout=timeout / 2 + 10,
-                user=self.os_user,
+                env=C_LOCALE,
                 check=False,
                 what="pg_ctl stop",
+                launch=self._launch(),
             )
             if done.ok and not self.running():
                 return
@@ -425,23 +480,13 @@ class Cluster:
     def create_tablespace(self, name: str, parent: Path) -> str:
         """CREATE TABLESPACE in a new directory under ``parent`` (another disk, as seed
         004 puts tables and indexes on two); the directory goes with the cluster."""
-        from psycopg import sql
-
-        from pgrig.conninfo import Conn
-
         # Named after the cluster's work directory (study and target): two targets
         # of a campaign (or a target's version variants) may share ``parent``.
         location = workdir.make_extra_dir(
             self.workdir, parent.resolve() / f"{self.workdir.name}-{name}", self.os_user
         )
         admin = Conn.socket(str(self.socket_dir), self.port, SUPERUSER, "postgres")
-        with admin.connect() as db:
-            db.execute(
-                sql.SQL("CREATE TABLESPACE {} LOCATION {}").format(
-                    sql.Identifier(name), sql.Literal(str(location))
-                )
-            )
-        return name
+        return create_tablespace(admin, name, str(location))
 
     def destroy(self) -> None:
         """Stop and delete everything pgrig created for this cluster."""
@@ -461,12 +506,7 @@ class Cluster:
         return " | ".join(line for line in text.splitlines()[-lines:] if line.strip())
 
     def disk_usage(self) -> int:
-        total = 0
-        for root, _dirs, files in os.walk(self.datadir):
-            for name in files:
-                with contextlib.suppress(OSError):
-                    total += os.lstat(os.path.join(root, name)).st_size
-        return total
+        return disk_usage(self.datadir)
 
 
 class ServerLost(ClusterError):
