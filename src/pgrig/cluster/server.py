@@ -16,26 +16,22 @@ import contextlib
 import os
 import re
 import shutil
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from psycopg import sql
-
 from pgrig import proc
 from pgrig.cluster import compat, profiles, workdir
+from pgrig.cluster.postmaster import C_LOCALE, Postmaster, create_tablespace
 from pgrig.conninfo import Conn
-from pgrig.errors import ClusterError, ToolError, UsageError, WorkdirError
+from pgrig.errors import ClusterError, UsageError, WorkdirError
 from pgrig.files import write_atomically
 from pgrig.hosts.executor import Executor, Launch, LocalExecutor
 from pgrig.pgsource.binaries import PgBinaries
 
 SUPERUSER = "postgres"
 DEFAULT_OS_USERS = ("postgres", "pgrig")
-# Tool output parseable (decimal points, English field names) whatever the locale.
-C_LOCALE = {"LC_ALL": "C"}
 
 
 @dataclass(frozen=True)
@@ -135,55 +131,6 @@ def server_os_user(name: str | None = None) -> proc.OsUser | None:
     return proc.OsUser.lookup(create)
 
 
-_SIMPLE = re.compile(r"[A-Za-z0-9_.]+")
-
-
-def _command_line(settings: Mapping[str, str]) -> str:
-    """``-c name=value`` options for pg_ctl's ``-o``, which pg_ctl hands to a shell:
-    only plain names and values (``wal_level=minimal``) are let through."""
-    for name, value in settings.items():
-        if not (_SIMPLE.fullmatch(name) and _SIMPLE.fullmatch(value)):
-            raise ClusterError(
-                f"server setting {name} = {value!r}: only letters, digits, '_' and '.' "
-                "can go on the server's command line"
-            )
-    return " ".join(f"-c {name}={value}" for name, value in settings.items())
-
-
-def wait_accepting(
-    ex: Executor,
-    isready: Sequence[str],
-    timeout: float,
-    *,
-    where: str,
-    exited: Callable[[], None] | None = None,
-    hint: str | None = None,
-) -> None:
-    """Poll ``pg_isready`` (``isready``: its argument list) on the server's host
-    until it answers; ``exited`` raises when the server is known to be gone."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if exited is not None:
-            exited()
-        if ex.run(isready, timeout=30, check=False, what="pg_isready").ok:
-            return
-        time.sleep(0.2)
-    raise ClusterError(
-        f"the server {where} did not accept connections in {timeout:.0f} s", hint=hint
-    )
-
-
-def create_tablespace(admin: Conn, name: str, location: str) -> str:
-    """CREATE TABLESPACE ``name`` in ``location``, a directory made for it."""
-    with admin.connect() as db:
-        db.execute(
-            sql.SQL("CREATE TABLESPACE {} LOCATION {}").format(
-                sql.Identifier(name), sql.Literal(location)
-            )
-        )
-    return name
-
-
 def allow_local_replication(datadir: Path, os_user: proc.OsUser | None) -> None:
     """Let pg_basebackup in over the private socket: initdb before 10 leaves the
     replication lines of pg_hba.conf commented out (10 and later have them)."""
@@ -222,7 +169,9 @@ def _free_port(socket_dir: Path, start: int = 5432) -> int:
 
 
 class Cluster:
-    """A PostgreSQL cluster pgrig created in ``workdir``; removed by ``destroy``."""
+    """A PostgreSQL cluster pgrig created in ``workdir`` on this machine; removed by
+    ``destroy``. Its lifecycle is a ``Postmaster`` over this machine's executor,
+    the one a server on another host runs over its SSH executor."""
 
     def __init__(
         self,
@@ -234,7 +183,6 @@ class Cluster:
         port: int | None = None,
         ex: Executor | None = None,
     ) -> None:
-        self.ex = ex or LocalExecutor()
         self.bins = bins
         self.workdir = workdir_path
         self.datadir = workdir_path / "data"
@@ -244,12 +192,28 @@ class Cluster:
         self.port = port or _free_port(socket_dir)
         self.settings: dict[str, str] = {}
         self.adapted: compat.Adapted | None = None
-        # Every start (and a restart after a crash) puts pg_ctl - and so the
-        # postmaster - in these cgroups (their cgroup.procs): a storage lab's.
-        self.cgroups: tuple[str, ...] = ()
+        isready = [str(bins.path("pg_isready")), "-h", str(socket_dir), "-p", str(self.port)]
+        self.pm = Postmaster(
+            ex or LocalExecutor(),
+            bin_dir=str(bins.bin_dir),
+            datadir=str(self.datadir),
+            logfile=str(self.logfile),
+            user=os_user.name if os_user is not None else None,
+            isready=[*isready, "-U", SUPERUSER, "-q"],
+        )
 
-    def _launch(self, cgroups: tuple[str, ...] = ()) -> Launch:
-        return Launch(self.os_user.name if self.os_user is not None else None, cgroups)
+    @property
+    def ex(self) -> Executor:
+        return self.pm.ex
+
+    @property
+    def cgroups(self) -> tuple[str, ...]:
+        """The storage lab's cgroups (their cgroup.procs) every start goes into."""
+        return self.pm.cgroups
+
+    @cgroups.setter
+    def cgroups(self, value: tuple[str, ...]) -> None:
+        self.pm.cgroups = value
 
     # -- creation ----------------------------------------------------------
 
@@ -266,10 +230,11 @@ class Cluster:
         workdir.create(workdir_path, study=study)
         socket_dir = workdir.make_socket_dir(os_user, workdir_path)
         workdir.update_socket_dir(workdir_path, socket_dir)
+        cluster = cls(bins, workdir_path, os_user=os_user, socket_dir=socket_dir)
         if os_user is not None:
             os.chown(workdir_path, os_user.uid, os_user.gid)
             # The server user must reach the work directory through every parent.
-            probe = LocalExecutor().run(
+            probe = cluster.ex.run(
                 ["/usr/bin/test", "-w", str(workdir_path)],
                 timeout=10,
                 check=False,
@@ -282,7 +247,7 @@ class Cluster:
                     f"{workdir_path} (a parent directory is not searchable for it)",
                     hint="choose a --target that user can reach, e.g. under /var/tmp or /srv",
                 )
-        return cls(bins, workdir_path, os_user=os_user, socket_dir=socket_dir)
+        return cluster
 
     def moved(self, workdir_path: Path) -> Cluster:
         """The same stopped cluster seen at another path (its directory mounted
@@ -301,15 +266,7 @@ class Cluster:
         return moved
 
     def initdb(self, opts: InitdbOptions) -> str:
-        argv = [
-            str(self.bins.path("initdb")),
-            "-D",
-            str(self.datadir),
-            *initdb_options(opts, self.bins),
-            "--auth=trust",
-        ]
-        done = self.ex.run(argv, timeout=300, env=C_LOCALE, what="initdb", launch=self._launch())
-        return done.stdout
+        return self.pm.initdb([*initdb_options(opts, self.bins), "--auth=trust"])
 
     def wal_segment_mb(self) -> int | None:
         """The WAL segment size initdb gave this data directory, from pg_controldata
@@ -321,7 +278,7 @@ class Cluster:
             timeout=30,
             env=C_LOCALE,  # the field names are translated otherwise
             what="pg_controldata",
-            launch=self._launch(),
+            launch=Launch(self.pm.user),
         )
         m = re.search(r"^Bytes per WAL segment:\s+(\d+)", done.stdout, re.MULTILINE)
         return int(m.group(1)) // 2**20 if m else None
@@ -360,7 +317,7 @@ class Cluster:
         allow_local_replication(self.datadir, self.os_user)
         return adapted
 
-    # -- lifecycle ---------------------------------------------------------
+    # -- lifecycle: the one ``Postmaster`` -----------------------------------
 
     def start(
         self,
@@ -369,113 +326,32 @@ class Cluster:
         cgroups: tuple[str, ...] = (),
         settings: Mapping[str, str] | None = None,
     ) -> None:
-        """pg_ctl start, then wait for pg_isready. ``cgroups`` (their cgroup.procs;
-        else ``self.cgroups``): pg_ctl - and so the postmaster and every process it
-        forks - goes into a storage lab's cgroups from the start. ``settings`` go
-        on the postmaster's command line, over the configuration files, for this
-        start only: nothing is written, so the next start (a crash restart
-        included) has the profile's settings again."""
-        cgroups = cgroups or self.cgroups
-        options = _command_line(settings or {})
+        """``Postmaster.start``; the log file is made first, for the server's user only
+        (statements and their errors land there)."""
         if not self.logfile.exists():
-            # Statements and their errors land here: for the server's user only.
             self.logfile.touch(mode=0o600)
             if self.os_user is not None:
                 os.chown(self.logfile, self.os_user.uid, self.os_user.gid)
-        try:
-            self.ex.run(
-                [
-                    str(self.bins.path("pg_ctl")),
-                    "start",
-                    "-D",
-                    str(self.datadir),
-                    "-l",
-                    str(self.logfile),
-                    "-w",
-                    "-t",
-                    str(int(timeout)),
-                    "-s",
-                    *(("-o", options) if options else ()),
-                ],
-                timeout=timeout + 10,
-                env=C_LOCALE,
-                what="pg_ctl start",
-                launch=self._launch(cgroups),
-            )
-        except ToolError as exc:
-            raise ClusterError(
-                f"the server in {self.datadir} did not start: {self.log_tail() or exc}",
-                hint=f"see {self.logfile}; a profile setting may not fit this machine",
-            ) from exc
-        self.wait_ready(timeout)
+        self.pm.start(timeout, cgroups=cgroups, settings=settings)
 
     def restart(self, settings: Mapping[str, str] | None = None, timeout: float = 120) -> None:
-        """Stop (fast: a shutdown checkpoint) and start again, with ``settings`` for
-        this start only (``start``); without them, as the profile says."""
         self.stop(timeout=timeout)
         self.start(timeout=timeout, settings=settings)
 
     def wait_ready(self, timeout: float = 60) -> None:
-        isready = [str(self.bins.path("pg_isready")), "-h", str(self.socket_dir)]
-        isready += ["-p", str(self.port), "-U", SUPERUSER, "-q"]
-        wait_accepting(self.ex, isready, timeout, where=f"in {self.datadir}")
+        self.pm.wait_ready(timeout)
 
     def restart_after_crash(self, timeout: float = 60) -> None:
-        """Start again after the postmaster died.
-
-        A new postmaster refuses to start while the old PID in postmaster.pid still
-        exists - and a killed postmaster lingers as a zombie until init reaps it -
-        or while its backends still hold the data directory. Wait for both; if the
-        zombie outlives its backends by a few seconds, the lock file is provably
-        stale (no process uses the data directory) and is removed.
-        """
-        stale = workdir.pid_in_lockfile(self.datadir)
-        started = time.monotonic()
-        deadline = started + timeout
-        while time.monotonic() < deadline:
-            holders = workdir.processes_using(self.datadir)
-            if stale is None or not proc.pid_exists(stale):
-                if not holders:
-                    break
-            elif not holders and not proc.pid_alive(stale) and time.monotonic() - started > 5:
-                (self.datadir / "postmaster.pid").unlink(missing_ok=True)
-                break
-            time.sleep(0.2)
-        self.start(timeout=max(10.0, deadline - time.monotonic()))
+        self.pm.restart_after_crash(timeout)
 
     def postmaster_pid(self) -> int | None:
-        return workdir.postmaster_pid(self.datadir)
+        return self.pm.postmaster_pid()
 
     def running(self) -> bool:
-        return self.postmaster_pid() is not None
+        return self.pm.running()
 
     def stop(self, timeout: float = 60) -> None:
-        """fast, then immediate, then SIGKILL of the verified postmaster."""
-        if not self.datadir.exists() or not self.running():
-            return
-        for mode in ("fast", "immediate"):
-            done = self.ex.run(
-                [
-                    str(self.bins.path("pg_ctl")),
-                    "stop",
-                    "-D",
-                    str(self.datadir),
-                    "-m",
-                    mode,
-                    "-w",
-                    "-t",
-                    str(int(timeout / 2)),
-                    "-s",
-                ],
-                timeout=timeout / 2 + 10,
-                env=C_LOCALE,
-                check=False,
-                what="pg_ctl stop",
-                launch=self._launch(),
-            )
-            if done.ok and not self.running():
-                return
-        workdir.stop_orphan_server(self.datadir, timeout=timeout / 2)
+        self.pm.stop(timeout)
 
     def create_tablespace(self, name: str, parent: Path) -> str:
         """CREATE TABLESPACE in a new directory under ``parent`` (another disk, as seed
@@ -499,11 +375,7 @@ class Cluster:
         workdir.remove_beside(self.socket_dir)
 
     def log_tail(self, lines: int = 5) -> str:
-        try:
-            text = self.logfile.read_text(errors="replace")
-        except OSError:
-            return ""
-        return " | ".join(line for line in text.splitlines()[-lines:] if line.strip())
+        return self.pm.log_tail(lines)
 
     def disk_usage(self) -> int:
         return disk_usage(self.datadir)

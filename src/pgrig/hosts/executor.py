@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import queue
+import re
 import shlex
 import shutil
 import signal
@@ -248,6 +249,15 @@ class Executor(ABC):
     def free_bytes(self, path: str) -> int:
         """Bytes an unprivileged writer may still use on the filesystem of ``path``."""
 
+    def processes_using(self, path: str) -> list[int]:
+        """PIDs of the processes working in the directory ``path`` (every backend of
+        a PostgreSQL cluster chdirs to its data directory)."""
+        pattern = re.sub(r"([][*?\\])", r"\\\1", path)  # find's -lname is a glob
+        argv = ["find", "/proc", "-mindepth", "2", "-maxdepth", "2", "-name", "cwd"]
+        # Processes come and go while find looks: its complaints are no failure.
+        done = self.run([*argv, "-lname", pattern], timeout=30, check=False, what="find")
+        return [int(line.split("/")[2]) for line in done.stdout.splitlines() if line.strip()]
+
     def read_text(self, path: str) -> str:
         """A text file; ``/proc`` files included (they report size 0, so are read to the end)."""
         return self.read_bytes(path).decode("utf-8", errors="replace")
@@ -363,3 +373,14 @@ class LocalExecutor(Executor):
 
     def make_tempdir(self, prefix: str) -> str:
         return tempfile.mkdtemp(prefix=prefix, dir=TMP)
+
+    def processes_using(self, path: str) -> list[int]:
+        # In this process, no command: it is polled while a crashed server restarts.
+        target = os.path.realpath(path)
+        found = []
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                with contextlib.suppress(OSError):
+                    if os.readlink(f"/proc/{entry}/cwd") == target:
+                        found.append(int(entry))
+        return found
