@@ -26,6 +26,7 @@ from pgrig.results import (
     to_dict,
 )
 from pgrig.workloads.basebackup.model import BasebackupResult
+from pgrig.workloads.tpcc.model import TpccRun
 
 MONITOR_DATA = Path(__file__).parent / "data" / "monitor"
 
@@ -175,6 +176,67 @@ def test_backups_within_the_noise_or_once_each_name_no_winner() -> None:
     (once,) = c.headline(evidence(backups("a", [110]) + backups("b", [92])))
     assert "cannot be told apart yet" in once.text
     assert c.headline(evidence(runs("a", [1000, 1010]) + runs("b", [900, 910]))) == []
+
+
+def tpcc(target: str, tpmc: list[float], *, mode: str, active: int) -> list[RunRecord]:
+    return [
+        record(
+            target,
+            f"tpcc/w8/{mode}/a{active}/r{i}",
+            "tpcc_run",
+            TpccRun(
+                mode=mode,
+                warehouses=8,
+                active=active,
+                connections=4,
+                threads=1,
+                duration_s=10.0,
+                isolation="repeatable read",
+                transactions=1000,
+                failed=0,
+                retried=0,
+                retries=0,
+                serialization_failures=0,
+                deadlock_failures=0,
+                tpmc=v,
+                tpm_total=v * 2.2,
+                tps=v * 2.2 / 60,
+                rollbacks=1,
+                latency_avg_ms=4.0,
+            ),
+            workload="tpcc",
+            mode=mode,
+            active=active,
+            warehouses=8,
+        )  # fmt: skip
+        for i, v in enumerate(tpmc)
+    ]
+
+
+def test_two_active_sets_and_two_modes_never_share_a_tpcc_conclusion() -> None:
+    """Issue 31: one t-test took both active sets (13,892 and 8,469) and quoted
+    a median between them. Each point is compared on its own."""
+    records = [
+        *tpcc("a", [13900, 13880, 13895], mode="server", active=2),
+        *tpcc("b", [13000, 13010, 12990], mode="server", active=2),
+        *tpcc("a", [8470, 8460, 8475], mode="server", active=8),
+        *tpcc("b", [8000, 8010, 7990], mode="server", active=8),
+        *tpcc("a", [5000, 5010, 4990], mode="client", active=8),
+        *tpcc("b", [5005, 4995, 5000], mode="client", active=8),
+    ]
+    found = c.headline(evidence(records))
+    assert len(found) == 3, [f.text for f in found]
+    by_point = {f.text.split(":")[0]: f.text for f in found}
+    assert set(by_point) == {
+        "TPC-C tpmC (tpcc), server-side, 2 of 8 warehouses active",
+        "TPC-C tpmC (tpcc), server-side, 8 of 8 warehouses active",
+        "TPC-C tpmC (tpcc), client-side, 8 of 8 warehouses active",
+    }, by_point
+    assert "median 13,000" in by_point["TPC-C tpmC (tpcc), server-side, 2 of 8 warehouses active"]
+    assert "median 8,000" in by_point["TPC-C tpmC (tpcc), server-side, 8 of 8 warehouses active"]
+    assert (
+        "beyond the noise" in by_point["TPC-C tpmC (tpcc), client-side, 8 of 8 warehouses active"]
+    )
 
 
 # -- load ---------------------------------------------------------------------

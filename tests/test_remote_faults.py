@@ -35,7 +35,7 @@ pytestmark = [pytest.mark.netns_hosts(3), pytest.mark.cluster, pytest.mark.slow]
 STUDY = "remote-faults"
 
 
-@pytest.mark.parametrize("fault", ["wrong key", "bad file"])
+@pytest.mark.parametrize("fault", ["wrong key", "bad file", "kernel settings"])
 def test_an_unusable_inventory_is_refused_before_anything_is_created(
     netns_lab: Lab,  # noqa: F811
     tmp_path: Path,
@@ -56,11 +56,20 @@ def test_an_unusable_inventory_is_refused_before_anything_is_created(
             netns_lab.inventory_ini().replace(str(netns_lab.client_key), str(other))
         )
         code, message = 7, f"host h1 (root@{netns_lab.hosts[0].address}:22) refused the key"
-    else:
+    elif fault == "bad file":
         inventory.write_text(netns_lab.inventory_ini() + "[load\n")
         code, message = 2, f"error: {inventory}:5: '[load' is not a section header"
+    else:  # [target.kernel] would write this machine's /proc/sys, not h1's
+        inventory = netns_lab.write_inventory()
+        code, message = 2, "kernel settings (vm.dirty_ratio) are set on this machine"
     results = tmp_path / "results"
-    done = pgrig("run", campaign(tmp_path, inventory, name=STUDY), "--results", results)
+    path = campaign(tmp_path, inventory, name=STUDY)
+    if fault == "kernel settings":
+        text = path.read_text().replace(
+            "[[workload]]", '[target.kernel]\n"vm.dirty_ratio" = 80\n[[workload]]', 1
+        )
+        path.write_text(text)
+    done = pgrig("run", path, "--results", results)
     assert done.returncode == code, done.stdout[-2000:] + done.stderr[-2000:]
     assert message in done.stderr and "hint: " in done.stderr
     assert "Traceback" not in done.stderr

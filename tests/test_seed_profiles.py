@@ -45,6 +45,8 @@ def test_seed_values_are_the_seeds_own() -> None:
     s1 = profiles.load("seed001", machine=BIG).settings
     assert (s1["wal_sync_method"], s1["synchronous_commit"]) == ("open_datasync", "on")
     assert s1["max_connections"] == "8000"
+    s4 = profiles.load("seed004", machine=BIG).settings
+    assert s4["wal_writer_flush_after"] == "0"  # its 9.6 command line (issue 31)
 
 
 def test_values_this_machine_cannot_hold_are_scaled_and_named() -> None:

@@ -1,5 +1,6 @@
 -- Seed 001's tables and functions (PostgreSQL on OCZ Vertex4, 2013), unchanged
--- but for the row count: 1,000,000 users instead of 20,000,000.
+-- but for the row count: :users (the workload's defines, given to psql as to
+-- pgbench) instead of 20,000,000.
 
 create table user_info
 (userid int,
@@ -35,7 +36,7 @@ ip inet
 );
 
 insert into user_info (userid,engname,cnname,occupation,birthday,signname,email,qq,crt_time,mod_time)
-select generate_series(1,1000000),
+select generate_series(1, :users),
 'digoal.zhou',
 '德哥',
 'DBA',
@@ -46,7 +47,7 @@ E'公益是一辈子的事, I\'m Digoal.Zhou, Just do it!',
 clock_timestamp(),
 NULL;
 
-insert into user_session (userid) select generate_series(1,1000000);
+insert into user_session (userid) select generate_series(1, :users);
 
 set maintenance_work_mem = '512MB';
 alter table user_info add constraint pk_user_info primary key (userid);

@@ -15,7 +15,6 @@ import re
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from pgrig import policy, registry
 from pgrig.conninfo import Conn
@@ -67,7 +66,7 @@ class Campaign:
 # [[target]]
 
 
-def _target_name(t: Table, key: str, default: Any) -> str:
+def _target_name(t: Table, key: str, default: object) -> str:
     name = t.get(key, str)
     if not name:
         raise t.error(key, "every target needs a name", hint='add name = "local-ssd"')
@@ -76,11 +75,11 @@ def _target_name(t: Table, key: str, default: Any) -> str:
     return str(name)
 
 
-def _path(t: Table, key: str, default: Any) -> Path | None:
+def _path(t: Table, key: str, default: object) -> Path | None:
     return t.path_value(key)
 
 
-def _tablespace(t: Table, key: str, default: Any) -> str | None:
+def _tablespace(t: Table, key: str, default: object) -> str | None:
     if isinstance(t.data.get(key), dict):
         return None  # a filesystem the storage lab builds (LabSpec.tablespaces)
     value = t.get(key, str)
@@ -89,7 +88,7 @@ def _tablespace(t: Table, key: str, default: Any) -> str | None:
     return str(t.path_value(key))
 
 
-def _dsn(t: Table, key: str, default: Any) -> str | None:
+def _dsn(t: Table, key: str, default: object) -> str | None:
     value = t.get(key, str)
     if value is not None:
         try:
@@ -99,16 +98,16 @@ def _dsn(t: Table, key: str, default: Any) -> str | None:
     return value
 
 
-def _profile(t: Table, key: str, default: Any) -> str:
+def _profile(t: Table, key: str, default: str) -> str:
     """A shipped profile's name, or a file: relative to the campaign file, as
     every path of a campaign is."""
     value = t.get(key, str, default)
     if value.endswith(".conf") or "/" in value:
         return str(t.path_value(key))
-    return value  # type: ignore[no-any-return]
+    return value
 
 
-def _settings(t: Table, key: str, default: Any) -> dict[str, str]:
+def _settings(t: Table, key: str, default: object) -> dict[str, str]:
     settings: dict[str, str] = {}
     table = t.table(key)
     if table is None:
@@ -123,11 +122,29 @@ def _settings(t: Table, key: str, default: Any) -> dict[str, str]:
     return settings
 
 
-def _wal_segsize(t: Table, key: str, default: Any) -> int | None:
+def _wal_segsize(t: Table, key: str, default: object) -> int | None:
     seg = t.get(key, int)
     if seg is not None and (seg < 1 or seg > 1024 or seg & (seg - 1)):
         raise t.error(key, f"{seg}: must be a power of 2 from 1 to 1024 (MB)")
     return seg
+
+
+def _kernel(t: Table, key: str, default: object) -> tuple[tuple[str, str], ...]:
+    table = t.table(key)
+    if table is None:
+        return ()
+    out = []
+    for name, value in table.data.items():
+        if isinstance(value, bool) or not isinstance(value, int | str):
+            raise table.error(name, f"expected a number or a string, got {type_name(type(value))}")
+        if not kernel.is_kernel_setting(name):
+            raise table.error(
+                name,
+                f"{name} is not a kernel setting on this machine (no file under /proc/sys)",
+                hint="name a sysctl as sysctl -a prints it, e.g. vm.dirty_ratio",
+            )
+        out.append((name, str(value)))
+    return tuple(out)
 
 
 INITDB_SCHEMA = Schema(
@@ -140,12 +157,12 @@ INITDB_SCHEMA = Schema(
 )  # fmt: skip
 
 
-def _initdb(t: Table, key: str, default: Any) -> InitdbSpec | None:
+def _initdb(t: Table, key: str, default: object) -> InitdbSpec | None:
     table = t.table(key)
     return None if table is None else InitdbSpec(**INITDB_SCHEMA.read(table))
 
 
-def _kind(t: Table, key: str, default: Any) -> str | None:
+def _kind(t: Table, key: str, default: object) -> str | None:
     name = t.get(key, str)
     if name is not None and name not in registry.target_kinds():
         raise t.error(
@@ -184,6 +201,9 @@ TARGET_SCHEMA = Schema(
     custom("set", None, "`[target.set]`: setting overrides, e.g. `synchronous_commit = \"off\"`",
            _settings, field="settings"),
     custom("initdb", None, "`[target.initdb]`: see below", _initdb),
+    custom("kernel", None, "`[target.kernel]`: kernel settings (a sysctl such as "
+           "`\"vm.dirty_ratio\" = 80`, or `clocksource`) set around each of the target's "
+           "steps and put back after (seed 002's dirty-page settings); root only", _kernel),
     text("os_user", None, "OS user the server runs as when pgrig is root"),
     custom("kind", None, "a registered target kind with keys of its own (docs/targets.md); "
            "without it the keys say: `directory`, `dsn` or the storage lab's", _kind),
@@ -374,12 +394,13 @@ def variants(
                 "binaries",
                 hint="drop pg_bin from the target, or drop versions",
             )
-        both = [name for name, _ in axes if name in t.settings]
+        both = [name for name, _ in axes if name in t.settings or name in dict(t.kernel)]
         if both:
             raise where.error(
                 "axes",
-                f"target {t.name!r} sets {both[0]} in [target.set], and the axes vary it",
-                hint=f"drop {both[0]} from [target.set] or from axes",
+                f"target {t.name!r} sets {both[0]} in [target.set] or [target.kernel], and "
+                "the axes vary it",
+                hint=f"drop {both[0]} from the target or from axes",
             )
     combos = list(itertools.product(*(values for _, values in axes)))
     out = []
@@ -401,7 +422,7 @@ def variants(
                             **{n: v for n, v in chosen if (n, v) not in sysctls},
                         },
                         axes=chosen,
-                        kernel=sysctls,
+                        kernel=(*t.kernel, *sysctls),
                     )
                 )
     names: dict[str, TargetSpec] = {}

@@ -54,7 +54,17 @@ def check_target(
         clients=clients[0],
         clients_of=clients[1],
     )
-    return Target(spec, kind, kind.check(spec, demands, notes))
+    target = Target(spec, kind, kind.check(spec, demands, notes))
+    elsewhere = sorted(kind.machines(target) - {THIS_MACHINE})
+    if spec.kernel and elsewhere:
+        # storage/kernel.py writes this machine's /proc/sys: not the server's host
+        raise UsageError(
+            f"{source}: target {spec.name}: kernel settings "
+            f"({', '.join(name for name, _ in spec.kernel)}) are set on this machine, and "
+            f"the target runs on {', '.join(elsewhere)}",
+            hint="set them on that host (sysctl -w), or drop them from the target",
+        )
+    return target
 
 
 def check_together(targets: Sequence[Target]) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -19,12 +19,13 @@ from pgrig import monitor, proc, registry
 from pgrig.cluster.server import ServerLost
 from pgrig.errors import PgrigError, StoreError
 from pgrig.registry.target import Target
-from pgrig.results import SERVER, RunRecord, Status, Study, from_dict, to_dict
+from pgrig.results import SERVER, JsonValue, RunRecord, Status, Study, from_dict, to_dict
 from pgrig.step import Skip, Step
 from pgrig.storage import kernel
 from pgrig.storage.kinds import MEMORY
 from pgrig.storage.memcg import MemoryStats, MemoryUse
 from pgrig.store import Store
+from pgrig.ui import Step as ProgressLine
 from pgrig.ui import Ui, duration
 
 
@@ -137,7 +138,7 @@ class Recorder:
         self.done: set[str] = set()
         self._metric: dict[str, float] = {}  # run key -> headline figure (tps, tpmC)
         self._disturbed: set[str] = set()  # run keys whose monitor record says disturbed
-        self._probes: dict[str, list[Any]] = {}  # target -> typed fio / pg_test_fsync results
+        self._probes: dict[str, list[object]] = {}  # target -> typed fio / pg_test_fsync results
         # (the monitor's samples stay in the store: only its verdict is asked of it)
         for rec in store.runs(study.id, without_samples=(registry.MONITOR.name,)):
             self._remember(rec)
@@ -167,7 +168,7 @@ class Recorder:
         t0 = time.monotonic()
         status: Status = "ok"
         reason: str | None = None
-        result: dict[str, Any] | None = None
+        result: dict[str, JsonValue] | None = None
         raw = ""
         value: Any = None
         watched: monitor.Watch | None = None
@@ -333,7 +334,7 @@ class Recorder:
             use = MemoryUse.between(before, after)
             self.record(mem, t, started, "ok", None, to_dict(use), after.describe())
 
-    def _wait_quiet(self, t: Target, line: Any) -> None:
+    def _wait_quiet(self, t: Target, line: ProgressLine) -> None:
         """The policy's ``wait_quiet``: hold a measured run until other work calms down."""
         line.update(detail=f"waiting up to {self.wait_quiet_s:.0f} s for a quiet machine")
         quiet, probe = monitor.wait_quiet(self.wait_quiet_s, target=t.directory)
@@ -351,9 +352,9 @@ class Recorder:
         started: str,
         status: Status,
         reason: str | None,
-        result: dict[str, Any] | None,
+        result: dict[str, JsonValue] | None,
         raw: str,
-        samples: Iterable[dict[str, Any]] | None = None,
+        samples: Iterable[Mapping[str, object]] | None = None,
     ) -> None:
         env = t.env or self.study.environment
         tools = env.tools if env is not None else {}
@@ -371,10 +372,10 @@ class Recorder:
         started: str,
         status: Status,
         reason: str | None,
-        result: dict[str, Any] | None,
+        result: dict[str, JsonValue] | None,
         raw: str,
         versions: dict[str, str],
-        samples: Iterable[dict[str, Any]] | None = None,
+        samples: Iterable[Mapping[str, object]] | None = None,
     ) -> None:
         rec = self.store.record(
             RunRecord(

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -29,7 +30,14 @@ from pgrig.errors import (
     WorkdirError,
 )
 from pgrig.pgsource import binaries
-from pgrig.registry.target import Target, TargetSpec, as_written, directory_option
+from pgrig.registry.target import (
+    THIS_MACHINE,
+    Target,
+    TargetSpec,
+    as_written,
+    directory_option,
+)
+from pgrig.units import GB
 
 # The results directory: the store and the report of one step (raw tool
 # output, monitor samples, its share of the HTML) stay well under this; the
@@ -104,6 +112,7 @@ def campaign(
                 hint=binaries.INSTALL_HINT,
             )
     lifecycle.check_together(runs)
+    shared_space(runs, needs, camp.source)
     if camp.policy.concurrent:
         lifecycle.check_concurrent(runs, camp.source)
     warnings += _duration(camp)  # after the disk: a scale too large is first of all that
@@ -270,6 +279,36 @@ def results_space(results: Path, store: Path | str, steps: int) -> None:
                 f"{option} {path}: {usage.free / 2**20:.0f} MiB free in {existing}, the "
                 f"results of {steps} steps need about {need / 2**20:.0f} MiB",
                 hint=f"free some space there or pass another {option}",
+            )
+
+
+def shared_space(runs: Sequence[Target], needs: dict[str, int], source: str) -> None:
+    """Targets in directories of this machine that share a filesystem need their
+    space at once: the runner interleaves targets, so every target's cluster
+    lives until the study ends. Each target alone was checked by its kind."""
+    by_device: dict[int, list[tuple[Target, Path]]] = {}
+    for run in runs:
+        if run.directory is None or not run.kind.directory_must_exist:
+            continue  # a lab builds its own filesystem; a server's host checks its own
+        if THIS_MACHINE not in run.kind.machines(run) or not needs.get(run.name):
+            continue
+        existing = _nearest_existing(run.directory)
+        if existing is not None:
+            by_device.setdefault(existing.stat().st_dev, []).append((run, existing))
+    for group in by_device.values():
+        if len(group) < 2:
+            continue
+        need = sum(needs[run.name] for run, _ in group)
+        usage = shutil.disk_usage(group[0][1])
+        if usage.total > 0 and usage.free < need:
+            each = ", ".join(f"{run.name} {needs[run.name] / GB:.1f} GiB" for run, _ in group)
+            raise DiskSpaceError(
+                f"{source}: targets {' and '.join(run.name for run, _ in group)} share the "
+                f"filesystem of {group[0][1]} and need {need / GB:.1f} GiB together ({each}), "
+                f"{usage.free / GB:.1f} GiB free: targets are interleaved, so all their "
+                "clusters live until the study ends",
+                hint="give the targets directories on different filesystems, lower the "
+                "scale, or free some space",
             )
 
 

@@ -63,14 +63,14 @@ class DurabilitySpec:
         )
 
 
-def _power_loss(t: Table, key: str, default: Any) -> str | None:
+def _power_loss(t: Table, key: str, default: str | None) -> str | None:
     value = t.get(key, str, default)
     if value is not None and value not in POWER_LOSS_MODES:
         raise t.error(key, f"{value!r} is not one of {', '.join(POWER_LOSS_MODES)}")
-    return value  # type: ignore[no-any-return]
+    return value
 
 
-def _optional_scripts(t: Table, key: str, default: Any) -> tuple[ScriptSpec, ...]:
+def _optional_scripts(t: Table, key: str, default: object) -> tuple[ScriptSpec, ...]:
     return _scripts(t, key, default) if key in t.data else ()
 
 

@@ -221,14 +221,23 @@ def headline(ev: Evidence) -> list[Conclusion]:
     for kind in registry.kinds().values():
         if kind.summary is None or kind.metric is None:
             continue
-        values: dict[str, dict[str, list[float]]] = {}
+        # One comparison per workload and point (TPC-C's mode and active set): runs
+        # of two points measure different things and never share a test.
+        values: dict[tuple[str, str], dict[str, list[float]]] = {}
         for rec in ev.records:
             if rec.kind == kind.name and (res := typed_result(rec)) is not None:
                 workload = str(rec.params.get("workload", kind.name))
-                values.setdefault(workload, {}).setdefault(rec.target, []).append(kind.metric(res))
-        for workload, per in values.items():
+                at = kind.point(rec.params) if kind.point is not None else ""
+                per_target = values.setdefault((workload, at), {})
+                per_target.setdefault(rec.target, []).append(kind.metric(res))
+        points: dict[str, int] = {}
+        for workload, _ in values:
+            points[workload] = points.get(workload, 0) + 1
+        for (workload, at), per in values.items():
             base = per.get(ev.baseline)
             what = kind.summary if workload == kind.name else f"{kind.summary} ({workload})"
+            if points[workload] > 1 and at:  # one point: said as before
+                what = f"{what}, {at}"
             for other in ev.targets:
                 mine = per.get(other)
                 if other == ev.baseline or not base or not mine:

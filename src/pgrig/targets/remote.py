@@ -74,7 +74,7 @@ SERVER_TOOLS = ("postgres", "initdb", "pg_isready")
 FROM_HERE = ("basebackup",)
 
 
-def _load_hosts(t: Keys, key: str, default: Any) -> tuple[str, ...]:
+def _load_hosts(t: Keys, key: str, default: object) -> tuple[str, ...]:
     value = t.get(key, (str, list), None)
     if value is None:
         return ()  # pgbench on the server's own host, as seed 000 ran it

@@ -91,8 +91,9 @@ SCHEMA = Schema(
            shown_default="(required)"),
     custom("scripts", None, 'pgbench scripts: `["a.sql"]` or `[{ file = "a.sql", weight = 3 }]`',
            _scripts, shown_default="(required)"),
-    custom("setup", (), "SQL files run once with psql before the runs (tables, functions)",
-           _setup, shown_default="`[]`"),
+    custom("setup", (), "SQL files run once with psql before the runs (tables, functions); "
+           "`defines` are psql variables there (`:users`) as in the scripts", _setup,
+           shown_default="`[]`"),
     integers("clients", (1,), "client counts (`-c`)"),
     THREADS,
     integers("duration", (30,), "seconds per run (`-T`)", field="durations"),

@@ -44,6 +44,12 @@ def setup_action(spec: CustomSpec, data: int, storage: str) -> Action:
                     "-q",
                     "-v",
                     "ON_ERROR_STOP=1",
+                    # the workload's defines, as the scripts see them: :users in both
+                    *(
+                        arg
+                        for name, value in spec.defines.items()
+                        for arg in ("-v", f"{name}={value}")
+                    ),
                     "-f",
                     path,
                     *conn(ctx).args(),
