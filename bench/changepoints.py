@@ -56,8 +56,10 @@ def main() -> None:
                 false_flat = find(series(n, None, 0.10, cv, 1000 + seed))
                 false += len(false_flat)
             took = (time.perf_counter() - start) / 40
-            print(f"{name:10s} n={n:2d} step at {at:2d} cv {cv:.0%}: found {hit}/20, "
-                  f"false change points {false} in 40 series, {took * 1000:.0f} ms a series")
+            print(
+                f"{name:10s} n={n:2d} step at {at:2d} cv {cv:.0%}: found {hit}/20, "
+                f"false change points {false} in 40 series, {took * 1000:.0f} ms a series"
+            )
     sys.stdout.flush()
 
 
