@@ -15,6 +15,7 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pgrig.errors import BinaryNotFound
 from pgrig.history.series import Observation
 from pgrig.stats import ALPHA, MIN_RUNS, t_quantile_975, welch
 
@@ -53,7 +54,13 @@ def candidates(medians: Sequence[float]) -> list[int]:
         return []
     # Imported here, as pgrig.stats imports SciPy: Otava brings NumPy and SciPy,
     # which `pgrig --help` and every other command must not wait for.
-    from otava.analysis import compute_change_points
+    try:
+        from otava.analysis import compute_change_points
+    except ImportError as exc:
+        raise BinaryNotFound(
+            "finding change points in a series needs Apache Otava, which is not installed",
+            hint="pip install 'pgrig[history]' (or pip install apache-otava)",
+        ) from exc
 
     with warnings.catch_warnings():
         # Otava divides by a zero spread on constant stretches; those are no change.
