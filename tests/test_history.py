@@ -283,3 +283,17 @@ def test_run_new_records_a_new_study_of_the_series(tmp_path: Path, disk_dir: Pat
     assert len(ids) == 2 and "again" in ids
     (new,) = [i for i in ids if i != "again"]
     assert re.fullmatch(r"again-\d{8}-\d{6}", new)
+
+
+def test_without_otava_the_change_points_say_how_to_install_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Otava is the optional extra pgrig[history]: its absence is simulated (an
+    import that fails), as a machine without the extra would see it."""
+    from pgrig.errors import BinaryNotFound
+    from pgrig.history.changes import candidates
+
+    monkeypatch.setitem(sys.modules, "otava.analysis", None)
+    with pytest.raises(BinaryNotFound) as err:
+        candidates([1.0] * 12)
+    assert "pgrig[history]" in (err.value.hint or "")
