@@ -110,6 +110,7 @@ class LabKind(Throwaway[LabSpec | None]):
         base = Path(lab.base) if lab.base else (t.directory or Path.cwd())
         with storage.lab_target(base, lab, keep=keep) as built:
             t.moved_to(built.directory)
+            t.live.cgroups = built.cgroups
             memory = built.memory_stats if lab.memory_bytes is not None else None
             t.ctx = replace(t.ctx, preexec=built.preexec, memory=memory)
             for option, path in built.tablespaces:  # tablespaces on lab filesystems
