@@ -17,7 +17,7 @@ A remote kind (a server on another host, later) fills the same interface: its
 ``check`` reaches the host and refuses what cannot work there (unreachable, no
 binaries, no permission); its ``server`` starts or connects and sets
 ``ctx.conn`` to an address this machine can reach (never a unix socket);
-``ctx.server_pid`` stays None unless the monitor can see the process; its
+``ctx.running.server_pid`` stays None unless the monitor can see the process; its
 ``clean`` removes only what a killed pgrig left on that host (the host's own
 state directory, judged by ``pgrig.ownership.owner_alive`` there); its
 ``describe`` names the host.
