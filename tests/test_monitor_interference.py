@@ -49,7 +49,7 @@ from pgrig.report import monitor as monitor_section
 from pgrig.report import plots
 from pgrig.report import writer as report
 from pgrig.results import PgbenchRun, RunRecord, Study, from_dict, to_dict
-from pgrig.step import Context
+from pgrig.step import Context, Running
 from pgrig.tools import pgbench
 
 DATA = Path(__file__).parent / "data" / "monitor"
@@ -141,7 +141,11 @@ def study(
     """Watched runs as the runner does them: one Watch per measured run."""
     conn = admin(c)
     ctx = Context(
-        bins=bins, target=c.workdir, scratch=c.workdir, conn=conn, server_pid=c.postmaster_pid()
+        bins=bins,
+        target=c.workdir,
+        scratch=c.workdir,
+        conn=conn,
+        running=Running(server_pid=c.postmaster_pid()),
     )
     out = []
     for mode, clients in modes:
@@ -254,7 +258,7 @@ def test_a_disk_writer_is_named_and_device_figures_are_labelled_device_wide(
                 target=loaded.workdir,
                 scratch=loaded.workdir,
                 conn=conn,
-                server_pid=loaded.postmaster_pid(),
+                running=Running(server_pid=loaded.postmaster_pid()),
             )
             opts = pgbench.RunOptions(mode="select-only", clients=1, threads=1, duration_s=SECONDS)
             with monitor.Watch(ctx, limits=limits) as watch:
@@ -284,7 +288,7 @@ def test_a_wal_heavy_run_never_credits_the_server_with_more_than_the_device_wrot
     with is at most what the device did, each second and over the run."""
     conn = admin(loaded)
     ctx = Context(bins=bins, target=loaded.workdir, scratch=loaded.workdir, conn=conn,
-                  server_pid=loaded.postmaster_pid())  # fmt: skip
+                  running=Running(server_pid=loaded.postmaster_pid()))  # fmt: skip
     opts = pgbench.RunOptions(mode="read-write", clients=2, threads=2, duration_s=SECONDS)
     with monitor.Watch(ctx) as watch:
         run, _ = pgbench.run_bench(bins.bin_dir, conn, opts, loaded.workdir)

@@ -28,7 +28,7 @@ from pgrig.monitor.model import MonitorResult
 from pgrig.pgsource import binaries
 from pgrig.registry import result_type
 from pgrig.results import PgbenchRun, from_dict, to_dict
-from pgrig.step import Context
+from pgrig.step import Context, Running
 from pgrig.storage import cgroups
 from pgrig.tools import pgbench
 
@@ -81,7 +81,11 @@ def watched(
 ) -> tuple[MonitorResult, PgbenchRun]:
     conn = admin(c, options)
     ctx = Context(
-        bins=bins, target=c.workdir, scratch=c.workdir, conn=conn, server_pid=c.postmaster_pid()
+        bins=bins,
+        target=c.workdir,
+        scratch=c.workdir,
+        conn=conn,
+        running=Running(server_pid=c.postmaster_pid()),
     )
     with monitor.Watch(ctx) as watch:
         if during is not None:
@@ -199,7 +203,7 @@ def test_wal_bound_on_a_slow_disk(bins: binaries.PgBinaries, durable: Cluster) -
         target=durable.workdir,
         scratch=durable.workdir,
         conn=conn,
-        server_pid=durable.postmaster_pid(),
+        running=Running(server_pid=durable.postmaster_pid()),
     )
     opts = pgbench.RunOptions(mode="read-write", clients=1, threads=1, duration_s=SECONDS)
     with throttled_writes(durable, 200), monitor.Watch(ctx, limits=limits) as watch:

@@ -17,7 +17,7 @@ import pytest
 from pgrig import registry
 from pgrig.errors import ToolError
 from pgrig.recorder import Recorder, StartTogether
-from pgrig.step import Call, Step, StepKey
+from pgrig.step import Call, Running, Step, StepKey
 from pgrig.store import Store
 from pgrig.ui import Ui
 from test_store import run_record, study
@@ -69,7 +69,7 @@ class Started:
 
 def _target(name: str) -> Any:
     """What the recorder reads of a target when it has no cluster, monitor or cgroup."""
-    ctx = SimpleNamespace(extra=[], load_finding=None, client_started=None, conn=None, memory=None)
+    ctx = SimpleNamespace(running=Running(), conn=None, memory=None)
     return SimpleNamespace(
         name=name,
         env=None,

@@ -13,13 +13,22 @@ import threading
 import time
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from pgrig import monitor, proc, registry
 from pgrig.cluster.server import ServerLost
 from pgrig.errors import PgrigError, StoreError
 from pgrig.registry.target import Target
-from pgrig.results import SERVER, JsonValue, RunRecord, Status, Study, from_dict, to_dict
+from pgrig.results import (
+    SERVER,
+    JsonValue,
+    PgbenchRun,
+    RunRecord,
+    Status,
+    Study,
+    from_dict,
+    to_dict,
+)
 from pgrig.step import Skip, Step
 from pgrig.storage import kernel
 from pgrig.storage.kinds import MEMORY
@@ -27,6 +36,9 @@ from pgrig.storage.memcg import MemoryStats, MemoryUse
 from pgrig.store import Store
 from pgrig.ui import Step as ProgressLine
 from pgrig.ui import Ui, duration
+
+if TYPE_CHECKING:  # typeshed's name for any dataclass instance: no runtime class
+    from _typeshed import DataclassInstance as Result
 
 
 def _memory(t: Target) -> MemoryStats | None:
@@ -170,17 +182,15 @@ class Recorder:
         reason: str | None = None
         result: dict[str, JsonValue] | None = None
         raw = ""
-        value: Any = None
+        value: Result | None = None
         watched: monitor.Watch | None = None
-        t.ctx.extra.clear()
-        t.ctx.load_finding = None
-        t.ctx.client_started = None
+        t.ctx.running.begin()
         memory: MemoryStats | None = None
         oom_before = _oom_kills(t)
         try:
             with self.ui.step(step.label, total=step.total) as line:
                 if step.prepare is not None:
-                    registry.resolve(step.prepare)(t.ctx, line)
+                    registry.resolve_prepare(step.prepare)(t.ctx, line)
                 if step.monitored and self.wait_quiet_s > 0:
                     self._wait_quiet(t, line)
                 if step.monitored and together is not None:
@@ -278,8 +288,8 @@ class Recorder:
         self.ui.warn(f"{t.name}: the server is down ({server.log_tail(2)}); restarting it")
         try:
             server.restart_after_crash()
-            if t.ctx.server_pid is not None:  # watched here (another host's: None)
-                t.ctx.server_pid = server.postmaster_pid()
+            if t.ctx.running.server_pid is not None:  # watched here (another host's: None)
+                t.ctx.running.server_pid = server.postmaster_pid()
         except PgrigError as exc:
             self.ui.fail(f"{t.name}: could not restart the server: {exc}")
 
@@ -290,15 +300,15 @@ class Recorder:
         return self._limits[t.name]
 
     def _record_extra(self, step: Step, t: Target, started: str) -> None:
-        """What the action made besides its result (``Context.extra``), each a
+        """What the action made besides its result (``Running.extra``), each a
         record of its own below the step's key."""
-        for tail, kind, value in t.ctx.extra:
-            extra = _below(step, tail, kind, f"{step.label}: {tail}")
-            self.record(extra, t, started, "ok", None, to_dict(value), "")
-        t.ctx.extra.clear()
+        for made in t.ctx.running.extra:
+            extra = _below(step, made.tail, made.kind, f"{step.label}: {made.tail}")
+            self.record(extra, t, started, "ok", None, to_dict(made.value), "")
+        t.ctx.running.extra.clear()
 
     def _record_monitor(
-        self, step: Step, t: Target, started: str, watch: monitor.Watch, value: Any
+        self, step: Step, t: Target, started: str, watch: monitor.Watch, value: Result | None
     ) -> None:
         """What the host and the server did during the run, and the verdict - a
         record of its own, so a failing sampler never costs the run itself."""
@@ -306,8 +316,11 @@ class Recorder:
         try:
             # The samples go from the monitor's spool to the store one at a time,
             # in the record's transaction: never all in memory (issue 18.6).
-            observed = watch.summary(value)
-            samples = (to_dict(s) for s in watch.samples(value))
+            # The monitor reads what it knows of a run by name (a pgbench run's
+            # progress and duration; a TPC-C run's where it has them).
+            run = cast("PgbenchRun | None", value)
+            observed = watch.summary(run)
+            samples = (to_dict(s) for s in watch.samples(run))
             self.record(mon, t, started, "ok", None, to_dict(observed), "", samples)
         except StoreError:
             raise

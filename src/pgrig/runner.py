@@ -17,9 +17,10 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from pgrig import (
     calibration,
@@ -50,6 +51,9 @@ from pgrig.step import Step
 from pgrig.storage.errors import OptionRefused, StorageError
 from pgrig.store import Store
 from pgrig.ui import Ui, count, estimate
+
+if TYPE_CHECKING:  # typeshed's name for any dataclass instance: no runtime class
+    from _typeshed import DataclassInstance as Result
 
 
 class CampaignRunner:
@@ -93,7 +97,7 @@ class CampaignRunner:
             self.ui.warn(note)
         self.targets = checked.targets
         for t in self.targets:  # looked up when used: a target's directory may appear late
-            t.ctx.peer = self._peer_directory
+            t.ctx = replace(t.ctx, peer=self._peer_directory)
 
     def _peer_directory(self, name: str) -> Path | None:
         return next((t.directory for t in self.targets if t.name == name), None)
@@ -236,18 +240,18 @@ class CampaignRunner:
                 self._build(stack, t)  # nothing recorded: a kind's setup without a build (a host's)
                 kept.append(t)
                 continue
-            t.ctx.build = partial(self._build, stack, t)
+            t.ctx = replace(t.ctx, build=partial(self._build, stack, t))
             try:
                 built = rec.execute(step, t, record=step.id not in rec.done)
-            finally:
-                t.ctx.build = None  # built once: no later step may enter it again
+            finally:  # built once: no later step may enter it again
+                t.ctx = replace(t.ctx, build=None)
             if built:
                 kept.append(t)
             else:
                 self.ui.fail(f"{t.name}: left out of this study (its storage could not be built)")
         self.targets = kept
 
-    def _build(self, stack: contextlib.ExitStack, t: Target) -> tuple[Any, str]:
+    def _build(self, stack: contextlib.ExitStack, t: Target) -> tuple[Result, str]:
         """The target's storage, entered on ``stack`` for the rest of the study:
         what its build step's action (``Context.build``) runs."""
         try:

@@ -19,17 +19,18 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pgrig.cluster.server import Cluster
 from pgrig.conninfo import Conn
+from pgrig.hosts.executor import Executor
+from pgrig.load import LoadRunner
+from pgrig.lossyfs.target import LossyTarget
+from pgrig.monitor.verdict import Finding
 from pgrig.pgsource.binaries import PgBinaries
+from pgrig.storage.memcg import MemoryStats
 from pgrig.ui import Step as ProgressLine
 
-if TYPE_CHECKING:  # the cluster is only handed through, never built here
-    from pgrig.cluster.server import Cluster
-    from pgrig.hosts.executor import Executor
-    from pgrig.load import LoadRunner
-    from pgrig.lossyfs.target import LossyTarget
-    from pgrig.monitor.verdict import Finding
-    from pgrig.storage.memcg import MemoryStats
+if TYPE_CHECKING:  # typeshed's name for "any dataclass instance": no runtime class
+    from _typeshed import DataclassInstance as Result
 
 
 class Skip(Exception):
@@ -68,21 +69,64 @@ class StepKey:
         return replace(self, tail=(*self.tail, *tail))
 
 
+@dataclass(frozen=True)
+class Extra:
+    """A typed result an action made besides its own, recorded below the step's
+    key: a multi-host run's per-host figures under ``tail`` "hosts"."""
+
+    tail: str
+    kind: str  # the name of a registered result kind
+    value: Result
+
+
 @dataclass
+class Running:
+    """What changes on a target while its steps run: the one part of a (frozen)
+    ``Context`` that steps write, each field with the one writer it has.
+
+    ``begin`` clears what a step says about its own run, so that nothing of one
+    step's run is read as the next one's.
+    """
+
+    # The postmaster, when it runs on this machine: set when the server starts and
+    # again when a step restarts it (a reset, the durability check's crashes), which
+    # the monitor sees at its next look. None: not watched here.
+    server_pid: int | None = None
+    # The best tps measured so far per mode on this target: a measured run's
+    # transaction log is sampled so that its size stays bounded.
+    observed: dict[str, float] = field(default_factory=dict)
+    # What the step's action made besides its result: recorded once it succeeds.
+    extra: list[Extra] = field(default_factory=list)
+    # What the run's load generators on other machines say for its verdict
+    # (client-bound load hosts); set by the action, read by the monitor.
+    load_finding: Finding | None = None
+    # When the measured pgbench started (this machine's clock, epoch seconds), set
+    # by an action whose pgbench runs elsewhere: the monitor's time axis. None: the
+    # monitor sees pgbench start here.
+    client_started: float | None = None
+
+    def begin(self) -> None:
+        """A step starts: what the last one said of its run is gone."""
+        self.extra.clear()
+        self.load_finding = None
+        self.client_started = None
+
+
+@dataclass(frozen=True)
 class Context:
-    """What actions need to reach the machine and the server under test."""
+    """What a step reads to reach the machine and the server under test, for one
+    target. A target's setup makes a new one as it learns more (``replace``: the
+    server's address once it is up); what changes while steps run is ``running``."""
 
     bins: PgBinaries
     target: Path  # the directory on the storage under test
     scratch: Path  # where tools may write temporary files (logs)
     conn: Conn | None = None  # set once the server is up
-    server_pid: int | None = None  # the postmaster, when it runs on this machine
     # The server's host when it is another machine: the monitor reads that host's
     # /proc through it, and its data directory there. None: this machine.
     host: Executor | None = None
     host_bin_dir: str | None = None  # PostgreSQL's bin directory there
     host_devices: tuple[str, ...] = ()  # the block devices under its data directory
-    server_settings: dict[str, str] = field(default_factory=dict)
     cluster: Cluster | None = None  # the cluster pgrig created (None: an existing server)
     lossy: LossyTarget | None = None  # the cluster runs on the lossy filesystem (power loss)
     # Another target's directory by name, for a workload that writes there (a base
@@ -94,28 +138,30 @@ class Context:
     # Runs a measured pgbench elsewhere (a remote target's load hosts): the job ->
     # every host's run, merged by the workload. None: here.
     pgbench: LoadRunner | None = None
-    # Typed results an action made besides its own, recorded below its key as
-    # (tail, result kind, value) - a multi-host run's per-host figures.
-    extra: list[tuple[str, str, Any]] = field(default_factory=list)
-    # What the run's load generators on other machines say for its verdict
-    # (client-bound load hosts); set by the action, read by the monitor.
-    load_finding: Finding | None = None
-    # When the measured pgbench started (this machine's clock, epoch seconds), set
-    # by an action whose pgbench runs elsewhere: the monitor's time axis. None: the
-    # monitor sees pgbench start here.
-    client_started: float | None = None
     # Reads a storage-lab target's memory cgroup (limit hits, peak, OOM kills);
     # None: the target has no memory limit.
     memory: Callable[[], MemoryStats | None] | None = None
-    # The best tps measured so far per mode on this target: a measured run's
-    # transaction log is sampled so that its size stays bounded.
-    observed: dict[str, float] = field(default_factory=dict)
     # Called between an action's events (the durability check's "crashed",
     # "recovered", "end"): where `pgrig durability`'s tests tamper. None: nothing.
     on_event: Callable[[str, int], None] | None = None
-    # Builds the target's storage for the rest of the study (set by the runner
-    # for the step ``TargetKind.build_step`` makes): the typed result and raw output.
-    build: Callable[[], tuple[Any, str]] | None = None
+    # Builds the target's storage for the rest of the study (the runner's, in the
+    # Context of the step ``TargetKind.build_step`` makes only): its result and raw output.
+    build: Callable[[], tuple[Result, str]] | None = None
+    # Shared by every Context made from this one with ``replace``: the target's.
+    running: Running = field(default_factory=Running)
+
+    # What the monitor reads (``pgrig.monitor.watched.Watched``), as it changes.
+    @property
+    def server_pid(self) -> int | None:
+        return self.running.server_pid
+
+    @property
+    def load_finding(self) -> Finding | None:
+        return self.running.load_finding
+
+    @property
+    def client_started(self) -> float | None:
+        return self.running.client_started
 
     def tool_dir(self, tool: str) -> Path:
         """Where a step runs a PostgreSQL tool from: on the server's host when
@@ -125,8 +171,10 @@ class Context:
         return self.bins.tool_dir(tool)
 
 
-# What a registered action resolves to: it runs on a Context, on a progress line.
-Action = Callable[[Context, ProgressLine], tuple[Any, str]]
+# What a registered action resolves to: it runs on a Context, on a progress line,
+# and returns its typed result (a dataclass of ``pgrig.results`` or a plug-in's,
+# which the store keeps as JSON) and the tool's raw output.
+Action = Callable[[Context, ProgressLine], "tuple[Result, str]"]
 Prepare = Callable[[Context, ProgressLine], None]
 
 

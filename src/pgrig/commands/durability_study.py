@@ -9,7 +9,7 @@ its log when the server did not come back.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
@@ -198,7 +198,7 @@ def execute(
     )
     runner.preflight()
     for t in runner.targets:  # a hook, not a parameter: it stays out of the steps
-        t.ctx.on_event = on_event
+        t.ctx = replace(t.ctx, on_event=on_event)
     try:
         runner.run(store)
     finally:

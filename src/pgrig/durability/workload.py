@@ -149,7 +149,7 @@ def check_action(spec: DurabilitySpec, owned: bool, storage: str) -> Action:
             user_checks=spec.checks,
         )
         if ctx.cluster is not None:
-            ctx.server_pid = ctx.cluster.postmaster_pid()
+            ctx.running.server_pid = ctx.cluster.postmaster_pid()
         besides = time.monotonic() - started - spec.crashes * spec.interval_s
         calibration.record_on(
             calibration_kind(spec), storage, spec.crashes, max(0.1, besides), machine

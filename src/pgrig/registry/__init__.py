@@ -26,7 +26,7 @@ from __future__ import annotations
 import importlib.metadata
 import inspect
 from collections.abc import Callable, Iterator, MutableMapping
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import click
 
@@ -265,9 +265,19 @@ def rules() -> Iterator[Rule]:
     yield from _RULES.values()
 
 
-def resolve(call: Call) -> Any:
-    """What ``call`` runs: its registered function applied to its arguments, a
-    function of the step's Context and progress line."""
+def resolve(call: Call) -> Action:
+    """What a step's ``action`` runs: its registered function applied to its
+    arguments, a function of the step's Context and progress line."""
+    # One table holds both kinds of maker; the step's field says which this is.
+    return cast("Action", _made(call))
+
+
+def resolve_prepare(call: Call) -> Prepare:
+    """What a step's ``prepare`` runs (its result is nothing)."""
+    return cast("Prepare", _made(call))
+
+
+def _made(call: Call) -> Action | Prepare:
     made = actions().get(call.name)
     if made is None:  # a step made by a plugin that is not loaded, or a typo
         raise PgrigError(

@@ -17,7 +17,7 @@ A remote kind (a server on another host, later) fills the same interface: its
 ``check`` reaches the host and refuses what cannot work there (unreachable, no
 binaries, no permission); its ``server`` starts or connects and sets
 ``ctx.conn`` to an address this machine can reach (never a unix socket);
-``ctx.server_pid`` stays None unless the monitor can see the process; its
+``ctx.running.server_pid`` stays None unless the monitor can see the process; its
 ``clean`` removes only what a killed pgrig left on that host (the host's own
 state directory, judged by ``pgrig.ownership.owner_alive`` there); its
 ``describe`` names the host.
@@ -40,6 +40,8 @@ from pgrig.step import Action, Context, Prepare, Step
 from pgrig.storage.target import LabSpec
 
 if TYPE_CHECKING:  # types only: lower rooms, imported where they are used
+    from _typeshed import DataclassInstance as Result
+
     from pgrig.cluster.profiles import Profile
     from pgrig.cluster.server import Cluster, Server, ServerLost
     from pgrig.document.model import Section
@@ -256,7 +258,7 @@ class Target:
     def moved_to(self, directory: Path) -> None:
         """The kind built the target's storage: the cluster and the probes go there."""
         self.live.directory = directory
-        self.ctx.target = self.ctx.scratch = directory
+        self.ctx = replace(self.ctx, target=directory, scratch=directory)
 
 
 def build_action(calibrate: str | None = None) -> Action:
@@ -264,7 +266,7 @@ def build_action(calibrate: str | None = None) -> Action:
     ``TargetKind.storage`` entered for the rest of the study. ``calibrate``: the
     calibration kind its seconds are recorded under, for the next plan."""
 
-    def action(ctx: Context, line: ProgressLine) -> tuple[Any, str]:
+    def action(ctx: Context, line: ProgressLine) -> tuple[Result, str]:
         if ctx.build is None:
             raise AssertionError("a build step runs inside the runner, which sets Context.build")
         started, machine = time.monotonic(), calibration.busy()

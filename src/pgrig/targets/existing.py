@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -171,7 +172,7 @@ class ServerKind(TargetKind[None, None]):
         conn = Conn.from_user(t.spec.dsn)
         with conn.connect():
             pass
-        t.ctx.conn = conn
+        t.ctx = replace(t.ctx, conn=conn)
         capture(t)
         yield
 

@@ -110,9 +110,9 @@ class LabKind(Throwaway[LabSpec | None]):
         base = Path(lab.base) if lab.base else (t.directory or Path.cwd())
         with storage.lab_target(base, lab, keep=keep) as built:
             t.moved_to(built.directory)
-            t.ctx.preexec = built.preexec
             t.live.cgroups = built.cgroups
-            t.ctx.memory = built.memory_stats if lab.memory_bytes is not None else None
+            memory = built.memory_stats if lab.memory_bytes is not None else None
+            t.ctx = replace(t.ctx, preexec=built.preexec, memory=memory)
             for option, path in built.tablespaces:  # tablespaces on lab filesystems
                 if option == "tablespace":
                     t.spec = replace(t.spec, tablespace=str(path))

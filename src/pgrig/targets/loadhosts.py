@@ -18,6 +18,7 @@ from pgrig.hosts.executor import Executor
 from pgrig.monitor.hosts import client_bound
 from pgrig.registry.target import Target
 from pgrig.results import ResultKind, RunRecord, typed
+from pgrig.step import Extra
 
 
 @dataclass(frozen=True)
@@ -145,8 +146,8 @@ class Driver:
         bound = client_bound(multi.watches, shared=(self.server,))
         # The monitor's time axis: when the first pgbench woke, on this machine's clock.
         first = min((h.started_ms for h in multi.hosts), default=0.0)
-        self.t.ctx.client_started = multi.start_at + first / 1000
-        self.t.ctx.load_finding = bound
+        self.t.ctx.running.client_started = multi.start_at + first / 1000
+        self.t.ctx.running.load_finding = bound
         offsets = {o.host: o for o in multi.offsets}
         watches = {w.host: w for w in multi.watches}
         per_host = tuple(
@@ -179,5 +180,5 @@ class Driver:
             figure_name=job.figure[0] if job.figure else None,
             figure=sum(figures) if job.figure else None,
         )
-        self.t.ctx.extra.append(("hosts", LOAD_HOSTS.name, record))
+        self.t.ctx.running.extra.append(Extra("hosts", LOAD_HOSTS.name, record))
         return multi

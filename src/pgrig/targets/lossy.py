@@ -8,6 +8,7 @@ or memory limit cannot cover the FUSE daemon's own I/O and is refused."""
 from __future__ import annotations
 
 import zlib
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -78,9 +79,10 @@ class LossyKind(LabKind):
 
     def _root(self, t: Target, name: str, study: str, ui: Ui) -> Path:
         assert t.directory is not None
-        t.ctx.lossy = open_lossy(t.directory, name, study=study, seed=zlib.crc32(name.encode()))
-        ui.info(f"{t.name}: the cluster runs on a lossy filesystem in {t.ctx.lossy.holder}")
-        return t.ctx.lossy.backing
+        lossy = open_lossy(t.directory, name, study=study, seed=zlib.crc32(name.encode()))
+        t.ctx = replace(t.ctx, lossy=lossy)
+        ui.info(f"{t.name}: the cluster runs on a lossy filesystem in {lossy.holder}")
+        return lossy.backing
 
     def _profile(self, t: Target) -> profiles.Profile:
         """After a power loss the remounted filesystem holds nothing unsynced, so the
@@ -107,7 +109,7 @@ class LossyKind(LabKind):
 
     def _close(self, t: Target, *, keep: bool) -> None:
         if t.ctx.lossy is not None:
-            lossy, t.ctx.lossy = t.ctx.lossy, None
+            lossy, t.ctx = t.ctx.lossy, replace(t.ctx, lossy=None)
             lossy.close(keep=keep)
 
     def _on_disk(self, t: Target, path: Path) -> Path:

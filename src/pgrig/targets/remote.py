@@ -382,8 +382,8 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
             db.run(["mkdir", "--", probes], timeout=30, what="mkdir")
             opened = _Open(executors, home, probes)
             before = t.ctx.target
-            t.ctx.host, t.ctx.host_bin_dir = db, hosts.bin_dir
-            t.ctx.target = t.live.probes = Path(probes)
+            t.live.probes = Path(probes)
+            t.ctx = replace(t.ctx, host=db, host_bin_dir=hosts.bin_dir, target=Path(probes))
             records = [home.record]
 
             def adopt(pid: int) -> None:  # a probe: `pgrig clean` stops it after a kill -9
@@ -394,8 +394,8 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
                 yield opened
             finally:
                 db.adopt = None
-                t.ctx.host = t.ctx.host_bin_dir = t.live.probes = None
-                t.ctx.target = before
+                t.live.probes = None
+                t.ctx = replace(t.ctx, host=None, host_bin_dir=None, target=before)
 
     @contextlib.contextmanager
     def storage(self, t: Target, ui: Ui, *, keep: Callable[[], bool]) -> Iterator[Any]:
@@ -438,32 +438,34 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
             stack.callback(setattr, t.live, "server", None)
             stack.callback(lambda: self._kept(t, remote, ui) if keep() else None)
             logs = self._log_root(t, name, stack)
-            t.ctx.scratch = logs
+            t.ctx = replace(t.ctx, scratch=logs)
             # The workloads' own database, as in a local cluster (``reset = "restore"``
             # copies it; a study never writes into ``postgres``).
             with remote.conn().connect() as admin:
                 admin.execute(f'CREATE DATABASE "{DATABASE}"')
-            t.ctx.conn = remote.conn(DATABASE)
             loaders = [by_name[h.name] for h in hosts.load]
-            t.ctx.pgbench = loadhosts.Driver(
-                loaders, hosts.server.name, hosts.bin_dir, remote.conn(DATABASE), t
+            t.ctx = replace(
+                t.ctx,
+                conn=remote.conn(DATABASE),
+                pgbench=loadhosts.Driver(
+                    loaders, hosts.server.name, hosts.bin_dir, remote.conn(DATABASE), t
+                ),
+                host=db,  # the monitor samples it
+                host_bin_dir=hosts.bin_dir,
             )
-            t.ctx.host, t.ctx.host_bin_dir = db, hosts.bin_dir  # the monitor samples it
             try:
                 _tablespaces(t, remote, ui)
                 capture(t, on=db, paths=[remote.datadir], bin_dir=hosts.bin_dir)
                 assert t.live.env is not None
-                t.ctx.host_devices = tuple(
-                    fs.block_device for fs in t.live.env.filesystems if fs.block_device
-                )
+                devices = tuple(fs.block_device for fs in t.live.env.filesystems if fs.block_device)
+                t.ctx = replace(t.ctx, host_devices=devices)
                 ui.info(
                     f"{t.name}: server on {hosts.server.name} ({address}:{port}) in "
                     f"{remote.datadir}, pgbench from " + ", ".join(h.name for h in hosts.load)
                 )
                 yield
             finally:
-                t.ctx.conn = None
-                t.ctx.pgbench = None
+                t.ctx = replace(t.ctx, conn=None, pgbench=None)
 
     def _kept(self, t: Target, remote: HostedServer, ui: Ui) -> None:
         """--keep: the server stays up on its host; how to reach it, and how it goes."""

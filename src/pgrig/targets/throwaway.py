@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -168,7 +169,8 @@ class Throwaway(TargetKind[None, StateT]):
         except BaseException:
             self._close(t, keep=False)
             raise
-        t.live.cluster = t.live.server = t.ctx.cluster = cluster
+        t.live.cluster = t.live.server = cluster
+        t.ctx = replace(t.ctx, cluster=cluster)
         try:
             with ui.step(f"{t.name}: initdb + start PostgreSQL {t.bins.version}"):
                 cluster = self._make(t, cluster, name)
@@ -213,14 +215,14 @@ class Throwaway(TargetKind[None, StateT]):
         cluster.configure(self._profile(t))
         cluster.cgroups = t.live.cgroups
         cluster = self._before_start(t, cluster)
-        t.live.cluster = t.live.server = t.ctx.cluster = cluster
+        t.live.cluster = t.live.server = cluster
+        t.ctx = replace(t.ctx, cluster=cluster)
         cluster.start()
         admin = Conn.socket(str(cluster.socket_dir), cluster.port, SUPERUSER, "postgres")
         with admin.connect() as db:
             db.execute(f'CREATE DATABASE "{DATABASE}"')
-        t.ctx.conn = admin.with_dbname(DATABASE)
-        t.ctx.scratch = cluster.workdir
-        t.ctx.server_pid = cluster.postmaster_pid()
+        t.ctx = replace(t.ctx, conn=admin.with_dbname(DATABASE), scratch=cluster.workdir)
+        t.ctx.running.server_pid = cluster.postmaster_pid()
         return cluster
 
     def _dispose(self, t: Target, cluster: Cluster, kept: bool, ui: Ui) -> None:

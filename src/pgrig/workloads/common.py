@@ -56,7 +56,7 @@ def load_restarts(ctx: Context, load_wal: str, data_bytes: int) -> Iterator[Clus
         yield cluster
     finally:
         if cluster is not None:
-            ctx.server_pid = cluster.postmaster_pid()
+            ctx.running.server_pid = cluster.postmaster_pid()
 
 
 SIZES_TIMEOUT_S = 60.0  # sizes come from the catalog and a stat() per file

@@ -218,7 +218,7 @@ def bench_action(opts: pgbench.RunOptions, first_guess: float) -> Action:
     """A measured pgbench run (TPC-B or custom), with a sampled transaction log."""
 
     def action(ctx: Context, line: ProgressLine) -> tuple[PgbenchRun, str]:
-        observed = ctx.observed
+        observed = ctx.running.observed
         run_opts = replace(
             opts,
             transaction_log=True,

@@ -286,7 +286,7 @@ def run_action(tp: TpccPlan, mode: str, active: int | None) -> Action:
     opts = tp.run_options(mode, active)
 
     def action(ctx: Context, line: ProgressLine) -> tuple[TpccRun, str]:
-        observed = ctx.observed
+        observed = ctx.running.observed
 
         def on_progress(point: ProgressPoint) -> None:
             line.update(completed=point.t_s, detail=f"{point.tps:,.0f} tps")
