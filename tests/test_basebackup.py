@@ -22,6 +22,7 @@ from conftest import make_disk_dir
 from pgrig import campaign, export, plan, registry
 from pgrig.cluster.server import Cluster, allow_local_replication
 from pgrig.conninfo import Conn
+from pgrig.document.model import Table
 from pgrig.errors import (
     BinaryNotFound,
     DiskSpaceError,
@@ -34,7 +35,6 @@ from pgrig.errors import (
 from pgrig.pgsource import binaries
 from pgrig.plan import PlannedTarget
 from pgrig.policy import RunPolicy
-from pgrig.report.model import Table
 from pgrig.report.writer import write as write_report
 from pgrig.results import RunRecord, Study, to_dict
 from pgrig.runner import run_campaign

@@ -8,9 +8,9 @@ import re
 from dataclasses import replace
 
 from pgrig import stats
+from pgrig.document.model import BETTER, QUIET, WORSE, Details, ReportView, Table
 from pgrig.report import view
 from pgrig.report.markdown import render
-from pgrig.report.model import BETTER, QUIET, WORSE, Details, ReportView, Table
 from pgrig.results import PgbenchRun, RunRecord, Study, to_dict
 from pgrig.workloads.basebackup.model import BasebackupResult
 

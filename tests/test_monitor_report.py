@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from pgrig.document import model
 from pgrig.monitor import verdict
 from pgrig.monitor.model import Checkpoint, IoSample, MemorySample, MonitorResult, Sample
 from pgrig.registry import result_type
-from pgrig.report import model
 from pgrig.report import monitor as monitor_section
 from pgrig.report import writer as report
 from pgrig.report.samples import Columns

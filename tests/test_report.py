@@ -19,6 +19,8 @@ from types import ModuleType
 
 import pytest
 
+from pgrig.document import fmt
+from pgrig.document.model import Table
 from pgrig.monitor.model import (
     Disturbance,
     IdleBaseline,
@@ -28,10 +30,9 @@ from pgrig.monitor.model import (
     OtherProcess,
 )
 from pgrig.registry import typed_result
-from pgrig.report import fmt, markdown, view
+from pgrig.report import markdown, view
 from pgrig.report import monitor as monitor_report
 from pgrig.report import writer as report
-from pgrig.report.model import Table
 from pgrig.report.samples import Columns
 from pgrig.results import FioResult, PgbenchRun, RunRecord, from_dict, to_dict
 

@@ -15,12 +15,12 @@ from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
+from pgrig.document.model import Figure, Series
 from pgrig.monitor.model import MonitorResult, Sample
 from pgrig.report import decimate, plots, writer
 from pgrig.report import monitor as monitor_section
 from pgrig.report import progress as report_progress
 from pgrig.report import samples as report_samples
-from pgrig.report.model import Figure, Series
 from pgrig.report.samples import Columns
 from pgrig.report.view import build
 from pgrig.results import PgbenchRun, ProgressPoint, RunRecord, Study

@@ -9,8 +9,8 @@ import io
 from dataclasses import replace
 
 from pgrig import export
+from pgrig.document.model import Section, Table
 from pgrig.report import compare, view
-from pgrig.report.model import Section, Table
 from pgrig.results import (
     PgbenchRun,
     ProgressPoint,

@@ -7,8 +7,8 @@ import re
 import time
 import xml.etree.ElementTree as ET
 
+from pgrig.document.model import Figure, Series
 from pgrig.report import plots, svgplot
-from pgrig.report.model import Figure, Series
 
 
 def _fig(*series: Series, **kw: object) -> Figure:

@@ -1,4 +1,4 @@
-"""Target kinds behind one interface (pgrig.targets.base, docs/targets.md).
+"""Target kinds behind one interface (pgrig.registry.target, docs/targets.md).
 
 The toy kind here - a cluster on a tmpfs mounted for the study - is added
 through ``pgrig.registry`` alone: no core file names it. A real study runs on
@@ -20,15 +20,15 @@ import pytest
 
 from pgrig import campaign, lifecycle, proc, registry
 from pgrig.campaign import TargetSpec
+from pgrig.document.model import Row, Section, Table
 from pgrig.environment import describe_filesystem
-from pgrig.report.model import Row, Section, Table
+from pgrig.registry.target import Target
 from pgrig.report.writer import write as write_report
 from pgrig.results import ResultKind, RunRecord, Study
 from pgrig.runner import run_campaign
 from pgrig.schema import Schema, text
 from pgrig.step import Call, Step, StepKey
 from pgrig.store import Store
-from pgrig.targets.base import Target
 from pgrig.targets.throwaway import Throwaway
 from pgrig.ui import Ui
 from pgrig.units import parse_size

@@ -7,9 +7,10 @@ Data goes to stdout, diagnostics and progress to stderr. Rich handles
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
+import click
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -143,3 +144,18 @@ def duration(seconds: float) -> str:
         return f"{seconds:.0f} s"
     minutes, rest = divmod(round(seconds), 60)
     return f"{minutes} min {rest} s"
+
+
+def format_option(
+    choices: Sequence[str], help: str | None = None
+) -> Callable[[Callable[..., object]], Callable[..., object]]:
+    """``--format`` (the parameter ``fmt``): how a command writes its data on
+    stdout, the first of ``choices`` by default."""
+    return click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(list(choices)),
+        default=choices[0],
+        show_default=True,
+        help=help,
+    )

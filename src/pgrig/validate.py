@@ -159,7 +159,7 @@ def _installed(spec: TargetSpec) -> bool:
 
 
 def where(camp: Campaign, spec: TargetSpec, key: str, option: str | None = None) -> str:
-    """A key as the user wrote it (``targets.base.as_written``)."""
+    """A key as the user wrote it (``registry.target.as_written``)."""
     return as_written(spec, camp.source, key, option)
 
 

@@ -8,14 +8,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from pgrig.document.model import Row, Section, Table
 from pgrig.policy import RunPolicy
-from pgrig.report.model import Row, Section, Table
+from pgrig.registry.workload import Phase, Series, TargetView, Workload
 from pgrig.results import ResultKind, RunRecord, Study, typed
 from pgrig.schema import Schema, integers, text
 from pgrig.schema import Table as TomlTable
 from pgrig.step import Action, Call, Context, Step, StepKey
 from pgrig.ui import Step as ProgressLine
-from pgrig.workloads.base import Phase, Series, TargetView, Workload
 
 
 @dataclass(frozen=True)

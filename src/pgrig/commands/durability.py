@@ -9,7 +9,7 @@ import click
 
 from pgrig.cluster.profiles import parse_overrides
 from pgrig.commands.durability_study import Options, execute, preflight, summary
-from pgrig.commands.options import cluster_options, finite, results_options
+from pgrig.commands.options import cluster_options, finite, study_options
 from pgrig.durability.driver import DurabilityPlan
 from pgrig.durability.model import IMMEDIATE, METHOD_TEXT, METHODS, POWER_LOSS_MODES
 from pgrig.errors import Interrupted, UsageError, signal_number
@@ -86,9 +86,7 @@ from pgrig.ui import Ui
 @click.option(
     "--keep", is_flag=True, help="Keep the throwaway cluster (stopped) instead of removing it."
 )
-@click.option("--os-user", default=None, help="OS user the server runs as when pgrig is root.")
-@results_options
-@click.option("-q", "--quiet", is_flag=True, help="No progress output.")
+@study_options
 def durability(**opts: Any) -> None:
     """Crash the server under a write load and prove that no acknowledged commit was
     lost: every acknowledged row present, no duplicates, invariants, pg_amcheck,

@@ -9,6 +9,7 @@ import click
 
 from pgrig.conninfo import Conn
 from pgrig.results import to_dict
+from pgrig.ui import format_option
 
 
 @click.command()
@@ -53,14 +54,7 @@ def clean(inventory_path: Path | None) -> None:
     help="Also describe the filesystem of this directory.",
 )
 @click.option("--dsn", default=None, help="Also record this server's version and settings.")
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["json"]),
-    default="json",
-    show_default=True,
-    help="Output format (JSON, the schema of docs/export.md's environment).",
-)
+@format_option(("json",), "Output format (JSON, the schema of docs/export.md's environment).")
 def env(target: Path | None, dsn: str | None, fmt: str) -> None:
     """Print the captured environment (machine, filesystem, server) as JSON."""
     from pgrig import environment

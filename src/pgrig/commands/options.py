@@ -132,3 +132,15 @@ def results_options(fn: F) -> F:
         "URI (postgresql://...) shared by a team.",
     )(fn)
     return fn
+
+
+OS_USER = click.option(
+    "--os-user", default=None, help="OS user the server runs as when pgrig is root."
+)
+QUIET = click.option("-q", "--quiet", is_flag=True, help="No progress output.")
+
+
+def study_options(fn: F) -> F:
+    """--os-user, --results, --store and --quiet: how a study command that
+    records into the results store ends its options (tpcc study, durability)."""
+    return OS_USER(results_options(QUIET(fn)))

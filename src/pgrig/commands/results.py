@@ -18,7 +18,7 @@ from pgrig.results import Study
 from pgrig.resume import planned_steps, study_live
 from pgrig.schema import NAME
 from pgrig.store import Store, location
-from pgrig.ui import Ui
+from pgrig.ui import Ui, format_option
 
 
 def _write_report(store: Store, sid: str, results: Path, ui: Ui) -> tuple[Path, Path]:
@@ -85,13 +85,9 @@ def _status(study: Study) -> str:
 @click.command("export")
 @click.argument("study_ids", nargs=-1)
 @results_options
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["json", "csv"]),
-    default="json",
-    show_default=True,
-    help="json: everything (docs/export.md); csv: one row per run, or per second with --series.",
+@format_option(
+    ("json", "csv"),
+    "json: everything (docs/export.md); csv: one row per run, or per second with --series.",
 )
 @click.option(
     "--series",

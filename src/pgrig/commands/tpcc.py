@@ -14,7 +14,7 @@ import click
 
 from pgrig.campaign import Campaign, TargetSpec
 from pgrig.cluster.profiles import parse_overrides
-from pgrig.commands.options import cluster_options, int_list, names, results_options
+from pgrig.commands.options import QUIET, cluster_options, int_list, names, study_options
 from pgrig.conninfo import Conn
 from pgrig.document import fmt
 from pgrig.errors import PgrigError
@@ -22,7 +22,7 @@ from pgrig.policy import RunPolicy
 from pgrig.results import to_dict
 from pgrig.runner import run_campaign
 from pgrig.store import location
-from pgrig.ui import Ui
+from pgrig.ui import Ui, format_option
 from pgrig.workloads.tpcc import checks, driver, loader
 from pgrig.workloads.tpcc.model import LABELS, TpccCheck, TpccLoad, TpccRun
 from pgrig.workloads.tpcc.spec import TpccSpec
@@ -33,15 +33,22 @@ _DSN = click.option(
     default=None,
     help="Server to use (URI or key=value; default: the PG* environment variables).",
 )
-_FORMAT = click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
-    help="text for people, json for scripts (on stdout).",
-)
+_FORMAT = format_option(("text", "json"), "text for people, json for scripts (on stdout).")
 _PG_BIN = click.option("--pg-bin", default=None, help="PostgreSQL bin directory (for pgbench).")
+_ISOLATION = click.option(
+    "--isolation",
+    type=click.Choice(driver.ISOLATIONS),
+    default="read committed",
+    show_default=True,
+    help="Transaction isolation level of every transaction.",
+)
+_MAX_TRIES = click.option(
+    "--max-tries",
+    type=int,
+    default=10,
+    show_default=True,
+    help="Tries of a transaction hit by a serialization failure or deadlock.",
+)
 
 
 @click.group("tpcc")
@@ -55,7 +62,7 @@ def tpcc() -> None:
 @click.option("--yes", is_flag=True, help="Drop an existing tpcc schema and load again.")
 @_DSN
 @_FORMAT
-@click.option("-q", "--quiet", is_flag=True, help="No progress output.")
+@QUIET
 def load_cmd(warehouses: int, jobs: int, yes: bool, dsn: str | None, fmt: str, quiet: bool) -> None:
     """Create the tpcc schema and populate it inside the server."""
     ui = Ui(quiet=quiet)
@@ -81,20 +88,8 @@ def load_cmd(warehouses: int, jobs: int, yes: bool, dsn: str | None, fmt: str, q
     help="server: one PL/pgSQL call per transaction; client: one round trip per statement.",
 )
 @click.option("--active", type=int, default=None, help="Use only the first K warehouses.")
-@click.option(
-    "--isolation",
-    type=click.Choice(driver.ISOLATIONS),
-    default="read committed",
-    show_default=True,
-    help="Transaction isolation level of every transaction.",
-)
-@click.option(
-    "--max-tries",
-    type=int,
-    default=10,
-    show_default=True,
-    help="Tries of a transaction hit by a serialization failure or deadlock.",
-)
+@_ISOLATION
+@_MAX_TRIES
 @_DSN
 @_PG_BIN
 @_FORMAT
@@ -158,26 +153,12 @@ def check_cmd(dsn: str | None, fmt: str) -> None:
     help="Use only the first K warehouses; comma-separated, each K runs every mode on the "
     "same load (e.g. 1,4).",
 )
-@click.option(
-    "--isolation",
-    type=click.Choice(driver.ISOLATIONS),
-    default="read committed",
-    show_default=True,
-    help="Transaction isolation level of every transaction.",
-)
-@click.option(
-    "--max-tries",
-    type=int,
-    default=10,
-    show_default=True,
-    help="Tries of a transaction hit by a serialization failure or deadlock.",
-)
+@_ISOLATION
+@_MAX_TRIES
 @click.option("--dsn", default=None, help="Use an existing server instead of a throwaway one.")
 @click.option("--yes", is_flag=True, help="With --dsn: drop an existing tpcc schema.")
 @click.option("--keep", is_flag=True, help="Keep the throwaway cluster (stopped).")
-@click.option("--os-user", default=None, help="OS user the server runs as when pgrig is root.")
-@results_options
-@click.option("-q", "--quiet", is_flag=True, help="No progress output.")
+@study_options
 def study_cmd(**o: Any) -> None:
     """Load, check, run each mode and check again on a throwaway cluster; record
     every step in the results store and write the report."""

@@ -51,11 +51,8 @@ def ms(value: float) -> str:
 
 
 def us(value: float) -> str:
-    if abs(value) >= 100:
-        return f"{value:,.0f}"
-    if abs(value) >= 10:
-        return f"{value:.1f}"
-    return f"{value:.2f}"
+    """Microseconds, with the digits a rate shows (whole numbers unless small)."""
+    return rate(value)
 
 
 def seconds(value: float) -> str:

@@ -18,7 +18,7 @@ from pgrig import proc
 from pgrig.errors import HostUnusable, PgrigError
 from pgrig.hosts import facts, inventory, owner, preflight, provision
 from pgrig.hosts.inventory import Host
-from pgrig.ui import Ui
+from pgrig.ui import Ui, format_option
 
 COLUMNS = (
     "host",
@@ -82,9 +82,7 @@ def group() -> None:
 @group.command("check")
 @inventory_option
 @click.argument("names", nargs=-1)
-@click.option(
-    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
-)
+@format_option(("text", "json"))
 def check_cmd(inventory_path: Path, names: tuple[str, ...], fmt: str) -> None:
     """Reach every host (or the HOSTs/GROUPs named), check root, and list what is installed.
 

@@ -15,7 +15,7 @@ import click
 from pgrig.errors import BinaryNotFound
 from pgrig.pgsource import cache, catalog
 from pgrig.pgsource.model import version_key
-from pgrig.ui import Ui
+from pgrig.ui import Ui, format_option
 
 COLUMNS = ("major", "version", "where", "source", "client tools", "size", "path")
 
@@ -74,13 +74,9 @@ def group() -> None:
 @click.option(
     "--all", "every", is_flag=True, help="Every release offered, not the newest per major."
 )
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
-    help="text: a table to read; json: the versions and any registry problems, for scripts.",
+@format_option(
+    ("text", "json"),
+    "text: a table to read; json: the versions and any registry problems, for scripts.",
 )
 def list_cmd(installed: bool, every: bool, fmt: str) -> None:
     """Installed PostgreSQL versions (system, cache) and the ones that can be installed."""

@@ -8,7 +8,7 @@ import statistics
 from collections.abc import Sequence
 
 from pgrig.document import fmt
-from pgrig.document.model import Figure, median_line
+from pgrig.document.model import Figure, Series, median_line
 from pgrig.report import decimate
 from pgrig.report.pointkey import runs_by_point
 from pgrig.report.progress import Progress
@@ -39,18 +39,15 @@ def tps_vs_clients(records: Sequence[RunRecord], targets: list[str]) -> list[Fig
             if not points:
                 continue
             series.append(median_line(t, points))
-        clients = [x for pts in per_target.values() for x in pts]
         what = f"{mode}" + (f", scale {scale}" if scale is not None else "")
         figures.append(
-            Figure(
-                name=f"compare_tps_vs_clients_{_slug(workload)}_{_slug(what)}_{duration}s",
-                title=f"TPS vs clients, {what}",
-                x_label="clients",
-                y_label="transactions/s",
-                series=tuple(series),
-                caption="One line per target: median tps per client count, bars from min to max "
+            _tps_vs_clients(
+                f"compare_tps_vs_clients_{_slug(workload)}_{_slug(what)}_{duration}s",
+                f"TPS vs clients, {what}",
+                series,
+                "One line per target: median tps per client count, bars from min to max "
                 "of the repeats.",
-                log_x=bool(clients) and max(clients) >= 8 * min(clients),
+                [x for pts in per_target.values() for x in pts],
             )
         )
     return figures
@@ -74,20 +71,33 @@ def tps_vs_clients_by_scale(records: Sequence[RunRecord]) -> list[Figure]:
         series = []
         for scale in sorted(by_scale):
             series.append(median_line(f"scale {scale}", by_scale[scale]))
-        clients = [x for pts in by_scale.values() for x in pts]
         figures.append(
-            Figure(
-                name=f"scale_sweep_{_slug(workload)}_{_slug(mode)}_{duration}s",
-                title=f"TPS vs clients per scale, {mode}",
-                x_label="clients",
-                y_label="transactions/s",
-                series=tuple(series),
-                caption="One line per scale (seed 004's charts): small scales with many "
+            _tps_vs_clients(
+                f"scale_sweep_{_slug(workload)}_{_slug(mode)}_{duration}s",
+                f"TPS vs clients per scale, {mode}",
+                series,
+                "One line per scale (seed 004's charts): small scales with many "
                 "clients fight over the same rows (lock waits); large scales read from disk.",
-                log_x=max(clients) >= 8 * min(clients),
+                [x for pts in by_scale.values() for x in pts],
             )
         )
     return figures
+
+
+def _tps_vs_clients(
+    name: str, title: str, series: Sequence[Series], caption: str, clients: Sequence[int]
+) -> Figure:
+    """A chart of tps against client count; the x axis logarithmic when the
+    counts span a factor of 8 or more."""
+    return Figure(
+        name=name,
+        title=title,
+        x_label="clients",
+        y_label="transactions/s",
+        series=tuple(series),
+        caption=caption,
+        log_x=bool(clients) and max(clients) >= 8 * min(clients),
+    )
 
 
 def tps_over_time(

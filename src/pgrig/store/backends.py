@@ -54,14 +54,22 @@ class Backend:
     def insert_id(self, sql: str, params: tuple[SqlValue, ...]) -> int:
         raise NotImplementedError
 
-    def begin(self) -> None:
+    # A transaction is opened, committed and rolled back by these commands on
+    # both databases (SQLite's opens with a write lock: its writers take turns).
+    begin_sql = "BEGIN"
+
+    def command(self, sql: str) -> None:
+        """Run one statement that returns nothing."""
         raise NotImplementedError
+
+    def begin(self) -> None:
+        self.command(self.begin_sql)
 
     def commit(self) -> None:
-        raise NotImplementedError
+        self.command("COMMIT")
 
     def rollback(self) -> None:
-        raise NotImplementedError
+        self.command("ROLLBACK")
 
     def close(self) -> None:
         raise NotImplementedError
@@ -116,14 +124,10 @@ class Sqlite(Backend):
         with closing(self.conn.executemany(_INSERT_SAMPLE, rows)):
             pass
 
-    def begin(self) -> None:
-        self.conn.execute("BEGIN IMMEDIATE")
+    begin_sql = "BEGIN IMMEDIATE"
 
-    def commit(self) -> None:
-        self.conn.execute("COMMIT")
-
-    def rollback(self) -> None:
-        self.conn.execute("ROLLBACK")
+    def command(self, sql: str) -> None:
+        self.conn.execute(sql)
 
     def close(self) -> None:
         self.conn.close()
@@ -197,14 +201,8 @@ class Postgres(Backend):
                 copy.write_row(row)
 
     # autocommit connection, explicit transaction commands: one record, one transaction
-    def begin(self) -> None:
-        self.conn.execute("BEGIN")
-
-    def commit(self) -> None:
-        self.conn.execute("COMMIT")
-
-    def rollback(self) -> None:
-        self.conn.execute("ROLLBACK")
+    def command(self, sql: str) -> None:
+        self.conn.execute(sql)
 
     def close(self) -> None:
         self.conn.close()

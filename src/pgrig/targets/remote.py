@@ -46,10 +46,7 @@ from pgrig.hosts import facts, inventory, owner, preflight
 from pgrig.hosts.executor import TMP, Executor
 from pgrig.hosts.inventory import Host
 from pgrig.pgsource import binaries
-from pgrig.schema import Schema, custom, integer, text
-from pgrig.schema import Table as Keys
-from pgrig.targets import loadhosts
-from pgrig.targets.base import (
+from pgrig.registry.target import (
     Checked,
     Demands,
     Target,
@@ -57,6 +54,9 @@ from pgrig.targets.base import (
     capture,
     settings_option,
 )
+from pgrig.schema import Schema, custom, integer, text
+from pgrig.schema import Table as Keys
+from pgrig.targets import loadhosts
 from pgrig.targets.loadhosts import LOAD_HOSTS
 from pgrig.targets.throwaway import find_binaries
 from pgrig.ui import Ui

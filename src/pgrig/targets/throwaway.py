@@ -23,7 +23,7 @@ from pgrig.conninfo import Conn
 from pgrig.durability import fsyncgate
 from pgrig.errors import BinaryNotFound, UsageError
 from pgrig.pgsource import binaries, catalog
-from pgrig.targets.base import (
+from pgrig.registry.target import (
     OWN_CONNECTIONS,
     Checked,
     Demands,
