@@ -14,7 +14,7 @@ import pytest
 from pgrig.commands import tpcc as tpcc_cli
 from pgrig.document import fmt
 from pgrig.errors import ParseError
-from pgrig.report import tpcb as tpcb_report
+from pgrig.report import pgbench as tpcb_report
 from pgrig.report.points import Point
 from pgrig.results import LatencySummary, RunRecord, from_dict, to_dict
 from pgrig.tools import pgbench

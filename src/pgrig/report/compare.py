@@ -24,10 +24,10 @@ from pgrig.registry import typed_result
 from pgrig.registry.shared import PGBENCH_INIT, SQL_SETUP
 from pgrig.report.figures import tps_over_time as tps_over_time  # named here for its tests
 from pgrig.report.figures import tps_vs_clients
+from pgrig.report.pgbench import load_text, statement_medians
 from pgrig.report.pointkey import PointKey, point_order, runs_by_point
 from pgrig.report.probes import FsyncRuns, fio_summary, fsync_headline, fsync_summary
 from pgrig.report.progress import Progress
-from pgrig.report.tpcb import load_text, statement_medians
 from pgrig.report.versus import VS_NOTE, Cell, Draft, Family, Quiet, single_delta
 from pgrig.results import (
     FioResult,

@@ -34,6 +34,8 @@ from pgrig.report.header import tools_text as tools_text
 from pgrig.report.machine import environment_section, machine_section, machines_of
 from pgrig.report.monitor import busy_before, disturbed_summary
 from pgrig.report.monitor import section as monitor_section
+from pgrig.report.pgbench import headline_rows as tpcb_headline_rows
+from pgrig.report.pgbench import pgbench_section
 from pgrig.report.probes import (
     HEADLINE_FSYNC,
     fio_order,
@@ -46,8 +48,6 @@ from pgrig.report.probes import (
 from pgrig.report.progress import Progress, ProgressReader, own_progress
 from pgrig.report.samples import SampleReader, own_samples
 from pgrig.report.status import status_kind
-from pgrig.report.tpcb import headline_rows as tpcb_headline_rows
-from pgrig.report.tpcb import tpcb_section
 from pgrig.report.versus import Family
 from pgrig.results import (
     RunRecord,
@@ -140,7 +140,7 @@ def workload_sections(
         # One workload at one scale: one section, as the quick study shows it.
         only = next(iter(distinct), ("tpcb", None, None))
         mine = [r for r in records if r.kind in kinds] + watched
-        section = tpcb_section(mine, target, meaning, progress)
+        section = pgbench_section(mine, target, meaning, progress)
         if only[0] != "tpcb":
             section = _retitle(section, f"{only[0]} (pgbench)", _slug(only[0]))
         return [section]
@@ -156,7 +156,7 @@ def workload_sections(
                 for r in recs
                 if not PGBENCH_RUN.holds(r) or r.params.get("duration_s") == duration
             ]
-            section = tpcb_section(subset + watched, target, meaning, progress)
+            section = pgbench_section(subset + watched, target, meaning, progress)
             label = "TPC-B" if workload == "tpcb" else workload
             parts = [
                 f"scale {scale}" if scale is not None else "",

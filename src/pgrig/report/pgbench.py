@@ -1,4 +1,7 @@
-"""The TPC-B part of the report: load, count(*), pgbench runs per client count.
+"""The pgbench part of the report: load, count(*), pgbench runs per client count -
+of every workload pgbench drives (TPC-B, the user's own scripts), whose results
+are the kinds they share (``pgrig.registry.shared``). Not beside the TPC-B
+workload for that reason: the custom workload's sections are built here too.
 
 Every tps carries its noise (``pgrig.report.points``): repeated points their
 median with the range (and the 95% confidence interval from 3 runs on), every
@@ -137,7 +140,7 @@ INIT_STEPS = (
 # --------------------------------------------------------------------------
 
 
-def tpcb_section(
+def pgbench_section(
     records: Sequence[RunRecord],
     target: str,
     meaning: Meaning | None = None,
