@@ -265,6 +265,9 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
         # host no campaign names is `pgrig hosts clean`'s).
         self._seen: dict[str, Host] = {}
         self._opened: dict[str, _Open] = {}  # by target: made by ``storage``
+        # Every host connected to and checked once per study: by the first check
+        # that names it; cleaning and the storage reuse the connection.
+        self._pool = preflight.Pool()
 
     def parse(self, table: Keys) -> RemoteOptions:
         values = self.read_keys(table)
@@ -316,7 +319,7 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
         bins = find_binaries(spec, binaries.CLIENT_TOOLS)  # loads and warm-ups run from here
         initdb_version_args(_initdb(spec), bins)  # refused now what this major's initdb lacks
         bin_dir = opts.host_pg_bin or str(bins.bin_dir)
-        executors, _ = preflight.check_all(_distinct(server[0], load_hosts))
+        executors = self._pool.get(_distinct(server[0], load_hosts))
         by_name = {ex.name: ex for ex in executors}
         try:
             loaders = [by_name[h.name] for h in load_hosts]
@@ -326,16 +329,18 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
             )
             free = executors[0].free_bytes(TMP)
             cpus, memory = facts.size(executors[0])
-        finally:
-            for ex in executors:
-                ex.close()
+        except BaseException:
+            self._pool.close()  # refused: no study runs on them
+            raise
         if missing:
+            self._pool.close()
             raise HostUnusable(
                 f"target {spec.name}: " + "; ".join(missing),
                 hint=f"pgrig hosts provision -i {inv.path} --major {bins.major}, or set "
                 "host_pg_bin to PostgreSQL's bin directory on the hosts",
             )
         if demands.need_bytes > free:
+            self._pool.close()
             raise HostUnusable(
                 f"target {spec.name}: {server[0].name} has {free / 2**30:.1f} GiB free in {TMP}, "
                 f"the study needs {demands.need_bytes / 2**30:.1f} GiB",
@@ -379,7 +384,7 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
         the server is kept."""
         hosts = self.state(t)
         with contextlib.ExitStack() as stack:
-            executors = stack.enter_context(preflight.opened(_distinct(hosts.server, hosts.load)))
+            executors = stack.enter_context(self._pool.claimed(_distinct(hosts.server, hosts.load)))
             db = executors[0]
             home = make_workdir(db)
             stack.callback(lambda: None if keep() else db.remove_tree(home.path))
@@ -501,12 +506,12 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
         lines: list[str] = []
         for host in self._seen.values():
             try:
-                with preflight.opened([host]) as (ex,):
-                    for left in owner.clean(ex, study=study):
-                        if left.action == "removed":
-                            lines.append(f"{host.name}: removed {left.directory} (its pgrig died)")
-                        elif left.action.startswith("left: another study's"):
-                            others.append(f"{left.directory} on {host.name}")
+                (ex,) = self._pool.get([host])  # reached by the check: not again
+                for left in owner.clean(ex, study=study):
+                    if left.action == "removed":
+                        lines.append(f"{host.name}: removed {left.directory} (its pgrig died)")
+                    elif left.action.startswith("left: another study's"):
+                        others.append(f"{left.directory} on {host.name}")
             except PgrigError as exc:  # the run's own use of the host will say more
                 lines.append(f"{host.name}: not cleaned: {exc}")
         return lines
