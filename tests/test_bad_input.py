@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import make_disk_dir
 from pgrig import cli, runner
 from pgrig.results import RunRecord, Study
 from pgrig.store import Store
@@ -426,6 +428,16 @@ CAMPAIGNS: list[tuple[str, str | bytes, int, tuple[str, ...]]] = [
         2,
         ("days",),
     ),
+    # TOML has nan and inf: a rate, a latency limit or a CI target of nan ran (issue 33)
+    ("rate-nan", good(workload=TPCB + "rate = nan\n"), 2, ("rate", "finite")),
+    ("latency-limit-inf", good(workload=TPCB + "latency_limit_ms = inf\n"), 2, ("finite",)),
+    (
+        "until-ci-nan",
+        good(head=HEAD + "repeat = { until_ci_pct = nan }\n"),
+        2,
+        ("until_ci_pct", "finite"),
+    ),
+    ("wait-quiet-nan", good(head=HEAD + "wait_quiet = nan\n"), 2, ("wait_quiet", "finite")),
     (
         "restore-on-existing-server",
         good(
@@ -479,6 +491,14 @@ OTHER = [
     case("durability-clients-0", "durability --clients 0", 2, "--clients"),
     case("durability-interval-0", "durability --interval 0", 2, "--interval"),
     case("durability-recovery-0", "durability --recovery-timeout 0", 2, "--recovery-timeout"),
+    case("durability-interval-nan", "durability --interval nan", 2, "--interval", "finite"),
+    case(
+        "durability-recovery-nan",
+        "durability --recovery-timeout nan",
+        2,
+        "--recovery-timeout",
+        "finite",
+    ),
     case("durability-crash-method", "durability --crash nuke", 2, "--crash"),
     case("durability-power-mode", "durability --power-loss-mode melt", 2, "--power-loss-mode"),
     case("durability-dsn-no-yes", "durability --dsn host=/nonexistent", 2, "--yes"),
@@ -530,10 +550,12 @@ def _tree(root: Path) -> set[str]:
 
 
 @pytest.fixture
-def sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+def sandbox(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A working directory with a target directory and a store holding one
     study (for the commands that read one); Store.open is a tripwire for the
-    commands that would write."""
+    commands that would write. Not pytest's tmp_path: the server's account cannot
+    pass its mode-700 parent, and the validation refuses such a target."""
+    tmp_path = make_disk_dir("pgrig-sandbox-")
     (tmp_path / "data").mkdir()
     with Store.open(tmp_path / "s.sqlite") as st:
         st.begin_study(
@@ -574,6 +596,7 @@ def sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     yield tmp_path
     for signum, handler in handlers.items():
         signal.signal(signum, handler)
+    shutil.rmtree(tmp_path, ignore_errors=True)
 
 
 def _main(argv: tuple[str, ...]) -> int:

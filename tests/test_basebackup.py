@@ -20,7 +20,7 @@ import pytest
 
 from conftest import make_disk_dir
 from pgrig import campaign, export, plan, registry
-from pgrig.cluster.server import Cluster
+from pgrig.cluster.server import Cluster, allow_local_replication
 from pgrig.conninfo import Conn
 from pgrig.errors import (
     BinaryNotFound,
@@ -300,8 +300,8 @@ def test_pg_hba_gets_a_replication_line_when_initdb_left_none(bins: binaries.PgB
     c.datadir.mkdir()
     hba = c.datadir / "pg_hba.conf"
     hba.write_text("local all all trust\n#local   replication     postgres     trust\n")
-    c.allow_local_replication()
-    c.allow_local_replication()
+    allow_local_replication(c.datadir, c.os_user)
+    allow_local_replication(c.datadir, c.os_user)
     lines = [x.split() for x in hba.read_text().splitlines() if x and not x.startswith("#")]
     assert lines == [["local", "all", "all", "trust"], ["local", "replication", "all", "trust"]]
 

@@ -19,7 +19,7 @@ from pgrig import proc
 from pgrig.cluster.hosted import HostedServer, ServerSpec
 from pgrig.errors import HostUnusable, ToolError, ToolTimeout
 from pgrig.hosts import inventory, preflight
-from pgrig.hosts.executor import Executor, LocalExecutor
+from pgrig.hosts.executor import Executor, Launch, LocalExecutor
 from pgrig.pgsource import binaries
 
 pytestmark = pytest.mark.netns_hosts(2)
@@ -93,6 +93,31 @@ def test_talk_and_signal(kind: str, remote: Executor) -> None:
     assert p.readline(10) == "PING"
     p.signal(signal.SIGTERM)
     assert p.wait(10, check=False).returncode in (-15, 143)
+
+
+@pytest.mark.parametrize("kind", ["local", "ssh"])
+def test_launch_as_another_user_in_a_cgroup(kind: str, remote: Executor, tmp_path: Path) -> None:
+    """What a server's lifecycle asks of either executor: run as the server's OS
+    user, its PID written into the cgroups first (a plain file stands for a
+    cgroup.procs here), and the PID pgrig holds the command's own."""
+    ex = LocalExecutor() if kind == "local" else remote
+    procs = tmp_path / "cgroup.procs"
+    procs.touch()
+    launch = Launch(user="postgres", cgroups=(str(procs),))
+    done = ex.run(["id", "-un"], timeout=30, launch=launch, env={"X": "1"})
+    assert done.stdout.strip() == "postgres"
+    started = ex.start(["sleep", "300"], launch=launch)
+    try:
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{started.pid}/cmdline").read_bytes().split(b"\0")[0] != b"sleep":
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        assert procs.read_text().split()[-1] == str(started.pid)
+        status = Path(f"/proc/{started.pid}/status").read_text()
+        uid = next(line.split()[1] for line in status.splitlines() if line.startswith("Uid:"))
+        assert uid == ex.user_ids("postgres")[0]
+    finally:
+        started.stop()
 
 
 def test_unreachable_host_is_refused(hosts: list[inventory.Host]) -> None:

@@ -180,14 +180,14 @@ def test_load_note_compares_the_machine_now_with_then() -> None:
 
 
 def test_plan_warns_when_its_calibration_was_recorded_on_a_far_busier_machine(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    disk_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Recorded at a load of 500 per CPU (written into the file): no machine here is
     that busy now, so ``pgrig plan`` must say the estimate may be off."""
     from pgrig import cli
 
-    path = tmp_path / "est.toml"
-    path.write_text(CAMPAIGN.format(directory=tmp_path, backup_scale=20))
+    path = disk_dir / "est.toml"
+    path.write_text(CAMPAIGN.format(directory=disk_dir, backup_scale=20))
     calibration.record(load_kind(TpcbSpec()), 20, 33.0, calibration.Busy(500.0, 99.0))
     cli.main(["plan", str(path)])
     out, err = capsys.readouterr()

@@ -72,7 +72,7 @@ def test_server_and_all_it_forks_run_inside_the_lab_cgroups(tmp_path: Path) -> N
         cluster.initdb(InitdbOptions())
         cluster.configure(profiles.load("stock").with_overrides({"shared_buffers": "32MB"}))
         with limited(io=limits, device=device_of(base), memory_bytes=256 * MiB) as cg:
-            cluster.start(preexec=cg.preexec())
+            cluster.start(cgroups=tuple(str(path) for path in cg.procs_files))
             conn = Conn.socket(str(cluster.socket_dir), cluster.port, SUPERUSER, "postgres")
             with conn.connect() as db:
                 backend = db.execute("SELECT pg_backend_pid()").fetchone()

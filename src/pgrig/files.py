@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import stat
 from pathlib import Path
 
 from pgrig.errors import DiskSpaceError
@@ -60,3 +61,30 @@ def check_space(directory: Path, need: int, what: str, hint: str | None = None) 
             or "lower the scale (about 16 MB per scale unit plus WAL), free some space, "
             "or pick another directory",
         )
+
+
+def blocked_for(path: Path, user: OsUser | None) -> Path | None:
+    """The first directory on the way to ``path`` (itself included, where it
+    exists) that ``user`` cannot pass for lack of search permission; None: it can
+    reach what pgrig makes there (as root, then hands to ``user``). ``user`` None:
+    an account that owns nothing here yet (one pgrig will create). From the
+    permission bits alone: an ACL that grants more is not read (the server's own
+    start says so then)."""
+    if user is not None and user.uid == 0:
+        return None
+    uid = user.uid if user is not None else None
+    gids = set(os.getgrouplist(user.name, user.gid)) if user is not None else set()
+
+    def allowed(st: os.stat_result, bit: int) -> bool:  # bit: the "other" permission
+        if st.st_uid == uid:
+            return bool(st.st_mode & (bit << 6))
+        if st.st_gid in gids:
+            return bool(st.st_mode & (bit << 3))
+        return bool(st.st_mode & bit)
+
+    absolute = Path(os.path.abspath(path))
+    existing = [p for p in (absolute, *absolute.parents) if p.is_dir()]
+    for directory in reversed(existing):  # from / down
+        if not allowed(directory.stat(), stat.S_IXOTH):
+            return directory
+    return None

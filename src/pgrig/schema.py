@@ -9,6 +9,7 @@ typed access with errors that name the file, the line and the key.
 from __future__ import annotations
 
 import difflib
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -124,6 +125,12 @@ class Table:
         if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
             names = " or ".join(type_name(k) for k in kinds)
             raise self.error(key, f"expected {names}, got {type_name(type(value))} {value!r}")
+        if isinstance(value, float) and not math.isfinite(value):
+            # TOML has nan and inf; no duration, rate or percentage of pgrig's is either
+            # (a durability run at nan seconds acknowledged nothing and passed)
+            raise self.error(
+                key, f"{value}: not a number pgrig can use", hint="give a finite number"
+            )
         return value
 
     def ints(self, key: str, default: tuple[int, ...], minimum: int = 1) -> tuple[int, ...]:

@@ -13,16 +13,19 @@ would take; and the results directory's free space.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import pwd
 import shutil
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from pgrig import lifecycle, plan, proc, registry
+from pgrig import files, lifecycle, plan, proc, registry
 from pgrig.campaign import Campaign
 from pgrig.cluster import workdir
+from pgrig.cluster.server import DEFAULT_OS_USERS
 from pgrig.errors import (
     BinaryNotFound,
     DiskSpaceError,
@@ -121,6 +124,8 @@ def campaign(
     warning = lifecycle.memory_warning(runs)
     if warning:
         warnings.append(warning)
+    for run in runs:
+        reachable(run, camp.source)
     return Checked(runs, warnings)
 
 
@@ -310,6 +315,59 @@ def shared_space(runs: Sequence[Target], needs: dict[str, int], source: str) -> 
                 hint="give the targets directories on different filesystems, lower the "
                 "scale, or free some space",
             )
+
+
+def server_account(name: str | None) -> proc.OsUser | None:
+    """The account a cluster's server will run as, without creating it (that
+    waits for a run): None where it does not exist yet."""
+    for candidate in [name] if name else list(DEFAULT_OS_USERS):
+        with contextlib.suppress(KeyError):
+            return proc.OsUser.lookup(candidate)
+    return None
+
+
+def reachable(run: Target, source: str) -> None:
+    """A cluster pgrig creates as root runs as an unprivileged account, which must
+    reach its directories through every parent: a checkout under a mode-700 home
+    failed only after the probes had run (issue 33). Refused here, before anything."""
+    spec = run.spec
+    if os.geteuid() != 0 or not run.kind.creates_server or not run.kind.directory_must_exist:
+        return
+    if THIS_MACHINE not in run.kind.machines(run):
+        return
+    user = server_account(spec.os_user)
+    places = [(run.directory, directory_option(spec, source))]
+    places += [(spec.wal_directory, as_written(spec, source, "wal_directory"))]
+    places += [
+        (Path(value), as_written(spec, source, key))
+        for key, value in (
+            ("tablespace", spec.tablespace),
+            ("index_tablespace", spec.index_tablespace),
+        )
+        if value is not None and "/" in value
+    ]
+    for path, option in places:
+        blocked = None if path is None else files.blocked_for(path, user)
+        if path is not None and blocked is not None:
+            who = (
+                user.name
+                if user is not None
+                else f"{spec.os_user or DEFAULT_OS_USERS[-1]} (made at the run)"
+            )
+            raise WorkdirError(
+                f"{option} {path}: the server runs as OS user {who}, which cannot pass "
+                f"{blocked} (mode {blocked.stat().st_mode & 0o777:o}, owner "
+                f"{_owner_name(blocked)})",
+                hint=f"choose a directory that user can reach, e.g. under /var/tmp, or "
+                f"chmod o+x {blocked}",
+            )
+
+
+def _owner_name(path: Path) -> str:
+    try:
+        return pwd.getpwuid(path.stat().st_uid).pw_name
+    except KeyError:
+        return str(path.stat().st_uid)
 
 
 def _nearest_existing(path: Path) -> Path | None:

@@ -1,12 +1,13 @@
 """A throwaway PostgreSQL server on a host, made and run through its executor.
 
-The same lifecycle as the cluster on this machine (``pgrig.cluster.server``):
+The same lifecycle as the cluster on this machine - one ``Postmaster``
+(``pgrig.cluster.postmaster``) over the host's executor, as the cluster's runs
+over ``LocalExecutor``:
 initdb with the target's ``[target.initdb]`` (``initdb_options``: encoding,
 locale, WAL segment size, checksums, ``--waldir``), the profile in pgrig.conf,
 start, wait ready, revive after a crash (``Server``), tablespaces in
 directories it makes, keep or remove - only what it made. What differs is the
-host's reach: the server is started as its OS user with ``setpriv`` (so the
-PID pgrig holds is the postmaster's), listens on the host's address with a
+host's reach: the server listens on the host's address with a
 generated superuser password (scram-sha-256, never ``trust`` over TCP) and
 admits only the networks named.
 """
@@ -14,21 +15,19 @@ admits only the networks named.
 from __future__ import annotations
 
 import secrets
-import signal
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
 from pgrig.cluster import profiles
+from pgrig.cluster.postmaster import Postmaster, create_tablespace
 from pgrig.cluster.server import InitdbOptions, initdb_options
 from pgrig.conninfo import Conn
-from pgrig.errors import ClusterError, HostUnusable
+from pgrig.errors import HostUnusable
 from pgrig.hosts import owner
-from pgrig.hosts.executor import Executor, Started
+from pgrig.hosts.executor import Executor
 from pgrig.pgsource.binaries import PgBinaries
 
 SUPERUSER = "postgres"
@@ -88,7 +87,7 @@ class HostedServer:
         self._given = workdir
         self.workdir = workdir.path if workdir is not None else ""
         self.password = secrets.token_urlsafe(18)
-        self._process: Started | None = None
+        self._pm: Postmaster | None = None
         self._record: owner.Owner | None = None
         self._ids = ("", "")
         self._extra: list[str] = []  # directories made outside the work directory
@@ -108,11 +107,6 @@ class HostedServer:
                 password=self.password,
             )
         )
-
-    def _as_server_user(self, argv: Sequence[str]) -> list[str]:
-        # setpriv execs (runuser forks): a started server's PID is the postmaster's.
-        uid, gid = self._ids
-        return ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--init-groups", "--", *argv]
 
     def __enter__(self) -> HostedServer:
         try:
@@ -143,10 +137,7 @@ class HostedServer:
         ex, spec = self.ex, self.spec
         home = self._given or make_workdir(ex)
         self.workdir, self._record = home.path, home.record
-        self._ids = (
-            self._run(["id", "-u", OS_USER], "id").strip(),
-            self._run(["id", "-g", OS_USER], "id").strip(),
-        )
+        self._ids = ex.user_ids(OS_USER)
         self._own(self.workdir)
         self._run(["chmod", "0755", self.workdir], "chmod")
         pwfile = f"{self.workdir}/pw"
@@ -157,17 +148,31 @@ class HostedServer:
             name = Path(self.workdir).name
             holder = self._make_dir(f"{spec.wal_directory.rstrip('/')}/{name}-wal")
             opts = replace(opts, waldir=Path(holder) / "pg_wal")
-        initdb = [
-            f"{spec.bin_dir}/initdb",
-            "-D",
-            self.datadir,
-            *initdb_options(opts, spec.bins),
-            f"--pwfile={pwfile}",
-            "--auth-local=peer",
-            "--auth-host=scram-sha-256",
-            "--no-sync",
-        ]
-        ex.run(self._as_server_user(initdb), timeout=300, what="initdb")
+        self._pm = Postmaster(
+            ex,
+            bin_dir=spec.bin_dir,
+            datadir=self.datadir,
+            logfile=f"{self.workdir}/server.log",
+            user=OS_USER,
+            isready=[f"{spec.bin_dir}/pg_isready", "-h", spec.address, "-p", str(spec.port)]
+            + ["-t", "2"],
+            # pgrig's own, on the command line: over anything a profile could say.
+            options={
+                "listen_addresses": spec.address,
+                "port": str(spec.port),
+                "unix_socket_directories": self.workdir,
+                "password_encryption": "scram-sha-256",
+            },
+        )
+        self._pm.initdb(
+            [
+                *initdb_options(opts, spec.bins),
+                f"--pwfile={pwfile}",
+                "--auth-local=peer",
+                "--auth-host=scram-sha-256",
+                "--no-sync",
+            ]
+        )
         ex.run(["rm", "-f", pwfile], timeout=30, what="rm")
         # "all" does not match replication connections: pg_basebackup needs its own line.
         hba = "".join(
@@ -192,78 +197,33 @@ class HostedServer:
         self._own(conf, main)
 
     def _start(self, timeout: float) -> None:
-        """Start the postmaster and wait until it accepts connections."""
-        spec = self.spec
-        # pgrig's own, on the command line: over anything a profile could say.
-        options = {
-            "listen_addresses": spec.address,
-            "port": str(spec.port),
-            "unix_socket_directories": self.workdir,
-            "password_encryption": "scram-sha-256",
-        }
-        argv = [f"{spec.bin_dir}/postgres", "-D", self.datadir]
-        for key, value in options.items():
-            argv += ["-c", f"{key}={value}"]
-        self._process = self.ex.start(self._as_server_user(argv))
-        if self._record is not None:
-            self._record = owner.with_pid(self.ex, self.workdir, self._record, self._process.pid)
-        self._wait_ready(timeout)
-
-    def _wait_ready(self, timeout: float) -> None:
-        isready = [
-            f"{self.spec.bin_dir}/pg_isready",
-            "-h",
-            self.spec.address,
-            "-p",
-            str(self.spec.port),
-            "-t",
-            "2",
-        ]
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            assert self._process is not None
-            if self._process.poll() is not None:
-                done = self._process.wait(10, check=False)
-                raise ClusterError(
-                    f"the server on {self.ex.name} exited ({done.returncode}) while starting",
-                    hint=done.stderr.strip()[-400:] or None,
-                )
-            if self.ex.run(isready, timeout=30, check=False, what="pg_isready").ok:
-                return
-            time.sleep(0.2)
-        raise ClusterError(
-            f"the server on {self.ex.name} is not ready after {timeout:.0f} s",
-            hint=f"its log is the stderr of {self.spec.bin_dir}/postgres on {self.ex.name}",
-        )
+        """Start the postmaster and wait until it accepts connections; its PID goes
+        into the owner record (``pgrig hosts clean`` stops it after a kill -9)."""
+        assert self._pm is not None
+        self._pm.start(timeout)
+        pid = self._pm.postmaster_pid()
+        if self._record is not None and pid is not None:
+            self._record = owner.with_pid(self.ex, self.workdir, self._record, pid)
 
     # -- the ``Server`` a study revives --------------------------------------
 
     def running(self) -> bool:
-        return self._process is not None and self._process.poll() is None
+        return self._pm is not None and self._pm.running()
 
     def postmaster_pid(self) -> int | None:
         """Its PID on its host (not this machine's)."""
-        return self._process.pid if self.running() and self._process is not None else None
+        return self._pm.postmaster_pid() if self._pm is not None else None
 
     def log_tail(self, lines: int = 5) -> str:
-        if self._process is None:
-            return ""
-        tail = self._process.stderr_tail(lines)
-        return " | ".join(line.strip() for line in tail if line.strip())
+        return self._pm.log_tail(lines) if self._pm is not None else ""
 
     def restart_after_crash(self, timeout: float = 60) -> None:
-        """Start again after the postmaster died. Its backends notice and exit, but
-        until the last has, a new postmaster refuses the data directory (the old
-        shared memory is still attached): started again until it stays up."""
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                self._start(max(5.0, deadline - time.monotonic()))
-                return
-            except ClusterError:
-                if time.monotonic() >= deadline:
-                    raise
-                time.sleep(0.5)
+        """Start again after the postmaster died (``Postmaster.restart_after_crash``)."""
+        assert self._pm is not None
+        self._pm.restart_after_crash(timeout)
+        pid = self._pm.postmaster_pid()
+        if self._record is not None and pid is not None:
+            self._record = owner.with_pid(self.ex, self.workdir, self._record, pid)
 
     # -- tablespaces, keep, close -------------------------------------------
 
@@ -272,13 +232,7 @@ class HostedServer:
         after the work directory (two servers may share ``parent``); the directory
         goes with the server."""
         location = self._make_dir(f"{parent.rstrip('/')}/{Path(self.workdir).name}-{name}")
-        with self.conn().connect() as db:
-            db.execute(
-                sql.SQL("CREATE TABLESPACE {} LOCATION {}").format(
-                    sql.Identifier(name), sql.Literal(location)
-                )
-            )
-        return name
+        return create_tablespace(self.conn(), name, location)
 
     def keep(self) -> None:
         """Leave the server running past ``close`` (--keep): its owner record says
@@ -290,12 +244,11 @@ class HostedServer:
         self._kept = True
 
     def close(self) -> None:
-        """Fast shutdown (SIGINT), KILL if it lingers; then remove the directories pgrig made."""
+        """Stop it (fast, then harder); then remove the directories pgrig made."""
         if self._kept:
             return
-        if self._process is not None and self._process.poll() is None:
-            self._process.signal(signal.SIGINT)
-            self._process.wait(60, check=False)  # past 60 s: TERM, KILL, then ToolTimeout
+        if self._pm is not None:
+            self._pm.stop(60)  # fast, immediate, then QUIT and KILL
         for path in reversed(self._extra):
             self.ex.remove_tree(path)
         self._extra.clear()

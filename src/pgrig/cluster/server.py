@@ -4,6 +4,10 @@ The cluster listens only on a unix socket in a private 0700 directory
 (``listen_addresses = ''``), so nothing outside this machine - and no other
 user on it - can reach it. Starting waits for ``pg_isready`` with a timeout;
 stopping escalates fast -> immediate -> SIGKILL of a verified postmaster PID.
+
+Every command runs through this machine's executor (``LocalExecutor``), as a
+server on another host runs through its SSH one: as the server's OS user and,
+for a storage lab, in its cgroups (``Launch``).
 """
 
 from __future__ import annotations
@@ -12,16 +16,18 @@ import contextlib
 import os
 import re
 import shutil
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 from pgrig import proc
 from pgrig.cluster import compat, profiles, workdir
-from pgrig.errors import ClusterError, ToolError, UsageError, WorkdirError
+from pgrig.cluster.postmaster import C_LOCALE, Postmaster, create_tablespace
+from pgrig.conninfo import Conn
+from pgrig.errors import ClusterError, UsageError, WorkdirError
 from pgrig.files import write_atomically
+from pgrig.hosts.executor import Executor, Launch, LocalExecutor
 from pgrig.pgsource.binaries import PgBinaries
 
 SUPERUSER = "postgres"
@@ -125,19 +131,31 @@ def server_os_user(name: str | None = None) -> proc.OsUser | None:
     return proc.OsUser.lookup(create)
 
 
-_SIMPLE = re.compile(r"[A-Za-z0-9_.]+")
+def allow_local_replication(datadir: Path, os_user: proc.OsUser | None) -> None:
+    """Let pg_basebackup in over the private socket: initdb before 10 leaves the
+    replication lines of pg_hba.conf commented out (10 and later have them)."""
+    hba = datadir / "pg_hba.conf"
+    text = hba.read_text()
+    active = (line.split() for line in text.splitlines() if not line.lstrip().startswith("#"))
+    if any(len(fields) > 2 and fields[1] == "replication" for fields in active):
+        return
+    line = "local   replication     all                                     trust\n"
+    write_atomically(
+        hba,
+        text + "\n# added by pgrig: pg_basebackup over the private socket\n" + line,
+        mode=0o600,
+        owner=os_user,
+    )
 
 
-def _command_line(settings: Mapping[str, str]) -> str:
-    """``-c name=value`` options for pg_ctl's ``-o``, which pg_ctl hands to a shell:
-    only plain names and values (``wal_level=minimal``) are let through."""
-    for name, value in settings.items():
-        if not (_SIMPLE.fullmatch(name) and _SIMPLE.fullmatch(value)):
-            raise ClusterError(
-                f"server setting {name} = {value!r}: only letters, digits, '_' and '.' "
-                "can go on the server's command line"
-            )
-    return " ".join(f"-c {name}={value}" for name, value in settings.items())
+def disk_usage(datadir: Path) -> int:
+    """Bytes of the files under ``datadir``."""
+    total = 0
+    for root, _dirs, files in os.walk(datadir):
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(root, name)).st_size
+    return total
 
 
 def _free_port(socket_dir: Path, start: int = 5432) -> int:
@@ -151,7 +169,9 @@ def _free_port(socket_dir: Path, start: int = 5432) -> int:
 
 
 class Cluster:
-    """A PostgreSQL cluster pgrig created in ``workdir``; removed by ``destroy``."""
+    """A PostgreSQL cluster pgrig created in ``workdir`` on this machine; removed by
+    ``destroy``. Its lifecycle is a ``Postmaster`` over this machine's executor,
+    the one a server on another host runs over its SSH executor."""
 
     def __init__(
         self,
@@ -161,6 +181,7 @@ class Cluster:
         os_user: proc.OsUser | None,
         socket_dir: Path,
         port: int | None = None,
+        ex: Executor | None = None,
     ) -> None:
         self.bins = bins
         self.workdir = workdir_path
@@ -171,9 +192,28 @@ class Cluster:
         self.port = port or _free_port(socket_dir)
         self.settings: dict[str, str] = {}
         self.adapted: compat.Adapted | None = None
-        # Every start (and a restart after a crash) runs this in pg_ctl's process:
-        # a storage-lab target's cgroup (pgrig.storage).
-        self.preexec: Callable[[], None] | None = None
+        isready = [str(bins.path("pg_isready")), "-h", str(socket_dir), "-p", str(self.port)]
+        self.pm = Postmaster(
+            ex or LocalExecutor(),
+            bin_dir=str(bins.bin_dir),
+            datadir=str(self.datadir),
+            logfile=str(self.logfile),
+            user=os_user.name if os_user is not None else None,
+            isready=[*isready, "-U", SUPERUSER, "-q"],
+        )
+
+    @property
+    def ex(self) -> Executor:
+        return self.pm.ex
+
+    @property
+    def cgroups(self) -> tuple[str, ...]:
+        """The storage lab's cgroups (their cgroup.procs) every start goes into."""
+        return self.pm.cgroups
+
+    @cgroups.setter
+    def cgroups(self, value: tuple[str, ...]) -> None:
+        self.pm.cgroups = value
 
     # -- creation ----------------------------------------------------------
 
@@ -190,11 +230,15 @@ class Cluster:
         workdir.create(workdir_path, study=study)
         socket_dir = workdir.make_socket_dir(os_user, workdir_path)
         workdir.update_socket_dir(workdir_path, socket_dir)
+        cluster = cls(bins, workdir_path, os_user=os_user, socket_dir=socket_dir)
         if os_user is not None:
             os.chown(workdir_path, os_user.uid, os_user.gid)
             # The server user must reach the work directory through every parent.
-            probe = proc.run(
-                ["/usr/bin/test", "-w", workdir_path], timeout=10, user=os_user, check=False
+            probe = cluster.ex.run(
+                ["/usr/bin/test", "-w", str(workdir_path)],
+                timeout=10,
+                check=False,
+                launch=Launch(os_user.name),
             )
             if not probe.ok:
                 workdir.remove(workdir_path)
@@ -203,7 +247,7 @@ class Cluster:
                     f"{workdir_path} (a parent directory is not searchable for it)",
                     hint="choose a --target that user can reach, e.g. under /var/tmp or /srv",
                 )
-        return cls(bins, workdir_path, os_user=os_user, socket_dir=socket_dir)
+        return cluster
 
     def moved(self, workdir_path: Path) -> Cluster:
         """The same stopped cluster seen at another path (its directory mounted
@@ -214,33 +258,27 @@ class Cluster:
             os_user=self.os_user,
             socket_dir=self.socket_dir,
             port=self.port,
+            ex=self.ex,
         )
         moved.settings = dict(self.settings)
         moved.adapted = self.adapted
-        moved.preexec = self.preexec
+        moved.cgroups = self.cgroups
         return moved
 
     def initdb(self, opts: InitdbOptions) -> str:
-        argv: list[str | Path] = [
-            self.bins.path("initdb"),
-            "-D",
-            self.datadir,
-            *initdb_options(opts, self.bins),
-            "--auth=trust",
-        ]
-        return proc.run(argv, timeout=300, user=self.os_user, what="initdb").stdout
+        return self.pm.initdb([*initdb_options(opts, self.bins), "--auth=trust"])
 
     def wal_segment_mb(self) -> int | None:
         """The WAL segment size initdb gave this data directory, from pg_controldata
         (None where it does not say: it is 16MB before 11, fixed at build time)."""
         if not self.bins.has("pg_controldata"):
             return None
-        done = proc.run(
-            [self.bins.path("pg_controldata"), self.datadir],  # -D: 9.6+ only,
+        done = self.ex.run(
+            [str(self.bins.path("pg_controldata")), str(self.datadir)],  # -D: 9.6+ only,
             timeout=30,
-            user=self.os_user,
-            env={**os.environ, "LC_ALL": "C"},  # the field names are translated otherwise
+            env=C_LOCALE,  # the field names are translated otherwise
             what="pg_controldata",
+            launch=Launch(self.pm.user),
         )
         m = re.search(r"^Bytes per WAL segment:\s+(\d+)", done.stdout, re.MULTILINE)
         return int(m.group(1)) // 2**20 if m else None
@@ -276,172 +314,55 @@ class Cluster:
             write_atomically(
                 main, text + "\ninclude = 'pgrig.conf'\n", mode=0o600, owner=self.os_user
             )
-        self.allow_local_replication()
+        allow_local_replication(self.datadir, self.os_user)
         return adapted
 
-    def allow_local_replication(self) -> None:
-        """Let pg_basebackup in over the private socket: initdb before 10 leaves the
-        replication lines of pg_hba.conf commented out (10 and later have them)."""
-        hba = self.datadir / "pg_hba.conf"
-        text = hba.read_text()
-        active = (line.split() for line in text.splitlines() if not line.lstrip().startswith("#"))
-        if any(len(fields) > 2 and fields[1] == "replication" for fields in active):
-            return
-        line = "local   replication     all                                     trust\n"
-        write_atomically(
-            hba,
-            text + "\n# added by pgrig: pg_basebackup over the private socket\n" + line,
-            mode=0o600,
-            owner=self.os_user,
-        )
-
-    # -- lifecycle ---------------------------------------------------------
+    # -- lifecycle: the one ``Postmaster`` -----------------------------------
 
     def start(
         self,
         timeout: float = 120,
         *,
-        preexec: Callable[[], None] | None = None,
+        cgroups: tuple[str, ...] = (),
         settings: Mapping[str, str] | None = None,
     ) -> None:
-        """pg_ctl start, then wait for pg_isready. ``preexec`` runs in pg_ctl's process
-        before exec, as root: ``Cgroup.preexec()`` puts pg_ctl - and so the postmaster
-        and every process it forks - into a storage-lab cgroup from the start.
-        ``settings`` go on the postmaster's command line, over the configuration
-        files, for this start only: nothing is written, so the next start (a
-        crash restart included) has the profile's settings again."""
-        preexec = preexec or self.preexec
-        options = _command_line(settings or {})
+        """``Postmaster.start``; the log file is made first, for the server's user only
+        (statements and their errors land there)."""
         if not self.logfile.exists():
-            # Statements and their errors land here: for the server's user only.
             self.logfile.touch(mode=0o600)
             if self.os_user is not None:
                 os.chown(self.logfile, self.os_user.uid, self.os_user.gid)
-        try:
-            proc.run(
-                [
-                    self.bins.path("pg_ctl"),
-                    "start",
-                    "-D",
-                    self.datadir,
-                    "-l",
-                    self.logfile,
-                    "-w",
-                    "-t",
-                    str(int(timeout)),
-                    "-s",
-                    *(("-o", options) if options else ()),
-                ],
-                timeout=timeout + 10,
-                user=self.os_user,
-                what="pg_ctl start",
-                preexec=preexec,
-            )
-        except ToolError as exc:
-            raise ClusterError(
-                f"the server in {self.datadir} did not start: {self.log_tail() or exc}",
-                hint=f"see {self.logfile}; a profile setting may not fit this machine",
-            ) from exc
-        self.wait_ready(timeout)
+        self.pm.start(timeout, cgroups=cgroups, settings=settings)
 
     def restart(self, settings: Mapping[str, str] | None = None, timeout: float = 120) -> None:
-        """Stop (fast: a shutdown checkpoint) and start again, with ``settings`` for
-        this start only (``start``); without them, as the profile says."""
         self.stop(timeout=timeout)
         self.start(timeout=timeout, settings=settings)
 
     def wait_ready(self, timeout: float = 60) -> None:
-        deadline = time.monotonic() + timeout
-        isready = self.bins.path("pg_isready")
-        while time.monotonic() < deadline:
-            done = proc.run(
-                [isready, "-h", self.socket_dir, "-p", str(self.port), "-U", SUPERUSER, "-q"],
-                timeout=15,
-                check=False,
-            )
-            if done.ok:
-                return
-            time.sleep(0.2)
-        raise ClusterError(
-            f"the server in {self.datadir} did not accept connections in {timeout:.0f} s"
-        )
+        self.pm.wait_ready(timeout)
 
     def restart_after_crash(self, timeout: float = 60) -> None:
-        """Start again after the postmaster died.
-
-        A new postmaster refuses to start while the old PID in postmaster.pid still
-        exists - and a killed postmaster lingers as a zombie until init reaps it -
-        or while its backends still hold the data directory. Wait for both; if the
-        zombie outlives its backends by a few seconds, the lock file is provably
-        stale (no process uses the data directory) and is removed.
-        """
-        stale = workdir.pid_in_lockfile(self.datadir)
-        started = time.monotonic()
-        deadline = started + timeout
-        while time.monotonic() < deadline:
-            holders = workdir.processes_using(self.datadir)
-            if stale is None or not proc.pid_exists(stale):
-                if not holders:
-                    break
-            elif not holders and not proc.pid_alive(stale) and time.monotonic() - started > 5:
-                (self.datadir / "postmaster.pid").unlink(missing_ok=True)
-                break
-            time.sleep(0.2)
-        self.start(timeout=max(10.0, deadline - time.monotonic()))
+        self.pm.restart_after_crash(timeout)
 
     def postmaster_pid(self) -> int | None:
-        return workdir.postmaster_pid(self.datadir)
+        return self.pm.postmaster_pid()
 
     def running(self) -> bool:
-        return self.postmaster_pid() is not None
+        return self.pm.running()
 
     def stop(self, timeout: float = 60) -> None:
-        """fast, then immediate, then SIGKILL of the verified postmaster."""
-        if not self.datadir.exists() or not self.running():
-            return
-        for mode in ("fast", "immediate"):
-            done = proc.run(
-                [
-                    self.bins.path("pg_ctl"),
-                    "stop",
-                    "-D",
-                    self.datadir,
-                    "-m",
-                    mode,
-                    "-w",
-                    "-t",
-                    str(int(timeout / 2)),
-                    "-s",
-                ],
-                timeout=timeout / 2 + 10,
-                user=self.os_user,
-                check=False,
-                what="pg_ctl stop",
-            )
-            if done.ok and not self.running():
-                return
-        workdir.stop_orphan_server(self.datadir, timeout=timeout / 2)
+        self.pm.stop(timeout)
 
     def create_tablespace(self, name: str, parent: Path) -> str:
         """CREATE TABLESPACE in a new directory under ``parent`` (another disk, as seed
         004 puts tables and indexes on two); the directory goes with the cluster."""
-        from psycopg import sql
-
-        from pgrig.conninfo import Conn
-
         # Named after the cluster's work directory (study and target): two targets
         # of a campaign (or a target's version variants) may share ``parent``.
         location = workdir.make_extra_dir(
             self.workdir, parent.resolve() / f"{self.workdir.name}-{name}", self.os_user
         )
         admin = Conn.socket(str(self.socket_dir), self.port, SUPERUSER, "postgres")
-        with admin.connect() as db:
-            db.execute(
-                sql.SQL("CREATE TABLESPACE {} LOCATION {}").format(
-                    sql.Identifier(name), sql.Literal(str(location))
-                )
-            )
-        return name
+        return create_tablespace(admin, name, str(location))
 
     def destroy(self) -> None:
         """Stop and delete everything pgrig created for this cluster."""
@@ -454,19 +375,10 @@ class Cluster:
         workdir.remove_beside(self.socket_dir)
 
     def log_tail(self, lines: int = 5) -> str:
-        try:
-            text = self.logfile.read_text(errors="replace")
-        except OSError:
-            return ""
-        return " | ".join(line for line in text.splitlines()[-lines:] if line.strip())
+        return self.pm.log_tail(lines)
 
     def disk_usage(self) -> int:
-        total = 0
-        for root, _dirs, files in os.walk(self.datadir):
-            for name in files:
-                with contextlib.suppress(OSError):
-                    total += os.lstat(os.path.join(root, name)).st_size
-        return total
+        return disk_usage(self.datadir)
 
 
 class ServerLost(ClusterError):

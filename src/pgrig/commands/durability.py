@@ -9,7 +9,7 @@ import click
 
 from pgrig.cluster.profiles import parse_overrides
 from pgrig.commands.durability_study import Options, execute, preflight, summary
-from pgrig.commands.options import cluster_options, results_options
+from pgrig.commands.options import cluster_options, finite, results_options
 from pgrig.durability.driver import DurabilityPlan
 from pgrig.durability.model import IMMEDIATE, METHOD_TEXT, METHODS, POWER_LOSS_MODES
 from pgrig.errors import Interrupted, UsageError, signal_number
@@ -54,6 +54,7 @@ from pgrig.ui import Ui
 @click.option(
     "--interval",
     type=float,
+    callback=finite,
     default=5.0,
     show_default=True,
     help="Mean seconds of load before each crash (each one random in 0.5x-1.5x); "
@@ -63,6 +64,7 @@ from pgrig.ui import Ui
 @click.option(
     "--recovery-timeout",
     type=float,
+    callback=finite,
     default=120.0,
     show_default=True,
     help="Seconds the server has to accept connections again after a crash.",

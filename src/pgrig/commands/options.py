@@ -3,6 +3,7 @@ storage under test), which configuration, which PostgreSQL."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,14 @@ from pgrig.errors import UsageError
 F = Callable[..., Any]
 # A command's options as click passes them (``**opts``): by parameter name.
 Opts = dict[str, Any]
+
+
+def finite(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    """A float option's callback: click's float takes "nan" and "inf", and a
+    durability run at ``--interval nan`` acknowledged nothing and passed."""
+    if value is not None and not math.isfinite(value):
+        raise click.BadParameter(f"{value}: give a finite number", ctx, param)
+    return value
 
 
 def int_list(value: str, option: str) -> tuple[int, ...]:

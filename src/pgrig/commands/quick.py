@@ -16,7 +16,7 @@ from pathlib import Path
 
 import click
 
-from pgrig import campaign
+from pgrig import campaign, files, validate
 from pgrig.campaign import Campaign
 from pgrig.cluster.profiles import parse_overrides
 from pgrig.commands.options import F, Opts, int_list, names
@@ -316,7 +316,7 @@ def target(opts: Opts, given: set[str]) -> Document:
         t |= {"fs": opts["fs"], "size": opts["fs_size"] or "4GiB"}
         t["base"] = str((where or Path(keys.DEFAULT_BASE)).resolve())
     else:
-        t["directory"] = str(where if where is not None else Path.cwd())
+        t["directory"] = str(where if where is not None else _default_directory(opts))
     for name in ("fs_size", "mkfs", "mount", "disk", "memory"):
         key = "size" if name == "fs_size" else name
         if opts[name] is not None and key not in t:
@@ -337,6 +337,33 @@ def target(opts: Opts, given: set[str]) -> Document:
     if settings := parse_overrides(list(opts["overrides"])):
         t["set"] = dict(settings)
     return t
+
+
+# Where the quick study goes when the current directory is out of the server
+# account's reach (a checkout under root's mode-700 home): a directory every
+# account can pass, as Debian makes it.
+FALLBACK = Path("/var/tmp")
+
+
+def _default_directory(opts: Opts) -> Path:
+    """The current directory, or FALLBACK when the account the server will run as
+    cannot reach it - said on the first line, and the report names the target's
+    directory."""
+    here = Path.cwd()
+    if os.geteuid() != 0:
+        return here  # the server runs as this user, who is here
+    account = validate.server_account(opts["os_user"])
+    blocked = files.blocked_for(here, account)
+    if blocked is None:
+        return here
+    who = account.name if account is not None else "the server's account"
+    if not opts["quiet"]:
+        click.echo(
+            f"note: {who} cannot pass {blocked}, so the quick study's cluster and probes go "
+            f"to {FALLBACK} instead of {here} (--target chooses)",
+            err=True,
+        )
+    return FALLBACK
 
 
 def probes(opts: Opts, skip: tuple[str, ...]) -> Document:

@@ -14,6 +14,8 @@ from __future__ import annotations
 import contextlib
 import os
 import queue
+import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -22,6 +24,7 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
@@ -31,6 +34,20 @@ from pgrig.hosts.inventory import Host
 
 STOP_GRACE_S = 5.0
 TMP = "/tmp"  # where pgrig makes its directories on a host (pgrig hosts clean looks there)
+
+
+@dataclass(frozen=True)
+class Launch:
+    """Who and where a command runs on its host, beyond the executor's own account:
+    as the OS account ``user`` (PostgreSQL refuses root), moved first into the
+    cgroups whose ``cgroup.procs`` files are ``cgroups`` (a storage lab's I/O and
+    memory caps), so that every process it forks - a postmaster's backends - is
+    in them from the start. The same words on every host (``Executor.launched``):
+    a shell that writes its PID into the cgroups, then ``setpriv``, which execs,
+    so the PID pgrig holds stays the command's own."""
+
+    user: str | None = None
+    cgroups: tuple[str, ...] = ()
 
 
 class Started(ABC):
@@ -146,6 +163,7 @@ class Executor(ABC):
 
     def __init__(self, host: Host) -> None:
         self.host = host
+        self._ids: dict[str, tuple[str, str]] = {}  # user_ids, per OS account
         # Told the PID of each tool a step starts here for a while (the storage
         # probes), so that the owner record of pgrig's directory it works in
         # names it and `pgrig clean` stops it after a kill -9; None: nobody.
@@ -156,10 +174,20 @@ class Executor(ABC):
         return self.host.name
 
     @abstractmethod
+    def _start(self, argv: Sequence[str], *, env: Mapping[str, str] | None, stdin: bool) -> Started:
+        """Start ``argv`` as it is; ``env`` is added to the host's environment."""
+
     def start(
-        self, argv: Sequence[str], *, env: Mapping[str, str] | None = None, stdin: bool = False
+        self,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        stdin: bool = False,
+        launch: Launch | None = None,
     ) -> Started:
-        """Start ``argv``; ``env`` is added to the host's environment."""
+        """Start ``argv``; ``env`` is added to the host's environment; ``launch``:
+        as another OS user, in cgroups."""
+        return self._start(self.launched(argv, launch), env=env, stdin=stdin)
 
     def run(
         self,
@@ -169,8 +197,41 @@ class Executor(ABC):
         env: Mapping[str, str] | None = None,
         check: bool = True,
         what: str | None = None,
+        launch: Launch | None = None,
     ) -> proc.Completed:
-        return self.start(argv, env=env).wait(timeout, check=check, what=what)
+        what = what or Path(argv[0]).name
+        started = self.start(argv, env=env, launch=launch)
+        try:
+            return started.wait(timeout, check=check, what=what)
+        except BaseException:
+            # Ctrl-C or a signal turned into an exception while it ran: not left behind.
+            if started.poll() is None:
+                started.stop()
+            raise
+
+    def user_ids(self, user: str) -> tuple[str, str]:
+        """The uid and gid of the OS account ``user`` on this host (``id``), asked once."""
+        known = self._ids.get(user)
+        if known is None:
+            uid = self._start(["id", "-u", user], env=None, stdin=False).wait(30, what="id")
+            gid = self._start(["id", "-g", user], env=None, stdin=False).wait(30, what="id")
+            known = self._ids[user] = (uid.stdout.strip(), gid.stdout.strip())
+        return known
+
+    def launched(self, argv: Sequence[str], launch: Launch | None) -> list[str]:
+        """``argv`` wrapped so that it runs as ``launch`` says, on any host."""
+        words = [str(word) for word in argv]
+        if launch is None:
+            return words
+        if launch.user is not None:
+            uid, gid = self.user_ids(launch.user)
+            # setpriv execs (runuser forks): a started server's PID is the postmaster's.
+            words = ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--init-groups", "--", *words]
+        if launch.cgroups:
+            # Root moves the shell into the cgroups before it becomes the user.
+            enter = "".join(f"echo $$ > {shlex.quote(path)} && " for path in launch.cgroups)
+            words = ["sh", "-c", enter + 'exec "$@"', "sh", *words]
+        return words
 
     @abstractmethod
     def read_bytes(self, path: str) -> bytes: ...
@@ -187,6 +248,15 @@ class Executor(ABC):
     @abstractmethod
     def free_bytes(self, path: str) -> int:
         """Bytes an unprivileged writer may still use on the filesystem of ``path``."""
+
+    def processes_using(self, path: str) -> list[int]:
+        """PIDs of the processes working in the directory ``path`` (every backend of
+        a PostgreSQL cluster chdirs to its data directory)."""
+        pattern = re.sub(r"([][*?\\])", r"\\\1", path)  # find's -lname is a glob
+        argv = ["find", "/proc", "-mindepth", "2", "-maxdepth", "2", "-name", "cwd"]
+        # Processes come and go while find looks: its complaints are no failure.
+        done = self.run([*argv, "-lname", pattern], timeout=30, check=False, what="find")
+        return [int(line.split("/")[2]) for line in done.stdout.splitlines() if line.strip()]
 
     def read_text(self, path: str) -> str:
         """A text file; ``/proc`` files included (they report size 0, so are read to the end)."""
@@ -263,20 +333,21 @@ class LocalExecutor(Executor):
     def __init__(self, host: Host | None = None) -> None:
         super().__init__(host or Host(name="localhost", address="127.0.0.1", local=True))
 
-    def start(
-        self, argv: Sequence[str], *, env: Mapping[str, str] | None = None, stdin: bool = False
-    ) -> Started:
+    def _start(self, argv: Sequence[str], *, env: Mapping[str, str] | None, stdin: bool) -> Started:
         full_env = {**os.environ, **(env or {})}
         try:
-            popen = subprocess.Popen(
-                list(argv),
-                stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-                env=full_env,
-                start_new_session=True,
-            )
+            # Signals held between fork and return: one arriving in between would
+            # leave the child running, unreaped (issue 19's SIGTERM during initdb).
+            with proc.signals_deferred():
+                popen = subprocess.Popen(
+                    list(argv),
+                    stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                    env=full_env,
+                    start_new_session=True,
+                )
         except OSError as exc:
             raise ToolError(
                 f"cannot start {argv[0]} on {self.name}: {exc}", argv=list(argv)
@@ -302,3 +373,14 @@ class LocalExecutor(Executor):
 
     def make_tempdir(self, prefix: str) -> str:
         return tempfile.mkdtemp(prefix=prefix, dir=TMP)
+
+    def processes_using(self, path: str) -> list[int]:
+        # In this process, no command: it is polled while a crashed server restarts.
+        target = os.path.realpath(path)
+        found = []
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                with contextlib.suppress(OSError):
+                    if os.readlink(f"/proc/{entry}/cwd") == target:
+                        found.append(int(entry))
+        return found

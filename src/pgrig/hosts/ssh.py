@@ -224,9 +224,7 @@ class SshExecutor(Executor):
     def connection(self) -> asyncssh.SSHClientConnection:
         return self._conn
 
-    def start(
-        self, argv: Sequence[str], *, env: Mapping[str, str] | None = None, stdin: bool = False
-    ) -> Started:
+    def _start(self, argv: Sequence[str], *, env: Mapping[str, str] | None, stdin: bool) -> Started:
         started = _SshStarted(argv, self)
         call(
             started.begin(command_line(argv, env, self.sudo), stdin),

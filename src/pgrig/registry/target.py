@@ -180,6 +180,8 @@ class Live:
     env: Environment | None = None  # the machine as this target's server sees it
     lost: ServerLost | None = None  # the server did not come back after a crash
     kept: tuple[Path, Path] | None = None  # (data directory, log) when kept
+    # The storage lab's cgroups (their cgroup.procs files) the server starts in.
+    cgroups: tuple[str, ...] = ()
     # Where the storage probes run on the server's host (``ctx.host``) when that is
     # another machine: a directory its kind made there. None: ``directory``, here.
     probes: Path | None = None

@@ -5,7 +5,7 @@ memory limit, or any combination.
                                  "disk": "essd-pl1:100GiB", "memory": "2GiB"})
     with lab_target(Path("/var/tmp"), spec) as t:
         cluster = Cluster.create(bins, t.directory / "work", ...)
-        cluster.start(preexec=t.preexec)
+        cluster.start(cgroups=t.cgroups)
         fio.run(job_in(t.directory), preexec=t.preexec)
         t.describe(); t.memory_stats()
 
@@ -156,6 +156,11 @@ class LabTarget:
     def preexec(self) -> Callable[[], None] | None:
         """For ``Cluster.start``, ``tools.fio.run``, ``tools.pg_test_fsync.run``."""
         return self.cgroup.preexec() if self.cgroup is not None else None
+
+    @property
+    def cgroups(self) -> tuple[str, ...]:
+        """For ``Cluster.start`` (through ``Launch``): the cgroup.procs files to join."""
+        return tuple(str(path) for path in self.cgroup.procs_files) if self.cgroup else ()
 
     def memory_stats(self) -> MemoryStats | None:
         if self.cgroup is None or self.spec.memory_bytes is None:

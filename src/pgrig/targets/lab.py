@@ -111,6 +111,7 @@ class LabKind(Throwaway[LabSpec | None]):
         with storage.lab_target(base, lab, keep=keep) as built:
             t.moved_to(built.directory)
             t.ctx.preexec = built.preexec
+            t.live.cgroups = built.cgroups
             t.ctx.memory = built.memory_stats if lab.memory_bytes is not None else None
             for option, path in built.tablespaces:  # tablespaces on lab filesystems
                 if option == "tablespace":

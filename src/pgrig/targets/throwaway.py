@@ -211,7 +211,7 @@ class Throwaway(TargetKind[None, StateT]):
             )
         )
         cluster.configure(self._profile(t))
-        cluster.preexec = t.ctx.preexec
+        cluster.cgroups = t.live.cgroups
         cluster = self._before_start(t, cluster)
         t.live.cluster = t.live.server = t.ctx.cluster = cluster
         cluster.start()

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -257,13 +257,24 @@ def estimate(sql: str) -> int:
     return sum(t.bytes() for t in tables.values())
 
 
-def of_files(paths: Iterable[Path]) -> int:
+def of_files(paths: Iterable[Path], variables: Mapping[str, str] | None = None) -> int:
     """``estimate`` over setup files read in order (one script: tables made in
-    one file are filled in the next)."""
+    one file are filled in the next), with psql's ``:name`` replaced by the
+    workload's defines as psql sees them (seed001's ``generate_series(1, :users)``)."""
     texts = []
     for path in paths:
         try:
             texts.append(path.read_text(encoding="utf-8", errors="replace"))
         except OSError:
             continue  # validation names a missing file; the plan sizes what it can read
-    return estimate(";\n".join(texts))
+    return estimate(substitute(";\n".join(texts), variables or {}))
+
+
+# psql's :name, not a cast's ::type nor a name's part
+_VARIABLE = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
+
+
+def substitute(sql: str, variables: Mapping[str, str]) -> str:
+    """``sql`` with the psql variables it names replaced by their values; an
+    unknown one stays (psql would refuse it at setup; its rows count as none)."""
+    return _VARIABLE.sub(lambda m: variables.get(m.group(1), m.group(0)), sql)

@@ -180,7 +180,7 @@ class CustomWorkload(Workload):
         def sizes(t: TargetView, when: str) -> Step:
             return sizes_step(StepKey(t.name, spec.name), when, {"workload": spec.name})
 
-        data = datasize.of_files(spec.setup)
+        data = datasize.of_files(spec.setup, spec.defines)
         return [
             Phase(
                 data=lambda t: [setup_step(spec, t, data), sizes(t, "after load")],

@@ -1,0 +1,60 @@
+"""A first run from a checkout the server's account cannot reach (issue 33): a
+root user's clone under /root (mode 700 on Debian) or a `mktemp -d` directory.
+The quick study goes to /var/tmp and says so; a campaign's target there is
+refused before anything is created, exit 4, naming the directory that blocks."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pgrig.commands import quick
+from test_cli import pgrig
+
+pytestmark = pytest.mark.skipif(
+    os.geteuid() != 0, reason="the server runs as another account as root"
+)
+
+
+@pytest.fixture
+def private() -> Iterator[Path]:
+    """A directory as `mktemp -d` makes it (mode 700, root's), with a checkout in it."""
+    top = Path(tempfile.mkdtemp(prefix="pgrig-first-run-"))
+    assert top.stat().st_mode & 0o777 == 0o700
+    (top / "checkout").mkdir(mode=0o755)
+    yield top / "checkout"
+    shutil.rmtree(top)
+
+
+def test_the_quick_study_leaves_a_directory_its_server_cannot_reach(
+    private: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(private)
+    chosen = quick._default_directory({"os_user": None, "quiet": False})
+    assert chosen == quick.FALLBACK
+    err = capsys.readouterr().err
+    assert f"cannot pass {private.parent}" in err and "/var/tmp" in err
+    monkeypatch.chdir("/var/tmp")
+    assert quick._default_directory({"os_user": None, "quiet": False}) == Path("/var/tmp")
+
+
+def test_a_campaign_target_out_of_reach_is_refused_before_anything(private: Path) -> None:
+    data = private / "data"
+    data.mkdir()
+    path = private / "c.toml"
+    path.write_text(
+        f'[campaign]\nname = "first-run"\n[[target]]\nname = "t"\ndirectory = "{data}"\n'
+        '[[workload]]\ntype = "tpcb"\nscales = [1]\nclients = [1]\nduration = [1]\n'
+    )
+    for command in ("plan", "run"):
+        done = pgrig(command, path, *(["--results", private / "res"] if command == "run" else []))
+        assert done.returncode == 4, done.stderr
+        assert f"cannot pass {private.parent} (mode 700, owner root)" in done.stderr
+        assert "hint: " in done.stderr and "Traceback" not in done.stderr
+    assert sorted(p.name for p in data.iterdir()) == [], "nothing created in the target"
+    assert not (private / "res").exists(), "no study, no store"
