@@ -24,6 +24,7 @@ from pgrig.pgsource.binaries import PgBinaries
 from pgrig.ui import Step as ProgressLine
 
 if TYPE_CHECKING:  # the cluster is only handed through, never built here
+    from pgrig.cluster.loadwal import Restartable
     from pgrig.cluster.server import Cluster
     from pgrig.hosts.executor import Executor
     from pgrig.load import LoadRunner
@@ -84,6 +85,9 @@ class Context:
     host_devices: tuple[str, ...] = ()  # the block devices under its data directory
     server_settings: dict[str, str] = field(default_factory=dict)
     cluster: Cluster | None = None  # the cluster pgrig created (None: an existing server)
+    # pgrig's server on another host, which a load may restart with other settings
+    # (``load_wal``) as it restarts ``cluster`` here. None: none, or ``cluster``.
+    restartable: Restartable | None = None
     lossy: LossyTarget | None = None  # the cluster runs on the lossy filesystem (power loss)
     # Another target's directory by name, for a workload that writes there (a base
     # backup's ``to``); None: no such target, or it has no directory.

@@ -445,6 +445,8 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
             )  # fmt: skip
             remote = stack.enter_context(HostedServer(db, spec, opened.home))
             t.live.server = remote  # revived after a crash (Recorder), as a local cluster
+            t.ctx.restartable = remote  # a load's restart at wal_level=minimal, as a local one
+            stack.callback(setattr, t.ctx, "restartable", None)
             stack.callback(setattr, t.live, "server", None)
             stack.callback(lambda: self._kept(t, remote, ui) if keep() else None)
             logs = self._log_root(t, name, stack)
