@@ -12,7 +12,7 @@ import sys
 import click
 
 from pgrig import __version__, registry
-from pgrig.commands import machine, results, run
+from pgrig.commands import history, machine, results, run
 from pgrig.errors import (
     Interrupted,
     PgrigError,
@@ -53,6 +53,8 @@ COMMANDS: tuple[click.Command, ...] = (
     results.compare_cmd,
     machine.clean,
     machine.env,
+    history.history_cmd,
+    history.check_cmd,
 )
 for command in COMMANDS:
     cli.add_command(command)

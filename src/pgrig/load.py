@@ -31,7 +31,6 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
@@ -248,7 +247,7 @@ def run_pgbench(
         # The hosts at once: each costs a few SSH round trips. Leaving the pool
         # waits for every host's part, also on an error or a signal, so the
         # cleanup below sees every waiter that started.
-        with ThreadPoolExecutor(max_workers=len(executors)) as pool:
+        with proc.ContextPool(max_workers=len(executors)) as pool:
             futures = [pool.submit(prepare, ex) for ex in executors]
             waiters = [f.result() for f in futures]
         offsets, start, woke = _barrier(waiters)
@@ -419,7 +418,7 @@ def _clean_up(
             failed.append(exc)
         return failed
 
-    with ThreadPoolExecutor(max_workers=max(1, len(executors))) as pool:
+    with proc.ContextPool(max_workers=max(1, len(executors))) as pool:
         failures = [exc for found in pool.map(one, executors) for exc in found]
     if failures and sys.exc_info()[1] is None:
         raise failures[0]

@@ -14,6 +14,7 @@ user (PostgreSQL refuses to run as root).
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import os
 import pwd
 import selectors
@@ -22,9 +23,11 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
+from typing import ParamSpec, TypeVar
 
 from pgrig.errors import ToolError, ToolTimeout
 
@@ -476,3 +479,21 @@ def escalate(
         return True
 
     return escalate_by(send, gone, [(sig, grace) for sig in signals])
+
+
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
+
+
+class ContextPool(ThreadPoolExecutor):
+    """A thread pool whose tasks see the submitter's context variables: a plain
+    pool's threads start with an empty context, and the load directories a pool
+    made on load hosts were recorded with no study ("study": "")."""
+
+    def submit(self, fn: Callable[_P, _T], /, *args: _P.args, **kwargs: _P.kwargs) -> Future[_T]:
+        context = contextvars.copy_context()
+
+        def task() -> _T:
+            return context.run(fn, *args, **kwargs)
+
+        return super().submit(task)

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import wait
 from functools import partial
 from typing import Any
 
-from pgrig import workdb
+from pgrig import proc, workdb
 from pgrig.policy import RunPolicy
 from pgrig.proc import threads_cancelled
 from pgrig.recorder import Recorder, StartTogether
@@ -109,7 +109,7 @@ def _at_once(points: Sequence[Callable[[], None]], together: StartTogether | Non
     main thread, a bug) is raised once every thread has ended. Ctrl-C or SIGTERM
     reach the main thread only: it stops the other threads' tools (remote ones
     too) rather than waiting for their runs to end."""
-    with ThreadPoolExecutor(max_workers=len(points), thread_name_prefix="pgrig-target") as pool:
+    with proc.ContextPool(max_workers=len(points), thread_name_prefix="pgrig-target") as pool:
         futures = [pool.submit(p) for p in points]
         try:
             wait(futures)
@@ -126,7 +126,7 @@ def _at_once(points: Sequence[Callable[[], None]], together: StartTogether | Non
 def enter_at_once(stack: contextlib.ExitStack, managers: Sequence[Any]) -> None:
     """Enter every context manager in a thread of its own; each one entered is
     on ``stack`` (left in reverse), and the first failure is raised once all ended."""
-    with ThreadPoolExecutor(max_workers=len(managers), thread_name_prefix="pgrig-up") as pool:
+    with proc.ContextPool(max_workers=len(managers), thread_name_prefix="pgrig-up") as pool:
         futures = [pool.submit(m.__enter__) for m in managers]
         wait(futures)
     failed = None

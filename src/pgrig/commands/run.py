@@ -14,12 +14,13 @@ from pgrig.commands.options import cluster_options, lab_options, results_options
 from pgrig.commands.quick import campaign_of, quick_options
 from pgrig.errors import UsageError
 from pgrig.pgsource import binaries, catalog
+from pgrig.resume import new_study_id
 from pgrig.runner import run_campaign
 from pgrig.store import location
 from pgrig.ui import Ui, count, estimate
 
 # Options that say how to run, not what: a campaign file takes them too.
-NOT_THE_STUDY = ("quiet", "results", "store", "yes", "keep")
+NOT_THE_STUDY = ("quiet", "results", "store", "yes", "keep", "new")
 
 
 @click.command()
@@ -28,16 +29,24 @@ NOT_THE_STUDY = ("quiet", "results", "store", "yes", "keep")
 @quick_options
 @lab_options
 @results_options
+@click.option(
+    "--new",
+    is_flag=True,
+    help="Run the campaign FILE as a new study of its series (id NAME-YYYYMMDD-HHMMSS) "
+    "instead of resuming it; `pgrig history NAME` reads the series.",
+)
 def run(campaign_file: Path | None, **opts: Any) -> None:
     """Run the quick study, or the campaign FILE, and write a report.
 
-    Running a campaign file again resumes it: only the steps not yet recorded run."""
+    Running a campaign file again resumes it: only the steps not yet recorded run;
+    with --new it is a new study of the same series."""
     ctx = click.get_current_context()
     typed = [name for name in opts if ctx.get_parameter_source(name) == _COMMANDLINE]
     results: Path = opts["results"]
     if campaign_file is not None:
         camp = _file_campaign(campaign_file, typed)
-        study_id: str | None = camp.name  # stable: running the file again resumes it
+        # stable: running the file again resumes it; --new: the next study of its series
+        study_id: str | None = new_study_id(camp.name) if opts["new"] else camp.name
     else:
         camp = campaign_of(opts, set(typed))
         study_id = None
@@ -54,7 +63,9 @@ def run(campaign_file: Path | None, **opts: Any) -> None:
         yes=opts["yes"],
         keep=opts["keep"],
         study_id=study_id,
-        resume_hint=f"run `{' '.join(again)}` again to resume" if campaign_file else None,
+        resume_hint=f"run `{' '.join(again)}` again to resume"
+        if campaign_file and not opts["new"]
+        else None,
     )
 
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import click
 
+from pgrig import proc
 from pgrig.errors import HostUnusable, PgrigError
 from pgrig.hosts import facts, inventory, owner, preflight, provision
 from pgrig.hosts.inventory import Host
@@ -95,7 +95,7 @@ def check_cmd(inventory_path: Path, names: tuple[str, ...], fmt: str) -> None:
     outcomes = preflight.reach_all(hosts)
     reached = [o for o in outcomes if not isinstance(o, HostUnusable)]
     try:
-        with ThreadPoolExecutor(max_workers=max(1, min(16, len(reached)))) as pool:
+        with proc.ContextPool(max_workers=max(1, min(16, len(reached)))) as pool:
             found = list(pool.map(lambda r: facts.gather(*r), reached))
     finally:
         for ex, _ in reached:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+from pgrig import proc
 from pgrig.errors import HostUnusable, PgrigError
 from pgrig.hosts.executor import Executor, LocalExecutor
 from pgrig.hosts.inventory import Host
@@ -100,7 +100,7 @@ def reach_all(hosts: Sequence[Host]) -> list[Reached | HostUnusable]:
             raise
 
     results: list[Reached | HostUnusable] = []
-    with ThreadPoolExecutor(max_workers=max(1, min(16, len(hosts)))) as pool:
+    with proc.ContextPool(max_workers=max(1, min(16, len(hosts)))) as pool:
         for future in [pool.submit(one, h) for h in hosts]:
             try:
                 results.append(future.result())

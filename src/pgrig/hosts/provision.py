@@ -148,4 +148,40 @@ def provision(
             hint="its output names the host and operation that failed",
         )
     ops = () if dry_run else parse_results(output)
+    failed = failures(ops, output)
+    if failed:
+        # pyinfra exits 0 with --no-wait when operations fail (an apt lock held by
+        # the host's own update): "4 hosts provisioned" was printed over 3 errors.
+        raise ToolError(
+            f"pyinfra: {failed}",
+            argv=done.argv,
+            returncode=done.returncode,
+            stderr=output,
+            hint="fix what the hosts said (an apt lock: wait for the host's own update), "
+            "then provision again",
+        )
     return Provisioned(ops, dry_run, done.elapsed, output)
+
+
+_HOST_ERROR = re.compile(r"^\s*\[([^\]]+)\]\s+(?:Error: .*|.*\S)$")
+
+
+def failures(ops: Sequence[Operation], output: str) -> str:
+    """'' when every operation worked; else which operations failed and what the
+    hosts said just before each error (pyinfra prints ``[host] Error: ...``)."""
+    bad = [op for op in ops if op.errors]
+    if not bad:
+        return ""
+    said: list[str] = []
+    lines = output.splitlines()
+    for i, line in enumerate(lines):
+        if "] Error:" in line and _HOST_ERROR.match(line):
+            host = line.split("]", 1)[0].strip(" [")
+            before = (
+                lines[i - 1].strip() if i and lines[i - 1].strip().startswith(f"[{host}]") else ""
+            )
+            said.append(f"{before} {line.strip()}".strip())
+    ops_text = ", ".join(f"{op.name} ({op.errors} of {op.hosts} hosts)" for op in bad)
+    return f"operations failed: {ops_text}" + (
+        f"; {'; '.join(dict.fromkeys(said))}" if said else ""
+    )

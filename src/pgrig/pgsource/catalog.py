@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
+from pgrig import proc
 from pgrig.errors import DownloadError, PgrigError, UsageError
 from pgrig.pgsource import binaries, cache, maven, pypi, system
 from pgrig.pgsource.base import Source
@@ -100,7 +100,7 @@ def with_sizes(artifacts: Sequence[Artifact], http: Http) -> list[Artifact]:
         except DownloadError:
             return a
 
-    with ThreadPoolExecutor(max_workers=8) as pool:
+    with proc.ContextPool(max_workers=8) as pool:
         return list(pool.map(sized, artifacts))
 
 

@@ -230,6 +230,13 @@ class Store:
         rows = self._db.execute("SELECT * FROM studies ORDER BY started_at, id")
         return [_study(row) for row in rows]
 
+    def series(self, name: str) -> list[Study]:
+        """The studies of one campaign name (a series), in the order they started."""
+        rows = self._db.execute(
+            "SELECT * FROM studies WHERE name = ? ORDER BY started_at, id", (name,)
+        )
+        return [_study(row) for row in rows]
+
     def latest_study(self) -> Study | None:
         studies = self.studies()
         return studies[-1] if studies else None

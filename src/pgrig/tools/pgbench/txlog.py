@@ -18,10 +18,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 from hdrh.histogram import HdrHistogram
 
 from pgrig.errors import ParseError
 from pgrig.results import LatencySummary
+
+# Every array here holds integers (seconds, microseconds, counts); named with
+# its dtype so that numpy's stubs before and after 2.4 (type parameters with
+# defaults) both check it.
+Ints = npt.NDArray[np.int64]
 
 LOWEST_US = 1
 HIGHEST_US = 3_600_000_000
@@ -85,7 +91,7 @@ class Histogram:
         both.max_us = max(self.max_us, other.max_us)
         return both
 
-    def counts(self) -> np.ndarray:
+    def counts(self) -> Ints:
         """The HdrHistogram's counters, read in place."""
         return np.frombuffer(self.hdr.counts, dtype=np.uint64, count=self.hdr.counts_len)
 
@@ -121,11 +127,11 @@ class PerSecond(Mapping[int, int]):
 
     __slots__ = ("first", "counts")
 
-    def __init__(self, first: int = 0, counts: np.ndarray | None = None) -> None:
+    def __init__(self, first: int = 0, counts: Ints | None = None) -> None:
         self.first = first
         self.counts = np.zeros(0, dtype=np.int64) if counts is None else counts
 
-    def add(self, seconds: np.ndarray) -> None:
+    def add(self, seconds: Ints) -> None:
         """Count one completion at each of ``seconds`` (integers)."""
         if not len(seconds):
             return
@@ -160,7 +166,7 @@ class PerSecond(Mapping[int, int]):
         raise KeyError(second)
 
     def __iter__(self) -> Iterator[int]:
-        return (self.first + i for i in np.flatnonzero(self.counts).tolist())
+        return (self.first + int(i) for i in np.flatnonzero(self.counts))
 
     def __len__(self) -> int:
         return int(np.count_nonzero(self.counts))
@@ -217,7 +223,7 @@ def parse_logs(paths: Iterable[Path], clock_offset_s: float = 0.0, origin_s: flo
     return TxLog(latencies, dict(sorted(counts.completed.items())), origin_s)
 
 
-def _numbers(lines: list[str], path: Path, first_lineno: int) -> np.ndarray:
+def _numbers(lines: list[str], path: Path, first_lineno: int) -> Ints:
     """The block's lines as rows of integers, with the lines that are no latency
     sample left out. numpy's C parser reads a block of plain lines (the common
     case) in a fifth of a Python loop's time (bench/txlog.py); a block holding
@@ -256,7 +262,7 @@ def _numbers(lines: list[str], path: Path, first_lineno: int) -> np.ndarray:
         ) from None
 
 
-def _plain(lines: list[str]) -> np.ndarray | None:
+def _plain(lines: list[str]) -> Ints | None:
     """Lines of six or more non-negative integers each, parsed by numpy; None
     for anything else."""
     try:
@@ -284,12 +290,12 @@ class _Counts:
         self.latencies: dict[int, Counter[int]] = {}
         self.completed: dict[int, PerSecond] = {}
 
-    def add(self, rows: np.ndarray) -> None:
+    def add(self, rows: Ints) -> None:
         if not len(rows):
             return
         scripts = rows[:, 3]
         seconds = rows[:, 4] - self.whole - (rows[:, 5] < self.frac_us)
-        for script in np.unique(scripts).tolist():
+        for script in map(int, np.unique(scripts)):
             mine = scripts == script
             distinct, n = np.unique(rows[mine, 2], return_counts=True)
             self.latencies.setdefault(script, Counter()).update(

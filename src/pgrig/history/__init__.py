@@ -1,0 +1,4 @@
+"""A series of studies (one campaign run again): each point's figure over
+time (``series``), where it changed (``changes``), what differed in the
+environment around the change (``cause``), and the gate a CI job acts on
+(``gate``). Reads the store only; never measures."""

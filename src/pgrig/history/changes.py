@@ -1,0 +1,82 @@
+"""Where a point's figure changed over a series: change points found by Apache
+Otava (E-Divisive means with a t-test, Fleming et al. 2023) on the studies'
+medians, then each one confirmed by Welch's test between the studies on either
+side, at ``ALPHA`` divided by the number of places a step could have been put
+(the candidate's place was chosen to make the two sides differ most: an
+uncorrected test would confirm one in twenty steps of pure noise). A candidate
+the test does not confirm is inside the noise and is not claimed
+(docs/history.md has the measurements behind these choices)."""
+
+from __future__ import annotations
+
+import math
+import statistics
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pgrig.history.series import Observation
+from pgrig.stats import ALPHA, MIN_RUNS, t_quantile_975, welch
+
+# Otava's first pass; its windows are longer than any series we expect, so the
+# whole series is one window (the original E-Divisive with a t-test).
+MAX_PVALUE = 0.001
+WINDOW = 50
+
+
+@dataclass(frozen=True)
+class Change:
+    """A confirmed step in one point's series: from study ``index`` on."""
+
+    index: int  # the first study after the step
+    diff_pct: float  # median after vs median before, in %
+    low_pct: float  # 95% interval of the difference of the means, in %
+    high_pct: float
+    p_value: float  # Welch's, over the studies' medians on either side
+
+
+def _interval(before: Sequence[float], after: Sequence[float]) -> tuple[float, float]:
+    """95% interval (Welch) of mean(after) - mean(before), in % of mean(before)."""
+    mb, ma = statistics.fmean(before), statistics.fmean(after)
+    vb, va = statistics.variance(before) / len(before), statistics.variance(after) / len(after)
+    se = math.sqrt(vb + va)
+    if se == 0:
+        return ((ma - mb) / mb * 100,) * 2
+    df = (vb + va) ** 2 / (vb**2 / (len(before) - 1) + va**2 / (len(after) - 1))
+    half = t_quantile_975(df) * se
+    return ((ma - mb - half) / mb * 100, (ma - mb + half) / mb * 100)
+
+
+def candidates(medians: Sequence[float]) -> list[int]:
+    """Otava's change points in ``medians`` (indices of the first value after)."""
+    if len(medians) < 2 * MIN_RUNS:
+        return []
+    # Imported here, as pgrig.stats imports SciPy: Otava brings NumPy and SciPy,
+    # which `pgrig --help` and every other command must not wait for.
+    from otava.analysis import compute_change_points
+
+    with warnings.catch_warnings():
+        # Otava divides by a zero spread on constant stretches; those are no change.
+        warnings.simplefilter("ignore", RuntimeWarning)
+        found, _ = compute_change_points(list(medians), window_len=WINDOW, max_pvalue=MAX_PVALUE)
+    return sorted({int(cp.index) for cp in found})
+
+
+def changes(observations: Sequence[Observation]) -> list[Change]:
+    """The confirmed changes of one point's series (its studies in order)."""
+    medians = [o.median for o in observations]
+    found = candidates(medians)
+    bounds = [0, *found, len(medians)]
+    out = []
+    for i, at in enumerate(found):
+        before, after = medians[bounds[i] : at], medians[at : bounds[i + 2]]
+        if min(len(before), len(after)) < MIN_RUNS:
+            continue  # fewer studies than a call needs on one side
+        test = welch(before, after)
+        if not test.called or test.diff_pct is None or test.p_value is None:
+            continue  # inside the noise: not claimed
+        if test.p_value >= ALPHA / (len(medians) - 1):
+            continue  # no stronger than the best of the places a step could be
+        low, high = _interval(before, after)
+        out.append(Change(at, test.diff_pct, low, high, test.p_value))
+    return out

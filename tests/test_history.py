@@ -1,0 +1,285 @@
+"""A series of studies: change points found where they are and not inside the
+noise, named with what differed around them, and the CI gate's exit codes,
+JUnit XML and summary.
+
+The change-point tests use synthetic series (seeded Gaussian noise on each
+repeat, stated per test); the gate and ``pgrig history`` run the real CLI on a
+real SQLite store holding pgbench records of small studies written as pgrig
+writes them (``Store.record``)."""
+
+from __future__ import annotations
+
+import random
+import re
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from junitparser import Failure, JUnitXml, Skipped, TestCase, TestSuite
+
+from pgrig.cli import main
+from pgrig.history import cause
+from pgrig.history.changes import changes
+from pgrig.history.series import Observation
+from pgrig.results import Cpu, Environment, PgbenchRun, PostgresInfo, RunRecord, Study, to_dict
+from pgrig.store import Store
+
+
+def env(shared_buffers: str) -> Environment:
+    pg = PostgresInfo(
+        version="18.1", version_num=180001, bin_dir=None, data_directory=None,
+        settings={"shared_buffers": shared_buffers, "fsync": "on"},
+    )  # fmt: skip
+    cpu = Cpu(model="Test CPU", sockets=1, cores_per_socket=2, threads_per_core=1, logical_cpus=2)
+    return Environment(
+        captured_at="", hostname="db1", os_release="Debian 12", kernel="6.1.0",
+        cpu=cpu, memory_bytes=2**33, postgres=pg, tools={"pgbench": "18.1"},
+    )  # fmt: skip
+
+
+def study(i: int, shared_buffers: str = "128MB", name: str = "nightly") -> Study:
+    return Study(
+        id=f"{name}-{i:02d}", name=name, target="", started_at=f"2026-11-{i:02d}T00:00:00Z",
+        status="finished", environment=env(shared_buffers),
+    )  # fmt: skip
+
+
+def repeats(rnd: random.Random, level: float, cv: float, n: int = 3) -> tuple[float, ...]:
+    return tuple(level * rnd.gauss(1.0, cv) for _ in range(n))
+
+
+def test_a_10pct_step_at_study_15_of_30_is_found_there_with_the_changed_setting() -> None:
+    # Synthetic: 30 studies, 3 repeats each with 3% noise, 10% slower from 15 on.
+    rnd = random.Random(15)
+    seen = [
+        Observation(f"nightly-{i:02d}", repeats(rnd, 1000.0 * (0.9 if i >= 15 else 1.0), 0.03))
+        for i in range(30)
+    ]
+    found = changes(seen)
+    assert len(found) == 1
+    (change,) = found
+    assert abs(change.index - 15) <= 1
+    assert -14 < change.diff_pct < -6 and change.low_pct < change.diff_pct < change.high_pct
+    before, after = study(change.index - 1), study(change.index, shared_buffers="16MB")
+    pair = (seen[change.index - 1], seen[change.index])
+    assert cause.differences(before, after, "t", pair) == ["setting shared_buffers: 128MB -> 16MB"]
+
+
+def test_twenty_seeded_series_without_a_change_flag_nothing() -> None:
+    # Synthetic: 20 series of 30 studies, 3 repeats each with 3% noise, no step.
+    for seed in range(20):
+        rnd = random.Random(1000 + seed)
+        seen = [Observation(f"s{i}", repeats(rnd, 1000.0, 0.03)) for i in range(30)]
+        assert changes(seen) == [], f"seed {1000 + seed}"
+
+
+def test_a_step_smaller_than_the_noise_is_not_claimed() -> None:
+    # Synthetic: 2% step under 8% noise between studies, 12 studies.
+    rnd = random.Random(7)
+    seen = [
+        Observation(f"s{i}", (1000.0 * (0.98 if i >= 6 else 1.0) * rnd.gauss(1.0, 0.08),) * 3)
+        for i in range(12)
+    ]
+    assert changes(seen) == []
+
+
+def test_disturbed_runs_are_named_beside_the_differences() -> None:
+    quiet, loud = Observation("a", (1.0, 1.0, 1.0)), Observation("b", (1.0, 1.0, 1.0), 2)
+    said = cause.differences(study(1), study(2), "t", (quiet, loud))
+    assert said == ["nightly-02: 2 of 3 runs disturbed"]
+
+
+# -- the real CLI on a real store ---------------------------------------------
+
+
+def record(sid: str, rep: int, tps: float, clients: int = 8) -> RunRecord:
+    result = PgbenchRun(
+        mode="select-only", transaction_type="<builtin: select only>", scale=1,
+        query_mode="prepared", clients=clients, threads=1, duration_s=10,
+        transactions=int(tps * 10), failed=0, tps=tps, latency_avg_ms=clients / tps * 1000,
+        latency_stddev_ms=None, initial_connection_ms=None, statements_per_txn=1,
+    )  # fmt: skip
+    params = {"workload": "tpcb", "scale": 1, "duration_s": 10, "mode": "select-only",
+              "clients": clients, "repeat": rep}  # fmt: skip
+    return RunRecord(
+        study=sid, key=f"tpcb/run/select-only/c{clients}/r{rep}", kind="pgbench_run",
+        target="local", params=params, status="ok", started_at="", finished_at="",
+        result=to_dict(result),
+    )  # fmt: skip
+
+
+def write_store(path: Path, studies: list[tuple[Study, tuple[float, ...]]]) -> None:
+    with Store.open(path) as st:
+        for s, values in studies:
+            st.begin_study(s)
+            for rep, tps in enumerate(values, start=1):
+                st.record(record(s.id, rep, tps))
+            st.finish_study(s.id, "finished", s.started_at)
+
+
+@dataclass(frozen=True)
+class Done:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+@pytest.fixture
+def pgrig(capsys: pytest.CaptureFixture[str]) -> Callable[..., Done]:
+    """The command line in this process (``cli.main``, as ``pgrig`` runs it):
+    the exit code, stdout and stderr; a subprocess each would cost seconds."""
+
+    def run(*args: str | Path) -> Done:
+        capsys.readouterr()
+        try:
+            main([str(a) for a in args])
+            code = 0
+        except SystemExit as exc:
+            code = int(exc.code or 0)
+        out, err = capsys.readouterr()
+        return Done(code, out, err)
+
+    return run
+
+
+def cases(xml: JUnitXml) -> list[TestCase]:
+    """The test cases of every suite of a JUnit file."""
+    return [case for suite in xml if isinstance(suite, TestSuite) for case in suite]
+
+
+def gate_store(tmp_path: Path) -> Path:
+    path = tmp_path / "results.sqlite"
+    write_store(
+        path,
+        [
+            (study(1), (1000.0, 1005.0, 995.0)),
+            (study(2), (800.0, 805.0, 795.0)),  # 20% slower, clearly
+            (study(3), (1100.0, 1105.0, 1095.0)),  # 10% faster
+            (study(4), (990.0, 1030.0, 960.0)),  # 1% slower, inside the noise
+            (study(5, name="other"), (1000.0,)),  # one repeat: nothing can be called
+        ],
+    )
+    return path
+
+
+def test_the_gate_exits_1_on_a_regression_and_writes_junit_and_a_summary(
+    tmp_path: Path, pgrig: Callable[..., Done]
+) -> None:
+    store = gate_store(tmp_path)
+    junit, summary = tmp_path / "check.xml", tmp_path / "summary.md"
+    args = ("--store", store, "--max-regression", "5%", "--junit", junit, "--summary", summary)
+    done = pgrig("check", "nightly-02", "--baseline", "nightly-01", *args)
+    assert done.returncode == 1, done.stderr
+    assert "regression" in done.stdout and "could call ≥" in done.stdout
+    assert "error: 1 of 1 points of nightly-02 regressed by more than 5%" in done.stderr
+    assert "Traceback" not in done.stderr
+    xml = JUnitXml.fromfile(str(junit))
+    assert (xml.tests, xml.failures) == (1, 1)
+    (case,) = cases(xml)
+    assert isinstance(case.result[0], Failure) and "select-only" in case.name
+    assert "❌ 1 of 1 points regressed" in summary.read_text()
+
+
+def test_the_gate_passes_an_improvement_and_a_change_inside_the_noise(
+    tmp_path: Path, pgrig: Callable[..., Done]
+) -> None:
+    store = gate_store(tmp_path)
+    junit = tmp_path / "check.xml"
+    better = pgrig("check", "nightly-03", "--baseline", "nightly-01", "--store", store)
+    assert better.returncode == 0, better.stderr
+    assert better.stdout.startswith("improvement")
+    noise = pgrig("check", "nightly-04", "--baseline", "nightly-01", "--store", store,
+                  "--junit", junit)  # fmt: skip
+    assert noise.returncode == 0, noise.stderr
+    assert noise.stdout.startswith("within noise")
+    xml = JUnitXml.fromfile(str(junit))
+    assert (xml.tests, xml.failures) == (1, 0)
+    # a series as the baseline: its latest study before the one checked
+    series = pgrig("check", "nightly-02", "--baseline", "nightly", "--store", store)
+    assert series.returncode == 1 and "against nightly-01" in series.stderr
+
+
+def test_a_series_baseline_counts_how_much_studies_differ(
+    tmp_path: Path, pgrig: Callable[..., Done]
+) -> None:
+    # Synthetic values: studies of one setting spread 900-1100 tps, each with
+    # tight repeats; the last is 9.5% below the one before, inside the spread.
+    path = tmp_path / "results.sqlite"
+    levels = [1000.0, 1100.0, 900.0, 1050.0, 950.0]
+    write_store(path, [(study(i + 1), (v - 2, v, v + 2)) for i, v in enumerate(levels)])
+    pair = pgrig("check", "nightly-05", "--baseline", "nightly-04", "--store", path)
+    assert pair.returncode == 1  # against one study, its tight repeats call it
+    series = pgrig("check", "nightly-05", "--baseline", "nightly", "--store", path)
+    assert series.returncode == 0, series.stderr
+    assert series.stdout.startswith("within noise")
+
+
+def test_the_gate_refuses_a_missing_baseline_and_a_bad_threshold(
+    tmp_path: Path, pgrig: Callable[..., Done]
+) -> None:
+    store = gate_store(tmp_path)
+    missing = pgrig("check", "nightly-02", "--baseline", "weekly", "--store", store)
+    assert missing.returncode == 2
+    assert "no study of series 'weekly'" in missing.stderr and "hint:" in missing.stderr
+    bad = pgrig("check", "nightly-02", "--baseline", "nightly-01", "--store", store,
+                "--max-regression", "lots")  # fmt: skip
+    assert bad.returncode == 2 and "--max-regression 'lots': not a percentage" in bad.stderr
+    one = pgrig("check", "other-05", "--baseline", "nightly-01", "--store", store,
+                "--junit", tmp_path / "one.xml")  # fmt: skip
+    assert one.returncode == 0 and one.stdout.startswith("untested")
+    (case,) = cases(JUnitXml.fromfile(str(tmp_path / "one.xml")))
+    assert isinstance(case.result[0], Skipped)
+    for out in (missing, bad, one):
+        assert "Traceback" not in out.stderr
+
+
+def test_history_finds_the_step_and_names_the_setting(
+    tmp_path: Path, pgrig: Callable[..., Done]
+) -> None:
+    # Synthetic values in a real store: 7 studies, 16MB from the fourth on.
+    rnd = random.Random(4)
+    path = tmp_path / "results.sqlite"
+    write_store(
+        path,
+        [
+            (
+                study(i, shared_buffers="16MB" if i >= 4 else "128MB"),
+                repeats(rnd, 1000.0 * (0.8 if i >= 4 else 1.0), 0.02),
+            )
+            for i in range(1, 8)
+        ],
+    )
+    done = pgrig("history", "nightly", "--store", path)
+    assert done.returncode == 0, done.stderr
+    assert "change: select-only at 8 clients on local fell" in done.stdout
+    assert "from study nightly-04 on" in done.stdout
+    assert "setting shared_buffers: 128MB -> 16MB" in done.stdout
+    unknown = pgrig("history", "weekly", "--store", path)
+    assert unknown.returncode == 2 and "series there: nightly" in unknown.stderr
+
+
+def test_run_new_records_a_new_study_of_the_series(tmp_path: Path, disk_dir: Path) -> None:
+    """The real CLI, twice, on a campaign of one 1-second probe: --new begins
+    NAME-YYYYMMDD-HHMMSS; without it the file's study (id NAME) as before."""
+    target = disk_dir  # one the server's OS user can reach
+    camp = tmp_path / "again.toml"
+    camp.write_text(
+        f'[campaign]\nname = "again"\n[[target]]\nname = "here"\ndirectory = "{target}"\n'
+        "[probes]\ntiming = 1\nfsync = false\nfio = false\n"
+    )
+    results = tmp_path / "r"
+    for extra in (["--new"], []):
+        done = subprocess.run(
+            [sys.executable, "-m", "pgrig", "run", str(camp), *extra, "--results", str(results),
+             "--yes", "--quiet"],
+            capture_output=True, text=True, timeout=180,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+    with Store.open(results / "results.sqlite") as st:
+        ids = [s.id for s in st.series("again")]
+    assert len(ids) == 2 and "again" in ids
+    (new,) = [i for i in ids if i != "again"]
+    assert re.fullmatch(r"again-\d{8}-\d{6}", new)
