@@ -290,8 +290,8 @@ def test_clean_removes_only_what_a_dead_pgrig_left(
         out = capsys.readouterr()
         return code, out.out, out.err
 
-    code, out, _ = clean("hosts", "clean", "-i", inv, "--dry-run", "h1")
-    assert code == 0 and f"h1: {workdir}: would remove" in out
+    code, out, err = clean("hosts", "clean", "-i", inv, "--dry-run", "h1")
+    assert code == 0 and f"h1: {workdir}: would remove" in out, out + err
     assert Path(workdir).is_dir()
     # A host that cannot be reached: refused before anything is removed anywhere.
     nobody = h1.address.rsplit(".", 1)[0] + ".252"

@@ -252,3 +252,24 @@ def test_wal_directory(side: Side, tmp_path: Path) -> None:
         if side.inventory is not None:  # the kept server first: it writes there
             pgrig("clean", "--inventory", side.inventory)
         shutil.rmtree(wal, ignore_errors=True)
+
+
+def test_a_load_restarts_the_server_at_minimal_wal_and_back(side: Side, tmp_path: Path) -> None:
+    """The settings a restart is given (``load_wal = "minimal"``): pgrig's parallel
+    loader runs with the server restarted at wal_level=minimal, and the measured
+    run after it with the profile's settings again - on either host."""
+    path = side.campaign(
+        tmp_path,
+        "loadwal",
+        rest=NO_PROBES
+        + TPCB.format(clients=1, duration=2)
+        + 'generate = "parallel"\nload_wal = "minimal"\n',
+    )
+    results = tmp_path / "results"
+    run_ok(side, path, results)
+    records = runs(results, side.study("loadwal"))
+    all_ok(records)
+    init = records["db/tpcb/s1/init"].result
+    assert init is not None and init["wal_level"] == "minimal", init
+    restarts = {"restart at wal_level=minimal", "restart at the profile's settings"}
+    assert restarts <= set(init["steps"]), init["steps"]  # and back: the run after is ok

@@ -11,6 +11,7 @@ p50/p99 are those of the pooled per-transaction logs, computed here anew.
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
@@ -44,7 +45,7 @@ def custom_workload(tmp_path: Path) -> str:
     (tmp_path / "get.sql").write_text("\\set k random(1, :n)\nSELECT v FROM kv WHERE k = :k;\n")
     return (
         f'[[workload]]\ntype = "custom"\nname = "kv"\nsetup = ["{tmp_path / "kv.sql"}"]\n'
-        f'scripts = ["{tmp_path / "get.sql"}"]\nclients = [2]\nthreads = 1\nduration = [3]\n'
+        f'scripts = ["{tmp_path / "get.sql"}"]\nclients = [2]\nduration = [3]\n'
         "rate = 200\ndefines = { n = 1000 }\n"
     )
 
@@ -197,6 +198,16 @@ def test_a_remote_target_runs_tpcb_and_tpcc_from_two_load_hosts(
     # -R 100 on each host, not 200 each: on this loaded VM a host may fall
     # behind its schedule, never ahead of it.
     assert 0 < kv.result["tps"] <= 200 * 1.2
+
+    # Read on each load host once, recorded per host: its pgbench, its CPUs, and
+    # the -j it ran with - asked (TPC-B's threads = 1), else from its own CPUs.
+    tpcb_hosts = typed(records["db/tpcb/s1/select-only/c2/d3/r1/hosts"], LoadHostsRun)
+    assert tpcb_hosts is not None and tpcb_hosts.server_version
+    for h in tpcb_hosts.hosts:
+        assert h.pgbench and h.pgbench.startswith("pgbench (PostgreSQL)"), h
+        assert h.cpus == os.cpu_count() and h.threads == 1, h  # the namespaces share its CPUs
+    assert [h.threads for h in multi.hosts] == [min(2, os.cpu_count() or 1)] * 2
+    assert "pgbench of another major" not in report
 
     assert study is not None and study.params["targets"][0]["host"] == "h1"
     # The server on h1 is stopped (its directory removed with it, by HostedServer).

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
@@ -155,6 +155,15 @@ class LoadJob:
     figure: tuple[str, Callable[[HostLoad], float]] | None = None
     # The run's progress as it goes: the hosts' latest ``-P`` points, tps summed.
     on_progress: Callable[[ProgressPoint], None] | None = None
+    # ``opts.threads`` is not the workload's choice but min(clients, CPUs) of this
+    # machine: each load host runs ``threads_on`` its own CPUs instead.
+    auto_threads: bool = False
+
+
+def threads_on(clients: int, cpus: int) -> int:
+    """pgbench -j on a host with ``cpus`` logical CPUs when the workload does not
+    ask: one thread per client up to the CPUs (more only add scheduling noise)."""
+    return max(1, min(clients, cpus))
 
 
 class LoadRunner(Protocol):
@@ -207,22 +216,25 @@ def run_pgbench(
     log_dir: Path,
     extra: Sequence[str] = (),
     on_progress: Callable[[ProgressPoint], None] | None = None,
+    threads: Mapping[str, int] | None = None,
 ) -> MultiLoad:
     """pgbench with ``opts`` (and ``extra`` options) on every host at once against
     ``conn``; logs copied to ``log_dir/<host>/``. ``bin_dir`` is where pgbench
     lives on the hosts; ``opts.scripts`` are files here, copied to each host.
-    ``on_progress`` gets the hosts' progress while they run (``progress``)."""
+    ``on_progress`` gets the hosts' progress while they run (``progress``).
+    ``threads``: a host's own ``-j`` (its CPUs'), else ``opts.threads``."""
     if not opts.transaction_log:
         raise ValueError("multi-host runs need the per-transaction log: the percentiles pool")
     remote_dirs: dict[str, str] = {}
     started: dict[str, Started] = {}  # as each host's waiter starts: what the cleanup stops
-    waiters: list[Started] = []
 
     def prepare(ex: Executor) -> Started:
         remote_dirs[ex.name] = ex.make_tempdir("pgrig-load-")
         record = owner.Owner.mine("load")
         owner.write(ex, remote_dirs[ex.name], record)
         host_opts = _on_host(ex, remote_dirs[ex.name], opts, len(executors))
+        if threads and ex.name in threads:
+            host_opts = replace(host_opts, threads=threads[ex.name])
         prefix = Path(remote_dirs[ex.name]) / LOG_PREFIX
         argv = run_argv(bin_dir, conn, host_opts, prefix, extra)
         waiter = ex.start(["python3", "-c", WAITER, *argv], env=_remote_env(conn), stdin=True)
@@ -238,30 +250,22 @@ def run_pgbench(
         with proc.ContextPool(max_workers=len(executors)) as pool:
             futures = [pool.submit(prepare, ex) for ex in executors]
             waiters = [f.result() for f in futures]
-        offsets = [clock_offset(w) for w in waiters]
-        start = time.time() + START_MARGIN_S
-        for waiter, off in zip(waiters, offsets, strict=True):
-            waiter.send(f"go {start + off.offset_ms / 1000:.6f}\n")
-        woke = [
-            float(_expect(w, "started", START_MARGIN_S + 30)) - off.offset_ms / 1000
-            for w, off in zip(waiters, offsets, strict=True)
-        ]
+        offsets, start, woke = _barrier(waiters)
         watchers = [Watcher(ex, w.pid).start() for ex, w in zip(executors, waiters, strict=True)]
         try:
             _first_failure(executors, waiters, opts.duration_s + 120, on_progress)
             done = [w.wait(60, check=False, what="pgbench") for w in waiters]
         finally:
             watches = [w.stop() for w in watchers]
-        loads, histograms = [], []  # each host's histogram, added up for the pooled figures
-        for ex, waiter, completed, at in zip(executors, waiters, done, woke, strict=True):
-            load, histogram = _host_load(
-                ex, waiter, completed, opts, remote_dirs[ex.name], log_dir, (at - start) * 1000
-            )
-            loads.append(load)
-            histograms.append(histogram)
+        parts = [
+            _host_load(ex, w, completed, opts, remote_dirs[ex.name], log_dir, (at - start) * 1000)
+            for ex, w, completed, at in zip(executors, waiters, done, woke, strict=True)
+        ]
     finally:
         _clean_up(executors, [started[e.name] for e in executors if e.name in started], remote_dirs)
-    pooled = sum(histograms, txlog.Histogram())
+    loads = [load for load, _ in parts]
+    # Each host's histogram added up: the pooled figures, never per-host percentiles.
+    pooled = sum((histogram for _, histogram in parts), txlog.Histogram())
     uncertainty = sorted(o.uncertainty_ms for o in offsets)[-2:]
     return MultiLoad(
         hosts=tuple(loads),
@@ -273,6 +277,20 @@ def run_pgbench(
         watches=tuple(watches),
         start_at=start,
     )
+
+
+def _barrier(waiters: Sequence[Started]) -> tuple[list[ClockOffset], float, list[float]]:
+    """Every host's clock offset, one start for all (now + ``START_MARGIN_S``, sent
+    on each host's own clock), and when each woke, back on this machine's clock."""
+    offsets = [clock_offset(w) for w in waiters]
+    start = time.time() + START_MARGIN_S
+    for waiter, off in zip(waiters, offsets, strict=True):
+        waiter.send(f"go {start + off.offset_ms / 1000:.6f}\n")
+    woke = [
+        float(_expect(w, "started", START_MARGIN_S + 30)) - off.offset_ms / 1000
+        for w, off in zip(waiters, offsets, strict=True)
+    ]
+    return offsets, start, woke
 
 
 def _host_load(

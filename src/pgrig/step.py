@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pgrig.cluster.loadwal import Restartable
 from pgrig.cluster.server import Cluster
 from pgrig.conninfo import Conn
 from pgrig.hosts.executor import Executor
@@ -128,6 +129,9 @@ class Context:
     host_bin_dir: str | None = None  # PostgreSQL's bin directory there
     host_devices: tuple[str, ...] = ()  # the block devices under its data directory
     cluster: Cluster | None = None  # the cluster pgrig created (None: an existing server)
+    # pgrig's server on another host, which a load may restart with other settings
+    # (``load_wal``) as it restarts ``cluster`` here. None: none, or ``cluster``.
+    restartable: Restartable | None = None
     lossy: LossyTarget | None = None  # the cluster runs on the lossy filesystem (power loss)
     # Another target's directory by name, for a workload that writes there (a base
     # backup's ``to``); None: no such target, or it has no directory.

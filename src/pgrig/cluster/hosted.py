@@ -15,7 +15,7 @@ admits only the networks named.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -221,6 +221,31 @@ class HostedServer:
         """Start again after the postmaster died (``Postmaster.restart_after_crash``)."""
         assert self._pm is not None
         self._pm.restart_after_crash(timeout)
+        pid = self._pm.postmaster_pid()
+        if self._record is not None and pid is not None:
+            self._record = owner.with_pid(self.ex, self.workdir, self._record, pid)
+
+    # -- a restart with other settings (``pgrig.cluster.loadwal.Restartable``) --
+
+    @property
+    def settings(self) -> dict[str, str]:
+        """The profile's settings, as its pgrig.conf holds them."""
+        return dict(self.spec.settings)
+
+    @property
+    def bins(self) -> PgBinaries:
+        return self.spec.bins
+
+    @property
+    def logfile(self) -> str:
+        """The server's log on its host (``pg_ctl -l``)."""
+        return f"{self.workdir}/server.log"
+
+    def restart(self, settings: Mapping[str, str] | None = None, timeout: float = 120) -> None:
+        """Stop and start again, with ``settings`` on the postmaster's command line
+        for this start only (a load at ``wal_level = minimal``), as a local cluster."""
+        assert self._pm is not None
+        self._pm.restart(settings, timeout)
         pid = self._pm.postmaster_pid()
         if self._record is not None and pid is not None:
             self._record = owner.with_pid(self.ex, self.workdir, self._record, pid)

@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Iterator, Mapping, MutableMapping
+from pathlib import Path
+from typing import Protocol
 
-from pgrig.cluster.server import Cluster
 from pgrig.errors import ClusterError
+from pgrig.pgsource.binaries import PgBinaries
 
 LOAD_WAL = ("auto", "minimal", "profile")  # the workloads' load_wal key
 MINIMAL = "minimal"
@@ -37,6 +39,23 @@ RESTART_MINIMAL = "restart at wal_level=minimal"
 RESTART_PROFILE = "restart at the profile's settings"
 
 
+class Restartable(Protocol):
+    """A server pgrig made that a load may restart with other settings, on any
+    host: ``pgrig.cluster.server.Cluster`` here, ``pgrig.cluster.hosted.HostedServer``
+    on another host."""
+
+    @property
+    def settings(self) -> Mapping[str, str]: ...  # the profile's
+
+    @property
+    def bins(self) -> PgBinaries: ...
+
+    @property
+    def logfile(self) -> Path | str: ...  # on the server's host
+
+    def restart(self, settings: Mapping[str, str] | None = None, timeout: float = 120) -> None: ...
+
+
 def settings(version_num: int) -> dict[str, str]:
     """The postmaster options of a minimal-WAL load for this major."""
     extra = {"summarize_wal": "off"} if version_num >= SUMMARIZE_WAL_FROM else {}
@@ -49,13 +68,13 @@ def wanted(load_wal: str, data_bytes: int) -> bool:
     return load_wal == MINIMAL or (load_wal == "auto" and data_bytes >= AUTO_FROM_BYTES)
 
 
-def already_minimal(cluster: Cluster) -> bool:
+def already_minimal(cluster: Restartable) -> bool:
     """The profile itself runs at minimal: nothing to restart for."""
     return cluster.settings.get("wal_level", "").strip("'") == MINIMAL
 
 
 @contextlib.contextmanager
-def minimal_wal(cluster: Cluster, steps: MutableMapping[str, float]) -> Iterator[None]:
+def minimal_wal(cluster: Restartable, steps: MutableMapping[str, float]) -> Iterator[None]:
     """Run the body on ``cluster`` restarted at ``wal_level = minimal``, then
     restart it with the profile's settings - also when the body fails. Each
     restart's seconds go into ``steps``: they are part of the load's time."""

@@ -54,8 +54,40 @@ def size(ex: Executor) -> tuple[int, int]:
     """The host's logical CPUs and memory in bytes: what a profile is sized to."""
     meminfo = ex.read_text("/proc/meminfo")
     mem_kib = int(re.search(r"^MemTotal:\s+(\d+)", meminfo, re.M).group(1))  # type: ignore[union-attr]
-    cpuinfo = ex.read_text("/proc/cpuinfo")
-    return len(re.findall(r"^processor\s*:", cpuinfo, re.M)), mem_kib * 1024
+    return cpus(ex), mem_kib * 1024
+
+
+def cpus(ex: Executor) -> int:
+    """The host's logical CPUs (``/proc/cpuinfo`` read there)."""
+    return len(re.findall(r"^processor\s*:", ex.read_text("/proc/cpuinfo"), re.M))
+
+
+def major(version: str) -> str | None:
+    """``15`` of "pgbench (PostgreSQL) 15.18", ``9.6`` of "9.6.24": a major's name."""
+    m = re.search(r"(\d+)\.(\d+)", version)
+    if m is None:
+        return None
+    return m.group(1) if int(m.group(1)) >= 10 else f"{m.group(1)}.{m.group(2)}"
+
+
+@dataclass(frozen=True)
+class LoadHostFacts:
+    """What a load host brings to a measured run, read on it once per study: its
+    logical CPUs (its pgbench's ``-j``) and its pgbench."""
+
+    host: str
+    cpus: int
+    pgbench: str  # its ``--version`` line
+
+    @property
+    def major(self) -> str | None:
+        return major(self.pgbench)
+
+
+def load_host(ex: Executor, bin_dir: str) -> LoadHostFacts:
+    """A load host's CPUs and the version of the pgbench in ``bin_dir`` there."""
+    line = ex.run([f"{bin_dir}/pgbench", "--version"], timeout=30, what="pgbench").stdout
+    return LoadHostFacts(ex.name, cpus(ex), line.strip())
 
 
 def gather(ex: Executor, access: Access) -> HostFacts:

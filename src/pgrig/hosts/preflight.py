@@ -4,6 +4,7 @@ at hand - all checked, and every failure named, before anything is created."""
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -139,4 +140,56 @@ def opened(hosts: Sequence[Host]) -> Iterator[list[Executor]]:
         yield executors
     finally:
         for ex in executors:
+            ex.close()
+
+
+class Pool:
+    """Hosts reached and checked once per study (issue 29): a study's check, its
+    cleaning and its storage ask for the same hosts; each is connected to and
+    root-checked the first time only, and later asks get that executor."""
+
+    def __init__(self) -> None:
+        self._idle: dict[str, Executor] = {}  # by host name: reached, not claimed
+        self._claims = 0
+        self._lock = threading.Lock()
+
+    def get(self, hosts: Sequence[Host]) -> list[Executor]:
+        """Executors for ``hosts``, in order, left in the pool: the hosts not reached
+        before are reached now, at once (every failure named, ``check_all``)."""
+        with self._lock:
+            missing = [h for h in hosts if h.name not in self._idle]
+            if missing:
+                executors, _ = check_all(missing)
+                self._idle.update({ex.name: ex for ex in executors})
+            return [self._idle[h.name] for h in hosts]
+
+    @contextlib.contextmanager
+    def claimed(self, hosts: Sequence[Host]) -> Iterator[list[Executor]]:
+        """Executors for ``hosts`` for the ``with`` block alone, taken out of the
+        pool (a target's storage sets its own state on them: two targets on one
+        host get a connection each) and closed on the way out. When the last
+        claim ends the study is over: what is left idle is closed too."""
+        with self._lock:
+            mine = {h.name: self._idle.pop(h.name) for h in hosts if h.name in self._idle}
+            self._claims += 1
+        try:
+            fresh = [h for h in hosts if h.name not in mine]
+            if fresh:
+                executors, _ = check_all(fresh)
+                mine.update({ex.name: ex for ex in executors})
+            yield [mine[h.name] for h in hosts]
+        finally:
+            for ex in mine.values():
+                ex.close()
+            with self._lock:
+                self._claims -= 1
+                last = self._claims == 0
+            if last:
+                self.close()
+
+    def close(self) -> None:
+        """Close every idle executor (a refused check: the study does not run)."""
+        with self._lock:
+            idle, self._idle = list(self._idle.values()), {}
+        for ex in idle:
             ex.close()

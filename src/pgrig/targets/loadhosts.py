@@ -14,6 +14,7 @@ from pgrig import load
 from pgrig.conninfo import Conn
 from pgrig.document import fmt
 from pgrig.document.model import HEADLINE, Row, Section, Table
+from pgrig.hosts import facts
 from pgrig.hosts.executor import Executor
 from pgrig.monitor.hosts import client_bound
 from pgrig.registry.target import Target
@@ -36,6 +37,11 @@ class LoadHost:
     cpu_busy_pct: float | None  # median over the run
     log_files: tuple[str, ...]  # its per-transaction logs, copied here
     figure: float | None = None  # the workload's own figure (``LoadHostsRun.figure_name``)
+    # Read on the host once per study (older records: None): its pgbench's
+    # ``--version``, its logical CPUs and the ``-j`` its pgbench ran with.
+    pgbench: str | None = None
+    cpus: int | None = None
+    threads: int | None = None
 
 
 @dataclass(frozen=True)
@@ -53,6 +59,7 @@ class LoadHostsRun:
     client_bound: str | None = None  # the verdict rule's summary when a load host ran out of CPU
     figure_name: str | None = None  # a workload's figure per host besides tps (TPC-C: tpmC)
     figure: float | None = None  # its sum over the hosts
+    server_version: str | None = None  # the server's PostgreSQL (older records: None)
 
 
 def _headline(r: LoadHostsRun) -> str:
@@ -67,6 +74,20 @@ LOAD_HOSTS = ResultKind("load_hosts", LoadHostsRun, headline=_headline)
 
 def _fmt(ms: float | None) -> str:
     return "-" if ms is None else f"{ms:.3f}"
+
+
+def _other_pgbench(r: LoadHostsRun) -> str | None:
+    """The load hosts whose pgbench is of another major than the server (said:
+    pgbench's own cost per transaction may differ); None: none, or not recorded."""
+    server = facts.major(r.server_version) if r.server_version else None
+    other = [
+        f"{h.host} {h.pgbench}"
+        for h in r.hosts
+        if server and h.pgbench and facts.major(h.pgbench) not in (None, server)
+    ]
+    if not other:
+        return None
+    return f"pgbench of another major than the server's PostgreSQL {server}: " + ", ".join(other)
 
 
 def section(records: Sequence[RunRecord]) -> Section | None:
@@ -101,6 +122,8 @@ def section(records: Sequence[RunRecord]) -> Section | None:
         ), kind=HEADLINE))  # fmt: skip
         if res.client_bound:
             notes.append(f"{run}: client-bound - {res.client_bound}")
+        if mismatch := _other_pgbench(res):
+            notes.append(f"{run}: {mismatch}")
     extra = (" / ".join(figures),) if figures else ()
     table = Table(
         ("run", "load host", "tps", *extra, "p50 ms", "p99 ms", "started ms",
@@ -129,17 +152,26 @@ class Driver:
         bin_dir: str,
         conn: Conn,
         t: Target,
+        known: Sequence[facts.LoadHostFacts] = (),
     ) -> None:
         self.names = tuple(ex.name for ex in executors)  # the load hosts
+        self.facts = {f.host: f for f in known}  # read on each host by the check
         self.executors, self.server, self.bin_dir, self.conn, self.t = (
             executors, server, bin_dir, conn, t
         )  # fmt: skip
 
     def __call__(self, job: load.LoadJob) -> load.MultiLoad:
         logs = Path(tempfile.mkdtemp(prefix="run-", dir=job.log_root))
+        # Each host's -j from its own CPUs, unless the workload asked for one.
+        threads = {
+            name: load.threads_on(job.opts.clients, f.cpus)
+            if job.auto_threads
+            else job.opts.threads
+            for name, f in self.facts.items()
+        }
         multi = load.run_pgbench(
             self.executors, self.bin_dir, job.conn or self.conn, job.opts, logs, job.extra,
-            job.on_progress,
+            job.on_progress, threads,
         )  # fmt: skip
         # Where pgbench shares the server's host, a busy CPU is both's: only its
         # own threads' demand says the load generator ran out.
@@ -163,6 +195,9 @@ class Driver:
                 cpu_busy_pct=watches[h.host].median("cpu_busy_pct") if h.host in watches else None,
                 log_files=h.log_files,
                 figure=job.figure[1](h) if job.figure else None,
+                pgbench=self.facts[h.host].pgbench if h.host in self.facts else None,
+                cpus=self.facts[h.host].cpus if h.host in self.facts else None,
+                threads=threads.get(h.host, job.opts.threads),
             )
             for h in multi.hosts
         )
@@ -179,6 +214,9 @@ class Driver:
             client_bound=bound.summary if bound and bound.cause == "client_host" else None,
             figure_name=job.figure[0] if job.figure else None,
             figure=sum(figures) if job.figure else None,
+            server_version=env.postgres.version
+            if (env := self.t.live.env) is not None and env.postgres is not None
+            else None,
         )
         self.t.ctx.running.extra.append(Extra("hosts", LOAD_HOSTS.name, record))
         return multi

@@ -28,7 +28,6 @@ it and its CPUs are saturated, as ``shared_host``.
 from __future__ import annotations
 
 import contextlib
-import re
 import socket
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
@@ -127,6 +126,8 @@ class Hosts:
     # this major, set.* over it: the server's pgrig.conf.
     settings: tuple[tuple[str, str], ...] = ()
     conf_header: str = ""
+    # Each load host's CPUs and pgbench, read there (``facts.load_host``).
+    load_facts: tuple[facts.LoadHostFacts, ...] = ()
 
 
 def _ip(address: str) -> str:
@@ -201,29 +202,23 @@ def _initdb(spec: TargetSpec) -> InitdbOptions:
     )
 
 
-def _major(version: str) -> str | None:
-    """``15`` of "postgres (PostgreSQL) 15.18", ``9.6`` of "9.6.24": a major's name."""
-    m = re.search(r"(\d+)\.(\d+)", version)
-    if m is None:
-        return None
-    return m.group(1) if int(m.group(1)) >= 10 else f"{m.group(1)}.{m.group(2)}"
-
-
-def _same_major(
+def _versions(
     spec: TargetSpec,
     bins: PgBinaries,
     db: Executor,
     loaders: Sequence[Executor],
     bin_dir: str,
     notes: list[str],
-) -> None:
-    """The versions read on the hosts they describe. A server of another major than
-    this machine's binaries is refused (the profile and the initdb options are fitted
-    to those, and the loads run with them); load hosts whose pgbench differs from the
-    server's major are said (pgbench's own cost per transaction may differ)."""
+) -> tuple[facts.LoadHostFacts, ...]:
+    """The versions read on the hosts they describe, and each load host's CPUs.
+    Refused: a server of another major than this machine's binaries (the profile
+    and the initdb options are fitted to those, and the loads run with them), and
+    load hosts whose pgbench majors differ (one run's figures would pool two
+    builds' per-transaction costs). Said: a load host's pgbench of another major
+    than the server's (pgbench's own cost per transaction may differ)."""
     server = db.run([f"{bin_dir}/postgres", "--version"], timeout=30, what="postgres").stdout
-    here = _major(bins.version)
-    there = _major(server)
+    here = facts.major(bins.version)
+    there = facts.major(server)
     if there is not None and here is not None and there != here:
         raise UsageError(
             f"target {spec.name}: {db.name} has PostgreSQL {there} in {bin_dir}, this "
@@ -232,14 +227,23 @@ def _same_major(
             hint=f"set pg_bin to a {there} installation here, or host_pg_bin to a {here} one "
             f"on {db.name}",
         )
-    for ex in loaders:
-        line = ex.run([f"{bin_dir}/pgbench", "--version"], timeout=30, what="pgbench").stdout
-        major = _major(line)
-        if major is not None and there is not None and major != there:
+    found = tuple(facts.load_host(ex, bin_dir) for ex in loaders)
+    majors = {f.major for f in found if f.major is not None}
+    if len(majors) > 1:
+        raise UsageError(
+            f"target {spec.name}: the load hosts' pgbench majors differ ("
+            + ", ".join(f"{f.host}: {f.pgbench}" for f in found)
+            + "): one run's figures would pool what two pgbench builds cost per transaction",
+            hint=f"install one PostgreSQL major's pgbench under {bin_dir} on every load host "
+            f"(pgrig hosts provision --major {there or here}), or set host_pg_bin",
+        )
+    for f in found:
+        if f.major is not None and there is not None and f.major != there:
             notes.append(
-                f"target {spec.name}: pgbench on load host {ex.name} is {line.strip()}, the "
+                f"target {spec.name}: pgbench on load host {f.host} is {f.pgbench}, the "
                 f"server on {db.name} is PostgreSQL {there}"
             )
+    return found
 
 
 def _has_python(ex: Executor) -> bool:
@@ -261,6 +265,9 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
         # host no campaign names is `pgrig hosts clean`'s).
         self._seen: dict[str, Host] = {}
         self._opened: dict[str, _Open] = {}  # by target: made by ``storage``
+        # Every host connected to and checked once per study: by the first check
+        # that names it; cleaning and the storage reuse the connection.
+        self._pool = preflight.Pool()
 
     def parse(self, table: Keys) -> RemoteOptions:
         values = self.read_keys(table)
@@ -312,25 +319,28 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
         bins = find_binaries(spec, binaries.CLIENT_TOOLS)  # loads and warm-ups run from here
         initdb_version_args(_initdb(spec), bins)  # refused now what this major's initdb lacks
         bin_dir = opts.host_pg_bin or str(bins.bin_dir)
-        executors, _ = preflight.check_all(_distinct(server[0], load_hosts))
+        executors = self._pool.get(_distinct(server[0], load_hosts))
         by_name = {ex.name: ex for ex in executors}
         try:
             loaders = [by_name[h.name] for h in load_hosts]
             missing = self._missing(executors[0], loaders, bin_dir)
-            if not missing:
-                _same_major(spec, bins, executors[0], loaders, bin_dir, notes)
+            load_facts = (
+                () if missing else _versions(spec, bins, executors[0], loaders, bin_dir, notes)
+            )
             free = executors[0].free_bytes(TMP)
             cpus, memory = facts.size(executors[0])
-        finally:
-            for ex in executors:
-                ex.close()
+        except BaseException:
+            self._pool.close()  # refused: no study runs on them
+            raise
         if missing:
+            self._pool.close()
             raise HostUnusable(
                 f"target {spec.name}: " + "; ".join(missing),
                 hint=f"pgrig hosts provision -i {inv.path} --major {bins.major}, or set "
                 "host_pg_bin to PostgreSQL's bin directory on the hosts",
             )
         if demands.need_bytes > free:
+            self._pool.close()
             raise HostUnusable(
                 f"target {spec.name}: {server[0].name} has {free / 2**30:.1f} GiB free in {TMP}, "
                 f"the study needs {demands.need_bytes / 2**30:.1f} GiB",
@@ -343,7 +353,7 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
         clients = {_ip(h.address) for h in load_hosts} | {_source_ip(address, opts.port)}
         hosts = Hosts(
             server[0], load_hosts, bin_dir, address, tuple(f"{ip}/32" for ip in sorted(clients)),
-            tuple(profile.settings.items()), header,
+            tuple(profile.settings.items()), header, load_facts,
         )  # fmt: skip
         # No directory here: the storage probes run on the host, beside the server's
         # data directory (``storage``); ``directory`` only says where the load hosts'
@@ -374,7 +384,7 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
         the server is kept."""
         hosts = self.state(t)
         with contextlib.ExitStack() as stack:
-            executors = stack.enter_context(preflight.opened(_distinct(hosts.server, hosts.load)))
+            executors = stack.enter_context(self._pool.claimed(_distinct(hosts.server, hosts.load)))
             db = executors[0]
             home = make_workdir(db)
             stack.callback(lambda: None if keep() else db.remove_tree(home.path))
@@ -435,6 +445,9 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
             )  # fmt: skip
             remote = stack.enter_context(HostedServer(db, spec, opened.home))
             t.live.server = remote  # revived after a crash (Recorder), as a local cluster
+            # a load's restart at wal_level=minimal, as a local one
+            t.ctx = replace(t.ctx, restartable=remote)
+            stack.callback(lambda: setattr(t, "ctx", replace(t.ctx, restartable=None)))
             stack.callback(setattr, t.live, "server", None)
             stack.callback(lambda: self._kept(t, remote, ui) if keep() else None)
             logs = self._log_root(t, name, stack)
@@ -448,11 +461,12 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
                 t.ctx,
                 conn=remote.conn(DATABASE),
                 pgbench=loadhosts.Driver(
-                    loaders, hosts.server.name, hosts.bin_dir, remote.conn(DATABASE), t
+                    loaders, hosts.server.name, hosts.bin_dir, remote.conn(DATABASE), t,
+                    hosts.load_facts,
                 ),
                 host=db,  # the monitor samples it
                 host_bin_dir=hosts.bin_dir,
-            )
+            )  # fmt: skip
             try:
                 _tablespaces(t, remote, ui)
                 capture(t, on=db, paths=[remote.datadir], bin_dir=hosts.bin_dir)
@@ -497,12 +511,12 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
         lines: list[str] = []
         for host in self._seen.values():
             try:
-                with preflight.opened([host]) as (ex,):
-                    for left in owner.clean(ex, study=study):
-                        if left.action == "removed":
-                            lines.append(f"{host.name}: removed {left.directory} (its pgrig died)")
-                        elif left.action.startswith("left: another study's"):
-                            others.append(f"{left.directory} on {host.name}")
+                (ex,) = self._pool.get([host])  # reached by the check: not again
+                for left in owner.clean(ex, study=study):
+                    if left.action == "removed":
+                        lines.append(f"{host.name}: removed {left.directory} (its pgrig died)")
+                    elif left.action.startswith("left: another study's"):
+                        others.append(f"{left.directory} on {host.name}")
             except PgrigError as exc:  # the run's own use of the host will say more
                 lines.append(f"{host.name}: not cleaned: {exc}")
         return lines

@@ -25,7 +25,7 @@ from pgrig.workdb import restore_pristine as restore_pristine
 from pgrig.workdb import save_pristine as save_pristine
 
 if TYPE_CHECKING:
-    from pgrig.cluster.server import Cluster
+    from pgrig.cluster.loadwal import Restartable
 
 # Auto warm-up: steady once the last STEADY_WINDOW per-second tps values vary by
 # less than STEADY_CV (coefficient of variation); give up after the policy's
@@ -41,22 +41,23 @@ def checkpoint(ctx: Context, timeout_s: float | None = None) -> None:
 
 
 @contextlib.contextmanager
-def load_restarts(ctx: Context, load_wal: str, data_bytes: int) -> Iterator[Cluster | None]:
-    """The cluster a load of about ``data_bytes`` may restart at ``wal_level =
-    minimal`` (as a workload's ``load_wal`` says: ``pgrig.cluster.loadwal``), or
-    None: not asked, too little data for two restarts to pay, a server pgrig did
-    not create (never restarted), or the lossy filesystem of a power-loss study
-    (every write goes through the WAL as configured there). After the load the
-    monitor is told the server's new PID."""
+def load_restarts(ctx: Context, load_wal: str, data_bytes: int) -> Iterator[Restartable | None]:
+    """The server a load of about ``data_bytes`` may restart at ``wal_level =
+    minimal`` (as a workload's ``load_wal`` says: ``pgrig.cluster.loadwal``) - the
+    cluster here or pgrig's server on another host -, or None: not asked, too
+    little data for two restarts to pay, a server pgrig did not create (never
+    restarted), or the lossy filesystem of a power-loss study (every write goes
+    through the WAL as configured there). After the load the monitor is told the
+    server's new PID (a cluster here: the monitor sees no PID on another host)."""
     from pgrig.cluster import loadwal  # the cluster code only where a load restarts
 
     asked = loadwal.wanted(load_wal, data_bytes)
-    cluster = ctx.cluster if asked and ctx.lossy is None else None
+    server = (ctx.cluster or ctx.restartable) if asked and ctx.lossy is None else None
     try:
-        yield cluster
+        yield server
     finally:
-        if cluster is not None:
-            ctx.running.server_pid = cluster.postmaster_pid()
+        if ctx.cluster is not None and server is ctx.cluster:
+            ctx.running.server_pid = ctx.cluster.postmaster_pid()
 
 
 SIZES_TIMEOUT_S = 60.0  # sizes come from the catalog and a stat() per file

@@ -140,7 +140,10 @@ def bench_step(
             "warmup": policy.warmup,
             "reset": policy.reset,
         },
-        action=Call("pgbench.run", {"opts": opts, "first_guess": FIRST_GUESS_TPS}),
+        action=Call(
+            "pgbench.run",
+            {"opts": opts, "first_guess": FIRST_GUESS_TPS, "auto_threads": spec.threads is None},
+        ),
         prepare=Call("pgbench.prepare", {"opts": opts, "policy": policy}),
         total=duration,
         tools=("pgbench",),

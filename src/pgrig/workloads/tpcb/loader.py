@@ -50,7 +50,6 @@ import psycopg
 from psycopg import sql
 
 from pgrig.cluster import loadwal
-from pgrig.cluster.server import Cluster
 from pgrig.conninfo import Conn
 from pgrig.results import PgbenchInit
 from pgrig.tools import pgbench
@@ -182,7 +181,7 @@ def load(
     jobs: int,
     on_progress: Callable[[int, int], None] | None = None,
     *,
-    minimal_wal: Cluster | None = None,
+    minimal_wal: loadwal.Restartable | None = None,
 ) -> tuple[PgbenchInit, str]:
     """Load the TPC-B tables as ``pgbench -i`` would; return the result and a
     log: pgbench's own output for the tables, then a "done in" line of ours.

@@ -19,7 +19,7 @@ from typing import Any
 from pgrig import calibration
 from pgrig.cluster import loadwal
 from pgrig.errors import ToolError
-from pgrig.load import LoadJob, merged
+from pgrig.load import LoadJob, merged, threads_on
 from pgrig.policy import RunPolicy
 from pgrig.registry.workload import TargetView
 from pgrig.results import (
@@ -51,12 +51,14 @@ TABLES = "pgbench\\_%"  # what a TPC-B load writes (a LIKE pattern)
 FIRST_GUESS_TPS = {"select-only": 100_000.0, "read-write": 10_000.0}
 
 
-def threads_for(threads: int | None, clients: int) -> int:
-    """pgbench -j: as asked (at most one per client), else min(clients, CPUs) -
-    the seeds set -j to -c, but threads beyond the cores only add scheduling noise."""
+def threads_for(threads: int | None, clients: int, cpus: int | None = None) -> int:
+    """pgbench -j: as asked (at most one per client), else min(clients, CPUs) of
+    the host that runs it (``cpus``; None: this machine's) - the seeds set -j to
+    -c, but threads beyond the cores only add scheduling noise. A target's load
+    hosts each run their own (``LoadJob.auto_threads``)."""
     if threads is not None:
         return min(threads, clients)
-    return max(1, min(clients, os.cpu_count() or 1))
+    return threads_on(clients, cpus if cpus is not None else os.cpu_count() or 1)
 
 
 def load_action(
@@ -214,8 +216,12 @@ def prepare_action(opts: pgbench.RunOptions, policy: RunPolicy) -> Prepare:
     return prepare
 
 
-def bench_action(opts: pgbench.RunOptions, first_guess: float) -> Action:
-    """A measured pgbench run (TPC-B or custom), with a sampled transaction log."""
+def bench_action(
+    opts: pgbench.RunOptions, first_guess: float, auto_threads: bool = False
+) -> Action:
+    """A measured pgbench run (TPC-B or custom), with a sampled transaction log.
+    ``auto_threads``: ``opts.threads`` is this machine's guess, not asked (load
+    hosts run their own)."""
 
     def action(ctx: Context, line: ProgressLine) -> tuple[PgbenchRun, str]:
         observed = ctx.running.observed
@@ -230,7 +236,8 @@ def bench_action(opts: pgbench.RunOptions, first_guess: float) -> Action:
             line.update(completed=point.t_s, detail=f"{point.tps:,.0f} tps")
 
         if ctx.pgbench is not None:  # from the target's load hosts
-            multi = ctx.pgbench(LoadJob(run_opts, ctx.scratch, on_progress=on_progress))
+            job = LoadJob(run_opts, ctx.scratch, on_progress=on_progress, auto_threads=auto_threads)
+            multi = ctx.pgbench(job)
             result, raw = merged(multi), multi.raw()
         else:
             result, raw = pgbench.run_bench(
@@ -362,7 +369,14 @@ def bench_step(
             "warmup": policy.warmup,
             "reset": policy.reset,
         },
-        action=Call("pgbench.run", {"opts": opts, "first_guess": FIRST_GUESS_TPS[mode]}),
+        action=Call(
+            "pgbench.run",
+            {
+                "opts": opts,
+                "first_guess": FIRST_GUESS_TPS[mode],
+                "auto_threads": spec.threads is None,
+            },
+        ),
         prepare=Call("pgbench.prepare", {"opts": opts, "policy": policy}),
         total=duration,
         tools=("pgbench",),

@@ -181,7 +181,7 @@ def run(
         if hosts is not None:
             job = LoadJob(
                 bench_opts, workdir, target, extra, figure=("tpmC", host_tpmc),
-                on_progress=on_progress,
+                on_progress=on_progress, auto_threads=opts.threads is None,
             )  # fmt: skip
             multi = hosts(job)
             with conn.connect() as db:

@@ -33,7 +33,6 @@ import psycopg
 from psycopg import sql
 
 from pgrig.cluster import loadwal
-from pgrig.cluster.server import Cluster
 from pgrig.conninfo import Conn
 from pgrig.errors import UsageError
 from pgrig.workloads import copybin
@@ -182,7 +181,7 @@ def load(
     jobs: int = 2,
     replace: bool = False,
     on_progress: Progress | None = None,
-    minimal_wal: Cluster | None = None,
+    minimal_wal: loadwal.Restartable | None = None,
 ) -> TpccLoad:
     """Load ``warehouses``; ``minimal_wal``: the cluster (pgrig's own) to restart
     at ``wal_level = minimal`` for the copies and index builds; None: load at the

@@ -1,0 +1,115 @@
+"""Host facts read on the host they describe: load hosts' pgbench versions and
+CPUs, their mismatches refused or said (issue 29, item 1), without a network:
+the executor is a stand-in that answers the two commands and the one file."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from pgrig.errors import UsageError
+from pgrig.hosts import facts
+from pgrig.pgsource.binaries import PgBinaries
+from pgrig.proc import Completed
+from pgrig.registry.target import TargetSpec
+from pgrig.results import RunRecord, to_dict
+from pgrig.targets import remote
+from pgrig.targets.loadhosts import LoadHost, LoadHostsRun, section
+from pgrig.workloads.tpcb.steps import threads_for
+
+
+@dataclass
+class Host:
+    """A host that says its PostgreSQL's and pgbench's versions and has ``cpus``."""
+
+    name: str
+    version: str  # what --version prints after "(PostgreSQL) "
+    cpus: int = 2
+
+    def run(self, argv: list[str], **_: object) -> Completed:
+        tool = Path(argv[0]).name
+        return Completed(argv, 0, f"{tool} (PostgreSQL) {self.version}\n", "", 0.0)
+
+    def read_text(self, path: str) -> str:
+        assert path == "/proc/cpuinfo"
+        return "".join(f"processor\t: {n}\nmodel name\t: x\n\n" for n in range(self.cpus))
+
+
+BINS = PgBinaries(Path("/usr/lib/postgresql/15/bin"), "15.18", 15)
+SPEC = TargetSpec(name="db")
+
+
+def test_majors_are_named_as_postgresql_names_them() -> None:
+    assert facts.major("pgbench (PostgreSQL) 15.18") == "15"
+    assert facts.major("postgres (PostgreSQL) 9.6.24") == "9.6"
+    assert facts.major("16devel") is None
+
+
+def test_each_load_host_is_read_on_itself() -> None:
+    notes: list[str] = []
+    found = remote._versions(
+        SPEC, BINS, Host("h1", "15.18"),  # type: ignore[arg-type]
+        [Host("h2", "15.18", cpus=4), Host("h3", "15.10", cpus=8)],  # type: ignore[list-item]
+        "/bin", notes,
+    )  # fmt: skip
+    assert [(f.host, f.cpus, f.major) for f in found] == [("h2", 4, "15"), ("h3", 8, "15")]
+    assert notes == []
+
+
+def test_load_hosts_of_differing_pgbench_majors_are_refused() -> None:
+    with pytest.raises(UsageError) as err:
+        remote._versions(
+            SPEC, BINS, Host("h1", "15.18"),  # type: ignore[arg-type]
+            [Host("h2", "15.18"), Host("h3", "16.4")],  # type: ignore[list-item]
+            "/bin", [],
+        )  # fmt: skip
+    message = err.value.message
+    assert (
+        "h2: pgbench (PostgreSQL) 15.18" in message and "h3: pgbench (PostgreSQL) 16.4" in message
+    )
+    assert "pgrig hosts provision --major 15" in (err.value.hint or "")
+
+
+def test_a_load_hosts_pgbench_of_another_major_than_the_server_is_said() -> None:
+    notes: list[str] = []
+    remote._versions(
+        SPEC, BINS, Host("h1", "15.18"),  # type: ignore[arg-type]
+        [Host("h2", "16.4")], "/bin", notes,  # type: ignore[list-item]
+    )  # fmt: skip
+    assert notes == [
+        "target db: pgbench on load host h2 is pgbench (PostgreSQL) 16.4, the server on h1 "
+        "is PostgreSQL 15"
+    ]
+
+
+def _host(name: str, pgbench: str | None) -> LoadHost:
+    return LoadHost(name, 100.0, 300, 1.0, 2.0, 0.0, 0.0, 0.1, None, (), pgbench=pgbench)
+
+
+def test_the_report_says_a_pgbench_of_another_major_only_when_recorded() -> None:
+    def record(run: LoadHostsRun) -> RunRecord:
+        return RunRecord(
+            "s", "db/tpcb/r1/hosts", "load_hosts", "db", {"run": "db/tpcb/r1"}, "ok", "", "",
+            result=to_dict(run),
+        )  # fmt: skip
+
+    def notes(*hosts: LoadHost, server: str | None) -> tuple[str, ...]:
+        run = LoadHostsRun("h1", hosts, 200.0, 1.0, 2.0, 600, 0.1, 0.1, server_version=server)
+        found = section([record(run)])
+        assert found is not None
+        return found.blocks[0].notes  # type: ignore[attr-defined,no-any-return]
+
+    assert notes(_host("h2", None), server=None) == ()  # an older record
+    assert notes(_host("h2", "pgbench (PostgreSQL) 15.18"), server="15.18 (Debian)") == ()
+    assert notes(_host("h2", "pgbench (PostgreSQL) 16.4"), server="15.18 (Debian)") == (
+        "db/tpcb/r1: pgbench of another major than the server's PostgreSQL 15: "
+        "h2 pgbench (PostgreSQL) 16.4",
+    )
+
+
+def test_threads_come_from_the_cpus_of_the_host_that_runs_pgbench() -> None:
+    assert threads_for(None, 8, cpus=4) == 4
+    assert threads_for(None, 2, cpus=16) == 2
+    assert threads_for(3, 8, cpus=1) == 3, "asked: as asked"
