@@ -111,12 +111,12 @@ def test_seed000s_parallel_count_uses_its_workers(
             db.execute("DROP TABLE pgbench_accounts")
 
 
-def test_pgrig_plan_names_each_scaled_value_once(tmp_path: Path) -> None:
+def test_pgrig_plan_names_each_scaled_value_once(disk_dir: Path) -> None:
     """The target's check says what the profile scaled; `pgrig plan` printed it
     a second time from its own copy of the profile loading."""
-    camp = tmp_path / "c.toml"
+    camp = disk_dir / "c.toml"
     camp.write_text(
-        f'[campaign]\nname = "c"\n[[target]]\nname = "t"\ndirectory = "{tmp_path}"\n'
+        f'[campaign]\nname = "c"\n[[target]]\nname = "t"\ndirectory = "{disk_dir}"\n'
         'profile = "seed000"\n[[workload]]\ntype = "tpcb"\nscales = [1]\n'
         'modes = ["select-only"]\nclients = [1]\nduration = 1\n'
     )

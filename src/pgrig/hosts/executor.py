@@ -36,6 +36,15 @@ STOP_GRACE_S = 5.0
 TMP = "/tmp"  # where pgrig makes its directories on a host (pgrig hosts clean looks there)
 
 
+# util-linux's setpriv, coreutils' id and the POSIX shell, where Debian and its
+# kind put them on every host
+SETPRIV, ID, SH = "/usr/bin/setpriv", "/usr/bin/id", "/bin/sh"
+SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+SYSTEM_TOOLS = frozenset(
+    {"chmod", "chown", "find", "id", "kill", "mkdir", "mktemp", "rm", "setpriv", "sh", "test"}
+)
+
+
 @dataclass(frozen=True)
 class Launch:
     """Who and where a command runs on its host, beyond the executor's own account:
@@ -213,8 +222,8 @@ class Executor(ABC):
         """The uid and gid of the OS account ``user`` on this host (``id``), asked once."""
         known = self._ids.get(user)
         if known is None:
-            uid = self._start(["id", "-u", user], env=None, stdin=False).wait(30, what="id")
-            gid = self._start(["id", "-g", user], env=None, stdin=False).wait(30, what="id")
+            uid = self._start([ID, "-u", user], env=None, stdin=False).wait(30, what="id")
+            gid = self._start([ID, "-g", user], env=None, stdin=False).wait(30, what="id")
             known = self._ids[user] = (uid.stdout.strip(), gid.stdout.strip())
         return known
 
@@ -226,11 +235,13 @@ class Executor(ABC):
         if launch.user is not None:
             uid, gid = self.user_ids(launch.user)
             # setpriv execs (runuser forks): a started server's PID is the postmaster's.
-            words = ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--init-groups", "--", *words]
+            # Absolute paths, as the tools pgrig runs itself: a PATH of the user's (a
+            # test's PATH=/nonexistent hiding fio) must not decide whether a server starts.
+            words = [SETPRIV, f"--reuid={uid}", f"--regid={gid}", "--init-groups", "--", *words]
         if launch.cgroups:
             # Root moves the shell into the cgroups before it becomes the user.
             enter = "".join(f"echo $$ > {shlex.quote(path)} && " for path in launch.cgroups)
-            words = ["sh", "-c", enter + 'exec "$@"', "sh", *words]
+            words = [SH, "-c", enter + 'exec "$@"', "sh", *words]
         return words
 
     @abstractmethod
@@ -335,12 +346,18 @@ class LocalExecutor(Executor):
 
     def _start(self, argv: Sequence[str], *, env: Mapping[str, str] | None, stdin: bool) -> Started:
         full_env = {**os.environ, **(env or {})}
+        words = list(argv)
+        if words[0] in SYSTEM_TOOLS:
+            # The system's tools the lifecycle runs are found after the user's PATH
+            # too: a PATH that hides a tool (fio) must not stop a server's start.
+            search = os.pathsep.join([full_env.get("PATH", ""), SYSTEM_PATH])
+            words[0] = shutil.which(words[0], path=search) or words[0]
         try:
             # Signals held between fork and return: one arriving in between would
             # leave the child running, unreaped (issue 19's SIGTERM during initdb).
             with proc.signals_deferred():
                 popen = subprocess.Popen(
-                    list(argv),
+                    words,
                     stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
                     stdout=subprocess.PIPE,
                     stderr=subprocess.PIPE,
