@@ -727,13 +727,13 @@ def test_the_cpu_plot_is_stacked_bands_only() -> None:
 def test_tps_caption_claims_bars_only_when_there_are_repeats() -> None:
     """One run per client count (the default before the quick study repeated):
     no bars drawn, and the caption says so instead of 'min to max of the repeats'."""
-    from pgrig.report import points, tpcb
+    from pgrig.report import pgbench, points
 
     once = points.points([r for r in fx.records() if r.params.get("repeat", 0) == 0])
-    fig = tpcb.tps_vs_clients(once)
+    fig = pgbench.tps_vs_clients(once)
     assert "no error bars" in fig.caption and "min to max" not in fig.caption
     assert all(s.y_low == s.y_high for s in fig.series)
-    repeated = tpcb.tps_vs_clients(points.points(fx.records()))
+    repeated = pgbench.tps_vs_clients(points.points(fx.records()))
     assert "bars span min to max of the runs" in repeated.caption
 
 

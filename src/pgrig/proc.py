@@ -139,7 +139,7 @@ def _child_setup(who: _Identity, preexec: Callable[[], None] | None) -> _Child:
     return _Child(None, None, None, hook_then_switch)
 
 
-def stop_group(proc: subprocess.Popen[bytes], grace: float = 5.0) -> None:
+def stop_group(proc: subprocess.Popen[bytes] | subprocess.Popen[str], grace: float = 5.0) -> None:
     """Stop the child's process group: SIGINT (a tool's own clean exit), SIGTERM,
     SIGKILL; then reap it."""
     if proc.poll() is not None:

@@ -352,23 +352,34 @@ class LocalExecutor(Executor):
             # too: a PATH that hides a tool (fio) must not stop a server's start.
             search = os.pathsep.join([full_env.get("PATH", ""), SYSTEM_PATH])
             words[0] = shutil.which(words[0], path=search) or words[0]
+        popen = None
         try:
             # Signals held between fork and return: one arriving in between would
             # leave the child running, unreaped (issue 19's SIGTERM during initdb).
+            # A held signal is delivered as the block ends: the child is stopped
+            # before it propagates, as proc._start does.
             with proc.signals_deferred():
-                popen = subprocess.Popen(
-                    words,
-                    stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                    text=True,
-                    env=full_env,
-                    start_new_session=True,
-                )
-        except OSError as exc:
-            raise ToolError(
-                f"cannot start {argv[0]} on {self.name}: {exc}", argv=list(argv)
-            ) from exc
+                try:
+                    popen = subprocess.Popen(
+                        words,
+                        stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+                        stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE,
+                        text=True,
+                        env=full_env,
+                        start_new_session=True,
+                    )
+                except OSError as exc:
+                    raise ToolError(
+                        f"cannot start {argv[0]} on {self.name}: {exc}", argv=list(argv)
+                    ) from exc
+        except BaseException:
+            if popen is not None:
+                proc.stop_group(popen)
+                for stream in (popen.stdin, popen.stdout, popen.stderr):
+                    if stream is not None:
+                        stream.close()
+            raise
         return _LocalStarted(argv, self.name, popen)
 
     def read_bytes(self, path: str) -> bytes:
