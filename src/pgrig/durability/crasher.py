@@ -200,6 +200,12 @@ def wait_recovered(
             raise _lost(server, f"the server did not come back after the crash: {exc}") from exc
         try:
             _wait(lambda: _accepts(server.conn), deadline, server, "connections")
+        except ServerLost as exc:
+            # Started, then never answered (a torn page replayed into a crash loop):
+            # the server's own log says why, as when it did not start at all.
+            tail = cluster.log_tail() if cluster is not None else ""
+            message = f"the server did not come back after the crash: {exc}"
+            raise _lost(server, message + (f": {tail}" if tail else "")) from exc
         except psycopg.errors.InvalidCatalogName as exc:
             message = f"the server came back without the check's database: {exc}"
             raise _lost(server, message) from exc
