@@ -23,7 +23,7 @@ from pathlib import Path
 from pgrig import environment
 from pgrig.errors import UsageError
 from pgrig.schema import Context, Locator, Table, TomlValue
-from pgrig.storage import cgroups, keys, latency, memcg, throttle
+from pgrig.storage import cgroups, cpuset, keys, latency, memcg, throttle
 from pgrig.storage.cgroups import Cgroup
 from pgrig.storage.errors import CgroupError
 from pgrig.storage.fsinfo import FilesystemInfo
@@ -46,6 +46,7 @@ class LabSpec:
     # seed 004's tbs1/tbs2 on their own disks: (option, filesystem, base), option
     # "tablespace" or "index_tablespace"
     tablespaces: tuple[tuple[str, FsSpec, str], ...] = ()
+    cpus: int | None = None  # the server and its clients on this many CPUs (a cpuset)
 
     @classmethod
     def from_table(cls, t: Table) -> LabSpec | None:
@@ -97,7 +98,7 @@ class LabSpec:
                 hint="give the latency and the cap to two targets",
             )
         base = str(keys.base_of(v)) if fs is not None else None
-        return cls(fs, io, v["memory_bytes"], base, v["disk"], v["latency"], tablespaces)
+        return cls(fs, io, v["memory_bytes"], base, v["disk"], v["latency"], tablespaces, v["cpus"])
 
     @classmethod
     def _tablespaces(cls, t: Table) -> tuple[tuple[str, FsSpec, str], ...]:
@@ -136,6 +137,8 @@ class LabSpec:
             parts.append(f"{latency.parse_class(self.latency).name} per-sync latency")
         if self.memory_bytes:
             parts.append(f"memory limit {self.memory_bytes / 2**20:,.0f} MiB")
+        if self.cpus:
+            parts.append(_cpus(self.cpus))
         parts += [f"{option} on {fs.describe()}" for option, fs, _ in self.tablespaces]
         return "; ".join(parts) or "plain directory"
 
@@ -151,11 +154,17 @@ class LabTarget:
     cgroup: Cgroup | None
     latency: latency.Calibration | None = None
     tablespaces: tuple[tuple[str, Path], ...] = ()  # option -> the mounted directory
+    clients: Cgroup | None = None  # the clients' cpuset (``cpus``)
 
     @property
     def preexec(self) -> Callable[[], None] | None:
         """For ``Cluster.start``, ``tools.fio.run``, ``tools.pg_test_fsync.run``."""
         return self.cgroup.preexec() if self.cgroup is not None else None
+
+    @property
+    def clients_preexec(self) -> Callable[[], None] | None:
+        """For pgbench (``Context.client_preexec``): the clients' cpuset."""
+        return self.clients.preexec() if self.clients is not None else None
 
     @property
     def cgroups(self) -> tuple[str, ...]:
@@ -208,7 +217,13 @@ class LabTarget:
         extra = [x.describe() for x in (self.spec.io, self.latency) if x]
         if self.spec.memory_bytes:
             extra.append(f"memory limit {self.spec.memory_bytes / 2**20:,.0f} MiB")
+        if self.spec.cpus:
+            extra.append(_cpus(self.spec.cpus))
         return "; ".join([text, *extra])
+
+
+def _cpus(n: int) -> str:
+    return f"{n} CPU{'s' if n != 1 else ''} (cpuset: the server and its clients)"
 
 
 @contextmanager
@@ -217,8 +232,9 @@ def limited(
     io: IoLimits | None = None,
     device: str | None = None,
     memory_bytes: int | None = None,
+    cpus: int | None = None,
 ) -> Iterator[Cgroup]:
-    """One pgrig cgroup with an I/O cap on ``device`` and/or a memory limit."""
+    """One pgrig cgroup with an I/O cap on ``device``, a memory limit and/or a cpuset."""
     controllers: list[str] = []
     if io is not None:
         if device is None:
@@ -226,18 +242,24 @@ def limited(
         controllers.append("io")
     if memory_bytes is not None:
         controllers.append("memory")
+    if cpus is not None:
+        controllers.append("cpuset")
     if not controllers:
-        raise CgroupError("limited() needs io= and device=, or memory_bytes=")
+        raise CgroupError("limited() needs io= and device=, memory_bytes= or cpus=")
     what = []
     if io is not None:
         what.append(f"throttle {device}: {io.describe()}")
     if memory_bytes is not None:
         what.append(f"memory {memory_bytes // 2**20} MiB")
+    if cpus is not None:
+        what.append(f"{cpus} CPU(s)")
     with cgroups.owned(tuple(controllers), purpose="; ".join(what)) as cg:
         if io is not None and device is not None:
             throttle.apply(cg, io, device)
         if memory_bytes is not None:
             memcg.apply(cg, memory_bytes)
+        if cpus is not None:
+            cpuset.apply(cg, cpus)
         yield cg
 
 
@@ -262,11 +284,13 @@ def lab_target(
         device = None
         if spec.io is not None:
             device = info.major_minor if info else throttle.device_of(base)
-        cgroup = None
-        if spec.io is not None or spec.memory_bytes is not None:
+        cgroup = clients = None
+        if spec.io is not None or spec.memory_bytes is not None or spec.cpus is not None:
             cgroup = stack.enter_context(
-                limited(io=spec.io, device=device, memory_bytes=spec.memory_bytes)
+                limited(io=spec.io, device=device, memory_bytes=spec.memory_bytes, cpus=spec.cpus)
             )
+        if spec.cpus is not None:
+            clients = stack.enter_context(cpuset.pinned(spec.cpus, purpose="pgbench"))
         tablespaces = tuple(
             (
                 option,
@@ -274,4 +298,4 @@ def lab_target(
             )
             for option, fs, where in spec.tablespaces
         )
-        yield LabTarget(directory, spec, info, device, cgroup, calibration, tablespaces)
+        yield LabTarget(directory, spec, info, device, cgroup, calibration, tablespaces, clients)
