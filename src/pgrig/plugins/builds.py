@@ -78,19 +78,19 @@ def builds(ev: Findings) -> list[Conclusion]:
         return []
     differ = [
         what
-        for what, get in (
-            ("compiler", lambda s: s.compiler),
-            ("build source", lambda s: s.source),
-            ("pgbench major", lambda s: s.pgbench),
+        for what, part in (
+            ("compiler", "compiler"),
+            ("build source", "source"),
+            ("pgbench major", "pgbench"),
         )
-        if len({get(s) for s in sides}) > 1
+        if len({getattr(s, part) for s in sides}) > 1
     ]
     if not differ:
         return []
     return [
         Conclusion(
             "builds",
-            "The compared servers differ in more than their settings and versions: "
+            "The compared sides differ in more than what the study set out to compare: "
             + "; ".join(s.describe() for s in sides)
             + f". Their difference includes the {_words(differ)}, not the PostgreSQL "
             "release alone.",

@@ -21,6 +21,7 @@ from pgrig.document import fmt
 from pgrig.document.model import HEADLINE, Row, Section, Table
 from pgrig.monitor.model import MONITOR, Sample
 from pgrig.registry.shared import PGBENCH_RUN
+from pgrig.report.cost import latency_cell, ok_runs
 from pgrig.report.pointkey import PointKey, point_order, runs_by_point
 from pgrig.report.samples import SampleReader, own_samples
 from pgrig.report.versus import VS_NOTE, Cell, Draft, Family
@@ -76,17 +77,20 @@ def versions_section(study: Study, records: Sequence[RunRecord]) -> Section | No
     others = [n for n in names if n != baseline]
     for (workload, duration, mode), points in curves.items():
         columns = ["scale", "clients", f"{baseline} ({release.get(baseline, '?')})"]
+        columns.append(f"{baseline} latency")
         for n in others:
-            columns += [f"{n} ({release.get(n, '?')})", f"{n} vs {baseline}"]
+            columns += [f"{n} ({release.get(n, '?')})", f"{n} latency", f"{n} vs {baseline}"]
         drafts = []
         family = Family()
         for key, per_target in points:
             base = _tps(per_target.get(baseline, []))
             scale = "-" if key.scale is None else str(key.scale)
             cells: list[Cell] = [scale, str(key.clients), _cell(base)]
+            cells.append(latency_cell(ok_runs(per_target.get(baseline, []))))
             for n in others:
                 mine = _tps(per_target.get(n, []))
-                cells += [_cell(mine), family.vs(base, mine)]
+                lat = latency_cell(ok_runs(per_target.get(n, [])))
+                cells += [_cell(mine), lat, family.vs(base, mine)]
             drafts.append(Draft(tuple(cells)))
         name = "TPC-B" if workload == "tpcb" else workload
         blocks.append(
@@ -100,6 +104,8 @@ def versions_section(study: Study, records: Sequence[RunRecord]) -> Section | No
                     f"the median, ⚠ above {fmt.NOISE_THRESHOLD_PCT:g}%.",
                     VS_NOTE,
                     *family.note(),
+                    "latency: pgbench's per-transaction log (-l), p95 and p99 in ms, the "
+                    "median over the repeats.",
                     "Every version ran on its own throwaway cluster with the same profile, "
                     "interleaved with the others; the programs that drove each are in the "
                     "provenance table below.",
@@ -297,6 +303,7 @@ def axes_section(
         "test case",
         *axis_names,
         "tps",
+        "latency",
         f"vs {baseline}",
         "read MiB/s",
         "reads/s",
@@ -321,6 +328,7 @@ def axes_section(
                         key.label,
                         *(values[n].get(a, "") for a in axis_names),
                         _cell(tps),
+                        latency_cell(ok_runs(pairs)),
                         "(baseline)" if n == baseline else family.vs(base, tps),
                         *io_cells,
                     )
@@ -343,9 +351,11 @@ def axes_section(
                     f"{fmt.NOISE_THRESHOLD_PCT:g}%.",
                     VS_NOTE,
                     *family.note(),
+                    "latency: pgbench's per-transaction log (-l), p95 and p99 in ms, the "
+                    "median over the repeats.",
                     *AXES_IO_NOTES,
                 ),
-                numeric=(False, *([False] * len(axis_names)), *([True] * 8)),
+                numeric=(False, *([False] * len(axis_names)), *([True] * 9)),
             ),
         ),
     )
