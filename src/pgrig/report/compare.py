@@ -29,7 +29,7 @@ from pgrig.report.pgbench import load_text, statement_medians
 from pgrig.report.pointkey import PointKey, point_order, runs_by_point
 from pgrig.report.probes import FsyncRuns, fio_summary, fsync_headline, fsync_summary
 from pgrig.report.progress import Progress
-from pgrig.report.storage import barriers_off
+from pgrig.report.storage import barriers_off, flag
 from pgrig.report.versus import VS_NOTE, Cell, Draft, Family, Quiet, single_delta
 from pgrig.results import (
     FioResult,
@@ -111,17 +111,16 @@ class _Rows:
     server: dict[str, str] = field(default_factory=dict)
 
     def unsafe(self, target: str, *, server: bool = True) -> str:
-        """'⚠ barriers off (nobarrier); synchronous_commit=off', or ''."""
+        """'barriers off (nobarrier); synchronous_commit=off', or ''."""
         why = [self.disk.get(target, ""), self.server.get(target, "") if server else ""]
-        found = "; ".join(w for w in why if w)
-        return f" ⚠ {found}" if found else ""
+        return "; ".join(w for w in why if w)
 
     def storage_unsafe(self, target: str) -> str:
         return self.unsafe(target, server=False)
 
     def flagged(self, text: dict[str, str], *, server: bool = True) -> dict[str, str]:
         """Each target's cell with its unsafe durability said at the number."""
-        return {t: v + self.unsafe(t, server=server) if v else v for t, v in text.items()}
+        return {t: flag(v, self.unsafe(t, server=server)) for t, v in text.items()}
 
     def single(self, label: str, values: dict[str, float | None], text: dict[str, str]) -> None:
         """One row of a single value per target (a probe, a load)."""
@@ -275,12 +274,12 @@ def _point_rows(
             data.get(baseline, []), unit, failed.get(baseline, 0), per_s.get(baseline)
         )
         if writes and data.get(baseline):
-            base_text += out.unsafe(baseline)
+            base_text = flag(base_text, out.unsafe(baseline))
         cells: list[Cell] = [label, base_text]
         for t in out.others:
+            mine = _headline_cell(data.get(t, []), unit, failed.get(t, 0), per_s.get(t))
             cells += [
-                _headline_cell(data.get(t, []), unit, failed.get(t, 0), per_s.get(t))
-                + (out.unsafe(t) if writes and data.get(t) else ""),
+                flag(mine, out.unsafe(t)) if writes and data.get(t) else mine,
                 # qps = 5 x tps: one test per point, or the family counts it twice.
                 family.vs(data.get(baseline, []), data.get(t, [])) if first else "as tps",
             ]
@@ -376,7 +375,7 @@ def summary_rows(
     every result kind that asks for one (``ResultKind.summary``): its metric per
     target, and Welch's test against the baseline; ``unsafe``: what to say at a
     target's figure when its storage or server does not make it durable."""
-    flag = unsafe or (lambda t: "")
+    unsafe_of = unsafe or (lambda t: "")
     rows: list[Draft] = []
     for kind in registry.kinds().values():
         if kind.summary is None or kind.metric is None:
@@ -406,11 +405,11 @@ def summary_rows(
                 f"{kind.summary} ({', '.join(filter(None, (workload, point)))}{note})"
             ]
             base_cell = _headline_cell(data.get(baseline, []), kind.unit, bad.get(baseline, 0))
-            cells.append(base_cell + (flag(baseline) if base_cell else ""))
+            cells.append(flag(base_cell, unsafe_of(baseline)))
             for t in others:
                 mine = _headline_cell(data.get(t, []), kind.unit, bad.get(t, 0))
                 cells += [
-                    mine + (flag(t) if mine else ""),
+                    flag(mine, unsafe_of(t)),
                     family.vs(data.get(baseline, []), data.get(t, [])),
                 ]
             kind_ = FAILED if bad and not any(data.values()) else HEADLINE

@@ -49,11 +49,16 @@ def barriers_off(records: Sequence[RunRecord]) -> dict[str, str]:
             continue
         options = {*fs.mount_options.split(","), *fs.mount_options_asked}
         said = [o for o in NO_BARRIER_OPTIONS if o in options]
-        if any(NO_BARRIER_KERNEL in line for line in fs.kernel_messages):
-            said.append(f"kernel: {NO_BARRIER_KERNEL}")
+        if not said and any(NO_BARRIER_KERNEL in line for line in fs.kernel_messages):
+            said.append(f"the kernel: {NO_BARRIER_KERNEL}")
         if said:
-            out[target] = f"barriers off ({', '.join(dict.fromkeys(said))})"
+            out[target] = f"barriers off ({', '.join(said)})"
     return out
+
+
+def flag(text: str, why: str) -> str:
+    """``text`` with ``why`` said at its end: '... ⚠ barriers off (nobarrier)'."""
+    return f"{text} ⚠ {why}" if why and text else text
 
 
 def _cap(info: LabInfo) -> str:
