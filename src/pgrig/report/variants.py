@@ -77,20 +77,20 @@ def versions_section(study: Study, records: Sequence[RunRecord]) -> Section | No
     others = [n for n in names if n != baseline]
     for (workload, duration, mode), points in curves.items():
         columns = ["scale", "clients", f"{baseline} ({release.get(baseline, '?')})"]
-        columns.append(f"{baseline} latency")
         for n in others:
-            columns += [f"{n} ({release.get(n, '?')})", f"{n} latency", f"{n} vs {baseline}"]
+            columns += [f"{n} ({release.get(n, '?')})", f"{n} vs {baseline}"]
+        # Latency after the tps and its test, one column per version.
+        columns += [f"{n} latency" for n in names]
         drafts = []
         family = Family()
         for key, per_target in points:
             base = _tps(per_target.get(baseline, []))
             scale = "-" if key.scale is None else str(key.scale)
             cells: list[Cell] = [scale, str(key.clients), _cell(base)]
-            cells.append(latency_cell(ok_runs(per_target.get(baseline, []))))
             for n in others:
                 mine = _tps(per_target.get(n, []))
-                lat = latency_cell(ok_runs(per_target.get(n, [])))
-                cells += [_cell(mine), lat, family.vs(base, mine)]
+                cells += [_cell(mine), family.vs(base, mine)]
+            cells += [latency_cell(ok_runs(per_target.get(n, []))) for n in names]
             drafts.append(Draft(tuple(cells)))
         name = "TPC-B" if workload == "tpcb" else workload
         blocks.append(
@@ -303,7 +303,6 @@ def axes_section(
         "test case",
         *axis_names,
         "tps",
-        "latency",
         f"vs {baseline}",
         "read MiB/s",
         "reads/s",
@@ -311,6 +310,7 @@ def axes_section(
         "ms per read",
         "buffer hit ratio",
         "backends in DataFileRead / AioIoCompletion",
+        "latency",
     )
     drafts: list[Draft] = []
     family = Family()
@@ -328,9 +328,9 @@ def axes_section(
                         key.label,
                         *(values[n].get(a, "") for a in axis_names),
                         _cell(tps),
-                        latency_cell(ok_runs(pairs)),
                         "(baseline)" if n == baseline else family.vs(base, tps),
                         *io_cells,
+                        latency_cell(ok_runs(pairs)),
                     )
                 )
             )
