@@ -215,3 +215,27 @@ def test_limits_from_the_studys_probes() -> None:
     assert limits.fdatasync_ops == pytest.approx(9456.187)
     assert limits.randread_iops == randread.iops and limits.randwrite_iops is None
     assert limits_from([]) is None
+
+
+def test_limits_are_the_median_of_repeated_probes() -> None:
+    """Issue 30: 'Against the probes' read the third run's 1,088 fdatasync ops/s
+    while the headline median was 6,847; the limits are the repeats' median now."""
+    from dataclasses import replace
+
+    from pgrig.monitor import limits_from
+    from pgrig.tools import pg_test_fsync
+
+    data = Path(__file__).parent / "data"
+    parsed = pg_test_fsync.parse((data / "pg_test_fsync_pg15.txt").read_text())
+
+    def with_fdatasync(ops: float) -> pg_test_fsync.FsyncResult:
+        rows = tuple(
+            replace(r, ops_per_sec=ops)
+            if r.method == "fdatasync" and "one 8kb write" in r.section.lower()
+            else r
+            for r in parsed.rows
+        )
+        return replace(parsed, rows=rows)
+
+    limits = limits_from([with_fdatasync(v) for v in (6847.0, 9012.0, 1088.0)])
+    assert limits is not None and limits.fdatasync_ops == 6847.0
