@@ -237,8 +237,11 @@ def detectable_pct(baseline: Sequence[float], other: Sequence[float]) -> float |
     return _detectable(total, len(baseline), len(other), headline(baseline))
 
 
+NEEDED_LIMIT = 1000  # runs a side beyond which ``runs_needed`` stops counting
+
+
 def runs_needed(
-    baseline: Sequence[float], other: Sequence[float], diff_pct: float, limit: int = 1000
+    baseline: Sequence[float], other: Sequence[float], diff_pct: float, limit: int = NEEDED_LIMIT
 ) -> int | None:
     """Runs a side for Welch's test to find a ``diff_pct`` % difference with
     ``POWER``, at the spread these repeats showed; None without spread, ``limit``
@@ -312,11 +315,15 @@ class Comparison:
         up = (self.diff_pct or 0.0) > 0
         return BETTER if up == self.higher_is_better else WORSE
 
+    def p_words(self) -> str:
+        """'p=0.31, q=0.42': the raw and the study-corrected p ('' untested)."""
+        return self._p_text() if self.p_value is not None else ""
+
     def _p_text(self) -> str:
         assert self.p_value is not None
-        text = f"p{_p(self.p_value)}"
+        text = f"p{p_text(self.p_value)}"
         if self.q_value is not None and self.q_value != self.p_value:
-            text += f", q{_p(self.q_value)}"
+            text += f", q{p_text(self.q_value)}"
         return text
 
     def size_text(self) -> str:
@@ -354,7 +361,12 @@ class Comparison:
             else (f"could detect ≥ {self.detectable:.1f}%")
         )
         if self.needed_5pct is not None and self.detectable > 5.0:
-            text += f"; 5% needs {self.needed_5pct} runs a side"
+            runs = (
+                f"{self.needed_5pct}"
+                if self.needed_5pct < NEEDED_LIMIT
+                else (f"over {NEEDED_LIMIT:,}")
+            )
+            text += f"; 5% needs {runs} runs a side"
         return text
 
     def describe(self) -> str:
@@ -397,7 +409,7 @@ def ratio_text(ratio: float, slower: str = "slower", faster: str = "faster") -> 
     return f"{_x(1.0 / ratio)}x {faster}" if ratio <= 1 / 1.005 else "same (1.00x)"
 
 
-def _p(value: float) -> str:
+def p_text(value: float) -> str:
     """'=0.013', '<0.001', '=0.41': three decimals where they matter."""
     if value < 0.001:
         return "<0.001"

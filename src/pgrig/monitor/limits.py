@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from pgrig import stats
-
 from pgrig.monitor.model import Limits
 from pgrig.results import FioResult, FsyncResult
 
