@@ -112,7 +112,7 @@ def plan_cmd(campaign_file: Path) -> None:
         f"{count(len(exp.runs), 'step')}, about {total}{besides}"
         + (
             " (more if repeats extend until the confidence interval is met)"
-            if camp.policy.until_ci_pct
+            if camp.policy.adaptive
             else ""
         )
         + (
