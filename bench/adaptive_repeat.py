@@ -3,15 +3,18 @@
 stops as soon as the difference is known to within ±X%, and at ``max`` when
 the machine is too noisy for that.
 
-Two identical targets (a and b: the same profile, the same TPC-B select-only
-point) are compared by ``pgrig run`` twice: once on the machine as it is
-("quiet"), once with a CPU hog that alternates - all CPUs busy for ``--period``
-seconds, idle for as long - so that some runs share the CPUs and others do not
-("noisy"). The monitor is off: with it, runs disturbed by the hog would be
-marked and left out of the count instead of widening the interval. Each
-scenario prints the repeats run, each target's tps (median and interval), the
-ratio b / a of the medians with its bootstrap 95% interval, and why the repeats
-stopped.
+Two identical targets (a and b: the same profile, the same point of a custom
+script) are compared by ``pgrig run`` twice: once on the machine as it is
+("quiet"), once with a CPU hog that alternates - two busy processes per CPU for
+``--period`` seconds, idle for as long - so that some runs share the CPUs and
+others do not ("noisy"). The script is ``SELECT pg_sleep(SLEEP)`` and a little
+CPU work (``--work`` rows of generate_series): a transaction's time is mostly a
+timer's, which other work on a shared machine barely moves, plus a CPU part the
+hog stretches - so "quiet" stays quiet on a machine others share too. The
+monitor is off: with it, runs disturbed by the hog would be marked and left
+out of the count instead of widening the interval. Each scenario prints the
+repeats run, each target's tps (median and interval), the ratio b / a of the
+medians with its bootstrap 95% interval, and why the repeats stopped.
 
     .venv/bin/python bench/adaptive_repeat.py [--precision 10] [--min 3] [--max 6]
         [--duration 2] [--period 1.5]
@@ -46,7 +49,7 @@ def burn():
                 x += 1
         else:
             time.sleep(0.02)
-for _ in range(int(sys.argv[2]) - 1):
+for _ in range(2 * int(sys.argv[2]) - 1):
     if os.fork() == 0:
         burn()
 burn()
@@ -72,12 +75,16 @@ fsync = false
 fio = false
 
 [[workload]]
-scales = [1]
-modes = ["select-only"]
+type = "custom"
+name = "sleep"
+scripts = ["sleep.sql"]
 clients = [1]
 duration = {args.duration}
-count = false
 """
+    (base / "sleep.sql").write_text(
+        f"SELECT pg_sleep({args.sleep_ms / 1000:g});\n"
+        f"SELECT count(*) FROM generate_series(1, {args.work});\n"
+    )
     path = base / "campaign.toml"
     path.write_text(text)
     return path
@@ -147,10 +154,12 @@ def report(name: str, tps: dict[str, list[float]], wall: float, args: argparse.N
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--precision", type=float, default=10.0, help="until_diff_pct")
+    parser.add_argument("--precision", type=float, default=5.0, help="until_diff_pct")
     parser.add_argument("--min", type=int, default=3)
     parser.add_argument("--max", type=int, default=6)
-    parser.add_argument("--duration", type=int, default=2, help="seconds per pgbench run")
+    parser.add_argument("--duration", type=int, default=3, help="seconds per pgbench run")
+    parser.add_argument("--sleep-ms", type=float, default=2.0, help="pg_sleep per transaction")
+    parser.add_argument("--work", type=int, default=2000, help="generate_series rows")
     parser.add_argument("--period", type=float, default=1.5, help="hog on/off seconds")
     parser.add_argument("--only", choices=("quiet", "noisy"), default=None)
     args = parser.parse_args()
