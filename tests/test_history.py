@@ -261,6 +261,38 @@ def test_history_finds_the_step_and_names_the_setting(
     assert unknown.returncode == 2 and "series there: nightly" in unknown.stderr
 
 
+def test_history_out_writes_a_table_and_a_plot_per_point_and_says_the_change(
+    tmp_path: Path, pgrig: Callable[..., Done]
+) -> None:
+    rnd = random.Random(4)
+    path = tmp_path / "results.sqlite"
+    write_store(
+        path,
+        [
+            (
+                study(i, shared_buffers="16MB" if i >= 4 else "128MB"),
+                repeats(rnd, 1000.0 * (0.8 if i >= 4 else 1.0), 0.02),
+            )
+            for i in range(1, 8)
+        ],
+    )
+    out = tmp_path / "out"
+    done = pgrig("history", "nightly", "--store", path, "--out", out)
+    assert done.returncode == 0, done.stderr
+    md = (out / "history-nightly.md").read_text()
+    page = (out / "history-nightly.html").read_text()
+    # The change, its cause and the per-study table, the same words as the console's.
+    changed = next(line for line in done.stdout.splitlines() if "change: " in line)
+    assert changed.split("change: ", 1)[1][1:] in md
+    assert "What differs: setting shared_buffers: 128MB -> 16MB" in md
+    assert md.count("| nightly-0") == 7 + 7  # the studies' table and the point's
+    assert "change from here" in md and "median tps" in md
+    # One plot: PNG beside the Markdown, inline SVG in the page, 7 points on it.
+    pngs = list((out / "history-nightly_files").glob("*.png"))
+    assert len(pngs) == 1 and pngs[0].name in md
+    assert page.count("<svg") >= 1 and "nightly-04" in page
+
+
 def test_run_new_records_a_new_study_of_the_series(tmp_path: Path, disk_dir: Path) -> None:
     """The real CLI, twice, on a campaign of one 1-second probe: --new begins
     NAME-YYYYMMDD-HHMMSS; without it the file's study (id NAME) as before."""

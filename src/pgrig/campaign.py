@@ -162,6 +162,18 @@ def _initdb(t: Table, key: str, default: object) -> InitdbSpec | None:
     return None if table is None else InitdbSpec(**INITDB_SCHEMA.read(table))
 
 
+LISTEN = ("socket", "tcp")
+
+
+def _listen(t: Table, key: str, default: object) -> str:
+    value = t.get(key, str)
+    if value is None:
+        return "socket"
+    if value not in LISTEN:
+        raise t.error(key, f"{value!r} is not a way to listen", hint='listen = "socket" or "tcp"')
+    return value
+
+
 def _kind(t: Table, key: str, default: object) -> str | None:
     name = t.get(key, str)
     if name is not None and name not in registry.target_kinds():
@@ -205,6 +217,9 @@ TARGET_SCHEMA = Schema(
            "`\"vm.dirty_ratio\" = 80`, or `clocksource`) set around each of the target's "
            "steps and put back after (seed 002's dirty-page settings); root only", _kernel),
     text("os_user", None, "OS user the server runs as when pgrig is root"),
+    custom("listen", "socket", "how the clients reach the cluster pgrig creates: `socket` "
+           "(its private unix socket) or `tcp` (127.0.0.1 with a password, as the seeds' "
+           "clients came over the network)", _listen),
     custom("kind", None, "a registered target kind with keys of its own (docs/targets.md); "
            "without it the keys say: `directory`, `dsn` or the storage lab's", _kind),
     also=LAB_SCHEMA.names,
@@ -264,11 +279,12 @@ def _target(t: Table) -> TargetSpec:
     explicit_initdb = values["initdb"] is not None
     values["initdb"] = values["initdb"] or InitdbSpec()
     spec = TargetSpec(**values, lab=lab)
-    if spec.dsn is not None and (spec.settings or spec.wal_directory or explicit_initdb):
+    tcp = spec.listen != "socket"
+    if spec.dsn is not None and (spec.settings or spec.wal_directory or explicit_initdb or tcp):
         raise t.error(
             None,
-            f"target {name!r} is an existing server (dsn): set, initdb and "
-            "wal_directory apply only to a cluster pgrig creates",
+            f"target {name!r} is an existing server (dsn): set, initdb, wal_directory "
+            "and listen apply only to a cluster pgrig creates",
         )
     return spec
 

@@ -41,6 +41,11 @@ class Conn:
         return cls(make_conninfo(host=socket_dir, port=str(port), user=user, dbname=dbname))
 
     @classmethod
+    def tcp(cls, host: str, port: int, user: str, dbname: str, password: str) -> Conn:
+        return cls(make_conninfo(host=host, port=str(port), user=user, dbname=dbname,
+                                 password=password))  # fmt: skip
+
+    @classmethod
     def from_user(cls, dsn: str | None, *, what: str = "--dsn") -> Conn:
         """``--dsn`` as given (URI or key=value), validated by libpq's own parser;
         ``what`` names where it came from in the message."""

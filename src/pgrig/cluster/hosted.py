@@ -19,8 +19,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from psycopg.conninfo import make_conninfo
-
 from pgrig.cluster import profiles
 from pgrig.cluster.postmaster import Postmaster, create_tablespace
 from pgrig.cluster.server import InitdbOptions, initdb_options
@@ -98,15 +96,7 @@ class HostedServer:
         return f"{self.workdir}/data"
 
     def conn(self, dbname: str = "postgres") -> Conn:
-        return Conn(
-            make_conninfo(
-                host=self.spec.address,
-                port=str(self.spec.port),
-                user=SUPERUSER,
-                dbname=dbname,
-                password=self.password,
-            )
-        )
+        return Conn.tcp(self.spec.address, self.spec.port, SUPERUSER, dbname, self.password)
 
     def __enter__(self) -> HostedServer:
         try:

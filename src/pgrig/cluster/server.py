@@ -15,7 +15,9 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import secrets
 import shutil
+import socket
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +33,7 @@ from pgrig.hosts.executor import Executor, Launch, LocalExecutor
 from pgrig.pgsource.binaries import PgBinaries
 
 SUPERUSER = "postgres"
+LOOPBACK = "127.0.0.1"  # where a cluster with listen = "tcp" listens
 DEFAULT_OS_USERS = ("postgres", "pgrig")
 
 
@@ -158,6 +161,14 @@ def disk_usage(datadir: Path) -> int:
     return total
 
 
+def _tcp_port() -> int:
+    """A port nothing listens on at 127.0.0.1: the kernel's choice of a free one
+    (two clusters of targets compared at once never get the same)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((LOOPBACK, 0))
+        return int(sock.getsockname()[1])
+
+
 def _free_port(socket_dir: Path, start: int = 5432) -> int:
     for port in range(start, start + 100):
         if (
@@ -182,6 +193,7 @@ class Cluster:
         socket_dir: Path,
         port: int | None = None,
         ex: Executor | None = None,
+        tcp: bool = False,
     ) -> None:
         self.bins = bins
         self.workdir = workdir_path
@@ -189,7 +201,11 @@ class Cluster:
         self.logfile = workdir_path / "server.log"
         self.os_user = os_user
         self.socket_dir = socket_dir
-        self.port = port or _free_port(socket_dir)
+        # listen = "tcp": the clients come over 127.0.0.1 with a password (seeds 001
+        # and 003 drove the server over the network); pgrig's own stay on the socket.
+        self.tcp = tcp
+        self.port = port or (_tcp_port() if tcp else _free_port(socket_dir))
+        self.password = secrets.token_urlsafe(18) if tcp else None
         self.settings: dict[str, str] = {}
         self.adapted: compat.Adapted | None = None
         isready = [str(bins.path("pg_isready")), "-h", str(socket_dir), "-p", str(self.port)]
@@ -225,12 +241,13 @@ class Cluster:
         *,
         study: str,
         os_user: proc.OsUser | None,
+        tcp: bool = False,
     ) -> Cluster:
         """Make the marked work directory and the private socket directory."""
         workdir.create(workdir_path, study=study)
         socket_dir = workdir.make_socket_dir(os_user, workdir_path)
         workdir.update_socket_dir(workdir_path, socket_dir)
-        cluster = cls(bins, workdir_path, os_user=os_user, socket_dir=socket_dir)
+        cluster = cls(bins, workdir_path, os_user=os_user, socket_dir=socket_dir, tcp=tcp)
         if os_user is not None:
             os.chown(workdir_path, os_user.uid, os_user.gid)
             # The server user must reach the work directory through every parent.
@@ -259,14 +276,32 @@ class Cluster:
             socket_dir=self.socket_dir,
             port=self.port,
             ex=self.ex,
+            tcp=self.tcp,
         )
+        moved.password = self.password
         moved.settings = dict(self.settings)
         moved.adapted = self.adapted
         moved.cgroups = self.cgroups
         return moved
 
     def initdb(self, opts: InitdbOptions) -> str:
-        return self.pm.initdb([*initdb_options(opts, self.bins), "--auth=trust"])
+        if self.password is None:  # the private socket only: its directory is the lock
+            return self.pm.initdb([*initdb_options(opts, self.bins), "--auth=trust"])
+        # Over TCP any user of this machine could connect: a password, md5 in pg_hba
+        # (which takes a SCRAM-stored password too, on 9.5 to 18 alike).
+        pwfile = self.workdir / "pw"
+        write_atomically(pwfile, self.password + "\n", mode=0o600, owner=self.os_user)
+        try:
+            auth = ["--auth-local=trust", "--auth-host=md5", f"--pwfile={pwfile}"]
+            return self.pm.initdb([*initdb_options(opts, self.bins), *auth])
+        finally:
+            pwfile.unlink(missing_ok=True)
+
+    def conn(self, dbname: str) -> Conn:
+        """How the clients connect: the private socket, or 127.0.0.1 with the password."""
+        if self.password is None:
+            return Conn.socket(str(self.socket_dir), self.port, SUPERUSER, dbname)
+        return Conn.tcp(LOOPBACK, self.port, SUPERUSER, dbname, self.password)
 
     def wal_segment_mb(self) -> int | None:
         """The WAL segment size initdb gave this data directory, from pg_controldata
@@ -289,7 +324,7 @@ class Cluster:
         translated or dropped."""
         adapted = profiles.adapt(profile, self.bins, self.os_user, segment_mb=self.wal_segment_mb())
         owned = {
-            "listen_addresses": "''",
+            "listen_addresses": f"'{LOOPBACK}'" if self.tcp else "''",
             "unix_socket_directories": f"'{self.socket_dir}'",
             "unix_socket_permissions": "0700",
             "port": str(self.port),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -24,6 +25,11 @@ def si(value: float) -> str:
                 return f"{scaled:.1f}{suffix}"
             return f"{scaled:.2f}{suffix}"
     return f"{value:.0f}"
+
+
+def slug(text: str, sep: str = "-") -> str:
+    """A name for a file or an anchor: letters and digits, lower case, ``sep`` between."""
+    return re.sub(r"[^a-z0-9]+", sep, text.lower()).strip(sep)
 
 
 def clients(n: int) -> str:

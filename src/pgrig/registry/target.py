@@ -98,6 +98,9 @@ class TargetSpec:
     # Kernel settings of an axis (vm.dirty_*, clocksource): set around each of this
     # variant's steps, restored after (fidelity: storage/kernel.py)
     kernel: tuple[tuple[str, str], ...] = ()
+    # How the clients reach a cluster pgrig creates: its private unix socket, or
+    # "tcp": 127.0.0.1 with a password (the seeds' clients came over the network)
+    listen: str = "socket"
 
     @property
     def planned_directory(self) -> Path | None:

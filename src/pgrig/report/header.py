@@ -116,6 +116,8 @@ def obtained_line(study: Study, records: Sequence[RunRecord]) -> str:
         settings = t.get("settings") or {}
         extra = f", set {param_text(settings)}" if settings else ""
         server = "existing server" if t.get("dsn") else f"profile {t.get('profile')}"
+        if t.get("listen") == "tcp":
+            extra += ", clients over TCP to 127.0.0.1"
         parts.append(
             f"target {t.get('name')}: {where}, PostgreSQL {t.get('pg_version')}, {server}{extra}"
         )

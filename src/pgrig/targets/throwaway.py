@@ -165,7 +165,9 @@ class Throwaway(TargetKind[None, StateT]):
         os_user = server_os_user(t.spec.os_user)
         root = self._root(t, name, study, ui)
         try:
-            cluster = Cluster.create(t.bins, root / name, study=study, os_user=os_user)
+            cluster = Cluster.create(
+                t.bins, root / name, study=study, os_user=os_user, tcp=t.spec.listen == "tcp"
+            )
         except BaseException:
             self._close(t, keep=False)
             raise
@@ -221,7 +223,7 @@ class Throwaway(TargetKind[None, StateT]):
         admin = Conn.socket(str(cluster.socket_dir), cluster.port, SUPERUSER, "postgres")
         with admin.connect() as db:
             db.execute(f'CREATE DATABASE "{DATABASE}"')
-        t.ctx = replace(t.ctx, conn=admin.with_dbname(DATABASE), scratch=cluster.workdir)
+        t.ctx = replace(t.ctx, conn=cluster.conn(DATABASE), scratch=cluster.workdir)
         t.ctx.running.server_pid = cluster.postmaster_pid()
         return cluster
 
