@@ -16,8 +16,8 @@ out of the count instead of widening the interval. Each scenario prints the
 repeats run, each target's tps (median and interval), the ratio b / a of the
 medians with its bootstrap 95% interval, and why the repeats stopped.
 
-    .venv/bin/python bench/adaptive_repeat.py [--precision 10] [--min 3] [--max 6]
-        [--duration 2] [--period 1.5]
+    .venv/bin/python bench/adaptive_repeat.py [--precision 5] [--min 3] [--max 6]
+        [--duration 3] [--period 4] [--work 10000] [--sleep-ms 2] [--only quiet|noisy]
 """
 
 from __future__ import annotations
@@ -159,8 +159,8 @@ def main() -> int:
     parser.add_argument("--max", type=int, default=6)
     parser.add_argument("--duration", type=int, default=3, help="seconds per pgbench run")
     parser.add_argument("--sleep-ms", type=float, default=2.0, help="pg_sleep per transaction")
-    parser.add_argument("--work", type=int, default=2000, help="generate_series rows")
-    parser.add_argument("--period", type=float, default=1.5, help="hog on/off seconds")
+    parser.add_argument("--work", type=int, default=10000, help="generate_series rows")
+    parser.add_argument("--period", type=float, default=4.0, help="hog on/off seconds")
     parser.add_argument("--only", choices=("quiet", "noisy"), default=None)
     args = parser.parse_args()
     for name in ("quiet", "noisy"):

@@ -194,8 +194,7 @@ class Evidence:
         return statistics.fmean(present) if present else None
 
     def server_bytes(self, field: str) -> float | None:
-        """The server's own MiB/s read or written (/proc/<pid>/io), the median of the
-        run's seconds - the statistic the monitor's table shows; None: unknown."""
+        """The server's own MiB/s read or written (/proc/<pid>/io), median; None: unknown."""
         return self._once(("server_bytes", field), lambda: self._server_bytes(field))
 
     def _server_bytes(self, field: str) -> float | None:
@@ -266,17 +265,14 @@ class Evidence:
         return text + self.own_share_text("read" if reads else "write")
 
     def own_share_text(self, field: str) -> str:
-        """'; the server's own reads: median 12.0 MiB/s, 93% of the device's bytes
-        over the run' or ''. No share of nothing: 'the server's own reads: 0.0
-        MiB/s = 100% of the device's' meant nothing."""
+        """'; the server's own reads: median 12.0 MiB/s, 93% of the device's bytes...'."""
         mine = self.server_bytes(field)
         if mine is None:
             return ""
         share = self.server_share(field)
         text = f"; the server's own {field}s: median {mine:.1f} MiB/s"
-        if share is None or round(mine, 1) == 0:
-            return text
-        return text + f", {pct(share)} of the device's bytes over the run"
+        none = share is None or round(mine, 1) == 0
+        return text + ("" if none else f", {pct(share)} of the device's bytes over the run")
 
     def hit_ratio(self) -> float | None:
         hit = sum(s.pg.blks_hit_s for s in self.samples if s.pg is not None)
