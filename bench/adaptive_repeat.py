@@ -138,7 +138,8 @@ def report(name: str, tps: dict[str, list[float]], wall: float, args: argparse.N
         if met and reps < args.max
         else ("precision met at max" if met else f"max_repeat ({args.max}) reached")
     )
-    print(f"{name}: {reps} repeats, {wall:.0f} s; stopped: {why}")
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"{name}: {reps} repeats, {wall:.0f} s; stopped: {why} (load average now {load})")
     for t, values in tps.items():
         print(f"  {t}: {fmt.with_spread(fmt.spread(values), unit='tps')}")
         print(f"     runs: {', '.join(fmt.rate(v) for v in values)}")
