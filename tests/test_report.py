@@ -753,3 +753,15 @@ def test_verdict_table_keeps_one_line_of_evidence_per_run(tmp_path: Path) -> Non
     assert fold.index("- Also seen: CPU-bound in the server: CPUs 100% busy") < fold.index(
         "</details>"
     )
+
+
+def test_the_quick_studys_repeats_say_what_they_can_tell(written: Written) -> None:
+    """Issue 30.4: the minimum detectable difference of the quick study's 3 repeats
+    is printed, with the repeats a 5% change would need."""
+    found = re.search(
+        r"What 3 repeats can tell: .* a tps change smaller than (\d+)% .* within noise .*"
+        r"a 5% change would need (\d+)(?:–(\d+))? repeats a point",
+        written.md,
+    )
+    assert found is not None
+    assert int(found.group(1)) > 5 and int(found.group(2)) > 3

@@ -214,7 +214,11 @@ def detectable_note(points: Sequence[Point], diff_pct: float = 5.0) -> str | Non
     n = "/".join(map(str, repeats))
     (best, low), (worst, high) = min(found, key=lambda f: f[1]), max(found, key=lambda f: f[1])
     if round(low) == round(high):
-        span = f"{low:.0f}% ({best.label})" if len(found) == 1 else f"{low:.0f}%"
+        span = (
+            f"{low:.0f}% ({best.label})"
+            if len(found) == 1
+            else (f"{low:.0f}% (each of the {len(found)} repeated points)")
+        )
     else:
         span = f"{low:.0f}% ({best.label}) to {high:.0f}% ({worst.label})"
     needed = [x for p, _ in found if (x := p.runs_needed(diff_pct)) is not None]
