@@ -94,3 +94,19 @@ def test_campaign_key(tmp_path: Path) -> None:
 def test_bad_keys_say_what_to_write(tmp_path: Path, repeat: str, says: str) -> None:
     with pytest.raises(PgrigError, match=says):
         _campaign(tmp_path, repeat)
+
+
+def test_the_plan_says_how_long_the_repeats_may_take(disk_dir: Path) -> None:
+    """The plan's time for max repeats bounds the adaptive ones: `pgrig plan` says it."""
+    import subprocess
+    import sys
+
+    path = disk_dir / "c.toml"
+    _campaign(disk_dir, "{ until_diff_pct = 5, min = 3, max = 8 }")  # writes c.toml
+    done = subprocess.run(
+        [sys.executable, "-m", "pgrig", "plan", str(path)],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "repeats 3 to 8 (until the 95% interval of each difference" in done.stdout
+    assert "if repeats extend to 8, until the wanted precision is met)" in done.stdout
