@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from pgrig import stats
 from pgrig.monitor.model import Limits
@@ -41,3 +41,21 @@ def limits_from(results: Iterable[object]) -> Limits | None:
 
 def _median(values: list[float]) -> float | None:
     return stats.headline(values) if values else None
+
+
+WAL_SYNCS = "WAL syncs (the server's, pg_stat_wal)"  # how the verdict's line starts
+
+
+def wal_syncs_line(syncs: Sequence[float], fdatasync_ops: float) -> str:
+    """The run's WAL syncs per second (median, peak) against pg_test_fsync's
+    fdatasync ops/s: "Against the probes" in the monitor's details."""
+    med, peak = stats.headline(syncs), max(syncs)
+    return (
+        f"{WAL_SYNCS}: {_num(med)}/s median, {_num(peak)} peak = "
+        f"{100 * med / fdatasync_ops:.0f}% / {100 * peak / fdatasync_ops:.0f}% of the "
+        f"{_num(fdatasync_ops)} fdatasync ops/s pg_test_fsync measured"
+    )
+
+
+def _num(value: float) -> str:
+    return f"{value:,.0f}" if abs(value) >= 10 else f"{value:.1f}"

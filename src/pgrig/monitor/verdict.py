@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar, cast
 
 from pgrig.monitor.interference import names
+from pgrig.monitor.limits import wal_syncs_line
 from pgrig.monitor.model import Checkpoint, Limits, OtherLoad, Sample, Verdict
 from pgrig.monitor.spool import View
 from pgrig.monitor.waits import wait_class
@@ -271,8 +272,9 @@ class Evidence:
             return ""
         share = self.server_share(field)
         text = f"; the server's own {field}s: median {mine:.1f} MiB/s"
-        none = share is None or round(mine, 1) == 0
-        return text + ("" if none else f", {pct(share)} of the device's bytes over the run")
+        if share is None or round(mine, 1) == 0:
+            return text
+        return text + f", {pct(share)} of the device's bytes over the run"
 
     def hit_ratio(self) -> float | None:
         hit = sum(s.pg.blks_hit_s for s in self.samples if s.pg is not None)
@@ -519,12 +521,7 @@ def against_limits(ev: Evidence, limits: Limits | None) -> tuple[str, ...]:
     if limits.fdatasync_ops:
         syncs = [s.pg.wal_syncs_s for s in ev.samples if s.pg and s.pg.wal_syncs_s is not None]
         if syncs:
-            med, peak = statistics.median(syncs), max(syncs)
-            out.append(
-                f"WAL syncs (the server's, pg_stat_wal): {num(med)}/s median, {num(peak)} peak = "
-                f"{pct(med / limits.fdatasync_ops)} / {pct(peak / limits.fdatasync_ops)} of the "
-                f"{num(limits.fdatasync_ops)} fdatasync ops/s pg_test_fsync measured"
-            )
+            out.append(wal_syncs_line(syncs, limits.fdatasync_ops))
     return tuple(out)
 
 

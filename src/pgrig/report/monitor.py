@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from pgrig.document.model import FAILED, NOISY, SKIPPED, Figure, Row, Section, Series, Table
 from pgrig.monitor import interference
 from pgrig.monitor import noise as noise_
+from pgrig.monitor.limits import WAL_SYNCS, limits_from, wal_syncs_line
 from pgrig.monitor.model import MONITOR, MonitorResult
 from pgrig.registry import typed_result
 from pgrig.report import decimate
@@ -42,6 +43,7 @@ def section(
     rows: list[Row] = []
     blocks: list[Table | Figure] = []
     details: list[Table | Figure] = []
+    fdatasync = _fdatasync(records)
     for rec in watched:
         label = run_label(rec)
         mon: MonitorResult | None = typed_result(rec)
@@ -64,7 +66,7 @@ def section(
             )
         )
         cols = Columns(samples(rec), mon.devices)
-        details.append(medians_table(label, mon, cols))
+        details.append(medians_table(label, mon, cols, fdatasync.get(rec.target)))
         details.extend(f for f in figures(slug(label), label, mon, cols) if f.series)
         del cols  # before the next run's are read
     blocks.append(
@@ -255,7 +257,37 @@ def _fmt(value: float | None, unit: str = "", digits: int = 1) -> str:
     return f"{text}{unit}"
 
 
-def medians_table(label: str, mon: MonitorResult, cols: Columns) -> Table:
+def _fdatasync(records: Sequence[RunRecord]) -> dict[str, float]:
+    """Each target's fdatasync ops/s: the median of its pg_test_fsync runs, the
+    figure the report's headline shows."""
+    probes: dict[str, list[object]] = {}
+    for rec in records:
+        if rec.kind == "pg_test_fsync" and (res := typed_result(rec)) is not None:
+            probes.setdefault(rec.target, []).append(res)
+    out = {}
+    for target, results in probes.items():
+        limits = limits_from(results)
+        if limits is not None and limits.fdatasync_ops:
+            out[target] = limits.fdatasync_ops
+    return out
+
+
+def _against(mon: MonitorResult, cols: Columns, fdatasync: float | None) -> tuple[str, ...]:
+    """The verdict's lines against the probes, its WAL syncs against the median of
+    the study's pg_test_fsync runs: a verdict recorded before pgrig took the
+    median compared the last run's (1,088 ops/s beside a headline of 6,847)."""
+    lines = mon.verdict.against_limits
+    syncs = cols.present("pg.wal_syncs_s", cols.inside()) if fdatasync else []
+    if not syncs or fdatasync is None or not any(a.startswith(WAL_SYNCS) for a in lines):
+        return lines
+    return tuple(wal_syncs_line(syncs, fdatasync) if a.startswith(WAL_SYNCS) else a
+                 for a in lines)  # fmt: skip
+
+
+def medians_table(
+    label: str, mon: MonitorResult, cols: Columns, fdatasync: float | None = None
+) -> Table:
+    """``fdatasync``: the target's pg_test_fsync median (ops/s), for "Against the probes"."""
     inside = cols.inside()
     rows: list[Row] = []
 
@@ -309,7 +341,11 @@ def medians_table(label: str, mon: MonitorResult, cols: Columns) -> Table:
     v = mon.verdict
     notes = [
         *([f"Also seen: {'; '.join(v.secondary)}."] if v.secondary else []),
-        *([f"Against the probes: {'; '.join(v.against_limits)}."] if v.against_limits else []),
+        *(
+            [f"Against the probes: {'; '.join(against)}."]
+            if (against := _against(mon, cols, fdatasync))
+            else []
+        ),
         f"{len(inside)} samples of {mon.interval_s:g} s inside the run; "
         f"{len(mon.checkpoints)} checkpoint(s) seen.",
         "Device and Dirty/Writeback rows count every process on the machine; the server's "
