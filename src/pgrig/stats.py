@@ -516,7 +516,8 @@ def family_note(comparisons: Sequence[Comparison], study_total: int | None = Non
         )
         if needed:
             lo, hi = min(needed), max(needed)
-            runs = str(lo) if lo == hi else f"{lo}–{hi}"
+            top = f"over {NEEDED_LIMIT:,}" if hi >= NEEDED_LIMIT else str(hi)
+            runs = top if lo == hi else f"{lo} to {top}" if hi >= NEEDED_LIMIT else f"{lo}–{hi}"
             text += f"; a 5% difference would need {runs} runs a side"
         text += "."
     return text

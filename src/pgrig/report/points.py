@@ -229,6 +229,8 @@ def detectable_note(points: Sequence[Point], diff_pct: float = 5.0) -> str | Non
         "spread)"
     )
     if needed and high > diff_pct:
-        runs = f"{min(needed)}" if min(needed) == max(needed) else f"{min(needed)}–{max(needed)}"
+        lo, hi = min(needed), max(needed)
+        top = f"over {stats.NEEDED_LIMIT:,}" if hi >= stats.NEEDED_LIMIT else str(hi)
+        runs = top if lo == hi else f"{lo} to {top}" if hi >= stats.NEEDED_LIMIT else f"{lo}–{hi}"
         text += f"; a {diff_pct:g}% change would need {runs} repeats a point"
     return text + "."
