@@ -275,6 +275,9 @@ class FioResult:
     # a job with fdatasync: the latency of the syncs themselves
     sync_p50_us: float | None = None
     sync_p99_us: float | None = None
+    # fio --cpus_allowed (with --cpus_allowed_policy=split: a CPU per job, as seed
+    # 000 pinned its jobs); None: not pinned
+    cpus_allowed: str | None = None
 
 
 # --------------------------------------------------------------------------

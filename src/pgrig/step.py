@@ -139,6 +139,9 @@ class Context:
     # Runs in the server's and the probes' processes before exec: puts them into
     # a storage-lab target's cgroup (I/O cap, memory limit). None: nothing to do.
     preexec: Callable[[], None] | None = None
+    # Runs in the target's clients (pgbench) before exec: a storage-lab target
+    # with ``cpus`` pins them to the server's CPUs. None: nothing to do.
+    client_preexec: Callable[[], None] | None = None
     # Runs a measured pgbench elsewhere (a remote target's load hosts): the job ->
     # every host's run, merged by the workload. None: here.
     pgbench: LoadRunner | None = None

@@ -52,12 +52,12 @@ class Machine:
         return cls(ram_bytes=ram, cpus=os.cpu_count() or 1)
 
     @classmethod
-    def within(cls, memory_bytes: int | None) -> Machine:
-        """This machine, or what a memory cgroup of ``memory_bytes`` leaves the
-        server: {ram * 0.25} of a profile means a quarter of what it may use."""
-        if memory_bytes is None:
-            return cls.this()
-        return cls(memory_bytes, os.cpu_count() or 1)
+    def within(cls, memory_bytes: int | None, cpus: int | None = None) -> Machine:
+        """This machine, or what a memory cgroup of ``memory_bytes`` and a cpuset of
+        ``cpus`` leave the server: {ram * 0.25} of a profile means a quarter of
+        what it may use, {cpus} the CPUs it may run on."""
+        this = cls.this()
+        return cls(memory_bytes or this.ram_bytes, cpus or this.cpus)
 
 
 @dataclass(frozen=True)

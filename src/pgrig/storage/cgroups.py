@@ -30,7 +30,7 @@ from pgrig.storage.errors import CgroupError
 log = logging.getLogger(__name__)
 
 # pgrig's controller names -> cgroup v1 subsystem names.
-V1_NAMES = {"io": "blkio", "memory": "memory"}
+V1_NAMES = {"io": "blkio", "memory": "memory", "cpuset": "cpuset"}
 PREFIX = "pgrig-"
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from pgrig.errors import UsageError
-from pgrig.schema import Schema, Table, custom, number, text
+from pgrig.schema import Schema, Table, custom, integer, number, text
 from pgrig.storage.loopfs import FSTYPES
 from pgrig.units import parse_size
 
@@ -119,6 +119,8 @@ LAB_SCHEMA = Schema(
            "calibrated with fio; docs/storage-lab.md)", _checked(_latency_class)),
     number("iops", None, "cap read and write IOPS each (cgroup I/O throttling)", above=0),
     number("mbps", None, "cap read and write MB/s each", above=0),
+    integer("cpus", None, "run the server and its clients (pgbench) on the first N CPUs only "
+            "(a cpuset cgroup each): seed 000 compared 26 and 52 cores"),
     custom("memory", None, "run the server and its page cache in a memory cgroup of this size, "
            "e.g. `\"512MiB\"`; the profile sizes shared_buffers to it", _size,
            field="memory_bytes"),

@@ -23,7 +23,7 @@ from pathlib import Path
 from pgrig import environment
 from pgrig.errors import UsageError
 from pgrig.schema import Context, Locator, Table, TomlValue
-from pgrig.storage import cgroups, keys, latency, memcg, throttle
+from pgrig.storage import cgroups, cpuset, keys, latency, memcg, throttle
 from pgrig.storage.cgroups import Cgroup
 from pgrig.storage.errors import CgroupError
 from pgrig.storage.fsinfo import FilesystemInfo
@@ -33,6 +33,7 @@ from pgrig.storage.model import IO_NOT_CAPTURED, LOOP_NOT_CAPTURED, V1_WRITEBACK
 from pgrig.storage.throttle import IoLimits
 
 FS_KEYS = ("size", "base", "mkfs", "mount", "log_size")
+CAP_KEYS = ("disk", "iops", "mbps")  # an I/O cap, of a target or of a tablespace's disk
 
 
 @dataclass(frozen=True)
@@ -46,14 +47,20 @@ class LabSpec:
     # seed 004's tbs1/tbs2 on their own disks: (option, filesystem, base), option
     # "tablespace" or "index_tablespace"
     tablespaces: tuple[tuple[str, FsSpec, str], ...] = ()
+    cpus: int | None = None  # the server and its clients on this many CPUs (a cpuset)
+    # a tablespace filesystem's own I/O cap (seed 004's tbs1 and tbs2 on disks of
+    # 20k IOPS each): option -> limits on its loop device, in the server's cgroup
+    tablespace_io: tuple[tuple[str, IoLimits], ...] = ()
 
     @classmethod
     def from_table(cls, t: Table) -> LabSpec | None:
         """The lab keys of a campaign target; None when it has none."""
-        tablespaces = cls._tablespaces(t)
+        tablespaces, tablespace_io = cls._tablespaces(t)
         v = keys.read(t)
         if not keys.given(v):
-            return cls(tablespaces=tablespaces) if tablespaces else None
+            if not tablespaces:
+                return None
+            return cls(tablespaces=tablespaces, tablespace_io=tablespace_io)
         fs = None
         if v["fs"] is None:
             for key in FS_KEYS:
@@ -97,33 +104,38 @@ class LabSpec:
                 hint="give the latency and the cap to two targets",
             )
         base = str(keys.base_of(v)) if fs is not None else None
-        return cls(fs, io, v["memory_bytes"], base, v["disk"], v["latency"], tablespaces)
+        return cls(fs, io, v["memory_bytes"], base, v["disk"], v["latency"], tablespaces,
+                   v["cpus"], tablespace_io)  # fmt: skip
 
     @classmethod
-    def _tablespaces(cls, t: Table) -> tuple[tuple[str, FsSpec, str], ...]:
-        """``tablespace = { fs = "xfs", size = "2GiB", mount = "noatime" }``: a
+    def _tablespaces(
+        cls, t: Table
+    ) -> tuple[tuple[tuple[str, FsSpec, str], ...], tuple[tuple[str, IoLimits], ...]]:
+        """``tablespace = { fs = "xfs", size = "2GiB", iops = 20000 }``: a
         filesystem the lab builds for that tablespace (the keys of a filesystem
-        target; no caps: they belong to the target's own device)."""
-        out = []
+        target), and the cap of its own device (``disk``, ``iops``, ``mbps``)."""
+        out, caps = [], []
         for option in ("tablespace", "index_tablespace"):
             raw = t.data.get(option)
             if not isinstance(raw, dict):
                 continue
             sub = Table(raw, (*t.path, option), t.ctx)
             spec = cls.from_table(sub)
-            sub.finish((*FS_KEYS, "fs"))
+            sub.finish((*FS_KEYS, "fs", *CAP_KEYS))
             if spec is None or spec.fs is None:
                 raise t.error(option, 'a tablespace filesystem needs fs and size',
                               hint='e.g. { fs = "xfs", size = "2GiB" }')  # fmt: skip
             out.append((option, spec.fs, str(keys.base_of({"base": spec.base}))))
-        return tuple(out)
+            if spec.io is not None:
+                caps.append((option, spec.io))
+        return tuple(out), tuple(caps)
 
     @classmethod
     def from_mapping(cls, table: Mapping[str, TomlValue], *, where: str = "target") -> LabSpec:
         """From a plain mapping with the campaign's keys (the API and tests)."""
         t = Table(dict(table), (where,), Context(where, Path.cwd(), Locator("")))
         spec = cls.from_table(t)
-        t.finish(keys.LAB_SCHEMA.names)
+        t.finish((*keys.LAB_SCHEMA.names, "tablespace", "index_tablespace"))
         return spec or cls()
 
     def describe(self) -> str:
@@ -136,7 +148,13 @@ class LabSpec:
             parts.append(f"{latency.parse_class(self.latency).name} per-sync latency")
         if self.memory_bytes:
             parts.append(f"memory limit {self.memory_bytes / 2**20:,.0f} MiB")
-        parts += [f"{option} on {fs.describe()}" for option, fs, _ in self.tablespaces]
+        if self.cpus:
+            parts.append(_cpus(self.cpus))
+        caps = {option: f", {io.describe()}" for option, io in self.tablespace_io}
+        parts += [
+            f"{option} on {fs.describe()}{caps.get(option, '')}"
+            for option, fs, _ in self.tablespaces
+        ]
         return "; ".join(parts) or "plain directory"
 
 
@@ -151,11 +169,17 @@ class LabTarget:
     cgroup: Cgroup | None
     latency: latency.Calibration | None = None
     tablespaces: tuple[tuple[str, Path], ...] = ()  # option -> the mounted directory
+    clients: Cgroup | None = None  # the clients' cpuset (``cpus``)
 
     @property
     def preexec(self) -> Callable[[], None] | None:
         """For ``Cluster.start``, ``tools.fio.run``, ``tools.pg_test_fsync.run``."""
         return self.cgroup.preexec() if self.cgroup is not None else None
+
+    @property
+    def clients_preexec(self) -> Callable[[], None] | None:
+        """For pgbench (``Context.client_preexec``): the clients' cpuset."""
+        return self.clients.preexec() if self.clients is not None else None
 
     @property
     def cgroups(self) -> tuple[str, ...]:
@@ -208,7 +232,13 @@ class LabTarget:
         extra = [x.describe() for x in (self.spec.io, self.latency) if x]
         if self.spec.memory_bytes:
             extra.append(f"memory limit {self.spec.memory_bytes / 2**20:,.0f} MiB")
+        if self.spec.cpus:
+            extra.append(_cpus(self.spec.cpus))
         return "; ".join([text, *extra])
+
+
+def _cpus(n: int) -> str:
+    return f"{n} CPU{'s' if n != 1 else ''} (cpuset: the server and its clients)"
 
 
 @contextmanager
@@ -217,27 +247,37 @@ def limited(
     io: IoLimits | None = None,
     device: str | None = None,
     memory_bytes: int | None = None,
+    cpus: int | None = None,
+    io_later: bool = False,
 ) -> Iterator[Cgroup]:
-    """One pgrig cgroup with an I/O cap on ``device`` and/or a memory limit."""
-    controllers: list[str] = []
+    """One pgrig cgroup with an I/O cap on ``device``, a memory limit and/or a cpuset;
+    ``io_later``: with the io controller for caps written after (a tablespace's
+    device, once it exists)."""
+    controllers: list[str] = ["io"] if io_later and io is None else []
     if io is not None:
         if device is None:
             raise CgroupError("an I/O limit needs the device (major:minor) it applies to")
         controllers.append("io")
     if memory_bytes is not None:
         controllers.append("memory")
+    if cpus is not None:
+        controllers.append("cpuset")
     if not controllers:
-        raise CgroupError("limited() needs io= and device=, or memory_bytes=")
-    what = []
+        raise CgroupError("limited() needs io= and device=, memory_bytes=, cpus= or io_later=")
+    what = ["tablespace caps"] if io_later else []
     if io is not None:
         what.append(f"throttle {device}: {io.describe()}")
     if memory_bytes is not None:
         what.append(f"memory {memory_bytes // 2**20} MiB")
+    if cpus is not None:
+        what.append(f"{cpus} CPU(s)")
     with cgroups.owned(tuple(controllers), purpose="; ".join(what)) as cg:
         if io is not None and device is not None:
             throttle.apply(cg, io, device)
         if memory_bytes is not None:
             memcg.apply(cg, memory_bytes)
+        if cpus is not None:
+            cpuset.apply(cg, cpus)
         yield cg
 
 
@@ -262,16 +302,26 @@ def lab_target(
         device = None
         if spec.io is not None:
             device = info.major_minor if info else throttle.device_of(base)
-        cgroup = None
-        if spec.io is not None or spec.memory_bytes is not None:
+        cgroup = clients = None
+        caps = dict(spec.tablespace_io)
+        if spec.io or spec.memory_bytes or spec.cpus or caps:
             cgroup = stack.enter_context(
-                limited(io=spec.io, device=device, memory_bytes=spec.memory_bytes)
+                limited(
+                    io=spec.io,
+                    device=device,
+                    memory_bytes=spec.memory_bytes,
+                    cpus=spec.cpus,
+                    io_later=bool(caps),
+                )  # fmt: skip
             )
-        tablespaces = tuple(
-            (
-                option,
-                Path(stack.enter_context(loop_filesystem(Path(where), fs, keep=keep)).data_dir),
-            )
-            for option, fs, where in spec.tablespaces
+        if spec.cpus is not None:
+            clients = stack.enter_context(cpuset.pinned(spec.cpus, purpose="pgbench"))
+        tablespaces = []
+        for option, fs, where in spec.tablespaces:
+            mounted = stack.enter_context(loop_filesystem(Path(where), fs, keep=keep))
+            if option in caps and cgroup is not None:
+                throttle.apply(cgroup, caps[option], mounted.major_minor)
+            tablespaces.append((option, Path(mounted.data_dir)))
+        yield LabTarget(
+            directory, spec, info, device, cgroup, calibration, tuple(tablespaces), clients
         )
-        yield LabTarget(directory, spec, info, device, cgroup, calibration, tablespaces)

@@ -20,7 +20,7 @@ from pgrig.cluster.server import server_os_user
 from pgrig.errors import BinaryNotFound, DiskSpaceError, UsageError
 from pgrig.registry.target import Checked, Demands, Target, as_written, build_action
 from pgrig.step import Call, Skip, Step, StepKey
-from pgrig.storage import LabSpec, cgroups, loopfs
+from pgrig.storage import LabSpec, cgroups, cpuset, loopfs
 from pgrig.storage.errors import CgroupError, StorageError
 from pgrig.storage.model import LabInfo
 from pgrig.targets.throwaway import Throwaway
@@ -46,7 +46,9 @@ class LabKind(Throwaway[LabSpec | None]):
 
     def machine(self, spec: TargetSpec) -> profiles.Machine | None:
         # {ram * 0.25} of a profile means a quarter of what the server may use
-        return profiles.Machine.within(spec.lab.memory_bytes if spec.lab else None)
+        if spec.lab is None:
+            return profiles.Machine.this()
+        return profiles.Machine.within(spec.lab.memory_bytes, spec.lab.cpus)
 
     def check(self, spec: TargetSpec, demands: Demands, notes: list[str]) -> Checked:
         _check_memory(spec, demands.source)  # first: the profile is sized to it
@@ -112,7 +114,9 @@ class LabKind(Throwaway[LabSpec | None]):
             t.moved_to(built.directory)
             t.live.cgroups = built.cgroups
             memory = built.memory_stats if lab.memory_bytes is not None else None
-            t.ctx = replace(t.ctx, preexec=built.preexec, memory=memory)
+            t.ctx = replace(
+                t.ctx, preexec=built.preexec, client_preexec=built.clients_preexec, memory=memory
+            )
             for option, path in built.tablespaces:  # tablespaces on lab filesystems
                 if option == "tablespace":
                     t.spec = replace(t.spec, tablespace=str(path))
@@ -146,12 +150,22 @@ def _check_lab(spec: TargetSpec, need: int) -> tuple[LabSpec, str | None]:
     data is an error."""
     lab = spec.lab
     assert lab is not None
-    if os.geteuid() != 0 and (lab.io is not None or lab.memory_bytes is not None):
+    if os.geteuid() != 0 and (lab.io or lab.memory_bytes or lab.cpus or lab.tablespace_io):
         raise StorageError(
-            f"target {spec.name}: I/O caps and memory limits need root (cgroups)",
-            hint="run pgrig as root, or drop disk, iops, mbps and memory from the target",
+            f"target {spec.name}: I/O caps, memory limits and cpus need root (cgroups)",
+            hint="run pgrig as root, or drop disk, iops, mbps, memory and cpus from the target",
         )
-    for controller, wanted in (("io", lab.io), ("memory", lab.memory_bytes)):
+    if lab.cpus is not None:
+        try:
+            cpuset.cpu_list(lab.cpus)
+        except UsageError as exc:
+            raise UsageError(f"target {spec.name}: {exc.message}", hint=exc.hint) from exc
+    wanted_controllers = (
+        ("io", lab.io or lab.tablespace_io),
+        ("memory", lab.memory_bytes),
+        ("cpuset", lab.cpus),
+    )
+    for controller, wanted in wanted_controllers:
         if wanted is not None:
             try:
                 cgroups.hierarchy_for(controller)

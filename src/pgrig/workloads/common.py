@@ -143,6 +143,7 @@ def prepare_run(
                     replace(quiet, duration_s=policy.warmup_max_s),
                     ctx.scratch,
                     on_progress=on_progress,
+                    preexec=ctx.client_preexec,
                 )
             warmed = float(len(seen))
         else:
@@ -152,6 +153,7 @@ def prepare_run(
                 conn(ctx),
                 replace(quiet, duration_s=int(policy.warmup)),
                 ctx.scratch,
+                preexec=ctx.client_preexec,
             )
             warmed = float(policy.warmup)
     if policy.checkpoint:

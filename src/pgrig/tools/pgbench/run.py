@@ -167,6 +167,7 @@ def run_bench(
     workdir: Path,
     on_progress: Callable[[ProgressPoint], None] | None = None,
     timeout: float | None = None,
+    preexec: Callable[[], None] | None = None,
 ) -> tuple[PgbenchRun, str]:
     """Run pgbench for ``opts.duration_s``; return the result and the output
     (stdout and stderr lines in arrival order).
@@ -174,8 +175,10 @@ def run_bench(
     ``on_progress`` gets each ``-P`` point as it arrives. With
     ``opts.transaction_log`` the logs go to ``workdir`` under a name unique to
     this call, are summarised into ``result.latency`` and deleted afterwards,
-    also when the run fails. A failed or aborted run raises ToolError with the
-    end of pgbench's stderr; its partial report is not used.
+    also when the run fails. ``preexec`` runs in pgbench's process before exec
+    (a storage-lab target's clients' cgroup: ``cpus``). A failed or aborted run
+    raises ToolError with the end of pgbench's stderr; its partial report is not
+    used.
     """
     prefix: Path | None = None
     if opts.transaction_log:
@@ -203,6 +206,7 @@ def run_bench(
             env=conn.env(),
             check=False,
             what=TOOL,
+            preexec=preexec,
         )
         check_ok(done, TOOL)
         result = parse_result(done.stdout, done.stderr, opts)

@@ -241,7 +241,12 @@ def bench_action(
             result, raw = merged(multi), multi.raw()
         else:
             result, raw = pgbench.run_bench(
-                ctx.bins.client_bin_dir, conn(ctx), run_opts, ctx.scratch, on_progress=on_progress
+                ctx.bins.client_bin_dir,
+                conn(ctx),
+                run_opts,
+                ctx.scratch,
+                on_progress=on_progress,
+                preexec=ctx.client_preexec,
             )
         observed[opts.mode] = max(observed.get(opts.mode, 0.0), result.tps)
         return result, raw
