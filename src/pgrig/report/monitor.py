@@ -22,6 +22,7 @@ from pgrig.monitor import interference
 from pgrig.monitor import noise as noise_
 from pgrig.monitor.limits import WAL_SYNCS, limits_from, wal_syncs_line
 from pgrig.monitor.model import MONITOR, MonitorResult
+from pgrig.probe import FSYNC
 from pgrig.registry import typed_result
 from pgrig.report import decimate
 from pgrig.report.samples import Columns, SampleReader, own_samples
@@ -262,7 +263,7 @@ def _fdatasync(records: Sequence[RunRecord]) -> dict[str, float]:
     figure the report's headline shows."""
     probes: dict[str, list[object]] = {}
     for rec in records:
-        if rec.kind == "pg_test_fsync" and (res := typed_result(rec)) is not None:
+        if FSYNC.holds(rec) and (res := typed_result(rec)) is not None:
             probes.setdefault(rec.target, []).append(res)
     out = {}
     for target, results in probes.items():
@@ -273,21 +274,21 @@ def _fdatasync(records: Sequence[RunRecord]) -> dict[str, float]:
 
 
 def _against(mon: MonitorResult, cols: Columns, fdatasync: float | None) -> tuple[str, ...]:
-    """The verdict's lines against the probes, its WAL syncs against the median of
-    the study's pg_test_fsync runs: a verdict recorded before pgrig took the
-    median compared the last run's (1,088 ops/s beside a headline of 6,847)."""
+    """The note on the verdict's lines against the probes, its WAL syncs against
+    ``fdatasync`` (the median of the target's pg_test_fsync runs): a verdict
+    recorded before pgrig took the median compared the last run's (1,088 ops/s
+    beside a headline of 6,847)."""
     lines = mon.verdict.against_limits
     syncs = cols.present("pg.wal_syncs_s", cols.inside()) if fdatasync else []
-    if not syncs or fdatasync is None or not any(a.startswith(WAL_SYNCS) for a in lines):
-        return lines
-    return tuple(wal_syncs_line(syncs, fdatasync) if a.startswith(WAL_SYNCS) else a
-                 for a in lines)  # fmt: skip
+    if syncs and fdatasync is not None:
+        lines = tuple(wal_syncs_line(syncs, fdatasync) if a.startswith(WAL_SYNCS) else a
+                      for a in lines)  # fmt: skip
+    return (f"Against the probes: {'; '.join(lines)}.",) if lines else ()
 
 
 def medians_table(
     label: str, mon: MonitorResult, cols: Columns, fdatasync: float | None = None
 ) -> Table:
-    """``fdatasync``: the target's pg_test_fsync median (ops/s), for "Against the probes"."""
     inside = cols.inside()
     rows: list[Row] = []
 
@@ -341,11 +342,7 @@ def medians_table(
     v = mon.verdict
     notes = [
         *([f"Also seen: {'; '.join(v.secondary)}."] if v.secondary else []),
-        *(
-            [f"Against the probes: {'; '.join(against)}."]
-            if (against := _against(mon, cols, fdatasync))
-            else []
-        ),
+        *_against(mon, cols, fdatasync),
         f"{len(inside)} samples of {mon.interval_s:g} s inside the run; "
         f"{len(mon.checkpoints)} checkpoint(s) seen.",
         "Device and Dirty/Writeback rows count every process on the machine; the server's "
