@@ -30,7 +30,7 @@ from pgrig.report.pointkey import PointKey, point_order, runs_by_point
 from pgrig.report.probes import FsyncRuns, fio_summary, fsync_headline, fsync_summary
 from pgrig.report.progress import Progress
 from pgrig.report.storage import barriers_off, flag
-from pgrig.report.versus import VS_NOTE, Cell, Draft, Family, Quiet, single_delta
+from pgrig.report.versus import TPS, VS_NOTE, Cell, Draft, Family, Key, Ledger, Quiet, single_delta
 from pgrig.results import (
     FioResult,
     PgbenchInit,
@@ -63,18 +63,11 @@ def targets_of(params: dict[str, object], records: Sequence[RunRecord]) -> list[
 def _headline_cell(
     values: list[float], unit: str, failed: int, seconds: Noise | None = None
 ) -> str:
-    """'4,059 tps (n=3, range 4.1%, 95% CI ±5.2%), per s CV 6%': the median
-    (``stats.headline``) and the spread of the repeats."""
+    """'4,059 tps (n=3, 75% CI 3,990–4,120), per s CV 6%': the median
+    (``stats.headline``) and its interval (``fmt.Spread.describe``)."""
     if not values:
         return "failed" if failed else ""
-    if len(values) == 1:
-        text = f"{fmt.rate(values[0])} {unit}"
-    else:
-        s = fmt.spread(values)
-        ci = s.ci95_pct
-        ci_text = f", 95% CI ±{ci:.1f}%" if ci is not None else ""
-        head = fmt.rate(stats.headline(values))
-        text = f"{head} {unit} (n={len(values)}, range {s.range_pct:.1f}%{ci_text})"
+    text = fmt.with_spread(fmt.spread(values), unit=unit)
     if seconds is not None:
         text += f", per s CV {100 * seconds.cv:.0f}%" + (" ⚠" if noise.is_noisy(seconds) else "")
     return text + (f", {failed} failed" if failed else "")
@@ -122,11 +115,22 @@ class _Rows:
         """Each target's cell with its unsafe durability said at the number."""
         return {t: flag(v, self.unsafe(t, server=server)) for t, v in text.items()}
 
-    def single(self, label: str, values: dict[str, float | None], text: dict[str, str]) -> None:
-        """One row of a single value per target (a probe, a load)."""
+    def single(
+        self,
+        label: str,
+        values: dict[str, float | None],
+        text: dict[str, str],
+        higher_is_better: bool = True,
+    ) -> None:
+        """One row of a single value per target (a probe, a load); ``values``: a
+        rate (``higher_is_better``, the difference in %) or a latency or a
+        duration (the ratio)."""
         cells: list[Cell] = [label, text.get(self.baseline, "")]
         for t in self.others:
-            cells += [text.get(t, ""), single_delta(values.get(self.baseline), values.get(t))]
+            delta = single_delta(
+                values.get(self.baseline), values.get(t), higher_is_better=higher_is_better
+            )
+            cells += [text.get(t, ""), delta]
         self.rows.append(Draft(tuple(cells)))
 
 
@@ -140,11 +144,14 @@ def comparison_table(
     meanings: Mapping[str, Meaning] | None = None,
     machines: Mapping[str, Sequence[tuple[str, str]]] | None = None,
     progress: Progress | None = None,
+    ledger: Ledger | None = None,
 ) -> Table:
     """``machines``: each target's machine as (item, value) rows, when the
     targets ran on different machines (seed 000's table opens with them);
-    ``progress``: where the runs' -P points are (default: in the records)."""
+    ``progress``: where the runs' -P points are (default: in the records);
+    ``ledger``: the study's comparisons (default: ``Ledger.of`` the records)."""
     progress = progress or Progress()
+    ledger = ledger if ledger is not None else Ledger.of(records, baseline)
     others = [t for t in targets if t != baseline]
     columns = ["Test Case", f"{baseline} (baseline)"]
     for t in others:
@@ -152,7 +159,7 @@ def comparison_table(
     out = _Rows(baseline, others, machine_rows(machines or {}, baseline, others))
     out.disk = barriers_off(records)
     out.server = {t: m.writes_note() for t, m in (meanings or {}).items() if m.writes_note()}
-    family = Family()
+    family = Family(ledger)
     by_kind: ByKind = {}
     for rec in records:
         by_kind.setdefault(rec.kind, {}).setdefault(rec.target, []).append(rec)
@@ -175,7 +182,8 @@ def comparison_table(
 
 
 def _fsync_row(by_kind: ByKind, out: _Rows) -> None:
-    """fsync 8K: the single-I/O latency that bounds synchronous commits."""
+    """fsync 8K: the single-I/O latency that bounds synchronous commits, compared
+    as a latency (us per op: '7.3x slower')."""
     values: dict[str, float | None] = {}
     text: dict[str, str] = {}
     for t, recs in by_kind.get(FSYNC.name, {}).items():
@@ -184,10 +192,10 @@ def _fsync_row(by_kind: ByKind, out: _Rows) -> None:
         row = fsync_headline(median) if median is not None else None
         if summary is not None:
             text[t] = summary.cells[1]
-        if row is not None and row.ops_per_sec is not None:
-            values[t] = row.ops_per_sec
+        if row is not None and row.usecs_per_op is not None:
+            values[t] = row.usecs_per_op
     if text:
-        out.single("fdatasync 8K", values, out.flagged(text, server=False))
+        out.single("fdatasync 8K", values, out.flagged(text, server=False), higher_is_better=False)
 
 
 def _fio_rows(by_kind: ByKind, out: _Rows) -> None:
@@ -237,7 +245,7 @@ def _load_rows(by_kind: ByKind, out: _Rows) -> None:
             else:
                 text[t] = f"{rec.status}: {rec.reason or ''}"
         label = f"TPC-B load, scale {scale}" if scale is not None else f"{workload} setup"
-        out.single(label, values, out.flagged(text))
+        out.single(label, values, out.flagged(text), higher_is_better=False)  # seconds
 
 
 def _point_rows(
@@ -247,8 +255,9 @@ def _point_rows(
     family: Family,
     out: _Rows,
 ) -> None:
-    """A measured point's rows: tps and qps (qps alone for select-only), and the
-    schedule lag of open-loop runs."""
+    """A measured point's rows: tps (every mode: one unit name for one measure)
+    and, where statements outnumber transactions, qps; and the schedule lag of
+    open-loop runs."""
     tps: dict[str, list[float]] = {}
     qps: dict[str, list[float]] = {}
     failed: dict[str, int] = {}
@@ -261,7 +270,7 @@ def _point_rows(
         seconds[t] = noise.worst([progress.noise(rec) for rec, run in pairs if run is not None])
     metrics = [("tps", tps), ("qps", qps)]
     if key.mode == "select-only":
-        metrics = [("qps", qps)]  # = tps: one statement per transaction (seed 000's row)
+        metrics = [("tps", tps)]  # qps = tps: one statement per transaction
     baseline = out.baseline
     writes = key.mode != "select-only"  # what waits for a flush, and is flagged when none
     for metric, data in metrics:
@@ -281,7 +290,9 @@ def _point_rows(
             cells += [
                 flag(mine, out.unsafe(t)) if writes and data.get(t) else mine,
                 # qps = 5 x tps: one test per point, or the family counts it twice.
-                family.vs(data.get(baseline, []), data.get(t, [])) if first else "as tps",
+                family.vs(data.get(baseline, []), data.get(t, []), key=Key(TPS, key, t))
+                if first
+                else "as tps",
             ]
         kind = FAILED if any(failed.values()) and not any(data.values()) else ""
         out.rows.append(Draft(tuple(cells), kind or (HEADLINE if first else "")))
@@ -314,14 +325,15 @@ def _latency_row(
 
 def _notes(family: Family) -> tuple[str, ...]:
     return (
-        "Each cell: the median over the repeats (n), with their range (max - min) in % of "
-        "the median and, from 3 repeats on, the 95% confidence interval of the mean; per s CV: "
+        "Each cell: the median over the repeats. " + fmt.SPREAD_NOTE + " per s CV: "
         "the coefficient of variation of pgbench -P 1's per-second tps (the least steady run), "
-        f"⚠ from {100 * noise.HIGH_CV:.0f}%.",
+        f"⚠ from {100 * noise.HIGH_CV:.0f}%. Probes and loads ran once: their 'vs' is the "
+        "difference of two single values, in % for rates, as a ratio for latencies "
+        "(fdatasync: us per op) and durations.",
         VS_NOTE,
         *family.note(),
-        "select-only qps = tps (one statement per transaction); read-write qps = 5 x tps "
-        "(BEGIN and END not counted), as the seeds derive it.",
+        "select-only: qps = tps (one statement per transaction), shown as tps; read-write qps "
+        "= 5 x tps (BEGIN and END not counted), as the seeds derive it.",
         "latency: pgbench's per-transaction log (-l), p95 and p99 in ms, the median over the "
         "repeats; against the baseline, the ratio of the p99s (no test).",
         "⚠ barriers off, synchronous_commit=off, fsync=off, full_page_writes=off: at every "
@@ -410,7 +422,7 @@ def summary_rows(
                 mine = _headline_cell(data.get(t, []), kind.unit, bad.get(t, 0))
                 cells += [
                     flag(mine, unsafe_of(t)),
-                    family.vs(data.get(baseline, []), data.get(t, [])),
+                    family.vs(data.get(baseline, []), data.get(t, []), key=Key(kind.name, row, t)),
                 ]
             kind_ = FAILED if bad and not any(data.values()) else HEADLINE
             rows.append(Draft(tuple(cells), kind_))
@@ -451,7 +463,7 @@ def statements_table(
                     continue
                 text = fmt.ms(mine[i][1])
                 if t != baseline and latency > 0:
-                    text += f" ({(mine[i][1] - latency) / latency * 100:+.0f}%)"
+                    text += f" ({_statement_ratio(latency, mine[i][1])})"
                 cells.append(text)
             rows.append(Row(tuple(cells)))
     if not rows:
@@ -463,11 +475,23 @@ def statements_table(
         caption="Per-statement latency (ms), targets side by side",
         notes=(
             "pgbench -r: each statement's average latency in a run, the median over the "
-            "repeats; (+x%): against the baseline, no test (pgbench prints no spread per "
-            "statement). Meta-commands (\\set) cost the client, not the server.",
+            "repeats; (2.1x slower): the ratio to the baseline's, no test (pgbench prints no "
+            "spread per statement); none below 0.010 ms, where pgbench's 0.001 ms rounding is "
+            "most of the figure. Meta-commands (\\set) cost the client, not the server.",
         ),
         numeric=(False, *([True] * len(present))),
     )
+
+
+STATEMENT_RESOLUTION_MS = 0.010  # 10x pgbench -r's printed 0.001 ms
+
+
+def _statement_ratio(base_ms: float, mine_ms: float) -> str:
+    """'2.1x slower'; 'at pgbench's resolution' when both are a few thousandths of a
+    ms (0.001 -> 0.002 ms was '+100%')."""
+    if max(base_ms, mine_ms) < STATEMENT_RESOLUTION_MS:
+        return "at pgbench's 0.001 ms resolution"
+    return stats.ratio_text(mine_ms / base_ms)
 
 
 def comparison_section(
