@@ -50,11 +50,16 @@ class Row:
 
 
 def parse(text: str) -> list[Row]:
-    rows, seed = [], ""
+    """The rows of the tables headed ``| what |`` (other tables are prose)."""
+    rows, seed, in_table = [], "", False
     for number, line in enumerate(text.splitlines(), 1):
         if m := re.match(r"## Seed (\d{3})", line):
             seed = m.group(1)
-        if not line.startswith("| ") or line.startswith(("| what ", "|---")):
+        if line.startswith("| what "):
+            in_table = True
+        if not line.startswith("|"):
+            in_table = False
+        if not in_table or line.startswith(("| what ", "|---")):
             continue
         cells = [c.strip() for c in line.strip().strip("|").split(" | ")]
         assert len(cells) == 6, f"docs/seeds.md:{number}: {len(cells)} cells, not 6: {line}"

@@ -48,9 +48,6 @@ clock_timestamp(),
 NULL;
 
 insert into user_session (userid) select generate_series(1, :users);
--- not in the seed: the number of users loaded, where the durability checks of
--- examples/seed001-login.toml read it (they run outside psql, without :users)
-comment on table user_info is :'users';
 
 set maintenance_work_mem = '512MB';
 alter table user_info add constraint pk_user_info primary key (userid);
