@@ -158,7 +158,7 @@ def _check_replication(ctx: Context, wal_method: str) -> None:
         )
 
 
-RESTARTS_S = 2.5
+RESTARTS_S = 2.5  # `set`: two restarts around a copy, 0.3-1.2 s each here (docs/tpcc.md)
 
 
 @contextlib.contextmanager
@@ -176,9 +176,9 @@ def _restarted(ctx: Context, settings: Mapping[str, str]) -> Iterator[None]:
             f"({', '.join(settings)}) needs a server pgrig created: it restarts it",
             hint="remove [workload.set], or set those in the server's configuration",
         )
-    server.restart(settings)
-    _moved(ctx)
-    try:
+    try:  # a server that refuses the settings starts again at the profile's
+        server.restart(settings)
+        _moved(ctx)
         yield
     finally:
         server.restart()
@@ -368,7 +368,6 @@ def backup_step(spec: BasebackupSpec, policy: RunPolicy, target: TargetView, rep
         prepare=Call("basebackup.prepare", {"policy": policy}),
         tools=(tool.TOOL,),
         monitored=True,
-        # with `set`, two restarts around the copy: 0.3-1.2 s each here (docs/tpcc.md)
         estimate_s=backup_estimate(spec, target.storage) + (RESTARTS_S if spec.settings else 0.0),
     )
 
