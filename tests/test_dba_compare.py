@@ -165,7 +165,7 @@ def test_a_bad_latency_target_is_refused_naming_the_key(tmp_path: Path, bad: str
         campaign.load(path)
     message = str(caught.value)
     assert "latency_target" in message and repr(bad) in message
-    assert 'p99 <= 5 ms' in (caught.value.hint or "")
+    assert "p99 <= 5 ms" in (caught.value.hint or "")
 
 
 # -- per-transaction cost --------------------------------------------------------------
@@ -265,8 +265,8 @@ def test_differing_compilers_sources_and_pgbench_majors_are_said() -> None:
     assert "driven by pgbench 15" in text
     assert "the compiler and build source" in text  # one pgbench drove both: not said
     # A pgbench of another major on one side is named.
-    records[1] = run("pg17", 1, 1, 1000.0, 3.0,
-                     tools={"server": ZONKY_17, "pgbench": "pgbench (PostgreSQL) 17.6"})  # fmt: skip
+    pg17_tools = {"server": ZONKY_17, "pgbench": "pgbench (PostgreSQL) 17.6"}
+    records[1] = run("pg17", 1, 1, 1000.0, 3.0, tools=pg17_tools)
     text = builds(Found(tuple(records), ("pg15", "pg17"), "pg15"))[0].text
     assert "driven by pgbench 17" in text and "pgbench major" in text
     # The rule is registered like the others.
