@@ -1,0 +1,117 @@
+"""Golden first screens (issue 30): the quick study, a two-target comparison and a
+versions comparison each open with the answer, its numbers stated, in Markdown and
+as headless Chromium lays the HTML out at 1,400 x 900 px.
+
+The records are real and stored: the quick study and the versions comparison from
+the report corpus (/work/report-corpus, built on the dev VM while other engineers
+loaded it; tools' raw output dropped), the two targets from tiny_cloud.json
+(tests/test_report_golden.py). Only the first screen is rendered: the full reports
+are the corpus's job, and the suite is over its budget."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+from test_report_golden import CHROMIUM, WIDTH, _chromium, tiny_cloud
+
+from pgrig.document.model import Figure, ReportView
+from pgrig.report import html, markdown, plots, view, writer
+from pgrig.results import RunRecord, Study, from_dict
+
+DATA = Path(__file__).parent / "data" / "report"
+HEIGHT = 900  # the first screen
+
+
+def stored(name: str) -> tuple[Study, list[RunRecord]]:
+    data = json.loads(gzip.decompress((DATA / f"{name}_study.json.gz").read_bytes()))
+    return from_dict(Study, data["study"]), [from_dict(RunRecord, r) for r in data["runs"]]
+
+
+STUDIES = {
+    "quick": lambda: stored("quick"),
+    "two_targets": tiny_cloud,
+    "versions": lambda: stored("versions"),
+}
+
+
+def first_screen(name: str) -> ReportView:
+    """The report's header and its sections up to the first table of numbers."""
+    full = view.build(*STUDIES[name]())
+    lead = []
+    for s in full.sections:
+        if s.anchor not in ("answer", "conclusions"):
+            break
+        lead.append(s)
+    return ReportView(full.title, full.meta, tuple(lead))
+
+
+def figures_of(v: ReportView) -> list[Figure]:
+    return [b for s in v.sections for b in s.blocks if isinstance(b, Figure)]
+
+
+@pytest.mark.parametrize("name", list(STUDIES))
+def test_first_screen_markdown_states_the_answer_with_numbers(name: str) -> None:
+    """Set PGRIG_UPDATE_GOLDEN=1 to rewrite the golden files after an intended change."""
+    v = first_screen(name)
+    assert v.sections[0].title == "Answer"
+    text = markdown.render(v, {f.name: f"{f.name}.png" for f in figures_of(v)})
+    golden = DATA / f"golden_first_{name}.md"
+    if os.environ.get("PGRIG_UPDATE_GOLDEN"):
+        golden.write_text(text, encoding="utf-8")
+    assert text == golden.read_text(encoding="utf-8")
+    answer = text[text.index("## Answer") :].split("\n## ")[0]
+    assert re.search(r"\d[\d,.]* tps", answer), answer
+    if name == "quick":
+        assert "peak 20,603 tps" in answer and "2 clients" in answer  # select-only's peak
+        assert "TPC-B read-write: peak 2,429 tps" in answer
+        assert "still growing at 2 clients" in answer and "starved by other processes" in answer
+        assert "9,089 ops/s, pg_test_fsync" in answer
+    else:
+        assert "Medians at" in answer and re.search(r"\(p=0\.\d+", answer)
+    # The artefacts follow the answer, they do not replace it.
+    if "## Conclusions" in text:
+        assert text.index("## Answer") < text.index("## Conclusions")
+    assert "shared the machine with other work" not in answer
+
+
+# The answer's top and the summary chart's bottom, laid out at the window's size.
+PROBE = """<script>
+const a = document.getElementById('answer').getBoundingClientRect();
+const svg = document.querySelector('#answer svg');
+const b = svg ? svg.getBoundingClientRect().bottom : -1;
+document.title = 'TOP=' + Math.round(a.top) + ';CHART=' + Math.round(b);
+</script>"""
+
+
+@pytest.mark.skipif(
+    not CHROMIUM.exists(), reason="needs /usr/bin/chromium (apt-get install chromium)"
+)
+@pytest.mark.parametrize("name", list(STUDIES))
+def test_first_screen_in_chromium_opens_with_the_answer(name: str, tmp_path: Path) -> None:
+    v = first_screen(name)
+    page = html.render(v, {f.name: plots.to_svg(f) for f in figures_of(v)}, css=writer.stylesheet())
+    path = tmp_path / f"{name}.html"
+    path.write_text(page, encoding="utf-8")
+    probe = tmp_path / "probe.html"
+    probe.write_text(page.replace("</body>", PROBE + "</body>"), encoding="utf-8")
+    dom = _chromium(
+        [f"--window-size={WIDTH},{HEIGHT}", "--dump-dom", probe.as_uri()], tmp_path / "p"
+    ).stdout
+    found = re.search(r"<title>TOP=(-?\d+);CHART=(-?\d+)</title>", dom)
+    assert found is not None, dom[:500]
+    assert 0 <= int(found.group(1)) < HEIGHT / 2, "the answer is not on the first screen"
+    shot = tmp_path / f"first-screen-{name}.png"
+    _chromium(
+        [f"--window-size={WIDTH},{HEIGHT}", f"--screenshot={shot}", path.as_uri()],
+        tmp_path / "p",
+    )
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    if os.environ.get("PGRIG_UPDATE_GOLDEN"):  # the screenshots docs/report.md shows
+        (Path(__file__).parent.parent / "docs" / "img").mkdir(exist_ok=True)
+        target = Path(__file__).parent.parent / "docs" / "img" / f"first-screen-{name}.png"
+        target.write_bytes(shot.read_bytes())
