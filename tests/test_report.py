@@ -40,6 +40,7 @@ DATA = Path(__file__).parent / "data" / "report"
 GOLDEN_MD = DATA / "golden_report.md"
 CHROMIUM = Path("/usr/bin/chromium")
 SECTIONS = (
+    "## Answer",
     "## Conclusions",
     "## Performance Summary",
     "## Environment",
@@ -105,7 +106,7 @@ def test_write_returns_both_files_with_default_stem(written: Written) -> None:
 
 def test_markdown_links_png_plots_next_to_it(written: Written) -> None:
     links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", written.md)
-    assert len(links) == 4
+    assert len(links) == 5  # the answer's summary chart, then the sections' four
     for link in links:
         assert not link.startswith("/") and "://" not in link
         png = written.md_path.parent / link
@@ -362,7 +363,7 @@ def test_html_is_self_contained(written: Written) -> None:
     assert "http://" not in page and "https://" not in page
     assert not re.search(r"<(script|link|img|iframe)\b", page)
     assert not re.search(r"\b(src|href)=\"(?!#)", page)
-    assert page.count("<svg") == 4
+    assert page.count("<svg") == 5  # the answer's summary chart, then the sections' four
     assert "<style>" in page and "table.data" in page
 
 
@@ -402,7 +403,7 @@ def test_html_renders_in_chromium(written: Written, tmp_path: Path) -> None:
     assert dom.count("<table") == written.html.count("<table") >= 8
     for text in ("fdatasync 8K", "8k random write", "8k sequential read", "select-only tps"):
         assert text in dom
-    assert dom.count("<svg") == 4
+    assert dom.count("<svg") == 5
     # Plot titles are real SVG text (svg.fonttype none), so the browser has them.
     titles = ("TPS vs clients", "TPS over time, select-only", "Latency percentiles vs clients")
     for title in titles:

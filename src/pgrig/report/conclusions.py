@@ -412,6 +412,8 @@ def section(
             chart = pick
             s = replace(s, blocks=tuple(b for b in s.blocks if b is not pick))
         rest.append(s)
+    if answer is not None and chart is not None:
+        answer, chart = replace(answer, blocks=(*answer.blocks, chart)), None
     if answer is not None and not found:
         return [answer, *rest]
     paragraphs = tuple(c.text for c in found) or (
