@@ -128,6 +128,12 @@ def test_plan_expands_interleaved_runs_and_disk(tmp_path: Path) -> None:
         (('reset = "restore"', 'reset = "sometimes"'), r"campaign.reset: 'sometimes' is not one"),
         (("wal_segsize = 32", "wal_segsize = 33"), r"target\[1\].initdb.wal_segsize: 33"),
         (("[probes]", "[probez]"), r"unknown key 'probez'"),
+        (("fio = false", 'fio = { cpus_allowed = "0-x" }'), r"'0-x' is not a CPU list"),
+        (("fio = false", 'fio = { cpus_allowed = "4096" }'), r"CPUs \[4096\] are not this"),
+        (
+            ("fio = false", 'fio = { numjobs = 2, cpus_allowed = "0" }'),
+            r"1 CPU\(s\) for numjobs = 2: one job per CPU",
+        ),
     ],
 )
 def test_bad_input_names_file_line_and_fix(

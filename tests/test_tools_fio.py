@@ -265,3 +265,19 @@ def test_run_on_filesystem_without_odirect(ramfs_dir: Path) -> None:
     assert f"the filesystem of {ramfs_dir} does not support O_DIRECT" in str(info.value)
     assert info.value.hint is not None and "--fio-direct 0" in info.value.hint
     assert list(ramfs_dir.iterdir()) == []
+
+
+@pytest.mark.skipif(not HAVE_FIO, reason="fio not installed")
+def test_pinned_jobs_run_on_their_cpus_one_each(var_tmp_dir: Path) -> None:
+    """Seed 000's fio: --cpus_allowed with --cpus_allowed_policy=split, a CPU per job."""
+    cpus = sorted(os.sched_getaffinity(0))[:2]
+    listed = ",".join(map(str, cpus))
+    job = FioJob(var_tmp_dir, "randread", numjobs=len(cpus), iodepth=4, size="16M",
+                 runtime_s=1, cpus_allowed=listed)  # fmt: skip
+    args = fio.argv(job)
+    assert f"--cpus_allowed={listed}" in args and "--cpus_allowed_policy=split" in args
+    result, raw = fio.run(job, timeout=60)
+    assert result.cpus_allowed == listed and result.iops > 0
+    options = json.loads(raw)["jobs"][0]["job options"]
+    assert options["cpus_allowed"] == listed and options["cpus_allowed_policy"] == "split"
+    assert from_dict(FioResult, to_dict(result)) == result

@@ -6,6 +6,7 @@ so the report can put the database's numbers next to the physical limits.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,6 +15,7 @@ from pgrig.errors import BinaryNotFound, UsageError
 from pgrig.results import FioResult, FsyncResult, ResultKind, TimingResult
 from pgrig.schema import Schema, Table, choices, custom, flag, integer, text
 from pgrig.step import Action, Call, Context, Skip, Step, StepKey
+from pgrig.storage import cpuset
 from pgrig.tools import fio, pg_test_fsync, pg_test_timing
 from pgrig.ui import Step as ProgressLine
 from pgrig.units import parse_size
@@ -30,6 +32,7 @@ class FioPlan:
     runtime_s: int = 10
     direct: bool = True
     ioengine: str = "libaio"
+    cpus_allowed: str | None = None
 
 
 @dataclass(frozen=True)
@@ -66,6 +69,30 @@ def _size(t: Table, key: str, default: str) -> str:
     return str(size)
 
 
+_CPU_LIST = re.compile(r"\d+(-\d+)?(,\d+(-\d+)?)*")
+
+
+def _cpus_allowed(t: Table, key: str, default: object) -> str | None:
+    value = t.get(key, str)
+    if value is None:
+        return None
+    if not _CPU_LIST.fullmatch(value):
+        raise t.error(key, f"{value!r} is not a CPU list", hint='e.g. "0", "0-1" or "0,2-3"')
+    cpus: set[int] = set()
+    for part in value.split(","):
+        first, _, last = part.partition("-")
+        cpus.update(range(int(first), int(last or first) + 1))
+    have = set(cpuset.available())
+    if not cpus <= have:
+        raise t.error(key, f"CPUs {sorted(cpus - have)} are not this machine's (it has "
+                      f"{', '.join(map(str, sorted(have)))})")  # fmt: skip
+    numjobs = t.get("numjobs", int, 1)
+    if numjobs > len(cpus):  # seed 000's script refused it too
+        raise t.error(key, f"{len(cpus)} CPU(s) for numjobs = {numjobs}: one job per CPU",
+                      hint="list as many CPUs as jobs, or lower numjobs")  # fmt: skip
+    return value
+
+
 FIO_SCHEMA = Schema(
     "[probes.fio]",
     choices("patterns", FIO_PATTERNS, FIO_PATTERNS, "8k patterns to run"),
@@ -75,7 +102,10 @@ FIO_SCHEMA = Schema(
     integer("runtime", 10, "seconds per pattern", field="runtime_s"),
     flag("direct", True, "`O_DIRECT`, as the seeds"),
     text("ioengine", "libaio", "fio `--ioengine`"),
-)
+    custom("cpus_allowed", None, "fio `--cpus_allowed` with `--cpus_allowed_policy=split` (a "
+           "CPU per job), e.g. `\"0-1\"`: seed 000 pinned its jobs to the CPUs of the disk's "
+           "queues", _cpus_allowed),
+)  # fmt: skip
 
 
 def _fio_table(t: Table, key: str, default: object) -> FioPlan | None:
@@ -156,6 +186,7 @@ def fio_action(fio_plan: FioPlan, pattern: str) -> Action:
             runtime_s=fio_plan.runtime_s,
             direct=fio_plan.direct,
             ioengine=fio_plan.ioengine,
+            cpus_allowed=fio_plan.cpus_allowed,
         )
 
         def on_progress(fraction: float, remaining: float | None) -> None:
@@ -226,6 +257,11 @@ def steps(probes: ProbeSpec, target: str, directory: Path) -> list[Step]:
                         "runtime_s": probes.fio.runtime_s,
                         "direct": probes.fio.direct,
                         "ioengine": probes.fio.ioengine,
+                        **(
+                            {"cpus_allowed": probes.fio.cpus_allowed}
+                            if probes.fio.cpus_allowed
+                            else {}
+                        ),
                         "directory": where,
                     },
                     action=Call("probe.fio", {"fio_plan": probes.fio, "pattern": pattern}),

@@ -335,6 +335,8 @@ def fio_job_text(res: FioResult) -> str:
         f"numjobs={res.numjobs}, iodepth={res.iodepth}, size={res.size} per job, "
         f"runtime {res.runtime_s:g} s"
     )
+    if res.cpus_allowed:
+        text += f", cpus_allowed={res.cpus_allowed} (a CPU per job)"
     return text + (f" ({res.fio_version})" if res.fio_version else "")
 
 

@@ -64,6 +64,9 @@ class FioJob:
     # fdatasync after every N writes (WAL-like: 1 with ioengine "sync", direct off);
     # the result then carries the sync latency percentiles
     fdatasync: int = 0
+    # CPUs the jobs run on, one each (--cpus_allowed_policy=split), as seed 000
+    # pinned its jobs to the CPUs of the disk's queues; None: wherever
+    cpus_allowed: str | None = None
 
     def __post_init__(self) -> None:
         if self.pattern not in PATTERNS:
@@ -111,6 +114,8 @@ def argv(job: FioJob, fio: str = TOOL, output: Path | None = None) -> list[str]:
     ]
     if job.fdatasync:
         args.append(f"--fdatasync={job.fdatasync}")
+    if job.cpus_allowed:
+        args += [f"--cpus_allowed={job.cpus_allowed}", "--cpus_allowed_policy=split"]
     if output is not None:
         args += [f"--output={output}", "--eta=always", "--eta-newline=1"]
     return args
@@ -151,6 +156,7 @@ def parse(json_text: str, job: FioJob) -> FioResult:
             direct=job.direct,
             numjobs=job.numjobs,
             iodepth=job.iodepth,
+            cpus_allowed=job.cpus_allowed,
             size=job.size,
             runtime_s=side["runtime"] / 1000.0,
             iops=float(side["iops"]),
