@@ -17,11 +17,11 @@ import re
 from pathlib import Path
 
 import pytest
-from test_report_golden import CHROMIUM, WIDTH, _chromium, tiny_cloud
 
 from pgrig.document.model import Figure, ReportView
 from pgrig.report import html, markdown, plots, view, writer
 from pgrig.results import RunRecord, Study, from_dict
+from test_report_golden import CHROMIUM, WIDTH, _chromium, tiny_cloud
 
 DATA = Path(__file__).parent / "data" / "report"
 HEIGHT = 900  # the first screen
