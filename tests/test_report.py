@@ -106,12 +106,12 @@ def test_write_returns_both_files_with_default_stem(written: Written) -> None:
 
 def test_markdown_links_png_plots_next_to_it(written: Written) -> None:
     links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", written.md)
-    assert len(links) == 5  # the answer's summary chart, then the sections' four
+    assert len(links) == 4  # the answer's chart, drawn once (not again in its section)
     for link in links:
         assert not link.startswith("/") and "://" not in link
         png = written.md_path.parent / link
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert f"report-{fx.STUDY_ID}_files/tps_vs_clients.png" in links
+    assert f"report-{fx.STUDY_ID}_files/answer_tps_vs_clients.png" in links
 
 
 def test_custom_stem(tmp_path: Path) -> None:
@@ -363,7 +363,7 @@ def test_html_is_self_contained(written: Written) -> None:
     assert "http://" not in page and "https://" not in page
     assert not re.search(r"<(script|link|img|iframe)\b", page)
     assert not re.search(r"\b(src|href)=\"(?!#)", page)
-    assert page.count("<svg") == 5  # the answer's summary chart, then the sections' four
+    assert page.count("<svg") == 4
     assert "<style>" in page and "table.data" in page
 
 
@@ -403,7 +403,7 @@ def test_html_renders_in_chromium(written: Written, tmp_path: Path) -> None:
     assert dom.count("<table") == written.html.count("<table") >= 8
     for text in ("fdatasync 8K", "8k random write", "8k sequential read", "select-only tps"):
         assert text in dom
-    assert dom.count("<svg") == 5
+    assert dom.count("<svg") == 4
     # Plot titles are real SVG text (svg.fonttype none), so the browser has them.
     titles = ("TPS vs clients", "TPS over time, select-only", "Latency percentiles vs clients")
     for title in titles:

@@ -406,8 +406,11 @@ def section(
     found = [c for c in draw(ev) if c.rule not in answered]
     charted = answer is not None and any(isinstance(b, Figure) for b in answer.blocks)
     chart: Figure | None = None
+    drawn = _lines(answer.blocks[0]) if answer is not None and charted else None
     rest = []
     for s in sections:
+        if drawn and (same := next((b for b in s.blocks if _lines(b) == drawn), None)):
+            s, drawn = replace(s, blocks=tuple(b for b in s.blocks if b is not same)), None
         if chart is None and not charted and (pick := _first_chart(s)) is not None:
             chart = pick
             s = replace(s, blocks=tuple(b for b in s.blocks if b is not pick))
@@ -423,6 +426,14 @@ def section(
     blocks = (chart,) if chart is not None else ()
     first = Section("Conclusions", "conclusions", paragraphs, blocks)
     return [answer, first, *rest] if answer is not None else [first, *rest]
+
+
+def _lines(block: object) -> list[tuple[tuple[float, ...], tuple[float, ...]]] | None:
+    """What a figure draws, whatever its labels: the answer's summary chart is not
+    drawn a second time in its section (a single target's tps-vs-clients)."""
+    if not isinstance(block, Figure):
+        return None
+    return sorted((tuple(s.x), tuple(s.y)) for s in block.series)
 
 
 def _first_chart(s: Section) -> Figure | None:
