@@ -72,7 +72,8 @@ def test_first_screen_markdown_states_the_answer_with_numbers(name: str) -> None
         assert "still growing at 2 clients" in answer and "starved by other processes" in answer
         assert "9,089 ops/s, pg_test_fsync" in answer
     else:
-        assert "Medians at" in answer and re.search(r"\(p=0\.\d+", answer)
+        # each side's median, then the difference and its test
+        assert re.search(r"tps \(.*\) at \d clients?: \S+ vs \S+ \S+ [+-]\d.*\(p=0\.\d+", answer)
     # The artefacts follow the answer, they do not replace it.
     if "## Conclusions" in text:
         assert text.index("## Answer") < text.index("## Conclusions")

@@ -207,23 +207,27 @@ def medians_lines(ev: Evidence) -> list[str]:
 
 
 def comparison_lines(ev: Evidence) -> list[str]:
+    """Per curve and target: one point said whole; a curve of several, its call
+    (``conclusions.differs_sentence``) and then the medians of its key points."""
     points = ev.points()
     out = []
     for curve, other, tests in tested(ev):
-        said: Conclusion = differs_sentence(
-            point_words(curve, ev.scaled(curve)), other, ev.baseline, tests
-        )
+        what = point_words(curve, ev.scaled(curve))
         shown = _shown(tests, points, curve, ev.baseline)
         medians = []
         for clients, cmp in shown:
             per = points[PointKey(*curve.curve, clients=clients)]
             medians.append(
-                f"at {fmt.clients(clients)}: {other} {_tps(per[other])}, {ev.baseline} "
-                f"{_tps(per[ev.baseline])}: {cmp.describe()}"
+                f"{other} {_tps(per[other])}, {ev.baseline} {_tps(per[ev.baseline])} "
+                f"at {fmt.clients(clients)}: {other} vs {ev.baseline} {cmp.describe()}"
             )
+        if len(tests) == 1:
+            out.append(f"{what}: {medians[0]}.")
+            continue
+        said: Conclusion = differs_sentence(what, other, ev.baseline, tests)
         rest = len(tests) - len(shown)
         tail = f" ({rest} more client counts in the table below)" if rest else ""
-        out.append(f"{said.text} Medians {'; '.join(medians)}{tail}.")
+        out.append(f"{said.text} Medians: {'; '.join(medians)}{tail}.")
     return out
 
 
