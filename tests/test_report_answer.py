@@ -83,9 +83,11 @@ def test_first_screen_markdown_states_the_answer_with_numbers(name: str) -> None
 # The answer's top and the summary chart's bottom, laid out at the window's size.
 PROBE = """<script>
 const a = document.getElementById('answer').getBoundingClientRect();
-const svg = document.querySelector('#answer svg');
+const svg = document.querySelector("svg");
 const b = svg ? svg.getBoundingClientRect().bottom : -1;
-document.title = 'TOP=' + Math.round(a.top) + ';CHART=' + Math.round(b);
+const c = document.getElementById('conclusions');
+const ct = c ? c.getBoundingClientRect().top : -1;
+document.title = 'TOP=' + Math.round(a.top) + ';CHART=' + Math.round(b) + ';CONC=' + Math.round(ct);
 </script>"""
 
 
@@ -103,9 +105,12 @@ def test_first_screen_in_chromium_opens_with_the_answer(name: str, tmp_path: Pat
     dom = _chromium(
         [f"--window-size={WIDTH},{HEIGHT}", "--dump-dom", probe.as_uri()], tmp_path / "p"
     ).stdout
-    found = re.search(r"<title>TOP=(-?\d+);CHART=(-?\d+)</title>", dom)
+    found = re.search(r"<title>TOP=(-?\d+);CHART=(-?\d+);CONC=(-?\d+)</title>", dom)
     assert found is not None, dom[:500]
     assert 0 <= int(found.group(1)) < HEIGHT / 2, "the answer is not on the first screen"
+    # What qualifies the answer (other work on the machine) is on the same screen.
+    assert int(found.group(3)) < HEIGHT, "the conclusions fell below the first screen"
+    assert int(found.group(2)) > 0, "no summary chart"
     shot = tmp_path / f"first-screen-{name}.png"
     _chromium(
         [f"--window-size={WIDTH},{HEIGHT}", f"--screenshot={shot}", path.as_uri()],

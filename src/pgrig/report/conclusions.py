@@ -419,6 +419,11 @@ def section(
         answer, chart = replace(answer, blocks=(*answer.blocks, chart)), None
     if answer is not None and not found:
         return [answer, *rest]
+    if answer is not None:
+        # The chart after the conclusions: the first screen reads the answer and
+        # what qualifies it (other work on the machine) before the picture.
+        chart = next((b for b in answer.blocks if isinstance(b, Figure)), None)
+        answer = replace(answer, blocks=tuple(b for b in answer.blocks if b is not chart))
     paragraphs = tuple(c.text for c in found) or (
         "No rule drew a conclusion from these records (docs/report.md lists the rules); "
         "the tables below hold the numbers.",
