@@ -60,6 +60,7 @@ from pgrig.report.evidence import Evidence, Rule, p_words, point_words
 from pgrig.report.pointkey import PointKey, point_key
 from pgrig.report.progress import Progress
 from pgrig.report.samples import SampleReader, own_samples
+from pgrig.report.versus import TPS, Key
 from pgrig.results import (
     Environment,
     PgbenchInit,
@@ -128,28 +129,25 @@ def tested(ev: Evidence) -> list[Tested]:
     """Every pgbench point of every target against the baseline's, the study's one
     family of tests: the answer (pgrig.report.answer) and ``differs`` read the same
     comparisons, never a second statistic."""
-    curves: dict[tuple[str, int | None, int, str], dict[int, dict[str, list[float]]]] = {}
-    for key, per in ev.points().items():
-        curves.setdefault(key.curve, {})[key.clients] = {
-            t: [r.tps for r in runs] for t, runs in per.items()
-        }
+    curves: dict[tuple[str, int | None, int, str], set[int]] = {}
+    for key in ev.points():
+        curves.setdefault(key.curve, set()).add(key.clients)
     found: list[Tested] = []
     for curve, by_clients in curves.items():
         for other in ev.targets:
             if other == ev.baseline:
                 continue
             points: list[tuple[int, stats.Comparison]] = []
-            for clients, tps in sorted(by_clients.items()):
-                base, mine = tps.get(ev.baseline, []), tps.get(other, [])
-                if base and mine:
-                    points.append((clients, stats.welch(base, mine)))
+            for clients in sorted(by_clients):
+                # The study's test, with the q-value every table shows (``Ledger``):
+                # seed000's report said "pl3-latency runs 91% slower (p<=0.028)"
+                # where its table said "not called: 2 vs 2 runs (q=0.16)".
+                cmp = ev.ledger.get(Key(TPS, PointKey(*curve, clients=clients), other))
+                if cmp is not None:
+                    points.append((clients, cmp))
             if points:
                 found.append((PointKey(*curve, clients=0), other, points))
-    # One family, corrected together, and called as the summary's table calls
-    # (``Comparison.called``): seed000's report said "pl3-latency runs 91% slower
-    # (p<=0.028)" where its table said "not called: 2 vs 2 runs (q=0.16)".
-    adjusted = iter(stats.adjust([cmp for _, _, points in found for _, cmp in points]))
-    return [(key, other, [(c, next(adjusted)) for c, _ in pts]) for key, other, pts in found]
+    return found
 
 
 def differs(ev: Evidence) -> list[Conclusion]:
@@ -190,10 +188,13 @@ def differs_sentence(
                 "not called",
             )
         worst = min(cmp.p_value for _, cmp in tested if cmp.p_value is not None)
+        # How much these repeats could tell (issue 30.4): the least sensitive point's
+        can = [cmp for _, cmp in tested if cmp.detectable is not None]
+        tell = max(can, key=lambda c: c.detectable or 0.0).detectable_text() if can else ""
         return Conclusion(
             "differs",
             f"{what}: no difference between {other} and {baseline} beyond the noise {at_all} "
-            f"(Welch's t-test, smallest p={worst:.2f}).",
+            f"(Welch's t-test, smallest p={worst:.2f}" + (f"; {tell}" if tell else "") + ").",
             f"within noise (p>={worst:.2f})",
         )
     faster = [(c, cmp) for c, cmp in real if (cmp.diff_pct or 0) > 0]
@@ -212,15 +213,20 @@ def differs_sentence(
         parts.append(f"{span} {word} at {at} client{'s' if at != '1' else ''}")
     worst = max(cmp.p_value or 0.0 for _, cmp in real)
     qs = [cmp.q_value for _, cmp in real if cmp.q_value is not None]
-    corrected = f", q<={max(qs):.3f}" if qs and max(qs) != worst else ""
+    corrected = f", q{_at_most(max(qs))}" if qs and max(qs) != worst else ""
     rest = len(tested) - len(real)
     tail = f"; within noise at the other {rest}" if rest else ""
     return Conclusion(
         "differs",
         f"{what}: {other} runs {' and '.join(parts)} than {baseline} (median tps over the "
-        f"repeats, Welch's t-test p<={worst:.3f}{corrected}){tail}.",
-        f"p<={worst:.3f}",
+        f"repeats, Welch's t-test p{_at_most(worst)}{corrected}){tail}.",
+        f"p{_at_most(worst)}",
     )
+
+
+def _at_most(p: float) -> str:
+    """'<=0.013', '<0.001' (never '<=0.000')."""
+    return "<0.001" if p < 0.001 else f"<={p:.3f}"
 
 
 def headline(ev: Evidence) -> list[Conclusion]:
@@ -256,10 +262,11 @@ def headline(ev: Evidence) -> list[Conclusion]:
                     f"median {fmt.rate(stats.headline(mine))} {kind.unit} on {other}, "
                     f"{fmt.rate(stats.headline(base))} on {ev.baseline}"
                 )
-                found.append((what, other, both, stats.welch(base, mine)))
-    adjusted = stats.adjust([cmp for *_, cmp in found])
+                cmp = ev.ledger.get(Key(kind.name, (workload, at), other))
+                if cmp is not None:
+                    found.append((what, other, both, cmp))
     out = []
-    for (what, other, both, _), cmp in zip(found, adjusted, strict=True):
+    for what, other, both, cmp in found:
         if cmp.p_value is None:
             text = (
                 f"{what}: {other} and {ev.baseline} cannot be told apart yet "
@@ -275,7 +282,8 @@ def headline(ev: Evidence) -> list[Conclusion]:
             text += f"{cmp.describe()}."
         else:
             text = f"{what}: no difference between {other} and {ev.baseline} beyond the noise "
-            text += f"({both}; Welch's t-test p={cmp.p_value:.2f})."
+            text += f"({both}; Welch's t-test {cmp.p_words()}"
+            text += f"; {tell})." if (tell := cmp.detectable_text()) else ")."
         out.append(Conclusion("headline", text, p_words(cmp)))
     return out
 
