@@ -121,3 +121,35 @@ def test_first_screen_in_chromium_opens_with_the_answer(name: str, tmp_path: Pat
         (Path(__file__).parent.parent / "docs" / "img").mkdir(exist_ok=True)
         target = Path(__file__).parent.parent / "docs" / "img" / f"first-screen-{name}.png"
         target.write_bytes(shot.read_bytes())
+
+
+def test_the_answer_says_where_throughput_stops_growing_and_why() -> None:
+    """1-8 clients: 2 clients give 95% of the peak; more add at most +8%."""
+    from test_conclusions import evidence, runs, watched
+
+    from pgrig.report import answer
+
+    records = []
+    for clients, tps in ((1, 100.0), (2, 190.0), (4, 200.0), (8, 205.0)):
+        records += runs("local", [tps * 0.98, tps, tps * 1.02], clients=clients)
+    records = watched(records, ["cpu"] * len(records))
+    (line,) = answer.peak_lines(evidence(records))
+    assert line.startswith("TPC-B read-write: peak 205 tps (n=3") and "at 8 clients" in line
+    assert "throughput stops growing at 2 clients (190 tps)" in line
+    assert "more clients change it by at most +8%" in line
+    assert "the monitor's verdict there: cpu (3 of 3 runs)" in line
+
+
+def test_the_answers_commit_line_is_checked_against_the_runs() -> None:
+    """The storage probes' word on commits is said only as the one-client runs agree."""
+    from test_conclusions import evidence, fsync, record, runs
+
+    from pgrig.report import answer
+
+    probe = record("local", "probe/pg_test_fsync", "pg_test_fsync", fsync(2141.0))
+    agree = [*runs("local", [400.0, 410.0], clients=1, latency=2.444), probe]
+    (said,) = answer.probe_lines(evidence(agree))
+    assert "cannot exceed about 467 a second" in said and "committed 405 a second, 87%" in said
+    refute = [*runs("local", [1189.0, 1190.0], clients=1, latency=0.841), probe]
+    (refuted,) = answer.probe_lines(evidence(refute))
+    assert "but the runs refute it" in refuted and "255% of the probe's rate" in refuted

@@ -30,7 +30,7 @@ from pgrig.document.model import Figure, Section
 from pgrig.registry import typed_result
 from pgrig.registry.report import Conclusion
 from pgrig.report import figures
-from pgrig.report.bounds import probe_sync, sync_disagreement, synchronous
+from pgrig.report.bounds import UNSYNCED, probe_sync, sync_disagreement, synchronous
 from pgrig.report.conclusions import differs_sentence, headline, tested
 from pgrig.report.evidence import Evidence, point_words
 from pgrig.report.pointkey import PointKey, point_key, point_order
@@ -151,9 +151,12 @@ def probe_lines(ev: Evidence) -> list[str]:
         f"cannot exceed about {fmt.rate(probe.ops)} a second"
     )
     if not synchronous(ev, target):
+        meaning = ev.meanings.get(target)
+        settings = meaning.settings if meaning is not None else {}
+        off = " and ".join(f"{k}=off" for k in UNSYNCED if settings.get(k) == "off")
         return [
-            text + "; this server's commits do not wait for it (synchronous_commit=off or "
-            "fsync=off), so its write tps is not bounded by it."
+            text + f"; this server's commits do not wait for it ({off}), so its write tps "
+            "is not bounded by it."
         ]
     one = next(
         (

@@ -27,6 +27,7 @@ from pgrig.storage.model import LabInfo
 from pgrig.storage.throttle import IoLimits
 
 FSYNC_SHARE = 0.5  # of the 1-client transaction latency
+UNSYNCED = ("synchronous_commit", "fsync")  # either off: commits wait for no sync
 WAIT_CAUSES = ("read", "write", "wal", "lock", "lwlock")
 # The monitor's verdicts that put the limit in pgbench, not in the server.
 CLIENT_CAUSES = {
@@ -111,10 +112,7 @@ def probe_sync(ev: Evidence, target: str) -> Probe | None:
 def synchronous(ev: Evidence, target: str) -> bool:
     """Do the target's commits wait for their WAL to reach the disk?"""
     meaning = ev.meanings.get(target)
-    return meaning is None or not (
-        meaning.settings.get("synchronous_commit") == "off"
-        or meaning.settings.get("fsync") == "off"
-    )
+    return meaning is None or not any(meaning.settings.get(k) == "off" for k in UNSYNCED)
 
 
 def sync_disagreement(
