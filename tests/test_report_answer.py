@@ -125,9 +125,8 @@ def test_first_screen_in_chromium_opens_with_the_answer(name: str, tmp_path: Pat
 
 def test_the_answer_says_where_throughput_stops_growing_and_why() -> None:
     """1-8 clients: 2 clients give 95% of the peak; more add at most +8%."""
-    from test_conclusions import evidence, runs, watched
-
     from pgrig.report import answer
+    from test_conclusions import evidence, runs, watched
 
     records = []
     for clients, tps in ((1, 100.0), (2, 190.0), (4, 200.0), (8, 205.0)):
@@ -142,9 +141,8 @@ def test_the_answer_says_where_throughput_stops_growing_and_why() -> None:
 
 def test_the_answers_commit_line_is_checked_against_the_runs() -> None:
     """The storage probes' word on commits is said only as the one-client runs agree."""
-    from test_conclusions import evidence, fsync, record, runs
-
     from pgrig.report import answer
+    from test_conclusions import evidence, fsync, record, runs
 
     probe = record("local", "probe/pg_test_fsync", "pg_test_fsync", fsync(2141.0))
     agree = [*runs("local", [400.0, 410.0], clients=1, latency=2.444), probe]
