@@ -388,6 +388,9 @@ class PgbenchRun:
     skipped: int | None = None
     late: int | None = None
     latency_limit_ms: float | None = None
+    # The command line that ran (its password travels in the environment, never
+    # here); () in records made before pgrig kept it.
+    argv: tuple[str, ...] = ()
 
     @property
     def qps(self) -> float:

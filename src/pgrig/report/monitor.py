@@ -65,7 +65,8 @@ def section(
         )
         cols = Columns(samples(rec), mon.devices)
         details.append(medians_table(label, mon, cols))
-        details.extend(f for f in figures(slug(label), label, mon, cols) if f.series)
+        # A run with nothing to draw in a figure (a pg_basebackup run has no tps) gets none.
+        details.extend(f for f in figures(slug(label), label, mon, cols) if f.drawable)
         del cols  # before the next run's are read
     blocks.append(
         Table(
@@ -269,7 +270,8 @@ def medians_table(label: str, mon: MonitorResult, cols: Columns) -> Table:
 
     add("CPU busy (% of machine)", "cpu.busy")
     add("CPU server (%)", "cpu.server")
-    add("CPU pgbench (%)", "cpu.client")
+    if _has_client(cols):
+        add("CPU pgbench (%)", "cpu.client")
     add("CPU pgrig (%)", "cpu.pgrig")
     add("CPU other processes (%)", "cpu.other")
     add("CPU kernel threads (%)", "cpu.kernel")
@@ -343,6 +345,11 @@ def figures(name: str, label: str, mon: MonitorResult, cols: Columns) -> list[Fi
     ]
 
 
+def _has_client(cols: Columns) -> bool:
+    """pgbench ran beside the server in this run: its CPU was seen above zero."""
+    return any(v > 0 for v in cols.get("cpu.client") if not math.isnan(v))
+
+
 def _where(cols: Columns, column: str) -> tuple[array[float], array[float]]:
     """(t_s, value) of the samples that have a value in ``column``."""
     t, values = cols.get("t_s"), cols.get(column)
@@ -361,7 +368,8 @@ def tps_figure(name: str, label: str, mon: MonitorResult, cols: Columns) -> Figu
     if tps:
         series.append(buckets.line("tps", x, tps, group="tps"))
     top = max(tps, default=1.0) or 1.0
-    if mon.checkpoints:
+    # Checkpoint marks alone, on a made-up 0-1 tps axis, say nothing: no tps, no figure.
+    if tps and mon.checkpoints:
         xs: list[float] = []
         ys: list[float] = []
         for c in mon.checkpoints:
@@ -413,9 +421,10 @@ def waits_figure(name: str, label: str, cols: Columns) -> Figure:
         x_label="seconds since start",
         y_label="% of backends (stacked)",
         series=tuple(series),
+        stacked=True,
         caption=buckets.caption(
-            "Stacked: each line is the running total of itself and the events listed "
-            "before it; the gap between two lines is that event's share. CPU = active with no "
+            "Stacked: each band is one event's share of the sampled backends, the bands "
+            "adding up to 100%. CPU = active with no "
             "wait event; Client:ClientRead = waiting for pgbench."
         ),
     )
@@ -434,7 +443,9 @@ def cpu_figure(name: str, label: str, cols: Columns) -> Figure:
     parts: list[tuple[str, Sequence[float]]] = []
     if known("server"):
         server, client = zero("server"), zero("client")
-        parts += [("server", server), ("pgbench", client)]
+        parts.append(("server", server))
+        if _has_client(cols):  # a pg_basebackup run has no pgbench to show
+            parts.append(("pgbench", client))
         if known("other"):
             parts += [
                 ("pgrig", zero("pgrig")),
@@ -466,10 +477,11 @@ def cpu_figure(name: str, label: str, cols: Columns) -> Figure:
         x_label="seconds since start",
         y_label="% of the machine (stacked)",
         series=tuple(series),
+        stacked=True,
         caption=buckets.caption(
-            "Stacked (all CPUs = 100%): each line is the running total of itself and "
-            "the consumers listed before it; the gap between two lines is that consumer's "
-            "share. Other processes: neither the server, pgbench nor pgrig."
+            "Stacked (all CPUs = 100%): each band is one consumer's share of the machine; "
+            "the white above the top band is idle. Other processes: neither the server, "
+            "pgbench nor pgrig."
         ),
     )
 
