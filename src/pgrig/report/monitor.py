@@ -16,6 +16,7 @@ import re
 import statistics
 from array import array
 from collections.abc import Sequence
+from pathlib import PurePath
 
 from pgrig.document.model import FAILED, NOISY, SKIPPED, Figure, Row, Section, Series, Table
 from pgrig.monitor import interference
@@ -42,6 +43,7 @@ def section(
     rows: list[Row] = []
     blocks: list[Table | Figure] = []
     details: list[Table | Figure] = []
+    by_key = {r.key: r for r in records}
     for rec in watched:
         label = run_label(rec)
         mon: MonitorResult | None = typed_result(rec)
@@ -64,9 +66,12 @@ def section(
             )
         )
         cols = Columns(samples(rec), mon.devices)
-        details.append(medians_table(label, mon, cols))
-        # A run with nothing to draw in a figure (a pg_basebackup run has no tps) gets none.
-        details.extend(f for f in figures(slug(label), label, mon, cols) if f.drawable)
+        client = client_name(by_key.get(str(rec.params.get("run"))))
+        details.append(medians_table(label, mon, cols, client))
+        # A run with nothing to draw in a figure (a pg_basebackup run has no tps) gets
+        # none; nor does one sample (a second-long run), a line needs two.
+        drawn = figures(slug(label), label, mon, cols, client)
+        details.extend(f for f in drawn if f.drawable and f.x_points >= 2)
         del cols  # before the next run's are read
     blocks.append(
         Table(
@@ -256,7 +261,17 @@ def _fmt(value: float | None, unit: str = "", digits: int = 1) -> str:
     return f"{text}{unit}"
 
 
-def medians_table(label: str, mon: MonitorResult, cols: Columns) -> Table:
+def client_name(run: RunRecord | None) -> str:
+    """The program whose CPU the monitor counts as the client's: the measured run's
+    own command (pg_basebackup's records always kept it); pgbench for a record
+    made before pgbench's was kept."""
+    argv = run.result.get("argv") if run is not None and run.result else None
+    if isinstance(argv, list) and argv and isinstance(argv[0], str):
+        return PurePath(argv[0]).name
+    return "pgbench"
+
+
+def medians_table(label: str, mon: MonitorResult, cols: Columns, client: str = "pgbench") -> Table:
     inside = cols.inside()
     rows: list[Row] = []
 
@@ -271,7 +286,7 @@ def medians_table(label: str, mon: MonitorResult, cols: Columns) -> Table:
     add("CPU busy (% of machine)", "cpu.busy")
     add("CPU server (%)", "cpu.server")
     if _has_client(cols):
-        add("CPU pgbench (%)", "cpu.client")
+        add(f"CPU {client} (%)", "cpu.client")
     add("CPU pgrig (%)", "cpu.pgrig")
     add("CPU other processes (%)", "cpu.other")
     add("CPU kernel threads (%)", "cpu.kernel")
@@ -334,13 +349,15 @@ def medians_table(label: str, mon: MonitorResult, cols: Columns) -> Table:
     )
 
 
-def figures(name: str, label: str, mon: MonitorResult, cols: Columns) -> list[Figure]:
+def figures(
+    name: str, label: str, mon: MonitorResult, cols: Columns, client: str = "pgbench"
+) -> list[Figure]:
     """The run's four figures; a long run's lines are drawn as the min and max
     of each bucket (``decimate``), its table above from every sample."""
     return [
         tps_figure(name, label, mon, cols),
         waits_figure(name, label, cols),
-        cpu_figure(name, label, cols),
+        cpu_figure(name, label, cols, client),
         device_figure(name, label, mon, cols),
     ]
 
@@ -430,7 +447,7 @@ def waits_figure(name: str, label: str, cols: Columns) -> Figure:
     )
 
 
-def cpu_figure(name: str, label: str, cols: Columns) -> Figure:
+def cpu_figure(name: str, label: str, cols: Columns, client: str = "pgbench") -> Figure:
     def col(field: str) -> array[float]:
         return cols.get(f"cpu.{field}")
 
@@ -442,10 +459,10 @@ def cpu_figure(name: str, label: str, cols: Columns) -> Figure:
 
     parts: list[tuple[str, Sequence[float]]] = []
     if known("server"):
-        server, client = zero("server"), zero("client")
+        server, client_cpu = zero("server"), zero("client")
         parts.append(("server", server))
-        if _has_client(cols):  # a pg_basebackup run has no pgbench to show
-            parts.append(("pgbench", client))
+        if _has_client(cols):
+            parts.append((client, client_cpu))
         if known("other"):
             parts += [
                 ("pgrig", zero("pgrig")),
@@ -458,7 +475,7 @@ def cpu_figure(name: str, label: str, cols: Columns) -> Figure:
                 ("other processes", zero("other")),
             ]
         else:  # stored before attribution: the rest of the busy time
-            rest = zip(col("busy"), col("steal"), server, client, strict=True)
+            rest = zip(col("busy"), col("steal"), server, client_cpu, strict=True)
             parts.append(("the rest", array("d", (max(0.0, u - s - a - b) for u, s, a, b in rest))))
     else:
         parts += [("user", col("user")), ("system", col("system")), ("irq", col("irq"))]
@@ -481,7 +498,7 @@ def cpu_figure(name: str, label: str, cols: Columns) -> Figure:
         caption=buckets.caption(
             "Stacked (all CPUs = 100%): each band is one consumer's share of the machine; "
             "the white above the top band is idle. Other processes: neither the server, "
-            "pgbench nor pgrig."
+            f"{client} nor pgrig."
         ),
     )
 

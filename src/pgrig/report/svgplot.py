@@ -20,7 +20,7 @@ from pgrig.document.model import Figure, Series
 
 # A page is up to 1,400 px wide (report.css): a figure uses most of it, and
 # shrinks with a narrower window (max-width: 100%).
-WIDTH, HEIGHT = 1000, 380
+WIDTH, HEIGHT = 1300, 400
 _FONT = 12  # px: 9 pt at matplotlib's 100 dpi scale
 # matplotlib's tab10 then the dark shades of tab20b/tab20c: twenty colours no two
 # alike, the same in every report (plots.py draws the PNGs with them). A plot of
