@@ -21,7 +21,9 @@ from pathlib import PurePath
 from pgrig.document.model import FAILED, NOISY, SKIPPED, Figure, Row, Section, Series, Table
 from pgrig.monitor import interference
 from pgrig.monitor import noise as noise_
+from pgrig.monitor.limits import WAL_SYNCS, limits_from, wal_syncs_line
 from pgrig.monitor.model import MONITOR, MonitorResult
+from pgrig.probe import FSYNC
 from pgrig.registry import typed_result
 from pgrig.report import decimate
 from pgrig.report.samples import Columns, SampleReader, own_samples
@@ -44,6 +46,7 @@ def section(
     blocks: list[Table | Figure] = []
     details: list[Table | Figure] = []
     by_key = {r.key: r for r in records}
+    fdatasync = _fdatasync(records)
     for rec in watched:
         label = run_label(rec)
         mon: MonitorResult | None = typed_result(rec)
@@ -67,7 +70,7 @@ def section(
         )
         cols = Columns(samples(rec), mon.devices)
         client = client_name(by_key.get(str(rec.params.get("run"))))
-        details.append(medians_table(label, mon, cols, client))
+        details.append(medians_table(label, mon, cols, fdatasync.get(rec.target), client))
         # A run with nothing to draw in a figure (a pg_basebackup run has no tps) gets
         # none; nor does one sample (a second-long run), a line needs two.
         drawn = figures(slug(label), label, mon, cols, client)
@@ -271,13 +274,47 @@ def client_name(run: RunRecord | None) -> str:
     return "pgbench"
 
 
-def medians_table(label: str, mon: MonitorResult, cols: Columns, client: str = "pgbench") -> Table:
+def _fdatasync(records: Sequence[RunRecord]) -> dict[str, float]:
+    """Each target's fdatasync ops/s: the median of its pg_test_fsync runs, the
+    figure the report's headline shows."""
+    probes: dict[str, list[object]] = {}
+    for rec in records:
+        if FSYNC.holds(rec) and (res := typed_result(rec)) is not None:
+            probes.setdefault(rec.target, []).append(res)
+    out = {}
+    for target, results in probes.items():
+        limits = limits_from(results)
+        if limits is not None and limits.fdatasync_ops:
+            out[target] = limits.fdatasync_ops
+    return out
+
+
+def _against(mon: MonitorResult, cols: Columns, fdatasync: float | None) -> tuple[str, ...]:
+    """The note on the verdict's lines against the probes, its WAL syncs against
+    ``fdatasync`` (the median of the target's pg_test_fsync runs): a verdict
+    recorded before pgrig took the median compared the last run's (1,088 ops/s
+    beside a headline of 6,847)."""
+    lines = mon.verdict.against_limits
+    syncs = cols.present("pg.wal_syncs_s", cols.inside()) if fdatasync else []
+    if syncs and fdatasync is not None:
+        lines = tuple(wal_syncs_line(syncs, fdatasync) if a.startswith(WAL_SYNCS) else a
+                      for a in lines)  # fmt: skip
+    return (f"Against the probes: {'; '.join(lines)}.",) if lines else ()
+
+
+def medians_table(
+    label: str,
+    mon: MonitorResult,
+    cols: Columns,
+    fdatasync: float | None = None,
+    client: str = "pgbench",
+) -> Table:
     inside = cols.inside()
     rows: list[Row] = []
 
     def add(name: str, column: str, unit: str = "", digits: int = 1) -> None:
         present = cols.present(column, inside)
-        if not present:
+        if not present or (column == "cpu.client" and not any(present)):  # no client ran
             return
         rows.append(
             Row((name, _fmt(statistics.median(present), unit, digits), _fmt(max(present), unit)))
@@ -285,8 +322,7 @@ def medians_table(label: str, mon: MonitorResult, cols: Columns, client: str = "
 
     add("CPU busy (% of machine)", "cpu.busy")
     add("CPU server (%)", "cpu.server")
-    if _has_client(cols):
-        add(f"CPU {client} (%)", "cpu.client")
+    add(f"CPU {client} (%)", "cpu.client")
     add("CPU pgrig (%)", "cpu.pgrig")
     add("CPU other processes (%)", "cpu.other")
     add("CPU kernel threads (%)", "cpu.kernel")
@@ -323,10 +359,9 @@ def medians_table(label: str, mon: MonitorResult, cols: Columns, client: str = "
     add("buffers written by checkpointer/s", "pg.buffers_checkpoint_s")
     add("buffers written by bgwriter/s", "pg.buffers_clean_s")
     add("buffers written by backends/s", "pg.buffers_backend_s")
-    v = mon.verdict
     notes = [
-        *([f"Also seen: {'; '.join(v.secondary)}."] if v.secondary else []),
-        *([f"Against the probes: {'; '.join(v.against_limits)}."] if v.against_limits else []),
+        *([f"Also seen: {'; '.join(mon.verdict.secondary)}."] if mon.verdict.secondary else []),
+        *_against(mon, cols, fdatasync),
         f"{len(inside)} samples of {mon.interval_s:g} s inside the run; "
         f"{len(mon.checkpoints)} checkpoint(s) seen.",
         "Device and Dirty/Writeback rows count every process on the machine; the server's "
