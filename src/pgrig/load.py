@@ -357,7 +357,8 @@ def _on_host(ex: Executor, remote_dir: str, opts: RunOptions, hosts: int) -> Run
 def merged(multi: MultiLoad) -> PgbenchRun:
     """One run of all load hosts: counts and tps summed, the mean latency (and
     schedule lag) weighted by transactions, the percentiles pooled, per-second tps
-    summed where every host reported that second."""
+    summed where every host reported that second; the command line the first
+    host's (each host's own is kept in its part, ``multi.hosts``)."""
     runs = [h.pgbench for h in multi.hosts]
     first = runs[0]
     done = sum(r.transactions for r in runs)
