@@ -90,3 +90,5 @@ def test_summary_text_and_cells_keep_identifiers_whole() -> None:
     long = "/var/lib/postgresql/15/main/pg_wal/archive_status"
     assert html.cell_text(long).count("<wbr>") == long.count("/")
     assert "pg_<wbr>" not in html.cell_text(long)
+    assert html.cell_text("-c fast --progress") == '-c fast <span class="nobr">--progress</span>'
+    assert html.cell_text("-86.3%") == "-86.3%"
