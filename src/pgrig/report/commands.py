@@ -35,13 +35,3 @@ def commands_table(records: Sequence[RunRecord]) -> Table | None:
         notes=("Passwords travel in the environment (PGPASSWORD), never on a command line.",),
         collapsed=True,
     )
-
-
-def distinct(records: Sequence[RunRecord]) -> list[tuple[int, str, str]]:
-    """Each distinct command line once, generalised over nothing: (how many runs,
-    the first run's key, the line). A study of 296 runs has a few dozen."""
-    seen: dict[str, tuple[int, str]] = {}
-    for key, line in command_lines(records):
-        n, first = seen.get(line, (0, key))
-        seen[line] = (n + 1, first)
-    return [(n, first, line) for line, (n, first) in seen.items()]
