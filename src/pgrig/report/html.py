@@ -29,15 +29,15 @@ def attr(text: str) -> str:
 _LONG = re.compile(r"\S{28,}")
 
 
-# A shorter token with a hyphen before a letter ("--progress", "read-write"): a
-# browser would break it after the hyphen, so it is kept on one line.
-_HYPHENED = re.compile(r"(?<!\S)(?=\S*(?:[A-Za-z0-9]-|--)[A-Za-z])\S{3,27}(?!\S)")
+# A command line's long option ("--progress"): a browser would break it after
+# its dashes ("--" / "progress"), so it is kept on one line.
+_OPTION = re.compile(r"(?<!\S)--[A-Za-z]\S{0,24}(?!\S)")
 
 
 def cell_text(text: str) -> str:
     """A table cell's text, with break opportunities only inside long tokens."""
     out = _LONG.sub(lambda m: re.sub(r"([/,])(?=.)", r"\1<wbr>", m.group(0)), escape(text))
-    return _HYPHENED.sub(lambda m: f'<span class="nobr">{m.group(0)}</span>', out)
+    return _OPTION.sub(lambda m: f'<span class="nobr">{m.group(0)}</span>', out)
 
 
 def render(view: ReportView, svgs: Mapping[str, str], *, css: str, generator: str = "") -> str:
