@@ -12,6 +12,7 @@ import threading
 import time
 from pathlib import Path
 
+from conftest import full_report
 from pgrig import proc
 from test_cli import only_study, pgrig, postmaster_of, recorded, spawn, tiny, wait_for
 
@@ -41,7 +42,7 @@ def test_fio_missing_is_skipped_and_the_rest_runs(disk_dir: Path) -> None:
     fio_status, reason = runs["local/probe/fio/randwrite"]
     assert fio_status == "skipped" and "apt-get install fio" in (reason or "")
     assert runs["local/tpcb/s1/select-only/c1/d2/r1"][0] == "ok"
-    report = next(results.glob("*.md")).read_text()
+    report = full_report(results, "*.md").read_text()
     assert "skipped" in report and "apt-get install fio" in report
     assert not list(disk_dir.glob("pgrig-*")), "the throwaway cluster is removed"
 

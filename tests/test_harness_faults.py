@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import full_report
 from pgrig import proc
 from pgrig.conninfo import Conn
 from pgrig.errors import StoreError
@@ -198,7 +199,7 @@ def test_a_finished_durability_check_is_recorded_even_if_cleanup_fails(
             (record,) = st.runs(study.id)
         assert record.kind == "durability" and record.status == "ok"
         assert study.status != "running"
-        assert list(tmp_path.glob("report-durability-*.md")), "the report is written"
+        assert full_report(tmp_path, "report-durability-*.md"), "the report is written"
     finally:
         for cluster in left:
             real_destroy(cluster)

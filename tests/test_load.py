@@ -118,6 +118,9 @@ def test_two_load_hosts_merge_exactly(
     for h in result.hosts:
         assert h.pgbench.tps > 0 and h.latency is not None
         assert h.latency.samples == h.pgbench.transactions
+        # Each host's own command line, kept with its result (issue 30).
+        assert h.pgbench.argv[0].endswith("pgbench") and "-c" in h.pgbench.argv
+    assert load.merged(result).argv == result.hosts[0].pgbench.argv
     # The merged percentiles are those of the pooled logs, computed here anew
     # from every sample sorted.
     pooled: list[int] = []

@@ -227,6 +227,7 @@ def run_pgbench(
         raise ValueError("multi-host runs need the per-transaction log: the percentiles pool")
     remote_dirs: dict[str, str] = {}
     started: dict[str, Started] = {}  # as each host's waiter starts: what the cleanup stops
+    argvs: dict[str, tuple[str, ...]] = {}  # each host's pgbench command line, for its record
 
     def prepare(ex: Executor) -> Started:
         remote_dirs[ex.name] = ex.make_tempdir("pgrig-load-")
@@ -237,6 +238,7 @@ def run_pgbench(
             host_opts = replace(host_opts, threads=threads[ex.name])
         prefix = Path(remote_dirs[ex.name]) / LOG_PREFIX
         argv = run_argv(bin_dir, conn, host_opts, prefix, extra)
+        argvs[ex.name] = tuple(argv)
         waiter = ex.start(["python3", "-c", WAITER, *argv], env=_remote_env(conn), stdin=True)
         started[ex.name] = waiter
         owner.with_pid(ex, remote_dirs[ex.name], record, waiter.pid)
@@ -263,7 +265,10 @@ def run_pgbench(
         ]
     finally:
         _clean_up(executors, [started[e.name] for e in executors if e.name in started], remote_dirs)
-    loads = [load for load, _ in parts]
+    loads = [
+        replace(load, pgbench=replace(load.pgbench, argv=argvs[ex.name]))
+        for ex, (load, _) in zip(executors, parts, strict=True)
+    ]
     # Each host's histogram added up: the pooled figures, never per-host percentiles.
     pooled = sum((histogram for _, histogram in parts), txlog.Histogram())
     uncertainty = sorted(o.uncertainty_ms for o in offsets)[-2:]
@@ -352,7 +357,8 @@ def _on_host(ex: Executor, remote_dir: str, opts: RunOptions, hosts: int) -> Run
 def merged(multi: MultiLoad) -> PgbenchRun:
     """One run of all load hosts: counts and tps summed, the mean latency (and
     schedule lag) weighted by transactions, the percentiles pooled, per-second tps
-    summed where every host reported that second."""
+    summed where every host reported that second; the command line the first
+    host's (each host's own is kept in its part, ``multi.hosts``)."""
     runs = [h.pgbench for h in multi.hosts]
     first = runs[0]
     done = sum(r.transactions for r in runs)
