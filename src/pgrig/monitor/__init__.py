@@ -29,7 +29,7 @@ from pgrig.monitor.model import (
     OtherLoad,
     Verdict,
 )
-from pgrig.monitor.watch import Watch
+from pgrig.monitor.watch import ServerHung, Watch
 
 __all__ = [
     "Disturbance",
@@ -40,6 +40,7 @@ __all__ = [
     "OtherLoad",
     "Thresholds",
     "Verdict",
+    "ServerHung",
     "Watch",
     "baseline_busy",
     "disturbed_run_keys",

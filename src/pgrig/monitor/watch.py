@@ -4,6 +4,12 @@ A background thread with its own connection to the server. Sampling must never
 break or slow the benchmark: every failure inside the thread becomes a note in
 the result, and a sample costs a few milliseconds of one CPU (the /proc walk
 and one SQL statement; see bench/monitor_overhead.py).
+
+Its statistics query is the server's heartbeat: the server cancels it after
+2 s (``statement_timeout``), so one unanswered for ``HUNG_AFTER_S`` means a
+server that stopped answering (SIGSTOP, a hung host or disk). ``heartbeat``
+raises ``ServerHung`` then; the runner makes the run's waits ask it
+(``proc.watched_by``): the run fails in seconds, not "ok" at 0 tps.
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ import contextlib
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from types import TracebackType
 from typing import TYPE_CHECKING
@@ -25,8 +31,8 @@ from pgrig import environment
 from pgrig.conninfo import Conn
 from pgrig.errors import PgrigError, UsageError
 from pgrig.monitor import interference, procfs, verdict
+from pgrig.monitor.checkpoints import find_checkpoints
 from pgrig.monitor.model import (
-    Checkpoint,
     CpuSample,
     DeviceSample,
     IdleBaseline,
@@ -49,6 +55,21 @@ MIB = 1024 * 1024
 # Client programs a measured run drives the server with: their CPU is "client", and
 # while one lives the run is on (a run without a duration of its own: a base backup).
 LOAD_GENERATORS = ("pgbench", "pg_basebackup")
+# An unanswered statistics query this old: the server stopped answering (3x its
+# statement_timeout, so that a busy machine's slow answer is not taken for it).
+HUNG_AFTER_S = 6.0
+
+
+class ServerHung(PgrigError):
+    """The server stopped answering the monitor mid-run."""
+
+    def __init__(self, where: str, seconds: float) -> None:
+        super().__init__(
+            f"the server at {where} stopped answering for {seconds:.0f} s "
+            "(stopped, hung, or its host is)",
+            hint="the run was stopped and failed; look at the server's host "
+            "(a SIGSTOP, a hung disk or network) before resuming",
+        )
 
 
 def _boottime() -> float:
@@ -209,6 +230,27 @@ class Watch:
         self.baseline = baseline
         self.thresholds = thresholds or interference.DEFAULT
         self._meter = _ProcessMeter(lambda: self.ctx.server_pid)
+        self._asking: float | None = None  # when the unanswered server query was sent
+        # The connection is closed by whichever ends last: the caller's exit or a
+        # sampler thread stuck in a query to a hung server (never under its feet).
+        self._holders = 2
+        self._holders_lock = threading.Lock()
+
+    def heartbeat(self) -> None:
+        """Raise ``ServerHung`` when the server has not answered the sampler's
+        query for ``HUNG_AFTER_S``."""
+        asked = self._asking
+        if asked is not None and (silent := time.monotonic() - asked) > HUNG_AFTER_S:
+            assert self.ctx.conn is not None  # asked only with a connection
+            raise ServerHung(self.ctx.conn.describe(), silent)
+
+    def _release(self) -> None:
+        with self._holders_lock:
+            self._holders -= 1
+            last = self._holders == 0
+        if last and self._conn is not None:
+            with contextlib.suppress(Exception):
+                self._conn.close()
 
     def __enter__(self) -> Watch:
         self._started_at = self._meter.started_at = time.time()
@@ -233,11 +275,14 @@ class Watch:
         tb: TracebackType | None,
     ) -> None:
         self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-        if self._conn is not None:
-            with contextlib.suppress(Exception):
-                self._conn.close()
+        if self._thread is None:
+            self._holders = 1
+        else:
+            hung = self._asking is not None and time.monotonic() - self._asking > HUNG_AFTER_S
+            self._thread.join(timeout=1 if hung else 10)
+            if self._thread.is_alive():
+                self.notes.append("the sampler's query had no answer when the run ended")
+        self._release()
 
     def _read(self, path: str) -> str:
         """A /proc file of the server's host: this machine's, or through the
@@ -279,6 +324,12 @@ class Watch:
     # -- sampling ----------------------------------------------------------
 
     def _loop(self) -> None:
+        try:
+            self._sampling()
+        finally:
+            self._release()
+
+    def _sampling(self) -> None:
         deadline = time.monotonic() + self.interval
         while not self._stop.wait(max(0.0, deadline - time.monotonic())):
             try:
@@ -382,12 +433,15 @@ class Watch:
     def _sample_server(self, seconds: float) -> PgSample | None:
         if self._pg is None:
             return None
+        self._asking = time.monotonic()
         try:
             return self._pg.sample(seconds)
         except psycopg.Error as exc:
             self.notes.append(f"server statistics stopped: {str(exc).strip()}")
             self._pg = None
             return None
+        finally:
+            self._asking = None
 
     # -- the result ----------------------------------------------------------
 
@@ -542,52 +596,3 @@ def _nearest(
     if not near:
         return None
     return progress[min(near, key=lambda p: abs(p - t_s))]
-
-
-def find_checkpoints(
-    samples: Iterable[Sample], counted_at_end: bool = False
-) -> tuple[Checkpoint, ...]:
-    """Intervals where the checkpointer was busy.
-
-    Before PostgreSQL 17 the counters (``checkpoints_timed`` + ``_req``) go up
-    when a checkpoint *starts*, and a spread checkpoint reports them while it
-    writes, a second or two in: the interval is the checkpointer's busy time,
-    and a second count inside it is the next checkpoint beginning without a
-    rest (a 30-minute TPC-C run drew every checkpoint as a 2-s one followed by
-    an unconfirmed one when counts closed intervals). From 17 on,
-    ``num_done`` goes up when one *ends* (``counted_at_end``): a count closes
-    the interval. Busy without any count: not confirmed (``completed=False``)."""
-    out: list[Checkpoint] = []
-    start: float | None = None
-    counted = 0
-    for s in samples:
-        if s.pg is None:
-            continue
-        begin = s.t_s - s.interval_s
-        if counted_at_end:
-            if s.pg.checkpoint_active and start is None:
-                start = begin
-            if s.pg.checkpoints:
-                first = begin if start is None else start
-                out.append(Checkpoint(start_s=first, end_s=s.t_s, completed=True))
-                start = None
-            elif not s.pg.checkpoint_active and start is not None:
-                out.append(Checkpoint(start_s=start, end_s=s.t_s, completed=False))
-                start = None
-            continue
-        if s.pg.checkpoint_active:
-            if start is None:
-                start, counted = begin, 0
-            elif s.pg.checkpoints and counted:  # the next one began without a rest
-                out.append(Checkpoint(start_s=start, end_s=begin, completed=True))
-                start, counted = begin, 0
-            counted += s.pg.checkpoints
-        elif start is not None:
-            done = bool(counted or s.pg.checkpoints)
-            out.append(Checkpoint(start_s=start, end_s=s.t_s, completed=done))
-            start = None
-        elif s.pg.checkpoints:  # begun and finished between two samples
-            out.append(Checkpoint(start_s=begin, end_s=s.t_s, completed=True))
-    if start is not None:
-        out.append(Checkpoint(start_s=start, end_s=None, completed=False))
-    return tuple(out)
