@@ -142,6 +142,22 @@ def all_recorded(store: Store, camp: Campaign, sid: str, wanted: Params) -> list
     return planned
 
 
+def failed_steps(store: Store, camp: Campaign, sid: str) -> list[str]:
+    """The campaign's steps recorded as failed in study ``sid`` (a resume does not
+    run them again: ``--retry-failed`` does), in the plan's order."""
+    if not any(s.id == sid for s in store.studies()):
+        return []
+    failed = store.failed_keys(sid)
+    return [step.id for _view, step in plan.steps(camp) if step.id in failed]
+
+
+def set_aside(store: Store, sid: str, keys: list[str]) -> None:
+    """The failed steps ``keys`` made ready to run again once: each failure kept
+    under ``KEY/failed-N`` (``Store.set_aside``)."""
+    for key in keys:
+        store.set_aside(sid, key)
+
+
 def open_study(
     store: Store, camp: Campaign, study_id: str | None, wanted: Params, on: str, ui: Ui
 ) -> Study:

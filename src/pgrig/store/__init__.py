@@ -367,6 +367,36 @@ class Store:
         rows = self._db.each("SELECT key FROM runs WHERE study_id = ?", (study_id,))
         return {str(row["key"]) for row in rows}
 
+    def failed_keys(self, study_id: str) -> set[str]:
+        """The keys of the study's failed records."""
+        rows = self._db.each(
+            "SELECT key FROM runs WHERE study_id = ? AND status = 'failed'", (study_id,)
+        )
+        return {str(row["key"]) for row in rows}
+
+    def set_aside(self, study_id: str, key: str) -> str:
+        """Keep a failed run that is about to be run again: it and what is recorded
+        below it (its monitor) move to ``key/failed-N`` (N: its attempt), so that
+        the retry records under ``key`` and the failure stays in the study.
+        Returns the new key."""
+        keys = self.keys(study_id)
+        attempt = 1 + sum(
+            1 for k in keys if k.startswith(f"{key}/failed-") and k.count("/") == key.count("/") + 1
+        )
+        aside = f"{key}/failed-{attempt}"
+        moving = [
+            k
+            for k in keys
+            if k == key or (k.startswith(key + "/") and not k.startswith(f"{key}/failed-"))
+        ]
+        with self._tx() as conn:
+            for old in moving:
+                conn.execute(
+                    "UPDATE runs SET key = ? WHERE study_id = ? AND key = ?",
+                    (aside + old[len(key) :], study_id, old),
+                )
+        return aside
+
     def samples(self, run_id: int) -> Iterator[dict[str, JsonValue]]:
         """One run's per-second samples as stored (dicts), one at a time; none
         when it has none: from their rows, or from the result that holds them
