@@ -126,7 +126,7 @@ class CampaignRunner:
         if not failed:
             return
         if self.retry_failed:
-            resume.set_aside(store, self.study_id, failed)
+            resume.set_aside(store, self.campaign, self.study_id, failed)
             self.ui.info(
                 f"retrying {count(len(failed), 'failed step')} of {self.study_id} once "
                 "(the earlier failures stay recorded, as KEY/failed-N)"

@@ -11,6 +11,7 @@ and whether other work on the machine disturbed it.
 See docs/monitor.md for what is sampled, the verdict rules and interference.
 """
 
+from pgrig.monitor.heartbeat import ServerHung
 from pgrig.monitor.interference import (
     Thresholds,
     baseline_busy,
@@ -29,7 +30,7 @@ from pgrig.monitor.model import (
     OtherLoad,
     Verdict,
 )
-from pgrig.monitor.watch import ServerHung, Watch
+from pgrig.monitor.watch import Watch
 
 __all__ = [
     "Disturbance",

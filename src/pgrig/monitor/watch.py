@@ -4,18 +4,12 @@ A background thread with its own connection to the server. Sampling must never
 break or slow the benchmark: every failure inside the thread becomes a note in
 the result, and a sample costs a few milliseconds of one CPU (the /proc walk
 and one SQL statement; see bench/monitor_overhead.py).
-
-Its statistics query is the server's heartbeat: the server cancels it after
-2 s (``statement_timeout``), so one unanswered for ``HUNG_AFTER_S`` means a
-server that stopped answering (SIGSTOP, a hung host or disk). ``heartbeat``
-raises ``ServerHung`` then; the runner makes the run's waits ask it
-(``proc.watched_by``): the run fails in seconds, not "ok" at 0 tps.
+Its statistics query is the server's heartbeat (``pgrig.monitor.heartbeat``).
 """
 
 from __future__ import annotations
 
 import bisect
-import contextlib
 import os
 import threading
 import time
@@ -32,6 +26,7 @@ from pgrig.conninfo import Conn
 from pgrig.errors import PgrigError, UsageError
 from pgrig.monitor import interference, procfs, verdict
 from pgrig.monitor.checkpoints import find_checkpoints
+from pgrig.monitor.heartbeat import Heartbeat, LastCloses
 from pgrig.monitor.model import (
     CpuSample,
     DeviceSample,
@@ -55,21 +50,6 @@ MIB = 1024 * 1024
 # Client programs a measured run drives the server with: their CPU is "client", and
 # while one lives the run is on (a run without a duration of its own: a base backup).
 LOAD_GENERATORS = ("pgbench", "pg_basebackup")
-# An unanswered statistics query this old: the server stopped answering (3x its
-# statement_timeout, so that a busy machine's slow answer is not taken for it).
-HUNG_AFTER_S = 6.0
-
-
-class ServerHung(PgrigError):
-    """The server stopped answering the monitor mid-run."""
-
-    def __init__(self, where: str, seconds: float) -> None:
-        super().__init__(
-            f"the server at {where} stopped answering for {seconds:.0f} s "
-            "(stopped, hung, or its host is)",
-            hint="the run was stopped and failed; look at the server's host "
-            "(a SIGSTOP, a hung disk or network) before resuming",
-        )
 
 
 def _boottime() -> float:
@@ -230,27 +210,9 @@ class Watch:
         self.baseline = baseline
         self.thresholds = thresholds or interference.DEFAULT
         self._meter = _ProcessMeter(lambda: self.ctx.server_pid)
-        self._asking: float | None = None  # when the unanswered server query was sent
-        # The connection is closed by whichever ends last: the caller's exit or a
-        # sampler thread stuck in a query to a hung server (never under its feet).
-        self._holders = 2
-        self._holders_lock = threading.Lock()
-
-    def heartbeat(self) -> None:
-        """Raise ``ServerHung`` when the server has not answered the sampler's
-        query for ``HUNG_AFTER_S``."""
-        asked = self._asking
-        if asked is not None and (silent := time.monotonic() - asked) > HUNG_AFTER_S:
-            assert self.ctx.conn is not None  # asked only with a connection
-            raise ServerHung(self.ctx.conn.describe(), silent)
-
-    def _release(self) -> None:
-        with self._holders_lock:
-            self._holders -= 1
-            last = self._holders == 0
-        if last and self._conn is not None:
-            with contextlib.suppress(Exception):
-                self._conn.close()
+        self._beat = Heartbeat(lambda: self.ctx.conn.describe() if self.ctx.conn else "?")
+        self.heartbeat = self._beat.check  # what the run's waits call (proc.watched_by)
+        self._closer = LastCloses()  # this exit and the sampler thread's end
 
     def __enter__(self) -> Watch:
         self._started_at = self._meter.started_at = time.time()
@@ -275,14 +237,11 @@ class Watch:
         tb: TracebackType | None,
     ) -> None:
         self._stop.set()
-        if self._thread is None:
-            self._holders = 1
-        else:
-            hung = self._asking is not None and time.monotonic() - self._asking > HUNG_AFTER_S
-            self._thread.join(timeout=1 if hung else 10)
+        if self._thread is not None:
+            self._thread.join(timeout=1 if self._beat.hung() else 10)
             if self._thread.is_alive():
                 self.notes.append("the sampler's query had no answer when the run ended")
-        self._release()
+        self._closer.release(self._conn, 1 if self._thread is not None else 2)
 
     def _read(self, path: str) -> str:
         """A /proc file of the server's host: this machine's, or through the
@@ -327,7 +286,7 @@ class Watch:
         try:
             self._sampling()
         finally:
-            self._release()
+            self._closer.release(self._conn)
 
     def _sampling(self) -> None:
         deadline = time.monotonic() + self.interval
@@ -433,15 +392,13 @@ class Watch:
     def _sample_server(self, seconds: float) -> PgSample | None:
         if self._pg is None:
             return None
-        self._asking = time.monotonic()
         try:
-            return self._pg.sample(seconds)
+            with self._beat.asking():
+                return self._pg.sample(seconds)
         except psycopg.Error as exc:
             self.notes.append(f"server statistics stopped: {str(exc).strip()}")
             self._pg = None
             return None
-        finally:
-            self._asking = None
 
     # -- the result ----------------------------------------------------------
 
