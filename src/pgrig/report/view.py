@@ -262,7 +262,9 @@ def _target_sections(
     env = study.target_environments.get(t)
     per_target = [
         timing_section([r for r in mine if TIMING.holds(r)], study.environment),
-        fsync_section([r for r in mine if FSYNC.holds(r)], t),
+        fsync_section(
+            [r for r in mine if FSYNC.holds(r)], t, storage_report.barriers_off(records).get(t, "")
+        ),
         fio_section(sorted((r for r in mine if FIO.holds(r)), key=fio_order), t),
         *workload_sections(mine, t, meaning_of(study, t), progress),
     ]
