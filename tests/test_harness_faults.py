@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -181,8 +182,8 @@ def test_a_finished_durability_check_is_recorded_even_if_cleanup_fails(
     real_destroy = Cluster.destroy
     left: list[Cluster] = []
 
-    def failing_destroy(self: Cluster) -> None:
-        self.stop()
+    def failing_destroy(self: Cluster, said: Callable[[str], None] | None = None) -> None:
+        self.stop(said=said)
         left.append(self)
         raise ClusterError("cannot remove the work directory: device busy (simulated)")
 
