@@ -485,7 +485,10 @@ OTHER = [
     case("compare-one", "compare s1 --store s.sqlite", 2, "at least two"),
     case("compare-unknown", "compare s1 nope --store s.sqlite", 2, "nope"),
     case("compare-empty-study", "compare s1 s0 --store s.sqlite", 2, "s0", "no recorded runs"),
-    case("compare-baseline", "compare s1 s1 --store s.sqlite --baseline zz", 2, "--baseline"),
+    case("compare-baseline", "compare s1 s2 --store s.sqlite --baseline zz", 2, "--baseline"),
+    case("compare-twice", "compare s1 s1 --store s.sqlite", 2, "two different studies"),
+    case("store-mysql", "list --store mysql://u@h/db", 2, "--store mysql://", "postgresql://"),
+    case("store-sqlite-uri", f"{Q} --store sqlite:///x", 2, "--store sqlite://"),
     case("durability-crashes-0", "durability --crashes 0", 2, "--crashes"),
     case("durability-crashes-negative", "durability --crashes -1", 2, "--crashes"),
     case("durability-clients-0", "durability --clients 0", 2, "--clients"),
@@ -569,6 +572,13 @@ def sandbox(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
                 pgrig_version="0",
             )
         )
+        # a second finished study, for compare
+        st.begin_study(Study(id="s2", name="s2", target="t", started_at="2026-01-01T00:00:00",
+                             status="finished", params={"targets": [{"name": "t"}]},
+                             pgrig_version="0"))  # fmt: skip
+        st.record(RunRecord(study="s2", key="t/timing", kind="timing", target="t", params={},
+                            status="failed", started_at="2026-01-01T00:00:00",
+                            finished_at="2026-01-01T00:00:01", reason="a stand-in"))  # fmt: skip
         st.begin_study(Study(id="s0", name="s0", target="t", started_at="2026-01-01T00:00:00",
                              status="interrupted", params={}, pgrig_version="0"))  # fmt: skip
         st.record(

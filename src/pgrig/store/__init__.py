@@ -14,14 +14,15 @@ from __future__ import annotations
 import itertools
 import json
 import sqlite3
+import urllib.parse
 from collections.abc import Collection, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import cast
 
 from pgrig.conninfo import Conn
-from pgrig.errors import StoreError, StudyExists, UnknownStudy
+from pgrig.errors import StoreError, StudyExists, UnknownStudy, UsageError
 from pgrig.results import (
     SCHEMA_VERSION,
     Environment,
@@ -34,7 +35,8 @@ from pgrig.results import (
     to_dict,
 )
 from pgrig.sql import load as load_sql
-from pgrig.store.backends import Backend, Postgres, Row, Sqlite
+from pgrig.store import backends
+from pgrig.store.backends import Backend, Postgres, Row, Sqlite, damaged
 
 _INSERT_RUN = load_sql("store_insert_run")
 
@@ -50,9 +52,17 @@ def _maybe_text(row: Row, column: str) -> str | None:
 
 def location(results: Path, store: str | None) -> Path | str:
     """Where the results are: ``--store`` (a file or a PostgreSQL URI), else
-    ``RESULTS/results.sqlite``."""
+    ``RESULTS/results.sqlite``. A URI of another database is refused: it used to
+    become a file named ``mysql:/u@h/db``."""
     if store is None:
         return results / "results.sqlite"
+    scheme = store.partition("://")[0] if "://" in store else None
+    if scheme is not None and scheme not in ("postgresql", "postgres"):
+        raise UsageError(
+            f"--store {_masked(store) if is_uri(store) else store}: pgrig keeps its results in a"
+            f" SQLite file or a PostgreSQL database, not {scheme}://",
+            hint="pass --store a file path (results.sqlite) or a postgresql:// URI",
+        )
     return store if is_uri(store) else Path(store)
 
 
@@ -85,6 +95,41 @@ def _open_error(location: Path | str, exc: Exception) -> StoreError:
     )
 
 
+# The tables every pgrig store has had, from the first schema on.
+_OURS = frozenset({"studies", "runs"})
+
+
+def _refuse_foreign(path: Path) -> None:
+    """Refuse, before anything is written to it, a file that is no pgrig store:
+    an empty file (`pgrig list` used to write a schema into it), another
+    program's SQLite database (it used to get pgrig's tables added), or bytes
+    that are no database. Read through a read-only connection."""
+    if not path.exists() or path.is_dir():
+        return  # a new store; a directory fails in sqlite3 with its own message
+    if path.stat().st_size == 0:
+        raise UsageError(
+            f"results store {path} is an empty file, not a pgrig store; it was left as it is",
+            hint=f"remove it (rm {path}) and pgrig creates a new store there, or pass --store"
+            " with another file",
+        )
+    uri = f"file:{urllib.parse.quote(str(path.resolve()))}?mode=ro"
+    try:
+        with closing(sqlite3.connect(uri, uri=True, timeout=backends.LOCK_GLANCE_S)) as ro:
+            tables = {
+                r[0] for r in ro.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            }
+    except sqlite3.DatabaseError as exc:
+        if "locked" in str(exc):
+            return  # open() waits for it, announced
+        raise damaged(path, str(exc)) from exc
+    if tables and not tables >= _OURS:
+        raise UsageError(
+            f"{path} is another program's SQLite database (tables {', '.join(sorted(tables))}),"
+            " not a pgrig results store; nothing was added to it",
+            hint="pass --store with a new file or a pgrig store (results.sqlite)",
+        )
+
+
 def _dumps(value: object) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
@@ -100,8 +145,12 @@ class Store:
     @classmethod
     def open(cls, location: Path | str) -> Store:
         uri = is_uri(location)
+        if not uri:
+            _refuse_foreign(Path(location))
         try:
             backend: Backend = Postgres(str(location)) if uri else Sqlite(Path(location))
+        except StoreError:
+            raise
         except Exception as exc:  # sqlite3.Error, psycopg.Error, OSError
             raise _open_error(location, exc) from exc
         store = cls(backend, location if uri else Path(location))
@@ -115,6 +164,9 @@ class Store:
                     (str(SCHEMA_VERSION),),
                 )
             store.version = SCHEMA_VERSION
+        elif not _text(rows[0], "value").isdigit():
+            backend.close()
+            raise damaged(location, f"its schema_version is {_text(rows[0], 'value')!r}")
         elif int(_text(rows[0], "value")) > SCHEMA_VERSION:
             backend.close()
             raise StoreError(
@@ -312,15 +364,31 @@ class Store:
                 f"{self.path} already holds a study {new_id!r}",
                 hint="import it under another name with --as NEW_ID",
             )
+        # read before anything is written: a damaged record refuses the import whole
+        records = other.runs(study_id, without_samples=other.kinds(study_id))
         self.begin_study(replace(study, id=new_id, status=study.status))
-        for env_target, env in study.target_environments.items():
-            self.set_target_environment(new_id, env_target, env)
-        if study.finished_at:
-            self.finish_study(new_id, study.status, study.finished_at)
-        for rec in other.runs(study_id, without_samples=other.kinds(study_id)):
-            samples = other.samples(rec.id) if rec.id is not None else None
-            self.record(replace(rec, study=new_id, id=None), samples)
+        try:
+            for env_target, env in study.target_environments.items():
+                self.set_target_environment(new_id, env_target, env)
+            if study.finished_at:
+                self.finish_study(new_id, study.status, study.finished_at)
+            for rec in records:
+                samples = other.samples(rec.id) if rec.id is not None else None
+                self.record(replace(rec, study=new_id, id=None), samples)
+        except BaseException:  # damaged samples, a full disk, Ctrl-C: no half copy
+            self._forget(new_id)
+            raise
         return new_id
+
+    def _forget(self, study_id: str) -> None:
+        """Remove a study and everything recorded with it (an import cut short)."""
+        with self._tx() as conn:
+            conn.execute(
+                "DELETE FROM samples WHERE run_id IN (SELECT id FROM runs WHERE study_id = ?)",
+                (study_id,),
+            )
+            conn.execute("DELETE FROM runs WHERE study_id = ?", (study_id,))
+            conn.execute("DELETE FROM studies WHERE id = ?", (study_id,))
 
     def kinds(self, study_id: str) -> list[str]:
         """The kinds of record the study holds."""
@@ -343,11 +411,20 @@ class Store:
         decoded one by one, so what is left out is never all in memory at once."""
         kinds = tuple(without_samples)
         result, params = _lean_result(self._db, without_samples, without_progress)
-        rows = self._db.each(
-            f"SELECT {_RUN_COLUMNS}, {result} AS result FROM runs WHERE study_id = ? ORDER BY id",
-            (*params, study_id),
-        )
-        out = [_record(row) for row in rows]
+        out: list[RunRecord] = []
+        with closing(
+            self._db.each(
+                f"SELECT {_RUN_COLUMNS}, {result} AS result FROM runs WHERE study_id = ?"
+                " ORDER BY id",
+                (*params, study_id),
+            )
+        ) as rows:
+            for row in rows:
+                try:
+                    out.append(_record(row))
+                except ValueError as exc:  # a result held as text, decoded here
+                    what = f"the result of {study_id}/{_text(row, 'key')} is not valid JSON ({exc})"
+                    raise damaged(self.path, what) from exc
         with_rows = {
             row["run_id"]
             for row in self._db.execute(
