@@ -215,3 +215,69 @@ def test_limits_from_the_studys_probes() -> None:
     assert limits.fdatasync_ops == pytest.approx(9456.187)
     assert limits.randread_iops == randread.iops and limits.randwrite_iops is None
     assert limits_from([]) is None
+
+
+def test_limits_are_the_median_of_repeated_probes() -> None:
+    """Issue 30: 'Against the probes' read the third run's 1,088 fdatasync ops/s
+    while the headline median was 6,847; the limits are the repeats' median now."""
+    from dataclasses import replace
+
+    from pgrig.monitor import limits_from
+    from pgrig.tools import pg_test_fsync
+
+    data = Path(__file__).parent / "data"
+    parsed = pg_test_fsync.parse((data / "pg_test_fsync_pg15.txt").read_text())
+
+    def with_fdatasync(ops: float) -> pg_test_fsync.FsyncResult:
+        rows = tuple(
+            replace(r, ops_per_sec=ops)
+            if r.method == "fdatasync" and "one 8kb write" in r.section.lower()
+            else r
+            for r in parsed.rows
+        )
+        return replace(parsed, rows=rows)
+
+    limits = limits_from([with_fdatasync(v) for v in (6847.0, 9012.0, 1088.0)])
+    assert limits is not None and limits.fdatasync_ops == 6847.0
+
+
+def test_against_the_probes_uses_the_headlines_median() -> None:
+    """Issue 30: the quick study's "Against the probes" read the third run's 1,088
+    fdatasync ops/s while its headline median was 6,847. A verdict stored so is
+    shown against the median of the study's pg_test_fsync runs."""
+    from dataclasses import replace
+
+    from pgrig.monitor.model import Limits
+    from pgrig.tools import pg_test_fsync
+
+    mon, run = captured()
+    stored = replace(
+        mon, verdict=verdict.decide(mon.samples, (), Limits(fdatasync_ops=1088.0), run)
+    )
+    assert any("1,088 fdatasync ops/s" in a for a in stored.verdict.against_limits)
+    parsed = pg_test_fsync.parse(
+        (Path(__file__).parent / "data" / "pg_test_fsync_pg15.txt").read_text()
+    )
+
+    def fsync(i: int, ops: float) -> RunRecord:
+        rows = tuple(
+            dataclasses.replace(r, ops_per_sec=ops)
+            if r.method == "fdatasync" and "one 8kb write" in r.section.lower()
+            else r
+            for r in parsed.rows
+        )
+        return record(f"probes/fsync/r{i}", "pg_test_fsync", dataclasses.replace(parsed, rows=rows))
+
+    records = [
+        fsync(1, 6847.0),
+        fsync(2, 9012.0),
+        fsync(3, 1088.0),
+        record(KEY, "pgbench_run", run),
+    ]
+    records.append(record(KEY + "/monitor", "monitor", stored))
+    sec = monitor_section.section(STUDY, records)
+    assert sec is not None
+    notes = [n for b in sec.blocks if isinstance(b, model.Table) for n in b.notes]
+    (against,) = [n for n in notes if n.startswith("Against the probes")]
+    assert "of the 6,847 fdatasync ops/s pg_test_fsync measured" in against
+    assert "1,088" not in against

@@ -272,7 +272,8 @@ def test_repeated_points_show_median_spread_and_noise_flag(written: Written) -> 
     assert len(tps) == 3
     tput = _table_after(written.md, "**Throughput per client count")
     cell = _cells(tput[3])[4]
-    assert cell.startswith(f"{tps[1]:,.0f} ({tps[0]:,.0f}–{tps[2]:,.0f}, range 40.8%, 95% CI ±")
+    # the median and its order-statistic interval: [min, max] of 3 runs is a 75% CI
+    assert cell.startswith(f"{tps[1]:,.0f} (n=3, 75% CI {tps[0]:,.0f}–{tps[2]:,.0f})")
     assert cell.endswith("⚠")
     assert _cells(tput[3])[5].endswith("(least steady of 3) ⚠")
     # Six of six points are noisy: one note for them all, the details in the rows.
@@ -428,11 +429,12 @@ def test_si_like_fio(value: float, text: str) -> None:
 def test_spread_and_noise_threshold() -> None:
     quiet = fmt.spread([100.0, 104.0, 102.0])
     assert quiet.median == 102.0 and not quiet.noisy
-    # 95% CI: t(0.975, 2) = 4.303 x stdev 2 / sqrt(3) = 4.97, 4.9% of the mean 102
-    assert fmt.with_spread(quiet) == "102 (100–104, range 3.9%, 95% CI ±4.9%)"
-    assert quiet.describe() == "3 runs 100–104, 95% CI ±4.9%"
+    # [min, max] of 3 runs holds the median with probability 1 - 2 x 0.5^3 = 75%
+    assert fmt.with_spread(quiet) == "102 (n=3, 75% CI 100–104)"
+    assert quiet.describe() == "n=3, 75% CI 100–104"
+    assert fmt.with_spread(quiet, unit="tps") == "102 tps (n=3, 75% CI 100–104)"
     two = fmt.spread([100.0, 104.0])
-    assert two.ci95_pct is None and fmt.with_spread(two) == "102 (100–104, range 3.9%)"
+    assert fmt.with_spread(two) == "102 (n=2, range 100–104)"
     noisy = fmt.spread([100.0, 106.0, 103.0])
     assert noisy.noisy and fmt.with_spread(noisy).endswith(" ⚠")
     assert fmt.with_spread(fmt.spread([42.0])) == "42.0"
@@ -539,7 +541,7 @@ def test_repeated_fsync_shows_medians_ranges_and_flags_noise(tmp_path: Path) -> 
     summary = _table_after(md, "## Performance Summary")
     assert _cells(summary[2]) == [
         "fdatasync 8K",
-        "9,256 ops/s (108 us/op; 3 runs 8,330–10,181, 95% CI ±24.8%); ⚠ noisy, see pg_test_fsync",
+        "9,256 ops/s (108 us/op; n=3, 75% CI 8,330–10,181); ⚠ noisy, see pg_test_fsync",
     ]
     table = _table_after(md, "## WAL sync methods")
     assert _cells(table[0])[-1] == "ops/s over the runs"
@@ -548,7 +550,7 @@ def test_repeated_fsync_shows_medians_ranges_and_flags_noise(tmp_path: Path) -> 
         "fdatasync",
         "9,255.519",
         "108",
-        "3 runs 8,330–10,181, 95% CI ±24.8%",
+        "n=3, 75% CI 8,330–10,181",
     ] in (map(_cells, table))
     assert "**Target: /tmp/rcap (ext4 on vda); 1 s per test; median of 3 runs**" in md
     assert "- ⚠ noise, not findings: 2 ordering(s) contradict what the tests do - " in md
@@ -751,3 +753,15 @@ def test_verdict_table_keeps_one_line_of_evidence_per_run(tmp_path: Path) -> Non
     assert fold.index("- Also seen: CPU-bound in the server: CPUs 100% busy") < fold.index(
         "</details>"
     )
+
+
+def test_the_quick_studys_repeats_say_what_they_can_tell(written: Written) -> None:
+    """Issue 30.4: the minimum detectable difference of the quick study's 3 repeats
+    is printed, with the repeats a 5% change would need."""
+    found = re.search(
+        r"What 3 repeats can tell: .* a tps change smaller than (\d+)% .* within noise .*"
+        r"a 5% change would need (\d+)(?:–(\d+))? repeats a point",
+        written.md,
+    )
+    assert found is not None
+    assert int(found.group(1)) > 5 and int(found.group(2)) > 3

@@ -172,7 +172,8 @@ def test_custom_script_statements_side_by_side() -> None:
     )
     assert table is not None and table.columns == ("Statement", "a (baseline)", "b")
     cells = {r.cells[0]: r.cells[1:] for r in table.rows}
-    assert cells["select f_user_login(:uid);"] == ("3.450", "7.150 (+107%)")
+    # a latency's change is a ratio (issue 30: "N.Nx", never "+107%")
+    assert cells["select f_user_login(:uid);"] == ("3.450", "7.150 (2.1x slower)")
     assert "login, 2 clients, 30 s" in cells
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 import statistics
 import subprocess
 import sys
@@ -128,13 +129,19 @@ def test_welch_describe_significant_and_not() -> None:
     same = stats.welch([100.0, 102.0, 98.0], [101.0, 99.0, 103.0])
     assert not same.significant
     assert "within noise" in same.describe()
-    assert same.describe() == "≈ +1.0%, within noise (p=0.57)"
+    # beside "within noise": what these repeats could have told (issue 30.4)
+    assert same.describe() == (
+        "≈ +1.0% (95% CI -2.9 to +5.1%), within noise "
+        "(p=0.57; could detect ≥ 6%; 5% needs 4 runs a side)"
+    )
     assert same.verdict == stats.NOISE
     faster = stats.welch([100.0, 101.0, 99.0], [150.0, 151.0, 149.0])
     assert faster.significant and faster.called and faster.verdict == stats.BETTER
-    assert faster.describe() == "▲ +50.0% (p<0.001)"
+    assert faster.describe() == "▲ +50.0% (95% CI +47.5 to +52.5%; p<0.001)"
+    # a latency or a duration: the ratio of the medians, "N.Nx slower"
     slower = stats.welch([100.0, 101.0, 99.0], [150.0, 151.0, 149.0], higher_is_better=False)
-    assert slower.verdict == stats.WORSE and slower.describe().startswith("▼ +50.0%")
+    assert slower.verdict == stats.WORSE
+    assert re.fullmatch(r"▼ 1\.5x slower \(95% CI 1\.\d\d–1\.\d\dx; p<0\.001\)", slower.describe())
 
 
 def test_welch_too_few_runs_says_so() -> None:
@@ -259,3 +266,68 @@ def test_the_cli_imports_neither_scipy_nor_matplotlib() -> None:
         "assert not heavy, heavy"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_a_latency_ratio_is_printed_n_n_x() -> None:
+    """Issue 30: a 7.3x slower fdatasync (293 -> 2,141 us) was shown as '-86.3%'."""
+    assert stats.ratio_text(2141 / 293) == "7.3x slower"
+    assert stats.ratio_text(293 / 2141) == "7.3x faster"
+    assert stats.ratio_text(1.04) == "1.04x slower"
+    assert stats.ratio_text(1.0) == "same (1.00x)"
+    c = stats.welch([290.0, 293.0, 300.0], [2100.0, 2141.0, 2200.0], higher_is_better=False)
+    assert c.describe().startswith("▼ 7.3x slower")
+
+
+@pytest.mark.parametrize(
+    ("n", "published"),
+    # 1 - 2 * 0.5^n for [min, max]; n = 6: 1 - 2/64 (any nonparametric table)
+    [(2, 0.5), (3, 0.75), (4, 0.875), (5, 0.9375), (6, 0.96875)],
+)
+def test_order_statistic_coverage(n: int, published: float) -> None:
+    assert stats.order_coverage(n) == pytest.approx(published)
+
+
+def test_median_interval_is_distribution_free() -> None:
+    assert stats.median_interval([5.0]) is None
+    three = stats.median_interval([3.0, 1.0, 2.0])
+    assert three == stats.Interval(1.0, 3.0, 0.75)
+    # 20 runs: [x(6), x(15)] covers 95.9% (x(7)..x(14) only 88.5%)
+    twenty = stats.median_interval([float(v) for v in range(1, 21)])
+    assert twenty is not None and (twenty.low, twenty.high) == (6.0, 15.0)
+    assert twenty.confidence == pytest.approx(0.9586, abs=1e-4)
+
+
+def test_no_interval_wider_than_100_pct_is_printed() -> None:
+    """Issue 30: '±171.4%' beside a median (an interval of the mean implying
+    negative ops/s). Every interval the report prints goes through this rule."""
+    from pgrig.document import fmt
+
+    wide = fmt.spread([1088.0, 6847.0, 30000.0])
+    assert wide.describe() == "n=3, too noisy for an interval"
+    ok = fmt.spread([1088.0, 6847.0, 9000.0])
+    assert ok.describe() == "n=3, 75% CI 1,088–9,000"
+    assert stats.Interval(0.0, 10.0, 0.95).too_noisy(4.9)
+    assert not stats.Interval(0.0, 10.0, 0.95).too_noisy(5.0)
+    noisy = stats.welch([10.0, 100.0, 1000.0], [20.0, 30.0, 2000.0])
+    assert "too noisy for an interval" in noisy.describe()
+
+
+def test_difference_interval_is_reproducible_and_holds_the_medians() -> None:
+    base, other = [100.0, 104.0, 98.0], [90.0, 95.0, 93.0]
+    first = stats.difference_interval(base, other)
+    assert first == stats.difference_interval(base, other)  # seeded: same report twice
+    assert first is not None and first.low < -7.0 < first.high
+    assert stats.difference_interval([100.0, 101.0], [90.0, 91.0]) is None  # < 3 a side
+
+
+def test_detectable_difference_and_runs_needed() -> None:
+    """MDE = (t(0.975, df) + t(0.8, df)) * sqrt(s1^2/n + s2^2/n), df = 2n - 2: for
+    sd 2 a side, 3 runs, median 100: (2.776 + 0.941) * 2 * sqrt(2/3) = 6.07%."""
+    values = [98.0, 100.0, 102.0]
+    assert stats.detectable_pct(values, values) == pytest.approx(6.07, abs=0.01)
+    n = stats.runs_needed(values, values, 5.0)
+    assert n == 4
+    assert stats.detectable_pct(values, values) > 5.0  # 3 runs do not suffice...
+    # ...and 4 do: the detectable difference at n runs a side falls below 5%
+    assert stats._detectable(8.0, 4, 4, 100.0) <= 5.0 < stats._detectable(8.0, 3, 3, 100.0)
+    assert stats.detectable_pct([5.0, 5.0], [5.0, 5.0]) is None  # no spread: nothing to say

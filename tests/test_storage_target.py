@@ -80,3 +80,43 @@ def test_filesystem_with_cap_and_memory_limit(base: Path) -> None:
     assert not any(d.exists() for d in dirs)
     assert devices.mounts_under(str(base.resolve())) == []
     assert list(base.iterdir()) == [] and state.orphans() == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="loop devices and cgroups need root")
+def test_a_tablespace_disk_gets_its_own_cap(base: Path) -> None:
+    """Seed 004's tbs1 and tbs2, each on a disk of its own cap: the caps go to the
+    tablespaces' loop devices, in the server's cgroup, and fio there is held to it."""
+    spec = LabSpec.from_mapping(
+        {"memory": "256M", "tablespace": {"fs": "ext4", "size": "128M", "iops": 300},
+         "index_tablespace": {"fs": "ext4", "size": "128M"}}
+    )  # fmt: skip
+    assert spec.tablespace_io == (("tablespace", throttle.IoLimits.generic(iops=300)),)
+    assert "tablespace on ext4" in spec.describe() and "300 IOPS" in spec.describe()
+    with lab_target(base, spec) as target:
+        assert target.cgroup is not None and set(target.cgroup.dirs) == {"io", "memory"}
+        where = dict(target.tablespaces)
+        capped, free = (_device(where[o]) for o in ("tablespace", "index_tablespace"))
+        assert throttle.effective(target.cgroup, capped) == {
+            "read_iops": "300",
+            "write_iops": "300",
+        }
+        assert throttle.effective(target.cgroup, free) == {}
+        job = fio.FioJob(where["tablespace"], "randread", size="16M", runtime_s=2)
+        result, _ = fio.run(job, preexec=target.preexec)
+        assert result.iops <= 300 * 1.1
+        dirs = list(target.cgroup.dirs.values())
+    assert not any(d.exists() for d in dirs)
+    assert list(base.iterdir()) == [] and state.orphans() == []
+
+
+def test_a_tablespace_cap_is_named_when_wrong() -> None:
+    with pytest.raises(UsageError, match="not both"):
+        LabSpec.from_mapping(
+            {"tablespace": {"fs": "xfs", "size": "1G", "disk": "essd-pl1:100GiB", "iops": 5}}
+        )
+
+
+def _device(path: Path) -> str:
+    """major:minor of the filesystem ``path`` is on (a loop device here)."""
+    dev = path.stat().st_dev
+    return f"{os.major(dev)}:{os.minor(dev)}"

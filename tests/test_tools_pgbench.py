@@ -323,6 +323,17 @@ def test_seed000_qps_is_tps_times_five() -> None:
     # (it quoted the "including connections establishing" tps).
     run = pb.parse_run(read("pgbench_run_seed000_tpcb.txt"))
     assert int(25595.742845) * run.statements_per_txn == 127_975
+    assert run.tps_including_connections == 25595.742845  # as pgbench 12 printed it
+
+
+def test_tps_including_connections_from_pgbench_15s_parts() -> None:
+    """pgbench 14+ prints the connection time, not the tps with it: the figure seed
+    004 quoted comes from the parts, transactions / (transactions / tps + time)."""
+    run = run_fixture("run_select_only", mode="select-only")
+    assert run.tps_including_printed is None
+    expected = 164265 / (164265 / 54790.650450 + 4.565e-3)
+    assert run.tps_including_connections == pytest.approx(expected)
+    assert run.tps_including_connections < run.tps
 
 
 def test_parse_run_without_statement_block_uses_builtin_counts() -> None:

@@ -53,6 +53,13 @@ class DiskSpaceError(PgrigError):
     exit_code = 5
 
 
+class MemoryShortfall(PgrigError):
+    """Not enough memory for what was asked (targets' buffers together): refused
+    before starting, with the disk's exit code: a resource the study cannot have."""
+
+    exit_code = 5
+
+
 class HostUnusable(PgrigError):
     """A host of the inventory cannot be used: unreachable, refuses the key, or
     gives neither root nor sudo. Refused before anything is created."""

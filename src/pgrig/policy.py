@@ -22,6 +22,10 @@ class RunPolicy:
     # "repeat until the 95% confidence interval is within X% of the mean", up to max_repeat
     until_ci_pct: float | None = None
     max_repeat: int = 10
+    # "repeat until the 95% interval of the difference to the baseline (of the
+    # medians, in % of the baseline's) is within +-X%", up to max_repeat and the
+    # plan's time for max_repeat repeats (pyperf and hyperfine size their runs so)
+    until_diff_pct: float | None = None
     warmup: int | str = 0  # seconds, or "auto": until per-second tps is steady
     warmup_max_s: int = 120  # "auto" gives up after this long
     checkpoint: bool = True
@@ -40,14 +44,50 @@ class RunPolicy:
         shift = (rep - 1) % len(items)
         return items[shift:] + items[:shift]
 
-    def more(self, rep: int, samples: Sequence[Sequence[float]]) -> bool:
+    @property
+    def adaptive(self) -> bool:
+        """Do repeats go on until a precision is met (``until_ci_pct``, ``until_diff_pct``)?"""
+        return self.until_ci_pct is not None or self.until_diff_pct is not None
+
+    def more(
+        self,
+        rep: int,
+        samples: Sequence[Sequence[float]],
+        *,
+        baseline: int = 0,
+        elapsed_s: float | None = None,
+        rep_estimate_s: float = 0.0,
+    ) -> bool:
         """After repetition ``rep``: run another? ``samples`` holds each target's
-        values of the point's metric so far."""
+        values of the point's metric so far (``baseline``: the baseline's index).
+        ``elapsed_s``: the point's seconds so far; with ``rep_estimate_s`` (the
+        plan's seconds for one repetition) another repetition must end within
+        the plan's time for ``max_repeat`` of them."""
         if rep < self.repeat:
             return True
-        if self.until_ci_pct is None or rep >= self.max_repeat:
+        if not self.adaptive or rep >= self.max_repeat:
             return False
-        return not all(self.ci_ok(values) for values in samples)
+        spent = elapsed_s is not None and rep_estimate_s > 0
+        if spent and (elapsed_s or 0.0) + rep_estimate_s > self.max_repeat * rep_estimate_s:
+            return False  # the plan's time for this point is spent
+        if self.until_ci_pct is not None and not all(self.ci_ok(v) for v in samples):
+            return True
+        return self.until_diff_pct is not None and not self.diff_ok(samples, baseline)
+
+    def diff_ok(self, samples: Sequence[Sequence[float]], baseline: int = 0) -> bool:
+        """Is every target's difference to the baseline known to within
+        ``until_diff_pct`` (half the width of its bootstrap 95% interval)? With one
+        target: the difference another set of as many runs could show."""
+        assert self.until_diff_pct is not None
+        if not samples or baseline >= len(samples):
+            return False
+        base = samples[baseline]
+        others = [v for i, v in enumerate(samples) if i != baseline] or [base]
+        for values in others:
+            interval = stats.difference_interval(base, values)
+            if interval is None or (interval.high - interval.low) / 2 > self.until_diff_pct:
+                return False
+        return True
 
     def ci_ok(self, values: Sequence[float]) -> bool:
         assert self.until_ci_pct is not None
@@ -60,44 +100,62 @@ class RunPolicy:
 
     def run_label(self, repeat: int) -> str:
         """', run 2 of 3' for a progress line; '' when points run once."""
-        if self.until_ci_pct is not None:
+        if self.adaptive:
             return f", run {repeat}"
         return f", run {repeat} of {self.repeat}" if self.repeat > 1 else ""
 
     def describe_repeats(self) -> str:
-        if self.until_ci_pct is None:
+        if not self.adaptive:
             return str(self.repeat)
-        return (
-            f"{self.repeat} to {self.max_repeat} (until the 95% confidence interval "
-            f"is within {self.until_ci_pct:g}%)"
-        )
+        until = []
+        if self.until_ci_pct is not None:
+            until.append(f"the 95% confidence interval is within {self.until_ci_pct:g}%")
+        if self.until_diff_pct is not None:
+            until.append(
+                f"the 95% interval of each difference to the baseline is within "
+                f"±{self.until_diff_pct:g}%"
+            )
+        return f"{self.repeat} to {self.max_repeat} (until {' and '.join(until)})"
 
 
-def _repeat(
-    t: Table, key: str, default: tuple[int, float | None, int]
-) -> tuple[int, float | None, int]:
+Repeat = tuple[int, float | None, int, float | None]  # repeat, until_ci, max, until_diff
+
+
+def _repeat(t: Table, key: str, default: Repeat) -> Repeat:
     value = t.get(key, (int, dict), None)
     if value is None:
         return default
     if isinstance(value, int):
         if value < 1:
             raise t.error(key, f"{value}: at least 1")
-        return value, None, 10
+        return value, None, 10, None
     rr = t.table(key)
     assert rr is not None
     until = rr.get("until_ci_pct", float)
-    if until is None or until <= 0:
+    diff = rr.get("until_diff_pct", float)
+    for name, given in (("until_ci_pct", until), ("until_diff_pct", diff)):
+        if given is not None and given <= 0:
+            raise rr.error(name, f"{given}: a precision in %, more than 0")
+    if until is None and diff is None:
         raise rr.error(
             "until_ci_pct",
-            "give the wanted 95% confidence interval in %",
-            hint="repeat = { until_ci_pct = 5, min = 3, max = 10 }",
+            "give the wanted precision in %: until_ci_pct (the 95% confidence interval of "
+            "each target's mean) or until_diff_pct (the 95% interval of each difference to "
+            "the baseline)",
+            hint="repeat = { until_diff_pct = 5, min = 3, max = 10 }",
         )
     count = rr.get("min", int, 3)
     max_repeat = rr.get("max", int, 10)
+    if diff is not None and count < stats.MIN_RUNS:
+        raise rr.error(
+            "min",
+            f"{count}: until_diff_pct needs min >= {stats.MIN_RUNS} (the interval of a "
+            f"difference needs {stats.MIN_RUNS} runs a side)",
+        )
     if count < 2 or max_repeat < count:
         raise rr.error("min", "need 2 <= min <= max")
-    rr.finish(("until_ci_pct", "min", "max"))
-    return count, until, max_repeat
+    rr.finish(("until_ci_pct", "until_diff_pct", "min", "max"))
+    return count, until, max_repeat, diff
 
 
 def _warmup(t: Table, key: str, default: int | str) -> int | str:
@@ -200,10 +258,15 @@ SCHEMA = Schema(
         lambda t, k, d: t.path_value(k),
     ),
     custom(
-        "repeat", (1, None, 10),
+        "repeat", (1, None, 10, None),
         "runs of every point; or `{ until_ci_pct = 5, min = 3, max = 10 }`: repeat until the "
         "95% confidence interval of the mean of the point's headline figure (tps, tpmC) is "
-        "within 5% (for every target), at least `min`, at most `max` times",
+        "within 5% (for every target), at least `min`, at most `max` times; or "
+        "`{ until_diff_pct = 5, min = 3, max = 10 }`: until the bootstrap 95% interval of "
+        "each target's difference to the baseline (medians, % of the baseline's) is within "
+        "±5% (one target: the difference another set of as many runs could show), and never "
+        "past the plan's time for `max` repeats of the point "
+        "([adaptive repeats](campaigns.md#adaptive-repeats))",
         _repeat, shown_default="`1`",
     ),
     custom(
@@ -264,5 +327,8 @@ def parse(table: Table) -> Header:
     values = SCHEMA.read(table)
     name, baseline, versions = values.pop("name"), values.pop("baseline"), values.pop("versions")
     axes, inventory = values.pop("axes"), values.pop("inventory")
-    values["repeat"], values["until_ci_pct"], values["max_repeat"] = values["repeat"]
+    repeat = values.pop("repeat")
+    values["repeat"], values["until_ci_pct"], values["max_repeat"], values["until_diff_pct"] = (
+        repeat
+    )
     return Header(name, baseline, versions, RunPolicy(**values), axes, inventory)

@@ -388,11 +388,26 @@ class PgbenchRun:
     skipped: int | None = None
     late: int | None = None
     latency_limit_ms: float | None = None
+    # pgbench 13 and older: "tps = N (including connections establishing)", the
+    # figure seed 004 quoted; None from 14 on, which prints the connection time
+    tps_including_printed: float | None = None
 
     @property
     def qps(self) -> float:
         """Queries per second, as the seeds derive it: tps x statements per transaction."""
         return self.tps * self.statements_per_txn
+
+    @property
+    def tps_including_connections(self) -> float | None:
+        """The transactions over the run's time with the clients' connecting: what
+        pgbench 13 and older printed as "including connections establishing"; from
+        14 on (which prints the connection time instead) the same from its parts,
+        transactions / (transactions / tps + initial connection time)."""
+        if self.tps_including_printed is not None:
+            return self.tps_including_printed
+        if self.initial_connection_ms is None or self.tps <= 0 or self.transactions <= 0:
+            return None
+        return self.transactions / (self.transactions / self.tps + self.initial_connection_ms / 1e3)
 
 
 @dataclass(frozen=True)

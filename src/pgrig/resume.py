@@ -128,7 +128,7 @@ def all_recorded(store: Store, camp: Campaign, sid: str, wanted: Params) -> list
     counting as done; the study is then marked finished. Empty when a step is
     missing, or when repeats go on until a confidence interval is met (how many,
     only the recorded runs' figures can say: the resume decides)."""
-    if camp.policy.until_ci_pct is not None:
+    if camp.policy.adaptive:
         return []
     if not any(s.id == sid for s in store.studies()):
         return []

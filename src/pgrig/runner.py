@@ -191,7 +191,7 @@ class CampaignRunner:
                 self._probes(rec)
                 if self.campaign.workloads and self.targets:
                     with self._servers(store, study):
-                        schedule = Schedule(pol, rec, self.ui)
+                        schedule = Schedule(pol, rec, self.ui, self.campaign.baseline)
                         for phase in plan.phases(self.campaign):
                             schedule.phase(phase, self.targets)
             status = "finished"

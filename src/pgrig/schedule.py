@@ -7,6 +7,7 @@ the target order rotated every repetition, repeated as the policy says; with
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import wait
 from functools import partial
@@ -25,10 +26,13 @@ from pgrig.ui import Ui
 class Schedule:
     """Runs the phases of a campaign's workloads on its live targets."""
 
-    def __init__(self, policy: RunPolicy, recorder: Recorder, ui: Ui) -> None:
+    def __init__(
+        self, policy: RunPolicy, recorder: Recorder, ui: Ui, baseline: str | None = None
+    ) -> None:
         self.policy = policy
         self.rec = recorder
         self.ui = ui
+        self.baseline = baseline  # what ``until_diff_pct`` measures each difference against
 
     def phase(self, phase: Phase, targets: Sequence[Target]) -> None:
         """Data on every target that still needs it, then every series."""
@@ -42,7 +46,7 @@ class Schedule:
                 for r in range(1, (pol.repeat if series.repeated else 1) + 1)
                 for step in _with_after(series, t, r)
             ]
-            extends = pol.until_ci_pct is not None and any(s.repeated for s in phase.series)
+            extends = pol.adaptive and any(s.repeated for s in phase.series)
             if not (rec.pending(data) or rec.pending(minimum) or extends):
                 continue  # a resumed campaign that already has all of it
             if self._data(t, data):
@@ -69,10 +73,13 @@ class Schedule:
 
     def _series(self, series: Series, live: list[Target]) -> None:
         """One point on every target, repeated as the policy says: ``repeat``
-        times, or until the confidence interval of its headline figure is narrow
-        enough; the target order rotates every repetition."""
+        times, or until the confidence interval of its headline figure (or of
+        its differences to the baseline) is narrow enough - within ``max_repeat``
+        and the plan's time for that many; the target order rotates every
+        repetition."""
         pol, rec = self.policy, self.rec
         rep = 1
+        started = time.monotonic()
         while live:
             order = pol.order(live, rep)
             if pol.concurrent and len(order) > 1:
@@ -85,7 +92,16 @@ class Schedule:
             if not series.repeated:
                 break
             samples = [rec.metrics(series.make(t, r) for r in range(1, rep + 1)) for t in live]
-            if not pol.more(rep, samples):
+            names = [t.name for t in live]
+            estimate = sum(series.make(t, rep).estimate_s for t in live)
+            more = pol.more(
+                rep,
+                samples,
+                baseline=names.index(self.baseline) if self.baseline in names else 0,
+                elapsed_s=time.monotonic() - started,
+                rep_estimate_s=0.0 if pol.concurrent else estimate,
+            )
+            if not more:
                 break
             rep += 1
 

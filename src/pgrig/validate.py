@@ -121,7 +121,7 @@ def campaign(
     warnings += _duration(camp)  # after the disk: a scale too large is first of all that
     if results is not None and store is not None:
         results_space(results, store, _size(camp)[1])
-    warning = lifecycle.memory_warning(runs)
+    warning = lifecycle.memory_check(runs, needs, camp.source)
     if warning:
         warnings.append(warning)
     for run in runs:

@@ -50,9 +50,11 @@ def history_cmd(name: str, results: Path, store: str | None, out: Path | None) -
     for point, seen in s.points.items():
         click.echo(f"\n{point.label}")
         for obs in seen:
-            half = "" if math.isinf(obs.half_width) else f" ± {obs.half_width:.0f}"
             note = f"  ({obs.disturbed} disturbed)" if obs.disturbed else ""
-            click.echo(f"  {obs.study}  {obs.median:10.0f} tps{half}  n={len(obs.values)}{note}")
+            click.echo(
+                f"  {obs.study}  {obs.median:10.0f} tps  ({obs.interval_text()})  "
+                f"n={len(obs.values)}{note}"
+            )
         for f in (f for f in changed if f.point == point):
             click.echo(f"  change: {history_report.sentence(f)}")
             for line in f.causes or (history_report.NOTHING_DIFFERS,):

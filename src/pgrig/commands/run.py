@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +85,14 @@ def _file_campaign(campaign_file: Path, typed: list[str]) -> Campaign:
     return campaign.load(campaign_file)
 
 
+def _at_most(camp: campaign.Campaign) -> float:
+    """The plan's seconds with every point repeated ``max_repeat`` times: what
+    adaptive repeats never exceed (``RunPolicy.more``)."""
+    most = replace(camp.policy, repeat=camp.policy.max_repeat)
+    with calibration.watching():
+        return plan.expand(replace(camp, policy=most)).total_s
+
+
 @click.command("plan")
 @click.argument("campaign_file", type=click.Path(path_type=Path, dir_okay=False))
 def plan_cmd(campaign_file: Path) -> None:
@@ -111,8 +120,9 @@ def plan_cmd(campaign_file: Path) -> None:
     click.echo(
         f"{count(len(exp.runs), 'step')}, about {total}{besides}"
         + (
-            " (more if repeats extend until the confidence interval is met)"
-            if camp.policy.until_ci_pct
+            f" (up to about {estimate(_at_most(camp))} if repeats extend to "
+            f"{camp.policy.max_repeat}, until the wanted precision is met)"
+            if camp.policy.adaptive
             else ""
         )
         + (

@@ -7,7 +7,6 @@ shared), so the console and the page never say two things of one series.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from pgrig.document import fmt
@@ -16,6 +15,7 @@ from pgrig.history import cause
 from pgrig.history.changes import Change, changes
 from pgrig.history.series import Observation, Point
 from pgrig.history.series import Series as StudySeries
+from pgrig.stats import Interval
 
 
 @dataclass(frozen=True)
@@ -56,13 +56,6 @@ def sentence(f: Found) -> str:
 NOTHING_DIFFERS = "nothing stored differs between the two studies"
 
 
-def interval(obs: Observation) -> str:
-    """The 95% interval of a study's repeats, or why there is none."""
-    if math.isinf(obs.half_width):
-        return "n/a (1 repeat)"
-    return f"± {fmt.rate(obs.half_width)}"
-
-
 def view(s: StudySeries) -> ReportView:
     """The series' report: the changes first, then the studies, then each point."""
     changed = found(s)
@@ -87,8 +80,9 @@ def view(s: StudySeries) -> ReportView:
 
 
 _STATISTIC = (
-    "each study's median tps over its finished repeats, ± the half-width of the "
-    "95% interval of their mean; a change is Apache Otava's change point "
+    "each study's median tps over its finished repeats, with the median's own "
+    "(order-statistic) interval: [min, max] holds it with 75% at 3 repeats, 95% "
+    "from 6; a change is Apache Otava's change point "
     "confirmed by Welch's test over the studies' medians on either side "
     "(docs/history.md)"
 )
@@ -122,11 +116,11 @@ def _point_section(
         note = [f"{obs.disturbed} of {len(obs.values)} disturbed"] if obs.disturbed else []
         if obs.study in starts:
             note.insert(0, "change from here")
-        cells = (str(index[obs.study]), obs.study, fmt.rate(obs.median), interval(obs),
+        cells = (str(index[obs.study]), obs.study, fmt.rate(obs.median), obs.interval_text(),
                  str(len(obs.values)), "; ".join(note))  # fmt: skip
         rows.append(Row(cells, NOISY if obs.disturbed else NORMAL))
     table = Table(
-        ("#", "study", "median tps", "95% interval", "repeats", "note"),
+        ("#", "study", "median tps", "interval of the median", "repeats", "note"),
         tuple(rows),
         numeric=(True, False, True, True, True, False),
     )
@@ -136,20 +130,20 @@ def _point_section(
         x_label="study (#, in the order they started)",
         y_label="tps (median of the repeats)",
         series=(_line(point, seen, index),),
-        caption="Bars: the 95% interval of each study's repeats (none with one repeat).",
+        caption="Bars: the interval of each study's median (none with one repeat).",
     )
     paragraphs = tuple(f"{_capital(sentence(f))}." for f in changed)
     return Section(point.label, f"point-{n}", paragraphs, (table, figure))
 
 
 def _line(point: Point, seen: tuple[Observation, ...], index: dict[str, int]) -> Series:
-    halves = [0.0 if math.isinf(o.half_width) else o.half_width for o in seen]
+    bounds = [o.interval or Interval(o.median, o.median, 1.0) for o in seen]
     return Series(
         label=point.short,
         x=tuple(float(index[o.study]) for o in seen),
         y=tuple(o.median for o in seen),
-        y_low=tuple(o.median - h for o, h in zip(seen, halves, strict=True)),
-        y_high=tuple(o.median + h for o, h in zip(seen, halves, strict=True)),
+        y_low=tuple(b.low for b in bounds),
+        y_high=tuple(b.high for b in bounds),
     )
 
 

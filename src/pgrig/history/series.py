@@ -12,13 +12,14 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pgrig.document import fmt
 from pgrig.errors import UsageError
 from pgrig.monitor.interference import disturbed_run_keys
 from pgrig.registry import typed_result
 from pgrig.registry.shared import PGBENCH_RUN
 from pgrig.report.pointkey import PointKey, point_key
 from pgrig.results import PgbenchRun, RunRecord, Study
-from pgrig.stats import ci95_half_width
+from pgrig.stats import Interval, median_interval
 from pgrig.store import Store
 
 
@@ -54,9 +55,19 @@ class Observation:
         return statistics.median(self.values)
 
     @property
-    def half_width(self) -> float:
-        """Half-width of the 95% interval of the mean (inf with one repeat)."""
-        return ci95_half_width(self.values)
+    def interval(self) -> Interval | None:
+        """The median's own interval (order statistics: [min, max] with 75% at 3
+        repeats, 95% from 6); None with one repeat."""
+        return median_interval(self.values)
+
+    def interval_text(self) -> str:
+        """'75% CI 2,428–3,582', or why there is none."""
+        found = self.interval
+        if found is None:
+            return "n/a (1 repeat)"
+        if found.too_noisy(self.median):
+            return "too noisy for an interval"
+        return f"{found.confidence:.0%} CI {fmt.rate(found.low)}–{fmt.rate(found.high)}"
 
 
 @dataclass(frozen=True)

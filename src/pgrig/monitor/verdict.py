@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar, cast
 
 from pgrig.monitor.interference import names
+from pgrig.monitor.limits import wal_syncs_line
 from pgrig.monitor.model import Checkpoint, Limits, OtherLoad, Sample, Verdict
 from pgrig.monitor.spool import View
 from pgrig.monitor.waits import wait_class
@@ -194,13 +195,13 @@ class Evidence:
         return statistics.fmean(present) if present else None
 
     def server_bytes(self, field: str) -> float | None:
-        """The server's own MiB/s read or written (/proc/<pid>/io), mean; None: unknown."""
+        """The server's own MiB/s read or written (/proc/<pid>/io), median; None: unknown."""
         return self._once(("server_bytes", field), lambda: self._server_bytes(field))
 
     def _server_bytes(self, field: str) -> float | None:
         values = [getattr(s.io, f"server_{field}_mib_s") for s in self.samples if s.io]
         present = [v for v in values if v is not None]
-        return statistics.fmean(present) if present else None
+        return statistics.median(present) if present else None
 
     def server_share(self, field: str) -> float | None:
         """The server's share of the device's bytes read or written over the run."""
@@ -265,13 +266,15 @@ class Evidence:
         return text + self.own_share_text("read" if reads else "write")
 
     def own_share_text(self, field: str) -> str:
-        """'; the server's own reads: 12.0 MiB/s = 93% of the device's' or ''."""
+        """'; the server's own reads: median 12.0 MiB/s, 93% of the device's bytes...'."""
         mine = self.server_bytes(field)
         if mine is None:
             return ""
         share = self.server_share(field)
-        text = f"; the server's own {field}s: {mine:.1f} MiB/s"
-        return text + (f" = {pct(share)} of the device's" if share is not None else "")
+        text = f"; the server's own {field}s: median {mine:.1f} MiB/s"
+        if share is None or round(mine, 1) == 0:
+            return text
+        return text + f", {pct(share)} of the device's bytes over the run"
 
     def hit_ratio(self) -> float | None:
         hit = sum(s.pg.blks_hit_s for s in self.samples if s.pg is not None)
@@ -518,12 +521,7 @@ def against_limits(ev: Evidence, limits: Limits | None) -> tuple[str, ...]:
     if limits.fdatasync_ops:
         syncs = [s.pg.wal_syncs_s for s in ev.samples if s.pg and s.pg.wal_syncs_s is not None]
         if syncs:
-            med, peak = statistics.median(syncs), max(syncs)
-            out.append(
-                f"WAL syncs (the server's, pg_stat_wal): {num(med)}/s median, {num(peak)} peak = "
-                f"{pct(med / limits.fdatasync_ops)} / {pct(peak / limits.fdatasync_ops)} of the "
-                f"{num(limits.fdatasync_ops)} fdatasync ops/s pg_test_fsync measured"
-            )
+            out.append(wal_syncs_line(syncs, limits.fdatasync_ops))
     return tuple(out)
 
 

@@ -28,7 +28,7 @@ from pgrig.report.pgbench import load_text, statement_medians
 from pgrig.report.pointkey import PointKey, point_order, runs_by_point
 from pgrig.report.probes import FsyncRuns, fio_summary, fsync_headline, fsync_summary
 from pgrig.report.progress import Progress
-from pgrig.report.versus import VS_NOTE, Cell, Draft, Family, Quiet, single_delta
+from pgrig.report.versus import TPS, VS_NOTE, Cell, Draft, Family, Key, Ledger, Quiet, single_delta
 from pgrig.results import (
     FioResult,
     PgbenchInit,
@@ -61,18 +61,11 @@ def targets_of(params: dict[str, object], records: Sequence[RunRecord]) -> list[
 def _headline_cell(
     values: list[float], unit: str, failed: int, seconds: Noise | None = None
 ) -> str:
-    """'4,059 tps (n=3, range 4.1%, 95% CI ±5.2%), per s CV 6%': the median
-    (``stats.headline``) and the spread of the repeats."""
+    """'4,059 tps (n=3, 75% CI 3,990–4,120), per s CV 6%': the median
+    (``stats.headline``) and its interval (``fmt.Spread.describe``)."""
     if not values:
         return "failed" if failed else ""
-    if len(values) == 1:
-        text = f"{fmt.rate(values[0])} {unit}"
-    else:
-        s = fmt.spread(values)
-        ci = s.ci95_pct
-        ci_text = f", 95% CI ±{ci:.1f}%" if ci is not None else ""
-        head = fmt.rate(stats.headline(values))
-        text = f"{head} {unit} (n={len(values)}, range {s.range_pct:.1f}%{ci_text})"
+    text = fmt.with_spread(fmt.spread(values), unit=unit)
     if seconds is not None:
         text += f", per s CV {100 * seconds.cv:.0f}%" + (" ⚠" if noise.is_noisy(seconds) else "")
     return text + (f", {failed} failed" if failed else "")
@@ -104,11 +97,22 @@ class _Rows:
     others: list[str]
     rows: list[Draft]
 
-    def single(self, label: str, values: dict[str, float | None], text: dict[str, str]) -> None:
-        """One row of a single value per target (a probe, a load)."""
+    def single(
+        self,
+        label: str,
+        values: dict[str, float | None],
+        text: dict[str, str],
+        higher_is_better: bool = True,
+    ) -> None:
+        """One row of a single value per target (a probe, a load); ``values``: a
+        rate (``higher_is_better``, the difference in %) or a latency or a
+        duration (the ratio)."""
         cells: list[Cell] = [label, text.get(self.baseline, "")]
         for t in self.others:
-            cells += [text.get(t, ""), single_delta(values.get(self.baseline), values.get(t))]
+            delta = single_delta(
+                values.get(self.baseline), values.get(t), higher_is_better=higher_is_better
+            )
+            cells += [text.get(t, ""), delta]
         self.rows.append(Draft(tuple(cells)))
 
 
@@ -122,17 +126,20 @@ def comparison_table(
     meanings: Mapping[str, Meaning] | None = None,
     machines: Mapping[str, Sequence[tuple[str, str]]] | None = None,
     progress: Progress | None = None,
+    ledger: Ledger | None = None,
 ) -> Table:
     """``machines``: each target's machine as (item, value) rows, when the
     targets ran on different machines (seed 000's table opens with them);
-    ``progress``: where the runs' -P points are (default: in the records)."""
+    ``progress``: where the runs' -P points are (default: in the records);
+    ``ledger``: the study's comparisons (default: ``Ledger.of`` the records)."""
     progress = progress or Progress()
+    ledger = ledger if ledger is not None else Ledger.of(records, baseline)
     others = [t for t in targets if t != baseline]
     columns = ["Test Case", f"{baseline} (baseline)"]
     for t in others:
         columns += [t, f"{t} vs {baseline}"]
     out = _Rows(baseline, others, machine_rows(machines or {}, baseline, others))
-    family = Family()
+    family = Family(ledger)
     by_kind: ByKind = {}
     for rec in records:
         by_kind.setdefault(rec.kind, {}).setdefault(rec.target, []).append(rec)
@@ -154,7 +161,8 @@ def comparison_table(
 
 
 def _fsync_row(by_kind: ByKind, out: _Rows) -> None:
-    """fsync 8K: the single-I/O latency that bounds synchronous commits."""
+    """fsync 8K: the single-I/O latency that bounds synchronous commits, compared
+    as a latency (us per op: '7.3x slower')."""
     values: dict[str, float | None] = {}
     text: dict[str, str] = {}
     for t, recs in by_kind.get(FSYNC.name, {}).items():
@@ -163,10 +171,10 @@ def _fsync_row(by_kind: ByKind, out: _Rows) -> None:
         row = fsync_headline(median) if median is not None else None
         if summary is not None:
             text[t] = summary.cells[1]
-        if row is not None and row.ops_per_sec is not None:
-            values[t] = row.ops_per_sec
+        if row is not None and row.usecs_per_op is not None:
+            values[t] = row.usecs_per_op
     if text:
-        out.single("fdatasync 8K", values, text)
+        out.single("fdatasync 8K", values, text, higher_is_better=False)
 
 
 def _fio_rows(by_kind: ByKind, out: _Rows) -> None:
@@ -214,7 +222,7 @@ def _load_rows(by_kind: ByKind, out: _Rows) -> None:
             else:
                 text[t] = f"{rec.status}: {rec.reason or ''}"
         label = f"TPC-B load, scale {scale}" if scale is not None else f"{workload} setup"
-        out.single(label, values, text)
+        out.single(label, values, text, higher_is_better=False)  # seconds
 
 
 def _point_rows(
@@ -224,8 +232,9 @@ def _point_rows(
     family: Family,
     out: _Rows,
 ) -> None:
-    """A measured point's rows: tps and qps (qps alone for select-only), and the
-    schedule lag of open-loop runs."""
+    """A measured point's rows: tps (every mode: one unit name for one measure)
+    and, where statements outnumber transactions, qps; and the schedule lag of
+    open-loop runs."""
     tps: dict[str, list[float]] = {}
     qps: dict[str, list[float]] = {}
     failed: dict[str, int] = {}
@@ -238,7 +247,7 @@ def _point_rows(
         seconds[t] = noise.worst([progress.noise(rec) for rec, run in pairs if run is not None])
     metrics = [("tps", tps), ("qps", qps)]
     if key.mode == "select-only":
-        metrics = [("qps", qps)]  # = tps: one statement per transaction (seed 000's row)
+        metrics = [("tps", tps)]  # qps = tps: one statement per transaction
     baseline = out.baseline
     for metric, data in metrics:
         unit = metric
@@ -256,7 +265,9 @@ def _point_rows(
             cells += [
                 _headline_cell(data.get(t, []), unit, failed.get(t, 0), per_s.get(t)),
                 # qps = 5 x tps: one test per point, or the family counts it twice.
-                family.vs(data.get(baseline, []), data.get(t, [])) if first else "as tps",
+                family.vs(data.get(baseline, []), data.get(t, []), key=Key(TPS, key, t))
+                if first
+                else "as tps",
             ]
         kind = FAILED if any(failed.values()) and not any(data.values()) else ""
         out.rows.append(Draft(tuple(cells), kind or (HEADLINE if first else "")))
@@ -273,14 +284,15 @@ def _point_rows(
 
 def _notes(family: Family) -> tuple[str, ...]:
     return (
-        "Each cell: the median over the repeats (n), with their range (max - min) in % of "
-        "the median and, from 3 repeats on, the 95% confidence interval of the mean; per s CV: "
+        "Each cell: the median over the repeats. " + fmt.SPREAD_NOTE + " per s CV: "
         "the coefficient of variation of pgbench -P 1's per-second tps (the least steady run), "
-        f"⚠ from {100 * noise.HIGH_CV:.0f}%.",
+        f"⚠ from {100 * noise.HIGH_CV:.0f}%. Probes and loads ran once: their 'vs' is the "
+        "difference of two single values, in % for rates, as a ratio for latencies "
+        "(fdatasync: us per op) and durations.",
         VS_NOTE,
         *family.note(),
-        "select-only qps = tps (one statement per transaction); read-write qps = 5 x tps "
-        "(BEGIN and END not counted), as the seeds derive it.",
+        "select-only: qps = tps (one statement per transaction), shown as tps; read-write qps "
+        "= 5 x tps (BEGIN and END not counted), as the seeds derive it.",
     )
 
 
@@ -357,7 +369,7 @@ def summary_rows(
             for t in others:
                 cells += [
                     _headline_cell(data.get(t, []), kind.unit, bad.get(t, 0)),
-                    family.vs(data.get(baseline, []), data.get(t, [])),
+                    family.vs(data.get(baseline, []), data.get(t, []), key=Key(kind.name, row, t)),
                 ]
             kind_ = FAILED if bad and not any(data.values()) else HEADLINE
             rows.append(Draft(tuple(cells), kind_))
@@ -398,7 +410,7 @@ def statements_table(
                     continue
                 text = fmt.ms(mine[i][1])
                 if t != baseline and latency > 0:
-                    text += f" ({(mine[i][1] - latency) / latency * 100:+.0f}%)"
+                    text += f" ({_statement_ratio(latency, mine[i][1])})"
                 cells.append(text)
             rows.append(Row(tuple(cells)))
     if not rows:
@@ -410,11 +422,23 @@ def statements_table(
         caption="Per-statement latency (ms), targets side by side",
         notes=(
             "pgbench -r: each statement's average latency in a run, the median over the "
-            "repeats; (+x%): against the baseline, no test (pgbench prints no spread per "
-            "statement). Meta-commands (\\set) cost the client, not the server.",
+            "repeats; (2.1x slower): the ratio to the baseline's, no test (pgbench prints no "
+            "spread per statement); none below 0.010 ms, where pgbench's 0.001 ms rounding is "
+            "most of the figure. Meta-commands (\\set) cost the client, not the server.",
         ),
         numeric=(False, *([True] * len(present))),
     )
+
+
+STATEMENT_RESOLUTION_MS = 0.010  # 10x pgbench -r's printed 0.001 ms
+
+
+def _statement_ratio(base_ms: float, mine_ms: float) -> str:
+    """'2.1x slower'; 'at pgbench's resolution' when both are a few thousandths of a
+    ms (0.001 -> 0.002 ms was '+100%')."""
+    if max(base_ms, mine_ms) < STATEMENT_RESOLUTION_MS:
+        return "at pgbench's 0.001 ms resolution"
+    return stats.ratio_text(mine_ms / base_ms)
 
 
 def comparison_section(

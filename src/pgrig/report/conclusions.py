@@ -60,6 +60,7 @@ from pgrig.report.evidence import Evidence, Rule, p_words, point_words
 from pgrig.report.pointkey import PointKey, point_key
 from pgrig.report.progress import Progress
 from pgrig.report.samples import SampleReader, own_samples
+from pgrig.report.versus import TPS, Key
 from pgrig.results import (
     Environment,
     PgbenchInit,
@@ -133,20 +134,16 @@ def differs(ev: Evidence) -> list[Conclusion]:
             if other == ev.baseline:
                 continue
             tested: list[tuple[int, stats.Comparison]] = []
-            for clients, tps in sorted(by_clients.items()):
-                base, mine = tps.get(ev.baseline, []), tps.get(other, [])
-                if base and mine:
-                    tested.append((clients, stats.welch(base, mine)))
+            for clients in sorted(by_clients):
+                # The study's test, with the q-value every table shows (``Ledger``):
+                # seed000's report said "pl3-latency runs 91% slower (p<=0.028)"
+                # where its table said "not called: 2 vs 2 runs (q=0.16)".
+                cmp = ev.ledger.get(Key(TPS, PointKey(*curve, clients=clients), other))
+                if cmp is not None:
+                    tested.append((clients, cmp))
             if tested:
                 found.append((point_words(key, ev.scaled(key)), other, tested))
-    # One family, corrected together, and called as the summary's table calls
-    # (``Comparison.called``): seed000's report said "pl3-latency runs 91% slower
-    # (p<=0.028)" where its table said "not called: 2 vs 2 runs (q=0.16)".
-    adjusted = iter(stats.adjust([cmp for _, _, tested in found for _, cmp in tested]))
-    return [
-        _differs_sentence(what, other, ev.baseline, [(c, next(adjusted)) for c, _ in tested])
-        for what, other, tested in found
-    ]
+    return [_differs_sentence(what, other, ev.baseline, tested) for what, other, tested in found]
 
 
 def _differs_sentence(
@@ -180,10 +177,13 @@ def _differs_sentence(
                 "not called",
             )
         worst = min(cmp.p_value for _, cmp in tested if cmp.p_value is not None)
+        # How much these repeats could tell (issue 30.4): the least sensitive point's
+        can = [cmp for _, cmp in tested if cmp.detectable is not None]
+        tell = max(can, key=lambda c: c.detectable or 0.0).detectable_text() if can else ""
         return Conclusion(
             "differs",
             f"{what}: no difference between {other} and {baseline} beyond the noise {at_all} "
-            f"(Welch's t-test, smallest p={worst:.2f}).",
+            f"(Welch's t-test, smallest p={worst:.2f}" + (f"; {tell}" if tell else "") + ").",
             f"within noise (p>={worst:.2f})",
         )
     faster = [(c, cmp) for c, cmp in real if (cmp.diff_pct or 0) > 0]
@@ -202,15 +202,20 @@ def _differs_sentence(
         parts.append(f"{span} {word} at {at} client{'s' if at != '1' else ''}")
     worst = max(cmp.p_value or 0.0 for _, cmp in real)
     qs = [cmp.q_value for _, cmp in real if cmp.q_value is not None]
-    corrected = f", q<={max(qs):.3f}" if qs and max(qs) != worst else ""
+    corrected = f", q{_at_most(max(qs))}" if qs and max(qs) != worst else ""
     rest = len(tested) - len(real)
     tail = f"; within noise at the other {rest}" if rest else ""
     return Conclusion(
         "differs",
         f"{what}: {other} runs {' and '.join(parts)} than {baseline} (median tps over the "
-        f"repeats, Welch's t-test p<={worst:.3f}{corrected}){tail}.",
-        f"p<={worst:.3f}",
+        f"repeats, Welch's t-test p{_at_most(worst)}{corrected}){tail}.",
+        f"p{_at_most(worst)}",
     )
+
+
+def _at_most(p: float) -> str:
+    """'<=0.013', '<0.001' (never '<=0.000')."""
+    return "<0.001" if p < 0.001 else f"<={p:.3f}"
 
 
 def headline(ev: Evidence) -> list[Conclusion]:
@@ -246,10 +251,11 @@ def headline(ev: Evidence) -> list[Conclusion]:
                     f"median {fmt.rate(stats.headline(mine))} {kind.unit} on {other}, "
                     f"{fmt.rate(stats.headline(base))} on {ev.baseline}"
                 )
-                found.append((what, other, both, stats.welch(base, mine)))
-    adjusted = stats.adjust([cmp for *_, cmp in found])
+                cmp = ev.ledger.get(Key(kind.name, (workload, at), other))
+                if cmp is not None:
+                    found.append((what, other, both, cmp))
     out = []
-    for (what, other, both, _), cmp in zip(found, adjusted, strict=True):
+    for what, other, both, cmp in found:
         if cmp.p_value is None:
             text = (
                 f"{what}: {other} and {ev.baseline} cannot be told apart yet "
@@ -265,7 +271,8 @@ def headline(ev: Evidence) -> list[Conclusion]:
             text += f"{cmp.describe()}."
         else:
             text = f"{what}: no difference between {other} and {ev.baseline} beyond the noise "
-            text += f"({both}; Welch's t-test p={cmp.p_value:.2f})."
+            text += f"({both}; Welch's t-test {cmp.p_words()}"
+            text += f"; {tell})." if (tell := cmp.detectable_text()) else ")."
         out.append(Conclusion("headline", text, p_words(cmp)))
     return out
 

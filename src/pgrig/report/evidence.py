@@ -7,6 +7,7 @@ import statistics
 from array import array
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from pgrig import stats
 from pgrig.document import fmt
@@ -18,6 +19,7 @@ from pgrig.registry.shared import PGBENCH_RUN
 from pgrig.report.pointkey import PointKey, point_key, runs_by_point
 from pgrig.report.progress import Progress
 from pgrig.report.samples import SampleReader, own_samples
+from pgrig.report.versus import Ledger
 from pgrig.results import (
     Environment,
     PgbenchRun,
@@ -36,6 +38,11 @@ class Evidence:
     meanings: Mapping[str, Meaning] = field(default_factory=dict)
     samples: SampleReader = own_samples  # a watched run's per-second samples, when asked
     progress: Progress = field(default_factory=Progress)  # a run's -P points, when asked
+
+    @cached_property
+    def ledger(self) -> Ledger:
+        """The study's comparisons with their q-values, as every table reads them."""
+        return Ledger.of(self.records, self.baseline)
 
     def points(self) -> dict[PointKey, dict[str, list[PgbenchRun]]]:
         return {

@@ -20,7 +20,9 @@ from collections.abc import Sequence
 from pgrig.document.model import FAILED, NOISY, SKIPPED, Figure, Row, Section, Series, Table
 from pgrig.monitor import interference
 from pgrig.monitor import noise as noise_
+from pgrig.monitor.limits import WAL_SYNCS, limits_from, wal_syncs_line
 from pgrig.monitor.model import MONITOR, MonitorResult
+from pgrig.probe import FSYNC
 from pgrig.registry import typed_result
 from pgrig.report import decimate
 from pgrig.report.samples import Columns, SampleReader, own_samples
@@ -42,6 +44,7 @@ def section(
     rows: list[Row] = []
     blocks: list[Table | Figure] = []
     details: list[Table | Figure] = []
+    fdatasync = _fdatasync(records)
     for rec in watched:
         label = run_label(rec)
         mon: MonitorResult | None = typed_result(rec)
@@ -64,7 +67,7 @@ def section(
             )
         )
         cols = Columns(samples(rec), mon.devices)
-        details.append(medians_table(label, mon, cols))
+        details.append(medians_table(label, mon, cols, fdatasync.get(rec.target)))
         details.extend(f for f in figures(slug(label), label, mon, cols) if f.series)
         del cols  # before the next run's are read
     blocks.append(
@@ -255,7 +258,37 @@ def _fmt(value: float | None, unit: str = "", digits: int = 1) -> str:
     return f"{text}{unit}"
 
 
-def medians_table(label: str, mon: MonitorResult, cols: Columns) -> Table:
+def _fdatasync(records: Sequence[RunRecord]) -> dict[str, float]:
+    """Each target's fdatasync ops/s: the median of its pg_test_fsync runs, the
+    figure the report's headline shows."""
+    probes: dict[str, list[object]] = {}
+    for rec in records:
+        if FSYNC.holds(rec) and (res := typed_result(rec)) is not None:
+            probes.setdefault(rec.target, []).append(res)
+    out = {}
+    for target, results in probes.items():
+        limits = limits_from(results)
+        if limits is not None and limits.fdatasync_ops:
+            out[target] = limits.fdatasync_ops
+    return out
+
+
+def _against(mon: MonitorResult, cols: Columns, fdatasync: float | None) -> tuple[str, ...]:
+    """The note on the verdict's lines against the probes, its WAL syncs against
+    ``fdatasync`` (the median of the target's pg_test_fsync runs): a verdict
+    recorded before pgrig took the median compared the last run's (1,088 ops/s
+    beside a headline of 6,847)."""
+    lines = mon.verdict.against_limits
+    syncs = cols.present("pg.wal_syncs_s", cols.inside()) if fdatasync else []
+    if syncs and fdatasync is not None:
+        lines = tuple(wal_syncs_line(syncs, fdatasync) if a.startswith(WAL_SYNCS) else a
+                      for a in lines)  # fmt: skip
+    return (f"Against the probes: {'; '.join(lines)}.",) if lines else ()
+
+
+def medians_table(
+    label: str, mon: MonitorResult, cols: Columns, fdatasync: float | None = None
+) -> Table:
     inside = cols.inside()
     rows: list[Row] = []
 
@@ -309,7 +342,7 @@ def medians_table(label: str, mon: MonitorResult, cols: Columns) -> Table:
     v = mon.verdict
     notes = [
         *([f"Also seen: {'; '.join(v.secondary)}."] if v.secondary else []),
-        *([f"Against the probes: {'; '.join(v.against_limits)}."] if v.against_limits else []),
+        *_against(mon, cols, fdatasync),
         f"{len(inside)} samples of {mon.interval_s:g} s inside the run; "
         f"{len(mon.checkpoints)} checkpoint(s) seen.",
         "Device and Dirty/Writeback rows count every process on the machine; the server's "

@@ -27,6 +27,7 @@ from pgrig.registry.shared import COUNT, PGBENCH_INIT
 from pgrig.report import decimate
 from pgrig.report.points import (
     Point,
+    detectable_note,
     mode_key,
     noise_notes,
     not_ok_kind,
@@ -275,6 +276,8 @@ def throughput_table(pts: Sequence[Point], target: str, meaning: Meaning | None 
                 notes.append(f"{point.label}: one repeat {status(rec)}")
         rows.append(Row(tuple(cells), kind))
     notes += noise_notes(noisy, len([p for p in pts if p.ok]))
+    if can_tell := detectable_note(pts):
+        notes.append(can_tell)
     if disturbed := [p for p in pts if p.disturbed]:
         runs = sum(p.disturbed for p in disturbed)
         notes.append(
@@ -294,11 +297,7 @@ def throughput_table(pts: Sequence[Point], target: str, meaning: Meaning | None 
         f"{100 * noise.HIGH_CV:.0f}%: the run's average hides swings that large.",
     )
     if any(p.tps is not None and p.tps.n > 1 for p in pts):
-        notes.insert(
-            1,
-            "Repeated points: median, then (min–max, range = (max − min) / median, and from "
-            "3 repeats on the 95% confidence interval of the mean, ± % of it).",
-        )
+        notes.insert(1, "Repeated points: the median of the repeats. " + fmt.SPREAD_NOTE)
     if meaning is not None:
         server = [f"Server: {meaning.line()}."]
         if any(p.mode == "read-write" for p in pts):

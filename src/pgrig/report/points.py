@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from pgrig import stats
 from pgrig.document import fmt
 from pgrig.document.model import FAILED, SKIPPED
 from pgrig.monitor import interference, noise
@@ -40,6 +41,19 @@ class Point:
     @property
     def qps(self) -> fmt.Spread | None:
         return fmt.spread([r.qps for _, r in self.ok]) if self.ok else None
+
+    @property
+    def detectable(self) -> float | None:
+        """The minimum detectable difference of this point's tps (%): the smallest
+        change against another set of as many repeats with this spread that
+        Welch's test would find with 80% power (``stats.detectable_pct``)."""
+        values = [r.tps for _, r in self.ok]
+        return stats.detectable_pct(values, values)
+
+    def runs_needed(self, diff_pct: float = 5.0) -> int | None:
+        """Repeats a side this point would need for ``diff_pct`` % to be found."""
+        values = [r.tps for _, r in self.ok]
+        return stats.runs_needed(values, values, diff_pct)
 
     @property
     def label(self) -> str:
@@ -186,3 +200,37 @@ def noise_notes(noisy: Sequence[Point], measured: int) -> list[str]:
             )
         notes.append(f"⚠ {point.label}: {' and '.join(found)}: {_advice([point])}.")
     return notes
+
+
+def detectable_note(points: Sequence[Point], diff_pct: float = 5.0) -> str | None:
+    """What the repeats can tell, under a table of points: the smallest tps change
+    another study of as many repeats could be told apart from (the minimum
+    detectable difference) and the repeats a ``diff_pct`` % change would need.
+    None when no point was repeated with spread."""
+    found = [(p, d) for p in points if (d := p.detectable) is not None]
+    if not found:
+        return None
+    repeats = sorted({len(p.ok) for p, _ in found})
+    n = "/".join(map(str, repeats))
+    (best, low), (worst, high) = min(found, key=lambda f: f[1]), max(found, key=lambda f: f[1])
+    if round(low) == round(high):
+        span = (
+            f"{low:.0f}% ({best.label})"
+            if len(found) == 1
+            else (f"{low:.0f}% (each of the {len(found)} repeated points)")
+        )
+    else:
+        span = f"{low:.0f}% ({best.label}) to {high:.0f}% ({worst.label})"
+    needed = [x for p, _ in found if (x := p.runs_needed(diff_pct)) is not None]
+    text = (
+        f"What {n} repeats can tell: against another study of as many repeats, a tps change "
+        f"smaller than {span} would be within noise - the minimum detectable difference "
+        f"(Welch's test at p < {stats.ALPHA:g} with {stats.POWER:.0%} power, from each point's "
+        "spread)"
+    )
+    if needed and high > diff_pct:
+        lo, hi = min(needed), max(needed)
+        top = f"over {stats.NEEDED_LIMIT:,}" if hi >= stats.NEEDED_LIMIT else str(hi)
+        runs = top if lo == hi else f"{lo} to {top}" if hi >= stats.NEEDED_LIMIT else f"{lo}–{hi}"
+        text += f"; a {diff_pct:g}% change would need {runs} repeats a point"
+    return text + "."

@@ -192,10 +192,7 @@ def fsync_section(records: Sequence[RunRecord], target: str) -> Section:
     if any(r.ops_per_sec is None for r in median.rows):
         notes.append("n/a: the method is not supported on this platform.")
     if repeated:
-        notes.append(
-            f"Median of {len(runs.results)} runs; the last column: their range and, from 3 "
-            "runs on, the 95% confidence interval of the mean."
-        )
+        notes.append(f"Median of {len(runs.results)} runs; the last column: " + fmt.SPREAD_NOTE)
     if inverted:
         worst = max(i.pct for i in inverted)
         notes.append(

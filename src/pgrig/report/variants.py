@@ -16,14 +16,13 @@ import statistics
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from pgrig import stats
 from pgrig.document import fmt
 from pgrig.document.model import HEADLINE, Row, Section, Table
 from pgrig.monitor.model import MONITOR, Sample
 from pgrig.registry.shared import PGBENCH_RUN
 from pgrig.report.pointkey import PointKey, point_order, runs_by_point
 from pgrig.report.samples import SampleReader, own_samples
-from pgrig.report.versus import VS_NOTE, Cell, Draft, Family
+from pgrig.report.versus import TPS, VS_NOTE, Cell, Draft, Family, Key, Ledger
 from pgrig.results import SERVER, PgbenchRun, RunRecord, Study
 
 MONITOR_SUFFIX = "/monitor"
@@ -41,23 +40,23 @@ def _tps(pairs: Sequence[tuple[RunRecord, PgbenchRun | None]]) -> list[float]:
 
 
 def _cell(values: list[float]) -> str:
-    """The median (``stats.headline``), ± half the range, ⚠ when noisy."""
+    """The median and its interval in the report's one spread notation
+    (``fmt.with_spread``), ⚠ when noisy."""
     if not values:
         return "failed"
-    s = fmt.spread(values)
-    text = fmt.rate(stats.headline(values))
-    if s.n < 2:
-        return text
-    return f"{text} (±{s.range_pct / 2:.0f}%)" + (" ⚠" if s.noisy else "")
+    return fmt.with_spread(fmt.spread(values))
 
 
 # -- versions ----------------------------------------------------------------------
 
 
-def versions_section(study: Study, records: Sequence[RunRecord]) -> Section | None:
+def versions_section(
+    study: Study, records: Sequence[RunRecord], ledger: Ledger | None = None
+) -> Section | None:
     """Seed 004's table (TPS per version at each scale and client count, versions as
     columns, each against the baseline), and what each major's profile changed.
-    None unless the campaign's targets differ in their PostgreSQL version."""
+    None unless the campaign's targets differ in their PostgreSQL version.
+    ``ledger``: the study's comparisons (default: ``Ledger.of`` the records)."""
     targets = _targets(study)
     versions = {str(t.get("pg_version")) for t in targets if t.get("pg_version")}
     if len(versions) < 2:
@@ -65,6 +64,7 @@ def versions_section(study: Study, records: Sequence[RunRecord]) -> Section | No
     names = [str(t["name"]) for t in targets]
     baseline = str(study.params.get("baseline") or names[0])
     release = {str(t["name"]): str(t.get("pg_version", "?")) for t in targets}
+    ledger = ledger if ledger is not None else Ledger.of(records, baseline)
     blocks: list[Table] = []
     by_point = sorted(runs_by_point(records).items(), key=point_order)
     curves: dict[
@@ -79,14 +79,14 @@ def versions_section(study: Study, records: Sequence[RunRecord]) -> Section | No
         for n in others:
             columns += [f"{n} ({release.get(n, '?')})", f"{n} vs {baseline}"]
         drafts = []
-        family = Family()
+        family = Family(ledger)
         for key, per_target in points:
             base = _tps(per_target.get(baseline, []))
             scale = "-" if key.scale is None else str(key.scale)
             cells: list[Cell] = [scale, str(key.clients), _cell(base)]
             for n in others:
                 mine = _tps(per_target.get(n, []))
-                cells += [_cell(mine), family.vs(base, mine)]
+                cells += [_cell(mine), family.vs(base, mine, key=Key(TPS, key, n))]
             drafts.append(Draft(tuple(cells)))
         name = "TPC-B" if workload == "tpcb" else workload
         blocks.append(
@@ -96,8 +96,7 @@ def versions_section(study: Study, records: Sequence[RunRecord]) -> Section | No
                 caption=f"{name} {mode}, {duration} s per run: tps by PostgreSQL version "
                 "(seed 004's table)",
                 notes=(
-                    "Each cell: the median tps over the repeats, ± half their range in % of "
-                    f"the median, ⚠ above {fmt.NOISE_THRESHOLD_PCT:g}%.",
+                    "Each cell: the median tps over the repeats. " + fmt.SPREAD_NOTE,
                     VS_NOTE,
                     *family.note(),
                     "Every version ran on its own throwaway cluster with the same profile, "
@@ -281,7 +280,10 @@ def _io_cells(
 
 
 def axes_section(
-    study: Study, records: Sequence[RunRecord], samples: SampleReader = own_samples
+    study: Study,
+    records: Sequence[RunRecord],
+    samples: SampleReader = own_samples,
+    ledger: Ledger | None = None,
 ) -> Section | None:
     """Targets that differ in settings axes (io_method, io_workers): tps against the
     baseline, next to pg_stat_io's reads of the same runs. None without axes."""
@@ -306,7 +308,7 @@ def axes_section(
         "backends in DataFileRead / AioIoCompletion",
     )
     drafts: list[Draft] = []
-    family = Family()
+    family = Family(ledger if ledger is not None else Ledger.of(records, baseline))
     for key, per_target in sorted(runs_by_point(records).items(), key=point_order):
         base = _tps(per_target.get(baseline, []))
         for n in names:
@@ -321,7 +323,9 @@ def axes_section(
                         key.label,
                         *(values[n].get(a, "") for a in axis_names),
                         _cell(tps),
-                        "(baseline)" if n == baseline else family.vs(base, tps),
+                        "(baseline)"
+                        if n == baseline
+                        else family.vs(base, tps, key=Key(TPS, key, n)),
                         *io_cells,
                     )
                 )
@@ -339,8 +343,7 @@ def axes_section(
                 family.rows(drafts),
                 caption=f"Throughput and pg_stat_io by {', '.join(axis_names)}",
                 notes=(
-                    "tps: median over the repeats, ± half their range, ⚠ above "
-                    f"{fmt.NOISE_THRESHOLD_PCT:g}%.",
+                    "tps: the median over the repeats. " + fmt.SPREAD_NOTE,
                     VS_NOTE,
                     *family.note(),
                     *AXES_IO_NOTES,

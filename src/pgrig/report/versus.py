@@ -1,36 +1,125 @@
-"""The "vs baseline" cells of one table, tested together.
+"""The study's comparisons ("vs baseline") in one place, and the cells of each
+table that shows them.
 
-A table's comparisons form one family: their p-values are corrected together
-(Benjamini-Hochberg, ``stats.adjust``) before any cell is marked, so a table of
-36 differences does not show the 2 that chance alone calls as winners. Tables
-are drafted with ``Family.vs`` placeholders where the difference goes and
-finished with ``Family.rows`` once every comparison is known.
+``Ledger.of`` tests every comparison a study holds once - each pgbench point's
+tps, each result kind's summary metric (``ResultKind.summary``), each target
+against the baseline - and corrects their p-values together (Benjamini-Hochberg,
+``stats.adjust``) over the whole study. Every table and every conclusion reads
+its comparison from the ledger, so one comparison shows one q-value everywhere
+(a per-table correction once showed q=0.96 in the summary and 0.92 / 0.87 for
+the same test in the versions table). The ledger is a pure function of the
+records and the baseline: built twice from the same records, it holds the same
+numbers.
+
+Tables are drafted with ``Family.vs`` placeholders where the difference goes and
+finished with ``Family.rows``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
-from pgrig import stats
+from pgrig import registry, stats
 from pgrig.document.model import BETTER, NORMAL, QUIET, WORSE, Row
+from pgrig.registry import typed_result
+from pgrig.report.pointkey import runs_by_point
+from pgrig.results import RunRecord
 
 # What every "vs baseline" cell means, said once per table.
 VS_NOTE = (
-    "vs baseline: difference of the medians in % of the baseline's; Welch's t-test over "
-    f"the repeats. ▲ better / ▼ worse only when the difference survives the correction "
-    f"below and rests on ≥ {stats.MIN_RUNS} runs a side; ≈ within noise otherwise. "
-    "One run per side allows no test."
+    "vs baseline: difference of the medians in % of the baseline's (rates), or their ratio "
+    "(latencies, durations: '2.1x slower'), with its bootstrap 95% interval (from "
+    f"{stats.MIN_RUNS} runs a side; 'too noisy for an interval' beyond "
+    f"±{stats.TOO_NOISY_PCT:.0f}%); Welch's t-test over the repeats. ▲ better / ▼ worse only "
+    f"when the difference survives the correction below and rests on ≥ {stats.MIN_RUNS} runs "
+    "a side; ≈ within noise otherwise, with the smallest difference these repeats could "
+    "detect. One run per side allows no test."
 )
+TPS = "tps"  # the ledger's name for a pgbench point's throughput
 
 _MARK = {stats.BETTER: BETTER, stats.WORSE: WORSE, stats.NOISE: QUIET, stats.UNTESTED: QUIET}
 
 
 @dataclass(frozen=True)
-class Pending:
-    """Where a comparison's text goes once the family is corrected."""
+class Key:
+    """One comparison of a study: a measure at a point, one target against the baseline."""
 
-    index: int
+    measure: str  # TPS, or a result kind's name
+    point: Hashable  # a PointKey, or (workload, point) of a result kind
+    other: str
+
+
+class Ledger:
+    """Every comparison of one study, tested once and corrected together."""
+
+    def __init__(self, baseline: str) -> None:
+        self.baseline = baseline
+        self._tests: dict[Key, stats.Comparison] = {}
+        self._adjusted: dict[Key, stats.Comparison] | None = None
+
+    @classmethod
+    def of(cls, records: Sequence[RunRecord], baseline: str) -> Ledger:
+        """The study's comparisons: each pgbench point's tps and each result kind's
+        summary metric, every other target against ``baseline``."""
+        ledger = cls(baseline)
+        for point, per_target in runs_by_point(records).items():
+            values = {
+                t: [run.tps for _, run in pairs if run is not None]
+                for t, pairs in per_target.items()
+            }
+            ledger._add_all(TPS, point, values)
+        for kind in registry.kinds().values():
+            if kind.summary is None or kind.metric is None:
+                continue
+            by_point: dict[tuple[str, str], dict[str, list[float]]] = {}
+            for rec in records:
+                if rec.kind == kind.name and (res := typed_result(rec)) is not None:
+                    at = kind.point(rec.params) if kind.point is not None else ""
+                    row = (str(rec.params.get("workload", kind.name)), at)
+                    by_point.setdefault(row, {}).setdefault(rec.target, []).append(kind.metric(res))
+            for row, values in by_point.items():
+                ledger._add_all(kind.name, row, values)
+        return ledger
+
+    def _add_all(self, measure: str, point: Hashable, values: dict[str, list[float]]) -> None:
+        base = values.get(self.baseline, [])
+        for other, mine in values.items():
+            if other != self.baseline and base and mine:
+                self.add(Key(measure, point, other), base, mine)
+
+    def add(
+        self,
+        key: Key,
+        base: Sequence[float],
+        other: Sequence[float],
+        *,
+        higher_is_better: bool = True,
+    ) -> Key:
+        """Test ``other`` against ``base`` under ``key`` (once: a key already tested
+        keeps its test)."""
+        if key not in self._tests:
+            self._tests[key] = stats.welch(base, other, higher_is_better=higher_is_better)
+            self._adjusted = None
+        return key
+
+    def get(self, key: Key) -> stats.Comparison | None:
+        """The comparison under ``key`` with its q-value over the whole study."""
+        if self._adjusted is None:
+            keys = list(self._tests)
+            adjusted = stats.adjust([self._tests[k] for k in keys])
+            self._adjusted = dict(zip(keys, adjusted, strict=True))
+        return self._adjusted.get(key)
+
+    def __len__(self) -> int:
+        return sum(c.p_value is not None for c in self._tests.values())
+
+
+@dataclass(frozen=True)
+class Pending:
+    """Where a comparison's text goes once the study is corrected."""
+
+    key: Key
 
 
 @dataclass(frozen=True)
@@ -50,28 +139,40 @@ class Draft:
 
 
 class Family:
-    """Every "vs" cell of one table."""
+    """Every "vs" cell of one table, read from the study's ``Ledger``."""
 
-    def __init__(self) -> None:
-        self.tests: list[stats.Comparison] = []
+    def __init__(self, ledger: Ledger | None = None) -> None:
+        self.ledger = ledger if ledger is not None else Ledger("")
+        self.keys: list[Key] = []
 
     def vs(
-        self, base: Sequence[float], other: Sequence[float], *, higher_is_better: bool = True
+        self,
+        base: Sequence[float],
+        other: Sequence[float],
+        *,
+        key: Key | None = None,
+        higher_is_better: bool = True,
     ) -> Cell:
-        """Welch's test of ``other`` against ``base`` ('' when a side has no run)."""
+        """The comparison of ``other`` against ``base`` under ``key`` (tested
+        here when the ledger does not hold it yet); '' when a side has no run."""
         if not base or not other:
             return ""
-        self.tests.append(stats.welch(base, other, higher_is_better=higher_is_better))
-        return Pending(len(self.tests) - 1)
+        if key is None:  # a comparison of this table alone
+            key = Key(f"table {id(self)}", len(self.keys), "")
+        self.keys.append(self.ledger.add(key, base, other, higher_is_better=higher_is_better))
+        return Pending(key)
+
+    def _tests(self) -> list[stats.Comparison]:
+        return [c for k in self.keys if (c := self.ledger.get(k)) is not None]
 
     def rows(self, drafts: Sequence[Draft]) -> tuple[Row, ...]:
-        tests = stats.adjust(self.tests)
         out = []
         for d in drafts:
             texts, marks = [], []
             for cell in d.cells:
                 if isinstance(cell, Pending):
-                    c = tests[cell.index]
+                    c = self.ledger.get(cell.key)
+                    assert c is not None  # ``vs`` tested it
                     texts.append(c.describe())
                     marks.append(_MARK[c.verdict])
                 elif isinstance(cell, Quiet):
@@ -85,12 +186,20 @@ class Family:
 
     def note(self) -> tuple[str, ...]:
         """The table's note on its marks (none when nothing was tested)."""
-        text = stats.family_note(stats.adjust(self.tests))
+        text = stats.family_note(self._tests(), len(self.ledger))
         return (text,) if text else ()
 
 
-def single_delta(base: float | None, other: float | None) -> Quiet:
-    """One run a side: the difference, and that nothing can be said about it."""
+def single_delta(
+    base: float | None, other: float | None, *, higher_is_better: bool = True
+) -> Quiet:
+    """One run a side: the difference (a ratio for a latency or a duration), and
+    that nothing can be said about it."""
     if base is None or other is None or base == 0:
         return Quiet("")
-    return Quiet(f"{(other - base) / base * 100:+.1f}% (one run each: no test)")
+    size = (
+        f"{(other - base) / base * 100:+.1f}%"
+        if higher_is_better
+        else stats.ratio_text(other / base)
+    )
+    return Quiet(f"{size} (one run each: no test)")

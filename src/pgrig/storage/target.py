@@ -33,6 +33,7 @@ from pgrig.storage.model import IO_NOT_CAPTURED, LOOP_NOT_CAPTURED, V1_WRITEBACK
 from pgrig.storage.throttle import IoLimits
 
 FS_KEYS = ("size", "base", "mkfs", "mount", "log_size")
+CAP_KEYS = ("disk", "iops", "mbps")  # an I/O cap, of a target or of a tablespace's disk
 
 
 @dataclass(frozen=True)
@@ -47,14 +48,19 @@ class LabSpec:
     # "tablespace" or "index_tablespace"
     tablespaces: tuple[tuple[str, FsSpec, str], ...] = ()
     cpus: int | None = None  # the server and its clients on this many CPUs (a cpuset)
+    # a tablespace filesystem's own I/O cap (seed 004's tbs1 and tbs2 on disks of
+    # 20k IOPS each): option -> limits on its loop device, in the server's cgroup
+    tablespace_io: tuple[tuple[str, IoLimits], ...] = ()
 
     @classmethod
     def from_table(cls, t: Table) -> LabSpec | None:
         """The lab keys of a campaign target; None when it has none."""
-        tablespaces = cls._tablespaces(t)
+        tablespaces, tablespace_io = cls._tablespaces(t)
         v = keys.read(t)
         if not keys.given(v):
-            return cls(tablespaces=tablespaces) if tablespaces else None
+            if not tablespaces:
+                return None
+            return cls(tablespaces=tablespaces, tablespace_io=tablespace_io)
         fs = None
         if v["fs"] is None:
             for key in FS_KEYS:
@@ -98,33 +104,38 @@ class LabSpec:
                 hint="give the latency and the cap to two targets",
             )
         base = str(keys.base_of(v)) if fs is not None else None
-        return cls(fs, io, v["memory_bytes"], base, v["disk"], v["latency"], tablespaces, v["cpus"])
+        return cls(fs, io, v["memory_bytes"], base, v["disk"], v["latency"], tablespaces,
+                   v["cpus"], tablespace_io)  # fmt: skip
 
     @classmethod
-    def _tablespaces(cls, t: Table) -> tuple[tuple[str, FsSpec, str], ...]:
-        """``tablespace = { fs = "xfs", size = "2GiB", mount = "noatime" }``: a
+    def _tablespaces(
+        cls, t: Table
+    ) -> tuple[tuple[tuple[str, FsSpec, str], ...], tuple[tuple[str, IoLimits], ...]]:
+        """``tablespace = { fs = "xfs", size = "2GiB", iops = 20000 }``: a
         filesystem the lab builds for that tablespace (the keys of a filesystem
-        target; no caps: they belong to the target's own device)."""
-        out = []
+        target), and the cap of its own device (``disk``, ``iops``, ``mbps``)."""
+        out, caps = [], []
         for option in ("tablespace", "index_tablespace"):
             raw = t.data.get(option)
             if not isinstance(raw, dict):
                 continue
             sub = Table(raw, (*t.path, option), t.ctx)
             spec = cls.from_table(sub)
-            sub.finish((*FS_KEYS, "fs"))
+            sub.finish((*FS_KEYS, "fs", *CAP_KEYS))
             if spec is None or spec.fs is None:
                 raise t.error(option, 'a tablespace filesystem needs fs and size',
                               hint='e.g. { fs = "xfs", size = "2GiB" }')  # fmt: skip
             out.append((option, spec.fs, str(keys.base_of({"base": spec.base}))))
-        return tuple(out)
+            if spec.io is not None:
+                caps.append((option, spec.io))
+        return tuple(out), tuple(caps)
 
     @classmethod
     def from_mapping(cls, table: Mapping[str, TomlValue], *, where: str = "target") -> LabSpec:
         """From a plain mapping with the campaign's keys (the API and tests)."""
         t = Table(dict(table), (where,), Context(where, Path.cwd(), Locator("")))
         spec = cls.from_table(t)
-        t.finish(keys.LAB_SCHEMA.names)
+        t.finish((*keys.LAB_SCHEMA.names, "tablespace", "index_tablespace"))
         return spec or cls()
 
     def describe(self) -> str:
@@ -139,7 +150,11 @@ class LabSpec:
             parts.append(f"memory limit {self.memory_bytes / 2**20:,.0f} MiB")
         if self.cpus:
             parts.append(_cpus(self.cpus))
-        parts += [f"{option} on {fs.describe()}" for option, fs, _ in self.tablespaces]
+        caps = {option: f", {io.describe()}" for option, io in self.tablespace_io}
+        parts += [
+            f"{option} on {fs.describe()}{caps.get(option, '')}"
+            for option, fs, _ in self.tablespaces
+        ]
         return "; ".join(parts) or "plain directory"
 
 
@@ -233,9 +248,12 @@ def limited(
     device: str | None = None,
     memory_bytes: int | None = None,
     cpus: int | None = None,
+    io_later: bool = False,
 ) -> Iterator[Cgroup]:
-    """One pgrig cgroup with an I/O cap on ``device``, a memory limit and/or a cpuset."""
-    controllers: list[str] = []
+    """One pgrig cgroup with an I/O cap on ``device``, a memory limit and/or a cpuset;
+    ``io_later``: with the io controller for caps written after (a tablespace's
+    device, once it exists)."""
+    controllers: list[str] = ["io"] if io_later and io is None else []
     if io is not None:
         if device is None:
             raise CgroupError("an I/O limit needs the device (major:minor) it applies to")
@@ -245,8 +263,8 @@ def limited(
     if cpus is not None:
         controllers.append("cpuset")
     if not controllers:
-        raise CgroupError("limited() needs io= and device=, memory_bytes= or cpus=")
-    what = []
+        raise CgroupError("limited() needs io= and device=, memory_bytes=, cpus= or io_later=")
+    what = ["tablespace caps"] if io_later else []
     if io is not None:
         what.append(f"throttle {device}: {io.describe()}")
     if memory_bytes is not None:
@@ -285,17 +303,25 @@ def lab_target(
         if spec.io is not None:
             device = info.major_minor if info else throttle.device_of(base)
         cgroup = clients = None
-        if spec.io is not None or spec.memory_bytes is not None or spec.cpus is not None:
+        caps = dict(spec.tablespace_io)
+        if spec.io or spec.memory_bytes or spec.cpus or caps:
             cgroup = stack.enter_context(
-                limited(io=spec.io, device=device, memory_bytes=spec.memory_bytes, cpus=spec.cpus)
+                limited(
+                    io=spec.io,
+                    device=device,
+                    memory_bytes=spec.memory_bytes,
+                    cpus=spec.cpus,
+                    io_later=bool(caps),
+                )  # fmt: skip
             )
         if spec.cpus is not None:
             clients = stack.enter_context(cpuset.pinned(spec.cpus, purpose="pgbench"))
-        tablespaces = tuple(
-            (
-                option,
-                Path(stack.enter_context(loop_filesystem(Path(where), fs, keep=keep)).data_dir),
-            )
-            for option, fs, where in spec.tablespaces
+        tablespaces = []
+        for option, fs, where in spec.tablespaces:
+            mounted = stack.enter_context(loop_filesystem(Path(where), fs, keep=keep))
+            if option in caps and cgroup is not None:
+                throttle.apply(cgroup, caps[option], mounted.major_minor)
+            tablespaces.append((option, Path(mounted.data_dir)))
+        yield LabTarget(
+            directory, spec, info, device, cgroup, calibration, tuple(tablespaces), clients
         )
-        yield LabTarget(directory, spec, info, device, cgroup, calibration, tablespaces, clients)

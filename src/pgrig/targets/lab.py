@@ -150,7 +150,7 @@ def _check_lab(spec: TargetSpec, need: int) -> tuple[LabSpec, str | None]:
     data is an error."""
     lab = spec.lab
     assert lab is not None
-    if os.geteuid() != 0 and (lab.io or lab.memory_bytes or lab.cpus):
+    if os.geteuid() != 0 and (lab.io or lab.memory_bytes or lab.cpus or lab.tablespace_io):
         raise StorageError(
             f"target {spec.name}: I/O caps, memory limits and cpus need root (cgroups)",
             hint="run pgrig as root, or drop disk, iops, mbps, memory and cpus from the target",
@@ -160,7 +160,12 @@ def _check_lab(spec: TargetSpec, need: int) -> tuple[LabSpec, str | None]:
             cpuset.cpu_list(lab.cpus)
         except UsageError as exc:
             raise UsageError(f"target {spec.name}: {exc.message}", hint=exc.hint) from exc
-    for controller, wanted in (("io", lab.io), ("memory", lab.memory_bytes), ("cpuset", lab.cpus)):
+    wanted_controllers = (
+        ("io", lab.io or lab.tablespace_io),
+        ("memory", lab.memory_bytes),
+        ("cpuset", lab.cpus),
+    )
+    for controller, wanted in wanted_controllers:
         if wanted is not None:
             try:
                 cgroups.hierarchy_for(controller)

@@ -212,6 +212,7 @@ def parse_run(stdout: str, stderr: str = "", *, mode: str | None = None) -> Pgbe
         skipped=int(skipped.split()[0]) if skipped else None,
         late=int(late.group(2)) if late else None,
         latency_limit_ms=float(late.group(1)) if late else None,
+        tps_including_printed=tps_including,
     )
 
 

@@ -10,10 +10,11 @@ from collections.abc import Sequence
 
 from pgrig.document import fmt
 from pgrig.document.model import FAILED, NOISY, Row, Section, Table
-from pgrig.report.versus import VS_NOTE, Cell, Draft, Family
+from pgrig.report.versus import VS_NOTE, Cell, Draft, Family, Key, Ledger
 from pgrig.results import RunRecord, Study, typed
 from pgrig.workloads.basebackup.model import MB, BasebackupData, BasebackupResult
 
+KIND = "basebackup"  # the result kind the ledger keys its MB/s by (``ResultKind.name``)
 Runs = dict[tuple[str, str], list[BasebackupResult]]  # (workload, target) -> ok runs
 
 
@@ -21,7 +22,7 @@ def _collect(records: Sequence[RunRecord]) -> tuple[Runs, dict[tuple[str, str], 
     ok: Runs = {}
     bad: dict[tuple[str, str], list[str]] = {}
     for rec in records:
-        if rec.kind != "basebackup":
+        if rec.kind != KIND:
             continue
         key = (str(rec.params.get("workload", "basebackup")), rec.target)
         res = typed(rec, BasebackupResult)
@@ -46,7 +47,7 @@ def summary_table(study: Study, records: Sequence[RunRecord]) -> Table | None:
         baseline = targets[0]
     workloads = list(dict.fromkeys(w for w, _ in (*ok, *bad)))
     rows: list[Draft] = []
-    family = Family()
+    family = Family(Ledger.of(records, baseline))  # the study's q-values, as everywhere
     for name in workloads:
         cells, noisy = [], False
         for t in targets:
@@ -67,7 +68,9 @@ def summary_table(study: Study, records: Sequence[RunRecord]) -> Table | None:
         if len(targets) > 1 and ok.get((name, baseline)):
             base = [r.mb_per_s for r in ok[(name, baseline)]]
             vs: list[Cell] = [
-                "baseline" if t == baseline else family.vs(base, _rates(ok.get((name, t))))
+                "baseline"
+                if t == baseline
+                else family.vs(base, _rates(ok.get((name, t))), key=Key(KIND, (name, ""), t))
                 for t in targets
             ]
             rows.append(Draft((f"{name}: vs {baseline}", *vs)))
@@ -75,8 +78,8 @@ def summary_table(study: Study, records: Sequence[RunRecord]) -> Table | None:
         columns=("pg_basebackup", *targets),
         rows=family.rows(rows),
         caption="MB/s = data copied (pg_basebackup's own total, WAL excluded) / wall time of "
-        "the command, MB = 10^6 bytes as in seed 002; median (min-max, range) over the runs",
-        notes=(VS_NOTE, *family.note()) if family.tests else (),
+        "the command, MB = 10^6 bytes as in seed 002; the median over the runs. " + fmt.SPREAD_NOTE,
+        notes=(VS_NOTE, *family.note()) if family.keys else (),
         numeric=(False, *(True for _ in targets)),
     )
 
