@@ -238,6 +238,22 @@ CAMPAIGNS: list[tuple[str, str | bytes, int, tuple[str, ...]]] = [
     ("name-with-space", good(head='[campaign]\nname = "a b"\n'), 2, ("campaign.name",)),
     ("name-path", good(head='[campaign]\nname = "../../escape"\n'), 2, ("campaign.name",)),
     ("name-number", good(head="[campaign]\nname = 5\n"), 2, ("campaign.name",)),
+    # issue 33: a 250-character name read "File name too long / hint: free some space",
+    # 300 characters a traceback; `-rf` "needs letters, digits"
+    ("name-250", good(head=f'[campaign]\nname = "{"a" * 250}"\n'), 2, ("250 characters",)),
+    ("name-option", good(head='[campaign]\nname = "-rf"\n'), 2, ("start with a letter",)),
+    (
+        "target-name-300",
+        good(target=f'[[target]]\nname = "{"t" * 300}"\ndirectory = "data"\n'),
+        2,
+        ("target[0].name", "300 characters: at most 64"),
+    ),
+    (
+        "target-name-dots",
+        good(target='[[target]]\nname = ".."\ndirectory = "data"\n'),
+        2,
+        ("start with",),
+    ),
     ("unknown-top-key", good() + "\n[extra]\nx = 1\n", 2, ("extra",)),
     ("unknown-campaign-key", good(head=HEAD + "repeats = 3\n"), 2, ("repeats", "repeat")),
     ("repeat-0", good(head=HEAD + "repeat = 0\n"), 2, ("repeat",)),

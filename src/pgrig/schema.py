@@ -26,6 +26,28 @@ _KEY = re.compile(r"^\s*([A-Za-z0-9_\-\"']+)\s*=")
 
 # Names that become ids and parts of paths (campaigns, targets, studies).
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*")
+# Their longest: a work directory is named pgrig-CAMPAIGN-YYYYMMDD-HHMMSS-TARGET,
+# under the 255 bytes of a file name with room to spare (a 250-character name
+# read "File name too long / hint: free some space"; 300 a traceback).
+NAME_MAX = 64
+
+
+def name_problem(name: str) -> str | None:
+    """Why ``name`` cannot be a campaign's or a target's name, or None; said with
+    the name (``shown_name``) by its key."""
+    if len(name) > NAME_MAX:
+        return f"{len(name)} characters: at most {NAME_MAX} (it names files and directories)"
+    if not (name[:1].isascii() and name[:1].isalnum()):
+        return "it must start with a letter or a digit (it names files, and `-rf` is an option)"
+    if not NAME.fullmatch(name):
+        return "use letters, digits, '.', '_' and '-' only"
+    return None
+
+
+def shown_name(name: str) -> str:
+    """A name in a message: a 300-character one cut, not the whole line."""
+    return repr(name if len(name) <= 40 else name[:37] + "...")
+
 
 # A value of parsed TOML (tomllib's output before any check): what a table holds.
 TomlValue = str | int | float | bool | list["TomlValue"] | dict[str, "TomlValue"]
