@@ -119,6 +119,11 @@ class Table:
         place = f"{self.ctx.source}:{line}" if line else self.ctx.source
         return f"{place}: {table}.{key}" if key else f"{place}: [{table}]"
 
+    def inherited(self, key: str) -> Table:
+        """The table a key of this one came from: the campaign's when this one
+        leaves it out (a campaign-level `inventory` was reported as target[0]'s)."""
+        return self if key in self.data else Table({}, ("campaign",), self.ctx)
+
     def error(self, key: str | None, message: str, hint: str | None = None) -> UsageError:
         option = self.ctx.options.get((*self.path, key)) if key is not None else None
         if option is not None:  # the quick study: name the option the user typed
@@ -293,6 +298,18 @@ def number(name: str, default: float | None, doc: str, *, above: float | None = 
 def integer(name: str, default: int | None, doc: str, *, minimum: int = 1, **kw: str | None) -> Key:
     def read(t: Table, k: str, d: int) -> int:
         return t.ints(k, (d,), minimum=minimum)[0] if k in t.data else d
+
+    return Key(name, default, doc, read, **kw)
+
+
+def port(name: str, default: int, doc: str, **kw: str | None) -> Key:
+    """A TCP port: 70000 reached the socket as an OverflowError."""
+
+    def read(t: Table, k: str, d: int) -> int:
+        value = t.ints(k, (d,), minimum=1)[0] if k in t.data else d
+        if value > 65535:
+            raise t.error(k, f"{value}: a TCP port is at most 65535", hint=f"{k} = {d}")
+        return value
 
     return Key(name, default, doc, read, **kw)
 

@@ -40,7 +40,7 @@ from pgrig.cluster import profiles
 from pgrig.cluster.hosted import SUPERUSER, HostedServer, ServerSpec, Workdir, make_workdir
 from pgrig.cluster.server import InitdbOptions, initdb_version_args
 from pgrig.document.model import Section
-from pgrig.errors import HostUnusable, PgrigError, UsageError
+from pgrig.errors import BinaryNotFound, HostUnusable, PgrigError, UsageError
 from pgrig.hosts import facts, inventory, owner, preflight
 from pgrig.hosts.executor import TMP, Executor
 from pgrig.hosts.inventory import Host
@@ -53,11 +53,11 @@ from pgrig.registry.target import (
     capture,
     settings_option,
 )
-from pgrig.schema import Schema, custom, integer, text
+from pgrig.schema import Schema, custom, port, text
 from pgrig.schema import Table as Keys
 from pgrig.targets import loadhosts
 from pgrig.targets.loadhosts import LOAD_HOSTS
-from pgrig.targets.throwaway import find_binaries
+from pgrig.targets.throwaway import connections_fit, find_binaries
 from pgrig.ui import Ui
 from pgrig.workloads.common import DATABASE
 
@@ -96,7 +96,7 @@ SCHEMA = Schema(
     custom("inventory", None, "the Ansible inventory naming them",
            lambda t, k, d: t.path_value(k) or t.ctx.inventory,
            shown_default="`[campaign] inventory`"),
-    integer("port", 5432, "the server's TCP port on its host", minimum=1),
+    port("port", 5432, "the server's TCP port on its host"),
     text("host_pg_bin", None, "PostgreSQL's bin directory on the hosts",
          shown_default="the same path as here"),
 )  # fmt: skip
@@ -281,7 +281,7 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
                 hint='add inventory = "hosts.ini" to [campaign] (or to the target)',
             )
         if not Path(values["inventory"]).is_file():
-            raise table.error(
+            raise table.inherited("inventory").error(
                 "inventory",
                 f"the inventory {values['inventory']} does not exist",
                 hint="give the path of an Ansible inventory file (INI or YAML), relative to "
@@ -334,7 +334,7 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
             raise
         if missing:
             self._pool.close()
-            raise HostUnusable(
+            raise BinaryNotFound(  # a missing program, as docs/exit-codes.md lists it: 3
                 f"target {spec.name}: " + "; ".join(missing),
                 hint=f"pgrig hosts provision -i {inv.path} --major {bins.major}, or set "
                 "host_pg_bin to PostgreSQL's bin directory on the hosts",
@@ -348,6 +348,20 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
             )
         machine = profiles.Machine(memory, cpus)
         profile, header = _profile(spec, bins, server[0].name, machine, notes, demands.source)
+        # every load host opens the run's clients: two hosts of 60 are 120 connections
+        if len(load_hosts) > 1:
+            of = f"{demands.clients_of} from {len(load_hosts)} load hosts"
+            demands = replace(demands, clients=demands.clients * len(load_hosts), clients_of=of)
+        try:
+            connections_fit(spec, profile, demands)
+        except UsageError:
+            self._pool.close()
+            raise
+        if opts.load_hosts and server[0] in load_hosts:  # named: said (the default is silent)
+            notes.append(
+                f"target {spec.name}: load host {server[0].name} is the server's own host:"
+                " its pgbench shares the server's CPUs"
+            )
         self._seen |= {h.name: h for h in (server[0], *load_hosts)}
         address = _ip(server[0].address)
         clients = {_ip(h.address) for h in load_hosts} | {_source_ip(address, opts.port)}
@@ -359,6 +373,21 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
         # data directory (``storage``); ``directory`` only says where the load hosts'
         # logs are kept. The profile is the host's (its memory, not this machine's).
         return Checked(bins, profile, None, owned=True, state=hosts)
+
+    def check_together(self, targets: Sequence[Target]) -> None:
+        """Two servers on one host and port cannot both listen: refused now (it
+        failed at bind time with a truncated 'ddress already in use')."""
+        seen: dict[tuple[str, int], str] = {}
+        for t in targets:
+            port = self.options(t.spec).port
+            where = (self.state(t).address, port)
+            other = seen.setdefault(where, t.name)
+            if other != t.name:
+                raise UsageError(
+                    f"targets {other} and {t.name} both put their server on"
+                    f" {self.state(t).server.name} port {port}: the second could not listen",
+                    hint=f"give target {t.name} a port of its own (port = {port + 1})",
+                )
 
     @staticmethod
     def _missing(db: Executor, loaders: Sequence[Executor], bin_dir: str) -> list[str]:

@@ -58,7 +58,7 @@ def find_binaries(spec: TargetSpec, tools: tuple[str, ...]) -> binaries.PgBinari
 DEFAULT_MAX_CONNECTIONS = 100
 
 
-def _connections(spec: TargetSpec, profile: profiles.Profile, demands: Demands) -> None:
+def connections_fit(spec: TargetSpec, profile: profiles.Profile, demands: Demands) -> None:
     """The workload's clients and pgrig's own against the max_connections its
     profile and ``set`` give the cluster: refused now, not at connect time."""
     if not demands.clients:
@@ -127,7 +127,7 @@ class Throwaway(TargetKind[None, StateT]):
                 files.check_space(where, demands.need_bytes, f"target {spec.name} ({option})")
         if directory is not None:
             files.check_space(directory, demands.need_bytes, f"target {spec.name}")
-        _connections(spec, profile, demands)
+        connections_fit(spec, profile, demands)
         return Checked(bins, profile, directory, owned=True, adapted=tuple(adapted.notes()))
 
     def clean(self, study: str | None, others: list[str]) -> list[str]:
