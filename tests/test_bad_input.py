@@ -120,6 +120,23 @@ RUN_OPTIONS = [
     case("locale", f"{Q} --locale xx_YY", 2, "--locale", "xx_YY"),
     case("profile-unknown", f"{Q} --profile oltpp", 2, "profile", "oltp"),
     case("profile-missing-file", f"{Q} --profile /nonexistent/x.conf", 2, "/nonexistent/x.conf"),
+    # issue 33: a traceback, "unknown profile", a study with a server that would not
+    # start, and fio steps that all failed
+    case(
+        "profile-not-utf8",
+        f"{Q} --profile ./bad.conf",
+        2,
+        "bad.conf:2: byte 0xff is not UTF-8",
+        files={"bad.conf": b"shared_buffers = 64MB\nwork_mem = \xff4MB\n"},
+    ),
+    case("profile-directory", f"{Q} --profile data", 2, "profile file data is a directory"),
+    case(
+        "max-connections-under-reserved",
+        f"{Q} --clients 1 --set max_connections=3",
+        2,
+        "max_connections (3) must be more than superuser_reserved_connections (3)",
+    ),
+    case("fio-size-0", "run --skip timing,fsync,tpcb --fio-size 0", 2, "--fio-size 0"),
     case("set-no-equals", f"{Q} --set fsync", 2, "--set"),
     case("set-no-name", f"{Q} --set =on", 2, "--set"),
     case("set-bad-bool", f"{Q} --set fsync=maybe", 2, '--set: parameter "fsync"'),
