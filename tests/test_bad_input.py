@@ -332,6 +332,19 @@ CAMPAIGNS: list[tuple[str, str | bytes, int, tuple[str, ...]]] = [
         2,
         ("dsn",),
     ),
+    # issue 33: exit 4 once initdb had begun (docs say 2)
+    (
+        "wal-directory-missing",
+        good(target=target('wal_directory = "/nonexistent/wal"\n')),
+        2,
+        ("wal_directory /nonexistent/wal does not exist",),
+    ),
+    (
+        "wal-directory-file",
+        good(target=target('wal_directory = "afile"\n')),
+        2,
+        ("not a directory",),
+    ),
     ("profile-unknown", good(target=target('profile = "oltpp"\n')), 2, ("oltpp",)),
     (
         "profile-relative-missing",

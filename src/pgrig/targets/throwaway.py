@@ -30,6 +30,7 @@ from pgrig.registry.target import (
     StateT,
     Target,
     TargetKind,
+    as_written,
     capture,
     directory_option,
     settings_option,
@@ -125,6 +126,9 @@ class Throwaway(TargetKind[None, StateT]):
                 flag = "--" + option.replace("_", "-")
                 where = workdir.check_target(Path(value), what=f"{option} directory", option=flag)
                 files.check_space(where, demands.need_bytes, f"target {spec.name} ({option})")
+        if spec.wal_directory is not None:  # missing: exit 4 after initdb began; now 2
+            written = as_written(spec, demands.source, "wal_directory")
+            workdir.check_target(spec.wal_directory, what=written, option="wal_directory")
         if directory is not None:
             files.check_space(directory, demands.need_bytes, f"target {spec.name}")
         connections_fit(spec, profile, demands)
