@@ -74,6 +74,8 @@ RUN_OPTIONS = [
     case("clients-empty", (*Q.split(), "--clients", ""), 2, "--clients"),
     case("clients-commas", f"{Q} --clients ,,", 2, "--clients"),
     case("clients-over-max-connections", f"{Q} --clients 100000", 2, "max_connections", "--set"),
+    case("clients-beyond-postgresql", f"{Q} --clients 99999999999", 2, "at most 262,143"),
+    case("memory-petabyte", f"{Q} --memory 1PiB", 2, "--memory", "RAM"),
     case("clients-over-oltp-200", f"{Q} --clients 256,512", 2, "512", "max_connections=600"),
     case(
         "max-connections-below-clients",

@@ -57,6 +57,8 @@ def find_binaries(spec: TargetSpec, tools: tuple[str, ...]) -> binaries.PgBinari
 
 # PostgreSQL's default when no profile sets it (unchanged since 8.x).
 DEFAULT_MAX_CONNECTIONS = 100
+# The most the server accepts (MAX_BACKENDS, 2^18 - 1, less its own processes).
+MAX_CONNECTIONS = 262_143
 
 
 def connections_fit(spec: TargetSpec, profile: profiles.Profile, demands: Demands) -> None:
@@ -73,6 +75,12 @@ def connections_fit(spec: TargetSpec, profile: profiles.Profile, demands: Demand
     if need <= limit:
         return
     room = -(-need // 100) * 100  # the next hundred: room for a monitoring session or two
+    if room > MAX_CONNECTIONS:  # it suggested max_connections=100000000100
+        raise UsageError(
+            f"target {spec.name}: workload {demands.clients_of} opens {demands.clients:,} client "
+            f"connections: PostgreSQL allows at most {MAX_CONNECTIONS:,}",
+            hint="fewer clients (a few per CPU core saturate a server)",
+        )
     raise UsageError(
         f"target {spec.name}: workload {demands.clients_of} opens {demands.clients} client "
         f"connections (+{OWN_CONNECTIONS} of pgrig's own), but max_connections is {limit} "
