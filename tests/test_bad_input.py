@@ -210,6 +210,14 @@ RUN_OPTIONS = [
     case("dsn-without-yes", f"{Q} --dsn host=/nonexistent", 2, "--dsn: refusing", "drop the dsn"),
     case("pghost-unreachable", f"{Q} --yes", 2, "PGHOST", env={"PGHOST": "/nonexistent"}),
     case("pgport-word", f"{Q} --yes", 2, "PGPORT", env={"PGPORT": "banana"}),
+    # issue 33: it blamed "profile oltp", and initdb failed after the study began
+    case(
+        "pgport-word-throwaway",
+        f"{Q} --throwaway",
+        2,
+        "PGPORT='abc' is not a port number, and initdb",
+        env={"PGPORT": "abc"},
+    ),
     case(
         "pgsslmode-word",
         f"{Q} --yes",

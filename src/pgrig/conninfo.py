@@ -20,6 +20,17 @@ from pgrig.errors import ClusterError, UsageError, mask_secrets
 CONNECT_TIMEOUT_S = 10
 
 
+def check_pgport(reads_it: str) -> None:
+    """PGPORT that is no port, refused naming it: libpq, initdb and the server
+    all read it (``PGPORT=abc --throwaway`` blamed "profile oltp")."""
+    port = os.environ.get("PGPORT")
+    if port is not None and not (port.isdigit() and 0 < int(port) < 65536):
+        raise UsageError(
+            f"PGPORT={port!r} is not a port number, and {reads_it}",
+            hint="unset PGPORT or give a number, e.g. PGPORT=5432",
+        )
+
+
 def refused_hint(why: str, fix: str) -> str:
     """What to do about a connection that failed: a FATAL came from a server that
     answered (a pg_hba.conf rule, a database or role that does not exist), so
