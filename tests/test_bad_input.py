@@ -131,6 +131,13 @@ RUN_OPTIONS = [
         "bad.conf:2: byte 0xff is not UTF-8",
         files={"bad.conf": b"shared_buffers = 64MB\nwork_mem = \xff4MB\n"},
     ),
+    case(
+        "profile-include",
+        f"{Q} --profile ./inc.conf",
+        2,
+        "inc.conf:1: include is not followed in a profile",
+        files={"inc.conf": "include 'x.conf'\nshared_buffers = 64MB\n"},
+    ),
     case("profile-directory", f"{Q} --profile data", 2, "profile file data is a directory"),
     case(
         "max-connections-under-reserved",

@@ -165,6 +165,12 @@ def parse(text: str, *, name: str, source: str, machine: Machine) -> Profile:
                 hint="profiles use postgresql.conf syntax, one setting per line",
             )
         key = m.group(1).lower()
+        if key in ("include", "include_if_exists", "include_dir"):  # "unknown parameter"
+            raise UsageError(
+                f"{source}:{number}: {key} is not followed in a profile: a profile is one file,"
+                " recorded whole with every study",
+                hint=f"copy the settings of {_strip_comment(m.group(2))} into {source}",
+            )
         if key in RESERVED:
             raise UsageError(
                 f"{source}:{number}: {key} is managed by pgrig and cannot be set in a profile",
