@@ -217,6 +217,13 @@ RUN_OPTIONS = [
     case("dsn-without-yes", f"{Q} --dsn host=/nonexistent", 2, "--dsn: refusing", "drop the dsn"),
     case("pghost-unreachable", f"{Q} --yes", 2, "PGHOST", env={"PGHOST": "/nonexistent"}),
     case("pgport-word", f"{Q} --yes", 2, "PGPORT", env={"PGPORT": "banana"}),
+    case(
+        "pghost-unresolvable",
+        f"{Q} --yes",
+        2,
+        "failed to resolve host 'junk.invalid' (PGHOST)",
+        env={"PGHOST": "junk.invalid"},
+    ),
     # issue 33: it blamed "profile oltp", and initdb failed after the study began
     case(
         "pgport-word-throwaway",

@@ -31,6 +31,15 @@ def check_pgport(reads_it: str) -> None:
         )
 
 
+def libpq_reason(exc: BaseException) -> str:
+    """libpq's (psycopg's) reason a connection failed, with the host it tried:
+    a PGHOST that does not resolve read "failed to resolve host None"."""
+    said = str(exc).strip()
+    if (host := os.environ.get("PGHOST")) is not None:
+        said = said.replace("host None", f"host {host!r} (PGHOST)")
+    return said
+
+
 def refused_hint(why: str, fix: str) -> str:
     """What to do about a connection that failed: a FATAL came from a server that
     answered (a pg_hba.conf rule, a database or role that does not exist), so
@@ -128,6 +137,6 @@ class Conn:
             return psycopg.connect(info, autocommit=autocommit)
         except psycopg.OperationalError as exc:
             raise ClusterError(
-                f"cannot connect to {self.describe()}: {str(exc).strip()}",
+                f"cannot connect to {self.describe()}: {libpq_reason(exc)}",
                 hint="check --dsn or the PG* environment variables (PGHOST, PGPORT, PGUSER, ...)",
             ) from exc

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 
 from pgrig.cluster import workdir
-from pgrig.conninfo import Conn, check_pgport, refused_hint
+from pgrig.conninfo import Conn, check_pgport, libpq_reason, refused_hint
 from pgrig.errors import ClusterError, UsageError
 from pgrig.pgsource import binaries
 from pgrig.registry.target import (
@@ -86,7 +86,7 @@ def _room(spec: TargetSpec, demands: Demands) -> None:
         why = exc.__cause__ if isinstance(exc, ClusterError) and exc.__cause__ else exc
         to = f" to {conn.describe()}" if spec.dsn else ""
         raise UsageError(
-            f"{source}: cannot connect{to}: {str(why).strip()}",
+            f"{source}: cannot connect{to}: {libpq_reason(why)}",
             hint=refused_hint(
                 str(why), "the dsn" if spec.dsn else "those PG* variables (or pass --throwaway)"
             ),
