@@ -16,6 +16,7 @@ import os
 import re
 import shutil
 import signal
+import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -146,6 +147,13 @@ RUN_OPTIONS = [
         "max_connections (3) must be more than superuser_reserved_connections (3)",
     ),
     case("fio-size-0", "run --skip timing,fsync,tpcb --fio-size 0", 2, "--fio-size 0"),
+    case("os-user-root", f"{Q} --os-user root", 2, "--os-user root: PostgreSQL refuses"),
+    case(
+        "os-user-bad-name",
+        (*Q.split(), "--os-user", "bad name"),
+        2,
+        "--os-user 'bad name' is not an account name",
+    ),
     case("set-no-equals", f"{Q} --set fsync", 2, "--set"),
     case("set-no-name", f"{Q} --set =on", 2, "--set"),
     case("set-bad-bool", f"{Q} --set fsync=maybe", 2, '--set: parameter "fsync"'),
@@ -773,3 +781,18 @@ def test_a_byte_order_mark_is_not_a_statement(
     """Defect 19: a campaign saved by a Windows editor was "Invalid statement"."""
     (sandbox / "c.toml").write_bytes(b"\xef\xbb\xbf" + good().encode())
     assert _main(("plan", "c.toml")) == 0, capsys.readouterr().err
+
+
+def test_validation_creates_no_os_user(sandbox: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 33: `pgrig plan` added a mistyped os_user to /etc/passwd. The
+    validation checks the settings as `nobody` in its place; the run creates it."""
+    name = "pgrig_typo_zz"
+    (sandbox / "c.toml").write_text(good(target=target(f'os_user = "{name}"\n')))
+    try:
+        assert _main(("plan", "c.toml")) == 0, capsys.readouterr().err
+        with pytest.raises(Tripwire):  # accepted, up to the store
+            cli.main(["run", "--skip", "timing,fsync,fio", "--os-user", name])
+        assert name not in Path("/etc/passwd").read_text()
+    finally:
+        if name in Path("/etc/passwd").read_text():
+            subprocess.run(["userdel", name], check=False, timeout=30)

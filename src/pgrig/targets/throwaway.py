@@ -18,7 +18,13 @@ from typing import TYPE_CHECKING
 
 from pgrig import files, proc
 from pgrig.cluster import aio, profiles, workdir
-from pgrig.cluster.server import SUPERUSER, Cluster, InitdbOptions, server_os_user
+from pgrig.cluster.server import (
+    SUPERUSER,
+    Cluster,
+    InitdbOptions,
+    checking_os_user,
+    server_os_user,
+)
 from pgrig.conninfo import Conn
 from pgrig.durability import fsyncgate
 from pgrig.errors import BinaryNotFound, UsageError
@@ -112,7 +118,11 @@ class Throwaway(TargetKind[None, StateT]):
         )
         profile = profiles.load(spec.profile, machine=self.machine(spec))
         profile = profile.with_overrides(spec.settings, settings_option(spec, demands.source))
-        os_user = server_os_user(spec.os_user)
+        try:
+            os_user = checking_os_user(spec.os_user)
+        except UsageError as exc:
+            written = as_written(spec, demands.source, "os_user", "--os-user")
+            raise UsageError(f"{written} {exc.message}", hint=exc.hint) from None
         aio.check_io_method(spec.name, profile.settings, bins, os_user)
         adapted = profiles.validate(profile, bins, os_user, segment_mb=spec.initdb.wal_segsize_mb)
         for dropped in adapted.dropped:
