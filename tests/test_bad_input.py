@@ -264,6 +264,9 @@ HEAD = '[campaign]\nname = "bad"\n'
 TARGET = '[[target]]\nname = "t"\ndirectory = "data"\n'
 NO_PROBES = "[probes]\ntiming = false\nfsync = false\nfio = false\n"
 TPCB = '[[workload]]\ntype = "tpcb"\nscales = [1]\nclients = [1]\nduration = 1\n'
+CUSTOM = (
+    '[[workload]]\ntype = "custom"\nname = "c"\nscripts = {scripts}\nclients = [1]\nduration = 1\n'
+)
 TPCC = '[[workload]]\ntype = "tpcc"\nwarehouses = 2\nconnections = 1\nduration = 1\n'
 
 
@@ -494,6 +497,25 @@ CAMPAIGNS: list[tuple[str, str | bytes, int, tuple[str, ...]]] = [
         2,
         ("nothere.sql",),
     ),
+    # issue 33: each ran until pgbench refused it, after the server was up
+    (
+        "custom-script-comments-only",
+        good(workload=CUSTOM.format(scripts='["note.sql"]')),
+        2,
+        ("note.sql holds no command",),
+    ),
+    (
+        "custom-weight-huge",
+        good(workload=CUSTOM.format(scripts='[{ file = "a.sql", weight = 100000000000 }]')),
+        2,
+        ("weight 100000000000: must be from 0 to 2147483647",),
+    ),
+    (
+        "custom-weights-all-0",
+        good(workload=CUSTOM.format(scripts='[{ file = "a.sql", weight = 0 }]')),
+        2,
+        ("every script has weight 0",),
+    ),
     (
         "does-not-fit-the-disk",
         good(workload=TPCB.replace("scales = [1]", "scales = [10000000]")),
@@ -530,7 +552,12 @@ CAMPAIGNS: list[tuple[str, str | bytes, int, tuple[str, ...]]] = [
 
 def _campaign_cases() -> Iterator[Case]:
     for id, text, code, says in CAMPAIGNS:
-        files: dict[str, str | bytes] = {"c.toml": text, "afile": "x", "a.sql": "SELECT 1;\n"}
+        files: dict[str, str | bytes] = {
+            "c.toml": text,
+            "afile": "x",
+            "a.sql": "SELECT 1;\n",
+            "note.sql": "-- only a comment\n\n",
+        }
         yield Case(f"plan-{id}", ("plan", "c.toml"), code, says, {}, files)
         yield Case(f"run-{id}", ("run", "c.toml"), code, says, {}, files)
 
