@@ -65,6 +65,7 @@ SEEDS = {
     "seed000-cloud": ROOT / "examples" / "seed000-cloud.toml",
     "seed001-login": ROOT / "examples" / "seed001-login.toml",
     "seed002-filesystems": ROOT / "examples" / "seed002-filesystems.toml",
+    "seed003-tpcc": ROOT / "examples" / "seed003-tpcc.toml",
 }
 KINDS = ("setup/teardown", "probes", "loads", "data steps", "measured runs")
 LOAD_KINDS = {"pgbench_init", "tpcc_load", "sql_setup"}
@@ -309,7 +310,7 @@ def report(name: str, where: Path, replan: bool) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--only", nargs="+", metavar="NAME", help="seed000, seed001, seed002")
+    ap.add_argument("--only", nargs="+", metavar="NAME", help="seed000, seed001, seed002, seed003")
     ap.add_argument("--results", type=Path, help="runs kept (and reused) in DIR/NAME")
     ap.add_argument("--replan", action="store_true", help="also this code's estimate now")
     ap.add_argument(

@@ -293,6 +293,27 @@ def test_a_directory_with_files_pgrig_did_not_create_is_left_alone(
     assert (theirs / "precious").read_text() == "not pgrig's"
 
 
+def test_set_restarts_the_server_for_the_copy_and_back_after(
+    ctx: Context, cluster: Cluster, disk_dir: Path
+) -> None:
+    """Seed 002: TPC-B at 9.5's wal_level = minimal, the backup at hot_standby
+    with WAL senders - a server that takes no replication connections is copied
+    at the workload's `set`, then runs at the profile's settings again."""
+    cluster.restart({"wal_level": "minimal", "max_wal_senders": "0"})
+    ctx.running.server_pid = cluster.postmaster_pid()
+    backup = {"wal_level": "hot_standby", "max_wal_senders": "4"}
+    spec = bb_spec.BasebackupSpec(scale=1, settings=backup)
+    step = steps.backup_step(spec, RunPolicy(), PlannedTarget("t"), 1)
+    assert step.params["set"] == backup
+    res, _ = registry.resolve(step.action)(ctx, Quiet())
+    assert res.data_bytes > 15_000_000
+    with ctx.conn.connect() as db:
+        row = db.execute("SELECT current_setting('max_wal_senders')").fetchone()
+    assert row is not None and row[0] == cluster.settings.get("max_wal_senders", "10")
+    assert ctx.running.server_pid == cluster.postmaster_pid()
+    assert list(disk_dir.iterdir()) == []
+
+
 def test_pg_hba_gets_a_replication_line_when_initdb_left_none(bins: binaries.PgBinaries,
                                                               tmp_path: Path) -> None:  # fmt: skip
     # initdb before 10 writes the replication lines commented out, as here.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
@@ -34,6 +34,8 @@ class BasebackupSpec:
     to_directory: Path | None = None  # ``to`` resolved, when it is a directory
     repeat: int | None = None  # None: the campaign's repeat policy
     timeout_s: float | None = None  # None: 10 minutes plus 1 s per MB of data
+    # `set`: settings pgrig's server restarts at for the copies, and back after
+    settings: dict[str, str] = field(default_factory=dict)
 
     kind: ClassVar[str] = "basebackup"
 
@@ -41,6 +43,11 @@ class BasebackupSpec:
     def to_target(self) -> str | None:
         """The target the copy goes to when ``to`` names one; None otherwise."""
         return self.to if self.to and self.to_directory is None else None
+
+
+def _settings(t: Table, key: str, default: object) -> dict[str, str]:
+    table = t.table(key)
+    return {k: str(v) for k, v in (table.data.items() if table else ())}
 
 
 def _compress(t: Table, key: str, default: str) -> str:
@@ -114,6 +121,10 @@ SCHEMA = Schema(
            shown_default="the campaign's"),
     custom("timeout", None, "seconds before a run is stopped", _timeout, field="timeout_s",
            shown_default="600 + 1 per MB of data"),
+    custom("set", None, "`[workload.set]`: settings the cluster pgrig created restarts at for "
+           "each copy, and back to the profile's after: seed 002 backed up at `wal_level = "
+           "hot_standby` with archiving where its TPC-B ran at 9.5's `minimal`", _settings,
+           field="settings", shown_default="`{}`"),
     also=("type",),
 )  # fmt: skip
 

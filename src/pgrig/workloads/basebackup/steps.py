@@ -11,9 +11,11 @@ written or deleted.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import time
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from pgrig import calibration, proc
@@ -156,6 +158,38 @@ def _check_replication(ctx: Context, wal_method: str) -> None:
         )
 
 
+RESTARTS_S = 2.5  # `set`: two restarts around a copy, 0.3-1.2 s each here (docs/tpcc.md)
+
+
+@contextlib.contextmanager
+def _restarted(ctx: Context, settings: Mapping[str, str]) -> Iterator[None]:
+    """The body on pgrig's server restarted at ``settings`` (the workload's
+    ``set``), then restarted at the profile's again - also when the body fails.
+    The monitor is told the server's new PID each time."""
+    if not settings:
+        yield
+        return
+    server = ctx.cluster or ctx.restartable
+    if server is None:
+        raise ClusterError(
+            f"{conn(ctx).describe()}: the basebackup workload's set "
+            f"({', '.join(settings)}) needs a server pgrig created: it restarts it",
+            hint="remove [workload.set], or set those in the server's configuration",
+        )
+    try:  # a server that refuses the settings starts again at the profile's
+        server.restart(settings)
+        _moved(ctx)
+        yield
+    finally:
+        server.restart()
+        _moved(ctx)
+
+
+def _moved(ctx: Context) -> None:
+    if ctx.cluster is not None:
+        ctx.running.server_pid = ctx.cluster.postmaster_pid()
+
+
 def _timeout(spec: BasebackupSpec, cluster_bytes: int) -> float:
     if spec.timeout_s is not None:
         return spec.timeout_s
@@ -193,6 +227,10 @@ def backup_action(
     spec: BasebackupSpec, opts: tool.Options, target: str, rep: int, storage: str
 ) -> Action:
     def action(ctx: Context, line: ProgressLine) -> tuple[BasebackupResult, str]:
+        with _restarted(ctx, spec.settings):
+            return backup(ctx, line)
+
+    def backup(ctx: Context, line: ProgressLine) -> tuple[BasebackupResult, str]:
         started, machine = time.monotonic(), calibration.busy()
         _check_replication(ctx, spec.wal_method)
         with conn(ctx).connect() as db:
@@ -315,6 +353,7 @@ def backup_step(spec: BasebackupSpec, policy: RunPolicy, target: TargetView, rep
             "max_rate": spec.max_rate,
             "to": spec.to or None,
             "repeat": rep,
+            **({"set": dict(spec.settings)} if spec.settings else {}),
         },
         action=Call(
             "basebackup.backup",
@@ -329,7 +368,7 @@ def backup_step(spec: BasebackupSpec, policy: RunPolicy, target: TargetView, rep
         prepare=Call("basebackup.prepare", {"policy": policy}),
         tools=(tool.TOOL,),
         monitored=True,
-        estimate_s=backup_estimate(spec, target.storage),
+        estimate_s=backup_estimate(spec, target.storage) + (RESTARTS_S if spec.settings else 0.0),
     )
 
 

@@ -104,8 +104,10 @@ def _conn(ctx: Context) -> Conn:
     return ctx.conn
 
 
-def load_action(tp: TpccPlan, owned: bool) -> Action:
-    """The TPC-C data loaded by pgrig's loader (``owned``: tables there may be replaced)."""
+def load_action(tp: TpccPlan, owned: bool, storage: str = "") -> Action:
+    """The TPC-C data loaded by pgrig's loader (``owned``: tables there may be replaced),
+    its time kept for the machine and for ``storage`` (the target's: a latency
+    layer loads 4-5x slower than the disk beside it)."""
 
     def action(ctx: Context, line: ProgressLine) -> tuple[TpccLoad, str]:
         machine = calibration.busy()  # before the load adds its own
@@ -125,7 +127,7 @@ def load_action(tp: TpccPlan, owned: bool) -> Action:
             result = loader.load(_conn(ctx), tp.warehouses, jobs=tp.loader_jobs,
                                  replace=owned, on_progress=on_progress,
                                  minimal_wal=cluster)  # fmt: skip
-        calibration.record(LOAD_KIND, tp.warehouses, result.elapsed_s, machine)
+        calibration.record_on(LOAD_KIND, storage, tp.warehouses, result.elapsed_s, machine)
         return result, "\n".join(messages) + "\n"
 
     return action
@@ -138,10 +140,12 @@ def load_step(tp: TpccPlan, name: str, target: TargetView) -> Step:
         label=f"{target.name}: TPC-C load, {tp.warehouses} "
         f"warehouse{'s' if tp.warehouses > 1 else ''}",
         params={"warehouses": tp.warehouses, "jobs": tp.loader_jobs, "workload": name},
-        action=Call("tpcc.load", {"tp": tp, "owned": target.owned}),
+        action=Call("tpcc.load", {"tp": tp, "owned": target.owned, "storage": target.storage}),
         total=tp.warehouses,
-        # This machine's earlier loads (pgrig.calibration), else 3 s per warehouse.
-        estimate_s=calibration.estimate(LOAD_KIND, tp.warehouses, lambda w: 5 + 3 * w),
+        # This storage's or machine's earlier loads (pgrig.calibration), else 3 s per warehouse.
+        estimate_s=calibration.estimate_on(
+            LOAD_KIND, target.storage, tp.warehouses, lambda w: 5 + 3 * w
+        ),
         creates_data=True,
     )
 
