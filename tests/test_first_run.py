@@ -97,3 +97,22 @@ def test_a_fresh_clone_under_a_private_directory_runs_the_quick_study(private: P
     (report,) = (clone / "pgrig-results").glob("report-quick-*.md")
     assert f"target local: {quick.FALLBACK}," in report.read_text()
     assert set(quick.FALLBACK.glob("pgrig-quick-*")) == before, "its work directory is removed"
+
+
+def test_a_state_directory_that_cannot_be_made_is_refused_before_anything(
+    private: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A user with HOME=/nonexistent: a PermissionError traceback, and a marked work
+    directory left that `pgrig clean` called "nothing to clean" (issue 33)."""
+    data = private.parent / "data"  # not reached: refused first
+    path = private / "c.toml"
+    path.write_text(
+        f'[campaign]\nname = "first-run"\n[[target]]\nname = "t"\ndirectory = "{data}"\n'
+        '[[workload]]\ntype = "tpcb"\nscales = [1]\nclients = [1]\nduration = [1]\n'
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PGRIG_STATE_DIR"}
+    env["XDG_STATE_HOME"] = "/dev/null/state"  # cannot be made, even by root
+    done = pgrig("plan", path, env=env)
+    assert done.returncode == 4, done.stderr
+    assert "pgrig keeps its records of what it made in /dev/null/state/pgrig" in done.stderr
+    assert "PGRIG_STATE_DIR" in done.stderr and "Traceback" not in done.stderr

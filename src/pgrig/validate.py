@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from pgrig import files, lifecycle, plan, proc, registry
+from pgrig import files, lifecycle, ownership, plan, proc, registry
 from pgrig.campaign import Campaign
 from pgrig.cluster import workdir
 from pgrig.cluster.server import DEFAULT_OS_USERS
@@ -74,6 +74,7 @@ def campaign(
     installed yet is not installed (the plan says what would be downloaded),
     and refusals that only a run's ``--yes`` lifts are left to the run."""
     warnings: list[str] = []
+    ownership.state_dir()  # where what a run makes is recorded: refused now, not half way
     lossy = power_loss_workload(camp)
     for spec in camp.targets:
         if registry.target_kind(spec, lossy).creates_server:
