@@ -226,6 +226,13 @@ RUN_OPTIONS = [
     case("pghost-unreachable", f"{Q} --yes", 2, "PGHOST", env={"PGHOST": "/nonexistent"}),
     case("pgport-word", f"{Q} --yes", 2, "PGPORT", env={"PGPORT": "banana"}),
     case(
+        "pgsslmode-junk-throwaway",
+        f"{Q} --throwaway",
+        2,
+        "PGSSLMODE=junk is not an sslmode",
+        env={"PGSSLMODE": "junk"},
+    ),
+    case(
         "pghost-unresolvable",
         f"{Q} --yes",
         2,

@@ -20,15 +20,25 @@ from pgrig.errors import ClusterError, UsageError, mask_secrets
 CONNECT_TIMEOUT_S = 10
 
 
-def check_pgport(reads_it: str) -> None:
+def check_pg_environment(reads_it: str) -> None:
     """PGPORT that is no port, refused naming it: libpq, initdb and the server
-    all read it (``PGPORT=abc --throwaway`` blamed "profile oltp")."""
+    all read it (``PGPORT=abc --throwaway`` blamed "profile oltp"); and a
+    PGSSLMODE libpq does not know, which every connection pgrig opens reads."""
     port = os.environ.get("PGPORT")
     if port is not None and not (port.isdigit() and 0 < int(port) < 65536):
         raise UsageError(
             f"PGPORT={port!r} is not a port number, and {reads_it}",
             hint="unset PGPORT or give a number, e.g. PGPORT=5432",
         )
+    mode = os.environ.get("PGSSLMODE")
+    if mode is not None and mode not in SSLMODES:  # pgrig's own connections waited 120 s
+        raise UsageError(
+            f"PGSSLMODE={mode} is not an sslmode libpq knows",
+            hint=f"unset PGSSLMODE or use one of: {', '.join(SSLMODES)}",
+        )
+
+
+SSLMODES = ("disable", "allow", "prefer", "require", "verify-ca", "verify-full")
 
 
 def libpq_reason(exc: BaseException) -> str:

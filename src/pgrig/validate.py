@@ -26,7 +26,7 @@ from pgrig import files, lifecycle, ownership, plan, proc, registry
 from pgrig.campaign import Campaign
 from pgrig.cluster import workdir
 from pgrig.cluster.server import DEFAULT_OS_USERS
-from pgrig.conninfo import check_pgport
+from pgrig.conninfo import check_pg_environment
 from pgrig.errors import (
     BinaryNotFound,
     DiskSpaceError,
@@ -78,7 +78,7 @@ def campaign(
     lossy = power_loss_workload(camp)
     for spec in camp.targets:
         if registry.target_kind(spec, lossy).creates_server:
-            check_pgport("initdb and the server pgrig creates read it")
+            check_pg_environment("initdb and the server pgrig creates read it")
             check_initdb(camp, spec)
     needs = plan.disk_needs(camp)
     workloads = [registry.of(w) for w in camp.workloads]

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 
 from pgrig.cluster import workdir
-from pgrig.conninfo import Conn, check_pgport, libpq_reason, refused_hint
+from pgrig.conninfo import Conn, check_pg_environment, libpq_reason, refused_hint
 from pgrig.errors import ClusterError, UsageError
 from pgrig.pgsource import binaries
 from pgrig.registry.target import (
@@ -67,7 +67,7 @@ def _room(spec: TargetSpec, demands: Demands) -> None:
     the study was created - and have room for the workload's clients."""
     assert spec.dsn is not None
     if not spec.dsn:
-        check_pgport("libpq reads it")
+        check_pg_environment("libpq reads it")
     conn = Conn.from_user(spec.dsn)
     source = source_of(spec, demands.source)
     try:
