@@ -226,3 +226,32 @@ def test_an_import_of_a_running_study_is_refused(
     # once its pgrig is gone: imported, and said to be interrupted
     assert _main("import", source, "--store", into) == 0
     assert "live was interrupted" in capsys.readouterr().err
+
+
+# -- no room for the report ----------------------------------------------------------
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounts a small tmpfs")
+def test_no_room_for_the_report_keeps_the_previous_one_and_says_how_to_write_it_again(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = _store(tmp_path / "s.sqlite")
+    out = tmp_path / "small"
+    out.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", out], check=True, timeout=30)
+    try:
+        assert _main("report", "s1", "--store", store, "--out", out) == 0
+        before = {p.name: p.read_bytes() for p in out.iterdir()}
+        # the rest of the filesystem taken
+        with (out / "filler").open("wb", buffering=0) as filler, pytest.raises(OSError):
+            while True:
+                filler.write(b"\0" * 65536)
+        capsys.readouterr()
+        assert _main("report", "s1", "--store", store, "--out", out) == 1
+        err = capsys.readouterr().err
+        assert "No space left on device" in err and "free some space there" in err, err
+        assert "`pgrig report` writes the report again" in err and "Traceback" not in err
+        after = {p.name: p.read_bytes() for p in out.iterdir() if p.name != "filler"}
+        assert after == before, "the previous report is left whole, and no temporary file"
+    finally:
+        subprocess.run(["umount", out], check=True, timeout=30)
