@@ -121,6 +121,12 @@ RUN_OPTIONS = [
     case("wal-segsize-0", f"{Q} --wal-segsize 0", 2, "--wal-segsize"),
     case("encoding", f"{Q} --encoding KLINGON", 2, "--encoding", "KLINGON"),
     case("locale", f"{Q} --locale xx_YY", 2, "--locale", "xx_YY"),
+    case(
+        "encoding-locale-mismatch",
+        f"{Q} --encoding LATIN1 --locale C.UTF-8",
+        2,
+        "--encoding 'LATIN1' does not match the locale 'C.UTF-8'",
+    ),
     case("profile-unknown", f"{Q} --profile oltpp", 2, "profile", "oltp"),
     case("profile-missing-file", f"{Q} --profile /nonexistent/x.conf", 2, "/nonexistent/x.conf"),
     # issue 33: a traceback, "unknown profile", a study with a server that would not

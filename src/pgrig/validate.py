@@ -198,6 +198,17 @@ def check_initdb(camp: Campaign, spec: TargetSpec) -> None:
             hint="C or C.UTF-8 always exist; `locale -a` lists the others "
             "(Debian: dpkg-reconfigure locales)",
         )
+    # initdb's own check (SQL_ASCII goes with any locale): LATIN1 with C.UTF-8 made
+    # a study, then failed in initdb
+    encoding = init.encoding.upper().replace("-", "").replace("_", "")
+    codeset = _norm_locale(init.locale).partition(".")[2].partition("@")[0]
+    if codeset and encoding != "SQLASCII" and (codeset == "utf8") != (encoding == "UTF8"):
+        raise UsageError(
+            f"{where(camp, spec, 'encoding')} {init.encoding!r} does not match the locale"
+            f" {init.locale!r} (initdb refuses them together)",
+            hint=f"an encoding that matches {init.locale} (UTF8 for a UTF-8 locale), or the"
+            " locale C, which takes any",
+        )
 
 
 def _norm_locale(name: str) -> str:
