@@ -169,6 +169,7 @@ RUN_OPTIONS = [
     case("set-out-of-range", f"{Q} --set max_connections=0", 2, "max_connections"),
     case("target-missing", f"{Q} --target /nonexistent/dir", 2, "/nonexistent/dir", "--target"),
     case("target-file", f"{Q} --target afile", 2, "afile", "--target", files={"afile": "x"}),
+    case("target-symlink-loop", f"{Q} --target loop", 2, "loop is a symbolic link", "--target"),
     case("pg-bin-missing", f"{Q} --pg-bin /nonexistent/bin", 3, "/nonexistent/bin"),
     case("tablespace-missing", f"{Q} --tablespace /nonexistent/ts", 2, "/nonexistent/ts"),
     case(
@@ -530,6 +531,12 @@ CAMPAIGNS: list[tuple[str, str | bytes, int, tuple[str, ...]]] = [
         ("every script has weight 0",),
     ),
     (
+        "custom-script-directory",
+        good(workload=CUSTOM.format(scripts='["data"]')),
+        2,
+        ("data is a directory, not a file",),
+    ),
+    (
         "does-not-fit-the-disk",
         good(workload=TPCB.replace("scales = [1]", "scales = [10000000]")),
         5,
@@ -678,6 +685,7 @@ def sandbox(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     pass its mode-700 parent, and the validation refuses such a target."""
     tmp_path = make_disk_dir("pgrig-sandbox-")
     (tmp_path / "data").mkdir()
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
     with Store.open(tmp_path / "s.sqlite") as st:
         st.begin_study(
             Study(

@@ -60,7 +60,8 @@ def _scripts(t: Table, key: str, default: object) -> tuple[ScriptSpec, ...]:
         if path is None:
             raise t.error(key, "each script needs a file")
         if not path.is_file():
-            raise t.error(key, f"script file {path} does not exist")
+            what = "is a directory, not a file" if path.is_dir() else "does not exist"
+            raise t.error(key, f"script file {path} {what}")
         weight = s.get("weight", int, 1)
         if not 0 <= weight <= MAX_WEIGHT:  # pgbench refused 1e11 after the server was up
             raise t.error(key, f"weight {weight}: must be from 0 to {MAX_WEIGHT}")
@@ -93,7 +94,8 @@ def _setup(t: Table, key: str, default: object) -> tuple[Path, ...]:
         p = Path(item).expanduser()
         p = p if p.is_absolute() else t.ctx.base / p
         if not p.is_file():
-            raise t.error(key, f"setup file {p} does not exist")
+            what = "is a directory, not a file" if p.is_dir() else "does not exist"
+            raise t.error(key, f"setup file {p} {what}")
         out.append(p)
     return tuple(out)
 
