@@ -17,7 +17,7 @@ from pgrig.report.writer import write as write_report
 from pgrig.results import Study
 from pgrig.resume import planned_steps, study_live
 from pgrig.schema import NAME
-from pgrig.store import Store, location
+from pgrig.store import Store, import_study, location
 from pgrig.ui import Ui, format_option
 
 
@@ -156,7 +156,7 @@ def import_cmd(
             _importable(source, other, other.study(sid))
         with Store.open(location(results, store)) as st:
             for sid in ids:
-                click.echo(f"imported {st.import_study(other, sid, as_id=as_id)}")
+                click.echo(f"imported {import_study(st, other, sid, as_id=as_id)}")
                 if _status(other.study(sid)) == "interrupted":
                     click.echo(
                         f"note: {sid} was interrupted (its pgrig is gone, it ran part of its"

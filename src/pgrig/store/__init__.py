@@ -355,41 +355,6 @@ class Store:
         conn.insert_samples(itertools.chain((first,), rows))
         return True
 
-    def import_study(self, other: Store, study_id: str, *, as_id: str | None = None) -> str:
-        """Copy one study and its runs from another results file (another machine's)."""
-        study = other.study(study_id)
-        new_id = as_id or study.id
-        if any(s.id == new_id for s in self.studies()):
-            raise StoreError(
-                f"{self.path} already holds a study {new_id!r}",
-                hint="import it under another name with --as NEW_ID",
-            )
-        # read before anything is written: a damaged record refuses the import whole
-        records = other.runs(study_id, without_samples=other.kinds(study_id))
-        self.begin_study(replace(study, id=new_id, status=study.status))
-        try:
-            for env_target, env in study.target_environments.items():
-                self.set_target_environment(new_id, env_target, env)
-            if study.finished_at:
-                self.finish_study(new_id, study.status, study.finished_at)
-            for rec in records:
-                samples = other.samples(rec.id) if rec.id is not None else None
-                self.record(replace(rec, study=new_id, id=None), samples)
-        except BaseException:  # damaged samples, a full disk, Ctrl-C: no half copy
-            self._forget(new_id)
-            raise
-        return new_id
-
-    def _forget(self, study_id: str) -> None:
-        """Remove a study and everything recorded with it (an import cut short)."""
-        with self._tx() as conn:
-            conn.execute(
-                "DELETE FROM samples WHERE run_id IN (SELECT id FROM runs WHERE study_id = ?)",
-                (study_id,),
-            )
-            conn.execute("DELETE FROM runs WHERE study_id = ?", (study_id,))
-            conn.execute("DELETE FROM studies WHERE id = ?", (study_id,))
-
     def kinds(self, study_id: str) -> list[str]:
         """The kinds of record the study holds."""
         rows = self._db.execute("SELECT DISTINCT kind FROM runs WHERE study_id = ?", (study_id,))
@@ -464,6 +429,43 @@ class Store:
     def _elements(self, run_id: int, key: str) -> Iterator[dict[str, JsonValue]]:
         for row in self._db.each(self._db.elements_sql(key), (run_id,)):
             yield json.loads(_text(row, "value"))
+
+
+def import_study(into: Store, other: Store, study_id: str, *, as_id: str | None = None) -> str:
+    """Copy one study and its runs from another results file (another machine's)."""
+    study = other.study(study_id)
+    new_id = as_id or study.id
+    if any(s.id == new_id for s in into.studies()):
+        raise StoreError(
+            f"{into.path} already holds a study {new_id!r}",
+            hint="import it under another name with --as NEW_ID",
+        )
+    # read before anything is written: a damaged record refuses the import whole
+    records = other.runs(study_id, without_samples=other.kinds(study_id))
+    into.begin_study(replace(study, id=new_id, status=study.status))
+    try:
+        for env_target, env in study.target_environments.items():
+            into.set_target_environment(new_id, env_target, env)
+        if study.finished_at:
+            into.finish_study(new_id, study.status, study.finished_at)
+        for rec in records:
+            samples = other.samples(rec.id) if rec.id is not None else None
+            into.record(replace(rec, study=new_id, id=None), samples)
+    except BaseException:  # damaged samples, a full disk, Ctrl-C: no half copy
+        _forget(into, new_id)
+        raise
+    return new_id
+
+
+def _forget(store: Store, study_id: str) -> None:
+    """Remove a study and everything recorded with it (an import cut short)."""
+    with store._tx() as conn:
+        conn.execute(
+            "DELETE FROM samples WHERE run_id IN (SELECT id FROM runs WHERE study_id = ?)",
+            (study_id,),
+        )
+        conn.execute("DELETE FROM runs WHERE study_id = ?", (study_id,))
+        conn.execute("DELETE FROM studies WHERE id = ?", (study_id,))
 
 
 def _lean_result(

@@ -57,7 +57,8 @@ from pgrig.schema import Schema, custom, port, text
 from pgrig.schema import Table as Keys
 from pgrig.targets import loadhosts
 from pgrig.targets.loadhosts import LOAD_HOSTS
-from pgrig.targets.throwaway import connections_fit, find_binaries
+from pgrig.targets.remote_refuse import load_fits, shared_ports
+from pgrig.targets.throwaway import find_binaries
 from pgrig.ui import Ui
 from pgrig.workloads.common import DATABASE
 
@@ -250,6 +251,22 @@ def _has_python(ex: Executor) -> bool:
     return ex.run(["python3", "-c", "pass"], timeout=60, check=False, what="python3").ok
 
 
+def _missing(db: Executor, loaders: Sequence[Executor], bin_dir: str) -> list[str]:
+    out = [
+        f"{db.name} has no {bin_dir}/{tool}"
+        for tool in SERVER_TOOLS
+        if not db.exists(f"{bin_dir}/{tool}")
+    ]
+    if db not in loaders and not _has_python(db):
+        out.append(f"{db.name} has no python3 (it reads the host's environment)")
+    for ex in loaders:
+        if not ex.exists(f"{bin_dir}/pgbench"):
+            out.append(f"load host {ex.name} has no {bin_dir}/pgbench")
+        if not _has_python(ex):
+            out.append(f"load host {ex.name} has no python3 (the start barrier's waiter)")
+    return out
+
+
 class RemoteKind(TargetKind[RemoteOptions, Hosts]):
     name = "remote"
     order = 10
@@ -323,7 +340,7 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
         by_name = {ex.name: ex for ex in executors}
         try:
             loaders = [by_name[h.name] for h in load_hosts]
-            missing = self._missing(executors[0], loaders, bin_dir)
+            missing = _missing(executors[0], loaders, bin_dir)
             load_facts = (
                 () if missing else _versions(spec, bins, executors[0], loaders, bin_dir, notes)
             )
@@ -348,20 +365,7 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
             )
         machine = profiles.Machine(memory, cpus)
         profile, header = _profile(spec, bins, server[0].name, machine, notes, demands.source)
-        # every load host opens the run's clients: two hosts of 60 are 120 connections
-        if len(load_hosts) > 1:
-            of = f"{demands.clients_of} from {len(load_hosts)} load hosts"
-            demands = replace(demands, clients=demands.clients * len(load_hosts), clients_of=of)
-        try:
-            connections_fit(spec, profile, demands)
-        except UsageError:
-            self._pool.close()
-            raise
-        if opts.load_hosts and server[0] in load_hosts:  # named: said (the default is silent)
-            notes.append(
-                f"target {spec.name}: load host {server[0].name} is the server's own host:"
-                " its pgbench shares the server's CPUs"
-            )
+        load_fits(spec, profile, demands, (server[0], load_hosts, opts.load_hosts), notes)
         self._seen |= {h.name: h for h in (server[0], *load_hosts)}
         address = _ip(server[0].address)
         clients = {_ip(h.address) for h in load_hosts} | {_source_ip(address, opts.port)}
@@ -375,35 +379,8 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
         return Checked(bins, profile, None, owned=True, state=hosts)
 
     def check_together(self, targets: Sequence[Target]) -> None:
-        """Two servers on one host and port cannot both listen: refused now (it
-        failed at bind time with a truncated 'ddress already in use')."""
-        seen: dict[tuple[str, int], str] = {}
-        for t in targets:
-            port = self.options(t.spec).port
-            where = (self.state(t).address, port)
-            other = seen.setdefault(where, t.name)
-            if other != t.name:
-                raise UsageError(
-                    f"targets {other} and {t.name} both put their server on"
-                    f" {self.state(t).server.name} port {port}: the second could not listen",
-                    hint=f"give target {t.name} a port of its own (port = {port + 1})",
-                )
-
-    @staticmethod
-    def _missing(db: Executor, loaders: Sequence[Executor], bin_dir: str) -> list[str]:
-        out = [
-            f"{db.name} has no {bin_dir}/{tool}"
-            for tool in SERVER_TOOLS
-            if not db.exists(f"{bin_dir}/{tool}")
-        ]
-        if db not in loaders and not _has_python(db):
-            out.append(f"{db.name} has no python3 (it reads the host's environment)")
-        for ex in loaders:
-            if not ex.exists(f"{bin_dir}/pgbench"):
-                out.append(f"load host {ex.name} has no {bin_dir}/pgbench")
-            if not _has_python(ex):
-                out.append(f"load host {ex.name} has no python3 (the start barrier's waiter)")
-        return out
+        shared_ports([(t.name, self.state(t).server.name, self.state(t).address,
+                       self.options(t.spec).port) for t in targets])  # fmt: skip
 
     @contextlib.contextmanager
     def _host_side(self, t: Target, keep: Callable[[], bool]) -> Iterator[_Open]:
