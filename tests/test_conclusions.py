@@ -18,6 +18,7 @@ from pgrig.results import (
     Environment,
     FsyncResult,
     FsyncRow,
+    LatencySummary,
     PgbenchInit,
     PgbenchRun,
     ProgressPoint,
@@ -304,11 +305,61 @@ def test_single_client_commits_bounded_by_fsync() -> None:
 
 def test_a_probe_slower_than_the_whole_transaction_is_not_a_share_of_it() -> None:
     """seed000-latency: pg_test_fsync's 908 us beside 0.470 ms transactions was
-    printed as "100% of the 0.470 ms" - a sync cannot outlast its commit."""
+    printed as "100% of the 0.470 ms" - a sync cannot outlast its commit, so no
+    bound is named and the refutation is said instead."""
     records = runs("local", [2122.0], clients=1, latency=0.47)
     records.append(record("local", "probe/pg_test_fsync", "pg_test_fsync", fsync(908.0)))
     (only,) = c.fsync_bound(evidence(records))
-    assert "100%" not in only.text and "longer than the 0.470 ms a whole" in only.text
+    assert "bounded by fsync" not in only.text and "100%" not in only.text
+    assert "a whole transaction took 0.470 ms on average" in only.text
+    assert "one client committed 2,122 transactions a second, 193% of the probe's" in only.text
+
+
+def with_syncs(rec: RunRecord, syncs: list[float]) -> RunRecord:
+    """The monitor's record of ``rec`` whose samples saw ``syncs`` WAL syncs a second."""
+    data = json.loads((MONITOR_DATA / "result_storage_read.json").read_text())
+    mon = from_dict(MonitorResult, data["monitor"])
+    samples = tuple(
+        dataclasses.replace(s, in_run=True, pg=dataclasses.replace(s.pg, wal_syncs_s=v))
+        for s, v in zip(mon.samples, syncs, strict=False)
+        if s.pg is not None
+    )
+    mon = dataclasses.replace(mon, samples=samples, verdict=Verdict("wal", "wal", "wal: n"))
+    return dataclasses.replace(rec, key=rec.key + "/monitor", kind="monitor", result=to_dict(mon))
+
+
+def test_seed000_latency_fsync_bound_refuted_by_its_own_latency_and_wal_syncs() -> None:
+    """Issue 30: "commits bounded by fsync, 2,141 us = 88% of 2.444 ms" was said while
+    the median transaction took 0.841 ms and WAL syncs ran at 115% / 246% of the 467
+    ops/s pg_test_fsync measured. Each contradiction alone withholds the bound."""
+    probe = record("essd-pl3", "probe/pg_test_fsync", "pg_test_fsync", fsync(2141.0))
+    latency = LatencySummary(900, 1.0, 0.841, 9.0, 12.0, 20.0)
+
+    def one(*, p50: bool, syncs: list[float] | None) -> list[RunRecord]:
+        made = runs("essd-pl3", [409.0, 405.0], clients=1, latency=2.444)
+        if p50:
+            made = [
+                dataclasses.replace(r, result={**(r.result or {}), "latency": to_dict(latency)})
+                for r in made
+            ]
+        watched_runs = [with_syncs(r, syncs) for r in made] if syncs else []
+        return [*made, *watched_runs, probe]
+
+    # Both contradictions, as seed000-latency had them.
+    (both,) = c.fsync_bound(evidence(one(p50=True, syncs=[539.0, 539.0, 1151.0, 500.0])))
+    assert "bounded by fsync" not in both.text
+    assert "the median transaction took 0.841 ms" in both.text
+    assert "synced WAL 539 times a second (median; 1,151 peak" in both.text
+    assert "115% of the probe's rate" in both.text
+    # The median latency alone, and the WAL sync rate alone, each refute it.
+    (p50_only,) = c.fsync_bound(evidence(one(p50=True, syncs=None)))
+    assert "bounded by fsync" not in p50_only.text and "0.841 ms" in p50_only.text
+    (syncs_only,) = c.fsync_bound(evidence(one(p50=False, syncs=[539.0, 560.0, 1151.0])))
+    assert "bounded by fsync" not in syncs_only.text and "synced WAL" in syncs_only.text
+    # Neither: the runs agree with the probe, and the bound is said.
+    (agreed,) = c.fsync_bound(evidence(one(p50=False, syncs=[400.0, 405.0, 410.0])))
+    assert "essd-pl3: single-client commits are bounded by fsync latency" in agreed.text
+    assert "88% of the 2.444 ms" in agreed.text
 
 
 def test_fast_fsync_or_asynchronous_commit_is_not_fsync_bound() -> None:

@@ -40,6 +40,7 @@ DATA = Path(__file__).parent / "data" / "report"
 GOLDEN_MD = DATA / "golden_report.md"
 CHROMIUM = Path("/usr/bin/chromium")
 SECTIONS = (
+    "## Answer",
     "## Conclusions",
     "## Performance Summary",
     "## Environment",
@@ -105,12 +106,12 @@ def test_write_returns_both_files_with_default_stem(written: Written) -> None:
 
 def test_markdown_links_png_plots_next_to_it(written: Written) -> None:
     links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", written.md)
-    assert len(links) == 4
+    assert len(links) == 4  # the answer's chart, drawn once (not again in its section)
     for link in links:
         assert not link.startswith("/") and "://" not in link
         png = written.md_path.parent / link
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert f"report-{fx.STUDY_ID}_files/tps_vs_clients.png" in links
+    assert f"report-{fx.STUDY_ID}_files/answer_tps_vs_clients.png" in links
 
 
 def test_custom_stem(tmp_path: Path) -> None:

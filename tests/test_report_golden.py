@@ -76,11 +76,13 @@ def test_markdown_opens_with_conclusions_and_holds_no_html_entities(
     md = written[0].read_text(encoding="utf-8")
     assert md.splitlines()[0] == "# pgrig report: tiny-cloud"  # not "tiny-cloud (tiny-cloud)"
     sections = re.findall(r"^## (.+)$", md, flags=re.M)
-    assert sections[:2] == ["Conclusions", "Performance Summary"]
+    assert sections[:3] == ["Answer", "Conclusions", "Performance Summary"]
+    answer = md[md.index("## Answer") : md.index("## Conclusions")]
     conclusions = md[md.index("## Conclusions") : md.index("## Performance Summary")]
-    assert "shared the machine with other work" in conclusions
-    assert "no difference between essd-pl1 and local beyond the noise" in conclusions
-    assert "faster" not in conclusions  # every difference here is inside the noise
+    assert "shared the machine with other work" in conclusions  # after the answer
+    assert "no difference between essd-pl1 and local beyond the noise" in answer
+    assert "essd-pl1 15,958 tps" in answer and "local 11,671 tps" in answer
+    assert "faster" not in answer + conclusions  # every difference here is inside the noise
     assert not re.search(r"&(lt|gt|amp|quot);", md)
     assert "\\`" not in md
 
@@ -138,7 +140,7 @@ def test_html_of_four_targets_fits_1400_px(tmp_path: Path) -> None:
     )
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     head = page[: page.index('<section id="summary"')]
-    assert '<section id="conclusions">' in head and "<svg" in head
+    assert '<section id="answer">' in head and "<svg" in head
 
 
 def test_conclusion_rules_are_documented() -> None:

@@ -4,6 +4,7 @@ repeats may stop - for ``pgrig plan`` and the runner alike."""
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -44,6 +45,7 @@ class RunPolicy:
     monitor: bool = True  # sample host and server during every measured run
     wait_quiet_s: float = 0.0  # before a measured run, wait up to this long for a quiet machine
     concurrent: bool = False  # each point on every target at once (targets on their own hosts)
+    latency_target: str | None = None  # "p99 <= 5 ms": the report's tps under it
 
     def order(self, targets: Sequence[T], rep: int) -> list[T]:
         """Rotate the target order every repetition, so that slow drift of the
@@ -166,6 +168,44 @@ def _repeat(t: Table, key: str, default: Repeat) -> Repeat:
         raise rr.error("min", "need 2 <= min <= max")
     rr.finish(("until_ci_pct", "until_diff_pct", "min", "max"))
     return count, until, max_repeat, diff
+
+
+# "p99 <= 5 ms": a percentile pgbench's log gives, and a limit in milliseconds
+LATENCY_TARGET = re.compile(r"\s*p(50|90|95|99)\s*<=?\s*(\d+(?:\.\d*)?|\.\d+)\s*ms\s*")
+
+
+@dataclass(frozen=True)
+class LatencyTarget:
+    """The latency a DBA holds a server to: the report gives the throughput each
+    target reached while its percentile stayed within the limit."""
+
+    percentile: int  # 50, 90, 95 or 99
+    limit_ms: float
+
+    @classmethod
+    def parse(cls, text: str) -> LatencyTarget:
+        """'p99 <= 5 ms' (also '<', spaces optional); ValueError naming the form."""
+        m = LATENCY_TARGET.fullmatch(text)
+        if m is None or float(m.group(2)) <= 0:
+            raise ValueError(
+                f"{text!r}: a percentile of pgbench's latency and a limit above 0 ms, "
+                'as "p99 <= 5 ms" (p50, p90, p95 or p99)'
+            )
+        return cls(int(m.group(1)), float(m.group(2)))
+
+    @property
+    def text(self) -> str:
+        return f"p{self.percentile} <= {self.limit_ms:g} ms"
+
+
+def _latency_target(t: Table, key: str, default: object) -> str | None:
+    text = t.get(key, str)
+    if text is None:
+        return None
+    try:
+        return LatencyTarget.parse(text).text
+    except ValueError as exc:
+        raise t.error(key, str(exc), hint='latency_target = "p99 <= 5 ms"') from None
 
 
 def _warmup(t: Table, key: str, default: int | str) -> int | str:
@@ -308,6 +348,14 @@ SCHEMA = Schema(
         "run each point on every target at the same time instead of in turn: for targets "
         "on machines of their own (`host = ...`, [hosts](hosts.md#many-machines-in-one-study)); "
         "targets that share a machine are refused",
+    ),
+    custom(
+        "latency_target", None,
+        "a latency the servers are held to, e.g. `\"p99 <= 5 ms\"` (p50, p90, p95 or p99 of "
+        "pgbench's per-transaction log): the report gives each target's highest tps at a "
+        "client count whose median percentile stayed within it "
+        "([report](report.md#throughput-under-a-latency-target))",
+        _latency_target,
     ),
     flag(
         "interleave", True,

@@ -283,6 +283,19 @@ class Noise:
 
 
 @dataclass(frozen=True)
+class RunTotals:
+    """What the server did over a run's timed window (the samples inside it),
+    summed: the counters' before/after deltas behind a per-transaction cost."""
+
+    seconds: float  # the in-run samples' intervals, summed
+    commits: float  # pg_stat_database.xact_commit
+    checkpoints: int  # completed inside the window
+    wal_bytes: float | None = None  # pg_stat_wal (14+); None before
+    wal_syncs: float | None = None  # pg_stat_wal.wal_sync, pg_stat_io's WAL fsyncs on 18
+    server_cpu_s: float | None = None  # the server's processes; None: not attributed
+
+
+@dataclass(frozen=True)
 class MonitorResult:
     interval_s: float
     ncpu: int
@@ -299,6 +312,7 @@ class MonitorResult:
     disturbed: Disturbance | None = None  # None: not disturbed (or not known)
     baseline: IdleBaseline | None = None  # the idle machine before the study
     noise: Noise | None = None  # per-second tps of the run
+    totals: RunTotals | None = None  # None: written by a pgrig that did not sum them
 
 
 # The monitor's record of every measured run (registered by pgrig.plugins.monitor).

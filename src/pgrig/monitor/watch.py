@@ -39,6 +39,7 @@ from pgrig.monitor.model import (
 from pgrig.monitor.noise import noise
 from pgrig.monitor.pgstats import PgSampler
 from pgrig.monitor.spool import Spool, View
+from pgrig.monitor.totals import run_totals
 from pgrig.monitor.watched import Watched
 
 if TYPE_CHECKING:
@@ -458,6 +459,7 @@ class Watch:
             disturbed=disturbed,
             baseline=self.baseline,
             noise=noise([p.tps for p in points]),
+            totals=run_totals(samples, ncpu),
         )
 
     def _client_origin(self, run: PgbenchRun | None) -> float | None:

@@ -9,8 +9,8 @@ per-second TPS overlaid per target (seed 002's chart).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from pgrig import registry, stats
@@ -22,12 +22,14 @@ from pgrig.monitor.model import Noise
 from pgrig.probe import FIO, FSYNC, TIMING
 from pgrig.registry import typed_result
 from pgrig.registry.shared import PGBENCH_INIT, SQL_SETUP
+from pgrig.report.cost import latency_cell, latency_vs, ok_runs
 from pgrig.report.figures import tps_over_time as tps_over_time  # named here for its tests
 from pgrig.report.figures import tps_vs_clients
 from pgrig.report.pgbench import load_text, statement_medians
 from pgrig.report.pointkey import PointKey, point_order, runs_by_point
 from pgrig.report.probes import FsyncRuns, fio_summary, fsync_headline, fsync_summary
 from pgrig.report.progress import Progress
+from pgrig.report.storage import barriers_off, flag
 from pgrig.report.versus import TPS, VS_NOTE, Cell, Draft, Family, Key, Ledger, Quiet, single_delta
 from pgrig.results import (
     FioResult,
@@ -96,6 +98,22 @@ class _Rows:
     baseline: str
     others: list[str]
     rows: list[Draft]
+    # Target -> why its numbers are not durable ones: the storage's (barriers off:
+    # every flush) and the server's (synchronous_commit, fsync, full_page_writes off).
+    disk: dict[str, str] = field(default_factory=dict)
+    server: dict[str, str] = field(default_factory=dict)
+
+    def unsafe(self, target: str, *, server: bool = True) -> str:
+        """'barriers off (nobarrier); synchronous_commit=off', or ''."""
+        why = [self.disk.get(target, ""), self.server.get(target, "") if server else ""]
+        return "; ".join(w for w in why if w)
+
+    def storage_unsafe(self, target: str) -> str:
+        return self.unsafe(target, server=False)
+
+    def flagged(self, text: dict[str, str], *, server: bool = True) -> dict[str, str]:
+        """Each target's cell with its unsafe durability said at the number."""
+        return {t: flag(v, self.unsafe(t, server=server)) for t, v in text.items()}
 
     def single(
         self,
@@ -139,6 +157,8 @@ def comparison_table(
     for t in others:
         columns += [t, f"{t} vs {baseline}"]
     out = _Rows(baseline, others, machine_rows(machines or {}, baseline, others))
+    out.disk = barriers_off(records)
+    out.server = {t: m.writes_note() for t, m in (meanings or {}).items() if m.writes_note()}
     family = Family(ledger)
     by_kind: ByKind = {}
     for rec in records:
@@ -150,7 +170,8 @@ def comparison_table(
     _load_rows(by_kind, out)
     for key, per_target in sorted(runs_by_point(records).items(), key=point_order):
         _point_rows(key, per_target, progress, family, out)
-    rows = out.rows + summary_rows(records, baseline, others, family)
+    # Barriers only: a server setting (synchronous_commit) does not change a backup's rate.
+    rows = out.rows + summary_rows(records, baseline, others, family, out.storage_unsafe)
     return Table(
         columns=tuple(columns),
         rows=family.rows(rows),
@@ -174,7 +195,7 @@ def _fsync_row(by_kind: ByKind, out: _Rows) -> None:
         if row is not None and row.usecs_per_op is not None:
             values[t] = row.usecs_per_op
     if text:
-        out.single("fdatasync 8K", values, text, higher_is_better=False)
+        out.single("fdatasync 8K", values, out.flagged(text, server=False), higher_is_better=False)
 
 
 def _fio_rows(by_kind: ByKind, out: _Rows) -> None:
@@ -192,7 +213,9 @@ def _fio_rows(by_kind: ByKind, out: _Rows) -> None:
                     values[t] = fio.iops
                     text[t] = fio_summary(rec).cells[1]  # with fio's own spread
         if text:
-            out.single(label, values, text)
+            # A write waits for the device's flush only when barriers are on.
+            writes = "write" in pattern
+            out.single(label, values, out.flagged(text, server=False) if writes else text)
 
 
 def _load_rows(by_kind: ByKind, out: _Rows) -> None:
@@ -222,7 +245,7 @@ def _load_rows(by_kind: ByKind, out: _Rows) -> None:
             else:
                 text[t] = f"{rec.status}: {rec.reason or ''}"
         label = f"TPC-B load, scale {scale}" if scale is not None else f"{workload} setup"
-        out.single(label, values, text, higher_is_better=False)  # seconds
+        out.single(label, values, out.flagged(text), higher_is_better=False)  # seconds
 
 
 def _point_rows(
@@ -249,21 +272,23 @@ def _point_rows(
     if key.mode == "select-only":
         metrics = [("tps", tps)]  # qps = tps: one statement per transaction
     baseline = out.baseline
+    writes = key.mode != "select-only"  # what waits for a flush, and is flagged when none
     for metric, data in metrics:
         unit = metric
         label = f"{key.label}: {metric}"
         first = metric == metrics[0][0]
         # The per-second noise goes with the point's first (headline) row.
         per_s = seconds if first else {}
-        cells: list[Cell] = [
-            label,
-            _headline_cell(
-                data.get(baseline, []), unit, failed.get(baseline, 0), per_s.get(baseline)
-            ),
-        ]
+        base_text = _headline_cell(
+            data.get(baseline, []), unit, failed.get(baseline, 0), per_s.get(baseline)
+        )
+        if writes and data.get(baseline):
+            base_text = flag(base_text, out.unsafe(baseline))
+        cells: list[Cell] = [label, base_text]
         for t in out.others:
+            mine = _headline_cell(data.get(t, []), unit, failed.get(t, 0), per_s.get(t))
             cells += [
-                _headline_cell(data.get(t, []), unit, failed.get(t, 0), per_s.get(t)),
+                flag(mine, out.unsafe(t)) if writes and data.get(t) else mine,
                 # qps = 5 x tps: one test per point, or the family counts it twice.
                 family.vs(data.get(baseline, []), data.get(t, []), key=Key(TPS, key, t))
                 if first
@@ -271,6 +296,7 @@ def _point_rows(
             ]
         kind = FAILED if any(failed.values()) and not any(data.values()) else ""
         out.rows.append(Draft(tuple(cells), kind or (HEADLINE if first else "")))
+    _latency_row(key, per_target, out)
     open_loop = {
         t: [run for _, run in pairs if run is not None and run.lag_avg_ms is not None]
         for t, pairs in per_target.items()
@@ -280,6 +306,21 @@ def _point_rows(
         for t in out.others:
             lag += [_lag_cell(open_loop.get(t, [])), ""]
         out.rows.append(Draft(tuple(lag)))
+
+
+def _latency_row(
+    key: PointKey, per_target: dict[str, list[tuple[RunRecord, PgbenchRun | None]]], out: _Rows
+) -> None:
+    """The point's p95 and p99 beside its tps (pgbench's per-transaction log),
+    the p99 against the baseline's as a ratio; no row when no run logged."""
+    runs = {t: ok_runs(pairs) for t, pairs in per_target.items()}
+    if not any(r.latency is not None for rs in runs.values() for r in rs):
+        return
+    base = runs.get(out.baseline, [])
+    cells: list[Cell] = [f"{key.label}: latency", latency_cell(base)]
+    for t in out.others:
+        cells += [latency_cell(runs.get(t, [])), latency_vs(base, runs.get(t, []))]
+    out.rows.append(Draft(tuple(cells)))
 
 
 def _notes(family: Family) -> tuple[str, ...]:
@@ -293,6 +334,10 @@ def _notes(family: Family) -> tuple[str, ...]:
         *family.note(),
         "select-only: qps = tps (one statement per transaction), shown as tps; read-write qps "
         "= 5 x tps (BEGIN and END not counted), as the seeds derive it.",
+        "latency: pgbench's per-transaction log (-l), p95 and p99 in ms, the median over the "
+        "repeats; against the baseline, the ratio of the p99s (no test).",
+        "⚠ barriers off, synchronous_commit=off, fsync=off, full_page_writes=off: at every "
+        "number they change, numbers that do not wait for data to reach stable storage.",
     )
 
 
@@ -332,11 +377,17 @@ def _settings_row(meanings: Mapping[str, Meaning], baseline: str, others: list[s
 
 
 def summary_rows(
-    records: Sequence[RunRecord], baseline: str, others: list[str], family: Family
+    records: Sequence[RunRecord],
+    baseline: str,
+    others: list[str],
+    family: Family,
+    unsafe: Callable[[str], str] | None = None,
 ) -> list[Draft]:
     """A row per workload (and per point, for a kind that names its points) for
     every result kind that asks for one (``ResultKind.summary``): its metric per
-    target, and Welch's test against the baseline."""
+    target, and Welch's test against the baseline; ``unsafe``: what to say at a
+    target's figure when its storage or server does not make it durable."""
+    unsafe_of = unsafe or (lambda t: "")
     rows: list[Draft] = []
     for kind in registry.kinds().values():
         if kind.summary is None or kind.metric is None:
@@ -365,10 +416,12 @@ def summary_rows(
             cells: list[Cell] = [
                 f"{kind.summary} ({', '.join(filter(None, (workload, point)))}{note})"
             ]
-            cells.append(_headline_cell(data.get(baseline, []), kind.unit, bad.get(baseline, 0)))
+            base_cell = _headline_cell(data.get(baseline, []), kind.unit, bad.get(baseline, 0))
+            cells.append(flag(base_cell, unsafe_of(baseline)))
             for t in others:
+                mine = _headline_cell(data.get(t, []), kind.unit, bad.get(t, 0))
                 cells += [
-                    _headline_cell(data.get(t, []), kind.unit, bad.get(t, 0)),
+                    flag(mine, unsafe_of(t)),
                     family.vs(data.get(baseline, []), data.get(t, []), key=Key(kind.name, row, t)),
                 ]
             kind_ = FAILED if bad and not any(data.values()) else HEADLINE

@@ -121,32 +121,43 @@ def _first_line(reason: str | None) -> str:
     return line if len(line) <= REASON_CHARS else line[: REASON_CHARS - 3] + "..."
 
 
-def differs(ev: Evidence) -> list[Conclusion]:
-    curves: dict[tuple[str, int | None, int, str], dict[int, dict[str, list[float]]]] = {}
-    for key, per in ev.points().items():
-        curves.setdefault(key.curve, {})[key.clients] = {
-            t: [r.tps for r in runs] for t, runs in per.items()
-        }
-    found: list[tuple[str, str, list[tuple[int, stats.Comparison]]]] = []
+# A curve's points against the baseline: (the curve, the other target, per client count).
+Tested = tuple[PointKey, str, list[tuple[int, stats.Comparison]]]
+
+
+def tested(ev: Evidence) -> list[Tested]:
+    """Every pgbench point of every target against the baseline's, the study's one
+    family of tests: the answer (pgrig.report.answer) and ``differs`` read the same
+    comparisons, never a second statistic."""
+    curves: dict[tuple[str, int | None, int, str], set[int]] = {}
+    for key in ev.points():
+        curves.setdefault(key.curve, set()).add(key.clients)
+    found: list[Tested] = []
     for curve, by_clients in curves.items():
-        key = PointKey(*curve, clients=0)
         for other in ev.targets:
             if other == ev.baseline:
                 continue
-            tested: list[tuple[int, stats.Comparison]] = []
+            points: list[tuple[int, stats.Comparison]] = []
             for clients in sorted(by_clients):
                 # The study's test, with the q-value every table shows (``Ledger``):
                 # seed000's report said "pl3-latency runs 91% slower (p<=0.028)"
                 # where its table said "not called: 2 vs 2 runs (q=0.16)".
                 cmp = ev.ledger.get(Key(TPS, PointKey(*curve, clients=clients), other))
                 if cmp is not None:
-                    tested.append((clients, cmp))
-            if tested:
-                found.append((point_words(key, ev.scaled(key)), other, tested))
-    return [_differs_sentence(what, other, ev.baseline, tested) for what, other, tested in found]
+                    points.append((clients, cmp))
+            if points:
+                found.append((PointKey(*curve, clients=0), other, points))
+    return found
 
 
-def _differs_sentence(
+def differs(ev: Evidence) -> list[Conclusion]:
+    return [
+        differs_sentence(point_words(key, ev.scaled(key)), other, ev.baseline, points)
+        for key, other, points in tested(ev)
+    ]
+
+
+def differs_sentence(
     what: str, other: str, baseline: str, tested: list[tuple[int, stats.Comparison]]
 ) -> Conclusion:
     real = [(c, cmp) for c, cmp in tested if cmp.called and cmp.diff_pct is not None]
@@ -391,25 +402,56 @@ def evidence_of(
     )
 
 
-def section(ev: Evidence, sections: Sequence[Section]) -> tuple[Section, list[Section]]:
-    """The report's first screen: the conclusions, then one summary chart - the
-    first drawn figure with at least two x points, moved here from its section
+def section(
+    ev: Evidence, sections: Sequence[Section], answer: Section | None = None
+) -> list[Section]:
+    """The report's first screen: the answer (pgrig.report.answer) when the study
+    has one, then the conclusions - the artefacts and bounds that qualify it, the
+    comparisons the answer already states left out. Without an answer chart, the
+    first drawn figure with at least two x points moves here from its section
     (drawn once: a report's weight is its plots)."""
-    found = draw(ev)
+    answered = {"differs", "headline"} if answer is not None else set()
+    found = [c for c in draw(ev) if c.rule not in answered]
+    charted = answer is not None and any(isinstance(b, Figure) for b in answer.blocks)
+    chart: Figure | None = None
+    drawn = _lines(answer.blocks[0]) if answer is not None and charted else None
+    rest = []
+    for s in sections:
+        if drawn and (same := next((b for b in s.blocks if _lines(b) == drawn), None)):
+            s, drawn = replace(s, blocks=tuple(b for b in s.blocks if b is not same)), None
+        if chart is None and not charted and (pick := _first_chart(s)) is not None:
+            chart = pick
+            s = replace(s, blocks=tuple(b for b in s.blocks if b is not pick))
+        rest.append(s)
+    if answer is not None and chart is not None:
+        answer, chart = replace(answer, blocks=(*answer.blocks, chart)), None
+    if answer is not None and not found:
+        return [answer, *rest]
+    if answer is not None:
+        # The chart after the conclusions: the first screen reads the answer and
+        # what qualifies it (other work on the machine) before the picture.
+        chart = next((b for b in answer.blocks if isinstance(b, Figure)), None)
+        answer = replace(answer, blocks=tuple(b for b in answer.blocks if b is not chart))
     paragraphs = tuple(c.text for c in found) or (
         "No rule drew a conclusion from these records (docs/report.md lists the rules); "
         "the tables below hold the numbers.",
     )
-    chart: Figure | None = None
-    rest = []
-    for s in sections:
-        if chart is None and (pick := next((b for b in s.blocks if _chartable(b)), None)):
-            assert isinstance(pick, Figure)
-            chart = pick
-            s = replace(s, blocks=tuple(b for b in s.blocks if b is not pick))
-        rest.append(s)
     blocks = (chart,) if chart is not None else ()
-    return Section("Conclusions", "conclusions", paragraphs, blocks), rest
+    first = Section("Conclusions", "conclusions", paragraphs, blocks)
+    return [answer, first, *rest] if answer is not None else [first, *rest]
+
+
+def _lines(block: object) -> list[tuple[tuple[float, ...], tuple[float, ...]]] | None:
+    """What a figure draws, whatever its labels: the answer's summary chart is not
+    drawn a second time in its section (a single target's tps-vs-clients)."""
+    if not isinstance(block, Figure):
+        return None
+    return sorted((tuple(s.x), tuple(s.y)) for s in block.series)
+
+
+def _first_chart(s: Section) -> Figure | None:
+    pick = next((b for b in s.blocks if _chartable(b)), None)
+    return pick if isinstance(pick, Figure) else None
 
 
 def _chartable(block: object) -> bool:

@@ -12,7 +12,7 @@ from functools import cached_property
 from pgrig import stats
 from pgrig.document import fmt
 from pgrig.meaning import Meaning
-from pgrig.monitor.model import MONITOR, MonitorResult
+from pgrig.monitor.model import MONITOR, MonitorResult, Sample
 from pgrig.registry import typed_result
 from pgrig.registry.report import Conclusion
 from pgrig.registry.shared import PGBENCH_RUN
@@ -70,16 +70,38 @@ class Evidence:
     def cpu_busy(self) -> dict[tuple[str, PointKey], float]:
         """The machine's median CPU busy % inside the runs of each target and point,
         from the monitor's samples (absent where nothing was sampled)."""
+        per = self.per_second(lambda s: s.cpu.busy)
+        return {k: statistics.median(v) for k, v in per.items()}
+
+    def wal_syncs(self, clients: int | None = None) -> dict[tuple[str, PointKey], array[float]]:
+        """The server's WAL syncs per second (pg_stat_wal) inside the runs of each
+        target and point, every second of every run (none before PostgreSQL 14)."""
+        return self.per_second(
+            lambda s: s.pg.wal_syncs_s if s.pg is not None else None, clients=clients
+        )
+
+    def per_second(
+        self, pick: Callable[[Sample], float | None], clients: int | None = None
+    ) -> dict[tuple[str, PointKey], array[float]]:
+        """One measure of the monitor's samples inside the runs of each target and
+        point (of ``clients`` only, when given: a sample read is a sample decoded)."""
         watched = {r.key.removesuffix("/monitor"): r for r in self.watched()}
         # doubles, not float objects: every second of every run of a point
-        busy: dict[tuple[str, PointKey], array[float]] = {}
+        out: dict[tuple[str, PointKey], array[float]] = {}
         for rec in self.records:
             mon = watched.get(rec.key) if PGBENCH_RUN.holds(rec) else None
-            if mon is not None and mon.status == "ok":
-                values = array("d", (s.cpu.busy for s in self.samples(mon) if s.in_run))
-                if values:
-                    busy.setdefault((rec.target, point_key(rec)), array("d")).extend(values)
-        return {k: statistics.median(v) for k, v in busy.items() if v}
+            if mon is None or mon.status != "ok":
+                continue
+            key = point_key(rec)
+            if clients is not None and key.clients != clients:
+                continue
+            values = array("d")
+            for s in self.samples(mon):
+                if s.in_run and (v := pick(s)) is not None:
+                    values.append(v)
+            if values:
+                out.setdefault((rec.target, key), array("d")).extend(values)
+        return out
 
     def on_vm(self) -> str | None:
         env = self.environment

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import statistics
 from collections.abc import Sequence
+from dataclasses import replace
 
 from pgrig.document import fmt
 from pgrig.document.model import Figure, Series, median_line
@@ -51,6 +52,44 @@ def tps_vs_clients(records: Sequence[RunRecord], targets: list[str]) -> list[Fig
             )
         )
     return figures
+
+
+def tps_vs_clients_summary(records: Sequence[RunRecord], targets: list[str]) -> Figure | None:
+    """The report's one summary chart: tps against clients, one line per target
+    and workload/mode (a colour per target, a dash per mode); None without a
+    curve of two client counts."""
+    curves: dict[tuple[str, int | None, int, str], dict[str, dict[int, list[float]]]] = {}
+    for key, pairs_by_target in runs_by_point(records).items():
+        for t, pairs in pairs_by_target.items():
+            values = [run.tps for _, run in pairs if run is not None]
+            if values:
+                curves.setdefault(key.curve, {}).setdefault(t, {})[key.clients] = values
+    drawn = {c: per for c, per in curves.items() if any(len(p) > 1 for p in per.values())}
+    if not drawn:
+        return None
+    order = sorted(drawn, key=lambda c: (c[0], c[1] or 0, c[2], c[3]))
+    scales = {c[1] for c in order}
+    series = []
+    for dash, curve in enumerate(order):
+        workload, scale, _, mode = curve
+        what = mode if workload in ("tpcb", mode) else f"{workload} {mode}"
+        what += f", scale {scale}" if len(scales) > 1 and scale is not None else ""
+        for t in targets:
+            if points := drawn[curve].get(t):
+                label = t if len(order) == 1 else (what if len(targets) == 1 else f"{t} {what}")
+                line = median_line(label, points)
+                group = what if len(targets) == 1 else t
+                series.append(replace(line, group=group, dash=0 if len(targets) == 1 else dash))
+    clients = [x for per in drawn.values() for pts in per.values() for x in pts]
+    return _tps_vs_clients(
+        "answer_tps_vs_clients",
+        "TPS vs clients",
+        series,
+        "Median tps of the repeats per client count, one line per "
+        + ("mode" if len(targets) == 1 else "target and mode")
+        + "; bars span min to max of the runs.",
+        clients,
+    )
 
 
 def tps_vs_clients_by_scale(records: Sequence[RunRecord]) -> list[Figure]:

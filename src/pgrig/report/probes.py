@@ -11,6 +11,7 @@ from pgrig.document.model import HEADLINE, NOISY, NORMAL, Row, Section, Table
 from pgrig.monitor import noise
 from pgrig.registry import typed_result
 from pgrig.report.status import status_kind, status_row, status_text
+from pgrig.report.storage import flag
 from pgrig.results import Environment, FioResult, FsyncResult, FsyncRow, RunRecord, TimingResult
 from pgrig.tools import pg_test_fsync
 
@@ -157,7 +158,12 @@ def fsync_summary(records: Sequence[RunRecord]) -> Row | None:
     return Row((HEADLINE_FSYNC, text))
 
 
-def fsync_section(records: Sequence[RunRecord], target: str) -> Section:
+UNSYNCED = "non-synced writes"  # pg_test_fsync's section that waits for no flush
+
+
+def fsync_section(records: Sequence[RunRecord], target: str, unsafe: str = "") -> Section:
+    """``unsafe``: why the target's syncs reach no stable storage ('barriers off
+    (nobarrier)', ``report.storage.barriers_off``), said at every figure."""
     title, anchor = "WAL sync methods (pg_test_fsync)", "fsync"
     if not records:
         return Section(title, anchor, ("Not run in this study.",))
@@ -182,6 +188,8 @@ def fsync_section(records: Sequence[RunRecord], target: str) -> Section:
         if kind == NORMAL and (found.section, found.method) in suspect:
             kind = NOISY
             cells = (*cells[:2], f"{cells[2]} ⚠", *cells[3:])
+        if found.ops_per_sec is not None and found.section != UNSYNCED:
+            cells = (*cells[:2], flag(cells[2], unsafe), *cells[3:])
         return Row(cells, kind)
 
     head = fsync_headline(median)
@@ -201,6 +209,11 @@ def fsync_section(records: Sequence[RunRecord], target: str) -> Section:
             + f". Differences between methods smaller than {worst:.0f}% say nothing about the "
             "methods on this machine: raise the seconds per test, repeat pg_test_fsync "
             "(--fsync-repeat, fsync_repeat in [probes]) or measure on a quiet machine."
+        )
+    if unsafe:
+        notes.append(
+            f"⚠ {unsafe}: a sync returns before the data reaches stable storage, so these "
+            "rates are not what a durable commit gets from this disk."
         )
     what = f"median of {len(runs.results)} runs" if repeated else "one run"
     caption = f"Target: {target}; {median.seconds_per_test:g} s per test; {what}"

@@ -33,6 +33,34 @@ def labs(records: Sequence[RunRecord]) -> dict[str, LabInfo | RunRecord]:
     return out
 
 
+NO_BARRIER_OPTIONS = ("nobarrier", "barrier=0")
+NO_BARRIER_KERNEL = "barriers disabled"  # ext4's own line in the kernel log
+
+
+def barriers_off(records: Sequence[RunRecord]) -> dict[str, str]:
+    """Target -> 'barriers off (nobarrier)' for a lab filesystem mounted without
+    write barriers (asked, in effect, or as the kernel said): its fdatasync
+    returns before the data is on stable storage, so every number that waits
+    for a flush is faster than a durable one."""
+    out: dict[str, str] = {}
+    for target, info in labs(records).items():
+        fs = info.filesystem if isinstance(info, LabInfo) else None
+        if fs is None:
+            continue
+        options = {*fs.mount_options.split(","), *fs.mount_options_asked}
+        said = [o for o in NO_BARRIER_OPTIONS if o in options]
+        if not said and any(NO_BARRIER_KERNEL in line for line in fs.kernel_messages):
+            said.append(f"the kernel: {NO_BARRIER_KERNEL}")
+        if said:
+            out[target] = f"barriers off ({', '.join(said)})"
+    return out
+
+
+def flag(text: str, why: str) -> str:
+    """``text`` with ``why`` said at its end: '... ⚠ barriers off (nobarrier)'."""
+    return f"{text} ⚠ {why}" if why and text else text
+
+
 def _cap(info: LabInfo) -> str:
     return info.io.describe() if info.io is not None else "none"
 

@@ -20,6 +20,7 @@ from pgrig.document import fmt
 from pgrig.document.model import HEADLINE, Row, Section, Table
 from pgrig.monitor.model import MONITOR, Sample
 from pgrig.registry.shared import PGBENCH_RUN
+from pgrig.report.cost import latency_cell, ok_runs
 from pgrig.report.pointkey import PointKey, point_order, runs_by_point
 from pgrig.report.samples import SampleReader, own_samples
 from pgrig.report.versus import TPS, VS_NOTE, Cell, Draft, Family, Key, Ledger
@@ -78,6 +79,8 @@ def versions_section(
         columns = ["scale", "clients", f"{baseline} ({release.get(baseline, '?')})"]
         for n in others:
             columns += [f"{n} ({release.get(n, '?')})", f"{n} vs {baseline}"]
+        # Latency after the tps and its test, one column per version.
+        columns += [f"{n} latency" for n in names]
         drafts = []
         family = Family(ledger)
         for key, per_target in points:
@@ -87,6 +90,7 @@ def versions_section(
             for n in others:
                 mine = _tps(per_target.get(n, []))
                 cells += [_cell(mine), family.vs(base, mine, key=Key(TPS, key, n))]
+            cells += [latency_cell(ok_runs(per_target.get(n, []))) for n in names]
             drafts.append(Draft(tuple(cells)))
         name = "TPC-B" if workload == "tpcb" else workload
         blocks.append(
@@ -99,6 +103,8 @@ def versions_section(
                     "Each cell: the median tps over the repeats. " + fmt.SPREAD_NOTE,
                     VS_NOTE,
                     *family.note(),
+                    "latency: pgbench's per-transaction log (-l), p95 and p99 in ms, the "
+                    "median over the repeats.",
                     "Every version ran on its own throwaway cluster with the same profile, "
                     "interleaved with the others; the programs that drove each are in the "
                     "provenance table below.",
@@ -306,6 +312,7 @@ def axes_section(
         "ms per read",
         "buffer hit ratio",
         "backends in DataFileRead / AioIoCompletion",
+        "latency",
     )
     drafts: list[Draft] = []
     family = Family(ledger if ledger is not None else Ledger.of(records, baseline))
@@ -327,6 +334,7 @@ def axes_section(
                         if n == baseline
                         else family.vs(base, tps, key=Key(TPS, key, n)),
                         *io_cells,
+                        latency_cell(ok_runs(pairs)),
                     )
                 )
             )
@@ -346,9 +354,11 @@ def axes_section(
                     "tps: the median over the repeats. " + fmt.SPREAD_NOTE,
                     VS_NOTE,
                     *family.note(),
+                    "latency: pgbench's per-transaction log (-l), p95 and p99 in ms, the "
+                    "median over the repeats.",
                     *AXES_IO_NOTES,
                 ),
-                numeric=(False, *([False] * len(axis_names)), *([True] * 8)),
+                numeric=(False, *([False] * len(axis_names)), *([True] * 9)),
             ),
         ),
     )

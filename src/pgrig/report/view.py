@@ -25,7 +25,7 @@ from pgrig.meaning import Meaning
 from pgrig.monitor.model import MONITOR
 from pgrig.probe import FIO, FSYNC, TIMING
 from pgrig.registry.shared import PGBENCH_RUN
-from pgrig.report import compare, conclusions, figures, sizes, variants
+from pgrig.report import answer, compare, conclusions, figures, sizes, variants
 from pgrig.report import storage as storage_report
 from pgrig.report.fold import fold_runs
 from pgrig.report.header import header, param_text, study_label
@@ -107,13 +107,13 @@ def _concluded(
     samples: SampleReader,
     progress: Progress,
 ) -> tuple[Section, ...]:
-    """The conclusions (and one summary chart) first: the answer before its evidence."""
+    """The answer (and one summary chart) first, then the conclusions that
+    qualify it: the answer before its evidence."""
     meanings = {t: m for t in targets if (m := meaning_of(study, t)) is not None}
     ev = conclusions.evidence_of(
         records, targets, baseline, study.environment, meanings, samples=samples, progress=progress
     )
-    first, rest = conclusions.section(ev, sections)
-    return (first, *rest)
+    return tuple(conclusions.section(ev, sections, answer.section(ev)))
 
 
 def workload_sections(
@@ -262,7 +262,9 @@ def _target_sections(
     env = study.target_environments.get(t)
     per_target = [
         timing_section([r for r in mine if TIMING.holds(r)], study.environment),
-        fsync_section([r for r in mine if FSYNC.holds(r)], t),
+        fsync_section(
+            [r for r in mine if FSYNC.holds(r)], t, storage_report.barriers_off(records).get(t, "")
+        ),
         fio_section(sorted((r for r in mine if FIO.holds(r)), key=fio_order), t),
         *workload_sections(mine, t, meaning_of(study, t), progress),
     ]

@@ -1,0 +1,53 @@
+"""A run's totals from its samples: the server's counters summed over the
+seconds inside pgbench's timed window, which is the before/after delta of each
+counter over that window (each sample is the delta since the previous one).
+
+pgbench's own setup (its VACUUM of the branches and tellers, the connections)
+and whatever follows the run fall outside the window, so a WAL byte here is one
+the measured transactions wrote, give or take the sampler's own commit a second.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from pgrig.monitor.model import RunTotals, Sample
+from pgrig.monitor.pgstats import MIB
+
+
+def run_totals(samples: Iterable[Sample], ncpu: int) -> RunTotals | None:
+    """The in-run samples' counters summed; None without server samples in the run."""
+    seconds = commits = wal = syncs = cpu = 0.0
+    checkpoints = 0
+    have_wal = have_syncs = have_cpu = True
+    seen = False
+    for s in samples:
+        if not s.in_run or s.pg is None:
+            continue
+        seen = True
+        dt = s.interval_s
+        seconds += dt
+        commits += s.pg.commits_s * dt
+        checkpoints += s.pg.checkpoints
+        if s.pg.wal_mib_s is None:
+            have_wal = False
+        else:
+            wal += s.pg.wal_mib_s * MIB * dt
+        if s.pg.wal_syncs_s is None:
+            have_syncs = False
+        else:
+            syncs += s.pg.wal_syncs_s * dt
+        if s.cpu.server is None:
+            have_cpu = False
+        else:
+            cpu += s.cpu.server / 100.0 * ncpu * dt
+    if not seen:
+        return None
+    return RunTotals(
+        seconds=seconds,
+        commits=commits,
+        checkpoints=checkpoints,
+        wal_bytes=wal if have_wal else None,
+        wal_syncs=syncs if have_syncs else None,
+        server_cpu_s=cpu if have_cpu else None,
+    )

@@ -1,0 +1,279 @@
+"""What a DBA compares, from stored records alone: latency percentiles beside
+every tps, the throughput under a latency target, what a transaction cost the
+server, unsafe durability flagged at the numbers it changes, and the build and
+driver differences between the sides said in a conclusion."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from pgrig import campaign, registry
+from pgrig.document.model import Table
+from pgrig.errors import UsageError
+from pgrig.meaning import Meaning
+from pgrig.monitor.model import MonitorResult, RunTotals, Verdict
+from pgrig.plugins.builds import builds
+from pgrig.policy import LatencyTarget
+from pgrig.report import compare, cost, variants
+from pgrig.results import LatencySummary, PgbenchRun, RunRecord, Study, to_dict
+from pgrig.storage.fsinfo import FilesystemInfo
+from pgrig.storage.model import LabInfo
+
+DEBIAN_15 = (
+    "PostgreSQL 15.18 (Debian 15.18-0+deb12u1) on x86_64-pc-linux-gnu, compiled by gcc "
+    "(Debian 12.2.0-14+deb12u1) 12.2.0, 64-bit; from debian"
+)
+ZONKY_17 = (
+    "PostgreSQL 17.6 on x86_64-pc-linux-gnu, compiled by gcc (Ubuntu 7.5.0-3ubuntu1~18.04) "
+    "7.5.0, 64-bit; from maven:zonky"
+)
+
+
+def run(
+    target: str,
+    clients: int,
+    rep: int,
+    tps: float,
+    p99: float | None,
+    *,
+    mode: str = "read-write",
+    tools: dict[str, str] | None = None,
+) -> RunRecord:
+    latency = None
+    if p99 is not None:
+        latency = LatencySummary(samples=1000, sampling_rate=1.0, p50_ms=p99 / 4,
+                                 p95_ms=p99 / 2, p99_ms=p99, max_ms=p99 * 2)  # fmt: skip
+    result = PgbenchRun(
+        mode=mode, transaction_type="<builtin: TPC-B (sort of)>", scale=1,
+        query_mode="prepared", clients=clients, threads=1, duration_s=2,
+        transactions=int(tps * 2), failed=0, tps=tps, latency_avg_ms=clients / tps * 1000,
+        latency_stddev_ms=None, initial_connection_ms=None, statements_per_txn=5,
+        latency=latency,
+    )  # fmt: skip
+    params = {"workload": "tpcb", "scale": 1, "duration_s": 2, "mode": mode,
+              "clients": clients, "repeat": rep}  # fmt: skip
+    return RunRecord(
+        study="s", key=f"{target}/tpcb/s1/run/c{clients}/r{rep}", kind="pgbench_run",
+        target=target, params=params, status="ok", started_at="", finished_at="",
+        result=to_dict(result), tool_versions=tools or {},
+    )  # fmt: skip
+
+
+def curve(target: str, points: dict[int, tuple[float, float]], **kw: object) -> list[RunRecord]:
+    """Two repeats per client count, tps and p99 as given (the repeats 2% apart)."""
+    return [
+        run(target, c, rep, tps * (1 + 0.02 * rep), p99, **kw)  # type: ignore[arg-type]
+        for c, (tps, p99) in points.items()
+        for rep in (1, 2)
+    ]
+
+
+def study(policy: dict[str, object] | None = None, names: tuple[str, ...] = ("a", "b")) -> Study:
+    targets = [{"name": n} for n in names]
+    return Study(id="s", name="s", target="", started_at="", status="finished",
+                 params={"targets": targets, "baseline": names[0],
+                         "policy": policy or {}})  # fmt: skip
+
+
+def cells(table: Table, label: str) -> tuple[str, ...]:
+    row = next(r for r in table.rows if str(r.cells[0]).startswith(label))
+    return tuple(str(c) for c in row.cells)
+
+
+# -- latency beside tps --------------------------------------------------------------
+
+
+def test_every_comparison_table_shows_p95_and_p99_beside_the_tps() -> None:
+    records = curve("a", {4: (1000.0, 8.0)}) + curve("b", {4: (1200.0, 4.0)})
+    table = compare.comparison_table(records, ["a", "b"], "a")
+    row = cells(table, "TPC-B read-write, scale 1, 4 clients, 2 s: latency")
+    assert row[1] == "p95 4.000 / p99 8.000 ms"
+    assert row[2] == "p95 2.000 / p99 4.000 ms"
+    assert row[3] == "p99 2.00x lower"
+    # The versions table: a latency column per version.
+    versions = Study(
+        id="s", name="s", target="", started_at="", status="finished",
+        params={"targets": [{"name": "a", "pg_version": "15"}, {"name": "b", "pg_version": "17"}],
+                "baseline": "a"},
+    )  # fmt: skip
+    section = variants.versions_section(versions, records)
+    assert section is not None
+    first = section.blocks[0]
+    assert isinstance(first, Table)
+    assert first.columns[-2:] == ("a latency", "b latency")
+    assert first.rows[0].cells[-2:] == ("p95 4.000 / p99 8.000 ms", "p95 2.000 / p99 4.000 ms")
+    # The settings axes table too.
+    axes = Study(
+        id="s", name="s", target="", started_at="", status="finished",
+        params={"targets": [{"name": "a", "axes": [["io_method", "sync"]]},
+                            {"name": "b", "axes": [["io_method", "worker"]]}], "baseline": "a"},
+    )  # fmt: skip
+    section = variants.axes_section(axes, records)
+    assert section is not None
+    table = section.blocks[0]
+    assert isinstance(table, Table)
+    i = table.columns.index("latency")
+    assert [r.cells[i] for r in table.rows] == [
+        "p95 4.000 / p99 8.000 ms",
+        "p95 2.000 / p99 4.000 ms",
+    ]
+
+
+def test_runs_without_a_latency_log_get_no_latency_row() -> None:
+    records = [run("a", 1, 1, 500.0, None), run("b", 1, 1, 600.0, None)]
+    table = compare.comparison_table(records, ["a", "b"], "a")
+    assert not any(str(r.cells[0]).endswith(": latency") for r in table.rows)
+
+
+# -- throughput under a latency target -----------------------------------------------
+
+
+def test_the_throughput_under_a_latency_target_is_the_best_point_that_met_it() -> None:
+    # a: p99 within 5 ms up to 4 clients; b: never within it.
+    records = curve("a", {1: (500.0, 2.0), 4: (1500.0, 4.5), 8: (1800.0, 9.0)}) + curve(
+        "b", {1: (450.0, 6.0), 4: (1400.0, 12.0)}
+    )
+    section = cost.section(study({"latency_target": "p99 <= 5 ms"}), records)
+    assert section is not None
+    table = section.blocks[0]
+    assert isinstance(table, Table) and "p99 <= 5 ms" in table.caption
+    row = cells(table, "TPC-B read-write")
+    # 4 clients: the median of 1,530 and 1,560 tps
+    assert row[1] == "1,545 tps at 4 clients (p99 4.500 ms)"
+    assert row[2] == "none within: the lowest p99 was 6.000 ms at 1 client"
+    # No target named: no table.
+    assert cost.section(study(), records) is None
+
+
+@pytest.mark.parametrize("text", ["p99 < 5 ms", "p99<=0.5ms", " p95 <= 2 ms "])
+def test_a_latency_target_is_read_in_its_forms(text: str) -> None:
+    goal = LatencyTarget.parse(text)
+    assert goal.percentile in (95, 99) and goal.limit_ms > 0
+
+
+@pytest.mark.parametrize("bad", ["p99 <= fast", "p98 <= 5 ms", "p99 <= 0 ms", "5 ms"])
+def test_a_bad_latency_target_is_refused_naming_the_key(tmp_path: Path, bad: str) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text(
+        f'[campaign]\nname = "x"\nlatency_target = "{bad}"\n\n'
+        f'[[target]]\nname = "t"\ndirectory = "{tmp_path}"\n'
+    )
+    with pytest.raises(UsageError) as caught:
+        campaign.load(path)
+    message = str(caught.value)
+    assert "latency_target" in message and repr(bad) in message
+    assert "p99 <= 5 ms" in (caught.value.hint or "")
+
+
+# -- per-transaction cost --------------------------------------------------------------
+
+
+def monitored(rec: RunRecord, totals: RunTotals, version: int = 150000) -> RunRecord:
+    mon = MonitorResult(
+        interval_s=1.0, ncpu=2, started_at=0.0, client_started_at=None, devices=(),
+        samples=(), verdict=Verdict("unknown", "", ""), server_version_num=version,
+        totals=totals,
+    )  # fmt: skip
+    return RunRecord(
+        study="s", key=rec.key + "/monitor", kind="monitor", target=rec.target,
+        params={}, status="ok", started_at="", finished_at="", result=to_dict(mon),
+    )  # fmt: skip
+
+
+def test_per_transaction_cost_from_the_server_counters() -> None:
+    a, b = run("a", 2, 1, 1000.0, 3.0), run("b", 2, 1, 1000.0, 3.0)
+    records = [
+        a,
+        monitored(a, RunTotals(2.0, 2000.0, 1, 1_200_000.0, 1900.0, 0.5)),
+        b,
+        # PostgreSQL 13: no pg_stat_wal
+        monitored(b, RunTotals(2.0, 2000.0, 0, None, None, 0.25), version=130000),
+    ]
+    table = cost.cost_table(records, ["a", "b"])
+    assert table is not None
+    rows = {r.cells[1]: r.cells[3:] for r in table.rows}
+    assert rows["a"] == ("600", "0.95", "0.250", "1 in 1 run")
+    assert rows["b"] == ("n/a (PG < 14)", "n/a (PG < 14)", "0.125", "0 in 1 run")
+    # Unmonitored runs: no table of blanks.
+    assert cost.cost_table([a, b], ["a", "b"]) is None
+
+
+# -- unsafe durability at the row ------------------------------------------------------
+
+
+def lab(target: str, options: str) -> RunRecord:
+    fs = FilesystemInfo(
+        fstype="ext4", device="/dev/loop3", major_minor="7:3", size_bytes=2**30,
+        mountpoint="/mnt", data_dir="/mnt/data", mkfs_options=(), mkfs_argv=(),
+        mount_options_asked=tuple(options.split(",")), mount_options=f"rw,{options}",
+        options_not_shown=(), log_device=None, backing_file="/var/tmp/f", direct_io=True,
+        host_filesystem="ext4 on /dev/vda", mountinfo_line="", details="",
+        kernel_messages=("EXT4-fs (loop3): barriers disabled",) if "nobarrier" in options else (),
+    )  # fmt: skip
+    info = LabInfo(description="ext4", directory="/mnt/data", filesystem=fs)
+    return RunRecord(
+        study="s", key=f"{target}/lab", kind="storage_lab", target=target, params={},
+        status="ok", started_at="", finished_at="", result=to_dict(info),
+    )  # fmt: skip
+
+
+def test_barriers_off_and_asynchronous_commit_are_flagged_at_every_row_they_change() -> None:
+    records = [lab("xfs", "noatime"), lab("ext4", "noatime,nobarrier")]
+    records += curve("xfs", {4: (1000.0, 5.0)}) + curve("ext4", {4: (2200.0, 2.0)})
+    records += curve("xfs", {4: (9000.0, 1.0)}, mode="select-only")
+    records += curve("ext4", {4: (9100.0, 1.0)}, mode="select-only")
+    meanings = {
+        "xfs": Meaning.of({}, "stock"),
+        "ext4": Meaning.of({"synchronous_commit": "off"}, "oltp"),
+    }
+    table = compare.comparison_table(records, ["xfs", "ext4"], "xfs", meanings)
+    tps = cells(table, "TPC-B read-write, scale 1, 4 clients, 2 s: tps")
+    assert "⚠" not in tps[1]
+    assert "⚠ barriers off (nobarrier); synchronous_commit=off" in tps[2]
+    qps = cells(table, "TPC-B read-write, scale 1, 4 clients, 2 s: qps")
+    assert "barriers off" in qps[2]
+    # A read-only figure waits for no flush: not flagged.
+    reads = cells(table, "TPC-B select-only, scale 1, 4 clients, 2 s")
+    assert "barriers off" not in reads[2]
+
+
+# -- builds and drivers in the conclusion ---------------------------------------------
+
+
+@dataclass
+class Found:
+    records: tuple[RunRecord, ...]
+    targets: tuple[str, ...]
+    baseline: str
+
+
+def test_differing_compilers_sources_and_pgbench_majors_are_said() -> None:
+    records = [
+        run("pg15", 1, 1, 900.0, 3.0,
+            tools={"server": DEBIAN_15, "pgbench": "pgbench (PostgreSQL) 15.18 (Debian)"}),
+        run("pg17", 1, 1, 1000.0, 3.0,
+            tools={"server": ZONKY_17, "pgbench": "pgbench (PostgreSQL) 15.18 (Debian)"}),
+    ]  # fmt: skip
+    found = builds(Found(tuple(records), ("pg15", "pg17"), "pg15"))
+    assert len(found) == 1
+    text = found[0].text
+    assert "pg15 = PostgreSQL 15.18 from debian, compiled by gcc 12.2.0" in text
+    assert "pg17 = PostgreSQL 17.6 from maven:zonky, compiled by gcc 7.5.0" in text
+    assert "driven by pgbench 15" in text
+    assert "the compiler and build source" in text  # one pgbench drove both: not said
+    # A pgbench of another major on one side is named.
+    pg17_tools = {"server": ZONKY_17, "pgbench": "pgbench (PostgreSQL) 17.6"}
+    records[1] = run("pg17", 1, 1, 1000.0, 3.0, tools=pg17_tools)
+    text = builds(Found(tuple(records), ("pg15", "pg17"), "pg15"))[0].text
+    assert "driven by pgbench 17" in text and "pgbench major" in text
+    # The rule is registered like the others.
+    assert builds in list(registry.rules())
+
+
+def test_the_same_build_and_driver_on_both_sides_is_not_said() -> None:
+    tools = {"server": DEBIAN_15, "pgbench": "pgbench (PostgreSQL) 15.18 (Debian)"}
+    records = [run(t, 1, 1, 900.0, 3.0, tools=tools) for t in ("a", "b")]
+    assert builds(Found(tuple(records), ("a", "b"), "a")) == []
