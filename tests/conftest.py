@@ -175,3 +175,11 @@ def pg_releases() -> dict[str, Installed]:
             time.sleep(5)
             out[spec] = catalog.install(spec)
     return out
+
+
+def full_report(directory: Path, pattern: str = "*.md") -> Path:
+    """The full Markdown report matching ``pattern`` in ``directory``, not the
+    ``.summary.md`` written beside it (the first by name when there are several)."""
+    found = sorted(p for p in directory.glob(pattern) if not p.name.endswith(".summary.md"))
+    assert found, f"no report {pattern} in {directory}"
+    return found[0]

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import full_report
 from pgrig import campaign, plan
 from pgrig.errors import UsageError
 from pgrig.store import Store
@@ -222,7 +223,7 @@ def test_two_target_campaign_end_to_end(disk_dir: Path) -> None:
     assert order[:4] == ["disk-a", "disk-b", "disk-b", "disk-a"]
     assert set(study.target_environments) == {"disk-a", "disk-b"}
     assert study.target_environments["disk-b"].postgres is not None
-    report = next(results.glob("*.md")).read_text()
+    report = full_report(results, "*.md").read_text()
     assert "| disk-a | disk-b |" in report.replace(" (baseline)", "") or "disk-b" in report
     assert "vs disk-a" in report
     # table and index sizes after the load and after the runs, side by side
@@ -239,7 +240,7 @@ def test_two_target_campaign_end_to_end(disk_dir: Path) -> None:
     said = " ".join(again.stderr.split())
     steps = len([line for line in planned.stdout.splitlines() if "two-disks" not in line
                  and " s  " in line])  # fmt: skip
-    md = next(results.glob("*.md"))
+    md = full_report(results, "*.md")
     assert f"all {steps} steps of two-disks (8 measured runs) are recorded in " in said, said
     assert f"the report: {md}" in said and f"report: {md}" in again.stdout
     assert "sampling the idle machine" not in said and "capturing the environment" not in said
@@ -295,7 +296,7 @@ def test_killed_campaign_resumes_and_records_each_run_once(disk_dir: Path) -> No
     assert len(keys) == len(set(keys)), "no run recorded twice"
     assert len([r for r in runs if r.kind == "pgbench_run"]) == 8
     assert study.status == "finished"
-    report = next(results.glob("*.md")).read_text()
+    report = full_report(results, "*.md").read_text()
     assert "disk-a" in report and "disk-b" in report
     assert not list(a.glob("pgrig-*")) and not list(b.glob("pgrig-*"))
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from conftest import full_report
 from pgrig.store import Store
 from test_campaign import pgrig, two_dirs, write
 
@@ -89,7 +90,7 @@ interval = 1
     assert rec.result is not None
     assert rec.result["acknowledged"] > 0 and rec.result["lost"] == 0
     assert len(rec.result["crashes"]) == 1 and not rec.result["failures"]
-    report = next(results.glob("*.md")).read_text()
+    report = full_report(results, "*.md").read_text()
     assert "urability" in report
 
 
@@ -129,6 +130,6 @@ def test_tpcc_as_a_campaign_workload(disk_dir: Path) -> None:
         assert all(c["passed"] or c["skipped"] for c in check.result["conditions"])
     sized = {k: r for k, r in runs.items() if r.kind == "relation_sizes"}
     assert set(sized) == {"local/tpcc/sizes/after-load", "local/tpcc/sizes/after-runs"}
-    report = next(results.glob("*.md")).read_text()
+    report = full_report(results, "*.md").read_text()
     assert "tpmC" in report and "| tpcc.order_line | table |" in report
     assert not list(disk_dir.glob("pgrig-*"))

@@ -5,13 +5,16 @@ test workers share them (``--dist loadfile`` keeps a file on one)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import signal
 import subprocess
 import threading
 import time
 from pathlib import Path
 
+from conftest import full_report
 from pgrig import proc
 from test_cli import only_study, pgrig, postmaster_of, recorded, spawn, tiny, wait_for
 
@@ -41,7 +44,7 @@ def test_fio_missing_is_skipped_and_the_rest_runs(disk_dir: Path) -> None:
     fio_status, reason = runs["local/probe/fio/randwrite"]
     assert fio_status == "skipped" and "apt-get install fio" in (reason or "")
     assert runs["local/tpcb/s1/select-only/c1/d2/r1"][0] == "ok"
-    report = next(results.glob("*.md")).read_text()
+    report = full_report(results, "*.md").read_text()
     assert "skipped" in report and "apt-get install fio" in report
     assert not list(disk_dir.glob("pgrig-*")), "the throwaway cluster is removed"
 
@@ -138,3 +141,57 @@ def test_kill_9_leaves_an_orphan_that_the_next_run_removes(disk_dir: Path) -> No
     wait_for(lambda: not proc.pid_alive(pid), timeout=30, what="the orphan's server to stop")
     assert not data.parent.exists()
     subprocess.run(["pkill", "-f", f"pgbench.*{data.parent.name}"], check=False)
+
+
+def test_a_server_that_stops_answering_fails_its_run_in_seconds(disk_dir: Path) -> None:
+    """SIGSTOP of the postmaster and all its children 1 s into a run: the monitor's
+    heartbeat names it, the run is stopped and failed (not "ok" at 0 tps), and,
+    the server continued, the study goes on."""
+    results = disk_dir / "r"
+    child = spawn(
+        "run", "--target", disk_dir, "--results", results, *tiny(clients="1,2", duration="6")
+    )
+    noticed: list[float] = []
+
+    def first_bench() -> bool:
+        pattern = "pgbench -n -M prepared -c 1 "
+        found = subprocess.run(
+            ["pgrep", "-P", str(child.pid), "-f", pattern], capture_output=True, timeout=10
+        )
+        return found.returncode == 0
+
+    def freeze_then_thaw() -> None:
+        wait_for(first_bench, what="the first pgbench run")
+        time.sleep(1.0)
+        _, pid = wait_for(lambda: postmaster_of(disk_dir), what="the study's server")
+        # The postmaster and its children (backends, checkpointer...: none fork further).
+        listed = subprocess.run(
+            ["pgrep", "-P", str(pid)], capture_output=True, text=True, timeout=10
+        )
+        server = [pid, *map(int, listed.stdout.split())]
+        for p in server:
+            os.kill(p, signal.SIGSTOP)
+        stopped = time.monotonic()
+        try:
+            wait_for(lambda: not first_bench(), timeout=60, what="pgrig to stop the frozen run")
+            noticed.append(time.monotonic() - stopped)
+        finally:
+            for p in server:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(p, signal.SIGCONT)
+
+    freezer = threading.Thread(target=freeze_then_thaw)
+    freezer.start()
+    out, err = child.communicate(timeout=300)
+    freezer.join(timeout=70)
+    assert noticed, err
+    print(f"time to notice: {noticed[0]:.1f} s")
+    assert noticed[0] <= 10.0
+    assert child.returncode == 6, err
+    status, runs = only_study(results)
+    first, reason = runs["local/tpcb/s1/select-only/c1/d6/r1"]
+    assert first == "failed" and re.search(
+        r"the server at .* stopped answering for \d+ s", reason or ""
+    ), reason
+    assert runs["local/tpcb/s1/select-only/c2/d6/r1"][0] == "ok", f"the study goes on: {err}"
+    assert "Traceback" not in err

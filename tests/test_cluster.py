@@ -3,6 +3,7 @@ real initdb/pg_ctl/postgres, real directories, real signals."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -252,3 +253,35 @@ def test_socket_dir_of_a_vanished_workdir_is_swept(tmp_path: Path) -> None:
     finally:
         shutil.rmtree(foreign, ignore_errors=True)
         shutil.rmtree(sock, ignore_errors=True)
+
+
+def test_a_shutdown_that_hangs_says_so(bins: binaries.PgBinaries) -> None:
+    """The postmaster alone SIGSTOPped: its fast shutdown cannot end; the stop
+    says why before it falls back to immediate and SIGKILL (issue 33: it used to
+    block 75 s, then kill the server without a word)."""
+    from conftest import make_disk_dir
+
+    base = make_disk_dir("pgrig-test-hang-")
+    c = Cluster.create(bins, base / "work", study="test", os_user=server_os_user())
+    try:
+        c.initdb(InitdbOptions())
+        c.configure(profiles.load("stock").with_overrides({"fsync": "off"}))
+        c.start()
+        pid = c.postmaster_pid()
+        assert pid is not None
+        os.kill(pid, signal.SIGSTOP)
+        heard: list[str] = []
+        began = time.monotonic()
+        c.stop(timeout=8, said=heard.append)
+        print(f"said after {time.monotonic() - began:.1f} s: {heard}")
+        assert heard == [
+            f"the server {c.pm.where} did not shut down in 4 s (its postmaster is stopped "
+            "(SIGSTOP)): stopping it with -m immediate, then SIGKILL"
+        ]
+        assert not c.running()
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            if (pid := c.postmaster_pid()) is not None:
+                os.kill(pid, signal.SIGCONT)
+        c.destroy()
+        shutil.rmtree(base, ignore_errors=True)

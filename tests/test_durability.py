@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import full_report
 from pgrig.cluster import workdir
 from pgrig.commands.durability_study import DurabilityFailed, Options, execute
 from pgrig.durability import verifier
@@ -66,7 +67,7 @@ def test_synchronous_commit_on_loses_nothing(disk_dir: Path, tmp_path: Path) -> 
     assert all(c.recovery_s > 0 for c in res.crashes)
     names = {c.name: c.ok for c in res.checks}
     assert names[verifier.AMCHECK] is True and names[verifier.LOG] is True
-    report = next(tmp_path.glob("report-durability-*.md")).read_text()
+    report = full_report(tmp_path, "report-durability-*.md").read_text()
     assert "PASSED" in report and "synchronous_commit | on" in report
     assert leftovers(disk_dir) == []
 
@@ -88,7 +89,7 @@ def test_synchronous_commit_off_loses_acknowledged_commits(disk_dir: Path, tmp_p
     # Losing commits is not corruption: the data that survived is consistent.
     final = {c.name: c.ok for c in res.checks}
     assert final[verifier.INVARIANTS] and final[verifier.DUPLICATES] and final[verifier.AMCHECK]
-    report = next(tmp_path.glob("report-durability-*.md")).read_text()
+    report = full_report(tmp_path, "report-durability-*.md").read_text()
     assert "FAILED" in report and ("were lost" in report or "was lost" in report)
     assert leftovers(disk_dir) == []
 
@@ -308,7 +309,7 @@ def test_a_custom_workload_is_crashed_and_checked_by_its_own_checks(disk_dir: Pa
     broken = after_crash["nobody logged in"]
     assert broken.ok is False and "rows break it" in broken.detail
     assert any("nobody logged in" in f for f in res.failures)
-    report = next(results.glob("*.md")).read_text()
+    report = full_report(results, "*.md").read_text()
     assert "nobody logged in" in report
 
 

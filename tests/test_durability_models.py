@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+from conftest import full_report
 from pgrig.durability.model import POWER_LOSS, PROCESS, Cut, untested_by
 from test_durability import SHORT, pgrig, stored_result
 
@@ -57,5 +58,5 @@ def test_fsync_off_is_not_tested_by_a_process_crash(disk_dir: Path, tmp_path: Pa
     )  # fmt: skip
     assert again.returncode == 0, again.stderr
     assert "NOT TESTED" in again.stderr
-    report = next((tmp_path / "b").glob("report-durability-*.md")).read_text()
+    report = full_report(tmp_path / "b", "report-durability-*.md").read_text()
     assert "NOT TESTED by this process crash: fsync = off" in report

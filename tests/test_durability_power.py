@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import make_disk_dir
+from conftest import full_report, make_disk_dir
 from pgrig import cli, lossyfs, proc
 from pgrig.campaign import parse
 from pgrig.durability import verifier
@@ -60,7 +60,7 @@ def test_fsync_on_loses_nothing_over_power_losses(disk_dir: Path, tmp_path: Path
     assert sum(cut.persisted_pages for cut in cuts if cut) > 0
     final = {c.name: c.ok for c in res.checks}
     assert final[verifier.AMCHECK] is True and final[verifier.CHECKSUMS] is True
-    report = next(tmp_path.glob("report-durability-*.md")).read_text()
+    report = full_report(tmp_path, "report-durability-*.md").read_text()
     assert "each followed by a power loss (random-subset)" in report
     assert "Unsynced pages dropped" in report
     assert leftovers(disk_dir) == [] and our_mounts(disk_dir) == []

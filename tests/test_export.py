@@ -15,6 +15,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from conftest import full_report
 from pgrig.store import Store
 from test_store import ENV, run_record, study
 
@@ -90,7 +91,7 @@ def test_import_and_compare_across_machines(tmp_path: Path) -> None:
 
     compared = pgrig("compare", "box-a", "box-b", "--results", ours)
     assert compared.returncode == 0, compared.stderr
-    report = next(ours.glob("report-compare-*.md")).read_text()
+    report = full_report(ours, "report-compare-*.md").read_text()
     assert "| box-a (baseline) | box-b | box-b vs box-a |" in report
     assert "**▲ +50.0% (p" in report  # a real difference over 3 runs each: marked
     # each target as its own study described it: it said "storage lab, PostgreSQL None"

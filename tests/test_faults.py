@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from conftest import make_disk_dir
+from conftest import full_report, make_disk_dir
 from pgrig import campaign, cli, files, ownership, plan, resume, runner, validate
 from pgrig.results import Study
 from pgrig.store import Store
@@ -269,7 +269,7 @@ def test_list_counts_the_plans_steps_of_an_interrupted_study(
     from pgrig.results import RunRecord
 
     assert _main("run", "c.toml", "-q") == 0  # the runner notes where its campaign is
-    (md,) = (place / "pgrig-results").rglob("*.md")
+    md = full_report(place / "pgrig-results", "**/*.md")
     assert "How it was obtained" in md.read_text()
     assert "campaign_file" not in md.read_text()  # bookkeeping, not a parameter
     two = place / "two.toml"

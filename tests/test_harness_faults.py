@@ -6,6 +6,7 @@ docs/exit-codes.md."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import full_report
 from pgrig import proc
 from pgrig.conninfo import Conn
 from pgrig.errors import StoreError
@@ -198,7 +200,56 @@ def test_a_finished_durability_check_is_recorded_even_if_cleanup_fails(
             (record,) = st.runs(study.id)
         assert record.kind == "durability" and record.status == "ok"
         assert study.status != "running"
-        assert list(tmp_path.glob("report-durability-*.md")), "the report is written"
+        assert full_report(tmp_path, "report-durability-*.md"), "the report is written"
     finally:
         for cluster in left:
             real_destroy(cluster)
+
+
+def test_retry_failed_runs_a_failed_step_once_and_keeps_its_failure(
+    disk_dir: Path, tmp_path: Path
+) -> None:
+    results = tmp_path / "r"
+    camp = campaign_file(tmp_path, disk_dir, 3)
+    child = spawn("run", camp, "--results", results)
+
+    def measured_pgbench() -> list[int]:
+        found = subprocess.run(
+            ["pgrep", "-P", str(child.pid), "-f", "pgbench -n .* -T "],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+        return [int(p) for p in found.stdout.split()]
+
+    for pid in wait_for(measured_pgbench, what="the measured run"):
+        os.kill(pid, signal.SIGKILL)
+    _, err = child.communicate(timeout=120)
+    assert child.returncode == 6, err
+    key = "a/tpcb/s1/select-only/c1/d3/r1"
+    _, runs = only_study(results)
+    assert runs[key][0] == "failed"
+    failure = runs[key][1]
+
+    again = pgrig("run", camp, "--results", results, timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert "1 failed step of faults is not retried" in again.stderr
+    assert f"`pgrig run {camp} --results {results} --retry-failed` runs it once more" in (
+        " ".join(again.stderr.split())
+    )
+    assert only_study(results)[1][key][0] == "failed", "a plain resume leaves it"
+
+    retried = pgrig("run", camp, "--results", results, "--retry-failed", timeout=300)
+    assert retried.returncode == 0, retried.stderr
+    _, runs = only_study(results)
+    assert runs[key][0] == "ok", "run once more, recorded once"
+    assert runs[f"{key}/failed-1"] == ("failed", failure), "its earlier failure kept"
+    assert sorted(runs) == sorted([*runs_before_retry(runs, key), key, f"{key}/failed-1"])
+
+    twice = pgrig("run", camp, "--results", results, "--retry-failed", timeout=300)
+    assert twice.returncode == 0 and "nothing to do" in twice.stderr, twice.stderr
+    assert only_study(results)[1] == runs, "nothing failed: nothing run again"
+
+
+def runs_before_retry(runs: dict[str, tuple[str, str | None]], key: str) -> list[str]:
+    return [k for k in runs if not k.startswith(key)]

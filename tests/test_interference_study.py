@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import full_report
 from pgrig import campaign, monitor, registry
 from pgrig.store import Store
 
@@ -81,7 +82,7 @@ count = false
     closing = " ".join(done.stderr[done.stderr.rindex("warning:") :].split())
     assert "3 of 3 measured runs shared the machine with other work" in closing, closing
     assert HOG in closing
-    (md,) = results.glob("report-*.md")
+    md = full_report(results, "report-*.md")
     summary = md.read_text()[: md.read_text().index("## Environment")]
     assert summary.index("3 of 3 measured runs shared the machine") < summary.index("| Test")
     assert "⚠ 3 of 3 runs disturbed by other work" in summary

@@ -12,13 +12,14 @@ agree), and the start spread is what the barrier achieves on one kernel.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import psycopg
@@ -118,6 +119,9 @@ def test_two_load_hosts_merge_exactly(
     for h in result.hosts:
         assert h.pgbench.tps > 0 and h.latency is not None
         assert h.latency.samples == h.pgbench.transactions
+        # Each host's own command line, kept with its result (issue 30).
+        assert h.pgbench.argv[0].endswith("pgbench") and "-c" in h.pgbench.argv
+    assert load.merged(result).argv == result.hosts[0].pgbench.argv
     # The merged percentiles are those of the pooled logs, computed here anew
     # from every sample sorted.
     pooled: list[int] = []
@@ -315,3 +319,116 @@ def test_clean_removes_only_what_a_dead_pgrig_left(
     assert (
         subprocess.run(["ip", "netns", "exec", netns_lab.hosts[1].netns, *isready]).returncode == 0
     )
+
+
+def _sshd_sessions(lab: Lab, host: str) -> set[int]:  # noqa: F811
+    """The per-connection sshd processes of ``host`` (its listener left out)."""
+    listener = next(h.sshd_pid for h in lab.hosts if h.name == host)
+    return {p for p in lab.processes("sshd").get(host, []) if p != listener}
+
+
+def _inner_link(netns: str) -> str:
+    listed = subprocess.run(
+        ["ip", "-n", netns, "-o", "link"], capture_output=True, text=True, timeout=30, check=True
+    ).stdout
+    links = [line.split(":")[1].strip().split("@")[0] for line in listed.splitlines()]
+    return next(name for name in links if name != "lo")
+
+
+def _lose(
+    fault: Callable[[], None], lab: Lab, bins: binaries.PgBinaries, conn: Conn, tmp_path: Path
+) -> tuple[load.HostLost, float]:  # noqa: F811
+    """A run from h2 and h3 (executors of its own: the fault must not touch the
+    module's); ``fault`` hits h3 1 s into the measured run. The error and the
+    seconds from the fault to the error."""
+    opts = RunOptions(mode="select-only", clients=2, threads=1, duration_s=8, transaction_log=True)
+    hosts = inventory.load(lab.write_inventory()).resolve(["h2", "h3"])
+    hit: list[float] = []
+
+    def hit_h3() -> None:
+        deadline = time.monotonic() + 30
+        while len(lab.processes("pgbench")) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(1)
+        fault()
+        hit.append(time.monotonic())
+
+    with preflight.opened(hosts) as mine:
+        faulty = threading.Thread(target=hit_h3)
+        faulty.start()
+        try:
+            with pytest.raises(load.HostLost) as err:
+                load.run_pgbench(mine, str(bins.bin_dir), conn, opts, tmp_path)
+            noticed = time.monotonic() - hit[0]
+        finally:
+            faulty.join()
+    print(f"time to notice: {noticed:.1f} s ({err.value.message})")
+    return err.value, noticed
+
+
+def _gone_from(lab: Lab, host: str, within: float) -> bool:  # noqa: F811
+    deadline = time.monotonic() + within
+    while host in lab.processes("pgbench") and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return host not in lab.processes("pgbench")
+
+
+def test_a_load_host_whose_sshd_is_killed_is_named_in_seconds(
+    bins: binaries.PgBinaries,
+    remote_server: Conn,
+    tmp_path: Path,
+    netns_lab: Lab,  # noqa: F811
+) -> None:
+    # sshd killed as an OOM killer or an admin would: every session process of
+    # h3 that carries pgrig's connection. The listener stays (a restarted sshd)
+    # so that the host is reachable again, as the cleanup's promise needs.
+    before = _sshd_sessions(netns_lab, "h3")
+
+    def kill_sshd() -> None:
+        for pid in _sshd_sessions(netns_lab, "h3") - before:
+            os.kill(pid, signal.SIGKILL)
+
+    err, noticed = _lose(kill_sshd, netns_lab, bins, remote_server, tmp_path)
+    assert err.host == "h3" and err.message.startswith("lost h3: the SSH connection closed")
+    assert noticed <= 5.0
+    assert _gone_from(netns_lab, "h3", 15), "h3's pgbench stopped once reachable"
+    assert netns_lab.processes("pgbench") == {}
+
+
+def test_a_load_host_whose_link_goes_down_is_named_and_stopped_once_back(
+    bins: binaries.PgBinaries,
+    remote_server: Conn,
+    tmp_path: Path,
+    netns_lab: Lab,  # noqa: F811
+) -> None:
+    h3 = next(h for h in netns_lab.hosts if h.name == "h3")
+    link = _inner_link(h3.netns)
+    ip = ["ip", "-n", h3.netns, "link", "set", link]
+    try:
+        err, noticed = _lose(
+            lambda: subprocess.run([*ip, "down"], check=True, timeout=30),
+            netns_lab,
+            bins,
+            remote_server,
+            tmp_path,
+        )
+    finally:
+        subprocess.run([*ip, "up"], check=True, timeout=30)
+    assert err.host == "h3"
+    assert re.fullmatch(r"lost h3: no progress for \d+ s \(network or host hung\)", err.message)
+    assert noticed <= 10.0
+    assert _gone_from(netns_lab, "h3", 30), "h3's pgbench stopped once the link was back"
+    mine = f'"pid": {os.getpid()},'
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and any(
+        mine in (d / ".pgrig-owner.json").read_text(errors="replace")
+        for d in Path(tempfile.gettempdir()).glob("pgrig-load-*")
+        if (d / ".pgrig-owner.json").exists()
+    ):
+        time.sleep(0.2)
+    left = [
+        d
+        for d in Path(tempfile.gettempdir()).glob("pgrig-load-*")
+        if (d / ".pgrig-owner.json").exists() and mine in (d / ".pgrig-owner.json").read_text()
+    ]
+    assert left == [], "the lost host's directory removed once it answered"

@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from conftest import full_report
+
 PLUGIN = Path(__file__).parent / "plugin_example"
 
 
@@ -88,7 +90,7 @@ def test_an_installed_plugin_adds_a_workload_a_kind_a_section_and_a_rule(
     out = tmp_path / "report"
     reported = pgrig("report", "--results", results, "--out", out, env=env)
     assert reported.returncode == 0, reported.stderr
-    (md,) = out.glob("*.md")
+    md = full_report(out)
     text = md.read_text()
     assert "## Example counts" in text  # its section
     assert "| scratch1 | 4,321 |" in text

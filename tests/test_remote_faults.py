@@ -135,7 +135,7 @@ def test_a_killed_run_is_cleaned_and_a_dying_load_host_fails_only_its_step(
         assert not workdir.exists()
         assert not Path(f"/proc/{postmaster}").exists(), "its postmaster stopped"
         assert f"removed {other}" not in out, "another study's directory is left"
-        assert f"{other} on h" in out and "`pgrig clean` removes it" in out
+        assert f"{other} on h" in out and "`pgrig clean --inventory FILE` removes it" in out
     finally:
         for p in (killed, running):
             if p is not None and p.poll() is None:
@@ -193,3 +193,48 @@ def test_ctrl_c_stops_the_load_hosts_pgbench(
     assert netns_lab.processes("postgres") == {}, "the server on h1 outlived pgrig"
     left = [d for d in Path("/tmp").glob("pgrig-*") if owned_by(d, running.pid)]
     assert left == [], "directories of the stopped pgrig left on the hosts"
+
+
+def _left_by(pid: int) -> list[Path]:
+    """What a pgrig of ``pid`` made in /tmp here and on the hosts (one /tmp)."""
+    out = []
+    for d in Path("/tmp").glob("pgrig-*"):
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            if json.loads((d / ".pgrig-owner.json").read_text())["pid"] == pid:
+                out.append(d)
+    return out
+
+
+def test_kill_9_of_pgrig_then_clean_inventory_leaves_nothing(
+    netns_lab: Lab,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """kill -9 of pgrig in a measured run from two load hosts, the target without
+    a directory (the hosts' logs copied to /tmp here): its server, both load
+    directories and this machine's hostlogs stay; `pgrig clean --inventory`
+    stops and removes every one of them."""
+    inv = netns_lab.write_inventory()
+    path = campaign(tmp_path, inv, durations="8", name=f"{STUDY}-kill")
+    path.write_text(path.read_text().replace(f'directory = "{tmp_path / "logs"}"\n', ""))
+    killed = spawn("run", path, "--results", tmp_path / "results")
+    try:
+        wait_for(lambda: _both_running(netns_lab), timeout=240, what="pgbench on h2, h3")
+        time.sleep(1)
+        killed.kill()
+        killed.communicate(timeout=30)
+        left = _left_by(killed.pid)
+        kinds = sorted(d.name.rsplit("-", 1)[0] for d in left)
+        assert kinds == ["pgrig-hostlogs", "pgrig-load", "pgrig-load", "pgrig-server"], left
+        server = next(d for d in left if d.name.startswith("pgrig-server-"))
+        postmaster = json.loads((server / ".pgrig-owner.json").read_text())["pids"][0]
+        done = pgrig("clean", "--inventory", inv)
+        assert done.returncode == 0, done.stderr
+        assert "Traceback" not in done.stderr
+        assert _left_by(killed.pid) == [], done.stdout
+        assert not Path(f"/proc/{postmaster}").exists(), "its server stopped"
+        assert "h2" not in netns_lab.processes("pgbench")
+        assert "h3" not in netns_lab.processes("pgbench")
+    finally:
+        if killed.poll() is None:
+            killed.kill()
+            killed.communicate(timeout=30)

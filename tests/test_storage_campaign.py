@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import make_disk_dir
+from conftest import full_report, make_disk_dir
 from pgrig import campaign, lifecycle, proc, storage
 from pgrig.cluster import workdir
 from pgrig.errors import DiskSpaceError, UsageError
@@ -128,7 +128,7 @@ def test_xfs_and_ext4_targets_are_built_used_and_removed(base: Path) -> None:
     xfs_fs = recorded["xfs/lab"][2]["filesystem"]  # type: ignore[index]
     assert xfs_fs["log_device"] and "agcount=4" in xfs_fs["mkfs_argv"]
     assert "data=writeback" in recorded["ext4/lab"][2]["filesystem"]["mount_options"]  # type: ignore[index]
-    report = next((base / "r").glob("*.md")).read_text()
+    report = full_report(base / "r").read_text()
     shown = (
         "loop-backed emulation on",
         "Mount options in effect",
@@ -214,7 +214,7 @@ def test_probes_run_under_the_cap(base: Path) -> None:
     # the target's cgroup. How close it gets from below depends on the machine's
     # load (other suites share it); test_storage_throttle holds the caps to 10%.
     assert 0 < result["iops"] <= 400 * 1.1, result["iops"]
-    assert "400 IOPS" in next((base / "r").glob("*.md")).read_text()
+    assert "400 IOPS" in full_report(base / "r").read_text()
     assert_nothing_left(base)
 
 
@@ -275,7 +275,7 @@ def test_missing_tools_skip_that_target_and_the_rest_runs(
     assert "apt-get install" in (reason or "")
     assert recorded["plain/probe/pg_test_timing"][0] == "ok"
     assert "xfs/probe/pg_test_timing" not in recorded
-    report = next((base / "r").glob("*.md")).read_text()
+    report = full_report(base / "r").read_text()
     assert "not built: " in report and "apt-get install" in report
     assert_nothing_left(base)
 
@@ -594,7 +594,7 @@ def test_memory_limited_runs_record_the_cgroups_limit_hits_peak_and_oom_kills(
     assert 0 < after["peak_bytes"] <= after["limit_bytes"]
     assert after["failcnt"] > 0 and result["oom_kills"] == 0, after
     assert 0 <= result["limit_hits"] <= after["failcnt"]
-    report = next((base / "r").glob("*.md")).read_text()
+    report = full_report(base / "r").read_text()
     assert "The memory cgroup during the runs" in report
     assert re.search(
         r"\| small \| select-only \| 1 \| [\d,]+ \| 0 \| [\d.]+ MiB \| 64\.0 MiB \|", report

@@ -647,6 +647,9 @@ def test_run_bench_real(server: tuple[Conn, Path], tmp_path: Path, mode: str, pe
     assert run.latency.sampling_rate == 1.0
     assert run.latency.p50_ms <= run.latency.p99_ms <= run.latency.max_ms
     assert "tps = " in raw
+    # The exact command line is kept with the result (issue 30), its password never.
+    assert run.argv[0].endswith("pgbench") and run.argv[run.argv.index("-c") :][:2] == ("-c", "2")
+    assert not any("password" in a for a in run.argv)
     assert list(tmp_path.iterdir()) == []  # the transaction logs are gone
 
 

@@ -406,6 +406,7 @@ def test_runs_keep_the_mix_and_the_database_consistent(
         tmp_path,
     )
     assert "tps = " in raw
+    assert server.argv[0].endswith("pgbench") and "-c" in server.argv  # kept (issue 30)
     total = sum(t.transactions for t in server.types)
     # pgbench's per-script counts and its total can differ by the few in flight at -T
     assert server.transactions > 500

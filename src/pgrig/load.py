@@ -24,13 +24,21 @@ TPC-C's, copied to each host through its executor before the start - except
 
 Ctrl-C, SIGTERM or any error stops every started pgbench (TERM, then KILL, by
 PID on its host) and removes the remote log directories.
+
+Each host's ``-P 1`` progress is its heartbeat: a host whose pgbench printed
+nothing for ``SILENT_GRACE_S`` past its interval, or whose SSH connection
+closed, is lost (``HostLost``, naming it). Its pgbench cannot be stopped
+through a network that hangs: a background thread stops it, and removes its
+directory, once the host answers again (its owner record names the PID for
+``pgrig clean --inventory`` meanwhile).
 """
 
 from __future__ import annotations
 
 import sys
+import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
@@ -53,6 +61,11 @@ PROGRESS_EVERY_S = 1.0  # pgbench's -P 1
 PROGRESS_TAIL = 20  # stderr lines searched for the newest progress line
 START_MARGIN_S = 1.0  # from "go" to the common start: enough to reach every host
 PINGS = 12
+# A load host silent this long past its -P interval is lost: pgbench prints a
+# progress line every second even at 0 tps, so only a hung host or network
+# stops them (docs/hosts.md has the times to notice measured here).
+SILENT_GRACE_S = 4.0
+REAP_FOR_S = 600.0  # how long a lost host's pgbench is tried to be stopped
 LOG_PREFIX = "pgbench_log"
 
 WAITER = r"""
@@ -160,6 +173,19 @@ class LoadJob:
     auto_threads: bool = False
 
 
+class HostLost(ToolError):
+    """A load host that stopped answering mid-run, named; the run is failed."""
+
+    def __init__(self, host: str, message: str, stderr: str = "") -> None:
+        super().__init__(
+            message,
+            stderr=stderr,
+            hint=f"the other load hosts were stopped; {host}'s pgbench is stopped once it "
+            "answers again (pgrig clean --inventory FILE removes what a lost host kept)",
+        )
+        self.host = host
+
+
 def threads_on(clients: int, cpus: int) -> int:
     """pgbench -j on a host with ``cpus`` logical CPUs when the workload does not
     ask: one thread per client up to the CPUs (more only add scheduling noise)."""
@@ -227,6 +253,8 @@ def run_pgbench(
         raise ValueError("multi-host runs need the per-transaction log: the percentiles pool")
     remote_dirs: dict[str, str] = {}
     started: dict[str, Started] = {}  # as each host's waiter starts: what the cleanup stops
+    argvs: dict[str, tuple[str, ...]] = {}  # each host's pgbench command line, for its record
+    lost: set[str] = set()  # hosts that stopped answering: stopped in the background
 
     def prepare(ex: Executor) -> Started:
         remote_dirs[ex.name] = ex.make_tempdir("pgrig-load-")
@@ -237,6 +265,7 @@ def run_pgbench(
             host_opts = replace(host_opts, threads=threads[ex.name])
         prefix = Path(remote_dirs[ex.name]) / LOG_PREFIX
         argv = run_argv(bin_dir, conn, host_opts, prefix, extra)
+        argvs[ex.name] = tuple(argv)
         waiter = ex.start(["python3", "-c", WAITER, *argv], env=_remote_env(conn), stdin=True)
         started[ex.name] = waiter
         owner.with_pid(ex, remote_dirs[ex.name], record, waiter.pid)
@@ -255,15 +284,23 @@ def run_pgbench(
         try:
             _first_failure(executors, waiters, opts.duration_s + 120, on_progress)
             done = [w.wait(60, check=False, what="pgbench") for w in waiters]
+        except HostLost as exc:
+            lost.add(exc.host)
+            raise
         finally:
-            watches = [w.stop() for w in watchers]
+            # A lost host's watcher may hang in a read of its own: not waited for.
+            watches = [w.stop(1 if w.ex.name in lost else 30) for w in watchers]
         parts = [
             _host_load(ex, w, completed, opts, remote_dirs[ex.name], log_dir, (at - start) * 1000)
             for ex, w, completed, at in zip(executors, waiters, done, woke, strict=True)
         ]
     finally:
-        _clean_up(executors, [started[e.name] for e in executors if e.name in started], remote_dirs)
-    loads = [load for load, _ in parts]
+        waiting = [started[e.name] for e in executors if e.name in started]
+        _clean_up(executors, waiting, remote_dirs, lost)
+    loads = [
+        replace(load, pgbench=replace(load.pgbench, argv=argvs[ex.name]))
+        for ex, (load, _) in zip(executors, parts, strict=True)
+    ]
     # Each host's histogram added up: the pooled figures, never per-host percentiles.
     pooled = sum((histogram for _, histogram in parts), txlog.Histogram())
     uncertainty = sorted(o.uncertainty_ms for o in offsets)[-2:]
@@ -352,7 +389,8 @@ def _on_host(ex: Executor, remote_dir: str, opts: RunOptions, hosts: int) -> Run
 def merged(multi: MultiLoad) -> PgbenchRun:
     """One run of all load hosts: counts and tps summed, the mean latency (and
     schedule lag) weighted by transactions, the percentiles pooled, per-second tps
-    summed where every host reported that second."""
+    summed where every host reported that second; the command line the first
+    host's (each host's own is kept in its part, ``multi.hosts``)."""
     runs = [h.pgbench for h in multi.hosts]
     first = runs[0]
     done = sum(r.transactions for r in runs)
@@ -397,15 +435,23 @@ def _total(values: Sequence[int | None]) -> int | None:
 
 
 def _clean_up(
-    executors: Sequence[Executor], waiters: Sequence[Started], remote_dirs: dict[str, str]
+    executors: Sequence[Executor],
+    waiters: Sequence[Started],
+    remote_dirs: dict[str, str],
+    lost: Collection[str] = (),
 ) -> None:
     """Stop every pgbench and remove every log directory, each host tried even
     when another fails (a host that went away); the first failure is raised
-    after all were tried, unless an error is already on its way."""
+    after all were tried, unless an error is already on its way. A ``lost``
+    host is left to ``_reap_later``: waiting for it would hang the study."""
     by_host = {w.host: w for w in waiters}
 
     def one(ex: Executor) -> list[PgrigError]:
-        failed = []
+        failed: list[PgrigError] = []
+        if ex.name in lost:
+            if ex.name in by_host:
+                _reap_later(ex, by_host[ex.name], remote_dirs.get(ex.name))
+            return failed
         try:
             if ex.name in by_host:
                 by_host[ex.name].stop()
@@ -424,6 +470,35 @@ def _clean_up(
         raise failures[0]
 
 
+def _reap_later(ex: Executor, waiter: Started, remote_dir: str | None) -> None:
+    """Kill a lost host's pgbench and remove its directory once the host answers
+    again (through a new connection if the old one closed); tried for
+    ``REAP_FOR_S`` in a daemon thread, whose failures stay quiet: the owner
+    record left on the host names the PID for ``pgrig clean --inventory``."""
+
+    def reap() -> None:
+        deadline = time.monotonic() + REAP_FOR_S
+        fresh = waiter.lost is not None  # its connection closed: through a new one
+        while time.monotonic() < deadline:
+            host = ex
+            try:
+                if fresh:
+                    host = ex.reconnected()
+                host.run(["kill", "-KILL", str(waiter.pid)], timeout=30, check=False, what="kill")
+                if remote_dir is not None:
+                    host.remove_tree(remote_dir)
+                return
+            except Exception:  # noqa: BLE001 - not back yet: try again, never a traceback
+                fresh = True  # the old connection may have closed meanwhile (keepalive)
+                time.sleep(1)
+            finally:
+                if host is not ex:
+                    host.close()
+
+    if waiter.pid:
+        threading.Thread(target=reap, name=f"reap-{ex.name}", daemon=True).start()
+
+
 def _first_failure(
     executors: Sequence[Executor],
     waiters: Sequence[Started],
@@ -435,6 +510,7 @@ def _first_failure(
     Meanwhile ``on_progress`` gets the hosts' progress about once a second."""
     deadline = time.monotonic() + limit
     shown = 0.0
+    heard = {w.host: (w.stderr_lines(), time.monotonic()) for w in waiters}
     while time.monotonic() < deadline:
         proc.raise_if_cancelled()
         if on_progress is not None and time.monotonic() - shown >= PROGRESS_EVERY_S:
@@ -443,6 +519,7 @@ def _first_failure(
                 on_progress(point)
         codes = [w.poll() for w in waiters]
         for ex, waiter, code in zip(executors, waiters, codes, strict=True):
+            _heartbeat(waiter, code, heard)
             if code not in (None, 0):
                 done = waiter.wait(10, check=False)
                 raise ToolError(
@@ -455,6 +532,29 @@ def _first_failure(
         if all(code is not None for code in codes):
             return
         time.sleep(0.05)
+
+
+def _heartbeat(waiter: Started, code: int | None, heard: dict[str, tuple[int, float]]) -> None:
+    """Raise ``HostLost`` when ``waiter``'s host stopped answering: its SSH
+    connection closed, or its pgbench, still running, printed no progress line
+    for ``SILENT_GRACE_S`` past its interval. ``heard``: per host, the stderr
+    lines counted and when that count last grew."""
+    if waiter.lost is not None:
+        raise HostLost(
+            waiter.host,
+            f"lost {waiter.host}: the SSH connection closed ({waiter.lost})",
+            "".join(waiter.stderr_tail(PROGRESS_TAIL)),
+        )
+    now = time.monotonic()
+    count, since = heard[waiter.host]
+    if waiter.stderr_lines() != count:
+        heard[waiter.host] = (waiter.stderr_lines(), now)
+    elif code is None and now - since > PROGRESS_EVERY_S + SILENT_GRACE_S:
+        raise HostLost(
+            waiter.host,
+            f"lost {waiter.host}: no progress for {now - since:.0f} s (network or host hung)",
+            "".join(waiter.stderr_tail(PROGRESS_TAIL)),
+        )
 
 
 def progress(waiters: Sequence[Started]) -> ProgressPoint | None:

@@ -52,10 +52,32 @@ def threads_cancelled() -> Iterator[None]:
         _CANCEL.clear()
 
 
+# A check the waits of this context make (``watched_by``): None, or a callable
+# that raises to end the wait - a monitor whose server stopped answering.
+_WATCHDOG: contextvars.ContextVar[Callable[[], None] | None] = contextvars.ContextVar(
+    "watchdog", default=None
+)
+
+
+@contextlib.contextmanager
+def watched_by(check: Callable[[], None]) -> Iterator[None]:
+    """While inside, every wait of this context (``raise_if_cancelled``: a tool's
+    output pump, the load hosts' wait) calls ``check``, whose exception ends the
+    wait and stops the tool: a hung server's run fails in seconds, not at its end."""
+    token = _WATCHDOG.set(check)
+    try:
+        yield
+    finally:
+        _WATCHDOG.reset(token)
+
+
 def raise_if_cancelled() -> None:
-    """In a wait loop: stop this (non-main) thread when the study is being stopped."""
+    """In a wait loop: stop this (non-main) thread when the study is being stopped,
+    and ask the context's watchdog (``watched_by``)."""
     if _CANCEL.is_set() and threading.current_thread() is not threading.main_thread():
         raise KeyboardInterrupt
+    if (check := _WATCHDOG.get()) is not None:
+        check()
 
 
 @dataclass(frozen=True)

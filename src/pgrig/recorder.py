@@ -203,7 +203,8 @@ class Recorder:
                 memory = _memory_before(t, self.ui) if step.monitored and record else None
                 if step.monitored and self.monitor_runs and t.ctx.conn is not None:
                     watch_ = monitor.Watch(t.ctx, limits=self._limits_of(t), baseline=self.baseline)
-                    with watch_ as watch:
+                    # Its heartbeat ends the run's waits when the server stops answering.
+                    with watch_ as watch, proc.watched_by(watch.heartbeat):
                         try:
                             value, raw = registry.resolve(step.action)(t.ctx, line)
                         finally:

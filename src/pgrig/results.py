@@ -388,6 +388,9 @@ class PgbenchRun:
     skipped: int | None = None
     late: int | None = None
     latency_limit_ms: float | None = None
+    # The command line that ran (its password travels in the environment, never
+    # here); () in records made before pgrig kept it.
+    argv: tuple[str, ...] = ()
     # pgbench 13 and older: "tps = N (including connections establishing)", the
     # figure seed 004 quoted; None from 14 on, which prints the connection time
     tps_including_printed: float | None = None

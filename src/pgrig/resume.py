@@ -142,6 +142,34 @@ def all_recorded(store: Store, camp: Campaign, sid: str, wanted: Params) -> list
     return planned
 
 
+def failed_steps(store: Store, camp: Campaign, sid: str) -> list[str]:
+    """The campaign's steps recorded as failed in study ``sid`` (a resume does not
+    run them again: ``--retry-failed`` does), in the plan's order."""
+    if not any(s.id == sid for s in store.studies()):
+        return []
+    failed = store.keys(sid, status="failed")
+    return [step.id for _view, step in plan.steps(camp) if step.id in failed]
+
+
+def set_aside(store: Store, camp: Campaign, sid: str, keys: list[str]) -> None:
+    """The failed steps ``keys`` made ready to run again once: each failed record,
+    and what is recorded below it (its monitor), moves to ``KEY/failed-N`` (N: its
+    attempt), so that the retry records under ``KEY`` and the failure stays."""
+    recorded = store.keys(sid)
+    steps = {step.id for _view, step in plan.steps(camp)}
+    renames: dict[str, str] = {}
+    for key in keys:
+        # below it: its own records, never another step's (nor what is below that)
+        others = [s for s in steps if s != key and s.startswith(key + "/")]
+        earlier = [k for k in recorded if k.startswith(f"{key}/failed-")]
+        aside = f"{key}/failed-{1 + sum(1 for k in earlier if '/' not in k[len(key) + 1 :])}"
+        for old in recorded:
+            theirs = any(old == s or old.startswith(s + "/") for s in others)
+            if old == key or (old.startswith(key + "/") and old not in earlier and not theirs):
+                renames[old] = aside + old[len(key) :]
+    store.rekey(sid, renames)
+
+
 def open_study(
     store: Store, camp: Campaign, study_id: str | None, wanted: Params, on: str, ui: Ui
 ) -> Study:

@@ -70,8 +70,11 @@ class CampaignRunner:
         keep: bool = False,
         study_id: str | None = None,
         label: str | None = None,
+        retry_failed: bool = False,
     ) -> None:
         self.campaign = campaign
+        self.retry_failed = retry_failed  # run the study's failed steps once more
+        self.retry_hint = "pgrig run FILE --retry-failed"  # the command that does (said)
         self.ui = ui
         self.yes = yes
         self.keep = keep
@@ -113,7 +116,28 @@ class CampaignRunner:
         self.study_id = self.study_id or resume.new_study_id(self.campaign.name)
         with ownership.studying(self.study_id):
             self._clean_orphans(self.campaign.name)
+            self._failed_before(store)
             return self._all_recorded(store) or self._run(store)
+
+    def _failed_before(self, store: Store) -> None:
+        """The study's failed steps: run again once with ``retry_failed`` (each
+        earlier failure kept in the study), else said to be left as they are."""
+        assert self.study_id is not None
+        failed = resume.failed_steps(store, self.campaign, self.study_id)
+        if not failed:
+            return
+        if self.retry_failed:
+            resume.set_aside(store, self.campaign, self.study_id, failed)
+            self.ui.info(
+                f"retrying {count(len(failed), 'failed step')} of {self.study_id} once "
+                "(the earlier failures stay recorded, as KEY/failed-N)"
+            )
+        else:
+            self.ui.warn(
+                f"{count(len(failed), 'failed step')} of {self.study_id} "
+                f"{'is' if len(failed) == 1 else 'are'} not retried; "
+                f"`{self.retry_hint}` runs {'it' if len(failed) == 1 else 'them'} once more"
+            )
 
     def _all_recorded(self, store: Store) -> Study | None:
         """The study, when every step the campaign expands to is recorded in it
@@ -134,8 +158,10 @@ class CampaignRunner:
         for line in lifecycle.clean_orphans(campaign, others):
             self.ui.info(line)
         for what in others:
+            # "DIR on HOST": a host's, which only `pgrig clean` given the inventory reaches
+            remover = "pgrig clean --inventory FILE" if " on " in what else "pgrig clean"
             self.ui.warn(
-                f"{what} is left by a killed pgrig run of another study; `pgrig clean` removes it"
+                f"{what} is left by a killed pgrig run of another study; `{remover}` removes it"
             )
 
     def _run(self, store: Store) -> Study:
@@ -322,12 +348,18 @@ def run_campaign(
     study_id: str | None = None,
     resume_hint: str | None = None,
     label: str | None = None,
+    retry_failed: bool = False,
+    retry_hint: str | None = None,
 ) -> CampaignRunner:
     """Check, run (or resume) and report a campaign - the front door every
     command shares. The report of what finished is written even after Ctrl-C,
     which then raises ``Interrupted``."""
     t0, machine = time.monotonic(), calibration.busy()
-    runner = CampaignRunner(camp, ui, yes=yes, keep=keep, study_id=study_id, label=label)
+    runner = CampaignRunner(
+        camp, ui, yes=yes, keep=keep, study_id=study_id, label=label, retry_failed=retry_failed
+    )
+    if retry_hint:
+        runner.retry_hint = retry_hint
     runner.preflight(results, store)  # bad input fails here, before anything is created
     with Store.open(store) as st:
         interrupted: KeyboardInterrupt | None = None
@@ -360,7 +392,7 @@ def run_campaign(
         raise PartialFailure(
             f"{runner.failures} step(s) failed; the others are recorded",
             hint="the report gives each failure's reason"
-            + (f"; {resume_hint} after fixing them" if resume_hint else ""),
+            + (f"; after fixing them, `{retry_hint}` runs them again" if retry_hint else ""),
         )
     return runner
 

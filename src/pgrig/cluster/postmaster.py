@@ -227,8 +227,9 @@ class Postmaster:
     def running(self) -> bool:
         return self.postmaster_pid() is not None
 
-    def stop(self, timeout: float = 60) -> None:
-        """fast, then immediate, then SIGQUIT and SIGKILL of the verified postmaster."""
+    def stop(self, timeout: float = 60, said: Callable[[str], None] | None = None) -> None:
+        """fast, then immediate, then SIGQUIT and SIGKILL of the verified postmaster.
+        ``said`` hears why, when a fast shutdown did not end it (a hung server)."""
         if not self.ex.exists(self.datadir) or not self.running():
             return
         for mode in ("fast", "immediate"):
@@ -237,7 +238,18 @@ class Postmaster:
             self._run(argv, "pg_ctl stop", timeout / 2 + 10, check=False)
             if not self.running():
                 return
+            if mode == "fast" and said is not None:
+                said(self._hung(timeout / 2))
         self.kill(timeout / 2)
+
+    def _hung(self, waited: float) -> str:
+        pid = self.postmaster_pid()
+        state = self._state(pid) if pid is not None else None
+        why = {"T": "its postmaster is stopped (SIGSTOP)", "D": "its postmaster waits on I/O"}
+        return (
+            f"the server {self.where} did not shut down in {waited:.0f} s "
+            f"({why.get(state or '', 'it hangs')}): stopping it with -m immediate, then SIGKILL"
+        )
 
     def kill(self, timeout: float = 30.0) -> bool:
         """SIGQUIT (immediate shutdown) the postmaster; SIGKILL if it lingers. Each

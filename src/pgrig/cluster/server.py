@@ -18,7 +18,7 @@ import re
 import secrets
 import shutil
 import socket
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -413,8 +413,8 @@ class Cluster:
     def running(self) -> bool:
         return self.pm.running()
 
-    def stop(self, timeout: float = 60) -> None:
-        self.pm.stop(timeout)
+    def stop(self, timeout: float = 60, said: Callable[[str], None] | None = None) -> None:
+        self.pm.stop(timeout, said)
 
     def create_tablespace(self, name: str, parent: Path) -> str:
         """CREATE TABLESPACE in a new directory under ``parent`` (another disk, as seed
@@ -427,9 +427,10 @@ class Cluster:
         admin = Conn.socket(str(self.socket_dir), self.port, SUPERUSER, "postgres")
         return create_tablespace(admin, name, str(location))
 
-    def destroy(self) -> None:
-        """Stop and delete everything pgrig created for this cluster."""
-        self.stop()
+    def destroy(self, said: Callable[[str], None] | None = None) -> None:
+        """Stop and delete everything pgrig created for this cluster; ``said``
+        hears of a server that hung in its shutdown."""
+        self.stop(said=said)
         if self.workdir.exists():
             workdir.remove(self.workdir)
         # Out of sight - on a lossy mount between a power loss and the remount, its

@@ -44,6 +44,11 @@ def clean(inventory_path: Path | None) -> None:
         click.echo("nothing to clean: no orphan work directories, no storage-lab leftovers")
     if inventory_path is not None and not remote:
         click.echo(f"nothing to clean on the hosts of {inventory_path}")
+    if inventory_path is None:  # silence would read as "the hosts are clean too"
+        click.echo(
+            "other hosts were not reached (no inventory given): "
+            "`pgrig clean --inventory FILE` cleans an inventory's hosts too"
+        )
 
 
 @click.command()

@@ -21,7 +21,7 @@ from pgrig.store import location
 from pgrig.ui import Ui, count, estimate
 
 # Options that say how to run, not what: a campaign file takes them too.
-NOT_THE_STUDY = ("quiet", "results", "store", "yes", "keep", "new")
+NOT_THE_STUDY = ("quiet", "results", "store", "yes", "keep", "new", "retry_failed")
 
 
 @click.command()
@@ -36,11 +36,18 @@ NOT_THE_STUDY = ("quiet", "results", "store", "yes", "keep", "new")
     help="Run the campaign FILE as a new study of its series (id NAME-YYYYMMDD-HHMMSS) "
     "instead of resuming it; `pgrig history NAME` reads the series.",
 )
+@click.option(
+    "--retry-failed",
+    is_flag=True,
+    help="Resuming the campaign FILE, run its failed steps once more (a plain resume "
+    "leaves them); each earlier failure stays recorded as KEY/failed-N.",
+)
 def run(campaign_file: Path | None, **opts: Any) -> None:
     """Run the quick study, or the campaign FILE, and write a report.
 
-    Running a campaign file again resumes it: only the steps not yet recorded run;
-    with --new it is a new study of the same series."""
+    Running a campaign file again resumes it: only the steps not yet recorded run
+    (--retry-failed: the failed ones too, once); with --new it is a new study of
+    the same series."""
     ctx = click.get_current_context()
     typed = [name for name in opts if ctx.get_parameter_source(name) == _COMMANDLINE]
     results: Path = opts["results"]
@@ -51,11 +58,18 @@ def run(campaign_file: Path | None, **opts: Any) -> None:
     else:
         camp = campaign_of(opts, set(typed))
         study_id = None
+    if opts["retry_failed"] and (campaign_file is None or opts["new"]):
+        raise UsageError(
+            "--retry-failed resumes a campaign FILE's study: "
+            + ("--new begins another" if campaign_file else "the quick study is not resumed"),
+            hint="pgrig run FILE --retry-failed",
+        )
     again = [f"pgrig run {campaign_file}"]
     if "results" in typed:
         again.append(f"--results {results}")
     if opts["store"] is not None:
         again.append(f"--store {opts['store']}")
+    resumable = campaign_file is not None and not opts["new"]
     run_campaign(
         camp,
         Ui(quiet=opts["quiet"]),
@@ -64,9 +78,9 @@ def run(campaign_file: Path | None, **opts: Any) -> None:
         yes=opts["yes"],
         keep=opts["keep"],
         study_id=study_id,
-        resume_hint=f"run `{' '.join(again)}` again to resume"
-        if campaign_file and not opts["new"]
-        else None,
+        resume_hint=f"run `{' '.join(again)}` again to resume" if resumable else None,
+        retry_failed=opts["retry_failed"],
+        retry_hint=" ".join([*again, "--retry-failed"]) if resumable else None,
     )
 
 

@@ -7,6 +7,7 @@ units; each renderer escapes them for its own syntax.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -88,6 +89,18 @@ class Figure:
     caption: str = ""
     log_x: bool = False
     log_y: bool = False
+    # Each series is the running total of those before it (shares of 100%):
+    # drawn as filled bands on an axis from 0 to 100.
+    stacked: bool = False
+
+    @property
+    def drawable(self) -> bool:
+        """Some series has a finite point: else there is nothing to plot."""
+        return any(
+            math.isfinite(x) and math.isfinite(y)
+            for s in self.series
+            for x, y in zip(s.x, s.y, strict=True)
+        )
 
     @property
     def x_points(self) -> int:

@@ -71,6 +71,9 @@ class Started(ABC):
         self._lines: queue.Queue[str | None] = queue.Queue()
         self._rest: list[str] = []
         self._stderr: list[str] = []
+        # Why the connection that carried it went away (its host's sshd killed,
+        # the host gone); None while it holds. The process's fate is then unknown.
+        self.lost: str | None = None
 
     def readline(self, timeout: float) -> str | None:
         """The next stdout line (without its newline); None at the end of output.
@@ -91,6 +94,10 @@ class Started(ABC):
         """The last ``lines`` stderr lines printed until now (the process may still
         run): a look at its progress that costs the same at any point of a long run."""
         return self._stderr[-lines:]
+
+    def stderr_lines(self) -> int:
+        """How many stderr lines it printed until now: a progress heartbeat counts them."""
+        return len(self._stderr)
 
     @abstractmethod
     def send(self, text: str) -> None:
@@ -181,6 +188,11 @@ class Executor(ABC):
     @property
     def name(self) -> str:
         return self.host.name
+
+    def reconnected(self) -> Executor:
+        """The host reached anew, for an executor whose connection can be lost
+        (SSH): what stops a lost host's processes once it answers again."""
+        return self
 
     @abstractmethod
     def _start(self, argv: Sequence[str], *, env: Mapping[str, str] | None, stdin: bool) -> Started:

@@ -23,6 +23,9 @@ from pgrig.ownership import current_study, owner_alive, process_start_time, remo
 
 OWNER_FILE = ".pgrig-owner.json"
 PREFIXES = ("pgrig-server-", "pgrig-load-")
+# On the controlling machine: the load hosts' logs copied here for a target
+# without a directory of its own (``targets.remote``).
+HOSTLOGS = "pgrig-hostlogs-"
 
 
 @dataclass(frozen=True)
@@ -31,7 +34,7 @@ class Owner:
     pid: int
     start: int | None  # /proc/<pid>/stat start time there: a PID's identity over time
     created: float
-    kind: str  # "server" or "load"
+    kind: str  # "server", "load", or "hostlogs" (this machine's copies of load logs)
     pids: tuple[int, ...] = field(default=())  # processes pgrig started on the host
     study: str = ""  # the study it ran for ("": an older pgrig, or none)
     # Left running on purpose (--keep): the next run of its study leaves it;
@@ -113,13 +116,18 @@ def _stop(ex: Executor, pid: int, directory: str) -> None:
     proc.escalate_by(send, gone, ((signal.SIGINT, 30.0), (signal.SIGKILL, 10.0)))
 
 
-def clean(ex: Executor, dry_run: bool = False, study: str | None = None) -> list[Leftover]:
+def clean(
+    ex: Executor,
+    dry_run: bool = False,
+    study: str | None = None,
+    prefixes: tuple[str, ...] = PREFIXES,
+) -> list[Leftover]:
     """What dead pgrig processes left in ``/tmp`` on the host: stop, remove, report.
     ``study``: only what runs of that study left (``pgrig.ownership.removable``);
-    None: every study's."""
+    None: every study's. ``prefixes``: the directories' names looked at."""
     out = []
     for name in ex.listdir(TMP):
-        if not name.startswith(PREFIXES):
+        if not name.startswith(prefixes):
             continue
         directory = f"{TMP}/{name}"
         owner = read(ex, directory)

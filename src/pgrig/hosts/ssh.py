@@ -61,6 +61,15 @@ def call(coro: Coroutine[object, None, T], timeout: float, what: str) -> T:
     except TimeoutError:
         future.cancel()
         raise ToolTimeout(f"{what}: no answer in {timeout:.0f} s") from None
+    except asyncssh.SFTPError:
+        raise  # the file's own error: the caller words it
+    except (asyncssh.Error, ConnectionError) as exc:
+        # The connection closed under the call (sshd killed, host gone): a
+        # PgrigError naming the host, never asyncssh's bare "SSH connection closed".
+        raise ToolError(
+            f"{what}: lost the SSH connection ({exc or type(exc).__name__})",
+            hint="the host or its sshd went away; pgrig hosts check -i FILE tells when it is back",
+        ) from None
 
 
 class SshConnectError(Exception):
@@ -155,6 +164,7 @@ class _SshStarted(Started):
         except (OSError, asyncssh.Error) as exc:
             # The host or its sshd went away: the process's fate is unknown, the
             # run is not; say so where its stderr would be.
+            self.lost = str(exc) or type(exc).__name__
             self._stderr.append(f"pgrig: lost the SSH connection to {self.host}: {exc}\n")
             self._lines.put(None)
             self._code = LOST
@@ -220,6 +230,12 @@ class SshExecutor(Executor):
         """Raises SshConnectError with the reason's kind."""
         conn = call(_connect(host), CONNECT_TIMEOUT_S + 5, f"connecting to {host.describe()}")
         return cls(host, conn)
+
+    def reconnected(self) -> SshExecutor:
+        """A new connection to the same host (raises SshConnectError while it is away)."""
+        again = SshExecutor.connect(self.host)
+        again.sudo = self.sudo
+        return again
 
     def connection(self) -> asyncssh.SSHClientConnection:
         return self._conn
@@ -321,5 +337,5 @@ class SshExecutor(Executor):
             self._conn.close()
             await self._conn.wait_closed()
 
-        with contextlib.suppress(ToolTimeout):
+        with contextlib.suppress(ToolError):  # a connection already lost is closed
             call(close(), 10, f"closing {self.name}")

@@ -11,6 +11,7 @@ and whether other work on the machine disturbed it.
 See docs/monitor.md for what is sampled, the verdict rules and interference.
 """
 
+from pgrig.monitor.heartbeat import ServerHung
 from pgrig.monitor.interference import (
     Thresholds,
     baseline_busy,
@@ -40,6 +41,7 @@ __all__ = [
     "OtherLoad",
     "Thresholds",
     "Verdict",
+    "ServerHung",
     "Watch",
     "baseline_busy",
     "disturbed_run_keys",

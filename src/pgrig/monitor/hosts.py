@@ -112,8 +112,8 @@ class Watcher:
         while not self._stop.is_set():
             try:
                 now = self._read()
-            except PgrigError as exc:
-                self._errors.append(str(exc))
+            except Exception as exc:  # noqa: BLE001 - a host gone mid-run: noted, never a traceback
+                self._errors.append(str(exc) if isinstance(exc, PgrigError) else repr(exc))
                 prev = None
             else:
                 self._cpus = now[1].ncpu
@@ -122,9 +122,11 @@ class Watcher:
                 prev = now
             self._stop.wait(self.interval_s)
 
-    def stop(self) -> LoadHostWatch:
+    def stop(self, wait: float = 30) -> LoadHostWatch:
+        """The samples so far; waits up to ``wait`` s for a read under way (a
+        lost host's may hang: its daemon thread is then left to end alone)."""
         self._stop.set()
-        self._thread.join(timeout=30)
+        self._thread.join(timeout=wait)
         return LoadHostWatch(self.ex.name, self._cpus, tuple(self._samples), tuple(self._errors))
 
 

@@ -4,16 +4,16 @@ A background thread with its own connection to the server. Sampling must never
 break or slow the benchmark: every failure inside the thread becomes a note in
 the result, and a sample costs a few milliseconds of one CPU (the /proc walk
 and one SQL statement; see bench/monitor_overhead.py).
+Its statistics query is the server's heartbeat (``pgrig.monitor.heartbeat``).
 """
 
 from __future__ import annotations
 
 import bisect
-import contextlib
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from types import TracebackType
 from typing import TYPE_CHECKING
@@ -25,8 +25,9 @@ from pgrig import environment
 from pgrig.conninfo import Conn
 from pgrig.errors import PgrigError, UsageError
 from pgrig.monitor import interference, procfs, verdict
+from pgrig.monitor.checkpoints import find_checkpoints
+from pgrig.monitor.heartbeat import Heartbeat, LastCloses
 from pgrig.monitor.model import (
-    Checkpoint,
     CpuSample,
     DeviceSample,
     IdleBaseline,
@@ -210,6 +211,9 @@ class Watch:
         self.baseline = baseline
         self.thresholds = thresholds or interference.DEFAULT
         self._meter = _ProcessMeter(lambda: self.ctx.server_pid)
+        self._beat = Heartbeat(lambda: self.ctx.conn.describe() if self.ctx.conn else "?")
+        self.heartbeat = self._beat.check  # what the run's waits call (proc.watched_by)
+        self._closer = LastCloses()  # this exit and the sampler thread's end
 
     def __enter__(self) -> Watch:
         self._started_at = self._meter.started_at = time.time()
@@ -235,10 +239,10 @@ class Watch:
     ) -> None:
         self._stop.set()
         if self._thread is not None:
-            self._thread.join(timeout=10)
-        if self._conn is not None:
-            with contextlib.suppress(Exception):
-                self._conn.close()
+            self._thread.join(timeout=1 if self._beat.hung() else 10)
+            if self._thread.is_alive():
+                self.notes.append("the sampler's query had no answer when the run ended")
+        self._closer.release(self._conn, 1 if self._thread is not None else 2)
 
     def _read(self, path: str) -> str:
         """A /proc file of the server's host: this machine's, or through the
@@ -280,6 +284,12 @@ class Watch:
     # -- sampling ----------------------------------------------------------
 
     def _loop(self) -> None:
+        try:
+            self._sampling()
+        finally:
+            self._closer.release(self._conn)
+
+    def _sampling(self) -> None:
         deadline = time.monotonic() + self.interval
         while not self._stop.wait(max(0.0, deadline - time.monotonic())):
             try:
@@ -384,7 +394,8 @@ class Watch:
         if self._pg is None:
             return None
         try:
-            return self._pg.sample(seconds)
+            with self._beat.asking():
+                return self._pg.sample(seconds)
         except psycopg.Error as exc:
             self.notes.append(f"server statistics stopped: {str(exc).strip()}")
             self._pg = None
@@ -544,52 +555,3 @@ def _nearest(
     if not near:
         return None
     return progress[min(near, key=lambda p: abs(p - t_s))]
-
-
-def find_checkpoints(
-    samples: Iterable[Sample], counted_at_end: bool = False
-) -> tuple[Checkpoint, ...]:
-    """Intervals where the checkpointer was busy.
-
-    Before PostgreSQL 17 the counters (``checkpoints_timed`` + ``_req``) go up
-    when a checkpoint *starts*, and a spread checkpoint reports them while it
-    writes, a second or two in: the interval is the checkpointer's busy time,
-    and a second count inside it is the next checkpoint beginning without a
-    rest (a 30-minute TPC-C run drew every checkpoint as a 2-s one followed by
-    an unconfirmed one when counts closed intervals). From 17 on,
-    ``num_done`` goes up when one *ends* (``counted_at_end``): a count closes
-    the interval. Busy without any count: not confirmed (``completed=False``)."""
-    out: list[Checkpoint] = []
-    start: float | None = None
-    counted = 0
-    for s in samples:
-        if s.pg is None:
-            continue
-        begin = s.t_s - s.interval_s
-        if counted_at_end:
-            if s.pg.checkpoint_active and start is None:
-                start = begin
-            if s.pg.checkpoints:
-                first = begin if start is None else start
-                out.append(Checkpoint(start_s=first, end_s=s.t_s, completed=True))
-                start = None
-            elif not s.pg.checkpoint_active and start is not None:
-                out.append(Checkpoint(start_s=start, end_s=s.t_s, completed=False))
-                start = None
-            continue
-        if s.pg.checkpoint_active:
-            if start is None:
-                start, counted = begin, 0
-            elif s.pg.checkpoints and counted:  # the next one began without a rest
-                out.append(Checkpoint(start_s=start, end_s=begin, completed=True))
-                start, counted = begin, 0
-            counted += s.pg.checkpoints
-        elif start is not None:
-            done = bool(counted or s.pg.checkpoints)
-            out.append(Checkpoint(start_s=start, end_s=s.t_s, completed=done))
-            start = None
-        elif s.pg.checkpoints:  # begun and finished between two samples
-            out.append(Checkpoint(start_s=begin, end_s=s.t_s, completed=True))
-    if start is not None:
-        out.append(Checkpoint(start_s=start, end_s=None, completed=False))
-    return tuple(out)

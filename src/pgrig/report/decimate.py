@@ -1,9 +1,9 @@
 """Long time series drawn with a bounded number of points: the min and max of each bucket.
 
-A plot is 700 px wide (``svgplot.WIDTH``; the PNG 770 px at 110 dpi), its
-axes about 626 px of it: a 30-minute run's 1,800 seconds put three points
-in each pixel column, and a figure's points, its SVG text and the page grew
-with the run (issue 18.6). Beyond two points per bucket of about one pixel
+A plot is 1,300 px wide (``svgplot.WIDTH``; the PNG 990 px at 110 dpi), its
+axes about 1,000 px of it beside the legend: a 30-minute run's 1,800 seconds
+put two points in each pixel column, and a figure's points, its SVG text and
+the page grew with the run (issue 18.6). Beyond two points per bucket of about two pixel
 column, each series keeps only the lowest and the highest point of each
 bucket, in their order - what time-series tools (M4, Grafana, uPlot) draw - so
 a checkpoint's one-second dip stays on the plot, and the caption says how the

@@ -6,10 +6,38 @@ so it opens offline, from a mail attachment or a CI artefact; no JavaScript.
 
 from __future__ import annotations
 
+import html
+import re
 from collections.abc import Mapping
-from html import escape
 
 from pgrig.document.model import FAILED, SKIPPED, Block, Details, Figure, ReportView, Section, Table
+
+
+def escape(text: str) -> str:
+    """Element text: "<", ">" and "&" only. Quotes need no entity outside an
+    attribute, and "&#x27;" is what a pasted page showed (issue 30)."""
+    return html.escape(text, quote=False)
+
+
+def attr(text: str) -> str:
+    """An attribute's value, inside double quotes."""
+    return html.escape(text, quote=True)
+
+
+# A token this long (a path, a conninfo) may break after "/" or "," in a cell;
+# identifiers (pgbench_run, wal_sync_method) never break.
+_LONG = re.compile(r"\S{28,}")
+
+
+# A command line's long option ("--progress"): a browser would break it after
+# its dashes ("--" / "progress"), so it is kept on one line.
+_OPTION = re.compile(r"(?<!\S)--[A-Za-z]\S{0,24}(?!\S)")
+
+
+def cell_text(text: str) -> str:
+    """A table cell's text, with break opportunities only inside long tokens."""
+    out = _LONG.sub(lambda m: re.sub(r"([/,])(?=.)", r"\1<wbr>", m.group(0)), escape(text))
+    return _OPTION.sub(lambda m: f'<span class="nobr">{m.group(0)}</span>', out)
 
 
 def render(view: ReportView, svgs: Mapping[str, str], *, css: str, generator: str = "") -> str:
@@ -54,14 +82,12 @@ def render_meta(meta: tuple[tuple[str, str], ...]) -> str:
 
 
 def render_nav(sections: tuple[Section, ...]) -> str:
-    links = "".join(
-        f'<li><a href="#{escape(s.anchor)}">{escape(s.title)}</a></li>' for s in sections
-    )
+    links = "".join(f'<li><a href="#{attr(s.anchor)}">{escape(s.title)}</a></li>' for s in sections)
     return f"<nav><ol>{links}</ol></nav>"
 
 
 def render_section(section: Section, svgs: Mapping[str, str]) -> str:
-    out = [f'<section id="{escape(section.anchor)}">', f"<h2>{escape(section.title)}</h2>"]
+    out = [f'<section id="{attr(section.anchor)}">', f"<h2>{escape(section.title)}</h2>"]
     out += [f"<p>{escape(p)}</p>" for p in section.paragraphs]
     out += [render_block(block, svgs) for block in section.blocks]
     out.append("</section>")
@@ -101,8 +127,8 @@ def _spanned(cells: tuple[str, ...]) -> str:
             spans[-1] += 1
     out = []
     for text, span in zip(texts, spans, strict=True):
-        attr = f' colspan="{span}"' if span > 1 else ""
-        out.append(f"<td{attr}>{escape(text)}</td>")
+        span_attr = f' colspan="{span}"' if span > 1 else ""
+        out.append(f"<td{span_attr}>{cell_text(text)}</td>")
     return "".join(out)
 
 
@@ -112,7 +138,7 @@ def render_table(table: Table) -> str:
     def cell(tag: str, i: int, text: str, mark: str = "") -> str:
         classes = " ".join(c for c in ("num" if num[i] else "", mark) if c)
         cls = f' class="{classes}"' if classes else ""
-        return f"<{tag}{cls}>{escape(text)}</{tag}>"
+        return f"<{tag}{cls}>{cell_text(text)}</{tag}>"
 
     head = "".join(cell("th", i, c) for i, c in enumerate(table.columns))
     rows = []

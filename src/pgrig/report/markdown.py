@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 import re
 from collections.abc import Mapping
 
@@ -44,6 +43,16 @@ def escape(text: str) -> str:
     return _MARKUP.sub(lambda m: "\\" + m.group(0), text.replace("\n", " "))
 
 
+_TAG = re.compile(r"<(?=[A-Za-z/!?])")
+
+
+def summary_text(text: str) -> str:
+    """Text for a ``<summary>``: HTML, where a backslash escapes nothing. Only a
+    "<" that would open a tag becomes an entity; quotes and "&" stay as typed (a
+    "&#x27;" showed raw in a ticket, issue 30)."""
+    return _TAG.sub("&lt;", text.replace("\n", " "))
+
+
 def render(view: ReportView, images: Mapping[str, str]) -> str:
     """The whole report. ``images`` maps a figure name to its relative PNG path;
     a figure without one is left out (Markdown cannot inline SVG portably)."""
@@ -70,7 +79,7 @@ def render_block(block: Block, images: Mapping[str, str]) -> list[str]:
         missing = [b.title for b in block.blocks if isinstance(b, Figure) and b.name not in images]
         if missing:
             inner += ["", f"*Plots in the HTML report: {escape(', '.join(missing))}.*"]
-        return ["", f"<details><summary>{html.escape(block.summary)}</summary>", *inner, "",
+        return ["", f"<details><summary>{summary_text(block.summary)}</summary>", *inner, "",
                 "</details>"]  # fmt: skip
     if isinstance(block, Table):
         return ["", *render_table(block)]
@@ -93,7 +102,7 @@ def render_table(table: Table) -> list[str]:
     notes = [f"- {escape(n)}" for n in table.notes]
     if table.collapsed:
         # GitHub renders <details> in Markdown; the blank lines let the table inside parse.
-        summary = html.escape(table.caption or "Details")
+        summary = summary_text(table.caption or "Details")
         out = [f"<details><summary>{summary}</summary>", "", *body]
         if notes:
             out += ["", *notes]

@@ -16,6 +16,7 @@ import re
 import statistics
 from array import array
 from collections.abc import Sequence
+from pathlib import PurePath
 
 from pgrig.document.model import FAILED, NOISY, SKIPPED, Figure, Row, Section, Series, Table
 from pgrig.monitor import interference
@@ -44,6 +45,7 @@ def section(
     rows: list[Row] = []
     blocks: list[Table | Figure] = []
     details: list[Table | Figure] = []
+    by_key = {r.key: r for r in records}
     fdatasync = _fdatasync(records)
     for rec in watched:
         label = run_label(rec)
@@ -67,8 +69,12 @@ def section(
             )
         )
         cols = Columns(samples(rec), mon.devices)
-        details.append(medians_table(label, mon, cols, fdatasync.get(rec.target)))
-        details.extend(f for f in figures(slug(label), label, mon, cols) if f.series)
+        client = client_name(by_key.get(str(rec.params.get("run"))))
+        details.append(medians_table(label, mon, cols, fdatasync.get(rec.target), client))
+        # A run with nothing to draw in a figure (a pg_basebackup run has no tps) gets
+        # none; nor does one sample (a second-long run), a line needs two.
+        drawn = figures(slug(label), label, mon, cols, client)
+        details.extend(f for f in drawn if f.drawable and f.x_points >= 2)
         del cols  # before the next run's are read
     blocks.append(
         Table(
@@ -258,6 +264,16 @@ def _fmt(value: float | None, unit: str = "", digits: int = 1) -> str:
     return f"{text}{unit}"
 
 
+def client_name(run: RunRecord | None) -> str:
+    """The program whose CPU the monitor counts as the client's: the measured run's
+    own command (pg_basebackup's records always kept it); pgbench for a record
+    made before pgbench's was kept."""
+    argv = run.result.get("argv") if run is not None and run.result else None
+    if isinstance(argv, list) and argv and isinstance(argv[0], str):
+        return PurePath(argv[0]).name
+    return "pgbench"
+
+
 def _fdatasync(records: Sequence[RunRecord]) -> dict[str, float]:
     """Each target's fdatasync ops/s: the median of its pg_test_fsync runs, the
     figure the report's headline shows."""
@@ -287,14 +303,18 @@ def _against(mon: MonitorResult, cols: Columns, fdatasync: float | None) -> tupl
 
 
 def medians_table(
-    label: str, mon: MonitorResult, cols: Columns, fdatasync: float | None = None
+    label: str,
+    mon: MonitorResult,
+    cols: Columns,
+    fdatasync: float | None = None,
+    client: str = "pgbench",
 ) -> Table:
     inside = cols.inside()
     rows: list[Row] = []
 
     def add(name: str, column: str, unit: str = "", digits: int = 1) -> None:
         present = cols.present(column, inside)
-        if not present:
+        if not present or (column == "cpu.client" and not any(present)):  # no client ran
             return
         rows.append(
             Row((name, _fmt(statistics.median(present), unit, digits), _fmt(max(present), unit)))
@@ -302,7 +322,7 @@ def medians_table(
 
     add("CPU busy (% of machine)", "cpu.busy")
     add("CPU server (%)", "cpu.server")
-    add("CPU pgbench (%)", "cpu.client")
+    add(f"CPU {client} (%)", "cpu.client")
     add("CPU pgrig (%)", "cpu.pgrig")
     add("CPU other processes (%)", "cpu.other")
     add("CPU kernel threads (%)", "cpu.kernel")
@@ -339,9 +359,8 @@ def medians_table(
     add("buffers written by checkpointer/s", "pg.buffers_checkpoint_s")
     add("buffers written by bgwriter/s", "pg.buffers_clean_s")
     add("buffers written by backends/s", "pg.buffers_backend_s")
-    v = mon.verdict
     notes = [
-        *([f"Also seen: {'; '.join(v.secondary)}."] if v.secondary else []),
+        *([f"Also seen: {'; '.join(mon.verdict.secondary)}."] if mon.verdict.secondary else []),
         *_against(mon, cols, fdatasync),
         f"{len(inside)} samples of {mon.interval_s:g} s inside the run; "
         f"{len(mon.checkpoints)} checkpoint(s) seen.",
@@ -365,15 +384,22 @@ def medians_table(
     )
 
 
-def figures(name: str, label: str, mon: MonitorResult, cols: Columns) -> list[Figure]:
+def figures(
+    name: str, label: str, mon: MonitorResult, cols: Columns, client: str = "pgbench"
+) -> list[Figure]:
     """The run's four figures; a long run's lines are drawn as the min and max
     of each bucket (``decimate``), its table above from every sample."""
     return [
         tps_figure(name, label, mon, cols),
         waits_figure(name, label, cols),
-        cpu_figure(name, label, cols),
+        cpu_figure(name, label, cols, client),
         device_figure(name, label, mon, cols),
     ]
+
+
+def _has_client(cols: Columns) -> bool:
+    """pgbench ran beside the server in this run: its CPU was seen above zero."""
+    return any(v > 0 for v in cols.get("cpu.client") if not math.isnan(v))
 
 
 def _where(cols: Columns, column: str) -> tuple[array[float], array[float]]:
@@ -394,7 +420,8 @@ def tps_figure(name: str, label: str, mon: MonitorResult, cols: Columns) -> Figu
     if tps:
         series.append(buckets.line("tps", x, tps, group="tps"))
     top = max(tps, default=1.0) or 1.0
-    if mon.checkpoints:
+    # Checkpoint marks alone, on a made-up 0-1 tps axis, say nothing: no tps, no figure.
+    if tps and mon.checkpoints:
         xs: list[float] = []
         ys: list[float] = []
         for c in mon.checkpoints:
@@ -446,15 +473,16 @@ def waits_figure(name: str, label: str, cols: Columns) -> Figure:
         x_label="seconds since start",
         y_label="% of backends (stacked)",
         series=tuple(series),
+        stacked=True,
         caption=buckets.caption(
-            "Stacked: each line is the running total of itself and the events listed "
-            "before it; the gap between two lines is that event's share. CPU = active with no "
+            "Stacked: each band is one event's share of the sampled backends, the bands "
+            "adding up to 100%. CPU = active with no "
             "wait event; Client:ClientRead = waiting for pgbench."
         ),
     )
 
 
-def cpu_figure(name: str, label: str, cols: Columns) -> Figure:
+def cpu_figure(name: str, label: str, cols: Columns, client: str = "pgbench") -> Figure:
     def col(field: str) -> array[float]:
         return cols.get(f"cpu.{field}")
 
@@ -466,8 +494,10 @@ def cpu_figure(name: str, label: str, cols: Columns) -> Figure:
 
     parts: list[tuple[str, Sequence[float]]] = []
     if known("server"):
-        server, client = zero("server"), zero("client")
-        parts += [("server", server), ("pgbench", client)]
+        server, client_cpu = zero("server"), zero("client")
+        parts.append(("server", server))
+        if _has_client(cols):
+            parts.append((client, client_cpu))
         if known("other"):
             parts += [
                 ("pgrig", zero("pgrig")),
@@ -480,7 +510,7 @@ def cpu_figure(name: str, label: str, cols: Columns) -> Figure:
                 ("other processes", zero("other")),
             ]
         else:  # stored before attribution: the rest of the busy time
-            rest = zip(col("busy"), col("steal"), server, client, strict=True)
+            rest = zip(col("busy"), col("steal"), server, client_cpu, strict=True)
             parts.append(("the rest", array("d", (max(0.0, u - s - a - b) for u, s, a, b in rest))))
     else:
         parts += [("user", col("user")), ("system", col("system")), ("irq", col("irq"))]
@@ -499,10 +529,11 @@ def cpu_figure(name: str, label: str, cols: Columns) -> Figure:
         x_label="seconds since start",
         y_label="% of the machine (stacked)",
         series=tuple(series),
+        stacked=True,
         caption=buckets.caption(
-            "Stacked (all CPUs = 100%): each line is the running total of itself and "
-            "the consumers listed before it; the gap between two lines is that consumer's "
-            "share. Other processes: neither the server, pgbench nor pgrig."
+            "Stacked (all CPUs = 100%): each band is one consumer's share of the machine; "
+            "the white above the top band is idle. Other processes: neither the server, "
+            f"{client} nor pgrig."
         ),
     )
 

@@ -498,8 +498,12 @@ def tps_over_time(pts: Sequence[Point]) -> list[Figure]:
         for point, rec, _ in drawn:
             repeat = rec.params.get("repeat")
             suffix = f" #{repeat}" if repeat is not None and len(point.ok) > 1 else ""
-            label = f"{point.clients} client{'s' if point.clients != 1 else ''}{suffix}"
-            series.append(buckets.line(label, *point.progress.line(rec), group=label))
+            clients = f"{point.clients} client{'s' if point.clients != 1 else ''}"
+            # One colour per client count, one dash per repeat: 4 counts x 3 repeats
+            # are 4 colours a reader tells apart, not 12 from a palette of 10.
+            dash = next(i for i, (r, _) in enumerate(point.ok) if r is rec)
+            line = point.progress.line(rec)
+            series.append(buckets.line(clients + suffix, *line, group=clients, dash=dash))
         figures.append(
             Figure(
                 name="tps_over_time_" + re.sub(r"[^A-Za-z0-9]+", "_", mode),

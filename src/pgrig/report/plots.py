@@ -11,6 +11,7 @@ import math
 from collections.abc import Iterable
 
 import matplotlib
+from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure as MplFigure
 from matplotlib.ticker import FuncFormatter, NullFormatter, StrMethodFormatter
@@ -31,18 +32,17 @@ def _draw(spec: Figure) -> MplFigure:
     # Fixed margins, not layout="constrained": its measuring of every text took
     # 40% of the drawing time; titles and labels are short, the legend's width
     # is estimated from its longest label.
-    fig = MplFigure(figsize=(7.0, 3.6))
+    fig = MplFigure(figsize=(9.0, 3.6))
     FigureCanvasAgg(fig)  # attaches itself as fig.canvas
     ax = fig.add_subplot()
     handles = []
-    groups: list[str] = []
+    groups = svgplot.groups_of(spec)
+    if spec.stacked:
+        _bands(ax, spec, groups)
     for s in spec.series:
-        if s.group not in groups:
-            groups.append(s.group)
-    for s in spec.series:
-        colour = svgplot.COLOURS[groups.index(s.group) % len(svgplot.COLOURS)]
-        style = _DASHES[s.dash % len(_DASHES)]
-        many = len(s.x) > 30
+        colour, dash = svgplot.style(s, groups)
+        style = _DASHES[dash % len(_DASHES)]
+        many = len(s.x) > 30 or spec.stacked
         (line,) = ax.plot(
             s.x,
             s.y,
@@ -72,7 +72,9 @@ def _draw(spec: Figure) -> MplFigure:
     # A log axis over no positive value (latencies all 0 ms) is matplotlib's
     # UserWarning on stderr (defect 19.20) and an empty plot: linear instead.
     limits = decade_limits(y for s in spec.series for y in s.y) if spec.log_y else None
-    if limits:
+    if spec.stacked:
+        ax.set_ylim(0, 100)
+    elif limits:
         ax.set_yscale("log")
         # 0.1, 1, 10 reads faster than 10^-1, 10^0, 10^1 for latencies in ms.
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
@@ -81,15 +83,15 @@ def _draw(spec: Figure) -> MplFigure:
         ax.set_ylim(*limits)
     else:
         ax.set_ylim(bottom=0)
-    outside = len(spec.series) > 4
+    # The legend beside the axes, never over the data (issue 30: one covered an error bar).
+    outside = bool(spec.series)
     longest = max((len(s.label) for s in spec.series), default=0)
-    right = 1.0 - (0.06 + longest * 0.0072 if outside else 0.0) - 0.02
+    right = 1.0 - (0.05 + longest * 0.0056 if outside else 0.0) - 0.02
     fig.subplots_adjust(left=0.1, right=right, top=0.91, bottom=0.13)
     # Labels given with their lines: matplotlib drops a label that starts with
     # "_" (a target named "_old") when it collects them, and warns on stderr.
     labels = [s.label for s in spec.series]
     if outside:
-        # Many lines (one per run): keep the legend off the data.
         ax.legend(
             handles,
             labels,
@@ -99,11 +101,27 @@ def _draw(spec: Figure) -> MplFigure:
             borderaxespad=0,
             handlelength=3,
         )
-    elif spec.series:
-        ax.legend(handles, labels, fontsize=7, loc="best", handlelength=3)
     else:
         ax.text(0.5, 0.5, "no data", transform=ax.transAxes, ha="center", va="center")
     return fig
+
+
+def _bands(ax: Axes, spec: Figure, groups: list[str]) -> None:
+    """A stacked figure's shares as filled bands, as ``svgplot._bands`` draws them."""
+    below: list[tuple[float, float]] = []
+    for s in spec.series:
+        points = [
+            (x, min(max(y, 0.0), 100.0))
+            for x, y in zip(s.x, s.y, strict=True)
+            if math.isfinite(x) and math.isfinite(y)
+        ]
+        if not points:
+            continue
+        floor = below[::-1] or [(points[-1][0], 0.0), (points[0][0], 0.0)]
+        polygon = points + floor
+        colour, _ = svgplot.style(s, groups)
+        ax.fill([x for x, _ in polygon], [y for _, y in polygon], color=colour, alpha=0.55, lw=0)
+        below = points
 
 
 def decade_limits(values: Iterable[float]) -> tuple[float, float] | None:

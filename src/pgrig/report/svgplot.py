@@ -18,10 +18,13 @@ from html import escape
 
 from pgrig.document.model import Figure, Series
 
-WIDTH, HEIGHT = 700, 360
+# A page is up to 1,400 px wide (report.css): a figure uses most of it, and
+# shrinks with a narrower window (max-width: 100%).
+WIDTH, HEIGHT = 1300, 400
 _FONT = 12  # px: 9 pt at matplotlib's 100 dpi scale
-# matplotlib's tab10: distinct, colour-blind-tolerable, the same in every report
-# (plots.py draws the PNGs with them).
+# matplotlib's tab10 then the dark shades of tab20b/tab20c: twenty colours no two
+# alike, the same in every report (plots.py draws the PNGs with them). A plot of
+# more groups reuses them with another dash (``style``).
 COLOURS = (
     "#1f77b4",
     "#ff7f0e",
@@ -33,27 +36,53 @@ COLOURS = (
     "#7f7f7f",
     "#bcbd22",
     "#17becf",
+    "#393b79",
+    "#637939",
+    "#8c6d31",
+    "#843c39",
+    "#7b4173",
+    "#3182bd",
+    "#e6550d",
+    "#31a354",
+    "#756bb1",
+    "#636363",
 )
 # matplotlib's "-", "--", ":", "-." at a 1.5 px line.
 _DASHES = ("", "5.5,2.4", "1.5,2.5", "9.6,2.4,1.5,2.4")
 
 
-def render(spec: Figure, *, prefix: str) -> str:
-    """The figure as an inline ``<svg>`` element whose only id is ``prefix``."""
-    series = [s for s in spec.series if _finite(zip(s.x, s.y, strict=True))]
+def groups_of(spec: Figure) -> list[str]:
+    """The figure's colour groups, in the order their first series come."""
     groups: list[str] = []
     for s in spec.series:
         if s.group not in groups:
             groups.append(s.group)
-    outside = len(spec.series) > 4
-    legend_w = _legend_width(spec.series) if outside else 0.0
+    return groups
+
+
+def style(s: Series, groups: Sequence[str]) -> tuple[str, int]:
+    """A series' colour and dash index: its group's colour; past the palette's
+    twenty groups, the colours again with the next dash."""
+    i = groups.index(s.group)
+    return COLOURS[i % len(COLOURS)], s.dash + i // len(COLOURS)
+
+
+def render(spec: Figure, *, prefix: str) -> str:
+    """The figure as an inline ``<svg>`` element whose only id is ``prefix``."""
+    series = [s for s in spec.series if _finite(zip(s.x, s.y, strict=True))]
+    groups = groups_of(spec)
+    # The legend beside the axes, never over the data (issue 30: one covered an error bar).
+    legend_w = _legend_width(spec.series) if spec.series else 0.0
     left, right = 62.0, WIDTH - 12.0 - legend_w
     top, bottom = 26.0, HEIGHT - 40.0
     xs = [x for s in series for x in _ok(s.x)]
     ys = [y for s in series for y in _ok(s.y)]
     ys += [v for s in series for v in _ok((s.y_low or ()) + (s.y_high or ()))]
     xaxis = _Axis.make(xs, left, right, log=spec.log_x, base=2, zero=False)
-    yaxis = _Axis.make(ys, bottom, top, log=spec.log_y, base=10, zero=not spec.log_y)
+    if spec.stacked:  # shares of the whole: the axis is the whole, 0 to 100
+        yaxis = _Axis(0.0, 100.0, bottom, top, 0, [20.0 * i for i in range(6)])
+    else:
+        yaxis = _Axis.make(ys, bottom, top, log=spec.log_y, base=10, zero=not spec.log_y)
     if spec.x_label == "clients" and xs:
         xaxis = _Axis(xaxis.low, xaxis.high, left, right, xaxis.log, sorted(set(xs)))
     big = max(ys, default=0.0) >= 10_000
@@ -63,6 +92,8 @@ def render(spec: Figure, *, prefix: str) -> str:
         f"<title>{escape(spec.title)}</title>",
         f'<rect x="0" y="0" width="{WIDTH}" height="{HEIGHT}" fill="#fff"/>',
     ]
+    if spec.stacked:
+        out += _bands(spec.series, groups, xaxis, yaxis)
     grid, under, beside = [], [], []
     for t in xaxis.ticks:
         px = xaxis.px(t)
@@ -83,8 +114,8 @@ def render(spec: Figure, *, prefix: str) -> str:
         f'height="{bottom - top:.1f}" fill="none" stroke="#000" stroke-width="0.8"/>'
     )
     for s in spec.series:
-        colour = COLOURS[groups.index(s.group) % len(COLOURS)]
-        out += _series(s, colour, xaxis, yaxis)
+        colour, dash = style(s, groups)
+        out += _series(s, colour, dash, xaxis, yaxis, dots=not spec.stacked)
     mid = (left + right) / 2
     out.append(
         f'<text x="{mid:.1f}" y="{top - 8:.1f}" text-anchor="middle">{escape(spec.title)}</text>'
@@ -99,9 +130,32 @@ def render(spec: Figure, *, prefix: str) -> str:
     if not spec.series:
         out.append(f'<text x="{mid:.1f}" y="{cy:.1f}" text-anchor="middle">no data</text>')
     else:
-        out += _legend(spec.series, groups, xaxis, yaxis, outside=outside)
+        out += _legend(spec.series, groups, right + 8, top, filled=spec.stacked)
     out.append("</svg>")
     return "\n".join(out)
+
+
+def _bands(
+    series: Sequence[Series], groups: Sequence[str], xaxis: _Axis, yaxis: _Axis
+) -> list[str]:
+    """A stacked figure's shares as filled bands: each series' running total down
+    to the one before it (the first down to 0), drawn under the grid and lines."""
+    out = []
+    below: list[tuple[float, float]] = []
+    for s in series:
+        points = [
+            (xaxis.px(x), yaxis.px(min(max(y, 0.0), 100.0)))
+            for x, y in zip(s.x, s.y, strict=True)
+            if math.isfinite(x) and math.isfinite(y)
+        ]
+        if not points:
+            continue
+        floor = below[::-1] or [(points[-1][0], yaxis.p0), (points[0][0], yaxis.p0)]
+        d = "M" + "L".join(f"{px:.1f} {py:.1f}" for px, py in points + floor) + "Z"
+        colour, _ = style(s, groups)
+        out.append(f'<path d="{d}" fill="{colour}" fill-opacity="0.55" stroke="none"/>')
+        below = points
+    return out
 
 
 class _Axis:
@@ -138,7 +192,8 @@ class _Axis:
             high = math.ceil(high * 1.05 / step) * step
         else:
             pad = (high - low) * 0.05
-            low, high = low - pad, high + pad
+            # Seconds since the start never go below 0: no -0.15 s on the axis.
+            low, high = (low - pad if low - pad >= 0 or low < 0 else 0.0), high + pad
         first = math.ceil(low / step) * step
         ticks = [first + i * step for i in range(int((high - first) / step + 1e-9) + 1)]
         return cls(low, high, p0, p1, 0, ticks)
@@ -208,8 +263,10 @@ def _line(segments: Sequence[Sequence[tuple[int, int]]]) -> str:
     return "".join(out)
 
 
-def _series(s: Series, colour: str, xaxis: _Axis, yaxis: _Axis) -> list[str]:
-    dash = _DASHES[s.dash % len(_DASHES)]
+def _series(
+    s: Series, colour: str, dash_i: int, xaxis: _Axis, yaxis: _Axis, *, dots: bool = True
+) -> list[str]:
+    dash = _DASHES[dash_i % len(_DASHES)]
     segments: list[list[tuple[int, int]]] = []
     pen = "M"
     points: list[tuple[float, float]] = []
@@ -234,11 +291,11 @@ def _series(s: Series, colour: str, xaxis: _Axis, yaxis: _Axis) -> list[str]:
             f'<path d="{"".join(d)}" stroke="{colour}" stroke-width="1.5" fill="none"'
             f"{dash_attr}><title>{escape(s.label)}</title></path>"
         )
-    if len(s.x) <= 30 and points:
-        dots = "".join(
+    if dots and len(s.x) <= 30 and points:
+        marks = "".join(
             f"M{px - 2.5:.1f} {py:.1f}a2.5 2.5 0 1 0 5 0a2.5 2.5 0 1 0 -5 0" for px, py in points
         )
-        out.append(f'<path d="{dots}" fill="{colour}"/>')
+        out.append(f'<path d="{marks}" fill="{colour}"/>')
     if s.y_low is not None and s.y_high is not None and s.y_low != s.y_high:
         bars = []
         for x, lo, hi in zip(s.x, s.y_low, s.y_high, strict=True):
@@ -257,44 +314,29 @@ def _legend_width(series: Sequence[Series]) -> float:
 
 
 def _legend(
-    series: Sequence[Series], groups: list[str], xaxis: _Axis, yaxis: _Axis, *, outside: bool
+    series: Sequence[Series], groups: list[str], x0: float, y0: float, *, filled: bool
 ) -> list[str]:
-    """Outside on the right when there are many lines (one per run); else in the
-    corner of the plot with the fewest points under it (matplotlib's "best")."""
+    """Beside the axes on the right, top-aligned: never over a line or an error bar."""
     w, h = _legend_width(series) - 10, 16.0 * len(series) + 6
-    left, right = xaxis.p0, xaxis.p1
-    top, bottom = yaxis.p1, yaxis.p0
-    if outside:
-        x0, y0 = right + 8, top
-    else:
-        corners = [
-            (right - w - 6, top + 6),
-            (left + 6, top + 6),
-            (right - w - 6, bottom - h - 6),
-            (left + 6, bottom - h - 6),
-        ]
-        pts = [
-            (xaxis.px(x), yaxis.px(y))
-            for s in series
-            for x, y in zip(s.x, s.y, strict=True)
-            if math.isfinite(x) and math.isfinite(y) and (not yaxis.log or y > 0)
-        ]
-        x0, y0 = min(
-            corners,
-            key=lambda c: sum(c[0] <= px <= c[0] + w and c[1] <= py <= c[1] + h for px, py in pts),
-        )
     out = [
         f'<rect x="{x0:.1f}" y="{y0:.1f}" width="{w:.1f}" height="{h:.1f}" fill="#fff" '
-        'fill-opacity="0.8" stroke="#ccc"/>'
+        'stroke="#ccc"/>'
     ]
-    for i, s in enumerate(series):
-        colour = COLOURS[groups.index(s.group) % len(COLOURS)]
-        dash = _DASHES[s.dash % len(_DASHES)]
+    # A stack's legend lists its top band first, as the bands lie on the plot.
+    for i, s in enumerate(series[::-1] if filled else series):
+        colour, dash_i = style(s, groups)
+        dash = _DASHES[dash_i % len(_DASHES)]
         dash_attr = f' stroke-dasharray="{dash}"' if dash else ""
         y = y0 + 13 + 16 * i
-        out.append(
-            f'<path d="M{x0 + 5:.1f} {y - 4:.1f}h24" stroke="{colour}" stroke-width="1.5"'
-            f"{dash_attr}/>"
-        )
+        if filled:
+            out.append(
+                f'<rect x="{x0 + 5:.1f}" y="{y - 9:.1f}" width="24" height="10" '
+                f'fill="{colour}" fill-opacity="0.55"/>'
+            )
+        else:
+            out.append(
+                f'<path d="M{x0 + 5:.1f} {y - 4:.1f}h24" stroke="{colour}" stroke-width="1.5"'
+                f"{dash_attr}/>"
+            )
         out.append(f'<text x="{x0 + 34:.1f}" y="{y:.1f}" font-size="10">{escape(s.label)}</text>')
     return out

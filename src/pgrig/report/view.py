@@ -27,6 +27,7 @@ from pgrig.probe import FIO, FSYNC, TIMING
 from pgrig.registry.shared import PGBENCH_RUN
 from pgrig.report import answer, compare, conclusions, figures, sizes, variants
 from pgrig.report import storage as storage_report
+from pgrig.report.commands import commands_table
 from pgrig.report.fold import fold_runs
 from pgrig.report.header import header, param_text, study_label
 from pgrig.report.header import obtained_line as obtained_line  # named here for its tests
@@ -427,4 +428,6 @@ def runs_section(records: Sequence[RunRecord]) -> Section:
         caption=f"All {len(rows) - watched} runs of this study{also}, in the order they ran",
         collapsed=True,  # a reference: failures also show in their own sections
     )
-    return Section("All runs", "runs", blocks=(table,) if rows else ())
+    lines = commands_table(records)  # the exact pgbench and pg_basebackup command lines
+    blocks = ((table,) if rows else ()) + ((lines,) if lines else ())
+    return Section("All runs", "runs", blocks=blocks)

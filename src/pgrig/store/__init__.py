@@ -39,6 +39,7 @@ from pgrig.store import backends
 from pgrig.store.backends import Backend, Postgres, Row, Sqlite, damaged
 
 _INSERT_RUN = load_sql("store_insert_run")
+_REKEY = "UPDATE runs SET key = ? WHERE study_id = ? AND key = ?"
 
 
 def _text(row: Row, column: str) -> str:
@@ -404,10 +405,17 @@ class Store:
                 rec.result["samples"] = list(self.samples(rec.id))  # type: ignore[index]
         return out
 
-    def keys(self, study_id: str) -> set[str]:
-        """The keys of the study's records, and nothing else of them."""
-        rows = self._db.each("SELECT key FROM runs WHERE study_id = ?", (study_id,))
+    def keys(self, study_id: str, status: str | None = None) -> set[str]:
+        """The keys of the study's records (those of one ``status``), nothing else of them."""
+        sql = "SELECT key FROM runs WHERE study_id = ?" + (" AND status = ?" if status else "")
+        rows = self._db.each(sql, (study_id, status) if status else (study_id,))
         return {str(row["key"]) for row in rows}
+
+    def rekey(self, study_id: str, renames: Mapping[str, str]) -> None:
+        """Records of the study moved to new keys (old -> new), in one transaction."""
+        with self._tx() as conn:
+            for old, new in renames.items():
+                conn.execute(_REKEY, (new, study_id, old))
 
     def samples(self, run_id: int) -> Iterator[dict[str, JsonValue]]:
         """One run's per-second samples as stored (dicts), one at a time; none

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import contextlib
 import socket
-import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -42,7 +41,7 @@ from pgrig.cluster.server import InitdbOptions, initdb_version_args
 from pgrig.document.model import Section
 from pgrig.errors import BinaryNotFound, HostUnusable, PgrigError, UsageError
 from pgrig.hosts import facts, inventory, owner, preflight
-from pgrig.hosts.executor import TMP, Executor
+from pgrig.hosts.executor import TMP, Executor, LocalExecutor
 from pgrig.hosts.inventory import Host
 from pgrig.pgsource import binaries
 from pgrig.registry.target import (
@@ -509,12 +508,12 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
             root = t.spec.directory / f"{name}-load-logs"
             root.mkdir(parents=True, exist_ok=True)
             return root
-        return Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="pgrig-hostlogs-")))
+        return _hostlogs(stack)
 
     def clean(self, study: str | None, others: list[str]) -> list[str]:
         """What dead pgrig runs left on the hosts this process checked (their
         owner records, ``pgrig.hosts.owner``); never a live pgrig's."""
-        lines: list[str] = []
+        lines = _clean_hostlogs(study, others)
         for host in self._seen.values():
             try:
                 (ex,) = self._pool.get([host])  # reached by the check: not again
@@ -556,6 +555,27 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
 
     def section(self, study: Study, records: Sequence[RunRecord]) -> Section | None:
         return loadhosts.section(records)
+
+
+def _hostlogs(stack: contextlib.ExitStack) -> Path:
+    """A directory in /tmp here for the load hosts' logs, removed with ``stack``;
+    with an owner record, as on a host: a kill -9 leaves it to `pgrig clean`."""
+    here = LocalExecutor()
+    made = here.make_tempdir(owner.HOSTLOGS)
+    stack.callback(here.remove_tree, made)
+    owner.write(here, made, owner.Owner.mine("hostlogs"))
+    return Path(made)
+
+
+def _clean_hostlogs(study: str | None, others: list[str]) -> list[str]:
+    """What dead pgrig runs (of ``study``; None: any) left of ``_hostlogs`` here."""
+    lines = []
+    for left in owner.clean(LocalExecutor(), study=study, prefixes=(owner.HOSTLOGS,)):
+        if left.action == "removed":
+            lines.append(f"removed {left.directory} (its pgrig died)")
+        elif left.action.startswith("left: another study's"):
+            others.append(left.directory)
+    return lines
 
 
 def _tablespaces(t: Target, remote: HostedServer, ui: Ui) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -252,11 +253,12 @@ class Throwaway(TargetKind[None, StateT]):
     def _dispose(self, t: Target, cluster: Cluster, kept: bool, ui: Ui) -> None:
         """Remove the cluster - or keep it, stopped, when asked or when a crash left
         it down for good (the evidence)."""
+        said = partial(_hung, ui, t.name)
         if not kept:
-            cluster.destroy()
+            cluster.destroy(said)
             return
         try:
-            cluster.stop()
+            cluster.stop(said=said)
         finally:
             workdir.unregister(cluster.workdir)
         why = "--keep" if t.lost is None else "the server did not come back"
@@ -265,6 +267,10 @@ class Throwaway(TargetKind[None, StateT]):
 
     def describe(self, t: Target) -> dict[str, object]:
         return {"kind": self.name, "adapted": list(t.checked.adapted)}
+
+
+def _hung(ui: Ui, target: str, message: str) -> None:
+    ui.warn(f"{target}: {message}")
 
 
 def _make_tablespaces(t: Target, ui: Ui) -> None:

@@ -209,7 +209,9 @@ def run_bench(
             preexec=preexec,
         )
         check_ok(done, TOOL)
-        result = parse_result(done.stdout, done.stderr, opts)
+        result = dataclasses.replace(
+            parse_result(done.stdout, done.stderr, opts), argv=tuple(map(str, argv))
+        )
         if prefix is not None:
             files = transaction_log_files(prefix.parent, prefix.name)
             latency = parse_transaction_logs(files, log_sampling_rate(opts))

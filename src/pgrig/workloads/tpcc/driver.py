@@ -196,6 +196,7 @@ def run(
                 pgbench_version=version,
                 loaded_bytes=info.load_bytes,
             )
+            result = replace(result, argv=multi.hosts[0].pgbench.argv)
             return result, multi.raw()
         argv = pgbench.run_argv(bin_dir, target, bench_opts, prefix, extra)
         raw: list[str] = []
@@ -219,6 +220,7 @@ def run(
             loaded_bytes=info.load_bytes,
             progress=tuple(progress),
         )
+        result = replace(result, argv=tuple(map(str, argv)))
         return result, "".join(line + "\n" for line in raw)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

@@ -120,6 +120,9 @@ class TpccRun:
     # significant digits; None: exact, from every sample sorted (runs recorded
     # before pgrig kept histograms).
     latency_digits: int | None = None
+    # pgbench's command line (the first load host's when several ran); () in
+    # records made before pgrig kept it.
+    argv: tuple[str, ...] = ()
 
     @property
     def statements_per_txn(self) -> float | None:
