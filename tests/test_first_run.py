@@ -6,6 +6,7 @@ refused before anything is created, exit 4, naming the directory that blocks."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -94,7 +95,11 @@ def test_a_fresh_clone_under_a_private_directory_runs_the_quick_study(private: P
     assert done.returncode == 0, done.stderr
     first = done.stderr.splitlines()[0]
     assert f"cannot pass {private.parent}" in first and str(quick.FALLBACK) in first, first
-    (report,) = (clone / "pgrig-results").glob("report-quick-*.md")
+    (report,) = [
+        p
+        for p in (clone / "pgrig-results").glob("report-quick-*.md")
+        if re.fullmatch(r"report-quick-\d{8}-\d{6}\.md", p.name)
+    ]
     assert f"target local: {quick.FALLBACK}," in report.read_text()
     assert set(quick.FALLBACK.glob("pgrig-quick-*")) == before, "its work directory is removed"
 

@@ -82,6 +82,8 @@ def is_uri(location: str | Path) -> bool:
 
 def _open_error(location: Path | str, exc: Exception) -> StoreError:
     """Why a store could not be opened, with what to do about a damaged file."""
+    if isinstance(exc, StoreError):  # a lock waited for, a damaged record: said already
+        return exc
     damaged = isinstance(exc, sqlite3.DatabaseError) and (
         "not a database" in str(exc) or "malformed" in str(exc)
     )
@@ -150,9 +152,7 @@ class Store:
             _refuse_foreign(Path(location))
         try:
             backend: Backend = Postgres(str(location)) if uri else Sqlite(Path(location))
-        except StoreError:
-            raise
-        except Exception as exc:  # sqlite3.Error, psycopg.Error, OSError
+        except Exception as exc:  # sqlite3.Error, psycopg.Error, OSError; ours as they are
             raise _open_error(location, exc) from exc
         store = cls(backend, location if uri else Path(location))
         if uri:
@@ -377,20 +377,9 @@ class Store:
         decoded one by one, so what is left out is never all in memory at once."""
         kinds = tuple(without_samples)
         result, params = _lean_result(self._db, without_samples, without_progress)
-        out: list[RunRecord] = []
-        with closing(
-            self._db.each(
-                f"SELECT {_RUN_COLUMNS}, {result} AS result FROM runs WHERE study_id = ?"
-                " ORDER BY id",
-                (*params, study_id),
-            )
-        ) as rows:
-            for row in rows:
-                try:
-                    out.append(_record(row))
-                except ValueError as exc:  # a result held as text, decoded here
-                    what = f"the result of {study_id}/{_text(row, 'key')} is not valid JSON ({exc})"
-                    raise damaged(self.path, what) from exc
+        sql = f"SELECT {_RUN_COLUMNS}, {result} AS result FROM runs WHERE study_id = ? ORDER BY id"
+        with closing(self._db.each(sql, (*params, study_id))) as rows:
+            out = [_record(row, self.path) for row in rows]
         with_rows = {
             row["run_id"]
             for row in self._db.execute(
@@ -524,8 +513,12 @@ def _study(row: Row) -> Study:
     )
 
 
-def _record(row: Row) -> RunRecord:
-    result = json.loads(_text(row, "result")) if row["result"] else None
+def _record(row: Row, store: Path | str) -> RunRecord:
+    try:
+        result = json.loads(_text(row, "result")) if row["result"] else None
+    except ValueError as exc:  # a result held as text, decoded here
+        what = f"the result of {_text(row, 'study_id')}/{_text(row, 'key')} is not valid JSON"
+        raise damaged(store, f"{what} ({exc})") from exc
     return RunRecord(
         id=cast("int | None", row["id"]),
         study=_text(row, "study_id"),
