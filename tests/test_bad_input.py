@@ -16,6 +16,7 @@ import os
 import re
 import shutil
 import signal
+import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -74,6 +75,8 @@ RUN_OPTIONS = [
     case("clients-empty", (*Q.split(), "--clients", ""), 2, "--clients"),
     case("clients-commas", f"{Q} --clients ,,", 2, "--clients"),
     case("clients-over-max-connections", f"{Q} --clients 100000", 2, "max_connections", "--set"),
+    case("clients-beyond-postgresql", f"{Q} --clients 99999999999", 2, "at most 262,143"),
+    case("memory-petabyte", f"{Q} --memory 1PiB", 2, "--memory", "RAM"),
     case("clients-over-oltp-200", f"{Q} --clients 256,512", 2, "512", "max_connections=600"),
     case(
         "max-connections-below-clients",
@@ -118,8 +121,45 @@ RUN_OPTIONS = [
     case("wal-segsize-0", f"{Q} --wal-segsize 0", 2, "--wal-segsize"),
     case("encoding", f"{Q} --encoding KLINGON", 2, "--encoding", "KLINGON"),
     case("locale", f"{Q} --locale xx_YY", 2, "--locale", "xx_YY"),
+    case(
+        "encoding-locale-mismatch",
+        f"{Q} --encoding LATIN1 --locale C.UTF-8",
+        2,
+        "--encoding 'LATIN1' does not match the locale 'C.UTF-8'",
+    ),
     case("profile-unknown", f"{Q} --profile oltpp", 2, "profile", "oltp"),
     case("profile-missing-file", f"{Q} --profile /nonexistent/x.conf", 2, "/nonexistent/x.conf"),
+    # issue 33: a traceback, "unknown profile", a study with a server that would not
+    # start, and fio steps that all failed
+    case(
+        "profile-not-utf8",
+        f"{Q} --profile ./bad.conf",
+        2,
+        "bad.conf:2: byte 0xff is not UTF-8",
+        files={"bad.conf": b"shared_buffers = 64MB\nwork_mem = \xff4MB\n"},
+    ),
+    case(
+        "profile-include",
+        f"{Q} --profile ./inc.conf",
+        2,
+        "inc.conf:1: include is not followed in a profile",
+        files={"inc.conf": "include 'x.conf'\nshared_buffers = 64MB\n"},
+    ),
+    case("profile-directory", f"{Q} --profile data", 2, "profile file data is a directory"),
+    case(
+        "max-connections-under-reserved",
+        f"{Q} --clients 1 --set max_connections=3",
+        2,
+        "max_connections (3) must be more than superuser_reserved_connections (3)",
+    ),
+    case("fio-size-0", "run --skip timing,fsync,tpcb --fio-size 0", 2, "--fio-size 0"),
+    case("os-user-root", f"{Q} --os-user root", 2, "--os-user root: PostgreSQL refuses"),
+    case(
+        "os-user-bad-name",
+        (*Q.split(), "--os-user", "bad name"),
+        2,
+        "--os-user 'bad name' is not an account name",
+    ),
     case("set-no-equals", f"{Q} --set fsync", 2, "--set"),
     case("set-no-name", f"{Q} --set =on", 2, "--set"),
     case("set-bad-bool", f"{Q} --set fsync=maybe", 2, '--set: parameter "fsync"'),
@@ -129,6 +169,7 @@ RUN_OPTIONS = [
     case("set-out-of-range", f"{Q} --set max_connections=0", 2, "max_connections"),
     case("target-missing", f"{Q} --target /nonexistent/dir", 2, "/nonexistent/dir", "--target"),
     case("target-file", f"{Q} --target afile", 2, "afile", "--target", files={"afile": "x"}),
+    case("target-symlink-loop", f"{Q} --target loop", 2, "loop is a symbolic link", "--target"),
     case("pg-bin-missing", f"{Q} --pg-bin /nonexistent/bin", 3, "/nonexistent/bin"),
     case("tablespace-missing", f"{Q} --tablespace /nonexistent/ts", 2, "/nonexistent/ts"),
     case(
@@ -192,6 +233,28 @@ RUN_OPTIONS = [
     case("pghost-unreachable", f"{Q} --yes", 2, "PGHOST", env={"PGHOST": "/nonexistent"}),
     case("pgport-word", f"{Q} --yes", 2, "PGPORT", env={"PGPORT": "banana"}),
     case(
+        "pgsslmode-junk-throwaway",
+        f"{Q} --throwaway",
+        2,
+        "PGSSLMODE=junk is not an sslmode",
+        env={"PGSSLMODE": "junk"},
+    ),
+    case(
+        "pghost-unresolvable",
+        f"{Q} --yes",
+        2,
+        "failed to resolve host 'junk.invalid' (PGHOST)",
+        env={"PGHOST": "junk.invalid"},
+    ),
+    # issue 33: it blamed "profile oltp", and initdb failed after the study began
+    case(
+        "pgport-word-throwaway",
+        f"{Q} --throwaway",
+        2,
+        "PGPORT='abc' is not a port number, and initdb",
+        env={"PGPORT": "abc"},
+    ),
+    case(
         "pgsslmode-word",
         f"{Q} --yes",
         2,
@@ -215,6 +278,9 @@ HEAD = '[campaign]\nname = "bad"\n'
 TARGET = '[[target]]\nname = "t"\ndirectory = "data"\n'
 NO_PROBES = "[probes]\ntiming = false\nfsync = false\nfio = false\n"
 TPCB = '[[workload]]\ntype = "tpcb"\nscales = [1]\nclients = [1]\nduration = 1\n'
+CUSTOM = (
+    '[[workload]]\ntype = "custom"\nname = "c"\nscripts = {scripts}\nclients = [1]\nduration = 1\n'
+)
 TPCC = '[[workload]]\ntype = "tpcc"\nwarehouses = 2\nconnections = 1\nduration = 1\n'
 
 
@@ -238,6 +304,22 @@ CAMPAIGNS: list[tuple[str, str | bytes, int, tuple[str, ...]]] = [
     ("name-with-space", good(head='[campaign]\nname = "a b"\n'), 2, ("campaign.name",)),
     ("name-path", good(head='[campaign]\nname = "../../escape"\n'), 2, ("campaign.name",)),
     ("name-number", good(head="[campaign]\nname = 5\n"), 2, ("campaign.name",)),
+    # issue 33: a 250-character name read "File name too long / hint: free some space",
+    # 300 characters a traceback; `-rf` "needs letters, digits"
+    ("name-250", good(head=f'[campaign]\nname = "{"a" * 250}"\n'), 2, ("250 characters",)),
+    ("name-option", good(head='[campaign]\nname = "-rf"\n'), 2, ("start with a letter",)),
+    (
+        "target-name-300",
+        good(target=f'[[target]]\nname = "{"t" * 300}"\ndirectory = "data"\n'),
+        2,
+        ("target[0].name", "300 characters: at most 64"),
+    ),
+    (
+        "target-name-dots",
+        good(target='[[target]]\nname = ".."\ndirectory = "data"\n'),
+        2,
+        ("start with",),
+    ),
     ("unknown-top-key", good() + "\n[extra]\nx = 1\n", 2, ("extra",)),
     ("unknown-campaign-key", good(head=HEAD + "repeats = 3\n"), 2, ("repeats", "repeat")),
     ("repeat-0", good(head=HEAD + "repeat = 0\n"), 2, ("repeat",)),
@@ -298,6 +380,19 @@ CAMPAIGNS: list[tuple[str, str | bytes, int, tuple[str, ...]]] = [
         good(target=target('dsn = "host=/nonexistent"\nfs = "xfs"\nsize = "1GiB"\n', False)),
         2,
         ("dsn",),
+    ),
+    # issue 33: exit 4 once initdb had begun (docs say 2)
+    (
+        "wal-directory-missing",
+        good(target=target('wal_directory = "/nonexistent/wal"\n')),
+        2,
+        ("wal_directory /nonexistent/wal does not exist",),
+    ),
+    (
+        "wal-directory-file",
+        good(target=target('wal_directory = "afile"\n')),
+        2,
+        ("not a directory",),
     ),
     ("profile-unknown", good(target=target('profile = "oltpp"\n')), 2, ("oltpp",)),
     (
@@ -416,6 +511,31 @@ CAMPAIGNS: list[tuple[str, str | bytes, int, tuple[str, ...]]] = [
         2,
         ("nothere.sql",),
     ),
+    # issue 33: each ran until pgbench refused it, after the server was up
+    (
+        "custom-script-comments-only",
+        good(workload=CUSTOM.format(scripts='["note.sql"]')),
+        2,
+        ("note.sql holds no command",),
+    ),
+    (
+        "custom-weight-huge",
+        good(workload=CUSTOM.format(scripts='[{ file = "a.sql", weight = 100000000000 }]')),
+        2,
+        ("weight 100000000000: must be from 0 to 2147483647",),
+    ),
+    (
+        "custom-weights-all-0",
+        good(workload=CUSTOM.format(scripts='[{ file = "a.sql", weight = 0 }]')),
+        2,
+        ("every script has weight 0",),
+    ),
+    (
+        "custom-script-directory",
+        good(workload=CUSTOM.format(scripts='["data"]')),
+        2,
+        ("data is a directory, not a file",),
+    ),
     (
         "does-not-fit-the-disk",
         good(workload=TPCB.replace("scales = [1]", "scales = [10000000]")),
@@ -452,7 +572,12 @@ CAMPAIGNS: list[tuple[str, str | bytes, int, tuple[str, ...]]] = [
 
 def _campaign_cases() -> Iterator[Case]:
     for id, text, code, says in CAMPAIGNS:
-        files: dict[str, str | bytes] = {"c.toml": text, "afile": "x", "a.sql": "SELECT 1;\n"}
+        files: dict[str, str | bytes] = {
+            "c.toml": text,
+            "afile": "x",
+            "a.sql": "SELECT 1;\n",
+            "note.sql": "-- only a comment\n\n",
+        }
         yield Case(f"plan-{id}", ("plan", "c.toml"), code, says, {}, files)
         yield Case(f"run-{id}", ("run", "c.toml"), code, says, {}, files)
 
@@ -485,7 +610,10 @@ OTHER = [
     case("compare-one", "compare s1 --store s.sqlite", 2, "at least two"),
     case("compare-unknown", "compare s1 nope --store s.sqlite", 2, "nope"),
     case("compare-empty-study", "compare s1 s0 --store s.sqlite", 2, "s0", "no recorded runs"),
-    case("compare-baseline", "compare s1 s1 --store s.sqlite --baseline zz", 2, "--baseline"),
+    case("compare-baseline", "compare s1 s2 --store s.sqlite --baseline zz", 2, "--baseline"),
+    case("compare-twice", "compare s1 s1 --store s.sqlite", 2, "two different studies"),
+    case("store-mysql", "list --store mysql://u@h/db", 2, "--store mysql://", "postgresql://"),
+    case("store-sqlite-uri", f"{Q} --store sqlite:///x", 2, "--store sqlite://"),
     case("durability-crashes-0", "durability --crashes 0", 2, "--crashes"),
     case("durability-crashes-negative", "durability --crashes -1", 2, "--crashes"),
     case("durability-clients-0", "durability --clients 0", 2, "--clients"),
@@ -557,6 +685,7 @@ def sandbox(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     pass its mode-700 parent, and the validation refuses such a target."""
     tmp_path = make_disk_dir("pgrig-sandbox-")
     (tmp_path / "data").mkdir()
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
     with Store.open(tmp_path / "s.sqlite") as st:
         st.begin_study(
             Study(
@@ -569,6 +698,13 @@ def sandbox(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
                 pgrig_version="0",
             )
         )
+        # a second finished study, for compare
+        st.begin_study(Study(id="s2", name="s2", target="t", started_at="2026-01-01T00:00:00",
+                             status="finished", params={"targets": [{"name": "t"}]},
+                             pgrig_version="0"))  # fmt: skip
+        st.record(RunRecord(study="s2", key="t/timing", kind="timing", target="t", params={},
+                            status="failed", started_at="2026-01-01T00:00:00",
+                            finished_at="2026-01-01T00:00:01", reason="a stand-in"))  # fmt: skip
         st.begin_study(Study(id="s0", name="s0", target="t", started_at="2026-01-01T00:00:00",
                              status="interrupted", params={}, pgrig_version="0"))  # fmt: skip
         st.record(
@@ -693,3 +829,18 @@ def test_a_byte_order_mark_is_not_a_statement(
     """Defect 19: a campaign saved by a Windows editor was "Invalid statement"."""
     (sandbox / "c.toml").write_bytes(b"\xef\xbb\xbf" + good().encode())
     assert _main(("plan", "c.toml")) == 0, capsys.readouterr().err
+
+
+def test_validation_creates_no_os_user(sandbox: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 33: `pgrig plan` added a mistyped os_user to /etc/passwd. The
+    validation checks the settings as `nobody` in its place; the run creates it."""
+    name = "pgrig_typo_zz"
+    (sandbox / "c.toml").write_text(good(target=target(f'os_user = "{name}"\n')))
+    try:
+        assert _main(("plan", "c.toml")) == 0, capsys.readouterr().err
+        with pytest.raises(Tripwire):  # accepted, up to the store
+            cli.main(["run", "--skip", "timing,fsync,fio", "--os-user", name])
+        assert name not in Path("/etc/passwd").read_text()
+    finally:
+        if name in Path("/etc/passwd").read_text():
+            subprocess.run(["userdel", name], check=False, timeout=30)

@@ -106,6 +106,27 @@ def test_unknown_name_suggests_the_closest(tmp_path: Path) -> None:
         ("all:\n  hosts: [db1]\n", "all.hosts must be a mapping, not list"),
         ("all:\n  host:\n    db1:\n", "all.host is not a group key"),
         ("all:\n  hosts:\n    db1: {a: [}\n", "hosts:3: not valid YAML"),
+        # issue 32: each of these was taken for something else, or nothing
+        (
+            "all:\n  hosts:\n    db1:\n      ansible_host: '{{ db_address }}'\n",
+            "all.hosts.db1.ansible_host uses a Jinja template ({{ db_address }})",
+        ),
+        (
+            "all:\n  vars:\n    ansible_user: '{{ u }}'\n  hosts:\n    db1:\n",
+            "all.vars.ansible_user",
+        ),
+        ("$ANSIBLE_VAULT;1.1;AES256\n6162636465\n", "is encrypted with Ansible Vault"),
+        (
+            "#!/usr/bin/env python3\nimport json; print(json.dumps({}))\n",
+            "dynamic-inventory script",
+        ),
+        ("", "holds no host"),
+        ("# nothing yet\n[db]\n", "holds no host"),
+        (
+            "[db]\ndb1 ansible_host=10.0.0.5\n[load]\ndb1 ansible_host=10.0.0.9\n",
+            "hosts:4: host 'db1' is defined twice: ansible_host=10.0.0.9 here,"
+            " ansible_host=10.0.0.5 at ",
+        ),
     ],
 )
 def test_bad_files_name_file_line_and_host(tmp_path: Path, text: str, message: str) -> None:
@@ -115,6 +136,24 @@ def test_bad_files_name_file_line_and_host(tmp_path: Path, text: str, message: s
         inventory.load(path)
     assert message in str(err.value)
     assert str(path) in str(err.value)
+    assert err.value.hint, "each says what to do"
+
+
+def test_a_host_in_two_groups_at_one_address_is_one_host(tmp_path: Path) -> None:
+    path = tmp_path / "hosts"
+    path.write_text(
+        "[db]\ndb1 ansible_host=10.0.0.5\n[load]\ndb1\n[big]\ndb1 ansible_host=10.0.0.5\n"
+    )
+    host = inventory.load(path).hosts["db1"]
+    assert host.address == "10.0.0.5" and set(host.groups) >= {"db", "load", "big"}
+
+
+def test_an_executable_inventory_is_named_a_script(tmp_path: Path) -> None:
+    path = tmp_path / "inventory.py"
+    path.write_text("print('{}')\n")
+    path.chmod(0o755)
+    with pytest.raises(UsageError, match="dynamic-inventory script"):
+        inventory.load(path)
 
 
 def test_missing_file(tmp_path: Path) -> None:

@@ -28,7 +28,6 @@ from pgrig.registry.target import InitdbSpec as InitdbSpec
 from pgrig.registry.target import TargetSpec as TargetSpec
 from pgrig.registry.workload import WorkloadSpec
 from pgrig.schema import (
-    NAME,
     Context,
     Document,
     Locator,
@@ -37,6 +36,8 @@ from pgrig.schema import (
     TablePath,
     custom,
     flag,
+    name_problem,
+    shown_name,
     text,
     type_name,
 )
@@ -70,8 +71,8 @@ def _target_name(t: Table, key: str, default: object) -> str:
     name = t.get(key, str)
     if not name:
         raise t.error(key, "every target needs a name", hint='add name = "local-ssd"')
-    if not NAME.fullmatch(name):
-        raise t.error(key, f"{name!r}: use letters, digits, '.', '_' and '-' only")
+    if (problem := name_problem(name)) is not None:
+        raise t.error(key, f"{shown_name(name)}: {problem}")
     return str(name)
 
 

@@ -20,6 +20,36 @@ from pgrig.errors import ClusterError, UsageError, mask_secrets
 CONNECT_TIMEOUT_S = 10
 
 
+def check_pg_environment(reads_it: str) -> None:
+    """PGPORT that is no port, refused naming it: libpq, initdb and the server
+    all read it (``PGPORT=abc --throwaway`` blamed "profile oltp"); and a
+    PGSSLMODE libpq does not know, which every connection pgrig opens reads."""
+    port = os.environ.get("PGPORT")
+    if port is not None and not (port.isdigit() and 0 < int(port) < 65536):
+        raise UsageError(
+            f"PGPORT={port!r} is not a port number, and {reads_it}",
+            hint="unset PGPORT or give a number, e.g. PGPORT=5432",
+        )
+    mode = os.environ.get("PGSSLMODE")
+    if mode is not None and mode not in SSLMODES:  # pgrig's own connections waited 120 s
+        raise UsageError(
+            f"PGSSLMODE={mode} is not an sslmode libpq knows",
+            hint=f"unset PGSSLMODE or use one of: {', '.join(SSLMODES)}",
+        )
+
+
+SSLMODES = ("disable", "allow", "prefer", "require", "verify-ca", "verify-full")
+
+
+def libpq_reason(exc: BaseException) -> str:
+    """libpq's (psycopg's) reason a connection failed, with the host it tried:
+    a PGHOST that does not resolve read "failed to resolve host None"."""
+    said = str(exc).strip()
+    if (host := os.environ.get("PGHOST")) is not None:
+        said = said.replace("host None", f"host {host!r} (PGHOST)")
+    return said
+
+
 def refused_hint(why: str, fix: str) -> str:
     """What to do about a connection that failed: a FATAL came from a server that
     answered (a pg_hba.conf rule, a database or role that does not exist), so
@@ -117,6 +147,6 @@ class Conn:
             return psycopg.connect(info, autocommit=autocommit)
         except psycopg.OperationalError as exc:
             raise ClusterError(
-                f"cannot connect to {self.describe()}: {str(exc).strip()}",
+                f"cannot connect to {self.describe()}: {libpq_reason(exc)}",
                 hint="check --dsn or the PG* environment variables (PGHOST, PGPORT, PGUSER, ...)",
             ) from exc

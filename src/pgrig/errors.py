@@ -106,6 +106,11 @@ class StoreError(PgrigError):
     """The results store cannot be opened or written."""
 
 
+class StoreLocked(StoreError):
+    """Another process held the store's lock past the bounded wait: nothing of
+    the study is wrong, and a rerun resumes it."""
+
+
 class StudyExists(StoreError):
     """A study id the store already holds (another pgrig took it a moment ago)."""
 

@@ -42,7 +42,16 @@ def state_dir() -> Path:
     if override:
         return Path(override)
     base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "pgrig"
+    path = Path(base) / "pgrig"
+    try:  # HOME=/nonexistent was a PermissionError traceback, a marked directory left
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise WorkdirError(
+            f"pgrig keeps its records of what it made in {path}, which cannot be made:"
+            f" {exc.strerror} (HOME={os.environ.get('HOME', '')!r})",
+            hint="set PGRIG_STATE_DIR (or XDG_STATE_HOME) to a directory you can write",
+        ) from None
+    return path
 
 
 def process_start_time(pid: int) -> int | None:

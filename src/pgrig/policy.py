@@ -12,7 +12,17 @@ from pathlib import Path
 from typing import TypeVar
 
 from pgrig import stats
-from pgrig.schema import NAME, Schema, Table, choice, custom, flag, integer, number
+from pgrig.schema import (
+    Schema,
+    Table,
+    choice,
+    custom,
+    flag,
+    integer,
+    name_problem,
+    number,
+    shown_name,
+)
 
 T = TypeVar("T")
 
@@ -258,12 +268,8 @@ def _name(t: Table, key: str, default: object) -> str:
         raise t.error(
             None, "the campaign has no name (its study id)", hint='add name = "seed000-storage"'
         )
-    if not NAME.fullmatch(name):
-        raise t.error(
-            key,
-            f"{name!r}: a campaign needs a name of letters, digits, . _ -",
-            hint='name = "seed000-storage"',
-        )
+    if (problem := name_problem(name)) is not None:
+        raise t.error(key, f"{shown_name(name)}: {problem}", hint='name = "seed000-storage"')
     return str(name)
 
 

@@ -63,9 +63,11 @@ def _seconds(default: int) -> Callable[[Table, str, object], int | None]:
 def _size(t: Table, key: str, default: str) -> str:
     size = t.get(key, str, default)
     try:  # fio's own notation, as its runner reads it: refused here, not mid-study
-        fio.size_bytes(size)
+        nbytes = fio.size_bytes(size)
     except UsageError as exc:
         raise t.error(key, exc.message, exc.hint) from exc
+    if nbytes <= 0:  # fio ran and failed every step: "4 step(s) failed"
+        raise t.error(key, f"{size}: fio needs a file of some size", hint="e.g. 256M or 1G")
     return str(size)
 
 

@@ -37,6 +37,7 @@ from pgrig.campaign import Campaign
 from pgrig.errors import (
     Interrupted,
     PartialFailure,
+    StoreLocked,
     signal_number,
 )
 from pgrig.meaning import Meaning
@@ -220,7 +221,7 @@ class CampaignRunner:
                         for phase in plan.phases(self.campaign):
                             schedule.phase(phase, self.targets)
             status = "finished"
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, StoreLocked):  # a lock is no fault of the study's
             status = "interrupted"
             raise
         finally:

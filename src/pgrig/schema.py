@@ -26,6 +26,28 @@ _KEY = re.compile(r"^\s*([A-Za-z0-9_\-\"']+)\s*=")
 
 # Names that become ids and parts of paths (campaigns, targets, studies).
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*")
+# Their longest: a work directory is named pgrig-CAMPAIGN-YYYYMMDD-HHMMSS-TARGET,
+# under the 255 bytes of a file name with room to spare (a 250-character name
+# read "File name too long / hint: free some space"; 300 a traceback).
+NAME_MAX = 64
+
+
+def name_problem(name: str) -> str | None:
+    """Why ``name`` cannot be a campaign's or a target's name, or None; said with
+    the name (``shown_name``) by its key."""
+    if len(name) > NAME_MAX:
+        return f"{len(name)} characters: at most {NAME_MAX} (it names files and directories)"
+    if not (name[:1].isascii() and name[:1].isalnum()):
+        return "it must start with a letter or a digit (it names files, and `-rf` is an option)"
+    if not NAME.fullmatch(name):
+        return "use letters, digits, '.', '_' and '-' only"
+    return None
+
+
+def shown_name(name: str) -> str:
+    """A name in a message: a 300-character one cut, not the whole line."""
+    return repr(name if len(name) <= 40 else name[:37] + "...")
+
 
 # A value of parsed TOML (tomllib's output before any check): what a table holds.
 TomlValue = str | int | float | bool | list["TomlValue"] | dict[str, "TomlValue"]
@@ -96,6 +118,11 @@ class Table:
         table = table_name(self.path)
         place = f"{self.ctx.source}:{line}" if line else self.ctx.source
         return f"{place}: {table}.{key}" if key else f"{place}: [{table}]"
+
+    def inherited(self, key: str) -> Table:
+        """The table a key of this one came from: the campaign's when this one
+        leaves it out (a campaign-level `inventory` was reported as target[0]'s)."""
+        return self if key in self.data else Table({}, ("campaign",), self.ctx)
 
     def error(self, key: str | None, message: str, hint: str | None = None) -> UsageError:
         option = self.ctx.options.get((*self.path, key)) if key is not None else None
@@ -271,6 +298,18 @@ def number(name: str, default: float | None, doc: str, *, above: float | None = 
 def integer(name: str, default: int | None, doc: str, *, minimum: int = 1, **kw: str | None) -> Key:
     def read(t: Table, k: str, d: int) -> int:
         return t.ints(k, (d,), minimum=minimum)[0] if k in t.data else d
+
+    return Key(name, default, doc, read, **kw)
+
+
+def port(name: str, default: int, doc: str, **kw: str | None) -> Key:
+    """A TCP port: 70000 reached the socket as an OverflowError."""
+
+    def read(t: Table, k: str, d: int) -> int:
+        value = t.ints(k, (d,), minimum=1)[0] if k in t.data else d
+        if value > 65535:
+            raise t.error(k, f"{value}: a TCP port is at most 65535", hint=f"{k} = {d}")
+        return value
 
     return Key(name, default, doc, read, **kw)
 

@@ -6,6 +6,7 @@ Data goes to stdout, diagnostics and progress to stderr. Rich handles
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -57,9 +58,23 @@ class Step:
         self._progress.refresh()
 
 
+def _width() -> int | None:
+    """The console's width: rich's own choice (COLUMNS, the terminal), except a
+    COLUMNS it would print nothing at: COLUMNS=0 emptied stderr of progress,
+    failures and warnings."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.strip().lstrip("-").isdigit() and int(columns) < MIN_COLUMNS:
+        return MIN_COLUMNS
+    return None
+
+
+# Narrower than this, rich breaks a message a word or two a line.
+MIN_COLUMNS = 40
+
+
 class Ui:
     def __init__(self, *, quiet: bool = False, console: Console | None = None) -> None:
-        self.console = console or Console(stderr=True, highlight=False)
+        self.console = console or Console(stderr=True, highlight=False, width=_width())
         self.quiet = quiet
         # Steps running at once (targets measured concurrently) share one live
         # display, a line each: rich allows one live display at a time.

@@ -9,13 +9,13 @@ GB = 2**30
 
 
 def parse_size(text: str) -> int:
-    units = {"": 1, "k": 2**10, "m": MB, "g": GB, "t": 2**40}
+    units = {"": 1, "k": 2**10, "m": MB, "g": GB, "t": 2**40, "p": 2**50}  # 1PiB: "not a size"
     value = text.strip().lower().removesuffix("b").removesuffix("i")
     unit = value[-1] if value and value[-1] in units else ""
     number = value[:-1] if unit else value
     try:
         return int(float(number) * units[unit])
-    except ValueError as exc:
+    except (ValueError, OverflowError) as exc:  # inf overflows int()
         raise UsageError(f"cannot read size {text!r}", hint="use e.g. 256M, 1G, 16G") from exc
 
 

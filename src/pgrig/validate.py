@@ -22,10 +22,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from pgrig import files, lifecycle, plan, proc, registry
+from pgrig import files, lifecycle, ownership, plan, proc, registry
 from pgrig.campaign import Campaign
 from pgrig.cluster import workdir
 from pgrig.cluster.server import DEFAULT_OS_USERS
+from pgrig.conninfo import check_pg_environment
 from pgrig.errors import (
     BinaryNotFound,
     DiskSpaceError,
@@ -73,9 +74,11 @@ def campaign(
     installed yet is not installed (the plan says what would be downloaded),
     and refusals that only a run's ``--yes`` lifts are left to the run."""
     warnings: list[str] = []
+    ownership.state_dir()  # where what a run makes is recorded: refused now, not half way
     lossy = power_loss_workload(camp)
     for spec in camp.targets:
         if registry.target_kind(spec, lossy).creates_server:
+            check_pg_environment("initdb and the server pgrig creates read it")
             check_initdb(camp, spec)
     needs = plan.disk_needs(camp)
     workloads = [registry.of(w) for w in camp.workloads]
@@ -194,6 +197,17 @@ def check_initdb(camp: Campaign, spec: TargetSpec) -> None:
             f"{where(camp, spec, 'locale')} {init.locale!r}: this machine has no such locale",
             hint="C or C.UTF-8 always exist; `locale -a` lists the others "
             "(Debian: dpkg-reconfigure locales)",
+        )
+    # initdb's own check (SQL_ASCII goes with any locale): LATIN1 with C.UTF-8 made
+    # a study, then failed in initdb
+    encoding = init.encoding.upper().replace("-", "").replace("_", "")
+    codeset = _norm_locale(init.locale).partition(".")[2].partition("@")[0]
+    if codeset and encoding != "SQLASCII" and (codeset == "utf8") != (encoding == "UTF8"):
+        raise UsageError(
+            f"{where(camp, spec, 'encoding')} {init.encoding!r} does not match the locale"
+            f" {init.locale!r} (initdb refuses them together)",
+            hint=f"an encoding that matches {init.locale} (UTF8 for a UTF-8 locale), or the"
+            " locale C, which takes any",
         )
 
 

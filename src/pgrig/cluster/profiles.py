@@ -165,6 +165,12 @@ def parse(text: str, *, name: str, source: str, machine: Machine) -> Profile:
                 hint="profiles use postgresql.conf syntax, one setting per line",
             )
         key = m.group(1).lower()
+        if key in ("include", "include_if_exists", "include_dir"):  # "unknown parameter"
+            raise UsageError(
+                f"{source}:{number}: {key} is not followed in a profile: a profile is one file,"
+                " recorded whole with every study",
+                hint=f"copy the settings of {_strip_comment(m.group(2))} into {source}",
+            )
         if key in RESERVED:
             raise UsageError(
                 f"{source}:{number}: {key} is managed by pgrig and cannot be set in a profile",
@@ -180,13 +186,24 @@ def load(name_or_path: str, *, machine: Machine | None = None) -> Profile:
     """A shipped profile by name (``stock``, ``oltp``) or a profile file by path."""
     machine = machine or Machine.this()
     path = Path(name_or_path)
-    if path.suffix == ".conf" or os.sep in name_or_path:
+    if path.suffix == ".conf" or os.sep in name_or_path or path.is_dir():
         if not path.is_file():
+            what = "is a directory, not a file" if path.is_dir() else "does not exist"
             raise UsageError(
-                f"profile file {path} does not exist",
+                f"profile file {path} {what}",
                 hint=f"give a path to a .conf file or one of: {', '.join(available())}",
             )
-        return parse(path.read_text(), name=path.stem, source=str(path), machine=machine)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:  # it was a traceback in `pgrig plan`
+            line = path.read_bytes()[: exc.start].count(b"\n") + 1
+            raise UsageError(
+                f"profile file {path}:{line}: byte {exc.object[exc.start]:#04x} is not UTF-8",
+                hint="save the file as UTF-8 (postgresql.conf's settings are ASCII)",
+            ) from None
+        except OSError as exc:
+            raise UsageError(f"profile file {path} cannot be read: {exc.strerror}") from None
+        return parse(text, name=path.stem, source=str(path), machine=machine)
     resource = resources.files("pgrig.profiles") / f"{name_or_path}.conf"
     if not resource.is_file():
         close = difflib.get_close_matches(name_or_path, available(), n=1)
@@ -306,6 +323,7 @@ def check_values(profile: Profile, bins: PgBinaries, os_user: proc.OsUser | None
     """``postgres -C`` reads a configuration file and stops at its first invalid
     value, with the server's own message (and the allowed values of an enum);
     it needs no cluster, only a directory holding that file."""
+    _reserved_fit(profile)
     done = _scratch_postgres(bins, render(profile.settings), os_user, "-C", "server_version")
     if done is None:
         return  # postgres refuses to run as root; initdb will check them
@@ -319,6 +337,29 @@ def check_values(profile: Profile, bins: PgBinaries, os_user: proc.OsUser | None
             if where != profile.source
             else f"fix the value in {where}, or override it with --set NAME=VALUE "
             "(in a campaign: set = { NAME = VALUE } in the target)",
+        )
+
+
+# PostgreSQL's defaults for the connections kept back from max_connections
+# (reserved_connections from 16 on).
+_RESERVED = {"superuser_reserved_connections": 3, "reserved_connections": 0}
+
+
+def _reserved_fit(profile: Profile) -> None:
+    """The one start-time check ``postgres -C`` does not make: the reserved
+    connections must leave room under max_connections (max_connections = 3 made
+    a study, then a server that would not start)."""
+    try:
+        limit = int(profile.settings.get("max_connections", "100"))
+        kept = {n: int(profile.settings.get(n, d)) for n, d in _RESERVED.items()}
+    except ValueError:
+        return  # not a number: postgres -C names it
+    if sum(kept.values()) >= limit:
+        said = " + ".join(f"{n} ({v})" for n, v in kept.items() if v)
+        raise UsageError(
+            f"{profile.origin('max_connections')}: max_connections ({limit}) must be more than "
+            f"{said}: the server would not start",
+            hint=f"max_connections = {sum(kept.values()) + 10} or more, or fewer reserved ones",
         )
 
 

@@ -134,6 +134,34 @@ def server_os_user(name: str | None = None) -> proc.OsUser | None:
     return proc.OsUser.lookup(create)
 
 
+# What useradd takes (Debian's NAME_REGEX): "bad name" got useradd's raw error.
+_OS_NAME = re.compile(r"[a-z_][a-z0-9_-]{0,31}")
+
+
+def checking_os_user(name: str | None = None) -> proc.OsUser | None:
+    """The account a target's settings are checked as, creating none (`pgrig
+    plan` added a mistyped os_user to /etc/passwd): the server's own where it
+    exists, else ``nobody`` in its place, and the run creates it. A name
+    useradd would refuse, and root (the server refuses it), are refused now."""
+    if os.geteuid() != 0:
+        return None
+    if name is not None:
+        if name == "root":
+            raise UsageError(
+                "root: PostgreSQL refuses to run as root",
+                hint="leave os_user out (postgres, else pgrig) or name an unprivileged account",
+            )
+        if not _OS_NAME.fullmatch(name):
+            raise UsageError(
+                f"{name!r} is not an account name useradd accepts",
+                hint="lower-case letters, digits, '_' and '-', starting with a letter, at most 32",
+            )
+    for candidate in [name] if name else list(DEFAULT_OS_USERS):
+        with contextlib.suppress(KeyError):
+            return proc.OsUser.lookup(candidate)
+    return proc.OsUser.lookup("nobody")
+
+
 def allow_local_replication(datadir: Path, os_user: proc.OsUser | None) -> None:
     """Let pg_basebackup in over the private socket: initdb before 10 leaves the
     replication lines of pg_hba.conf commented out (10 and later have them)."""

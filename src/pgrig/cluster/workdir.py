@@ -70,6 +70,12 @@ def check_target(target: Path, *, what: str = "target directory", option: str = 
     """The directory under test (or a tablespace's) must exist and be writable;
     resolve it."""
     if not target.exists():
+        if target.is_symlink():  # a loop, or a link to nothing: "does not exist" misled
+            raise MissingDirectory(
+                f"{what} {target} is a symbolic link that leads to no directory"
+                f" ({os.readlink(target)}: a loop or a missing target)",
+                hint=f"point the link at a directory, or pass another {option}",
+            )
         raise MissingDirectory(
             f"{what} {target} does not exist",
             hint=f"create it on the storage you want to test, or pass another {option}",

@@ -17,7 +17,7 @@ from pgrig.report.writer import write as write_report
 from pgrig.results import Study
 from pgrig.resume import planned_steps, study_live
 from pgrig.schema import NAME
-from pgrig.store import Store, location
+from pgrig.store import Store, import_study, location
 from pgrig.ui import Ui, format_option
 
 
@@ -115,7 +115,7 @@ def export_cmd(
     from pgrig import export
 
     with _open_existing(results, store) as st:
-        studies = [st.study(s) for s in study_ids] or [_latest(st)]
+        studies = [st.study(s) for s in _once(study_ids)] or [_latest(st)]
         records = [r for s in studies for r in st.runs(s.id)]
     if fmt == "json":
         text = export.to_json(studies, records, raw=raw)
@@ -152,11 +152,30 @@ def import_cmd(
         ids = list(study_ids) or [s.id for s in other.studies()]
         if as_id is not None and len(ids) != 1:
             raise UsageError("--as names one study; give exactly one STUDY_ID")
-        for sid in ids:
-            other.study(sid)  # an unknown id is refused before the store is created
+        for sid in ids:  # an unknown or running id is refused before the store is created
+            _importable(source, other, other.study(sid))
         with Store.open(location(results, store)) as st:
             for sid in ids:
-                click.echo(f"imported {st.import_study(other, sid, as_id=as_id)}")
+                click.echo(f"imported {import_study(st, other, sid, as_id=as_id)}")
+                if _status(other.study(sid)) == "interrupted":
+                    click.echo(
+                        f"note: {sid} was interrupted (its pgrig is gone, it ran part of its"
+                        " plan): imported as it is; `pgrig run` of its campaign on its machine"
+                        " resumes it",
+                        err=True,
+                    )
+
+
+def _importable(source: Path, other: Store, study: Study) -> None:
+    """A study still being run is refused: a copy would hold what it has so far;
+    a damaged one too, before the store it would go to is created."""
+    if study.status == "running" and study_live(study):
+        raise UsageError(
+            f"{source}: study {study.id} is still running; a copy now would hold only what it"
+            " has recorded so far",
+            hint=f"import it once it has finished (`pgrig list --store {source}` says when)",
+        )
+    other.runs(study.id, without_samples=other.kinds(study.id))  # readable, or refused
 
 
 @click.command("compare")
@@ -179,10 +198,10 @@ def compare_cmd(
     """Compare studies from different campaigns or machines (import theirs first)."""
     from pgrig import export
 
-    if len(study_ids) < 2:
-        raise UsageError("compare needs at least two studies", hint="see `pgrig list`")
+    if len(_once(study_ids)) < 2:
+        raise UsageError("compare needs at least two different studies", hint="see `pgrig list`")
     with _open_existing(results, store) as st:
-        studies = [st.study(s) for s in study_ids]
+        studies = [st.study(s) for s in _once(study_ids)]
         # each run's samples and -P points read when it is drawn, as `pgrig report` does
         lean = [report_samples.read(st, s.id) for s in studies]
         per_study = [records for records, _, _ in lean]
@@ -202,6 +221,12 @@ def compare_cmd(
         md, html = write_report(study, records, out or results, samples=samples, progress=progress)
     click.echo(f"report: {md}")
     click.echo(f"report: {html}")
+
+
+def _once(study_ids: tuple[str, ...]) -> list[str]:
+    """The ids in the order given, each once: a study named twice was counted
+    twice (its runs pooled with themselves)."""
+    return list(dict.fromkeys(study_ids))
 
 
 def _open_existing(results: Path, store: str | None) -> Store:

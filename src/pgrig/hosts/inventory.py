@@ -107,8 +107,34 @@ def load(path: Path) -> Inventory:
         ) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"inventory {path} cannot be read: {exc}") from None
+    _refuse_unread(path, text)
     hosts, groups = (_read_yaml if _looks_yaml(text) else _read_ini)(path, text)
-    return _finish(path, hosts, groups)
+    read = _finish(path, hosts, groups)
+    if not read.hosts:
+        raise UsageError(
+            f"inventory {path} holds no host",
+            hint="list the hosts under a group: [db] then a line db1 ansible_host=10.0.0.5",
+        )
+    return read
+
+
+def _refuse_unread(path: Path, text: str) -> None:
+    """A vault or a dynamic-inventory script named as what it is: they read
+    "'$ANSIBLE_VAULT;1.1;AES256' is not a host name" and "'json;' is not key=value"."""
+    if text.startswith("$ANSIBLE_VAULT;"):
+        raise UsageError(
+            f"inventory {path} is encrypted with Ansible Vault, which pgrig does not open",
+            hint=f"decrypt a copy: ansible-vault view {path} > hosts.plain.ini, and pass that",
+        )
+    if text.startswith("#!") or (path.stat().st_mode & 0o111 and path.suffix not in _STATIC):
+        raise UsageError(
+            f"inventory {path} is a dynamic-inventory script; pgrig reads static inventories only",
+            hint=f"save what it lists: ansible-inventory -i {path} --list -y > hosts.yml,"
+            " and pass hosts.yml",
+        )
+
+
+_STATIC = (".ini", ".yml", ".yaml", ".cfg", "")
 
 
 def _looks_yaml(text: str) -> bool:
@@ -158,7 +184,10 @@ def _assignment(text: str, where: str) -> tuple[str, str]:
             hint="host variables are written as ansible_host=10.0.0.5 after the host name",
         )
     if "{{" in value:
-        raise UsageError(f"{where}: {key} uses a Jinja template, which pgrig does not expand")
+        raise UsageError(
+            f"{where}: {key} uses a Jinja template, which pgrig does not expand",
+            hint=f"write the value itself: {key}=10.0.0.5",
+        )
     return key, value.strip("'\"")
 
 
@@ -190,10 +219,32 @@ def _read_ini(path: Path, text: str) -> tuple[dict[str, _Draft], dict[str, _Draf
         else:
             name, values = _split_host_line(line, where)
             for one in _expand(name, where):
-                draft = hosts.setdefault(one, _Draft(where))
-                draft.vars.update(values)
+                _define(hosts, one, where, values)
                 group.hosts.append(one)
     return hosts, groups
+
+
+# What says where a host is: given twice with two values, one is a mistake.
+_CONNECTION = ("ansible_host", "ansible_port", "ansible_user", "ansible_connection")
+
+
+def _define(hosts: dict[str, _Draft], name: str, where: str, values: Mapping[str, object]) -> None:
+    """A host line: the first, or another naming the same host (another group's
+    member, as Ansible allows) that may not say it is somewhere else. The
+    last address was taken silently, and the error pointed at the first line."""
+    draft = hosts.get(name)
+    if draft is None:
+        hosts[name] = _Draft(where, dict(values))
+        return
+    for key in _CONNECTION:
+        old, new = draft.vars.get(key), values.get(key)
+        if old is not None and new is not None and str(old) != str(new):
+            raise UsageError(
+                f"{where}: host {name!r} is defined twice: {key}={new} here,"
+                f" {key}={old} at {draft.where}",
+                hint="give each machine one name (db1, db2), or one address for the name",
+            )
+    draft.vars.update(values)
 
 
 def _read_yaml(path: Path, text: str) -> tuple[dict[str, _Draft], dict[str, _Draft]]:
@@ -205,7 +256,11 @@ def _read_yaml(path: Path, text: str) -> tuple[dict[str, _Draft], dict[str, _Dra
         mark = getattr(exc, "problem_mark", None)
         at = f"{path}:{mark.line + 1}" if mark is not None else str(path)
         problem = getattr(exc, "problem", None) or exc
-        raise UsageError(f"{at}: not valid YAML: {problem}") from None
+        raise UsageError(
+            f"{at}: not valid YAML: {problem}",
+            hint="YAML nests by indentation with spaces (no tabs), a colon after each group and"
+            " host name (all:, hosts:, db1:); see docs/hosts.md for the layout",
+        ) from None
     if not isinstance(data, dict):
         raise UsageError(
             f"{path}: a YAML inventory is a mapping of groups (all: {{hosts: ...}})",
@@ -218,7 +273,10 @@ def _read_yaml(path: Path, text: str) -> tuple[dict[str, _Draft], dict[str, _Dra
         if value is None:
             return {}
         if not isinstance(value, dict):
-            raise UsageError(f"{path}: {key} must be a mapping, not {type(value).__name__}")
+            raise UsageError(
+                f"{path}: {key} must be a mapping, not {type(value).__name__}",
+                hint="hosts: and vars: hold name: value lines (db1: with its variables below)",
+            )
         return value
 
     def group(name: str, body: object, key: str) -> None:
@@ -232,13 +290,21 @@ def _read_yaml(path: Path, text: str) -> tuple[dict[str, _Draft], dict[str, _Dra
         for hname, hvars in mapping(body.get("hosts"), f"{key}.hosts").items():
             hkey = f"{key}.hosts.{hname}"
             for one in _expand(str(hname), f"{path}: {hkey}"):
-                hdraft = hosts.setdefault(one, _Draft(f"{path}: {hkey}"))
-                hdraft.vars.update(mapping(hvars, hkey))
+                _define(hosts, one, f"{path}: {hkey}", _plain(mapping(hvars, hkey), hkey))
                 draft.hosts.append(one)
-        draft.vars.update(mapping(body.get("vars"), f"{key}.vars"))
+        draft.vars.update(_plain(mapping(body.get("vars"), f"{key}.vars"), f"{key}.vars"))
         for cname, cbody in mapping(body.get("children"), f"{key}.children").items():
             draft.children.append(str(cname))
             group(str(cname), cbody, f"{key}.children.{cname}")
+
+    def _plain(values: dict[str, object], key: str) -> dict[str, object]:
+        for k, v in values.items():  # the INI form was refused; YAML took it as a name
+            if "{{" in str(v):
+                raise UsageError(
+                    f"{path}: {key}.{k} uses a Jinja template ({v}), which pgrig does not expand",
+                    hint=f"write the value itself: {k}: 10.0.0.5",
+                )
+        return values
 
     for name, body in data.items():
         group(str(name), body, str(name))
@@ -249,7 +315,8 @@ def _read_yaml(path: Path, text: str) -> tuple[dict[str, _Draft], dict[str, _Dra
 def _members(groups: Mapping[str, _Draft], name: str, seen: tuple[str, ...] = ()) -> list[str]:
     if name in seen:
         raise UsageError(
-            f"{groups[name].where}: group {name!r} contains itself ({' > '.join((*seen, name))})"
+            f"{groups[name].where}: group {name!r} contains itself ({' > '.join((*seen, name))})",
+            hint=f"remove {name} from the children of {seen[-1]}",
         )
     out = list(groups[name].hosts)
     for child in groups[name].children:

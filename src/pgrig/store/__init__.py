@@ -14,14 +14,15 @@ from __future__ import annotations
 import itertools
 import json
 import sqlite3
+import urllib.parse
 from collections.abc import Collection, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import cast
 
 from pgrig.conninfo import Conn
-from pgrig.errors import StoreError, StudyExists, UnknownStudy
+from pgrig.errors import StoreError, StudyExists, UnknownStudy, UsageError
 from pgrig.results import (
     SCHEMA_VERSION,
     Environment,
@@ -34,7 +35,8 @@ from pgrig.results import (
     to_dict,
 )
 from pgrig.sql import load as load_sql
-from pgrig.store.backends import Backend, Postgres, Row, Sqlite
+from pgrig.store import backends
+from pgrig.store.backends import Backend, Postgres, Row, Sqlite, damaged
 
 _INSERT_RUN = load_sql("store_insert_run")
 _REKEY = "UPDATE runs SET key = ? WHERE study_id = ? AND key = ?"
@@ -51,9 +53,17 @@ def _maybe_text(row: Row, column: str) -> str | None:
 
 def location(results: Path, store: str | None) -> Path | str:
     """Where the results are: ``--store`` (a file or a PostgreSQL URI), else
-    ``RESULTS/results.sqlite``."""
+    ``RESULTS/results.sqlite``. A URI of another database is refused: it used to
+    become a file named ``mysql:/u@h/db``."""
     if store is None:
         return results / "results.sqlite"
+    scheme = store.partition("://")[0] if "://" in store else None
+    if scheme is not None and scheme not in ("postgresql", "postgres"):
+        raise UsageError(
+            f"--store {_masked(store) if is_uri(store) else store}: pgrig keeps its results in a"
+            f" SQLite file or a PostgreSQL database, not {scheme}://",
+            hint="pass --store a file path (results.sqlite) or a postgresql:// URI",
+        )
     return store if is_uri(store) else Path(store)
 
 
@@ -72,6 +82,8 @@ def is_uri(location: str | Path) -> bool:
 
 def _open_error(location: Path | str, exc: Exception) -> StoreError:
     """Why a store could not be opened, with what to do about a damaged file."""
+    if isinstance(exc, StoreError):  # a lock waited for, a damaged record: said already
+        return exc
     damaged = isinstance(exc, sqlite3.DatabaseError) and (
         "not a database" in str(exc) or "malformed" in str(exc)
     )
@@ -84,6 +96,41 @@ def _open_error(location: Path | str, exc: Exception) -> StoreError:
         if damaged
         else "pass --store with a writable file path or a reachable PostgreSQL URI",
     )
+
+
+# The tables every pgrig store has had, from the first schema on.
+_OURS = frozenset({"studies", "runs"})
+
+
+def _refuse_foreign(path: Path) -> None:
+    """Refuse, before anything is written to it, a file that is no pgrig store:
+    an empty file (`pgrig list` used to write a schema into it), another
+    program's SQLite database (it used to get pgrig's tables added), or bytes
+    that are no database. Read through a read-only connection."""
+    if not path.exists() or path.is_dir():
+        return  # a new store; a directory fails in sqlite3 with its own message
+    if path.stat().st_size == 0:
+        raise UsageError(
+            f"results store {path} is an empty file, not a pgrig store; it was left as it is",
+            hint=f"remove it (rm {path}) and pgrig creates a new store there, or pass --store"
+            " with another file",
+        )
+    uri = f"file:{urllib.parse.quote(str(path.resolve()))}?mode=ro"
+    try:
+        with closing(sqlite3.connect(uri, uri=True, timeout=backends.LOCK_GLANCE_S)) as ro:
+            tables = {
+                r[0] for r in ro.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            }
+    except sqlite3.DatabaseError as exc:
+        if "locked" in str(exc):
+            return  # open() waits for it, announced
+        raise damaged(path, str(exc)) from exc
+    if tables and not tables >= _OURS:
+        raise UsageError(
+            f"{path} is another program's SQLite database (tables {', '.join(sorted(tables))}),"
+            " not a pgrig results store; nothing was added to it",
+            hint="pass --store with a new file or a pgrig store (results.sqlite)",
+        )
 
 
 def _dumps(value: object) -> str:
@@ -101,9 +148,11 @@ class Store:
     @classmethod
     def open(cls, location: Path | str) -> Store:
         uri = is_uri(location)
+        if not uri:
+            _refuse_foreign(Path(location))
         try:
             backend: Backend = Postgres(str(location)) if uri else Sqlite(Path(location))
-        except Exception as exc:  # sqlite3.Error, psycopg.Error, OSError
+        except Exception as exc:  # sqlite3.Error, psycopg.Error, OSError; ours as they are
             raise _open_error(location, exc) from exc
         store = cls(backend, location if uri else Path(location))
         if uri:
@@ -116,6 +165,9 @@ class Store:
                     (str(SCHEMA_VERSION),),
                 )
             store.version = SCHEMA_VERSION
+        elif not _text(rows[0], "value").isdigit():
+            backend.close()
+            raise damaged(location, f"its schema_version is {_text(rows[0], 'value')!r}")
         elif int(_text(rows[0], "value")) > SCHEMA_VERSION:
             backend.close()
             raise StoreError(
@@ -304,25 +356,6 @@ class Store:
         conn.insert_samples(itertools.chain((first,), rows))
         return True
 
-    def import_study(self, other: Store, study_id: str, *, as_id: str | None = None) -> str:
-        """Copy one study and its runs from another results file (another machine's)."""
-        study = other.study(study_id)
-        new_id = as_id or study.id
-        if any(s.id == new_id for s in self.studies()):
-            raise StoreError(
-                f"{self.path} already holds a study {new_id!r}",
-                hint="import it under another name with --as NEW_ID",
-            )
-        self.begin_study(replace(study, id=new_id, status=study.status))
-        for env_target, env in study.target_environments.items():
-            self.set_target_environment(new_id, env_target, env)
-        if study.finished_at:
-            self.finish_study(new_id, study.status, study.finished_at)
-        for rec in other.runs(study_id, without_samples=other.kinds(study_id)):
-            samples = other.samples(rec.id) if rec.id is not None else None
-            self.record(replace(rec, study=new_id, id=None), samples)
-        return new_id
-
     def kinds(self, study_id: str) -> list[str]:
         """The kinds of record the study holds."""
         rows = self._db.execute("SELECT DISTINCT kind FROM runs WHERE study_id = ?", (study_id,))
@@ -344,11 +377,9 @@ class Store:
         decoded one by one, so what is left out is never all in memory at once."""
         kinds = tuple(without_samples)
         result, params = _lean_result(self._db, without_samples, without_progress)
-        rows = self._db.each(
-            f"SELECT {_RUN_COLUMNS}, {result} AS result FROM runs WHERE study_id = ? ORDER BY id",
-            (*params, study_id),
-        )
-        out = [_record(row) for row in rows]
+        sql = f"SELECT {_RUN_COLUMNS}, {result} AS result FROM runs WHERE study_id = ? ORDER BY id"
+        with closing(self._db.each(sql, (*params, study_id))) as rows:
+            out = [_record(row, self.path) for row in rows]
         with_rows = {
             row["run_id"]
             for row in self._db.execute(
@@ -395,6 +426,43 @@ class Store:
     def _elements(self, run_id: int, key: str) -> Iterator[dict[str, JsonValue]]:
         for row in self._db.each(self._db.elements_sql(key), (run_id,)):
             yield json.loads(_text(row, "value"))
+
+
+def import_study(into: Store, other: Store, study_id: str, *, as_id: str | None = None) -> str:
+    """Copy one study and its runs from another results file (another machine's)."""
+    study = other.study(study_id)
+    new_id = as_id or study.id
+    if any(s.id == new_id for s in into.studies()):
+        raise StoreError(
+            f"{into.path} already holds a study {new_id!r}",
+            hint="import it under another name with --as NEW_ID",
+        )
+    # read before anything is written: a damaged record refuses the import whole
+    records = other.runs(study_id, without_samples=other.kinds(study_id))
+    into.begin_study(replace(study, id=new_id, status=study.status))
+    try:
+        for env_target, env in study.target_environments.items():
+            into.set_target_environment(new_id, env_target, env)
+        if study.finished_at:
+            into.finish_study(new_id, study.status, study.finished_at)
+        for rec in records:
+            samples = other.samples(rec.id) if rec.id is not None else None
+            into.record(replace(rec, study=new_id, id=None), samples)
+    except BaseException:  # damaged samples, a full disk, Ctrl-C: no half copy
+        _forget(into, new_id)
+        raise
+    return new_id
+
+
+def _forget(store: Store, study_id: str) -> None:
+    """Remove a study and everything recorded with it (an import cut short)."""
+    with store._tx() as conn:
+        conn.execute(
+            "DELETE FROM samples WHERE run_id IN (SELECT id FROM runs WHERE study_id = ?)",
+            (study_id,),
+        )
+        conn.execute("DELETE FROM runs WHERE study_id = ?", (study_id,))
+        conn.execute("DELETE FROM studies WHERE id = ?", (study_id,))
 
 
 def _lean_result(
@@ -445,8 +513,12 @@ def _study(row: Row) -> Study:
     )
 
 
-def _record(row: Row) -> RunRecord:
-    result = json.loads(_text(row, "result")) if row["result"] else None
+def _record(row: Row, store: Path | str) -> RunRecord:
+    try:
+        result = json.loads(_text(row, "result")) if row["result"] else None
+    except ValueError as exc:  # a result held as text, decoded here
+        what = f"the result of {_text(row, 'study_id')}/{_text(row, 'key')} is not valid JSON"
+        raise damaged(store, f"{what} ({exc})") from exc
     return RunRecord(
         id=cast("int | None", row["id"]),
         study=_text(row, "study_id"),

@@ -7,11 +7,13 @@ do differently (placeholders, JSON functions, bulk inserts, transactions).
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Iterator
+import sys
+from collections.abc import Callable, Generator, Iterable
 from contextlib import closing
 from pathlib import Path
 
 from pgrig.conninfo import Conn
+from pgrig.errors import StoreError, StoreLocked
 from pgrig.sql import load as load_sql
 
 # "{serial}" in the schema: each backend's auto-increment primary key.
@@ -19,6 +21,11 @@ _SCHEMA = load_sql("store_schema")
 SQLITE_SCHEMA = _SCHEMA.replace("{serial}", "INTEGER PRIMARY KEY AUTOINCREMENT")
 POSTGRES_SCHEMA = _SCHEMA.replace("{serial}", "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY")
 _INSERT_SAMPLE = "INSERT INTO samples (run_id, n, value) VALUES (?, ?, ?)"
+
+# How long a store another process holds locked is waited for (said as it
+# starts, after a glance): a backup or a `BEGIN EXCLUSIVE` in sqlite3 lasts seconds.
+LOCK_WAIT_S = 30.0
+LOCK_GLANCE_S = 1.0
 
 # What goes into a statement's placeholders and comes back in a row's columns.
 SqlValue = None | int | float | str | bytes
@@ -47,7 +54,7 @@ class Backend:
     def execute(self, sql: str, params: tuple[SqlValue, ...] = ()) -> list[Row]:
         raise NotImplementedError
 
-    def each(self, sql: str, params: tuple[SqlValue, ...] = ()) -> Iterator[Row]:
+    def each(self, sql: str, params: tuple[SqlValue, ...] = ()) -> Generator[Row]:
         """The rows one at a time: a study's runs hold every sample it took."""
         raise NotImplementedError
 
@@ -78,6 +85,16 @@ class Backend:
     errors: tuple[type[BaseException], ...] = ()
 
 
+def damaged(location: Path | str, what: str) -> StoreError:
+    """A store that cannot be read as pgrig wrote it: said with its path, and
+    what may save its studies. Nothing is written to it."""
+    return StoreError(
+        f"results store {location} is damaged: {what}; it was left as it is",
+        hint=f"`sqlite3 {location} .recover | sqlite3 recovered.sqlite` may save its studies;"
+        f" move it aside (mv {location} {location}.bad) to start a new one",
+    )
+
+
 class Sqlite(Backend):
     duplicate = (sqlite3.IntegrityError,)
     errors = (sqlite3.Error,)
@@ -99,21 +116,52 @@ class Sqlite(Backend):
         self.label = str(path)
         # Targets measured at once record from their own threads (one at a time:
         # pgrig.recorder holds a lock around every write).
-        self.conn = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
+        self.conn = sqlite3.connect(
+            path, timeout=LOCK_WAIT_S, isolation_level=None, check_same_thread=False
+        )
         self.conn.row_factory = sqlite3.Row
-        self.conn.executescript(SQLITE_SCHEMA)
+        self._patiently(lambda: self.conn.executescript(SQLITE_SCHEMA))
         columns = {r["name"] for r in self.conn.execute("PRAGMA table_info(studies)")}
         if "target_environments" not in columns:  # files from before campaigns
             self.conn.execute("ALTER TABLE studies ADD COLUMN target_environments TEXT")
 
     def execute(self, sql: str, params: tuple[SqlValue, ...] = ()) -> list[Row]:
-        with closing(self.conn.execute(sql, params)) as cur:
-            return [dict(row) for row in cur.fetchall()]
+        try:
+            with closing(self.conn.execute(sql, params)) as cur:
+                return [dict(row) for row in cur.fetchall()]
+        except sqlite3.DatabaseError as exc:
+            raise self._named(exc) from exc
 
-    def each(self, sql: str, params: tuple[SqlValue, ...] = ()) -> Iterator[Row]:
-        with closing(self.conn.execute(sql, params)) as cur:
-            for row in cur:
-                yield dict(row)
+    def each(self, sql: str, params: tuple[SqlValue, ...] = ()) -> Generator[Row]:
+        try:
+            with closing(self.conn.execute(sql, params)) as cur:
+                for row in cur:
+                    yield dict(row)
+        except sqlite3.DatabaseError as exc:
+            raise self._named(exc) from exc
+
+    def _named(self, exc: sqlite3.DatabaseError) -> Exception:
+        """A damaged file or record said with the store's path and, for a result
+        that is no JSON (the database takes results apart), which runs hold one;
+        any other error as it was (a lock, a duplicate key: the caller's)."""
+        text = str(exc)
+        if "malformed JSON" in text:
+            rows = self.conn.execute(
+                "SELECT study_id, key FROM runs WHERE result IS NOT NULL AND NOT json_valid(result)"
+                " ORDER BY id LIMIT 3"
+            ).fetchall()
+            which = ", ".join(f"{r['study_id']}/{r['key']}" for r in rows) or "a run"
+            return damaged(self.label, f"the result of {which} is not valid JSON")
+        if "locked" in text:
+            return StoreLocked(
+                f"results store {self.label} stayed locked by another process for"
+                f" {LOCK_WAIT_S:.0f} s",
+                hint=f"`fuser -v {self.label}` names the process that holds it; once it lets"
+                " go, run the same command again",
+            )
+        if "malformed" in text or "not a database" in text:
+            return damaged(self.label, text)
+        return exc
 
     def insert_id(self, sql: str, params: tuple[SqlValue, ...]) -> int:
         with closing(self.conn.execute(sql, params)) as cur:
@@ -125,6 +173,39 @@ class Sqlite(Backend):
             pass
 
     begin_sql = "BEGIN IMMEDIATE"
+
+    def begin(self) -> None:
+        self._patiently(lambda: self.conn.execute(self.begin_sql))
+
+    def _patiently(self, act: Callable[[], object]) -> None:
+        """Do ``act``; when another process holds the file locked (a `BEGIN
+        EXCLUSIVE`, a backup), say so and wait for it, up to LOCK_WAIT_S, then
+        give up with who to look for. It waited 30 s in silence, then read
+        "database is locked"."""
+        self.conn.execute(f"PRAGMA busy_timeout = {int(LOCK_GLANCE_S * 1000)}")
+        try:
+            act()
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc):
+                raise
+        finally:
+            self.conn.execute(f"PRAGMA busy_timeout = {int(LOCK_WAIT_S * 1000)}")
+        sys.stderr.write(
+            f"note: results store {self.label} is locked by another process; waiting up to"
+            f" {LOCK_WAIT_S:.0f} s for it\n"
+        )
+        try:
+            act()
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc):
+                raise
+            raise StoreLocked(
+                f"results store {self.label} stayed locked by another process for"
+                f" {LOCK_WAIT_S:.0f} s; nothing of the study was lost",
+                hint=f"`fuser -v {self.label}` names the process that holds it; once it lets"
+                " go, run the same command again (a study resumes where it stopped)",
+            ) from exc
 
     def command(self, sql: str) -> None:
         self.conn.execute(sql)
@@ -182,7 +263,7 @@ class Postgres(Backend):
         cur = self.conn.execute(self._sql(sql), params)
         return list(cur.fetchall()) if cur.description else []
 
-    def each(self, sql: str, params: tuple[SqlValue, ...] = ()) -> Iterator[Row]:
+    def each(self, sql: str, params: tuple[SqlValue, ...] = ()) -> Generator[Row]:
         # single-row mode: libpq does not hold the whole answer either
         with self.conn.cursor() as cur:
             yield from cur.stream(self._sql(sql), params)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 
 from pgrig.cluster import workdir
-from pgrig.conninfo import Conn, refused_hint
+from pgrig.conninfo import Conn, check_pg_environment, libpq_reason, refused_hint
 from pgrig.errors import ClusterError, UsageError
 from pgrig.pgsource import binaries
 from pgrig.registry.target import (
@@ -66,12 +66,8 @@ def _room(spec: TargetSpec, demands: Demands) -> None:
     """A server given by a DSN or the PG* variables must answer now - not after
     the study was created - and have room for the workload's clients."""
     assert spec.dsn is not None
-    port = os.environ.get("PGPORT")
-    if not spec.dsn and port is not None and not port.isdigit():
-        raise UsageError(
-            f"PGPORT={port!r} is not a port number",
-            hint="unset PGPORT or give a number, e.g. PGPORT=5432",
-        )
+    if not spec.dsn:
+        check_pg_environment("libpq reads it")
     conn = Conn.from_user(spec.dsn)
     source = source_of(spec, demands.source)
     try:
@@ -90,7 +86,7 @@ def _room(spec: TargetSpec, demands: Demands) -> None:
         why = exc.__cause__ if isinstance(exc, ClusterError) and exc.__cause__ else exc
         to = f" to {conn.describe()}" if spec.dsn else ""
         raise UsageError(
-            f"{source}: cannot connect{to}: {str(why).strip()}",
+            f"{source}: cannot connect{to}: {libpq_reason(why)}",
             hint=refused_hint(
                 str(why), "the dsn" if spec.dsn else "those PG* variables (or pass --throwaway)"
             ),

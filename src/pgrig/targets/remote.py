@@ -39,7 +39,7 @@ from pgrig.cluster import profiles
 from pgrig.cluster.hosted import SUPERUSER, HostedServer, ServerSpec, Workdir, make_workdir
 from pgrig.cluster.server import InitdbOptions, initdb_version_args
 from pgrig.document.model import Section
-from pgrig.errors import HostUnusable, PgrigError, UsageError
+from pgrig.errors import BinaryNotFound, HostUnusable, PgrigError, UsageError
 from pgrig.hosts import facts, inventory, owner, preflight
 from pgrig.hosts.executor import TMP, Executor, LocalExecutor
 from pgrig.hosts.inventory import Host
@@ -52,10 +52,11 @@ from pgrig.registry.target import (
     capture,
     settings_option,
 )
-from pgrig.schema import Schema, custom, integer, text
+from pgrig.schema import Schema, custom, port, text
 from pgrig.schema import Table as Keys
 from pgrig.targets import loadhosts
 from pgrig.targets.loadhosts import LOAD_HOSTS
+from pgrig.targets.remote_refuse import load_fits, shared_ports
 from pgrig.targets.throwaway import find_binaries
 from pgrig.ui import Ui
 from pgrig.workloads.common import DATABASE
@@ -95,7 +96,7 @@ SCHEMA = Schema(
     custom("inventory", None, "the Ansible inventory naming them",
            lambda t, k, d: t.path_value(k) or t.ctx.inventory,
            shown_default="`[campaign] inventory`"),
-    integer("port", 5432, "the server's TCP port on its host", minimum=1),
+    port("port", 5432, "the server's TCP port on its host"),
     text("host_pg_bin", None, "PostgreSQL's bin directory on the hosts",
          shown_default="the same path as here"),
 )  # fmt: skip
@@ -249,6 +250,22 @@ def _has_python(ex: Executor) -> bool:
     return ex.run(["python3", "-c", "pass"], timeout=60, check=False, what="python3").ok
 
 
+def _missing(db: Executor, loaders: Sequence[Executor], bin_dir: str) -> list[str]:
+    out = [
+        f"{db.name} has no {bin_dir}/{tool}"
+        for tool in SERVER_TOOLS
+        if not db.exists(f"{bin_dir}/{tool}")
+    ]
+    if db not in loaders and not _has_python(db):
+        out.append(f"{db.name} has no python3 (it reads the host's environment)")
+    for ex in loaders:
+        if not ex.exists(f"{bin_dir}/pgbench"):
+            out.append(f"load host {ex.name} has no {bin_dir}/pgbench")
+        if not _has_python(ex):
+            out.append(f"load host {ex.name} has no python3 (the start barrier's waiter)")
+    return out
+
+
 class RemoteKind(TargetKind[RemoteOptions, Hosts]):
     name = "remote"
     order = 10
@@ -280,7 +297,7 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
                 hint='add inventory = "hosts.ini" to [campaign] (or to the target)',
             )
         if not Path(values["inventory"]).is_file():
-            raise table.error(
+            raise table.inherited("inventory").error(
                 "inventory",
                 f"the inventory {values['inventory']} does not exist",
                 hint="give the path of an Ansible inventory file (INI or YAML), relative to "
@@ -322,7 +339,7 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
         by_name = {ex.name: ex for ex in executors}
         try:
             loaders = [by_name[h.name] for h in load_hosts]
-            missing = self._missing(executors[0], loaders, bin_dir)
+            missing = _missing(executors[0], loaders, bin_dir)
             load_facts = (
                 () if missing else _versions(spec, bins, executors[0], loaders, bin_dir, notes)
             )
@@ -333,7 +350,7 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
             raise
         if missing:
             self._pool.close()
-            raise HostUnusable(
+            raise BinaryNotFound(  # a missing program, as docs/exit-codes.md lists it: 3
                 f"target {spec.name}: " + "; ".join(missing),
                 hint=f"pgrig hosts provision -i {inv.path} --major {bins.major}, or set "
                 "host_pg_bin to PostgreSQL's bin directory on the hosts",
@@ -347,6 +364,7 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
             )
         machine = profiles.Machine(memory, cpus)
         profile, header = _profile(spec, bins, server[0].name, machine, notes, demands.source)
+        load_fits(spec, profile, demands, (server[0], load_hosts, opts.load_hosts), notes)
         self._seen |= {h.name: h for h in (server[0], *load_hosts)}
         address = _ip(server[0].address)
         clients = {_ip(h.address) for h in load_hosts} | {_source_ip(address, opts.port)}
@@ -359,21 +377,9 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
         # logs are kept. The profile is the host's (its memory, not this machine's).
         return Checked(bins, profile, None, owned=True, state=hosts)
 
-    @staticmethod
-    def _missing(db: Executor, loaders: Sequence[Executor], bin_dir: str) -> list[str]:
-        out = [
-            f"{db.name} has no {bin_dir}/{tool}"
-            for tool in SERVER_TOOLS
-            if not db.exists(f"{bin_dir}/{tool}")
-        ]
-        if db not in loaders and not _has_python(db):
-            out.append(f"{db.name} has no python3 (it reads the host's environment)")
-        for ex in loaders:
-            if not ex.exists(f"{bin_dir}/pgbench"):
-                out.append(f"load host {ex.name} has no {bin_dir}/pgbench")
-            if not _has_python(ex):
-                out.append(f"load host {ex.name} has no python3 (the start barrier's waiter)")
-        return out
+    def check_together(self, targets: Sequence[Target]) -> None:
+        shared_ports([(t.name, self.state(t).server.name, self.state(t).address,
+                       self.options(t.spec).port) for t in targets])  # fmt: skip
 
     @contextlib.contextmanager
     def _host_side(self, t: Target, keep: Callable[[], bool]) -> Iterator[_Open]:

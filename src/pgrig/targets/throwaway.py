@@ -19,7 +19,13 @@ from typing import TYPE_CHECKING
 
 from pgrig import files, proc
 from pgrig.cluster import aio, profiles, workdir
-from pgrig.cluster.server import SUPERUSER, Cluster, InitdbOptions, server_os_user
+from pgrig.cluster.server import (
+    SUPERUSER,
+    Cluster,
+    InitdbOptions,
+    checking_os_user,
+    server_os_user,
+)
 from pgrig.conninfo import Conn
 from pgrig.durability import fsyncgate
 from pgrig.errors import BinaryNotFound, UsageError
@@ -31,6 +37,7 @@ from pgrig.registry.target import (
     StateT,
     Target,
     TargetKind,
+    as_written,
     capture,
     directory_option,
     settings_option,
@@ -57,9 +64,11 @@ def find_binaries(spec: TargetSpec, tools: tuple[str, ...]) -> binaries.PgBinari
 
 # PostgreSQL's default when no profile sets it (unchanged since 8.x).
 DEFAULT_MAX_CONNECTIONS = 100
+# The most the server accepts (MAX_BACKENDS, 2^18 - 1, less its own processes).
+MAX_CONNECTIONS = 262_143
 
 
-def _connections(spec: TargetSpec, profile: profiles.Profile, demands: Demands) -> None:
+def connections_fit(spec: TargetSpec, profile: profiles.Profile, demands: Demands) -> None:
     """The workload's clients and pgrig's own against the max_connections its
     profile and ``set`` give the cluster: refused now, not at connect time."""
     if not demands.clients:
@@ -73,6 +82,12 @@ def _connections(spec: TargetSpec, profile: profiles.Profile, demands: Demands) 
     if need <= limit:
         return
     room = -(-need // 100) * 100  # the next hundred: room for a monitoring session or two
+    if room > MAX_CONNECTIONS:  # it suggested max_connections=100000000100
+        raise UsageError(
+            f"target {spec.name}: workload {demands.clients_of} opens {demands.clients:,} client "
+            f"connections: PostgreSQL allows at most {MAX_CONNECTIONS:,}",
+            hint="fewer clients (a few per CPU core saturate a server)",
+        )
     raise UsageError(
         f"target {spec.name}: workload {demands.clients_of} opens {demands.clients} client "
         f"connections (+{OWN_CONNECTIONS} of pgrig's own), but max_connections is {limit} "
@@ -104,7 +119,11 @@ class Throwaway(TargetKind[None, StateT]):
         )
         profile = profiles.load(spec.profile, machine=self.machine(spec))
         profile = profile.with_overrides(spec.settings, settings_option(spec, demands.source))
-        os_user = server_os_user(spec.os_user)
+        try:
+            os_user = checking_os_user(spec.os_user)
+        except UsageError as exc:
+            written = as_written(spec, demands.source, "os_user", "--os-user")
+            raise UsageError(f"{written} {exc.message}", hint=exc.hint) from None
         aio.check_io_method(spec.name, profile.settings, bins, os_user)
         adapted = profiles.validate(profile, bins, os_user, segment_mb=spec.initdb.wal_segsize_mb)
         for dropped in adapted.dropped:
@@ -126,9 +145,12 @@ class Throwaway(TargetKind[None, StateT]):
                 flag = "--" + option.replace("_", "-")
                 where = workdir.check_target(Path(value), what=f"{option} directory", option=flag)
                 files.check_space(where, demands.need_bytes, f"target {spec.name} ({option})")
+        if spec.wal_directory is not None:  # missing: exit 4 after initdb began; now 2
+            written = as_written(spec, demands.source, "wal_directory")
+            workdir.check_target(spec.wal_directory, what=written, option="wal_directory")
         if directory is not None:
             files.check_space(directory, demands.need_bytes, f"target {spec.name}")
-        _connections(spec, profile, demands)
+        connections_fit(spec, profile, demands)
         return Checked(bins, profile, directory, owned=True, adapted=tuple(adapted.notes()))
 
     def clean(self, study: str | None, others: list[str]) -> list[str]:

@@ -60,13 +60,32 @@ def _scripts(t: Table, key: str, default: object) -> tuple[ScriptSpec, ...]:
         if path is None:
             raise t.error(key, "each script needs a file")
         if not path.is_file():
-            raise t.error(key, f"script file {path} does not exist")
+            what = "is a directory, not a file" if path.is_dir() else "does not exist"
+            raise t.error(key, f"script file {path} {what}")
         weight = s.get("weight", int, 1)
-        if weight < 0:
-            raise t.error(key, f"weight {weight}: must be 0 or more")
+        if not 0 <= weight <= MAX_WEIGHT:  # pgbench refused 1e11 after the server was up
+            raise t.error(key, f"weight {weight}: must be from 0 to {MAX_WEIGHT}")
+        if not _commands(path):
+            raise t.error(
+                key,
+                f"script file {path} holds no command (pgbench: 'empty command list')",
+                hint="write the statements the clients run, e.g. SELECT 1;",
+            )
         s.finish(("file", "weight"))
         scripts.append(ScriptSpec(path, weight))
+    if not any(sc.weight for sc in scripts):
+        raise t.error(key, "every script has weight 0: pgbench would run none of them")
     return tuple(scripts)
+
+
+# pgbench's largest script weight (an int).
+MAX_WEIGHT = 2**31 - 1
+
+
+def _commands(path: Path) -> bool:
+    """Whether a script holds anything but blank lines and SQL comments."""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    return any(line.strip() and not line.strip().startswith("--") for line in text.splitlines())
 
 
 def _setup(t: Table, key: str, default: object) -> tuple[Path, ...]:
@@ -75,7 +94,8 @@ def _setup(t: Table, key: str, default: object) -> tuple[Path, ...]:
         p = Path(item).expanduser()
         p = p if p.is_absolute() else t.ctx.base / p
         if not p.is_file():
-            raise t.error(key, f"setup file {p} does not exist")
+            what = "is a directory, not a file" if p.is_dir() else "does not exist"
+            raise t.error(key, f"setup file {p} {what}")
         out.append(p)
     return tuple(out)
 

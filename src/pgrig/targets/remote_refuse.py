@@ -1,0 +1,52 @@
+"""What a remote target refuses over its hosts before anything exists (issue 32):
+clients that every load host opens against the server's max_connections, and
+two servers on one host and port."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from pgrig.errors import UsageError
+from pgrig.hosts.inventory import Host
+from pgrig.targets.throwaway import connections_fit
+
+if TYPE_CHECKING:
+    from pgrig.cluster import profiles
+    from pgrig.registry.target import Demands, TargetSpec
+
+
+def load_fits(
+    spec: TargetSpec,
+    profile: profiles.Profile,
+    demands: Demands,
+    hosts: tuple[Host, Sequence[Host], tuple[str, ...]],
+    notes: list[str],
+) -> None:
+    """Every load host opens the run's clients (two hosts of 60 are 120
+    connections; that passed, then failed with "too many clients already"); a
+    load host named that is the server's own host is allowed, and said."""
+    server, load, named = hosts
+    if len(load) > 1:
+        of = f"{demands.clients_of} from {len(load)} load hosts"
+        demands = replace(demands, clients=demands.clients * len(load), clients_of=of)
+    connections_fit(spec, profile, demands)
+    if named and server in load:  # the default (no load_hosts) is silent
+        notes.append(
+            f"target {spec.name}: load host {server.name} is the server's own host:"
+            " its pgbench shares the server's CPUs"
+        )
+
+
+def shared_ports(servers: Sequence[tuple[str, str, str, int]]) -> None:
+    """(target, host, address, port) of each server: two on one address and port
+    cannot both listen (it failed at bind time, a truncated 'ddress already in use')."""
+    seen: dict[tuple[str, int], str] = {}
+    for name, host, address, port in servers:
+        if (other := seen.setdefault((address, port), name)) != name:
+            raise UsageError(
+                f"targets {other} and {name} both put their server on {host} port {port}:"
+                " the second could not listen",
+                hint=f"give target {name} a port of its own (port = {port + 1})",
+            )
