@@ -93,7 +93,7 @@ def test_import_and_compare_across_machines(tmp_path: Path) -> None:
     assert compared.returncode == 0, compared.stderr
     report = full_report(ours, "report-compare-*.md").read_text()
     assert "| box-a (baseline) | box-b | box-b vs box-a |" in report
-    assert "**▲ +50.0% (p" in report  # a real difference over 3 runs each: marked
+    assert "**▲ +50.0% (95% CI" in report  # a real difference over 3 runs each: marked
     # each target as its own study described it: it said "storage lab, PostgreSQL None"
     assert "target box-b: /data01, PostgreSQL 15.4, profile oltp" in report
     assert "PostgreSQL None" not in report
