@@ -432,3 +432,20 @@ def test_a_load_host_whose_link_goes_down_is_named_and_stopped_once_back(
         if (d / ".pgrig-owner.json").exists() and mine in (d / ".pgrig-owner.json").read_text()
     ]
     assert left == [], "the lost host's directory removed once it answered"
+
+
+def test_merged_runs_pool_the_latency_stddev_of_every_transaction() -> None:
+    """Each host's mean, stddev and count give the stddev of all transactions
+    together (a merged run showed "n/a"): checked against the samples pooled."""
+    import random
+    import statistics
+
+    from pgrig.load import pooled_stddev
+
+    rnd = random.Random(7)
+    hosts = [[rnd.gauss(2.0, 0.5) for _ in range(4000)], [rnd.gauss(3.0, 1.0) for _ in range(1000)]]
+    parts = [(statistics.fmean(h), statistics.pstdev(h), len(h)) for h in hosts]
+    pooled = pooled_stddev(parts)
+    assert pooled is not None
+    assert pooled == pytest.approx(statistics.pstdev([x for h in hosts for x in h]), rel=1e-9)
+    assert pooled_stddev([(2.0, None, 10), (3.0, 1.0, 10)]) is None
