@@ -440,7 +440,7 @@ def test_merged_runs_pool_the_latency_stddev_of_every_transaction() -> None:
     import random
     import statistics
 
-    from pgrig.load import pooled_stddev
+    from pgrig.stats import pooled_stddev
 
     rnd = random.Random(7)
     hosts = [[rnd.gauss(2.0, 0.5) for _ in range(4000)], [rnd.gauss(3.0, 1.0) for _ in range(1000)]]

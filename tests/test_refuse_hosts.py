@@ -92,3 +92,20 @@ def test_remote_targets_refused_before_anything_exists(
         assert text_ in err, err
     assert "Traceback" not in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.toml", "hosts.ini"]
+
+
+def test_a_step_says_each_load_host_runs_the_clients() -> None:
+    """Every load host runs the workload's clients: the console said "-c 4" where
+    the report counted 8 (issue 32); the label now says both."""
+    from pgrig.plan import PlannedTarget
+    from pgrig.policy import RunPolicy
+    from pgrig.workloads.tpcb.spec import TpcbSpec
+    from pgrig.workloads.tpcb.steps import bench_step
+
+    spec = TpcbSpec(scales=(1,), modes=("select-only",), clients=(4,), threads=1)
+    two = bench_step(
+        spec, 1, (5, "select-only", 4), RunPolicy(), PlannedTarget("t", load_hosts=2), 1
+    )
+    one = bench_step(spec, 1, (5, "select-only", 4), RunPolicy(), PlannedTarget("t"), 1)
+    assert "-c 4 -j 1 on each of 2 load hosts (8 clients)" in two.label
+    assert "load hosts" not in one.label

@@ -45,7 +45,7 @@ from typing import Protocol
 
 from psycopg.conninfo import conninfo_to_dict
 
-from pgrig import proc
+from pgrig import proc, stats
 from pgrig.conninfo import Conn
 from pgrig.errors import ParseError, PgrigError, ToolError, UsageError
 from pgrig.hosts import owner
@@ -417,7 +417,7 @@ def merged(multi: MultiLoad) -> PgbenchRun:
         failed=sum(r.failed for r in runs),
         tps=multi.tps,
         latency_avg_ms=weighted([(r.latency_avg_ms, r.transactions) for r in runs]) or 0.0,
-        latency_stddev_ms=pooled_stddev(
+        latency_stddev_ms=stats.pooled_stddev(
             [(r.latency_avg_ms, r.latency_stddev_ms, r.transactions) for r in runs]
         ),
         initial_connection_ms=max(connecting) if connecting else None,
@@ -429,21 +429,6 @@ def merged(multi: MultiLoad) -> PgbenchRun:
         skipped=_total([r.skipped for r in runs]),
         late=_total([r.late for r in runs]),
     )
-
-
-def pooled_stddev(parts: Sequence[tuple[float, float | None, int]]) -> float | None:
-    """The standard deviation of all hosts' transactions together, from each host's
-    mean, standard deviation and count (as pgbench computes its own, over every
-    transaction): the hosts' spreads plus how far their means lie apart. None
-    when a host did not print one (merged runs showed "n/a": issue 32)."""
-    if not parts or any(sd is None for _, sd, _ in parts):
-        return None
-    total = sum(n for _, _, n in parts)
-    if total <= 0:
-        return None
-    mean = sum(m * n for m, _, n in parts) / total
-    spread = sum(n * ((sd or 0.0) ** 2 + (m - mean) ** 2) for m, sd, n in parts)
-    return float((spread / total) ** 0.5)
 
 
 def _total(values: Sequence[int | None]) -> int | None:

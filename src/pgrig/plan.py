@@ -33,6 +33,7 @@ class PlannedTarget:
     tablespaces: dict[str, str | None] = field(default_factory=dict)
     owned: bool = True
     storage: str = ""
+    load_hosts: int = 1
 
     @classmethod
     def of(cls, spec: TargetSpec) -> PlannedTarget:
@@ -42,6 +43,7 @@ class PlannedTarget:
             {"tablespace": spec.tablespace, "index_tablespace": spec.index_tablespace},
             owned=kind.creates_server,
             storage=kind.where(spec)[0],
+            load_hosts=kind.load_hosts(spec),
         )
 
 

@@ -521,3 +521,18 @@ def family_note(comparisons: Sequence[Comparison], study_total: int | None = Non
             text += f"; a 5% difference would need {runs} runs a side"
         text += "."
     return text
+
+
+def pooled_stddev(parts: Sequence[tuple[float, float | None, int]]) -> float | None:
+    """The standard deviation of all hosts' transactions together, from each host's
+    mean, standard deviation and count (as pgbench computes its own, over every
+    transaction): the hosts' spreads plus how far their means lie apart. None
+    when a host did not print one (merged runs showed "n/a": issue 32)."""
+    if not parts or any(sd is None for _, sd, _ in parts):
+        return None
+    total = sum(n for _, _, n in parts)
+    if total <= 0:
+        return None
+    mean = sum(m * n for m, _, n in parts) / total
+    spread = sum(n * ((sd or 0.0) ** 2 + (m - mean) ** 2) for m, sd, n in parts)
+    return float((spread / total) ** 0.5)

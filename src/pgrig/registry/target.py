@@ -229,6 +229,10 @@ class Target:
         return self.kind.where(self.spec)[0]
 
     @property
+    def load_hosts(self) -> int:
+        return self.kind.load_hosts(self.spec)
+
+    @property
     def directory(self) -> Path | None:
         return self.live.directory
 
@@ -407,6 +411,11 @@ class TargetKind(ABC, Generic[OptionsT, StateT]):
         """The machines the target's runs load (its server's, its load generators'):
         targets run at once (``concurrent = true``) must not share one."""
         return frozenset({THIS_MACHINE})
+
+    def load_hosts(self, spec: TargetSpec) -> int:
+        """How many machines each run the workload's clients (every one the same
+        count): a step says "-c 4 on each of 2 load hosts", the report 8 clients."""
+        return 1
 
     def section(self, study: Study, records: Sequence[RunRecord]) -> Section | None:
         """Its own part of the report (what its build step recorded); None: nothing."""

@@ -50,6 +50,16 @@ class TargetView(Protocol):
     @property
     def storage(self) -> str: ...  # where it is, in words: what its times are calibrated on
 
+    @property
+    def load_hosts(self) -> int: ...  # machines each running the clients (1: this one)
+
+
+def on_hosts(target: TargetView, clients: int) -> str:
+    """A step label's note of the load hosts: each runs ``clients``, the report
+    counts them together."""
+    n = target.load_hosts
+    return "" if n <= 1 else f" on each of {n} load hosts ({clients * n} clients)"
+
 
 def _no_steps(_target: TargetView) -> Sequence[Step]:
     return ()

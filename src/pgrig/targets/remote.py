@@ -56,7 +56,7 @@ from pgrig.schema import Schema, custom, port, text
 from pgrig.schema import Table as Keys
 from pgrig.targets import loadhosts
 from pgrig.targets.loadhosts import LOAD_HOSTS
-from pgrig.targets.remote_refuse import load_fits, shared_ports
+from pgrig.targets.remote_refuse import load_fits, load_hosts_key, shared_ports
 from pgrig.targets.throwaway import find_binaries
 from pgrig.ui import Ui
 from pgrig.workloads.common import DATABASE
@@ -73,26 +73,11 @@ SERVER_TOOLS = ("postgres", "initdb", "pg_isready")
 FROM_HERE = ("basebackup",)
 
 
-def _load_hosts(t: Keys, key: str, default: object) -> tuple[str, ...]:
-    value = t.get(key, (str, list), None)
-    if value is None:
-        return ()  # pgbench on the server's own host, as seed 000 ran it
-    names = (value,) if isinstance(value, str) else tuple(value or ())
-    if not names or not all(isinstance(n, str) and n for n in names):
-        raise t.error(
-            key,
-            "load_hosts names the inventory hosts pgbench runs on",
-            hint='load_hosts = ["c1", "c2"], or a group: load_hosts = "load"; '
-            "leave it out to run pgbench on the server's host",
-        )
-    return names
-
-
 SCHEMA = Schema(
     "[[target]] remote",
     text("host", None, "the inventory host the server runs on (chooses this kind)"),
     custom("load_hosts", (), "inventory hosts or groups every measured pgbench runs on, "
-           "started together", _load_hosts, shown_default="the server's host"),
+           "started together", load_hosts_key, shown_default="the server's host"),
     custom("inventory", None, "the Ansible inventory naming them",
            lambda t, k, d: t.path_value(k) or t.ctx.inventory,
            shown_default="`[campaign] inventory`"),
@@ -548,6 +533,12 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
     def label(self, t: Target) -> str:
         hosts = self.state(t)
         return f"host {hosts.server.name}"
+
+    def load_hosts(self, spec: TargetSpec) -> int:
+        opts = self.options(spec)
+        with contextlib.suppress(PgrigError):  # the check names what is wrong with it
+            return max(1, len(inventory.load(opts.inventory).resolve(opts.load_hosts, "load host")))
+        return max(1, len(opts.load_hosts))
 
     def machines(self, t: Target) -> frozenset[str]:
         hosts = self.state(t)

@@ -1,6 +1,6 @@
 """What a remote target refuses over its hosts before anything exists (issue 32):
 clients that every load host opens against the server's max_connections, and
-two servers on one host and port."""
+two servers on one host and port, and a ``load_hosts`` key that names none."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from pgrig.errors import UsageError
 from pgrig.hosts.inventory import Host
+from pgrig.schema import Table as Keys
 from pgrig.targets.throwaway import connections_fit
 
 if TYPE_CHECKING:
@@ -50,3 +51,18 @@ def shared_ports(servers: Sequence[tuple[str, str, str, int]]) -> None:
                 " the second could not listen",
                 hint=f"give target {name} a port of its own (port = {port + 1})",
             )
+
+
+def load_hosts_key(t: Keys, key: str, default: object) -> tuple[str, ...]:
+    value = t.get(key, (str, list), None)
+    if value is None:
+        return ()  # pgbench on the server's own host, as seed 000 ran it
+    names = (value,) if isinstance(value, str) else tuple(value or ())
+    if not names or not all(isinstance(n, str) and n for n in names):
+        raise t.error(
+            key,
+            "load_hosts names the inventory hosts pgbench runs on",
+            hint='load_hosts = ["c1", "c2"], or a group: load_hosts = "load"; '
+            "leave it out to run pgbench on the server's host",
+        )
+    return names

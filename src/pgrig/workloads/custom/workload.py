@@ -10,7 +10,7 @@ from typing import Any
 from pgrig import calibration, proc
 from pgrig.policy import RunPolicy
 from pgrig.registry.shared import PGBENCH_RUN, RELATION_SIZES, SQL_SETUP
-from pgrig.registry.workload import Needs, Phase, Series, TargetView, Workload
+from pgrig.registry.workload import Needs, Phase, Series, TargetView, Workload, on_hosts
 from pgrig.results import SetupResult
 from pgrig.schema import Table
 from pgrig.step import Action, Call, Context, Step, StepKey
@@ -125,7 +125,8 @@ def bench_step(
     return Step(
         key=StepKey(target.name, spec.name, (f"c{clients}", f"d{duration}"), repeat),
         kind="pgbench_run",
-        label=f"{target.name}: {spec.name} -c {clients} -j {threads}" + policy.run_label(repeat),
+        label=f"{target.name}: {spec.name} -c {clients} -j {threads}{on_hosts(target, clients)}"
+        + policy.run_label(repeat),
         params={
             "workload": spec.name,
             "mode": spec.name,

@@ -21,7 +21,7 @@ from pgrig.cluster import loadwal
 from pgrig.errors import ToolError
 from pgrig.load import LoadJob, merged, threads_on
 from pgrig.policy import RunPolicy
-from pgrig.registry.workload import TargetView
+from pgrig.registry.workload import TargetView, on_hosts
 from pgrig.results import (
     CountResult,
     JsonValue,
@@ -359,6 +359,7 @@ def bench_step(
         key=_key(target.name, spec, scale, mode, f"c{clients}", f"d{duration}").with_repeat(repeat),
         kind="pgbench_run",
         label=f"{target.name}: {mode} -s {scale} -c {clients} -j {threads}"
+        + on_hosts(target, clients)
         + policy.run_label(repeat),
         params={
             "workload": spec.name,
