@@ -129,6 +129,8 @@ def test_plan_expands_interleaved_runs_and_disk(tmp_path: Path) -> None:
         (('reset = "restore"', 'reset = "sometimes"'), r"campaign.reset: 'sometimes' is not one"),
         (("wal_segsize = 32", "wal_segsize = 33"), r"target\[1\].initdb.wal_segsize: 33"),
         (("[probes]", "[probez]"), r"unknown key 'probez'"),
+        (("scales = [1]", "scales = [1, 1]"), r"workload\[0\].scales: 1 is given twice"),
+        (("clients = [1, 2]", "clients = [2, 1, 2]"), r"clients: 2 is given twice"),
         (("fio = false", 'fio = { cpus_allowed = "0-x" }'), r"'0-x' is not a CPU list"),
         (("fio = false", 'fio = { cpus_allowed = "4096" }'), r"CPUs \[4096\] are not this"),
         (

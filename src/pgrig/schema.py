@@ -172,6 +172,13 @@ class Table:
                 raise self.error(key, f"expected integers, got {item!r}")
             if item < minimum:
                 raise self.error(key, f"{item} is less than {minimum}")
+        twice = sorted({item for item in items if items.count(item) > 1})
+        if twice:  # scales = [1, 1] planned each point twice and ran it once (issue 33)
+            raise self.error(
+                key,
+                f"{', '.join(map(str, twice))} {'is' if len(twice) == 1 else 'are'} given twice",
+                hint="list each value once; repeat = N runs every point N times",
+            )
         return tuple(items)
 
     def choice(self, key: str, allowed: tuple[str, ...], default: str) -> str:

@@ -72,7 +72,5 @@ def parse(t: Table) -> TpccSpec:
                 "active", f"{k}: between 1 and the {spec.warehouses} warehouses loaded",
                 hint=f"raise warehouses to {k}, or drop {k} from active",
             )  # fmt: skip
-        if spec.active is not None and spec.active.count(k) > 1:
-            raise t.error("active", f"{k} is given twice", hint="list each value once")
     check_pgbench(t, (spec.connections,), spec.threads, None, None)
     return spec
