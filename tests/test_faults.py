@@ -310,3 +310,20 @@ def test_list_counts_the_plans_steps_of_an_interrupted_study(
     assert _main("list") == 0
     lines = {ln.split("\t")[0]: ln.split("\t") for ln in capsys.readouterr().out.splitlines()}
     assert lines["half"][2] == "2/2 ok"
+
+
+def test_a_profile_file_edited_between_a_stop_and_a_resume_is_refused(
+    place: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 33: the report said synchronous_commit=on for every run though the
+    first ran with off; the profile's settings are the study's as a `set` is."""
+    profile = place / "p.conf"
+    profile.write_text("synchronous_commit = off\n")
+    text = CAMPAIGN.format(name="faults", directory=place / "data")
+    (place / "c.toml").write_text(text.replace('name = "t"\n', 'name = "t"\nprofile = "p.conf"\n'))
+    assert _main("run", "c.toml", "-q") == 0
+    profile.write_text("synchronous_commit = on\n")
+    capsys.readouterr()
+    assert _main("run", "c.toml", "-q") == 2
+    err = capsys.readouterr().err
+    assert "profile_settings.synchronous_commit: 'off' then, 'on' now" in err

@@ -76,6 +76,8 @@ def params(camp: Campaign, targets: list[Target]) -> Params:
     for t in targets:
         info = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(t.spec).items()}
         info.update(t.kind.describe(t))
+        if t.profile is not None:  # what the profile file said then: an edit is a change
+            info["profile_settings"] = dict(t.profile.settings)
         info["pg_version"] = t.bins.version
         info["pg_bin"] = str(t.bins.bin_dir)
         described.append(info)
