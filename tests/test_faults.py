@@ -10,6 +10,7 @@ real tool) and report.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -206,6 +207,42 @@ def test_two_targets_that_fit_alone_but_not_together_on_one_filesystem_are_refus
     assert "hint:" in err
     monkeypatch.setattr(validate.shutil, "disk_usage", real)
     assert _main("plan", "two.toml") == 0, "on the real disk they fit"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounts a small tmpfs")
+def test_a_store_that_fills_mid_study_says_so_and_the_resume_runs_it(
+    place: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 33: the disk of the results filled during a run; the only word was
+    "cannot write the report ... what was measured is in the store", which it
+    was not. A real SQLite store on a full tmpfs: the store's own error (exit 5,
+    what is not recorded, how to resume) comes out, not the report's."""
+    res = place / "res"
+    res.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=48m", "tmpfs", str(res)], check=True)
+    try:
+        real = Store.record
+
+        def fill_then_record(self: Store, *args: Any, **kw: Any) -> Any:
+            filler = res / "filler"
+            # the disk fills while the run is measured
+            with open(filler, "wb") as out, contextlib.suppress(OSError):
+                while True:
+                    out.write(b"\0" * 65536)
+            return real(self, *args, **kw)
+
+        monkeypatch.setattr(Store, "record", fill_then_record)
+        assert _main("run", "c.toml", "--results", str(res)) == 5
+        err = capsys.readouterr().err
+        assert "results store" in err and "is full" in err and "not recorded" in err, err
+        assert "run the same command again" in err
+        monkeypatch.setattr(Store, "record", real)
+        (res / "filler").unlink()
+        assert _main("run", "c.toml", "--results", str(res), "-q") == 0
+        with Store.open(res / "results.sqlite") as st:
+            assert [r.kind for r in st.runs("faults")] == ["pg_test_timing"]
+    finally:
+        subprocess.run(["umount", str(res)], check=True)
 
 
 def test_a_report_write_that_fails_leaves_no_temporary_file(

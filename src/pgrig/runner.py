@@ -37,6 +37,7 @@ from pgrig.campaign import Campaign
 from pgrig.errors import (
     Interrupted,
     PartialFailure,
+    PgrigError,
     StoreLocked,
     signal_number,
 )
@@ -367,9 +368,15 @@ def run_campaign(
             runner.run(st)
         except KeyboardInterrupt as exc:
             interrupted = exc
-        finally:
+        except BaseException:
+            # the report of what is recorded, but never in place of the error (a full
+            # disk said only "cannot write the report" when the store was full)
             if runner.study is not None:
-                _report(runner, runner.study, st, results, ui)
+                with contextlib.suppress(PgrigError):
+                    _report(runner, runner.study, st, results, ui)
+            raise
+        if runner.study is not None:
+            _report(runner, runner.study, st, results, ui)
     done = runner.study is not None and runner.study.status == "finished"
     # (targets measured at once overlap their steps: no overhead to tell apart)
     if (

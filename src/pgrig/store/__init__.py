@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import cast
 
 from pgrig.conninfo import Conn
-from pgrig.errors import StoreError, StudyExists, UnknownStudy, UsageError
+from pgrig.errors import DiskSpaceError, StoreError, StudyExists, UnknownStudy, UsageError
 from pgrig.results import (
     SCHEMA_VERSION,
     Environment,
@@ -199,6 +199,13 @@ class Store:
             yield self._db
         except self._db.errors as exc:  # a lock or statement timeout, a lost server
             self._db.rollback()
+            if "full" in str(exc):  # SQLite's "database or disk is full"
+                raise DiskSpaceError(
+                    f"results store {self.path} is full: {exc}; what this write held is "
+                    "not recorded",
+                    hint="free some space there, then run the same command again: the study "
+                    "resumes and runs what is not recorded",
+                ) from exc
             raise StoreError(f"cannot write to results store {self.path}: {exc}") from exc
         except BaseException:
             self._db.rollback()

@@ -76,7 +76,13 @@ class Backend:
         self.command("COMMIT")
 
     def rollback(self) -> None:
-        self.command("ROLLBACK")
+        try:
+            self.command("ROLLBACK")
+        except self.errors as exc:
+            # SQLite rolls back by itself on a full disk (SQLITE_FULL) and some I/O
+            # errors: nothing is left to undo, and the error that did it is the news
+            if "no transaction is active" not in str(exc):
+                raise
 
     def close(self) -> None:
         raise NotImplementedError
