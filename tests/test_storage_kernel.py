@@ -50,6 +50,23 @@ def test_a_kill_9_leaves_a_record_the_next_run_restores_from() -> None:
         kernel._write(KNOB, before)  # never leave the machine changed, whatever failed
 
 
+def test_a_bytes_setting_is_put_back_through_the_ratio_that_was_in_force() -> None:
+    """Writing vm.dirty_background_bytes zeroes vm.dirty_background_ratio, and the
+    kernel refuses a 0 back (EINVAL): seed 002's setting stayed on this machine
+    and every later run said "could not restore vm.dirty_background_bytes = 0"."""
+    names = ("vm.dirty_background_bytes", "vm.dirty_background_ratio")
+    before = {n: kernel.read(n) for n in names}
+    try:
+        with kernel.applied([("vm.dirty_background_bytes", "102400000")]):
+            assert kernel.read("vm.dirty_background_bytes") == "102400000"
+            assert kernel.read("vm.dirty_background_ratio") == "0"
+        assert {n: kernel.read(n) for n in names} == before
+        assert not list(kernel.registry_dir().glob("*.json"))
+    finally:
+        for name, value in kernel._to_write(before).items():
+            kernel._write(name, value)
+
+
 def test_unknown_names_and_refused_values_are_named() -> None:
     with pytest.raises(UsageError, match="vm.no_such_thing is not a kernel setting"):
         kernel.check([("vm.no_such_thing", "1")])

@@ -100,7 +100,7 @@ def applied(settings: Sequence[tuple[str, str]]) -> Iterator[None]:
         record.owner_pid,
         process_start_time(record.owner_pid),
         record.host,
-        {name: read(name) for name, _ in settings},
+        _originals([name for name, _ in settings]),
     )
     write_atomically(_record(saved), json.dumps(asdict(saved)), mode=0o600)
     try:
@@ -118,10 +118,42 @@ def applied(settings: Sequence[tuple[str, str]]) -> Iterator[None]:
         _restore(saved)
 
 
+# The kernel keeps one of each pair in force: writing a *_bytes setting zeroes its
+# *_ratio and back, and a 0 is refused (EINVAL). A pair is saved whole and put back
+# by writing the member that was in force. The defaults restore a record saved
+# before pairs were (it held the bytes' 0 alone, and every run said EINVAL).
+PAIRS = {
+    "vm.dirty_background_bytes": "vm.dirty_background_ratio",
+    "vm.dirty_background_ratio": "vm.dirty_background_bytes",
+    "vm.dirty_bytes": "vm.dirty_ratio",
+    "vm.dirty_ratio": "vm.dirty_bytes",
+}
+RATIO_DEFAULTS = {"vm.dirty_background_ratio": "10", "vm.dirty_ratio": "20"}
+
+
+def _originals(names: Sequence[str]) -> dict[str, str]:
+    """The values to put back: each name's, with its pair's companion."""
+    wanted = [*names, *(PAIRS[n] for n in names if n in PAIRS)]
+    return {name: read(name) for name in dict.fromkeys(wanted)}
+
+
+def _to_write(values: dict[str, str]) -> dict[str, str]:
+    """What restores ``values``: of a pair, the member in force (not 0)."""
+    out = dict(values)
+    for name, value in values.items():
+        other = PAIRS.get(name)
+        if other is None or value != "0":
+            continue
+        out.pop(name)
+        if other not in values and other in RATIO_DEFAULTS:
+            out[other] = RATIO_DEFAULTS[other]
+    return out
+
+
 def _restore(saved: Saved) -> list[str]:
     """Write the originals back; the record goes once every one is back."""
     lines, failed = [], False
-    for name, value in saved.values.items():
+    for name, value in _to_write(saved.values).items():
         try:
             if read(name) != value:
                 _write(name, value)
