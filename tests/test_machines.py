@@ -123,7 +123,7 @@ def test_two_machines_compared_in_one_command(
     for item in ("| CPU |", "| Memory |", "| Kernel |", "| PostgreSQL |"):
         assert item in table, item
     assert "| Data directory's filesystem |" in table
-    assert "TPC-B select-only, scale 1, 2 clients, 3 s: qps" in table
+    assert "TPC-B select-only, scale 1, 2 clients, 3 s: tps" in table
     assert "Targets ran at once (concurrent = true)" in report
     assert f"## a: Machine\n\n<details><summary>h1 ({h1.address}) as read there" in report
 

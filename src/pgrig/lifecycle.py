@@ -130,7 +130,7 @@ def memory_use(t: Target, need_bytes: int) -> tuple[int, int]:
     shared = 128 * 2**20
     with contextlib.suppress(UsageError):
         shared = parse_size(t.profile.settings.get("shared_buffers", "128MB"))
-    limit = t.spec.lab.memory_bytes if t.spec.lab is not None else None
+    limit = t.kind.memory_limit(t.spec)
     held = limit if limit is not None else shared
     return held, min(held, need_bytes) if need_bytes > 0 else held
 

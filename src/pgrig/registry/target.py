@@ -412,6 +412,11 @@ class TargetKind(ABC, Generic[OptionsT, StateT]):
         targets run at once (``concurrent = true``) must not share one."""
         return frozenset({THIS_MACHINE})
 
+    def memory_limit(self, spec: TargetSpec) -> int | None:
+        """The memory the server and its page cache may use (a cgroup's limit);
+        None: the machine's."""
+        return None
+
     def load_hosts(self, spec: TargetSpec) -> int:
         """How many machines each run the workload's clients (every one the same
         count): a step says "-c 4 on each of 2 load hosts", the report 8 clients."""

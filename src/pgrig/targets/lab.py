@@ -44,6 +44,9 @@ class LabKind(Throwaway[LabSpec | None]):
     def claims(self, spec: TargetSpec, power_loss: str | None) -> bool:
         return spec.lab is not None
 
+    def memory_limit(self, spec: TargetSpec) -> int | None:
+        return spec.lab.memory_bytes if spec.lab is not None else None
+
     def machine(self, spec: TargetSpec) -> profiles.Machine | None:
         # {ram * 0.25} of a profile means a quarter of what the server may use
         if spec.lab is None:
