@@ -236,10 +236,9 @@ def test_the_gate_refuses_a_missing_baseline_and_a_bad_threshold(
         assert "Traceback" not in out.stderr
 
 
-def test_history_finds_the_step_and_names_the_setting(
-    tmp_path: Path, pgrig: Callable[..., Done]
-) -> None:
-    # Synthetic values in a real store: 7 studies, 16MB from the fourth on.
+def shared_buffers_cut(tmp_path: Path) -> Path:
+    """Synthetic values in a real store: 7 studies, 20% slower with 16MB of shared
+    buffers from the fourth on, 2% noise."""
     rnd = random.Random(4)
     path = tmp_path / "results.sqlite"
     write_store(
@@ -252,6 +251,13 @@ def test_history_finds_the_step_and_names_the_setting(
             for i in range(1, 8)
         ],
     )
+    return path
+
+
+def test_history_finds_the_step_and_names_the_setting(
+    tmp_path: Path, pgrig: Callable[..., Done]
+) -> None:
+    path = shared_buffers_cut(tmp_path)
     done = pgrig("history", "nightly", "--store", path)
     assert done.returncode == 0, done.stderr
     assert "change: select-only at 8 clients on local fell" in done.stdout
@@ -264,18 +270,7 @@ def test_history_finds_the_step_and_names_the_setting(
 def test_history_out_writes_a_table_and_a_plot_per_point_and_says_the_change(
     tmp_path: Path, pgrig: Callable[..., Done]
 ) -> None:
-    rnd = random.Random(4)
-    path = tmp_path / "results.sqlite"
-    write_store(
-        path,
-        [
-            (
-                study(i, shared_buffers="16MB" if i >= 4 else "128MB"),
-                repeats(rnd, 1000.0 * (0.8 if i >= 4 else 1.0), 0.02),
-            )
-            for i in range(1, 8)
-        ],
-    )
+    path = shared_buffers_cut(tmp_path)
     out = tmp_path / "out"
     done = pgrig("history", "nightly", "--store", path, "--out", out)
     assert done.returncode == 0, done.stderr
