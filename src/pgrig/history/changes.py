@@ -20,8 +20,13 @@ from pgrig.history.series import Observation
 from pgrig.stats import ALPHA, MIN_RUNS, t_quantile_975, welch
 
 # Otava's first pass; its windows are longer than any series we expect, so the
-# whole series is one window (the original E-Divisive with a t-test).
-MAX_PVALUE = 0.001
+# whole series is one window (the original E-Divisive with a t-test). Otava only
+# proposes: 0.01, not 0.001, because Welch's test over the studies' medians on
+# either side, corrected for the places a step could be, decides what is claimed
+# (bench/changepoints.py: a step at the 4th of 8 studies found 15 times in 20
+# instead of 11, no false one in the 40 short series; docs/history.md). At 0.001
+# a live 26% step at the 4th of 7 studies was never proposed.
+MAX_PVALUE = 0.01
 WINDOW = 50
 
 
