@@ -25,6 +25,7 @@ resume completes the study.
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import os
 import signal
@@ -91,6 +92,18 @@ def _family() -> dict[int, str]:
         frontier = {pid for pid, ppid in parent.items() if ppid in frontier}
         found.update((pid, names[pid]) for pid in frontier)
     return found
+
+
+def _named(pid: int, name: str) -> Callable[[], bool]:
+    """Whether ``pid`` still is the process ``name`` (not a PID taken since)."""
+
+    def same() -> bool:
+        try:
+            return Path(f"/proc/{pid}/comm").read_text().strip() == name
+        except OSError:
+            return False
+
+    return same
 
 
 def _descendants() -> list[str]:
@@ -236,6 +249,17 @@ def _sweep(place: Path) -> Iterator[None]:
     would not: their owner, this process, is alive)."""
     yield
     me = os.getpid()
+    # A cell that failed while its tool ran (a wait that timed out on a loaded
+    # machine) left the tool running as this process's child: every later cell
+    # found it (`_nothing_left`) and failed too, and its Popen, collected in
+    # another test, failed that one with "subprocess is still running" - 18
+    # failures from one. Stopped and reaped here: the cell that left it failed.
+    for pid, name in _family().items():
+        if name.startswith(TOOLS):
+            proc.escalate(pid, (signal.SIGTERM, signal.SIGKILL), grace=5, ours=_named(pid, name))
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, os.WNOHANG)
+    gc.collect()  # a leaked Popen warns now, in the test that leaked it
     for pid_file in place.rglob("postmaster.pid"):
         workdir.stop_orphan_server(pid_file.parent)
     for mount in registry.registry_dir().glob("*.json"):
