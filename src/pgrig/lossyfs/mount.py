@@ -153,6 +153,7 @@ class LossyMount:
         self.allow_other = allow_other
         self.timeout = timeout
         self.sync_delay_us = sync_delay_us  # added to every fsync (storage/latency.py)
+        self.read_delay_us = 0.0  # added to every read the kernel asks (set_read_delay)
         self.power_losses = 0
         self._proc: subprocess.Popen[bytes] | None = None
         self._record: MountRecord | None = None
@@ -344,6 +345,14 @@ class LossyMount:
         if not reply.get("ok"):
             raise LossyFsError(f"setting the sync delay failed: {reply.get('error')}")
         self.sync_delay_us = us
+
+    def set_read_delay(self, us: float) -> None:
+        """Change the delay every read that reaches the filesystem gets (a miss in the
+        kernel's page cache, or an O_DIRECT read), without a remount."""
+        reply = self._control({"cmd": "read_delay", "us": us}, timeout=self.timeout)
+        if not reply.get("ok"):
+            raise LossyFsError(f"setting the read delay failed: {reply.get('error')}")
+        self.read_delay_us = us
 
     def fail_syncs(self, count: int = 1) -> None:
         """The next ``count`` fsyncs (fdatasyncs, O_DSYNC writes) of a file fail
