@@ -163,6 +163,8 @@ NOT_CAPTURED = (
     "class's delay, not this disk's read",
     "every I/O also crosses the FUSE process (the floor below), which a cloud disk's "
     "page cache does not",
+    "the page-cache hit share of the server's reads: the kernel counts no read_bytes for "
+    "reads a FUSE process serves, so it reads 100%; the layer's read_delays are the misses",
 )
 
 
