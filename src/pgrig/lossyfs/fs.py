@@ -179,12 +179,10 @@ class LossyOperations(pyfuse3.Operations):
         self.calls: dict[str, int] = {}  # requests served, by operation
         self.max_write = 0
         self.max_read = 0
-        # A cloud disk's per-I/O read latency (storage/latency.py): every read that
-        # reaches this process missed the kernel's page cache (or was O_DIRECT),
-        # as a read that goes to the disk does, and returns this much later.
+        # a cloud disk's read latency (storage/latency.py), waited by every read that
+        # reaches this process: it missed the kernel's page cache (or was O_DIRECT)
         self.read_delay_s = 0.0
-        self.read_delays = 0
-        self.read_delay_seconds = 0.0
+        self.read_delays, self.read_delay_seconds = 0, 0.0
 
     # -- helpers -----------------------------------------------------------
 
@@ -371,7 +369,7 @@ class LossyOperations(pyfuse3.Operations):
     async def read(self, fh: int, off: int, size: int) -> bytes:
         self.max_read = max(self.max_read, size)
         data = self.volume.read(self._file(fh), off, size)  # before the wait: one state
-        if self.read_delay_s > 0:
+        if self.read_delay_s:
             self.read_delays += 1
             self.read_delay_seconds += await pause(self.read_delay_s)
         return data
