@@ -125,6 +125,8 @@ def test_a_calibration_faster_than_its_own_floor_is_refused_with_what_was_measur
     # the same figures in order are a result
     good = _calibration(local=136.0, floor=400.0, achieved=640.0, aim=aim)
     assert latency.check(good) is good and "640 us" in good.describe()
+    layer = latency.Layer(good, good, latency.CLASSES["essd-pl3"].source).describe()
+    assert "The class's figures: seed 000: pg_test_fsync fdatasync 6,087 ops/s" in layer
 
 
 def test_a_disk_called_slower_than_a_class_it_beats_is_refused() -> None:

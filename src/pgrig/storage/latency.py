@@ -281,9 +281,11 @@ class Layer:
 
     syncs: Calibration
     reads: Calibration
+    source: str = ""  # where the class's figures come from
 
     def describe(self) -> str:
-        return f"{self.syncs.describe()}. {self.reads.describe()}"
+        text = f"{self.syncs.describe()}. {self.reads.describe()}"
+        return f"{text}. The class's figures: {self.source}" if self.source else text
 
 
 def measure(directory: Path, seconds: int) -> Latency:
@@ -400,7 +402,7 @@ def latency_layer(
         with mount as live:
             syncs = checked(lambda: calibrate_syncs(live, disk, disk_class, seconds))
             reads = checked(lambda: calibrate_reads(live, disk, disk_class, seconds))
-            yield live.mountpoint, Layer(syncs, reads)
+            yield live.mountpoint, Layer(syncs, reads, disk_class.source)
     finally:
         if mount is not None and mount.mounted:
             workdir.unregister(holder)  # never rmtree through a live mount
