@@ -178,30 +178,34 @@ def test_a_cold_read_through_the_layer_waits_the_class_latency(dirs: tuple[Path,
             os.fsync(f.fileno())
         beside = dirs[0] / "base"  # the same file on the disk under the layer
         assert beside.stat().st_size == 8192 * 64
-        through, plain, floor = [], [], []
-        for _ in range(15):  # alternated: the disk's moods fall on every side
-            fs.set_read_delay(0)
-            floor.append(_cold_read_s(fs.mountpoint / "base", beside))
-            fs.set_read_delay(pl3.read_us)
+        through, plain = [], []
+        fs.set_read_delay(pl3.read_us)
+        for _ in range(15):  # alternated: the disk's moods fall on both sides
             through.append(_cold_read_s(fs.mountpoint / "base", beside))
             plain.append(_cold_read_s(beside))
+        # the delay itself over the layer's own cold read: one far above the noise
+        # of a shared machine (a 164 us one drowns in its millisecond swings)
+        floor, slow = [], []
+        for _ in range(5):
+            fs.set_read_delay(0)
+            floor.append(_cold_read_s(fs.mountpoint / "base", beside))
+            fs.set_read_delay(20_000)
+            slow.append(_cold_read_s(fs.mountpoint / "base", beside))
         stats = fs.stats()
         (fs.mountpoint / "base").read_bytes()  # into the page cache ...
         missed = fs.stats()["read_delays"]
         (fs.mountpoint / "base").read_bytes()  # ... where a read waits for nothing
         assert fs.stats()["read_delays"] == missed
     extra = statistics.median(t - p for t, p in zip(through, plain, strict=True))
-    added = statistics.median(t - f for t, f in zip(through, floor, strict=True))
+    added = statistics.median(t - f for t, f in zip(slow, floor, strict=True))
     print(f"cold 8 kB read: through the layer {statistics.median(through) * 1e6:,.0f} us, "
-          f"beside it {statistics.median(plain) * 1e6:,.0f} us ({extra * 1e6:,.0f} us more), "
-          f"the layer without the delay {statistics.median(floor) * 1e6:,.0f} us "
-          f"({added * 1e6:,.0f} us more)")  # fmt: skip
+          f"beside it {statistics.median(plain) * 1e6:,.0f} us ({extra * 1e6:,.0f} us more); "
+          f"the layer without a delay {statistics.median(floor) * 1e6:,.0f} us, "
+          f"a 20 ms delay adds {added * 1e3:,.1f} ms")  # fmt: skip
     assert min(through) >= pl3.read_us / 1e6  # never less than the class's latency
     assert extra >= pl3.read_us / 1e6
-    # the delay itself, over the layer's own cost; half of it at least, as the
-    # medians of two noisy 15-read samples on a shared machine can tell apart
-    assert added >= pl3.read_us / 1e6 / 2
-    assert stats["read_delays"] >= 15 and stats["read_delay_seconds"] >= 15 * pl3.read_us / 1e6
+    assert min(slow) >= 0.020 and added >= 0.010  # half: the floor swings by ms here
+    assert stats["read_delays"] >= 20 and stats["read_delay_seconds"] >= 5 * 0.020
 
 
 def test_the_delay_never_goes_below_zero() -> None:

@@ -210,10 +210,6 @@ class Calibration:
     overhead_us: float = 0.0
     local_after: Latency | None = None  # the disk again, right after ``achieved``
 
-    @property
-    def target_us(self) -> float:
-        return self.target.us
-
     def contradictions(self) -> list[str]:
         """What these figures say against each other; empty when they agree."""
         out = []
