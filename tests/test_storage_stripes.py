@@ -74,9 +74,9 @@ def test_four_stripes_are_built_used_and_removed(base: Path) -> None:
 
 @ROOT
 def test_stripes_below_btrfs_minimum_fail_with_mkfs_words_and_leave_nothing(base: Path) -> None:
-    with pytest.raises(ToolError) as caught:  # 64 MiB each; mkfs.btrfs knows its minimum
-        with loop_filesystem(base, FsSpec.parse("btrfs", "256M", stripes=4)):
-            pass
+    too_small = FsSpec.parse("btrfs", "256M", stripes=4)  # 64 MiB each
+    with pytest.raises(ToolError) as caught, loop_filesystem(base, too_small):
+        pass
     assert "minimum size for each btrfs device" in (caught.value.stderr or "")
     assert nothing_left(base) and list(base.iterdir()) == []
 
