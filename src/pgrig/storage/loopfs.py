@@ -511,11 +511,17 @@ def check_options(spec: FsSpec, base: Path | None, *, what: str) -> None:
         if not exc.argv or "mk" not in Path(exc.argv[0]).name:
             raise  # losetup, mount...: not the options' fault
         asked = " ".join(spec.mkfs_options) or "none"
-        said = (exc.stderr or "").strip().splitlines()
+        # mkfs.btrfs says why on two lines ("too small", then the minimum): keep both
+        said = [ln.strip() for ln in (exc.stderr or "").strip().splitlines() if ln.strip()][:2]
+        hint = f"check the options against `man mkfs.{spec.fstype}`"
+        if spec.stripes > 1:
+            each = spec.stripe_bytes / 2**20
+            hint = (f"each of the {spec.stripes} stripes gets size / stripes ({each:,.0f} MiB): "
+                    f"raise size or lower stripes; or {hint}")  # fmt: skip
         raise OptionRefused(
             f"{what}: {exc.message} with mkfs options {asked}"
-            + (f": {said[0].strip()}" if said else ""),
-            hint=f"check the options against `man mkfs.{spec.fstype}`",
+            + (f": {'; '.join(said)}" if said else ""),
+            hint=hint,
         ) from None
     finally:
         left = target.destroy()
