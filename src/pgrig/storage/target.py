@@ -152,11 +152,11 @@ class LabSpec:
             parts.append(f"memory limit {self.memory_bytes / 2**20:,.0f} MiB")
         if self.cpus:
             parts.append(_cpus(self.cpus))
-        caps = {option: f", {io.describe()}" for option, io in self.tablespace_io}
-        parts += [
-            f"{option} on {fs.describe()}{caps.get(option, '')}"
-            for option, fs, _ in self.tablespaces
-        ]
+        caps = dict(self.tablespace_io)
+        for option, fs, _ in self.tablespaces:
+            cap = caps.get(option)
+            parts.append(f"{option} on {fs.describe()}"
+                         + (f", {cap.describe()}{_each(fs)}" if cap else ""))  # fmt: skip
         return "; ".join(parts) or "plain directory"
 
 
