@@ -58,12 +58,19 @@ NAMES = [signal.Signals(s).name for s, _ in SIGNALS]
 # -- when the signal goes ---------------------------------------------------------------
 
 
-def _when(condition: Callable[[], bool], signum: int, timeout: float = 60) -> threading.Thread:
-    """Send ``signum`` to this process once ``condition`` holds (polled)."""
+def _when(
+    condition: Callable[[], bool],
+    signum: int,
+    timeout: float = 60,
+    disarmed: threading.Event | None = None,
+) -> threading.Thread:
+    """Send ``signum`` to this process once ``condition`` holds (polled), unless
+    ``disarmed`` is set first: the watcher then ends, rather than reading /proc
+    every 20 ms for the rest of its minute."""
 
     def watch() -> None:
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and not (disarmed and disarmed.is_set()):
             if condition():
                 os.kill(os.getpid(), signum)
                 return
@@ -138,9 +145,12 @@ def tool(condition: Callable[[], bool]) -> Arm:
     never came cannot hit a later run."""
 
     def arm(_mp: pytest.MonkeyPatch, signum: int) -> Disarm:
-        armed = [True]
-        _when(lambda: armed[0] and condition(), signum)
-        return lambda: armed.clear()
+        # An Event, not a list emptied to disarm: `armed[0]` of an emptied list raised
+        # IndexError in the watcher of a moment that never came, and that thread's
+        # exception failed whichever test ran next.
+        disarmed = threading.Event()
+        _when(condition, signum, disarmed=disarmed)
+        return disarmed.set
 
     return arm
 
