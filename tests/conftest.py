@@ -41,32 +41,36 @@ EXCLUSIVE_FILES = frozenset(
 # The longest files, with the seconds each took in a whole parallel run (the
 # mean of two fresh-clone runs on 2026-11-25/26, `-n 2` and `-n 3`, load average
 # 5-14 from other work: compare them with each other, not with a quiet
-# machine). `make test` hands files to its workers in collection order
+# machine); the eleven longest measured again on 2026-11-27, each file alone in
+# one process beside other sessions' work (load average 8-13), scaled by 1/2.9
+# to the same footing (test_parity.py's ratio): test_durability.py and
+# test_machines.py had grown past test_campaign.py, which the cheaper re-run
+# had shortened. `make test` hands files to its workers in collection order
 # (`--no-loadscope-reorder`; xdist's default starts the files with the most
 # tests, the quick ones), so these go first, longest first: the run ends on
 # short files rather than one worker finishing a 90-second file alone. A file
 # not listed keeps its place after them.
 LONG_FILES: dict[str, float] = {
     "test_parity.py": 150,
-    "test_campaign.py": 133,
-    "test_parity_data.py": 130,
-    "test_storage_campaign.py": 127,
-    "test_durability_power.py": 119,
-    "test_signals_lab.py": 96,
-    "test_remote_faults.py": 92,
-    "test_remote_probes.py": 77,
-    "test_machines.py": 75,
-    "test_durability.py": 68,
+    "test_storage_campaign.py": 145,
+    "test_parity_data.py": 141,
+    "test_durability_power.py": 111,
+    "test_durability.py": 95,
+    "test_machines.py": 89,
+    "test_remote_faults.py": 74,
     "test_cli_faults.py": 64,
-    "test_signals.py": 64,
+    "test_signals.py": 62,
     "test_campaign_workloads.py": 62,
+    "test_signals_lab.py": 59,
     "test_harness_faults.py": 57,
     "test_cli.py": 57,
     "test_workloads.py": 56,
     "test_remote_target.py": 56,
+    "test_campaign.py": 51,
     "test_load.py": 47,
     "test_tpcb_loader.py": 45,
     "test_tpcc.py": 43,
+    "test_remote_probes.py": 42,
     "test_basebackup.py": 41,
     "test_monitor_verdicts.py": 33,
     "test_export.py": 33,
