@@ -84,7 +84,7 @@ LONG_FILES: dict[str, float] = {
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     """pgrig's bytecode, written once before any test: the suite starts pgrig as a
-    subprocess hundreds of times, and where PYTHONDONTWRITEBYTECODE is set (this
+    subprocess from about 150 places, and where PYTHONDONTWRITEBYTECODE is set (this
     machine's environment sets it) each start compiled all of pgrig's modules
     again from source - 3.4-4.1 s of CPU against 1.1-1.3 s from the cache
     (`pgrig run --mkfs -K`, measured 2026-11-27). Reading the cache works with
