@@ -195,6 +195,7 @@ RUN_OPTIONS = [
     ),  # fmt: skip
     case("fs-size-word", f"{Q} --fs xfs --fs-size big", 2, "--fs-size", "big"),
     case("fs-size-tiny", f"{Q} --fs xfs --fs-size 1MiB", 5, "1.0 MiB", "too small"),
+    case("fs-size-petabyte", f"{Q} --fs xfs --fs-size 1PiB", 5, "--fs-size", "--target"),
     case("disk-unknown", f"{Q} --disk ssd", 2, "--disk", "ssd"),
     case("disk-no-size", f"{Q} --disk essd-pl1", 2, "--disk", "essd-pl1"),
     case("memory-word", f"{Q} --memory lots", 2, "--memory", "lots"),
@@ -276,6 +277,7 @@ RUN_OPTIONS = [
     case("target-empty", (*Q.split(), "--target", ""), 2, "'--target': is empty"),
     case("profile-empty", (*Q.split(), "--profile", ""), 2, "'--profile': is empty"),
     case("results-empty", (*Q.split(), "--results", ""), 2, "'--results': is empty"),
+    case("results-a-device", f"{Q} --results /dev/null", 2, "/dev/null exists and is not a dir"),
     case("store-empty", (*Q.split(), "--store", ""), 2, "'--store': is empty"),
     case("profile-fifo", f"{Q} --profile ./fifo", 2, "profile file fifo is a named pipe"),
     case("profile-dev-zero", f"{Q} --profile /dev/zero", 2, "/dev/zero is a device"),
@@ -300,6 +302,15 @@ RUN_OPTIONS = [
         2,
         'PGSERVICE=nosuch): definition of service "nosuch" not found',
         env={"PGSERVICE": "nosuch"},
+    ),
+    # the server refused every connection: a study made, then exit 1
+    case(
+        "pgoptions-unknown-setting",
+        f"{Q} --throwaway",
+        2,
+        "bogus_setting is no PostgreSQL setting",
+        "PGOPTIONS",
+        env={"PGOPTIONS": "-c jit=off -c bogus_setting=1"},
     ),
     # the server reads it: "profile oltp: invalid value for parameter client_encoding"
     case(

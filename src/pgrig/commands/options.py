@@ -46,7 +46,12 @@ class GivenPath(click.Path):
     ) -> str | bytes | os.PathLike[str]:
         if isinstance(value, str) and not value.strip():
             self.fail("is empty (an unset shell variable?): give a path", param, ctx)
-        return super().convert(value, param, ctx)
+        path = super().convert(value, param, ctx)
+        # click lets a device through a directory option: --results /dev/null read
+        # "[Errno 17] File exists", exit 1
+        if not self.file_okay and os.path.exists(path) and not os.path.isdir(path):
+            self.fail(f"{os.fsdecode(path)} exists and is not a directory", param, ctx)
+        return path
 
 
 def int_list(value: str, option: str) -> tuple[int, ...]:
