@@ -620,7 +620,7 @@ CAMPAIGNS: list[tuple[str, str | bytes, int, tuple[str, ...]]] = [
      ("target[0].directory: is empty",)),  # fmt: skip
     # never read without remote targets: a mistyped name went unsaid
     ("inventory-missing", good(head=HEAD + 'inventory = "nothere.ini"\n'), 2,
-     ("campaign.inventory: inventory", "nothere.ini does not exist")),  # fmt: skip
+     ("campaign.inventory: the inventory", "nothere.ini does not exist")),  # fmt: skip
     (
         "custom-script-fifo",
         good(workload=CUSTOM.format(scripts='["fifo"]')),

@@ -393,5 +393,5 @@ def _inventory(t: Table, key: str) -> Path | None:
     targets never read it, and a mistyped name went unsaid."""
     path = t.path_value(key)
     if path is not None and (why := files.not_a_file(path)) is not None:
-        raise t.error(key, f"inventory {path} {why}", hint="give an Ansible inventory file")
+        raise t.error(key, f"the inventory {path} {why}", hint="give an Ansible inventory file")
     return path
