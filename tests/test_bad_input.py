@@ -614,13 +614,25 @@ CAMPAIGNS: list[tuple[str, str | bytes, int, tuple[str, ...]]] = [
         ("until_ci_pct", "finite"),
     ),
     ("wait-quiet-nan", good(head=HEAD + "wait_quiet = nan\n"), 2, ("wait_quiet", "finite")),
-    ("set-line-break", good(target=target('set = { work_mem = "4MB\\nfsync = off" }\n')), 2,
-     ("target[0].set: work_mem=", "a line break")),  # fmt: skip
-    ("directory-empty", good(target='[[target]]\nname = "t"\ndirectory = ""\n'), 2,
-     ("target[0].directory: is empty",)),  # fmt: skip
+    (
+        "set-line-break",
+        good(target=target('set = { work_mem = "4MB\\nfsync = off" }\n')),
+        2,
+        ("target[0].set: work_mem=", "a line break"),
+    ),  # fmt: skip
+    (
+        "directory-empty",
+        good(target='[[target]]\nname = "t"\ndirectory = ""\n'),
+        2,
+        ("target[0].directory: is empty",),
+    ),  # fmt: skip
     # never read without remote targets: a mistyped name went unsaid
-    ("inventory-missing", good(head=HEAD + 'inventory = "nothere.ini"\n'), 2,
-     ("campaign.inventory: the inventory", "nothere.ini does not exist")),  # fmt: skip
+    (
+        "inventory-missing",
+        good(head=HEAD + 'inventory = "nothere.ini"\n'),
+        2,
+        ("campaign.inventory: the inventory", "nothere.ini does not exist"),
+    ),  # fmt: skip
     (
         "custom-script-fifo",
         good(workload=CUSTOM.format(scripts='["fifo"]')),

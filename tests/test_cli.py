@@ -262,7 +262,9 @@ def test_tables_and_indexes_on_two_tablespace_directories(disk_dir: Path) -> Non
     assert list(tables.iterdir()) == [] and list(indexes.iterdir()) == []
 
 
-@pytest.mark.parametrize("args", [("--help",), ("list", "--store", "S"), ("export", "--store", "S")])
+@pytest.mark.parametrize(
+    "args", [("--help",), ("list", "--store", "S"), ("export", "--store", "S")]
+)
 def test_output_that_cannot_be_written_is_said_not_a_traceback(
     args: tuple[str, ...], tmp_path: Path
 ) -> None:
