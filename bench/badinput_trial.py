@@ -972,9 +972,14 @@ def _leftovers(box: Path, users_before: set[str], case: Case) -> list[str]:
     left += [f"mount {m}" for m in mounts if m.startswith(str(box))]
     loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True, timeout=30).stdout
     left += [f"loop device {line.split(':')[0]}" for line in loops.splitlines() if str(box) in line]
-    text = " ".join(case.argv) + json.dumps({k: str(v) for k, v in case.files.items()})
-    left += [f"OS user {u}" for u in _users() - users_before if u in text]
+    left += [f"OS user {u}" for u in _named_users(case, users_before)]
     return left
+
+
+def _named_users(case: Case, before: set[str]) -> list[str]:
+    """OS users made since ``before`` whose names the case gave."""
+    text = " ".join(case.argv) + json.dumps({k: str(v) for k, v in case.files.items()})
+    return sorted(u for u in _users() - before if u in text)
 
 
 def _as(user: str, box: Path) -> tuple[str, ...]:
@@ -1093,7 +1098,8 @@ def _run_case(case: Case, root: Path, src: Path | None) -> Outcome:
     left = _leftovers(box, users, case)
     if undo:
         undo()
-    for user in _users() - users:
+    # only the users this case named: other suites on the machine make their own
+    for user in _named_users(case, users):
         subprocess.run(["userdel", user], check=False, timeout=30, capture_output=True)
     for line in Path("/proc/mounts").read_text().splitlines():
         if line.split()[1].startswith(str(box)):
