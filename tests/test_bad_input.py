@@ -195,6 +195,7 @@ RUN_OPTIONS = [
     ),  # fmt: skip
     case("fs-size-word", f"{Q} --fs xfs --fs-size big", 2, "--fs-size", "big"),
     case("fs-size-tiny", f"{Q} --fs xfs --fs-size 1MiB", 5, "1.0 MiB", "too small"),
+    case("fs-size-petabyte", f"{Q} --fs xfs --fs-size 1PiB", 5, "--fs-size", "--target"),
     case("disk-unknown", f"{Q} --disk ssd", 2, "--disk", "ssd"),
     case("disk-no-size", f"{Q} --disk essd-pl1", 2, "--disk", "essd-pl1"),
     case("memory-word", f"{Q} --memory lots", 2, "--memory", "lots"),
@@ -269,6 +270,61 @@ RUN_OPTIONS = [
         "the PG* environment (PGHOST=/nonexistent): refusing",
         "--throwaway",
         env={"PGHOST": "/nonexistent"},
+    ),
+    # issue 33's trial (bench/badinput_trial.py): an empty value (an unset shell
+    # variable) ran on the current directory, or read "profile file . is a directory";
+    # a FIFO hung and /dev/zero filled the memory; a link to itself "does not exist"
+    case("target-empty", (*Q.split(), "--target", ""), 2, "'--target': is empty"),
+    case("profile-empty", (*Q.split(), "--profile", ""), 2, "'--profile': is empty"),
+    case("results-empty", (*Q.split(), "--results", ""), 2, "'--results': is empty"),
+    case("results-a-device", f"{Q} --results /dev/null", 2, "/dev/null exists and is not a dir"),
+    case("store-empty", (*Q.split(), "--store", ""), 2, "'--store': is empty"),
+    case("profile-fifo", f"{Q} --profile ./fifo", 2, "profile file fifo is a named pipe"),
+    case("profile-dev-zero", f"{Q} --profile /dev/zero", 2, "/dev/zero is a device"),
+    case(
+        "profile-symlink-loop",
+        f"{Q} --profile ./loop.conf",
+        2,
+        "loop.conf is a symbolic link that leads to no file",
+    ),
+    # libpq refuses these before it tries a host; a throwaway cluster waited 120 s
+    case(
+        "pggssencmode-junk-throwaway",
+        f"{Q} --throwaway",
+        2,
+        "libpq refuses the PG* environment (PGGSSENCMODE=junk)",
+        'invalid gssencmode value: "junk"',
+        env={"PGGSSENCMODE": "junk"},
+    ),
+    case(
+        "pgservice-missing-throwaway",
+        f"{Q} --throwaway",
+        2,
+        'PGSERVICE=nosuch): definition of service "nosuch" not found',
+        env={"PGSERVICE": "nosuch"},
+    ),
+    # the server refused every connection: a study made, then exit 1
+    case(
+        "pgoptions-unknown-setting",
+        f"{Q} --throwaway",
+        2,
+        "bogus_setting is no PostgreSQL setting",
+        "PGOPTIONS",
+        env={"PGOPTIONS": "-c jit=off -c bogus_setting=1"},
+    ),
+    # the server reads it: "profile oltp: invalid value for parameter client_encoding"
+    case(
+        "pgclientencoding-junk-throwaway",
+        f"{Q} --throwaway",
+        2,
+        "PGCLIENTENCODING=junk in the environment, read by the server",
+        env={"PGCLIENTENCODING": "junk"},
+    ),
+    case(
+        "set-line-break",
+        (*Q.split(), "--set", "work_mem=4MB\nfsync=off"),
+        2,
+        "--set work_mem='4MB\\nfsync=off': a line break",
     ),
 ]
 
@@ -559,6 +615,37 @@ CAMPAIGNS: list[tuple[str, str | bytes, int, tuple[str, ...]]] = [
     ),
     ("wait-quiet-nan", good(head=HEAD + "wait_quiet = nan\n"), 2, ("wait_quiet", "finite")),
     (
+        "set-line-break",
+        good(target=target('set = { work_mem = "4MB\\nfsync = off" }\n')),
+        2,
+        ("target[0].set: work_mem=", "a line break"),
+    ),  # fmt: skip
+    (
+        "directory-empty",
+        good(target='[[target]]\nname = "t"\ndirectory = ""\n'),
+        2,
+        ("target[0].directory: is empty",),
+    ),  # fmt: skip
+    # never read without remote targets: a mistyped name went unsaid
+    (
+        "inventory-missing",
+        good(head=HEAD + 'inventory = "nothere.ini"\n'),
+        2,
+        ("campaign.inventory: the inventory", "nothere.ini does not exist"),
+    ),  # fmt: skip
+    (
+        "custom-script-fifo",
+        good(workload=CUSTOM.format(scripts='["fifo"]')),
+        2,
+        ("script file", "fifo is a named pipe"),
+    ),
+    (
+        "custom-script-symlink-loop",
+        good(workload=CUSTOM.format(scripts='["loop.conf"]')),
+        2,
+        ("loop.conf is a symbolic link that leads to no file",),
+    ),
+    (
         "restore-on-existing-server",
         good(
             head=HEAD + 'reset = "restore"\n',
@@ -642,6 +729,8 @@ OTHER = [
         2,
         "--crash",
     ),
+    # refused after pgrig-results was made
+    case("durability-clients-over", "durability --clients 100000", 2, "max_connections"),
     case("durability-target-missing", "durability --target /nonexistent/d", 2, "/nonexistent/d"),
     case("durability-set-bad", "durability --set fsync=maybe", 2, "fsync"),
     case("durability-profile-unknown", "durability --profile nope", 2, "nope"),
@@ -662,6 +751,10 @@ OTHER = [
     case("tpcc-active-words", "tpcc study --active one,two", 2, "--active", "integers"),
     case("tpcc-active-twice", "tpcc study -w 2 --active 2,2", 2, "--active", "twice"),
     case("plan-missing-file", "plan nothere.toml", 2, "nothere.toml"),
+    case("plan-fifo", "plan fifo", 2, "campaign file fifo is a named pipe"),
+    case("plan-dev-zero", "plan /dev/zero", 2, "campaign file /dev/zero is a device"),
+    case("plan-symlink-loop", "plan loop.conf", 2, "loop.conf is a symbolic link"),
+    case("env-target-empty", ("env", "--target", ""), 2, "'--target': is empty"),
 ]
 
 CASES = [*RUN_OPTIONS, *_campaign_cases(), *OTHER]
@@ -686,6 +779,8 @@ def sandbox(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     tmp_path = make_disk_dir("pgrig-sandbox-")
     (tmp_path / "data").mkdir()
     (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    (tmp_path / "loop.conf").symlink_to("loop.conf")
+    os.mkfifo(tmp_path / "fifo")
     with Store.open(tmp_path / "s.sqlite") as st:
         st.begin_study(
             Study(

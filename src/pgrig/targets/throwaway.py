@@ -11,6 +11,7 @@ kind makes it in a backing directory and runs it on a FUSE mount.
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from functools import partial
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pgrig import files, proc
-from pgrig.cluster import aio, profiles, workdir
+from pgrig.cluster import aio, compat, profiles, workdir
 from pgrig.cluster.server import (
     SUPERUSER,
     Cluster,
@@ -101,6 +102,25 @@ def connections_fit(spec: TargetSpec, profile: profiles.Profile, demands: Demand
     )
 
 
+def check_pgoptions() -> None:
+    """PGOPTIONS naming a setting no PostgreSQL has: libpq sends it with every
+    connection pgrig and pgbench open, and the server refuses each one. It failed
+    the study at its first connection, after the cluster was made (exit 1)."""
+    text = os.environ.get("PGOPTIONS", "")
+    words = text.split()
+    for at, word in enumerate(words):
+        setting = words[at + 1] if word == "-c" and at + 1 < len(words) else None
+        if word.startswith(("-c", "--")) and word not in ("-c", "--"):
+            setting = word[2:]
+        name = setting.partition("=")[0].replace("-", "_") if setting else ""
+        if name and "." not in name and compat.span(name) is None:
+            raise UsageError(
+                f"PGOPTIONS={text!r}: {name} is no PostgreSQL setting, and libpq sends it"
+                " with every connection pgrig and pgbench open: the server would refuse them",
+                hint="unset PGOPTIONS, or fix the name (set server settings with --set)",
+            )
+
+
 class Throwaway(TargetKind[None, StateT]):
     """A cluster pgrig creates in the target's directory and removes after."""
 
@@ -111,6 +131,7 @@ class Throwaway(TargetKind[None, StateT]):
         return None
 
     def check(self, spec: TargetSpec, demands: Demands, notes: list[str]) -> Checked:
+        check_pgoptions()
         bins = find_binaries(spec, binaries.SERVER_TOOLS)
         directory = (
             workdir.check_target(spec.directory, option=directory_option(spec, demands.source))

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
+from pgrig import files
 from pgrig.schema import Schema, Table, custom, integers
 from pgrig.workloads.tpcb.spec import LATENCY_LIMIT, QUERY_MODE, RATE, THREADS, check_pgbench
 
@@ -59,8 +60,7 @@ def _scripts(t: Table, key: str, default: object) -> tuple[ScriptSpec, ...]:
         path = s.path_value("file")
         if path is None:
             raise t.error(key, "each script needs a file")
-        if not path.is_file():
-            what = "is a directory, not a file" if path.is_dir() else "does not exist"
+        if (what := files.not_a_file(path)) is not None:
             raise t.error(key, f"script file {path} {what}")
         weight = s.get("weight", int, 1)
         if not 0 <= weight <= MAX_WEIGHT:  # pgbench refused 1e11 after the server was up
@@ -93,8 +93,7 @@ def _setup(t: Table, key: str, default: object) -> tuple[Path, ...]:
     for item in t.get(key, list, []):
         p = Path(item).expanduser()
         p = p if p.is_absolute() else t.ctx.base / p
-        if not p.is_file():
-            what = "is a directory, not a file" if p.is_dir() else "does not exist"
+        if (what := files.not_a_file(p)) is not None:
             raise t.error(key, f"setup file {p} {what}")
         out.append(p)
     return tuple(out)
