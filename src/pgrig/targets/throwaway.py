@@ -101,6 +101,21 @@ def connections_fit(spec: TargetSpec, profile: profiles.Profile, demands: Demand
     )
 
 
+def no_named_tablespace(spec: TargetSpec, source: str) -> None:
+    """A cluster pgrig creates has pg_default alone: a tablespace named, not a
+    directory, failed every TPC-B load at ``CREATE TABLE ... TABLESPACE`` (issue 33)."""
+    for option in ("tablespace", "index_tablespace"):
+        value = getattr(spec, option)
+        if value and "/" not in value and value != "pg_default":
+            written = as_written(spec, source, option, "--" + option.replace("_", "-"))
+            raise UsageError(
+                f"{written} {value!r}: the cluster pgrig creates has no such tablespace "
+                "(only pg_default)",
+                hint="give a directory (an absolute path): pgrig makes the tablespace there; "
+                "a tablespace name is for a target with dsn (an existing server)",
+            )
+
+
 class Throwaway(TargetKind[None, StateT]):
     """A cluster pgrig creates in the target's directory and removes after."""
 
@@ -139,6 +154,7 @@ class Throwaway(TargetKind[None, StateT]):
             notes.append(f"target {spec.name}: {gate}")  # an old minor: fsyncgate
         for note in profile.scaled:  # a seed's value this machine cannot hold: never silent
             notes.append(f"target {spec.name}: profile {profile.name} scaled: {note}")
+        no_named_tablespace(spec, demands.source)
         for option in ("tablespace", "index_tablespace"):
             value = getattr(spec, option)
             if value and value.startswith("/"):
