@@ -117,6 +117,8 @@ def campaign(
                 " (a workload of the campaign runs it)",
                 hint=binaries.INSTALL_HINT,
             )
+        for w in camp.workloads:  # what the target's own tools refuse without a server
+            registry.of(w).check(w, run.bins, camp.source)
     lifecycle.check_together(runs)
     shared_space(runs, needs, camp.source)
     if camp.policy.concurrent:

@@ -8,6 +8,8 @@ import time
 from typing import Any
 
 from pgrig import calibration, proc
+from pgrig.errors import UsageError
+from pgrig.pgsource.binaries import PgBinaries
 from pgrig.policy import RunPolicy
 from pgrig.registry.shared import PGBENCH_RUN, RELATION_SIZES, SQL_SETUP
 from pgrig.registry.workload import Needs, Phase, Series, TargetView, Workload, on_hosts
@@ -173,6 +175,26 @@ class CustomWorkload(Workload):
 
     def parse(self, table: Table) -> CustomSpec:
         return custom_spec.parse(table)
+
+    def check(self, spec: CustomSpec, bins: PgBinaries, source: str) -> None:
+        # pgbench reads the scripts before it connects: refused now, not mid-study
+        said = pgbench.script_errors(
+            bins.bin_dir,
+            [(s.path, s.weight) for s in spec.scripts],
+            defines=spec.defines,
+            query_mode=spec.query_mode,
+        )
+        if said is not None:
+            raise UsageError(
+                f"{source}: workload {spec.name}: pgbench {bins.version} refuses its scripts: "
+                + " / ".join(
+                    line.strip().removeprefix("pgbench: error: ")
+                    for line in said.splitlines()
+                    if line.strip()
+                ),
+                hint="fix the script (pgbench's meta-commands: \\set, \\sleep, ...; "
+                "see the pgbench documentation)",
+            )
 
     def phases(self, spec: CustomSpec, policy: RunPolicy) -> list[Phase]:
         def series(point: tuple[int, int]) -> Series:
