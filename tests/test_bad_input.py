@@ -155,6 +155,31 @@ RUN_OPTIONS = [
         "max_connections (3) must be more than superuser_reserved_connections (3)",
     ),
     case("fio-size-0", "run --skip timing,fsync,tpcb --fio-size 0", 2, "--fio-size 0"),
+    # issue 33: each made a study, then a server that would not start (exit 1)
+    case(
+        "shared-buffers-over-ram",
+        f"{Q} --set shared_buffers=4TB",
+        2,
+        "--set: shared_buffers = 4TB is more than the server's",
+    ),
+    case(
+        "hba-file-missing",
+        f"{Q} --set hba_file=/nonexistent/hba.conf",
+        2,
+        "hba_file = '/nonexistent/hba.conf': /nonexistent/hba.conf does not exist",
+    ),
+    case(
+        "preload-library-missing",
+        f"{Q} --set shared_preload_libraries=pg_stat_statements,nonexistent_lib",
+        2,
+        "has no library 'nonexistent_lib'",
+    ),
+    case(
+        "log-directory-unmakeable",
+        f"{Q} --set logging_collector=on --set log_directory=/nonexistent/a/b",
+        2,
+        "log_directory = '/nonexistent/a/b': /nonexistent/a does not exist",
+    ),
     case("os-user-root", f"{Q} --os-user root", 2, "--os-user root: PostgreSQL refuses"),
     case(
         "os-user-bad-name",

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pgrig.errors import BinaryNotFound, UsageError
 from pgrig.results import FioResult, FsyncResult, ResultKind, TimingResult
-from pgrig.schema import Schema, Table, choices, custom, flag, integer, text
+from pgrig.schema import Schema, Table, choices, custom, flag, integer
 from pgrig.step import Action, Call, Context, Skip, Step, StepKey
 from pgrig.storage import cpuset
 from pgrig.tools import fio, pg_test_fsync, pg_test_timing

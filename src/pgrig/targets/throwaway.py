@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pgrig import files, proc
-from pgrig.cluster import aio, profiles, workdir
+from pgrig.cluster import aio, profiles, startable, workdir
 from pgrig.cluster.server import (
     SUPERUSER,
     Cluster,
@@ -141,6 +141,7 @@ class Throwaway(TargetKind[None, StateT]):
             raise UsageError(f"{written} {exc.message}", hint=exc.hint) from None
         aio.check_io_method(spec.name, profile.settings, bins, os_user)
         adapted = profiles.validate(profile, bins, os_user, segment_mb=spec.initdb.wal_segsize_mb)
+        startable.check(profile, bins, os_user, self.machine(spec) or profiles.Machine.this())
         for dropped in adapted.dropped:
             if dropped.name in dict(spec.axes):  # the variants would all be the same server
                 raise UsageError(

@@ -121,10 +121,7 @@ def run_parallel(
     join_s = 30.0
     try:
         _collect(threads, finished, on_done)
-    except PgrigError:
-        # The server's heartbeat (ServerHung): a cancel request to a stopped
-        # postmaster would wait as long as the workers do. They stay parked
-        # until the server is stopped or goes on.
+    except PgrigError:  # the heartbeat's ServerHung: a cancel would wait as the workers do
         errors.append(KeyboardInterrupt())
         join_s = 0.0
         raise
@@ -152,7 +149,9 @@ def _collect(
     on_done: Callable[[Unit], None] | None,
 ) -> None:
     """Wait for the workers, telling ``on_done`` of each unit as it finishes;
-    the waits ask the server's heartbeat (``proc.raise_if_cancelled``)."""
+    the waits ask the server's heartbeat (``proc.raise_if_cancelled``). Its
+    ServerHung leaves the workers parked until the server is stopped or goes on:
+    a cancel request to a stopped postmaster would wait as long as they do."""
     while any(t.is_alive() for t in threads) or not finished.empty():
         proc.raise_if_cancelled()
         try:

@@ -12,7 +12,15 @@ from pgrig.errors import UsageError
 from pgrig.pgsource.binaries import PgBinaries
 from pgrig.policy import RunPolicy
 from pgrig.registry.shared import PGBENCH_RUN, RELATION_SIZES, SQL_SETUP
-from pgrig.registry.workload import Needs, Phase, Series, TargetView, Workload, on_hosts
+from pgrig.registry.workload import (
+    Needs,
+    Phase,
+    Series,
+    TargetView,
+    Workload,
+    WorkloadSpec,
+    on_hosts,
+)
 from pgrig.results import SetupResult
 from pgrig.schema import Table
 from pgrig.step import Action, Call, Context, Step, StepKey
@@ -176,8 +184,9 @@ class CustomWorkload(Workload):
     def parse(self, table: Table) -> CustomSpec:
         return custom_spec.parse(table)
 
-    def check(self, spec: CustomSpec, bins: PgBinaries, source: str) -> None:
+    def check(self, spec: WorkloadSpec, bins: PgBinaries, source: str) -> None:
         # pgbench reads the scripts before it connects: refused now, not mid-study
+        assert isinstance(spec, CustomSpec)  # what parse made
         said = pgbench.script_errors(
             bins.bin_dir,
             [(s.path, s.weight) for s in spec.scripts],
