@@ -2,7 +2,8 @@
 # Installs what pgrig needs on a fresh Debian 12 machine, and nothing that is
 # already there. Usage: scripts/install-deps.sh [run|test]
 #   run:  PostgreSQL 15 server, client and contrib, fio, python3-venv, xfsprogs
-#         (mkfs.xfs for the storage lab's filesystem targets), and FUSE 3 with what
+#         (mkfs.xfs for the storage lab's filesystem targets), btrfs-progs (its
+#         stripes: btrfs raid0 over several loop devices), and FUSE 3 with what
 #         building the pyfuse3 binding needs (the lossy filesystem; the Makefile's
 #         venv installs pgrig[test], which includes it)
 #   test: the same plus Chromium (the report is rendered headless in a test),
@@ -20,6 +21,7 @@ have_pg_server || missing+=(postgresql postgresql-client)
 have_pg_contrib || missing+=(postgresql-contrib)
 command -v fio >/dev/null || missing+=(fio)
 command -v mkfs.xfs >/dev/null || [ -x /usr/sbin/mkfs.xfs ] || [ -x /sbin/mkfs.xfs ] || missing+=(xfsprogs)
+command -v mkfs.btrfs >/dev/null || [ -x /usr/sbin/mkfs.btrfs ] || [ -x /sbin/mkfs.btrfs ] || missing+=(btrfs-progs)
 python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv)
 command -v fusermount3 >/dev/null || missing+=(fuse3)
 pkg-config --exists fuse3 2>/dev/null || missing+=(libfuse3-dev)

@@ -277,3 +277,33 @@ def test_the_same_build_and_driver_on_both_sides_is_not_said() -> None:
     tools = {"server": DEBIAN_15, "pgbench": "pgbench (PostgreSQL) 15.18 (Debian)"}
     records = [run(t, 1, 1, 900.0, 3.0, tools=tools) for t in ("a", "b")]
     assert builds(Found(tuple(records), ("a", "b"), "a")) == []
+
+
+def test_versions_table_shows_tps_including_connections_where_recorded() -> None:
+    """Seed 004 quoted tps including connection time: pgbench 13 printed it (kept
+    as printed), 14 and later print the connection time (derived from it)."""
+    from dataclasses import replace
+
+    printed = [replace(r, result={**r.result, "tps_including_printed": 990.0})
+               for r in curve("a", {4: (1000.0, 8.0)})]  # fmt: skip
+    derived = [replace(r, result={**r.result, "initial_connection_ms": 100.0})
+               for r in curve("b", {4: (1000.0, 4.0)})]  # fmt: skip
+    versions = Study(
+        id="s", name="s", target="", started_at="", status="finished",
+        params={"targets": [{"name": "a", "pg_version": "13"}, {"name": "b", "pg_version": "17"}],
+                "baseline": "a"},
+    )  # fmt: skip
+    section = variants.versions_section(versions, printed + derived)
+    assert section is not None and isinstance(section.blocks[0], Table)
+    table = section.blocks[0]
+    i = table.columns.index("a incl. connections")
+    assert table.columns[i + 1] == "b incl. connections"
+    # b: 2,040 and 2,080 transactions at 1,020 and 1,040 tps, plus 0.1 s connecting:
+    # 971 and 990, their median 981
+    assert table.rows[0].cells[i : i + 2] == ("990", "981")
+    assert any("the figure seed 004 quoted" in n for n in table.notes)
+    # Not recorded (the first test's runs): no such column.
+    plain = curve("a", {4: (1000.0, 8.0)}) + curve("b", {4: (1000.0, 4.0)})
+    bare = variants.versions_section(versions, plain)
+    assert bare is not None and isinstance(bare.blocks[0], Table)
+    assert not any("incl. connections" in c for c in bare.blocks[0].columns)

@@ -414,7 +414,8 @@ def test_memory_limit_sizes_shared_buffers(base: Path) -> None:
         ('fs = "xfs"\nsize = "1GiB"\ndirectory = "/var/tmp"', "builds its own filesystem"),
         ('dsn = "host=/tmp"\nmemory = "1GiB"', "the storage lab applies only to a cluster"),
         ('base = "/var/tmp"\ndirectory = "/var/tmp"', "c.toml:5: target\\[0\\].base: a filesystem"),
-        ('fs = "btrfs"\nsize = "1GiB"', "'btrfs' is not one of xfs, ext4"),
+        ('fs = "zfs"\nsize = "1GiB"', "'zfs' is not one of xfs, ext4, btrfs"),
+        ('fs = "ext4"\nsize = "1GiB"\nstripes = 2', "c.toml:7: target\\[0\\].stripes: 2 with"),
         ('fs = "xfs"\nsize = "1GiB"\nlog_sise = "1G"', "did you mean 'log_size'"),
     ],
 )

@@ -100,8 +100,11 @@ def test_fsspec_parse() -> None:
     assert spec.size_bytes == 2 * 2**30
     assert spec.mkfs_options == ("-E", "stride=2,stripe-width=6")
     assert spec.mount_options == ("noatime", "data=writeback")
-    with pytest.raises(UsageError, match="btrfs"):
-        FsSpec.parse("btrfs", "1G")
+    with pytest.raises(UsageError, match="zfs"):
+        FsSpec.parse("zfs", "1G")
+    with pytest.raises(UsageError, match="stripes = 3 with ext4: .*device-mapper"):
+        FsSpec.parse("ext4", "1G", stripes=3)
+    assert FsSpec.parse("btrfs", "1G", stripes=4).stripe_bytes == 2**28
 
 
 # ESSD: the published formula, and seed 000's measurement of a 1.8 TB PL3 disk

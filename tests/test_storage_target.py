@@ -43,6 +43,8 @@ def test_tables_become_specs() -> None:
         ({"fs": "xfs", "size": "1G", "stripe": 4}, "unknown key 'stripe'"),
         ({"disk": "essd-pl3:100GiB"}, "1,261"),
         ({"memory": "lots"}, "cannot read size"),
+        ({"fs": "xfs", "size": "1G", "stripes": 4}, "stripes.*device-mapper.*btrfs raid0"),
+        ({"fs": "btrfs", "size": "1G", "log_size": "64M"}, "log_size.*no external log"),
     ],
 )
 def test_bad_tables_are_named(table: dict[str, object], message: str) -> None:
@@ -63,10 +65,11 @@ def test_filesystem_with_cap_and_memory_limit(base: Path) -> None:
         {"fs": "xfs", "size": "320M", "mount": "noatime", "iops": 400, "memory": "128M"}
     )
     with lab_target(base, spec) as target:
-        assert target.filesystem is not None and target.device == target.filesystem.major_minor
+        assert target.filesystem is not None
+        assert target.devices == (target.filesystem.major_minor,)
         assert target.directory == Path(target.filesystem.data_dir)
         assert target.cgroup is not None and set(target.cgroup.dirs) == {"io", "memory"}
-        assert throttle.effective(target.cgroup, target.device) == {
+        assert throttle.effective(target.cgroup, target.devices[0]) == {
             "read_iops": "400",
             "write_iops": "400",
         }

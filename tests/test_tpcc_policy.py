@@ -87,6 +87,21 @@ def test_runs_carry_the_policy_and_restore_doubles_the_disk(tmp_path: Path) -> N
     assert data > 0 and reuse.disk["a"] - data > 0  # one more copy of the data, no more
 
 
+def test_a_runs_estimate_counts_no_check_and_nothing_per_warehouse(tmp_path: Path) -> None:
+    """The check after a run is a step of its own: the run's estimate is the
+    warm-up, the run and the reset (seed003's 15 s runs planned 30 s with the
+    check counted again, 21-24 s real)."""
+
+    def run_seconds(warehouses: int) -> float:
+        _campaign(tmp_path, tmp_path, policy="warmup = 5", workload='check = "each"')
+        path = tmp_path / "tpcc.toml"  # written by _campaign, at one warehouse
+        path.write_text(path.read_text().replace("warehouses = 1", f"warehouses = {warehouses}"))
+        camp = campaign.load(path)
+        return next(r.seconds for r in plan.expand(camp).runs if "/run/" in r.key)
+
+    assert run_seconds(1) == run_seconds(8) == 1 + 5 + 2  # duration, warm-up, reset
+
+
 def test_the_load_estimate_follows_what_this_machine_measured(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

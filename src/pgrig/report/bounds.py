@@ -264,8 +264,9 @@ def io_cap(ev: Evidence) -> list[Conclusion]:
     lab = {rec.target for rec in ev.records if LAB.holds(rec)}
     for rec in ev.records:
         info = typed_result(rec) if LAB.holds(rec) else None
-        if isinstance(info, LabInfo) and info.io is not None:
-            caps[rec.target] = info.io
+        whole = info.cap() if isinstance(info, LabInfo) else None
+        if whole is not None:
+            caps[rec.target] = whole
     # What the disk gave with no cap at all (a plain target beside the capped ones),
     # per fio pattern: the slowest, the one a cap is judged against.
     plain: dict[str, tuple[str, float]] = {}

@@ -3,7 +3,6 @@ scale, and over time."""
 
 from __future__ import annotations
 
-import re
 import statistics
 from collections.abc import Sequence
 from dataclasses import replace
@@ -17,19 +16,28 @@ from pgrig.results import (
     RunRecord,
 )
 
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_").lower()
+Curve = tuple[str, int | None, int, str]  # workload, scale, duration, mode
 
 
-def tps_vs_clients(records: Sequence[RunRecord], targets: list[str]) -> list[Figure]:
-    """Seed 004's charts: one line per target, one chart per workload/scale/mode."""
-    curves: dict[tuple[str, int | None, int, str], dict[str, dict[int, list[float]]]] = {}
+def _curves(records: Sequence[RunRecord]) -> dict[Curve, dict[str, dict[int, list[float]]]]:
+    """Each curve's tps per target and client count, from the runs that finished."""
+    curves: dict[Curve, dict[str, dict[int, list[float]]]] = {}
     for key, pairs_by_target in runs_by_point(records).items():
         for t, pairs in pairs_by_target.items():
             values = [run.tps for _, run in pairs if run is not None]
             if values:
                 curves.setdefault(key.curve, {}).setdefault(t, {})[key.clients] = values
+    return curves
+
+
+def _name(prefix: str, workload: str, what: str, duration: int) -> str:
+    """A figure's file name: the prefix, the workload, what varies, the duration."""
+    return f"{prefix}_{fmt.slug(workload, '_')}_{fmt.slug(what, '_')}_{duration}s"
+
+
+def tps_vs_clients(records: Sequence[RunRecord], targets: list[str]) -> list[Figure]:
+    """Seed 004's charts: one line per target, one chart per workload/scale/mode."""
+    curves = _curves(records)
     figures = []
     for (workload, scale, duration, mode), per_target in sorted(
         curves.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0, kv[0][2], kv[0][3])
@@ -43,7 +51,7 @@ def tps_vs_clients(records: Sequence[RunRecord], targets: list[str]) -> list[Fig
         what = f"{mode}" + (f", scale {scale}" if scale is not None else "")
         figures.append(
             _tps_vs_clients(
-                f"compare_tps_vs_clients_{_slug(workload)}_{_slug(what)}_{duration}s",
+                _name("compare_tps_vs_clients", workload, what, duration),
                 f"TPS vs clients, {what}",
                 series,
                 "One line per target: median tps per client count, bars from min to max "
@@ -58,12 +66,7 @@ def tps_vs_clients_summary(records: Sequence[RunRecord], targets: list[str]) -> 
     """The report's one summary chart: tps against clients, one line per target
     and workload/mode (a colour per target, a dash per mode); None without a
     curve of two client counts."""
-    curves: dict[tuple[str, int | None, int, str], dict[str, dict[int, list[float]]]] = {}
-    for key, pairs_by_target in runs_by_point(records).items():
-        for t, pairs in pairs_by_target.items():
-            values = [run.tps for _, run in pairs if run is not None]
-            if values:
-                curves.setdefault(key.curve, {}).setdefault(t, {})[key.clients] = values
+    curves = _curves(records)
     drawn = {c: per for c, per in curves.items() if any(len(p) > 1 for p in per.values())}
     if not drawn:
         return None
@@ -112,7 +115,7 @@ def tps_vs_clients_by_scale(records: Sequence[RunRecord]) -> list[Figure]:
             series.append(median_line(f"scale {scale}", by_scale[scale]))
         figures.append(
             _tps_vs_clients(
-                f"scale_sweep_{_slug(workload)}_{_slug(mode)}_{duration}s",
+                _name("scale_sweep", workload, mode, duration),
                 f"TPS vs clients per scale, {mode}",
                 series,
                 "One line per scale (seed 004's charts): small scales with many "
@@ -175,7 +178,7 @@ def tps_over_time(
         what = f"{mode}" + (f", scale {scale}" if scale is not None else "")
         figures.append(
             Figure(
-                name=f"compare_tps_over_time_{_slug(workload)}_{_slug(what)}_{duration}s",
+                name=_name("compare_tps_over_time", workload, what, duration),
                 title=f"TPS over time, {what}, {fmt.clients(clients)}",
                 x_label="seconds since start",
                 y_label="transactions/s",

@@ -16,6 +16,7 @@ from pgrig.registry import typed_result
 from pgrig.registry.shared import PGBENCH_INIT, PGBENCH_RUN
 from pgrig.report.samples import SampleReader, own_samples
 from pgrig.results import Environment, PgbenchInit, PgbenchRun, RunRecord
+from pgrig.storage.fsinfo import FilesystemInfo
 from pgrig.storage.kinds import LAB, MEMORY
 from pgrig.storage.memcg import MemoryUse
 from pgrig.storage.model import LabInfo
@@ -62,7 +63,18 @@ def flag(text: str, why: str) -> str:
 
 
 def _cap(info: LabInfo) -> str:
-    return info.io.describe() if info.io is not None else "none"
+    if info.io is None:
+        return "none"
+    whole = info.cap()
+    n = len(info.io_devices)
+    if whole is None or n <= 1:
+        return info.io.describe()
+    return f"{info.io.describe()} on each of {n} stripes; {whole.describe()}"
+
+
+def _details_tool(fs: FilesystemInfo) -> str:
+    # records made before the tool was recorded were xfs or ext4
+    return fs.details_tool or ("xfs_info" if fs.fstype == "xfs" else "dumpe2fs -h")
 
 
 def _memory(info: LabInfo) -> str:
@@ -73,8 +85,9 @@ def _storage(info: LabInfo) -> str:
     fs = info.filesystem
     if fs is None:
         return f"directory {info.directory} on {info.host or 'the host disk'}"
+    raid = f" raid0 over {len(fs.stripes)} loop devices" if fs.stripes else ""
     return (
-        f"{fs.fstype} {fmt.size(fs.size_bytes)}, loop-backed emulation on "
+        f"{fs.fstype} {fmt.size(fs.size_bytes)}{raid}, loop-backed emulation on "
         f"{info.host or fs.host_filesystem}"
     )
 
@@ -129,13 +142,14 @@ def environment_blocks(records: Sequence[RunRecord]) -> list[Table]:
             if fs.options_not_shown:
                 rows.append(("Asked, not shown by the kernel", ", ".join(fs.options_not_shown)))
             rows.append(("/proc/self/mountinfo", fs.mountinfo_line))
-            tool = "xfs_info" if fs.fstype == "xfs" else "dumpe2fs -h"
+            tool = _details_tool(fs)
             rows += [(f"{tool}: {k}", v) for k, v in fs.facts.items()]
             rows += [("Kernel said", line) for line in fs.kernel_messages]
         else:
             rows.append(("Directory", f"{info.directory} on {info.host or 'unknown'}"))
         if info.io is not None:
-            rows.append(("I/O cap", f"{_cap(info)} on device {info.io_device}"))
+            where = "devices" if len(info.io_devices) > 1 else "device"
+            rows.append(("I/O cap", f"{_cap(info)} on {where} {info.io_device}"))
         if info.memory_limit_bytes:
             rows.append(("Memory limit", _memory(info)))
         if info.cgroup:
@@ -149,7 +163,7 @@ def environment_blocks(records: Sequence[RunRecord]) -> list[Table]:
             )
         )
         if fs is not None and fs.details.strip():
-            tool = "xfs_info" if fs.fstype == "xfs" else "dumpe2fs -h"
+            tool = _details_tool(fs)
             out.append(
                 Table(
                     (tool,),

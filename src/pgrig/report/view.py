@@ -7,11 +7,11 @@ reason; nothing is dropped silently.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import replace
 
 from pgrig import registry
+from pgrig.document import fmt
 from pgrig.document.model import (
     NORMAL,
     Details,
@@ -143,7 +143,7 @@ def workload_sections(
         mine = [r for r in records if r.kind in kinds] + watched
         section = pgbench_section(mine, target, meaning, progress)
         if only[0] != "tpcb":
-            section = _retitle(section, f"{only[0]} (pgbench)", _slug(only[0]))
+            section = _retitle(section, f"{only[0]} (pgbench)", fmt.slug(only[0]))
         return [section]
     out = []
     for (workload, scale, _), recs in groups.items():
@@ -168,14 +168,10 @@ def workload_sections(
                 section = _retitle(
                     section,
                     f"{label} (pgbench)" + (f", {suffix}" if suffix else ""),
-                    _slug(f"{workload}-{scale}-{duration}"),
+                    fmt.slug(f"{workload}-{scale}-{duration}"),
                 )
             out.append(section)
     return out
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower()
 
 
 def _retitle(section: Section, title: str, suffix: str) -> Section:
@@ -291,7 +287,7 @@ def _target_sections(
     out: list[Section] = []
     for section in per_target:
         if section.blocks:
-            out.append(_retitle(section, f"{t}: {section.title}", _slug(t)))
+            out.append(_retitle(section, f"{t}: {section.title}", fmt.slug(t)))
     return out
 
 

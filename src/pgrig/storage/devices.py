@@ -29,6 +29,8 @@ PACKAGES = {
     "mkfs.ext4": "e2fsprogs",
     "mke2fs": "e2fsprogs",
     "dumpe2fs": "e2fsprogs",
+    "mkfs.btrfs": "btrfs-progs",
+    "btrfs": "btrfs-progs",
 }
 SBIN = ("/usr/sbin", "/sbin", "/usr/bin", "/bin")
 
@@ -169,6 +171,17 @@ def undo(record: state.Record, *, attempts: int = 6) -> Leftovers:
         return _undo(record, attempts)
 
 
+def _forget_btrfs(device: str) -> None:
+    """Drop an unmounted device from the kernel's btrfs device list before its loop
+    device goes: the entry would outlive it, naming a loop number someone else
+    attaches next. A device btrfs does not know is no error; no btrfs-progs, no
+    btrfs target was ever built."""
+    btrfs = shutil.which("btrfs") or shutil.which("btrfs", path=os.pathsep.join(SBIN))
+    if btrfs is not None:
+        argv = [btrfs, "device", "scan", "--forget", device]
+        proc.run(argv, timeout=30, check=False, what="btrfs device scan --forget")
+
+
 def _undo(record: state.Record, attempts: int) -> Leftovers:
     directory = Path(record.directory) if record.directory else None
     ours = directory is not None and state.marker_id(directory) == record.id
@@ -190,6 +203,7 @@ def _undo(record: state.Record, attempts: int) -> Leftovers:
         if left_mounts:
             left_loops.append(device)  # still mounted: detaching would fail anyway
             continue
+        _forget_btrfs(device)
         done = proc.run([tool("losetup"), "-d", device], timeout=60, check=False, what="losetup")
         if not done.ok and device in loops_of(record.backing_files):
             left_loops.append(device)

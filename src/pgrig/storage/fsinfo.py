@@ -19,6 +19,7 @@ IMPLIED: dict[str, str] = {
     "auto": "fstab-only",
     "nouser": "fstab-only",
     "async": "the default",
+    "device=": "btrfs: names the filesystem's other devices at mount, never listed",
 }
 
 
@@ -46,10 +47,26 @@ class FilesystemInfo:
     facts: dict[str, str] = field(default_factory=dict)  # parsed from details
     kernel_messages: tuple[str, ...] = ()
     loop_backed: bool = True
+    stripes: tuple[str, ...] = ()  # the loop devices of a striped filesystem (btrfs raid0)
+    io_devices: tuple[str, ...] = ()  # major:minor of each loop device holding the data
+    details_tool: str = ""  # what printed ``details``, e.g. "xfs_info"
+
+    @property
+    def cap_devices(self) -> tuple[str, ...]:
+        """What an I/O cap is written for: one per loop device the data is on."""
+        return self.io_devices or (self.major_minor,)
 
     def describe(self) -> str:
         log = f", external log {self.log_device}" if self.log_device else ""
         mkfs = " ".join(self.mkfs_options) or "defaults"
+        if self.stripes:
+            each = self.size_bytes // len(self.stripes) // 2**20
+            return (
+                f"{self.fstype} raid0 over {', '.join(self.stripes)} ({len(self.stripes)} x "
+                f"{each} MiB loop files on {self.host_filesystem}"
+                f"{', O_DIRECT' if self.direct_io else ''}); mkfs {mkfs}; mounted "
+                f"{self.mount_options}"
+            )
         return (
             f"{self.fstype} on {self.device} ({self.size_bytes // 2**20} MiB loop file on "
             f"{self.host_filesystem}{', O_DIRECT' if self.direct_io else ''}{log}); "
@@ -141,7 +158,7 @@ def not_shown(asked: tuple[str, ...], effective: list[str]) -> tuple[str, ...]:
     names = {opt.split("=", 1)[0] for opt in effective}
     missing = []
     for opt in asked:
-        if opt in effective or opt in IMPLIED:
+        if opt in effective or opt in IMPLIED or opt.split("=", 1)[0] + "=" in IMPLIED:
             continue
         if "=" in opt and opt.split("=", 1)[0] in names:
             continue  # shown with another spelling of the value (logbsize=256k -> 262144)

@@ -1,6 +1,6 @@
 """The storage-lab keys of a campaign target, declared once (docs/campaigns.md
 shows them): a filesystem built on a loop device (``fs``, ``size``, ``base``,
-``mkfs``, ``mount``, ``log_size``), an I/O cap (``disk = "essd-pl1:100GiB"``,
+``mkfs``, ``mount``, ``log_size``, ``stripes``), an I/O cap (``disk = "essd-pl1:100GiB"``,
 ``iops``, ``mbps``) and a memory limit (``memory``).
 
     [[target]]
@@ -101,8 +101,8 @@ def _latency_class(value: str) -> object:
 
 LAB_SCHEMA = Schema(
     "[[target]] storage lab",
-    custom("fs", None, "build the target: `\"xfs\"` or `\"ext4\"` made on a loop device, "
-           "mounted, used and removed (`pgrig clean` removes it after a crash)", _fs),
+    custom("fs", None, "build the target: `\"xfs\"`, `\"ext4\"` or `\"btrfs\"` made on a "
+           "loop device, mounted, used and removed (`pgrig clean` removes it after a crash)", _fs),
     custom("size", None, "size of the filesystem, e.g. `\"8GiB\"` (with `fs`)", _size,
            field="size_bytes"),
     custom("base", None, "where the backing file goes: a directory on the host disk (with "
@@ -111,6 +111,9 @@ LAB_SCHEMA = Schema(
            "`[\"-E\", \"stride=2,stripe-width=6\"]`", _mkfs, shown_default="`[]`"),
     text("mount", None, "mount options, e.g. `\"noatime,nodiratime,logbufs=8\"`; options the "
          "kernel refuses fail with its message"),
+    integer("stripes", None, "spread the filesystem over this many loop devices, `size` split "
+            "between them (with `fs = \"btrfs\"`: raid0 for data and metadata; an I/O cap then "
+            "applies to each device, as to each of the seeds' striped disks)"),
     custom("log_size", None, "an external XFS log / ext4 journal of this size on a second loop "
            "device (seed 002's logdev)", _size, field="log_bytes"),
     custom("disk", None, "cap I/O like a cloud disk: `\"essd-pl1:100GiB\"` (PL0-PL3, the "

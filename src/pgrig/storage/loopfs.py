@@ -30,7 +30,7 @@ from pathlib import Path
 
 from pgrig import environment, proc
 from pgrig.errors import DiskSpaceError, ToolError, UsageError, WorkdirError
-from pgrig.storage import fsinfo, state
+from pgrig.storage import btrfs, fsinfo, state
 from pgrig.storage.devices import (
     Leftovers,
     mount_at,
@@ -43,13 +43,15 @@ from pgrig.storage.fsinfo import FilesystemInfo
 from pgrig.storage.kmsg import KernelLog
 from pgrig.units import parse_size
 
-FSTYPES = ("xfs", "ext4")
+FSTYPES = ("xfs", "ext4", "btrfs")
 TOOLS = {
     "xfs": ("losetup", "mount", "umount", "mkfs.xfs", "xfs_info"),
     "ext4": ("losetup", "mount", "umount", "mkfs.ext4", "mke2fs", "dumpe2fs"),
+    "btrfs": ("losetup", "mount", "umount", "mkfs.btrfs", "btrfs"),
 }
 TIMEOUT = 300.0  # mkfs on a large file, or a mount replaying a log
 DATA_SUBDIR = "pgrig-data"
+DETAILS_TOOL = {"xfs": "xfs_info", "ext4": "dumpe2fs -h", "btrfs": "btrfs filesystem show, df"}
 
 
 def check_prerequisites(fstype: str) -> None:
@@ -79,6 +81,7 @@ class FsSpec:
     direct_io: bool = True  # losetup --direct-io=on: no second page cache in the host
     preallocate: bool = True  # fallocate the backing file: no ENOSPC mid-benchmark
     owner: str | None = "postgres"  # OS user that gets <mountpoint>/pgrig-data
+    stripes: int = 1  # loop devices the filesystem spans (btrfs raid0), size_bytes split
 
     def __post_init__(self) -> None:
         if self.fstype not in FSTYPES:
@@ -88,6 +91,20 @@ class FsSpec:
             )
         if self.size_bytes <= 0:
             raise UsageError(f"filesystem size {self.size_bytes} must be positive")
+        if self.stripes < 1:
+            raise UsageError(f"stripes = {self.stripes}: must be 1 or more")
+        if self.stripes > 1 and self.fstype != "btrfs":
+            raise UsageError(
+                f"stripes = {self.stripes} with {self.fstype}: "
+                + btrfs.why_not_striped(self.fstype),
+                hint='use fs = "btrfs" for stripes, or one device with the mkfs stripe options '
+                "(they shape the layout, not the devices)",
+            )
+        if self.external_log_bytes and self.fstype == "btrfs":
+            raise UsageError(
+                "btrfs has no external log or journal device",
+                hint="drop the log size, or use xfs or ext4 for an external log",
+            )
 
     @classmethod
     def parse(
@@ -100,6 +117,7 @@ class FsSpec:
         external_log: str | int | None = None,
         direct_io: bool = True,
         owner: str | None = "postgres",
+        stripes: int = 1,
     ) -> FsSpec:
         """From the strings a campaign file holds: mkfs options as a command line,
         mount options comma-separated (as ``mount -o`` takes them)."""
@@ -121,14 +139,27 @@ class FsSpec:
             ),
             direct_io=direct_io,
             owner=owner,
+            stripes=stripes,
         )
 
     @property
     def total_bytes(self) -> int:
         return self.size_bytes + (self.external_log_bytes or 0)
 
+    @property
+    def stripe_bytes(self) -> int:
+        """Each loop device's share of ``size_bytes``."""
+        return self.size_bytes // self.stripes
+
+    @property
+    def backing_names(self) -> list[str]:
+        """The data's backing files, one per stripe."""
+        return [f"data{i}.img" for i in range(self.stripes)] if self.stripes > 1 else ["data.img"]
+
     def describe(self) -> str:
         parts = [f"{self.fstype} {self.size_bytes // 2**20} MiB"]
+        if self.stripes > 1:
+            parts[0] += f" raid0 over {self.stripes} loop devices"
         if self.mkfs_options:
             parts.append("mkfs " + " ".join(self.mkfs_options))
         if self.mount_options:
@@ -214,20 +245,23 @@ class LoopFilesystem:
         try:
             directory.mkdir(mode=0o755)
             state.write_marker(directory, self.record)
-            data_dev = self._attach(directory / "data.img", spec.size_bytes)
+            stripes = [self._attach(directory / n, spec.stripe_bytes) for n in spec.backing_names]
+            data_dev = stripes[0]
             log_dev = None
             if spec.external_log_bytes:
                 log_dev = self._attach(directory / "log.img", spec.external_log_bytes)
-            mkfs_argv = self._mkfs(data_dev, log_dev)
+            mkfs_argv = self._mkfs(stripes, log_dev)
             mnt = directory / "mnt"
             mnt.mkdir(mode=0o755)
             self._add("mountpoints", str(mnt))
             asked = list(spec.mount_options)
             if spec.fstype == "xfs" and log_dev and not any(o.startswith("logdev=") for o in asked):
                 asked.append(f"logdev={log_dev}")
+            if spec.fstype == "btrfs":
+                asked += btrfs.mount_options(stripes)
             kernel = self._mount(data_dev, mnt, asked)
             data_dir = self._data_dir(mnt, owner)
-            self.info = self._describe(data_dev, log_dev, mnt, data_dir, mkfs_argv, asked, kernel)
+            self.info = self._describe(stripes, log_dev, mnt, data_dir, mkfs_argv, asked, kernel)
             return self.info
         except BaseException as exc:
             left = undo(self.record, attempts=self.umount_attempts)
@@ -268,10 +302,13 @@ class LoopFilesystem:
         self._add("loop_devices", device)
         return device
 
-    def _mkfs(self, device: str, log_device: str | None) -> list[str]:
+    def _mkfs(self, stripes: list[str], log_device: str | None) -> list[str]:
         spec = self.spec
         opts = spec.mkfs_options
-        if spec.fstype == "xfs":
+        device = stripes[0]
+        if spec.fstype == "btrfs":
+            argv = btrfs.mkfs_argv(stripes, opts)
+        elif spec.fstype == "xfs":
             args = _merge_option(opts, "-l", f"logdev={log_device}") if log_device else list(opts)
             argv = [tool("mkfs.xfs"), *args, device]
         else:
@@ -362,7 +399,7 @@ class LoopFilesystem:
 
     def _describe(
         self,
-        device: str,
+        stripes: list[str],
         log_device: str | None,
         mnt: Path,
         data_dir: Path,
@@ -371,10 +408,14 @@ class LoopFilesystem:
         kernel: tuple[str, ...],
     ) -> FilesystemInfo:
         spec = self.spec
+        device = stripes[0]
         mount = mount_at(str(mnt))
         assert mount is not None, f"{mnt} is not mounted right after mount succeeded"
         effective = fsinfo.effective_options(mount.mount_options, mount.super_options)
-        if spec.fstype == "xfs":
+        if spec.fstype == "btrfs":
+            details = btrfs.details(mnt)
+            facts = btrfs.facts(details)
+        elif spec.fstype == "xfs":
             details = proc.run([tool("xfs_info"), mnt], timeout=60, what="xfs_info").stdout
             facts = fsinfo.xfs_facts(details)
         else:
@@ -385,6 +426,9 @@ class LoopFilesystem:
             f"{host.fstype} on {host.device} (mounted at {host.mountpoint})" if host else "unknown"
         )
         dio = environment.read_text(Path(f"/sys/block/{Path(device).name}/loop/dio"))
+        # what an I/O cap is keyed by: each loop device the data is on (a btrfs
+        # mount reports an anonymous 0:N, no block device)
+        numbers = [environment.read_text(Path(f"/sys/block/{Path(d).name}/dev")) for d in stripes]
         return FilesystemInfo(
             fstype=spec.fstype,
             device=device,
@@ -398,13 +442,16 @@ class LoopFilesystem:
             mount_options=",".join(effective),
             options_not_shown=fsinfo.not_shown(tuple(asked), effective),
             log_device=log_device,
-            backing_file=str(mnt.parent / "data.img"),
+            backing_file=str(mnt.parent / spec.backing_names[0]),
             direct_io=(dio or "").strip() == "1",
             host_filesystem=host_text,
             mountinfo_line=mountinfo_line(str(mnt)),
             details=details,
             facts=facts,
             kernel_messages=kernel,
+            stripes=tuple(stripes) if len(stripes) > 1 else (),
+            io_devices=tuple((n or "").strip() for n in numbers),
+            details_tool=DETAILS_TOOL[spec.fstype],
         )
 
     def release(self) -> str:
@@ -425,7 +472,7 @@ class LoopFilesystem:
 
 
 # What the option check found accepted in this process: checked once.
-_probed: set[tuple[str, int, tuple[str, ...], tuple[str, ...]]] = set()
+_probed: set[tuple[str, int, tuple[str, ...], tuple[str, ...], int]] = set()
 
 
 def check_options(spec: FsSpec, base: Path | None, *, what: str) -> None:
@@ -434,9 +481,9 @@ def check_options(spec: FsSpec, base: Path | None, *, what: str) -> None:
     (removed again). Only the tools know their options, and the kernel its mount
     options, so asking them is the one check that cannot drift.
     ``what`` names the target in the error."""
-    if not spec.mkfs_options and not spec.mount_options:
-        return
-    key = (spec.fstype, spec.size_bytes, spec.mkfs_options, spec.mount_options)
+    if not spec.mkfs_options and not spec.mount_options and spec.stripes == 1:
+        return  # stripes: mkfs.btrfs knows each device's minimum size, not pgrig
+    key = (spec.fstype, spec.size_bytes, spec.mkfs_options, spec.mount_options, spec.stripes)
     if key in _probed:
         return
     # At the target's own size (a sparse file: mkfs writes only its metadata):
@@ -464,11 +511,17 @@ def check_options(spec: FsSpec, base: Path | None, *, what: str) -> None:
         if not exc.argv or "mk" not in Path(exc.argv[0]).name:
             raise  # losetup, mount...: not the options' fault
         asked = " ".join(spec.mkfs_options) or "none"
-        said = (exc.stderr or "").strip().splitlines()
+        # mkfs.btrfs says why on two lines ("too small", then the minimum): keep both
+        said = [ln.strip() for ln in (exc.stderr or "").strip().splitlines() if ln.strip()][:2]
+        hint = f"check the options against `man mkfs.{spec.fstype}`"
+        if spec.stripes > 1:
+            each = spec.stripe_bytes / 2**20
+            hint = (f"each of the {spec.stripes} stripes gets size / stripes ({each:,.0f} MiB): "
+                    f"raise size or lower stripes; or {hint}")  # fmt: skip
         raise OptionRefused(
             f"{what}: {exc.message} with mkfs options {asked}"
-            + (f": {said[0].strip()}" if said else ""),
-            hint=f"check the options against `man mkfs.{spec.fstype}`",
+            + (f": {'; '.join(said)}" if said else ""),
+            hint=hint,
         ) from None
     finally:
         left = target.destroy()
@@ -481,7 +534,7 @@ def check_options(spec: FsSpec, base: Path | None, *, what: str) -> None:
 
 
 def kept_message(info: FilesystemInfo) -> str:
-    loops = [d for d in (info.device, info.log_device) if d]
+    loops = [d for d in (*(info.stripes or (info.device,)), info.log_device) if d]
     how = "; ".join(
         [f"umount {info.mountpoint}", *(f"losetup -d {d}" for d in loops),
          f"rm -r {Path(info.mountpoint).parent}"]

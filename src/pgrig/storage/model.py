@@ -38,13 +38,29 @@ class LabInfo:
     directory: str  # where the cluster and the probes went
     filesystem: FilesystemInfo | None = None
     io: IoLimits | None = None
-    io_device: str | None = None  # major:minor the cap applies to
+    io_device: str | None = None  # major:minor the cap applies to ("7:0, 7:1": each of them)
     disk: str | None = None  # the class asked for, e.g. "essd-pl1:100GiB"
     memory_limit_bytes: int | None = None
     cgroup: str | None = None  # e.g. "cgroup v1 (blkio, memory)"
     host: str | None = None  # the host filesystem and device under the emulation
     not_captured: tuple[str, ...] = ()
     latency: str | None = None  # how a latency layer was calibrated (storage/latency.py)
+    io_devices: tuple[str, ...] = ()  # each device capped at ``io`` (the stripes: one disk each)
+
+    def cap(self) -> IoLimits | None:
+        """The target's whole cap: ``io`` on each of its devices adds up (btrfs raid0
+        over N capped loop devices, as the seeds' LVM stripes over N cloud disks)."""
+        n = len(self.io_devices)
+        if self.io is None or n <= 1:
+            return self.io
+
+        def times(value: int | None) -> int | None:
+            return None if value is None else value * n
+
+        io = self.io
+        label = f"{n} x {io.label}" if io.label else f"{n} stripes together"
+        return IoLimits(times(io.read_iops), times(io.write_iops), times(io.read_bps),
+                        times(io.write_bps), label)  # fmt: skip
 
     def headline(self) -> str:
         return f": {self.description}"

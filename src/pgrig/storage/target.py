@@ -23,7 +23,7 @@ from pathlib import Path
 from pgrig import environment
 from pgrig.errors import UsageError
 from pgrig.schema import Context, Locator, Table, TomlValue
-from pgrig.storage import cgroups, cpuset, keys, latency, memcg, throttle
+from pgrig.storage import btrfs, cgroups, cpuset, keys, latency, memcg, throttle
 from pgrig.storage.cgroups import Cgroup
 from pgrig.storage.errors import CgroupError
 from pgrig.storage.fsinfo import FilesystemInfo
@@ -32,7 +32,7 @@ from pgrig.storage.memcg import MemoryStats
 from pgrig.storage.model import IO_NOT_CAPTURED, LOOP_NOT_CAPTURED, V1_WRITEBACK, LabInfo
 from pgrig.storage.throttle import IoLimits
 
-FS_KEYS = ("size", "base", "mkfs", "mount", "log_size")
+FS_KEYS = ("size", "base", "mkfs", "mount", "log_size", "stripes")
 CAP_KEYS = ("disk", "iops", "mbps")  # an I/O cap, of a target or of a tablespace's disk
 
 
@@ -71,11 +71,12 @@ class LabSpec:
                         key,
                         f"needs {option}"
                         if option
-                        else 'a filesystem option without fs = "xfs" or "ext4"',
+                        else 'a filesystem option without fs = "xfs", "ext4" or "btrfs"',
                     )
         else:
             if v["size_bytes"] is None:
                 raise t.error("fs", f"fs = {v['fs']!r} needs size", hint='e.g. size = "8GiB"')
+            _fs_combination(t, v)
             fs = FsSpec(
                 fstype=v["fs"],
                 size_bytes=v["size_bytes"],
@@ -83,6 +84,7 @@ class LabSpec:
                 mount_options=tuple(o.strip() for o in (v["mount"] or "").split(",") if o.strip()),
                 external_log_bytes=v["log_bytes"],
                 owner=None,  # the server's OS user, set when the target is checked
+                stripes=v["stripes"] or 1,
             )
         io = None
         if v["disk"] is not None:
@@ -143,19 +145,36 @@ class LabSpec:
         if self.fs:
             parts.append(self.fs.describe())
         if self.io:
-            parts.append(self.io.describe())
+            parts.append(self.io.describe() + _each(self.fs))
         if self.latency:
             parts.append(f"{latency.parse_class(self.latency).name} per-sync latency")
         if self.memory_bytes:
             parts.append(f"memory limit {self.memory_bytes / 2**20:,.0f} MiB")
         if self.cpus:
             parts.append(_cpus(self.cpus))
-        caps = {option: f", {io.describe()}" for option, io in self.tablespace_io}
-        parts += [
-            f"{option} on {fs.describe()}{caps.get(option, '')}"
-            for option, fs, _ in self.tablespaces
-        ]
+        caps = dict(self.tablespace_io)
+        for option, fs, _ in self.tablespaces:
+            cap = caps.get(option)
+            parts.append(f"{option} on {fs.describe()}"
+                         + (f", {cap.describe()}{_each(fs)}" if cap else ""))  # fmt: skip
         return "; ".join(parts) or "plain directory"
+
+
+def _fs_combination(t: Table, v: Mapping[str, object]) -> None:
+    """Keys of a filesystem target that do not go together, named by key."""
+    stripes, fstype = v["stripes"], v["fs"]
+    if isinstance(stripes, int) and stripes > 1 and fstype != "btrfs":
+        raise t.error(
+            "stripes",
+            f"{stripes} with fs = {fstype!r}: {btrfs.why_not_striped(str(fstype))}",
+            hint='use fs = "btrfs" with stripes (docs/storage-lab.md says what it leaves out), '
+            "or one device with mkfs stripe options, which shape the layout only",
+        )
+    if fstype == "btrfs" and v["log_bytes"] is not None:
+        raise t.error(
+            "log_size", "btrfs has no external log or journal device",
+            hint='drop log_size, or use fs = "xfs" (its log) or "ext4" (its journal)',
+        )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -165,7 +184,7 @@ class LabTarget:
     directory: Path
     spec: LabSpec
     filesystem: FilesystemInfo | None
-    device: str | None  # major:minor the I/O cap applies to
+    devices: tuple[str, ...]  # major:minor of each device the I/O cap applies to
     cgroup: Cgroup | None
     latency: latency.Calibration | None = None
     tablespaces: tuple[tuple[str, Path], ...] = ()  # option -> the mounted directory
@@ -197,6 +216,8 @@ class LabTarget:
         not_captured: list[str] = []
         if self.filesystem is not None:
             not_captured += LOOP_NOT_CAPTURED
+            if self.filesystem.stripes:
+                not_captured += btrfs.NOT_CAPTURED
         if self.cgroup is not None:
             cgroup = "cgroup " + ", ".join(
                 f"{c} v{self.cgroup.version(c)}" for c in sorted(self.cgroup.dirs)
@@ -218,7 +239,8 @@ class LabTarget:
             directory=str(self.directory),
             filesystem=self.filesystem,
             io=self.spec.io,
-            io_device=self.device,
+            io_device=", ".join(self.devices) or None,
+            io_devices=self.devices,
             disk=self.spec.disk,
             memory_limit_bytes=self.spec.memory_bytes,
             cgroup=cgroup,
@@ -230,11 +252,17 @@ class LabTarget:
     def describe(self) -> str:
         text = self.filesystem.describe() if self.filesystem else str(self.directory)
         extra = [x.describe() for x in (self.spec.io, self.latency) if x]
+        if self.spec.io is not None:
+            extra[0] += _each(self.spec.fs)
         if self.spec.memory_bytes:
             extra.append(f"memory limit {self.spec.memory_bytes / 2**20:,.0f} MiB")
         if self.spec.cpus:
             extra.append(_cpus(self.spec.cpus))
         return "; ".join([text, *extra])
+
+
+def _each(fs: FsSpec | None) -> str:
+    return f" on each of the {fs.stripes} stripes" if fs is not None and fs.stripes > 1 else ""
 
 
 def _cpus(n: int) -> str:
@@ -246,16 +274,19 @@ def limited(
     *,
     io: IoLimits | None = None,
     device: str | None = None,
+    devices: tuple[str, ...] = (),
     memory_bytes: int | None = None,
     cpus: int | None = None,
     io_later: bool = False,
 ) -> Iterator[Cgroup]:
-    """One pgrig cgroup with an I/O cap on ``device``, a memory limit and/or a cpuset;
+    """One pgrig cgroup with an I/O cap on ``device`` (or on each of ``devices``: the
+    stripes, each its own disk), a memory limit and/or a cpuset;
     ``io_later``: with the io controller for caps written after (a tablespace's
     device, once it exists)."""
     controllers: list[str] = ["io"] if io_later and io is None else []
+    capped = devices or ((device,) if device is not None else ())
     if io is not None:
-        if device is None:
+        if not capped:
             raise CgroupError("an I/O limit needs the device (major:minor) it applies to")
         controllers.append("io")
     if memory_bytes is not None:
@@ -266,14 +297,15 @@ def limited(
         raise CgroupError("limited() needs io= and device=, memory_bytes=, cpus= or io_later=")
     what = ["tablespace caps"] if io_later else []
     if io is not None:
-        what.append(f"throttle {device}: {io.describe()}")
+        what.append(f"throttle {', '.join(capped)}: {io.describe()}")
     if memory_bytes is not None:
         what.append(f"memory {memory_bytes // 2**20} MiB")
     if cpus is not None:
         what.append(f"{cpus} CPU(s)")
     with cgroups.owned(tuple(controllers), purpose="; ".join(what)) as cg:
-        if io is not None and device is not None:
-            throttle.apply(cg, io, device)
+        if io is not None:
+            for each in capped:
+                throttle.apply(cg, io, each)
         if memory_bytes is not None:
             memcg.apply(cg, memory_bytes)
         if cpus is not None:
@@ -299,16 +331,16 @@ def lab_target(
             directory, calibration = stack.enter_context(
                 latency.latency_layer(directory, latency.parse_class(spec.latency))
             )
-        device = None
+        devices: tuple[str, ...] = ()
         if spec.io is not None:
-            device = info.major_minor if info else throttle.device_of(base)
+            devices = info.cap_devices if info else (throttle.device_of(base),)
         cgroup = clients = None
         caps = dict(spec.tablespace_io)
         if spec.io or spec.memory_bytes or spec.cpus or caps:
             cgroup = stack.enter_context(
                 limited(
                     io=spec.io,
-                    device=device,
+                    devices=devices,
                     memory_bytes=spec.memory_bytes,
                     cpus=spec.cpus,
                     io_later=bool(caps),
@@ -320,8 +352,9 @@ def lab_target(
         for option, fs, where in spec.tablespaces:
             mounted = stack.enter_context(loop_filesystem(Path(where), fs, keep=keep))
             if option in caps and cgroup is not None:
-                throttle.apply(cgroup, caps[option], mounted.major_minor)
+                for each in mounted.cap_devices:
+                    throttle.apply(cgroup, caps[option], each)
             tablespaces.append((option, Path(mounted.data_dir)))
         yield LabTarget(
-            directory, spec, info, device, cgroup, calibration, tuple(tablespaces), clients
+            directory, spec, info, devices, cgroup, calibration, tuple(tablespaces), clients
         )
