@@ -37,6 +37,8 @@ def test_what_the_server_starts_with_passes(bins: binaries.PgBinaries, disk_dir:
         shared_preload_libraries="'pg_stat_statements, $libdir/auto_explain'",
         logging_collector="on",
         log_directory="log",
+        wal_level="minimal",
+        max_wal_senders="0",
     )
 
 
@@ -47,6 +49,11 @@ def test_what_the_server_starts_with_passes(bins: binaries.PgBinaries, disk_dir:
         ({"shared_buffers": "2GB"}, "shared_buffers = 2GB is more than the server's 1.0 GiB"),
         # a bare number is 8 kB pages, as the server reads it
         ({"shared_buffers": "262145"}, "shared_buffers = 262145 is more"),
+        ({"wal_level": "minimal"}, "wal_level = minimal with max_wal_senders = 10"),
+        (
+            {"wal_level": "minimal", "max_wal_senders": "0", "archive_mode": "on"},
+            "with archive_mode = on",
+        ),
         ({"hba_file": "/nonexistent/hba.conf"}, "/nonexistent/hba.conf does not exist"),
         ({"ident_file": "/"}, "/ is a directory"),
         ({"shared_preload_libraries": "'nonexistent_lib'"}, "no library 'nonexistent_lib'"),

@@ -193,8 +193,9 @@ class Recorder:
         watching = step.monitored and self.monitor_runs and t.ctx.conn is not None
         try:
             with self.ui.step(step.label, total=step.total) as line, _pulse(step, t, watching):
-                if step.prepare is not None:
-                    registry.resolve_prepare(step.prepare)(t.ctx, line)
+                if step.prepare is not None:  # a warm-up, a CHECKPOINT: before the monitor's
+                    with _pulse(step, t, not watching):
+                        registry.resolve_prepare(step.prepare)(t.ctx, line)
                 if step.monitored and self.wait_quiet_s > 0:
                     self._wait_quiet(t, line)
                 if step.monitored and together is not None:

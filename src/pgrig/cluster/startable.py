@@ -35,6 +35,7 @@ def check(
     """Refuse what the server would not start with, naming the setting, where it
     was written and the fix. ``machine``: where the server runs (its RAM)."""
     _memory(profile, machine)
+    _wal_level(profile, bins)
     for key in ("hba_file", "ident_file"):
         _readable(profile, key, os_user)
     _libraries(profile, bins)
@@ -74,6 +75,27 @@ def _memory(profile: Profile, machine: Machine) -> None:
         f"{size_text(machine.ram_bytes)} of memory (this machine's RAM, or the target's "
         "memory limit): it would not start (could not map its shared memory)",
         hint=f"shared_buffers = {_quarter(machine.ram_bytes)} (a quarter of RAM) or less",
+    )
+
+
+def _wal_level(profile: Profile, bins: PgBinaries) -> None:
+    """wal_level = minimal writes no WAL for a replica or an archive: the server
+    refuses it beside WAL senders (10 by default from PostgreSQL 10) or
+    archive_mode, at its start."""
+    if (value(profile, "wal_level") or "").lower() != "minimal":
+        return
+    senders = value(profile, "max_wal_senders") or ("10" if bins.version_num >= 100000 else "0")
+    archive = (value(profile, "archive_mode") or "off").lower()
+    if senders.isdigit() and int(senders) > 0:
+        said, fix = f"max_wal_senders = {senders}", "max_wal_senders = 0"
+    elif archive in (*_ON, "always"):
+        said, fix = f"archive_mode = {archive}", "archive_mode = off"
+    else:
+        return
+    raise UsageError(
+        f"{profile.origin('wal_level')}: wal_level = minimal with {said}: the server "
+        "would not start (minimal writes no WAL for replicas or archives)",
+        hint=f"add {fix} beside it (as profile seed002 does), or wal_level = replica",
     )
 
 
