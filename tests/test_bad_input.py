@@ -570,6 +570,12 @@ CAMPAIGNS: list[tuple[str, str | bytes, int, tuple[str, ...]]] = [
         ('sleep.sql:1: missing argument in command "sleep"',),
     ),
     (
+        "durability-script-syntax",
+        good(workload='[[workload]]\ntype = "durability"\nscripts = ["bad.sql"]\n'),
+        2,
+        ("workload durability: pgbench", "bad.sql:2: syntax error"),
+    ),
+    (
         "tablespace-name-on-throwaway",
         good(target=target('tablespace = "pg_nosuch"\n')),
         2,

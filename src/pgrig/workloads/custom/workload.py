@@ -8,7 +8,6 @@ import time
 from typing import Any
 
 from pgrig import calibration, proc
-from pgrig.errors import UsageError
 from pgrig.pgsource.binaries import PgBinaries
 from pgrig.policy import RunPolicy
 from pgrig.registry.shared import PGBENCH_RUN, RELATION_SIZES, SQL_SETUP
@@ -185,25 +184,10 @@ class CustomWorkload(Workload):
         return custom_spec.parse(table)
 
     def check(self, spec: WorkloadSpec, bins: PgBinaries, source: str) -> None:
-        # pgbench reads the scripts before it connects: refused now, not mid-study
         assert isinstance(spec, CustomSpec)  # what parse made
-        said = pgbench.script_errors(
-            bins.bin_dir,
-            [(s.path, s.weight) for s in spec.scripts],
-            defines=spec.defines,
-            query_mode=spec.query_mode,
+        custom_spec.check_scripts(
+            spec.name, spec.scripts, bins, source, spec.defines, spec.query_mode
         )
-        if said is not None:
-            raise UsageError(
-                f"{source}: workload {spec.name}: pgbench {bins.version} refuses its scripts: "
-                + " / ".join(
-                    line.strip().removeprefix("pgbench: error: ")
-                    for line in said.splitlines()
-                    if line.strip()
-                ),
-                hint="fix the script (pgbench's meta-commands: \\set, \\sleep, ...; "
-                "see the pgbench documentation)",
-            )
 
     def phases(self, spec: CustomSpec, policy: RunPolicy) -> list[Phase]:
         def series(point: tuple[int, int]) -> Series:
