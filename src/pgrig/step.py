@@ -218,9 +218,6 @@ class Step:
     total: float | None = None  # progress total (e.g. seconds) when known up front
     tools: tuple[str, ...] = ()  # names whose versions are recorded with the result
     monitored: bool = False  # a measured run: host and server are sampled while it runs
-    # False: the step stops the server on purpose (a crash test), and the
-    # heartbeat of steps outside measured runs (recorder) would call it hung.
-    heartbeat: bool = True
     # Runs before the measured part and outside the monitor's window (reset,
     # warm-up, CHECKPOINT), on the same progress line.
     prepare: Call | None = None
@@ -234,6 +231,9 @@ class Step:
     # data took 1 s where 80 s of loading were planned).
     leaves: str = ""
     reused_s: float | None = None
+    # False: the step stops the server on purpose (a crash test), and the
+    # heartbeat of steps outside measured runs (recorder) would call it hung.
+    heartbeat: bool = True
 
     @property
     def id(self) -> str:
