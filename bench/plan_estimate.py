@@ -63,6 +63,7 @@ from pgrig.workloads.tpcb.steps import load_kind, load_seconds
 ROOT = Path(__file__).resolve().parent.parent
 SEEDS = {
     "seed000-cloud": ROOT / "examples" / "seed000-cloud.toml",
+    "seed000-reads": ROOT / "examples" / "seed000-reads.toml",
     "seed001-login": ROOT / "examples" / "seed001-login.toml",
     "seed002-filesystems": ROOT / "examples" / "seed002-filesystems.toml",
     "seed003-tpcc": ROOT / "examples" / "seed003-tpcc.toml",

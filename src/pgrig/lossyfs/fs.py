@@ -1,7 +1,9 @@
 """The FUSE adapter: pyfuse3's low-level operations mapped onto a ``Volume``.
 
-Every handler runs to completion without awaiting, so the trio loop serialises
-them: a power loss (handled on the same loop) never sees half an operation.
+Every handler changes the volume without awaiting, so the trio loop serialises
+those changes: a power loss (handled on the same loop) never sees half an
+operation. What a handler awaits comes after (a backing fdatasync, a cloud
+disk's sync or read latency: storage/latency.py).
 """
 
 from __future__ import annotations
@@ -67,6 +69,19 @@ class Handle:
     listing: list[tuple[bytes, Node]] = field(default_factory=list)
 
 
+async def pause(seconds: float) -> float:
+    """Sleep without holding up other requests; returns the time slept. trio's own
+    timer rounds up to whole milliseconds (epoll), too coarse for a 100 us disk:
+    shorter delays sleep in a worker thread (the hand-off is part of the layer's
+    measured floor)."""
+    started = time.perf_counter()
+    if seconds >= 0.002:
+        await trio.sleep(seconds)
+    else:
+        await trio.to_thread.run_sync(time.sleep, seconds)
+    return time.perf_counter() - started
+
+
 class Syncs:
     """The filesystem's durability points (fsync, fdatasync, O_DSYNC writes): the
     cache written back and the backing file synced, a cloud disk's latency added,
@@ -117,17 +132,8 @@ class Syncs:
                 await self.delay(delay)
 
     async def delay(self, seconds: float) -> None:
-        """Sleep without holding up other requests. trio's own timer rounds up to
-        whole milliseconds (epoll), too coarse for a 100 us disk: shorter delays
-        sleep in a worker thread (the hand-off is part of the layer's measured
-        floor)."""
-        started = time.perf_counter()
-        if seconds >= 0.002:
-            await trio.sleep(seconds)
-        else:
-            await trio.to_thread.run_sync(time.sleep, seconds)
         self.delays += 1
-        self.delay_seconds += time.perf_counter() - started
+        self.delay_seconds += await pause(seconds)
 
     async def _sync(self, node: Node, *, datasync: bool, reason: str, started: float) -> float:
         """Returns how long the backing file's own sync took (0: nothing to sync)."""
@@ -173,6 +179,10 @@ class LossyOperations(pyfuse3.Operations):
         self.calls: dict[str, int] = {}  # requests served, by operation
         self.max_write = 0
         self.max_read = 0
+        # a cloud disk's read latency (storage/latency.py), waited by every read that
+        # reaches this process: it missed the kernel's page cache (or was O_DIRECT)
+        self.read_delay_s = 0.0
+        self.read_delays, self.read_delay_seconds = 0, 0.0
 
     # -- helpers -----------------------------------------------------------
 
@@ -358,7 +368,11 @@ class LossyOperations(pyfuse3.Operations):
     @handler
     async def read(self, fh: int, off: int, size: int) -> bytes:
         self.max_read = max(self.max_read, size)
-        return self.volume.read(self._file(fh), off, size)
+        data = self.volume.read(self._file(fh), off, size)  # before the wait: one state
+        if self.read_delay_s:
+            self.read_delays += 1
+            self.read_delay_seconds += await pause(self.read_delay_s)
+        return data
 
     @handler
     async def write(self, fh: int, off: int, buf: bytes) -> int:
@@ -446,5 +460,7 @@ class LossyOperations(pyfuse3.Operations):
             "failed_syncs": self.syncs.failed_syncs,
             "delays": self.syncs.delays,
             "delay_seconds": round(self.syncs.delay_seconds, 6),
+            "read_delays": self.read_delays,
+            "read_delay_seconds": round(self.read_delay_seconds, 6),
             "dead": self.dead,
         }

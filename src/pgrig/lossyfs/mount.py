@@ -153,6 +153,7 @@ class LossyMount:
         self.allow_other = allow_other
         self.timeout = timeout
         self.sync_delay_us = sync_delay_us  # added to every fsync (storage/latency.py)
+        self.read_delay_us = 0.0  # added to every read the kernel asks (set_read_delay)
         self.power_losses = 0
         self._proc: subprocess.Popen[bytes] | None = None
         self._record: MountRecord | None = None
@@ -331,26 +332,26 @@ class LossyMount:
         self._teardown(clean=True)
 
     def set_sync_delay(self, us: float, *, factor: float = 1.0, overhead_us: float = 0.0) -> None:
-        """Change the delay every sync gets, without a remount (calibration): ``us``
-        fixed, plus - with ``factor`` over 1 - what makes a sync last ``factor``
-        times the backing disk's own sync, less ``overhead_us`` (the layer's cost)."""
-        request: dict[str, JsonValue] = {
-            "cmd": "sync_delay",
-            "us": us,
-            "factor": factor,
-            "overhead_us": overhead_us,
-        }
-        reply = self._control(request, timeout=self.timeout)
-        if not reply.get("ok"):
-            raise LossyFsError(f"setting the sync delay failed: {reply.get('error')}")
+        """The delay of every sync, live: ``us``, plus - ``factor`` over 1 - what makes
+        it last ``factor`` x the backing disk's sync, less ``overhead_us``."""
+        self._order("setting the sync delay", cmd="sync_delay", us=us, factor=factor,
+                    overhead_us=overhead_us)  # fmt: skip
         self.sync_delay_us = us
+
+    def set_read_delay(self, us: float) -> None:
+        """The delay of every read that reaches the process (a page cache miss)."""
+        self._order("setting the read delay", cmd="read_delay", us=us)
+        self.read_delay_us = us
 
     def fail_syncs(self, count: int = 1) -> None:
         """The next ``count`` fsyncs (fdatasyncs, O_DSYNC writes) of a file fail
         with EIO, as when the disk could not write the pages back (fsyncgate)."""
-        reply = self._control({"cmd": "fail_syncs", "count": count}, timeout=self.timeout)
+        self._order("arming the fsync failure", cmd="fail_syncs", count=count)
+
+    def _order(self, what: str, **request: JsonValue) -> None:
+        reply = self._control(request, timeout=self.timeout)
         if not reply.get("ok"):
-            raise LossyFsError(f"arming the fsync failure failed: {reply.get('error')}")
+            raise LossyFsError(f"{what} failed: {reply.get('error')}")
 
     def stats(self) -> dict[str, JsonValue]:
         """Cache and fsync counters of the running filesystem."""

@@ -115,6 +115,9 @@ class Server:
                     max(0.0, float(request.get("overhead_us", 0))) / 1e6
                 )
                 return {"ok": True}
+            if command == "read_delay":  # the latency layer's calibration, for reads
+                self.ops.read_delay_s = max(0.0, float(request["us"])) / 1e6
+                return {"ok": True}
             if command == "fail_syncs":  # fsyncgate: the next N file syncs get EIO
                 self.ops.syncs.fail_syncs = max(0, int(request["count"]))
                 return {"ok": True}

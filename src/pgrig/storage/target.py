@@ -43,7 +43,7 @@ class LabSpec:
     memory_bytes: int | None = None
     base: str | None = None  # where the backing file goes (with fs)
     disk: str | None = None  # the cloud-disk class asked for, e.g. "essd-pl1:100GiB"
-    latency: str | None = None  # a disk class's per-sync latency, e.g. "essd-pl3"
+    latency: str | None = None  # a disk class's per-I/O latency, e.g. "essd-pl3"
     # seed 004's tbs1/tbs2 on their own disks: (option, filesystem, base), option
     # "tablespace" or "index_tablespace"
     tablespaces: tuple[tuple[str, FsSpec, str], ...] = ()
@@ -147,7 +147,7 @@ class LabSpec:
         if self.io:
             parts.append(self.io.describe() + _each(self.fs))
         if self.latency:
-            parts.append(f"{latency.parse_class(self.latency).name} per-sync latency")
+            parts.append(f"{latency.parse_class(self.latency).name} per-I/O latency")
         if self.memory_bytes:
             parts.append(f"memory limit {self.memory_bytes / 2**20:,.0f} MiB")
         if self.cpus:
@@ -186,7 +186,7 @@ class LabTarget:
     filesystem: FilesystemInfo | None
     devices: tuple[str, ...]  # major:minor of each device the I/O cap applies to
     cgroup: Cgroup | None
-    latency: latency.Calibration | None = None
+    latency: latency.Layer | None = None
     tablespaces: tuple[tuple[str, Path], ...] = ()  # option -> the mounted directory
     clients: Cgroup | None = None  # the clients' cpuset (``cpus``)
 
