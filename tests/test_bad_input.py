@@ -105,6 +105,8 @@ RUN_OPTIONS = [
     case("generate", f"{Q} --generate both", 2, "--generate"),
     case("partitions-negative", f"{Q} --partitions -1", 2, "--partitions"),
     case("partitions-word", f"{Q} --partitions many", 2, "--partitions"),
+    case("partitions-over-rows", f"{Q} --partitions 100000000", 2, "--partitions 100,000,000"),
+    case("tablespace-name", f"{Q} --tablespace pg_nosuch", 2, "--tablespace 'pg_nosuch'"),
     case("skip-unknown", "run --skip timing,bogus", 2, "--skip", "bogus"),
     case("timing-negative", "run --skip fsync,fio,tpcb --timing-seconds -1", 2, "--timing-seconds"),
     case("timing-0", "run --skip fsync,fio,tpcb --timing-seconds 0", 2, "--timing-seconds"),
@@ -153,6 +155,31 @@ RUN_OPTIONS = [
         "max_connections (3) must be more than superuser_reserved_connections (3)",
     ),
     case("fio-size-0", "run --skip timing,fsync,tpcb --fio-size 0", 2, "--fio-size 0"),
+    # issue 33: each made a study, then a server that would not start (exit 1)
+    case(
+        "shared-buffers-over-ram",
+        f"{Q} --set shared_buffers=4TB",
+        2,
+        "--set: shared_buffers = 4TB is more than the server's",
+    ),
+    case(
+        "hba-file-missing",
+        f"{Q} --set hba_file=/nonexistent/hba.conf",
+        2,
+        "hba_file = '/nonexistent/hba.conf': /nonexistent/hba.conf does not exist",
+    ),
+    case(
+        "preload-library-missing",
+        f"{Q} --set shared_preload_libraries=pg_stat_statements,nonexistent_lib",
+        2,
+        "has no library 'nonexistent_lib'",
+    ),
+    case(
+        "log-directory-unmakeable",
+        f"{Q} --set logging_collector=on --set log_directory=/nonexistent/a/b",
+        2,
+        "log_directory = '/nonexistent/a/b': /nonexistent/a does not exist",
+    ),
     case("os-user-root", f"{Q} --os-user root", 2, "--os-user root: PostgreSQL refuses"),
     case(
         "os-user-bad-name",
@@ -587,6 +614,42 @@ CAMPAIGNS: list[tuple[str, str | bytes, int, tuple[str, ...]]] = [
         ("every script has weight 0",),
     ),
     (
+        "custom-script-syntax",
+        good(workload=CUSTOM.format(scripts='["bad.sql"]')),
+        2,
+        ("workload c: pgbench", "bad.sql:2: syntax error in command", "set"),
+    ),
+    (
+        "custom-script-meta-argument",
+        good(workload=CUSTOM.format(scripts='["sleep.sql"]')),
+        2,
+        ('sleep.sql:1: missing argument in command "sleep"',),
+    ),
+    (
+        "durability-script-syntax",
+        good(workload='[[workload]]\ntype = "durability"\nscripts = ["bad.sql"]\n'),
+        2,
+        ("workload durability: pgbench", "bad.sql:2: syntax error"),
+    ),
+    (
+        "tablespace-name-on-throwaway",
+        good(target=target('tablespace = "pg_nosuch"\n')),
+        2,
+        ("target t: tablespace 'pg_nosuch'", "no such tablespace"),
+    ),
+    (
+        "partitions-over-rows",
+        good(workload=TPCB + "partitions = 100000000\n"),
+        2,
+        ("partitions", "more partitions than the 100,000 rows of scale 1"),
+    ),
+    (
+        "fio-ioengine-unknown",
+        good(probes='[probes]\ntiming = false\nfsync = false\nfio = { ioengine = "nosuch" }\n'),
+        2,
+        ("probes.fio.ioengine", "'nosuch'", "no such I/O engine"),
+    ),
+    (
         "custom-script-directory",
         good(workload=CUSTOM.format(scripts='["data"]')),
         2,
@@ -664,6 +727,8 @@ def _campaign_cases() -> Iterator[Case]:
             "afile": "x",
             "a.sql": "SELECT 1;\n",
             "note.sql": "-- only a comment\n\n",
+            "bad.sql": "SELECT 1;\n\\set x ((\n",
+            "sleep.sql": "\\sleep\n",
         }
         yield Case(f"plan-{id}", ("plan", "c.toml"), code, says, {}, files)
         yield Case(f"run-{id}", ("run", "c.toml"), code, says, {}, files)

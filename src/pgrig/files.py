@@ -100,6 +100,27 @@ def check_space(directory: Path, need: int, what: str, hint: str | None = None) 
         )
 
 
+def permits(path: Path, user: OsUser | None, bits: int) -> bool:
+    """Whether ``user`` has the permissions ``bits`` (``os.R_OK | os.W_OK``...)
+    on ``path``, from its permission bits as ``blocked_for`` reads them; ``user``
+    None: whoever runs pgrig (asked of the kernel), or as root an account that
+    owns nothing here yet."""
+    if user is None and os.geteuid() != 0:
+        return os.access(path, bits)
+    if user is not None and user.uid == 0:
+        return True
+    st = path.stat()
+    if user is None:
+        shift = 0
+    elif st.st_uid == user.uid:
+        shift = 6
+    elif st.st_gid in set(os.getgrouplist(user.name, user.gid)):
+        shift = 3
+    else:
+        shift = 0
+    return (st.st_mode >> shift) & bits == bits
+
+
 def blocked_for(path: Path, user: OsUser | None) -> Path | None:
     """The first directory on the way to ``path`` (itself included, where it
     exists) that ``user`` cannot pass for lack of search permission; None: it can

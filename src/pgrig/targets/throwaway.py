@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pgrig import files, proc
-from pgrig.cluster import aio, compat, profiles, workdir
+from pgrig.cluster import aio, compat, profiles, startable, workdir
 from pgrig.cluster.server import (
     SUPERUSER,
     Cluster,
@@ -121,6 +121,21 @@ def check_pgoptions() -> None:
             )
 
 
+def no_named_tablespace(spec: TargetSpec, source: str) -> None:
+    """A cluster pgrig creates has pg_default alone: a tablespace named, not a
+    directory, failed every TPC-B load at ``CREATE TABLE ... TABLESPACE`` (issue 33)."""
+    for option in ("tablespace", "index_tablespace"):
+        value = getattr(spec, option)
+        if value and "/" not in value and value != "pg_default":
+            written = as_written(spec, source, option, "--" + option.replace("_", "-"))
+            raise UsageError(
+                f"{written} {value!r}: the cluster pgrig creates has no such tablespace "
+                "(only pg_default)",
+                hint="give a directory (an absolute path): pgrig makes the tablespace there; "
+                "a tablespace name is for a target with dsn (an existing server)",
+            )
+
+
 class Throwaway(TargetKind[None, StateT]):
     """A cluster pgrig creates in the target's directory and removes after."""
 
@@ -147,6 +162,7 @@ class Throwaway(TargetKind[None, StateT]):
             raise UsageError(f"{written} {exc.message}", hint=exc.hint) from None
         aio.check_io_method(spec.name, profile.settings, bins, os_user)
         adapted = profiles.validate(profile, bins, os_user, segment_mb=spec.initdb.wal_segsize_mb)
+        startable.check(profile, bins, os_user, self.machine(spec) or profiles.Machine.this())
         for dropped in adapted.dropped:
             if dropped.name in dict(spec.axes):  # the variants would all be the same server
                 raise UsageError(
@@ -160,6 +176,7 @@ class Throwaway(TargetKind[None, StateT]):
             notes.append(f"target {spec.name}: {gate}")  # an old minor: fsyncgate
         for note in profile.scaled:  # a seed's value this machine cannot hold: never silent
             notes.append(f"target {spec.name}: profile {profile.name} scaled: {note}")
+        no_named_tablespace(spec, demands.source)
         for option in ("tablespace", "index_tablespace"):
             value = getattr(spec, option)
             if value and value.startswith("/"):

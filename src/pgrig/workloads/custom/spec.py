@@ -7,7 +7,10 @@ from pathlib import Path
 from typing import ClassVar
 
 from pgrig import files
+from pgrig.errors import UsageError
+from pgrig.pgsource.binaries import PgBinaries
 from pgrig.schema import Schema, Table, custom, integers
+from pgrig.tools import pgbench
 from pgrig.workloads.tpcb.spec import LATENCY_LIMIT, QUERY_MODE, RATE, THREADS, check_pgbench
 
 
@@ -129,3 +132,26 @@ def parse(t: Table) -> CustomSpec:
     spec = CustomSpec(**SCHEMA.read(t))
     check_pgbench(t, spec.clients, spec.threads, spec.rate, spec.latency_limit_ms)
     return spec
+
+
+def check_scripts(
+    workload: str,
+    scripts: tuple[ScriptSpec, ...],
+    bins: PgBinaries,
+    source: str,
+    defines: dict[str, str],
+    query_mode: str = "simple",
+) -> None:
+    """pgbench reads its scripts before it connects: what it refuses there is
+    refused in the validation pass, not once the server is up (issue 33)."""
+    said = pgbench.script_errors(
+        bins.bin_dir, [(s.path, s.weight) for s in scripts], defines=defines, query_mode=query_mode
+    )
+    if said is not None:
+        lines = (line.strip().removeprefix("pgbench: error: ") for line in said.splitlines())
+        raise UsageError(
+            f"{source}: workload {workload}: pgbench {bins.version} refuses its scripts: "
+            + " / ".join(line for line in lines if line),
+            hint="fix the script (pgbench's meta-commands: \\set, \\sleep, ...; "
+            "see the pgbench documentation)",
+        )
