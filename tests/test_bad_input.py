@@ -796,6 +796,8 @@ OTHER = [
     ),
     # refused after pgrig-results was made
     case("durability-clients-over", "durability --clients 100000", 2, "max_connections"),
+    # its hint names its option, not a campaign file's set = {...}
+    case("durability-clients-hint", "durability --clients 300", 2, "--set max_connections="),
     case("durability-target-missing", "durability --target /nonexistent/d", 2, "/nonexistent/d"),
     case("durability-set-bad", "durability --set fsync=maybe", 2, "fsync"),
     case("durability-profile-unknown", "durability --profile nope", 2, "nope"),

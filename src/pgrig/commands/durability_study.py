@@ -160,7 +160,7 @@ def campaign(opts: Options) -> Campaign:
     )
     return Campaign(
         name="durability",
-        source="pgrig durability",
+        source="command line",  # its errors name its options (--set, --clients), not a file
         targets=(target,),
         probes=None,
         workloads=(spec,),
