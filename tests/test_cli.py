@@ -291,3 +291,21 @@ def _stand_in_study() -> Study:
     return Study(id="s1", name="s1", target="t", started_at="2026-01-01T00:00:00",
                  status="finished", params={"targets": [{"name": "t"}]},
                  pgrig_version="0")  # fmt: skip
+
+
+def test_a_reader_that_goes_away_ends_pgrig_quietly_with_141() -> None:
+    """`pgrig list | head -1` as a shell sees it: the reader closed the pipe before
+    pgrig wrote. A shell's own tools end by SIGPIPE (128 + 13) without a word;
+    pgrig printed a BrokenPipeError traceback (issue 33's trial)."""
+    with subprocess.Popen(
+        [sys.executable, "-m", "pgrig", "--help"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as child:
+        assert child.stdout is not None and child.stderr is not None
+        child.stdout.close()  # before pgrig has started: its first write meets no reader
+        err = child.stderr.read()
+        code = child.wait(timeout=60)
+    assert code == 141, err
+    assert err == "", err
