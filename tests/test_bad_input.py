@@ -159,7 +159,7 @@ RUN_OPTIONS = [
     case(
         "shared-buffers-over-ram",
         f"{Q} --set shared_buffers=4TB",
-        2,
+        5,
         "--set: shared_buffers = 4TB is more than the server's",
     ),
     case(

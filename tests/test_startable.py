@@ -11,7 +11,7 @@ import pytest
 from pgrig.cluster import startable
 from pgrig.cluster.postmaster import Postmaster
 from pgrig.cluster.profiles import Machine, Profile
-from pgrig.errors import UsageError
+from pgrig.errors import MemoryShortfall, PgrigError, UsageError
 from pgrig.hosts.executor import LocalExecutor
 from pgrig.pgsource import binaries
 
@@ -67,8 +67,11 @@ def test_what_the_server_starts_with_passes(bins: binaries.PgBinaries, disk_dir:
 def test_what_the_server_cannot_start_with_is_refused(
     bins: binaries.PgBinaries, settings: dict[str, str], says: str
 ) -> None:
-    with pytest.raises(UsageError) as err:
+    with pytest.raises(PgrigError) as err:
         _check(bins, **settings)
+    # memory the study cannot have is exit 5; every other refusal bad input (2)
+    memory = "shared_buffers" in settings
+    assert isinstance(err.value, MemoryShortfall if memory else UsageError)
     assert err.value.message.startswith("c.toml: target t set: ")
     assert says in err.value.message
     assert err.value.hint

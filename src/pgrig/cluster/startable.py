@@ -20,7 +20,7 @@ from pathlib import Path
 
 from pgrig import files, proc
 from pgrig.cluster.profiles import Machine, Profile
-from pgrig.errors import UsageError
+from pgrig.errors import MemoryShortfall, UsageError
 from pgrig.pgsource.binaries import PgBinaries
 from pgrig.units import parse_size, size_text
 
@@ -64,13 +64,14 @@ def _bytes(text: str) -> int | None:
 
 def _memory(profile: Profile, machine: Machine) -> None:
     """Shared memory is mapped whole at the start: more than the machine's RAM
-    failed with 'could not map anonymous shared memory'."""
+    failed with 'could not map anonymous shared memory'. Memory the study cannot
+    have: exit 5, as targets whose buffers together pass the RAM."""
     text = value(profile, "shared_buffers")
     shared = _bytes(text) if text else None
     if shared is None or shared <= machine.ram_bytes:
         return
     where = profile.origin("shared_buffers")
-    raise UsageError(
+    raise MemoryShortfall(
         f"{where}: shared_buffers = {text} is more than the server's "
         f"{size_text(machine.ram_bytes)} of memory (this machine's RAM, or the target's "
         "memory limit): it would not start (could not map its shared memory)",
