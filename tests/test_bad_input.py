@@ -105,6 +105,8 @@ RUN_OPTIONS = [
     case("generate", f"{Q} --generate both", 2, "--generate"),
     case("partitions-negative", f"{Q} --partitions -1", 2, "--partitions"),
     case("partitions-word", f"{Q} --partitions many", 2, "--partitions"),
+    case("partitions-over-rows", f"{Q} --partitions 100000000", 2, "--partitions 100,000,000"),
+    case("tablespace-name", f"{Q} --tablespace pg_nosuch", 2, "--tablespace 'pg_nosuch'"),
     case("skip-unknown", "run --skip timing,bogus", 2, "--skip", "bogus"),
     case("timing-negative", "run --skip fsync,fio,tpcb --timing-seconds -1", 2, "--timing-seconds"),
     case("timing-0", "run --skip fsync,fio,tpcb --timing-seconds 0", 2, "--timing-seconds"),
@@ -153,6 +155,31 @@ RUN_OPTIONS = [
         "max_connections (3) must be more than superuser_reserved_connections (3)",
     ),
     case("fio-size-0", "run --skip timing,fsync,tpcb --fio-size 0", 2, "--fio-size 0"),
+    # issue 33: each made a study, then a server that would not start (exit 1)
+    case(
+        "shared-buffers-over-ram",
+        f"{Q} --set shared_buffers=4TB",
+        5,
+        "--set: shared_buffers = 4TB is more than the server's",
+    ),
+    case(
+        "hba-file-missing",
+        f"{Q} --set hba_file=/nonexistent/hba.conf",
+        2,
+        "hba_file = '/nonexistent/hba.conf': /nonexistent/hba.conf does not exist",
+    ),
+    case(
+        "preload-library-missing",
+        f"{Q} --set shared_preload_libraries=pg_stat_statements,nonexistent_lib",
+        2,
+        "has no library 'nonexistent_lib'",
+    ),
+    case(
+        "log-directory-unmakeable",
+        f"{Q} --set logging_collector=on --set log_directory=/nonexistent/a/b",
+        2,
+        "log_directory = '/nonexistent/a/b': /nonexistent/a does not exist",
+    ),
     case("os-user-root", f"{Q} --os-user root", 2, "--os-user root: PostgreSQL refuses"),
     case(
         "os-user-bad-name",
@@ -195,6 +222,7 @@ RUN_OPTIONS = [
     ),  # fmt: skip
     case("fs-size-word", f"{Q} --fs xfs --fs-size big", 2, "--fs-size", "big"),
     case("fs-size-tiny", f"{Q} --fs xfs --fs-size 1MiB", 5, "1.0 MiB", "too small"),
+    case("fs-size-petabyte", f"{Q} --fs xfs --fs-size 1PiB", 5, "--fs-size", "--target"),
     case("disk-unknown", f"{Q} --disk ssd", 2, "--disk", "ssd"),
     case("disk-no-size", f"{Q} --disk essd-pl1", 2, "--disk", "essd-pl1"),
     case("memory-word", f"{Q} --memory lots", 2, "--memory", "lots"),
@@ -269,6 +297,61 @@ RUN_OPTIONS = [
         "the PG* environment (PGHOST=/nonexistent): refusing",
         "--throwaway",
         env={"PGHOST": "/nonexistent"},
+    ),
+    # issue 33's trial (bench/badinput_trial.py): an empty value (an unset shell
+    # variable) ran on the current directory, or read "profile file . is a directory";
+    # a FIFO hung and /dev/zero filled the memory; a link to itself "does not exist"
+    case("target-empty", (*Q.split(), "--target", ""), 2, "'--target': is empty"),
+    case("profile-empty", (*Q.split(), "--profile", ""), 2, "'--profile': is empty"),
+    case("results-empty", (*Q.split(), "--results", ""), 2, "'--results': is empty"),
+    case("results-a-device", f"{Q} --results /dev/null", 2, "/dev/null exists and is not a dir"),
+    case("store-empty", (*Q.split(), "--store", ""), 2, "'--store': is empty"),
+    case("profile-fifo", f"{Q} --profile ./fifo", 2, "profile file fifo is a named pipe"),
+    case("profile-dev-zero", f"{Q} --profile /dev/zero", 2, "/dev/zero is a device"),
+    case(
+        "profile-symlink-loop",
+        f"{Q} --profile ./loop.conf",
+        2,
+        "loop.conf is a symbolic link that leads to no file",
+    ),
+    # libpq refuses these before it tries a host; a throwaway cluster waited 120 s
+    case(
+        "pggssencmode-junk-throwaway",
+        f"{Q} --throwaway",
+        2,
+        "libpq refuses the PG* environment (PGGSSENCMODE=junk)",
+        'invalid gssencmode value: "junk"',
+        env={"PGGSSENCMODE": "junk"},
+    ),
+    case(
+        "pgservice-missing-throwaway",
+        f"{Q} --throwaway",
+        2,
+        'PGSERVICE=nosuch): definition of service "nosuch" not found',
+        env={"PGSERVICE": "nosuch"},
+    ),
+    # the server refused every connection: a study made, then exit 1
+    case(
+        "pgoptions-unknown-setting",
+        f"{Q} --throwaway",
+        2,
+        "bogus_setting is no PostgreSQL setting",
+        "PGOPTIONS",
+        env={"PGOPTIONS": "-c jit=off -c bogus_setting=1"},
+    ),
+    # the server reads it: "profile oltp: invalid value for parameter client_encoding"
+    case(
+        "pgclientencoding-junk-throwaway",
+        f"{Q} --throwaway",
+        2,
+        "PGCLIENTENCODING=junk in the environment, read by the server",
+        env={"PGCLIENTENCODING": "junk"},
+    ),
+    case(
+        "set-line-break",
+        (*Q.split(), "--set", "work_mem=4MB\nfsync=off"),
+        2,
+        "--set work_mem='4MB\\nfsync=off': a line break",
     ),
 ]
 
@@ -531,6 +614,42 @@ CAMPAIGNS: list[tuple[str, str | bytes, int, tuple[str, ...]]] = [
         ("every script has weight 0",),
     ),
     (
+        "custom-script-syntax",
+        good(workload=CUSTOM.format(scripts='["bad.sql"]')),
+        2,
+        ("workload c: pgbench", "bad.sql:2: syntax error in command", "set"),
+    ),
+    (
+        "custom-script-meta-argument",
+        good(workload=CUSTOM.format(scripts='["sleep.sql"]')),
+        2,
+        ('sleep.sql:1: missing argument in command "sleep"',),
+    ),
+    (
+        "durability-script-syntax",
+        good(workload='[[workload]]\ntype = "durability"\nscripts = ["bad.sql"]\n'),
+        2,
+        ("workload durability: pgbench", "bad.sql:2: syntax error"),
+    ),
+    (
+        "tablespace-name-on-throwaway",
+        good(target=target('tablespace = "pg_nosuch"\n')),
+        2,
+        ("target t: tablespace 'pg_nosuch'", "no such tablespace"),
+    ),
+    (
+        "partitions-over-rows",
+        good(workload=TPCB + "partitions = 100000000\n"),
+        2,
+        ("partitions", "more partitions than the 100,000 rows of scale 1"),
+    ),
+    (
+        "fio-ioengine-unknown",
+        good(probes='[probes]\ntiming = false\nfsync = false\nfio = { ioengine = "nosuch" }\n'),
+        2,
+        ("probes.fio.ioengine", "'nosuch'", "no such I/O engine"),
+    ),
+    (
         "custom-script-directory",
         good(workload=CUSTOM.format(scripts='["data"]')),
         2,
@@ -559,6 +678,37 @@ CAMPAIGNS: list[tuple[str, str | bytes, int, tuple[str, ...]]] = [
     ),
     ("wait-quiet-nan", good(head=HEAD + "wait_quiet = nan\n"), 2, ("wait_quiet", "finite")),
     (
+        "set-line-break",
+        good(target=target('set = { work_mem = "4MB\\nfsync = off" }\n')),
+        2,
+        ("target[0].set: work_mem=", "a line break"),
+    ),  # fmt: skip
+    (
+        "directory-empty",
+        good(target='[[target]]\nname = "t"\ndirectory = ""\n'),
+        2,
+        ("target[0].directory: is empty",),
+    ),  # fmt: skip
+    # never read without remote targets: a mistyped name went unsaid
+    (
+        "inventory-missing",
+        good(head=HEAD + 'inventory = "nothere.ini"\n'),
+        2,
+        ("campaign.inventory: the inventory", "nothere.ini does not exist"),
+    ),  # fmt: skip
+    (
+        "custom-script-fifo",
+        good(workload=CUSTOM.format(scripts='["fifo"]')),
+        2,
+        ("script file", "fifo is a named pipe"),
+    ),
+    (
+        "custom-script-symlink-loop",
+        good(workload=CUSTOM.format(scripts='["loop.conf"]')),
+        2,
+        ("loop.conf is a symbolic link that leads to no file",),
+    ),
+    (
         "restore-on-existing-server",
         good(
             head=HEAD + 'reset = "restore"\n',
@@ -577,6 +727,8 @@ def _campaign_cases() -> Iterator[Case]:
             "afile": "x",
             "a.sql": "SELECT 1;\n",
             "note.sql": "-- only a comment\n\n",
+            "bad.sql": "SELECT 1;\n\\set x ((\n",
+            "sleep.sql": "\\sleep\n",
         }
         yield Case(f"plan-{id}", ("plan", "c.toml"), code, says, {}, files)
         yield Case(f"run-{id}", ("run", "c.toml"), code, says, {}, files)
@@ -642,6 +794,10 @@ OTHER = [
         2,
         "--crash",
     ),
+    # refused after pgrig-results was made
+    case("durability-clients-over", "durability --clients 100000", 2, "max_connections"),
+    # its hint names its option, not a campaign file's set = {...}
+    case("durability-clients-hint", "durability --clients 300", 2, "--set max_connections="),
     case("durability-target-missing", "durability --target /nonexistent/d", 2, "/nonexistent/d"),
     case("durability-set-bad", "durability --set fsync=maybe", 2, "fsync"),
     case("durability-profile-unknown", "durability --profile nope", 2, "nope"),
@@ -662,6 +818,10 @@ OTHER = [
     case("tpcc-active-words", "tpcc study --active one,two", 2, "--active", "integers"),
     case("tpcc-active-twice", "tpcc study -w 2 --active 2,2", 2, "--active", "twice"),
     case("plan-missing-file", "plan nothere.toml", 2, "nothere.toml"),
+    case("plan-fifo", "plan fifo", 2, "campaign file fifo is a named pipe"),
+    case("plan-dev-zero", "plan /dev/zero", 2, "campaign file /dev/zero is a device"),
+    case("plan-symlink-loop", "plan loop.conf", 2, "loop.conf is a symbolic link"),
+    case("env-target-empty", ("env", "--target", ""), 2, "'--target': is empty"),
 ]
 
 CASES = [*RUN_OPTIONS, *_campaign_cases(), *OTHER]
@@ -686,6 +846,8 @@ def sandbox(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     tmp_path = make_disk_dir("pgrig-sandbox-")
     (tmp_path / "data").mkdir()
     (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    (tmp_path / "loop.conf").symlink_to("loop.conf")
+    os.mkfifo(tmp_path / "fifo")
     with Store.open(tmp_path / "s.sqlite") as st:
         st.begin_study(
             Study(

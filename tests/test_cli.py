@@ -19,6 +19,7 @@ from pgrig import proc
 from pgrig.cluster import workdir
 from pgrig.cluster.server import Cluster
 from pgrig.conninfo import Conn
+from pgrig.results import Study
 from pgrig.store import Store
 
 # The smallest study that still runs every TPC-B step for real.
@@ -259,3 +260,52 @@ def test_tables_and_indexes_on_two_tablespace_directories(disk_dir: Path) -> Non
     (work,) = disk_dir.glob("pgrig-*")
     workdir.remove(work)
     assert list(tables.iterdir()) == [] and list(indexes.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "args", [("--help",), ("list", "--store", "S"), ("export", "--store", "S")]
+)
+def test_output_that_cannot_be_written_is_said_not_a_traceback(
+    args: tuple[str, ...], tmp_path: Path
+) -> None:
+    """`pgrig list > file` on a full disk was an OSError traceback (issue 33's
+    trial); now one error, exit 1, and nothing more as Python exits."""
+    with Store.open(tmp_path / "s.sqlite") as st:
+        st.begin_study(_stand_in_study())
+    argv = [str(tmp_path / "s.sqlite") if a == "S" else a for a in args]
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "pgrig", *argv],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+        )
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.startswith("error: cannot write to standard output: No space left on device")
+    assert "free some space" in done.stderr and "Traceback" not in done.stderr
+    assert "Exception ignored" not in done.stderr, done.stderr
+
+
+def _stand_in_study() -> Study:
+    return Study(id="s1", name="s1", target="t", started_at="2026-01-01T00:00:00",
+                 status="finished", params={"targets": [{"name": "t"}]},
+                 pgrig_version="0")  # fmt: skip
+
+
+def test_a_reader_that_goes_away_ends_pgrig_quietly_with_141() -> None:
+    """`pgrig list | head -1` as a shell sees it: the reader closed the pipe before
+    pgrig wrote. A shell's own tools end by SIGPIPE (128 + 13) without a word;
+    pgrig printed a BrokenPipeError traceback (issue 33's trial)."""
+    with subprocess.Popen(
+        [sys.executable, "-m", "pgrig", "--help"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as child:
+        assert child.stdout is not None and child.stderr is not None
+        child.stdout.close()  # before pgrig has started: its first write meets no reader
+        err = child.stderr.read()
+        code = child.wait(timeout=60)
+    assert code == 141, err
+    assert err == "", err

@@ -109,3 +109,17 @@ def test_a_step_says_each_load_host_runs_the_clients() -> None:
     one = bench_step(spec, 1, (5, "select-only", 4), RunPolicy(), PlannedTarget("t"), 1)
     assert "-c 4 -j 1 on each of 2 load hosts (8 clients)" in two.label
     assert "load hosts" not in one.label
+
+
+def test_an_inventory_that_is_a_named_pipe_is_refused_not_waited_on(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A FIFO given as a file hung `pgrig plan` (issue 33's trial): the inventory
+    reader asks what the path is before it reads."""
+    import os
+
+    os.mkfifo(tmp_path / "hosts.ini")
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["hosts", "check", "-i", str(tmp_path / "hosts.ini")])
+    assert exc.value.code == 2
+    assert "hosts.ini is a named pipe (FIFO), not a file" in capsys.readouterr().err

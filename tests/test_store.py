@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from pgrig.conninfo import Conn
-from pgrig.errors import StoreError
+from pgrig.errors import StoreError, UsageError
 from pgrig.registry import typed_result
 from pgrig.results import (
     Cpu,
@@ -165,13 +165,14 @@ def test_unknown_study_names_recent_ones(tmp_path: Path) -> None:
 
 
 def test_unreachable_postgresql_store(tmp_path: Path) -> None:
-    with pytest.raises(StoreError, match="cannot open results store"):
+    # bad input (exit 2), as an unreachable --dsn is (issue 33's trial: it was exit 1)
+    with pytest.raises(UsageError, match="cannot open results store"):
         Store.open(f"postgresql://nobody@/nodb?host={tmp_path}&connect_timeout=2")
 
 
 def test_unwritable_store(tmp_path: Path) -> None:
-    (tmp_path / "dir.sqlite").mkdir()
-    with pytest.raises(StoreError, match="cannot open results store"):
+    (tmp_path / "dir.sqlite").mkdir()  # read "unable to open database file", exit 1
+    with pytest.raises(UsageError, match="dir.sqlite is a directory, not a file"):
         Store.open(tmp_path / "dir.sqlite")
 
 

@@ -255,3 +255,58 @@ def test_no_room_for_the_report_keeps_the_previous_one_and_says_how_to_write_it_
         assert after == before, "the previous report is left whole, and no temporary file"
     finally:
         subprocess.run(["umount", out], check=True, timeout=30)
+
+
+def test_an_export_to_a_full_disk_says_so_and_is_not_bad_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`-o /dev/full` read "give a file in an existing, writable directory", exit 2
+    (issue 33's trial): the disk is full, the input was good."""
+    store = _store(tmp_path / "s.sqlite")
+    assert _main("export", "--store", store, "-o", "/dev/full") == 1
+    err = capsys.readouterr().err
+    assert "-o /dev/full: cannot write: No space left on device" in err
+    assert "free some space" in err, err
+    assert _main("export", "--store", store, "-o", tmp_path / "no" / "x.json") == 2
+
+
+@pytest.mark.parametrize(
+    ("store", "code", "says"),
+    [
+        ("data", 2, "results store data is a directory, not a file"),
+        ("loop.sqlite", 2, "loop.sqlite is a symbolic link that leads to no file"),
+        ("postgresql://u@127.0.0.1:1/db", 2, "cannot open results store user=u"),
+    ],
+)
+def test_a_store_that_is_no_file_or_cannot_be_reached_is_bad_input(
+    store: str, code: int, says: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    """A directory read "unable to open database file" and an unreachable store
+    server exited 1 (issue 33's trial): a store the user named wrong is exit 2."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "data").mkdir()
+    (tmp_path / "loop.sqlite").symlink_to("loop.sqlite")
+    assert _main("list", "--store", store) == code
+    err = capsys.readouterr().err
+    assert says in err and "Traceback" not in err, err
+
+
+def test_an_import_whose_ids_are_taken_copies_nothing_and_says_which(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Exit 1 after the first studies were copied (issue 33's trial); the same file as
+    source and store read "already holds a study"."""
+    into = _store(tmp_path / "into.sqlite")
+    other = tmp_path / "other.sqlite"
+    with Store.open(other) as st:
+        st.begin_study(_study("s0"))
+        st.begin_study(_study("s1"))
+    before = hashlib.sha256(into.read_bytes()).hexdigest()
+    assert _main("import", other, "--store", into) == 2
+    err = capsys.readouterr().err
+    assert "already holds 's1'; nothing was imported" in err and "--as NEW_ID" in err, err
+    assert hashlib.sha256(into.read_bytes()).hexdigest() == before, "s0 was copied"
+    assert _main("import", into, "--store", into) == 2
+    assert "the same file" in capsys.readouterr().err
+    assert _main("import", other, "s1", "--as", "s9", "--store", into) == 0

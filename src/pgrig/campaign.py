@@ -16,7 +16,7 @@ import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from pgrig import policy, registry
+from pgrig import files, policy, registry
 from pgrig.conninfo import Conn
 from pgrig.errors import UsageError
 from pgrig.policy import RunPolicy
@@ -104,7 +104,9 @@ def _profile(t: Table, key: str, default: str) -> str:
     every path of a campaign is."""
     value = t.get(key, str, default)
     if value.endswith(".conf") or "/" in value:
-        return str(t.path_value(key))
+        path = str(t.path_value(key))
+        # --profile ./mine (the quick study's base is .) read "unknown profile 'mine'"
+        return path if "/" in path or path.endswith(".conf") else f"./{path}"
     return value
 
 
@@ -120,6 +122,14 @@ def _settings(t: Table, key: str, default: object) -> dict[str, str]:
             settings[name] = str(value)
         else:
             raise table.error(name, f"expected a value, got {type_name(type(value))}")
+        if any(ch in settings[name] for ch in "\n\r\0"):  # it read "profile oltp: syntax error"
+            raise t.error(
+                key,
+                f"{name}={settings[name]!r}: a line break in a value (postgresql.conf holds"
+                " one setting a line)",
+                hint="give each setting on its own: --set a=1 --set b=2 (in a campaign:"
+                " set = { a = 1, b = 2 })",
+            )
     return settings
 
 
@@ -461,6 +471,8 @@ def _name_part(value: str) -> str:
 
 
 def load(path: Path) -> Campaign:
+    if (why := files.not_a_file(path)) is not None:
+        raise UsageError(f"campaign file {path} {why}", hint="give the campaign's TOML file")
     try:
         # utf-8-sig: a byte-order mark (Windows editors) is not a statement
         content = path.read_text(encoding="utf-8-sig")

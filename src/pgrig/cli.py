@@ -5,9 +5,12 @@ on stderr with a non-zero exit code."""
 
 from __future__ import annotations
 
+import errno
 import io
+import os
 import signal
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
@@ -20,6 +23,10 @@ from pgrig.errors import (
     mask_secrets,
     signal_number,
 )
+from pgrig.files import UNWRITABLE
+
+if TYPE_CHECKING:
+    from _typeshed import ReadableBuffer
 
 
 class _WithPlugins(click.Group):
@@ -70,8 +77,12 @@ def main(argv: list[str] | None = None) -> None:
     # exactly as after Ctrl-C.
     for signum in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, _raise_signalled)
+    _guard_stdout()
     try:
         cli.main(args=argv, prog_name="pgrig", standalone_mode=False)
+        sys.stdout.flush()
+    except _ReaderGone:  # `pgrig export | head`: the reader had what it wanted
+        sys.exit(128 + signal.SIGPIPE)
     except Interrupted as exc:
         _say(str(exc))
         sys.exit(exc.exit_code)
@@ -94,6 +105,64 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt as exc:
         _say("interrupted")
         sys.exit(128 + signal_number(exc))
+
+
+class _ReaderGone(Exception):
+    """The reader of standard output closed the pipe."""
+
+
+class _Stdout(io.RawIOBase):
+    """Standard output whose failure is said as pgrig's error, once, instead of
+    an OSError traceback (`pgrig list > file` on a full disk); afterwards it
+    takes what is written and drops it, so the exit's flush says nothing more."""
+
+    def __init__(self, fd: int) -> None:
+        super().__init__()
+        self._fd = fd
+        self._failed = False
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def isatty(self) -> bool:
+        return os.isatty(self._fd)
+
+    def write(self, data: ReadableBuffer) -> int:
+        size = memoryview(data).nbytes
+        if self._failed:
+            return size
+        try:
+            return os.write(self._fd, data)
+        except OSError as exc:
+            self._failed = True
+            if exc.errno == errno.EPIPE:
+                raise _ReaderGone from exc
+            raise PgrigError(
+                f"cannot write to standard output: {exc.strerror or exc}",
+                hint=UNWRITABLE.get(exc.errno or 0, "check where standard output goes")
+                + " (pgrig export: -o FILE)",
+            ) from exc
+
+
+def _guard_stdout() -> None:
+    """The process's own standard output (not a test's capture) through _Stdout."""
+    out = sys.stdout
+    if out is None or out is not sys.__stdout__ or not isinstance(out, io.TextIOWrapper):
+        return
+    try:
+        fd = out.fileno()
+        out.flush()
+    except (OSError, ValueError):
+        return
+    sys.stdout = io.TextIOWrapper(
+        io.BufferedWriter(_Stdout(fd)),
+        encoding=out.encoding,
+        errors=out.errors,
+        line_buffering=out.line_buffering,
+    )
 
 
 def _say(text: str) -> None:

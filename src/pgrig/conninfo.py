@@ -37,8 +37,37 @@ def check_pg_environment(reads_it: str) -> None:
             hint=f"unset PGSSLMODE or use one of: {', '.join(SSLMODES)}",
         )
 
+    _check_libpq_reads_the_environment()
+
 
 SSLMODES = ("disable", "allow", "prefer", "require", "verify-ca", "verify-full")
+
+# A socket nobody serves: what libpq says when it tries it is the proof that
+# it took the PG* environment.
+_NOWHERE = "/nonexistent/pgrig-env-check"
+_SECRET = ("PGPASSWORD", "PGPASSFILE")
+
+
+def _check_libpq_reads_the_environment() -> None:
+    """Every other PG* value libpq refuses (PGGSSENCMODE, PGTARGETSESSIONATTRS,
+    PGCHANNELBINDING, PGSERVICE that names no service, ...), said in libpq's
+    words with the variables set: PGGSSENCMODE=junk --throwaway ran two minutes
+    and then said "server did not accept connections". libpq checks them before it
+    tries a host, so a connection to a socket nobody serves tells."""
+    given = sorted(k for k in os.environ if k.startswith("PG") and not k.startswith("PGRIG"))
+    if not given:
+        return
+    try:
+        psycopg.connect(f"host={_NOWHERE} port=1", connect_timeout=2).close()
+    except psycopg.Error as exc:
+        said = str(exc).strip().removeprefix("connection is bad: ").splitlines()[0]
+        if _NOWHERE in said or "connection to server" in said or "timeout" in said:
+            return
+        shown = ", ".join(f"{k}={os.environ[k]}" for k in given if k not in _SECRET)
+        raise UsageError(
+            f"libpq refuses the PG* environment ({shown}): {said}",
+            hint="unset or fix the variable it names (pgrig and pgbench connect with libpq)",
+        ) from None
 
 
 def libpq_reason(exc: BaseException) -> str:

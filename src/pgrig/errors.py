@@ -54,8 +54,9 @@ class DiskSpaceError(PgrigError):
 
 
 class MemoryShortfall(PgrigError):
-    """Not enough memory for what was asked (targets' buffers together): refused
-    before starting, with the disk's exit code: a resource the study cannot have."""
+    """Not enough memory for what was asked (one server's shared_buffers, or
+    targets' buffers together): refused before starting, with the disk's exit
+    code: a resource the study cannot have."""
 
     exit_code = 5
 

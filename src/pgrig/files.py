@@ -5,6 +5,7 @@ sees the old content or the new, never an empty or torn file."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
 import stat
@@ -21,6 +22,42 @@ def fsync_dir(directory: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+# What to do about a file that could not be written, by the reason: "free some
+# space" was said of a read-only directory and of a 250-character name too.
+UNWRITABLE = {
+    errno.ENOSPC: "free some space there, or choose another directory",
+    errno.EDQUOT: "free some space there (a quota), or choose another directory",
+    errno.EROFS: "that filesystem is read-only: choose a writable directory",
+    errno.EACCES: "this user cannot write there: choose a writable directory",
+    errno.ENAMETOOLONG: "a name too long for the filesystem: a shorter campaign name",
+}
+
+
+def not_a_file(path: Path) -> str | None:
+    """Why ``path`` is no regular file pgrig can read whole, said as the end of
+    a sentence ("profile file X is a named pipe, ..."); None when it is one. A
+    FIFO hung `pgrig plan` and /dev/zero filled the memory; a symbolic link to
+    itself read "does not exist"."""
+    try:
+        mode = path.stat().st_mode
+    except OSError as exc:
+        if exc.errno == errno.ELOOP or (exc.errno == errno.ENOENT and path.is_symlink()):
+            return (
+                f"is a symbolic link that leads to no file ({os.readlink(path)}:"
+                " a loop or a missing target)"
+            )
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+            return "does not exist"
+        return f"cannot be read: {exc.strerror}"
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "is a directory, not a file"
+    if stat.S_ISFIFO(mode):
+        return "is a named pipe (FIFO), not a file: pgrig reads the file whole, before anything"
+    return "is a device or a socket, not a file"
 
 
 def write_atomically(
@@ -61,6 +98,27 @@ def check_space(directory: Path, need: int, what: str, hint: str | None = None) 
             or "lower the scale (about 16 MB per scale unit plus WAL), free some space, "
             "or pick another directory",
         )
+
+
+def permits(path: Path, user: OsUser | None, bits: int) -> bool:
+    """Whether ``user`` has the permissions ``bits`` (``os.R_OK | os.W_OK``...)
+    on ``path``, from its permission bits as ``blocked_for`` reads them; ``user``
+    None: whoever runs pgrig (asked of the kernel), or as root an account that
+    owns nothing here yet."""
+    if user is None and os.geteuid() != 0:
+        return os.access(path, bits)
+    if user is not None and user.uid == 0:
+        return True
+    st = path.stat()
+    if user is None:
+        shift = 0
+    elif st.st_uid == user.uid:
+        shift = 6
+    elif st.st_gid in set(os.getgrouplist(user.name, user.gid)):
+        shift = 3
+    else:
+        shift = 0
+    return (st.st_mode >> shift) & bits == bits
 
 
 def blocked_for(path: Path, user: OsUser | None) -> Path | None:

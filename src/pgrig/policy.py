@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from pgrig import stats
+from pgrig import files, stats
 from pgrig.schema import (
     Schema,
     Table,
@@ -301,7 +301,7 @@ SCHEMA = Schema(
         "inventory", None,
         "an Ansible inventory (INI or YAML) naming the hosts of remote targets "
         "(`host = \"db1\"`, `load_hosts = [\"c1\", \"c2\"]`; [hosts](hosts.md))",
-        lambda t, k, d: t.path_value(k),
+        lambda t, k, d: _inventory(t, k),
     ),
     custom(
         "repeat", (1, None, 10, None),
@@ -386,3 +386,12 @@ def parse(table: Table) -> Header:
         repeat
     )
     return Header(name, baseline, versions, RunPolicy(**values), axes, inventory)
+
+
+def _inventory(t: Table, key: str) -> Path | None:
+    """The inventory file, refused when it is none: a campaign without remote
+    targets never read it, and a mistyped name went unsaid."""
+    path = t.path_value(key)
+    if path is not None and (why := files.not_a_file(path)) is not None:
+        raise t.error(key, f"the inventory {path} {why}", hint="give an Ansible inventory file")
+    return path

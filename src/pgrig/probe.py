@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pgrig.errors import BinaryNotFound, UsageError
 from pgrig.results import FioResult, FsyncResult, ResultKind, TimingResult
-from pgrig.schema import Schema, Table, choices, custom, flag, integer, text
+from pgrig.schema import Schema, Table, choices, custom, flag, integer
 from pgrig.step import Action, Call, Context, Skip, Step, StepKey
 from pgrig.storage import cpuset
 from pgrig.tools import fio, pg_test_fsync, pg_test_timing
@@ -71,6 +71,21 @@ def _size(t: Table, key: str, default: str) -> str:
     return str(size)
 
 
+def _ioengine(t: Table, key: str, default: str) -> str:
+    engine = t.get(key, str, default)
+    try:
+        found = fio.find_fio()
+    except BinaryNotFound:
+        return engine  # no fio here: its steps are skipped, saying so
+    if not fio.engine_known(found, engine):  # every fio step failed, mid-study
+        raise t.error(
+            key,
+            f"{engine!r}: {found} has no such I/O engine",
+            hint="`fio --enghelp` lists them; libaio, io_uring, psync and sync are common",
+        )
+    return engine
+
+
 _CPU_LIST = re.compile(r"\d+(-\d+)?(,\d+(-\d+)?)*")
 
 
@@ -103,7 +118,7 @@ FIO_SCHEMA = Schema(
     custom("size", "256M", "size of the test file", _size),
     integer("runtime", 10, "seconds per pattern", field="runtime_s"),
     flag("direct", True, "`O_DIRECT`, as the seeds"),
-    text("ioengine", "libaio", "fio `--ioengine`"),
+    custom("ioengine", "libaio", "fio `--ioengine`", _ioengine),
     custom("cpus_allowed", None, "fio `--cpus_allowed` with `--cpus_allowed_policy=split` (a "
            "CPU per job), e.g. `\"0-1\"`: seed 000 pinned its jobs to the CPUs of the disk's "
            "queues", _cpus_allowed),

@@ -29,7 +29,7 @@ from pathlib import Path
 from types import FrameType
 from typing import ParamSpec, TypeVar
 
-from pgrig.errors import ToolError, ToolTimeout
+from pgrig.errors import PgrigError, ToolError, ToolTimeout
 
 LineCallback = Callable[[str, str], None]
 """Called as ``callback(stream_name, line)`` with stream_name "stdout" or "stderr"."""
@@ -161,12 +161,20 @@ def _child_setup(who: _Identity, preexec: Callable[[], None] | None) -> _Child:
     return _Child(None, None, None, hook_then_switch)
 
 
-def stop_group(proc: subprocess.Popen[bytes] | subprocess.Popen[str], grace: float = 5.0) -> None:
+def stop_group(
+    proc: subprocess.Popen[bytes] | subprocess.Popen[str],
+    grace: float = 5.0,
+    *,
+    interrupt: bool = True,
+) -> None:
     """Stop the child's process group: SIGINT (a tool's own clean exit), SIGTERM,
-    SIGKILL; then reap it."""
+    SIGKILL; then reap it. ``interrupt`` False: from SIGTERM - the clean exit
+    would wait on a server that stopped answering (pgbench -i sends it a cancel
+    request on SIGINT, and waited out the whole grace)."""
     if proc.poll() is not None:
         return
-    escalate(proc.pid, (signal.SIGINT, signal.SIGTERM, signal.SIGKILL), grace=grace, group=True)
+    signals = (signal.SIGINT, signal.SIGTERM, signal.SIGKILL)
+    escalate(proc.pid, signals if interrupt else signals[1:], grace=grace, group=True)
     with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=grace)
 
@@ -318,8 +326,9 @@ def stream(
             raise ToolTimeout(
                 f"{label} did not exit within {timeout:.0f} s and was stopped", argv=args
             ) from None
-    except BaseException:
-        stop_group(proc)
+    except BaseException as exc:
+        # a watchdog's error (pgrig.monitor.heartbeat's ServerHung) is a PgrigError
+        stop_group(proc, interrupt=not isinstance(exc, PgrigError))
         raise
     finally:
         assert proc.stdout is not None and proc.stderr is not None

@@ -9,9 +9,10 @@ resumed study runs it again.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, cast
 
@@ -39,6 +40,8 @@ from pgrig.ui import Ui, duration
 
 if TYPE_CHECKING:  # typeshed's name for any dataclass instance: no runtime class
     from _typeshed import DataclassInstance as Result
+
+    from pgrig.conninfo import Conn
 
 
 def _memory(t: Target) -> MemoryStats | None:
@@ -187,10 +190,12 @@ class Recorder:
         t.ctx.running.begin()
         memory: MemoryStats | None = None
         oom_before = _oom_kills(t)
+        watching = step.monitored and self.monitor_runs and t.ctx.conn is not None
         try:
-            with self.ui.step(step.label, total=step.total) as line:
-                if step.prepare is not None:
-                    registry.resolve_prepare(step.prepare)(t.ctx, line)
+            with self.ui.step(step.label, total=step.total) as line, _pulse(step, t, watching):
+                if step.prepare is not None:  # a warm-up, a CHECKPOINT: before the monitor's
+                    with _pulse(step, t, not watching):
+                        registry.resolve_prepare(step.prepare)(t.ctx, line)
                 if step.monitored and self.wait_quiet_s > 0:
                     self._wait_quiet(t, line)
                 if step.monitored and together is not None:
@@ -201,7 +206,7 @@ class Recorder:
                     line.update(detail="")
                 started = now()
                 memory = _memory_before(t, self.ui) if step.monitored and record else None
-                if step.monitored and self.monitor_runs and t.ctx.conn is not None:
+                if watching:
                     watch_ = monitor.Watch(t.ctx, limits=self._limits_of(t), baseline=self.baseline)
                     # Its heartbeat ends the run's waits when the server stops answering.
                     with watch_ as watch, proc.watched_by(watch.heartbeat):
@@ -409,3 +414,19 @@ class Recorder:
             samples,
         )
         self._remember(rec)
+
+
+def _pulse(step: Step, t: Target, watching: bool) -> contextlib.AbstractContextManager[None]:
+    """The server's heartbeat where the monitor's is not (a load, a setup, a probe
+    while the server is up): a server stopped during ``pgbench -i`` failed the
+    load only at its hour-long timeout (issue 33). Not for a step that stops the
+    server on purpose (``Step.heartbeat``)."""
+    if watching or not step.heartbeat or t.ctx.conn is None:
+        return contextlib.nullcontext()
+    return _pulsed(t.ctx.conn)
+
+
+@contextlib.contextmanager
+def _pulsed(conn: Conn) -> Iterator[None]:
+    with monitor.Pulse(conn) as pulse, proc.watched_by(pulse.check):
+        yield

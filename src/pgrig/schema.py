@@ -195,6 +195,8 @@ class Table:
         value = self.get(key, str, None)
         if value is None:
             return None
+        if not value.strip():  # directory = "" ran on the campaign file's directory
+            raise self.error(key, "is empty: give a path")
         p = Path(value).expanduser()
         return p if p.is_absolute() else (self.ctx.base / p)
 

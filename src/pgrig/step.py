@@ -231,6 +231,9 @@ class Step:
     # data took 1 s where 80 s of loading were planned).
     leaves: str = ""
     reused_s: float | None = None
+    # False: the step stops the server on purpose (a crash test), and the
+    # heartbeat of steps outside measured runs (recorder) would call it hung.
+    heartbeat: bool = True
 
     @property
     def id(self) -> str:

@@ -5,10 +5,13 @@ refused here, before a store, a study, a directory or a server is created.
 It checks, in this order: what the campaign asks of itself (locale, encoding);
 each target as its kind knows it (``lifecycle.check_target`` with the study's
 ``Demands``: binaries, directories, the profile and ``set`` values through the
-server's own parser, disk, a memory limit, the workload's connections against
-``max_connections``, an existing server connected to and refused without
-``--yes`` where workloads drop data); the tools of the workloads; how long it
-would take; and the results directory's free space.
+server's own parser and what the server checks only at its start
+(``cluster.startable``: shared memory, hba_file, preload libraries,
+log_directory, wal_level), disk, a memory limit, the workload's connections
+against ``max_connections``, an existing server connected to and refused
+without ``--yes`` where workloads drop data); the tools of the workloads and
+what they refuse without a server (``Workload.check``: pgbench scripts); how
+long it would take; and the results directory's free space.
 """
 
 from __future__ import annotations
@@ -117,6 +120,8 @@ def campaign(
                 " (a workload of the campaign runs it)",
                 hint=binaries.INSTALL_HINT,
             )
+        for w in camp.workloads:  # what the target's own tools refuse without a server
+            registry.of(w).check(w, run.bins, camp.source)
     lifecycle.check_together(runs)
     shared_space(runs, needs, camp.source)
     if camp.policy.concurrent:

@@ -78,6 +78,9 @@ def create_tablespace(admin: Conn, name: str, location: str) -> str:
     return name
 
 
+_WHY = re.compile(r"\b(FATAL|PANIC|ERROR|DETAIL|HINT):")
+
+
 class Postmaster:
     """The lifecycle of the data directory ``datadir`` on ``ex``'s host: ``bin_dir``
     holds its binaries there, ``logfile`` gets the server's output, ``user`` is
@@ -153,8 +156,9 @@ class Postmaster:
             self._run(argv, "pg_ctl start", timeout + 10, cgroups=cgroups or self.cgroups)
         except ToolError as exc:
             raise ClusterError(
-                f"the server {self.where} did not start: {self.log_tail() or exc}",
-                hint=f"see {self.logfile}; a profile setting may not fit this machine",
+                f"the server {self.where} did not start: {self.log_tail(why=True) or exc}",
+                hint=f"that is the end of its log {self.logfile} (a throwaway cluster's goes "
+                "with it; --keep keeps it); a setting may not fit this machine",
             ) from exc
         self.wait_ready(timeout)
 
@@ -268,9 +272,14 @@ class Postmaster:
                 time.sleep(0.1)
         return self._state(pid) in (None, "Z", "X")
 
-    def log_tail(self, lines: int = 5) -> str:
+    def log_tail(self, lines: int = 5, *, why: bool = False) -> str:
+        """The log's last ``lines``; ``why``: of its last lines, those that say why
+        (FATAL, PANIC, ERROR and their DETAIL and HINT) where there are any - a
+        missing hba_file's FATAL came after three lines of "starting"."""
         try:
             text = self.ex.read_text(self.logfile)
         except (OSError, ToolError):
             return ""
-        return " | ".join(line for line in text.splitlines()[-lines:] if line.strip())
+        tail = [line for line in text.splitlines()[-20 if why else -lines :] if line.strip()]
+        said = [line for line in tail if _WHY.search(line)] if why else []
+        return " | ".join(said[-lines:] if said else tail[-lines:])

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 
-from pgrig import proc
+from pgrig import files, proc
 from pgrig.cluster import compat
 from pgrig.errors import UsageError
 from pgrig.pgsource.binaries import PgBinaries
@@ -78,8 +78,19 @@ class Profile:
         return Profile(self.name, self.source, {**self.settings, **overrides}, scaled, origins)
 
     def origin(self, name: str) -> str:
-        """Where the value of ``name`` was written: an override's place, else the profile."""
-        return self.origins.get(name, self.source)
+        """Where the value of ``name`` was written: an override's place, else the
+        profile - or, for a setting the profile leaves alone, the environment
+        variable the server reads it from (PGCLIENTENCODING=junk blamed "profile oltp")."""
+        if name in self.origins or name in self.settings:
+            return self.origins.get(name, self.source)
+        variable = _SERVER_READS.get(name.lower())
+        if variable is not None and variable in os.environ:
+            return f"{variable}={os.environ[variable]} in the environment, read by the server"
+        return self.source
+
+
+# The settings the server takes from its environment when no file sets them.
+_SERVER_READS = {"client_encoding": "PGCLIENTENCODING", "datestyle": "PGDATESTYLE"}
 
 
 def available() -> list[str]:
@@ -187,8 +198,7 @@ def load(name_or_path: str, *, machine: Machine | None = None) -> Profile:
     machine = machine or Machine.this()
     path = Path(name_or_path)
     if path.suffix == ".conf" or os.sep in name_or_path or path.is_dir():
-        if not path.is_file():
-            what = "is a directory, not a file" if path.is_dir() else "does not exist"
+        if (what := files.not_a_file(path)) is not None:
             raise UsageError(
                 f"profile file {path} {what}",
                 hint=f"give a path to a .conf file or one of: {', '.join(available())}",

@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from pgrig.cluster.profiles import parse_overrides
-from pgrig.commands.durability_study import Options, execute, preflight, summary
+from pgrig.commands.durability_study import Options, execute, prepare, summary
 from pgrig.commands.options import cluster_options, finite, study_options
 from pgrig.durability.driver import DurabilityPlan
 from pgrig.durability.model import IMMEDIATE, METHOD_TEXT, METHODS, POWER_LOSS_MODES
@@ -120,10 +120,10 @@ def durability(**opts: Any) -> None:
         )
     results: Path = opts["results"]
     ui = Ui(quiet=opts["quiet"])
-    preflight(options)  # bad input fails here, before the store is created
+    runner = prepare(options, ui)  # bad input fails here, before the store is created
     with Store.open(location(results, opts["store"])) as store:
         try:
-            outcome = execute(options, ui, store, results)
+            outcome = execute(options, ui, store, results, runner=runner)
         except KeyboardInterrupt as exc:
             raise Interrupted(
                 "interrupted: the clients and the cluster were stopped",

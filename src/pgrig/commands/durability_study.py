@@ -160,7 +160,7 @@ def campaign(opts: Options) -> Campaign:
     )
     return Campaign(
         name="durability",
-        source="pgrig durability",
+        source="command line",  # its errors name its options (--set, --clients), not a file
         targets=(target,),
         probes=None,
         workloads=(spec,),
@@ -169,25 +169,10 @@ def campaign(opts: Options) -> Campaign:
     )
 
 
-def execute(
-    opts: Options,
-    ui: Ui,
-    store: Store,
-    results_dir: Path,
-    *,
-    on_event: driver.EventHook | None = None,
-) -> Outcome:
-    """Run the check, record it and write the report, whatever happens.
-
-    Raises ``DurabilityFailed`` (after recording and reporting) when the check
-    failed, ``crasher.ServerLost`` when the server did not come back.
-    """
+def prepare(opts: Options, ui: Ui) -> CampaignRunner:
+    """The check's runner, its input validated: before the results store exists
+    (`--clients 100000` was refused after pgrig-results was made)."""
     preflight(opts)
-    if opts.plan.power_loss == "torn" and "shared_buffers" not in opts.overrides:
-        ui.info(
-            f"torn power losses: shared_buffers = {TORN_SHARED_BUFFERS} so that data pages "
-            "are written between checkpoints and can tear (--set shared_buffers=... to change)"
-        )
     runner = CampaignRunner(
         campaign(opts),
         ui,
@@ -197,6 +182,29 @@ def execute(
         label=str(opts.target) if opts.dsn is None else Conn.from_user(opts.dsn).describe(),
     )
     runner.preflight()
+    return runner
+
+
+def execute(
+    opts: Options,
+    ui: Ui,
+    store: Store,
+    results_dir: Path,
+    *,
+    on_event: driver.EventHook | None = None,
+    runner: CampaignRunner | None = None,
+) -> Outcome:
+    """Run the check, record it and write the report, whatever happens.
+
+    Raises ``DurabilityFailed`` (after recording and reporting) when the check
+    failed, ``crasher.ServerLost`` when the server did not come back.
+    """
+    runner = runner or prepare(opts, ui)
+    if opts.plan.power_loss == "torn" and "shared_buffers" not in opts.overrides:
+        ui.info(
+            f"torn power losses: shared_buffers = {TORN_SHARED_BUFFERS} so that data pages "
+            "are written between checkpoints and can tear (--set shared_buffers=... to change)"
+        )
     for t in runner.targets:  # a hook, not a parameter: it stays out of the steps
         t.ctx = replace(t.ctx, on_event=on_event)
     try:

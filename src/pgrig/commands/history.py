@@ -21,7 +21,7 @@ from pgrig.store import Store, location
 
 def _open(results: Path, store: str | None) -> Store:
     path = location(results, store)
-    if isinstance(path, Path) and not path.exists():
+    if isinstance(path, Path) and not path.exists() and not path.is_symlink():
         raise UsageError(
             f"no results store at {path}", hint="run `pgrig run` first, or pass --results/--store"
         )

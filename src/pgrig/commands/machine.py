@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from pgrig.commands.options import GivenPath
 from pgrig.conninfo import Conn
 from pgrig.results import to_dict
 from pgrig.ui import format_option
@@ -54,7 +55,7 @@ def clean(inventory_path: Path | None) -> None:
 @click.command()
 @click.option(
     "--target",
-    type=click.Path(path_type=Path, exists=True),
+    type=GivenPath(path_type=Path, exists=True),
     default=None,
     help="Also describe the filesystem of this directory.",
 )

@@ -4,6 +4,7 @@ storage under test), which configuration, which PostgreSQL."""
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,34 @@ def finite(ctx: click.Context, param: click.Parameter, value: float | None) -> f
     if value is not None and not math.isfinite(value):
         raise click.BadParameter(f"{value}: give a finite number", ctx, param)
     return value
+
+
+def given(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A text option's callback: an empty value is refused. `--target "$DIR"` with
+    DIR unset ran on the current directory, and `--profile ""` read "profile file .
+    is a directory"."""
+    if value is not None and not value.strip():
+        raise click.BadParameter("is empty (an unset shell variable?): give a value", ctx, param)
+    return value
+
+
+class GivenPath(click.Path):
+    """click.Path that refuses an empty value (click made it the current directory)."""
+
+    def convert(
+        self,
+        value: str | os.PathLike[str],
+        param: click.Parameter | None,
+        ctx: click.Context | None,
+    ) -> str | bytes | os.PathLike[str]:
+        if isinstance(value, str) and not value.strip():
+            self.fail("is empty (an unset shell variable?): give a path", param, ctx)
+        path = super().convert(value, param, ctx)
+        # click lets a device through a directory option: --results /dev/null read
+        # "[Errno 17] File exists", exit 1
+        if not self.file_okay and os.path.exists(path) and not os.path.isdir(path):
+            self.fail(f"{os.fsdecode(path)} exists and is not a directory", param, ctx)
+        return path
 
 
 def int_list(value: str, option: str) -> tuple[int, ...]:
@@ -52,13 +81,14 @@ def cluster_options(fn: F) -> F:
         (
             click.option(
                 "--target",
-                type=click.Path(path_type=Path),
+                type=GivenPath(path_type=Path),
                 default=None,
                 help="Directory on the storage under test (default: current directory).",
             ),
             click.option(
                 "--profile",
                 default="oltp",
+                callback=given,
                 show_default=True,
                 help="Configuration profile: stock, oltp, or a path to a .conf file.",
             ),
@@ -72,6 +102,7 @@ def cluster_options(fn: F) -> F:
             click.option(
                 "--pg-bin",
                 default=None,
+                callback=given,
                 help="PostgreSQL bin directory "
                 "(default: pg_config --bindir, else the newest /usr/lib/postgresql/*/bin).",
             ),
@@ -120,7 +151,7 @@ def results_options(fn: F) -> F:
     """--results and --store, for every command that reads or writes results."""
     fn = click.option(
         "--results",
-        type=click.Path(path_type=Path, file_okay=False),
+        type=GivenPath(path_type=Path, file_okay=False),
         default=DEFAULT_RESULTS,
         show_default=True,
         help="Directory for the results store and the reports.",
@@ -128,6 +159,7 @@ def results_options(fn: F) -> F:
     fn = click.option(
         "--store",
         default=None,
+        callback=given,
         help="Results store: a SQLite file (default: RESULTS/results.sqlite) or a PostgreSQL "
         "URI (postgresql://...) shared by a team.",
     )(fn)

@@ -19,7 +19,7 @@ import click
 from pgrig import campaign, files, validate
 from pgrig.campaign import Campaign
 from pgrig.cluster.profiles import parse_overrides
-from pgrig.commands.options import F, Opts, int_list, names
+from pgrig.commands.options import F, Opts, given, int_list, names
 from pgrig.errors import UsageError
 from pgrig.schema import Document, TablePath
 from pgrig.storage import keys
@@ -162,12 +162,14 @@ QUICK_OPTIONS = (
     click.option(
         "--tablespace",
         default=None,
+        callback=given,
         help="Tables in this tablespace: a directory (pgrig creates the tablespace in its "
         "cluster) or the name of an existing one.",
     ),
     click.option(
         "--index-tablespace",
         default=None,
+        callback=given,
         help="Indexes in this tablespace (directory or name), as seed 004 splits two disks.",
     ),
     click.option(

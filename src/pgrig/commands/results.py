@@ -3,13 +3,15 @@
 
 from __future__ import annotations
 
+import errno
 from pathlib import Path
 
 import click
 
 from pgrig import registry
 from pgrig.commands.options import results_options
-from pgrig.errors import UsageError
+from pgrig.errors import PgrigError, UsageError
+from pgrig.files import UNWRITABLE
 from pgrig.report import progress as report_progress
 from pgrig.report import samples as report_samples
 from pgrig.report.monitor import closing_warning
@@ -127,9 +129,18 @@ def export_cmd(
         try:
             output.write_text(text)
         except OSError as exc:
-            raise UsageError(
+            # a missing directory is bad input; a full disk is no typo (it said "give a file
+            # in an existing, writable directory" of /dev/full)
+            error = (
+                UsageError
+                if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.EISDIR)
+                else PgrigError
+            )
+            raise error(
                 f"-o {output}: cannot write: {exc.strerror or exc}",
-                hint="give a file in an existing, writable directory",
+                hint=UNWRITABLE.get(
+                    exc.errno or 0, "give a file in an existing, writable directory"
+                ),
             ) from exc
         click.echo(f"wrote {output}", err=True)
 
@@ -154,7 +165,20 @@ def import_cmd(
             raise UsageError("--as names one study; give exactly one STUDY_ID")
         for sid in ids:  # an unknown or running id is refused before the store is created
             _importable(source, other, other.study(sid))
-        with Store.open(location(results, store)) as st:
+        into = location(results, store)
+        if isinstance(into, Path) and into.exists() and into.resolve() == source.resolve():
+            raise UsageError(
+                f"import {source} into {into}: the same file",
+                hint="pass --store (or --results) the store to copy the studies into",
+            )
+        with Store.open(into) as st:
+            # every id checked before the first is copied: a clash left the others imported
+            taken = sorted({as_id or sid for sid in ids} & {s.id for s in st.studies()})
+            if taken:
+                raise UsageError(
+                    f"{st.path} already holds {', '.join(map(repr, taken))}; nothing was imported",
+                    hint="import one study under another id with --as NEW_ID",
+                )
             for sid in ids:
                 click.echo(f"imported {import_study(st, other, sid, as_id=as_id)}")
                 if _status(other.study(sid)) == "interrupted":
@@ -231,7 +255,7 @@ def _once(study_ids: tuple[str, ...]) -> list[str]:
 
 def _open_existing(results: Path, store: str | None) -> Store:
     path = location(results, store)
-    if isinstance(path, Path) and not path.exists():
+    if isinstance(path, Path) and not path.exists() and not path.is_symlink():
         raise UsageError(
             f"no results store at {path}", hint="run `pgrig run` first, or pass --results/--store"
         )

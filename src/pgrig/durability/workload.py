@@ -14,13 +14,14 @@ from pgrig.durability import crasher, driver, report
 from pgrig.durability.model import KILL_BACKEND, METHODS, POWER_LOSS_MODES, DurabilityResult
 from pgrig.durability.userload import UserCheck, UserLoad, parse_checks
 from pgrig.errors import UsageError
+from pgrig.pgsource.binaries import PgBinaries
 from pgrig.policy import RunPolicy
-from pgrig.registry.workload import Needs, Phase, Series, TargetView, Workload
+from pgrig.registry.workload import Needs, Phase, Series, TargetView, Workload, WorkloadSpec
 from pgrig.results import ResultKind, RunRecord, Study
 from pgrig.schema import Schema, Table, choice, custom, integer, number, text
 from pgrig.step import Action, Call, Context, Skip, Step, StepKey
 from pgrig.ui import Step as ProgressLine
-from pgrig.workloads.custom.spec import ScriptSpec, _defines, _scripts
+from pgrig.workloads.custom.spec import ScriptSpec, _defines, _scripts, check_scripts
 
 # A target's peak disk use: the cluster and a few minutes of WAL of small transactions.
 NEEDED_BYTES = 256 * 2**20
@@ -180,6 +181,7 @@ def check_step(spec: DurabilitySpec, target: TargetView) -> Step:
         ),
         tools=("pg_amcheck", "postgres", "pg_ctl"),
         estimate_s=estimate(spec, target.storage),
+        heartbeat=False,  # it crashes the server, and cuts the lossy filesystem's power
     )
 
 
@@ -206,6 +208,11 @@ class DurabilityWorkload(Workload):
             key = "power_loss" if spec.power_loss is not None else "method"
             raise table.error(key, str(exc), hint=exc.hint) from None
         return spec
+
+    def check(self, spec: WorkloadSpec, bins: PgBinaries, source: str) -> None:
+        assert isinstance(spec, DurabilitySpec)  # what parse made
+        if spec.scripts:
+            check_scripts(spec.name, spec.scripts, bins, source, spec.defines)
 
     def loses_power(self, spec: DurabilitySpec) -> bool:
         return spec.power_loss is not None

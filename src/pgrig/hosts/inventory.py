@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pgrig import files
 from pgrig.errors import UsageError
 
 ALL, UNGROUPED = "all", "ungrouped"
@@ -99,12 +100,12 @@ class Inventory:
 
 def load(path: Path) -> Inventory:
     """Read an INI or YAML inventory; which one is told by the content, as Ansible does."""
+    if (why := files.not_a_file(path)) is not None:
+        raise UsageError(
+            f"inventory {path} {why}", hint="give the path of an Ansible inventory file"
+        )
     try:
         text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UsageError(
-            f"inventory {path} does not exist", hint="give the path of an Ansible inventory file"
-        ) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"inventory {path} cannot be read: {exc}") from None
     _refuse_unread(path, text)

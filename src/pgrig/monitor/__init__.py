@@ -11,7 +11,7 @@ and whether other work on the machine disturbed it.
 See docs/monitor.md for what is sampled, the verdict rules and interference.
 """
 
-from pgrig.monitor.heartbeat import ServerHung
+from pgrig.monitor.heartbeat import Pulse, ServerHung
 from pgrig.monitor.interference import (
     Thresholds,
     baseline_busy,
@@ -39,6 +39,7 @@ __all__ = [
     "MonitorResult",
     "Noise",
     "OtherLoad",
+    "Pulse",
     "Thresholds",
     "Verdict",
     "ServerHung",

@@ -5,17 +5,25 @@ unanswered for ``HUNG_AFTER_S`` means a server that stopped answering
 (SIGSTOP, a hung host or disk). ``Heartbeat.check`` raises ``ServerHung``
 then; the runner makes the run's waits call it (``proc.watched_by``): the run
 fails in seconds, not "ok" with a minute at 0 tps.
+
+Outside measured runs (a load, a setup, a probe while the server is up) no
+monitor samples; ``Pulse`` asks ``SELECT 1`` once a second on a connection of
+its own, with the same ``Heartbeat``: a server stopped during ``pgbench -i``
+failed the load only at its timeout (an hour), now in seconds.
 """
 
 from __future__ import annotations
 
 import contextlib
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
 
 import psycopg
+from psycopg.conninfo import make_conninfo
 
+from pgrig.conninfo import Conn
 from pgrig.errors import PgrigError
 
 # An unanswered statistics query this old: the server stopped answering (3x its
@@ -81,3 +89,92 @@ class LastCloses:
         if last and conn is not None:
             with contextlib.suppress(Exception):
                 conn.close()
+
+
+PULSE_INTERVAL_S = 1.0
+PULSE_APPLICATION_NAME = "pgrig-heartbeat"
+# A step that waits in a query or a connect of its own to the stopped server
+# asks no watchdog: this signal, sent to the main thread, raises ServerHung
+# there (Python runs handlers in the main thread; psycopg's waits let them
+# raise). A step on another thread (targets run side by side) has the watchdog.
+WAKE = signal.SIGUSR2
+_ARMED: list[Pulse] = []
+_ARMED_LOCK = threading.Lock()
+
+
+def _on_wake(_signum: int, _frame: object) -> None:
+    with _ARMED_LOCK:
+        armed = list(_ARMED)
+    for pulse in armed:  # none once the step is over: a late signal does nothing
+        pulse.check()
+
+
+class Pulse:
+    """Context manager: ``SELECT 1`` on its own connection every second while the
+    block runs; ``check`` (for ``proc.watched_by``) raises ``ServerHung`` once a
+    connect or a query has gone unanswered ``HUNG_AFTER_S``, and the main
+    thread, when it runs the block, is woken to raise it (``WAKE``). A
+    connection that fails (a server restarted by the load at ``wal_level =
+    minimal``, shutting down) is no hang: it is opened again at the next beat."""
+
+    def __init__(self, conn: Conn, interval: float = PULSE_INTERVAL_S) -> None:
+        self._info = Conn(make_conninfo(conn.dsn, application_name=PULSE_APPLICATION_NAME))
+        self._beat = Heartbeat(conn.describe)
+        self._interval = interval
+        self._stop = threading.Event()
+        self._conn: psycopg.Connection | None = None
+        self._closer = LastCloses()
+        self._thread = threading.Thread(target=self._loop, name="pgrig-heartbeat", daemon=True)
+        self._waker: threading.Thread | None = None
+
+    def __enter__(self) -> Pulse:
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(WAKE, _on_wake)  # kept after: a signal still on its way is ignored
+            with _ARMED_LOCK:
+                _ARMED.append(self)
+            self._waker = threading.Thread(
+                target=self._wake, args=(threading.main_thread().ident,), daemon=True
+            )
+            self._waker.start()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        with _ARMED_LOCK:
+            if self in _ARMED:
+                _ARMED.remove(self)
+        self._stop.set()
+        if self._waker is not None:
+            self._waker.join(timeout=5)
+        self._thread.join(timeout=1 if self._beat.hung() else 10)
+        # a thread stuck on a stopped server closes the connection itself when freed
+        self._closer.release(self._conn)
+
+    def check(self) -> None:
+        self._beat.check()
+
+    def _wake(self, main: int | None) -> None:
+        while not self._stop.wait(self._interval / 2):
+            if self._beat.hung() and main is not None:
+                signal.pthread_kill(main, WAKE)
+                return  # once: the step fails, the next step has a pulse of its own
+
+    def _loop(self) -> None:
+        try:
+            while not self._stop.is_set():
+                self._once()
+                self._stop.wait(self._interval)
+        finally:
+            self._closer.release(self._conn)
+
+    def _once(self) -> None:
+        try:
+            with self._beat.asking():
+                if self._conn is None or self._conn.closed:
+                    self._conn = self._info.connect()
+                self._conn.execute("SELECT 1")
+        except (PgrigError, psycopg.Error):
+            conn, self._conn = self._conn, None  # refused or broken: asked again next beat
+            if conn is not None:
+                with contextlib.suppress(Exception):
+                    conn.close()

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 from pgrig.document.model import Section
+from pgrig.pgsource.binaries import PgBinaries
 from pgrig.policy import RunPolicy
 from pgrig.registry.report import Rule
 from pgrig.results import ResultKind, RunRecord, Study
@@ -147,6 +148,13 @@ class Workload(ABC):
             elif isinstance(value, tuple):
                 counts.extend(v for v in value if isinstance(v, int))
         return max(counts, default=0)
+
+    def check(self, spec: WorkloadSpec, bins: PgBinaries, source: str) -> None:
+        """Refuse, with ``bins`` (a target's PostgreSQL binaries) known, what would
+        fail only once its server runs: scripts its pgbench cannot read. Called by
+        the validation pass for every target; ``source`` is where the spec was
+        written (a campaign file, or "command line"). Nothing by default."""
+        return None
 
     def loses_power(self, spec: Any) -> bool:
         """True: this spec cuts the power, so every target's cluster runs on the

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import errno
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
@@ -11,7 +10,7 @@ from urllib.parse import quote
 from pgrig import __version__
 from pgrig.document.model import ReportView
 from pgrig.errors import PgrigError
-from pgrig.files import write_atomically
+from pgrig.files import UNWRITABLE, write_atomically
 from pgrig.report import html, markdown, summary
 from pgrig.report.commands import command_lines
 from pgrig.report.progress import ProgressReader, own_progress
@@ -86,22 +85,11 @@ def write_view(
     except OSError as exc:
         raise PgrigError(
             f"cannot write the report to {out_dir}: {exc.strerror or exc}",
-            hint=_WHY.get(exc.errno or 0, "choose a writable directory")
+            hint=UNWRITABLE.get(exc.errno or 0, "choose a writable directory")
             + " (pgrig run: --results; pgrig report and compare: --out); what was measured"
             " is in the store, and `pgrig report` writes the report again",
         ) from exc
     return md_path, html_path
-
-
-# What to do about a report that could not be written, by the reason: "free some
-# space" was said of a read-only directory and of a 250-character name too.
-_WHY = {
-    errno.ENOSPC: "free some space there, or choose another directory",
-    errno.EDQUOT: "free some space there (a quota), or choose another directory",
-    errno.EROFS: "that filesystem is read-only: choose a writable directory",
-    errno.EACCES: "this user cannot write there: choose a writable directory",
-    errno.ENAMETOOLONG: "a name too long for the filesystem: a shorter campaign name",
-}
 
 
 def stylesheet() -> str:

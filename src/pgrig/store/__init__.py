@@ -21,8 +21,16 @@ from dataclasses import replace
 from pathlib import Path
 from typing import cast
 
+from pgrig import files
 from pgrig.conninfo import Conn
-from pgrig.errors import DiskSpaceError, StoreError, StudyExists, UnknownStudy, UsageError
+from pgrig.errors import (
+    DiskSpaceError,
+    PgrigError,
+    StoreError,
+    StudyExists,
+    UnknownStudy,
+    UsageError,
+)
 from pgrig.results import (
     SCHEMA_VERSION,
     Environment,
@@ -80,14 +88,16 @@ def is_uri(location: str | Path) -> bool:
     )
 
 
-def _open_error(location: Path | str, exc: Exception) -> StoreError:
+def _open_error(location: Path | str, exc: Exception) -> PgrigError:
     """Why a store could not be opened, with what to do about a damaged file."""
     if isinstance(exc, StoreError):  # a lock waited for, a damaged record: said already
         return exc
     damaged = isinstance(exc, sqlite3.DatabaseError) and (
         "not a database" in str(exc) or "malformed" in str(exc)
     )
-    return StoreError(
+    # a PostgreSQL store that cannot be reached is bad input, as an unreachable --dsn is
+    error = UsageError if is_uri(location) and not isinstance(exc, sqlite3.Error) else StoreError
+    return error(
         f"cannot open results store {_masked(location)}: "
         f"{str(exc).strip().replace(str(location), _masked(location))}",
         hint=f"the file is damaged: `sqlite3 {location} .recover | sqlite3 "
@@ -107,8 +117,15 @@ def _refuse_foreign(path: Path) -> None:
     an empty file (`pgrig list` used to write a schema into it), another
     program's SQLite database (it used to get pgrig's tables added), or bytes
     that are no database. Read through a read-only connection."""
-    if not path.exists() or path.is_dir():
-        return  # a new store; a directory fails in sqlite3 with its own message
+    if not path.exists() and not path.is_symlink():
+        return  # a new store
+    if (why := files.not_a_file(path)) is not None:  # a directory read "unable to open", exit 1
+        raise UsageError(
+            f"results store {path} {why}",
+            hint=f"pass --store a file path (e.g. {path / 'results.sqlite'})"
+            if path.is_dir()
+            else "pass --store a file path (results.sqlite)",
+        )
     if path.stat().st_size == 0:
         raise UsageError(
             f"results store {path} is an empty file, not a pgrig store; it was left as it is",

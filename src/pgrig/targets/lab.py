@@ -80,7 +80,9 @@ class LabKind(Throwaway[LabSpec | None]):
                 base,
                 total,
                 f"the filesystem target(s) {', '.join(names)}",
-                hint="lower size, or put the backing files elsewhere (base = ...)",
+                # the quick study's options too: it named only the campaign's keys
+                hint="lower the size (--fs-size; in a campaign: size = ...), or put the"
+                " backing files elsewhere (--target; in a campaign: base = ...)",
             )
 
     def build_step(self, spec: TargetSpec) -> Step | None:

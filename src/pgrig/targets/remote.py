@@ -57,7 +57,7 @@ from pgrig.schema import Table as Keys
 from pgrig.targets import loadhosts
 from pgrig.targets.loadhosts import LOAD_HOSTS
 from pgrig.targets.remote_refuse import load_fits, load_hosts_key, shared_ports
-from pgrig.targets.throwaway import find_binaries
+from pgrig.targets.throwaway import find_binaries, no_named_tablespace
 from pgrig.ui import Ui
 from pgrig.workloads.common import DATABASE
 
@@ -299,6 +299,7 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
                 hint="run it on a local target",
             )
         # wal_directory and tablespace directories are the server's host's: made there.
+        no_named_tablespace(spec, demands.source)
         workloads = registry.workloads()
         able = [name for name, w in workloads.items() if w.from_load_hosts] + list(FROM_HERE)
         others = [w for w in demands.workloads if w not in able]

@@ -11,6 +11,7 @@ kind makes it in a backing directory and runs it on a FUSE mount.
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from functools import partial
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pgrig import files, proc
-from pgrig.cluster import aio, profiles, workdir
+from pgrig.cluster import aio, compat, profiles, startable, workdir
 from pgrig.cluster.server import (
     SUPERUSER,
     Cluster,
@@ -101,6 +102,40 @@ def connections_fit(spec: TargetSpec, profile: profiles.Profile, demands: Demand
     )
 
 
+def check_pgoptions() -> None:
+    """PGOPTIONS naming a setting no PostgreSQL has: libpq sends it with every
+    connection pgrig and pgbench open, and the server refuses each one. It failed
+    the study at its first connection, after the cluster was made (exit 1)."""
+    text = os.environ.get("PGOPTIONS", "")
+    words = text.split()
+    for at, word in enumerate(words):
+        setting = words[at + 1] if word == "-c" and at + 1 < len(words) else None
+        if word.startswith(("-c", "--")) and word not in ("-c", "--"):
+            setting = word[2:]
+        name = setting.partition("=")[0].replace("-", "_") if setting else ""
+        if name and "." not in name and compat.span(name) is None:
+            raise UsageError(
+                f"PGOPTIONS={text!r}: {name} is no PostgreSQL setting, and libpq sends it"
+                " with every connection pgrig and pgbench open: the server would refuse them",
+                hint="unset PGOPTIONS, or fix the name (set server settings with --set)",
+            )
+
+
+def no_named_tablespace(spec: TargetSpec, source: str) -> None:
+    """A cluster pgrig creates has pg_default alone: a tablespace named, not a
+    directory, failed every TPC-B load at ``CREATE TABLE ... TABLESPACE`` (issue 33)."""
+    for option in ("tablespace", "index_tablespace"):
+        value = getattr(spec, option)
+        if value and "/" not in value and value != "pg_default":
+            written = as_written(spec, source, option, "--" + option.replace("_", "-"))
+            raise UsageError(
+                f"{written} {value!r}: the cluster pgrig creates has no such tablespace "
+                "(only pg_default)",
+                hint="give a directory (an absolute path): pgrig makes the tablespace there; "
+                "a tablespace name is for a target with dsn (an existing server)",
+            )
+
+
 class Throwaway(TargetKind[None, StateT]):
     """A cluster pgrig creates in the target's directory and removes after."""
 
@@ -111,6 +146,7 @@ class Throwaway(TargetKind[None, StateT]):
         return None
 
     def check(self, spec: TargetSpec, demands: Demands, notes: list[str]) -> Checked:
+        check_pgoptions()
         bins = find_binaries(spec, binaries.SERVER_TOOLS)
         directory = (
             workdir.check_target(spec.directory, option=directory_option(spec, demands.source))
@@ -126,6 +162,7 @@ class Throwaway(TargetKind[None, StateT]):
             raise UsageError(f"{written} {exc.message}", hint=exc.hint) from None
         aio.check_io_method(spec.name, profile.settings, bins, os_user)
         adapted = profiles.validate(profile, bins, os_user, segment_mb=spec.initdb.wal_segsize_mb)
+        startable.check(profile, bins, os_user, self.machine(spec) or profiles.Machine.this())
         for dropped in adapted.dropped:
             if dropped.name in dict(spec.axes):  # the variants would all be the same server
                 raise UsageError(
@@ -139,6 +176,7 @@ class Throwaway(TargetKind[None, StateT]):
             notes.append(f"target {spec.name}: {gate}")  # an old minor: fsyncgate
         for note in profile.scaled:  # a seed's value this machine cannot hold: never silent
             notes.append(f"target {spec.name}: profile {profile.name} scaled: {note}")
+        no_named_tablespace(spec, demands.source)
         for option in ("tablespace", "index_tablespace"):
             value = getattr(spec, option)
             if value and value.startswith("/"):

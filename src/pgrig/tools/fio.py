@@ -10,6 +10,7 @@ fio spends submitting.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import re
@@ -226,6 +227,17 @@ def find_fio(search_path: str | None = None, host: Executor | None = None) -> st
     if found is None:
         raise BinaryNotFound("fio not found on PATH", hint=INSTALL_HINT)
     return found
+
+
+@functools.cache
+def engine_known(fio: str, engine: str) -> bool:
+    """Whether ``fio`` has the I/O engine ``engine``, built in or loadable:
+    ``--enghelp=NAME`` says "not found" for one it lacks (``--enghelp`` alone
+    lists the built-in ones only). About 20 ms; once per binary and name."""
+    if engine.startswith("external:"):
+        return True  # a path to an engine of the user's own, loaded at run time
+    done = proc.run([fio, f"--enghelp={engine}"], timeout=30.0, check=False, what=TOOL)
+    return "not found" not in done.stdout + done.stderr
 
 
 def fio_version(fio: str | None = None) -> str:

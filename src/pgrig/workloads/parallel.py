@@ -11,8 +11,9 @@ from dataclasses import dataclass
 
 import psycopg
 
+from pgrig import proc
 from pgrig.conninfo import Conn
-from pgrig.errors import ClusterError
+from pgrig.errors import ClusterError, PgrigError
 
 JIT_FROM = 110000  # the jit setting
 PARALLEL_BUILDS_FROM = 110000  # max_parallel_maintenance_workers
@@ -117,21 +118,20 @@ def run_parallel(
     threads = [threading.Thread(target=worker, daemon=True) for _ in range(jobs)]
     for t in threads:
         t.start()
+    join_s = 30.0
     try:
-        while any(t.is_alive() for t in threads) or not finished.empty():
-            try:
-                unit = finished.get(timeout=0.1)
-            except queue.Empty:
-                continue
-            if on_done is not None:
-                on_done(unit)
+        _collect(threads, finished, on_done)
+    except PgrigError:  # the heartbeat's ServerHung: a cancel would wait as the workers do
+        errors.append(KeyboardInterrupt())
+        join_s = 0.0
+        raise
     except BaseException:
         errors.append(KeyboardInterrupt())
         _cancel(connections, lock)
         raise
     finally:
         for t in threads:
-            t.join(timeout=30)
+            t.join(timeout=join_s)
     if errors:
         _cancel(connections, lock)
         exc = errors[0]
@@ -141,6 +141,25 @@ def run_parallel(
                 hint="see the server log; a full disk or too little memory are the usual causes",
             ) from exc
         raise exc
+
+
+def _collect(
+    threads: list[threading.Thread],
+    finished: queue.Queue[Unit],
+    on_done: Callable[[Unit], None] | None,
+) -> None:
+    """Wait for the workers, telling ``on_done`` of each unit as it finishes;
+    the waits ask the server's heartbeat (``proc.raise_if_cancelled``). Its
+    ServerHung leaves the workers parked until the server is stopped or goes on:
+    a cancel request to a stopped postmaster would wait as long as they do."""
+    while any(t.is_alive() for t in threads) or not finished.empty():
+        proc.raise_if_cancelled()
+        try:
+            unit = finished.get(timeout=0.1)
+        except queue.Empty:
+            continue
+        if on_done is not None:
+            on_done(unit)
 
 
 def _cancel(connections: list[psycopg.Connection], lock: threading.Lock) -> None:

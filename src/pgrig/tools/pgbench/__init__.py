@@ -38,6 +38,7 @@ from pgrig.tools.pgbench.program import (
     ConnArgs,
     parse_version,
     pgbench_version,
+    script_errors,
 )
 from pgrig.tools.pgbench.run import (
     AUTO_LOG_TARGET,
@@ -52,6 +53,7 @@ from pgrig.tools.pgbench.run import (
 from pgrig.tools.pgbench.txlog import parse_transaction_logs, transaction_log_files
 
 __all__ = [
+    "script_errors",
     "AUTO_LOG_TARGET",
     "BUILTIN_STATEMENTS",
     "BYTES_PER_SCALE",

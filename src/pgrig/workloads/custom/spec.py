@@ -6,7 +6,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
+from pgrig import files
+from pgrig.errors import UsageError
+from pgrig.pgsource.binaries import PgBinaries
 from pgrig.schema import Schema, Table, custom, integers
+from pgrig.tools import pgbench
 from pgrig.workloads.tpcb.spec import LATENCY_LIMIT, QUERY_MODE, RATE, THREADS, check_pgbench
 
 
@@ -59,8 +63,7 @@ def _scripts(t: Table, key: str, default: object) -> tuple[ScriptSpec, ...]:
         path = s.path_value("file")
         if path is None:
             raise t.error(key, "each script needs a file")
-        if not path.is_file():
-            what = "is a directory, not a file" if path.is_dir() else "does not exist"
+        if (what := files.not_a_file(path)) is not None:
             raise t.error(key, f"script file {path} {what}")
         weight = s.get("weight", int, 1)
         if not 0 <= weight <= MAX_WEIGHT:  # pgbench refused 1e11 after the server was up
@@ -93,8 +96,7 @@ def _setup(t: Table, key: str, default: object) -> tuple[Path, ...]:
     for item in t.get(key, list, []):
         p = Path(item).expanduser()
         p = p if p.is_absolute() else t.ctx.base / p
-        if not p.is_file():
-            what = "is a directory, not a file" if p.is_dir() else "does not exist"
+        if (what := files.not_a_file(p)) is not None:
             raise t.error(key, f"setup file {p} {what}")
         out.append(p)
     return tuple(out)
@@ -130,3 +132,26 @@ def parse(t: Table) -> CustomSpec:
     spec = CustomSpec(**SCHEMA.read(t))
     check_pgbench(t, spec.clients, spec.threads, spec.rate, spec.latency_limit_ms)
     return spec
+
+
+def check_scripts(
+    workload: str,
+    scripts: tuple[ScriptSpec, ...],
+    bins: PgBinaries,
+    source: str,
+    defines: dict[str, str],
+    query_mode: str = "simple",
+) -> None:
+    """pgbench reads its scripts before it connects: what it refuses there is
+    refused in the validation pass, not once the server is up (issue 33)."""
+    said = pgbench.script_errors(
+        bins.bin_dir, [(s.path, s.weight) for s in scripts], defines=defines, query_mode=query_mode
+    )
+    if said is not None:
+        lines = (line.strip().removeprefix("pgbench: error: ") for line in said.splitlines())
+        raise UsageError(
+            f"{source}: workload {workload}: pgbench {bins.version} refuses its scripts: "
+            + " / ".join(line for line in lines if line),
+            hint="fix the script (pgbench's meta-commands: \\set, \\sleep, ...; "
+            "see the pgbench documentation)",
+        )

@@ -8,9 +8,18 @@ import time
 from typing import Any
 
 from pgrig import calibration, proc
+from pgrig.pgsource.binaries import PgBinaries
 from pgrig.policy import RunPolicy
 from pgrig.registry.shared import PGBENCH_RUN, RELATION_SIZES, SQL_SETUP
-from pgrig.registry.workload import Needs, Phase, Series, TargetView, Workload, on_hosts
+from pgrig.registry.workload import (
+    Needs,
+    Phase,
+    Series,
+    TargetView,
+    Workload,
+    WorkloadSpec,
+    on_hosts,
+)
 from pgrig.results import SetupResult
 from pgrig.schema import Table
 from pgrig.step import Action, Call, Context, Step, StepKey
@@ -173,6 +182,12 @@ class CustomWorkload(Workload):
 
     def parse(self, table: Table) -> CustomSpec:
         return custom_spec.parse(table)
+
+    def check(self, spec: WorkloadSpec, bins: PgBinaries, source: str) -> None:
+        assert isinstance(spec, CustomSpec)  # what parse made
+        custom_spec.check_scripts(
+            spec.name, spec.scripts, bins, source, spec.defines, spec.query_mode
+        )
 
     def phases(self, spec: CustomSpec, policy: RunPolicy) -> list[Phase]:
         def series(point: tuple[int, int]) -> Series:

@@ -7,6 +7,7 @@ from typing import ClassVar
 
 from pgrig.cluster.loadwal import LOAD_WAL
 from pgrig.schema import Schema, Table, choice, choices, custom, flag, integer, integers, text
+from pgrig.tools.pgbench.init import ROWS_PER_SCALE
 
 TPCB_MODES = ("select-only", "read-write")
 QUERY_MODES = ("simple", "extended", "prepared")
@@ -133,6 +134,13 @@ def parse(t: Table) -> TpcbSpec:
             "load_wal", f"{spec.load_wal}: only pgrig's loader takes it (pgbench -i always "
             "loads at the server's settings)",
             hint='set generate = "parallel", or remove load_wal',
+        )  # fmt: skip
+    rows = min(spec.scales) * ROWS_PER_SCALE
+    if spec.partitions > rows:  # pgbench takes up to 2^31-1 and makes them all, empty
+        raise t.error(
+            "partitions", f"{spec.partitions:,}: more partitions than the {rows:,} rows of "
+            f"scale {min(spec.scales)} (each costs about 11 ms to load, empty or not)",
+            hint=f"at most {rows:,}; a few per CPU, or as many as the seed partitioned",
         )  # fmt: skip
     check_pgbench(t, spec.clients, spec.threads, spec.rate, spec.latency_limit_ms)
     return spec

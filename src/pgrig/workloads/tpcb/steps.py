@@ -149,10 +149,21 @@ def load_seconds(result: PgbenchInit) -> float:
     return max(0.01, result.elapsed_s - result.steps.get("drop tables", 0.0))
 
 
+# What a partition of pgbench_accounts adds to a load, empty or not: pgbench -i
+# -s 1 took 0.44 s, with 100 partitions 1.55 s, with 1000 11.2 s (PostgreSQL 15,
+# this 2-core machine, busy, 2026-11-27). --partitions 100000000 at scale 1 was
+# planned at 6 s and ran over 5 minutes (issue 33).
+PARTITION_S = 0.011
+
+
 def load_estimate(spec: TpcbSpec, scale: int, storage: str = "") -> float:
     """Seconds to load ``scale``: from this storage's or this machine's earlier
-    loads (pgrig.calibration), else 1.5 s per scale unit (pgbench -i on a slow disk)."""
-    return calibration.estimate_on(load_kind(spec, scale), storage, scale, lambda s: 5 + 1.5 * s)
+    loads (pgrig.calibration), else 1.5 s per scale unit (pgbench -i on a slow
+    disk); and its partitions' (a calibrated load of partitions has them)."""
+    partitions = spec.partitions * PARTITION_S
+    return calibration.estimate_on(
+        load_kind(spec, scale), storage, scale, lambda s: 5 + 1.5 * s + partitions
+    )
 
 
 def _find_node(plan: dict[str, Any], node_type: str) -> dict[str, Any] | None:

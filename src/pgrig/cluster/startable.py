@@ -1,0 +1,200 @@
+"""Settings the server parses but cannot start with, refused before initdb.
+
+``postgres -C`` (profiles.check_values) reads a configuration without a data
+directory and stops at values it cannot parse; what the postmaster checks
+later - the shared memory it maps, the files and libraries it opens, the log
+directory its collector writes - it cannot see. A real trial start needs a
+data directory: ``initdb -N`` took 1.4 s here, and a fake one is refused
+before any of these checks (the postmaster reads ``global/pg_control``
+first). So each is checked here, from the settings, the machine and the
+server's OS user; what still fails at the start quotes the server's log in
+its error (``cluster.server``). Each of these made a study, then exit 1 with
+a hint naming a server.log already removed (issue 33).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from pathlib import Path
+
+from pgrig import files, proc
+from pgrig.cluster.profiles import Machine, Profile
+from pgrig.errors import MemoryShortfall, UsageError
+from pgrig.pgsource.binaries import PgBinaries
+from pgrig.units import parse_size, size_text
+
+_ON = ("on", "true", "yes", "1")
+# PostgreSQL's unit when shared_buffers or wal_buffers is a bare number: 8 kB pages.
+_PAGE = 8192
+
+
+def check(
+    profile: Profile, bins: PgBinaries, os_user: proc.OsUser | None, machine: Machine
+) -> None:
+    """Refuse what the server would not start with, naming the setting, where it
+    was written and the fix. ``machine``: where the server runs (its RAM)."""
+    _memory(profile, machine)
+    _wal_level(profile, bins)
+    for key in ("hba_file", "ident_file"):
+        _readable(profile, key, os_user)
+    _libraries(profile, bins)
+    _log_directory(profile, os_user)
+
+
+def value(profile: Profile, key: str) -> str | None:
+    """A setting as the server reads it: without the quotes of the file."""
+    raw = profile.settings.get(key)
+    if raw is None:
+        return None
+    text = raw.strip()
+    if len(text) >= 2 and text[0] == text[-1] == "'":
+        text = text[1:-1].replace("''", "'")
+    return text
+
+
+def _bytes(text: str) -> int | None:
+    if text.isdigit():
+        return int(text) * _PAGE
+    try:
+        return parse_size(text)
+    except UsageError:
+        return None  # -1 (wal_buffers' auto) or what postgres -C already refused
+
+
+def _memory(profile: Profile, machine: Machine) -> None:
+    """Shared memory is mapped whole at the start: more than the machine's RAM
+    failed with 'could not map anonymous shared memory'. Memory the study cannot
+    have: exit 5, as targets whose buffers together pass the RAM."""
+    text = value(profile, "shared_buffers")
+    shared = _bytes(text) if text else None
+    if shared is None or shared <= machine.ram_bytes:
+        return
+    where = profile.origin("shared_buffers")
+    raise MemoryShortfall(
+        f"{where}: shared_buffers = {text} is more than the server's "
+        f"{size_text(machine.ram_bytes)} of memory (this machine's RAM, or the target's "
+        "memory limit): it would not start (could not map its shared memory)",
+        hint=f"shared_buffers = {_quarter(machine.ram_bytes)} (a quarter of RAM) or less",
+    )
+
+
+def _wal_level(profile: Profile, bins: PgBinaries) -> None:
+    """wal_level = minimal writes no WAL for a replica or an archive: the server
+    refuses it beside WAL senders (10 by default from PostgreSQL 10) or
+    archive_mode, at its start."""
+    if (value(profile, "wal_level") or "").lower() != "minimal":
+        return
+    senders = value(profile, "max_wal_senders") or ("10" if bins.version_num >= 100000 else "0")
+    archive = (value(profile, "archive_mode") or "off").lower()
+    if senders.isdigit() and int(senders) > 0:
+        said, fix = f"max_wal_senders = {senders}", "max_wal_senders = 0"
+    elif archive in (*_ON, "always"):
+        said, fix = f"archive_mode = {archive}", "archive_mode = off"
+    else:
+        return
+    raise UsageError(
+        f"{profile.origin('wal_level')}: wal_level = minimal with {said}: the server "
+        "would not start (minimal writes no WAL for replicas or archives)",
+        hint=f"add {fix} beside it (as profile seed002 does), or wal_level = replica",
+    )
+
+
+def _quarter(ram: int) -> str:
+    return f"{max(1, ram // 4 // 2**20)}MB"
+
+
+def _readable(profile: Profile, key: str, os_user: proc.OsUser | None) -> None:
+    """A configuration file the server reads at its start (pg_hba.conf: it stops
+    without it; pg_ident.conf: its user maps are lost)."""
+    text = value(profile, key)
+    if not text or not os.path.isabs(text):
+        return  # relative: the data directory's, made by initdb
+    path = Path(text)
+    where = profile.origin(key)
+    if not path.is_file():
+        what = "is a directory" if path.is_dir() else "does not exist"
+        raise UsageError(
+            f"{where}: {key} = '{text}': {path} {what}: the server reads it at its start",
+            hint=f"give an existing file, or drop {key} (initdb writes its own)",
+        )
+    blocked = files.blocked_for(path.parent, os_user)
+    if blocked is not None or not files.permits(path, os_user, os.R_OK):
+        who = os_user.name if os_user is not None else "the server's OS user"
+        raise UsageError(
+            f"{where}: {key} = '{text}': {who} cannot read it"
+            + (f" ({blocked} is not searchable for it)" if blocked is not None else ""),
+            hint=f"chmod o+r {path} (and o+x on its directories), or another {key}",
+        )
+
+
+@functools.cache
+def pkglibdir(bin_dir: Path) -> Path | None:
+    """Where the build's modules are (``$libdir``): ``pg_config --pkglibdir``,
+    else the lib directory beside ``bin``; None when neither is known."""
+    pg_config = bin_dir / "pg_config"
+    if pg_config.is_file():
+        done = proc.run([pg_config, "--pkglibdir"], timeout=30, check=False, what="pg_config")
+        found = Path(done.stdout.strip())
+        if done.ok and found.is_dir():
+            return found
+    for candidate in (bin_dir.parent / "lib" / "postgresql", bin_dir.parent / "lib"):
+        if (candidate / "plpgsql.so").is_file():
+            return candidate
+    return None
+
+
+def _libraries(profile: Profile, bins: PgBinaries) -> None:
+    """Libraries the server loads at its start (or at each connection): one
+    missing stopped the start with 'could not access file'."""
+    if (value(profile, "dynamic_library_path") or "$libdir") != "$libdir":
+        return  # searched where the user said: the server's business
+    libdir = pkglibdir(Path(bins.bin_dir))
+    if libdir is None:
+        return
+    for key in ("shared_preload_libraries", "session_preload_libraries", "local_preload_libraries"):
+        for name in (n.strip().strip('"') for n in (value(profile, key) or "").split(",")):
+            if not name or _found(name, libdir):
+                continue
+            where = profile.origin(key)
+            raise UsageError(
+                f"{where}: {key} = '{value(profile, key)}': PostgreSQL {bins.version} has no "
+                f"library {name!r} (not in {libdir})",
+                hint=f"install the extension's package for PostgreSQL {bins.major}, or "
+                f"drop {name} from {key}; `ls {libdir}` lists what there is",
+            )
+
+
+def _found(name: str, libdir: Path) -> bool:
+    if "/" in name:
+        path = Path(name.replace("$libdir", str(libdir)))
+        return path.is_file() or path.with_name(path.name + ".so").is_file()
+    return (libdir / name).is_file() or (libdir / f"{name}.so").is_file()
+
+
+def _log_directory(profile: Profile, os_user: proc.OsUser | None) -> None:
+    """The log collector's directory: the server makes it (one level, as its
+    user) and writes there, or stops at its start."""
+    if (value(profile, "logging_collector") or "off").lower() not in _ON:
+        return
+    text = value(profile, "log_directory")
+    if not text or not os.path.isabs(text):
+        return  # in the data directory
+    path = Path(text)
+    where = profile.origin("log_directory")
+    need = path if path.is_dir() else path.parent
+    who = os_user.name if os_user is not None else "the server's OS user"
+    if not need.is_dir():
+        raise UsageError(
+            f"{where}: log_directory = '{text}': {need} does not exist (the server makes "
+            "only the last directory)",
+            hint=f"mkdir -p {need}, or a log_directory inside the data directory (e.g. 'log')",
+        )
+    blocked = files.blocked_for(need, os_user)
+    if blocked is not None or not files.permits(need, os_user, os.W_OK | os.X_OK):
+        raise UsageError(
+            f"{where}: log_directory = '{text}': {who} "
+            + (f"cannot pass {blocked}" if blocked is not None else f"cannot write in {need}"),
+            hint=f"a directory {who} owns, or a relative log_directory (e.g. 'log'), which "
+            "goes in the data directory",
+        )
