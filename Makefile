@@ -29,6 +29,10 @@ run: deps venv
 # with the same CPU time each (user + sys 7 min 50 s, 7 min 50 s, 8 min 1 s)
 # and the tests' summed durations 1959, 1741 and 2056 s: the third worker
 # slowed each test little, so the wall time fell by a quarter to a third.
+# The tests start pgrig as a subprocess from about 150 places: tests/conftest.py
+# compiles pgrig's bytecode once first, as PYTHONDONTWRITEBYTECODE (set on this
+# machine) made every start compile all of pgrig from source (3.4-4.1 s of CPU
+# against 1.1-1.3 s; test_cli.py + test_first_run.py 77 -> 26 s: docs/bench.md).
 # Lint takes 11-21 s on a fresh clone (mypy without its cache), the exclusive
 # phase about 1 min 40 s here. docs/bench.md has the per-file figures.
 test: deps-test venv lint

@@ -25,6 +25,7 @@ resume completes the study.
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import os
 import signal
@@ -57,12 +58,19 @@ NAMES = [signal.Signals(s).name for s, _ in SIGNALS]
 # -- when the signal goes ---------------------------------------------------------------
 
 
-def _when(condition: Callable[[], bool], signum: int, timeout: float = 60) -> threading.Thread:
-    """Send ``signum`` to this process once ``condition`` holds (polled)."""
+def _when(
+    condition: Callable[[], bool],
+    signum: int,
+    timeout: float = 60,
+    disarmed: threading.Event | None = None,
+) -> threading.Thread:
+    """Send ``signum`` to this process once ``condition`` holds (polled), unless
+    ``disarmed`` is set first: the watcher then ends, rather than reading /proc
+    every 20 ms for the rest of its minute."""
 
     def watch() -> None:
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and not (disarmed and disarmed.is_set()):
             if condition():
                 os.kill(os.getpid(), signum)
                 return
@@ -91,6 +99,18 @@ def _family() -> dict[int, str]:
         frontier = {pid for pid, ppid in parent.items() if ppid in frontier}
         found.update((pid, names[pid]) for pid in frontier)
     return found
+
+
+def _named(pid: int, name: str) -> Callable[[], bool]:
+    """Whether ``pid`` still is the process ``name`` (not a PID taken since)."""
+
+    def same() -> bool:
+        try:
+            return Path(f"/proc/{pid}/comm").read_text().strip() == name
+        except OSError:
+            return False
+
+    return same
 
 
 def _descendants() -> list[str]:
@@ -125,9 +145,12 @@ def tool(condition: Callable[[], bool]) -> Arm:
     never came cannot hit a later run."""
 
     def arm(_mp: pytest.MonkeyPatch, signum: int) -> Disarm:
-        armed = [True]
-        _when(lambda: armed[0] and condition(), signum)
-        return lambda: armed.clear()
+        # An Event, not a list emptied to disarm: `armed[0]` of an emptied list raised
+        # IndexError in the watcher of a moment that never came, and that thread's
+        # exception failed whichever test ran next.
+        disarmed = threading.Event()
+        _when(condition, signum, disarmed=disarmed)
+        return disarmed.set
 
     return arm
 
@@ -236,6 +259,17 @@ def _sweep(place: Path) -> Iterator[None]:
     would not: their owner, this process, is alive)."""
     yield
     me = os.getpid()
+    # A cell that failed while its tool ran (a wait that timed out on a loaded
+    # machine) left the tool running as this process's child: every later cell
+    # found it (`_nothing_left`) and failed too, and its Popen, collected in
+    # another test, failed that one with "subprocess is still running" - 18
+    # failures from one. Stopped and reaped here: the cell that left it failed.
+    for pid, name in _family().items():
+        if name.startswith(TOOLS):
+            proc.escalate(pid, (signal.SIGTERM, signal.SIGKILL), grace=5, ours=_named(pid, name))
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, os.WNOHANG)
+    gc.collect()  # a leaked Popen warns now, in the test that leaked it
     for pid_file in place.rglob("postmaster.pid"):
         workdir.stop_orphan_server(pid_file.parent)
     for mount in registry.registry_dir().glob("*.json"):

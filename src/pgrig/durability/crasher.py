@@ -198,13 +198,17 @@ def wait_recovered(
             cluster.restart_after_crash(timeout=max(1.0, deadline - restart))
         except PgrigError as exc:
             raise _lost(server, f"the server did not come back after the crash: {exc}") from exc
+        said: list[str] = []  # the last refusal: a torn catalog page fails every connection
         try:
-            _wait(lambda: _accepts(server.conn), deadline, server, "connections")
+            _wait(lambda: _accepts(server.conn, said), deadline, server, "connections")
         except ServerLost as exc:
             # Started, then never answered (a torn page replayed into a crash loop):
-            # the server's own log says why, as when it did not start at all.
+            # the server's own log says why, as when it did not start at all - and
+            # the connections' own error, which the log's tail may have scrolled by.
             tail = cluster.log_tail() if cluster is not None else ""
             message = f"the server did not come back after the crash: {exc}"
+            if said:
+                message += f" (the last connection: {said[0]})"
             raise _lost(server, message + (f": {tail}" if tail else "")) from exc
         except psycopg.errors.InvalidCatalogName as exc:
             message = f"the server came back without the check's database: {exc}"
@@ -274,13 +278,16 @@ def _answers(watch: psycopg.Connection) -> bool:
     return True
 
 
-def _accepts(conn: Conn) -> bool:
+def _accepts(conn: Conn, said: list[str] | None = None) -> bool:
+    """Whether a new connection gets an answer; ``said`` keeps the last refusal."""
     try:
         with psycopg.connect(conn.conninfo(), autocommit=True) as db:
             db.execute("SELECT 1")
     except psycopg.errors.InvalidCatalogName:
         raise  # the database itself is gone: it will not appear by waiting
-    except psycopg.Error:
+    except psycopg.Error as exc:
+        if said is not None:
+            said[:] = [" ".join(str(exc).split())]
         return False
     return True
 

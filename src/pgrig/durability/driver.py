@@ -307,7 +307,10 @@ def _result(
     plan, state, server = rig.plan, rig.state, rig.server
     in_doubt = state.in_doubt()
     rows = None
-    with server.conn.connect() as db, contextlib.suppress(psycopg.errors.UndefinedTable):
+    # Tables a power loss took (UndefinedTable) or tore (DataCorrupted: a torn page,
+    # a catalog's too, read back with a bad checksum) leave the count unknown, and 0:
+    # the checks have said so. It failed the whole step, the checks' findings lost.
+    with contextlib.suppress(psycopg.Error), server.conn.connect() as db:
         rows = db.execute(
             f"SELECT count(*) FROM {PREFIX}history WHERE id = ANY(%s)", (sorted(in_doubt),)
         ).fetchone()
