@@ -86,7 +86,7 @@ def test_import_and_compare_across_machines(tmp_path: Path) -> None:
     assert imported.returncode == 0, imported.stderr
     assert "imported box-b" in imported.stdout
     again = pgrig("import", theirs / "results.sqlite", "--results", ours)
-    assert again.returncode != 0 and "already holds a study 'box-b'" in again.stderr
+    assert again.returncode == 2 and "already holds 'box-b'; nothing was imported" in again.stderr
     assert "--as" in again.stderr
 
     compared = pgrig("compare", "box-a", "box-b", "--results", ours)

@@ -19,7 +19,7 @@ import pytest
 from conftest import full_report
 from pgrig import proc
 from pgrig.conninfo import Conn
-from pgrig.errors import StoreError
+from pgrig.errors import UsageError
 from pgrig.files import write_atomically
 from pgrig.results import Study
 from pgrig.store import Store
@@ -126,7 +126,8 @@ def test_passwords_stay_off_command_lines_and_out_of_messages(tmp_path: Path) ->
     assert not any("s3cret-pw" in str(a) for a in argv), argv
     assert conn.env()["PGPASSWORD"] == "s3cret-pw"
     assert "password" not in " ".join(conn.args())
-    with pytest.raises(StoreError) as err:
+    # a store that cannot be reached is bad input (exit 2), as a directory given as one
+    with pytest.raises(UsageError) as err:
         Store.open("postgresql://bench:s3cret-pw@127.0.0.1:1/db")
     assert "s3cret-pw" not in f"{err.value} {err.value.hint}"
 

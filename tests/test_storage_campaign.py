@@ -234,7 +234,7 @@ def test_size_larger_than_the_base_is_refused_before_anything_is_created(base: P
     done = pgrig("run", path, "--results", base / "r")
     assert done.returncode == DiskSpaceError.exit_code, done.stderr
     assert f"not enough free disk in {base}" in done.stderr
-    assert "filesystem target(s) huge" in done.stderr and "hint: lower size" in done.stderr
+    assert "filesystem target(s) huge" in done.stderr and "hint: lower the size" in done.stderr
     assert_nothing_left(base, keep=("c.toml",))
 
 
