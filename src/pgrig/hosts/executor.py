@@ -221,12 +221,14 @@ class Executor(ABC):
         launch: Launch | None = None,
     ) -> proc.Completed:
         what = what or Path(argv[0]).name
-        started = self.start(argv, env=env, launch=launch)
+        started: Started | None = None
         try:
+            started = self.start(argv, env=env, launch=launch)
             return started.wait(timeout, check=check, what=what)
         except BaseException:
-            # Ctrl-C or a signal turned into an exception while it ran: not left behind.
-            if started.poll() is None:
+            # Ctrl-C or a signal turned into an exception while it ran: not left
+            # behind (one inside start is start's to stop).
+            if started is not None and started.poll() is None:
                 started.stop()
             raise
 
@@ -365,11 +367,14 @@ class LocalExecutor(Executor):
             search = os.pathsep.join([full_env.get("PATH", ""), SYSTEM_PATH])
             words[0] = shutil.which(words[0], path=search) or words[0]
         popen = None
+        started: _LocalStarted | None = None
         try:
             # Signals held between fork and return: one arriving in between would
             # leave the child running, unreaped (issue 19's SIGTERM during initdb).
             # A held signal is delivered as the block ends: the child is stopped
-            # before it propagates, as proc._start does.
+            # before it propagates, as proc._start does. The Started is made in
+            # the block too: its reader threads take seconds to start on a loaded
+            # machine, and a signal then left initdb running after pgrig returned.
             with proc.signals_deferred():
                 try:
                     popen = subprocess.Popen(
@@ -385,14 +390,17 @@ class LocalExecutor(Executor):
                     raise ToolError(
                         f"cannot start {argv[0]} on {self.name}: {exc}", argv=list(argv)
                     ) from exc
+                started = _LocalStarted(argv, self.name, popen)
         except BaseException:
-            if popen is not None:
+            if started is not None:
+                started.stop()  # its readers end with the output
+            elif popen is not None:
                 proc.stop_group(popen)
                 for stream in (popen.stdin, popen.stdout, popen.stderr):
                     if stream is not None:
                         stream.close()
             raise
-        return _LocalStarted(argv, self.name, popen)
+        return started
 
     def read_bytes(self, path: str) -> bytes:
         return Path(path).read_bytes()
