@@ -95,17 +95,19 @@ def test_disturbed_runs_are_named_beside_the_differences() -> None:
 # -- the real CLI on a real store ---------------------------------------------
 
 
-def record(sid: str, rep: int, tps: float, clients: int = 8) -> RunRecord:
+def record(
+    sid: str, rep: int, tps: float, clients: int = 8, mode: str = "select-only"
+) -> RunRecord:
     result = PgbenchRun(
-        mode="select-only", transaction_type="<builtin: select only>", scale=1,
+        mode=mode, transaction_type=f"<builtin: {mode}>", scale=1,
         query_mode="prepared", clients=clients, threads=1, duration_s=10,
         transactions=int(tps * 10), failed=0, tps=tps, latency_avg_ms=clients / tps * 1000,
         latency_stddev_ms=None, initial_connection_ms=None, statements_per_txn=1,
     )  # fmt: skip
-    params = {"workload": "tpcb", "scale": 1, "duration_s": 10, "mode": "select-only",
+    params = {"workload": "tpcb", "scale": 1, "duration_s": 10, "mode": mode,
               "clients": clients, "repeat": rep}  # fmt: skip
     return RunRecord(
-        study=sid, key=f"tpcb/run/select-only/c{clients}/r{rep}", kind="pgbench_run",
+        study=sid, key=f"tpcb/run/{mode}/c{clients}/r{rep}", kind="pgbench_run",
         target="local", params=params, status="ok", started_at="", finished_at="",
         result=to_dict(result),
     )  # fmt: skip
@@ -310,6 +312,33 @@ def test_run_new_records_a_new_study_of_the_series(tmp_path: Path, disk_dir: Pat
     assert len(ids) == 2 and "again" in ids
     (new,) = [i for i in ids if i != "again"]
     assert re.fullmatch(r"again-\d{8}-\d{6}", new)
+
+
+def test_history_and_check_read_a_series_of_multi_point_studies(
+    tmp_path: Path, pgrig: Callable[..., Done]
+) -> None:
+    """The quick study's shape (two modes, several client counts) in a series:
+    points are ordered, never compared as objects that cannot be (issue 40.1).
+    Synthetic values: 6 studies x 4 points x 3 repeats, 2% noise."""
+    rnd = random.Random(40)
+    path = tmp_path / "results.sqlite"
+    with Store.open(path) as st:
+        for i in range(1, 7):
+            s = study(i)
+            st.begin_study(s)
+            for mode in ("select-only", "read-write"):
+                for clients in (1, 4):
+                    for rep, tps in enumerate(repeats(rnd, 1000.0 * clients, 0.02), start=1):
+                        st.record(record(s.id, rep, tps, clients=clients, mode=mode))
+            st.finish_study(s.id, "finished", s.started_at)
+    done = pgrig("history", "nightly", "--store", path, "--out", tmp_path / "out")
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    for label in ("select-only, scale 1, 1 client,", "read-write, scale 1, 4 clients,"):
+        assert label in done.stdout
+    gate = pgrig("check", "nightly-06", "--baseline", "nightly-05", "--store", path)
+    assert "Traceback" not in gate.stderr
+    assert gate.stdout.count("\n") >= 4, gate.stdout  # one line a point
 
 
 def test_without_otava_the_change_points_say_how_to_install_it(

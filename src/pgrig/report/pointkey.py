@@ -36,6 +36,15 @@ class PointKey:
     def curve(self) -> tuple[str, int | None, int, str]:
         return (self.workload, self.scale, self.duration, self.mode)
 
+    def _order(self) -> tuple[str, int, int, str, int]:
+        # A point with no scale (a custom script's) sorts before any scale:
+        # None and int do not compare, and a series or gate sorts its points.
+        scale = -1 if self.scale is None else self.scale
+        return (self.workload, scale, self.duration, self.mode, self.clients)
+
+    def __lt__(self, other: PointKey) -> bool:
+        return self._order() < other._order()
+
 
 def point_key(rec: RunRecord) -> PointKey:
     p = rec.params
