@@ -4,6 +4,8 @@ repeats may stop - for ``pgrig plan`` and the runner alike."""
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import re
 import statistics
 from collections.abc import Sequence
@@ -37,6 +39,10 @@ class RunPolicy:
     # medians, in % of the baseline's) is within +-X%", up to max_repeat and the
     # plan's time for max_repeat repeats (pyperf and hyperfine size their runs so)
     until_diff_pct: float | None = None
+    # "repeat until each target's comparison with the baseline is decided"
+    # (better, worse or the same: stats.Comparison), up to max_repeat and the
+    # plan's time: Pinpoint's "add repeats until different or the same"
+    until_decided: bool = False
     warmup: int | str = 0  # seconds, or "auto": until per-second tps is steady
     warmup_max_s: int = 120  # "auto" gives up after this long
     checkpoint: bool = True
@@ -59,7 +65,9 @@ class RunPolicy:
     @property
     def adaptive(self) -> bool:
         """Do repeats go on until a precision is met (``until_ci_pct``, ``until_diff_pct``)?"""
-        return self.until_ci_pct is not None or self.until_diff_pct is not None
+        return (
+            self.until_ci_pct is not None or self.until_diff_pct is not None or self.until_decided
+        )
 
     def more(
         self,
@@ -84,7 +92,22 @@ class RunPolicy:
             return False  # the plan's time for this point is spent
         if self.until_ci_pct is not None and not all(self.ci_ok(v) for v in samples):
             return True
+        if self.until_decided and not self.decided(samples, baseline):
+            return True
         return self.until_diff_pct is not None and not self.diff_ok(samples, baseline)
+
+    def decided(self, samples: Sequence[Sequence[float]], baseline: int = 0) -> bool:
+        """Is every target's comparison with the baseline decided (better, worse
+        or the same within the margin), the study's comparisons of this point
+        decided together? One target: nothing to decide."""
+        if not samples or baseline >= len(samples):
+            return False
+        base = samples[baseline]
+        others = [v for i, v in enumerate(samples) if i != baseline]
+        if not others or not base:
+            return True
+        found = stats.adjust([stats.decide(base, v) for v in others if v])
+        return all(c.verdict != stats.NOT_YET for c in found) and len(found) == len(others)
 
     def diff_ok(self, samples: Sequence[Sequence[float]], baseline: int = 0) -> bool:
         """Is every target's difference to the baseline known to within
@@ -96,8 +119,13 @@ class RunPolicy:
         base = samples[baseline]
         others = [v for i, v in enumerate(samples) if i != baseline] or [base]
         for values in others:
-            interval = stats.difference_interval(base, values)
-            if interval is None or (interval.high - interval.low) / 2 > self.until_diff_pct:
+            # the decision procedure's own interval, so "precise enough" and the
+            # verdict printed later rest on one computation
+            bounds = stats.decide(base, values).log_interval()
+            if (
+                bounds is None
+                or math.expm1((bounds[1] - bounds[0]) / 2) * 100 > self.until_diff_pct
+            ):
                 return False
         return True
 
@@ -122,6 +150,8 @@ class RunPolicy:
         until = []
         if self.until_ci_pct is not None:
             until.append(f"the 95% confidence interval is within {self.until_ci_pct:g}%")
+        if self.until_decided:
+            until.append("each comparison with the baseline is decided")
         if self.until_diff_pct is not None:
             until.append(
                 f"the 95% interval of each difference to the baseline is within "
@@ -130,7 +160,15 @@ class RunPolicy:
         return f"{self.repeat} to {self.max_repeat} (until {' and '.join(until)})"
 
 
-Repeat = tuple[int, float | None, int, float | None]  # repeat, until_ci, max, until_diff
+@dataclass(frozen=True)
+class Repeat:
+    """The campaign's ``repeat``: a count, or a precision to reach within bounds."""
+
+    repeat: int = 1
+    until_ci_pct: float | None = None
+    max_repeat: int = 10
+    until_diff_pct: float | None = None
+    until_decided: bool = False
 
 
 def _repeat(t: Table, key: str, default: Repeat) -> Repeat:
@@ -140,7 +178,7 @@ def _repeat(t: Table, key: str, default: Repeat) -> Repeat:
     if isinstance(value, int):
         if value < 1:
             raise t.error(key, f"{value}: at least 1")
-        return value, None, 10, None
+        return Repeat(value)
     rr = t.table(key)
     assert rr is not None
     until = rr.get("until_ci_pct", float)
@@ -148,26 +186,31 @@ def _repeat(t: Table, key: str, default: Repeat) -> Repeat:
     for name, given in (("until_ci_pct", until), ("until_diff_pct", diff)):
         if given is not None and given <= 0:
             raise rr.error(name, f"{given}: a precision in %, more than 0")
-    if until is None and diff is None:
+    goal = rr.get("until", str)
+    if goal is not None and goal != "decided":
+        raise rr.error("until", f"{goal!r}: the one goal is \"decided\"",
+                       hint='repeat = { until = "decided", min = 3, max = 12 }')  # fmt: skip
+    if until is None and diff is None and goal is None:
         raise rr.error(
             "until_ci_pct",
             "give the wanted precision in %: until_ci_pct (the 95% confidence interval of "
             "each target's mean) or until_diff_pct (the 95% interval of each difference to "
-            "the baseline)",
+            'the baseline), or until = "decided" (each comparison with the baseline better, '
+            "worse or the same)",
             hint="repeat = { until_diff_pct = 5, min = 3, max = 10 }",
         )
     count = rr.get("min", int, 3)
     max_repeat = rr.get("max", int, 10)
-    if diff is not None and count < stats.MIN_RUNS:
+    if (diff is not None or goal is not None) and count < stats.MIN_RUNS:
         raise rr.error(
             "min",
-            f"{count}: until_diff_pct needs min >= {stats.MIN_RUNS} (the interval of a "
-            f"difference needs {stats.MIN_RUNS} runs a side)",
+            f"{count}: a difference to the baseline needs min >= {stats.MIN_RUNS} (a verdict "
+            f"needs {stats.MIN_RUNS} runs a side)",
         )
     if count < 2 or max_repeat < count:
         raise rr.error("min", "need 2 <= min <= max")
-    rr.finish(("until_ci_pct", "until_diff_pct", "min", "max"))
-    return count, until, max_repeat, diff
+    rr.finish(("until_ci_pct", "until_diff_pct", "until", "min", "max"))
+    return Repeat(count, until, max_repeat, diff, goal is not None)
 
 
 # "p99 <= 5 ms": a percentile pgbench's log gives, and a limit in milliseconds
@@ -304,14 +347,16 @@ SCHEMA = Schema(
         lambda t, k, d: _inventory(t, k),
     ),
     custom(
-        "repeat", (1, None, 10, None),
+        "repeat", Repeat(),
         "runs of every point; or `{ until_ci_pct = 5, min = 3, max = 10 }`: repeat until the "
         "95% confidence interval of the mean of the point's headline figure (tps, tpmC) is "
         "within 5% (for every target), at least `min`, at most `max` times; or "
         "`{ until_diff_pct = 5, min = 3, max = 10 }`: until the bootstrap 95% interval of "
         "each target's difference to the baseline (medians, % of the baseline's) is within "
         "±5% (one target: the difference another set of as many runs could show), and never "
-        "past the plan's time for `max` repeats of the point "
+        "past the plan's time for `max` repeats of the point; or `{ until = \"decided\", "
+        "min = 3, max = 12 }`: until each target's comparison with the baseline is "
+        "decided (better, worse or the same within 5%; [verdicts](report.md#verdicts)) "
         "([adaptive repeats](campaigns.md#adaptive-repeats))",
         _repeat, shown_default="`1`",
     ),
@@ -381,10 +426,8 @@ def parse(table: Table) -> Header:
     values = SCHEMA.read(table)
     name, baseline, versions = values.pop("name"), values.pop("baseline"), values.pop("versions")
     axes, inventory = values.pop("axes"), values.pop("inventory")
-    repeat = values.pop("repeat")
-    values["repeat"], values["until_ci_pct"], values["max_repeat"], values["until_diff_pct"] = (
-        repeat
-    )
+    repeat: Repeat = values.pop("repeat")
+    values.update(dataclasses.asdict(repeat))
     return Header(name, baseline, versions, RunPolicy(**values), axes, inventory)
 
 

@@ -1,38 +1,35 @@
 """Statistics for repeated measurements, honest about noise.
 
-One headline statistic everywhere: the **median** of the repeats (``headline``).
-Every table cell and every "vs" difference is a median, because one disturbed
-run (a checkpoint, a neighbour's burst) moves a mean of 3 runs by a third of
-its excursion and the median not at all.
+One headline statistic for a side: the **median** of the repeats (``headline``),
+because one disturbed run (a checkpoint, a neighbour's burst) moves a mean of 3
+runs by a third of its excursion and the median not at all. A "vs" difference
+is the decision procedure's own estimate (a ratio of geometric means), so the
+number, its interval and its verdict cannot disagree.
 
-Welch's t-test (unequal variances) over the repeats decides whether two targets
-differ. When there is nothing to test - fewer than two runs on a side, or every
-run on both sides gave the same value - the comparison says so instead of
-inventing a p-value (and no NaN reaches a report). A difference is *called*
-(marked a win or a loss) only from ``MIN_RUNS`` runs a side on, and only when it
-survives the Benjamini-Hochberg correction over every comparison of its table
-(``adjust``): 36 tests at p < 0.05 call about 2 differences by chance alone.
-The t distribution and the correction come from SciPy.
+One procedure decides every comparison (``decide``; ``Comparison`` says how
+it is read): Welch's t over the runs' logarithms, so a difference is a ratio and
+its interval, its p-value and its verdict are one computation. The interval is
+read against no change and against a margin (``MARGIN_PCT``): better, worse,
+the same within the margin (equivalence shown), or not yet, with the runs a side
+that would decide it. A study's comparisons are decided together
+(``adjust``: Benjamini-Hochberg, intervals at the matching false-coverage
+level), a series' studies with the spread between studies counted
+(``decide_studies``). docs/report.md says why this procedure and not another.
 
-Intervals fit the statistic they surround. A median carries a distribution-free
-interval from order statistics (``median_interval``): with n runs, [min, max]
-holds the true median with probability 1 - 2 * 0.5^n (75% at 3 runs), and from 6
-runs on the narrowest interval at 95% or more is taken. A difference of medians
-carries a bootstrap interval (``difference_interval``, SciPy's percentile
-bootstrap, seeded so a report renders the same twice): in % of the baseline's
-median for rates, as a ratio for latencies and durations. An interval wider than
-+-100% says nothing a reader can use: ``too_noisy`` says so instead.
+A median carries a distribution-free interval from order statistics
+(``median_interval``): with n runs, [min, max] holds the true median with
+probability 1 - 2 * 0.5^n (75% at 3 runs), and from 6 runs on the narrowest
+interval at 95% or more is taken.
 
-How much a study can tell: ``detectable_pct`` is the smallest difference Welch's
-test would call with 80% power at these repeats and this spread, and
-``runs_needed`` how many runs a side a given difference would need.
+How much a study can tell: ``detectable_pct`` is the smallest change the
+procedure would show with 80% power at these repeats and this spread, and
+``runs_needed`` how many runs a side a given change would need.
 """
 
 from __future__ import annotations
 
 import math
 import statistics
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -40,8 +37,6 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from types import ModuleType
 
-    import numpy as np
-    from numpy.typing import NDArray
 
 ALPHA = 0.05
 CONFIDENCE = 1.0 - ALPHA  # of every interval a report prints
@@ -50,8 +45,6 @@ POWER = 0.8  # of the minimum detectable difference
 # printed: "too noisy for an interval" (an interval of the mean this wide implied
 # negative ops/s beside a positive median).
 TOO_NOISY_PCT = 100.0
-BOOTSTRAP_RESAMPLES = 2000
-BOOTSTRAP_SEED = 20261127  # fixed: the same records render the same report
 HEADLINE = "median"  # the statistic of every headline cell and every "vs"
 # Fewer runs a side are tested but never called a win or a loss: with 2 runs the
 # test rests on one degree of freedom per side, and two samples of one
@@ -61,8 +54,9 @@ MIN_RUNS = 3
 
 BETTER = "better"
 WORSE = "worse"
-NOISE = "noise"  # tested, not called (within noise, or too few runs)
-UNTESTED = "untested"
+SAME = "same"
+NOT_YET = "not yet"
+MARGIN_PCT = 5.0  # "the same": the interval within +-this, when no margin is given
 
 
 def headline(values: Sequence[float]) -> float:
@@ -166,232 +160,267 @@ def median_interval(values: Sequence[float]) -> Interval | None:
     return Interval(ordered[k - 1], ordered[n - k], order_coverage(n, k))
 
 
-def difference_interval(
-    baseline: Sequence[float], other: Sequence[float], *, ratio: bool = False
-) -> Interval | None:
-    """The bootstrap interval (``CONFIDENCE``) of other against baseline: the
-    difference of their medians in % of the baseline's, or with ``ratio`` the
-    ratio of the medians (other / baseline). Each side is resampled on its own.
-    None below ``MIN_RUNS`` runs a side or with a baseline median of 0."""
-    if min(len(baseline), len(other)) < MIN_RUNS or headline(baseline) == 0:
+NEEDED_LIMIT = 1000  # runs a side beyond which ``runs_needed`` stops counting
+
+
+def _power_factor(runs: int, alpha: float = ALPHA) -> float:
+    """t_(1-alpha/2) + t_POWER at ``runs`` a side: how many standard errors a
+    difference must span to be shown with ``POWER``."""
+    df = max(2 * runs - 2, 1)
+    return t_quantile(1.0 - alpha / 2.0, df) + t_quantile(POWER, df)
+
+
+def _run_var(baseline: Sequence[float], other: Sequence[float]) -> float | None:
+    """var(log) of both sides added, per run (None below 2 runs a side, without
+    spread, or with a value <= 0)."""
+    if min(len(baseline), len(other)) < 2 or min(min(baseline), min(other)) <= 0:
         return None
-    import numpy as np
-
-    _, sps = _scipy()
-
-    def statistic(
-        b: NDArray[np.float64], o: NDArray[np.float64], axis: int = -1
-    ) -> NDArray[np.float64]:
-        mb, mo = np.median(b, axis=axis), np.median(o, axis=axis)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            out: NDArray[np.float64] = mo / mb if ratio else (mo - mb) / np.abs(mb) * 100.0
-        return out
-
-    if len(set(baseline)) == 1 and len(set(other)) == 1:  # nothing to resample
-        value = float(statistic(np.asarray(baseline), np.asarray(other)))
-        return Interval(value, value, CONFIDENCE)
-    with warnings.catch_warnings():
-        # a resample of a side whose median is 0 gives inf: its quantile says so
-        warnings.simplefilter("ignore", RuntimeWarning)
-        res = sps.bootstrap(
-            (np.asarray(baseline, dtype=float), np.asarray(other, dtype=float)),
-            statistic,
-            vectorized=True,
-            paired=False,
-            confidence_level=CONFIDENCE,
-            n_resamples=BOOTSTRAP_RESAMPLES,
-            method="percentile",
-            rng=np.random.default_rng(BOOTSTRAP_SEED),
-        )
-    low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
-    if not (math.isfinite(low) and math.isfinite(high)):
-        return None
-    return Interval(low, high, CONFIDENCE)
-
-
-def _detectable(sd_sum: float, n: int, m: int, centre: float) -> float:
-    """The difference (% of ``centre``) Welch's test calls with ``POWER`` at n and m
-    runs a side, ``sd_sum`` = s_b^2 + s_o^2 (equal runs a side assumed for df)."""
-    se = math.sqrt(sd_sum / 2 * (1 / n + 1 / m))
-    df = max(n + m - 2, 1)
-    factor = t_quantile(1.0 - ALPHA / 2.0, df) + t_quantile(POWER, df)
-    return factor * se / abs(centre) * 100
-
-
-def _variances(baseline: Sequence[float], other: Sequence[float]) -> float | None:
-    if min(len(baseline), len(other)) < 2 or headline(baseline) == 0:
-        return None
-    total = statistics.variance(baseline) + statistics.variance(other)
+    total = _log_stats(baseline)[1] + _log_stats(other)[1]
     return total if total > 0 else None
 
 
 def detectable_pct(baseline: Sequence[float], other: Sequence[float]) -> float | None:
-    """The minimum detectable difference: the smallest difference of the two sides
-    (in % of the baseline's median) Welch's test at ``ALPHA`` would find with
-    ``POWER`` at these repeats and this spread. For one point's own repeats (what
-    another study of the same repeats could tell apart), pass them as both sides.
-    None below 2 runs a side or without spread."""
-    total = _variances(baseline, other)
+    """The minimum detectable change: the smallest change (in %) ``decide`` would
+    show with ``POWER`` at these runs and this spread. For one point's own
+    repeats (what another study of as many could tell apart), pass them as both
+    sides. None below 2 runs a side or without spread."""
+    total = _run_var(baseline, other)
     if total is None:
         return None
-    return _detectable(total, len(baseline), len(other), headline(baseline))
-
-
-NEEDED_LIMIT = 1000  # runs a side beyond which ``runs_needed`` stops counting
+    runs = min(len(baseline), len(other))
+    return math.expm1(_power_factor(runs) * math.sqrt(total / runs)) * 100
 
 
 def runs_needed(
     baseline: Sequence[float], other: Sequence[float], diff_pct: float, limit: int = NEEDED_LIMIT
 ) -> int | None:
-    """Runs a side for Welch's test to find a ``diff_pct`` % difference with
-    ``POWER``, at the spread these repeats showed; None without spread, ``limit``
-    when even that many would not do."""
-    total = _variances(baseline, other)
+    """Runs a side for ``decide`` to show a ``diff_pct`` % change with ``POWER``
+    at the spread these runs showed; None without spread, ``limit`` when even
+    that many would not do."""
+    total = _run_var(baseline, other)
     if total is None or diff_pct <= 0:
         return None
-    centre = headline(baseline)
-    if _detectable(total, limit, limit, centre) > diff_pct:
-        return limit
-    low, high = 2, limit  # the detectable difference shrinks as runs grow: bisect
-    while low < high:
-        mid = (low + high) // 2
-        if _detectable(total, mid, mid, centre) > diff_pct:
-            low = mid + 1
-        else:
-            high = mid
-    return low
+    reach = math.log1p(diff_pct / 100)
+    for runs in range(2, limit + 1):
+        if _power_factor(runs) * math.sqrt(total / runs) <= reach:
+            return runs
+    return limit
+
+
+def _log_stats(values: Sequence[float]) -> tuple[float, float]:
+    """Mean and variance (0 for one value) of the logs of ``values``."""
+    logs = [math.log(v) for v in values]
+    return statistics.fmean(logs), (statistics.variance(logs) if len(logs) > 1 else 0.0)
 
 
 @dataclass(frozen=True)
 class Comparison:
-    """Other vs baseline: the difference of the medians in %, Welch's test over the
-    repeats, and - once ``adjust`` ran over the table - the corrected p-value."""
+    """Other vs baseline, decided by one procedure (``decide``): Welch's t on the
+    logs of the runs, so the difference is a ratio (of geometric means) and its
+    interval, its p-value and its verdict are one computation. The interval is
+    read against 0 and against +-``margin_pct``:
 
-    diff_pct: float | None  # None: the baseline's median is 0, a % of it means nothing
-    p_value: float | None  # None: no test was possible, ``no_test`` says why
-    n: tuple[int, int]  # (baseline, other)
-    t: float | None = None  # Welch's t statistic (other - baseline)
-    df: float | None = None  # Welch-Satterthwaite degrees of freedom
-    no_test: str | None = None
-    q_value: float | None = None  # Benjamini-Hochberg adjusted p, set by ``adjust``
+    - better / worse: the interval excludes no change;
+    - the same: it holds no change and lies within +-``margin_pct`` (equivalence
+      shown, two one-sided tests at the interval's level);
+    - not yet: neither; ``runs_needed`` says how many runs a side would decide it
+      at this noise.
+
+    ``adjust`` lowers ``alpha`` for a family of comparisons (Benjamini-Hochberg's
+    calls, and intervals at 1 - R*alpha/m, Benjamini & Yekutieli's false coverage
+    rate), so the interval excludes 0 exactly when the corrected test calls it."""
+
+    n: tuple[int, int]  # runs (baseline, other) the decision used
     higher_is_better: bool = True  # tps, MB/s; False for seconds, latencies
-    # The means' difference points the other way than the medians': a call on
-    # the means would contradict the number shown.
-    disagree: bool = False
-    ratio: float | None = None  # other's median / baseline's (None: baseline's is 0)
-    # The bootstrap interval of diff_pct (rates) or of ratio (latencies, durations)
-    interval: Interval | None = None
-    detectable: float | None = None  # ``detectable_pct`` of these repeats
-    needed_5pct: int | None = None  # ``runs_needed`` for a 5% difference
+    margin_pct: float = MARGIN_PCT
+    log_diff: float | None = None  # mean log(other) - mean log(baseline); None: no test
+    log_se: float | None = None  # its standard error
+    df: float | None = None  # Welch-Satterthwaite degrees of freedom
+    run_var: float | None = None  # var(log) baseline + other, per run: what more runs shrink
+    alpha: float = ALPHA  # of this comparison's interval (1 - its confidence)
+    no_test: str | None = None  # why there is no interval (too few runs, a value <= 0)
+    q_value: float | None = None  # Benjamini-Hochberg adjusted p, set by ``adjust``
+    left_out: int = 0  # runs the monitor saw disturbed, left out of the decision
+    between: bool = False  # the baseline is several studies: their spread counts
+
+    # -- the one computation ------------------------------------------------
+
+    @property
+    def ratio(self) -> float | None:
+        """Other / baseline (geometric means): the procedure's estimate."""
+        return math.exp(self.log_diff) if self.log_diff is not None else None
+
+    @property
+    def diff_pct(self) -> float | None:
+        return (math.exp(self.log_diff) - 1.0) * 100 if self.log_diff is not None else None
+
+    def _half(self) -> float | None:
+        if self.log_se is None or self.df is None or self.no_test:
+            return None
+        if self.log_se == 0:
+            return 0.0
+        return t_quantile(1.0 - self.alpha / 2.0, self.df) * self.log_se
+
+    def log_interval(self) -> tuple[float, float] | None:
+        half = self._half()
+        if half is None or self.log_diff is None:
+            return None
+        return (self.log_diff - half, self.log_diff + half)
+
+    @property
+    def interval(self) -> Interval | None:
+        """The interval of ``diff_pct`` (rates) or of ``ratio`` (latencies,
+        durations) at 1 - ``alpha``."""
+        bounds = self.log_interval()
+        if bounds is None:
+            return None
+        low, high = (math.exp(b) for b in bounds)
+        if self.higher_is_better:
+            low, high = (low - 1) * 100, (high - 1) * 100
+        return Interval(low, high, 1.0 - self.alpha)
+
+    @property
+    def p_value(self) -> float | None:
+        """Welch's two-sided p on the logs (None without a test)."""
+        if self._half() is None or self.log_diff is None or self.log_se is None:
+            return None
+        if self.log_se == 0:
+            return 0.0 if self.log_diff != 0 else 1.0
+        assert self.df is not None
+        return t_two_sided_p(self.log_diff / self.log_se, self.df)
+
+    @property
+    def verdict(self) -> str:
+        """BETTER, WORSE, SAME or NOT_YET: where the interval lies."""
+        bounds = self.log_interval()
+        if bounds is None:
+            return NOT_YET
+        low, high = bounds
+        if low > 0 or high < 0:
+            return BETTER if (low > 0) == self.higher_is_better else WORSE
+        edge = math.log1p(self.margin_pct / 100)
+        if -edge <= low and high <= edge:
+            return SAME
+        return NOT_YET
+
+    @property
+    def called(self) -> bool:
+        """A difference shown: better or worse."""
+        return self.verdict in (BETTER, WORSE)
 
     @property
     def significant(self) -> bool:
         """p < 0.05 before any correction (the raw test)."""
-        return self.p_value is not None and self.p_value < ALPHA
+        p = self.p_value
+        return p is not None and p < ALPHA
 
     @property
     def too_few(self) -> bool:
         return min(self.n) < MIN_RUNS
 
-    @property
-    def called(self) -> bool:
-        """A difference worth marking: significant after the correction (when one
-        ran), from ``MIN_RUNS`` runs a side, medians and means agreeing."""
-        p = self.q_value if self.q_value is not None else self.p_value
-        return (
-            p is not None
-            and p < ALPHA
-            and not self.too_few
-            and not self.disagree
-            and self.diff_pct is not None
-        )
+    # -- how much it could tell ------------------------------------------------
+
+    def _factor(self, runs: int) -> float:
+        return _power_factor(runs, self.alpha)
 
     @property
-    def verdict(self) -> str:
-        if self.p_value is None:
-            return UNTESTED
-        if not self.called:
-            return NOISE
-        up = (self.diff_pct or 0.0) > 0
-        return BETTER if up == self.higher_is_better else WORSE
+    def detectable(self) -> float | None:
+        """The smallest change (in %) these runs would show with ``POWER``."""
+        if self.log_se is None or self.log_se == 0 or self.df is None:
+            return None
+        runs = max(min(self.n), 2)
+        return math.expm1(self._factor(runs) * self.log_se) * 100
+
+    def runs_needed(self, limit: int = NEEDED_LIMIT) -> int | None:
+        """Runs a side that would, with ``POWER``, decide this comparison at the
+        spread its runs showed and the difference they found: show the
+        difference, or show it within the margin. None without spread (or with
+        studies that differ among themselves, which more runs do not remove);
+        ``limit`` when even that many would not do."""
+        if self.run_var is None or self.run_var == 0 or self.log_diff is None or self.between:
+            return None
+        edge = math.log1p(self.margin_pct / 100)
+        reach = max(abs(self.log_diff), edge - abs(self.log_diff))
+        for runs in range(max(MIN_RUNS, min(self.n)), limit + 1):
+            if self._factor(runs) * math.sqrt(self.run_var / runs) <= reach:
+                return runs
+        return limit
+
+    # -- words ----------------------------------------------------------------
 
     def p_words(self) -> str:
         """'p=0.31, q=0.42': the raw and the study-corrected p ('' untested)."""
         return self._p_text() if self.p_value is not None else ""
 
     def _p_text(self) -> str:
-        assert self.p_value is not None
-        text = f"p{p_text(self.p_value)}"
-        if self.q_value is not None and self.q_value != self.p_value:
+        p = self.p_value
+        assert p is not None
+        text = f"p{p_text(p)}"
+        if self.q_value is not None and self.q_value != p:
             text += f", q{p_text(self.q_value)}"
         return text
 
     def size_text(self) -> str:
-        """The difference in the unit that fits it: '+31.8%' for a rate, '7.3x
-        slower' for a latency or a duration (``higher_is_better`` False)."""
-        if self.diff_pct is None:
-            return "n/a (baseline median is 0)"
-        if not self.higher_is_better and self.ratio is not None:
+        """The change in the unit that fits it: '+31.8%' for a rate, '7.3x slower'
+        for a latency or a duration (``higher_is_better`` False)."""
+        if self.ratio is None:
+            return "n/a"
+        if not self.higher_is_better:
             return ratio_text(self.ratio)
         return f"{self.diff_pct:+.1f}%"
 
     def interval_text(self) -> str:
-        """'95% CI -13.5 to -3.1%', '95% CI 5.0-9.1x', 'too noisy for an interval',
-        '' without one (fewer than ``MIN_RUNS`` runs a side)."""
+        """'95% CI -13.5 to -3.1%', '95% CI 5.0-9.1x', '' without one."""
         iv = self.interval
         if iv is None:
             return ""
-        level = f"{100 * iv.confidence:.0f}% CI"
-        if not self.higher_is_better and self.ratio is not None:
-            if iv.too_noisy(self.ratio):
-                return "too noisy for an interval"
+        level = f"{100 * iv.confidence:.{0 if iv.confidence <= 0.995 else 1}f}% CI"
+        if not self.higher_is_better:
             digits = 2 if iv.high < 10 else 1
             return f"{level} {iv.low:.{digits}f}–{iv.high:.{digits}f}x"
-        if iv.high - iv.low > 2 * TOO_NOISY_PCT:
-            return "too noisy for an interval"
         return f"{level} {iv.low:+.1f} to {iv.high:+.1f}%"
 
     def detectable_text(self) -> str:
-        """'could detect ≥ 12%; 5% needs 20 runs a side' ('' without spread)."""
-        if self.detectable is None:
+        """'could detect ≥ 12%' ('' without spread)."""
+        d = self.detectable
+        if d is None:
             return ""
-        text = (
-            f"could detect ≥ {self.detectable:.0f}%"
-            if self.detectable >= 1
-            else (f"could detect ≥ {self.detectable:.1f}%")
-        )
-        if self.needed_5pct is not None and self.detectable > 5.0:
-            runs = (
-                f"{self.needed_5pct}"
-                if self.needed_5pct < NEEDED_LIMIT
-                else (f"over {NEEDED_LIMIT:,}")
-            )
-            text += f"; 5% needs {runs} runs a side"
-        return text
+        return f"could detect ≥ {d:.0f}%" if d >= 1 else f"could detect ≥ {d:.1f}%"
+
+    def needed_text(self) -> str:
+        """'about 8 runs a side would decide it', or what would."""
+        if self.between:
+            return "more studies would decide it (the studies differ among themselves)"
+        needed = self.runs_needed()
+        if needed is None:
+            return f"repeat ≥ {MIN_RUNS} runs a side" if self.too_few else ""
+        if needed >= NEEDED_LIMIT:
+            return f"over {NEEDED_LIMIT:,} runs a side would be needed at this noise"
+        return f"about {needed} runs a side would decide it at this noise"
+
+    def _left_text(self) -> str:
+        return f"{self.left_out} disturbed run(s) left out" if self.left_out else ""
 
     def describe(self) -> str:
-        """'▲ +31.8% (95% CI +20.1 to +40.2%; p=0.002, q=0.013)', '≈ +1.0%, within
-        noise (p=0.41; could detect ≥ 12%; ...)', '▼ 7.3x slower (...)'."""
-        sign = self.size_text()
+        """One of the four, the same words everywhere:
+        '▲ +31.8% (95% CI +20.1 to +40.2%; p=0.002)',
+        '▼ 7.3x slower (95% CI 5.0–9.1x; p<0.001)',
+        '= +1.0%, the same within ±5% (95% CI -2.9 to +4.1%)',
+        '? +12.0%, not yet (95% CI -8.0 to +35.0%; p=0.21; about 9 runs a side
+        would decide it at this noise)'."""
+        size = self.size_text()
         ci = self.interval_text()
-        if self.p_value is None:
-            return f"{sign} ({self.no_test or 'no test'})"
+        extra = self._left_text()
         verdict = self.verdict
         if verdict in (BETTER, WORSE):
             mark = "▲" if verdict == BETTER else "▼"
-            return f"{mark} {sign} ({'; '.join(filter(None, (ci, self._p_text())))})"
-        if self.significant and self.too_few:
-            return (
-                f"≈ {sign}, not called: {self.n[1]} vs {self.n[0]} runs "
-                f"({self._p_text()}; a call needs ≥ {MIN_RUNS} runs a side)"
-            )
-        sign = f"{sign} ({ci})" if ci else sign
-        if self.significant and self.disagree:
-            return f"≈ {sign}, not called: the means differ the other way ({self._p_text()})"
-        tail = "; ".join(filter(None, (self._p_text(), self.detectable_text())))
-        if self.significant:
-            return f"≈ {sign}, within noise after the correction ({tail})"
-        return f"≈ {sign}, within noise ({tail})"
+            return f"{mark} {size} ({'; '.join(filter(None, (ci, self._p_text(), extra)))})"
+        if verdict == SAME:
+            inner = "; ".join(filter(None, (ci, extra)))
+            return f"= {size}, the same within ±{self.margin_pct:g}% ({inner})"
+        why = self.no_test or ""
+        parts = (ci, self.p_words(), why, self.needed_text(), extra)
+        return f"? {size}, not yet ({'; '.join(filter(None, parts))})"
 
 
 def _x(value: float) -> str:
@@ -416,110 +445,131 @@ def p_text(value: float) -> str:
     return f"={value:.3f}" if value < ALPHA else f"={value:.2f}"
 
 
-def welch(
-    baseline: Sequence[float], other: Sequence[float], *, higher_is_better: bool = True
+def _too_few(n: tuple[int, int]) -> str:
+    return f"{n[1]} vs {n[0]} runs: a verdict needs ≥ {MIN_RUNS} a side"
+
+
+def decide(
+    baseline: Sequence[float],
+    other: Sequence[float],
+    *,
+    higher_is_better: bool = True,
+    margin_pct: float = MARGIN_PCT,
+    left_out: int = 0,
 ) -> Comparison:
-    """Welch's two-sided t-test of ``other`` against ``baseline``; the difference
-    shown is the medians' (``headline``)."""
+    """The one decision procedure: ``other`` against ``baseline`` from their runs
+    (``Comparison`` says how it is read)."""
     n = (len(baseline), len(other))
     if min(n) == 0:
-        raise ValueError("welch() needs at least one value on each side")
-    hb, ho = headline(baseline), headline(other)
-    mb, mo = statistics.fmean(baseline), statistics.fmean(other)
-    diff = (ho - hb) / hb * 100 if hb else None
-    disagree = (ho - hb) * (mo - mb) < 0
-
-    ratio = ho / hb if hb else None
-    interval = difference_interval(baseline, other, ratio=not higher_is_better)
-    detectable = detectable_pct(baseline, other)
-    needed = runs_needed(baseline, other, 5.0) if detectable is not None else None
-
-    def made(
-        p: float | None = None, t: float | None = None, df: float | None = None, why: str = ""
-    ) -> Comparison:
-        return Comparison(diff, p, n, t=t, df=df, no_test=why or None,
-                          higher_is_better=higher_is_better, disagree=disagree, ratio=ratio,
-                          interval=interval, detectable=detectable,
-                          needed_5pct=needed)  # fmt: skip
-
+        raise ValueError("decide() needs at least one value on each side")
+    made = Comparison(n, higher_is_better, margin_pct, left_out=left_out)
+    if min(min(baseline), min(other)) <= 0:
+        return replace(made, no_test="a value ≤ 0: no ratio to test")
+    (mb, vb), (mo, vo) = _log_stats(baseline), _log_stats(other)
+    d = mo - mb
     if min(n) < 2:
-        return made(why=f"n={n[1]} vs {n[0]}: repeat ≥ {MIN_RUNS} for a test")
-    # statistics.variance is exact on floats: identical runs give exactly 0.
-    if statistics.variance(baseline) == 0 and statistics.variance(other) == 0:
-        if mb == mo:
-            return made(why="every run gave the same value on both sides: no spread to test")
-        return made(why="no spread on either side, each side's runs are identical: no test")
-    _, sps = _scipy()
-    with warnings.catch_warnings():
-        # SciPy warns when one side is constant (its variance is then exactly 0,
-        # which is what we want); the other side's spread carries the test.
-        warnings.filterwarnings("ignore", message="Precision loss", category=RuntimeWarning)
-        res = sps.ttest_ind(other, baseline, equal_var=False)
-    t, p, df = float(res.statistic), float(res.pvalue), float(res.df)
-    if not (math.isfinite(t) and math.isfinite(p) and math.isfinite(df)):
-        return made(why=f"the test is undefined (t={t}, df={df})")
-    return made(p, t, df)
+        return replace(made, log_diff=d, no_test=_too_few(n))
+    sb, so = vb / n[0], vo / n[1]
+    se = math.sqrt(sb + so)
+    df = (
+        float(sum(n) - 2) if se == 0 else (sb + so) ** 2 / (sb**2 / (n[0] - 1) + so**2 / (n[1] - 1))
+    )
+    made = replace(made, log_diff=d, log_se=se, df=df, run_var=vb + vo)
+    return replace(made, no_test=_too_few(n)) if min(n) < MIN_RUNS else made
+
+
+def decide_studies(
+    baseline: Sequence[Sequence[float]],
+    other: Sequence[Sequence[float]],
+    *,
+    higher_is_better: bool = True,
+    margin_pct: float = MARGIN_PCT,
+    left_out: int = 0,
+) -> Comparison:
+    """Studies against studies, each side a list of its studies' runs.
+
+    Runs within a study share its machine's state, so studies differ among
+    themselves more than one study's runs do. Each side's figure is the mean of
+    its studies' mean logs, and its error carries the variance between studies
+    (tau^2: the spread of the studies' means about their side's, less what
+    their runs explain; floored at 0), on the studies' degrees of freedom.
+    Where it is 0, or one study a side leaves no way to tell it, this is
+    ``decide`` over the runs themselves."""
+    sides = [[g for g in side if g] for side in (baseline, other)]
+    flat = [[v for g in side for v in g] for side in sides]
+    plain = decide(flat[0], flat[1], higher_is_better=higher_is_better, margin_pct=margin_pct,
+                   left_out=left_out)  # fmt: skip
+    studies = len(sides[0]) + len(sides[1])
+    if plain.no_test or plain.log_se is None or studies < 3:
+        return plain
+    logs = [[_log_stats(g) for g in side] for side in sides]
+    centre = [statistics.fmean(m for m, _ in side) for side in logs]
+    spread = sum((m - c) ** 2 for side, c in zip(logs, centre, strict=True) for m, _ in side)
+    runs = [(v, len(g)) for side, gs in zip(logs, sides, strict=True)
+            for (_, v), g in zip(side, gs, strict=True) if len(g) > 1]  # fmt: skip
+    within = statistics.fmean(v / n for v, n in runs) if runs else 0.0
+    tau2 = max(spread / (studies - 2) - within, 0.0)
+    if tau2 == 0:
+        return plain
+    var = [
+        statistics.fmean(tau2 + v / len(g) for (_, v), g in zip(side, gs, strict=True)) / len(gs)
+        for side, gs in zip(logs, sides, strict=True)
+    ]
+    return replace(plain, log_diff=centre[1] - centre[0], log_se=math.sqrt(sum(var)),
+                   df=float(studies - 2), between=True)  # fmt: skip
 
 
 def adjust(comparisons: Sequence[Comparison]) -> list[Comparison]:
-    """The same comparisons with Benjamini-Hochberg adjusted p-values (``q_value``)
-    over every one that was tested: the expected share of false calls among the
-    differences called stays at ``ALPHA``."""
-    tested = [i for i, c in enumerate(comparisons) if c.p_value is not None]
+    """The same comparisons decided as one family: Benjamini-Hochberg adjusted
+    p-values (``q_value``) over every one with an interval, and every interval at
+    1 - max(R, 1) * alpha / m (R called of m): an interval then excludes no
+    change exactly when BH calls it, so a mark and its interval never disagree,
+    and the expected share of false calls among those marked stays at ``ALPHA``."""
+    tested = [i for i, c in enumerate(comparisons) if c.log_interval() is not None]
     out = list(comparisons)
-    if not tested:
+    if len(tested) < 2:
         return out
     ps = [comparisons[i].p_value for i in tested]
     _, sps = _scipy()
     qs = sps.false_discovery_control(ps, method="bh")
+    called = sum(float(q) < ALPHA for q in qs)
+    alpha = max(called, 1) * ALPHA / len(tested)
     for i, q in zip(tested, qs, strict=True):
-        out[i] = replace(out[i], q_value=float(q))
+        out[i] = replace(out[i], q_value=float(q), alpha=alpha)
     return out
 
 
 def family_note(comparisons: Sequence[Comparison], study_total: int | None = None) -> str | None:
-    """What the marks of one table rest on: how many tests, how many differences
-    chance alone would call, how many were called; ``study_total``: the study's
-    comparisons the correction ran over, when more than this table's. None
-    without a test."""
-    tested = [c for c in comparisons if c.p_value is not None]
-    if not tested:
+    """What the marks of one table rest on: the procedure, how many comparisons
+    were decided together, how many came out each way. ``study_total``: the
+    study's comparisons the correction ran over, when more than this table's.
+    None without an interval."""
+    decided = [c for c in comparisons if c.log_interval() is not None]
+    if not decided:
         return None
-    m = len(tested)
-    raw = sum(c.significant for c in tested)
-    called = sum(c.called for c in tested)
-    few = sum(c.too_few for c in tested)
+    m = len(decided)
+    counts = {v: sum(c.verdict == v for c in decided) for v in (BETTER, WORSE, SAME, NOT_YET)}
     over = (
-        f" over all {study_total} comparisons of the study (the same q wherever one appears)"
+        f" over all {study_total} comparisons of the study"
         if study_total is not None and study_total > m
         else ""
     )
+    level = min(1.0 - c.alpha for c in decided)
+    margins = sorted({c.margin_pct for c in decided})
+    margin = "/".join(f"{x:g}" for x in margins)
     text = (
-        f"{m} difference(s) tested at p < {ALPHA:g}: chance alone would call about "
-        f"{m * ALPHA:.1f} of them; {raw} had p < {ALPHA:g}. Benjamini-Hochberg adjusted "
-        f"p (q){over} keeps the expected share of false calls among those marked at "
-        f"{ALPHA:.0%}: {called} marked ▲ (better) or ▼ (worse), the rest ≈ (within noise)."
+        f"Each difference is decided from its runs by one procedure: Welch's t on the "
+        f"logarithms (a ratio of geometric means, its interval and its verdict one "
+        f"computation), decided together{over} (Benjamini-Hochberg; intervals at "
+        f"{100 * level:.4g}% or more, so an interval excludes no change exactly when it is "
+        f"called). ▲ better / ▼ worse: the interval excludes no change "
+        f"({counts[BETTER]} better, {counts[WORSE]} worse); = the same: it lies within "
+        f"±{margin}% ({counts[SAME]}); ? not yet: neither ({counts[NOT_YET]}), with the runs a "
+        f"side that would decide it at this noise."
     )
+    few = sum(c.too_few for c in comparisons)
     if few:
-        text += (
-            f" {few} rest on fewer than {MIN_RUNS} runs a side and are never marked "
-            f"(repeat ≥ {MIN_RUNS})."
-        )
-    detectable = [c.detectable for c in tested if c.detectable is not None and not c.called]
-    if detectable:
-        low, high = min(detectable), max(detectable)
-        span = f"{low:.0f}%" if round(low) == round(high) else f"{low:.0f}–{high:.0f}%"
-        needed = [c.needed_5pct for c in tested if c.needed_5pct is not None and not c.called]
-        text += (
-            f" What these repeats can tell: the smallest difference Welch's test would find "
-            f"with {POWER:.0%} power ('could detect') was {span} where nothing was called"
-        )
-        if needed:
-            lo, hi = min(needed), max(needed)
-            top = f"over {NEEDED_LIMIT:,}" if hi >= NEEDED_LIMIT else str(hi)
-            runs = top if lo == hi else f"{lo} to {top}" if hi >= NEEDED_LIMIT else f"{lo}–{hi}"
-            text += f"; a 5% difference would need {runs} runs a side"
-        text += "."
+        text += f" {few} rest on fewer than {MIN_RUNS} runs a side: not yet, whatever they show."
     return text
 
 

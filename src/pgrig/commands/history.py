@@ -3,8 +3,9 @@ and ``pgrig check STUDY`` (the gate a CI job acts on)."""
 
 from __future__ import annotations
 
-import math
+import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import click
@@ -16,6 +17,8 @@ from pgrig.errors import UsageError
 from pgrig.history import gate, series
 from pgrig.history import report as history_report
 from pgrig.report.writer import write_view
+from pgrig.results import Study
+from pgrig.stats import MARGIN_PCT
 from pgrig.store import Store, location
 
 
@@ -47,20 +50,34 @@ def history_cmd(name: str, results: Path, store: str | None, out: Path | None) -
     for i, study in enumerate(s.studies, start=1):
         click.echo(f"  {i:3d}  {study.id}  {study.started_at}  {study.status}")
     changed = history_report.found(s)
+    walked = history_report.steps(s)
     for point, seen in s.points.items():
         click.echo(f"\n{point.label}")
         for obs in seen:
             note = f"  ({obs.disturbed} disturbed)" if obs.disturbed else ""
+            step = walked.get(obs.study)
+            said = history_report.step_words(step, point) if step is not None else ""
             click.echo(
                 f"  {obs.study}  {obs.median:10.0f} tps  ({obs.interval_text()})  "
-                f"n={len(obs.values)}{note}"
+                f"n={len(obs.values)}{note}" + (f"\n      {said}" if said else "")
             )
         for f in (f for f in changed if f.point == point):
             click.echo(f"  change: {history_report.sentence(f)}")
             for line in f.causes or (history_report.NOTHING_DIFFERS,):
                 click.echo(f"    {line}")
-    if not changed:
-        click.echo("\nno change outside the noise")
+    differs = history_report.consecutive(s)
+    if differs:
+        click.echo("\nwhat differs between consecutive studies (changed or not):")
+        for before, after, what in differs:
+            click.echo(f"  {before} -> {after}: {'; '.join(what)}")
+    not_ok = history_report.rejected(walked)
+    for line in not_ok:
+        click.echo(f"\nnot accepted: {line}")
+    if not changed and not not_ok:
+        click.echo(
+            "\nevery study accepted against the ones before it (better, or the same within "
+            f"±{MARGIN_PCT:g}%); no change point found"
+        )
     if out is not None:
         md, page = write_view(
             history_report.view(s),
@@ -71,16 +88,128 @@ def history_cmd(name: str, results: Path, store: str | None, out: Path | None) -
         click.echo(f"\nreport: {md}\n        {page}")
 
 
-_PCT = re.compile(r"\s*(\d+(?:\.\d+)?)\s*%?\s*")
+_PCT = re.compile(r"\s*(\d+(?:\.\d+)?)\s*(%?)\s*")
 
 
 def _percent(value: str) -> float:
+    """'5%' or '5'; a bare fraction ('0.05') is refused: read as a percentage it
+    would be a twentieth of one, which no one means."""
     m = _PCT.fullmatch(value)
     if m is None:
         raise UsageError(
             f"--max-regression {value!r}: not a percentage", hint="e.g. --max-regression 5%"
         )
-    return float(m.group(1))
+    pct = float(m.group(1))
+    if not m.group(2) and pct < 1:
+        raise UsageError(
+            f"--max-regression {value!r}: a fraction or a percentage below 1?",
+            hint=f"write the unit: --max-regression {pct * 100:g}% (or {pct:g}% if meant)",
+        )
+    if not 0 < pct < 100:
+        raise UsageError(
+            f"--max-regression {value!r}: a slowdown tolerated is above 0% and below 100%",
+            hint="e.g. --max-regression 5%",
+        )
+    return pct
+
+
+def _writable(path: Path | None, option: str) -> None:
+    """Refuse, before anything is read, an output file that cannot be written."""
+    if path is None:
+        return
+    parent = path.parent if str(path.parent) else Path(".")
+    if path.is_dir():
+        raise UsageError(f"{option} {path}: a directory", hint=f"give {option} a file name")
+    if not parent.is_dir():
+        raise UsageError(
+            f"{option} {path}: no directory {parent}", hint=f"mkdir -p {parent}, or another path"
+        )
+    if not os.access(path if path.exists() else parent, os.W_OK):
+        raise UsageError(f"{option} {path}: not writable", hint="give a path you can write")
+
+
+def _resolve(st: Store, name: str) -> Study:
+    """A study id, or a series' name for its latest study."""
+    ids = {s.id for s in st.studies()}
+    if name in ids:
+        return st.study(name)
+    return series.studies_of(st, name)[-1] if st.series(name) else st.study(name)
+
+
+@dataclass(frozen=True)
+class _Baseline:
+    """What ``check`` compares with, as the summary names it."""
+
+    label: str
+    observations: dict[series.Point, list[series.Observation]]
+    paired: bool = False
+    pair: dict[series.Point, series.Point] | None = None
+    note: str = ""
+
+
+def _baseline(
+    st: Store, study: Study, baseline: str, threshold: float, keep: int
+) -> _Baseline | None:
+    """The baseline named by ``--baseline`` (None: a first study, nothing before)."""
+    ids = {s.id for s in st.studies()}
+    name, _, target = baseline.partition("/")
+    if target:
+        base = _resolve(st, name)
+        if base.id != study.id:
+            obs = series.observations(st.runs(base.id))
+            return _Baseline(
+                f"{base.id} ({target})",
+                {p: [o] for p, o in obs.items() if p.target == target},
+                pair={p: series.Point(p.key, target) for p in series.observations(
+                    st.runs(study.id))},
+            )  # fmt: skip
+        obs = series.observations(st.runs(study.id))
+        targets = sorted({p.target for p in obs})
+        if target not in targets:
+            raise UsageError(
+                f"--baseline {baseline}: study {study.id} has no target {target!r}",
+                hint=f"its targets: {', '.join(targets)}",
+            )
+        return _Baseline(
+            f"{target} in the same study (interleaved runs)",
+            {p: [o] for p, o in obs.items() if p.target == target},
+            paired=True,
+            pair={p: series.Point(p.key, target) for p in obs if p.target != target},
+        )
+    if baseline == study.id:
+        raise UsageError(
+            f"--baseline {baseline}: the study checked; a study against itself says nothing",
+            hint=f"name an earlier study, its series, or another target: --baseline "
+            f"{study.id}/TARGET (paired)",
+        )
+    if baseline in ids:
+        return _Baseline(baseline, {p: [o] for p, o in
+                                    series.observations(st.runs(baseline)).items()})  # fmt: skip
+    s = series.read(st, baseline)
+    order = [x.id for x in s.studies]
+    before = order[: order.index(study.id)] if study.id in order else order
+    if not before:
+        return None
+    steps = gate.walk(
+        series.Series(s.name, tuple(x for x in s.studies if x.id in before),
+                      {p: tuple(o for o in seen if o.study in before)
+                       for p, seen in s.points.items()}),
+        threshold, keep,
+    )  # fmt: skip
+    accepted = [step.study for step in steps if step.accepted][-keep:]
+    passed_over = [step.study for step in steps if not step.accepted]
+    note = (
+        f"Baseline: the last {len(accepted)} accepted studies of series {baseline} "
+        f"({', '.join(accepted)})"
+        + (f"; not accepted (regressed or undecided): {', '.join(passed_over)}" if passed_over
+           else "")
+        + "."
+    )  # fmt: skip
+    return _Baseline(
+        f"series {baseline} ({len(accepted)} accepted studies)",
+        gate.of_studies(s, accepted),
+        note=note,
+    )
 
 
 @click.command("check")
@@ -89,10 +218,17 @@ def _percent(value: str) -> float:
 @click.option(
     "--baseline",
     required=True,
-    help="A study id, or a series: its latest study before STUDY_ID, and the "
-    "series' earlier studies for how much studies differ.",
+    help="A study id; STUDY/TARGET, another target of a study (of the same study: "
+    "paired, the runs interleaved); or a series: its last accepted studies before "
+    "STUDY_ID (--baseline-studies).",
 )
-@click.option("--max-regression", default="5%", show_default=True, help="The slowdown tolerated.")
+@click.option("--baseline-studies", default=gate.ACCEPTED, show_default=True,
+              type=click.IntRange(1, 100),
+              help="How many of a series' last accepted studies make its baseline.")  # fmt: skip
+@click.option(
+    "--max-regression", default="5%", show_default=True,
+    help="The slowdown tolerated, and the margin of 'the same'.",
+)  # fmt: skip
 @click.option("--junit", type=click.Path(path_type=Path, dir_okay=False), default=None,
               help="Write JUnit XML here: one test case per point.")  # fmt: skip
 @click.option("--summary", type=click.Path(path_type=Path, dir_okay=False), default=None,
@@ -102,58 +238,71 @@ def check_cmd(
     results: Path,
     store: str | None,
     baseline: str,
+    baseline_studies: int,
     max_regression: str,
     junit: Path | None,
     summary: Path | None,
 ) -> None:
-    """Exit 1 when a point of STUDY_ID is significantly slower than the baseline
-    by more than --max-regression; 0 otherwise (docs/exit-codes.md)."""
+    """Decide each point of STUDY_ID (a study id, or a series for its latest study)
+    against the baseline: exit 1 when one regressed by more than
+    --max-regression, 8 when one is not yet decided either way (more runs would
+    decide it), 0 otherwise (docs/exit-codes.md)."""
     threshold = _percent(max_regression)
+    _writable(junit, "--junit")
+    _writable(summary, "--summary")
     with _open(results, store) as st:
-        study = st.study(study_id)
-        base_id = baseline
-        medians: dict[series.Point, list[float]] = {}
-        if baseline not in {s.id for s in st.studies()}:
-            before = [
-                s.id
-                for s in series.studies_of(st, baseline)
-                if (s.started_at, s.id) < (study.started_at, study.id)
-            ]
-            if not before:
-                raise UsageError(
-                    f"--baseline {baseline}: the series holds no study before {study.id}",
-                    hint="run the campaign once more, or name a baseline study",
-                )
-            base_id = before[-1]
-            for point, past in series.read(st, baseline).points.items():
-                medians[point] = [o.median for o in past if o.study in before]
+        study = _resolve(st, study_id)
+        base = _baseline(st, study, baseline, threshold, baseline_studies)
         mine = series.observations(st.runs(study.id))
-        theirs = series.observations(st.runs(base_id))
-    verdicts = gate.judge_all(theirs, mine, threshold, medians)
-    for sid, got in ((study.id, mine), (base_id, theirs)):
-        if n := sum(o.disturbed for o in got.values()):
-            click.echo(
-                f"warning: {sid}: {n} runs disturbed by other work; a verdict on a busy "
-                "machine says as much about the machine: rerun on a quiet one",
-                err=True,
-            )
+    name = f"pgrig check {study.id}"
+    if base is None:
+        text = (
+            f"first study of series {baseline}: nothing before it to compare with; "
+            "it is the baseline of the next"
+        )
+        click.echo(f"not compared  {text}")
+        _write(junit, summary, gate.skipped_junit(name, text),
+               f"## pgrig check: {study.id}\n\nℹ️ {text}.\n")  # fmt: skip
+        return
+    if base.paired:
+        mine = {p: o for p, o in mine.items() if base.pair and p in base.pair}
+    verdicts = gate.judge_all(base.observations, mine, threshold, paired=base.paired,
+                              pair=base.pair)  # fmt: skip
     if not verdicts:
         raise UsageError(
-            f"{study.id} and {base_id} have no pgbench point in common",
+            f"{study.id} and {base.label} have no pgbench point in common",
             hint="compare studies of the same campaign (workload, mode, clients, target)",
         )
+    if base.note:
+        click.echo(base.note)
     for v in verdicts:
-        least = "" if math.isinf(v.detectable_pct) else f"; could call ≥ {v.detectable_pct:.1f}%"
-        click.echo(f"{v.outcome:13s} {v.point.label}: {v.text}{least}")
-    if junit is not None:
-        junit.write_text(gate.junit(verdicts, f"pgrig check {study.id}"))
-    if summary is not None:
-        with summary.open("a") as out:  # $GITHUB_STEP_SUMMARY is appended to
-            out.write(gate.summary(verdicts, study.id, base_id, threshold))
+        click.echo(f"{v.outcome:12s}  {v.point.label}: {v.text}")
+    _write(junit, summary, gate.junit(verdicts, name),
+           gate.summary(verdicts, study.id, base.label, threshold, base.note))  # fmt: skip
+    if any(v.disturbed for v in verdicts):
+        n = sum(v.disturbed for v in verdicts)
+        how = "kept: both sides interleaved" if base.paired else "left out of the verdicts"
+        click.echo(f"warning: {n} runs disturbed by other work ({how})", err=True)
     failed = [v for v in verdicts if v.failed]
     if failed:
         raise gate.Regressed(
             f"{len(failed)} of {len(verdicts)} points of {study.id} regressed by more than "
-            f"{threshold:g}% against {base_id}",
+            f"{threshold:g}% against {base.label}",
             hint="see the lines marked regression above; `pgrig history` names what changed",
         )
+    open_ = [v for v in verdicts if v.undecided]
+    if open_:
+        raise gate.NotYet(
+            f"not yet: {len(open_)} of {len(verdicts)} points of {study.id} are not decided "
+            f"against {base.label} at ±{threshold:g}%",
+            hint='more runs decide them (repeat = { until = "decided" }, or a paired check '
+            "in one study: --baseline STUDY/TARGET); nothing regressed that these runs could see",
+        )
+
+
+def _write(junit: Path | None, summary: Path | None, xml: str, markdown: str) -> None:
+    if junit is not None:
+        junit.write_text(xml)
+    if summary is not None:
+        with summary.open("a") as out:  # $GITHUB_STEP_SUMMARY is appended to
+            out.write(markdown)

@@ -1,23 +1,23 @@
-"""Where a point's figure changed over a series: change points found by Apache
-Otava (E-Divisive means with a t-test, Fleming et al. 2023) on the studies'
-medians, then each one confirmed by Welch's test between the studies on either
-side, at ``ALPHA`` divided by the number of places a step could have been put
-(the candidate's place was chosen to make the two sides differ most: an
-uncorrected test would confirm one in twenty steps of pure noise). A candidate
-the test does not confirm is inside the noise and is not claimed
+"""Where a point's figure changed over a series: change points proposed by
+Apache Otava (E-Divisive means with a t-test, Fleming et al. 2023) on the
+studies' medians, then each one decided by the one procedure
+(``stats.decide_studies``) over the runs of the studies on either side, the
+spread between studies counted, its interval at ``ALPHA`` divided by the number
+of places a step could have been put (the candidate's place was chosen to make
+the two sides differ most: an uncorrected test would confirm one in twenty
+steps of pure noise). A candidate whose interval holds no change is not claimed
 (docs/history.md has the measurements behind these choices)."""
 
 from __future__ import annotations
 
 import math
-import statistics
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pgrig.errors import BinaryNotFound
 from pgrig.history.series import Observation
-from pgrig.stats import ALPHA, MIN_RUNS, t_quantile_975, welch
+from pgrig.stats import ALPHA, MIN_RUNS, Comparison, decide_studies
 
 # Otava's first pass; its windows are longer than any series we expect, so the
 # whole series is one window (the original E-Divisive with a t-test). Otava only
@@ -35,22 +35,26 @@ class Change:
     """A confirmed step in one point's series: from study ``index`` on."""
 
     index: int  # the first study after the step
-    diff_pct: float  # median after vs median before, in %
-    low_pct: float  # 95% interval of the difference of the means, in %
-    high_pct: float
-    p_value: float  # Welch's, over the studies' medians on either side
+    comparison: Comparison  # the runs after against the runs before
 
+    @property
+    def diff_pct(self) -> float:
+        return self.comparison.diff_pct or 0.0
 
-def _interval(before: Sequence[float], after: Sequence[float]) -> tuple[float, float]:
-    """95% interval (Welch) of mean(after) - mean(before), in % of mean(before)."""
-    mb, ma = statistics.fmean(before), statistics.fmean(after)
-    vb, va = statistics.variance(before) / len(before), statistics.variance(after) / len(after)
-    se = math.sqrt(vb + va)
-    if se == 0:
-        return ((ma - mb) / mb * 100,) * 2
-    df = (vb + va) ** 2 / (vb**2 / (len(before) - 1) + va**2 / (len(after) - 1))
-    half = t_quantile_975(df) * se
-    return ((ma - mb - half) / mb * 100, (ma - mb + half) / mb * 100)
+    @property
+    def low_pct(self) -> float:
+        iv = self.comparison.interval
+        return iv.low if iv is not None else math.nan
+
+    @property
+    def high_pct(self) -> float:
+        iv = self.comparison.interval
+        return iv.high if iv is not None else math.nan
+
+    @property
+    def p_value(self) -> float:
+        p = self.comparison.p_value
+        return p if p is not None else 1.0
 
 
 def candidates(medians: Sequence[float]) -> list[int]:
@@ -81,14 +85,12 @@ def changes(observations: Sequence[Observation]) -> list[Change]:
     bounds = [0, *found, len(medians)]
     out = []
     for i, at in enumerate(found):
-        before, after = medians[bounds[i] : at], medians[at : bounds[i + 2]]
+        before, after = observations[bounds[i] : at], observations[at : bounds[i + 2]]
         if min(len(before), len(after)) < MIN_RUNS:
             continue  # fewer studies than a call needs on one side
-        test = welch(before, after)
-        if not test.called or test.diff_pct is None or test.p_value is None:
-            continue  # inside the noise: not claimed
-        if test.p_value >= ALPHA / (len(medians) - 1):
-            continue  # no stronger than the best of the places a step could be
-        low, high = _interval(before, after)
-        out.append(Change(at, test.diff_pct, low, high, test.p_value))
+        test = decide_studies([o.values for o in before], [o.values for o in after])
+        # no stronger than the best of the places a step could be: Bonferroni
+        test = replace(test, alpha=ALPHA / (len(medians) - 1))
+        if test.called:
+            out.append(Change(at, test))
     return out

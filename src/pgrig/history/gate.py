@@ -1,165 +1,252 @@
-"""The gate a CI job acts on: each point of a study against its baseline, a
-regression being significantly slower (Welch, p < 0.05, >= 3 repeats a side)
-by more than the threshold. Each verdict says the smallest difference its
-repeats could have called, so a pass is not read as more than it is; JUnit XML
-(one test case per point) and a Markdown summary for the CI job's page."""
+"""The gate a CI job acts on: each point of a study against its baseline, by the
+one decision procedure of every comparison (``stats.decide_studies``), the
+threshold being the margin:
+
+- regression: worse (the interval excludes no change) by more than the
+  threshold (the estimate past it): exit 1;
+- passed: improved, the same within ±threshold, or slower by less than it;
+- not yet: the interval holds no change and reaches past ±threshold, or too few
+  runs: exit ``NotYet.exit_code``, a JUnit ``skipped`` with the runs that would
+  decide it. A gate never passes what its runs could not see.
+
+The points of one check are decided together (``stats.adjust``). A baseline is
+a study, another target of the same study (paired: interleaved runs on one
+machine, the way a shared runner still gives a verdict), or a series: its last
+``ACCEPTED`` accepted studies before the one checked (a study is accepted when
+none of its points regressed or was left undecided against the studies
+accepted before it), so a missed regression never becomes the baseline.
+Across studies, runs the monitor saw disturbed are left out, with a count.
+JUnit XML (one test case per point) and a Markdown summary for the job's page.
+"""
 
 from __future__ import annotations
 
-import math
-import statistics
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from pgrig import stats
 from pgrig.errors import PgrigError
-from pgrig.history.series import Observation, Point
-from pgrig.stats import BETTER, MIN_RUNS, WORSE, t_quantile_975, welch
+from pgrig.history.series import Observation, Point, Series
 
-REGRESSION, IMPROVEMENT, NOISE, UNTESTED, PASSED = (
+REGRESSION, IMPROVEMENT, SAME, PASSED, NOT_YET = (
     "regression",
     "improvement",
-    "within noise",
-    "untested",
+    "the same",
     "passed",
+    "not yet",
 )
+ACCEPTED = 5  # studies of a series baseline: its last accepted ones
 
 
 @dataclass(frozen=True)
 class Verdict:
     point: Point
     outcome: str  # one of the five above
-    diff_pct: float | None  # median vs the baseline's, in %
-    detectable_pct: float  # the smallest difference these repeats could call (inf: none)
-    text: str  # the comparison as the reports say it
+    comparison: stats.Comparison
+    max_regression: float  # the threshold, in %
+    disturbed: int = 0  # runs the monitor saw disturbed (left out across studies)
 
     @property
     def failed(self) -> bool:
         return self.outcome == REGRESSION
 
+    @property
+    def undecided(self) -> bool:
+        return self.outcome == NOT_YET
 
-def detectable(baseline: Sequence[float], other: Sequence[float]) -> float:
-    """The smallest difference of the means, in % of the baseline's, that
-    Welch's test could call significant with these repeats and this spread."""
-    if min(len(baseline), len(other)) < 2:
-        return math.inf
-    vb = statistics.variance(baseline) / len(baseline)
-    vo = statistics.variance(other) / len(other)
-    if vb + vo == 0:
-        return 0.0
-    df = (vb + vo) ** 2 / (vb**2 / (len(baseline) - 1) + vo**2 / (len(other) - 1))
-    return t_quantile_975(df) * math.sqrt(vb + vo) / statistics.fmean(baseline) * 100
+    @property
+    def diff_pct(self) -> float | None:
+        return self.comparison.diff_pct
+
+    @property
+    def text(self) -> str:
+        said = self.comparison.describe()
+        if self.disturbed:
+            said += f"; {self.disturbed} run(s) disturbed by other work"
+        return said
 
 
-def judge(
-    point: Point,
-    baseline: Observation,
-    study: Observation,
-    max_regression: float,
-    medians: Sequence[float] = (),
-) -> Verdict:
-    """One point: a regression only when called slower by more than ``max_regression`` %.
-
-    ``medians``: the point's median in each other study of the baseline series;
-    from ``MIN_RUNS`` of them on, a regression must also be called against them,
-    so that how much studies differ among themselves (another load on the
-    machine, a new cluster) counts, not only how much one study's repeats do."""
-    test = welch(baseline.values, study.values)
-    least = detectable(baseline.values, study.values)
-    across = welch(medians, study.values) if len(medians) >= MIN_RUNS else None
-    if across is not None:
-        least = max(least, detectable(medians, study.values))
-    slower = test.verdict == WORSE and (test.diff_pct or 0.0) < -max_regression
-    if slower and across is not None and across.verdict != WORSE:
-        outcome = NOISE  # slower than the baseline study, not than the series
-    elif slower:
-        outcome = REGRESSION
-    elif test.verdict == WORSE:
-        outcome = PASSED  # slower, but by less than the threshold
-    elif test.verdict == BETTER:
-        outcome = IMPROVEMENT
-    elif test.p_value is None:
-        outcome = UNTESTED
-    else:
-        outcome = NOISE
-    return Verdict(point, outcome, test.diff_pct, least, test.describe())
+def outcome(cmp: stats.Comparison, max_regression: float) -> str:
+    """A comparison (its margin the threshold) as the gate reads it."""
+    verdict = cmp.verdict
+    if verdict == stats.WORSE:
+        return REGRESSION if (cmp.diff_pct or 0.0) < -max_regression else PASSED
+    if verdict == stats.BETTER:
+        return IMPROVEMENT
+    return SAME if verdict == stats.SAME else NOT_YET
 
 
 def judge_all(
-    baseline: Mapping[Point, Observation],
+    baseline: Mapping[Point, Sequence[Observation]],
     study: Mapping[Point, Observation],
     max_regression: float,
-    medians: Mapping[Point, Sequence[float]] | None = None,
+    *,
+    paired: bool = False,
+    pair: Mapping[Point, Point] | None = None,
 ) -> list[Verdict]:
-    across = medians or {}
+    """Each point of ``study`` against its baseline's observations (one study's,
+    or several studies' of a series), decided together. ``paired``: the
+    baseline's runs were interleaved with the study's (another target of the same
+    study), so a disturbance hit both sides and no run is left out.
+    ``pair``: the baseline's point of each of the study's (default: the same)."""
+    points = [p for p in sorted(study) if (pair or {}).get(p, p) in baseline]
+    found, disturbed = [], []
+    for p in points:
+        base = baseline[(pair or {}).get(p, p)]
+        mine = study[p]
+        if paired:
+            sides = [list(o.values) for o in base], [list(mine.values)]
+            left = 0
+        else:
+            sides = [list(o.quiet) for o in base], [list(mine.quiet)]
+            left = mine.disturbed + sum(o.disturbed for o in base)
+        if not any(sides[0]) or not sides[1][0]:
+            # every run of a side disturbed: nothing quiet to decide on
+            n = (sum(map(len, sides[0])), len(sides[1][0]))
+            why = "every run of a side disturbed by other work"
+            cmp = stats.Comparison(n, margin_pct=max_regression, no_test=why, left_out=left)
+        else:
+            cmp = stats.decide_studies(*sides, margin_pct=max_regression, left_out=left)
+        found.append(cmp)
+        disturbed.append(mine.disturbed + sum(o.disturbed for o in base))
+    decided = stats.adjust(found)
     return [
-        judge(p, baseline[p], study[p], max_regression, across.get(p, ()))
-        for p in sorted(study)
-        if p in baseline
+        Verdict(p, outcome(c, max_regression), c, max_regression, d)
+        for p, c, d in zip(points, decided, disturbed, strict=True)
     ]
 
 
-def _least(v: Verdict) -> str:
-    if math.isinf(v.detectable_pct):
-        return "no test possible: repeat each point at least 3 times"
-    return f"the smallest difference these repeats could call: {v.detectable_pct:.1f}%"
+def passes(verdicts: Sequence[Verdict]) -> bool:
+    """Accepted into a series' baseline: no point regressed or undecided."""
+    return bool(verdicts) and not any(v.failed or v.undecided for v in verdicts)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One study of a series as the gate saw it: against the accepted studies
+    before it (none for the first), and whether it joined them."""
+
+    study: str
+    baseline: tuple[str, ...]  # the accepted studies it was judged against
+    verdicts: tuple[Verdict, ...]
+    accepted: bool
+
+
+def of_study(s: Series, study: str) -> dict[Point, Observation]:
+    return {p: o for p, seen in s.points.items() for o in seen if o.study == study}
+
+
+def of_studies(s: Series, studies: Sequence[str]) -> dict[Point, list[Observation]]:
+    out: dict[Point, list[Observation]] = {}
+    for p, seen in s.points.items():
+        mine = [o for o in seen if o.study in studies]
+        if mine:
+            out[p] = mine
+    return out
+
+
+def walk(s: Series, max_regression: float, keep: int = ACCEPTED) -> list[Step]:
+    """Each study of the series against its last ``keep`` accepted studies: the
+    baseline ``pgrig check --baseline SERIES`` uses and ``pgrig history`` shows.
+    The first study is accepted as it is."""
+    steps: list[Step] = []
+    accepted: list[str] = []
+    for study in s.studies:
+        base = tuple(accepted[-keep:])
+        verdicts = (
+            tuple(judge_all(of_studies(s, base), of_study(s, study.id), max_regression))
+            if base
+            else ()
+        )
+        ok = not base or passes(verdicts)
+        if ok:
+            accepted.append(study.id)
+        steps.append(Step(study.id, base, verdicts, ok))
+    return steps
+
+
+def _reason(v: Verdict) -> str:
+    needed = v.comparison.needed_text()
+    return f"{v.outcome}: {v.text}" + (f" ({needed})" if needed and v.undecided else "")
 
 
 def junit(verdicts: Sequence[Verdict], name: str) -> str:
     """JUnit XML: one test case per point; a regression is a failure, a point
-    that could not be tested is skipped."""
+    not yet decided is skipped with what would decide it."""
     failures = sum(v.failed for v in verdicts)
-    skipped = sum(v.outcome == UNTESTED for v in verdicts)
-    root = ET.Element(
-        "testsuites",
-        name=name,
-        tests=str(len(verdicts)),
-        failures=str(failures),
-        errors="0",
-        skipped=str(skipped),
-    )
-    suite = ET.SubElement(
-        root,
-        "testsuite",
-        name=name,
-        tests=str(len(verdicts)),
-        failures=str(failures),
-        errors="0",
-        skipped=str(skipped),
-    )
+    skipped = sum(v.undecided for v in verdicts)
+    counts = {
+        "tests": str(len(verdicts)),
+        "failures": str(failures),
+        "errors": "0",
+        "skipped": str(skipped),
+    }
+    root = ET.Element("testsuites", {"name": name, **counts})
+    suite = ET.SubElement(root, "testsuite", {"name": name, **counts})
     for v in verdicts:
         case = ET.SubElement(suite, "testcase", classname=name, name=v.point.label)
         if v.failed:
-            ET.SubElement(case, "failure", message=f"{v.outcome}: {v.text}").text = _least(v)
-        elif v.outcome == UNTESTED:
-            ET.SubElement(case, "skipped", message=v.text)
+            ET.SubElement(case, "failure", message=_reason(v))
+        elif v.undecided:
+            ET.SubElement(case, "skipped", message=_reason(v))
         else:
-            ET.SubElement(case, "system-out").text = f"{v.outcome}: {v.text}; {_least(v)}"
+            ET.SubElement(case, "system-out").text = _reason(v)
     ET.indent(suite)
     return (
         '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suite, encoding="unicode") + "\n"
     )
 
 
-def summary(verdicts: Sequence[Verdict], study: str, baseline: str, max_regression: float) -> str:
-    """Markdown for a CI job's step summary ($GITHUB_STEP_SUMMARY)."""
-    failed = [v for v in verdicts if v.failed]
-    head = (
-        f"❌ {len(failed)} of {len(verdicts)} points regressed by more than {max_regression:g}%"
-        if failed
-        else f"✅ no point regressed by more than {max_regression:g}%"
+def skipped_junit(name: str, text: str) -> str:
+    """JUnit XML of one skipped case: a first study, with nothing to compare."""
+    counts = {"tests": "1", "failures": "0", "errors": "0", "skipped": "1"}
+    suite = ET.Element("testsuite", {"name": name, **counts})
+    case = ET.SubElement(suite, "testcase", classname=name, name="baseline")
+    ET.SubElement(case, "skipped", message=text)
+    ET.indent(suite)
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suite, encoding="unicode") + "\n"
     )
+
+
+def headline(verdicts: Sequence[Verdict], max_regression: float) -> str:
+    """The summary's first line: what the job's page shows first."""
+    failed = sum(v.failed for v in verdicts)
+    open_ = sum(v.undecided for v in verdicts)
+    if failed:
+        return f"❌ {failed} of {len(verdicts)} points regressed by more than {max_regression:g}%"
+    if open_:
+        return (
+            f"⚠️ not yet: {open_} of {len(verdicts)} points undecided at ±{max_regression:g}% "
+            "(more runs would decide them; nothing regressed that these runs could see)"
+        )
+    return f"✅ no point regressed by more than {max_regression:g}%"
+
+
+def summary(
+    verdicts: Sequence[Verdict], study: str, baseline: str, max_regression: float, note: str = ""
+) -> str:
+    """Markdown for a CI job's step summary ($GITHUB_STEP_SUMMARY)."""
     lines = [
         f"## pgrig check: {study} vs {baseline}",
         "",
-        head,
+        headline(verdicts, max_regression),
         "",
-        "| point | verdict | vs baseline | smallest callable difference |",
+        *([note, ""] if note else []),
+        "| point | verdict | vs baseline | would decide it |",
         "|---|---|---|---|",
     ]
     for v in verdicts:
-        least = "–" if math.isinf(v.detectable_pct) else f"{v.detectable_pct:.1f}%"
-        lines.append(f"| {v.point.label} | {v.outcome} | {v.text} | {least} |")
+        needed = v.comparison.needed_text() if v.undecided else ""
+        lines.append(f"| {v.point.label} | {v.outcome} | {v.text} | {needed or '–'} |")
+    disturbed = sum(v.disturbed for v in verdicts)
+    if disturbed:
+        lines += [
+            "",
+            f"⚠️ {disturbed} runs were disturbed by other work on the machine (pgrig's "
+            "monitor); across studies they are left out of the verdict.",
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -167,3 +254,10 @@ class Regressed(PgrigError):
     """``pgrig check`` found a regression: exit code 1, a check failed."""
 
     exit_code = 1
+
+
+class NotYet(PgrigError):
+    """``pgrig check`` could not decide a point either way: exit code 8, neither a
+    pass nor a failure (docs/exit-codes.md)."""
+
+    exit_code = 8

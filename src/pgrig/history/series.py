@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pgrig.document import fmt
 from pgrig.errors import UsageError
@@ -49,6 +49,14 @@ class Observation:
     study: str
     values: tuple[float, ...]  # tps of each repeat that finished
     disturbed: int = 0  # repeats the monitor saw disturbed by other work
+    # tps of the repeats the monitor saw undisturbed (None: as ``values``, none was)
+    undisturbed: tuple[float, ...] | None = None
+
+    @property
+    def quiet(self) -> tuple[float, ...]:
+        """The repeats a comparison across studies decides on: a disturbed run
+        says how busy the machine was, not how fast the study was."""
+        return self.values if self.undisturbed is None else self.undisturbed
 
     @property
     def median(self) -> float:
@@ -84,7 +92,7 @@ def observations(records: Sequence[RunRecord]) -> dict[Point, Observation]:
     """A study's pgbench points: the tps of their finished repeats."""
     disturbed = disturbed_run_keys(records)
     values: dict[Point, list[float]] = {}
-    flagged: dict[Point, int] = {}
+    quiet: dict[Point, list[float]] = {}
     for rec in records:
         if not PGBENCH_RUN.holds(rec) or rec.status != "ok":
             continue
@@ -93,8 +101,15 @@ def observations(records: Sequence[RunRecord]) -> dict[Point, Observation]:
             continue
         point = Point(point_key(rec), rec.target)
         values.setdefault(point, []).append(run.tps)
-        flagged[point] = flagged.get(point, 0) + (rec.key in disturbed)
-    return {p: Observation("", tuple(v), flagged[p]) for p, v in values.items()}
+        if rec.key not in disturbed:
+            quiet.setdefault(point, []).append(run.tps)
+    out = {}
+    for p, v in values.items():
+        calm = tuple(quiet.get(p, ()))
+        out[p] = Observation(
+            "", tuple(v), len(v) - len(calm), None if len(calm) == len(v) else calm
+        )
+    return out
 
 
 def studies_of(store: Store, name: str) -> list[Study]:
@@ -117,5 +132,5 @@ def read(store: Store, name: str) -> Series:
     for study in studies:
         records = store.runs(study.id, without_progress=(PGBENCH_RUN.name,))
         for point, obs in observations(records).items():
-            points.setdefault(point, []).append(Observation(study.id, obs.values, obs.disturbed))
+            points.setdefault(point, []).append(replace(obs, study=study.id))
     return Series(name, tuple(studies), {p: tuple(o) for p, o in sorted(points.items())})

@@ -160,68 +160,64 @@ def differs(ev: Evidence) -> list[Conclusion]:
 def differs_sentence(
     what: str, other: str, baseline: str, tested: list[tuple[int, stats.Comparison]]
 ) -> Conclusion:
-    real = [(c, cmp) for c, cmp in tested if cmp.called and cmp.diff_pct is not None]
-    untested = [c for c, cmp in tested if cmp.p_value is None]
+    """One curve's verdict, target against baseline, in the four words of
+    ``stats.Comparison``: better / worse where its interval excludes no change,
+    the same within the margin, or not yet with the runs that would decide it."""
+    real = [(c, cmp) for c, cmp in tested if cmp.called]
+    same = [c for c, cmp in tested if cmp.verdict == stats.SAME]
+    open_ = [(c, cmp) for c, cmp in tested if cmp.verdict == stats.NOT_YET]
     at_all = (
         f"at {fmt.clients(tested[0][0])}"
         if len(tested) == 1
-        else f"at any of {len(tested)} client counts"
+        else f"at all {len(tested)} client counts"
     )
     if not real:
-        if len(untested) == len(tested):
-            why = tested[0][1].no_test or "no test"
+        if not open_:
+            widest = max((cmp for _, cmp in tested), key=_width)
             return Conclusion(
                 "differs",
-                f"{what}: {other} and {baseline} cannot be told apart yet ({why}).",
-                "no test",
+                f"{what}: {other} and {baseline} are the same within "
+                f"±{widest.margin_pct:g}% {at_all} (widest: {widest.describe()}).",
+                "the same",
             )
-        closest = min(
-            ((c, cmp) for c, cmp in tested if cmp.p_value is not None),
-            key=lambda item: item[1].p_value or 1.0,
-        )
-        if closest[1].significant:  # p < 0.05 alone, but not a call (too few runs, q)
-            return Conclusion(
-                "differs",
-                f"{what}: no difference between {other} and {baseline} called {at_all}"
-                + ("" if len(tested) == 1 else f"; at {fmt.clients(closest[0])}")
-                + f": {closest[1].describe()}.",
-                "not called",
-            )
-        worst = min(cmp.p_value for _, cmp in tested if cmp.p_value is not None)
-        # How much these repeats could tell (issue 30.4): the least sensitive point's
-        can = [cmp for _, cmp in tested if cmp.detectable is not None]
-        tell = max(can, key=lambda c: c.detectable or 0.0).detectable_text() if can else ""
+        c, cmp = max(open_, key=lambda item: _width(item[1]))
+        where = "" if len(tested) == 1 else f"at {fmt.clients(c)}"
+        rest = f"; the same within ±{cmp.margin_pct:g}% at {_clients(same)}" if same else ""
         return Conclusion(
             "differs",
-            f"{what}: no difference between {other} and {baseline} beyond the noise {at_all} "
-            f"(Welch's t-test, smallest p={worst:.2f}" + (f"; {tell}" if tell else "") + ").",
-            f"within noise (p>={worst:.2f})",
+            f"{what}: {other} against {baseline}: not yet decided {where or at_all}"
+            f"{' (of ' + str(len(open_)) + ' undecided)' if len(open_) > 1 else ''}: "
+            f"{cmp.describe()}{rest}.",
+            "not yet",
         )
-    faster = [(c, cmp) for c, cmp in real if (cmp.diff_pct or 0) > 0]
-    slower = [(c, cmp) for c, cmp in real if (cmp.diff_pct or 0) < 0]
     parts = []
-    for word, group in (("faster", faster), ("slower", slower)):
+    for word, up in (("faster", True), ("slower", False)):
+        group = [(c, cmp) for c, cmp in real if ((cmp.diff_pct or 0) > 0) == up]
         if not group:
             continue
-        diffs = [abs(cmp.diff_pct or 0.0) for _, cmp in group]
-        span = (
-            f"{min(diffs):.0f}%"
-            if round(min(diffs)) == round(max(diffs))
-            else (f"{min(diffs):.0f}-{max(diffs):.0f}%")
-        )
-        at = ", ".join(str(c) for c, _ in group)
-        parts.append(f"{span} {word} at {at} client{'s' if at != '1' else ''}")
-    worst = max(cmp.p_value or 0.0 for _, cmp in real)
-    qs = [cmp.q_value for _, cmp in real if cmp.q_value is not None]
-    corrected = f", q{_at_most(max(qs))}" if qs and max(qs) != worst else ""
-    rest = len(tested) - len(real)
-    tail = f"; within noise at the other {rest}" if rest else ""
+        said = "; ".join(f"{fmt.clients(c)} {cmp.describe()}" for c, cmp in group)
+        parts.append(f"{word} ({said})")
+    tail = []
+    if same:
+        tail.append(f"the same within ±{real[0][1].margin_pct:g}% at {_clients(same)}")
+    if open_:
+        tail.append(f"not yet decided at {_clients([c for c, _ in open_])}")
     return Conclusion(
         "differs",
-        f"{what}: {other} runs {' and '.join(parts)} than {baseline} (median tps over the "
-        f"repeats, Welch's t-test p{_at_most(worst)}{corrected}){tail}.",
-        f"p{_at_most(worst)}",
+        f"{what}: {other} runs {' and '.join(parts)} than {baseline} (runs' geometric means)"
+        + (f"; {', '.join(tail)}" if tail else "")
+        + ".",
+        "better" if any((cmp.diff_pct or 0) > 0 for _, cmp in real) else "worse",
     )
+
+
+def _width(cmp: stats.Comparison) -> float:
+    bounds = cmp.log_interval()
+    return bounds[1] - bounds[0] if bounds is not None else float("inf")
+
+
+def _clients(counts: Sequence[int]) -> str:
+    return ", ".join(str(c) for c in counts) + (" clients" if counts != [1] else " client")
 
 
 def _at_most(p: float) -> str:
@@ -267,24 +263,8 @@ def headline(ev: Evidence) -> list[Conclusion]:
                     found.append((what, other, both, cmp))
     out = []
     for what, other, both, cmp in found:
-        if cmp.p_value is None:
-            text = (
-                f"{what}: {other} and {ev.baseline} cannot be told apart yet "
-                f"({both}; {p_words(cmp)})."
-            )
-        elif cmp.called and cmp.diff_pct is not None:
-            word = "higher" if cmp.diff_pct > 0 else "lower"
-            p = f"p={cmp.p_value:.3f}" if cmp.p_value >= 0.001 else "p<0.001"
-            text = f"{what}: {other} {abs(cmp.diff_pct):.0f}% {word} than {ev.baseline} "
-            text += f"({both}; Welch's t-test {p})."
-        elif cmp.significant:
-            text = f"{what}: no difference between {other} and {ev.baseline} called ({both}): "
-            text += f"{cmp.describe()}."
-        else:
-            text = f"{what}: no difference between {other} and {ev.baseline} beyond the noise "
-            text += f"({both}; Welch's t-test {cmp.p_words()}"
-            text += f"; {tell})." if (tell := cmp.detectable_text()) else ")."
-        out.append(Conclusion("headline", text, p_words(cmp)))
+        out.append(Conclusion("headline", f"{what}: {other} vs {ev.baseline} "
+                              f"{cmp.describe()} ({both}).", cmp.verdict))  # fmt: skip
     return out
 
 
@@ -308,19 +288,15 @@ def load(ev: Evidence) -> list[Conclusion]:
             mine = per.get(other)
             if other == ev.baseline or not mine:
                 continue
-            cmp = stats.welch(base, mine)
+            cmp = stats.decide(base, mine, higher_is_better=False)
             times = f"{fmt.seconds(stats.headline(mine))} on {other}, " + (
                 f"{fmt.seconds(stats.headline(base))} on {ev.baseline}"
             )
-            if cmp.significant and cmp.diff_pct is not None:
-                word = "faster" if cmp.diff_pct < 0 else "slower"
-                text = f"{label}: {other} loads {abs(cmp.diff_pct):.0f}% {word} ({times})."
-            elif max(len(base), len(mine)) == 1:
+            if max(len(base), len(mine)) == 1:
                 # a campaign's repeat repeats the runs, never the load: no advice to raise it
-                text = f"{label} took {times}: once each, no test, no winner named."
+                text = f"{label} took {times}: once each, no verdict, no winner named."
             else:
-                why = p_words(cmp) if cmp.p_value is None else f"within noise (p={cmp.p_value:.2f})"
-                text = f"{label} took {times}: {why}, no winner named."
+                text = f"{label} took {times}: {other} vs {ev.baseline} {cmp.describe()}."
             out.append(Conclusion("load", text, p_words(cmp)))
     return out
 

@@ -1,10 +1,10 @@
 """The study's comparisons ("vs baseline") in one place, and the cells of each
 table that shows them.
 
-``Ledger.of`` tests every comparison a study holds once - each pgbench point's
+``Ledger.of`` decides every comparison a study holds once - each pgbench point's
 tps, each result kind's summary metric (``ResultKind.summary``), each target
-against the baseline - and corrects their p-values together (Benjamini-Hochberg,
-``stats.adjust``) over the whole study. Every table and every conclusion reads
+against the baseline - with the one procedure (``stats.decide``), and decides
+them together over the whole study (``stats.adjust``). Every table and every conclusion reads
 its comparison from the ledger, so one comparison shows one q-value everywhere
 (a per-table correction once showed q=0.96 in the summary and 0.92 / 0.87 for
 the same test in the versions table). The ledger is a pure function of the
@@ -28,17 +28,16 @@ from pgrig.results import RunRecord
 
 # What every "vs baseline" cell means, said once per table.
 VS_NOTE = (
-    "vs baseline: difference of the medians in % of the baseline's (rates), or their ratio "
-    "(latencies, durations: '2.1x slower'), with its bootstrap 95% interval (from "
-    f"{stats.MIN_RUNS} runs a side; 'too noisy for an interval' beyond "
-    f"±{stats.TOO_NOISY_PCT:.0f}%); Welch's t-test over the repeats. ▲ better / ▼ worse only "
-    f"when the difference survives the correction below and rests on ≥ {stats.MIN_RUNS} runs "
-    "a side; ≈ within noise otherwise, with the smallest difference these repeats could "
-    "detect. One run per side allows no test."
+    "vs baseline: the change in % of the baseline (rates), or as a ratio (latencies, "
+    "durations: '2.1x slower'), from the runs' geometric means, with its interval "
+    f"(from {stats.MIN_RUNS} runs a side): ▲ better / ▼ worse when the interval excludes "
+    f"no change; = the same when it lies within ±{stats.MARGIN_PCT:g}%; ? not yet otherwise, "
+    "with the runs a side that would decide it (docs/report.md#verdicts). One run per side "
+    "allows no verdict."
 )
 TPS = "tps"  # the ledger's name for a pgbench point's throughput
 
-_MARK = {stats.BETTER: BETTER, stats.WORSE: WORSE, stats.NOISE: QUIET, stats.UNTESTED: QUIET}
+_MARK = {stats.BETTER: BETTER, stats.WORSE: WORSE, stats.SAME: QUIET, stats.NOT_YET: QUIET}
 
 
 @dataclass(frozen=True)
@@ -99,7 +98,7 @@ class Ledger:
         """Test ``other`` against ``base`` under ``key`` (once: a key already tested
         keeps its test)."""
         if key not in self._tests:
-            self._tests[key] = stats.welch(base, other, higher_is_better=higher_is_better)
+            self._tests[key] = stats.decide(base, other, higher_is_better=higher_is_better)
             self._adjusted = None
         return key
 
@@ -112,7 +111,7 @@ class Ledger:
         return self._adjusted.get(key)
 
     def __len__(self) -> int:
-        return sum(c.p_value is not None for c in self._tests.values())
+        return sum(c.log_interval() is not None for c in self._tests.values())
 
 
 @dataclass(frozen=True)
