@@ -14,24 +14,25 @@ import re
 import subprocess
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
 from junitparser import Failure, JUnitXml, Skipped, TestCase, TestSuite
 
 from pgrig.cli import main
-from pgrig.history import cause
+from pgrig.history import cause, gate
 from pgrig.history.changes import changes
-from pgrig.history.series import Observation
+from pgrig.history.series import Observation, Point, Series
+from pgrig.report.pointkey import PointKey
 from pgrig.results import Cpu, Environment, PgbenchRun, PostgresInfo, RunRecord, Study, to_dict
 from pgrig.store import Store
 
 
-def env(shared_buffers: str) -> Environment:
+def env(shared_buffers: str, sync: str = "on") -> Environment:
     pg = PostgresInfo(
         version="18.1", version_num=180001, bin_dir=None, data_directory=None,
-        settings={"shared_buffers": shared_buffers, "fsync": "on"},
+        settings={"shared_buffers": shared_buffers, "fsync": "on", "synchronous_commit": sync},
     )  # fmt: skip
     cpu = Cpu(model="Test CPU", sockets=1, cores_per_socket=2, threads_per_core=1, logical_cpus=2)
     return Environment(
@@ -40,10 +41,10 @@ def env(shared_buffers: str) -> Environment:
     )  # fmt: skip
 
 
-def study(i: int, shared_buffers: str = "128MB", name: str = "nightly") -> Study:
+def study(i: int, shared_buffers: str = "128MB", name: str = "nightly", sync: str = "on") -> Study:
     return Study(
         id=f"{name}-{i:02d}", name=name, target="", started_at=f"2026-11-{i:02d}T00:00:00Z",
-        status="finished", environment=env(shared_buffers),
+        status="finished", environment=env(shared_buffers, sync),
     )  # fmt: skip
 
 
@@ -175,7 +176,7 @@ def test_the_gate_exits_1_on_a_regression_and_writes_junit_and_a_summary(
     args = ("--store", store, "--max-regression", "5%", "--junit", junit, "--summary", summary)
     done = pgrig("check", "nightly-02", "--baseline", "nightly-01", *args)
     assert done.returncode == 1, done.stderr
-    assert "regression" in done.stdout and "could call ≥" in done.stdout
+    assert done.stdout.startswith("regression") and "95% CI" in done.stdout
     assert "error: 1 of 1 points of nightly-02 regressed by more than 5%" in done.stderr
     assert "Traceback" not in done.stderr
     xml = JUnitXml.fromfile(str(junit))
@@ -185,23 +186,38 @@ def test_the_gate_exits_1_on_a_regression_and_writes_junit_and_a_summary(
     assert "❌ 1 of 1 points regressed" in summary.read_text()
 
 
-def test_the_gate_passes_an_improvement_and_a_change_inside_the_noise(
+def test_the_gate_passes_an_improvement_and_says_not_yet_inside_the_noise(
     tmp_path: Path, pgrig: Callable[..., Done]
 ) -> None:
     store = gate_store(tmp_path)
-    junit = tmp_path / "check.xml"
+    junit, summary = tmp_path / "check.xml", tmp_path / "summary.md"
     better = pgrig("check", "nightly-03", "--baseline", "nightly-01", "--store", store)
     assert better.returncode == 0, better.stderr
     assert better.stdout.startswith("improvement")
+    # -1% with runs spread +-4%: neither shown nor shown within 5%: not yet, exit 8,
+    # a skipped JUnit case and a warning in the summary, never a pass.
     noise = pgrig("check", "nightly-04", "--baseline", "nightly-01", "--store", store,
-                  "--junit", junit)  # fmt: skip
-    assert noise.returncode == 0, noise.stderr
-    assert noise.stdout.startswith("within noise")
+                  "--junit", junit, "--summary", summary)  # fmt: skip
+    assert noise.returncode == 8, noise.stderr
+    assert noise.stdout.startswith("not yet") and "runs a side would decide it" in noise.stdout
+    assert "error: not yet: 1 of 1 points of nightly-04" in noise.stderr
     xml = JUnitXml.fromfile(str(junit))
-    assert (xml.tests, xml.failures) == (1, 0)
-    # a series as the baseline: its latest study before the one checked
+    assert (xml.tests, xml.failures, xml.skipped) == (1, 0, 1)
+    assert "⚠️ not yet" in summary.read_text() and "✅" not in summary.read_text()
+    # a series as the baseline: its accepted studies before the one checked
     series = pgrig("check", "nightly-02", "--baseline", "nightly", "--store", store)
-    assert series.returncode == 1 and "against nightly-01" in series.stderr
+    assert series.returncode == 1 and "series nightly (1 accepted studies)" in series.stderr
+
+
+def test_the_same_within_the_margin_passes_and_says_so(
+    tmp_path: Path, pgrig: Callable[..., Done]
+) -> None:
+    path = tmp_path / "results.sqlite"
+    write_store(path, [(study(1), (1000.0, 1002.0, 998.0, 1001.0)),
+                       (study(2), (1001.0, 999.0, 1003.0, 1000.0))])  # fmt: skip
+    done = pgrig("check", "nightly-02", "--baseline", "nightly-01", "--store", path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("the same") and "the same within ±5%" in done.stdout
 
 
 def test_a_series_baseline_counts_how_much_studies_differ(
@@ -215,13 +231,12 @@ def test_a_series_baseline_counts_how_much_studies_differ(
     pair = pgrig("check", "nightly-05", "--baseline", "nightly-04", "--store", path)
     assert pair.returncode == 1  # against one study, its tight repeats call it
     series = pgrig("check", "nightly-05", "--baseline", "nightly", "--store", path)
-    assert series.returncode == 0, series.stderr
-    assert series.stdout.startswith("within noise")
+    assert series.returncode == 8, series.stderr  # the studies' own spread: not yet
+    assert series.stdout.startswith("Baseline: the last") and "not yet" in series.stdout
+    assert "more studies would decide it" in series.stdout
 
 
-def test_the_gate_refuses_a_missing_baseline_and_a_bad_threshold(
-    tmp_path: Path, pgrig: Callable[..., Done]
-) -> None:
+def test_the_gate_refuses_bad_input_up_front(tmp_path: Path, pgrig: Callable[..., Done]) -> None:
     store = gate_store(tmp_path)
     missing = pgrig("check", "nightly-02", "--baseline", "weekly", "--store", store)
     assert missing.returncode == 2
@@ -229,13 +244,32 @@ def test_the_gate_refuses_a_missing_baseline_and_a_bad_threshold(
     bad = pgrig("check", "nightly-02", "--baseline", "nightly-01", "--store", store,
                 "--max-regression", "lots")  # fmt: skip
     assert bad.returncode == 2 and "--max-regression 'lots': not a percentage" in bad.stderr
+    fraction = pgrig("check", "nightly-02", "--baseline", "nightly-01", "--store", store,
+                     "--max-regression", "0.05")  # fmt: skip
+    assert fraction.returncode == 2 and "--max-regression 5%" in fraction.stderr
+    itself = pgrig("check", "nightly-02", "--baseline", "nightly-02", "--store", store)
+    assert itself.returncode == 2 and "a study against itself" in itself.stderr
+    nowhere = pgrig("check", "nightly-02", "--baseline", "nightly-01", "--store", store,
+                    "--junit", tmp_path / "no" / "such" / "dir" / "j.xml")  # fmt: skip
+    assert nowhere.returncode == 2 and "--junit" in nowhere.stderr and "mkdir -p" in nowhere.stderr
     one = pgrig("check", "other-05", "--baseline", "nightly-01", "--store", store,
                 "--junit", tmp_path / "one.xml")  # fmt: skip
-    assert one.returncode == 0 and one.stdout.startswith("untested")
+    assert one.returncode == 8 and one.stdout.startswith("not yet")
     (case,) = cases(JUnitXml.fromfile(str(tmp_path / "one.xml")))
     assert isinstance(case.result[0], Skipped)
-    for out in (missing, bad, one):
+    for out in (missing, bad, fraction, itself, nowhere, one):
         assert "Traceback" not in out.stderr
+
+
+def test_a_first_study_of_a_series_is_neutral(tmp_path: Path, pgrig: Callable[..., Done]) -> None:
+    path = tmp_path / "results.sqlite"
+    write_store(path, [(study(1), (1000.0, 1002.0, 998.0))])
+    junit = tmp_path / "first.xml"
+    done = pgrig("check", "nightly", "--baseline", "nightly", "--store", path, "--junit", junit)
+    assert done.returncode == 0, done.stderr
+    assert "first study of series nightly" in done.stdout
+    (case,) = cases(JUnitXml.fromfile(str(junit)))
+    assert isinstance(case.result[0], Skipped)
 
 
 def shared_buffers_cut(tmp_path: Path) -> Path:
@@ -339,6 +373,101 @@ def test_history_and_check_read_a_series_of_multi_point_studies(
     gate = pgrig("check", "nightly-06", "--baseline", "nightly-05", "--store", path)
     assert "Traceback" not in gate.stderr
     assert gate.stdout.count("\n") >= 4, gate.stdout  # one line a point
+
+
+# Issue 39's series: 8 tiny studies, synchronous_commit off x4 then on x4, whose
+# study medians it measured on the shared machine. The runs are synthetic, built
+# around those medians (3 a study, 12% spread, seeded): the stored records of
+# that trial were not kept.
+SYNC_MEDIANS = (1281.0, 1152.0, 562.0, 1617.0, 195.0, 395.0, 418.0, 601.0)
+
+
+def sync_series(tmp_path: Path) -> Path:
+    rnd = random.Random(39)
+    path = tmp_path / "results.sqlite"
+    write_store(
+        path,
+        [
+            (study(i, sync="off" if i <= 4 else "on"), repeats(rnd, level, 0.12))
+            for i, level in enumerate(SYNC_MEDIANS, start=1)
+        ],
+    )
+    return path
+
+
+def test_a_threefold_regression_is_never_passed_and_its_setting_is_named(
+    tmp_path: Path, pgrig: Callable[..., Done]
+) -> None:
+    path = sync_series(tmp_path)
+    for i in range(5, 9):
+        done = pgrig("check", f"nightly-{i:02d}", "--baseline", "nightly", "--store", path,
+                     "--max-regression", "5%")  # fmt: skip
+        assert done.returncode in (1, 8), (i, done.stdout)
+        # the baseline never creeps: the regressed studies are not accepted
+        assert "(nightly-01, nightly-02, nightly-03" in done.stdout, done.stdout
+        assert "nightly-05," not in done.stdout.split("not accepted")[0], done.stdout
+    # The "off" studies themselves spread 562-1,617 tps: against three of them a
+    # study at 195 is worse by its runs, not yet by the studies' own spread.
+    history = pgrig("history", "nightly", "--store", path)
+    assert history.returncode == 0, history.stderr
+    assert re.search(r"not accepted: nightly-05: (regression|not yet) at 1 of 1", history.stdout)
+    assert "nightly-04 -> nightly-05: setting synchronous_commit: off -> on" in history.stdout
+    assert "no change point found" not in history.stdout
+
+
+def test_identical_studies_raise_false_alarms_at_most_at_the_stated_rate(
+    tmp_path: Path, pgrig: Callable[..., Done]
+) -> None:
+    """Synthetic, seeded: 200 series of 8 studies of one setting, each study off
+    its level by 10% (the machine's state) and its runs by 3%: the gate's walk
+    calls at most 5% of the studies it judges regressions (measured: 1.8% over
+    300 series); and one series of 6 through the real CLI raises none."""
+    point = Point(PointKey("tpcb", 1, 10, "select-only", 8), "local")
+    judged = alarms = 0
+    for seed in range(200):
+        rnd = random.Random(seed)
+        studies = tuple(study(i) for i in range(1, 9))
+        seen = tuple(
+            Observation(s.id, repeats(rnd, 1000.0 * rnd.gauss(1.0, 0.10), 0.03)) for s in studies
+        )
+        for step in gate.walk(Series("nightly", studies, {point: seen}), 5.0):
+            judged += len(step.verdicts)
+            alarms += sum(v.failed for v in step.verdicts)
+    assert judged == 200 * 5 and alarms / judged <= 0.05, (alarms, judged)
+    rnd = random.Random(600)
+    path = tmp_path / "same.sqlite"
+    write_store(
+        path, [(study(i), repeats(rnd, 1000.0 * rnd.gauss(1.0, 0.10), 0.03)) for i in range(1, 7)]
+    )
+    done = pgrig("check", "nightly-06", "--baseline", "nightly", "--store", path)
+    assert done.returncode in (0, 8), done.stdout
+    history = pgrig("history", "nightly", "--store", path)
+    assert "regression" not in history.stdout, history.stdout
+
+
+def test_a_paired_check_compares_targets_of_one_study(
+    tmp_path: Path, pgrig: Callable[..., Done]
+) -> None:
+    """Synthetic: one study, two targets interleaved (as a campaign runs them),
+    the candidate 30% slower at one point and the same at the other."""
+    path = tmp_path / "results.sqlite"
+    rnd = random.Random(7)
+    s = study(1, name="pr")
+    with Store.open(path) as st:
+        st.begin_study(s)
+        for target, scale in (("main", 1.0), ("branch", 0.7)):
+            for clients, factor in ((1, 1.0), (4, scale)):
+                for rep, tps in enumerate(repeats(rnd, 1000.0 * clients * factor, 0.01, 5), 1):
+                    rec = record(s.id, rep, tps, clients=clients)
+                    st.record(replace(rec, target=target, key=f"{target}/{rec.key}"))
+        st.finish_study(s.id, "finished", s.started_at)
+    done = pgrig("check", "pr", "--baseline", "pr/main", "--store", path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert any(line.startswith("regression") and "4 clients" in line for line in lines)
+    assert any(line.startswith("the same") and "1 client," in line for line in lines)
+    wrong = pgrig("check", "pr", "--baseline", "pr/nosuch", "--store", path)
+    assert wrong.returncode == 2 and "its targets: branch, main" in wrong.stderr
 
 
 def test_without_otava_the_change_points_say_how_to_install_it(

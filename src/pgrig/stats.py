@@ -493,8 +493,8 @@ def decide_studies(
     its studies' mean logs, and its error carries the variance between studies
     (tau^2: the spread of the studies' means about their side's, less what
     their runs explain; floored at 0), on the studies' degrees of freedom.
-    Where it is 0, or one study a side leaves no way to tell it, this is
-    ``decide`` over the runs themselves."""
+    With one study a side there is no way to tell it: ``decide`` over the runs
+    themselves."""
     sides = [[g for g in side if g] for side in (baseline, other)]
     flat = [[v for g in side for v in g] for side in sides]
     plain = decide(flat[0], flat[1], higher_is_better=higher_is_better, margin_pct=margin_pct,
@@ -508,9 +508,9 @@ def decide_studies(
     runs = [(v, len(g)) for side, gs in zip(logs, sides, strict=True)
             for (_, v), g in zip(side, gs, strict=True) if len(g) > 1]  # fmt: skip
     within = statistics.fmean(v / n for v, n in runs) if runs else 0.0
+    # Even where tau^2 comes out 0, the studies' own degrees of freedom stay: an
+    # estimate of 0 from three studies is luck as often as it is quiet.
     tau2 = max(spread / (studies - 2) - within, 0.0)
-    if tau2 == 0:
-        return plain
     var = [
         statistics.fmean(tau2 + v / len(g) for (_, v), g in zip(side, gs, strict=True)) / len(gs)
         for side, gs in zip(logs, sides, strict=True)

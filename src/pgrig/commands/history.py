@@ -198,12 +198,19 @@ def _baseline(
     )  # fmt: skip
     accepted = [step.study for step in steps if step.accepted][-keep:]
     passed_over = [step.study for step in steps if not step.accepted]
+    few = (
+        f" Only {len(accepted)} before it: how much studies differ among themselves is not "
+        f"known until {gate.FIRST} (the verdict rests on the runs alone); a paired check "
+        "(--baseline STUDY/TARGET) does not depend on it."
+        if len(accepted) < gate.FIRST
+        else ""
+    )
     note = (
         f"Baseline: the last {len(accepted)} accepted studies of series {baseline} "
         f"({', '.join(accepted)})"
         + (f"; not accepted (regressed or undecided): {', '.join(passed_over)}" if passed_over
            else "")
-        + "."
+        + "." + few
     )  # fmt: skip
     return _Baseline(
         f"series {baseline} ({len(accepted)} accepted studies)",

@@ -37,6 +37,10 @@ REGRESSION, IMPROVEMENT, SAME, PASSED, NOT_YET = (
     "not yet",
 )
 ACCEPTED = 5  # studies of a series baseline: its last accepted ones
+# A series' first studies make its first baseline as they are: against one or
+# two studies, how much studies differ among themselves cannot be estimated, and
+# a verdict on runs alone would call the machine's moods regressions.
+FIRST = 3
 
 
 @dataclass(frozen=True)
@@ -149,17 +153,18 @@ def of_studies(s: Series, studies: Sequence[str]) -> dict[Point, list[Observatio
 def walk(s: Series, max_regression: float, keep: int = ACCEPTED) -> list[Step]:
     """Each study of the series against its last ``keep`` accepted studies: the
     baseline ``pgrig check --baseline SERIES`` uses and ``pgrig history`` shows.
-    The first study is accepted as it is."""
+    The first ``FIRST`` studies are accepted as they are, unjudged."""
     steps: list[Step] = []
     accepted: list[str] = []
     for study in s.studies:
         base = tuple(accepted[-keep:])
+        first = len(accepted) < FIRST
         verdicts = (
-            tuple(judge_all(of_studies(s, base), of_study(s, study.id), max_regression))
-            if base
-            else ()
+            ()
+            if first
+            else tuple(judge_all(of_studies(s, base), of_study(s, study.id), max_regression))
         )
-        ok = not base or passes(verdicts)
+        ok = first or passes(verdicts)
         if ok:
             accepted.append(study.id)
         steps.append(Step(study.id, base, verdicts, ok))

@@ -194,6 +194,8 @@ def _point_section(
             note.insert(0, "change from here")
         step = walked.get(obs.study)
         said = step_words(step, point) if step is not None else ""
+        if step is not None and not step.verdicts:
+            said = f"one of the first {gate.FIRST}: the series' first baseline"
         cells = (str(index[obs.study]), obs.study, fmt.rate(obs.median), obs.interval_text(),
                  str(len(obs.values)), said or "–", "; ".join(note))  # fmt: skip
         rows.append(Row(cells, NOISY if obs.disturbed else NORMAL))
