@@ -86,7 +86,7 @@ def test_campaign_key(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("repeat", "says"),
     [
-        ("{ until_diff_pct = 5, min = 2 }", "until_diff_pct needs min >= 3"),
+        ("{ until_diff_pct = 5, min = 2 }", "a difference to the baseline needs min >= 3"),
         ("{ until_diff_pct = 0 }", "a precision in %"),
         ("{ min = 3 }", "give the wanted precision in %"),
     ],

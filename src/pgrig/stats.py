@@ -370,14 +370,18 @@ class Comparison:
         return f"{self.diff_pct:+.1f}%"
 
     def interval_text(self) -> str:
-        """'95% CI -13.5 to -3.1%', '95% CI 5.0-9.1x', '' without one."""
+        """'95% CI -13.5 to -3.1%', '95% CI 5.0–9.1x' (a ratio read the way
+        ``size_text`` says it: '1.3x faster' beside '95% CI 1.27–1.33x'), '' without
+        one."""
         iv = self.interval
         if iv is None:
             return ""
-        level = f"{100 * iv.confidence:.{0 if iv.confidence <= 0.995 else 1}f}% CI"
+        level = f"{100 * iv.confidence:.2f}".rstrip("0").rstrip(".") + "% CI"
         if not self.higher_is_better:
-            digits = 2 if iv.high < 10 else 1
-            return f"{level} {iv.low:.{digits}f}–{iv.high:.{digits}f}x"
+            low, high = (iv.low, iv.high) if (self.ratio or 1.0) >= 1.0 else (
+                1 / iv.high, 1 / iv.low)  # fmt: skip
+            digits = 2 if high < 10 else 1
+            return f"{level} {low:.{digits}f}–{high:.{digits}f}x"
         return f"{level} {iv.low:+.1f} to {iv.high:+.1f}%"
 
     def detectable_text(self) -> str:

@@ -21,7 +21,7 @@ SKIPPED = "skipped"
 NOISY = "noisy"
 
 
-# Cell marks: a "vs" cell that won, lost, or stayed within noise. Bold in
+# Cell marks: a "vs" cell that won, lost, or was the same or not yet decided. Bold in
 # Markdown (the ▲/▼ in the text survives any renderer), coloured in HTML.
 BETTER = "better"
 WORSE = "worse"

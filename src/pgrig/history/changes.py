@@ -21,7 +21,7 @@ from pgrig.stats import ALPHA, MIN_RUNS, Comparison, decide_studies
 
 # Otava's first pass; its windows are longer than any series we expect, so the
 # whole series is one window (the original E-Divisive with a t-test). Otava only
-# proposes: 0.01, not 0.001, because Welch's test over the studies' medians on
+# proposes: 0.01, not 0.001, because the decision over the studies' runs on
 # either side, corrected for the places a step could be, decides what is claimed
 # (bench/changepoints.py: a step at the 4th of 8 studies found 15 times in 20
 # instead of 11, no false one in the 40 short series; docs/history.md). At 0.001

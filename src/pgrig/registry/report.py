@@ -17,7 +17,7 @@ from pgrig.results import RunRecord, Study
 class Conclusion:
     rule: str  # the rule's name, as docs/report.md lists it
     text: str  # one sentence, its numbers included
-    significance: str  # how sure: "p=0.003", "within noise (p=0.41)", "one run each: no test"
+    significance: str  # how sure: "better", "the same", "not yet", "one run each: no test"
 
 
 class Findings(Protocol):

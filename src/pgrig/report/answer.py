@@ -227,7 +227,7 @@ def comparison_lines(ev: Evidence) -> list[str]:
         if len(tests) == 1:
             out.append(f"{what}: {medians[0]}.")
             continue
-        said: Conclusion = differs_sentence(what, other, ev.baseline, tests)
+        said: Conclusion = differs_sentence(what, other, ev.baseline, tests, brief=True)
         rest = len(tests) - len(shown)
         tail = f" ({rest} more client counts in the table below)" if rest else ""
         out.append(f"{said.text} Medians: {'; '.join(medians)}{tail}.")

@@ -1,7 +1,7 @@
 """Comparison across targets, in the seeds' layout: test cases as rows, targets as
-columns, and the difference to the baseline target with a significance test
-over the repeats - "within noise" when the difference is not significant,
-never a made-up winner.
+columns, and the difference to the baseline target as the one decision
+procedure gives it (``stats.Comparison``): better, worse, the same within a
+margin, or not yet - never a made-up winner.
 
 Also: TPS-vs-clients curves with one line per target (seed 004's charts) and
 per-second TPS overlaid per target (seed 002's chart).

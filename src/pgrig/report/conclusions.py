@@ -11,10 +11,11 @@ order they are printed:
 
 0. **disturbed** - the monitor saw other work share the machine during some
    runs: said first, since every difference is read in its light.
-1. **differs** - two targets, one workload mode: Welch's t-test over the
-   repeats at each client count. A target is said to be faster or slower only
-   where p < 0.05, with the range of differences and the largest p; where no
-   client count differs it says "no difference beyond the noise".
+1. **differs** - two targets, one workload mode: the one decision procedure
+   (``stats.Comparison``) at each client count. A target is said to be faster or
+   slower only where the interval excludes no change, with the intervals; where
+   none does, "the same within ±5%" only where every interval shows it, else
+   "not yet decided" with the runs that would decide it.
 1b. **headline** - the figure of a workload that is not pgbench (a base
    backup's MB/s, TPC-C's tpmC), target against baseline, the same test.
 2. **load** - the data load of each target: the times side by side; "faster"
@@ -56,7 +57,7 @@ from pgrig.registry import typed_result
 from pgrig.registry.report import Conclusion
 from pgrig.registry.shared import PGBENCH_INIT, PGBENCH_RUN, SQL_SETUP
 from pgrig.report.bounds import client_bound, fsync_bound, io_cap, vm_wakeup, wait_bound
-from pgrig.report.evidence import Evidence, Rule, p_words, point_words
+from pgrig.report.evidence import Evidence, Rule, point_words
 from pgrig.report.pointkey import PointKey, point_key
 from pgrig.report.progress import Progress
 from pgrig.report.samples import SampleReader, own_samples
@@ -158,11 +159,17 @@ def differs(ev: Evidence) -> list[Conclusion]:
 
 
 def differs_sentence(
-    what: str, other: str, baseline: str, tested: list[tuple[int, stats.Comparison]]
+    what: str,
+    other: str,
+    baseline: str,
+    tested: list[tuple[int, stats.Comparison]],
+    *,
+    brief: bool = False,
 ) -> Conclusion:
     """One curve's verdict, target against baseline, in the four words of
     ``stats.Comparison``: better / worse where its interval excludes no change,
-    the same within the margin, or not yet with the runs that would decide it."""
+    the same within the margin, or not yet with the runs that would decide it.
+    ``brief``: the verdict alone, for a line that gives each point's interval."""
     real = [(c, cmp) for c, cmp in tested if cmp.called]
     same = [c for c, cmp in tested if cmp.verdict == stats.SAME]
     open_ = [(c, cmp) for c, cmp in tested if cmp.verdict == stats.NOT_YET]
@@ -183,6 +190,13 @@ def differs_sentence(
         c, cmp = max(open_, key=lambda item: _width(item[1]))
         where = "" if len(tested) == 1 else f"at {fmt.clients(c)}"
         rest = f"; the same within ±{cmp.margin_pct:g}% at {_clients(same)}" if same else ""
+        if brief:
+            return Conclusion(
+                "differs",
+                f"{what}: {other} against {baseline}: not yet decided at "
+                f"{_clients([c for c, _ in open_])}{rest}.",
+                "not yet",
+            )
         return Conclusion(
             "differs",
             f"{what}: {other} against {baseline}: not yet decided {where or at_all}"
@@ -190,21 +204,32 @@ def differs_sentence(
             f"{cmp.describe()}{rest}.",
             "not yet",
         )
-    parts = []
+    parts, intervals = [], []
     for word, up in (("faster", True), ("slower", False)):
         group = [(c, cmp) for c, cmp in real if ((cmp.diff_pct or 0) > 0) == up]
         if not group:
             continue
-        said = "; ".join(f"{fmt.clients(c)} {cmp.describe()}" for c, cmp in group)
-        parts.append(f"{word} ({said})")
+        diffs = [abs(cmp.diff_pct or 0.0) for _, cmp in group]
+        span = (
+            f"{min(diffs):.0f}%"
+            if round(min(diffs)) == round(max(diffs))
+            else f"{min(diffs):.0f}-{max(diffs):.0f}%"
+        )
+        parts.append(f"{span} {word} at {_clients([c for c, _ in group])}")
+        intervals += [
+            (f"at {c}: " if len(real) > 1 else "")
+            + "; ".join(filter(None, (cmp.interval_text(), cmp.p_words())))
+            for c, cmp in group
+        ]
     tail = []
     if same:
         tail.append(f"the same within ±{real[0][1].margin_pct:g}% at {_clients(same)}")
     if open_:
         tail.append(f"not yet decided at {_clients([c for c, _ in open_])}")
+    shown = "" if brief else f" ({', '.join(intervals)}; the runs' geometric means)"
     return Conclusion(
         "differs",
-        f"{what}: {other} runs {' and '.join(parts)} than {baseline} (runs' geometric means)"
+        f"{what}: {other} runs {' and '.join(parts)} than {baseline}{shown}"
         + (f"; {', '.join(tail)}" if tail else "")
         + ".",
         "better" if any((cmp.diff_pct or 0) > 0 for _, cmp in real) else "worse",
@@ -297,7 +322,7 @@ def load(ev: Evidence) -> list[Conclusion]:
                 text = f"{label} took {times}: once each, no verdict, no winner named."
             else:
                 text = f"{label} took {times}: {other} vs {ev.baseline} {cmp.describe()}."
-            out.append(Conclusion("load", text, p_words(cmp)))
+            out.append(Conclusion("load", text, cmp.verdict))
     return out
 
 

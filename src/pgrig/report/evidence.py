@@ -9,7 +9,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from pgrig import stats
 from pgrig.document import fmt
 from pgrig.meaning import Meaning
 from pgrig.monitor.model import MONITOR, MonitorResult, Sample
@@ -129,10 +128,6 @@ def client_counts(counts: Sequence[int]) -> str:
     if len(ordered) == 1:
         return fmt.clients(ordered[0])
     return f"{', '.join(map(str, ordered[:-1]))} and {ordered[-1]} clients"
-
-
-def p_words(cmp: stats.Comparison) -> str:
-    return f"p={cmp.p_value:.3f}" if cmp.p_value is not None else (cmp.no_test or "no test")
 
 
 # --------------------------------------------------------------------------

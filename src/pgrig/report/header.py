@@ -39,11 +39,12 @@ def header(study: Study, records: Sequence[RunRecord]) -> tuple[tuple[str, str],
 
 # Said once, at the top: what every headline figure and every "vs" is.
 STATISTIC = (
-    f"every headline figure is the {stats.HEADLINE} of the repeats, and every 'vs' the "
-    f"difference of the {stats.HEADLINE}s (one outlying run moves a mean of 3, not their "
-    f"median); ▲ better / ▼ worse only when Welch's test survives the Benjamini-Hochberg "
-    f"correction of its table and rests on ≥ {stats.MIN_RUNS} runs a side, ≈ within noise "
-    "otherwise"
+    f"every headline figure is the {stats.HEADLINE} of the repeats (one outlying run moves a "
+    "mean of 3, not their median); every 'vs' is decided by one procedure over the runs "
+    "(the ratio of their geometric means, its interval and its verdict one computation, the "
+    f"study's comparisons decided together): ▲ better / ▼ worse when the interval excludes no "
+    f"change, = the same when it lies within ±{stats.MARGIN_PCT:g}%, ? not yet otherwise, with "
+    f"the runs that would decide it (from ≥ {stats.MIN_RUNS} runs a side)"
 )
 
 

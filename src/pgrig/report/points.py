@@ -46,7 +46,7 @@ class Point:
     def detectable(self) -> float | None:
         """The minimum detectable difference of this point's tps (%): the smallest
         change against another set of as many repeats with this spread that
-        Welch's test would find with 80% power (``stats.detectable_pct``)."""
+        the decision procedure would show with 80% power (``stats.detectable_pct``)."""
         values = [r.tps for _, r in self.ok]
         return stats.detectable_pct(values, values)
 
@@ -224,9 +224,9 @@ def detectable_note(points: Sequence[Point], diff_pct: float = 5.0) -> str | Non
     needed = [x for p, _ in found if (x := p.runs_needed(diff_pct)) is not None]
     text = (
         f"What {n} repeats can tell: against another study of as many repeats, a tps change "
-        f"smaller than {span} would be within noise - the minimum detectable difference "
-        f"(Welch's test at p < {stats.ALPHA:g} with {stats.POWER:.0%} power, from each point's "
-        "spread)"
+        f"smaller than {span} would not be decided - the minimum detectable difference "
+        f"(the decision procedure at p < {stats.ALPHA:g} with {stats.POWER:.0%} power, from each "
+        "point's spread)"
     )
     if needed and high > diff_pct:
         lo, hi = min(needed), max(needed)

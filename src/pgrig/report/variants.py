@@ -5,7 +5,7 @@ seed 004's layout, and settings axes (io_method, io_workers) with what
 Both read stored results only: the targets' parameters (their version and axis
 values, what the profile had to change for each major), the servers' captured
 settings, the pgbench runs and the monitor's samples. The comparison itself -
-difference to the baseline, Welch's test over the repeats - is
+difference to the baseline, the one decision procedure over the repeats - is
 ``report.compare``'s; the TPS-vs-clients chart with one line per version is its
 ``tps_vs_clients``.
 """

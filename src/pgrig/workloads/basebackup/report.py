@@ -1,6 +1,7 @@
 """The base backup's part of the report: seed 002's table - MB/s per target side
 by side, median with its range over the repeats, each target against the
-baseline (Welch's test: "within noise" rather than a made-up winner) - then
+baseline (the one decision procedure: better, worse, the same or not yet,
+never a made-up winner) - then
 what each copy was made of."""
 
 from __future__ import annotations
