@@ -57,6 +57,23 @@ def test_the_policy_says_what_it_repeats_until() -> None:
     assert pol.run_label(4) == ", run 4"
 
 
+def test_until_decided_repeats_until_each_comparison_is_decided() -> None:
+    """Issue 39: Pinpoint's "add repeats until different or the same". Synthetic
+    figures: a 30% drop with tight runs is decided at min; a 2% wobble with ±30%
+    runs is not; max_repeat bounds it, and the plan's time does not."""
+    pol = RunPolicy(repeat=3, until_decided=True, max_repeat=8)
+    assert pol.adaptive and pol.describe_repeats() == (
+        "3 to 8 (until each comparison with the baseline is decided)"
+    )
+    assert not pol.more(3, [QUIET, [v * 0.7 for v in QUIET]])  # worse: decided
+    assert not pol.more(3, [QUIET, [v * 1.001 for v in QUIET]])  # the same within 5%: decided
+    assert pol.more(3, [NOISY, [v * 1.02 for v in NOISY]])  # not yet
+    assert pol.more(3, [NOISY, [v * 1.02 for v in NOISY]], elapsed_s=95.0, rep_estimate_s=10.0)
+    assert not pol.more(8, [NOISY, [v * 1.02 for v in NOISY]])
+    assert pol.more(3, [[], QUIET])  # a side with no figure yet is not decided
+    assert not pol.more(3, [QUIET])  # one target: nothing to decide
+
+
 def _campaign(tmp_path: Path, repeat: str) -> campaign.Campaign:
     text = f"""[campaign]
 name = "adaptive"
@@ -81,6 +98,8 @@ def test_campaign_key(tmp_path: Path) -> None:
     camp = _campaign(tmp_path, "{ until_diff_pct = 5, min = 3, max = 8 }")
     pol = camp.policy
     assert (pol.repeat, pol.until_diff_pct, pol.max_repeat, pol.until_ci_pct) == (3, 5.0, 8, None)
+    decided = _campaign(tmp_path, '{ until = "decided", min = 3, max = 12 }').policy
+    assert (decided.repeat, decided.max_repeat, decided.until_decided) == (3, 12, True)
 
 
 @pytest.mark.parametrize(
@@ -89,6 +108,8 @@ def test_campaign_key(tmp_path: Path) -> None:
         ("{ until_diff_pct = 5, min = 2 }", "a difference to the baseline needs min >= 3"),
         ("{ until_diff_pct = 0 }", "a precision in %"),
         ("{ min = 3 }", "give the wanted precision in %"),
+        ('{ until = "done" }', 'the one goal is "decided"'),
+        ('{ until = "decided", min = 2 }', "a verdict needs 3 runs a side"),
     ],
 )
 def test_bad_keys_say_what_to_write(tmp_path: Path, repeat: str, says: str) -> None:

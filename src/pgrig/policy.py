@@ -87,7 +87,10 @@ class RunPolicy:
             return True
         if not self.adaptive or rep >= self.max_repeat:
             return False
-        spent = elapsed_s is not None and rep_estimate_s > 0
+        # until = "decided" goes on to max_repeat whatever the plan's estimate: a
+        # loaded machine runs slower than planned, and that is when a decision
+        # needs more runs (issue 39: 3 runs a side stopped at the plan's time).
+        spent = elapsed_s is not None and rep_estimate_s > 0 and not self.until_decided
         if spent and (elapsed_s or 0.0) + rep_estimate_s > self.max_repeat * rep_estimate_s:
             return False  # the plan's time for this point is spent
         if self.until_ci_pct is not None and not all(self.ci_ok(v) for v in samples):
@@ -104,10 +107,12 @@ class RunPolicy:
             return False
         base = samples[baseline]
         others = [v for i, v in enumerate(samples) if i != baseline]
-        if not others or not base:
-            return True
-        found = stats.adjust([stats.decide(base, v) for v in others if v])
-        return all(c.verdict != stats.NOT_YET for c in found) and len(found) == len(others)
+        if not others:
+            return True  # one target: nothing to decide
+        if not base or not all(others):
+            return False  # a side without a figure yet
+        found = stats.adjust([stats.decide(base, v) for v in others])
+        return all(c.verdict != stats.NOT_YET for c in found)
 
     def diff_ok(self, samples: Sequence[Sequence[float]], baseline: int = 0) -> bool:
         """Is every target's difference to the baseline known to within

@@ -256,14 +256,16 @@ class Recorder:
             self.busy_s += time.monotonic() - t0
         return status == "ok"
 
-    def metrics(self, steps: Iterable[Step]) -> list[float]:
+    def metrics(self, steps: Iterable[Step], *, disturbed: bool = False) -> list[float]:
         """The recorded headline figures of these steps (what repeats until a CI
-        narrows: tps, tpmC), skipping those that failed, have none, or that other
-        work on the machine disturbed (their monitor record says so)."""
+        narrows: tps, tpmC), skipping those that failed, have none, or - unless
+        ``disturbed`` - that other work on the machine disturbed (their monitor
+        record says so). A comparison of targets run interleaved keeps them: a
+        disturbance hit both sides (``RunPolicy.until_decided``)."""
         out: list[float] = []
         for step in steps:
             value = self._metric.get(step.id)
-            if value is not None and step.id not in self._disturbed:
+            if value is not None and (disturbed or step.id not in self._disturbed):
                 out.append(value)
         return out
 

@@ -91,7 +91,11 @@ class Schedule:
                     _point(series, t, rep, rec)
             if not series.repeated:
                 break
-            samples = [rec.metrics(series.make(t, r) for r in range(1, rep + 1)) for t in live]
+            samples = [
+                rec.metrics((series.make(t, r) for r in range(1, rep + 1)),
+                            disturbed=pol.until_decided)
+                for t in live
+            ]  # fmt: skip
             names = [t.name for t in live]
             estimate = sum(series.make(t, rep).estimate_s for t in live)
             more = pol.more(
