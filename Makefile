@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: run test deps deps-test venv lint bench clean
+.PHONY: run test deps deps-test venv lint actionlint bench clean
 
 run: deps venv
 	$(BIN)/pgrig run
@@ -35,7 +35,7 @@ run: deps venv
 # against 1.1-1.3 s; test_cli.py + test_first_run.py 77 -> 26 s: docs/bench.md).
 # Lint takes 11-21 s on a fresh clone (mypy without its cache), the exclusive
 # phase about 1 min 40 s here. docs/bench.md has the per-file figures.
-test: deps-test venv lint
+test: deps-test venv lint actionlint
 	$(BIN)/python -m pytest -q -n 3 --dist loadfile --no-loadscope-reorder -m "not exclusive" --durations=15
 	$(BIN)/python -m pytest -q -m exclusive --durations=5
 
@@ -52,6 +52,10 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[test]'
 	touch $@
+
+# actionlint checks the CI example (tests/test_ci_example.py), built from its Go module
+actionlint: venv
+	scripts/install-actionlint.sh $(BIN)
 
 lint: venv
 	$(BIN)/ruff check src tests bench
