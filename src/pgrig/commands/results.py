@@ -243,6 +243,13 @@ def compare_cmd(
             study.params["baseline"] = baseline
         _, samples, progress = lean[0]  # one store: its readers serve every study's runs
         md, html = write_report(study, records, out or results, samples=samples, progress=progress)
+    click.echo(
+        "note: targets of different studies ran apart, not interleaved: each interval counts "
+        "how much one study's runs differ, not how much studies do (on a shared machine, "
+        "identical runs minutes apart differed by 40%); for a decision, run both sides in one "
+        "campaign, or check a study against its series (`pgrig check STUDY --baseline SERIES`)",
+        err=True,
+    )
     click.echo(f"report: {md}")
     click.echo(f"report: {html}")
 
