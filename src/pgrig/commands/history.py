@@ -61,6 +61,7 @@ def history_cmd(name: str, results: Path, store: str | None, out: Path | None) -
                 f"  {obs.study}  {obs.median:10.0f} tps  ({obs.interval_text()})  "
                 f"n={len(obs.values)}{note}" + (f"\n      {said}" if said else "")
             )
+        click.echo(f"  {history_report.smallest_step(walked, point)}")
         for f in (f for f in changed if f.point == point):
             click.echo(f"  change: {history_report.sentence(f)}")
             for line in f.causes or (history_report.NOTHING_DIFFERS,):
@@ -208,8 +209,8 @@ def _baseline(
     note = (
         f"Baseline: the last {len(accepted)} accepted studies of series {baseline} "
         f"({', '.join(accepted)})"
-        + (f"; not accepted (regressed or undecided): {', '.join(passed_over)}" if passed_over
-           else "")
+        + (f"; not accepted (regressed, or undecided past the threshold): "
+           f"{', '.join(passed_over)}" if passed_over else "")
         + "." + few
     )  # fmt: skip
     return _Baseline(

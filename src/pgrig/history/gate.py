@@ -13,8 +13,9 @@ The points of one check are decided together (``stats.adjust``). A baseline is
 a study, another target of the same study (paired: interleaved runs on one
 machine, the way a shared runner still gives a verdict), or a series: its last
 ``ACCEPTED`` accepted studies before the one checked (a study is accepted when
-none of its points regressed or was left undecided against the studies
-accepted before it), so a missed regression never becomes the baseline.
+none of its points regressed, or was left undecided leaning past the
+threshold, against the studies accepted before it), so a regression never
+becomes the baseline.
 Across studies, runs the monitor saw disturbed are left out, with a count.
 JUnit XML (one test case per point) and a Markdown summary for the job's page.
 """
@@ -122,8 +123,15 @@ def judge_all(
 
 
 def passes(verdicts: Sequence[Verdict]) -> bool:
-    """Accepted into a series' baseline: no point regressed or undecided."""
-    return bool(verdicts) and not any(v.failed or v.undecided for v in verdicts)
+    """Accepted into a series' baseline: no point regressed, and none left
+    undecided with its estimate past the threshold. An undecided point whose
+    estimate is inside it is accepted, or a steady series would keep its first
+    studies forever and never narrow; one that leans to a regression is not, so
+    a regression too small for one study's verdict is not absorbed either."""
+    return bool(verdicts) and not any(
+        v.failed or (v.undecided and (v.diff_pct is None or v.diff_pct < -v.max_regression))
+        for v in verdicts
+    )
 
 
 @dataclass(frozen=True)

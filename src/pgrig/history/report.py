@@ -57,6 +57,20 @@ def step_words(step: gate.Step, point: Point) -> str:
     return f"{v.outcome}: {v.text}, vs {n} accepted stud{'y' if n == 1 else 'ies'}"
 
 
+def smallest_step(walked: dict[str, gate.Step], point: Point) -> str:
+    """'the smallest step its last verdict could show: 12%' (what a pass means),
+    or why there is none yet."""
+    for step in reversed(list(walked.values())):
+        v = next((v for v in step.verdicts if v.point == point), None)
+        if v is None:
+            continue
+        least = v.comparison.detectable
+        if least is None:
+            return "the smallest step its last verdict could show: none (no spread to tell by)"
+        return f"the smallest step its last verdict could show with 80% power: {least:.0f}%"
+    return f"no verdict yet: the first {gate.FIRST} studies make the series' first baseline"
+
+
 def consecutive(s: StudySeries) -> list[tuple[str, str, list[str]]]:
     """What differs between each study and the one before it (every target's
     facts), whether or not anything changed there: (before, after, what)."""
@@ -213,7 +227,10 @@ def _point_section(
         series=(_line(point, seen, index),),
         caption="Bars: the interval of each study's median (none with one repeat).",
     )
-    paragraphs = tuple(f"{_capital(sentence(f))}." for f in changed)
+    paragraphs = (
+        *(f"{_capital(sentence(f))}." for f in changed),
+        f"{_capital(smallest_step(walked, point))}.",
+    )
     return Section(point.label, f"point-{n}", paragraphs, (table, figure))
 
 
