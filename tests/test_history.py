@@ -382,17 +382,43 @@ def test_history_and_check_read_a_series_of_multi_point_studies(
 SYNC_MEDIANS = (1281.0, 1152.0, 562.0, 1617.0, 195.0, 395.0, 418.0, 601.0)
 
 
-def sync_series(tmp_path: Path) -> Path:
+# The quick study's defaults' shape: two modes, several client counts. Each
+# point of a study moves with the study's level (the measured medians above);
+# select-only, which synchronous_commit does not touch, stays at its own.
+QUICK_POINTS = (("read-write", 1), ("read-write", 4), ("select-only", 1), ("select-only", 4))
+
+
+def sync_series(
+    tmp_path: Path, points: tuple[tuple[str, int], ...] = (("select-only", 8),)
+) -> Path:
     rnd = random.Random(39)
     path = tmp_path / "results.sqlite"
-    write_store(
-        path,
-        [
-            (study(i, sync="off" if i <= 4 else "on"), repeats(rnd, level, 0.12))
-            for i, level in enumerate(SYNC_MEDIANS, start=1)
-        ],
-    )
+    with Store.open(path) as st:
+        for i, level in enumerate(SYNC_MEDIANS, start=1):
+            s = study(i, sync="off" if i <= 4 else "on")
+            st.begin_study(s)
+            for mode, clients in points:
+                at = level if mode != "select-only" or len(points) == 1 else 5000.0
+                for rep, tps in enumerate(repeats(rnd, at * clients, 0.12), start=1):
+                    st.record(record(s.id, rep, tps, clients=clients, mode=mode))
+            st.finish_study(s.id, "finished", s.started_at)
     return path
+
+
+def test_the_quick_studys_shape_in_the_sync_series_is_never_passed(
+    tmp_path: Path, pgrig: Callable[..., Done]
+) -> None:
+    path = sync_series(tmp_path, QUICK_POINTS)
+    for i in range(5, 9):
+        done = pgrig("check", f"nightly-{i:02d}", "--baseline", "nightly", "--store", path)
+        assert done.returncode in (1, 8), (i, done.stdout)
+        lines = [line for line in done.stdout.splitlines() if " TPC-B " in line]
+        assert len(lines) == 4
+        # the read-write points carry the regression; select-only is never one
+        assert not any(line.startswith("regression") and "select-only" in line for line in lines)
+    history = pgrig("history", "nightly", "--store", path, "--out", tmp_path / "out")
+    assert history.returncode == 0 and "Traceback" not in history.stderr
+    assert "nightly-04 -> nightly-05: setting synchronous_commit: off -> on" in history.stdout
 
 
 def test_a_threefold_regression_is_never_passed_and_its_setting_is_named(
