@@ -38,6 +38,7 @@ emulate is listed in ``NOT_CAPTURED``.
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import secrets
 from collections.abc import Callable, Iterator
@@ -48,9 +49,10 @@ from typing import Protocol
 from pgrig.cluster import workdir
 from pgrig.errors import UsageError
 from pgrig.lossyfs.mount import LossyFsUnavailable, LossyMount
-from pgrig.storage import emulator, nativefs
+from pgrig.storage import cgroups, emulator, nativefs
+from pgrig.storage.cgroups import Cgroup
 from pgrig.storage.emulator import EmulatorReading
-from pgrig.storage.errors import StorageError
+from pgrig.storage.errors import CgroupError, StorageError
 from pgrig.storage.nativefs import Caps, CpuTime, Instance, NativeMount
 from pgrig.storage.throttle import ESSD
 from pgrig.tools import fio
@@ -484,18 +486,16 @@ def converge(
     knob at 0 that still overshoots stops early: nothing is left to take away
     (the layer's floor is over it)."""
     knob, tried = max(0.0, start), []
-    achieved = Latency(0.0, 0.0)
     for _ in range(steps):
         set_knob(knob)
         achieved = measure_()
         tried.append((knob, achieved.p50_us))
         goal = aimed()
-        if abs(achieved.p50_us - goal) <= tolerance / 2 * goal:
-            break
         nxt = max(0.0, knob + sign * (goal - achieved.p50_us))
-        if nxt == knob == 0.0:
+        if abs(achieved.p50_us - goal) <= tolerance / 2 * goal or nxt == knob == 0.0:
             break
-        knob = nxt
+        if len(tried) < steps:
+            knob = nxt
     return knob, achieved, tuple(tried)
 
 
@@ -613,14 +613,20 @@ NICE = 0
 
 
 def _mount(
-    backing: Path, mnt: Path, disk_class: DiskClass, instance: Instance | None
+    backing: Path,
+    mnt: Path,
+    disk_class: DiskClass,
+    instance: Instance | None,
+    cgroup: Cgroup | None = None,
 ) -> tuple[NativeMount | LossyMount, str, str]:
     """The native layer when it is built; else the Python one, saying so - and
     refused where only the native one can do what is asked (an instance cap)."""
     reason = nativefs.unavailable()
     if reason is None:
-        return NativeMount(backing, mnt, caps=disk_class.caps, instance=instance,
-                           nice=NICE), NATIVE, ""  # fmt: skip
+        join = cgroup.preexec() if cgroup is not None else None
+        mount = NativeMount(backing, mnt, caps=disk_class.caps, instance=instance, nice=NICE,
+                            preexec=join)  # fmt: skip
+        return mount, NATIVE, ""
     if instance is not None:
         raise LossyFsUnavailable(
             f"an instance cap needs the native latency layer: {reason}", hint=nativefs.BUILD_HINT
@@ -630,6 +636,22 @@ def _mount(
         "its floor and CPU cost are several times the native layer's"
     )
     return LossyMount(backing, mnt, metadata="journal"), PYTHON, note
+
+
+@contextlib.contextmanager
+def own_cgroup() -> Iterator[Cgroup | None]:
+    """A cpu cgroup of the layer's own (as root, where the controller is): no
+    server's cgroup holds it, and its CPU is a line of its own. None elsewhere."""
+    if os.geteuid() != 0:
+        yield None
+        return
+    try:
+        cgroups.hierarchy_for("cpu")
+    except CgroupError:
+        yield None
+        return
+    with cgroups.owned(("cpu",), purpose="latency layer") as cg:
+        yield cg
 
 
 @contextlib.contextmanager
@@ -648,8 +670,11 @@ def latency_layer(
         backing.mkdir(mode=0o755)
         disk = holder / "disk"  # the disk itself, beside (never inside) the mount's backing
         disk.mkdir(mode=0o755)
-        mount, kind, note = _mount(backing, holder / "mnt", disk_class, instance)
-        with mount as live:
+        with contextlib.ExitStack() as stack:
+            cgroup = stack.enter_context(own_cgroup())
+            mount, kind, note = _mount(backing, holder / "mnt", disk_class, instance, cgroup)
+            stack.enter_context(mount)
+            live = mount
             # caps off while calibrating: fio's figures are the latency alone
             if isinstance(live, NativeMount):
                 live.set_caps(Caps())
@@ -661,6 +686,8 @@ def latency_layer(
                 caps = f"{disk_class.name} {disk_class.gib:,} GiB: {disk_class.caps.describe()}"
                 if instance is not None:
                     caps += f"; the instance: {instance.caps.describe()}"
+                if cgroup is not None:
+                    note = f"The layer runs in cgroup {cgroup.name} (cpu), at niceness +{NICE}"
             layer = Layer(syncs, reads, disk_class.source, caps, note)
             emu = Emulator(kind, live, reads.aimed_us, syncs.aimed_us)
             yield live.mountpoint, layer, emu

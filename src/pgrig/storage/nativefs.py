@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import TracebackType
@@ -250,6 +251,7 @@ class NativeMount:
         allow_other: bool = True,
         timeout: float = 30.0,
         nice: int = 0,
+        preexec: Callable[[], None] | None = None,
     ) -> None:
         self.backing = Path(os.path.realpath(backing))
         self.mountpoint = Path(os.path.realpath(mountpoint))
@@ -258,6 +260,7 @@ class NativeMount:
         self.allow_other = allow_other
         self.timeout = timeout
         self.nice = nice
+        self.preexec = preexec  # in the child before exec: its own cgroup
         self.control: Control | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._record: MountRecord | None = None
@@ -296,11 +299,18 @@ class NativeMount:
             if self.allow_other:
                 argv.append("--allow-other")
             argv += [f"--fsname={record.fsname}", str(self.mountpoint)]
-            nice = self.nice
+            nice, join = self.nice, self.preexec
+
+            def before_exec() -> None:
+                if join is not None:
+                    join()
+                if nice:
+                    os.nice(nice)
+
             with open(Path(record.run_dir) / "fs.log", "ab") as log:
                 self._proc = subprocess.Popen(  # noqa: S603 - argument list
                     argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                    start_new_session=True, preexec_fn=(lambda: os.nice(nice)) if nice else None,
+                    start_new_session=True, preexec_fn=before_exec,
                 )  # fmt: skip
             self._record = record = MountRecord(**{**asdict(record), "fs_pid": self._proc.pid})
             write_record(record)
