@@ -13,6 +13,7 @@ import mmap
 import os
 import shutil
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -21,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from conftest import make_disk_dir
+from pgrig import lossyfs
 from pgrig.lossyfs.mount import LossyFsUnavailable, LossyMount
 from pgrig.monitor import interference
 from pgrig.storage import emulator, latency, nativefs
@@ -283,3 +285,28 @@ def test_a_run_records_the_emulators_cpu_share_and_what_it_did() -> None:
     assert use.cpu_us_per_io == pytest.approx(200.0) and use.read_in_layer_us == 250.0
     assert "a delayed read 250 us in the layer (aim 240)" in use.headline()
     assert use.dominates == (use.share_of_machine > emulator.MAX_SHARE)
+
+
+@needs_native
+def test_pgrig_clean_undoes_a_native_mount_whose_pgrig_was_killed(base: Path) -> None:
+    (base / "b").mkdir()
+    code = (
+        "import os\n"
+        "from pathlib import Path\n"
+        "from pgrig.storage.nativefs import NativeMount\n"
+        f"m = NativeMount(Path({str(base / 'b')!r}), Path({str(base / 'm')!r}))\n"
+        "m.start()\n"
+        "print(m.pid, flush=True)\n"
+        "os._exit(0)  # as a kill -9 would: no unmount\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, check=True)  # fmt: skip
+    layer = int(done.stdout.split()[-1])
+    assert os.path.ismount(base / "m") and Path(f"/proc/{layer}").exists()
+    cleaned = lossyfs.clean_orphans()
+    assert str(base / "m") in cleaned
+    assert not os.path.ismount(base / "m")
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{layer}").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not Path(f"/proc/{layer}").exists() or "Z" in Path(f"/proc/{layer}/stat").read_text()
