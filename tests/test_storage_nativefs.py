@@ -27,6 +27,7 @@ from pgrig.lossyfs.mount import LossyFsUnavailable, LossyMount
 from pgrig.monitor import interference
 from pgrig.storage import emulator, latency, nativefs
 from pgrig.storage.nativefs import Caps, Instance, NativeMount
+from test_storage_campaign import NO_PROBES, STOCK, TINY_TPCB, pgrig, runs, write
 from test_storage_latency import _cold_read_s
 
 REASON = nativefs.unavailable()
@@ -310,3 +311,37 @@ def test_pgrig_clean_undoes_a_native_mount_whose_pgrig_was_killed(base: Path) ->
     while Path(f"/proc/{layer}").exists() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not Path(f"/proc/{layer}").exists() or "Z" in Path(f"/proc/{layer}/stat").read_text()
+
+
+@needs_native
+def test_each_run_on_a_latency_target_records_what_the_emulator_took(base: Path) -> None:
+    path = write(
+        base,
+        f"""
+        [campaign]
+        name = "emu"
+        monitor = false
+        [[target]]
+        name = "gp3"
+        directory = "{base}"
+        latency = "gp3"
+        {STOCK}
+        {NO_PROBES}
+        {TINY_TPCB}
+        """,
+    )
+    done = pgrig("run", path, "--results", base / "r")
+    if done.returncode != 0 and "calibration" in done.stderr + done.stdout:
+        # the layer's figures did not converge on this shared machine: refused
+        # with every step named, which is what a refusal must say
+        assert "step(s)" in done.stderr + done.stdout
+        pytest.skip("the calibration was refused on a busy machine (its figures are named)")
+    assert done.returncode == 0, done.stderr
+    found = runs(base / "r")
+    status, reason, result = found["gp3/tpcb/s1/select-only/c1/d2/r1/emulator"]
+    assert status == "ok" and result is not None, reason
+    assert result["layer"] == "native" and result["ios"] > 0  # type: ignore[operator]
+    assert 0 < result["share_of_machine"] <= 1 and result["cpu_s"] > 0  # type: ignore[operator]
+    built = found["gp3/lab"][2]
+    assert built is not None and "Caps: AWS gp3 100 GiB: 3,000 IOPS" in str(built["latency"])
+    assert not any(Path(base).glob("pgrig-latency-*/mnt/*"))  # unmounted, removed

@@ -641,7 +641,10 @@ class Emulator:
         pid, cpu = self.pid, self.cpu()
         if pid is None or cpu is None:
             return None
-        counters = self.mount.stats() if isinstance(self.mount, NativeMount) else None
+        try:
+            counters = self.mount.stats() if isinstance(self.mount, NativeMount) else None
+        except (ValueError, OSError):  # unmounted meanwhile: its control file is closed
+            return None
         return emulator.reading(self.layer, pid, cpu.seconds, counters, self.read_aim_us,
                                 self.sync_aim_us)  # fmt: skip
 
