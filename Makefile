@@ -46,6 +46,7 @@ deps-test:
 	scripts/install-deps.sh test
 
 venv: $(VENV)/.installed
+	scripts/build-native.sh $(BIN)
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)

@@ -32,7 +32,8 @@ from pgrig.results import (
 )
 from pgrig.step import Skip, Step
 from pgrig.storage import kernel
-from pgrig.storage.kinds import MEMORY
+from pgrig.storage.emulator import EmulatorReading, EmulatorUse
+from pgrig.storage.kinds import EMULATOR, MEMORY
 from pgrig.storage.memcg import MemoryStats, MemoryUse
 from pgrig.store import Store
 from pgrig.ui import Step as ProgressLine
@@ -189,6 +190,7 @@ class Recorder:
         watched: monitor.Watch | None = None
         t.ctx.running.begin()
         memory: MemoryStats | None = None
+        emulated: EmulatorReading | None = None
         oom_before = _oom_kills(t)
         watching = step.monitored and self.monitor_runs and t.ctx.conn is not None
         try:
@@ -206,6 +208,8 @@ class Recorder:
                     line.update(detail="")
                 started = now()
                 memory = _memory_before(t, self.ui) if step.monitored and record else None
+                if step.monitored and record and t.ctx.emulator is not None:
+                    emulated = t.ctx.emulator()
                 if watching:
                     watch_ = monitor.Watch(t.ctx, limits=self._limits_of(t), baseline=self.baseline)
                     # Its heartbeat ends the run's waits when the server stops answering.
@@ -252,6 +256,8 @@ class Recorder:
                 self._record_monitor(step, t, started, watched, value if status == "ok" else None)
             if memory is not None:
                 self._record_memory(step, t, started, memory)
+            if emulated is not None:
+                self._record_emulator(step, t, started, emulated)
         with self._lock:
             self.busy_s += time.monotonic() - t0
         return status == "ok"
@@ -354,6 +360,20 @@ class Recorder:
         if after is not None:
             use = MemoryUse.between(before, after)
             self.record(mem, t, started, "ok", None, to_dict(use), after.describe())
+
+    def _record_emulator(
+        self, step: Step, t: Target, started: str, before: EmulatorReading
+    ) -> None:
+        """The latency layer's CPU and I/O over the run: a record of its own."""
+        emu = _below(step, "emulator", EMULATOR.name, f"{step.label}: emulator")
+        after = t.ctx.emulator() if t.ctx.emulator is not None else None
+        if after is None or after.pid != before.pid:
+            self.record(emu, t, started, "failed", "the latency layer's process is gone", None, "")
+            return
+        use = EmulatorUse.between(before, after)
+        self.record(emu, t, started, "ok", None, to_dict(use), "")
+        if use.dominates:
+            self.ui.warn(f"{step.label}{use.headline()}")
 
     def _wait_quiet(self, t: Target, line: ProgressLine) -> None:
         """The policy's ``wait_quiet``: hold a measured run until other work calms down."""

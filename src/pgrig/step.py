@@ -27,6 +27,7 @@ from pgrig.load import LoadRunner
 from pgrig.lossyfs.target import LossyTarget
 from pgrig.monitor.verdict import Finding
 from pgrig.pgsource.binaries import PgBinaries
+from pgrig.storage.emulator import EmulatorReading
 from pgrig.storage.memcg import MemoryStats
 from pgrig.ui import Step as ProgressLine
 
@@ -148,6 +149,9 @@ class Context:
     # Reads a storage-lab target's memory cgroup (limit hits, peak, OOM kills);
     # None: the target has no memory limit.
     memory: Callable[[], MemoryStats | None] | None = None
+    # Reads a latency layer's process (its CPU, its counters), for the record of
+    # what it took over each run; None: no emulator under the target.
+    emulator: Callable[[], EmulatorReading | None] | None = None
     # Called between an action's events (the durability check's "crashed",
     # "recovered", "end"): where `pgrig durability`'s tests tamper. None: nothing.
     on_event: Callable[[str, int], None] | None = None

@@ -19,7 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict
 from pathlib import Path
 from types import TracebackType
@@ -183,25 +183,11 @@ class LossyMount:
             raise LossyFsError(f"cannot mount a lossy filesystem: {reason}")
         if _check_paths(self.backing, self.mountpoint):
             self._created_mountpoint = True
-        run_dir = Path(tempfile.mkdtemp(prefix=RUN_PREFIX))
+        record = new_record("pgrig-lossyfs", self.mountpoint, self.backing,
+                            self._created_mountpoint)  # fmt: skip
+        self._record = record
         try:
-            workdir.write_owner(run_dir)  # before the marker: a marked directory names its maker
-            (run_dir / RUN_MARKER).write_text(str(self.mountpoint))
-            record = MountRecord(
-                fsname=f"pgrig-lossyfs-{secrets.token_hex(6)}",
-                mountpoint=str(self.mountpoint),
-                backing=str(self.backing),
-                run_dir=str(run_dir),
-                owner_pid=os.getpid(),
-                host=socket.gethostname(),
-                created_at=time.time(),
-                created_mountpoint=self._created_mountpoint,
-                owner_start=ownership.process_start_time(os.getpid()),
-                study=ownership.current_study(),
-            )
-            self._record = record
-            write_record(record)  # before the mount exists: a crash from here is cleanable
-            with open(run_dir / "fs.log", "ab") as log:
+            with open(Path(record.run_dir) / "fs.log", "ab") as log:
                 self._proc = subprocess.Popen(  # noqa: S603 - argument list
                     self._argv(record),
                     stdin=subprocess.DEVNULL,
@@ -217,10 +203,8 @@ class LossyMount:
             # directory goes (nothing but pgrig's files is in it yet).
             if self._proc is not None:
                 self._teardown(clean=False)
-            elif self._record is not None:
-                self._forget()
             else:
-                shutil.rmtree(run_dir, ignore_errors=True)
+                self._forget()
             if isinstance(exc, OSError):
                 raise LossyFsError(
                     f"cannot start the lossy filesystem on {self.mountpoint}: {exc}",
@@ -245,24 +229,13 @@ class LossyMount:
 
     def _wait_ready(self) -> None:
         assert self._proc is not None and self._record is not None
-        deadline = time.monotonic() + self.timeout
-        while time.monotonic() < deadline:
-            if self._proc.poll() is not None:
-                raise LossyFsError(
-                    f"the lossy filesystem process exited with code {self._proc.returncode} "
-                    f"before mounting {self.mountpoint}: {_log_tail(self.log_file)}",
-                    hint=f"see {self.log_file}",
-                )
-            if is_mounted(self._record.mountpoint, self._record.fsname):
-                with contextlib.suppress(LossyFsError):
-                    if self._control({"cmd": "ping"}, timeout=2).get("ok"):
-                        return
-            time.sleep(0.05)
-        raise LossyFsError(
-            f"the lossy filesystem did not come up on {self.mountpoint} in {self.timeout:.0f} s: "
-            f"{_log_tail(self.log_file)}",
-            hint=f"see {self.log_file}",
-        )
+
+        def answers() -> bool:
+            with contextlib.suppress(LossyFsError):
+                return bool(self._control({"cmd": "ping"}, timeout=2).get("ok"))
+            return False
+
+        wait_mounted(self._proc, self._record, self.timeout, "the lossy filesystem", answers)
 
     def remount(self) -> None:
         """Mount again over the same backing directory (after a power loss or unmount):
@@ -414,15 +387,75 @@ class LossyMount:
 
     def _forget(self) -> None:
         """Unregister and remove the run directory (errors carry the log's tail)."""
-        record = self._record
-        if record is None:
-            return
-        if self._created_mountpoint:
-            with contextlib.suppress(OSError):
-                os.rmdir(self.mountpoint)
-        remove_run_dir(Path(record.run_dir))
-        drop_record(record)
+        forget(self._record, self._created_mountpoint)
         self._record = None
+
+
+def new_record(
+    prefix: str, mountpoint: Path, backing: Path, created_mountpoint: bool
+) -> MountRecord:
+    """A private run directory (pgrig's owner file and marker) and the mount's
+    record, written before the mount exists: a crash from here is cleanable."""
+    run_dir = Path(tempfile.mkdtemp(prefix=RUN_PREFIX))
+    try:
+        workdir.write_owner(run_dir)  # before the marker: a marked directory names its maker
+        (run_dir / RUN_MARKER).write_text(str(mountpoint))
+        record = MountRecord(
+            fsname=f"{prefix}-{secrets.token_hex(6)}",
+            mountpoint=str(mountpoint),
+            backing=str(backing),
+            run_dir=str(run_dir),
+            owner_pid=os.getpid(),
+            host=socket.gethostname(),
+            created_at=time.time(),
+            created_mountpoint=created_mountpoint,
+            owner_start=ownership.process_start_time(os.getpid()),
+            study=ownership.current_study(),
+        )
+        write_record(record)
+    except BaseException:
+        shutil.rmtree(run_dir, ignore_errors=True)
+        raise
+    return record
+
+
+def wait_mounted(
+    process: subprocess.Popen[bytes],
+    record: MountRecord,
+    timeout: float,
+    what: str,
+    answers: Callable[[], bool] = lambda: True,
+) -> None:
+    """Until ``record``'s mount is in mountinfo and ``answers()``; LossyFsError with
+    the log's tail when the process exits first or ``timeout`` passes."""
+    log = Path(record.run_dir) / "fs.log"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise LossyFsError(
+                f"{what} exited with code {process.returncode} before mounting "
+                f"{record.mountpoint}: {_log_tail(log)}",
+                hint=f"see {log}",
+            )
+        if is_mounted(record.mountpoint, record.fsname) and answers():
+            return
+        time.sleep(0.02)
+    raise LossyFsError(
+        f"{what} did not come up on {record.mountpoint} in {timeout:.0f} s: {_log_tail(log)}",
+        hint=f"see {log}",
+    )
+
+
+def forget(record: MountRecord | None, created_mountpoint: bool) -> None:
+    """Unregister a mount that is gone and remove its run directory (and the
+    mountpoint pgrig created, if empty)."""
+    if record is None:
+        return
+    if created_mountpoint:
+        with contextlib.suppress(OSError):
+            os.rmdir(record.mountpoint)
+    remove_run_dir(Path(record.run_dir))
+    drop_record(record)
 
 
 def _check_options(metadata: str, page_size: int) -> None:

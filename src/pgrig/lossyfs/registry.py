@@ -26,6 +26,10 @@ from pgrig.environment import parse_mountinfo
 from pgrig.ownership import state_dir
 
 FSTYPE = "fuse.lossyfs"
+# The native latency layer (pgrig.storage.nativefs) records its mounts here too,
+# so one cleanup undoes both kinds.
+NATIVE_FSTYPE = "fuse.pgrig-latencyfs"
+NATIVE_BINARY = b"pgrig-latencyfs"
 RUN_PREFIX = "pgrig-lossyfs-"
 RUN_MARKER = ".pgrig-lossyfs"
 
@@ -83,7 +87,11 @@ def _lossy_mounts() -> set[tuple[str, str]]:
         text = Path("/proc/self/mountinfo").read_text()
     except OSError:
         return set()
-    return {(m.mountpoint, m.source) for m in parse_mountinfo(text) if m.fstype == FSTYPE}
+    return {
+        (m.mountpoint, m.source)
+        for m in parse_mountinfo(text)
+        if m.fstype in (FSTYPE, NATIVE_FSTYPE)
+    }
 
 
 def is_mounted(mountpoint: str, fsname: str) -> bool:
@@ -99,12 +107,14 @@ def lazy_unmount(mountpoint: str, fsname: str) -> None:
 
 
 def _fs_process(pid: int, fsname: str) -> bool:
-    """Is ``pid`` really the lossyfs process serving ``fsname``? (never signal a stranger)"""
+    """Is ``pid`` really the lossyfs (or native latency layer's) process serving
+    ``fsname``? (never signal a stranger)"""
     try:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except OSError:
         return False
-    return b"pgrig.lossyfs" in cmdline and f"--fsname={fsname}".encode() in cmdline
+    ours = b"pgrig.lossyfs" in cmdline or os.path.basename(cmdline[0]) == NATIVE_BINARY
+    return ours and f"--fsname={fsname}".encode() in cmdline
 
 
 def _stop_pid(pid: int, fsname: str, timeout: float) -> None:

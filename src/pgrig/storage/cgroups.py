@@ -30,7 +30,7 @@ from pgrig.storage.errors import CgroupError
 log = logging.getLogger(__name__)
 
 # pgrig's controller names -> cgroup v1 subsystem names.
-V1_NAMES = {"io": "blkio", "memory": "memory", "cpuset": "cpuset"}
+V1_NAMES = {"io": "blkio", "memory": "memory", "cpuset": "cpuset", "cpu": "cpu"}
 PREFIX = "pgrig-"
 
 

@@ -118,8 +118,10 @@ LAB_SCHEMA = Schema(
            "device (seed 002's logdev)", _size, field="log_bytes"),
     custom("disk", None, "cap I/O like a cloud disk: `\"essd-pl1:100GiB\"` (PL0-PL3, the "
            "published IOPS and MB/s formula for that size)", _checked(parse_disk)),
-    custom("latency", None, "add a cloud disk's per-I/O latency to every sync and every read "
-           "that misses the page cache: `\"essd-pl1\"`, `\"essd-pl2\"` or `\"essd-pl3\"` (a "
+    custom("latency", None, "emulate a cloud disk: its per-I/O latency on every sync and every "
+           "read that misses the page cache, and its total IOPS and MB/s (reads and writes "
+           "together): `\"essd-pl0\"`..`\"essd-pl3\"`, `\"gp2\"`, `\"gp3\"`, `\"io2\"`, "
+           "`\"pd-ssd\"`, `\"hyperdisk-balanced\"`, sized as `\"essd-pl1:500GiB\"` (a native "
            "FUSE layer calibrated with fio; docs/storage-lab.md)", _checked(_latency_class)),
     number("iops", None, "cap read and write IOPS each (cgroup I/O throttling)", above=0),
     number("mbps", None, "cap read and write MB/s each", above=0),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pgrig.results import ResultKind
+from pgrig.storage.emulator import EmulatorUse
 from pgrig.storage.memcg import MemoryUse
 from pgrig.storage.model import LabInfo
 
@@ -17,4 +18,14 @@ MEMORY = ResultKind(
     },
 )
 LAB = ResultKind("storage_lab", LabInfo, headline=LabInfo.headline)
-KINDS = (LAB, MEMORY)
+EMULATOR = ResultKind(
+    "emulator",
+    EmulatorUse,
+    headline=EmulatorUse.headline,
+    columns=lambda r: {
+        "cpu_share": r.share_of_machine,
+        "cpu_us_per_io": r.cpu_us_per_io,
+        "read_in_layer_us": r.read_in_layer_us,
+    },
+)
+KINDS = (LAB, MEMORY, EMULATOR)

@@ -27,6 +27,7 @@ from pgrig.storage import btrfs, cgroups, cpuset, keys, latency, memcg, throttle
 from pgrig.storage.cgroups import Cgroup
 from pgrig.storage.errors import CgroupError
 from pgrig.storage.fsinfo import FilesystemInfo
+from pgrig.storage.latency import Emulator
 from pgrig.storage.loopfs import FsSpec, loop_filesystem
 from pgrig.storage.memcg import MemoryStats
 from pgrig.storage.model import IO_NOT_CAPTURED, LOOP_NOT_CAPTURED, V1_WRITEBACK, LabInfo
@@ -189,6 +190,7 @@ class LabTarget:
     latency: latency.Layer | None = None
     tablespaces: tuple[tuple[str, Path], ...] = ()  # option -> the mounted directory
     clients: Cgroup | None = None  # the clients' cpuset (``cpus``)
+    emulator: Emulator | None = None  # the latency layer's process, for per-run records
 
     @property
     def preexec(self) -> Callable[[], None] | None:
@@ -326,9 +328,9 @@ def lab_target(
     with contextlib.ExitStack() as stack:
         info = stack.enter_context(loop_filesystem(base, spec.fs, keep=keep)) if spec.fs else None
         directory = Path(info.data_dir) if info else base
-        calibration = None
+        calibration = emulator = None
         if spec.latency is not None:
-            directory, calibration = stack.enter_context(
+            directory, calibration, emulator = stack.enter_context(
                 latency.latency_layer(directory, latency.parse_class(spec.latency))
             )
         devices: tuple[str, ...] = ()
@@ -356,5 +358,6 @@ def lab_target(
                     throttle.apply(cgroup, caps[option], each)
             tablespaces.append((option, Path(mounted.data_dir)))
         yield LabTarget(
-            directory, spec, info, devices, cgroup, calibration, tuple(tablespaces), clients
-        )
+            directory, spec, info, devices, cgroup, calibration, tuple(tablespaces), clients,
+            emulator,
+        )  # fmt: skip

@@ -119,9 +119,11 @@ class LabKind(Throwaway[LabSpec | None]):
             t.moved_to(built.directory)
             t.live.cgroups = built.cgroups
             memory = built.memory_stats if lab.memory_bytes is not None else None
+            emulator = built.emulator.reading if built.emulator is not None else None
             t.ctx = replace(
-                t.ctx, preexec=built.preexec, client_preexec=built.clients_preexec, memory=memory
-            )
+                t.ctx, preexec=built.preexec, client_preexec=built.clients_preexec,
+                memory=memory, emulator=emulator,
+            )  # fmt: skip
             for option, path in built.tablespaces:  # tablespaces on lab filesystems
                 if option == "tablespace":
                     t.spec = replace(t.spec, tablespace=str(path))
