@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, cast
 from pgrig import monitor, proc, registry
 from pgrig.cluster.server import ServerLost
 from pgrig.errors import PgrigError, StoreError
+from pgrig.monitor.model import MONITOR
 from pgrig.registry.target import Target
 from pgrig.results import (
     SERVER,
@@ -155,7 +156,7 @@ class Recorder:
         self._disturbed: set[str] = set()  # run keys whose monitor record says disturbed
         self._probes: dict[str, list[object]] = {}  # target -> typed fio / pg_test_fsync results
         # (the monitor's samples stay in the store: only its verdict is asked of it)
-        for rec in store.runs(study.id, without_samples=(registry.MONITOR.name,)):
+        for rec in store.runs(study.id, without_samples=(MONITOR.name,)):
             self._remember(rec)
 
     def pending(self, steps: Iterable[Step]) -> bool:
@@ -272,7 +273,7 @@ class Recorder:
         self.done.add(rec.key)
         if rec.status != "ok" or rec.result is None:
             return
-        if rec.kind == registry.MONITOR.name:
+        if rec.kind == MONITOR.name:
             self._disturbed |= monitor.disturbed_run_keys([rec])
         elif rec.kind in ("fio", "pg_test_fsync"):
             probe = registry.typed_result(rec)

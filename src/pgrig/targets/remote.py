@@ -67,12 +67,6 @@ if TYPE_CHECKING:
     from pgrig.results import RunRecord, Study
 
 SERVER_TOOLS = ("postgres", "initdb", "pg_isready")
-# Workload types that run from this machine over TCP, not from the load hosts
-# (pg_basebackup copies the server's host's data here: ``to`` a directory of this
-# machine).
-FROM_HERE = ("basebackup",)
-
-
 SCHEMA = Schema(
     "[[target]] remote",
     text("host", None, "the inventory host the server runs on (chooses this kind)"),
@@ -301,7 +295,7 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
         # wal_directory and tablespace directories are the server's host's: made there.
         no_named_tablespace(spec, demands.source)
         workloads = registry.workloads()
-        able = [name for name, w in workloads.items() if w.from_load_hosts] + list(FROM_HERE)
+        able = [name for name, w in workloads.items() if w.from_load_hosts or w.from_here]
         others = [w for w in demands.workloads if w not in able]
         if others:
             raise UsageError(
