@@ -273,11 +273,18 @@ def register(workload: Workload) -> None:
     """Add a workload, with the step actions it brings: checked first, then
     added whole (a clash leaves nothing of it)."""
     checks.refuse(f"workload {getattr(workload, 'type', '?')!r}", checks.workload(workload))
+    _add_part(_WORKLOADS, workload.type, workload, "workload")
+
+
+def _add_part(
+    table: MutableMapping[str, T], name: str, part: Workload | AnyKind, what: str
+) -> None:
+    """A workload or a target kind with its result kinds and step actions, whole."""
     with _whole():
-        _add(_WORKLOADS, workload.type, workload, "workload")
-        _own_kinds(workload.kinds)
-        for name, action in workload.actions.items():
-            register_action(name, action)
+        _add(table, name, cast(T, part), what)
+        _own_kinds(part.kinds)
+        for action_name, action in part.actions.items():
+            register_action(action_name, action)
 
 
 def _own_kinds(brought: tuple[ResultKind, ...]) -> None:
@@ -309,11 +316,7 @@ def register_target_kind(kind: AnyKind) -> None:
     """Add a target kind; chosen by ``kind = "NAME"`` in a ``[[target]]`` (or by
     its ``claims``/``claim_key``), with the step actions it brings."""
     checks.refuse(f"target kind {getattr(kind, 'name', '?')!r}", checks.target_kind(kind))
-    with _whole():
-        _add(_TARGET_KINDS, kind.name, kind, "target kind")
-        _own_kinds(kind.kinds)
-        for name, action in kind.actions.items():
-            register_action(name, action)
+    _add_part(_TARGET_KINDS, kind.name, kind, "target kind")
 
 
 def unregister_target_kind(kind: AnyKind) -> None:
