@@ -50,7 +50,7 @@ def plugins_cmd(fmt: str) -> None:
 @format_option(("markdown", "json"), "markdown: the docs' table; json: a list of objects.")
 def keys_cmd(name: str, fmt: str) -> None:
     """Print a campaign table's keys from its schema: NAME is a workload's type
-    (tpcb, copy, ...), a target kind's name (remote, ...) or one of pgrig's own
+    (tpcb, tpcc, ...), a target kind's name (remote, ...) or one of pgrig's own
     tables (campaign, target, lab, initdb, probes, fio)."""
     from pgrig.campaign import key_tables
 
