@@ -17,15 +17,12 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from pgrig import proc
 from pgrig.errors import ParseError, ToolError, UsageError
+from pgrig.hosts.executor import Executor, LocalExecutor
 from pgrig.results import FioResult
 from pgrig.tools import onhost
-
-if TYPE_CHECKING:
-    from pgrig.hosts.executor import Executor
 
 TOOL = "fio"
 FILE_NAME = "pgrig_fio.tmp"
@@ -229,13 +226,14 @@ def engine_known(fio: str, engine: str) -> bool:
     lists the built-in ones only). About 20 ms; once per binary and name."""
     if engine.startswith("external:"):
         return True  # a path to an engine of the user's own, loaded at run time
-    done = proc.run([fio, f"--enghelp={engine}"], timeout=30.0, check=False, what=TOOL)
+    done = LocalExecutor().run([fio, f"--enghelp={engine}"], timeout=30.0, check=False, what=TOOL)
     return "not found" not in done.stdout + done.stderr
 
 
 def fio_version(fio: str | None = None) -> str:
-    """fio's version string, e.g. "fio-3.33"."""
-    done = proc.run([fio or find_fio(), "--version"], timeout=30.0, what=TOOL)
+    """This machine's fio's version string, e.g. "fio-3.33" (a run's result
+    carries the version of the fio that ran it, from its JSON)."""
+    done = LocalExecutor().run([fio or find_fio(), "--version"], timeout=30.0, what=TOOL)
     return done.stdout.strip()
 
 
