@@ -5,6 +5,8 @@ away whole; a name is registered once."""
 from __future__ import annotations
 
 import importlib.metadata
+import subprocess
+import sys
 
 import click
 import pytest
@@ -104,3 +106,13 @@ def test_plugins_are_listed_with_what_they_registered_and_cannot_be_disabled_lat
     assert ("workload", "tpcb") in tpcb.parts and ("step action", "tpcb.load") in tpcb.parts
     with pytest.raises(PgrigError, match="loaded already"):
         registry.disable("tpcc", "a test")
+
+
+def test_disabling_a_plugin_that_is_not_installed_is_refused() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "pgrig", "-p", "no:nothing", "plugins"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "no plug-in named nothing is installed" in done.stderr and "-p no:nothing" in done.stderr
+    assert "hint: pgrig plugins lists the installed ones: " in done.stderr
