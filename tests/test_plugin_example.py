@@ -82,6 +82,19 @@ def test_an_installed_plugin_adds_a_workload_a_kind_a_section_and_a_rule(
     assert planned.returncode == 0, planned.stderr
     assert "scratch1/example/count/r1" in planned.stdout
 
+    listed = pgrig("plugins", env=env)  # what is loaded, from where, what it registered
+    assert listed.returncode == 0, listed.stderr
+    assert "example_workload  (pgrig-example 0.1.0: pgrig_example.workload:WORKLOAD)" in (
+        listed.stdout
+    )
+    assert "    step action: example.count" in listed.stdout
+    assert "    report section: example" in listed.stdout
+    keys = pgrig("keys", "example", env=env)  # its campaign keys, from its schema
+    assert keys.returncode == 0, keys.stderr
+    assert keys.stdout.startswith('type = "example"\n')
+    assert "| `rows` | `1000` | rows to count |" in keys.stdout
+    assert '| `label` | `"scratch"` |' in pgrig("keys", "scratch", env=env).stdout
+
     results = tmp_path / "results"
     ran = pgrig("run", camp, "--results", results, env=env)
     assert ran.returncode == 0, ran.stderr
@@ -110,3 +123,37 @@ def test_without_its_entry_point_line_pgrig_does_not_know_the_workload(
     planned = pgrig("plan", campaign_file(tmp_path / "example.toml", disk_dir), env=env)
     assert planned.returncode != 0
     assert "example" in planned.stderr and "type" in planned.stderr
+
+
+def test_a_bad_plugin_is_refused_when_it_registers_and_can_be_left_out(
+    disk_dir: Path, tmp_path: Path
+) -> None:
+    """A workload without a schema (it registered silently before and failed
+    later): refused by name with nothing of it registered, and the run goes on
+    once it is left out (PGRIG_DISABLE_PLUGINS, or -p no:NAME)."""
+    source = copy(tmp_path)
+    module = source / "pgrig_example" / "workload.py"
+    module.write_text(module.read_text().replace("    schema = SCHEMA\n", ""))
+    env = install(source, tmp_path / "site")
+
+    refused = pgrig("plugins", env=env)
+    assert refused.returncode == 1
+    assert "error: the plug-in example_workload (pgrig_example.workload:WORKLOAD) is refused" in (
+        refused.stderr
+    )
+    assert "workload 'example': it has no schema" in refused.stderr
+    assert "PGRIG_DISABLE_PLUGINS=example_workload" in refused.stderr
+    assert "Traceback" not in refused.stderr
+
+    left_out = pgrig("plugins", env={**env, "PGRIG_DISABLE_PLUGINS": "example_workload"})
+    assert left_out.returncode == 0, left_out.stderr
+    assert (
+        "example_workload  (pgrig-example 0.1.0: pgrig_example.workload:WORKLOAD)\n"
+        "    disabled by PGRIG_DISABLE_PLUGINS=example_workload" in left_out.stdout
+    )
+    assert "    target kind: scratch" in left_out.stdout  # its other parts still load
+
+    camp = campaign_file(tmp_path / "c.toml", disk_dir)
+    planned = pgrig("-p", "no:example_workload", "plan", camp, env=env)
+    assert planned.returncode == 2  # the campaign names a workload left out: a usage error
+    assert "example" in planned.stderr and "Traceback" not in planned.stderr

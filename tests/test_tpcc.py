@@ -106,14 +106,9 @@ def test_load_hosts_merge_host_by_host(tmp_path: Path) -> None:
         latency=None,
         start_at=1795324646.0,
     )
-    opts = driver.RunOptions(duration_s=10)
-    merged = driver.merged_result(
-        multi, opts=opts, warehouses=1, active=1, sampling_rate=1.0, orders_created=None
-    )
-    single = driver.build_result(
-        stdout, "", [own], opts=opts, warehouses=1, active=1, sampling_rate=1.0,
-        started_epoch=1795324646.0, orders_created=None,
-    )  # fmt: skip
+    facts = driver.RunFacts(driver.RunOptions(duration_s=10), 1, 1, 1.0, None)
+    merged = driver.merged_result(multi, facts)
+    single = driver.build_result(stdout, "", [own], facts, started_epoch=1795324646.0)
     assert merged.transactions == 2 * single.transactions == 2 * 19970
     assert merged.connections == 2 * single.connections
     assert merged.tpmc == pytest.approx(2 * driver.host_tpmc(hosts[0]))

@@ -232,11 +232,10 @@ def test_old_records_read_as_exact_and_new_ones_say_histogram() -> None:
     assert "HdrHistogram of 600-1,200 samples per run at 3 significant digits" in note
     assert "(within about 0.1%); max exact; older runs: every sample sorted (700 per run)" in note
     stdout = (DATA / "tpcc_pgbench_server_stdout.txt").read_text()
+    facts = driver.RunFacts(driver.RunOptions(duration_s=10), 1, 1, 1.0, None)
     run = driver.build_result(
-        stdout, "", [DATA / "tpcc_txlog.txt"], opts=driver.RunOptions(duration_s=10),
-        warehouses=1, active=1, sampling_rate=1.0, started_epoch=1795324646.0,
-        orders_created=None,
-    )  # fmt: skip
+        stdout, "", [DATA / "tpcc_txlog.txt"], facts, started_epoch=1795324646.0
+    )
     assert run.latency_digits == txlog.DIGITS == 3
     counts = "-".join(f"{n:,}" for n in sorted({min(t.samples for t in run.types if t.samples),
                                                  max(t.samples for t in run.types)}))  # fmt: skip
@@ -268,8 +267,8 @@ def test_the_reports_tables_say_how_the_percentiles_were_made() -> None:
     ]
     tpcc = driver.build_result(
         (DATA / "tpcc_pgbench_server_stdout.txt").read_text(), "", [DATA / "tpcc_txlog.txt"],
-        opts=driver.RunOptions(duration_s=10), warehouses=1, active=1, sampling_rate=1.0,
-        started_epoch=1795324646.0, orders_created=None,
+        driver.RunFacts(driver.RunOptions(duration_s=10), 1, 1, 1.0, None),
+        started_epoch=1795324646.0,
     )  # fmt: skip
     notes = tpcc_report.mix_table(rec, tpcc).notes
     assert (

@@ -486,14 +486,25 @@ def load(path: Path) -> Campaign:
     return parse(content, source=str(path), base=path.resolve().parent)
 
 
+def key_tables() -> dict[str, Schema]:
+    """Every table a campaign file can hold, by the name ``pgrig keys NAME``
+    takes, in the order the docs show them: pgrig's own tables, each workload's
+    (by its type) and each target kind's with keys of its own (by its name)."""
+    tables = {
+        "campaign": policy.SCHEMA,
+        "target": TARGET_SCHEMA,
+        "lab": LAB_SCHEMA,
+        "initdb": INITDB_SCHEMA,
+        "probes": PROBES_SCHEMA,
+        "fio": FIO_SCHEMA,
+    }
+    tables |= {name: w.schema for name, w in registry.workloads().items()}
+    for name, kind in registry.target_kinds().items():
+        if kind.schema is not None:
+            tables.setdefault(name, kind.schema)
+    return tables
+
+
 def schemas() -> list[Schema]:
-    """Every table a campaign file can hold, in the order docs/campaigns.md shows them."""
-    return [
-        policy.SCHEMA,
-        TARGET_SCHEMA,
-        LAB_SCHEMA,
-        INITDB_SCHEMA,
-        PROBES_SCHEMA,
-        FIO_SCHEMA,
-        *(w.schema for w in registry.workloads().values()),
-    ]
+    """Every table a campaign file can hold, in the order the docs show them."""
+    return list(key_tables().values())

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import click
 
 from pgrig import __version__, registry
-from pgrig.commands import history, machine, results, run
+from pgrig.commands import history, machine, plugins, results, run
 from pgrig.errors import (
     Interrupted,
     PgrigError,
@@ -41,8 +41,27 @@ class _WithPlugins(click.Group):
         return super().get_command(ctx, cmd_name) or registry.commands().get(cmd_name)
 
 
+def _disable(_ctx: click.Context, _param: click.Parameter, values: tuple[str, ...]) -> None:
+    """``-p no:NAME``: leave a plug-in out of this run (read before the registry
+    loads: click reads the group's options before it looks the command up)."""
+    for value in values:
+        if not value.startswith("no:") or not value[3:]:
+            raise click.BadParameter(f"{value!r}: only no:NAME (leave a plug-in out) is known")
+        registry.disable(value[3:], f"-p {value}")
+
+
 @click.group(cls=_WithPlugins, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="pgrig")
+@click.option(
+    "-p",
+    "disabled",
+    multiple=True,
+    metavar="no:NAME",
+    callback=_disable,
+    expose_value=False,
+    help="Leave the plug-in NAME out of this run (pgrig plugins lists them; "
+    "also PGRIG_DISABLE_PLUGINS=NAME,...).",
+)
 def cli() -> None:
     """How fast is PostgreSQL on this machine, disk, filesystem, version and
     configuration - and why. Runs storage probes and pgbench on a throwaway
@@ -62,6 +81,8 @@ COMMANDS: tuple[click.Command, ...] = (
     machine.env,
     history.history_cmd,
     history.check_cmd,
+    plugins.plugins_cmd,
+    plugins.keys_cmd,
 )
 for command in COMMANDS:
     cli.add_command(command)

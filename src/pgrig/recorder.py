@@ -13,12 +13,14 @@ import contextlib
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, cast
 
 from pgrig import monitor, proc, registry
 from pgrig.cluster.server import ServerLost
 from pgrig.errors import PgrigError, StoreError
+from pgrig.monitor.model import MONITOR
 from pgrig.registry.target import Target
 from pgrig.results import (
     SERVER,
@@ -43,6 +45,25 @@ if TYPE_CHECKING:  # typeshed's name for any dataclass instance: no runtime clas
     from _typeshed import DataclassInstance as Result
 
     from pgrig.conninfo import Conn
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How a step ended, as its record keeps it: its status, why (when it did
+    not succeed), its result and the tool's raw output."""
+
+    status: Status
+    reason: str | None = None
+    result: dict[str, JsonValue] | None = None
+    raw: str = ""
+
+    @classmethod
+    def ok(cls, result: dict[str, JsonValue] | None, raw: str = "") -> Outcome:
+        return cls("ok", None, result, raw)
+
+    @classmethod
+    def failed(cls, exc: BaseException) -> Outcome:
+        return cls("failed", f"{type(exc).__name__}: {exc}")
 
 
 def _memory(t: Target) -> MemoryStats | None:
@@ -156,7 +177,7 @@ class Recorder:
         self._disturbed: set[str] = set()  # run keys whose monitor record says disturbed
         self._probes: dict[str, list[object]] = {}  # target -> typed fio / pg_test_fsync results
         # (the monitor's samples stay in the store: only its verdict is asked of it)
-        for rec in store.runs(study.id, without_samples=(registry.MONITOR.name,)):
+        for rec in store.runs(study.id, without_samples=(MONITOR.name,)):
             self._remember(rec)
 
     def pending(self, steps: Iterable[Step]) -> bool:
@@ -239,7 +260,7 @@ class Recorder:
         # memory-cgroup run under SIGTERM). The signal waits for the last of them.
         with proc.signals_deferred():
             if record:
-                self.record(step, t, started, status, reason, result, raw)
+                self.record(step, t, started, Outcome(status, reason, result, raw))
                 if status == "ok":
                     self._record_extra(step, t, started)
             elapsed = time.monotonic() - t0
@@ -280,7 +301,7 @@ class Recorder:
         self.done.add(rec.key)
         if rec.status != "ok" or rec.result is None:
             return
-        if rec.kind == registry.MONITOR.name:
+        if rec.kind == MONITOR.name:
             self._disturbed |= monitor.disturbed_run_keys([rec])
         elif rec.kind in ("fio", "pg_test_fsync"):
             probe = registry.typed_result(rec)
@@ -318,7 +339,7 @@ class Recorder:
         record of its own below the step's key."""
         for made in t.ctx.running.extra:
             extra = _below(step, made.tail, made.kind, f"{step.label}: {made.tail}")
-            self.record(extra, t, started, "ok", None, to_dict(made.value), "")
+            self.record(extra, t, started, Outcome.ok(to_dict(made.value)))
         t.ctx.running.extra.clear()
 
     def _record_monitor(
@@ -335,11 +356,11 @@ class Recorder:
             run = cast("PgbenchRun | None", value)
             observed = watch.summary(run)
             samples = (to_dict(s) for s in watch.samples(run))
-            self.record(mon, t, started, "ok", None, to_dict(observed), "", samples)
+            self.record(mon, t, started, Outcome.ok(to_dict(observed)), samples)
         except StoreError:
             raise
         except Exception as exc:  # the run is recorded; say why the evidence is missing
-            self.record(mon, t, started, "failed", f"{type(exc).__name__}: {exc}", None, "")
+            self.record(mon, t, started, Outcome.failed(exc))
             return
         self.ui.info(f"  [dim]bottleneck: {observed.verdict.summary}[/dim]")
         if observed.disturbed is not None:
@@ -355,11 +376,11 @@ class Recorder:
         try:
             after = _memory(t)
         except (OSError, ValueError) as exc:  # the run is recorded; say why this is missing
-            self.record(mem, t, started, "failed", f"{type(exc).__name__}: {exc}", None, "")
+            self.record(mem, t, started, Outcome.failed(exc))
             return
         if after is not None:
             use = MemoryUse.between(before, after)
-            self.record(mem, t, started, "ok", None, to_dict(use), after.describe())
+            self.record(mem, t, started, Outcome.ok(to_dict(use), after.describe()))
 
     def _record_emulator(
         self, step: Step, t: Target, started: str, before: EmulatorReading
@@ -391,10 +412,7 @@ class Recorder:
         step: Step,
         t: Target,
         started: str,
-        status: Status,
-        reason: str | None,
-        result: dict[str, JsonValue] | None,
-        raw: str,
+        outcome: Outcome,
         samples: Iterable[Mapping[str, object]] | None = None,
     ) -> None:
         env = t.env or self.study.environment
@@ -403,39 +421,22 @@ class Recorder:
         if env is not None and env.postgres is not None:
             # The build that served this record: release, compiler, where it came from.
             versions[SERVER] = env.postgres.provenance()
-        with self._lock:
-            self._store(step, t, started, status, reason, result, raw, versions, samples)
-
-    def _store(
-        self,
-        step: Step,
-        t: Target,
-        started: str,
-        status: Status,
-        reason: str | None,
-        result: dict[str, JsonValue] | None,
-        raw: str,
-        versions: dict[str, str],
-        samples: Iterable[Mapping[str, object]] | None = None,
-    ) -> None:
-        rec = self.store.record(
-            RunRecord(
-                study=self.study.id,
-                key=step.id,
-                kind=step.kind,
-                target=t.name,
-                params=step.params,
-                status=status,
-                reason=reason,
-                result=result,
-                raw=raw,
-                tool_versions=versions,
-                started_at=started,
-                finished_at=now(),
-            ),
-            samples,
+        run = RunRecord(
+            study=self.study.id,
+            key=step.id,
+            kind=step.kind,
+            target=t.name,
+            params=step.params,
+            status=outcome.status,
+            reason=outcome.reason,
+            result=outcome.result,
+            raw=outcome.raw,
+            tool_versions=versions,
+            started_at=started,
+            finished_at=now(),
         )
-        self._remember(rec)
+        with self._lock:
+            self._remember(self.store.record(run, samples))
 
 
 def _pulse(step: Step, t: Target, watching: bool) -> contextlib.AbstractContextManager[None]:

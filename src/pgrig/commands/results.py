@@ -12,6 +12,7 @@ from pgrig import registry
 from pgrig.commands.options import results_options
 from pgrig.errors import PgrigError, UsageError
 from pgrig.files import UNWRITABLE
+from pgrig.monitor.model import MONITOR
 from pgrig.report import progress as report_progress
 from pgrig.report import samples as report_samples
 from pgrig.report.monitor import closing_warning
@@ -59,10 +60,10 @@ def list_cmd(results: Path, store: str | None) -> None:
             # what a line needs: no run's samples nor -P points (most of a long run's bytes)
             lean = st.runs(
                 study.id,
-                without_samples=(registry.MONITOR.name,),
+                without_samples=(MONITOR.name,),
                 without_progress=report_progress.kinds(),
             )
-            runs = [r for r in lean if r.kind != registry.MONITOR.name]
+            runs = [r for r in lean if r.kind != MONITOR.name]
             planned = planned_steps(study)
             if planned is not None:  # the plan is known: count its steps, not the records
                 runs = [r for r in runs if r.key in planned]

@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
-import os
 import random
 import re
 import signal
@@ -32,17 +31,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 
 import psycopg
 
-from pgrig import proc
-from pgrig.cluster import workdir
 from pgrig.cluster.server import Cluster, ServerLost
 from pgrig.conninfo import Conn
 from pgrig.durability.clients import APPLICATION_NAME
 from pgrig.durability.model import IMMEDIATE, KILL_BACKEND, KILL_POSTMASTER, Cut
 from pgrig.errors import ClusterError, PgrigError, UsageError
+from pgrig.hosts.executor import Executor, Launch, LocalExecutor
 from pgrig.lossyfs import LossyFsError, Mode, PowerLossReport
 from pgrig.lossyfs.target import LossyTarget
 
@@ -54,6 +51,12 @@ class Server:
     conn: Conn  # to the database the check uses
     cluster: Cluster | None  # None: an existing server (--dsn)
     lossy: LossyTarget | None = None  # the cluster's filesystem, when it can lose power
+
+    @property
+    def host(self) -> Executor:
+        """Where its processes run: the cluster's executor; an existing server's is
+        this machine (``check_method`` refuses one whose backends are not here)."""
+        return self.cluster.ex if self.cluster is not None else LocalExecutor()
 
     def describe(self) -> str:
         if self.cluster is not None:
@@ -69,10 +72,10 @@ class Signal:
     killed_pid: int | None
 
 
-def _is_postgres(pid: int) -> bool:
+def _is_postgres(host: Executor, pid: int) -> bool:
     try:
-        return Path(f"/proc/{pid}/comm").read_text().strip() in ("postgres", "postmaster")
-    except OSError:
+        return host.read_text(f"/proc/{pid}/comm").strip() in ("postgres", "postmaster")
+    except (OSError, PgrigError):
         return False
 
 
@@ -92,7 +95,7 @@ def check_method(server: Server, method: str) -> None:
         pid = db.info.backend_pid
         restart = db.execute("SELECT current_setting('restart_after_crash')").fetchone()
     local = host.startswith("/") or host in ("localhost", "127.0.0.1", "::1")
-    if not local or not _is_postgres(pid):
+    if not local or not _is_postgres(server.host, pid):
         raise UsageError(
             f"--crash {KILL_BACKEND} needs the server on this machine: its backend "
             f"process {pid} is not visible here (host {host})",
@@ -115,7 +118,7 @@ def crash(server: Server, method: str, rng: random.Random, watch: psycopg.Connec
             "AND pid <> pg_backend_pid() ORDER BY pid",
             (APPLICATION_NAME,),
         ).fetchall()
-        pids = [r[0] for r in rows if _is_postgres(r[0])]
+        pids = [r[0] for r in rows if _is_postgres(server.host, r[0])]
         if not pids:
             raise ClusterError("no client backend to kill: no client is connected")
         killed = rng.choice(pids)
@@ -128,24 +131,16 @@ def crash(server: Server, method: str, rng: random.Random, watch: psycopg.Connec
     at = datetime.fromtimestamp(wall, UTC).isoformat(timespec="milliseconds")
     if method == IMMEDIATE:
         assert cluster is not None
-        proc.run(
-            [
-                cluster.bins.path("pg_ctl"),
-                "stop",
-                "-D",
-                cluster.datadir,
-                "-m",
-                "immediate",
-                "-w",
-                "-s",
-            ],
+        cluster.ex.run(
+            [str(cluster.bins.path("pg_ctl")), "stop", "-D", str(cluster.datadir)]
+            + ["-m", "immediate", "-w", "-s"],
             timeout=60,
-            user=cluster.os_user,
+            launch=Launch(cluster.pm.user),
             what="pg_ctl stop -m immediate",
         )
     else:
         assert killed is not None
-        os.kill(killed, signal.SIGKILL)
+        server.host.signal(killed, signal.SIGKILL)
     return Signal(at=at, wall=wall, mono=mono, killed_pid=killed)
 
 
@@ -179,12 +174,12 @@ def wait_recovered(
         _wait(lambda: _accepts(server.conn), deadline, server, "crash recovery")
     else:
         assert cluster is not None
-        stale = workdir.pid_in_lockfile(cluster.datadir)
+        stale = cluster.pm.pid_in_lockfile()
 
-        def gone() -> bool:
-            if workdir.processes_using(cluster.datadir):
+        def gone() -> bool:  # on the server's host, through its executor
+            if cluster.ex.processes_using(str(cluster.datadir)):
                 return False
-            return stale is None or not proc.pid_exists(stale)
+            return stale is None or not cluster.ex.exists(f"/proc/{stale}")
 
         # The dead postmaster (a zombie until reaped) and its backends must be
         # gone before a new one may start; not part of the recovery time.

@@ -31,6 +31,7 @@ from pgrig.conninfo import Conn
 from pgrig.durability.clients import PREFIX, TABLES, delta_of
 from pgrig.durability.model import Check
 from pgrig.errors import ToolError
+from pgrig.hosts.executor import Launch
 from pgrig.pgsource.binaries import PgBinaries
 from pgrig.sql import load as load_sql
 
@@ -212,11 +213,11 @@ def checksums(cluster: Cluster, *, enabled: bool) -> Check:
         return Check(CHECKSUMS, None, f"not run: no pg_checksums in {cluster.bins.bin_dir}")
     cluster.stop()
     try:
-        done = proc.run(
-            [cluster.bins.path("pg_checksums"), "--check", "-D", cluster.datadir],
+        done = cluster.ex.run(  # on the server's host, as its OS user
+            [str(cluster.bins.path("pg_checksums")), "--check", "-D", str(cluster.datadir)],
             timeout=600,
             check=False,
-            user=cluster.os_user,
+            launch=Launch(cluster.pm.user),
             what="pg_checksums",
         )
     except ToolError as exc:

@@ -24,16 +24,31 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO
 
-from pgrig import proc
-from pgrig.errors import ToolError, ToolTimeout
+from pgrig import ownership, proc
+from pgrig.errors import BinaryNotFound, ToolError, ToolTimeout, WorkdirError
 from pgrig.hosts.inventory import Host
+from pgrig.pgsource.binaries import tool_path
 
 STOP_GRACE_S = 5.0
 TMP = "/tmp"  # where pgrig makes its directories on a host (pgrig hosts clean looks there)
+
+# O_EXCL from a process on the host: the one atomic "create, or fail if anything
+# is there" without a shell (coreutils has none for files). python3 is on every
+# server host: the environment is read with it (pgrig.environment.remote).
+_CREATE_EXCLUSIVELY = (
+    "import os, sys; os.close(os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))"
+)
+# The free bytes and the size of a directory's filesystem; -1 if it is no directory.
+_SPACE = (
+    "import os, sys; p = sys.argv[1]; s = os.statvfs(p) if os.path.isdir(p) else None; "
+    "print(s.f_bavail * s.f_frsize if s else -1, s.f_blocks * s.f_frsize if s else 0)"
+)
+# Tools' output parsed by pgrig: decimal points and English, whatever the host's locale.
+C_LOCALE = {"LC_ALL": "C"}
 
 
 # util-linux's setpriv, coreutils' id and the POSIX shell, where Debian and its
@@ -189,6 +204,15 @@ class Executor(ABC):
     def name(self) -> str:
         return self.host.name
 
+    @property
+    def where(self) -> str:
+        """How a message names the host ("on db1", "on this machine")."""
+        return self.name
+
+    def install_hint(self, how: str) -> str:
+        """How to get a missing tool onto this host (``how``: the command)."""
+        return f"pgrig hosts provision installs it, or {how} on {self.name}"
+
     def reconnected(self) -> Executor:
         """The host reached anew, for an executor whose connection can be lost
         (SSH): what stops a lost host's processes once it answers again."""
@@ -231,6 +255,92 @@ class Executor(ABC):
             if started is not None and started.poll() is None:
                 started.stop()
             raise
+
+    def stream(
+        self,
+        argv: Sequence[str | Path],
+        *,
+        timeout: float,
+        what: str,
+        on_line: proc.LineCallback | None = None,
+        preexec: Callable[[], None] | None = None,
+    ) -> proc.Completed:
+        """Run a tool to its end in the C locale, each stdout line to ``on_line``
+        as it comes (a probe's progress). ``preexec`` (a storage lab's cgroup to
+        join before exec) exists only on this machine."""
+        if preexec is not None:
+            raise AssertionError(f"a preexec hook cannot run on {self.name}")
+        started = self.start([str(a) for a in argv], env=C_LOCALE)
+        if self.adopt is not None:
+            self.adopt(started.pid)
+        deadline = time.monotonic() + timeout
+        read: list[str] = []  # what readline took: ``wait`` returns only the rest
+        try:
+            while (left := deadline - time.monotonic()) > 0:
+                try:
+                    line = started.readline(timeout=min(left, 5.0))
+                except ToolTimeout:
+                    continue  # quiet for a while (pg_test_fsync waits a test out): look again
+                if line is None:
+                    break
+                read.append(line + "\n")
+                if on_line is not None:
+                    on_line("stdout", line)
+            done = started.wait(max(deadline - time.monotonic(), 1.0), what=what)
+        except BaseException:
+            started.stop()  # Ctrl-C or a timeout: the tool stops too, on its host
+            raise
+        return replace(done, stdout="".join(read) + done.stdout)
+
+    def on_path(self, name: str, hint: str, search_path: str | None = None) -> str:
+        """A tool on the host's PATH (``which``: Debian's essential debianutils)."""
+        done = self.run(["which", name], timeout=60, check=False, what="which")
+        found = done.stdout.strip()
+        if done.returncode != 0 or not found:
+            raise BinaryNotFound(f"{name} not found on {self.name}", hint=hint)
+        return found
+
+    def tool(self, bin_dir: Path | str, name: str) -> str:
+        """``<bin_dir>/<name>`` on the host, or BinaryNotFound naming both."""
+        path = f"{bin_dir}/{name}"
+        if not self.exists(path):
+            raise BinaryNotFound(
+                f"{name} not found in {bin_dir} on {self.name}",
+                hint=f"pgrig hosts provision installs PostgreSQL there, or set host_pg_bin "
+                f"to PostgreSQL's bin directory on {self.name}",
+            )
+        return path
+
+    def space(self, directory: Path) -> tuple[int, int]:
+        """The free bytes and the size of the filesystem of ``directory``; free
+        -1: it is no directory."""
+        # One command, as root (through sudo where the preflight chose it): SFTP
+        # runs as the connecting user, who may not see into pgrig's 0700 directory.
+        done = self.run(["python3", "-c", _SPACE, str(directory)], timeout=60, what="python3")
+        free, total = (int(word) for word in done.stdout.split())
+        return free, total
+
+    def create_exclusively(self, path: Path) -> None:
+        """Create ``path``, refusing if anything is there: it may be someone's data.
+        (Another host needs no record of it for ``pgrig clean``: the probes run in
+        a directory pgrig made there, removed with the server's.)"""
+        argv = ["python3", "-c", _CREATE_EXCLUSIVELY, str(path)]
+        done = self.run(argv, timeout=60, check=False, what="python3")
+        if done.returncode == 0:
+            return
+        if "FileExistsError" in done.stderr:
+            raise WorkdirError(
+                f"{path} already exists on {self.name}; pgrig will not overwrite it",
+                hint=f"remove it on {self.name} if it is left over from an interrupted pgrig run",
+            )
+        raise WorkdirError(
+            f"cannot create {path} on {self.name}: {done.stderr.strip().splitlines()[-1:]}",
+            hint="choose a directory pgrig can write to",
+        )
+
+    def remove_file(self, path: Path) -> None:
+        """Remove a file ``create_exclusively`` made (and nothing else)."""
+        self.run(["rm", "-f", "--", str(path)], timeout=60, what="rm")
 
     def user_ids(self, user: str) -> tuple[str, str]:
         """The uid and gid of the OS account ``user`` on this host (``id``), asked once."""
@@ -282,6 +392,11 @@ class Executor(ABC):
         # Processes come and go while find looks: its complaints are no failure.
         done = self.run([*argv, "-lname", pattern], timeout=30, check=False, what="find")
         return [int(line.split("/")[2]) for line in done.stdout.splitlines() if line.strip()]
+
+    def signal(self, pid: int, signum: int) -> None:
+        """Send ``signum`` to the process ``pid`` of this host (a crash test's
+        SIGKILL of a postmaster): its ``kill``; a PID that is gone is an error."""
+        self.run(["kill", f"-{int(signum)}", "--", str(pid)], timeout=30, what="kill")
 
     def read_text(self, path: str) -> str:
         """A text file; ``/proc`` files included (they report size 0, so are read to the end)."""
@@ -353,10 +468,51 @@ class _LocalStarted(Started):
 
 
 class LocalExecutor(Executor):
-    """This machine."""
+    """This machine: the same operations as any host's, each done here the way
+    this machine allows (in this process where a command is not needed)."""
 
     def __init__(self, host: Host | None = None) -> None:
         super().__init__(host or Host(name="localhost", address="127.0.0.1", local=True))
+
+    @property
+    def where(self) -> str:
+        return "this machine"
+
+    def install_hint(self, how: str) -> str:
+        return how
+
+    def stream(
+        self,
+        argv: Sequence[str | Path],
+        *,
+        timeout: float,
+        what: str,
+        on_line: proc.LineCallback | None = None,
+        preexec: Callable[[], None] | None = None,
+    ) -> proc.Completed:
+        # proc's own: the run's heartbeat and a study's stop end its wait, and
+        # ``preexec`` joins a storage lab's cgroup from inside the child.
+        return proc.stream(argv, timeout=timeout, on_line=on_line, what=what, preexec=preexec)
+
+    def on_path(self, name: str, hint: str, search_path: str | None = None) -> str:
+        found = shutil.which(name, path=search_path)
+        if found is None:
+            raise BinaryNotFound(f"{name} not found on PATH", hint=hint)
+        return found
+
+    def tool(self, bin_dir: Path | str, name: str) -> str:
+        return str(tool_path(bin_dir, name))
+
+    def space(self, directory: Path) -> tuple[int, int]:
+        usage = shutil.disk_usage(directory) if directory.is_dir() else None
+        return (usage.free, usage.total) if usage is not None else (-1, 0)
+
+    def create_exclusively(self, path: Path) -> None:
+        # Registered, so that ``pgrig clean`` finds it after a kill -9.
+        ownership.create_exclusively(path)
+
+    def remove_file(self, path: Path) -> None:
+        ownership.remove_file(path)
 
     def _start(self, argv: Sequence[str], *, env: Mapping[str, str] | None, stdin: bool) -> Started:
         full_env = {**os.environ, **(env or {})}
@@ -421,6 +577,13 @@ class LocalExecutor(Executor):
 
     def make_tempdir(self, prefix: str) -> str:
         return tempfile.mkdtemp(prefix=prefix, dir=TMP)
+
+    def signal(self, pid: int, signum: int) -> None:
+        # In this process, no command: a crash's moment is the moment it was sent.
+        try:
+            os.kill(pid, signum)
+        except ProcessLookupError as exc:
+            raise ToolError(f"no process {pid} on {self.name} to signal", argv=["kill"]) from exc
 
     def processes_using(self, path: str) -> list[int]:
         # In this process, no command: it is polled while a crashed server restarts.

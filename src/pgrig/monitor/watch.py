@@ -44,6 +44,7 @@ from pgrig.monitor.totals import run_totals
 from pgrig.monitor.watched import Watched
 
 if TYPE_CHECKING:
+    from pgrig.hosts.executor import Executor
     from pgrig.results import PgbenchRun
 
 APPLICATION_NAME = "pgrig-monitor"
@@ -182,6 +183,113 @@ class _ProcessMeter:
         return total
 
 
+class _ThisMachine:
+    """Sampling the server's host when it is this machine: /proc read here, and
+    the CPU and bytes told apart by process (the server's, pgbench's, pgrig's,
+    the kernel's, the others': the interference rules read them)."""
+
+    def __init__(self, watch: Watch) -> None:
+        self.ctx = watch.ctx
+        self.meter = watch._meter
+
+    def read(self, path: str) -> str:
+        return procfs.read_text(path) or ""
+
+    def prime(self, interval: float) -> None:
+        """The processes' counters at the start: the first sample's deltas."""
+        self.meter.measure(interval)
+
+    @property
+    def sees_server(self) -> bool:
+        """Its processes' bytes are known (the postmaster is here, by PID)."""
+        return self.ctx.server_pid is not None
+
+    def attribute(
+        self, base: CpuSample, stat: procfs.Stat, seconds: float
+    ) -> tuple[CpuSample, _ProcCpu]:
+        """The machine's CPU shares by process, and what the processes did."""
+        pc = self.meter.measure(seconds)
+        machine_ns = seconds * 1e9 * stat.ncpu
+        machine_ticks = seconds * procfs.CLK_TCK * stat.ncpu
+        server = None if pc.server_run is None else 100.0 * pc.server_run / machine_ns
+        client = 100.0 * pc.client_run / machine_ns
+        pgrig = 100.0 * pc.pgrig_ticks / machine_ticks
+        kernel = 100.0 * pc.kernel_ticks / machine_ticks
+        cpu = replace(
+            base,
+            server=server,
+            client=client,
+            pgrig=pgrig,
+            kernel=kernel,
+            other=interference.other_cpu(
+                base.busy, base.steal, base.irq, kernel, [server, client, pgrig]
+            ),
+            server_runq_pct=_share(pc.server_wait, pc.server_run),
+            client_thread_core_pct=pc.thread_core,
+            client_thread_demand_pct=pc.thread_demand,
+        )
+        return cpu, pc
+
+    def devices(self, notes: list[str]) -> tuple[str, ...]:
+        """The block devices behind the target (their I/O is sampled)."""
+        fs = environment.describe_filesystem(self.ctx.target)
+        if fs is None or fs.block_device is None:
+            where = f"{fs.fstype} on {fs.device}" if fs else "unknown"
+            notes.append(
+                f"no block device behind {self.ctx.target} ({where}): device I/O not sampled"
+            )
+            return ()
+        return tuple(procfs.slaves(fs.block_device))
+
+    def unseen(self) -> str | None:
+        """What cannot be sampled here, said once."""
+        if self.ctx.server_pid is None:
+            return (
+                "the server does not run on this machine (or its PID is unknown): "
+                "its CPU share is not sampled"
+            )
+        return None
+
+
+class _OtherHost:
+    """Sampling the server's host through its executor (``Context.host``): its
+    CPUs, disks, memory and network as a whole; whose processes used them is not
+    attributed (``CpuSample.other`` None: the interference rules do not apply)."""
+
+    def __init__(self, host: Executor, notes: list[str], devices: tuple[str, ...]) -> None:
+        self.host = host
+        self.notes = notes
+        self._devices = devices
+
+    def read(self, path: str) -> str:
+        try:
+            return self.host.read_text(path)
+        except PgrigError as exc:
+            self.notes.append(f"{path} on {self.host.name} not read: {exc}")
+            return ""
+
+    def prime(self, interval: float) -> None:
+        return None
+
+    sees_server = False
+
+    def attribute(
+        self, base: CpuSample, stat: procfs.Stat, seconds: float
+    ) -> tuple[CpuSample, _ProcCpu]:
+        return base, _ProcCpu(alive=0)
+
+    def devices(self, notes: list[str]) -> tuple[str, ...]:
+        notes.append(
+            f"host figures (CPU, disks, memory, network) are the server's host "
+            f"{self.host.name}'s, read over SSH; its processes are not told apart "
+            "(server, pgbench and others share the busy CPU)"
+        )
+        return self._devices
+
+    def unseen(self) -> str | None:
+        return None
+
+
 class Watch:
     """Context manager: samples from ``__enter__`` to ``__exit__``; then ``result(run)``."""
 
@@ -214,18 +322,23 @@ class Watch:
         self._beat = Heartbeat(lambda: self.ctx.conn.describe() if self.ctx.conn else "?")
         self.heartbeat = self._beat.check  # what the run's waits call (proc.watched_by)
         self._closer = LastCloses()  # this exit and the sampler thread's end
+        # The one place the server's host is told apart: this machine or another.
+        self._host: _ThisMachine | _OtherHost = (
+            _ThisMachine(self)
+            if ctx.host is None
+            else _OtherHost(ctx.host, self.notes, ctx.host_devices)
+        )
 
     def __enter__(self) -> Watch:
         self._started_at = self._meter.started_at = time.time()
         if self.devices is None:
-            self.devices = _find_devices(self)
+            self.devices = self._host.devices(self.notes)
         self._open_server()
-        self._prev_stat = procfs.parse_stat(self._read("/proc/stat"))
-        self._prev_disks = procfs.parse_diskstats(self._read("/proc/diskstats"))
-        self._prev_net = procfs.parse_net_dev(self._read("/proc/net/dev"))
+        self._prev_stat = procfs.parse_stat(self._host.read("/proc/stat"))
+        self._prev_disks = procfs.parse_diskstats(self._host.read("/proc/diskstats"))
+        self._prev_net = procfs.parse_net_dev(self._host.read("/proc/net/dev"))
         self._prev_t = time.monotonic()
-        if self.ctx.host is None:
-            self._meter.measure(self.interval)
+        self._host.prime(self.interval)
         self._meter.primed = True
         self._thread = threading.Thread(target=self._loop, name="pgrig-monitor", daemon=True)
         self._thread.start()
@@ -243,17 +356,6 @@ class Watch:
             if self._thread.is_alive():
                 self.notes.append("the sampler's query had no answer when the run ended")
         self._closer.release(self._conn, 1 if self._thread is not None else 2)
-
-    def _read(self, path: str) -> str:
-        """A /proc file of the server's host: this machine's, or through the
-        host's executor (``Context.host``); '' when it cannot be read."""
-        if self.ctx.host is None:
-            return procfs.read_text(path) or ""
-        try:
-            return self.ctx.host.read_text(path)
-        except PgrigError as exc:
-            self.notes.append(f"{path} on {self.ctx.host.name} not read: {exc}")
-            return ""
 
     @property
     def backend_pid(self) -> int | None:
@@ -275,11 +377,8 @@ class Watch:
         except (PgrigError, psycopg.Error) as exc:
             self.notes.append(f"server statistics not sampled: {str(exc).strip()}")
             self._pg = None
-        if self.ctx.server_pid is None and self.ctx.host is None:
-            self.notes.append(
-                "the server does not run on this machine (or its PID is unknown): "
-                "its CPU share is not sampled"
-            )
+        if (unseen := self._host.unseen()) is not None:
+            self.notes.append(unseen)
 
     # -- sampling ----------------------------------------------------------
 
@@ -302,47 +401,27 @@ class Watch:
                 deadline = now + self.interval
 
     def _sample(self) -> None:
-        stat_text = self._read("/proc/stat")
-        disk_text = self._read("/proc/diskstats")
-        mem_text = self._read("/proc/meminfo")
-        net_text = self._read("/proc/net/dev")
+        """One second of the server's host (``_ThisMachine`` or ``_OtherHost``):
+        its CPUs, as its processes used them where they are known, disks, memory
+        and network; and the server's statistics."""
+        stat_text, disk_text, mem_text, net_text = (
+            self._host.read(f"/proc/{name}") for name in ("stat", "diskstats", "meminfo", "net/dev")
+        )
         now = time.monotonic()
         wall = time.time()
         seconds = max(now - self._prev_t, 1e-3)
-        if self.ctx.host is not None:
-            self._sample_host(stat_text, disk_text, mem_text, net_text, now, wall, seconds)
-            return
-        pc = self._meter.measure(seconds)
         stat = procfs.parse_stat(stat_text)
-        machine_ns = seconds * 1e9 * stat.ncpu
-        machine_ticks = seconds * procfs.CLK_TCK * stat.ncpu
+        if not stat.ncpu:  # not read this second: the next sample spans both
+            return
         base = procfs.cpu_rates(self._prev_stat, stat, seconds)
-        server = None if pc.server_run is None else 100.0 * pc.server_run / machine_ns
-        client = 100.0 * pc.client_run / machine_ns
-        pgrig = 100.0 * pc.pgrig_ticks / machine_ticks
-        kernel = 100.0 * pc.kernel_ticks / machine_ticks
-        cpu = replace(
-            base,
-            server=server,
-            client=client,
-            pgrig=pgrig,
-            kernel=kernel,
-            other=interference.other_cpu(
-                base.busy, base.steal, base.irq, kernel, [server, client, pgrig]
-            ),
-            server_runq_pct=_share(pc.server_wait, pc.server_run),
-            client_thread_core_pct=pc.thread_core,
-            client_thread_demand_pct=pc.thread_demand,
-        )
+        cpu, pc = self._host.attribute(base, stat, seconds)
         disks = procfs.parse_diskstats(disk_text)
         devices = tuple(
             procfs.disk_rates(name, self._prev_disks[name], disks[name], seconds)
             for name in self.devices or ()
             if name in disks and name in self._prev_disks
         )
-        io = _io_sample(pc, devices, seconds, server=self.ctx.server_pid is not None)
         net = procfs.parse_net_dev(net_text)
-        pg = self._sample_server(seconds)
         self._raw.append(
             _Raw(
                 wall=wall,
@@ -351,41 +430,9 @@ class Watch:
                 devices=devices,
                 memory=procfs.memory_sample(procfs.parse_meminfo(mem_text)),
                 net=procfs.net_rates(self._prev_net, net, seconds),
-                pg=pg,
-                clients_alive=pc.alive,
-                io=io,
-            )
-        )
-        self._prev_stat, self._prev_disks, self._prev_net, self._prev_t = stat, disks, net, now
-
-    def _sample_host(
-        self, stat_text: str, disk_text: str, mem_text: str, net_text: str,
-        now: float, wall: float, seconds: float,
-    ) -> None:  # fmt: skip
-        """A sample of another host: its CPUs, disks, memory and network as a
-        whole; whose processes used them is not attributed (``CpuSample.other``
-        None: the interference rules do not apply there)."""
-        stat = procfs.parse_stat(stat_text)
-        if not stat.ncpu:  # not read this second: the next sample spans both
-            return
-        disks = procfs.parse_diskstats(disk_text)
-        devices = tuple(
-            procfs.disk_rates(name, self._prev_disks[name], disks[name], seconds)
-            for name in self.devices or ()
-            if name in disks and name in self._prev_disks
-        )
-        net = procfs.parse_net_dev(net_text)
-        self._raw.append(
-            _Raw(
-                wall=wall,
-                interval_s=seconds,
-                cpu=procfs.cpu_rates(self._prev_stat, stat, seconds),
-                devices=devices,
-                memory=procfs.memory_sample(procfs.parse_meminfo(mem_text)),
-                net=procfs.net_rates(self._prev_net, net, seconds),
                 pg=self._sample_server(seconds),
-                clients_alive=0,
-                io=_io_sample(_ProcCpu(alive=0), devices, seconds, server=False),
+                clients_alive=pc.alive,
+                io=_io_sample(pc, devices, seconds, server=self._host.sees_server),
             )
         )
         self._prev_stat, self._prev_disks, self._prev_net, self._prev_t = stat, disks, net, now
@@ -482,25 +529,6 @@ class Watch:
             # pgbench's -P clock starts once its clients are connected.
             t0 += connecting_ms / 1000.0
         return t0
-
-
-def _find_devices(watch: Watch) -> tuple[str, ...]:
-    """The block devices behind the watch's target (their I/O is sampled); what
-    is not sampled, and why, goes to its notes."""
-    ctx, notes = watch.ctx, watch.notes
-    if ctx.host is not None:
-        notes.append(
-            f"host figures (CPU, disks, memory, network) are the server's host "
-            f"{ctx.host.name}'s, read over SSH; its processes are not told apart "
-            "(server, pgbench and others share the busy CPU)"
-        )
-        return ctx.host_devices
-    fs = environment.describe_filesystem(ctx.target)
-    if fs is None or fs.block_device is None:
-        where = f"{fs.fstype} on {fs.device}" if fs else "unknown"
-        notes.append(f"no block device behind {ctx.target} ({where}): device I/O not sampled")
-        return ()
-    return tuple(procfs.slaves(fs.block_device))
 
 
 def _io_sample(

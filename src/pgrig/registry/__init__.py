@@ -16,6 +16,15 @@ parts through the ``register*`` functions below. The tables load on first use (`
 command line, library callers and tests see the same plug-ins. Tests add toy
 plug-ins with ``register(...)`` and take them away with ``unregister(...)``.
 
+As pytest treats its plug-ins (pluggy): a part is checked when it registers
+(a workload's schema, kinds, actions and rules; a target kind's; ``pgrig.registry.checks``)
+and refused with an error naming the entry point; a plug-in registers whole or
+not at all (a clash or a bad part leaves nothing of it behind); a step action is
+named ``NAMESPACE.verb`` and a namespace is the plug-in's that used it first
+(another may reuse the very same function, not add its own there); every part
+remembers its plug-in (``pgrig plugins`` lists them, ``plugins()``); and a plug-in
+can be left out for one run (``PGRIG_DISABLE_PLUGINS=NAME,...`` or ``pgrig -p no:NAME``).
+
 The interfaces: ``pgrig.registry.workload`` (a workload), ``pgrig.registry.target``
 (a target kind, ``TargetSpec``), ``pgrig.registry.report`` (a report section, a
 conclusion rule); docs/workloads.md and docs/targets.md show how to add one.
@@ -23,16 +32,19 @@ conclusion rule); docs/workloads.md and docs/targets.md show how to add one.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
 import inspect
+import os
 from collections.abc import Callable, Iterator, MutableMapping
+from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
 import click
 
-from pgrig.errors import PgrigError
+from pgrig.errors import PgrigError, UsageError
 from pgrig.hosts.executor import Executor
-from pgrig.monitor.model import MONITOR
+from pgrig.registry import checks
 from pgrig.registry.report import ReportSection, Rule
 from pgrig.registry.target import TargetKind, TargetSpec
 from pgrig.registry.workload import Workload, WorkloadSpec
@@ -58,6 +70,41 @@ _RULES: dict[str, Rule] = {}  # besides workloads' own
 _COMMANDS: dict[str, click.Command] = {}
 _loading: list[bool] = []  # one entry once loading started (not twice, not recursively)
 
+DISABLE_ENV = "PGRIG_DISABLE_PLUGINS"  # NAME,NAME: entry points left out of this run
+DIRECT = "(registered by a call)"  # the owner of parts registered outside an entry point
+
+
+@dataclass(frozen=True)
+class Plugin:
+    """One entry point as ``pgrig plugins`` lists it: where it comes from, what
+    it registered, or why it was left out."""
+
+    name: str  # the entry point's name: what -p no:NAME and PGRIG_DISABLE_PLUGINS take
+    value: str  # module:attribute
+    dist: str  # the package that declares it, and its version
+    parts: tuple[tuple[str, str], ...] = ()  # (what, name): ("workload", "tpcb")
+    disabled: str | None = None  # why it was not loaded
+
+
+_PLUGINS: dict[str, Plugin] = {}  # in load order
+# (what, name) -> the plug-in that registered it; "namespace" entries own the
+# actions' namespaces
+_OWNERS: dict[tuple[str, str], str] = {}
+_DISABLED: dict[str, str] = {}  # name -> why (the option or the variable that said so)
+_current: list[tuple[str, list[tuple[str, str]]]] = []  # the plug-in registering now
+
+# Every table with the word its errors and listing use for its parts.
+_TABLES: tuple[tuple[str, MutableMapping[str, Any]], ...] = (
+    ("workload", _WORKLOADS),
+    ("target kind", _TARGET_KINDS),
+    ("step action", _ACTIONS),
+    ("result kind", _RESULT_KINDS),
+    ("host executor", _EXECUTORS),
+    ("report section", _SECTIONS),
+    ("conclusion rule", _RULES),
+    ("command", _COMMANDS),
+)
+
 T = TypeVar("T")
 
 
@@ -74,11 +121,28 @@ def _entry_points() -> list[importlib.metadata.EntryPoint]:
     return [*own, *others]
 
 
+def disable(names: str, why: str) -> None:
+    """Leave these plug-ins (entry point names, comma-separated) out of this run;
+    asked before the tables load (``pgrig -p no:NAME``)."""
+    if _loading:
+        raise UsageError(
+            f"cannot disable plug-ins {names}: they are loaded already",
+            hint="disable them before anything asks the registry (pgrig -p no:NAME ...)",
+        )
+    for name in (n.strip() for n in names.split(",")):
+        if name:
+            _DISABLED[name] = why
+
+
 def load() -> None:
     """Fill the tables from the entry points, once (on first use)."""
     if _loading:
         return
     _loading.append(True)
+    disable_env = os.environ.get(DISABLE_ENV, "")
+    for name in (n.strip() for n in disable_env.split(",")):
+        if name:
+            _DISABLED.setdefault(name, f"{DISABLE_ENV}={disable_env}")
     found = _entry_points()
     if not any(ep.dist is not None and ep.dist.name == OWN for ep in found):
         _loading.clear()  # asked again after the fix, it loads
@@ -87,20 +151,78 @@ def load() -> None:
             "are installed (an installation made before they existed?)",
             hint="reinstall pgrig: pip install -e . (or make venv)",
         )
+    unknown = sorted(set(_DISABLED) - {ep.name for ep in found})
+    if unknown:
+        raise UsageError(
+            f"no plug-in named {', '.join(unknown)} is installed, so none can be disabled "
+            f"({_DISABLED[unknown[0]]})",
+            hint="pgrig plugins lists the installed ones: "
+            + ", ".join(sorted({ep.name for ep in found})),
+        )
     for ep in found:
+        dist = f"{ep.dist.name} {ep.dist.version}" if ep.dist is not None else "?"
+        if ep.name in _DISABLED:
+            _PLUGINS[ep.name] = Plugin(ep.name, ep.value, dist, disabled=_DISABLED[ep.name])
+            continue
         try:
             plugin = ep.load()
         except (ImportError, AttributeError) as exc:
             raise PgrigError(
                 f"the plug-in {ep.name} ({ep.value}) cannot be loaded: {exc}",
-                hint="reinstall the package that declares it, or uninstall it",
+                hint="reinstall the package that declares it, or uninstall it, or leave it "
+                f"out of this run: {DISABLE_ENV}={ep.name}",
             ) from exc
-        add_plugin(plugin, ep.value)
+        parts = add_plugin(plugin, ep.value, ep.name)
+        _PLUGINS[ep.name] = Plugin(ep.name, ep.value, dist, parts)
 
 
-def add_plugin(plugin: object, where: str) -> None:
-    """Register what an entry point names: a workload, a target kind, a
-    command, or a module or function whose ``register()`` adds its parts."""
+def plugins() -> list[Plugin]:
+    """Every installed plug-in, loaded or left out, in load order."""
+    load()
+    return list(_PLUGINS.values())
+
+
+@contextlib.contextmanager
+def _whole() -> Iterator[None]:
+    """All or nothing: a registration that fails leaves the tables as they were."""
+    saved = [dict(table) for _, table in _TABLES]
+    owners = dict(_OWNERS)
+    try:
+        yield
+    except BaseException:
+        for (_, table), before in zip(_TABLES, saved, strict=True):
+            table.clear()
+            table.update(before)
+        _OWNERS.clear()
+        _OWNERS.update(owners)
+        raise
+
+
+def add_plugin(plugin: object, where: str, name: str | None = None) -> tuple[tuple[str, str], ...]:
+    """Register what an entry point (``name``, naming ``where``) names: a
+    workload, a target kind, a command, or a module or function whose
+    ``register()`` adds its parts; checked and registered whole, or refused
+    with nothing registered. Returns what it registered, as (what, name)."""
+    name = name or where
+    parts: list[tuple[str, str]] = []
+    _current.append((name, parts))
+    try:
+        with _whole():
+            try:
+                _add_plugin(plugin, where)
+            except PgrigError as exc:
+                raise type(exc)(
+                    f"the plug-in {name} ({where}) is refused, nothing of it is registered: "
+                    f"{exc.message}",
+                    hint=(exc.hint + "; " if exc.hint else "")
+                    + f"or leave it out of this run: {DISABLE_ENV}={name}",
+                ) from exc
+    finally:
+        _current.pop()
+    return tuple(parts)
+
+
+def _add_plugin(plugin: object, where: str) -> None:
     if isinstance(plugin, Workload):
         register(plugin)
     elif isinstance(plugin, TargetKind):
@@ -118,10 +240,24 @@ def add_plugin(plugin: object, where: str) -> None:
         hook()
 
 
+def _owner() -> str:
+    return _current[-1][0] if _current else DIRECT
+
+
 def _add(table: MutableMapping[str, T], name: str, item: T, what: str) -> None:
+    """Add one part; the same object again is no clash (a workload reusing
+    another's action)."""
     if table.get(name, item) is not item:
-        raise PgrigError(f"a {what} named {name!r} is registered already")
+        owner = _OWNERS.get((what, name), DIRECT)
+        raise PgrigError(
+            f"a {what} named {name!r} is registered already, by the plug-in {owner}",
+            hint="name it in a namespace of its own",
+        )
+    if name not in table:
+        _OWNERS[(what, name)] = _owner()
     table[name] = item
+    if _current:
+        _current[-1][1].append((what, name))
 
 
 def _remove(table: MutableMapping[str, T], name: str, item: T) -> None:
@@ -134,10 +270,40 @@ def _remove(table: MutableMapping[str, T], name: str, item: T) -> None:
 
 
 def register(workload: Workload) -> None:
-    """Add a workload, with the step actions it brings."""
-    _add(_WORKLOADS, workload.type, workload, "workload type")
-    for name, action in workload.actions.items():
-        register_action(name, action)
+    """Add a workload, with the step actions it brings: checked first, then
+    added whole (a clash leaves nothing of it)."""
+    checks.refuse(f"workload {getattr(workload, 'type', '?')!r}", checks.workload(workload))
+    _add_part(_WORKLOADS, workload.type, workload, "workload")
+
+
+def _add_part(
+    table: MutableMapping[str, T], name: str, part: Workload | AnyKind, what: str
+) -> None:
+    """A workload or a target kind with its result kinds and step actions, whole."""
+    with _whole():
+        _add(table, name, cast(T, part), what)
+        _own_kinds(part.kinds)
+        for action_name, action in part.actions.items():
+            register_action(action_name, action)
+
+
+def _own_kinds(brought: tuple[ResultKind, ...]) -> None:
+    """A workload's or a target kind's result kinds: a name means one kind (the
+    same object may come twice: pgbench's runs, of tpcb and custom)."""
+    known = dict(_RESULT_KINDS)
+    parts: list[Workload | AnyKind] = [*_WORKLOADS.values(), *_TARGET_KINDS.values()]
+    for part in parts:
+        known.update({k.name: k for k in part.kinds if k not in brought})
+    for k in brought:
+        if known.get(k.name, k) is not k:
+            owner = _OWNERS.get(("result kind", k.name), "another")
+            raise PgrigError(
+                f"a result kind named {k.name!r} is registered already, by the plug-in {owner}",
+                hint="name it in a namespace of its own",
+            )
+        _OWNERS.setdefault(("result kind", k.name), _owner())
+        if _current:
+            _current[-1][1].append(("result kind", k.name))
 
 
 def unregister(workload: Workload) -> None:
@@ -149,9 +315,8 @@ def unregister(workload: Workload) -> None:
 def register_target_kind(kind: AnyKind) -> None:
     """Add a target kind; chosen by ``kind = "NAME"`` in a ``[[target]]`` (or by
     its ``claims``/``claim_key``), with the step actions it brings."""
-    _add(_TARGET_KINDS, kind.name, kind, "target kind")
-    for name, action in kind.actions.items():
-        register_action(name, action)
+    checks.refuse(f"target kind {getattr(kind, 'name', '?')!r}", checks.target_kind(kind))
+    _add_part(_TARGET_KINDS, kind.name, kind, "target kind")
 
 
 def unregister_target_kind(kind: AnyKind) -> None:
@@ -161,8 +326,20 @@ def unregister_target_kind(kind: AnyKind) -> None:
 
 
 def register_action(name: str, action: ActionMaker) -> None:
-    """Add a step action: ``Call(name, {...})`` in a step runs ``action(**args)``."""
+    """Add a step action: ``Call(name, {...})`` in a step runs ``action(**args)``.
+    Its name is ``NAMESPACE.verb``; the namespace is the plug-in's that used it
+    first (another plug-in may register the very same function there, no other)."""
+    checks.refuse(f"step action {name!r}", checks.action(name, action))
+    space = name.split(".", 1)[0]
+    owner = _OWNERS.get(("namespace", space))
+    if owner is not None and owner != _owner() and _ACTIONS.get(name) is not action:
+        raise PgrigError(
+            f"the step action {name!r} is in the namespace {space!r}, which is the plug-in "
+            f"{owner}'s",
+            hint=f"name it {_owner().replace('-', '_')}.{name.split('.', 1)[1]}",
+        )
     _add(_ACTIONS, name, action, "step action")
+    _OWNERS.setdefault(("namespace", space), _owner())
 
 
 def unregister_action(name: str, action: ActionMaker) -> None:
@@ -172,6 +349,7 @@ def unregister_action(name: str, action: ActionMaker) -> None:
 def register_kind(kind: ResultKind) -> None:
     """Add a result kind that no workload or target kind brings (the probes', the
     monitor's, the storage lab's)."""
+    checks.refuse(f"result kind {getattr(kind, 'name', '?')!r}", checks.result_kinds((kind,)))
     _add(_RESULT_KINDS, kind.name, kind, "result kind")
 
 
@@ -181,6 +359,8 @@ def unregister_kind(kind: ResultKind) -> None:
 
 def register_executor(name: str, executor: type[Executor]) -> None:
     """Add a kind of host executor (``local``, ``ssh``)."""
+    if not (inspect.isclass(executor) and issubclass(executor, Executor)):
+        checks.refuse(f"host executor {name!r}", ["it is not a subclass of Executor"])
     _add(_EXECUTORS, name, executor, "host executor")
 
 
@@ -190,6 +370,7 @@ def unregister_executor(name: str, executor: type[Executor]) -> None:
 
 def register_section(name: str, section: ReportSection) -> None:
     """Add a report section of its own (after the workloads' sections)."""
+    checks.refuse(f"report section {name!r}", checks.function(section, "it"))
     _add(_SECTIONS, name, section, "report section")
 
 
@@ -199,6 +380,7 @@ def unregister_section(name: str, section: ReportSection) -> None:
 
 def register_rule(name: str, rule: Rule) -> None:
     """Add a conclusion rule (after the report's own rules and the workloads')."""
+    checks.refuse(f"conclusion rule {name!r}", checks.function(rule, "it"))
     _add(_RULES, name, rule, "conclusion rule")
 
 
@@ -209,6 +391,8 @@ def unregister_rule(name: str, rule: Rule) -> None:
 def register_command(command: click.Command) -> None:
     """Add a command of the command line (``pgrig NAME``)."""
     name = command.name or ""
+    if not name:
+        checks.refuse("command", ['it has no name (click.command("NAME"))'])
     _add(_COMMANDS, name, command, "command")
 
 
@@ -357,19 +541,22 @@ def __getattr__(name: str) -> object:
 
 
 __all__ = [
+    "DISABLE_ENV",
     "GROUP",
-    "MONITOR",
     "AnyKind",
+    "Plugin",
     "actions",
     "add_plugin",
     "columns",
     "commands",
+    "disable",
     "executors",
     "headline",
     "kind",
     "kinds",
     "load",
     "of",
+    "plugins",
     "register",
     "register_action",
     "register_command",

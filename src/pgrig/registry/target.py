@@ -262,6 +262,18 @@ class Target:
     def lost(self) -> ServerLost | None:
         return self.live.lost
 
+    @contextlib.contextmanager
+    def scoped(self, **fields: Any) -> Iterator[None]:
+        """The Context with these fields for the ``with`` block, and those fields
+        as they were after it (whatever else changed meanwhile stays): what a
+        kind's ``server`` sets for its server's life, undone in one place."""
+        before = {name: getattr(self.ctx, name) for name in fields}
+        self.ctx = replace(self.ctx, **fields)
+        try:
+            yield
+        finally:
+            self.ctx = replace(self.ctx, **before)
+
     def moved_to(self, directory: Path) -> None:
         """The kind built the target's storage: the cluster and the probes go there."""
         self.live.directory = directory

@@ -122,6 +122,10 @@ class Workload(ABC):
     # from its load hosts (its scripts copied there). False: it cannot run on a
     # remote target yet.
     from_load_hosts: ClassVar[bool] = False
+    # Its runs need no load host: they reach the server from this machine over TCP
+    # (pg_basebackup copies a remote server's data to a directory here), so it runs
+    # on a remote target as it is.
+    from_here: ClassVar[bool] = False
 
     @abstractmethod
     def parse(self, table: Table) -> WorkloadSpec:

@@ -16,8 +16,8 @@ from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Protocol
 
-from pgrig.monitor.model import MonitorResult, Sample
-from pgrig.registry import MONITOR, typed_result
+from pgrig.monitor.model import MONITOR, MonitorResult, Sample
+from pgrig.registry import typed_result
 from pgrig.report import progress
 from pgrig.results import RunRecord, from_dict
 

@@ -56,7 +56,7 @@ from pgrig.schema import Schema, custom, port, text
 from pgrig.schema import Table as Keys
 from pgrig.targets import loadhosts
 from pgrig.targets.loadhosts import LOAD_HOSTS
-from pgrig.targets.remote_refuse import load_fits, load_hosts_key, shared_ports
+from pgrig.targets.remote_refuse import load_fits, load_hosts_key, server_loads, shared_ports
 from pgrig.targets.throwaway import find_binaries, no_named_tablespace
 from pgrig.ui import Ui
 from pgrig.workloads.common import DATABASE
@@ -67,12 +67,6 @@ if TYPE_CHECKING:
     from pgrig.results import RunRecord, Study
 
 SERVER_TOOLS = ("postgres", "initdb", "pg_isready")
-# Workload types that run from this machine over TCP, not from the load hosts
-# (pg_basebackup copies the server's host's data here: ``to`` a directory of this
-# machine).
-FROM_HERE = ("basebackup",)
-
-
 SCHEMA = Schema(
     "[[target]] remote",
     text("host", None, "the inventory host the server runs on (chooses this kind)"),
@@ -301,7 +295,7 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
         # wal_directory and tablespace directories are the server's host's: made there.
         no_named_tablespace(spec, demands.source)
         workloads = registry.workloads()
-        able = [name for name, w in workloads.items() if w.from_load_hosts] + list(FROM_HERE)
+        able = [name for name, w in workloads.items() if w.from_load_hosts or w.from_here]
         others = [w for w in demands.workloads if w not in able]
         if others:
             raise UsageError(
@@ -350,7 +344,8 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
             )
         machine = profiles.Machine(memory, cpus)
         profile, header = _profile(spec, bins, server[0].name, machine, notes, demands.source)
-        load_fits(spec, profile, demands, (server[0], load_hosts, opts.load_hosts), notes)
+        load_fits(spec, profile, demands, load_hosts)
+        notes += server_loads(spec.name, server[0], load_hosts, opts.load_hosts)
         self._seen |= {h.name: h for h in (server[0], *load_hosts)}
         address = _ip(server[0].address)
         clients = {_ip(h.address) for h in load_hosts} | {_source_ip(address, opts.port)}
@@ -382,9 +377,8 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
             probes = f"{home.path}/probes"
             db.run(["mkdir", "--", probes], timeout=30, what="mkdir")
             opened = _Open(executors, home, probes)
-            before = t.ctx.target
             t.live.probes = Path(probes)
-            t.ctx = replace(t.ctx, host=db, host_bin_dir=hosts.bin_dir, target=Path(probes))
+            stack.enter_context(t.scoped(host=db, host_bin_dir=hosts.bin_dir, target=Path(probes)))
             records = [home.record]
 
             def adopt(pid: int) -> None:  # a probe: `pgrig clean` stops it after a kill -9
@@ -396,7 +390,6 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
             finally:
                 db.adopt = None
                 t.live.probes = None
-                t.ctx = replace(t.ctx, host=None, host_bin_dir=None, target=before)
 
     @contextlib.contextmanager
     def storage(self, t: Target, ui: Ui, *, keep: Callable[[], bool]) -> Iterator[Any]:
@@ -436,20 +429,16 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
             )  # fmt: skip
             remote = stack.enter_context(HostedServer(db, spec, opened.home))
             t.live.server = remote  # revived after a crash (Recorder), as a local cluster
-            # a load's restart at wal_level=minimal, as a local one
-            t.ctx = replace(t.ctx, restartable=remote)
-            stack.callback(lambda: setattr(t, "ctx", replace(t.ctx, restartable=None)))
             stack.callback(setattr, t.live, "server", None)
             stack.callback(lambda: self._kept(t, remote, ui) if keep() else None)
-            logs = self._log_root(t, name, stack)
-            t.ctx = replace(t.ctx, scratch=logs)
             # The workloads' own database, as in a local cluster (``reset = "restore"``
             # copies it; a study never writes into ``postgres``).
             with remote.conn().connect() as admin:
                 admin.execute(f'CREATE DATABASE "{DATABASE}"')
             loaders = [by_name[h.name] for h in hosts.load]
-            t.ctx = replace(
-                t.ctx,
+            stack.enter_context(t.scoped(
+                restartable=remote,  # a load's restart at wal_level=minimal, as a local one
+                scratch=self._log_root(t, name, stack),
                 conn=remote.conn(DATABASE),
                 pgbench=loadhosts.Driver(
                     loaders, hosts.server.name, hosts.bin_dir, remote.conn(DATABASE), t,
@@ -457,20 +446,17 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
                 ),
                 host=db,  # the monitor samples it
                 host_bin_dir=hosts.bin_dir,
-            )  # fmt: skip
-            try:
-                _tablespaces(t, remote, ui)
-                capture(t, on=db, paths=[remote.datadir], bin_dir=hosts.bin_dir)
-                assert t.live.env is not None
-                devices = tuple(fs.block_device for fs in t.live.env.filesystems if fs.block_device)
-                t.ctx = replace(t.ctx, host_devices=devices)
-                ui.info(
-                    f"{t.name}: server on {hosts.server.name} ({address}:{port}) in "
-                    f"{remote.datadir}, pgbench from " + ", ".join(h.name for h in hosts.load)
-                )
-                yield
-            finally:
-                t.ctx = replace(t.ctx, conn=None, pgbench=None)
+            ))  # fmt: skip
+            _tablespaces(t, remote, ui)
+            capture(t, on=db, paths=[remote.datadir], bin_dir=hosts.bin_dir)
+            assert t.live.env is not None
+            devices = tuple(fs.block_device for fs in t.live.env.filesystems if fs.block_device)
+            stack.enter_context(t.scoped(host_devices=devices))
+            ui.info(
+                f"{t.name}: server on {hosts.server.name} ({address}:{port}) in "
+                f"{remote.datadir}, pgbench from " + ", ".join(h.name for h in hosts.load)
+            )
+            yield
 
     def _kept(self, t: Target, remote: HostedServer, ui: Ui) -> None:
         """--keep: the server stays up on its host; how to reach it, and how it goes."""

@@ -14,24 +14,19 @@ import functools
 import json
 import os
 import re
-import shutil
-import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from pgrig import proc
-from pgrig.errors import BinaryNotFound, ParseError, ToolError, UsageError
+from pgrig.errors import ParseError, ToolError, UsageError
+from pgrig.hosts.executor import Executor, LocalExecutor
 from pgrig.results import FioResult
 from pgrig.tools import onhost
 
-if TYPE_CHECKING:
-    from pgrig.hosts.executor import Executor
-
 TOOL = "fio"
 FILE_NAME = "pgrig_fio.tmp"
-OUTPUT_NAME = "pgrig_fio.json"  # on another host, beside the test file
+OUTPUT_NAME = "pgrig_fio.json"  # fio's JSON, beside the test file (made and removed as it is)
 PATTERNS = ("randwrite", "randread", "write", "read")
 INSTALL_HINT = "apt-get install fio"
 
@@ -218,15 +213,10 @@ def parse_status(line: str) -> tuple[float, float | None] | None:
 
 
 def find_fio(search_path: str | None = None, host: Executor | None = None) -> str:
-    """The fio executable on ``search_path`` (default: $PATH), or on ``host``'s PATH."""
-    if host is not None:
-        return onhost.on_path(
-            host, TOOL, hint=f"pgrig hosts provision installs it, or {INSTALL_HINT} on {host.name}"
-        )
-    found = shutil.which(TOOL, path=search_path)
-    if found is None:
-        raise BinaryNotFound("fio not found on PATH", hint=INSTALL_HINT)
-    return found
+    """The fio executable on ``host``'s PATH (default: this machine's, where
+    ``search_path`` may stand for $PATH)."""
+    ex = onhost.on(host)
+    return ex.on_path(TOOL, hint=ex.install_hint(INSTALL_HINT), search_path=search_path)
 
 
 @functools.cache
@@ -236,13 +226,14 @@ def engine_known(fio: str, engine: str) -> bool:
     lists the built-in ones only). About 20 ms; once per binary and name."""
     if engine.startswith("external:"):
         return True  # a path to an engine of the user's own, loaded at run time
-    done = proc.run([fio, f"--enghelp={engine}"], timeout=30.0, check=False, what=TOOL)
+    done = LocalExecutor().run([fio, f"--enghelp={engine}"], timeout=30.0, check=False, what=TOOL)
     return "not found" not in done.stdout + done.stderr
 
 
 def fio_version(fio: str | None = None) -> str:
-    """fio's version string, e.g. "fio-3.33"."""
-    done = proc.run([fio or find_fio(), "--version"], timeout=30.0, what=TOOL)
+    """This machine's fio's version string, e.g. "fio-3.33" (a run's result
+    carries the version of the fio that ran it, from its JSON)."""
+    done = LocalExecutor().run([fio or find_fio(), "--version"], timeout=30.0, what=TOOL)
     return done.stdout.strip()
 
 
@@ -268,10 +259,11 @@ def run(
     and removes it afterwards, also after a failure or Ctrl-C. ``preexec`` runs
     in fio's process before exec (e.g. ``Cgroup.preexec()`` of a throttled target).
     """
-    binary = fio or find_fio(host=host)
+    ex = onhost.on(host)
+    binary = fio or find_fio(host=ex)
     directory = Path(job.directory)
     size = size_bytes(job.size)
-    onhost.check_directory(host, directory, size + 64 * 2**20, f"fio (size {job.size})")
+    onhost.check_directory(ex, directory, size + 64 * 2**20, f"fio (size {job.size})")
     if timeout is None:
         # fio first lays the file out; allow for a slow disk (20 MiB/s) on top of the runtime.
         timeout = job.runtime_s + 120.0 + size / (20 * 2**20)
@@ -284,12 +276,11 @@ def run(
             on_progress(*status)
 
     target = job.filename
-    onhost.create_exclusively(host, target)
+    ex.create_exclusively(target)
     try:
-        with _output(host, directory) as output:
+        with _output(ex, directory) as output:
             try:
-                onhost.stream(
-                    host,
+                ex.stream(
                     argv(job, binary, output),
                     timeout=timeout,
                     on_line=forward,
@@ -307,30 +298,22 @@ def run(
                         "or test a directory on another filesystem",
                     ) from exc
                 raise
-            if host is None:
-                text = output.read_text(encoding="utf-8", errors="replace")
-            else:
-                text = host.read_text(str(output))
+            text = ex.read_text(str(output))
     finally:
-        onhost.remove_file(host, target)
+        ex.remove_file(target)
     return parse(text, job), text
 
 
 @contextlib.contextmanager
-def _output(host: Executor | None, directory: Path) -> Iterator[Path]:
-    """Where fio writes its JSON (stdout carries its status lines): a temporary
-    directory here; on another host, a file beside the test file, made and
-    removed as it is."""
-    if host is None:
-        with tempfile.TemporaryDirectory(prefix="pgrig-fio-") as tmp:
-            yield Path(tmp) / "fio.json"
-        return
+def _output(host: Executor, directory: Path) -> Iterator[Path]:
+    """Where fio writes its JSON (stdout carries its status lines): a file beside
+    the test file, made and removed as it is, on whichever host."""
     output = directory / OUTPUT_NAME
-    onhost.create_exclusively(host, output)
+    host.create_exclusively(output)
     try:
         yield output
     finally:
-        onhost.remove_file(host, output)
+        host.remove_file(output)
 
 
 def size_bytes(size: str) -> int:

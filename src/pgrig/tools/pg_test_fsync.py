@@ -210,19 +210,19 @@ def run(
             hint="set --fsync-seconds (campaign: fsync in [probes]) to 1 or more, "
             "or skip the probe",
         )
-    binary = onhost.tool(host, bin_dir, TOOL)
+    ex = onhost.on(host)
+    binary = ex.tool(bin_dir, TOOL)
     directory = Path(directory)
-    onhost.check_directory(host, directory, _SPACE_NEEDED, TOOL)
+    onhost.check_directory(ex, directory, _SPACE_NEEDED, TOOL)
     target = directory / FILE_NAME
-    onhost.create_exclusively(host, target)
+    ex.create_exclusively(target)
 
     def forward(stream_name: str, line: str) -> None:
         if on_line is not None and stream_name == "stdout":
             on_line(line)
 
     try:
-        done = onhost.stream(
-            host,
+        done = ex.stream(
             [binary, "-s", str(seconds), "-f", target],
             timeout=timeout if timeout is not None else 20.0 * seconds + 120.0,
             on_line=forward,
@@ -236,7 +236,7 @@ def run(
     finally:
         # pg_test_fsync unlinks the file itself when it ends normally; this
         # covers timeouts and crashes. The file is ours: we created it above.
-        onhost.remove_file(host, target)
+        ex.remove_file(target)
     return parse(done.stdout), done.stdout
 
 

@@ -78,10 +78,10 @@ def run(
             hint="set --timing-seconds (campaign: timing in [probes]) to 1 or more, "
             "or skip the probe",
         )
-    binary = onhost.tool(host, bin_dir, TOOL)
+    ex = onhost.on(host)
+    binary = ex.tool(bin_dir, TOOL)
     # The clock loop is busy-waiting, so the only slack needed is start-up.
-    done = onhost.stream(
-        host,
+    done = ex.stream(
         [binary, "-d", str(duration_s)],
         timeout=timeout if timeout is not None else duration_s + 30.0,
         what=TOOL,

@@ -92,7 +92,7 @@ def sizes_step(key: StepKey, when: str, params: dict[str, object]) -> Step:
         kind="relation_sizes",
         label=f"{key.target}: table and index sizes {when}",
         params={**params, "when": when},
-        action=Call("relation_sizes", {"when": when}),
+        action=Call("common.relation_sizes", {"when": when}),
         estimate_s=0.25,  # a catalog query: 0.05-0.23 s measured on seed000 and seed002
     )
 

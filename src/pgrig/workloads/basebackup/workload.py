@@ -54,6 +54,7 @@ class BasebackupWorkload(Workload):
     order = 50
     schema = bb_spec.SCHEMA
     kinds = (DATA, BASEBACKUP)
+    from_here = True  # pg_basebackup copies the server's data to ``to``, a directory here
     actions = {
         "basebackup.data": steps.data_action,
         "basebackup.prepare": steps.prepare_action,

@@ -170,7 +170,7 @@ class CustomWorkload(Workload):
         "custom.setup": setup_action,
         "pgbench.prepare": tpcb_steps.prepare_action,
         "pgbench.run": tpcb_steps.bench_action,
-        "relation_sizes": relation_sizes,
+        "common.relation_sizes": relation_sizes,
     }
     from_load_hosts = True
     kinds = (

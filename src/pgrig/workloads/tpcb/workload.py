@@ -41,7 +41,7 @@ ACTIONS: dict[str, Callable[..., Any]] = {
     "pgbench.run": steps.bench_action,
     "tpcb.load": steps.load_action,
     "tpcb.count": steps.count_action,
-    "relation_sizes": relation_sizes,
+    "common.relation_sizes": relation_sizes,
 }
 
 

@@ -103,6 +103,32 @@ class RunOptions:
         return max(1, min(self.connections, os.cpu_count() or 1))
 
 
+@dataclass(frozen=True)
+class RunFacts:
+    """What a TPC-C run's result holds besides pgbench's output: its options,
+    the data it ran on, how its log was sampled, the orders it created."""
+
+    opts: RunOptions
+    warehouses: int
+    active: int
+    sampling_rate: float
+    orders_created: int | None  # None: not counted (a parse of captured output)
+    pgbench_version: str = ""
+    loaded_bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class Streamed:
+    """What pgbench said while it ran on this machine."""
+
+    done: proc.Completed
+    lines: tuple[str, ...]  # stdout and stderr lines in arrival order
+    progress: tuple[ProgressPoint, ...]  # tps per second, stored with the run
+
+    def raw(self) -> str:
+        return "".join(line + "\n" for line in self.lines)
+
+
 def run_constant(c_load: int) -> int:
     """C for C_LAST at run time: |C_run - C_load| in [65, 119], not 96 or 112 (2.1.6.1)."""
     allowed = [c for c in range(256) if 65 <= abs(c - c_load) <= 119 and abs(c - c_load) % 16]
@@ -186,42 +212,23 @@ def run(
             multi = hosts(job)
             with conn.connect() as db:
                 created = _orders(db) - orders_before
-            result = merged_result(
-                multi,
-                opts=opts,
-                warehouses=info.warehouses,
-                active=active,
-                sampling_rate=rate,
-                orders_created=created,
-                pgbench_version=version,
-                loaded_bytes=info.load_bytes,
-            )
+            facts = RunFacts(opts, info.warehouses, active, rate, created, version, info.load_bytes)
+            result = merged_result(multi, facts)
             result = replace(result, argv=multi.hosts[0].pgbench.argv)
             return result, multi.raw()
         argv = pgbench.run_argv(bin_dir, target, bench_opts, prefix, extra)
-        raw: list[str] = []
-        progress: list[ProgressPoint] = []  # tps per second, stored with the run
         started = time.time()
-        done = _stream(argv, opts, scratch, target, raw, progress, on_progress)
+        out = _stream(argv, opts, scratch, target, on_progress)
         with conn.connect() as db:
-            orders_created = _orders(db) - orders_before
+            created = _orders(db) - orders_before
         logs = pgbench.transaction_log_files(scratch, prefix.name)
+        facts = RunFacts(opts, info.warehouses, active, rate, created, version, info.load_bytes)
         result = build_result(
-            done.stdout,
-            done.stderr,
-            logs,
-            opts=opts,
-            warehouses=info.warehouses,
-            active=active,
-            sampling_rate=rate,
-            started_epoch=started,
-            orders_created=orders_created,
-            pgbench_version=version,
-            loaded_bytes=info.load_bytes,
-            progress=tuple(progress),
-        )
+            out.done.stdout, out.done.stderr, logs, facts, started_epoch=started,
+            progress=out.progress,
+        )  # fmt: skip
         result = replace(result, argv=tuple(map(str, argv)))
-        return result, "".join(line + "\n" for line in raw)
+        return result, out.raw()
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -256,12 +263,12 @@ def _stream(
     opts: RunOptions,
     scratch: Path,
     target: Conn,
-    raw: list[str],
-    progress: list[ProgressPoint],
     on_progress: Callable[[ProgressPoint], None] | None,
-) -> proc.Completed:
-    """pgbench on this machine: its lines into ``raw``, its progress points into
-    ``progress`` (and ``on_progress``); a failed run raises ToolError."""
+) -> Streamed:
+    """pgbench on this machine, its lines and progress points kept as they come
+    (each point also to ``on_progress``); a failed run raises ToolError."""
+    raw: list[str] = []
+    progress: list[ProgressPoint] = []
 
     def on_line(stream_name: str, line: str) -> None:
         raw.append(line)
@@ -289,7 +296,7 @@ def _stream(
             if done.returncode == 2
             else "check that the server accepts connections with these settings",
         )
-    return done
+    return Streamed(done, tuple(raw), tuple(progress))
 
 
 def _orders(db: psycopg.Connection) -> int:
@@ -396,17 +403,7 @@ def host_tpmc(host: HostLoad) -> float:
 _POOLED = ("transactions", "number of failed transactions", "number of transactions retried")
 
 
-def merged_result(
-    multi: MultiLoad,
-    *,
-    opts: RunOptions,
-    warehouses: int,
-    active: int,
-    sampling_rate: float,
-    orders_created: int | None,
-    pgbench_version: str = "",
-    loaded_bytes: int | None = None,
-) -> TpccRun:
+def merged_result(multi: MultiLoad, facts: RunFacts) -> TpccRun:
     """A run of several load hosts as one: counts, tps and tpmC summed (tpmC host
     by host, as tps), each type's mean latency weighted by its transactions, its
     percentiles from every host's log pooled, tpmC over time from the pooled
@@ -428,19 +425,7 @@ def merged_result(
         txlog.parse_logs(map(Path, h.log_files), multi.offset_s(h.host), multi.start_at)
         for h in multi.hosts
     )
-    result = _result(
-        merged(multi),
-        blocks,
-        totals,
-        summary,
-        opts=opts,
-        warehouses=warehouses,
-        active=active,
-        sampling_rate=sampling_rate,
-        orders_created=orders_created,
-        pgbench_version=pgbench_version,
-        loaded_bytes=loaded_bytes,
-    )
+    result = _result(merged(multi), blocks, totals, summary, facts)
     return replace(result, tpmc=sum(host_tpmc(h) for h in multi.hosts))
 
 
@@ -448,30 +433,20 @@ def build_result(
     stdout: str,
     stderr: str,
     logs: Sequence[Path],
+    facts: RunFacts,
     *,
-    opts: RunOptions,
-    warehouses: int,
-    active: int,
-    sampling_rate: float,
     started_epoch: float,
-    orders_created: int | None,
-    pgbench_version: str = "",
-    loaded_bytes: int | None = None,
     progress: Sequence[ProgressPoint] = (),
 ) -> TpccRun:
+    """One host's run from its output and transaction logs (``started_epoch``:
+    the run's start, the logs' time origin)."""
     return _result(
         pgbench.parse_run(stdout, stderr, mode="custom"),
         _blocks(stdout),
         parse_totals(stdout),
         txlog.parse_logs(logs, origin_s=started_epoch),
-        opts=opts,
-        warehouses=warehouses,
-        active=active,
-        sampling_rate=sampling_rate,
-        orders_created=orders_created,
-        pgbench_version=pgbench_version,
-        loaded_bytes=loaded_bytes,
-        progress=progress,
+        facts,
+        progress,
     )
 
 
@@ -480,16 +455,10 @@ def _result(
     blocks: Sequence[dict[str, float]],
     totals: dict[str, int],
     summary: txlog.TxLog,  # completions counted from the run's start
-    *,
-    opts: RunOptions,
-    warehouses: int,
-    active: int,
-    sampling_rate: float,
-    orders_created: int | None,
-    pgbench_version: str,
-    loaded_bytes: int | None,
+    facts: RunFacts,
     progress: Sequence[ProgressPoint] = (),  # none for a multi-host run: per host only
 ) -> TpccRun:
+    opts, sampling_rate, loaded_bytes = facts.opts, facts.sampling_rate, facts.loaded_bytes
     types = []
     for number, (name, block) in enumerate(zip(TRANSACTIONS, blocks, strict=True)):
         hist = summary.latencies.get(number)
@@ -512,12 +481,12 @@ def _result(
         )
     tpmc, tpm_total = _tpm(base.tps, blocks)
     rollbacks = 0
-    if orders_created is not None:
-        rollbacks = max(0, types[0].transactions - orders_created)
+    if facts.orders_created is not None:
+        rollbacks = max(0, types[0].transactions - facts.orders_created)
     return TpccRun(
         mode=opts.mode,
-        warehouses=warehouses,
-        active=active,
+        warehouses=facts.warehouses,
+        active=facts.active,
         connections=base.clients,
         threads=base.threads,
         duration_s=base.duration_s or float(opts.duration_s),
@@ -537,10 +506,10 @@ def _result(
         timeline=timeline(summary.completed, base.duration_s, sampling_rate),
         latency_digits=txlog.DIGITS,
         sampling_rate=sampling_rate,
-        pgbench_version=pgbench_version,
+        pgbench_version=facts.pgbench_version,
         loaded_bytes=loaded_bytes,
         active_bytes=None
         if loaded_bytes is None
-        else active_share(loaded_bytes, active, warehouses),
+        else active_share(loaded_bytes, facts.active, facts.warehouses),
         progress=tuple(progress),
     )

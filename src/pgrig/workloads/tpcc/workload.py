@@ -78,7 +78,7 @@ class TpccWorkload(Workload):
         "tpcc.check": steps.check_action,
         "tpcc.prepare": steps.prepare_action,
         "tpcc.run": steps.run_action,
-        "relation_sizes": relation_sizes,
+        "common.relation_sizes": relation_sizes,
     }
     from_load_hosts = True
     kinds = (

@@ -1,0 +1,88 @@
+"""What a probe and a crash ask of a host, the same on either executor
+(pyinfra's @local and @ssh): one test per operation, run on this machine's
+LocalExecutor and on an SSH host in a network namespace (tests/hosts_fixture.py).
+The local one keeps its own ways (the ownership registry, os.kill), the
+answers are the same."""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from hosts_fixture import Lab, netns_lab  # noqa: F401  (the fixture)
+from pgrig import proc
+from pgrig.errors import BinaryNotFound, ToolError, WorkdirError
+from pgrig.hosts import inventory, preflight
+from pgrig.hosts.executor import Executor, LocalExecutor
+from pgrig.tools import onhost
+
+pytestmark = pytest.mark.netns_hosts(1)
+
+
+@pytest.fixture(scope="module")
+def remote(netns_lab: Lab) -> Iterator[Executor]:  # noqa: F811
+    hosts = list(inventory.load(netns_lab.write_inventory()).hosts.values())
+    executors, _access = preflight.check_all(hosts[:1])
+    yield executors[0]
+    executors[0].close()
+
+
+def executor(kind: str, remote: Executor) -> Executor:
+    return LocalExecutor() if kind == "local" else remote
+
+
+@pytest.mark.parametrize("kind", ["local", "ssh"])
+def test_a_test_file_is_made_exclusively_and_removed(
+    kind: str, remote: Executor, tmp_path: Path
+) -> None:
+    ex = executor(kind, remote)
+    path = tmp_path / "probe.file"
+    ex.create_exclusively(path)
+    assert path.is_file()  # one file system: the namespace host shares this machine's
+    with pytest.raises(WorkdirError, match="already exists"):
+        ex.create_exclusively(path)
+    ex.remove_file(path)
+    assert not path.exists()
+
+
+@pytest.mark.parametrize("kind", ["local", "ssh"])
+def test_space_tools_and_a_streamed_run(kind: str, remote: Executor, tmp_path: Path) -> None:
+    ex = executor(kind, remote)
+    free, total = ex.space(tmp_path)
+    assert 0 < free <= total
+    assert ex.space(tmp_path / "none")[0] == -1
+    with pytest.raises(WorkdirError, match=f"is not a directory on {ex.where}"):
+        onhost.check_directory(ex, tmp_path / "none", 1, "a probe")
+    with pytest.raises(BinaryNotFound, match="pg_test_nothing"):
+        ex.tool(tmp_path, "pg_test_nothing")
+    assert ex.on_path("sh", hint="").endswith("/sh")
+    lines: list[str] = []
+    done = ex.stream(
+        ["sh", "-c", "echo one; echo two"],
+        timeout=30,
+        what="sh",
+        on_line=lambda _stream, line: lines.append(line),
+    )
+    assert lines == ["one", "two"] and done.stdout == "one\ntwo\n"
+
+
+@pytest.mark.parametrize("kind", ["local", "ssh"])
+def test_a_process_is_signalled_by_pid(kind: str, remote: Executor) -> None:
+    """The durability crasher's SIGKILL of a postmaster, by its PID on its host."""
+    ex = executor(kind, remote)
+    started = ex.start(["sleep", "300"])
+    try:
+        ex.signal(started.pid, signal.SIGKILL)
+        assert started.wait(10, check=False).returncode in (-9, 137)
+    finally:
+        if started.poll() is None:
+            started.stop()
+    deadline = time.monotonic() + 10
+    while proc.pid_alive(started.pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    with pytest.raises(ToolError):
+        ex.signal(started.pid, signal.SIGKILL)  # gone: an error, not a silent success
