@@ -389,10 +389,10 @@ class Recorder:
         emu = _below(step, "emulator", EMULATOR.name, f"{step.label}: emulator")
         after = t.ctx.emulator() if t.ctx.emulator is not None else None
         if after is None or after.pid != before.pid:
-            self.record(emu, t, started, "failed", "the latency layer's process is gone", None, "")
+            self.record(emu, t, started, Outcome("failed", "the latency layer's process is gone"))
             return
         use = EmulatorUse.between(before, after)
-        self.record(emu, t, started, "ok", None, to_dict(use), "")
+        self.record(emu, t, started, Outcome.ok(to_dict(use)))
         if use.dominates:
             self.ui.warn(f"{step.label}{use.headline()}")
 
