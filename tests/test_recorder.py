@@ -69,7 +69,7 @@ class Started:
 
 def _target(name: str) -> Any:
     """What the recorder reads of a target when it has no cluster, monitor or cgroup."""
-    ctx = SimpleNamespace(running=Running(), conn=None, memory=None)
+    ctx = SimpleNamespace(running=Running(), conn=None, memory=None, emulator=None)
     return SimpleNamespace(
         name=name,
         env=None,
