@@ -9,6 +9,7 @@ writes them (``Store.record``)."""
 
 from __future__ import annotations
 
+import json
 import random
 import re
 import subprocess
@@ -25,7 +26,16 @@ from pgrig.history import cause, gate
 from pgrig.history.changes import changes
 from pgrig.history.series import Observation, Point, Series
 from pgrig.report.pointkey import PointKey
-from pgrig.results import Cpu, Environment, PgbenchRun, PostgresInfo, RunRecord, Study, to_dict
+from pgrig.results import (
+    Cpu,
+    Environment,
+    PgbenchRun,
+    PostgresInfo,
+    RunRecord,
+    Study,
+    from_dict,
+    to_dict,
+)
 from pgrig.store import Store
 
 
@@ -494,6 +504,47 @@ def test_a_paired_check_compares_targets_of_one_study(
     assert any(line.startswith("the same") and "1 client," in line for line in lines)
     wrong = pgrig("check", "pr", "--baseline", "pr/nosuch", "--store", path)
     assert wrong.returncode == 2 and "its targets: branch, main" in wrong.stderr
+
+
+# Issue 39's series captured here on 2026-11-29 (a real export, pgrig-export/1):
+# eight quick studies, `pgrig run --scale 1 --clients 2 --modes read-write
+# --duration 5 --repeat 3 --skip timing,fsync,fio --no-count --set
+# synchronous_commit=off` four times, then `=on` four times, on the shared
+# machine (every run disturbed: load 8-15 from seven agents' work).
+CAPTURED = Path(__file__).parent / "data" / "history" / "sync_off_on_series.json"
+
+
+def captured_store(tmp_path: Path) -> tuple[Path, list[str]]:
+    data = json.loads(CAPTURED.read_text())
+    path = tmp_path / "captured.sqlite"
+    with Store.open(path) as st:
+        studies = [from_dict(Study, s) for s in data["studies"]]
+        for s in studies:
+            st.begin_study(s)
+            for r in data["runs"]:
+                if r["study"] == s.id:
+                    st.record(from_dict(RunRecord, r))
+            st.finish_study(s.id, s.status, s.finished_at or s.started_at)
+    return path, [s.id for s in sorted(studies, key=lambda s: s.started_at)]
+
+
+def test_the_captured_sync_series_is_never_passed_after_the_change(
+    tmp_path: Path, pgrig: Callable[..., Done]
+) -> None:
+    path, ids = captured_store(tmp_path)
+    assert len(ids) == 8
+    codes = []
+    for sid in ids[4:]:
+        done = pgrig("check", sid, "--baseline", "quick", "--store", path)
+        codes.append(done.returncode)
+        assert done.returncode in (1, 8), (sid, done.stdout)
+        # every run disturbed: decided on all of them, never vouched for as a pass
+        assert "a busy machine can show a regression, not vouch for a pass" in done.stdout
+    assert 1 in codes  # a 7x drop is a regression somewhere, busy machine or not
+    history = pgrig("history", "quick", "--store", path)
+    assert history.returncode == 0, history.stderr
+    assert f"{ids[3]} -> {ids[4]}: setting synchronous_commit: off -> on" in history.stdout
+    assert "change: read-write at 2 clients on local fell" in history.stdout
 
 
 def test_without_otava_the_change_points_say_how_to_install_it(

@@ -16,7 +16,9 @@ machine, the way a shared runner still gives a verdict), or a series: its last
 none of its points regressed, or was left undecided leaning past the
 threshold, against the studies accepted before it), so a regression never
 becomes the baseline.
-Across studies, runs the monitor saw disturbed are left out, with a count.
+Across studies, runs the monitor saw disturbed are left out, with a count;
+where too few quiet runs remain, every run is decided on, and the gate gives a
+regression but never a pass on them (not yet instead).
 JUnit XML (one test case per point) and a Markdown summary for the job's page.
 """
 
@@ -51,6 +53,9 @@ class Verdict:
     comparison: stats.Comparison
     max_regression: float  # the threshold, in %
     disturbed: int = 0  # runs the monitor saw disturbed (left out across studies)
+    # False: too few undisturbed runs to leave the disturbed ones out; every run
+    # decided, and no pass given on them
+    vouched: bool = True
 
     @property
     def failed(self) -> bool:
@@ -67,7 +72,12 @@ class Verdict:
     @property
     def text(self) -> str:
         said = self.comparison.describe()
-        if self.disturbed:
+        if not self.vouched:
+            said += (
+                f"; {self.disturbed} run(s) disturbed by other work, too many to leave out: "
+                "a busy machine can show a regression, not vouch for a pass"
+            )
+        elif self.disturbed:
             said += f"; {self.disturbed} run(s) disturbed by other work"
         return said
 
@@ -96,30 +106,32 @@ def judge_all(
     study), so a disturbance hit both sides and no run is left out.
     ``pair``: the baseline's point of each of the study's (default: the same)."""
     points = [p for p in sorted(study) if (pair or {}).get(p, p) in baseline]
-    found, disturbed = [], []
+    found, disturbed, vouched = [], [], []
     for p in points:
         base = baseline[(pair or {}).get(p, p)]
         mine = study[p]
-        if paired:
+        quiet = [list(o.quiet) for o in base], [list(mine.quiet)]
+        enough = sum(map(len, quiet[0])) >= stats.MIN_RUNS and len(quiet[1][0]) >= stats.MIN_RUNS
+        if paired or not enough:
+            # Interleaved, a disturbance hit both sides; too few quiet runs, the
+            # decision takes them all but cannot vouch for a pass (below).
             sides = [list(o.values) for o in base], [list(mine.values)]
             left = 0
         else:
-            sides = [list(o.quiet) for o in base], [list(mine.quiet)]
-            left = mine.disturbed + sum(o.disturbed for o in base)
-        if not any(sides[0]) or not sides[1][0]:
-            # every run of a side disturbed: nothing quiet to decide on
-            n = (sum(map(len, sides[0])), len(sides[1][0]))
-            why = "every run of a side disturbed by other work"
-            cmp = stats.Comparison(n, margin_pct=max_regression, no_test=why, left_out=left)
-        else:
-            cmp = stats.decide_studies(*sides, margin_pct=max_regression, left_out=left)
-        found.append(cmp)
+            sides, left = quiet, mine.disturbed + sum(o.disturbed for o in base)
+        found.append(stats.decide_studies(*sides, margin_pct=max_regression, left_out=left))
         disturbed.append(mine.disturbed + sum(o.disturbed for o in base))
+        vouched.append(paired or enough)
     decided = stats.adjust(found)
-    return [
-        Verdict(p, outcome(c, max_regression), c, max_regression, d)
-        for p, c, d in zip(points, decided, disturbed, strict=True)
-    ]
+    out = []
+    for p, c, d, ok in zip(points, decided, disturbed, vouched, strict=True):
+        said = outcome(c, max_regression)
+        if not ok and said != REGRESSION:
+            # A busy machine can show a regression, but cannot vouch for a pass:
+            # the comparison stands as it is, the gate's answer is not yet.
+            said = NOT_YET
+        out.append(Verdict(p, said, c, max_regression, d, vouched=ok))
+    return out
 
 
 def passes(verdicts: Sequence[Verdict]) -> bool:
