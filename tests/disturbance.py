@@ -5,8 +5,8 @@ as pgrig's defect when another process took the CPU or the disk.
     value = undisturbed(lambda: measure(), watched_by(target))   # a measurement in this process
     study = undisturbed(lambda: run_study(), study_disturbance)  # a study with its monitor on
 
-A disturbed measurement is thrown away and made again (after waiting, bounded,
-for the machine to quiet down), at most ``ATTEMPTS`` times; when every one was
+Each attempt waits (bounded) for the machine to quiet down first; a disturbed
+measurement is thrown away and made again, at most ``ATTEMPTS`` times; when every one was
 disturbed the test is skipped with the monitor's own reasons - the property
 was not judged, which is not the same as held or broken. An undisturbed one is
 returned for the test to judge as it would on a quiet machine.
@@ -44,9 +44,8 @@ def undisturbed(
     """``measure()``'s result from an attempt the monitor saw undisturbed.
     ``disturbed(measure)`` runs it and says why it was disturbed (None: it was not)."""
     reasons = []
-    for attempt in range(attempts):
-        if attempt:
-            interference.wait_quiet(QUIET_WAIT_S)
+    for _ in range(attempts):
+        interference.wait_quiet(QUIET_WAIT_S)  # 3 s on a quiet machine
         value, reason = disturbed(measure)
         if reason is None:
             return value
@@ -97,5 +96,7 @@ def study_disturbance(measure: Callable[[], Path]) -> tuple[Path, str | None]:
     for rec in records:
         mon = registry.typed_result(rec)
         if isinstance(mon, MonitorResult) and interference.is_disturbed(mon):
-            reasons.append(f"{rec.key}: {interference.disturbance(mon)}")
-    return results, "; ".join(reasons) or None
+            reasons.append(f"{rec.key.removesuffix('/monitor')}: {interference.disturbance(mon)}")
+    if not reasons:
+        return results, None
+    return results, f"{len(reasons)} of {len(records)} runs disturbed, the first {reasons[0]}"
