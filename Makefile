@@ -4,9 +4,14 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: run test deps deps-test venv lint actionlint bench clean
+.PHONY: run test deps deps-test venv venv-run lint actionlint bench clean
 
-run: deps venv
+# One venv, two stamps: `make run` installs pgrig and its runtime dependencies
+# only (no test tool: the quick study needs no extra); `make test` adds the
+# test extra (pytest, xdist, ruff, mypy, junitparser, and the lossyfs and
+# provision extras the tests cover) to the same venv, so neither undoes the
+# other and a `make run` after `make test` installs nothing.
+run: deps venv-run
 	$(BIN)/pgrig run
 
 # Lint first: a finding (ruff, formatting, mypy --strict) fails the run before
@@ -45,14 +50,20 @@ deps:
 deps-test:
 	scripts/install-deps.sh test
 
-venv: $(VENV)/.installed
+# The native latency layer (storage lab targets, tests): not the quick study's.
+venv: $(VENV)/.installed-test
 	scripts/build-native.sh $(BIN)
+venv-run: $(VENV)/.installed-run
 
-$(VENV)/.installed: pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test]'
+$(VENV)/.installed-run: pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --disable-pip-version-check -e .
 	touch $@
+
+$(VENV)/.installed-test: pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --disable-pip-version-check -e '.[test]'
+	touch $@ $(VENV)/.installed-run
 
 # actionlint checks the CI example (tests/test_ci_example.py), built from its Go module
 actionlint: venv
@@ -63,7 +74,7 @@ lint: venv
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy src
 
-bench: deps venv
+bench: deps venv-run
 	$(BIN)/python bench/harness_overhead.py
 
 clean:

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import full_report
+from disturbance import quiet_first
 from pgrig import campaign, monitor, registry
 from pgrig.store import Store
 
@@ -25,6 +26,7 @@ HOG = "burncpu"  # a copy of yes(1) under a name nothing else has
 
 @pytest.fixture
 def hog(tmp_path: Path) -> Iterator[None]:
+    quiet_first()  # another session's load could outrank the hog among the named
     binary = tmp_path / HOG
     shutil.copy("/usr/bin/yes", binary)
     hogs = [

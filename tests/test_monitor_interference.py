@@ -29,6 +29,7 @@ from pathlib import Path
 import pytest
 
 from conftest import make_disk_dir
+from disturbance import quiet_first
 from pgrig import monitor
 from pgrig.cluster.server import SUPERUSER, Cluster
 from pgrig.conninfo import Conn
@@ -171,6 +172,7 @@ def test_a_cpu_hog_disturbs_every_run_and_no_verdict_blames_the_server(
 ) -> None:
     name = hog_name("cpuhog")
     ncpu = os.cpu_count() or 1
+    quiet_first(loaded.workdir)
     with hogs(CPU_HOG, name, ncpu):
         baseline = monitor.idle_baseline(2.0, target=loaded.workdir)
         results = study(bins, loaded, baseline)
@@ -247,6 +249,7 @@ def test_a_disk_writer_is_named_and_device_figures_are_labelled_device_wide(
     bins: binaries.PgBinaries, loaded: Cluster
 ) -> None:
     name = hog_name("diskhog")
+    quiet_first(loaded.workdir)
     scratch = make_disk_dir("pgrig-test-diskhog-")  # the cluster's disk
     try:
         with hogs(DISK_HOG, name, 1, str(scratch / "hog.dat")):

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from disturbance import ATTEMPTS, study_disturbance, undisturbed
 from pgrig.storage import cpuset
 from pgrig.store import Store
 
@@ -24,23 +25,32 @@ needs_two = pytest.mark.skipif(
 def test_a_one_cpu_target_runs_cpu_bound_select_only_at_most_0_6x_the_two_cpu_one(
     disk_dir: Path,
 ) -> None:
+    """Judged only on a study whose runs pgrig's monitor saw undisturbed: beside
+    another process's CPU load the ratio was 1.04 (issue 41), alone 0.52."""
     camp = disk_dir / "cpus.toml"
     camp.write_text(
-        f'[campaign]\nname = "cpus"\nrepeat = 3\nmonitor = false\n'
+        f'[campaign]\nname = "cpus"\nrepeat = 3\nmonitor = true\n'
         "[probes]\ntiming = false\nfsync = false\nfio = false\n"
         f'[[target]]\nname = "two"\ndirectory = "{disk_dir}"\n'
         f'[[target]]\nname = "one"\ndirectory = "{disk_dir}"\ncpus = 1\n'
         '[[workload]]\ntype = "tpcb"\nscales = [1]\nmodes = ["select-only"]\n'
         "clients = [2]\nduration = 3\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-m", "pgrig", "run", str(camp), "--results", str(disk_dir / "r")],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    with Store.open(disk_dir / "r" / "results.sqlite") as store:
-        (study,) = store.studies()
-        runs = [r for r in store.runs(study.id) if r.kind == "pgbench_run"]
+    attempts = iter(range(ATTEMPTS))
+
+    def study() -> Path:
+        out = disk_dir / f"r{next(attempts)}"
+        done = subprocess.run(
+            [sys.executable, "-m", "pgrig", "run", str(camp), "--results", str(out)],
+            capture_output=True, text=True, timeout=600,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        return out / "results.sqlite"
+
+    results = undisturbed(study, study_disturbance)
+    with Store.open(results) as store:
+        (study_,) = store.studies()
+        runs = [r for r in store.runs(study_.id) if r.kind == "pgbench_run"]
     tps = {
         t: statistics.median(r.result["tps"] for r in runs if r.target == t and r.status == "ok")
         for t in ("one", "two")
@@ -48,7 +58,7 @@ def test_a_one_cpu_target_runs_cpu_bound_select_only_at_most_0_6x_the_two_cpu_on
     print(f"select-only, 2 clients: 1 CPU {tps['one']:,.0f} tps, 2 CPUs {tps['two']:,.0f} tps, "
           f"ratio {tps['one'] / tps['two']:.2f}")  # fmt: skip
     assert tps["one"] <= 0.6 * tps["two"], tps
-    report = (disk_dir / "r" / "report-cpus.md").read_text()
+    report = (results.parent / "report-cpus.md").read_text()
     assert "1 CPU (cpuset: the server and its clients)" in report
 
 

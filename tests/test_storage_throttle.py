@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from conftest import make_disk_dir
+from disturbance import undisturbed, watched_by
 from pgrig import proc
 from pgrig.storage import FilesystemInfo, FsSpec, IoLimits, cgroups, loop_filesystem, throttled
 from pgrig.storage.errors import CgroupError
@@ -76,15 +77,22 @@ def run_fio(
     return side["iops"], side["bw_bytes"]
 
 
-def holds(measure: Callable[[], float], cap: float, attempts: int = 3) -> list[float]:
-    """Measure until a run lands within 10% of ``cap``; never above it by more."""
-    seen = []
+def holds(measure: Callable[[], float], cap: float, target: Path, attempts: int = 3) -> list[float]:
+    """Measure until a run lands within 10% of ``cap``; never above it by more.
+    Other load only slows a run, so every run counts against the cap; one that
+    falls short counts against the throttle only when pgrig's monitor saw it
+    undisturbed (tests/disturbance.py)."""
+    seen, short = [], []
     for _ in range(attempts):
-        value = measure()
+        value, reason = watched_by(target)(measure)
         seen.append(value)
         assert value <= cap * (1 + TOLERANCE), f"cap {cap} exceeded: {seen}"
         if value >= cap * (1 - TOLERANCE):
             return seen
+        if reason is not None:
+            short.append(reason)
+    if len(short) == attempts:
+        pytest.skip(f"not judged: every run short of the cap {cap} ({seen}) was disturbed: {short}")
     pytest.fail(f"never reached within 10% of the cap {cap}: {seen}")
 
 
@@ -97,7 +105,11 @@ def test_iops_cap_holds_for_direct_io(target: FilesystemInfo, pattern: str) -> N
         pytest.skip(f"the shared disk does only {free:.0f} IOPS now: too slow to test a cap")
     with throttled(IoLimits.generic(iops=cap), target.major_minor) as cg:
         assert effective(cg, target.major_minor) == {"read_iops": "500", "write_iops": "500"}
-        holds(lambda: run_fio(target, pattern, preexec=cg.preexec())[0], cap)
+        holds(
+            lambda: run_fio(target, pattern, preexec=cg.preexec())[0],
+            cap,
+            Path(target.data_dir),
+        )
 
 
 @pytest.mark.skipif(FIO is None, reason="fio is not installed")
@@ -105,7 +117,11 @@ def test_iops_cap_holds_for_direct_io(target: FilesystemInfo, pattern: str) -> N
 def test_bandwidth_cap_holds_for_direct_io(target: FilesystemInfo, pattern: str) -> None:
     cap_mbps = 4
     with throttled(IoLimits.generic(mbps=cap_mbps), target.major_minor) as cg:
-        holds(lambda: run_fio(target, pattern, bs="64k", preexec=cg.preexec())[1], cap_mbps * MB)
+        holds(
+            lambda: run_fio(target, pattern, bs="64k", preexec=cg.preexec())[1],
+            cap_mbps * MB,
+            Path(target.data_dir),
+        )
 
 
 def timed(argv: list[str], preexec: Callable[[], None] | None = None) -> float:
@@ -131,8 +147,13 @@ def test_v1_background_writeback_escapes_the_cap(target: FilesystemInfo) -> None
     with throttled(IoLimits.generic(mbps=4), target.major_minor) as cg:
         if cg.version("io") != 1:
             pytest.skip("cgroup v2 attributes writeback to the cgroup")
-        timed(["dd", "if=/dev/zero", f"of={path}", "bs=1M", "count=16"], cg.preexec())
-        flush = timed(["sync", "-f", str(path)])
+
+        def dirty_then_flush() -> float:
+            timed(["dd", "if=/dev/zero", f"of={path}", "bs=1M", "count=16"], cg.preexec())
+            return timed(["sync", "-f", str(path)])
+
+        # A flush slowed by another process's I/O is no evidence either way.
+        flush = undisturbed(dirty_then_flush, watched_by(Path(target.data_dir)))
     path.unlink()
     assert flush < 16 * 2**20 / (4 * MB) / 2, flush  # far faster than the cap allows
 

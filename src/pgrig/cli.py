@@ -1,21 +1,31 @@
 """The ``pgrig`` command line: the core's commands (``pgrig.commands``) and the
 plug-ins' (``pgrig.registry.commands``, filled from the entry points), one
 group. Errors are caught here, once, and printed as ``error: ...`` plus a hint
-on stderr with a non-zero exit code."""
+on stderr with a non-zero exit code.
+
+A command's module, the plug-ins and their libraries (NumPy, psycopg, rich,
+SciPy, matplotlib) load when the command line names the command: ``pgrig
+--help`` lists the commands from their names (the core's table below, pgrig's
+own ``NAME-command`` entry points) and their docstrings read from the source,
+without importing them (0.9 s of CPU before, tests/test_cli_speed.py)."""
 
 from __future__ import annotations
 
+import ast
 import errno
+import importlib
+import importlib.metadata
 import io
 import os
 import signal
 import sys
+from functools import cache
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
-from pgrig import __version__, registry
-from pgrig.commands import history, machine, plugins, results, run
+from pgrig import __version__
 from pgrig.errors import (
     Interrupted,
     PgrigError,
@@ -28,29 +38,141 @@ from pgrig.files import UNWRITABLE
 if TYPE_CHECKING:
     from _typeshed import ReadableBuffer
 
+# The core's commands, "module:attribute" as an entry point names one.
+CORE: dict[str, str] = {
+    "run": "pgrig.commands.run:run",
+    "plan": "pgrig.commands.run:plan_cmd",
+    "report": "pgrig.commands.results:report_cmd",
+    "list": "pgrig.commands.results:list_cmd",
+    "export": "pgrig.commands.results:export_cmd",
+    "import": "pgrig.commands.results:import_cmd",
+    "compare": "pgrig.commands.results:compare_cmd",
+    "clean": "pgrig.commands.machine:clean",
+    "env": "pgrig.commands.machine:env",
+    "history": "pgrig.commands.history:history_cmd",
+    "check": "pgrig.commands.history:check_cmd",
+    "plugins": "pgrig.commands.plugins:plugins_cmd",
+    "keys": "pgrig.commands.plugins:keys_cmd",
+}
+GROUP = "pgrig.plugins"  # pgrig.registry.GROUP, not imported: it imports every part
+OWN = "pgrig"
+COMMAND_SUFFIX = "-command"  # pgrig's own entry point NAME-command is the command NAME
 
-class _WithPlugins(click.Group):
-    """The core's commands and the plug-ins' (``registry.commands``: tpcc,
-    durability, pg, hosts, audit, storage and a third party's), these looked up
-    when the command line is read - not when pgrig is imported."""
+
+@cache
+def _plugin_commands() -> tuple[dict[str, str], bool]:
+    """pgrig's own plug-in commands by name (from the entry points' names, none
+    imported), and whether another package declares plug-ins: a third party's
+    command can be known only by loading it (``registry.commands``)."""
+    own, others = {}, False
+    for ep in importlib.metadata.entry_points(group=GROUP):
+        if ep.dist is None or ep.dist.name != OWN:
+            others = True
+        elif ep.name.endswith(COMMAND_SUFFIX):
+            own[ep.name.removesuffix(COMMAND_SUFFIX)] = ep.value
+    return own, others
+
+
+def _load(where: str) -> click.Command:
+    module, _, attr = where.partition(":")
+    command = getattr(importlib.import_module(module), attr)
+    if not isinstance(command, click.Command):
+        raise PgrigError(f"{where} is not a click command", hint="reinstall pgrig: make venv")
+    return command
+
+
+def _registered() -> dict[str, click.Command]:
+    from pgrig import registry
+
+    return registry.commands()
+
+
+def _docstring(where: str) -> str | None:
+    """The help a command of pgrig's would show, read from its module's source
+    (the decorator's ``help=``, else the function's docstring) without
+    importing it; None when it cannot be read so."""
+    module, _, attr = where.partition(":")
+    if not module.startswith(f"{OWN}."):
+        return None
+    base = Path(__file__).parent.joinpath(*module.split(".")[1:])
+    source = base.with_suffix(".py") if base.with_suffix(".py").is_file() else base / "__init__.py"
+    try:
+        tree = ast.parse(source.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        return None
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == attr:
+            for deco in node.decorator_list:
+                # click.command(..., help=...) or click.group(...); not an option's help=
+                if not isinstance(deco, ast.Call) or not isinstance(deco.func, ast.Attribute):
+                    continue
+                if deco.func.attr not in ("command", "group"):
+                    continue
+                for kw in deco.keywords:
+                    if kw.arg == "help" and isinstance(kw.value, ast.Constant):
+                        return str(kw.value.value)
+            return ast.get_docstring(node)
+    return None
+
+
+class _Lazy(click.Group):
+    """The core's commands and the plug-ins' (tpcc, durability, pg, hosts, audit,
+    storage and a third party's), each imported when the command line names it."""
+
+    def _table(self) -> dict[str, str]:
+        own, _ = _plugin_commands()
+        return {**own, **CORE}
+
+    def _whole_registry(self) -> bool:
+        # A third party's plug-ins, or a registry already loaded (a test's toy
+        # command): the names are the registry's too.
+        _, others = _plugin_commands()
+        return others or "pgrig.registry" in sys.modules
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted({*super().list_commands(ctx), *registry.commands()})
+        names = set(self._table())
+        if self._whole_registry():
+            names.update(_registered())
+        return sorted(names)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        return super().get_command(ctx, cmd_name) or registry.commands().get(cmd_name)
+        where = self._table().get(cmd_name)
+        if where is not None:
+            return _load(where)
+        return _registered().get(cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The listing of ``pgrig --help``: a stand-in with each command's help read
+        from its source; a command whose help cannot be read so is loaded."""
+        table = self._table()
+        shown: list[click.Command] = []
+        for name in self.list_commands(ctx):
+            doc = _docstring(table[name]) if name in table else None
+            command = click.Command(name, help=doc) if doc is not None else None
+            command = command or self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                shown.append(command)
+        limit = formatter.width - 6 - max((len(c.name or "") for c in shown), default=0)
+        rows = [(c.name or "", c.get_short_help_str(limit)) for c in shown]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
 
 def _disable(_ctx: click.Context, _param: click.Parameter, values: tuple[str, ...]) -> None:
     """``-p no:NAME``: leave a plug-in out of this run (read before the registry
     loads: click reads the group's options before it looks the command up)."""
+    if not values:
+        return
+    from pgrig import registry
+
     for value in values:
         if not value.startswith("no:") or not value[3:]:
             raise click.BadParameter(f"{value!r}: only no:NAME (leave a plug-in out) is known")
         registry.disable(value[3:], f"-p {value}")
 
 
-@click.group(cls=_WithPlugins, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=_Lazy, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="pgrig")
 @click.option(
     "-p",
@@ -66,26 +188,6 @@ def cli() -> None:
     """How fast is PostgreSQL on this machine, disk, filesystem, version and
     configuration - and why. Runs storage probes and pgbench on a throwaway
     cluster, records every result, and writes a Markdown + HTML report."""
-
-
-# The core's commands; `pgrig --help` lists every command by name.
-COMMANDS: tuple[click.Command, ...] = (
-    run.run,
-    run.plan_cmd,
-    results.report_cmd,
-    results.list_cmd,
-    results.export_cmd,
-    results.import_cmd,
-    results.compare_cmd,
-    machine.clean,
-    machine.env,
-    history.history_cmd,
-    history.check_cmd,
-    plugins.plugins_cmd,
-    plugins.keys_cmd,
-)
-for command in COMMANDS:
-    cli.add_command(command)
 
 
 def _raise_signalled(signum: int, _frame: object) -> None:

@@ -134,7 +134,7 @@ _STATISTIC = (
     "each study's median tps over its finished repeats, with the median's own "
     "(order-statistic) interval: [min, max] holds it with 75% at 3 repeats, 95% "
     "from 6; each study is decided against the last accepted studies before it, and "
-    "a change is Apache Otava's change point decided over the runs on either side, "
+    "a change is a change point (E-Divisive with a t-test) decided over the runs on either side, "
     "by the one procedure of every comparison (docs/history.md)"
 )
 
