@@ -25,7 +25,7 @@ from pgrig.cluster.server import InitdbOptions, initdb_options
 from pgrig.conninfo import Conn
 from pgrig.errors import HostUnusable
 from pgrig.hosts import owner
-from pgrig.hosts.executor import Executor
+from pgrig.hosts.executor import RECONNECT_S, Executor
 from pgrig.pgsource.binaries import PgBinaries
 
 SUPERUSER = "postgres"
@@ -262,6 +262,10 @@ class HostedServer:
         """Stop it (fast, then harder); then remove the directories pgrig made."""
         if self._kept:
             return
+        # Its host's SSH lost during the last step: reached again (bounded), else
+        # `stop` read a closed connection as "not running" and left it running.
+        if self.ex.connection_lost():
+            self.ex.reconnect(RECONNECT_S)
         if self._pm is not None:
             self._pm.stop(60)  # fast, immediate, then QUIT and KILL
         for path in reversed(self._extra):

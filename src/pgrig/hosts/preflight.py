@@ -71,6 +71,13 @@ def root_access(ex: Executor) -> Access:
     who = ex.run(["id", "-un"], timeout=30, what="id").stdout.strip()
     if ex.run(["id", "-u"], timeout=30, what="id").stdout.strip() == "0":
         return Access(ex.name, who, sudo=False)
+    if ex.host.become is False:  # issue 40.15: sudo was used anyway
+        raise HostUnusable(
+            f"host {ex.host.describe()}: user {who} is not root and ansible_become is false: "
+            "pgrig creates users, directories and servers there, as root",
+            hint=f"set ansible_user=root, or ansible_become=true at {ex.host.where} (with "
+            f"passwordless sudo for {who})",
+        )
     sudo = ex.run(["sudo", "-n", "true"], timeout=30, check=False, what="sudo")
     if sudo.returncode == 0:
         if isinstance(ex, SshExecutor):
@@ -85,6 +92,9 @@ def root_access(ex: Executor) -> Access:
 
 
 Reached = tuple[Executor, Access]
+# Hosts reached (and asked) at once: each SSH session is two sshd processes on
+# its host, and many names may be one machine.
+AT_ONCE = 16
 
 
 def reach_all(hosts: Sequence[Host]) -> list[Reached | HostUnusable]:
@@ -100,7 +110,7 @@ def reach_all(hosts: Sequence[Host]) -> list[Reached | HostUnusable]:
             raise
 
     results: list[Reached | HostUnusable] = []
-    with proc.ContextPool(max_workers=max(1, min(16, len(hosts)))) as pool:
+    with proc.ContextPool(max_workers=max(1, min(AT_ONCE, len(hosts)))) as pool:
         for future in [pool.submit(one, h) for h in hosts]:
             try:
                 results.append(future.result())

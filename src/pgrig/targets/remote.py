@@ -32,9 +32,9 @@ import socket
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from pgrig import registry
+from pgrig import proc, registry
 from pgrig.cluster import profiles
 from pgrig.cluster.hosted import SUPERUSER, HostedServer, ServerSpec, Workdir, make_workdir
 from pgrig.cluster.server import InitdbOptions, initdb_version_args
@@ -54,7 +54,7 @@ from pgrig.registry.target import (
 )
 from pgrig.schema import Schema, custom, port, text
 from pgrig.schema import Table as Keys
-from pgrig.targets import loadhosts
+from pgrig.targets import loadhosts, remote_refuse
 from pgrig.targets.loadhosts import LOAD_HOSTS
 from pgrig.targets.remote_refuse import load_fits, load_hosts_key, shared_ports
 from pgrig.targets.throwaway import find_binaries, no_named_tablespace
@@ -71,6 +71,7 @@ SERVER_TOOLS = ("postgres", "initdb", "pg_isready")
 # (pg_basebackup copies the server's host's data here: ``to`` a directory of this
 # machine).
 FROM_HERE = ("basebackup",)
+T = TypeVar("T")
 
 
 SCHEMA = Schema(
@@ -212,7 +213,7 @@ def _versions(
             hint=f"set pg_bin to a {there} installation here, or host_pg_bin to a {here} one "
             f"on {db.name}",
         )
-    found = tuple(facts.load_host(ex, bin_dir) for ex in loaders)
+    found = tuple(_each(loaders, lambda ex: facts.load_host(ex, bin_dir)))
     majors = {f.major for f in found if f.major is not None}
     if len(majors) > 1:
         raise UsageError(
@@ -243,12 +244,39 @@ def _missing(db: Executor, loaders: Sequence[Executor], bin_dir: str) -> list[st
     ]
     if db not in loaders and not _has_python(db):
         out.append(f"{db.name} has no python3 (it reads the host's environment)")
-    for ex in loaders:
+
+    def lacks(ex: Executor) -> list[str]:
+        out = []
         if not ex.exists(f"{bin_dir}/pgbench"):
             out.append(f"load host {ex.name} has no {bin_dir}/pgbench")
         if not _has_python(ex):
             out.append(f"load host {ex.name} has no python3 (the start barrier's waiter)")
-    return out
+        return out
+
+    return out + [line for lines in _each(loaders, lacks) for line in lines]
+
+
+def _each(executors: Sequence[Executor], fn: Callable[[Executor], T]) -> list[T]:
+    """``fn`` on every host at once, as many at a time as the preflight reaches
+    them (``preflight.AT_ONCE``), in the hosts' order."""
+    with proc.ContextPool(max_workers=max(1, min(preflight.AT_ONCE, len(executors)))) as pool:
+        return list(pool.map(fn, executors))
+
+
+# The largest machine a profile is rendered for before any host is reached: a
+# profile's max_connections that grows with RAM or CPUs is at its highest there,
+# so clients beyond it are refused without contacting a host.
+_ANY_HOST = profiles.Machine(ram_bytes=2**40, cpus=256)
+
+
+def _fits_anywhere(
+    spec: TargetSpec, bins: PgBinaries, demands: Demands, server: Host, load: Sequence[Host]
+) -> None:
+    try:
+        rough, _ = _profile(spec, bins, server.name, _ANY_HOST, [], demands.source)
+    except PgrigError:
+        return  # the profile rendered for the host itself says what is wrong
+    load_fits(spec, rough, demands, (server, load, ()), [])
 
 
 class RemoteKind(TargetKind[RemoteOptions, Hosts]):
@@ -281,6 +309,7 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
                 f"target host {values['host']!r}: no inventory says where it is",
                 hint='add inventory = "hosts.ini" to [campaign] (or to the target)',
             )
+        remote_refuse.here_only_keys(table, values["host"])
         if not Path(values["inventory"]).is_file():
             raise table.inherited("inventory").error(
                 "inventory",
@@ -321,6 +350,13 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
         bins = find_binaries(spec, binaries.CLIENT_TOOLS)  # loads and warm-ups run from here
         initdb_version_args(_initdb(spec), bins)  # refused now what this major's initdb lacks
         bin_dir = opts.host_pg_bin or str(bins.bin_dir)
+        # What needs no host first: a 999-host inventory was contacted for 464 s,
+        # then refused on max_connections (issue 40.14).
+        remote_refuse.log_directory(spec)
+        remote_refuse.reachable_server(spec, server[0], load_hosts)
+        remote_refuse.one_machine_once(spec, load_hosts, notes)
+        _fits_anywhere(spec, bins, demands, server[0], load_hosts)
+        address = _ip(server[0].address)
         executors = self._pool.get(_distinct(server[0], load_hosts))
         by_name = {ex.name: ex for ex in executors}
         try:
@@ -331,6 +367,8 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
             )
             free = executors[0].free_bytes(TMP)
             cpus, memory = facts.size(executors[0])
+            remote_refuse.host_directories(spec, executors[0])
+            remote_refuse.port_free(spec, executors[0], server[0], address, opts.port)
         except BaseException:
             self._pool.close()  # refused: no study runs on them
             raise
@@ -352,7 +390,6 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
         profile, header = _profile(spec, bins, server[0].name, machine, notes, demands.source)
         load_fits(spec, profile, demands, (server[0], load_hosts, opts.load_hosts), notes)
         self._seen |= {h.name: h for h in (server[0], *load_hosts)}
-        address = _ip(server[0].address)
         clients = {_ip(h.address) for h in load_hosts} | {_source_ip(address, opts.port)}
         hosts = Hosts(
             server[0], load_hosts, bin_dir, address, tuple(f"{ip}/32" for ip in sorted(clients)),
@@ -363,9 +400,12 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
         # logs are kept. The profile is the host's (its memory, not this machine's).
         return Checked(bins, profile, None, owned=True, state=hosts)
 
-    def check_together(self, targets: Sequence[Target]) -> None:
+    def check_together(self, targets: Sequence[Target], notes: list[str]) -> None:
         shared_ports([(t.name, self.state(t).server.name, self.state(t).address,
                        self.options(t.spec).port) for t in targets])  # fmt: skip
+        remote_refuse.servers_of_others(
+            [(t.name, self.state(t).server, self.state(t).load) for t in targets], notes
+        )
 
     @contextlib.contextmanager
     def _host_side(self, t: Target, keep: Callable[[], bool]) -> Iterator[_Open]:
