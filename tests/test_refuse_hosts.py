@@ -139,6 +139,20 @@ def test_a_step_says_each_load_host_runs_the_clients() -> None:
     assert "load hosts" not in one.label
 
 
+def test_a_tpcc_step_says_each_load_host_opens_the_connections() -> None:
+    """Issue 40.16: the TPC-C progress line said "2 connections" where the
+    report counted 4 (2 on each of 2 load hosts)."""
+    from pgrig.plan import PlannedTarget
+    from pgrig.policy import RunPolicy
+    from pgrig.workloads.tpcc.steps import TpccPlan, run_step
+
+    plan = TpccPlan(warehouses=1, connections=2, duration_s=3)
+    two = run_step(plan, "server", 1, "tpcc", PlannedTarget("t", load_hosts=2), RunPolicy())
+    one = run_step(plan, "server", 1, "tpcc", PlannedTarget("t"), RunPolicy())
+    assert "2 connections on each of 2 load hosts (4 connections)" in two.label, two.label
+    assert "load hosts" not in one.label
+
+
 def test_an_inventory_that_is_a_named_pipe_is_refused_not_waited_on(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -273,3 +287,21 @@ def test_this_machine_without_an_address_and_notes_on_shared_hosts(
     err = " ".join(capsys.readouterr().err.split())
     assert code == 0, err
     assert "target a: load host c1 is target b's server host (c1)" in err, err
+
+
+def test_many_hosts_are_reached_16_at_a_time_with_progress(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Issue 40.14: a 999-host inventory said nothing for 464 s. 40 names of this
+    machine (no SSH: the same reach, root check and bound)."""
+    from pgrig.hosts import preflight
+    from pgrig.hosts.inventory import Host
+
+    hosts = [Host(f"l{i}", "127.0.0.1", local=True) for i in range(40)]
+    reached = preflight.reach_all(hosts)
+    try:
+        assert [ex.name for ex, _ in reached] == [h.name for h in hosts]  # type: ignore[misc]
+    finally:
+        for ex, _ in reached:  # type: ignore[misc]
+            ex.close()
+    assert "reached 40 of 40 hosts (16 at a time)" in capsys.readouterr().err

@@ -322,7 +322,10 @@ def test_a_throttled_load_host_is_named_and_its_run_marked_disturbed(
     key = "db/tpcb/s1/select-only/c2/d3/r1"
     assert records[key].status == "ok", records[key].reason
     multi = typed(records[f"{key}/hosts"], LoadHostsRun)
-    assert multi is not None and multi.imbalance is not None, multi
+    assert multi is not None
+    raw = {h.host: h.tps for h in multi.hosts}
+    print("load hosts' tps:", raw)
+    assert multi.imbalance is not None, raw
     assert multi.imbalance.startswith("load host h3 ran "), multi.imbalance
     monitor = records[f"{key}/monitor"]
     assert monitor.result is not None and monitor.result["disturbed"] is not None
