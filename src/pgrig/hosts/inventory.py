@@ -170,12 +170,13 @@ def _expand(name: str, where: str) -> list[str]:
     letters = lo.isalpha()
     if letters != hi.isalpha() or stride < 1:
         raise UsageError(
-            f"{where}: host range {m.group(0)} mixes a letter and a number, or has stride 0",
+            f"{where}: host range {m.group(0)} in {name!r} mixes a letter and a number, or has "
+            "stride 0",
             hint="write [01:09], [a:f] or [1:9:2]",
         )
     first, last = (ord(lo), ord(hi)) if letters else (int(lo), int(hi))
     if first > last:
-        raise UsageError(f"{where}: host range {m.group(0)} runs backwards")
+        raise UsageError(f"{where}: host range {m.group(0)} in {name!r} runs backwards")
     width = len(lo) if lo.startswith("0") else 0
     return [
         out
