@@ -332,3 +332,42 @@ def test_a_throttled_load_host_is_named_and_its_run_marked_disturbed(
     assert multi.imbalance in monitor.result["disturbed"]["reasons"]
     report = " ".join((results / f"report-{STUDY}.md").read_text().split())
     assert f"{key}: disturbed - load host h3 ran" in report
+
+
+def test_the_servers_host_that_stays_away_stops_the_study_naming_it(
+    netns_lab: Lab,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """Issue 40.10, the other half: h1's SSH sessions killed and its sshd
+    listener stopped (SIGSTOP: a connect is taken, no SSH answers) until pgrig
+    gives up: exit 7 naming h1, the server never "restarted"; once sshd runs
+    again, `pgrig clean --inventory` stops the server pgrig could not reach."""
+    inventory = netns_lab.write_inventory()
+    path = campaign(tmp_path, inventory, durations="6, 3", name=STUDY)
+    running = spawn("run", path, "--results", tmp_path / "results")
+    listener = netns_lab.hosts[0].sshd_pid
+    try:
+        wait_for(lambda: _both_running(netns_lab), timeout=240, what="pgbench on h2, h3")
+        os.kill(listener, signal.SIGSTOP)
+        sessions = subprocess.run(
+            ["pgrep", "-P", str(listener)], capture_output=True, text=True, timeout=30,
+            check=False,
+        ).stdout.split()  # fmt: skip
+        for pid in sessions:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid), signal.SIGKILL)
+        out, err = running.communicate(timeout=300)
+    finally:
+        os.kill(listener, signal.SIGCONT)
+        if running.poll() is None:
+            running.kill()
+            running.communicate(timeout=30)
+    said = " ".join((out + err).split())
+    assert running.returncode == 7, out[-3000:] + err[-3000:]
+    assert "lost the SSH connection to h1, the server's host, and could not reconnect" in said
+    assert "restarting it" not in said and "Traceback" not in err
+    assert netns_lab.processes("postgres"), "the server pgrig could not reach still runs"
+    cleaned = pgrig("clean", "--inventory", inventory)
+    assert cleaned.returncode == 0, cleaned.stdout + cleaned.stderr
+    assert netns_lab.processes("postgres") == {}, "clean --inventory stopped it"
+    assert _left_by(running.pid) == []

@@ -264,8 +264,13 @@ class HostedServer:
             return
         # Its host's SSH lost during the last step: reached again (bounded), else
         # `stop` read a closed connection as "not running" and left it running.
-        if self.ex.connection_lost():
-            self.ex.reconnect(RECONNECT_S)
+        if self.ex.connection_lost() and not self.ex.reconnect(RECONNECT_S):
+            raise HostUnusable(
+                f"lost the SSH connection to {self.ex.name} and could not reconnect in "
+                f"{RECONNECT_S:.0f} s: the server in {self.workdir} there may still run",
+                hint=f"once {self.ex.name} answers (pgrig hosts check -i FILE): pgrig clean "
+                "--inventory FILE stops it and removes its directory (its pgrig is gone)",
+            )
         if self._pm is not None:
             self._pm.stop(60)  # fast, immediate, then QUIT and KILL
         for path in reversed(self._extra):

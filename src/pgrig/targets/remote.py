@@ -418,7 +418,10 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
             executors = stack.enter_context(self._pool.claimed(_distinct(hosts.server, hosts.load)))
             db = executors[0]
             home = make_workdir(db)
-            stack.callback(lambda: None if keep() else db.remove_tree(home.path))
+            # (a host that could not be reached again was said by the server's close)
+            stack.callback(
+                lambda: None if keep() or db.connection_lost() else db.remove_tree(home.path)
+            )
             probes = f"{home.path}/probes"
             db.run(["mkdir", "--", probes], timeout=30, what="mkdir")
             opened = _Open(executors, home, probes)
