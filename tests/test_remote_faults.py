@@ -245,6 +245,18 @@ def test_kill_9_of_pgrig_then_clean_inventory_leaves_nothing(
             killed.communicate(timeout=30)
 
 
+def _kill_sessions(listener: int) -> list[str]:
+    """SIGKILL of every SSH session an sshd listener forked (its connections
+    drop; the listener stays); the PIDs killed."""
+    sessions = subprocess.run(
+        ["pgrep", "-P", str(listener)], capture_output=True, text=True, timeout=30, check=False
+    ).stdout.split()
+    for pid in sessions:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(int(pid), signal.SIGKILL)
+    return sessions
+
+
 def test_the_servers_host_ssh_lost_is_reconnected_not_taken_for_a_dead_server(
     netns_lab: Lab,  # noqa: F811
     tmp_path: Path,
@@ -261,14 +273,7 @@ def test_the_servers_host_ssh_lost_is_reconnected_not_taken_for_a_dead_server(
     try:
         wait_for(lambda: _both_running(netns_lab), timeout=240, what="pgbench on h2, h3")
         time.sleep(1)  # inside the measured run
-        sessions = subprocess.run(
-            ["pgrep", "-P", str(listener)], capture_output=True, text=True, timeout=30,
-            check=False,
-        ).stdout.split()  # fmt: skip
-        assert sessions, "pgrig's SSH sessions on h1"
-        for pid in sessions:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(int(pid), signal.SIGKILL)
+        assert _kill_sessions(listener), "pgrig's SSH sessions on h1"
         out, err = running.communicate(timeout=300)
     finally:
         if running.poll() is None:
@@ -349,13 +354,7 @@ def test_the_servers_host_that_stays_away_stops_the_study_naming_it(
     try:
         wait_for(lambda: _both_running(netns_lab), timeout=240, what="pgbench on h2, h3")
         os.kill(listener, signal.SIGSTOP)
-        sessions = subprocess.run(
-            ["pgrep", "-P", str(listener)], capture_output=True, text=True, timeout=30,
-            check=False,
-        ).stdout.split()  # fmt: skip
-        for pid in sessions:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(int(pid), signal.SIGKILL)
+        _kill_sessions(listener)
         out, err = running.communicate(timeout=300)
     finally:
         os.kill(listener, signal.SIGCONT)
