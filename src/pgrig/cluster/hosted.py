@@ -107,7 +107,12 @@ class HostedServer:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.close()
+        try:
+            self.close()
+        except HostUnusable:
+            if exc[0] is None:
+                raise
+            # the error on its way out says it first (the step that found the host away)
 
     def _run(self, argv: Sequence[str], what: str, timeout: float = 30) -> str:
         return self.ex.run(argv, timeout=timeout, what=what).stdout

@@ -16,7 +16,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from pgrig.cluster import workdir
-from pgrig.errors import UsageError, WorkdirError
+from pgrig.errors import PgrigError, UsageError, WorkdirError
 from pgrig.hosts import owner
 from pgrig.hosts.executor import Executor
 from pgrig.hosts.inventory import Host
@@ -186,17 +186,28 @@ def port_free(spec: TargetSpec, ex: Executor, server: Host, address: str, port: 
             taken = True
     except OSError:
         taken = False
-    dead = any(
-        left.owner is not None and left.owner.kind == "server" and not left.owner.alive()
-        for left in owner.clean(ex, dry_run=True)
-    ) if taken else False  # fmt: skip
-    if taken and not dead:
+    if taken and not _left_by_dead_pgrig(ex, port):
         raise UsageError(
             f"target {spec.name}: something already listens on {server.name} "
             f"{address}:{port}: the server could not listen there",
             hint=f"give the target another port (port = {port + 1}), or stop what listens "
             f"(a kept pgrig server: pgrig clean --inventory ...)",
         )
+
+
+def _left_by_dead_pgrig(ex: Executor, port: int) -> bool:
+    """Whether a server a dead pgrig left on the host listens on ``port`` (its
+    postmaster.pid's fourth line): the run's clean stops it before the server starts."""
+    for left in owner.clean(ex, dry_run=True):
+        if left.owner is None or left.owner.kind != "server" or left.owner.alive():
+            continue
+        try:
+            lines = ex.read_text(f"{left.directory}/data/postmaster.pid").splitlines()
+        except (OSError, PgrigError):  # gone meanwhile, or never started
+            continue
+        if len(lines) > 3 and lines[3].strip() == str(port):
+            return True
+    return False
 
 
 def host_directories(spec: TargetSpec, ex: Executor) -> None:
