@@ -5,6 +5,7 @@ that runs them (``Driver``), and the report's "Load hosts" section.
 
 from __future__ import annotations
 
+import math
 import statistics
 import tempfile
 from collections.abc import Sequence
@@ -122,7 +123,7 @@ def imbalance(parts: Sequence[tuple[str, float, Sequence[float]]]) -> str | None
         if max(seconds) < min(pooled) and len(seconds) + len(pooled) >= 6:
             test = "; each of its seconds below each of theirs"
         else:
-            p_value = stats.welch(pooled, list(seconds)).p_value
+            p_value = _welch_p(pooled, seconds)
             if p_value is None or p_value >= HELD_BACK_P:
                 return None  # a few noisy seconds: not shown to differ
             test = f"; Welch p {stats.p_text(p_value)} over its seconds"
@@ -140,6 +141,18 @@ def _client(h: LoadHost) -> str:
         return "-"
     version = facts.major(h.pgbench) and h.pgbench.rsplit(" ", 1)[-1]
     return f"{version or h.pgbench} ({h.cpus} CPUs, -j {h.threads})"
+
+
+def _welch_p(a: Sequence[float], b: Sequence[float]) -> float | None:
+    """Welch's two-sided p over two sets of seconds; None: no spread to test."""
+    va, vb = statistics.variance(a) / len(a), statistics.variance(b) / len(b)
+    if va + vb == 0:
+        return None
+    t = (statistics.fmean(a) - statistics.fmean(b)) / math.sqrt(va + vb)
+    df = (va + vb) ** 2 / (
+        (va**2 / (len(a) - 1) if va else 0.0) + (vb**2 / (len(b) - 1) if vb else 0.0)
+    )
+    return stats.t_two_sided_p(t, df)
 
 
 def section(records: Sequence[RunRecord]) -> Section | None:
