@@ -56,7 +56,7 @@ from pgrig.schema import Schema, custom, port, text
 from pgrig.schema import Table as Keys
 from pgrig.targets import loadhosts, remote_refuse
 from pgrig.targets.loadhosts import LOAD_HOSTS
-from pgrig.targets.remote_refuse import load_fits, load_hosts_key, shared_ports
+from pgrig.targets.remote_refuse import load_fits, load_hosts_key, server_loads, shared_ports
 from pgrig.targets.throwaway import find_binaries, no_named_tablespace
 from pgrig.ui import Ui
 from pgrig.workloads.common import DATABASE
@@ -276,7 +276,7 @@ def _fits_anywhere(
         rough, _ = _profile(spec, bins, server.name, _ANY_HOST, [], demands.source)
     except PgrigError:
         return  # the profile rendered for the host itself says what is wrong
-    load_fits(spec, rough, demands, (server, load, ()), [])
+    load_fits(spec, rough, demands, load)
 
 
 class RemoteKind(TargetKind[RemoteOptions, Hosts]):
@@ -388,7 +388,8 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
             )
         machine = profiles.Machine(memory, cpus)
         profile, header = _profile(spec, bins, server[0].name, machine, notes, demands.source)
-        load_fits(spec, profile, demands, (server[0], load_hosts, opts.load_hosts), notes)
+        load_fits(spec, profile, demands, load_hosts)
+        notes += server_loads(spec.name, server[0], load_hosts, opts.load_hosts)
         self._seen |= {h.name: h for h in (server[0], *load_hosts)}
         clients = {_ip(h.address) for h in load_hosts} | {_source_ip(address, opts.port)}
         hosts = Hosts(

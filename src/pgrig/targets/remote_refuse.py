@@ -30,25 +30,27 @@ if TYPE_CHECKING:
 
 
 def load_fits(
-    spec: TargetSpec,
-    profile: profiles.Profile,
-    demands: Demands,
-    hosts: tuple[Host, Sequence[Host], tuple[str, ...]],
-    notes: list[str],
+    spec: TargetSpec, profile: profiles.Profile, demands: Demands, load: Sequence[Host]
 ) -> None:
     """Every load host opens the run's clients (two hosts of 60 are 120
-    connections; that passed, then failed with "too many clients already"); a
-    load host named that is the server's own host is allowed, and said."""
-    server, load, named = hosts
+    connections; that passed, then failed with "too many clients already")."""
     if len(load) > 1:
         of = f"{demands.clients_of} from {len(load)} load hosts"
         demands = replace(demands, clients=demands.clients * len(load), clients_of=of)
     connections_fit(spec, profile, demands)
-    if named and server in load:  # the default (no load_hosts) is silent
-        notes.append(
-            f"target {spec.name}: load host {server.name} is the server's own host:"
-            " its pgbench shares the server's CPUs"
-        )
+
+
+def server_loads(
+    target: str, server: Host, load: Sequence[Host], named: Sequence[str]
+) -> list[str]:
+    """A load host named that is the server's own host is allowed, and said (the
+    default, no ``load_hosts``, is silent)."""
+    if not named or server not in load:
+        return []
+    return [
+        f"target {target}: load host {server.name} is the server's own host:"
+        " its pgbench shares the server's CPUs"
+    ]
 
 
 def shared_ports(servers: Sequence[tuple[str, str, str, int]]) -> None:
