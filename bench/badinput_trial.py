@@ -856,7 +856,28 @@ HOSTS = [
         files={"h.ini": "h1 ansible_host=127.0.0.1\n"},
     ),  # fmt: skip
     c("clean-inventory-missing", "clean --inventory nothere.ini", 2, "nothere.ini"),
-]
+    # issue 40, items 13-15
+    c("inventory-ipv6", "hosts check -i h.ini", 2, "ansible_host=::1", "IPv6",
+      files={"h.ini": "h1 ansible_host=::1\n"}),
+    c("inventory-become-word", "hosts check -i h.ini", 2, "ansible_become",
+      files={"h.ini": "h1 ansible_host=127.0.0.1 ansible_become=maybe\n"}),
+    c("inventory-range-mixed", "hosts check -i h.ini", 2, "x[a:3]",
+      files={"h.ini": "x[a:3] ansible_host=127.0.0.1\n"}),
+    *(
+        camp(f"remote-{key}", toml(head=HEAD + 'inventory = "h.ini"\n', target=(
+            f'[[target]]\nname = "t"\nhost = "db1"\n{key} = {value}\n')), code, key,
+            files={"h.ini": "db1 ansible_connection=local\nc1 ansible_connection=local\n"})
+        for key, value, code in (
+            ("memory", '"512MiB"', 2), ("fs", '"xfs"', 2), ("cpus", "1", 2),
+            ("latency", '"essd-pl1"', 2), ("os_user", '"nobody"', 2),
+            ("directory", '"/proc/pgrig-x"', 4),
+        )
+    ),
+    camp("remote-one-machine-twice", toml(head=HEAD + 'inventory = "h.ini"\n', target=(
+        '[[target]]\nname = "t"\nhost = "db1"\nload_hosts = "load"\n')), 2, "one machine",
+        files={"h.ini": "db1 ansible_host=10.255.254.1\n[load]\n"
+               "c[001:999] ansible_host=10.255.255.9\n"}),
+]  # fmt: skip
 
 OTHER = [
     c("pg-install-99", "pg install 99", 2, "99", timeout=90),

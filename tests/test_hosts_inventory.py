@@ -187,3 +187,51 @@ def test_a_campaigns_inventory_that_does_not_exist_is_refused_naming_the_key(
     assert f"{tmp_path / 'nosuch.ini'} does not exist" in said
     assert "c.toml" in said and "inventory" in said
     assert err.value.exit_code == 2
+
+
+def test_group_vars_and_host_vars_beside_the_inventory(tmp_path: Path) -> None:
+    """Issue 40.15: group_vars/ and host_vars/ beside the inventory were ignored
+    (exit 7 on the unresolved name). Read as Ansible reads them: a file per
+    group or host (.yml, .yaml, .json, none) or a directory of them, over the
+    inventory's own variables; a host's over its groups'."""
+    path = tmp_path / "hosts.ini"
+    path.write_text("[db]\ndb1\n[load]\nc[a:c]\nweb[1:5:2]\n[load:vars]\nansible_port=2200\n")
+    (tmp_path / "group_vars").mkdir()
+    (tmp_path / "group_vars" / "all.yml").write_text("ansible_user: root\n")
+    (tmp_path / "group_vars" / "load").mkdir()
+    (tmp_path / "group_vars" / "load" / "net.yaml").write_text("ansible_port: 2222\n")
+    (tmp_path / "group_vars" / "nosuch.yml").write_text("ansible_user: x\n")  # not a group here
+    (tmp_path / "host_vars").mkdir()
+    (tmp_path / "host_vars" / "db1").write_text("ansible_host: 10.0.0.5\nansible_become: false\n")
+    (tmp_path / "host_vars" / "cb.json").write_text('{"ansible_host": "10.0.0.12"}')
+    inv = inventory.load(path)
+    assert sorted(inv.hosts) == ["ca", "cb", "cc", "db1", "web1", "web3", "web5"]
+    db1 = inv.hosts["db1"]
+    assert (db1.address, db1.user, db1.port, db1.become) == ("10.0.0.5", "root", 22, False)
+    cb = inv.hosts["cb"]
+    assert (cb.address, cb.port, cb.user) == ("10.0.0.12", 2222, "root")
+    assert inv.hosts["ca"].address == "ca" and inv.hosts["ca"].become is None
+
+
+def test_a_bom_is_read_past(tmp_path: Path) -> None:
+    """Issue 40.15: a UTF-8 BOM got the hint "a pattern? write it out"."""
+    path = tmp_path / "hosts.ini"
+    path.write_bytes("\ufeff[db]\ndb1 ansible_host=10.0.0.5\n".encode())
+    assert inventory.load(path).hosts["db1"].address == "10.0.0.5"
+
+
+@pytest.mark.parametrize(
+    ("line", "says"),
+    [
+        ("db1 ansible_become=maybe", "ansible_become='maybe'"),
+        ("db1 ansible_become_method=su", "becomes root by su as root: pgrig uses sudo"),
+        ("x[a:3]", "mixes a letter and a number"),
+        ("x[c:a]", "runs backwards"),
+    ],
+)
+def test_become_and_ranges_refused_naming_the_line(tmp_path: Path, line: str, says: str) -> None:
+    path = tmp_path / "hosts.ini"
+    path.write_text(f"[db]\n{line}\n")
+    with pytest.raises(UsageError, match=None) as exc:
+        inventory.load(path)
+    assert says in exc.value.message and f"{path}:2" in exc.value.message

@@ -230,3 +230,17 @@ def test_a_sudo_user_acts_as_root(
         if started is not None and proc.pid_alive(started.pid):
             os.kill(started.pid, signal.SIGKILL)
         ex.close()
+
+
+def test_a_sudo_user_with_become_false_is_refused(
+    hosts: list[inventory.Host],
+    netns_lab: Lab,  # noqa: F811
+) -> None:
+    """Issue 40.15: ansible_become=false was ignored (sudo used anyway): the
+    inventory says the user may not become root, and pgrig needs root."""
+    if not netns_lab.sudo_user:
+        pytest.skip("sudo is not installed (scripts/install-deps.sh test installs it)")
+    user = dataclasses.replace(hosts[1], user=netns_lab.sudo_user, become=False)
+    with pytest.raises(HostUnusable, match="is not root and ansible_become is false") as exc:
+        preflight.check_all([user])
+    assert exc.value.exit_code == 7 and "ansible_become=true" in (exc.value.hint or "")

@@ -41,3 +41,33 @@ def test_busiest_thread_from_schedstat() -> None:
     a = {1: (0, 0), 2: (0, 0)}
     b = {1: (500_000_000, 100_000_000), 2: (900_000_000, 80_000_000), 3: (5, 5)}
     assert _busiest(a, b, 1.0) == (98.0, 90.0)
+
+
+def test_a_held_back_load_host_is_named_and_alike_hosts_are_not() -> None:
+    """Issue 40.11's figures (c2 at 4,092 tps against c1's 19,279, per-second
+    values around them): named; hosts within the noise, or a few noisy seconds,
+    are not. (The shaped link itself: tests/test_remote_faults.py.)"""
+    from pgrig.targets.loadhosts import imbalance
+
+    def seconds(mean: float, spread: float) -> list[float]:
+        return [mean + spread * ((i * 7) % 5 - 2) / 2 for i in range(15)]
+
+    held = imbalance([("c1", 19_279, seconds(19_279, 900)), ("c2", 4_092, seconds(4_092, 400))])
+    assert held is not None and held.startswith("load host c2 ran 4,092 tps against")
+    assert "(79% less; each of its seconds 30% below their median second)" in held
+    # a 3-s run on the shaped link here: Welch's p alone was 0.016 (df near 2)
+    three = imbalance([("h2", 8_016, [6_000.0, 9_000.0, 9_050.0]), ("h3", 230, [229.0, 231, 230])])
+    assert three is not None and "(97% less; each of its seconds 30% below" in three
+    # one of the other host's seconds near 0 (a stall): the median holds, the minimum did not
+    stall = imbalance([("h2", 27_000, [40_000.0, 41_000, 100]), ("h3", 229, [229.0, 230, 228])])
+    assert stall is not None and "each of its seconds 30% below their median second" in stall
+    # one good second of the slow host's reaches the others: the test over the seconds tells
+    dip = imbalance([("c1", 1_000, seconds(1_000, 40)), ("c2", 520, [500.0] * 14 + [800.0])])
+    assert dip is not None and "(48% less; Welch p <0.001 over its seconds)" in dip
+    assert (
+        imbalance([("c1", 10_000, seconds(10_000, 1500)), ("c2", 8_800, seconds(8_800, 1500))])
+        is None
+    )
+    # 40% less on average, but two seconds each that swing more than that: not shown
+    assert imbalance([("c1", 1000, [400.0, 1600.0]), ("c2", 600, [100.0, 1100.0])]) is None
+    assert imbalance([("c1", 1000, [])]) is None

@@ -247,3 +247,32 @@ def test_a_probe_left_by_a_killed_pgrig_is_stopped_by_clean(
     assert f"h1: {home}: removed" in lines, lines
     assert not netns_lab.processes("pg_test_fsync"), "clean stopped it"
     assert not home.exists()
+
+
+def test_a_remote_base_backup_by_default_copies_to_this_machine(
+    netns_lab: Lab,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """Issue 40.9: a remote target's basebackup without ``to`` ended, after the
+    whole study, in FileNotFoundError .../probes (the probes' directory on the
+    host, gone by then). pg_basebackup runs here: its copy lands here, under the
+    target's ``directory``, and is removed after the run."""
+    logs = tmp_path / "logs"
+    path = tmp_path / "bb.toml"
+    path.write_text(
+        f'[campaign]\nname = "{STUDY}-bb"\ninventory = "{netns_lab.write_inventory()}"\n'
+        f'[[target]]\nname = "db"\nhost = "h1"\nprofile = "stock"\ndirectory = "{logs}"\n'
+        "[probes]\ntiming = false\nfsync = false\nfio = false\n"
+        '[[workload]]\ntype = "basebackup"\nscale = 1\nrepeat = 1\n'
+    )
+    results = tmp_path / "results"
+    done = pgrig("run", path, "--results", results, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "Traceback" not in done.stderr
+    with Store.open(results / "results.sqlite") as st:
+        runs = [r for r in st.runs(f"{STUDY}-bb") if r.kind == "basebackup"]
+    assert [r.status for r in runs] == ["ok"], [(r.key, r.reason) for r in runs]
+    assert runs[0].result is not None
+    assert runs[0].result["destination"].startswith(f"this machine ({logs}")
+    assert runs[0].result["copy_bytes"] > 0
+    assert not list(logs.glob("pgrig-basebackup-*")), "the copy is removed after the run"

@@ -208,6 +208,13 @@ def test_a_remote_target_runs_tpcb_and_tpcc_from_two_load_hosts(
         assert h.cpus == os.cpu_count() and h.threads == 1, h  # the namespaces share its CPUs
     assert [h.threads for h in multi.hosts] == [min(2, os.cpu_count() or 1)] * 2
     assert "pgbench of another major" not in report
+    # issue 40.16: in the report too, not in the export only; and the answer
+    # counts the clients as the table does
+    for h in tpcb_hosts.hosts:
+        assert h.pgbench is not None
+        cell = f"| {h.pgbench.rsplit(' ', 1)[-1]} ({h.cpus} CPUs, -j {h.threads}) |"
+        assert f"| {h.host} |" in report and cell in report, cell
+    assert "at 2 clients on each of 2 load hosts (4 in all)" in " ".join(report.split())
 
     assert study is not None and study.params["targets"][0]["host"] == "h1"
     # The server on h1 is stopped (its directory removed with it, by HostedServer).

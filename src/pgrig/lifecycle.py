@@ -67,12 +67,12 @@ def check_target(
     return target
 
 
-def check_together(targets: Sequence[Target]) -> None:
+def check_together(targets: Sequence[Target], notes: list[str]) -> None:
     """What each kind refuses over all its targets at once (after every check)."""
     for kind in registry.target_kinds().values():
         mine = [t for t in targets if t.kind is kind]
         if mine:
-            kind.check_together(mine)
+            kind.check_together(mine, notes)
 
 
 def check_concurrent(targets: Sequence[Target], source: str) -> None:

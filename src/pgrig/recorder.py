@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, cast
 
 from pgrig import monitor, proc, registry
 from pgrig.cluster.server import ServerLost
-from pgrig.errors import PgrigError, StoreError
+from pgrig.errors import HostUnusable, PgrigError, StoreError
+from pgrig.hosts.executor import RECONNECT_S, Executor
 from pgrig.monitor.model import MONITOR
 from pgrig.registry.target import Target
 from pgrig.results import (
@@ -318,7 +319,23 @@ class Recorder:
         bring it back so the campaign goes on, and say so. The server pgrig made on
         whichever host (``Live.server``): this machine's cluster or another host's."""
         server = t.server
-        if server is None or t.ctx.conn is None or server.running() or t.lost is not None:
+        if server is None or t.ctx.conn is None or t.lost is not None:
+            return
+        host = getattr(server, "ex", None)  # another host's server: reached through it
+        if isinstance(host, Executor) and host.connection_lost():
+            # The host's SSH went, not (as far as anyone knows) the server: read
+            # through a closed connection it looked down, and was "restarted".
+            self.ui.warn(f"{t.name}: lost the SSH connection to {host.name}; reconnecting")
+            if not host.reconnect(RECONNECT_S):
+                raise HostUnusable(
+                    f"target {t.name}: lost the SSH connection to {host.name}, the server's "
+                    f"host, and could not reconnect in {RECONNECT_S:.0f} s: its server may "
+                    "still run there",
+                    hint=f"once {host.name} answers (pgrig hosts check -i FILE): pgrig clean "
+                    "--inventory FILE stops it, and pgrig run resumes the study",
+                )
+            self.ui.info(f"{t.name}: reconnected to {host.name}")
+        if server.running():
             return
         self.ui.warn(f"{t.name}: the server is down ({server.log_tail(2)}); restarting it")
         try:

@@ -106,12 +106,16 @@ class Running:
     # by an action whose pgbench runs elsewhere: the monitor's time axis. None: the
     # monitor sees pgbench start here.
     client_started: float | None = None
+    # A load host whose share of a summed figure is not the others' (its link or
+    # its machine held it back), said in a sentence: the run is disturbed.
+    load_imbalance: str | None = None
 
     def begin(self) -> None:
         """A step starts: what the last one said of its run is gone."""
         self.extra.clear()
         self.load_finding = None
         self.client_started = None
+        self.load_imbalance = None
 
 
 @dataclass(frozen=True)
@@ -169,6 +173,10 @@ class Context:
     @property
     def load_finding(self) -> Finding | None:
         return self.running.load_finding
+
+    @property
+    def load_imbalance(self) -> str | None:
+        return self.running.load_imbalance
 
     @property
     def client_started(self) -> float | None:

@@ -122,7 +122,7 @@ def campaign(
             )
         for w in camp.workloads:  # what the target's own tools refuse without a server
             registry.of(w).check(w, run.bins, camp.source)
-    lifecycle.check_together(runs)
+    lifecycle.check_together(runs, warnings)
     shared_space(runs, needs, camp.source)
     if camp.policy.concurrent:
         lifecycle.check_concurrent(runs, camp.source)

@@ -25,7 +25,7 @@ from pgrig.cluster.server import InitdbOptions, initdb_options
 from pgrig.conninfo import Conn
 from pgrig.errors import HostUnusable
 from pgrig.hosts import owner
-from pgrig.hosts.executor import Executor
+from pgrig.hosts.executor import RECONNECT_S, Executor
 from pgrig.pgsource.binaries import PgBinaries
 
 SUPERUSER = "postgres"
@@ -107,7 +107,12 @@ class HostedServer:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.close()
+        try:
+            self.close()
+        except HostUnusable:
+            if exc[0] is None:
+                raise
+            # the error on its way out says it first (the step that found the host away)
 
     def _run(self, argv: Sequence[str], what: str, timeout: float = 30) -> str:
         return self.ex.run(argv, timeout=timeout, what=what).stdout
@@ -262,6 +267,15 @@ class HostedServer:
         """Stop it (fast, then harder); then remove the directories pgrig made."""
         if self._kept:
             return
+        # Its host's SSH lost during the last step: reached again (bounded), else
+        # `stop` read a closed connection as "not running" and left it running.
+        if self.ex.connection_lost() and not self.ex.reconnect(RECONNECT_S):
+            raise HostUnusable(
+                f"lost the SSH connection to {self.ex.name} and could not reconnect in "
+                f"{RECONNECT_S:.0f} s: the server in {self.workdir} there may still run",
+                hint=f"once {self.ex.name} answers (pgrig hosts check -i FILE): pgrig clean "
+                "--inventory FILE stops it and removes its directory (its pgrig is gone)",
+            )
         if self._pm is not None:
             self._pm.stop(60)  # fast, immediate, then QUIT and KILL
         for path in reversed(self._extra):

@@ -93,7 +93,7 @@ def check_cmd(inventory_path: Path, names: tuple[str, ...], fmt: str) -> None:
     outcomes = preflight.reach_all(hosts)
     reached = [o for o in outcomes if not isinstance(o, HostUnusable)]
     try:
-        with proc.ContextPool(max_workers=max(1, min(16, len(reached)))) as pool:
+        with proc.ContextPool(max_workers=max(1, min(preflight.AT_ONCE, len(reached)))) as pool:
             found = list(pool.map(lambda r: facts.gather(*r), reached))
     finally:
         for ex, _ in reached:

@@ -189,6 +189,11 @@ class Started(ABC):
         return self.poll()
 
 
+# How long a server's host may take to answer SSH again before pgrig gives up on
+# it (the study stops, exit 7): sshd restarted by systemd takes a second or two.
+RECONNECT_S = 20.0
+
+
 class Executor(ABC):
     """Commands, processes and files on one host."""
 
@@ -217,6 +222,16 @@ class Executor(ABC):
         """The host reached anew, for an executor whose connection can be lost
         (SSH): what stops a lost host's processes once it answers again."""
         return self
+
+    def connection_lost(self) -> bool:
+        """Whether the way to the host is gone (an SSH connection closed): then
+        nothing read through it says anything about the host."""
+        return False
+
+    def reconnect(self, within_s: float) -> bool:
+        """Reach the host again in place (every holder of this executor goes on
+        with it), trying for up to ``within_s`` seconds; False: still away."""
+        return True
 
     @abstractmethod
     def _start(self, argv: Sequence[str], *, env: Mapping[str, str] | None, stdin: bool) -> Started:

@@ -33,7 +33,9 @@ _ALIASES = {
     "ansible_private_key_file": "ansible_ssh_private_key_file",
 }
 _NAME = re.compile(r"^[A-Za-z0-9_.:\[\]-]+$")
-_RANGE = re.compile(r"\[(\d+):(\d+)\]")
+# Ansible's host ranges: numbers (zero padding kept) or single letters, an
+# optional stride: db[01:03], x[a:c], web[1:9:2]
+_RANGE = re.compile(r"\[(\d+|[a-zA-Z]):(\d+|[a-zA-Z])(?::(\d+))?\]")
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,7 @@ class Host:
     user: str | None = None  # None: ssh's default (the current user)
     key_file: Path | None = None
     local: bool = False  # ansible_connection=local: no SSH, this machine
+    become: bool | None = None  # ansible_become: False forbids sudo; None: as needed
     groups: tuple[str, ...] = ()
     where: str = ""  # "hosts.ini:4": where the host was defined, for messages
 
@@ -105,11 +108,13 @@ def load(path: Path) -> Inventory:
             f"inventory {path} {why}", hint="give the path of an Ansible inventory file"
         )
     try:
-        text = path.read_text(encoding="utf-8")
+        # utf-8-sig: a BOM (Windows editors) read "a pattern? write it out" (issue 40.15)
+        text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"inventory {path} cannot be read: {exc}") from None
     _refuse_unread(path, text)
     hosts, groups = (_read_yaml if _looks_yaml(text) else _read_ini)(path, text)
+    _vars_beside(path, hosts, groups)
     read = _finish(path, hosts, groups)
     if not read.hosts:
         raise UsageError(
@@ -136,6 +141,11 @@ def _refuse_unread(path: Path, text: str) -> None:
 
 
 _STATIC = (".ini", ".yml", ".yaml", ".cfg", "")
+# Ansible's spellings of a boolean variable (YAML gives Python's bools)
+_BOOLEANS = {
+    **dict.fromkeys(("true", "yes", "on", "1", "t", "y"), True),
+    **dict.fromkeys(("false", "no", "off", "0", "f", "n"), False),
+}
 
 
 def _looks_yaml(text: str) -> bool:
@@ -156,14 +166,25 @@ def _expand(name: str, where: str) -> list[str]:
                 f"{where}: {name!r} is not a host name", hint="a pattern? write it out"
             )
         return [name]
-    lo, hi = m.group(1), m.group(2)
-    if int(lo) > int(hi):
-        raise UsageError(f"{where}: host range {m.group(0)} runs backwards")
+    lo, hi, stride = m.group(1), m.group(2), int(m.group(3) or 1)
+    letters = lo.isalpha()
+    if letters != hi.isalpha() or stride < 1:
+        raise UsageError(
+            f"{where}: host range {m.group(0)} in {name!r} mixes a letter and a number, or has "
+            "stride 0",
+            hint="write [01:09], [a:f] or [1:9:2]",
+        )
+    first, last = (ord(lo), ord(hi)) if letters else (int(lo), int(hi))
+    if first > last:
+        raise UsageError(f"{where}: host range {m.group(0)} in {name!r} runs backwards")
     width = len(lo) if lo.startswith("0") else 0
     return [
         out
-        for i in range(int(lo), int(hi) + 1)
-        for out in _expand(name[: m.start()] + str(i).zfill(width) + name[m.end() :], where)
+        for i in range(first, last + 1, stride)
+        for out in _expand(
+            name[: m.start()] + (chr(i) if letters else str(i).zfill(width)) + name[m.end() :],
+            where,
+        )
     ]
 
 
@@ -313,6 +334,58 @@ def _read_yaml(path: Path, text: str) -> tuple[dict[str, _Draft], dict[str, _Dra
     return hosts, groups
 
 
+def _vars_beside(path: Path, hosts: dict[str, _Draft], groups: dict[str, _Draft]) -> None:
+    """``group_vars/`` and ``host_vars/`` beside the inventory, as Ansible reads
+    them: ``NAME``, ``NAME.yml``, ``NAME.yaml`` or ``NAME.json``, or a directory
+    ``NAME/`` of such files (in name order); over the inventory file's own
+    variables of that group or host (issue 40.15: ignored, then exit 7 on the
+    unresolved name)."""
+    for kind, drafts in (("group_vars", groups), ("host_vars", hosts)):
+        folder = path.parent / kind
+        if not folder.is_dir():
+            continue
+        for entry in sorted(folder.iterdir()):
+            name = entry.stem if entry.suffix in (".yml", ".yaml", ".json") else entry.name
+            if name.startswith(".") or name not in drafts:
+                continue  # a group or host this inventory does not hold
+            found = sorted(entry.iterdir()) if entry.is_dir() else [entry]
+            for file in found:
+                if file.is_file() and not file.name.startswith("."):
+                    drafts[name].vars.update(_vars_file(file, name, kind))
+
+
+def _vars_file(path: Path, name: str, kind: str) -> dict[str, object]:
+    import yaml
+
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{kind} file {path} cannot be read: {exc}") from None
+    if text.startswith("$ANSIBLE_VAULT;"):
+        raise UsageError(
+            f"{kind} file {path} is encrypted with Ansible Vault, which pgrig does not open",
+            hint="decrypt the variables pgrig reads (ansible_host, ...) into a plain file "
+            "beside it, or into the inventory",
+        )
+    try:
+        data = yaml.safe_load(text)  # JSON is YAML
+    except yaml.YAMLError as exc:
+        raise UsageError(f"{kind} file {path}: not valid YAML: {exc}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise UsageError(
+            f"{kind} file {path}: the variables of {name} are a mapping (ansible_host: ...)"
+        )
+    for k, v in data.items():
+        if "{{" in str(v):
+            raise UsageError(
+                f"{kind} file {path}: {k} uses a Jinja template ({v}), which pgrig does not expand",
+                hint=f"write the value itself: {k}: 10.0.0.5",
+            )
+    return {str(k): v for k, v in data.items()}
+
+
 def _members(groups: Mapping[str, _Draft], name: str, seen: tuple[str, ...] = ()) -> list[str]:
     if name in seen:
         raise UsageError(
@@ -377,13 +450,35 @@ def _host(name: str, where: str, values: Mapping[str, object], groups: tuple[str
         )
     key = values.get("ansible_ssh_private_key_file")
     user = values.get("ansible_user")
+    # This machine without an address: its loopback ("cannot resolve db1" before).
+    address = str(values.get("ansible_host", "127.0.0.1" if connection == "local" else name))
+    if ":" in address:  # `hosts check` passed it, `run` failed (exit 7): refused in both now
+        raise UsageError(
+            f"{where}: host {name!r} has ansible_host={address}, an IPv6 address: pgrig's "
+            "servers listen on, and admit their load hosts from, IPv4 addresses only",
+            hint="give the host's IPv4 address, or a name that resolves to one",
+        )
+    become = values.get("ansible_become")
+    if become is not None and str(become).lower() not in _BOOLEANS:
+        raise UsageError(
+            f"{where}: host {name!r} has ansible_become={become!r}",
+            hint="ansible_become is true or false",
+        )
+    method = str(values.get("ansible_become_method", "sudo"))
+    if method != "sudo" or str(values.get("ansible_become_user", "root")) != "root":
+        raise UsageError(
+            f"{where}: host {name!r} becomes root by "
+            f"{method} as {values.get('ansible_become_user', 'root')}: pgrig uses sudo to root",
+            hint="ansible_become_method=sudo (ansible_become_user=root), or ansible_user=root",
+        )
     return Host(
         name=name,
-        address=str(values.get("ansible_host", name)),
+        address=address,
         port=int(port_text),
         user=str(user) if user else None,
         key_file=Path(str(key)).expanduser() if key else None,
         local=connection == "local",
+        become=None if become is None else _BOOLEANS[str(become).lower()],
         groups=groups,
         where=where,
     )

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+
+import click
 
 from pgrig import proc
 from pgrig.errors import HostUnusable, PgrigError
@@ -71,6 +74,13 @@ def root_access(ex: Executor) -> Access:
     who = ex.run(["id", "-un"], timeout=30, what="id").stdout.strip()
     if ex.run(["id", "-u"], timeout=30, what="id").stdout.strip() == "0":
         return Access(ex.name, who, sudo=False)
+    if ex.host.become is False:  # issue 40.15: sudo was used anyway
+        raise HostUnusable(
+            f"host {ex.host.describe()}: user {who} is not root and ansible_become is false: "
+            "pgrig creates users, directories and servers there, as root",
+            hint=f"set ansible_user=root, or ansible_become=true at {ex.host.where} (with "
+            f"passwordless sudo for {who})",
+        )
     sudo = ex.run(["sudo", "-n", "true"], timeout=30, check=False, what="sudo")
     if sudo.returncode == 0:
         if isinstance(ex, SshExecutor):
@@ -85,6 +95,9 @@ def root_access(ex: Executor) -> Access:
 
 
 Reached = tuple[Executor, Access]
+# Hosts reached (and asked) at once: each SSH session is two sshd processes on
+# its host, and many names may be one machine.
+AT_ONCE = 16
 
 
 def reach_all(hosts: Sequence[Host]) -> list[Reached | HostUnusable]:
@@ -100,13 +113,34 @@ def reach_all(hosts: Sequence[Host]) -> list[Reached | HostUnusable]:
             raise
 
     results: list[Reached | HostUnusable] = []
-    with proc.ContextPool(max_workers=max(1, min(16, len(hosts)))) as pool:
+    progress = _Progress(len(hosts))
+    with proc.ContextPool(max_workers=max(1, min(AT_ONCE, len(hosts)))) as pool:
         for future in [pool.submit(one, h) for h in hosts]:
             try:
                 results.append(future.result())
             except HostUnusable as exc:
                 results.append(exc)
+            progress.done(len(results))
     return results
+
+
+class _Progress:
+    """More hosts than are reached at once: how many so far, on stderr every few
+    seconds (a 999-host inventory said nothing for 464 s: issue 40.14)."""
+
+    EVERY_S = 3.0
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.last = time.monotonic()
+
+    def done(self, count: int) -> None:
+        if self.total <= AT_ONCE:
+            return
+        now = time.monotonic()
+        if now - self.last >= self.EVERY_S or count == self.total:
+            self.last = now
+            click.echo(f"reached {count} of {self.total} hosts ({AT_ONCE} at a time)", err=True)
 
 
 def refusal(failed: Sequence[HostUnusable]) -> HostUnusable:

@@ -23,6 +23,7 @@ import contextlib
 import shlex
 import signal
 import threading
+import time
 from collections.abc import Awaitable, Coroutine, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -236,6 +237,25 @@ class SshExecutor(Executor):
         again = SshExecutor.connect(self.host)
         again.sudo = self.sudo
         return again
+
+    def connection_lost(self) -> bool:
+        return bool(self._conn.is_closed())
+
+    def reconnect(self, within_s: float) -> bool:
+        """A new connection in place of a closed one (sshd's session process
+        killed, its listener alive: issue 40.10), tried every 2 s."""
+        deadline = time.monotonic() + within_s
+        while True:
+            try:
+                conn = call(_connect(self.host), CONNECT_TIMEOUT_S + 5, f"reaching {self.name}")
+            except (SshConnectError, ToolError):
+                if time.monotonic() + 2 >= deadline:
+                    return False
+                time.sleep(2)
+                continue
+            old, self._conn, self._sftp = self._conn, conn, None
+            old.close()
+            return True
 
     def connection(self) -> asyncssh.SSHClientConnection:
         return self._conn

@@ -22,7 +22,7 @@ import os
 import statistics
 import time
 from collections.abc import Collection, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from pgrig import environment
@@ -440,6 +440,21 @@ def disturbance(mon: MonitorResult) -> str:
     # the device's busy share, which also decided, is not in the record: the
     # recorded sentences say which reasons there were
     return "; ".join(again) if len(again) == len(d.reasons) else d.summary
+
+
+def also(disturbed: Disturbance | None, reason: str, thresholds: Thresholds) -> Disturbance:
+    """``disturbed`` with one more reason that is not another process's load (a
+    load host held back: issue 40.11); a disturbance of its own when there was none."""
+    if disturbed is not None:
+        return replace(disturbed, reasons=(*disturbed.reasons, reason))
+    return Disturbance(
+        reasons=(reason,),
+        cpu_pct=0.0,
+        io_share=None,
+        top=(),
+        cpu_threshold_pct=thresholds.cpu_pct,
+        io_threshold_share=thresholds.io_share,
+    )
 
 
 def is_disturbed(mon: MonitorResult | None) -> bool:

@@ -71,7 +71,9 @@ def parse_stat(text: str) -> Stat:
             continue
         if key in ("cpu", "ctxt", "procs_running", "procs_blocked", "btime"):
             values[key] = [int(v) for v in parts[1:]]
-    cpu = values["cpu"] + [0] * 10  # old kernels have fewer columns
+    # old kernels have fewer columns; none: the file could not be read (a host's
+    # SSH lost), said in the monitor's notes (it was KeyError: 'cpu', issue 40.10)
+    cpu = values.get("cpu", []) + [0] * 10
     return Stat(
         user=cpu[0],
         nice=cpu[1],

@@ -498,6 +498,8 @@ class Watch:
         others, disturbed = interference.assess(
             samples, self._meter.ledger.top(ncpu), self.thresholds
         )
+        if (held := self.ctx.load_imbalance) is not None:
+            disturbed = interference.also(disturbed, held, self.thresholds)
         points = tuple(getattr(run, "progress", ()) or ())
         return MonitorResult(
             interval_s=self.interval,

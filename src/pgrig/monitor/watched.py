@@ -48,6 +48,11 @@ class Watched(Protocol):
         ...
 
     @property
+    def load_imbalance(self) -> str | None:
+        """A load host held back against the others, in a sentence; None: none."""
+        ...
+
+    @property
     def client_started(self) -> float | None:
         """When a pgbench running elsewhere started (epoch seconds); None: here."""
         ...

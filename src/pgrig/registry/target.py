@@ -367,9 +367,10 @@ class TargetKind(ABC, Generic[OptionsT, StateT]):
         (raise a ``PgrigError`` naming the target, the key and the fix). What
         the user should know but is no error goes to ``notes``."""
 
-    def check_together(self, targets: Sequence[Target]) -> None:
+    def check_together(self, targets: Sequence[Target], notes: list[str]) -> None:
         """What can only be refused over all this kind's targets at once (their
-        backing files on one disk); called after every ``check``."""
+        backing files on one disk); called after every ``check``. What is no
+        error but should be known goes to ``notes``."""
         return None
 
     def build_step(self, spec: TargetSpec) -> Step | None:

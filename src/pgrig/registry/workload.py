@@ -55,11 +55,11 @@ class TargetView(Protocol):
     def load_hosts(self) -> int: ...  # machines each running the clients (1: this one)
 
 
-def on_hosts(target: TargetView, clients: int) -> str:
-    """A step label's note of the load hosts: each runs ``clients``, the report
-    counts them together."""
+def on_hosts(target: TargetView, clients: int, what: str = "clients") -> str:
+    """A step label's note of the load hosts: each runs ``clients`` (or TPC-C's
+    connections: ``what``), the report counts them together."""
     n = target.load_hosts
-    return "" if n <= 1 else f" on each of {n} load hosts ({clients * n} clients)"
+    return "" if n <= 1 else f" on each of {n} load hosts ({clients * n} {what})"
 
 
 def _no_steps(_target: TargetView) -> Sequence[Step]:

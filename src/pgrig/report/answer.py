@@ -79,6 +79,16 @@ def _tps(runs: Sequence[PgbenchRun]) -> str:
     return f"{fmt.rate(spread.median)} tps ({said or 'one run'})"
 
 
+def _at(clients: int, runs: Sequence[PgbenchRun]) -> str:
+    """'4 clients', or '2 clients on each of 2 load hosts (4 in all)' where the
+    runs counted more than the point's key (issue 40.16: "at 2 clients" beside a
+    table of 4)."""
+    total = runs[0].clients if runs else clients
+    if clients <= 0 or total == clients or total % clients:
+        return fmt.clients(clients)
+    return f"{fmt.clients(clients)} on each of {total // clients} load hosts ({total} in all)"
+
+
 def peak_lines(ev: Evidence) -> list[str]:
     if not ev.targets:
         return []
@@ -89,7 +99,7 @@ def peak_lines(ev: Evidence) -> list[str]:
         peak = max(medians, key=lambda c: medians[c])
         text = (
             f"{point_words(curve, ev.scaled(curve))}: peak {_tps(by_clients[peak])} at "
-            f"{fmt.clients(peak)}"
+            f"{_at(peak, by_clients[peak])}"
         )
         if len(medians) > 1:
             text += "; " + _growth(ev, target, curve, medians)

@@ -61,7 +61,7 @@ class LabKind(Throwaway[LabSpec | None]):
         lab, unavailable = _check_lab(spec, demands.need_bytes)
         return replace(checked, unavailable=unavailable, state=lab)
 
-    def check_together(self, targets: Sequence[Target]) -> None:
+    def check_together(self, targets: Sequence[Target], notes: list[str]) -> None:
         """The lab's backing files of all targets on one host filesystem must fit it
         together (they exist at once); refused before anything is created."""
         by_base: dict[int, tuple[Path, int, list[str]]] = {}

@@ -32,9 +32,9 @@ import socket
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from pgrig import registry
+from pgrig import proc, registry
 from pgrig.cluster import profiles
 from pgrig.cluster.hosted import SUPERUSER, HostedServer, ServerSpec, Workdir, make_workdir
 from pgrig.cluster.server import InitdbOptions, initdb_version_args
@@ -54,7 +54,7 @@ from pgrig.registry.target import (
 )
 from pgrig.schema import Schema, custom, port, text
 from pgrig.schema import Table as Keys
-from pgrig.targets import loadhosts
+from pgrig.targets import loadhosts, remote_refuse
 from pgrig.targets.loadhosts import LOAD_HOSTS
 from pgrig.targets.remote_refuse import load_fits, load_hosts_key, server_loads, shared_ports
 from pgrig.targets.throwaway import find_binaries, no_named_tablespace
@@ -67,6 +67,9 @@ if TYPE_CHECKING:
     from pgrig.results import RunRecord, Study
 
 SERVER_TOOLS = ("postgres", "initdb", "pg_isready")
+T = TypeVar("T")
+
+
 SCHEMA = Schema(
     "[[target]] remote",
     text("host", None, "the inventory host the server runs on (chooses this kind)"),
@@ -206,7 +209,7 @@ def _versions(
             hint=f"set pg_bin to a {there} installation here, or host_pg_bin to a {here} one "
             f"on {db.name}",
         )
-    found = tuple(facts.load_host(ex, bin_dir) for ex in loaders)
+    found = tuple(_each(loaders, lambda ex: facts.load_host(ex, bin_dir)))
     majors = {f.major for f in found if f.major is not None}
     if len(majors) > 1:
         raise UsageError(
@@ -237,12 +240,39 @@ def _missing(db: Executor, loaders: Sequence[Executor], bin_dir: str) -> list[st
     ]
     if db not in loaders and not _has_python(db):
         out.append(f"{db.name} has no python3 (it reads the host's environment)")
-    for ex in loaders:
+
+    def lacks(ex: Executor) -> list[str]:
+        out = []
         if not ex.exists(f"{bin_dir}/pgbench"):
             out.append(f"load host {ex.name} has no {bin_dir}/pgbench")
         if not _has_python(ex):
             out.append(f"load host {ex.name} has no python3 (the start barrier's waiter)")
-    return out
+        return out
+
+    return out + [line for lines in _each(loaders, lacks) for line in lines]
+
+
+def _each(executors: Sequence[Executor], fn: Callable[[Executor], T]) -> list[T]:
+    """``fn`` on every host at once, as many at a time as the preflight reaches
+    them (``preflight.AT_ONCE``), in the hosts' order."""
+    with proc.ContextPool(max_workers=max(1, min(preflight.AT_ONCE, len(executors)))) as pool:
+        return list(pool.map(fn, executors))
+
+
+# The largest machine a profile is rendered for before any host is reached: a
+# profile's max_connections that grows with RAM or CPUs is at its highest there,
+# so clients beyond it are refused without contacting a host.
+_ANY_HOST = profiles.Machine(ram_bytes=2**40, cpus=256)
+
+
+def _fits_anywhere(
+    spec: TargetSpec, bins: PgBinaries, demands: Demands, server: Host, load: Sequence[Host]
+) -> None:
+    try:
+        rough, _ = _profile(spec, bins, server.name, _ANY_HOST, [], demands.source)
+    except PgrigError:
+        return  # the profile rendered for the host itself says what is wrong
+    load_fits(spec, rough, demands, load)
 
 
 class RemoteKind(TargetKind[RemoteOptions, Hosts]):
@@ -275,6 +305,7 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
                 f"target host {values['host']!r}: no inventory says where it is",
                 hint='add inventory = "hosts.ini" to [campaign] (or to the target)',
             )
+        remote_refuse.here_only_keys(table, values["host"])
         if not Path(values["inventory"]).is_file():
             raise table.inherited("inventory").error(
                 "inventory",
@@ -315,6 +346,13 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
         bins = find_binaries(spec, binaries.CLIENT_TOOLS)  # loads and warm-ups run from here
         initdb_version_args(_initdb(spec), bins)  # refused now what this major's initdb lacks
         bin_dir = opts.host_pg_bin or str(bins.bin_dir)
+        # What needs no host first: a 999-host inventory was contacted for 464 s,
+        # then refused on max_connections (issue 40.14).
+        remote_refuse.log_directory(spec)
+        remote_refuse.reachable_server(spec, server[0], load_hosts)
+        remote_refuse.one_machine_once(spec, load_hosts, notes)
+        _fits_anywhere(spec, bins, demands, server[0], load_hosts)
+        address = _ip(server[0].address)
         executors = self._pool.get(_distinct(server[0], load_hosts))
         by_name = {ex.name: ex for ex in executors}
         try:
@@ -325,6 +363,8 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
             )
             free = executors[0].free_bytes(TMP)
             cpus, memory = facts.size(executors[0])
+            remote_refuse.host_directories(spec, executors[0])
+            remote_refuse.port_free(spec, executors[0], server[0], address, opts.port)
         except BaseException:
             self._pool.close()  # refused: no study runs on them
             raise
@@ -347,7 +387,6 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
         load_fits(spec, profile, demands, load_hosts)
         notes += server_loads(spec.name, server[0], load_hosts, opts.load_hosts)
         self._seen |= {h.name: h for h in (server[0], *load_hosts)}
-        address = _ip(server[0].address)
         clients = {_ip(h.address) for h in load_hosts} | {_source_ip(address, opts.port)}
         hosts = Hosts(
             server[0], load_hosts, bin_dir, address, tuple(f"{ip}/32" for ip in sorted(clients)),
@@ -358,9 +397,12 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
         # logs are kept. The profile is the host's (its memory, not this machine's).
         return Checked(bins, profile, None, owned=True, state=hosts)
 
-    def check_together(self, targets: Sequence[Target]) -> None:
+    def check_together(self, targets: Sequence[Target], notes: list[str]) -> None:
         shared_ports([(t.name, self.state(t).server.name, self.state(t).address,
                        self.options(t.spec).port) for t in targets])  # fmt: skip
+        remote_refuse.servers_of_others(
+            [(t.name, self.state(t).server, self.state(t).load) for t in targets], notes
+        )
 
     @contextlib.contextmanager
     def _host_side(self, t: Target, keep: Callable[[], bool]) -> Iterator[_Open]:
@@ -373,7 +415,10 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
             executors = stack.enter_context(self._pool.claimed(_distinct(hosts.server, hosts.load)))
             db = executors[0]
             home = make_workdir(db)
-            stack.callback(lambda: None if keep() else db.remove_tree(home.path))
+            # (a host that could not be reached again was said by the server's close)
+            stack.callback(
+                lambda: None if keep() or db.connection_lost() else db.remove_tree(home.path)
+            )
             probes = f"{home.path}/probes"
             db.run(["mkdir", "--", probes], timeout=30, what="mkdir")
             opened = _Open(executors, home, probes)

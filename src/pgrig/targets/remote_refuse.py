@@ -1,16 +1,27 @@
 """What a remote target refuses over its hosts before anything exists (issue 32):
 clients that every load host opens against the server's max_connections, and
-two servers on one host and port, and a ``load_hosts`` key that names none."""
+two servers on one host and port, and a ``load_hosts`` key that names none.
+Issue 40 (13, 12): keys that would act on this machine and not on the host,
+a ``directory`` here that cannot be made, a server on loopback for load hosts
+elsewhere, one machine named twice among the load hosts (all of which need no
+host); the host's own refusals (a port something listens on, a read-only
+``wal_directory`` or tablespace directory) once it is reached."""
 
 from __future__ import annotations
 
+import ipaddress
+import socket
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from pgrig.errors import UsageError
+from pgrig.cluster import workdir
+from pgrig.errors import PgrigError, UsageError, WorkdirError
+from pgrig.hosts import owner
+from pgrig.hosts.executor import Executor
 from pgrig.hosts.inventory import Host
 from pgrig.schema import Table as Keys
+from pgrig.storage.keys import LAB_SCHEMA
 from pgrig.targets.throwaway import connections_fit
 
 if TYPE_CHECKING:
@@ -68,3 +79,178 @@ def load_hosts_key(t: Keys, key: str, default: object) -> tuple[str, ...]:
             "leave it out to run pgbench on the server's host",
         )
     return names
+
+
+# What each key does on a local target, and why a remote one cannot: the storage
+# lab builds filesystems, cgroups, cpusets and FUSE layers on this machine.
+_HERE_ONLY = {
+    **{k: "the storage lab builds it on this machine" for k in LAB_SCHEMA.names},
+    "os_user": "the server on a host runs as that host's postgres account, which pgrig makes",
+}
+
+
+def here_only_keys(table: Keys, host: str) -> None:
+    """Keys a remote target would accept and not apply (issue 40.12: fs, size,
+    memory, cpus, latency and os_user were silently ignored, exit 0)."""
+    for key in _HERE_ONLY:
+        if key in table.data:
+            raise table.error(
+                key,
+                f"{key} is not applied to a server on a remote host ({host}): {_HERE_ONLY[key]}",
+                hint=f"drop {key} from this target, or run the target on this machine "
+                "(directory = ... without host)",
+            )
+
+
+def log_directory(spec: TargetSpec) -> None:
+    """``directory`` of a remote target is made here (the load hosts' logs):
+    refused now when it cannot be (issue 40.13: /proc/... tracebacked in
+    ``_log_root`` after the study existed)."""
+    if spec.directory is None:
+        return
+    existing = next(p for p in (spec.directory, *spec.directory.absolute().parents) if p.exists())
+    if not existing.is_dir():
+        raise WorkdirError(
+            f"target {spec.name}: directory {spec.directory} cannot be made: {existing} is a file",
+            hint="directory is where the load hosts' logs are kept on this machine: "
+            "give a directory you can write to",
+        )
+    workdir.check_target(
+        existing,
+        what=f"target {spec.name}: directory {spec.directory} (where the load hosts' logs "
+        "are kept, on this machine) cannot be made:",
+        option="directory",
+    )
+
+
+def _loopback(address: str) -> bool:
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return address == "localhost"
+
+
+def reachable_server(spec: TargetSpec, server: Host, load: Sequence[Host]) -> None:
+    """A server on this machine's loopback (``ansible_connection=local``) listens
+    where no other host can reach it."""
+    far = [h.name for h in load if not h.local]
+    if _loopback(server.address) and far:
+        raise UsageError(
+            f"target {spec.name}: the server's host {server.name} is {server.address} "
+            f"(loopback): load host {far[0]} could not reach it",
+            hint=f"give {server.name} this machine's network address: ansible_host=... at "
+            f"{server.where}",
+        )
+
+
+def one_machine_once(spec: TargetSpec, load: Sequence[Host], notes: list[str]) -> None:
+    """Load hosts that reach one sshd (one address and port) are one machine:
+    their pgbench would share its CPUs while the report counts them as hosts
+    (issue 40.13-14: 999 names of one address, 2,000 sshd processes on it).
+    Refused over SSH; this machine's names (``ansible_connection=local``) are
+    said, as tests run several pgbench here on purpose."""
+    by_place: dict[tuple[str, int] | None, list[Host]] = {}
+    for h in load:
+        by_place.setdefault(None if h.local else (h.address, h.port), []).append(h)
+    for place, hosts in by_place.items():
+        if len(hosts) < 2:
+            continue
+        names = ", ".join(h.name for h in hosts[:4]) + (
+            f", ... ({len(hosts)} hosts)" if len(hosts) > 4 else ""
+        )
+        if place is None:
+            notes.append(
+                f"target {spec.name}: load hosts {names} are all this machine "
+                "(ansible_connection=local): their pgbench share its CPUs"
+            )
+            continue
+        raise UsageError(
+            f"target {spec.name}: load hosts {names} are one machine ({place[0]} port "
+            f"{place[1]}): their pgbench would share its CPUs while the report counted "
+            f"{len(hosts)} hosts",
+            hint="name each machine once in load_hosts, or give each its own ansible_host "
+            f"(at {hosts[1].where})",
+        )
+
+
+def port_free(spec: TargetSpec, ex: Executor, server: Host, address: str, port: int) -> None:
+    """The server's port on its host: sshd's, or one something listens on already
+    (issue 40.13: port = 22 failed after the study was created). A server a dead
+    pgrig left is not refused: the run stops it first (``pgrig.hosts.owner``)."""
+    if port == server.port and not server.local:
+        raise UsageError(
+            f"target {spec.name}: port {port} on {server.name} is its SSH port "
+            f"(ansible_port): the server could not listen there",
+            hint="leave port out (5432), or give another free port",
+        )
+    try:  # a connect is a read: it changes nothing on the host
+        with socket.create_connection((address, port), timeout=3):
+            taken = True
+    except OSError:
+        taken = False
+    if taken and not _left_by_dead_pgrig(ex, port):
+        raise UsageError(
+            f"target {spec.name}: something already listens on {server.name} "
+            f"{address}:{port}: the server could not listen there",
+            hint=f"give the target another port (port = {port + 1}), or stop what listens "
+            f"(a kept pgrig server: pgrig clean --inventory ...)",
+        )
+
+
+def _left_by_dead_pgrig(ex: Executor, port: int) -> bool:
+    """Whether a server a dead pgrig left on the host listens on ``port`` (its
+    postmaster.pid's fourth line): the run's clean stops it before the server starts."""
+    for left in owner.clean(ex, dry_run=True):
+        if left.owner is None or left.owner.kind != "server" or left.owner.alive():
+            continue
+        try:
+            lines = ex.read_text(f"{left.directory}/data/postmaster.pid").splitlines()
+        except (OSError, PgrigError):  # gone meanwhile, or never started
+            continue
+        if len(lines) > 3 and lines[3].strip() == str(port):
+            return True
+    return False
+
+
+def host_directories(spec: TargetSpec, ex: Executor) -> None:
+    """``wal_directory`` and tablespace directories are the server's host's: each
+    must be a directory there that root can write in (a real write: a read-only
+    mount failed at initdb, exit 1, after the study and its report existed)."""
+    given = [("wal_directory", str(spec.wal_directory) if spec.wal_directory else None)]
+    given += [(k, getattr(spec, k)) for k in ("tablespace", "index_tablespace")]
+    for key, path in given:
+        if not path or not path.startswith("/"):
+            continue  # a tablespace's name: no_named_tablespace refused it already
+        if not ex.run(["test", "-d", path], timeout=30, check=False, what="test").ok:
+            raise UsageError(
+                f"target {spec.name}: {key} {path} is not a directory on {ex.name}",
+                hint=f"create it on {ex.name} (on the disk to test), or fix {key}",
+            )
+        probe = ex.run(
+            ["mktemp", "-d", "-p", path, ".pgrig-write-test-XXXXXX"],
+            timeout=30, check=False, what="mktemp",
+        )  # fmt: skip
+        if not probe.ok:
+            why = (probe.stderr.strip().splitlines() or ["not writable"])[-1]
+            raise WorkdirError(
+                f"target {spec.name}: {key} {path} on {ex.name} is not writable ({why})",
+                hint=f"make {path} writable on {ex.name} (a read-only mount?), or point "
+                f"{key} elsewhere",
+            )
+        ex.run(["rmdir", "--", probe.stdout.strip()], timeout=30, check=False, what="rmdir")
+
+
+def servers_of_others(
+    targets: Sequence[tuple[str, Host, Sequence[Host]]], notes: list[str]
+) -> None:
+    """A load host that is another target's server host: that server lives for the
+    whole study (targets are interleaved), beside this target's pgbench."""
+    for name, _, load in targets:
+        for other, server, _ in targets:
+            for h in load:
+                if other != name and (h.address, h.port) == (server.address, server.port):
+                    notes.append(
+                        f"target {name}: load host {h.name} is target {other}'s server host "
+                        f"({server.name}): that server stays up for the whole study, so "
+                        f"{name}'s pgbench shares the host with it"
+                    )

@@ -13,7 +13,7 @@ from pgrig import calibration
 from pgrig.conninfo import Conn
 from pgrig.errors import UsageError
 from pgrig.policy import RunPolicy
-from pgrig.registry.workload import TargetView
+from pgrig.registry.workload import TargetView, on_hosts
 from pgrig.results import ProgressPoint
 from pgrig.step import Action, Call, Context, Prepare, Step, StepKey
 from pgrig.ui import Step as ProgressLine
@@ -258,7 +258,10 @@ def run_step(
             repeat if tp.repeat > 1 else None,
         ),
         kind="tpcc_run",
-        label=f"{target.name}: TPC-C {mode}-side, {tp.connections} connections, "
+        label=f"{target.name}: TPC-C {mode}-side, {tp.connections} connections"
+        # issue 40.16: "2 connections" where the report counted the hosts' 4
+        + on_hosts(target, tp.connections, "connections")
+        + ", "
         + ("" if active is None else f"{active} of {tp.warehouses} warehouses active, ")
         + f"{tp.duration_s} s",
         params={
