@@ -187,7 +187,22 @@ def test_per_transaction_cost_from_the_server_counters() -> None:
     a, b = run("a", 2, 1, 1000.0, 3.0), run("b", 2, 1, 1000.0, 3.0)
     records = [
         a,
-        monitored(a, RunTotals(2.0, 2000.0, 1, 1_200_000.0, 1900.0, 0.5)),
+        monitored(
+            a,
+            RunTotals(
+                2.0,
+                2000.0,
+                1,
+                1_200_000.0,
+                1900.0,
+                0.5,
+                wal_fpi=300.0,
+                wal_sync_ms=0.0,
+                device_reads=100.0,
+                device_writes=4000.0,
+                device_bytes=40_960_000.0,
+            ),
+        ),  # fmt: skip
         b,
         # PostgreSQL 13: no pg_stat_wal
         monitored(b, RunTotals(2.0, 2000.0, 0, None, None, 0.25), version=130000),
@@ -195,10 +210,32 @@ def test_per_transaction_cost_from_the_server_counters() -> None:
     table = cost.cost_table(records, ["a", "b"])
     assert table is not None
     rows = {r.cells[1]: r.cells[3:] for r in table.rows}
-    assert rows["a"] == ("600", "0.95", "0.250", "1 in 1 run")
-    assert rows["b"] == ("n/a (PG < 14)", "n/a (PG < 14)", "0.125", "0 in 1 run")
+    assert rows["a"] == (
+        "600 (0.15 FPI)", "0.95 (wait not timed)", "0.250", "0.05 / 2.00 (20.0 KiB)", "1 in 1 run"
+    )  # fmt: skip
+    assert rows["b"] == (
+        "n/a (PG < 14)", "n/a (PG < 14)", "0.125", "no device sampled", "0 in 1 run"
+    )  # fmt: skip
     # Unmonitored runs: no table of blanks.
     assert cost.cost_table([a, b], ["a", "b"]) is None
+    # What moved against a: the CPU halved; WAL not comparable (b has none).
+    moved = cost.moved_table(records, ["a", "b"], "a")
+    assert moved is not None
+    assert moved.rows[0].cells[1:] == ("b", "server CPU ms -50% (0.250 -> 0.125)")
+
+
+def test_what_moved_names_only_the_figures_past_the_threshold() -> None:
+    on, off = run("on", 2, 1, 1000.0, 3.0), run("off", 2, 1, 3000.0, 1.0)
+    records = [
+        on,
+        monitored(on, RunTotals(2.0, 2000.0, 0, 2_000_000.0, 1200.0, 1.0, wal_fpi=20.0)),
+        off,
+        monitored(off, RunTotals(2.0, 6000.0, 0, 6_300_000.0, 60.0, 3.1, wal_fpi=62.0)),
+    ]
+    moved = cost.moved_table(records, ["on", "off"], "on")
+    assert moved is not None and "against on" in moved.caption
+    # WAL bytes 1,000 -> 1,050 (+5%), FPI 0.01 -> 0.0103, CPU 0.5 -> 0.517: not named.
+    assert moved.rows[0].cells[2] == "WAL syncs -98% (0.60 -> 0.01)"
 
 
 # -- unsafe durability at the row ------------------------------------------------------
