@@ -9,9 +9,10 @@ per-second TPS overlaid per target (seed 002's chart).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import statistics
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from pgrig import registry, stats
 from pgrig.document import fmt
@@ -35,6 +36,7 @@ from pgrig.results import (
     FioResult,
     PgbenchInit,
     PgbenchRun,
+    ResultKind,
     RunRecord,
     SetupResult,
 )
@@ -171,7 +173,7 @@ def comparison_table(
     for key, per_target in sorted(runs_by_point(records).items(), key=point_order):
         _point_rows(key, per_target, progress, family, out)
     # Barriers only: a server setting (synchronous_commit) does not change a backup's rate.
-    rows = out.rows + summary_rows(records, baseline, others, family, out.storage_unsafe)
+    rows = out.rows + summary_rows(records, baseline, others, family, out.unsafe)
     return Table(
         columns=tuple(columns),
         rows=family.rows(rows),
@@ -363,12 +365,14 @@ def machine_rows(
 
 
 def _settings_row(meanings: Mapping[str, Meaning], baseline: str, others: list[str]) -> Row:
-    """Each target's settings that change the meaning, and which differ from the baseline's."""
+    """Each target's settings that change the meaning, and every setting (of all
+    the server reported) that differs from the baseline's: 'differs:
+    wal_compression=pglz' (a target whose server reported no settings: '')."""
     base = meanings.get(baseline)
     cells = ["PostgreSQL settings", base.line() if base else "not captured"]
     for t in others:
         mine = meanings.get(t)
-        differ = [k for k, v in (mine.values if mine else ()) if base and base.settings.get(k) != v]
+        differ = mine.differences(base) if mine and base else []
         cells += [
             mine.line() if mine else "not captured",
             f"differs: {', '.join(differ)}" if differ else ("same" if mine and base else ""),
@@ -381,17 +385,21 @@ def summary_rows(
     baseline: str,
     others: list[str],
     family: Family,
-    unsafe: Callable[[str], str] | None = None,
+    unsafe: Unsafe | None = None,
 ) -> list[Draft]:
     """A row per workload (and per point, for a kind that names its points) for
     every result kind that asks for one (``ResultKind.summary``): its metric per
-    target, and Welch's test against the baseline; ``unsafe``: what to say at a
-    target's figure when its storage or server does not make it durable."""
-    unsafe_of = unsafe or (lambda t: "")
+    target, and Welch's test against the baseline, then its p95/p99 when the kind
+    has them; ``unsafe``: what to say at a target's figure when its storage (or,
+    for a kind whose metric counts commits, its server) does not make it durable."""
     rows: list[Draft] = []
     for kind in registry.kinds().values():
         if kind.summary is None or kind.metric is None:
             continue
+
+        def unsafe_of(t: str, kind: ResultKind = kind) -> str:
+            return unsafe(t, server=kind.commits) if unsafe is not None else ""
+
         # (workload, point) -> target -> metrics; a point in the order first run
         values: dict[tuple[str, str], dict[str, list[float]]] = {}
         failed: dict[tuple[str, str], dict[str, int]] = {}
@@ -426,7 +434,58 @@ def summary_rows(
                 ]
             kind_ = FAILED if bad and not any(data.values()) else HEADLINE
             rows.append(Draft(tuple(cells), kind_))
+            if kind.latency is not None and (
+                lat := _kind_latency(kind, row, records, baseline, others)
+            ):
+                rows.append(lat)
     return rows
+
+
+class Unsafe(Protocol):
+    def __call__(self, target: str, *, server: bool = True) -> str: ...
+
+
+def _kind_latency(
+    kind: ResultKind,
+    row: tuple[str, str],
+    records: Sequence[RunRecord],
+    baseline: str,
+    others: list[str],
+) -> Draft | None:
+    """The p95/p99 row under a summary row (the medians over the repeats), with
+    the p99 against the baseline's as a ratio, as pgbench's latency row."""
+    assert kind.latency is not None
+    per: dict[str, list[tuple[float, float]]] = {}
+    for rec in kind.records(records):
+        point = kind.point(rec.params) if kind.point is not None else ""
+        if (str(rec.params.get("workload", kind.name)), point) != row:
+            continue
+        if (res := typed_result(rec)) is not None:
+            p95, p99 = kind.latency(res)
+            if p95 is not None and p99 is not None:
+                per.setdefault(rec.target, []).append((p95, p99))
+    if not per:
+        return None
+
+    def cell(t: str) -> str:
+        got = per.get(t)
+        if not got:
+            return ""
+        p95, p99 = (statistics.median(v[i] for v in got) for i in (0, 1))
+        return f"p95 {fmt.ms(p95)} / p99 {fmt.ms(p99)} ms"
+
+    base = [v[1] for v in per.get(baseline, [])]
+    cells: list[Cell] = [f"{kind.summary} ({', '.join(filter(None, row))}): {kind.latency_label}"]
+    cells.append(cell(baseline))
+    for t in others:
+        mine = [v[1] for v in per.get(t, [])]
+        ratio = ""
+        if base and mine and statistics.median(base) > 0:
+            r = statistics.median(mine) / statistics.median(base)
+            ratio = f"p99 {r:.2f}x higher" if r >= 1.005 else (
+                f"p99 {1 / r:.2f}x lower" if r <= 0.995 else "p99 the same")  # fmt: skip
+        cells += [cell(t), Quiet(ratio)]
+    return Draft(tuple(cells))
 
 
 def statements_table(

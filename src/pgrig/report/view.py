@@ -21,7 +21,7 @@ from pgrig.document.model import (
     Section,
     Table,
 )
-from pgrig.meaning import Meaning
+from pgrig.meaning import Meaning, meaning_of
 from pgrig.monitor.model import MONITOR
 from pgrig.probe import FIO, FSYNC, TIMING
 from pgrig.registry.shared import PGBENCH_RUN
@@ -306,24 +306,6 @@ def extra_sections(
 def _record_order(rec: RunRecord) -> tuple[int, str]:
     # Store ids follow execution order; records not yet stored keep their timestamps.
     return (rec.id if rec.id is not None else 1 << 62, rec.started_at)
-
-
-def meaning_of(study: Study, target: str) -> Meaning | None:
-    """The settings that change what the target's numbers mean, as its server
-    reported them (None when the server's settings were not captured)."""
-    declared = [t for t in study.params.get("targets") or [] if isinstance(t, dict)]
-    env = study.target_environments.get(target)
-    if env is None and len(declared) <= 1:  # one target: the study's own environment
-        env = study.environment
-    if env is None or env.postgres is None:
-        return None
-    spec = next((t for t in declared if t.get("name") == target), None)
-    if spec is None and len(declared) == 1:
-        spec = declared[0]
-    profile = study.params.get("profile")
-    if spec is not None:
-        profile = None if spec.get("dsn") else spec.get("profile", profile)
-    return Meaning.of(env.postgres.settings, str(profile) if profile else None)
 
 
 # --------------------------------------------------------------------------
