@@ -10,6 +10,7 @@ from pathlib import Path
 
 from pgrig.durability.model import Check, Crash, DurabilityResult
 from pgrig.durability.report import durable  # the durability workload brings its rule
+from pgrig.errors import ToolError
 from pgrig.meaning import Meaning
 from pgrig.monitor.model import MonitorResult, Verdict
 from pgrig.report import conclusions as c
@@ -487,6 +488,32 @@ def test_a_failed_load_is_said_before_any_comparison() -> None:
     many = [dataclasses.replace(load, key=f"b/tpcb/s{i}/init") for i in range(5)]
     text = c.draw(evidence([*records, *many]))[0].text
     assert text.startswith("5 steps failed on b:") and "; 2 more." in text
+
+
+def test_an_oom_killed_load_keeps_its_cause_not_its_progress_lines() -> None:
+    """The issue's study: an OOM-killed pgbench -i concluded with "...(100%) done
+    (elap..." - pgbench's progress, the kill cut off after it."""
+    records = runs("a", [100.0, 110.0]) + runs("b", [100.0, 104.0])
+    stderr = (MONITOR_DATA.parent / "pgbench_init_s2_client.stderr.txt").read_text()
+    stderr = stderr[: stderr.index("vacuuming")]  # killed while generating
+    error = ToolError("pgbench -i failed", returncode=-9, stderr=stderr)
+    reason = str(error) + (
+        "; the kernel OOM-killed 1 process(es) in the target's memory cgroup (256 MiB) "
+        "during this step: give the target more memory, or lower shared_buffers, "
+        "maintenance_work_mem or work_mem"
+    )  # as pgrig.recorder._oom_note words it
+    assert "done (elapsed" in reason
+    load = dataclasses.replace(
+        record("b", "tpcb/s2/init", "pgbench_init", run(1.0)),
+        status="failed", result=None, reason=reason,
+    )  # fmt: skip
+    first = c.draw(evidence([*records, load]))[0]
+    assert first.rule == "failed"
+    assert "done (elapsed" not in first.text and "(100%)" not in first.text
+    assert "pgbench -i failed (killed by SIGKILL)" in first.text
+    assert (
+        "the kernel OOM-killed 1 process(es) in the target's memory cgroup (256 MiB)" in first.text
+    )
 
 
 # -- io-cap -------------------------------------------------------------------

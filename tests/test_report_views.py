@@ -13,6 +13,8 @@ from pgrig.document.model import Section, Table
 from pgrig.meaning import meaning_of
 from pgrig.report import compare, view
 from pgrig.results import (
+    FsyncResult,
+    FsyncRow,
     PgbenchRun,
     ProgressPoint,
     RelationSize,
@@ -330,3 +332,28 @@ def test_the_tpcc_load_caption_says_how_each_load_was_made() -> None:
     assert "wal_level=minimal" in ways[1] and "keys and ANALYZE included" in ways[1]
     assert ways[2].startswith("loader not recorded over 2 parallel connections")
     assert table.caption.endswith("summed over the connections, which overlap")
+
+
+# -- a probe compared with itself ----------------------------------------------------
+
+
+def fsync(target: str, ops: float, directory: str = "/var/tmp") -> RunRecord:
+    result = FsyncResult(1.0, (FsyncRow("one 8kB write", "fdatasync", ops, 1e6 / ops),))
+    return rec(target, "probe/pg_test_fsync", "pg_test_fsync", result, directory=directory,
+               seconds_per_test=1)  # fmt: skip
+
+
+def test_a_probe_of_the_same_disk_per_target_is_not_a_difference() -> None:
+    """The issue's study: pg_test_fsync in one directory once per server setting,
+    read as "sync-off 6.7x slower" (395 vs 2,631 ops/s): one disk's noise."""
+    records = [fsync("sync-on", 2631.0), fsync("sync-off", 395.0), fsync("other", 400.0, "/mnt")]
+    table = compare.comparison_table(records, ["sync-on", "sync-off", "other"], "sync-on")
+    (row,) = [r for r in table.rows if r.cells[0] == "fdatasync 8K"]
+    assert "same storage as sync-on" in str(row.cells[3]) and "slower" not in str(row.cells[3])
+    assert "slower" in str(row.cells[5])  # another directory: compared
+    # A target behind a storage layer (a lab: a cap, a latency layer) is another disk.
+    info = LabInfo(description="ESSD PL1", directory="/var/tmp", disk="essd-pl1:100GiB")
+    lab = rec("sync-off", "storage/lab", "storage_lab", info)
+    table = compare.comparison_table([*records, lab], ["sync-on", "sync-off"], "sync-on")
+    (row,) = [r for r in table.rows if r.cells[0] == "fdatasync 8K"]
+    assert "slower" in str(row.cells[3])

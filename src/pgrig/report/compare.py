@@ -10,7 +10,7 @@ per-second TPS overlaid per target (seed 002's chart).
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -40,6 +40,7 @@ from pgrig.results import (
     RunRecord,
     SetupResult,
 )
+from pgrig.storage.kinds import LAB
 
 FIO_ROWS = (
     ("randwrite", "8k random write"),
@@ -123,15 +124,22 @@ class _Rows:
         values: dict[str, float | None],
         text: dict[str, str],
         higher_is_better: bool = True,
+        same: Collection[str] = (),
     ) -> None:
         """One row of a single value per target (a probe, a load); ``values``: a
         rate (``higher_is_better``, the difference in %) or a latency or a
-        duration (the ratio)."""
+        duration (the ratio); ``same``: targets whose probe measured the
+        baseline's own storage again (no difference to report)."""
         cells: list[Cell] = [label, text.get(self.baseline, "")]
         for t in self.others:
-            delta = single_delta(
+            delta: Cell = single_delta(
                 values.get(self.baseline), values.get(t), higher_is_better=higher_is_better
             )
+            if t in same:
+                delta = Quiet(
+                    f"the same storage as {self.baseline} (same directory, no layer): "
+                    "one disk measured twice, its noise and not a difference"
+                )
             cells += [text.get(t, ""), delta]
         self.rows.append(Draft(tuple(cells)))
 
@@ -165,7 +173,7 @@ def comparison_table(
     by_kind: ByKind = {}
     for rec in records:
         by_kind.setdefault(rec.kind, {}).setdefault(rec.target, []).append(rec)
-    _fsync_row(by_kind, out)
+    _fsync_row(by_kind, out, same_storage(by_kind, baseline, others, bool(machines)))
     _fio_rows(by_kind, out)
     if meanings and any(not (TIMING.holds(r) or FSYNC.holds(r) or FIO.holds(r)) for r in records):
         out.rows.append(Draft(_settings_row(meanings, baseline, others).cells))
@@ -183,7 +191,25 @@ def comparison_table(
     )
 
 
-def _fsync_row(by_kind: ByKind, out: _Rows) -> None:
+def same_storage(by_kind: ByKind, baseline: str, others: list[str], machines: bool) -> set[str]:
+    """The targets whose pg_test_fsync ran in the baseline's directory on the same
+    machine with no storage layer (lab) on either side: a server setting
+    (synchronous_commit, wal_compression) changes nothing a probe of the disk
+    measures, so two such probes differ by the disk's noise alone."""
+    if machines:
+        return set()
+    labs = set(by_kind.get(LAB.name, {}))
+
+    def directories(t: str) -> set[object]:
+        return {r.params.get("directory") for r in by_kind.get(FSYNC.name, {}).get(t, [])}
+
+    base = directories(baseline)
+    if not base or baseline in labs:
+        return set()
+    return {t for t in others if t not in labs and directories(t) == base}
+
+
+def _fsync_row(by_kind: ByKind, out: _Rows, same: Collection[str] = ()) -> None:
     """fsync 8K: the single-I/O latency that bounds synchronous commits, compared
     as a latency (us per op: '7.3x slower')."""
     values: dict[str, float | None] = {}
@@ -197,7 +223,8 @@ def _fsync_row(by_kind: ByKind, out: _Rows) -> None:
         if row is not None and row.usecs_per_op is not None:
             values[t] = row.usecs_per_op
     if text:
-        out.single("fdatasync 8K", values, out.flagged(text, server=False), higher_is_better=False)
+        flagged = out.flagged(text, server=False)
+        out.single("fdatasync 8K", values, flagged, higher_is_better=False, same=same)
 
 
 def _fio_rows(by_kind: ByKind, out: _Rows) -> None:

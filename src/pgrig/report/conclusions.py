@@ -43,6 +43,9 @@ order they are printed:
 
 from __future__ import annotations
 
+import contextlib
+import re
+import signal
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -116,8 +119,27 @@ FAILED_SHOWN = 3  # steps named in the sentence; the rest are counted
 REASON_CHARS = 160  # enough for libpq's 'connection ... failed: FATAL: ...' line
 
 
+# A tool's progress in its stderr excerpt ("9700000 of 10000000 tuples (97%) done
+# (elapsed ...)"): how far it got, never why it stopped.
+_PROGRESS = re.compile(r"\(\d+%\) done|^\.\.\.\(\d+%\)|done in [\d.]+ s")
+_OOM = "; the kernel OOM-killed "
+
+
 def _first_line(reason: str | None) -> str:
+    """The cause of a failure in one line: its first line without the tool's
+    progress lines, and the kernel's OOM kill when the recorder found one (it
+    comes last, after the excerpt, and was cut off with it)."""
     line = (reason or "no reason recorded").strip().splitlines()[0]
+    line, _, oom = line.partition(_OOM)
+    parts = [p for p in line.split(" | ") if not _PROGRESS.search(p)]
+    line = " | ".join(parts) if parts else line.split(" | ")[0]
+    if m := re.search(r"\(exit code -(\d+)\)", line):
+        with contextlib.suppress(ValueError):
+            line = line.replace(m[0], f"(killed by {signal.Signals(int(m[1])).name})")
+    if oom:
+        killed = "the kernel OOM-killed " + oom.split(" during this step", 1)[0]
+        room = REASON_CHARS - len(killed) - 2
+        return f"{line if len(line) <= room else line[: max(0, room - 3)] + '...'}; {killed}"
     return line if len(line) <= REASON_CHARS else line[: REASON_CHARS - 3] + "..."
 
 
