@@ -120,8 +120,9 @@ REASON_CHARS = 160  # enough for libpq's 'connection ... failed: FATAL: ...' lin
 
 
 # A tool's progress in its stderr excerpt ("9700000 of 10000000 tuples (97%) done
-# (elapsed ...)"): how far it got, never why it stopped.
-_PROGRESS = re.compile(r"\(\d+%\) done|^\.\.\.\(\d+%\)|done in [\d.]+ s")
+# (elapsed ...)", "vacuuming...", the excerpt's cut "...s)"): how far it got,
+# never why it stopped.
+_PROGRESS = re.compile(r"\(\d+%\) done|^\.\.\.|\.\.\.$|done in [\d.]+ s")
 _OOM = "; the kernel OOM-killed "
 
 
@@ -131,8 +132,11 @@ def _first_line(reason: str | None) -> str:
     comes last, after the excerpt, and was cut off with it)."""
     line = (reason or "no reason recorded").strip().splitlines()[0]
     line, _, oom = line.partition(_OOM)
-    parts = [p for p in line.split(" | ") if not _PROGRESS.search(p)]
-    line = " | ".join(parts) if parts else line.split(" | ")[0]
+    head, excerpt = "", line
+    if m := re.match(r"(.*?\(exit code -?\d+\)): (.*)", line):  # a ToolError: message, excerpt
+        head, excerpt = m[1], m[2]
+    parts = [p.strip() for p in excerpt.split(" | ") if not _PROGRESS.search(p.strip())]
+    line = ": ".join(x for x in (head, " | ".join(parts)) if x) or line
     if m := re.search(r"\(exit code -(\d+)\)", line):
         with contextlib.suppress(ValueError):
             line = line.replace(m[0], f"(killed by {signal.Signals(int(m[1])).name})")

@@ -6,12 +6,13 @@ records and the environment."""
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections.abc import Iterable, Sequence
 
 from pgrig.document import fmt
 from pgrig.document.model import FAILED, SKIPPED, Row, Section, Table
-from pgrig.monitor.model import MONITOR, Sample
+from pgrig.monitor.model import MONITOR, MonitorResult, Sample
 from pgrig.registry import typed_result
 from pgrig.registry.shared import PGBENCH_INIT, PGBENCH_RUN
 from pgrig.report.samples import SampleReader, own_samples
@@ -214,6 +215,67 @@ def _ratios(samples: Iterable[Sample]) -> tuple[float | None, float | None]:
     return buffer, cache
 
 
+# The FUSE process of a latency (or lossy) layer, by its command name (comm).
+LAYER_PROCESSES = ("pgrig-latency", "pgrig-lossyfs")
+NOT_SEEN = "not seen through the layer"
+_MISS = re.compile(r"\b(fdatasync|read): [^.]*?; ([\d.]+)x over the target")
+
+
+def layered(records: Sequence[RunRecord]) -> dict[str, LabInfo]:
+    """The targets behind a latency layer (a FUSE process serves their I/O): the
+    kernel counts no read_bytes for what it serves, so the server's own I/O and
+    page-cache figures are not seen through it."""
+    return {t: i for t, i in labs(records).items() if isinstance(i, LabInfo) and i.latency}
+
+
+def calibration_misses(info: LabInfo) -> list[str]:
+    """'fdatasync 3.9x over the target' for each kind of I/O the layer's calibration
+    achieved well over the class's latency (``pgrig.storage.latency.OVER``)."""
+    return [f"{m[1]} {m[2]}x over the target" for m in _MISS.finditer(info.latency or "")]
+
+
+def layer_cpu(records: Sequence[RunRecord], target: str) -> tuple[float, float | None] | None:
+    """The layer's CPU and the server's during ``target``'s monitored runs, each
+    in % of the machine (means over the runs); None: no run saw the layer."""
+    layer: list[float] = []
+    server: list[float] = []
+    for rec in records:
+        if rec.target != target or not MONITOR.holds(rec) or rec.status != "ok":
+            continue
+        mon = typed_result(rec)
+        if not isinstance(mon, MonitorResult) or mon.others is None:
+            continue
+        layer.append(sum(p.cpu_pct for p in mon.others.top if p.name.startswith(LAYER_PROCESSES)))
+        t = mon.totals
+        if t is not None and t.server_cpu_s is not None and t.seconds and mon.ncpu:
+            server.append(100.0 * t.server_cpu_s / (t.seconds * mon.ncpu))
+    if not layer or not any(layer):
+        return None
+    return statistics.fmean(layer), statistics.fmean(server) if server else None
+
+
+def layer_lines(records: Sequence[RunRecord]) -> list[str]:
+    """For the first screen, per target behind a layer: its calibration misses, and
+    the layer's CPU beside the server's (on a small machine, CPU the server did
+    not have: part of any difference, subtracted from nothing)."""
+    out = []
+    for target, info in layered(records).items():
+        said = []
+        if misses := calibration_misses(info):
+            said.append(f"its latency layer missed the calibration ({'; '.join(misses)})")
+        if (cpu := layer_cpu(records, target)) is not None:
+            layer, server = cpu
+            beside = f" against the server's {server:.1f}%" if server is not None else ""
+            said.append(
+                f"the layer's own process took {layer:.1f}% of the machine's CPU during the "
+                f"runs{beside}: CPU the server did not have, part of every difference "
+                "measured on it (subtracted from nothing)"
+            )
+        if said:
+            out.append(f"⚠ {target}: " + "; ".join(said) + ".")
+    return out
+
+
 def _pct(values: list[float]) -> str:
     if not values:
         return "-"
@@ -248,6 +310,7 @@ def memory_section(
             if c is not None:
                 cache.append(c)
     machine = env.memory_bytes if env is not None else 0
+    behind = layered(records)
     rows = []
     for (target, mode), (buf, cache, tps) in per.items():
         info = found.get(target)
@@ -264,7 +327,7 @@ def memory_section(
                     fmt.size(size) if size else "-",
                     ratio,
                     _pct(buf),
-                    _pct(cache),
+                    NOT_SEEN if target in behind else _pct(cache),
                     fmt.with_spread(fmt.spread(tps)) if tps else "-",
                 )
             )
@@ -280,7 +343,9 @@ def memory_section(
             "Data: pg_database_size after pgbench -i. Buffer hits: blks_hit / (blks_hit + "
             "blks_read) of pg_stat_database during the runs. Page-cache hits: of the blocks "
             "read from the OS, the share that did not reach the disk (the server processes' "
-            "read_bytes in /proc/<pid>/io against blks_read x 8 kB); needs the monitor.",
+            "read_bytes in /proc/<pid>/io against blks_read x 8 kB); needs the monitor. "
+            f"{NOT_SEEN}: a target behind a latency layer, whose FUSE process serves the "
+            "server's reads: the kernel counts no read_bytes for them.",
         ),
         numeric=(False, False, True, True, True, True, True, True),
     )  # fmt: skip

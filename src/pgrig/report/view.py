@@ -384,11 +384,13 @@ def _is_probe_row(row: Row) -> bool:
 
 
 def _with_labs(section: Section, records: Sequence[RunRecord]) -> Section:
-    """The storage-lab targets (filesystem, I/O cap, memory) beside the results."""
+    """The storage-lab targets (filesystem, I/O cap, memory) beside the results,
+    and what a latency layer adds to them (its calibration misses, its CPU) above."""
     table = storage_report.targets_table(records)
     if table is None:
         return section
-    return replace(section, blocks=(*section.blocks, table))
+    said = tuple(storage_report.layer_lines(records))
+    return replace(section, paragraphs=said + section.paragraphs, blocks=(*section.blocks, table))
 
 
 def runs_section(records: Sequence[RunRecord]) -> Section:
