@@ -218,7 +218,10 @@ def _ratios(samples: Iterable[Sample]) -> tuple[float | None, float | None]:
 # The FUSE process of a latency (or lossy) layer, by its command name (comm).
 LAYER_PROCESSES = ("pgrig-latency", "pgrig-lossyfs")
 NOT_SEEN = "not seen through the layer"
-_MISS = re.compile(r"\b(fdatasync|read): [^.]*?; ([\d.]+)x over the target")
+# Where each calibration's description begins in ``LabInfo.latency`` (the layer's
+# ``describe``: "ESSD PL3 fdatasync: ... . ESSD PL3 read: ..."), and its miss.
+_PART = re.compile(r"(?:^|\. )[^.;:]*? (fdatasync|read): ")
+_MISS = re.compile(r"; ([\d.]+)x over the target")
 
 
 def layered(records: Sequence[RunRecord]) -> dict[str, LabInfo]:
@@ -231,7 +234,14 @@ def layered(records: Sequence[RunRecord]) -> dict[str, LabInfo]:
 def calibration_misses(info: LabInfo) -> list[str]:
     """'fdatasync 3.9x over the target' for each kind of I/O the layer's calibration
     achieved well over the class's latency (``pgrig.storage.latency.OVER``)."""
-    return [f"{m[1]} {m[2]}x over the target" for m in _MISS.finditer(info.latency or "")]
+    text = info.latency or ""
+    starts = list(_PART.finditer(text))
+    out = []
+    for i, part in enumerate(starts):
+        end = starts[i + 1].start() if i + 1 < len(starts) else len(text)
+        if miss := _MISS.search(text, part.end(), end):
+            out.append(f"{part[1]} {miss[1]}x over the target")
+    return out
 
 
 def layer_cpu(records: Sequence[RunRecord], target: str) -> tuple[float, float | None] | None:
