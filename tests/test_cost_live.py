@@ -15,7 +15,9 @@ from pgrig import monitor
 from pgrig.cluster.server import SUPERUSER, Cluster
 from pgrig.conninfo import Conn
 from pgrig.pgsource import binaries
+from pgrig.policy import LatencyTarget
 from pgrig.report import cost
+from pgrig.report.evidence import Evidence
 from pgrig.results import RunRecord, to_dict
 from pgrig.step import Context, Running
 from pgrig.tools import pgbench
@@ -136,15 +138,22 @@ def test_tpcb_cost_agrees_with_pg_stat_wal(
     agree(shown(records("pgbench_run", params, run, mon)), direct, "TPC-B")
 
 
-def test_tpcc_cost_agrees_with_pg_stat_wal(
-    bins: binaries.PgBinaries, cluster: Cluster, conn: Conn, tmp_path: Path
-) -> None:
+@pytest.fixture(scope="module")
+def tpcc_db(conn: Conn) -> Conn:
+    """One warehouse, loaded once for this module's TPC-C runs."""
     with conn.connect() as c:
         c.autocommit = True
         c.execute("DROP DATABASE IF EXISTS tpcc_cost")
         c.execute("CREATE DATABASE tpcc_cost")
     db = conn.with_dbname("tpcc_cost")
     loader.load(db, 1, jobs=2)
+    return db
+
+
+def test_tpcc_cost_agrees_with_pg_stat_wal(
+    bins: binaries.PgBinaries, cluster: Cluster, conn: Conn, tpcc_db: Conn, tmp_path: Path
+) -> None:
+    db = tpcc_db
     with db.connect() as c:
         c.execute("CHECKPOINT")
     tmp_path.chmod(0o755)
@@ -161,3 +170,39 @@ def test_tpcc_cost_agrees_with_pg_stat_wal(
     rows = records("tpcc_run", params, run, mon)
     assert cost.case_label(rows[0]) == "TPC-C server-side, 2 connections, 3 s"
     agree(shown(rows), direct, "TPC-C")
+
+
+def test_a_tpcc_rate_sweep_gives_the_throughput_within_the_goal(
+    bins: binaries.PgBinaries, tpcc_db: Conn, tmp_path: Path
+) -> None:
+    """TPC-C's own rate (pgbench -R over the five scripts), two offered rates, and
+    the report's "highest tpmC with New-Order p99 <= X" read from them."""
+    tmp_path.chmod(0o755)
+    records = []
+    for rate in (20.0, 60.0):
+        opts = driver.RunOptions(mode="server", connections=2, duration_s=2, warehouses=1,
+                                 rate=rate)  # fmt: skip
+        run, _ = driver.run(bins.bin_dir, tpcc_db, opts, tmp_path)
+        assert "-R" in run.argv and float(run.argv[run.argv.index("-R") + 1]) == rate
+        # open loop: about the offered rate, never far past it
+        assert run.tps < 1.5 * rate, (rate, run.tps)
+        params = {"workload": "tpcc", "mode": "server", "warehouses": 1, "active": 1,
+                  "connections": 2, "duration_s": 2, "rate": rate,
+                  "latency_target": "p99 <= 1000 ms"}  # fmt: skip
+        records.append(RunRecord(
+            study="s", key=f"t/tpcc/run/server/c2/R{rate:g}", kind="tpcc_run", target="t",
+            params=params, status="ok", started_at="", finished_at="", result=to_dict(run),
+        ))  # fmt: skip
+    goal = LatencyTarget.parse("p99 <= 1000 ms")
+    table = cost.target_table(records, ["t"], goal)
+    (row,) = table.rows
+    assert row.cells[0] == "TPC-C server-side, 2 s"
+    # both rates stay within a second on this machine: the higher rate's tpmC
+    best = max(records, key=lambda r: float(r.params["rate"]))
+    tpmc = f"{float((best.result or {})['tpmc']):,.0f}"
+    assert str(row.cells[1]).startswith(f"{tpmc} tpmC at 2 connections, 60 tps offered")
+    (figure,) = cost.rate_figures(records, ["t"], goal)
+    assert [s.label for s in figure.series] == ["t", "the goal: p99 <= 1000 ms"]
+    assert figure.series[0].x == (20.0, 60.0)
+    (said,) = cost.goal_rule(Evidence(tuple(records), ("t",), "t"))
+    assert said.text.startswith("Within p99 <= 1000 ms, TPC-C server-side, 2 s: t ")

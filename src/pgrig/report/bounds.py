@@ -15,7 +15,7 @@ from pgrig.registry import typed_result
 from pgrig.registry.report import Conclusion
 from pgrig.registry.shared import PGBENCH_RUN
 from pgrig.report.evidence import Evidence, client_counts, point_words
-from pgrig.report.pointkey import PointKey, point_key
+from pgrig.report.pointkey import Curve, PointKey, point_key
 from pgrig.report.probes import FsyncRuns, fsync_headline
 from pgrig.results import (
     FioResult,
@@ -167,7 +167,7 @@ def _bound(ev: Evidence, causes_asked: Sequence[str]) -> list[Bound]:
         if PGBENCH_RUN.holds(rec) and (mon := monitors.get(rec.key)) is not None:
             key = point_key(rec)
             groups.setdefault((rec.target, key), []).append(mon.verdict.cause)
-    found: dict[tuple[tuple[str, int | None, int, str], str], dict[str, list[tuple[int, int, int]]]]
+    found: dict[tuple[Curve, str], dict[str, list[tuple[int, int, int]]]]
     found = {}
     for (target, key), causes in groups.items():
         for cause in causes_asked:
@@ -228,7 +228,7 @@ def vm_wakeup(ev: Evidence) -> list[Conclusion]:
     for key, per in points.items():
         if key.clients != 1:
             continue
-        two = points.get(PointKey(key.workload, key.scale, key.duration, key.mode, 2), {})
+        two = points.get(PointKey(*key.curve, clients=2), {})
         for target, runs in per.items():
             pair = two.get(target)
             if not runs or not pair:

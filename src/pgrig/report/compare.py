@@ -27,7 +27,7 @@ from pgrig.report.cost import latency_cell, latency_vs, ok_runs
 from pgrig.report.figures import tps_over_time as tps_over_time  # named here for its tests
 from pgrig.report.figures import tps_vs_clients
 from pgrig.report.pgbench import load_text, statement_medians
-from pgrig.report.pointkey import PointKey, point_order, runs_by_point
+from pgrig.report.pointkey import Curve, PointKey, point_order, runs_by_point
 from pgrig.report.probes import FsyncRuns, fio_summary, fsync_headline, fsync_summary
 from pgrig.report.progress import Progress
 from pgrig.report.storage import barriers_off, flag
@@ -521,7 +521,7 @@ def statements_table(
     """Per-statement latencies (pgbench -r) with the targets side by side (seed 000:
     UPDATE pgbench_accounts 3.46 vs 7.15 ms), for each workload and mode at the
     most clients every target ran; custom scripts too."""
-    curves: dict[tuple[str, int | None, int, str], dict[int, dict[str, list[PgbenchRun]]]] = {}
+    curves: dict[Curve, dict[int, dict[str, list[PgbenchRun]]]] = {}
     for key, per_target in runs_by_point(records).items():
         ok = {t: [run for _, run in pairs if run is not None] for t, pairs in per_target.items()}
         curves.setdefault(key.curve, {})[key.clients] = {t: runs for t, runs in ok.items() if runs}

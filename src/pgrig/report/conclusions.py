@@ -60,7 +60,7 @@ from pgrig.registry.report import Conclusion
 from pgrig.registry.shared import PGBENCH_INIT, PGBENCH_RUN, SQL_SETUP
 from pgrig.report.bounds import client_bound, fsync_bound, io_cap, vm_wakeup, wait_bound
 from pgrig.report.evidence import Evidence, Rule, p_words, point_words
-from pgrig.report.pointkey import PointKey, point_key
+from pgrig.report.pointkey import Curve, PointKey, point_key
 from pgrig.report.progress import Progress
 from pgrig.report.samples import SampleReader, own_samples
 from pgrig.report.versus import TPS, Key
@@ -155,7 +155,7 @@ def tested(ev: Evidence) -> list[Tested]:
     """Every pgbench point of every target against the baseline's, the study's one
     family of tests: the answer (pgrig.report.answer) and ``differs`` read the same
     comparisons, never a second statistic."""
-    curves: dict[tuple[str, int | None, int, str], set[int]] = {}
+    curves: dict[Curve, set[int]] = {}
     for key in ev.points():
         curves.setdefault(key.curve, set()).add(key.clients)
     found: list[Tested] = []

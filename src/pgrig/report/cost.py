@@ -13,15 +13,16 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pgrig import registry
 from pgrig.document import fmt
-from pgrig.document.model import Row, Section, Table
+from pgrig.document.model import Figure, Row, Section, Series, Table
 from pgrig.monitor.model import MONITOR, MonitorResult, RunTotals
 from pgrig.policy import LatencyTarget
+from pgrig.registry.report import Conclusion, Findings
 from pgrig.registry.shared import PGBENCH_RUN
-from pgrig.report.pointkey import PointKey, point_key, point_order, runs_by_point
+from pgrig.report.pointkey import point_key, point_order, runs_by_point
 from pgrig.results import PgbenchRun, RunRecord, Study
 
 MONITOR_SUFFIX = "/monitor"  # a run's monitor record: the run's key with this suffix
@@ -76,54 +77,205 @@ def latency_target_of(study: Study) -> LatencyTarget | None:
     return LatencyTarget.parse(text) if isinstance(text, str) else None
 
 
-def under_target(
-    points: Sequence[tuple[PointKey, Mapping[str, Pairs]]], target: str, goal: LatencyTarget
-) -> str:
-    """The highest median tps of a curve's points whose median percentile met the
-    goal: '8,123 tps at 8 clients (p99 4.1 ms)'; what came closest otherwise."""
-    met: list[tuple[float, PointKey, float]] = []
-    closest: tuple[float, PointKey] | None = None
-    for key, per_target in points:
-        runs = ok_runs(per_target.get(target, []))
-        value = percentile(runs, goal.percentile)
+@dataclass(frozen=True)
+class Offered:
+    """One measured point of a sweep (clients, and for an open-loop run its offered
+    rate) on one target, its repeats together: its throughput and latency as its
+    workload measured them (pgbench: tps and its per-transaction log's
+    percentiles; TPC-C: tpmC and New-Order's)."""
+
+    sweep: str  # the test case less its clients and rate
+    target: str
+    clients: int
+    rate: float | None  # offered, transactions/s (None: closed loop)
+    throughput: tuple[float, ...]
+    unit: str  # "tps" | "tpmC"
+    latency: tuple[dict[int, float | None], ...]  # per run: percentile -> ms
+    latency_of: str = ""  # "New-Order " for TPC-C
+
+    def pct(self, p: int) -> float | None:
+        values = [v for lat in self.latency if (v := lat.get(p)) is not None]
+        return statistics.median(values) if values else None
+
+    def pcts(self, p: int) -> list[float]:
+        return [v for lat in self.latency if (v := lat.get(p)) is not None]
+
+    @property
+    def where(self) -> str:
+        who = "connection" if self.unit == "tpmC" else "client"
+        at = f"{self.clients} {who}{'s' if self.clients != 1 else ''}"
+        return at + (f", {self.rate:,g} tps offered" if self.rate is not None else "")
+
+
+def _tpcc_sweep(rec: RunRecord) -> str:
+    p = rec.params
+    active = p.get("active")
+    part = f", {active} of {p['warehouses']} warehouses active" if (
+        active not in (None, p.get("warehouses"))) else ""  # fmt: skip
+    return f"TPC-C {p.get('mode', '?')}-side{part}, {p.get('duration_s', '?')} s"
+
+
+def offered(records: Sequence[RunRecord]) -> list[Offered]:
+    """Every measured point of pgbench's workloads and TPC-C, by target, in the
+    records' order."""
+    found: dict[
+        tuple[str, str, int, float | None],
+        tuple[list[float], list[dict[int, float | None]], str, str],
+    ] = {}  # noqa: E501
+    for rec in records:
+        res = registry.typed_result(rec)
+        if isinstance(res, PgbenchRun):
+            key = point_key(rec)
+            sweep, clients, unit, of = key.sweep_label, key.clients, "tps", ""
+            value = res.tps
+            lat = {p: _pct(res, p) for p in (50, 90, 95, 99)}
+        elif rec.kind == "tpcc_run" and res is not None:
+            sweep, unit, of = _tpcc_sweep(rec), "tpmC", "New-Order "
+            clients = int(rec.params.get("connections", 0) or 0)
+            value = float(getattr(res, "tpmc", 0.0))
+            no = res.stats("new_order")
+            lat = {p: getattr(no, f"p{p}_ms", None) if no is not None else None
+                   for p in (50, 90, 95, 99)}  # fmt: skip
+        else:
+            continue
+        rate = rec.params.get("rate")
+        r = float(rate) if isinstance(rate, int | float) else None
+        tps, lats, _, _ = found.setdefault((sweep, rec.target, clients, r), ([], [], unit, of))
+        tps.append(value)
+        lats.append(lat)
+    return [
+        Offered(sweep, t, c, r, tuple(v), unit, tuple(lats), of)
+        for (sweep, t, c, r), (v, lats, unit, of) in found.items()
+    ]
+
+
+def under_target(points: Sequence[Offered], goal: LatencyTarget) -> str:
+    """The highest median throughput of one target's points whose median
+    percentile met the goal: '8,123 tps at 8 clients (p99 4.1 ms)'; what came
+    closest otherwise."""
+    met: list[tuple[float, Offered, float]] = []
+    closest: tuple[float, Offered] | None = None
+    for o in points:
+        value = o.pct(goal.percentile)
         if value is None:
             continue
         if value <= goal.limit_ms:
-            met.append((statistics.median(r.tps for r in runs), key, value))
+            met.append((statistics.median(o.throughput), o, value))
         elif closest is None or value < closest[0]:
-            closest = (value, key)
-    name = f"p{goal.percentile}"
+            closest = (value, o)
     if met:
-        tps, key, value = max(met, key=lambda m: m[0])
-        return f"{fmt.rate(tps)} tps at {fmt.clients(key.clients)} ({name} {fmt.ms(value)} ms)"
+        best, o, value = max(met, key=lambda m: m[0])
+        name = f"{o.latency_of}p{goal.percentile}"
+        return f"{fmt.rate(best)} {o.unit} at {o.where} ({name} {fmt.ms(value)} ms)"
     if closest is not None:
-        return (
-            f"none within: the lowest {name} was {fmt.ms(closest[0])} ms at "
-            f"{fmt.clients(closest[1].clients)}"
-        )
+        o = closest[1]
+        name = f"{o.latency_of}p{goal.percentile}"
+        return f"none within: the lowest {name} was {fmt.ms(closest[0])} ms at {o.where}"
     return "no latency log"
 
 
+def _sweeps(records: Sequence[RunRecord]) -> dict[str, list[Offered]]:
+    order = {k.sweep_label: i for i, (k, _) in enumerate(sorted(runs_by_point(records).items(),
+                                                                 key=point_order))}  # fmt: skip
+    out: dict[str, list[Offered]] = {}
+    for o in offered(records):
+        out.setdefault(o.sweep, []).append(o)
+    return dict(sorted(out.items(), key=lambda kv: order.get(kv[0], len(order))))
+
+
 def target_table(records: Sequence[RunRecord], targets: list[str], goal: LatencyTarget) -> Table:
-    curves: dict[tuple[str, int | None, int, str], list[tuple[PointKey, Mapping[str, Pairs]]]]
-    curves = {}
-    for key, per_target in sorted(runs_by_point(records).items(), key=point_order):
-        curves.setdefault(key.curve, []).append((key, per_target))
     rows = []
-    for points in curves.values():
-        label = points[0][0].label.rsplit(", ", 2)[0] + f", {points[0][0].duration} s"
-        rows.append(Row((label, *(under_target(points, t, goal) for t in targets))))
+    for sweep, points in _sweeps(records).items():
+        cells = [under_target([o for o in points if o.target == t], goal) for t in targets]
+        rows.append(Row((sweep, *cells)))
     return Table(
         ("Test case", *targets),
         tuple(rows),
         caption=f"Throughput under the latency target {goal.text}",
         notes=(
-            f"Each cell: the highest median tps among the client counts whose median "
-            f"p{goal.percentile} (pgbench's per-transaction log, median over the repeats) "
-            f"stayed at or under {goal.limit_ms:g} ms; the campaign's latency_target.",
+            f"Each cell: the highest median throughput among the points (client counts, "
+            f"and offered rates of an open-loop sweep) whose median p{goal.percentile} "
+            f"stayed at or under {goal.limit_ms:g} ms; the campaign's latency_target. "
+            "pgbench: tps and its per-transaction log's percentile; TPC-C: tpmC and "
+            "New-Order's percentile. Medians over the repeats.",
         ),
         numeric=(False, *([True] * len(targets))),
     )
+
+
+def rate_figures(
+    records: Sequence[RunRecord], targets: list[str], goal: LatencyTarget | None
+) -> list[Figure]:  # noqa: E501
+    """Latency against the offered rate, one line per target, for every sweep of
+    two rates or more at one client count: where each target's latency leaves
+    the goal is the throughput it can carry within it (BenchBase's rate-limited
+    phases, read the same way)."""
+    p = goal.percentile if goal is not None else 99
+    figures = []
+    by: dict[tuple[str, int], list[Offered]] = {}
+    for o in offered(records):
+        if o.rate is not None:
+            by.setdefault((o.sweep, o.clients), []).append(o)
+    for (sweep, clients), points in by.items():
+        rates = sorted({o.rate for o in points if o.rate is not None})
+        if len(rates) < 2:
+            continue
+        series = []
+        for t in targets:
+            mine = sorted((o for o in points if o.target == t and o.pct(p) is not None),
+                          key=lambda o: o.rate or 0.0)  # fmt: skip
+            if not mine:
+                continue
+            series.append(Series(
+                label=t, x=tuple(o.rate or 0.0 for o in mine),
+                y=tuple(o.pct(p) or 0.0 for o in mine),
+                y_low=tuple(min(o.pcts(p)) for o in mine),
+                y_high=tuple(max(o.pcts(p)) for o in mine), group=t,
+            ))  # fmt: skip
+        if not series:
+            continue
+        if goal is not None:
+            limit = (goal.limit_ms, goal.limit_ms)
+            line = Series(f"the goal: {goal.text}", (rates[0], rates[-1]), limit, group="goal")
+            series.append(replace(line, dash=1))
+        of = points[0].latency_of
+        who = "connections" if points[0].unit == "tpmC" else "clients"
+        figures.append(Figure(
+            name=f"latency-vs-rate-{_slug(sweep)}-c{clients}",
+            title=f"{of}p{p} against the offered rate, {sweep}, {clients} {who}",
+            x_label="offered rate (transactions/s, pgbench -R)",
+            y_label=f"{of}p{p} latency (ms)",
+            series=tuple(series),
+            caption="Open-loop runs at each offered rate: the median of the repeats' "
+            f"p{p}, bars from min to max; the throughput a target carries within the "
+            "goal is the highest rate whose line stays under it.",
+        ))  # fmt: skip
+    return figures
+
+
+def _slug(text: str) -> str:
+    return "".join(c if c.isalnum() else "-" for c in text.lower()).strip("-")
+
+
+def goal_rule(ev: Findings) -> list[Conclusion]:
+    """On the first screen: each target's highest throughput within the campaign's
+    latency target, for every sweep (the goal travels in the runs' params)."""
+    goals = {str(g) for r in ev.records if isinstance(g := r.params.get("latency_target"), str)}
+    if len(goals) != 1:
+        return []
+    goal = LatencyTarget.parse(goals.pop())
+    out = []
+    for sweep, points in _sweeps(ev.records).items():
+        if not any(o.rate is not None for o in points):
+            continue
+        said = [f"{t} {under_target([o for o in points if o.target == t], goal)}"
+                for t in ev.targets]  # fmt: skip
+        out.append(Conclusion(
+            "latency-target",
+            f"Within {goal.text}, {sweep}: " + "; ".join(said) + ".",
+            "medians of the repeats at each offered rate: no test",
+        ))  # fmt: skip
+    return out
 
 
 # -- per-transaction cost -----------------------------------------------------------
@@ -385,15 +537,17 @@ def section(study: Study, records: Sequence[RunRecord]) -> Section | None:
     moved against the baseline, and the throughput under the campaign's latency
     target when it names one; None with nothing to show."""
     targets = targets_in(study, records)
-    blocks: list[Table] = []
+    blocks: list[Table | Figure] = []
     goal = latency_target_of(study)
-    if goal is not None and runs_by_point(records):
+    if goal is not None and offered(records):
         blocks.append(target_table(records, targets, goal))
+    figures: list[Table | Figure] = list(rate_figures(records, targets, goal))
     if (cost := cost_table(records, targets)) is not None:
         blocks.append(cost)
         baseline = study.params.get("baseline")
         if (moved := moved_table(records, targets, str(baseline or targets[0]))) is not None:
             blocks.append(moved)
+    blocks += figures
     if not blocks:
         return None
     note = fpi_burst_note(study, records)
@@ -404,3 +558,4 @@ def section(study: Study, records: Sequence[RunRecord]) -> Section | None:
 
 def register() -> None:
     registry.register_section("cost", section)
+    registry.register_rule("latency-target", goal_rule)
