@@ -40,14 +40,18 @@ def rec(target: str, key: str, kind: str, result: object, **params: object) -> R
 
 
 def monitor(target: str, key: str, layer_pct: float, server_cpu_s: float) -> RunRecord:
+    """A monitored run: pgrig's own processes (the FUSE layer's among them) at
+    ``layer_pct`` + 0.5% of the machine, and a layer's process by name at 1%."""
+    cpu = CpuSample(user=50, system=10, iowait=0, irq=0, steal=0, idle=40, server=9.0,
+                    pgrig=layer_pct + 0.5)  # fmt: skip
     sample = Sample(
-        t_s=1.0, wall=1.0, interval_s=1.0,
-        cpu=CpuSample(user=50, system=10, iowait=0, irq=0, steal=0, idle=40, server=9.0),
+        t_s=1.0, wall=1.0, interval_s=1.0, cpu=cpu,
         pg=PgSample(blks_hit_s=900.0, blks_read_s=100.0),
     )  # fmt: skip
     others = OtherLoad(
         cpu_pct=layer_pct + 2, cpu_max_pct=60.0, steal_pct=0.0,
-        top=(OtherProcess("pgrig-latencyfs", 4, layer_pct), OtherProcess("python", 1, 2.0)),
+        top=(OtherProcess("pgrig-latencyfs", 4, 1.0 if layer_pct else 0.0),
+             OtherProcess("python", 1, 2.0)),
     )  # fmt: skip
     mon = MonitorResult(
         interval_s=1.0, ncpu=2, started_at=0.0, client_started_at=0.0, devices=(),
@@ -96,8 +100,12 @@ def test_the_first_screen_names_the_misses_and_the_layers_cpu() -> None:
     (line,) = storage.layer_lines(study_records())
     assert line.startswith("⚠ essd-pl3: its latency layer missed the calibration "
                            "(fdatasync 3.9x over the target)")  # fmt: skip
-    # the layer 31 and 32% of the machine; the server 1.8 s of CPU in 10 s on 2 CPUs: 9%
-    assert "took 31.5% of the machine's CPU during the runs against the server's 9.0%" in line
+    # pgrig's processes 31.5 and 32.5% of the machine on essd-pl3 and a layer's
+    # process by name 1%; 0.5% on local; the server 9% of the machine
+    assert (
+        "pgrig's processes with the layer's FUSE process took 33.0% of the machine's CPU "
+        "during its runs (0.5% on the targets without a layer), the server 9.0%"
+    ) in line
 
 
 def test_no_page_cache_figure_for_a_target_behind_the_layer() -> None:

@@ -23,6 +23,7 @@ from pgrig.policy import LatencyTarget
 from pgrig.registry.report import Conclusion, Findings
 from pgrig.registry.shared import PGBENCH_RUN
 from pgrig.report.pointkey import point_key, point_order, runs_by_point
+from pgrig.report.storage import NOT_SEEN, layered
 from pgrig.results import PgbenchRun, RunRecord, Study
 
 MONITOR_SUFFIX = "/monitor"  # a run's monitor record: the run's key with this suffix
@@ -435,10 +436,14 @@ def _costs(
 def cost_table(records: Sequence[RunRecord], targets: list[str]) -> Table | None:
     rows = []
     recorded = False
+    behind = layered(records)  # a FUSE process serves their I/O: no device of theirs
     for case, t, tps, found in _costs(records, targets):
         recorded = recorded or bool(found)
         rate = fmt.rate(statistics.median(tps)) if tps else "n/a"
-        rows.append(Row((case, t, rate, *cost_cells(found))))
+        cells = list(cost_cells(found))
+        if t in behind and found:
+            cells[3] = NOT_SEEN
+        rows.append(Row((case, t, rate, *cells)))
     if not recorded:  # not monitored, or stored before the totals: no table of blanks
         return None
     return Table(

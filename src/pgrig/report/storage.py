@@ -244,27 +244,56 @@ def calibration_misses(info: LabInfo) -> list[str]:
     return out
 
 
-def layer_cpu(records: Sequence[RunRecord], target: str) -> tuple[float, float | None] | None:
-    """The layer's CPU and the server's during ``target``'s monitored runs, each
-    in % of the machine (means over the runs); None: no run saw the layer."""
-    layer: list[float] = []
+def _cpu(
+    records: Sequence[RunRecord], target: str, samples: SampleReader
+) -> tuple[list[float], list[float], list[float]]:  # noqa: E501
+    """Per monitored run of ``target``, means over its in-run samples (% of the
+    machine): pgrig's own processes (its children, a FUSE layer's process among
+    them), the server's, and other processes named as a layer's."""
+    ours: list[float] = []
     server: list[float] = []
+    named: list[float] = []
     for rec in records:
         if rec.target != target or not MONITOR.holds(rec) or rec.status != "ok":
             continue
         mon = typed_result(rec)
-        if not isinstance(mon, MonitorResult) or mon.others is None:
+        if not isinstance(mon, MonitorResult):
             continue
-        layer.append(sum(p.cpu_pct for p in mon.others.top if p.name.startswith(LAYER_PROCESSES)))
-        t = mon.totals
-        if t is not None and t.server_cpu_s is not None and t.seconds and mon.ncpu:
-            server.append(100.0 * t.server_cpu_s / (t.seconds * mon.ncpu))
-    if not layer or not any(layer):
+        inside = [x for x in samples(rec) if x.in_run]
+        mine = [x.cpu.pgrig for x in inside if x.cpu.pgrig is not None]
+        theirs = [x.cpu.server for x in inside if x.cpu.server is not None]
+        if mine:
+            ours.append(statistics.fmean(mine))
+        if theirs:
+            server.append(statistics.fmean(theirs))
+        if mon.others is not None:
+            named.append(sum(p.cpu_pct for p in mon.others.top
+                             if p.name.startswith(LAYER_PROCESSES)))  # fmt: skip
+    return ours, server, named
+
+
+def layer_cpu(
+    records: Sequence[RunRecord], target: str, samples: SampleReader = own_samples
+) -> tuple[float, float | None, float | None] | None:
+    """The layer's CPU during ``target``'s monitored runs, % of the machine (means
+    over the runs): pgrig's own processes there, which hold the FUSE process pgrig
+    started (with the layer's process if it ran as another's, by name); pgrig's
+    own on the targets without a layer, for the part that is not the layer's; and
+    the server's. None: no monitored run."""
+    ours, server, named = _cpu(records, target, samples)
+    if not ours and not any(named):
         return None
-    return statistics.fmean(layer), statistics.fmean(server) if server else None
+    plain = [v for t in {r.target for r in records} - set(layered(records))
+             for v in _cpu(records, t, samples)[0]]  # fmt: skip
+    layer = (statistics.fmean(ours) if ours else 0.0) + (statistics.fmean(named) if named else 0.0)
+    return (
+        layer,
+        statistics.fmean(plain) if plain else None,
+        statistics.fmean(server) if server else None,
+    )
 
 
-def layer_lines(records: Sequence[RunRecord]) -> list[str]:
+def layer_lines(records: Sequence[RunRecord], samples: SampleReader = own_samples) -> list[str]:
     """For the first screen, per target behind a layer: its calibration misses, and
     the layer's CPU beside the server's (on a small machine, CPU the server did
     not have: part of any difference, subtracted from nothing)."""
@@ -273,13 +302,14 @@ def layer_lines(records: Sequence[RunRecord]) -> list[str]:
         said = []
         if misses := calibration_misses(info):
             said.append(f"its latency layer missed the calibration ({'; '.join(misses)})")
-        if (cpu := layer_cpu(records, target)) is not None:
-            layer, server = cpu
-            beside = f" against the server's {server:.1f}%" if server is not None else ""
+        if (cpu := layer_cpu(records, target, samples)) is not None:
+            layer, plain, server = cpu
+            without = f" ({plain:.1f}% on the targets without a layer)" if plain is not None else ""
+            beside = f", the server {server:.1f}%" if server is not None else ""
             said.append(
-                f"the layer's own process took {layer:.1f}% of the machine's CPU during the "
-                f"runs{beside}: CPU the server did not have, part of every difference "
-                "measured on it (subtracted from nothing)"
+                f"pgrig's processes with the layer's FUSE process took {layer:.1f}% of the "
+                f"machine's CPU during its runs{without}{beside}: CPU the server did not "
+                "have, part of every difference measured on it (subtracted from nothing)"
             )
         if said:
             out.append(f"⚠ {target}: " + "; ".join(said) + ".")

@@ -77,7 +77,7 @@ def build(
     fsync = by_kind.get("pg_test_fsync", [])
     fio = sorted(by_kind.get("fio", []), key=fio_order)
     sections = [
-        _with_labs(summary_section(study, fsync, fio, records, per_second), records),
+        _with_labs(summary_section(study, fsync, fio, records, per_second), records, samples),
         environment_section(study, records),
         timing_section(timing, study.environment),
         fsync_section(fsync, study.target),
@@ -214,7 +214,7 @@ def _build_comparison(
         studies=tuple(map(str, compared)) if isinstance(compared, list) else (),
     )
     first = replace(first, paragraphs=interference_lines(records) + first.paragraphs)
-    sections = [_with_labs(first, records)]
+    sections = [_with_labs(first, records, samples)]
     # The campaign's axes next to the summary: versions in seed 004's layout,
     # settings beside pg_stat_io.
     for found in (
@@ -383,13 +383,15 @@ def _is_probe_row(row: Row) -> bool:
 # Environment
 
 
-def _with_labs(section: Section, records: Sequence[RunRecord]) -> Section:
+def _with_labs(
+    section: Section, records: Sequence[RunRecord], samples: SampleReader = own_samples
+) -> Section:
     """The storage-lab targets (filesystem, I/O cap, memory) beside the results,
     and what a latency layer adds to them (its calibration misses, its CPU) above."""
     table = storage_report.targets_table(records)
     if table is None:
         return section
-    said = tuple(storage_report.layer_lines(records))
+    said = tuple(storage_report.layer_lines(records, samples))
     return replace(section, paragraphs=said + section.paragraphs, blocks=(*section.blocks, table))
 
 
