@@ -23,7 +23,8 @@ def why_rule(ev: Findings) -> list[Conclusion]:
         if mon_rec is None or PGBENCH_RUN.holds(rec) or rec.status != "ok":
             continue
         mon = registry.typed_result(mon_rec)
-        if isinstance(mon, MonitorResult) and mon.verdict.label:
+        # "unknown" says nothing: the monitor saw no cause stand out
+        if isinstance(mon, MonitorResult) and mon.verdict.cause != "unknown":
             per = verdicts.setdefault(case_label(rec), {})
             per.setdefault(rec.target, []).append(mon.verdict.label)
     out = []
