@@ -219,6 +219,14 @@ def test_per_transaction_cost_from_the_server_counters() -> None:
     )  # fmt: skip
     # Unmonitored runs: no table of blanks.
     assert cost.cost_table([a, b], ["a", "b"]) is None
+    # seed001-login syncs with open_datasync: pg_stat_wal counts no wal_sync, and
+    # "0.00 WAL syncs per commit" would read as commits that wait for nothing.
+    table = cost.cost_table(records, ["a", "b"], {"a": "open_datasync"})
+    assert table is not None
+    assert (
+        table.rows[0].cells[4]
+        == "n/a (open_datasync: each WAL write syncs, no fsync call to count)"
+    )
     # What moved against a: the CPU halved; WAL not comparable (b has none).
     moved = cost.moved_table(records, ["a", "b"], "a")
     assert moved is not None

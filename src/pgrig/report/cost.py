@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from pgrig import registry
 from pgrig.document import fmt
 from pgrig.document.model import Figure, Row, Section, Series, Table
+from pgrig.meaning import meaning_of
 from pgrig.monitor.model import MONITOR, MonitorResult, RunTotals
 from pgrig.policy import LatencyTarget
 from pgrig.registry.report import Conclusion, Findings
@@ -433,7 +434,15 @@ def _costs(
     return out
 
 
-def cost_table(records: Sequence[RunRecord], targets: list[str]) -> Table | None:
+# wal_sync_method values whose WAL writes are the syncs (O_DSYNC, O_SYNC): pg_stat_wal
+# counts no wal_sync for them, so "0 syncs per commit" would read as no wait at all.
+SYNC_ON_WRITE = ("open_datasync", "open_sync")
+
+
+def cost_table(
+    records: Sequence[RunRecord], targets: list[str], methods: Mapping[str, str] | None = None
+) -> Table | None:
+    """``methods``: each target's wal_sync_method, where its server reported one."""
     rows = []
     recorded = False
     behind = layered(records)  # a FUSE process serves their I/O: no device of theirs
@@ -443,6 +452,8 @@ def cost_table(records: Sequence[RunRecord], targets: list[str]) -> Table | None
         cells = list(cost_cells(found))
         if t in behind and found:
             cells[3] = NOT_SEEN
+        if (method := (methods or {}).get(t)) in SYNC_ON_WRITE and found:
+            cells[1] = f"n/a ({method}: each WAL write syncs, no fsync call to count)"
         rows.append(Row((case, t, rate, *cells)))
     if not recorded:  # not monitored, or stored before the totals: no table of blanks
         return None
@@ -547,7 +558,9 @@ def section(study: Study, records: Sequence[RunRecord]) -> Section | None:
     if goal is not None and offered(records):
         blocks.append(target_table(records, targets, goal))
     figures: list[Table | Figure] = list(rate_figures(records, targets, goal))
-    if (cost := cost_table(records, targets)) is not None:
+    found = {t: meaning_of(study, t) for t in targets}
+    methods = {t: m for t, f in found.items() if f and (m := dict(f.rest).get("wal_sync_method"))}
+    if (cost := cost_table(records, targets, methods)) is not None:
         blocks.append(cost)
         baseline = study.params.get("baseline")
         if (moved := moved_table(records, targets, str(baseline or targets[0]))) is not None:
