@@ -221,6 +221,10 @@ FIGURES = (
     ("report.md", "795.7 against 353.8 MB/s", "002", "pg_basebackup", "795.7MB/s"),
     ("report.md", "45.20% %util (5,076 writes/s)", "001", "iostat",
      "sdc 0.00 7.00 1.00 5076.00 56.00 86788.00 34.21 0.46 0.09 4.00 0.09 0.09 45.20"),
+    ("report.md", "35 µs (28,216 ops/s) on local\nNVMe against 164 µs (6,087 ops/s)", "000",
+     "fsync Performance Test", "fdatasync 8K 28,216 6,087"),
+    ("report.md", "read-write 25,595 tps local, 28,627 on\n8 x 1.8 TB PL3", "000",
+     "PostgreSQL: 1 Billion tpcb Test", "The read/write tps is 28,627"),
     ("report.md", "14,062 tps", "001", "测试结果",
      "tps = 14061.938174 (including connections establishing)"),
 )  # fmt: skip
