@@ -363,15 +363,18 @@ def test_a_rate_sweep_is_planned_one_run_per_offered_rate(tmp_path: Path) -> Non
         '[[workload]]\ntype = "tpcb"\nscales = [1]\nmodes = ["read-write"]\nclients = [2]\n'
         "duration = 2\ncount = false\nrates = [400, 100]\n\n"
         '[[workload]]\ntype = "tpcc"\nwarehouses = 1\nconnections = 2\nduration = 2\n'
-        'modes = ["server"]\ncheck = "none"\nrates = [50]\n'
+        'modes = ["server"]\ncheck = "none"\nrates = [50]\n\n'
+        '[[workload]]\ntype = "custom"\nname = "one"\nscripts = ["one.sql"]\nclients = [1]\n'
+        "duration = 2\nrates = [10, 20]\n"
     )
+    (tmp_path / "one.sql").write_text("SELECT 1;\n")
     camp = campaign.load(path)
     runs = [s for _v, s in plan.steps(camp) if s.kind in ("pgbench_run", "tpcc_run")]
     assert [s.id for s in runs] == [
         "t/tpcb/s1/read-write/c2/d2/R100/r1", "t/tpcb/s1/read-write/c2/d2/R400/r1",
-        "t/tpcc/run/server/c2/R50",
+        "t/tpcc/run/server/c2/R50", "t/one/c1/d2/R10/r1", "t/one/c1/d2/R20/r1",
     ]  # fmt: skip
-    assert [s.params["rate"] for s in runs] == [100.0, 400.0, 50.0]
+    assert [s.params["rate"] for s in runs] == [100.0, 400.0, 50.0, 10.0, 20.0]
     assert {s.params["latency_target"] for s in runs} == {"p99 <= 5 ms"}
     path.write_text(path.read_text().replace("rates = [400, 100]", "rate = 5\nrates = [1]"))
     with pytest.raises(UsageError, match="rate and rates together"):
