@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import shutil
 from pathlib import Path
 
 import click
@@ -15,6 +16,8 @@ from pgrig.commands.quick import campaign_of
 from pgrig.commands.run import run as run_command
 from pgrig.commands.run import typed_options
 from pgrig.report import rerun
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 # A TPC-C run's argv as pgrig 0.1.0 recorded it (a study on this VM, 2026-11-29).
 RECORDED = [
@@ -78,3 +81,22 @@ def test_the_quick_studys_command_plans_the_same_study() -> None:
     again, _ = study_of(recorded)
     assert plan.step_ids(again) == plan.step_ids(first)
     assert again.targets == first.targets and again.workloads == first.workloads
+
+
+def test_the_golden_studies_summaries_replan_their_steps(tmp_path: Path) -> None:
+    """The stored custom-script and pg_basebackup studies (recorded with their
+    command and campaign): the printed campaign, written on a fresh directory with
+    the example scripts a clone has, plans the steps the study recorded."""
+    from test_report_answer import stored
+
+    for name in ("custom_login", "backup_two"):
+        study, records = stored(name)
+        summary = "\n".join(rerun.lines(study, records))
+        fresh = tmp_path / name
+        shutil.copytree(EXAMPLES / "seed001", fresh / "seed001")
+        planned = replanned(summary, fresh)
+        recorded = {r.key for r in records}
+        assert planned <= recorded and any(k.endswith("/r3") for k in planned), name
+        no_temporary_paths(summary)
+    assert "pgbench -i -s 2\n" in summary  # the data the backups copied
+    assert 'pg_basebackup -D "$COPY_DIR" -F p -X stream -c fast' in summary

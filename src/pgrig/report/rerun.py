@@ -25,9 +25,10 @@ PREFIX = "--log-prefix="
 
 
 def typed(argv: Sequence[str]) -> str:
-    """A recorded pgbench command line as a person types it: the program by name,
-    scripts by file name, no log prefix, the connection left to the PG*
-    environment (the last argument pgrig passes is its conninfo string)."""
+    """A recorded pgbench or pg_basebackup command line as a person types it: the
+    program by name, scripts by file name, no log prefix, the copy's directory as
+    $COPY_DIR, the connection left to the PG* environment (pgbench's last argument
+    and pg_basebackup's -d are pgrig's conninfo strings)."""
     out: list[str] = []
     args = list(argv)
     if args and "=" in args[-1] and " " in args[-1]:  # "host=... port=... dbname=..."
@@ -36,6 +37,11 @@ def typed(argv: Sequence[str]) -> str:
     for i, a in enumerate(it):
         if i == 0:
             out.append(PurePosixPath(a).name)
+        elif a in ("-d", "--dbname"):  # pg_basebackup's conninfo: the PG* environment's
+            next(it, "")
+        elif a in ("-D", "--pgdata") and out[0] == "pg_basebackup":
+            next(it, "")
+            out += [a, "$COPY_DIR"]  # pgrig's per-run directory, removed after the copy
         elif a in PATH_OPTIONS:
             value = next(it, "")
             path, _, weight = value.partition("@")
@@ -86,6 +92,8 @@ def _loads(records: Sequence[RunRecord], target: str) -> list[str]:
             if p.get("fillfactor"):
                 argv += ["-F", str(p["fillfactor"])]
             out.append(shlex.join(argv))
+        elif rec.kind == "basebackup_data" and (rec.result or {}).get("loaded"):
+            out.append(shlex.join(["pgbench", "-i", "-s", str(p.get("scale", 1))]))
         elif rec.kind == "tpcc_load":
             jobs = (rec.result or {}).get("jobs")
             argv = ["pgrig", "tpcc", "load", "--warehouses", str(p.get("warehouses", 1))]
@@ -104,7 +112,7 @@ def _runs(records: Sequence[RunRecord], target: str) -> list[str]:
     for rec in records:
         argv = rec.result.get("argv") if rec.result else None
         if rec.target == target and isinstance(argv, list) and argv:
-            line = typed([str(a) for a in argv])
+            line = typed([str(a) for a in argv]).replace("'$COPY_DIR'", '"$COPY_DIR"')
             seen.setdefault(_DEFINE.sub(r"\1", line), (line, []))[1].append(rec.key)
     out = []
     for line, keys in seen.values():
