@@ -127,3 +127,19 @@ def test_first_screen_in_chromium_opens_with_the_answer(name: str, tmp_path: Pat
         shot = Path(__file__).parent.parent / "docs" / "img" / f"first-screen-{name}.png"
         _chromium([f"--window-size={WIDTH},{HEIGHT}", f"--screenshot={shot}", path.as_uri()],
                   tmp_path / "p")  # fmt: skip
+
+
+def test_a_tpcc_rate_sweep_gives_the_highest_tpmc_within_the_goal_on_the_first_screen() -> None:
+    """tpcc-rates (stored, 2026-11-29): 2 targets, offered 20 and 80 tps, 2 x 2 s each,
+    latency_target = "p99 <= 50 ms"."""
+    full = view.build(*stored("tpcc_rates"))
+    conclusions = next(s for s in full.sections if s.anchor == "conclusions")
+    (within,) = [p for p in conclusions.paragraphs if p.startswith("Within p99 <= 50 ms")]
+    for t in ("sync-on", "sync-off"):
+        assert re.search(
+            rf"{t} [\d,]+ tpmC at 2 connections, \d+ tps offered \(New-Order p99 ", within
+        )
+    cost = next(s for s in full.sections if s.anchor == "cost")
+    (curve,) = [b for b in cost.blocks if isinstance(b, Figure) and "offered rate" in b.title]
+    assert [s.label for s in curve.series] == ["sync-on", "sync-off", "the goal: p99 <= 50 ms"]
+    assert curve.series[0].x == (20.0, 80.0)

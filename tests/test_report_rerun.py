@@ -84,19 +84,23 @@ def test_the_quick_studys_command_plans_the_same_study() -> None:
 
 
 def test_the_golden_studies_summaries_replan_their_steps(tmp_path: Path) -> None:
-    """The stored custom-script and pg_basebackup studies (recorded with their
-    command and campaign): the printed campaign, written on a fresh directory with
-    the example scripts a clone has, plans the steps the study recorded."""
+    """The stored custom-script, pg_basebackup and TPC-C rate-sweep studies
+    (recorded with their command and campaign): the printed campaign, written on a
+    fresh directory with the example scripts a clone has, plans the steps the
+    study recorded."""
     from test_report_answer import stored
 
-    for name in ("custom_login", "backup_two"):
+    for name in ("custom_login", "backup_two", "tpcc_rates"):
         study, records = stored(name)
         summary = "\n".join(rerun.lines(study, records))
         fresh = tmp_path / name
         shutil.copytree(EXAMPLES / "seed001", fresh / "seed001")
         planned = replanned(summary, fresh)
         recorded = {r.key for r in records}
-        assert planned <= recorded and any(k.endswith("/r3") for k in planned), name
+        assert planned <= recorded and any(k[-3:] in ("/r2", "/r3") for k in planned), name
         no_temporary_paths(summary)
-    assert "pgbench -i -s 2\n" in summary  # the data the backups copied
-    assert 'pg_basebackup -D "$COPY_DIR" -F p -X stream -c fast' in summary
+        if name == "backup_two":
+            assert "pgbench -i -s 2\n" in summary  # the data the backups copied
+            assert 'pg_basebackup -D "$COPY_DIR" -F p -X stream -c fast' in summary
+        if name == "tpcc_rates":
+            assert "pgrig tpcc load --warehouses 1" in summary and " -R 80 " in summary

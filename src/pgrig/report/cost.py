@@ -392,7 +392,7 @@ def case_label(rec: RunRecord) -> str:
     if p.get("active") not in (None, p.get("warehouses")):
         parts.append(f"{p['active']} of {p['warehouses']} warehouses active")
     if isinstance(p.get("rate"), int | float):
-        parts.append(f"{fmt.rate(float(p['rate']))}/s offered")
+        parts.append(f"{float(p['rate']):,g} tps offered")
     if p.get("duration_s"):
         parts.append(f"{p['duration_s']} s")
     return ", ".join(parts)

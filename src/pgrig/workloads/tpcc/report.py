@@ -370,21 +370,25 @@ def tpmc_figure(study: Study, records: Sequence[RunRecord]) -> Figure | None:
     target; line style: the mode."""
     runs = [(rec, res) for rec, res in _ok(records, "tpcc_run") if res is not None and res.timeline]
     several = len({res.active for _, res in runs}) > 1
-    lines: dict[tuple[str, str, int], dict[float, list[float]]] = {}
+    lines: dict[tuple[str, str, int, float], dict[float, list[float]]] = {}
     for rec, res in runs:
-        per_t = lines.setdefault((rec.target, res.mode, res.active), {})
+        rate = rec.params.get("rate")  # a sweep's offered rate: a line of its own
+        offered = float(rate) if isinstance(rate, int | float) else 0.0
+        per_t = lines.setdefault((rec.target, res.mode, res.active, offered), {})
         for p in res.timeline:
             per_t.setdefault(p.t_s, []).append(p.tpmc)
     if not lines:
         return None
     order = {t: i for i, t in enumerate(_targets(study, [rec for rec, _ in runs]))}
-    modes = sorted({mode for _, mode, _ in lines}, key=lambda m: m != "server")
+    modes = sorted({mode for _, mode, _, _ in lines}, key=lambda m: m != "server")
     series = []
-    for (target, mode, active), per_t in sorted(
-        lines.items(), key=lambda kv: (order.get(kv[0][0], 99), modes.index(kv[0][1]), kv[0][2])
+    for (target, mode, active, offered), per_t in sorted(
+        lines.items(),
+        key=lambda kv: (order.get(kv[0][0], 99), modes.index(kv[0][1]), kv[0][2], kv[0][3]),
     ):
         xs = sorted(per_t)
         label = f"{target}, {mode}-side" + (f", {active} active" if several else "")
+        label += f", {offered:,g} tps offered" if offered else ""
         runs_n = max(len(v) for v in per_t.values())
         if runs_n > 1:
             label += f" (median of {runs_n})"
