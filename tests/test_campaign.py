@@ -19,6 +19,7 @@ from pgrig.store import Store
 from pgrig.workloads.tpcb.spec import TpcbSpec
 from pgrig.workloads.tpcb.workload import BYTES_PER_SCALE
 from test_cli import recorded
+from test_report_rerun import no_temporary_paths, replanned
 
 GOOD = """\
 [campaign]
@@ -232,6 +233,16 @@ def test_two_target_campaign_end_to_end(disk_dir: Path) -> None:
     sized = {(r.target, r.params["when"]) for r in runs if r.kind == "relation_sizes"}
     assert sized == {(t, w) for t in ("disk-a", "disk-b") for w in ("after load", "after runs")}
     assert "## Table and index sizes" in report and "| disk-b: after runs |" in report
+    # The summary's command, on a fresh directory, plans the study's steps (issue 42.4).
+    (summary_file,) = results.glob("*.summary.md")
+    summary = summary_file.read_text()
+    fresh = disk_dir / "fresh"
+    fresh.mkdir()
+    assert replanned(summary, fresh) == plan.step_ids(campaign.load(file))
+    assert {r.key for r in runs} >= replanned(summary, fresh)
+    no_temporary_paths(summary)
+    assert "pgbench -i -s 1" in summary and "initdb -D" in summary
+    assert "p95 " in summary and "p99 " in summary
     # Running the finished campaign again records nothing twice, and finds that
     # before anything is started: no storage, no idle machine sampled, no server
     # (it took about 17 s to find nothing to do).

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from pgrig.durability.model import Check, Crash, DurabilityResult
 from pgrig.durability.report import durable  # the durability workload brings its rule
+from pgrig.errors import ToolError
 from pgrig.meaning import Meaning
 from pgrig.monitor.model import MonitorResult, Verdict
 from pgrig.report import conclusions as c
@@ -305,6 +306,23 @@ def test_single_client_commits_bounded_by_fsync() -> None:
     assert "fdatasync takes 164 us" in only.text and "66% of the 0.250 ms" in only.text
 
 
+def test_the_ceiling_is_the_servers_own_sync_method() -> None:
+    """seed001-login: its server syncs with open_datasync, and the report quoted
+    fdatasync's ceiling (seed 001 measured 11,310 ops/s open_datasync against 9,874
+    fdatasync, 16 kB writes: pg_test_fsync's one-write section)."""
+    records = runs("disk", [4000.0], clients=1, latency=0.25)
+    rows = (
+        FsyncRow("Compare file sync methods using one 8kB write", "open_datasync", 1e6 / 150, 150),
+        FsyncRow("Compare file sync methods using one 8kB write", "fdatasync", 1e6 / 200, 200),
+    )
+    records.append(record("disk", "probe/pg_test_fsync", "pg_test_fsync", FsyncResult(5.0, rows)))
+    meaning = Meaning.of({"wal_sync_method": "open_datasync"}, "seed001")
+    (only,) = c.fsync_bound(evidence(records, meanings={"disk": meaning}))
+    assert "one open_datasync takes 150 us" in only.text and "fdatasync" not in only.text
+    (plain,) = c.fsync_bound(evidence(records))  # no setting reported: Linux's default
+    assert "one fdatasync takes 200 us" in plain.text
+
+
 def test_a_probe_slower_than_the_whole_transaction_is_not_a_share_of_it() -> None:
     """seed000-latency: pg_test_fsync's 908 us beside 0.470 ms transactions was
     printed as "100% of the 0.470 ms" - a sync cannot outlast its commit, so no
@@ -491,6 +509,32 @@ def test_a_failed_load_is_said_before_any_comparison() -> None:
     assert text.startswith("5 steps failed on b:") and "; 2 more." in text
 
 
+def test_an_oom_killed_load_keeps_its_cause_not_its_progress_lines() -> None:
+    """The issue's study: an OOM-killed pgbench -i concluded with "...(100%) done
+    (elap..." - pgbench's progress, the kill cut off after it."""
+    records = runs("a", [100.0, 110.0]) + runs("b", [100.0, 104.0])
+    stderr = (MONITOR_DATA.parent / "pgbench_init_s2_client.stderr.txt").read_text()
+    stderr = stderr[: stderr.index("vacuuming")]  # killed while generating
+    error = ToolError("pgbench -i failed", returncode=-9, stderr=stderr)
+    reason = str(error) + (
+        "; the kernel OOM-killed 1 process(es) in the target's memory cgroup (256 MiB) "
+        "during this step: give the target more memory, or lower shared_buffers, "
+        "maintenance_work_mem or work_mem"
+    )  # as pgrig.recorder._oom_note words it
+    assert "done (elapsed" in reason
+    load = dataclasses.replace(
+        record("b", "tpcb/s2/init", "pgbench_init", run(1.0)),
+        status="failed", result=None, reason=reason,
+    )  # fmt: skip
+    first = c.draw(evidence([*records, load]))[0]
+    assert first.rule == "failed"
+    assert "done (elapsed" not in first.text and "(100%)" not in first.text
+    assert "pgbench -i failed (killed by SIGKILL)" in first.text
+    assert (
+        "the kernel OOM-killed 1 process(es) in the target's memory cgroup (256 MiB)" in first.text
+    )
+
+
 # -- io-cap -------------------------------------------------------------------
 
 
@@ -574,6 +618,17 @@ def test_a_crash_check_says_what_was_lost_and_whether_the_checks_held() -> None:
     )
     (failed,) = durable(evidence(crashed(7, ("7 acknowledged commits lost",))))
     assert "7 lost; FAILED: 7 acknowledged commits lost" in failed.text
+    # seed001-login: a pass that did not test open_datasync keeps that flag
+    (rec,) = crashed(0)
+    res = from_dict(DurabilityResult, rec.result)
+    untested = ("wal_sync_method = open_datasync: which sync call makes WAL durable matters "
+                "only when the page cache is lost",)  # fmt: skip
+    rec = dataclasses.replace(rec, result=to_dict(dataclasses.replace(res, untested=untested)))
+    (held,) = durable(evidence([rec]))
+    assert held.text.endswith(
+        "NOT TESTED by this process crash: wal_sync_method = open_datasync: which sync call "
+        "makes WAL durable matters only when the page cache is lost."
+    )
 
 
 def test_no_crash_check_no_durability_sentence() -> None:

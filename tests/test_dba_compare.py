@@ -5,12 +5,12 @@ driver differences between the sides said in a conclusion."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
 
-from pgrig import campaign, registry
+from pgrig import campaign, plan, registry
 from pgrig.document.model import Table
 from pgrig.errors import UsageError
 from pgrig.meaning import Meaning
@@ -18,6 +18,7 @@ from pgrig.monitor.model import MonitorResult, RunTotals, Verdict
 from pgrig.plugins.builds import builds
 from pgrig.policy import LatencyTarget
 from pgrig.report import compare, cost, variants
+from pgrig.report.evidence import Evidence
 from pgrig.results import LatencySummary, PgbenchRun, RunRecord, Study, to_dict
 from pgrig.storage.fsinfo import FilesystemInfo
 from pgrig.storage.model import LabInfo
@@ -187,7 +188,22 @@ def test_per_transaction_cost_from_the_server_counters() -> None:
     a, b = run("a", 2, 1, 1000.0, 3.0), run("b", 2, 1, 1000.0, 3.0)
     records = [
         a,
-        monitored(a, RunTotals(2.0, 2000.0, 1, 1_200_000.0, 1900.0, 0.5)),
+        monitored(
+            a,
+            RunTotals(
+                2.0,
+                2000.0,
+                1,
+                1_200_000.0,
+                1900.0,
+                0.5,
+                wal_fpi=300.0,
+                wal_sync_ms=0.0,
+                device_reads=100.0,
+                device_writes=4000.0,
+                device_bytes=40_960_000.0,
+            ),
+        ),  # fmt: skip
         b,
         # PostgreSQL 13: no pg_stat_wal
         monitored(b, RunTotals(2.0, 2000.0, 0, None, None, 0.25), version=130000),
@@ -195,10 +211,40 @@ def test_per_transaction_cost_from_the_server_counters() -> None:
     table = cost.cost_table(records, ["a", "b"])
     assert table is not None
     rows = {r.cells[1]: r.cells[3:] for r in table.rows}
-    assert rows["a"] == ("600", "0.95", "0.250", "1 in 1 run")
-    assert rows["b"] == ("n/a (PG < 14)", "n/a (PG < 14)", "0.125", "0 in 1 run")
+    assert rows["a"] == (
+        "600 (0.15 FPI)", "0.95 (wait not timed)", "0.250", "0.05 / 2.00 (20.0 KiB)", "1 in 1 run"
+    )  # fmt: skip
+    assert rows["b"] == (
+        "n/a (PG < 14)", "n/a (PG < 14)", "0.125", "no device sampled", "0 in 1 run"
+    )  # fmt: skip
     # Unmonitored runs: no table of blanks.
     assert cost.cost_table([a, b], ["a", "b"]) is None
+    # seed001-login syncs with open_datasync: pg_stat_wal counts no wal_sync, and
+    # "0.00 WAL syncs per commit" would read as commits that wait for nothing.
+    table = cost.cost_table(records, ["a", "b"], {"a": "open_datasync"})
+    assert table is not None
+    assert (
+        table.rows[0].cells[4]
+        == "n/a (open_datasync: each WAL write syncs, no fsync call to count)"
+    )
+    # What moved against a: the CPU halved; WAL not comparable (b has none).
+    moved = cost.moved_table(records, ["a", "b"], "a")
+    assert moved is not None
+    assert moved.rows[0].cells[1:] == ("b", "server CPU ms -50% (0.250 -> 0.125)")
+
+
+def test_what_moved_names_only_the_figures_past_the_threshold() -> None:
+    on, off = run("on", 2, 1, 1000.0, 3.0), run("off", 2, 1, 3000.0, 1.0)
+    records = [
+        on,
+        monitored(on, RunTotals(2.0, 2000.0, 0, 2_000_000.0, 1200.0, 1.0, wal_fpi=20.0)),
+        off,
+        monitored(off, RunTotals(2.0, 6000.0, 0, 6_300_000.0, 60.0, 3.1, wal_fpi=62.0)),
+    ]
+    moved = cost.moved_table(records, ["on", "off"], "on")
+    assert moved is not None and "against on" in moved.caption
+    # WAL bytes 1,000 -> 1,050 (+5%), FPI 0.01 -> 0.0103, CPU 0.5 -> 0.517: not named.
+    assert moved.rows[0].cells[2] == "WAL syncs -98% (0.60 -> 0.01)"
 
 
 # -- unsafe durability at the row ------------------------------------------------------
@@ -307,3 +353,52 @@ def test_versions_table_shows_tps_including_connections_where_recorded() -> None
     bare = variants.versions_section(versions, plain)
     assert bare is not None and isinstance(bare.blocks[0], Table)
     assert not any("incl. connections" in c for c in bare.blocks[0].columns)
+
+
+def test_a_rate_sweep_is_planned_one_run_per_offered_rate(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text(
+        f'[campaign]\nname = "x"\nrepeat = 1\nlatency_target = "p99 <= 5 ms"\n\n'
+        f'[[target]]\nname = "t"\ndirectory = "{tmp_path}"\n\n'
+        '[[workload]]\ntype = "tpcb"\nscales = [1]\nmodes = ["read-write"]\nclients = [2]\n'
+        "duration = 2\ncount = false\nrates = [400, 100]\n\n"
+        '[[workload]]\ntype = "tpcc"\nwarehouses = 1\nconnections = 2\nduration = 2\n'
+        'modes = ["server"]\ncheck = "none"\nrates = [50]\n\n'
+        '[[workload]]\ntype = "custom"\nname = "one"\nscripts = ["one.sql"]\nclients = [1]\n'
+        "duration = 2\nrates = [10, 20]\n"
+    )
+    (tmp_path / "one.sql").write_text("SELECT 1;\n")
+    camp = campaign.load(path)
+    runs = [s for _v, s in plan.steps(camp) if s.kind in ("pgbench_run", "tpcc_run")]
+    assert [s.id for s in runs] == [
+        "t/tpcb/s1/read-write/c2/d2/R100/r1", "t/tpcb/s1/read-write/c2/d2/R400/r1",
+        "t/tpcc/run/server/c2/R50", "t/one/c1/d2/R10/r1", "t/one/c1/d2/R20/r1",
+    ]  # fmt: skip
+    assert [s.params["rate"] for s in runs] == [100.0, 400.0, 50.0, 10.0, 20.0]
+    assert {s.params["latency_target"] for s in runs} == {"p99 <= 5 ms"}
+    path.write_text(path.read_text().replace("rates = [400, 100]", "rate = 5\nrates = [1]"))
+    with pytest.raises(UsageError, match="rate and rates together"):
+        campaign.load(path)
+
+
+def test_the_throughput_within_the_goal_reads_a_rate_sweep() -> None:
+    """Offered rates at one client count: the highest whose p99 met the goal."""
+    records = []
+    for target, points in (("a", {100: 2.0, 200: 3.0, 400: 9.0}), ("b", {100: 4.0, 200: 7.0})):
+        for rate, p99 in points.items():
+            for i in (1, 2):
+                rec = run(target, 2, i, rate * 0.98, p99)
+                records.append(replace(rec, key=f"{rec.key}/R{rate}",
+                                       params={**rec.params, "rate": float(rate),
+                                               "latency_target": "p99 <= 5 ms"}))  # fmt: skip
+    goal = LatencyTarget.parse("p99 <= 5 ms")
+    (row,) = cost.target_table(records, ["a", "b"], goal).rows
+    assert row.cells[1] == "196 tps at 2 clients, 200 tps offered (p99 3.000 ms)"
+    assert row.cells[2] == "98.0 tps at 2 clients, 100 tps offered (p99 4.000 ms)"
+    (figure,) = cost.rate_figures(records, ["a", "b"], goal)
+    assert figure.series[0].x == (100.0, 200.0, 400.0) and figure.series[0].y == (2.0, 3.0, 9.0)
+    assert figure.series[-1].label == "the goal: p99 <= 5 ms"
+    (said,) = cost.goal_rule(Evidence(tuple(records), ("a", "b"), "a"))
+    assert said.rule == "latency-target" and said.text.startswith(
+        "Within p99 <= 5 ms, TPC-B read-write, scale 1, 2 s: a 196 tps at 2 clients"
+    )

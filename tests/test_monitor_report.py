@@ -281,3 +281,24 @@ def test_against_the_probes_uses_the_headlines_median() -> None:
     (against,) = [n for n in notes if n.startswith("Against the probes")]
     assert "of the 6,847 fdatasync ops/s pg_test_fsync measured" in against
     assert "1,088" not in against
+
+
+def test_wal_writes_that_sync_themselves_are_not_zero_syncs() -> None:
+    """seed001-login syncs with open_datasync: pg_stat_wal counts no wal_sync, and
+    the table printed "0.0 WAL syncs/s" beside a WAL-bound verdict."""
+    data = json.loads((DATA / "result_storage_read.json").read_text())
+    mon = from_dict(MonitorResult, data["monitor"])
+    samples = tuple(
+        dataclasses.replace(s, pg=dataclasses.replace(s.pg, wal_syncs_s=0.0, wal_writes_s=850.0))
+        for s in mon.samples
+        if s.pg is not None
+    )
+    table = monitor_section.medians_table("run", mon, Columns(samples, mon.devices))
+    rows = {r.cells[0]: r.cells[1] for r in table.rows}
+    assert rows["WAL syncs/s"].startswith("none counted: each WAL write syncs itself")
+    assert rows["WAL writes/s (each a sync)"] == "850"
+    # fdatasync's own syncs are counted as they were
+    synced = tuple(dataclasses.replace(s, pg=dataclasses.replace(s.pg, wal_syncs_s=400.0))
+                   for s in samples if s.pg is not None)  # fmt: skip
+    table = monitor_section.medians_table("run", mon, Columns(synced, mon.devices))
+    assert {r.cells[0]: r.cells[1] for r in table.rows}["WAL syncs/s"] == "400"

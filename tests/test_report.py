@@ -168,8 +168,14 @@ def test_summary_in_seed_layout(written: Written) -> None:
     assert _cells(table[2]) == fsync
     assert _cells(table[3])[1].startswith("IOPS=78.0k (78,000; ")
     assert _cells(table[3])[1].endswith("), BW=609 MiB/s")
-    row = ["TPC-B read-write, 4 clients", "tps: 4,059 (per second CV 28%) ⚠; qps: 20,297"]
+    # each mode at its peak (select-only at 2 clients, not its most), with p95/p99
+    row = [
+        "TPC-B read-write, 4 clients",
+        "tps: 4,059 (per second CV 28%) ⚠; qps: 20,297; p95 1.755 / p99 4.470 ms",
+    ]
     assert row in map(_cells, table)
+    select = next(_cells(r) for r in table if "select-only" in r)
+    assert select[0] == "TPC-B select-only, 2 clients" and "tps: 82,959 (n=3" in select[1]
 
 
 def test_fsync_headline_row_first_then_every_method(written: Written) -> None:
@@ -575,7 +581,7 @@ def test_settings_that_change_the_meaning_sit_beside_the_numbers(tmp_path: Path)
     )
     assert ["PostgreSQL settings", line] in map(_cells, summary)
     rw = next(_cells(r) for r in summary if "read-write" in r)
-    assert rw[1].endswith("; qps: 20,297; with synchronous_commit=off")
+    assert rw[1].endswith("; qps: 20,297; p95 1.755 / p99 4.470 ms; with synchronous_commit=off")
     select = next(_cells(r) for r in summary if "select-only" in r)
     assert "synchronous_commit" not in select[1], "reads do not commit anything"
     assert "- synchronous_commit=off: commits return before their WAL is flushed" in md

@@ -93,12 +93,9 @@ document.title = 'TOP=' + Math.round(a.top) + ';CHART=' + Math.round(b) + ';CONC
 </script>"""
 
 
-@pytest.mark.skipif(
-    not CHROMIUM.exists(), reason="needs /usr/bin/chromium (apt-get install chromium)"
-)
-@pytest.mark.parametrize("name", list(STUDIES))
-def test_first_screen_in_chromium_opens_with_the_answer(name: str, tmp_path: Path) -> None:
-    v = first_screen(name)
+def laid_out(v: ReportView, name: str, tmp_path: Path) -> tuple[Path, re.Match[str]]:
+    """``v`` as HTML in ``tmp_path``, and where Chromium laid out the answer's top,
+    the summary chart's bottom and the conclusions' top (``PROBE``)."""
     page = html.render(v, {f.name: plots.to_svg(f) for f in figures_of(v)}, css=writer.stylesheet())
     path = tmp_path / f"{name}.html"
     path.write_text(page, encoding="utf-8")
@@ -109,6 +106,15 @@ def test_first_screen_in_chromium_opens_with_the_answer(name: str, tmp_path: Pat
     ).stdout
     found = re.search(r"<title>TOP=(-?\d+);CHART=(-?\d+);CONC=(-?\d+)</title>", dom)
     assert found is not None, dom[:500]
+    return path, found
+
+
+@pytest.mark.skipif(
+    not CHROMIUM.exists(), reason="needs /usr/bin/chromium (apt-get install chromium)"
+)
+@pytest.mark.parametrize("name", list(STUDIES))
+def test_first_screen_in_chromium_opens_with_the_answer(name: str, tmp_path: Path) -> None:
+    path, found = laid_out(first_screen(name), name, tmp_path)
     assert 0 <= int(found.group(1)) < HEIGHT / 2, "the answer is not on the first screen"
     # What qualifies the answer (other work on the machine) is on the same screen.
     assert int(found.group(3)) < HEIGHT, "the conclusions fell below the first screen"

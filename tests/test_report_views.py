@@ -10,8 +10,11 @@ from dataclasses import replace
 
 from pgrig import export
 from pgrig.document.model import Section, Table
+from pgrig.meaning import meaning_of
 from pgrig.report import compare, view
 from pgrig.results import (
+    FsyncResult,
+    FsyncRow,
     PgbenchRun,
     ProgressPoint,
     RelationSize,
@@ -20,11 +23,13 @@ from pgrig.results import (
     SetupResult,
     StatementLatency,
     Study,
+    from_dict,
     to_dict,
 )
 from pgrig.storage.model import LabInfo
-from pgrig.workloads.tpcc.model import TpccLoad, TpccRun
-from pgrig.workloads.tpcc.report import load_table, summary_table
+from pgrig.workloads.tpcc.model import TpccLoad, TpccRun, TpmPoint, TxnStats
+from pgrig.workloads.tpcc.report import load_table, summary_table, tpmc_figure
+from test_report_golden import tiny_cloud
 
 
 def rec(target: str, key: str, kind: str, result: object, **params: object) -> RunRecord:
@@ -60,11 +65,14 @@ def tables(sections: tuple[Section, ...]) -> list[Table]:
 
 
 def tpcc_run(tpmc: float) -> TpccRun:
+    # New-Order's p99 falls as tpmC rises: 6,000 -> 12 ms, 7,000 -> 18 ms (xfs's 1.5x)
+    p99 = {6000.0: 11.0, 6100.0: 13.0, 7000.0: 17.0, 7100.0: 19.0}.get(tpmc, 20.0)
+    no = TxnStats("new_order", 45, 450, 0, 0, p50_ms=3.0, p95_ms=p99 - 3.0, p99_ms=p99)
     return TpccRun(
         mode="server", warehouses=2, active=1, connections=2, threads=1, duration_s=10.0,
         isolation="repeatable read", transactions=1000, failed=0, retried=0, retries=0,
         serialization_failures=0, deadlock_failures=0, tpmc=tpmc, tpm_total=tpmc * 2.2,
-        tps=tpmc * 2.2 / 60, rollbacks=1, latency_avg_ms=4.0,
+        tps=tpmc * 2.2 / 60, rollbacks=1, latency_avg_ms=4.0, types=(no,),
     )  # fmt: skip
 
 
@@ -97,14 +105,92 @@ def tpcc_records() -> list[RunRecord]:
 
 def test_tpcc_summary_has_a_target_column_and_each_targets_own_size() -> None:
     table = summary_table(study(["ext4", "xfs"]), tpcc_records())
-    assert table is not None and table.columns[0] == "target"
-    sizes = {row.cells[0]: row.cells[3] for row in table.rows}
+    assert table is not None and table.columns[:2] == ("run", "target")
+    sizes = {row.cells[1]: row.cells[3] for row in table.rows}
     assert sizes == {"ext4": "200.0 MiB (100.0 MiB)", "xfs": "300.0 MiB (150.0 MiB)"}
+
+
+def with_settings(s: Study, settings: dict[str, dict[str, str]]) -> Study:
+    """``s`` with each target's server reporting ``settings`` (the stored tiny-cloud
+    study's environment, its PostgreSQL settings replaced)."""
+    env = next(iter(tiny_cloud()[0].target_environments.values()))
+    assert env.postgres is not None
+    machines = {
+        t: replace(env, postgres=replace(env.postgres, settings=values))
+        for t, values in settings.items()
+    }
+    return replace(s, target_environments=machines)
+
+
+def test_tpcc_summary_gives_a_median_per_target_in_the_campaign_order_with_its_flags() -> None:
+    """The issue's study: the summary in execution order, every cell bold, no
+    median per target, no flag at the synchronous_commit=off target's tpmC."""
+    records = tpcc_records()
+    records = records[3:] + records[:3]  # xfs ran first
+    s = with_settings(study(["ext4", "xfs"]), {"ext4": {}, "xfs": {"synchronous_commit": "off"}})
+    table = summary_table(s, records)
+    assert table is not None
+    assert [r.cells[1] for r in table.rows] == ["ext4", "xfs"]  # the campaign's order
+    assert not any(r.kind for r in table.rows)  # not every cell a headline
+    ext4, xfs = (r.cells for r in table.rows)
+    assert ext4[4].startswith("6,050 (n=2, range 6,000–6,100)") and "⚠ synchronous" not in ext4[4]
+    assert xfs[4].startswith("7,050 (n=2") and xfs[4].endswith("⚠ synchronous_commit=off")
+    assert xfs[5].endswith("⚠ synchronous_commit=off")  # tpmTotal too
+    # the same flag in the comparison, with New-Order's latency row under tpmC
+    table = compare.comparison_table(
+        records, ["ext4", "xfs"], "ext4",
+        meanings={t: m for t in ("ext4", "xfs") if (m := meaning_of(s, t))},
+    )  # fmt: skip
+    (row,) = [r for r in table.rows if str(r.cells[0]).startswith("TPC-C tpmC") and r.kind]
+    assert str(row.cells[2]).endswith("⚠ synchronous_commit=off")
+    assert not str(row.cells[1]).endswith("synchronous_commit=off")
+    (lat,) = [r for r in table.rows if str(r.cells[0]).endswith("New-Order latency")]
+    assert lat.cells[1] == "p95 9.000 / p99 12.000 ms"
+    assert lat.cells[3] == "p99 1.50x higher"
+
+
+def test_settings_that_differ_beyond_the_four_are_named() -> None:
+    """walcomp-on vs sync-on was called "same" although wal_compression differed."""
+    s = with_settings(
+        study(["sync-on", "walcomp-on"]),
+        {"sync-on": {"port": "5432"}, "walcomp-on": {"wal_compression": "pglz", "port": "5433"}},
+    )
+    meanings = {t: m for t in ("sync-on", "walcomp-on") if (m := meaning_of(s, t))}
+    table = compare.comparison_table(tpcc_records(), ["sync-on", "walcomp-on"], "sync-on", meanings)
+    (row,) = [r for r in table.rows if r.cells[0] == "PostgreSQL settings"]
+    assert row.cells[3] == "differs: wal_compression=pglz"  # the port is each server's own
+
+
+def test_tpcc_chart_has_one_named_series_per_target_and_mode() -> None:
+    records = tpcc_records()
+    records += [
+        replace(r, key=r.key.replace("/run/", "/run/client/"),
+                params={**r.params, "mode": "client"},
+                result=to_dict(replace(tpcc_run(3000.0), mode="client")))
+        for r in records if r.kind == "tpcc_run"
+    ]  # fmt: skip
+    records = [
+        replace(r, result=to_dict(replace(from_dict(TpccRun, r.result), timeline=(
+            TpmPoint(1.0, 100.0 * i, 200.0), TpmPoint(2.0, 110.0 * i, 220.0)))))
+        if r.kind == "tpcc_run" and r.result else r
+        for i, r in enumerate(records, 1)
+    ]  # fmt: skip
+    figure = tpmc_figure(study(["ext4", "xfs"]), records)
+    assert figure is not None
+    assert [s.label for s in figure.series] == [
+        "ext4, server-side (median of 2)", "ext4, client-side (median of 2)",
+        "xfs, server-side (median of 2)", "xfs, client-side (median of 2)",
+    ]  # fmt: skip
+    assert [s.group for s in figure.series] == ["ext4", "ext4", "xfs", "xfs"]
+    assert [s.dash for s in figure.series] == [0, 1, 0, 1]
+    first = figure.series[0]  # runs 2 and 3 of the records: ext4's server-side repeats
+    assert first.y == (250.0, 275.0) and first.y_low == (200.0, 220.0)
+    assert first.y_high == (300.0, 330.0)
 
 
 def test_tpcc_is_in_the_comparison_table_and_the_csv() -> None:
     table = compare.comparison_table(tpcc_records(), ["ext4", "xfs"], "ext4")
-    (row,) = [r for r in table.rows if r.cells[0].startswith("TPC-C tpmC")]
+    (row,) = [r for r in table.rows if r.cells[0].startswith("TPC-C tpmC") and r.kind]
     assert row.cells[1].startswith("6,050 tpmC") and row.cells[2].startswith("7,050 tpmC")
     assert "+16.5%" in row.cells[3]
     rows = list(csv.DictReader(io.StringIO(export.runs_csv(tpcc_records()))))
@@ -246,3 +332,28 @@ def test_the_tpcc_load_caption_says_how_each_load_was_made() -> None:
     assert "wal_level=minimal" in ways[1] and "keys and ANALYZE included" in ways[1]
     assert ways[2].startswith("loader not recorded over 2 parallel connections")
     assert table.caption.endswith("summed over the connections, which overlap")
+
+
+# -- a probe compared with itself ----------------------------------------------------
+
+
+def fsync(target: str, ops: float, directory: str = "/var/tmp") -> RunRecord:
+    result = FsyncResult(1.0, (FsyncRow("one 8kB write", "fdatasync", ops, 1e6 / ops),))
+    return rec(target, "probe/pg_test_fsync", "pg_test_fsync", result, directory=directory,
+               seconds_per_test=1)  # fmt: skip
+
+
+def test_a_probe_of_the_same_disk_per_target_is_not_a_difference() -> None:
+    """The issue's study: pg_test_fsync in one directory once per server setting,
+    read as "sync-off 6.7x slower" (395 vs 2,631 ops/s): one disk's noise."""
+    records = [fsync("sync-on", 2631.0), fsync("sync-off", 395.0), fsync("other", 400.0, "/mnt")]
+    table = compare.comparison_table(records, ["sync-on", "sync-off", "other"], "sync-on")
+    (row,) = [r for r in table.rows if r.cells[0] == "fdatasync 8K"]
+    assert "same storage as sync-on" in str(row.cells[3]) and "slower" not in str(row.cells[3])
+    assert "slower" in str(row.cells[5])  # another directory: compared
+    # A target behind a storage layer (a lab: a cap, a latency layer) is another disk.
+    info = LabInfo(description="ESSD PL1", directory="/var/tmp", disk="essd-pl1:100GiB")
+    lab = rec("sync-off", "storage/lab", "storage_lab", info)
+    table = compare.comparison_table([*records, lab], ["sync-on", "sync-off"], "sync-on")
+    (row,) = [r for r in table.rows if r.cells[0] == "fdatasync 8K"]
+    assert "slower" in str(row.cells[3])

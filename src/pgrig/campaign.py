@@ -10,6 +10,7 @@ the nearest valid key. Every key is declared once, in a ``Schema`` here, in
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import re
 import tomllib
@@ -55,6 +56,10 @@ class Campaign:
     workloads: tuple[WorkloadSpec, ...] = ()
     policy: RunPolicy = field(default_factory=RunPolicy)
     baseline: str | None = None
+    # What runs it again, as the study records it (report/rerun.py): the file's
+    # text, and the command line (the file by name, or the quick study's options).
+    text: str = ""
+    command: tuple[str, ...] = ()
 
     def target(self, name: str) -> TargetSpec:
         for t in self.targets:
@@ -483,7 +488,8 @@ def load(path: Path) -> Campaign:
             f"campaign file {path} is not UTF-8 text (byte {exc.start}: {exc.reason})",
             hint="a campaign is a TOML text file; see docs/campaigns.md",
         ) from exc
-    return parse(content, source=str(path), base=path.resolve().parent)
+    camp = parse(content, source=str(path), base=path.resolve().parent)
+    return dataclasses.replace(camp, text=content, command=("pgrig", "run", path.name))
 
 
 def key_tables() -> dict[str, Schema]:

@@ -13,6 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pgrig.results import Study
 
 # In the order they are printed; PostgreSQL's defaults for those not set.
 DEFAULTS: dict[str, str] = {
@@ -32,6 +36,14 @@ _CAVEATS: dict[tuple[str, str], str] = {
 }
 
 
+# Settings every server has its own value of (its paths, its socket, sizes
+# derived from others): never a difference between two targets' configurations.
+PER_SERVER = frozenset({
+    "config_file", "data_directory", "hba_file", "ident_file", "external_pid_file",
+    "unix_socket_directories", "port", "shared_memory_size", "shared_memory_size_in_huge_pages",
+})  # fmt: skip
+
+
 @dataclass(frozen=True)
 class Meaning:
     """The settings of one server that change what its numbers mean."""
@@ -39,13 +51,30 @@ class Meaning:
     profile: str | None  # None: an existing server, configured by its owner
     values: tuple[tuple[str, str], ...]  # (name, value) in DEFAULTS' order
     defaulted: tuple[str, ...] = ()  # names not set: PostgreSQL's default applies
+    # Every other non-default setting the server reported (PER_SERVER left out):
+    # what tells two targets' configurations apart beyond the four above.
+    rest: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def of(cls, settings: Mapping[str, str], profile: str | None) -> Meaning:
         """From a server's non-default settings (or a profile's): absent ones are
         PostgreSQL's defaults."""
         values = tuple((name, settings.get(name, default)) for name, default in DEFAULTS.items())
-        return cls(profile, values, tuple(n for n in DEFAULTS if n not in settings))
+        rest = tuple(
+            sorted((k, v) for k, v in settings.items() if k not in DEFAULTS and k not in PER_SERVER)
+        )
+        return cls(profile, values, tuple(n for n in DEFAULTS if n not in settings), rest)
+
+    def differences(self, base: Meaning) -> list[str]:
+        """'wal_compression=pglz (off on the baseline: its default)' for each
+        setting whose value differs from ``base``'s, the four first; [] when none."""
+        mine, theirs = dict(self.values + self.rest), dict(base.values + base.rest)
+        out = []
+        for name in dict.fromkeys([*mine, *theirs]):
+            a, b = mine.get(name), theirs.get(name)
+            if a != b:
+                out.append(f"{name}={a if a is not None else 'default'}")
+        return out
 
     @property
     def settings(self) -> dict[str, str]:
@@ -72,3 +101,28 @@ class Meaning:
         return ", ".join(
             f"{name}={value}" for name, value in self.values if (name, value.lower()) in _CAVEATS
         )
+
+
+def meaning_of(study: Study, target: str) -> Meaning | None:
+    """The settings that change what the target's numbers mean, as its server
+    reported them (None when the server's settings were not captured)."""
+    declared = [t for t in study.params.get("targets") or [] if isinstance(t, dict)]
+    env = study.target_environments.get(target)
+    if env is None and len(declared) <= 1:  # one target: the study's own environment
+        env = study.environment
+    if env is None or env.postgres is None:
+        return None
+    spec = next((t for t in declared if t.get("name") == target), None)
+    if spec is None and len(declared) == 1:
+        spec = declared[0]
+    profile = study.params.get("profile")
+    if spec is not None:
+        profile = None if spec.get("dsn") else spec.get("profile", profile)
+    return Meaning.of(env.postgres.settings, str(profile) if profile else None)
+
+
+def unsafe_of(study: Study, target: str) -> str:
+    """'synchronous_commit=off' for a target whose server does not make its commits
+    durable ('' when it does, or its settings were not captured)."""
+    found = meaning_of(study, target)
+    return found.writes_note() if found is not None else ""

@@ -402,9 +402,10 @@ SCHEMA = Schema(
     custom(
         "latency_target", None,
         "a latency the servers are held to, e.g. `\"p99 <= 5 ms\"` (p50, p90, p95 or p99 of "
-        "pgbench's per-transaction log): the report gives each target's highest tps at a "
-        "client count whose median percentile stayed within it "
-        "([report](report.md#throughput-under-a-latency-target))",
+        "pgbench's per-transaction log; TPC-C: New-Order's): the report gives each target's "
+        "highest tps (tpmC) at a point - a client count, or an offered rate of a workload's "
+        "`rates` sweep - whose median percentile stayed within it, and with a sweep says it "
+        "on the first screen ([report](report.md#throughput-under-a-latency-target))",
         _latency_target,
     ),
     flag(

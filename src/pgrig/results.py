@@ -536,6 +536,13 @@ class ResultKind:
     point: Callable[[dict[str, Any]], str] | None = None
     # What a point's results add to its row's label (e.g. the active data's size).
     point_note: Callable[[Sequence[Any]], str] = lambda _results: ""
+    # The metric counts commits: a server setting that skips their flush
+    # (synchronous_commit = off, fsync = off) changes it and is flagged at it. False:
+    # only the storage's barriers do (a backup's rate).
+    commits: bool = False
+    # (p95, p99) in ms of one result, said beside its metric; None: no latency.
+    latency: Callable[[Any], tuple[float | None, float | None]] | None = None
+    latency_label: str = "latency"  # what ``latency`` measures: "New-Order latency"
 
     def holds(self, record: RunRecord) -> bool:
         """Is ``record`` of this kind? (The report asks the kind, never its name.)"""

@@ -85,6 +85,10 @@ def params(camp: Campaign, targets: list[Target]) -> Params:
     if Path(camp.source).is_file():  # not a study made on the command line
         # where `pgrig list` finds the plan again, from any directory
         out["campaign_file"] = str(Path(camp.source).resolve())
+    if camp.command:  # how it runs again (the summary's "How to run it again")
+        out["command"] = list(camp.command)
+    if camp.text:
+        out["campaign_text"] = camp.text
     if len(targets) == 1:  # the single-target summary the report shows first
         t = targets[0]
         out["profile"] = t.spec.profile

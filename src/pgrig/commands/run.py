@@ -57,6 +57,7 @@ def run(campaign_file: Path | None, **opts: Any) -> None:
         study_id: str | None = new_study_id(camp.name) if opts["new"] else camp.name
     else:
         camp = campaign_of(opts, set(typed))
+        camp = replace(camp, command=("pgrig", "run", *typed_options(ctx, typed)))
         study_id = None
     if opts["retry_failed"] and (campaign_file is None or opts["new"]):
         raise UsageError(
@@ -85,6 +86,25 @@ def run(campaign_file: Path | None, **opts: Any) -> None:
 
 
 _COMMANDLINE = click.core.ParameterSource.COMMANDLINE
+
+
+def typed_options(ctx: click.Context, typed: list[str]) -> list[str]:
+    """The quick study's options as they were typed (their values as click read
+    them), for the study to record how it runs again; where it keeps its results
+    is not the study."""
+    out: list[str] = []
+    for param in ctx.command.params:
+        name = param.name
+        if name not in typed or name in NOT_THE_STUDY or not isinstance(param, click.Option):
+            continue
+        value = ctx.params[name]
+        if param.is_flag:
+            flags = param.opts if value else param.secondary_opts
+            out += flags[:1]
+            continue
+        for v in value if param.multiple else (value,):
+            out += [param.opts[0], str(v)]
+    return out
 
 
 def _file_campaign(campaign_file: Path, typed: list[str]) -> Campaign:

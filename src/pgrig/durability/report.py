@@ -284,5 +284,7 @@ def durable(ev: Findings) -> list[Conclusion]:
         else:
             text += f"; FAILED: {res.failures[0]}"
         text += f" (the slowest recovery {slowest:.1f} s)."
+        if res.untested:  # a pass says nothing of these: the first screen keeps the flag
+            text += f" NOT TESTED by this {res.crash_model} crash: {'; '.join(res.untested)}."
         out.append(Conclusion("durable", text, "one crash run"))
     return out

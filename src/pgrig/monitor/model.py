@@ -104,6 +104,9 @@ class PgSample:
     wal_fpi_s: float | None = None
     wal_writes_s: float | None = None
     wal_syncs_s: float | None = None
+    # ms a second spent in WAL syncs (pg_stat_wal.wal_sync_time; pg_stat_io on 18):
+    # 0 while track_wal_io_timing is off
+    wal_sync_ms_s: float | None = None
     # pg_stat_io (PostgreSQL 16+), relations only, per second:
     # "backend_type:reads|writes|extends|fsyncs|hits|read_bytes|read_time" (read_time
     # in ms per second, with track_io_timing; read_bytes from reads x 8 kB before 18)
@@ -293,6 +296,13 @@ class RunTotals:
     wal_bytes: float | None = None  # pg_stat_wal (14+); None before
     wal_syncs: float | None = None  # pg_stat_wal.wal_sync, pg_stat_io's WAL fsyncs on 18
     server_cpu_s: float | None = None  # the server's processes; None: not attributed
+    wal_fpi: float | None = None  # full-page images written to the WAL (14+)
+    wal_sync_ms: float | None = None  # pg_stat_wal.wal_sync_time: 0 untimed (track_wal_io_timing)
+    # The target's block devices (iostat), every process's I/O: what a cloud
+    # disk's IOPS and throughput budget is sized by. None: no device sampled.
+    device_reads: float | None = None
+    device_writes: float | None = None
+    device_bytes: float | None = None  # read + written
 
 
 @dataclass(frozen=True)

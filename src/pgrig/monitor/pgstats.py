@@ -76,7 +76,8 @@ def _io_sql(have: set[str]) -> str:
 # 18 moved WAL writes and syncs from pg_stat_wal to pg_stat_io; context 'normal' is
 # what pg_stat_wal counted ('init' is the zero-filling of new segment files).
 WAL_IO_SQL = """
-(SELECT json_build_object('writes', sum(writes), 'syncs', sum(fsyncs))
+(SELECT json_build_object('writes', sum(writes), 'syncs', sum(fsyncs),
+                          'sync_time', sum(fsync_time))
  FROM pg_stat_io WHERE object = 'wal' AND context = 'normal')
 """
 
@@ -174,6 +175,7 @@ class PgSampler:
                     "fpi": "wal_fpi",
                     "writes": "wal_write",
                     "syncs": "wal_sync",
+                    "sync_time": "wal_sync_time",
                 },
                 wal,
             )
@@ -278,5 +280,6 @@ def to_sample(prev: Snapshot, cur: Snapshot, seconds: float) -> PgSample:
         wal_fpi_s=optional_rate("wal", "fpi"),
         wal_writes_s=optional_rate(wal_group, "writes"),
         wal_syncs_s=optional_rate(wal_group, "syncs"),
+        wal_sync_ms_s=optional_rate(wal_group, "sync_time"),
         io=io,
     )

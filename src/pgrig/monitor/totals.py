@@ -9,10 +9,22 @@ the measured transactions wrote, give or take the sampler's own commit a second.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 
-from pgrig.monitor.model import RunTotals, Sample
+from pgrig.monitor.model import DeviceSample, RunTotals, Sample
 from pgrig.monitor.pgstats import MIB
+
+
+def _summed(samples: Sequence[Sample], part: Callable[[Sample], float | None]) -> float | None:
+    """``part`` (a rate) times each sample's interval, summed; None when a sample lacks it."""
+    values = [(part(s), s.interval_s) for s in samples]
+    if not values or any(v is None for v, _ in values):
+        return None
+    return sum((v or 0.0) * dt for v, dt in values)
+
+
+def _devices(s: Sample, part: Callable[[DeviceSample], float]) -> float | None:
+    return sum(part(d) for d in s.devices) if s.devices else None
 
 
 def run_totals(samples: Iterable[Sample], ncpu: int) -> RunTotals | None:
@@ -20,11 +32,9 @@ def run_totals(samples: Iterable[Sample], ncpu: int) -> RunTotals | None:
     seconds = commits = wal = syncs = cpu = 0.0
     checkpoints = 0
     have_wal = have_syncs = have_cpu = True
-    seen = False
-    for s in samples:
-        if not s.in_run or s.pg is None:
-            continue
-        seen = True
+    inside = [s for s in samples if s.in_run and s.pg is not None]
+    for s in inside:
+        assert s.pg is not None
         dt = s.interval_s
         seconds += dt
         commits += s.pg.commits_s * dt
@@ -41,7 +51,7 @@ def run_totals(samples: Iterable[Sample], ncpu: int) -> RunTotals | None:
             have_cpu = False
         else:
             cpu += s.cpu.server / 100.0 * ncpu * dt
-    if not seen:
+    if not inside:
         return None
     return RunTotals(
         seconds=seconds,
@@ -50,4 +60,11 @@ def run_totals(samples: Iterable[Sample], ncpu: int) -> RunTotals | None:
         wal_bytes=wal if have_wal else None,
         wal_syncs=syncs if have_syncs else None,
         server_cpu_s=cpu if have_cpu else None,
+        wal_fpi=_summed(inside, lambda s: s.pg.wal_fpi_s if s.pg else None),
+        wal_sync_ms=_summed(inside, lambda s: s.pg.wal_sync_ms_s if s.pg else None),
+        device_reads=_summed(inside, lambda s: _devices(s, lambda d: d.reads_s)),
+        device_writes=_summed(inside, lambda s: _devices(s, lambda d: d.writes_s)),
+        device_bytes=_summed(
+            inside, lambda s: _devices(s, lambda d: (d.read_mib_s + d.write_mib_s) * MIB)
+        ),
     )

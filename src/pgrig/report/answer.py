@@ -156,7 +156,7 @@ def probe_lines(ev: Evidence) -> list[str]:
     if probe is None or not probe.ops:
         return []
     text = (
-        f"Commits: one fdatasync of 8 kB takes {fmt.us(probe.usecs)} us on this storage "
+        f"Commits: one {probe.method} of 8 kB takes {fmt.us(probe.usecs)} us on this storage "
         f"({fmt.rate(probe.ops)} ops/s, pg_test_fsync), so one client's synchronous commits "
         f"cannot exceed about {fmt.rate(probe.ops)} a second"
     )

@@ -15,7 +15,7 @@ from pgrig.registry import typed_result
 from pgrig.registry.report import Conclusion
 from pgrig.registry.shared import PGBENCH_RUN
 from pgrig.report.evidence import Evidence, client_counts, point_words
-from pgrig.report.pointkey import PointKey, point_key
+from pgrig.report.pointkey import Curve, PointKey, point_key
 from pgrig.report.probes import FsyncRuns, fsync_headline
 from pgrig.results import (
     FioResult,
@@ -65,7 +65,7 @@ def fsync_bound(ev: Evidence) -> list[Conclusion]:
                 _refuted(target, key, probe, share, latency, refuted)
                 if refuted
                 else f"{target}: single-client commits are bounded by fsync latency: one "
-                f"fdatasync takes {fmt.us(probe.usecs)} us (pg_test_fsync, one 8 kB write), "
+                f"{probe.method} takes {fmt.us(probe.usecs)} us (pg_test_fsync, one 8 kB write), "
                 f"{share:.0%} of the {fmt.ms(latency)} ms a {point_words(key)} transaction "
                 f"takes at 1 client (median of {len(runs)} run(s)); a faster-syncing disk, "
                 "not more CPU, would raise it."
@@ -83,7 +83,7 @@ def _refuted(
         else f"more than the {fmt.ms(latency)} ms"
     )
     return (
-        f"{target}: the fdatasync pg_test_fsync measured ({fmt.us(probe.usecs)} us"
+        f"{target}: the {probe.method} pg_test_fsync measured ({fmt.us(probe.usecs)} us"
         + (f", {fmt.rate(probe.ops)} ops/s" if probe.ops else "")
         + f") would be {of_it} a {point_words(key)} transaction takes at 1 client, but the "
         f"runs themselves refute that each commit waited that long: {'; '.join(why)}. The "
@@ -94,19 +94,29 @@ def _refuted(
 
 @dataclass(frozen=True)
 class Probe:
-    """The median fdatasync of one 8 kB write that pg_test_fsync measured on a target."""
+    """The median sync of one 8 kB write that pg_test_fsync measured on a target, by
+    the method its server syncs the WAL with (seed 001's open_datasync)."""
 
     usecs: float
     ops: float | None
+    method: str = "fdatasync"
+
+
+def sync_method(ev: Evidence, target: str) -> str:
+    """The target server's wal_sync_method (fdatasync, Linux's default, when it
+    reported none other)."""
+    meaning = ev.meanings.get(target)
+    return dict(meaning.rest).get("wal_sync_method", "fdatasync") if meaning else "fdatasync"
 
 
 def probe_sync(ev: Evidence, target: str) -> Probe | None:
     runs = [r for r in ev.records if FSYNC.holds(r) and r.target == target]
     median = FsyncRuns.of(runs).median()
-    head = fsync_headline(median) if median is not None else None
-    if head is None or head.usecs_per_op is None:
+    method = sync_method(ev, target)
+    head = fsync_headline(median, method) if median is not None else None
+    if head is None or head.usecs_per_op is None:  # a method pg_test_fsync gave n/a
         return None
-    return Probe(head.usecs_per_op, head.ops_per_sec)
+    return Probe(head.usecs_per_op, head.ops_per_sec, method)
 
 
 def synchronous(ev: Evidence, target: str) -> bool:
@@ -167,7 +177,7 @@ def _bound(ev: Evidence, causes_asked: Sequence[str]) -> list[Bound]:
         if PGBENCH_RUN.holds(rec) and (mon := monitors.get(rec.key)) is not None:
             key = point_key(rec)
             groups.setdefault((rec.target, key), []).append(mon.verdict.cause)
-    found: dict[tuple[tuple[str, int | None, int, str], str], dict[str, list[tuple[int, int, int]]]]
+    found: dict[tuple[Curve, str], dict[str, list[tuple[int, int, int]]]]
     found = {}
     for (target, key), causes in groups.items():
         for cause in causes_asked:
@@ -228,7 +238,7 @@ def vm_wakeup(ev: Evidence) -> list[Conclusion]:
     for key, per in points.items():
         if key.clients != 1:
             continue
-        two = points.get(PointKey(key.workload, key.scale, key.duration, key.mode, 2), {})
+        two = points.get(PointKey(*key.curve, clients=2), {})
         for target, runs in per.items():
             pair = two.get(target)
             if not runs or not pair:

@@ -9,9 +9,10 @@ per-second TPS overlaid per target (seed 002's chart).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import statistics
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from pgrig import registry, stats
 from pgrig.document import fmt
@@ -26,7 +27,7 @@ from pgrig.report.cost import latency_cell, latency_vs, ok_runs
 from pgrig.report.figures import tps_over_time as tps_over_time  # named here for its tests
 from pgrig.report.figures import tps_vs_clients
 from pgrig.report.pgbench import load_text, statement_medians
-from pgrig.report.pointkey import PointKey, point_order, runs_by_point
+from pgrig.report.pointkey import Curve, PointKey, point_order, runs_by_point
 from pgrig.report.probes import FsyncRuns, fio_summary, fsync_headline, fsync_summary
 from pgrig.report.progress import Progress
 from pgrig.report.storage import barriers_off, flag
@@ -35,9 +36,11 @@ from pgrig.results import (
     FioResult,
     PgbenchInit,
     PgbenchRun,
+    ResultKind,
     RunRecord,
     SetupResult,
 )
+from pgrig.storage.kinds import LAB
 
 FIO_ROWS = (
     ("randwrite", "8k random write"),
@@ -121,15 +124,22 @@ class _Rows:
         values: dict[str, float | None],
         text: dict[str, str],
         higher_is_better: bool = True,
+        same: Collection[str] = (),
     ) -> None:
         """One row of a single value per target (a probe, a load); ``values``: a
         rate (``higher_is_better``, the difference in %) or a latency or a
-        duration (the ratio)."""
+        duration (the ratio); ``same``: targets whose probe measured the
+        baseline's own storage again (no difference to report)."""
         cells: list[Cell] = [label, text.get(self.baseline, "")]
         for t in self.others:
-            delta = single_delta(
+            delta: Cell = single_delta(
                 values.get(self.baseline), values.get(t), higher_is_better=higher_is_better
             )
+            if t in same:
+                delta = Quiet(
+                    f"the same storage as {self.baseline} (same directory, no layer): "
+                    "one disk measured twice, its noise and not a difference"
+                )
             cells += [text.get(t, ""), delta]
         self.rows.append(Draft(tuple(cells)))
 
@@ -163,7 +173,7 @@ def comparison_table(
     by_kind: ByKind = {}
     for rec in records:
         by_kind.setdefault(rec.kind, {}).setdefault(rec.target, []).append(rec)
-    _fsync_row(by_kind, out)
+    _fsync_row(by_kind, out, same_storage(by_kind, baseline, others, bool(machines)))
     _fio_rows(by_kind, out)
     if meanings and any(not (TIMING.holds(r) or FSYNC.holds(r) or FIO.holds(r)) for r in records):
         out.rows.append(Draft(_settings_row(meanings, baseline, others).cells))
@@ -171,7 +181,7 @@ def comparison_table(
     for key, per_target in sorted(runs_by_point(records).items(), key=point_order):
         _point_rows(key, per_target, progress, family, out)
     # Barriers only: a server setting (synchronous_commit) does not change a backup's rate.
-    rows = out.rows + summary_rows(records, baseline, others, family, out.storage_unsafe)
+    rows = out.rows + summary_rows(records, baseline, others, family, out.unsafe)
     return Table(
         columns=tuple(columns),
         rows=family.rows(rows),
@@ -181,7 +191,25 @@ def comparison_table(
     )
 
 
-def _fsync_row(by_kind: ByKind, out: _Rows) -> None:
+def same_storage(by_kind: ByKind, baseline: str, others: list[str], machines: bool) -> set[str]:
+    """The targets whose pg_test_fsync ran in the baseline's directory on the same
+    machine with no storage layer (lab) on either side: a server setting
+    (synchronous_commit, wal_compression) changes nothing a probe of the disk
+    measures, so two such probes differ by the disk's noise alone."""
+    if machines:
+        return set()
+    labs = set(by_kind.get(LAB.name, {}))
+
+    def directories(t: str) -> set[object]:
+        return {r.params.get("directory") for r in by_kind.get(FSYNC.name, {}).get(t, [])}
+
+    base = directories(baseline)
+    if not base or baseline in labs:
+        return set()
+    return {t for t in others if t not in labs and directories(t) == base}
+
+
+def _fsync_row(by_kind: ByKind, out: _Rows, same: Collection[str] = ()) -> None:
     """fsync 8K: the single-I/O latency that bounds synchronous commits, compared
     as a latency (us per op: '7.3x slower')."""
     values: dict[str, float | None] = {}
@@ -195,7 +223,8 @@ def _fsync_row(by_kind: ByKind, out: _Rows) -> None:
         if row is not None and row.usecs_per_op is not None:
             values[t] = row.usecs_per_op
     if text:
-        out.single("fdatasync 8K", values, out.flagged(text, server=False), higher_is_better=False)
+        flagged = out.flagged(text, server=False)
+        out.single("fdatasync 8K", values, flagged, higher_is_better=False, same=same)
 
 
 def _fio_rows(by_kind: ByKind, out: _Rows) -> None:
@@ -363,12 +392,14 @@ def machine_rows(
 
 
 def _settings_row(meanings: Mapping[str, Meaning], baseline: str, others: list[str]) -> Row:
-    """Each target's settings that change the meaning, and which differ from the baseline's."""
+    """Each target's settings that change the meaning, and every setting (of all
+    the server reported) that differs from the baseline's: 'differs:
+    wal_compression=pglz' (a target whose server reported no settings: '')."""
     base = meanings.get(baseline)
     cells = ["PostgreSQL settings", base.line() if base else "not captured"]
     for t in others:
         mine = meanings.get(t)
-        differ = [k for k, v in (mine.values if mine else ()) if base and base.settings.get(k) != v]
+        differ = mine.differences(base) if mine and base else []
         cells += [
             mine.line() if mine else "not captured",
             f"differs: {', '.join(differ)}" if differ else ("same" if mine and base else ""),
@@ -381,17 +412,21 @@ def summary_rows(
     baseline: str,
     others: list[str],
     family: Family,
-    unsafe: Callable[[str], str] | None = None,
+    unsafe: Unsafe | None = None,
 ) -> list[Draft]:
     """A row per workload (and per point, for a kind that names its points) for
     every result kind that asks for one (``ResultKind.summary``): its metric per
-    target, and Welch's test against the baseline; ``unsafe``: what to say at a
-    target's figure when its storage or server does not make it durable."""
-    unsafe_of = unsafe or (lambda t: "")
+    target, and Welch's test against the baseline, then its p95/p99 when the kind
+    has them; ``unsafe``: what to say at a target's figure when its storage (or,
+    for a kind whose metric counts commits, its server) does not make it durable."""
     rows: list[Draft] = []
     for kind in registry.kinds().values():
         if kind.summary is None or kind.metric is None:
             continue
+
+        def unsafe_of(t: str, kind: ResultKind = kind) -> str:
+            return unsafe(t, server=kind.commits) if unsafe is not None else ""
+
         # (workload, point) -> target -> metrics; a point in the order first run
         values: dict[tuple[str, str], dict[str, list[float]]] = {}
         failed: dict[tuple[str, str], dict[str, int]] = {}
@@ -426,7 +461,58 @@ def summary_rows(
                 ]
             kind_ = FAILED if bad and not any(data.values()) else HEADLINE
             rows.append(Draft(tuple(cells), kind_))
+            if kind.latency is not None and (
+                lat := _kind_latency(kind, row, records, baseline, others)
+            ):
+                rows.append(lat)
     return rows
+
+
+class Unsafe(Protocol):
+    def __call__(self, target: str, *, server: bool = True) -> str: ...
+
+
+def _kind_latency(
+    kind: ResultKind,
+    row: tuple[str, str],
+    records: Sequence[RunRecord],
+    baseline: str,
+    others: list[str],
+) -> Draft | None:
+    """The p95/p99 row under a summary row (the medians over the repeats), with
+    the p99 against the baseline's as a ratio, as pgbench's latency row."""
+    assert kind.latency is not None
+    per: dict[str, list[tuple[float, float]]] = {}
+    for rec in kind.records(records):
+        point = kind.point(rec.params) if kind.point is not None else ""
+        if (str(rec.params.get("workload", kind.name)), point) != row:
+            continue
+        if (res := typed_result(rec)) is not None:
+            p95, p99 = kind.latency(res)
+            if p95 is not None and p99 is not None:
+                per.setdefault(rec.target, []).append((p95, p99))
+    if not per:
+        return None
+
+    def cell(t: str) -> str:
+        got = per.get(t)
+        if not got:
+            return ""
+        p95, p99 = (statistics.median(v[i] for v in got) for i in (0, 1))
+        return f"p95 {fmt.ms(p95)} / p99 {fmt.ms(p99)} ms"
+
+    base = [v[1] for v in per.get(baseline, [])]
+    cells: list[Cell] = [f"{kind.summary} ({', '.join(filter(None, row))}): {kind.latency_label}"]
+    cells.append(cell(baseline))
+    for t in others:
+        mine = [v[1] for v in per.get(t, [])]
+        ratio = ""
+        if base and mine and statistics.median(base) > 0:
+            r = statistics.median(mine) / statistics.median(base)
+            ratio = f"p99 {r:.2f}x higher" if r >= 1.005 else (
+                f"p99 {1 / r:.2f}x lower" if r <= 0.995 else "p99 the same")  # fmt: skip
+        cells += [cell(t), Quiet(ratio)]
+    return Draft(tuple(cells))
 
 
 def statements_table(
@@ -435,7 +521,7 @@ def statements_table(
     """Per-statement latencies (pgbench -r) with the targets side by side (seed 000:
     UPDATE pgbench_accounts 3.46 vs 7.15 ms), for each workload and mode at the
     most clients every target ran; custom scripts too."""
-    curves: dict[tuple[str, int | None, int, str], dict[int, dict[str, list[PgbenchRun]]]] = {}
+    curves: dict[Curve, dict[int, dict[str, list[PgbenchRun]]]] = {}
     for key, per_target in runs_by_point(records).items():
         ok = {t: [run for _, run in pairs if run is not None] for t, pairs in per_target.items()}
         curves.setdefault(key.curve, {})[key.clients] = {t: runs for t, runs in ok.items() if runs}

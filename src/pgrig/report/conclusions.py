@@ -44,6 +44,9 @@ order they are printed:
 
 from __future__ import annotations
 
+import contextlib
+import re
+import signal
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -58,7 +61,7 @@ from pgrig.registry.report import Conclusion
 from pgrig.registry.shared import PGBENCH_INIT, PGBENCH_RUN, SQL_SETUP
 from pgrig.report.bounds import client_bound, fsync_bound, io_cap, vm_wakeup, wait_bound
 from pgrig.report.evidence import Evidence, Rule, point_words
-from pgrig.report.pointkey import PointKey, point_key
+from pgrig.report.pointkey import Curve, PointKey, point_key
 from pgrig.report.progress import Progress
 from pgrig.report.samples import SampleReader, own_samples
 from pgrig.report.versus import TPS, Key
@@ -117,8 +120,31 @@ FAILED_SHOWN = 3  # steps named in the sentence; the rest are counted
 REASON_CHARS = 160  # enough for libpq's 'connection ... failed: FATAL: ...' line
 
 
+# A tool's progress in its stderr excerpt ("9700000 of 10000000 tuples (97%) done
+# (elapsed ...)", "vacuuming...", the excerpt's cut "...s)"): how far it got,
+# never why it stopped.
+_PROGRESS = re.compile(r"\(\d+%\) done|^\.\.\.|\.\.\.$|done in [\d.]+ s")
+_OOM = "; the kernel OOM-killed "
+
+
 def _first_line(reason: str | None) -> str:
+    """The cause of a failure in one line: its first line without the tool's
+    progress lines, and the kernel's OOM kill when the recorder found one (it
+    comes last, after the excerpt, and was cut off with it)."""
     line = (reason or "no reason recorded").strip().splitlines()[0]
+    line, _, oom = line.partition(_OOM)
+    head, excerpt = "", line
+    if m := re.match(r"(.*?\(exit code -?\d+\)): (.*)", line):  # a ToolError: message, excerpt
+        head, excerpt = m[1], m[2]
+    parts = [p.strip() for p in excerpt.split(" | ") if not _PROGRESS.search(p.strip())]
+    line = ": ".join(x for x in (head, " | ".join(parts)) if x) or line
+    if m := re.search(r"\(exit code -(\d+)\)", line):
+        with contextlib.suppress(ValueError):
+            line = line.replace(m[0], f"(killed by {signal.Signals(int(m[1])).name})")
+    if oom:
+        killed = "the kernel OOM-killed " + oom.split(" during this step", 1)[0]
+        room = REASON_CHARS - len(killed) - 2
+        return f"{line if len(line) <= room else line[: max(0, room - 3)] + '...'}; {killed}"
     return line if len(line) <= REASON_CHARS else line[: REASON_CHARS - 3] + "..."
 
 
@@ -130,7 +156,7 @@ def tested(ev: Evidence) -> list[Tested]:
     """Every pgbench point of every target against the baseline's, the study's one
     family of tests: the answer (pgrig.report.answer) and ``differs`` read the same
     comparisons, never a second statistic."""
-    curves: dict[tuple[str, int | None, int, str], set[int]] = {}
+    curves: dict[Curve, set[int]] = {}
     for key in ev.points():
         curves.setdefault(key.curve, set()).add(key.clients)
     found: list[Tested] = []

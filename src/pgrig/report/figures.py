@@ -10,13 +10,13 @@ from dataclasses import replace
 from pgrig.document import fmt
 from pgrig.document.model import Figure, Series, median_line
 from pgrig.report import decimate
-from pgrig.report.pointkey import runs_by_point
+from pgrig.report.pointkey import Curve, runs_by_point
 from pgrig.report.progress import Progress
 from pgrig.results import (
     RunRecord,
 )
 
-Curve = tuple[str, int | None, int, str]  # workload, scale, duration, mode
+Curve = Curve  # workload, scale, duration, mode
 
 
 def _curves(records: Sequence[RunRecord]) -> dict[Curve, dict[str, dict[int, list[float]]]]:
@@ -39,8 +39,8 @@ def tps_vs_clients(records: Sequence[RunRecord], targets: list[str]) -> list[Fig
     """Seed 004's charts: one line per target, one chart per workload/scale/mode."""
     curves = _curves(records)
     figures = []
-    for (workload, scale, duration, mode), per_target in sorted(
-        curves.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0, kv[0][2], kv[0][3])
+    for (workload, scale, duration, mode, rate), per_target in sorted(
+        curves.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0, kv[0][2], kv[0][3], kv[0][4] or 0)
     ):
         series = []
         for t in targets:
@@ -49,6 +49,7 @@ def tps_vs_clients(records: Sequence[RunRecord], targets: list[str]) -> list[Fig
                 continue
             series.append(median_line(t, points))
         what = f"{mode}" + (f", scale {scale}" if scale is not None else "")
+        what += f", {rate:,g} tps offered" if rate is not None else ""
         figures.append(
             _tps_vs_clients(
                 _name("compare_tps_vs_clients", workload, what, duration),
@@ -74,7 +75,7 @@ def tps_vs_clients_summary(records: Sequence[RunRecord], targets: list[str]) -> 
     scales = {c[1] for c in order}
     series = []
     for dash, curve in enumerate(order):
-        workload, scale, _, mode = curve
+        workload, scale, _, mode, _rate = curve
         what = mode if workload in ("tpcb", mode) else f"{workload} {mode}"
         what += f", scale {scale}" if len(scales) > 1 and scale is not None else ""
         for t in targets:
@@ -148,8 +149,8 @@ def tps_over_time(
     """Seed 002's chart: per-second tps of each target overlaid, at the most clients
     of each workload/scale/mode (the run closest to the median tps of its repeats)."""
     progress = progress or Progress()
-    best: dict[tuple[str, int | None, int, str], tuple[int, dict[str, RunRecord]]] = {}
-    which: dict[tuple[str, int | None, int, str], dict[str, str]] = {}
+    best: dict[Curve, tuple[int, dict[str, RunRecord]]] = {}
+    which: dict[Curve, dict[str, str]] = {}
     for key, per_target in runs_by_point(records).items():
         chosen: dict[str, RunRecord] = {}
         repeats: dict[str, str] = {}
@@ -167,8 +168,8 @@ def tps_over_time(
             best[key.curve] = (key.clients, chosen)
             which[key.curve] = repeats
     figures = []
-    for (workload, scale, duration, mode), (clients, chosen) in sorted(
-        best.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0, kv[0][2], kv[0][3])
+    for (workload, scale, duration, mode, rate), (clients, chosen) in sorted(
+        best.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0, kv[0][2], kv[0][3], kv[0][4] or 0)
     ):
         drawn = [t for t in targets if t in chosen]
         # one run's points read at a time, each line reduced before the next is read
@@ -176,6 +177,7 @@ def tps_over_time(
         buckets = decimate.Buckets.across((s.n, s.low, s.high) for s in spans)
         series = tuple(buckets.line(t, *progress.line(chosen[t]), group=t) for t in drawn)
         what = f"{mode}" + (f", scale {scale}" if scale is not None else "")
+        what += f", {rate:,g} tps offered" if rate is not None else ""
         figures.append(
             Figure(
                 name=_name("compare_tps_over_time", workload, what, duration),
@@ -186,7 +188,7 @@ def tps_over_time(
                 caption=buckets.caption(
                     "pgbench -P 1 of each target overlaid: stalls (tps near 0) and "
                     "drift show what a single average hides."
-                    + _drawn_runs(which[(workload, scale, duration, mode)])
+                    + _drawn_runs(which[(workload, scale, duration, mode, rate)])
                 ),
             )
         )

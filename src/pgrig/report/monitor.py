@@ -25,7 +25,7 @@ from pgrig.monitor.limits import WAL_SYNCS, limits_from, wal_syncs_line
 from pgrig.monitor.model import MONITOR, MonitorResult
 from pgrig.probe import FSYNC
 from pgrig.registry import typed_result
-from pgrig.report import decimate
+from pgrig.report import decimate, storage
 from pgrig.report.samples import Columns, SampleReader, own_samples
 from pgrig.results import RunRecord, Study
 
@@ -47,6 +47,7 @@ def section(
     details: list[Table | Figure] = []
     by_key = {r.key: r for r in records}
     fdatasync = _fdatasync(records)
+    behind = storage.layered(records)
     for rec in watched:
         label = run_label(rec)
         mon: MonitorResult | None = typed_result(rec)
@@ -70,7 +71,9 @@ def section(
         )
         cols = Columns(samples(rec), mon.devices)
         client = client_name(by_key.get(str(rec.params.get("run"))))
-        details.append(medians_table(label, mon, cols, fdatasync.get(rec.target), client))
+        details.append(
+            medians_table(label, mon, cols, fdatasync.get(rec.target), client, rec.target in behind)
+        )
         # A run with nothing to draw in a figure (a pg_basebackup run has no tps) gets
         # none; nor does one sample (a second-long run), a line needs two.
         drawn = figures(slug(label), label, mon, cols, client)
@@ -308,7 +311,10 @@ def medians_table(
     cols: Columns,
     fdatasync: float | None = None,
     client: str = "pgbench",
+    layer: bool = False,
 ) -> Table:
+    """``layer``: the target is behind a latency layer, whose FUSE process serves
+    the server's I/O: the server's own reads and writes are not seen through it."""
     inside = cols.inside()
     rows: list[Row] = []
 
@@ -332,8 +338,12 @@ def medians_table(
     add("server waiting for a CPU (% of its demand)", "cpu.server_runq_pct")
     add("context switches/s", "cpu.ctxt_s")
     add("run queue", "cpu.runq")
-    add("server's own reads from storage (MiB/s)", "io.server_read_mib_s", digits=2)
-    add("server's own writes to storage (MiB/s)", "io.server_write_mib_s", digits=2)
+    if layer:
+        for what in ("reads from", "writes to"):
+            rows.append(Row((f"server's own {what} storage (MiB/s)", storage.NOT_SEEN, "")))
+    else:
+        add("server's own reads from storage (MiB/s)", "io.server_read_mib_s", digits=2)
+        add("server's own writes to storage (MiB/s)", "io.server_write_mib_s", digits=2)
     dirtied = "io.server_dirtied_mib_s"
     add("server's pages dirtied (MiB/s, /proc/<pid>/io write_bytes)", dirtied, digits=2)
     for name in mon.devices:
@@ -355,7 +365,13 @@ def medians_table(
     add("blocks read/s", "pg.blks_read_s")
     add("temp MiB/s", "pg.temp_mib_s")
     add("WAL MiB/s", "pg.wal_mib_s", digits=2)
-    add("WAL syncs/s", "pg.wal_syncs_s")
+    syncs, writes = cols.present("pg.wal_syncs_s", inside), cols.present("pg.wal_writes_s", inside)
+    if syncs and not any(syncs) and any(writes):  # seed001-login printed "0.0 WAL syncs/s"
+        rows.append(Row(("WAL syncs/s", "none counted: each WAL write syncs itself "
+                         "(wal_sync_method open_datasync or open_sync)", "")))  # fmt: skip
+        add("WAL writes/s (each a sync)", "pg.wal_writes_s")
+    else:
+        add("WAL syncs/s", "pg.wal_syncs_s")
     add("buffers written by checkpointer/s", "pg.buffers_checkpoint_s")
     add("buffers written by bgwriter/s", "pg.buffers_clean_s")
     add("buffers written by backends/s", "pg.buffers_backend_s")

@@ -25,6 +25,7 @@ from pgrig.monitor import noise
 from pgrig.registry import typed_result
 from pgrig.registry.shared import COUNT, PGBENCH_INIT
 from pgrig.report import decimate
+from pgrig.report.cost import latency_cell
 from pgrig.report.points import (
     Point,
     detectable_note,
@@ -60,9 +61,11 @@ def _tps_qps(point: Point) -> str:
 def headline_rows(
     records: Sequence[RunRecord], meaning: Meaning | None = None, progress: Progress | None = None
 ) -> list[Row]:
-    """Seed 000's summary rows: load time, then each mode at its most clients -
-    read-write with the settings that make its commits less than durable.
-    ``progress``: where the runs' -P points are (default: in the records)."""
+    """Seed 000's summary rows: load time, then each mode at its peak (the client
+    count of the highest median tps, the answer's peak; the most clients when no
+    point ran) with its p95/p99 - read-write with the settings that make its
+    commits less than durable. ``progress``: where the runs' -P points are
+    (default: in the records)."""
     rows = []
     for rec in records:
         if not PGBENCH_INIT.holds(rec):
@@ -75,17 +78,24 @@ def headline_rows(
             rows.append(Row((_init_label(init), _init_value(init))))
     by_mode: dict[str, Point] = {}
     for point in points(records, progress):
-        if point.mode not in by_mode or point.ok or not by_mode[point.mode].ok:
+        best = by_mode.get(point.mode)
+        if best is None or not best.ok or (point.ok and _median_tps(point) > _median_tps(best)):
             by_mode[point.mode] = point
     for point in by_mode.values():
         flagged = point.noisy or point.disturbed > 0
         kind = (NOISY if flagged else "") if point.ok else not_ok_kind(point.not_ok)
         value = _tps_qps(point)
+        if point.ok and (lat := latency_cell([run for _, run in point.ok])) != "no latency log":
+            value += f"; {lat}"
         if point.ok and point.mode == "read-write" and meaning is not None:
             note = meaning.writes_note()
             value += f"; with {note}" if note else ""
         rows.append(Row((f"TPC-B {point.label}", value), kind))
     return rows
+
+
+def _median_tps(point: Point) -> float:
+    return statistics.median(run.tps for _, run in point.ok) if point.ok else 0.0
 
 
 def _kind(rec: RunRecord) -> str:

@@ -73,12 +73,13 @@ def timing_section(records: Sequence[RunRecord], env: Environment | None) -> Sec
 # pg_test_fsync
 
 
-def fsync_headline(res: FsyncResult) -> FsyncRow | None:
-    """fdatasync of one 8kB write: the commit cost seed 000 compares across disks."""
+def fsync_headline(res: FsyncResult, method: str = "fdatasync") -> FsyncRow | None:
+    """``method`` (the server's wal_sync_method; fdatasync, Linux's default) of one
+    8kB write: the commit cost seed 000 compares across disks."""
     for row in res.rows:
-        if row.method == "fdatasync" and "one 8kb write" in row.section.lower():
+        if row.method == method and "one 8kb write" in row.section.lower():
             return row
-    return next((row for row in res.rows if row.method == "fdatasync"), None)
+    return next((row for row in res.rows if row.method == method), None)
 
 
 @dataclass(frozen=True)

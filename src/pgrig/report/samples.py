@@ -97,6 +97,7 @@ PG = (
     "temp_mib_s",
     "wal_mib_s",
     "wal_syncs_s",
+    "wal_writes_s",
     "buffers_checkpoint_s",
     "buffers_clean_s",
     "buffers_backend_s",

@@ -6,12 +6,13 @@ records and the environment."""
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections.abc import Iterable, Sequence
 
 from pgrig.document import fmt
 from pgrig.document.model import FAILED, SKIPPED, Row, Section, Table
-from pgrig.monitor.model import MONITOR, Sample
+from pgrig.monitor.model import MONITOR, MonitorResult, Sample
 from pgrig.registry import typed_result
 from pgrig.registry.shared import PGBENCH_INIT, PGBENCH_RUN
 from pgrig.report.samples import SampleReader, own_samples
@@ -214,6 +215,107 @@ def _ratios(samples: Iterable[Sample]) -> tuple[float | None, float | None]:
     return buffer, cache
 
 
+# The FUSE process of a latency (or lossy) layer, by its command name (comm).
+LAYER_PROCESSES = ("pgrig-latency", "pgrig-lossyfs")
+NOT_SEEN = "not seen through the layer"
+# Where each calibration's description begins in ``LabInfo.latency`` (the layer's
+# ``describe``: "ESSD PL3 fdatasync: ... . ESSD PL3 read: ..."), and its miss.
+_PART = re.compile(r"(?:^|\. )[^.;:]*? (fdatasync|read): ")
+_MISS = re.compile(r"; ([\d.]+)x over the target")
+
+
+def layered(records: Sequence[RunRecord]) -> dict[str, LabInfo]:
+    """The targets behind a latency layer (a FUSE process serves their I/O): the
+    kernel counts no read_bytes for what it serves, so the server's own I/O and
+    page-cache figures are not seen through it."""
+    return {t: i for t, i in labs(records).items() if isinstance(i, LabInfo) and i.latency}
+
+
+def calibration_misses(info: LabInfo) -> list[str]:
+    """'fdatasync 3.9x over the target' for each kind of I/O the layer's calibration
+    achieved well over the class's latency (``pgrig.storage.latency.OVER``)."""
+    text = info.latency or ""
+    starts = list(_PART.finditer(text))
+    out = []
+    for i, part in enumerate(starts):
+        end = starts[i + 1].start() if i + 1 < len(starts) else len(text)
+        if miss := _MISS.search(text, part.end(), end):
+            out.append(f"{part[1]} {miss[1]}x over the target")
+    return out
+
+
+def _cpu(
+    records: Sequence[RunRecord], target: str, samples: SampleReader
+) -> tuple[list[float], list[float], list[float]]:  # noqa: E501
+    """Per monitored run of ``target``, means over its in-run samples (% of the
+    machine): pgrig's own processes (its children, a FUSE layer's process among
+    them), the server's, and other processes named as a layer's."""
+    ours: list[float] = []
+    server: list[float] = []
+    named: list[float] = []
+    for rec in records:
+        if rec.target != target or not MONITOR.holds(rec) or rec.status != "ok":
+            continue
+        mon = typed_result(rec)
+        if not isinstance(mon, MonitorResult):
+            continue
+        inside = [x for x in samples(rec) if x.in_run]
+        mine = [x.cpu.pgrig for x in inside if x.cpu.pgrig is not None]
+        theirs = [x.cpu.server for x in inside if x.cpu.server is not None]
+        if mine:
+            ours.append(statistics.fmean(mine))
+        if theirs:
+            server.append(statistics.fmean(theirs))
+        if mon.others is not None:
+            named.append(sum(p.cpu_pct for p in mon.others.top
+                             if p.name.startswith(LAYER_PROCESSES)))  # fmt: skip
+    return ours, server, named
+
+
+def layer_cpu(
+    records: Sequence[RunRecord], target: str, samples: SampleReader = own_samples
+) -> tuple[float, float | None, float | None] | None:
+    """The layer's CPU during ``target``'s monitored runs, % of the machine (means
+    over the runs): pgrig's own processes there, which hold the FUSE process pgrig
+    started (with the layer's process if it ran as another's, by name); pgrig's
+    own on the targets without a layer, for the part that is not the layer's; and
+    the server's. None: no monitored run."""
+    ours, server, named = _cpu(records, target, samples)
+    if not ours and not any(named):
+        return None
+    plain = [v for t in {r.target for r in records} - set(layered(records))
+             for v in _cpu(records, t, samples)[0]]  # fmt: skip
+    layer = (statistics.fmean(ours) if ours else 0.0) + (statistics.fmean(named) if named else 0.0)
+    return (
+        layer,
+        statistics.fmean(plain) if plain else None,
+        statistics.fmean(server) if server else None,
+    )
+
+
+def layer_lines(records: Sequence[RunRecord], samples: SampleReader = own_samples) -> list[str]:
+    """For the first screen, per target behind a layer: its calibration misses, and
+    the layer's CPU beside the server's (on a small machine, CPU the server did
+    not have: part of any difference, subtracted from nothing)."""
+    out = []
+    for target, info in layered(records).items():
+        said = []
+        if misses := calibration_misses(info):
+            said.append(f"its latency layer missed the calibration ({'; '.join(misses)})")
+        if (cpu := layer_cpu(records, target, samples)) is not None:
+            layer, plain, server = cpu
+            without = f" ({plain:.1f}% on the targets without a layer)" if plain is not None else ""
+            beside = f", the server {server:.1f}%" if server is not None else ""
+            said.append(
+                f"pgrig's processes with the layer's FUSE process took {layer:.1f}% of the "
+                f"machine's CPU during its runs{without}{beside}: CPU the server did not "
+                "have, part of every difference measured on it (subtracted from nothing)"
+            )
+        if said:
+            out.append(f"⚠ {target}: " + "; ".join(said) + ".")
+    return out
+
+
 def _pct(values: list[float]) -> str:
     if not values:
         return "-"
@@ -248,6 +350,7 @@ def memory_section(
             if c is not None:
                 cache.append(c)
     machine = env.memory_bytes if env is not None else 0
+    behind = layered(records)
     rows = []
     for (target, mode), (buf, cache, tps) in per.items():
         info = found.get(target)
@@ -264,7 +367,7 @@ def memory_section(
                     fmt.size(size) if size else "-",
                     ratio,
                     _pct(buf),
-                    _pct(cache),
+                    NOT_SEEN if target in behind else _pct(cache),
                     fmt.with_spread(fmt.spread(tps)) if tps else "-",
                 )
             )
@@ -280,7 +383,9 @@ def memory_section(
             "Data: pg_database_size after pgbench -i. Buffer hits: blks_hit / (blks_hit + "
             "blks_read) of pg_stat_database during the runs. Page-cache hits: of the blocks "
             "read from the OS, the share that did not reach the disk (the server processes' "
-            "read_bytes in /proc/<pid>/io against blks_read x 8 kB); needs the monitor.",
+            "read_bytes in /proc/<pid>/io against blks_read x 8 kB); needs the monitor. "
+            f"{NOT_SEEN}: a target behind a latency layer, whose FUSE process serves the "
+            "server's reads: the kernel counts no read_bytes for them.",
         ),
         numeric=(False, False, True, True, True, True, True, True),
     )  # fmt: skip

@@ -25,9 +25,11 @@ def render(
     images: Mapping[str, str],
     full: str,
     commands: Sequence[tuple[str, str]] = (),
+    again: Sequence[str] = (),
 ) -> str:
     """The summary of ``view``; ``full`` names the full report's file, for what
-    was left out; ``commands``: (run key, command line) in the order they ran."""
+    was left out; ``commands``: (run key, command line) in the order they ran;
+    ``again``: how to run the study again (Markdown lines), in their place."""
     chosen = [s for i, s in enumerate(view.sections) if i == 0 or s.anchor in WANTED]
     sections = [_unfolded(s) for s in chosen]
     head = [f"# {markdown.escape(view.title)}", ""]
@@ -40,7 +42,11 @@ def render(
         text = "\n".join(head + body)
         if len(text) < LIMIT or not _cut(trimmed, shown):
             break
-    tail = _commands(commands, LIMIT - len(text) - 1, full)
+    room = LIMIT - len(text) - 1
+    if again and sum(len(x) + 1 for x in again) < room:
+        tail = list(again)
+    else:
+        tail = _commands(commands, room, full)
     return (text + "\n" + "\n".join(tail)).rstrip() + "\n"
 
 

@@ -21,7 +21,7 @@ from pgrig.document.model import (
     Section,
     Table,
 )
-from pgrig.meaning import Meaning
+from pgrig.meaning import Meaning, meaning_of
 from pgrig.monitor.model import MONITOR
 from pgrig.probe import FIO, FSYNC, TIMING
 from pgrig.registry.shared import PGBENCH_RUN
@@ -77,7 +77,7 @@ def build(
     fsync = by_kind.get("pg_test_fsync", [])
     fio = sorted(by_kind.get("fio", []), key=fio_order)
     sections = [
-        _with_labs(summary_section(study, fsync, fio, records, per_second), records),
+        _with_labs(summary_section(study, fsync, fio, records, per_second), records, samples),
         environment_section(study, records),
         timing_section(timing, study.environment),
         fsync_section(fsync, study.target),
@@ -214,7 +214,7 @@ def _build_comparison(
         studies=tuple(map(str, compared)) if isinstance(compared, list) else (),
     )
     first = replace(first, paragraphs=interference_lines(records) + first.paragraphs)
-    sections = [_with_labs(first, records)]
+    sections = [_with_labs(first, records, samples)]
     # The campaign's axes next to the summary: versions in seed 004's layout,
     # settings beside pg_stat_io.
     for found in (
@@ -308,24 +308,6 @@ def _record_order(rec: RunRecord) -> tuple[int, str]:
     return (rec.id if rec.id is not None else 1 << 62, rec.started_at)
 
 
-def meaning_of(study: Study, target: str) -> Meaning | None:
-    """The settings that change what the target's numbers mean, as its server
-    reported them (None when the server's settings were not captured)."""
-    declared = [t for t in study.params.get("targets") or [] if isinstance(t, dict)]
-    env = study.target_environments.get(target)
-    if env is None and len(declared) <= 1:  # one target: the study's own environment
-        env = study.environment
-    if env is None or env.postgres is None:
-        return None
-    spec = next((t for t in declared if t.get("name") == target), None)
-    if spec is None and len(declared) == 1:
-        spec = declared[0]
-    profile = study.params.get("profile")
-    if spec is not None:
-        profile = None if spec.get("dsn") else spec.get("profile", profile)
-    return Meaning.of(env.postgres.settings, str(profile) if profile else None)
-
-
 # --------------------------------------------------------------------------
 # Summary in the seeds' layout: test cases as rows, the storage target as column
 
@@ -401,12 +383,16 @@ def _is_probe_row(row: Row) -> bool:
 # Environment
 
 
-def _with_labs(section: Section, records: Sequence[RunRecord]) -> Section:
-    """The storage-lab targets (filesystem, I/O cap, memory) beside the results."""
+def _with_labs(
+    section: Section, records: Sequence[RunRecord], samples: SampleReader = own_samples
+) -> Section:
+    """The storage-lab targets (filesystem, I/O cap, memory) beside the results,
+    and what a latency layer adds to them (its calibration misses, its CPU) above."""
     table = storage_report.targets_table(records)
     if table is None:
         return section
-    return replace(section, blocks=(*section.blocks, table))
+    said = tuple(storage_report.layer_lines(records, samples))
+    return replace(section, paragraphs=said + section.paragraphs, blocks=(*section.blocks, table))
 
 
 def runs_section(records: Sequence[RunRecord]) -> Section:

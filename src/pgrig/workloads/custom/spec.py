@@ -11,7 +11,14 @@ from pgrig.errors import UsageError
 from pgrig.pgsource.binaries import PgBinaries
 from pgrig.schema import Schema, Table, custom, integers
 from pgrig.tools import pgbench
-from pgrig.workloads.tpcb.spec import LATENCY_LIMIT, QUERY_MODE, RATE, THREADS, check_pgbench
+from pgrig.workloads.tpcb.spec import (
+    LATENCY_LIMIT,
+    QUERY_MODE,
+    RATE,
+    RATES,
+    THREADS,
+    check_pgbench,
+)
 
 
 @dataclass(frozen=True)
@@ -33,6 +40,7 @@ class CustomSpec:
     query_mode: str = "prepared"
     defines: dict[str, str] = field(default_factory=dict)
     rate: float | None = None
+    rates: tuple[float, ...] = ()  # a sweep of offered rates (pgbench -R), one run each
     latency_limit_ms: float | None = None
 
     kind: ClassVar[str] = "custom"
@@ -123,6 +131,7 @@ SCHEMA = Schema(
     custom("defines", None, "`[workload.defines]`: pgbench `-D NAME=VALUE` variables", _defines,
            shown_default="`{}`"),
     RATE,
+    RATES,
     LATENCY_LIMIT,
     also=("type",),
 )  # fmt: skip

@@ -32,7 +32,7 @@ from pgrig.workloads.custom import spec as custom_spec
 from pgrig.workloads.custom.spec import CustomSpec
 from pgrig.workloads.tpcb import steps as tpcb_steps
 from pgrig.workloads.tpcb.spec import TpcbSpec
-from pgrig.workloads.tpcb.steps import run_estimate, threads_for
+from pgrig.workloads.tpcb.steps import rate_part, run_estimate, threads_for
 from pgrig.workloads.tpcb.workload import BYTES_PER_SCALE, peak_bytes
 
 FIRST_GUESS_TPS = 10_000.0
@@ -107,18 +107,23 @@ def setup_step(spec: CustomSpec, target: TargetView, data: int) -> Step:
     )
 
 
-def points(spec: CustomSpec) -> list[tuple[int, int]]:
-    return [(d, c) for d in spec.durations for c in spec.clients]
+Point = tuple[int, int, float | None]  # duration, clients, offered rate (None: closed loop)
+
+
+def points(spec: CustomSpec) -> list[Point]:
+    """(duration, clients, rate) in the order they run, a sweep's rates innermost."""
+    rates: tuple[float | None, ...] = spec.rates or (spec.rate,)
+    return [(d, c, r) for d in spec.durations for c in spec.clients for r in rates]
 
 
 def bench_step(
     spec: CustomSpec,
-    point: tuple[int, int],
+    point: Point,
     policy: RunPolicy,
     target: TargetView,
     repeat: int,
 ) -> Step:
-    duration, clients = point
+    duration, clients, rate = point
     threads = threads_for(spec.threads, clients)
     opts = pgbench.RunOptions(
         mode="custom",
@@ -128,11 +133,12 @@ def bench_step(
         query_mode=spec.query_mode,  # type: ignore[arg-type]
         scripts=tuple((str(s.path), s.weight) for s in spec.scripts),
         defines=tuple(spec.defines.items()),
-        rate=spec.rate,
+        rate=rate,
         latency_limit_ms=spec.latency_limit_ms,
     )
+    swept = rate_part(rate, bool(spec.rates))
     return Step(
-        key=StepKey(target.name, spec.name, (f"c{clients}", f"d{duration}"), repeat),
+        key=StepKey(target.name, spec.name, (f"c{clients}", f"d{duration}", *swept), repeat),
         kind="pgbench_run",
         label=f"{target.name}: {spec.name} -c {clients} -j {threads}{on_hosts(target, clients)}"
         + policy.run_label(repeat),
@@ -146,7 +152,8 @@ def bench_step(
             "repeat": repeat,
             "scripts": [f"{s.path.name}@{s.weight}" for s in spec.scripts],
             "defines": spec.defines,
-            "rate": spec.rate,
+            "rate": rate,
+            **({"latency_target": policy.latency_target} if spec.rates else {}),
             "warmup": policy.warmup,
             "reset": policy.reset,
         },
@@ -190,7 +197,7 @@ class CustomWorkload(Workload):
         )
 
     def phases(self, spec: CustomSpec, policy: RunPolicy) -> list[Phase]:
-        def series(point: tuple[int, int]) -> Series:
+        def series(point: Point) -> Series:
             return Series(lambda t, rep: bench_step(spec, point, policy, t, rep))
 
         def sizes(t: TargetView, when: str) -> Step:

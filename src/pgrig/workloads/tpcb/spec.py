@@ -34,6 +34,7 @@ class TpcbSpec:
     count_workers: int = 0  # max_parallel_workers_per_gather for count(*) (seed 000: 16)
     rate: float | None = None  # open loop: pgbench -R (transactions/s in total)
     latency_limit_ms: float | None = None  # pgbench -L, with rate
+    rates: tuple[float, ...] = ()  # a sweep of offered rates: one open-loop run each
 
     kind: ClassVar[str] = "tpcb"
 
@@ -58,6 +59,27 @@ def _rate(t: Table, key: str, default: object) -> float | None:
 THREADS = custom("threads", None, "pgbench `-j`", _threads, shown_default="min(clients, CPUs)")
 QUERY_MODE = choice("query_mode", QUERY_MODES, "prepared", "pgbench `-M`")
 RATE = custom("rate", None, "open loop: pgbench `-R`, transactions per second in total", _rate)
+
+
+def _rates(t: Table, key: str, default: object) -> tuple[float, ...]:
+    values = t.get(key, list)
+    if values is None:
+        return ()
+    if not values or not all(isinstance(v, int | float) and v > 0 for v in values):
+        raise t.error(key, f"{values!r}: a list of positive transactions per second",
+                      hint="rates = [200, 400, 800]")  # fmt: skip
+    if t.data.get("rate") is not None:
+        raise t.error(key, "rate and rates together: one offered rate, or a sweep of them",
+                      hint="keep one of the two")  # fmt: skip
+    return tuple(sorted({float(v) for v in values}))
+
+
+RATES = custom(
+    "rates", (), "a sweep of offered rates (pgbench `-R`, transactions per second in total): "
+    "each point runs once per rate, open loop; the report draws latency against the offered "
+    "rate per target and, with the campaign's `latency_target`, the highest throughput "
+    "within it (docs/report.md)", _rates, shown_default="[]",
+)  # fmt: skip
 LATENCY_LIMIT = custom(
     "latency_limit_ms", None, "pgbench `-L` (with `rate`): late and skipped transactions",
     lambda t, k, d: t.get(k, float),
@@ -74,7 +96,7 @@ def check_pgbench(t: Table, clients: tuple[int, ...], threads: int | None,
             hint="pgbench needs at least one client per thread "
             "(runs with fewer clients use one thread per client)",
         )
-    if limit is not None and rate is None:
+    if limit is not None and rate is None and not t.data.get("rates"):
         raise t.error("latency_limit_ms", "needs rate (an open-loop run at a fixed rate)")
 
 
@@ -117,6 +139,7 @@ SCHEMA = Schema(
     integer("count_workers", 0, "parallel workers per gather for `count(*)` (seed 000: 16), "
             "at most the CPU count", minimum=0),
     RATE,
+    RATES,
     LATENCY_LIMIT,
     also=("type",),
 )  # fmt: skip

@@ -342,20 +342,33 @@ def sizes_after(spec: TpcbSpec, scale: int, target: TargetView, when: str) -> St
     )
 
 
-def points(spec: TpcbSpec) -> list[tuple[int, str, int]]:
-    """(duration, mode, clients) in the order they run."""
-    return [(d, m, c) for d in spec.durations for m in spec.modes for c in spec.clients]
+Point = tuple[int, str, int, float | None]  # duration, mode, clients, offered rate
+
+
+def points(spec: TpcbSpec) -> list[Point]:
+    """(duration, mode, clients, rate) in the order they run: the offered rates of
+    a sweep (``rates``) innermost, else the one ``rate`` (None: closed loop)."""
+    rates: tuple[float | None, ...] = spec.rates or (spec.rate,)
+    return [
+        (d, m, c, r) for d in spec.durations for m in spec.modes for c in spec.clients
+        for r in rates
+    ]  # fmt: skip
+
+
+def rate_part(rate: float | None, swept: bool) -> tuple[str, ...]:
+    """A swept rate's step-key part: 'R400' (a single ``rate`` keeps the key it had)."""
+    return (f"R{rate:g}",) if swept and rate is not None else ()
 
 
 def bench_step(
     spec: TpcbSpec,
     scale: int,
-    point: tuple[int, str, int],
+    point: Point,
     policy: RunPolicy,
     target: TargetView,
     repeat: int,
 ) -> Step:
-    duration, mode, clients = point
+    duration, mode, clients, rate = point
     threads = threads_for(spec.threads, clients)
     opts = pgbench.RunOptions(
         mode=mode,  # type: ignore[arg-type]
@@ -363,13 +376,17 @@ def bench_step(
         threads=threads,
         duration_s=duration,
         query_mode=spec.query_mode,  # type: ignore[arg-type]
-        rate=spec.rate,
+        rate=rate,
         latency_limit_ms=spec.latency_limit_ms,
     )
+    swept = rate_part(rate, bool(spec.rates))
     return Step(
-        key=_key(target.name, spec, scale, mode, f"c{clients}", f"d{duration}").with_repeat(repeat),
+        key=_key(target.name, spec, scale, mode, f"c{clients}", f"d{duration}", *swept).with_repeat(
+            repeat
+        ),
         kind="pgbench_run",
         label=f"{target.name}: {mode} -s {scale} -c {clients} -j {threads}"
+        + (f" -R {rate:g}" if rate is not None else "")
         + on_hosts(target, clients)
         + policy.run_label(repeat),
         params={
@@ -381,7 +398,9 @@ def bench_step(
             "duration_s": duration,
             "query_mode": spec.query_mode,
             "repeat": repeat,
-            "rate": spec.rate,
+            "rate": rate,
+            # a sweep's goal, for the report's first screen (cost.goal_rule)
+            **({"latency_target": policy.latency_target} if spec.rates else {}),
             "latency_limit_ms": spec.latency_limit_ms,
             "warmup": policy.warmup,
             "reset": policy.reset,

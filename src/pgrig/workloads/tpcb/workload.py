@@ -77,9 +77,7 @@ class TpcbWorkload(Workload):
         return lambda t: steps.load_steps(spec, scale, t)
 
     @staticmethod
-    def _series(
-        spec: TpcbSpec, scale: int, point: tuple[int, str, int], policy: RunPolicy
-    ) -> Series:
+    def _series(spec: TpcbSpec, scale: int, point: steps.Point, policy: RunPolicy) -> Series:
         def make(t: TargetView, rep: int) -> Any:
             return steps.bench_step(spec, scale, point, policy, t, rep)
 

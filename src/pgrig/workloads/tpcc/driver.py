@@ -70,6 +70,7 @@ class RunOptions:
     isolation: str = "read committed"
     max_tries: int = 10
     progress_interval: int = 1
+    rate: float | None = None  # open loop: pgbench -R, transactions of all types per second
 
     def validate(self) -> None:
         if self.mode not in MODES:
@@ -249,6 +250,7 @@ def _bench_options(
         statement_latencies=False,
         transaction_log=True,
         sampling_rate=rate,
+        rate=opts.rate,
         defines=(
             ("active", str(active)),
             ("k_c_id", str(info.c_id)),

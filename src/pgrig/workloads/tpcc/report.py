@@ -4,15 +4,17 @@ transaction mix of every run, the consistency checks, and tpmC over time."""
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from pgrig.cluster import loadwal
 from pgrig.document import fmt
 from pgrig.document.model import (
     FAILED,
-    HEADLINE,
     SKIPPED,
+    Details,
     Figure,
     Row,
     Section,
@@ -20,6 +22,8 @@ from pgrig.document.model import (
     Table,
     median_line,
 )
+from pgrig.meaning import unsafe_of
+from pgrig.report.storage import flag
 from pgrig.results import RunRecord, Study, typed
 from pgrig.workloads.tpcc.model import (
     LABELS,
@@ -75,67 +79,113 @@ def environment_line(study: Study) -> str:
     return ", ".join(parts)
 
 
+def _median(values: Sequence[float]) -> float:
+    return statistics.median(values)
+
+
+def _targets(study: Study, records: Sequence[RunRecord]) -> list[str]:
+    """The targets in the campaign's order (the baseline first), then any other."""
+    declared = study.params.get("targets")
+    names = [str(t["name"]) for t in declared if isinstance(t, dict) and t.get("name")] if (
+        isinstance(declared, list)) else []  # fmt: skip
+    baseline = study.params.get("baseline")
+    if isinstance(baseline, str) and baseline in names:
+        names.remove(baseline)
+        names.insert(0, baseline)
+    seen = list(dict.fromkeys(r.target for r in records))
+    return [t for t in names if t in seen] + [t for t in seen if t not in names]
+
+
+def _point(rec: RunRecord) -> tuple[str, int, int]:
+    """A run's point: its mode, active warehouses and connections."""
+    p = rec.params
+    return (
+        str(p.get("mode", "?")),
+        int(p.get("active", 0) or 0),
+        int(p.get("connections", 0) or 0),
+    )
+
+
 def summary_table(study: Study, records: Sequence[RunRecord]) -> Table | None:
+    """One row per point (mode, active set) and target: the median of the repeats
+    with its interval, New-Order's p95/p99 beside it, the unsafe setting at the
+    figures it changes."""
     # Each target's own load: their data sizes differ (filesystems, versions).
     loads: dict[str, TpccLoad] = {r.target: res for r, res in _ok(records, "tpcc_load") if res}
     runs = _ok(records, "tpcc_run")
-    several = len({rec.target for rec, _ in runs}) > 1
     if not runs:
         return None
+    targets = _targets(study, [rec for rec, _ in runs])
     columns = (
-        *(("target",) if several else ()),
         "run",
+        "target",
         "warehouses (active)",
         "data size (active)",
-        "connections",
         "tpmC",
         "tpmTotal",
         "qps",
         "New-Order p50 / p95 / p99 ms",
         "failed / retried",
     )
+    points = list(dict.fromkeys(_point(rec) for rec, _ in runs))
+    several_active = len({a for _, a, _ in points}) > 1
     rows = []
-    for rec, res in runs:
-        label = f"{MODE_LABELS.get(str(rec.params.get('mode')), rec.params.get('mode'))}"
-        if rec.params.get("repeat", 1) != 1:
-            label += f", repeat {rec.params['repeat']}"
-        first = (rec.target, label) if several else (label,)
-        if res is None:
-            cells = (*first, _status(rec))
-            rows.append(Row(cells + ("",) * (len(columns) - len(cells)), _row_kind(rec)))
-            continue
-        r: TpccRun = res
-        size = "n/a"
-        loaded = r.loaded_bytes
-        if loaded is None and (load := loads.get(rec.target)) is not None:
-            loaded = load.database_bytes  # a run recorded before runs knew their load's size
-        if loaded is not None:
-            size = f"{fmt.size(loaded)} ({fmt.size(active_share(loaded, r.active, r.warehouses))})"
-        no = r.stats("new_order")
-        lat = "n/a"
-        if no is not None and no.p50_ms is not None:
-            lat = " / ".join(fmt.ms(v or 0.0) for v in (no.p50_ms, no.p95_ms, no.p99_ms))
-        rows.append(
-            Row(
-                (
-                    *first,
-                    f"{r.warehouses} ({r.active})",
-                    size,
-                    str(r.connections),
-                    fmt.integer(r.tpmc),
-                    fmt.integer(r.tpm_total),
-                    fmt.integer(r.qps) if r.qps is not None else "n/a",
-                    lat,
-                    f"{r.failed} / {r.retried}",
-                ),
-                HEADLINE,
+    for point in sorted(points, key=lambda p: (p[0] != "server", p[1], p[2])):
+        mode, active, connections = point
+        label = f"{MODE_LABELS.get(mode, mode)}, {connections} connections"
+        for t in targets:
+            mine = [(rec, res) for rec, res in runs if rec.target == t and _point(rec) == point]
+            if not mine:
+                continue
+            ok: list[TpccRun] = [res for _, res in mine if res is not None]
+            if not ok:
+                rec = mine[0][0]
+                cells = (label, t, _status(rec))
+                rows.append(Row(cells + ("",) * (len(columns) - len(cells)), _row_kind(rec)))
+                continue
+            unsafe = unsafe_of(study, t)
+            tpmc = fmt.with_spread(fmt.spread([r.tpmc for r in ok]), fmt.integer)
+            r0 = ok[0]
+            loaded = r0.loaded_bytes
+            if loaded is None and (load := loads.get(t)) is not None:
+                loaded = load.database_bytes  # a run recorded before runs knew their load's size
+            size = "n/a"
+            if loaded is not None:
+                share = active_share(loaded, r0.active, r0.warehouses)
+                size = f"{fmt.size(loaded)} ({fmt.size(share)})"
+            lat = "n/a"
+            nos = [no for r in ok if (no := r.stats("new_order")) is not None and no.p50_ms]
+            if nos:
+                lat = " / ".join(
+                    fmt.ms(_median([getattr(no, f) or 0.0 for no in nos]))
+                    for f in ("p50_ms", "p95_ms", "p99_ms")
+                )
+            qps = [q for r in ok if (q := r.qps) is not None]
+            not_ok = len(mine) - len(ok)
+            rows.append(
+                Row(
+                    (
+                        label if several_active or t == targets[0] else "",
+                        t,
+                        f"{r0.warehouses} ({r0.active})",
+                        size,
+                        flag(tpmc + (f", {not_ok} failed" if not_ok else ""), unsafe),
+                        flag(fmt.integer(_median([r.tpm_total for r in ok])), unsafe),
+                        fmt.integer(_median(qps)) if qps else "n/a",
+                        lat,
+                        f"{sum(r.failed for r in ok)} / {sum(r.retried for r in ok)}",
+                    )
+                )
             )
-        )
     return Table(
         columns=columns,
         rows=tuple(rows),
         caption=f"TPC-C summary - {environment_line(study)}",
         notes=(
+            "Each target's median over its repeats; tpmC with its interval (n=N, the "
+            "distribution-free interval of the median: [min, max] below 6 runs), ⚠ where the "
+            "runs range over more than 5%. The other columns: medians over the repeats; "
+            "failed / retried: summed.",
             "tpmC: New-Order transactions per minute; tpmTotal: all five per minute "
             "(pgbench's tps x 60, without connection time). Expected New-Order rollbacks "
             "(1%) count as completed, as the specification counts them.",
@@ -148,8 +198,10 @@ def summary_table(study: Study, records: Sequence[RunRecord]) -> Table | None:
             "per transaction.",
             "Active data: the share of the database in the warehouses the run used "
             "(--active K of W), item table included pro rata.",
+            "⚠ synchronous_commit=off, fsync=off, full_page_writes=off: at the figures they "
+            "change, commits that do not wait for their WAL to reach stable storage.",
         ),
-        numeric=(False, *([False] if several else []), *([True] * 8)),
+        numeric=(False, False, *([True] * 7)),
     )
 
 
@@ -191,18 +243,19 @@ def load_table(records: Sequence[RunRecord]) -> Table | None:
     loads = _ok(records, "tpcc_load")
     if not loads:
         return None
-    columns = ("warehouses", "rows", "size", "elapsed", "rows/s", "MB/s", "phases")
+    columns = ("target", "warehouses", "rows", "size", "elapsed", "rows/s", "MB/s", "phases")
     rows = []
     for rec, res in loads:
         if res is None:
             w = str(rec.params.get("warehouses", "?"))
-            rows.append(Row((w, _status(rec), "", "", "", "", ""), _row_kind(rec)))
+            rows.append(Row((rec.target, w, _status(rec), "", "", "", "", ""), _row_kind(rec)))
             continue
         order = [k for k in PHASES if k in res.phases] + sorted(set(res.phases) - set(PHASES))
         phases = ", ".join(f"{k} {res.phases[k]:.1f} s" for k in order)
         rows.append(
             Row(
                 (
+                    rec.target,
                     str(res.warehouses),
                     fmt.integer(res.rows),
                     fmt.size(res.database_bytes),
@@ -229,7 +282,7 @@ def load_table(records: Sequence[RunRecord]) -> Table | None:
                 else ()
             ),
         ),
-        numeric=(True, True, True, True, True, True, False),
+        numeric=(False, True, True, True, True, True, True, False),
     )
 
 
@@ -264,7 +317,9 @@ def mix_table(rec: RunRecord, r: TpccRun) -> Table:
             "retried",
         ),
         rows=tuple(rows),
-        caption=f"{MODE_LABELS.get(r.mode, r.mode)}: {r.connections} connections, "
+        caption=f"{rec.target}, {MODE_LABELS.get(r.mode, r.mode)}"
+        + (f", run {rec.params['repeat']}" if rec.params.get("repeat", 1) != 1 else "")
+        + f": {r.connections} connections, "
         f"{r.active} of {r.warehouses} warehouses active, "
         f"{r.duration_s:.0f} s, {r.isolation}, {r.rollbacks} New-Order rollbacks, "
         f"{r.serialization_failures} serialization failures, {r.deadlock_failures} deadlocks",
@@ -287,7 +342,7 @@ def checks_table(records: Sequence[RunRecord]) -> Table | None:
     columns = ("after", *(str(n) for n in numbers), "verdict")
     rows = []
     for rec, res in results:
-        after = rec.key.split("/check/", 1)[-1]
+        after = f"{rec.target}: {rec.key.split('/check/', 1)[-1]}"
         if res is None:
             rows.append(Row((after, _status(rec)) + ("",) * (len(columns) - 2), _row_kind(rec)))
             continue
@@ -309,50 +364,74 @@ def checks_table(records: Sequence[RunRecord]) -> Table | None:
     )
 
 
-def tpmc_figure(records: Sequence[RunRecord]) -> Figure | None:
-    series = []
-    runs = _ok(records, "tpcc_run")
-    several = len({res.active for _, res in runs if res is not None}) > 1
+def tpmc_figure(study: Study, records: Sequence[RunRecord]) -> Figure | None:
+    """tpmC over time, one line per target and mode (and active set): the median
+    of the repeats at each interval, a band from their min to max. Colour: the
+    target; line style: the mode."""
+    runs = [(rec, res) for rec, res in _ok(records, "tpcc_run") if res is not None and res.timeline]
+    several = len({res.active for _, res in runs}) > 1
+    lines: dict[tuple[str, str, int, float], dict[float, list[float]]] = {}
     for rec, res in runs:
-        if res is None or not res.timeline:
-            continue
-        label = f"{res.mode}-side" + (f", {res.active} active" if several else "")
-        if rec.params.get("repeat", 1) != 1:
-            label += f" #{rec.params['repeat']}"
+        rate = rec.params.get("rate")  # a sweep's offered rate: a line of its own
+        offered = float(rate) if isinstance(rate, int | float) else 0.0
+        per_t = lines.setdefault((rec.target, res.mode, res.active, offered), {})
+        for p in res.timeline:
+            per_t.setdefault(p.t_s, []).append(p.tpmc)
+    if not lines:
+        return None
+    order = {t: i for i, t in enumerate(_targets(study, [rec for rec, _ in runs]))}
+    modes = sorted({mode for _, mode, _, _ in lines}, key=lambda m: m != "server")
+    series = []
+    for (target, mode, active, offered), per_t in sorted(
+        lines.items(),
+        key=lambda kv: (order.get(kv[0][0], 99), modes.index(kv[0][1]), kv[0][2], kv[0][3]),
+    ):
+        xs = sorted(per_t)
+        label = f"{target}, {mode}-side" + (f", {active} active" if several else "")
+        label += f", {offered:,g} tps offered" if offered else ""
+        runs_n = max(len(v) for v in per_t.values())
+        if runs_n > 1:
+            label += f" (median of {runs_n})"
         series.append(
             Series(
                 label=label,
-                x=tuple(p.t_s for p in res.timeline),
-                y=tuple(p.tpmc for p in res.timeline),
-                group=res.mode,
+                x=tuple(xs),
+                y=tuple(_median(per_t[x]) for x in xs),
+                y_low=tuple(min(per_t[x]) for x in xs) if runs_n > 1 else None,
+                y_high=tuple(max(per_t[x]) for x in xs) if runs_n > 1 else None,
+                group=target,
+                dash=modes.index(mode),
             )
         )
-    if not series:
-        return None
     return Figure(
         name="tpcc-tpmc",
         title="TPC-C: tpmC over time",
         x_label="seconds",
         y_label="tpmC (New-Order / min)",
         series=tuple(series),
-        caption="New-Order transactions per minute in each interval of the run, "
-        "from pgbench's per-transaction log.",
+        caption="New-Order transactions per minute in each interval of the run, from "
+        "pgbench's per-transaction log: one line per target (colour) and mode (line style), "
+        "the median of its repeats at each interval, a band from their min to max.",
     )
 
 
 def active_figure(records: Sequence[RunRecord]) -> Figure | None:
     """tpmC against the active warehouses, one line per mode (the curve of
     TPS vs clients, with the active set as its axis); None below two active sets."""
-    by_mode: dict[str, dict[int, list[float]]] = {}
+    by_mode: dict[tuple[str, str], dict[int, list[float]]] = {}
     sizes: dict[int, int] = {}
-    for _, res in _ok(records, "tpcc_run"):
+    for rec, res in _ok(records, "tpcc_run"):
         if res is not None:
-            by_mode.setdefault(res.mode, {}).setdefault(res.active, []).append(res.tpmc)
+            line = by_mode.setdefault((rec.target, res.mode), {})
+            line.setdefault(res.active, []).append(res.tpmc)
             if res.active_bytes is not None:
                 sizes.setdefault(res.active, res.active_bytes)
     if len({k for points in by_mode.values() for k in points}) < 2:
         return None
-    series = tuple(median_line(f"{mode}-side", by_mode[mode]) for mode in sorted(by_mode))
+    series = tuple(
+        replace(median_line(f"{target}, {mode}-side", by_mode[target, mode]), group=target)
+        for target, mode in by_mode
+    )
     data = "; ".join(f"{k}: {fmt.size(b)}" for k, b in sorted(sizes.items()))
     return Figure(
         name="tpcc-tpmc-vs-active",
@@ -371,11 +450,13 @@ def section(study: Study, records: Sequence[RunRecord]) -> Section | None:
     mine = [r for r in records if r.kind in ("tpcc_load", "tpcc_run", "tpcc_check")]
     if not mine:
         return None
-    blocks: list[Table | Figure] = []
-    runs = [mix_table(rec, res) for rec, res in _ok(mine, "tpcc_run") if res is not None]
-    candidates = [summary_table(study, mine), load_table(mine), *runs, checks_table(mine)]
-    blocks = [b for b in candidates if b is not None]
-    blocks += [f for f in (active_figure(mine), tpmc_figure(mine)) if f is not None]
+    mixes = tuple(mix_table(rec, res) for rec, res in _ok(mine, "tpcc_run") if res is not None)
+    blocks: list[Table | Figure | Details] = [
+        b for b in (summary_table(study, mine), load_table(mine)) if b is not None
+    ]
+    if mixes:
+        blocks.append(Details(f"The transaction mix of every run ({len(mixes)})", mixes))
+    blocks += [b for b in (checks_table(mine), active_figure(mine), tpmc_figure(study, mine)) if b]
     return Section(
         title="TPC-C",
         anchor="tpcc",

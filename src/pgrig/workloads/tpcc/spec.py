@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from pgrig.schema import Schema, Table, choice, choices, integer, integers, text
-from pgrig.workloads.tpcb.spec import THREADS, check_pgbench
+from pgrig.workloads.tpcb.spec import RATES, THREADS, check_pgbench
 from pgrig.workloads.tpcc.driver import ISOLATIONS, MODES
 
 CHECKS = ("each", "end", "none")
@@ -31,6 +31,7 @@ class TpccSpec:
     isolation: str = "read committed"
     max_tries: int = 10
     check: str = "each"  # the consistency check: after each run, at the end, none
+    rates: tuple[float, ...] = ()  # a sweep of offered rates (pgbench -R), one run each
 
     kind: ClassVar[str] = "tpcc"
 
@@ -60,6 +61,7 @@ SCHEMA = Schema(
            "the consistency check (a full scan of the tables: about 1 s per warehouse on a "
            "2-core VM) after `each` measured run, once at the `end` (after the last run), "
            "or `none`; the check after the load always runs"),
+    RATES,
     also=("type",),
 )  # fmt: skip
 

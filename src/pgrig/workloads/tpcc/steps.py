@@ -39,6 +39,7 @@ class TpccPlan:
     active: tuple[int, ...] | None = None  # the active sets, each on the same load; None: all
     isolation: str = "read committed"
     max_tries: int = 10
+    rates: tuple[float, ...] = ()  # a sweep of offered rates; () closed loop
 
     @classmethod
     def of(cls, spec: TpccSpec, repeat: int = 1) -> TpccPlan:
@@ -55,6 +56,7 @@ class TpccPlan:
             active=spec.active,
             isolation=spec.isolation,
             max_tries=spec.max_tries,
+            rates=spec.rates,
         )
 
     def validate(self) -> TpccPlan:
@@ -86,8 +88,11 @@ class TpccPlan:
     def loader_jobs(self) -> int:
         return self.jobs or max(1, os.cpu_count() or 1)
 
-    def run_options(self, mode: str, active: int | None = None) -> driver.RunOptions:
+    def run_options(
+        self, mode: str, active: int | None = None, rate: float | None = None
+    ) -> driver.RunOptions:
         return driver.RunOptions(
+            rate=rate,
             mode=mode,
             connections=self.connections,
             threads=self.threads,
@@ -245,16 +250,25 @@ def run_step(
     target: TargetView,
     policy: RunPolicy,
     active: int | None = None,
+    rate: float | None = None,
 ) -> Step:
-    """One measured run of ``mode`` on the first ``active`` warehouses (None: all)."""
-    opts = tp.run_options(mode, active)
+    """One measured run of ``mode`` on the first ``active`` warehouses (None: all),
+    open loop at ``rate`` transactions/s when a sweep of rates asks."""
+    opts = tp.run_options(mode, active, rate)
+    offered = () if rate is None else (f"R{rate:g}",)
     return Step(
         # One run per mode keeps the key short, as the first version stored it;
         # an active set named in the campaign is part of the point.
         key=StepKey(
             target.name,
             name,
-            ("run", mode, f"c{tp.connections}", *(() if active is None else (f"a{active}",))),
+            (
+                "run",
+                mode,
+                f"c{tp.connections}",
+                *(() if active is None else (f"a{active}",)),
+                *offered,
+            ),  # fmt: skip
             repeat if tp.repeat > 1 else None,
         ),
         kind="tpcc_run",
@@ -263,6 +277,7 @@ def run_step(
         + on_hosts(target, tp.connections, "connections")
         + ", "
         + ("" if active is None else f"{active} of {tp.warehouses} warehouses active, ")
+        + ("" if rate is None else f"-R {rate:g}, ")
         + f"{tp.duration_s} s",
         params={
             "workload": name,
@@ -277,8 +292,9 @@ def run_step(
             "warmup": policy.warmup,
             "checkpoint": policy.checkpoint,
             "reset": policy.reset,
+            **({"rate": rate, "latency_target": policy.latency_target} if rate else {}),
         },
-        action=Call("tpcc.run", {"tp": tp, "mode": mode, "active": active}),
+        action=Call("tpcc.run", {"tp": tp, "mode": mode, "active": active, "rate": rate}),
         prepare=Call("tpcc.prepare", {"tp": tp, "mode": mode, "active": active, "policy": policy}),
         total=tp.duration_s,
         tools=("pgbench",),
@@ -290,9 +306,10 @@ def run_step(
     )
 
 
-def run_action(tp: TpccPlan, mode: str, active: int | None) -> Action:
-    """A measured TPC-C run of ``mode`` on the first ``active`` warehouses."""
-    opts = tp.run_options(mode, active)
+def run_action(tp: TpccPlan, mode: str, active: int | None, rate: float | None = None) -> Action:
+    """A measured TPC-C run of ``mode`` on the first ``active`` warehouses (at
+    ``rate`` transactions/s, open loop; None: as fast as the terminals go)."""
+    opts = tp.run_options(mode, active, rate)
 
     def action(ctx: Context, line: ProgressLine) -> tuple[TpccRun, str]:
         observed = ctx.running.observed

@@ -45,6 +45,13 @@ def point_note(runs: Sequence[TpccRun]) -> str:
     return f": {fmt.size(known.active_bytes)} of {fmt.size(known.loaded_bytes)}"
 
 
+def new_order_latency(r: TpccRun) -> tuple[float | None, float | None]:
+    """New-Order's p95 and p99: the transaction tpmC counts (clause 5.2.5.4 holds
+    its response time to a 90th percentile)."""
+    no = r.stats("new_order")
+    return (no.p95_ms, no.p99_ms) if no is not None else (None, None)
+
+
 TPCC_RUN = ResultKind(
     "tpcc_run",
     TpccRun,
@@ -66,6 +73,9 @@ TPCC_RUN = ResultKind(
     unit="tpmC",
     point=point,
     point_note=point_note,
+    commits=True,
+    latency=new_order_latency,
+    latency_label="New-Order latency",
 )
 
 
@@ -119,14 +129,16 @@ class TpccWorkload(Workload):
 
         # Every active set runs on the one load, inside each mode as client counts
         # do for pgbench.
-        points = [(active, mode) for mode in spec.modes for active in tp.actives]
+        # A sweep of offered rates runs each point once per rate, the rates innermost.
+        rates: tuple[float | None, ...] = spec.rates or (None,)
+        points = [(a, m, r) for m in spec.modes for a in tp.actives for r in rates]
 
-        def series(active: int | None, mode: str) -> Series:
+        def series(active: int | None, mode: str, rate: float | None) -> Series:
             def make(t: TargetView, rep: int) -> Step:
-                return steps.run_step(tp, mode, rep, spec.name, t, policy, active)
+                return steps.run_step(tp, mode, rep, spec.name, t, policy, active, rate)
 
             def after(t: TargetView, run: Step) -> Sequence[Step]:
-                last = (active, mode) == points[-1] and (run.key.repeat or 1) >= policy.repeat
+                last = (active, mode, rate) == points[-1] and (run.key.repeat or 1) >= policy.repeat
                 if spec.check == "each" or (spec.check == "end" and last):
                     return [steps.run_check_step(run, spec.name, t, tp.warehouses)]
                 return []
@@ -139,7 +151,7 @@ class TpccWorkload(Workload):
             Phase(
                 data=data,
                 series=[
-                    *(series(active, mode) for active, mode in points),
+                    *(series(active, mode, rate) for active, mode, rate in points),
                     Series(lambda t, _rep: sizes(t, "after runs"), repeated=False),
                 ],
                 disk_bytes=CLUSTER_BASE_BYTES + copies * spec.warehouses * BYTES_PER_WAREHOUSE,

@@ -1,0 +1,44 @@
+"""The monitor's "why" on the first screen for every workload that is not a
+pgbench curve (TPC-C, pg_basebackup, a plug-in's): per test case, each target's
+most frequent verdict over its runs ("sync-on WAL / fsync bound (2 of 2 runs)").
+pgbench's points have their own rules (``pgrig.report.bounds``); this one reads
+the same stored verdicts for the rest, registered as a plug-in's rule is."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from pgrig import registry
+from pgrig.monitor.model import MONITOR, MonitorResult
+from pgrig.registry.report import Conclusion, Findings
+from pgrig.registry.shared import PGBENCH_RUN
+from pgrig.report.cost import MONITOR_SUFFIX, case_label
+
+
+def why_rule(ev: Findings) -> list[Conclusion]:
+    verdicts: dict[str, dict[str, list[str]]] = {}
+    monitors = {r.key: r for r in ev.records if MONITOR.holds(r) and r.status == "ok"}
+    for rec in ev.records:
+        mon_rec = monitors.get(rec.key + MONITOR_SUFFIX)
+        if mon_rec is None or PGBENCH_RUN.holds(rec) or rec.status != "ok":
+            continue
+        mon = registry.typed_result(mon_rec)
+        # "unknown" says nothing: the monitor saw no cause stand out
+        if isinstance(mon, MonitorResult) and mon.verdict.cause != "unknown":
+            per = verdicts.setdefault(case_label(rec), {})
+            per.setdefault(rec.target, []).append(mon.verdict.label)
+    out = []
+    for case, per in verdicts.items():
+        said = []
+        for t in [t for t in ev.targets if t in per]:
+            label, n = Counter(per[t]).most_common(1)[0]
+            said.append(f"{t} {label} ({n} of {len(per[t])} run{'s' if len(per[t]) != 1 else ''})")
+        out.append(
+            Conclusion(
+                "why",
+                f"{case}: " + "; ".join(said) + " - the monitor's verdict, from the backends' "
+                "wait events and the host's counters (Bottlenecks).",
+                "the monitor's verdicts: no test",
+            )
+        )
+    return out
