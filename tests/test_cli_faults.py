@@ -272,3 +272,65 @@ def test_a_server_that_stops_answering_during_the_load_is_named_in_seconds(
     _hang_named(noticed, child, err, results, "local/tpcb/s10/init")
     assert "no data; skipping its runs" in err
     assert not list(disk_dir.glob("pgrig-*")), "the throwaway cluster is removed"
+
+
+def test_a_client_that_stops_progressing_fails_its_run_in_seconds(disk_dir: Path) -> None:
+    """SIGSTOP of the real pgbench 2 s into an 8-s run, SIGCONT 20 s later: its
+    -P lines stop while the server answers every query, so the server's
+    heartbeat sees nothing; the client's watch names it within 10 s and the run
+    is failed (issue 40.2: it was recorded ok at a fraction of its tps, with
+    pgbench's own elapsed time far past the planned -T). The study goes on."""
+    results = disk_dir / "r"
+    child = spawn(
+        "run", "--target", disk_dir, "--results", results, *tiny(clients="1,2", duration="8")
+    )
+    noticed: list[float] = []
+    said: list[str] = []
+
+    def first_bench() -> int | None:
+        found = subprocess.run(
+            ["pgrep", "-P", str(child.pid), "-f", "pgbench -n -M prepared -c 1 "],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+        return int(found.stdout.split()[0]) if found.returncode == 0 else None
+
+    def freeze_then_thaw() -> None:
+        pid = wait_for(first_bench, what="the first pgbench run")
+        time.sleep(2.0)
+        os.kill(pid, signal.SIGSTOP)
+        stopped = time.monotonic()
+        try:
+            wait_for(lambda: "stopped progressing" in "".join(said), timeout=60, what="the stall")
+            noticed.append(time.monotonic() - stopped)
+            time.sleep(max(0.0, 20.0 - (time.monotonic() - stopped)))
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+
+    def read_stderr() -> None:
+        assert child.stderr is not None
+        for line in child.stderr:
+            said.append(line)
+
+    reader = threading.Thread(target=read_stderr)
+    freezer = threading.Thread(target=freeze_then_thaw)
+    reader.start()
+    freezer.start()
+    try:
+        child.wait(timeout=300)
+    finally:
+        freezer.join(timeout=70)
+        reader.join(timeout=10)
+    err = "".join(said)
+    assert noticed, err
+    print(f"time to notice: {noticed[0]:.1f} s")
+    assert noticed[0] <= 10.0
+    assert child.returncode == 6, err
+    _, runs = only_study(results)
+    status, reason = runs["local/tpcb/s1/select-only/c1/d8/r1"]
+    assert status == "failed", (runs, err)
+    assert re.search(r"the client pgbench .* stopped progressing", reason or ""), reason
+    assert runs["local/tpcb/s1/select-only/c2/d8/r1"][0] == "ok", f"the study goes on: {err}"
+    assert "Traceback" not in err
