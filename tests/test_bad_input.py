@@ -163,10 +163,10 @@ RUN_OPTIONS = [
         "--set: shared_buffers = 4TB is more than the server's",
     ),
     case(
-        "hba-file-missing",
-        f"{Q} --set hba_file=/nonexistent/hba.conf",
+        "ident-file-missing",
+        f"{Q} --set ident_file=/nonexistent/ident.conf",
         2,
-        "hba_file = '/nonexistent/hba.conf': /nonexistent/hba.conf does not exist",
+        "ident_file = '/nonexistent/ident.conf': /nonexistent/ident.conf does not exist",
     ),
     case(
         "preload-library-missing",
@@ -187,6 +187,10 @@ RUN_OPTIONS = [
         2,
         "--os-user 'bad name' is not an account name",
     ),
+    # issue 40.3: one settings path - what pgrig sets itself refused by every way in
+    case("set-port", f"{Q} --set port=5433", 2, "--set port=5433: port is set by pgrig"),
+    case("set-hba-file", f"{Q} --set hba_file=/etc/passwd", 2, "hba_file is set by pgrig"),
+    case("set-socket-mode", f"{Q} --set Unix_Socket_Permissions=0777", 2, "set by pgrig"),
     case("set-no-equals", f"{Q} --set fsync", 2, "--set"),
     case("set-no-name", f"{Q} --set =on", 2, "--set"),
     case("set-bad-bool", f"{Q} --set fsync=maybe", 2, '--set: parameter "fsync"'),
@@ -499,6 +503,44 @@ CAMPAIGNS: list[tuple[str, str | bytes, int, tuple[str, ...]]] = [
         ("c.toml: target t set: unknown", "shared_bufers"),
     ),
     ("set-bad-size", good(target=target('set = { work_mem = "lots" }\n')), 2, ("work_mem",)),
+    # issue 40.3: a campaign's set was silently overridden (port, listen_addresses),
+    # made a study (data_directory), or dropped by its case (Shared_Buffers)
+    (
+        "set-port",
+        good(target=target("set = { port = 5433 }\n")),
+        2,
+        ("target[0].set.port: port is set by pgrig", "free port"),
+    ),
+    (
+        "set-listen",
+        good(target=target('set = { listen_addresses = "*" }\n')),
+        2,
+        ("listen_addresses is set by pgrig", 'listen = "tcp"'),
+    ),
+    (
+        "set-data-directory",
+        good(target=target('set = { data_directory = "x" }\n')),
+        2,
+        ("data_directory is set by pgrig",),
+    ),
+    (
+        "set-port-upper",
+        good(target=target("set = { PORT = 5433 }\n")),
+        2,
+        ("port is set by pgrig",),
+    ),
+    (
+        "set-twice-by-case",
+        good(target=target('set = { shared_buffers = "64MB", Shared_Buffers = "32MB" }\n')),
+        2,
+        ("shared_buffers is given twice",),
+    ),
+    (
+        "axes-port",
+        good(head=HEAD + "[campaign.axes]\nport = [5433, 5434]\n"),
+        2,
+        ("port is set by pgrig",),
+    ),
     ("set-array", good(target=target("set = { work_mem = [1] }\n")), 2, ("work_mem",)),
     ("set-not-table", good(target=target("set = 3\n")), 2, ("set",)),
     (
@@ -951,6 +993,8 @@ def test_the_table_is_large_enough() -> None:
         ("run", "--clients", "190", "--skip", "timing,fsync,fio"),  # within oltp's 200
         ("tpcc", "study", "-w", "2", "--active", "1,2", "-T", "1"),
         ("run", "--clients", "300", "--set", "max_connections=400", "--skip", "fio"),
+        # PostgreSQL accepts fractions of a unit and names in any case (issue 40.3)
+        ("run", "--skip", "timing,fsync,fio", "--set", "Shared_Buffers=0.5GB"),
         (
             "run",
             "--skip",

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from pgrig import files, policy, registry
+from pgrig.cluster import profiles
 from pgrig.conninfo import Conn
 from pgrig.errors import UsageError
 from pgrig.policy import RunPolicy
@@ -110,29 +111,6 @@ def _profile(t: Table, key: str, default: str) -> str:
     return value
 
 
-def _settings(t: Table, key: str, default: object) -> dict[str, str]:
-    settings: dict[str, str] = {}
-    table = t.table(key)
-    if table is None:
-        return settings
-    for name, value in table.data.items():
-        if isinstance(value, bool):
-            settings[name] = "on" if value else "off"
-        elif isinstance(value, int | float | str):
-            settings[name] = str(value)
-        else:
-            raise table.error(name, f"expected a value, got {type_name(type(value))}")
-        if any(ch in settings[name] for ch in "\n\r\0"):  # it read "profile oltp: syntax error"
-            raise t.error(
-                key,
-                f"{name}={settings[name]!r}: a line break in a value (postgresql.conf holds"
-                " one setting a line)",
-                hint="give each setting on its own: --set a=1 --set b=2 (in a campaign:"
-                " set = { a = 1, b = 2 })",
-            )
-    return settings
-
-
 def _wal_segsize(t: Table, key: str, default: object) -> int | None:
     seg = t.get(key, int)
     if seg is not None and (seg < 1 or seg > 1024 or seg & (seg - 1)):
@@ -222,7 +200,7 @@ TARGET_SCHEMA = Schema(
     custom("profile", "oltp", "`stock`, `oltp`, a seed's (`seed000`, `seed001`, `seed002`, "
            "`seed004`) or a path to a `.conf` file (relative to the campaign file)", _profile),
     custom("set", None, "`[target.set]`: setting overrides, e.g. `synchronous_commit = \"off\"`",
-           _settings, field="settings"),
+           profiles.settings_of, field="settings"),
     custom("initdb", None, "`[target.initdb]`: see below", _initdb),
     custom("kernel", None, "`[target.kernel]`: kernel settings (a sysctl such as "
            "`\"vm.dirty_ratio\" = 80`, or `clocksource`) set around each of the target's "
