@@ -9,9 +9,10 @@ import errno
 import os
 import shutil
 import stat
+import tempfile
 from pathlib import Path
 
-from pgrig.errors import DiskSpaceError
+from pgrig.errors import DiskSpaceError, UsageError
 from pgrig.proc import OsUser
 from pgrig.units import GB
 
@@ -146,3 +147,21 @@ def blocked_for(path: Path, user: OsUser | None) -> Path | None:
         if not allowed(directory.stat(), stat.S_IXOTH):
             return directory
     return None
+
+
+def temp_dir_for(user: OsUser | None) -> Path:
+    """The temporary directory (TMPDIR, else /tmp) where pgrig makes what the
+    server's OS user must reach - its socket directory, the scratch directory the
+    settings are checked in; refused, naming TMPDIR, when that user cannot pass
+    it (a 0700 TMPDIR was blamed on "profile oltp")."""
+    tmp = Path(tempfile.gettempdir())
+    blocked = blocked_for(tmp, user)
+    if blocked is not None:
+        where = f"TMPDIR={os.environ['TMPDIR']}" if os.environ.get("TMPDIR") else str(tmp)
+        who = user.name if user is not None else "the server's OS user"
+        raise UsageError(
+            f"{where}: {who} cannot pass {blocked}, and the server's socket and scratch "
+            "directories are made there",
+            hint="point TMPDIR at a directory every user may pass (chmod o+x), or unset it (/tmp)",
+        )
+    return tmp

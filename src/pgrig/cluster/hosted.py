@@ -96,7 +96,8 @@ class HostedServer:
         return f"{self.workdir}/data"
 
     def conn(self, dbname: str = "postgres") -> Conn:
-        return Conn.tcp(self.spec.address, self.spec.port, SUPERUSER, dbname, self.password)
+        conn = Conn.tcp(self.spec.address, self.spec.port, SUPERUSER, dbname, self.password)
+        return conn.guarded(name for name, _ in self.spec.settings)
 
     def __enter__(self) -> HostedServer:
         try:

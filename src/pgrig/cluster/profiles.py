@@ -313,7 +313,7 @@ def _scratch_postgres(
     (as root with no server user: postgres refuses root)."""
     if os.geteuid() == 0 and os_user is None:
         return None
-    scratch = Path(tempfile.mkdtemp(prefix="pgrig-check-conf-"))
+    scratch = Path(tempfile.mkdtemp(prefix="pgrig-check-conf-", dir=files.temp_dir_for(os_user)))
     try:
         (scratch / "postgresql.conf").write_text(conf)
         if os_user is not None:

@@ -328,8 +328,15 @@ class Cluster:
     def conn(self, dbname: str) -> Conn:
         """How the clients connect: the private socket, or 127.0.0.1 with the password."""
         if self.password is None:
-            return Conn.socket(str(self.socket_dir), self.port, SUPERUSER, dbname)
-        return Conn.tcp(LOOPBACK, self.port, SUPERUSER, dbname, self.password)
+            conn = Conn.socket(str(self.socket_dir), self.port, SUPERUSER, dbname)
+        else:
+            conn = Conn.tcp(LOOPBACK, self.port, SUPERUSER, dbname, self.password)
+        return conn.guarded(self.settings)
+
+    def admin(self) -> Conn:
+        """pgrig's own session on the private socket (also with clients over TCP)."""
+        conn = Conn.socket(str(self.socket_dir), self.port, SUPERUSER, "postgres")
+        return conn.guarded(self.settings)
 
     def wal_segment_mb(self) -> int | None:
         """The WAL segment size initdb gave this data directory, from pg_controldata
@@ -424,8 +431,7 @@ class Cluster:
         location = workdir.make_extra_dir(
             self.workdir, parent.resolve() / f"{self.workdir.name}-{name}", self.os_user
         )
-        admin = Conn.socket(str(self.socket_dir), self.port, SUPERUSER, "postgres")
-        return create_tablespace(admin, name, str(location))
+        return create_tablespace(self.admin(), name, str(location))
 
     def destroy(self, said: Callable[[str], None] | None = None) -> None:
         """Stop and delete everything pgrig created for this cluster; ``said``
