@@ -13,6 +13,7 @@ from pgrig import __version__
 from pgrig.commands.options import results_options
 from pgrig.document import fmt
 from pgrig.errors import UsageError
+from pgrig.files import output_path
 from pgrig.history import gate, series
 from pgrig.history import report as history_report
 from pgrig.report.writer import write_view
@@ -41,6 +42,8 @@ def _open(results: Path, store: str | None) -> Store:
 def history_cmd(name: str, results: Path, store: str | None, out: Path | None) -> None:
     """List the studies of series NAME (a campaign's name), each point's median
     over them, and where a point changed with what differed around the change."""
+    if out is not None:
+        output_path(out, "--out", directory=True)
     with _open(results, store) as st:
         s = series.read(st, name)
     click.echo(f"series {name}: {len(s.studies)} studies")
@@ -109,6 +112,14 @@ def check_cmd(
     """Exit 1 when a point of STUDY_ID is significantly slower than the baseline
     by more than --max-regression; 0 otherwise (docs/exit-codes.md)."""
     threshold = _percent(max_regression)
+    if baseline == study_id:  # it passed at +0.0% (issue 40.6)
+        raise UsageError(
+            f"--baseline {baseline}: a study is no baseline for itself",
+            hint="name an earlier study, or the series (the campaign's name)",
+        )
+    for path, option in ((junit, "--junit"), (summary, "--summary")):
+        if path is not None:
+            output_path(path, option)
     with _open(results, store) as st:
         study = st.study(study_id)
         base_id = baseline

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from pgrig import files
 from pgrig.commands.options import GivenPath
 from pgrig.conninfo import Conn
 from pgrig.results import to_dict
@@ -38,7 +39,7 @@ def clean(inventory_path: Path | None) -> None:
         # The hosts first: one that cannot be reached refuses the whole command
         # before anything is removed here.
         remote = clean_lines(inventory_path, dry_run=False)
-    lines = lifecycle.clean_orphans(None, [])
+    lines = lifecycle.clean_orphans(None, []) + files.clean_temp_files()
     for line in lines + remote:
         click.echo(line)
     if not lines:
