@@ -289,6 +289,12 @@ def output_path(path: Path, option: str, *, directory: bool = False) -> Path:
                 f"the directory {place} does not exist", f"mkdir -p {place}, or another path"
             )
     failed = _probe_dir(place)
+    if failed is not None and failed.errno in (errno.ENOSPC, errno.EDQUOT):
+        # no typo: the disk is full (exit 5, as any disk refused up front)
+        raise DiskSpaceError(
+            f"{option} {path}: cannot write in {place}: {failed.strerror}",
+            hint=UNWRITABLE[failed.errno or errno.ENOSPC],
+        )
     if failed is not None:
         raise refuse(
             f"cannot write in {place}: {failed.strerror or failed}",

@@ -19,7 +19,7 @@ from pgrig.report.writer import write as write_report
 from pgrig.results import Study
 from pgrig.resume import planned_steps, study_live
 from pgrig.schema import NAME
-from pgrig.store import Store, import_study, location
+from pgrig.store import Store, import_study, importable, location
 from pgrig.ui import Ui, format_option
 
 
@@ -203,7 +203,7 @@ def _importable(source: Path, other: Store, study: Study) -> None:
             " has recorded so far",
             hint=f"import it once it has finished (`pgrig list --store {source}` says when)",
         )
-    other.runs(study.id, without_samples=other.kinds(study.id))  # readable, or refused
+    importable(other, study.id)  # readable and each result as pgrig wrote it, or refused
 
 
 @click.command("compare")
