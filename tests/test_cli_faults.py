@@ -334,3 +334,44 @@ def test_a_client_that_stops_progressing_fails_its_run_in_seconds(disk_dir: Path
     assert re.search(r"the client pgbench .* stopped progressing", reason or ""), reason
     assert runs["local/tpcb/s1/select-only/c2/d8/r1"][0] == "ok", f"the study goes on: {err}"
     assert "Traceback" not in err
+
+
+def test_a_backend_killed_mid_run_is_waited_for_before_the_next_step(disk_dir: Path) -> None:
+    """kill -9 of one backend (what the OOM killer does): the postmaster lives and
+    runs a crash recovery, refusing every connection meanwhile; the next steps
+    failed one after the other with "the database system is in recovery mode"
+    (issue 40.5). pgrig waits for the recovery, bounded: the next run is ok."""
+    results = disk_dir / "r"
+    child = spawn(
+        "run", "--target", disk_dir, "--results", results, *tiny(clients="1,2", duration="4")
+    )
+    killed: list[int] = []
+
+    def kill_a_backend_during_the_first_run() -> None:
+        wait_for(
+            lambda: subprocess.run(
+                ["pgrep", "-P", str(child.pid), "-f", "pgbench -n -M prepared -c 1 "],
+                capture_output=True, timeout=10,
+            ).returncode == 0,
+            what="the first pgbench run",
+        )  # fmt: skip
+        time.sleep(1.0)
+        _, pid = wait_for(lambda: postmaster_of(disk_dir), what="the study's server")
+        listed = subprocess.run(["pgrep", "-P", str(pid), "-f", "pgrig"], capture_output=True,
+                                text=True, timeout=10)  # fmt: skip
+        backend = int(listed.stdout.split()[0])
+        os.kill(backend, signal.SIGKILL)
+        killed.append(backend)
+
+    killer = threading.Thread(target=kill_a_backend_during_the_first_run)
+    killer.start()
+    out, err = child.communicate(timeout=300)
+    killer.join(timeout=10)
+    assert killed, err
+    assert "Traceback" not in err
+    _, runs = only_study(results)
+    assert runs["local/tpcb/s1/select-only/c1/d4/r1"][0] == "failed", runs
+    later = {k: v for k, v in runs.items() if "/c2/" in k and "/monitor" not in k}
+    assert later and all(status == "ok" for status, _ in later.values()), (later, err)
+    assert "recovery mode" not in err
+    assert "restarting it" not in err, "the postmaster lived: no restart"

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, cast
 
 from pgrig import monitor, proc, registry
-from pgrig.cluster.server import ServerLost
+from pgrig.cluster.server import Server, ServerLost
 from pgrig.errors import PgrigError, StoreError
 from pgrig.registry.target import Target
 from pgrig.results import (
@@ -37,6 +37,9 @@ from pgrig.storage.memcg import MemoryStats, MemoryUse
 from pgrig.store import Store
 from pgrig.ui import Step as ProgressLine
 from pgrig.ui import Ui, duration
+
+# A crash recovery this long is no recovery: the step goes on and fails, said.
+RECOVERY_WAIT_S = 60.0
 
 if TYPE_CHECKING:  # typeshed's name for any dataclass instance: no runtime class
     from _typeshed import DataclassInstance as Result
@@ -289,7 +292,10 @@ class Recorder:
         bring it back so the campaign goes on, and say so. The server pgrig made on
         whichever host (``Live.server``): this machine's cluster or another host's."""
         server = t.server
-        if server is None or t.ctx.conn is None or server.running() or t.lost is not None:
+        if server is None or t.ctx.conn is None or t.lost is not None:
+            return
+        if server.running():
+            self._await_recovery(t, server)
             return
         self.ui.warn(f"{t.name}: the server is down ({server.log_tail(2)}); restarting it")
         try:
@@ -298,6 +304,23 @@ class Recorder:
                 t.ctx.running.server_pid = server.postmaster_pid()
         except PgrigError as exc:
             self.ui.fail(f"{t.name}: could not restart the server: {exc}")
+
+    def _await_recovery(self, t: Target, server: Server) -> None:
+        """A backend crashed (an OOM kill, a segfault): the postmaster lives and
+        restarts the others after a crash recovery, during which every connection
+        is refused ("the database system is in recovery mode") - the next steps
+        failed one after the other, an unrelated setup too (issue 40.5). Wait for
+        it, bounded, and say so."""
+        if server.accepting():
+            return
+        self.ui.warn(
+            f"{t.name}: the server is not accepting connections ({server.log_tail(2)}); "
+            f"waiting up to {RECOVERY_WAIT_S:.0f} s for its crash recovery"
+        )
+        try:
+            server.wait_ready(RECOVERY_WAIT_S)
+        except PgrigError as exc:
+            self.ui.fail(f"{t.name}: {exc}")
 
     def _limits_of(self, t: Target) -> monitor.Limits | None:
         """The target's own probe results: what the run is compared with."""

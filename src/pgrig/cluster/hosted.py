@@ -201,6 +201,13 @@ class HostedServer:
     def running(self) -> bool:
         return self._pm is not None and self._pm.running()
 
+    def accepting(self) -> bool:
+        return self._pm is not None and self._pm.accepting()
+
+    def wait_ready(self, timeout: float = 60) -> None:
+        if self._pm is not None:
+            self._pm.wait_ready(timeout)
+
     def postmaster_pid(self) -> int | None:
         """Its PID on its host (not this machine's)."""
         return self._pm.postmaster_pid() if self._pm is not None else None

@@ -97,6 +97,10 @@ class Server(Protocol):
 
     def restart_after_crash(self, timeout: float = 60) -> None: ...
 
+    def accepting(self) -> bool: ...
+
+    def wait_ready(self, timeout: float = 60) -> None: ...
+
     def postmaster_pid(self) -> int | None: ...
 
     def log_tail(self, lines: int = 5) -> str: ...
@@ -410,6 +414,9 @@ class Cluster:
 
     def wait_ready(self, timeout: float = 60) -> None:
         self.pm.wait_ready(timeout)
+
+    def accepting(self) -> bool:
+        return self.pm.accepting()
 
     def restart_after_crash(self, timeout: float = 60) -> None:
         self.pm.restart_after_crash(timeout)
