@@ -420,6 +420,27 @@ CAMPAIGNS: list[tuple[str, str | bytes, int, tuple[str, ...]]] = [
     ("versions-twice", good(head=HEAD + 'versions = ["15", "15"]\n'), 2, ("versions",)),
     ("axes-not-table", good(head=HEAD + "axes = 3\n"), 2, ("axes",)),
     ("no-target", good(target=""), 2, ("[[target]]",)),
+    # issue 40.7-8: no hint, a key not named, a RecursionError traceback, a plan that
+    # wrote the kernel's clocksource (which it ignores)
+    (
+        "target-single-brackets",
+        good(target='[target]\nname = "t"\ndirectory = "data"\n'),
+        2,
+        ("top level.target", "write [[target]]"),
+    ),
+    ("duplicate-key", good(head=HEAD + 'name = "again"\n'), 2, ("'name' is given twice",)),
+    (
+        "nested-600",
+        good(head=HEAD + "x = " + "[" * 600 + "]" * 600 + "\n"),
+        2,
+        ("nested too deep",),
+    ),
+    (
+        "kernel-clocksource-nosuch",
+        good(target=target('kernel = { clocksource = "nosuch" }\n')),
+        2,
+        ("clocksource = nosuch",),
+    ),
     ("target-no-name", good(target='[[target]]\ndirectory = "data"\n'), 2, ("name",)),
     ("target-bad-name", good(target='[[target]]\nname = "a/b"\ndirectory = "data"\n'), 2, ("a/b",)),
     ("target-twice", good(target=TARGET + TARGET), 2, ("used twice",)),
@@ -797,6 +818,15 @@ OTHER = [
         "export-output-missing-dir", "export -o /nonexistent/dir/x.json --store s.sqlite", 2, "-o"
     ),
     case("import-missing-source", "import /nonexistent.sqlite", 2, "/nonexistent.sqlite"),
+    case(
+        "state-dir-a-file",
+        Q,
+        4,
+        "PGRIG_STATE_DIR=sf",
+        "it is not a directory",
+        env={"PGRIG_STATE_DIR": "sf"},
+        files={"sf": "a file"},
+    ),
     case("import-as-slash", ("import", "s.sqlite", "s1", "--as", "bad id/x"), 2, "--as"),
     case("import-as-escape", "import s.sqlite s1 --as ../../../escape", 2, "--as"),
     case("import-as-two", "import s.sqlite s1 s2 --as x", 2, "--as"),

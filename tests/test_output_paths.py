@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -121,3 +122,16 @@ def test_temporary_files_of_a_killed_pgrig_go_at_the_next_write_and_at_clean(
     assert done.returncode == 0, done.stderr
     assert f"removed {other}" in done.stdout
     assert not other.exists() and live.exists()
+
+
+def test_a_closed_standard_output_is_said_not_a_traceback(tmp_path: Path) -> None:
+    """`pgrig list >&-` ended in AttributeError: 'NoneType' object has no attribute
+    'flush' (issue 40.7)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "pgrig", "list", "--results", tmp_path],
+        stderr=subprocess.PIPE, text=True, timeout=60,
+        preexec_fn=lambda: os.close(1),
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    assert "error: standard output is closed" in done.stderr
+    assert "Traceback" not in done.stderr

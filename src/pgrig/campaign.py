@@ -287,9 +287,29 @@ def parse(text: str, *, source: str, base: Path) -> Campaign:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(
-            f"{source}: not valid TOML: {exc}", hint="see docs/campaigns.md for the format"
+            f"{source}: not valid TOML: {exc}{_twice(text, exc)}",
+            hint="see docs/campaigns.md for the format",
         ) from exc
+    except RecursionError:  # arrays nested hundreds deep: a RecursionError traceback
+        raise UsageError(
+            f"{source}: not valid TOML for pgrig: values nested too deep",
+            hint="see docs/campaigns.md for the format (a campaign nests a few levels)",
+        ) from None
     return read(data, Context(source=source, base=base, locator=Locator(text)))
+
+
+def _twice(text: str, exc: tomllib.TOMLDecodeError) -> str:
+    """The key a duplicate-key error is about: tomllib says only "Cannot overwrite
+    a value (at line 3, column 11)", naming no key."""
+    if "overwrite" not in str(exc) and "declare" not in str(exc):
+        return ""
+    m = re.search(r"at line (\d+)", str(exc))
+    lines = text.splitlines()
+    if m is None or not 0 < int(m.group(1)) <= len(lines):
+        return ""
+    line = lines[int(m.group(1)) - 1].strip()
+    key = line.strip("[]").strip() if line.startswith("[") else line.partition("=")[0].strip()
+    return f": {key!r} is given twice" if key else ""
 
 
 def from_options(data: Document, options: dict[TablePath, str]) -> Campaign:

@@ -78,6 +78,10 @@ def main(argv: list[str] | None = None) -> None:
     for signum in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, _raise_signalled)
     _guard_stdout()
+    if sys.stdout is None:  # started with >&-: a traceback at the first line printed
+        _say("error: standard output is closed (>&-): pgrig prints its results there")
+        _say("hint: send it somewhere, e.g. > /dev/null, or leave it open")
+        sys.exit(1)
     try:
         cli.main(args=argv, prog_name="pgrig", standalone_mode=False)
         sys.stdout.flush()
