@@ -428,6 +428,13 @@ CAMPAIGNS: list[tuple[str, str | bytes, int, tuple[str, ...]]] = [
         2,
         ("top level.target", "write [[target]]"),
     ),
+    # issue 40.8: pgbench sent NULL for it in prepared mode, and the run was "ok"
+    (
+        "script-undefined-variable",
+        good(workload=CUSTOM.format(scripts='["undef.sql"]')),
+        2,
+        ("undef.sql uses :nope, which nothing defines",),
+    ),
     ("duplicate-key", good(head=HEAD + 'name = "again"\n'), 2, ("'name' is given twice",)),
     (
         "nested-600",
@@ -792,6 +799,7 @@ def _campaign_cases() -> Iterator[Case]:
             "note.sql": "-- only a comment\n\n",
             "bad.sql": "SELECT 1;\n\\set x ((\n",
             "sleep.sql": "\\sleep\n",
+            "undef.sql": "\\set uid random(1, 10)\nSELECT :uid, :nope;\n",
         }
         yield Case(f"plan-{id}", ("plan", "c.toml"), code, says, {}, files)
         yield Case(f"run-{id}", ("run", "c.toml"), code, says, {}, files)
