@@ -10,13 +10,16 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from conftest import full_report
 from pgrig import proc
-from test_cli import only_study, pgrig, postmaster_of, recorded, spawn, tiny, wait_for
+from test_cli import SPAWNED, only_study, pgrig, postmaster_of, recorded, spawn, tiny, wait_for
 
 # -- faults during a study ---------------------------------------------------
 
@@ -375,3 +378,71 @@ def test_a_backend_killed_mid_run_is_waited_for_before_the_next_step(disk_dir: P
     assert later and all(status == "ok" for status, _ in later.values()), (later, err)
     assert "recovery mode" not in err
     assert "restarting it" not in err, "the postmaster lived: no restart"
+
+
+def test_a_target_that_turns_read_only_mid_run_is_exit_6_and_clean_works_on_it(
+    disk_dir: Path,
+) -> None:
+    """ext4 with errors=remount-ro, an error triggered 1 s into the first run (the
+    kernel's own trigger_fs_error): the teardown died in an EROFS traceback, exit
+    1, and `pgrig clean` tracebacked on the read-only mount (issue 40.5). Now the
+    runs fail with the cause, the study ends partial (exit 6), the work directory
+    is left said and registered, and `pgrig clean` leaves it with the reason while
+    the mount is read-only, then removes it once it is writable. A loop device and
+    a mount of this test's own, removed after."""
+    if os.geteuid() != 0:
+        pytest.skip("mounts a loop device")
+    image, mnt = disk_dir / "fs.img", disk_dir / "mnt"
+    mnt.mkdir()
+    subprocess.run(["truncate", "-s", "400M", image], check=True, timeout=30)
+    subprocess.run(["mkfs.ext4", "-q", "-F", image], check=True, timeout=60)
+    env = dict(os.environ, PGRIG_STATE_DIR=str(disk_dir / "state"))
+
+    def mount(*options: str) -> None:
+        subprocess.run(["mount", "-o", ",".join(("loop", *options)), image, mnt], check=True,
+                       timeout=30)  # fmt: skip
+        mnt.chmod(0o755)
+
+    mount("errors=remount-ro")
+    try:
+        device = next(
+            line.split()[0] for line in Path("/proc/mounts").read_text().splitlines()
+            if line.split()[1] == str(mnt)
+        )  # fmt: skip
+        trigger = Path("/sys/fs/ext4") / Path(device).name / "trigger_fs_error"
+        results = disk_dir / "r"
+        child = subprocess.Popen(
+            [sys.executable, "-m", "pgrig", "run", "--target", mnt, "--results", results,
+             *tiny(clients="1,2", duration="4")],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        )  # fmt: skip
+        SPAWNED.append(child)
+        wait_for(
+            lambda: child.poll() is not None or subprocess.run(
+                ["pgrep", "-P", str(child.pid), "-f", "pgbench -n -M"], capture_output=True,
+                timeout=10).returncode == 0,
+            what="the first pgbench run",
+        )  # fmt: skip
+        assert child.poll() is None, child.communicate()
+        time.sleep(1.0)
+        trigger.write_text("1")
+        out, err = child.communicate(timeout=300)
+        assert "Traceback" not in err, err
+        assert child.returncode == 6, err
+        assert "cannot remove the work directory" in err and "pgrig clean" in err
+        _, runs = only_study(results)
+        assert runs["local/tpcb/s1/select-only/c1/d4/r1"][0] == "failed"
+        clean = subprocess.run([sys.executable, "-m", "pgrig", "clean"], capture_output=True,
+                               text=True, timeout=120, env=env)  # fmt: skip
+        assert clean.returncode == 0 and "Traceback" not in clean.stderr, clean.stderr
+        assert "Read-only file system" in clean.stderr and "again" in clean.stderr
+        assert list(mnt.glob("pgrig-*")), "left while read-only"
+        subprocess.run(["umount", mnt], check=True, timeout=60)
+        subprocess.run(["e2fsck", "-fy", image], capture_output=True, timeout=120)
+        mount()
+        clean = subprocess.run([sys.executable, "-m", "pgrig", "clean"], capture_output=True,
+                               text=True, timeout=120, env=env)  # fmt: skip
+        assert "removed the orphan work directory" in clean.stdout, clean.stdout + clean.stderr
+        assert not list(mnt.glob("pgrig-*"))
+    finally:
+        subprocess.run(["umount", mnt], capture_output=True, timeout=60)

@@ -228,6 +228,9 @@ class Recorder:
         except PgrigError as exc:
             status, reason = "failed", str(exc)
             raw = getattr(exc, "stderr", "") or ""
+        except OSError as exc:  # the target's filesystem turned read-only, or failed
+            where = f" ({exc.filename})" if exc.filename else ""
+            status, reason = "failed", f"cannot write{where}: {exc.strerror or exc}"
         except Exception as exc:  # a bug or an unexpected server answer: keep going
             status, reason = "failed", f"{type(exc).__name__}: {exc}"
         if status == "failed" and oom_before is not None:

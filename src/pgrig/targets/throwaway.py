@@ -27,7 +27,7 @@ from pgrig.cluster.server import (
     server_os_user,
 )
 from pgrig.durability import fsyncgate
-from pgrig.errors import BinaryNotFound, UsageError
+from pgrig.errors import BinaryNotFound, UsageError, WorkdirError
 from pgrig.pgsource import binaries, catalog
 from pgrig.registry.target import (
     OWN_CONNECTIONS,
@@ -290,7 +290,12 @@ class Throwaway(TargetKind[None, StateT]):
         it down for good (the evidence)."""
         said = partial(_hung, ui, t.name)
         if not kept:
-            cluster.destroy(said)
+            try:
+                cluster.destroy(said)
+            except WorkdirError as exc:  # a read-only target: said, the study ends as it is
+                ui.fail(f"{t.name}: {exc}")
+                if exc.hint:
+                    ui.warn(exc.hint)
             return
         try:
             cluster.stop(said=said)
