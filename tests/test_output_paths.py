@@ -135,3 +135,21 @@ def test_a_closed_standard_output_is_said_not_a_traceback(tmp_path: Path) -> Non
     assert done.returncode == 1, done.stderr
     assert "error: standard output is closed" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_removed_working_directory_is_named_not_blamed_on_the_profile(tmp_path: Path) -> None:
+    """It read "profile oltp: LOCATION: getInstallationPaths" (issue 40.8)."""
+    gone = tmp_path / "gone"
+    gone.mkdir()
+
+    def enter_then_remove() -> None:
+        os.chdir(gone)
+        os.rmdir(gone)
+
+    done = subprocess.run(
+        [sys.executable, "-m", "pgrig", "run", "--skip", "timing,fsync,fio"],
+        capture_output=True, text=True, timeout=60, preexec_fn=enter_then_remove,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert "the current directory no longer exists" in done.stderr
+    assert "profile" not in done.stderr and "Traceback" not in done.stderr

@@ -78,6 +78,12 @@ def main(argv: list[str] | None = None) -> None:
     for signum in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, _raise_signalled)
     _guard_stdout()
+    try:
+        os.getcwd()
+    except FileNotFoundError:  # blamed on "profile oltp: LOCATION: getInstallationPaths"
+        _say("error: the current directory no longer exists (removed while a shell was in it)")
+        _say("hint: cd to an existing directory and run the command again")
+        sys.exit(2)
     if sys.stdout is None:  # started with >&-: a traceback at the first line printed
         _say("error: standard output is closed (>&-): pgrig prints its results there")
         _say("hint: send it somewhere, e.g. > /dev/null, or leave it open")
