@@ -153,3 +153,18 @@ def test_a_removed_working_directory_is_named_not_blamed_on_the_profile(tmp_path
     assert done.returncode == 2, done.stderr
     assert "the current directory no longer exists" in done.stderr
     assert "profile" not in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_umask_that_denies_the_owner_is_not_blamed_on_the_profile(disk_dir: Path) -> None:
+    """umask 777 read "profile oltp: could not access the server configuration
+    file" (issue 40.8): pgrig keeps its own bits, the group's and others' stay
+    as the umask says."""
+    camp = disk_dir / "c.toml"
+    (disk_dir / "data").mkdir()
+    camp.write_text('[campaign]\nname = "u"\n[[target]]\nname = "t"\ndirectory = "data"\n'
+                    '[[workload]]\ntype = "tpcb"\nscales = [1]\n')  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "pgrig", "plan", camp], capture_output=True, text=True,
+        timeout=120, preexec_fn=lambda: os.umask(0o777),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr

@@ -78,6 +78,10 @@ def main(argv: list[str] | None = None) -> None:
     for signum in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, _raise_signalled)
     _guard_stdout()
+    # umask 777 made every file pgrig writes unreadable to its owner too (the
+    # settings' scratch file, blamed on "profile oltp"): the owner's bits are kept,
+    # what the umask denies the group and others stays denied.
+    os.umask(os.umask(0) & 0o077)
     try:
         os.getcwd()
     except FileNotFoundError:  # blamed on "profile oltp: LOCATION: getInstallationPaths"
