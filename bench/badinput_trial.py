@@ -390,9 +390,9 @@ TERMINAL = [
     c(
         "export-o-full-disk",
         "export --store s.sqlite -o /dev/full",
-        1,
-        "/dev/full",
-        "No space",
+        2,  # a device named as the output, refused before the export (issue 40.6)
+        "-o /dev/full",
+        "is a device",
         setup=store(),
     ),  # fmt: skip
 ]
@@ -791,8 +791,8 @@ STORES = [
         "check-junit-missing-dir",
         "check s2 --baseline s1 --store s.sqlite --junit /nonexistent/d/j.xml",
         2,
-        "s2",
-        "s1",
+        "--junit /nonexistent/d/j.xml",  # refused before the studies are read (issue 40.6)
+        "does not exist",
         setup=store(),
     ),  # fmt: skip
     c("list-no-store", "list", 2, "no results store"),
@@ -899,7 +899,85 @@ OTHER = [
     c("unknown-command", "frobnicate", 2, "frobnicate"),
 ]
 
-CASES = [*QUICK, *PG_ENV, *TERMINAL, *CAMPAIGNS, *STORES, *HOSTS, *OTHER]
+
+def _pgbench_edited(edit: str) -> Setup:
+    """A store of one real-shaped pgbench record, then edited with SQL (issue 40.6)."""
+
+    def make(box: Path) -> None:
+        from pgrig.results import PgbenchRun, to_dict
+
+        run = PgbenchRun(mode="select-only", transaction_type="<builtin: select only>",
+                         scale=1, query_mode="prepared", clients=1, threads=1, duration_s=2.0,
+                         transactions=2000, failed=0, tps=1000.0, latency_avg_ms=1.0,
+                         latency_stddev_ms=None, initial_connection_ms=None,
+                         statements_per_txn=1)  # fmt: skip
+        with Store.open(box / "s.sqlite") as st:
+            st.begin_study(_study("s1"))
+            st.record(RunRecord(study="s1", key="t/tpcb/r1", kind="pgbench_run", target="t",
+                                params={}, status="ok", started_at="2026-01-01T00:00:00",
+                                finished_at="2026-01-01T00:00:02",
+                                result=to_dict(run)))  # fmt: skip
+        with sqlite3.connect(box / "s.sqlite") as db:
+            db.execute(f"UPDATE runs SET result = {edit}")
+
+    return make
+
+
+EXPORT_JSON = '{"schema": "pgrig-export/1", "studies": [], "runs": []}'
+
+# Issue 40 (items 2-8): settings said but not applied, start-time failures, the new
+# commands' outputs, import strictness, leftovers, wrong blame.
+ISSUE40 = [
+    q("set-port", "--set port=5433", 2, "port is set by pgrig", "free port"),
+    q("set-listen", "--set listen_addresses=*", 2, "listen_addresses is set by pgrig"),
+    q("set-hba-file", "--set hba_file=/etc/passwd", 2, "hba_file is set by pgrig"),
+    # on a machine without free huge pages (this one: HugePages_Free 0)
+    q("set-huge-pages-on", "--set huge_pages=on", 2, "huge_pages = on", "vm.nr_hugepages"),
+    camp("set-port", toml(target=target("set = { port = 5433 }\n")), 2, "port is set by pgrig"),
+    camp("set-data-directory", toml(target=target('set = { data_directory = "x" }\n')), 2,
+         "data_directory is set by pgrig", cmd="run"),
+    camp("set-twice-by-case",
+         toml(target=target('set = { shared_buffers = "64MB", Shared_Buffers = "32MB" }\n')),
+         2, "shared_buffers is given twice"),
+    camp("axes-port", toml(head=HEAD + "[campaign.axes]\nport = [1, 2]\n"), 2,
+         "port is set by pgrig"),
+    camp("target-single-brackets", toml(target='[target]\nname = "t"\ndirectory = "data"\n'),
+         2, "[[target]]"),
+    camp("duplicate-key", toml(head=HEAD + 'name = "again"\n'), 2, "'name' is given twice"),
+    camp("nested-600", toml(head=HEAD + "x = " + "[" * 600 + "]" * 600 + "\n"), 2,
+         "nested too deep"),
+    camp("kernel-clocksource-nosuch", toml(target=target('kernel = { clocksource = "nosuch" }\n')),
+         2, "clocksource = nosuch"),
+    camp("script-undefined-variable", toml(workload=CUSTOM.format(scripts='["u.sql"]')), 2,
+         "u.sql", ":nope", files={"u.sql": "SELECT :nope;\n"}),
+    c("state-dir-a-file", Q, 4, "PGRIG_STATE_DIR", "not a directory",
+      env={"PGRIG_STATE_DIR": "sf"}, files={"sf": "a file"}),
+    c("check-baseline-itself", "check s1 --baseline s1 --store s.sqlite", 2,
+      "no baseline for itself", setup=store()),
+    c("check-junit-dev-full", "check s1 --baseline s2 --store s.sqlite --junit /dev/full", 2,
+      "--junit /dev/full", "device", setup=store()),
+    c("check-summary-proc", "check s1 --baseline s2 --store s.sqlite --summary /proc/x.md", 2,
+      "--summary /proc/x.md", setup=store()),
+    c("check-junit-no-dir", "check s1 --baseline s2 --store s.sqlite --junit no/x.xml", 2,
+      "--junit no/x.xml", "does not exist", setup=store()),
+    c("report-out-dev-full", "report s1 --store s.sqlite --out /dev/full", 2,
+      "--out /dev/full", setup=store()),
+    c("history-out-proc", "history s1 --store s.sqlite --out /proc/pgrig", 2,
+      "--out /proc/pgrig", setup=store()),
+    c("compare-out-dev-full", "compare s1 s2 --store s.sqlite --out /dev/full", 2,
+      "--out /dev/full", setup=store()),
+    c("import-export-json", "import e.json --store into.sqlite", 2, "e.json",
+      "pgrig export (JSON)", files={"e.json": EXPORT_JSON}),
+    c("import-tps-string", "import s.sqlite --store into.sqlite", 2, "tps is '1000' (str)",
+      setup=_pgbench_edited("json_set(result, '$.tps', '1000')"), untouched=("s.sqlite",)),
+    c("import-tps-missing", "import s.sqlite --store into.sqlite", 2, "tps is missing",
+      setup=_pgbench_edited("json_remove(result, '$.tps')"), untouched=("s.sqlite",)),
+    c("import-params-not-json", "import s.sqlite --store into.sqlite", 1, "not valid JSON",
+      setup=_sql("s.sqlite", "UPDATE studies SET params = '{bad' WHERE id = 's1'"),
+      untouched=("s.sqlite",)),
+]  # fmt: skip
+
+CASES = [*QUICK, *PG_ENV, *TERMINAL, *CAMPAIGNS, *STORES, *HOSTS, *OTHER, *ISSUE40]
 
 
 # -- running one case -----------------------------------------------------------------

@@ -163,10 +163,10 @@ RUN_OPTIONS = [
         "--set: shared_buffers = 4TB is more than the server's",
     ),
     case(
-        "hba-file-missing",
-        f"{Q} --set hba_file=/nonexistent/hba.conf",
+        "ident-file-missing",
+        f"{Q} --set ident_file=/nonexistent/ident.conf",
         2,
-        "hba_file = '/nonexistent/hba.conf': /nonexistent/hba.conf does not exist",
+        "ident_file = '/nonexistent/ident.conf': /nonexistent/ident.conf does not exist",
     ),
     case(
         "preload-library-missing",
@@ -187,6 +187,10 @@ RUN_OPTIONS = [
         2,
         "--os-user 'bad name' is not an account name",
     ),
+    # issue 40.3: one settings path - what pgrig sets itself refused by every way in
+    case("set-port", f"{Q} --set port=5433", 2, "--set port=5433: port is set by pgrig"),
+    case("set-hba-file", f"{Q} --set hba_file=/etc/passwd", 2, "hba_file is set by pgrig"),
+    case("set-socket-mode", f"{Q} --set Unix_Socket_Permissions=0777", 2, "set by pgrig"),
     case("set-no-equals", f"{Q} --set fsync", 2, "--set"),
     case("set-no-name", f"{Q} --set =on", 2, "--set"),
     case("set-bad-bool", f"{Q} --set fsync=maybe", 2, '--set: parameter "fsync"'),
@@ -416,6 +420,34 @@ CAMPAIGNS: list[tuple[str, str | bytes, int, tuple[str, ...]]] = [
     ("versions-twice", good(head=HEAD + 'versions = ["15", "15"]\n'), 2, ("versions",)),
     ("axes-not-table", good(head=HEAD + "axes = 3\n"), 2, ("axes",)),
     ("no-target", good(target=""), 2, ("[[target]]",)),
+    # issue 40.7-8: no hint, a key not named, a RecursionError traceback, a plan that
+    # wrote the kernel's clocksource (which it ignores)
+    (
+        "target-single-brackets",
+        good(target='[target]\nname = "t"\ndirectory = "data"\n'),
+        2,
+        ("top level.target", "write [[target]]"),
+    ),
+    # issue 40.8: pgbench sent NULL for it in prepared mode, and the run was "ok"
+    (
+        "script-undefined-variable",
+        good(workload=CUSTOM.format(scripts='["undef.sql"]')),
+        2,
+        ("undef.sql uses :nope, which nothing defines",),
+    ),
+    ("duplicate-key", good(head=HEAD + 'name = "again"\n'), 2, ("'name' is given twice",)),
+    (
+        "nested-600",
+        good(head=HEAD + "x = " + "[" * 600 + "]" * 600 + "\n"),
+        2,
+        ("nested too deep",),
+    ),
+    (
+        "kernel-clocksource-nosuch",
+        good(target=target('kernel = { clocksource = "nosuch" }\n')),
+        2,
+        ("clocksource = nosuch",),
+    ),
     ("target-no-name", good(target='[[target]]\ndirectory = "data"\n'), 2, ("name",)),
     ("target-bad-name", good(target='[[target]]\nname = "a/b"\ndirectory = "data"\n'), 2, ("a/b",)),
     ("target-twice", good(target=TARGET + TARGET), 2, ("used twice",)),
@@ -499,6 +531,44 @@ CAMPAIGNS: list[tuple[str, str | bytes, int, tuple[str, ...]]] = [
         ("c.toml: target t set: unknown", "shared_bufers"),
     ),
     ("set-bad-size", good(target=target('set = { work_mem = "lots" }\n')), 2, ("work_mem",)),
+    # issue 40.3: a campaign's set was silently overridden (port, listen_addresses),
+    # made a study (data_directory), or dropped by its case (Shared_Buffers)
+    (
+        "set-port",
+        good(target=target("set = { port = 5433 }\n")),
+        2,
+        ("target[0].set.port: port is set by pgrig", "free port"),
+    ),
+    (
+        "set-listen",
+        good(target=target('set = { listen_addresses = "*" }\n')),
+        2,
+        ("listen_addresses is set by pgrig", 'listen = "tcp"'),
+    ),
+    (
+        "set-data-directory",
+        good(target=target('set = { data_directory = "x" }\n')),
+        2,
+        ("data_directory is set by pgrig",),
+    ),
+    (
+        "set-port-upper",
+        good(target=target("set = { PORT = 5433 }\n")),
+        2,
+        ("port is set by pgrig",),
+    ),
+    (
+        "set-twice-by-case",
+        good(target=target('set = { shared_buffers = "64MB", Shared_Buffers = "32MB" }\n')),
+        2,
+        ("shared_buffers is given twice",),
+    ),
+    (
+        "axes-port",
+        good(head=HEAD + "[campaign.axes]\nport = [5433, 5434]\n"),
+        2,
+        ("port is set by pgrig",),
+    ),
     ("set-array", good(target=target("set = { work_mem = [1] }\n")), 2, ("work_mem",)),
     ("set-not-table", good(target=target("set = 3\n")), 2, ("set",)),
     (
@@ -729,6 +799,7 @@ def _campaign_cases() -> Iterator[Case]:
             "note.sql": "-- only a comment\n\n",
             "bad.sql": "SELECT 1;\n\\set x ((\n",
             "sleep.sql": "\\sleep\n",
+            "undef.sql": "\\set uid random(1, 10)\nSELECT :uid, :nope;\n",
         }
         yield Case(f"plan-{id}", ("plan", "c.toml"), code, says, {}, files)
         yield Case(f"run-{id}", ("run", "c.toml"), code, says, {}, files)
@@ -755,6 +826,15 @@ OTHER = [
         "export-output-missing-dir", "export -o /nonexistent/dir/x.json --store s.sqlite", 2, "-o"
     ),
     case("import-missing-source", "import /nonexistent.sqlite", 2, "/nonexistent.sqlite"),
+    case(
+        "state-dir-a-file",
+        Q,
+        4,
+        "PGRIG_STATE_DIR=sf",
+        "it is not a directory",
+        env={"PGRIG_STATE_DIR": "sf"},
+        files={"sf": "a file"},
+    ),
     case("import-as-slash", ("import", "s.sqlite", "s1", "--as", "bad id/x"), 2, "--as"),
     case("import-as-escape", "import s.sqlite s1 --as ../../../escape", 2, "--as"),
     case("import-as-two", "import s.sqlite s1 s2 --as x", 2, "--as"),
@@ -951,6 +1031,8 @@ def test_the_table_is_large_enough() -> None:
         ("run", "--clients", "190", "--skip", "timing,fsync,fio"),  # within oltp's 200
         ("tpcc", "study", "-w", "2", "--active", "1,2", "-T", "1"),
         ("run", "--clients", "300", "--set", "max_connections=400", "--skip", "fio"),
+        # PostgreSQL accepts fractions of a unit and names in any case (issue 40.3)
+        ("run", "--skip", "timing,fsync,fio", "--set", "Shared_Buffers=0.5GB"),
         (
             "run",
             "--skip",

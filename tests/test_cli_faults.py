@@ -10,13 +10,16 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from conftest import full_report
 from pgrig import proc
-from test_cli import only_study, pgrig, postmaster_of, recorded, spawn, tiny, wait_for
+from test_cli import SPAWNED, only_study, pgrig, postmaster_of, recorded, spawn, tiny, wait_for
 
 # -- faults during a study ---------------------------------------------------
 
@@ -272,3 +275,174 @@ def test_a_server_that_stops_answering_during_the_load_is_named_in_seconds(
     _hang_named(noticed, child, err, results, "local/tpcb/s10/init")
     assert "no data; skipping its runs" in err
     assert not list(disk_dir.glob("pgrig-*")), "the throwaway cluster is removed"
+
+
+def test_a_client_that_stops_progressing_fails_its_run_in_seconds(disk_dir: Path) -> None:
+    """SIGSTOP of the real pgbench 2 s into an 8-s run, SIGCONT 20 s later: its
+    -P lines stop while the server answers every query, so the server's
+    heartbeat sees nothing; the client's watch names it within 10 s and the run
+    is failed (issue 40.2: it was recorded ok at a fraction of its tps, with
+    pgbench's own elapsed time far past the planned -T). The study goes on."""
+    results = disk_dir / "r"
+    child = spawn(
+        "run", "--target", disk_dir, "--results", results, *tiny(clients="1,2", duration="8")
+    )
+    noticed: list[float] = []
+    said: list[str] = []
+
+    def first_bench() -> int | None:
+        found = subprocess.run(
+            ["pgrep", "-P", str(child.pid), "-f", "pgbench -n -M prepared -c 1 "],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+        return int(found.stdout.split()[0]) if found.returncode == 0 else None
+
+    def freeze_then_thaw() -> None:
+        pid = wait_for(first_bench, what="the first pgbench run")
+        time.sleep(2.0)
+        os.kill(pid, signal.SIGSTOP)
+        stopped = time.monotonic()
+        try:
+            wait_for(lambda: "stopped progressing" in "".join(said), timeout=60, what="the stall")
+            noticed.append(time.monotonic() - stopped)
+            time.sleep(max(0.0, 20.0 - (time.monotonic() - stopped)))
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+
+    def read_stderr() -> None:
+        assert child.stderr is not None
+        for line in child.stderr:
+            said.append(line)
+
+    reader = threading.Thread(target=read_stderr)
+    freezer = threading.Thread(target=freeze_then_thaw)
+    reader.start()
+    freezer.start()
+    try:
+        child.wait(timeout=300)
+    finally:
+        freezer.join(timeout=70)
+        reader.join(timeout=10)
+    err = "".join(said)
+    assert noticed, err
+    print(f"time to notice: {noticed[0]:.1f} s")
+    assert noticed[0] <= 10.0
+    assert child.returncode == 6, err
+    _, runs = only_study(results)
+    status, reason = runs["local/tpcb/s1/select-only/c1/d8/r1"]
+    assert status == "failed", (runs, err)
+    assert re.search(r"the client pgbench .* stopped progressing", reason or ""), reason
+    assert runs["local/tpcb/s1/select-only/c2/d8/r1"][0] == "ok", f"the study goes on: {err}"
+    assert "Traceback" not in err
+
+
+def test_a_backend_killed_mid_run_is_waited_for_before_the_next_step(disk_dir: Path) -> None:
+    """kill -9 of one backend (what the OOM killer does): the postmaster lives and
+    runs a crash recovery, refusing every connection meanwhile; the next steps
+    failed one after the other with "the database system is in recovery mode"
+    (issue 40.5). pgrig waits for the recovery, bounded: the next run is ok."""
+    results = disk_dir / "r"
+    child = spawn(
+        "run", "--target", disk_dir, "--results", results, *tiny(clients="1,2", duration="4")
+    )
+    killed: list[int] = []
+
+    def kill_a_backend_during_the_first_run() -> None:
+        wait_for(
+            lambda: subprocess.run(
+                ["pgrep", "-P", str(child.pid), "-f", "pgbench -n -M prepared -c 1 "],
+                capture_output=True, timeout=10,
+            ).returncode == 0,
+            what="the first pgbench run",
+        )  # fmt: skip
+        time.sleep(1.0)
+        _, pid = wait_for(lambda: postmaster_of(disk_dir), what="the study's server")
+        listed = subprocess.run(["pgrep", "-P", str(pid), "-f", "pgrig"], capture_output=True,
+                                text=True, timeout=10)  # fmt: skip
+        backend = int(listed.stdout.split()[0])
+        os.kill(backend, signal.SIGKILL)
+        killed.append(backend)
+
+    killer = threading.Thread(target=kill_a_backend_during_the_first_run)
+    killer.start()
+    out, err = child.communicate(timeout=300)
+    killer.join(timeout=10)
+    assert killed, err
+    assert "Traceback" not in err
+    _, runs = only_study(results)
+    assert runs["local/tpcb/s1/select-only/c1/d4/r1"][0] == "failed", runs
+    later = {k: v for k, v in runs.items() if "/c2/" in k and "/monitor" not in k}
+    assert later and all(status == "ok" for status, _ in later.values()), (later, err)
+    assert "recovery mode" not in err
+    assert "restarting it" not in err, "the postmaster lived: no restart"
+
+
+def test_a_target_that_turns_read_only_mid_run_is_exit_6_and_clean_works_on_it(
+    disk_dir: Path,
+) -> None:
+    """ext4 with errors=remount-ro, an error triggered 1 s into the first run (the
+    kernel's own trigger_fs_error): the teardown died in an EROFS traceback, exit
+    1, and `pgrig clean` tracebacked on the read-only mount (issue 40.5). Now the
+    runs fail with the cause, the study ends partial (exit 6), the work directory
+    is left said and registered, and `pgrig clean` leaves it with the reason while
+    the mount is read-only, then removes it once it is writable. A loop device and
+    a mount of this test's own, removed after."""
+    if os.geteuid() != 0:
+        pytest.skip("mounts a loop device")
+    image, mnt = disk_dir / "fs.img", disk_dir / "mnt"
+    mnt.mkdir()
+    subprocess.run(["truncate", "-s", "400M", image], check=True, timeout=30)
+    subprocess.run(["mkfs.ext4", "-q", "-F", image], check=True, timeout=60)
+    env = dict(os.environ, PGRIG_STATE_DIR=str(disk_dir / "state"))
+
+    def mount(*options: str) -> None:
+        subprocess.run(["mount", "-o", ",".join(("loop", *options)), image, mnt], check=True,
+                       timeout=30)  # fmt: skip
+        mnt.chmod(0o755)
+
+    mount("errors=remount-ro")
+    try:
+        device = next(
+            line.split()[0] for line in Path("/proc/mounts").read_text().splitlines()
+            if line.split()[1] == str(mnt)
+        )  # fmt: skip
+        trigger = Path("/sys/fs/ext4") / Path(device).name / "trigger_fs_error"
+        results = disk_dir / "r"
+        child = subprocess.Popen(
+            [sys.executable, "-m", "pgrig", "run", "--target", mnt, "--results", results,
+             *tiny(clients="1,2", duration="4")],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        )  # fmt: skip
+        SPAWNED.append(child)
+        wait_for(
+            lambda: child.poll() is not None or subprocess.run(
+                ["pgrep", "-P", str(child.pid), "-f", "pgbench -n -M"], capture_output=True,
+                timeout=10).returncode == 0,
+            what="the first pgbench run",
+        )  # fmt: skip
+        assert child.poll() is None, child.communicate()
+        time.sleep(1.0)
+        trigger.write_text("1")
+        out, err = child.communicate(timeout=300)
+        assert "Traceback" not in err, err
+        assert child.returncode == 6, err
+        assert "cannot remove the work directory" in err and "pgrig clean" in err
+        _, runs = only_study(results)
+        assert runs["local/tpcb/s1/select-only/c1/d4/r1"][0] == "failed"
+        clean = subprocess.run([sys.executable, "-m", "pgrig", "clean"], capture_output=True,
+                               text=True, timeout=120, env=env)  # fmt: skip
+        assert clean.returncode == 0 and "Traceback" not in clean.stderr, clean.stderr
+        assert "Read-only file system" in clean.stderr and "again" in clean.stderr
+        assert list(mnt.glob("pgrig-*")), "left while read-only"
+        subprocess.run(["umount", mnt], check=True, timeout=60)
+        subprocess.run(["e2fsck", "-fy", image], capture_output=True, timeout=120)
+        mount()
+        clean = subprocess.run([sys.executable, "-m", "pgrig", "clean"], capture_output=True,
+                               text=True, timeout=120, env=env)  # fmt: skip
+        assert "removed the orphan work directory" in clean.stdout, clean.stdout + clean.stderr
+        assert not list(mnt.glob("pgrig-*"))
+    finally:
+        subprocess.run(["umount", mnt], capture_output=True, timeout=60)

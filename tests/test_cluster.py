@@ -77,7 +77,7 @@ def test_profile_file_with_unknown_parameter(tmp_path: Path, bins: binaries.PgBi
 def test_profile_may_not_set_what_pgrig_owns(tmp_path: Path) -> None:
     conf = tmp_path / "bad.conf"
     conf.write_text("# comment\nlisten_addresses = '*'\n")
-    with pytest.raises(UsageError, match=r"bad.conf:2: listen_addresses is managed by pgrig"):
+    with pytest.raises(UsageError, match=r"bad.conf:2: listen_addresses is set by pgrig"):
         profiles.load(str(conf), machine=MACHINE)
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from pgrig import proc
 from pgrig.cluster import startable
 from pgrig.cluster.postmaster import Postmaster
 from pgrig.cluster.profiles import Machine, Profile
@@ -105,3 +106,48 @@ def test_a_failed_start_quotes_why_from_the_log(tmp_path: Path) -> None:
     )
     assert pm.log_tail(why=True).endswith("FATAL:  could not load pg_hba.conf")
     assert "starting PostgreSQL" in pm.log_tail()  # the plain tail, as before
+
+
+# -- issue 40.4: huge pages, the socket's directory -----------------------------------
+
+HUGE = 2 * 2**20
+
+
+def test_huge_pages_on_without_the_pages_reserved_is_refused() -> None:
+    none_free = {"Hugepagesize": HUGE, "HugePages_Free": 0}
+    profile = _profile(huge_pages="on", shared_buffers="128MB")
+    with pytest.raises(UsageError, match="huge_pages = on, but this machine has 0 huge") as err:
+        startable._huge_pages(profile, none_free)
+    assert err.value.message.startswith("c.toml: target t set: ")
+    assert "vm.nr_hugepages=96" in (err.value.hint or "")  # (128 + 64) MiB of 2-MiB pages
+    enough = {"Hugepagesize": HUGE, "HugePages_Free": 96}
+    startable._huge_pages(profile, enough)
+    startable._huge_pages(_profile(huge_pages="try"), none_free)
+
+
+def test_the_meminfo_counts_are_read_in_bytes() -> None:
+    info = startable._meminfo()
+    assert info["MemTotal"] % 1024 == 0 and "HugePages_Free" in info
+
+
+def test_a_temporary_directory_too_deep_for_the_socket_is_named(
+    disk_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    deep = disk_dir / ("d" * (startable.SOCKET_PATH_MAX - len(str(disk_dir)) - 30))
+    deep.mkdir()
+    monkeypatch.setenv("TMPDIR", str(deep))
+    monkeypatch.setattr("tempfile.tempdir", str(deep))
+    with pytest.raises(UsageError, match=r"TMPDIR=.*: the server's socket there .* bytes long"):
+        startable._socket_directory(None)
+
+
+def test_a_temporary_directory_the_server_cannot_pass_is_named(
+    disk_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    private = disk_dir / "private"
+    private.mkdir(mode=0o700)
+    monkeypatch.setenv("TMPDIR", str(private))
+    monkeypatch.setattr("tempfile.tempdir", str(private))
+    nobody = proc.OsUser("nobody", 65534, 65534, "/nonexistent")
+    with pytest.raises(UsageError, match=r"TMPDIR=.*private: nobody cannot pass"):
+        startable._socket_directory(nobody)

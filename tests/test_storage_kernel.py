@@ -121,3 +121,27 @@ def test_a_kernel_axis_runs_each_variant_with_its_value(disk_dir: Path) -> None:
     assert set(seen.read_text().split()) == {a, b}  # each variant's runs saw its own value
     assert kernel.read(KNOB) == before
     assert f"vm.dirty_expire_centisecs-{a}" in done.stderr + done.stdout
+
+
+def test_a_plan_writes_no_kernel_value(
+    disk_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`pgrig plan` wrote each kernel value and put it back to test it (issue 40.7):
+    a plan must change nothing. A tripwire on the one write (a mock only to prove
+    none happens); the plan still refuses what the kernel does not offer."""
+    from pgrig import cli
+
+    def tripwire(name: str, value: str) -> None:
+        raise AssertionError(f"the plan wrote {name} = {value}")
+
+    monkeypatch.setattr(kernel, "_write", tripwire)
+    before = kernel.read(KNOB)
+    (disk_dir / "probe.sql").write_text("SELECT 1;\n")
+    camp = disk_dir / "c.toml"
+    camp.write_text(CAMPAIGN.format(knob=KNOB, a=int(before) + 1, b=int(before) + 2,
+                                    target=disk_dir))  # fmt: skip
+    cli.main(["plan", str(camp)])  # returns: exit 0
+    assert "steps" in capsys.readouterr().out
+    offered = (kernel.CLOCKSOURCE.parent / "available_clocksource").read_text().split()
+    with pytest.raises(UsageError, match=f"this kernel offers {', '.join(offered)}"):
+        kernel.check([("clocksource", "nosuch")], trial=False)

@@ -8,6 +8,7 @@ milliseconds, the lock cases about two seconds."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import sqlite3
 import subprocess
@@ -19,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from pgrig import cli
-from pgrig.results import RunRecord, Study
+from pgrig.results import PgbenchRun, RunRecord, Study, to_dict
 from pgrig.store import Store, backends
 
 
@@ -66,6 +67,17 @@ def _bad_json(p: Path) -> None:
         db.execute("UPDATE runs SET result = '{bad' WHERE key = 't/timing/r1'")
 
 
+def _params_not_json(p: Path) -> None:
+    _store(p)
+    with sqlite3.connect(p) as db:
+        db.execute("UPDATE studies SET params = '{bad' WHERE id = 's1'")
+
+
+def _export_json(p: Path) -> None:
+    """`pgrig export`'s file given as a store: it read "damaged", with sqlite3 .recover."""
+    p.write_text(json.dumps({"schema": "pgrig-export/1", "studies": [], "runs": []}))
+
+
 def _foreign(p: Path) -> None:
     with sqlite3.connect(p) as db:
         db.execute("CREATE TABLE contacts (name TEXT)")
@@ -81,6 +93,9 @@ DAMAGED: list[tuple[str, Callable[[Path], None], int, tuple[str, ...]]] = [
     ("schema-version-abc", _schema_abc, 1, ("schema_version is 'abc'",)),
     ("result-not-json", _bad_json, 1, ("s1/t/timing/r1 is not valid JSON",)),
     ("another-programs-database", _foreign, 2, ("another program's SQLite", "contacts")),
+    # issue 40.6: a traceback in import; "damaged" with sqlite3 .recover
+    ("params-not-json", _params_not_json, 1, ("study s1 is not valid JSON",)),
+    ("export-json", _export_json, 2, ("is a pgrig export (JSON), not a results store",)),
     ("zero-length", _empty, 2, ("an empty file", "rm ")),
 ]
 
@@ -247,26 +262,27 @@ def test_no_room_for_the_report_keeps_the_previous_one_and_says_how_to_write_it_
             while True:
                 filler.write(b"\0" * 65536)
         capsys.readouterr()
-        assert _main("report", "s1", "--store", store, "--out", out) == 1
+        # refused up front as a disk too full (issue 40.6): it wrote, and failed
+        assert _main("report", "s1", "--store", store, "--out", out) == 5
         err = capsys.readouterr().err
         assert "No space left on device" in err and "free some space there" in err, err
-        assert "`pgrig report` writes the report again" in err and "Traceback" not in err
+        assert "Traceback" not in err
         after = {p.name: p.read_bytes() for p in out.iterdir() if p.name != "filler"}
         assert after == before, "the previous report is left whole, and no temporary file"
     finally:
         subprocess.run(["umount", out], check=True, timeout=30)
 
 
-def test_an_export_to_a_full_disk_says_so_and_is_not_bad_input(
+def test_an_export_to_a_device_is_refused_as_what_it_is(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """`-o /dev/full` read "give a file in an existing, writable directory", exit 2
-    (issue 33's trial): the disk is full, the input was good."""
+    (issue 33's trial). A device named as the output is refused up front as what
+    it is (issue 40.6); a full disk is no bad input (exit 5, test above)."""
     store = _store(tmp_path / "s.sqlite")
-    assert _main("export", "--store", store, "-o", "/dev/full") == 1
+    assert _main("export", "--store", store, "-o", "/dev/full") == 2
     err = capsys.readouterr().err
-    assert "-o /dev/full: cannot write: No space left on device" in err
-    assert "free some space" in err, err
+    assert "-o /dev/full: is a device, not a file" in err, err
     assert _main("export", "--store", store, "-o", tmp_path / "no" / "x.json") == 2
 
 
@@ -310,3 +326,49 @@ def test_an_import_whose_ids_are_taken_copies_nothing_and_says_which(
     assert _main("import", into, "--store", into) == 2
     assert "the same file" in capsys.readouterr().err
     assert _main("import", other, "s1", "--as", "s9", "--store", into) == 0
+
+
+def _pgbench_store(path: Path, edit: str) -> Path:
+    """A store holding one real-shaped pgbench record, then edited with SQL."""
+    run = PgbenchRun(mode="select-only", transaction_type="<builtin: select only>", scale=1,
+                     query_mode="prepared", clients=1, threads=1, duration_s=2.0,
+                     transactions=2000, failed=0, tps=1000.0, latency_avg_ms=1.0,
+                     latency_stddev_ms=None, initial_connection_ms=None,
+                     statements_per_txn=1)  # fmt: skip
+    with Store.open(path) as st:
+        st.begin_study(_study("s1"))
+        st.record(RunRecord(study="s1", key="t/tpcb/r1", kind="pgbench_run", target="t",
+                            params={}, status="ok", started_at="2026-01-01T00:00:00",
+                            finished_at="2026-01-01T00:00:02",
+                            result=to_dict(run)))  # fmt: skip
+    with sqlite3.connect(path) as db:
+        db.execute(f"UPDATE runs SET result = {edit} WHERE key = 't/tpcb/r1'")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("edit", "says"),
+    [
+        ("json_set(result, '$.tps', '1000')", "tps is '1000' (str), not float"),
+        ("json_remove(result, '$.tps')", "tps is missing"),
+        ("json_set(result, '$.progress', 3)", "progress is int, not a list"),
+    ],
+)
+def test_an_import_checks_each_record_before_anything_is_written(
+    edit: str, says: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Such records were imported, and report, history, check, compare and the CSV
+    export of them ended in tracebacks (issue 40.6)."""
+    source = _pgbench_store(tmp_path / "other.sqlite", edit)
+    into = tmp_path / "into.sqlite"
+    assert _main("import", source, "--store", into) == 2
+    err = capsys.readouterr().err
+    assert f"the result of s1/t/tpcb/r1 (pgbench_run) is not a record pgrig wrote: {says}" in err
+    assert "Traceback" not in err and not into.exists()
+
+
+def test_an_import_of_an_unedited_record_passes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = _pgbench_store(tmp_path / "other.sqlite", "result")
+    assert _main("import", source, "--store", tmp_path / "into.sqlite") == 0, capsys.readouterr()

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from pgrig import files, policy, registry
+from pgrig.cluster import profiles
 from pgrig.conninfo import Conn
 from pgrig.errors import UsageError
 from pgrig.policy import RunPolicy
@@ -115,29 +116,6 @@ def _profile(t: Table, key: str, default: str) -> str:
     return value
 
 
-def _settings(t: Table, key: str, default: object) -> dict[str, str]:
-    settings: dict[str, str] = {}
-    table = t.table(key)
-    if table is None:
-        return settings
-    for name, value in table.data.items():
-        if isinstance(value, bool):
-            settings[name] = "on" if value else "off"
-        elif isinstance(value, int | float | str):
-            settings[name] = str(value)
-        else:
-            raise table.error(name, f"expected a value, got {type_name(type(value))}")
-        if any(ch in settings[name] for ch in "\n\r\0"):  # it read "profile oltp: syntax error"
-            raise t.error(
-                key,
-                f"{name}={settings[name]!r}: a line break in a value (postgresql.conf holds"
-                " one setting a line)",
-                hint="give each setting on its own: --set a=1 --set b=2 (in a campaign:"
-                " set = { a = 1, b = 2 })",
-            )
-    return settings
-
-
 def _wal_segsize(t: Table, key: str, default: object) -> int | None:
     seg = t.get(key, int)
     if seg is not None and (seg < 1 or seg > 1024 or seg & (seg - 1)):
@@ -227,7 +205,7 @@ TARGET_SCHEMA = Schema(
     custom("profile", "oltp", "`stock`, `oltp`, a seed's (`seed000`, `seed001`, `seed002`, "
            "`seed004`) or a path to a `.conf` file (relative to the campaign file)", _profile),
     custom("set", None, "`[target.set]`: setting overrides, e.g. `synchronous_commit = \"off\"`",
-           _settings, field="settings"),
+           profiles.settings_of, field="settings"),
     custom("initdb", None, "`[target.initdb]`: see below", _initdb),
     custom("kernel", None, "`[target.kernel]`: kernel settings (a sysctl such as "
            "`\"vm.dirty_ratio\" = 80`, or `clocksource`) set around each of the target's "
@@ -314,9 +292,29 @@ def parse(text: str, *, source: str, base: Path) -> Campaign:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(
-            f"{source}: not valid TOML: {exc}", hint="see docs/campaigns.md for the format"
+            f"{source}: not valid TOML: {exc}{_twice(text, exc)}",
+            hint="see docs/campaigns.md for the format",
         ) from exc
+    except RecursionError:  # arrays nested hundreds deep: a RecursionError traceback
+        raise UsageError(
+            f"{source}: not valid TOML for pgrig: values nested too deep",
+            hint="see docs/campaigns.md for the format (a campaign nests a few levels)",
+        ) from None
     return read(data, Context(source=source, base=base, locator=Locator(text)))
+
+
+def _twice(text: str, exc: tomllib.TOMLDecodeError) -> str:
+    """The key a duplicate-key error is about: tomllib says only "Cannot overwrite
+    a value (at line 3, column 11)", naming no key."""
+    if "overwrite" not in str(exc) and "declare" not in str(exc):
+        return ""
+    m = re.search(r"at line (\d+)", str(exc))
+    lines = text.splitlines()
+    if m is None or not 0 < int(m.group(1)) <= len(lines):
+        return ""
+    line = lines[int(m.group(1)) - 1].strip()
+    key = line.strip("[]").strip() if line.startswith("[") else line.partition("=")[0].strip()
+    return f": {key!r} is given twice" if key else ""
 
 
 def from_options(data: Document, options: dict[TablePath, str]) -> Campaign:

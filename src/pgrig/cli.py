@@ -201,6 +201,20 @@ def main(argv: list[str] | None = None) -> None:
     for signum in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, _raise_signalled)
     _guard_stdout()
+    # umask 777 made every file pgrig writes unreadable to its owner too (the
+    # settings' scratch file, blamed on "profile oltp"): the owner's bits are kept,
+    # what the umask denies the group and others stays denied.
+    os.umask(os.umask(0) & 0o077)
+    try:
+        os.getcwd()
+    except FileNotFoundError:  # blamed on "profile oltp: LOCATION: getInstallationPaths"
+        _say("error: the current directory no longer exists (removed while a shell was in it)")
+        _say("hint: cd to an existing directory and run the command again")
+        sys.exit(2)
+    if sys.stdout is None:  # started with >&-: a traceback at the first line printed
+        _say("error: standard output is closed (>&-): pgrig prints its results there")
+        _say("hint: send it somewhere, e.g. > /dev/null, or leave it open")
+        sys.exit(1)
     try:
         cli.main(args=argv, prog_name="pgrig", standalone_mode=False)
         sys.stdout.flush()

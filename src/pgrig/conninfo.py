@@ -10,7 +10,8 @@ the same server.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
@@ -18,6 +19,20 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from pgrig.errors import ClusterError, UsageError, mask_secrets
 
 CONNECT_TIMEOUT_S = 10
+
+# Settings a server may run with that fail pgrig's own sessions - its CREATE
+# DATABASE, its loads and setups, the monitor's queries: statement_timeout = 1
+# and default_transaction_read_only = on ended in tracebacks with a failed
+# study (issue 40.4). Those sessions run with PostgreSQL's defaults for them
+# (``guarded``); the benchmark's clients run with the server's.
+SESSION_DEFAULTS = {
+    "statement_timeout": "0",
+    "lock_timeout": "0",
+    "idle_in_transaction_session_timeout": "0",
+    "idle_session_timeout": "0",
+    "transaction_timeout": "0",
+    "default_transaction_read_only": "off",
+}
 
 
 def check_pg_environment(reads_it: str) -> None:
@@ -94,6 +109,16 @@ def refused_hint(why: str, fix: str) -> str:
 @dataclass(frozen=True)
 class Conn:
     dsn: str = ""  # "" means: whatever the PG* environment variables say
+    # libpq options pgrig's own sessions add ("-c statement_timeout=0"): never
+    # given to the benchmark's clients (``args``), only to ``connect`` and ``env(own=True)``
+    own: str = ""
+
+    def guarded(self, settings: Iterable[str]) -> Conn:
+        """This connection with pgrig's own sessions at PostgreSQL's defaults for
+        those of ``settings`` (the server's, by name) that would fail them;
+        named only when set: an older server refuses a parameter it lacks."""
+        named = [n for n in SESSION_DEFAULTS if n in {s.lower() for s in settings}]
+        return replace(self, own=" ".join(f"-c {n}={SESSION_DEFAULTS[n]}" for n in named))
 
     @classmethod
     def socket(cls, socket_dir: str, port: int, user: str, dbname: str) -> Conn:
@@ -120,10 +145,19 @@ class Conn:
         return cls(dsn)
 
     def conninfo(self) -> str:
-        return make_conninfo(self.dsn, connect_timeout=str(CONNECT_TIMEOUT_S))
+        """For pgrig's own sessions: with the connect timeout and ``own``'s options."""
+        info = make_conninfo(self.dsn, connect_timeout=str(CONNECT_TIMEOUT_S))
+        if self.own:
+            given = conninfo_to_dict(info).get("options") or os.environ.get("PGOPTIONS", "")
+            info = make_conninfo(info, options=f"{given} {self.own}".strip())
+        return info
 
     def with_dbname(self, dbname: str) -> Conn:
-        return Conn(make_conninfo(self.dsn, dbname=dbname))
+        return replace(self, dsn=make_conninfo(self.dsn, dbname=dbname))
+
+    def with_params(self, **params: str) -> Conn:
+        """This connection with libpq parameters added (an application_name)."""
+        return replace(self, dsn=make_conninfo(self.dsn, **params))
 
     def args(self) -> list[str]:
         """The positional dbname argument for pgbench and psql (empty: use PG*
@@ -137,13 +171,16 @@ class Conn:
         parts.pop("password")
         return [make_conninfo("", **parts)] if parts else []
 
-    def env(self) -> dict[str, str]:
+    def env(self, *, own: bool = False) -> dict[str, str]:
         """The environment for a client tool of this connection: ours, plus
-        PGPASSWORD when the connection string carries a password."""
+        PGPASSWORD when the connection string carries a password; ``own``: a
+        tool of pgrig's own (a load, a setup), with ``own``'s options in PGOPTIONS."""
         env = dict(os.environ)
         password = conninfo_to_dict(self.dsn).get("password") if self.dsn else None
         if password:
             env["PGPASSWORD"] = str(password)
+        if own and self.own:
+            env["PGOPTIONS"] = f"{env.get('PGOPTIONS', '')} {self.own}".strip()
         return env
 
     def describe(self) -> str:

@@ -6,13 +6,17 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import glob
+import hashlib
 import os
+import re
 import shutil
 import stat
+import tempfile
 from pathlib import Path
 
-from pgrig.errors import DiskSpaceError
-from pgrig.proc import OsUser
+from pgrig.errors import DiskSpaceError, PgrigError, UsageError
+from pgrig.proc import OsUser, pid_alive
 from pgrig.units import GB
 
 
@@ -67,7 +71,8 @@ def write_atomically(
     directory on a first run) is made."""
     path.parent.mkdir(parents=True, exist_ok=True)
     # The PID in the name: two pgrig processes writing one state file never share it.
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.pgrig-tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}{TMP_SUFFIX}")
+    remove_stale_temp(path.parent, path.name)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -83,6 +88,69 @@ def write_atomically(
             tmp.unlink()
         raise
     fsync_dir(path.parent)
+
+
+TMP_SUFFIX = ".pgrig-tmp"
+_TMP_NAME = re.compile(r"\.(?P<name>.+)\.(?P<pid>\d+)" + re.escape(TMP_SUFFIX))
+_REMEMBERED: set[Path] = set()
+
+
+def remove_stale_temp(directory: Path, name: str | None = None) -> list[Path]:
+    """Remove the temporary files (``.NAME.PID.pgrig-tmp``) in ``directory`` whose
+    pgrig is gone - kill -9 during `pgrig report` left them, and neither a rerun
+    nor `pgrig clean` removed them (issue 40.7); ``name``: only those of that file."""
+    removed: list[Path] = []
+    pattern = f".{glob.escape(name)}.*{TMP_SUFFIX}" if name else f".*{TMP_SUFFIX}"
+    with contextlib.suppress(OSError):
+        for tmp in directory.glob(pattern):
+            m = _TMP_NAME.fullmatch(tmp.name)
+            if m is None or int(m["pid"]) == os.getpid() or pid_alive(int(m["pid"])):
+                continue
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+                removed.append(tmp)
+    return removed
+
+
+def _temp_registry() -> Path | None:
+    from pgrig.ownership import state_dir  # ownership writes with write_atomically
+
+    try:
+        return state_dir() / "temp-dirs"
+    except PgrigError:
+        return None
+
+
+def remember_output_dir(directory: Path) -> None:
+    """Note ``directory``, where a report is written, for `pgrig clean` (once a
+    process): temporary files a killed pgrig left there are found by it."""
+    if directory in _REMEMBERED:
+        return
+    _REMEMBERED.add(directory)
+    registry = _temp_registry()
+    if registry is None or registry.parent in (directory, *directory.parents):
+        return
+    entry = registry / hashlib.sha1(str(directory.resolve()).encode()).hexdigest()[:16]
+    with contextlib.suppress(OSError):
+        registry.mkdir(parents=True, exist_ok=True)
+        entry.write_text(str(directory.resolve()))  # plain: this very function writes atomically
+
+
+def clean_temp_files() -> list[str]:
+    """`pgrig clean`: the temporary files killed pgrig processes left in the
+    directories pgrig wrote into; each directory forgotten once swept."""
+    registry = _temp_registry()
+    lines: list[str] = []
+    if registry is None or not registry.is_dir():
+        return lines
+    for entry in registry.iterdir():
+        with contextlib.suppress(OSError):
+            directory = Path(entry.read_text().strip())
+            lines += [f"removed {p} (a temporary file of a killed pgrig)"
+                      for p in remove_stale_temp(directory)]  # fmt: skip
+            if not any(directory.glob(f".*{TMP_SUFFIX}")):
+                entry.unlink()
+    return lines
 
 
 def check_space(directory: Path, need: int, what: str, hint: str | None = None) -> None:
@@ -146,3 +214,92 @@ def blocked_for(path: Path, user: OsUser | None) -> Path | None:
         if not allowed(directory.stat(), stat.S_IXOTH):
             return directory
     return None
+
+
+def temp_dir_for(user: OsUser | None) -> Path:
+    """The temporary directory (TMPDIR, else /tmp) where pgrig makes what the
+    server's OS user must reach - its socket directory, the scratch directory the
+    settings are checked in; refused, naming TMPDIR, when that user cannot pass
+    it (a 0700 TMPDIR was blamed on "profile oltp")."""
+    tmp = Path(tempfile.gettempdir())
+    blocked = blocked_for(tmp, user)
+    if blocked is not None:
+        where = f"TMPDIR={os.environ['TMPDIR']}" if os.environ.get("TMPDIR") else str(tmp)
+        who = user.name if user is not None else "the server's OS user"
+        raise UsageError(
+            f"{where}: {who} cannot pass {blocked}, and the server's socket and scratch "
+            "directories are made there",
+            hint="point TMPDIR at a directory every user may pass (chmod o+x), or unset it (/tmp)",
+        )
+    return tmp
+
+
+def _probe_dir(directory: Path) -> OSError | None:
+    """Whether a file can be made in ``directory`` (made and removed at once):
+    permission bits say nothing of /proc, a read-only mount or a full disk."""
+    probe = directory / f".pgrig-probe.{os.getpid()}.pgrig-tmp"
+    try:
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except OSError as exc:
+        return exc
+    os.close(fd)
+    with contextlib.suppress(OSError):
+        probe.unlink()
+    if shutil.disk_usage(directory).free == 0 and shutil.disk_usage(directory).total > 0:
+        return OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    return None
+
+
+_STREAMS = ("/dev/stdout", "/dev/stderr", "/dev/fd/", "/proc/self/fd/")
+
+
+def output_path(path: Path, option: str, *, directory: bool = False) -> Path:
+    """Refuse up front (exit 2, naming ``option``) an output of report, history,
+    check, compare or export that cannot be written: a missing directory, a
+    device (/dev/full), /proc, a read-only or full filesystem, a directory where
+    a file is wanted or the reverse. They ended in tracebacks with exit 1 - a
+    regression's code for `pgrig check` - after the work was done (issue 40.6).
+    ``directory``: the option names a directory pgrig makes (with its parents)."""
+
+    def refuse(why: str, hint: str) -> UsageError:
+        return UsageError(f"{option} {path}: {why}", hint=hint)
+
+    if not directory and str(path).startswith(_STREAMS):
+        return path  # the process's own streams: written as such
+    real = Path(os.path.realpath(path))
+    if directory:
+        if real.exists() and not real.is_dir():
+            raise refuse("is not a directory", "give a directory (pgrig makes it if missing)")
+        existing = next(p for p in (real, *real.parents) if p.exists())
+        if not existing.is_dir():
+            raise refuse(f"{existing} is not a directory", "give a directory")
+        place = existing
+    else:
+        if real.is_dir():
+            raise refuse("is a directory", "give a file's path")
+        if real.exists() and not real.is_file():
+            mode = real.stat().st_mode
+            terminal = str(real).startswith("/dev/pts/") or real.name.startswith("tty")
+            if stat.S_ISFIFO(mode) or real == Path("/dev/null") or terminal:
+                return path  # a pipe, /dev/null, a terminal: written as a stream
+            raise refuse("is a device, not a file", "give a file in a writable directory")
+        place = real.parent
+        if not place.is_dir():
+            raise refuse(
+                f"the directory {place} does not exist", f"mkdir -p {place}, or another path"
+            )
+    failed = _probe_dir(place)
+    if failed is not None and failed.errno in (errno.ENOSPC, errno.EDQUOT):
+        # no typo: the disk is full (exit 5, as any disk refused up front)
+        raise DiskSpaceError(
+            f"{option} {path}: cannot write in {place}: {failed.strerror}",
+            hint=UNWRITABLE[failed.errno or errno.ENOSPC],
+        )
+    if failed is not None:
+        raise refuse(
+            f"cannot write in {place}: {failed.strerror or failed}",
+            UNWRITABLE.get(failed.errno or 0, "give a path in an existing, writable directory"),
+        )
+    if not directory and real.is_file() and not os.access(real, os.W_OK):
+        raise refuse("cannot be written (permission)", "give a file this user may write")
+    return path

@@ -36,12 +36,13 @@ def check_target(
     workloads: tuple[str, ...] = (),
     source: str = "command line",
     clients: tuple[int, str] = (0, ""),
+    planning: bool = False,
 ) -> Target:
     """Everything about one target that can be refused, refused before anything
     is created (its kind says what). What the profile had to change for this
     major is added to ``ui_notes``."""
     notes = ui_notes if ui_notes is not None else []
-    kernel.check(spec.kernel)  # a kernel-settings axis: root, names, values
+    kernel.check(spec.kernel, trial=not planning)  # a kernel-settings axis: root, names, values
     kind = registry.target_kind(spec, power_loss)
     demands = Demands(
         need_bytes=need,

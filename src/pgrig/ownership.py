@@ -39,16 +39,17 @@ def state_dir() -> Path:
     """Where pgrig keeps its records between runs: work directories, registered files,
     lossy mounts, the storage lab, saved kernel settings (``PGRIG_STATE_DIR`` overrides)."""
     override = os.environ.get("PGRIG_STATE_DIR")
-    if override:
-        return Path(override)
     base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    path = Path(base) / "pgrig"
-    try:  # HOME=/nonexistent was a PermissionError traceback, a marked directory left
+    path = Path(override) if override else Path(base) / "pgrig"
+    said = f"PGRIG_STATE_DIR={override}" if override else f"HOME={os.environ.get('HOME', '')!r}"
+    try:  # HOME=/nonexistent was a PermissionError traceback, a marked directory left;
+        # PGRIG_STATE_DIR naming a file, a traceback after a study was created
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
+        why = "it is not a directory" if path.exists() else exc.strerror
         raise WorkdirError(
             f"pgrig keeps its records of what it made in {path}, which cannot be made:"
-            f" {exc.strerror} (HOME={os.environ.get('HOME', '')!r})",
+            f" {why} ({said})",
             hint="set PGRIG_STATE_DIR (or XDG_STATE_HOME) to a directory you can write",
         ) from None
     return path

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from pgrig import files, stats
+from pgrig.cluster import profiles
 from pgrig.schema import (
     Schema,
     Table,
@@ -287,12 +288,15 @@ def _axes(t: Table, key: str, default: object) -> tuple[Axis, ...]:
     if table is None:
         return ()
     out: list[Axis] = []
-    for name, values in table.data.items():
-        if not re.fullmatch(r"[a-z_][a-z0-9_.]*", name):
-            raise table.error(name, f"{name!r} is not a PostgreSQL parameter name")
+    for given, values in table.data.items():
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", given):
+            raise table.error(given, f"{given!r} is not a PostgreSQL parameter name")
+        name = profiles.setting_name(given, table.where(given))
+        if name in dict(out):
+            raise table.error(given, f"{name} is given twice (PostgreSQL's names ignore case)")
         if not isinstance(values, list) or not values:
             raise table.error(
-                name,
+                given,
                 f"{name}: give the values to compare as a list",
                 hint=f'{name} = ["a", "b"] (one value everywhere belongs in [target.set])',
             )
@@ -303,9 +307,9 @@ def _axes(t: Table, key: str, default: object) -> tuple[Axis, ...]:
             elif isinstance(v, int | float | str) and str(v).strip():
                 texts.append(str(v))
             else:
-                raise table.error(name, f"{v!r}: a setting's value (string or number)")
+                raise table.error(given, f"{v!r}: a setting's value (string or number)")
         if len(set(texts)) != len(texts):
-            raise table.error(name, f"{name}: a value is listed twice")
+            raise table.error(given, f"{name}: a value is listed twice")
         out.append((name, tuple(texts)))
     return tuple(out)
 

@@ -63,8 +63,16 @@ _WATCHDOG: contextvars.ContextVar[Callable[[], None] | None] = contextvars.Conte
 def watched_by(check: Callable[[], None]) -> Iterator[None]:
     """While inside, every wait of this context (``raise_if_cancelled``: a tool's
     output pump, the load hosts' wait) calls ``check``, whose exception ends the
-    wait and stops the tool: a hung server's run fails in seconds, not at its end."""
-    token = _WATCHDOG.set(check)
+    wait and stops the tool: a hung server's run fails in seconds, not at its end.
+    Nested, both are asked: the run's server heartbeat and its client's."""
+    outer = _WATCHDOG.get()
+
+    def both() -> None:
+        if outer is not None:
+            outer()
+        check()
+
+    token = _WATCHDOG.set(check if outer is None else both)
     try:
         yield
     finally:
@@ -493,11 +501,14 @@ def escalate(
     we mean (it exited and the number was reused) is never signalled."""
 
     def send(sig: signal.Signals) -> None:
-        with contextlib.suppress(ProcessLookupError):  # gone: the next look says so
-            if group:
-                os.killpg(pid, sig)
-            else:
-                os.kill(pid, sig)
+        # A stopped process (SIGSTOP: a client that stopped progressing) acts on
+        # SIGINT or SIGTERM only once continued: otherwise the grace is waited out.
+        for one in (sig, signal.SIGCONT) if sig != signal.SIGKILL else (sig,):
+            with contextlib.suppress(ProcessLookupError):  # gone: the next look says so
+                if group:
+                    os.killpg(pid, one)
+                else:
+                    os.kill(pid, one)
 
     def gone(seconds: float) -> bool:
         if not seconds:  # before a signal: is it still the process we mean?

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, cast
 
 from pgrig import monitor, proc, registry
-from pgrig.cluster.server import ServerLost
+from pgrig.cluster.server import Server, ServerLost
 from pgrig.errors import HostUnusable, PgrigError, StoreError
 from pgrig.hosts.executor import RECONNECT_S, Executor
 from pgrig.monitor.model import MONITOR
@@ -41,6 +41,9 @@ from pgrig.storage.memcg import MemoryStats, MemoryUse
 from pgrig.store import Store
 from pgrig.ui import Step as ProgressLine
 from pgrig.ui import Ui, duration
+
+# A crash recovery this long is no recovery: the step goes on and fails, said.
+RECOVERY_WAIT_S = 60.0
 
 if TYPE_CHECKING:  # typeshed's name for any dataclass instance: no runtime class
     from _typeshed import DataclassInstance as Result
@@ -251,6 +254,9 @@ class Recorder:
         except PgrigError as exc:
             status, reason = "failed", str(exc)
             raw = getattr(exc, "stderr", "") or ""
+        except OSError as exc:  # the target's filesystem turned read-only, or failed
+            where = f" ({exc.filename})" if exc.filename else ""
+            status, reason = "failed", f"cannot write{where}: {exc.strerror or exc}"
         except Exception as exc:  # a bug or an unexpected server answer: keep going
             status, reason = "failed", f"{type(exc).__name__}: {exc}"
         if status == "failed" and oom_before is not None:
@@ -336,6 +342,7 @@ class Recorder:
                 )
             self.ui.info(f"{t.name}: reconnected to {host.name}")
         if server.running():
+            self._await_recovery(t, server)
             return
         self.ui.warn(f"{t.name}: the server is down ({server.log_tail(2)}); restarting it")
         try:
@@ -344,6 +351,23 @@ class Recorder:
                 t.ctx.running.server_pid = server.postmaster_pid()
         except PgrigError as exc:
             self.ui.fail(f"{t.name}: could not restart the server: {exc}")
+
+    def _await_recovery(self, t: Target, server: Server) -> None:
+        """A backend crashed (an OOM kill, a segfault): the postmaster lives and
+        restarts the others after a crash recovery, during which every connection
+        is refused ("the database system is in recovery mode") - the next steps
+        failed one after the other, an unrelated setup too (issue 40.5). Wait for
+        it, bounded, and say so."""
+        if server.accepting():
+            return
+        self.ui.warn(
+            f"{t.name}: the server is not accepting connections ({server.log_tail(2)}); "
+            f"waiting up to {RECOVERY_WAIT_S:.0f} s for its crash recovery"
+        )
+        try:
+            server.wait_ready(RECOVERY_WAIT_S)
+        except PgrigError as exc:
+            self.ui.fail(f"{t.name}: {exc}")
 
     def _limits_of(self, t: Target) -> monitor.Limits | None:
         """The target's own probe results: what the run is compared with."""

@@ -47,6 +47,68 @@ def from_dict(cls: type[T], data: Mapping[str, object]) -> T:
     return cls(**kwargs)
 
 
+def shape_problem(cls: type, data: object, where: str = "") -> str | None:
+    """Why ``data`` cannot be a ``cls`` as ``to_dict`` writes one - a required
+    field missing, a value of another type (tps a string) - or None. ``from_dict``
+    takes anything, so that versions read each other's records; `pgrig import`
+    asks this first: a store whose records were edited was imported, and every
+    report, history, check and export of it ended in a traceback (issue 40.6)."""
+    if not isinstance(data, dict):
+        return f"{where or cls.__name__}: expected an object, got {type(data).__name__}"
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        path = f"{where}.{f.name}" if where else f.name
+        if f.name not in data:
+            required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+            if required:
+                return f"{path} is missing"
+            continue
+        if (problem := _value_problem(hints[f.name], data[f.name], path)) is not None:
+            return problem
+    return None
+
+
+_SCALARS: dict[object, tuple[type, ...]] = {float: (int, float), int: (int,), str: (str,),
+                                           bool: (bool,)}  # fmt: skip
+
+
+def _value_problem(tp: object, value: object, path: str) -> str | None:
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        problems = [_value_problem(a, value, path) for a in args if a is not type(None)]
+        return None if any(p is None for p in problems) else problems[0]
+    if value is None:
+        return f"{path} is null"
+    if dataclasses.is_dataclass(tp):
+        return shape_problem(typing.cast(type, tp), value, path)
+    if origin is typing.Literal:
+        return None if value in args else f"{path} is {value!r}, not one of {list(args)}"
+    if origin in (tuple, list):
+        if not isinstance(value, list | tuple):
+            return f"{path} is {type(value).__name__}, not a list"
+        each = args[:1] if (len(args) == 2 and args[1] is Ellipsis) or origin is list else args
+        if len(each) == 1:
+            found = (_value_problem(each[0], v, f"{path}[{i}]") for i, v in enumerate(value))
+        else:
+            pairs = enumerate(zip(each, value, strict=False))  # a shorter tuple: its own problem
+            found = (_value_problem(a, v, f"{path}[{i}]") for i, (a, v) in pairs)
+        return next((p for p in found if p is not None), None)
+    if origin is dict:
+        if not isinstance(value, dict):
+            return f"{path} is {type(value).__name__}, not an object"
+        vt = args[1] if len(args) == 2 else object
+        found = (_value_problem(vt, v, f"{path}.{k}") for k, v in value.items())
+        return next((p for p in found if p is not None), None)
+    kinds = _SCALARS.get(tp)
+    if kinds is None:
+        return None  # Any, a JSON value: anything JSON holds
+    if isinstance(value, bool) and tp is not bool or not isinstance(value, kinds):
+        return f"{path} is {value!r} ({type(value).__name__}), not {getattr(tp, '__name__', tp)}"
+    return None
+
+
 _Converter = Callable[[object], object]
 _FIELDS: dict[type, tuple[tuple[str, _Converter], ...]] = {}
 

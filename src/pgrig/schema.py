@@ -151,7 +151,15 @@ class Table:
             value = float(value)
         if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
             names = " or ".join(type_name(k) for k in kinds)
-            raise self.error(key, f"expected {names}, got {type_name(type(value))} {value!r}")
+            # [target] written for [[target]]: a table where a list of them is wanted
+            listed = list in kinds and isinstance(value, dict) and not self.path
+            raise self.error(
+                key,
+                f"expected {names}, got {type_name(type(value))} {value!r}",
+                hint=f"write [[{key}]] (two brackets: one of a list) for [{key}]"
+                if listed
+                else None,
+            )
         if isinstance(value, float) and not math.isfinite(value):
             # TOML has nan and inf; no duration, rate or percentage of pgrig's is either
             # (a durability run at nan seconds acknowledged nothing and passed)

@@ -109,6 +109,7 @@ def campaign(
                 workloads=tuple(w.type for w in workloads),
                 source=camp.source,
                 clients=_peak(camp),
+                planning=planning,
             )
         )
     tools = sorted({tool for w in workloads for tool in w.needs.tools})

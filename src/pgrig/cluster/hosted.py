@@ -96,7 +96,8 @@ class HostedServer:
         return f"{self.workdir}/data"
 
     def conn(self, dbname: str = "postgres") -> Conn:
-        return Conn.tcp(self.spec.address, self.spec.port, SUPERUSER, dbname, self.password)
+        conn = Conn.tcp(self.spec.address, self.spec.port, SUPERUSER, dbname, self.password)
+        return conn.guarded(name for name, _ in self.spec.settings)
 
     def __enter__(self) -> HostedServer:
         try:
@@ -204,6 +205,13 @@ class HostedServer:
 
     def running(self) -> bool:
         return self._pm is not None and self._pm.running()
+
+    def accepting(self) -> bool:
+        return self._pm is not None and self._pm.accepting()
+
+    def wait_ready(self, timeout: float = 60) -> None:
+        if self._pm is not None:
+            self._pm.wait_ready(timeout)
 
     def postmaster_pid(self) -> int | None:
         """Its PID on its host (not this machine's)."""

@@ -165,6 +165,11 @@ class Postmaster:
     def wait_ready(self, timeout: float = 60) -> None:
         wait_accepting(self.ex, self.isready, timeout, where=self.where)
 
+    def accepting(self) -> bool:
+        """Whether it accepts connections now (pg_isready, once): not while it
+        recovers from a backend's crash, the postmaster alive."""
+        return self.ex.run(self.isready, timeout=30, check=False, what="pg_isready").ok
+
     def restart(self, settings: Mapping[str, str] | None = None, timeout: float = 120) -> None:
         """Stop (fast: a shutdown checkpoint) and start again, with ``settings`` for
         this start only (``start``); without them, as the profile says."""

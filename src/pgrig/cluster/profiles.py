@@ -25,10 +25,41 @@ from pgrig import files, proc
 from pgrig.cluster import compat
 from pgrig.errors import UsageError
 from pgrig.pgsource.binaries import PgBinaries
+from pgrig.schema import Table, type_name
 from pgrig.units import format_bytes
 
-# Settings pgrig must own so the throwaway cluster stays private and findable.
-RESERVED = frozenset({"listen_addresses", "unix_socket_directories", "port", "data_directory"})
+# Settings pgrig sets on every server it makes, and why: a value given for one
+# was silently overridden while the report claimed it (a campaign's
+# set = { port = 5433 }), or broke pgrig's own connections (hba_file).
+OWNED = {
+    "port": "pgrig gives each server it makes a free port of its own",
+    "listen_addresses": "pgrig's server listens on its private socket only, or on 127.0.0.1 "
+    'with listen = "tcp" in the target',
+    "unix_socket_directories": "pgrig's clients reach the server in its private socket directory",
+    "unix_socket_directory": "pgrig's clients reach the server in its private socket directory",
+    "unix_socket_permissions": "pgrig keeps the server's socket private to its OS user (0700)",
+    "data_directory": "pgrig makes the data directory (the target's directory says where)",
+    "config_file": "pgrig writes the server's configuration files itself",
+    "hba_file": "pgrig's own connections are let in by the pg_hba.conf it writes into the "
+    "data directory",
+}
+RESERVED = frozenset(OWNED)
+
+
+def setting_name(name: str, where: str) -> str:
+    """The one check of a setting's name, wherever it is given (a profile line,
+    ``--set``, a campaign's ``set`` or ``axes``): PostgreSQL's names are
+    case-insensitive, so the lower-case one (``Shared_Buffers`` was dropped as a
+    parameter no PostgreSQL 15 knows while the report claimed it), refused when
+    pgrig sets it itself, with why. ``where`` names the place for the error."""
+    key = name.strip().lower()
+    if key in OWNED:
+        raise UsageError(
+            f"{where}: {key} is set by pgrig and cannot be set here: {OWNED[key]}",
+            hint=f"remove {key}; pgrig sets {', '.join(sorted(OWNED))} itself",
+        )
+    return key
+
 
 _LINE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_.]*)\s*=?\s*(.*?)\s*$")
 _EXPR = re.compile(r"\{\s*(ram|cpus)\s*(?:\*\s*([0-9]*\.?[0-9]+)\s*)?\}")
@@ -162,6 +193,38 @@ def _expand(
     return expanded
 
 
+def settings_of(t: Table, key: str, default: object = None) -> dict[str, str]:
+    """A campaign's table of settings (a target's ``set``, a workload's): each
+    name through ``setting_name``, each value as postgresql.conf reads it."""
+    settings: dict[str, str] = {}
+    table = t.table(key)
+    if table is None:
+        return settings
+    for given, value in table.data.items():
+        name = setting_name(given, table.where(given))
+        if name in settings:
+            raise table.error(
+                given,
+                f"{name} is given twice (PostgreSQL's names ignore case)",
+                hint="keep one of them",
+            )
+        if isinstance(value, bool):
+            settings[name] = "on" if value else "off"
+        elif isinstance(value, int | float | str):
+            settings[name] = str(value)
+        else:
+            raise table.error(given, f"expected a value, got {type_name(type(value))}")
+        if any(ch in settings[name] for ch in "\n\r\0"):  # it read "profile oltp: syntax error"
+            raise t.error(
+                key,
+                f"{name}={settings[name]!r}: a line break in a value (postgresql.conf holds"
+                " one setting a line)",
+                hint="give each setting on its own: --set a=1 --set b=2 (in a campaign:"
+                " set = { a = 1, b = 2 })",
+            )
+    return settings
+
+
 def parse(text: str, *, name: str, source: str, machine: Machine) -> Profile:
     settings: dict[str, str] = {}
     scaled: list[str] = []
@@ -182,11 +245,7 @@ def parse(text: str, *, name: str, source: str, machine: Machine) -> Profile:
                 " recorded whole with every study",
                 hint=f"copy the settings of {_strip_comment(m.group(2))} into {source}",
             )
-        if key in RESERVED:
-            raise UsageError(
-                f"{source}:{number}: {key} is managed by pgrig and cannot be set in a profile",
-                hint=f"remove the line; pgrig sets {', '.join(sorted(RESERVED))} itself",
-            )
+        key = setting_name(key, f"{source}:{number}")
         settings[key] = _expand(
             _strip_comment(m.group(2)), machine, f"{source}:{number}", key, scaled
         )
@@ -236,9 +295,7 @@ def parse_overrides(items: list[str]) -> dict[str, str]:
             raise UsageError(
                 f"--set {item!r}: expected name=value", hint="e.g. --set shared_buffers=2GB"
             )
-        key = key.strip().lower()
-        if key in RESERVED:
-            raise UsageError(f"--set {key}: managed by pgrig and cannot be overridden")
+        key = setting_name(key, f"--set {item}")
         out[key] = value.strip()
     return out
 
@@ -256,7 +313,7 @@ def _scratch_postgres(
     (as root with no server user: postgres refuses root)."""
     if os.geteuid() == 0 and os_user is None:
         return None
-    scratch = Path(tempfile.mkdtemp(prefix="pgrig-check-conf-"))
+    scratch = Path(tempfile.mkdtemp(prefix="pgrig-check-conf-", dir=files.temp_dir_for(os_user)))
     try:
         (scratch / "postgresql.conf").write_text(conf)
         if os_user is not None:
@@ -385,11 +442,20 @@ def _config_errors(stderr: str) -> list[str]:
     return found or [stderr.strip().splitlines()[-1] if stderr.strip() else "invalid settings"]
 
 
+# Values postgresql.conf takes unquoted: an integer with its unit, a real (whose
+# lexer token takes no unit: shared_buffers = 0.5GB was a syntax error, '0.5GB'
+# is what the server accepts), a word. Anything else is quoted, which every
+# parameter type accepts.
+_PLAIN = re.compile(
+    r"-?[0-9]+[A-Za-z]*|-?(?:[0-9]+\.[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?|[A-Za-z_][A-Za-z0-9_]*"
+)
+
+
 def render(settings: dict[str, str]) -> str:
     """A postgresql.conf fragment; values are quoted unless they are plain tokens."""
     lines = ["# Generated by pgrig - do not edit; it is rewritten at every start.", ""]
     for key, value in settings.items():
-        if re.fullmatch(r"-?[0-9.]+[A-Za-z]*|[A-Za-z_][A-Za-z0-9_]*", value) or (
+        if _PLAIN.fullmatch(value) or (
             value.startswith("'") and value.endswith("'") and len(value) >= 2
         ):
             rendered = value

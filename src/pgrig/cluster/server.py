@@ -97,6 +97,10 @@ class Server(Protocol):
 
     def restart_after_crash(self, timeout: float = 60) -> None: ...
 
+    def accepting(self) -> bool: ...
+
+    def wait_ready(self, timeout: float = 60) -> None: ...
+
     def postmaster_pid(self) -> int | None: ...
 
     def log_tail(self, lines: int = 5) -> str: ...
@@ -328,8 +332,15 @@ class Cluster:
     def conn(self, dbname: str) -> Conn:
         """How the clients connect: the private socket, or 127.0.0.1 with the password."""
         if self.password is None:
-            return Conn.socket(str(self.socket_dir), self.port, SUPERUSER, dbname)
-        return Conn.tcp(LOOPBACK, self.port, SUPERUSER, dbname, self.password)
+            conn = Conn.socket(str(self.socket_dir), self.port, SUPERUSER, dbname)
+        else:
+            conn = Conn.tcp(LOOPBACK, self.port, SUPERUSER, dbname, self.password)
+        return conn.guarded(self.settings)
+
+    def admin(self) -> Conn:
+        """pgrig's own session on the private socket (also with clients over TCP)."""
+        conn = Conn.socket(str(self.socket_dir), self.port, SUPERUSER, "postgres")
+        return conn.guarded(self.settings)
 
     def wal_segment_mb(self) -> int | None:
         """The WAL segment size initdb gave this data directory, from pg_controldata
@@ -404,6 +415,9 @@ class Cluster:
     def wait_ready(self, timeout: float = 60) -> None:
         self.pm.wait_ready(timeout)
 
+    def accepting(self) -> bool:
+        return self.pm.accepting()
+
     def restart_after_crash(self, timeout: float = 60) -> None:
         self.pm.restart_after_crash(timeout)
 
@@ -424,8 +438,7 @@ class Cluster:
         location = workdir.make_extra_dir(
             self.workdir, parent.resolve() / f"{self.workdir.name}-{name}", self.os_user
         )
-        admin = Conn.socket(str(self.socket_dir), self.port, SUPERUSER, "postgres")
-        return create_tablespace(admin, name, str(location))
+        return create_tablespace(self.admin(), name, str(location))
 
     def destroy(self, said: Callable[[str], None] | None = None) -> None:
         """Stop and delete everything pgrig created for this cluster; ``said``

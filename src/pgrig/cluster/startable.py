@@ -40,6 +40,8 @@ def check(
         _readable(profile, key, os_user)
     _libraries(profile, bins)
     _log_directory(profile, os_user)
+    _huge_pages(profile)
+    _socket_directory(os_user)
 
 
 def value(profile: Profile, key: str) -> str | None:
@@ -197,4 +199,68 @@ def _log_directory(profile: Profile, os_user: proc.OsUser | None) -> None:
             + (f"cannot pass {blocked}" if blocked is not None else f"cannot write in {need}"),
             hint=f"a directory {who} owns, or a relative log_directory (e.g. 'log'), which "
             "goes in the data directory",
+        )
+
+
+def _meminfo(path: Path = Path("/proc/meminfo")) -> dict[str, int]:
+    """/proc/meminfo's counts (kB figures in bytes); {} where it cannot be read."""
+    out: dict[str, int] = {}
+    try:
+        text = path.read_text()
+    except OSError:
+        return out
+    for line in text.splitlines():
+        name, _, rest = line.partition(":")
+        words = rest.split()
+        if words and words[0].isdigit():
+            out[name] = int(words[0]) * (1024 if words[1:] == ["kB"] else 1)
+    return out
+
+
+def _huge_pages(profile: Profile, meminfo: dict[str, int] | None = None) -> None:
+    """huge_pages = on maps the shared memory into huge pages reserved beforehand
+    (vm.nr_hugepages), or the server does not start: "could not map anonymous
+    shared memory" after a study was created (issue 40.4)."""
+    if (value(profile, "huge_pages") or "try").lower() != "on":
+        return
+    info = _meminfo() if meminfo is None else meminfo
+    size, free = info.get("Hugepagesize"), info.get("HugePages_Free")
+    if not size or free is None:
+        return  # not Linux's /proc: the server's start says it
+    text = value(profile, "shared_buffers") or "128MB"
+    shared = _bytes(text) or 128 * 2**20
+    # the rest of the shared memory (locks, WAL buffers, ...): a margin, not a count
+    need = shared + 64 * 2**20
+    if free * size >= need:
+        return
+    pages = -(-need // size)
+    raise UsageError(
+        f"{profile.origin('huge_pages')}: huge_pages = on, but this machine has {free} huge "
+        f"pages of {size_text(size)} free (HugePages_Free in /proc/meminfo) for shared memory "
+        f"of more than shared_buffers = {text}: the server would not start",
+        hint=f"huge_pages = try (uses them when there are), or reserve them first: "
+        f"sysctl vm.nr_hugepages={pages}",
+    )
+
+
+# A unix socket's path holds at most 107 bytes (sun_path); the server's is
+# SOCKET_DIR/.s.PGSQL.PORT, SOCKET_DIR a pgrig-sock-XXXXXXXX in the temporary directory.
+SOCKET_PATH_MAX = 107
+_SOCKET_TAIL = len("/pgrig-sock-XXXXXXXX/.s.PGSQL.65535")
+
+
+def _socket_directory(os_user: proc.OsUser | None) -> None:
+    """The server's socket goes in a directory made under TMPDIR (workdir.make_socket_dir):
+    one too deep made a server that could not make its socket ("Unix-domain socket
+    path ... is too long"), blamed on the profile after a study was created."""
+    tmp = str(files.temp_dir_for(os_user))
+    where = f"TMPDIR={os.environ['TMPDIR']}" if os.environ.get("TMPDIR") else tmp
+    length = len(os.fsencode(tmp)) + _SOCKET_TAIL
+    if length > SOCKET_PATH_MAX:
+        raise UsageError(
+            f"{where}: the server's socket there ({tmp}/pgrig-sock-XXXXXXXX/.s.PGSQL.PORT) "
+            f"would be {length} bytes long, over the {SOCKET_PATH_MAX} a unix socket's path "
+            "may have",
+            hint=f"point TMPDIR at a directory of at most {SOCKET_PATH_MAX - _SOCKET_TAIL} "
+            "characters (unset, it is /tmp)",
         )

@@ -180,7 +180,16 @@ def remove(workdir: Path) -> None:
     for other in (marker.socket_dir, *marker.extra_dirs):
         if other:
             remove_beside(Path(other))
-    shutil.rmtree(workdir)
+    try:
+        shutil.rmtree(workdir)
+    except OSError as exc:  # a target turned read-only (ext4 errors=remount-ro), failing
+        # kept registered: `pgrig clean` removes it once the filesystem is writable
+        raise WorkdirError(
+            f"cannot remove the work directory {workdir}: {exc.strerror or exc}"
+            + (f" ({exc.filename})" if exc.filename else ""),
+            hint="the target's filesystem is read-only or failing (see `dmesg`); it was left "
+            "there: `pgrig clean` removes it once the filesystem is writable again",
+        ) from None
     with contextlib.suppress(FileNotFoundError):
         _registry_entry(workdir).unlink()
 
@@ -348,7 +357,14 @@ def clean_orphans(
                 + (" - stopped its server" if stopped else "")
                 + "; removing it"
             )
-        remove(workdir)
+        try:
+            remove(workdir)
+        except WorkdirError as exc:  # it read a traceback on a read-only mount
+            if log:
+                log(f"{exc}; {exc.hint}")
+            if left is not None:
+                left.append(f"work directory {workdir}: {exc.message.rsplit(': ', 1)[-1]}")
+            continue
         removed.append(str(workdir))
     for sock in stale_socket_dirs():
         shutil.rmtree(sock, ignore_errors=True)

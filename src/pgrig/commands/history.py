@@ -3,7 +3,6 @@ and ``pgrig check STUDY`` (the gate a CI job acts on)."""
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +13,7 @@ from pgrig import __version__
 from pgrig.commands.options import results_options
 from pgrig.document import fmt
 from pgrig.errors import UsageError
+from pgrig.files import output_path
 from pgrig.history import gate, series
 from pgrig.history import report as history_report
 from pgrig.report.writer import write_view
@@ -44,6 +44,8 @@ def _open(results: Path, store: str | None) -> Store:
 def history_cmd(name: str, results: Path, store: str | None, out: Path | None) -> None:
     """List the studies of series NAME (a campaign's name), each point's median
     over them, and where a point changed with what differed around the change."""
+    if out is not None:
+        output_path(out, "--out", directory=True)
     with _open(results, store) as st:
         s = series.read(st, name)
     click.echo(f"series {name}: {len(s.studies)} studies")
@@ -112,21 +114,6 @@ def _percent(value: str) -> float:
             hint="e.g. --max-regression 5%",
         )
     return pct
-
-
-def _writable(path: Path | None, option: str) -> None:
-    """Refuse, before anything is read, an output file that cannot be written."""
-    if path is None:
-        return
-    parent = path.parent if str(path.parent) else Path(".")
-    if path.is_dir():
-        raise UsageError(f"{option} {path}: a directory", hint=f"give {option} a file name")
-    if not parent.is_dir():
-        raise UsageError(
-            f"{option} {path}: no directory {parent}", hint=f"mkdir -p {parent}, or another path"
-        )
-    if not os.access(path if path.exists() else parent, os.W_OK):
-        raise UsageError(f"{option} {path}: not writable", hint="give a path you can write")
 
 
 def _resolve(st: Store, name: str) -> Study:
@@ -256,8 +243,9 @@ def check_cmd(
     --max-regression, 8 when one is not yet decided either way (more runs would
     decide it), 0 otherwise (docs/exit-codes.md)."""
     threshold = _percent(max_regression)
-    _writable(junit, "--junit")
-    _writable(summary, "--summary")
+    for path, option in ((junit, "--junit"), (summary, "--summary")):
+        if path is not None:
+            output_path(path, option)
     with _open(results, store) as st:
         study = _resolve(st, study_id)
         base = _baseline(st, study, baseline, threshold, baseline_studies)

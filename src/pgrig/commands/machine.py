@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from pgrig import files
 from pgrig.commands.options import GivenPath
 from pgrig.conninfo import Conn
 from pgrig.results import to_dict
@@ -38,10 +39,13 @@ def clean(inventory_path: Path | None) -> None:
         # The hosts first: one that cannot be reached refuses the whole command
         # before anything is removed here.
         remote = clean_lines(inventory_path, dry_run=False)
-    lines = lifecycle.clean_orphans(None, [])
+    left: list[str] = []  # what could not be removed (a read-only target), said
+    lines = lifecycle.clean_orphans(None, left) + files.clean_temp_files()
     for line in lines + remote:
         click.echo(line)
-    if not lines:
+    for line in left:
+        click.echo(f"left {line}: run `pgrig clean` again once it can be removed", err=True)
+    if not lines and not left:
         click.echo("nothing to clean: no orphan work directories, no storage-lab leftovers")
     if inventory_path is not None and not remote:
         click.echo(f"nothing to clean on the hosts of {inventory_path}")

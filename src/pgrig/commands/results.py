@@ -11,7 +11,7 @@ import click
 from pgrig import registry
 from pgrig.commands.options import results_options
 from pgrig.errors import PgrigError, UsageError
-from pgrig.files import UNWRITABLE
+from pgrig.files import UNWRITABLE, output_path
 from pgrig.monitor.model import MONITOR
 from pgrig.report import progress as report_progress
 from pgrig.report import samples as report_samples
@@ -20,7 +20,7 @@ from pgrig.report.writer import write as write_report
 from pgrig.results import Study
 from pgrig.resume import planned_steps, study_live
 from pgrig.schema import NAME
-from pgrig.store import Store, import_study, location
+from pgrig.store import Store, import_study, importable, location
 from pgrig.ui import Ui, format_option
 
 
@@ -46,6 +46,8 @@ def _write_report(store: Store, sid: str, results: Path, ui: Ui) -> tuple[Path, 
 )
 def report_cmd(study_id: str | None, results: Path, store: str | None, out: Path | None) -> None:
     """Write the Markdown and HTML report of a study (default: the latest)."""
+    if out is not None:
+        output_path(out, "--out", directory=True)
     with _open_existing(results, store) as st:
         _write_report(st, study_id or _latest(st).id, out or results, Ui())
 
@@ -117,6 +119,8 @@ def export_cmd(
     """Export studies (default: the latest) as JSON (schema in docs/export.md) or CSV."""
     from pgrig import export
 
+    if output is not None:
+        output_path(output, "-o")
     with _open_existing(results, store) as st:
         studies = [st.study(s) for s in _once(study_ids)] or [_latest(st)]
         records = [r for s in studies for r in st.runs(s.id)]
@@ -200,7 +204,7 @@ def _importable(source: Path, other: Store, study: Study) -> None:
             " has recorded so far",
             hint=f"import it once it has finished (`pgrig list --store {source}` says when)",
         )
-    other.runs(study.id, without_samples=other.kinds(study.id))  # readable, or refused
+    importable(other, study.id)  # readable and each result as pgrig wrote it, or refused
 
 
 @click.command("compare")
@@ -225,6 +229,8 @@ def compare_cmd(
 
     if len(_once(study_ids)) < 2:
         raise UsageError("compare needs at least two different studies", hint="see `pgrig list`")
+    if out is not None:
+        output_path(out, "--out", directory=True)
     with _open_existing(results, store) as st:
         studies = [st.study(s) for s in _once(study_ids)]
         # each run's samples and -P points read when it is drawn, as `pgrig report` does
@@ -239,6 +245,12 @@ def compare_cmd(
         study, records = export.combined(studies, per_study)
         names = [t["name"] for t in study.params["targets"]]
         if baseline is not None:
+            study_of, _, target = baseline.partition("/")
+            lone = {
+                s.id: {r.target for r in recs} for s, recs in zip(studies, per_study, strict=True)
+            }
+            if baseline not in names and study_of in names and lone.get(study_of) == {target}:
+                baseline = study_of  # the form --help gives, for a study of one target
             if baseline not in names:
                 raise UsageError(f"--baseline {baseline!r} is not one of {', '.join(names)}")
             study.params["baseline"] = baseline

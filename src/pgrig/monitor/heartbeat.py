@@ -21,7 +21,6 @@ import time
 from collections.abc import Callable, Iterator
 
 import psycopg
-from psycopg.conninfo import make_conninfo
 
 from pgrig.conninfo import Conn
 from pgrig.errors import PgrigError
@@ -118,7 +117,7 @@ class Pulse:
     minimal``, shutting down) is no hang: it is opened again at the next beat."""
 
     def __init__(self, conn: Conn, interval: float = PULSE_INTERVAL_S) -> None:
-        self._info = Conn(make_conninfo(conn.dsn, application_name=PULSE_APPLICATION_NAME))
+        self._info = conn.with_params(application_name=PULSE_APPLICATION_NAME)
         self._beat = Heartbeat(conn.describe)
         self._interval = interval
         self._stop = threading.Event()

@@ -19,10 +19,8 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 
 import psycopg
-from psycopg.conninfo import make_conninfo
 
 from pgrig import environment
-from pgrig.conninfo import Conn
 from pgrig.errors import PgrigError, UsageError
 from pgrig.monitor import interference, procfs, verdict
 from pgrig.monitor.checkpoints import find_checkpoints
@@ -366,7 +364,7 @@ class Watch:
         if self.ctx.conn is None:
             self.notes.append("no server connection: wait events and statistics not sampled")
             return
-        conn = Conn(make_conninfo(self.ctx.conn.dsn, application_name=APPLICATION_NAME))
+        conn = self.ctx.conn.with_params(application_name=APPLICATION_NAME)
         try:
             self._conn = conn.connect()
             # A stuck catalog must stall the sampler, never the benchmark behind it.

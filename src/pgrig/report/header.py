@@ -4,6 +4,7 @@ its numbers were obtained."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -12,6 +13,7 @@ from pgrig.monitor.model import MONITOR
 from pgrig.report import compare
 from pgrig.results import (
     SERVER,
+    PostgresInfo,
     RunRecord,
     Study,
 )
@@ -115,7 +117,11 @@ def obtained_line(study: Study, records: Sequence[RunRecord]) -> str:
         if t.get("where") and (datadir := _data_directory(study, str(t.get("name")))):
             where = f"{where}, data directory {datadir}"  # a kind's own words: on its host
         settings = t.get("settings") or {}
-        extra = f", set {param_text(settings)}" if settings else ""
+        extra = (
+            f", set {_settings_text(settings, _server_settings(study, str(t.get('name'))))}"
+            if (settings and isinstance(settings, dict))
+            else (f", set {param_text(settings)}" if settings else "")
+        )
         server = "existing server" if t.get("dsn") else f"profile {t.get('profile')}"
         if t.get("listen") == "tcp":
             extra += ", clients over TCP to 127.0.0.1"
@@ -146,10 +152,76 @@ def obtained_line(study: Study, records: Sequence[RunRecord]) -> str:
 
 def _data_directory(study: Study, target: str) -> str | None:
     """Where the target's server kept its data, as the server said."""
+    pg = _server(study, target)
+    return pg.data_directory if pg is not None else None
+
+
+def _server(study: Study, target: str) -> PostgresInfo | None:
+    """What the target's server reported of itself; None when not captured."""
     env = study.target_environments.get(target) or (
         study.environment if not study.target_environments else None
     )
-    return env.postgres.data_directory if env is not None and env.postgres is not None else None
+    return env.postgres if env is not None else None
+
+
+def _server_settings(study: Study, target: str) -> dict[str, str] | None:
+    pg = _server(study, target)
+    return pg.settings if pg is not None else None
+
+
+def _settings_text(asked: dict[str, Any], reported: dict[str, str] | None) -> str:
+    """The settings asked for, as the server reported running them: a value it
+    did not apply is marked with what was asked (a campaign's port, or a name
+    in other case, was claimed while the server ran something else: issue 40.3)."""
+    if reported is None:
+        return param_text(asked)
+    parts = []
+    for name, value in asked.items():
+        said = reported.get(str(name).lower())
+        if said is None:
+            parts.append(f"{name}={value} (not among the server's settings: not applied)")
+        elif _same(str(value), said):
+            parts.append(f"{name}={said}")
+        else:
+            parts.append(f"{name}={said} (asked {value}: the server ran {said})")
+    return ", ".join(parts)
+
+
+_UNITS = {
+    **{u: 2.0**e for u, e in (("b", 0), ("kb", 10), ("mb", 20), ("gb", 30), ("tb", 40))},
+    **{"us": 1e-6, "ms": 1e-3, "s": 1.0, "min": 60.0, "h": 3600.0, "d": 86400.0},
+}
+_WORDS = {"on": "on", "true": "on", "yes": "on", "off": "off", "false": "off", "no": "off"}
+
+
+def _same(asked: str, reported: str) -> bool:
+    """Whether two values of a setting are one (``0.5GB`` and ``512MB``; ``true``
+    and ``on``); a bare number against a value with a unit cannot be told from
+    the text alone (pages, or the parameter's base unit) and is taken as one."""
+
+    def canonical(text: str) -> tuple[str, float | str]:
+        v = text.strip().strip("'").strip().lower()
+        m = re.fullmatch(r"(-?[0-9]*\.?[0-9]+(?:e[-+]?[0-9]+)?)\s*([a-z]*)", v)
+        if m and (m.group(2) in _UNITS or not m.group(2)):
+            unit = m.group(2)
+            kind = (
+                ""
+                if not unit
+                else ("time" if unit in ("us", "ms", "s", "min", "h", "d") else "mem")
+            )
+            return kind, float(m.group(1)) * _UNITS.get(unit, 1.0)
+        return "word", _WORDS.get(v, v)
+
+    (ka, va), (kr, vr) = canonical(asked), canonical(reported)
+    if {ka, kr} == {"", "mem"} or {ka, kr} == {"", "time"}:
+        return True
+    if ka == "" and kr == "word" and va in (0.0, 1.0):  # 1 / 0 as a boolean
+        return vr == ("on" if va else "off")
+    return ka == kr and (
+        abs(float(va) - float(vr)) < 1e-9 * max(1.0, abs(float(va)))
+        if isinstance(va, float) and isinstance(vr, float)
+        else va == vr
+    )
 
 
 def param_text(value: Any) -> str:

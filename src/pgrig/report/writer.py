@@ -10,7 +10,7 @@ from urllib.parse import quote
 from pgrig import __version__
 from pgrig.document.model import ReportView
 from pgrig.errors import PgrigError
-from pgrig.files import UNWRITABLE, write_atomically
+from pgrig.files import UNWRITABLE, remember_output_dir, write_atomically
 from pgrig.report import html, markdown, rerun, summary
 from pgrig.report.commands import command_lines
 from pgrig.report.progress import ProgressReader, own_progress
@@ -67,6 +67,7 @@ def write_view(
     md_path, html_path = out_dir / f"{stem}.md", out_dir / f"{stem}.html"
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
+        remember_output_dir(out_dir)
         images: dict[str, str] = {}
         unfolded = view.figures(folded=False)
         if unfolded:

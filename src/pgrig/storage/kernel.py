@@ -17,7 +17,9 @@ or ``clocksource`` (the current clocksource in sysfs).
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
+import os
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -76,15 +78,42 @@ def _record(saved: Saved) -> Path:
     return registry_dir() / f"{saved.id}.json"
 
 
-def check(settings: Sequence[tuple[str, str]]) -> None:
-    """Refuse before anything runs: unknown names, not root, or a value the kernel
-    would refuse (tried and put back at once)."""
-    for name, _value in settings:
-        if not is_kernel_setting(name):
+def check(settings: Sequence[tuple[str, str]], *, trial: bool = True) -> None:
+    """Refuse before anything runs: unknown names, not root, a value of another
+    shape than the kernel's own, a clocksource it does not offer; with ``trial``
+    (a run, about to set them anyway), a value the kernel refuses (tried and put
+    back at once). Without, reads only: `pgrig plan` changes nothing (it wrote
+    each value and put it back, and a clocksource the kernel ignores was
+    accepted: issue 40.7)."""
+    for name, value in settings:
+        path = path_of(name)
+        if path is None:
             raise UsageError(f"{name} is not a kernel setting on this machine")
-    if settings:
+        if not os.access(path, os.W_OK):
+            raise UsageError(
+                f"{name} = {value}: this user cannot change it ({path})",
+                hint="kernel settings need root",
+            )
+        now = read(name)
+        if name == "clocksource":
+            offered = (CLOCKSOURCE.parent / "available_clocksource").read_text().split()
+            if value not in offered:
+                raise UsageError(
+                    f"clocksource = {value}: this kernel offers {', '.join(offered)}",
+                    hint="one of those (the kernel ignores any other)",
+                )
+        elif _shape(now) == "numbers" and _shape(value) != "numbers":
+            raise UsageError(
+                f"{name} = {value}: the kernel holds numbers there (now: {now})",
+                hint=f"a value of that form, e.g. {now}",
+            )
+    if settings and trial:
         with applied(settings):
             pass
+
+
+def _shape(text: str) -> str:
+    return "numbers" if all(w.lstrip("-").isdigit() for w in text.split()) else "text"
 
 
 @contextlib.contextmanager
@@ -107,6 +136,8 @@ def applied(settings: Sequence[tuple[str, str]]) -> Iterator[None]:
         for name, value in settings:
             try:
                 _write(name, value)
+                if name == "clocksource" and read(name) != value:  # ignored, not refused
+                    raise OSError(errno.EINVAL, f"the kernel kept {read(name)}")
             except OSError as exc:
                 raise UsageError(
                     f"the kernel refused {name} = {value}: {exc.strerror or exc}",

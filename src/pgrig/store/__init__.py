@@ -40,6 +40,7 @@ from pgrig.results import (
     Study,
     StudyStatus,
     from_dict,
+    shape_problem,
     to_dict,
 )
 from pgrig.sql import load as load_sql
@@ -88,6 +89,15 @@ def is_uri(location: str | Path) -> bool:
     )
 
 
+def _is_export(location: Path | str) -> bool:
+    try:
+        with open(location, "rb") as fh:
+            head = fh.read(4096).lstrip()
+    except OSError:
+        return False
+    return head.startswith(b"{") and b'"schema"' in head
+
+
 def _open_error(location: Path | str, exc: Exception) -> PgrigError:
     """Why a store could not be opened, with what to do about a damaged file."""
     if isinstance(exc, StoreError):  # a lock waited for, a damaged record: said already
@@ -131,6 +141,12 @@ def _refuse_foreign(path: Path) -> None:
             f"results store {path} is an empty file, not a pgrig store; it was left as it is",
             hint=f"remove it (rm {path}) and pgrig creates a new store there, or pass --store"
             " with another file",
+        )
+    if _is_export(path):  # it read "damaged", with sqlite3 .recover (issue 40.6)
+        raise UsageError(
+            f"{path} is a pgrig export (JSON), not a results store (SQLite); it was left as it is",
+            hint="give the results.sqlite it was exported from (pgrig import reads stores); "
+            "an export is for other tools (docs/export.md)",
         )
     uri = f"file:{urllib.parse.quote(str(path.resolve()))}?mode=ro"
     try:
@@ -301,18 +317,18 @@ class Store:
                 f"no study {study_id!r} in {self.path}",
                 hint=f"recent studies: {known} (see `pgrig list`)",
             )
-        return _study(row)
+        return _study(row, self.path)
 
     def studies(self) -> list[Study]:
         rows = self._db.execute("SELECT * FROM studies ORDER BY started_at, id")
-        return [_study(row) for row in rows]
+        return [_study(row, self.path) for row in rows]
 
     def series(self, name: str) -> list[Study]:
         """The studies of one campaign name (a series), in the order they started."""
         rows = self._db.execute(
             "SELECT * FROM studies WHERE name = ? ORDER BY started_at, id", (name,)
         )
-        return [_study(row) for row in rows]
+        return [_study(row, self.path) for row in rows]
 
     def latest_study(self) -> Study | None:
         studies = self.studies()
@@ -461,8 +477,7 @@ def import_study(into: Store, other: Store, study_id: str, *, as_id: str | None 
             f"{into.path} already holds a study {new_id!r}",
             hint="import it under another name with --as NEW_ID",
         )
-    # read before anything is written: a damaged record refuses the import whole
-    records = other.runs(study_id, without_samples=other.kinds(study_id))
+    records = importable(other, study_id)
     into.begin_study(replace(study, id=new_id, status=study.status))
     try:
         for env_target, env in study.target_environments.items():
@@ -476,6 +491,28 @@ def import_study(into: Store, other: Store, study_id: str, *, as_id: str | None 
         _forget(into, new_id)
         raise
     return new_id
+
+
+def importable(other: Store, study_id: str) -> list[RunRecord]:
+    """The records of a study to import, each read and its result checked against
+    its kind's record type before anything is written: a damaged record refuses
+    the import whole (a tps held as a string was imported, then failed every
+    report, history, check and export of it)."""
+    from pgrig import registry  # the registry's kinds import the store's users
+
+    records = other.runs(study_id, without_samples=other.kinds(study_id))
+    for rec in records:
+        kind = registry.kind(rec.kind)
+        if kind is None or rec.status != "ok" or rec.result is None:
+            continue
+        if (problem := shape_problem(kind.type, rec.result)) is not None:
+            raise UsageError(
+                f"{other.path}: the result of {study_id}/{rec.key} ({rec.kind}) is not a record "
+                f"pgrig wrote: {problem}; nothing was imported",
+                hint="import the store pgrig wrote, or the other studies of this one "
+                "(pgrig import SOURCE STUDY_ID ...)",
+            )
+    return records
 
 
 def _forget(store: Store, study_id: str) -> None:
@@ -519,10 +556,16 @@ _RUN_COLUMNS = (
 )
 
 
-def _study(row: Row) -> Study:
-    env = json.loads(_text(row, "environment")) if row["environment"] else None
-    envs = row["target_environments"]
-    target_envs = json.loads(_text(row, "target_environments")) if envs else {}
+def _study(row: Row, store: Path | str) -> Study:
+    try:
+        env = json.loads(_text(row, "environment")) if row["environment"] else None
+        envs = row["target_environments"]
+        target_envs = json.loads(_text(row, "target_environments")) if envs else {}
+        params = json.loads(_text(row, "params"))
+    except ValueError as exc:  # it was a traceback in `pgrig import` (issue 40.6)
+        raise damaged(store, f"study {_text(row, 'id')} is not valid JSON ({exc})") from exc
+    if not isinstance(params, dict):
+        raise damaged(store, f"the params of study {_text(row, 'id')} are not a JSON object")
     return Study(
         id=_text(row, "id"),
         name=_text(row, "name"),
@@ -530,7 +573,7 @@ def _study(row: Row) -> Study:
         status=cast(StudyStatus, row["status"]),
         started_at=_text(row, "started_at"),
         finished_at=_maybe_text(row, "finished_at"),
-        params=json.loads(_text(row, "params")),
+        params=params,
         pgrig_version=_text(row, "pgrig_version"),
         environment=from_dict(Environment, env) if env else None,
         target_environments={k: from_dict(Environment, v) for k, v in target_envs.items()},
@@ -540,8 +583,10 @@ def _study(row: Row) -> Study:
 def _record(row: Row, store: Path | str) -> RunRecord:
     try:
         result = json.loads(_text(row, "result")) if row["result"] else None
+        params = json.loads(_text(row, "params"))
+        tool_versions = json.loads(_text(row, "tool_versions"))
     except ValueError as exc:  # a result held as text, decoded here
-        what = f"the result of {_text(row, 'study_id')}/{_text(row, 'key')} is not valid JSON"
+        what = f"the record {_text(row, 'study_id')}/{_text(row, 'key')} is not valid JSON"
         raise damaged(store, f"{what} ({exc})") from exc
     return RunRecord(
         id=cast("int | None", row["id"]),
@@ -549,12 +594,12 @@ def _record(row: Row, store: Path | str) -> RunRecord:
         key=_text(row, "key"),
         kind=_text(row, "kind"),
         target=_text(row, "target"),
-        params=json.loads(_text(row, "params")),
+        params=params,
         status=cast(Status, row["status"]),
         reason=_maybe_text(row, "reason"),
         result=result,
         raw=_text(row, "raw"),
-        tool_versions=json.loads(_text(row, "tool_versions")),
+        tool_versions=tool_versions,
         started_at=_text(row, "started_at"),
         finished_at=_text(row, "finished_at"),
     )

@@ -21,15 +21,13 @@ from typing import TYPE_CHECKING
 from pgrig import files, proc
 from pgrig.cluster import aio, compat, profiles, startable, workdir
 from pgrig.cluster.server import (
-    SUPERUSER,
     Cluster,
     InitdbOptions,
     checking_os_user,
     server_os_user,
 )
-from pgrig.conninfo import Conn
 from pgrig.durability import fsyncgate
-from pgrig.errors import BinaryNotFound, UsageError
+from pgrig.errors import BinaryNotFound, UsageError, WorkdirError
 from pgrig.pgsource import binaries, catalog
 from pgrig.registry.target import (
     OWN_CONNECTIONS,
@@ -281,8 +279,7 @@ class Throwaway(TargetKind[None, StateT]):
         t.live.cluster = t.live.server = cluster
         t.ctx = replace(t.ctx, cluster=cluster)
         cluster.start()
-        admin = Conn.socket(str(cluster.socket_dir), cluster.port, SUPERUSER, "postgres")
-        with admin.connect() as db:
+        with cluster.admin().connect() as db:
             db.execute(f'CREATE DATABASE "{DATABASE}"')
         t.ctx = replace(t.ctx, conn=cluster.conn(DATABASE), scratch=cluster.workdir)
         t.ctx.running.server_pid = cluster.postmaster_pid()
@@ -293,7 +290,12 @@ class Throwaway(TargetKind[None, StateT]):
         it down for good (the evidence)."""
         said = partial(_hung, ui, t.name)
         if not kept:
-            cluster.destroy(said)
+            try:
+                cluster.destroy(said)
+            except WorkdirError as exc:  # a read-only target: said, the study ends as it is
+                ui.fail(f"{t.name}: {exc}")
+                if exc.hint:
+                    ui.warn(exc.hint)
             return
         try:
             cluster.stop(said=said)

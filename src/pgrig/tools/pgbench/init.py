@@ -176,7 +176,7 @@ def run_init(
         argv,
         timeout=timeout if timeout is not None else load_timeout_s(opts.scale),
         on_line=collector(raw, handle),
-        env=conn.env(),
+        env=conn.env(own=True),
         check=False,
         what=f"{TOOL} -i",
     )

@@ -31,7 +31,8 @@ class ConnArgs(Protocol):
 class ClientConn(ConnArgs, Protocol):
     """A connection pgbench can run against: its arguments and its environment."""
 
-    def env(self) -> dict[str, str]: ...  # the password, kept off the command line
+    # the password, kept off the command line; ``own``: a tool of pgrig's own (a load)
+    def env(self, *, own: bool = False) -> dict[str, str]: ...
 
 
 def binary(bin_dir: Path | str) -> Path:

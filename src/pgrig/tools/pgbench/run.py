@@ -17,6 +17,7 @@ from typing import Literal
 
 from pgrig import proc
 from pgrig.errors import UsageError, WorkdirError
+from pgrig.monitor.client import ClientWatch, check_duration
 from pgrig.results import PgbenchRun, ProgressPoint
 from pgrig.tools.pgbench.parse import count_script_statements, parse_progress, parse_run
 from pgrig.tools.pgbench.program import (
@@ -191,26 +192,36 @@ def run_bench(
     argv = run_argv(bin_dir, conn, opts, prefix)
     raw: list[str] = []
 
+    watch = ClientWatch(
+        f"the client {TOOL} on this machine", opts.progress_interval, opts.duration_s
+    )
+
     def handle(stream_name: str, line: str) -> None:
-        if on_progress is not None and stream_name == "stderr" and (p := parse_progress(line)):
-            on_progress(p)
+        if stream_name == "stderr" and (p := parse_progress(line)):
+            watch.heard()
+            if on_progress is not None:
+                on_progress(p)
 
     # Slack past -T: connecting many clients, and finishing transactions in flight.
     limit = timeout if timeout is not None else opts.duration_s * 1.25 + 60.0
     try:
-        done = proc.stream(
-            argv,
-            timeout=limit,
-            on_line=collector(raw, handle),
-            cwd=workdir if workdir.is_dir() else None,
-            env=conn.env(),
-            check=False,
-            what=TOOL,
-            preexec=preexec,
-        )
+        with proc.watched_by(watch.check):
+            done = proc.stream(
+                argv,
+                timeout=limit,
+                on_line=collector(raw, handle),
+                cwd=workdir if workdir.is_dir() else None,
+                env=conn.env(),
+                check=False,
+                what=TOOL,
+                preexec=preexec,
+            )
         check_ok(done, TOOL)
         result = dataclasses.replace(
             parse_result(done.stdout, done.stderr, opts), argv=tuple(map(str, argv))
+        )
+        check_duration(
+            watch.what, opts.duration_s, result.transactions, result.tps, result.latency_avg_ms
         )
         if prefix is not None:
             files = transaction_log_files(prefix.parent, prefix.name)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
+from pgrig.cluster.profiles import settings_of
 from pgrig.errors import DiskSpaceError
 from pgrig.schema import Schema, Table, choice, custom, integer, text
 from pgrig.units import GB, MB
@@ -43,11 +44,6 @@ class BasebackupSpec:
     def to_target(self) -> str | None:
         """The target the copy goes to when ``to`` names one; None otherwise."""
         return self.to if self.to and self.to_directory is None else None
-
-
-def _settings(t: Table, key: str, default: object) -> dict[str, str]:
-    table = t.table(key)
-    return {k: str(v) for k, v in (table.data.items() if table else ())}
 
 
 def _compress(t: Table, key: str, default: str) -> str:
@@ -123,7 +119,7 @@ SCHEMA = Schema(
            shown_default="600 + 1 per MB of data"),
     custom("set", None, "`[workload.set]`: settings the cluster pgrig created restarts at for "
            "each copy, and back to the profile's after: seed 002 backed up at `wal_level = "
-           "hot_standby` with archiving where its TPC-B ran at 9.5's `minimal`", _settings,
+           "hot_standby` with archiving where its TPC-B ran at 9.5's `minimal`", settings_of,
            field="settings", shown_default="`{}`"),
     also=("type",),
 )  # fmt: skip

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
@@ -164,3 +165,30 @@ def check_scripts(
             hint="fix the script (pgbench's meta-commands: \\set, \\sleep, ...; "
             "see the pgbench documentation)",
         )
+    for script in scripts:
+        missing = undefined_variables(script.path.read_text(errors="replace"), defines)
+        if missing:
+            raise UsageError(
+                f"{source}: workload {workload}: {script.path} uses "
+                f"{', '.join(':' + n for n in missing)}, which nothing defines: pgbench sends "
+                "it as NULL in prepared mode and the run measures something else",
+                hint=f"\\set {missing[0]} ... in the script, or defines = {{ {missing[0]} = ... }} "
+                "in the workload",
+            )
+
+
+# Variables pgbench defines itself (-s's scale, each client's id, the seeds).
+_BUILTIN = frozenset({"scale", "client_id", "random_seed", "default_seed"})
+_USE = re.compile(r"(?<![:\w]):([A-Za-z_][A-Za-z0-9_]*)")
+_DEFINE = re.compile(r"^\s*\\(?:set|setshell)\s+([A-Za-z_][A-Za-z0-9_]*)", re.MULTILINE)
+
+
+def undefined_variables(text: str, defines: dict[str, str]) -> list[str]:
+    """The ``:name`` variables a pgbench script uses that neither it (``\\set``,
+    ``\\setshell``), the workload's defines nor pgbench define. A script with
+    ``\\gset`` or ``\\aset`` defines what its queries return: not judged."""
+    if re.search(r"\\[ga]set\b", text):
+        return []
+    code = "\n".join(line.split("--", 1)[0] for line in text.splitlines())
+    known = _BUILTIN | set(defines) | set(_DEFINE.findall(code))
+    return sorted({n for n in _USE.findall(code) if n not in known})

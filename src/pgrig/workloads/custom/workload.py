@@ -64,7 +64,7 @@ def setup_action(spec: CustomSpec, data: int, storage: str) -> Action:
                     *conn(ctx).args(),
                 ],
                 timeout=SETUP_TIMEOUT_S,
-                env=conn(ctx).env(),
+                env=conn(ctx).env(own=True),
                 what=f"psql -f {path.name}",
             )
             outputs.append(done.stdout + done.stderr)

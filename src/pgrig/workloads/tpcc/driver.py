@@ -38,6 +38,7 @@ from pgrig import proc
 from pgrig.conninfo import Conn
 from pgrig.errors import ParseError, ToolError, UsageError
 from pgrig.load import HostLoad, LoadJob, LoadRunner, MultiLoad, merged
+from pgrig.monitor.client import ClientWatch, check_duration
 from pgrig.results import PgbenchRun, ProgressPoint
 from pgrig.tools import pgbench
 from pgrig.tools.pgbench import txlog
@@ -229,6 +230,13 @@ def run(
             progress=out.progress,
         )  # fmt: skip
         result = replace(result, argv=tuple(map(str, argv)))
+        check_duration(
+            "the TPC-C client pgbench on this machine",
+            opts.duration_s,
+            result.transactions,
+            result.tps,
+            result.latency_avg_ms,
+        )
         return result, out.raw()
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -272,22 +280,27 @@ def _stream(
     raw: list[str] = []
     progress: list[ProgressPoint] = []
 
+    watch = ClientWatch("the TPC-C client pgbench on this machine", opts.progress_interval,
+                        opts.duration_s)  # fmt: skip
+
     def on_line(stream_name: str, line: str) -> None:
         raw.append(line)
         if stream_name == "stderr" and (p := pgbench.parse_progress(line)):
+            watch.heard()
             progress.append(p)
             if on_progress:
                 on_progress(p)
 
-    done = proc.stream(
-        argv,
-        timeout=opts.duration_s * 1.25 + 60.0,
-        on_line=on_line,
-        cwd=scratch,
-        env=target.env(),
-        check=False,
-        what="pgbench",
-    )
+    with proc.watched_by(watch.check):
+        done = proc.stream(
+            argv,
+            timeout=opts.duration_s * 1.25 + 60.0,
+            on_line=on_line,
+            cwd=scratch,
+            env=target.env(),
+            check=False,
+            what="pgbench",
+        )
     if not done.ok:
         raise ToolError(
             "pgbench (TPC-C) failed",
