@@ -458,7 +458,10 @@ def test_identical_studies_raise_false_alarms_at_most_at_the_stated_rate(
     its level by 10% (the machine's state) and its runs by 3%: the gate's walk
     calls at most 5% of the studies it judges regressions (measured: 4.0% over
     300 series); and one series of 6 through the real CLI raises none."""
-    point = Point(PointKey("tpcb", 1, 10, "select-only", 8), "local")
+    point = Point(
+        PointKey(workload="tpcb", scale=1, duration=10, mode="select-only", rate=None, clients=8),
+        "local",
+    )
     judged = alarms = 0
     for seed in range(200):
         rnd = random.Random(seed)

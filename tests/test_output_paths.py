@@ -46,7 +46,7 @@ def test_check_refuses_a_study_as_its_own_baseline(
 ) -> None:
     store = gate_store(tmp_path)
     done = pgrig("check", "nightly-02", "--baseline", "nightly-02", "--store", store)
-    assert done.returncode == 2 and "a study is no baseline for itself" in done.stderr
+    assert done.returncode == 2 and "a study against itself" in done.stderr
 
 
 @pytest.mark.parametrize(

@@ -128,7 +128,7 @@ def _file() -> Path:
 def test_an_older_calibration_file_is_read_and_new_points_say_how_busy(tmp_path: Path) -> None:
     """A file of an older pgrig has no load per point: read as before, its load unknown."""
     kind = load_kind(TpcbSpec())
-    _file().parent.mkdir(parents=True)
+    _file().parent.mkdir(parents=True, exist_ok=True)
     _file().write_text(json.dumps({kind: [{"size": 10.0, "seconds": 30.0, "at": 1.0}]}))
     with calibration.watching() as seen:
         assert load_estimate(TpcbSpec(), 20) == pytest.approx(60.0)

@@ -132,9 +132,9 @@ def test_a_step_says_each_load_host_runs_the_clients() -> None:
 
     spec = TpcbSpec(scales=(1,), modes=("select-only",), clients=(4,), threads=1)
     two = bench_step(
-        spec, 1, (5, "select-only", 4), RunPolicy(), PlannedTarget("t", load_hosts=2), 1
+        spec, 1, (5, "select-only", 4, None), RunPolicy(), PlannedTarget("t", load_hosts=2), 1
     )
-    one = bench_step(spec, 1, (5, "select-only", 4), RunPolicy(), PlannedTarget("t"), 1)
+    one = bench_step(spec, 1, (5, "select-only", 4, None), RunPolicy(), PlannedTarget("t"), 1)
     assert "-c 4 -j 1 on each of 2 load hosts (8 clients)" in two.label
     assert "load hosts" not in one.label
 

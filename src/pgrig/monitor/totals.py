@@ -9,18 +9,27 @@ the measured transactions wrote, give or take the sampler's own commit a second.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 
 from pgrig.monitor.model import DeviceSample, RunTotals, Sample
 from pgrig.monitor.pgstats import MIB
 
 
-def _summed(samples: Sequence[Sample], part: Callable[[Sample], float | None]) -> float | None:
-    """``part`` (a rate) times each sample's interval, summed; None when a sample lacks it."""
-    values = [(part(s), s.interval_s) for s in samples]
-    if not values or any(v is None for v, _ in values):
-        return None
-    return sum((v or 0.0) * dt for v, dt in values)
+class _Sum:
+    """A counter's rate times each sample's interval, summed as the samples pass
+    (the spool streams them: a run of hours is never all in memory); None once a
+    sample lacks it."""
+
+    def __init__(self, part: Callable[[Sample], float | None]) -> None:
+        self.part = part
+        self.total: float | None = 0.0
+
+    def add(self, s: Sample) -> None:
+        value = self.part(s)
+        if value is None or self.total is None:
+            self.total = None
+        else:
+            self.total += value * s.interval_s
 
 
 def _devices(s: Sample, part: Callable[[DeviceSample], float]) -> float | None:
@@ -29,42 +38,35 @@ def _devices(s: Sample, part: Callable[[DeviceSample], float]) -> float | None:
 
 def run_totals(samples: Iterable[Sample], ncpu: int) -> RunTotals | None:
     """The in-run samples' counters summed; None without server samples in the run."""
-    seconds = commits = wal = syncs = cpu = 0.0
+    seconds = commits = 0.0
     checkpoints = 0
-    have_wal = have_syncs = have_cpu = True
-    inside = [s for s in samples if s.in_run and s.pg is not None]
-    for s in inside:
-        assert s.pg is not None
-        dt = s.interval_s
-        seconds += dt
-        commits += s.pg.commits_s * dt
+    sums = {
+        "wal_bytes": _Sum(lambda s: s.pg.wal_mib_s * MIB if s.pg and s.pg.wal_mib_s is not None
+                          else None),
+        "wal_syncs": _Sum(lambda s: s.pg.wal_syncs_s if s.pg else None),
+        "server_cpu_s": _Sum(lambda s: s.cpu.server / 100.0 * ncpu if s.cpu.server is not None
+                             else None),
+        "wal_fpi": _Sum(lambda s: s.pg.wal_fpi_s if s.pg else None),
+        "wal_sync_ms": _Sum(lambda s: s.pg.wal_sync_ms_s if s.pg else None),
+        "device_reads": _Sum(lambda s: _devices(s, lambda d: d.reads_s)),
+        "device_writes": _Sum(lambda s: _devices(s, lambda d: d.writes_s)),
+        "device_bytes": _Sum(lambda s: _devices(s, lambda d: (d.read_mib_s + d.write_mib_s) * MIB)),
+    }  # fmt: skip
+    seen = False
+    for s in samples:
+        if not s.in_run or s.pg is None:
+            continue
+        seen = True
+        seconds += s.interval_s
+        commits += s.pg.commits_s * s.interval_s
         checkpoints += s.pg.checkpoints
-        if s.pg.wal_mib_s is None:
-            have_wal = False
-        else:
-            wal += s.pg.wal_mib_s * MIB * dt
-        if s.pg.wal_syncs_s is None:
-            have_syncs = False
-        else:
-            syncs += s.pg.wal_syncs_s * dt
-        if s.cpu.server is None:
-            have_cpu = False
-        else:
-            cpu += s.cpu.server / 100.0 * ncpu * dt
-    if not inside:
+        for acc in sums.values():
+            acc.add(s)
+    if not seen:
         return None
     return RunTotals(
         seconds=seconds,
         commits=commits,
         checkpoints=checkpoints,
-        wal_bytes=wal if have_wal else None,
-        wal_syncs=syncs if have_syncs else None,
-        server_cpu_s=cpu if have_cpu else None,
-        wal_fpi=_summed(inside, lambda s: s.pg.wal_fpi_s if s.pg else None),
-        wal_sync_ms=_summed(inside, lambda s: s.pg.wal_sync_ms_s if s.pg else None),
-        device_reads=_summed(inside, lambda s: _devices(s, lambda d: d.reads_s)),
-        device_writes=_summed(inside, lambda s: _devices(s, lambda d: d.writes_s)),
-        device_bytes=_summed(
-            inside, lambda s: _devices(s, lambda d: (d.read_mib_s + d.write_mib_s) * MIB)
-        ),
+        **{name: acc.total for name, acc in sums.items()},
     )

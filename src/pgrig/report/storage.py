@@ -221,7 +221,7 @@ NOT_SEEN = "not seen through the layer"
 # Where each calibration's description begins in ``LabInfo.latency`` (the layer's
 # ``describe``: "ESSD PL3 fdatasync: ... . ESSD PL3 read: ..."), and its miss.
 _PART = re.compile(r"(?:^|\. )[^.;:]*? (fdatasync|read): ")
-_MISS = re.compile(r"; ([\d.]+)x over the target")
+_MISS = re.compile(r"; ([\d.]+)x over the (?:target|aim)")
 
 
 def layered(records: Sequence[RunRecord]) -> dict[str, LabInfo]:
