@@ -141,9 +141,12 @@ def prepare_root(base: Path) -> None:
     mount."""
     try:
         base.mkdir(mode=0o755, parents=True, exist_ok=True)
-        fd, probe = tempfile.mkstemp(prefix=".tmp-write-test-", dir=base)
+        # Not a TEMP_PREFIXES name: another install, holding the lock, sweeps
+        # those, and swept this probe between its creation and its unlink
+        # (test_concurrent_installs_download_once, one run in many).
+        fd, probe = tempfile.mkstemp(prefix=".write-test-", dir=base)
         os.close(fd)
-        os.unlink(probe)
+        Path(probe).unlink(missing_ok=True)
     except OSError as exc:
         raise CacheError(
             f"cannot write to the PostgreSQL cache {base}: {exc.strerror or exc}",
