@@ -68,6 +68,7 @@ class _Here:
     host: Executor | None = None
     host_devices: tuple[str, ...] = ()
     load_finding: Finding | None = None
+    load_imbalance: str | None = None
     client_started: float | None = None
 
 
