@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import glob
-import hashlib
 import os
 import re
 import shutil
@@ -15,7 +14,7 @@ import stat
 import tempfile
 from pathlib import Path
 
-from pgrig.errors import DiskSpaceError, PgrigError, UsageError
+from pgrig.errors import DiskSpaceError, UsageError
 from pgrig.proc import OsUser, pid_alive
 from pgrig.units import GB
 
@@ -92,7 +91,6 @@ def write_atomically(
 
 TMP_SUFFIX = ".pgrig-tmp"
 _TMP_NAME = re.compile(r"\.(?P<name>.+)\.(?P<pid>\d+)" + re.escape(TMP_SUFFIX))
-_REMEMBERED: set[Path] = set()
 
 
 def remove_stale_temp(directory: Path, name: str | None = None) -> list[Path]:
@@ -110,47 +108,6 @@ def remove_stale_temp(directory: Path, name: str | None = None) -> list[Path]:
                 tmp.unlink()
                 removed.append(tmp)
     return removed
-
-
-def _temp_registry() -> Path | None:
-    from pgrig.ownership import state_dir  # ownership writes with write_atomically
-
-    try:
-        return state_dir() / "temp-dirs"
-    except PgrigError:
-        return None
-
-
-def remember_output_dir(directory: Path) -> None:
-    """Note ``directory``, where a report is written, for `pgrig clean` (once a
-    process): temporary files a killed pgrig left there are found by it."""
-    if directory in _REMEMBERED:
-        return
-    _REMEMBERED.add(directory)
-    registry = _temp_registry()
-    if registry is None or registry.parent in (directory, *directory.parents):
-        return
-    entry = registry / hashlib.sha1(str(directory.resolve()).encode()).hexdigest()[:16]
-    with contextlib.suppress(OSError):
-        registry.mkdir(parents=True, exist_ok=True)
-        entry.write_text(str(directory.resolve()))  # plain: this very function writes atomically
-
-
-def clean_temp_files() -> list[str]:
-    """`pgrig clean`: the temporary files killed pgrig processes left in the
-    directories pgrig wrote into; each directory forgotten once swept."""
-    registry = _temp_registry()
-    lines: list[str] = []
-    if registry is None or not registry.is_dir():
-        return lines
-    for entry in registry.iterdir():
-        with contextlib.suppress(OSError):
-            directory = Path(entry.read_text().strip())
-            lines += [f"removed {p} (a temporary file of a killed pgrig)"
-                      for p in remove_stale_temp(directory)]  # fmt: skip
-            if not any(directory.glob(f".*{TMP_SUFFIX}")):
-                entry.unlink()
-    return lines
 
 
 def check_space(directory: Path, need: int, what: str, hint: str | None = None) -> None:

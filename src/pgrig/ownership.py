@@ -26,8 +26,8 @@ from collections.abc import Iterator
 from contextvars import ContextVar
 from pathlib import Path
 
-from pgrig import proc
-from pgrig.errors import WorkdirError
+from pgrig import files, proc
+from pgrig.errors import PgrigError, WorkdirError
 from pgrig.files import write_atomically
 
 _STUDY: ContextVar[str] = ContextVar("pgrig_study", default="")
@@ -53,6 +53,49 @@ def state_dir() -> Path:
             hint="set PGRIG_STATE_DIR (or XDG_STATE_HOME) to a directory you can write",
         ) from None
     return path
+
+
+# Directories reports were written to, noted once a process (remember_output_dir)
+_REMEMBERED: set[Path] = set()
+
+
+def _temp_registry() -> Path | None:
+    try:
+        return state_dir() / "temp-dirs"
+    except PgrigError:
+        return None
+
+
+def remember_output_dir(directory: Path) -> None:
+    """Note ``directory``, where a report is written, for `pgrig clean` (once a
+    process): temporary files a killed pgrig left there are found by it."""
+    if directory in _REMEMBERED:
+        return
+    _REMEMBERED.add(directory)
+    registry = _temp_registry()
+    if registry is None or registry.parent in (directory, *directory.parents):
+        return
+    entry = registry / hashlib.sha1(str(directory.resolve()).encode()).hexdigest()[:16]
+    with contextlib.suppress(OSError):
+        registry.mkdir(parents=True, exist_ok=True)
+        entry.write_text(str(directory.resolve()))  # plain: this very function writes atomically
+
+
+def clean_temp_files() -> list[str]:
+    """`pgrig clean`: the temporary files killed pgrig processes left in the
+    directories pgrig wrote into; each directory forgotten once swept."""
+    registry = _temp_registry()
+    lines: list[str] = []
+    if registry is None or not registry.is_dir():
+        return lines
+    for entry in registry.iterdir():
+        with contextlib.suppress(OSError):
+            directory = Path(entry.read_text().strip())
+            lines += [f"removed {p} (a temporary file of a killed pgrig)"
+                      for p in files.remove_stale_temp(directory)]  # fmt: skip
+            if not any(directory.glob(f".*{files.TMP_SUFFIX}")):
+                entry.unlink()
+    return lines
 
 
 def process_start_time(pid: int) -> int | None:

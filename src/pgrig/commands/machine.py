@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from pgrig import files
+from pgrig import ownership
 from pgrig.commands.options import GivenPath
 from pgrig.conninfo import Conn
 from pgrig.results import to_dict
@@ -40,7 +40,7 @@ def clean(inventory_path: Path | None) -> None:
         # before anything is removed here.
         remote = clean_lines(inventory_path, dry_run=False)
     left: list[str] = []  # what could not be removed (a read-only target), said
-    lines = lifecycle.clean_orphans(None, left) + files.clean_temp_files()
+    lines = lifecycle.clean_orphans(None, left) + ownership.clean_temp_files()
     for line in lines + remote:
         click.echo(line)
     for line in left:

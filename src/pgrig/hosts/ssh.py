@@ -151,7 +151,10 @@ class _SshStarted(Started):
         async def out() -> None:
             assert self._process is not None
             async for line in self._process.stdout:
-                self._lines.put(line)
+                # asyncssh may hand over '' at the end of output: no line (an
+                # empty line is "\n"); passed on, a probe's reader saw one more
+                if line:
+                    self._lines.put(line)
             self._lines.put(None)
 
         async def err() -> None:

@@ -577,6 +577,3 @@ def section(study: Study, records: Sequence[RunRecord]) -> Section | None:
 def register() -> None:
     registry.register_section("cost", section)
     registry.register_rule("latency-target", goal_rule)
-    from pgrig.report.why import why_rule  # it reads this module's case labels
-
-    registry.register_rule("why", why_rule)

@@ -10,7 +10,8 @@ from urllib.parse import quote
 from pgrig import __version__
 from pgrig.document.model import ReportView
 from pgrig.errors import PgrigError
-from pgrig.files import UNWRITABLE, remember_output_dir, write_atomically
+from pgrig.files import UNWRITABLE, write_atomically
+from pgrig.ownership import remember_output_dir
 from pgrig.report import html, markdown, rerun, summary
 from pgrig.report.commands import command_lines
 from pgrig.report.progress import ProgressReader, own_progress
