@@ -441,12 +441,17 @@ def test_run_of_a_throwaway_cluster_signalled(
     _chain(DIRECTORY_CELLS, place, monkeypatch, capsys, ALL)
 
 
+PROBE = "pgrig-test-probe"
+
+
 def _sessions(conn: Conn) -> list[str]:
-    """The server's client sessions but this one."""
-    with conn.connect() as db:
+    """The server's client sessions but this test's own (a probe just closed
+    can still be listed while its backend exits)."""
+    with conn.with_params(application_name=PROBE).connect() as db:
         rows = db.execute(
             "SELECT application_name FROM pg_stat_activity "
-            "WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()"
+            "WHERE backend_type = 'client backend' AND application_name <> %s",
+            (PROBE,),
         ).fetchall()
     return [str(r[0]) for r in rows]
 
@@ -463,9 +468,9 @@ def test_run_on_an_existing_server_signalled(
     (place / "c.toml").write_text(TPCB.format(target=f'dsn = "{conn.conninfo()}"'))
     _chain(SERVER_CELLS, place, monkeypatch, capsys, ALL, "--yes")
     deadline = time.monotonic() + 10
-    while _sessions(conn) and time.monotonic() < deadline:  # backends end as clients go
+    while (left := _sessions(conn)) and time.monotonic() < deadline:  # backends end as clients go
         time.sleep(0.1)
-    assert _sessions(conn) == []
+    assert left == []
 
 
 # -- pgrig run: probes, fio, the storage lab's setup, report writing -----------------------

@@ -19,6 +19,8 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from pgrig.errors import ClusterError, UsageError, mask_secrets
 
 CONNECT_TIMEOUT_S = 10
+# What pgrig's own sessions are called in pg_stat_activity (pgbench calls its own "pgbench").
+APPLICATION_NAME = "pgrig"
 
 # Settings a server may run with that fail pgrig's own sessions - its CREATE
 # DATABASE, its loads and setups, the monitor's queries: statement_timeout = 1
@@ -147,6 +149,10 @@ class Conn:
     def conninfo(self) -> str:
         """For pgrig's own sessions: with the connect timeout and ``own``'s options."""
         info = make_conninfo(self.dsn, connect_timeout=str(CONNECT_TIMEOUT_S))
+        # A DBA looking at pg_stat_activity sees which sessions are pgrig's;
+        # a name the user gave (in the dsn or PGAPPNAME) is kept.
+        if "application_name" not in conninfo_to_dict(info) and not os.environ.get("PGAPPNAME"):
+            info = make_conninfo(info, application_name=APPLICATION_NAME)
         if self.own:
             given = conninfo_to_dict(info).get("options") or os.environ.get("PGOPTIONS", "")
             info = make_conninfo(info, options=f"{given} {self.own}".strip())
