@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import click
+import pytest
 
 from pgrig import cli
 
@@ -73,3 +74,48 @@ def test_the_entry_points_group_is_the_registrys() -> None:
     from pgrig import registry
 
     assert cli.GROUP == registry.GROUP and cli.OWN == registry.OWN
+
+
+# Each command's own --help: the module that declares it is loaded, not what it
+# does (0.4-0.6 s of CPU before: every command module imported the registry).
+# Counted inside the process, so the interpreter's start is in it as for a user.
+_HELP = (
+    "import resource, sys\n"
+    "from pgrig.cli import cli\n"
+    "try:\n"
+    "    cli.main([*sys.argv[1:], '--help'], prog_name='pgrig', standalone_mode=False)\n"
+    "except SystemExit:\n"
+    "    pass\n"
+    "u = resource.getrusage(resource.RUSAGE_SELF)\n"
+    "heavy = sorted(m for m in sys.modules if m.split('.')[0] in "
+    "('numpy', 'scipy', 'matplotlib', 'hdrh') or m.startswith(('pgrig.registry', 'pgrig.runner', "
+    "'pgrig.report', 'pgrig.campaign')))\n"
+    "print(u.ru_utime + u.ru_stime, ' '.join(heavy))\n"
+)
+SUBCOMMANDS = [
+    *[(name,) for name in sorted({*cli.CORE, *cli._plugin_commands()[0]})],
+    ("tpcc", "study"),
+    ("hosts", "check"),
+    ("pg", "install"),
+]
+
+
+@pytest.mark.parametrize("argv", SUBCOMMANDS, ids=" ".join)
+def test_each_commands_help_takes_under_0_3_s_of_cpu(argv: tuple[str, ...]) -> None:
+    """Best of three, stopping at the first under the bound (a neighbour's load
+    only adds CPU time); no numerical library, registry or report loaded at all."""
+    took = []
+    for _ in range(3):
+        done = subprocess.run(
+            [sys.executable, "-c", _HELP, *argv],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
+        cpu, _, heavy = done.stdout.strip().splitlines()[-1].partition(" ")
+        assert not heavy, f"pgrig {' '.join(argv)} --help loaded {heavy}"
+        took.append(float(cpu))
+        if took[-1] < BOUND_S:
+            break
+    assert min(took) < BOUND_S, f"pgrig {' '.join(argv)} --help: {took} s of CPU"

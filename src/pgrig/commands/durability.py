@@ -1,4 +1,6 @@
-"""The ``pgrig durability`` command line; the work is in ``durability_study.py``."""
+"""The ``pgrig durability`` command line; the work is in ``durability_study.py``,
+imported in the command's body: ``--help`` loads neither it nor psycopg
+(tests/test_cli_speed.py)."""
 
 from __future__ import annotations
 
@@ -8,12 +10,9 @@ from typing import Any
 import click
 
 from pgrig.cluster.profiles import parse_overrides
-from pgrig.commands.durability_study import Options, execute, prepare, summary
 from pgrig.commands.options import cluster_options, finite, study_options
-from pgrig.durability.driver import DurabilityPlan
 from pgrig.durability.model import IMMEDIATE, METHOD_TEXT, METHODS, POWER_LOSS_MODES
 from pgrig.errors import Interrupted, UsageError, signal_number
-from pgrig.store import Store, location
 from pgrig.ui import Ui
 
 
@@ -91,6 +90,10 @@ def durability(**opts: Any) -> None:
     """Crash the server under a write load and prove that no acknowledged commit was
     lost: every acknowledged row present, no duplicates, invariants, pg_amcheck,
     server log. Exits non-zero when the check fails."""
+    from pgrig.commands.durability_study import Options, execute, prepare, summary
+    from pgrig.durability.driver import DurabilityPlan
+    from pgrig.store import Store, location
+
     options = Options(
         plan=DurabilityPlan(
             method=opts["method"],

@@ -1,11 +1,15 @@
 """``pgrig history NAME`` (a series of studies, its changes and their causes)
-and ``pgrig check STUDY`` (the gate a CI job acts on)."""
+and ``pgrig check STUDY`` (the gate a CI job acts on).
+
+What a command does is imported in its body: ``--help`` loads none of the
+store, the registry and their libraries (tests/test_cli_speed.py)."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -14,15 +18,18 @@ from pgrig.commands.options import results_options
 from pgrig.document import fmt
 from pgrig.errors import UsageError
 from pgrig.files import output_path
-from pgrig.history import gate, series
-from pgrig.history import report as history_report
-from pgrig.report.writer import write_view
+from pgrig.history import ACCEPTED
 from pgrig.results import Study
 from pgrig.stats import MARGIN_PCT
-from pgrig.store import Store, location
+
+if TYPE_CHECKING:
+    from pgrig.history import series
+    from pgrig.store import Store
 
 
 def _open(results: Path, store: str | None) -> Store:
+    from pgrig.store import Store, location
+
     path = location(results, store)
     if isinstance(path, Path) and not path.exists() and not path.is_symlink():
         raise UsageError(
@@ -44,6 +51,10 @@ def _open(results: Path, store: str | None) -> Store:
 def history_cmd(name: str, results: Path, store: str | None, out: Path | None) -> None:
     """List the studies of series NAME (a campaign's name), each point's median
     over them, and where a point changed with what differed around the change."""
+    from pgrig.history import report as history_report
+    from pgrig.history import series
+    from pgrig.report.writer import write_view
+
     if out is not None:
         output_path(out, "--out", directory=True)
     with _open(results, store) as st:
@@ -118,6 +129,8 @@ def _percent(value: str) -> float:
 
 def _resolve(st: Store, name: str) -> Study:
     """A study id, or a series' name for its latest study."""
+    from pgrig.history import series
+
     ids = {s.id for s in st.studies()}
     if name in ids:
         return st.study(name)
@@ -139,6 +152,8 @@ def _baseline(
     st: Store, study: Study, baseline: str, threshold: float, keep: int
 ) -> _Baseline | None:
     """The baseline named by ``--baseline`` (None: a first study, nothing before)."""
+    from pgrig.history import gate, series
+
     ids = {s.id for s in st.studies()}
     name, _, target = baseline.partition("/")
     if target:
@@ -217,7 +232,7 @@ def _baseline(
     "paired, the runs interleaved); or a series: its last accepted studies before "
     "STUDY_ID (--baseline-studies).",
 )
-@click.option("--baseline-studies", default=gate.ACCEPTED, show_default=True,
+@click.option("--baseline-studies", default=ACCEPTED, show_default=True,
               type=click.IntRange(1, 100),
               help="How many of a series' last accepted studies make its baseline.")  # fmt: skip
 @click.option(
@@ -242,6 +257,8 @@ def check_cmd(
     against the baseline: exit 1 when one regressed by more than
     --max-regression, 8 when one is not yet decided either way (more runs would
     decide it), 0 otherwise (docs/exit-codes.md)."""
+    from pgrig.history import gate, series
+
     threshold = _percent(max_regression)
     for path, option in ((junit, "--junit"), (summary, "--summary")):
         if path is not None:

@@ -8,7 +8,6 @@ import json
 
 import click
 
-from pgrig import registry
 from pgrig.errors import UsageError
 from pgrig.ui import format_option
 
@@ -19,6 +18,8 @@ def plugins_cmd(fmt: str) -> None:
     """List the installed plug-ins (pgrig.plugins entry points): package, where
     each comes from and what it registered, or why it was left out
     (PGRIG_DISABLE_PLUGINS=NAME or pgrig -p no:NAME)."""
+    from pgrig import registry  # every plug-in: not for --help
+
     found = registry.plugins()
     if fmt == "json":
         rows = [

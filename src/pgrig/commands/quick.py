@@ -13,17 +13,18 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from pgrig import campaign, files, validate
-from pgrig.campaign import Campaign
+from pgrig import files
 from pgrig.cluster.profiles import parse_overrides
 from pgrig.commands.options import F, Opts, given, int_list, names
 from pgrig.errors import UsageError
 from pgrig.schema import Document, TablePath
-from pgrig.storage import keys
-from pgrig.targets.existing import PG_SERVER_VARS
+
+if TYPE_CHECKING:
+    from pgrig.campaign import Campaign
 
 STEPS = ("timing", "fsync", "fio", "tpcb")
 
@@ -265,6 +266,8 @@ def quick_options(fn: F) -> F:
 
 def campaign_of(opts: Opts, given: set[str]) -> Campaign:
     """The quick study the options ask for; ``given``: the options typed."""
+    from pgrig import campaign  # the registry and the plug-ins: not for --help
+
     return campaign.from_options(document(opts, given), OPTIONS)
 
 
@@ -304,8 +307,11 @@ def _dsn(opts: Opts, given: set[str]) -> str | None:
             )
     # libpq's conventions: the PG* variables name the server to test - except with
     # the lab's options, which mean a throwaway cluster on the storage they build
-    elif not lab and not opts["throwaway"] and any(os.environ.get(v) for v in PG_SERVER_VARS):
-        dsn = ""
+    elif not lab and not opts["throwaway"]:
+        from pgrig.targets.existing import PG_SERVER_VARS
+
+        if any(os.environ.get(v) for v in PG_SERVER_VARS):
+            dsn = ""
     return dsn
 
 
@@ -315,6 +321,8 @@ def target(opts: Opts, given: set[str]) -> Document:
     where: Path | None = opts["target"]
     t: Document = {"name": "local", "profile": opts["profile"]}
     if opts["fs"] is not None:
+        from pgrig.storage import keys
+
         t |= {"fs": opts["fs"], "size": opts["fs_size"] or "4GiB"}
         t["base"] = str((where or Path(keys.DEFAULT_BASE)).resolve())
     else:
@@ -354,6 +362,8 @@ def _default_directory(opts: Opts) -> Path:
     here = Path.cwd()
     if os.geteuid() != 0:
         return here  # the server runs as this user, who is here
+    from pgrig import validate
+
     account = validate.server_account(opts["os_user"])
     blocked = files.blocked_for(here, account)
     if blocked is None:

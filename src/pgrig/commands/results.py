@@ -1,30 +1,33 @@
 """The commands that read the results store: ``report``, ``list``, ``export``,
-``import`` and ``compare``."""
+``import`` and ``compare``.
+
+What a command does is imported in its body: ``--help`` loads none of the
+store, the registry, the report and their libraries (tests/test_cli_speed.py)."""
 
 from __future__ import annotations
 
 import errno
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from pgrig import registry
 from pgrig.commands.options import results_options
 from pgrig.errors import PgrigError, UsageError
 from pgrig.files import UNWRITABLE, output_path
-from pgrig.monitor.model import MONITOR
-from pgrig.report import progress as report_progress
-from pgrig.report import samples as report_samples
-from pgrig.report.monitor import closing_warning
-from pgrig.report.writer import write as write_report
 from pgrig.results import Study
-from pgrig.resume import planned_steps, study_live
 from pgrig.schema import NAME
-from pgrig.store import Store, import_study, importable, location
 from pgrig.ui import Ui, format_option
+
+if TYPE_CHECKING:
+    from pgrig.store import Store
 
 
 def _write_report(store: Store, sid: str, results: Path, ui: Ui) -> tuple[Path, Path]:
+    from pgrig.report import samples as report_samples
+    from pgrig.report.monitor import closing_warning
+    from pgrig.report.writer import write as write_report
+
     study = store.study(sid)
     records, samples, progress = report_samples.read(store, sid)  # each run's when drawn
     md, html = write_report(study, records, results, samples=samples, progress=progress)
@@ -56,6 +59,11 @@ def report_cmd(study_id: str | None, results: Path, store: str | None, out: Path
 @results_options
 def list_cmd(results: Path, store: str | None) -> None:
     """List the studies in the results store."""
+    from pgrig import registry
+    from pgrig.monitor.model import MONITOR
+    from pgrig.report import progress as report_progress
+    from pgrig.resume import planned_steps
+
     with _open_existing(results, store) as st:
         click.echo("study\tstatus\tsteps\ttarget")
         for study in st.studies():
@@ -84,6 +92,8 @@ def list_cmd(results: Path, store: str | None) -> None:
 def _status(study: Study) -> str:
     """'running' only while its pgrig lives: one killed without a word (kill -9,
     power loss) left an interrupted study."""
+    from pgrig.resume import study_live
+
     return "interrupted" if study.status == "running" and not study_live(study) else study.status
 
 
@@ -159,6 +169,8 @@ def import_cmd(
     source: Path, study_ids: tuple[str, ...], results: Path, store: str | None, as_id: str | None
 ) -> None:
     """Copy studies from another results file (e.g. from another machine) into the store."""
+    from pgrig.store import Store, import_study, location
+
     if as_id is not None and not NAME.fullmatch(as_id):
         raise UsageError(
             f"--as {as_id!r}: a study id is letters, digits, '.', '_' and '-' only",
@@ -198,6 +210,9 @@ def import_cmd(
 def _importable(source: Path, other: Store, study: Study) -> None:
     """A study still being run is refused: a copy would hold what it has so far;
     a damaged one too, before the store it would go to is created."""
+    from pgrig.resume import study_live
+    from pgrig.store import importable
+
     if study.status == "running" and study_live(study):
         raise UsageError(
             f"{source}: study {study.id} is still running; a copy now would hold only what it"
@@ -226,6 +241,8 @@ def compare_cmd(
 ) -> None:
     """Compare studies from different campaigns or machines (import theirs first)."""
     from pgrig import export
+    from pgrig.report import samples as report_samples
+    from pgrig.report.writer import write as write_report
 
     if len(_once(study_ids)) < 2:
         raise UsageError("compare needs at least two different studies", hint="see `pgrig list`")
@@ -274,6 +291,8 @@ def _once(study_ids: tuple[str, ...]) -> list[str]:
 
 
 def _open_existing(results: Path, store: str | None) -> Store:
+    from pgrig.store import Store, location
+
     path = location(results, store)
     if isinstance(path, Path) and not path.exists() and not path.is_symlink():
         raise UsageError(

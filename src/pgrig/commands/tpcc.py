@@ -1,6 +1,9 @@
 """``pgrig tpcc``: load, run and check TPC-C on a server you name (``--dsn`` or the
 libpq ``PG*`` variables), or ``study``: all three on a throwaway cluster, recorded
-in the results store, with a report."""
+in the results store, with a report.
+
+What a command does is imported in its body: ``--help`` loads neither psycopg
+nor the registry (tests/test_cli_speed.py)."""
 
 from __future__ import annotations
 
@@ -12,21 +15,13 @@ from typing import Any
 
 import click
 
-from pgrig.campaign import Campaign, TargetSpec
 from pgrig.cluster.profiles import parse_overrides
 from pgrig.commands.options import QUIET, cluster_options, int_list, names, study_options
-from pgrig.conninfo import Conn
 from pgrig.document import fmt
 from pgrig.errors import PgrigError
-from pgrig.policy import RunPolicy
 from pgrig.results import to_dict
-from pgrig.runner import run_campaign
-from pgrig.store import location
 from pgrig.ui import Ui, format_option
-from pgrig.workloads.tpcc import checks, driver, loader
-from pgrig.workloads.tpcc.model import LABELS, TpccCheck, TpccLoad, TpccRun
-from pgrig.workloads.tpcc.spec import TpccSpec
-from pgrig.workloads.tpcc.steps import TpccPlan
+from pgrig.workloads.tpcc.model import ISOLATIONS, LABELS, MODES, TpccCheck, TpccLoad, TpccRun
 
 _DSN = click.option(
     "--dsn",
@@ -37,7 +32,7 @@ _FORMAT = format_option(("text", "json"), "text for people, json for scripts (on
 _PG_BIN = click.option("--pg-bin", default=None, help="PostgreSQL bin directory (for pgbench).")
 _ISOLATION = click.option(
     "--isolation",
-    type=click.Choice(driver.ISOLATIONS),
+    type=click.Choice(ISOLATIONS),
     default="read committed",
     show_default=True,
     help="Transaction isolation level of every transaction.",
@@ -65,6 +60,9 @@ def tpcc() -> None:
 @QUIET
 def load_cmd(warehouses: int, jobs: int, yes: bool, dsn: str | None, fmt: str, quiet: bool) -> None:
     """Create the tpcc schema and populate it inside the server."""
+    from pgrig.conninfo import Conn
+    from pgrig.workloads.tpcc import loader
+
     ui = Ui(quiet=quiet)
     conn = Conn.from_user(dsn).answers()
     result = loader.load(
@@ -82,7 +80,7 @@ def load_cmd(warehouses: int, jobs: int, yes: bool, dsn: str | None, fmt: str, q
 @click.option("--duration", "-T", type=int, default=60, show_default=True, help="Seconds.")
 @click.option(
     "--mode",
-    type=click.Choice(driver.MODES),
+    type=click.Choice(MODES),
     default="server",
     show_default=True,
     help="server: one PL/pgSQL call per transaction; client: one round trip per statement.",
@@ -95,7 +93,9 @@ def load_cmd(warehouses: int, jobs: int, yes: bool, dsn: str | None, fmt: str, q
 @_FORMAT
 def run_cmd(**o: Any) -> None:
     """Run the five transactions for --duration seconds with pgbench."""
+    from pgrig.conninfo import Conn
     from pgrig.pgsource import binaries
+    from pgrig.workloads.tpcc import driver
 
     bins = binaries.find(o["pg_bin"], tools=binaries.CLIENT_TOOLS)
     opts = driver.RunOptions(
@@ -120,6 +120,9 @@ def run_cmd(**o: Any) -> None:
 @_FORMAT
 def check_cmd(dsn: str | None, fmt: str) -> None:
     """Run the consistency conditions of clause 3.3.2; exit 1 if one fails."""
+    from pgrig.conninfo import Conn
+    from pgrig.workloads.tpcc import checks
+
     result = checks.check(Conn.from_user(dsn).answers())
     _emit(result, fmt, format_check)
     if not result.passed:
@@ -162,13 +165,20 @@ def check_cmd(dsn: str | None, fmt: str) -> None:
 def study_cmd(**o: Any) -> None:
     """Load, check, run each mode and check again on a throwaway cluster; record
     every step in the results store and write the report."""
+    from pgrig.campaign import Campaign, TargetSpec
+    from pgrig.policy import RunPolicy
+    from pgrig.runner import run_campaign
+    from pgrig.store import location
+    from pgrig.workloads.tpcc.spec import TpccSpec
+    from pgrig.workloads.tpcc.steps import TpccPlan
+
     spec = TpccSpec(
         warehouses=o["warehouses"],
         jobs=o["jobs"],
         connections=o["connections"],
         threads=o["threads"],
         duration_s=o["duration"],
-        modes=names(o["modes"], "--modes", driver.MODES),
+        modes=names(o["modes"], "--modes", MODES),
         active=None if o["active"] is None else int_list(o["active"], "--active"),
         isolation=o["isolation"],
         max_tries=o["max_tries"],

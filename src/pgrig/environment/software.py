@@ -11,8 +11,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-import psycopg
-
 import pgrig
 from pgrig import proc
 from pgrig.environment.sources import VERSION_TIMEOUT
@@ -103,6 +101,8 @@ def read_postgres(
     conninfo: Mapping[str, object] | str, *, bin_dir: Path | None = None
 ) -> PostgresInfo | None:
     """Version and non-default settings of a running server; None when it cannot be reached."""
+    import psycopg  # here: the environment is read by commands that never connect
+
     # A cluster initialised in the C locale is SQL_ASCII, and psycopg then returns
     # bytes instead of str; asking for UTF8 gets text back (settings are ASCII).
     params: dict[str, Any] = {"connect_timeout": CONNECT_TIMEOUT, "client_encoding": "UTF8"}

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 from pgrig import stats
 from pgrig.errors import PgrigError
+from pgrig.history import ACCEPTED
 from pgrig.history.series import Observation, Point, Series
 
 REGRESSION, IMPROVEMENT, SAME, PASSED, NOT_YET = (
@@ -39,7 +40,6 @@ REGRESSION, IMPROVEMENT, SAME, PASSED, NOT_YET = (
     "passed",
     "not yet",
 )
-ACCEPTED = 5  # studies of a series baseline: its last accepted ones
 # A series' first studies make its first baseline as they are: against one or
 # two studies, how much studies differ among themselves cannot be estimated, and
 # a verdict on runs alone would call the machine's moods regressions.

@@ -45,6 +45,8 @@ from pgrig.tools.pgbench import txlog
 from pgrig.workloads.tpcc import checks, sqlfiles
 from pgrig.workloads.tpcc.loader import check_connections
 from pgrig.workloads.tpcc.model import (
+    ISOLATIONS,
+    MODES,
     TRANSACTIONS,
     WEIGHTS,
     TpccRun,
@@ -53,8 +55,6 @@ from pgrig.workloads.tpcc.model import (
     active_share,
 )
 
-MODES = ("server", "client")
-ISOLATIONS = ("read committed", "repeatable read", "serializable")
 LOG_TARGET = 500_000
 """Log about this many transactions per run at most (sampling above it)."""
 TPS_GUESS = 5_000.0  # the first run's, before any was measured

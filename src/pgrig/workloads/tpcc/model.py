@@ -11,6 +11,9 @@ from dataclasses import dataclass, field
 
 from pgrig.results import ProgressPoint
 
+MODES = ("server", "client")
+ISOLATIONS = ("read committed", "repeatable read", "serializable")
+
 # pgbench script order: the script number in pgbench's transaction log is the
 # index in this tuple, so it must match the order of the -f options.
 TRANSACTIONS = ("new_order", "payment", "order_status", "delivery", "stock_level")

@@ -7,7 +7,7 @@ from typing import ClassVar
 
 from pgrig.schema import Schema, Table, choice, choices, integer, integers, text
 from pgrig.workloads.tpcb.spec import RATES, THREADS, check_pgbench
-from pgrig.workloads.tpcc.driver import ISOLATIONS, MODES
+from pgrig.workloads.tpcc.model import ISOLATIONS, MODES
 
 CHECKS = ("each", "end", "none")
 
