@@ -618,11 +618,11 @@ class ResultKind:
     # A record's workload and mode as the report names its measured point, before
     # the clients, the offered rate and the duration the report adds ("TPC-C
     # server-side"); None: the record's workload and its ``mode``.
-    case: Callable[[Mapping[str, Any]], str] | None = None
+    case: Callable[[Mapping[str, object]], str] | None = None
     # A load's data made again, as the command a person types ("How to run it
     # again" in the ticket summary), from the record's params and its result; None
     # (or a None answer): the kind loads nothing a command remakes.
-    rerun: Callable[[Mapping[str, Any], Any], Sequence[str] | None] | None = None
+    rerun: Callable[[Mapping[str, object], Any], Sequence[str] | None] | None = None
 
     def holds(self, record: RunRecord) -> bool:
         """Is ``record`` of this kind? (The report asks the kind, never its name.)"""

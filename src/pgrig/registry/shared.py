@@ -65,7 +65,7 @@ def _init_headline(r: PgbenchInit) -> str:
     return text
 
 
-def init_again(params: Mapping[str, Any], _result: object) -> list[str]:
+def init_again(params: Mapping[str, object], _result: object) -> list[str]:
     """``pgbench -i`` as it made this data (the options that change what it makes)."""
     argv = ["pgbench", "-i", "-s", str(params.get("scale", 1))]
     if params.get("generate") == "server":

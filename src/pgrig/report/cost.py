@@ -14,7 +14,6 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 from pgrig import registry, stats
 from pgrig.document import fmt
@@ -386,7 +385,7 @@ def cost_cells(found: Found) -> tuple[str, str, str, str, str]:
 LOAD_PARAMS = ("connections", "clients", "rate")
 
 
-def case_words(kind_name: str, params: Mapping[str, Any]) -> str:
+def case_words(kind_name: str, params: Mapping[str, object]) -> str:
     """The measured point a run belongs to, its repeats together: the workload
     and its mode as its result kind names them (``ResultKind.case``), then the
     parameters that make a point."""
@@ -402,8 +401,8 @@ def case_words(kind_name: str, params: Mapping[str, Any]) -> str:
         parts.append(f"{n} connection{'s' if n != 1 else ''}")
     if p.get("active") not in (None, p.get("warehouses")):
         parts.append(f"{p['active']} of {p['warehouses']} warehouses active")
-    if isinstance(p.get("rate"), int | float):
-        parts.append(f"{float(p['rate']):,g} tps offered")
+    if isinstance(rate := p.get("rate"), int | float):
+        parts.append(f"{float(rate):,g} tps offered")
     if p.get("duration_s"):
         parts.append(f"{p['duration_s']} s")
     return ", ".join(parts)

@@ -77,9 +77,10 @@ def build(
     sections = [
         _with_labs(summary_section(study, fsync, fio, records, per_second), records, samples),
         environment_section(study, records),
-        timing_section(timing, study.environment),
-        fsync_section(fsync, study.target),
-        fio_section(fio, study.target),
+        # A probe that did not run leaves no section, as a workload does not.
+        *([timing_section(timing, study.environment)] if timing else []),
+        *([fsync_section(fsync, study.target)] if fsync else []),
+        *([fio_section(fio, study.target)] if fio else []),
         *workload_sections(
             records,
             study.target,

@@ -52,7 +52,7 @@ def new_order_latency(r: TpccRun) -> dict[int, float | None]:
     return {p: getattr(no, f"p{p}_ms", None) if no is not None else None for p in (50, 90, 95, 99)}
 
 
-def case(params: Mapping[str, Any]) -> str:
+def case(params: Mapping[str, object]) -> str:
     """'TPC-C server-side': the report's name of a run's point, before its
     connections, active warehouses and duration (a workload named otherwise than
     its type by its own name)."""
@@ -61,7 +61,7 @@ def case(params: Mapping[str, Any]) -> str:
     return f"{name} {params['mode']}-side" if "mode" in params else name
 
 
-def load_again(params: Mapping[str, Any], r: TpccLoad) -> list[str]:
+def load_again(params: Mapping[str, object], r: TpccLoad) -> list[str]:
     """The load as ``pgrig tpcc load`` makes it (its parallel connections when known)."""
     argv = ["pgrig", "tpcc", "load", "--warehouses", str(params.get("warehouses", 1))]
     return argv + (["--jobs", str(r.jobs)] if r.jobs else [])
