@@ -419,3 +419,23 @@ def test_the_throughput_within_the_goal_reads_a_rate_sweep() -> None:
     assert said.rule == "latency-target" and said.text.startswith(
         "Within p99 <= 5 ms, TPC-B read-write, scale 1, 2 s: a 196 tps at 2 clients"
     )
+
+
+def test_a_point_is_named_by_its_result_kind_in_the_cost_tables() -> None:
+    """TPC-C's kind names its point (``ResultKind.case``: mode, active warehouses);
+    a kind that declares none is named by its workload and mode. The core adds the
+    connections, the offered rate and the duration."""
+
+    def rec(kind: str, **params: object) -> RunRecord:
+        return RunRecord(
+            study="s", key="k", kind=kind, target="t", params=params, status="ok",
+            started_at="", finished_at="",
+        )  # fmt: skip
+
+    tpcc = {"workload": "tpcc", "mode": "server", "connections": 4, "warehouses": 4}
+    assert cost.case_label(rec("tpcc_run", **tpcc, active=1, duration_s=3)) == (
+        "TPC-C server-side, 1 of 4 warehouses active, 4 connections, 3 s"
+    )
+    assert cost.case_label(rec("tpcc_run", **tpcc, active=4)) == "TPC-C server-side, 4 connections"
+    toy = rec("toy_sum", workload="toy", mode="fast", clients=2, rate=50, duration_s=1)
+    assert cost.case_label(toy) == "toy fast, 2 connections, 50 tps offered, 1 s"

@@ -615,9 +615,10 @@ class ResultKind:
     # metric, and the throughput under the latency target reads them; None: no latency.
     latency: Callable[[Any], Mapping[int, float | None]] | None = None
     latency_label: str = "latency"  # what ``latency`` measures: "New-Order latency"
-    # A record's workload and mode as the report names its measured point, before
-    # the clients, the offered rate and the duration the report adds ("TPC-C
-    # server-side"); None: the record's workload and its ``mode``.
+    # A record's measured point as the report names it, before the connections (or
+    # clients), the offered rate and the duration it adds: the workload, its mode
+    # and what else makes the point ("TPC-C server-side, 1 of 4 warehouses
+    # active"); None: the record's workload and its ``mode``.
     case: Callable[[Mapping[str, object]], str] | None = None
     # A load's data made again, as the command a person types ("How to run it
     # again" in the ticket summary), from the record's params and its result; None

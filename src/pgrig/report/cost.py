@@ -386,9 +386,10 @@ LOAD_PARAMS = ("connections", "clients", "rate")
 
 
 def case_words(kind_name: str, params: Mapping[str, object]) -> str:
-    """The measured point a run belongs to, its repeats together: the workload
-    and its mode as its result kind names them (``ResultKind.case``), then the
-    parameters that make a point."""
+    """The measured point a run belongs to, its repeats together: the workload,
+    its mode and what else makes the point as its result kind names them
+    (``ResultKind.case``), then its connections (or clients), offered rate and
+    duration."""
     p = params
     kind = registry.kind(kind_name)
     if kind is not None and kind.case is not None:
@@ -399,8 +400,6 @@ def case_words(kind_name: str, params: Mapping[str, object]) -> str:
     n = p.get("connections", p.get("clients"))
     if isinstance(n, int):
         parts.append(f"{n} connection{'s' if n != 1 else ''}")
-    if p.get("active") not in (None, p.get("warehouses")):
-        parts.append(f"{p['active']} of {p['warehouses']} warehouses active")
     if isinstance(rate := p.get("rate"), int | float):
         parts.append(f"{float(rate):,g} tps offered")
     if p.get("duration_s"):

@@ -53,12 +53,16 @@ def new_order_latency(r: TpccRun) -> dict[int, float | None]:
 
 
 def case(params: Mapping[str, object]) -> str:
-    """'TPC-C server-side': the report's name of a run's point, before its
-    connections, active warehouses and duration (a workload named otherwise than
-    its type by its own name)."""
+    """'TPC-C server-side, 1 of 4 warehouses active': the report's name of a run's
+    point before its connections, offered rate and duration (a workload named
+    otherwise than its type by its own name; all warehouses active: unsaid)."""
     name = str(params.get("workload", TpccWorkload.type))
     name = TpccWorkload.title if name == TpccWorkload.type else name
-    return f"{name} {params['mode']}-side" if "mode" in params else name
+    said = f"{name} {params['mode']}-side" if "mode" in params else name
+    active, warehouses = params.get("active"), params.get("warehouses")
+    return said + (
+        f", {active} of {warehouses} warehouses active" if active not in (None, warehouses) else ""
+    )
 
 
 def load_again(params: Mapping[str, object], r: TpccLoad) -> list[str]:
