@@ -5,13 +5,14 @@ driver differences between the sides said in a conclusion."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
 
 from pgrig import campaign, plan, registry
-from pgrig.document.model import Table
+from pgrig.document.model import BETTER, Table
 from pgrig.errors import UsageError
 from pgrig.meaning import Meaning
 from pgrig.monitor.model import MonitorResult, RunTotals, Verdict
@@ -227,24 +228,40 @@ def test_per_transaction_cost_from_the_server_counters() -> None:
         table.rows[0].cells[4]
         == "n/a (open_datasync: each WAL write syncs, no fsync call to count)"
     )
-    # What moved against a: the CPU halved; WAL not comparable (b has none).
+    # What moved against a: the CPU halved; WAL not comparable (b has none). One
+    # run a side decides nothing: said as not yet, the change still shown.
     moved = cost.moved_table(records, ["a", "b"], "a")
     assert moved is not None
-    assert moved.rows[0].cells[1:] == ("b", "server CPU ms -50% (0.250 -> 0.125)")
+    assert moved.rows[0].cells[1:] == (
+        "b",
+        "? not yet (1 vs 1 runs: a verdict needs ≥ 3 a side): server CPU ms -50% (0.250 -> 0.125)",
+    )
 
 
-def test_what_moved_names_only_the_figures_past_the_threshold() -> None:
-    on, off = run("on", 2, 1, 1000.0, 3.0), run("off", 2, 1, 3000.0, 1.0)
-    records = [
-        on,
-        monitored(on, RunTotals(2.0, 2000.0, 0, 2_000_000.0, 1200.0, 1.0, wal_fpi=20.0)),
-        off,
-        monitored(off, RunTotals(2.0, 6000.0, 0, 6_300_000.0, 60.0, 3.1, wal_fpi=62.0)),
-    ]
+def test_what_moved_is_decided_from_the_runs_as_every_comparison_is() -> None:
+    """Three runs a side: WAL syncs per commit fall from 0.6 to 0.01 (▲ less work),
+    WAL bytes are the same runs in another order (= the same within ±5%), the CPU
+    scatters from 0.3 to 0.9 ms per commit on one side (? not yet, with the runs
+    that would decide it)."""
+    records = []
+    cpu = {"on": (1.0, 1.0, 1.0), "off": (0.6, 1.2, 1.8)}
+    wal = {"on": (1.00e6, 1.01e6, 1.02e6), "off": (1.02e6, 1.00e6, 1.01e6)}
+    for target, syncs in (("on", 1200.0), ("off", 20.0)):
+        for rep in (1, 2, 3):
+            r = run(target, 2, rep, 1000.0, 3.0)
+            i = rep - 1
+            totals = RunTotals(2.0, 2000.0, 0, wal[target][i], syncs + rep, cpu[target][i])
+            records += [r, monitored(r, totals)]
     moved = cost.moved_table(records, ["on", "off"], "on")
     assert moved is not None and "against on" in moved.caption
-    # WAL bytes 1,000 -> 1,050 (+5%), FPI 0.01 -> 0.0103, CPU 0.5 -> 0.517: not named.
-    assert moved.rows[0].cells[2] == "WAL syncs -98% (0.60 -> 0.01)"
+    (row,) = moved.rows
+    said = re.split(r"; (?=[▲▼=?] )", row.cells[2])  # one figure each
+    assert said[0].startswith("▲ WAL syncs -98% (0.60 -> 0.01; 9") and "% CI " in said[0]
+    (cpu_said,) = [p for p in said if p.startswith("? server CPU ms +")]
+    assert "not yet" in cpu_said and "runs a side would decide it at this noise" in cpu_said
+    assert said[-1] == "= WAL bytes the same within ±5%"
+    assert row.marks == ("", "", BETTER)
+    assert any("Benjamini-Hochberg" in n for n in moved.notes)  # the table's family
 
 
 # -- unsafe durability at the row ------------------------------------------------------
@@ -402,3 +419,23 @@ def test_the_throughput_within_the_goal_reads_a_rate_sweep() -> None:
     assert said.rule == "latency-target" and said.text.startswith(
         "Within p99 <= 5 ms, TPC-B read-write, scale 1, 2 s: a 196 tps at 2 clients"
     )
+
+
+def test_a_point_is_named_by_its_result_kind_in_the_cost_tables() -> None:
+    """TPC-C's kind names its point (``ResultKind.case``: mode, active warehouses);
+    a kind that declares none is named by its workload and mode. The core adds the
+    connections, the offered rate and the duration."""
+
+    def rec(kind: str, **params: object) -> RunRecord:
+        return RunRecord(
+            study="s", key="k", kind=kind, target="t", params=params, status="ok",
+            started_at="", finished_at="",
+        )  # fmt: skip
+
+    tpcc = {"workload": "tpcc", "mode": "server", "connections": 4, "warehouses": 4}
+    assert cost.case_label(rec("tpcc_run", **tpcc, active=1, duration_s=3)) == (
+        "TPC-C server-side, 1 of 4 warehouses active, 4 connections, 3 s"
+    )
+    assert cost.case_label(rec("tpcc_run", **tpcc, active=4)) == "TPC-C server-side, 4 connections"
+    toy = rec("toy_sum", workload="toy", mode="fast", clients=2, rate=50, duration_s=1)
+    assert cost.case_label(toy) == "toy fast, 2 connections, 50 tps offered, 1 s"

@@ -106,6 +106,7 @@ def test_an_installed_plugin_adds_a_workload_a_kind_a_section_and_a_rule(
     md = full_report(out)
     text = md.read_text()
     assert "## Example counts" in text  # its section
+    assert "## TPC-B (pgbench)" not in text  # a workload that did not run: no section
     assert "| scratch1 | 4,321 |" in text
     assert "scratch1: the example counted all 4,321 rows." in text  # its rule's conclusion
     assert list(disk_dir.iterdir()) == []  # the scratch kind's cluster is gone

@@ -346,7 +346,9 @@ def test_whole_tool_missing_shows_skipped_rows_and_no_plots(tmp_path: Path) -> N
     for row in fio[2:]:
         assert _cells(row)[1] == "skipped: fio not installed: apt-get install fio"
     assert "The environment was not captured." in md
-    assert "## TPC-B (pgbench)\n\nNot run in this study." in md
+    # No pgbench workload and no pg_test_timing ran: no section of either, not even empty.
+    assert "TPC-B" not in md and "## Clock timing overhead" not in md
+    assert "Not run in this study" not in md
     assert not (tmp_path / f"report-{fx.STUDY_ID}_files").exists()
     page = html_path.read_text(encoding="utf-8")
     assert "<svg" not in page

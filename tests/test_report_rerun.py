@@ -7,15 +7,17 @@ from __future__ import annotations
 import re
 import shlex
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
 import click
 
-from pgrig import campaign, plan
+from pgrig import campaign, plan, registry
 from pgrig.commands.quick import campaign_of
 from pgrig.commands.run import run as run_command
 from pgrig.commands.run import typed_options
 from pgrig.report import rerun
+from pgrig.results import ResultKind, RunRecord
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -104,3 +106,34 @@ def test_the_golden_studies_summaries_replan_their_steps(tmp_path: Path) -> None
             assert 'pg_basebackup -D "$COPY_DIR" -F p -X stream -c fast' in summary
         if name == "tpcc_rates":
             assert "pgrig tpcc load --warehouses 1" in summary and " -R 80 " in summary
+
+
+@dataclass(frozen=True)
+class _Filled:
+    rows: int
+
+
+def test_a_plugin_kind_says_how_its_data_is_made_again() -> None:
+    """The summary asks each result kind (``ResultKind.rerun``), naming none: a
+    plug-in's load kind adds its own command line, a failed load none."""
+    from test_report_answer import stored
+
+    study, records = stored("backup_two")
+    target = records[0].target
+    fill = ResultKind(
+        "toy_fill", _Filled, rerun=lambda p, r: ["toyfill", "--rows", str(r.rows), p["table"]]
+    )
+
+    def rec(key: str, status: str) -> RunRecord:
+        return RunRecord(
+            study=study.id, key=key, kind="toy_fill", target=target, params={"table": "t1"},
+            status=status, started_at="", finished_at="", result={"rows": 7},
+        )  # fmt: skip
+
+    registry.register_kind(fill)
+    try:
+        summary = "\n".join(rerun.lines(study, [*records, rec("a", "ok"), rec("b", "failed")]))
+    finally:
+        registry.unregister_kind(fill)
+    assert summary.count("toyfill --rows 7 t1") == 1
+    assert "toyfill" not in "\n".join(rerun.lines(study, [*records, rec("a", "ok")]))

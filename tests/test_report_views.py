@@ -8,7 +8,9 @@ import csv
 import io
 from dataclasses import replace
 
-from pgrig import export
+import pytest
+
+from pgrig import export, registry, results
 from pgrig.document.model import Section, Table
 from pgrig.meaning import meaning_of
 from pgrig.report import compare, view
@@ -357,3 +359,40 @@ def test_a_probe_of_the_same_disk_per_target_is_not_a_difference() -> None:
     table = compare.comparison_table([*records, lab], ["sync-on", "sync-off"], "sync-on")
     (row,) = [r for r in table.rows if r.cells[0] == "fdatasync 8K"]
     assert "slower" in str(row.cells[3])
+
+
+def test_a_report_decodes_each_stored_result_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The stored TPC-C setting study (39 records): every section reads the records
+    ``view.build`` decoded at its start; no stored result is decoded twice."""
+    from test_report_answer import stored
+
+    study, records = stored("tpcc_settings")
+    mine = {id(r.result) for r in records if r.status == "ok" and r.result is not None}
+    decoded: list[int] = []
+    plain = results.from_dict
+
+    def spy(cls: type, data: object) -> object:
+        if id(data) in mine:  # a record's stored result, not a part of one
+            decoded.append(id(data))
+        return plain(cls, data)
+
+    monkeypatch.setattr(results, "from_dict", spy)
+    view.build(study, records)
+    assert len(decoded) == len(set(decoded)) > 30
+
+
+def test_a_decoded_record_whose_result_is_replaced_is_decoded_afresh() -> None:
+    study, records = tiny_cloud()
+    first = next(r for r in records if r.kind == "pgbench_run" and r.status == "ok")
+    (dec,) = registry.decoded([first])
+    assert registry.decoded([dec])[0] is dec  # decoded already: kept as it is
+    run = registry.typed_result(dec)
+    assert isinstance(run, PgbenchRun)
+    other = replace(dec, result=to_dict(replace(run, tps=run.tps + 1)))
+    assert registry.typed_result(other).tps == run.tps + 1
+    assert registry.typed_result(replace(dec, status="failed")) is None
+
+
+def test_a_workload_is_named_by_its_declared_title() -> None:
+    assert registry.title("tpcb") == "TPC-B" and registry.title("tpcc") == "TPC-C"
+    assert registry.title("login") == "login"  # a custom script's own name

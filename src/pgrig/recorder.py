@@ -317,7 +317,7 @@ class Recorder:
         else:
             kind = registry.kind(rec.kind)
             if kind is not None and kind.metric is not None:
-                # from_dict, not the caching ``typed``: a campaign keeps no result alive.
+                # The metric alone is kept: a campaign keeps no result alive.
                 self._metric[rec.key] = kind.metric(from_dict(kind.type, rec.result))
 
     def _revive(self, t: Target) -> None:

@@ -552,28 +552,36 @@ class RunRecord:
     id: int | None = None
 
 
+@dataclass(frozen=True)
+class Decoded(RunRecord):
+    """A record read once into its kind's dataclass: a report decodes the study's
+    records at its start (``pgrig.registry.decoded``) and every section reads
+    ``value`` rather than decoding the stored dict again."""
+
+    value: object = field(default=None, compare=False, repr=False)
+    # The stored dict ``value`` was decoded from: a copy whose result was replaced
+    # (``dataclasses.replace``) no longer holds it, and is decoded afresh.
+    source: object = field(default=None, compare=False, repr=False)
+
+    @classmethod
+    def of(cls, record: RunRecord, value: object) -> Decoded:
+        plain = {f.name: getattr(record, f.name) for f in dataclasses.fields(RunRecord)}
+        return cls(**plain, value=value, source=record.result)
+
+    def holds(self) -> bool:
+        """Is ``value`` this record's result, decoded? (Not for a failed run, nor
+        after its result was replaced.)"""
+        return self.source is self.result and self.status == "ok" and self.result is not None
+
+
 def typed(record: RunRecord, cls: type[T]) -> T | None:
     """The record's result as ``cls``, or None when the run did not succeed.
     (``pgrig.registry.typed_result`` finds the class from the record's kind.)"""
     if record.status != "ok" or record.result is None:
         return None
-    # A report asks for the same records' results from several sections (about
-    # six times each): decode each stored result once. Keyed by the identity of
-    # the result's dict, which the entry keeps alive so that the id stays its own.
-    entry = _DECODED.get(id(record.result))
-    if entry is not None and entry[0] is record.result and entry[1] is cls:
-        return typing.cast(T, entry[2])
-    value = from_dict(cls, record.result)
-    if len(_DECODED) >= _DECODED_MAX:
-        del _DECODED[next(iter(_DECODED))]
-    _DECODED[id(record.result)] = (record.result, cls, value)
-    return value
-
-
-# Oldest first (dicts keep insertion order); bounded so that a long-lived process
-# (a campaign recording thousands of runs) does not keep every result it decoded.
-_DECODED: dict[int, tuple[dict[str, JsonValue], type, object]] = {}
-_DECODED_MAX = 2048
+    if isinstance(record, Decoded) and record.holds() and isinstance(record.value, cls):
+        return record.value
+    return from_dict(cls, record.result)
 
 
 @dataclass(frozen=True)
@@ -602,9 +610,20 @@ class ResultKind:
     # (synchronous_commit = off, fsync = off) changes it and is flagged at it. False:
     # only the storage's barriers do (a backup's rate).
     commits: bool = False
-    # (p95, p99) in ms of one result, said beside its metric; None: no latency.
-    latency: Callable[[Any], tuple[float | None, float | None]] | None = None
+    # One result's latency percentiles in ms, by percentile (50, 90, 95, 99: what a
+    # campaign's ``latency_target`` may name): its p95 and p99 are said beside its
+    # metric, and the throughput under the latency target reads them; None: no latency.
+    latency: Callable[[Any], Mapping[int, float | None]] | None = None
     latency_label: str = "latency"  # what ``latency`` measures: "New-Order latency"
+    # A record's measured point as the report names it, before the connections (or
+    # clients), the offered rate and the duration it adds: the workload, its mode
+    # and what else makes the point ("TPC-C server-side, 1 of 4 warehouses
+    # active"); None: the record's workload and its ``mode``.
+    case: Callable[[Mapping[str, object]], str] | None = None
+    # A load's data made again, as the command a person types ("How to run it
+    # again" in the ticket summary), from the record's params and its result; None
+    # (or a None answer): the kind loads nothing a command remakes.
+    rerun: Callable[[Mapping[str, object], Any], Sequence[str] | None] | None = None
 
     def holds(self, record: RunRecord) -> bool:
         """Is ``record`` of this kind? (The report asks the kind, never its name.)"""

@@ -36,7 +36,7 @@ import contextlib
 import importlib.metadata
 import inspect
 import os
-from collections.abc import Callable, Iterator, MutableMapping
+from collections.abc import Callable, Iterable, Iterator, MutableMapping
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
@@ -48,7 +48,7 @@ from pgrig.registry import checks
 from pgrig.registry.report import ReportSection, Rule
 from pgrig.registry.target import TargetKind, TargetSpec
 from pgrig.registry.workload import Workload, WorkloadSpec
-from pgrig.results import ResultKind, RunRecord, typed
+from pgrig.results import Decoded, ResultKind, RunRecord, typed
 from pgrig.step import Action, Call, Prepare
 
 GROUP = "pgrig.plugins"  # the entry points' group
@@ -480,6 +480,13 @@ def target_kind(spec: TargetSpec, power_loss: str | None = None) -> AnyKind:
     return next(k for k in kinds_.values() if k.claims(spec, power_loss))
 
 
+def title(workload: str) -> str:
+    """A workload's name as the report says it: its type's ``title`` where the
+    spec kept its type's name ("TPC-B" for tpcb), else the name itself."""
+    found = workloads().get(workload)
+    return found.title if found is not None and found.title else workload
+
+
 def of(spec: WorkloadSpec) -> Workload:
     """The workload a parsed spec belongs to."""
     return workloads()[spec.kind]
@@ -503,11 +510,27 @@ def kind(name: str) -> ResultKind | None:
 
 def typed_result(record: RunRecord) -> Any:
     """The record's result as its registered dataclass; None when the run did not
-    succeed or its kind is unknown to this version of pgrig."""
+    succeed or its kind is unknown to this version of pgrig. A record ``decoded``
+    already gives what it holds."""
+    if isinstance(record, Decoded) and record.holds():
+        return record.value
     found = kind(record.kind)
     if found is None or record.status != "ok" or record.result is None:
         return None
     return typed(record, found.type)
+
+
+def decoded(records: Iterable[RunRecord]) -> list[RunRecord]:
+    """The records, each with its result decoded once into its kind's dataclass
+    (``Decoded``): a report decodes its study's records here, at its start, and
+    every section reads them (a record decoded already stays as it is)."""
+    out: list[RunRecord] = []
+    for rec in records:
+        if isinstance(rec, Decoded) and rec.source is rec.result:
+            out.append(rec)
+        else:
+            out.append(Decoded.of(rec, typed_result(rec)))
+    return out
 
 
 def headline(kind_name: str, result: Any) -> str:
@@ -549,6 +572,7 @@ __all__ = [
     "add_plugin",
     "columns",
     "commands",
+    "decoded",
     "disable",
     "executors",
     "headline",
@@ -571,6 +595,7 @@ __all__ = [
     "sections",
     "target_kind",
     "target_kinds",
+    "title",
     "typed_result",
     "unregister",
     "workloads",

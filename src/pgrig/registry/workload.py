@@ -106,6 +106,9 @@ class Workload(ABC):
     ``pgrig.registry`` (its ``pgrig.plugins`` entry point)."""
 
     type: ClassVar[str]  # the campaign's ``type = "..."``
+    # What the report calls it where a spec keeps its type's name ("TPC-B"); "":
+    # its name as it is.
+    title: ClassVar[str] = ""
     # Where it comes among the workloads (the report's sections, the docs); the
     # entry points load in no set order. pgrig's own are 10-50; others come after.
     order: ClassVar[int] = 100

@@ -201,7 +201,7 @@ def medians_lines(ev: Evidence) -> list[str]:
             continue
         values: dict[tuple[str, str], list[float]] = {}
         for rec in ev.records:
-            if rec.kind == kind.name and (res := typed_result(rec)) is not None:
+            if kind.holds(rec) and (res := typed_result(rec)) is not None:
                 at = kind.point(rec.params) if kind.point is not None else ""
                 workload = str(rec.params.get("workload", kind.name))
                 values.setdefault((workload, at), []).append(kind.metric(res))

@@ -488,7 +488,8 @@ def _kind_latency(
         if (str(rec.params.get("workload", kind.name)), point) != row:
             continue
         if (res := typed_result(rec)) is not None:
-            p95, p99 = kind.latency(res)
+            lat = kind.latency(res)
+            p95, p99 = lat.get(95), lat.get(99)
             if p95 is not None and p99 is not None:
                 per.setdefault(rec.target, []).append((p95, p99))
     if not per:

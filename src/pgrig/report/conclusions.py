@@ -288,7 +288,7 @@ def headline(ev: Evidence) -> list[Conclusion]:
         # of two points measure different things and never share a test.
         values: dict[tuple[str, str], dict[str, list[float]]] = {}
         for rec in ev.records:
-            if rec.kind == kind.name and (res := typed_result(rec)) is not None:
+            if kind.holds(rec) and (res := typed_result(rec)) is not None:
                 workload = str(rec.params.get("workload", kind.name))
                 at = kind.point(rec.params) if kind.point is not None else ""
                 per_target = values.setdefault((workload, at), {})

@@ -15,9 +15,9 @@ import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from pgrig import registry
+from pgrig import registry, stats
 from pgrig.document import fmt
-from pgrig.document.model import Figure, Row, Section, Series, Table
+from pgrig.document.model import BETTER, QUIET, WORSE, Figure, Row, Section, Series, Table
 from pgrig.meaning import meaning_of
 from pgrig.monitor.model import MONITOR, MonitorResult, RunTotals
 from pgrig.policy import LatencyTarget
@@ -92,8 +92,9 @@ class Offered:
     rate: float | None  # offered, transactions/s (None: closed loop)
     throughput: tuple[float, ...]
     unit: str  # "tps" | "tpmC"
-    latency: tuple[dict[int, float | None], ...]  # per run: percentile -> ms
+    latency: tuple[Mapping[int, float | None], ...]  # per run: percentile -> ms
     latency_of: str = ""  # "New-Order " for TPC-C
+    who: str = "client"  # what ``clients`` counts: "connection" for TPC-C
 
     def pct(self, p: int) -> float | None:
         values = [v for lat in self.latency if (v := lat.get(p)) is not None]
@@ -104,50 +105,46 @@ class Offered:
 
     @property
     def where(self) -> str:
-        who = "connection" if self.unit == "tpmC" else "client"
-        at = f"{self.clients} {who}{'s' if self.clients != 1 else ''}"
+        at = f"{self.clients} {self.who}{'s' if self.clients != 1 else ''}"
         return at + (f", {self.rate:,g} tps offered" if self.rate is not None else "")
 
 
-def _tpcc_sweep(rec: RunRecord) -> str:
-    p = rec.params
-    active = p.get("active")
-    part = f", {active} of {p['warehouses']} warehouses active" if (
-        active not in (None, p.get("warehouses"))) else ""  # fmt: skip
-    return f"TPC-C {p.get('mode', '?')}-side{part}, {p.get('duration_s', '?')} s"
-
-
 def offered(records: Sequence[RunRecord]) -> list[Offered]:
-    """Every measured point of pgbench's workloads and TPC-C, by target, in the
-    records' order."""
+    """Every measured point of pgbench's workloads and of every result kind that
+    declares its metric and its latency (TPC-C's tpmC and New-Order's), by target,
+    in the records' order."""
     found: dict[
         tuple[str, str, int, float | None],
-        tuple[list[float], list[dict[int, float | None]], str, str],
+        tuple[list[float], list[Mapping[int, float | None]], str, str, str],
     ] = {}  # noqa: E501
     for rec in records:
         res = registry.typed_result(rec)
+        kind = registry.kind(rec.kind)
+        if res is None or kind is None:
+            continue
         if isinstance(res, PgbenchRun):
             key = point_key(rec)
-            sweep, clients, unit, of = key.sweep_label, key.clients, "tps", ""
+            sweep, clients, unit, of, who = key.sweep_label, key.clients, "tps", "", "client"
             value = res.tps
-            lat = {p: _pct(res, p) for p in (50, 90, 95, 99)}
-        elif rec.kind == "tpcc_run" and res is not None:
-            sweep, unit, of = _tpcc_sweep(rec), "tpmC", "New-Order "
-            clients = int(rec.params.get("connections", 0) or 0)
-            value = float(getattr(res, "tpmc", 0.0))
-            no = res.stats("new_order")
-            lat = {p: getattr(no, f"p{p}_ms", None) if no is not None else None
-                   for p in (50, 90, 95, 99)}  # fmt: skip
+            lat: Mapping[int, float | None] = {p: _pct(res, p) for p in (50, 90, 95, 99)}
+        elif kind.metric is not None and kind.latency is not None:
+            load = {k: v for k, v in rec.params.items() if k not in LOAD_PARAMS}
+            sweep, unit = case_words(rec.kind, load), kind.unit
+            of = kind.latency_label.removesuffix("latency")  # "New-Order latency": "New-Order "
+            who = "connection" if "connections" in rec.params else "client"
+            clients = int(rec.params.get("connections", rec.params.get("clients", 0)) or 0)
+            value, lat = kind.metric(res), kind.latency(res)
         else:
             continue
         rate = rec.params.get("rate")
         r = float(rate) if isinstance(rate, int | float) else None
-        tps, lats, _, _ = found.setdefault((sweep, rec.target, clients, r), ([], [], unit, of))
+        key_ = (sweep, rec.target, clients, r)
+        tps, lats, *_ = found.setdefault(key_, ([], [], unit, of, who))
         tps.append(value)
         lats.append(lat)
     return [
-        Offered(sweep, t, c, r, tuple(v), unit, tuple(lats), of)
-        for (sweep, t, c, r), (v, lats, unit, of) in found.items()
+        Offered(sweep, t, c, r, tuple(v), unit, tuple(lats), of, who)
+        for (sweep, t, c, r), (v, lats, unit, of, who) in found.items()
     ]
 
 
@@ -241,7 +238,7 @@ def rate_figures(
             line = Series(f"the goal: {goal.text}", (rates[0], rates[-1]), limit, group="goal")
             series.append(replace(line, dash=1))
         of = points[0].latency_of
-        who = "connections" if points[0].unit == "tpmC" else "clients"
+        who = f"{points[0].who}s"
         figures.append(Figure(
             name=f"latency-vs-rate-{_slug(sweep)}-c{clients}",
             title=f"{of}p{p} against the offered rate, {sweep}, {clients} {who}",
@@ -294,11 +291,33 @@ def _totals(monitors: Mapping[str, RunRecord], rec: RunRecord) -> tuple[RunTotal
     return result.totals, result.server_version_num or 0
 
 
+def _each(
+    found: Found, part: Callable[[RunTotals], float | None], scale: float = 1.0
+) -> list[float]:
+    """Each run's figure per commit."""
+    return [v / t.commits * scale for t, _ in found if t.commits and (v := part(t)) is not None]
+
+
 def _per(
     found: Found, part: Callable[[RunTotals], float | None], scale: float = 1.0
 ) -> float | None:
-    values = [v / t.commits * scale for t, _ in found if t.commits and (v := part(t)) is not None]
+    values = _each(found, part, scale)
     return statistics.median(values) if values else None
+
+
+# The per-commit figures a setting comparison reads: (label, part, scale, format).
+# The sync wait counts only where it was timed (0: track_wal_io_timing off).
+PerCommit = tuple[str, Callable[[RunTotals], float | None], float, Callable[[float], str]]
+FIGURES: tuple[PerCommit, ...] = (
+    ("WAL bytes", lambda t: t.wal_bytes, 1.0, lambda v: f"{v:,.0f}"),
+    ("full-page images", lambda t: t.wal_fpi, 1.0, lambda v: f"{v:.2f}"),
+    ("WAL syncs", lambda t: t.wal_syncs, 1.0, lambda v: f"{v:.2f}"),
+    ("WAL sync wait ms", lambda t: t.wal_sync_ms or None, 1.0, lambda v: f"{v:.3f}"),
+    ("server CPU ms", lambda t: t.server_cpu_s, 1000.0, lambda v: f"{v:.3f}"),
+    ("device reads", lambda t: t.device_reads, 1.0, lambda v: f"{v:.2f}"),
+    ("device writes", lambda t: t.device_writes, 1.0, lambda v: f"{v:.2f}"),
+    ("device bytes", lambda t: t.device_bytes, 1.0, lambda v: fmt.size(int(v))),
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -333,19 +352,6 @@ class Cost:
             old=bool(found) and all(0 < v < WAL_VERSION for _, v in found),
         )
 
-    # The figures a setting comparison reads, by name: (label, value, format).
-    def figures(self) -> tuple[tuple[str, float | None, Callable[[float], str]], ...]:
-        return (
-            ("WAL bytes", self.wal_bytes, lambda v: f"{v:,.0f}"),
-            ("full-page images", self.wal_fpi, lambda v: f"{v:.2f}"),
-            ("WAL syncs", self.wal_syncs, lambda v: f"{v:.2f}"),
-            ("WAL sync wait ms", self.sync_ms or None, lambda v: f"{v:.3f}"),
-            ("server CPU ms", self.cpu_ms, lambda v: f"{v:.3f}"),
-            ("device reads", self.reads, lambda v: f"{v:.2f}"),
-            ("device writes", self.writes, lambda v: f"{v:.2f}"),
-            ("device bytes", self.device_bytes, lambda v: fmt.size(int(v))),
-        )
-
 
 def cost_cells(found: Found) -> tuple[str, str, str, str, str]:
     """WAL bytes (full-page images) per commit, WAL syncs (their wait) per commit,
@@ -375,27 +381,36 @@ def cost_cells(found: Found) -> tuple[str, str, str, str, str]:
     )
 
 
-def case_label(rec: RunRecord) -> str:
-    """The measured point a run belongs to, its repeats together: pgbench's point
-    label, else the workload's name and the parameters that make a point."""
-    if PGBENCH_RUN.holds(rec):
-        return point_key(rec).label
-    p = rec.params
-    name = str(p.get("workload", rec.kind))
-    name = {"tpcc": "TPC-C"}.get(name, name)
-    parts = [f"{name} {p['mode']}-side" if rec.kind == "tpcc_run" and "mode" in p else name]
-    if rec.kind != "tpcc_run" and p.get("mode") not in (None, name):
-        parts[0] += f" {p['mode']}"
+# What makes a point's load rather than the point: its clients and its offered rate
+LOAD_PARAMS = ("connections", "clients", "rate")
+
+
+def case_words(kind_name: str, params: Mapping[str, object]) -> str:
+    """The measured point a run belongs to, its repeats together: the workload,
+    its mode and what else makes the point as its result kind names them
+    (``ResultKind.case``), then its connections (or clients), offered rate and
+    duration."""
+    p = params
+    kind = registry.kind(kind_name)
+    if kind is not None and kind.case is not None:
+        parts = [kind.case(p)]
+    else:
+        name = str(p.get("workload", kind_name))
+        parts = [name + (f" {p['mode']}" if p.get("mode") not in (None, name) else "")]
     n = p.get("connections", p.get("clients"))
     if isinstance(n, int):
         parts.append(f"{n} connection{'s' if n != 1 else ''}")
-    if p.get("active") not in (None, p.get("warehouses")):
-        parts.append(f"{p['active']} of {p['warehouses']} warehouses active")
-    if isinstance(p.get("rate"), int | float):
-        parts.append(f"{float(p['rate']):,g} tps offered")
+    if isinstance(rate := p.get("rate"), int | float):
+        parts.append(f"{float(rate):,g} tps offered")
     if p.get("duration_s"):
         parts.append(f"{p['duration_s']} s")
     return ", ".join(parts)
+
+
+def case_label(rec: RunRecord) -> str:
+    """A run's measured point, its repeats together: pgbench's point label, else
+    ``case_words``."""
+    return point_key(rec).label if PGBENCH_RUN.holds(rec) else case_words(rec.kind, rec.params)
 
 
 def throughput(rec: RunRecord) -> float | None:
@@ -481,7 +496,45 @@ def cost_table(
     )  # fmt: skip
 
 
-MOVED = 0.10  # a per-commit figure that changed by less than this is not named
+_MARKS = {stats.BETTER: "▲", stats.WORSE: "▼", stats.SAME: "=", stats.NOT_YET: "?"}
+
+
+def _pct_text(c: stats.Comparison) -> tuple[str, str]:
+    """A per-commit figure's change in % of the baseline's, and its interval
+    ('' without one): a cost, so lower is better, said as a change."""
+    size = f"{c.diff_pct:+.0f}%" if c.diff_pct is not None else "n/a"
+    iv = c.interval  # a ratio's bounds: higher_is_better is False
+    if iv is None:
+        return size, ""
+    level = f"{100 * iv.confidence:.2f}".rstrip("0").rstrip(".") + "% CI"
+    return size, f"{level} {(iv.low - 1) * 100:+.0f} to {(iv.high - 1) * 100:+.0f}%"
+
+
+def _moved_cell(said: Sequence[tuple[str, str, stats.Comparison]]) -> tuple[str, str]:
+    """One row's figures, each decided: the called ones (▲ less work per commit,
+    ▼ more), the same ones together, the undecided ones with what would decide
+    them; when no figure could be tested, why once. Returns the text and its mark."""
+    called, same, open_ = [], [], []
+    untested: dict[str, list[str]] = {}  # why no test -> the figures it left untested
+    for name, moved, c in said:
+        size, ci = _pct_text(c)
+        if c.verdict in (stats.BETTER, stats.WORSE):
+            inner = "; ".join(filter(None, (moved, ci, c.p_words())))
+            called.append(f"{_MARKS[c.verdict]} {name} {size} ({inner})")
+        elif c.verdict == stats.SAME:
+            same.append(name)
+        elif c.no_test:
+            untested.setdefault(c.no_test, []).append(f"{name} {size} ({moved})")
+        else:
+            inner = "; ".join(filter(None, (moved, ci, c.p_words(), c.needed_text())))
+            open_.append(f"? {name} {size}, not yet ({inner})")
+    parts = called + open_
+    if same:
+        parts.append(f"= {', '.join(same)} the same within ±{stats.MARGIN_PCT:g}%")
+    parts += [f"? not yet ({why}): {', '.join(names)}" for why, names in untested.items()]
+    verdicts = {c.verdict for *_, c in said}
+    mark = WORSE if stats.WORSE in verdicts else BETTER if stats.BETTER in verdicts else QUIET
+    return "; ".join(parts), mark
 
 
 def moved_table(
@@ -489,35 +542,43 @@ def moved_table(
 ) -> Table | None:
     """Which per-commit figures moved against the baseline, and by how much: what
     a setting (wal_compression, full_page_writes, synchronous_commit, checkpoint
-    settings) changed in the work one transaction costs."""
-    costs = {(case, t): Cost.of(found) for case, t, _, found in _costs(records, targets)}
+    settings) changed in the work one transaction costs. Each figure of each case
+    is decided from the runs (``stats.decide``, lower is better), the table's
+    comparisons corrected together (``stats.adjust``)."""
     if baseline not in targets or len(targets) < 2:
         return None
-    rows = []
-    for (case, t), mine in costs.items():
-        base = costs.get((case, baseline))
-        if t == baseline or base is None or not mine.runs or not base.runs:
+    found = {(case, t): f for case, t, _, f in _costs(records, targets)}
+    pending: list[tuple[str, str, list[tuple[str, str, stats.Comparison]]]] = []
+    for (case, t), mine in found.items():
+        base = found.get((case, baseline))
+        if t == baseline or not base or not mine:
             continue
-        moved = []
-        for (name, b, show), (_, m, _) in zip(base.figures(), mine.figures(), strict=True):
-            if b is None or m is None or max(b, m) <= 0:
-                continue
-            change = (m - b) / b if b > 0 else float("inf")
-            if abs(change) >= MOVED:
-                pct = "new" if b <= 0 else f"{change:+.0%}"
-                moved.append(f"{name} {pct} ({show(b)} -> {show(m)})")
-        rows.append(Row((case, t, "; ".join(moved) or f"none by {MOVED:.0%} or more")))
-    if not rows:
+        said = []
+        for name, part, scale, show in FIGURES:
+            b, m = _each(base, part, scale), _each(mine, part, scale)
+            if b and m and max(*b, *m) > 0:  # none on one side, or none at all: not a figure
+                moved = f"{show(statistics.median(b))} -> {show(statistics.median(m))}"
+                said.append((name, moved, stats.decide(b, m, higher_is_better=False)))
+        pending.append((case, t, said))
+    if not pending:
         return None
+    tests = stats.adjust([c for *_, said in pending for *_, c in said])
+    rows, i = [], 0
+    for case, t, said in pending:
+        decided = [(name, moved, tests[i + j]) for j, (name, moved, _) in enumerate(said)]
+        i += len(said)
+        text, mark = _moved_cell(decided) if decided else ("no figure on both sides", "")
+        rows.append(Row((case, t, text), marks=("", "", mark) if mark else ()))
+    note = stats.family_note(tests)
     return Table(
         ("Test case", "target", f"per commit against {baseline}"),
         tuple(rows),
         caption=f"What moved per commit against {baseline}",
         notes=(
-            f"The per-commit figures above, each target's median against {baseline}'s for "
-            f"the same test case; a figure that changed by less than {MOVED:.0%} is not named. "
-            "Medians of the repeats, no interval: what a setting changed in a transaction's "
-            "work, not a verdict on its throughput.",
+            f"The per-commit figures above, each target's runs against {baseline}'s for the "
+            "same test case: the change of the runs' geometric means in %, ▲ less work per "
+            "commit / ▼ more (baseline's median -> this target's).",
+            *((note,) if note else ()),
         ),
         numeric=(False, False, False),
     )

@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from pgrig import registry
 from pgrig.document import fmt
 from pgrig.meaning import Meaning
 from pgrig.monitor.model import MONITOR, MonitorResult, Sample
@@ -113,8 +114,9 @@ Rule = Callable[[Evidence], list[Conclusion]]
 def point_words(key: PointKey, scaled: bool = False) -> str:
     """'TPC-B read-write' or 'login' (a custom script's mode is its name), with
     its scale when the study measured several."""
-    if key.workload == "tpcb":
-        name = f"TPC-B {key.mode}"
+    titled = registry.title(key.workload)
+    if titled != key.workload:
+        name = f"{titled} {key.mode}"
     else:
         name = (
             key.workload if key.mode in (key.workload, "custom") else f"{key.workload} {key.mode}"

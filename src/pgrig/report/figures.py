@@ -7,6 +7,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import replace
 
+from pgrig import registry
 from pgrig.document import fmt
 from pgrig.document.model import Figure, Series, median_line
 from pgrig.report import decimate
@@ -76,7 +77,8 @@ def tps_vs_clients_summary(records: Sequence[RunRecord], targets: list[str]) -> 
     series = []
     for dash, curve in enumerate(order):
         workload, scale, _, mode, _rate = curve
-        what = mode if workload in ("tpcb", mode) else f"{workload} {mode}"
+        titled = workload != registry.title(workload)  # TPC-B's curves: by mode alone
+        what = mode if titled or workload == mode else f"{workload} {mode}"
         what += f", scale {scale}" if len(scales) > 1 and scale is not None else ""
         for t in targets:
             if points := drawn[curve].get(t):

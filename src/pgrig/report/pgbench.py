@@ -17,13 +17,14 @@ import re
 import statistics
 from collections.abc import Sequence
 
+from pgrig import registry
 from pgrig.cluster import loadwal
 from pgrig.document import fmt
 from pgrig.document.model import FAILED, NOISY, SKIPPED, Figure, Row, Section, Series, Table
 from pgrig.meaning import Meaning
 from pgrig.monitor import noise
 from pgrig.registry import typed_result
-from pgrig.registry.shared import COUNT, PGBENCH_INIT
+from pgrig.registry.shared import BUILTIN, COUNT, PGBENCH_INIT
 from pgrig.report import decimate
 from pgrig.report.cost import latency_cell
 from pgrig.report.points import (
@@ -157,7 +158,7 @@ def pgbench_section(
     meaning: Meaning | None = None,
     progress: Progress | None = None,
 ) -> Section:
-    title, anchor = "TPC-B (pgbench)", "tpcb"
+    title, anchor = f"{registry.title(BUILTIN)} (pgbench)", BUILTIN
     load = load_table(records)
     pts = points(records, progress)
     if load is None and not pts:

@@ -6,8 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pgrig import registry
 from pgrig.registry import typed_result
-from pgrig.registry.shared import PGBENCH_RUN
+from pgrig.registry.shared import BUILTIN, PGBENCH_RUN
 from pgrig.results import (
     PgbenchRun,
     RunRecord,
@@ -45,7 +46,8 @@ class PointKey:
     def _name(self) -> str:
         scale = f", scale {self.scale}" if self.scale is not None else ""
         mode = self.mode if self.mode not in (self.workload, "custom") else ""
-        name = f"{self.workload} {mode}".strip() if self.workload != "tpcb" else f"TPC-B {mode}"
+        titled = registry.title(self.workload)  # "TPC-B": its mode always said
+        name = f"{titled} {mode}" if titled != self.workload else f"{self.workload} {mode}".strip()
         return name + scale
 
     @property
@@ -67,7 +69,7 @@ def point_key(rec: RunRecord) -> PointKey:
     p = rec.params
     scale = p.get("scale")
     return PointKey(
-        workload=str(p.get("workload", "tpcb")),
+        workload=str(p.get("workload", BUILTIN)),
         scale=int(scale) if isinstance(scale, int) else None,
         duration=int(p.get("duration_s", 0) or 0),
         mode=str(p.get("mode", "?")),

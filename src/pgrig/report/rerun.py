@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import PurePosixPath
 from typing import Any
 
-from pgrig import __version__
+from pgrig import __version__, registry
 from pgrig.results import RunRecord, Study
 
 # pgbench options whose value is a per-run path: the file's name is what a person types.
@@ -75,29 +75,17 @@ def _settings(target: dict[str, Any]) -> list[str]:
 
 
 def _loads(records: Sequence[RunRecord], target: str) -> list[str]:
-    """The loads of ``target``, as the commands that make the same data."""
+    """The loads of ``target``, as the commands that make the same data (each
+    result kind says its own: ``ResultKind.rerun``)."""
     out = []
     for rec in records:
-        if rec.target != target or rec.status != "ok":
+        kind = registry.kind(rec.kind)
+        if rec.target != target or kind is None or kind.rerun is None:
             continue
-        p = rec.params
-        if rec.kind == "pgbench_init":
-            argv = ["pgbench", "-i", "-s", str(p.get("scale", 1))]
-            if p.get("generate") == "server":
-                argv.append("--init-steps=dtGvp")
-            if p.get("partitions"):
-                argv.append(f"--partitions={p['partitions']}")
-            if p.get("unlogged"):
-                argv.append("--unlogged-tables")
-            if p.get("fillfactor"):
-                argv += ["-F", str(p["fillfactor"])]
+        if (res := registry.typed_result(rec)) is not None and (
+            argv := kind.rerun(rec.params, res)
+        ):
             out.append(shlex.join(argv))
-        elif rec.kind == "basebackup_data" and (rec.result or {}).get("loaded"):
-            out.append(shlex.join(["pgbench", "-i", "-s", str(p.get("scale", 1))]))
-        elif rec.kind == "tpcc_load":
-            jobs = (rec.result or {}).get("jobs")
-            argv = ["pgrig", "tpcc", "load", "--warehouses", str(p.get("warehouses", 1))]
-            out.append(shlex.join(argv + (["--jobs", str(jobs)] if jobs else [])))
     return out
 
 

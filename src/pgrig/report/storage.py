@@ -407,7 +407,7 @@ def cgroup_table(records: Sequence[RunRecord]) -> Table | None:
     reclaims the cgroup's page cache or kills)."""
     per: dict[tuple[str, str], list[MemoryUse]] = {}
     for rec in records:
-        use = typed_result(rec) if rec.kind == MEMORY.name else None
+        use = typed_result(rec) if MEMORY.holds(rec) else None
         if isinstance(use, MemoryUse):
             mode = str(rec.params.get("mode") or rec.params.get("workload") or "")
             per.setdefault((rec.target, mode), []).append(use)

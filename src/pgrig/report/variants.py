@@ -16,6 +16,7 @@ import statistics
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from pgrig import registry
 from pgrig.document import fmt
 from pgrig.document.model import HEADLINE, Row, Section, Table
 from pgrig.monitor.model import MONITOR, Sample
@@ -96,7 +97,7 @@ def _versions_table(
             cells += [_median(_including(per_target.get(n, []))) for n in names]
         cells += [latency_cell(ok_runs(per_target.get(n, []))) for n in names]
         drafts.append(Draft(tuple(cells)))
-    name = "TPC-B" if workload == "tpcb" else workload
+    name = registry.title(workload)
     return Table(
         tuple(columns),
         family.rows(drafts),

@@ -73,7 +73,7 @@ class Ledger:
                 continue
             by_point: dict[tuple[str, str], dict[str, list[float]]] = {}
             for rec in records:
-                if rec.kind == kind.name and (res := typed_result(rec)) is not None:
+                if kind.holds(rec) and (res := typed_result(rec)) is not None:
                     at = kind.point(rec.params) if kind.point is not None else ""
                     row = (str(rec.params.get("workload", kind.name)), at)
                     by_point.setdefault(row, {}).setdefault(rec.target, []).append(kind.metric(res))

@@ -24,7 +24,7 @@ from pgrig.document.model import (
 from pgrig.meaning import Meaning, meaning_of
 from pgrig.monitor.model import MONITOR
 from pgrig.probe import FIO, FSYNC, TIMING
-from pgrig.registry.shared import PGBENCH_RUN
+from pgrig.registry.shared import BUILTIN, COUNT, PGBENCH_INIT, PGBENCH_RUN, SQL_SETUP
 from pgrig.report import answer, compare, conclusions, figures, sizes, variants
 from pgrig.report import storage as storage_report
 from pgrig.report.commands import commands_table
@@ -65,23 +65,22 @@ def build(
     """``samples`` gives a watched run's per-second samples when its section
     draws it, ``progress`` a pgbench run's -P points (the records may come
     without them: ``pgrig.report.samples``, ``pgrig.report.progress``)."""
-    records = sorted(records, key=_record_order)
+    # Each stored result decoded once, here: every section reads these records.
+    records = sorted(registry.decoded(records), key=_record_order)
     targets = compare.targets_of(study.params, records)
     per_second = Progress(progress)  # one for every section: each run read once for its noise
     if len(targets) > 1:
         return _build_comparison(study, records, targets, samples, per_second)
-    by_kind: dict[str, list[RunRecord]] = {}
-    for rec in records:
-        by_kind.setdefault(rec.kind, []).append(rec)
-    timing = by_kind.get("pg_test_timing", [])
-    fsync = by_kind.get("pg_test_fsync", [])
-    fio = sorted(by_kind.get("fio", []), key=fio_order)
+    timing = TIMING.records(records)
+    fsync = FSYNC.records(records)
+    fio = sorted(FIO.records(records), key=fio_order)
     sections = [
         _with_labs(summary_section(study, fsync, fio, records, per_second), records, samples),
         environment_section(study, records),
-        timing_section(timing, study.environment),
-        fsync_section(fsync, study.target),
-        fio_section(fio, study.target),
+        # A probe that did not run leaves no section, as a workload does not.
+        *([timing_section(timing, study.environment)] if timing else []),
+        *([fsync_section(fsync, study.target)] if fsync else []),
+        *([fio_section(fio, study.target)] if fio else []),
         *workload_sections(
             records,
             study.target,
@@ -117,32 +116,39 @@ def _concluded(
     return tuple(conclusions.section(ev, sections, answer.section(ev)))
 
 
+# What pgbench's workloads record (TPC-B's load and count, a custom script's setup,
+# the runs of both): their sections' records.
+PGBENCH_KINDS = (PGBENCH_INIT, COUNT, PGBENCH_RUN, SQL_SETUP)
+
+
 def workload_sections(
     records: Sequence[RunRecord],
     target: str,
     meaning: Meaning | None = None,
     progress: Progress | None = None,
 ) -> list[Section]:
-    """One TPC-B-style section per workload, scale and duration (a campaign can
-    sweep scales, as seed 004 does from 1 to 10,000)."""
+    """One TPC-B-style section per pgbench workload, scale and duration (a
+    campaign can sweep scales, as seed 004 does from 1 to 10,000); none when no
+    pgbench workload ran."""
     groups: dict[tuple[str, object, object], list[RunRecord]] = {}
-    kinds = ("pgbench_init", "count", "pgbench_run", "sql_setup")
     for rec in records:
-        if rec.kind in kinds:
+        if any(k.holds(rec) for k in PGBENCH_KINDS):
             p = rec.params
-            groups.setdefault((str(p.get("workload", "tpcb")), p.get("scale"), None), []).append(
+            groups.setdefault((str(p.get("workload", BUILTIN)), p.get("scale"), None), []).append(
                 rec
             )
+    if not groups:
+        return []
     # The monitor's records go along: they say which runs other work disturbed.
     watched = [r for r in records if MONITOR.holds(r)]
     durations_all = {r.params.get("duration_s") for r in records if PGBENCH_RUN.holds(r)}
-    distinct = {k for k in groups if k[1] is not None or k[0] != "tpcb"}
+    distinct = {k for k in groups if k[1] is not None or k[0] != BUILTIN}
     if len(distinct) <= 1 and len(durations_all) <= 1:
         # One workload at one scale: one section, as the quick study shows it.
-        only = next(iter(distinct), ("tpcb", None, None))
-        mine = [r for r in records if r.kind in kinds] + watched
+        only = next(iter(distinct), (BUILTIN, None, None))
+        mine = [r for r in records if any(k.holds(r) for k in PGBENCH_KINDS)] + watched
         section = pgbench_section(mine, target, meaning, progress)
-        if only[0] != "tpcb":
+        if only[0] != BUILTIN:
             section = _retitle(section, f"{only[0]} (pgbench)", fmt.slug(only[0]))
         return [section]
     out = []
@@ -158,13 +164,13 @@ def workload_sections(
                 if not PGBENCH_RUN.holds(r) or r.params.get("duration_s") == duration
             ]
             section = pgbench_section(subset + watched, target, meaning, progress)
-            label = "TPC-B" if workload == "tpcb" else workload
+            label = registry.title(workload)
             parts = [
                 f"scale {scale}" if scale is not None else "",
                 f"{duration} s runs" if len(durations) > 1 else "",
             ]
             suffix = ", ".join(p for p in parts if p)
-            if len(groups) > 1 or len(durations) > 1 or workload != "tpcb":
+            if len(groups) > 1 or len(durations) > 1 or workload != BUILTIN:
                 section = _retitle(
                     section,
                     f"{label} (pgbench)" + (f", {suffix}" if suffix else ""),

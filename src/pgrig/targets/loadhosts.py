@@ -161,7 +161,7 @@ def section(records: Sequence[RunRecord]) -> Section | None:
     runs = [
         (r, res)
         for r in records
-        if r.kind == LOAD_HOSTS.name and (res := typed(r, LoadHostsRun)) is not None
+        if LOAD_HOSTS.holds(r) and (res := typed(r, LoadHostsRun)) is not None
     ]
     if not runs:
         return None

@@ -46,6 +46,8 @@ DATA = ResultKind(
         + (f", loaded in {r.load_s:.1f} s" if r.loaded and r.load_s else ", reused")
     ),
     columns=lambda r: {"elapsed_s": r.load_s},
+    # the TPC-B data it loaded (data found loaded: no command made it here)
+    rerun=lambda p, r: ["pgbench", "-i", "-s", str(p.get("scale", 1))] if r.loaded else None,
 )
 
 

@@ -47,6 +47,7 @@ ACTIONS: dict[str, Callable[..., Any]] = {
 
 class TpcbWorkload(Workload):
     type = "tpcb"
+    title = "TPC-B"
     order = 10
     schema = tpcb_spec.SCHEMA
     kinds = (PGBENCH_INIT, COUNT, PGBENCH_RUN, RELATION_SIZES)
