@@ -62,6 +62,9 @@ def resume(
         capture_output=True, text=True, timeout=timeout, env=env,
     )  # fmt: skip
     assert "Traceback" not in done.stderr, done.stderr[-3000:]
+    if "the quick study is not resumed" in done.stderr:  # a study without a campaign file
+        assert done.returncode == 2 and _records(results) == before, done.stderr
+        return "n/a: the quick study is not resumed (refused, exit 2, nothing recorded)"
     after = _records(results)
     failed = [k for k, (status, _) in before.items() if status == "failed"]
     for key, (status, finished) in before.items():
@@ -73,7 +76,9 @@ def resume(
     for key in failed:
         if "/failed-" in key:
             continue
-        assert key in after and f"{key}/failed-1" in after, f"{key} not run once more"
+        assert key in after and f"{key}/failed-1" in after, (
+            f"{key} not run once more: {done.stderr[-2000:]}"
+        )
         assert f"{key}/failed-2" not in after, f"{key} run twice on resume"
     grown = set(after) - set(before)
     stray = [
