@@ -365,7 +365,8 @@ def test_a_throttled_load_host_is_named_and_its_run_marked_disturbed(
     faultlog.note(
         "a load host throttled (tbf 256 kbit/s on h3's link)", named_in_s=None,
         exit_code=done.returncode, named="load host h3 (held back)", since="the run's end",
-        tps=raw, resume=faultlog.in_suite() and faultlog.resume([path], results),
+        tps={h: round(v) for h, v in raw.items()},
+        resume=faultlog.in_suite() and faultlog.resume([path], results),
     )  # fmt: skip
 
 
