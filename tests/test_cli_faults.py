@@ -13,10 +13,12 @@ import subprocess
 import sys
 import threading
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
+import faultlog
 from conftest import full_report
 from pgrig import proc
 from test_cli import SPAWNED, only_study, pgrig, postmaster_of, recorded, spawn, tiny, wait_for
@@ -337,6 +339,12 @@ def test_a_client_that_stops_progressing_fails_its_run_in_seconds(disk_dir: Path
     assert re.search(r"the client pgbench .* stopped progressing", reason or ""), reason
     assert runs["local/tpcb/s1/select-only/c2/d8/r1"][0] == "ok", f"the study goes on: {err}"
     assert "Traceback" not in err
+    faultlog.note(
+        "hung client (SIGSTOP of pgbench 2 s into an 8-s run)", named_in_s=noticed[0],
+        exit_code=child.returncode, named="the client pgbench on this machine",
+        resume=faultlog.in_suite() and faultlog.resume(
+            ["--target", disk_dir, *tiny(clients="1,2", duration="8")], results),
+    )  # fmt: skip
 
 
 def test_a_backend_killed_mid_run_is_waited_for_before_the_next_step(disk_dir: Path) -> None:
@@ -430,6 +438,7 @@ def test_a_target_that_turns_read_only_mid_run_is_exit_6_and_clean_works_on_it(
         )  # fmt: skip
         assert child.poll() is None, child.communicate()
         time.sleep(1.0)
+        triggered = datetime.now(UTC)
         trigger.write_text("1")
         out, err = child.communicate(timeout=300)
         assert "Traceback" not in err, err
@@ -462,5 +471,13 @@ def test_a_target_that_turns_read_only_mid_run_is_exit_6_and_clean_works_on_it(
                                text=True, timeout=120, env=env)  # fmt: skip
         assert "removed the orphan work directory" in clean.stdout, clean.stdout + clean.stderr
         assert not list(mnt.glob("pgrig-*"))
+        faultlog.note(
+            "read-only target (ext4 errors=remount-ro, 1 s into a 4-s run)",
+            named_in_s=faultlog.seconds_after(results, "local/tpcb/s1/select-only/c1/d4/r1",
+                                              triggered),
+            exit_code=child.returncode, named=f"cannot write ...: Read-only file system ({mnt})",
+            resume=faultlog.in_suite() and faultlog.resume(
+                ["--target", mnt, *tiny(clients="1,2", duration="4")], results, env),
+        )  # fmt: skip
     finally:
         subprocess.run(["umount", mnt], capture_output=True, timeout=60)

@@ -199,6 +199,38 @@ def test_a_lost_connection_ends_the_wait(hosts: list[inventory.Host], netns_lab:
         ex.close()
 
 
+def test_a_reconnect_keeps_to_its_bound_and_reaches_the_host_once_back(
+    hosts: list[inventory.Host],
+    netns_lab: Lab,  # noqa: F811
+) -> None:
+    """The server host's SSH lost with its sshd stopped (SIGSTOP: the kernel takes
+    the TCP connect, no SSH answers): a 2-s reconnect gives up in about 2 s, not
+    at the 10-s connect timeout of an attempt begun inside it (two such waits
+    were 40 s of the stays-away test); once sshd runs again, the executor is
+    reached in place and runs commands."""
+    ex = preflight.connect(hosts[1])
+    sshd = netns_lab.hosts[1].sshd_pid
+    try:
+        os.kill(sshd, signal.SIGSTOP)
+        for pid in proc.run(["pgrep", "-P", str(sshd)], timeout=30, check=False).stdout.split():
+            os.kill(int(pid), signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while not ex.connection_lost() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert ex.connection_lost()
+        t0 = time.monotonic()
+        assert not ex.reconnect(2.0)
+        assert time.monotonic() - t0 < 6, "the bound, not an attempt's connect timeout"
+    finally:
+        os.kill(sshd, signal.SIGCONT)
+    try:
+        assert ex.reconnect(20.0)
+        assert not ex.connection_lost()
+        assert ex.run(["echo", "back"], timeout=30).stdout == "back\n"
+    finally:
+        ex.close()
+
+
 def test_a_sudo_user_acts_as_root(
     hosts: list[inventory.Host],
     netns_lab: Lab,  # noqa: F811

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+import faultlog
 from conftest import full_report, make_disk_dir
 from pgrig import campaign, lifecycle, proc, storage
 from pgrig.cluster import workdir
@@ -562,6 +563,13 @@ def test_a_step_the_memory_cgroup_oom_kills_says_so(base: Path) -> None:
     assert status == "failed", reason
     assert "OOM-killed" in (reason or "") and "(64 MiB)" in (reason or ""), reason
     assert_nothing_left(base, keep=("c.toml", "r", "hog.sql", "one.sql"))
+    faultlog.note(
+        "OOM kill in the target's memory cgroup (64 MiB; a setup's query)",
+        named_in_s=faultlog.seconds_after(base / "r", "small/hog/setup"),
+        exit_code=done.returncode, named="OOM-killed ... in the target's memory cgroup (64 MiB)",
+        since="the step's start (the kill ends it)",
+        resume=faultlog.in_suite() and faultlog.resume([path], base / "r"),
+    )  # fmt: skip
 
 
 def test_memory_limited_runs_record_the_cgroups_limit_hits_peak_and_oom_kills(

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, cast
 from pgrig import monitor, proc, registry
 from pgrig.cluster.server import Server, ServerLost
 from pgrig.errors import HostUnusable, PgrigError, StoreError
-from pgrig.hosts.executor import RECONNECT_S, Executor
+from pgrig.hosts.executor import Executor, reconnect_s
 from pgrig.monitor.model import MONITOR
 from pgrig.registry.target import Target
 from pgrig.results import (
@@ -331,11 +331,15 @@ class Recorder:
         if isinstance(host, Executor) and host.connection_lost():
             # The host's SSH went, not (as far as anyone knows) the server: read
             # through a closed connection it looked down, and was "restarted".
-            self.ui.warn(f"{t.name}: lost the SSH connection to {host.name}; reconnecting")
-            if not host.reconnect(RECONNECT_S):
+            bound = reconnect_s()
+            self.ui.warn(
+                f"{t.name}: lost the SSH connection to {host.name}; reconnecting "
+                f"(up to {bound:g} s)"
+            )
+            if not host.reconnect(bound):
                 raise HostUnusable(
                     f"target {t.name}: lost the SSH connection to {host.name}, the server's "
-                    f"host, and could not reconnect in {RECONNECT_S:.0f} s: its server may "
+                    f"host, and could not reconnect in {bound:g} s: its server may "
                     "still run there",
                     hint=f"once {host.name} answers (pgrig hosts check -i FILE): pgrig clean "
                     "--inventory FILE stops it, and pgrig run resumes the study",

@@ -25,7 +25,7 @@ from pgrig.cluster.server import InitdbOptions, initdb_options
 from pgrig.conninfo import Conn
 from pgrig.errors import HostUnusable
 from pgrig.hosts import owner
-from pgrig.hosts.executor import RECONNECT_S, Executor
+from pgrig.hosts.executor import Executor, reconnect_s
 from pgrig.pgsource.binaries import PgBinaries
 
 SUPERUSER = "postgres"
@@ -277,10 +277,10 @@ class HostedServer:
             return
         # Its host's SSH lost during the last step: reached again (bounded), else
         # `stop` read a closed connection as "not running" and left it running.
-        if self.ex.connection_lost() and not self.ex.reconnect(RECONNECT_S):
+        if self.ex.connection_lost() and not self.ex.reconnect(bound := reconnect_s()):
             raise HostUnusable(
                 f"lost the SSH connection to {self.ex.name} and could not reconnect in "
-                f"{RECONNECT_S:.0f} s: the server in {self.workdir} there may still run",
+                f"{bound:g} s: the server in {self.workdir} there may still run",
                 hint=f"once {self.ex.name} answers (pgrig hosts check -i FILE): pgrig clean "
                 "--inventory FILE stops it and removes its directory (its pgrig is gone)",
             )

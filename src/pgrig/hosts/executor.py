@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import IO
 
 from pgrig import ownership, proc
-from pgrig.errors import BinaryNotFound, ToolError, ToolTimeout, WorkdirError
+from pgrig.errors import BinaryNotFound, ToolError, ToolTimeout, UsageError, WorkdirError
 from pgrig.hosts.inventory import Host
 from pgrig.pgsource.binaries import tool_path
 
@@ -191,7 +191,32 @@ class Started(ABC):
 
 # How long a server's host may take to answer SSH again before pgrig gives up on
 # it (the study stops, exit 7): sshd restarted by systemd takes a second or two.
+# ``PGRIG_RECONNECT_S`` sets another bound (a host that reboots needs minutes; a
+# test that proves the giving up needs a few seconds).
 RECONNECT_S = 20.0
+RECONNECT_VAR = "PGRIG_RECONNECT_S"
+_RECONNECT_MAX_S = 3600.0
+
+
+def reconnect_s() -> float:
+    """The reconnect bound: ``PGRIG_RECONNECT_S`` when set, else ``RECONNECT_S``.
+    A bad value is refused naming the variable (the remote target asks before a
+    study exists, so a lost host never meets it mid-study)."""
+    raw = os.environ.get(RECONNECT_VAR)
+    if raw is None or not raw.strip():
+        return RECONNECT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0 < value <= _RECONNECT_MAX_S:  # nan fails too
+        raise UsageError(
+            f"{RECONNECT_VAR}={raw!r}: not a number of seconds above 0 and at most "
+            f"{_RECONNECT_MAX_S:.0f}",
+            hint=f"give the seconds a server's host may take to answer SSH again, e.g. "
+            f"{RECONNECT_VAR}=60, or unset it for {RECONNECT_S:.0f} s",
+        )
+    return value
 
 
 class Executor(ABC):

@@ -82,10 +82,10 @@ class SshConnectError(Exception):
         self.detail = detail
 
 
-async def _connect(host: Host) -> asyncssh.SSHClientConnection:
+async def _connect(host: Host, timeout: float = CONNECT_TIMEOUT_S) -> asyncssh.SSHClientConnection:
     options: dict[str, Any] = {
         "port": host.port,
-        "connect_timeout": CONNECT_TIMEOUT_S,
+        "connect_timeout": timeout,
         # The inventory is the trust anchor, as in Ansible with host key checking
         # off: pgrig does not edit known_hosts. A host whose key changed is the
         # operator's to notice; docs/hosts.md says so.
@@ -249,9 +249,12 @@ class SshExecutor(Executor):
         killed, its listener alive: issue 40.10), tried every 2 s."""
         deadline = time.monotonic() + within_s
         while True:
+            # An attempt within the bound: a stopped sshd takes the TCP connect
+            # and never answers, and each attempt waited CONNECT_TIMEOUT_S past it.
+            left = min(CONNECT_TIMEOUT_S, max(deadline - time.monotonic(), 1.0))
             try:
-                conn = call(_connect(self.host), CONNECT_TIMEOUT_S + 5, f"reaching {self.name}")
-            except (SshConnectError, ToolError):
+                conn = call(_connect(self.host, left), left + 5, f"reaching {self.name}")
+            except (SshConnectError, ToolError, ToolTimeout):
                 if time.monotonic() + 2 >= deadline:
                     return False
                 time.sleep(2)

@@ -42,6 +42,19 @@ class ServerHung(PgrigError):
         )
 
 
+class ServerHostLost(PgrigError):
+    """The SSH connection to the server's host closed mid-run (its sshd killed,
+    the host gone): nothing reads the host or could revive its server now."""
+
+    def __init__(self, host: str) -> None:
+        super().__init__(
+            f"lost the SSH connection to {host}, the server's host, mid-run: the server "
+            "and its host went unwatched, so the run is not counted",
+            hint=f"pgrig reconnects to {host} before the next step (PGRIG_RECONNECT_S "
+            "bounds the wait); pgrig run --retry-failed measures this run again",
+        )
+
+
 class Heartbeat:
     """When the server query under way was sent (``asking``), and whether it has
     gone unanswered too long (``check``); ``where`` names the server."""

@@ -24,7 +24,7 @@ from pgrig import environment
 from pgrig.errors import PgrigError, UsageError
 from pgrig.monitor import interference, procfs, verdict
 from pgrig.monitor.checkpoints import find_checkpoints
-from pgrig.monitor.heartbeat import Heartbeat, LastCloses
+from pgrig.monitor.heartbeat import Heartbeat, LastCloses, ServerHostLost
 from pgrig.monitor.model import (
     CpuSample,
     DeviceSample,
@@ -318,7 +318,6 @@ class Watch:
         self.thresholds = thresholds or interference.DEFAULT
         self._meter = _ProcessMeter(lambda: self.ctx.server_pid)
         self._beat = Heartbeat(lambda: self.ctx.conn.describe() if self.ctx.conn else "?")
-        self.heartbeat = self._beat.check  # what the run's waits call (proc.watched_by)
         self._closer = LastCloses()  # this exit and the sampler thread's end
         # The one place the server's host is told apart: this machine or another.
         self._host: _ThisMachine | _OtherHost = (
@@ -354,6 +353,16 @@ class Watch:
             if self._thread.is_alive():
                 self.notes.append("the sampler's query had no answer when the run ended")
         self._closer.release(self._conn, 1 if self._thread is not None else 2)
+
+    def heartbeat(self) -> None:
+        """What the run's waits call (``proc.watched_by``): raise ``ServerHung``
+        when the server stopped answering, ``ServerHostLost`` when the SSH
+        connection to its host closed. That loss was seen only at the next
+        step (issue 40.10): the run, its host unread, was recorded ok."""
+        self._beat.check()
+        host = self.ctx.host
+        if host is not None and host.connection_lost():
+            raise ServerHostLost(host.name)
 
     @property
     def backend_pid(self) -> int | None:

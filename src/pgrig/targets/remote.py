@@ -41,7 +41,7 @@ from pgrig.cluster.server import InitdbOptions, initdb_version_args
 from pgrig.document.model import Section
 from pgrig.errors import BinaryNotFound, HostUnusable, PgrigError, UsageError
 from pgrig.hosts import facts, inventory, owner, preflight
-from pgrig.hosts.executor import TMP, Executor, LocalExecutor
+from pgrig.hosts.executor import TMP, Executor, LocalExecutor, reconnect_s
 from pgrig.hosts.inventory import Host
 from pgrig.pgsource import binaries
 from pgrig.registry.target import (
@@ -349,6 +349,7 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
         # What needs no host first: a 999-host inventory was contacted for 464 s,
         # then refused on max_connections (issue 40.14).
         remote_refuse.log_directory(spec)
+        reconnect_s()  # a bad PGRIG_RECONNECT_S: refused now, not when a host is lost
         remote_refuse.reachable_server(spec, server[0], load_hosts)
         remote_refuse.one_machine_once(spec, load_hosts, notes)
         _fits_anywhere(spec, bins, demands, server[0], load_hosts)
