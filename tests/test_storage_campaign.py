@@ -417,6 +417,23 @@ def test_memory_limit_sizes_shared_buffers(base: Path) -> None:
         ('fs = "zfs"\nsize = "1GiB"', "'zfs' is not one of xfs, ext4, btrfs"),
         ('fs = "ext4"\nsize = "1GiB"\nstripes = 2', "c.toml:7: target\\[0\\].stripes: 2 with"),
         ('fs = "xfs"\nsize = "1GiB"\nlog_sise = "1G"', "did you mean 'log_size'"),
+        # the instance's cap (issue 44): shared by emulated disks, so it needs one
+        (
+            'directory = "/var/tmp"\ninstance_iops = 2000',
+            "c.toml:6: target\\[0\\].instance_iops: an instance cap is shared by the target's "
+            "emulated disks, and it has none.*latency = ",
+        ),
+        ('latency = "essd-pl3"\ninstance_iops = 0', "target\\[0\\].instance_iops: 0: must be more"),
+        ('latency = "essd-pl3"\ninstance_mbps = "fast"', "target\\[0\\].instance_mbps"),
+        (
+            'latency = "essd-pl3"\ntablespace = { latency = "essd-pl1", instance_iops = 9 }',
+            "target\\[0\\].tablespace.instance_iops: unknown key",
+        ),
+        (
+            'tablespace = { latency = "essd-pl1", iops = 900 }',
+            "tablespace.latency: cannot be combined with an I/O cap",
+        ),
+        ("tablespace = {}", "a tablespace disk needs fs and size, or latency"),
     ],
 )
 def test_bad_lab_keys_name_file_line_and_key(target: str, message: str) -> None:

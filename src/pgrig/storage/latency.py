@@ -273,7 +273,7 @@ NOT_CAPTURED = (
     "class's delay, not this disk's read",
     "every I/O also crosses the FUSE process (the floor below), which a cloud disk's "
     "page cache does not",
-    "the instance's own cap across its disks, unless given (nativefs.Instance)",
+    "the instance's own cap across its disks, unless given (instance_iops, instance_mbps)",
     "the page-cache hit share of the server's reads: the kernel counts no read_bytes for "
     "reads a FUSE process serves, so it reads 100%; the layer's read_delays are the misses",
 )
@@ -649,6 +649,28 @@ class Emulator:
                                 self.sync_aim_us)  # fmt: skip
 
 
+@dataclass(frozen=True)
+class Emulators:
+    """Every layer of one target (its data disk's and its tablespaces'), read as
+    one emulator: their CPU and counters summed, the data disk's PID and aims (a
+    tablespace's layer is a process of its own)."""
+
+    each: tuple[Emulator, ...]
+
+    def reading(self) -> EmulatorReading | None:
+        got = [e.reading() for e in self.each]
+        first = got[0] if got else None
+        if first is None or any(g is None for g in got):
+            return None
+        counters: dict[str, int] = {}
+        for g in got:
+            assert g is not None
+            for name, value in g.counters:
+                counters[name] = counters.get(name, 0) + value
+        return replace(first, cpu_s=sum(g.cpu_s for g in got if g is not None),
+                       counters=tuple(sorted(counters.items())))  # fmt: skip
+
+
 # The layer runs at this niceness (added to pgrig's): below the server it slows,
 # so its CPU comes out of what is left. Measured in bench/latency_layers.py.
 NICE = 0
@@ -720,8 +742,14 @@ def latency_layer(
             # caps off while calibrating: fio's figures are the latency alone
             if isinstance(live, NativeMount):
                 live.set_caps(Caps())
-            syncs = checked(lambda: calibrate_syncs(live, disk, disk_class, seconds, kind))
-            reads = checked(lambda: calibrate_reads(live, disk, disk_class, seconds, kind))
+            if instance is not None:
+                instance.pause(True)
+            try:
+                syncs = checked(lambda: calibrate_syncs(live, disk, disk_class, seconds, kind))
+                reads = checked(lambda: calibrate_reads(live, disk, disk_class, seconds, kind))
+            finally:
+                if instance is not None:
+                    instance.pause(False)
             caps = ""
             if isinstance(live, NativeMount):
                 live.set_caps(disk_class.caps)
