@@ -392,3 +392,37 @@ def test_a_targets_data_disk_and_tablespace_disk_share_its_instance_cap(base: Pa
     assert "an instance cap of 2,000 IOPS" in spec.describe()
     assert not any(base.glob("pgrig-latency-*/mnt/*"))  # both unmounted, removed
     _shared(each, 2000, watch)  # the instance's, never the disks' 6,000 together
+
+
+def test_an_instance_cap_without_the_native_layer_is_refused_before_a_study(
+    tmp_path: Path,
+) -> None:
+    """The Python layer has no caps to share: `pgrig run` refuses the target's
+    instance keys up front (exit 3, the install hint), before any study exists."""
+    path = write(
+        tmp_path,
+        f"""
+        [campaign]
+        name = "inst"
+        [[target]]
+        name = "essd"
+        directory = "{tmp_path}"
+        latency = "essd-pl3"
+        instance_iops = 106000
+        {STOCK}
+        {NO_PROBES}
+        {TINY_TPCB}
+        """,
+    )
+    missing = str(tmp_path / "no-such-binary")
+    done = subprocess.run(
+        [sys.executable, "-m", "pgrig", "run", str(path), "--results", str(tmp_path / "r")],
+        capture_output=True, text=True, timeout=120,
+        env=dict(os.environ, COLUMNS="1000", **{nativefs.ENV: missing}),
+    )  # fmt: skip
+    assert done.returncode == 3, done.stderr
+    assert "target essd: an instance cap (instance_iops, instance_mbps) needs the native " \
+           "latency layer" in done.stderr  # fmt: skip
+    assert "build-native.sh" in done.stderr
+    assert not (tmp_path / "r" / "results.sqlite").exists()  # refused before a study
+    assert not any(tmp_path.glob("pgrig-latency-*"))
