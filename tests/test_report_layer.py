@@ -176,3 +176,9 @@ def test_the_emulators_section_gives_each_run_beside_the_server() -> None:
     assert [r["Server CPU"] for r in rows] == ["9.0%", "9.0%"]
     assert rows[0]["Read in the layer / aim"] == "350 / 200 us (+75%)"
     assert rows[0]["Sync in the layer / aim"] == "-"  # no sync counted in the run
+
+
+def test_the_storage_plug_in_registers_the_emulators_section() -> None:
+    from pgrig import registry
+
+    assert emulator_report.section in list(registry.sections())

@@ -331,6 +331,8 @@ def test_each_run_on_a_latency_target_records_what_the_emulator_took(base: Path)
         name = "gp3"
         directory = "{base}"
         latency = "gp3"
+        tablespace = {{ latency = "gp3" }}  # a second emulated disk: the instance's
+        instance_iops = 5000
         {STOCK}
         {NO_PROBES}
         {TINY_TPCB}
@@ -350,18 +352,26 @@ def test_each_run_on_a_latency_target_records_what_the_emulator_took(base: Path)
     assert 0 < result["share_of_machine"] <= 1 and result["cpu_s"] > 0  # type: ignore[operator]
     built = found["gp3/lab"][2]
     assert built is not None and "Caps: AWS gp3 100 GiB: 3,000 IOPS" in str(built["latency"])
+    # the campaign's instance keys: the tablespace on a layer of its own, both capped
+    assert "the instance: 5,000 IOPS" in str(built["latency"])
+    assert "The tablespace's disk: AWS gp3 fdatasync" in str(built["latency"])
+    assert "tablespace pgrig_tables in " in done.stdout + done.stderr
     assert not any(Path(base).glob("pgrig-latency-*/mnt/*"))  # unmounted, removed
 
 
 @needs_native
 @pytest.mark.skipif(FIO is None, reason="fio is not installed")
 @pytest.mark.exclusive
-def test_a_targets_data_disk_and_tablespace_disk_share_its_instance_cap(base: Path) -> None:
+def test_a_targets_data_disk_and_tablespace_disk_share_its_instance_cap(
+    base: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The campaign's keys, built as `pgrig run` builds them (storage.lab_target):
     the data disk and the tablespace's disk are each a 3,000-IOPS gp3, the
     instance allows 2,000 between them (issue 44: seed 000's 8-disk stripe hit
     its instance's cap, not its disks')."""
     from pgrig.storage import LabSpec, lab_target
+
+    monkeypatch.setattr(latency, "CALIBRATION_S", 1)  # the caps are judged, not the latency
 
     spec = LabSpec.from_mapping({"latency": "gp3", "tablespace": {"latency": "gp3"},
                                  "instance_iops": 2000})  # fmt: skip

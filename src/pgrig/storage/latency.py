@@ -64,6 +64,9 @@ OVER = 1.5  # achieved this far over the target: the description says why
 # or refuses naming what each step gave.
 TOLERANCE = 0.25
 STEPS = 5
+# Each fio measurement of a calibration, seconds: this shared disk's latency
+# jumps between windows; 2 s gives fio's median a few thousand I/Os.
+CALIBRATION_S = 2
 NATIVE = "native"
 PYTHON = "python"
 SYNC = "fdatasync"
@@ -720,12 +723,17 @@ def own_cgroup() -> Iterator[Cgroup | None]:
 
 @contextlib.contextmanager
 def latency_layer(
-    base: Path, disk_class: DiskClass, *, seconds: int = 2, instance: Instance | None = None
+    base: Path,
+    disk_class: DiskClass,
+    *,
+    seconds: int | None = None,
+    instance: Instance | None = None,
 ) -> Iterator[tuple[Path, Layer, Emulator]]:
     """Mount the calibrated layer in a marked holder under ``base``; yields the
     mounted directory (for the cluster and the probes), the calibrations and the
     running emulator. The mount is recorded before it exists, so ``pgrig clean``
-    undoes it after a kill."""
+    undoes it after a kill. ``seconds``: each fio measurement's (``CALIBRATION_S``)."""
+    seconds = seconds or CALIBRATION_S
     holder = base / f"{PREFIX}{secrets.token_hex(4)}"
     workdir.create(holder, study="storage-lab latency")
     mount: NativeMount | LossyMount | None = None
