@@ -212,6 +212,11 @@ def _instance(
         )
     assert iops is None or isinstance(iops, float)
     assert mbps is None or isinstance(mbps, float)
+    return instance_caps(iops, mbps)
+
+
+def instance_caps(iops: float | None, mbps: float | None) -> Caps:
+    """The keys' numbers (TOML floats) as the layer's caps: whole I/Os a second."""
     return Caps(iops=None if iops is None else max(1, round(iops)), mbps=mbps)
 
 
