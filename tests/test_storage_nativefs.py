@@ -436,3 +436,25 @@ def test_an_instance_cap_without_the_native_layer_is_refused_before_a_study(
     assert "build-native.sh" in done.stderr
     assert not (tmp_path / "r" / "results.sqlite").exists()  # refused before a study
     assert not any(tmp_path.glob("pgrig-latency-*"))
+
+
+def test_a_targets_layers_are_read_as_one_emulator() -> None:
+    """A tablespace's layer is a process of its own: a run's record sums their CPU
+    and counters (the data disk's PID and aims), and none when one is gone."""
+
+    class Layer:  # a running layer's reading, without mounting one
+        def __init__(self, got: emulator.EmulatorReading | None) -> None:
+            self.got = got
+
+        def reading(self) -> emulator.EmulatorReading | None:
+            return self.got
+
+    data = emulator.EmulatorReading("native", 11, 2.0, 10.0, 5.0,
+                                    (("reads", 3), ("syncs", 1)), 200.0, 700.0)  # fmt: skip
+    space = emulator.EmulatorReading("native", 12, 0.5, 10.1, 5.1, (("reads", 4),), 300.0)
+    both = latency.Emulators((Layer(data), Layer(space)))  # type: ignore[arg-type]
+    got = both.reading()
+    assert got is not None and got.cpu_s == 2.5 and got.pid == 11
+    assert dict(got.counters) == {"reads": 7, "syncs": 1} and got.read_aim_us == 200.0
+    gone = latency.Emulators((Layer(data), Layer(None)))  # type: ignore[arg-type]
+    assert gone.reading() is None
