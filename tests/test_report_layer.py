@@ -16,9 +16,11 @@ from pgrig.monitor.model import (
     Sample,
     Verdict,
 )
+from pgrig.report import emulator as emulator_report
 from pgrig.report import storage
-from pgrig.results import PgbenchInit, PgbenchRun, RunRecord, to_dict
-from pgrig.storage import latency
+from pgrig.results import PgbenchInit, PgbenchRun, RunRecord, Study, to_dict
+from pgrig.storage import emulator, latency
+from pgrig.storage.emulator import EmulatorUse
 from pgrig.storage.model import LabInfo
 
 
@@ -118,3 +120,65 @@ def test_no_page_cache_figure_for_a_target_behind_the_layer() -> None:
     assert cells["essd-pl3"] == storage.NOT_SEEN == "not seen through the layer"
     # local: no server read reached the disk in these samples: every read a cache hit
     assert cells["local"] == "100.0%"
+
+
+def emulated(records: list[RunRecord], shares: tuple[float, ...]) -> list[RunRecord]:
+    """The layer's own per-run records (kind "emulator") beside essd-pl3's runs,
+    as pgrig.recorder writes them: its process's share of the machine per run."""
+    out = list(records)
+    for i, share in enumerate(shares, 1):
+        use = EmulatorUse(
+            layer="native", seconds=5.0, cpu_s=share * 10.0, share_of_machine=share,
+            share_of_busy=share / 0.6, ios=20_000, cpu_us_per_io=share * 500.0,
+            read_in_layer_us=250.0 + 100 * i, sync_in_layer_us=None, throttled=0,
+            read_aim_us=200.0, sync_aim_us=700.0,
+        )  # fmt: skip
+        out.append(rec("essd-pl3", f"tpcb/s40/select-only/c4/r{i}/emulator", "emulator", use))
+    return out
+
+
+def test_the_first_screen_says_what_the_emulator_took_from_its_own_records() -> None:
+    lines = storage.layer_lines(emulated(study_records(), (0.12, 0.18)))
+    # the misses as before; the CPU from the layer's record, not the monitor's estimate
+    assert lines[0] == ("⚠ essd-pl3: its latency layer missed the calibration "
+                        "(fdatasync 3.9x over the target).")  # fmt: skip
+    # the server: 1.8 s of CPU over a 10 s window on 2 CPUs in each run, 9%
+    assert lines[1] == (
+        "essd-pl3: the emulator took 15.0% (12.0%–18.0%) of the CPU; the server had 9.0% "
+        "(9.0%–9.0%) (median of 2 runs, the latency layer's own process); a delayed read "
+        "spent 400 us in the layer against the calibrated 200 us (+100%)."
+    )
+
+
+def test_an_emulator_over_its_share_says_the_figures_are_its_own() -> None:
+    over = emulator.MAX_SHARE + 0.05
+    lines = storage.layer_lines(emulated(study_records(), (0.10, over)))
+    assert lines[1].startswith("⚠ essd-pl3: the emulator took")
+    assert lines[1].endswith(
+        f"Over {emulator.MAX_SHARE:.0%} of the machine in 1 of 2 runs: essd-pl3's figures "
+        "are the emulator's, not the disk's."
+    )
+    # under the share in every run: no such sentence
+    assert "not the disk's" not in storage.layer_lines(emulated(study_records(), (0.1, 0.2)))[1]
+
+
+def test_the_emulators_section_gives_each_run_beside_the_server() -> None:
+    records = emulated(study_records(), (0.10, 0.30))
+    section = emulator_report.section(Study("s", "s", "essd-pl3", "", "ok"), records)
+    assert section is not None and emulator_report.section(Study("s", "s", "x", "", "ok"),
+                                                           study_records()) is None  # fmt: skip
+    (table,) = section.blocks
+    assert isinstance(table, Table)
+    rows = [dict(zip(table.columns, r.cells, strict=True)) for r in table.rows]
+    assert [r["Run"] for r in rows] == ["essd-pl3/tpcb/s40/select-only/c4/r1",
+                                       "essd-pl3/tpcb/s40/select-only/c4/r2"]  # fmt: skip
+    assert [r["Emulator CPU"] for r in rows] == ["10.0%", "⚠ 30.0%"]
+    assert [r["Server CPU"] for r in rows] == ["9.0%", "9.0%"]
+    assert rows[0]["Read in the layer / aim"] == "350 / 200 us (+75%)"
+    assert rows[0]["Sync in the layer / aim"] == "-"  # no sync counted in the run
+
+
+def test_the_storage_plug_in_registers_the_emulators_section() -> None:
+    from pgrig import registry
+
+    assert emulator_report.section in list(registry.sections())

@@ -25,6 +25,7 @@ from pgrig.errors import DiskSpaceError, UsageError
 from pgrig.runner import run_campaign
 from pgrig.storage import devices, loopfs, state
 from pgrig.storage.errors import OptionRefused, StorageError
+from pgrig.storage.nativefs import Caps
 from pgrig.store import Store
 from pgrig.ui import Ui
 
@@ -418,6 +419,23 @@ def test_memory_limit_sizes_shared_buffers(base: Path) -> None:
         ('fs = "zfs"\nsize = "1GiB"', "'zfs' is not one of xfs, ext4, btrfs"),
         ('fs = "ext4"\nsize = "1GiB"\nstripes = 2', "c.toml:7: target\\[0\\].stripes: 2 with"),
         ('fs = "xfs"\nsize = "1GiB"\nlog_sise = "1G"', "did you mean 'log_size'"),
+        # the instance's cap (issue 44): shared by emulated disks, so it needs one
+        (
+            'directory = "/var/tmp"\ninstance_iops = 2000',
+            "c.toml:6: target\\[0\\].instance_iops: an instance cap is shared by the target's "
+            "emulated disks, and it has none.*latency = ",
+        ),
+        ('latency = "essd-pl3"\ninstance_iops = 0', "target\\[0\\].instance_iops: 0: must be more"),
+        ('latency = "essd-pl3"\ninstance_mbps = "fast"', "target\\[0\\].instance_mbps"),
+        (
+            'latency = "essd-pl3"\ntablespace = { latency = "essd-pl1", instance_iops = 9 }',
+            "target\\[0\\].tablespace.instance_iops: unknown key",
+        ),
+        (
+            'tablespace = { latency = "essd-pl1", iops = 900 }',
+            "tablespace.latency: cannot be combined with an I/O cap",
+        ),
+        ("tablespace = {}", "a tablespace disk needs fs and size, or latency"),
     ],
 )
 def test_bad_lab_keys_name_file_line_and_key(target: str, message: str) -> None:
@@ -425,6 +443,39 @@ def test_bad_lab_keys_name_file_line_and_key(target: str, message: str) -> None:
     with pytest.raises(UsageError) as caught:
         campaign.parse(text, source="c.toml", base=Path("/var/tmp"))
     assert re.search(message, f"{caught.value} (hint: {caught.value.hint})")
+
+
+def test_the_campaigns_instance_cap_is_each_emulated_targets_unless_its_own() -> None:
+    text = textwrap.dedent(
+        """
+        [campaign]
+        name = "x"
+        instance_iops = 106000
+        instance_mbps = 2000
+        [[target]]
+        name = "local"
+        directory = "/var/tmp"
+        [[target]]
+        name = "pl3"
+        directory = "/var/tmp"
+        latency = "essd-pl3"
+        [[target]]
+        name = "pl1"
+        directory = "/var/tmp"
+        tablespace = { latency = "essd-pl1" }
+        instance_iops = 20000
+        """
+    )
+    local, pl3, pl1 = campaign.parse(text, source="c.toml", base=Path("/var/tmp")).targets
+    assert local.lab is None  # no emulated disk: nothing to share
+    assert pl3.lab is not None and pl3.lab.instance == Caps(iops=106000, mbps=2000.0)
+    assert pl1.lab is not None and pl1.lab.instance == Caps(iops=20000)  # its own wins
+    assert "an instance cap of 106,000 IOPS and 2,000 MB/s" in pl3.lab.describe()
+    # a campaign whose targets emulate no disk: the key is refused by name
+    plain = text.split('[[target]]\nname = "pl3"')[0]
+    with pytest.raises(UsageError, match=r"c.toml:4: campaign.instance_iops: no target has an "
+                                         r"emulated disk"):  # fmt: skip
+        campaign.parse(plain, source="c.toml", base=Path("/var/tmp"))
 
 
 def test_hit_ratios_from_the_monitors_samples() -> None:

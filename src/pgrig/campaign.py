@@ -45,7 +45,7 @@ from pgrig.schema import (
 )
 from pgrig.storage import kernel
 from pgrig.storage.keys import LAB_SCHEMA
-from pgrig.storage.target import LabSpec
+from pgrig.storage.target import LabSpec, instance_caps
 
 
 @dataclass(frozen=True)
@@ -358,6 +358,8 @@ def read(data: Document, ctx: Context) -> Campaign:
         seen[spec.name] = i
         targets.append(spec)
 
+    if header.instance_iops is not None or header.instance_mbps is not None:
+        targets = with_instance(targets, header, campaign_table)
     if header.versions or header.axes:
         targets = variants(targets, header.versions, header.axes, campaign_table)
         seen = {t.name: i for i, t in enumerate(targets)}
@@ -398,6 +400,26 @@ def read(data: Document, ctx: Context) -> Campaign:
         policy=run_policy,
         baseline=baseline or targets[0].name,
     )
+
+
+def with_instance(
+    targets: list[TargetSpec], header: policy.Header, where: Table
+) -> list[TargetSpec]:
+    """``[campaign] instance_iops/instance_mbps``: the instance cap of each target
+    with an emulated disk that gives none of its own. Each target stays an
+    instance of its own (targets are compared, not run on one instance)."""
+    iops, mbps = header.instance_iops, header.instance_mbps
+    caps = instance_caps(iops, mbps)
+    out = [t if t.lab is None or not t.lab.emulated or t.lab.instance is not None
+           else replace(t, lab=replace(t.lab, instance=caps)) for t in targets]  # fmt: skip
+    if not any(t.lab is not None and t.lab.emulated for t in targets):
+        raise where.error(
+            "instance_iops" if iops is not None else "instance_mbps",
+            "no target has an emulated disk to share an instance cap",
+            hint='give a target latency = "essd-pl3" (the native latency layer applies the '
+            "cap), or drop the key",
+        )
+    return out
 
 
 def variants(

@@ -417,6 +417,13 @@ SCHEMA = Schema(
         "run each point on every target before the next point, rotating the target order "
         "every repeat, so slow drift of the machine favours no target",
     ),
+    number(
+        "instance_iops", None,
+        "the instance cap of every target with an emulated disk (`latency`), as its own "
+        "`instance_iops` says it (which overrides this): each target is an instance of its "
+        "own, whose disks share it ([storage lab](storage-lab.md))", above=0,
+    ),
+    number("instance_mbps", None, "the same for MB/s (`instance_mbps`)", above=0),
 )  # fmt: skip
 
 
@@ -430,15 +437,19 @@ class Header:
     policy: RunPolicy
     axes: tuple[Axis, ...] = ()
     inventory: Path | None = None  # the hosts of remote targets
+    # every emulated target's instance cap, unless the target gives its own
+    instance_iops: float | None = None
+    instance_mbps: float | None = None
 
 
 def parse(table: Table) -> Header:
     values = SCHEMA.read(table)
     name, baseline, versions = values.pop("name"), values.pop("baseline"), values.pop("versions")
     axes, inventory = values.pop("axes"), values.pop("inventory")
+    iops, mbps = values.pop("instance_iops"), values.pop("instance_mbps")
     repeat: Repeat = values.pop("repeat")
     values.update(dataclasses.asdict(repeat))
-    return Header(name, baseline, versions, RunPolicy(**values), axes, inventory)
+    return Header(name, baseline, versions, RunPolicy(**values), axes, inventory, iops, mbps)
 
 
 def _inventory(t: Table, key: str) -> Path | None:

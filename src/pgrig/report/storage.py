@@ -15,6 +15,7 @@ from pgrig.document.model import FAILED, SKIPPED, Row, Section, Table
 from pgrig.monitor.model import MONITOR, MonitorResult, Sample
 from pgrig.registry import typed_result
 from pgrig.registry.shared import PGBENCH_INIT, PGBENCH_RUN
+from pgrig.report import emulator as emulator_report
 from pgrig.report.samples import SampleReader, own_samples
 from pgrig.results import Environment, PgbenchInit, PgbenchRun, RunRecord
 from pgrig.storage.fsinfo import FilesystemInfo
@@ -296,13 +297,18 @@ def layer_cpu(
 def layer_lines(records: Sequence[RunRecord], samples: SampleReader = own_samples) -> list[str]:
     """For the first screen, per target behind a layer: its calibration misses, and
     the layer's CPU beside the server's (on a small machine, CPU the server did
-    not have: part of any difference, subtracted from nothing)."""
+    not have: part of any difference, subtracted from nothing) - from the layer's
+    own per-run records where the study has them, else estimated from the
+    monitor's samples (studies stored before them)."""
     out = []
+    recorded = emulator_report.lines(records)  # the layer's own record of each run
     for target, info in layered(records).items():
         said = []
         if misses := calibration_misses(info):
             said.append(f"its latency layer missed the calibration ({'; '.join(misses)})")
-        if (cpu := layer_cpu(records, target, samples)) is not None:
+        if target in recorded:
+            pass  # its own line, below: the layer's process measured, not estimated
+        elif (cpu := layer_cpu(records, target, samples)) is not None:
             layer, plain, server = cpu
             without = f" ({plain:.1f}% on the targets without a layer)" if plain is not None else ""
             beside = f", the server {server:.1f}%" if server is not None else ""
@@ -313,6 +319,8 @@ def layer_lines(records: Sequence[RunRecord], samples: SampleReader = own_sample
             )
         if said:
             out.append(f"⚠ {target}: " + "; ".join(said) + ".")
+        if target in recorded:
+            out.append(recorded[target])
     return out
 
 

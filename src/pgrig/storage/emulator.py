@@ -103,8 +103,7 @@ class EmulatorUse:
             text += f"; {self.throttled:,} I/Os held by the caps"
         if self.dominates:
             text += (
-                f" - over {MAX_SHARE:.0%}: this run's figures are the emulator's as much as "
-                "the disk's"
+                f" - over {MAX_SHARE:.0%}: this run's figures are the emulator's, not the disk's"
             )
         return text
 

@@ -64,6 +64,9 @@ OVER = 1.5  # achieved this far over the target: the description says why
 # or refuses naming what each step gave.
 TOLERANCE = 0.25
 STEPS = 5
+# Each fio measurement of a calibration, seconds: this shared disk's latency
+# jumps between windows; 2 s gives fio's median a few thousand I/Os.
+CALIBRATION_S = 2
 NATIVE = "native"
 PYTHON = "python"
 SYNC = "fdatasync"
@@ -273,7 +276,7 @@ NOT_CAPTURED = (
     "class's delay, not this disk's read",
     "every I/O also crosses the FUSE process (the floor below), which a cloud disk's "
     "page cache does not",
-    "the instance's own cap across its disks, unless given (nativefs.Instance)",
+    "the instance's own cap across its disks, unless given (instance_iops, instance_mbps)",
     "the page-cache hit share of the server's reads: the kernel counts no read_bytes for "
     "reads a FUSE process serves, so it reads 100%; the layer's read_delays are the misses",
 )
@@ -649,6 +652,28 @@ class Emulator:
                                 self.sync_aim_us)  # fmt: skip
 
 
+@dataclass(frozen=True)
+class Emulators:
+    """Every layer of one target (its data disk's and its tablespaces'), read as
+    one emulator: their CPU and counters summed, the data disk's PID and aims (a
+    tablespace's layer is a process of its own)."""
+
+    each: tuple[Emulator, ...]
+
+    def reading(self) -> EmulatorReading | None:
+        got = [e.reading() for e in self.each]
+        first = got[0] if got else None
+        if first is None or any(g is None for g in got):
+            return None
+        counters: dict[str, int] = {}
+        for g in got:
+            assert g is not None
+            for name, value in g.counters:
+                counters[name] = counters.get(name, 0) + value
+        return replace(first, cpu_s=sum(g.cpu_s for g in got if g is not None),
+                       counters=tuple(sorted(counters.items())))  # fmt: skip
+
+
 # The layer runs at this niceness (added to pgrig's): below the server it slows,
 # so its CPU comes out of what is left. Measured in bench/latency_layers.py.
 NICE = 0
@@ -698,12 +723,17 @@ def own_cgroup() -> Iterator[Cgroup | None]:
 
 @contextlib.contextmanager
 def latency_layer(
-    base: Path, disk_class: DiskClass, *, seconds: int = 2, instance: Instance | None = None
+    base: Path,
+    disk_class: DiskClass,
+    *,
+    seconds: int | None = None,
+    instance: Instance | None = None,
 ) -> Iterator[tuple[Path, Layer, Emulator]]:
     """Mount the calibrated layer in a marked holder under ``base``; yields the
     mounted directory (for the cluster and the probes), the calibrations and the
     running emulator. The mount is recorded before it exists, so ``pgrig clean``
-    undoes it after a kill."""
+    undoes it after a kill. ``seconds``: each fio measurement's (``CALIBRATION_S``)."""
+    seconds = seconds or CALIBRATION_S
     holder = base / f"{PREFIX}{secrets.token_hex(4)}"
     workdir.create(holder, study="storage-lab latency")
     mount: NativeMount | LossyMount | None = None
@@ -720,8 +750,14 @@ def latency_layer(
             # caps off while calibrating: fio's figures are the latency alone
             if isinstance(live, NativeMount):
                 live.set_caps(Caps())
-            syncs = checked(lambda: calibrate_syncs(live, disk, disk_class, seconds, kind))
-            reads = checked(lambda: calibrate_reads(live, disk, disk_class, seconds, kind))
+            if instance is not None:
+                instance.pause(True)
+            try:
+                syncs = checked(lambda: calibrate_syncs(live, disk, disk_class, seconds, kind))
+                reads = checked(lambda: calibrate_reads(live, disk, disk_class, seconds, kind))
+            finally:
+                if instance is not None:
+                    instance.pause(False)
             caps = ""
             if isinstance(live, NativeMount):
                 live.set_caps(disk_class.caps)

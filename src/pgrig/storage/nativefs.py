@@ -207,6 +207,11 @@ class Instance:
         self.control = Control(self.dir / "instance.ctl", create=True)
         self.control.set_caps(caps)
 
+    def pause(self, paused: bool) -> None:
+        """Its caps off (a disk of it calibrating: fio's figures are the latency
+        alone) or back on; live, as a disk's."""
+        self.control.set_caps(Caps() if paused else self.caps)
+
     def close(self) -> None:
         self.control.close()
         remove_run_dir(self.dir)

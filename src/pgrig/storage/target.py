@@ -27,10 +27,11 @@ from pgrig.storage import btrfs, cgroups, cpuset, keys, latency, memcg, throttle
 from pgrig.storage.cgroups import Cgroup
 from pgrig.storage.errors import CgroupError
 from pgrig.storage.fsinfo import FilesystemInfo
-from pgrig.storage.latency import Emulator
+from pgrig.storage.latency import Emulators, Layer
 from pgrig.storage.loopfs import FsSpec, loop_filesystem
 from pgrig.storage.memcg import MemoryStats
 from pgrig.storage.model import IO_NOT_CAPTURED, LOOP_NOT_CAPTURED, V1_WRITEBACK, LabInfo
+from pgrig.storage.nativefs import Caps, Instance
 from pgrig.storage.throttle import IoLimits
 
 FS_KEYS = ("size", "base", "mkfs", "mount", "log_size", "stripes")
@@ -52,16 +53,29 @@ class LabSpec:
     # a tablespace filesystem's own I/O cap (seed 004's tbs1 and tbs2 on disks of
     # 20k IOPS each): option -> limits on its loop device, in the server's cgroup
     tablespace_io: tuple[tuple[str, IoLimits], ...] = ()
+    # a tablespace on an emulated cloud disk of its own: option -> latency class
+    # (over its filesystem, or over the target's directory without one)
+    tablespace_latency: tuple[tuple[str, str], ...] = ()
+    # the instance's own cap, which every emulated disk of the target draws from
+    # (seed 000: 8 disks of 91.9k IOPS each reached 106k together)
+    instance: Caps | None = None
+
+    @property
+    def emulated(self) -> int:
+        """How many of the target's disks a latency layer emulates."""
+        return (self.latency is not None) + len(self.tablespace_latency)
 
     @classmethod
     def from_table(cls, t: Table) -> LabSpec | None:
         """The lab keys of a campaign target; None when it has none."""
-        tablespaces, tablespace_io = cls._tablespaces(t)
+        tablespaces, tablespace_io, tablespace_latency = cls._tablespaces(t)
         v = keys.read(t)
+        instance = _instance(t, v, tablespace_latency)
         if not keys.given(v):
-            if not tablespaces:
+            if not tablespaces and not tablespace_latency:
                 return None
-            return cls(tablespaces=tablespaces, tablespace_io=tablespace_io)
+            return cls(tablespaces=tablespaces, tablespace_io=tablespace_io,
+                       tablespace_latency=tablespace_latency)  # fmt: skip
         fs = None
         if v["fs"] is None:
             for key in FS_KEYS:
@@ -108,30 +122,41 @@ class LabSpec:
             )
         base = str(keys.base_of(v)) if fs is not None else None
         return cls(fs, io, v["memory_bytes"], base, v["disk"], v["latency"], tablespaces,
-                   v["cpus"], tablespace_io)  # fmt: skip
+                   v["cpus"], tablespace_io, tablespace_latency, instance)  # fmt: skip
 
     @classmethod
     def _tablespaces(
         cls, t: Table
-    ) -> tuple[tuple[tuple[str, FsSpec, str], ...], tuple[tuple[str, IoLimits], ...]]:
+    ) -> tuple[
+        tuple[tuple[str, FsSpec, str], ...],
+        tuple[tuple[str, IoLimits], ...],
+        tuple[tuple[str, str], ...],
+    ]:
         """``tablespace = { fs = "xfs", size = "2GiB", iops = 20000 }``: a
         filesystem the lab builds for that tablespace (the keys of a filesystem
-        target), and the cap of its own device (``disk``, ``iops``, ``mbps``)."""
-        out, caps = [], []
+        target), and the cap of its own device (``disk``, ``iops``, ``mbps``);
+        or ``{ latency = "essd-pl3" }`` (with or without ``fs``): an emulated
+        cloud disk of its own."""
+        out, caps, emulated = [], [], []
         for option in ("tablespace", "index_tablespace"):
             raw = t.data.get(option)
             if not isinstance(raw, dict):
                 continue
             sub = Table(raw, (*t.path, option), t.ctx)
+            # unknown keys first: an instance key here is the target's, not misread
+            sub.finish((*FS_KEYS, "fs", *CAP_KEYS, "latency"))
             spec = cls.from_table(sub)
-            sub.finish((*FS_KEYS, "fs", *CAP_KEYS))
-            if spec is None or spec.fs is None:
-                raise t.error(option, 'a tablespace filesystem needs fs and size',
-                              hint='e.g. { fs = "xfs", size = "2GiB" }')  # fmt: skip
-            out.append((option, spec.fs, str(keys.base_of({"base": spec.base}))))
+            if spec is None or (spec.fs is None and spec.latency is None):
+                raise t.error(option, 'a tablespace disk needs fs and size, or latency',
+                              hint='e.g. { fs = "xfs", size = "2GiB" } or '
+                                   '{ latency = "essd-pl3" }')  # fmt: skip
+            if spec.fs is not None:
+                out.append((option, spec.fs, str(keys.base_of({"base": spec.base}))))
             if spec.io is not None:
                 caps.append((option, spec.io))
-        return tuple(out), tuple(caps)
+            if spec.latency is not None:
+                emulated.append((option, spec.latency))
+        return tuple(out), tuple(caps), tuple(emulated)
 
     @classmethod
     def from_mapping(cls, table: Mapping[str, TomlValue], *, where: str = "target") -> LabSpec:
@@ -149,16 +174,50 @@ class LabSpec:
             parts.append(self.io.describe() + _each(self.fs))
         if self.latency:
             parts.append(f"{latency.parse_class(self.latency).name} per-I/O latency")
+        if self.instance:
+            parts.append(f"an instance cap of {self.instance.describe()} shared by its "
+                         f"{self.emulated} emulated disk(s)")  # fmt: skip
         if self.memory_bytes:
             parts.append(f"memory limit {self.memory_bytes / 2**20:,.0f} MiB")
         if self.cpus:
             parts.append(_cpus(self.cpus))
         caps = dict(self.tablespace_io)
+        on_fs = {option: fs for option, fs, _ in self.tablespaces}
         for option, fs, _ in self.tablespaces:
             cap = caps.get(option)
             parts.append(f"{option} on {fs.describe()}"
                          + (f", {cap.describe()}{_each(fs)}" if cap else ""))  # fmt: skip
+        for option, name in self.tablespace_latency:
+            where = "its filesystem" if option in on_fs else "the target's directory"
+            parts.append(f"{option} {latency.parse_class(name).name} per-I/O latency over {where}")
         return "; ".join(parts) or "plain directory"
+
+
+def _instance(
+    t: Table, v: Mapping[str, object], tablespace_latency: tuple[tuple[str, str], ...]
+) -> Caps | None:
+    """``instance_iops``/``instance_mbps``: the cap every emulated disk of the
+    target shares - refused, by key, where no disk of the target is emulated."""
+    iops, mbps = v["instance_iops"], v["instance_mbps"]
+    if iops is None and mbps is None:
+        return None
+    if v["latency"] is None and not tablespace_latency:
+        key = "instance_iops" if iops is not None else "instance_mbps"
+        raise t.error(
+            key,
+            "an instance cap is shared by the target's emulated disks, and it has none: "
+            "it needs latency on the target or on its tablespace",
+            hint='e.g. latency = "essd-pl3" (the native latency layer applies the cap); '
+            "for a plain cgroup cap of one disk use iops/mbps",
+        )
+    assert iops is None or isinstance(iops, float)
+    assert mbps is None or isinstance(mbps, float)
+    return instance_caps(iops, mbps)
+
+
+def instance_caps(iops: float | None, mbps: float | None) -> Caps:
+    """The keys' numbers (TOML floats) as the layer's caps: whole I/Os a second."""
+    return Caps(iops=None if iops is None else max(1, round(iops)), mbps=mbps)
 
 
 def _fs_combination(t: Table, v: Mapping[str, object]) -> None:
@@ -190,7 +249,9 @@ class LabTarget:
     latency: latency.Layer | None = None
     tablespaces: tuple[tuple[str, Path], ...] = ()  # option -> the mounted directory
     clients: Cgroup | None = None  # the clients' cpuset (``cpus``)
-    emulator: Emulator | None = None  # the latency layer's process, for per-run records
+    emulator: Emulators | None = None  # the latency layers' processes, for per-run records
+    # the layers of tablespaces on emulated disks of their own: option -> calibrations
+    tablespace_layers: tuple[tuple[str, Layer], ...] = ()
 
     @property
     def preexec(self) -> Callable[[], None] | None:
@@ -228,7 +289,7 @@ class LabTarget:
             not_captured += IO_NOT_CAPTURED
             if self.cgroup is not None and self.cgroup.version("io") == 1:
                 not_captured.append(V1_WRITEBACK)
-        if self.latency is not None:
+        if self.latency is not None or self.tablespace_layers:
             not_captured += latency.NOT_CAPTURED
         host: str | None = None
         if self.filesystem is not None:
@@ -248,12 +309,21 @@ class LabTarget:
             cgroup=cgroup,
             host=host,
             not_captured=tuple(not_captured),
-            latency=self.latency.describe() if self.latency else None,
+            latency=self.layers() or None,
         )
+
+    def layers(self) -> str:
+        """Every layer's calibrations: the data disk's, then each tablespace's."""
+        parts = [self.latency.describe()] if self.latency else []
+        parts += [f"The {option}'s disk: {layer.describe()}"
+                  for option, layer in self.tablespace_layers]  # fmt: skip
+        return " ".join(parts)
 
     def describe(self) -> str:
         text = self.filesystem.describe() if self.filesystem else str(self.directory)
         extra = [x.describe() for x in (self.spec.io, self.latency) if x]
+        extra += [f"the {option}'s disk: {layer.describe()}"
+                  for option, layer in self.tablespace_layers]  # fmt: skip
         if self.spec.io is not None:
             extra[0] += _each(self.spec.fs)
         if self.spec.memory_bytes:
@@ -328,11 +398,16 @@ def lab_target(
     with contextlib.ExitStack() as stack:
         info = stack.enter_context(loop_filesystem(base, spec.fs, keep=keep)) if spec.fs else None
         directory = Path(info.data_dir) if info else base
-        calibration = emulator = None
+        calibration = None
+        emulators: list[latency.Emulator] = []
+        instance = stack.enter_context(Instance(spec.instance)) if spec.instance else None
         if spec.latency is not None:
             directory, calibration, emulator = stack.enter_context(
-                latency.latency_layer(directory, latency.parse_class(spec.latency))
+                latency.latency_layer(
+                    directory, latency.parse_class(spec.latency), instance=instance
+                )
             )
+            emulators.append(emulator)
         devices: tuple[str, ...] = ()
         if spec.io is not None:
             devices = info.cap_devices if info else (throttle.device_of(base),)
@@ -350,14 +425,22 @@ def lab_target(
             )
         if spec.cpus is not None:
             clients = stack.enter_context(cpuset.pinned(spec.cpus, purpose="pgbench"))
-        tablespaces = []
+        tablespaces: dict[str, Path] = {}
         for option, fs, where in spec.tablespaces:
             mounted = stack.enter_context(loop_filesystem(Path(where), fs, keep=keep))
             if option in caps and cgroup is not None:
                 for each in mounted.cap_devices:
                     throttle.apply(cgroup, caps[option], each)
-            tablespaces.append((option, Path(mounted.data_dir)))
+            tablespaces[option] = Path(mounted.data_dir)
+        layers = []
+        for option, name in spec.tablespace_latency:  # over its filesystem, or beside the data
+            over = tablespaces.get(option, base)
+            tablespaces[option], layer, emulator = stack.enter_context(
+                latency.latency_layer(over, latency.parse_class(name), instance=instance)
+            )
+            layers.append((option, layer))
+            emulators.append(emulator)
         yield LabTarget(
-            directory, spec, info, devices, cgroup, calibration, tuple(tablespaces), clients,
-            emulator,
+            directory, spec, info, devices, cgroup, calibration, tuple(tablespaces.items()),
+            clients, Emulators(tuple(emulators)) if emulators else None, tuple(layers),
         )  # fmt: skip

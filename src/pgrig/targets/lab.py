@@ -18,9 +18,10 @@ from pgrig import calibration, files, storage
 from pgrig.cluster import profiles, workdir
 from pgrig.cluster.server import server_os_user
 from pgrig.errors import BinaryNotFound, DiskSpaceError, UsageError
+from pgrig.lossyfs.mount import LossyFsUnavailable
 from pgrig.registry.target import Checked, Demands, Target, as_written, build_action
 from pgrig.step import Call, Skip, Step, StepKey
-from pgrig.storage import LabSpec, cgroups, cpuset, loopfs
+from pgrig.storage import LabSpec, cgroups, cpuset, loopfs, nativefs
 from pgrig.storage.errors import CgroupError, StorageError
 from pgrig.storage.model import LabInfo
 from pgrig.targets.throwaway import Throwaway
@@ -161,6 +162,12 @@ def _check_lab(spec: TargetSpec, need: int) -> tuple[LabSpec, str | None]:
         raise StorageError(
             f"target {spec.name}: I/O caps, memory limits and cpus need root (cgroups)",
             hint="run pgrig as root, or drop disk, iops, mbps, memory and cpus from the target",
+        )
+    if lab.instance is not None and (reason := nativefs.unavailable()) is not None:
+        raise LossyFsUnavailable(  # the Python layer has no caps to share
+            f"target {spec.name}: an instance cap (instance_iops, instance_mbps) needs the "
+            f"native latency layer: {reason}",
+            hint=nativefs.BUILD_HINT,
         )
     if lab.cpus is not None:
         try:
