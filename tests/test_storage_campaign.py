@@ -537,7 +537,7 @@ def test_a_tablespace_filesystem_needs_fs_and_size(base: Path) -> None:
     text = f'[campaign]\nname = "t"\n[[target]]\nname = "a"\ndirectory = "{base}"\n'
     with pytest.raises(UsageError, match="tablespace.mount: a filesystem option without fs"):
         campaign.parse(text + 'tablespace = { mount = "noatime" }\n', source="c.toml", base=base)
-    with pytest.raises(UsageError, match="tablespace filesystem needs fs and size"):
+    with pytest.raises(UsageError, match="index_tablespace: a tablespace disk needs fs and size, or latency"):
         campaign.parse(text + "index_tablespace = {}\n", source="c.toml", base=base)
 
 
