@@ -177,6 +177,7 @@ class Recorder:
         # the store is read once (a resumed study), never again per repetition;
         # raw output and monitor samples are not kept in memory.
         self.done: set[str] = set()
+        self._failed: set[str] = set()  # recorded failed: a resume's rerun of one is not
         self._metric: dict[str, float] = {}  # run key -> headline figure (tps, tpmC)
         self._disturbed: set[str] = set()  # run keys whose monitor record says disturbed
         self._probes: dict[str, list[object]] = {}  # target -> typed fio / pg_test_fsync results
@@ -271,15 +272,25 @@ class Recorder:
                 if status == "ok":
                     self._record_extra(step, t, started)
             elapsed = time.monotonic() - t0
+            # A resume runs a recorded data step again (its data went with the killed
+            # run's cluster) without recording it: its line says so where the store
+            # holds another outcome - a setup's ✓ beside its failed record (issue 40.5).
+            kept = not record and step.id in self._failed
+            again = (
+                " - again for this resume, not recorded: the store keeps its earlier "
+                "failure (--retry-failed records a new try)"
+                if kept and status != "failed"
+                else ""
+            )
             if status == "ok":
                 took = duration(elapsed)
-                self.ui.ok(f"{step.label} ({took}){registry.headline(step.kind, value)}")
+                self.ui.ok(f"{step.label} ({took}){registry.headline(step.kind, value)}{again}")
             elif status == "skipped":
-                self.ui.warn(f"{step.label} skipped: {reason}")
+                self.ui.warn(f"{step.label} skipped: {reason}{again}")
             else:
                 with self._lock:
                     self.failures += 1
-                self.ui.fail(f"{step.label} failed: {reason}")
+                self.ui.fail(f"{step.label} failed{' again' if kept else ''}: {reason}")
             if record and watched is not None:
                 self._record_monitor(step, t, started, watched, value if status == "ok" else None)
             if memory is not None:
@@ -306,6 +317,8 @@ class Recorder:
     def _remember(self, rec: RunRecord) -> None:
         """Keep what ``metrics`` and ``_limits_of`` need of one recorded run."""
         self.done.add(rec.key)
+        if rec.status == "failed":
+            self._failed.add(rec.key)
         if rec.status != "ok" or rec.result is None:
             return
         if rec.kind == MONITOR.name:
