@@ -87,16 +87,20 @@ def _stack_rlimit(profile: Profile) -> None:
     if limit >= need:
         return
     said = (
-        f"{profile.origin('max_stack_depth')} sets max_stack_depth = {text}"
+        f"max_stack_depth = {text} ({profile.origin('max_stack_depth')})"
         if asked is not None
-        else "max_stack_depth is at least 100kB (PostgreSQL's minimum)"
+        else "max_stack_depth at least 100kB (PostgreSQL's minimum)"
     )
+    least = -(-need // 1024)
     raise UsageError(
-        f"ulimit -s (RLIMIT_STACK) is {limit // 1024} kB: the server keeps its "
-        f"max_stack_depth 512 kB below it and {said}: it would not start (invalid value "
-        'for parameter "max_stack_depth")',
-        hint=f"ulimit -s {max(8192, -(-need // 1024))} (8192 is the usual default; at least "
-        f"{-(-need // 1024)}) in the shell that runs pgrig"
+        f"ulimit -s (RLIMIT_STACK) is {limit // 1024} kB: the server needs {said} and 512 kB "
+        'more below it: it would not start (invalid value for parameter "max_stack_depth")',
+        hint=(
+            f"ulimit -s 8192 (the usual default; at least {least})"
+            if least <= 8192
+            else f"ulimit -s {least}"
+        )
+        + " in the shell that runs pgrig"
         + (", or a lower max_stack_depth (--set max_stack_depth=...)" if asked else ""),
     )
 
