@@ -10,6 +10,7 @@ resumed study runs it again.
 from __future__ import annotations
 
 import contextlib
+import errno
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, cast
 
-from pgrig import monitor, proc, registry
+from pgrig import files, monitor, proc, registry
 from pgrig.cluster.server import Server, ServerLost
 from pgrig.errors import HostUnusable, PgrigError, StoreError
 from pgrig.hosts.executor import RECONNECT_S, Executor
@@ -178,6 +179,9 @@ class Recorder:
         # raw output and monitor samples are not kept in memory.
         self.done: set[str] = set()
         self._failed: set[str] = set()  # recorded failed: a resume's rerun of one is not
+        # target -> (the read-only path, steps skipped since): a filesystem turned
+        # read-only under a target fails every step left (issue 40.5)
+        self.read_only: dict[str, tuple[str, int]] = {}
         self._metric: dict[str, float] = {}  # run key -> headline figure (tps, tpmC)
         self._disturbed: set[str] = set()  # run keys whose monitor record says disturbed
         self._probes: dict[str, list[object]] = {}  # target -> typed fio / pg_test_fsync results
@@ -196,6 +200,11 @@ class Recorder:
         try:
             if record and step.id in self.done:
                 return True
+            if (ro := self.read_only.get(t.name)) is not None:
+                # said once, when found; left unrecorded, so that a resume runs it
+                with self._lock:
+                    self.read_only[t.name] = (ro[0], ro[1] + 1)
+                return False
             with kernel.applied(t.spec.kernel):  # a kernel-settings axis: around its points
                 return self._execute(step, t, record=record, together=together)
         finally:
@@ -291,6 +300,7 @@ class Recorder:
                 with self._lock:
                     self.failures += 1
                 self.ui.fail(f"{step.label} failed{' again' if kept else ''}: {reason}")
+                self._check_writable(t)
             if record and watched is not None:
                 self._record_monitor(step, t, started, watched, value if status == "ok" else None)
             if memory is not None:
@@ -332,6 +342,29 @@ class Recorder:
             if kind is not None and kind.metric is not None:
                 # from_dict, not the caching ``typed``: a campaign keeps no result alive.
                 self._metric[rec.key] = kind.metric(from_dict(kind.type, rec.result))
+
+    def _check_writable(self, t: Target) -> None:
+        """After a failed step: has the filesystem of the target's cluster turned
+        read-only (ext4's errors=remount-ro, a failing disk)? Then every step
+        left on it would fail one by one, each with a restart that cannot work:
+        they are skipped, said once, and the other targets go on."""
+        cluster = t.cluster  # this machine's cluster: its filesystem is ours to ask
+        if cluster is None or t.name in self.read_only:
+            return
+        for path in (cluster.workdir, t.spec.wal_directory):
+            # a file made and removed: ext4's errors=remount-ro here marks the
+            # filesystem emergency_ro, which statvfs does not report as ST_RDONLY
+            failed = files.probe_dir(path) if path is not None else None
+            if failed is None or failed.errno != errno.EROFS:
+                continue
+            with self._lock:
+                self.read_only[t.name] = (str(path), 0)
+            self.ui.fail(
+                f"{t.name}: skipped: the target's filesystem is read-only ({path}; `dmesg` "
+                "says why): its remaining steps are not run nor recorded - a resume runs "
+                "them once it is writable again; the other targets go on"
+            )
+            return
 
     def _revive(self, t: Target) -> None:
         """The server died under an earlier step (crash, OOM, someone's kill):
