@@ -462,6 +462,7 @@ def test_a_target_that_turns_read_only_mid_run_is_exit_6_and_clean_works_on_it(
         assert "Read-only file system" in clean.stderr and "again" in clean.stderr
         assert list(mnt.glob("pgrig-*")), "left while read-only"
         subprocess.run(["umount", mnt], check=True, timeout=60)
+
         # mount -o loop reuses a loop device still attached to the image: detach
         # this test's own first, so the checked filesystem is mounted afresh
         # (autoclear lets it go a moment after the umount: until then it is reused,
