@@ -954,7 +954,7 @@ ISSUE40 = [
     c("state-dir-a-file", Q, 4, "PGRIG_STATE_DIR", "not a directory",
       env={"PGRIG_STATE_DIR": "sf"}, files={"sf": "a file"}),
     c("check-baseline-itself", "check s1 --baseline s1 --store s.sqlite", 2,
-      "no baseline for itself", setup=store()),
+      "against itself", setup=store()),
     c("check-junit-dev-full", "check s1 --baseline s2 --store s.sqlite --junit /dev/full", 2,
       "--junit /dev/full", "device", setup=store()),
     c("check-summary-proc", "check s1 --baseline s2 --store s.sqlite --summary /proc/x.md", 2,
