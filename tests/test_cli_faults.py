@@ -463,18 +463,18 @@ def test_a_target_that_turns_read_only_mid_run_is_exit_6_and_clean_works_on_it(
         assert list(mnt.glob("pgrig-*")), "left while read-only"
         subprocess.run(["umount", mnt], check=True, timeout=60)
 
-        # mount -o loop reuses a loop device still attached to the image: detach
-        # this test's own first, so the checked filesystem is mounted afresh
-        # (autoclear lets it go a moment after the umount: until then it is reused,
-        # its read-only superblock with it - the remount below failed 1 time in 3)
-        def detached() -> bool:
-            attached = subprocess.run(["losetup", "-j", str(image)], capture_output=True,
-                                      text=True, timeout=30).stdout  # fmt: skip
-            for line in attached.splitlines():
-                subprocess.run(["losetup", "-d", line.split(":")[0]], timeout=30)
-            return not attached.strip()
+        # mount -o loop reuses a loop device still attached to the image (the
+        # kernel clears an auto-clear device after umount, late under load), and
+        # it would come back read-only: detach this test's own and wait until
+        # none is left, so the checked filesystem is mounted afresh
+        def attached() -> list[str]:
+            listed = subprocess.run(["losetup", "-j", str(image)], capture_output=True,
+                                    text=True, timeout=30).stdout  # fmt: skip
+            return [line.split(":")[0] for line in listed.splitlines()]
 
-        wait_for(detached, what="the loop device detached")
+        for device in attached():
+            subprocess.run(["losetup", "-d", device], capture_output=True, timeout=30)
+        wait_for(lambda: not attached(), what="the image's loop device detached")
         subprocess.run(["e2fsck", "-fy", image], capture_output=True, timeout=120)
         mount()
         clean = subprocess.run([sys.executable, "-m", "pgrig", "clean"], capture_output=True,
