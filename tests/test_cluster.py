@@ -291,7 +291,7 @@ def test_a_server_recovering_from_a_crash_is_stopped_at_once(bins: binaries.PgBi
     """A backend killed as the OOM killer kills one: the postmaster restarts the
     others after a crash recovery, refusing connections until then. A fast
     shutdown asked in that window was seen to wait out its 30 s (issue 40.5:
-    2 of 20 resumes of a 64 MiB target); such a server is stopped with -m
+    2 of 22 resumes of a 64 MiB target); such a server is stopped with -m
     immediate at once, which leaves it as the crash did. A second session,
     SIGSTOPped, holds the window open: the postmaster waits for it (up to the
     5 s after which it SIGKILLs its children)."""

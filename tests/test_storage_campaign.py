@@ -564,7 +564,7 @@ def test_a_step_the_memory_cgroup_oom_kills_says_so(base: Path) -> None:
     assert status == "failed", reason
     assert "OOM-killed" in (reason or "") and "(64 MiB)" in (reason or ""), reason
     # The cluster stopped while it recovered from the kill: at once, never after
-    # a fast shutdown's 30 s (issue 40.5: 2 of 20 runs waited them out).
+    # a fast shutdown's 30 s (issue 40.5: 2 of 22 runs waited them out).
     assert "did not shut down" not in done.stderr, done.stderr
     assert_nothing_left(base, keep=("c.toml", "r", "hog.sql", "one.sql"))
     # The resume runs the setup again for its new cluster (now with memory to

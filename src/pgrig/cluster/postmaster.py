@@ -252,7 +252,7 @@ class Postmaster:
             # Restarting after a backend's crash (an OOM kill): a fast shutdown asked
             # then was seen to wait out its whole timeout - the postmaster of
             # PostgreSQL 15.18 left with its checkpointer, the crash recovery never
-            # ending nor the shutdown (2 of 20 resumes of a 64 MiB target, issue
+            # ending nor the shutdown (2 of 22 resumes of a 64 MiB target, issue
             # 40.5). Stopped at once, it is left as the crash left it: its next start
             # recovers again.
             modes = ("immediate",)
