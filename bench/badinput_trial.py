@@ -69,6 +69,7 @@ class Case:
     timeout: float = 120
     # an address-space limit (bytes): /dev/zero read whole took 18 GiB in 30 s
     memory: int | None = None
+    stack: int | None = None  # a stack limit (bytes): ulimit -s, which the server inherits
 
 
 def c(id: str, argv: str | tuple[str, ...], code: int, *names: str, **kw: object) -> Case:
@@ -953,7 +954,7 @@ ISSUE40 = [
     c("state-dir-a-file", Q, 4, "PGRIG_STATE_DIR", "not a directory",
       env={"PGRIG_STATE_DIR": "sf"}, files={"sf": "a file"}),
     c("check-baseline-itself", "check s1 --baseline s1 --store s.sqlite", 2,
-      "no baseline for itself", setup=store()),
+      "against itself", setup=store()),
     c("check-junit-dev-full", "check s1 --baseline s2 --store s.sqlite --junit /dev/full", 2,
       "--junit /dev/full", "device", setup=store()),
     c("check-summary-proc", "check s1 --baseline s2 --store s.sqlite --summary /proc/x.md", 2,
@@ -975,6 +976,14 @@ ISSUE40 = [
     c("import-params-not-json", "import s.sqlite --store into.sqlite", 1, "not valid JSON",
       setup=_sql("s.sqlite", "UPDATE studies SET params = '{bad' WHERE id = 's1'"),
       untouched=("s.sqlite",)),
+    # limits the server inherits (issue 40.4, 40.8): under PostgreSQL's 100 kB + 512 kB
+    # of stack; a max_stack_depth the stack cannot hold; less address space than the
+    # oltp profile's shared buffers (a quarter of this machine's 24 GiB: 6026MB)
+    q("ulimit-s-256", "", 2, "ulimit -s", "256 kB", "ulimit -s 8192", stack=256 * 1024),
+    q("ulimit-s-max-stack-depth", "--set max_stack_depth=6MB", 2, "ulimit -s",
+      "max_stack_depth = 6MB (--set)", "lower max_stack_depth", stack=4096 * 1024),
+    q("ulimit-v-4000000", "", 5, "ulimit -v", "4000000 kB", "shared_buffers",
+      "ulimit -v unlimited", memory=4000000 * 1024),
 ]  # fmt: skip
 
 CASES = [*QUICK, *PG_ENV, *TERMINAL, *CAMPAIGNS, *STORES, *HOSTS, *OTHER, *ISSUE40]
@@ -1094,10 +1103,17 @@ def _as(user: str, box: Path) -> tuple[str, ...]:
     return ("unshare", "-m", "--propagation", "private", "sh", "-c", script, str(box / "tmp"))
 
 
-def _limit(memory: int | None) -> Callable[[], None] | None:
-    if memory is None:
+def _limit(case: Case) -> Callable[[], None] | None:
+    limits = [(resource.RLIMIT_AS, case.memory), (resource.RLIMIT_STACK, case.stack)]
+    wanted = [(which, n) for which, n in limits if n is not None]
+    if not wanted:
         return None
-    return lambda: resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+
+    def apply() -> None:
+        for which, n in wanted:
+            resource.setrlimit(which, (n, n))
+
+    return apply
 
 
 def _first(err: str) -> str:
@@ -1156,7 +1172,7 @@ def _run_case(case: Case, root: Path, src: Path | None) -> Outcome:
             stderr=subprocess.PIPE,
             text=True,
             start_new_session=True,
-            preexec_fn=_limit(case.memory),
+            preexec_fn=_limit(case),
         )
         try:
             out, err = proc.communicate(timeout=case.timeout)

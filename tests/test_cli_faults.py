@@ -399,17 +399,33 @@ def test_a_target_that_turns_read_only_mid_run_is_exit_6_and_clean_works_on_it(
     """ext4 with errors=remount-ro, an error triggered 1 s into the first run (the
     kernel's own trigger_fs_error): the teardown died in an EROFS traceback, exit
     1, and `pgrig clean` tracebacked on the read-only mount (issue 40.5). Now the
-    runs fail with the cause, the study ends partial (exit 6), the work directory
-    is left said and registered, and `pgrig clean` leaves it with the reason while
-    the mount is read-only, then removes it once it is writable. A loop device and
-    a mount of this test's own, removed after."""
+    run fails with the cause, the target's remaining steps are skipped with the
+    reason said once (they were tried one by one, each with a restart that could
+    not work), the other target goes on, the study ends partial (exit 6), the
+    work directory is left said and registered, `pgrig clean` leaves it with the
+    reason while the mount is read-only, then removes it once it is writable,
+    and the resume runs the skipped steps. A loop device and a mount of this
+    test's own, removed after."""
     if os.geteuid() != 0:
         pytest.skip("mounts a loop device")
-    image, mnt = disk_dir / "fs.img", disk_dir / "mnt"
+    image, mnt, other = disk_dir / "fs.img", disk_dir / "mnt", disk_dir / "other"
     mnt.mkdir()
+    other.mkdir(mode=0o777)
+    other.chmod(0o777)  # the server's OS user makes its cluster there
     subprocess.run(["truncate", "-s", "400M", image], check=True, timeout=30)
     subprocess.run(["mkfs.ext4", "-q", "-F", image], check=True, timeout=60)
-    env = dict(os.environ, PGRIG_STATE_DIR=str(disk_dir / "state"))
+    env = dict(os.environ, PGRIG_STATE_DIR=str(disk_dir / "state"), COLUMNS="1000")
+    campaign = disk_dir / "c.toml"
+    campaign.write_text(
+        f'[campaign]\nname = "ro"\nmonitor = false\n'
+        f'[[target]]\nname = "ro"\ndirectory = "{mnt}"\nprofile = "stock"\n'
+        f'[[target]]\nname = "ok"\ndirectory = "{other}"\nprofile = "stock"\n'
+        "[probes]\ntiming = false\nfio = false\nfsync = false\n"
+        '[[workload]]\ntype = "tpcb"\nscales = [1]\nmodes = ["select-only"]\n'
+        "clients = [1, 2]\nduration = 4\ncount = false\n"
+    )
+    results = disk_dir / "r"
+    run = [sys.executable, "-m", "pgrig", "run", campaign, "--results", results]
 
     def mount(*options: str) -> None:
         subprocess.run(["mount", "-o", ",".join(("loop", *options)), image, mnt], check=True,
@@ -423,12 +439,9 @@ def test_a_target_that_turns_read_only_mid_run_is_exit_6_and_clean_works_on_it(
             if line.split()[1] == str(mnt)
         )  # fmt: skip
         trigger = Path("/sys/fs/ext4") / Path(device).name / "trigger_fs_error"
-        results = disk_dir / "r"
         child = subprocess.Popen(
-            [sys.executable, "-m", "pgrig", "run", "--target", mnt, "--results", results,
-             *tiny(clients="1,2", duration="4")],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-        )  # fmt: skip
+            run, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+        )
         SPAWNED.append(child)
         wait_for(
             lambda: child.poll() is not None or subprocess.run(
@@ -445,7 +458,13 @@ def test_a_target_that_turns_read_only_mid_run_is_exit_6_and_clean_works_on_it(
         assert child.returncode == 6, err
         assert "cannot remove the work directory" in err and "pgrig clean" in err
         _, runs = only_study(results)
-        assert runs["local/tpcb/s1/select-only/c1/d4/r1"][0] == "failed"
+        assert runs["ro/tpcb/s1/select-only/c1/d4/r1"][0] == "failed"
+        # the rest of ro skipped, said once, neither tried nor recorded; ok goes on
+        assert err.count("ro: skipped: the target's filesystem is read-only") == 1, err
+        assert "could not restart" not in err and "ro: select-only -s 1 -c 2" not in err, err
+        assert "ro/tpcb/s1/select-only/c2/d4/r1" not in runs, runs
+        assert runs["ok/tpcb/s1/select-only/c2/d4/r1"][0] == "ok", runs
+        assert re.search(r"ro: 2 steps skipped, its filesystem read-only", err), err
         clean = subprocess.run([sys.executable, "-m", "pgrig", "clean"], capture_output=True,
                                text=True, timeout=120, env=env)  # fmt: skip
         assert clean.returncode == 0 and "Traceback" not in clean.stderr, clean.stderr
@@ -471,13 +490,18 @@ def test_a_target_that_turns_read_only_mid_run_is_exit_6_and_clean_works_on_it(
                                text=True, timeout=120, env=env)  # fmt: skip
         assert "removed the orphan work directory" in clean.stdout, clean.stdout + clean.stderr
         assert not list(mnt.glob("pgrig-*"))
+        again = subprocess.run(run, capture_output=True, text=True, timeout=300, env=env)
+        assert again.returncode == 0, again.stderr
+        _, runs = only_study(results)
+        assert runs["ro/tpcb/s1/select-only/c2/d4/r1"][0] == "ok", runs
+        assert runs["ro/tpcb/s1/sizes/after-runs"][0] == "ok", runs
+        assert runs["ro/tpcb/s1/select-only/c1/d4/r1"][0] == "failed", "not retried unasked"
         faultlog.note(
             "read-only target (ext4 errors=remount-ro, 1 s into a 4-s run)",
-            named_in_s=faultlog.seconds_after(results, "local/tpcb/s1/select-only/c1/d4/r1",
+            named_in_s=faultlog.seconds_after(results, "ro/tpcb/s1/select-only/c1/d4/r1",
                                               triggered),
             exit_code=child.returncode, named=f"cannot write ...: Read-only file system ({mnt})",
-            resume=faultlog.in_suite() and faultlog.resume(
-                ["--target", mnt, *tiny(clients="1,2", duration="4")], results, env),
+            resume=faultlog.in_suite() and faultlog.resume([campaign], results, env),
         )  # fmt: skip
     finally:
         subprocess.run(["umount", mnt], capture_output=True, timeout=60)

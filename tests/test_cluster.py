@@ -285,3 +285,47 @@ def test_a_shutdown_that_hangs_says_so(bins: binaries.PgBinaries) -> None:
                 os.kill(pid, signal.SIGCONT)
         c.destroy()
         shutil.rmtree(base, ignore_errors=True)
+
+
+def test_a_server_recovering_from_a_crash_is_stopped_at_once(bins: binaries.PgBinaries) -> None:
+    """A backend killed as the OOM killer kills one: the postmaster restarts the
+    others after a crash recovery, refusing connections until then. A fast
+    shutdown asked in that window was seen to wait out its 30 s (issue 40.5:
+    2 of 22 resumes of a 64 MiB target); such a server is stopped with -m
+    immediate at once, which leaves it as the crash did. A second session,
+    SIGSTOPped, holds the window open: the postmaster waits for it (up to the
+    5 s after which it SIGKILLs its children)."""
+    from conftest import make_disk_dir
+
+    base = make_disk_dir("pgrig-test-crashstop-")
+    c = Cluster.create(bins, base / "work", study="test", os_user=server_os_user())
+    held: int | None = None
+    try:
+        c.initdb(InitdbOptions())
+        c.configure(profiles.load("stock").with_overrides({"fsync": "off"}))
+        c.start()
+        with c.admin().connect() as victim, c.admin().connect() as holder:
+            held = holder.info.backend_pid
+            os.kill(held, signal.SIGSTOP)
+            os.kill(victim.info.backend_pid, signal.SIGKILL)
+            deadline = time.monotonic() + 10
+            while not c.pm.rejecting() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert c.pm.rejecting(), "the crash restart never began"
+            heard: list[str] = []
+            began = time.monotonic()
+            c.stop(timeout=60, said=heard.append)
+            took = time.monotonic() - began
+            print(f"stopped in {took:.1f} s: {heard}")
+        assert heard == [
+            f"the server {c.pm.where} refuses connections (recovering from a crash, "
+            "or starting or stopping): stopping it with -m immediate"
+        ]
+        assert not c.running()
+        assert took < 15, f"{took:.1f} s: the fast shutdown's 30 s were waited"
+    finally:
+        if held is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(held, signal.SIGCONT)
+        c.destroy()
+        shutil.rmtree(base, ignore_errors=True)

@@ -191,7 +191,7 @@ def temp_dir_for(user: OsUser | None) -> Path:
     return tmp
 
 
-def _probe_dir(directory: Path) -> OSError | None:
+def probe_dir(directory: Path) -> OSError | None:
     """Whether a file can be made in ``directory`` (made and removed at once):
     permission bits say nothing of /proc, a read-only mount or a full disk."""
     probe = directory / f".pgrig-probe.{os.getpid()}.pgrig-tmp"
@@ -245,7 +245,7 @@ def output_path(path: Path, option: str, *, directory: bool = False) -> Path:
             raise refuse(
                 f"the directory {place} does not exist", f"mkdir -p {place}, or another path"
             )
-    failed = _probe_dir(place)
+    failed = probe_dir(place)
     if failed is not None and failed.errno in (errno.ENOSPC, errno.EDQUOT):
         # no typo: the disk is full (exit 5, as any disk refused up front)
         raise DiskSpaceError(

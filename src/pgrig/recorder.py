@@ -10,6 +10,7 @@ resumed study runs it again.
 from __future__ import annotations
 
 import contextlib
+import errno
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, cast
 
-from pgrig import monitor, proc, registry
+from pgrig import files, monitor, proc, registry
 from pgrig.cluster.server import Server, ServerLost
 from pgrig.errors import HostUnusable, PgrigError, StoreError
 from pgrig.hosts.executor import Executor, reconnect_s
@@ -177,6 +178,10 @@ class Recorder:
         # the store is read once (a resumed study), never again per repetition;
         # raw output and monitor samples are not kept in memory.
         self.done: set[str] = set()
+        self._failed: set[str] = set()  # recorded failed: a resume's rerun of one is not
+        # target -> (the read-only path, steps skipped since): a filesystem turned
+        # read-only under a target fails every step left (issue 40.5)
+        self.read_only: dict[str, tuple[str, int]] = {}
         self._metric: dict[str, float] = {}  # run key -> headline figure (tps, tpmC)
         self._disturbed: set[str] = set()  # run keys whose monitor record says disturbed
         self._probes: dict[str, list[object]] = {}  # target -> typed fio / pg_test_fsync results
@@ -195,6 +200,11 @@ class Recorder:
         try:
             if record and step.id in self.done:
                 return True
+            if (ro := self.read_only.get(t.name)) is not None:
+                # said once, when found; left unrecorded, so that a resume runs it
+                with self._lock:
+                    self.read_only[t.name] = (ro[0], ro[1] + 1)
+                return False
             with kernel.applied(t.spec.kernel):  # a kernel-settings axis: around its points
                 return self._execute(step, t, record=record, together=together)
         finally:
@@ -271,15 +281,26 @@ class Recorder:
                 if status == "ok":
                     self._record_extra(step, t, started)
             elapsed = time.monotonic() - t0
+            # A resume runs a recorded data step again (its data went with the killed
+            # run's cluster) without recording it: its line says so where the store
+            # holds another outcome - a setup's ✓ beside its failed record (issue 40.5).
+            kept = not record and step.id in self._failed
+            again = (
+                " - again for this resume, not recorded: the store keeps its earlier "
+                "failure (--retry-failed records a new try)"
+                if kept and status != "failed"
+                else ""
+            )
             if status == "ok":
                 took = duration(elapsed)
-                self.ui.ok(f"{step.label} ({took}){registry.headline(step.kind, value)}")
+                self.ui.ok(f"{step.label} ({took}){registry.headline(step.kind, value)}{again}")
             elif status == "skipped":
-                self.ui.warn(f"{step.label} skipped: {reason}")
+                self.ui.warn(f"{step.label} skipped: {reason}{again}")
             else:
                 with self._lock:
                     self.failures += 1
-                self.ui.fail(f"{step.label} failed: {reason}")
+                self.ui.fail(f"{step.label} failed{' again' if kept else ''}: {reason}")
+                self._check_writable(t)
             if record and watched is not None:
                 self._record_monitor(step, t, started, watched, value if status == "ok" else None)
             if memory is not None:
@@ -306,6 +327,8 @@ class Recorder:
     def _remember(self, rec: RunRecord) -> None:
         """Keep what ``metrics`` and ``_limits_of`` need of one recorded run."""
         self.done.add(rec.key)
+        if rec.status == "failed":
+            self._failed.add(rec.key)
         if rec.status != "ok" or rec.result is None:
             return
         if rec.kind == MONITOR.name:
@@ -319,6 +342,29 @@ class Recorder:
             if kind is not None and kind.metric is not None:
                 # The metric alone is kept: a campaign keeps no result alive.
                 self._metric[rec.key] = kind.metric(from_dict(kind.type, rec.result))
+
+    def _check_writable(self, t: Target) -> None:
+        """After a failed step: has the filesystem of the target's cluster turned
+        read-only (ext4's errors=remount-ro, a failing disk)? Then every step
+        left on it would fail one by one, each with a restart that cannot work:
+        they are skipped, said once, and the other targets go on."""
+        cluster = t.cluster  # this machine's cluster: its filesystem is ours to ask
+        if cluster is None or t.name in self.read_only:
+            return
+        for path in (cluster.workdir, t.spec.wal_directory):
+            # a file made and removed: ext4's errors=remount-ro here marks the
+            # filesystem emergency_ro, which statvfs does not report as ST_RDONLY
+            failed = files.probe_dir(path) if path is not None else None
+            if failed is None or failed.errno != errno.EROFS:
+                continue
+            with self._lock:
+                self.read_only[t.name] = (str(path), 0)
+            self.ui.fail(
+                f"{t.name}: skipped: the target's filesystem is read-only ({path}; `dmesg` "
+                "says why): its remaining steps are not run nor recorded - a resume runs "
+                "them once it is writable again; the other targets go on"
+            )
+            return
 
     def _revive(self, t: Target) -> None:
         """The server died under an earlier step (crash, OOM, someone's kill):

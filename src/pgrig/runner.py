@@ -395,11 +395,22 @@ def run_campaign(
             "finished results are kept" + (f"; {resume_hint}" if resume_hint else ""),
             signum=signal_number(interrupted),
         )
+    read_only = runner.recorder.read_only if runner.recorder is not None else {}
+    skipped = "".join(
+        f"; {name}: {count(n, 'step')} skipped, its filesystem read-only ({path})"
+        for name, (path, n) in read_only.items()
+        if n
+    )
     if runner.failures:
         raise PartialFailure(
-            f"{runner.failures} step(s) failed; the others are recorded",
+            f"{runner.failures} step(s) failed; the others are recorded{skipped}",
             hint="the report gives each failure's reason"
-            + (f"; after fixing them, `{retry_hint}` runs them again" if retry_hint else ""),
+            + (f"; after fixing them, `{retry_hint}` runs them again" if retry_hint else "")
+            + (
+                f"; once the filesystem is writable again, {resume_hint} (the skipped steps)"
+                if skipped and resume_hint
+                else ""
+            ),
         )
     return runner
 

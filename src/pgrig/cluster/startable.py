@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import os
+import resource
 from pathlib import Path
 
 from pgrig import files, proc
@@ -42,6 +43,88 @@ def check(
     _log_directory(profile, os_user)
     _huge_pages(profile)
     _socket_directory(os_user)
+
+
+# PostgreSQL keeps max_stack_depth this far below the stack's rlimit (STACK_DEPTH_SLOP)
+# and refuses a max_stack_depth under 100 kB: a stack rlimit under 612 kB and no start.
+STACK_SLOP = 512 * 1024
+_STACK_MIN = 100 * 1024
+# Beside its shared memory a postmaster maps its binary, libraries and heaps:
+# it started here (PostgreSQL 15) under an address-space limit of shared memory
+# + 73 MB (shared_buffers 128MB) and + 112 MB (1GB), and then each backend needs
+# room for its work_mem and the load's maintenance_work_mem.
+_AS_REST = 64 * 2**20  # the rest of the shared memory (locks, WAL buffers): a margin
+_AS_OWN = 256 * 2**20
+
+
+def rlimits(profile: Profile) -> None:
+    """The server inherits pgrig's resource limits: a stack rlimit (``ulimit -s``)
+    too small for max_stack_depth failed ``postgres -C`` and was blamed on the
+    profile; an address-space rlimit (``ulimit -v``) smaller than the shared
+    memory made a study, then "could not map anonymous shared memory" (issue
+    40.4). Checked before the profile's values, since those fail under it."""
+    _stack_rlimit(profile)
+    _address_space_rlimit(profile)
+
+
+def _soft(which: int) -> int | None:
+    soft, _ = resource.getrlimit(which)
+    return None if soft == resource.RLIM_INFINITY else soft
+
+
+def _stack_rlimit(profile: Profile) -> None:
+    limit = _soft(resource.RLIMIT_STACK)
+    if limit is None:
+        return
+    text = value(profile, "max_stack_depth")
+    if text and text.isdigit():
+        asked: int | None = int(text) * 1024  # a bare max_stack_depth is in kB, not pages
+    else:
+        asked = _bytes(text) if text else None
+    # Unset, the server takes min(2MB, the rlimit - 512 kB): only PostgreSQL's minimum must fit.
+    depth = asked if asked is not None else _STACK_MIN
+    need = depth + STACK_SLOP
+    if limit >= need:
+        return
+    said = (
+        f"max_stack_depth = {text} ({profile.origin('max_stack_depth')})"
+        if asked is not None
+        else "max_stack_depth at least 100kB (PostgreSQL's minimum)"
+    )
+    least = -(-need // 1024)
+    raise UsageError(
+        f"ulimit -s (RLIMIT_STACK) is {limit // 1024} kB: the server needs {said} and 512 kB "
+        'more below it: it would not start (invalid value for parameter "max_stack_depth")',
+        hint=(
+            f"ulimit -s 8192 (the usual default; at least {least})"
+            if least <= 8192
+            else f"ulimit -s {least}"
+        )
+        + " in the shell that runs pgrig"
+        + (", or a lower max_stack_depth (--set max_stack_depth=...)" if asked else ""),
+    )
+
+
+def _address_space_rlimit(profile: Profile) -> None:
+    limit = _soft(resource.RLIMIT_AS)
+    if limit is None:
+        return
+    text = value(profile, "shared_buffers") or "128MB"
+    shared = _bytes(text) or 128 * 2**20
+    need = shared + _AS_REST + _AS_OWN
+    if limit >= need:
+        return
+    fits = max(0, limit - _AS_REST - _AS_OWN)
+    lower = f", or shared_buffers = {fits // 2**20}MB or less" if fits >= 16 * 2**20 else ""
+    raise MemoryShortfall(
+        f"ulimit -v (RLIMIT_AS) is {limit // 1024} kB ({size_text(limit)}): the server maps "
+        f"its shared memory whole at its start - shared_buffers = {text} "
+        f"({profile.origin('shared_buffers')}) and the rest - and needs about "
+        f"{size_text(need)} of address space with its own: it would not start (could not "
+        "map anonymous shared memory)",
+        hint=f"ulimit -v unlimited (or at least {-(-need // 1024)}) in the shell that runs "
+        f"pgrig{lower}" + (" (--set shared_buffers=...)" if lower else ""),
+    )
 
 
 def value(profile: Profile, key: str) -> str | None:

@@ -159,6 +159,7 @@ class Throwaway(TargetKind[None, StateT]):
             written = as_written(spec, demands.source, "os_user", "--os-user")
             raise UsageError(f"{written} {exc.message}", hint=exc.hint) from None
         aio.check_io_method(spec.name, profile.settings, bins, os_user)
+        startable.rlimits(profile)  # before validate: its postgres -C fails under them
         adapted = profiles.validate(profile, bins, os_user, segment_mb=spec.initdb.wal_segsize_mb)
         startable.check(profile, bins, os_user, self.machine(spec) or profiles.Machine.this())
         for dropped in adapted.dropped:
