@@ -110,6 +110,10 @@ class Started(ABC):
         run): a look at its progress that costs the same at any point of a long run."""
         return self._stderr[-lines:]
 
+    def stderr_from(self, first: int) -> list[str]:
+        """The stderr lines from the ``first`` on (0: all), as printed until now."""
+        return self._stderr[first:]
+
     def stderr_lines(self) -> int:
         """How many stderr lines it printed until now: a progress heartbeat counts them."""
         return len(self._stderr)
@@ -278,32 +282,54 @@ class Executor(ABC):
         timeout: float,
         what: str,
         on_line: proc.LineCallback | None = None,
+        env: Mapping[str, str] | None = None,
+        check: bool = True,
+        launch: Launch | None = None,
         preexec: Callable[[], None] | None = None,
     ) -> proc.Completed:
-        """Run a tool to its end in the C locale, each stdout line to ``on_line``
-        as it comes (a probe's progress). ``preexec`` (a storage lab's cgroup to
-        join before exec) exists only on this machine."""
+        """Run a tool to its end in the C locale, each output line to ``on_line``
+        as it comes (a probe's progress on stdout, pgbench's ``-P`` on stderr);
+        ``env`` is added to the host's environment. The wait asks the study's
+        stop and the run's watchdog (``proc.raise_if_cancelled``) as it goes, on
+        any host. ``preexec`` (a storage lab's cgroup to join before exec) exists
+        only on this machine; ``launch`` says it on any host."""
         if preexec is not None:
             raise AssertionError(f"a preexec hook cannot run on {self.name}")
-        started = self.start([str(a) for a in argv], env=C_LOCALE)
+        started = self.start([str(a) for a in argv], env={**C_LOCALE, **(env or {})}, launch=launch)
         if self.adopt is not None:
             self.adopt(started.pid)
         deadline = time.monotonic() + timeout
         read: list[str] = []  # what readline took: ``wait`` returns only the rest
+        told = 0  # stderr lines handed to ``on_line``
+
+        def tell_stderr() -> None:
+            nonlocal told
+            if on_line is None:
+                return
+            lines = started.stderr_from(told)
+            told += len(lines)
+            for line in lines:
+                on_line("stderr", line.rstrip("\n"))
+
         try:
             while (left := deadline - time.monotonic()) > 0:
+                proc.raise_if_cancelled()
                 try:
-                    line = started.readline(timeout=min(left, 5.0))
+                    # Short reads: stderr's lines and the watchdog are looked at between them.
+                    line = started.readline(timeout=min(left, 0.5))
                 except ToolTimeout:
+                    tell_stderr()
                     continue  # quiet for a while (pg_test_fsync waits a test out): look again
+                tell_stderr()
                 if line is None:
                     break
                 read.append(line + "\n")
                 if on_line is not None:
                     on_line("stdout", line)
-            done = started.wait(max(deadline - time.monotonic(), 1.0), what=what)
+            done = started.wait(max(deadline - time.monotonic(), 1.0), check=check, what=what)
+            tell_stderr()
         except BaseException:
-            started.stop()  # Ctrl-C or a timeout: the tool stops too, on its host
+            started.stop()  # Ctrl-C, a timeout or the watchdog: the tool stops too, on its host
             raise
         return replace(done, stdout="".join(read) + done.stdout)
 
@@ -503,11 +529,23 @@ class LocalExecutor(Executor):
         timeout: float,
         what: str,
         on_line: proc.LineCallback | None = None,
+        env: Mapping[str, str] | None = None,
+        check: bool = True,
+        launch: Launch | None = None,
         preexec: Callable[[], None] | None = None,
     ) -> proc.Completed:
-        # proc's own: the run's heartbeat and a study's stop end its wait, and
-        # ``preexec`` joins a storage lab's cgroup from inside the child.
-        return proc.stream(argv, timeout=timeout, on_line=on_line, what=what, preexec=preexec)
+        # proc's own: both pipes read by one selector (lines in the order printed,
+        # a line redrawn with \r cut), and ``preexec`` joins a storage lab's
+        # cgroup from inside the child.
+        return proc.stream(
+            self.launched([str(a) for a in argv], launch),
+            timeout=timeout,
+            on_line=on_line,
+            env=None if env is None else {**os.environ, **env},
+            check=check,
+            what=what,
+            preexec=preexec,
+        )
 
     def on_path(self, name: str, hint: str, search_path: str | None = None) -> str:
         found = shutil.which(name, path=search_path)
