@@ -585,10 +585,5 @@ def progress(waiters: Sequence[Started]) -> ProgressPoint | None:
 
 def _fetch_logs(ex: Executor, remote_dir: str, local: Path) -> list[Path]:
     local.mkdir(parents=True, exist_ok=True)
-    out = []
-    for name in ex.listdir(remote_dir):
-        if name.startswith(LOG_PREFIX + "."):
-            target = local / name
-            target.write_bytes(ex.read_bytes(f"{remote_dir}/{name}"))
-            out.append(target)
-    return out
+    names = txlog.log_names(ex.listdir(remote_dir), LOG_PREFIX)
+    return [ex.fetch(f"{remote_dir}/{name}", local) for name in names]

@@ -425,6 +425,13 @@ class Executor(ABC):
     def free_bytes(self, path: str) -> int:
         """Bytes an unprivileged writer may still use on the filesystem of ``path``."""
 
+    def fetch(self, path: str, into: Path) -> Path:
+        """A copy here, in the directory ``into``, of the host's file ``path``
+        (a client's per-transaction log, read after its run)."""
+        copy = into / Path(path).name
+        copy.write_bytes(self.read_bytes(path))
+        return copy
+
     def processes_using(self, path: str) -> list[int]:
         """PIDs of the processes working in the directory ``path`` (every backend of
         a PostgreSQL cluster chdirs to its data directory)."""
@@ -648,3 +655,8 @@ class LocalExecutor(Executor):
                     if os.readlink(f"/proc/{entry}/cwd") == target:
                         found.append(int(entry))
         return found
+
+
+# This machine as a client's host: what a tool runs on unless told another
+# (``client=``). Never given an ``adopt``: a probe makes its own (``onhost.on``).
+THIS_MACHINE = LocalExecutor()

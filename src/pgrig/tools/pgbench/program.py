@@ -11,6 +11,7 @@ from typing import Protocol
 
 from pgrig import proc
 from pgrig.errors import ParseError, ToolError
+from pgrig.hosts.executor import THIS_MACHINE, Executor
 from pgrig.pgsource import binaries
 
 TOOL = "pgbench"
@@ -52,10 +53,19 @@ def parse_version(text: str) -> str:
     )
 
 
-def pgbench_version(bin_dir: Path | str, timeout: float = 30.0) -> str:
-    """The version of ``<bin_dir>/pgbench``, e.g. ``15.18 (Debian 15.18-0+deb12u1)``."""
-    done = proc.run([binary(bin_dir), "--version"], timeout=timeout, what=TOOL)
+def pgbench_version(
+    bin_dir: Path | str, timeout: float = 30.0, *, client: Executor = THIS_MACHINE
+) -> str:
+    """The version of ``<bin_dir>/pgbench`` on the ``client`` host, e.g.
+    ``15.18 (Debian 15.18-0+deb12u1)``."""
+    done = client.run([str(binary(bin_dir)), "--version"], timeout=timeout, what=TOOL)
     return parse_version(done.stdout)
+
+
+def client_env(conn: ClientConn, *, own: bool = False) -> dict[str, str]:
+    """What ``conn`` adds to a client's environment (its password, pgrig's own
+    options): an executor adds it to its host's, here or over SSH."""
+    return {k: v for k, v in conn.env(own=own).items() if os.environ.get(k) != v}
 
 
 def check_ok(done: proc.Completed, what: str) -> None:
@@ -95,6 +105,7 @@ def raw_text(lines: list[str]) -> str:
     return "".join(line + "\n" for line in lines)
 
 
+ENV = "/usr/bin/env"  # coreutils' env, on every host: a variable unset for one command
 # A socket directory that cannot exist: pgbench fails to connect there at once.
 _NOWHERE = "/nonexistent/pgrig-parse-only"
 # How pgbench says it got past its scripts to the connection.
@@ -107,6 +118,7 @@ def script_errors(
     *,
     defines: Mapping[str, str] | None = None,
     query_mode: str = "simple",
+    client: Executor = THIS_MACHINE,
 ) -> str | None:
     """What pgbench says of ``scripts`` (path, weight) before it needs a server,
     or None when it got as far as connecting. pgbench has no parse-only mode but
@@ -119,8 +131,9 @@ def script_errors(
         argv += ["-D", f"{name}={value}"]
     for path, weight in scripts:
         argv += ["-f", f"{path}@{weight}"]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PG")}
-    done = proc.run(argv, timeout=30.0, env=env, check=False, what=TOOL)
+    # Without this machine's PG* variables (PGHOSTADDR would win over -h).
+    unset = [f"--unset={k}" for k in sorted(os.environ) if k.startswith("PG")]
+    done = client.run([ENV, *unset, *argv], timeout=30.0, check=False, what=TOOL)
     said = (done.stderr + done.stdout).strip()
     if done.ok or any(words in said for words in _CONNECTING):
         return None
