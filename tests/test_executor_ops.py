@@ -17,7 +17,8 @@ from hosts_fixture import Lab, netns_lab  # noqa: F401  (the fixture)
 from pgrig import proc
 from pgrig.errors import BinaryNotFound, ToolError, WorkdirError
 from pgrig.hosts import inventory, preflight
-from pgrig.hosts.executor import Executor, LocalExecutor
+from pgrig.hosts.executor import Executor
+from pgrig.hosts.local import LocalExecutor
 from pgrig.tools import onhost
 
 pytestmark = pytest.mark.netns_hosts(1)

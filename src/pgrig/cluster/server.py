@@ -29,7 +29,8 @@ from pgrig.cluster.postmaster import C_LOCALE, Postmaster, create_tablespace
 from pgrig.conninfo import Conn
 from pgrig.errors import ClusterError, UsageError, WorkdirError
 from pgrig.files import write_atomically
-from pgrig.hosts.executor import Executor, Launch, LocalExecutor
+from pgrig.hosts.executor import Executor, Launch
+from pgrig.hosts.local import LocalExecutor
 from pgrig.pgsource.binaries import PgBinaries
 
 SUPERUSER = "postgres"

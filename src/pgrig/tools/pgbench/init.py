@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Literal
 
 from pgrig.errors import ParseError, UsageError
-from pgrig.hosts.executor import THIS_MACHINE, Executor
+from pgrig.hosts.executor import Executor
+from pgrig.hosts.local import THIS_MACHINE
 from pgrig.results import PgbenchInit
 from pgrig.tools.pgbench.program import (
     PARSE_HINT,

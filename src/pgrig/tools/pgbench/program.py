@@ -11,7 +11,8 @@ from typing import Protocol
 
 from pgrig import proc
 from pgrig.errors import ParseError, ToolError
-from pgrig.hosts.executor import THIS_MACHINE, Executor
+from pgrig.hosts.executor import Executor
+from pgrig.hosts.local import THIS_MACHINE
 from pgrig.pgsource import binaries
 
 TOOL = "pgbench"

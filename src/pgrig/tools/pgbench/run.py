@@ -18,7 +18,8 @@ from typing import Literal
 
 from pgrig import proc
 from pgrig.errors import UsageError, WorkdirError
-from pgrig.hosts.executor import THIS_MACHINE, Executor
+from pgrig.hosts.executor import Executor
+from pgrig.hosts.local import THIS_MACHINE
 from pgrig.monitor.client import ClientWatch, check_duration
 from pgrig.results import PgbenchRun, ProgressPoint
 from pgrig.tools.pgbench.parse import count_script_statements, parse_progress, parse_run

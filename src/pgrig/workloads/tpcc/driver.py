@@ -37,7 +37,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from pgrig import proc
 from pgrig.conninfo import Conn
 from pgrig.errors import ParseError, ToolError, UsageError
-from pgrig.hosts.executor import THIS_MACHINE
+from pgrig.hosts.local import THIS_MACHINE
 from pgrig.load import HostLoad, LoadJob, LoadRunner, MultiLoad, merged
 from pgrig.monitor.client import ClientWatch, check_duration
 from pgrig.results import PgbenchRun, ProgressPoint
