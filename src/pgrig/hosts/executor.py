@@ -414,6 +414,13 @@ class Executor(ABC):
     def free_bytes(self, path: str) -> int:
         """Bytes an unprivileged writer may still use on the filesystem of ``path``."""
 
+    def writable_by(self, path: Path | str, user: str) -> bool:
+        """Whether the OS account ``user`` can write to ``path`` here, every parent
+        searched as that user (coreutils' ``test -w`` run as it): what a server's
+        or a client's directory must be before its process is started there."""
+        argv = ["/usr/bin/test", "-w", str(path)]
+        return self.run(argv, timeout=10, check=False, what="test", launch=Launch(user)).ok
+
     def fetch(self, path: str, into: Path) -> Path:
         """A copy here, in the directory ``into``, of the host's file ``path``
         (a client's per-transaction log, read after its run)."""

@@ -245,4 +245,4 @@ class LocalExecutor(Executor):
 
 # This machine as a client's host: what a tool runs on unless told another
 # (``client=``). Never given an ``adopt``: a probe makes its own (``onhost.on``).
-THIS_MACHINE = LocalExecutor()
+HERE = LocalExecutor()

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pgrig.errors import BinaryNotFound, ToolError
-from pgrig.hosts.local import THIS_MACHINE
+from pgrig.hosts.local import HERE
 from pgrig.pgsource import cache, system
 from pgrig.pgsource.model import Spec, describe_majors, major_of, version_key
 
@@ -77,12 +77,12 @@ class PgBinaries:
 def tool_path(bin_dir: Path | str, tool: str) -> Path:
     """``<bin_dir>/<tool>`` on this machine, or BinaryNotFound naming both and the
     option that fixes it (``LocalExecutor.tool``)."""
-    return Path(THIS_MACHINE.tool(bin_dir, tool))
+    return Path(HERE.tool(bin_dir, tool))
 
 
 def _version_of(bin_dir: Path, tool: str) -> tuple[str, int]:
     try:
-        out = THIS_MACHINE.run([str(bin_dir / tool), "--version"], timeout=20).stdout
+        out = HERE.run([str(bin_dir / tool), "--version"], timeout=20).stdout
     except ToolError as exc:
         raise BinaryNotFound(f"{bin_dir / tool} does not run: {exc}", hint=INSTALL_HINT) from exc
     match = _VERSION.search(out)
@@ -200,7 +200,7 @@ def find(
     pg_config = shutil.which("pg_config")
     if pg_config:
         try:
-            bindir = Path(THIS_MACHINE.run([pg_config, "--bindir"], timeout=20).stdout.strip())
+            bindir = Path(HERE.run([pg_config, "--bindir"], timeout=20).stdout.strip())
             if all((bindir / t).is_file() for t in tools):
                 return _check(bindir, tools, "pg_config --bindir", debian_root)
         except ToolError:

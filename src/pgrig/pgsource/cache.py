@@ -29,7 +29,7 @@ from pathlib import Path
 
 from pgrig import __version__
 from pgrig.errors import BinaryNotFound, CacheError, DownloadError, ToolError
-from pgrig.hosts.local import THIS_MACHINE
+from pgrig.hosts.local import HERE
 from pgrig.pgsource.base import Source
 from pgrig.pgsource.fetch import Http, Progress
 from pgrig.pgsource.model import CLIENT_TOOLS, Artifact, Installed, version_key
@@ -199,7 +199,7 @@ def check_runs(bin_dir: Path, expected: str) -> None:
         )
     postgres = bin_dir / "postgres"
     try:
-        out = THIS_MACHINE.run([str(postgres), "--version"], timeout=30, what="postgres --version")
+        out = HERE.run([str(postgres), "--version"], timeout=30, what="postgres --version")
     except ToolError as exc:
         raise BinaryNotFound(
             f"the downloaded PostgreSQL {expected} does not run on this machine: {exc}",

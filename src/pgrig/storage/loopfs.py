@@ -30,6 +30,7 @@ from pathlib import Path
 
 from pgrig import environment, proc
 from pgrig.errors import DiskSpaceError, ToolError, UsageError, WorkdirError
+from pgrig.hosts.local import HERE
 from pgrig.storage import btrfs, fsinfo, state
 from pgrig.storage.devices import (
     Leftovers,
@@ -388,8 +389,7 @@ class LoopFilesystem:
         if owner is None:
             return data
         os.chown(data, owner.uid, owner.gid)
-        probe = proc.run(["/usr/bin/test", "-w", data], timeout=10, user=owner, check=False)
-        if not probe.ok:
+        if not HERE.writable_by(data, owner.name):
             raise WorkdirError(
                 f"OS user {owner.name} cannot reach {data} (a parent of {self.base} is not "
                 "searchable for it)",

@@ -36,7 +36,6 @@ from pgrig.tools.pgbench.program import (
     TOOL,
     ClientConn,
     ConnArgs,
-    client_env,
     parse_version,
     pgbench_version,
     script_errors,
@@ -55,7 +54,6 @@ from pgrig.tools.pgbench.txlog import parse_transaction_logs, transaction_log_fi
 
 __all__ = [
     "script_errors",
-    "client_env",
     "AUTO_LOG_TARGET",
     "BUILTIN_STATEMENTS",
     "BYTES_PER_SCALE",

@@ -20,7 +20,7 @@ from typing import Literal
 
 from pgrig.errors import ParseError, UsageError
 from pgrig.hosts.executor import Executor
-from pgrig.hosts.local import THIS_MACHINE
+from pgrig.hosts.local import HERE
 from pgrig.results import PgbenchInit
 from pgrig.tools.pgbench.program import (
     PARSE_HINT,
@@ -29,7 +29,6 @@ from pgrig.tools.pgbench.program import (
     ConnArgs,
     binary,
     check_ok,
-    client_env,
     collector,
     raw_text,
 )
@@ -161,7 +160,7 @@ def run_init(
     timeout: float | None = None,
     steps: str | None = None,
     *,
-    client: Executor = THIS_MACHINE,
+    client: Executor = HERE,
 ) -> tuple[PgbenchInit, str]:
     """Run ``pgbench -i`` on the ``client`` host (this machine unless told);
     return the result and the output, lines in arrival order.
@@ -181,7 +180,7 @@ def run_init(
         argv,
         timeout=timeout if timeout is not None else load_timeout_s(opts.scale),
         on_line=collector(raw, handle),
-        env=client_env(conn, own=True),
+        env=conn.env(own=True),
         check=False,
         what=f"{TOOL} -i",
     )

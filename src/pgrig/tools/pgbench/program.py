@@ -12,7 +12,7 @@ from typing import Protocol
 from pgrig import proc
 from pgrig.errors import ParseError, ToolError
 from pgrig.hosts.executor import Executor
-from pgrig.hosts.local import THIS_MACHINE
+from pgrig.hosts.local import HERE
 from pgrig.pgsource import binaries
 
 TOOL = "pgbench"
@@ -33,7 +33,8 @@ class ConnArgs(Protocol):
 class ClientConn(ConnArgs, Protocol):
     """A connection pgbench can run against: its arguments and its environment."""
 
-    # the password, kept off the command line; ``own``: a tool of pgrig's own (a load)
+    # added to the client host's environment: the password, kept off the command
+    # line; ``own``: a tool of pgrig's own (a load)
     def env(self, *, own: bool = False) -> dict[str, str]: ...
 
 
@@ -54,19 +55,11 @@ def parse_version(text: str) -> str:
     )
 
 
-def pgbench_version(
-    bin_dir: Path | str, timeout: float = 30.0, *, client: Executor = THIS_MACHINE
-) -> str:
+def pgbench_version(bin_dir: Path | str, timeout: float = 30.0, *, client: Executor = HERE) -> str:
     """The version of ``<bin_dir>/pgbench`` on the ``client`` host, e.g.
     ``15.18 (Debian 15.18-0+deb12u1)``."""
     done = client.run([str(binary(bin_dir)), "--version"], timeout=timeout, what=TOOL)
     return parse_version(done.stdout)
-
-
-def client_env(conn: ClientConn, *, own: bool = False) -> dict[str, str]:
-    """What ``conn`` adds to a client's environment (its password, pgrig's own
-    options): an executor adds it to its host's, here or over SSH."""
-    return {k: v for k, v in conn.env(own=own).items() if os.environ.get(k) != v}
 
 
 def check_ok(done: proc.Completed, what: str) -> None:
@@ -119,7 +112,7 @@ def script_errors(
     *,
     defines: Mapping[str, str] | None = None,
     query_mode: str = "simple",
-    client: Executor = THIS_MACHINE,
+    client: Executor = HERE,
 ) -> str | None:
     """What pgbench says of ``scripts`` (path, weight) before it needs a server,
     or None when it got as far as connecting. pgbench has no parse-only mode but

@@ -19,7 +19,7 @@ from typing import Literal
 from pgrig import proc
 from pgrig.errors import UsageError, WorkdirError
 from pgrig.hosts.executor import Executor
-from pgrig.hosts.local import THIS_MACHINE
+from pgrig.hosts.local import HERE
 from pgrig.monitor.client import ClientWatch, check_duration
 from pgrig.results import PgbenchRun, ProgressPoint
 from pgrig.tools.pgbench.parse import count_script_statements, parse_progress, parse_run
@@ -29,7 +29,6 @@ from pgrig.tools.pgbench.program import (
     ConnArgs,
     binary,
     check_ok,
-    client_env,
     collector,
     raw_text,
 )
@@ -174,7 +173,7 @@ def run_bench(
     timeout: float | None = None,
     preexec: Callable[[], None] | None = None,
     *,
-    client: Executor = THIS_MACHINE,
+    client: Executor = HERE,
 ) -> tuple[PgbenchRun, str]:
     """Run pgbench for ``opts.duration_s`` on the ``client`` host (its executor:
     this machine's or another's, the same steps); return the result and the
@@ -218,7 +217,7 @@ def run_bench(
                 argv,
                 timeout=limit,
                 on_line=collector(raw, handle),
-                env=client_env(conn),
+                env=conn.env(),
                 check=False,
                 what=TOOL,
                 preexec=preexec,

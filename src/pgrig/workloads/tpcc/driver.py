@@ -37,7 +37,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from pgrig import proc
 from pgrig.conninfo import Conn
 from pgrig.errors import ParseError, ToolError, UsageError
-from pgrig.hosts.local import THIS_MACHINE
+from pgrig.hosts.local import HERE
 from pgrig.load import HostLoad, LoadJob, LoadRunner, MultiLoad, merged
 from pgrig.monitor.client import ClientWatch, check_duration
 from pgrig.results import PgbenchRun, ProgressPoint
@@ -292,11 +292,11 @@ def _stream(
                 on_progress(p)
 
     with proc.watched_by(watch.check):
-        done = THIS_MACHINE.stream(
+        done = HERE.stream(
             argv,
             timeout=opts.duration_s * 1.25 + 60.0,
             on_line=on_line,
-            env=pgbench.client_env(target),
+            env=target.env(),
             check=False,
             what="pgbench",
         )
