@@ -185,6 +185,8 @@ class LocalExecutor(Executor):
                         stdout=subprocess.PIPE,
                         stderr=subprocess.PIPE,
                         text=True,
+                        encoding="utf-8",
+                        errors="replace",  # a tool's odd byte is no reason to lose its output
                         env=full_env,
                         start_new_session=True,
                     )
