@@ -11,7 +11,7 @@ from typing import Protocol
 
 from pgrig import proc
 from pgrig.errors import ParseError, ToolError
-from pgrig.hosts.executor import Executor
+from pgrig.hosts.executor import C_LOCALE, Executor
 from pgrig.hosts.local import HERE
 from pgrig.pgsource import binaries
 
@@ -58,7 +58,8 @@ def parse_version(text: str) -> str:
 def pgbench_version(bin_dir: Path | str, timeout: float = 30.0, *, client: Executor = HERE) -> str:
     """The version of ``<bin_dir>/pgbench`` on the ``client`` host, e.g.
     ``15.18 (Debian 15.18-0+deb12u1)``."""
-    done = client.run([str(binary(bin_dir)), "--version"], timeout=timeout, what=TOOL)
+    argv = [str(binary(bin_dir)), "--version"]
+    done = client.run(argv, timeout=timeout, env=C_LOCALE, what=TOOL)
     return parse_version(done.stdout)
 
 
@@ -127,7 +128,8 @@ def script_errors(
         argv += ["-f", f"{path}@{weight}"]
     # Without this machine's PG* variables (PGHOSTADDR would win over -h).
     unset = [f"--unset={k}" for k in sorted(os.environ) if k.startswith("PG")]
-    done = client.run([ENV, *unset, *argv], timeout=30.0, check=False, what=TOOL)
+    # In the C locale: its messages are read (``_CONNECTING``).
+    done = client.run([ENV, *unset, *argv], timeout=30.0, env=C_LOCALE, check=False, what=TOOL)
     said = (done.stderr + done.stdout).strip()
     if done.ok or any(words in said for words in _CONNECTING):
         return None
