@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from pgrig import calibration, campaign, plan, proc
+from pgrig import calibration, campaign, plan
 from pgrig.cluster.server import SUPERUSER, Cluster
 from pgrig.conninfo import Conn
+from pgrig.hosts.local import HERE
 from pgrig.pgsource.binaries import PgBinaries
 from pgrig.units import GB, MB
 from pgrig.workloads.custom import datasize
@@ -53,8 +54,9 @@ def test_seed001_schema_size_within_10_percent_on_a_real_cluster(
         db.execute("DROP DATABASE IF EXISTS sized")
         db.execute("CREATE DATABASE sized")
     there = Conn.socket(str(cluster.socket_dir), cluster.port, SUPERUSER, "sized")
-    proc.run(
-        [bins.path("psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", script, *there.args()],
+    HERE.run(
+        [str(bins.path("psql")), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", str(script),
+         *there.args()],
         timeout=120, env=there.env(), what="psql",
     )  # fmt: skip
     with there.connect() as db:

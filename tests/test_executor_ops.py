@@ -17,7 +17,8 @@ from hosts_fixture import Lab, netns_lab  # noqa: F401  (the fixture)
 from pgrig import proc
 from pgrig.errors import BinaryNotFound, ToolError, WorkdirError
 from pgrig.hosts import inventory, preflight
-from pgrig.hosts.executor import Executor, LocalExecutor
+from pgrig.hosts.executor import Executor
+from pgrig.hosts.local import LocalExecutor
 from pgrig.tools import onhost
 
 pytestmark = pytest.mark.netns_hosts(1)
@@ -68,6 +69,40 @@ def test_space_tools_and_a_streamed_run(kind: str, remote: Executor, tmp_path: P
         on_line=lambda _stream, line: lines.append(line),
     )
     assert lines == ["one", "two"] and done.stdout == "one\ntwo\n"
+
+
+@pytest.mark.parametrize("kind", ["local", "ssh"])
+def test_a_streamed_client_hears_stderr_and_its_environment(kind: str, remote: Executor) -> None:
+    """pgbench's path on any host: its ``-P`` lines come on stderr as they are
+    printed, the password comes in the environment, a failure is the caller's
+    to word (``check=False``), and the run's watchdog ends the wait."""
+    ex = executor(kind, remote)
+    heard: list[tuple[str, str]] = []
+    script = 'echo "progress $PGRIG_T" >&2; sleep 0.3; echo report; echo late >&2; exit 3'
+    done = ex.stream(
+        ["sh", "-c", script],
+        timeout=30,
+        what="sh",
+        on_line=lambda stream, line: heard.append((stream, line)),
+        env={"PGRIG_T": "7"},
+        check=False,
+    )
+    assert done.returncode == 3 and done.stdout == "report\n"
+    assert heard[0] == ("stderr", "progress 7")  # before the process ended
+    assert sorted(heard) == [("stderr", "late"), ("stderr", "progress 7"), ("stdout", "report")]
+    with pytest.raises(ToolError, match="sh failed"):
+        ex.stream(["sh", "-c", "exit 4"], timeout=30, what="sh")
+
+    class Hung(Exception):
+        pass
+
+    def watchdog() -> None:
+        raise Hung
+
+    began = time.monotonic()
+    with proc.watched_by(watchdog), pytest.raises(Hung):
+        ex.stream(["sleep", "60"], timeout=120, what="sleep")
+    assert time.monotonic() - began < 20  # stopped at the first look, not at its end
 
 
 @pytest.mark.parametrize("kind", ["local", "ssh"])

@@ -19,7 +19,8 @@ from pgrig import proc
 from pgrig.cluster.hosted import HostedServer, ServerSpec
 from pgrig.errors import HostUnusable, ToolError, ToolTimeout
 from pgrig.hosts import inventory, preflight
-from pgrig.hosts.executor import Executor, Launch, LocalExecutor
+from pgrig.hosts.executor import Executor, Launch
+from pgrig.hosts.local import LocalExecutor
 from pgrig.pgsource import binaries
 
 pytestmark = pytest.mark.netns_hosts(2)

@@ -35,6 +35,7 @@ from pgrig.hosts import inventory, preflight
 from pgrig.hosts.executor import Executor
 from pgrig.pgsource import binaries
 from pgrig.results import ProgressPoint
+from pgrig.tools import pgbench
 from pgrig.tools.pgbench.run import RunOptions
 from test_txlog import at_rank
 
@@ -148,6 +149,37 @@ def test_two_load_hosts_merge_exactly(
     busy = max(w.median("cpu_busy_pct") or 0 for w in result.watches)
     demand = max(w.median("client_demand_pct") or 0 for w in result.watches)
     assert (result.client_bound() is not None) == (busy >= 85 or demand >= 90)
+
+
+def test_the_local_client_path_runs_pgbench_on_an_ssh_host(
+    bins: binaries.PgBinaries, executors: list[Executor], remote_server: Conn
+) -> None:
+    """``run_bench`` and ``run_init``, which a local target's steps call, run on
+    any executor: here h2's over SSH (pyinfra's @ssh where the steps use @local),
+    the transaction logs written there, read here and removed there."""
+    h2 = executors[1]
+    workdir = Path(h2.make_tempdir("pgrig-client-"))
+    try:
+        heard: list[tuple[int, int]] = []
+        init, _ = pgbench.run_init(
+            bins.bin_dir,
+            remote_server,
+            pgbench.InitOptions(scale=1),
+            on_progress=lambda done, total: heard.append((done, total)),
+            client=h2,
+        )
+        assert init.scale == 1 and heard and heard[-1][0] == heard[-1][1] == 100_000
+        points: list[ProgressPoint] = []
+        opts = RunOptions(clients=2, duration_s=2, transaction_log=True)
+        run, raw = pgbench.run_bench(
+            bins.bin_dir, remote_server, opts, workdir, on_progress=points.append, client=h2
+        )
+        assert run.tps > 0 and run.latency is not None
+        assert run.latency.samples == run.transactions  # every transaction's log line, read here
+        assert points and "progress:" in raw  # -P lines heard as they came, over SSH
+        assert h2.listdir(str(workdir)) == []  # the logs removed on h2
+    finally:
+        h2.remove_tree(str(workdir))
 
 
 def _pids(marker: str, comm: str | None = None) -> list[int]:

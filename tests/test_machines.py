@@ -20,7 +20,7 @@ import pytest
 
 from hosts_fixture import Lab, netns_lab  # noqa: F401  (the fixture)
 from pgrig.environment.remote import capture_on
-from pgrig.hosts.executor import LocalExecutor
+from pgrig.hosts.local import LocalExecutor
 from pgrig.monitor.hosts import LoadHostSample, LoadHostWatch, client_bound
 from pgrig.monitor.verdict import CAUSES
 from pgrig.store import Store

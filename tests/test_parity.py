@@ -27,8 +27,9 @@ import pytest
 from conftest import make_disk_dir
 from hosts_fixture import Lab, netns_lab, owned_by  # noqa: F401  (the fixture)
 from pgrig.hosts import preflight
-from pgrig.hosts.executor import Executor, LocalExecutor
+from pgrig.hosts.executor import Executor
 from pgrig.hosts.inventory import load as load_inventory
+from pgrig.hosts.local import LocalExecutor
 from pgrig.results import RunRecord
 from pgrig.store import Store
 from test_cli import pgrig, recorded, spawn, wait_for

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pgrig import ownership, proc
-from pgrig.hosts.executor import LocalExecutor
+from pgrig.hosts.local import LocalExecutor
 
 
 def test_a_context_pools_tasks_see_the_study_they_were_submitted_in() -> None:

@@ -13,7 +13,7 @@ from pgrig.cluster import startable
 from pgrig.cluster.postmaster import Postmaster
 from pgrig.cluster.profiles import Machine, Profile
 from pgrig.errors import MemoryShortfall, PgrigError, UsageError
-from pgrig.hosts.executor import LocalExecutor
+from pgrig.hosts.local import LocalExecutor
 from pgrig.pgsource import binaries
 
 MACHINE = Machine(ram_bytes=2**30, cpus=2)

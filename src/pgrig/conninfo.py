@@ -178,15 +178,17 @@ class Conn:
         return [make_conninfo("", **parts)] if parts else []
 
     def env(self, *, own: bool = False) -> dict[str, str]:
-        """The environment for a client tool of this connection: ours, plus
-        PGPASSWORD when the connection string carries a password; ``own``: a
-        tool of pgrig's own (a load, a setup), with ``own``'s options in PGOPTIONS."""
-        env = dict(os.environ)
+        """What a client tool of this connection adds to its host's environment
+        (an executor adds it, on this machine or another): PGPASSWORD when the
+        connection string carries a password, kept off the command line;
+        ``own``: a tool of pgrig's own (a load, a setup), with ``own``'s options
+        in PGOPTIONS after this machine's."""
+        env: dict[str, str] = {}
         password = conninfo_to_dict(self.dsn).get("password") if self.dsn else None
         if password:
             env["PGPASSWORD"] = str(password)
         if own and self.own:
-            env["PGOPTIONS"] = f"{env.get('PGOPTIONS', '')} {self.own}".strip()
+            env["PGOPTIONS"] = f"{os.environ.get('PGOPTIONS', '')} {self.own}".strip()
         return env
 
     def describe(self) -> str:

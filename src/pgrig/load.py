@@ -43,8 +43,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
-from psycopg.conninfo import conninfo_to_dict
-
 from pgrig import proc, stats
 from pgrig.conninfo import Conn
 from pgrig.errors import ParseError, PgrigError, ToolError, UsageError
@@ -229,11 +227,6 @@ def clock_offset(waiter: Started, pings: int = PINGS) -> ClockOffset:
     return ClockOffset(waiter.host, best[1] * 1000, best[0] / 2 * 1000, pings)
 
 
-def _remote_env(conn: Conn) -> dict[str, str]:
-    password = conninfo_to_dict(conn.dsn).get("password") if conn.dsn else None
-    return {"PGPASSWORD": str(password)} if password else {}
-
-
 def run_pgbench(
     executors: Sequence[Executor],
     bin_dir: str,
@@ -266,7 +259,7 @@ def run_pgbench(
         prefix = Path(remote_dirs[ex.name]) / LOG_PREFIX
         argv = run_argv(bin_dir, conn, host_opts, prefix, extra)
         argvs[ex.name] = tuple(argv)
-        waiter = ex.start(["python3", "-c", WAITER, *argv], env=_remote_env(conn), stdin=True)
+        waiter = ex.start(["python3", "-c", WAITER, *argv], env=conn.env(), stdin=True)
         started[ex.name] = waiter
         owner.with_pid(ex, remote_dirs[ex.name], record, waiter.pid)
         _expect(waiter, "ready", 30)
@@ -585,10 +578,5 @@ def progress(waiters: Sequence[Started]) -> ProgressPoint | None:
 
 def _fetch_logs(ex: Executor, remote_dir: str, local: Path) -> list[Path]:
     local.mkdir(parents=True, exist_ok=True)
-    out = []
-    for name in ex.listdir(remote_dir):
-        if name.startswith(LOG_PREFIX + "."):
-            target = local / name
-            target.write_bytes(ex.read_bytes(f"{remote_dir}/{name}"))
-            out.append(target)
-    return out
+    names = txlog.log_names(ex.listdir(remote_dir), LOG_PREFIX)
+    return [ex.fetch(f"{remote_dir}/{name}", local) for name in names]

@@ -185,7 +185,7 @@ class Context:
     def tool_dir(self, tool: str) -> Path:
         """Where a step runs a PostgreSQL tool from: on the server's host when
         that is another machine (the storage probes measure its disk)."""
-        if self.host is not None and self.host_bin_dir is not None:
+        if self.host_bin_dir is not None:  # set with ``host`` alone
             return Path(self.host_bin_dir)
         return self.bins.tool_dir(tool)
 

@@ -36,6 +36,8 @@ from pgrig.errors import (
     UsageError,
     WorkdirError,
 )
+from pgrig.hosts.executor import C_LOCALE
+from pgrig.hosts.local import HERE
 from pgrig.pgsource import binaries
 from pgrig.registry.target import (
     THIS_MACHINE,
@@ -228,7 +230,7 @@ def locale_exists(name: str) -> bool:
     if name in ("C", "POSIX") or _norm_locale(name) in ("C.utf8",):
         return True
     try:
-        done = proc.run(["locale", "-a"], timeout=10)
+        done = HERE.run(["locale", "-a"], timeout=10, env=C_LOCALE)
     except Exception:  # no locale(1): initdb will say
         return True
     if done.returncode != 0:

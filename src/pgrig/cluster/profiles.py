@@ -24,6 +24,8 @@ from pathlib import Path
 from pgrig import files, proc
 from pgrig.cluster import compat
 from pgrig.errors import UsageError
+from pgrig.hosts.executor import C_LOCALE, Launch
+from pgrig.hosts.local import HERE
 from pgrig.pgsource.binaries import PgBinaries
 from pgrig.schema import Table, type_name
 from pgrig.units import format_bytes
@@ -301,7 +303,9 @@ def parse_overrides(items: list[str]) -> dict[str, str]:
 
 
 def known_parameters(bins: PgBinaries) -> set[str]:
-    out = proc.run([bins.path("postgres"), "--describe-config"], timeout=30).stdout
+    out = HERE.run(
+        [str(bins.path("postgres")), "--describe-config"], timeout=30, env=C_LOCALE
+    ).stdout
     return {line.split("\t", 1)[0] for line in out.splitlines() if line.strip()}
 
 
@@ -319,12 +323,13 @@ def _scratch_postgres(
         if os_user is not None:
             for path in (scratch, scratch / "postgresql.conf"):
                 os.chown(path, os_user.uid, os_user.gid)
-        return proc.run(
-            [bins.path("postgres"), "-D", scratch, *args],
+        return HERE.run(
+            [str(bins.path("postgres")), "-D", str(scratch), *args],
             timeout=30,
-            user=os_user,
+            env=C_LOCALE,  # its errors are read (``_config_errors``)
             check=False,
             what="postgres -C",
+            launch=Launch(os_user.name if os_user is not None else None),
         )
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

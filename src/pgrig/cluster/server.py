@@ -29,7 +29,8 @@ from pgrig.cluster.postmaster import C_LOCALE, Postmaster, create_tablespace
 from pgrig.conninfo import Conn
 from pgrig.errors import ClusterError, UsageError, WorkdirError
 from pgrig.files import write_atomically
-from pgrig.hosts.executor import Executor, Launch, LocalExecutor
+from pgrig.hosts.executor import Executor, Launch
+from pgrig.hosts.local import HERE, LocalExecutor
 from pgrig.pgsource.binaries import PgBinaries
 
 SUPERUSER = "postgres"
@@ -120,7 +121,7 @@ def server_os_user(name: str | None = None) -> proc.OsUser | None:
             return proc.OsUser.lookup(candidate)
     create = candidates[-1]
     useradd = shutil.which("useradd") or "/usr/sbin/useradd"
-    proc.run(
+    HERE.run(
         [
             useradd,
             "--system",
@@ -283,13 +284,7 @@ class Cluster:
         if os_user is not None:
             os.chown(workdir_path, os_user.uid, os_user.gid)
             # The server user must reach the work directory through every parent.
-            probe = cluster.ex.run(
-                ["/usr/bin/test", "-w", str(workdir_path)],
-                timeout=10,
-                check=False,
-                launch=Launch(os_user.name),
-            )
-            if not probe.ok:
+            if not cluster.ex.writable_by(workdir_path, os_user.name):
                 workdir.remove(workdir_path)
                 raise WorkdirError(
                     f"the server runs as OS user {os_user.name}, which cannot write to "

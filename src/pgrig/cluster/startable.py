@@ -22,6 +22,7 @@ from pathlib import Path
 from pgrig import files, proc
 from pgrig.cluster.profiles import Machine, Profile
 from pgrig.errors import MemoryShortfall, UsageError
+from pgrig.hosts.local import HERE
 from pgrig.pgsource.binaries import PgBinaries
 from pgrig.units import parse_size, size_text
 
@@ -219,7 +220,7 @@ def pkglibdir(bin_dir: Path) -> Path | None:
     else the lib directory beside ``bin``; None when neither is known."""
     pg_config = bin_dir / "pg_config"
     if pg_config.is_file():
-        done = proc.run([pg_config, "--pkglibdir"], timeout=30, check=False, what="pg_config")
+        done = HERE.run([str(pg_config), "--pkglibdir"], timeout=30, check=False, what="pg_config")
         found = Path(done.stdout.strip())
         if done.ok and found.is_dir():
             return found

@@ -39,7 +39,8 @@ from pgrig.conninfo import Conn
 from pgrig.durability.clients import APPLICATION_NAME
 from pgrig.durability.model import IMMEDIATE, KILL_BACKEND, KILL_POSTMASTER, Cut
 from pgrig.errors import ClusterError, PgrigError, UsageError
-from pgrig.hosts.executor import Executor, Launch, LocalExecutor
+from pgrig.hosts.executor import Executor, Launch
+from pgrig.hosts.local import LocalExecutor
 from pgrig.lossyfs import LossyFsError, Mode, PowerLossReport
 from pgrig.lossyfs.target import LossyTarget
 

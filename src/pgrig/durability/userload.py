@@ -11,20 +11,21 @@ returned means it holds.
 
 from __future__ import annotations
 
-import subprocess
 import threading
 from dataclasses import dataclass, field
 
 import psycopg
 
-from pgrig import proc
 from pgrig.conninfo import Conn
 from pgrig.durability.model import Check
+from pgrig.hosts.executor import Started
+from pgrig.hosts.local import HERE
 from pgrig.pgsource.binaries import PgBinaries
 from pgrig.schema import Table
 from pgrig.workloads.custom.spec import ScriptSpec
 
 RELAUNCH_S = 0.5  # between a crashed pgbench and the next attempt
+DAY_S = 86400  # pgbench's -T: it runs until stopped
 CHECK_TIMEOUT_MS = 60_000
 EXAMPLES = 3
 
@@ -87,11 +88,11 @@ class UserLoad:
     clients: int
     launches: int = 0
     _stop: threading.Event = field(default_factory=threading.Event)
-    _proc: subprocess.Popen[bytes] | None = None
+    _started: Started | None = None
     _thread: threading.Thread | None = None
 
     def argv(self) -> list[str]:
-        args = [str(self.bins.path("pgbench")), "-n", "-c", str(self.clients), "-T", "86400"]
+        args = [str(self.bins.path("pgbench")), "-n", "-c", str(self.clients), "-T", str(DAY_S)]
         for script in self.scripts:
             args += ["-f", f"{script.path}@{script.weight}"]
         for name, value in self.defines.items():
@@ -104,21 +105,18 @@ class UserLoad:
 
     def _loop(self) -> None:
         while not self._stop.is_set():
-            self._proc = subprocess.Popen(  # noqa: S603 - an argument list
-                self.argv(),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                env=self.conn.env(),
-                start_new_session=True,
-            )
+            # This machine's executor: its environment plus the connection's password.
+            self._started = started = HERE.start(self.argv(), env=self.conn.env())
             self.launches += 1
-            self._proc.wait()  # until the server crashes, or stop()
+            if self._stop.is_set():  # stop() came between the check and the start
+                started.stop()
+            # Until the server crashes, or stop(); -T ends it after a day at the latest.
+            started.wait(DAY_S + 60, check=False)
             self._stop.wait(RELAUNCH_S)
 
     def stop(self) -> None:
         self._stop.set()
-        if self._proc is not None and self._proc.poll() is None:
-            proc.stop_group(self._proc)  # the one escalation helper (SIGINT, TERM, KILL)
+        if self._started is not None and self._started.poll() is None:
+            self._started.stop()  # the one escalation (TERM, then KILL)
         if self._thread is not None:
             self._thread.join(timeout=30)

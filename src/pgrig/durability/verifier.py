@@ -25,13 +25,13 @@ from pathlib import Path
 
 import psycopg
 
-from pgrig import proc
 from pgrig.cluster.server import Cluster
 from pgrig.conninfo import Conn
 from pgrig.durability.clients import PREFIX, TABLES, delta_of
 from pgrig.durability.model import Check
 from pgrig.errors import ToolError
-from pgrig.hosts.executor import Launch
+from pgrig.hosts.executor import C_LOCALE, Launch
+from pgrig.hosts.local import HERE
 from pgrig.pgsource.binaries import PgBinaries
 from pgrig.sql import load as load_sql
 
@@ -280,7 +280,9 @@ def amcheck(bins: PgBinaries, conn: Conn, *, install_missing: bool) -> Check:
         argv += ["--table", table]
     argv.append(conn.conninfo())
     try:
-        done = proc.run(argv, timeout=600, check=False, what="pg_amcheck")
+        done = HERE.run(
+            [str(a) for a in argv], timeout=600, env=C_LOCALE, check=False, what="pg_amcheck"
+        )
     except ToolError as exc:
         return Check(AMCHECK, None, f"not run: {exc}")
     output = (done.stdout + done.stderr).strip()

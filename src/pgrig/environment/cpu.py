@@ -9,7 +9,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pgrig import proc
 from pgrig.environment.sources import (
     ROOT,
     VERSION_TIMEOUT,
@@ -18,6 +17,8 @@ from pgrig.environment.sources import (
     sys_path,
 )
 from pgrig.errors import ToolError
+from pgrig.hosts.executor import C_LOCALE
+from pgrig.hosts.local import HERE
 from pgrig.results import Cpu
 
 
@@ -170,7 +171,7 @@ def run_lscpu() -> dict[str, str]:
     if program is None:
         return {}
     try:
-        done = proc.run([program], timeout=VERSION_TIMEOUT, check=False)
+        done = HERE.run([program], timeout=VERSION_TIMEOUT, env=C_LOCALE, check=False)
     except ToolError:
         return {}
     return parse_lscpu(done.stdout) if done.ok else {}

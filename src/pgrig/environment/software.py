@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pgrig
-from pgrig import proc
 from pgrig.environment.sources import VERSION_TIMEOUT
 from pgrig.errors import ToolError
+from pgrig.hosts.executor import C_LOCALE
+from pgrig.hosts.local import HERE
 from pgrig.pgsource import cache
 from pgrig.pgsource.model import version_key
 from pgrig.pgsource.system import version_of
@@ -65,7 +66,9 @@ def first_line(text: str) -> str | None:
 def tool_version(program: str | Path) -> str | None:
     """``program --version``'s first line, or None when it is missing or fails."""
     try:
-        done = proc.run([program, "--version"], timeout=VERSION_TIMEOUT, check=False)
+        done = HERE.run(
+            [str(program), "--version"], timeout=VERSION_TIMEOUT, env=C_LOCALE, check=False
+        )
     except ToolError:
         return None
     if not done.ok:

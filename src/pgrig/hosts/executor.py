@@ -3,35 +3,29 @@
 What the cluster, probes, workloads and monitor need of a host: run a command
 to completion (argument list, timeout, environment), start a long-running one
 and talk to it, signal it or stop it, read and write files (``/proc`` files
-included), check a path and its free space. ``LocalExecutor`` does it here;
-``pgrig.hosts.ssh.SshExecutor`` over SSH. Every wait has a timeout; a process
-that outlives its timeout is stopped (TERM, then KILL) before the error is
-raised.
+included), check a path and its free space. ``pgrig.hosts.local.LocalExecutor``
+does it here, ``pgrig.hosts.ssh.SshExecutor`` over SSH: what a caller writes
+against this interface runs on either (pyinfra's connectors). Every wait has a
+timeout; a process that outlives its timeout is stopped (TERM, then KILL)
+before the error is raised.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import queue
 import re
 import shlex
-import shutil
 import signal
-import subprocess
-import tempfile
-import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import IO
 
-from pgrig import ownership, proc
+from pgrig import proc
 from pgrig.errors import BinaryNotFound, ToolError, ToolTimeout, UsageError, WorkdirError
 from pgrig.hosts.inventory import Host
-from pgrig.pgsource.binaries import tool_path
 
 STOP_GRACE_S = 5.0
 TMP = "/tmp"  # where pgrig makes its directories on a host (pgrig hosts clean looks there)
@@ -54,10 +48,6 @@ C_LOCALE = {"LC_ALL": "C"}
 # util-linux's setpriv, coreutils' id and the POSIX shell, where Debian and its
 # kind put them on every host
 SETPRIV, ID, SH = "/usr/bin/setpriv", "/usr/bin/id", "/bin/sh"
-SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-SYSTEM_TOOLS = frozenset(
-    {"chmod", "chown", "find", "id", "kill", "mkdir", "mktemp", "rm", "setpriv", "sh", "test"}
-)
 
 
 @dataclass(frozen=True)
@@ -109,6 +99,10 @@ class Started(ABC):
         """The last ``lines`` stderr lines printed until now (the process may still
         run): a look at its progress that costs the same at any point of a long run."""
         return self._stderr[-lines:]
+
+    def stderr_from(self, first: int) -> list[str]:
+        """The stderr lines from the ``first`` on (0: all), as printed until now."""
+        return self._stderr[first:]
 
     def stderr_lines(self) -> int:
         """How many stderr lines it printed until now: a progress heartbeat counts them."""
@@ -303,32 +297,54 @@ class Executor(ABC):
         timeout: float,
         what: str,
         on_line: proc.LineCallback | None = None,
+        env: Mapping[str, str] | None = None,
+        check: bool = True,
+        launch: Launch | None = None,
         preexec: Callable[[], None] | None = None,
     ) -> proc.Completed:
-        """Run a tool to its end in the C locale, each stdout line to ``on_line``
-        as it comes (a probe's progress). ``preexec`` (a storage lab's cgroup to
-        join before exec) exists only on this machine."""
+        """Run a tool to its end in the C locale, each output line to ``on_line``
+        as it comes (a probe's progress on stdout, pgbench's ``-P`` on stderr);
+        ``env`` is added to the host's environment. The wait asks the study's
+        stop and the run's watchdog (``proc.raise_if_cancelled``) as it goes, on
+        any host. ``preexec`` (a storage lab's cgroup to join before exec) exists
+        only on this machine; ``launch`` says it on any host."""
         if preexec is not None:
             raise AssertionError(f"a preexec hook cannot run on {self.name}")
-        started = self.start([str(a) for a in argv], env=C_LOCALE)
+        started = self.start([str(a) for a in argv], env={**C_LOCALE, **(env or {})}, launch=launch)
         if self.adopt is not None:
             self.adopt(started.pid)
         deadline = time.monotonic() + timeout
         read: list[str] = []  # what readline took: ``wait`` returns only the rest
+        told = 0  # stderr lines handed to ``on_line``
+
+        def tell_stderr() -> None:
+            nonlocal told
+            if on_line is None:
+                return
+            lines = started.stderr_from(told)
+            told += len(lines)
+            for line in lines:
+                on_line("stderr", line.rstrip("\n"))
+
         try:
             while (left := deadline - time.monotonic()) > 0:
+                proc.raise_if_cancelled()
                 try:
-                    line = started.readline(timeout=min(left, 5.0))
+                    # Short reads: stderr's lines and the watchdog are looked at between them.
+                    line = started.readline(timeout=min(left, 0.5))
                 except ToolTimeout:
+                    tell_stderr()
                     continue  # quiet for a while (pg_test_fsync waits a test out): look again
+                tell_stderr()
                 if line is None:
                     break
                 read.append(line + "\n")
                 if on_line is not None:
                     on_line("stdout", line)
-            done = started.wait(max(deadline - time.monotonic(), 1.0), what=what)
+            done = started.wait(max(deadline - time.monotonic(), 1.0), check=check, what=what)
+            tell_stderr()
         except BaseException:
-            started.stop()  # Ctrl-C or a timeout: the tool stops too, on its host
+            started.stop()  # Ctrl-C, a timeout or the watchdog: the tool stops too, on its host
             raise
         return replace(done, stdout="".join(read) + done.stdout)
 
@@ -424,6 +440,20 @@ class Executor(ABC):
     def free_bytes(self, path: str) -> int:
         """Bytes an unprivileged writer may still use on the filesystem of ``path``."""
 
+    def writable_by(self, path: Path | str, user: str) -> bool:
+        """Whether the OS account ``user`` can write to ``path`` here, every parent
+        searched as that user (coreutils' ``test -w`` run as it): what a server's
+        or a client's directory must be before its process is started there."""
+        argv = ["/usr/bin/test", "-w", str(path)]
+        return self.run(argv, timeout=10, check=False, what="test", launch=Launch(user)).ok
+
+    def fetch(self, path: str, into: Path) -> Path:
+        """A copy here, in the directory ``into``, of the host's file ``path``
+        (a client's per-transaction log, read after its run)."""
+        copy = into / Path(path).name
+        copy.write_bytes(self.read_bytes(path))
+        return copy
+
     def processes_using(self, path: str) -> list[int]:
         """PIDs of the processes working in the directory ``path`` (every backend of
         a PostgreSQL cluster chdirs to its data directory)."""
@@ -452,186 +482,3 @@ class Executor(ABC):
 
     def close(self) -> None:  # noqa: B027 - nothing to release locally
         """Release connections; processes still running are the caller's to stop first."""
-
-
-class _LocalStarted(Started):
-    def __init__(self, argv: Sequence[str], host: str, popen: subprocess.Popen[str]) -> None:
-        super().__init__(argv, host)
-        self._popen = popen
-        self.pid = popen.pid
-        assert popen.stdout is not None and popen.stderr is not None
-        self._readers = [
-            threading.Thread(target=self._pump, args=(popen.stdout, True), daemon=True),
-            threading.Thread(target=self._pump, args=(popen.stderr, False), daemon=True),
-        ]
-        for t in self._readers:
-            t.start()
-
-    def _pump(self, stream: IO[str], is_stdout: bool) -> None:
-        with stream:
-            for line in stream:
-                if is_stdout:
-                    self._lines.put(line)
-                else:
-                    self._stderr.append(line)
-        if is_stdout:
-            self._lines.put(None)
-
-    def send(self, text: str) -> None:
-        assert self._popen.stdin is not None
-        self._popen.stdin.write(text)
-        self._popen.stdin.flush()
-
-    def close_stdin(self) -> None:
-        if self._popen.stdin is not None:
-            self._popen.stdin.close()
-
-    def signal(self, signum: int) -> None:
-        if self._popen.poll() is None:
-            # The child leads its own process group: what it spawned gets the signal too.
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self._popen.pid, signum)
-
-    def poll(self) -> int | None:
-        return self._popen.poll()
-
-    def _finish(self, timeout: float) -> int:
-        try:
-            code = self._popen.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            raise TimeoutError from None
-        for t in self._readers:
-            t.join(timeout=5)
-        if self._popen.stdin is not None and not self._popen.stdin.closed:
-            self._popen.stdin.close()
-        return code
-
-
-class LocalExecutor(Executor):
-    """This machine: the same operations as any host's, each done here the way
-    this machine allows (in this process where a command is not needed)."""
-
-    def __init__(self, host: Host | None = None) -> None:
-        super().__init__(host or Host(name="localhost", address="127.0.0.1", local=True))
-
-    @property
-    def where(self) -> str:
-        return "this machine"
-
-    def install_hint(self, how: str) -> str:
-        return how
-
-    def stream(
-        self,
-        argv: Sequence[str | Path],
-        *,
-        timeout: float,
-        what: str,
-        on_line: proc.LineCallback | None = None,
-        preexec: Callable[[], None] | None = None,
-    ) -> proc.Completed:
-        # proc's own: the run's heartbeat and a study's stop end its wait, and
-        # ``preexec`` joins a storage lab's cgroup from inside the child.
-        return proc.stream(argv, timeout=timeout, on_line=on_line, what=what, preexec=preexec)
-
-    def on_path(self, name: str, hint: str, search_path: str | None = None) -> str:
-        found = shutil.which(name, path=search_path)
-        if found is None:
-            raise BinaryNotFound(f"{name} not found on PATH", hint=hint)
-        return found
-
-    def tool(self, bin_dir: Path | str, name: str) -> str:
-        return str(tool_path(bin_dir, name))
-
-    def space(self, directory: Path) -> tuple[int, int]:
-        usage = shutil.disk_usage(directory) if directory.is_dir() else None
-        return (usage.free, usage.total) if usage is not None else (-1, 0)
-
-    def create_exclusively(self, path: Path) -> None:
-        # Registered, so that ``pgrig clean`` finds it after a kill -9.
-        ownership.create_exclusively(path)
-
-    def remove_file(self, path: Path) -> None:
-        ownership.remove_file(path)
-
-    def _start(self, argv: Sequence[str], *, env: Mapping[str, str] | None, stdin: bool) -> Started:
-        full_env = {**os.environ, **(env or {})}
-        words = list(argv)
-        if words[0] in SYSTEM_TOOLS:
-            # The system's tools the lifecycle runs are found after the user's PATH
-            # too: a PATH that hides a tool (fio) must not stop a server's start.
-            search = os.pathsep.join([full_env.get("PATH", ""), SYSTEM_PATH])
-            words[0] = shutil.which(words[0], path=search) or words[0]
-        popen = None
-        started: _LocalStarted | None = None
-        try:
-            # Signals held between fork and return: one arriving in between would
-            # leave the child running, unreaped (issue 19's SIGTERM during initdb).
-            # A held signal is delivered as the block ends: the child is stopped
-            # before it propagates, as proc._start does. The Started is made in
-            # the block too: its reader threads take seconds to start on a loaded
-            # machine, and a signal then left initdb running after pgrig returned.
-            with proc.signals_deferred():
-                try:
-                    popen = subprocess.Popen(
-                        words,
-                        stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
-                        stdout=subprocess.PIPE,
-                        stderr=subprocess.PIPE,
-                        text=True,
-                        env=full_env,
-                        start_new_session=True,
-                    )
-                except OSError as exc:
-                    raise ToolError(
-                        f"cannot start {argv[0]} on {self.name}: {exc}", argv=list(argv)
-                    ) from exc
-                started = _LocalStarted(argv, self.name, popen)
-        except BaseException:
-            if started is not None:
-                started.stop()  # its readers end with the output
-            elif popen is not None:
-                proc.stop_group(popen)
-                for stream in (popen.stdin, popen.stdout, popen.stderr):
-                    if stream is not None:
-                        stream.close()
-            raise
-        return started
-
-    def read_bytes(self, path: str) -> bytes:
-        return Path(path).read_bytes()
-
-    def write_bytes(self, path: str, data: bytes, mode: int = 0o644) -> None:
-        target = Path(path)
-        target.write_bytes(data)
-        target.chmod(mode)
-
-    def exists(self, path: str) -> bool:
-        return os.path.lexists(path)
-
-    def listdir(self, path: str) -> list[str]:
-        return sorted(os.listdir(path))
-
-    def free_bytes(self, path: str) -> int:
-        return shutil.disk_usage(path).free
-
-    def make_tempdir(self, prefix: str) -> str:
-        return tempfile.mkdtemp(prefix=prefix, dir=TMP)
-
-    def signal(self, pid: int, signum: int) -> None:
-        # In this process, no command: a crash's moment is the moment it was sent.
-        try:
-            os.kill(pid, signum)
-        except ProcessLookupError as exc:
-            raise ToolError(f"no process {pid} on {self.name} to signal", argv=["kill"]) from exc
-
-    def processes_using(self, path: str) -> list[int]:
-        # In this process, no command: it is polled while a crashed server restarts.
-        target = os.path.realpath(path)
-        found = []
-        for entry in os.listdir("/proc"):
-            if entry.isdigit():
-                with contextlib.suppress(OSError):
-                    if os.readlink(f"/proc/{entry}/cwd") == target:
-                        found.append(int(entry))
-        return found

@@ -13,8 +13,9 @@ import click
 
 from pgrig import proc
 from pgrig.errors import HostUnusable, PgrigError
-from pgrig.hosts.executor import Executor, LocalExecutor
+from pgrig.hosts.executor import Executor
 from pgrig.hosts.inventory import Host
+from pgrig.hosts.local import LocalExecutor
 from pgrig.hosts.ssh import SshConnectError, SshExecutor
 
 

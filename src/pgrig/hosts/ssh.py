@@ -160,7 +160,8 @@ class _SshStarted(Started):
         async def err() -> None:
             assert self._process is not None
             async for line in self._process.stderr:
-                self._stderr.append(line)
+                if line:  # as on stdout: no line; a streamed client's on_line saw one more
+                    self._stderr.append(line)
 
         try:
             await asyncio.gather(out(), err())

@@ -23,6 +23,7 @@ from pathlib import Path
 from pgrig import ownership, proc
 from pgrig.cluster import workdir
 from pgrig.environment import parse_mountinfo
+from pgrig.hosts.local import HERE
 from pgrig.ownership import state_dir
 
 FSTYPE = "fuse.lossyfs"
@@ -103,7 +104,8 @@ def lazy_unmount(mountpoint: str, fsname: str) -> None:
     if not is_mounted(mountpoint, fsname):
         return
     fusermount = shutil.which("fusermount3") or "fusermount3"
-    proc.run([fusermount, "-u", "-z", mountpoint], timeout=30, check=False, what="fusermount3")
+    argv = [fusermount, "-u", "-z", mountpoint]
+    HERE.run(argv, timeout=30, check=False, what="fusermount3")
 
 
 def _fs_process(pid: int, fsname: str) -> bool:

@@ -17,8 +17,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from pgrig import proc
 from pgrig.errors import BinaryNotFound, ToolError
+from pgrig.hosts.local import HERE
 from pgrig.pgsource import cache, system
 from pgrig.pgsource.model import Spec, describe_majors, major_of, version_key
 
@@ -33,10 +33,6 @@ SERVER_ONLY = frozenset(
 CLUSTER_CLIENT_TOOLS = ("pg_isready",)
 DEBIAN_ROOT = Path("/usr/lib/postgresql")
 INSTALL_HINT = "install PostgreSQL (Debian: apt-get install postgresql postgresql-contrib)"
-PG_BIN_HINT = (
-    "point --pg-bin (campaign: pg_bin in [[target]]) at a PostgreSQL bin directory "
-    "(Debian: apt-get install postgresql-15 puts one in /usr/lib/postgresql/15/bin)"
-)
 _VERSION = re.compile(r"\(PostgreSQL\)\s+(\d+)(?:\.(\d+))?(?:\.(\d+))?")
 _SPEC = re.compile(r"^\d+(\.\d+){0,2}$")
 
@@ -79,23 +75,14 @@ class PgBinaries:
 
 
 def tool_path(bin_dir: Path | str, tool: str) -> Path:
-    """``<bin_dir>/<tool>``, or BinaryNotFound naming both and the option that fixes it."""
-    bin_dir = Path(bin_dir)
-    if not bin_dir.is_dir():
-        raise BinaryNotFound(f"{tool}: {bin_dir} is not a directory", hint=PG_BIN_HINT)
-    binary = bin_dir / tool
-    if not binary.is_file():
-        raise BinaryNotFound(f"{tool} not found in {bin_dir}", hint=PG_BIN_HINT)
-    if not binary.stat().st_mode & 0o111:
-        raise BinaryNotFound(
-            f"{binary} is not executable", hint=f"chmod +x {binary}, or {PG_BIN_HINT}"
-        )
-    return binary
+    """``<bin_dir>/<tool>`` on this machine, or BinaryNotFound naming both and the
+    option that fixes it (``LocalExecutor.tool``)."""
+    return Path(HERE.tool(bin_dir, tool))
 
 
 def _version_of(bin_dir: Path, tool: str) -> tuple[str, int]:
     try:
-        out = proc.run([bin_dir / tool, "--version"], timeout=20).stdout
+        out = HERE.run([str(bin_dir / tool), "--version"], timeout=20).stdout
     except ToolError as exc:
         raise BinaryNotFound(f"{bin_dir / tool} does not run: {exc}", hint=INSTALL_HINT) from exc
     match = _VERSION.search(out)
@@ -213,7 +200,7 @@ def find(
     pg_config = shutil.which("pg_config")
     if pg_config:
         try:
-            bindir = Path(proc.run([pg_config, "--bindir"], timeout=20).stdout.strip())
+            bindir = Path(HERE.run([pg_config, "--bindir"], timeout=20).stdout.strip())
             if all((bindir / t).is_file() for t in tools):
                 return _check(bindir, tools, "pg_config --bindir", debian_root)
         except ToolError:

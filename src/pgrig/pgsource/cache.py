@@ -27,8 +27,9 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pgrig import __version__, proc
+from pgrig import __version__
 from pgrig.errors import BinaryNotFound, CacheError, DownloadError, ToolError
+from pgrig.hosts.local import HERE
 from pgrig.pgsource.base import Source
 from pgrig.pgsource.fetch import Http, Progress
 from pgrig.pgsource.model import CLIENT_TOOLS, Artifact, Installed, version_key
@@ -198,7 +199,7 @@ def check_runs(bin_dir: Path, expected: str) -> None:
         )
     postgres = bin_dir / "postgres"
     try:
-        out = proc.run([postgres, "--version"], timeout=30, what="postgres --version")
+        out = HERE.run([str(postgres), "--version"], timeout=30, what="postgres --version")
     except ToolError as exc:
         raise BinaryNotFound(
             f"the downloaded PostgreSQL {expected} does not run on this machine: {exc}",

@@ -7,8 +7,8 @@ import re
 import shutil
 from pathlib import Path
 
-from pgrig import proc
 from pgrig.errors import ToolError
+from pgrig.hosts.local import HERE
 from pgrig.pgsource.model import CLIENT_TOOLS, Installed
 
 DEBIAN_ROOT = Path("/usr/lib/postgresql")
@@ -18,7 +18,7 @@ _VERSION = re.compile(r"\(PostgreSQL\)\s+(\d+(?:\.\d+){0,2})")
 def version_of(binary: Path) -> str | None:
     """``X --version`` -> "15.18"; None when it does not run."""
     try:
-        out = proc.run([binary, "--version"], timeout=20).stdout
+        out = HERE.run([str(binary), "--version"], timeout=20).stdout
     except ToolError:
         return None
     m = _VERSION.search(out)
@@ -30,7 +30,7 @@ def _candidates(root: Path) -> list[Path]:
     pg_config = shutil.which("pg_config")
     if pg_config:
         try:
-            bindir = Path(proc.run([pg_config, "--bindir"], timeout=20).stdout.strip())
+            bindir = Path(HERE.run([pg_config, "--bindir"], timeout=20).stdout.strip())
         except ToolError:
             bindir = None
         if bindir and bindir.is_dir() and bindir.resolve() not in {p.resolve() for p in found}:

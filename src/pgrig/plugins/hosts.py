@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pgrig import registry
-from pgrig.hosts.executor import LocalExecutor
+from pgrig.hosts.local import LocalExecutor
 from pgrig.hosts.ssh import SshExecutor
 
 

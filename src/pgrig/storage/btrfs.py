@@ -16,7 +16,8 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from pgrig import proc
+from pgrig.hosts.executor import C_LOCALE
+from pgrig.hosts.local import HERE
 from pgrig.storage.devices import tool
 
 RAID0 = ("-d", "raid0", "-m", "raid0")
@@ -67,8 +68,15 @@ def details(mountpoint: Path) -> str:
     """``btrfs filesystem show`` then ``btrfs filesystem df``: its devices, and the
     profile data and metadata were really given."""
     btrfs = tool("btrfs")
-    show = proc.run([btrfs, "filesystem", "show", mountpoint], timeout=TIMEOUT, what="btrfs")
-    df = proc.run([btrfs, "filesystem", "df", mountpoint], timeout=TIMEOUT, what="btrfs")
+    show, df = (
+        HERE.run(
+            [btrfs, "filesystem", part, str(mountpoint)],
+            timeout=TIMEOUT,
+            env=C_LOCALE,
+            what="btrfs",
+        )
+        for part in ("show", "df")
+    )
     return show.stdout.rstrip() + "\n" + df.stdout.rstrip() + "\n"
 
 

@@ -8,7 +8,8 @@ remove it after a crash; pgrig never removes a cgroup it has no record of.
 
 Processes join it by PID (``add``) or - so that everything they fork is in it
 from the start - from inside the child before ``exec`` (``preexec``, given to
-``pgrig.proc.run(preexec=...)``, which calls it while still root).
+this machine's executor (``HERE.stream(preexec=...)``), which calls it while
+still root).
 """
 
 from __future__ import annotations

@@ -17,6 +17,8 @@ from pathlib import Path
 
 from pgrig import environment, proc
 from pgrig.errors import BinaryNotFound
+from pgrig.hosts.executor import C_LOCALE
+from pgrig.hosts.local import HERE
 from pgrig.storage import state
 
 # Tool -> Debian package that ships it.
@@ -154,7 +156,7 @@ def _umount(mountpoint: str, attempts: int) -> tuple[bool, list[str]]:
     for attempt in range(attempts):
         if mount_at(mountpoint) is None:
             return True, []
-        done = proc.run([umount, mountpoint], timeout=120, check=False, what="umount")
+        done = HERE.run([umount, mountpoint], timeout=120, env=C_LOCALE, check=False, what="umount")
         if done.ok:
             return True, []
         if attempt < attempts - 1:
@@ -179,7 +181,7 @@ def _forget_btrfs(device: str) -> None:
     btrfs = shutil.which("btrfs") or shutil.which("btrfs", path=os.pathsep.join(SBIN))
     if btrfs is not None:
         argv = [btrfs, "device", "scan", "--forget", device]
-        proc.run(argv, timeout=30, check=False, what="btrfs device scan --forget")
+        HERE.run(argv, timeout=30, env=C_LOCALE, check=False, what="btrfs device scan --forget")
 
 
 def _undo(record: state.Record, attempts: int) -> Leftovers:
@@ -204,7 +206,8 @@ def _undo(record: state.Record, attempts: int) -> Leftovers:
             left_loops.append(device)  # still mounted: detaching would fail anyway
             continue
         _forget_btrfs(device)
-        done = proc.run([tool("losetup"), "-d", device], timeout=60, check=False, what="losetup")
+        argv = [tool("losetup"), "-d", device]
+        done = HERE.run(argv, timeout=60, env=C_LOCALE, check=False, what="losetup")
         if not done.ok and device in loops_of(record.backing_files):
             left_loops.append(device)
     left_paths = []

@@ -30,6 +30,8 @@ from pathlib import Path
 
 from pgrig import environment, proc
 from pgrig.errors import DiskSpaceError, ToolError, UsageError, WorkdirError
+from pgrig.hosts.executor import C_LOCALE
+from pgrig.hosts.local import HERE
 from pgrig.storage import btrfs, fsinfo, state
 from pgrig.storage.devices import (
     Leftovers,
@@ -297,7 +299,7 @@ class LoopFilesystem:
         argv = [tool("losetup"), "--find", "--show"]
         if self.spec.direct_io:
             argv.append("--direct-io=on")
-        done = proc.run([*argv, path], timeout=60, what="losetup")
+        done = HERE.run([*argv, str(path)], timeout=60, env=C_LOCALE, what="losetup")
         device = done.stdout.strip().splitlines()[-1]
         self._add("loop_devices", device)
         return device
@@ -329,7 +331,7 @@ class LoopFilesystem:
         return argv
 
     def _run_mkfs(self, argv: list[str], what: str) -> None:
-        done = proc.run(argv, timeout=TIMEOUT, check=False, what=what)
+        done = HERE.run(argv, timeout=TIMEOUT, env=C_LOCALE, check=False, what=what)
         if done.ok:
             return
         names = fsinfo.refused_options(done.stderr, done.stdout)
@@ -359,8 +361,9 @@ class LoopFilesystem:
         argv = [tool("mount"), "-t", fstype]
         if options:
             argv += ["-o", ",".join(options)]
+        argv += [device, str(mnt)]
         with KernelLog() as klog:
-            done = proc.run([*argv, device, mnt], timeout=TIMEOUT, check=False, what="mount")
+            done = HERE.run(argv, timeout=TIMEOUT, env=C_LOCALE, check=False, what="mount")
             kernel = tuple(_kernel_lines(klog, device, fstype))
         if done.ok:
             return kernel
@@ -388,8 +391,7 @@ class LoopFilesystem:
         if owner is None:
             return data
         os.chown(data, owner.uid, owner.gid)
-        probe = proc.run(["/usr/bin/test", "-w", data], timeout=10, user=owner, check=False)
-        if not probe.ok:
+        if not HERE.writable_by(data, owner.name):
             raise WorkdirError(
                 f"OS user {owner.name} cannot reach {data} (a parent of {self.base} is not "
                 "searchable for it)",
@@ -416,10 +418,12 @@ class LoopFilesystem:
             details = btrfs.details(mnt)
             facts = btrfs.facts(details)
         elif spec.fstype == "xfs":
-            details = proc.run([tool("xfs_info"), mnt], timeout=60, what="xfs_info").stdout
+            argv = [tool("xfs_info"), str(mnt)]
+            details = HERE.run(argv, timeout=60, env=C_LOCALE, what="xfs_info").stdout
             facts = fsinfo.xfs_facts(details)
         else:
-            details = proc.run([tool("dumpe2fs"), "-h", device], timeout=60, what="dumpe2fs").stdout
+            argv = [tool("dumpe2fs"), "-h", device]
+            details = HERE.run(argv, timeout=60, env=C_LOCALE, what="dumpe2fs").stdout
             facts = fsinfo.ext4_facts(details)
         host = environment.describe_filesystem(self.base)
         host_text = (

@@ -24,10 +24,11 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from pgrig import environment, proc
 from pgrig.errors import UsageError
+from pgrig.hosts.executor import Launch
+from pgrig.hosts.local import HERE
 from pgrig.storage import cgroups
 from pgrig.storage.cgroups import Cgroup
 from pgrig.storage.errors import CgroupError
@@ -261,6 +262,12 @@ def throttled(
         yield cg
 
 
-def run_in(cgroup: Cgroup, argv: Sequence[str | os.PathLike[str]], **kwargs: Any) -> proc.Completed:
-    """``proc.run`` with the child (and all it forks) inside ``cgroup`` from the start."""
-    return proc.run(argv, preexec=cgroup.preexec(), **kwargs)
+def run_in(
+    cgroup: Cgroup, argv: Sequence[str], *, timeout: float, user: proc.OsUser | None = None
+) -> proc.Completed:
+    """``argv`` run here as ``user``, the child (and all it forks) inside ``cgroup``
+    from the start: joined before the switch to ``user``, while still root."""
+    launch = Launch(user.name if user is not None else None)
+    return HERE.stream(
+        argv, timeout=timeout, what=Path(argv[0]).name, launch=launch, preexec=cgroup.preexec()
+    )

@@ -41,8 +41,9 @@ from pgrig.cluster.server import InitdbOptions, initdb_version_args
 from pgrig.document.model import Section
 from pgrig.errors import BinaryNotFound, HostUnusable, PgrigError, UsageError
 from pgrig.hosts import facts, inventory, owner, preflight
-from pgrig.hosts.executor import TMP, Executor, LocalExecutor, reconnect_s
+from pgrig.hosts.executor import TMP, Executor, reconnect_s
 from pgrig.hosts.inventory import Host
+from pgrig.hosts.local import LocalExecutor
 from pgrig.pgsource import binaries
 from pgrig.registry.target import (
     Checked,

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from pgrig.errors import ParseError, ToolError, UsageError
-from pgrig.hosts.executor import Executor, LocalExecutor
+from pgrig.hosts.executor import Executor
+from pgrig.hosts.local import LocalExecutor
 from pgrig.results import FioResult
 from pgrig.tools import onhost
 

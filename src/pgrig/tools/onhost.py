@@ -14,7 +14,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from pgrig.errors import DiskSpaceError, WorkdirError
-from pgrig.hosts.executor import Executor, LocalExecutor
+from pgrig.hosts.executor import Executor
+from pgrig.hosts.local import LocalExecutor
 
 
 def on(host: Executor | None) -> Executor:

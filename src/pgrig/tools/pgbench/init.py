@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from pgrig import proc
 from pgrig.errors import ParseError, UsageError
+from pgrig.hosts.executor import Executor
+from pgrig.hosts.local import HERE
 from pgrig.results import PgbenchInit
 from pgrig.tools.pgbench.program import (
     PARSE_HINT,
@@ -158,8 +159,11 @@ def run_init(
     on_progress: Callable[[int, int], None] | None = None,
     timeout: float | None = None,
     steps: str | None = None,
+    *,
+    client: Executor = HERE,
 ) -> tuple[PgbenchInit, str]:
-    """Run ``pgbench -i``; return the result and the output, lines in arrival order.
+    """Run ``pgbench -i`` on the ``client`` host (this machine unless told);
+    return the result and the output, lines in arrival order.
 
     ``on_progress(done_rows, total_rows)`` follows client-side generation live;
     server-side generation reports nothing until it is over. The timeout is
@@ -172,7 +176,7 @@ def run_init(
         if on_progress is not None and (point := parse_init_progress(line)):
             on_progress(*point)
 
-    done = proc.stream(
+    done = client.stream(
         argv,
         timeout=timeout if timeout is not None else load_timeout_s(opts.scale),
         on_line=collector(raw, handle),

@@ -11,6 +11,8 @@ from typing import Protocol
 
 from pgrig import proc
 from pgrig.errors import ParseError, ToolError
+from pgrig.hosts.executor import C_LOCALE, Executor
+from pgrig.hosts.local import HERE
 from pgrig.pgsource import binaries
 
 TOOL = "pgbench"
@@ -31,7 +33,8 @@ class ConnArgs(Protocol):
 class ClientConn(ConnArgs, Protocol):
     """A connection pgbench can run against: its arguments and its environment."""
 
-    # the password, kept off the command line; ``own``: a tool of pgrig's own (a load)
+    # added to the client host's environment: the password, kept off the command
+    # line; ``own``: a tool of pgrig's own (a load)
     def env(self, *, own: bool = False) -> dict[str, str]: ...
 
 
@@ -52,9 +55,11 @@ def parse_version(text: str) -> str:
     )
 
 
-def pgbench_version(bin_dir: Path | str, timeout: float = 30.0) -> str:
-    """The version of ``<bin_dir>/pgbench``, e.g. ``15.18 (Debian 15.18-0+deb12u1)``."""
-    done = proc.run([binary(bin_dir), "--version"], timeout=timeout, what=TOOL)
+def pgbench_version(bin_dir: Path | str, timeout: float = 30.0, *, client: Executor = HERE) -> str:
+    """The version of ``<bin_dir>/pgbench`` on the ``client`` host, e.g.
+    ``15.18 (Debian 15.18-0+deb12u1)``."""
+    argv = [str(binary(bin_dir)), "--version"]
+    done = client.run(argv, timeout=timeout, env=C_LOCALE, what=TOOL)
     return parse_version(done.stdout)
 
 
@@ -95,6 +100,7 @@ def raw_text(lines: list[str]) -> str:
     return "".join(line + "\n" for line in lines)
 
 
+ENV = "/usr/bin/env"  # coreutils' env, on every host: a variable unset for one command
 # A socket directory that cannot exist: pgbench fails to connect there at once.
 _NOWHERE = "/nonexistent/pgrig-parse-only"
 # How pgbench says it got past its scripts to the connection.
@@ -107,6 +113,7 @@ def script_errors(
     *,
     defines: Mapping[str, str] | None = None,
     query_mode: str = "simple",
+    client: Executor = HERE,
 ) -> str | None:
     """What pgbench says of ``scripts`` (path, weight) before it needs a server,
     or None when it got as far as connecting. pgbench has no parse-only mode but
@@ -119,8 +126,10 @@ def script_errors(
         argv += ["-D", f"{name}={value}"]
     for path, weight in scripts:
         argv += ["-f", f"{path}@{weight}"]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PG")}
-    done = proc.run(argv, timeout=30.0, env=env, check=False, what=TOOL)
+    # Without this machine's PG* variables (PGHOSTADDR would win over -h).
+    unset = [f"--unset={k}" for k in sorted(os.environ) if k.startswith("PG")]
+    # In the C locale: its messages are read (``_CONNECTING``).
+    done = client.run([ENV, *unset, *argv], timeout=30.0, env=C_LOCALE, check=False, what=TOOL)
     said = (done.stderr + done.stdout).strip()
     if done.ok or any(words in said for words in _CONNECTING):
         return None

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import secrets
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,8 @@ from typing import Literal
 
 from pgrig import proc
 from pgrig.errors import UsageError, WorkdirError
+from pgrig.hosts.executor import Executor
+from pgrig.hosts.local import HERE
 from pgrig.monitor.client import ClientWatch, check_duration
 from pgrig.results import PgbenchRun, ProgressPoint
 from pgrig.tools.pgbench.parse import count_script_statements, parse_progress, parse_run
@@ -29,7 +32,7 @@ from pgrig.tools.pgbench.program import (
     collector,
     raw_text,
 )
-from pgrig.tools.pgbench.txlog import parse_transaction_logs, transaction_log_files
+from pgrig.tools.pgbench.txlog import log_names, parse_transaction_logs
 
 AUTO_LOG_TARGET = 50_000
 """With ``sampling_rate="auto"``, log about this many transactions per run:
@@ -169,31 +172,34 @@ def run_bench(
     on_progress: Callable[[ProgressPoint], None] | None = None,
     timeout: float | None = None,
     preexec: Callable[[], None] | None = None,
+    *,
+    client: Executor = HERE,
 ) -> tuple[PgbenchRun, str]:
-    """Run pgbench for ``opts.duration_s``; return the result and the output
-    (stdout and stderr lines in arrival order).
+    """Run pgbench for ``opts.duration_s`` on the ``client`` host (its executor:
+    this machine's or another's, the same steps); return the result and the
+    output (stdout and stderr lines in arrival order).
 
     ``on_progress`` gets each ``-P`` point as it arrives. With
-    ``opts.transaction_log`` the logs go to ``workdir`` under a name unique to
-    this call, are summarised into ``result.latency`` and deleted afterwards,
-    also when the run fails. ``preexec`` runs in pgbench's process before exec
-    (a storage-lab target's clients' cgroup: ``cpus``). A failed or aborted run
-    raises ToolError with the end of pgbench's stderr; its partial report is not
-    used.
+    ``opts.transaction_log`` the logs go to ``workdir`` (on the client's host)
+    under a name unique to this call, are read into ``result.latency`` and
+    deleted afterwards, also when the run fails. ``preexec`` runs in pgbench's
+    process before exec (a storage-lab target's clients' cgroup: ``cpus``; this
+    machine only). A failed or aborted run raises ToolError with the end of
+    pgbench's stderr; its partial report is not used.
     """
     prefix: Path | None = None
     if opts.transaction_log:
-        if not workdir.is_dir():
+        if not client.exists(str(workdir)):
             raise WorkdirError(
-                f"work directory {workdir} does not exist",
+                f"work directory {workdir} does not exist on {client.where}",
                 hint="create it, or choose another with --workdir",
             )
-        prefix = workdir.resolve() / f"pgrig_txlog_{secrets.token_hex(4)}"
+        prefix = workdir.absolute() / f"pgrig_txlog_{secrets.token_hex(4)}"
     argv = run_argv(bin_dir, conn, opts, prefix)
     raw: list[str] = []
 
     watch = ClientWatch(
-        f"the client {TOOL} on this machine", opts.progress_interval, opts.duration_s
+        f"the client {TOOL} on {client.where}", opts.progress_interval, opts.duration_s
     )
 
     def handle(stream_name: str, line: str) -> None:
@@ -204,13 +210,13 @@ def run_bench(
 
     # Slack past -T: connecting many clients, and finishing transactions in flight.
     limit = timeout if timeout is not None else opts.duration_s * 1.25 + 60.0
+    logs: list[str] = []
     try:
         with proc.watched_by(watch.check):
-            done = proc.stream(
+            done = client.stream(
                 argv,
                 timeout=limit,
                 on_line=collector(raw, handle),
-                cwd=workdir if workdir.is_dir() else None,
                 env=conn.env(),
                 check=False,
                 what=TOOL,
@@ -224,14 +230,23 @@ def run_bench(
             watch.what, opts.duration_s, result.transactions, result.tps, result.latency_avg_ms
         )
         if prefix is not None:
-            files = transaction_log_files(prefix.parent, prefix.name)
-            latency = parse_transaction_logs(files, log_sampling_rate(opts))
+            logs = _logs(client, prefix)
+            with tempfile.TemporaryDirectory(prefix="pgrig-txlog-") as here:
+                files = [client.fetch(path, Path(here)) for path in logs]
+                latency = parse_transaction_logs(files, log_sampling_rate(opts))
             result = dataclasses.replace(result, latency=latency)
     finally:
-        if prefix is not None:
-            for path in transaction_log_files(prefix.parent, prefix.name):
-                path.unlink(missing_ok=True)
+        if prefix is not None and (logs := logs or _logs(client, prefix)):
+            client.run(["rm", "-f", "--", *logs], timeout=60, what="rm")
     return result, raw_text(raw)
+
+
+def _logs(client: Executor, prefix: Path) -> list[str]:
+    """The per-transaction logs pgbench wrote for ``prefix`` on the client's host."""
+    return [
+        f"{prefix.parent}/{name}"
+        for name in log_names(client.listdir(str(prefix.parent)), prefix.name)
+    ]
 
 
 def parse_result(stdout: str, stderr: str, opts: RunOptions) -> PgbenchRun:

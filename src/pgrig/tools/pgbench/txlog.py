@@ -44,8 +44,15 @@ _BLOCK_CHARS = 1 << 18  # a log is parsed this many characters at a time
 def transaction_log_files(workdir: Path, prefix_name: str) -> list[Path]:
     """The files pgbench writes for ``--log-prefix=<workdir>/<prefix_name>``:
     ``<prefix_name>.<pid>`` for thread 0 and ``<prefix_name>.<pid>.<n>`` for the others."""
+    names = log_names((p.name for p in workdir.iterdir() if p.is_file()), prefix_name)
+    return [workdir / name for name in names]
+
+
+def log_names(names: Iterable[str], prefix_name: str) -> list[str]:
+    """Which of a directory's file ``names`` are the logs of ``--log-prefix=.../<prefix_name>``
+    (``transaction_log_files``), on whichever host the directory is."""
     pattern = re.compile(re.escape(prefix_name) + r"\.\d+(?:\.\d+)?")
-    return sorted(p for p in workdir.iterdir() if pattern.fullmatch(p.name) and p.is_file())
+    return sorted(name for name in names if pattern.fullmatch(name))
 
 
 def nearest_rank(pct: float, count: int) -> int:

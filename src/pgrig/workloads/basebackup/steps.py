@@ -23,6 +23,7 @@ from pgrig.cluster import workdir
 from pgrig.environment.storage import describe_filesystem
 from pgrig.errors import ClusterError, UsageError, WorkdirError
 from pgrig.files import check_space
+from pgrig.hosts.local import HERE
 from pgrig.policy import RunPolicy
 from pgrig.registry.workload import TargetView
 from pgrig.results import Filesystem
@@ -206,8 +207,7 @@ def _reachable(holder: Path, owner: proc.OsUser | None) -> None:
     if owner is None or os.geteuid() != 0:
         return
     os.chown(holder, owner.uid, owner.gid)
-    probe = proc.run(["/usr/bin/test", "-w", holder], timeout=10, user=owner, check=False)
-    if not probe.ok:
+    if not HERE.writable_by(holder, owner.name):
         raise WorkdirError(
             f"pg_basebackup runs as OS user {owner.name}, which cannot write to {holder} "
             "(a parent directory is not searchable for it)",

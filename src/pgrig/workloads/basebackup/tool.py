@@ -19,6 +19,8 @@ from pathlib import Path
 
 from pgrig import proc
 from pgrig.errors import ParseError, ToolError
+from pgrig.hosts.executor import Launch
+from pgrig.hosts.local import HERE
 from pgrig.workloads.basebackup.model import Phases
 
 TOOL = "pg_basebackup"
@@ -172,7 +174,7 @@ def version_num(text: str) -> int:
 
 
 def version(binary: Path, timeout: float = 30.0) -> str:
-    done = proc.run([binary, "--version"], timeout=timeout, what=TOOL)
+    done = HERE.run([str(binary), "--version"], timeout=timeout, what=TOOL)
     for line in done.stdout.splitlines():
         if m := _VERSION.match(line.strip()):
             return m.group(1).strip()
@@ -196,8 +198,10 @@ def run(
     on_progress: Callable[[int, int], None] | None = None,
     preexec: Callable[[], None] | None = None,
 ) -> Ran:
-    """Run pg_basebackup; stopped (its whole process group) on timeout or Ctrl-C.
-    ``preexec`` puts it in the target's cgroup, so a storage lab's I/O caps apply."""
+    """Run pg_basebackup here (this machine's executor), as ``user``; stopped (its
+    whole process group) on timeout or Ctrl-C. ``env`` is added to this
+    machine's; ``preexec`` puts it in the target's cgroup, so a storage lab's I/O
+    caps apply."""
     events: list[tuple[float, str]] = []
     lines: list[str] = []
     started = time.monotonic()
@@ -209,13 +213,13 @@ def run(
         if on_progress is not None and (m := _PROGRESS.match(line)):
             on_progress(int(m.group(1)), int(m.group(2)))
 
-    done = proc.stream(
+    done = HERE.stream(
         args,
         timeout=timeout,
         on_line=on_line,
         env=env,
-        user=user,
         check=False,
+        launch=Launch(user.name if user is not None else None),
         what=TOOL,
         preexec=preexec,
     )

@@ -7,7 +7,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from pgrig import calibration, proc
+from pgrig import calibration
+from pgrig.hosts.executor import C_LOCALE
+from pgrig.hosts.local import HERE
 from pgrig.pgsource.binaries import PgBinaries
 from pgrig.policy import RunPolicy
 from pgrig.registry.shared import PGBENCH_RUN, RELATION_SIZES, SQL_SETUP
@@ -46,9 +48,9 @@ def setup_action(spec: CustomSpec, data: int, storage: str) -> Action:
         for path in spec.setup:
             line.update(detail=path.name)
             # psql, not psycopg: setup files may use psql's own commands (\set, \i).
-            done = proc.run(
+            done = HERE.run(
                 [
-                    ctx.bins.path("psql"),
+                    str(ctx.bins.path("psql")),
                     "-X",
                     "-q",
                     "-v",
@@ -60,11 +62,11 @@ def setup_action(spec: CustomSpec, data: int, storage: str) -> Action:
                         for arg in ("-v", f"{name}={value}")
                     ),
                     "-f",
-                    path,
+                    str(path),
                     *conn(ctx).args(),
                 ],
                 timeout=SETUP_TIMEOUT_S,
-                env=conn(ctx).env(own=True),
+                env={**C_LOCALE, **conn(ctx).env(own=True)},
                 what=f"psql -f {path.name}",
             )
             outputs.append(done.stdout + done.stderr)

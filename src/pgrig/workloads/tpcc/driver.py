@@ -37,6 +37,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from pgrig import proc
 from pgrig.conninfo import Conn
 from pgrig.errors import ParseError, ToolError, UsageError
+from pgrig.hosts.local import HERE
 from pgrig.load import HostLoad, LoadJob, LoadRunner, MultiLoad, merged
 from pgrig.monitor.client import ClientWatch, check_duration
 from pgrig.results import PgbenchRun, ProgressPoint
@@ -220,7 +221,7 @@ def run(
             return result, multi.raw()
         argv = pgbench.run_argv(bin_dir, target, bench_opts, prefix, extra)
         started = time.time()
-        out = _stream(argv, opts, scratch, target, on_progress)
+        out = _stream(argv, opts, target, on_progress)
         with conn.connect() as db:
             created = _orders(db) - orders_before
         logs = pgbench.transaction_log_files(scratch, prefix.name)
@@ -271,11 +272,10 @@ def _bench_options(
 def _stream(
     argv: list[str],
     opts: RunOptions,
-    scratch: Path,
     target: Conn,
     on_progress: Callable[[ProgressPoint], None] | None,
 ) -> Streamed:
-    """pgbench on this machine, its lines and progress points kept as they come
+    """pgbench on this machine (its executor), its lines and progress points kept as they come
     (each point also to ``on_progress``); a failed run raises ToolError."""
     raw: list[str] = []
     progress: list[ProgressPoint] = []
@@ -292,11 +292,10 @@ def _stream(
                 on_progress(p)
 
     with proc.watched_by(watch.check):
-        done = proc.stream(
+        done = HERE.stream(
             argv,
             timeout=opts.duration_s * 1.25 + 60.0,
             on_line=on_line,
-            cwd=scratch,
             env=target.env(),
             check=False,
             what="pgbench",

@@ -1,0 +1,254 @@
+"""This machine as an executor: ``LocalExecutor``, pyinfra's ``@local``.
+
+The same operations as any host's (``pgrig.hosts.executor.Executor``), each done
+here the way this machine allows: commands through ``pgrig.proc`` (its
+implementation detail: process groups, signals held across fork, a storage
+lab's cgroup joined from inside the child), files and signals in this process
+where no command is needed, test files registered with ``pgrig.ownership`` so
+that ``pgrig clean`` finds them after a kill -9.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import IO
+
+from pgrig import ownership, proc
+from pgrig.errors import BinaryNotFound, ToolError
+from pgrig.hosts.executor import TMP, Executor, Launch, Started
+from pgrig.hosts.inventory import Host
+
+SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+SYSTEM_TOOLS = frozenset(
+    {"chmod", "chown", "find", "id", "kill", "mkdir", "mktemp", "rm", "setpriv", "sh", "test"}
+)
+
+# What to do when PostgreSQL's tools are not where pgrig was told, on this machine.
+PG_BIN_HINT = (
+    "point --pg-bin (campaign: pg_bin in [[target]]) at a PostgreSQL bin directory "
+    "(Debian: apt-get install postgresql-15 puts one in /usr/lib/postgresql/15/bin)"
+)
+
+
+class _LocalStarted(Started):
+    def __init__(self, argv: Sequence[str], host: str, popen: subprocess.Popen[str]) -> None:
+        super().__init__(argv, host)
+        self._popen = popen
+        self.pid = popen.pid
+        assert popen.stdout is not None and popen.stderr is not None
+        self._readers = [
+            threading.Thread(target=self._pump, args=(popen.stdout, True), daemon=True),
+            threading.Thread(target=self._pump, args=(popen.stderr, False), daemon=True),
+        ]
+        for t in self._readers:
+            t.start()
+
+    def _pump(self, stream: IO[str], is_stdout: bool) -> None:
+        with stream:
+            for line in stream:
+                if is_stdout:
+                    self._lines.put(line)
+                else:
+                    self._stderr.append(line)
+        if is_stdout:
+            self._lines.put(None)
+
+    def send(self, text: str) -> None:
+        assert self._popen.stdin is not None
+        self._popen.stdin.write(text)
+        self._popen.stdin.flush()
+
+    def close_stdin(self) -> None:
+        if self._popen.stdin is not None:
+            self._popen.stdin.close()
+
+    def signal(self, signum: int) -> None:
+        if self._popen.poll() is None:
+            # The child leads its own process group: what it spawned gets the signal too.
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self._popen.pid, signum)
+
+    def poll(self) -> int | None:
+        return self._popen.poll()
+
+    def _finish(self, timeout: float) -> int:
+        try:
+            code = self._popen.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise TimeoutError from None
+        for t in self._readers:
+            t.join(timeout=5)
+        if self._popen.stdin is not None and not self._popen.stdin.closed:
+            self._popen.stdin.close()
+        return code
+
+
+class LocalExecutor(Executor):
+    """This machine: the same operations as any host's, each done here the way
+    this machine allows (in this process where a command is not needed)."""
+
+    def __init__(self, host: Host | None = None) -> None:
+        super().__init__(host or Host(name="localhost", address="127.0.0.1", local=True))
+
+    @property
+    def where(self) -> str:
+        return "this machine"
+
+    def install_hint(self, how: str) -> str:
+        return how
+
+    def stream(
+        self,
+        argv: Sequence[str | Path],
+        *,
+        timeout: float,
+        what: str,
+        on_line: proc.LineCallback | None = None,
+        env: Mapping[str, str] | None = None,
+        check: bool = True,
+        launch: Launch | None = None,
+        preexec: Callable[[], None] | None = None,
+    ) -> proc.Completed:
+        # proc's own: both pipes read by one selector (lines in the order printed,
+        # a line redrawn with \r cut), and ``preexec`` joins a storage lab's
+        # cgroup from inside the child.
+        return proc.stream(
+            self.launched([str(a) for a in argv], launch),
+            timeout=timeout,
+            on_line=on_line,
+            env=None if env is None else {**os.environ, **env},
+            check=check,
+            what=what,
+            preexec=preexec,
+        )
+
+    def on_path(self, name: str, hint: str, search_path: str | None = None) -> str:
+        found = shutil.which(name, path=search_path)
+        if found is None:
+            raise BinaryNotFound(f"{name} not found on PATH", hint=hint)
+        return found
+
+    def tool(self, bin_dir: Path | str, name: str) -> str:
+        # The words of each way it can be wrong here, and the option that fixes it.
+        directory = Path(bin_dir)
+        if not directory.is_dir():
+            raise BinaryNotFound(f"{name}: {directory} is not a directory", hint=PG_BIN_HINT)
+        binary = directory / name
+        if not binary.is_file():
+            raise BinaryNotFound(f"{name} not found in {directory}", hint=PG_BIN_HINT)
+        if not binary.stat().st_mode & 0o111:
+            raise BinaryNotFound(
+                f"{binary} is not executable", hint=f"chmod +x {binary}, or {PG_BIN_HINT}"
+            )
+        return str(binary)
+
+    def space(self, directory: Path) -> tuple[int, int]:
+        usage = shutil.disk_usage(directory) if directory.is_dir() else None
+        return (usage.free, usage.total) if usage is not None else (-1, 0)
+
+    def create_exclusively(self, path: Path) -> None:
+        # Registered, so that ``pgrig clean`` finds it after a kill -9.
+        ownership.create_exclusively(path)
+
+    def remove_file(self, path: Path) -> None:
+        ownership.remove_file(path)
+
+    def _start(self, argv: Sequence[str], *, env: Mapping[str, str] | None, stdin: bool) -> Started:
+        full_env = {**os.environ, **(env or {})}
+        words = list(argv)
+        if words[0] in SYSTEM_TOOLS:
+            # The system's tools the lifecycle runs are found after the user's PATH
+            # too: a PATH that hides a tool (fio) must not stop a server's start.
+            search = os.pathsep.join([full_env.get("PATH", ""), SYSTEM_PATH])
+            words[0] = shutil.which(words[0], path=search) or words[0]
+        popen = None
+        started: _LocalStarted | None = None
+        try:
+            # Signals held between fork and return: one arriving in between would
+            # leave the child running, unreaped (issue 19's SIGTERM during initdb).
+            # A held signal is delivered as the block ends: the child is stopped
+            # before it propagates, as proc._start does. The Started is made in
+            # the block too: its reader threads take seconds to start on a loaded
+            # machine, and a signal then left initdb running after pgrig returned.
+            with proc.signals_deferred():
+                try:
+                    popen = subprocess.Popen(
+                        words,
+                        stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+                        stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE,
+                        text=True,
+                        encoding="utf-8",
+                        errors="replace",  # a tool's odd byte is no reason to lose its output
+                        env=full_env,
+                        start_new_session=True,
+                    )
+                except OSError as exc:
+                    raise ToolError(
+                        f"cannot start {argv[0]} on {self.name}: {exc}", argv=list(argv)
+                    ) from exc
+                started = _LocalStarted(argv, self.name, popen)
+        except BaseException:
+            if started is not None:
+                started.stop()  # its readers end with the output
+            elif popen is not None:
+                proc.stop_group(popen)
+                for stream in (popen.stdin, popen.stdout, popen.stderr):
+                    if stream is not None:
+                        stream.close()
+            raise
+        return started
+
+    def read_bytes(self, path: str) -> bytes:
+        return Path(path).read_bytes()
+
+    def write_bytes(self, path: str, data: bytes, mode: int = 0o644) -> None:
+        target = Path(path)
+        target.write_bytes(data)
+        target.chmod(mode)
+
+    def exists(self, path: str) -> bool:
+        return os.path.lexists(path)
+
+    def listdir(self, path: str) -> list[str]:
+        return sorted(os.listdir(path))
+
+    def free_bytes(self, path: str) -> int:
+        return shutil.disk_usage(path).free
+
+    def make_tempdir(self, prefix: str) -> str:
+        return tempfile.mkdtemp(prefix=prefix, dir=TMP)
+
+    def fetch(self, path: str, into: Path) -> Path:
+        # Streamed in this process: a run's log may be larger than it is worth holding.
+        return Path(shutil.copyfile(path, into / Path(path).name))
+
+    def signal(self, pid: int, signum: int) -> None:
+        # In this process, no command: a crash's moment is the moment it was sent.
+        try:
+            os.kill(pid, signum)
+        except ProcessLookupError as exc:
+            raise ToolError(f"no process {pid} on {self.name} to signal", argv=["kill"]) from exc
+
+    def processes_using(self, path: str) -> list[int]:
+        # In this process, no command: it is polled while a crashed server restarts.
+        target = os.path.realpath(path)
+        found = []
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                with contextlib.suppress(OSError):
+                    if os.readlink(f"/proc/{entry}/cwd") == target:
+                        found.append(int(entry))
+        return found
+
+
+# This machine as a client's host: what a tool runs on unless told another
+# (``client=``). Never given an ``adopt``: a probe makes its own (``onhost.on``).
+HERE = LocalExecutor()
