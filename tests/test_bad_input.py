@@ -966,10 +966,10 @@ def sandbox(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     for name in PG_VARIABLES:
         monkeypatch.delenv(name, raising=False)
 
-    from pgrig.commands import durability as durability_cli
+    from pgrig.commands import durability_study
 
     monkeypatch.setattr(runner, "Store", _TrippedStore)
-    monkeypatch.setattr(durability_cli, "Store", _TrippedStore)
+    monkeypatch.setattr(durability_study, "Store", _TrippedStore)
     handlers = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGHUP)}
     yield tmp_path
     for signum, handler in handlers.items():

@@ -146,7 +146,12 @@ def test_a_killed_run_is_cleaned_and_a_dying_load_host_fails_only_its_step(
         out, err = running.communicate(timeout=300)
         out += err
         assert running.returncode == 6, out[-3000:]
-        assert f"h1: removed {workdir} (its pgrig died)" in out
+        # The lab's hosts share this machine's /tmp: another worker's `pgrig clean
+        # --inventory` (test_parity, test_load) may remove it first - then this run
+        # finds nothing of it to say, and the server is stopped all the same.
+        assert f"h1: removed {workdir} (its pgrig died)" in out or not (
+            Path(workdir).exists() or Path(f"/proc/{postmaster}").exists()
+        ), out[-3000:]
         assert not workdir.exists()
         assert not Path(f"/proc/{postmaster}").exists(), "its postmaster stopped"
         assert f"removed {other}" not in out, "another study's directory is left"

@@ -614,13 +614,13 @@ def test_durability_signalled_as_it_begins(
 ) -> None:
     """Defect 7: durability exited 130 for SIGTERM and SIGHUP. Here the signal
     arrives where its work begins (the work itself is the next test's)."""
-    from pgrig.commands import durability as durability_cli
+    from pgrig.commands import durability_study
 
     def execute(*args: Any, **kwargs: Any) -> Any:
         os.kill(os.getpid(), signum)
         time.sleep(5)
         raise AssertionError("the signal did not interrupt")
 
-    monkeypatch.setattr(durability_cli, "execute", execute)
+    monkeypatch.setattr(durability_study, "execute", execute)
     assert _main("durability", "--target", str(place / "data"), "-q") == code
     assert "interrupted" in capsys.readouterr().err

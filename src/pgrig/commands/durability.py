@@ -90,11 +90,12 @@ def durability(**opts: Any) -> None:
     """Crash the server under a write load and prove that no acknowledged commit was
     lost: every acknowledged row present, no duplicates, invariants, pg_amcheck,
     server log. Exits non-zero when the check fails."""
-    from pgrig.commands.durability_study import Options, execute, prepare, summary
+    # the work, and the store it records into, are durability_study's (where a
+    # test replaces them)
+    from pgrig.commands import durability_study as study
     from pgrig.durability.driver import DurabilityPlan
-    from pgrig.store import Store, location
 
-    options = Options(
+    options = study.Options(
         plan=DurabilityPlan(
             method=opts["method"],
             crashes=opts["crashes"],
@@ -123,10 +124,10 @@ def durability(**opts: Any) -> None:
         )
     results: Path = opts["results"]
     ui = Ui(quiet=opts["quiet"])
-    runner = prepare(options, ui)  # bad input fails here, before the store is created
-    with Store.open(location(results, opts["store"])) as store:
+    runner = study.prepare(options, ui)  # bad input fails here, before the store is created
+    with study.open_store(results, opts["store"]) as store:
         try:
-            outcome = execute(options, ui, store, results, runner=runner)
+            outcome = study.execute(options, ui, store, results, runner=runner)
         except KeyboardInterrupt as exc:
             raise Interrupted(
                 "interrupted: the clients and the cluster were stopped",
@@ -134,6 +135,6 @@ def durability(**opts: Any) -> None:
             ) from None
     res = outcome.result
     assert res is not None
-    ui.ok(f"durability check passed: {summary(res)}, none lost")
+    ui.ok(f"durability check passed: {study.summary(res)}, none lost")
     for setting in res.untested:
         ui.warn(f"NOT TESTED by a {res.crash_model} crash: {setting}")

@@ -29,7 +29,7 @@ from pgrig.report import samples as report_samples
 from pgrig.report.writer import write as write_report
 from pgrig.results import Study, typed
 from pgrig.runner import CampaignRunner
-from pgrig.store import Store
+from pgrig.store import Store, location
 from pgrig.ui import Ui
 
 # A torn run's shared_buffers unless --set gives one: the least PostgreSQL takes
@@ -167,6 +167,11 @@ def campaign(opts: Options) -> Campaign:
         policy=RunPolicy(monitor=False),
         baseline="local",
     )
+
+
+def open_store(results: Path, where: str | None) -> Store:
+    """The results store the check records into (--results, --store)."""
+    return Store.open(location(results, where))
 
 
 def prepare(opts: Options, ui: Ui) -> CampaignRunner:
