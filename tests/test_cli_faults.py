@@ -284,11 +284,20 @@ def test_a_client_that_stops_progressing_fails_its_run_in_seconds(disk_dir: Path
     -P lines stop while the server answers every query, so the server's
     heartbeat sees nothing; the client's watch names it within 10 s and the run
     is failed (issue 40.2: it was recorded ok at a fraction of its tps, with
-    pgbench's own elapsed time far past the planned -T). The study goes on."""
+    pgbench's own elapsed time far past the planned -T). The study goes on; a
+    campaign file (the quick study is not resumed), so the fault suite checks
+    its resume too."""
     results = disk_dir / "r"
-    child = spawn(
-        "run", "--target", disk_dir, "--results", results, *tiny(clients="1,2", duration="8")
+    campaign = disk_dir / "c.toml"
+    campaign.write_text(
+        f'[campaign]\nname = "hung"\n'
+        f'[[target]]\nname = "local"\ndirectory = "{disk_dir}"\nprofile = "stock"\n'
+        'set = { fsync = "off" }\n'
+        "[probes]\ntiming = 1\nfio = false\nfsync = false\n"
+        '[[workload]]\ntype = "tpcb"\nscales = [1]\nmodes = ["select-only"]\n'
+        "clients = [1, 2]\nduration = 8\ncount = false\n"
     )
+    child = spawn("run", campaign, "--results", results)
     noticed: list[float] = []
     said: list[str] = []
 
@@ -342,8 +351,7 @@ def test_a_client_that_stops_progressing_fails_its_run_in_seconds(disk_dir: Path
     faultlog.note(
         "hung client (SIGSTOP of pgbench 2 s into an 8-s run)", named_in_s=noticed[0],
         exit_code=child.returncode, named="the client pgbench on this machine",
-        resume=faultlog.in_suite() and faultlog.resume(
-            ["--target", disk_dir, *tiny(clients="1,2", duration="8")], results),
+        resume=faultlog.in_suite() and faultlog.resume([campaign], results),
     )  # fmt: skip
 
 
