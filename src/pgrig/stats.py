@@ -32,6 +32,7 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -99,6 +100,14 @@ def t_quantile(p: float, df: float) -> float:
     _check_df(df)
     if not 0.0 < p < 1.0:
         raise ValueError(f"a quantile needs 0 < p < 1, not {p}")
+    return _t_ppf(p, df)
+
+
+# SciPy's t.ppf costs 0.1-2 ms a call, and a report asks it thousands of times
+# for the same few (p, df): runs_needed counts up the runs a side for every
+# comparison (4,456 calls in one report, bench/routes.py).
+@lru_cache(maxsize=4096)
+def _t_ppf(p: float, df: float) -> float:
     _, sps = _scipy()
     return float(sps.t.ppf(p, df))
 
