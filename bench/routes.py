@@ -162,6 +162,7 @@ class Tracer:
     names: dict[str, str | None] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
     next_lane: int = 1  # 0: the thread that installed the tracer
+    spine: list[tuple[str, str, int]] = field(default_factory=list)  # the stack at the end
 
     def module(self, filename: str) -> str | None:
         if filename not in self.names:
@@ -211,6 +212,11 @@ class Tracer:
                 and (self.stop_word is None or frame.f_locals.get("word") == self.stop_word)
             ):
                 self.stopped = True
+                at: FrameType | None = frame
+                while at is not None:  # the route itself: the pgrig frames below the end
+                    if (m := self.module(at.f_code.co_filename)) is not None:
+                        self.spine.insert(0, (m, at.f_code.co_qualname, at.f_lineno))
+                    at = at.f_back
                 sys.setprofile(None)
                 threading.setprofile(None)  # type: ignore[arg-type]
             return
@@ -303,6 +309,24 @@ def count(calls: list[Call], layer: dict[str, int]) -> Counts:
         ups=sum(1 for a, b in zip(height, height[1:], strict=False) if a < b),
         returned=tuple((r, n) for r, n in seen.most_common() if n > 1),
     )
+
+
+def reentries(calls: list[Call]) -> Counter[tuple[str, str]]:
+    """The calls that entered a room already left: (calling function, called function)."""
+    left: set[str] = set()
+    current: str | None = None
+    out: Counter[tuple[str, str]] = Counter()
+    for c in calls:
+        r = room(c.callee)
+        if r == current:
+            continue
+        if r in left:
+            site = c.site[0] if c.site else f"{c.caller} (a thread)"
+            out[(site, f"{c.callee}.{c.function}")] += 1
+        if current is not None:
+            left.add(current)
+        current = r
+    return out
 
 
 def show(calls: list[Call], layer: dict[str, int]) -> Iterator[str]:
@@ -414,6 +438,7 @@ def child(args: argparse.Namespace) -> int:
     out = {
         "exit": code,
         "stopped": tracer.stopped,
+        "spine": tracer.spine,
         "calls": [
             {
                 "caller": c.caller,
@@ -451,6 +476,7 @@ class Traced:
     calls: list[Call]
     stopped: bool
     exit: object
+    spine: list[tuple[str, str, int]]
 
 
 def trace(route: str, src: Path, study: str, inventory: str | None) -> Traced:
@@ -473,7 +499,7 @@ def trace(route: str, src: Path, study: str, inventory: str | None) -> Traced:
         code = codes.setdefault(c["code"], compile("0", c["code"], "eval"))
         site = tuple(c["site"]) if c["site"] else None
         calls.append(Call(c["caller"], site, c["callee"], c["function"], code))  # type: ignore[arg-type]
-    return Traced(calls, data["stopped"], data["exit"])
+    return Traced(calls, data["stopped"], data["exit"], [tuple(f) for f in data["spine"]])
 
 
 def main() -> int:
@@ -513,6 +539,12 @@ def main() -> int:
             print(f"\n## route {route}: the walk's stays (L = the room's layer)")
             for line in show(walk, layer):
                 print(line)
+            print(f"\n## route {route}: the stack at the end point (module, function, line)")
+            for m, function, line in traced.spine:
+                print(f"L{layer.get(room(m), 0):<2d} {m:<34s} {function} :{line}")
+            print(f"\n## route {route}: re-entries of a room already left, by call (walk)")
+            for (caller, callee), n in reentries(walk).most_common(25):
+                print(f"{n:4d}  {caller} -> {callee}")
     print(f"\nsrc {src}")
     print("route  walk   calls  stays rooms entries returns  ups climbs  most re-entered rooms")
     for route, name, c in rows:
