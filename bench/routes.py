@@ -311,18 +311,20 @@ def count(calls: list[Call], layer: dict[str, int]) -> Counts:
     )
 
 
-def reentries(calls: list[Call]) -> Counter[tuple[str, str]]:
-    """The calls that entered a room already left: (calling function, called function)."""
+def reentries(calls: list[Call]) -> dict[tuple[str, str], list[str]]:
+    """The calls that entered a room already left, by (calling room, entered room):
+    the calling functions, one per call."""
     left: set[str] = set()
     current: str | None = None
-    out: Counter[tuple[str, str]] = Counter()
+    out: dict[tuple[str, str], list[str]] = {}
     for c in calls:
         r = room(c.callee)
         if r == current:
             continue
         if r in left:
-            site = c.site[0] if c.site else f"{c.caller} (a thread)"
-            out[(site, f"{c.callee}.{c.function}")] += 1
+            site = c.site[0] if c.site else f"{c.caller} (a thread's start)"
+            key = (room(c.caller) if c.caller else "?", r)
+            out.setdefault(key, []).append(f"{site} -> {c.callee}.{c.function}")
         if current is not None:
             left.add(current)
         current = r
@@ -543,8 +545,13 @@ def main() -> int:
             for m, function, line in traced.spine:
                 print(f"L{layer.get(room(m), 0):<2d} {m:<34s} {function} :{line}")
             print(f"\n## route {route}: re-entries of a room already left, by call (walk)")
-            for (caller, callee), n in reentries(walk).most_common(25):
-                print(f"{n:4d}  {caller} -> {callee}")
+            again = sorted(reentries(walk).items(), key=lambda kv: -len(kv[1]))
+            for (caller, callee), sites in again[:20]:
+                print(f"{len(sites):4d}  {caller} -> {callee}   e.g. {sites[0]}")
+            print(f"\n## route {route}: the most called functions (every call)")
+            often = Counter(f"{c.callee}.{c.function}" for c in traced.calls)
+            for function, n in often.most_common(12):
+                print(f"{n:6d}  {function}")
     print(f"\nsrc {src}")
     print("route  walk   calls  stays rooms entries returns  ups climbs  most re-entered rooms")
     for route, name, c in rows:
