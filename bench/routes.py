@@ -144,6 +144,7 @@ class Call:
     callee: str
     function: str
     code: CodeType
+    path: tuple[str, ...] = ()  # "module:function" of the pgrig frames below, outermost first
 
 
 @dataclass
@@ -163,6 +164,7 @@ class Tracer:
     lock: threading.Lock = field(default_factory=threading.Lock)
     next_lane: int = 1  # 0: the thread that installed the tracer
     spine: list[tuple[str, str, int]] = field(default_factory=list)  # the stack at the end
+    path_of: dict[int, tuple[str, ...]] = field(default_factory=dict)  # lane -> its starter's
 
     def module(self, filename: str) -> str | None:
         if filename not in self.names:
@@ -176,6 +178,14 @@ class Tracer:
         while frame is not None and self.module(frame.f_code.co_filename) is None:
             frame = frame.f_back
         return frame
+
+    def path(self, frame: FrameType | None) -> tuple[str, ...]:
+        out = []
+        while frame is not None:
+            if (m := self.module(frame.f_code.co_filename)) is not None:
+                out.append(f"{m}:{frame.f_code.co_qualname}")
+            frame = frame.f_back
+        return tuple(reversed(out))
 
     def lane(self) -> int:
         me = threading.current_thread()
@@ -204,6 +214,7 @@ class Tracer:
                     setattr(child, LANE, lane)
                     self.lanes.setdefault(parent, []).append(lane)
                     self.caller_of[lane] = self.module(below.f_code.co_filename) if below else None
+                    self.path_of[lane] = self.path_of.get(parent, ()) + self.path(frame.f_back)
             return
         if event == "return":
             if (
@@ -234,7 +245,10 @@ class Tracer:
         else:  # a thread's first pgrig call: called from where the thread was started
             caller, site = self.caller_of.get(lane), None
         with self.lock:
-            self.lanes.setdefault(lane, []).append(Call(caller, site, mod, code.co_qualname, code))
+            path = self.path_of.get(lane, ()) + self.path(frame.f_back)
+            self.lanes.setdefault(lane, []).append(
+                Call(caller, site, mod, code.co_qualname, code, path)
+            )
 
     def sequence(self) -> list[Call]:
         """The calls in order, each thread spliced in where it was started."""
@@ -309,6 +323,28 @@ def count(calls: list[Call], layer: dict[str, int]) -> Counts:
         ups=sum(1 for a, b in zip(height, height[1:], strict=False) if a < b),
         returned=tuple((r, n) for r, n in seen.most_common() if n > 1),
     )
+
+
+def side_trips(
+    calls: list[Call], spine: list[tuple[str, str, int]]
+) -> list[tuple[str, int, list[str]]]:
+    """Each call given to the deepest frame of the end's stack it runs under: per
+    frame, the stays of the calls it made off the route and the rooms they entered."""
+    route = [f"{m}:{f}" for m, f, _ in spine]
+    under: dict[int, list[Call]] = {}
+    for c in calls:
+        here = c.path + (f"{c.callee}:{c.function}",)
+        k = 0
+        while k < min(len(here), len(route)) and here[k] == route[k]:
+            k += 1
+        if k < len(here):  # not a frame of the route itself
+            under.setdefault(k - 1, []).append(c)
+    out = []
+    for i, (m, f, _) in enumerate(spine):
+        trips = under.get(i, [])
+        rooms = list(dict.fromkeys(room(c.callee).removeprefix("pgrig.") for c in trips))
+        out.append((f"{m}.{f}", len(collapse([c.callee for c in trips])), rooms))
+    return out
 
 
 def reentries(calls: list[Call]) -> dict[tuple[str, str], list[str]]:
@@ -448,6 +484,7 @@ def child(args: argparse.Namespace) -> int:
                 "callee": c.callee,
                 "function": c.function,
                 "code": f"{c.code.co_filename}:{c.code.co_firstlineno}",
+                "path": c.path,
             }
             for c in calls
         ],
@@ -500,7 +537,7 @@ def trace(route: str, src: Path, study: str, inventory: str | None) -> Traced:
         # a stand-in code object per function: the walk's identity of the callee
         code = codes.setdefault(c["code"], compile("0", c["code"], "eval"))
         site = tuple(c["site"]) if c["site"] else None
-        calls.append(Call(c["caller"], site, c["callee"], c["function"], code))  # type: ignore[arg-type]
+        calls.append(Call(c["caller"], site, c["callee"], c["function"], code, tuple(c["path"])))  # type: ignore[arg-type]
     return Traced(calls, data["stopped"], data["exit"], [tuple(f) for f in data["spine"]])
 
 
@@ -544,6 +581,9 @@ def main() -> int:
             print(f"\n## route {route}: the stack at the end point (module, function, line)")
             for m, function, line in traced.spine:
                 print(f"L{layer.get(room(m), 0):<2d} {m:<34s} {function} :{line}")
+            print(f"\n## route {route}: the side trips from each frame of that stack (walk)")
+            for frame, stays, rooms in side_trips(walk, traced.spine):
+                print(f"{stays:4d} stays  {frame:<60s} {', '.join(rooms)}")
             print(f"\n## route {route}: re-entries of a room already left, by call (walk)")
             again = sorted(reentries(walk).items(), key=lambda kv: -len(kv[1]))
             for (caller, callee), sites in again[:20]:
