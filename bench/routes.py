@@ -454,24 +454,25 @@ def child(args: argparse.Namespace) -> int:
     from pgrig import cli
 
     src = Path(pgrig.__file__).resolve().parent
-    tmp = Path(tempfile.mkdtemp(prefix="pgrig-routes-"))
-    if args.child == "run":
-        argv = ["run", str(remote_campaign(tmp, args.inventory)), "--results", str(tmp / "r")]
-        tracer = Tracer(str(src) + os.sep, "pgrig.load", "_expect", "started")
-    else:
-        sid = stored(args.study, tmp)
-        argv = ["report", sid, "--results", str(tmp), "--out", str(tmp / "out")]
-        tracer = Tracer(str(src) + os.sep, "pgrig.report.answer", "section")
-    tracer.install()
-    try:
-        cli.main(argv)
-    except SystemExit as exc:
-        code = exc.code
-    else:
-        code = 0
-    finally:
-        sys.setprofile(None)
-        threading.setprofile(None)  # type: ignore[arg-type]
+    with tempfile.TemporaryDirectory(prefix="pgrig-routes-") as where:  # the study's files
+        tmp = Path(where)
+        if args.child == "run":
+            argv = ["run", str(remote_campaign(tmp, args.inventory)), "--results", str(tmp / "r")]
+            tracer = Tracer(str(src) + os.sep, "pgrig.load", "_expect", "started")
+        else:
+            sid = stored(args.study, tmp)
+            argv = ["report", sid, "--results", str(tmp), "--out", str(tmp / "out")]
+            tracer = Tracer(str(src) + os.sep, "pgrig.report.answer", "section")
+        tracer.install()
+        try:
+            cli.main(argv)
+        except SystemExit as exc:
+            code = exc.code
+        else:
+            code = 0
+        finally:
+            sys.setprofile(None)
+            threading.setprofile(None)  # type: ignore[arg-type]
     calls = tracer.sequence()
     out = {
         "exit": code,
