@@ -65,7 +65,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import CodeType, FrameType
+from types import FrameType
 from typing import Any
 
 HERE = Path(__file__).resolve().parent.parent
@@ -143,7 +143,7 @@ class Call:
     site: tuple[str, int] | None  # caller's qualified name and line
     callee: str
     function: str
-    code: CodeType
+    code: object  # the called function's code here; its "file:line" once read back
     path: tuple[str, ...] = ()  # "module:function" of the pgrig frames below, outermost first
 
 
@@ -290,7 +290,7 @@ def walked(calls: list[Call]) -> list[Call]:
     seen: set[tuple[object, ...]] = set()
     out = []
     for c in calls:
-        key = (c.site, c.caller, c.code)
+        key = (c.site, c.caller, c.callee, c.function, c.code)
         if key not in seen:
             seen.add(key)
             out.append(c)
@@ -532,13 +532,17 @@ def trace(route: str, src: Path, study: str, inventory: str | None) -> Traced:
         if done.returncode != 0 or not out.exists():
             sys.exit(f"route {route} failed ({done.returncode}):\n{done.stderr[-3000:]}")
         data = json.loads(out.read_text())
-    codes: dict[str, CodeType] = {}
-    calls = []
-    for c in data["calls"]:
-        # a stand-in code object per function: the walk's identity of the callee
-        code = codes.setdefault(c["code"], compile("0", c["code"], "eval"))
-        site = tuple(c["site"]) if c["site"] else None
-        calls.append(Call(c["caller"], site, c["callee"], c["function"], code, tuple(c["path"])))  # type: ignore[arg-type]
+    calls = [
+        Call(
+            c["caller"],
+            tuple(c["site"]) if c["site"] else None,
+            c["callee"],
+            c["function"],
+            c["code"],
+            tuple(c["path"]),
+        )  # fmt: skip
+        for c in data["calls"]
+    ]
     return Traced(calls, data["stopped"], data["exit"], [tuple(f) for f in data["spine"]])
 
 
