@@ -593,6 +593,15 @@ def main() -> int:
             again = sorted(reentries(walk).items(), key=lambda kv: -len(kv[1]))
             for (caller, callee), sites in again[:20]:
                 print(f"{len(sites):4d}  {caller} -> {callee}   e.g. {sites[0]}")
+            print(f"\n## route {route}: the climbs, by (calling room, called room) (walk)")
+            up = Counter(
+                (room(c.caller), room(c.callee))
+                for c in walk
+                if c.caller is not None
+                and layer.get(room(c.caller), 0) < layer.get(room(c.callee), 0)
+            )
+            for (low, high), n in up.most_common(12):
+                print(f"{n:4d}  {low} (L{layer.get(low, 0)}) -> {high} (L{layer.get(high, 0)})")
             print(f"\n## route {route}: the most called functions (every call)")
             often = Counter(f"{c.callee}.{c.function}" for c in traced.calls)
             for function, n in often.most_common(12):
