@@ -487,7 +487,7 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
                 restartable=remote,  # a load's restart at wal_level=minimal, as a local one
                 scratch=self._log_root(t, name, stack),
                 conn=remote.conn(DATABASE),
-                pgbench=loadhosts.Driver(
+                clients=loadhosts.Driver(
                     loaders, hosts.server.name, hosts.bin_dir, remote.conn(DATABASE), t,
                     hosts.load_facts,
                 ),
