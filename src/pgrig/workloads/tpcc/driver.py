@@ -260,7 +260,7 @@ def warm(
     scratch = Path(tempfile.mkdtemp(prefix="pgrig-tpcc-", dir=workdir))
     try:
         paths = sqlfiles.write_scripts(opts.mode, scratch)
-        bench_opts = _bench_options(opts, paths, 1.0, active, info)
+        bench_opts = replace(_bench_options(opts, paths, 1.0, active, info), transaction_log=False)
         with conn.connect() as db:
             db.execute("UPDATE tpcc.meta SET runs = runs + 1")  # it ran transactions too
         job = LoadJob(
