@@ -40,6 +40,7 @@ import threading
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 
 from pgrig import proc, stats
@@ -325,42 +326,38 @@ def warm_up(
     host's points; what it raises (a warm-up that settled) stops every host at
     its next point and is raised once all stopped."""
     quiet = replace(opts, statement_latencies=False, transaction_log=False)
-    stop: list[BaseException] = []
+    stop: list[BaseException] = []  # what stopped a host: every host stops at its next point
+
+    def heard(first: bool, point: ProgressPoint) -> None:
+        if stop:
+            raise _Stopped
+        if first and on_progress is not None:
+            on_progress(point)
 
     def warm(first: bool, ex: Executor) -> None:
-        directory = ex.make_tempdir("pgrig-load-")
         try:
-            owner.write(ex, directory, owner.Owner.mine("load"))
-            host_opts = _on_host(ex, directory, quiet, len(executors))
-            if threads and ex.name in threads:
-                host_opts = replace(host_opts, threads=threads[ex.name])
-
-            def heard(point: ProgressPoint) -> None:
-                if stop:
-                    raise _Stopped
-                if first and on_progress is not None:
-                    try:
-                        on_progress(point)
-                    except BaseException as exc:
-                        stop.append(exc)
-                        raise
-
+            directory = ex.make_tempdir("pgrig-load-")
             try:
-                run_bench(bin_dir, conn, host_opts, Path(directory), heard, client=ex, extra=extra)
-            except _Stopped:
-                pass
-            except BaseException as exc:
-                if exc not in stop:
-                    stop.append(exc)  # the others stop too
-                raise
-        finally:
-            ex.remove_tree(directory)
+                owner.write(ex, directory, owner.Owner.mine("load"))
+                host_opts = _on_host(ex, directory, quiet, len(executors))
+                if threads and ex.name in threads:
+                    host_opts = replace(host_opts, threads=threads[ex.name])
+                run_bench(
+                    bin_dir, conn, host_opts, Path(directory), partial(heard, first),
+                    client=ex, extra=extra,
+                )  # fmt: skip
+            finally:
+                ex.remove_tree(directory)
+        except _Stopped:
+            pass
+        except BaseException as exc:
+            stop.append(exc)
+            raise
 
     with proc.ContextPool(max_workers=max(1, len(executors))) as pool:
-        futures = [pool.submit(warm, n == 0, ex) for n, ex in enumerate(executors)]
-    for future in futures:
-        future.exception()  # every host done; the first cause is raised below
-    if stop:
+        for n, ex in enumerate(executors):
+            pool.submit(warm, n == 0, ex)
+    if stop:  # every host done; the first cause
         raise stop[0]
 
 
