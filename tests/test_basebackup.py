@@ -20,6 +20,7 @@ import pytest
 
 from conftest import make_disk_dir
 from pgrig import campaign, export, plan, registry
+from pgrig.clients import OneHost
 from pgrig.cluster.server import Cluster, allow_local_replication
 from pgrig.conninfo import Conn
 from pgrig.document.model import Table
@@ -258,7 +259,7 @@ def ctx(cluster: Cluster, disk_dir: Path) -> Iterator[Context]:
     subprocess.run([cluster.bins.path("pgbench"), "-i", "-s", "1", "-q", *admin.args()],
                    check=True, capture_output=True, timeout=300)  # fmt: skip
     yield Context(bins=cluster.bins, target=disk_dir, scratch=disk_dir, conn=admin,
-                  cluster=cluster)  # fmt: skip
+                  cluster=cluster, clients=OneHost(cluster.bins.client_bin_dir))  # fmt: skip
 
 
 def slow_step(ctx: Context, **keys: Any) -> Any:

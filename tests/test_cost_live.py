@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from pgrig import monitor
+from pgrig.clients import OneHost
 from pgrig.cluster.server import SUPERUSER, Cluster
 from pgrig.conninfo import Conn
 from pgrig.pgsource import binaries
@@ -67,6 +68,7 @@ def conn(cluster: Cluster) -> Iterator[Conn]:
 
 def context(bins: binaries.PgBinaries, cluster: Cluster, conn: Conn) -> Context:
     return Context(
+        clients=OneHost(bins.client_bin_dir),
         bins=bins,
         target=cluster.workdir,
         scratch=cluster.workdir,

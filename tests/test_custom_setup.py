@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pgrig.clients import OneHost
 from pgrig.conninfo import Conn
 from pgrig.pgsource import binaries
 from pgrig.step import Context
@@ -27,7 +28,13 @@ def test_setup_files_read_the_workloads_defines(
     spec = CustomSpec(
         name="login", scripts=(ScriptSpec(script, 1),), setup=(setup,), defines={"users": "37"}
     )
-    ctx = Context(bins=bins, target=tmp_path, scratch=tmp_path, conn=conn)
+    ctx = Context(
+        clients=OneHost(bins.client_bin_dir),
+        bins=bins,
+        target=tmp_path,
+        scratch=tmp_path,
+        conn=conn,
+    )
     with Ui(quiet=True).step("setup") as line:
         setup_action(spec, 0, "")(ctx, line)
     with conn.connect() as db:

@@ -482,3 +482,43 @@ def test_merged_runs_pool_the_latency_stddev_of_every_transaction() -> None:
     assert pooled is not None
     assert pooled == pytest.approx(statistics.pstdev([x for h in hosts for x in h]), rel=1e-9)
     assert pooled_stddev([(2.0, None, 10), (3.0, 1.0, 10)]) is None
+
+
+class Settled(Exception):
+    """What a warm-up's progress callback raises once the rate has settled."""
+
+
+def test_the_load_hosts_warm_up_together_and_stop_together(
+    bins: binaries.PgBinaries,
+    executors: list[Executor],
+    remote_server: Conn,
+    netns_lab: Lab,  # noqa: F811
+) -> None:
+    """A remote target's warm-up (``Driver.warm`` -> ``load.warm_up``): pgbench on
+    both load hosts at once, the first host's progress heard; once that settles
+    every host stops at its next point, and nothing is left on them."""
+    heard: list[ProgressPoint] = []
+    running: dict[str, list[int]] = {}
+
+    def settled(point: ProgressPoint) -> None:
+        heard.append(point)
+        if len(heard) == 2:
+            running.update(netns_lab.processes("pgbench"))
+            raise Settled
+
+    opts = RunOptions(mode="select-only", clients=1, threads=1, duration_s=60)
+    start = time.monotonic()
+    with pytest.raises(Settled):
+        load.warm_up(executors[1:], str(bins.bin_dir), remote_server, opts, on_progress=settled)
+    assert time.monotonic() - start < 30, "stopped long before -T 60"
+    assert len(running) == 2, f"pgbench on both load hosts: {running}"
+    assert len(heard) == 2
+    assert netns_lab.processes("pgbench") == {}
+    mine = f'"pid": {os.getpid()},'
+    left = [
+        d
+        for d in Path(tempfile.gettempdir()).glob("pgrig-load-*")
+        if mine
+        in ((d / ".pgrig-owner.json").read_text() if (d / ".pgrig-owner.json").exists() else "")
+    ]
+    assert left == [], "the warm-up's directories removed"

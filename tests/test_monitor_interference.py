@@ -31,6 +31,7 @@ import pytest
 from conftest import make_disk_dir
 from disturbance import quiet_first
 from pgrig import monitor
+from pgrig.clients import OneHost
 from pgrig.cluster.server import SUPERUSER, Cluster
 from pgrig.conninfo import Conn
 from pgrig.monitor import interference, noise, procfs, verdict
@@ -142,6 +143,7 @@ def study(
     """Watched runs as the runner does them: one Watch per measured run."""
     conn = admin(c)
     ctx = Context(
+        clients=OneHost(bins.client_bin_dir),
         bins=bins,
         target=c.workdir,
         scratch=c.workdir,
@@ -257,6 +259,7 @@ def test_a_disk_writer_is_named_and_device_figures_are_labelled_device_wide(
             limits = monitor.Limits(randread_iops=10_000.0, randwrite_iops=10_000.0)
             conn = admin(loaded)
             ctx = Context(
+                clients=OneHost(bins.client_bin_dir),
                 bins=bins,
                 target=loaded.workdir,
                 scratch=loaded.workdir,
@@ -291,6 +294,7 @@ def test_a_wal_heavy_run_never_credits_the_server_with_more_than_the_device_wrot
     with is at most what the device did, each second and over the run."""
     conn = admin(loaded)
     ctx = Context(bins=bins, target=loaded.workdir, scratch=loaded.workdir, conn=conn,
+                  clients=OneHost(bins.client_bin_dir),
                   running=Running(server_pid=loaded.postmaster_pid()))  # fmt: skip
     opts = pgbench.RunOptions(mode="read-write", clients=2, threads=2, duration_s=SECONDS)
     with monitor.Watch(ctx) as watch:

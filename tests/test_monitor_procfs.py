@@ -147,11 +147,17 @@ def test_process_tree_finds_a_child_and_its_child() -> None:
 
 def test_watch_without_a_server_samples_the_host_and_says_what_is_missing() -> None:
     from pgrig import monitor
+    from pgrig.clients import OneHost
     from pgrig.pgsource import binaries
     from pgrig.step import Context
 
     bins = binaries.PgBinaries(Path("/usr/lib/postgresql/15/bin"), "15", 15)
-    ctx = Context(bins=bins, target=Path("/var/tmp"), scratch=Path("/var/tmp"))
+    ctx = Context(
+        clients=OneHost(bins.client_bin_dir),
+        bins=bins,
+        target=Path("/var/tmp"),
+        scratch=Path("/var/tmp"),
+    )
     with monitor.Watch(ctx, interval=0.2) as watch:
         threading.Event().wait(1.1)
     mon = watch.result(None)

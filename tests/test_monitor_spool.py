@@ -78,11 +78,17 @@ def _sizes(watch: object) -> dict[str, int]:
 
 def test_the_watch_keeps_no_container_that_grows_with_the_run() -> None:
     from pgrig import monitor
+    from pgrig.clients import OneHost
     from pgrig.pgsource import binaries
     from pgrig.step import Context
 
     bins = binaries.PgBinaries(Path("/usr/lib/postgresql/15/bin"), "15", 15)
-    ctx = Context(bins=bins, target=Path("/var/tmp"), scratch=Path("/var/tmp"))
+    ctx = Context(
+        clients=OneHost(bins.client_bin_dir),
+        bins=bins,
+        target=Path("/var/tmp"),
+        scratch=Path("/var/tmp"),
+    )
     with monitor.Watch(ctx, interval=0.1) as watch:
         threading.Event().wait(0.3)
         before = _sizes(watch)
@@ -133,11 +139,17 @@ def _watched_run(samples: int) -> tuple[Any, Any]:
     """A Watch that has spooled ``samples`` seconds, and the pgbench run it watched
     (its -P points: one a second)."""
     from pgrig import monitor
+    from pgrig.clients import OneHost
     from pgrig.pgsource import binaries
     from pgrig.step import Context
 
     bins = binaries.PgBinaries(Path("/usr/lib/postgresql/15/bin"), "15", 15)
-    ctx = Context(bins=bins, target=Path("/var/tmp"), scratch=Path("/var/tmp"))
+    ctx = Context(
+        clients=OneHost(bins.client_bin_dir),
+        bins=bins,
+        target=Path("/var/tmp"),
+        scratch=Path("/var/tmp"),
+    )
     ctx.running.client_started = 1.7e9
     with monitor.Watch(ctx, interval=60) as watch:  # entered for real; sampled by hand
         pass

@@ -20,6 +20,7 @@ from psycopg.conninfo import make_conninfo
 
 from conftest import make_disk_dir
 from pgrig import monitor
+from pgrig.clients import OneHost
 from pgrig.cluster import profiles
 from pgrig.cluster.server import SUPERUSER, Cluster, InitdbOptions, server_os_user
 from pgrig.conninfo import Conn
@@ -81,6 +82,7 @@ def watched(
 ) -> tuple[MonitorResult, PgbenchRun]:
     conn = admin(c, options)
     ctx = Context(
+        clients=OneHost(bins.client_bin_dir),
         bins=bins,
         target=c.workdir,
         scratch=c.workdir,
@@ -199,6 +201,7 @@ def test_wal_bound_on_a_slow_disk(bins: binaries.PgBinaries, durable: Cluster) -
     limits = monitor.Limits(fdatasync_ops=200.0)
     conn = admin(durable, "-c synchronous_commit=on")
     ctx = Context(
+        clients=OneHost(bins.client_bin_dir),
         bins=bins,
         target=durable.workdir,
         scratch=durable.workdir,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pgrig.clients import OneHost
 from pgrig.conninfo import Conn
 from pgrig.pgsource.binaries import PgBinaries
 from pgrig.report import sizes
@@ -15,7 +16,13 @@ from pgrig.workloads.common import relation_sizes
 
 
 def _read(bins: PgBinaries, conn: Conn, tmp_path: Path, when: str) -> tuple[RelationSizes, str]:
-    ctx = Context(bins=bins, target=tmp_path, scratch=tmp_path, conn=conn)
+    ctx = Context(
+        clients=OneHost(bins.client_bin_dir),
+        bins=bins,
+        target=tmp_path,
+        scratch=tmp_path,
+        conn=conn,
+    )
     with Ui(quiet=True).step("sizes") as line:
         result, raw = relation_sizes(when)(ctx, line)
     assert isinstance(result, RelationSizes)

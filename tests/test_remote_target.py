@@ -58,12 +58,13 @@ def campaign(
     durations: str = "3",
     more: str = "",
     name: str = "remote",
+    warmup: int = 0,
 ) -> Path:
     """The study ``name`` (a run cleans what killed runs of its own study left:
     tests running at once keep apart by their names)."""
     path = tmp_path / "remote.toml"
     path.write_text(
-        f'[campaign]\nname = "{name}"\ninventory = "{inventory}"\n'
+        f'[campaign]\nname = "{name}"\ninventory = "{inventory}"\nwarmup = {warmup}\n'
         f'[[target]]\nname = "db"\nhost = "{host}"\nload_hosts = ["h2", "h3"]\n'
         f'directory = "{tmp_path / "logs"}"\nprofile = "stock"\n'
         '[target.set]\nfsync = "off"\n'
@@ -129,9 +130,12 @@ def test_a_remote_target_runs_tpcb_and_tpcc_from_two_load_hosts(
     tmp_path: Path,
 ) -> None:
     """Issue 17's suite test: server h1, load from h2 and h3, TPC-B select-only and
-    TPC-C (1 warehouse, 2 connections per host), 3 s each, through `pgrig run`."""
+    TPC-C (1 warehouse, 2 connections per host), 3 s each, through `pgrig run`;
+    each run warmed up for 1 s from the same load hosts (``Context.clients``)."""
     results = tmp_path / "results"
-    path = campaign(tmp_path, netns_lab.write_inventory(), more=TPCC + custom_workload(tmp_path))
+    path = campaign(
+        tmp_path, netns_lab.write_inventory(), more=TPCC + custom_workload(tmp_path), warmup=1
+    )
     planned = pgrig("plan", path)
     assert planned.returncode == 0, planned.stderr
     assert "target db: host h1, load from h2, h3 (" in planned.stdout
@@ -148,6 +152,7 @@ def test_a_remote_target_runs_tpcb_and_tpcc_from_two_load_hosts(
     # TPC-B select-only
     run = records["db/tpcb/s1/select-only/c2/d3/r1"]
     assert run.status == "ok" and run.result is not None, run.reason
+    assert run.params["warmup"] == 1
     multi = typed(records["db/tpcb/s1/select-only/c2/d3/r1/hosts"], LoadHostsRun)
     assert multi is not None and multi.figure_name is None
     check_merged(multi)

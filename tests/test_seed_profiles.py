@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from pgrig.clients import OneHost
 from pgrig.cluster import profiles
 from pgrig.cluster.server import server_os_user
 from pgrig.conninfo import Conn
@@ -92,7 +93,13 @@ def test_seed000s_parallel_count_uses_its_workers(
     try:
         workers = steps.count_workers(16)
         assert workers == min(16, os.cpu_count() or 1)
-        ctx = Context(bins=bins, target=tmp_path, scratch=tmp_path, conn=conn)
+        ctx = Context(
+            clients=OneHost(bins.client_bin_dir),
+            bins=bins,
+            target=tmp_path,
+            scratch=tmp_path,
+            conn=conn,
+        )
         line = Ui(quiet=True).step("count").__enter__()
         result, _raw = steps.count_action("seq scan", workers)(ctx, line)
         gather = steps._find_node(json.loads(result.plan)[0]["Plan"], "Gather")

@@ -16,17 +16,23 @@ import numpy as np
 import pytest
 
 from pgrig import load
+from pgrig.clients import OneHost
 from pgrig.cluster.server import Cluster
 from pgrig.conninfo import Conn
 from pgrig.errors import UsageError
 from pgrig.pgsource.binaries import PgBinaries
+from pgrig.policy import RunPolicy
 from pgrig.results import RunRecord, Study, to_dict
+from pgrig.step import Context
 from pgrig.tools import pgbench
 from pgrig.tools.pgbench import txlog
+from pgrig.ui import Ui
 from pgrig.workloads import copybin
 from pgrig.workloads.tpcc import checks, driver, loader, sqlfiles
 from pgrig.workloads.tpcc import report as report_tpcc
+from pgrig.workloads.tpcc import steps as tpcc_steps
 from pgrig.workloads.tpcc.model import TRANSACTIONS, WEIGHTS, TpccLoad, TpccRun
+from recording_clients import Recording
 
 DATA = Path(__file__).parent / "data"
 
@@ -536,3 +542,25 @@ def test_bad_input_is_refused_before_anything_starts(
 def test_weights_are_the_specification_mix() -> None:
     assert [WEIGHTS[t] for t in TRANSACTIONS] == [45, 43, 4, 4, 4]
     assert TpccRun.__dataclass_params__.frozen  # type: ignore[attr-defined]
+
+
+@pytest.mark.cluster
+def test_a_tpcc_step_asks_its_clients_not_where_they_run(
+    loaded: Conn, bins: PgBinaries, tmp_path: Path
+) -> None:
+    """The warm-up and the measured run of a TPC-C step go through ``Context.clients``
+    (a toy that records, two "hosts": the connections are checked for both)."""
+    tmp_path.chmod(0o755)
+    toy = Recording(OneHost(bins.client_bin_dir))
+    ctx = Context(bins=bins, target=tmp_path, scratch=tmp_path, clients=toy, conn=loaded)
+    tp = tpcc_steps.TpccPlan(warehouses=1, connections=1, duration_s=2, max_tries=7)
+    with Ui(quiet=True).step("tpcc") as line:
+        tpcc_steps.prepare_action(tp, "server", None, RunPolicy(warmup=1))(ctx, line)
+        result, raw = tpcc_steps.run_action(tp, "server", None)(ctx, line)
+    assert [what for what, _ in toy.asked] == ["warm", "drive"]
+    (_, warm), (_, run) = toy.asked
+    assert warm.extra == run.extra == ("--max-tries=7", "--failures-detailed")
+    assert warm.opts.duration_s == 1 and not warm.opts.transaction_log
+    assert run.opts.transaction_log and run.figure is not None and run.figure[0] == "tpmC"
+    assert isinstance(result, TpccRun) and result.transactions > 0 and result.tpmc > 0
+    assert "tps = " in raw and "--max-tries=7" in result.argv

@@ -40,8 +40,8 @@ import threading
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
-from typing import Protocol
 
 from pgrig import proc, stats
 from pgrig.conninfo import Conn
@@ -53,7 +53,13 @@ from pgrig.monitor.verdict import Finding
 from pgrig.results import LatencySummary, PgbenchRun, ProgressPoint
 from pgrig.tools.pgbench import txlog
 from pgrig.tools.pgbench.parse import parse_progress
-from pgrig.tools.pgbench.run import RunOptions, log_sampling_rate, parse_result, run_argv
+from pgrig.tools.pgbench.run import (
+    RunOptions,
+    log_sampling_rate,
+    parse_result,
+    run_argv,
+    run_bench,
+)
 
 PROGRESS_EVERY_S = 1.0  # pgbench's -P 1
 PROGRESS_TAIL = 20  # stderr lines searched for the newest progress line
@@ -190,14 +196,6 @@ def threads_on(clients: int, cpus: int) -> int:
     return max(1, min(clients, cpus))
 
 
-class LoadRunner(Protocol):
-    """A target's way to run a measured pgbench on its load hosts (``Context.pgbench``)."""
-
-    names: tuple[str, ...]  # the load hosts: each runs the job's clients
-
-    def __call__(self, job: LoadJob) -> MultiLoad: ...
-
-
 def _expect(waiter: Started, word: str, timeout: float) -> str:
     line = waiter.readline(timeout)
     if line is None or not line.startswith(word):
@@ -307,6 +305,60 @@ def run_pgbench(
         watches=tuple(watches),
         start_at=start,
     )
+
+
+class _Stopped(Exception):  # noqa: N818 - a signal, not an error
+    """Stops a load host's warm-up because another host's stopped."""
+
+
+def warm_up(
+    executors: Sequence[Executor],
+    bin_dir: str,
+    conn: Conn,
+    opts: RunOptions,
+    extra: Sequence[str] = (),
+    on_progress: Callable[[ProgressPoint], None] | None = None,
+    threads: Mapping[str, int] | None = None,
+) -> None:
+    """pgbench with ``opts`` (and ``extra``) on every host at once, nothing measured or kept (a
+    warm-up: no common start, no logs), each host with its share of ``-R`` and
+    the scripts copied to it, as ``run_pgbench``. ``on_progress`` hears the first
+    host's points; what it raises (a warm-up that settled) stops every host at
+    its next point and is raised once all stopped."""
+    quiet = replace(opts, statement_latencies=False, transaction_log=False)
+    stop: list[BaseException] = []  # what stopped a host: every host stops at its next point
+
+    def heard(first: bool, point: ProgressPoint) -> None:
+        if stop:
+            raise _Stopped
+        if first and on_progress is not None:
+            on_progress(point)
+
+    def warm(first: bool, ex: Executor) -> None:
+        try:
+            directory = ex.make_tempdir("pgrig-load-")
+            try:
+                owner.write(ex, directory, owner.Owner.mine("load"))
+                host_opts = _on_host(ex, directory, quiet, len(executors))
+                if threads and ex.name in threads:
+                    host_opts = replace(host_opts, threads=threads[ex.name])
+                run_bench(
+                    bin_dir, conn, host_opts, Path(directory), partial(heard, first),
+                    client=ex, extra=extra,
+                )  # fmt: skip
+            finally:
+                ex.remove_tree(directory)
+        except _Stopped:
+            pass
+        except BaseException as exc:
+            stop.append(exc)
+            raise
+
+    with proc.ContextPool(max_workers=max(1, len(executors))) as pool:
+        for n, ex in enumerate(executors):
+            pool.submit(warm, n == 0, ex)
+    if stop:  # every host done; the first cause
+        raise stop[0]
 
 
 def _barrier(waiters: Sequence[Started]) -> tuple[list[ClockOffset], float, list[float]]:

@@ -19,11 +19,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pgrig.clients import Clients
 from pgrig.cluster.loadwal import Restartable
 from pgrig.cluster.server import Cluster
 from pgrig.conninfo import Conn
 from pgrig.hosts.executor import Executor
-from pgrig.load import LoadRunner
 from pgrig.lossyfs.target import LossyTarget
 from pgrig.monitor.verdict import Finding
 from pgrig.pgsource.binaries import PgBinaries
@@ -127,6 +127,9 @@ class Context:
     bins: PgBinaries
     target: Path  # the directory on the storage under test
     scratch: Path  # where tools may write temporary files (logs)
+    # Where the workloads' pgbench clients run, chosen by the target kind: this
+    # machine (or a storage lab's pinned clients), or a remote target's load hosts.
+    clients: Clients
     conn: Conn | None = None  # set once the server is up
     # The server's host when it is another machine: the monitor reads that host's
     # /proc through it, and its data directory there. None: this machine.
@@ -144,12 +147,6 @@ class Context:
     # Runs in the server's and the probes' processes before exec: puts them into
     # a storage-lab target's cgroup (I/O cap, memory limit). None: nothing to do.
     preexec: Callable[[], None] | None = None
-    # Runs in the target's clients (pgbench) before exec: a storage-lab target
-    # with ``cpus`` pins them to the server's CPUs. None: nothing to do.
-    client_preexec: Callable[[], None] | None = None
-    # Runs a measured pgbench elsewhere (a remote target's load hosts): the job ->
-    # every host's run, merged by the workload. None: here.
-    pgbench: LoadRunner | None = None
     # Reads a storage-lab target's memory cgroup (limit hits, peak, OOM kills);
     # None: the target has no memory limit.
     memory: Callable[[], MemoryStats | None] | None = None

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, cast
 
 from pgrig import calibration, environment
+from pgrig.clients import OneHost
 from pgrig.environment import remote as remote_environment
 from pgrig.errors import ClusterError
 from pgrig.step import Action, Context, Prepare, Step
@@ -202,7 +203,12 @@ class Target:
         self.kind = kind
         self.checked = checked
         scratch = checked.directory or Path.cwd()
-        self.ctx = Context(bins=checked.bins, target=scratch, scratch=scratch)
+        self.ctx = Context(
+            bins=checked.bins,
+            target=scratch,
+            scratch=scratch,
+            clients=OneHost(checked.bins.client_bin_dir),  # a remote kind's server() replaces it
+        )
         self.live = Live(
             checked.directory,
             {"tablespace": spec.tablespace, "index_tablespace": spec.index_tablespace},

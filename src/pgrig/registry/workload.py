@@ -121,7 +121,7 @@ class Workload(ABC):
     # Its conclusion rules: sentences the report draws from its records, after
     # the report's own rules.
     rules: ClassVar[tuple[Rule, ...]] = ()
-    # Its measured runs go through ``Context.pgbench``: a remote target runs them
+    # Its measured runs go through ``Context.clients``: a remote target runs them
     # from its load hosts (its scripts copied there). False: it cannot run on a
     # remote target yet.
     from_load_hosts: ClassVar[bool] = False

@@ -260,7 +260,7 @@ class LabTarget:
 
     @property
     def clients_preexec(self) -> Callable[[], None] | None:
-        """For pgbench (``Context.client_preexec``): the clients' cpuset."""
+        """For pgbench (``pgrig.clients.OneHost.preexec``): the clients' cpuset."""
         return self.clients.preexec() if self.clients is not None else None
 
     @property

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pgrig import calibration, files, storage
+from pgrig.clients import OneHost
 from pgrig.cluster import profiles, workdir
 from pgrig.cluster.server import server_os_user
 from pgrig.errors import BinaryNotFound, DiskSpaceError, UsageError
@@ -122,7 +123,8 @@ class LabKind(Throwaway[LabSpec | None]):
             memory = built.memory_stats if lab.memory_bytes is not None else None
             emulator = built.emulator.reading if built.emulator is not None else None
             t.ctx = replace(
-                t.ctx, preexec=built.preexec, client_preexec=built.clients_preexec,
+                t.ctx, preexec=built.preexec,
+                clients=OneHost(t.bins.client_bin_dir, preexec=built.clients_preexec),
                 memory=memory, emulator=emulator,
             )  # fmt: skip
             for option, path in built.tablespaces:  # tablespaces on lab filesystems

@@ -1,5 +1,5 @@
 """A remote target's measured runs from its load hosts: the typed record of
-each host's part and the merged figures (``load_hosts``), the ``Context.pgbench``
+each host's part and the merged figures (``load_hosts``), the ``Context.clients``
 that runs them (``Driver``), and the report's "Load hosts" section.
 """
 
@@ -8,11 +8,13 @@ from __future__ import annotations
 import math
 import statistics
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from pgrig import load, stats
+from pgrig.clients import OneHost
 from pgrig.conninfo import Conn
 from pgrig.document import fmt
 from pgrig.document.model import HEADLINE, Row, Section, Table
@@ -20,7 +22,7 @@ from pgrig.hosts import facts
 from pgrig.hosts.executor import Executor
 from pgrig.monitor.hosts import client_bound
 from pgrig.registry.target import Target
-from pgrig.results import ResultKind, RunRecord, typed
+from pgrig.results import PgbenchRun, ResultKind, RunRecord, typed
 from pgrig.step import Extra
 
 
@@ -220,8 +222,13 @@ def section(records: Sequence[RunRecord]) -> Section | None:
     return Section("Load hosts", "load-hosts", blocks=(table,))
 
 
+T = TypeVar("T")
+
+
 class Driver:
-    """A target's ``Context.pgbench``: every measured run from the load hosts."""
+    """A remote target's ``Context.clients`` (``pgrig.clients.Clients``): every
+    measured run from the load hosts at once, each host's part recorded beside
+    the step; warm-ups from the same hosts, nothing recorded."""
 
     def __init__(
         self,
@@ -238,15 +245,33 @@ class Driver:
             executors, server, bin_dir, conn, t
         )  # fmt: skip
 
-    def __call__(self, job: load.LoadJob) -> load.MultiLoad:
-        logs = Path(tempfile.mkdtemp(prefix="run-", dir=job.log_root))
-        # Each host's -j from its own CPUs, unless the workload asked for one.
-        threads = {
+    def bench(self, job: load.LoadJob) -> tuple[PgbenchRun, str]:
+        multi = self(job)
+        return load.merged(multi), multi.raw()
+
+    def drive(
+        self, job: load.LoadJob, one: Callable[[OneHost], T], many: Callable[[load.MultiLoad], T]
+    ) -> T:
+        return many(self(job))
+
+    def warm(self, job: load.LoadJob) -> None:
+        load.warm_up(
+            self.executors, self.bin_dir, job.conn or self.conn, job.opts, job.extra,
+            job.on_progress, self._threads(job),
+        )  # fmt: skip
+
+    def _threads(self, job: load.LoadJob) -> dict[str, int]:
+        """Each host's -j from its own CPUs, unless the workload asked for one."""
+        return {
             name: load.threads_on(job.opts.clients, f.cpus)
             if job.auto_threads
             else job.opts.threads
             for name, f in self.facts.items()
         }
+
+    def __call__(self, job: load.LoadJob) -> load.MultiLoad:
+        logs = Path(tempfile.mkdtemp(prefix="run-", dir=job.log_root))
+        threads = self._threads(job)
         multi = load.run_pgbench(
             self.executors, self.bin_dir, job.conn or self.conn, job.opts, logs, job.extra,
             job.on_progress, threads,

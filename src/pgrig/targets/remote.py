@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pgrig import proc, registry
+from pgrig.clients import Clients
 from pgrig.cluster import profiles
 from pgrig.cluster.hosted import SUPERUSER, HostedServer, ServerSpec, Workdir, make_workdir
 from pgrig.cluster.server import InitdbOptions, initdb_version_args
@@ -483,14 +484,15 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
             with remote.conn().connect() as admin:
                 admin.execute(f'CREATE DATABASE "{DATABASE}"')
             loaders = [by_name[h.name] for h in hosts.load]
+            clients: Clients = loadhosts.Driver(
+                loaders, hosts.server.name, hosts.bin_dir, remote.conn(DATABASE), t,
+                hosts.load_facts,
+            )  # fmt: skip
             stack.enter_context(t.scoped(
                 restartable=remote,  # a load's restart at wal_level=minimal, as a local one
                 scratch=self._log_root(t, name, stack),
                 conn=remote.conn(DATABASE),
-                pgbench=loadhosts.Driver(
-                    loaders, hosts.server.name, hosts.bin_dir, remote.conn(DATABASE), t,
-                    hosts.load_facts,
-                ),
+                clients=clients,  # every measured run and warm-up from the load hosts
                 host=db,  # the monitor samples it
                 host_bin_dir=hosts.bin_dir,
             ))  # fmt: skip

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from pgrig.load import LoadJob
 from pgrig.policy import RunPolicy
 from pgrig.registry.shared import RELATION_SIZES as RELATION_SIZES
 from pgrig.results import ProgressPoint, RelationSize, RelationSizes
@@ -116,9 +117,14 @@ class Prepared:
 
 
 def prepare_run(
-    ctx: Context, opts: pgbench.RunOptions, policy: RunPolicy, line: ProgressLine
+    ctx: Context,
+    opts: pgbench.RunOptions,
+    policy: RunPolicy,
+    line: ProgressLine,
+    auto_threads: bool = False,
 ) -> Prepared:
-    """Reset (if asked), warm up (fixed or until steady), then CHECKPOINT."""
+    """Reset (if asked), warm up (fixed or until steady) from the target's
+    clients, then CHECKPOINT. ``auto_threads``: as ``bench_action``'s."""
     restored = False
     if policy.reset == "restore":
         line.update(detail="restoring the freshly loaded data")
@@ -126,6 +132,8 @@ def prepare_run(
         restored = True
     warmed = 0.0
     if policy.warmup:
+        # From the clients the measured run comes from: a remote target's load
+        # hosts warm up its server as the run will load it.
         quiet = replace(opts, statement_latencies=False, transaction_log=False)
         if policy.warmup == "auto":
             seen: list[ProgressPoint] = []
@@ -136,25 +144,16 @@ def prepare_run(
                 if steady(seen):
                     raise Steady
 
+            job = LoadJob(replace(quiet, duration_s=policy.warmup_max_s), ctx.scratch, conn(ctx),
+                          on_progress=on_progress, auto_threads=auto_threads)  # fmt: skip
             with contextlib.suppress(Steady):
-                pgbench.run_bench(
-                    ctx.bins.client_bin_dir,
-                    conn(ctx),
-                    replace(quiet, duration_s=policy.warmup_max_s),
-                    ctx.scratch,
-                    on_progress=on_progress,
-                    preexec=ctx.client_preexec,
-                )
+                ctx.clients.warm(job)
             warmed = float(len(seen))
         else:
             line.update(detail=f"warming up for {policy.warmup} s")
-            pgbench.run_bench(
-                ctx.bins.client_bin_dir,
-                conn(ctx),
-                replace(quiet, duration_s=int(policy.warmup)),
-                ctx.scratch,
-                preexec=ctx.client_preexec,
-            )
+            job = LoadJob(replace(quiet, duration_s=int(policy.warmup)), ctx.scratch, conn(ctx),
+                          auto_threads=auto_threads)  # fmt: skip
+            ctx.clients.warm(job)
             warmed = float(policy.warmup)
     if policy.checkpoint:
         checkpoint(ctx)

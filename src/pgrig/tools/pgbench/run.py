@@ -174,6 +174,7 @@ def run_bench(
     preexec: Callable[[], None] | None = None,
     *,
     client: Executor = HERE,
+    extra: Sequence[str] = (),
 ) -> tuple[PgbenchRun, str]:
     """Run pgbench for ``opts.duration_s`` on the ``client`` host (its executor:
     this machine's or another's, the same steps); return the result and the
@@ -184,7 +185,8 @@ def run_bench(
     under a name unique to this call, are read into ``result.latency`` and
     deleted afterwards, also when the run fails. ``preexec`` runs in pgbench's
     process before exec (a storage-lab target's clients' cgroup: ``cpus``; this
-    machine only). A failed or aborted run raises ToolError with the end of
+    machine only). ``extra``: pgbench options beyond ``opts`` (TPC-C's
+    ``--max-tries``). A failed or aborted run raises ToolError with the end of
     pgbench's stderr; its partial report is not used.
     """
     prefix: Path | None = None
@@ -195,7 +197,7 @@ def run_bench(
                 hint="create it, or choose another with --workdir",
             )
         prefix = workdir.absolute() / f"pgrig_txlog_{secrets.token_hex(4)}"
-    argv = run_argv(bin_dir, conn, opts, prefix)
+    argv = run_argv(bin_dir, conn, opts, prefix, extra)
     raw: list[str] = []
 
     watch = ClientWatch(

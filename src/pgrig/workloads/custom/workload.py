@@ -163,7 +163,10 @@ def bench_step(
             "pgbench.run",
             {"opts": opts, "first_guess": FIRST_GUESS_TPS, "auto_threads": spec.threads is None},
         ),
-        prepare=Call("pgbench.prepare", {"opts": opts, "policy": policy}),
+        prepare=Call(
+            "pgbench.prepare",
+            {"opts": opts, "policy": policy, "auto_threads": spec.threads is None},
+        ),
         total=duration,
         tools=("pgbench",),
         monitored=True,

@@ -19,7 +19,7 @@ from typing import Any
 from pgrig import calibration
 from pgrig.cluster import loadwal
 from pgrig.errors import ToolError
-from pgrig.load import LoadJob, merged, threads_on
+from pgrig.load import LoadJob, threads_on
 from pgrig.policy import RunPolicy
 from pgrig.registry.workload import TargetView, on_hosts
 from pgrig.results import (
@@ -218,11 +218,13 @@ def count_action(method: str, workers: int) -> Action:
     return action
 
 
-def prepare_action(opts: pgbench.RunOptions, policy: RunPolicy) -> Prepare:
+def prepare_action(
+    opts: pgbench.RunOptions, policy: RunPolicy, auto_threads: bool = False
+) -> Prepare:
     """Reset / warm-up / CHECKPOINT before a measured run, as the policy says."""
 
     def prepare(ctx: Context, line: ProgressLine) -> None:
-        prepare_run(ctx, opts, policy, line)
+        prepare_run(ctx, opts, policy, line, auto_threads)
 
     return prepare
 
@@ -230,7 +232,8 @@ def prepare_action(opts: pgbench.RunOptions, policy: RunPolicy) -> Prepare:
 def bench_action(
     opts: pgbench.RunOptions, first_guess: float, auto_threads: bool = False
 ) -> Action:
-    """A measured pgbench run (TPC-B or custom), with a sampled transaction log.
+    """A measured pgbench run (TPC-B or custom), with a sampled transaction log,
+    from the target's clients (``Context.clients``: wherever its kind runs them).
     ``auto_threads``: ``opts.threads`` is this machine's guess, not asked (load
     hosts run their own)."""
 
@@ -246,19 +249,10 @@ def bench_action(
         def on_progress(point: ProgressPoint) -> None:
             line.update(completed=point.t_s, detail=f"{point.tps:,.0f} tps")
 
-        if ctx.pgbench is not None:  # from the target's load hosts
-            job = LoadJob(run_opts, ctx.scratch, on_progress=on_progress, auto_threads=auto_threads)
-            multi = ctx.pgbench(job)
-            result, raw = merged(multi), multi.raw()
-        else:
-            result, raw = pgbench.run_bench(
-                ctx.bins.client_bin_dir,
-                conn(ctx),
-                run_opts,
-                ctx.scratch,
-                on_progress=on_progress,
-                preexec=ctx.client_preexec,
-            )
+        job = LoadJob(
+            run_opts, ctx.scratch, conn(ctx), on_progress=on_progress, auto_threads=auto_threads
+        )
+        result, raw = ctx.clients.bench(job)
         observed[opts.mode] = max(observed.get(opts.mode, 0.0), result.tps)
         return result, raw
 
@@ -413,7 +407,10 @@ def bench_step(
                 "auto_threads": spec.threads is None,
             },
         ),
-        prepare=Call("pgbench.prepare", {"opts": opts, "policy": policy}),
+        prepare=Call(
+            "pgbench.prepare",
+            {"opts": opts, "policy": policy, "auto_threads": spec.threads is None},
+        ),
         total=duration,
         tools=("pgbench",),
         monitored=True,

@@ -35,10 +35,10 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from pgrig import proc
+from pgrig.clients import Clients, OneHost
 from pgrig.conninfo import Conn
 from pgrig.errors import ParseError, ToolError, UsageError
-from pgrig.hosts.local import HERE
-from pgrig.load import HostLoad, LoadJob, LoadRunner, MultiLoad, merged
+from pgrig.load import HostLoad, LoadJob, MultiLoad, merged
 from pgrig.monitor.client import ClientWatch, check_duration
 from pgrig.results import PgbenchRun, ProgressPoint
 from pgrig.tools import pgbench
@@ -180,19 +180,21 @@ def run(
     workdir: Path,
     on_progress: Callable[[ProgressPoint], None] | None = None,
     expected_tps: float | None = None,
-    hosts: LoadRunner | None = None,
+    clients: Clients | None = None,
 ) -> tuple[TpccRun, str]:
-    """One timed run; returns the result and pgbench's output (stdout and stderr
-    lines in arrival order). The scripts and logs live in a private directory
-    under ``workdir``, removed afterwards. The transaction log is sampled for
-    ``expected_tps`` (an earlier run's), else for ``TPS_GUESS``.
+    """One timed run from ``clients`` (a target's: ``Context.clients``; None:
+    pgbench from ``bin_dir`` on this machine); returns the result and pgbench's
+    output (stdout and stderr lines in arrival order). The scripts and logs live
+    in a private directory under ``workdir``, removed afterwards. The transaction
+    log is sampled for ``expected_tps`` (an earlier run's), else for ``TPS_GUESS``.
 
-    ``hosts``: pgbench runs on a target's load hosts instead, each with
-    ``opts.connections`` connections, every host driving all the active
-    warehouses (the scripts draw a warehouse per transaction, so the hosts'
-    pooled mix is one host's with all their connections); the result is the
-    merged run (``merged_result``) and the output every host's."""
-    info, active = prepare(conn, opts, len(hosts.names) if hosts else 1)
+    Clients on several hosts each run ``opts.connections`` connections, every
+    host driving all the active warehouses (the scripts draw a warehouse per
+    transaction, so the hosts' pooled mix is one host's with all their
+    connections); the result is the merged run (``merged_result``) and the
+    output every host's."""
+    clients = clients or OneHost(bin_dir)
+    info, active = prepare(conn, opts, len(clients.names))
     version = pgbench.pgbench_version(bin_dir)
     tps = expected_tps if expected_tps and expected_tps > 0 else TPS_GUESS
     rate = max(1e-4, min(1.0, float(f"{LOG_TARGET / (tps * opts.duration_s):.3g}")))
@@ -200,47 +202,79 @@ def run(
     try:
         paths = sqlfiles.write_scripts(opts.mode, scratch)
         bench_opts = _bench_options(opts, paths, rate, active, info)
-        prefix = scratch / f"txlog_{secrets.token_hex(4)}"
         target = with_isolation(conn, opts.isolation)
-        extra = (f"--max-tries={opts.max_tries}", "--failures-detailed")
         with conn.connect() as db:
             # Counted before the run, so that an interrupted one counts too.
             db.execute("UPDATE tpcc.meta SET runs = runs + 1")
             orders_before = _orders(db)
-        if hosts is not None:
-            job = LoadJob(
-                bench_opts, workdir, target, extra, figure=("tpmC", host_tpmc),
-                on_progress=on_progress, auto_threads=opts.threads is None,
-            )  # fmt: skip
-            multi = hosts(job)
+
+        def facts() -> RunFacts:
             with conn.connect() as db:
                 created = _orders(db) - orders_before
-            facts = RunFacts(opts, info.warehouses, active, rate, created, version, info.load_bytes)
-            result = merged_result(multi, facts)
-            result = replace(result, argv=multi.hosts[0].pgbench.argv)
-            return result, multi.raw()
-        argv = pgbench.run_argv(bin_dir, target, bench_opts, prefix, extra)
-        started = time.time()
-        out = _stream(argv, opts, target, on_progress)
-        with conn.connect() as db:
-            created = _orders(db) - orders_before
-        logs = pgbench.transaction_log_files(scratch, prefix.name)
-        facts = RunFacts(opts, info.warehouses, active, rate, created, version, info.load_bytes)
-        result = build_result(
-            out.done.stdout, out.done.stderr, logs, facts, started_epoch=started,
-            progress=out.progress,
+            return RunFacts(opts, info.warehouses, active, rate, created, version, info.load_bytes)
+
+        def many(multi: MultiLoad) -> tuple[TpccRun, str]:
+            result = merged_result(multi, facts())
+            return replace(result, argv=multi.hosts[0].pgbench.argv), multi.raw()
+
+        def one(host: OneHost) -> tuple[TpccRun, str]:
+            # The scripts and the logs are files in ``scratch``, on this machine.
+            prefix = scratch / f"txlog_{secrets.token_hex(4)}"
+            argv = pgbench.run_argv(host.bin_dir, target, bench_opts, prefix, extra_options(opts))
+            started = time.time()
+            out = _stream(host, argv, opts, target, on_progress)
+            logs = pgbench.transaction_log_files(scratch, prefix.name)
+            result = build_result(
+                out.done.stdout, out.done.stderr, logs, facts(), started_epoch=started,
+                progress=out.progress,
+            )  # fmt: skip
+            result = replace(result, argv=tuple(map(str, argv)))
+            check_duration(
+                f"the TPC-C client pgbench on {host.executor.where}",
+                opts.duration_s,
+                result.transactions,
+                result.tps,
+                result.latency_avg_ms,
+            )
+            return result, out.raw()
+
+        job = LoadJob(
+            bench_opts, workdir, target, extra_options(opts), figure=("tpmC", host_tpmc),
+            on_progress=on_progress, auto_threads=opts.threads is None,
         )  # fmt: skip
-        result = replace(result, argv=tuple(map(str, argv)))
-        check_duration(
-            "the TPC-C client pgbench on this machine",
-            opts.duration_s,
-            result.transactions,
-            result.tps,
-            result.latency_avg_ms,
-        )
-        return result, out.raw()
+        return clients.drive(job, one, many)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def warm(
+    conn: Conn,
+    opts: RunOptions,
+    workdir: Path,
+    clients: Clients,
+    on_progress: Callable[[ProgressPoint], None] | None = None,
+) -> None:
+    """A warm-up of ``opts`` from ``clients``: TPC-C's transactions, nothing
+    measured; what ``on_progress`` raises stops it (``Clients.warm``)."""
+    info, active = prepare(conn, opts, len(clients.names))
+    scratch = Path(tempfile.mkdtemp(prefix="pgrig-tpcc-", dir=workdir))
+    try:
+        paths = sqlfiles.write_scripts(opts.mode, scratch)
+        bench_opts = replace(_bench_options(opts, paths, 1.0, active, info), transaction_log=False)
+        with conn.connect() as db:
+            db.execute("UPDATE tpcc.meta SET runs = runs + 1")  # it ran transactions too
+        job = LoadJob(
+            bench_opts, workdir, with_isolation(conn, opts.isolation), extra_options(opts),
+            on_progress=on_progress, auto_threads=opts.threads is None,
+        )  # fmt: skip
+        clients.warm(job)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def extra_options(opts: RunOptions) -> tuple[str, ...]:
+    """pgbench's options for TPC-C beyond ``pgbench.RunOptions``."""
+    return (f"--max-tries={opts.max_tries}", "--failures-detailed")
 
 
 def _bench_options(
@@ -270,18 +304,19 @@ def _bench_options(
 
 
 def _stream(
+    host: OneHost,
     argv: list[str],
     opts: RunOptions,
     target: Conn,
     on_progress: Callable[[ProgressPoint], None] | None,
 ) -> Streamed:
-    """pgbench on this machine (its executor), its lines and progress points kept as they come
+    """pgbench on ``host`` (its executor), its lines and progress points kept as they come
     (each point also to ``on_progress``); a failed run raises ToolError."""
     raw: list[str] = []
     progress: list[ProgressPoint] = []
 
-    watch = ClientWatch("the TPC-C client pgbench on this machine", opts.progress_interval,
-                        opts.duration_s)  # fmt: skip
+    watch = ClientWatch(f"the TPC-C client pgbench on {host.executor.where}",
+                        opts.progress_interval, opts.duration_s)  # fmt: skip
 
     def on_line(stream_name: str, line: str) -> None:
         raw.append(line)
@@ -292,13 +327,14 @@ def _stream(
                 on_progress(p)
 
     with proc.watched_by(watch.check):
-        done = HERE.stream(
+        done = host.executor.stream(
             argv,
             timeout=opts.duration_s * 1.25 + 60.0,
             on_line=on_line,
             env=target.env(),
             check=False,
             what="pgbench",
+            preexec=host.preexec,
         )
     if not done.ok:
         raise ToolError(

@@ -231,10 +231,8 @@ def prepare_action(tp: TpccPlan, mode: str, active: int | None, policy: RunPolic
 
             opts = replace(tp.run_options(mode, active), duration_s=seconds)
             scratch = ctx.scratch if ctx.scratch.is_dir() else ctx.target
-            with contextlib.suppress(Steady):
-                driver.run(
-                    ctx.bins.client_bin_dir, _conn(ctx), opts, scratch, on_progress=on_progress
-                )
+            with contextlib.suppress(Steady):  # from the clients the run comes from
+                driver.warm(_conn(ctx), opts, scratch, ctx.clients, on_progress)
         if policy.checkpoint:
             checkpoint(ctx, timeout_s=timeout_s)
         line.update(detail="")
@@ -325,7 +323,7 @@ def run_action(tp: TpccPlan, mode: str, active: int | None, rate: float | None =
             scratch,
             on_progress=on_progress,
             expected_tps=observed.get(f"tpcc-{mode}"),
-            hosts=ctx.pgbench,  # a target's load hosts, when it has them
+            clients=ctx.clients,  # this machine, or a target's load hosts
         )
         # The next run's transaction log is sampled from what this one measured.
         observed[f"tpcc-{mode}"] = max(observed.get(f"tpcc-{mode}", 0.0), result.tps)
