@@ -27,13 +27,13 @@ DISK_BASE = Path(os.environ.get("PGRIG_TEST_DISK_DIR", "/var/tmp"))
 
 
 # Test files that load the machine on purpose (CPU hogs, disk writers) or judge
-# rates and CPU shares: `make test` runs them alone, after the parallel part. A
-# new test of that kind takes `@pytest.mark.exclusive` (or its file goes here).
+# rates and CPU shares in every test: `make test` runs them alone, after the
+# parallel part. A file with only some such tests marks those
+# (`@pytest.mark.exclusive`), so that its parsers, rules and upper bounds run in
+# the parallel part (test_monitor_interference.py, test_storage_throttle.py).
 EXCLUSIVE_FILES = frozenset(
     {
         "test_interference_study.py",
-        "test_monitor_interference.py",
-        "test_storage_throttle.py",
     }
 )
 
