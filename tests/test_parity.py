@@ -282,3 +282,17 @@ def test_a_load_restarts_the_server_at_minimal_wal_and_back(built: Finished) -> 
     restarts = {"restart at wal_level=minimal", "restart at the profile's settings"}
     assert restarts <= set(init["steps"]), init["steps"]  # and back: the run after is ok
     assert built.records["db/tpcb/s1/select-only/c1/d2/r1"].status == "ok"
+
+
+def test_reset_restore(side: Side, tmp_path: Path) -> None:
+    """reset = "restore": a pristine copy after the load, restored before every run."""
+    path = side.campaign(
+        tmp_path,
+        "restore",
+        rest='reset = "restore"\nrepeat = 2\n' + NO_PROBES + TPCB.format(clients=1, duration=2),
+    )
+    results = tmp_path / "results"
+    run_ok(side, path, results)
+    records = runs(results, side.study("restore"))
+    all_ok(records)
+    assert "db/tpcb/s1/select-only/c1/d2/r2" in records

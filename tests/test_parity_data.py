@@ -1,6 +1,6 @@
 """Parity, continued (tests/test_parity.py): --keep and a WAL directory,
-``reset = "restore"``, basebackup and the storage probes, each against a local
-target and one on an SSH namespace host. A file of its own so that the two
+basebackup and the storage probes, each against a local target and one on an
+SSH namespace host. A file of its own so that the two
 halves run on two of the suite's workers (it distributes by file)."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 from conftest import make_disk_dir
 from hosts_fixture import Lab, netns_lab  # noqa: F401  (the fixture)
 from pgrig.results import RunRecord
-from test_parity import (  # noqa: F401  (side: the fixture)
+from test_parity import (
     NO_PROBES,
     TPCB,
     Finished,
@@ -25,7 +25,6 @@ from test_parity import (  # noqa: F401  (side: the fixture)
     make_side,
     run_ok,
     runs,
-    side,
 )
 
 pytestmark = [pytest.mark.netns_hosts(1), pytest.mark.cluster, pytest.mark.slow]
@@ -97,20 +96,6 @@ def test_wal_directory(kept: Kept) -> None:
     all_ok(kept.records)
     assert kept.pg_wal.startswith(f"{kept.wal}/"), kept.pg_wal
     assert any(len(n) == 24 for n in kept.segments), "WAL segments are there"
-
-
-def test_reset_restore(side: Side, tmp_path: Path) -> None:  # noqa: F811
-    """reset = "restore": a pristine copy after the load, restored before every run."""
-    path = side.campaign(
-        tmp_path,
-        "restore",
-        rest='reset = "restore"\nrepeat = 2\n' + NO_PROBES + TPCB.format(clients=1, duration=2),
-    )
-    results = tmp_path / "results"
-    run_ok(side, path, results)
-    records = runs(results, side.study("restore"))
-    all_ok(records)
-    assert "db/tpcb/s1/select-only/c1/d2/r2" in records
 
 
 @pytest.fixture(scope="module", params=["local", "remote"])
