@@ -206,11 +206,20 @@ def files_size(directory: Path) -> int:
     return sum(int(n) for n in out.stdout.split())
 
 
-def test_a_real_copy_is_measured_as_it_lies_on_disk(cluster: Cluster, disk_dir: Path) -> None:
+@pytest.fixture(scope="module")
+def loaded(cluster: Cluster) -> Cluster:
+    """The module's cluster with pgbench's tables at scale 1, loaded once: the
+    tests copy it and change no row (each loaded it again before)."""
+    admin = Conn.socket(str(cluster.socket_dir), cluster.port, "postgres", "postgres")
+    subprocess.run([cluster.bins.path("pgbench"), "-i", "-s", "1", "-q", *admin.args()],
+                   check=True, capture_output=True, timeout=300)  # fmt: skip
+    return cluster
+
+
+def test_a_real_copy_is_measured_as_it_lies_on_disk(loaded: Cluster, disk_dir: Path) -> None:
+    cluster = loaded
     admin = Conn.socket(str(cluster.socket_dir), cluster.port, "postgres", "postgres")
     bins = cluster.bins
-    subprocess.run([bins.path("pgbench"), "-i", "-s", "1", "-q", *admin.args()],
-                   check=True, capture_output=True, timeout=300)  # fmt: skip
     copy = disk_dir / "copy"
     os.chown(disk_dir, *(cluster.os_user.uid, cluster.os_user.gid) if cluster.os_user else (0, 0))
     args = tool.argv(bins.path("pg_basebackup"), admin.args(), copy, tool.Options(),
@@ -254,10 +263,9 @@ def processes_writing(directory: Path) -> list[int]:
 
 
 @pytest.fixture
-def ctx(cluster: Cluster, disk_dir: Path) -> Iterator[Context]:
+def ctx(loaded: Cluster, disk_dir: Path) -> Iterator[Context]:
+    cluster = loaded
     admin = Conn.socket(str(cluster.socket_dir), cluster.port, "postgres", "postgres")
-    subprocess.run([cluster.bins.path("pgbench"), "-i", "-s", "1", "-q", *admin.args()],
-                   check=True, capture_output=True, timeout=300)  # fmt: skip
     yield Context(bins=cluster.bins, target=disk_dir, scratch=disk_dir, conn=admin,
                   cluster=cluster, clients=OneHost(cluster.bins.client_bin_dir))  # fmt: skip
 

@@ -38,7 +38,7 @@ fio = false
 scales = [1]
 modes = ["read-write"]
 clients = [1]
-duration = 2
+duration = 1  # what it checks is the repeat, warm-up and reset policy, not a rate
 count = false
 """
     results = disk_dir / "r"
@@ -110,7 +110,7 @@ def test_tpcc_as_a_campaign_workload(disk_dir: Path) -> None:
         "-c",
         "2",
         "-T",
-        "4",
+        "2",  # each mode's run and check recorded: any run with a New-Order in it
         "--profile",
         "stock",
         "--set",

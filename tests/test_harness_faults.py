@@ -10,7 +10,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from pgrig.results import Study
 from pgrig.store import Store
 from pgrig.tools import pgbench
 from test_cli import TINY, only_study, pgrig, postmaster_of, recorded, spawn, tiny, wait_for
+from test_signals import _child_argv
 
 
 def campaign_file(tmp_path: Path, target: Path, duration: int) -> Path:
@@ -59,16 +59,18 @@ count = false
 
 def test_an_interrupted_step_runs_again_on_resume(disk_dir: Path, tmp_path: Path) -> None:
     results = tmp_path / "r"
-    camp = campaign_file(tmp_path, disk_dir, 8)  # still running 2 s after the load
+    # Interrupted as soon as its pgbench runs (4 s: the signal lands well inside);
+    # the resume runs the step again whole.
+    camp = campaign_file(tmp_path, disk_dir, 4)
     child = spawn("run", camp, "--results", results)
     wait_for(lambda: recorded(results, "pgbench_init"), what="the load")
-    time.sleep(2)
+    wait_for(_child_argv("pgbench", "-T"), what="the measured run")
     child.send_signal(signal.SIGINT)
     _, err = child.communicate(timeout=120)
     assert child.returncode == 130, err
     status, runs = only_study(results)
     assert status == "interrupted"
-    key = "a/tpcb/s1/select-only/c1/d8/r1"
+    key = "a/tpcb/s1/select-only/c1/d4/r1"
     assert key not in runs, "an interrupted step leaves no record, so resume runs it"
 
     done = pgrig("run", camp, "--results", results, timeout=300)
@@ -82,7 +84,7 @@ def test_sigterm_stops_everything_like_ctrl_c(disk_dir: Path) -> None:
     args = tiny(duration="30")
     child = spawn("run", "--target", disk_dir, "--results", results, *args)
     wait_for(lambda: recorded(results, "pgbench_init"), what="the load")
-    time.sleep(2)
+    wait_for(_child_argv("pgbench", "-T"), what="the measured run")
     found = postmaster_of(disk_dir)
     assert found is not None
     child.send_signal(signal.SIGTERM)

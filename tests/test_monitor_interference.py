@@ -3,6 +3,10 @@ CPU hog and a disk writer of the test's own beside a tiny study; and the pure
 parts (the /proc/<pid>/io parser, the assessment, the noise, the report's
 warnings) on captured or built data.
 
+The tests that start hogs, or judge a quiet run, are `exclusive` (run alone,
+after the parallel part); the pure parts and the upper bound of the WAL-heavy
+run (others' writes only raise the device's total) are not.
+
 The machine these tests run on is shared: other loads come and go. So the
 tests assert what the hogs cause (their names, a share of the machine) and
 what a run without them must not say (their names), and a quiet run is held
@@ -168,6 +172,7 @@ def explain(mon: MonitorResult) -> str:
     return f"{mon.verdict.summary} | others: {mon.others} | disturbed: {mon.disturbed}"
 
 
+@pytest.mark.exclusive
 @pytest.mark.cluster
 def test_a_cpu_hog_disturbs_every_run_and_no_verdict_blames_the_server(
     bins: binaries.PgBinaries, loaded: Cluster, tmp_path: Path
@@ -221,6 +226,7 @@ def test_a_cpu_hog_disturbs_every_run_and_no_verdict_blames_the_server(
     assert "CPU by consumer" in html_path.read_text()
 
 
+@pytest.mark.exclusive
 @pytest.mark.cluster
 def test_a_run_without_the_hog_does_not_name_it_and_a_quiet_one_is_not_disturbed(
     bins: binaries.PgBinaries, loaded: Cluster
@@ -246,6 +252,7 @@ def test_a_run_without_the_hog_does_not_name_it_and_a_quiet_one_is_not_disturbed
             assert parts + (c.other or 0) + c.irq + c.steal >= c.busy - 0.5, s
 
 
+@pytest.mark.exclusive
 @pytest.mark.cluster
 def test_a_disk_writer_is_named_and_device_figures_are_labelled_device_wide(
     bins: binaries.PgBinaries, loaded: Cluster
@@ -420,6 +427,7 @@ def _pids_named(comm: str) -> list[int]:
     return [pid for pid, st in procfs.all_processes().items() if st.comm == comm]
 
 
+@pytest.mark.exclusive
 def test_pgrigs_own_processes_are_never_another_processs_load(tmp_path: Path) -> None:
     """The idle baseline and a run's ledger leave out pgrig's process and every
     process below it (its probes: pg_test_timing, fio, pgbench), by PID tree;

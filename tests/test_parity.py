@@ -13,6 +13,7 @@ directory is looked for there.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -96,22 +97,43 @@ class Side:
         return None
 
 
+@contextlib.contextmanager
+def make_side(name: str, lab: Lab) -> Iterator[Side]:
+    """A side with a directory of its own: one study's server never shows in
+    another's (``Side.postmaster`` reads every data directory in it)."""
+    disk = make_disk_dir("pgrig-parity-")
+    try:
+        if name == "local":
+            yield Side("local", LocalExecutor(), disk, None)
+        else:
+            inventory = lab.write_inventory()
+            (h1,) = load_inventory(inventory).resolve(["h1"])
+            ex = preflight.connect(h1)
+            try:
+                yield Side("remote", ex, disk, inventory)
+                # What a --keep left on h1 (a running server): gone with it.
+                pgrig("clean", "--inventory", inventory)
+            finally:
+                ex.close()
+    finally:
+        shutil.rmtree(disk, ignore_errors=True)
+
+
 @pytest.fixture(params=["local", "remote"])
 def side(request: pytest.FixtureRequest, netns_lab: Lab) -> Iterator[Side]:  # noqa: F811
-    disk = make_disk_dir("pgrig-parity-")
-    if request.param == "local":
-        yield Side("local", LocalExecutor(), disk, None)
-    else:
-        inventory = netns_lab.write_inventory()
-        (h1,) = load_inventory(inventory).resolve(["h1"])
-        ex = preflight.connect(h1)
-        try:
-            yield Side("remote", ex, disk, inventory)
-            # What a --keep left on h1 (a running server): gone with it.
-            pgrig("clean", "--inventory", inventory)
-        finally:
-            ex.close()
-    shutil.rmtree(disk, ignore_errors=True)
+    with make_side(request.param, netns_lab) as made:
+        yield made
+
+
+@dataclass(frozen=True)
+class Finished:
+    """One finished `pgrig run` that several tests only read."""
+
+    side: Side
+    done: subprocess.CompletedProcess[str]
+    results: Path
+    records: dict[str, RunRecord]
+    dirs: dict[str, Path]  # directories the campaign named, by role
 
 
 def runs(results: Path, study: str) -> dict[str, RunRecord]:
@@ -132,39 +154,69 @@ def all_ok(records: dict[str, RunRecord]) -> None:
     assert not failed, failed
 
 
-def test_initdb_options(side: Side, tmp_path: Path) -> None:
+CHECK_SQL = (
+    "DO $$ BEGIN\n"
+    "  IF current_setting('data_checksums') <> 'on' THEN\n"
+    "    RAISE EXCEPTION 'data_checksums is %', current_setting('data_checksums'); END IF;\n"
+    "  IF current_setting('wal_segment_size') <> '32MB' THEN\n"
+    "    RAISE EXCEPTION 'wal_segment_size is %', current_setting('wal_segment_size');\n"
+    "  END IF;\n"
+    "  IF current_setting('server_encoding') <> 'UTF8' THEN\n"
+    "    RAISE EXCEPTION 'server_encoding is %', current_setting('server_encoding'); END IF;\n"
+    "  IF (SELECT datcollate FROM pg_database WHERE datname = current_database())\n"
+    "     <> 'C.UTF-8' THEN RAISE EXCEPTION 'the locale is not C.UTF-8'; END IF;\n"
+    "END $$;\n"
+    "DROP TABLE IF EXISTS facts;\n"
+    "CREATE TABLE facts AS SELECT current_setting('server_encoding') AS enc;\n"
+)
+
+
+@pytest.fixture(scope="module", params=["local", "remote"])
+def built(
+    request: pytest.FixtureRequest,
+    netns_lab: Lab,  # noqa: F811
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Finished]:
+    """One study per side that the three tests below only read: [target.initdb]
+    options, tables and indexes in two tablespace directories, and pgrig's
+    parallel loader at ``load_wal = "minimal"``. Each asked its own study
+    before (about 20 s each, twice); none changes what another checks."""
+    tmp_path = tmp_path_factory.mktemp(f"built-{request.param}")
+    tables, indexes = make_disk_dir("pgrig-parity-ts-"), make_disk_dir("pgrig-parity-ix-")
+    check = tmp_path / "check.sql"
+    check.write_text(CHECK_SQL)
+    (tmp_path / "q.sql").write_text("SELECT enc FROM facts;\n")
+    try:
+        with make_side(request.param, netns_lab) as side:
+            path = side.campaign(
+                tmp_path,
+                "built",
+                keys=f'tablespace = "{tables}"\nindex_tablespace = "{indexes}"\n',
+                tables="[target.initdb]\ndata_checksums = true\nwal_segsize = 32\n"
+                'encoding = "UTF8"\nlocale = "C.UTF-8"\n',
+                rest=NO_PROBES
+                + f'[[workload]]\ntype = "custom"\nname = "facts"\nsetup = ["{check}"]\n'
+                f'scripts = ["{tmp_path / "q.sql"}"]\nclients = [1]\nthreads = 1\n'
+                "duration = [2]\n"
+                + TPCB.format(clients=1, duration=2)
+                + 'generate = "parallel"\nload_wal = "minimal"\n',
+            )
+            results = tmp_path / "results"
+            done = run_ok(side, path, results)
+            records = runs(results, side.study("built"))
+            yield Finished(side, done, results, records, {"tables": tables, "indexes": indexes})
+    finally:
+        shutil.rmtree(tables, ignore_errors=True)
+        shutil.rmtree(indexes, ignore_errors=True)
+
+
+def test_initdb_options(built: Finished) -> None:
     """[target.initdb]: checksums, a 32MB WAL segment, UTF8 in C.UTF-8 - asked of
     the server itself with SQL (a custom workload's setup fails otherwise)."""
-    check = tmp_path / "check.sql"
-    check.write_text(
-        "DO $$ BEGIN\n"
-        "  IF current_setting('data_checksums') <> 'on' THEN\n"
-        "    RAISE EXCEPTION 'data_checksums is %', current_setting('data_checksums'); END IF;\n"
-        "  IF current_setting('wal_segment_size') <> '32MB' THEN\n"
-        "    RAISE EXCEPTION 'wal_segment_size is %', current_setting('wal_segment_size');\n"
-        "  END IF;\n"
-        "  IF current_setting('server_encoding') <> 'UTF8' THEN\n"
-        "    RAISE EXCEPTION 'server_encoding is %', current_setting('server_encoding'); END IF;\n"
-        "  IF (SELECT datcollate FROM pg_database WHERE datname = current_database())\n"
-        "     <> 'C.UTF-8' THEN RAISE EXCEPTION 'the locale is not C.UTF-8'; END IF;\n"
-        "END $$;\n"
-        "DROP TABLE IF EXISTS facts;\n"
-        "CREATE TABLE facts AS SELECT current_setting('server_encoding') AS enc;\n"
-    )
-    (tmp_path / "q.sql").write_text("SELECT enc FROM facts;\n")
-    path = side.campaign(
-        tmp_path,
-        "initdb",
-        tables='[target.initdb]\ndata_checksums = true\nwal_segsize = 32\nencoding = "UTF8"\n'
-        'locale = "C.UTF-8"\n',
-        rest=NO_PROBES + f'[[workload]]\ntype = "custom"\nname = "facts"\nsetup = ["{check}"]\n'
-        f'scripts = ["{tmp_path / "q.sql"}"]\nclients = [1]\nthreads = 1\nduration = [2]\n',
-    )
-    results = tmp_path / "results"
-    run_ok(side, path, results)
-    all_ok(runs(results, side.study("initdb")))
-    with Store.open(results / "results.sqlite") as st:
-        study = st.study(side.study("initdb"))
+    all_ok(built.records)
+    assert built.records["db/facts/setup"].status == "ok", list(built.records)
+    with Store.open(built.results / "results.sqlite") as st:
+        study = st.study(built.side.study("built"))
     env = study.target_environments.get("db") or study.environment  # one target: the study's
     assert env is not None and env.postgres is not None
     assert env.postgres.settings["data_checksums"] == "on"
@@ -203,27 +255,16 @@ def test_a_server_killed_mid_study_is_revived_and_the_study_goes_on(
     print(f"{side.name}: revived in {revived_s:.1f} s")
 
 
-def test_tablespaces(side: Side, tmp_path: Path) -> None:
+def test_tablespaces(built: Finished) -> None:
     """Tables and indexes in two tablespace directories on the server's host: made
     there, used by pgbench -i, removed after."""
-    tables, indexes = make_disk_dir("pgrig-parity-ts-"), make_disk_dir("pgrig-parity-ix-")
-    try:
-        path = side.campaign(
-            tmp_path,
-            "ts",
-            keys=f'tablespace = "{tables}"\nindex_tablespace = "{indexes}"\n',
-            rest=NO_PROBES + TPCB.format(clients=1, duration=2),
-        )
-        results = tmp_path / "results"
-        done = run_ok(side, path, results)
-        all_ok(runs(results, side.study("ts")))
-        shown = done.stdout + done.stderr
-        assert f"tablespace pgrig_tables in {tables}" in shown
-        assert f"tablespace pgrig_indexes in {indexes}" in shown
-        assert side.ex.listdir(str(tables)) == [] and side.ex.listdir(str(indexes)) == []
-    finally:
-        shutil.rmtree(tables, ignore_errors=True)
-        shutil.rmtree(indexes, ignore_errors=True)
+    all_ok(built.records)
+    tables, indexes = built.dirs["tables"], built.dirs["indexes"]
+    shown = built.done.stdout + built.done.stderr
+    assert f"tablespace pgrig_tables in {tables}" in shown
+    assert f"tablespace pgrig_indexes in {indexes}" in shown
+    ex = built.side.ex
+    assert ex.listdir(str(tables)) == [] and ex.listdir(str(indexes)) == []
 
 
 def kept_datadir(done: subprocess.CompletedProcess[str]) -> str:
@@ -232,45 +273,27 @@ def kept_datadir(done: subprocess.CompletedProcess[str]) -> str:
     return m.group(1)
 
 
-def test_wal_directory(side: Side, tmp_path: Path) -> None:
-    """initdb --waldir in a directory on the server's host: pg_wal points there."""
-    wal = make_disk_dir("pgrig-parity-wal-")
-    try:
-        path = side.campaign(
-            tmp_path,
-            "wal",
-            keys=f'wal_directory = "{wal}"\n',
-            rest=NO_PROBES + TPCB.format(clients=1, duration=2),
-        )
-        results = tmp_path / "results"
-        done = run_ok(side, path, results, "--keep")
-        all_ok(runs(results, side.study("wal")))
-        datadir = kept_datadir(done)
-        link = side.ex.run(["readlink", f"{datadir}/pg_wal"], timeout=30).stdout.strip()
-        assert link.startswith(f"{wal}/"), link
-        assert any(len(n) == 24 for n in side.ex.listdir(link)), "WAL segments are there"
-    finally:
-        if side.inventory is not None:  # the kept server first: it writes there
-            pgrig("clean", "--inventory", side.inventory)
-        shutil.rmtree(wal, ignore_errors=True)
-
-
-def test_a_load_restarts_the_server_at_minimal_wal_and_back(side: Side, tmp_path: Path) -> None:
+def test_a_load_restarts_the_server_at_minimal_wal_and_back(built: Finished) -> None:
     """The settings a restart is given (``load_wal = "minimal"``): pgrig's parallel
     loader runs with the server restarted at wal_level=minimal, and the measured
     run after it with the profile's settings again - on either host."""
-    path = side.campaign(
-        tmp_path,
-        "loadwal",
-        rest=NO_PROBES
-        + TPCB.format(clients=1, duration=2)
-        + 'generate = "parallel"\nload_wal = "minimal"\n',
-    )
-    results = tmp_path / "results"
-    run_ok(side, path, results)
-    records = runs(results, side.study("loadwal"))
-    all_ok(records)
-    init = records["db/tpcb/s1/init"].result
+    all_ok(built.records)
+    init = built.records["db/tpcb/s1/init"].result
     assert init is not None and init["wal_level"] == "minimal", init
     restarts = {"restart at wal_level=minimal", "restart at the profile's settings"}
     assert restarts <= set(init["steps"]), init["steps"]  # and back: the run after is ok
+    assert built.records["db/tpcb/s1/select-only/c1/d2/r1"].status == "ok"
+
+
+def test_reset_restore(side: Side, tmp_path: Path) -> None:
+    """reset = "restore": a pristine copy after the load, restored before every run."""
+    path = side.campaign(
+        tmp_path,
+        "restore",
+        rest='reset = "restore"\nrepeat = 2\n' + NO_PROBES + TPCB.format(clients=1, duration=2),
+    )
+    results = tmp_path / "results"
+    run_ok(side, path, results)
+    records = runs(results, side.study("restore"))
+    all_ok(records)
+    assert "db/tpcb/s1/select-only/c1/d2/r2" in records

@@ -13,6 +13,7 @@ import sys
 import textwrap
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -87,41 +88,77 @@ def assert_nothing_left(base: Path, keep: tuple[str, ...] = ("c.toml", "r")) -> 
     assert state.orphans() == [] and state.load_all() == []
 
 
-def test_xfs_and_ext4_targets_are_built_used_and_removed(base: Path) -> None:
-    path = write(
-        base,
-        f"""
-        [campaign]
-        name = "fs"
-        monitor = false
+@dataclass(frozen=True)
+class Built:
+    """One finished study of several lab targets that the tests below only read."""
 
-        [[target]]
-        name = "xfs"
-        fs = "xfs"
-        size = "320MiB"
-        base = "{base}"
-        mkfs = ["-d", "agcount=4"]
-        mount = "noatime,nodiratime"
-        log_size = "64MiB"
-        {STOCK}
-        [[target]]
-        name = "ext4"
-        fs = "ext4"
-        size = "320MiB"
-        base = "{base}"
-        mkfs = ["-E", "stride=2,stripe-width=6"]
-        mount = "noatime,data=writeback"
-        {STOCK}
-        [probes]
-        timing = false
-        fio = false
-        fsync = false
-        {TINY_TPCB}
-        """,
-    )
-    done = pgrig("run", path, "--results", base / "r")
-    assert done.returncode == 0, done.stderr
-    recorded = runs(base / "r")
+    base: Path
+    done: subprocess.CompletedProcess[str]
+    recorded: dict[str, tuple[str, str | None, dict[str, object] | None]]
+    report: str
+
+
+@pytest.fixture(scope="module")
+def built() -> Iterator[Built]:
+    """Four targets in one study, each test reading its own: an XFS and an ext4
+    with their mkfs and mount options; a plain data directory with its tables and
+    indexes on an XFS and an ext4 the lab builds (seed 004's two tablespace
+    disks); and a 64 MiB memory cgroup. Each was a study of its own (three
+    `pgrig run`s), and none changes what another target records."""
+    base = make_disk_dir("pgrig-test-labcamp-")
+    data = base / "d"
+    data.mkdir(mode=0o755)
+    try:
+        path = write(
+            base,
+            f"""
+            [campaign]
+            name = "fs"
+            monitor = false
+
+            [[target]]
+            name = "xfs"
+            fs = "xfs"
+            size = "320MiB"
+            base = "{base}"
+            mkfs = ["-d", "agcount=4"]
+            mount = "noatime,nodiratime"
+            log_size = "64MiB"
+            {STOCK}
+            [[target]]
+            name = "ext4"
+            fs = "ext4"
+            size = "320MiB"
+            base = "{base}"
+            mkfs = ["-E", "stride=2,stripe-width=6"]
+            mount = "noatime,data=writeback"
+            {STOCK}
+            [[target]]
+            name = "pg"
+            directory = "{data}"
+            tablespace = {{ fs = "xfs", size = "320MiB", base = "{base}", mount = "noatime" }}
+            index_tablespace = {{ fs = "ext4", size = "320MiB", base = "{base}" }}
+            {STOCK}
+            [[target]]
+            name = "small"
+            directory = "{base}"
+            memory = "64MiB"
+            {STOCK}
+            {NO_PROBES}
+            {TINY_TPCB}
+            """,
+        )
+        done = pgrig("run", path, "--results", base / "r")
+        assert done.returncode == 0, done.stderr
+        yield Built(base, done, runs(base / "r"), full_report(base / "r").read_text())
+    finally:
+        workdir.clean_orphans()
+        storage.clean()
+        subprocess.run(["rm", "-rf", "--one-file-system", str(base)], check=False)
+
+
+def test_xfs_and_ext4_targets_are_built_used_and_removed(built: Built) -> None:
+    recorded = built.recorded
     for name, fstype in (("xfs", "xfs"), ("ext4", "ext4")):
         status, reason, result = recorded[f"{name}/lab"]
         assert status == "ok", reason
@@ -130,7 +167,6 @@ def test_xfs_and_ext4_targets_are_built_used_and_removed(base: Path) -> None:
     xfs_fs = recorded["xfs/lab"][2]["filesystem"]  # type: ignore[index]
     assert xfs_fs["log_device"] and "agcount=4" in xfs_fs["mkfs_argv"]
     assert "data=writeback" in recorded["ext4/lab"][2]["filesystem"]["mount_options"]  # type: ignore[index]
-    report = full_report(base / "r").read_text()
     shown = (
         "loop-backed emulation on",
         "Mount options in effect",
@@ -141,8 +177,8 @@ def test_xfs_and_ext4_targets_are_built_used_and_removed(base: Path) -> None:
         "pgrig audit: ",
     )
     for text in shown:
-        assert text in report, text
-    assert_nothing_left(base)
+        assert text in built.report, text
+    assert_nothing_left(built.base, keep=("c.toml", "r", "d"))
 
 
 def test_pgrig_run_fs_builds_the_quick_studys_target(base: Path) -> None:
@@ -500,37 +536,15 @@ def test_hit_ratios_from_the_monitors_samples() -> None:
     assert cache == pytest.approx(1 - 0.2 * 2**20 / (100 * 8192))
 
 
-def test_tablespaces_on_lab_filesystems(base: Path) -> None:
+def test_tablespaces_on_lab_filesystems(built: Built) -> None:
     """Seed 004: tbs1 (tables) and tbs2 (indexes) on two disks of their own; here
     an XFS and an ext4 the lab builds, the data directory on a plain directory."""
-    data = base / "d"
-    data.mkdir(mode=0o755)
-    path = write(
-        base,
-        f"""
-        [campaign]
-        name = "tbs"
-        monitor = false
-
-        [[target]]
-        name = "pg"
-        directory = "{data}"
-        tablespace = {{ fs = "xfs", size = "320MiB", base = "{base}", mount = "noatime" }}
-        index_tablespace = {{ fs = "ext4", size = "320MiB", base = "{base}" }}
-        {STOCK}
-        {NO_PROBES}
-        {TINY_TPCB}
-        """,
-    )
-    done = pgrig("run", path, "--results", base / "r")
-    assert done.returncode == 0, done.stderr
-    made = re.findall(r"tablespace (pgrig_\w+) in (\S+)", done.stderr)
-    assert [name for name, _ in made] == ["pgrig_tables", "pgrig_indexes"], done.stderr
-    assert all(where.startswith(f"{base.resolve()}/pgrig-fs-") for _, where in made)
-    recorded = runs(base / "r")
-    assert recorded["pg/lab"][0] == "ok"
-    assert recorded["pg/tpcb/s1/select-only/c1/d2/r1"][0] == "ok"
-    assert_nothing_left(base, keep=("c.toml", "r", "d"))
+    made = re.findall(r"tablespace (pgrig_\w+) in (\S+)", built.done.stderr)
+    assert [name for name, _ in made] == ["pgrig_tables", "pgrig_indexes"], built.done.stderr
+    assert all(where.startswith(f"{built.base.resolve()}/pgrig-fs-") for _, where in made)
+    assert built.recorded["pg/lab"][0] == "ok"
+    assert built.recorded["pg/tpcb/s1/select-only/c1/d2/r1"][0] == "ok"
+    assert_nothing_left(built.base, keep=("c.toml", "r", "d"))
 
 
 def test_a_tablespace_filesystem_needs_fs_and_size(base: Path) -> None:
@@ -645,28 +659,11 @@ def test_a_step_the_memory_cgroup_oom_kills_says_so(base: Path) -> None:
 
 
 def test_memory_limited_runs_record_the_cgroups_limit_hits_peak_and_oom_kills(
-    base: Path,
+    built: Built,
 ) -> None:
     # 64 MiB for the server and its page cache: the load (16 MB of heap, its WAL
     # and indexes through the page cache) pushes against the limit.
-    path = write(
-        base,
-        f"""
-        [campaign]
-        name = "memcg"
-        monitor = false
-        [[target]]
-        name = "small"
-        directory = "{base}"
-        memory = "64MiB"
-        {STOCK}
-        {NO_PROBES}
-        {TINY_TPCB}
-        """,
-    )
-    done = pgrig("run", path, "--results", base / "r")
-    assert done.returncode == 0, done.stderr
-    found = runs(base / "r")
+    found = built.recorded
     assert "small/tpcb/s1/select-only/c1/d2/r1/memory" in found, list(found)
     status, reason, result = found["small/tpcb/s1/select-only/c1/d2/r1/memory"]
     assert status == "ok" and result is not None, reason
@@ -675,9 +672,9 @@ def test_memory_limited_runs_record_the_cgroups_limit_hits_peak_and_oom_kills(
     assert 0 < after["peak_bytes"] <= after["limit_bytes"]
     assert after["failcnt"] > 0 and result["oom_kills"] == 0, after
     assert 0 <= result["limit_hits"] <= after["failcnt"]
-    report = full_report(base / "r").read_text()
-    assert "The memory cgroup during the runs" in report
+    assert "The memory cgroup during the runs" in built.report
     assert re.search(
-        r"\| small \| select-only \| 1 \| [\d,]+ \| 0 \| [\d.]+ MiB \| 64\.0 MiB \|", report
+        r"\| small \| select-only \| 1 \| [\d,]+ \| 0 \| [\d.]+ MiB \| 64\.0 MiB \|", built.report
     )
-    assert_nothing_left(base)
+    assert "xfs/tpcb/s1/select-only/c1/d2/r1/memory" not in found, "only the capped target's"
+    assert_nothing_left(built.base, keep=("c.toml", "r", "d"))

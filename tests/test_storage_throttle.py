@@ -96,6 +96,7 @@ def holds(measure: Callable[[], float], cap: float, target: Path, attempts: int 
     pytest.fail(f"never reached within 10% of the cap {cap}: {seen}")
 
 
+@pytest.mark.exclusive  # it judges a rate: alone, after the parallel part
 @pytest.mark.skipif(FIO is None, reason="fio is not installed")
 @pytest.mark.parametrize("pattern", ["randread", "randwrite"])
 def test_iops_cap_holds_for_direct_io(target: FilesystemInfo, pattern: str) -> None:
@@ -112,6 +113,7 @@ def test_iops_cap_holds_for_direct_io(target: FilesystemInfo, pattern: str) -> N
         )
 
 
+@pytest.mark.exclusive  # it judges a rate: alone, after the parallel part
 @pytest.mark.skipif(FIO is None, reason="fio is not installed")
 @pytest.mark.parametrize("pattern", ["randread", "randwrite"])
 def test_bandwidth_cap_holds_for_direct_io(target: FilesystemInfo, pattern: str) -> None:
@@ -130,6 +132,7 @@ def timed(argv: list[str], preexec: Callable[[], None] | None = None) -> float:
     return time.monotonic() - started
 
 
+@pytest.mark.exclusive  # it judges a rate: alone, after the parallel part
 def test_buffered_writes_are_capped_when_the_writer_fsyncs(target: FilesystemInfo) -> None:
     path = Path(target.data_dir) / "buffered-fsync"
     argv = ["dd", "if=/dev/zero", f"of={path}", "bs=1M", "count=16", "conv=fsync"]
@@ -140,6 +143,7 @@ def test_buffered_writes_are_capped_when_the_writer_fsyncs(target: FilesystemInf
     assert seconds >= 0.8 * 16 * 2**20 / (8 * MB), seconds
 
 
+@pytest.mark.exclusive  # it judges a rate: alone, after the parallel part
 def test_v1_background_writeback_escapes_the_cap(target: FilesystemInfo) -> None:
     """What the docs say cgroup v1 cannot do: pages dirtied in the cgroup but written
     back by the flusher (here: a sync from outside) are not charged to it."""
@@ -158,6 +162,7 @@ def test_v1_background_writeback_escapes_the_cap(target: FilesystemInfo) -> None
     assert flush < 16 * 2**20 / (4 * MB) / 2, flush  # far faster than the cap allows
 
 
+@pytest.mark.exclusive  # the rate tests' loop filesystem: built once, in their phase
 def test_preexec_joins_before_switching_to_the_server_user(target: FilesystemInfo) -> None:
     user = proc.OsUser.lookup("postgres")
     with throttled(
@@ -176,6 +181,7 @@ def test_throttling_a_directory_uses_its_whole_disk(tmp_path: Path) -> None:
     assert not (Path(f"/sys/dev/block/{number}").resolve() / "partition").exists()
 
 
+@pytest.mark.exclusive  # the rate tests' loop filesystem: built once, in their phase
 def test_kernel_refusal_names_file_and_value(target: FilesystemInfo) -> None:
     with cgroups.owned(("io",), purpose="test") as cg:
         with pytest.raises(CgroupError, match="no block device 1:3"):
