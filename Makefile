@@ -41,7 +41,7 @@ run: deps venv-run
 # Lint takes 11-21 s on a fresh clone (mypy without its cache), the exclusive
 # phase about 1 min 40 s here. docs/bench.md has the per-file figures.
 test: deps-test venv lint actionlint
-	$(BIN)/python -m pytest -q -n 3 --dist loadfile --no-loadscope-reorder -m "not exclusive" --durations=15
+	$(BIN)/python -m pytest -q -n 4 --dist loadfile --no-loadscope-reorder -m "not exclusive" --durations=15
 	$(BIN)/python -m pytest -q -m exclusive --durations=5
 
 deps:
