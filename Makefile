@@ -34,6 +34,9 @@ run: deps venv-run
 # with the same CPU time each (user + sys 7 min 50 s, 7 min 50 s, 8 min 1 s)
 # and the tests' summed durations 1959, 1741 and 2056 s: the third worker
 # slowed each test little, so the wall time fell by a quarter to a third.
+# A fourth, 2026-11-29 on fresh clones of one tree, the machine quiet but for
+# the suite: -n 3 10 min 11 s, -n 4 8 min 57 s (2,066 passed each; 13 min 36 s
+# and 12 min 21 s in all with the exclusive phase's 2 min 50 s).
 # The tests start pgrig as a subprocess from about 150 places: tests/conftest.py
 # compiles pgrig's bytecode once first, as PYTHONDONTWRITEBYTECODE (set on this
 # machine) made every start compile all of pgrig from source (3.4-4.1 s of CPU
