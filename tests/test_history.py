@@ -328,9 +328,10 @@ def test_history_out_writes_a_table_and_a_plot_per_point_and_says_the_change(
     assert "What differs: setting shared_buffers: 128MB -> 16MB" in md
     assert md.count("| nightly-0") == 7 + 7  # the studies' table and the point's
     assert "change from here" in md and "median tps" in md
-    # One plot: PNG beside the Markdown, inline SVG in the page, 7 points on it.
-    pngs = list((out / "history-nightly_files").glob("*.png"))
-    assert len(pngs) == 1 and pngs[0].name in md
+    # One plot: an SVG file beside the Markdown, inline SVG in the page, 7 points on it.
+    svgs = list((out / "history-nightly_files").glob("*"))
+    assert len(svgs) == 1 and svgs[0].suffix == ".svg" and svgs[0].name in md
+    assert svgs[0].read_text().count("a2.5 2.5 0 1 0 5 0") == 7  # one dot per study
     assert page.count("<svg") >= 1 and "nightly-04" in page
 
 

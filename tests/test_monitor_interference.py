@@ -52,7 +52,6 @@ from pgrig.monitor.model import (
 from pgrig.pgsource import binaries
 from pgrig.registry import result_type
 from pgrig.report import monitor as monitor_section
-from pgrig.report import plots
 from pgrig.report import writer as report
 from pgrig.results import PgbenchRun, RunRecord, Study, from_dict, to_dict
 from pgrig.step import Context, Running
@@ -515,10 +514,3 @@ def monitor_record(key: str, mon: MonitorResult) -> RunRecord:
         finished_at="2026-11-22T05:00:10+00:00",
         result=to_dict(mon),
     )
-
-
-def test_log_axis_limits_are_whole_decades() -> None:
-    assert plots.decade_limits([0.017, 3.2]) == (0.01, 10.0)
-    assert plots.decade_limits([0.0, 5.0]) == (1.0, 10.0)
-    assert plots.decade_limits([10.0]) == (10.0, 100.0)
-    assert plots.decade_limits([]) is None

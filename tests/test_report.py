@@ -14,6 +14,7 @@ import json
 import os
 import re
 import subprocess
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from types import ModuleType
 
@@ -30,7 +31,7 @@ from pgrig.monitor.model import (
     OtherProcess,
 )
 from pgrig.registry import typed_result
-from pgrig.report import markdown, view
+from pgrig.report import markdown, svgplot, view
 from pgrig.report import monitor as monitor_report
 from pgrig.report import writer as report
 from pgrig.report.samples import Columns
@@ -104,21 +105,37 @@ def test_write_returns_both_files_with_default_stem(written: Written) -> None:
     assert written.md_path.parent == written.html_path.parent
 
 
-def test_markdown_links_png_plots_next_to_it(written: Written) -> None:
-    links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", written.md)
+_NS = "{http://www.w3.org/2000/svg}"
+
+
+def _links(md: str) -> list[tuple[str, str]]:
+    """The Markdown's images: (alt text, relative path)."""
+    return re.findall(r"!\[([^\]]*)\]\(([^)]+)\)", md)
+
+
+def test_markdown_links_svg_plots_next_to_it(written: Written) -> None:
+    """Each image is a standalone SVG file drawing its figure: the figure's title,
+    axes' labels and every series (a line titled with its label) are in it."""
+    links = _links(written.md)
     assert len(links) == 4  # the answer's chart, drawn once (not again in its section)
-    for link in links:
-        assert not link.startswith("/") and "://" not in link
-        png = written.md_path.parent / link
-        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert f"report-{fx.STUDY_ID}_files/answer_tps_vs_clients.png" in links
+    figures = {f.name: f for f in view.build(fx.study(), fx.records()).figures(folded=False)}
+    for alt, link in links:
+        assert not link.startswith("/") and "://" not in link and link.endswith(".svg")
+        root = ET.parse(written.md_path.parent / link).getroot()
+        assert root.tag == f"{_NS}svg" and root.get("viewBox") and root.get("width")
+        spec = figures[Path(link).stem]
+        texts = {t.text for t in root.iter(f"{_NS}text")}
+        assert {alt, spec.title, spec.x_label, spec.y_label} <= texts
+        lines = {p.findtext(f"{_NS}title") for p in root.iter(f"{_NS}path")}
+        assert {s.label for s in spec.series} <= lines and spec.series
+    assert f"report-{fx.STUDY_ID}_files/answer_tps_vs_clients.svg" in dict(links).values()
 
 
 def test_custom_stem(tmp_path: Path) -> None:
     md_path, html_path = report.write(fx.study(), fx.records(), tmp_path / "new", stem="nightly")
     assert md_path == tmp_path / "new" / "nightly.md" and md_path.exists()
     assert html_path == tmp_path / "new" / "nightly.html" and html_path.exists()
-    assert (tmp_path / "new" / "nightly_files" / "tps_over_time_read_write.png").exists()
+    assert (tmp_path / "new" / "nightly_files" / "tps_over_time_read_write.svg").exists()
 
 
 # --------------------------------------------------------------------------
@@ -423,6 +440,25 @@ def test_html_renders_in_chromium(written: Written, tmp_path: Path) -> None:
     assert shot.stat().st_size > 50_000  # a blank page is a few kB
 
 
+@pytest.mark.skipif(
+    not CHROMIUM.exists(), reason="needs /usr/bin/chromium (apt-get install chromium)"
+)
+def test_the_markdowns_svg_files_show_as_images_in_chromium(written: Written) -> None:
+    """GitHub shows a Markdown image through an ``<img>``, which draws an SVG file
+    only if it is a standalone document (its namespace): an ``<img>`` of each file
+    in a page beside the Markdown loads at the figure's size, none fails."""
+    images = "".join(
+        f'<img src="{link}" onload="this.dataset.shown = this.naturalWidth" '
+        "onerror=\"this.dataset.shown = 'error'\">"
+        for _, link in _links(written.md)
+    )
+    page = written.md_path.parent / "images.html"
+    page.write_text(f"<!doctype html><body>{images}</body>", encoding="utf-8")
+    dom = _chromium(["--dump-dom", page.as_uri()], written.md_path.parent / "profile").stdout
+    shown = re.findall(r'data-shown="([^"]*)"', dom)
+    assert shown == [str(svgplot.WIDTH)] * 4, dom[-2000:]
+
+
 # --------------------------------------------------------------------------
 # Pure pieces
 
@@ -621,7 +657,7 @@ def test_per_run_monitor_evidence_is_folded(tmp_path: Path) -> None:
     md = md_path.read_text(encoding="utf-8")
     assert md.count("<details><summary>local/tpcb/s10/select-only/") == 6
     assert "- **Runs:** 6 (6 ok); host and server monitored during 6 of them" in md
-    assert not list(tmp_path.glob("*_files/monitor_*.png")), "folded plots: HTML only"
+    assert not list(tmp_path.glob("*_files/monitor_*.svg")), "folded plots: HTML only"
     assert md.count("*Plots in the HTML report: TPS and checkpoints, ") == 6
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from pgrig.document.model import Figure, ReportView
-from pgrig.report import html, markdown, plots, view, writer
+from pgrig.report import html, markdown, svgplot, view, writer
 from pgrig.results import RunRecord, Study, from_dict
 from test_report_golden import CHROMIUM, WIDTH, _chromium, tiny_cloud
 
@@ -59,7 +59,7 @@ def test_first_screen_markdown_states_the_answer_with_numbers(name: str) -> None
     """Set PGRIG_UPDATE_GOLDEN=1 to rewrite the golden files after an intended change."""
     v = first_screen(name)
     assert v.sections[0].title == "Answer"
-    text = markdown.render(v, {f.name: f"{f.name}.png" for f in figures_of(v)})
+    text = markdown.render(v, {f.name: f"{f.name}.svg" for f in figures_of(v)})
     golden = DATA / f"golden_first_{name}.md"
     if os.environ.get("PGRIG_UPDATE_GOLDEN"):
         golden.write_text(text, encoding="utf-8")
@@ -96,7 +96,8 @@ document.title = 'TOP=' + Math.round(a.top) + ';CHART=' + Math.round(b) + ';CONC
 def laid_out(v: ReportView, name: str, tmp_path: Path) -> tuple[Path, re.Match[str]]:
     """``v`` as HTML in ``tmp_path``, and where Chromium laid out the answer's top,
     the summary chart's bottom and the conclusions' top (``PROBE``)."""
-    page = html.render(v, {f.name: plots.to_svg(f) for f in figures_of(v)}, css=writer.stylesheet())
+    svgs = {f.name: svgplot.inline(f) for f in figures_of(v)}
+    page = html.render(v, svgs, css=writer.stylesheet())
     path = tmp_path / f"{name}.html"
     path.write_text(page, encoding="utf-8")
     probe = tmp_path / "probe.html"

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from pgrig.document.model import Figure, Series
 from pgrig.monitor.model import MonitorResult, Sample
-from pgrig.report import decimate, plots, writer
+from pgrig.report import decimate, svgplot, writer
 from pgrig.report import monitor as monitor_section
 from pgrig.report import progress as report_progress
 from pgrig.report import samples as report_samples
@@ -55,7 +55,7 @@ def tiled(mon: MonitorResult, n: int) -> tuple[Sample, ...]:
 
 def _svgs(mon: MonitorResult, label: str) -> str:
     figs = monitor_section.figures("run", label, mon, Columns(mon.samples, mon.devices))
-    return "\n".join(plots.to_svg(f) for f in figs if f.series)
+    return "\n".join(svgplot.inline(f) for f in figs if f.series)
 
 
 def test_a_short_runs_figures_are_drawn_as_before() -> None:
@@ -216,7 +216,7 @@ def test_a_ten_times_longer_run_keeps_no_more_samples_nor_points(tmp_path: Path)
     assert most <= 2 * decimate.COLUMNS < 15_000
     assert most < 1.5 * max(len(s.x) for f in short_figs for s in f.series)
     assert long_page < 1.5 * short_page
-    # every figure of the long run says how it was drawn, the PNG's (TPS over time) too
+    # every figure of the long run says how it was drawn, the Markdown's (TPS over time) too
     drawn = [f for f in long_figs if any(len(s.x) > 100 for s in f.series)]
     assert {f.name for f in drawn} >= {
         "tps_over_time_select_only",

@@ -56,7 +56,7 @@ def comparison(v: ReportView) -> Table:
 def test_first_screen_markdown_matches_golden(name: str) -> None:
     """Set PGRIG_UPDATE_GOLDEN=1 to rewrite the golden files after an intended change."""
     v = first_screen(name)
-    text = markdown.render(v, {f.name: f"{f.name}.png" for f in figures_of(v)})
+    text = markdown.render(v, {f.name: f"{f.name}.svg" for f in figures_of(v)})
     golden = DATA / f"golden_first_{name}.md"
     if os.environ.get("PGRIG_UPDATE_GOLDEN"):
         golden.write_text(text, encoding="utf-8")

@@ -1,4 +1,5 @@
-"""The HTML report's plots, written as SVG text directly (pgrig.report.svgplot)."""
+"""The reports' plots, written as SVG text directly (pgrig.report.svgplot): inline
+in the HTML, standalone files beside the Markdown."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import time
 import xml.etree.ElementTree as ET
 
 from pgrig.document.model import Figure, Series
-from pgrig.report import plots, svgplot
+from pgrig.report import svgplot
 
 
 def _fig(*series: Series, **kw: object) -> Figure:
@@ -63,7 +64,7 @@ def test_a_lines_relative_steps_draw_the_points_of_an_absolute_path() -> None:
     error adds up along a long line; a negative step needs no space."""
     x = tuple(float(t) for t in range(500))
     y = tuple(1000.0 + 900.0 * math.sin(t / 3.7) for t in x)
-    svg = plots.to_svg(_fig(Series("tps", x, y)))
+    svg = svgplot.inline(_fig(Series("tps", x, y)))
     line = r'<path d="([^"]+)" stroke="#1f77b4" stroke-width="1.5" fill="none"'
     (path,) = re.findall(line, svg)
     assert path.count("l") == 1 and "L" not in path and "-" in path and " -" not in path
@@ -82,18 +83,18 @@ def _texts(svg: str) -> list[str]:
 
 def test_svg_is_well_formed_with_one_prefixed_id_and_escaped_text() -> None:
     fig = _fig(Series("a & b", (1.0, 2.0, 3.0), (5.0, 7.0, 6.0)))
-    svg = plots.to_svg(fig)
+    svg = svgplot.inline(fig)
     assert re.findall(r'\bid="([^"]+)"', svg) == ["fig-f"]
     texts = _texts(svg)  # parses: escaping is right
     assert "T <1>" in texts and "a & b" in texts
-    assert svg == plots.to_svg(fig), "deterministic: reports diff cleanly"
+    assert svg == svgplot.inline(fig), "deterministic: reports diff cleanly"
 
 
 def test_a_nan_breaks_the_line() -> None:
     nan = math.nan
     fig = _fig(Series("checkpoint", (1, 1, nan, 3, 3, nan), (0, 9, nan, 0, 9, nan)))
     line = r'<path d="([^"]+)" stroke="#1f77b4" stroke-width="1.5" fill="none"'
-    (path,) = re.findall(line, plots.to_svg(fig))
+    (path,) = re.findall(line, svgplot.inline(fig))
     assert path.count("M") == 2 and path.count("l") == 2
 
 
@@ -104,16 +105,16 @@ def test_clients_axis_ticks_are_the_client_counts_and_log_y_whole_decades() -> N
         log_x=True,
         log_y=True,
     )
-    texts = _texts(plots.to_svg(fig))
+    texts = _texts(svgplot.inline(fig))
     assert {"1", "8", "64"} <= set(texts)
     assert "2" not in texts  # only the counts that ran
-    assert {"0.01", "0.1", "1", "10"} <= set(texts)  # as plots.decade_limits
+    assert {"0.01", "0.1", "1", "10"} <= set(texts)
 
 
 def test_big_numbers_get_thousands_separators_and_no_data_says_so() -> None:
-    texts = _texts(plots.to_svg(_fig(Series("tps", (1.0, 2.0), (12_000.0, 48_000.0)))))
+    texts = _texts(svgplot.inline(_fig(Series("tps", (1.0, 2.0), (12_000.0, 48_000.0)))))
     assert any("," in t and t.replace(",", "").isdigit() for t in texts)
-    assert "no data" in _texts(plots.to_svg(_fig()))
+    assert "no data" in _texts(svgplot.inline(_fig()))
 
 
 def _frame(svg: str) -> tuple[float, float]:
@@ -127,7 +128,7 @@ def test_the_legend_is_beside_the_axes_never_over_the_data() -> None:
     """Issue 30: a legend in the plot's "best" corner covered pg17's 8-client error bar."""
     for n in (1, 3, 8):
         lines = [Series(f"run {i}", (1.0, 2.0), (1.0, 2.0)) for i in range(n)]
-        svg = plots.to_svg(_fig(*lines))
+        svg = svgplot.inline(_fig(*lines))
         _, right = _frame(svg)
         legend = re.search(r'<rect x="([\d.]+)"[^>]*stroke="#ccc"', svg)
         assert legend is not None and float(legend[1]) > right
@@ -136,7 +137,7 @@ def test_the_legend_is_beside_the_axes_never_over_the_data() -> None:
 def test_nine_series_get_nine_distinct_colours() -> None:
     """Issue 30: the quick study's 12 lines shared 10 colours (two were #1f77b4)."""
     lines = [Series(f"s{i}", (0.0, 1.0), (float(i), float(i + 1)), group=f"s{i}") for i in range(9)]
-    svg = plots.to_svg(_fig(*lines))
+    svg = svgplot.inline(_fig(*lines))
     strokes = re.findall(r'<path d="M[^"]*" stroke="(#[0-9a-f]{6})" stroke-width="1.5" fill', svg)
     assert len(strokes) == 9 and len(set(strokes)) == 9
     assert len(set(svgplot.COLOURS)) == len(svgplot.COLOURS) >= 20
@@ -147,22 +148,21 @@ def test_stacked_shares_are_bands_on_an_axis_to_100() -> None:
     x = (0.0, 1.0, 2.0)
     server = Series("server", x, (30.0, 40.0, 35.0), group="server")
     client = Series("pgbench", x, (50.0, 60.0, 55.0), group="pgbench")
-    svg = plots.to_svg(_fig(server, client, stacked=True, x_label="seconds since start"))
+    svg = svgplot.inline(_fig(server, client, stacked=True, x_label="seconds since start"))
     assert len(re.findall(r'fill-opacity="0.55" stroke="none"', svg)) == 2
     ticks = [t for t in _texts(svg) if t.replace(".", "").isdigit()]
     assert "100" in ticks and "120" not in ticks
-    assert plots.to_png(_fig(server, client, stacked=True)).startswith(b"\x89PNG")
 
 
 def test_a_time_axis_starting_at_zero_does_not_go_below_it() -> None:
     """Issue 30: a pg_basebackup run's plot began at -0.15 s."""
-    svg = plots.to_svg(_fig(Series("tps", (0.0, 1.0, 2.0, 3.0), (5.0, 6.0, 7.0, 8.0))))
+    svg = svgplot.inline(_fig(Series("tps", (0.0, 1.0, 2.0, 3.0), (5.0, 6.0, 7.0, 8.0))))
     assert not any(t.startswith("-") for t in _texts(svg))
 
 
 def test_error_bars_are_drawn_where_repeats_differ() -> None:
     s = Series("tps", (1.0, 2.0), (10.0, 20.0), y_low=(8.0, 19.0), y_high=(12.0, 22.0))
-    svg = plots.to_svg(_fig(s))
+    svg = svgplot.inline(_fig(s))
     bars = re.findall(r'<path d="([^"]+)" stroke="#1f77b4" fill="none"/>', svg)
     assert len(bars) == 1 and bars[0].count("V") == 2
 
@@ -177,12 +177,56 @@ def test_a_monitor_plot_is_small_and_quick() -> None:
     assert len(svg) < 12_000
 
 
-def test_the_png_warns_of_nothing() -> None:
-    """Defect 19.20: a latency plot whose values are all 0 ms asked matplotlib for a
-    log axis over no positive value, and a label starting with "_" was dropped from
-    the legend: both UserWarnings reached stderr (pyproject makes a warning an error
-    here)."""
-    zero = Figure("z", "t", "seconds", "ms", (Series("p99", (1.0, 2.0), (0.0, 0.0)),), log_y=True)
-    under = Figure("u", "t", "clients", "tps", (Series("_old", (1.0, 2.0), (5.0, 6.0)),))
-    for spec in (zero, under):
-        assert plots.to_png(spec).startswith(b"\x89PNG")
+def _y_ticks(svg: str) -> list[str]:
+    """The y axis's tick labels (the group aligned at their end, left of the axes)."""
+    root = ET.fromstring(svg)
+    return [t.text or "" for g in root.iter("g") if g.get("text-anchor") == "end" for t in g]
+
+
+def test_a_log_axis_spans_whole_decades_and_falls_back_to_linear_over_no_positive_value() -> None:
+    """Every point lies between two labelled ticks (0.017 ms sat below the lowest
+    one); latencies all 0 ms (defect 19.20) get a linear axis, not an empty plot."""
+    for ys, ticks in (
+        ((0.017, 3.2), ["0.01", "0.1", "1", "10"]),
+        ((0.0, 5.0), ["1", "10"]),
+        ((10.0, 10.0), ["10", "100"]),
+    ):
+        svg = svgplot.inline(_fig(Series("p99", (1.0, 2.0), ys), log_y=True))
+        assert _y_ticks(svg) == ticks, ys
+    zero = svgplot.inline(_fig(Series("p99", (1.0, 2.0), (0.0, 0.0)), log_y=True))
+    assert _y_ticks(zero)[0] == "0" and len(_y_ticks(zero)) > 2
+    assert "p99" in _texts(zero)
+
+
+def test_a_label_starting_with_an_underscore_stays_in_the_legend() -> None:
+    """matplotlib dropped "_old" (a target's name) from its legend, with a warning."""
+    svg = svgplot.inline(_fig(Series("_old", (1.0, 2.0), (5.0, 6.0))))
+    assert "_old" in _texts(svg)
+
+
+_NS = "{http://www.w3.org/2000/svg}"
+
+
+def test_a_standalone_file_is_the_inline_drawing_with_its_namespace() -> None:
+    """The Markdown's figure files: an ``<img>`` (GitHub's, a browser's) shows an
+    SVG only with the SVG namespace, and its size from width/height/viewBox."""
+    fig = _fig(
+        Series("select-only", (1.0, 2.0, 4.0), (900.0, 1700.0, 2500.0)),
+        Series("read-write", (1.0, 2.0, 4.0), (300.0, 500.0, 650.0), group="rw"),
+        x_label="clients",
+        y_label="tps",
+    )
+    text = svgplot.document(fig)
+    assert text.startswith('<?xml version="1.0" encoding="UTF-8"?>\n<svg xmlns=')
+    root = ET.fromstring(text.encode())
+    assert root.tag == f"{_NS}svg"
+    assert (root.get("width"), root.get("height")) == (str(svgplot.WIDTH), str(svgplot.HEIGHT))
+    assert root.get("viewBox") == f"0 0 {svgplot.WIDTH} {svgplot.HEIGHT}"
+    texts = [t.text for t in root.iter(f"{_NS}text")]
+    assert {"T <1>", "clients", "tps", "select-only", "read-write"} <= set(texts)
+    titles = [p.findtext(f"{_NS}title") for p in root.iter(f"{_NS}path")]
+    assert [t for t in titles if t] == ["select-only", "read-write"]  # one line each
+    # One drawing for both outputs: the file is the page's element, namespaced.
+    assert text.split("\n", 1)[1].rstrip("\n") == svgplot.inline(fig).replace(
+        "<svg ", f'<svg xmlns="{svgplot.XMLNS}" ', 1
+    )

@@ -4,7 +4,7 @@ group. Errors are caught here, once, and printed as ``error: ...`` plus a hint
 on stderr with a non-zero exit code.
 
 A command's module, the plug-ins and their libraries (NumPy, psycopg, rich,
-SciPy, matplotlib) load when the command line names the command: ``pgrig
+SciPy, hdrhistogram) load when the command line names the command: ``pgrig
 --help`` lists the commands from their names (the core's table below, pgrig's
 own ``NAME-command`` entry points) and their docstrings read from the source,
 without importing them (0.9 s of CPU before, tests/test_cli_speed.py)."""

@@ -45,7 +45,7 @@ def _open(results: Path, store: str | None) -> Store:
     "--out",
     type=click.Path(path_type=Path, file_okay=False),
     default=None,
-    help="Also write the series' report here: history-NAME.md (with PNG plots) and "
+    help="Also write the series' report here: history-NAME.md (with SVG plots) and "
     "history-NAME.html, a table and a plot per point.",
 )
 def history_cmd(name: str, results: Path, store: str | None, out: Path | None) -> None:

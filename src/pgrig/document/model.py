@@ -81,7 +81,7 @@ def median_line(label: str, points: dict[int, list[float]]) -> Series:
 
 @dataclass(frozen=True)
 class Figure:
-    name: str  # file stem of the PNG next to the Markdown, unique within a report
+    name: str  # file stem of the SVG next to the Markdown, unique within a report
     title: str
     x_label: str
     y_label: str

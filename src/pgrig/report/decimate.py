@@ -1,6 +1,6 @@
 """Long time series drawn with a bounded number of points: the min and max of each bucket.
 
-A plot is 1,300 px wide (``svgplot.WIDTH``; the PNG 990 px at 110 dpi), its
+A plot is 1,300 px wide (``svgplot.WIDTH``, in the HTML and in the SVG files), its
 axes about 1,000 px of it beside the legend: a 30-minute run's 1,800 seconds
 put two points in each pixel column, and a figure's points, its SVG text and
 the page grew with the run (issue 18.6). Beyond two points per bucket of about two pixel

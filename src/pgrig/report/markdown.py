@@ -54,8 +54,9 @@ def summary_text(text: str) -> str:
 
 
 def render(view: ReportView, images: Mapping[str, str]) -> str:
-    """The whole report. ``images`` maps a figure name to its relative PNG path;
-    a figure without one is left out (Markdown cannot inline SVG portably)."""
+    """The whole report. ``images`` maps a figure name to the relative path of
+    its image file (an ``.svg``: GitHub strips an ``<svg>`` written inline in
+    Markdown); a figure without one is left out."""
     out = [f"# {escape(view.title)}", ""]
     out += [f"- **{escape(label)}:** {escape(value)}" for label, value in view.meta]
     for section in view.sections:

@@ -1,13 +1,13 @@
-"""Line charts written as SVG text directly: the HTML report's plots.
+"""Line charts written as SVG text directly: every figure of a report.
 
-matplotlib's ``savefig`` took about 0.15 s and 30 kB per figure; a study of
-300 records draws some 600 figures (four per monitored run), which made its
-report take minutes and weigh 19 MB. The report's figures are all the same
-simple kind - lines over linear or logarithmic axes, markers, error bars, a
-legend - so they are written here as a few ``<path>`` and ``<text>`` elements:
-about a millisecond and a few kB each. The look follows ``plots._draw`` (the
-same colours, dashes, ticks and limits), which still draws the PNG files next
-to the Markdown.
+The HTML page carries each figure inline (``inline``); the Markdown links each
+as a standalone ``.svg`` file beside it (``document``): one drawing for both.
+matplotlib's ``savefig`` took about 0.15 s and 30 kB per figure, and
+matplotlib with its fonts and Pillow was about 100 MB of the run venv (issue
+41); a study of 300 records draws some 600 figures (four per monitored run).
+The report's figures are all the same simple kind - lines over linear or
+logarithmic axes, markers, error bars, a legend - so they are written here as a
+few ``<path>`` and ``<text>`` elements: about a millisecond and a few kB each.
 """
 
 from __future__ import annotations
@@ -21,10 +21,11 @@ from pgrig.document.model import Figure, Series
 # A page is up to 1,400 px wide (report.css): a figure uses most of it, and
 # shrinks with a narrower window (max-width: 100%).
 WIDTH, HEIGHT = 1300, 400
+XMLNS = "http://www.w3.org/2000/svg"
 _FONT = 12  # px: 9 pt at matplotlib's 100 dpi scale
 # matplotlib's tab10 then the dark shades of tab20b/tab20c: twenty colours no two
-# alike, the same in every report (plots.py draws the PNGs with them). A plot of
-# more groups reuses them with another dash (``style``).
+# alike, the same in every report. A plot of more groups reuses them with
+# another dash (``style``).
 COLOURS = (
     "#1f77b4",
     "#ff7f0e",
@@ -67,8 +68,21 @@ def style(s: Series, groups: Sequence[str]) -> tuple[str, int]:
     return COLOURS[i % len(COLOURS)], s.dash + i // len(COLOURS)
 
 
-def render(spec: Figure, *, prefix: str) -> str:
-    """The figure as an inline ``<svg>`` element whose only id is ``prefix``."""
+def inline(spec: Figure) -> str:
+    """The figure as an ``<svg>`` element to paste into the HTML page."""
+    return render(spec, prefix=f"fig-{spec.name}")
+
+
+def document(spec: Figure) -> str:
+    """The figure as a standalone ``.svg`` file (next to the Markdown): the same
+    drawing as ``inline``, with the XML namespace without which an ``<img>`` -
+    GitHub's rendering of ``![...](x.svg)``, a browser's - shows nothing."""
+    svg = render(spec, prefix=f"fig-{spec.name}", xmlns=True)
+    return f'<?xml version="1.0" encoding="UTF-8"?>\n{svg}\n'
+
+
+def render(spec: Figure, *, prefix: str, xmlns: bool = False) -> str:
+    """The figure as an ``<svg>`` element whose only id is ``prefix``."""
     series = [s for s in spec.series if _finite(zip(s.x, s.y, strict=True))]
     groups = groups_of(spec)
     # The legend beside the axes, never over the data (issue 30: one covered an error bar).
@@ -86,9 +100,11 @@ def render(spec: Figure, *, prefix: str) -> str:
     if spec.x_label == "clients" and xs:
         xaxis = _Axis(xaxis.low, xaxis.high, left, right, xaxis.log, sorted(set(xs)))
     big = max(ys, default=0.0) >= 10_000
+    namespace = f' xmlns="{XMLNS}"' if xmlns else ""
     out = [
-        f'<svg id="{escape(prefix)}" class="plot" role="img" width="{WIDTH}" height="{HEIGHT}" '
-        f'viewBox="0 0 {WIDTH} {HEIGHT}" font-size="{_FONT}" font-family="sans-serif">',
+        f'<svg{namespace} id="{escape(prefix)}" class="plot" role="img" width="{WIDTH}" '
+        f'height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" font-size="{_FONT}" '
+        'font-family="sans-serif">',
         f"<title>{escape(spec.title)}</title>",
         f'<rect x="0" y="0" width="{WIDTH}" height="{HEIGHT}" fill="#fff"/>',
     ]
@@ -174,7 +190,7 @@ class _Axis:
         positive = [v for v in values if v > 0]
         if log and positive:
             lo, hi = math.log(min(positive), base), math.log(max(positive), base)
-            if base == 10:  # whole decades, as plots.decade_limits
+            if base == 10:  # whole decades: every point between two labelled ticks
                 lo, hi = math.floor(lo), math.ceil(hi)
                 hi = hi if hi > lo else lo + 1
             else:
@@ -182,6 +198,7 @@ class _Axis:
                 lo, hi = lo - pad, hi + pad
             ticks = [float(base**e) for e in range(math.floor(lo), math.ceil(hi) + 1)]
             return cls(float(base**lo), float(base**hi), p0, p1, base, ticks)
+        # A log axis over no positive value (latencies all 0 ms): linear instead.
         low, high = (min(values), max(values)) if values else (0.0, 1.0)
         if zero:
             low = min(low, 0.0)

@@ -1,4 +1,4 @@
-"""Write a study's report: ``<stem>.md`` (+ PNG plots) and ``<stem>.html``."""
+"""Write a study's report: ``<stem>.md`` (+ SVG plots) and ``<stem>.html``."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pgrig.document.model import ReportView
 from pgrig.errors import PgrigError
 from pgrig.files import UNWRITABLE, write_atomically
 from pgrig.ownership import remember_output_dir
-from pgrig.report import html, markdown, rerun, summary
+from pgrig.report import html, markdown, rerun, summary, svgplot
 from pgrig.report.commands import command_lines
 from pgrig.report.progress import ProgressReader, own_progress
 from pgrig.report.samples import SampleReader, own_samples
@@ -31,10 +31,10 @@ def write(
 ) -> tuple[Path, Path]:
     """Render the report and return the paths of the Markdown and HTML files.
 
-    The Markdown links its plots as PNG files in ``<stem>_files/``; the HTML
-    carries its plots as inline SVG and needs nothing else. Plots folded away
-    per run (the monitor's) are in the HTML only: dozens of PNG files help no
-    ticket, and drawing each twice took a minute and a half of a quick study.
+    The Markdown links its plots as SVG files in ``<stem>_files/``; the HTML
+    carries the same drawings inline and needs nothing else. Plots folded away
+    per run (the monitor's) are in the HTML only: dozens of files help no
+    ticket.
 
     Records read from a store without their samples and -P points
     (``pgrig.report.samples.read``) come with the readers it gives: each
@@ -57,14 +57,11 @@ def write_view(
     commands: Sequence[tuple[str, str]] = (),
     again: Sequence[str] = (),
 ) -> tuple[Path, Path]:
-    """Write any report view (a study's, a series'): ``<stem>.md`` with its PNG
+    """Write any report view (a study's, a series'): ``<stem>.md`` with its SVG
     plots in ``<stem>_files/``, ``<stem>.summary.md`` (a ticket's worth, with
     ``commands``: each run's key and command line, or ``again``: how to run the
     study again, in Markdown lines) and ``<stem>.html``; return
     the paths of the full Markdown and the HTML."""
-    # matplotlib takes seconds to import on a busy machine: only a report pays it.
-    from pgrig.report import plots
-
     figures = view.figures()
     md_path, html_path = out_dir / f"{stem}.md", out_dir / f"{stem}.html"
     try:
@@ -76,14 +73,14 @@ def write_view(
             files = out_dir / f"{stem}_files"
             files.mkdir(exist_ok=True)
             for fig in unfolded:
-                write_atomically(files / f"{fig.name}.png", plots.to_png(fig))
-                images[fig.name] = quote(f"{files.name}/{fig.name}.png")
+                write_atomically(files / f"{fig.name}.svg", svgplot.document(fig))
+                images[fig.name] = quote(f"{files.name}/{fig.name}.svg")
         write_atomically(md_path, markdown.render(view, images))
         brief = summary.render(view, images, md_path.name, commands, again)
         write_atomically(out_dir / f"{stem}.summary.md", brief)
         page = html.render(
             view,
-            {fig.name: plots.to_svg(fig) for fig in figures},
+            {fig.name: svgplot.inline(fig) for fig in figures},
             css=stylesheet(),
             generator=generator,
         )
