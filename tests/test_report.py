@@ -430,7 +430,7 @@ def test_html_renders_in_chromium(written: Written, tmp_path: Path) -> None:
     for text in ("fdatasync 8K", "8k random write", "8k sequential read", "select-only tps"):
         assert text in dom
     assert dom.count("<svg") == 4
-    # Plot titles are real SVG text (svg.fonttype none), so the browser has them.
+    # Plot titles are real SVG text (svgplot writes <text>), so the browser has them.
     titles = ("TPS vs clients", "TPS over time, select-only", "Latency percentiles vs clients")
     for title in titles:
         assert f">{title}</text>" in dom
