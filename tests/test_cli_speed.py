@@ -47,7 +47,7 @@ def test_pgrig_help_imports_no_command_and_no_heavy_library() -> None:
         "except SystemExit:\n"
         "    pass\n"
         "heavy = sorted(m for m in sys.modules if m.split('.')[0] in "
-        "('numpy', 'scipy', 'matplotlib', 'psycopg', 'rich', 'asyncssh') "
+        "('numpy', 'scipy', 'psycopg', 'rich', 'asyncssh') "
         "or m.startswith(('pgrig.commands', 'pgrig.registry', 'pgrig.monitor')))\n"
         "assert not heavy, heavy\n"
     )
@@ -88,7 +88,7 @@ _HELP = (
     "    pass\n"
     "u = resource.getrusage(resource.RUSAGE_SELF)\n"
     "heavy = sorted(m for m in sys.modules if m.split('.')[0] in "
-    "('numpy', 'scipy', 'matplotlib', 'hdrh') or m.startswith(('pgrig.registry', 'pgrig.runner', "
+    "('numpy', 'scipy', 'hdrh') or m.startswith(('pgrig.registry', 'pgrig.runner', "
     "'pgrig.report', 'pgrig.campaign')))\n"
     "print(u.ru_utime + u.ru_stime, ' '.join(heavy))\n"
 )
