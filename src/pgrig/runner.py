@@ -162,7 +162,8 @@ class CampaignRunner:
             # "DIR on HOST": a host's, which only `pgrig clean` given the inventory reaches
             remover = "pgrig clean --inventory FILE" if " on " in what else "pgrig clean"
             self.ui.warn(
-                f"{what} is left by a killed pgrig run of another study; `{remover}` removes it"
+                f"{what} is left by a pgrig run of another study, which no longer runs; "
+                f"`{remover}` removes it"
             )
 
     def _run(self, store: Store) -> Study:

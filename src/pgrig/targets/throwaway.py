@@ -191,9 +191,11 @@ class Throwaway(TargetKind[None, StateT]):
         return Checked(bins, profile, directory, owned=True, adapted=tuple(adapted.notes()))
 
     def clean(self, study: str | None, others: list[str]) -> list[str]:
+        said: dict[str, str] = {}  # why a pgrig that lived on left one (a read-only target)
+        removed = workdir.clean_orphans(study=study, left=others, said=said)
         return [
-            f"removed the orphan work directory {path} of a killed pgrig run"
-            for path in workdir.clean_orphans(study=study, left=others)
+            f"removed the orphan work directory {path} " + said.get(path, "of a killed pgrig run")
+            for path in removed
         ]
 
     # -- the cluster -------------------------------------------------------
