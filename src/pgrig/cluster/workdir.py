@@ -390,8 +390,10 @@ def clean_orphans(
         except WorkdirError as exc:  # it read a traceback on a read-only mount
             if log:
                 log(f"{exc}; {exc.hint}")
-            if left is not None:
-                left.append(f"{described}: {exc.message.rsplit(': ', 1)[-1]}")
+            cause = exc.message.rsplit(": ", 1)[-1]
+            if left is not None:  # the cause once, when its run said the same
+                said_before = why is not None and why.rsplit(": ", 1)[-1] in cause
+                left.append(described if said_before else f"{described}: {cause}")
             continue
         removed.append(str(workdir))
         if why and said is not None:
