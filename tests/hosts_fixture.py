@@ -13,6 +13,9 @@ before any key is tried), and ``Lab.sudo_user``, one with passwordless sudo
 The namespaces share this machine's filesystem and PIDs: a package
 "installed" on one is installed on all; a path written over SSH is a path
 here. Tests that rely on a host being separate say what they prove despite it.
+A lab may give its hosts a directory of their own in place of a path
+(``make_lab(binds=...)``): bound in their sshd's mount namespace, which ``ip
+netns exec`` makes as a slave of this machine's, so the path here is untouched.
 
 Everything is removed afterwards, also on failure: sshd by PID, the
 namespaces, the veth pairs and the bridge, the accounts, the sudoers file,
@@ -30,7 +33,7 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -210,9 +213,18 @@ def _teardown(made: _Made, root: Path | None) -> None:
         shutil.rmtree(root, ignore_errors=True)
 
 
+# Each (directory, path) pair after the script's name bound over the path, up to
+# "--"; then the command, exec'd (its PID stays the one Popen gave).
+_BIND_THEN_EXEC = (
+    'while [ "$1" != -- ]; do mount --bind "$1" "$2" || exit 1; shift 2; done; shift; exec "$@"'
+)
+
+
 @contextlib.contextmanager
-def make_lab(count: int) -> Iterator[Lab]:
-    """``count`` SSH hosts in namespaces, named h1, h2, ...; all removed on the way out."""
+def make_lab(count: int, binds: Mapping[str, Path] | None = None) -> Iterator[Lab]:
+    """``count`` SSH hosts in namespaces, named h1, h2, ...; all removed on the way
+    out. ``binds``: a path each host sees as a directory of this machine's instead
+    (``{"/usr/lib/locale": d}``: locales the hosts have and this machine lacks)."""
     made = _Made()
     root: Path | None = None
     tag = f"pgt{os.getpid() % 100000}"
@@ -275,8 +287,14 @@ def make_lab(count: int) -> Iterator[Lab]:
             config = _sshd_config(root, host_key, authorized, address, 22)
             log = root / f"sshd-{address}.log"
             with log.open("wb") as log_fh:
+                bound = [
+                    "sh", "-c", _BIND_THEN_EXEC, "sh",
+                    *(arg for path, there in (binds or {}).items() for arg in (there, path)),
+                    "--",
+                ] if binds else []  # fmt: skip
+                sshd = [str(SSHD), "-D", "-e", "-f", str(config)]
                 proc = subprocess.Popen(
-                    ["ip", "netns", "exec", netns, str(SSHD), "-D", "-e", "-f", str(config)],
+                    ["ip", "netns", "exec", netns, *bound, *sshd],
                     stdin=subprocess.DEVNULL,
                     stdout=subprocess.DEVNULL,
                     stderr=log_fh,

@@ -477,6 +477,10 @@ def test_a_target_that_turns_read_only_mid_run_is_exit_6_and_clean_works_on_it(
                                text=True, timeout=120, env=env)  # fmt: skip
         assert clean.returncode == 0 and "Traceback" not in clean.stderr, clean.stderr
         assert "Read-only file system" in clean.stderr and "again" in clean.stderr
+        # what it found, not a guess: pgrig lived to say why it left it
+        said = "(study ro; its run could not remove it: Read-only file system)"
+        assert said in " ".join(clean.stderr.split()), clean.stderr
+        assert "killed" not in clean.stdout + clean.stderr, clean.stdout + clean.stderr
         assert list(mnt.glob("pgrig-*")), "left while read-only"
         subprocess.run(["umount", mnt], check=True, timeout=60)
 
@@ -496,10 +500,18 @@ def test_a_target_that_turns_read_only_mid_run_is_exit_6_and_clean_works_on_it(
         mount()
         clean = subprocess.run([sys.executable, "-m", "pgrig", "clean"], capture_output=True,
                                text=True, timeout=120, env=env)  # fmt: skip
-        assert "removed the orphan work directory" in clean.stdout, clean.stdout + clean.stderr
+        assert re.search(
+            r"removed the orphan work directory \S+ of study ro \(its run could not remove it: "
+            r"Read-only file system\)", clean.stdout
+        ), clean.stdout + clean.stderr  # fmt: skip
+        assert "killed" not in clean.stdout, clean.stdout
         assert not list(mnt.glob("pgrig-*"))
         again = subprocess.run(run, capture_output=True, text=True, timeout=300, env=env)
-        assert again.returncode == 0, again.stderr
+        # the exit code agrees with the store: the failed run is not retried unasked,
+        # so the study still holds a failure (exit 0 said otherwise)
+        assert again.returncode == 6, again.stderr
+        assert "1 step failed in an earlier run, not retried" in again.stderr, again.stderr
+        assert "--retry-failed" in again.stderr and "Traceback" not in again.stderr
         _, runs = only_study(results)
         assert runs["ro/tpcb/s1/select-only/c2/d4/r1"][0] == "ok", runs
         assert runs["ro/tpcb/s1/sizes/after-runs"][0] == "ok", runs

@@ -89,8 +89,9 @@ def test_a_run_removes_its_own_orphans_and_reports_other_studies() -> None:
         assert done.returncode == 0, done.stderr
         assert not own.exists(), "the same study's next run removes its orphan"
         assert other.exists()
-        assert f"work directory {other.resolve()} (study seed001) is left by a killed" in " ".join(
-            done.stderr.split()
+        assert (
+            f"work directory {other.resolve()} (study seed001) is left by a pgrig run of another "
+            "study, which no longer runs" in " ".join(done.stderr.split())
         )
         assert foreign.exists(), "another host's work directory is never an orphan here"
         clean = subprocess.run(

@@ -88,6 +88,8 @@ class CampaignRunner:
         # A finished campaign run again: every step it expands to, found recorded
         # before anything was started (``_all_recorded``).
         self.recorded_before: list[Step] = []
+        # The study's failed steps a plain resume leaves as they are (``_failed_before``)
+        self.not_retried: list[str] = []
 
     @property
     def failures(self) -> int:
@@ -134,6 +136,7 @@ class CampaignRunner:
                 "(the earlier failures stay recorded, as KEY/failed-N)"
             )
         else:
+            self.not_retried = failed
             self.ui.warn(
                 f"{count(len(failed), 'failed step')} of {self.study_id} "
                 f"{'is' if len(failed) == 1 else 'are'} not retried; "
@@ -162,7 +165,8 @@ class CampaignRunner:
             # "DIR on HOST": a host's, which only `pgrig clean` given the inventory reaches
             remover = "pgrig clean --inventory FILE" if " on " in what else "pgrig clean"
             self.ui.warn(
-                f"{what} is left by a killed pgrig run of another study; `{remover}` removes it"
+                f"{what} is left by a pgrig run of another study, which no longer runs; "
+                f"`{remover}` removes it"
             )
 
     def _run(self, store: Store) -> Study:
@@ -377,6 +381,12 @@ def run_campaign(
             raise
         if runner.study is not None:
             _report(runner, runner.study, st, results, ui)
+            # the exit code says what the store holds: a failure this resume did not
+            # run again is still the study's (it read exit 0 after a read-only fault)
+            still = set(resume.failed_steps(st, camp, runner.study.id))
+            earlier = [key for key in runner.not_retried if key in still]
+        else:
+            earlier = []
     done = runner.study is not None and runner.study.status == "finished"
     # (targets measured at once overlap their steps: no overhead to tell apart)
     if (
@@ -401,9 +411,15 @@ def run_campaign(
         for name, (path, n) in read_only.items()
         if n
     )
-    if runner.failures:
+    if runner.failures or earlier:
+        failed = [f"{runner.failures} step(s) failed"] if runner.failures else []
+        if earlier:
+            failed.append(
+                f"{count(len(earlier), 'step')} failed in an earlier run, not retried "
+                "(the study keeps the failure)"
+            )
         raise PartialFailure(
-            f"{runner.failures} step(s) failed; the others are recorded{skipped}",
+            f"{'; '.join(failed)}; the others are recorded{skipped}",
             hint="the report gives each failure's reason"
             + (f"; after fixing them, `{retry_hint}` runs them again" if retry_hint else "")
             + (

@@ -36,8 +36,6 @@ from pgrig.errors import (
     UsageError,
     WorkdirError,
 )
-from pgrig.hosts.executor import C_LOCALE
-from pgrig.hosts.local import HERE
 from pgrig.pgsource import binaries
 from pgrig.registry.target import (
     THIS_MACHINE,
@@ -46,6 +44,7 @@ from pgrig.registry.target import (
     as_written,
     directory_option,
 )
+from pgrig.targets.throwaway import norm_locale
 from pgrig.units import GB
 
 # The results directory: the store and the report of one step (raw tool
@@ -189,8 +188,9 @@ SERVER_ENCODINGS = frozenset(_ENCODING_NAMES.split())
 
 def check_initdb(camp: Campaign, spec: TargetSpec) -> None:
     """initdb's encoding and locale, which it would refuse only after the study
-    began: an encoding PostgreSQL does not know, a locale this machine lacks
-    (a target whose kind creates its server)."""
+    began: an encoding PostgreSQL does not know, or one that does not go with the
+    locale (a target whose kind creates its server). Whether the locale exists
+    is the kind's check (``throwaway.initdb_locale``): asked of the server's host."""
     init = spec.initdb
     if init.encoding.upper().replace("-", "_") not in SERVER_ENCODINGS and (
         init.encoding.upper().replace("-", "") not in SERVER_ENCODINGS
@@ -200,16 +200,10 @@ def check_initdb(camp: Campaign, spec: TargetSpec) -> None:
             "encoding",
             hint="e.g. UTF8, SQL_ASCII or LATIN1 (the PostgreSQL docs' 'Character Set Support')",
         )
-    if not locale_exists(init.locale):
-        raise UsageError(
-            f"{where(camp, spec, 'locale')} {init.locale!r}: this machine has no such locale",
-            hint="C or C.UTF-8 always exist; `locale -a` lists the others "
-            "(Debian: dpkg-reconfigure locales)",
-        )
     # initdb's own check (SQL_ASCII goes with any locale): LATIN1 with C.UTF-8 made
     # a study, then failed in initdb
     encoding = init.encoding.upper().replace("-", "").replace("_", "")
-    codeset = _norm_locale(init.locale).partition(".")[2].partition("@")[0]
+    codeset = norm_locale(init.locale).partition(".")[2].partition("@")[0]
     if codeset and encoding != "SQLASCII" and (codeset == "utf8") != (encoding == "UTF8"):
         raise UsageError(
             f"{where(camp, spec, 'encoding')} {init.encoding!r} does not match the locale"
@@ -217,26 +211,6 @@ def check_initdb(camp: Campaign, spec: TargetSpec) -> None:
             hint=f"an encoding that matches {init.locale} (UTF8 for a UTF-8 locale), or the"
             " locale C, which takes any",
         )
-
-
-def _norm_locale(name: str) -> str:
-    lang, _, codeset = name.partition(".")
-    codeset, _, modifier = codeset.partition("@")
-    codeset = codeset.lower().replace("-", "")
-    return lang + ("." + codeset if codeset else "") + ("@" + modifier if modifier else "")
-
-
-def locale_exists(name: str) -> bool:
-    if name in ("C", "POSIX") or _norm_locale(name) in ("C.utf8",):
-        return True
-    try:
-        done = HERE.run(["locale", "-a"], timeout=10, env=C_LOCALE)
-    except Exception:  # no locale(1): initdb will say
-        return True
-    if done.returncode != 0:
-        return True
-    known = {_norm_locale(line.strip()) for line in done.stdout.splitlines() if line.strip()}
-    return _norm_locale(name) in known
 
 
 def _size(camp: Campaign) -> tuple[float, int]:

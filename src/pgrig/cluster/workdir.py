@@ -183,7 +183,10 @@ def remove(workdir: Path) -> None:
     try:
         shutil.rmtree(workdir)
     except OSError as exc:  # a target turned read-only (ext4 errors=remount-ro), failing
-        # kept registered: `pgrig clean` removes it once the filesystem is writable
+        # kept registered: `pgrig clean` removes it once the filesystem is writable,
+        # and says why its run left it (no kill to guess at)
+        if marker.owner_pid == os.getpid():
+            _note_left(workdir, f"its run could not remove it: {exc.strerror or exc}")
         raise WorkdirError(
             f"cannot remove the work directory {workdir}: {exc.strerror or exc}"
             + (f" ({exc.filename})" if exc.filename else ""),
@@ -192,6 +195,24 @@ def remove(workdir: Path) -> None:
         ) from None
     with contextlib.suppress(FileNotFoundError):
         _registry_entry(workdir).unlink()
+
+
+def _note_left(workdir: Path, why: str) -> None:
+    """Why a live pgrig left ``workdir``, on its registry entry's second line (the
+    marker inside may be on a read-only filesystem)."""
+    entry = _registry_entry(workdir)
+    with contextlib.suppress(OSError):  # unsaid then: `pgrig clean` still finds it
+        write_atomically(entry, f"{entry.read_text().splitlines()[0]}\n{why}")
+
+
+def left_because(workdir: Path) -> str | None:
+    """Why the pgrig that made ``workdir`` left it (``_note_left``); None: it
+    said nothing - killed, or it crashed."""
+    try:
+        lines = _registry_entry(workdir).read_text().splitlines()
+    except OSError:
+        return None
+    return lines[1] if len(lines) > 1 else None
 
 
 def remove_beside(path: Path) -> None:
@@ -294,7 +315,7 @@ def orphans() -> list[Marker]:
     if not registry.is_dir():
         return found
     for entry in registry.iterdir():
-        workdir = Path(entry.read_text().strip())
+        workdir = Path(entry.read_text().partition("\n")[0].strip())  # then why it was left
         marker = read_marker(workdir)
         if marker is None:
             entry.unlink(missing_ok=True)  # already gone, or never ours
@@ -339,16 +360,23 @@ def clean_orphans(
     *,
     study: str | None = None,
     left: list[str] | None = None,
+    said: dict[str, str] | None = None,
 ) -> list[str]:
     """Stop and remove the orphan work directories of ``study`` (None: of every
-    study); returns the paths removed. Other studies' orphans are added to
-    ``left`` (pgrig.ownership)."""
+    study); returns the paths removed. Other studies' orphans, and those that
+    cannot be removed yet, are added to ``left`` (pgrig.ownership); why a
+    removed one's pgrig left it, when it said (``left_because``), to ``said``
+    by path."""
     removed = []
     for marker in orphans():
         workdir = Path(marker.path)
+        why = left_because(workdir)
+        described = f"work directory {workdir} (study {marker.study or 'unknown'}" + (
+            f"; {why})" if why else ")"
+        )
         if not ownership.removable(marker.study, study):
             if left is not None:
-                left.append(f"work directory {workdir} (study {marker.study or 'unknown'})")
+                left.append(described)
             continue
         stopped = stop_orphan_server(workdir / "data")
         if log:
@@ -362,10 +390,14 @@ def clean_orphans(
         except WorkdirError as exc:  # it read a traceback on a read-only mount
             if log:
                 log(f"{exc}; {exc.hint}")
-            if left is not None:
-                left.append(f"work directory {workdir}: {exc.message.rsplit(': ', 1)[-1]}")
+            cause = exc.message.rsplit(": ", 1)[-1]
+            if left is not None:  # the cause once, when its run said the same
+                said_before = why is not None and why.rsplit(": ", 1)[-1] in cause
+                left.append(described if said_before else f"{described}: {cause}")
             continue
         removed.append(str(workdir))
+        if why and said is not None:
+            said[str(workdir)] = f"of study {marker.study or 'unknown'} ({why})"
     for sock in stale_socket_dirs():
         shutil.rmtree(sock, ignore_errors=True)
     return removed + ownership.clean_orphan_files()

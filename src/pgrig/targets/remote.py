@@ -59,7 +59,7 @@ from pgrig.schema import Table as Keys
 from pgrig.targets import loadhosts, remote_refuse
 from pgrig.targets.loadhosts import LOAD_HOSTS
 from pgrig.targets.remote_refuse import load_fits, load_hosts_key, server_loads, shared_ports
-from pgrig.targets.throwaway import find_binaries, no_named_tablespace
+from pgrig.targets.throwaway import find_binaries, initdb_locale, no_named_tablespace
 from pgrig.ui import Ui
 from pgrig.workloads.common import DATABASE
 
@@ -366,6 +366,7 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
             )
             free = executors[0].free_bytes(TMP)
             cpus, memory = facts.size(executors[0])
+            initdb_locale(spec, demands.source, executors[0])  # initdb runs there
             remote_refuse.host_directories(spec, executors[0])
             remote_refuse.port_free(spec, executors[0], server[0], address, opts.port)
         except BaseException:

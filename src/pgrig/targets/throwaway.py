@@ -27,7 +27,9 @@ from pgrig.cluster.server import (
     server_os_user,
 )
 from pgrig.durability import fsyncgate
-from pgrig.errors import BinaryNotFound, UsageError, WorkdirError
+from pgrig.errors import BinaryNotFound, PgrigError, UsageError, WorkdirError
+from pgrig.hosts.executor import C_LOCALE, Executor
+from pgrig.hosts.local import HERE
 from pgrig.pgsource import binaries, catalog
 from pgrig.registry.target import (
     OWN_CONNECTIONS,
@@ -134,6 +136,40 @@ def no_named_tablespace(spec: TargetSpec, source: str) -> None:
             )
 
 
+def norm_locale(name: str) -> str:
+    """A locale name as glibc lists it (``C.UTF-8`` is ``C.utf8``)."""
+    lang, _, codeset = name.partition(".")
+    codeset, _, modifier = codeset.partition("@")
+    codeset = codeset.lower().replace("-", "")
+    return lang + ("." + codeset if codeset else "") + ("@" + modifier if modifier else "")
+
+
+def locale_exists(name: str, host: Executor) -> bool:
+    """Whether ``host`` (where initdb runs) has the locale ``name``."""
+    if name in ("C", "POSIX") or norm_locale(name) in ("C.utf8",):
+        return True
+    try:
+        done = host.run(["locale", "-a"], timeout=30, env=C_LOCALE, check=False, what="locale")
+    except (PgrigError, OSError):  # no locale(1) there: initdb will say
+        return True
+    if done.returncode != 0:
+        return True
+    known = {norm_locale(line.strip()) for line in done.stdout.splitlines() if line.strip()}
+    return norm_locale(name) in known
+
+
+def initdb_locale(spec: TargetSpec, source: str, host: Executor) -> None:
+    """initdb refuses a locale its host lacks only after the study began: asked of
+    the host the server runs on (a remote server's, not this machine's)."""
+    locale = spec.initdb.locale
+    if not locale_exists(locale, host):
+        raise UsageError(
+            f"{as_written(spec, source, 'locale')} {locale!r}: {host.where} has no such locale",
+            hint=f"C or C.UTF-8 always exist; `locale -a` on {host.where} lists the others "
+            "(Debian: dpkg-reconfigure locales)",
+        )
+
+
 class Throwaway(TargetKind[None, StateT]):
     """A cluster pgrig creates in the target's directory and removes after."""
 
@@ -145,6 +181,7 @@ class Throwaway(TargetKind[None, StateT]):
 
     def check(self, spec: TargetSpec, demands: Demands, notes: list[str]) -> Checked:
         check_pgoptions()
+        initdb_locale(spec, demands.source, HERE)
         bins = find_binaries(spec, binaries.SERVER_TOOLS)
         directory = (
             workdir.check_target(spec.directory, option=directory_option(spec, demands.source))
@@ -191,9 +228,11 @@ class Throwaway(TargetKind[None, StateT]):
         return Checked(bins, profile, directory, owned=True, adapted=tuple(adapted.notes()))
 
     def clean(self, study: str | None, others: list[str]) -> list[str]:
+        said: dict[str, str] = {}  # why a pgrig that lived on left one (a read-only target)
+        removed = workdir.clean_orphans(study=study, left=others, said=said)
         return [
-            f"removed the orphan work directory {path} of a killed pgrig run"
-            for path in workdir.clean_orphans(study=study, left=others)
+            f"removed the orphan work directory {path} " + said.get(path, "of a killed pgrig run")
+            for path in removed
         ]
 
     # -- the cluster -------------------------------------------------------
