@@ -17,6 +17,7 @@ from pgrig.report import compare, view
 from pgrig.results import (
     FsyncResult,
     FsyncRow,
+    PgbenchInit,
     PgbenchRun,
     ProgressPoint,
     RelationSize,
@@ -196,7 +197,9 @@ def test_tpcc_is_in_the_comparison_table_and_the_csv() -> None:
     assert row.cells[1].startswith("6,050 tpmC") and row.cells[2].startswith("7,050 tpmC")
     assert "+16.5%" in row.cells[3]
     rows = list(csv.DictReader(io.StringIO(export.runs_csv(tpcc_records()))))
-    assert [r["tpmc"] for r in rows if r["kind"] == "tpcc_run"] == ["6000", "6100", "7000", "7100"]
+    assert [r["tpcc_run.tpmc"] for r in rows if r["kind"] == "tpcc_run"] == [
+        "6000", "6100", "7000", "7100"
+    ]  # fmt: skip
 
 
 def test_the_csv_keeps_every_headline_column_a_kind_declares() -> None:
@@ -210,9 +213,37 @@ def test_the_csv_keeps_every_headline_column_a_kind_declares() -> None:
     records = [*tpcc_records(), rec("ext4", "tpcc/sizes", "relation_sizes", sizes)]
     reader = csv.DictReader(io.StringIO(export.runs_csv(records)))
     assert reader.fieldnames is not None and reader.fieldnames[-1] == "params"
-    assert {"table_bytes", "index_bytes", "database_bytes"} <= set(reader.fieldnames)
+    sizes_columns = ("table_bytes", "index_bytes", "database_bytes")
+    assert {f"relation_sizes.{c}" for c in sizes_columns} <= set(reader.fieldnames)
     (row,) = [r for r in reader if r["kind"] == "relation_sizes"]
-    assert (row["table_bytes"], row["index_bytes"], row["tpmc"]) == ("8192", "4096", "")
+    figures = ("relation_sizes.table_bytes", "relation_sizes.index_bytes", "tpcc_run.tpmc")
+    assert tuple(row[c] for c in figures) == ("8192", "4096", "")
+
+
+def test_the_csv_keeps_two_kinds_figures_of_one_name_apart() -> None:
+    """A pgbench run's tps and a TPC-C run's (tpmTotal / 60), a TPC-B load's
+    elapsed_s and a TPC-C load's: each under its kind's name, never one column
+    whose meaning changes from row to row."""
+    init = PgbenchInit(scale=1, rows=100_000, elapsed_s=2.5, rows_per_s=40_000.0)
+    records = [
+        *tpcc_records(),
+        rec("ext4", "tpcb/init", "pgbench_init", init),
+        rec("ext4", "custom/c2/r1", "pgbench_run", custom_run(1.0)),
+    ]
+    reader = csv.DictReader(io.StringIO(export.runs_csv(records)))
+    assert reader.fieldnames is not None
+    assert "tps" not in reader.fieldnames and "elapsed_s" not in reader.fieldnames
+    assert {"pgbench_run.tps", "tpcc_run.tps", "pgbench_init.elapsed_s", "tpcc_load.elapsed_s"} <= (
+        set(reader.fieldnames)
+    )  # fmt: skip
+    by_kind = {r["kind"]: r for r in reader}
+    assert (by_kind["pgbench_run"]["pgbench_run.tps"], by_kind["pgbench_run"]["tpcc_run.tps"]) == (
+        "500", ""
+    )  # fmt: skip
+    assert by_kind["tpcc_run"]["pgbench_run.tps"] == "" and by_kind["tpcc_run"]["tpcc_run.tps"]
+    assert by_kind["pgbench_init"]["pgbench_init.elapsed_s"] == "2.5"
+    loads = (by_kind["pgbench_init"], by_kind["tpcc_load"])
+    assert [row["tpcc_load.elapsed_s"] for row in loads] == ["", "10"]
 
 
 # -- per-statement latency ---------------------------------------------------------
