@@ -246,6 +246,24 @@ def test_the_csv_keeps_two_kinds_figures_of_one_name_apart() -> None:
     assert [row["tpcc_load.elapsed_s"] for row in loads] == ["", "10"]
 
 
+def test_the_report_core_asks_the_workloads_runs_reports_and_names_none() -> None:
+    """TPC-B and custom scripts share one runs report (pgbench's), asked once; a
+    study whose records hold no pgbench run (TPC-C alone here, a COPY-only
+    plug-in study alike) has no pgbench section, row or "Not run" line."""
+    reports = registry.runs_reports()
+    workloads = registry.workloads()
+    assert workloads["tpcb"].runs_report is workloads["custom"].runs_report
+    assert reports.count(workloads["tpcb"].runs_report) == 1
+    built = view.build(study(["ext4", "xfs"]), tpcc_records())
+    titles = [s.title for s in built.sections]
+    assert not [t for t in titles if "pgbench" in t or "TPC-B" in t], titles
+    one = view.build(study(["ext4"]), [r for r in tpcc_records() if r.target == "ext4"])
+    summary = next(s for s in one.sections if s.anchor == "summary")
+    rows = [str(r.cells[0]) for b in summary.blocks if isinstance(b, Table) for r in b.rows]
+    assert rows and not [r for r in rows if "TPC-B" in r], rows
+    assert not [s for s in one.sections if "Not run in this study." in s.paragraphs]
+
+
 # -- per-statement latency ---------------------------------------------------------
 
 

@@ -45,7 +45,7 @@ import click
 from pgrig.errors import PgrigError, UsageError
 from pgrig.hosts.executor import Executor
 from pgrig.registry import checks
-from pgrig.registry.report import ReportSection, Rule
+from pgrig.registry.report import ReportSection, Rule, RunsReport
 from pgrig.registry.target import TargetKind, TargetSpec
 from pgrig.registry.workload import Workload, WorkloadSpec
 from pgrig.results import Decoded, ResultKind, RunRecord, typed
@@ -440,6 +440,13 @@ def sections() -> Iterator[ReportSection]:
     yield from _SECTIONS.values()
 
 
+def runs_reports() -> list[RunsReport]:
+    """Every workload's runs report, in the workloads' order, each once (two
+    workloads may share one: pgbench's TPC-B and custom scripts)."""
+    found = [w.runs_report for w in workloads().values() if w.runs_report is not None]
+    return list({id(r): r for r in found}.values())
+
+
 def rules() -> Iterator[Rule]:
     """Every plug-in's conclusion rules: the workloads', then those registered
     on their own."""
@@ -592,6 +599,7 @@ __all__ = [
     "resolve",
     "result_type",
     "rules",
+    "runs_reports",
     "sections",
     "target_kind",
     "target_kinds",

@@ -26,8 +26,8 @@ from pgrig.registry.shared import PGBENCH_INIT, SQL_SETUP
 from pgrig.report.cost import latency_cell, latency_vs, ok_runs
 from pgrig.report.figures import tps_over_time as tps_over_time  # named here for its tests
 from pgrig.report.figures import tps_vs_clients
-from pgrig.report.pgbench import load_text, statement_medians
 from pgrig.report.pointkey import Curve, PointKey, point_order, runs_by_point
+from pgrig.report.points import load_text, statement_medians
 from pgrig.report.probes import FsyncRuns, fio_summary, fsync_headline, fsync_summary
 from pgrig.report.progress import Progress
 from pgrig.report.storage import barriers_off, flag, unsafe_note
