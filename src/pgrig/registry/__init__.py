@@ -69,6 +69,9 @@ _SECTIONS: dict[str, ReportSection] = {}  # besides workloads' and target kinds'
 _RULES: dict[str, Rule] = {}  # besides workloads' own
 _COMMANDS: dict[str, click.Command] = {}
 _loading: list[bool] = []  # one entry once loading started (not twice, not recursively)
+# The error that stopped loading: raised again on every later use, so a caller that
+# caught it never reads tables holding only the plug-ins loaded before it.
+_refused: list[PgrigError] = []
 
 DISABLE_ENV = "PGRIG_DISABLE_PLUGINS"  # NAME,NAME: entry points left out of this run
 DIRECT = "(registered by a call)"  # the owner of parts registered outside an entry point
@@ -136,6 +139,8 @@ def disable(names: str, why: str) -> None:
 
 def load() -> None:
     """Fill the tables from the entry points, once (on first use)."""
+    if _refused:
+        raise _refused[0]
     if _loading:
         return
     _loading.append(True)
@@ -172,7 +177,11 @@ def load() -> None:
                 hint="reinstall the package that declares it, or uninstall it, or leave it "
                 f"out of this run: {DISABLE_ENV}={ep.name}",
             ) from exc
-        parts = add_plugin(plugin, ep.value, ep.name)
+        try:
+            parts = add_plugin(plugin, ep.value, ep.name)
+        except PgrigError as exc:
+            _refused.append(exc)
+            raise
         _PLUGINS[ep.name] = Plugin(ep.name, ep.value, dist, parts)
 
 
