@@ -14,6 +14,7 @@ import pytest
 from pgrig import export, registry, results
 from pgrig.document.model import Section, Table
 from pgrig.meaning import meaning_of
+from pgrig.registry.report import Runs
 from pgrig.report import compare, view
 from pgrig.report import writer as report
 from pgrig.results import (
@@ -264,6 +265,37 @@ def test_the_report_core_asks_the_workloads_runs_reports_and_names_none() -> Non
     rows = [str(r.cells[0]) for b in summary.blocks if isinstance(b, Table) for r in b.rows]
     assert rows and not [r for r in rows if "TPC-B" in r], rows
     assert not [s for s in one.sections if "Not run in this study." in s.paragraphs]
+
+
+def test_a_scale_sweep_summary_lists_every_point_and_draws_a_line_per_scale() -> None:
+    """Seed 004's layout on one target, from pgbench's runs report: runs at two
+    scales (its ``sweeps``) put every point in the summary table and a line per
+    scale in its figure; a study at one scale gets the TPC-B headline rows."""
+    records = [
+        rec("ext4", f"tpcb/s{scale}/select-only/c{c}/d30/r1", "pgbench_run",
+            replace(custom_run(1.0, clients=c), mode="select-only", scale=scale,
+                    tps=1000.0 * c / scale),
+            workload="tpcb", mode="select-only", scale=scale, clients=c, duration_s=30)
+        for scale in (1, 10) for c in (1, 2, 4)
+    ]  # fmt: skip
+    built = view.build(study(["ext4"]), records)
+    (table,) = [b for s in built.sections if s.anchor == "summary" for b in s.blocks
+                if isinstance(b, Table)]  # fmt: skip
+    labels = [str(r.cells[0]) for r in table.rows]
+    assert len(labels) == 6 and {"scale 1, 4 clients", "scale 10, 1 client"} <= {
+        label.split("select-only, ")[1].split(", 30 s")[0] for label in labels
+    }, labels
+    # The sweep's figure (the answer's chart draws the same lines: it is drawn once).
+    report = registry.workloads()["tpcb"].runs_report
+    assert report is not None
+    (figure,) = report.summary_figures(Runs(records, "ext4"))
+    assert [s.label for s in figure.series] == ["scale 1", "scale 10"]
+    one = [r for r in records if r.params["scale"] == 1]
+    built = view.build(study(["ext4"]), one)
+    (table,) = [b for s in built.sections if s.anchor == "summary" for b in s.blocks
+                if isinstance(b, Table)]  # fmt: skip
+    assert [str(r.cells[0]) for r in table.rows] == ["TPC-B select-only, 4 clients"]
+    assert not report.summary_figures(Runs(one, "ext4"))
 
 
 # -- per-statement latency ---------------------------------------------------------

@@ -74,6 +74,12 @@ class RunsReport(Protocol):
         """Its rows of the one-target summary (Test Case, value)."""
         ...
 
+    def sweeps(self, runs: Runs) -> bool:
+        """Do its runs span several workloads, scales or durations? Then the
+        one-target summary lists every point of the study, as a campaign's
+        comparison of targets does, instead of the headline rows."""
+        ...
+
     def summary_figures(self, runs: Runs) -> list[Figure]:
         """Its figures under the one-target summary (a sweep over scales)."""
         ...

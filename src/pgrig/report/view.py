@@ -24,7 +24,6 @@ from pgrig.meaning import meaning_of
 from pgrig.monitor.model import MONITOR
 from pgrig.probe import FIO, FSYNC, TIMING
 from pgrig.registry.report import Runs
-from pgrig.registry.shared import PGBENCH_RUN
 from pgrig.report import answer, compare, conclusions, sizes, variants
 from pgrig.report import storage as storage_report
 from pgrig.report.commands import commands_table
@@ -251,30 +250,25 @@ def summary_section(
     if fsync_row is not None:
         rows.append(fsync_row)
     rows += [fio_summary(rec) for rec in fio]
-    groups = {
-        (r.params.get("workload"), r.params.get("scale"), r.params.get("duration_s"))
-        for r in records
-        if PGBENCH_RUN.holds(r)
-    }
     target = compare.targets_of(study.params, records)[0] if records else study.target
     meaning = meaning_of(study, target)
+    runs = Runs(records, target, meaning, progress)
+    reports = registry.runs_reports()
     notes: list[str] = []
     if meaning is not None and any(not any(k.holds(r) for k in PROBE_KINDS) for r in records):
         # Before the server's numbers: the probes do not depend on its settings.
         rows.append(Row(("PostgreSQL settings", meaning.line())))
         notes += [f"{c}." for c in meaning.caveats()]
-    if len(groups) > 1:
+    if any(report.sweeps(runs) for report in reports):
         # Several workloads, scales or durations: every point, as in a campaign.
         table = compare.comparison_table(records, [target], target, progress=progress)
         rows.extend(r for r in table.rows if not _is_probe_row(r))
     else:
-        runs = Runs(records, target, meaning, progress)
-        rows.extend(r for report in registry.runs_reports() for r in report.headline_rows(runs))
+        rows.extend(r for report in reports for r in report.headline_rows(runs))
         # The other workloads' headline figure, a row per point (TPC-C's tpmC).
         family = Family()
         rows.extend(family.rows(compare.summary_rows(records, target, [], family)))
-    whole = Runs(records, target, meaning, progress)
-    sweep = [f for report in registry.runs_reports() for f in report.summary_figures(whole)]
+    sweep = [f for report in reports for f in report.summary_figures(runs)]
     table = Table(
         columns=("Test Case", target),  # the target's name, not its directory
         rows=tuple(rows),

@@ -605,6 +605,13 @@ class PgbenchReport:
     def headline_rows(self, runs: Runs) -> list[Row]:
         return headline_rows(runs.records, runs.meaning, runs.progress)
 
+    def sweeps(self, runs: Runs) -> bool:
+        groups = {
+            (r.params.get("workload"), r.params.get("scale"), r.params.get("duration_s"))
+            for r in PGBENCH_RUN.records(runs.records)
+        }
+        return len(groups) > 1
+
     def summary_figures(self, runs: Runs) -> list[Figure]:
         return figures.tps_vs_clients_by_scale(runs.records)
 
