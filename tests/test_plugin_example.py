@@ -228,3 +228,37 @@ def test_a_plugin_that_fails_halfway_leaves_nothing_of_it_registered(tmp_path: P
         in (without.stdout)
     )
     assert "    workload: copy" in without.stdout
+
+
+def test_a_plugin_that_cannot_be_imported_is_refused_every_time_it_is_asked(
+    tmp_path: Path,
+) -> None:
+    """An entry point naming a module its package lacks: an error naming it and
+    how to leave it out, and in one process the same error again on the next
+    use, never a registry holding the plug-ins loaded before it."""
+    source = copy(tmp_path)
+    pyproject = source / "pyproject.toml"
+    line = 'example_copy = "pgrig_example.copy:WORKLOAD"'
+    gone = 'example_gone = "pgrig_example.gone:WORKLOAD"'
+    pyproject.write_text(pyproject.read_text().replace(line, f"{line}\n{gone}"))
+    env = install(source, tmp_path / "site")
+
+    refused = pgrig("plugins", env=env)
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr
+    assert "error: the plug-in example_gone (pgrig_example.gone:WORKLOAD) cannot be loaded" in (
+        refused.stderr
+    )
+    assert "PGRIG_DISABLE_PLUGINS=example_gone" in refused.stderr
+    probe = (
+        "from pgrig import registry\n"
+        "from pgrig.errors import PgrigError\n"
+        "for _ in range(2):\n"
+        "    try:\n"
+        "        print(len(registry.workloads()))\n"
+        "    except PgrigError as exc:\n"
+        "        print(exc.message.split(' (')[0].replace(' ', '_'))\n"
+    )
+    asked = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                           timeout=120, env=env)  # fmt: skip
+    assert asked.returncode == 0, asked.stderr
+    assert asked.stdout.split() == ["the_plug-in_example_gone"] * 2

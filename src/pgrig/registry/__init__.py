@@ -170,19 +170,23 @@ def load() -> None:
             _PLUGINS[ep.name] = Plugin(ep.name, ep.value, dist, disabled=_DISABLED[ep.name])
             continue
         try:
-            plugin = ep.load()
-        except (ImportError, AttributeError) as exc:
-            raise PgrigError(
-                f"the plug-in {ep.name} ({ep.value}) cannot be loaded: {exc}",
-                hint="reinstall the package that declares it, or uninstall it, or leave it "
-                f"out of this run: {DISABLE_ENV}={ep.name}",
-            ) from exc
-        try:
-            parts = add_plugin(plugin, ep.value, ep.name)
+            _PLUGINS[ep.name] = Plugin(ep.name, ep.value, dist, _load_one(ep))
         except PgrigError as exc:
             _refused.append(exc)
             raise
-        _PLUGINS[ep.name] = Plugin(ep.name, ep.value, dist, parts)
+
+
+def _load_one(ep: importlib.metadata.EntryPoint) -> tuple[tuple[str, str], ...]:
+    """Import one entry point and register what it names: what it registered."""
+    try:
+        plugin = ep.load()
+    except (ImportError, AttributeError) as exc:
+        raise PgrigError(
+            f"the plug-in {ep.name} ({ep.value}) cannot be loaded: {exc}",
+            hint="reinstall the package that declares it, or uninstall it, or leave it "
+            f"out of this run: {DISABLE_ENV}={ep.name}",
+        ) from exc
+    return add_plugin(plugin, ep.value, ep.name)
 
 
 def plugins() -> list[Plugin]:
