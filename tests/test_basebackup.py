@@ -524,5 +524,5 @@ def test_a_96_cluster_is_copied_once_its_settings_allow_replication(
 def test_the_csv_export_has_the_headline(tmp_path: Path) -> None:
     rec = record("xfs", 1, 93.0)
     rows = list(csv.DictReader(io.StringIO(export.runs_csv([rec]))))
-    assert float(rows[0]["mb_per_s"]) == pytest.approx(74_000 / 93.0, abs=0.001)
-    assert float(rows[0]["elapsed_s"]) == 93.0
+    assert float(rows[0]["basebackup.mb_per_s"]) == pytest.approx(74_000 / 93.0, abs=0.001)
+    assert float(rows[0]["basebackup.elapsed_s"]) == 93.0

@@ -68,7 +68,7 @@ def test_export_json_and_csv(tmp_path: Path) -> None:
 
     table = pgrig("export", "quick-1", "--results", tmp_path, "--format", "csv")
     rows = list(csv.DictReader(io.StringIO(table.stdout)))
-    assert [r["tps"] for r in rows] == ["100", "110"]
+    assert [r["pgbench_run.tps"] for r in rows] == ["100", "110"]
     assert rows[0]["mode"] == "select-only" and rows[0]["status"] == "ok"
 
     series = pgrig("export", "--results", tmp_path, "--format", "csv", "--series")
@@ -138,8 +138,8 @@ def test_csv_numbers_are_written_as_the_tools_print_them() -> None:
     assert [export.number(v) for v in (7, None, "x")] == [7, None, "x"]
     rec = run_record("local/tpcb/s1/select-only/c1/d3/r1", tps=37742.044525000005)
     (row,) = csv.DictReader(io.StringIO(export.runs_csv([rec])))
-    assert row["tps"] == "37742.044525"
-    assert row["latency_avg_ms"] == "0.02"
+    assert row["pgbench_run.tps"] == "37742.044525"
+    assert row["pgbench_run.latency_avg_ms"] == "0.02"
     (second,) = csv.DictReader(io.StringIO(export.series_csv([rec])))
     assert (second["t_s"], second["tps"]) == ("1", "37742.044525")
 
@@ -174,8 +174,8 @@ def test_csv_has_p90_and_pg_test_timing_per_loop() -> None:
         result=to_dict(pg_test_timing.parse(text)),
     )
     rows = list(csv.DictReader(io.StringIO(export.runs_csv([new, older, timing]))))
-    assert [r["latency_p90_ms"] for r in rows] == ["0.8", "", ""]
-    assert rows[0]["latency_p95_ms"] == "0.9"
+    assert [r["pgbench_run.latency_p90_ms"] for r in rows] == ["0.8", "", ""]
+    assert rows[0]["pgbench_run.latency_p95_ms"] == "0.9"
     expected = export.number(pg_test_timing.parse(text).per_loop_ns)
-    assert [r["per_loop_ns"] for r in rows] == ["", "", expected]
+    assert [r["pg_test_timing.per_loop_ns"] for r in rows] == ["", "", expected]
     assert expected

@@ -774,7 +774,8 @@ def test_the_cpu_plot_is_stacked_bands_only() -> None:
 def test_tps_caption_claims_bars_only_when_there_are_repeats() -> None:
     """One run per client count (the default before the quick study repeated):
     no bars drawn, and the caption says so instead of 'min to max of the repeats'."""
-    from pgrig.report import pgbench, points
+    from pgrig.report import points
+    from pgrig.workloads import pgbench_report as pgbench
 
     once = points.points([r for r in fx.records() if r.params.get("repeat", 0) == 0])
     fig = pgbench.tps_vs_clients(once)

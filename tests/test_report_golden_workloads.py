@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -113,6 +114,33 @@ def test_backup_first_screen_flags_no_server_setting_at_a_copy() -> None:
     assert "⚠ full_page_writes" not in str(row.cells[2])
     settings = next(r for r in table.rows if r.cells[0] == "PostgreSQL settings")
     assert settings.cells[3] == "differs: full_page_writes=off"
+
+
+def test_the_unsafe_settings_note_says_each_targets_own_settings() -> None:
+    """The ⚠ note under the comparison names the settings the targets' servers
+    reported, target by target: not a fixed list (seed000-latency's report said
+    "synchronous_commit=off, fsync=off" of two servers that had them on), and no
+    note at all when every server's commits are durable."""
+    study, records = stored("custom_login")
+    note = [n for n in comparison(view.build(study, records)).notes if n.startswith("⚠")]
+    assert note == [
+        "⚠ synchronous_commit=off (sync-off): at every number it changes, numbers that do "
+        "not wait for data to reach stable storage."
+    ]
+    # The same records with sync-off's server on, as seed000-latency's both were.
+    env = study.target_environments["sync-off"]
+    assert env.postgres is not None and env.postgres.settings["synchronous_commit"] == "off"
+    durable = replace(env.postgres, settings={**env.postgres.settings, "synchronous_commit": "on"})
+    on = replace(
+        study,
+        target_environments={
+            **study.target_environments, "sync-off": replace(env, postgres=durable)
+        },
+    )  # fmt: skip
+    built = view.build(on, records)
+    assert not [n for n in comparison(built).notes if n.startswith("⚠")]
+    text = markdown.render(built, {})
+    assert "synchronous_commit=off" not in text and "fsync=off" not in text
 
 
 @pytest.mark.skipif(

@@ -7,16 +7,20 @@ from __future__ import annotations
 import csv
 import io
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
 from pgrig import export, registry, results
 from pgrig.document.model import Section, Table
 from pgrig.meaning import meaning_of
+from pgrig.registry.report import Runs
 from pgrig.report import compare, view
+from pgrig.report import writer as report
 from pgrig.results import (
     FsyncResult,
     FsyncRow,
+    PgbenchInit,
     PgbenchRun,
     ProgressPoint,
     RelationSize,
@@ -196,7 +200,9 @@ def test_tpcc_is_in_the_comparison_table_and_the_csv() -> None:
     assert row.cells[1].startswith("6,050 tpmC") and row.cells[2].startswith("7,050 tpmC")
     assert "+16.5%" in row.cells[3]
     rows = list(csv.DictReader(io.StringIO(export.runs_csv(tpcc_records()))))
-    assert [r["tpmc"] for r in rows if r["kind"] == "tpcc_run"] == ["6000", "6100", "7000", "7100"]
+    assert [r["tpcc_run.tpmc"] for r in rows if r["kind"] == "tpcc_run"] == [
+        "6000", "6100", "7000", "7100"
+    ]  # fmt: skip
 
 
 def test_the_csv_keeps_every_headline_column_a_kind_declares() -> None:
@@ -210,9 +216,86 @@ def test_the_csv_keeps_every_headline_column_a_kind_declares() -> None:
     records = [*tpcc_records(), rec("ext4", "tpcc/sizes", "relation_sizes", sizes)]
     reader = csv.DictReader(io.StringIO(export.runs_csv(records)))
     assert reader.fieldnames is not None and reader.fieldnames[-1] == "params"
-    assert {"table_bytes", "index_bytes", "database_bytes"} <= set(reader.fieldnames)
+    sizes_columns = ("table_bytes", "index_bytes", "database_bytes")
+    assert {f"relation_sizes.{c}" for c in sizes_columns} <= set(reader.fieldnames)
     (row,) = [r for r in reader if r["kind"] == "relation_sizes"]
-    assert (row["table_bytes"], row["index_bytes"], row["tpmc"]) == ("8192", "4096", "")
+    figures = ("relation_sizes.table_bytes", "relation_sizes.index_bytes", "tpcc_run.tpmc")
+    assert tuple(row[c] for c in figures) == ("8192", "4096", "")
+
+
+def test_the_csv_keeps_two_kinds_figures_of_one_name_apart() -> None:
+    """A pgbench run's tps and a TPC-C run's (tpmTotal / 60), a TPC-B load's
+    elapsed_s and a TPC-C load's: each under its kind's name, never one column
+    whose meaning changes from row to row."""
+    init = PgbenchInit(scale=1, rows=100_000, elapsed_s=2.5, rows_per_s=40_000.0)
+    records = [
+        *tpcc_records(),
+        rec("ext4", "tpcb/init", "pgbench_init", init),
+        rec("ext4", "custom/c2/r1", "pgbench_run", custom_run(1.0)),
+    ]
+    reader = csv.DictReader(io.StringIO(export.runs_csv(records)))
+    assert reader.fieldnames is not None
+    assert "tps" not in reader.fieldnames and "elapsed_s" not in reader.fieldnames
+    assert {"pgbench_run.tps", "tpcc_run.tps", "pgbench_init.elapsed_s", "tpcc_load.elapsed_s"} <= (
+        set(reader.fieldnames)
+    )  # fmt: skip
+    by_kind = {r["kind"]: r for r in reader}
+    assert (by_kind["pgbench_run"]["pgbench_run.tps"], by_kind["pgbench_run"]["tpcc_run.tps"]) == (
+        "500", ""
+    )  # fmt: skip
+    assert by_kind["tpcc_run"]["pgbench_run.tps"] == "" and by_kind["tpcc_run"]["tpcc_run.tps"]
+    assert by_kind["pgbench_init"]["pgbench_init.elapsed_s"] == "2.5"
+    loads = (by_kind["pgbench_init"], by_kind["tpcc_load"])
+    assert [row["tpcc_load.elapsed_s"] for row in loads] == ["", "10"]
+
+
+def test_the_report_core_asks_the_workloads_runs_reports_and_names_none() -> None:
+    """TPC-B and custom scripts share one runs report (pgbench's), asked once; a
+    study whose records hold no pgbench run (TPC-C alone here, a COPY-only
+    plug-in study alike) has no pgbench section, row or "Not run" line."""
+    reports = registry.runs_reports()
+    workloads = registry.workloads()
+    assert workloads["tpcb"].runs_report is workloads["custom"].runs_report
+    assert reports.count(workloads["tpcb"].runs_report) == 1
+    built = view.build(study(["ext4", "xfs"]), tpcc_records())
+    titles = [s.title for s in built.sections]
+    assert not [t for t in titles if "pgbench" in t or "TPC-B" in t], titles
+    one = view.build(study(["ext4"]), [r for r in tpcc_records() if r.target == "ext4"])
+    summary = next(s for s in one.sections if s.anchor == "summary")
+    rows = [str(r.cells[0]) for b in summary.blocks if isinstance(b, Table) for r in b.rows]
+    assert rows and not [r for r in rows if "TPC-B" in r], rows
+    assert not [s for s in one.sections if "Not run in this study." in s.paragraphs]
+
+
+def test_a_scale_sweep_summary_lists_every_point_and_draws_a_line_per_scale() -> None:
+    """Seed 004's layout on one target, from pgbench's runs report: runs at two
+    scales (its ``sweeps``) put every point in the summary table and a line per
+    scale in its figure; a study at one scale gets the TPC-B headline rows."""
+    records = [
+        rec("ext4", f"tpcb/s{scale}/select-only/c{c}/d30/r1", "pgbench_run",
+            replace(custom_run(1.0, clients=c), mode="select-only", scale=scale,
+                    tps=1000.0 * c / scale),
+            workload="tpcb", mode="select-only", scale=scale, clients=c, duration_s=30)
+        for scale in (1, 10) for c in (1, 2, 4)
+    ]  # fmt: skip
+    built = view.build(study(["ext4"]), records)
+    (table,) = [b for s in built.sections if s.anchor == "summary" for b in s.blocks
+                if isinstance(b, Table)]  # fmt: skip
+    labels = [str(r.cells[0]) for r in table.rows]
+    assert len(labels) == 6 and {"scale 1, 4 clients", "scale 10, 1 client"} <= {
+        label.split("select-only, ")[1].split(", 30 s")[0] for label in labels
+    }, labels
+    # The sweep's figure (the answer's chart draws the same lines: it is drawn once).
+    report = registry.workloads()["tpcb"].runs_report
+    assert report is not None
+    (figure,) = report.summary_figures(Runs(records, "ext4"))
+    assert [s.label for s in figure.series] == ["scale 1", "scale 10"]
+    one = [r for r in records if r.params["scale"] == 1]
+    built = view.build(study(["ext4"]), one)
+    (table,) = [b for s in built.sections if s.anchor == "summary" for b in s.blocks
+                if isinstance(b, Table)]  # fmt: skip
+    assert [str(r.cells[0]) for r in table.rows] == ["TPC-B select-only, 4 clients"]
+    assert not report.summary_figures(Runs(one, "ext4"))
 
 
 # -- per-statement latency ---------------------------------------------------------
@@ -361,9 +444,12 @@ def test_a_probe_of_the_same_disk_per_target_is_not_a_difference() -> None:
     assert "slower" in str(row.cells[3])
 
 
-def test_a_report_decodes_each_stored_result_once(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_report_decodes_each_stored_result_once(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     """The stored TPC-C setting study (39 records): every section reads the records
-    ``view.build`` decoded at its start; no stored result is decoded twice."""
+    ``view.build`` decoded at its start; no stored result is decoded twice, nor
+    by the whole written report (its summary, commands and rerun lines too)."""
     from test_report_answer import stored
 
     study, records = stored("tpcc_settings")
@@ -378,6 +464,9 @@ def test_a_report_decodes_each_stored_result_once(monkeypatch: pytest.MonkeyPatc
 
     monkeypatch.setattr(results, "from_dict", spy)
     view.build(study, records)
+    assert len(decoded) == len(set(decoded)) > 30
+    decoded.clear()
+    report.write(study, records, tmp_path)
     assert len(decoded) == len(set(decoded)) > 30
 
 

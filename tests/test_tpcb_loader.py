@@ -15,7 +15,7 @@ from pgrig import campaign
 from pgrig.cluster.server import SUPERUSER, Cluster
 from pgrig.conninfo import Conn
 from pgrig.errors import UsageError
-from pgrig.report.pgbench import load_text
+from pgrig.report.points import load_text
 from pgrig.results import PgbenchInit, from_dict
 from pgrig.runner import run_campaign
 from pgrig.store import Store

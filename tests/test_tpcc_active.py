@@ -136,7 +136,9 @@ def test_one_load_serves_every_active_set_and_a_resume_repeats_nothing(
         assert f"1 connections, {k} of 2 warehouses active" in report  # each run's mix
     assert "TPC-C: tpmC vs active warehouses" in report
     rows = list(csv.DictReader(io.StringIO(export.runs_csv(records))))
-    exported = [(r["active"], r["active_bytes"]) for r in rows if r["kind"] == "tpcc_run"]
+    exported = [
+        (r["tpcc_run.active"], r["tpcc_run.active_bytes"]) for r in rows if r["kind"] == "tpcc_run"
+    ]
     assert exported == [(str(k), str(active_share(loaded, k, 2))) for k in (1, 2)]
     dumped = json.loads(export.to_json([], records))
     assert [r["result"]["active"] for r in dumped["runs"] if r["kind"] == "tpcc_run"] == [1, 2]

@@ -14,11 +14,11 @@ import pytest
 from pgrig.commands import tpcc as tpcc_cli
 from pgrig.document import fmt
 from pgrig.errors import ParseError
-from pgrig.report import pgbench as tpcb_report
 from pgrig.report.points import Point
 from pgrig.results import LatencySummary, RunRecord, from_dict, to_dict
 from pgrig.tools import pgbench
 from pgrig.tools.pgbench import txlog
+from pgrig.workloads import pgbench_report as tpcb_report
 from pgrig.workloads.tpcc import driver
 from pgrig.workloads.tpcc import report as tpcc_report
 from pgrig.workloads.tpcc.model import TpccRun

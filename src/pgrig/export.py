@@ -19,47 +19,13 @@ from pgrig.results import PgbenchRun, RunRecord, Study, to_dict, typed
 
 SCHEMA = "pgrig-export/1"
 
-RUN_COLUMNS = (
-    "study",
-    "key",
-    "kind",
-    "target",
-    "status",
-    "reason",
-    "started_at",
-    "finished_at",
-    "workload",
-    "mode",
-    "scale",
-    "clients",
-    "threads",
-    "duration_s",
-    "repeat",
-    "tps",
-    "qps",
-    "latency_avg_ms",
-    "latency_p50_ms",
-    "latency_p90_ms",
-    "latency_p95_ms",
-    "latency_p99_ms",
-    "latency_max_ms",
-    "failed",
-    "iops",
-    "bandwidth_mib_s",
-    "clat_p99_us",
-    "fdatasync_ops_per_sec",
-    "per_loop_ns",
-    "elapsed_s",
-    "rows_per_s",
-    "mb_per_s",
-    "tpmc",
-    "tpm_total",
-    "warehouses",
-    "active",
-    "active_bytes",
-    "loaded_bytes",
-    "params",
-)
+# Every row's own columns: the record's, then the run's parameters. Each kind's
+# headline figures follow, named KIND.FIGURE (``pgbench_run.tps``, ``tpcc_run.tps``):
+# two kinds' figures of one name are two columns, never one column whose meaning
+# changes from row to row; then ``params``.
+RECORD_COLUMNS = ("study", "key", "kind", "target", "status", "reason", "started_at", "finished_at")
+PARAM_COLUMNS = ("workload", "mode", "scale", "clients", "threads", "duration_s", "repeat")
+RUN_COLUMNS = (*RECORD_COLUMNS, *PARAM_COLUMNS, "params")
 SERIES_COLUMNS = (
     "study",
     "key",
@@ -89,55 +55,35 @@ def number(value: Any, decimals: int = 6) -> Any:
     return "0" if text in ("-0", "") else text
 
 
-def _rounded(row: dict[str, Any]) -> dict[str, Any]:
-    return {k: number(v, DECIMALS.get(k, 6)) for k, v in row.items()}
-
-
-def _headline(rec: RunRecord) -> dict[str, Any]:
-    """The record's headline figures, as its result kind declares them."""
-    return registry.columns(rec.kind, registry.typed_result(rec))
-
-
 def runs_csv(records: Sequence[RunRecord]) -> str:
-    rows = [_run_row(rec) for rec in records]
-    # A kind's headline columns that the fixed ones lack (docs/export.md lists
-    # them per kind) go before params rather than being dropped.
-    extra = [k for k in dict.fromkeys(k for row in rows for k in row) if k not in RUN_COLUMNS]
+    """One row per run: its own columns, each kind's headline figures under
+    KIND.FIGURE (the kinds in the registry's order, each kind's figures in the
+    order it declares them), then ``params``; a cell a row's kind does not fill
+    is empty."""
+    rows = []
+    figures: dict[str, dict[str, None]] = {}  # kind -> its figures' columns, in order
+    for rec in registry.decoded(records):
+        mine = registry.columns(rec.kind, registry.typed_result(rec))
+        named = {f"{rec.kind}.{k}": number(v, DECIMALS.get(k, 6)) for k, v in mine.items()}
+        figures.setdefault(rec.kind, {}).update(dict.fromkeys(named))
+        p = rec.params
+        rows.append(
+            {
+                **{c: getattr(rec, c) for c in RECORD_COLUMNS},
+                "reason": rec.reason or "",
+                **{c: number(p.get(c, "")) for c in PARAM_COLUMNS},
+                **named,
+                "params": json.dumps(p, sort_keys=True),
+            }
+        )
+    order = {name: i for i, name in enumerate(registry.kinds())}
+    kinds = sorted(figures, key=lambda k: order.get(k, len(order)))  # unknown kinds last
+    columns = [c for k in kinds for c in figures[k]]
     out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=(*RUN_COLUMNS[:-1], *extra, RUN_COLUMNS[-1]))
+    writer = csv.DictWriter(out, fieldnames=(*RUN_COLUMNS[:-1], *columns, RUN_COLUMNS[-1]))
     writer.writeheader()
     writer.writerows(rows)
     return out.getvalue()
-
-
-def _run_row(rec: RunRecord) -> dict[str, Any]:
-    p = rec.params
-    return _rounded(
-        {
-            "study": rec.study,
-            "key": rec.key,
-            "kind": rec.kind,
-            "target": rec.target,
-            "status": rec.status,
-            "reason": rec.reason or "",
-            "started_at": rec.started_at,
-            "finished_at": rec.finished_at,
-            **{
-                k: p.get(k, "")
-                for k in (
-                    "workload",
-                    "mode",
-                    "scale",
-                    "clients",
-                    "threads",
-                    "duration_s",
-                    "repeat",
-                )
-            },
-            **_headline(rec),
-            "params": json.dumps(p, sort_keys=True),
-        }
-    )
 
 
 def series_csv(records: Sequence[RunRecord]) -> str:

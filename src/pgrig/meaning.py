@@ -95,12 +95,15 @@ class Meaning:
             if (name, value.lower()) in _CAVEATS
         ]
 
+    def unsafe(self) -> list[str]:
+        """['synchronous_commit=off'] for each setting that makes writes less
+        than durable; empty when every commit is."""
+        return [f"{n}={v}" for n, v in self.values if (n, v.lower()) in _CAVEATS]
+
     def writes_note(self) -> str:
         """The short note beside a read-write tps: 'synchronous_commit=off' (or
         '' when commits are durable)."""
-        return ", ".join(
-            f"{name}={value}" for name, value in self.values if (name, value.lower()) in _CAVEATS
-        )
+        return ", ".join(self.unsafe())
 
 
 def meaning_of(study: Study, target: str) -> Meaning | None:

@@ -45,7 +45,7 @@ import click
 from pgrig.errors import PgrigError, UsageError
 from pgrig.hosts.executor import Executor
 from pgrig.registry import checks
-from pgrig.registry.report import ReportSection, Rule
+from pgrig.registry.report import ReportSection, Rule, RunsReport
 from pgrig.registry.target import TargetKind, TargetSpec
 from pgrig.registry.workload import Workload, WorkloadSpec
 from pgrig.results import Decoded, ResultKind, RunRecord, typed
@@ -69,6 +69,9 @@ _SECTIONS: dict[str, ReportSection] = {}  # besides workloads' and target kinds'
 _RULES: dict[str, Rule] = {}  # besides workloads' own
 _COMMANDS: dict[str, click.Command] = {}
 _loading: list[bool] = []  # one entry once loading started (not twice, not recursively)
+# The error that stopped loading: raised again on every later use, so a caller that
+# caught it never reads tables holding only the plug-ins loaded before it.
+_refused: list[PgrigError] = []
 
 DISABLE_ENV = "PGRIG_DISABLE_PLUGINS"  # NAME,NAME: entry points left out of this run
 DIRECT = "(registered by a call)"  # the owner of parts registered outside an entry point
@@ -136,6 +139,8 @@ def disable(names: str, why: str) -> None:
 
 def load() -> None:
     """Fill the tables from the entry points, once (on first use)."""
+    if _refused:
+        raise _refused[0]
     if _loading:
         return
     _loading.append(True)
@@ -165,15 +170,23 @@ def load() -> None:
             _PLUGINS[ep.name] = Plugin(ep.name, ep.value, dist, disabled=_DISABLED[ep.name])
             continue
         try:
-            plugin = ep.load()
-        except (ImportError, AttributeError) as exc:
-            raise PgrigError(
-                f"the plug-in {ep.name} ({ep.value}) cannot be loaded: {exc}",
-                hint="reinstall the package that declares it, or uninstall it, or leave it "
-                f"out of this run: {DISABLE_ENV}={ep.name}",
-            ) from exc
-        parts = add_plugin(plugin, ep.value, ep.name)
-        _PLUGINS[ep.name] = Plugin(ep.name, ep.value, dist, parts)
+            _PLUGINS[ep.name] = Plugin(ep.name, ep.value, dist, _load_one(ep))
+        except PgrigError as exc:
+            _refused.append(exc)
+            raise
+
+
+def _load_one(ep: importlib.metadata.EntryPoint) -> tuple[tuple[str, str], ...]:
+    """Import one entry point and register what it names: what it registered."""
+    try:
+        plugin = ep.load()
+    except (ImportError, AttributeError) as exc:
+        raise PgrigError(
+            f"the plug-in {ep.name} ({ep.value}) cannot be loaded: {exc}",
+            hint="reinstall the package that declares it, or uninstall it, or leave it "
+            f"out of this run: {DISABLE_ENV}={ep.name}",
+        ) from exc
+    return add_plugin(plugin, ep.value, ep.name)
 
 
 def plugins() -> list[Plugin]:
@@ -440,6 +453,13 @@ def sections() -> Iterator[ReportSection]:
     yield from _SECTIONS.values()
 
 
+def runs_reports() -> list[RunsReport]:
+    """Every workload's runs report, in the workloads' order, each once (two
+    workloads may share one: pgbench's TPC-B and custom scripts)."""
+    found = [w.runs_report for w in workloads().values() if w.runs_report is not None]
+    return list({id(r): r for r in found}.values())
+
+
 def rules() -> Iterator[Rule]:
     """Every plug-in's conclusion rules: the workloads', then those registered
     on their own."""
@@ -592,6 +612,7 @@ __all__ = [
     "resolve",
     "result_type",
     "rules",
+    "runs_reports",
     "sections",
     "target_kind",
     "target_kinds",

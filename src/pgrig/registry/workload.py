@@ -20,7 +20,7 @@ from typing import Any, ClassVar, Protocol
 from pgrig.document.model import Section
 from pgrig.pgsource.binaries import PgBinaries
 from pgrig.policy import RunPolicy
-from pgrig.registry.report import Rule
+from pgrig.registry.report import Rule, RunsReport
 from pgrig.results import ResultKind, RunRecord, Study
 from pgrig.schema import Schema, Table
 from pgrig.step import Step
@@ -137,6 +137,10 @@ class Workload(ABC):
     @abstractmethod
     def phases(self, spec: Any, policy: RunPolicy) -> list[Phase]:
         """The steps, in the order they run. Pure: ``pgrig plan`` calls it too."""
+
+    # Its runs' sections, summary rows and figures (pgrig.registry.report); None:
+    # its ``section`` alone shows it.
+    runs_report: ClassVar[RunsReport | None] = None
 
     def section(self, study: Study, records: Sequence[RunRecord]) -> Section | None:
         """Its own part of the report, beyond the generic tables; None: nothing."""

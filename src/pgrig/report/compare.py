@@ -26,11 +26,11 @@ from pgrig.registry.shared import PGBENCH_INIT, SQL_SETUP
 from pgrig.report.cost import latency_cell, latency_vs, ok_runs
 from pgrig.report.figures import tps_over_time as tps_over_time  # named here for its tests
 from pgrig.report.figures import tps_vs_clients
-from pgrig.report.pgbench import load_text, statement_medians
 from pgrig.report.pointkey import Curve, PointKey, point_order, runs_by_point
+from pgrig.report.points import load_text, statement_medians
 from pgrig.report.probes import FsyncRuns, fio_summary, fsync_headline, fsync_summary
 from pgrig.report.progress import Progress
-from pgrig.report.storage import barriers_off, flag
+from pgrig.report.storage import barriers_off, flag, unsafe_note
 from pgrig.report.versus import TPS, VS_NOTE, Cell, Draft, Family, Key, Ledger, Quiet, single_delta
 from pgrig.results import (
     FioResult,
@@ -104,12 +104,19 @@ class _Rows:
     # Target -> why its numbers are not durable ones: the storage's (barriers off:
     # every flush) and the server's (synchronous_commit, fsync, full_page_writes off).
     disk: dict[str, str] = field(default_factory=dict)
-    server: dict[str, str] = field(default_factory=dict)
+    server: dict[str, list[str]] = field(default_factory=dict)
 
     def unsafe(self, target: str, *, server: bool = True) -> str:
         """'barriers off (nobarrier); synchronous_commit=off', or ''."""
-        why = [self.disk.get(target, ""), self.server.get(target, "") if server else ""]
+        why = [self.disk.get(target, ""), ", ".join(self.server.get(target, [])) if server else ""]
         return "; ".join(w for w in why if w)
+
+    def reasons(self) -> dict[str, list[str]]:
+        """Each target's own reasons, as its numbers are flagged: the table's note."""
+        return {
+            t: [self.disk.get(t, ""), *self.server.get(t, [])]
+            for t in (self.baseline, *self.others)
+        }
 
     def storage_unsafe(self, target: str) -> str:
         return self.unsafe(target, server=False)
@@ -168,7 +175,7 @@ def comparison_table(
         columns += [t, f"{t} vs {baseline}"]
     out = _Rows(baseline, others, machine_rows(machines or {}, baseline, others))
     out.disk = barriers_off(records)
-    out.server = {t: m.writes_note() for t, m in (meanings or {}).items() if m.writes_note()}
+    out.server = {t: m.unsafe() for t, m in (meanings or {}).items()}
     family = Family(ledger)
     by_kind: ByKind = {}
     for rec in records:
@@ -186,7 +193,7 @@ def comparison_table(
         columns=tuple(columns),
         rows=family.rows(rows),
         caption="Comparison of the targets",
-        notes=_notes(family),
+        notes=_notes(family) + unsafe_note(out.reasons(), UNSAFE_WHAT),
         numeric=(False, *([True] * (len(columns) - 1))),
     )
 
@@ -365,9 +372,10 @@ def _notes(family: Family) -> tuple[str, ...]:
         "= 5 x tps (BEGIN and END not counted), as the seeds derive it.",
         "latency: pgbench's per-transaction log (-l), p95 and p99 in ms, the median over the "
         "repeats; against the baseline, the ratio of the p99s (no test).",
-        "⚠ barriers off, synchronous_commit=off, fsync=off, full_page_writes=off: at every "
-        "number they change, numbers that do not wait for data to reach stable storage.",
     )
+
+
+UNSAFE_WHAT = "numbers that do not wait for data to reach stable storage"
 
 
 def machine_rows(

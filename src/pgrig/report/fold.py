@@ -9,6 +9,8 @@ Forty-eight runs of four plots each otherwise make the HTML page some
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from pgrig.document.model import Block, Details, Figure, Section, Table
 
 
@@ -38,3 +40,17 @@ def fold_runs(section: Section) -> Section:
     if len(blocks) == len(section.blocks):
         return section
     return Section(section.title, section.anchor, section.paragraphs, tuple(blocks))
+
+
+def retitled(section: Section, title: str, suffix: str) -> Section:
+    """The same section under another title; figure names made unique (they name files)."""
+    tag = suffix.replace("-", "_")
+
+    def renamed(b: Table | Figure) -> Table | Figure:
+        return replace(b, name=f"{b.name}_{tag}") if isinstance(b, Figure) else b
+
+    blocks = tuple(
+        replace(b, blocks=tuple(map(renamed, b.blocks))) if isinstance(b, Details) else renamed(b)
+        for b in section.blocks
+    )
+    return replace(section, title=title, anchor=f"{section.anchor}-{suffix}", blocks=blocks)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from pgrig.document import fmt
 from pgrig.document.model import FAILED, SKIPPED, Row, Section, Table
@@ -62,6 +62,23 @@ def barriers_off(records: Sequence[RunRecord]) -> dict[str, str]:
 def flag(text: str, why: str) -> str:
     """``text`` with ``why`` said at its end: '... ⚠ barriers off (nobarrier)'."""
     return f"{text} ⚠ {why}" if why and text else text
+
+
+def unsafe_note(why: Mapping[str, Sequence[str]], what: str) -> tuple[str, ...]:
+    """The table's note for the ⚠ that ``flag`` put at its numbers, from each
+    target's own reasons (target -> ['barriers off (nobarrier)', 'fsync=off']):
+    '⚠ synchronous_commit=off (fast, slow): at every number it changes, WHAT.';
+    no note when every target's numbers are durable ones."""
+    said: dict[str, list[str]] = {}
+    for target, reasons in why.items():
+        for reason in reasons:
+            if reason:
+                said.setdefault(reason, []).append(target)
+    if not said:
+        return ()
+    items = "; ".join(f"{reason} ({', '.join(ts)})" for reason, ts in said.items())
+    they = "they change" if len(said) > 1 else "it changes"
+    return (f"⚠ {items}: at every number {they}, {what}.",)
 
 
 def _cap(info: LabInfo) -> str:

@@ -14,29 +14,26 @@ from pgrig import registry
 from pgrig.document import fmt
 from pgrig.document.model import (
     NORMAL,
-    Details,
     Figure,
     ReportView,
     Row,
     Section,
     Table,
 )
-from pgrig.meaning import Meaning, meaning_of
+from pgrig.meaning import meaning_of
 from pgrig.monitor.model import MONITOR
 from pgrig.probe import FIO, FSYNC, TIMING
-from pgrig.registry.shared import BUILTIN, COUNT, PGBENCH_INIT, PGBENCH_RUN, SQL_SETUP
-from pgrig.report import answer, compare, conclusions, figures, sizes, variants
+from pgrig.registry.report import Runs
+from pgrig.report import answer, compare, conclusions, sizes, variants
 from pgrig.report import storage as storage_report
 from pgrig.report.commands import commands_table
-from pgrig.report.fold import fold_runs
+from pgrig.report.fold import fold_runs, retitled
 from pgrig.report.header import header, param_text, study_label
 from pgrig.report.header import obtained_line as obtained_line  # named here for its tests
 from pgrig.report.header import tools_text as tools_text
 from pgrig.report.machine import environment_section, machine_section, machines_of
 from pgrig.report.monitor import busy_before, disturbed_summary
 from pgrig.report.monitor import section as monitor_section
-from pgrig.report.pgbench import headline_rows as tpcb_headline_rows
-from pgrig.report.pgbench import pgbench_section
 from pgrig.report.probes import (
     HEADLINE_FSYNC,
     fio_order,
@@ -71,6 +68,7 @@ def build(
     per_second = Progress(progress)  # one for every section: each run read once for its noise
     if len(targets) > 1:
         return _build_comparison(study, records, targets, samples, per_second)
+    baseline = targets[0] if targets else ""
     timing = TIMING.records(records)
     fsync = FSYNC.records(records)
     fio = sorted(FIO.records(records), key=fio_order)
@@ -81,16 +79,10 @@ def build(
         *([timing_section(timing, study.environment)] if timing else []),
         *([fsync_section(fsync, study.target)] if fsync else []),
         *([fio_section(fio, study.target)] if fio else []),
-        *workload_sections(
-            records,
-            study.target,
-            meaning_of(study, targets[0] if targets else ""),
-            per_second,
-        ),
+        *workload_sections(Runs(records, study.target, meaning_of(study, baseline), per_second)),
         *extra_sections(study, records, samples),
         runs_section(records),
     ]
-    baseline = targets[0] if targets else ""
     return ReportView(
         title=f"pgrig report: {study_label(study)}",
         meta=header(study, records),
@@ -114,84 +106,6 @@ def _concluded(
         records, targets, baseline, study.environment, meanings, samples=samples, progress=progress
     )
     return tuple(conclusions.section(ev, sections, answer.section(ev)))
-
-
-# What pgbench's workloads record (TPC-B's load and count, a custom script's setup,
-# the runs of both): their sections' records.
-PGBENCH_KINDS = (PGBENCH_INIT, COUNT, PGBENCH_RUN, SQL_SETUP)
-
-
-def workload_sections(
-    records: Sequence[RunRecord],
-    target: str,
-    meaning: Meaning | None = None,
-    progress: Progress | None = None,
-) -> list[Section]:
-    """One TPC-B-style section per pgbench workload, scale and duration (a
-    campaign can sweep scales, as seed 004 does from 1 to 10,000); none when no
-    pgbench workload ran."""
-    groups: dict[tuple[str, object, object], list[RunRecord]] = {}
-    for rec in records:
-        if any(k.holds(rec) for k in PGBENCH_KINDS):
-            p = rec.params
-            groups.setdefault((str(p.get("workload", BUILTIN)), p.get("scale"), None), []).append(
-                rec
-            )
-    if not groups:
-        return []
-    # The monitor's records go along: they say which runs other work disturbed.
-    watched = [r for r in records if MONITOR.holds(r)]
-    durations_all = {r.params.get("duration_s") for r in records if PGBENCH_RUN.holds(r)}
-    distinct = {k for k in groups if k[1] is not None or k[0] != BUILTIN}
-    if len(distinct) <= 1 and len(durations_all) <= 1:
-        # One workload at one scale: one section, as the quick study shows it.
-        only = next(iter(distinct), (BUILTIN, None, None))
-        mine = [r for r in records if any(k.holds(r) for k in PGBENCH_KINDS)] + watched
-        section = pgbench_section(mine, target, meaning, progress)
-        if only[0] != BUILTIN:
-            section = _retitle(section, f"{only[0]} (pgbench)", fmt.slug(only[0]))
-        return [section]
-    out = []
-    for (workload, scale, _), recs in groups.items():
-        durations = sorted(
-            {r.params.get("duration_s") for r in recs if PGBENCH_RUN.holds(r)},
-            key=lambda d: d or 0,
-        )
-        for duration in durations or [None]:
-            subset = [
-                r
-                for r in recs
-                if not PGBENCH_RUN.holds(r) or r.params.get("duration_s") == duration
-            ]
-            section = pgbench_section(subset + watched, target, meaning, progress)
-            label = registry.title(workload)
-            parts = [
-                f"scale {scale}" if scale is not None else "",
-                f"{duration} s runs" if len(durations) > 1 else "",
-            ]
-            suffix = ", ".join(p for p in parts if p)
-            if len(groups) > 1 or len(durations) > 1 or workload != BUILTIN:
-                section = _retitle(
-                    section,
-                    f"{label} (pgbench)" + (f", {suffix}" if suffix else ""),
-                    fmt.slug(f"{workload}-{scale}-{duration}"),
-                )
-            out.append(section)
-    return out
-
-
-def _retitle(section: Section, title: str, suffix: str) -> Section:
-    """The same section under another title; figure names made unique (they name files)."""
-    tag = suffix.replace("-", "_")
-
-    def renamed(b: Table | Figure) -> Table | Figure:
-        return replace(b, name=f"{b.name}_{tag}") if isinstance(b, Figure) else b
-
-    blocks = tuple(
-        replace(b, blocks=tuple(map(renamed, b.blocks))) if isinstance(b, Details) else renamed(b)
-        for b in section.blocks
-    )
-    return replace(section, title=title, anchor=f"{section.anchor}-{suffix}", blocks=blocks)
 
 
 def _build_comparison(
@@ -269,7 +183,7 @@ def _target_sections(
             [r for r in mine if FSYNC.holds(r)], t, storage_report.barriers_off(records).get(t, "")
         ),
         fio_section(sorted((r for r in mine if FIO.holds(r)), key=fio_order), t),
-        *workload_sections(mine, t, meaning_of(study, t), progress),
+        *workload_sections(Runs(mine, t, meaning_of(study, t), progress)),
     ]
     if env is not None and env.postgres is not None:
         per_target.insert(
@@ -293,8 +207,14 @@ def _target_sections(
     out: list[Section] = []
     for section in per_target:
         if section.blocks:
-            out.append(_retitle(section, f"{t}: {section.title}", fmt.slug(t)))
+            out.append(retitled(section, f"{t}: {section.title}", fmt.slug(t)))
     return out
+
+
+def workload_sections(runs: Runs) -> list[Section]:
+    """The workloads' sections of their runs, in the workloads' order; a
+    workload that did not run leaves none."""
+    return [s for report in registry.runs_reports() for s in report.sections(runs)]
 
 
 def extra_sections(
@@ -330,28 +250,25 @@ def summary_section(
     if fsync_row is not None:
         rows.append(fsync_row)
     rows += [fio_summary(rec) for rec in fio]
-    groups = {
-        (r.params.get("workload"), r.params.get("scale"), r.params.get("duration_s"))
-        for r in records
-        if PGBENCH_RUN.holds(r)
-    }
     target = compare.targets_of(study.params, records)[0] if records else study.target
     meaning = meaning_of(study, target)
+    runs = Runs(records, target, meaning, progress)
+    reports = registry.runs_reports()
     notes: list[str] = []
     if meaning is not None and any(not any(k.holds(r) for k in PROBE_KINDS) for r in records):
         # Before the server's numbers: the probes do not depend on its settings.
         rows.append(Row(("PostgreSQL settings", meaning.line())))
         notes += [f"{c}." for c in meaning.caveats()]
-    if len(groups) > 1:
+    if any(report.sweeps(runs) for report in reports):
         # Several workloads, scales or durations: every point, as in a campaign.
         table = compare.comparison_table(records, [target], target, progress=progress)
         rows.extend(r for r in table.rows if not _is_probe_row(r))
     else:
-        rows.extend(tpcb_headline_rows(records, meaning, progress))
+        rows.extend(r for report in reports for r in report.headline_rows(runs))
         # The other workloads' headline figure, a row per point (TPC-C's tpmC).
         family = Family()
         rows.extend(family.rows(compare.summary_rows(records, target, [], family)))
-    sweep = figures.tps_vs_clients_by_scale(records)
+    sweep = [f for report in reports for f in report.summary_figures(runs)]
     table = Table(
         columns=("Test Case", target),  # the target's name, not its directory
         rows=tuple(rows),

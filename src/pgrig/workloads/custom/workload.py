@@ -32,6 +32,7 @@ from pgrig.workloads.common import conn, relation_sizes, sizes_step
 from pgrig.workloads.custom import datasize
 from pgrig.workloads.custom import spec as custom_spec
 from pgrig.workloads.custom.spec import CustomSpec
+from pgrig.workloads.pgbench_report import PGBENCH_REPORT
 from pgrig.workloads.tpcb import steps as tpcb_steps
 from pgrig.workloads.tpcb.spec import TpcbSpec
 from pgrig.workloads.tpcb.steps import rate_part, run_estimate, threads_for
@@ -190,6 +191,7 @@ class CustomWorkload(Workload):
         PGBENCH_RUN,
         RELATION_SIZES,
     )
+    runs_report = PGBENCH_REPORT  # TPC-B's: the runs are pgbench's, as TPC-B's are
     needs = Needs(destructive="the setup SQL may drop and recreate tables")
 
     def parse(self, table: Table) -> CustomSpec:

@@ -14,6 +14,7 @@ from pgrig.step import Step
 from pgrig.tools import pgbench
 from pgrig.units import GB, MB
 from pgrig.workloads.common import relation_sizes
+from pgrig.workloads.pgbench_report import PGBENCH_REPORT
 from pgrig.workloads.tpcb import spec as tpcb_spec
 from pgrig.workloads.tpcb import steps
 from pgrig.workloads.tpcb.spec import TpcbSpec
@@ -51,6 +52,7 @@ class TpcbWorkload(Workload):
     order = 10
     schema = tpcb_spec.SCHEMA
     kinds = (PGBENCH_INIT, COUNT, PGBENCH_RUN, RELATION_SIZES)
+    runs_report = PGBENCH_REPORT  # its sections, summary rows and sweep figure
     actions = ACTIONS
     from_load_hosts = True
     needs = Needs(destructive="pgbench -i drops and recreates the pgbench_* tables")

@@ -22,8 +22,8 @@ from pgrig.document.model import (
     Table,
     median_line,
 )
-from pgrig.meaning import unsafe_of
-from pgrig.report.storage import flag
+from pgrig.meaning import meaning_of, unsafe_of
+from pgrig.report.storage import flag, unsafe_note
 from pgrig.results import RunRecord, Study, typed
 from pgrig.workloads.tpcc.model import (
     LABELS,
@@ -198,8 +198,10 @@ def summary_table(study: Study, records: Sequence[RunRecord]) -> Table | None:
             "per transaction.",
             "Active data: the share of the database in the warehouses the run used "
             "(--active K of W), item table included pro rata.",
-            "⚠ synchronous_commit=off, fsync=off, full_page_writes=off: at the figures they "
-            "change, commits that do not wait for their WAL to reach stable storage.",
+            *unsafe_note(
+                {t: m.unsafe() for t in targets if (m := meaning_of(study, t)) is not None},
+                "commits that do not wait for their WAL to reach stable storage",
+            ),
         ),
         numeric=(False, False, *([True] * 7)),
     )

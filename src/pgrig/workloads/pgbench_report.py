@@ -1,7 +1,9 @@
 """The pgbench part of the report: load, count(*), pgbench runs per client count -
 of every workload pgbench drives (TPC-B, the user's own scripts), whose results
-are the kinds they share (``pgrig.registry.shared``). Not beside the TPC-B
-workload for that reason: the custom workload's sections are built here too.
+are the kinds they share (``pgrig.registry.shared``). Both workloads declare
+``PGBENCH_REPORT`` as their ``runs_report``: the report asks it once for their
+sections, their rows of the summary and the summary's sweep figure, and names
+neither workload itself.
 
 Every tps carries its noise (``pgrig.report.points``): repeated points their
 median with the range (and the 95% confidence interval from 3 runs on), every
@@ -23,22 +25,27 @@ from pgrig.document import fmt
 from pgrig.document.model import FAILED, NOISY, SKIPPED, Figure, Row, Section, Series, Table
 from pgrig.meaning import Meaning
 from pgrig.monitor import noise
+from pgrig.monitor.model import MONITOR
 from pgrig.registry import typed_result
-from pgrig.registry.shared import BUILTIN, COUNT, PGBENCH_INIT
-from pgrig.report import decimate
+from pgrig.registry.report import Runs
+from pgrig.registry.shared import BUILTIN, COUNT, PGBENCH_INIT, PGBENCH_RUN, SQL_SETUP
+from pgrig.report import decimate, figures
 from pgrig.report.cost import latency_cell
+from pgrig.report.fold import retitled
 from pgrig.report.points import (
     Point,
     detectable_note,
+    load_text,
     mode_key,
     noise_notes,
     not_ok_kind,
     per_second_text,
     points,
+    statement_medians,
     status,
 )
 from pgrig.report.progress import Progress
-from pgrig.results import CountResult, PgbenchInit, PgbenchRun, RunRecord
+from pgrig.results import CountResult, PgbenchInit, RunRecord
 
 PERCENTILES = (("p50", 0), ("p95", 1), ("p99", 2))
 
@@ -109,29 +116,6 @@ def _init_label(init: PgbenchInit) -> str:
 
 def _init_value(init: PgbenchInit) -> str:
     return load_text(init)
-
-
-def load_text(init: PgbenchInit) -> str:
-    """'7.96 s in all; generating the rows 3.44 s (290,698 rows/s)': the rate is
-    over the generate step, the time the whole load (with vacuum and keys)."""
-    total = f"{fmt.seconds(init.elapsed_s)} in all"
-    if init.reused:
-        total = f"reused: loaded earlier in {total}"
-    generate = init.generate_s
-    if generate is None:
-        rate = init.rows / max(init.elapsed_s, 0.01)
-        return f"{total} ({fmt.rate(rate)} rows/s over the whole load)" + wal_text(init.wal_level)
-    # pgbench prints hundredths: a step shown as 0.00 s took less than 0.01 s.
-    rate = init.rows / max(generate, 0.01)
-    text = f"{total}; generating the rows {fmt.seconds(generate)} ({fmt.rate(rate)} rows/s)"
-    return text + wal_text(init.wal_level)
-
-
-def wal_text(wal_level: str | None) -> str:
-    """How a load wrote its WAL, when pgrig changed it for the load."""
-    if wal_level is None:
-        return ""
-    return f"; loaded at wal_level={wal_level}, the server restarted around the load"
 
 
 # pgbench -i's steps in the order it runs them (the store keeps them sorted by name).
@@ -396,29 +380,6 @@ def latency_table(pts: Sequence[Point]) -> Table:
     )
 
 
-def statement_medians(runs: Sequence[PgbenchRun]) -> list[tuple[str, float, int | None]]:
-    """Each statement of pgbench -r (every script's, in order): its command, its
-    median latency over the runs and the failures summed. Runs that printed a
-    different list of statements (another script) are left out."""
-    with_stmts = [r for r in runs if r.statements]
-    if not with_stmts:
-        return []
-    commands = [s.command for s in with_stmts[0].statements]
-    same = [r for r in with_stmts if [s.command for s in r.statements] == commands]
-    out = []
-    for i, command in enumerate(commands):
-        failures = [r.statements[i].failures for r in same]
-        known = [f for f in failures if f is not None]
-        out.append(
-            (
-                command,
-                statistics.median(r.statements[i].latency_ms for r in same),
-                sum(known) if known else None,
-            )
-        )
-    return out
-
-
 def statements_tables(pts: Sequence[Point]) -> list[Table]:
     """Per-statement latencies (-r) of every mode (custom scripts too) at its most
     clients: the median over the repeats."""
@@ -569,3 +530,90 @@ def latency_vs_clients(pts: Sequence[Point]) -> Figure:
 def _spans_decades(series: Sequence[Series]) -> bool:
     values = [y for s in series for y in s.y if y > 0]
     return bool(values) and max(values) >= 20 * min(values)
+
+
+# What pgbench's workloads record (TPC-B's load and count, a custom script's setup,
+# the runs of both): their sections' records.
+PGBENCH_KINDS = (PGBENCH_INIT, COUNT, PGBENCH_RUN, SQL_SETUP)
+
+
+def workload_sections(
+    records: Sequence[RunRecord],
+    target: str,
+    meaning: Meaning | None = None,
+    progress: Progress | None = None,
+) -> list[Section]:
+    """One TPC-B-style section per pgbench workload, scale and duration (a
+    campaign can sweep scales, as seed 004 does from 1 to 10,000); none when no
+    pgbench workload ran."""
+    groups: dict[tuple[str, object, object], list[RunRecord]] = {}
+    for rec in records:
+        if any(k.holds(rec) for k in PGBENCH_KINDS):
+            p = rec.params
+            groups.setdefault((str(p.get("workload", BUILTIN)), p.get("scale"), None), []).append(
+                rec
+            )
+    if not groups:
+        return []
+    # The monitor's records go along: they say which runs other work disturbed.
+    watched = [r for r in records if MONITOR.holds(r)]
+    durations_all = {r.params.get("duration_s") for r in records if PGBENCH_RUN.holds(r)}
+    distinct = {k for k in groups if k[1] is not None or k[0] != BUILTIN}
+    if len(distinct) <= 1 and len(durations_all) <= 1:
+        # One workload at one scale: one section, as the quick study shows it.
+        only = next(iter(distinct), (BUILTIN, None, None))
+        mine = [r for r in records if any(k.holds(r) for k in PGBENCH_KINDS)] + watched
+        section = pgbench_section(mine, target, meaning, progress)
+        if only[0] != BUILTIN:
+            section = retitled(section, f"{only[0]} (pgbench)", fmt.slug(only[0]))
+        return [section]
+    out = []
+    for (workload, scale, _), recs in groups.items():
+        durations = sorted(
+            {r.params.get("duration_s") for r in recs if PGBENCH_RUN.holds(r)},
+            key=lambda d: d or 0,
+        )
+        for duration in durations or [None]:
+            subset = [
+                r
+                for r in recs
+                if not PGBENCH_RUN.holds(r) or r.params.get("duration_s") == duration
+            ]
+            section = pgbench_section(subset + watched, target, meaning, progress)
+            label = registry.title(workload)
+            parts = [
+                f"scale {scale}" if scale is not None else "",
+                f"{duration} s runs" if len(durations) > 1 else "",
+            ]
+            suffix = ", ".join(p for p in parts if p)
+            if len(groups) > 1 or len(durations) > 1 or workload != BUILTIN:
+                section = retitled(
+                    section,
+                    f"{label} (pgbench)" + (f", {suffix}" if suffix else ""),
+                    fmt.slug(f"{workload}-{scale}-{duration}"),
+                )
+            out.append(section)
+    return out
+
+
+class PgbenchReport:
+    """The runs report of every workload pgbench drives (``RunsReport``)."""
+
+    def sections(self, runs: Runs) -> list[Section]:
+        return workload_sections(runs.records, runs.target, runs.meaning, runs.progress)
+
+    def headline_rows(self, runs: Runs) -> list[Row]:
+        return headline_rows(runs.records, runs.meaning, runs.progress)
+
+    def sweeps(self, runs: Runs) -> bool:
+        groups = {
+            (r.params.get("workload"), r.params.get("scale"), r.params.get("duration_s"))
+            for r in PGBENCH_RUN.records(runs.records)
+        }
+        return len(groups) > 1
+
+    def summary_figures(self, runs: Runs) -> list[Figure]:
+        return figures.tps_vs_clients_by_scale(runs.records)
+
+
+PGBENCH_REPORT = PgbenchReport()
