@@ -249,6 +249,7 @@ class LocalExecutor(Executor):
         return found
 
 
-# This machine as a client's host: what a tool runs on unless told another
-# (``client=``). Never given an ``adopt``: a probe makes its own (``onhost.on``).
+# This machine: what a tool runs on unless told another (``client=``, ``host=``),
+# and ``Context.host`` unless the target kind chose another. Never given an
+# ``adopt``: only a remote kind's own executors register their probes.
 HERE = LocalExecutor()

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import psycopg
 
@@ -42,7 +42,6 @@ from pgrig.monitor.totals import run_totals
 from pgrig.monitor.watched import Watched
 
 if TYPE_CHECKING:
-    from pgrig.hosts.executor import Executor
     from pgrig.results import PgbenchRun
 
 APPLICATION_NAME = "pgrig-monitor"
@@ -181,7 +180,42 @@ class _ProcessMeter:
         return total
 
 
-class _ThisMachine:
+class HostSampling(Protocol):
+    """How the one sampler (``Watch``) reads the server's host, one strategy per
+    kind of host, chosen by the target kind where it chooses the host's executor
+    (``Context.sampling`` beside ``Context.host``): the sampler never asks which."""
+
+    def __init__(self, watch: Watch) -> None: ...
+
+    def read(self, path: str) -> str:
+        """A /proc file of the host; "" if it could not be read (said in a note)."""
+        ...
+
+    def prime(self, interval: float) -> None:
+        """The processes' counters at the start: the first sample's deltas."""
+        ...
+
+    @property
+    def sees_server(self) -> bool:
+        """Whether the server's processes' bytes are known."""
+        ...
+
+    def attribute(
+        self, base: CpuSample, stat: procfs.Stat, seconds: float
+    ) -> tuple[CpuSample, _ProcCpu]:
+        """The host's CPU shares by process where they are known, and what the processes did."""
+        ...
+
+    def devices(self, notes: list[str]) -> tuple[str, ...]:
+        """The block devices behind the target (their I/O is sampled)."""
+        ...
+
+    def unseen(self) -> str | None:
+        """What cannot be sampled, said once."""
+        ...
+
+
+class ProcessesHere:
     """Sampling the server's host when it is this machine: /proc read here, and
     the CPU and bytes told apart by process (the server's, pgbench's, pgrig's,
     the kernel's, the others': the interference rules read them)."""
@@ -194,18 +228,15 @@ class _ThisMachine:
         return procfs.read_text(path) or ""
 
     def prime(self, interval: float) -> None:
-        """The processes' counters at the start: the first sample's deltas."""
         self.meter.measure(interval)
 
     @property
     def sees_server(self) -> bool:
-        """Its processes' bytes are known (the postmaster is here, by PID)."""
-        return self.ctx.server_pid is not None
+        return self.ctx.server_pid is not None  # the postmaster is here, by PID
 
     def attribute(
         self, base: CpuSample, stat: procfs.Stat, seconds: float
     ) -> tuple[CpuSample, _ProcCpu]:
-        """The machine's CPU shares by process, and what the processes did."""
         pc = self.meter.measure(seconds)
         machine_ns = seconds * 1e9 * stat.ncpu
         machine_ticks = seconds * procfs.CLK_TCK * stat.ncpu
@@ -229,7 +260,6 @@ class _ThisMachine:
         return cpu, pc
 
     def devices(self, notes: list[str]) -> tuple[str, ...]:
-        """The block devices behind the target (their I/O is sampled)."""
         fs = environment.describe_filesystem(self.ctx.target)
         if fs is None or fs.block_device is None:
             where = f"{fs.fstype} on {fs.device}" if fs else "unknown"
@@ -240,7 +270,6 @@ class _ThisMachine:
         return tuple(procfs.slaves(fs.block_device))
 
     def unseen(self) -> str | None:
-        """What cannot be sampled here, said once."""
         if self.ctx.server_pid is None:
             return (
                 "the server does not run on this machine (or its PID is unknown): "
@@ -249,15 +278,16 @@ class _ThisMachine:
         return None
 
 
-class _OtherHost:
+class WholeHost:
     """Sampling the server's host through its executor (``Context.host``): its
-    CPUs, disks, memory and network as a whole; whose processes used them is not
-    attributed (``CpuSample.other`` None: the interference rules do not apply)."""
+    CPUs, disks (``Context.host_devices``), memory and network as a whole; whose
+    processes used them is not attributed (``CpuSample.other`` None: the
+    interference rules do not apply)."""
 
-    def __init__(self, host: Executor, notes: list[str], devices: tuple[str, ...]) -> None:
-        self.host = host
-        self.notes = notes
-        self._devices = devices
+    def __init__(self, watch: Watch) -> None:
+        self.host = watch.ctx.host
+        self.notes = watch.notes
+        self._devices = watch.ctx.host_devices
 
     def read(self, path: str) -> str:
         try:
@@ -319,12 +349,7 @@ class Watch:
         self._meter = _ProcessMeter(lambda: self.ctx.server_pid)
         self._beat = Heartbeat(lambda: self.ctx.conn.describe() if self.ctx.conn else "?")
         self._closer = LastCloses()  # this exit and the sampler thread's end
-        # The one place the server's host is told apart: this machine or another.
-        self._host: _ThisMachine | _OtherHost = (
-            _ThisMachine(self)
-            if ctx.host is None
-            else _OtherHost(ctx.host, self.notes, ctx.host_devices)
-        )
+        self._host: HostSampling = ctx.sampling(self)
 
     def __enter__(self) -> Watch:
         self._started_at = self._meter.started_at = time.time()
@@ -360,9 +385,8 @@ class Watch:
         connection to its host closed. That loss was seen only at the next
         step (issue 40.10): the run, its host unread, was recorded ok."""
         self._beat.check()
-        host = self.ctx.host
-        if host is not None and host.connection_lost():
-            raise ServerHostLost(host.name)
+        if self.ctx.host.connection_lost():
+            raise ServerHostLost(self.ctx.host.name)
 
     @property
     def backend_pid(self) -> int | None:
@@ -408,7 +432,7 @@ class Watch:
                 deadline = now + self.interval
 
     def _sample(self) -> None:
-        """One second of the server's host (``_ThisMachine`` or ``_OtherHost``):
+        """One second of the server's host (as its ``HostSampling`` reads it):
         its CPUs, as its processes used them where they are known, disks, memory
         and network; and the server's statistics."""
         stat_text, disk_text, mem_text, net_text = (

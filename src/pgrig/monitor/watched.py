@@ -14,6 +14,7 @@ if TYPE_CHECKING:  # annotations only: nothing here runs
     from pgrig.conninfo import Conn
     from pgrig.hosts.executor import Executor
     from pgrig.monitor.verdict import Finding
+    from pgrig.monitor.watch import HostSampling
 
 
 class Watched(Protocol):
@@ -33,8 +34,13 @@ class Watched(Protocol):
         ...
 
     @property
-    def host(self) -> Executor | None:
-        """The server's host when it is another machine; None: this machine."""
+    def host(self) -> Executor:
+        """The server's host (this machine's executor, or another's)."""
+        ...
+
+    @property
+    def sampling(self) -> type[HostSampling]:
+        """How the monitor reads that host, chosen with its executor."""
         ...
 
     @property
