@@ -26,7 +26,8 @@ from pgrig import monitor, registry
 from pgrig.hosts.local import HERE
 from pgrig.monitor import interference
 from pgrig.monitor.model import MonitorResult
-from pgrig.monitor.watch import HostSampling, ProcessesHere
+from pgrig.monitor.sampling import ProcessesHere
+from pgrig.monitor.watched import HostSampling
 from pgrig.store import Store
 
 if TYPE_CHECKING:

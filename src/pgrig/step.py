@@ -26,8 +26,9 @@ from pgrig.conninfo import Conn
 from pgrig.hosts.executor import Executor
 from pgrig.hosts.local import HERE
 from pgrig.lossyfs.target import LossyTarget
+from pgrig.monitor.sampling import ProcessesHere
 from pgrig.monitor.verdict import Finding
-from pgrig.monitor.watch import HostSampling, ProcessesHere
+from pgrig.monitor.watched import HostSampling
 from pgrig.pgsource.binaries import PgBinaries
 from pgrig.storage.emulator import EmulatorReading
 from pgrig.storage.memcg import MemoryStats

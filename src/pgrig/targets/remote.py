@@ -45,7 +45,7 @@ from pgrig.hosts import facts, inventory, owner, preflight
 from pgrig.hosts.executor import TMP, Executor, reconnect_s
 from pgrig.hosts.inventory import Host
 from pgrig.hosts.local import LocalExecutor
-from pgrig.monitor.watch import WholeHost
+from pgrig.monitor.sampling import WholeHost
 from pgrig.pgsource import binaries
 from pgrig.registry.target import (
     Checked,
