@@ -253,8 +253,17 @@ class Executor(ABC):
         return True
 
     @abstractmethod
-    def _start(self, argv: Sequence[str], *, env: Mapping[str, str] | None, stdin: bool) -> Started:
-        """Start ``argv`` as it is; ``env`` is added to the host's environment."""
+    def _start(
+        self,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str] | None,
+        stdin: bool,
+        log: str | None = None,
+        preexec: Callable[[], None] | None = None,
+    ) -> Started:
+        """Start ``argv`` as it is; ``env`` is added to the host's environment;
+        ``log`` and ``preexec`` as ``start`` says."""
 
     def start(
         self,
@@ -263,10 +272,16 @@ class Executor(ABC):
         env: Mapping[str, str] | None = None,
         stdin: bool = False,
         launch: Launch | None = None,
+        log: str | None = None,
+        preexec: Callable[[], None] | None = None,
     ) -> Started:
         """Start ``argv``; ``env`` is added to the host's environment; ``launch``:
-        as another OS user, in cgroups."""
-        return self._start(self.launched(argv, launch), env=env, stdin=stdin)
+        as another OS user, in cgroups. ``log``: a long-lived process's (a FUSE
+        daemon's) stdout and stderr appended to that file on the host, none read
+        back, so that nothing grows in pgrig while it runs; the PID stays the
+        process's own. ``preexec`` exists only on this machine (as ``stream``'s)."""
+        words = self.launched(argv, launch)
+        return self._start(words, env=env, stdin=stdin, log=log, preexec=preexec)
 
     def run(
         self,
