@@ -16,7 +16,7 @@ import pytest
 
 from pgrig import registry
 from pgrig.errors import ToolError
-from pgrig.recorder import Outcome, Recorder, StartTogether
+from pgrig.recorder import Execution, Outcome, Recorder, StartTogether
 from pgrig.step import Call, Running, Step, StepKey
 from pgrig.store import Store
 from pgrig.ui import Ui
@@ -32,7 +32,7 @@ def _record(rec: Recorder, step: Step, result: dict[str, Any] | None, kind: str 
     if kind:  # the run's monitor record
         step = dataclasses.replace(step, key=step.key.below("monitor"), kind=kind)
     target: Any = SimpleNamespace(name="t", env=None)
-    rec.record(step, target, "t0", Outcome.ok(result, "raw output"))
+    rec.record(Execution(step, target, "t0"), Outcome.ok(result, "raw output"))
 
 
 def test_metrics_come_from_what_was_recorded_not_from_reloading_the_store(
