@@ -218,15 +218,12 @@ class Executor(ABC):
 
     def __init__(self, host: Host) -> None:
         self.host = host
+        self.name = host.name  # what messages and records call the host
         self._ids: dict[str, tuple[str, str]] = {}  # user_ids, per OS account
         # Told the PID of each tool a step starts here for a while (the storage
         # probes), so that the owner record of pgrig's directory it works in
         # names it and `pgrig clean` stops it after a kill -9; None: nobody.
         self.adopt: Callable[[int], None] | None = None
-
-    @property
-    def name(self) -> str:
-        return self.host.name
 
     @property
     def where(self) -> str:

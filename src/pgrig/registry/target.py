@@ -202,6 +202,11 @@ class Target:
         self.spec = spec
         self.kind = kind
         self.checked = checked
+        # What the check settled, fixed for the study (``live`` is what changes).
+        self.name = spec.name
+        self.bins: PgBinaries = checked.bins
+        self.profile: Profile | None = checked.profile
+        self.owned = checked.owned
         scratch = checked.directory or Path.cwd()
         self.ctx = Context(
             bins=checked.bins,
@@ -213,22 +218,6 @@ class Target:
             checked.directory,
             {"tablespace": spec.tablespace, "index_tablespace": spec.index_tablespace},
         )
-
-    @property
-    def name(self) -> str:
-        return self.spec.name
-
-    @property
-    def bins(self) -> PgBinaries:
-        return self.checked.bins
-
-    @property
-    def profile(self) -> Profile | None:
-        return self.checked.profile
-
-    @property
-    def owned(self) -> bool:
-        return self.checked.owned
 
     @property
     def storage(self) -> str:

@@ -21,7 +21,7 @@ from typing import Any
 
 from pgrig.errors import ParseError, ToolError, UsageError
 from pgrig.hosts.executor import Executor
-from pgrig.hosts.local import HERE, LocalExecutor
+from pgrig.hosts.local import HERE
 from pgrig.results import FioResult
 from pgrig.tools import onhost
 
@@ -226,14 +226,14 @@ def engine_known(fio: str, engine: str) -> bool:
     lists the built-in ones only). About 20 ms; once per binary and name."""
     if engine.startswith("external:"):
         return True  # a path to an engine of the user's own, loaded at run time
-    done = LocalExecutor().run([fio, f"--enghelp={engine}"], timeout=30.0, check=False, what=TOOL)
+    done = HERE.run([fio, f"--enghelp={engine}"], timeout=30.0, check=False, what=TOOL)
     return "not found" not in done.stdout + done.stderr
 
 
 def fio_version(fio: str | None = None) -> str:
     """This machine's fio's version string, e.g. "fio-3.33" (a run's result
     carries the version of the fio that ran it, from its JSON)."""
-    done = LocalExecutor().run([fio or find_fio(), "--version"], timeout=30.0, what=TOOL)
+    done = HERE.run([fio or find_fio(), "--version"], timeout=30.0, what=TOOL)
     return done.stdout.strip()
 
 
