@@ -168,6 +168,73 @@ class StartTogether:
         self._barrier.abort()
 
 
+class Recorded:
+    """What later steps ask of the study's recorded runs, kept as they are
+    recorded: whether a step is done, the headline figures a repeat policy
+    reads, a target's probe results (its limits). The store is read once (a
+    resumed study), never again per repetition; raw output and monitor
+    samples are not kept in memory."""
+
+    def __init__(self) -> None:
+        self.done: set[str] = set()
+        self.failed: set[str] = set()  # recorded failed: a resume's rerun of one is not
+        # The registered result kinds, looked up once: every step's record asks one.
+        self.kinds = registry.kinds()
+        self._metric: dict[str, float] = {}  # run key -> headline figure (tps, tpmC)
+        self._disturbed: set[str] = set()  # run keys whose monitor record says disturbed
+        self._probes: dict[str, list[object]] = {}  # target -> typed fio / pg_test_fsync results
+        self._limits: dict[str, monitor.Limits | None] = {}
+
+    @classmethod
+    def read(cls, store: Store, study: str) -> Recorded:
+        out = cls()
+        # (the monitor's samples stay in the store: only its verdict is asked of it)
+        for rec in store.runs(study, without_samples=(MONITOR.name,)):
+            out.remember(rec)
+        return out
+
+    def pending(self, steps: Iterable[Step]) -> bool:
+        return any(s.id not in self.done for s in steps)
+
+    def metrics(self, steps: Iterable[Step], *, disturbed: bool = False) -> list[float]:
+        """The recorded headline figures of these steps (what repeats until a CI
+        narrows: tps, tpmC), skipping those that failed, have none, or - unless
+        ``disturbed`` - that other work on the machine disturbed (their monitor
+        record says so). A comparison of targets run interleaved keeps them: a
+        disturbance hit both sides (``RunPolicy.until_decided``)."""
+        out: list[float] = []
+        for step in steps:
+            value = self._metric.get(step.id)
+            if value is not None and (disturbed or step.id not in self._disturbed):
+                out.append(value)
+        return out
+
+    def remember(self, rec: RunRecord) -> None:
+        """Keep what ``metrics`` and ``limits`` need of one recorded run."""
+        self.done.add(rec.key)
+        if rec.status == "failed":
+            self.failed.add(rec.key)
+        if rec.status != "ok" or rec.result is None:
+            return
+        if rec.kind == MONITOR.name:
+            self._disturbed |= monitor.disturbed_run_keys([rec])
+        elif rec.kind in ("fio", "pg_test_fsync"):
+            probe = registry.typed_result(rec)
+            if probe is not None:
+                self._probes.setdefault(rec.target, []).append(probe)
+        else:
+            kind = self.kinds.get(rec.kind)
+            if kind is not None and kind.metric is not None:
+                # The metric alone is kept: a campaign keeps no result alive.
+                self._metric[rec.key] = kind.metric(from_dict(kind.type, rec.result))
+
+    def limits(self, target: str) -> monitor.Limits | None:
+        """The target's own probe results: what the run is compared with."""
+        if target not in self._limits:
+            self._limits[target] = monitor.limits_from(self._probes.get(target, []))
+        return self._limits[target]
+
+
 class Recorder:
     def __init__(
         self,
@@ -190,24 +257,11 @@ class Recorder:
         # Seconds inside steps, summed over threads: the rest of a run is its setup
         # and teardown (the plan's overhead; not recorded for concurrent targets).
         self.busy_s = 0.0
-        self._limits: dict[str, monitor.Limits | None] = {}
-        # What later steps ask of the recorded runs, kept as they are recorded:
-        # the store is read once (a resumed study), never again per repetition;
-        # raw output and monitor samples are not kept in memory.
-        self.done: set[str] = set()
-        self._failed: set[str] = set()  # recorded failed: a resume's rerun of one is not
         # target -> (the read-only path, steps skipped since): a filesystem turned
         # read-only under a target fails every step left (issue 40.5)
         self.read_only: dict[str, tuple[str, int]] = {}
-        self._metric: dict[str, float] = {}  # run key -> headline figure (tps, tpmC)
-        self._disturbed: set[str] = set()  # run keys whose monitor record says disturbed
-        self._probes: dict[str, list[object]] = {}  # target -> typed fio / pg_test_fsync results
-        # (the monitor's samples stay in the store: only its verdict is asked of it)
-        for rec in store.runs(study.id, without_samples=(MONITOR.name,)):
-            self._remember(rec)
-
-    def pending(self, steps: Iterable[Step]) -> bool:
-        return any(s.id not in self.done for s in steps)
+        self.recorded = Recorded.read(store, study.id)
+        self.done = self.recorded.done
 
     def execute(
         self, step: Step, t: Target, *, record: bool = True, together: StartTogether | None = None
@@ -285,7 +339,9 @@ class Recorder:
                     run.memory = _memory_before(t, self.ui)
                     run.emulated = t.ctx.emulator() if t.ctx.emulator is not None else None
                 if watching:
-                    watch_ = monitor.Watch(t.ctx, limits=self._limits_of(t), baseline=self.baseline)
+                    watch_ = monitor.Watch(
+                        t.ctx, limits=self.recorded.limits(t.name), baseline=self.baseline
+                    )
                     # Its heartbeat ends the run's waits when the server stops answering.
                     with watch_ as watch, proc.watched_by(watch.heartbeat):
                         try:
@@ -315,7 +371,7 @@ class Recorder:
         # A resume runs a recorded data step again (its data went with the killed
         # run's cluster) without recording it: its line says so where the store
         # holds another outcome - a setup's ✓ beside its failed record (issue 40.5).
-        kept = not record and step.id in self._failed
+        kept = not record and step.id in self.recorded.failed
         again = (
             " - again for this resume, not recorded: the store keeps its earlier "
             "failure (--retry-failed records a new try)"
@@ -324,7 +380,9 @@ class Recorder:
         )
         if outcome.status == "ok":
             took = duration(elapsed)
-            self.ui.ok(f"{step.label} ({took}){registry.headline(step.kind, run.value)}{again}")
+            kind = self.recorded.kinds.get(step.kind)
+            said = kind.headline(run.value) if kind is not None and run.value is not None else ""
+            self.ui.ok(f"{step.label} ({took}){said}{again}")
         elif outcome.status == "skipped":
             self.ui.warn(f"{step.label} skipped: {outcome.reason}{again}")
         else:
@@ -332,38 +390,6 @@ class Recorder:
                 self.failures += 1
             self.ui.fail(f"{step.label} failed{' again' if kept else ''}: {outcome.reason}")
             self._check_writable(t)
-
-    def metrics(self, steps: Iterable[Step], *, disturbed: bool = False) -> list[float]:
-        """The recorded headline figures of these steps (what repeats until a CI
-        narrows: tps, tpmC), skipping those that failed, have none, or - unless
-        ``disturbed`` - that other work on the machine disturbed (their monitor
-        record says so). A comparison of targets run interleaved keeps them: a
-        disturbance hit both sides (``RunPolicy.until_decided``)."""
-        out: list[float] = []
-        for step in steps:
-            value = self._metric.get(step.id)
-            if value is not None and (disturbed or step.id not in self._disturbed):
-                out.append(value)
-        return out
-
-    def _remember(self, rec: RunRecord) -> None:
-        """Keep what ``metrics`` and ``_limits_of`` need of one recorded run."""
-        self.done.add(rec.key)
-        if rec.status == "failed":
-            self._failed.add(rec.key)
-        if rec.status != "ok" or rec.result is None:
-            return
-        if rec.kind == MONITOR.name:
-            self._disturbed |= monitor.disturbed_run_keys([rec])
-        elif rec.kind in ("fio", "pg_test_fsync"):
-            probe = registry.typed_result(rec)
-            if probe is not None:
-                self._probes.setdefault(rec.target, []).append(probe)
-        else:
-            kind = registry.kind(rec.kind)
-            if kind is not None and kind.metric is not None:
-                # The metric alone is kept: a campaign keeps no result alive.
-                self._metric[rec.key] = kind.metric(from_dict(kind.type, rec.result))
 
     def _check_writable(self, t: Target) -> None:
         """After a failed step: has the filesystem of the target's cluster turned
@@ -440,12 +466,6 @@ class Recorder:
             server.wait_ready(RECOVERY_WAIT_S)
         except PgrigError as exc:
             self.ui.fail(f"{t.name}: {exc}")
-
-    def _limits_of(self, t: Target) -> monitor.Limits | None:
-        """The target's own probe results: what the run is compared with."""
-        if t.name not in self._limits:
-            self._limits[t.name] = monitor.limits_from(self._probes.get(t.name, []))
-        return self._limits[t.name]
 
     def _record_extra(self, run: Execution) -> None:
         """What the action made besides its result (``Running.extra``), each a
@@ -547,7 +567,7 @@ class Recorder:
             finished_at=now(),
         )
         with self._lock:
-            self._remember(self.store.record(rec, samples))
+            self.recorded.remember(self.store.record(rec, samples))
 
 
 def _pulse(step: Step, t: Target, watching: bool) -> contextlib.AbstractContextManager[None]:
