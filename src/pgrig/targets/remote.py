@@ -52,7 +52,7 @@ from pgrig.registry.target import (
     Demands,
     Target,
     TargetKind,
-    capture,
+    capture_on,
     settings_option,
 )
 from pgrig.schema import Schema, custom, port, text
@@ -505,7 +505,7 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
                 host_bin_dir=hosts.bin_dir,
             ))  # fmt: skip
             _tablespaces(t, remote, ui)
-            capture(t, on=db, paths=[remote.datadir], bin_dir=hosts.bin_dir)
+            capture_on(t, db, [remote.datadir], hosts.bin_dir)
             assert t.live.env is not None
             devices = tuple(fs.block_device for fs in t.live.env.filesystems if fs.block_device)
             stack.enter_context(t.scoped(host_devices=devices))
