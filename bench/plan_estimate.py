@@ -125,7 +125,9 @@ def learn(name: str, where: Path) -> list[str]:
     under their storage, as the runner records them since per-storage calibration
     exists: for a run made before it (``--calibrate-from``)."""
     camp = campaign.load(SEEDS[name])
-    storage = {t.name: plan.PlannedTarget.of(t).storage for t in camp.targets}
+    storage = {
+        t.name: plan.PlannedTarget.of(t, registry.target_kind(t)).storage for t in camp.targets
+    }
     setups = {s.name: s for s in camp.workloads if isinstance(s, CustomSpec) and s.setup}
     crashes = {s.name: s for s in camp.workloads if isinstance(s, DurabilitySpec)}
     learned = []

@@ -3,7 +3,7 @@
 
 One SSH host in a network namespace (tests/hosts_fixture.py), which shares
 this machine's filesystem: pg_test_fsync and fio (8k randwrite, direct) on
-one directory, run here (``host=None``) and on h1 through its SshExecutor,
+one directory, run here (``HERE``) and on h1 through its SshExecutor,
 alternating the order each round. Same disk, same files: the ratio
 remote/local should be 1 within the run-to-run noise, and what it is not is
 the cost of running over SSH (the tool's start, its output read over the
@@ -27,12 +27,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from hosts_fixture import make_lab, netns_available  # noqa: E402
 from pgrig.hosts import inventory, preflight  # noqa: E402
 from pgrig.hosts.executor import Executor  # noqa: E402
+from pgrig.hosts.local import HERE  # noqa: E402
 from pgrig.pgsource import binaries  # noqa: E402
 from pgrig.tools import fio, pg_test_fsync, pg_test_timing  # noqa: E402
 
 
 def figures(
-    host: Executor | None, bin_dir: Path, where: Path, args: argparse.Namespace
+    host: Executor, bin_dir: Path, where: Path, args: argparse.Namespace
 ) -> dict[str, float]:
     timing, _ = pg_test_timing.run(bin_dir, duration_s=args.seconds, host=host)
     fsync, _ = pg_test_fsync.run(bin_dir, where, seconds=args.seconds, host=host)
@@ -70,7 +71,7 @@ def main() -> int:
         hosts = list(inventory.load(lab.write_inventory()).hosts.values())
         with preflight.opened(hosts) as (ex,):
             sides: dict[str, Callable[[], dict[str, float]]] = {
-                "local": lambda: figures(None, bin_dir, Path(tmp), args),
+                "local": lambda: figures(HERE, bin_dir, Path(tmp), args),
                 "h1": lambda: figures(ex, bin_dir, Path(tmp), args),
             }
             for r in range(args.rounds):

@@ -23,8 +23,11 @@ from typing import TYPE_CHECKING, TypeVar
 import pytest
 
 from pgrig import monitor, registry
+from pgrig.hosts.local import HERE
 from pgrig.monitor import interference
 from pgrig.monitor.model import MonitorResult
+from pgrig.monitor.sampling import ProcessesHere
+from pgrig.monitor.watched import HostSampling
 from pgrig.store import Store
 
 if TYPE_CHECKING:
@@ -65,7 +68,8 @@ class _Here:
     target: Path
     server_pid: int | None = None
     conn: Conn | None = None
-    host: Executor | None = None
+    host: Executor = HERE
+    sampling: type[HostSampling] = ProcessesHere
     host_devices: tuple[str, ...] = ()
     load_finding: Finding | None = None
     load_imbalance: str | None = None

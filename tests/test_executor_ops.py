@@ -121,3 +121,33 @@ def test_a_process_is_signalled_by_pid(kind: str, remote: Executor) -> None:
         time.sleep(0.05)
     with pytest.raises(ToolError):
         ex.signal(started.pid, signal.SIGKILL)  # gone: an error, not a silent success
+
+
+@pytest.mark.parametrize("kind", ["local", "ssh"])
+def test_a_daemon_writes_to_its_log_and_is_stopped_by_pid(
+    kind: str, remote: Executor, tmp_path: Path
+) -> None:
+    """A FUSE layer's start (``start(log=)``): its output appended to a file on
+    the host, nothing read back; the PID is the program's own (no shell left
+    between), and ``stop`` ends it."""
+    ex = executor(kind, remote)
+    log = tmp_path / "daemon.log"
+    log.write_text("before\n")
+    started = ex.start(["sh", "-c", "echo out; echo err >&2; exec sleep 300"], log=str(log))
+    try:
+        deadline = time.monotonic() + 20
+        while log.read_text().count("\n") < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert sorted(log.read_text().splitlines()) == ["before", "err", "out"]
+        assert started.poll() is None
+    finally:
+        code = started.stop(grace=5)
+    assert code is not None
+    assert started.wait(5, check=False).stdout == ""  # nothing came back on a pipe
+    if kind == "local":
+        assert not proc.pid_alive(started.pid)
+
+
+def test_a_preexec_hook_is_this_machines_alone(remote: Executor) -> None:
+    with pytest.raises(AssertionError, match="preexec"):
+        remote.start(["true"], preexec=lambda: None)

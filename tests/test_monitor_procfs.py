@@ -169,6 +169,37 @@ def test_watch_without_a_server_samples_the_host_and_says_what_is_missing() -> N
     assert mon.verdict.cause == "unknown"
 
 
+def test_one_sampler_reads_a_host_by_the_strategy_its_context_chose() -> None:
+    """The sampler never asks which host it samples: the Context's ``sampling``
+    (chosen by the target kind with ``host``) decides. This machine read as a
+    whole through its executor (what a remote host gets) has the same CPUs and
+    no process attribution; read the local way, pgrig's own share is known."""
+    from dataclasses import replace
+
+    from pgrig import monitor
+    from pgrig.clients import OneHost
+    from pgrig.hosts.local import HERE
+    from pgrig.monitor.sampling import ProcessesHere, WholeHost
+    from pgrig.pgsource import binaries
+    from pgrig.step import Context
+
+    bins = binaries.PgBinaries(Path("/usr/lib/postgresql/15/bin"), "15", 15)
+    ctx = Context(clients=OneHost(bins.client_bin_dir), bins=bins,
+                  target=Path("/var/tmp"), scratch=Path("/var/tmp"))  # fmt: skip
+    assert ctx.host is HERE and ctx.sampling is ProcessesHere
+    results = {}
+    for sampling in (ProcessesHere, WholeHost):
+        with monitor.Watch(replace(ctx, sampling=sampling), interval=0.2) as watch:
+            threading.Event().wait(0.7)
+        results[sampling] = watch.result(None)
+    here, whole = results[ProcessesHere], results[WholeHost]
+    assert here.ncpu == whole.ncpu == os.cpu_count()
+    assert whole.samples and all(s.cpu.other is None for s in whole.samples)
+    assert whole.samples and all(s.cpu.pgrig is None for s in whole.samples)
+    assert any(s.cpu.pgrig is not None for s in here.samples)
+    assert any("are the server's host" in n for n in whole.notes)
+
+
 def test_watch_refuses_a_silly_interval() -> None:
     from pgrig import monitor
     from pgrig.errors import UsageError

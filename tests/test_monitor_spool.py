@@ -18,7 +18,7 @@ import pytest
 
 from pgrig.monitor.model import CpuSample, DeviceSample, IoSample, MemorySample, PgSample, Sample
 from pgrig.monitor.spool import Spool
-from pgrig.recorder import Recorder
+from pgrig.recorder import Execution, Recorder
 from pgrig.results import to_dict
 from pgrig.store import Store
 from pgrig.ui import Ui
@@ -212,8 +212,10 @@ def _record_monitor(tmp_path: Path, samples: int, live: _LiveSamples) -> tuple[i
             watch, run = _watched_run(samples)
             live.peak = live.live
 
+            ran = Execution(_step(1), _target("t"), "t0", watched=watch)
+
             def record() -> None:
-                recorder._record_monitor(_step(1), _target("t"), "t0", watch, run)  # noqa: B023
+                recorder._record_monitor(ran, run)  # noqa: B023
 
             peak = _traced_peak(record) if traced else record()
             (rec,) = store.runs(study().id, without_samples=("monitor",))

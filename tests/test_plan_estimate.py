@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pgrig import calibration, campaign, plan
+from pgrig import calibration, campaign, plan, registry
 from pgrig.durability.workload import DurabilitySpec
 from pgrig.durability.workload import calibration_kind as durability_kind
 from pgrig.units import MB
@@ -98,7 +98,8 @@ def test_a_crash_check_is_planned_from_what_its_crashes_cost_here(tmp_path: Path
     spec = next(w for w in camp.workloads if isinstance(w, DurabilitySpec))
     key = "disk/login-crash"
     before = next(r.seconds for r in plan.expand(camp).runs if r.key == key)
-    storage = plan.PlannedTarget.of(camp.targets[0]).storage
+    target = camp.targets[0]
+    storage = plan.PlannedTarget.of(target, registry.target_kind(target)).storage
     calibration.record_on(durability_kind(spec), storage, spec.crashes, 89.0)
     after = next(r.seconds for r in plan.expand(camp).runs if r.key == key)
     assert after == pytest.approx(spec.crashes * spec.interval_s + 89.0) != before

@@ -16,7 +16,7 @@ import pytest
 
 from pgrig import registry
 from pgrig.errors import ToolError
-from pgrig.recorder import Outcome, Recorder, StartTogether
+from pgrig.recorder import Execution, Outcome, Recorder, StartTogether
 from pgrig.step import Call, Running, Step, StepKey
 from pgrig.store import Store
 from pgrig.ui import Ui
@@ -32,7 +32,7 @@ def _record(rec: Recorder, step: Step, result: dict[str, Any] | None, kind: str 
     if kind:  # the run's monitor record
         step = dataclasses.replace(step, key=step.key.below("monitor"), kind=kind)
     target: Any = SimpleNamespace(name="t", env=None)
-    rec.record(step, target, "t0", Outcome.ok(result, "raw output"))
+    rec.record(Execution(step, target, "t0"), Outcome.ok(result, "raw output"))
 
 
 def test_metrics_come_from_what_was_recorded_not_from_reloading_the_store(
@@ -52,13 +52,13 @@ def test_metrics_come_from_what_was_recorded_not_from_reloading_the_store(
     _record(recorder, steps[2], run_record("x", tps=500.0).result)
     # the third run's monitor record says other work disturbed it: not counted
     _record(recorder, steps[2], {"disturbed": {"reasons": ["a CPU hog"]}}, kind="monitor")
-    assert recorder.metrics(steps) == [100.0, 120.0]
-    assert recorder.pending(steps) is False
+    assert recorder.recorded.metrics(steps) == [100.0, 120.0]
+    assert recorder.recorded.pending(steps) is False
     monkeypatch.undo()
 
     # A resumed study: the same figures from one read of the store.
     resumed = Recorder(store, study(), Ui(quiet=True))
-    assert resumed.metrics(steps) == [100.0, 120.0]
+    assert resumed.recorded.metrics(steps) == [100.0, 120.0]
     store.close()
 
 

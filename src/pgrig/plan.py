@@ -19,6 +19,7 @@ from pgrig.campaign import Campaign
 from pgrig.files import check_space as check_space  # where the steps' checks find it
 from pgrig.policy import RunPolicy
 from pgrig.probe import ProbeSpec
+from pgrig.registry import AnyKind
 from pgrig.registry.target import InitdbSpec, TargetSpec
 from pgrig.registry.workload import Phase, TargetView, WorkloadSpec
 from pgrig.step import Step
@@ -36,8 +37,7 @@ class PlannedTarget:
     load_hosts: int = 1
 
     @classmethod
-    def of(cls, spec: TargetSpec) -> PlannedTarget:
-        kind = registry.target_kind(spec)
+    def of(cls, spec: TargetSpec, kind: AnyKind) -> PlannedTarget:
         return cls(
             spec.name,
             {"tablespace": spec.tablespace, "index_tablespace": spec.index_tablespace},
@@ -101,17 +101,19 @@ def step_ids(campaign: Campaign) -> set[str]:
 
 
 def steps(campaign: Campaign) -> Iterator[tuple[TargetView, Step]]:
-    targets = [PlannedTarget.of(t) for t in campaign.targets]
-    for t, spec in zip(targets, campaign.targets, strict=True):
-        if (build := registry.target_kind(spec).build_step(spec)) is not None:
+    # Each target's kind resolved once: its view, its build step, its probes' place.
+    kinds = [(spec, registry.target_kind(spec)) for spec in campaign.targets]
+    targets = [PlannedTarget.of(spec, kind) for spec, kind in kinds]
+    for t, (spec, kind) in zip(targets, kinds, strict=True):
+        if (build := kind.build_step(spec)) is not None:
             yield t, build
     if campaign.probes is not None:
         # Probe by probe, target after target (as the runner does): the same
         # probe runs close in time on every target.
         per_target = [
             (t, probe.steps(campaign.probes, t.name, directory))
-            for t, spec in zip(targets, campaign.targets, strict=True)
-            if (directory := registry.target_kind(spec).probes_at(spec)) is not None
+            for t, (spec, kind) in zip(targets, kinds, strict=True)
+            if (directory := kind.probes_at(spec)) is not None
         ]
         for i in range(max((len(s) for _, s in per_target), default=0)):
             for t, probe_steps in per_target:

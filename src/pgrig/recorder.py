@@ -14,7 +14,7 @@ import errno
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, cast
 
@@ -75,18 +75,6 @@ def _memory(t: Target) -> MemoryStats | None:
     return t.ctx.memory() if t.ctx.memory is not None else None
 
 
-def _below(step: Step, tail: str, kind: str, label: str) -> Step:
-    """A record of what belongs to a run (its monitor, memory, extras), keyed
-    below it; recorded, never run: the run's action stays as data."""
-    return Step(
-        key=step.key.below(tail),
-        kind=kind,
-        label=label,
-        params={**step.params, "run": step.id},
-        action=step.action,
-    )
-
-
 def _oom_kills(t: Target) -> int | None:
     """The memory cgroup's OOM kills so far; None: no cgroup, or unreadable."""
     try:
@@ -125,6 +113,35 @@ def now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
+@dataclass
+class Execution:
+    """One step on one target as it runs and is recorded: when its measured part
+    started, and what was read before it so that the records written after it
+    say what the run took (the memory cgroup, the latency layer, the monitor's
+    watch). Every record of the step is written from it."""
+
+    step: Step
+    t: Target
+    started: str = field(default_factory=lambda: now())
+    value: Result | None = None  # the typed result, once the action returned it
+    memory: MemoryStats | None = None
+    emulated: EmulatorReading | None = None
+    watched: monitor.Watch | None = None
+
+    def below(self, tail: str, kind: str, what: str | None = None) -> Execution:
+        """A record of what belongs to the run (its monitor, memory, extras), keyed
+        below it; recorded, never run: the run's action stays as data."""
+        step = self.step
+        below = Step(
+            key=step.key.below(tail),
+            kind=kind,
+            label=f"{step.label}: {what or tail}",
+            params={**step.params, "run": step.id},
+            action=step.action,
+        )
+        return replace(self, step=below)
+
+
 class StartTogether:
     """Targets measured at once (``concurrent = true``) start their measured runs
     together: each target's thread waits here after its own prepare (reset,
@@ -151,6 +168,73 @@ class StartTogether:
         self._barrier.abort()
 
 
+class Recorded:
+    """What later steps ask of the study's recorded runs, kept as they are
+    recorded: whether a step is done, the headline figures a repeat policy
+    reads, a target's probe results (its limits). The store is read once (a
+    resumed study), never again per repetition; raw output and monitor
+    samples are not kept in memory."""
+
+    def __init__(self) -> None:
+        self.done: set[str] = set()
+        self.failed: set[str] = set()  # recorded failed: a resume's rerun of one is not
+        # The registered result kinds, looked up once: every step's record asks one.
+        self.kinds = registry.kinds()
+        self._metric: dict[str, float] = {}  # run key -> headline figure (tps, tpmC)
+        self._disturbed: set[str] = set()  # run keys whose monitor record says disturbed
+        self._probes: dict[str, list[object]] = {}  # target -> typed fio / pg_test_fsync results
+        self._limits: dict[str, monitor.Limits | None] = {}
+
+    @classmethod
+    def read(cls, store: Store, study: str) -> Recorded:
+        out = cls()
+        # (the monitor's samples stay in the store: only its verdict is asked of it)
+        for rec in store.runs(study, without_samples=(MONITOR.name,)):
+            out.remember(rec)
+        return out
+
+    def pending(self, steps: Iterable[Step]) -> bool:
+        return any(s.id not in self.done for s in steps)
+
+    def metrics(self, steps: Iterable[Step], *, disturbed: bool = False) -> list[float]:
+        """The recorded headline figures of these steps (what repeats until a CI
+        narrows: tps, tpmC), skipping those that failed, have none, or - unless
+        ``disturbed`` - that other work on the machine disturbed (their monitor
+        record says so). A comparison of targets run interleaved keeps them: a
+        disturbance hit both sides (``RunPolicy.until_decided``)."""
+        out: list[float] = []
+        for step in steps:
+            value = self._metric.get(step.id)
+            if value is not None and (disturbed or step.id not in self._disturbed):
+                out.append(value)
+        return out
+
+    def remember(self, rec: RunRecord) -> None:
+        """Keep what ``metrics`` and ``limits`` need of one recorded run."""
+        self.done.add(rec.key)
+        if rec.status == "failed":
+            self.failed.add(rec.key)
+        if rec.status != "ok" or rec.result is None:
+            return
+        if rec.kind == MONITOR.name:
+            self._disturbed |= monitor.disturbed_run_keys([rec])
+        elif rec.kind in ("fio", "pg_test_fsync"):
+            probe = registry.typed_result(rec)
+            if probe is not None:
+                self._probes.setdefault(rec.target, []).append(probe)
+        else:
+            kind = self.kinds.get(rec.kind)
+            if kind is not None and kind.metric is not None:
+                # The metric alone is kept: a campaign keeps no result alive.
+                self._metric[rec.key] = kind.metric(from_dict(kind.type, rec.result))
+
+    def limits(self, target: str) -> monitor.Limits | None:
+        """The target's own probe results: what the run is compared with."""
+        if target not in self._limits:
+            self._limits[target] = monitor.limits_from(self._probes.get(target, []))
+        return self._limits[target]
+
+
 class Recorder:
     def __init__(
         self,
@@ -173,24 +257,11 @@ class Recorder:
         # Seconds inside steps, summed over threads: the rest of a run is its setup
         # and teardown (the plan's overhead; not recorded for concurrent targets).
         self.busy_s = 0.0
-        self._limits: dict[str, monitor.Limits | None] = {}
-        # What later steps ask of the recorded runs, kept as they are recorded:
-        # the store is read once (a resumed study), never again per repetition;
-        # raw output and monitor samples are not kept in memory.
-        self.done: set[str] = set()
-        self._failed: set[str] = set()  # recorded failed: a resume's rerun of one is not
         # target -> (the read-only path, steps skipped since): a filesystem turned
         # read-only under a target fails every step left (issue 40.5)
         self.read_only: dict[str, tuple[str, int]] = {}
-        self._metric: dict[str, float] = {}  # run key -> headline figure (tps, tpmC)
-        self._disturbed: set[str] = set()  # run keys whose monitor record says disturbed
-        self._probes: dict[str, list[object]] = {}  # target -> typed fio / pg_test_fsync results
-        # (the monitor's samples stay in the store: only its verdict is asked of it)
-        for rec in store.runs(study.id, without_samples=(MONITOR.name,)):
-            self._remember(rec)
-
-    def pending(self, steps: Iterable[Step]) -> bool:
-        return any(s.id not in self.done for s in steps)
+        self.recorded = Recorded.read(store, study.id)
+        self.done = self.recorded.done
 
     def execute(
         self, step: Step, t: Target, *, record: bool = True, together: StartTogether | None = None
@@ -215,19 +286,41 @@ class Recorder:
         self, step: Step, t: Target, *, record: bool, together: StartTogether | None = None
     ) -> bool:
         self._revive(t)
-        started = now()
         t0 = time.monotonic()
-        status: Status = "ok"
-        reason: str | None = None
-        result: dict[str, JsonValue] | None = None
-        raw = ""
-        value: Result | None = None
-        watched: monitor.Watch | None = None
         t.ctx.running.begin()
-        memory: MemoryStats | None = None
-        emulated: EmulatorReading | None = None
+        run = Execution(step, t)
         oom_before = _oom_kills(t)
+        outcome = self._run(run, record=record, together=together)
+        if outcome.status == "failed" and oom_before is not None:
+            outcome = replace(outcome, reason=f"{outcome.reason}{_oom_note(t, oom_before)}")
+        # A step's record and what belongs to it (its extras, the monitor's and the
+        # memory cgroup's readings) are written together: a resume never runs a
+        # recorded step again, so a signal in between lost them for good (issue 19's
+        # memory-cgroup run under SIGTERM). The signal waits for the last of them.
+        with proc.signals_deferred():
+            if record:
+                self.record(run, outcome)
+                if outcome.status == "ok":
+                    self._record_extra(run)
+            self._say(run, outcome, time.monotonic() - t0, record=record)
+            if record and run.watched is not None:
+                self._record_monitor(run, run.value if outcome.status == "ok" else None)
+            if run.memory is not None:
+                self._record_memory(run, run.memory)
+            if run.emulated is not None:
+                self._record_emulator(run, run.emulated)
+        with self._lock:
+            self.busy_s += time.monotonic() - t0
+        return outcome.status == "ok"
+
+    def _run(self, run: Execution, *, record: bool, together: StartTogether | None) -> Outcome:
+        """The step's prepare, its wait for quiet and for the other targets, then
+        its action, watched by the monitor when it is a measured run; how it
+        ended, as its record keeps it. What is read before the measured part (the
+        memory cgroup, the latency layer) lands in ``run``."""
+        step, t = run.step, run.t
         watching = step.monitored and self.monitor_runs and t.ctx.conn is not None
+        raw = ""
         try:
             with self.ui.step(step.label, total=step.total) as line, _pulse(step, t, watching):
                 if step.prepare is not None:  # a warm-up, a CHECKPOINT: before the monitor's
@@ -241,107 +334,62 @@ class Recorder:
                         proc.raise_if_cancelled()  # left because the study is being stopped
                         self.ui.warn(f"{step.label}: another target did not start its run")
                     line.update(detail="")
-                started = now()
-                memory = _memory_before(t, self.ui) if step.monitored and record else None
-                if step.monitored and record and t.ctx.emulator is not None:
-                    emulated = t.ctx.emulator()
+                run.started = now()
+                if step.monitored and record:
+                    run.memory = _memory_before(t, self.ui)
+                    run.emulated = t.ctx.emulator() if t.ctx.emulator is not None else None
                 if watching:
-                    watch_ = monitor.Watch(t.ctx, limits=self._limits_of(t), baseline=self.baseline)
+                    watch_ = monitor.Watch(
+                        t.ctx, limits=self.recorded.limits(t.name), baseline=self.baseline
+                    )
                     # Its heartbeat ends the run's waits when the server stops answering.
                     with watch_ as watch, proc.watched_by(watch.heartbeat):
                         try:
-                            value, raw = registry.resolve(step.action)(t.ctx, line)
+                            run.value, raw = registry.resolve(step.action)(t.ctx, line)
                         finally:
-                            watched = watch
+                            run.watched = watch
                 else:
-                    value, raw = registry.resolve(step.action)(t.ctx, line)
-            result = to_dict(value)
+                    run.value, raw = registry.resolve(step.action)(t.ctx, line)
+            return Outcome.ok(to_dict(run.value), raw)
         except Skip as exc:
-            status, reason = "skipped", exc.reason
+            return Outcome("skipped", exc.reason, raw=raw)
         except ServerLost as exc:  # the evidence: the cluster is kept, the rest goes on
-            status, reason = "failed", str(exc)
             t.live.lost = exc
+            return Outcome("failed", str(exc), raw=raw)
         except PgrigError as exc:
-            status, reason = "failed", str(exc)
-            raw = getattr(exc, "stderr", "") or ""
+            return Outcome("failed", str(exc), raw=getattr(exc, "stderr", "") or "")
         except OSError as exc:  # the target's filesystem turned read-only, or failed
             where = f" ({exc.filename})" if exc.filename else ""
-            status, reason = "failed", f"cannot write{where}: {exc.strerror or exc}"
+            return Outcome("failed", f"cannot write{where}: {exc.strerror or exc}", raw=raw)
         except Exception as exc:  # a bug or an unexpected server answer: keep going
-            status, reason = "failed", f"{type(exc).__name__}: {exc}"
-        if status == "failed" and oom_before is not None:
-            reason = f"{reason}{_oom_note(t, oom_before)}"
-        # A step's record and what belongs to it (its extras, the monitor's and the
-        # memory cgroup's readings) are written together: a resume never runs a
-        # recorded step again, so a signal in between lost them for good (issue 19's
-        # memory-cgroup run under SIGTERM). The signal waits for the last of them.
-        with proc.signals_deferred():
-            if record:
-                self.record(step, t, started, Outcome(status, reason, result, raw))
-                if status == "ok":
-                    self._record_extra(step, t, started)
-            elapsed = time.monotonic() - t0
-            # A resume runs a recorded data step again (its data went with the killed
-            # run's cluster) without recording it: its line says so where the store
-            # holds another outcome - a setup's ✓ beside its failed record (issue 40.5).
-            kept = not record and step.id in self._failed
-            again = (
-                " - again for this resume, not recorded: the store keeps its earlier "
-                "failure (--retry-failed records a new try)"
-                if kept and status != "failed"
-                else ""
-            )
-            if status == "ok":
-                took = duration(elapsed)
-                self.ui.ok(f"{step.label} ({took}){registry.headline(step.kind, value)}{again}")
-            elif status == "skipped":
-                self.ui.warn(f"{step.label} skipped: {reason}{again}")
-            else:
-                with self._lock:
-                    self.failures += 1
-                self.ui.fail(f"{step.label} failed{' again' if kept else ''}: {reason}")
-                self._check_writable(t)
-            if record and watched is not None:
-                self._record_monitor(step, t, started, watched, value if status == "ok" else None)
-            if memory is not None:
-                self._record_memory(step, t, started, memory)
-            if emulated is not None:
-                self._record_emulator(step, t, started, emulated)
-        with self._lock:
-            self.busy_s += time.monotonic() - t0
-        return status == "ok"
+            return Outcome("failed", f"{type(exc).__name__}: {exc}", raw=raw)
 
-    def metrics(self, steps: Iterable[Step], *, disturbed: bool = False) -> list[float]:
-        """The recorded headline figures of these steps (what repeats until a CI
-        narrows: tps, tpmC), skipping those that failed, have none, or - unless
-        ``disturbed`` - that other work on the machine disturbed (their monitor
-        record says so). A comparison of targets run interleaved keeps them: a
-        disturbance hit both sides (``RunPolicy.until_decided``)."""
-        out: list[float] = []
-        for step in steps:
-            value = self._metric.get(step.id)
-            if value is not None and (disturbed or step.id not in self._disturbed):
-                out.append(value)
-        return out
-
-    def _remember(self, rec: RunRecord) -> None:
-        """Keep what ``metrics`` and ``_limits_of`` need of one recorded run."""
-        self.done.add(rec.key)
-        if rec.status == "failed":
-            self._failed.add(rec.key)
-        if rec.status != "ok" or rec.result is None:
-            return
-        if rec.kind == MONITOR.name:
-            self._disturbed |= monitor.disturbed_run_keys([rec])
-        elif rec.kind in ("fio", "pg_test_fsync"):
-            probe = registry.typed_result(rec)
-            if probe is not None:
-                self._probes.setdefault(rec.target, []).append(probe)
+    def _say(self, run: Execution, outcome: Outcome, elapsed: float, *, record: bool) -> None:
+        """The step's line: done, skipped or failed (then the target's filesystem
+        is asked whether it turned read-only)."""
+        step, t = run.step, run.t
+        # A resume runs a recorded data step again (its data went with the killed
+        # run's cluster) without recording it: its line says so where the store
+        # holds another outcome - a setup's ✓ beside its failed record (issue 40.5).
+        kept = not record and step.id in self.recorded.failed
+        again = (
+            " - again for this resume, not recorded: the store keeps its earlier "
+            "failure (--retry-failed records a new try)"
+            if kept and outcome.status != "failed"
+            else ""
+        )
+        if outcome.status == "ok":
+            took = duration(elapsed)
+            kind = self.recorded.kinds.get(step.kind)
+            said = kind.headline(run.value) if kind is not None and run.value is not None else ""
+            self.ui.ok(f"{step.label} ({took}){said}{again}")
+        elif outcome.status == "skipped":
+            self.ui.warn(f"{step.label} skipped: {outcome.reason}{again}")
         else:
-            kind = registry.kind(rec.kind)
-            if kind is not None and kind.metric is not None:
-                # The metric alone is kept: a campaign keeps no result alive.
-                self._metric[rec.key] = kind.metric(from_dict(kind.type, rec.result))
+            with self._lock:
+                self.failures += 1
+            self.ui.fail(f"{step.label} failed{' again' if kept else ''}: {outcome.reason}")
+            self._check_writable(t)
 
     def _check_writable(self, t: Target) -> None:
         """After a failed step: has the filesystem of the target's cluster turned
@@ -419,39 +467,33 @@ class Recorder:
         except PgrigError as exc:
             self.ui.fail(f"{t.name}: {exc}")
 
-    def _limits_of(self, t: Target) -> monitor.Limits | None:
-        """The target's own probe results: what the run is compared with."""
-        if t.name not in self._limits:
-            self._limits[t.name] = monitor.limits_from(self._probes.get(t.name, []))
-        return self._limits[t.name]
-
-    def _record_extra(self, step: Step, t: Target, started: str) -> None:
+    def _record_extra(self, run: Execution) -> None:
         """What the action made besides its result (``Running.extra``), each a
         record of its own below the step's key."""
-        for made in t.ctx.running.extra:
-            extra = _below(step, made.tail, made.kind, f"{step.label}: {made.tail}")
-            self.record(extra, t, started, Outcome.ok(to_dict(made.value)))
-        t.ctx.running.extra.clear()
+        extras = run.t.ctx.running.extra
+        for made in extras:
+            self.record(run.below(made.tail, made.kind), Outcome.ok(to_dict(made.value)))
+        extras.clear()
 
-    def _record_monitor(
-        self, step: Step, t: Target, started: str, watch: monitor.Watch, value: Result | None
-    ) -> None:
+    def _record_monitor(self, run: Execution, value: Result | None) -> None:
         """What the host and the server did during the run, and the verdict - a
         record of its own, so a failing sampler never costs the run itself."""
-        mon = _below(step, "monitor", "monitor", f"{step.label}: monitor")
+        assert run.watched is not None
+        watch, step = run.watched, run.step
+        mon = run.below("monitor", MONITOR.name)
         try:
             # The samples go from the monitor's spool to the store one at a time,
             # in the record's transaction: never all in memory (issue 18.6).
             # The monitor reads what it knows of a run by name (a pgbench run's
             # progress and duration; a TPC-C run's where it has them).
-            run = cast("PgbenchRun | None", value)
-            observed = watch.summary(run)
-            samples = (to_dict(s) for s in watch.samples(run))
-            self.record(mon, t, started, Outcome.ok(to_dict(observed)), samples)
+            bench = cast("PgbenchRun | None", value)
+            observed = watch.summary(bench)
+            samples = (to_dict(s) for s in watch.samples(bench))
+            self.record(mon, Outcome.ok(to_dict(observed)), samples)
         except StoreError:
             raise
         except Exception as exc:  # the run is recorded; say why the evidence is missing
-            self.record(mon, t, started, Outcome.failed(exc))
+            self.record(mon, Outcome.failed(exc))
             return
         self.ui.info(f"  [dim]bottleneck: {observed.verdict.summary}[/dim]")
         if observed.disturbed is not None:
@@ -460,32 +502,31 @@ class Recorder:
                 " (not counted towards a confidence interval)"
             )
 
-    def _record_memory(self, step: Step, t: Target, started: str, before: MemoryStats) -> None:
+    def _record_memory(self, run: Execution, before: MemoryStats) -> None:
         """A memory-limited target's cgroup over the run (limit hits, peak, OOM
         kills): a record of its own, like the monitor's."""
-        mem = _below(step, "memory", MEMORY.name, f"{step.label}: memory cgroup")
+        mem = run.below("memory", MEMORY.name, "memory cgroup")
         try:
-            after = _memory(t)
+            after = _memory(run.t)
         except (OSError, ValueError) as exc:  # the run is recorded; say why this is missing
-            self.record(mem, t, started, Outcome.failed(exc))
+            self.record(mem, Outcome.failed(exc))
             return
         if after is not None:
             use = MemoryUse.between(before, after)
-            self.record(mem, t, started, Outcome.ok(to_dict(use), after.describe()))
+            self.record(mem, Outcome.ok(to_dict(use), after.describe()))
 
-    def _record_emulator(
-        self, step: Step, t: Target, started: str, before: EmulatorReading
-    ) -> None:
+    def _record_emulator(self, run: Execution, before: EmulatorReading) -> None:
         """The latency layer's CPU and I/O over the run: a record of its own."""
-        emu = _below(step, "emulator", EMULATOR.name, f"{step.label}: emulator")
-        after = t.ctx.emulator() if t.ctx.emulator is not None else None
+        emu = run.below("emulator", EMULATOR.name)
+        emulator = run.t.ctx.emulator
+        after = emulator() if emulator is not None else None
         if after is None or after.pid != before.pid:
-            self.record(emu, t, started, Outcome("failed", "the latency layer's process is gone"))
+            self.record(emu, Outcome("failed", "the latency layer's process is gone"))
             return
         use = EmulatorUse.between(before, after)
-        self.record(emu, t, started, Outcome.ok(to_dict(use)))
+        self.record(emu, Outcome.ok(to_dict(use)))
         if use.dominates:
-            self.ui.warn(f"{step.label}{use.headline()}")
+            self.ui.warn(f"{run.step.label}{use.headline()}")
 
     def _wait_quiet(self, t: Target, line: ProgressLine) -> None:
         """The policy's ``wait_quiet``: hold a measured run until other work calms down."""
@@ -500,19 +541,18 @@ class Recorder:
 
     def record(
         self,
-        step: Step,
-        t: Target,
-        started: str,
+        run: Execution,
         outcome: Outcome,
         samples: Iterable[Mapping[str, object]] | None = None,
     ) -> None:
+        step, t = run.step, run.t
         env = t.env or self.study.environment
         tools = env.tools if env is not None else {}
         versions = {name: tools[name] for name in step.tools if name in tools}
         if env is not None and env.postgres is not None:
             # The build that served this record: release, compiler, where it came from.
             versions[SERVER] = env.postgres.provenance()
-        run = RunRecord(
+        rec = RunRecord(
             study=self.study.id,
             key=step.id,
             kind=step.kind,
@@ -523,11 +563,11 @@ class Recorder:
             result=outcome.result,
             raw=outcome.raw,
             tool_versions=versions,
-            started_at=started,
+            started_at=run.started,
             finished_at=now(),
         )
         with self._lock:
-            self._remember(self.store.record(run, samples))
+            self.recorded.remember(self.store.record(rec, samples))
 
 
 def _pulse(step: Step, t: Target, watching: bool) -> contextlib.AbstractContextManager[None]:

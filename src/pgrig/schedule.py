@@ -47,7 +47,7 @@ class Schedule:
                 for step in _with_after(series, t, r)
             ]
             extends = pol.adaptive and any(s.repeated for s in phase.series)
-            if not (rec.pending(data) or rec.pending(minimum) or extends):
+            if not (rec.recorded.pending(data) or rec.recorded.pending(minimum) or extends):
                 continue  # a resumed campaign that already has all of it
             if self._data(t, data):
                 live.append(t)
@@ -93,8 +93,8 @@ class Schedule:
             if not series.repeated:
                 break
             samples = [
-                rec.metrics((series.make(t, r) for r in range(1, rep + 1)),
-                            disturbed=pol.until_decided)
+                rec.recorded.metrics((series.make(t, r) for r in range(1, rep + 1)),
+                                     disturbed=pol.until_decided)
                 for t in live
             ]  # fmt: skip
             names = [t.name for t in live]

@@ -24,8 +24,11 @@ from pgrig.cluster.loadwal import Restartable
 from pgrig.cluster.server import Cluster
 from pgrig.conninfo import Conn
 from pgrig.hosts.executor import Executor
+from pgrig.hosts.local import HERE
 from pgrig.lossyfs.target import LossyTarget
+from pgrig.monitor.sampling import ProcessesHere
 from pgrig.monitor.verdict import Finding
+from pgrig.monitor.watched import HostSampling
 from pgrig.pgsource.binaries import PgBinaries
 from pgrig.storage.emulator import EmulatorReading
 from pgrig.storage.memcg import MemoryStats
@@ -131,11 +134,17 @@ class Context:
     # machine (or a storage lab's pinned clients), or a remote target's load hosts.
     clients: Clients
     conn: Conn | None = None  # set once the server is up
-    # The server's host when it is another machine: the monitor reads that host's
-    # /proc through it, and its data directory there. None: this machine.
-    host: Executor | None = None
-    host_bin_dir: str | None = None  # PostgreSQL's bin directory there
+    # The server's host, chosen by the target kind with how the monitor samples
+    # it: this machine (its processes told apart), or another through its
+    # executor (the host as a whole, ``host_devices`` its disks).
+    host: Executor = HERE
+    sampling: type[HostSampling] = ProcessesHere
+    host_bin_dir: str | None = None  # PostgreSQL's bin directory there, if not this machine's
     host_devices: tuple[str, ...] = ()  # the block devices under its data directory
+    # Where a client on this machine copies the server when told "the target's own
+    # storage" (a base backup's default), if not ``target``: set by a kind whose
+    # ``target`` is a directory on another host.
+    copy_here: Path | None = None
     cluster: Cluster | None = None  # the cluster pgrig created (None: an existing server)
     # pgrig's server on another host, which a load may restart with other settings
     # (``load_wal``) as it restarts ``cluster`` here. None: none, or ``cluster``.

@@ -122,8 +122,8 @@ def campaign(
                 " (a workload of the campaign runs it)",
                 hint=binaries.INSTALL_HINT,
             )
-        for w in camp.workloads:  # what the target's own tools refuse without a server
-            registry.of(w).check(w, run.bins, camp.source)
+        for spec_, workload in zip(camp.workloads, workloads, strict=True):
+            workload.check(spec_, run.bins, camp.source)  # what its tools refuse without a server
     lifecycle.check_together(runs, warnings)
     shared_space(runs, needs, camp.source)
     if camp.policy.concurrent:
@@ -142,10 +142,11 @@ def campaign(
 def power_loss_workload(camp: Campaign) -> str | None:
     """The name of the workload that cuts the power, if any; refused beside a
     workload that would be measured on the (slower) lossy filesystem."""
-    cutting = [w.name for w in camp.workloads if registry.of(w).loses_power(w)]
+    loses = {w.name: registry.of(w).loses_power(w) for w in camp.workloads}
+    cutting = [name for name, cuts in loses.items() if cuts]
     if not cutting:
         return None
-    others = [w.name for w in camp.workloads if not registry.of(w).loses_power(w)]
+    others = [name for name, cuts in loses.items() if not cuts]
     if others:
         raise UsageError(
             f"campaign {camp.name}: workload {cutting[0]} runs the clusters on the lossy "

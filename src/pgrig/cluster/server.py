@@ -30,7 +30,7 @@ from pgrig.conninfo import Conn
 from pgrig.errors import ClusterError, UsageError, WorkdirError
 from pgrig.files import write_atomically
 from pgrig.hosts.executor import Executor, Launch
-from pgrig.hosts.local import HERE, LocalExecutor
+from pgrig.hosts.local import HERE
 from pgrig.pgsource.binaries import PgBinaries
 
 SUPERUSER = "postgres"
@@ -225,7 +225,7 @@ class Cluster:
         os_user: proc.OsUser | None,
         socket_dir: Path,
         port: int | None = None,
-        ex: Executor | None = None,
+        ex: Executor = HERE,
         tcp: bool = False,
     ) -> None:
         self.bins = bins
@@ -243,7 +243,7 @@ class Cluster:
         self.adapted: compat.Adapted | None = None
         isready = [str(bins.path("pg_isready")), "-h", str(socket_dir), "-p", str(self.port)]
         self.pm = Postmaster(
-            ex or LocalExecutor(),
+            ex,
             bin_dir=str(bins.bin_dir),
             datadir=str(self.datadir),
             logfile=str(self.logfile),

@@ -40,7 +40,7 @@ from pgrig.durability.clients import APPLICATION_NAME
 from pgrig.durability.model import IMMEDIATE, KILL_BACKEND, KILL_POSTMASTER, Cut
 from pgrig.errors import ClusterError, PgrigError, UsageError
 from pgrig.hosts.executor import Executor, Launch
-from pgrig.hosts.local import LocalExecutor
+from pgrig.hosts.local import HERE
 from pgrig.lossyfs import LossyFsError, Mode, PowerLossReport
 from pgrig.lossyfs.target import LossyTarget
 
@@ -57,7 +57,7 @@ class Server:
     def host(self) -> Executor:
         """Where its processes run: the cluster's executor; an existing server's is
         this machine (``check_method`` refuses one whose backends are not here)."""
-        return self.cluster.ex if self.cluster is not None else LocalExecutor()
+        return self.cluster.ex if self.cluster is not None else HERE
 
     def describe(self) -> str:
         if self.cluster is not None:

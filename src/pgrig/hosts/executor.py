@@ -218,15 +218,12 @@ class Executor(ABC):
 
     def __init__(self, host: Host) -> None:
         self.host = host
+        self.name = host.name  # what messages and records call the host
         self._ids: dict[str, tuple[str, str]] = {}  # user_ids, per OS account
         # Told the PID of each tool a step starts here for a while (the storage
         # probes), so that the owner record of pgrig's directory it works in
         # names it and `pgrig clean` stops it after a kill -9; None: nobody.
         self.adopt: Callable[[int], None] | None = None
-
-    @property
-    def name(self) -> str:
-        return self.host.name
 
     @property
     def where(self) -> str:
@@ -253,8 +250,17 @@ class Executor(ABC):
         return True
 
     @abstractmethod
-    def _start(self, argv: Sequence[str], *, env: Mapping[str, str] | None, stdin: bool) -> Started:
-        """Start ``argv`` as it is; ``env`` is added to the host's environment."""
+    def _start(
+        self,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str] | None,
+        stdin: bool,
+        log: str | None = None,
+        preexec: Callable[[], None] | None = None,
+    ) -> Started:
+        """Start ``argv`` as it is; ``env`` is added to the host's environment;
+        ``log`` and ``preexec`` as ``start`` says."""
 
     def start(
         self,
@@ -263,10 +269,16 @@ class Executor(ABC):
         env: Mapping[str, str] | None = None,
         stdin: bool = False,
         launch: Launch | None = None,
+        log: str | None = None,
+        preexec: Callable[[], None] | None = None,
     ) -> Started:
         """Start ``argv``; ``env`` is added to the host's environment; ``launch``:
-        as another OS user, in cgroups."""
-        return self._start(self.launched(argv, launch), env=env, stdin=stdin)
+        as another OS user, in cgroups. ``log``: a long-lived process's (a FUSE
+        daemon's) stdout and stderr appended to that file on the host, none read
+        back, so that nothing grows in pgrig while it runs; the PID stays the
+        process's own. ``preexec`` exists only on this machine (as ``stream``'s)."""
+        words = self.launched(argv, launch)
+        return self._start(words, env=env, stdin=stdin, log=log, preexec=preexec)
 
     def run(
         self,

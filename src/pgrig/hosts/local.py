@@ -16,7 +16,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
@@ -42,11 +42,13 @@ class _LocalStarted(Started):
         super().__init__(argv, host)
         self._popen = popen
         self.pid = popen.pid
-        assert popen.stdout is not None and popen.stderr is not None
         self._readers = [
-            threading.Thread(target=self._pump, args=(popen.stdout, True), daemon=True),
-            threading.Thread(target=self._pump, args=(popen.stderr, False), daemon=True),
+            threading.Thread(target=self._pump, args=(stream, is_stdout), daemon=True)
+            for stream, is_stdout in ((popen.stdout, True), (popen.stderr, False))
+            if stream is not None
         ]
+        if popen.stdout is None:  # its output goes to a log (``start(log=)``)
+            self._lines.put(None)
         for t in self._readers:
             t.start()
 
@@ -160,7 +162,16 @@ class LocalExecutor(Executor):
     def remove_file(self, path: Path) -> None:
         ownership.remove_file(path)
 
-    def _start(self, argv: Sequence[str], *, env: Mapping[str, str] | None, stdin: bool) -> Started:
+    def _start(
+        self,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str] | None,
+        stdin: bool,
+        log: str | None = None,
+        preexec: Callable[[], None] | None = None,
+    ) -> Started:
+        # The log opened here (no shell between), and ``preexec`` run in the child.
         full_env = {**os.environ, **(env or {})}
         words = list(argv)
         if words[0] in SYSTEM_TOOLS:
@@ -177,18 +188,19 @@ class LocalExecutor(Executor):
             # before it propagates, as proc._start does. The Started is made in
             # the block too: its reader threads take seconds to start on a loaded
             # machine, and a signal then left initdb running after pgrig returned.
-            with proc.signals_deferred():
+            with proc.signals_deferred(), _output(log) as out:
                 try:
                     popen = subprocess.Popen(
                         words,
                         stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
-                        stdout=subprocess.PIPE,
-                        stderr=subprocess.PIPE,
+                        stdout=out,
+                        stderr=out,
                         text=True,
                         encoding="utf-8",
                         errors="replace",  # a tool's odd byte is no reason to lose its output
                         env=full_env,
                         start_new_session=True,
+                        preexec_fn=preexec,
                     )
                 except OSError as exc:
                     raise ToolError(
@@ -249,6 +261,18 @@ class LocalExecutor(Executor):
         return found
 
 
-# This machine as a client's host: what a tool runs on unless told another
-# (``client=``). Never given an ``adopt``: a probe makes its own (``onhost.on``).
+@contextlib.contextmanager
+def _output(log: str | None) -> Iterator[IO[bytes] | int]:
+    """Where a started process's stdout and stderr go: pipes read by its Started,
+    or appended to ``log`` (closed here once the child holds it)."""
+    if log is None:
+        yield subprocess.PIPE
+        return
+    with open(log, "ab") as out:
+        yield out
+
+
+# This machine: what a tool runs on unless told another (``client=``, ``host=``),
+# and ``Context.host`` unless the target kind chose another. Never given an
+# ``adopt``: only a remote kind's own executors register their probes.
 HERE = LocalExecutor()

@@ -24,13 +24,13 @@ import shlex
 import signal
 import threading
 import time
-from collections.abc import Awaitable, Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import Any, TypeVar
 
 import asyncssh
 
 from pgrig.errors import ToolError, ToolTimeout
-from pgrig.hosts.executor import Executor, Started
+from pgrig.hosts.executor import SH, Executor, Started
 from pgrig.hosts.inventory import Host
 
 CONNECT_TIMEOUT_S = 10.0
@@ -267,7 +267,19 @@ class SshExecutor(Executor):
     def connection(self) -> asyncssh.SSHClientConnection:
         return self._conn
 
-    def _start(self, argv: Sequence[str], *, env: Mapping[str, str] | None, stdin: bool) -> Started:
+    def _start(
+        self,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str] | None,
+        stdin: bool,
+        log: str | None = None,
+        preexec: Callable[[], None] | None = None,
+    ) -> Started:
+        if preexec is not None:
+            raise AssertionError(f"a preexec hook cannot run on {self.name}")
+        if log is not None:  # the shell execs: the PID stays the program's own
+            argv = [SH, "-c", 'exec "$@" >> "$0" 2>&1', log, *argv]
         started = _SshStarted(argv, self)
         call(
             started.begin(command_line(argv, env, self.sudo), stdin),

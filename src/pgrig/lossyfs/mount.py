@@ -15,7 +15,6 @@ import secrets
 import shutil
 import signal
 import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -27,7 +26,9 @@ from typing import Any
 
 from pgrig import ownership, proc
 from pgrig.cluster import workdir
-from pgrig.errors import PgrigError
+from pgrig.errors import PgrigError, ToolTimeout
+from pgrig.hosts.executor import Started
+from pgrig.hosts.local import HERE
 from pgrig.lossyfs.powerloss import MODES, Mode, PowerLossReport
 from pgrig.lossyfs.registry import (
     RUN_MARKER,
@@ -155,7 +156,7 @@ class LossyMount:
         self.sync_delay_us = sync_delay_us  # added to every fsync (storage/latency.py)
         self.read_delay_us = 0.0  # added to every read the kernel asks (set_read_delay)
         self.power_losses = 0
-        self._proc: subprocess.Popen[bytes] | None = None
+        self._proc: Started | None = None
         self._record: MountRecord | None = None
         self._created_mountpoint = False
 
@@ -187,14 +188,7 @@ class LossyMount:
                             self._created_mountpoint)  # fmt: skip
         self._record = record
         try:
-            with open(Path(record.run_dir) / "fs.log", "ab") as log:
-                self._proc = subprocess.Popen(  # noqa: S603 - argument list
-                    self._argv(record),
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=log,
-                    start_new_session=True,
-                )
+            self._proc = HERE.start(self._argv(record), log=str(Path(record.run_dir) / "fs.log"))
             self._record = record = MountRecord(**{**asdict(record), "fs_pid": self._proc.pid})
             write_record(record)
             self._wait_ready()
@@ -362,13 +356,10 @@ class LossyMount:
                 with contextlib.suppress(LossyFsError):
                     self._control({"cmd": "shutdown"}, timeout=self.timeout)
             elif proc_.poll() is None and not exiting:
-                proc_.kill()  # nothing is written back: as lossy as a "drop" power loss
-            try:
-                proc_.wait(timeout=self.timeout)
-            except subprocess.TimeoutExpired:
-                first = (signal.SIGTERM,) if clean else ()
-                proc.escalate(proc_.pid, (*first, signal.SIGKILL), grace=self.timeout)
-                proc_.wait(timeout=self.timeout)
+                proc_.signal(signal.SIGKILL)  # nothing written back: a "drop" power loss
+            # TERM, then KILL, if it does not go by itself in time.
+            with contextlib.suppress(ToolTimeout):
+                proc_.wait(self.timeout, check=False, what="the lossy filesystem")
         finally:
             # Held signals: one during the fusermount3 call skipped the rest, which
             # left the record and the run directory (its marker and fs.log) behind.
@@ -379,10 +370,9 @@ class LossyMount:
                     self._proc = None
                     tail = _log_tail(self.log_file)
                     self._forget()
-        if clean and proc_.returncode != 0:
+        if clean and (code := proc_.poll()) != 0:
             raise LossyFsError(
-                f"the lossy filesystem on {self.mountpoint} exited with code "
-                f"{proc_.returncode}: {tail}"
+                f"the lossy filesystem on {self.mountpoint} exited with code {code}: {tail}"
             )
 
     def _forget(self) -> None:
@@ -420,7 +410,7 @@ def new_record(
 
 
 def wait_mounted(
-    process: subprocess.Popen[bytes],
+    process: Started,
     record: MountRecord,
     timeout: float,
     what: str,
@@ -431,9 +421,9 @@ def wait_mounted(
     log = Path(record.run_dir) / "fs.log"
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if process.poll() is not None:
+        if (code := process.poll()) is not None:
             raise LossyFsError(
-                f"{what} exited with code {process.returncode} before mounting "
+                f"{what} exited with code {code} before mounting "
                 f"{record.mountpoint}: {_log_tail(log)}",
                 hint=f"see {log}",
             )

@@ -10,21 +10,20 @@ Its statistics query is the server's heartbeat (``pgrig.monitor.heartbeat``).
 from __future__ import annotations
 
 import bisect
-import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
 from types import TracebackType
 from typing import TYPE_CHECKING
 
 import psycopg
 
-from pgrig import environment
 from pgrig.errors import PgrigError, UsageError
 from pgrig.monitor import interference, procfs, verdict
 from pgrig.monitor.checkpoints import find_checkpoints
 from pgrig.monitor.heartbeat import Heartbeat, LastCloses, ServerHostLost
+from pgrig.monitor.meter import ProcCpu, ProcessMeter
 from pgrig.monitor.model import (
     CpuSample,
     DeviceSample,
@@ -39,21 +38,13 @@ from pgrig.monitor.noise import noise
 from pgrig.monitor.pgstats import PgSampler
 from pgrig.monitor.spool import Spool, View
 from pgrig.monitor.totals import run_totals
-from pgrig.monitor.watched import Watched
+from pgrig.monitor.watched import HostSampling, Watched
 
 if TYPE_CHECKING:
-    from pgrig.hosts.executor import Executor
     from pgrig.results import PgbenchRun
 
 APPLICATION_NAME = "pgrig-monitor"
 MIB = 1024 * 1024
-# Client programs a measured run drives the server with: their CPU is "client", and
-# while one lives the run is on (a run without a duration of its own: a base backup).
-LOAD_GENERATORS = ("pgbench", "pg_basebackup")
-
-
-def _boottime() -> float:
-    return time.clock_gettime(time.CLOCK_BOOTTIME)
 
 
 @dataclass
@@ -70,222 +61,6 @@ class _Raw:
     pg: PgSample | None
     clients_alive: int
     io: IoSample | None = None
-
-
-Counters = dict[tuple[int, int], tuple[int, ...]]
-
-
-@dataclass
-class _ProcCpu:
-    """What our processes did since the previous sample: ns, ticks and bytes."""
-
-    alive: int
-    server_run: float | None = None  # ns
-    server_wait: float | None = None
-    client_run: float = 0.0
-    thread_core: float | None = None
-    thread_demand: float | None = None
-    pgrig_ticks: float = 0.0
-    kernel_ticks: float = 0.0
-    io: dict[str, tuple[float, float] | None] = field(default_factory=dict)  # bytes
-
-
-class _ProcessMeter:
-    """CPU time and storage bytes of the server's, the load generator's and
-    pgrig's processes on this machine, sample after sample: the counters each
-    process had at the previous look, and who else ran (the interference ledger)."""
-
-    def __init__(self, server_pid: Callable[[], int | None]) -> None:
-        self.server_pid = server_pid  # the postmaster's, asked at every look
-        self.started_at = 0.0  # the watch's start: processes born after it count whole
-        self.primed = False  # the first look is taken: threads seen later are new
-        self.client_start: float | None = None  # wall clock of the first pgbench start
-        self.ledger = interference.Ledger.start()
-        self._counters: dict[str, Counters] = {}
-        self._threads: dict[int, tuple[int, int]] = {}
-
-    def measure(self, seconds: float) -> _ProcCpu:
-        """CPU and storage bytes of the server's, the load generator's and pgrig's
-        processes since the last sample; and of the kernel's threads (one walk of
-        /proc, which also names everybody else for the interference ledger)."""
-        postmaster = self.server_pid()
-        walk = self.ledger.walk(postmaster)
-        procs = walk.procs
-        me = os.getpid()
-        client = {pid for pid in walk.mine if pid != me and procs[pid].comm in LOAD_GENERATORS}
-        pgrig = walk.mine - client
-        for pid in client:
-            started = _wall_of(procs[pid].starttime)
-            if self.client_start is None or started < self.client_start:
-                self.client_start = started
-        out = _ProcCpu(alive=len(client), kernel_ticks=walk.kernel_ticks)
-        if postmaster is not None:
-            # PostgreSQL's processes are single-threaded: a process's schedstat is all of it.
-            current = {}
-            for pid in walk.server:
-                st = procfs.read_schedstat(f"/proc/{pid}/schedstat")
-                if st is None:  # no schedstat in this kernel: clock ticks, no queueing
-                    st = (procs[pid].ticks * 1_000_000_000 // procfs.CLK_TCK, 0)
-                current[(pid, procs[pid].starttime)] = st
-            out.server_run, out.server_wait = self._delta("server", current, 2)
-        (out.pgrig_ticks,) = self._delta(
-            "pgrig", {(pid, procs[pid].starttime): (procs[pid].ticks,) for pid in pgrig}, 1
-        )
-        for group, pids in (("server", walk.server), ("client", client), ("pgrig", pgrig)):
-            io = {(pid, procs[pid].starttime): procfs.read_pid_io(pid) for pid in pids}
-            readable = {k: v for k, v in io.items() if v is not None}
-            if pids and not readable:
-                out.io[group] = None
-                continue
-            r, w = self._delta(f"io-{group}", readable, 2)
-            out.io[group] = (r, w)
-        self._client_threads(client, seconds, out)
-        return out
-
-    def _client_threads(self, client: set[int], seconds: float, out: _ProcCpu) -> None:
-        """pgbench -j runs one thread per -j, and /proc/<pid>/schedstat counts the
-        main thread only: sum the threads, and find the busiest."""
-        threads: dict[int, tuple[int, int]] = {}
-        for pid in client:
-            threads.update(procfs.thread_schedstats(pid))
-        prev = self._threads
-        wall_ns = seconds * 1e9
-        for tid, (run, wait) in threads.items():
-            # A thread first seen after the start was born since: all its time is new.
-            run0, wait0 = prev.get(tid, (0, 0) if self.primed else (run, wait))
-            out.client_run += max(0, run - run0)
-            if tid not in prev:
-                continue  # its share of this interval is unknown: not the busiest
-            core = 100.0 * (run - run0) / wall_ns
-            demand = 100.0 * (run - run0 + wait - wait0) / wall_ns
-            out.thread_core = max(out.thread_core or 0.0, min(100.0, core))
-            out.thread_demand = max(out.thread_demand or 0.0, min(100.0, demand))
-        self._threads = threads
-
-    def _delta(
-        self, name: str, current: Mapping[tuple[int, int], tuple[int, ...]], width: int
-    ) -> list[float]:
-        """Sum over processes of what each counter grew since the previous call."""
-        before_all = self._counters.get(name, {})
-        total = [0.0] * width
-        for key, values in current.items():
-            before = before_all.get(key)
-            if before is None:
-                # New since the last look: if it was born after the watch started,
-                # all its counts belong to the watch; if not (first look), none.
-                born = _wall_of(key[1])
-                before = (0,) * width if born >= self.started_at else values
-            for i in range(width):
-                total[i] += max(0, values[i] - before[i])
-        self._counters[name] = dict(current)
-        return total
-
-
-class _ThisMachine:
-    """Sampling the server's host when it is this machine: /proc read here, and
-    the CPU and bytes told apart by process (the server's, pgbench's, pgrig's,
-    the kernel's, the others': the interference rules read them)."""
-
-    def __init__(self, watch: Watch) -> None:
-        self.ctx = watch.ctx
-        self.meter = watch._meter
-
-    def read(self, path: str) -> str:
-        return procfs.read_text(path) or ""
-
-    def prime(self, interval: float) -> None:
-        """The processes' counters at the start: the first sample's deltas."""
-        self.meter.measure(interval)
-
-    @property
-    def sees_server(self) -> bool:
-        """Its processes' bytes are known (the postmaster is here, by PID)."""
-        return self.ctx.server_pid is not None
-
-    def attribute(
-        self, base: CpuSample, stat: procfs.Stat, seconds: float
-    ) -> tuple[CpuSample, _ProcCpu]:
-        """The machine's CPU shares by process, and what the processes did."""
-        pc = self.meter.measure(seconds)
-        machine_ns = seconds * 1e9 * stat.ncpu
-        machine_ticks = seconds * procfs.CLK_TCK * stat.ncpu
-        server = None if pc.server_run is None else 100.0 * pc.server_run / machine_ns
-        client = 100.0 * pc.client_run / machine_ns
-        pgrig = 100.0 * pc.pgrig_ticks / machine_ticks
-        kernel = 100.0 * pc.kernel_ticks / machine_ticks
-        cpu = replace(
-            base,
-            server=server,
-            client=client,
-            pgrig=pgrig,
-            kernel=kernel,
-            other=interference.other_cpu(
-                base.busy, base.steal, base.irq, kernel, [server, client, pgrig]
-            ),
-            server_runq_pct=_share(pc.server_wait, pc.server_run),
-            client_thread_core_pct=pc.thread_core,
-            client_thread_demand_pct=pc.thread_demand,
-        )
-        return cpu, pc
-
-    def devices(self, notes: list[str]) -> tuple[str, ...]:
-        """The block devices behind the target (their I/O is sampled)."""
-        fs = environment.describe_filesystem(self.ctx.target)
-        if fs is None or fs.block_device is None:
-            where = f"{fs.fstype} on {fs.device}" if fs else "unknown"
-            notes.append(
-                f"no block device behind {self.ctx.target} ({where}): device I/O not sampled"
-            )
-            return ()
-        return tuple(procfs.slaves(fs.block_device))
-
-    def unseen(self) -> str | None:
-        """What cannot be sampled here, said once."""
-        if self.ctx.server_pid is None:
-            return (
-                "the server does not run on this machine (or its PID is unknown): "
-                "its CPU share is not sampled"
-            )
-        return None
-
-
-class _OtherHost:
-    """Sampling the server's host through its executor (``Context.host``): its
-    CPUs, disks, memory and network as a whole; whose processes used them is not
-    attributed (``CpuSample.other`` None: the interference rules do not apply)."""
-
-    def __init__(self, host: Executor, notes: list[str], devices: tuple[str, ...]) -> None:
-        self.host = host
-        self.notes = notes
-        self._devices = devices
-
-    def read(self, path: str) -> str:
-        try:
-            return self.host.read_text(path)
-        except PgrigError as exc:
-            self.notes.append(f"{path} on {self.host.name} not read: {exc}")
-            return ""
-
-    def prime(self, interval: float) -> None:
-        return None
-
-    sees_server = False
-
-    def attribute(
-        self, base: CpuSample, stat: procfs.Stat, seconds: float
-    ) -> tuple[CpuSample, _ProcCpu]:
-        return base, _ProcCpu(alive=0)
-
-    def devices(self, notes: list[str]) -> tuple[str, ...]:
-        notes.append(
-            f"host figures (CPU, disks, memory, network) are the server's host "
-            f"{self.host.name}'s, read over SSH; its processes are not told apart "
-            "(server, pgbench and others share the busy CPU)"
-        )
-        return self._devices
-
-    def unseen(self) -> str | None:
-        return None
 
 
 class Watch:
@@ -316,15 +91,10 @@ class Watch:
         self._started_at = 0.0
         self.baseline = baseline
         self.thresholds = thresholds or interference.DEFAULT
-        self._meter = _ProcessMeter(lambda: self.ctx.server_pid)
+        self._meter = ProcessMeter(lambda: self.ctx.server_pid)
         self._beat = Heartbeat(lambda: self.ctx.conn.describe() if self.ctx.conn else "?")
         self._closer = LastCloses()  # this exit and the sampler thread's end
-        # The one place the server's host is told apart: this machine or another.
-        self._host: _ThisMachine | _OtherHost = (
-            _ThisMachine(self)
-            if ctx.host is None
-            else _OtherHost(ctx.host, self.notes, ctx.host_devices)
-        )
+        self._host: HostSampling = ctx.sampling(ctx, self._meter, self.notes)
 
     def __enter__(self) -> Watch:
         self._started_at = self._meter.started_at = time.time()
@@ -360,9 +130,8 @@ class Watch:
         connection to its host closed. That loss was seen only at the next
         step (issue 40.10): the run, its host unread, was recorded ok."""
         self._beat.check()
-        host = self.ctx.host
-        if host is not None and host.connection_lost():
-            raise ServerHostLost(host.name)
+        if self.ctx.host.connection_lost():
+            raise ServerHostLost(self.ctx.host.name)
 
     @property
     def backend_pid(self) -> int | None:
@@ -408,7 +177,7 @@ class Watch:
                 deadline = now + self.interval
 
     def _sample(self) -> None:
-        """One second of the server's host (``_ThisMachine`` or ``_OtherHost``):
+        """One second of the server's host (as its ``HostSampling`` reads it):
         its CPUs, as its processes used them where they are known, disks, memory
         and network; and the server's statistics."""
         stat_text, disk_text, mem_text, net_text = (
@@ -541,7 +310,7 @@ class Watch:
 
 
 def _io_sample(
-    pc: _ProcCpu, devices: tuple[DeviceSample, ...], seconds: float, *, server: bool
+    pc: ProcCpu, devices: tuple[DeviceSample, ...], seconds: float, *, server: bool
 ) -> IoSample:
     """One second's bytes: the device's, and the server's, pgbench's and pgrig's own."""
 
@@ -563,22 +332,12 @@ def _io_sample(
     ).capped()
 
 
-def _wall_of(starttime_ticks: int) -> float:
-    return time.time() - (_boottime() - starttime_ticks / procfs.CLK_TCK)
-
-
 def _check_interval(interval: float) -> None:
     if not 0.1 <= interval <= 60:
         raise UsageError(
             f"monitor interval must be between 0.1 and 60 seconds, not {interval:g}",
             hint="sample once a second (interval=1.0) unless a run is very long",
         )
-
-
-def _share(wait: float | None, run: float | None) -> float | None:
-    if wait is None or run is None or wait + run <= 0:
-        return None
-    return 100.0 * wait / (wait + run)
 
 
 def _nearest(

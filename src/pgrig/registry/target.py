@@ -202,6 +202,11 @@ class Target:
         self.spec = spec
         self.kind = kind
         self.checked = checked
+        # What the check settled, fixed for the study (``live`` is what changes).
+        self.name = spec.name
+        self.bins: PgBinaries = checked.bins
+        self.profile: Profile | None = checked.profile
+        self.owned = checked.owned
         scratch = checked.directory or Path.cwd()
         self.ctx = Context(
             bins=checked.bins,
@@ -213,22 +218,6 @@ class Target:
             checked.directory,
             {"tablespace": spec.tablespace, "index_tablespace": spec.index_tablespace},
         )
-
-    @property
-    def name(self) -> str:
-        return self.spec.name
-
-    @property
-    def bins(self) -> PgBinaries:
-        return self.checked.bins
-
-    @property
-    def profile(self) -> Profile | None:
-        return self.checked.profile
-
-    @property
-    def owned(self) -> bool:
-        return self.checked.owned
 
     @property
     def storage(self) -> str:
@@ -446,31 +435,31 @@ class TargetKind(ABC, Generic[OptionsT, StateT]):
         return None
 
 
-def capture(
-    t: Target,
-    *,
-    on: Executor | None = None,
-    paths: Sequence[str] = (),
-    bin_dir: str | None = None,
-) -> None:
-    """The machine as this target's server sees it: version and settings. ``on``:
-    the server's host when it is another (its environment is read through its
-    executor, ``paths`` and ``bin_dir`` as they are there)."""
+def capture(t: Target) -> None:
+    """The machine as this target's server sees it, read here: version and settings."""
     assert t.ctx.conn is not None
-    if on is None:
-        t.live.env = environment.capture(
-            [t.directory or Path.cwd()],
-            pg_conninfo=t.ctx.conn.conninfo(),
-            bin_dir=t.bins.bin_dir,
-            locate=t.bins.path,  # a server-only build's pgbench is a newer installation's
-        )
-    else:
-        env = remote_environment.capture_on(on, paths, bin_dir=bin_dir)
-        pg = environment.read_postgres(t.ctx.conn.conninfo())
-        if pg is not None and bin_dir is not None:
-            pg = replace(pg, bin_dir=bin_dir)
-        t.live.env = replace(env, postgres=pg)
-    if t.live.env.postgres is None:
+    env = environment.capture(
+        [t.directory or Path.cwd()],
+        pg_conninfo=t.ctx.conn.conninfo(),
+        bin_dir=t.bins.bin_dir,
+        locate=t.bins.path,  # a server-only build's pgbench is a newer installation's
+    )
+    _captured(t, env)
+
+
+def capture_on(t: Target, host: Executor, paths: Sequence[str], bin_dir: str) -> None:
+    """The same, for a server on another host (a kind that chose that host's
+    executor): read through it, ``paths`` and ``bin_dir`` as they are there."""
+    assert t.ctx.conn is not None
+    env = remote_environment.capture_on(host, paths, bin_dir=bin_dir)
+    pg = environment.read_postgres(t.ctx.conn.conninfo())
+    _captured(t, replace(env, postgres=replace(pg, bin_dir=bin_dir) if pg is not None else None))
+
+
+def _captured(t: Target, env: Environment) -> None:
+    t.live.env = env
+    if env.postgres is None:
+        assert t.ctx.conn is not None
         raise ClusterError(
             f"cannot read the server's version and settings from {t.ctx.conn.describe()}"
         )
@@ -490,6 +479,7 @@ __all__ = [
     "as_written",
     "build_action",
     "capture",
+    "capture_on",
     "directory_option",
     "settings_option",
 ]

@@ -20,9 +20,7 @@ import contextlib
 import mmap
 import os
 import shutil
-import signal
 import struct
-import subprocess
 import sys
 import tempfile
 import time
@@ -33,6 +31,8 @@ from types import TracebackType
 
 from pgrig import proc
 from pgrig.cluster import workdir
+from pgrig.hosts.executor import Started
+from pgrig.hosts.local import HERE
 from pgrig.lossyfs.mount import (
     LossyFsError,
     LossyFsUnavailable,
@@ -267,7 +267,7 @@ class NativeMount:
         self.nice = nice
         self.preexec = preexec  # in the child before exec: its own cgroup
         self.control: Control | None = None
-        self._proc: subprocess.Popen[bytes] | None = None
+        self._proc: Started | None = None
         self._record: MountRecord | None = None
         self._created_mountpoint = False
         self.sync_delay_us = 0.0
@@ -312,11 +312,8 @@ class NativeMount:
                 if nice:
                     os.nice(nice)
 
-            with open(Path(record.run_dir) / "fs.log", "ab") as log:
-                self._proc = subprocess.Popen(  # noqa: S603 - argument list
-                    argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                    start_new_session=True, preexec_fn=before_exec,
-                )  # fmt: skip
+            log = str(Path(record.run_dir) / "fs.log")
+            self._proc = HERE.start(argv, log=log, preexec=before_exec)
             self._record = record = MountRecord(**{**asdict(record), "fs_pid": self._proc.pid})
             write_record(record)
             wait_mounted(self._proc, record, self.timeout, BINARY)
@@ -361,14 +358,7 @@ class NativeMount:
         proc_, record = self._proc, self._record
         assert proc_ is not None and record is not None
         try:
-            if proc_.poll() is None:
-                fsname = record.fsname
-                proc.escalate(
-                    proc_.pid, (signal.SIGTERM, signal.SIGKILL), grace=self.timeout,
-                    ours=lambda: proc_.poll() is None and fsname != "",
-                )  # fmt: skip
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc_.wait(timeout=self.timeout)
+            proc_.stop(grace=self.timeout)
         finally:
             with proc.signals_deferred():
                 try:

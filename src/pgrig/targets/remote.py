@@ -45,13 +45,14 @@ from pgrig.hosts import facts, inventory, owner, preflight
 from pgrig.hosts.executor import TMP, Executor, reconnect_s
 from pgrig.hosts.inventory import Host
 from pgrig.hosts.local import LocalExecutor
+from pgrig.monitor.sampling import WholeHost
 from pgrig.pgsource import binaries
 from pgrig.registry.target import (
     Checked,
     Demands,
     Target,
     TargetKind,
-    capture,
+    capture_on,
     settings_option,
 )
 from pgrig.schema import Schema, custom, port, text
@@ -427,7 +428,11 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
             db.run(["mkdir", "--", probes], timeout=30, what="mkdir")
             opened = _Open(executors, home, probes)
             t.live.probes = Path(probes)
-            stack.enter_context(t.scoped(host=db, host_bin_dir=hosts.bin_dir, target=Path(probes)))
+            stack.enter_context(
+                t.scoped(
+                    host=db, sampling=WholeHost, host_bin_dir=hosts.bin_dir, target=Path(probes)
+                )
+            )
             records = [home.record]
 
             def adopt(pid: int) -> None:  # a probe: `pgrig clean` stops it after a kill -9
@@ -489,16 +494,19 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
                 loaders, hosts.server.name, hosts.bin_dir, remote.conn(DATABASE), t,
                 hosts.load_facts,
             )  # fmt: skip
+            logs = self._log_root(t, name, stack)
             stack.enter_context(t.scoped(
                 restartable=remote,  # a load's restart at wal_level=minimal, as a local one
-                scratch=self._log_root(t, name, stack),
+                scratch=logs,
+                copy_here=logs,  # a base backup's copy: pg_basebackup runs here
                 conn=remote.conn(DATABASE),
                 clients=clients,  # every measured run and warm-up from the load hosts
-                host=db,  # the monitor samples it
+                host=db,  # the monitor samples it as a whole
+                sampling=WholeHost,
                 host_bin_dir=hosts.bin_dir,
             ))  # fmt: skip
             _tablespaces(t, remote, ui)
-            capture(t, on=db, paths=[remote.datadir], bin_dir=hosts.bin_dir)
+            capture_on(t, db, [remote.datadir], hosts.bin_dir)
             assert t.live.env is not None
             devices = tuple(fs.block_device for fs in t.live.env.filesystems if fs.block_device)
             stack.enter_context(t.scoped(host_devices=devices))

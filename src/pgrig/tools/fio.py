@@ -21,7 +21,7 @@ from typing import Any
 
 from pgrig.errors import ParseError, ToolError, UsageError
 from pgrig.hosts.executor import Executor
-from pgrig.hosts.local import LocalExecutor
+from pgrig.hosts.local import HERE
 from pgrig.results import FioResult
 from pgrig.tools import onhost
 
@@ -213,11 +213,10 @@ def parse_status(line: str) -> tuple[float, float | None] | None:
     return min(float(percent.group(1)) / 100.0, 1.0), remaining
 
 
-def find_fio(search_path: str | None = None, host: Executor | None = None) -> str:
+def find_fio(search_path: str | None = None, host: Executor = HERE) -> str:
     """The fio executable on ``host``'s PATH (default: this machine's, where
     ``search_path`` may stand for $PATH)."""
-    ex = onhost.on(host)
-    return ex.on_path(TOOL, hint=ex.install_hint(INSTALL_HINT), search_path=search_path)
+    return host.on_path(TOOL, hint=host.install_hint(INSTALL_HINT), search_path=search_path)
 
 
 @functools.cache
@@ -227,14 +226,14 @@ def engine_known(fio: str, engine: str) -> bool:
     lists the built-in ones only). About 20 ms; once per binary and name."""
     if engine.startswith("external:"):
         return True  # a path to an engine of the user's own, loaded at run time
-    done = LocalExecutor().run([fio, f"--enghelp={engine}"], timeout=30.0, check=False, what=TOOL)
+    done = HERE.run([fio, f"--enghelp={engine}"], timeout=30.0, check=False, what=TOOL)
     return "not found" not in done.stdout + done.stderr
 
 
 def fio_version(fio: str | None = None) -> str:
     """This machine's fio's version string, e.g. "fio-3.33" (a run's result
     carries the version of the fio that ran it, from its JSON)."""
-    done = LocalExecutor().run([fio or find_fio(), "--version"], timeout=30.0, what=TOOL)
+    done = HERE.run([fio or find_fio(), "--version"], timeout=30.0, what=TOOL)
     return done.stdout.strip()
 
 
@@ -251,20 +250,19 @@ def run(
     timeout: float | None = None,
     fio: str | None = None,
     preexec: Callable[[], None] | None = None,
-    host: Executor | None = None,
+    host: Executor = HERE,
 ) -> tuple[FioResult, str]:
-    """Run ``job`` with the real fio on ``host`` (None: this machine, else through
-    its executor); return the result and fio's JSON text.
+    """Run ``job`` with the real fio on ``host`` (this machine's executor by
+    default); return the result and fio's JSON text.
 
     Refuses to start if the test file already exists (it may be someone's data)
     and removes it afterwards, also after a failure or Ctrl-C. ``preexec`` runs
     in fio's process before exec (e.g. ``Cgroup.preexec()`` of a throttled target).
     """
-    ex = onhost.on(host)
-    binary = fio or find_fio(host=ex)
+    binary = fio or find_fio(host=host)
     directory = Path(job.directory)
     size = size_bytes(job.size)
-    onhost.check_directory(ex, directory, size + 64 * 2**20, f"fio (size {job.size})")
+    onhost.check_directory(host, directory, size + 64 * 2**20, f"fio (size {job.size})")
     if timeout is None:
         # fio first lays the file out; allow for a slow disk (20 MiB/s) on top of the runtime.
         timeout = job.runtime_s + 120.0 + size / (20 * 2**20)
@@ -277,11 +275,11 @@ def run(
             on_progress(*status)
 
     target = job.filename
-    ex.create_exclusively(target)
+    host.create_exclusively(target)
     try:
-        with _output(ex, directory) as output:
+        with _output(host, directory) as output:
             try:
-                ex.stream(
+                host.stream(
                     argv(job, binary, output),
                     timeout=timeout,
                     on_line=forward,
@@ -299,9 +297,9 @@ def run(
                         "or test a directory on another filesystem",
                     ) from exc
                 raise
-            text = ex.read_text(str(output))
+            text = host.read_text(str(output))
     finally:
-        ex.remove_file(target)
+        host.remove_file(target)
     return parse(text, job), text
 
 

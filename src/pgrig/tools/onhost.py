@@ -1,6 +1,6 @@
 """Where a storage probe runs: the server's host, through its executor
-(``pgrig.hosts.executor``): ``Context.host`` for a remote target, else this
-machine's ``LocalExecutor``. The probes ask the executor alone (start a tool,
+(``pgrig.hosts.executor``): ``Context.host``, this machine's ``HERE`` unless
+the target kind chose another. The probes ask the executor alone (start a tool,
 create and remove their test file, read the free space), so one path runs them
 on either; what differs by machine is the executor's: this machine registers
 the test file with ``pgrig.ownership`` so that ``pgrig clean`` finds it after a
@@ -15,12 +15,6 @@ from pathlib import Path
 
 from pgrig.errors import DiskSpaceError, WorkdirError
 from pgrig.hosts.executor import Executor
-from pgrig.hosts.local import LocalExecutor
-
-
-def on(host: Executor | None) -> Executor:
-    """The executor a probe runs through: the given host's, else this machine's."""
-    return host if host is not None else LocalExecutor()
 
 
 def check_directory(host: Executor, directory: Path, need: int, what: str) -> None:

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pgrig.errors import ParseError, ToolError, UsageError
+from pgrig.hosts.local import HERE
 from pgrig.results import FsyncResult, FsyncRow
 from pgrig.tools import onhost
 
@@ -192,10 +193,10 @@ def run(
     timeout: float | None = None,
     on_line: Callable[[str], None] | None = None,
     preexec: Callable[[], None] | None = None,
-    host: Executor | None = None,
+    host: Executor = HERE,
 ) -> tuple[FsyncResult, str]:
     """Run ``pg_test_fsync -s seconds -f <directory>/pgrig_fsync.tmp`` on ``host``
-    (None: this machine, else through its executor; ``preexec`` is this machine's).
+    (this machine's executor by default; ``preexec`` is this machine's).
 
     Refuses to start if that file already exists (it may be someone's data) and
     removes it afterwards, also after a failure or Ctrl-C. ``on_line`` gets each
@@ -210,19 +211,18 @@ def run(
             hint="set --fsync-seconds (campaign: fsync in [probes]) to 1 or more, "
             "or skip the probe",
         )
-    ex = onhost.on(host)
-    binary = ex.tool(bin_dir, TOOL)
+    binary = host.tool(bin_dir, TOOL)
     directory = Path(directory)
-    onhost.check_directory(ex, directory, _SPACE_NEEDED, TOOL)
+    onhost.check_directory(host, directory, _SPACE_NEEDED, TOOL)
     target = directory / FILE_NAME
-    ex.create_exclusively(target)
+    host.create_exclusively(target)
 
     def forward(stream_name: str, line: str) -> None:
         if on_line is not None and stream_name == "stdout":
             on_line(line)
 
     try:
-        done = ex.stream(
+        done = host.stream(
             [binary, "-s", str(seconds), "-f", target],
             timeout=timeout if timeout is not None else 20.0 * seconds + 120.0,
             on_line=forward,
@@ -236,7 +236,7 @@ def run(
     finally:
         # pg_test_fsync unlinks the file itself when it ends normally; this
         # covers timeouts and crashes. The file is ours: we created it above.
-        ex.remove_file(target)
+        host.remove_file(target)
     return parse(done.stdout), done.stdout
 
 

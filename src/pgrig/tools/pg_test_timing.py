@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pgrig.errors import ParseError, UsageError
+from pgrig.hosts.local import HERE
 from pgrig.results import TimingBucket, TimingResult
-from pgrig.tools import onhost
 
 if TYPE_CHECKING:
     from pgrig.hosts.executor import Executor
@@ -68,20 +68,19 @@ def run(
     bin_dir: Path | str,
     duration_s: int = 3,
     timeout: float | None = None,
-    host: Executor | None = None,
+    host: Executor = HERE,
 ) -> tuple[TimingResult, str]:
-    """Run ``<bin_dir>/pg_test_timing -d duration_s`` on ``host`` (None: this
-    machine, else through its executor); return the result and its stdout."""
+    """Run ``<bin_dir>/pg_test_timing -d duration_s`` on ``host`` (this
+    machine's executor by default); return the result and its stdout."""
     if duration_s < 1:
         raise UsageError(
             f"{TOOL}: a duration of {duration_s} seconds: at least 1 is needed",
             hint="set --timing-seconds (campaign: timing in [probes]) to 1 or more, "
             "or skip the probe",
         )
-    ex = onhost.on(host)
-    binary = ex.tool(bin_dir, TOOL)
+    binary = host.tool(bin_dir, TOOL)
     # The clock loop is busy-waiting, so the only slack needed is start-up.
-    done = ex.stream(
+    done = host.stream(
         [binary, "-d", str(duration_s)],
         timeout=timeout if timeout is not None else duration_s + 30.0,
         what=TOOL,

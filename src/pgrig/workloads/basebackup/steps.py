@@ -128,12 +128,10 @@ def destination(spec: BasebackupSpec, ctx: Context) -> tuple[Path, str]:
                 hint="name a target with a directory, or give a directory",
             )
         return where, f"target {spec.to_target}"
-    if ctx.host is not None:
+    if ctx.copy_here is not None:
         # A server on another host: pg_basebackup runs here over TCP, so its copy
-        # lands here, where the target keeps its load logs (its ``directory``, else
-        # a temporary directory). ``ctx.target`` is the probes' directory on the
-        # host, gone by now (issue 40.9: FileNotFoundError .../probes).
-        return ctx.scratch, f"this machine ({ctx.scratch}; the server is on {ctx.host.name})"
+        # lands here (issue 40.9: ``ctx.target``, the probes' directory there, is gone).
+        return ctx.copy_here, f"this machine ({ctx.copy_here}; the server is on {ctx.host.name})"
     return ctx.target, "same target"
 
 
