@@ -75,15 +75,20 @@ class Lab:
         path.write_text(self.inventory_ini(user, extra))
         return path
 
-    def processes(self, comm: str) -> dict[str, list[int]]:
+    def processes(self, comm: str, arg: str | None = None) -> dict[str, list[int]]:
         """The PIDs named ``comm`` in each host's namespace, by host name: this
-        lab's own, never another test's on the same machine."""
+        lab's own, never another test's on the same machine. With ``arg``, only
+        those with it among their arguments (``pgbench`` with ``-T``: a measured
+        run, not the ``pgbench --version`` pgrig runs on each load host at once)."""
         found: dict[str, list[int]] = {}
         for h in self.hosts:
             listed = _ip("netns", "pids", h.netns, check=False).stdout.split()
             for pid in listed:
                 with contextlib.suppress(OSError):
-                    if Path(f"/proc/{pid}/comm").read_text().strip() == comm:
+                    if Path(f"/proc/{pid}/comm").read_text().strip() != comm:
+                        continue
+                    argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+                    if arg is None or arg.encode() in argv:
                         found.setdefault(h.name, []).append(int(pid))
         return found
 
