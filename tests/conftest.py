@@ -49,7 +49,11 @@ EXCLUSIVE_TEXT = "mark.exclusive"
 # enough now. A file not listed keeps its place after them. The files whose
 # tests share a study since (issue 41.1, 2026-11-29) have that figure times the
 # after/before ratio of one-file runs back to back (docs/bench.md); the two
-# parity files split their sum as their last runs did.
+# parity files split their sum as their last runs did. The SSH-lab files
+# (test_parity*, test_remote_*, test_machines, test_load) keep their figures
+# though their hosts' commands no longer run root's ~/.bashrc (session 15): the
+# one-file runs before and after were at load 6-14 and 18-33, no ratio to
+# scale by; a file listed longer than it now is only starts a little early.
 LONG_FILES: dict[str, float] = {
     "test_parity_data.py": 117,
     "test_storage_nativefs.py": 100,
