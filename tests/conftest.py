@@ -49,19 +49,21 @@ EXCLUSIVE_TEXT = "mark.exclusive"
 # enough now. A file not listed keeps its place after them. The files whose
 # tests share a study since (issue 41.1, 2026-11-29) have that figure times the
 # after/before ratio of one-file runs back to back (docs/bench.md); the two
-# parity files split their sum as their last runs did. The SSH-lab files
-# (test_parity*, test_remote_*, test_machines, test_load) keep their figures
-# though their hosts' commands no longer run root's ~/.bashrc (session 15): the
-# one-file runs before and after were at load 6-14 and 18-33, no ratio to
-# scale by; a file listed longer than it now is only starts a little early.
+# parity files split their sum as their last runs did. Since the SSH labs' hosts
+# run commands without root's ~/.bashrc (session 15), test_remote_target,
+# test_remote_probes and test_load have their figure times the after/before
+# ratio of one-file runs back to back on a quiet machine (0.47, 0.49, 0.45);
+# the other lab files (test_parity*, test_remote_faults, test_machines) had no
+# pair at one load and keep theirs: listed longer than they now are, they only
+# start a little early.
 LONG_FILES: dict[str, float] = {
-    "test_parity_data.py": 117,
-    "test_storage_nativefs.py": 100,
     "test_parity.py": 183,
     "test_remote_faults.py": 125,
+    "test_parity_data.py": 117,
     "test_storage_campaign.py": 101,
     "test_campaign.py": 101,
     "test_cli_faults.py": 101,
+    "test_storage_nativefs.py": 100,
     "test_machines.py": 82,
     "test_durability_power.py": 82,
     "test_harness_faults.py": 80,
@@ -69,12 +71,9 @@ LONG_FILES: dict[str, float] = {
     "test_basebackup.py": 75,
     "test_durability.py": 74,
     "test_signals.py": 74,
-    "test_load.py": 73,
-    "test_remote_probes.py": 71,
-    "test_campaign_workloads.py": 56,
     "test_bad_input.py": 68,
     "test_signals_lab.py": 64,
-    "test_remote_target.py": 59,
+    "test_campaign_workloads.py": 56,
     "test_tpcc.py": 55,
     "test_tpcb_loader.py": 53,
     "test_lossyfs_pg.py": 52,
@@ -84,6 +83,9 @@ LONG_FILES: dict[str, float] = {
     "test_listen_tcp.py": 44,
     "test_monitor_spool.py": 40,
     "test_report_golden.py": 39,
+    "test_remote_probes.py": 35,
+    "test_load.py": 33,
+    "test_remote_target.py": 28,
 }
 
 
