@@ -158,15 +158,15 @@ def _sshd_config(lab_root: Path, host_key: Path, authorized: Path, address: str,
 
 def _without_root_rc() -> list[str]:
     """The start of sshd's command line inside its namespace: root's ~/.bashrc
-    hidden from the hosts' shells. sshd runs each command as ``bash -c``, and
-    bash reads ~/.bashrc when sshd started it; this machine's runs pyenv's init
-    (about 14 more processes, 0.1 s of CPU and 0.2-1 s of wall a command, and
-    python3 becomes pyenv's shim, itself a bash script): over a hundred commands
-    a remote study, it was a fifth of test_parity_data.py's CPU. A host's rc is
-    its owner's business, not what these tests prove. ``ip netns exec`` already
-    gives the command a mount namespace of its own (a slave of this machine's), so
-    the bind mount over the file is seen by the hosts' sessions only and leaves with
-    sshd; the shell then ``exec``s sshd (the PID the lab stops stays sshd's)."""
+    hidden from the hosts' shells. sshd runs each command as ``bash -c``, and bash
+    reads ~/.bashrc when sshd starts it; this machine's runs pyenv's init (14 more
+    processes and 0.1 s of CPU a command, 0.2-1.3 s of wall, and python3 becomes
+    pyenv's shim, a bash script too): the ten test files with a lab took 439 s of
+    CPU with it, 188 s without (docs/bench.md). A host's rc is its owner's
+    business, not what these tests prove. ``ip netns exec`` already gives the
+    command a mount namespace of its own (a slave of this machine's), so the bind
+    mount over the file is seen by the hosts' sessions only and leaves with sshd;
+    the shell then ``exec``s sshd (the PID the lab stops stays sshd's)."""
     rc = Path(pwd.getpwnam("root").pw_dir) / ".bashrc"
     if not rc.is_file():
         return []
