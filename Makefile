@@ -45,7 +45,7 @@ run: deps venv-run
 # phase about 1 min 40 s here. docs/bench.md has the per-file figures.
 test: deps-test venv lint actionlint
 	$(BIN)/python -m pytest -q -n 4 --dist loadfile --no-loadscope-reorder -m "not exclusive" --durations=15
-	$(BIN)/python -m pytest -q -m exclusive --durations=5
+	$(BIN)/python -m pytest -q -m exclusive --durations=5 $$(grep -l 'mark\.exclusive' tests/test_*.py)
 
 deps:
 	scripts/install-deps.sh run

@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import pwd
 import shutil
 import signal
 import socket
@@ -77,15 +78,20 @@ class Lab:
         path.write_text(self.inventory_ini(user, extra))
         return path
 
-    def processes(self, comm: str) -> dict[str, list[int]]:
+    def processes(self, comm: str, arg: str | None = None) -> dict[str, list[int]]:
         """The PIDs named ``comm`` in each host's namespace, by host name: this
-        lab's own, never another test's on the same machine."""
+        lab's own, never another test's on the same machine. With ``arg``, only
+        those with it among their arguments (``pgbench`` with ``-T``: a measured
+        run, not the ``pgbench --version`` pgrig runs on each load host at once)."""
         found: dict[str, list[int]] = {}
         for h in self.hosts:
             listed = _ip("netns", "pids", h.netns, check=False).stdout.split()
             for pid in listed:
                 with contextlib.suppress(OSError):
-                    if Path(f"/proc/{pid}/comm").read_text().strip() == comm:
+                    if Path(f"/proc/{pid}/comm").read_text().strip() != comm:
+                        continue
+                    argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+                    if arg is None or arg.encode() in argv:
                         found.setdefault(h.name, []).append(int(pid))
         return found
 
@@ -151,6 +157,18 @@ def _sshd_config(lab_root: Path, host_key: Path, authorized: Path, address: str,
         )
     )
     return path
+
+
+def _root_rc_hidden() -> dict[str, Path]:
+    """Root's ~/.bashrc hidden from the hosts' shells: /dev/null bound over it, one
+    more of ``make_lab``'s binds. sshd runs each command as ``bash -c``, and bash
+    reads ~/.bashrc when sshd starts it; this machine's runs pyenv's init (14 more
+    processes and 0.1 s of CPU a command, 0.2-1.3 s of wall, and python3 becomes
+    pyenv's shim, a bash script too): the ten test files with a lab took 439 s of
+    CPU with it, 188 s without (docs/bench.md). A host's rc is its owner's
+    business, not what these tests prove."""
+    rc = Path(pwd.getpwnam("root").pw_dir) / ".bashrc"
+    return {str(rc): Path(os.devnull)} if rc.is_file() else {}
 
 
 def _wait_listening(
@@ -287,11 +305,12 @@ def make_lab(count: int, binds: Mapping[str, Path] | None = None) -> Iterator[La
             config = _sshd_config(root, host_key, authorized, address, 22)
             log = root / f"sshd-{address}.log"
             with log.open("wb") as log_fh:
+                bind_here = {**_root_rc_hidden(), **(binds or {})}
                 bound = [
                     "sh", "-c", _BIND_THEN_EXEC, "sh",
-                    *(arg for path, there in (binds or {}).items() for arg in (there, path)),
+                    *(arg for path, there in bind_here.items() for arg in (there, path)),
                     "--",
-                ] if binds else []  # fmt: skip
+                ] if bind_here else []  # fmt: skip
                 sshd = [str(SSHD), "-D", "-e", "-f", str(config)]
                 proc = subprocess.Popen(
                     ["ip", "netns", "exec", netns, *bound, *sshd],

@@ -1,5 +1,6 @@
 """Export (JSON, CSV, per-second CSV), import from another machine's results file,
-and comparing studies across stores - through the real CLI.
+and comparing studies across stores - through the real CLI (``cli.main`` in this
+process, as test_history.py runs it: a process each cost 0.9 s of CPU, 10 of them).
 
 The records are built in the test (test_store's helpers) rather than measured:
 what is under test is how stored results travel, not the numbers."""
@@ -10,23 +11,17 @@ import csv
 import io
 import json
 import secrets
-import subprocess
-import sys
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+import test_history
 from conftest import full_report
 from pgrig.store import Store
+from test_history import Done
 from test_store import ENV, run_record, study
 
-
-def pgrig(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pgrig", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+pgrig = test_history.pgrig  # the fixture: the command line in this process
 
 
 def make_store(path: Path, sid: str, tps: list[float], *, directory: str = "/var/tmp") -> None:
@@ -56,7 +51,7 @@ def make_store(path: Path, sid: str, tps: list[float], *, directory: str = "/var
         store.finish_study(sid, "finished", "t9")
 
 
-def test_export_json_and_csv(tmp_path: Path) -> None:
+def test_export_json_and_csv(tmp_path: Path, pgrig: Callable[..., Done]) -> None:
     make_store(tmp_path / "results.sqlite", "quick-1", [100.0, 110.0])
     out = pgrig("export", "--results", tmp_path)
     assert out.returncode == 0, out.stderr
@@ -76,7 +71,7 @@ def test_export_json_and_csv(tmp_path: Path) -> None:
     assert len(lines) == 2 and float(lines[1]["tps"]) == 110.0
 
 
-def test_import_and_compare_across_machines(tmp_path: Path) -> None:
+def test_import_and_compare_across_machines(tmp_path: Path, pgrig: Callable[..., Done]) -> None:
     ours, theirs = tmp_path / "ours", tmp_path / "theirs"
     ours.mkdir()
     theirs.mkdir()
@@ -105,7 +100,9 @@ def test_import_and_compare_across_machines(tmp_path: Path) -> None:
     assert bad.returncode == 2 and "--baseline 'box-c' is not one of" in bad.stderr
 
 
-def test_a_team_pools_results_in_a_postgresql_store(tmp_path: Path, conn) -> None:  # type: ignore[no-untyped-def]
+def test_a_team_pools_results_in_a_postgresql_store(  # type: ignore[no-untyped-def]
+    tmp_path: Path, conn, pgrig: Callable[..., Done]
+) -> None:
     """--store postgresql://...: the same schema in a real PostgreSQL database."""
     name = f"pool_{secrets.token_hex(4)}"
     with conn.connect() as db:

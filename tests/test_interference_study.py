@@ -21,6 +21,9 @@ from disturbance import quiet_first
 from pgrig import campaign, monitor, registry
 from pgrig.store import Store
 
+# It loads the machine on purpose: alone, after the parallel part.
+pytestmark = pytest.mark.exclusive
+
 HOG = "burncpu"  # a copy of yes(1) under a name nothing else has
 
 

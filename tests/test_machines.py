@@ -222,7 +222,7 @@ def test_four_machines_side_by_side_open_the_comparison() -> None:
 
 
 def _both_running(lab: Lab) -> dict[str, list[int]] | None:  # noqa: F811
-    found = lab.processes("pgbench")
+    found = lab.processes("pgbench", "-T")
     return found if {"h1", "h2"} <= set(found) else None
 
 

@@ -180,7 +180,7 @@ def test_a_killed_run_is_cleaned_and_a_dying_load_host_fails_only_its_step(
 
 def _both_running(lab: Lab) -> dict[str, list[int]] | None:  # noqa: F811
     """The load hosts' pgbench processes once both run (the measured run began)."""
-    found = lab.processes("pgbench")
+    found = lab.processes("pgbench", "-T")
     return found if {"h2", "h3"} <= set(found) else None
 
 
