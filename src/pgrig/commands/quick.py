@@ -115,9 +115,10 @@ QUICK_OPTIONS = (
     click.option(
         "--duration",
         type=int,
-        # 5 s, not 10: paired quick studies gave the same answer at 5 and 10 s, and
-        # 10 s runs kept `make run` over 5 minutes (docs/bench.md, "The quick
-        # study's time")
+        # 5 s, not 10: in paired quick studies the answer moved between studies as
+        # much at 10 s as at 5 s, the first 5 s of 10 s runs put the peaks at the
+        # same client counts, and 10 s runs kept `make run` over 5 minutes
+        # (docs/bench.md, "The quick study's time")
         default=5,
         show_default=True,
         help="Seconds per pgbench run (short, and repeated: see --repeat).",
