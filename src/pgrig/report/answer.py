@@ -36,7 +36,6 @@ from pgrig.report.evidence import Evidence, point_words
 from pgrig.report.pointkey import PointKey, point_key, point_order
 from pgrig.results import PgbenchRun
 
-GROWTH = 0.10  # more clients adding less than 10% over a count: the curve stopped there
 POINTS_SHOWN = 3  # client counts stated per curve and target; the table has every one
 
 
@@ -102,32 +101,46 @@ def peak_lines(ev: Evidence) -> list[str]:
             f"{_at(peak, by_clients[peak])}"
         )
         if len(medians) > 1:
-            text += "; " + _growth(ev, target, curve, medians)
+            text += "; " + _growth(ev, target, curve, by_clients, medians)
         out.append(text + ".")
     return out
 
 
-def _growth(ev: Evidence, target: str, curve: PointKey, medians: dict[int, float]) -> str:
-    """Where throughput stops growing, and the monitor's verdict there."""
-    counts = sorted(medians)
+def _growth(
+    ev: Evidence,
+    target: str,
+    curve: PointKey,
+    by_clients: dict[int, list[PgbenchRun]],
+    medians: dict[int, float],
+) -> str:
+    """Where throughput stops growing, and the monitor's verdict there. Each step
+    up the curve is a comparison like any other: decided by ``stats.decide`` over
+    the runs, said in its words, so "still growing" is a difference shown and
+    "stops" is no later count shown higher (issue 39: one procedure)."""
+    counts = sorted(by_clients)
+    tps = {c: [r.tps for r in by_clients[c]] for c in counts}
     last, before = counts[-1], counts[-2]
-    if medians[last] > (1 + GROWTH) * medians[before]:
-        grew = medians[last] / medians[before] - 1
+    grew = stats.decide(tps[before], tps[last])
+    if grew.verdict == stats.BETTER:
         return (
-            f"still growing at {fmt.clients(last)}, the most measured (+{grew:.0%} over "
-            f"{before}): more clients may give more" + _verdict(ev, target, curve, last)
+            f"still growing at {fmt.clients(last)}, the most measured ({grew.describe()} "
+            f"over {before}): more clients may give more" + _verdict(ev, target, curve, last)
         )
+    # The first count no later one is shown to beat (the last two are not: it exists).
     stop = next(
         c
         for i, c in enumerate(counts)
-        if all(medians[d] <= (1 + GROWTH) * medians[c] for d in counts[i + 1 :])
+        if all(stats.decide(tps[c], tps[d]).verdict != stats.BETTER for d in counts[i + 1 :])
     )
-    beyond = [medians[d] / medians[stop] - 1 for d in counts if d > stop]
-    change = max(beyond, key=abs)
-    words = f"at most {change:+.0%}" if change >= 0 else f"up to {change:.0%}"
+    beyond = {d: stats.decide(tps[stop], tps[d]) for d in counts if d > stop}
+    widest = max(beyond, key=lambda d: abs(beyond[d].log_diff or 0.0))
+    if all(cmp.verdict in (stats.SAME, stats.WORSE) for cmp in beyond.values()):
+        head = f"throughput stops growing at {fmt.clients(stop)}"
+    else:
+        head = f"throughput is not shown to grow past {fmt.clients(stop)}"
     return (
-        f"throughput stops growing at {fmt.clients(stop)} ({fmt.rate(medians[stop])} tps): "
-        f"more clients change it by {words}" + _verdict(ev, target, curve, stop)
+        f"{head} ({fmt.rate(medians[stop])} tps); {fmt.clients(widest)} against it: "
+        f"{beyond[widest].describe()}" + _verdict(ev, target, curve, stop)
     )
 
 
