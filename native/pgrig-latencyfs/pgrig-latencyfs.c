@@ -63,7 +63,7 @@ enum { B_IOPS, B_BPS, B_BURST_IOPS, B_BURST_BPS, NBUCKETS };
 enum {
 	C_READS, C_WRITES, C_SYNCS, C_READ_BYTES, C_WRITE_BYTES,
 	C_THROTTLED, C_THROTTLE_NS, C_READ_DELAY_NS, C_SYNC_DELAY_NS,
-	C_BACKING_SYNC_NS, C_BULK_SYNCS, NCOUNTERS = 16
+	C_BACKING_SYNC_NS, C_BULK_SYNCS, C_BULK_SYNC_NS, NCOUNTERS = 16
 };
 
 struct ctl {
@@ -481,7 +481,7 @@ static int synced(int fd, int datasync)
 {
 	int64_t t = now_ns();
 	int64_t factor = setting(&disk->sync_factor_milli);
-	int64_t bytes = factor > 1000 ? unwritten(fd) : -1;
+	int64_t bytes = unwritten(fd); /* counted apart in either mode: bulk_sync_ns */
 	int64_t started = now_ns();
 	int res = datasync ? fdatasync(fd) : fsync(fd);
 	int err = errno;
@@ -495,7 +495,6 @@ static int synced(int fd, int datasync)
 			if (small <= 0)
 				small = setting(&disk->sync_small_ns);
 			lasts = took + (factor - 1000) * small / 1000;
-			count(C_BULK_SYNCS, 1);
 		} else {
 			lasts = factor * took / 1000;
 			if (bytes >= 0) { /* a small sync, known to be: the estimate moves 1/8 */
@@ -511,7 +510,12 @@ static int synced(int fd, int datasync)
 	if (until > now_ns()) {
 		wait_until(until);
 	}
-	count(C_SYNC_DELAY_NS, (uint64_t)(now_ns() - t));
+	int64_t in_layer = now_ns() - t;
+	count(C_SYNC_DELAY_NS, (uint64_t)in_layer);
+	if (bytes > BULK_BYTES) {
+		count(C_BULK_SYNCS, 1);
+		count(C_BULK_SYNC_NS, (uint64_t)in_layer);
+	}
 	count(C_SYNCS, 1);
 	return res == -1 ? -err : 0;
 }

@@ -68,7 +68,7 @@ COUNTERS_AT = BUCKETS_AT + 4 * _BUCKET.size
 _COUNTERS = struct.Struct("<16Q")
 COUNTERS = (
     "reads", "writes", "syncs", "read_bytes", "write_bytes", "throttled", "throttle_ns",
-    "read_delay_ns", "sync_delay_ns", "backing_sync_ns", "bulk_syncs",
+    "read_delay_ns", "sync_delay_ns", "backing_sync_ns", "bulk_syncs", "bulk_sync_ns",
 )  # fmt: skip
 IOPS, BPS, BURST_IOPS, BURST_BPS = range(4)
 # How far a capped disk may run ahead of its rate without credits: a disk's
