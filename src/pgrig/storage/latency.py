@@ -571,14 +571,15 @@ def _in_proportion(
     the layer to the ratio times the disk measured directly either side of it.
 
     The knob is a gain on the factor the layer applies to the disk's sync
-    inside it: that sync is not the one fio times on the disk. Paced by the
-    layer's wait, this VM disk's own fdatasync took about twice its
-    back-to-back figure (quiet, 2026-11-29: each sync 4.7x the disk's own in
-    the layer, as asked, and fio through it 2.0x over 4.7x the disk), so the
-    first version, which held the layer's own count of the ratio, met it in
-    the layer and missed it by 2x where the server waits. The overhead taken
-    off (the layer's round trip, floor - local) is at most a quarter of the
-    disk's sync: the two are measured apart."""
+    inside it: that sync is not the one fio times on the disk. With the layer
+    waiting 3.7x after each, it took 236-388 us (medians per second) where
+    fio timed 148-226 on the disk and the layer at factor 1 saw 155-291
+    (quiet, 2026-11-29; a process pacing its own syncs with such sleeps saw
+    no rise), so the first version, which held the layer's own count of the
+    ratio, met it in the layer and missed it 1.5-2x where the server waits;
+    the loop found gains of 0.50-0.53. The overhead taken off (the layer's
+    round trip, floor - local) is at most a quarter of the disk's sync: the
+    two are measured apart."""
     factor = disk_class.ratio
     overhead = min(max(0.0, floor.p50_us - local.p50_us), 0.25 * local.p50_us)
     if isinstance(mount, NativeMount):  # a bulk flush's latency until the layer timed one
