@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import mmap
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -35,7 +34,6 @@ from test_storage_latency import _cold_read_s
 REASON = nativefs.unavailable()
 needs_native = pytest.mark.skipif(REASON is not None, reason=f"{REASON}")
 FIO = shutil.which("fio")
-KERNEL = tuple(int(x) for x in re.findall(r"\d+", os.uname().release)[:2])
 
 
 @pytest.fixture
@@ -230,7 +228,6 @@ def test_syncs_wait_the_delay_and_the_factor_keeps_the_ratio(base: Path) -> None
 
 
 @needs_native
-@pytest.mark.skipif(KERNEL < (6, 5), reason="no cachestat(2) before Linux 6.5")
 def test_in_proportion_a_bulk_flush_adds_one_latency_not_the_factor_times_its_time(
     base: Path,
 ) -> None:
