@@ -9,8 +9,10 @@ Per class, on a fresh mount over ``--base``, two rows:
 - **as pgrig calibrates** (``latency.calibrate_syncs``, the lab target's own
   step): where this disk's fdatasync is slower than the local SSD the class was
   measured beside (35 us), each sync lasts the class's ratio times the disk's
-  own, and the miss is the layer's own count of it (time in the layer over the
-  disk's sync inside it);
+  own: the aim is the ratio times the disk measured directly either side of
+  the last step, and the miss is fio's median through the layer against it
+  (the in-layer ratio column: what the layer applied to the disk's sync inside
+  it, factor x the gain the loop found);
 - **the class's figure, fixed**: the delay converged (``latency.converge``) on
   the published/measured latency itself (PL1/PL2 200 us, PL3 164 us) - only
   possible where the layer's floor is under it; else the row says so.
@@ -50,9 +52,11 @@ def as_calibrated(mount: NativeMount, disk: Path, name: str, seconds: int, besid
     """The lab target's own calibration of syncs: the row as it would be built."""
     cls = latency.parse_class(name)
     cal = latency.calibrate_syncs(mount, disk, cls, seconds)
-    if cal.factor > 1.0:
-        how = (f"{cal.factor:.1f}x the disk's own ({cal.local.p50_us:,.0f} us; "
-               f"{cal.local_after.p50_us if cal.local_after else 0:,.0f} right after)")  # fmt: skip
+    if cal.proportional:
+        before = cal.local_before.p50_us if cal.local_before else 0.0
+        after = cal.local_after.p50_us if cal.local_after else 0.0
+        how = (f"{cal.factor:.1f}x the disk's own ({cal.local.p50_us:,.0f} us; {before:,.0f} "
+               f"and {after:,.0f} around the last step), gain {cal.gain:.2f}")  # fmt: skip
         ratio = f"{cal.in_layer_ratio:.2f}x" if cal.in_layer_ratio is not None else "-"
     else:
         how = f"{cal.target.us:,.0f} us (the disk {cal.local.p50_us:,.0f} us is faster than 35)"

@@ -59,7 +59,8 @@ BUILD_HINT = "build it with scripts/build-native.sh (run by `make venv`; needs l
 MAGIC = 0x70677269674C4154  # "pgrigLAT"
 VERSION = 1
 SIZE = 4096
-# struct ctl: 8 int64 header fields, 4 buckets of 4 int64, 16 uint64 counters
+# struct ctl: 8 int64 header fields (the last: the disk's small sync, ns), 4
+# buckets of 4 int64, 16 uint64 counters
 _HEADER = struct.Struct("<QQqqqqqq")
 _BUCKET = struct.Struct("<qqqq")
 BUCKETS_AT = _HEADER.size
@@ -67,7 +68,7 @@ COUNTERS_AT = BUCKETS_AT + 4 * _BUCKET.size
 _COUNTERS = struct.Struct("<16Q")
 COUNTERS = (
     "reads", "writes", "syncs", "read_bytes", "write_bytes", "throttled", "throttle_ns",
-    "read_delay_ns", "sync_delay_ns", "backing_sync_ns",
+    "read_delay_ns", "sync_delay_ns", "backing_sync_ns", "bulk_syncs", "bulk_sync_ns",
 )  # fmt: skip
 IOPS, BPS, BURST_IOPS, BURST_BPS = range(4)
 # How far a capped disk may run ahead of its rate without credits: a disk's
@@ -171,6 +172,12 @@ class Control:
 
     def set_spin(self, us: float) -> None:
         self._set(6, round(us * 1000))
+
+    def set_small_sync(self, us: float) -> None:
+        """The disk's own small sync as calibrated: in proportion, a bulk flush
+        (over 256 KiB to write) lasts its own time plus (factor - 1) x the disk's
+        small sync, this one until the layer has timed small syncs itself."""
+        self._set(7, round(us * 1000))
 
     def _bucket(self, which: int, rate: float | None, tau_s: float) -> None:
         at = BUCKETS_AT + which * _BUCKET.size
@@ -333,6 +340,10 @@ class NativeMount:
         assert self.control is not None
         self.control.set_read_delay(us)
         self.read_delay_us = us
+
+    def set_small_sync(self, us: float) -> None:
+        assert self.control is not None
+        self.control.set_small_sync(us)
 
     def set_caps(self, caps: Caps) -> None:
         assert self.control is not None
