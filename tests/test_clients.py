@@ -87,7 +87,8 @@ def test_load_hosts_warm_up_stops_every_host_when_one_settles(
             [LocalExecutor(), LocalExecutor()], str(bins.client_bin_dir), scale1, opts,
             on_progress=settled,
         )  # fmt: skip
-    # Both stopped at their next -P point, long before -T 60; their directories gone.
+    # Both stopped at their next -P point, long before -T 60; their directories gone
+    # (only theirs: the other workers' tests make and remove theirs meanwhile).
     assert time.monotonic() - started < 20
     assert len(heard) == 2
-    assert set(glob.glob("/tmp/pgrig-load-*")) == before
+    assert set(glob.glob("/tmp/pgrig-load-*")) <= before
