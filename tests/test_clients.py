@@ -8,6 +8,8 @@ executors of this machine (the SSH ones are the parity and remote-target tests')
 from __future__ import annotations
 
 import glob
+import json
+import os
 import time
 from pathlib import Path
 
@@ -16,6 +18,7 @@ import pytest
 from pgrig import load
 from pgrig.clients import OneHost
 from pgrig.conninfo import Conn
+from pgrig.hosts import owner
 from pgrig.hosts.local import LocalExecutor
 from pgrig.pgsource.binaries import PgBinaries
 from pgrig.policy import RunPolicy
@@ -72,11 +75,12 @@ def test_a_tpcb_step_runs_unchanged_with_either_clients(
 def test_load_hosts_warm_up_stops_every_host_when_one_settles(
     bins: PgBinaries, scale1: Conn
 ) -> None:
-    before = set(glob.glob("/tmp/pgrig-load-*"))
     heard: list[ProgressPoint] = []
+    seen: set[str] = set()
 
     def settled(point: ProgressPoint) -> None:
         heard.append(point)
+        seen.update(_ours())
         if len(heard) == 2:
             raise Steady
 
@@ -87,8 +91,22 @@ def test_load_hosts_warm_up_stops_every_host_when_one_settles(
             [LocalExecutor(), LocalExecutor()], str(bins.client_bin_dir), scale1, opts,
             on_progress=settled,
         )  # fmt: skip
-    # Both stopped at their next -P point, long before -T 60; their directories gone
-    # (only theirs: the other workers' tests make and remove theirs meanwhile).
+    # Both stopped at their next -P point, long before -T 60; their directories gone.
     assert time.monotonic() - started < 20
     assert len(heard) == 2
-    assert set(glob.glob("/tmp/pgrig-load-*")) <= before
+    assert len(seen) == 2, "each host's load directory, seen while it ran"
+    assert not _ours() and not any(Path(d).exists() for d in seen)
+
+
+def _ours() -> set[str]:
+    """This process's load directories in /tmp, by their owner records: the other
+    workers' tests make and remove theirs there meanwhile (seen at -n 4 and 6)."""
+    found = set()
+    for d in glob.glob("/tmp/pgrig-load-*"):
+        try:
+            record = json.loads((Path(d) / owner.OWNER_FILE).read_text())
+        except (OSError, ValueError):
+            continue
+        if record.get("pid") == os.getpid():
+            found.add(d)
+    return found

@@ -244,7 +244,10 @@ def test_a_probe_left_by_a_killed_pgrig_is_stopped_by_clean(
             running.kill()
             running.communicate(timeout=30)
         lines = clean_lines(inventory, dry_run=False)
-    assert f"h1: {home}: removed" in lines, lines
+    # The lab's hosts share this machine's /tmp: another worker's `pgrig clean
+    # --inventory` may remove the dead run's directory (and stop its probe) first;
+    # then this clean has nothing of it to say (seen at -n 6).
+    assert f"h1: {home}: removed" in lines or str(home) not in " ".join(lines), lines
     assert not netns_lab.processes("pg_test_fsync"), "clean stopped it"
     assert not home.exists()
 
