@@ -16,7 +16,7 @@ run: deps venv-run
 
 # Lint first: a finding (ruff, formatting, mypy --strict) fails the run before
 # the slow suite starts (about 11 s on a fresh clone, mypy without its cache).
-# Then the suite on three workers (pytest-xdist; a test file stays on one
+# Then the suite on six workers (pytest-xdist; a test file stays on one
 # worker, so its module-scoped cluster is made once), and last, alone, the
 # tests marked `exclusive` (CPU hogs, I/O caps): a neighbour test would change
 # what they measure.
