@@ -16,7 +16,7 @@ run: deps venv-run
 
 # Lint first: a finding (ruff, formatting, mypy --strict) fails the run before
 # the slow suite starts (about 11 s on a fresh clone, mypy without its cache).
-# Then the suite on six workers (pytest-xdist; a test file stays on one
+# Then the suite on four workers (pytest-xdist; a test file stays on one
 # worker, so its module-scoped cluster is made once), and last, alone, the
 # tests marked `exclusive` (CPU hogs, I/O caps): a neighbour test would change
 # what they measure.
@@ -37,12 +37,15 @@ run: deps venv-run
 # A fourth, 2026-11-29 on fresh clones of one tree, the machine quiet but for
 # the suite: -n 3 10 min 11 s, -n 4 8 min 57 s (2,066 passed each; 13 min 36 s
 # and 12 min 21 s in all with the exclusive phase's 2 min 50 s).
-# Six since session 15: with the SSH labs' hosts spared root's ~/.bashrc and the
-# reports' matplotlib gone, the suite used 653 s of CPU in a 678-s run (ci9, -n 4:
-# parallel phase 7 min 53 s) - half the two cores idle, the tests waiting on
-# servers, SSH and sleeps. -n 6 on the same clone, right after: 6 min 56 s
-# (user + sys 545 s); its two failures were tests reading the /tmp the lab hosts
-# share with other workers, fixed (docs/bench.md).
+# Six workers were tried in session 15: with the SSH labs' hosts spared root's
+# ~/.bashrc and the reports' matplotlib gone, ci9 (-n 4) used 653 s of CPU in a
+# 678-s run (parallel phase 7 min 53 s) - half the two cores idle, the tests
+# waiting on servers, SSH and sleeps. -n 6 on the same clone: 6 min 56 s, but a
+# fresh clone at -n 6 (ci10) failed three ways the tests had not met at four: two
+# tests reading the /tmp the lab hosts share (fixed), a neighbour's Chromium
+# leaving no trace of a provoked verdict (now not judged, with the monitor's
+# reason), and the 64 MiB memory-cgroup target of test_storage_campaign OOM-killed
+# in `pgbench -i` under the heavier I/O (not fixed: kept at four until it is).
 # The tests start pgrig as a subprocess from about 150 places: tests/conftest.py
 # compiles pgrig's bytecode once first, as PYTHONDONTWRITEBYTECODE (set on this
 # machine) made every start compile all of pgrig from source (3.4-4.1 s of CPU
@@ -50,7 +53,7 @@ run: deps venv-run
 # Lint takes 11-21 s on a fresh clone (mypy without its cache), the exclusive
 # phase about 1 min 40 s here. docs/bench.md has the per-file figures.
 test: deps-test venv lint actionlint
-	$(BIN)/python -m pytest -q -n 6 --dist loadfile --no-loadscope-reorder -m "not exclusive" --durations=15
+	$(BIN)/python -m pytest -q -n 4 --dist loadfile --no-loadscope-reorder -m "not exclusive" --durations=15
 	$(BIN)/python -m pytest -q -m exclusive --durations=5 $$(grep -l 'mark\.exclusive' tests/test_*.py)
 
 deps:
