@@ -8,17 +8,16 @@ executors of this machine (the SSH ones are the parity and remote-target tests')
 from __future__ import annotations
 
 import glob
-import json
 import os
 import time
 from pathlib import Path
 
 import pytest
 
+from hosts_fixture import owned_by
 from pgrig import load
 from pgrig.clients import OneHost
 from pgrig.conninfo import Conn
-from pgrig.hosts import owner
 from pgrig.hosts.local import LocalExecutor
 from pgrig.pgsource.binaries import PgBinaries
 from pgrig.policy import RunPolicy
@@ -101,12 +100,4 @@ def test_load_hosts_warm_up_stops_every_host_when_one_settles(
 def _ours() -> set[str]:
     """This process's load directories in /tmp, by their owner records: the other
     workers' tests make and remove theirs there meanwhile (seen at -n 4 and 6)."""
-    found = set()
-    for d in glob.glob("/tmp/pgrig-load-*"):
-        try:
-            record = json.loads((Path(d) / owner.OWNER_FILE).read_text())
-        except (OSError, ValueError):
-            continue
-        if record.get("pid") == os.getpid():
-            found.add(d)
-    return found
+    return {d for d in glob.glob("/tmp/pgrig-load-*") if owned_by(Path(d), os.getpid())}

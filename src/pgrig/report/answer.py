@@ -126,13 +126,10 @@ def _growth(
             f"still growing at {fmt.clients(last)}, the most measured ({grew.describe()} "
             f"over {before}): more clients may give more" + _verdict(ev, target, curve, last)
         )
+    later = {c: {d: stats.decide(tps[c], tps[d]) for d in counts if d > c} for c in counts}
     # The first count no later one is shown to beat (the last two are not: it exists).
-    stop = next(
-        c
-        for i, c in enumerate(counts)
-        if all(stats.decide(tps[c], tps[d]).verdict != stats.BETTER for d in counts[i + 1 :])
-    )
-    beyond = {d: stats.decide(tps[stop], tps[d]) for d in counts if d > stop}
+    stop = next(c for c in counts if all(v.verdict != stats.BETTER for v in later[c].values()))
+    beyond = later[stop]
     widest = max(beyond, key=lambda d: abs(beyond[d].log_diff or 0.0))
     if all(cmp.verdict in (stats.SAME, stats.WORSE) for cmp in beyond.values()):
         head = f"throughput stops growing at {fmt.clients(stop)}"
