@@ -315,6 +315,7 @@ FSYNC = ResultKind(
         else ""
     ),
     columns=_fdatasync,
+    limits=True,
 )
 FIO = ResultKind(
     "fio",
@@ -325,5 +326,6 @@ FIO = ResultKind(
         "bandwidth_mib_s": r.bandwidth_mib_s,
         "clat_p99_us": r.clat_p99_us,
     },
+    limits=True,
 )
 KINDS = (TIMING, FSYNC, FIO)
