@@ -14,10 +14,9 @@ from pgrig.document import fmt
 from pgrig.meaning import Meaning
 from pgrig.monitor.model import MONITOR, MonitorResult, Sample
 from pgrig.registry.report import Conclusion
-from pgrig.registry.shared import PGBENCH_RUN
 from pgrig.report import index
 from pgrig.report.index import StudyIndex
-from pgrig.report.pointkey import PointKey, point_key
+from pgrig.report.pointkey import PointKey
 from pgrig.report.progress import Progress
 from pgrig.report.samples import SampleReader, own_samples
 from pgrig.report.versus import Ledger
@@ -89,19 +88,20 @@ class Evidence:
         watched = {r.key.removesuffix("/monitor"): r for r in self.watched()}
         # doubles, not float objects: every second of every run of a point
         out: dict[tuple[str, PointKey], array[float]] = {}
-        for rec in self.records:
-            mon = watched.get(rec.key) if PGBENCH_RUN.holds(rec) else None
-            if mon is None or mon.status != "ok":
-                continue
-            key = point_key(rec)
+        for key, per_target in self.index.points.items():
             if clients is not None and key.clients != clients:
                 continue
-            values = array("d")
-            for s in self.samples(mon):
-                if s.in_run and (v := pick(s)) is not None:
-                    values.append(v)
-            if values:
-                out.setdefault((rec.target, key), array("d")).extend(values)
+            for target, pairs in per_target.items():
+                for rec, _ in pairs:
+                    mon = watched.get(rec.key)
+                    if mon is None or mon.status != "ok":
+                        continue
+                    values = array("d")
+                    for s in self.samples(mon):
+                        if s.in_run and (v := pick(s)) is not None:
+                            values.append(v)
+                    if values:
+                        out.setdefault((target, key), array("d")).extend(values)
         return out
 
     def on_vm(self) -> str | None:

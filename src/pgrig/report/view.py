@@ -32,6 +32,7 @@ from pgrig.report.fold import fold_runs, retitled
 from pgrig.report.header import header, param_text, study_label
 from pgrig.report.header import obtained_line as obtained_line  # named here for its tests
 from pgrig.report.header import tools_text as tools_text
+from pgrig.report.index import StudyIndex
 from pgrig.report.machine import environment_section, machine_section, machines_of
 from pgrig.report.monitor import busy_before, disturbed_summary
 from pgrig.report.monitor import section as monitor_section
@@ -118,7 +119,7 @@ def _one_target_sections(study: Study, ev: Evidence, samples: SampleReader) -> l
         *([fio_section(fio, study.target)] if fio else []),
         *workload_sections(Runs(records, study.target, meaning_of(study, baseline), per_second)),
         *extra_sections(study, records, samples),
-        runs_section(records),
+        runs_section(ev.index),
     ]
 
 
@@ -159,8 +160,8 @@ def _comparison_sections(
             sections.append(found)
     sections.append(_environment(study, records, bool(machines)))
     for t in targets:
-        sections += _target_sections(study, records, t, progress)
-    return [*sections, *extra_sections(study, records, samples), runs_section(records)]
+        sections += _target_sections(study, ev.index, t, progress)
+    return [*sections, *extra_sections(study, records, samples), runs_section(ev.index)]
 
 
 def _environment(study: Study, records: Sequence[RunRecord], machines: bool) -> Section:
@@ -180,18 +181,18 @@ def _environment(study: Study, records: Sequence[RunRecord], machines: bool) -> 
 
 
 def _target_sections(
-    study: Study, records: Sequence[RunRecord], t: str, progress: Progress
+    study: Study, study_index: StudyIndex, t: str, progress: Progress
 ) -> list[Section]:
     """One target's own sections: its machine and server when they are its own,
     its probes, its workloads' runs."""
-    mine = [r for r in records if r.target == t]
+    mine = list(study_index.of_target.get(t, ()))
+    probes = {k.name: [r for r in study_index.kind(k) if r.target == t] for k in PROBE_KINDS}
     env = study.target_environments.get(t)
+    barriers = storage_report.barriers_off(study_index.records).get(t, "")
     per_target = [
-        timing_section([r for r in mine if TIMING.holds(r)], study.environment),
-        fsync_section(
-            [r for r in mine if FSYNC.holds(r)], t, storage_report.barriers_off(records).get(t, "")
-        ),
-        fio_section(sorted((r for r in mine if FIO.holds(r)), key=fio_order), t),
+        timing_section(probes[TIMING.name], study.environment),
+        fsync_section(probes[FSYNC.name], t, barriers),
+        fio_section(sorted(probes[FIO.name], key=fio_order), t),
         *workload_sections(Runs(mine, t, meaning_of(study, t), progress)),
     ]
     if env is not None and env.postgres is not None:
@@ -327,14 +328,15 @@ def _with_labs(
     return replace(section, paragraphs=said + section.paragraphs, blocks=(*section.blocks, table))
 
 
-def runs_section(records: Sequence[RunRecord]) -> Section:
+def runs_section(study_index: StudyIndex) -> Section:
+    records = study_index.records
     rows = []
     for rec in records:
         detail = rec.reason or ""
         kind = NORMAL if rec.status == "ok" else status_kind(rec)
         params = ", ".join(f"{k}={param_text(v)}" for k, v in rec.params.items())
         rows.append(Row((rec.key, rec.kind, rec.status, rec.started_at, params, detail), kind))
-    watched = sum(MONITOR.holds(r) for r in records)
+    watched = len(study_index.kind(MONITOR))
     also = f" and the monitor's records of {watched} of them" if watched else ""
     table = Table(
         ("Key", "Kind", "Status", "Started", "Parameters", "Reason"),
