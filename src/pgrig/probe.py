@@ -130,7 +130,12 @@ def _fio_table(t: Table, key: str, default: object) -> FioPlan | None:
     if value is False:
         return None
     table = t.table(key) if isinstance(value, dict) else None
-    return FioPlan() if table is None else FioPlan(**FIO_SCHEMA.read(table))
+    if table is None:
+        return FioPlan()
+    keys = FIO_SCHEMA.keys
+    return FioPlan(
+        **FIO_SCHEMA.finish(table, {k.attr: k.read(table, k.name, k.default) for k in keys})
+    )
 
 
 PROBES_SCHEMA = Schema(
