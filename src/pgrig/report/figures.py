@@ -39,9 +39,10 @@ def _name(prefix: str, workload: str, what: str, duration: int) -> str:
     return f"{prefix}_{fmt.slug(workload, '_')}_{fmt.slug(what, '_')}_{duration}s"
 
 
-def tps_vs_clients(records: Sequence[RunRecord], targets: list[str]) -> list[Figure]:
-    """Seed 004's charts: one line per target, one chart per workload/scale/mode."""
-    curves = _curves(runs_by_point(records))
+def tps_vs_clients(by_point: Mapping[PointKey, PointRuns], targets: list[str]) -> list[Figure]:
+    """Seed 004's charts: one line per target, one chart per workload/scale/mode,
+    from the study's pgbench runs by point (``StudyIndex.points``)."""
+    curves = _curves(by_point)
     figures = []
     for (workload, scale, duration, mode, rate), per_target in sorted(
         curves.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0, kv[0][2], kv[0][3], kv[0][4] or 0)
