@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from pgrig import registry
 from pgrig.monitor.model import MONITOR, MonitorResult
@@ -31,7 +30,8 @@ class StudyIndex:
     kinds: Mapping[str, ResultKind]  # every registered result kind, by name
     of_kind: Mapping[str, tuple[RunRecord, ...]]  # kind name -> its records
     of_target: Mapping[str, tuple[RunRecord, ...]]  # target -> its records
-    results: Mapping[str, tuple[tuple[RunRecord, Any], ...]]  # kind -> (record, result) of ok runs
+    # kind -> (record, its typed result) of the runs that succeeded
+    results: Mapping[str, tuple[tuple[RunRecord, object], ...]]
     points: Mapping[PointKey, PointRuns]  # pgbench runs by point, then target
     runs: Mapping[PointKey, Mapping[str, list[PgbenchRun]]]  # the same, the results alone
     monitors: Mapping[str, MonitorResult]  # the monitor's result by the watched run's key
@@ -48,7 +48,7 @@ def of(records: Iterable[RunRecord]) -> StudyIndex:
     kinds = registry.kinds()
     of_kind: dict[str, list[RunRecord]] = {}
     of_target: dict[str, list[RunRecord]] = {}
-    results: dict[str, list[tuple[RunRecord, Any]]] = {}
+    results: dict[str, list[tuple[RunRecord, object]]] = {}
     points: dict[PointKey, dict[str, list[tuple[RunRecord, PgbenchRun | None]]]] = {}
     monitors: dict[str, MonitorResult] = {}
     for rec in decoded:
