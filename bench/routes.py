@@ -13,7 +13,8 @@ run     ``pgrig run CAMPAIGN`` of a remote target (server on h1, pgbench from h2
 report  ``pgrig report`` of a stored study (tests/data/report/, the studies the golden
         tests use, written into a fresh SQLite store first, untraced), from
         ``cli.main`` until the answer section exists (``report.answer.section``
-        returns).
+        returns; ``--report-end pgrig.report.view:build``: until the whole report's
+        view, every section, is built).
 
 Counted, on the sequence of pgrig calls in the order they happen (a thread pgrig
 starts is spliced in where it was started, as if called there):
@@ -70,6 +71,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent.parent
 DATA = HERE / "tests" / "data" / "report"
+REPORT_END = "pgrig.report.answer:section"  # the report route's end: the answer exists
 LANE = "_pgrig_routes_lane"  # set on each Thread object the trace sees
 OPTIMIZED = 0x1  # CO_OPTIMIZED: a function's code, not a module's or a class body's
 INLINE = ("<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>")
@@ -462,7 +464,8 @@ def child(args: argparse.Namespace) -> int:
         else:
             sid = stored(args.study, tmp)
             argv = ["report", sid, "--results", str(tmp), "--out", str(tmp / "out")]
-            tracer = Tracer(str(src) + os.sep, "pgrig.report.answer", "section")
+            module, function = args.report_end.split(":")
+            tracer = Tracer(str(src) + os.sep, module, function)
         tracer.install()
         try:
             cli.main(argv)
@@ -519,13 +522,16 @@ class Traced:
     spine: list[tuple[str, str, int]]
 
 
-def trace(route: str, src: Path, study: str, inventory: str | None) -> Traced:
+def trace(
+    route: str, src: Path, study: str, inventory: str | None, report_end: str = REPORT_END
+) -> Traced:
     with tempfile.TemporaryDirectory(prefix="pgrig-routes-") as tmp:
         env = dict(os.environ)
         meta = entry_points_first(src, Path(tmp) / "meta")
         env["PYTHONPATH"] = os.pathsep.join([str(meta), str(src)])
         out = Path(tmp) / "trace.json"
         cmd = [sys.executable, __file__, "--child", route, "--json", str(out), "--study", study]
+        cmd += ["--report-end", report_end]
         if inventory:
             cmd += ["--inventory", inventory]
         done = subprocess.run(cmd, env=env, timeout=900, capture_output=True, text=True)
@@ -552,6 +558,12 @@ def main() -> int:
     p.add_argument("--src", type=Path, default=HERE / "src", help="the tree whose pgrig runs")
     p.add_argument("--study", default="tiny_cloud", help="a study of tests/data/report")
     p.add_argument("--show", action="store_true", help="print the walk's stays, one a line")
+    p.add_argument(
+        "--report-end",
+        default=REPORT_END,
+        help="MODULE:FUNCTION whose first return ends the report route "
+        "(pgrig.report.view:build: the whole report, every section)",
+    )
     p.add_argument("--child", help=argparse.SUPPRESS)
     p.add_argument("--json", help=argparse.SUPPRESS)
     p.add_argument("--inventory", help=argparse.SUPPRESS)
@@ -573,7 +585,7 @@ def main() -> int:
             with make_lab(3) as lab:
                 traced = trace(route, src, args.study, str(lab.write_inventory()))
         else:
-            traced = trace(route, src, args.study, None)
+            traced = trace(route, src, args.study, None, args.report_end)
         if not traced.stopped or traced.exit not in (0, None):
             print(f"warning: route {route}: end point reached {traced.stopped}, exit {traced.exit}")
         walk = walked(traced.calls)

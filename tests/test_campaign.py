@@ -322,3 +322,28 @@ def test_steady_detection() -> None:
     assert not steady(ramp)
     flat = ramp + [ProgressPoint(float(i), 100.0 + i % 2, 1.0) for i in range(5, 10)]
     assert steady(flat)
+
+
+def test_the_schema_calls_no_reader_of_the_part_that_declares_it() -> None:
+    """A key with a reader of its owner's (``custom``) is read by its owner, which
+    walks its keys and lets the schema refuse the undeclared ones: ``Schema.read``
+    refuses such a schema, naming the key, before it calls any reader (issue 43:
+    the schema called its callers' readers back, 24 of the run route's climbs)."""
+    from pgrig.schema import Context, Locator, Schema, Table, custom, text
+
+    called: list[str] = []
+
+    def mine(t: Table, key: str, default: str) -> str:
+        called.append(key)
+        return t.get(key, str, default).upper()
+
+    schema = Schema("[t]", text("a", "x", "a key"), custom("b", "y", "an owner's key", mine))
+    ctx = Context("c.toml", Path("."), Locator(""))
+    table = Table({"a": "1", "b": "two"}, ("t",), ctx)
+    with pytest.raises(TypeError, match=r"\[t\]: the keys b have readers"):
+        schema.read(table)
+    assert called == []
+    values = schema.finish(table, {k.attr: k.read(table, k.name, k.default) for k in schema.keys})
+    assert values == {"a": "1", "b": "TWO"} and called == ["b"]
+    with pytest.raises(UsageError, match="unknown key 'c'"):
+        schema.finish(Table({"c": 1}, ("t",), ctx), {})

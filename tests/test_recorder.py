@@ -150,3 +150,31 @@ def test_targets_at_once_start_their_measured_runs_together(
     assert both(step("c", 0.0), step("d", 0.5, fail=True)) == {"c": True, "d": False}
     assert set(starts) == {"c"} and starts["c"] - began < 5, "c waited for the failed d"
     store.close()
+
+
+def test_a_kind_that_declares_limits_gives_its_target_the_monitors_limits() -> None:
+    """The recorder keeps a probe's result for its target's limits because the
+    result's kind says so (``ResultKind.limits``), not because of its name: a
+    plug-in's kind of the same results counts, and a kind that does not declare
+    it is not kept."""
+    from pgrig.recorder import Recorded
+    from pgrig.results import FioResult, ResultKind, RunRecord, to_dict
+
+    fio = FioResult("randread", "8k", "libaio", True, 1, 8, "64M", 5.0, 1234.0, 9.6,
+                    800.0, 700.0, 2000.0, 3000.0)  # fmt: skip
+    recorded = Recorded()
+    recorded.kinds = {
+        **recorded.kinds,
+        "toy.disk": ResultKind("toy.disk", FioResult, limits=True),
+        "toy.other": ResultKind("toy.other", FioResult),
+    }
+
+    def record(kind: str, target: str) -> RunRecord:
+        return RunRecord("s", f"{target}/{kind}", kind, target, {}, "ok", "t0", "t1", to_dict(fio))
+
+    recorded.remember(record("toy.disk", "a"))
+    recorded.remember(record("toy.other", "b"))
+    limits = recorded.limits("a")
+    assert limits is not None and limits.randread_iops == 1234.0
+    assert recorded.limits("b") is None
+    assert registry.kinds()["fio"].limits and registry.kinds()["pg_test_fsync"].limits

@@ -153,7 +153,12 @@ INITDB_SCHEMA = Schema(
 
 def _initdb(t: Table, key: str, default: object) -> InitdbSpec | None:
     table = t.table(key)
-    return None if table is None else InitdbSpec(**INITDB_SCHEMA.read(table))
+    if table is None:
+        return None
+    keys = INITDB_SCHEMA.keys
+    return InitdbSpec(
+        **INITDB_SCHEMA.finish(table, {k.attr: k.read(table, k.name, k.default) for k in keys})
+    )
 
 
 LISTEN = ("socket", "tcp")
@@ -231,7 +236,7 @@ def _target(t: Table) -> TargetSpec:
     options = kind.parse(t) if kind is not None else None  # before the common keys
     extra = kind.schema.names if kind is not None and kind.schema is not None else ()
     schema = Schema(TARGET_SCHEMA.title, *TARGET_SCHEMA.keys, also=(*TARGET_SCHEMA.also, *extra))
-    values = schema.read(t)
+    values = schema.finish(t, {k.attr: k.read(t, k.name, k.default) for k in schema.keys})
     if kind is not None:
         values["kind"] = kind.name
     name = values["name"]
@@ -370,7 +375,11 @@ def read(data: Document, ctx: Context) -> Campaign:
     if probe_value is False:
         probes = None
     elif isinstance(probe_value, dict):
-        probes = ProbeSpec(**PROBES_SCHEMA.read(Table(probe_value, ("probes",), ctx)))
+        pt = Table(probe_value, ("probes",), ctx)
+        keys = PROBES_SCHEMA.keys
+        probes = ProbeSpec(
+            **PROBES_SCHEMA.finish(pt, {k.attr: k.read(pt, k.name, k.default) for k in keys})
+        )
 
     workloads: list[WorkloadSpec] = []
     for i, item in enumerate(top.get("workload", list, [])):

@@ -443,7 +443,7 @@ class Header:
 
 
 def parse(table: Table) -> Header:
-    values = SCHEMA.read(table)
+    values = SCHEMA.finish(table, {k.attr: k.read(table, k.name, k.default) for k in SCHEMA.keys})
     name, baseline, versions = values.pop("name"), values.pop("baseline"), values.pop("versions")
     axes, inventory = values.pop("axes"), values.pop("inventory")
     iops, mbps = values.pop("instance_iops"), values.pop("instance_mbps")

@@ -130,7 +130,12 @@ def _fio_table(t: Table, key: str, default: object) -> FioPlan | None:
     if value is False:
         return None
     table = t.table(key) if isinstance(value, dict) else None
-    return FioPlan() if table is None else FioPlan(**FIO_SCHEMA.read(table))
+    if table is None:
+        return FioPlan()
+    keys = FIO_SCHEMA.keys
+    return FioPlan(
+        **FIO_SCHEMA.finish(table, {k.attr: k.read(table, k.name, k.default) for k in keys})
+    )
 
 
 PROBES_SCHEMA = Schema(
@@ -315,6 +320,7 @@ FSYNC = ResultKind(
         else ""
     ),
     columns=_fdatasync,
+    limits=True,
 )
 FIO = ResultKind(
     "fio",
@@ -325,5 +331,6 @@ FIO = ResultKind(
         "bandwidth_mib_s": r.bandwidth_mib_s,
         "clat_p99_us": r.clat_p99_us,
     },
+    limits=True,
 )
 KINDS = (TIMING, FSYNC, FIO)

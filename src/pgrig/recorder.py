@@ -182,7 +182,7 @@ class Recorded:
         self.kinds = registry.kinds()
         self._metric: dict[str, float] = {}  # run key -> headline figure (tps, tpmC)
         self._disturbed: set[str] = set()  # run keys whose monitor record says disturbed
-        self._probes: dict[str, list[object]] = {}  # target -> typed fio / pg_test_fsync results
+        self._probes: dict[str, list[object]] = {}  # target -> typed results of its limits' kinds
         self._limits: dict[str, monitor.Limits | None] = {}
 
     @classmethod
@@ -218,15 +218,15 @@ class Recorded:
             return
         if rec.kind == MONITOR.name:
             self._disturbed |= monitor.disturbed_run_keys([rec])
-        elif rec.kind in ("fio", "pg_test_fsync"):
-            probe = registry.typed_result(rec)
-            if probe is not None:
-                self._probes.setdefault(rec.target, []).append(probe)
-        else:
-            kind = self.kinds.get(rec.kind)
-            if kind is not None and kind.metric is not None:
-                # The metric alone is kept: a campaign keeps no result alive.
-                self._metric[rec.key] = kind.metric(from_dict(kind.type, rec.result))
+            return
+        kind = self.kinds.get(rec.kind)
+        if kind is None:
+            return
+        if kind.limits:  # the kind says so: fio's and pg_test_fsync's
+            self._probes.setdefault(rec.target, []).append(from_dict(kind.type, rec.result))
+        elif kind.metric is not None:
+            # The metric alone is kept: a campaign keeps no result alive.
+            self._metric[rec.key] = kind.metric(from_dict(kind.type, rec.result))
 
     def limits(self, target: str) -> monitor.Limits | None:
         """The target's own probe results: what the run is compared with."""

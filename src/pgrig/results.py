@@ -624,6 +624,10 @@ class ResultKind:
     # again" in the ticket summary), from the record's params and its result; None
     # (or a None answer): the kind loads nothing a command remakes.
     rerun: Callable[[Mapping[str, object], Any], Sequence[str] | None] | None = None
+    # Its results bound what the target's storage can do (fio's IOPS, pg_test_fsync's
+    # syncs): a run is kept for the monitor's limits of its target (``monitor.limits_from``),
+    # against which the later runs' waits are judged.
+    limits: bool = False
 
     def holds(self, record: RunRecord) -> bool:
         """Is ``record`` of this kind? (The report asks the kind, never its name.)"""

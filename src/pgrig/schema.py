@@ -357,12 +357,29 @@ def choices(name: str, allowed: tuple[str, ...], default: tuple[str, ...], doc: 
     return Key(name, default, doc, read, **kw)
 
 
+@dataclass(frozen=True)
+class OwnKey(Key):
+    """A key read by a reader of its owner's: the owner calls it, never the
+    schema (``Schema.finish``)."""
+
+
 def custom(name: str, default: Any, doc: str, read: Read, **kw: str | None) -> Key:
-    return Key(name, default, doc, read, **kw)
+    """A key its owner reads with a reader of its own (a fio size, a repeat
+    policy): the owner walks its keys (``Schema.finish``), this module calls no
+    reader of a part above it."""
+    return OwnKey(name, default, doc, read, **kw)
 
 
 class Schema:
-    """The keys of one campaign table, in the order the docs list them."""
+    """The keys of one campaign table, in the order the docs list them: data that
+    its owner walks. A table of the kinds of key declared here (``text``, ``flag``,
+    ``integers``, ...) is read whole by ``read``; a table with keys of its owner's
+    (``custom``) is read by the owner, in its own code, and finished here::
+
+        values = SCHEMA.finish(t, {k.attr: k.read(t, k.name, k.default) for k in SCHEMA.keys})
+
+    so that the schema never calls back up into the parts that declare it
+    (issue 43: it did, 24 of the run route's 66 climbs)."""
 
     def __init__(self, title: str, *keys: Key, also: tuple[str, ...] = ()) -> None:
         self.title = title
@@ -374,8 +391,20 @@ class Schema:
         return tuple(k.name for k in self.keys)
 
     def read(self, table: Table) -> dict[str, Any]:
-        """Every declared key's value (or default) by field name; unknown keys refused."""
-        values = {k.attr: k.read(table, k.name, k.default) for k in self.keys}
+        """Every declared key's value (or default) by field name; unknown keys
+        refused. For a table of the kinds declared here: one with keys of its
+        owner's is walked by its owner (``finish``)."""
+        own = [k.name for k in self.keys if isinstance(k, OwnKey)]
+        if own:
+            raise TypeError(
+                f"{self.title}: the keys {', '.join(own)} have readers of their owner's: "
+                "its owner walks them, then calls Schema.finish"
+            )
+        return self.finish(table, {k.attr: k.read(table, k.name, k.default) for k in self.keys})
+
+    def finish(self, table: Table, values: dict[str, Any]) -> dict[str, Any]:
+        """The values its owner read, every declared key's by field name, once
+        the keys nobody declared are refused."""
         table.finish((*self.also, *self.names))
         return values
 

@@ -201,7 +201,10 @@ class DurabilityWorkload(Workload):
     needs = Needs(destructive="the durability check kills the server's processes under load")
 
     def parse(self, table: Table) -> DurabilitySpec:
-        spec = DurabilitySpec(**SCHEMA.read(table))
+        keys = SCHEMA.keys
+        spec = DurabilitySpec(
+            **SCHEMA.finish(table, {k.attr: k.read(table, k.name, k.default) for k in keys})
+        )
         try:  # the command line's checks, before anything is created
             spec.plan.validate()
         except UsageError as exc:

@@ -338,7 +338,9 @@ class TargetKind(ABC, Generic[OptionsT, StateT]):
 
     def read_keys(self, table: Table) -> dict[str, Any]:
         """Its ``schema``'s keys of a ``[[target]]`` table, by attribute (what a
-        ``parse`` builds its options from)."""
+        ``parse`` builds its options from). A kind whose keys have readers of
+        its own (``schema.custom``) reads them in its own ``parse``, as the
+        remote kind does: called here, they would be called back from below."""
         if self.schema is None:
             return {}
         return {k.attr: k.read(table, k.name, k.default) for k in self.schema.keys}

@@ -22,12 +22,11 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
-from pgrig import registry, stats
+from pgrig import stats
 from pgrig.document import fmt
 from pgrig.document.model import Figure, Section
-from pgrig.registry import typed_result
 from pgrig.registry.report import Conclusion
 from pgrig.report import figures
 from pgrig.report.bounds import UNSYNCED, probe_sync, sync_disagreement, synchronous
@@ -53,7 +52,7 @@ def section(ev: Evidence) -> Section | None:
 
 
 def summary_chart(ev: Evidence) -> Figure | None:
-    figure = figures.tps_vs_clients_summary(ev.records, list(ev.targets))
+    figure = figures.tps_vs_clients_summary(ev.index.points, list(ev.targets))
     return figure if figure is not None and figure.x_points >= 2 else None
 
 
@@ -206,16 +205,9 @@ def probe_lines(ev: Evidence) -> list[str]:
 def medians_lines(ev: Evidence) -> list[str]:
     """The headline figure of each workload that is not pgbench, one target."""
     out = []
-    for kind in registry.kinds().values():
-        if kind.summary is None or kind.metric is None:
-            continue
-        values: dict[tuple[str, str], list[float]] = {}
-        for rec in ev.records:
-            if kind.holds(rec) and (res := typed_result(rec)) is not None:
-                at = kind.point(rec.params) if kind.point is not None else ""
-                workload = str(rec.params.get("workload", kind.name))
-                values.setdefault((workload, at), []).append(kind.metric(res))
-        for (workload, at), got in values.items():
+    for kind, by_point in ev.index.metrics:
+        for (workload, at), per_target in by_point.items():
+            got = [v for values in per_target.values() for v in values]  # one target's
             what = kind.summary if workload == kind.name else f"{kind.summary} ({workload})"
             spread = fmt.spread(got)
             out.append(
@@ -256,7 +248,7 @@ def comparison_lines(ev: Evidence) -> list[str]:
 
 def _shown(
     tests: list[tuple[int, stats.Comparison]],
-    points: dict[PointKey, dict[str, list[PgbenchRun]]],
+    points: Mapping[PointKey, Mapping[str, list[PgbenchRun]]],
     curve: PointKey,
     baseline: str,
 ) -> list[tuple[int, stats.Comparison]]:

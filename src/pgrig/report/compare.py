@@ -23,9 +23,11 @@ from pgrig.monitor.model import Noise
 from pgrig.probe import FIO, FSYNC, TIMING
 from pgrig.registry import typed_result
 from pgrig.registry.shared import PGBENCH_INIT, SQL_SETUP
+from pgrig.report import index
 from pgrig.report.cost import latency_cell, latency_vs, ok_runs
 from pgrig.report.figures import tps_over_time as tps_over_time  # named here for its tests
 from pgrig.report.figures import tps_vs_clients
+from pgrig.report.index import PointRuns, StudyIndex
 from pgrig.report.pointkey import Curve, PointKey, point_order, runs_by_point
 from pgrig.report.points import load_text, statement_medians
 from pgrig.report.probes import FsyncRuns, fio_summary, fsync_headline, fsync_summary
@@ -162,13 +164,16 @@ def comparison_table(
     machines: Mapping[str, Sequence[tuple[str, str]]] | None = None,
     progress: Progress | None = None,
     ledger: Ledger | None = None,
+    study_index: StudyIndex | None = None,
 ) -> Table:
     """``machines``: each target's machine as (item, value) rows, when the
     targets ran on different machines (seed 000's table opens with them);
     ``progress``: where the runs' -P points are (default: in the records);
-    ``ledger``: the study's comparisons (default: ``Ledger.of`` the records)."""
+    ``ledger``: the study's comparisons (default: ``Ledger.of`` the records);
+    ``study_index``: the records' index, when the report built it."""
     progress = progress or Progress()
-    ledger = ledger if ledger is not None else Ledger.of(records, baseline)
+    study_index = study_index if study_index is not None else index.of(records)
+    ledger = ledger if ledger is not None else Ledger.of_index(study_index, baseline)
     others = [t for t in targets if t != baseline]
     columns = ["Test Case", f"{baseline} (baseline)"]
     for t in others:
@@ -182,10 +187,10 @@ def comparison_table(
         by_kind.setdefault(rec.kind, {}).setdefault(rec.target, []).append(rec)
     _fsync_row(by_kind, out, same_storage(by_kind, baseline, others, bool(machines)))
     _fio_rows(by_kind, out)
-    if meanings and any(not (TIMING.holds(r) or FSYNC.holds(r) or FIO.holds(r)) for r in records):
+    if meanings and set(study_index.of_kind) - {TIMING.name, FSYNC.name, FIO.name}:
         out.rows.append(Draft(_settings_row(meanings, baseline, others).cells))
     _load_rows(by_kind, out)
-    for key, per_target in sorted(runs_by_point(records).items(), key=point_order):
+    for key, per_target in sorted(study_index.points.items(), key=point_order):
         _point_rows(key, per_target, progress, family, out)
     # Barriers only: a server setting (synchronous_commit) does not change a backup's rate.
     rows = out.rows + summary_rows(records, baseline, others, family, out.unsafe)
@@ -286,7 +291,7 @@ def _load_rows(by_kind: ByKind, out: _Rows) -> None:
 
 def _point_rows(
     key: PointKey,
-    per_target: dict[str, list[tuple[RunRecord, PgbenchRun | None]]],
+    per_target: PointRuns,
     progress: Progress,
     family: Family,
     out: _Rows,
@@ -344,9 +349,7 @@ def _point_rows(
         out.rows.append(Draft(tuple(lag)))
 
 
-def _latency_row(
-    key: PointKey, per_target: dict[str, list[tuple[RunRecord, PgbenchRun | None]]], out: _Rows
-) -> None:
+def _latency_row(key: PointKey, per_target: PointRuns, out: _Rows) -> None:
     """The point's p95 and p99 beside its tps (pgbench's per-transaction log),
     the p99 against the baseline's as a ratio; no row when no run logged."""
     runs = {t: ok_runs(pairs) for t, pairs in per_target.items()}
@@ -599,12 +602,15 @@ def comparison_section(
     progress: Progress | None = None,
     studies: Sequence[str] = (),
 ) -> Section:
-    table = comparison_table(records, targets, baseline, meanings, machines, progress)
+    study_index = index.of(records)  # the records decoded once already: grouped here
+    table = comparison_table(
+        records, targets, baseline, meanings, machines, progress, study_index=study_index
+    )
     blocks: list[Table | Figure] = [table]
     if (statements := statements_table(records, targets, baseline)) is not None:
         blocks.append(statements)
     # A curve needs two client counts; one count is the table's row.
-    blocks += [f for f in tps_vs_clients(records, targets) if f.x_points >= 2]
+    blocks += [f for f in tps_vs_clients(study_index.points, targets) if f.x_points >= 2]
     blocks += [f for f in tps_over_time(records, targets, progress) if f.series]
     if studies:  # `pgrig compare`: each study's runs in their own hours, maybe machines
         how = (

@@ -61,6 +61,7 @@ from pgrig.registry.report import Conclusion
 from pgrig.registry.shared import PGBENCH_INIT, PGBENCH_RUN, SQL_SETUP
 from pgrig.report.bounds import client_bound, fsync_bound, io_cap, vm_wakeup, wait_bound
 from pgrig.report.evidence import Evidence, Rule, point_words
+from pgrig.report.index import StudyIndex
 from pgrig.report.pointkey import Curve, PointKey, point_key
 from pgrig.report.progress import Progress
 from pgrig.report.samples import SampleReader, own_samples
@@ -281,18 +282,10 @@ def headline(ev: Evidence) -> list[Conclusion]:
     tpmC: ``ResultKind.summary``), target against baseline, called as ``differs``
     calls: seed 002 ended on "backups: XFS 2.2x faster"."""
     found: list[tuple[str, str, str, stats.Comparison]] = []
-    for kind in registry.kinds().values():
-        if kind.summary is None or kind.metric is None:
-            continue
-        # One comparison per workload and point (TPC-C's mode and active set): runs
-        # of two points measure different things and never share a test.
-        values: dict[tuple[str, str], dict[str, list[float]]] = {}
-        for rec in ev.records:
-            if kind.holds(rec) and (res := typed_result(rec)) is not None:
-                workload = str(rec.params.get("workload", kind.name))
-                at = kind.point(rec.params) if kind.point is not None else ""
-                per_target = values.setdefault((workload, at), {})
-                per_target.setdefault(rec.target, []).append(kind.metric(res))
+    # One comparison per workload and point (TPC-C's mode and active set): runs
+    # of two points measure different things and never share a test.
+    for kind, values in ev.index.metrics:
+        assert kind.summary is not None  # the index keeps the kinds with a summary alone
         points: dict[str, int] = {}
         for workload, _ in values:
             points[workload] = points.get(workload, 0) + 1
@@ -417,7 +410,9 @@ def evidence_of(
     *,
     samples: SampleReader = own_samples,
     progress: Progress | None = None,
+    indexed: StudyIndex | None = None,
 ) -> Evidence:
+    """``indexed``: the records' index, when the report built it (else built here)."""
     return Evidence(
         tuple(records),
         tuple(targets),
@@ -426,6 +421,7 @@ def evidence_of(
         dict(meanings or {}),
         samples,
         progress or Progress(),
+        indexed,
     )
 
 

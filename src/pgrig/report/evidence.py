@@ -13,10 +13,10 @@ from pgrig import registry
 from pgrig.document import fmt
 from pgrig.meaning import Meaning
 from pgrig.monitor.model import MONITOR, MonitorResult, Sample
-from pgrig.registry import typed_result
 from pgrig.registry.report import Conclusion
-from pgrig.registry.shared import PGBENCH_RUN
-from pgrig.report.pointkey import PointKey, point_key, runs_by_point
+from pgrig.report import index
+from pgrig.report.index import StudyIndex
+from pgrig.report.pointkey import PointKey
 from pgrig.report.progress import Progress
 from pgrig.report.samples import SampleReader, own_samples
 from pgrig.report.versus import Ledger
@@ -29,7 +29,8 @@ from pgrig.results import (
 
 @dataclass(frozen=True)
 class Evidence:
-    """The stored records a study's conclusions are drawn from."""
+    """The stored records a study's conclusions are drawn from, read through the
+    study's index (the report passes the one it built; else built from ``records``)."""
 
     records: tuple[RunRecord, ...]
     targets: tuple[str, ...]
@@ -38,17 +39,20 @@ class Evidence:
     meanings: Mapping[str, Meaning] = field(default_factory=dict)
     samples: SampleReader = own_samples  # a watched run's per-second samples, when asked
     progress: Progress = field(default_factory=Progress)  # a run's -P points, when asked
+    indexed: StudyIndex | None = None  # ``records`` indexed (``pgrig.report.index``)
+
+    @cached_property
+    def index(self) -> StudyIndex:
+        return self.indexed if self.indexed is not None else index.of(self.records)
 
     @cached_property
     def ledger(self) -> Ledger:
         """The study's comparisons with their q-values, as every table reads them."""
-        return Ledger.of(self.records, self.baseline)
+        return Ledger.of_index(self.index, self.baseline)
 
-    def points(self) -> dict[PointKey, dict[str, list[PgbenchRun]]]:
-        return {
-            key: {t: [run for _, run in pairs if run is not None] for t, pairs in per.items()}
-            for key, per in runs_by_point(self.records).items()
-        }
+    def points(self) -> Mapping[PointKey, Mapping[str, list[PgbenchRun]]]:
+        """Each pgbench point's runs by target (read, never changed: the index's)."""
+        return self.index.runs
 
     def scaled(self, key: PointKey) -> bool:
         """Was this workload measured at several scales? Then a sentence names one."""
@@ -58,14 +62,10 @@ class Evidence:
     def monitors(self) -> dict[str, MonitorResult]:
         """The monitor's result of each run, by the run's key (without its
         samples, when the records were read without them: ``cpu_busy``)."""
-        out = {}
-        for rec in self.watched():
-            if (mon := typed_result(rec)) is not None:
-                out[rec.key.removesuffix("/monitor")] = mon
-        return out
+        return dict(self.index.monitors)
 
     def watched(self) -> list[RunRecord]:
-        return [r for r in self.records if MONITOR.holds(r)]
+        return list(self.index.kind(MONITOR))
 
     def cpu_busy(self) -> dict[tuple[str, PointKey], float]:
         """The machine's median CPU busy % inside the runs of each target and point,
@@ -88,19 +88,20 @@ class Evidence:
         watched = {r.key.removesuffix("/monitor"): r for r in self.watched()}
         # doubles, not float objects: every second of every run of a point
         out: dict[tuple[str, PointKey], array[float]] = {}
-        for rec in self.records:
-            mon = watched.get(rec.key) if PGBENCH_RUN.holds(rec) else None
-            if mon is None or mon.status != "ok":
-                continue
-            key = point_key(rec)
+        for key, per_target in self.index.points.items():
             if clients is not None and key.clients != clients:
                 continue
-            values = array("d")
-            for s in self.samples(mon):
-                if s.in_run and (v := pick(s)) is not None:
-                    values.append(v)
-            if values:
-                out.setdefault((rec.target, key), array("d")).extend(values)
+            for target, pairs in per_target.items():
+                for rec, _ in pairs:
+                    mon = watched.get(rec.key)
+                    if mon is None or mon.status != "ok":
+                        continue
+                    values = array("d")
+                    for s in self.samples(mon):
+                        if s.in_run and (v := pick(s)) is not None:
+                            values.append(v)
+                    if values:
+                        out.setdefault((target, key), array("d")).extend(values)
         return out
 
     def on_vm(self) -> str | None:

@@ -4,14 +4,15 @@ scale, and over time."""
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from pgrig import registry
 from pgrig.document import fmt
 from pgrig.document.model import Figure, Series, median_line
 from pgrig.report import decimate
-from pgrig.report.pointkey import Curve, runs_by_point
+from pgrig.report.index import PointRuns
+from pgrig.report.pointkey import Curve, PointKey, runs_by_point
 from pgrig.report.progress import Progress
 from pgrig.results import (
     RunRecord,
@@ -20,10 +21,12 @@ from pgrig.results import (
 Curve = Curve  # workload, scale, duration, mode
 
 
-def _curves(records: Sequence[RunRecord]) -> dict[Curve, dict[str, dict[int, list[float]]]]:
+def _curves(
+    points: Mapping[PointKey, PointRuns],
+) -> dict[Curve, dict[str, dict[int, list[float]]]]:
     """Each curve's tps per target and client count, from the runs that finished."""
     curves: dict[Curve, dict[str, dict[int, list[float]]]] = {}
-    for key, pairs_by_target in runs_by_point(records).items():
+    for key, pairs_by_target in points.items():
         for t, pairs in pairs_by_target.items():
             values = [run.tps for _, run in pairs if run is not None]
             if values:
@@ -36,9 +39,10 @@ def _name(prefix: str, workload: str, what: str, duration: int) -> str:
     return f"{prefix}_{fmt.slug(workload, '_')}_{fmt.slug(what, '_')}_{duration}s"
 
 
-def tps_vs_clients(records: Sequence[RunRecord], targets: list[str]) -> list[Figure]:
-    """Seed 004's charts: one line per target, one chart per workload/scale/mode."""
-    curves = _curves(records)
+def tps_vs_clients(by_point: Mapping[PointKey, PointRuns], targets: list[str]) -> list[Figure]:
+    """Seed 004's charts: one line per target, one chart per workload/scale/mode,
+    from the study's pgbench runs by point (``StudyIndex.points``)."""
+    curves = _curves(by_point)
     figures = []
     for (workload, scale, duration, mode, rate), per_target in sorted(
         curves.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0, kv[0][2], kv[0][3], kv[0][4] or 0)
@@ -64,11 +68,14 @@ def tps_vs_clients(records: Sequence[RunRecord], targets: list[str]) -> list[Fig
     return figures
 
 
-def tps_vs_clients_summary(records: Sequence[RunRecord], targets: list[str]) -> Figure | None:
+def tps_vs_clients_summary(
+    by_point: Mapping[PointKey, PointRuns], targets: list[str]
+) -> Figure | None:
     """The report's one summary chart: tps against clients, one line per target
-    and workload/mode (a colour per target, a dash per mode); None without a
-    curve of two client counts."""
-    curves = _curves(records)
+    and workload/mode (a colour per target, a dash per mode), from the study's
+    pgbench runs by point (``StudyIndex.points``); None without a curve of two
+    client counts."""
+    curves = _curves(by_point)
     drawn = {c: per for c, per in curves.items() if any(len(p) > 1 for p in per.values())}
     if not drawn:
         return None

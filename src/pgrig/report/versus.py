@@ -17,13 +17,13 @@ finished with ``Family.rows``.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
-from pgrig import registry, stats
+from pgrig import stats
 from pgrig.document.model import BETTER, NORMAL, QUIET, WORSE, Row
-from pgrig.registry import typed_result
-from pgrig.report.pointkey import runs_by_point
+from pgrig.report import index
+from pgrig.report.index import StudyIndex
 from pgrig.results import RunRecord
 
 # What every "vs baseline" cell means, said once per table.
@@ -61,27 +61,22 @@ class Ledger:
     def of(cls, records: Sequence[RunRecord], baseline: str) -> Ledger:
         """The study's comparisons: each pgbench point's tps and each result kind's
         summary metric, every other target against ``baseline``."""
+        return cls.of_index(index.of(records), baseline)
+
+    @classmethod
+    def of_index(cls, study: StudyIndex, baseline: str) -> Ledger:
+        """``of`` the records the study's index holds, already grouped."""
         ledger = cls(baseline)
-        for point, per_target in runs_by_point(records).items():
-            values = {
-                t: [run.tps for _, run in pairs if run is not None]
-                for t, pairs in per_target.items()
-            }
-            ledger._add_all(TPS, point, values)
-        for kind in registry.kinds().values():
-            if kind.summary is None or kind.metric is None:
-                continue
-            by_point: dict[tuple[str, str], dict[str, list[float]]] = {}
-            for rec in records:
-                if kind.holds(rec) and (res := typed_result(rec)) is not None:
-                    at = kind.point(rec.params) if kind.point is not None else ""
-                    row = (str(rec.params.get("workload", kind.name)), at)
-                    by_point.setdefault(row, {}).setdefault(rec.target, []).append(kind.metric(res))
+        for point, per_target in study.runs.items():
+            ledger._add_all(
+                TPS, point, {t: [run.tps for run in runs] for t, runs in per_target.items()}
+            )
+        for kind, by_point in study.metrics:
             for row, values in by_point.items():
                 ledger._add_all(kind.name, row, values)
         return ledger
 
-    def _add_all(self, measure: str, point: Hashable, values: dict[str, list[float]]) -> None:
+    def _add_all(self, measure: str, point: Hashable, values: Mapping[str, list[float]]) -> None:
         base = values.get(self.baseline, [])
         for other, mine in values.items():
             if other != self.baseline and base and mine:

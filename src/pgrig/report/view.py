@@ -20,17 +20,19 @@ from pgrig.document.model import (
     Section,
     Table,
 )
-from pgrig.meaning import meaning_of
+from pgrig.meaning import Meaning, meaning_of
 from pgrig.monitor.model import MONITOR
 from pgrig.probe import FIO, FSYNC, TIMING
 from pgrig.registry.report import Runs
-from pgrig.report import answer, compare, conclusions, sizes, variants
+from pgrig.report import answer, compare, conclusions, index, sizes, variants
 from pgrig.report import storage as storage_report
 from pgrig.report.commands import commands_table
+from pgrig.report.evidence import Evidence
 from pgrig.report.fold import fold_runs, retitled
 from pgrig.report.header import header, param_text, study_label
 from pgrig.report.header import obtained_line as obtained_line  # named here for its tests
 from pgrig.report.header import tools_text as tools_text
+from pgrig.report.index import StudyIndex
 from pgrig.report.machine import environment_section, machine_section, machines_of
 from pgrig.report.monitor import busy_before, disturbed_summary
 from pgrig.report.monitor import section as monitor_section
@@ -62,17 +64,53 @@ def build(
     """``samples`` gives a watched run's per-second samples when its section
     draws it, ``progress`` a pgbench run's -P points (the records may come
     without them: ``pgrig.report.samples``, ``pgrig.report.progress``)."""
-    # Each stored result decoded once, here: every section reads these records.
-    records = sorted(registry.decoded(records), key=_record_order)
+    # The study read once, here: each stored result decoded and grouped; the
+    # answer and every section read this index.
+    study_index = index.of(sorted(records, key=_record_order))
+    records = list(study_index.records)
     targets = compare.targets_of(study.params, records)
     per_second = Progress(progress)  # one for every section: each run read once for its noise
+    baseline = _baseline(study, targets)
+    meanings = {t: m for t in targets if (m := meaning_of(study, t)) is not None}
+    ev = conclusions.evidence_of(
+        records,
+        targets,
+        baseline,
+        study.environment,
+        meanings,
+        samples=samples,
+        progress=per_second,
+        indexed=study_index,
+    )
+    # The answer first, from the index alone: no section is needed to say it.
+    answered = answer.section(ev)
     if len(targets) > 1:
-        return _build_comparison(study, records, targets, samples, per_second)
-    baseline = targets[0] if targets else ""
-    timing = TIMING.records(records)
-    fsync = FSYNC.records(records)
-    fio = sorted(FIO.records(records), key=fio_order)
-    sections = [
+        sections = _comparison_sections(study, ev, meanings, samples)
+    else:
+        sections = _one_target_sections(study, ev, samples)
+    return ReportView(
+        title=f"pgrig report: {study_label(study)}",
+        meta=header(study, records),
+        sections=tuple(conclusions.section(ev, sections, answered)),
+    )
+
+
+def _baseline(study: Study, targets: Sequence[str]) -> str:
+    """The target the others are compared with: the study's ``baseline`` when it
+    is one of them, else the first."""
+    if len(targets) <= 1:
+        return targets[0] if targets else ""
+    baseline = str(study.params.get("baseline") or targets[0])
+    return baseline if baseline in targets else targets[0]
+
+
+def _one_target_sections(study: Study, ev: Evidence, samples: SampleReader) -> list[Section]:
+    """The sections of a study of one target (or none)."""
+    records, baseline, per_second = list(ev.records), ev.baseline, ev.progress
+    timing = list(ev.index.kind(TIMING))
+    fsync = list(ev.index.kind(FSYNC))
+    fio = sorted(ev.index.kind(FIO), key=fio_order)
+    return [
         _with_labs(summary_section(study, fsync, fio, records, per_second), records, samples),
         environment_section(study, records),
         # A probe that did not run leaves no section, as a workload does not.
@@ -81,44 +119,21 @@ def build(
         *([fio_section(fio, study.target)] if fio else []),
         *workload_sections(Runs(records, study.target, meaning_of(study, baseline), per_second)),
         *extra_sections(study, records, samples),
-        runs_section(records),
+        runs_section(ev.index),
     ]
-    return ReportView(
-        title=f"pgrig report: {study_label(study)}",
-        meta=header(study, records),
-        sections=_concluded(study, records, targets, baseline, sections, samples, per_second),
+
+
+def _comparison_sections(
+    study: Study, ev: Evidence, meanings: dict[str, Meaning], samples: SampleReader
+) -> list[Section]:
+    """The sections of a comparison of targets: the comparison table first,
+    then each target's own sections."""
+    records, targets, baseline, progress = (
+        list(ev.records),
+        list(ev.targets),
+        ev.baseline,
+        ev.progress,
     )
-
-
-def _concluded(
-    study: Study,
-    records: Sequence[RunRecord],
-    targets: Sequence[str],
-    baseline: str,
-    sections: Sequence[Section],
-    samples: SampleReader,
-    progress: Progress,
-) -> tuple[Section, ...]:
-    """The answer (and one summary chart) first, then the conclusions that
-    qualify it: the answer before its evidence."""
-    meanings = {t: m for t in targets if (m := meaning_of(study, t)) is not None}
-    ev = conclusions.evidence_of(
-        records, targets, baseline, study.environment, meanings, samples=samples, progress=progress
-    )
-    return tuple(conclusions.section(ev, sections, answer.section(ev)))
-
-
-def _build_comparison(
-    study: Study,
-    records: Sequence[RunRecord],
-    targets: list[str],
-    samples: SampleReader,
-    progress: Progress,
-) -> ReportView:
-    baseline = str(study.params.get("baseline") or targets[0])
-    if baseline not in targets:
-        baseline = targets[0]
-    meanings = {t: m for t in targets if (m := meaning_of(study, t)) is not None}
     machines = machines_of(study, targets)
     policy = study.params.get("policy")
     concurrent = isinstance(policy, dict) and bool(policy.get("concurrent"))
@@ -145,13 +160,8 @@ def _build_comparison(
             sections.append(found)
     sections.append(_environment(study, records, bool(machines)))
     for t in targets:
-        sections += _target_sections(study, records, t, progress)
-    sections += [*extra_sections(study, records, samples), runs_section(records)]
-    return ReportView(
-        title=f"pgrig report: {study_label(study)}",
-        meta=header(study, records),
-        sections=_concluded(study, records, targets, baseline, sections, samples, progress),
-    )
+        sections += _target_sections(study, ev.index, t, progress)
+    return [*sections, *extra_sections(study, records, samples), runs_section(ev.index)]
 
 
 def _environment(study: Study, records: Sequence[RunRecord], machines: bool) -> Section:
@@ -171,18 +181,18 @@ def _environment(study: Study, records: Sequence[RunRecord], machines: bool) -> 
 
 
 def _target_sections(
-    study: Study, records: Sequence[RunRecord], t: str, progress: Progress
+    study: Study, study_index: StudyIndex, t: str, progress: Progress
 ) -> list[Section]:
     """One target's own sections: its machine and server when they are its own,
     its probes, its workloads' runs."""
-    mine = [r for r in records if r.target == t]
+    mine = list(study_index.of_target.get(t, ()))
+    probes = {k.name: [r for r in study_index.kind(k) if r.target == t] for k in PROBE_KINDS}
     env = study.target_environments.get(t)
+    barriers = storage_report.barriers_off(study_index.records).get(t, "")
     per_target = [
-        timing_section([r for r in mine if TIMING.holds(r)], study.environment),
-        fsync_section(
-            [r for r in mine if FSYNC.holds(r)], t, storage_report.barriers_off(records).get(t, "")
-        ),
-        fio_section(sorted((r for r in mine if FIO.holds(r)), key=fio_order), t),
+        timing_section(probes[TIMING.name], study.environment),
+        fsync_section(probes[FSYNC.name], t, barriers),
+        fio_section(sorted(probes[FIO.name], key=fio_order), t),
         *workload_sections(Runs(mine, t, meaning_of(study, t), progress)),
     ]
     if env is not None and env.postgres is not None:
@@ -318,14 +328,15 @@ def _with_labs(
     return replace(section, paragraphs=said + section.paragraphs, blocks=(*section.blocks, table))
 
 
-def runs_section(records: Sequence[RunRecord]) -> Section:
+def runs_section(study_index: StudyIndex) -> Section:
+    records = study_index.records
     rows = []
     for rec in records:
         detail = rec.reason or ""
         kind = NORMAL if rec.status == "ok" else status_kind(rec)
         params = ", ".join(f"{k}={param_text(v)}" for k, v in rec.params.items())
         rows.append(Row((rec.key, rec.kind, rec.status, rec.started_at, params, detail), kind))
-    watched = sum(MONITOR.holds(r) for r in records)
+    watched = len(study_index.kind(MONITOR))
     also = f" and the monitor's records of {watched} of them" if watched else ""
     table = Table(
         ("Key", "Kind", "Status", "Started", "Parameters", "Reason"),

@@ -298,7 +298,8 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
         self._pool = preflight.Pool()
 
     def parse(self, table: Keys) -> RemoteOptions:
-        values = self.read_keys(table)
+        # Our keys, read here with our readers (the schema and the registry call none).
+        values = {k.attr: k.read(table, k.name, k.default) for k in SCHEMA.keys}
         if values["host"] is None:
             raise table.error("host", "a remote target needs the host its server runs on",
                               hint='host = "db1" (a host of the inventory)')  # fmt: skip

@@ -132,7 +132,7 @@ def copy_bytes(scale: int) -> int:
 
 
 def parse(t: Table) -> BasebackupSpec:
-    values = SCHEMA.read(t)
+    values = SCHEMA.finish(t, {k.attr: k.read(t, k.name, k.default) for k in SCHEMA.keys})
     spec = BasebackupSpec(**values)
     method = _COMPRESS.fullmatch(spec.compress)
     assert method is not None

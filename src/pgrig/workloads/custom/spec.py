@@ -139,7 +139,9 @@ SCHEMA = Schema(
 
 
 def parse(t: Table) -> CustomSpec:
-    spec = CustomSpec(**SCHEMA.read(t))
+    spec = CustomSpec(
+        **SCHEMA.finish(t, {k.attr: k.read(t, k.name, k.default) for k in SCHEMA.keys})
+    )
     check_pgbench(t, spec.clients, spec.threads, spec.rate, spec.latency_limit_ms)
     return spec
 

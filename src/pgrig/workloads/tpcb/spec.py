@@ -146,7 +146,7 @@ SCHEMA = Schema(
 
 
 def parse(t: Table) -> TpcbSpec:
-    spec = TpcbSpec(**SCHEMA.read(t))
+    spec = TpcbSpec(**SCHEMA.finish(t, {k.attr: k.read(t, k.name, k.default) for k in SCHEMA.keys}))
     if spec.load_jobs is not None and spec.generate != "parallel":
         raise t.error(
             "load_jobs", f"{spec.load_jobs}: only pgrig's loader takes it",

@@ -67,7 +67,7 @@ SCHEMA = Schema(
 
 
 def parse(t: Table) -> TpccSpec:
-    spec = TpccSpec(**SCHEMA.read(t))
+    spec = TpccSpec(**SCHEMA.finish(t, {k.attr: k.read(t, k.name, k.default) for k in SCHEMA.keys}))
     for k in spec.active or ():
         if k > spec.warehouses:
             raise t.error(

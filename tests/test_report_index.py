@@ -1,0 +1,51 @@
+"""The study index (pgrig.report.index): a report reads its records once into
+groups, and each group holds what asking every record gave before (issue 43)."""
+
+from __future__ import annotations
+
+from pgrig import registry
+from pgrig.monitor.model import MONITOR
+from pgrig.registry.shared import PGBENCH_RUN
+from pgrig.report import index
+from pgrig.report.pointkey import runs_by_point
+from pgrig.report.versus import Key, Ledger
+from test_report_golden import tiny_cloud
+
+
+def test_the_index_groups_what_each_record_says() -> None:
+    _, records = tiny_cloud()
+    study = index.of(records)
+    assert [r.key for r in study.records] == [r.key for r in records]
+    for kind in registry.kinds().values():
+        mine = kind.records(records)
+        assert [r.key for r in study.kind(kind)] == [r.key for r in mine]
+        ok = [(r.key, registry.typed_result(r)) for r in mine if r.status == "ok"]
+        assert [(r.key, res) for r, res in study.results.get(kind.name, ())] == ok
+    assert {t: [r.key for r in rs] for t, rs in study.of_target.items()} == {
+        t: [r.key for r in records if r.target == t] for t in {r.target for r in records}
+    }
+    by_point = runs_by_point(records)
+    assert list(study.points) == list(by_point) and len(study.points) > 1
+    for key, per in by_point.items():
+        assert {t: [(r.key, run) for r, run in pairs] for t, pairs in per.items()} == {
+            t: [(r.key, run) for r, run in pairs] for t, pairs in study.points[key].items()
+        }
+        assert study.runs[key] == {
+            t: [run for _, run in pairs if run is not None] for t, pairs in per.items()
+        }
+    watched = MONITOR.records(records)
+    assert len(study.monitors) == len(watched) > 0
+    assert all(k in {r.key for r in PGBENCH_RUN.records(records)} for k in study.monitors)
+
+
+def test_the_ledger_of_the_index_is_the_ledger_of_the_records() -> None:
+    _, records = tiny_cloud()
+    targets = sorted({r.target for r in records})
+    by_records, by_index = (
+        Ledger.of(records, targets[0]),
+        Ledger.of_index(index.of(records), targets[0]),
+    )
+    keys = [Key("tps", point, targets[1]) for point in runs_by_point(records)]
+    assert len(by_index) == len(by_records)
+    got = [by_index.get(k) for k in keys]
+    assert got == [by_records.get(k) for k in keys] and any(c is not None for c in got)
