@@ -20,8 +20,10 @@ the disk's own fdatasync timed per call:
 
 Modes interleaved round by round (``--rounds`` of ``--seconds`` each); per
 mode the median over rounds of each round's mean sync, and the 1-minute load.
-If the rise comes with the CPU going idle during the wait (a vCPU halting and
-waking in this VM), spinning removes it, through the layer and directly alike.
+What it found (docs/storage-lab.md, "Why, measured again"): the disk directly,
+paced by the same sleeps, rises as much as inside the layer; spinning instead
+of sleeping takes most of it away at factors 2-4.7 (the idle vCPU's wake-up),
+not at 10.
 
     .venv/bin/python bench/latency_sync_inside.py [--factor 4.7] [--seconds 1] [--rounds 4]
 """

@@ -574,9 +574,11 @@ def _in_proportion(
     inside it: that sync is not the one fio times on the disk. With the layer
     waiting 3.7x after each, it took 236-388 us (medians per second) where
     fio timed 148-226 on the disk and the layer at factor 1 saw 155-291
-    (quiet, 2026-11-29; a process pacing its own syncs with such sleeps saw
-    no rise), so the first version, which held the layer's own count of the
-    ratio, met it in the layer and missed it 1.5-2x where the server waits;
+    (quiet, 2026-11-29): this VM's disk syncs slower when its syncs are spaced
+    out, with or without the layer (bench/latency_sync_inside.py: +27-42%
+    directly with the same sleeps at 4.7x), so the first version, which held
+    the layer's own count of the ratio, met it in the layer and missed it
+    1.5-2x where the server waits;
     the loop found gains of 0.50-0.53. The overhead taken off (the layer's
     round trip, floor - local) is at most a quarter of the disk's sync: the
     two are measured apart."""
