@@ -34,14 +34,13 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-from latency_layers import hog, load  # the read bench's hog and load, one copy
+from latency_layers import hog, load, native_missing  # the read bench's, one copy
 
-from pgrig.storage import latency, nativefs
+from pgrig.storage import latency
 from pgrig.storage.latency import Latency
 from pgrig.storage.nativefs import NativeMount
 
@@ -95,9 +94,7 @@ def main() -> int:
     parser.add_argument("--base", default="/var/tmp,/dev/shm", help="backing directories")
     parser.add_argument("--no-hog", action="store_true", help="skip the pass beside one CPU hog")
     args = parser.parse_args()
-    reason = nativefs.unavailable()
-    if reason:
-        print(f"error: {reason}", file=sys.stderr)
+    if native_missing():
         return 3
     rows = [
         "| class | backing | beside | aim | floor us | aimed us | achieved us | in-layer ratio "

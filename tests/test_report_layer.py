@@ -5,6 +5,8 @@ layer's CPU beside the server's."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from pgrig.document.model import Table
 from pgrig.monitor.model import (
     CpuSample,
@@ -182,3 +184,39 @@ def test_the_storage_plug_in_registers_the_emulators_section() -> None:
     from pgrig import registry
 
     assert emulator_report.section in list(registry.sections())
+
+
+def test_the_emulation_at_the_end_of_the_study_stands_beside_the_build() -> None:
+    """The study's last step measured each emulated disk again (kind
+    "emulator_end"): the lab's table gives it under "Built as", the first screen
+    after the emulator's CPU, flagged where it left the calibration's tolerance."""
+    end = emulator.EmulationAtEnd(
+        (
+            emulator.Remeasured("", latency.SYNC, 690.0, 2_100.0, 600.0, -0.02, 128.0),
+            emulator.Remeasured("", latency.READ, 205.0, 400.0, 200.0, 0.01),
+        ),
+        seconds=2, tolerance=latency.TOLERANCE,
+    )  # fmt: skip
+    records = [*emulated(study_records(), (0.12, 0.18)),
+               rec("essd-pl3", "storage/lab/end", "emulator_end", end)]  # fmt: skip
+    blocks = {t.caption: t for t in storage.environment_blocks(records)}
+    rows = {r.cells[0]: r.cells[1] for r in blocks["Storage lab target essd-pl3"].rows}
+    assert list(rows)[:2] == ["Built as", "Emulation at the end"]
+    assert rows["Emulation at the end"] == (
+        "fdatasync 690 us (p99 2,100) against the aim 600 (128 us the disk's own around it) "
+        "(+15%; built at -2%); read 205 us (p99 400) against the aim 200 (+2%; built at +1%) "
+        "(fio 2 s each, after the last run)"
+    )
+    assert "Emulation at the end" not in {
+        r.cells[0] for r in blocks["Storage lab target local"].rows
+    }  # fmt: skip
+    line = storage.layer_lines(records)[1]
+    assert line.endswith(
+        " At the end of the study, fio through the layer: fdatasync 690 us against the aim 600 "
+        "(+15%), read 205 us against the aim 200 (+2%)."
+    )
+    # outside the tolerance the line says so
+    far = replace(end, each=(replace(end.each[0], p50_us=1_200.0), end.each[1]))
+    records[-1] = rec("essd-pl3", "storage/lab/end", "emulator_end", far)
+    assert storage.layer_lines(records)[1].endswith("(+2%) - outside the calibration's ±25%.")
+    assert far.outside == (far.each[0],) and end.outside == ()

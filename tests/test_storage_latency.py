@@ -226,3 +226,35 @@ def test_latency_keys_are_checked_with_the_campaign() -> None:
     assert "essd-pl1, essd-pl2, essd-pl3" in (err.value.hint or "")
     with pytest.raises(UsageError, match="cannot be combined with an I/O cap"):
         LabSpec.from_mapping({"latency": "essd-pl3", "disk": "essd-pl1:100GiB"})
+
+
+@pytest.mark.skipif(REASON is not None, reason=f"no FUSE here: {REASON}")
+@pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")
+def test_the_python_layer_is_measured_again_at_the_end_as_the_native_one(
+    dirs: tuple[Path, Path],
+) -> None:
+    """Where the native layer is not built the study runs on the Python one: its
+    end-of-study measurement is the same fio probe through it, with the delays
+    the build left (no caps to pause), against the build's aims."""
+    pl3 = latency.CLASSES["essd-pl3"]
+    disk = dirs[0].parent / "disk"
+    disk.mkdir()
+    at = latency.Latency(20.0, 90.0)  # the build's disk: faster than 35 us, fixed aims
+
+    def built(what: str, delay_us: float) -> latency.Calibration:
+        got = latency.Latency(pl3.fdatasync_us * 1.1, 900.0)
+        return latency.Calibration(pl3.name, at, at, pl3.target(what, at.p50_us), delay_us,
+                                   got, 1, what, steps=((delay_us, got.p50_us),))  # fmt: skip
+
+    layer = latency.Layer(built(latency.SYNC, 3_000.0), built(latency.READ, 3_000.0))
+    with LossyMount(*dirs, metadata="journal") as fs:
+        fs.set_sync_delay(3_000.0)  # far over the layer's own floor and this disk's noise
+        fs.set_read_delay(3_000.0)
+        emu = latency.Emulator(latency.PYTHON, fs, calibrated=layer, disk=disk, seconds=1)
+        sync, read = emu.remeasure()
+    assert (sync.what, read.what) == (latency.SYNC, latency.READ) and sync.disk == ""
+    assert sync.aimed_us == read.aimed_us == pl3.fdatasync_us and sync.disk_us is None
+    assert sync.built_miss == pytest.approx(0.1)
+    # the delays the build left, still there: a delayed I/O never returns before it
+    assert sync.p50_us >= 3_000.0 and read.p50_us >= 3_000.0
+    assert sync.miss == pytest.approx(sync.p50_us / pl3.fdatasync_us - 1)

@@ -107,6 +107,11 @@ def build_step(t: Target) -> Step | None:
     return t.kind.build_step(t.spec)
 
 
+def end_step(t: Target) -> Step | None:
+    """The recorded step at the end of the target's study; None: nothing then."""
+    return t.kind.end_step(t.spec)
+
+
 @contextlib.contextmanager
 def storage(t: Target, ui: Ui, *, keep: bool) -> Iterator[Any]:
     """The target's storage, built for the ``with`` block; kept with the cluster

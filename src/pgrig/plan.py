@@ -127,6 +127,9 @@ def steps(campaign: Campaign) -> Iterator[tuple[TargetView, Step]]:
                     step = replace(step, estimate_s=step.reused_s)
                 there[view.name] = step.leaves
             yield view, step
+    for t, (spec, kind) in zip(targets, kinds, strict=True):
+        if (end := kind.end_step(spec)) is not None:
+            yield t, end
 
 
 def disk_needs(campaign: Campaign) -> dict[str, int]:

@@ -225,6 +225,7 @@ class CampaignRunner:
                         schedule = Schedule(pol, rec, self.ui, self.campaign.baseline)
                         for phase in plan.phases(self.campaign):
                             schedule.phase(phase, self.targets)
+                self._end(rec)
             status = "finished"
         except (KeyboardInterrupt, StoreLocked):  # a lock is no fault of the study's
             status = "interrupted"
@@ -233,6 +234,14 @@ class CampaignRunner:
             store.finish_study(study.id, status, now())
             self.study = store.study(study.id)
         return self.study
+
+    def _end(self, rec: Recorder) -> None:
+        """Each target's step at the end of the study (its emulated disks measured
+        again), once its server is gone and before its storage is removed."""
+        for t in self.targets:
+            if (step := lifecycle.end_step(t)) is not None:
+                t.ctx = replace(t.ctx, conn=None)  # its server is gone: none to revive or pulse
+                rec.execute(step, t)
 
     def _idle_baseline(self) -> monitor.IdleBaseline:
         """A few seconds of the machine before anything of ours runs: what the

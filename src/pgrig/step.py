@@ -30,7 +30,7 @@ from pgrig.monitor.sampling import ProcessesHere
 from pgrig.monitor.verdict import Finding
 from pgrig.monitor.watched import HostSampling
 from pgrig.pgsource.binaries import PgBinaries
-from pgrig.storage.emulator import EmulatorReading
+from pgrig.storage.emulator import EmulationAtEnd, EmulatorReading
 from pgrig.storage.memcg import MemoryStats
 from pgrig.ui import Step as ProgressLine
 
@@ -162,6 +162,9 @@ class Context:
     # Reads a latency layer's process (its CPU, its counters), for the record of
     # what it took over each run; None: no emulator under the target.
     emulator: Callable[[], EmulatorReading | None] | None = None
+    # Measures the target's latency layers again as their build calibrated them,
+    # for the step at the end of the study (kind "emulator_end"); None: none.
+    remeasure: Callable[[], EmulationAtEnd] | None = None
     # Called between an action's events (the durability check's "crashed",
     # "recovered", "end"): where `pgrig durability`'s tests tamper. None: nothing.
     on_event: Callable[[str, int], None] | None = None

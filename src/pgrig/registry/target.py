@@ -376,6 +376,12 @@ class TargetKind(ABC, Generic[OptionsT, StateT]):
         ``storage`` through the runner; None: nothing to build."""
         return None
 
+    def end_step(self, spec: TargetSpec) -> Step | None:
+        """The recorded step at the end of the study, after the servers stopped and
+        before ``storage`` is left (an emulated disk measured again: how close
+        its emulation stayed); None: nothing to do then."""
+        return None
+
     @contextlib.contextmanager
     def storage(self, t: Target, ui: Ui, *, keep: Callable[[], bool]) -> Iterator[Any]:
         """Build the target's storage for the ``with`` block (call

@@ -17,8 +17,8 @@ from pgrig.document.model import Row, Section, Table
 from pgrig.monitor.model import MONITOR, MonitorResult
 from pgrig.registry import typed_result
 from pgrig.results import RunRecord, Study
-from pgrig.storage.emulator import MAX_SHARE, EmulatorUse
-from pgrig.storage.kinds import EMULATOR
+from pgrig.storage.emulator import MAX_SHARE, EmulationAtEnd, EmulatorUse
+from pgrig.storage.kinds import EMULATOR, EMULATOR_END
 
 SUFFIX = "/emulator"
 
@@ -105,9 +105,29 @@ def line(target: str, runs: Sequence[EmulatedRun]) -> str:
     return text + "."
 
 
+def at_end(records: Sequence[RunRecord]) -> dict[str, EmulationAtEnd]:
+    """Target -> its emulated disks measured again at the end of the study."""
+    out: dict[str, EmulationAtEnd] = {}
+    for rec in records:
+        if EMULATOR_END.holds(rec) and rec.status == "ok":
+            end = typed_result(rec)
+            if isinstance(end, EmulationAtEnd):
+                out[rec.target] = end
+    return out
+
+
 def lines(records: Sequence[RunRecord]) -> dict[str, str]:
-    """Target -> its first-screen line, for the targets with emulator records."""
-    return {t: line(t, runs) for t, runs in emulated_runs(records).items()}
+    """Target -> its first-screen line, for the targets with emulator records;
+    with how close its emulation was at the end of the study, where measured."""
+    ends = at_end(records)
+    out = {}
+    for target, runs in emulated_runs(records).items():
+        text = line(target, runs)
+        if (end := ends.get(target)) is not None:
+            off = f" - outside the calibration's ±{end.tolerance:.0%}" if end.outside else ""
+            text += f" At the end of the study, fio through the layer: {end.short()}{off}."
+        out[target] = text
+    return out
 
 
 def _aim_cell(got: float | None, aim: float) -> str:

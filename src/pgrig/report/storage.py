@@ -139,10 +139,13 @@ def environment_blocks(records: Sequence[RunRecord]) -> list[Table]:
     """Per lab target: the filesystem as xfs_info / dumpe2fs -h and mountinfo
     show it, the caps and limits, and what the emulation does not capture."""
     out: list[Table] = []
+    ends = emulator_report.at_end(records)
     for target, info in labs(records).items():
         if not isinstance(info, LabInfo):
             continue
         rows = [("Built as", info.description)]
+        if (end := ends.get(target)) is not None:  # beside the build's calibration
+            rows.append(("Emulation at the end", end.describe()))
         fs = info.filesystem
         if fs is not None:
             log = f", external log/journal on {fs.log_device}" if fs.log_device else ""

@@ -1,7 +1,10 @@
 """What a latency layer's process cost and did over one measured run (kind
 "emulator"): its CPU time beside the machine's, and its I/O, so a report can
 say "the emulator took N% of the CPU" beside the verdict it touches, and how
-long the I/Os the layer delayed took inside it against the calibrated aim."""
+long the I/Os the layer delayed took inside it against the calibrated aim.
+And at the end of a study (kind "emulator_end"), fio's view through each of a
+target's layers again, as the build's calibration measured it: how close the
+emulation still was once every run had gone through it."""
 
 from __future__ import annotations
 
@@ -124,3 +127,70 @@ def reading(
         layer, pid, cpu_s, machine_busy_s(), time.monotonic(),
         tuple(sorted((counters or {}).items())), read_aim_us, sync_aim_us,
     )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Remeasured:
+    """One kind of I/O of one emulated disk measured again through its layer at
+    the end of a study: fio's median with the settings the build left (one
+    measurement, nothing adjusted), against the aim the build held it to - in
+    proportion, the class's ratio times the disk measured directly either side
+    (``disk_us``, the mean of the two medians), as the calibration's step does."""
+
+    disk: str  # "" for the data disk, else the tablespace option whose disk it is
+    what: str  # "fdatasync" or "read" (pgrig.storage.latency.SYNC / READ)
+    p50_us: float
+    p99_us: float
+    aimed_us: float
+    built_miss: float  # the build's calibration: achieved / aimed - 1
+    disk_us: float | None = None  # in proportion: the disk's own sync around it
+
+    @property
+    def miss(self) -> float:
+        """fio's median / the aim - 1: +0.10 is 10% over."""
+        return self.p50_us / self.aimed_us - 1.0
+
+    def short(self) -> str:
+        where = f"the {self.disk}'s " if self.disk else ""
+        return (
+            f"{where}{self.what} {self.p50_us:,.0f} us against the aim "
+            f"{self.aimed_us:,.0f} ({self.miss:+.0%})"
+        )
+
+    def describe(self) -> str:
+        where = f"the {self.disk}'s disk: " if self.disk else ""
+        around = f" ({self.disk_us:,.0f} us the disk's own around it)" if self.disk_us else ""
+        return (
+            f"{where}{self.what} {self.p50_us:,.0f} us (p99 {self.p99_us:,.0f}) against the "
+            f"aim {self.aimed_us:,.0f}{around} ({self.miss:+.0%}; built at {self.built_miss:+.0%})"
+        )
+
+
+@dataclass(frozen=True)
+class EmulationAtEnd:
+    """Every emulated disk of a target measured again at the end of its study,
+    after its last run (kind "emulator_end"): what a report sets beside the
+    build's calibration to say how close the emulation stayed."""
+
+    each: tuple[Remeasured, ...]
+    seconds: int  # each fio measurement's, as the calibration's
+    tolerance: float  # what the calibration accepted (latency.TOLERANCE)
+
+    @property
+    def outside(self) -> tuple[Remeasured, ...]:
+        """The measurements off their aim by more than the calibration accepts."""
+        return tuple(x for x in self.each if abs(x.miss) > self.tolerance)
+
+    def describe(self) -> str:
+        text = "; ".join(x.describe() for x in self.each)
+        if self.outside:
+            text += f" - outside the calibration's ±{self.tolerance:.0%}"
+        return f"{text} (fio {self.seconds} s each, after the last run)"
+
+    def short(self) -> str:
+        """'fdatasync 712 us against the aim 690 (+3%), read 205 us against the aim
+        200 (+2%)': the first screen's words."""
+        return ", ".join(x.short() for x in self.each)
+
+    def headline(self) -> str:
+        return f": at the end, {self.describe()}"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pgrig.results import ResultKind
-from pgrig.storage.emulator import EmulatorUse
+from pgrig.storage.emulator import EmulationAtEnd, EmulatorUse
 from pgrig.storage.memcg import MemoryUse
 from pgrig.storage.model import LabInfo
 
@@ -28,4 +28,7 @@ EMULATOR = ResultKind(
         "read_in_layer_us": r.read_in_layer_us,
     },
 )
-KINDS = (LAB, MEMORY, EMULATOR)
+# The emulated disks measured again at the end of the study (a target's step
+# after its last run, before its storage is removed)
+EMULATOR_END = ResultKind("emulator_end", EmulationAtEnd, headline=EmulationAtEnd.headline)
+KINDS = (LAB, MEMORY, EMULATOR, EMULATOR_END)

@@ -51,7 +51,7 @@ from pgrig.errors import UsageError
 from pgrig.lossyfs.mount import LossyFsUnavailable, LossyMount
 from pgrig.storage import cgroups, emulator, nativefs
 from pgrig.storage.cgroups import Cgroup
-from pgrig.storage.emulator import EmulatorReading
+from pgrig.storage.emulator import EmulationAtEnd, EmulatorReading, Remeasured
 from pgrig.storage.errors import CgroupError, StorageError
 from pgrig.storage.nativefs import Caps, CpuTime, Instance, NativeMount
 from pgrig.storage.throttle import ESSD
@@ -574,9 +574,11 @@ def _in_proportion(
     inside it: that sync is not the one fio times on the disk. With the layer
     waiting 3.7x after each, it took 236-388 us (medians per second) where
     fio timed 148-226 on the disk and the layer at factor 1 saw 155-291
-    (quiet, 2026-11-29; a process pacing its own syncs with such sleeps saw
-    no rise), so the first version, which held the layer's own count of the
-    ratio, met it in the layer and missed it 1.5-2x where the server waits;
+    (quiet, 2026-11-29): this VM's disk syncs slower when its syncs are spaced
+    out, with or without the layer (bench/latency_sync_inside.py: +27-42%
+    directly with the same sleeps at 4.7x), so the first version, which held
+    the layer's own count of the ratio, met it in the layer and missed it
+    1.5-2x where the server waits;
     the loop found gains of 0.50-0.53. The overhead taken off (the layer's
     round trip, floor - local) is at most a quarter of the disk's sync: the
     two are measured apart."""
@@ -650,6 +652,27 @@ def calibrate_reads(
                        steps=steps, layer=layer)  # fmt: skip
 
 
+def remeasure(
+    mount: DelayLayer, disk: Path, cal: Calibration, seconds: int, label: str = ""
+) -> Remeasured:
+    """``cal``'s kind of I/O through the layer as the build left it, measured as
+    the calibration's last step was: fio through the layer once - and for syncs
+    in proportion the disk directly either side, the aim the class's ratio
+    times their mean. Nothing is adjusted: the figure says how close the
+    emulation still is (at the end of a study, after every run went through it)."""
+    if cal.what == READ:
+        got = measure_reads(mount.mountpoint, seconds)
+        return Remeasured(label, READ, got.p50_us, got.p99_us, cal.aimed_us, cal.miss)
+    if not cal.proportional:
+        got = measure(mount.mountpoint, seconds)
+        return Remeasured(label, SYNC, got.p50_us, got.p99_us, cal.aimed_us, cal.miss)
+    before = measure(disk, seconds)
+    got = measure(mount.mountpoint, seconds)
+    after = measure(disk, seconds)
+    around = (before.p50_us + after.p50_us) / 2
+    return Remeasured(label, SYNC, got.p50_us, got.p99_us, cal.factor * around, cal.miss, around)
+
+
 def checked(calibrate: Callable[[], Calibration]) -> Calibration:
     """A calibration whose figures agree: measured again once if they do not (one
     noisy moment), refused if they still do not."""
@@ -676,6 +699,35 @@ class Emulator:
 
     read_aim_us: float = 0.0  # what the calibration aimed at, for the per-run record
     sync_aim_us: float = 0.0
+    # for the measurement at the end of the study (``remeasure``): the build's
+    # calibrations, the directory beside the backing one where it measured the
+    # disk, its fio window, the instance whose caps it paused
+    calibrated: Layer | None = None
+    disk: Path | None = None
+    seconds: int = CALIBRATION_S
+    instance: Instance | None = None
+    label: str = ""  # "" for the data disk, else the tablespace option whose disk it is
+
+    def remeasure(self) -> tuple[Remeasured, ...]:
+        """fio through the layer again as the build's calibration measured it
+        (``remeasure``), syncs then reads, the caps off meanwhile as then: the
+        latency alone. Nothing is adjusted."""
+        if self.calibrated is None or self.disk is None:
+            return ()
+        mount, disk = self.mount, self.disk
+        caps = mount.caps if isinstance(mount, NativeMount) else None
+        if isinstance(mount, NativeMount):
+            mount.set_caps(Caps())
+        if self.instance is not None:
+            self.instance.pause(True)
+        try:
+            return tuple(remeasure(mount, disk, cal, self.seconds, self.label)
+                         for cal in (self.calibrated.syncs, self.calibrated.reads))  # fmt: skip
+        finally:
+            if self.instance is not None:
+                self.instance.pause(False)
+            if isinstance(mount, NativeMount):
+                mount.set_caps(caps or Caps())
 
     def cpu(self) -> CpuTime | None:
         pid = self.pid
@@ -714,6 +766,13 @@ class Emulators:
                 counters[name] = counters.get(name, 0) + value
         return replace(first, cpu_s=sum(g.cpu_s for g in got if g is not None),
                        counters=tuple(sorted(counters.items())))  # fmt: skip
+
+    def remeasure(self) -> EmulationAtEnd:
+        """Every layer of the target measured again, one after the other (the
+        end of the study's record, kind "emulator_end")."""
+        seconds = self.each[0].seconds if self.each else CALIBRATION_S
+        return EmulationAtEnd(tuple(x for e in self.each for x in e.remeasure()), seconds,
+                              TOLERANCE)  # fmt: skip
 
 
 # The layer runs at this niceness (added to pgrig's): below the server it slows,
@@ -809,7 +868,8 @@ def latency_layer(
                 if cgroup is not None:
                     note = f"The layer runs in cgroup {cgroup.name} (cpu), at niceness +{NICE}"
             layer = Layer(syncs, reads, disk_class.source, caps, note)
-            emu = Emulator(kind, live, reads.aimed_us, syncs.aimed_us)
+            emu = Emulator(kind, live, reads.aimed_us, syncs.aimed_us, layer, disk, seconds,
+                           instance)  # fmt: skip
             yield live.mountpoint, layer, emu
     finally:
         if mount is not None and mount.mounted:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pgrig import environment
@@ -439,7 +439,7 @@ def lab_target(
                 latency.latency_layer(over, latency.parse_class(name), instance=instance)
             )
             layers.append((option, layer))
-            emulators.append(emulator)
+            emulators.append(replace(emulator, label=option))
         yield LabTarget(
             directory, spec, info, devices, cgroup, calibration, tuple(tablespaces.items()),
             clients, Emulators(tuple(emulators)) if emulators else None, tuple(layers),

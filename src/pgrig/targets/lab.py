@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -21,16 +22,33 @@ from pgrig.cluster.server import server_os_user
 from pgrig.errors import BinaryNotFound, DiskSpaceError, UsageError
 from pgrig.lossyfs.mount import LossyFsUnavailable
 from pgrig.registry.target import Checked, Demands, Target, as_written, build_action
-from pgrig.step import Call, Skip, Step, StepKey
-from pgrig.storage import LabSpec, cgroups, cpuset, loopfs, nativefs
+from pgrig.step import Action, Call, Context, Skip, Step, StepKey
+from pgrig.storage import LabSpec, cgroups, cpuset, latency, loopfs, nativefs
+from pgrig.storage.emulator import EmulationAtEnd
 from pgrig.storage.errors import CgroupError, StorageError
 from pgrig.storage.model import LabInfo
 from pgrig.targets.throwaway import Throwaway
+from pgrig.ui import Step as ProgressLine
 from pgrig.ui import Ui
 from pgrig.units import GB, size_text
 
 if TYPE_CHECKING:
     from pgrig.registry.target import TargetSpec
+
+
+def remeasure_action(calibrate: str) -> Action:
+    """The end of the study's step: the target's latency layers measured again
+    (``Context.remeasure``); its seconds kept under ``calibrate`` for the next plan."""
+
+    def action(ctx: Context, line: ProgressLine) -> tuple[EmulationAtEnd, str]:
+        if ctx.remeasure is None:
+            raise Skip("no latency layer is mounted under this target")
+        started, machine = time.monotonic(), calibration.busy()
+        out = ctx.remeasure()
+        calibration.record(calibrate, 1, max(0.01, time.monotonic() - started), machine)
+        return out, ""
+
+    return action
 
 
 class LabKind(Throwaway[LabSpec | None]):
@@ -40,7 +58,7 @@ class LabKind(Throwaway[LabSpec | None]):
         "a throwaway cluster on storage the lab builds: a loop-device filesystem, "
         "an I/O cap, a memory limit (they compose)"
     )
-    actions = {"target.build": build_action}
+    actions = {"target.build": build_action, "lab.remeasure": remeasure_action}
     clean_rank = 30  # after the work directories: their servers kept the mounts busy
 
     def claims(self, spec: TargetSpec, power_loss: str | None) -> bool:
@@ -105,6 +123,25 @@ class LabKind(Throwaway[LabSpec | None]):
             estimate_s=calibration.estimate(kind, 1, lambda _n: default),
         )
 
+    def end_step(self, spec: TargetSpec) -> Step | None:
+        """A target with emulated disks measures each again after its last run, as
+        its build calibrated it (fio through the layer once; in proportion the
+        disk either side): the report says how close each stayed to its aim."""
+        if spec.lab is None or not spec.lab.emulated:
+            return None
+        n = spec.lab.emulated
+        kind = f"lab-end@{self.where(spec)[0]}"
+        # per disk: syncs (in proportion, the disk either side) and reads, fio each
+        default = n * (4 * latency.CALIBRATION_S + 2)
+        return Step(
+            key=StepKey(spec.name, "lab", ("end",)),
+            kind="emulator_end",
+            label=f"{spec.name}: the emulated disk{'s' if n > 1 else ''} measured again",
+            params={"spec": spec.lab.describe(), "disks": n},
+            action=Call("lab.remeasure", {"calibrate": kind}),
+            estimate_s=calibration.estimate(kind, 1, lambda _n: default),
+        )
+
     @contextlib.contextmanager
     def storage(self, t: Target, ui: Ui, *, keep: Callable[[], bool]) -> Iterator[LabInfo | None]:
         """Build the target's lab (filesystem, cgroups) for the ``with`` block: the
@@ -126,6 +163,7 @@ class LabKind(Throwaway[LabSpec | None]):
                 t.ctx, preexec=built.preexec,
                 clients=OneHost(t.bins.client_bin_dir, preexec=built.clients_preexec),
                 memory=memory, emulator=emulator,
+                remeasure=built.emulator.remeasure if built.emulator is not None else None,
             )  # fmt: skip
             for option, path in built.tablespaces:  # tablespaces on lab filesystems
                 if option == "tablespace":
