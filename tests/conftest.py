@@ -63,7 +63,7 @@ LONG_FILES: dict[str, float] = {
     "test_storage_campaign.py": 101,
     "test_campaign.py": 101,
     "test_cli_faults.py": 101,
-    "test_storage_nativefs.py": 100,
+    "test_storage_nativefs.py": 40,
     "test_machines.py": 82,
     "test_durability_power.py": 82,
     "test_harness_faults.py": 80,
