@@ -45,6 +45,7 @@ def samples(
     runq: float = 5.0,
     demand: float = 40.0,
     waits: dict[str, int] | None = None,
+    states: dict[str, int] | None = None,
     blks_read: float = 0.0,
     io: IoSample | None = None,
     devices: tuple[DeviceSample, ...] = (),
@@ -67,6 +68,7 @@ def samples(
     )
     pg = PgSample(
         waits=waits if waits is not None else {"CPU": 2, "Client:ClientRead": 2},
+        states=states or {},
         commits_s=1000.0,
         blks_hit_s=10_000.0,
         blks_read_s=blks_read,
@@ -209,6 +211,35 @@ def test_a_dominant_wait_names_its_class(cause: str, event: str) -> None:
 def test_a_rare_wait_is_not_the_cause(event: str) -> None:
     v = decide(samples(waits={event: 1, "Client:ClientRead": 9}))
     assert v.cause == "idle", v
+
+
+def test_a_wait_its_backends_were_runnable_in_is_not_the_servers() -> None:
+    """Issue 41's flake, as the hog test saw it: one read-write client beside a
+    CPU hog, preempted inside XLogWrite's write() with IO:WALWrite still set
+    (R in its /proc/<pid>/stat): it waited for a CPU, not for the WAL. The same
+    waits blocked in the kernel (D: an fsync to a slow disk) are the server's
+    own, beside the hog too."""
+    hogged = {"busy": 100, "server": 30, "client": 5, "other": 62, "runq": 55}
+    waits = {"IO:WALWrite": 5, "CPU": 2, "Client:ClientRead": 1}
+    preempted = decide(samples(**hogged, waits=waits, states={"IO:WALWrite|R": 5}), others=HOG)
+    assert preempted.cause == "starved", preempted
+    assert "runnable with a wait event still set (on or queued for a CPU, not waiting on " in (
+        preempted.summary
+    )
+    assert "62% IO:WALWrite" in preempted.summary
+    assert not any(line.startswith(verdict.CAUSES["wal"]) for line in preempted.secondary)
+    waiting = decide(samples(**hogged, waits=waits, states={"IO:WALWrite|D": 5}), others=HOG)
+    assert waiting.cause == "wal", waiting
+    assert waiting.summary.startswith("WAL / fsync bound: 62% of sampled backends on IO:WALWrite")
+    assert any(line.startswith(verdict.CAUSES["starved"]) for line in waiting.secondary)
+    # Some runnable, enough still waiting: the waiting ones count, the rest is said.
+    mixed = decide(samples(**hogged, waits=waits, states={"IO:WALWrite|R": 1}), others=HOG)
+    assert mixed.cause == "wal", mixed
+    assert "50% of sampled backends on IO:WALWrite (another 12% runnable with it set" in (
+        mixed.summary
+    )
+    # Without the states (a server that cannot read /proc), the events as they are.
+    assert decide(samples(**hogged, waits=waits), others=HOG).cause == "wal"
 
 
 # --------------------------------------------------------------------------

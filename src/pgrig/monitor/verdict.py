@@ -14,7 +14,10 @@ Dirty/Writeback) are shown as such, never as the database's. The rules
    pg_stat_activity once a second. The largest wait class above its threshold
    wins: lock contention (Lock:*), WAL / fsync (WALSync, WALWrite, WALInsert),
    storage read (DataFileRead), storage write (DataFileWrite/Extend/Sync),
-   LWLock contention (other LWLocks).
+   LWLock contention (other LWLocks). A backend whose process was runnable
+   when sampled (R in its /proc/<pid>/stat, which the server reads in the same
+   statement) does not count: preempted inside a WAL write it keeps
+   IO:WALWrite set while it waits for a CPU, not for the write.
 3. **Starved by other processes** - other processes (and steal) took at
    least 10% of the machine's CPU, and more than the server did, while the
    CPUs were saturated or the server's processes queued for a CPU a quarter
@@ -136,16 +139,43 @@ class Evidence:
         self.others = others
         self.clients = clients
         self.waits: Counter[str] = Counter()
+        # Of those, the backends whose process was runnable (on a CPU or queued
+        # for one) with the event still set: not waiting on what it names.
+        self.runnable: Counter[str] = Counter()
         for s in self.samples:
             if s.pg is not None:
                 self.waits.update(s.pg.waits)
+                for key, n in s.pg.states.items():
+                    event, _, state = key.rpartition("|")
+                    if state == "R":
+                        self.runnable[event] += n
         self.backend_samples = sum(self.waits.values())
         self.classes: Counter[str] = Counter()
+        self.runnable_classes: Counter[str] = Counter()
         for event, n in self.waits.items():
             self.classes[wait_class(event)] += n
+            self.runnable_classes[wait_class(event)] += self.runnable[event]
 
     def share(self, cls: str) -> float:
         return self.classes[cls] / self.backend_samples if self.backend_samples else 0.0
+
+    def waiting_share(self, cls: str) -> float:
+        """The share of sampled backends really waiting in ``cls``: its event set
+        and its process not runnable. A backend preempted inside a WAL write
+        keeps IO:WALWrite set while it waits for a CPU (issue 41)."""
+        if not self.backend_samples:
+            return 0.0
+        return (self.classes[cls] - self.runnable_classes[cls]) / self.backend_samples
+
+    def runnable_text(self, top: int = 3) -> str:
+        """'31% IO:WALWrite, 2% LWLock:WALWrite': backends runnable under a wait
+        event of the server's own (the client's and "CPU" left out)."""
+        own = [
+            (event, n)
+            for event, n in self.runnable.most_common()
+            if wait_class(event) in WAIT_THRESHOLDS and n
+        ]
+        return ", ".join(f"{pct(n / self.backend_samples)} {event}" for event, n in own[:top])
 
     def events_of(self, cls: str, top: int = 3) -> str:
         """'91% IO:DataFileRead, 3% IO:DataFilePrefetch' for one class."""
@@ -364,6 +394,11 @@ def starved(ev: Evidence) -> Finding | None:
             f"server processes queued for a CPU {runq:.0f}% of the time they wanted one"
         )
     evidence.append(f"sampled backends: {ev.top_waits(3)}")
+    if preempted := ev.runnable_text():
+        evidence.append(
+            f"runnable with a wait event still set (on or queued for a CPU, not waiting on "
+            f"it): {preempted}"
+        )
     evidence.append("the run measured the contention, not the server: rerun on a quiet machine")
     return Finding("starved", (other + steal) / 100, "; ".join(evidence[:-1]), tuple(evidence))
 
@@ -391,10 +426,15 @@ def round_trips(ev: Evidence, run: object) -> Finding | None:
 def dominant_wait(ev: Evidence) -> list[Finding]:
     out = []
     for cls, threshold in WAIT_THRESHOLDS.items():
-        share = ev.share(cls)
+        share = ev.waiting_share(cls)
         if share < threshold:
             continue
         evidence = [f"{pct(share)} of sampled backends on {ev.class_text(cls)}"]
+        if runnable := ev.runnable_classes[cls]:
+            evidence[0] += (
+                f" (another {pct(runnable / ev.backend_samples)} runnable with it set: "
+                "on or queued for a CPU, not counted)"
+            )
         if cls == "lock":
             rb = ev.pg(lambda p: p.rollbacks_s)
             deadlocks = sum(s.pg.deadlocks for s in ev.samples if s.pg is not None)
