@@ -38,11 +38,11 @@ WAITS_SQL = """
 """
 # The state letter of /proc/<pid>/stat ("123 (postgres) R 1 ..."), read by the
 # server on its own host in the statement that reads pg_stat_activity: moments
-# after the wait events were taken, not a round trip later. Only for the waits a
-# verdict can blame on the server (a file read per backend waiting so, not per
-# idle one); a backend gone meanwhile reads NULL (missing_ok).
+# after the wait events were taken, not a round trip later. Only for the I/O and
+# lightweight-lock waits the WAL and storage verdicts read (a file read per
+# backend waiting so, not per idle one); a backend gone meanwhile reads NULL.
 PROC_STATE = (
-    "CASE WHEN wait_event_type IN ('IO', 'LWLock', 'Lock') THEN "
+    "CASE WHEN wait_event_type IN ('IO', 'LWLock') THEN "
     "substring(pg_read_file('/proc/' || pid || '/stat', 0, 512, true) from '^.*\\) (\\S)') END"
 )
 NO_STATE = "NULL::text"
