@@ -32,6 +32,7 @@ import os
 import shutil
 import sys
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -44,18 +45,18 @@ from pgrig.clients import OneHost  # noqa: E402
 from pgrig.cluster import profiles  # noqa: E402
 from pgrig.cluster.server import Cluster, InitdbOptions, server_os_user  # noqa: E402
 from pgrig.monitor import interference, verdict  # noqa: E402
-from pgrig.monitor.model import IdleBaseline, MonitorResult  # noqa: E402
+from pgrig.monitor.model import IdleBaseline, MonitorResult, Sample  # noqa: E402
 from pgrig.pgsource import binaries  # noqa: E402
 from pgrig.results import PgbenchRun  # noqa: E402
 from pgrig.step import Context, Running  # noqa: E402
 from pgrig.tools import pgbench  # noqa: E402
 
 
-def waits_of(mon: MonitorResult) -> str:
+def waits_of(samples: Sequence[Sample]) -> str:
     """'IO:WALWrite 5 (R 4, S 1), CPU 3 (R 3)': the run's backends by event, and state."""
     events: Counter[str] = Counter()
     states: dict[str, Counter[str]] = {}
-    for s in mon.samples:
+    for s in samples:
         if s.in_run and s.pg is not None:
             events.update(s.pg.waits)
             for key, n in getattr(s.pg, "states", {}).items():  # a pgrig before them: none
@@ -99,36 +100,16 @@ def hog_study(
     return out
 
 
-COMMIT_LOOP = """
-CREATE OR REPLACE PROCEDURE pgrig_bench_commits(seconds float8) LANGUAGE plpgsql AS $$
-DECLARE stop timestamptz := clock_timestamp() + seconds * interval '1 second';
-BEGIN
-  WHILE clock_timestamp() < stop LOOP
-    UPDATE pgbench_branches SET bbalance = bbalance + 1 WHERE bid = 1;
-    COMMIT;
-  END LOOP;
-END $$
-"""
-
-
 def commit_loop(bins: binaries.PgBinaries, c: Cluster, interval: float) -> tuple[str, str, str]:
-    """One backend committing in a loop (a procedure: no client round trips, fsync
-    off, so each commit is one WAL write()) beside the hog: its IO:WALWrite
-    samples, their states, and the verdict with and without the states."""
-    conn = hogtest.admin(c)
-    with conn.connect() as db:
-        db.execute(COMMIT_LOOP)
-    ctx = Context(clients=OneHost(bins.client_bin_dir), bins=bins, target=c.workdir,
-                  scratch=c.workdir, conn=conn,
-                  running=Running(server_pid=c.postmaster_pid()))  # fmt: skip
-    with monitor.Watch(ctx, interval) as watch, conn.connect() as db:
-        db.execute("CALL pgrig_bench_commits(3)")
-    mon = watch.summary(None)
-    samples = [replace(s, in_run=True) for s in watch.samples(None)]
-    new = verdict.decide(samples, (), None, None, mon.others).cause
+    """One backend committing in a loop (the test's ``COMMIT_LOOP``: no client
+    round trips, fsync off, so each commit is one WAL write()) beside the hog:
+    its IO:WALWrite samples, their states, the verdict with and without them."""
+    samples = hogtest.commit_loop(bins, c, interval)
+    others, _ = interference.assess(samples, ())
+    new = verdict.decide(samples, (), None, None, others).cause
     bare = [replace(s, pg=replace(s.pg, states={})) if s.pg else s for s in samples]
-    old = verdict.decide(bare, (), None, None, mon.others).cause
-    return new, old, waits_of(replace(mon, samples=tuple(samples)))
+    old = verdict.decide(bare, (), None, None, others).cause
+    return new, old, waits_of(samples)
 
 
 def wal_bound(
@@ -200,7 +181,7 @@ def main() -> int:
                 tally[(key, mon.verdict.cause)] += 1
                 tally[(key + " (states dropped)", old)] += 1
                 print(f"  {key:15s} {mon.verdict.cause:8s} (states dropped: {old:8s}) "
-                      f"{waits_of(mon)}", flush=True)  # fmt: skip
+                      f"{waits_of(mon.samples)}", flush=True)  # fmt: skip
     finally:
         c.destroy()
         shutil.rmtree(base, ignore_errors=True)
