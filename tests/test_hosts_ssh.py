@@ -6,19 +6,24 @@ over SSH is checked here, and a remote PID is looked up in this /proc.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import gc
+import logging
 import os
 import signal
+import threading
 import time
 from pathlib import Path
 
+import asyncssh
 import pytest
 
 from hosts_fixture import Lab, netns_lab  # noqa: F401  (the fixture)
 from pgrig import proc
 from pgrig.cluster.hosted import HostedServer, ServerSpec
 from pgrig.errors import HostUnusable, ToolError, ToolTimeout
-from pgrig.hosts import inventory, preflight
+from pgrig.hosts import inventory, preflight, ssh
 from pgrig.hosts.executor import Executor, Launch
 from pgrig.hosts.local import LocalExecutor
 from pgrig.pgsource import binaries
@@ -277,3 +282,33 @@ def test_a_sudo_user_with_become_false_is_refused(
     with pytest.raises(HostUnusable, match="is not root and ansible_become is false") as exc:
         preflight.check_all([user])
     assert exc.value.exit_code == 7 and "ansible_become=true" in (exc.value.hint or "")
+
+
+def test_a_call_given_up_on_prints_no_traceback_when_its_connection_is_lost_after(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """docs/bench.md: at load 18-21 the SSH loop answered after ``call`` had
+    given up on it, the connection was lost meanwhile, and asyncio printed the
+    task's never-retrieved exception with its traceback on stderr. The loop's
+    thread held past call's bound by the coroutine itself (a loaded machine
+    cannot be ordered to starve it at the right moment), then the connection
+    lost: call says it had no answer, and asyncio has nothing to print."""
+    monkeypatch.setattr(ssh, "ANSWER_SLACK_S", 0.3)
+    finished = threading.Event()
+
+    async def starved_then_lost() -> None:
+        time.sleep(0.8)  # the loop's thread, past call's 0.1 + 0.3 s
+        finished.set()
+        raise asyncssh.ConnectionLost("SSH connection lost")
+
+    with caplog.at_level(logging.ERROR, logger="asyncio"):
+        with pytest.raises(ToolTimeout, match="reading /proc/stat on h1: no answer"):
+            ssh.call(starved_then_lost(), 0.1, "reading /proc/stat on h1")
+        assert finished.wait(5)
+        # The loop is free again: everything it had queued has run once this does.
+        assert ssh.call(asyncio.sleep(0.05, "idle"), 5, "a later call") == "idle"
+        gc.collect()
+    assert not [r for r in caplog.records if r.name == "asyncio"], caplog.text
+    # A connection lost under a call that waited is still said as such.
+    with pytest.raises(ToolError, match="lost the SSH connection"):
+        ssh.call(starved_then_lost(), 5, "reading /proc/stat on h1")

@@ -45,6 +45,8 @@ def samples(
     runq: float = 5.0,
     demand: float = 40.0,
     waits: dict[str, int] | None = None,
+    states: dict[str, int] | None = None,
+    wal_syncs: float | None = None,
     blks_read: float = 0.0,
     io: IoSample | None = None,
     devices: tuple[DeviceSample, ...] = (),
@@ -67,6 +69,8 @@ def samples(
     )
     pg = PgSample(
         waits=waits if waits is not None else {"CPU": 2, "Client:ClientRead": 2},
+        states=states or {},
+        wal_syncs_s=wal_syncs,
         commits_s=1000.0,
         blks_hit_s=10_000.0,
         blks_read_s=blks_read,
@@ -209,6 +213,62 @@ def test_a_dominant_wait_names_its_class(cause: str, event: str) -> None:
 def test_a_rare_wait_is_not_the_cause(event: str) -> None:
     v = decide(samples(waits={event: 1, "Client:ClientRead": 9}))
     assert v.cause == "idle", v
+
+
+def test_a_wait_its_backends_were_runnable_in_is_not_the_servers() -> None:
+    """Issue 41's flake, as the hog test saw it: one read-write client (fsync
+    off: no WAL synced) beside a CPU hog, preempted inside XLogWrite's write()
+    with IO:WALWrite still set (R in its /proc/<pid>/stat): it waited for a
+    CPU, not for the WAL. The same waits blocked in the kernel (D), or runnable
+    while the WAL was synced (woken from the device), are the server's own,
+    beside the hog too."""
+    hogged = {"busy": 100, "server": 30, "client": 5, "other": 62, "runq": 55}
+    waits = {"IO:WALWrite": 5, "CPU": 2, "Client:ClientRead": 1}
+
+    def beside_the_hog(states: dict[str, int], syncs: float | None = 0.0) -> verdict.Verdict:
+        return decide(samples(**hogged, waits=waits, states=states, wal_syncs=syncs), others=HOG)
+
+    preempted = beside_the_hog({"IO:WALWrite|R": 5})
+    assert preempted.cause == "starved", preempted
+    assert "runnable under an I/O wait that never reached the storage (on or queued for a " in (
+        preempted.summary
+    )
+    assert "62% IO:WALWrite" in preempted.summary
+    assert not any(line.startswith(verdict.CAUSES["wal"]) for line in preempted.secondary)
+    waiting = beside_the_hog({"IO:WALWrite|D": 5})
+    assert waiting.cause == "wal", waiting
+    assert waiting.summary.startswith("WAL / fsync bound: 62% of sampled backends on IO:WALWrite")
+    assert any(line.startswith(verdict.CAUSES["starved"]) for line in waiting.secondary)
+    # Some runnable, enough still waiting: the waiting ones count, the rest is said.
+    mixed = beside_the_hog({"IO:WALWrite|R": 1})
+    assert mixed.cause == "wal", mixed
+    assert "50% of sampled backends on IO:WALWrite (another 12% runnable with it set" in (
+        mixed.summary
+    )
+    # WAL synced: a runnable backend was woken from the device, still the WAL's.
+    synced = beside_the_hog({"IO:WALWrite|R": 5}, syncs=400.0)
+    assert synced.cause == "wal" and "runnable" not in synced.summary, synced
+    # Without the states, or without WAL counters (before 14), the events as they are.
+    assert beside_the_hog({}).cause == "wal"
+    assert beside_the_hog({"IO:WALWrite|R": 5}, syncs=None).cause == "wal"
+
+
+def test_a_read_from_the_device_counts_though_its_backend_was_runnable() -> None:
+    """The read-bound test's backends (data evicted, a 0.1-ms disk, load 15):
+    85% IO:DataFileRead, 80% of them runnable - woken from the device, queued
+    for a CPU. The server read from the device: those are its reads. The same
+    waits with nothing read from the device (a page-cache copy, preempted) are not."""
+    waits = {"IO:DataFileRead": 17, "Client:ClientRead": 3}
+    states = {"IO:DataFileRead|R": 16, "IO:DataFileRead|D": 1}
+    hogged = {"busy": 70, "server": 40, "client": 6, "other": 19, "runq": 65}
+
+    def read(mib_s: float) -> IoSample:
+        return IoSample("vda", device_read_mib_s=mib_s, server_read_mib_s=mib_s)
+
+    from_device = decide(samples(**hogged, waits=waits, states=states, io=read(30.0)), others=HOG)
+    assert from_device.cause == "read", from_device
+    cached = decide(samples(**hogged, waits=waits, states=states, io=read(0.0)), others=HOG)
+    assert cached.cause == "starved", cached
 
 
 # --------------------------------------------------------------------------

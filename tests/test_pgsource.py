@@ -446,6 +446,34 @@ def test_plan_says_what_will_be_downloaded(
     assert needed.installed is not None and needed.installed.version == "9.6.24"
 
 
+def test_plan_checks_the_locale_of_a_version_not_installed_yet(
+    registry: Registry, good_jar: bytes, tmp_path: Path
+) -> None:
+    """The plan of a version not installed yet skipped the target's checks, so a
+    locale this machine lacks passed `pgrig plan` and was refused by `pgrig run`
+    (exit 2): the plan refuses it too, and says what it could not check before
+    the install."""
+    from pgrig.cli import cli
+
+    registry.publish_jar("9.6.24", good_jar)
+    camp = tmp_path / "v.toml"
+    text = (
+        '[campaign]\nname = "v"\nversions = ["9.6"]\n'
+        f'[[target]]\nname = "t"\ndirectory = "{tmp_path}"\n'
+    )
+    camp.write_text(text + 'initdb = { locale = "xx_YY.UTF-8" }\n')
+    out = CliRunner().invoke(cli, ["plan", str(camp)])
+    assert isinstance(out.exception, UsageError), out.output
+    assert "'xx_YY.UTF-8': this machine has no such locale" in str(out.exception)
+    assert registry.gets[registry.jar_path("9.6.24")] == 0  # refused without a download
+    camp.write_text(text)
+    out = CliRunner().invoke(cli, ["plan", str(camp)])
+    assert out.exit_code == 0, out.output
+    assert "PostgreSQL 9.6: will be downloaded before anything runs" in out.output
+    said = " ".join(out.output.split())
+    assert "PostgreSQL 9.6 is not installed yet: its profile and settings were not checked" in said
+
+
 def test_install_says_what_it_did(registry: Registry, good_jar: bytes) -> None:
     """'downloaded N MiB in T s' the first time, 'found in the cache' after."""
     registry.publish_jar("9.6.24", good_jar)

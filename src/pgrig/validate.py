@@ -92,11 +92,10 @@ def campaign(
     for spec in camp.targets:
         if planning and not _installed(spec):
             # the plan lists the download; the run checks the rest once installed
-            if (
-                spec.directory is not None
-                and registry.target_kind(spec, lossy).directory_must_exist
-            ):
+            kind = registry.target_kind(spec, lossy)
+            if spec.directory is not None and kind.directory_must_exist:
                 workdir.check_target(spec.directory, option=directory_option(spec, camp.source))
+            kind.check_uninstalled(spec, camp.source, warnings)
             continue
         runs.append(
             lifecycle.check_target(

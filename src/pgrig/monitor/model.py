@@ -88,6 +88,13 @@ class PgSample:
     # CPU or queued for one), "Client:ClientRead" (idle: waiting for pgbench),
     # else "Type:Event" as pg_stat_activity names it.
     waits: dict[str, int] = field(default_factory=dict)
+    # The backends waiting on I/O or a lightweight lock by event and their
+    # process's state, from the server's own /proc/<pid>/stat in the same
+    # statement: "IO:WALWrite|R": 2. R: on a CPU or queued for one - preempted
+    # inside a write, a backend keeps its wait event set yet waits for a CPU;
+    # D: blocked in the kernel (I/O); S: asleep. Empty: not read (pg_read_file
+    # of /proc needs superuser or pg_read_server_files, 11+), or no such waits.
+    states: dict[str, int] = field(default_factory=dict)
     checkpoint_active: bool = False  # checkpointer busy (not on CheckpointerMain)
     commits_s: float = 0.0
     rollbacks_s: float = 0.0

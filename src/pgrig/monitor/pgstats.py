@@ -21,18 +21,31 @@ MIB = 1024 * 1024
 
 # One row of wait-event counts over the client backends of the benchmark's
 # database: "CPU" when active with no wait event (running or runnable).
-# {event}: the wait event as "Type:Event"; {client}: the filter on client backends.
+# {event}: the wait event as "Type:Event"; {client}: the filter on client backends;
+# {state}: the backend's process state, or NULL where it is not read. A key is
+# "event|state" where the state was read ("IO:WALWrite|R"), else the event alone.
 WAITS_SQL = """
-(SELECT json_object_agg(k, n) FROM (
+(SELECT json_object_agg(k || coalesce('|' || s, ''), n) FROM (
    SELECT CASE WHEN {event} IS NOT NULL THEN {event}
                WHEN state = 'active' THEN 'CPU'
                ELSE coalesce(state, 'unknown') END AS k,
+          {state} AS s,
           count(*) AS n
    FROM pg_stat_activity
    WHERE {client} pid <> pg_backend_pid()
      AND datname = current_database()
-   GROUP BY 1) w)
+   GROUP BY 1, 2) w)
 """
+# The state letter of /proc/<pid>/stat ("123 (postgres) R 1 ..."), read by the
+# server on its own host in the statement that reads pg_stat_activity: moments
+# after the wait events were taken, not a round trip later. Only for the I/O and
+# lightweight-lock waits the WAL and storage verdicts read (a file read per
+# backend waiting so, not per idle one); a backend gone meanwhile reads NULL.
+PROC_STATE = (
+    "CASE WHEN wait_event_type IN ('IO', 'LWLock') THEN "
+    "substring(pg_read_file('/proc/' || pid || '/stat', 0, 512, true) from '^.*\\) (\\S)') END"
+)
+NO_STATE = "NULL::text"
 # 10+: wait_event_type and wait_event for every kind of wait; 9.6: the same columns,
 # but only lock and lightweight-lock waits are reported; 9.5: a "waiting" flag for
 # heavyweight locks.
@@ -98,9 +111,23 @@ def _json_of(view: str, wanted: Mapping[str, str], have: set[str]) -> str | None
     return f"(SELECT json_build_object({', '.join(pairs)}) FROM {view})"
 
 
-def _waits_sql(activity: Collection[str], notes: list[str]) -> str:
+def _reads_states(conn: psycopg.Connection) -> str | None:
+    """None when the server can read its backends' /proc/<pid>/stat, else why not."""
+    try:
+        with conn.transaction():
+            row = conn.execute(
+                "SELECT pg_read_file('/proc/' || pg_backend_pid() || '/stat', 0, 512, true)"
+            ).fetchone()
+    except psycopg.Error as exc:
+        return str(exc).strip().splitlines()[0]
+    if not row or not row[0]:
+        return "no /proc/<pid>/stat on the server's host"
+    return None
+
+
+def _waits_sql(activity: Collection[str], notes: list[str], state: str = NO_STATE) -> str:
     """The client backends' wait events, as far as the server reports them (what
-    it does not report is said in ``notes``)."""
+    it does not report is said in ``notes``), with their processes' ``state``."""
     client = "backend_type = 'client backend' AND" if "backend_type" in activity else ""
     if "wait_event" in activity and "backend_type" in activity:
         event = EVENT_10
@@ -115,7 +142,7 @@ def _waits_sql(activity: Collection[str], notes: list[str]) -> str:
             "PostgreSQL 9.5 reports no wait events, only heavyweight lock waits: "
             "active backends waiting for anything else count as CPU"
         )
-    return WAITS_SQL.format(event=event, client=client)
+    return WAITS_SQL.format(event=event, client=client, state=state)
 
 
 def _checkpoint_parts(conn: psycopg.Connection) -> dict[str, str]:
@@ -161,7 +188,15 @@ class PgSampler:
         self.version_num = int(row[0]) if row else 0
         self.notes: list[str] = []
         activity = _columns(conn, "pg_stat_activity")
-        parts = {"waits": _waits_sql(activity, self.notes), "db": DATABASE_SQL}
+        unread = _reads_states(conn)
+        if unread is not None:
+            self.notes.append(
+                f"the backends' process states not read ({unread}): a backend preempted "
+                "with a wait event set counts as waiting on it (superuser or "
+                "pg_read_server_files reads them, PostgreSQL 11+)"
+            )
+        state = NO_STATE if unread is not None else PROC_STATE
+        parts = {"waits": _waits_sql(activity, self.notes, state), "db": DATABASE_SQL}
         if "backend_type" in activity:  # 10+: the checkpointer is in pg_stat_activity
             parts["checkpointer"] = CHECKPOINTER_SQL
         parts.update(_checkpoint_parts(conn))
@@ -260,9 +295,17 @@ def to_sample(prev: Snapshot, cur: Snapshot, seconds: float) -> PgSample:
         for key in io_cur:
             io[key] = _delta(_group(prev, "io"), io_cur, key) / seconds
     wal_bytes = optional_rate("wal", "bytes")
-    waits = cast("Mapping[str, int] | None", cur.get("waits")) or {}
+    keyed = cast("Mapping[str, int] | None", cur.get("waits")) or {}
+    waits: dict[str, int] = {}
+    states: dict[str, int] = {}
+    for key, n in keyed.items():
+        event, _, state = str(key).partition("|")
+        waits[event] = waits.get(event, 0) + int(n)
+        if state:
+            states[f"{event}|{state}"] = int(n)
     return PgSample(
-        waits={str(k): int(v) for k, v in waits.items()},
+        waits=waits,
+        states=states,
         checkpoint_active=cur.get("checkpointer") not in (None, "CheckpointerMain")
         or bool(_delta(ckpt_prev, ckpt_cur, "buffers_checkpoint")),
         commits_s=rate("db", "commits"),

@@ -364,6 +364,19 @@ class TargetKind(ABC, Generic[OptionsT, StateT]):
         (raise a ``PgrigError`` naming the target, the key and the fix). What
         the user should know but is no error goes to ``notes``."""
 
+    def check_uninstalled(self, spec: TargetSpec, source: str, notes: list[str]) -> None:
+        """``pgrig plan`` of a PostgreSQL version not installed yet (``check``
+        needs its binaries): refuse what can be refused without them; the run
+        checks the rest once it has installed them. By default nothing can be
+        checked: ``notes`` says so (a remote server's host, say, is reached only
+        by ``check``)."""
+        if self.creates_server:
+            notes.append(
+                f"target {spec.name}: PostgreSQL {spec.pg_bin} is not installed yet: its "
+                f"initdb locale {spec.initdb.locale!r}, profile and settings were not "
+                "checked; `pgrig run` checks them once it has installed it"
+            )
+
     def check_together(self, targets: Sequence[Target], notes: list[str]) -> None:
         """What can only be refused over all this kind's targets at once (their
         backing files on one disk); called after every ``check``. What is no

@@ -179,6 +179,14 @@ class Throwaway(TargetKind[None, StateT]):
         """What ``{ram}`` and ``{cpus}`` of a profile mean; None: this machine."""
         return None
 
+    def check_uninstalled(self, spec: TargetSpec, source: str, notes: list[str]) -> None:
+        initdb_locale(spec, source, HERE)  # this machine's: no binaries needed
+        notes.append(
+            f"target {spec.name}: PostgreSQL {spec.pg_bin} is not installed yet: its "
+            "profile and settings were not checked; `pgrig run` checks them once it has "
+            "installed it"
+        )
+
     def check(self, spec: TargetSpec, demands: Demands, notes: list[str]) -> Checked:
         check_pgoptions()
         initdb_locale(spec, demands.source, HERE)
