@@ -5,6 +5,7 @@ pgrig owns are in test_bad_input.py (set-port, set-listen, axes-port, ...)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from conftest import full_report
@@ -89,7 +90,11 @@ def test_a_statement_timeout_fails_the_benchmark_not_pgrig(disk_dir: Path) -> No
     status, reason = runs["local/tpcb/s1/select-only/c1/d2/r1"]
     assert (done.returncode, status) in ((0, "ok"), (6, "failed")), done.stderr
     if status == "failed":
-        assert "statement timeout" in (reason or ""), reason
+        # Under load the server can name a statement timeout's cancel "due to user
+        # request" (ci15): the timer fired as the statement ended and disarmed it,
+        # so the cancel found no timeout flag set. Either way it is the server's.
+        assert re.search(r"canceling statement due to (statement timeout|user request)",
+                         reason or ""), reason  # fmt: skip
 
 
 def test_own_sessions_name_only_the_settings_the_server_has() -> None:
