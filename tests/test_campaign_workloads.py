@@ -16,7 +16,7 @@ def test_auto_warmup_restore_and_repeat_until_ci(disk_dir: Path) -> None:
     text = f"""\
 [campaign]
 name = "until-ci"
-repeat = {{ until_ci_pct = 1000, min = 2, max = 4 }}
+repeat = {{ until_ci_pct = 1300, min = 2, max = 4 }}
 warmup = "auto"
 warmup_max = 3
 reset = "restore"
@@ -46,7 +46,9 @@ count = false
     assert done.returncode == 0, done.stderr
     with Store.open(results / "results.sqlite") as store:
         runs = [r for r in store.runs("until-ci") if r.kind == "pgbench_run"]
-    # a 95% CI within 1000% is met as soon as there are 2 runs: min wins
+    # Two positive runs' 95% interval of the mean is under 12.71 x |a-b|/(a+b), so
+    # within 1,271% whatever their spread: met at 2 runs, min wins (1000% was
+    # missed beside two CPU hogs, ci16: one 1-s run starved against the other)
     assert [r.params["repeat"] for r in runs] == [1, 2]
     assert all(r.status == "ok" for r in runs), [r.reason for r in runs]
     assert runs[0].params["warmup"] == "auto" and runs[0].params["reset"] == "restore"

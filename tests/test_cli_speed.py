@@ -6,11 +6,13 @@ from __future__ import annotations
 import resource
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import click
 import pytest
 
+from disturbance import undisturbed, unless_met, watched_by
 from pgrig import cli
 
 PGRIG = Path(sys.executable).with_name("pgrig")
@@ -22,19 +24,39 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def test_pgrig_help_takes_under_0_3_s_of_cpu() -> None:
+def _judged(best_of_three: Callable[[], list[float]], where: Path) -> list[float]:
+    """CPU seconds of up to three starts, kept when one is under the bound; over
+    it, judged only where pgrig's monitor saw no other load meanwhile: beside two
+    CPU hogs (ci16) a start took 0.30-0.35 s where alone it takes 0.11-0.25 (the
+    caches and the CPU's time shared), so such an attempt is made again, up to
+    three times, and not judged if every one was disturbed. Met at once, it
+    costs no wait for a quiet moment (3 s a test on a quiet machine)."""
+    took = best_of_three()
+    if min(took) < BOUND_S:
+        return took
+    return undisturbed(
+        best_of_three, unless_met(watched_by(where), lambda took: min(took) < BOUND_S)
+    )
+
+
+def test_pgrig_help_takes_under_0_3_s_of_cpu(tmp_path: Path) -> None:
     """CPU time, not wall time: on the shared machine the wall time of one start
     was 2-6 s when other suites ran, its CPU time 0.1 s. The best of three, as a
     neighbour's cache traffic only adds to it (before: 0.9 s, every plug-in
     imported to list the commands)."""
-    took = []
-    for _ in range(3):
-        before = _children_cpu()
-        done = subprocess.run(
-            [str(PGRIG), "--help"], capture_output=True, text=True, timeout=120, check=True
-        )
-        took.append(_children_cpu() - before)
-        assert "Commands:" in done.stdout and "run" in done.stdout
+
+    def best_of_three() -> list[float]:
+        took = []
+        for _ in range(3):
+            before = _children_cpu()
+            done = subprocess.run(
+                [str(PGRIG), "--help"], capture_output=True, text=True, timeout=120, check=True
+            )
+            took.append(_children_cpu() - before)
+            assert "Commands:" in done.stdout and "run" in done.stdout
+        return took
+
+    took = _judged(best_of_three, tmp_path)
     assert min(took) < BOUND_S, f"pgrig --help took {min(took):.2f} s of CPU (best of {took})"
 
 
@@ -101,21 +123,26 @@ SUBCOMMANDS = [
 
 
 @pytest.mark.parametrize("argv", SUBCOMMANDS, ids=" ".join)
-def test_each_commands_help_takes_under_0_3_s_of_cpu(argv: tuple[str, ...]) -> None:
+def test_each_commands_help_takes_under_0_3_s_of_cpu(argv: tuple[str, ...], tmp_path: Path) -> None:
     """Best of three, stopping at the first under the bound (a neighbour's load
     only adds CPU time); no numerical library, registry or report loaded at all."""
-    took = []
-    for _ in range(3):
-        done = subprocess.run(
-            [sys.executable, "-c", _HELP, *argv],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=True,
-        )
-        cpu, _, heavy = done.stdout.strip().splitlines()[-1].partition(" ")
-        assert not heavy, f"pgrig {' '.join(argv)} --help loaded {heavy}"
-        took.append(float(cpu))
-        if took[-1] < BOUND_S:
-            break
+
+    def best_of_three() -> list[float]:
+        took: list[float] = []
+        for _ in range(3):
+            done = subprocess.run(
+                [sys.executable, "-c", _HELP, *argv],
+                capture_output=True,
+                text=True,
+                timeout=120,
+                check=True,
+            )
+            cpu, _, heavy = done.stdout.strip().splitlines()[-1].partition(" ")
+            assert not heavy, f"pgrig {' '.join(argv)} --help loaded {heavy}"
+            took.append(float(cpu))
+            if took[-1] < BOUND_S:
+                break
+        return took
+
+    took = _judged(best_of_three, tmp_path)
     assert min(took) < BOUND_S, f"pgrig {' '.join(argv)} --help: {took} s of CPU"

@@ -155,7 +155,8 @@ def test_a_killed_run_is_cleaned_and_a_dying_load_host_fails_only_its_step(
         assert not workdir.exists()
         assert not Path(f"/proc/{postmaster}").exists(), "its postmaster stopped"
         assert f"removed {other}" not in out, "another study's directory is left"
-        assert f"{other} on h" in out and "`pgrig clean --inventory FILE` removes it" in out
+        if other.exists():  # else another worker's clean removed it before this run looked
+            assert f"{other} on h" in out and "`pgrig clean --inventory FILE` removes it" in out
     finally:
         for p in (killed, running):
             if p is not None and p.poll() is None:
