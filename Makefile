@@ -47,12 +47,17 @@ run: deps venv-run
 # reason), and the 64 MiB memory-cgroup target of test_storage_campaign OOM-killed
 # in `pgbench -i` under the heavier I/O: the stock shared_buffers (128MB), shared
 # memory the cgroup cannot reclaim without swap; that target now asks 16MB.
+# Six workers, fresh clones in session 16, quiet: 7 min 56-58 s, against four's
+# 7 min 54 s (ci13): the tests' summed durations grow with the workers (2,676 s
+# at six; the CPU at 1.35 of 2 cores, 194 s of it the kernel's). Kept at six
+# (green, the same wall time, the races six found are fixed); the lever left is
+# the work per test (docs/bench.md, "Fresh clones in session 16").
 # The tests start pgrig as a subprocess from about 150 places: tests/conftest.py
 # compiles pgrig's bytecode once first, as PYTHONDONTWRITEBYTECODE (set on this
 # machine) made every start compile all of pgrig from source (3.4-4.1 s of CPU
 # against 1.1-1.3 s; test_cli.py + test_first_run.py 77 -> 26 s: docs/bench.md).
 # Lint takes 11-21 s on a fresh clone (mypy without its cache), the exclusive
-# phase about 1 min 40 s here. docs/bench.md has the per-file figures.
+# phase 3 min 33 s (22 tests, quiet, session 16). docs/bench.md has the per-file figures.
 test: deps-test venv lint actionlint
 	$(BIN)/python -m pytest -q -n 6 --dist loadfile --no-loadscope-reorder -m "not exclusive" --durations=15
 	$(BIN)/python -m pytest -q -m exclusive --durations=5 $$(grep -l 'mark\.exclusive' tests/test_*.py)

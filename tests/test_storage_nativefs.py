@@ -168,16 +168,24 @@ def test_a_burst_class_runs_over_its_baseline_only_while_its_credits_last(base: 
                 after_s = time.monotonic() - started
             finally:
                 os.close(fd)
-        # the baseline binds once the credits are spent, whatever else ran: 50
-        # I/Os at 100/s, less the credits it refilled meanwhile (one per 10 ms)
-        refilled = burst_s * 100 + 1
-        assert after_s >= (50 - refilled) / 100 * 0.9
         return burst_s, after_s
 
-    fast = unless_met(watched_by(base), lambda got: got[0] < 400 / 100 / 2)
-    burst_s, after_s = undisturbed(measure, fast)
+    def baseline_s(burst_s: float) -> float:
+        # the baseline binds once the credits are spent: 50 I/Os at 100/s, less
+        # the credits it refilled meanwhile (one per 10 ms), at least half that
+        # (quiet: 0.42 s against 0.46; without the baseline the 50 take ~5 ms)
+        return (50 - (burst_s * 100 + 1)) / 100 * 0.5
+
+    def met(got: tuple[float, float]) -> bool:
+        return got[0] < 400 / 100 / 2 and got[1] >= baseline_s(got[0])
+
+    # Beside two CPU hogs (ci17) the 50 took 0.41 s (the bound was then 90%:
+    # 0.414). An attempt that misses is made again, and judged only where the
+    # monitor saw no other load.
+    burst_s, after_s = undisturbed(measure, unless_met(watched_by(base), met))
     print(f"400 I/Os on credits: {burst_s:.2f} s; 50 more: {after_s:.2f} s")
     assert burst_s < 400 / 100 / 2  # far faster than the 100-IOPS baseline
+    assert after_s >= baseline_s(burst_s), (burst_s, after_s)
 
 
 @needs_native
