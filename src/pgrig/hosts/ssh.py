@@ -189,7 +189,14 @@ class _SshStarted(Started):
                     self._stderr.append(line)
 
         try:
-            await asyncio.gather(out(), err())
+            # Both read to their end: with the first failure alone raised, the
+            # other reader's task failed unretrieved (a lost connection fails
+            # both with one exception), and asyncio printed it with a traceback
+            # on stderr when it was collected (ci18, test_remote_faults).
+            ended = await asyncio.gather(out(), err(), return_exceptions=True)
+            for outcome in ended:
+                if isinstance(outcome, BaseException):
+                    raise outcome
             done = await self._process.wait(check=False)
         except (OSError, asyncssh.Error) as exc:
             # The host or its sshd went away: the process's fate is unknown, the
