@@ -9,7 +9,9 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, replace
 from pathlib import Path
 
@@ -17,6 +19,9 @@ from tests.conftest import make_disk_dir
 
 from pgrig import lossyfs, ownership, proc
 from pgrig.cluster import workdir
+from pgrig.hosts import owner
+from pgrig.hosts.executor import TMP
+from pgrig.hosts.local import LocalExecutor
 from pgrig.lossyfs import registry as lossy_registry
 from pgrig.lossyfs.registry import MountRecord
 from pgrig.storage import state
@@ -157,3 +162,46 @@ def test_lab_and_mount_records_of_other_studies_are_left_and_named(tmp_path: Pat
     finally:
         state.forget(lab)
         lossy_registry.drop_record(mount)
+
+
+def _dead_owner() -> owner.Owner:
+    """A record whose pgrig has exited (a real process, waited for)."""
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    start = ownership.process_start_time(gone.pid)
+    gone.wait(timeout=30)
+    return replace(owner.Owner.mine("load"), pid=gone.pid, start=start)
+
+
+def test_two_cleans_that_meet_one_directory_remove_it_once_and_never_call_it_foreign() -> None:
+    """ci run of stop 47: another test's clean was removing a dead pgrig's directory
+    while this one read it, and this one reported it "left: no owner record".
+    A clean claims a directory (an atomic rename) before removing it; the other
+    skips what it did not claim. Prefixed apart from every other test's /tmp work."""
+    prefix = f"pgrig-ownertest-{os.getpid()}-"
+    dead = _dead_owner()
+    made = []
+    for i in range(24):
+        d = Path(tempfile.mkdtemp(prefix=f"{prefix}{i}-", dir=TMP))
+        (d / "data").mkdir()
+        for j in range(50):
+            (d / "data" / str(j)).write_bytes(b"x" * 512)
+        owner.write(LocalExecutor(), str(d), dead)
+        made.append(str(d))
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            both = list(pool.map(lambda _: owner.clean(LocalExecutor(), prefixes=(prefix,)), "ab"))
+        said = [(left.directory, left.action) for found in both for left in found]
+        assert sorted(d for d, a in said if a == "removed") == sorted(made), said
+        assert [s for s in said if s[1] != "removed"] == [], said
+        assert not [d for d in made if Path(d).exists()]
+        # A clean cut short between its claim and the removal: the next finishes it.
+        d = Path(tempfile.mkdtemp(prefix=f"{owner.CLAIMED}{prefix}", dir=TMP))
+        owner.write(LocalExecutor(), str(d), dead)
+        made.append(str(d))
+        (left,) = owner.clean(LocalExecutor(), prefixes=(prefix,))
+        assert (left.directory, left.action) == (str(d), "removed")
+        assert not d.exists()
+    finally:
+        for d in made:
+            for path in (d, d.replace(f"{TMP}/", f"{TMP}/{owner.CLAIMED}", 1)):
+                subprocess.run(["rm", "-rf", "--", path], check=False)

@@ -219,7 +219,12 @@ class LocalExecutor(Executor):
         return started
 
     def read_bytes(self, path: str) -> bytes:
-        return Path(path).read_bytes()
+        # What a missing file raises on every executor (the SSH one's SFTP error
+        # too): a reader of a file that may go meanwhile catches one error.
+        try:
+            return Path(path).read_bytes()
+        except OSError as exc:
+            raise ToolError(f"reading {path} on {self.name}: {exc.strerror}") from None
 
     def write_bytes(self, path: str, data: bytes, mode: int = 0o644) -> None:
         target = Path(path)
@@ -230,7 +235,10 @@ class LocalExecutor(Executor):
         return os.path.lexists(path)
 
     def listdir(self, path: str) -> list[str]:
-        return sorted(os.listdir(path))
+        try:
+            return sorted(os.listdir(path))
+        except OSError as exc:
+            raise ToolError(f"listing {path} on {self.name}: {exc.strerror}") from None
 
     def free_bytes(self, path: str) -> int:
         return shutil.disk_usage(path).free

@@ -23,6 +23,11 @@ from pgrig.ownership import current_study, owner_alive, process_start_time, remo
 
 OWNER_FILE = ".pgrig-owner.json"
 PREFIXES = ("pgrig-server-", "pgrig-load-")
+# A directory a clean has claimed (renamed) before removing it: two cleans that
+# meet one directory (two operators, two CI jobs on one host) never both judge
+# it, and a clean cut short between the rename and the removal leaves a name the
+# next clean still finds.
+CLAIMED = "pgrig-removing-"
 # On the controlling machine: the load hosts' logs copied here for a target
 # without a directory of its own (``targets.remote``).
 HOSTLOGS = "pgrig-hostlogs-"
@@ -116,6 +121,17 @@ def _stop(ex: Executor, pid: int, directory: str) -> None:
     proc.escalate_by(send, gone, ((signal.SIGINT, 30.0), (signal.SIGKILL, 10.0)))
 
 
+def _claim(ex: Executor, directory: str, made: str) -> bool:
+    """Rename the directory to its claimed name, which only one clean can do
+    (rename is atomic); a directory claimed earlier by a clean cut short is
+    this clean's to finish."""
+    claimed = f"{TMP}/{CLAIMED}{made}"
+    if directory == claimed:
+        return True
+    argv = ["mv", "--no-target-directory", "--", directory, claimed]
+    return ex.run(argv, timeout=30, check=False, what="mv").ok
+
+
 def clean(
     ex: Executor,
     dry_run: bool = False,
@@ -127,10 +143,13 @@ def clean(
     None: every study's. ``prefixes``: the directories' names looked at."""
     out = []
     for name in ex.listdir(TMP):
-        if not name.startswith(prefixes):
+        made = name.removeprefix(CLAIMED)
+        if not made.startswith(prefixes):
             continue
         directory = f"{TMP}/{name}"
         owner = read(ex, directory)
+        if owner is None and not ex.exists(directory):
+            continue  # claimed and removed meanwhile by another clean
         if owner is None:
             action = "left: no owner record (not made by this pgrig, or cut short)"
         elif owner.alive():
@@ -142,9 +161,12 @@ def clean(
         elif dry_run:
             action = "would remove"
         else:
+            # The processes' command lines name the directory as it was made.
             for pid in owner.pids:
-                _stop(ex, pid, directory)
-            ex.remove_tree(directory)
+                _stop(ex, pid, f"{TMP}/{made}")
+            if not _claim(ex, directory, made):
+                continue  # another clean claimed it first and removes it
+            ex.remove_tree(f"{TMP}/{CLAIMED}{made}")
             action = "removed"
         out.append(Leftover(ex.name, directory, owner, action))
     return out
