@@ -248,8 +248,7 @@ def test_recording_a_long_run_takes_no_more_memory_than_a_short_one(
     # What is left grows by the medians' lists of floats, and by the free lists
     # CPython keeps of freed objects: under 0.6 MB for 900 more samples.
     assert long_ - short < (held[1] - held[0]) / 6, (
-        f"peak {long_} B for 600 samples, {short} B for 60; "
-        f"in memory {held[1]} B and {held[0]} B"
+        f"peak {long_} B for 600 samples, {short} B for 60; in memory {held[1]} B and {held[0]} B"
     )
     # What was stored is what the in-memory result says, sample for sample.
     assert len(whole.samples) == 60 and whole.checkpoints and whole.others
