@@ -65,8 +65,11 @@ def _plugin_commands() -> tuple[dict[str, str], bool]:
     imported), and whether another package declares plug-ins: a third party's
     command can be known only by loading it (``registry.commands``)."""
     own, others = {}, False
+    names: dict[int, str] = {}  # each Distribution.name parses its METADATA again
     for ep in importlib.metadata.entry_points(group=GROUP):
-        if ep.dist is None or ep.dist.name != OWN:
+        if ep.dist is not None and id(ep.dist) not in names:
+            names[id(ep.dist)] = ep.dist.name
+        if ep.dist is None or names[id(ep.dist)] != OWN:
             others = True
         elif ep.name.endswith(COMMAND_SUFFIX):
             own[ep.name.removesuffix(COMMAND_SUFFIX)] = ep.value

@@ -33,7 +33,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -67,18 +67,21 @@ def headline(values: Sequence[float]) -> float:
     return float(statistics.median(values))
 
 
-def _scipy() -> tuple[ModuleType, ModuleType]:
-    """SciPy's special functions and statistics, imported on first use: importing
-    them takes seconds on a busy machine, and ``pgrig --version`` never needs them."""
+def _scipy() -> ModuleType:
+    """SciPy's special functions, imported on first use. ``scipy.special`` alone:
+    ``scipy.stats`` costs 0.95 s of CPU to import where ``scipy.special`` costs
+    0.35 (NumPy included), in every pgrig process that computes an interval
+    (docs/bench.md, "Starting a pgrig process"). What its t and binomial
+    distributions compute is the special function called here, the same values
+    to the bit (tests/test_stats.py holds them against ``scipy.stats``)."""
     from scipy import special
-    from scipy import stats as sps
 
-    return special, sps
+    return cast("ModuleType", special)
 
 
 def betainc(a: float, b: float, x: float) -> float:
     """Regularized incomplete beta I_x(a, b)."""
-    special, _ = _scipy()
+    special = _scipy()
     return float(special.betainc(a, b, min(max(x, 0.0), 1.0)))
 
 
@@ -91,8 +94,8 @@ def _check_df(df: float) -> None:
 def t_two_sided_p(t: float, df: float) -> float:
     """P(|T| >= |t|) for Student's t with ``df`` degrees of freedom."""
     _check_df(df)
-    _, sps = _scipy()
-    return float(2.0 * sps.t.sf(abs(t), df))
+    # scipy.stats.t.sf(x, df) is stdtr(df, -x)
+    return float(2.0 * _scipy().stdtr(df, -abs(t)))
 
 
 def t_quantile(p: float, df: float) -> float:
@@ -108,8 +111,8 @@ def t_quantile(p: float, df: float) -> float:
 # comparison (4,456 calls in one report, bench/routes.py).
 @lru_cache(maxsize=4096)
 def _t_ppf(p: float, df: float) -> float:
-    _, sps = _scipy()
-    return float(sps.t.ppf(p, df))
+    # scipy.stats.t.ppf(p, df) is stdtrit(df, p) plus its loc, 0.0 (-0.0 becomes 0.0)
+    return float(_scipy().stdtrit(df, p)) + 0.0
 
 
 def t_quantile_975(df: float) -> float:
@@ -150,8 +153,25 @@ class Interval:
 def order_coverage(n: int, k: int = 1) -> float:
     """Probability that [x(k), x(n-k+1)] of ``n`` sorted runs holds the true median,
     whatever the distribution: 1 - 2 * P(Binomial(n, 1/2) < k)."""
-    _, sps = _scipy()
-    return float(1.0 - 2.0 * sps.binom.cdf(k - 1, n, 0.5))
+    return 1.0 - 2.0 * _binom_cdf(k - 1, n, 0.5)
+
+
+def _binom_cdf(k: int, n: int, p: float) -> float:
+    """P(Binomial(n, p) <= k) as ``scipy.stats.binom.cdf`` computes it: 0 below
+    the support, 1 from n on, else the private ufunc it calls in the SciPy
+    installed here (1.17); a SciPy without it (its name has moved between
+    versions) is asked through ``scipy.stats`` itself."""
+    if k < 0:
+        return 0.0
+    if k >= n:
+        return 1.0
+    try:
+        from scipy.special._ufuncs import _binom_cdf
+    except ImportError:
+        from scipy.stats import binom
+
+        return float(binom.cdf(k, n, p))
+    return float(_binom_cdf(float(k), float(n), p))
 
 
 def median_interval(values: Sequence[float]) -> Interval | None:
@@ -542,14 +562,33 @@ def adjust(comparisons: Sequence[Comparison]) -> list[Comparison]:
     out = list(comparisons)
     if len(tested) < 2:
         return out
-    ps = [comparisons[i].p_value for i in tested]
-    _, sps = _scipy()
-    qs = sps.false_discovery_control(ps, method="bh")
+    ps = []
+    for i in tested:
+        p = comparisons[i].p_value
+        assert p is not None  # an interval comes with its test
+        ps.append(p)
+    qs = _bh(ps)
     called = sum(float(q) < ALPHA for q in qs)
     alpha = max(called, 1) * ALPHA / len(tested)
     for i, q in zip(tested, qs, strict=True):
         out[i] = replace(out[i], q_value=float(q), alpha=alpha)
     return out
+
+
+def _bh(ps: Sequence[float]) -> list[float]:
+    """Benjamini-Hochberg adjusted p-values, as ``scipy.stats.false_discovery_control``
+    (method "bh") computes them, step by step and so to the bit: each p times
+    m / its rank, the running minimum from the largest down, clipped to [0, 1]
+    (here, not there, so that ``scipy.stats`` is not imported: ``_scipy``)."""
+    m = len(ps)
+    order = sorted(range(m), key=ps.__getitem__)
+    adjusted = [0.0] * m
+    running = math.inf
+    for rank in range(m, 0, -1):
+        i = order[rank - 1]
+        running = min(running, ps[i] * (m / rank))
+        adjusted[i] = min(max(running, 0.0), 1.0)
+    return adjusted
 
 
 def family_note(comparisons: Sequence[Comparison], study_total: int | None = None) -> str | None:

@@ -10,18 +10,18 @@ import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import click
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    Progress,
-    SpinnerColumn,
-    TaskProgressColumn,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import Progress
+
+# rich is imported when a Ui is made (its console) and when a step shows a
+# line (its progress), not with this module: every pgrig process imports this
+# one (through pgrig.step and the registry) and most of them show no progress
+# (docs/bench.md, "Starting a pgrig process").
 
 # A step's line changes once a second (pgbench -P): redrawing it more often is
 # CPU taken from the server (rich rebuilds the line's table at every redraw,
@@ -74,6 +74,8 @@ MIN_COLUMNS = 40
 
 class Ui:
     def __init__(self, *, quiet: bool = False, console: Console | None = None) -> None:
+        from rich.console import Console
+
         self.console = console or Console(stderr=True, highlight=False, width=_width())
         self.quiet = quiet
         # Steps running at once (targets measured concurrently) share one live
@@ -103,6 +105,16 @@ class Ui:
     @contextmanager
     def step(self, label: str, total: float | None = None) -> Iterator[Step]:
         """A live progress line; with ``total`` a bar and a remaining-time estimate."""
+        from rich.progress import (
+            BarColumn,
+            Progress,
+            SpinnerColumn,
+            TaskProgressColumn,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
         columns = [
             SpinnerColumn(),
             TextColumn("{task.description}"),

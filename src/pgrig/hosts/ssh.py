@@ -26,13 +26,19 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
-
-import asyncssh
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pgrig.errors import ToolError, ToolTimeout
 from pgrig.hosts.executor import SH, Executor, Started
 from pgrig.hosts.inventory import Host
+
+if TYPE_CHECKING:
+    import asyncssh
+
+# asyncssh (and cryptography under it) is imported where a connection is made
+# or used, not with this module: the registry imports this one in every pgrig
+# process (the ssh executor), 0.2 s of CPU a start that a study on this machine
+# never needs (docs/bench.md, "Starting a pgrig process").
 
 CONNECT_TIMEOUT_S = 10.0
 FILE_TIMEOUT_S = 120.0
@@ -76,6 +82,8 @@ async def _outcome(coro: Coroutine[object, None, T], timeout: float) -> T | _Fai
 
 def call(coro: Coroutine[object, None, T], timeout: float, what: str) -> T:
     """Run ``coro`` on the SSH loop and wait at most ``timeout`` seconds."""
+    import asyncssh
+
     future = asyncio.run_coroutine_threadsafe(_outcome(coro, timeout), _event_loop())
     try:
         value = future.result(timeout + ANSWER_SLACK_S)
@@ -106,6 +114,8 @@ class SshConnectError(Exception):
 
 
 async def _connect(host: Host, timeout: float = CONNECT_TIMEOUT_S) -> asyncssh.SSHClientConnection:
+    import asyncssh
+
     options: dict[str, Any] = {
         "port": host.port,
         "connect_timeout": timeout,
@@ -156,6 +166,8 @@ class _SshStarted(Started):
         self._pumping: asyncio.Task[None] | None = None
 
     async def begin(self, line: str, stdin: bool) -> None:
+        import asyncssh
+
         conn = self._executor.connection()
         self._process = await conn.create_process(line, stdin=asyncssh.PIPE if stdin else None)
         if not stdin:
@@ -171,6 +183,8 @@ class _SshStarted(Started):
         self._pumping = asyncio.get_running_loop().create_task(self._pump())
 
     async def _pump(self) -> None:
+        import asyncssh
+
         assert self._process is not None
 
         async def out() -> None:
@@ -321,6 +335,8 @@ class SshExecutor(Executor):
         return started
 
     def _files(self, coro: Awaitable[T], what: str) -> T:
+        import asyncssh
+
         async def with_sftp() -> T:
             return await coro
 

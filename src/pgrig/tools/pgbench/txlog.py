@@ -16,18 +16,26 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
-import numpy.typing as npt
 from hdrh.histogram import HdrHistogram
 
 from pgrig.errors import ParseError
 from pgrig.results import LatencySummary
 
-# Every array here holds integers (seconds, microseconds, counts); named with
-# its dtype so that numpy's stubs before and after 2.4 (type parameters with
-# defaults) both check it.
-Ints = npt.NDArray[np.int64]
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    # Every array here holds integers (seconds, microseconds, counts); named
+    # with its dtype so that numpy's stubs before and after 2.4 (type
+    # parameters with defaults) both check it.
+    Ints = npt.NDArray[np.int64]
+
+# numpy is imported by the functions that make or read arrays, not with this
+# module: every pgrig process imports it (through pgrig.load and the registry)
+# and most never read a log (0.1 s of CPU a start: docs/bench.md, "Starting a
+# pgrig process").
 
 LOWEST_US = 1
 HIGHEST_US = 3_600_000_000
@@ -100,12 +108,16 @@ class Histogram:
 
     def counts(self) -> Ints:
         """The HdrHistogram's counters, read in place."""
+        import numpy as np
+
         return np.frombuffer(self.hdr.counts, dtype=np.uint64, count=self.hdr.counts_len)
 
     def percentiles_us(self, pcts: Sequence[float]) -> list[int]:
         """Nearest-rank percentiles (as ``nearest_rank``): the upper end of the
         bucket holding that rank, which is at most 0.1% above the sample, and
         never above the exact max. Empty: zeros."""
+        import numpy as np
+
         total = self.samples
         if not total:
             return [0 for _ in pcts]
@@ -135,11 +147,15 @@ class PerSecond(Mapping[int, int]):
     __slots__ = ("first", "counts")
 
     def __init__(self, first: int = 0, counts: Ints | None = None) -> None:
+        import numpy as np
+
         self.first = first
         self.counts = np.zeros(0, dtype=np.int64) if counts is None else counts
 
     def add(self, seconds: Ints) -> None:
         """Count one completion at each of ``seconds`` (integers)."""
+        import numpy as np
+
         if not len(seconds):
             return
         self._cover(int(seconds.min()), int(seconds.max()))
@@ -147,6 +163,8 @@ class PerSecond(Mapping[int, int]):
 
     def _cover(self, low: int, high: int) -> None:
         """Grow the array to hold seconds ``low`` to ``high``."""
+        import numpy as np
+
         if len(self.counts):
             low, high = min(low, self.first), max(high, self.first + len(self.counts) - 1)
         if high - low > MAX_SPAN_S:
@@ -173,9 +191,13 @@ class PerSecond(Mapping[int, int]):
         raise KeyError(second)
 
     def __iter__(self) -> Iterator[int]:
+        import numpy as np
+
         return (self.first + int(i) for i in np.flatnonzero(self.counts))
 
     def __len__(self) -> int:
+        import numpy as np
+
         return int(np.count_nonzero(self.counts))
 
 
@@ -236,13 +258,15 @@ def _numbers(lines: list[str], path: Path, first_lineno: int) -> Ints:
     case) in a fifth of a Python loop's time (bench/txlog.py); a block holding
     skipped or failed transactions loses them to one regular expression first;
     only a block still refused is read line by line, for the line to blame."""
+    import numpy as np
+
     if not (lines[0].strip() or any(line.strip() for line in lines)):
-        return _NO_ROWS  # (numpy warns of a block without data)
+        return _no_rows()  # (numpy warns of a block without data)
     rows = _plain(lines)
     if rows is None:
         # Skipped and failed transactions (a word for the time) dropped at C speed.
         text = _NO_SAMPLE.sub("", "".join(lines))
-        rows = _plain(text.splitlines()) if text.strip() else _NO_ROWS
+        rows = _plain(text.splitlines()) if text.strip() else _no_rows()
     if rows is not None:
         return rows
     kept = []
@@ -258,7 +282,7 @@ def _numbers(lines: list[str], path: Path, first_lineno: int) -> Ints:
         if cols[2].isdigit():
             kept.append(" ".join(cols[:6]))
     if not kept:
-        return _NO_ROWS
+        return _no_rows()
     try:
         return np.loadtxt(kept, dtype=np.int64, ndmin=2).reshape(-1, 6)
     except (ValueError, OverflowError):
@@ -272,6 +296,8 @@ def _numbers(lines: list[str], path: Path, first_lineno: int) -> Ints:
 def _plain(lines: list[str]) -> Ints | None:
     """Lines of six or more non-negative integers each, parsed by numpy; None
     for anything else."""
+    import numpy as np
+
     try:
         rows = np.loadtxt(lines, dtype=np.int64, comments=None, ndmin=2)
     except (ValueError, OverflowError):
@@ -279,7 +305,12 @@ def _plain(lines: list[str]) -> Ints | None:
     return rows if rows.shape[1] >= 6 and not (rows[:, :6] < 0).any() else None
 
 
-_NO_ROWS = np.empty((0, 6), dtype=np.int64)
+def _no_rows() -> Ints:
+    import numpy as np
+
+    return np.empty((0, 6), dtype=np.int64)
+
+
 # pgbench's line for a transaction without a latency: "skipped", "failed",
 # "serialization" or "deadlock" in place of the time, the rest numbers.
 _NO_SAMPLE = re.compile(r"^\d+ \d+ [a-z]+ \d+ \d+ \d+(?: \d+)*\n", re.MULTILINE)
@@ -298,6 +329,8 @@ class _Counts:
         self.completed: dict[int, PerSecond] = {}
 
     def add(self, rows: Ints) -> None:
+        import numpy as np
+
         if not len(rows):
             return
         scripts = rows[:, 3]

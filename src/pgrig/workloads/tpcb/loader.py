@@ -45,7 +45,6 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-import numpy as np
 import psycopg
 from psycopg import sql
 
@@ -53,7 +52,6 @@ from pgrig.cluster import loadwal
 from pgrig.conninfo import Conn
 from pgrig.results import PgbenchInit
 from pgrig.tools import pgbench
-from pgrig.workloads.copybin import COPY_HEADER, COPY_TRAILER
 from pgrig.workloads.parallel import Unit, build_workers, load_settings, run_parallel
 
 BRANCHES_PER_SCALE = 1
@@ -70,6 +68,10 @@ ACCOUNT_DEFAULTS = {"abalance": "0", "filler": "''"}
 def account_rows(first: int, last: int, aid_bytes: int) -> bytes:
     """Binary COPY rows (``ACCOUNT_COLUMNS``) of pgbench_accounts for aid
     ``first`` to ``last`` inclusive."""
+    # numpy here, not with the module: the registry imports this one in every
+    # pgrig process (docs/bench.md, "Starting a pgrig process").
+    import numpy as np
+
     aid_type = ">i4" if aid_bytes == 4 else ">i8"
     row = np.dtype(
         [
@@ -103,6 +105,8 @@ def _account_defaults(set_them: bool) -> Unit:
 
 def _copy_accounts(table: str, first: int, last: int, aid_bytes: int, freeze: bool) -> Unit:
     def run(db: psycopg.Connection) -> None:
+        from pgrig.workloads.copybin import COPY_HEADER, COPY_TRAILER  # numpy: account_rows
+
         ident = sql.Identifier(table)
         options = sql.SQL("FORMAT binary, FREEZE" if freeze else "FORMAT binary")
         with db.transaction():

@@ -28,6 +28,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 import psycopg
 from psycopg import sql
@@ -35,9 +36,8 @@ from psycopg import sql
 from pgrig.cluster import loadwal
 from pgrig.conninfo import Conn
 from pgrig.errors import UsageError
-from pgrig.workloads import copybin
 from pgrig.workloads.parallel import Unit, build_workers, load_settings, run_parallel
-from pgrig.workloads.tpcc import TABLES, generate, sqlfiles
+from pgrig.workloads.tpcc import TABLES, sqlfiles
 from pgrig.workloads.tpcc.model import TpccLoad
 
 __all__ = ["Unit", "load", "run_parallel"]
@@ -47,7 +47,10 @@ MB = 1_000_000
 DATA_BYTES_PER_WAREHOUSE = 120 * MB
 BIG_TABLES = ("stock", "customer", "order_line")  # split in warehouse ranges past 3 jobs
 FREEZE_MAPS_FROM = 140000  # COPY FREEZE sets the visibility map
-Blocks = Callable[[copybin.Generator, int], Iterator[bytes]]
+if TYPE_CHECKING:
+    from pgrig.workloads import copybin
+
+    Blocks = Callable[[copybin.Generator, int], Iterator[bytes]]
 
 Progress = Callable[[str], None]
 
@@ -117,6 +120,8 @@ def _copy(table: str, first: int, last: int, blocks: Blocks, whole: bool, timing
     its indexes build while other connections still copy."""
 
     def run(db: psycopg.Connection) -> None:
+        from pgrig.workloads import copybin
+
         g = copybin.Generator()
         ident = sql.Identifier("tpcc", table)
         options = sql.SQL("FORMAT binary, FREEZE" if whole else "FORMAT binary")
@@ -146,6 +151,11 @@ def copy_units(
 ) -> tuple[list[Unit], set[str]]:
     """The COPY units, slowest first, and the tables loaded whole (frozen,
     analyzed and indexed by their unit)."""
+    # The rows' generators (numpy) imported when a load is planned, not with
+    # this module: the registry imports it in every pgrig process (docs/bench.md,
+    # "Starting a pgrig process").
+    from pgrig.workloads.tpcc import generate
+
     now = datetime.now()
     blocks: dict[str, Blocks] = {
         "order_line": lambda g, w: iter((generate.order_lines(g, w, seed, now),)),
