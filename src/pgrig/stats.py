@@ -157,21 +157,14 @@ def order_coverage(n: int, k: int = 1) -> float:
 
 
 def _binom_cdf(k: int, n: int, p: float) -> float:
-    """P(Binomial(n, p) <= k) as ``scipy.stats.binom.cdf`` computes it: 0 below
-    the support, 1 from n on, else the private ufunc it calls in the SciPy
-    installed here (1.17); a SciPy without it (its name has moved between
-    versions) is asked through ``scipy.stats`` itself."""
+    """P(Binomial(n, p) <= k): 0 below the support, 1 from n on, else SciPy's
+    public special function (``scipy.stats.binom.cdf`` calls another one,
+    agreeing within 1e-13: tests/test_stats.py)."""
     if k < 0:
         return 0.0
     if k >= n:
         return 1.0
-    try:
-        from scipy.special._ufuncs import _binom_cdf
-    except ImportError:
-        from scipy.stats import binom
-
-        return float(binom.cdf(k, n, p))
-    return float(_binom_cdf(float(k), float(n), p))
+    return float(_scipy().bdtr(k, n, p))
 
 
 def median_interval(values: Sequence[float]) -> Interval | None:
