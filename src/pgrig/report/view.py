@@ -68,7 +68,7 @@ def build(
     # answer and every section read this index.
     study_index = index.of(sorted(records, key=_record_order))
     records = list(study_index.records)
-    targets = compare.targets_of(study.params, records)
+    targets = compare.targets_of(study.params, study_index)
     per_second = Progress(progress)  # one for every section: each run read once for its noise
     baseline = _baseline(study, targets)
     meanings = {t: m for t in targets if (m := meaning_of(study, t)) is not None}
@@ -90,7 +90,7 @@ def build(
         sections = _one_target_sections(study, ev, samples)
     return ReportView(
         title=f"pgrig report: {study_label(study)}",
-        meta=header(study, records),
+        meta=header(study, study_index),
         sections=tuple(conclusions.section(ev, sections, answered)),
     )
 
@@ -106,7 +106,7 @@ def _baseline(study: Study, targets: Sequence[str]) -> str:
 
 def _one_target_sections(study: Study, ev: Evidence, samples: SampleReader) -> list[Section]:
     """The sections of a study of one target (or none)."""
-    records, baseline, per_second = list(ev.records), ev.baseline, ev.progress
+    records, baseline, per_second = ev.index, ev.baseline, ev.progress
     timing = list(ev.index.kind(TIMING))
     fsync = list(ev.index.kind(FSYNC))
     fio = sorted(ev.index.kind(FIO), key=fio_order)
@@ -129,7 +129,7 @@ def _comparison_sections(
     """The sections of a comparison of targets: the comparison table first,
     then each target's own sections."""
     records, targets, baseline, progress = (
-        list(ev.records),
+        ev.index,
         list(ev.targets),
         ev.baseline,
         ev.progress,
@@ -185,10 +185,10 @@ def _target_sections(
 ) -> list[Section]:
     """One target's own sections: its machine and server when they are its own,
     its probes, its workloads' runs."""
-    mine = list(study_index.of_target.get(t, ()))
-    probes = {k.name: [r for r in study_index.kind(k) if r.target == t] for k in PROBE_KINDS}
+    mine = study_index.target(t)
+    probes = {k.name: list(mine.kind(k)) for k in PROBE_KINDS}
     env = study.target_environments.get(t)
-    barriers = storage_report.barriers_off(study_index.records).get(t, "")
+    barriers = storage_report.barriers_off(study_index).get(t, "")
     per_target = [
         timing_section(probes[TIMING.name], study.environment),
         fsync_section(probes[FSYNC.name], t, barriers),
@@ -260,24 +260,26 @@ def summary_section(
     if fsync_row is not None:
         rows.append(fsync_row)
     rows += [fio_summary(rec) for rec in fio]
-    target = compare.targets_of(study.params, records)[0] if records else study.target
+    study_index = index.read(records)
+    target = compare.targets_of(study.params, study_index)[0] if records else study.target
     meaning = meaning_of(study, target)
-    runs = Runs(records, target, meaning, progress)
+    runs = Runs(study_index, target, meaning, progress)
     reports = registry.runs_reports()
     notes: list[str] = []
-    if meaning is not None and any(not any(k.holds(r) for k in PROBE_KINDS) for r in records):
+    probed = sum(len(study_index.kind(k)) for k in PROBE_KINDS)
+    if meaning is not None and probed < len(study_index):
         # Before the server's numbers: the probes do not depend on its settings.
         rows.append(Row(("PostgreSQL settings", meaning.line())))
         notes += [f"{c}." for c in meaning.caveats()]
     if any(report.sweeps(runs) for report in reports):
         # Several workloads, scales or durations: every point, as in a campaign.
-        table = compare.comparison_table(records, [target], target, progress=progress)
+        table = compare.comparison_table(study_index, [target], target, progress=progress)
         rows.extend(r for r in table.rows if not _is_probe_row(r))
     else:
         rows.extend(r for report in reports for r in report.headline_rows(runs))
         # The other workloads' headline figure, a row per point (TPC-C's tpmC).
         family = Family()
-        rows.extend(family.rows(compare.summary_rows(records, target, [], family)))
+        rows.extend(family.rows(compare.summary_rows(study_index, target, [], family)))
     sweep = [f for report in reports for f in report.summary_figures(runs)]
     table = Table(
         columns=("Test Case", target),  # the target's name, not its directory
@@ -287,7 +289,7 @@ def summary_section(
         numeric=(False, True),
     )
     blocks: tuple[Table | Figure, ...] = ((table,) if rows else ()) + tuple(sweep)
-    return Section("Performance Summary", "summary", interference_lines(records), blocks)
+    return Section("Performance Summary", "summary", interference_lines(study_index), blocks)
 
 
 def interference_lines(records: Sequence[RunRecord]) -> tuple[str, ...]:
