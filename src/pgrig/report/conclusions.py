@@ -414,7 +414,7 @@ def evidence_of(
 ) -> Evidence:
     """``indexed``: the records' index, when the report built it (else built here)."""
     return Evidence(
-        tuple(records),
+        indexed if indexed is not None else tuple(records),
         tuple(targets),
         baseline,
         environment,

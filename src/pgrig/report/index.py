@@ -67,9 +67,11 @@ class StudyIndex(Sequence[RunRecord]):
         """The records of ``kind`` by target, in their order."""
         return self.kind_target.get(kind.name, {})
 
-    def steps(self) -> tuple[RunRecord, ...]:
-        """The study's runs: every record but the monitor's."""
-        return tuple(r for r in self.records if r.kind != MONITOR.name)
+    def other_than(self, *kinds: ResultKind) -> tuple[RunRecord, ...]:
+        """The records of every other kind, in their order (``other_than(MONITOR)``:
+        the study's runs, the monitor's records of them left out)."""
+        names = {k.name for k in kinds}
+        return tuple(r for r in self.records if r.kind not in names)
 
     def target(self, target: str) -> StudyIndex:
         """The index of one target's records (their results decoded already)."""
