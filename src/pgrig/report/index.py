@@ -67,6 +67,15 @@ class StudyIndex(Sequence[RunRecord]):
         """The records of ``kind`` by target, in their order."""
         return self.kind_target.get(kind.name, {})
 
+    def succeeded(self) -> list[tuple[RunRecord, ResultKind, object]]:
+        """Every record whose run succeeded, with its kind and its result, in the
+        records' order."""
+        return [
+            (r, self.kinds[r.kind], res)
+            for r in self.records
+            if (res := self.by_key.get(r.key)) is not None and r.kind in self.kinds
+        ]
+
     def other_than(self, *kinds: ResultKind) -> tuple[RunRecord, ...]:
         """The records of every other kind, in their order (``other_than(MONITOR)``:
         the study's runs, the monitor's records of them left out)."""
