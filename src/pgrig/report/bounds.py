@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from pgrig.document import fmt
 from pgrig.monitor.verdict import CAUSES, CLASS_NOUNS
-from pgrig.probe import FIO, FSYNC
+from pgrig.probe import FIO
 from pgrig.registry.report import Conclusion
 from pgrig.registry.shared import PGBENCH_RUN
 from pgrig.report.evidence import Evidence, client_counts, point_words
@@ -109,8 +109,7 @@ def sync_method(ev: Evidence, target: str) -> str:
 
 
 def probe_sync(ev: Evidence, target: str) -> Probe | None:
-    runs = ev.index.by_target(FSYNC).get(target, ())
-    median = FsyncRuns.of(runs).median()
+    median = FsyncRuns.of(ev.index.target(target)).median()
     method = sync_method(ev, target)
     head = fsync_headline(median, method) if median is not None else None
     if head is None or head.usecs_per_op is None:  # a method pg_test_fsync gave n/a

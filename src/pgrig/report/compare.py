@@ -180,7 +180,7 @@ def comparison_table(
     out.server = {t: m.unsafe() for t, m in (meanings or {}).items()}
     family = Family(ledger)
     by_kind = study_index.kind_target
-    _fsync_row(by_kind, out, same_storage(by_kind, baseline, others, bool(machines)))
+    _fsync_row(study_index, out, same_storage(by_kind, baseline, others, bool(machines)))
     _fio_rows(study_index, out)
     if meanings and set(study_index.of_kind) - {TIMING.name, FSYNC.name, FIO.name}:
         out.rows.append(Draft(_settings_row(meanings, baseline, others).cells))
@@ -216,14 +216,15 @@ def same_storage(by_kind: ByKind, baseline: str, others: list[str], machines: bo
     return {t for t in others if t not in labs and directories(t) == base}
 
 
-def _fsync_row(by_kind: ByKind, out: _Rows, same: Collection[str] = ()) -> None:
+def _fsync_row(study_index: StudyIndex, out: _Rows, same: Collection[str] = ()) -> None:
     """fsync 8K: the single-I/O latency that bounds synchronous commits, compared
     as a latency (us per op: '7.3x slower')."""
     values: dict[str, float | None] = {}
     text: dict[str, str] = {}
-    for t, recs in by_kind.get(FSYNC.name, {}).items():
-        summary = fsync_summary(recs)  # the median over the runs, with their range
-        median = FsyncRuns.of(recs).median()
+    for t in study_index.by_target(FSYNC):
+        mine = study_index.target(t)
+        summary = fsync_summary(mine)  # the median over the runs, with their range
+        median = FsyncRuns.of(mine).median()
         row = fsync_headline(median) if median is not None else None
         if summary is not None:
             text[t] = summary.cells[1]
@@ -247,7 +248,7 @@ def _fio_rows(study_index: StudyIndex, out: _Rows) -> None:
                     text[t] = f"{rec.status}: {rec.reason or ''}".strip(": ")
                 else:
                     values[t] = fio.iops
-                    text[t] = fio_summary(rec).cells[1]  # with fio's own spread
+                    text[t] = fio_summary(rec, fio).cells[1]  # with fio's own spread
         if text:
             # A write waits for the device's flush only when barriers are on.
             writes = "write" in pattern

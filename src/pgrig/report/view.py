@@ -49,10 +49,7 @@ from pgrig.report.progress import Progress, ProgressReader, own_progress
 from pgrig.report.samples import SampleReader, own_samples
 from pgrig.report.status import status_kind
 from pgrig.report.versus import Family
-from pgrig.results import (
-    RunRecord,
-    Study,
-)
+from pgrig.results import FioResult, RunRecord, Study
 
 
 def build(
@@ -107,16 +104,13 @@ def _baseline(study: Study, targets: Sequence[str]) -> str:
 def _one_target_sections(study: Study, ev: Evidence, samples: SampleReader) -> list[Section]:
     """The sections of a study of one target (or none)."""
     records, baseline, per_second = ev.index, ev.baseline, ev.progress
-    timing = list(ev.index.kind(TIMING))
-    fsync = list(ev.index.kind(FSYNC))
-    fio = sorted(ev.index.kind(FIO), key=fio_order)
     return [
-        _with_labs(summary_section(study, fsync, fio, records, per_second), records, samples),
+        _with_labs(summary_section(study, records, per_second), records, samples),
         environment_section(study, records),
         # A probe that did not run leaves no section, as a workload does not.
-        *([timing_section(timing, study.environment)] if timing else []),
-        *([fsync_section(fsync, study.target)] if fsync else []),
-        *([fio_section(fio, study.target)] if fio else []),
+        *([timing_section(records, study.environment)] if records.kind(TIMING) else []),
+        *([fsync_section(records, study.target)] if records.kind(FSYNC) else []),
+        *([fio_section(records, study.target)] if records.kind(FIO) else []),
         *workload_sections(Runs(records, study.target, meaning_of(study, baseline), per_second)),
         *extra_sections(study, records, samples),
         runs_section(ev.index),
@@ -186,13 +180,12 @@ def _target_sections(
     """One target's own sections: its machine and server when they are its own,
     its probes, its workloads' runs."""
     mine = study_index.target(t)
-    probes = {k.name: list(mine.kind(k)) for k in PROBE_KINDS}
     env = study.target_environments.get(t)
     barriers = storage_report.barriers_off(study_index).get(t, "")
     per_target = [
-        timing_section(probes[TIMING.name], study.environment),
-        fsync_section(probes[FSYNC.name], t, barriers),
-        fio_section(sorted(probes[FIO.name], key=fio_order), t),
+        timing_section(mine, study.environment),
+        fsync_section(mine, t, barriers),
+        fio_section(mine, t),
         *workload_sections(Runs(mine, t, meaning_of(study, t), progress)),
     ]
     if env is not None and env.postgres is not None:
@@ -249,18 +242,15 @@ def _record_order(rec: RunRecord) -> tuple[int, str]:
 
 
 def summary_section(
-    study: Study,
-    fsync: Sequence[RunRecord],
-    fio: Sequence[RunRecord],
-    records: Sequence[RunRecord],
-    progress: Progress | None = None,
+    study: Study, records: Sequence[RunRecord], progress: Progress | None = None
 ) -> Section:
     rows: list[Row] = []
-    fsync_row = fsync_summary(fsync)
+    study_index = index.read(records)
+    fsync_row = fsync_summary(study_index)
     if fsync_row is not None:
         rows.append(fsync_row)
-    rows += [fio_summary(rec) for rec in fio]
-    study_index = index.read(records)
+    fio = sorted(study_index.kind(FIO), key=fio_order)
+    rows += [fio_summary(rec, study_index.result(rec, FioResult)) for rec in fio]
     target = compare.targets_of(study.params, study_index)[0] if records else study.target
     meaning = meaning_of(study, target)
     runs = Runs(study_index, target, meaning, progress)
