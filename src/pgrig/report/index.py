@@ -102,6 +102,19 @@ class StudyIndex(Sequence[RunRecord]):
         return self.records[at]
 
 
+def ordered(records: Sequence[RunRecord]) -> StudyIndex:
+    """The index of a study's records in the order they ran (an index given is
+    returned as it is: it was built so)."""
+    if isinstance(records, StudyIndex):
+        return records
+    return of(sorted(records, key=_record_order))
+
+
+def _record_order(rec: RunRecord) -> tuple[int, str]:
+    # Store ids follow execution order; records not yet stored keep their timestamps.
+    return (rec.id if rec.id is not None else 1 << 62, rec.started_at)
+
+
 def read(records: Sequence[RunRecord]) -> StudyIndex:
     """The index a section reads: the report's own when it was handed that (a
     study read once), else one of the records it was given (a test's, a caller's)."""

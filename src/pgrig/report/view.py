@@ -63,7 +63,7 @@ def build(
     without them: ``pgrig.report.samples``, ``pgrig.report.progress``)."""
     # The study read once, here: each stored result decoded and grouped; the
     # answer and every section read this index.
-    study_index = index.of(sorted(records, key=_record_order))
+    study_index = index.ordered(records)
     records = list(study_index.records)
     targets = compare.targets_of(study.params, study_index)
     per_second = Progress(progress)  # one for every section: each run read once for its noise
@@ -230,11 +230,6 @@ def extra_sections(
     out.append(storage_report.memory_section(records, study.environment, samples))
     out.append(monitor_section(study, records, samples))
     return [fold_runs(s) for s in out if s is not None]
-
-
-def _record_order(rec: RunRecord) -> tuple[int, str]:
-    # Store ids follow execution order; records not yet stored keep their timestamps.
-    return (rec.id if rec.id is not None else 1 << 62, rec.started_at)
 
 
 # --------------------------------------------------------------------------
