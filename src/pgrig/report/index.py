@@ -76,6 +76,11 @@ class StudyIndex(Sequence[RunRecord]):
             if (res := self.by_key.get(r.key)) is not None and r.kind in self.kinds
         ]
 
+    def only(self, *kinds: ResultKind) -> tuple[RunRecord, ...]:
+        """The records of these kinds, in their order."""
+        names = {k.name for k in kinds}
+        return tuple(r for r in self.records if r.kind in names)
+
     def other_than(self, *kinds: ResultKind) -> tuple[RunRecord, ...]:
         """The records of every other kind, in their order (``other_than(MONITOR)``:
         the study's runs, the monitor's records of them left out)."""
