@@ -78,7 +78,10 @@ class StudyIndex(Sequence[RunRecord]):
 
     def only(self, *kinds: ResultKind) -> tuple[RunRecord, ...]:
         """The records of these kinds, in their order."""
-        names = {k.name for k in kinds}
+        return self.named(*(k.name for k in kinds))
+
+    def named(self, *names: str) -> tuple[RunRecord, ...]:
+        """The records of the kinds of these names (a plug-in's own), in their order."""
         return tuple(r for r in self.records if r.kind in names)
 
     def other_than(self, *kinds: ResultKind) -> tuple[RunRecord, ...]:
