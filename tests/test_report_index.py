@@ -3,7 +3,10 @@ groups, and each group holds what asking every record gave before (issue 43)."""
 
 from __future__ import annotations
 
+import pytest
+
 from pgrig import registry
+from pgrig.errors import PgrigError
 from pgrig.monitor.model import MONITOR
 from pgrig.registry.shared import PGBENCH_RUN
 from pgrig.report import index
@@ -49,3 +52,33 @@ def test_the_ledger_of_the_index_is_the_ledger_of_the_records() -> None:
     assert len(by_index) == len(by_records)
     got = [by_index.get(k) for k in keys]
     assert got == [by_records.get(k) for k in keys] and any(c is not None for c in got)
+
+
+def test_the_reports_own_plugins_are_data_the_registry_reads() -> None:
+    """cost and why declare their ``Parts`` (no register() called back from the
+    registry): what they declare is what is registered, and a Parts that clashes
+    leaves nothing of it behind."""
+    from pgrig.report import cost, why
+
+    found = {p.name: p for p in registry.plugins()}
+    assert found["cost"].value == "pgrig.report.cost:PARTS"
+    assert set(found["cost"].parts) == {
+        ("report section", "cost"),
+        ("conclusion rule", "latency-target"),
+    }
+    assert list(registry.sections()).count(cost.section) == 1
+    assert list(registry.rules()).count(why.why_rule) == 1
+    # its section under a new name, then a rule whose name is why's: refused whole
+    clash = registry.Parts(
+        sections=(("fresh-section", cost.section),), rules=(("why", cost.goal_rule),)
+    )
+    with pytest.raises(PgrigError, match="clash-plugin .*registered already"):
+        registry.add_plugin(clash, "tests:CLASH", "clash-plugin")
+    assert list(registry.sections()).count(cost.section) == 1
+    assert list(registry.rules()).count(cost.goal_rule) == 1
+    fresh = registry.Parts(sections=(("fresh-section", cost.section),))
+    try:
+        assert registry.add_plugin(fresh, "tests:FRESH") == (("report section", "fresh-section"),)
+        assert list(registry.sections()).count(cost.section) == 2
+    finally:
+        registry.unregister_section("fresh-section", cost.section)

@@ -103,5 +103,4 @@ def _words(items: list[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
-def register() -> None:
-    registry.register_rule("builds", builds)
+PARTS = registry.Parts(rules=(("builds", builds),))

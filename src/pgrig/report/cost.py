@@ -633,6 +633,4 @@ def section(study: Study, records: Sequence[RunRecord]) -> Section | None:
     )
 
 
-def register() -> None:
-    registry.register_section("cost", section)
-    registry.register_rule("latency-target", goal_rule)
+PARTS = registry.Parts(sections=(("cost", section),), rules=(("latency-target", goal_rule),))

@@ -44,7 +44,6 @@ def why_rule(ev: Findings) -> list[Conclusion]:
     return out
 
 
-def register() -> None:
-    """The rule as its own plug-in (entry point ``why``): it reads the cost
-    section's case labels, and the cost section needs nothing of it."""
-    registry.register_rule("why", why_rule)
+# The rule as its own plug-in (entry point ``why``): it reads the cost section's
+# case labels, and the cost section needs nothing of it.
+PARTS = registry.Parts(rules=(("why", why_rule),))
