@@ -251,6 +251,8 @@ def add_plugin(plugin: object, where: str, name: str | None = None) -> tuple[tup
 
 
 def _add_plugin(plugin: object, where: str) -> None:
+    if inspect.ismodule(plugin) and isinstance(getattr(plugin, "PARTS", None), Parts):
+        plugin = plugin.PARTS  # an entry point installed before it named its PARTS
     if isinstance(plugin, Workload):
         register(plugin)
     elif isinstance(plugin, TargetKind):
