@@ -3,6 +3,8 @@ groups, and each group holds what asking every record gave before (issue 43)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pytest
 
 from pgrig import registry
@@ -10,9 +12,24 @@ from pgrig.errors import PgrigError
 from pgrig.monitor.model import MONITOR
 from pgrig.registry.shared import PGBENCH_RUN
 from pgrig.report import index
-from pgrig.report.pointkey import runs_by_point
+from pgrig.report.pointkey import PointKey, point_key
 from pgrig.report.versus import Key, Ledger
+from pgrig.results import PgbenchRun, RunRecord
 from test_report_golden import tiny_cloud
+
+
+def runs_by_point(
+    records: Sequence[RunRecord],
+) -> dict[PointKey, dict[str, list[tuple[RunRecord, PgbenchRun | None]]]]:
+    """The pgbench runs by point and target, each record asked its kind and
+    result, as the report did before its index."""
+    out: dict[PointKey, dict[str, list[tuple[RunRecord, PgbenchRun | None]]]] = {}
+    for rec in records:
+        if PGBENCH_RUN.holds(rec):
+            out.setdefault(point_key(rec), {}).setdefault(rec.target, []).append(
+                (rec, registry.typed_result(rec))
+            )
+    return out
 
 
 def test_the_index_groups_what_each_record_says() -> None:
