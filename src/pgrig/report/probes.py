@@ -232,7 +232,7 @@ def _fsync_cells(label: str, row: FsyncRow, kind: str = NORMAL) -> tuple[str, ..
     return (
         label,
         method,
-        fmt.optional(row.ops_per_sec, lambda v: f"{v:,.3f}"),
+        f"{row.ops_per_sec:,.3f}" if row.ops_per_sec is not None else "n/a",
         fmt.optional(row.usecs_per_op, fmt.integer),
     )
 
