@@ -415,7 +415,7 @@ def _settings_row(meanings: Mapping[str, Meaning], baseline: str, others: list[s
 
 
 def summary_rows(
-    records: Sequence[RunRecord],
+    study_index: StudyIndex,
     baseline: str,
     others: list[str],
     family: Family,
@@ -427,7 +427,6 @@ def summary_rows(
     has them; ``unsafe``: what to say at a target's figure when its storage (or,
     for a kind whose metric counts commits, its server) does not make it durable."""
     rows: list[Draft] = []
-    study_index = index.read(records)
     for kind in study_index.kinds.values():
         if kind.summary is None or kind.metric is None:
             continue

@@ -16,6 +16,7 @@ from pgrig.document import fmt
 from pgrig.document.model import Row, Section, Table
 from pgrig.monitor.model import MonitorResult
 from pgrig.report import index
+from pgrig.report.index import StudyIndex
 from pgrig.results import RunRecord, Study
 from pgrig.storage.emulator import MAX_SHARE, EmulationAtEnd, EmulatorUse
 from pgrig.storage.kinds import EMULATOR, EMULATOR_END
@@ -33,9 +34,8 @@ class EmulatedRun:
     server_share: float | None
 
 
-def emulated_runs(records: Sequence[RunRecord]) -> dict[str, list[EmulatedRun]]:
+def emulated_runs(study: StudyIndex) -> dict[str, list[EmulatedRun]]:
     """Target -> its runs with an emulator record, in the order they ran."""
-    study = index.read(records)
     out: dict[str, list[EmulatedRun]] = {}
     for rec, use in study.ok(EMULATOR, EmulatorUse):
         run_key = rec.key.removesuffix(SUFFIX)
@@ -99,10 +99,10 @@ def line(target: str, runs: Sequence[EmulatedRun]) -> str:
     return text + "."
 
 
-def at_end(records: Sequence[RunRecord]) -> dict[str, EmulationAtEnd]:
+def at_end(study: StudyIndex) -> dict[str, EmulationAtEnd]:
     """Target -> its emulated disks measured again at the end of the study."""
     out: dict[str, EmulationAtEnd] = {}
-    for rec, end in index.read(records).ok(EMULATOR_END, EmulationAtEnd):
+    for rec, end in study.ok(EMULATOR_END, EmulationAtEnd):
         out[rec.target] = end
     return out
 
@@ -132,7 +132,7 @@ def _aim_cell(got: float | None, aim: float) -> str:
 
 def section(study: Study, records: Sequence[RunRecord]) -> Section | None:
     """Run by run: what the emulator took and did, and how close it came."""
-    found = emulated_runs(records)
+    found = emulated_runs(index.read(records))
     if not found:
         return None
     rows = []

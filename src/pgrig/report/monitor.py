@@ -25,6 +25,7 @@ from pgrig.monitor.limits import WAL_SYNCS, limits_from, wal_syncs_line
 from pgrig.monitor.model import MONITOR, MonitorResult
 from pgrig.probe import FSYNC
 from pgrig.report import decimate, index, storage
+from pgrig.report.index import StudyIndex
 from pgrig.report.samples import Columns, SampleReader, own_samples
 from pgrig.results import RunRecord, Study
 
@@ -273,11 +274,11 @@ def client_name(run: RunRecord | None) -> str:
     return "pgbench"
 
 
-def _fdatasync(records: Sequence[RunRecord]) -> dict[str, float]:
+def _fdatasync(study: StudyIndex) -> dict[str, float]:
     """Each target's fdatasync ops/s: the median of its pg_test_fsync runs, the
     figure the report's headline shows."""
     probes: dict[str, list[object]] = {}
-    for rec, res in index.read(records).ok(FSYNC, object):
+    for rec, res in study.ok(FSYNC, object):
         probes.setdefault(rec.target, []).append(res)
     out = {}
     for target, results in probes.items():

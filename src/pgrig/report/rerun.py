@@ -18,6 +18,7 @@ from typing import Any
 
 from pgrig import __version__
 from pgrig.report import index
+from pgrig.report.index import StudyIndex
 from pgrig.results import RunRecord, Study
 
 # pgbench options whose value is a per-run path: the file's name is what a person types.
@@ -75,11 +76,11 @@ def _settings(target: dict[str, Any]) -> list[str]:
     return lines if target.get("settings") else lines[:1]
 
 
-def _loads(records: Sequence[RunRecord], target: str) -> list[str]:
+def _loads(study_index: StudyIndex, target: str) -> list[str]:
     """The loads of ``target``, as the commands that make the same data (each
     result kind says its own: ``ResultKind.rerun``)."""
     out = []
-    for rec, kind, res in index.read(records).target(target).succeeded():
+    for rec, kind, res in study_index.target(target).succeeded():
         if kind.rerun is not None and (argv := kind.rerun(rec.params, res)):
             out.append(shlex.join(argv))
     return out

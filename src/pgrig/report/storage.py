@@ -16,6 +16,7 @@ from pgrig.monitor.model import MONITOR, MonitorResult, Sample
 from pgrig.registry.shared import PGBENCH_INIT, PGBENCH_RUN
 from pgrig.report import emulator as emulator_report
 from pgrig.report import index
+from pgrig.report.index import StudyIndex
 from pgrig.report.samples import SampleReader, own_samples
 from pgrig.results import Environment, PgbenchInit, PgbenchRun, RunRecord
 from pgrig.storage.fsinfo import FilesystemInfo
@@ -267,7 +268,7 @@ def calibration_misses(info: LabInfo) -> list[str]:
 
 
 def _cpu(
-    records: Sequence[RunRecord], target: str, samples: SampleReader
+    study: StudyIndex, target: str, samples: SampleReader
 ) -> tuple[list[float], list[float], list[float]]:  # noqa: E501
     """Per monitored run of ``target``, means over its in-run samples (% of the
     machine): pgrig's own processes (its children, a FUSE layer's process among
@@ -275,7 +276,7 @@ def _cpu(
     ours: list[float] = []
     server: list[float] = []
     named: list[float] = []
-    for rec, mon in index.read(records).target(target).ok(MONITOR, MonitorResult):
+    for rec, mon in study.target(target).ok(MONITOR, MonitorResult):
         inside = [x for x in samples(rec) if x.in_run]
         mine = [x.cpu.pgrig for x in inside if x.cpu.pgrig is not None]
         theirs = [x.cpu.server for x in inside if x.cpu.server is not None]
@@ -423,12 +424,12 @@ def _counts(values: Sequence[int]) -> str:
     return text
 
 
-def cgroup_table(records: Sequence[RunRecord]) -> Table | None:
+def cgroup_table(study: StudyIndex) -> Table | None:
     """What the memory cgroup itself counted during the runs: how often the
     limit was hit, the peak, OOM kills (seed 003's box swapped; here the kernel
     reclaims the cgroup's page cache or kills)."""
     per: dict[tuple[str, str], list[MemoryUse]] = {}
-    for rec, use in index.read(records).ok(MEMORY, MemoryUse):
+    for rec, use in study.ok(MEMORY, MemoryUse):
         mode = str(rec.params.get("mode") or rec.params.get("workload") or "")
         per.setdefault((rec.target, mode), []).append(use)
     if not per:

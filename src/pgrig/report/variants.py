@@ -23,7 +23,7 @@ from pgrig.monitor.model import Sample
 from pgrig.registry.shared import PGBENCH_RUN
 from pgrig.report import index
 from pgrig.report.cost import latency_cell, ok_runs
-from pgrig.report.index import PointRuns
+from pgrig.report.index import PointRuns, StudyIndex
 from pgrig.report.pointkey import PointKey, point_order
 from pgrig.report.samples import SampleReader, own_samples
 from pgrig.report.versus import TPS, VS_NOTE, Cell, Draft, Family, Key, Ledger
@@ -165,12 +165,11 @@ def versions_section(
     )
 
 
-def provenance_table(study: Study, records: Sequence[RunRecord], names: list[str]) -> Table | None:
+def provenance_table(study: Study, study_index: StudyIndex, names: list[str]) -> Table | None:
     """What really ran for each target: the server build (``SELECT version()``:
     release, platform, compiler), where it came from, and every pgbench that
     drove its runs, as each record stored them."""
     rows = []
-    study_index = index.read(records)
     for n in names:
         env = study.target_environments.get(n)
         pg = env.postgres if env is not None else None
