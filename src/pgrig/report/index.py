@@ -123,10 +123,14 @@ def _record_order(rec: RunRecord) -> tuple[int, str]:
     return (rec.id if rec.id is not None else 1 << 62, rec.started_at)
 
 
-def read(records: Sequence[RunRecord]) -> StudyIndex:
+def read(records: Sequence[RunRecord], *kinds: ResultKind) -> StudyIndex:
     """The index a section reads: the report's own when it was handed that (a
-    study read once), else one of the records it was given (a test's, a caller's)."""
-    return records if isinstance(records, StudyIndex) else of(records)
+    study read once), else one of the records it was given (a test's, a caller's;
+    of ``kinds`` alone when given: a caller after one kind decodes no other)."""
+    if isinstance(records, StudyIndex):
+        return records
+    names = {k.name for k in kinds}
+    return of([r for r in records if r.kind in names] if kinds else records)
 
 
 def of(records: Iterable[RunRecord]) -> StudyIndex:

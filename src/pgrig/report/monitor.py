@@ -124,7 +124,7 @@ MANY = 3  # more warnings than this of one kind become one sentence for them all
 
 def _watched(records: Sequence[RunRecord]) -> list[tuple[str, MonitorResult]]:
     out = []
-    for rec, mon in index.read(records).ok(MONITOR, MonitorResult):
+    for rec, mon in index.read(records, MONITOR).ok(MONITOR, MonitorResult):
         out.append((run_label(rec), mon))
     return out
 
