@@ -14,14 +14,14 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from pgrig import stats
+from pgrig import registry, stats
 from pgrig.document import fmt
 from pgrig.document.model import FAILED, HEADLINE, Figure, Row, Section, Table
 from pgrig.meaning import Meaning
 from pgrig.monitor import noise
 from pgrig.monitor.model import Noise
 from pgrig.probe import FIO, FSYNC, TIMING
-from pgrig.registry.shared import PGBENCH_INIT, SQL_SETUP
+from pgrig.registry.shared import BUILTIN, PGBENCH_INIT, SQL_SETUP
 from pgrig.report import index
 from pgrig.report.cost import latency_cell, latency_vs, ok_runs
 from pgrig.report.figures import tps_over_time as tps_over_time  # named here for its tests
@@ -281,7 +281,9 @@ def _load_rows(study_index: StudyIndex, out: _Rows) -> None:
                     text[t] += f" (database {fmt.size(res.database_bytes)})"
             else:
                 text[t] = f"{rec.status}: {rec.reason or ''}"
-        label = f"TPC-B load, scale {scale}" if scale is not None else f"{workload} setup"
+        # pgbench -i's load is its workload's (pgbench's built-in one, before records named it)
+        titled = registry.title(workload or BUILTIN)
+        label = f"{titled} load, scale {scale}" if scale is not None else f"{workload} setup"
         out.single(label, values, out.flagged(text), higher_is_better=False)  # seconds
 
 

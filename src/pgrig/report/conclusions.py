@@ -57,7 +57,7 @@ from pgrig.document.model import Figure, Section
 from pgrig.meaning import Meaning
 from pgrig.monitor.model import MONITOR
 from pgrig.registry.report import Conclusion
-from pgrig.registry.shared import PGBENCH_RUN
+from pgrig.registry.shared import BUILTIN, PGBENCH_RUN
 from pgrig.report.bounds import client_bound, fsync_bound, io_cap, vm_wakeup, wait_bound
 from pgrig.report.evidence import Evidence, Rule, point_words
 from pgrig.report.index import StudyIndex
@@ -316,7 +316,8 @@ def load(ev: Evidence) -> list[Conclusion]:
     # The loads in their order: pgbench -i's (a PgbenchInit), a workload's setup (SetupResult)
     for rec, _, res in ev.index.succeeded():
         if isinstance(res, PgbenchInit):
-            label = f"Loading TPC-B scale {res.scale}"
+            titled = registry.title(str(rec.params.get("workload") or BUILTIN))
+            label = f"Loading {titled} scale {res.scale}"
         elif isinstance(res, SetupResult) and res.files:
             label = f"Setting up {rec.params.get('workload', 'the workload')}"
         else:
