@@ -3,7 +3,9 @@ groups, and each group holds what asking every record gave before (issue 43)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import sys
+from collections import Counter
+from collections.abc import Iterable, Sequence
 
 import pytest
 
@@ -11,10 +13,11 @@ from pgrig import registry
 from pgrig.errors import PgrigError
 from pgrig.monitor.model import MONITOR
 from pgrig.registry.shared import PGBENCH_RUN
-from pgrig.report import index
+from pgrig.report import index, view
 from pgrig.report.pointkey import PointKey, point_key
 from pgrig.report.versus import Key, Ledger
-from pgrig.results import PgbenchRun, RunRecord
+from pgrig.results import PgbenchRun, ResultKind, RunRecord
+from test_report_answer import stored
 from test_report_golden import tiny_cloud
 
 
@@ -99,3 +102,43 @@ def test_the_reports_own_plugins_are_data_the_registry_reads() -> None:
         assert list(registry.sections()).count(cost.section) == 2
     finally:
         registry.unregister_section("fresh-section", cost.section)
+
+
+@pytest.mark.parametrize(
+    "name", ["tiny_cloud", "quick", "versions", "tpcc_settings", "custom_login", "backup_two"]
+)
+def test_no_section_asks_a_record_its_kind_or_decodes_it(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every section reads the study's index: a whole report asks no record its
+    kind (``ResultKind.holds``, ``records``) and decodes each in one place, the
+    index (the readers of one run's samples or -P points hand back its value)."""
+    study, records = tiny_cloud() if name == "tiny_cloud" else stored(name)
+    asked: list[str] = []
+
+    def holds(self: ResultKind, record: RunRecord) -> bool:
+        asked.append(f"{self.name}.holds from {sys._getframe(1).f_code.co_qualname}")
+        return record.kind == self.name
+
+    def of_kind(self: ResultKind, records: Iterable[RunRecord]) -> list[RunRecord]:
+        asked.append(f"{self.name}.records from {sys._getframe(1).f_code.co_qualname}")
+        return [r for r in records if r.kind == self.name]
+
+    decoding: Counter[str] = Counter()
+    typed_result = registry.typed_result
+
+    def counted(record: RunRecord) -> object:
+        caller = sys._getframe(1).f_code
+        decoding[f"{caller.co_filename.rsplit('/', 1)[-1]}:{caller.co_qualname}"] += 1
+        return typed_result(record)
+
+    monkeypatch.setattr(ResultKind, "holds", holds)
+    monkeypatch.setattr(ResultKind, "records", of_kind)
+    monkeypatch.setattr(registry, "typed_result", counted)
+    built = view.build(study, records)
+    assert built.sections and not asked, asked
+    # index.of decodes through registry.decoded, once per record, then reads the values
+    index_of = {"__init__.py:decoded", "index.py:of"}
+    readers = {"samples.py:own_samples", "progress.py:own_progress"}
+    assert set(decoding) <= index_of | readers, decoding
+    assert decoding["__init__.py:decoded"] == len(records)

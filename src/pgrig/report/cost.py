@@ -419,10 +419,12 @@ def throughput(result: object) -> float | None:
 def measured(records: Sequence[RunRecord]) -> dict[tuple[str, str], list[RunRecord]]:
     """Every run the monitor watched, by (case, target), in the records' order."""
     study = index.read(records)
+    runs = {r.key for r in study.kind(PGBENCH_RUN)}  # labelled by their pgbench point
     out: dict[tuple[str, str], list[RunRecord]] = {}
     for rec in study.other_than(MONITOR):
         if rec.key in study.watching:
-            out.setdefault((case_label(rec), rec.target), []).append(rec)
+            label = point_key(rec).label if rec.key in runs else case_words(rec.kind, rec.params)
+            out.setdefault((label, rec.target), []).append(rec)
     return out
 
 

@@ -13,7 +13,7 @@ from pgrig.monitor.model import MONITOR
 from pgrig.registry.report import Conclusion, Findings
 from pgrig.registry.shared import PGBENCH_RUN
 from pgrig.report import index
-from pgrig.report.cost import case_label
+from pgrig.report.cost import case_words
 
 
 def why_rule(ev: Findings) -> list[Conclusion]:
@@ -25,7 +25,7 @@ def why_rule(ev: Findings) -> list[Conclusion]:
             continue
         # "unknown" says nothing: the monitor saw no cause stand out
         if mon.verdict.cause != "unknown":
-            per = verdicts.setdefault(case_label(rec), {})
+            per = verdicts.setdefault(case_words(rec.kind, rec.params), {})
             per.setdefault(rec.target, []).append(mon.verdict.label)
     out = []
     for case, per in verdicts.items():
