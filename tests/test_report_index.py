@@ -105,7 +105,16 @@ def test_the_reports_own_plugins_are_data_the_registry_reads() -> None:
 
 
 @pytest.mark.parametrize(
-    "name", ["tiny_cloud", "quick", "versions", "tpcc_settings", "custom_login", "backup_two"]
+    "name",
+    [
+        "tiny_cloud",
+        "quick",
+        "versions",
+        "tpcc_settings",
+        "tpcc_rates",
+        "custom_login",
+        "backup_two",
+    ],
 )
 def test_no_section_asks_a_record_its_kind_or_decodes_it(
     name: str, monkeypatch: pytest.MonkeyPatch
