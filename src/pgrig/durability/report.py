@@ -15,7 +15,8 @@ from pgrig.durability.model import (
     DurabilityResult,
 )
 from pgrig.registry.report import Conclusion, Findings
-from pgrig.results import RunRecord, Study, typed
+from pgrig.report import index
+from pgrig.results import RunRecord, Study
 
 KIND = "durability"
 NOTES = (
@@ -49,13 +50,14 @@ MODE_TEXT = {
 
 def section(study: Study, records: Sequence[RunRecord]) -> Section | None:
     """None until there are records of this kind."""
-    mine = [r for r in records if r.kind == KIND]
+    study_index = index.read(records)
+    mine = study_index.of_kind.get(KIND, ())
     if not mine:
         return None
     paragraphs: list[str] = []
     blocks: list[Table] = []
     for rec in mine:
-        res = typed(rec, DurabilityResult)
+        res = study_index.result(rec, DurabilityResult)
         if res is None:
             paragraphs.append(f"Not completed - {rec.status}: {rec.reason or 'no reason'}")
             continue
@@ -266,8 +268,9 @@ def durable(ev: Findings) -> list[Conclusion]:
     lost rows and duplicate keys): what was acknowledged, what was lost, whether
     every check held after every recovery."""
     out = []
-    for rec in ev.records:
-        res = typed(rec, DurabilityResult) if rec.kind == KIND and rec.status == "ok" else None
+    study = index.read(ev.records)
+    for rec in study.of_kind.get(KIND, ()):
+        res = study.result(rec, DurabilityResult)
         if res is None:
             continue
         checks = sorted({c.name for crash in res.crashes for c in crash.checks} | {

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pgrig import registry
 from pgrig.registry.report import Conclusion, Findings
 from pgrig.registry.shared import PGBENCH_RUN
+from pgrig.report import index
 from pgrig.results import SERVER, RunRecord
 
 # "compiled by gcc (Debian 12.2.0-14+deb12u1) 12.2.0, 64-bit" -> gcc 12.2.0;
@@ -45,7 +46,8 @@ class Side:
 
 
 def side(target: str, records: Sequence[RunRecord]) -> Side | None:
-    mine = [r for r in records if r.target == target]
+    study = index.read(records)
+    mine = study.of_target.get(target, ())
     server = next((v for r in mine if (v := r.tool_versions.get(SERVER))), None)
     if server is None:
         return None
@@ -55,9 +57,8 @@ def side(target: str, records: Sequence[RunRecord]) -> Side | None:
     drivers = sorted(
         {
             m.group(1)
-            for r in mine
-            if PGBENCH_RUN.holds(r)
-            and (m := PGBENCH_MAJOR.search(r.tool_versions.get("pgbench", "")))
+            for r in study.by_target(PGBENCH_RUN).get(target, ())
+            if (m := PGBENCH_MAJOR.search(r.tool_versions.get("pgbench", "")))
         },
         key=int,
     )
@@ -103,5 +104,4 @@ def _words(items: list[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
-def register() -> None:
-    registry.register_rule("builds", builds)
+PARTS = registry.Parts(rules=(("builds", builds),))

@@ -6,7 +6,4 @@ from pgrig import registry
 from pgrig.hosts.local import LocalExecutor
 from pgrig.hosts.ssh import SshExecutor
 
-
-def register() -> None:
-    registry.register_executor("local", LocalExecutor)
-    registry.register_executor("ssh", SshExecutor)
+PARTS = registry.Parts(executors=(("local", LocalExecutor), ("ssh", SshExecutor)))

@@ -5,6 +5,4 @@ from __future__ import annotations
 from pgrig import registry
 from pgrig.monitor.model import MONITOR
 
-
-def register() -> None:
-    registry.register_kind(MONITOR)
+PARTS = registry.Parts(kinds=(MONITOR,))

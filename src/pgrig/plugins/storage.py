@@ -7,8 +7,4 @@ from pgrig import registry
 from pgrig.report import emulator
 from pgrig.storage import kinds
 
-
-def register() -> None:
-    for kind in kinds.KINDS:
-        registry.register_kind(kind)
-    registry.register_section("emulator", emulator.section)
+PARTS = registry.Parts(kinds=kinds.KINDS, sections=(("emulator", emulator.section),))

@@ -10,10 +10,12 @@ in its pyproject.toml exactly as a third-party package declares its own::
     [project.entry-points."pgrig.plugins"]
     example = "pgrig_example.workload:WORKLOAD"
 
-An entry point names a ``Workload``, a ``TargetKind`` or a ``click.Command``
-(registered as it is), or a module (or function) whose ``register()`` adds its
-parts through the ``register*`` functions below. The tables load on first use (``load``), so the
-command line, library callers and tests see the same plug-ins. Tests add toy
+An entry point names a ``Workload``, a ``TargetKind``, a ``click.Command`` or
+the ``Parts`` of a plug-in that is neither (registered as they are: data the
+registry reads, nothing it calls back), or a module (or function) whose
+``register()`` adds its parts through the ``register*`` functions below. The
+tables load on first use (``load``), so the command line, library callers and
+tests see the same plug-ins. Tests add toy
 plug-ins with ``register(...)`` and take them away with ``unregister(...)``.
 
 As pytest treats its plug-ins (pluggy): a part is checked when it registers
@@ -76,6 +78,19 @@ _refused: list[PgrigError] = []
 
 DISABLE_ENV = "PGRIG_DISABLE_PLUGINS"  # NAME,NAME: entry points left out of this run
 DIRECT = "(registered by a call)"  # the owner of parts registered outside an entry point
+
+
+@dataclass(frozen=True)
+class Parts:
+    """What a plug-in that is neither a workload nor a target kind adds, declared
+    as a workload declares its own: the registry reads it when the entry point
+    loads, in this order (``probes = "pgrig.plugins.probes:PARTS"``)."""
+
+    kinds: tuple[ResultKind, ...] = ()  # result kinds of its own
+    actions: tuple[tuple[str, ActionMaker], ...] = ()  # (NAMESPACE.verb, action)
+    executors: tuple[tuple[str, type[Executor]], ...] = ()  # (name, Executor class)
+    sections: tuple[tuple[str, ReportSection], ...] = ()  # (name, report section)
+    rules: tuple[tuple[str, Rule], ...] = ()  # (name, conclusion rule)
 
 
 @dataclass(frozen=True)
@@ -246,18 +261,31 @@ def add_plugin(plugin: object, where: str, name: str | None = None) -> tuple[tup
 
 
 def _add_plugin(plugin: object, where: str) -> None:
+    if inspect.ismodule(plugin) and isinstance(getattr(plugin, "PARTS", None), Parts):
+        plugin = plugin.PARTS  # an entry point installed before it named its PARTS
     if isinstance(plugin, Workload):
         register(plugin)
     elif isinstance(plugin, TargetKind):
         register_target_kind(plugin)
     elif isinstance(plugin, click.Command):  # callable too: not a register() hook
         register_command(plugin)
+    elif isinstance(plugin, Parts):
+        for kind_ in plugin.kinds:
+            register_kind(kind_)
+        for name, action in plugin.actions:
+            register_action(name, action)
+        for name, executor in plugin.executors:
+            register_executor(name, executor)
+        for name, section in plugin.sections:
+            register_section(name, section)
+        for name, rule in plugin.rules:
+            register_rule(name, rule)
     else:
         hook = getattr(plugin, "register", None) if inspect.ismodule(plugin) else plugin
         if not callable(hook):
             raise PgrigError(
-                f"the plug-in {where} is not a workload, a target kind or something with "
-                "a register() function",
+                f"the plug-in {where} is not a workload, a target kind, a command, Parts "
+                "or something with a register() function",
                 hint="see docs/workloads.md, 'A plug-in of your own'",
             )
         hook()

@@ -32,7 +32,7 @@ from pgrig.report import figures
 from pgrig.report.bounds import UNSYNCED, probe_sync, sync_disagreement, synchronous
 from pgrig.report.conclusions import differs_sentence, headline, tested
 from pgrig.report.evidence import Evidence, point_words
-from pgrig.report.pointkey import PointKey, point_key, point_order
+from pgrig.report.pointkey import PointKey, point_order
 from pgrig.results import PgbenchRun
 
 POINTS_SHOWN = 3  # client counts stated per curve and target; the table has every one
@@ -143,12 +143,11 @@ def _growth(
 def _verdict(ev: Evidence, target: str, curve: PointKey, clients: int) -> str:
     """'; the monitor's verdict there: CPU-bound in the server (2 of 2 runs)'."""
     monitors = ev.monitors()
+    point = PointKey(*curve.curve, clients=clients)
     labels = Counter(
         mon.verdict.label
-        for rec in ev.records
-        if rec.target == target
-        and point_key(rec) == PointKey(*curve.curve, clients=clients)
-        and (mon := monitors.get(rec.key)) is not None
+        for rec, _ in ev.index.points.get(point, {}).get(target, ())
+        if (mon := monitors.get(rec.key)) is not None
     )
     if not labels:
         return ""

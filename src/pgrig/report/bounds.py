@@ -10,8 +10,7 @@ from dataclasses import dataclass
 
 from pgrig.document import fmt
 from pgrig.monitor.verdict import CAUSES, CLASS_NOUNS
-from pgrig.probe import FIO, FSYNC
-from pgrig.registry import typed_result
+from pgrig.probe import FIO
 from pgrig.registry.report import Conclusion
 from pgrig.registry.shared import PGBENCH_RUN
 from pgrig.report.evidence import Evidence, client_counts, point_words
@@ -110,8 +109,7 @@ def sync_method(ev: Evidence, target: str) -> str:
 
 
 def probe_sync(ev: Evidence, target: str) -> Probe | None:
-    runs = [r for r in ev.records if FSYNC.holds(r) and r.target == target]
-    median = FsyncRuns.of(runs).median()
+    median = FsyncRuns.of(ev.index.target(target)).median()
     method = sync_method(ev, target)
     head = fsync_headline(median, method) if median is not None else None
     if head is None or head.usecs_per_op is None:  # a method pg_test_fsync gave n/a
@@ -173,8 +171,8 @@ def _bound(ev: Evidence, causes_asked: Sequence[str]) -> list[Bound]:
     if not monitors:
         return []
     groups: dict[tuple[str, PointKey], list[str]] = {}
-    for rec in ev.records:
-        if PGBENCH_RUN.holds(rec) and (mon := monitors.get(rec.key)) is not None:
+    for rec in ev.index.kind(PGBENCH_RUN):
+        if (mon := monitors.get(rec.key)) is not None:
             key = point_key(rec)
             groups.setdefault((rec.target, key), []).append(mon.verdict.cause)
     found: dict[tuple[Curve, str], dict[str, list[tuple[int, int, int]]]]
@@ -271,27 +269,20 @@ def vm_wakeup(ev: Evidence) -> list[Conclusion]:
 def io_cap(ev: Evidence) -> list[Conclusion]:
     """A storage-lab target's I/O cap against what fio and pg_test_fsync reached on it."""
     caps: dict[str, IoLimits] = {}
-    lab = {rec.target for rec in ev.records if LAB.holds(rec)}
-    for rec in ev.records:
-        info = typed_result(rec) if LAB.holds(rec) else None
-        whole = info.cap() if isinstance(info, LabInfo) else None
-        if whole is not None:
+    lab = set(ev.index.by_target(LAB))
+    for rec, info in ev.index.ok(LAB, LabInfo):
+        if (whole := info.cap()) is not None:
             caps[rec.target] = whole
     # What the disk gave with no cap at all (a plain target beside the capped ones),
     # per fio pattern: the slowest, the one a cap is judged against.
     plain: dict[str, tuple[str, float]] = {}
-    for rec in ev.records:
-        res = typed_result(rec) if FIO.holds(rec) and rec.target not in lab else None
-        if isinstance(res, FioResult) and (
-            res.pattern not in plain or res.iops < plain[res.pattern][1]
-        ):
-            plain[res.pattern] = (rec.target, res.iops)
+    for rec, fio in ev.index.ok(FIO, FioResult):
+        if rec.target not in lab and (fio.pattern not in plain or fio.iops < plain[fio.pattern][1]):
+            plain[fio.pattern] = (rec.target, fio.iops)
     out = []
-    for rec in ev.records:
+    # The probes' runs in their order (a FioResult is fio's, an FsyncResult pg_test_fsync's)
+    for rec, _, res in ev.index.succeeded():
         cap = caps.get(rec.target)
-        res = (
-            typed_result(rec) if cap is not None and (FIO.holds(rec) or FSYNC.holds(rec)) else None
-        )
         if isinstance(res, FioResult) and cap is not None:
             limit = cap.write_iops if "write" in res.pattern else cap.read_iops
             if not limit:

@@ -21,14 +21,13 @@ from pgrig.meaning import Meaning
 from pgrig.monitor import noise
 from pgrig.monitor.model import Noise
 from pgrig.probe import FIO, FSYNC, TIMING
-from pgrig.registry import typed_result
-from pgrig.registry.shared import PGBENCH_INIT, SQL_SETUP
+from pgrig.registry.shared import BUILTIN, PGBENCH_INIT, SQL_SETUP
 from pgrig.report import index
 from pgrig.report.cost import latency_cell, latency_vs, ok_runs
 from pgrig.report.figures import tps_over_time as tps_over_time  # named here for its tests
 from pgrig.report.figures import tps_vs_clients
 from pgrig.report.index import PointRuns, StudyIndex
-from pgrig.report.pointkey import Curve, PointKey, point_order, runs_by_point
+from pgrig.report.pointkey import Curve, PointKey, point_order
 from pgrig.report.points import load_text, statement_medians
 from pgrig.report.probes import FsyncRuns, fio_summary, fsync_headline, fsync_summary
 from pgrig.report.progress import Progress
@@ -59,9 +58,7 @@ def targets_of(params: dict[str, object], records: Sequence[RunRecord]) -> list[
     for t in declared if isinstance(declared, list) else []:
         if isinstance(t, dict) and isinstance(t.get("name"), str):
             names.append(t["name"])
-    for rec in records:
-        if rec.target not in names:
-            names.append(rec.target)
+    names += [t for t in index.read(records).of_target if t not in names]
     return names
 
 
@@ -153,7 +150,7 @@ class _Rows:
         self.rows.append(Draft(tuple(cells)))
 
 
-ByKind = dict[str, dict[str, list[RunRecord]]]  # kind -> target -> its records
+ByKind = Mapping[str, Mapping[str, Sequence[RunRecord]]]  # kind -> target -> its records
 
 
 def comparison_table(
@@ -172,28 +169,26 @@ def comparison_table(
     ``ledger``: the study's comparisons (default: ``Ledger.of`` the records);
     ``study_index``: the records' index, when the report built it."""
     progress = progress or Progress()
-    study_index = study_index if study_index is not None else index.of(records)
+    study_index = study_index if study_index is not None else index.read(records)
     ledger = ledger if ledger is not None else Ledger.of_index(study_index, baseline)
     others = [t for t in targets if t != baseline]
     columns = ["Test Case", f"{baseline} (baseline)"]
     for t in others:
         columns += [t, f"{t} vs {baseline}"]
     out = _Rows(baseline, others, machine_rows(machines or {}, baseline, others))
-    out.disk = barriers_off(records)
+    out.disk = barriers_off(study_index)
     out.server = {t: m.unsafe() for t, m in (meanings or {}).items()}
     family = Family(ledger)
-    by_kind: ByKind = {}
-    for rec in records:
-        by_kind.setdefault(rec.kind, {}).setdefault(rec.target, []).append(rec)
-    _fsync_row(by_kind, out, same_storage(by_kind, baseline, others, bool(machines)))
-    _fio_rows(by_kind, out)
+    by_kind = study_index.kind_target
+    _fsync_row(study_index, out, same_storage(by_kind, baseline, others, bool(machines)))
+    _fio_rows(study_index, out)
     if meanings and set(study_index.of_kind) - {TIMING.name, FSYNC.name, FIO.name}:
         out.rows.append(Draft(_settings_row(meanings, baseline, others).cells))
-    _load_rows(by_kind, out)
+    _load_rows(study_index, out)
     for key, per_target in sorted(study_index.points.items(), key=point_order):
         _point_rows(key, per_target, progress, family, out)
     # Barriers only: a server setting (synchronous_commit) does not change a backup's rate.
-    rows = out.rows + summary_rows(records, baseline, others, family, out.unsafe)
+    rows = out.rows + summary_rows(study_index, baseline, others, family, out.unsafe)
     return Table(
         columns=tuple(columns),
         rows=family.rows(rows),
@@ -221,14 +216,15 @@ def same_storage(by_kind: ByKind, baseline: str, others: list[str], machines: bo
     return {t for t in others if t not in labs and directories(t) == base}
 
 
-def _fsync_row(by_kind: ByKind, out: _Rows, same: Collection[str] = ()) -> None:
+def _fsync_row(study_index: StudyIndex, out: _Rows, same: Collection[str] = ()) -> None:
     """fsync 8K: the single-I/O latency that bounds synchronous commits, compared
     as a latency (us per op: '7.3x slower')."""
     values: dict[str, float | None] = {}
     text: dict[str, str] = {}
-    for t, recs in by_kind.get(FSYNC.name, {}).items():
-        summary = fsync_summary(recs)  # the median over the runs, with their range
-        median = FsyncRuns.of(recs).median()
+    for t in study_index.by_target(FSYNC):
+        mine = study_index.target(t)
+        summary = fsync_summary(mine)  # the median over the runs, with their range
+        median = FsyncRuns.of(mine).median()
         row = fsync_headline(median) if median is not None else None
         if summary is not None:
             text[t] = summary.cells[1]
@@ -239,31 +235,31 @@ def _fsync_row(by_kind: ByKind, out: _Rows, same: Collection[str] = ()) -> None:
         out.single("fdatasync 8K", values, flagged, higher_is_better=False, same=same)
 
 
-def _fio_rows(by_kind: ByKind, out: _Rows) -> None:
+def _fio_rows(study_index: StudyIndex, out: _Rows) -> None:
     for pattern, label in FIO_ROWS:
         values: dict[str, float | None] = {}
         text: dict[str, str] = {}
-        for t, recs in by_kind.get(FIO.name, {}).items():
+        for t, recs in study_index.by_target(FIO).items():
             for rec in recs:
                 if rec.params.get("pattern") != pattern:
                     continue
-                fio: FioResult | None = typed_result(rec)
+                fio = study_index.result(rec, FioResult)
                 if fio is None:
                     text[t] = f"{rec.status}: {rec.reason or ''}".strip(": ")
                 else:
                     values[t] = fio.iops
-                    text[t] = fio_summary(rec).cells[1]  # with fio's own spread
+                    text[t] = fio_summary(rec, fio).cells[1]  # with fio's own spread
         if text:
             # A write waits for the device's flush only when barriers are on.
             writes = "write" in pattern
             out.single(label, values, out.flagged(text, server=False) if writes else text)
 
 
-def _load_rows(by_kind: ByKind, out: _Rows) -> None:
+def _load_rows(study_index: StudyIndex, out: _Rows) -> None:
     """The data loads (pgbench -i, a custom workload's setup), per workload and scale."""
     loads: dict[tuple[str, object], dict[str, RunRecord]] = {}
     for load_kind in (PGBENCH_INIT, SQL_SETUP):
-        for t, recs in by_kind.get(load_kind.name, {}).items():
+        for t, recs in study_index.by_target(load_kind).items():
             for rec in recs:
                 if load_kind is SQL_SETUP and not rec.params.get("files", True):
                     continue  # scripts only, nothing loaded: no "setup 0.00 s" row
@@ -274,7 +270,7 @@ def _load_rows(by_kind: ByKind, out: _Rows) -> None:
         values: dict[str, float | None] = {}
         text: dict[str, str] = {}
         for t, rec in load_by_target.items():
-            res = typed_result(rec)
+            res = study_index.result(rec, object)
             if isinstance(res, PgbenchInit):
                 values[t] = res.elapsed_s
                 text[t] = load_text(res)
@@ -285,7 +281,9 @@ def _load_rows(by_kind: ByKind, out: _Rows) -> None:
                     text[t] += f" (database {fmt.size(res.database_bytes)})"
             else:
                 text[t] = f"{rec.status}: {rec.reason or ''}"
-        label = f"TPC-B load, scale {scale}" if scale is not None else f"{workload} setup"
+        # pgbench -i's load is its workload's (pgbench's built-in one, before records named it)
+        titled = registry.title(workload or BUILTIN)
+        label = f"{titled} load, scale {scale}" if scale is not None else f"{workload} setup"
         out.single(label, values, out.flagged(text), higher_is_better=False)  # seconds
 
 
@@ -419,7 +417,7 @@ def _settings_row(meanings: Mapping[str, Meaning], baseline: str, others: list[s
 
 
 def summary_rows(
-    records: Sequence[RunRecord],
+    study_index: StudyIndex,
     baseline: str,
     others: list[str],
     family: Family,
@@ -431,7 +429,7 @@ def summary_rows(
     has them; ``unsafe``: what to say at a target's figure when its storage (or,
     for a kind whose metric counts commits, its server) does not make it durable."""
     rows: list[Draft] = []
-    for kind in registry.kinds().values():
+    for kind in study_index.kinds.values():
         if kind.summary is None or kind.metric is None:
             continue
 
@@ -442,12 +440,10 @@ def summary_rows(
         values: dict[tuple[str, str], dict[str, list[float]]] = {}
         failed: dict[tuple[str, str], dict[str, int]] = {}
         results: dict[tuple[str, str], list[Any]] = {}
-        for rec in records:
-            if rec.kind != kind.name:
-                continue
+        for rec in study_index.kind(kind):
             point = kind.point(rec.params) if kind.point is not None else ""
             row = (str(rec.params.get("workload", kind.name)), point)
-            res = typed_result(rec)
+            res = study_index.result(rec, object)
             if res is None:
                 count = failed.setdefault(row, {})
                 count[rec.target] = count.get(rec.target, 0) + 1
@@ -473,7 +469,7 @@ def summary_rows(
             kind_ = FAILED if bad and not any(data.values()) else HEADLINE
             rows.append(Draft(tuple(cells), kind_))
             if kind.latency is not None and (
-                lat := _kind_latency(kind, row, records, baseline, others)
+                lat := _kind_latency(kind, row, study_index, baseline, others)
             ):
                 rows.append(lat)
     return rows
@@ -486,7 +482,7 @@ class Unsafe(Protocol):
 def _kind_latency(
     kind: ResultKind,
     row: tuple[str, str],
-    records: Sequence[RunRecord],
+    study_index: StudyIndex,
     baseline: str,
     others: list[str],
 ) -> Draft | None:
@@ -494,15 +490,14 @@ def _kind_latency(
     the p99 against the baseline's as a ratio, as pgbench's latency row."""
     assert kind.latency is not None
     per: dict[str, list[tuple[float, float]]] = {}
-    for rec in kind.records(records):
+    for rec, res in study_index.ok(kind, object):
         point = kind.point(rec.params) if kind.point is not None else ""
         if (str(rec.params.get("workload", kind.name)), point) != row:
             continue
-        if (res := typed_result(rec)) is not None:
-            lat = kind.latency(res)
-            p95, p99 = lat.get(95), lat.get(99)
-            if p95 is not None and p99 is not None:
-                per.setdefault(rec.target, []).append((p95, p99))
+        lat = kind.latency(res)
+        p95, p99 = lat.get(95), lat.get(99)
+        if p95 is not None and p99 is not None:
+            per.setdefault(rec.target, []).append((p95, p99))
     if not per:
         return None
 
@@ -534,10 +529,10 @@ def statements_table(
     UPDATE pgbench_accounts 3.46 vs 7.15 ms), for each workload and mode at the
     most clients every target ran; custom scripts too."""
     curves: dict[Curve, dict[int, dict[str, list[PgbenchRun]]]] = {}
-    for key, per_target in runs_by_point(records).items():
-        ok = {t: [run for _, run in pairs if run is not None] for t, pairs in per_target.items()}
+    study_index = index.read(records)
+    for key, ok in study_index.runs.items():
         curves.setdefault(key.curve, {})[key.clients] = {t: runs for t, runs in ok.items() if runs}
-    present = [t for t in targets if any(r.target == t for r in records)]
+    present = [t for t in targets if t in study_index.of_target]
     rows: list[Row] = []
     for curve, by_clients in sorted(
         curves.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0, kv[0][2], kv[0][3])
@@ -602,16 +597,16 @@ def comparison_section(
     progress: Progress | None = None,
     studies: Sequence[str] = (),
 ) -> Section:
-    study_index = index.of(records)  # the records decoded once already: grouped here
+    study_index = index.read(records)  # the report's own (a caller's records: indexed here)
     table = comparison_table(
-        records, targets, baseline, meanings, machines, progress, study_index=study_index
+        study_index, targets, baseline, meanings, machines, progress, study_index=study_index
     )
     blocks: list[Table | Figure] = [table]
-    if (statements := statements_table(records, targets, baseline)) is not None:
+    if (statements := statements_table(study_index, targets, baseline)) is not None:
         blocks.append(statements)
     # A curve needs two client counts; one count is the table's row.
     blocks += [f for f in tps_vs_clients(study_index.points, targets) if f.x_points >= 2]
-    blocks += [f for f in tps_over_time(records, targets, progress) if f.series]
+    blocks += [f for f in tps_over_time(study_index, targets, progress) if f.series]
     if studies:  # `pgrig compare`: each study's runs in their own hours, maybe machines
         how = (
             f"The targets come from {len(studies)} studies ({', '.join(studies)}), run at "

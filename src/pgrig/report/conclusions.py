@@ -56,9 +56,8 @@ from pgrig.document import fmt
 from pgrig.document.model import Figure, Section
 from pgrig.meaning import Meaning
 from pgrig.monitor.model import MONITOR
-from pgrig.registry import typed_result
 from pgrig.registry.report import Conclusion
-from pgrig.registry.shared import PGBENCH_INIT, PGBENCH_RUN, SQL_SETUP
+from pgrig.registry.shared import BUILTIN, PGBENCH_RUN
 from pgrig.report.bounds import client_bound, fsync_bound, io_cap, vm_wakeup, wait_bound
 from pgrig.report.evidence import Evidence, Rule, point_words
 from pgrig.report.index import StudyIndex
@@ -99,7 +98,7 @@ def failed(ev: Evidence) -> list[Conclusion]:
     """Said before any comparison: a step that failed left its numbers (and
     what depended on it, e.g. a load's runs) out of every table below, so a
     comparison that reads complete may not be."""
-    bad = [r for r in ev.records if r.status == "failed" and not MONITOR.holds(r)]
+    bad = [r for r in ev.index.other_than(MONITOR) if r.status == "failed"]
     if not bad:
         return []
     shown = "; ".join(f"{r.key} ({_first_line(r.reason)})" for r in bad[:FAILED_SHOWN])
@@ -314,10 +313,11 @@ def headline(ev: Evidence) -> list[Conclusion]:
 
 def load(ev: Evidence) -> list[Conclusion]:
     loads: dict[str, dict[str, list[float]]] = {}
-    for rec in ev.records:
-        res = typed_result(rec) if (PGBENCH_INIT.holds(rec) or SQL_SETUP.holds(rec)) else None
+    # The loads in their order: pgbench -i's (a PgbenchInit), a workload's setup (SetupResult)
+    for rec, _, res in ev.index.succeeded():
         if isinstance(res, PgbenchInit):
-            label = f"Loading TPC-B scale {res.scale}"
+            titled = registry.title(str(rec.params.get("workload") or BUILTIN))
+            label = f"Loading {titled} scale {res.scale}"
         elif isinstance(res, SetupResult) and res.files:
             label = f"Setting up {rec.params.get('workload', 'the workload')}"
         else:
@@ -348,11 +348,8 @@ def load(ev: Evidence) -> list[Conclusion]:
 def stalls(ev: Evidence) -> list[Conclusion]:
     monitors = ev.monitors()
     out = []
-    for rec in ev.records:
-        if not PGBENCH_RUN.holds(rec):
-            continue
-        run: PgbenchRun | None = typed_result(rec)
-        if run is None or (seconds := ev.progress.seconds(rec)).n < 5:
+    for rec, run in ev.index.ok(PGBENCH_RUN, PgbenchRun):
+        if (seconds := ev.progress.seconds(rec)).n < 5:
             continue
         # no second at or below the stall line: the run's points are not read again
         if seconds.noise is not None and seconds.noise.min > STALL_FRACTION * (seconds.median or 0):
@@ -414,7 +411,7 @@ def evidence_of(
 ) -> Evidence:
     """``indexed``: the records' index, when the report built it (else built here)."""
     return Evidence(
-        tuple(records),
+        indexed if indexed is not None else tuple(records),
         tuple(targets),
         baseline,
         environment,

@@ -23,7 +23,8 @@ from pgrig.monitor.model import MONITOR, MonitorResult, RunTotals
 from pgrig.policy import LatencyTarget
 from pgrig.registry.report import Conclusion, Findings
 from pgrig.registry.shared import PGBENCH_RUN
-from pgrig.report.pointkey import point_key, point_order, runs_by_point
+from pgrig.report import index
+from pgrig.report.pointkey import point_key, point_order
 from pgrig.report.storage import NOT_SEEN, layered
 from pgrig.results import PgbenchRun, RunRecord, Study
 
@@ -117,11 +118,7 @@ def offered(records: Sequence[RunRecord]) -> list[Offered]:
         tuple[str, str, int, float | None],
         tuple[list[float], list[Mapping[int, float | None]], str, str, str],
     ] = {}  # noqa: E501
-    for rec in records:
-        res = registry.typed_result(rec)
-        kind = registry.kind(rec.kind)
-        if res is None or kind is None:
-            continue
+    for rec, kind, res in index.read(records).succeeded():
         if isinstance(res, PgbenchRun):
             key = point_key(rec)
             sweep, clients, unit, of, who = key.sweep_label, key.clients, "tps", "", "client"
@@ -129,7 +126,7 @@ def offered(records: Sequence[RunRecord]) -> list[Offered]:
             lat: Mapping[int, float | None] = {p: _pct(res, p) for p in (50, 90, 95, 99)}
         elif kind.metric is not None and kind.latency is not None:
             load = {k: v for k, v in rec.params.items() if k not in LOAD_PARAMS}
-            sweep, unit = case_words(rec.kind, load), kind.unit
+            sweep, unit = case_words(kind.name, load), kind.unit
             of = kind.latency_label.removesuffix("latency")  # "New-Order latency": "New-Order "
             who = "connection" if "connections" in rec.params else "client"
             clients = int(rec.params.get("connections", rec.params.get("clients", 0)) or 0)
@@ -174,10 +171,11 @@ def under_target(points: Sequence[Offered], goal: LatencyTarget) -> str:
 
 
 def _sweeps(records: Sequence[RunRecord]) -> dict[str, list[Offered]]:
-    order = {k.sweep_label: i for i, (k, _) in enumerate(sorted(runs_by_point(records).items(),
+    study = index.read(records)
+    order = {k.sweep_label: i for i, (k, _) in enumerate(sorted(study.points.items(),
                                                                  key=point_order))}  # fmt: skip
     out: dict[str, list[Offered]] = {}
-    for o in offered(records):
+    for o in offered(study):
         out.setdefault(o.sweep, []).append(o)
     return dict(sorted(out.items(), key=lambda kv: order.get(kv[0], len(order))))
 
@@ -283,10 +281,9 @@ def goal_rule(ev: Findings) -> list[Conclusion]:
 Found = Sequence[tuple[RunTotals, int]]  # a case's runs: totals, server_version_num
 
 
-def _totals(monitors: Mapping[str, RunRecord], rec: RunRecord) -> tuple[RunTotals, int] | None:
-    mon = monitors.get(rec.key + MONITOR_SUFFIX)
-    result = registry.typed_result(mon) if mon is not None and mon.status == "ok" else None
-    if not isinstance(result, MonitorResult) or result.totals is None:
+def _totals(monitors: Mapping[str, MonitorResult], rec: RunRecord) -> tuple[RunTotals, int] | None:
+    result = monitors.get(rec.key)
+    if result is None or result.totals is None:
         return None
     return result.totals, result.server_version_num or 0
 
@@ -413,39 +410,41 @@ def case_label(rec: RunRecord) -> str:
     return point_key(rec).label if PGBENCH_RUN.holds(rec) else case_words(rec.kind, rec.params)
 
 
-def throughput(rec: RunRecord) -> float | None:
-    """The run's own transactions per second, as its workload measured it."""
-    tps = getattr(registry.typed_result(rec), "tps", None)
+def throughput(result: object) -> float | None:
+    """A run's own transactions per second, as its workload measured it."""
+    tps = getattr(result, "tps", None)
     return float(tps) if isinstance(tps, int | float) else None
 
 
 def measured(records: Sequence[RunRecord]) -> dict[tuple[str, str], list[RunRecord]]:
     """Every run the monitor watched, by (case, target), in the records' order."""
-    watched = {r.key.removesuffix(MONITOR_SUFFIX) for r in records if MONITOR.holds(r)}
+    study = index.read(records)
+    runs = {r.key for r in study.kind(PGBENCH_RUN)}  # labelled by their pgbench point
     out: dict[tuple[str, str], list[RunRecord]] = {}
-    for rec in records:
-        if rec.key in watched and not MONITOR.holds(rec):
-            out.setdefault((case_label(rec), rec.target), []).append(rec)
+    for rec in study.other_than(MONITOR):
+        if rec.key in study.watching:
+            label = point_key(rec).label if rec.key in runs else case_words(rec.kind, rec.params)
+            out.setdefault((label, rec.target), []).append(rec)
     return out
 
 
 def _costs(
     records: Sequence[RunRecord], targets: list[str]
 ) -> list[tuple[str, str, list[float], Found]]:
-    monitors = {r.key: r for r in records if MONITOR.holds(r)}
-    groups = measured(records)
+    study = index.read(records)
+    groups = measured(study)
     cases = list(dict.fromkeys(case for case, _ in groups))
-    if any(PGBENCH_RUN.holds(r) for rs in groups.values() for r in rs):
-        order = {k.label: i for i, (k, _) in enumerate(sorted(runs_by_point(records).items(),
+    if any(r.key in study.watching for r in study.kind(PGBENCH_RUN)):
+        order = {k.label: i for i, (k, _) in enumerate(sorted(study.points.items(),
                                                                 key=point_order))}  # fmt: skip
         cases.sort(key=lambda c: order.get(c, len(order)))
     out: list[tuple[str, str, list[float], Found]] = []
     for case in cases:
         for t in targets:
             ok = [r for r in groups.get((case, t), []) if r.status == "ok"]
-            tps = [v for r in ok if (v := throughput(r)) is not None]
+            tps = [v for r in ok if (v := throughput(study.by_key.get(r.key))) is not None]
             if ok:
-                out.append((case, t, tps, [x for r in ok if (x := _totals(monitors, r))]))
+                out.append((case, t, tps, [x for r in ok if (x := _totals(study.monitors, r))]))
     return out
 
 
@@ -613,6 +612,7 @@ def section(study: Study, records: Sequence[RunRecord]) -> Section | None:
     """Per-transaction cost of each target for every monitored workload, what
     moved against the baseline, and the throughput under the campaign's latency
     target when it names one; None with nothing to show."""
+    records = index.read(records)  # the report's index, or one of a caller's records
     targets = targets_in(study, records)
     blocks: list[Table | Figure] = []
     goal = latency_target_of(study)
@@ -635,6 +635,4 @@ def section(study: Study, records: Sequence[RunRecord]) -> Section | None:
     )
 
 
-def register() -> None:
-    registry.register_section("cost", section)
-    registry.register_rule("latency-target", goal_rule)
+PARTS = registry.Parts(sections=(("cost", section),), rules=(("latency-target", goal_rule),))

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 
 from pgrig.document import fmt
 from pgrig.document.model import Row, Section, Table
-from pgrig.monitor.model import MONITOR, MonitorResult
-from pgrig.registry import typed_result
+from pgrig.monitor.model import MonitorResult
+from pgrig.report import index
+from pgrig.report.index import StudyIndex
 from pgrig.results import RunRecord, Study
 from pgrig.storage.emulator import MAX_SHARE, EmulationAtEnd, EmulatorUse
 from pgrig.storage.kinds import EMULATOR, EMULATOR_END
@@ -33,28 +34,21 @@ class EmulatedRun:
     server_share: float | None
 
 
-def emulated_runs(records: Sequence[RunRecord]) -> dict[str, list[EmulatedRun]]:
+def emulated_runs(study: StudyIndex) -> dict[str, list[EmulatedRun]]:
     """Target -> its runs with an emulator record, in the order they ran."""
-    monitors = {r.key: r for r in records if MONITOR.holds(r) and r.status == "ok"}
     out: dict[str, list[EmulatedRun]] = {}
-    for rec in records:
-        if not EMULATOR.holds(rec) or rec.status != "ok":
-            continue
-        use = typed_result(rec)
-        if not isinstance(use, EmulatorUse):
-            continue
+    for rec, use in study.ok(EMULATOR, EmulatorUse):
         run_key = rec.key.removesuffix(SUFFIX)
         out.setdefault(rec.target, []).append(
-            EmulatedRun(run_key, use, _server_share(monitors.get(f"{run_key}/monitor")))
+            EmulatedRun(run_key, use, _server_share(study.monitors.get(run_key)))
         )
     return out
 
 
-def _server_share(mon_rec: RunRecord | None) -> float | None:
+def _server_share(mon: MonitorResult | None) -> float | None:
     """The server's processes' CPU over the run's timed window, as a share of the
     machine (the monitor's totals)."""
-    mon = typed_result(mon_rec) if mon_rec is not None else None
-    if not isinstance(mon, MonitorResult) or mon.totals is None:
+    if mon is None or mon.totals is None:
         return None
     totals = mon.totals
     if totals.server_cpu_s is None or totals.seconds <= 0 or mon.ncpu <= 0:
@@ -105,23 +99,21 @@ def line(target: str, runs: Sequence[EmulatedRun]) -> str:
     return text + "."
 
 
-def at_end(records: Sequence[RunRecord]) -> dict[str, EmulationAtEnd]:
+def at_end(study: StudyIndex) -> dict[str, EmulationAtEnd]:
     """Target -> its emulated disks measured again at the end of the study."""
     out: dict[str, EmulationAtEnd] = {}
-    for rec in records:
-        if EMULATOR_END.holds(rec) and rec.status == "ok":
-            end = typed_result(rec)
-            if isinstance(end, EmulationAtEnd):
-                out[rec.target] = end
+    for rec, end in study.ok(EMULATOR_END, EmulationAtEnd):
+        out[rec.target] = end
     return out
 
 
 def lines(records: Sequence[RunRecord]) -> dict[str, str]:
     """Target -> its first-screen line, for the targets with emulator records;
     with how close its emulation was at the end of the study, where measured."""
-    ends = at_end(records)
+    study = index.read(records)
+    ends = at_end(study)
     out = {}
-    for target, runs in emulated_runs(records).items():
+    for target, runs in emulated_runs(study).items():
         text = line(target, runs)
         if (end := ends.get(target)) is not None:
             off = f" - outside the calibration's ±{end.tolerance:.0%}" if end.outside else ""
@@ -140,7 +132,7 @@ def _aim_cell(got: float | None, aim: float) -> str:
 
 def section(study: Study, records: Sequence[RunRecord]) -> Section | None:
     """Run by run: what the emulator took and did, and how close it came."""
-    found = emulated_runs(records)
+    found = emulated_runs(index.read(records))
     if not found:
         return None
     rows = []

@@ -32,7 +32,7 @@ class Evidence:
     """The stored records a study's conclusions are drawn from, read through the
     study's index (the report passes the one it built; else built from ``records``)."""
 
-    records: tuple[RunRecord, ...]
+    records: Sequence[RunRecord]  # the study's index, when the report built one
     targets: tuple[str, ...]
     baseline: str
     environment: Environment | None = None
@@ -43,7 +43,7 @@ class Evidence:
 
     @cached_property
     def index(self) -> StudyIndex:
-        return self.indexed if self.indexed is not None else index.of(self.records)
+        return self.indexed if self.indexed is not None else index.read(self.records)
 
     @cached_property
     def ledger(self) -> Ledger:

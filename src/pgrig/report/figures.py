@@ -10,9 +10,9 @@ from dataclasses import replace
 from pgrig import registry
 from pgrig.document import fmt
 from pgrig.document.model import Figure, Series, median_line
-from pgrig.report import decimate
+from pgrig.report import decimate, index
 from pgrig.report.index import PointRuns
-from pgrig.report.pointkey import Curve, PointKey, runs_by_point
+from pgrig.report.pointkey import Curve, PointKey
 from pgrig.report.progress import Progress
 from pgrig.results import (
     RunRecord,
@@ -108,7 +108,7 @@ def tps_vs_clients_summary(
 def tps_vs_clients_by_scale(records: Sequence[RunRecord]) -> list[Figure]:
     """Seed 004's sweep on one target: one chart per workload/mode, one line per scale."""
     curves: dict[tuple[str, int, str], dict[int, dict[int, list[float]]]] = {}
-    for key, pairs_by_target in runs_by_point(records).items():
+    for key, pairs_by_target in index.read(records).points.items():
         if key.scale is None:
             continue
         for pairs in pairs_by_target.values():
@@ -160,7 +160,7 @@ def tps_over_time(
     progress = progress or Progress()
     best: dict[Curve, tuple[int, dict[str, RunRecord]]] = {}
     which: dict[Curve, dict[str, str]] = {}
-    for key, per_target in runs_by_point(records).items():
+    for key, per_target in index.read(records).points.items():
         chosen: dict[str, RunRecord] = {}
         repeats: dict[str, str] = {}
         for t, pairs in per_target.items():

@@ -10,7 +10,7 @@ from typing import Any
 
 from pgrig import stats
 from pgrig.monitor.model import MONITOR
-from pgrig.report import compare
+from pgrig.report import compare, index
 from pgrig.results import (
     SERVER,
     PostgresInfo,
@@ -232,14 +232,15 @@ def param_text(value: Any) -> str:
 
 def runs_text(records: Sequence[RunRecord]) -> str:
     """'17 (16 ok, 1 failed); host and server monitored during 8 of them'."""
-    steps = [r for r in records if not MONITOR.holds(r)]
+    study = index.read(records)
+    steps = study.other_than(MONITOR)
     if not steps:
         return "none recorded"
     counts: dict[str, int] = {}
     for rec in steps:
         counts[rec.status] = counts.get(rec.status, 0) + 1
     text = f"{len(steps)} ({', '.join(f'{n} {s}' for s, n in sorted(counts.items()))})"
-    watched = sum(MONITOR.holds(r) for r in records)
+    watched = len(study.kind(MONITOR))
     return text + (f"; host and server monitored during {watched} of them" if watched else "")
 
 

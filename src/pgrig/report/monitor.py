@@ -24,8 +24,8 @@ from pgrig.monitor import noise as noise_
 from pgrig.monitor.limits import WAL_SYNCS, limits_from, wal_syncs_line
 from pgrig.monitor.model import MONITOR, MonitorResult
 from pgrig.probe import FSYNC
-from pgrig.registry import typed_result
-from pgrig.report import decimate, storage
+from pgrig.report import decimate, index, storage
+from pgrig.report.index import StudyIndex
 from pgrig.report.samples import Columns, SampleReader, own_samples
 from pgrig.results import RunRecord, Study
 
@@ -39,18 +39,19 @@ def section(
 ) -> Section | None:
     """None until there are records of this kind. Each run's samples are read
     when its table and figures are drawn, and let go after."""
-    watched = [r for r in records if MONITOR.holds(r)]
+    study_index = index.read(records)
+    watched = study_index.kind(MONITOR)
     if not watched:
         return None
     rows: list[Row] = []
     blocks: list[Table | Figure] = []
     details: list[Table | Figure] = []
-    by_key = {r.key: r for r in records}
-    fdatasync = _fdatasync(records)
-    behind = storage.layered(records)
+    by_key = {r.key: r for r in study_index.records}
+    fdatasync = _fdatasync(study_index)
+    behind = storage.layered(study_index)
     for rec in watched:
         label = run_label(rec)
-        mon: MonitorResult | None = typed_result(rec)
+        mon = study_index.monitors.get(rec.key.removesuffix(SUFFIX))
         if mon is None:
             reason = f"{rec.status}: {rec.reason or 'no reason recorded'}"
             kind = SKIPPED if rec.status == "skipped" else FAILED
@@ -101,7 +102,7 @@ def section(
             ),
         )
     )
-    paragraphs = summary_warnings(records)
+    paragraphs = summary_warnings(study_index)
     return Section(TITLE, ANCHOR, paragraphs=paragraphs, blocks=tuple(blocks + details))
 
 
@@ -123,12 +124,8 @@ MANY = 3  # more warnings than this of one kind become one sentence for them all
 
 def _watched(records: Sequence[RunRecord]) -> list[tuple[str, MonitorResult]]:
     out = []
-    for rec in records:
-        if not MONITOR.holds(rec):
-            continue
-        mon: MonitorResult | None = typed_result(rec)
-        if mon is not None:
-            out.append((run_label(rec), mon))
+    for rec, mon in index.read(records, MONITOR).ok(MONITOR, MonitorResult):
+        out.append((run_label(rec), mon))
     return out
 
 
@@ -277,13 +274,12 @@ def client_name(run: RunRecord | None) -> str:
     return "pgbench"
 
 
-def _fdatasync(records: Sequence[RunRecord]) -> dict[str, float]:
+def _fdatasync(study: StudyIndex) -> dict[str, float]:
     """Each target's fdatasync ops/s: the median of its pg_test_fsync runs, the
     figure the report's headline shows."""
     probes: dict[str, list[object]] = {}
-    for rec in records:
-        if FSYNC.holds(rec) and (res := typed_result(rec)) is not None:
-            probes.setdefault(rec.target, []).append(res)
+    for rec, res in study.ok(FSYNC, object):
+        probes.setdefault(rec.target, []).append(res)
     out = {}
     for target, results in probes.items():
         limits = limits_from(results)

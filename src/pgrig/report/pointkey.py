@@ -1,16 +1,13 @@
 """A measured point of a pgbench workload across its repeats (``PointKey``: workload,
-scale, duration, mode, clients), and the stored runs grouped by it."""
+scale, duration, mode, clients); the study index groups the stored runs by it."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pgrig import registry
-from pgrig.registry import typed_result
-from pgrig.registry.shared import BUILTIN, PGBENCH_RUN
+from pgrig.registry.shared import BUILTIN
 from pgrig.results import (
-    PgbenchRun,
     RunRecord,
 )
 
@@ -76,18 +73,6 @@ def point_key(rec: RunRecord) -> PointKey:
         rate=float(p["rate"]) if isinstance(p.get("rate"), int | float) else None,
         clients=int(p.get("clients", 0) or 0),
     )
-
-
-def runs_by_point(
-    records: Sequence[RunRecord],
-) -> dict[PointKey, dict[str, list[tuple[RunRecord, PgbenchRun | None]]]]:
-    out: dict[PointKey, dict[str, list[tuple[RunRecord, PgbenchRun | None]]]] = {}
-    for rec in records:
-        if PGBENCH_RUN.holds(rec):
-            out.setdefault(point_key(rec), {}).setdefault(rec.target, []).append(
-                (rec, typed_result(rec))
-            )
-    return out
 
 
 def point_order(item: tuple[PointKey, object]) -> tuple[object, ...]:

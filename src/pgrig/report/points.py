@@ -14,9 +14,9 @@ from pgrig import stats
 from pgrig.document import fmt
 from pgrig.document.model import FAILED, SKIPPED
 from pgrig.monitor import interference, noise
-from pgrig.monitor.model import Noise
-from pgrig.registry import typed_result
+from pgrig.monitor.model import MONITOR, Noise
 from pgrig.registry.shared import PGBENCH_RUN
+from pgrig.report import index
 from pgrig.report.progress import Progress
 from pgrig.results import PgbenchInit, PgbenchRun, RunRecord
 
@@ -96,10 +96,9 @@ def points(records: Sequence[RunRecord], progress: Progress | None = None) -> li
     progress = progress or Progress()
     ok: dict[tuple[str, int], list[tuple[RunRecord, PgbenchRun]]] = {}
     not_ok: dict[tuple[str, int], list[RunRecord]] = {}
-    for rec in records:
-        if not PGBENCH_RUN.holds(rec):
-            continue
-        res: PgbenchRun | None = typed_result(rec)
+    study = index.read(records)
+    for rec in study.kind(PGBENCH_RUN):
+        res = study.result(rec, PgbenchRun)
         # The campaign's name for the mode (a custom workload's name) over pgbench's "custom".
         mode = str(rec.params.get("mode") or (res.mode if res is not None else "unknown"))
         clients = res.clients if res is not None else int(rec.params.get("clients", 0))
@@ -111,7 +110,7 @@ def points(records: Sequence[RunRecord], progress: Progress | None = None) -> li
         else:
             ok[key].append((rec, res))
     keys = sorted(ok, key=lambda k: (mode_key(k[0]), k[1]))
-    disturbed = interference.disturbed_run_keys(records)
+    disturbed = interference.disturbed_run_keys(study.kind(MONITOR))
     return [
         Point(
             m,

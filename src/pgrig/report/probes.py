@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pgrig.document import fmt
 from pgrig.document.model import HEADLINE, NOISY, NORMAL, Row, Section, Table
 from pgrig.monitor import noise
-from pgrig.registry import typed_result
+from pgrig.probe import FIO, FSYNC, TIMING
+from pgrig.report.index import StudyIndex
 from pgrig.report.status import status_kind, status_row, status_text
 from pgrig.report.storage import flag
 from pgrig.results import Environment, FioResult, FsyncResult, FsyncRow, RunRecord, TimingResult
@@ -34,15 +34,17 @@ def fio_order(rec: RunRecord) -> int:
 # pg_test_timing
 
 
-def timing_section(records: Sequence[RunRecord], env: Environment | None) -> Section:
+def timing_section(study: StudyIndex, env: Environment | None) -> Section:
+    """pg_test_timing's runs of the study (of one target: its index)."""
     title, anchor = "Clock timing overhead (pg_test_timing)", "timing"
+    records = study.kind(TIMING)
     if not records:
         return Section(title, anchor, ("Not run in this study.",))
     paragraphs: list[str] = []
     blocks: list[Table] = []
     clock = env.clocksource if env is not None else None
     for rec in records:
-        res: TimingResult | None = typed_result(rec)
+        res = study.result(rec, TimingResult)
         if res is None:
             blocks.append(
                 Table(
@@ -90,10 +92,11 @@ class FsyncRuns:
     not_ok: tuple[RunRecord, ...] = ()
 
     @classmethod
-    def of(cls, records: Sequence[RunRecord]) -> FsyncRuns:
+    def of(cls, study: StudyIndex) -> FsyncRuns:
+        """The runs of pg_test_fsync in ``study`` (one target's index)."""
         results, not_ok = [], []
-        for rec in records:
-            res: FsyncResult | None = typed_result(rec)
+        for rec in study.kind(FSYNC):
+            res = study.result(rec, FsyncResult)
             if res is None:
                 not_ok.append(rec)
             else:
@@ -138,11 +141,12 @@ class FsyncRuns:
         return pg_test_fsync.inversions(median) if median is not None else []
 
 
-def fsync_summary(records: Sequence[RunRecord]) -> Row | None:
-    """The summary's 'fdatasync 8K' row: median over the runs, with their range."""
-    if not records:
+def fsync_summary(study: StudyIndex) -> Row | None:
+    """The summary's 'fdatasync 8K' row: median over the runs (of one target's
+    index), with their range."""
+    if not study.kind(FSYNC):
         return None
-    runs = FsyncRuns.of(records)
+    runs = FsyncRuns.of(study)
     median = runs.median()
     head = fsync_headline(median) if median is not None else None
     if head is None or head.ops_per_sec is None:
@@ -162,13 +166,14 @@ def fsync_summary(records: Sequence[RunRecord]) -> Row | None:
 UNSYNCED = "non-synced writes"  # pg_test_fsync's section that waits for no flush
 
 
-def fsync_section(records: Sequence[RunRecord], target: str, unsafe: str = "") -> Section:
-    """``unsafe``: why the target's syncs reach no stable storage ('barriers off
+def fsync_section(study: StudyIndex, target: str, unsafe: str = "") -> Section:
+    """pg_test_fsync's runs in ``study`` (the target's index). ``unsafe``: why
+    the target's syncs reach no stable storage ('barriers off
     (nobarrier)', ``report.storage.barriers_off``), said at every figure."""
     title, anchor = "WAL sync methods (pg_test_fsync)", "fsync"
-    if not records:
+    if not study.kind(FSYNC):
         return Section(title, anchor, ("Not run in this study.",))
-    runs = FsyncRuns.of(records)
+    runs = FsyncRuns.of(study)
     median = runs.median()
     repeated = len(runs.results) > 1
     columns = ("Test Case", "Method", "ops/s", "usecs/op") + (
@@ -227,7 +232,7 @@ def _fsync_cells(label: str, row: FsyncRow, kind: str = NORMAL) -> tuple[str, ..
     return (
         label,
         method,
-        fmt.optional(row.ops_per_sec, lambda v: f"{v:,.3f}"),
+        f"{row.ops_per_sec:,.3f}" if row.ops_per_sec is not None else "n/a",
         fmt.optional(row.usecs_per_op, fmt.integer),
     )
 
@@ -261,10 +266,10 @@ def fio_spread(res: FioResult) -> str:
     return text + (" ⚠" if fio_noisy(res) else "")
 
 
-def fio_summary(rec: RunRecord) -> Row:
-    """The summary's row of one fio job: IOPS as fio prints it, the exact
-    figure, its per-interval spread, and the bandwidth."""
-    res: FioResult | None = typed_result(rec)
+def fio_summary(rec: RunRecord, res: FioResult | None) -> Row:
+    """The summary's row of one fio job (its result: None when it did not run):
+    IOPS as fio prints it, the exact figure, its per-interval spread, and the
+    bandwidth."""
     label = fio_label(rec, res)
     if res is None:
         return Row((label, status_text(rec)), status_kind(rec))
@@ -281,8 +286,10 @@ def fio_label(rec: RunRecord, res: FioResult | None) -> str:
     return f"{block} {FIO_LABELS.get(pattern, pattern)}"
 
 
-def fio_section(records: Sequence[RunRecord], target: str) -> Section:
+def fio_section(study: StudyIndex, target: str) -> Section:
+    """fio's jobs in ``study`` (the target's index), in fio's order."""
     title, anchor = "Storage IOPS and throughput (fio)", "fio"
+    records = sorted(study.kind(FIO), key=fio_order)
     if not records:
         return Section(title, anchor, ("Not run in this study.",))
     columns = (
@@ -298,7 +305,7 @@ def fio_section(records: Sequence[RunRecord], target: str) -> Section:
     rows: list[Row] = []
     jobs: dict[str, list[str]] = {}
     for rec in records:
-        res: FioResult | None = typed_result(rec)
+        res = study.result(rec, FioResult)
         label = fio_label(rec, res)
         if res is None:
             rows.append(status_row(label, rec, len(columns)))

@@ -16,7 +16,9 @@ from collections.abc import Sequence
 from pathlib import PurePosixPath
 from typing import Any
 
-from pgrig import __version__, registry
+from pgrig import __version__
+from pgrig.report import index
+from pgrig.report.index import StudyIndex
 from pgrig.results import RunRecord, Study
 
 # pgbench options whose value is a per-run path: the file's name is what a person types.
@@ -74,17 +76,12 @@ def _settings(target: dict[str, Any]) -> list[str]:
     return lines if target.get("settings") else lines[:1]
 
 
-def _loads(records: Sequence[RunRecord], target: str) -> list[str]:
+def _loads(study_index: StudyIndex, target: str) -> list[str]:
     """The loads of ``target``, as the commands that make the same data (each
     result kind says its own: ``ResultKind.rerun``)."""
     out = []
-    for rec in records:
-        kind = registry.kind(rec.kind)
-        if rec.target != target or kind is None or kind.rerun is None:
-            continue
-        if (res := registry.typed_result(rec)) is not None and (
-            argv := kind.rerun(rec.params, res)
-        ):
+    for rec, kind, res in study_index.target(target).succeeded():
+        if kind.rerun is not None and (argv := kind.rerun(rec.params, res)):
             out.append(shlex.join(argv))
     return out
 
@@ -132,6 +129,7 @@ def lines(study: Study, records: Sequence[RunRecord]) -> list[str]:
     targets = [t for t in params.get("targets") or [] if isinstance(t, dict)]
     if not targets:
         return out
+    study_index = index.read(records)
     out += ["", "Each step as a person would type it, per target (connections from the PG* "
             "environment; scripts by their file name in pgrig's source):", "", "```"]  # fmt: skip
     for t in targets:
@@ -141,7 +139,7 @@ def lines(study: Study, records: Sequence[RunRecord]) -> list[str]:
             out.append(_initdb(t))
             out += _settings(t)
             out.append('pg_ctl -D "$PGDATA" -l logfile start')
-        out += _loads(records, name)
+        out += _loads(study_index, name)
         out += _runs(records, name)
     out.append("```")
     return out

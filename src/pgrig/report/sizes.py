@@ -8,8 +8,8 @@ from collections.abc import Callable, Sequence
 
 from pgrig.document import fmt
 from pgrig.document.model import HEADLINE, Row, Section, Table
-from pgrig.registry import typed_result
 from pgrig.registry.shared import RELATION_SIZES
+from pgrig.report import index
 from pgrig.results import RelationSizes, RunRecord
 
 MOMENTS = ("after load", "after runs")
@@ -29,7 +29,8 @@ def _group_title(params: dict[str, object]) -> str:
 def section(records: Sequence[RunRecord]) -> Section | None:
     """One table per workload (and scale): every relation, after the load and
     after the runs, per target."""
-    mine = RELATION_SIZES.records(records)
+    study = index.read(records)
+    mine = study.kind(RELATION_SIZES)
     if not mine:
         return None
     groups: dict[str, dict[tuple[str, str], RelationSizes]] = {}
@@ -38,8 +39,8 @@ def section(records: Sequence[RunRecord]) -> Section | None:
     for rec in mine:
         if rec.target not in targets:
             targets.append(rec.target)
-        result = typed_result(rec)
-        if not isinstance(result, RelationSizes):
+        result = study.result(rec, RelationSizes)
+        if result is None:
             failed.append(f"{rec.key}: {rec.status}" + (f" ({rec.reason})" if rec.reason else ""))
             continue
         groups.setdefault(_group_title(rec.params), {})[(rec.target, result.when)] = result

@@ -13,9 +13,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from pgrig.document import fmt
 from pgrig.document.model import FAILED, SKIPPED, Row, Section, Table
 from pgrig.monitor.model import MONITOR, MonitorResult, Sample
-from pgrig.registry import typed_result
 from pgrig.registry.shared import PGBENCH_INIT, PGBENCH_RUN
 from pgrig.report import emulator as emulator_report
+from pgrig.report import index
+from pgrig.report.index import StudyIndex
 from pgrig.report.samples import SampleReader, own_samples
 from pgrig.results import Environment, PgbenchInit, PgbenchRun, RunRecord
 from pgrig.storage.fsinfo import FilesystemInfo
@@ -29,10 +30,9 @@ BLOCK_BYTES = 8192  # PostgreSQL's default block size: blks_read counts these
 def labs(records: Sequence[RunRecord]) -> dict[str, LabInfo | RunRecord]:
     """Target -> its lab as built, or the record saying why it was not."""
     out: dict[str, LabInfo | RunRecord] = {}
-    for rec in records:
-        if LAB.holds(rec):
-            info = typed_result(rec)
-            out[rec.target] = info if isinstance(info, LabInfo) else rec
+    study = index.read(records)
+    for rec in study.kind(LAB):
+        out[rec.target] = study.result(rec, LabInfo) or rec
     return out
 
 
@@ -113,12 +113,13 @@ def _storage(info: LabInfo) -> str:
 
 def targets_table(records: Sequence[RunRecord]) -> Table | None:
     """One row per lab target: shown beside the results in the summary."""
-    found = labs(records)
+    study = index.read(records)
+    found = labs(study)
     if not found:
         return None
     rows = []
     # Targets outside the lab (seed 000's plain "local") are columns too.
-    order = list(dict.fromkeys(r.target for r in records if not LAB.holds(r)))
+    order = list(dict.fromkeys(r.target for r in study.other_than(LAB)))
     for target in [t for t in order if t not in found]:
         rows.append(Row((target, "plain directory on the host disk", "none", "the machine's")))
     for target, info in found.items():
@@ -139,8 +140,9 @@ def environment_blocks(records: Sequence[RunRecord]) -> list[Table]:
     """Per lab target: the filesystem as xfs_info / dumpe2fs -h and mountinfo
     show it, the caps and limits, and what the emulation does not capture."""
     out: list[Table] = []
-    ends = emulator_report.at_end(records)
-    for target, info in labs(records).items():
+    study = index.read(records)
+    ends = emulator_report.at_end(study)
+    for target, info in labs(study).items():
         if not isinstance(info, LabInfo):
             continue
         rows = [("Built as", info.description)]
@@ -266,7 +268,7 @@ def calibration_misses(info: LabInfo) -> list[str]:
 
 
 def _cpu(
-    records: Sequence[RunRecord], target: str, samples: SampleReader
+    study: StudyIndex, target: str, samples: SampleReader
 ) -> tuple[list[float], list[float], list[float]]:  # noqa: E501
     """Per monitored run of ``target``, means over its in-run samples (% of the
     machine): pgrig's own processes (its children, a FUSE layer's process among
@@ -274,12 +276,7 @@ def _cpu(
     ours: list[float] = []
     server: list[float] = []
     named: list[float] = []
-    for rec in records:
-        if rec.target != target or not MONITOR.holds(rec) or rec.status != "ok":
-            continue
-        mon = typed_result(rec)
-        if not isinstance(mon, MonitorResult):
-            continue
+    for rec, mon in study.target(target).ok(MONITOR, MonitorResult):
         inside = [x for x in samples(rec) if x.in_run]
         mine = [x.cpu.pgrig for x in inside if x.cpu.pgrig is not None]
         theirs = [x.cpu.server for x in inside if x.cpu.server is not None]
@@ -301,11 +298,12 @@ def layer_cpu(
     started (with the layer's process if it ran as another's, by name); pgrig's
     own on the targets without a layer, for the part that is not the layer's; and
     the server's. None: no monitored run."""
-    ours, server, named = _cpu(records, target, samples)
+    study = index.read(records)
+    ours, server, named = _cpu(study, target, samples)
     if not ours and not any(named):
         return None
-    plain = [v for t in {r.target for r in records} - set(layered(records))
-             for v in _cpu(records, t, samples)[0]]  # fmt: skip
+    behind = layered(study)
+    plain = [v for t in study.of_target if t not in behind for v in _cpu(study, t, samples)[0]]
     layer = (statistics.fmean(ours) if ours else 0.0) + (statistics.fmean(named) if named else 0.0)
     return (
         layer,
@@ -321,14 +319,15 @@ def layer_lines(records: Sequence[RunRecord], samples: SampleReader = own_sample
     own per-run records where the study has them, else estimated from the
     monitor's samples (studies stored before them)."""
     out = []
-    recorded = emulator_report.lines(records)  # the layer's own record of each run
-    for target, info in layered(records).items():
+    study = index.read(records)
+    recorded = emulator_report.lines(study)  # the layer's own record of each run
+    for target, info in layered(study).items():
         said = []
         if misses := calibration_misses(info):
             said.append(f"its latency layer missed the calibration ({'; '.join(misses)})")
         if target in recorded:
             pass  # its own line, below: the layer's process measured, not estimated
-        elif (cpu := layer_cpu(records, target, samples)) is not None:
+        elif (cpu := layer_cpu(study, target, samples)) is not None:
             layer, plain, server = cpu
             without = f" ({plain:.1f}% on the targets without a layer)" if plain is not None else ""
             beside = f", the server {server:.1f}%" if server is not None else ""
@@ -354,23 +353,19 @@ def memory_section(
     records: Sequence[RunRecord], env: Environment | None, samples: SampleReader = own_samples
 ) -> Section | None:
     """Data size against memory and the hit ratios, when a target has a memory limit."""
-    found = {t: i for t, i in labs(records).items() if isinstance(i, LabInfo)}
+    study = index.read(records)
+    found = {t: i for t, i in labs(study).items() if isinstance(i, LabInfo)}
     if not any(i.memory_limit_bytes for i in found.values()):
         return None
     data: dict[str, int] = {}
-    for rec in records:
-        init = typed_result(rec) if PGBENCH_INIT.holds(rec) else None
-        if isinstance(init, PgbenchInit) and init.database_bytes:
+    for rec, init in study.ok(PGBENCH_INIT, PgbenchInit):
+        if init.database_bytes:
             data[rec.target] = init.database_bytes
-    monitors = {r.key: r for r in records if MONITOR.holds(r)}
     per: dict[tuple[str, str], tuple[list[float], list[float], list[float]]] = {}
-    for rec in records:
-        run = typed_result(rec) if PGBENCH_RUN.holds(rec) else None
-        if not isinstance(run, PgbenchRun):
-            continue
+    for rec, run in study.ok(PGBENCH_RUN, PgbenchRun):
         buf, cache, tps = per.setdefault((rec.target, run.mode), ([], [], []))
         tps.append(run.tps)
-        mon_rec = monitors.get(f"{rec.key}/monitor")
+        mon_rec = study.watching.get(rec.key)
         if mon_rec is not None and mon_rec.status == "ok":
             b, c = _ratios(samples(mon_rec))
             if b is not None:
@@ -378,7 +373,7 @@ def memory_section(
             if c is not None:
                 cache.append(c)
     machine = env.memory_bytes if env is not None else 0
-    behind = layered(records)
+    behind = layered(study)
     rows = []
     for (target, mode), (buf, cache, tps) in per.items():
         info = found.get(target)
@@ -417,7 +412,7 @@ def memory_section(
         ),
         numeric=(False, False, True, True, True, True, True, True),
     )  # fmt: skip
-    cgroup = cgroup_table(records)
+    cgroup = cgroup_table(study)
     return Section("Memory", "memory", blocks=(table,) if cgroup is None else (table, cgroup))
 
 
@@ -429,16 +424,14 @@ def _counts(values: Sequence[int]) -> str:
     return text
 
 
-def cgroup_table(records: Sequence[RunRecord]) -> Table | None:
+def cgroup_table(study: StudyIndex) -> Table | None:
     """What the memory cgroup itself counted during the runs: how often the
     limit was hit, the peak, OOM kills (seed 003's box swapped; here the kernel
     reclaims the cgroup's page cache or kills)."""
     per: dict[tuple[str, str], list[MemoryUse]] = {}
-    for rec in records:
-        use = typed_result(rec) if MEMORY.holds(rec) else None
-        if isinstance(use, MemoryUse):
-            mode = str(rec.params.get("mode") or rec.params.get("workload") or "")
-            per.setdefault((rec.target, mode), []).append(use)
+    for rec, use in study.ok(MEMORY, MemoryUse):
+        mode = str(rec.params.get("mode") or rec.params.get("workload") or "")
+        per.setdefault((rec.target, mode), []).append(use)
     if not per:
         return None
     rows = []

@@ -13,21 +13,22 @@ difference to the baseline, the one decision procedure over the repeats - is
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from pgrig import registry
 from pgrig.document import fmt
 from pgrig.document.model import HEADLINE, Row, Section, Table
-from pgrig.monitor.model import MONITOR, Sample
+from pgrig.monitor.model import Sample
 from pgrig.registry.shared import PGBENCH_RUN
+from pgrig.report import index
 from pgrig.report.cost import latency_cell, ok_runs
-from pgrig.report.pointkey import PointKey, point_order, runs_by_point
+from pgrig.report.index import PointRuns, StudyIndex
+from pgrig.report.pointkey import PointKey, point_order
 from pgrig.report.samples import SampleReader, own_samples
 from pgrig.report.versus import TPS, VS_NOTE, Cell, Draft, Family, Key, Ledger
 from pgrig.results import SERVER, PgbenchRun, RunRecord, Study
 
-MONITOR_SUFFIX = "/monitor"
 # Settings that differ between any two clusters (their own files): not a difference.
 PATHS = frozenset({"config_file", "data_directory", "hba_file", "ident_file", "external_pid_file"})
 
@@ -67,7 +68,7 @@ def _versions_table(
     workload: str,
     duration: int,
     mode: str,
-    points: Sequence[tuple[PointKey, dict[str, list[tuple[RunRecord, PgbenchRun | None]]]]],
+    points: Sequence[tuple[PointKey, PointRuns]],
     names: list[str],
     baseline: str,
     release: dict[str, str],
@@ -136,19 +137,20 @@ def versions_section(
     names = [str(t["name"]) for t in targets]
     baseline = str(study.params.get("baseline") or names[0])
     release = {str(t["name"]): str(t.get("pg_version", "?")) for t in targets}
-    ledger = ledger if ledger is not None else Ledger.of(records, baseline)
+    study_index = index.read(records)
+    ledger = ledger if ledger is not None else Ledger.of_index(study_index, baseline)
     blocks: list[Table] = []
-    by_point = sorted(runs_by_point(records).items(), key=point_order)
+    by_point = sorted(study_index.points.items(), key=point_order)
     curves: dict[
         tuple[str, int, str],
-        list[tuple[PointKey, dict[str, list[tuple[RunRecord, PgbenchRun | None]]]]],
+        list[tuple[PointKey, PointRuns]],
     ] = {}
     for key, per_target in by_point:
         curves.setdefault((key.workload, key.duration, key.mode), []).append((key, per_target))
     for (workload, duration, mode), points in curves.items():
         blocks.append(_versions_table(workload, duration, mode, points, names, baseline,
                                       release, Family(ledger)))  # fmt: skip
-    extra = (provenance_table(study, records, names), _adapted_table(targets),
+    extra = (provenance_table(study, study_index, names), _adapted_table(targets),
              _settings_table(study, names))  # fmt: skip
     blocks += [t for t in extra if t]
     return Section(
@@ -163,7 +165,7 @@ def versions_section(
     )
 
 
-def provenance_table(study: Study, records: Sequence[RunRecord], names: list[str]) -> Table | None:
+def provenance_table(study: Study, study_index: StudyIndex, names: list[str]) -> Table | None:
     """What really ran for each target: the server build (``SELECT version()``:
     release, platform, compiler), where it came from, and every pgbench that
     drove its runs, as each record stored them."""
@@ -171,13 +173,10 @@ def provenance_table(study: Study, records: Sequence[RunRecord], names: list[str
     for n in names:
         env = study.target_environments.get(n)
         pg = env.postgres if env is not None else None
-        mine = [r for r in records if r.target == n]
+        mine = study_index.of_target.get(n, ())
         builds = list(dict.fromkeys(v for r in mine if (v := r.tool_versions.get(SERVER))))
-        drivers = list(
-            dict.fromkeys(
-                v for r in mine if PGBENCH_RUN.holds(r) and (v := r.tool_versions.get("pgbench"))
-            )
-        )
+        runs = study_index.by_target(PGBENCH_RUN).get(n, ())
+        drivers = list(dict.fromkeys(v for r in runs if (v := r.tool_versions.get("pgbench"))))
         build = pg.build if pg is not None and pg.build else (builds[0] if builds else "")
         rows.append(
             Row(
@@ -298,14 +297,14 @@ AXES_IO_NOTES = (
 
 def _io_cells(
     pairs: Sequence[tuple[RunRecord, PgbenchRun | None]],
-    monitors: dict[str, RunRecord],
+    monitors: Mapping[str, RunRecord],
     samples: SampleReader,
 ) -> tuple[str, ...]:
     """A point's pg_stat_io cells: medians over its runs' monitor samples."""
     io = [
         x
         for rec, _ in pairs
-        if (m := monitors.get(rec.key + MONITOR_SUFFIX)) is not None
+        if (m := monitors.get(rec.key)) is not None
         and m.status == "ok"
         and (x := _io(samples(m))) is not None
     ]
@@ -336,7 +335,7 @@ def axes_section(
     axis_names = list(dict.fromkeys(str(a[0]) for t in targets for a in t["axes"]))
     values = {str(t["name"]): {str(a[0]): str(a[1]) for a in t["axes"]} for t in targets}
     baseline = str(study.params.get("baseline") or names[0])
-    monitors = {r.key: r for r in records if MONITOR.holds(r)}
+    study_index = index.read(records)
     columns = (
         "test case",
         *axis_names,
@@ -351,15 +350,15 @@ def axes_section(
         "latency",
     )
     drafts: list[Draft] = []
-    family = Family(ledger if ledger is not None else Ledger.of(records, baseline))
-    for key, per_target in sorted(runs_by_point(records).items(), key=point_order):
+    family = Family(ledger if ledger is not None else Ledger.of_index(study_index, baseline))
+    for key, per_target in sorted(study_index.points.items(), key=point_order):
         base = _tps(per_target.get(baseline, []))
         for n in names:
             pairs = per_target.get(n, [])
             if not pairs:
                 continue
             tps = _tps(pairs)
-            io_cells = _io_cells(pairs, monitors, samples)
+            io_cells = _io_cells(pairs, study_index.watching, samples)
             drafts.append(
                 Draft(
                     (

@@ -61,7 +61,7 @@ class Ledger:
     def of(cls, records: Sequence[RunRecord], baseline: str) -> Ledger:
         """The study's comparisons: each pgbench point's tps and each result kind's
         summary metric, every other target against ``baseline``."""
-        return cls.of_index(index.of(records), baseline)
+        return cls.of_index(index.read(records), baseline)
 
     @classmethod
     def of_index(cls, study: StudyIndex, baseline: str) -> Ledger:

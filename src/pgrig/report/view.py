@@ -49,10 +49,7 @@ from pgrig.report.progress import Progress, ProgressReader, own_progress
 from pgrig.report.samples import SampleReader, own_samples
 from pgrig.report.status import status_kind
 from pgrig.report.versus import Family
-from pgrig.results import (
-    RunRecord,
-    Study,
-)
+from pgrig.results import FioResult, RunRecord, Study
 
 
 def build(
@@ -66,9 +63,9 @@ def build(
     without them: ``pgrig.report.samples``, ``pgrig.report.progress``)."""
     # The study read once, here: each stored result decoded and grouped; the
     # answer and every section read this index.
-    study_index = index.of(sorted(records, key=_record_order))
+    study_index = index.ordered(records)
     records = list(study_index.records)
-    targets = compare.targets_of(study.params, records)
+    targets = compare.targets_of(study.params, study_index)
     per_second = Progress(progress)  # one for every section: each run read once for its noise
     baseline = _baseline(study, targets)
     meanings = {t: m for t in targets if (m := meaning_of(study, t)) is not None}
@@ -90,7 +87,7 @@ def build(
         sections = _one_target_sections(study, ev, samples)
     return ReportView(
         title=f"pgrig report: {study_label(study)}",
-        meta=header(study, records),
+        meta=header(study, study_index),
         sections=tuple(conclusions.section(ev, sections, answered)),
     )
 
@@ -106,17 +103,14 @@ def _baseline(study: Study, targets: Sequence[str]) -> str:
 
 def _one_target_sections(study: Study, ev: Evidence, samples: SampleReader) -> list[Section]:
     """The sections of a study of one target (or none)."""
-    records, baseline, per_second = list(ev.records), ev.baseline, ev.progress
-    timing = list(ev.index.kind(TIMING))
-    fsync = list(ev.index.kind(FSYNC))
-    fio = sorted(ev.index.kind(FIO), key=fio_order)
+    records, baseline, per_second = ev.index, ev.baseline, ev.progress
     return [
-        _with_labs(summary_section(study, fsync, fio, records, per_second), records, samples),
+        _with_labs(summary_section(study, records, per_second), records, samples),
         environment_section(study, records),
         # A probe that did not run leaves no section, as a workload does not.
-        *([timing_section(timing, study.environment)] if timing else []),
-        *([fsync_section(fsync, study.target)] if fsync else []),
-        *([fio_section(fio, study.target)] if fio else []),
+        *([timing_section(records, study.environment)] if records.kind(TIMING) else []),
+        *([fsync_section(records, study.target)] if records.kind(FSYNC) else []),
+        *([fio_section(records, study.target)] if records.kind(FIO) else []),
         *workload_sections(Runs(records, study.target, meaning_of(study, baseline), per_second)),
         *extra_sections(study, records, samples),
         runs_section(ev.index),
@@ -129,7 +123,7 @@ def _comparison_sections(
     """The sections of a comparison of targets: the comparison table first,
     then each target's own sections."""
     records, targets, baseline, progress = (
-        list(ev.records),
+        ev.index,
         list(ev.targets),
         ev.baseline,
         ev.progress,
@@ -185,14 +179,13 @@ def _target_sections(
 ) -> list[Section]:
     """One target's own sections: its machine and server when they are its own,
     its probes, its workloads' runs."""
-    mine = list(study_index.of_target.get(t, ()))
-    probes = {k.name: [r for r in study_index.kind(k) if r.target == t] for k in PROBE_KINDS}
+    mine = study_index.target(t)
     env = study.target_environments.get(t)
-    barriers = storage_report.barriers_off(study_index.records).get(t, "")
+    barriers = storage_report.barriers_off(study_index).get(t, "")
     per_target = [
-        timing_section(probes[TIMING.name], study.environment),
-        fsync_section(probes[FSYNC.name], t, barriers),
-        fio_section(sorted(probes[FIO.name], key=fio_order), t),
+        timing_section(mine, study.environment),
+        fsync_section(mine, t, barriers),
+        fio_section(mine, t),
         *workload_sections(Runs(mine, t, meaning_of(study, t), progress)),
     ]
     if env is not None and env.postgres is not None:
@@ -239,45 +232,39 @@ def extra_sections(
     return [fold_runs(s) for s in out if s is not None]
 
 
-def _record_order(rec: RunRecord) -> tuple[int, str]:
-    # Store ids follow execution order; records not yet stored keep their timestamps.
-    return (rec.id if rec.id is not None else 1 << 62, rec.started_at)
-
-
 # --------------------------------------------------------------------------
 # Summary in the seeds' layout: test cases as rows, the storage target as column
 
 
 def summary_section(
-    study: Study,
-    fsync: Sequence[RunRecord],
-    fio: Sequence[RunRecord],
-    records: Sequence[RunRecord],
-    progress: Progress | None = None,
+    study: Study, records: Sequence[RunRecord], progress: Progress | None = None
 ) -> Section:
     rows: list[Row] = []
-    fsync_row = fsync_summary(fsync)
+    study_index = index.read(records)
+    fsync_row = fsync_summary(study_index)
     if fsync_row is not None:
         rows.append(fsync_row)
-    rows += [fio_summary(rec) for rec in fio]
-    target = compare.targets_of(study.params, records)[0] if records else study.target
+    fio = sorted(study_index.kind(FIO), key=fio_order)
+    rows += [fio_summary(rec, study_index.result(rec, FioResult)) for rec in fio]
+    target = compare.targets_of(study.params, study_index)[0] if records else study.target
     meaning = meaning_of(study, target)
-    runs = Runs(records, target, meaning, progress)
+    runs = Runs(study_index, target, meaning, progress)
     reports = registry.runs_reports()
     notes: list[str] = []
-    if meaning is not None and any(not any(k.holds(r) for k in PROBE_KINDS) for r in records):
+    probed = sum(len(study_index.kind(k)) for k in PROBE_KINDS)
+    if meaning is not None and probed < len(study_index):
         # Before the server's numbers: the probes do not depend on its settings.
         rows.append(Row(("PostgreSQL settings", meaning.line())))
         notes += [f"{c}." for c in meaning.caveats()]
     if any(report.sweeps(runs) for report in reports):
         # Several workloads, scales or durations: every point, as in a campaign.
-        table = compare.comparison_table(records, [target], target, progress=progress)
+        table = compare.comparison_table(study_index, [target], target, progress=progress)
         rows.extend(r for r in table.rows if not _is_probe_row(r))
     else:
         rows.extend(r for report in reports for r in report.headline_rows(runs))
         # The other workloads' headline figure, a row per point (TPC-C's tpmC).
         family = Family()
-        rows.extend(family.rows(compare.summary_rows(records, target, [], family)))
+        rows.extend(family.rows(compare.summary_rows(study_index, target, [], family)))
     sweep = [f for report in reports for f in report.summary_figures(runs)]
     table = Table(
         columns=("Test Case", target),  # the target's name, not its directory
@@ -287,7 +274,7 @@ def summary_section(
         numeric=(False, True),
     )
     blocks: tuple[Table | Figure, ...] = ((table,) if rows else ()) + tuple(sweep)
-    return Section("Performance Summary", "summary", interference_lines(records), blocks)
+    return Section("Performance Summary", "summary", interference_lines(study_index), blocks)
 
 
 def interference_lines(records: Sequence[RunRecord]) -> tuple[str, ...]:

@@ -9,23 +9,23 @@ from __future__ import annotations
 from collections import Counter
 
 from pgrig import registry
-from pgrig.monitor.model import MONITOR, MonitorResult
+from pgrig.monitor.model import MONITOR
 from pgrig.registry.report import Conclusion, Findings
 from pgrig.registry.shared import PGBENCH_RUN
-from pgrig.report.cost import MONITOR_SUFFIX, case_label
+from pgrig.report import index
+from pgrig.report.cost import case_words
 
 
 def why_rule(ev: Findings) -> list[Conclusion]:
     verdicts: dict[str, dict[str, list[str]]] = {}
-    monitors = {r.key: r for r in ev.records if MONITOR.holds(r) and r.status == "ok"}
-    for rec in ev.records:
-        mon_rec = monitors.get(rec.key + MONITOR_SUFFIX)
-        if mon_rec is None or PGBENCH_RUN.holds(rec) or rec.status != "ok":
+    study = index.read(ev.records)
+    for rec in study.other_than(PGBENCH_RUN, MONITOR):
+        mon = study.monitors.get(rec.key)
+        if mon is None or rec.status != "ok":
             continue
-        mon = registry.typed_result(mon_rec)
         # "unknown" says nothing: the monitor saw no cause stand out
-        if isinstance(mon, MonitorResult) and mon.verdict.cause != "unknown":
-            per = verdicts.setdefault(case_label(rec), {})
+        if mon.verdict.cause != "unknown":
+            per = verdicts.setdefault(case_words(rec.kind, rec.params), {})
             per.setdefault(rec.target, []).append(mon.verdict.label)
     out = []
     for case, per in verdicts.items():
@@ -44,7 +44,6 @@ def why_rule(ev: Findings) -> list[Conclusion]:
     return out
 
 
-def register() -> None:
-    """The rule as its own plug-in (entry point ``why``): it reads the cost
-    section's case labels, and the cost section needs nothing of it."""
-    registry.register_rule("why", why_rule)
+# The rule as its own plug-in (entry point ``why``): it reads the cost section's
+# case labels, and the cost section needs nothing of it.
+PARTS = registry.Parts(rules=(("why", why_rule),))

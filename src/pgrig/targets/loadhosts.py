@@ -22,7 +22,8 @@ from pgrig.hosts import facts
 from pgrig.hosts.executor import Executor
 from pgrig.monitor.hosts import client_bound
 from pgrig.registry.target import Target
-from pgrig.results import PgbenchRun, ResultKind, RunRecord, typed
+from pgrig.report import index
+from pgrig.results import PgbenchRun, ResultKind, RunRecord
 from pgrig.step import Extra
 
 
@@ -167,11 +168,7 @@ def _client(h: LoadHost) -> str:
 
 def section(records: Sequence[RunRecord]) -> Section | None:
     """The report's Load hosts section: per host and merged, run by run."""
-    runs = [
-        (r, res)
-        for r in records
-        if LOAD_HOSTS.holds(r) and (res := typed(r, LoadHostsRun)) is not None
-    ]
+    runs = index.read(records).ok(LOAD_HOSTS, LoadHostsRun)
     if not runs:
         return None
     rows: list[Row] = []

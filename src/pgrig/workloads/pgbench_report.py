@@ -26,10 +26,9 @@ from pgrig.document.model import FAILED, NOISY, SKIPPED, Figure, Row, Section, S
 from pgrig.meaning import Meaning
 from pgrig.monitor import noise
 from pgrig.monitor.model import MONITOR
-from pgrig.registry import typed_result
 from pgrig.registry.report import Runs
 from pgrig.registry.shared import BUILTIN, COUNT, PGBENCH_INIT, PGBENCH_RUN, SQL_SETUP
-from pgrig.report import decimate, figures
+from pgrig.report import decimate, figures, index
 from pgrig.report.cost import latency_cell
 from pgrig.report.fold import retitled
 from pgrig.report.points import (
@@ -75,17 +74,16 @@ def headline_rows(
     commits less than durable. ``progress``: where the runs' -P points are
     (default: in the records)."""
     rows = []
-    for rec in records:
-        if not PGBENCH_INIT.holds(rec):
-            continue
-        init: PgbenchInit | None = typed_result(rec)
+    study = index.read(records)
+    for rec in study.kind(PGBENCH_INIT):
+        init = study.result(rec, PgbenchInit)
         if init is None:
             scale = rec.params.get("scale", "?")
             rows.append(Row((f"TPC-B load, scale {scale}", status(rec)), _kind(rec)))
         else:
             rows.append(Row((_init_label(init), _init_value(init))))
     by_mode: dict[str, Point] = {}
-    for point in points(records, progress):
+    for point in points(study, progress):
         best = by_mode.get(point.mode)
         if best is None or not best.ok or (point.ok and _median_tps(point) > _median_tps(best)):
             by_mode[point.mode] = point
@@ -143,8 +141,9 @@ def pgbench_section(
     progress: Progress | None = None,
 ) -> Section:
     title, anchor = f"{registry.title(BUILTIN)} (pgbench)", BUILTIN
-    load = load_table(records)
-    pts = points(records, progress)
+    study = index.read(records)
+    load = load_table(study)
+    pts = points(study, progress)
     if load is None and not pts:
         return Section(title, anchor, ("Not run in this study.",))
     blocks: list[Table | Figure] = []
@@ -180,26 +179,25 @@ def _wide(pts: Sequence[Point]) -> bool:
 def load_table(records: Sequence[RunRecord]) -> Table | None:
     rows: list[Row] = []
     notes: list[str] = []
-    for rec in records:
-        if PGBENCH_INIT.holds(rec):
-            init: PgbenchInit | None = typed_result(rec)
-            if init is None:
-                label = f"pgbench -i, scale {rec.params.get('scale', '?')}"
-                rows.append(Row((label, status(rec)), _kind(rec)))
-                continue
+    study = index.read(records)
+    inits = {r.key for r in study.kind(PGBENCH_INIT)}
+    for rec in study.only(PGBENCH_INIT, COUNT):
+        if (init := study.result(rec, PgbenchInit)) is not None:
             rows.append(Row((_init_label(init), _init_value(init))))
             notes.append(_init_note(init))
-        elif COUNT.holds(rec):
-            count: CountResult | None = typed_result(rec)
-            if count is None:
-                label = f"count(*), {rec.params.get('method', rec.key)}"
-                rows.append(Row((label, status(rec)), _kind(rec)))
-                continue
+        elif (count := study.result(rec, CountResult)) is not None:
             value = f"{fmt.ms(count.execution_ms)} ms ({fmt.integer(count.rows)} rows)"
             rows.append(Row((f"count(*), {count.method}", value)))
+        else:  # a load or a count that did not run
+            what = (
+                f"pgbench -i, scale {rec.params.get('scale', '?')}"
+                if rec.key in inits
+                else f"count(*), {rec.params.get('method', rec.key)}"
+            )
+            rows.append(Row((what, status(rec)), _kind(rec)))
     if not rows:
         return None
-    if any(COUNT.holds(r) for r in records):
+    if study.kind(COUNT):
         notes.append(
             "count(*): Execution Time from EXPLAIN ANALYZE of select count(*) from "
             "pgbench_accounts, with the planner forced to the named plan."
@@ -547,37 +545,33 @@ def workload_sections(
     campaign can sweep scales, as seed 004 does from 1 to 10,000); none when no
     pgbench workload ran."""
     groups: dict[tuple[str, object, object], list[RunRecord]] = {}
-    for rec in records:
-        if any(k.holds(rec) for k in PGBENCH_KINDS):
-            p = rec.params
-            groups.setdefault((str(p.get("workload", BUILTIN)), p.get("scale"), None), []).append(
-                rec
-            )
+    study = index.read(records)
+    for rec in study.only(*PGBENCH_KINDS):
+        p = rec.params
+        groups.setdefault((str(p.get("workload", BUILTIN)), p.get("scale"), None), []).append(rec)
     if not groups:
         return []
     # The monitor's records go along: they say which runs other work disturbed.
-    watched = [r for r in records if MONITOR.holds(r)]
-    durations_all = {r.params.get("duration_s") for r in records if PGBENCH_RUN.holds(r)}
+    watched = list(study.kind(MONITOR))
+    durations_all = {r.params.get("duration_s") for r in study.kind(PGBENCH_RUN)}
     distinct = {k for k in groups if k[1] is not None or k[0] != BUILTIN}
     if len(distinct) <= 1 and len(durations_all) <= 1:
         # One workload at one scale: one section, as the quick study shows it.
         only = next(iter(distinct), (BUILTIN, None, None))
-        mine = [r for r in records if any(k.holds(r) for k in PGBENCH_KINDS)] + watched
+        mine = [*study.only(*PGBENCH_KINDS), *watched]
         section = pgbench_section(mine, target, meaning, progress)
         if only[0] != BUILTIN:
             section = retitled(section, f"{only[0]} (pgbench)", fmt.slug(only[0]))
         return [section]
     out = []
     for (workload, scale, _), recs in groups.items():
+        runs = {r.key for r in index.read(recs).kind(PGBENCH_RUN)}
         durations = sorted(
-            {r.params.get("duration_s") for r in recs if PGBENCH_RUN.holds(r)},
-            key=lambda d: d or 0,
+            {r.params.get("duration_s") for r in recs if r.key in runs}, key=lambda d: d or 0
         )
         for duration in durations or [None]:
             subset = [
-                r
-                for r in recs
-                if not PGBENCH_RUN.holds(r) or r.params.get("duration_s") == duration
+                r for r in recs if r.key not in runs or r.params.get("duration_s") == duration
             ]
             section = pgbench_section(subset + watched, target, meaning, progress)
             label = registry.title(workload)
@@ -608,7 +602,7 @@ class PgbenchReport:
     def sweeps(self, runs: Runs) -> bool:
         groups = {
             (r.params.get("workload"), r.params.get("scale"), r.params.get("duration_s"))
-            for r in PGBENCH_RUN.records(runs.records)
+            for r in index.read(runs.records).kind(PGBENCH_RUN)
         }
         return len(groups) > 1
 

@@ -11,22 +11,23 @@ from collections.abc import Sequence
 
 from pgrig.document import fmt
 from pgrig.document.model import FAILED, NOISY, Row, Section, Table
+from pgrig.report import index
 from pgrig.report.versus import VS_NOTE, Cell, Draft, Family, Key, Ledger
-from pgrig.results import RunRecord, Study, typed
+from pgrig.results import RunRecord, Study
 from pgrig.workloads.basebackup.model import MB, BasebackupData, BasebackupResult
 
 KIND = "basebackup"  # the result kind the ledger keys its MB/s by (``ResultKind.name``)
+DATA_KIND = "basebackup_data"  # the data each target's copies were taken of
 Runs = dict[tuple[str, str], list[BasebackupResult]]  # (workload, target) -> ok runs
 
 
 def _collect(records: Sequence[RunRecord]) -> tuple[Runs, dict[tuple[str, str], list[str]]]:
     ok: Runs = {}
     bad: dict[tuple[str, str], list[str]] = {}
-    for rec in records:
-        if rec.kind != KIND:
-            continue
+    study = index.read(records)
+    for rec in study.of_kind.get(KIND, ()):
         key = (str(rec.params.get("workload", "basebackup")), rec.target)
-        res = typed(rec, BasebackupResult)
+        res = study.result(rec, BasebackupResult)
         if res is None:
             bad.setdefault(key, []).append(f"{rec.status}: {rec.reason or 'no reason recorded'}")
         else:
@@ -39,6 +40,7 @@ def _mb(value: float) -> str:
 
 
 def summary_table(study: Study, records: Sequence[RunRecord]) -> Table | None:
+    records = index.read(records)
     ok, bad = _collect(records)
     if not ok and not bad:
         return None
@@ -48,7 +50,7 @@ def summary_table(study: Study, records: Sequence[RunRecord]) -> Table | None:
         baseline = targets[0]
     workloads = list(dict.fromkeys(w for w, _ in (*ok, *bad)))
     rows: list[Draft] = []
-    family = Family(Ledger.of(records, baseline))  # the study's q-values, as everywhere
+    family = Family(Ledger.of_index(records, baseline))  # the study's q-values, as everywhere
     for name in workloads:
         cells, noisy = [], False
         for t in targets:
@@ -161,8 +163,9 @@ def detail_table(records: Sequence[RunRecord]) -> Table | None:
 def data_rows(records: Sequence[RunRecord]) -> list[str]:
     """Each target's data once (a second workload at the same scale reuses it)."""
     seen: dict[tuple[str, int], str] = {}
-    for rec in records:
-        data = typed(rec, BasebackupData) if rec.kind == "basebackup_data" else None
+    study = index.read(records)
+    for rec in study.of_kind.get(DATA_KIND, ()):
+        data = study.result(rec, BasebackupData)
         if data is None or (rec.target, data.scale) in seen:
             continue
         how = f"loaded in {data.load_s:.1f} s" if data.loaded and data.load_s else "reused"

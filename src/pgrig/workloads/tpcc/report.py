@@ -23,8 +23,9 @@ from pgrig.document.model import (
     median_line,
 )
 from pgrig.meaning import meaning_of, unsafe_of
+from pgrig.report import index
 from pgrig.report.storage import flag, unsafe_note
-from pgrig.results import RunRecord, Study, typed
+from pgrig.results import RunRecord, Study
 from pgrig.workloads.tpcc.model import (
     LABELS,
     STATEMENTS,
@@ -54,7 +55,9 @@ TYPES: dict[str, type] = {"tpcc_load": TpccLoad, "tpcc_run": TpccRun, "tpcc_chec
 
 
 def _ok(records: Sequence[RunRecord], kind: str) -> list[tuple[RunRecord, Any]]:
-    return [(r, typed(r, TYPES[kind])) for r in records if r.kind == kind]
+    """The records of one of TPC-C's kinds, each with its result (None: not run)."""
+    study = index.read(records)
+    return [(r, study.result(r, TYPES[kind])) for r in study.of_kind.get(kind, ())]
 
 
 def _status(rec: RunRecord) -> str:
@@ -449,7 +452,7 @@ def active_figure(records: Sequence[RunRecord]) -> Figure | None:
 
 def section(study: Study, records: Sequence[RunRecord]) -> Section | None:
     """None until there are records of this kind."""
-    mine = [r for r in records if r.kind in ("tpcc_load", "tpcc_run", "tpcc_check")]
+    mine = index.of(index.read(records).named(*TYPES))  # its results decoded already
     if not mine:
         return None
     mixes = tuple(mix_table(rec, res) for rec, res in _ok(mine, "tpcc_run") if res is not None)
