@@ -21,7 +21,7 @@ import pytest
 from conftest import make_disk_dir
 from pgrig import campaign, export, plan, registry
 from pgrig.clients import OneHost
-from pgrig.cluster.server import Cluster, allow_local_replication
+from pgrig.cluster.server import Cluster
 from pgrig.conninfo import Conn
 from pgrig.document.model import Table
 from pgrig.errors import (
@@ -330,8 +330,8 @@ def test_pg_hba_gets_a_replication_line_when_initdb_left_none(bins: binaries.PgB
     c.datadir.mkdir()
     hba = c.datadir / "pg_hba.conf"
     hba.write_text("local all all trust\n#local   replication     postgres     trust\n")
-    allow_local_replication(c.datadir, c.os_user)
-    allow_local_replication(c.datadir, c.os_user)
+    c.pm.admit()
+    c.pm.admit()
     lines = [x.split() for x in hba.read_text().splitlines() if x and not x.startswith("#")]
     assert lines == [["local", "all", "all", "trust"], ["local", "replication", "all", "trust"]]
 

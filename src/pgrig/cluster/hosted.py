@@ -19,8 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from pgrig.cluster import profiles
-from pgrig.cluster.postmaster import Postmaster, create_tablespace
+from pgrig.cluster.postmaster import Access, Postmaster, create_tablespace
 from pgrig.cluster.server import InitdbOptions, initdb_options
 from pgrig.conninfo import Conn
 from pgrig.errors import HostUnusable
@@ -28,7 +27,6 @@ from pgrig.hosts import owner
 from pgrig.hosts.executor import Executor, reconnect_s
 from pgrig.pgsource.binaries import PgBinaries
 
-SUPERUSER = "postgres"
 OS_USER = "postgres"
 READY_TIMEOUT_S = 60
 
@@ -95,9 +93,18 @@ class HostedServer:
     def datadir(self) -> str:
         return f"{self.workdir}/data"
 
+    @property
+    def access(self) -> Access:
+        """Its address with the password and scram for the networks named; peer on
+        its socket, in the work directory (root there, as the server's user)."""
+        spec = self.spec
+        return Access(
+            self.workdir, spec.port, spec.address, self.password, local_auth="peer",
+            host_auth="scram-sha-256", clients=spec.clients, private_socket=False, pinned=True,
+        )  # fmt: skip
+
     def conn(self, dbname: str = "postgres") -> Conn:
-        conn = Conn.tcp(self.spec.address, self.spec.port, SUPERUSER, dbname, self.password)
-        return conn.guarded(name for name, _ in self.spec.settings)
+        return self.access.conn(dbname).guarded(name for name, _ in self.spec.settings)
 
     def __enter__(self) -> HostedServer:
         try:
@@ -136,9 +143,6 @@ class HostedServer:
         self._ids = ex.user_ids(OS_USER)
         self._own(self.workdir)
         self._run(["chmod", "0755", self.workdir], "chmod")
-        pwfile = f"{self.workdir}/pw"
-        ex.write_bytes(pwfile, self.password.encode() + b"\n", mode=0o600)
-        self._own(pwfile)
         opts = spec.initdb
         if spec.wal_directory is not None:
             name = Path(self.workdir).name
@@ -150,47 +154,11 @@ class HostedServer:
             datadir=self.datadir,
             logfile=f"{self.workdir}/server.log",
             user=OS_USER,
-            isready=[f"{spec.bin_dir}/pg_isready", "-h", spec.address, "-p", str(spec.port)]
-            + ["-t", "2"],
-            # pgrig's own, on the command line: over anything a profile could say.
-            options={
-                "listen_addresses": spec.address,
-                "port": str(spec.port),
-                "unix_socket_directories": self.workdir,
-                "password_encryption": "scram-sha-256",
-            },
+            access=self.access,
         )
-        self._pm.initdb(
-            [
-                *initdb_options(opts, spec.bins),
-                f"--pwfile={pwfile}",
-                "--auth-local=peer",
-                "--auth-host=scram-sha-256",
-                "--no-sync",
-            ]
-        )
-        ex.run(["rm", "-f", pwfile], timeout=30, what="rm")
-        # "all" does not match replication connections: pg_basebackup needs its own line.
-        hba = "".join(
-            f"host {db} all {cidr} scram-sha-256\n"
-            for cidr in spec.clients
-            for db in ("all", "replication")
-        )
-        old = ex.read_text(f"{self.datadir}/pg_hba.conf")
-        ex.write_bytes(f"{self.datadir}/pg_hba.conf", (old + hba).encode(), mode=0o600)
-        self._own(f"{self.datadir}/pg_hba.conf")
-        self._configure()
+        self._pm.initdb([*initdb_options(opts, spec.bins), "--no-sync"])
+        self._pm.configure(dict(spec.settings), spec.header)
         self._start(READY_TIMEOUT_S)
-
-    def _configure(self) -> None:
-        """The settings into pgrig.conf, included from postgresql.conf."""
-        conf = f"{self.datadir}/pgrig.conf"
-        text = self.spec.header + profiles.render(dict(self.spec.settings))
-        self.ex.write_bytes(conf, text.encode(), mode=0o600)
-        main = f"{self.datadir}/postgresql.conf"
-        old = self.ex.read_text(main)
-        self.ex.write_bytes(main, (old + "\ninclude = 'pgrig.conf'\n").encode(), mode=0o600)
-        self._own(conf, main)
 
     def _start(self, timeout: float) -> None:
         """Start the postmaster and wait until it accepts connections; its PID goes

@@ -25,15 +25,13 @@ from typing import Protocol
 
 from pgrig import proc
 from pgrig.cluster import compat, profiles, workdir
-from pgrig.cluster.postmaster import C_LOCALE, Postmaster, create_tablespace
+from pgrig.cluster.postmaster import C_LOCALE, SUPERUSER, Access, Postmaster, create_tablespace
 from pgrig.conninfo import Conn
 from pgrig.errors import ClusterError, UsageError, WorkdirError
-from pgrig.files import write_atomically
 from pgrig.hosts.executor import Executor, Launch
 from pgrig.hosts.local import HERE
 from pgrig.pgsource.binaries import PgBinaries
 
-SUPERUSER = "postgres"
 LOOPBACK = "127.0.0.1"  # where a cluster with listen = "tcp" listens
 DEFAULT_OS_USERS = ("postgres", "pgrig")
 
@@ -167,23 +165,6 @@ def checking_os_user(name: str | None = None) -> proc.OsUser | None:
     return proc.OsUser.lookup("nobody")
 
 
-def allow_local_replication(datadir: Path, os_user: proc.OsUser | None) -> None:
-    """Let pg_basebackup in over the private socket: initdb before 10 leaves the
-    replication lines of pg_hba.conf commented out (10 and later have them)."""
-    hba = datadir / "pg_hba.conf"
-    text = hba.read_text()
-    active = (line.split() for line in text.splitlines() if not line.lstrip().startswith("#"))
-    if any(len(fields) > 2 and fields[1] == "replication" for fields in active):
-        return
-    line = "local   replication     all                                     trust\n"
-    write_atomically(
-        hba,
-        text + "\n# added by pgrig: pg_basebackup over the private socket\n" + line,
-        mode=0o600,
-        owner=os_user,
-    )
-
-
 def disk_usage(datadir: Path) -> int:
     """Bytes of the files under ``datadir``."""
     total = 0
@@ -227,6 +208,7 @@ class Cluster:
         port: int | None = None,
         ex: Executor = HERE,
         tcp: bool = False,
+        password: str | None = None,
     ) -> None:
         self.bins = bins
         self.workdir = workdir_path
@@ -235,20 +217,23 @@ class Cluster:
         self.os_user = os_user
         self.socket_dir = socket_dir
         # listen = "tcp": the clients come over 127.0.0.1 with a password (seeds 001
-        # and 003 drove the server over the network); pgrig's own stay on the socket.
+        # and 003 drove the server over the network); pgrig's own stay on the socket,
+        # private to the server's user (its directory is the lock: trust there).
         self.tcp = tcp
         self.port = port or (_tcp_port() if tcp else _free_port(socket_dir))
-        self.password = secrets.token_urlsafe(18) if tcp else None
+        self.password = (password or secrets.token_urlsafe(18)) if tcp else None
         self.settings: dict[str, str] = {}
         self.adapted: compat.Adapted | None = None
-        isready = [str(bins.path("pg_isready")), "-h", str(socket_dir), "-p", str(self.port)]
+        access = Access(
+            str(socket_dir), self.port, LOOPBACK if tcp else None, self.password
+        )  # fmt: skip
         self.pm = Postmaster(
             ex,
             bin_dir=str(bins.bin_dir),
             datadir=str(self.datadir),
             logfile=str(self.logfile),
             user=os_user.name if os_user is not None else None,
-            isready=[*isready, "-U", SUPERUSER, "-q"],
+            access=access,
         )
 
     @property
@@ -304,33 +289,20 @@ class Cluster:
             port=self.port,
             ex=self.ex,
             tcp=self.tcp,
+            password=self.password,
         )
-        moved.password = self.password
         moved.settings = dict(self.settings)
         moved.adapted = self.adapted
         moved.cgroups = self.cgroups
         return moved
 
     def initdb(self, opts: InitdbOptions) -> str:
-        if self.password is None:  # the private socket only: its directory is the lock
-            return self.pm.initdb([*initdb_options(opts, self.bins), "--auth=trust"])
-        # Over TCP any user of this machine could connect: a password, md5 in pg_hba
-        # (which takes a SCRAM-stored password too, on 9.5 to 18 alike).
-        pwfile = self.workdir / "pw"
-        write_atomically(pwfile, self.password + "\n", mode=0o600, owner=self.os_user)
-        try:
-            auth = ["--auth-local=trust", "--auth-host=md5", f"--pwfile={pwfile}"]
-            return self.pm.initdb([*initdb_options(opts, self.bins), *auth])
-        finally:
-            pwfile.unlink(missing_ok=True)
+        return self.pm.initdb(initdb_options(opts, self.bins))
 
     def conn(self, dbname: str) -> Conn:
         """How the clients connect: the private socket, or 127.0.0.1 with the password."""
-        if self.password is None:
-            conn = Conn.socket(str(self.socket_dir), self.port, SUPERUSER, dbname)
-        else:
-            conn = Conn.tcp(LOOPBACK, self.port, SUPERUSER, dbname, self.password)
-        return conn.guarded(self.settings)
+        assert self.pm.access is not None
+        return self.pm.access.conn(dbname).guarded(self.settings)
 
     def admin(self) -> Conn:
         """pgrig's own session on the private socket (also with clients over TCP)."""
@@ -357,33 +329,14 @@ class Cluster:
         pgrig's own settings and include it from postgresql.conf. Returns what was
         translated or dropped."""
         adapted = profiles.adapt(profile, self.bins, self.os_user, segment_mb=self.wal_segment_mb())
-        owned = {
-            "listen_addresses": f"'{LOOPBACK}'" if self.tcp else "''",
-            "unix_socket_directories": f"'{self.socket_dir}'",
-            "unix_socket_permissions": "0700",
-            "port": str(self.port),
-        }
-        self.settings = {**adapted.applied, **owned}
         self.adapted = adapted
         changes = "".join(f"# {note}\n" for note in adapted.notes())
-        # Atomically: after a power loss the server must not come back with stock
-        # settings, listening on TCP 5432 (seen with plain writes on the lossy FS).
-        write_atomically(
-            self.datadir / "pgrig.conf",
+        header = (
             f"# profile: {profile.name} ({profile.source})\n"
             + "".join(f"# scaled to this machine: {note}\n" for note in profile.scaled)
             + (f"# fitted to PostgreSQL {adapted.version}:\n{changes}" if changes else "")
-            + profiles.render(self.settings),
-            mode=0o600,
-            owner=self.os_user,
         )
-        main = self.datadir / "postgresql.conf"
-        text = main.read_text()
-        if "include = 'pgrig.conf'" not in text:
-            write_atomically(
-                main, text + "\ninclude = 'pgrig.conf'\n", mode=0o600, owner=self.os_user
-            )
-        allow_local_replication(self.datadir, self.os_user)
+        self.settings = self.pm.configure(adapted.applied, header)
         return adapted
 
     # -- lifecycle: the one ``Postmaster`` -----------------------------------
