@@ -15,11 +15,11 @@ admits only the networks named.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from pgrig.cluster.postmaster import Access, Postmaster, create_tablespace
+from pgrig.cluster.postmaster import Access, Made, Postmaster, create_tablespace
 from pgrig.cluster.server import InitdbOptions, initdb_options
 from pgrig.conninfo import Conn
 from pgrig.errors import HostUnusable
@@ -72,7 +72,7 @@ def make_workdir(ex: Executor) -> Workdir:
     return Workdir(path, record)
 
 
-class HostedServer:
+class HostedServer(Made):
     """Use as a context manager: made and started on entry, stopped and removed on exit.
     Given a ``Workdir``, it is made there and the directory left to its maker (the
     directories it made elsewhere - WAL, tablespaces - it removes itself)."""
@@ -83,7 +83,6 @@ class HostedServer:
         self._given = workdir
         self.workdir = workdir.path if workdir is not None else ""
         self.password = secrets.token_urlsafe(18)
-        self._pm: Postmaster | None = None
         self._record: owner.Owner | None = None
         self._ids = ("", "")
         self._extra: list[str] = []  # directories made outside the work directory
@@ -156,44 +155,15 @@ class HostedServer:
             user=OS_USER,
             access=self.access,
         )
+        self._pm.on_start = self._started
         self._pm.initdb([*initdb_options(opts, spec.bins), "--no-sync"])
         self._pm.configure(dict(spec.settings), spec.header)
-        self._start(READY_TIMEOUT_S)
+        self._pm.start(READY_TIMEOUT_S)
 
-    def _start(self, timeout: float) -> None:
-        """Start the postmaster and wait until it accepts connections; its PID goes
-        into the owner record (``pgrig hosts clean`` stops it after a kill -9)."""
-        assert self._pm is not None
-        self._pm.start(timeout)
-        pid = self._pm.postmaster_pid()
-        if self._record is not None and pid is not None:
-            self._record = owner.with_pid(self.ex, self.workdir, self._record, pid)
-
-    # -- the ``Server`` a study revives --------------------------------------
-
-    def running(self) -> bool:
-        return self._pm is not None and self._pm.running()
-
-    def accepting(self) -> bool:
-        return self._pm is not None and self._pm.accepting()
-
-    def wait_ready(self, timeout: float = 60) -> None:
-        if self._pm is not None:
-            self._pm.wait_ready(timeout)
-
-    def postmaster_pid(self) -> int | None:
-        """Its PID on its host (not this machine's)."""
-        return self._pm.postmaster_pid() if self._pm is not None else None
-
-    def log_tail(self, lines: int = 5) -> str:
-        return self._pm.log_tail(lines) if self._pm is not None else ""
-
-    def restart_after_crash(self, timeout: float = 60) -> None:
-        """Start again after the postmaster died (``Postmaster.restart_after_crash``)."""
-        assert self._pm is not None
-        self._pm.restart_after_crash(timeout)
-        pid = self._pm.postmaster_pid()
-        if self._record is not None and pid is not None:
+    def _started(self, pid: int) -> None:
+        """Each start's postmaster into the owner record: `pgrig clean` stops it
+        after a kill -9 of pgrig."""
+        if self._record is not None:
             self._record = owner.with_pid(self.ex, self.workdir, self._record, pid)
 
     # -- a restart with other settings (``pgrig.cluster.loadwal.Restartable``) --
@@ -211,15 +181,6 @@ class HostedServer:
     def logfile(self) -> str:
         """The server's log on its host (``pg_ctl -l``)."""
         return f"{self.workdir}/server.log"
-
-    def restart(self, settings: Mapping[str, str] | None = None, timeout: float = 120) -> None:
-        """Stop and start again, with ``settings`` on the postmaster's command line
-        for this start only (a load at ``wal_level = minimal``), as a local cluster."""
-        assert self._pm is not None
-        self._pm.restart(settings, timeout)
-        pid = self._pm.postmaster_pid()
-        if self._record is not None and pid is not None:
-            self._record = owner.with_pid(self.ex, self.workdir, self._record, pid)
 
     # -- tablespaces, keep, close -------------------------------------------
 
@@ -252,8 +213,7 @@ class HostedServer:
                 hint=f"once {self.ex.name} answers (pgrig hosts check -i FILE): pgrig clean "
                 "--inventory FILE stops it and removes its directory (its pgrig is gone)",
             )
-        if self._pm is not None:
-            self._pm.stop(60)  # fast, immediate, then QUIT and KILL
+        self.stop(60)  # fast, immediate, then QUIT and KILL
         for path in reversed(self._extra):
             self.ex.remove_tree(path)
         self._extra.clear()

@@ -199,6 +199,9 @@ class Postmaster:
         # Every start (a restart after a crash included) puts pg_ctl - and so the
         # postmaster - in these cgroups (their cgroup.procs): a storage lab's.
         self.cgroups: tuple[str, ...] = ()
+        # Told the postmaster's PID after every start (a restart after a crash
+        # included): a host's owner record names it for `pgrig clean`.
+        self.on_start: Callable[[int], None] | None = None
 
     @property
     def where(self) -> str:
@@ -292,6 +295,8 @@ class Postmaster:
                 "with it; --keep keeps it); a setting may not fit this machine",
             ) from exc
         self.wait_ready(timeout)
+        if self.on_start is not None and (pid := self.postmaster_pid()) is not None:
+            self.on_start(pid)
 
     def wait_ready(self, timeout: float = 60) -> None:
         wait_accepting(self.ex, self.isready, timeout, where=self.where)
@@ -439,3 +444,48 @@ class Postmaster:
         tail = [line for line in text.splitlines()[-20 if why else -lines :] if line.strip()]
         said = [line for line in tail if _WHY.search(line)] if why else []
         return " | ".join(said[-lines:] if said else tail[-lines:])
+
+
+class Made:
+    """A server pgrig made, on whichever host: its lifecycle is its ``Postmaster``'s
+    (``pm``, made with the server). ``Cluster`` (a marked work directory on this
+    machine) and ``HostedServer`` (a directory with an owner record on a host)
+    differ in where they make it and who they tell; what a study asks of either
+    (``pgrig.cluster.server.Server``) is answered here, once."""
+
+    _pm: Postmaster | None = None
+
+    @property
+    def pm(self) -> Postmaster:
+        assert self._pm is not None, "the server is not made yet"
+        return self._pm
+
+    def running(self) -> bool:
+        return self._pm is not None and self._pm.running()
+
+    def accepting(self) -> bool:
+        return self._pm is not None and self._pm.accepting()
+
+    def wait_ready(self, timeout: float = 60) -> None:
+        self.pm.wait_ready(timeout)
+
+    def postmaster_pid(self) -> int | None:
+        """Its PID on its host."""
+        return self._pm.postmaster_pid() if self._pm is not None else None
+
+    def log_tail(self, lines: int = 5) -> str:
+        return self._pm.log_tail(lines) if self._pm is not None else ""
+
+    def restart_after_crash(self, timeout: float = 60) -> None:
+        """Start again after the postmaster died (``Postmaster.restart_after_crash``)."""
+        self.pm.restart_after_crash(timeout)
+
+    def restart(self, settings: Mapping[str, str] | None = None, timeout: float = 120) -> None:
+        """Stop and start again, with ``settings`` on the postmaster's command line
+        for this start only (a load at ``wal_level = minimal``)."""
+        self.pm.restart(settings, timeout)
+
+    def stop(self, timeout: float = 60, said: Callable[[str], None] | None = None) -> None:
+        """``Postmaster.stop``; nothing to stop before it is made."""
+        if self._pm is not None:
+            self._pm.stop(timeout, said)

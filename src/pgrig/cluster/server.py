@@ -25,7 +25,14 @@ from typing import Protocol
 
 from pgrig import proc
 from pgrig.cluster import compat, profiles, workdir
-from pgrig.cluster.postmaster import C_LOCALE, SUPERUSER, Access, Postmaster, create_tablespace
+from pgrig.cluster.postmaster import (
+    C_LOCALE,
+    SUPERUSER,
+    Access,
+    Made,
+    Postmaster,
+    create_tablespace,
+)
 from pgrig.conninfo import Conn
 from pgrig.errors import ClusterError, UsageError, WorkdirError
 from pgrig.hosts.executor import Executor, Launch
@@ -193,10 +200,10 @@ def _free_port(socket_dir: Path, start: int = 5432) -> int:
     raise ClusterError(f"no free port number for a socket in {socket_dir}")
 
 
-class Cluster:
+class Cluster(Made):
     """A PostgreSQL cluster pgrig created in ``workdir`` on this machine; removed by
-    ``destroy``. Its lifecycle is a ``Postmaster`` over this machine's executor,
-    the one a server on another host runs over its SSH executor."""
+    ``destroy``. Its lifecycle is a ``Postmaster`` over this machine's executor
+    (``Made``), the one a server on another host runs over its SSH executor."""
 
     def __init__(
         self,
@@ -227,7 +234,7 @@ class Cluster:
         access = Access(
             str(socket_dir), self.port, LOOPBACK if tcp else None, self.password
         )  # fmt: skip
-        self.pm = Postmaster(
+        self._pm = Postmaster(
             ex,
             bin_dir=str(bins.bin_dir),
             datadir=str(self.datadir),
@@ -356,28 +363,6 @@ class Cluster:
                 os.chown(self.logfile, self.os_user.uid, self.os_user.gid)
         self.pm.start(timeout, cgroups=cgroups, settings=settings)
 
-    def restart(self, settings: Mapping[str, str] | None = None, timeout: float = 120) -> None:
-        self.stop(timeout=timeout)
-        self.start(timeout=timeout, settings=settings)
-
-    def wait_ready(self, timeout: float = 60) -> None:
-        self.pm.wait_ready(timeout)
-
-    def accepting(self) -> bool:
-        return self.pm.accepting()
-
-    def restart_after_crash(self, timeout: float = 60) -> None:
-        self.pm.restart_after_crash(timeout)
-
-    def postmaster_pid(self) -> int | None:
-        return self.pm.postmaster_pid()
-
-    def running(self) -> bool:
-        return self.pm.running()
-
-    def stop(self, timeout: float = 60, said: Callable[[str], None] | None = None) -> None:
-        self.pm.stop(timeout, said)
-
     def create_tablespace(self, name: str, parent: Path) -> str:
         """CREATE TABLESPACE in a new directory under ``parent`` (another disk, as seed
         004 puts tables and indexes on two); the directory goes with the cluster."""
@@ -398,9 +383,6 @@ class Cluster:
         # holder removed after - the work directory cannot name its socket directory
         # any more (issue 19's power-loss run under SIGHUP left it in /tmp).
         workdir.remove_beside(self.socket_dir)
-
-    def log_tail(self, lines: int = 5) -> str:
-        return self.pm.log_tail(lines)
 
     def disk_usage(self) -> int:
         return disk_usage(self.datadir)
