@@ -16,9 +16,20 @@ import pytest
 
 from pgrig import proc
 from pgrig.cluster import profiles, workdir
-from pgrig.cluster.server import SUPERUSER, Cluster, InitdbOptions, _free_port, server_os_user
+from pgrig.cluster.hosted import HostedServer, ServerSpec
+from pgrig.cluster.server import (
+    LOOPBACK,
+    SUPERUSER,
+    Cluster,
+    InitdbOptions,
+    _free_port,
+    _tcp_port,
+    server_os_user,
+)
 from pgrig.conninfo import Conn
-from pgrig.errors import BinaryNotFound, UsageError, WorkdirError
+from pgrig.errors import BinaryNotFound, PgrigError, UsageError, WorkdirError
+from pgrig.hosts import owner
+from pgrig.hosts.local import LocalExecutor
 from pgrig.pgsource import binaries
 
 # -- binaries ---------------------------------------------------------------
@@ -329,3 +340,45 @@ def test_a_server_recovering_from_a_crash_is_stopped_at_once(bins: binaries.PgBi
                 os.kill(held, signal.SIGCONT)
         c.destroy()
         shutil.rmtree(base, ignore_errors=True)
+
+
+# -- issue 43: a host's server made on this machine, by the same code -------------
+
+
+def test_a_hosted_server_is_made_here_through_this_machines_executor(
+    bins: binaries.PgBinaries,
+) -> None:
+    """pyinfra's @local: the server a remote target makes on a host, made on this
+    machine by the same class over ``LocalExecutor`` - its owner record naming the
+    postmaster, scram with the password over TCP, everything removed on close."""
+    if os.geteuid() != 0:
+        pytest.skip("a server on a host is made as root (make_workdir refuses otherwise)")
+    ex = LocalExecutor()
+    spec = ServerSpec(
+        bin_dir=str(bins.bin_dir),
+        address=LOOPBACK,
+        bins=bins,
+        port=_tcp_port(),
+        clients=(f"{LOOPBACK}/32",),
+        settings=(("fsync", "off"),),
+    )
+    with HostedServer(ex, spec) as server:
+        home = Path(server.workdir)
+        assert home.parent == Path("/tmp") and home.name.startswith("pgrig-server-")
+        record = owner.read(ex, server.workdir)
+        assert record is not None and record.kind == "server"
+        assert record.pids == (server.postmaster_pid(),)
+        with server.conn().connect() as db:
+            row = db.execute(
+                "SELECT current_setting('password_encryption'), "
+                "current_setting('listen_addresses'), current_user"
+            ).fetchone()
+        assert row == ("scram-sha-256", LOOPBACK, SUPERUSER)
+        wrong = Conn.tcp(LOOPBACK, spec.port, SUPERUSER, "postgres", "not-the-password")
+        with pytest.raises(PgrigError, match="password authentication failed"):
+            wrong.connect().close()
+        pid = server.postmaster_pid()
+        assert pid is not None
+    assert not home.exists()
+    with contextlib.suppress(FileNotFoundError):  # gone, or a zombie not reaped yet
+        assert Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in "ZX"
