@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -279,31 +278,34 @@ class Throwaway(TargetKind[None, StateT]):
             self._close(t, keep=False)
             raise
         t.live.cluster = t.live.server = cluster
-        t.ctx = replace(t.ctx, cluster=cluster)
-        try:
-            with ui.step(f"{t.name}: initdb + start PostgreSQL {t.bins.version}"):
-                cluster = self._make(t, cluster, name)
-            _make_tablespaces(t, ui)
-            overrides = ", ".join(f"{k}={v}" for k, v in t.spec.settings.items())
-            assert t.profile is not None
-            ui.ok(
-                f"{t.name}: PostgreSQL {t.bins.version} running as "
-                f"{os_user.name if os_user else 'you'} in {cluster.datadir} "
-                f"(profile {t.profile.name}{', ' + overrides if overrides else ''})"
-            )
-            capture(t)
-            yield
-        finally:
-            kept = keep() or t.lost is not None
-            # A signal now would leave the work directory, or a kind's mount and its
-            # FUSE daemon (issue 19's power-loss teardown): it waits for the end.
-            with proc.signals_deferred():
-                try:
-                    self._dispose(t, t.live.cluster or cluster, kept, ui)
-                finally:
-                    self._close(t, keep=kept)
+        # The Context with the cluster for its life (``Target.scoped``), as the
+        # remote kind's server: a load restarts it as ``restartable`` there.
+        with contextlib.ExitStack() as scope:
+            try:
+                scope.enter_context(t.scoped(cluster=cluster, restartable=cluster))
+                with ui.step(f"{t.name}: initdb + start PostgreSQL {t.bins.version}"):
+                    cluster = self._make(t, cluster, name, scope)
+                _make_tablespaces(t, ui)
+                overrides = ", ".join(f"{k}={v}" for k, v in t.spec.settings.items())
+                assert t.profile is not None
+                ui.ok(
+                    f"{t.name}: PostgreSQL {t.bins.version} running as "
+                    f"{os_user.name if os_user else 'you'} in {cluster.datadir} "
+                    f"(profile {t.profile.name}{', ' + overrides if overrides else ''})"
+                )
+                capture(t)
+                yield
+            finally:
+                kept = keep() or t.lost is not None
+                # A signal now would leave the work directory, or a kind's mount and
+                # its FUSE daemon (issue 19's power-loss teardown): it waits for the end.
+                with proc.signals_deferred():
+                    try:
+                        self._dispose(t, t.live.cluster or cluster, kept, ui)
+                    finally:
+                        self._close(t, keep=kept)
 
-    def _make(self, t: Target, cluster: Cluster, name: str) -> Cluster:
+    def _make(self, t: Target, cluster: Cluster, name: str, scope: contextlib.ExitStack) -> Cluster:
         os_user = server_os_user(t.spec.os_user)
         waldir = None
         if t.spec.wal_directory is not None:
@@ -323,13 +325,13 @@ class Throwaway(TargetKind[None, StateT]):
         )
         cluster.configure(self._profile(t))
         cluster.cgroups = t.live.cgroups
-        cluster = self._before_start(t, cluster)
+        cluster = self._before_start(t, cluster)  # another path: the lossy mount's
         t.live.cluster = t.live.server = cluster
-        t.ctx = replace(t.ctx, cluster=cluster)
+        scope.enter_context(t.scoped(cluster=cluster, restartable=cluster))
         cluster.start()
         with cluster.admin().connect() as db:
             db.execute(f'CREATE DATABASE "{DATABASE}"')
-        t.ctx = replace(t.ctx, conn=cluster.conn(DATABASE), scratch=cluster.workdir)
+        scope.enter_context(t.scoped(conn=cluster.conn(DATABASE), scratch=cluster.workdir))
         t.ctx.running.server_pid = cluster.postmaster_pid()
         return cluster
 
