@@ -6,10 +6,12 @@ over ``LocalExecutor``:
 initdb with the target's ``[target.initdb]`` (``initdb_options``: encoding,
 locale, WAL segment size, checksums, ``--waldir``), the profile in pgrig.conf,
 start, wait ready, revive after a crash (``Server``), tablespaces in
-directories it makes, keep or remove - only what it made. What differs is the
-host's reach: the server listens on the host's address with a
-generated superuser password (scram-sha-256, never ``trust`` over TCP) and
-admits only the networks named.
+directories it makes, keep or remove - only what it made (``Made``). What
+differs is data, its ``Access``: the server listens on the host's address with
+a generated superuser password (scram-sha-256, never ``trust`` over TCP) and
+admits only the networks named; and where it lives, ``/tmp/pgrig-server-*``
+with an owner record (``pgrig.hosts.owner``). Nothing here asks which host it
+is on: over ``LocalExecutor`` it is made on this machine the same way.
 """
 
 from __future__ import annotations

@@ -7,7 +7,10 @@ stopping escalates fast -> immediate -> SIGKILL of a verified postmaster PID.
 
 Every command runs through this machine's executor (``LocalExecutor``), as a
 server on another host runs through its SSH one: as the server's OS user and,
-for a storage lab, in its cgroups (``Launch``).
+for a storage lab, in its cgroups (``Launch``). initdb, pg_hba.conf and
+pgrig.conf are ``Postmaster``'s, told by an ``Access`` how the cluster is
+reached; what is this module's is where it lives (a marked work directory, a
+private socket directory) and what a storage study asks of it besides.
 """
 
 from __future__ import annotations
@@ -97,7 +100,8 @@ def initdb_options(opts: InitdbOptions, bins: PgBinaries) -> list[str]:
 class Server(Protocol):
     """What a study asks of the server pgrig made, on whichever host it runs: is it
     up, bring it back after a crash (``Recorder``), its PID there and its last words.
-    ``Cluster`` (this machine) and ``HostedServer`` (a host through its executor)."""
+    Answered once, by ``pgrig.cluster.postmaster.Made``: ``Cluster`` (this machine)
+    and ``HostedServer`` (a host through its executor) are one."""
 
     def running(self) -> bool: ...
 
