@@ -267,7 +267,8 @@ def ctx(loaded: Cluster, disk_dir: Path) -> Iterator[Context]:
     cluster = loaded
     admin = Conn.socket(str(cluster.socket_dir), cluster.port, "postgres", "postgres")
     yield Context(bins=cluster.bins, target=disk_dir, scratch=disk_dir, conn=admin,
-                  cluster=cluster, clients=OneHost(cluster.bins.client_bin_dir))  # fmt: skip
+                  cluster=cluster, restartable=cluster,
+                  clients=OneHost(cluster.bins.client_bin_dir))  # fmt: skip
 
 
 def slow_step(ctx: Context, **keys: Any) -> Any:

@@ -134,10 +134,10 @@ class Access:
         return {k: v if k == "port" or k.endswith("permissions") else f"'{v}'"
                 for k, v in self.own().items()}  # fmt: skip
 
-    def isready(self, bin_dir: str) -> list[str]:
-        """pg_isready's arguments: on the address where it listens on one."""
+    def isready(self, tool: str) -> list[str]:
+        """pg_isready (``tool``: its path) asking the address where it listens on one."""
         where = self.address or self.socket_dir
-        return [f"{bin_dir}/pg_isready", "-h", where, "-p", str(self.port), "-U", SUPERUSER, "-q"]
+        return [tool, "-h", where, "-p", str(self.port), "-U", SUPERUSER, "-q"]
 
     def initdb(self, pwfile: str) -> list[str]:
         """initdb's authentication options (``pwfile`` holds the password)."""
@@ -173,9 +173,10 @@ class Access:
 class Postmaster:
     """The lifecycle of the data directory ``datadir`` on ``ex``'s host: ``bin_dir``
     holds its binaries there, ``logfile`` gets the server's output, ``user`` is
-    the OS account it runs as (None: the executor's own), ``isready`` asks
-    whether it accepts connections, ``options`` go on every start's command
-    line (pgrig's own: where it listens)."""
+    the OS account it runs as (None: the executor's own), ``access`` says how
+    it is reached (where pg_isready asks whether it accepts connections, what
+    goes on every start's command line, how initdb authenticates); None: a
+    server only read (its log)."""
 
     def __init__(
         self,
@@ -186,7 +187,7 @@ class Postmaster:
         logfile: str,
         user: str | None,
         access: Access | None = None,
-        isready: Sequence[str] = (),
+        pg_isready: str | None = None,
     ) -> None:
         self.ex = ex
         self.bin_dir = bin_dir
@@ -194,7 +195,10 @@ class Postmaster:
         self.logfile = logfile
         self.user = user
         self.access = access
-        self.isready = access.isready(bin_dir) if access is not None else list(isready)
+        # pg_isready where the server's binaries are, unless said (a build without
+        # client tools takes them from another directory: ``PgBinaries.path``)
+        tool = pg_isready or f"{bin_dir}/pg_isready"
+        self.isready = access.isready(tool) if access is not None else []
         self.options = access.options() if access is not None else {}
         # Every start (a restart after a crash included) puts pg_ctl - and so the
         # postmaster - in these cgroups (their cgroup.procs): a storage lab's.

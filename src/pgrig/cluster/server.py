@@ -245,6 +245,7 @@ class Cluster(Made):
             logfile=str(self.logfile),
             user=os_user.name if os_user is not None else None,
             access=access,
+            pg_isready=str(bins.path("pg_isready")),
         )
 
     @property
