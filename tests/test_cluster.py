@@ -17,6 +17,7 @@ import pytest
 from pgrig import proc
 from pgrig.cluster import profiles, workdir
 from pgrig.cluster.hosted import HostedServer, ServerSpec
+from pgrig.cluster.postmaster import Access
 from pgrig.cluster.server import (
     LOOPBACK,
     SUPERUSER,
@@ -382,3 +383,34 @@ def test_a_hosted_server_is_made_here_through_this_machines_executor(
     assert not home.exists()
     with contextlib.suppress(FileNotFoundError):  # gone, or a zombie not reaped yet
         assert Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in "ZX"
+
+
+def test_what_tells_the_two_servers_apart_is_their_access() -> None:
+    """The same initdb, pg_hba and pgrig.conf code for both; only the data differs."""
+    here = Access("/tmp/pgrig-sock-x", 5433)
+    there = Access(
+        "/tmp/pgrig-server-y", 5432, "10.0.0.1", "pw", local_auth="peer",
+        host_auth="scram-sha-256", clients=("10.0.0.2/32",), private_socket=False, pinned=True,
+    )  # fmt: skip
+    assert here.initdb("/w/pw") == ["--auth=trust"]
+    assert there.initdb("/w/pw") == [
+        "--auth-local=peer", "--auth-host=scram-sha-256", "--pwfile=/w/pw",
+    ]  # fmt: skip
+    # where it listens: in pgrig.conf here, on the command line there
+    assert here.options() == {} and there.conf() == {}
+    assert here.conf()["listen_addresses"] == ""
+    assert here.conf()["unix_socket_permissions"] == "0700"
+    assert there.options()["listen_addresses"] == "10.0.0.1"
+    assert there.options()["password_encryption"] == "scram-sha-256"
+    assert here.isready("pg_isready")[1:3] == ["-h", "/tmp/pgrig-sock-x"]
+    assert there.isready("pg_isready")[1:3] == ["-h", "10.0.0.1"]
+    initdb_10 = "local all all trust\nlocal replication all trust\n"
+    assert here.hba(initdb_10) == initdb_10
+    added = there.hba(initdb_10)[len(initdb_10) :].splitlines()
+    assert added == [
+        "host all all 10.0.0.2/32 scram-sha-256",
+        "host replication all 10.0.0.2/32 scram-sha-256",
+    ]
+    # before 10 initdb left its replication lines commented out
+    initdb_96 = "local all all peer\n#local replication postgres peer\n"
+    assert there.hba(initdb_96).splitlines()[-1].split() == ["local", "replication", "all", "peer"]

@@ -114,7 +114,7 @@ class Access:
     pinned: bool = False
 
     def own(self) -> dict[str, str]:
-        """pgrig's own settings: where it listens (values as the command line has them)."""
+        """pgrig's own settings: where it listens (``profiles.render`` quotes them)."""
         own = {"listen_addresses": self.address or "", "unix_socket_directories": self.socket_dir}
         if self.private_socket:
             own["unix_socket_permissions"] = "0700"
@@ -129,10 +129,7 @@ class Access:
 
     def conf(self) -> dict[str, str]:
         """What goes into pgrig.conf, over the profile's."""
-        if self.pinned:
-            return {}
-        return {k: v if k == "port" or k.endswith("permissions") else f"'{v}'"
-                for k, v in self.own().items()}  # fmt: skip
+        return {} if self.pinned else self.own()
 
     def isready(self, tool: str) -> list[str]:
         """pg_isready (``tool``: its path) asking the address where it listens on one."""
