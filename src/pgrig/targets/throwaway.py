@@ -244,8 +244,9 @@ class Throwaway(TargetKind[None, StateT]):
 
     # -- the cluster -------------------------------------------------------
 
-    def _root(self, t: Target, name: str, study: str, ui: Ui) -> Path:
-        """Where the cluster's work directory is made."""
+    def _root(self, t: Target, name: str, study: str, ui: Ui, scope: contextlib.ExitStack) -> Path:
+        """Where the cluster's work directory is made (what a kind makes for it
+        is in the Context for ``scope``)."""
         assert t.directory is not None
         return t.directory
 
@@ -269,18 +270,19 @@ class Throwaway(TargetKind[None, StateT]):
         self, t: Target, name: str, study: str, ui: Ui, *, keep: Callable[[], bool]
     ) -> Iterator[None]:
         os_user = server_os_user(t.spec.os_user)
-        root = self._root(t, name, study, ui)
-        try:
-            cluster = Cluster.create(
-                t.bins, root / name, study=study, os_user=os_user, tcp=t.spec.listen == "tcp"
-            )
-        except BaseException:
-            self._close(t, keep=False)
-            raise
-        t.live.cluster = t.live.server = cluster
-        # The Context with the cluster for its life (``Target.scoped``), as the
-        # remote kind's server: a load restarts it as ``restartable`` there.
+        # The Context with the cluster (and a kind's own: the lossy mount) for the
+        # server's life (``Target.scoped``), as the remote kind's server; a load
+        # restarts it as ``restartable`` there.
         with contextlib.ExitStack() as scope:
+            root = self._root(t, name, study, ui, scope)
+            try:
+                cluster = Cluster.create(
+                    t.bins, root / name, study=study, os_user=os_user, tcp=t.spec.listen == "tcp"
+                )
+            except BaseException:
+                self._close(t, keep=False)
+                raise
+            t.live.cluster = t.live.server = cluster
             try:
                 scope.enter_context(t.scoped(cluster=cluster, restartable=cluster))
                 with ui.step(f"{t.name}: initdb + start PostgreSQL {t.bins.version}"):
