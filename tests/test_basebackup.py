@@ -21,7 +21,7 @@ import pytest
 from conftest import make_disk_dir
 from pgrig import campaign, export, plan, registry
 from pgrig.clients import OneHost
-from pgrig.cluster.server import Cluster
+from pgrig.cluster.server import Cluster, local_access
 from pgrig.conninfo import Conn
 from pgrig.document.model import Table
 from pgrig.errors import (
@@ -327,7 +327,7 @@ def test_set_restarts_the_server_for_the_copy_and_back_after(
 def test_pg_hba_gets_a_replication_line_when_initdb_left_none(bins: binaries.PgBinaries,
                                                               tmp_path: Path) -> None:  # fmt: skip
     # initdb before 10 writes the replication lines commented out, as here.
-    c = Cluster(bins, tmp_path, os_user=None, socket_dir=tmp_path)
+    c = Cluster(bins, tmp_path, os_user=None, access=local_access(tmp_path, tcp=False))
     c.datadir.mkdir()
     hba = c.datadir / "pg_hba.conf"
     hba.write_text("local all all trust\n#local   replication     postgres     trust\n")

@@ -204,6 +204,18 @@ def _free_port(socket_dir: Path, start: int = 5432) -> int:
     raise ClusterError(f"no free port number for a socket in {socket_dir}")
 
 
+def local_access(socket_dir: Path, *, tcp: bool) -> Access:
+    """How a cluster on this machine is reached: its private socket, where trust
+    is safe (the 0700 directory is the lock); with listen = "tcp" also 127.0.0.1,
+    where any user of this machine could connect, with a password (md5 in
+    pg_hba, which takes a SCRAM-stored one too, on 9.5 to 18 alike). Seeds 001
+    and 003 drove the server over the network; pgrig's own sessions stay on the
+    socket."""
+    if tcp:
+        return Access(str(socket_dir), _tcp_port(), LOOPBACK, secrets.token_urlsafe(18))
+    return Access(str(socket_dir), _free_port(socket_dir))
+
+
 class Cluster(Made):
     """A PostgreSQL cluster pgrig created in ``workdir`` on this machine; removed by
     ``destroy``. Its lifecycle is a ``Postmaster`` over this machine's executor
@@ -215,29 +227,20 @@ class Cluster(Made):
         workdir_path: Path,
         *,
         os_user: proc.OsUser | None,
-        socket_dir: Path,
-        port: int | None = None,
+        access: Access,
         ex: Executor = HERE,
-        tcp: bool = False,
-        password: str | None = None,
     ) -> None:
         self.bins = bins
         self.workdir = workdir_path
         self.datadir = workdir_path / "data"
         self.logfile = workdir_path / "server.log"
         self.os_user = os_user
-        self.socket_dir = socket_dir
-        # listen = "tcp": the clients come over 127.0.0.1 with a password (seeds 001
-        # and 003 drove the server over the network); pgrig's own stay on the socket,
-        # private to the server's user (its directory is the lock: trust there).
-        self.tcp = tcp
-        self.port = port or (_tcp_port() if tcp else _free_port(socket_dir))
-        self.password = (password or secrets.token_urlsafe(18)) if tcp else None
+        self.access = access
+        self.socket_dir = Path(access.socket_dir)
+        self.port = access.port
+        self.password = access.password
         self.settings: dict[str, str] = {}
         self.adapted: compat.Adapted | None = None
-        access = Access(
-            str(socket_dir), self.port, LOOPBACK if tcp else None, self.password
-        )  # fmt: skip
         self._pm = Postmaster(
             ex,
             bin_dir=str(bins.bin_dir),
@@ -277,7 +280,7 @@ class Cluster(Made):
         workdir.create(workdir_path, study=study)
         socket_dir = workdir.make_socket_dir(os_user, workdir_path)
         workdir.update_socket_dir(workdir_path, socket_dir)
-        cluster = cls(bins, workdir_path, os_user=os_user, socket_dir=socket_dir, tcp=tcp)
+        cluster = cls(bins, workdir_path, os_user=os_user, access=local_access(socket_dir, tcp=tcp))
         if os_user is not None:
             os.chown(workdir_path, os_user.uid, os_user.gid)
             # The server user must reach the work directory through every parent.
@@ -294,14 +297,7 @@ class Cluster(Made):
         """The same stopped cluster seen at another path (its directory mounted
         there, e.g. the lossy filesystem over the directory initdb wrote to)."""
         moved = Cluster(
-            self.bins,
-            workdir_path,
-            os_user=self.os_user,
-            socket_dir=self.socket_dir,
-            port=self.port,
-            ex=self.ex,
-            tcp=self.tcp,
-            password=self.password,
+            self.bins, workdir_path, os_user=self.os_user, access=self.access, ex=self.ex
         )
         moved.settings = dict(self.settings)
         moved.adapted = self.adapted
@@ -313,8 +309,7 @@ class Cluster(Made):
 
     def conn(self, dbname: str) -> Conn:
         """How the clients connect: the private socket, or 127.0.0.1 with the password."""
-        assert self.pm.access is not None
-        return self.pm.access.conn(dbname).guarded(self.settings)
+        return self.access.conn(dbname).guarded(self.settings)
 
     def admin(self) -> Conn:
         """pgrig's own session on the private socket (also with clients over TCP)."""
