@@ -206,7 +206,7 @@ class Postmaster:
 
     @property
     def where(self) -> str:
-        return f"in {self.datadir}" + ("" if self.ex.host.local else f" on {self.ex.name}")
+        return f"in {self.ex.of(self.datadir)}"
 
     def _tool(self, name: str) -> str:
         return f"{self.bin_dir}/{name}"

@@ -230,6 +230,10 @@ class Executor(ABC):
         """How a message names the host ("on db1", "on this machine")."""
         return self.name
 
+    def of(self, path: str) -> str:
+        """A path of this host as a message names it ("/tmp/x on db1")."""
+        return f"{path} on {self.name}"
+
     def install_hint(self, how: str) -> str:
         """How to get a missing tool onto this host (``how``: the command)."""
         return f"pgrig hosts provision installs it, or {how} on {self.name}"

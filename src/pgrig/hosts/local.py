@@ -107,6 +107,9 @@ class LocalExecutor(Executor):
     def install_hint(self, how: str) -> str:
         return how
 
+    def of(self, path: str) -> str:
+        return path  # this machine's paths need no host named
+
     def stream(
         self,
         argv: Sequence[str | Path],
