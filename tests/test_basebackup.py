@@ -21,7 +21,7 @@ import pytest
 from conftest import make_disk_dir
 from pgrig import campaign, export, plan, registry
 from pgrig.clients import OneHost
-from pgrig.cluster.server import Cluster, allow_local_replication
+from pgrig.cluster.server import Cluster, local_access
 from pgrig.conninfo import Conn
 from pgrig.document.model import Table
 from pgrig.errors import (
@@ -267,7 +267,8 @@ def ctx(loaded: Cluster, disk_dir: Path) -> Iterator[Context]:
     cluster = loaded
     admin = Conn.socket(str(cluster.socket_dir), cluster.port, "postgres", "postgres")
     yield Context(bins=cluster.bins, target=disk_dir, scratch=disk_dir, conn=admin,
-                  cluster=cluster, clients=OneHost(cluster.bins.client_bin_dir))  # fmt: skip
+                  cluster=cluster, restartable=cluster,
+                  clients=OneHost(cluster.bins.client_bin_dir))  # fmt: skip
 
 
 def slow_step(ctx: Context, **keys: Any) -> Any:
@@ -326,12 +327,12 @@ def test_set_restarts_the_server_for_the_copy_and_back_after(
 def test_pg_hba_gets_a_replication_line_when_initdb_left_none(bins: binaries.PgBinaries,
                                                               tmp_path: Path) -> None:  # fmt: skip
     # initdb before 10 writes the replication lines commented out, as here.
-    c = Cluster(bins, tmp_path, os_user=None, socket_dir=tmp_path)
+    c = Cluster(bins, tmp_path, os_user=None, access=local_access(tmp_path, tcp=False))
     c.datadir.mkdir()
     hba = c.datadir / "pg_hba.conf"
     hba.write_text("local all all trust\n#local   replication     postgres     trust\n")
-    allow_local_replication(c.datadir, c.os_user)
-    allow_local_replication(c.datadir, c.os_user)
+    c.pm.admit()
+    c.pm.admit()
     lines = [x.split() for x in hba.read_text().splitlines() if x and not x.startswith("#")]
     assert lines == [["local", "all", "all", "trust"], ["local", "replication", "all", "trust"]]
 

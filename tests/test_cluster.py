@@ -16,9 +16,21 @@ import pytest
 
 from pgrig import proc
 from pgrig.cluster import profiles, workdir
-from pgrig.cluster.server import SUPERUSER, Cluster, InitdbOptions, _free_port, server_os_user
+from pgrig.cluster.hosted import HostedServer, ServerSpec
+from pgrig.cluster.postmaster import Access
+from pgrig.cluster.server import (
+    LOOPBACK,
+    SUPERUSER,
+    Cluster,
+    InitdbOptions,
+    _free_port,
+    _tcp_port,
+    server_os_user,
+)
 from pgrig.conninfo import Conn
-from pgrig.errors import BinaryNotFound, UsageError, WorkdirError
+from pgrig.errors import BinaryNotFound, PgrigError, UsageError, WorkdirError
+from pgrig.hosts import owner
+from pgrig.hosts.local import LocalExecutor
 from pgrig.pgsource import binaries
 
 # -- binaries ---------------------------------------------------------------
@@ -329,3 +341,76 @@ def test_a_server_recovering_from_a_crash_is_stopped_at_once(bins: binaries.PgBi
                 os.kill(held, signal.SIGCONT)
         c.destroy()
         shutil.rmtree(base, ignore_errors=True)
+
+
+# -- issue 43: a host's server made on this machine, by the same code -------------
+
+
+def test_a_hosted_server_is_made_here_through_this_machines_executor(
+    bins: binaries.PgBinaries,
+) -> None:
+    """pyinfra's @local: the server a remote target makes on a host, made on this
+    machine by the same class over ``LocalExecutor`` - its owner record naming the
+    postmaster, scram with the password over TCP, everything removed on close."""
+    if os.geteuid() != 0:
+        pytest.skip("a server on a host is made as root (make_workdir refuses otherwise)")
+    ex = LocalExecutor()
+    spec = ServerSpec(
+        bin_dir=str(bins.bin_dir),
+        address=LOOPBACK,
+        bins=bins,
+        port=_tcp_port(),
+        clients=(f"{LOOPBACK}/32",),
+        settings=(("fsync", "off"),),
+    )
+    with HostedServer(ex, spec) as server:
+        home = Path(server.workdir)
+        assert home.parent == Path("/tmp") and home.name.startswith("pgrig-server-")
+        record = owner.read(ex, server.workdir)
+        assert record is not None and record.kind == "server"
+        assert record.pids == (server.postmaster_pid(),)
+        with server.conn().connect() as db:
+            row = db.execute(
+                "SELECT current_setting('password_encryption'), "
+                "current_setting('listen_addresses'), current_user"
+            ).fetchone()
+        assert row == ("scram-sha-256", LOOPBACK, SUPERUSER)
+        wrong = Conn.tcp(LOOPBACK, spec.port, SUPERUSER, "postgres", "not-the-password")
+        with pytest.raises(PgrigError, match="password authentication failed"):
+            wrong.connect().close()
+        pid = server.postmaster_pid()
+        assert pid is not None
+    assert not home.exists()
+    with contextlib.suppress(FileNotFoundError):  # gone, or a zombie not reaped yet
+        assert Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in "ZX"
+
+
+def test_what_tells_the_two_servers_apart_is_their_access() -> None:
+    """The same initdb, pg_hba and pgrig.conf code for both; only the data differs."""
+    here = Access("/tmp/pgrig-sock-x", 5433)
+    there = Access(
+        "/tmp/pgrig-server-y", 5432, "10.0.0.1", "pw", local_auth="peer",
+        host_auth="scram-sha-256", clients=("10.0.0.2/32",), private_socket=False, pinned=True,
+    )  # fmt: skip
+    assert here.initdb("/w/pw") == ["--auth=trust"]
+    assert there.initdb("/w/pw") == [
+        "--auth-local=peer", "--auth-host=scram-sha-256", "--pwfile=/w/pw",
+    ]  # fmt: skip
+    # where it listens: in pgrig.conf here, on the command line there
+    assert here.options() == {} and there.conf() == {}
+    assert here.conf()["listen_addresses"] == ""
+    assert here.conf()["unix_socket_permissions"] == "0700"
+    assert there.options()["listen_addresses"] == "10.0.0.1"
+    assert there.options()["password_encryption"] == "scram-sha-256"
+    assert here.isready("pg_isready")[1:3] == ["-h", "/tmp/pgrig-sock-x"]
+    assert there.isready("pg_isready")[1:3] == ["-h", "10.0.0.1"]
+    initdb_10 = "local all all trust\nlocal replication all trust\n"
+    assert here.hba(initdb_10) == initdb_10
+    added = there.hba(initdb_10)[len(initdb_10) :].splitlines()
+    assert added == [
+        "host all all 10.0.0.2/32 scram-sha-256",
+        "host replication all 10.0.0.2/32 scram-sha-256",
+    ]
+    # before 10 initdb left its replication lines commented out
+    initdb_96 = "local all all peer\n#local replication postgres peer\n"
+    assert there.hba(initdb_96).splitlines()[-1].split() == ["local", "replication", "all", "peer"]

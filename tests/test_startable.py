@@ -102,7 +102,6 @@ def test_a_failed_start_quotes_why_from_the_log(tmp_path: Path) -> None:
         datadir=str(tmp_path),
         logfile=str(log),
         user=None,
-        isready=(),
     )
     assert pm.log_tail(why=True).endswith("FATAL:  could not load pg_hba.conf")
     assert "starting PostgreSQL" in pm.log_tail()  # the plain tail, as before

@@ -146,8 +146,9 @@ class Context:
     # ``target`` is a directory on another host.
     copy_here: Path | None = None
     cluster: Cluster | None = None  # the cluster pgrig created (None: an existing server)
-    # pgrig's server on another host, which a load may restart with other settings
-    # (``load_wal``) as it restarts ``cluster`` here. None: none, or ``cluster``.
+    # pgrig's server, on whichever host, which a load may restart with other
+    # settings (``load_wal``): ``cluster`` here, a host's server there. None: a
+    # server pgrig did not make.
     restartable: Restartable | None = None
     lossy: LossyTarget | None = None  # the cluster runs on the lossy filesystem (power loss)
     # Another target's directory by name, for a workload that writes there (a base

@@ -6,21 +6,22 @@ over ``LocalExecutor``:
 initdb with the target's ``[target.initdb]`` (``initdb_options``: encoding,
 locale, WAL segment size, checksums, ``--waldir``), the profile in pgrig.conf,
 start, wait ready, revive after a crash (``Server``), tablespaces in
-directories it makes, keep or remove - only what it made. What differs is the
-host's reach: the server listens on the host's address with a
-generated superuser password (scram-sha-256, never ``trust`` over TCP) and
-admits only the networks named.
+directories it makes, keep or remove - only what it made (``Made``). What
+differs is data, its ``Access``: the server listens on the host's address with
+a generated superuser password (scram-sha-256, never ``trust`` over TCP) and
+admits only the networks named; and where it lives, ``/tmp/pgrig-server-*``
+with an owner record (``pgrig.hosts.owner``). Nothing here asks which host it
+is on: over ``LocalExecutor`` it is made on this machine the same way.
 """
 
 from __future__ import annotations
 
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from pgrig.cluster import profiles
-from pgrig.cluster.postmaster import Postmaster, create_tablespace
+from pgrig.cluster.postmaster import Access, Made, Postmaster, create_tablespace
 from pgrig.cluster.server import InitdbOptions, initdb_options
 from pgrig.conninfo import Conn
 from pgrig.errors import HostUnusable
@@ -28,7 +29,6 @@ from pgrig.hosts import owner
 from pgrig.hosts.executor import Executor, reconnect_s
 from pgrig.pgsource.binaries import PgBinaries
 
-SUPERUSER = "postgres"
 OS_USER = "postgres"
 READY_TIMEOUT_S = 60
 
@@ -74,7 +74,7 @@ def make_workdir(ex: Executor) -> Workdir:
     return Workdir(path, record)
 
 
-class HostedServer:
+class HostedServer(Made):
     """Use as a context manager: made and started on entry, stopped and removed on exit.
     Given a ``Workdir``, it is made there and the directory left to its maker (the
     directories it made elsewhere - WAL, tablespaces - it removes itself)."""
@@ -85,7 +85,6 @@ class HostedServer:
         self._given = workdir
         self.workdir = workdir.path if workdir is not None else ""
         self.password = secrets.token_urlsafe(18)
-        self._pm: Postmaster | None = None
         self._record: owner.Owner | None = None
         self._ids = ("", "")
         self._extra: list[str] = []  # directories made outside the work directory
@@ -95,9 +94,18 @@ class HostedServer:
     def datadir(self) -> str:
         return f"{self.workdir}/data"
 
+    @property
+    def access(self) -> Access:
+        """Its address with the password and scram for the networks named; peer on
+        its socket, in the work directory (root there, as the server's user)."""
+        spec = self.spec
+        return Access(
+            self.workdir, spec.port, spec.address, self.password, local_auth="peer",
+            host_auth="scram-sha-256", clients=spec.clients, private_socket=False, pinned=True,
+        )  # fmt: skip
+
     def conn(self, dbname: str = "postgres") -> Conn:
-        conn = Conn.tcp(self.spec.address, self.spec.port, SUPERUSER, dbname, self.password)
-        return conn.guarded(name for name, _ in self.spec.settings)
+        return self.access.conn(dbname).guarded(name for name, _ in self.spec.settings)
 
     def __enter__(self) -> HostedServer:
         try:
@@ -136,9 +144,6 @@ class HostedServer:
         self._ids = ex.user_ids(OS_USER)
         self._own(self.workdir)
         self._run(["chmod", "0755", self.workdir], "chmod")
-        pwfile = f"{self.workdir}/pw"
-        ex.write_bytes(pwfile, self.password.encode() + b"\n", mode=0o600)
-        self._own(pwfile)
         opts = spec.initdb
         if spec.wal_directory is not None:
             name = Path(self.workdir).name
@@ -150,82 +155,17 @@ class HostedServer:
             datadir=self.datadir,
             logfile=f"{self.workdir}/server.log",
             user=OS_USER,
-            isready=[f"{spec.bin_dir}/pg_isready", "-h", spec.address, "-p", str(spec.port)]
-            + ["-t", "2"],
-            # pgrig's own, on the command line: over anything a profile could say.
-            options={
-                "listen_addresses": spec.address,
-                "port": str(spec.port),
-                "unix_socket_directories": self.workdir,
-                "password_encryption": "scram-sha-256",
-            },
+            access=self.access,
         )
-        self._pm.initdb(
-            [
-                *initdb_options(opts, spec.bins),
-                f"--pwfile={pwfile}",
-                "--auth-local=peer",
-                "--auth-host=scram-sha-256",
-                "--no-sync",
-            ]
-        )
-        ex.run(["rm", "-f", pwfile], timeout=30, what="rm")
-        # "all" does not match replication connections: pg_basebackup needs its own line.
-        hba = "".join(
-            f"host {db} all {cidr} scram-sha-256\n"
-            for cidr in spec.clients
-            for db in ("all", "replication")
-        )
-        old = ex.read_text(f"{self.datadir}/pg_hba.conf")
-        ex.write_bytes(f"{self.datadir}/pg_hba.conf", (old + hba).encode(), mode=0o600)
-        self._own(f"{self.datadir}/pg_hba.conf")
-        self._configure()
-        self._start(READY_TIMEOUT_S)
+        self._pm.on_start = self._started
+        self._pm.initdb([*initdb_options(opts, spec.bins), "--no-sync"])
+        self._pm.configure(dict(spec.settings), spec.header)
+        self._pm.start(READY_TIMEOUT_S)
 
-    def _configure(self) -> None:
-        """The settings into pgrig.conf, included from postgresql.conf."""
-        conf = f"{self.datadir}/pgrig.conf"
-        text = self.spec.header + profiles.render(dict(self.spec.settings))
-        self.ex.write_bytes(conf, text.encode(), mode=0o600)
-        main = f"{self.datadir}/postgresql.conf"
-        old = self.ex.read_text(main)
-        self.ex.write_bytes(main, (old + "\ninclude = 'pgrig.conf'\n").encode(), mode=0o600)
-        self._own(conf, main)
-
-    def _start(self, timeout: float) -> None:
-        """Start the postmaster and wait until it accepts connections; its PID goes
-        into the owner record (``pgrig hosts clean`` stops it after a kill -9)."""
-        assert self._pm is not None
-        self._pm.start(timeout)
-        pid = self._pm.postmaster_pid()
-        if self._record is not None and pid is not None:
-            self._record = owner.with_pid(self.ex, self.workdir, self._record, pid)
-
-    # -- the ``Server`` a study revives --------------------------------------
-
-    def running(self) -> bool:
-        return self._pm is not None and self._pm.running()
-
-    def accepting(self) -> bool:
-        return self._pm is not None and self._pm.accepting()
-
-    def wait_ready(self, timeout: float = 60) -> None:
-        if self._pm is not None:
-            self._pm.wait_ready(timeout)
-
-    def postmaster_pid(self) -> int | None:
-        """Its PID on its host (not this machine's)."""
-        return self._pm.postmaster_pid() if self._pm is not None else None
-
-    def log_tail(self, lines: int = 5) -> str:
-        return self._pm.log_tail(lines) if self._pm is not None else ""
-
-    def restart_after_crash(self, timeout: float = 60) -> None:
-        """Start again after the postmaster died (``Postmaster.restart_after_crash``)."""
-        assert self._pm is not None
-        self._pm.restart_after_crash(timeout)
-        pid = self._pm.postmaster_pid()
-        if self._record is not None and pid is not None:
+    def _started(self, pid: int) -> None:
+        """Each start's postmaster into the owner record: `pgrig clean` stops it
+        after a kill -9 of pgrig."""
+        if self._record is not None:
             self._record = owner.with_pid(self.ex, self.workdir, self._record, pid)
 
     # -- a restart with other settings (``pgrig.cluster.loadwal.Restartable``) --
@@ -243,15 +183,6 @@ class HostedServer:
     def logfile(self) -> str:
         """The server's log on its host (``pg_ctl -l``)."""
         return f"{self.workdir}/server.log"
-
-    def restart(self, settings: Mapping[str, str] | None = None, timeout: float = 120) -> None:
-        """Stop and start again, with ``settings`` on the postmaster's command line
-        for this start only (a load at ``wal_level = minimal``), as a local cluster."""
-        assert self._pm is not None
-        self._pm.restart(settings, timeout)
-        pid = self._pm.postmaster_pid()
-        if self._record is not None and pid is not None:
-            self._record = owner.with_pid(self.ex, self.workdir, self._record, pid)
 
     # -- tablespaces, keep, close -------------------------------------------
 
@@ -284,8 +215,7 @@ class HostedServer:
                 hint=f"once {self.ex.name} answers (pgrig hosts check -i FILE): pgrig clean "
                 "--inventory FILE stops it and removes its directory (its pgrig is gone)",
             )
-        if self._pm is not None:
-            self._pm.stop(60)  # fast, immediate, then QUIT and KILL
+        self.stop(60)  # fast, immediate, then QUIT and KILL
         for path in reversed(self._extra):
             self.ex.remove_tree(path)
         self._extra.clear()

@@ -4,8 +4,12 @@ initdb, ``pg_ctl start`` and the wait for ``pg_isready``, a restart with
 settings for one start, a restart after a crash, stop escalating fast ->
 immediate -> SIGQUIT/SIGKILL of a verified postmaster, its log's tail: the same
 code for the cluster on this machine (``LocalExecutor``) and a server on
-another host (``SshExecutor``). Where the server lives and how it is reached
-(a private unix socket here, TCP with a password there) is its maker's
+another host (``SshExecutor``). Its creation too: initdb with the superuser's
+password and pg_hba's methods, the clients' lines, pgrig.conf with where it
+listens - written once, told by an ``Access`` (data) how the server is reached:
+a private unix socket with trust here, TCP with a password and scram there.
+Where its directory is made and who is told of it (a marked work directory
+here, an owner record on a host) is its maker's
 (``pgrig.cluster.server.Cluster``, ``pgrig.cluster.hosted.HostedServer``);
 every command runs as the server's OS user, in a storage lab's cgroups when
 it has them (``Launch``).
@@ -13,13 +17,16 @@ it has them (``Launch``).
 
 from __future__ import annotations
 
+import posixpath
 import re
 import signal
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 from psycopg import sql
 
+from pgrig.cluster import profiles
 from pgrig.conninfo import Conn
 from pgrig.errors import ClusterError, ToolError
 from pgrig.hosts.executor import Executor, Launch
@@ -80,13 +87,93 @@ def create_tablespace(admin: Conn, name: str, location: str) -> str:
 
 _WHY = re.compile(r"\b(FATAL|PANIC|ERROR|DETAIL|HINT):")
 
+SUPERUSER = "postgres"
+# What pgrig.conf includes itself with, in postgresql.conf.
+_INCLUDE = "include = 'pgrig.conf'"
+
+
+@dataclass(frozen=True)
+class Access:
+    """How a server pgrig makes is reached and who may connect: the one thing
+    that tells this machine's throwaway cluster (its private socket, trust; or
+    127.0.0.1 with a password) from a server on a host (its address, a password,
+    scram, the load hosts' networks). Data: the lifecycle reading it is one."""
+
+    socket_dir: str  # the unix socket's directory
+    port: int
+    address: str | None = None  # TCP on this address too (None: the socket alone)
+    password: str | None = None  # the superuser's, given to initdb (None: none set)
+    local_auth: str = "trust"  # pg_hba on the socket: trust (a 0700 directory) or peer
+    # Over TCP: md5 takes a SCRAM-stored password too (9.5 to 18 alike)
+    host_auth: str = "md5"
+    clients: tuple[str, ...] = ()  # CIDRs given host lines of their own (all, replication)
+    private_socket: bool = True  # unix_socket_permissions 0700: the server's user only
+    # pgrig's own settings on the postmaster's command line (a host's server: over
+    # anything its files say, and ``ps`` names where it listens) rather than in
+    # pgrig.conf (this machine's: a kept cluster started by hand listens as it did).
+    pinned: bool = False
+
+    def own(self) -> dict[str, str]:
+        """pgrig's own settings: where it listens (``profiles.render`` quotes them)."""
+        own = {"listen_addresses": self.address or "", "unix_socket_directories": self.socket_dir}
+        if self.private_socket:
+            own["unix_socket_permissions"] = "0700"
+        own["port"] = str(self.port)
+        if self.host_auth == "scram-sha-256":
+            own["password_encryption"] = self.host_auth
+        return own
+
+    def options(self) -> dict[str, str]:
+        """What goes on every start's command line."""
+        return self.own() if self.pinned else {}
+
+    def conf(self) -> dict[str, str]:
+        """What goes into pgrig.conf, over the profile's."""
+        return {} if self.pinned else self.own()
+
+    def isready(self, tool: str) -> list[str]:
+        """pg_isready (``tool``: its path) asking the address where it listens on one."""
+        where = self.address or self.socket_dir
+        return [tool, "-h", where, "-p", str(self.port), "-U", SUPERUSER, "-q"]
+
+    def initdb(self, pwfile: str) -> list[str]:
+        """initdb's authentication options (``pwfile`` holds the password)."""
+        if self.password is None:
+            return [f"--auth={self.local_auth}"]
+        return [f"--auth-local={self.local_auth}", f"--auth-host={self.host_auth}",
+                f"--pwfile={pwfile}"]  # fmt: skip
+
+    def conn(self, dbname: str) -> Conn:
+        """How clients connect: over TCP with the password, else the socket."""
+        if self.address is not None and self.password is not None:
+            return Conn.tcp(self.address, self.port, SUPERUSER, dbname, self.password)
+        return Conn.socket(self.socket_dir, self.port, SUPERUSER, dbname)
+
+    def hba(self, text: str) -> str:
+        """pg_hba.conf ``text`` with the clients' lines ("all" does not match
+        replication connections: pg_basebackup needs its own), and a replication
+        line on the socket where initdb left none (before 10: commented out)."""
+        added = "".join(
+            f"host {db} all {cidr} {self.host_auth}\n"
+            for cidr in self.clients
+            for db in ("all", "replication")
+        )
+        active = (line.split() for line in text.splitlines() if not line.lstrip().startswith("#"))
+        if not any(len(fields) > 2 and fields[1] == "replication" for fields in active):
+            added += (
+                "\n# added by pgrig: pg_basebackup over the private socket\n"
+                f"local   replication     all{' ' * 37}{self.local_auth}\n"
+            )
+        return text + added
+
 
 class Postmaster:
     """The lifecycle of the data directory ``datadir`` on ``ex``'s host: ``bin_dir``
     holds its binaries there, ``logfile`` gets the server's output, ``user`` is
-    the OS account it runs as (None: the executor's own), ``isready`` asks
-    whether it accepts connections, ``options`` go on every start's command
-    line (pgrig's own: where it listens)."""
+    the OS account it runs as (None: the executor's own), ``access`` says how
+    it is reached (where pg_isready asks whether it accepts connections, what
+    goes on every start's command line, how initdb authenticates); None: a
+    server only read (its log)."""
 
     def __init__(
         self,
@@ -96,23 +183,30 @@ class Postmaster:
         datadir: str,
         logfile: str,
         user: str | None,
-        isready: Sequence[str],
-        options: Mapping[str, str] | None = None,
+        access: Access | None = None,
+        pg_isready: str | None = None,
     ) -> None:
         self.ex = ex
         self.bin_dir = bin_dir
         self.datadir = datadir
         self.logfile = logfile
         self.user = user
-        self.isready = list(isready)
-        self.options = dict(options or {})
+        self.access = access
+        # pg_isready where the server's binaries are, unless said (a build without
+        # client tools takes them from another directory: ``PgBinaries.path``)
+        tool = pg_isready or f"{bin_dir}/pg_isready"
+        self.isready = access.isready(tool) if access is not None else []
+        self.options = access.options() if access is not None else {}
         # Every start (a restart after a crash included) puts pg_ctl - and so the
         # postmaster - in these cgroups (their cgroup.procs): a storage lab's.
         self.cgroups: tuple[str, ...] = ()
+        # Told the postmaster's PID after every start (a restart after a crash
+        # included): a host's owner record names it for `pgrig clean`.
+        self.on_start: Callable[[int], None] | None = None
 
     @property
     def where(self) -> str:
-        return f"in {self.datadir}" + ("" if self.ex.host.local else f" on {self.ex.name}")
+        return f"in {self.ex.of(self.datadir)}"
 
     def _tool(self, name: str) -> str:
         return f"{self.bin_dir}/{name}"
@@ -133,8 +227,49 @@ class Postmaster:
         return done.stdout if done.ok else ""
 
     def initdb(self, options: Sequence[str]) -> str:
-        """initdb ``-D datadir`` with ``options``; its output."""
-        return self._run([self._tool("initdb"), "-D", self.datadir, *options], "initdb", 300)
+        """initdb ``-D datadir`` with ``options`` and the access's authentication
+        (the password in a file beside the data directory for the while); then
+        pg_hba.conf admits the access's clients. initdb's output."""
+        access = self.access
+        assert access is not None, "a server pgrig makes says how it is reached"
+        pwfile = f"{posixpath.dirname(self.datadir)}/pw"
+        if access.password is not None:
+            data = access.password.encode() + b"\n"
+            self.ex.replace_file(pwfile, data, mode=0o600, user=self.user)
+        try:
+            argv = [self._tool("initdb"), "-D", self.datadir, *options, *access.initdb(pwfile)]
+            out = self._run(argv, "initdb", 300)
+        finally:
+            if access.password is not None:
+                self.ex.run(["rm", "-f", "--", pwfile], timeout=30, what="rm")
+        self.admit()
+        return out
+
+    def admit(self) -> None:
+        """pg_hba.conf with the access's lines (``Access.hba``), once."""
+        assert self.access is not None
+        hba = f"{self.datadir}/pg_hba.conf"
+        text = self.ex.read_text(hba)
+        if (added := self.access.hba(text)) != text:
+            self.ex.replace_file(hba, added.encode(), mode=0o600, user=self.user)
+
+    def configure(self, settings: Mapping[str, str], header: str = "") -> dict[str, str]:
+        """``settings`` and pgrig's own (where it listens, over them) into pgrig.conf
+        after ``header``'s comments, included from postgresql.conf; what it holds.
+        Replaced whole: after a power loss the server must not come back with stock
+        settings, listening on TCP 5432 (seen with plain writes on the lossy FS)."""
+        assert self.access is not None
+        written = {**settings, **self.access.conf()}
+        text = header + profiles.render(written)
+        self.ex.replace_file(
+            f"{self.datadir}/pgrig.conf", text.encode(), mode=0o600, user=self.user
+        )
+        main = f"{self.datadir}/postgresql.conf"
+        old = self.ex.read_text(main)
+        if _INCLUDE not in old:
+            new = f"{old}\n{_INCLUDE}\n".encode()
+            self.ex.replace_file(main, new, mode=0o600, user=self.user)
+        return written
 
     def start(
         self,
@@ -161,6 +296,8 @@ class Postmaster:
                 "with it; --keep keeps it); a setting may not fit this machine",
             ) from exc
         self.wait_ready(timeout)
+        if self.on_start is not None and (pid := self.postmaster_pid()) is not None:
+            self.on_start(pid)
 
     def wait_ready(self, timeout: float = 60) -> None:
         wait_accepting(self.ex, self.isready, timeout, where=self.where)
@@ -308,3 +445,48 @@ class Postmaster:
         tail = [line for line in text.splitlines()[-20 if why else -lines :] if line.strip()]
         said = [line for line in tail if _WHY.search(line)] if why else []
         return " | ".join(said[-lines:] if said else tail[-lines:])
+
+
+class Made:
+    """A server pgrig made, on whichever host: its lifecycle is its ``Postmaster``'s
+    (``pm``, made with the server). ``Cluster`` (a marked work directory on this
+    machine) and ``HostedServer`` (a directory with an owner record on a host)
+    differ in where they make it and who they tell; what a study asks of either
+    (``pgrig.cluster.server.Server``) is answered here, once."""
+
+    _pm: Postmaster | None = None
+
+    @property
+    def pm(self) -> Postmaster:
+        assert self._pm is not None, "the server is not made yet"
+        return self._pm
+
+    def running(self) -> bool:
+        return self._pm is not None and self._pm.running()
+
+    def accepting(self) -> bool:
+        return self._pm is not None and self._pm.accepting()
+
+    def wait_ready(self, timeout: float = 60) -> None:
+        self.pm.wait_ready(timeout)
+
+    def postmaster_pid(self) -> int | None:
+        """Its PID on its host."""
+        return self._pm.postmaster_pid() if self._pm is not None else None
+
+    def log_tail(self, lines: int = 5) -> str:
+        return self._pm.log_tail(lines) if self._pm is not None else ""
+
+    def restart_after_crash(self, timeout: float = 60) -> None:
+        """Start again after the postmaster died (``Postmaster.restart_after_crash``)."""
+        self.pm.restart_after_crash(timeout)
+
+    def restart(self, settings: Mapping[str, str] | None = None, timeout: float = 120) -> None:
+        """Stop and start again, with ``settings`` on the postmaster's command line
+        for this start only (a load at ``wal_level = minimal``)."""
+        self.pm.restart(settings, timeout)
+
+    def stop(self, timeout: float = 60, said: Callable[[str], None] | None = None) -> None:
+        """``Postmaster.stop``; nothing to stop before it is made."""
+        if self._pm is not None:
+            self._pm.stop(timeout, said)

@@ -7,7 +7,10 @@ stopping escalates fast -> immediate -> SIGKILL of a verified postmaster PID.
 
 Every command runs through this machine's executor (``LocalExecutor``), as a
 server on another host runs through its SSH one: as the server's OS user and,
-for a storage lab, in its cgroups (``Launch``).
+for a storage lab, in its cgroups (``Launch``). initdb, pg_hba.conf and
+pgrig.conf are ``Postmaster``'s, told by an ``Access`` how the cluster is
+reached; what is this module's is where it lives (a marked work directory, a
+private socket directory) and what a storage study asks of it besides.
 """
 
 from __future__ import annotations
@@ -25,15 +28,20 @@ from typing import Protocol
 
 from pgrig import proc
 from pgrig.cluster import compat, profiles, workdir
-from pgrig.cluster.postmaster import C_LOCALE, Postmaster, create_tablespace
+from pgrig.cluster.postmaster import (
+    C_LOCALE,
+    SUPERUSER,
+    Access,
+    Made,
+    Postmaster,
+    create_tablespace,
+)
 from pgrig.conninfo import Conn
 from pgrig.errors import ClusterError, UsageError, WorkdirError
-from pgrig.files import write_atomically
 from pgrig.hosts.executor import Executor, Launch
 from pgrig.hosts.local import HERE
 from pgrig.pgsource.binaries import PgBinaries
 
-SUPERUSER = "postgres"
 LOOPBACK = "127.0.0.1"  # where a cluster with listen = "tcp" listens
 DEFAULT_OS_USERS = ("postgres", "pgrig")
 
@@ -92,7 +100,8 @@ def initdb_options(opts: InitdbOptions, bins: PgBinaries) -> list[str]:
 class Server(Protocol):
     """What a study asks of the server pgrig made, on whichever host it runs: is it
     up, bring it back after a crash (``Recorder``), its PID there and its last words.
-    ``Cluster`` (this machine) and ``HostedServer`` (a host through its executor)."""
+    Answered once, by ``pgrig.cluster.postmaster.Made``: ``Cluster`` (this machine)
+    and ``HostedServer`` (a host through its executor) are one."""
 
     def running(self) -> bool: ...
 
@@ -167,23 +176,6 @@ def checking_os_user(name: str | None = None) -> proc.OsUser | None:
     return proc.OsUser.lookup("nobody")
 
 
-def allow_local_replication(datadir: Path, os_user: proc.OsUser | None) -> None:
-    """Let pg_basebackup in over the private socket: initdb before 10 leaves the
-    replication lines of pg_hba.conf commented out (10 and later have them)."""
-    hba = datadir / "pg_hba.conf"
-    text = hba.read_text()
-    active = (line.split() for line in text.splitlines() if not line.lstrip().startswith("#"))
-    if any(len(fields) > 2 and fields[1] == "replication" for fields in active):
-        return
-    line = "local   replication     all                                     trust\n"
-    write_atomically(
-        hba,
-        text + "\n# added by pgrig: pg_basebackup over the private socket\n" + line,
-        mode=0o600,
-        owner=os_user,
-    )
-
-
 def disk_usage(datadir: Path) -> int:
     """Bytes of the files under ``datadir``."""
     total = 0
@@ -212,10 +204,22 @@ def _free_port(socket_dir: Path, start: int = 5432) -> int:
     raise ClusterError(f"no free port number for a socket in {socket_dir}")
 
 
-class Cluster:
+def local_access(socket_dir: Path, *, tcp: bool) -> Access:
+    """How a cluster on this machine is reached: its private socket, where trust
+    is safe (the 0700 directory is the lock); with listen = "tcp" also 127.0.0.1,
+    where any user of this machine could connect, with a password (md5 in
+    pg_hba, which takes a SCRAM-stored one too, on 9.5 to 18 alike). Seeds 001
+    and 003 drove the server over the network; pgrig's own sessions stay on the
+    socket."""
+    if tcp:
+        return Access(str(socket_dir), _tcp_port(), LOOPBACK, secrets.token_urlsafe(18))
+    return Access(str(socket_dir), _free_port(socket_dir))
+
+
+class Cluster(Made):
     """A PostgreSQL cluster pgrig created in ``workdir`` on this machine; removed by
-    ``destroy``. Its lifecycle is a ``Postmaster`` over this machine's executor,
-    the one a server on another host runs over its SSH executor."""
+    ``destroy``. Its lifecycle is a ``Postmaster`` over this machine's executor
+    (``Made``), the one a server on another host runs over its SSH executor."""
 
     def __init__(
         self,
@@ -223,32 +227,28 @@ class Cluster:
         workdir_path: Path,
         *,
         os_user: proc.OsUser | None,
-        socket_dir: Path,
-        port: int | None = None,
+        access: Access,
         ex: Executor = HERE,
-        tcp: bool = False,
     ) -> None:
         self.bins = bins
         self.workdir = workdir_path
         self.datadir = workdir_path / "data"
         self.logfile = workdir_path / "server.log"
         self.os_user = os_user
-        self.socket_dir = socket_dir
-        # listen = "tcp": the clients come over 127.0.0.1 with a password (seeds 001
-        # and 003 drove the server over the network); pgrig's own stay on the socket.
-        self.tcp = tcp
-        self.port = port or (_tcp_port() if tcp else _free_port(socket_dir))
-        self.password = secrets.token_urlsafe(18) if tcp else None
+        self.access = access
+        self.socket_dir = Path(access.socket_dir)
+        self.port = access.port
+        self.password = access.password
         self.settings: dict[str, str] = {}
         self.adapted: compat.Adapted | None = None
-        isready = [str(bins.path("pg_isready")), "-h", str(socket_dir), "-p", str(self.port)]
-        self.pm = Postmaster(
+        self._pm = Postmaster(
             ex,
             bin_dir=str(bins.bin_dir),
             datadir=str(self.datadir),
             logfile=str(self.logfile),
             user=os_user.name if os_user is not None else None,
-            isready=[*isready, "-U", SUPERUSER, "-q"],
+            access=access,
+            pg_isready=str(bins.path("pg_isready")),
         )
 
     @property
@@ -280,7 +280,7 @@ class Cluster:
         workdir.create(workdir_path, study=study)
         socket_dir = workdir.make_socket_dir(os_user, workdir_path)
         workdir.update_socket_dir(workdir_path, socket_dir)
-        cluster = cls(bins, workdir_path, os_user=os_user, socket_dir=socket_dir, tcp=tcp)
+        cluster = cls(bins, workdir_path, os_user=os_user, access=local_access(socket_dir, tcp=tcp))
         if os_user is not None:
             os.chown(workdir_path, os_user.uid, os_user.gid)
             # The server user must reach the work directory through every parent.
@@ -297,40 +297,19 @@ class Cluster:
         """The same stopped cluster seen at another path (its directory mounted
         there, e.g. the lossy filesystem over the directory initdb wrote to)."""
         moved = Cluster(
-            self.bins,
-            workdir_path,
-            os_user=self.os_user,
-            socket_dir=self.socket_dir,
-            port=self.port,
-            ex=self.ex,
-            tcp=self.tcp,
+            self.bins, workdir_path, os_user=self.os_user, access=self.access, ex=self.ex
         )
-        moved.password = self.password
         moved.settings = dict(self.settings)
         moved.adapted = self.adapted
         moved.cgroups = self.cgroups
         return moved
 
     def initdb(self, opts: InitdbOptions) -> str:
-        if self.password is None:  # the private socket only: its directory is the lock
-            return self.pm.initdb([*initdb_options(opts, self.bins), "--auth=trust"])
-        # Over TCP any user of this machine could connect: a password, md5 in pg_hba
-        # (which takes a SCRAM-stored password too, on 9.5 to 18 alike).
-        pwfile = self.workdir / "pw"
-        write_atomically(pwfile, self.password + "\n", mode=0o600, owner=self.os_user)
-        try:
-            auth = ["--auth-local=trust", "--auth-host=md5", f"--pwfile={pwfile}"]
-            return self.pm.initdb([*initdb_options(opts, self.bins), *auth])
-        finally:
-            pwfile.unlink(missing_ok=True)
+        return self.pm.initdb(initdb_options(opts, self.bins))
 
     def conn(self, dbname: str) -> Conn:
         """How the clients connect: the private socket, or 127.0.0.1 with the password."""
-        if self.password is None:
-            conn = Conn.socket(str(self.socket_dir), self.port, SUPERUSER, dbname)
-        else:
-            conn = Conn.tcp(LOOPBACK, self.port, SUPERUSER, dbname, self.password)
-        return conn.guarded(self.settings)
+        return self.access.conn(dbname).guarded(self.settings)
 
     def admin(self) -> Conn:
         """pgrig's own session on the private socket (also with clients over TCP)."""
@@ -357,33 +336,14 @@ class Cluster:
         pgrig's own settings and include it from postgresql.conf. Returns what was
         translated or dropped."""
         adapted = profiles.adapt(profile, self.bins, self.os_user, segment_mb=self.wal_segment_mb())
-        owned = {
-            "listen_addresses": f"'{LOOPBACK}'" if self.tcp else "''",
-            "unix_socket_directories": f"'{self.socket_dir}'",
-            "unix_socket_permissions": "0700",
-            "port": str(self.port),
-        }
-        self.settings = {**adapted.applied, **owned}
         self.adapted = adapted
         changes = "".join(f"# {note}\n" for note in adapted.notes())
-        # Atomically: after a power loss the server must not come back with stock
-        # settings, listening on TCP 5432 (seen with plain writes on the lossy FS).
-        write_atomically(
-            self.datadir / "pgrig.conf",
+        header = (
             f"# profile: {profile.name} ({profile.source})\n"
             + "".join(f"# scaled to this machine: {note}\n" for note in profile.scaled)
             + (f"# fitted to PostgreSQL {adapted.version}:\n{changes}" if changes else "")
-            + profiles.render(self.settings),
-            mode=0o600,
-            owner=self.os_user,
         )
-        main = self.datadir / "postgresql.conf"
-        text = main.read_text()
-        if "include = 'pgrig.conf'" not in text:
-            write_atomically(
-                main, text + "\ninclude = 'pgrig.conf'\n", mode=0o600, owner=self.os_user
-            )
-        allow_local_replication(self.datadir, self.os_user)
+        self.settings = self.pm.configure(adapted.applied, header)
         return adapted
 
     # -- lifecycle: the one ``Postmaster`` -----------------------------------
@@ -402,28 +362,6 @@ class Cluster:
             if self.os_user is not None:
                 os.chown(self.logfile, self.os_user.uid, self.os_user.gid)
         self.pm.start(timeout, cgroups=cgroups, settings=settings)
-
-    def restart(self, settings: Mapping[str, str] | None = None, timeout: float = 120) -> None:
-        self.stop(timeout=timeout)
-        self.start(timeout=timeout, settings=settings)
-
-    def wait_ready(self, timeout: float = 60) -> None:
-        self.pm.wait_ready(timeout)
-
-    def accepting(self) -> bool:
-        return self.pm.accepting()
-
-    def restart_after_crash(self, timeout: float = 60) -> None:
-        self.pm.restart_after_crash(timeout)
-
-    def postmaster_pid(self) -> int | None:
-        return self.pm.postmaster_pid()
-
-    def running(self) -> bool:
-        return self.pm.running()
-
-    def stop(self, timeout: float = 60, said: Callable[[str], None] | None = None) -> None:
-        self.pm.stop(timeout, said)
 
     def create_tablespace(self, name: str, parent: Path) -> str:
         """CREATE TABLESPACE in a new directory under ``parent`` (another disk, as seed
@@ -445,9 +383,6 @@ class Cluster:
         # holder removed after - the work directory cannot name its socket directory
         # any more (issue 19's power-loss run under SIGHUP left it in /tmp).
         workdir.remove_beside(self.socket_dir)
-
-    def log_tail(self, lines: int = 5) -> str:
-        return self.pm.log_tail(lines)
 
     def disk_usage(self) -> int:
         return disk_usage(self.datadir)

@@ -230,6 +230,10 @@ class Executor(ABC):
         """How a message names the host ("on db1", "on this machine")."""
         return self.name
 
+    def of(self, path: str) -> str:
+        """A path of this host as a message names it ("/tmp/x on db1")."""
+        return f"{path} on {self.name}"
+
     def install_hint(self, how: str) -> str:
         """How to get a missing tool onto this host (``how``: the command)."""
         return f"pgrig hosts provision installs it, or {how} on {self.name}"
@@ -441,6 +445,20 @@ class Executor(ABC):
 
     @abstractmethod
     def write_bytes(self, path: str, data: bytes, mode: int = 0o644) -> None: ...
+
+    def replace_file(
+        self, path: str, data: bytes, *, mode: int = 0o644, user: str | None = None
+    ) -> None:
+        """Replace ``path`` with ``data``, owned by the OS account ``user`` (None:
+        the executor's own): written beside and renamed over, so that a kill or a
+        power loss leaves the old file or the new, never half of one (a server's
+        pgrig.conf, its pg_hba.conf, an owner record)."""
+        new = f"{path}.pgrig-new"
+        self.write_bytes(new, data, mode)
+        if user is not None:
+            ids = "{}:{}".format(*self.user_ids(user))
+            self.run(["chown", ids, "--", new], timeout=30, what="chown")
+        self.run(["mv", "-f", "--", new, path], timeout=30, what="mv")
 
     @abstractmethod
     def exists(self, path: str) -> bool: ...

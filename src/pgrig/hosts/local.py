@@ -22,6 +22,7 @@ from typing import IO
 
 from pgrig import ownership, proc
 from pgrig.errors import BinaryNotFound, ToolError
+from pgrig.files import write_atomically
 from pgrig.hosts.executor import TMP, Executor, Launch, Started
 from pgrig.hosts.inventory import Host
 
@@ -105,6 +106,9 @@ class LocalExecutor(Executor):
 
     def install_hint(self, how: str) -> str:
         return how
+
+    def of(self, path: str) -> str:
+        return path  # this machine's paths need no host named
 
     def stream(
         self,
@@ -230,6 +234,13 @@ class LocalExecutor(Executor):
         target = Path(path)
         target.write_bytes(data)
         target.chmod(mode)
+
+    def replace_file(
+        self, path: str, data: bytes, *, mode: int = 0o644, user: str | None = None
+    ) -> None:
+        # In this process, synced to the disk too (a lossy filesystem's power loss).
+        owner = proc.OsUser.lookup(user) if user is not None else None
+        write_atomically(Path(path), data, mode=mode, owner=owner)
 
     def exists(self, path: str) -> bool:
         return os.path.lexists(path)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -168,9 +167,9 @@ class ServerKind(TargetKind[None, None]):
         conn = Conn.from_user(t.spec.dsn)
         with conn.connect():
             pass
-        t.ctx = replace(t.ctx, conn=conn)
-        capture(t)
-        yield
+        with t.scoped(conn=conn):
+            capture(t)
+            yield
 
     def describe(self, t: Target) -> dict[str, Any]:
         assert t.spec.dsn is not None

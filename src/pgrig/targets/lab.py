@@ -159,18 +159,18 @@ class LabKind(Throwaway[LabSpec | None]):
             t.live.cgroups = built.cgroups
             memory = built.memory_stats if lab.memory_bytes is not None else None
             emulator = built.emulator.reading if built.emulator is not None else None
-            t.ctx = replace(
-                t.ctx, preexec=built.preexec,
-                clients=OneHost(t.bins.client_bin_dir, preexec=built.clients_preexec),
-                memory=memory, emulator=emulator,
-                remeasure=built.emulator.remeasure if built.emulator is not None else None,
-            )  # fmt: skip
             for option, path in built.tablespaces:  # tablespaces on lab filesystems
                 if option == "tablespace":
                     t.spec = replace(t.spec, tablespace=str(path))
                 else:
                     t.spec = replace(t.spec, index_tablespace=str(path))
-            yield built.info()
+            with t.scoped(
+                preexec=built.preexec,
+                clients=OneHost(t.bins.client_bin_dir, preexec=built.clients_preexec),
+                memory=memory, emulator=emulator,
+                remeasure=built.emulator.remeasure if built.emulator is not None else None,
+            ):  # fmt: skip
+                yield built.info()
         if built.filesystem is not None and keep():
             ui.info(f"{t.name}: {loopfs.kept_message(built.filesystem)}")
 

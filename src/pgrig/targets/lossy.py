@@ -7,8 +7,8 @@ or memory limit cannot cover the FUSE daemon's own I/O and is refused."""
 
 from __future__ import annotations
 
+import contextlib
 import zlib
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -77,10 +77,10 @@ class LossyKind(LabKind):
             for path in lossyfs.clean_run_dirs()
         ]
 
-    def _root(self, t: Target, name: str, study: str, ui: Ui) -> Path:
+    def _root(self, t: Target, name: str, study: str, ui: Ui, scope: contextlib.ExitStack) -> Path:
         assert t.directory is not None
         lossy = open_lossy(t.directory, name, study=study, seed=zlib.crc32(name.encode()))
-        t.ctx = replace(t.ctx, lossy=lossy)
+        scope.enter_context(t.scoped(lossy=lossy))
         ui.info(f"{t.name}: the cluster runs on a lossy filesystem in {lossy.holder}")
         return lossy.backing
 
@@ -109,8 +109,7 @@ class LossyKind(LabKind):
 
     def _close(self, t: Target, *, keep: bool) -> None:
         if t.ctx.lossy is not None:
-            lossy, t.ctx = t.ctx.lossy, replace(t.ctx, lossy=None)
-            lossy.close(keep=keep)
+            t.ctx.lossy.close(keep=keep)
 
     def _on_disk(self, t: Target, path: Path) -> Path:
         # On the lossy filesystem the files stay in its backing directory after the unmount.

@@ -37,7 +37,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pgrig import proc, registry
 from pgrig.clients import Clients
 from pgrig.cluster import profiles
-from pgrig.cluster.hosted import SUPERUSER, HostedServer, ServerSpec, Workdir, make_workdir
+from pgrig.cluster.hosted import HostedServer, ServerSpec, Workdir, make_workdir
+from pgrig.cluster.postmaster import SUPERUSER
 from pgrig.cluster.server import InitdbOptions, initdb_version_args
 from pgrig.document.model import Section
 from pgrig.errors import BinaryNotFound, HostUnusable, PgrigError, UsageError

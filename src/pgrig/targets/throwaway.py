@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -245,8 +244,9 @@ class Throwaway(TargetKind[None, StateT]):
 
     # -- the cluster -------------------------------------------------------
 
-    def _root(self, t: Target, name: str, study: str, ui: Ui) -> Path:
-        """Where the cluster's work directory is made."""
+    def _root(self, t: Target, name: str, study: str, ui: Ui, scope: contextlib.ExitStack) -> Path:
+        """Where the cluster's work directory is made (what a kind makes for it
+        is in the Context for ``scope``)."""
         assert t.directory is not None
         return t.directory
 
@@ -270,40 +270,44 @@ class Throwaway(TargetKind[None, StateT]):
         self, t: Target, name: str, study: str, ui: Ui, *, keep: Callable[[], bool]
     ) -> Iterator[None]:
         os_user = server_os_user(t.spec.os_user)
-        root = self._root(t, name, study, ui)
-        try:
-            cluster = Cluster.create(
-                t.bins, root / name, study=study, os_user=os_user, tcp=t.spec.listen == "tcp"
-            )
-        except BaseException:
-            self._close(t, keep=False)
-            raise
-        t.live.cluster = t.live.server = cluster
-        t.ctx = replace(t.ctx, cluster=cluster)
-        try:
-            with ui.step(f"{t.name}: initdb + start PostgreSQL {t.bins.version}"):
-                cluster = self._make(t, cluster, name)
-            _make_tablespaces(t, ui)
-            overrides = ", ".join(f"{k}={v}" for k, v in t.spec.settings.items())
-            assert t.profile is not None
-            ui.ok(
-                f"{t.name}: PostgreSQL {t.bins.version} running as "
-                f"{os_user.name if os_user else 'you'} in {cluster.datadir} "
-                f"(profile {t.profile.name}{', ' + overrides if overrides else ''})"
-            )
-            capture(t)
-            yield
-        finally:
-            kept = keep() or t.lost is not None
-            # A signal now would leave the work directory, or a kind's mount and its
-            # FUSE daemon (issue 19's power-loss teardown): it waits for the end.
-            with proc.signals_deferred():
-                try:
-                    self._dispose(t, t.live.cluster or cluster, kept, ui)
-                finally:
-                    self._close(t, keep=kept)
+        # The Context with the cluster (and a kind's own: the lossy mount) for the
+        # server's life (``Target.scoped``), as the remote kind's server; a load
+        # restarts it as ``restartable`` there.
+        with contextlib.ExitStack() as scope:
+            root = self._root(t, name, study, ui, scope)
+            try:
+                cluster = Cluster.create(
+                    t.bins, root / name, study=study, os_user=os_user, tcp=t.spec.listen == "tcp"
+                )
+            except BaseException:
+                self._close(t, keep=False)
+                raise
+            t.live.cluster = t.live.server = cluster
+            try:
+                scope.enter_context(t.scoped(cluster=cluster, restartable=cluster))
+                with ui.step(f"{t.name}: initdb + start PostgreSQL {t.bins.version}"):
+                    cluster = self._make(t, cluster, name, scope)
+                _make_tablespaces(t, ui)
+                overrides = ", ".join(f"{k}={v}" for k, v in t.spec.settings.items())
+                assert t.profile is not None
+                ui.ok(
+                    f"{t.name}: PostgreSQL {t.bins.version} running as "
+                    f"{os_user.name if os_user else 'you'} in {cluster.datadir} "
+                    f"(profile {t.profile.name}{', ' + overrides if overrides else ''})"
+                )
+                capture(t)
+                yield
+            finally:
+                kept = keep() or t.lost is not None
+                # A signal now would leave the work directory, or a kind's mount and
+                # its FUSE daemon (issue 19's power-loss teardown): it waits for the end.
+                with proc.signals_deferred():
+                    try:
+                        self._dispose(t, t.live.cluster or cluster, kept, ui)
+                    finally:
+                        self._close(t, keep=kept)
 
-    def _make(self, t: Target, cluster: Cluster, name: str) -> Cluster:
+    def _make(self, t: Target, cluster: Cluster, name: str, scope: contextlib.ExitStack) -> Cluster:
         os_user = server_os_user(t.spec.os_user)
         waldir = None
         if t.spec.wal_directory is not None:
@@ -323,13 +327,13 @@ class Throwaway(TargetKind[None, StateT]):
         )
         cluster.configure(self._profile(t))
         cluster.cgroups = t.live.cgroups
-        cluster = self._before_start(t, cluster)
+        cluster = self._before_start(t, cluster)  # another path: the lossy mount's
         t.live.cluster = t.live.server = cluster
-        t.ctx = replace(t.ctx, cluster=cluster)
+        scope.enter_context(t.scoped(cluster=cluster, restartable=cluster))
         cluster.start()
         with cluster.admin().connect() as db:
             db.execute(f'CREATE DATABASE "{DATABASE}"')
-        t.ctx = replace(t.ctx, conn=cluster.conn(DATABASE), scratch=cluster.workdir)
+        scope.enter_context(t.scoped(conn=cluster.conn(DATABASE), scratch=cluster.workdir))
         t.ctx.running.server_pid = cluster.postmaster_pid()
         return cluster
 

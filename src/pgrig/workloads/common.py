@@ -53,7 +53,7 @@ def load_restarts(ctx: Context, load_wal: str, data_bytes: int) -> Iterator[Rest
     from pgrig.cluster import loadwal  # the cluster code only where a load restarts
 
     asked = loadwal.wanted(load_wal, data_bytes)
-    server = (ctx.cluster or ctx.restartable) if asked and ctx.lossy is None else None
+    server = ctx.restartable if asked and ctx.lossy is None else None
     try:
         yield server
     finally:

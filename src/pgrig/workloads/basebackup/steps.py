@@ -174,7 +174,7 @@ def _restarted(ctx: Context, settings: Mapping[str, str]) -> Iterator[None]:
     if not settings:
         yield
         return
-    server = ctx.cluster or ctx.restartable
+    server = ctx.restartable
     if server is None:
         raise ClusterError(
             f"{conn(ctx).describe()}: the basebackup workload's set "
