@@ -341,6 +341,8 @@ def test_a_load_in_warehouse_ranges_is_vacuumed_and_consistent(db: Conn) -> None
         assert not any(name.startswith("restart") for name in result.phases)
         assert result.table_rows["stock"] == 200_000 and result.table_rows["customer"] == 60_000
         assert "vacuum analyze (connection-s)" in result.phases
+        # each warehouse is complete once every range holding it is copied
+        assert result.per_warehouse_s.keys() == {"1", "2"}
         assert checks.check(ranged).passed
         caption = _load_caption(result)
         assert f"binary COPY over {result.jobs} parallel connections" in caption
