@@ -245,7 +245,7 @@ def prepare_action(tp: TpccPlan, point: Point, policy: RunPolicy) -> Prepare:
                 if auto and steady(seen):
                     raise Steady
 
-            # closed loop: a warm-up at the run's offered rate would not warm much
+            # the warm-up runs closed loop, whatever rate the measured run offers
             opts = replace(tp.run_options(point), duration_s=seconds, rate=None)
             scratch = ctx.scratch if ctx.scratch.is_dir() else ctx.target
             with contextlib.suppress(Steady):  # from the clients the run comes from
