@@ -161,7 +161,7 @@ def main() -> None:
         step = tpcb.bench_step(
             spec,
             args.scale,
-            (args.duration, "select-only", args.clients),
+            tpcb.Point(args.duration, "select-only", args.clients, None),
             RunPolicy(),
             PlannedTarget("bench"),
             1,

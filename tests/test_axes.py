@@ -14,6 +14,7 @@ from pgrig.cluster import aio
 from pgrig.cluster.server import server_os_user
 from pgrig.errors import UsageError
 from pgrig.pgsource import binaries
+from pgrig.registry.target import Demands
 from pgrig.report import variants
 from pgrig.report.writer import write as write_report
 from pgrig.runner import run_campaign
@@ -100,7 +101,7 @@ def test_an_axis_a_version_lacks_is_refused(tmp_path: Path) -> None:
         tmp_path, HEAD + 'versions = ["15"]\naxes = { io_method = ["sync", "worker"] }\n' + TARGET
     )
     with pytest.raises(UsageError, match="axis io_method cannot vary on PostgreSQL 15"):
-        lifecycle.check_target(camp.targets[0], 0, yes=False, destructive=None)
+        lifecycle.check_target(camp.targets[0], Demands())
 
 
 def test_io_uring_refused_with_the_missing_part(
@@ -117,7 +118,7 @@ def test_io_uring_refused_with_the_missing_part(
     if not problems:
         pytest.skip("this PostgreSQL 18 has io_uring: nothing to refuse")
     with pytest.raises(UsageError, match="io_method = io_uring cannot work here") as exc:
-        lifecycle.check_target(t, 0, yes=False, destructive=None)
+        lifecycle.check_target(t, Demands())
     assert "built without liburing" in str(exc.value) or "kernel" in str(exc.value)
     assert "drop io_uring" in (exc.value.hint or "")
     assert not list(tmp_path.glob("pgrig-*"))  # nothing was created

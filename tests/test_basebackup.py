@@ -225,8 +225,9 @@ def test_a_real_copy_is_measured_as_it_lies_on_disk(loaded: Cluster, disk_dir: P
     args = tool.argv(bins.path("pg_basebackup"), admin.args(), copy, tool.Options(),
                      version_num=bins.version_num)  # fmt: skip
     ran = tool.run(args, timeout=300, env=admin.env(), user=cluster.os_user)
-    on_disk, files = tool.measure(copy)
-    assert on_disk == files_size(copy) and files > 100
+    copied = tool.measure(copy)
+    on_disk = copied.bytes
+    assert on_disk == files_size(copy) and copied.files > 100
     # What the tool reports receiving is the copy without its WAL and manifest
     # (tar headers make the tool's count a little larger).
     data = on_disk - files_size(copy / "pg_wal") - (copy / "backup_manifest").stat().st_size

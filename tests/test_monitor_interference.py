@@ -563,6 +563,36 @@ def test_pgrigs_own_processes_are_never_another_processs_load(tmp_path: Path) ->
             os.kill(pid, signal.SIGKILL)
 
 
+def test_processes_that_exit_between_walks_stay_counted_under_their_name() -> None:
+    """Exited processes fold into one total a name (the ledger keeps no entry a
+    process): two busy ones of one name that exit between walks are named once,
+    as two processes, with the CPU they used while watched."""
+    name = hog_name("brief")
+    brief = (
+        "import sys, time; open('/proc/self/comm', 'w').write(sys.argv[1]); t = time.time()\n"
+        "while time.time() - t < 1.5: pass"
+    )
+    children = [subprocess.Popen([sys.executable, "-c", brief, name]) for _ in range(2)]
+    try:
+        deadline = time.monotonic() + 10
+        while len(_pids_named(name)) < 2:
+            assert time.monotonic() < deadline, "the brief processes did not start"
+            time.sleep(0.02)
+        ledger = interference.Ledger.start()
+        ledger.walk(None, me=-1)  # no process is pgrig's: this test's children are others
+        time.sleep(0.5)
+        ledger.walk(None, me=-1)  # what they used until now is what counts once they exit
+        for child in children:
+            child.wait(timeout=30)
+        ledger.walk(None, me=-1)
+    finally:
+        for child in children:
+            child.kill()
+            child.wait(timeout=10)
+    (brief_use,) = [p for p in ledger.top(os.cpu_count() or 1, n=10_000) if p.name == name]
+    assert brief_use.processes == 2 and brief_use.cpu_pct > 0
+
+
 def test_idle_baseline_of_this_machine() -> None:
     b = monitor.idle_baseline(0.5, interval=0.25, target=Path("/var/tmp"))
     assert b.ncpu == os.cpu_count()

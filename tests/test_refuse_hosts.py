@@ -128,13 +128,13 @@ def test_a_step_says_each_load_host_runs_the_clients() -> None:
     from pgrig.plan import PlannedTarget
     from pgrig.policy import RunPolicy
     from pgrig.workloads.tpcb.spec import TpcbSpec
-    from pgrig.workloads.tpcb.steps import bench_step
+    from pgrig.workloads.tpcb.steps import Point, bench_step
 
     spec = TpcbSpec(scales=(1,), modes=("select-only",), clients=(4,), threads=1)
     two = bench_step(
-        spec, 1, (5, "select-only", 4, None), RunPolicy(), PlannedTarget("t", load_hosts=2), 1
+        spec, 1, Point(5, "select-only", 4, None), RunPolicy(), PlannedTarget("t", load_hosts=2), 1
     )
-    one = bench_step(spec, 1, (5, "select-only", 4, None), RunPolicy(), PlannedTarget("t"), 1)
+    one = bench_step(spec, 1, Point(5, "select-only", 4, None), RunPolicy(), PlannedTarget("t"), 1)
     assert "-c 4 -j 1 on each of 2 load hosts (8 clients)" in two.label
     assert "load hosts" not in one.label
 
@@ -144,11 +144,11 @@ def test_a_tpcc_step_says_each_load_host_opens_the_connections() -> None:
     report counted 4 (2 on each of 2 load hosts)."""
     from pgrig.plan import PlannedTarget
     from pgrig.policy import RunPolicy
-    from pgrig.workloads.tpcc.steps import TpccPlan, run_step
+    from pgrig.workloads.tpcc.steps import Point, TpccPlan, run_step
 
     plan = TpccPlan(warehouses=1, connections=2, duration_s=3)
-    two = run_step(plan, "server", 1, "tpcc", PlannedTarget("t", load_hosts=2), RunPolicy())
-    one = run_step(plan, "server", 1, "tpcc", PlannedTarget("t"), RunPolicy())
+    two = run_step(plan, Point("server"), 1, "tpcc", PlannedTarget("t", load_hosts=2), RunPolicy())
+    one = run_step(plan, Point("server"), 1, "tpcc", PlannedTarget("t"), RunPolicy())
     assert "2 connections on each of 2 load hosts (4 connections)" in two.label, two.label
     assert "load hosts" not in one.label
 

@@ -23,6 +23,7 @@ from conftest import full_report, make_disk_dir
 from pgrig import campaign, lifecycle, proc, storage
 from pgrig.cluster import workdir
 from pgrig.errors import DiskSpaceError, UsageError
+from pgrig.registry.target import Demands
 from pgrig.runner import run_campaign
 from pgrig.storage import devices, loopfs, state
 from pgrig.storage.errors import OptionRefused, StorageError
@@ -445,7 +446,7 @@ def test_memory_limit_sizes_shared_buffers(base: Path) -> None:
         source="c.toml",
         base=base,
     )
-    t = lifecycle.check_target(camp.targets[0], 0, yes=False, destructive=None)
+    t = lifecycle.check_target(camp.targets[0], Demands())
     assert t.profile is not None and t.profile.settings["shared_buffers"] == "128MB"
     assert t.profile.settings["effective_cache_size"] == "256MB"
 

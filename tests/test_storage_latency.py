@@ -76,6 +76,35 @@ def test_in_proportion_each_sync_lasts_the_factor_times_the_disks_own(
     assert stats["delay_seconds"] >= 2 * stats["backing_sync_seconds"] * 0.99
 
 
+def test_the_layers_share_of_the_syncs_reads_either_layers_counters() -> None:
+    """What the in-proportion calibration reads around each fio run: the native
+    layer's nanoseconds from arrival to reply, the Python layer's delay after the
+    disk's sync; the same syncs give the same ratio, and no sync in between none.
+    (The counters as each layer's stats() returns them: mounting needs FUSE.)"""
+
+    class Native:
+        def __init__(self, layer_s: float, disk_s: float) -> None:
+            self.counters = {"sync_delay_ns": layer_s * 1e9, "backing_sync_ns": disk_s * 1e9}
+
+        def stats(self) -> dict[str, float]:
+            return self.counters
+
+    class Python:
+        def __init__(self, layer_s: float, disk_s: float) -> None:
+            self.counters = {"delay_seconds": layer_s - disk_s, "backing_sync_seconds": disk_s}
+
+        def stats(self) -> dict[str, float]:
+            return self.counters
+
+    for layer in (Native, Python):
+        before = latency._sync_times(layer(1.0, 0.5))  # type: ignore[arg-type]
+        after = latency._sync_times(layer(2.5, 1.0))  # type: ignore[arg-type]
+        assert before is not None and after is not None
+        assert after.ratio_since(before) == pytest.approx(3.0)
+        assert before.ratio_since(before) is None
+    assert latency._sync_times(object()) is None  # type: ignore[arg-type]
+
+
 def test_the_class_keeps_its_latency_or_its_ratio_over_a_slower_disk() -> None:
     pl3 = latency.CLASSES["essd-pl3"]
     assert pl3.ratio == pytest.approx(164 / 35)

@@ -341,6 +341,8 @@ def test_a_load_in_warehouse_ranges_is_vacuumed_and_consistent(db: Conn) -> None
         assert not any(name.startswith("restart") for name in result.phases)
         assert result.table_rows["stock"] == 200_000 and result.table_rows["customer"] == 60_000
         assert "vacuum analyze (connection-s)" in result.phases
+        # each warehouse is complete once every range holding it is copied
+        assert result.per_warehouse_s.keys() == {"1", "2"}
         assert checks.check(ranged).passed
         caption = _load_caption(result)
         assert f"binary COPY over {result.jobs} parallel connections" in caption
@@ -555,8 +557,8 @@ def test_a_tpcc_step_asks_its_clients_not_where_they_run(
     ctx = Context(bins=bins, target=tmp_path, scratch=tmp_path, clients=toy, conn=loaded)
     tp = tpcc_steps.TpccPlan(warehouses=1, connections=1, duration_s=2, max_tries=7)
     with Ui(quiet=True).step("tpcc") as line:
-        tpcc_steps.prepare_action(tp, "server", None, RunPolicy(warmup=1))(ctx, line)
-        result, raw = tpcc_steps.run_action(tp, "server", None)(ctx, line)
+        tpcc_steps.prepare_action(tp, tpcc_steps.Point("server"), RunPolicy(warmup=1))(ctx, line)
+        result, raw = tpcc_steps.run_action(tp, tpcc_steps.Point("server"))(ctx, line)
     assert [what for what, _ in toy.asked] == ["warm", "drive"]
     (_, warm), (_, run) = toy.asked
     assert warm.extra == run.extra == ("--max-tries=7", "--failures-detailed")

@@ -26,41 +26,23 @@ from pgrig.units import parse_size
 
 def check_target(
     spec: TargetSpec,
-    need: int,
+    demands: Demands,
     *,
-    yes: bool,
-    destructive: str | None,
-    ui_notes: list[str] | None = None,
-    power_loss: str | None = None,
-    restore: bool = False,
-    workloads: tuple[str, ...] = (),
-    source: str = "command line",
-    clients: tuple[int, str] = (0, ""),
+    notes: list[str] | None = None,
     planning: bool = False,
 ) -> Target:
     """Everything about one target that can be refused, refused before anything
     is created (its kind says what). What the profile had to change for this
-    major is added to ``ui_notes``."""
-    notes = ui_notes if ui_notes is not None else []
+    major is added to ``notes``."""
+    notes = notes if notes is not None else []
     kernel.check(spec.kernel, trial=not planning)  # a kernel-settings axis: root, names, values
-    kind = registry.target_kind(spec, power_loss)
-    demands = Demands(
-        need_bytes=need,
-        yes=yes,
-        destructive=destructive,
-        restore=restore,
-        power_loss=power_loss,
-        workloads=workloads,
-        source=source,
-        clients=clients[0],
-        clients_of=clients[1],
-    )
+    kind = registry.target_kind(spec, demands.power_loss)
     target = Target(spec, kind, kind.check(spec, demands, notes))
     elsewhere = sorted(kind.machines(target) - {THIS_MACHINE})
     if spec.kernel and elsewhere:
         # storage/kernel.py writes this machine's /proc/sys: not the server's host
         raise UsageError(
-            f"{source}: target {spec.name}: kernel settings "
+            f"{demands.source}: target {spec.name}: kernel settings "
             f"({', '.join(name for name, _ in spec.kernel)}) are set on this machine, and "
             f"the target runs on {', '.join(elsewhere)}",
             hint="set them on that host (sysctl -w), or drop them from the target",

@@ -39,6 +39,7 @@ from pgrig.errors import (
 from pgrig.pgsource import binaries
 from pgrig.registry.target import (
     THIS_MACHINE,
+    Demands,
     Target,
     TargetSpec,
     as_written,
@@ -88,7 +89,17 @@ def campaign(
     workloads = [registry.of(w) for w in camp.workloads]
     destructive = next((w.needs.destructive for w in workloads if w.needs.destructive), None)
     runs: list[Target] = []
-    restore = camp.policy.reset == "restore" and bool(workloads)
+    peak, peak_of = _peak(camp)
+    demands = Demands(
+        yes=yes or planning,
+        destructive=destructive,
+        restore=camp.policy.reset == "restore" and bool(workloads),
+        power_loss=lossy,
+        source=camp.source,
+        clients=peak,
+        clients_of=peak_of,
+        workloads=tuple(w.type for w in workloads),
+    )
     for spec in camp.targets:
         if planning and not _installed(spec):
             # the plan lists the download; the run checks the rest once installed
@@ -97,21 +108,8 @@ def campaign(
                 workdir.check_target(spec.directory, option=directory_option(spec, camp.source))
             kind.check_uninstalled(spec, camp.source, warnings)
             continue
-        runs.append(
-            lifecycle.check_target(
-                spec,
-                needs.get(spec.name, 0),
-                yes=yes or planning,
-                destructive=destructive,
-                ui_notes=warnings,
-                power_loss=lossy,
-                restore=restore,
-                workloads=tuple(w.type for w in workloads),
-                source=camp.source,
-                clients=_peak(camp),
-                planning=planning,
-            )
-        )
+        need = replace(demands, need_bytes=needs.get(spec.name, 0))
+        runs.append(lifecycle.check_target(spec, need, notes=warnings, planning=planning))
     tools = sorted({tool for w in workloads for tool in w.needs.tools})
     for run in runs:
         missing = [tool for tool in tools if not run.bins.has(tool)]

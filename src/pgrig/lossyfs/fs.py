@@ -179,10 +179,12 @@ class LossyOperations(pyfuse3.Operations):
         self.calls: dict[str, int] = {}  # requests served, by operation
         self.max_write = 0
         self.max_read = 0
-        # a cloud disk's read latency (storage/latency.py), waited by every read that
-        # reaches this process: it missed the kernel's page cache (or was O_DIRECT)
+        # A cloud disk's per-I/O read latency (storage/latency.py): every read that
+        # reaches this process missed the kernel's page cache (or was O_DIRECT),
+        # as a read that goes to the disk does, and returns this much later.
         self.read_delay_s = 0.0
-        self.read_delays, self.read_delay_seconds = 0, 0.0
+        self.read_delays = 0
+        self.read_delay_seconds = 0.0
 
     # -- helpers -----------------------------------------------------------
 

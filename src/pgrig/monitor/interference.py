@@ -91,6 +91,26 @@ class Walk:
     kernel_ticks: int  # kernel threads' CPU since the previous walk
 
 
+@dataclass(frozen=True, slots=True)
+class _Use:
+    """What processes of one name used while we watched: how many, their CPU
+    ticks and their storage bytes."""
+
+    processes: int
+    ticks: int
+    io_bytes: int
+
+    def __add__(self, other: _Use) -> _Use:
+        return _Use(
+            self.processes + other.processes,
+            self.ticks + other.ticks,
+            self.io_bytes + other.io_bytes,
+        )
+
+
+_NONE = _Use(0, 0, 0)
+
+
 @dataclass
 class Ledger:
     """Every process's CPU ticks and storage bytes, first and last seen.
@@ -106,10 +126,10 @@ class Ledger:
     walks: int = 0
     first_at: float = 0.0  # monotonic
     last_at: float = 0.0
-    # Processes that have exited, folded into per-name totals (count, ticks,
-    # bytes): a busy machine starts several processes a second, and keeping each
-    # one's entry made a 30-minute run's memory grow by megabytes.
-    gone: dict[str, list[float]] = field(default_factory=dict)
+    # Processes that have exited, folded into per-name totals: a busy machine
+    # starts several processes a second, and keeping each one's entry made a
+    # 30-minute run's memory grow by megabytes.
+    gone: dict[str, _Use] = field(default_factory=dict)
 
     @classmethod
     def start(cls) -> Ledger:
@@ -151,7 +171,7 @@ class Ledger:
         for key in [k for k in self.last if k not in present]:
             last, first = self.last.pop(key), self.first.pop(key)
             if not last.kernel:
-                self._add(self.gone, last.comm, _used(first, last))
+                self.gone[last.comm] = self.gone.get(last.comm, _NONE) + _used(first, last)
         if self.walks == 0:
             self.first_at = now
         self.walks += 1
@@ -163,19 +183,19 @@ class Ledger:
         seconds = self.last_at - self.first_at
         if seconds <= 0:
             return ()
-        by_name: dict[str, list[float]] = {name: list(v) for name, v in self.gone.items()}
+        by_name = dict(self.gone)
         for key, last in self.last.items():
             if not last.kernel:
-                self._add(by_name, last.comm, _used(self.first[key], last))
+                by_name[last.comm] = by_name.get(last.comm, _NONE) + _used(self.first[key], last)
         out = [
             OtherProcess(
                 name=name,
-                processes=int(count),
-                cpu_pct=100.0 * ticks / procfs.CLK_TCK / (seconds * ncpu),
-                io_mib_s=io / MIB / seconds,
+                processes=use.processes,
+                cpu_pct=100.0 * use.ticks / procfs.CLK_TCK / (seconds * ncpu),
+                io_mib_s=use.io_bytes / MIB / seconds,
             )
-            for name, (count, ticks, io) in by_name.items()
-            if ticks or io
+            for name, use in by_name.items()
+            if use.ticks or use.io_bytes
         ]
         out.sort(key=lambda p: (-p.cpu_pct, -p.io_mib_s))
         busiest_io = sorted((p for p in out if p.io_mib_s >= 0.1), key=lambda p: -p.io_mib_s)
@@ -186,20 +206,13 @@ class Ledger:
                 chosen.append(p)
         return tuple(chosen)
 
-    @staticmethod
-    def _add(by_name: dict[str, list[float]], name: str, used: tuple[int, int]) -> None:
-        entry = by_name.setdefault(name, [0, 0.0, 0.0])
-        entry[0] += 1
-        entry[1] += used[0]
-        entry[2] += used[1]
 
-
-def _used(first: _Seen, last: _Seen) -> tuple[int, int]:
-    """CPU ticks and storage bytes of one process between two walks."""
+def _used(first: _Seen, last: _Seen) -> _Use:
+    """What one process used between two walks."""
     io = 0
     if last.io is not None and first.io is not None:
         io = max(0, sum(last.io) - sum(first.io))
-    return max(0, last.ticks - first.ticks), io
+    return _Use(1, max(0, last.ticks - first.ticks), io)
 
 
 def other_cpu(

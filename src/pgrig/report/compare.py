@@ -24,6 +24,7 @@ from pgrig.probe import FIO, FSYNC, TIMING
 from pgrig.registry.shared import BUILTIN, PGBENCH_INIT, SQL_SETUP
 from pgrig.report import index
 from pgrig.report.cost import latency_cell, latency_vs, ok_runs
+from pgrig.report.evidence import Evidence
 from pgrig.report.figures import tps_over_time as tps_over_time  # named here for its tests
 from pgrig.report.figures import tps_vs_clients
 from pgrig.report.index import PointRuns, StudyIndex
@@ -588,18 +589,17 @@ def _statement_ratio(base_ms: float, mine_ms: float) -> str:
 
 
 def comparison_section(
-    records: Sequence[RunRecord],
-    targets: list[str],
-    baseline: str,
-    meanings: Mapping[str, Meaning] | None = None,
+    ev: Evidence,
     machines: Mapping[str, Sequence[tuple[str, str]]] | None = None,
+    *,
     concurrent: bool = False,
-    progress: Progress | None = None,
     studies: Sequence[str] = (),
 ) -> Section:
-    study_index = index.read(records)  # the report's own (a caller's records: indexed here)
+    """The comparison of ``ev``'s targets; ``machines`` as ``comparison_table``'s,
+    ``concurrent``: the targets ran at once, ``studies``: from several (``pgrig compare``)."""
+    study_index, targets, baseline, progress = ev.index, list(ev.targets), ev.baseline, ev.progress
     table = comparison_table(
-        study_index, targets, baseline, meanings, machines, progress, study_index=study_index
+        study_index, targets, baseline, ev.meanings, machines, progress, study_index=study_index
     )
     blocks: list[Table | Figure] = [table]
     if (statements := statements_table(study_index, targets, baseline)) is not None:

@@ -48,28 +48,22 @@ import contextlib
 import re
 import signal
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 
 from pgrig import registry, stats
 from pgrig.document import fmt
 from pgrig.document.model import Figure, Section
-from pgrig.meaning import Meaning
 from pgrig.monitor.model import MONITOR
 from pgrig.registry.report import Conclusion
 from pgrig.registry.shared import BUILTIN, PGBENCH_RUN
 from pgrig.report.bounds import client_bound, fsync_bound, io_cap, vm_wakeup, wait_bound
 from pgrig.report.evidence import Evidence, Rule, point_words
-from pgrig.report.index import StudyIndex
 from pgrig.report.pointkey import Curve, PointKey, point_key
-from pgrig.report.progress import Progress
-from pgrig.report.samples import SampleReader, own_samples
 from pgrig.report.versus import TPS, Key
 from pgrig.results import (
-    Environment,
     PgbenchInit,
     PgbenchRun,
-    RunRecord,
     SetupResult,
 )
 
@@ -396,30 +390,6 @@ def draw(ev: Evidence) -> list[Conclusion]:
     """Every rule's conclusions, in the rules' order: the report's own, then the
     plug-ins' (a workload's own rules: the durability check's ``durable``)."""
     return [c for rule in (*RULES, *registry.rules()) for c in rule(ev)]
-
-
-def evidence_of(
-    records: Sequence[RunRecord],
-    targets: Sequence[str],
-    baseline: str,
-    environment: Environment | None,
-    meanings: Mapping[str, Meaning] | None = None,
-    *,
-    samples: SampleReader = own_samples,
-    progress: Progress | None = None,
-    indexed: StudyIndex | None = None,
-) -> Evidence:
-    """``indexed``: the records' index, when the report built it (else built here)."""
-    return Evidence(
-        indexed if indexed is not None else tuple(records),
-        tuple(targets),
-        baseline,
-        environment,
-        dict(meanings or {}),
-        samples,
-        progress or Progress(),
-        indexed,
-    )
 
 
 def section(

@@ -40,8 +40,11 @@ def render(
         trimmed = [_trimmed(s, i, shown, full) for i, s in enumerate(sections)]
         body = [line for s in trimmed for line in ["", *markdown.render_section(s, images)]]
         text = "\n".join(head + body)
-        if len(text) < LIMIT or not _cut(trimmed, shown):
+        longest = _longest(trimmed) if len(text) >= LIMIT else None
+        if longest is None:
             break
+        where, rows = longest
+        shown[where] = rows // 2
     room = LIMIT - len(text) - 1
     if again and sum(len(x) + 1 for x in again) < room:
         tail = list(again)
@@ -67,21 +70,17 @@ def _trimmed(section: Section, i: int, shown: dict[tuple[int, int], int], full: 
     return dataclasses.replace(section, blocks=tuple(blocks))
 
 
-def _cut(sections: Sequence[Section], shown: dict[tuple[int, int], int]) -> bool:
-    """Halve the rows of the longest table as drawn now; False when no table
-    has more than one row left."""
-    best: tuple[int, int, int, int] | None = None
+def _longest(sections: Sequence[Section]) -> tuple[tuple[int, int], int] | None:
+    """The longest table as drawn now, to halve: where it is (its section's and
+    its block's index) and its rows; None when no table has more than one row left."""
+    best: tuple[int, tuple[int, int], int] | None = None
     for i, s in enumerate(sections):
         for j, b in enumerate(s.blocks):
             if isinstance(b, Table) and len(b.rows) > 1:
                 size = sum(len(c) for r in b.rows for c in r.cells)
                 if best is None or size > best[0]:
-                    best = (size, i, j, len(b.rows))
-    if best is None:
-        return False
-    _, i, j, rows = best
-    shown[(i, j)] = rows // 2
-    return True
+                    best = (size, (i, j), len(b.rows))
+    return None if best is None else (best[1], best[2])
 
 
 def _commands(commands: Sequence[tuple[str, str]], room: int, full: str) -> list[str]:

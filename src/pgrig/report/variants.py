@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from pgrig import registry
@@ -64,19 +65,25 @@ def _including(pairs: Sequence[tuple[RunRecord, PgbenchRun | None]]) -> list[flo
     return [v for _, run in pairs if run is not None and (v := run.tps_including_connections)]
 
 
+@dataclass(frozen=True)
+class _Servers:
+    """The servers a study of versions compares: the targets' names, the baseline
+    among them, and each one's PostgreSQL release as the campaign gave it."""
+
+    names: Sequence[str]
+    baseline: str
+    release: Mapping[str, str]
+
+
 def _versions_table(
-    workload: str,
-    duration: int,
-    mode: str,
-    points: Sequence[tuple[PointKey, PointRuns]],
-    names: list[str],
-    baseline: str,
-    release: dict[str, str],
-    family: Family,
+    points: Sequence[tuple[PointKey, PointRuns]], servers: _Servers, family: Family
 ) -> Table:
-    """One workload, duration and mode: tps per version at each scale and client
-    count, each against the baseline; then each version's tps including
+    """The points of one workload, duration and mode: tps per version at each scale
+    and client count, each against the baseline; then each version's tps including
     connections where recorded, and its latency."""
+    names, baseline, release = servers.names, servers.baseline, servers.release
+    first = points[0][0]
+    workload, duration, mode = first.workload, first.duration, first.mode
     others = [n for n in names if n != baseline]
     columns = ["scale", "clients", f"{baseline} ({release.get(baseline, '?')})"]
     for n in others:
@@ -147,9 +154,9 @@ def versions_section(
     ] = {}
     for key, per_target in by_point:
         curves.setdefault((key.workload, key.duration, key.mode), []).append((key, per_target))
-    for (workload, duration, mode), points in curves.items():
-        blocks.append(_versions_table(workload, duration, mode, points, names, baseline,
-                                      release, Family(ledger)))  # fmt: skip
+    servers = _Servers(names, baseline, release)
+    for points in curves.values():
+        blocks.append(_versions_table(points, servers, Family(ledger)))
     extra = (provenance_table(study, study_index, names), _adapted_table(targets),
              _settings_table(study, names))  # fmt: skip
     blocks += [t for t in extra if t]

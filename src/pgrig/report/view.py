@@ -20,7 +20,7 @@ from pgrig.document.model import (
     Section,
     Table,
 )
-from pgrig.meaning import Meaning, meaning_of
+from pgrig.meaning import meaning_of
 from pgrig.monitor.model import MONITOR
 from pgrig.probe import FIO, FSYNC, TIMING
 from pgrig.registry.report import Runs
@@ -69,9 +69,9 @@ def build(
     per_second = Progress(progress)  # one for every section: each run read once for its noise
     baseline = _baseline(study, targets)
     meanings = {t: m for t in targets if (m := meaning_of(study, t)) is not None}
-    ev = conclusions.evidence_of(
-        records,
-        targets,
+    ev = Evidence(
+        study_index,
+        tuple(targets),
         baseline,
         study.environment,
         meanings,
@@ -82,7 +82,7 @@ def build(
     # The answer first, from the index alone: no section is needed to say it.
     answered = answer.section(ev)
     if len(targets) > 1:
-        sections = _comparison_sections(study, ev, meanings, samples)
+        sections = _comparison_sections(study, ev, samples)
     else:
         sections = _one_target_sections(study, ev, samples)
     return ReportView(
@@ -117,29 +117,17 @@ def _one_target_sections(study: Study, ev: Evidence, samples: SampleReader) -> l
     ]
 
 
-def _comparison_sections(
-    study: Study, ev: Evidence, meanings: dict[str, Meaning], samples: SampleReader
-) -> list[Section]:
+def _comparison_sections(study: Study, ev: Evidence, samples: SampleReader) -> list[Section]:
     """The sections of a comparison of targets: the comparison table first,
     then each target's own sections."""
-    records, targets, baseline, progress = (
-        ev.index,
-        list(ev.targets),
-        ev.baseline,
-        ev.progress,
-    )
+    records, targets, progress = ev.index, list(ev.targets), ev.progress
     machines = machines_of(study, targets)
     policy = study.params.get("policy")
-    concurrent = isinstance(policy, dict) and bool(policy.get("concurrent"))
     compared = study.params.get("compared")
     first = compare.comparison_section(
-        records,
-        targets,
-        baseline,
-        meanings,
+        ev,
         machines,
-        concurrent=concurrent,
-        progress=progress,
+        concurrent=isinstance(policy, dict) and bool(policy.get("concurrent")),
         studies=tuple(map(str, compared)) if isinstance(compared, list) else (),
     )
     first = replace(first, paragraphs=interference_lines(records) + first.paragraphs)

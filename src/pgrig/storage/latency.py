@@ -592,7 +592,8 @@ def _in_proportion(
     def through() -> Latency:
         before = _sync_times(mount)
         got = measure(mount.mountpoint, seconds)
-        ratios.append(_in_layer_ratio(before, _sync_times(mount)))
+        after = _sync_times(mount)
+        ratios.append(after.ratio_since(before) if before and after else None)
         seen.append(measure(disk, seconds))
         return got
 
@@ -614,27 +615,34 @@ def _around(seen: list[Latency]) -> float:
     return (seen[-2].p50_us + seen[-1].p50_us) / 2
 
 
-def _sync_times(mount: DelayLayer) -> tuple[float, float] | None:
-    """(seconds syncs spent in the layer, seconds of the disk's own syncs inside
-    them) so far, from the layer's counters; None when it has none."""
+@dataclass(frozen=True)
+class SyncTimes:
+    """A latency layer's sync counters so far: the seconds syncs spent in the
+    layer, and the seconds of the disk's own syncs inside them."""
+
+    in_layer_s: float
+    disk_s: float
+
+    def ratio_since(self, before: SyncTimes) -> float | None:
+        """The syncs' time in the layer over the disk's own since ``before``;
+        None when the disk synced nothing in between."""
+        if self.disk_s <= before.disk_s:
+            return None
+        return (self.in_layer_s - before.in_layer_s) / (self.disk_s - before.disk_s)
+
+
+def _sync_times(mount: DelayLayer) -> SyncTimes | None:
+    """The layer's sync counters so far; None when it has none."""
     stats = getattr(mount, "stats", None)
     if stats is None:
         return None
     got = stats()
     if "sync_delay_ns" in got:  # the native layer: from arrival to reply
-        return got["sync_delay_ns"] / 1e9, got["backing_sync_ns"] / 1e9
+        return SyncTimes(got["sync_delay_ns"] / 1e9, got["backing_sync_ns"] / 1e9)
     if "delay_seconds" in got:  # the Python layer: the delay added after the sync
         backing = float(got["backing_sync_seconds"])
-        return float(got["delay_seconds"]) + backing, backing
+        return SyncTimes(float(got["delay_seconds"]) + backing, backing)
     return None
-
-
-def _in_layer_ratio(
-    before: tuple[float, float] | None, after: tuple[float, float] | None
-) -> float | None:
-    if before is None or after is None or after[1] <= before[1]:
-        return None
-    return (after[0] - before[0]) / (after[1] - before[1])
 
 
 def calibrate_reads(

@@ -290,14 +290,13 @@ def backup_action(
                 # source's device is capped, the destination's writes are not)
                 preexec=ctx.preexec,
             )
-            copied, files = tool.measure(copy)
+            copied = tool.measure(copy)
             if mapping:
-                more, more_files = tool.measure(holder / "tablespaces")
-                copied, files = copied + more, files + more_files
+                copied += tool.measure(holder / "tablespaces")
             fs = describe_filesystem(holder)
         finally:
             workdir.remove(holder)
-        result = _result(spec, ran, (copied, files), described, fs, version, args)
+        result = _result(spec, ran, copied, described, fs, version, args)
         # the whole step (the copy measured and removed too), as the plan counts it
         elapsed = time.monotonic() - started
         mb = bb_spec.copy_bytes(spec.scale) / MB
@@ -310,18 +309,18 @@ def backup_action(
 def _result(
     spec: BasebackupSpec,
     ran: tool.Ran,
-    copied: tuple[int, int],
+    copied: tool.Copied,
     described: str,
     fs: Filesystem | None,
     version: str,
     args: list[str],
 ) -> BasebackupResult:
-    """One copy's result: what pg_basebackup said, and the ``copied`` (bytes,
-    files) measured on the destination's filesystem ``fs``."""
+    """One copy's result: what pg_basebackup said, and what was ``copied`` as
+    measured on the destination's filesystem ``fs``."""
     return BasebackupResult(
         data_bytes=ran.output.total_kb * 1024,
-        copy_bytes=copied[0],
-        files=copied[1],
+        copy_bytes=copied.bytes,
+        files=copied.files,
         wall_s=round(ran.wall_s, 3),
         format=spec.format,
         checkpoint=spec.checkpoint,

@@ -263,8 +263,19 @@ def _hint(stderr: str) -> str | None:
     return None
 
 
-def measure(directory: Path) -> tuple[int, int]:
-    """(bytes, files) of the copy: the sum of its regular files' sizes."""
+@dataclass(frozen=True)
+class Copied:
+    """What a copy holds on its filesystem: its regular files' sizes summed, and their number."""
+
+    bytes: int = 0
+    files: int = 0
+
+    def __add__(self, other: Copied) -> Copied:
+        return Copied(self.bytes + other.bytes, self.files + other.files)
+
+
+def measure(directory: Path) -> Copied:
+    """The copy in ``directory``, as its filesystem holds it."""
     total = files = 0
     for root, _dirs, names in os.walk(directory):
         for name in names:
@@ -272,4 +283,4 @@ def measure(directory: Path) -> tuple[int, int]:
             if stat.S_ISREG(st.st_mode):
                 total += st.st_size
                 files += 1
-    return total, files
+    return Copied(total, files)

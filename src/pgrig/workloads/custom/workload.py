@@ -5,6 +5,7 @@ weights and variables - seed 001's login/logout functions are the example
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from pgrig import calibration
@@ -110,13 +111,19 @@ def setup_step(spec: CustomSpec, target: TargetView, data: int) -> Step:
     )
 
 
-Point = tuple[int, int, float | None]  # duration, clients, offered rate (None: closed loop)
+@dataclass(frozen=True)
+class Point:
+    """One measured point of a custom workload's sweep."""
+
+    duration: int
+    clients: int
+    rate: float | None  # offered transactions/s; None: closed loop
 
 
 def points(spec: CustomSpec) -> list[Point]:
     """(duration, clients, rate) in the order they run, a sweep's rates innermost."""
     rates: tuple[float | None, ...] = spec.rates or (spec.rate,)
-    return [(d, c, r) for d in spec.durations for c in spec.clients for r in rates]
+    return [Point(d, c, r) for d in spec.durations for c in spec.clients for r in rates]
 
 
 def bench_step(
@@ -126,36 +133,38 @@ def bench_step(
     target: TargetView,
     repeat: int,
 ) -> Step:
-    duration, clients, rate = point
-    threads = threads_for(spec.threads, clients)
+    threads = threads_for(spec.threads, point.clients)
     opts = pgbench.RunOptions(
         mode="custom",
-        clients=clients,
+        clients=point.clients,
         threads=threads,
-        duration_s=duration,
+        duration_s=point.duration,
         query_mode=spec.query_mode,  # type: ignore[arg-type]
         scripts=tuple((str(s.path), s.weight) for s in spec.scripts),
         defines=tuple(spec.defines.items()),
-        rate=rate,
+        rate=point.rate,
         latency_limit_ms=spec.latency_limit_ms,
     )
-    swept = rate_part(rate, bool(spec.rates))
+    swept = rate_part(point.rate, bool(spec.rates))
     return Step(
-        key=StepKey(target.name, spec.name, (f"c{clients}", f"d{duration}", *swept), repeat),
+        key=StepKey(
+            target.name, spec.name, (f"c{point.clients}", f"d{point.duration}", *swept), repeat
+        ),
         kind="pgbench_run",
-        label=f"{target.name}: {spec.name} -c {clients} -j {threads}{on_hosts(target, clients)}"
+        label=f"{target.name}: {spec.name} -c {point.clients} -j {threads}"
+        + on_hosts(target, point.clients)
         + policy.run_label(repeat),
         params={
             "workload": spec.name,
             "mode": spec.name,
-            "clients": clients,
+            "clients": point.clients,
             "threads": threads,
-            "duration_s": duration,
+            "duration_s": point.duration,
             "query_mode": spec.query_mode,
             "repeat": repeat,
             "scripts": [f"{s.path.name}@{s.weight}" for s in spec.scripts],
             "defines": spec.defines,
-            "rate": rate,
+            "rate": point.rate,
             **({"latency_target": policy.latency_target} if spec.rates else {}),
             "warmup": policy.warmup,
             "reset": policy.reset,
@@ -168,10 +177,10 @@ def bench_step(
             "pgbench.prepare",
             {"opts": opts, "policy": policy, "auto_threads": spec.threads is None},
         ),
-        total=duration,
+        total=point.duration,
         tools=("pgbench",),
         monitored=True,
-        estimate_s=run_estimate(duration, policy),
+        estimate_s=run_estimate(point.duration, policy),
     )
 
 

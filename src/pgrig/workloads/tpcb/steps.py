@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pgrig import calibration
@@ -336,7 +336,14 @@ def sizes_after(spec: TpcbSpec, scale: int, target: TargetView, when: str) -> St
     )
 
 
-Point = tuple[int, str, int, float | None]  # duration, mode, clients, offered rate
+@dataclass(frozen=True)
+class Point:
+    """One measured point of a TPC-B sweep."""
+
+    duration: int
+    mode: str
+    clients: int
+    rate: float | None  # offered transactions/s; None: closed loop
 
 
 def points(spec: TpcbSpec) -> list[Point]:
@@ -344,7 +351,7 @@ def points(spec: TpcbSpec) -> list[Point]:
     a sweep (``rates``) innermost, else the one ``rate`` (None: closed loop)."""
     rates: tuple[float | None, ...] = spec.rates or (spec.rate,)
     return [
-        (d, m, c, r) for d in spec.durations for m in spec.modes for c in spec.clients
+        Point(d, m, c, r) for d in spec.durations for m in spec.modes for c in spec.clients
         for r in rates
     ]  # fmt: skip
 
@@ -362,37 +369,36 @@ def bench_step(
     target: TargetView,
     repeat: int,
 ) -> Step:
-    duration, mode, clients, rate = point
-    threads = threads_for(spec.threads, clients)
+    threads = threads_for(spec.threads, point.clients)
     opts = pgbench.RunOptions(
-        mode=mode,  # type: ignore[arg-type]
-        clients=clients,
+        mode=point.mode,  # type: ignore[arg-type]
+        clients=point.clients,
         threads=threads,
-        duration_s=duration,
+        duration_s=point.duration,
         query_mode=spec.query_mode,  # type: ignore[arg-type]
-        rate=rate,
+        rate=point.rate,
         latency_limit_ms=spec.latency_limit_ms,
     )
-    swept = rate_part(rate, bool(spec.rates))
+    swept = rate_part(point.rate, bool(spec.rates))
     return Step(
-        key=_key(target.name, spec, scale, mode, f"c{clients}", f"d{duration}", *swept).with_repeat(
-            repeat
-        ),
+        key=_key(
+            target.name, spec, scale, point.mode, f"c{point.clients}", f"d{point.duration}", *swept
+        ).with_repeat(repeat),
         kind="pgbench_run",
-        label=f"{target.name}: {mode} -s {scale} -c {clients} -j {threads}"
-        + (f" -R {rate:g}" if rate is not None else "")
-        + on_hosts(target, clients)
+        label=f"{target.name}: {point.mode} -s {scale} -c {point.clients} -j {threads}"
+        + (f" -R {point.rate:g}" if point.rate is not None else "")
+        + on_hosts(target, point.clients)
         + policy.run_label(repeat),
         params={
             "workload": spec.name,
-            "mode": mode,
+            "mode": point.mode,
             "scale": scale,
-            "clients": clients,
+            "clients": point.clients,
             "threads": threads,
-            "duration_s": duration,
+            "duration_s": point.duration,
             "query_mode": spec.query_mode,
             "repeat": repeat,
-            "rate": rate,
+            "rate": point.rate,
             # a sweep's goal, for the report's first screen (cost.goal_rule)
             **({"latency_target": policy.latency_target} if spec.rates else {}),
             "latency_limit_ms": spec.latency_limit_ms,
@@ -403,7 +409,7 @@ def bench_step(
             "pgbench.run",
             {
                 "opts": opts,
-                "first_guess": FIRST_GUESS_TPS[mode],
+                "first_guess": FIRST_GUESS_TPS[point.mode],
                 "auto_threads": spec.threads is None,
             },
         ),
@@ -411,10 +417,10 @@ def bench_step(
             "pgbench.prepare",
             {"opts": opts, "policy": policy, "auto_threads": spec.threads is None},
         ),
-        total=duration,
+        total=point.duration,
         tools=("pgbench",),
         monitored=True,
-        estimate_s=run_estimate(duration, policy, restore_s=0.2 * scale),
+        estimate_s=run_estimate(point.duration, policy, restore_s=0.2 * scale),
     )
 
 

@@ -25,8 +25,10 @@ import random
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -146,11 +148,20 @@ def _copy(table: str, first: int, last: int, blocks: Blocks, whole: bool, timing
     return Unit(f"{table} {first}-{last}", run=run)
 
 
-def copy_units(
-    warehouses: int, jobs: int, c_last: int, seed: int, timings: Timings
-) -> tuple[list[Unit], set[str]]:
-    """The COPY units, slowest first, and the tables loaded whole (frozen,
-    analyzed and indexed by their unit)."""
+@dataclass(frozen=True)
+class Copies:
+    """A load's COPY units, slowest first, the warehouses each one fills, the
+    tables loaded whole (frozen, analyzed and indexed by their unit), and the
+    seconds each step takes, which the units and the steps after them add to."""
+
+    units: tuple[Unit, ...]
+    spans: Mapping[str, range]  # a unit's label: its warehouses
+    whole: frozenset[str]
+    timings: Timings
+
+
+def copy_units(warehouses: int, jobs: int, c_last: int, seed: int) -> Copies:
+    """The COPY units of ``warehouses`` for ``jobs`` connections."""
     # The rows' generators (numpy) imported when a load is planned, not with
     # this module: the registry imports it in every pgrig process (docs/bench.md,
     # "Starting a pgrig process").
@@ -171,7 +182,9 @@ def copy_units(
     # Past three connections, the big tables load in warehouse ranges: more
     # parallel, but not frozen (VACUUM after) - see docs/tpcc.md.
     ranges = max(1, min(warehouses, -(-jobs // len(BIG_TABLES))))
+    timings = Timings()
     units: list[Unit] = []
+    spans: dict[str, range] = {}
     whole: set[str] = set()
     for table, make in blocks.items():
         parts = ranges if table in BIG_TABLES else 1
@@ -179,9 +192,10 @@ def copy_units(
         for first in range(1, warehouses + 1, size):
             last = min(warehouses, first + size - 1)
             units.append(_copy(table, first, last, make, parts == 1, timings))
+            spans[units[-1].label] = range(first, last + 1)
         if parts == 1:
             whole.add(table)
-    return units, whole
+    return Copies(tuple(units), spans, frozenset(whole), timings)
 
 
 def load(
@@ -199,15 +213,14 @@ def load(
     _check_sizes(warehouses, jobs)
     say = on_progress or (lambda _msg: None)
     c_last = random.randint(0, 255)
-    timings = Timings()
-    units, whole = copy_units(warehouses, jobs, c_last, random.getrandbits(63), timings)
+    copies = copy_units(warehouses, jobs, c_last, random.getrandbits(63))
     with conn.connect() as db:
         if schema_exists(db) and not replace:
             raise UsageError(
                 "the database already holds a tpcc schema",
                 hint="pass --yes to drop it and load again, or use another database",
             )
-        jobs = min(jobs, len(units))
+        jobs = min(jobs, len(copies.units))
         check_connections(db, jobs + 1, "--jobs")
         db.execute(sqlfiles.sql("schema"))
         db.execute(sqlfiles.sql("functions", db.info.server_version))
@@ -225,14 +238,15 @@ def load(
         workers=build_workers(jobs, jobs),
         superuser=superuser,
     )
+    pool = _Pool(conn, jobs, setup)
     t0 = time.monotonic()
     restarts: dict[str, float] = {}
     with loadwal.minimal_wal(minimal_wal, restarts) if minimal_wal else contextlib.nullcontext():
-        t_copied, per_warehouse = _copy_and_index(
-            conn, jobs, units, whole, setup, maps, timings, say, warehouses, t0
-        )
+        per_warehouse = _run_copies(pool, copies, say, t0)
+        t_copied = time.monotonic()
+        _index_and_vacuum(pool, copies, maps, say)
     elapsed = time.monotonic() - t0
-    phases = _phases(restarts, t0, t_copied, timings)
+    phases = _phases(restarts, t0, t_copied, copies.timings)
     with conn.connect() as db:
         # Measured before the meta row (8 kB) so that the runs can tell what they used.
         size = schema_bytes(db)
@@ -291,45 +305,44 @@ def _phases(
     }
 
 
-def _copy_and_index(
-    conn: Conn,
-    jobs: int,
-    units: list[Unit],
-    whole: set[str],
-    setup: tuple[str, ...],
-    maps: bool,
-    timings: Timings,
-    say: Progress,
-    warehouses: int,
-    t0: float,
-) -> tuple[float, dict[str, float]]:
-    """The copies, then the ranges' indexes and the vacuums, then the keys;
-    returns when the copies were done and when each warehouse was complete."""
-    remaining = {w: 0 for w in range(1, warehouses + 1)}
-    spans: dict[str, range] = {}
-    for unit in units:
-        first, last = (int(x) for x in unit.label.split()[1].split("-"))
-        spans[unit.label] = range(first, last + 1)
-        for w in spans[unit.label]:
-            remaining[w] += 1
+@dataclass(frozen=True)
+class _Pool:
+    """The load's connections: ``jobs`` of them to ``conn``, each set up with ``setup``."""
+
+    conn: Conn
+    jobs: int
+    setup: tuple[str, ...]
+
+    def run(self, units: Sequence[Unit], on_done: Callable[[Unit], None] | None = None) -> None:
+        run_parallel(self.conn, self.jobs, units, on_done, what="TPC-C load", setup=self.setup)
+
+
+def _run_copies(pool: _Pool, copies: Copies, say: Progress, t0: float) -> dict[str, float]:
+    """The copies; returns when each warehouse was complete (seconds after ``t0``)."""
+    remaining = Counter(w for span in copies.spans.values() for w in span)  # units unfinished
     per_warehouse: dict[str, float] = {}
 
     def done(unit: Unit) -> None:
         say(f"{unit.label} loaded")
-        for w in spans[unit.label]:
+        for w in copies.spans[unit.label]:
             remaining[w] -= 1
             if remaining[w] == 0:
                 per_warehouse[str(w)] = round(time.monotonic() - t0, 3)
 
-    run_parallel(conn, jobs, units, done, what="TPC-C load", setup=setup)
-    t_copied = time.monotonic()
-    # Tables loaded in ranges: their indexes now; and VACUUM for them, or for
-    # every table where FREEZE does not set the visibility map.
-    vacuum = [t for t in TABLES if t not in whole or not maps]
-    later = [t for t in TABLES if t not in whole]
+    pool.run(copies.units, done)
+    return per_warehouse
+
+
+def _index_and_vacuum(pool: _Pool, copies: Copies, maps: bool, say: Progress) -> None:
+    """After the copies: the indexes of the tables loaded in ranges, VACUUM for
+    them or for every table where FREEZE does not set the visibility map (not
+    ``maps``), then the primary keys."""
+    vacuum = [t for t in TABLES if t not in copies.whole or not maps]
+    later = [t for t in TABLES if t not in copies.whole]
     if later or vacuum:
         say("building indexes, vacuum")
     indexes = table_indexes()
+    timings = copies.timings
 
     def finish(table: str) -> Callable[[psycopg.Connection], None]:
         def run(db: psycopg.Connection) -> None:
@@ -343,16 +356,9 @@ def _copy_and_index(
 
         return run
 
-    run_parallel(
-        conn,
-        jobs,
-        [Unit(t, run=finish(t)) for t in TABLES if t in later or t in vacuum],
-        what="TPC-C load",
-        setup=setup,
-    )
-    with conn.connect() as db:
+    pool.run([Unit(t, run=finish(t)) for t in TABLES if t in later or t in vacuum])
+    with pool.conn.connect() as db:
         db.execute(sqlfiles.sql("keys"))
-    return t_copied, per_warehouse
 
 
 def schema_bytes(db: psycopg.Connection) -> int:

@@ -27,6 +27,17 @@ LOAD_KIND = "tpcc"  # the TPC-C load's times in pgrig.calibration
 
 
 @dataclass(frozen=True)
+class Point:
+    """One measured point of TPC-C: a mode on the first ``active`` warehouses
+    (None: all), open loop at ``rate`` transactions/s (None: as fast as the
+    terminals go)."""
+
+    mode: str
+    active: int | None = None
+    rate: float | None = None
+
+
+@dataclass(frozen=True)
 class TpccPlan:
     warehouses: int = 4
     jobs: int = 0  # loader connections; 0: the CPU count
@@ -76,8 +87,15 @@ class TpccPlan:
             if self.active is not None and self.active.count(k) > 1:
                 raise UsageError(f"--active {k}: given twice", hint="list each value once")
         for mode in self.modes:
-            self.run_options(mode).validate()
+            self.run_options(Point(mode)).validate()
         return self
+
+    def points(self) -> list[Point]:
+        """The measured points in the order they run: every active set on the one
+        load inside each mode, as client counts for pgbench; a sweep's offered
+        rates innermost."""
+        rates: tuple[float | None, ...] = self.rates or (None,)
+        return [Point(m, a, r) for m in self.modes for a in self.actives for r in rates]
 
     @property
     def actives(self) -> tuple[int | None, ...]:
@@ -88,17 +106,15 @@ class TpccPlan:
     def loader_jobs(self) -> int:
         return self.jobs or max(1, os.cpu_count() or 1)
 
-    def run_options(
-        self, mode: str, active: int | None = None, rate: float | None = None
-    ) -> driver.RunOptions:
+    def run_options(self, point: Point) -> driver.RunOptions:
         return driver.RunOptions(
-            rate=rate,
-            mode=mode,
+            rate=point.rate,
+            mode=point.mode,
             connections=self.connections,
             threads=self.threads,
             duration_s=self.duration_s,
             warehouses=self.warehouses,
-            active=active,
+            active=point.active,
             isolation=self.isolation,
             max_tries=self.max_tries,
         )
@@ -209,7 +225,7 @@ def run_check_step(run: Step, name: str, target: TargetView, warehouses: int) ->
     )
 
 
-def prepare_action(tp: TpccPlan, mode: str, active: int | None, policy: RunPolicy) -> Prepare:
+def prepare_action(tp: TpccPlan, point: Point, policy: RunPolicy) -> Prepare:
     """Reset / warm-up / CHECKPOINT before a measured run, as the policy says
     (docs/campaigns.md): the TPC-B rules, with TPC-C's own transactions warming up."""
 
@@ -223,13 +239,14 @@ def prepare_action(tp: TpccPlan, mode: str, active: int | None, policy: RunPolic
             seconds = policy.warmup_max_s if auto else int(policy.warmup)
             seen: list[ProgressPoint] = []
 
-            def on_progress(point: ProgressPoint) -> None:
-                seen.append(point)
-                line.update(detail=f"warming up: {point.tps:,.0f} tps")
+            def on_progress(progress: ProgressPoint) -> None:
+                seen.append(progress)
+                line.update(detail=f"warming up: {progress.tps:,.0f} tps")
                 if auto and steady(seen):
                     raise Steady
 
-            opts = replace(tp.run_options(mode, active), duration_s=seconds)
+            # the warm-up runs closed loop, whatever rate the measured run offers
+            opts = replace(tp.run_options(point), duration_s=seconds, rate=None)
             scratch = ctx.scratch if ctx.scratch.is_dir() else ctx.target
             with contextlib.suppress(Steady):  # from the clients the run comes from
                 driver.warm(_conn(ctx), opts, scratch, ctx.clients, on_progress)
@@ -242,17 +259,15 @@ def prepare_action(tp: TpccPlan, mode: str, active: int | None, policy: RunPolic
 
 def run_step(
     tp: TpccPlan,
-    mode: str,
+    point: Point,
     repeat: int,
     name: str,
     target: TargetView,
     policy: RunPolicy,
-    active: int | None = None,
-    rate: float | None = None,
 ) -> Step:
-    """One measured run of ``mode`` on the first ``active`` warehouses (None: all),
-    open loop at ``rate`` transactions/s when a sweep of rates asks."""
-    opts = tp.run_options(mode, active, rate)
+    """One measured run at ``point``."""
+    opts = tp.run_options(point)
+    mode, active, rate = point.mode, point.active, point.rate
     offered = () if rate is None else (f"R{rate:g}",)
     return Step(
         # One run per mode keeps the key short, as the first version stored it;
@@ -292,8 +307,8 @@ def run_step(
             "reset": policy.reset,
             **({"rate": rate, "latency_target": policy.latency_target} if rate else {}),
         },
-        action=Call("tpcc.run", {"tp": tp, "mode": mode, "active": active, "rate": rate}),
-        prepare=Call("tpcc.prepare", {"tp": tp, "mode": mode, "active": active, "policy": policy}),
+        action=Call("tpcc.run", {"tp": tp, "point": point}),
+        prepare=Call("tpcc.prepare", {"tp": tp, "point": point, "policy": policy}),
         total=tp.duration_s,
         tools=("pgbench",),
         monitored=True,
@@ -304,16 +319,16 @@ def run_step(
     )
 
 
-def run_action(tp: TpccPlan, mode: str, active: int | None, rate: float | None = None) -> Action:
-    """A measured TPC-C run of ``mode`` on the first ``active`` warehouses (at
-    ``rate`` transactions/s, open loop; None: as fast as the terminals go)."""
-    opts = tp.run_options(mode, active, rate)
+def run_action(tp: TpccPlan, point: Point) -> Action:
+    """A measured TPC-C run at ``point``."""
+    opts = tp.run_options(point)
+    mode = point.mode
 
     def action(ctx: Context, line: ProgressLine) -> tuple[TpccRun, str]:
         observed = ctx.running.observed
 
-        def on_progress(point: ProgressPoint) -> None:
-            line.update(completed=point.t_s, detail=f"{point.tps:,.0f} tps")
+        def on_progress(progress: ProgressPoint) -> None:
+            line.update(completed=progress.t_s, detail=f"{progress.tps:,.0f} tps")
 
         scratch = ctx.scratch if ctx.scratch.is_dir() else ctx.target
         result, raw = driver.run(

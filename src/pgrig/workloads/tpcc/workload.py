@@ -149,18 +149,14 @@ class TpccWorkload(Workload):
                 sizes(t, "after load"),
             ]
 
-        # Every active set runs on the one load, inside each mode as client counts
-        # do for pgbench.
-        # A sweep of offered rates runs each point once per rate, the rates innermost.
-        rates: tuple[float | None, ...] = spec.rates or (None,)
-        points = [(a, m, r) for m in spec.modes for a in tp.actives for r in rates]
+        points = tp.points()
 
-        def series(active: int | None, mode: str, rate: float | None) -> Series:
+        def series(point: steps.Point) -> Series:
             def make(t: TargetView, rep: int) -> Step:
-                return steps.run_step(tp, mode, rep, spec.name, t, policy, active, rate)
+                return steps.run_step(tp, point, rep, spec.name, t, policy)
 
             def after(t: TargetView, run: Step) -> Sequence[Step]:
-                last = (active, mode, rate) == points[-1] and (run.key.repeat or 1) >= policy.repeat
+                last = point == points[-1] and (run.key.repeat or 1) >= policy.repeat
                 if spec.check == "each" or (spec.check == "end" and last):
                     return [steps.run_check_step(run, spec.name, t, tp.warehouses)]
                 return []
@@ -173,7 +169,7 @@ class TpccWorkload(Workload):
             Phase(
                 data=data,
                 series=[
-                    *(series(active, mode, rate) for active, mode, rate in points),
+                    *(series(point) for point in points),
                     Series(lambda t, _rep: sizes(t, "after runs"), repeated=False),
                 ],
                 disk_bytes=CLUSTER_BASE_BYTES + copies * spec.warehouses * BYTES_PER_WAREHOUSE,
