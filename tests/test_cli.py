@@ -90,13 +90,27 @@ def spawn(*args: str | Path) -> subprocess.Popen[str]:
     return child
 
 
-def wait_for(predicate, timeout: float = 120, what: str = "condition"):  # type: ignore[no-untyped-def]
+def wait_for(predicate, timeout: float = 120, what: str = "condition", child=None):  # type: ignore[no-untyped-def]
+    """``child``: the pgrig whose work is awaited; if it exits first, the wait ends
+    with what it said (ci21 waited 240 s for a run that said nothing after)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = predicate()
         if value:
             return value
+        if child is not None and child.poll() is not None:
+            out, err = child.communicate(timeout=30)
+            said = (out + err)[-3000:]
+            raise AssertionError(f"pgrig exited {child.returncode} before {what}: {said}")
         time.sleep(0.1)
+    if child is not None:  # still at work: interrupted as Ctrl-C would, for what it said
+        child.send_signal(signal.SIGINT)
+        try:
+            out, err = child.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            out, err = child.communicate(timeout=30)
+        raise AssertionError(f"timed out waiting for {what}; pgrig said: {(out + err)[-3000:]}")
     raise AssertionError(f"timed out waiting for {what}")
 
 

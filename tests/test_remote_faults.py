@@ -139,7 +139,9 @@ def test_a_killed_run_is_cleaned_and_a_dying_load_host_fails_only_its_step(
         # that must leave it, and judged by what that run says it did.
         other = _dead_directory_of_another_study()
         running = spawn("run", path, "--results", results)
-        found = wait_for(lambda: _both_running(netns_lab), timeout=240, what="pgbench on h2, h3")
+        found = wait_for(
+            lambda: _both_running(netns_lab), timeout=240, what="pgbench on h2, h3", child=running
+        )
         time.sleep(1)  # inside the measured run
         for pid in found["h3"]:
             os.kill(pid, signal.SIGKILL)
