@@ -576,10 +576,13 @@ def test_a_targets_data_disk_and_tablespace_disk_share_its_instance_cap(
     1,467-1,567 IOPS); a bulk flush now adds one latency of the class."""
     from pgrig.storage import LabSpec, lab_target
 
-    # the caps are judged, not the latency: short calibrations, kept whatever
-    # their miss (a busy machine's refusal is test_storage_latency's subject)
-    monkeypatch.setattr(latency, "CALIBRATION_S", 1)
-    monkeypatch.setattr(latency, "checked", lambda calibrate: calibrate())
+    # The caps are judged, not the latency: each disk's delays set at its
+    # class's figures without fio's calibration (two gp3 disks calibrated in
+    # proportion took ~30 of this test's 40 s, quiet; the calibration is
+    # test_storage_latency's subject, its use by a study
+    # test_each_run_on_a_latency_target_records_what_the_emulator_took's).
+    monkeypatch.setattr(latency, "calibrate_syncs", _uncalibrated(latency.SYNC))
+    monkeypatch.setattr(latency, "calibrate_reads", _uncalibrated(latency.READ))
 
     spec = LabSpec.from_mapping({"latency": "gp3", "tablespace": {"latency": "gp3"},
                                  "instance_iops": 2000})  # fmt: skip
@@ -603,6 +606,28 @@ def test_a_targets_data_disk_and_tablespace_disk_share_its_instance_cap(
     assert "an instance cap of 2,000 IOPS" in spec.describe()
     assert not any(base.glob("pgrig-latency-*/mnt/*"))  # both unmounted, removed
     assert sum(each) >= 2000 * 0.90
+
+
+def _uncalibrated(what: str) -> Callable[..., latency.Calibration]:
+    """calibrate_syncs/calibrate_reads without fio: the layer's delay set at the
+    class's own figure, recorded as if fio had measured exactly that."""
+
+    def calibrate(
+        mount: NativeMount, disk: Path, disk_class: latency.DiskClass, seconds: int,
+        layer: str = latency.NATIVE,
+    ) -> latency.Calibration:  # fmt: skip
+        if what == latency.SYNC:
+            us = disk_class.fdatasync_us
+            mount.set_sync_delay(us)
+        else:
+            us = disk_class.read_us
+            mount.set_read_delay(us)
+        at = latency.Latency(us, us)
+        aim = disk_class.target(what, 0.0)  # the class's own figure: no ratio kept
+        return latency.Calibration(disk_class.name, at, at, aim, us, at, seconds, what,
+                                   layer=layer)  # fmt: skip
+
+    return calibrate
 
 
 def test_an_instance_cap_without_the_native_layer_is_refused_before_a_study(
