@@ -133,7 +133,9 @@ def quiet_first(target: Path | None = None) -> None:
     beside it can push the test's own hog out of the processes named (83% of
     the CPU taken by others, the hog not among the top three: docs/bench.md).
     Waits (bounded) for the machine to quiet down, else skips with who was busy."""
-    quiet, probe = interference.wait_quiet(QUIET_WAIT_S, target=target)
+    # 1.5-s probes (the default 3 s): "is another process busy now" needs no
+    # longer window, and five hog tests of the exclusive phase begin with one
+    quiet, probe = interference.wait_quiet(QUIET_WAIT_S, target=target, probe_s=1.5)
     if not quiet:
         pytest.skip(
             f"not judged: before the test's own load, other processes took "
