@@ -418,14 +418,13 @@ class Studied:
 def studied() -> Iterator[Studied]:
     """A real tiny study (TPC-B select-only, 2 s) on a target whose data disk and
     tablespace's disk are each a gp3 under one instance cap, run in this
-    process as `pgrig run` runs it, over tmpfs and with 1-s calibration
-    windows: there the disk's own sync is faster than the local SSD the class
-    was measured beside (35 us), so each calibration sets a fixed delay, one
-    fio window a step, where over /var/tmp it keeps the class's ratio to the
-    disk (two windows a step, up to five: 59-86 s for the study before, 2-s
-    windows). What is judged here - the per-run emulator record, the caps and
-    instance keys as built, the end-of-study measurement - is the same in
-    either mode; the proportional measurement at the end has its own test."""
+    process as `pgrig run` runs it, over tmpfs, each disk's delays set at the
+    class's own figures (as a calibration over a disk faster than the class's
+    local SSD aims; the fio steps that converge on them are
+    test_storage_latency's). What is judged here - the per-run emulator
+    record, the caps and instance keys as built, the end-of-study measurement
+    (fio through the layer, 1-s windows) - is the same either way; the
+    proportional measurement at the end has its own test."""
     if REASON is not None:
         pytest.skip(REASON)
     base = Path(tempfile.mkdtemp(prefix="pgrig-test-nativefs-", dir="/dev/shm"))
@@ -452,7 +451,12 @@ def studied() -> Iterator[Studied]:
         )
         ui = Ui(console=Console(file=console, width=1000, highlight=False))
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(latency, "CALIBRATION_S", 1)
+            patch.setattr(latency, "CALIBRATION_S", 1)  # the end's fio windows
+            # each disk set at the class's figures without the calibration's
+            # fio steps (up to five a kind and disk; ~20 of this study's ~38 s):
+            # its convergence is test_storage_latency's subject
+            patch.setattr(latency, "calibrate_syncs", _uncalibrated(latency.SYNC))
+            patch.setattr(latency, "calibrate_reads", _uncalibrated(latency.READ))
             try:
                 results = base / "r"
                 run_campaign(campaign.load(path), ui, results=results,
