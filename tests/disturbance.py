@@ -7,8 +7,8 @@ as pgrig's defect when another process took the CPU or the disk.
     study = undisturbed(lambda: run_study(), study_disturbance)  # a study with its monitor on
     quiet_first(target)   # before a test's own hog: the monitor must be able to name it
 
-Each attempt waits (bounded) for the machine to quiet down first; a disturbed
-measurement is thrown away and made again, at most ``ATTEMPTS`` times; when every one was
+A disturbed measurement is thrown away and made again, at most ``ATTEMPTS``
+times, each repeat after a (bounded) wait for the machine to quiet down; when every one was
 disturbed the test is skipped with the monitor's own reasons - the property
 was not judged, which is not the same as held or broken. An undisturbed one is
 returned for the test to judge as it would on a quiet machine.
@@ -49,8 +49,12 @@ def undisturbed(
     """``measure()``'s result from an attempt the monitor saw undisturbed.
     ``disturbed(measure)`` runs it and says why it was disturbed (None: it was not)."""
     reasons = []
-    for _ in range(attempts):
-        interference.wait_quiet(QUIET_WAIT_S)  # 3 s on a quiet machine
+    for attempt in range(attempts):
+        # Before a repeat only: the monitor judges every attempt itself, so a
+        # wait before the first (a 3-s probe on a quiet machine, ~8 tests of the
+        # exclusive phase) only spares a busy machine one attempt.
+        if attempt:
+            interference.wait_quiet(QUIET_WAIT_S)
         value, reason = disturbed(measure)
         if reason is None:
             return value
@@ -129,7 +133,9 @@ def quiet_first(target: Path | None = None) -> None:
     beside it can push the test's own hog out of the processes named (83% of
     the CPU taken by others, the hog not among the top three: docs/bench.md).
     Waits (bounded) for the machine to quiet down, else skips with who was busy."""
-    quiet, probe = interference.wait_quiet(QUIET_WAIT_S, target=target)
+    # 1.5-s probes (the default 3 s): "is another process busy now" needs no
+    # longer window, and five hog tests of the exclusive phase begin with one
+    quiet, probe = interference.wait_quiet(QUIET_WAIT_S, target=target, probe_s=1.5)
     if not quiet:
         pytest.skip(
             f"not judged: before the test's own load, other processes took "

@@ -8,10 +8,12 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+import test_history
 from conftest import full_report
 from pgrig import campaign, plan
 from pgrig.errors import UsageError
@@ -19,6 +21,7 @@ from pgrig.store import Store
 from pgrig.workloads.tpcb.spec import TpcbSpec
 from pgrig.workloads.tpcb.workload import BYTES_PER_SCALE
 from test_cli import recorded
+from test_history import Done
 from test_report_rerun import no_temporary_paths, replanned
 
 GOOD = """\
@@ -189,6 +192,11 @@ def pgrig(*args: str | Path, timeout: float = 600) -> subprocess.CompletedProces
     )
 
 
+# `pgrig` in this process (cli.main): `plan`, and a run of a finished campaign
+# that finds nothing to do, need no process of their own (a start ~1.2 s of CPU)
+here = test_history.pgrig
+
+
 def two_dirs(disk_dir: Path) -> tuple[Path, Path]:
     a, b = disk_dir / "a", disk_dir / "b"
     for d in (a, b):
@@ -204,11 +212,11 @@ SMALL = GOOD.replace('modes = ["select-only", "read-write"]', 'modes = ["select-
 )
 
 
-def test_two_target_campaign_end_to_end(disk_dir: Path) -> None:
+def test_two_target_campaign_end_to_end(disk_dir: Path, here: Callable[..., Done]) -> None:
     a, b = two_dirs(disk_dir)
     file = write(disk_dir, SMALL.format(a=a, b=b))
     results = disk_dir / "r"
-    planned = pgrig("plan", file)
+    planned = here("plan", file)
     assert planned.returncode == 0, planned.stderr
     assert "disk-a/tpcb/s1/select-only/c2/d1/r2" in planned.stdout
     done = pgrig("run", file, "--results", results)
@@ -247,7 +255,7 @@ def test_two_target_campaign_end_to_end(disk_dir: Path) -> None:
     # before anything is started: no storage, no idle machine sampled, no server
     # (it took about 17 s to find nothing to do).
     t0 = time.monotonic()
-    again = pgrig("run", file, "--results", results)
+    again = here("run", file, "--results", results)
     print(f"the finished campaign run again: {time.monotonic() - t0:.1f} s")
     assert again.returncode == 0, again.stderr
     said = " ".join(again.stderr.split())
@@ -266,7 +274,9 @@ def test_two_target_campaign_end_to_end(disk_dir: Path) -> None:
     assert not list(a.glob("pgrig-*")) and not list(b.glob("pgrig-*"))
 
 
-def test_killed_campaign_resumes_and_records_each_run_once(disk_dir: Path) -> None:
+def test_killed_campaign_resumes_and_records_each_run_once(
+    disk_dir: Path, here: Callable[..., Done]
+) -> None:
     a, b = two_dirs(disk_dir)
     # no probe: the kill comes during the measured runs (the end-to-end test above has one)
     file = write(disk_dir, SMALL.replace("timing = 1", "timing = false").format(a=a, b=b))
@@ -294,7 +304,7 @@ def test_killed_campaign_resumes_and_records_each_run_once(disk_dir: Path) -> No
     assert done.returncode == 0, done.stderr
     # counted in the plan's steps: with each run's monitor record it said
     # "19 steps already recorded" of a 14-step campaign
-    planned = pgrig("plan", file).stdout
+    planned = here("plan", file).stdout
     total = re.search(r"(\d+) steps, about", planned)
     assert total is not None, planned
     steps = int(total[1])

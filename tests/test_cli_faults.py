@@ -13,15 +13,20 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 import faultlog
+import test_history
 from conftest import full_report
 from pgrig import proc
 from test_cli import SPAWNED, only_study, pgrig, postmaster_of, recorded, spawn, tiny, wait_for
+from test_history import Done
+
+here = test_history.pgrig  # the fixture: `pgrig` in this process (cli.main)
 
 # -- faults during a study ---------------------------------------------------
 
@@ -56,8 +61,10 @@ def test_fio_missing_is_skipped_and_the_rest_runs(disk_dir: Path) -> None:
 
 def test_pgbench_failing_mid_run_is_recorded_and_the_study_goes_on(disk_dir: Path) -> None:
     results = disk_dir / "r"
-    # Long enough for the killer to catch the first run on a loaded machine.
-    args = tiny(clients="1,2", duration="8")
+    # Long enough for the killer to catch the first run on a loaded machine (1 s
+    # into it, as the frozen-server test below catches its 6-s run); the second
+    # run's length is what the test costs.
+    args = tiny(clients="1,2", duration="6")
     child = spawn("run", "--target", disk_dir, "--results", results, *args)
     killed: list[int] = []
 
@@ -85,12 +92,12 @@ def test_pgbench_failing_mid_run_is_recorded_and_the_study_goes_on(disk_dir: Pat
     assert child.returncode == 6, err
     status, runs = only_study(results)
     assert status == "finished"
-    first_status, reason = runs["local/tpcb/s1/select-only/c1/d8/r1"]
+    first_status, reason = runs["local/tpcb/s1/select-only/c1/d6/r1"]
     assert first_status == "failed"
     assert "pgbench" in (reason or "") and (
         "server" in (reason or "") or "connection" in (reason or "")
     )
-    assert runs["local/tpcb/s1/select-only/c2/d8/r1"][0] == "ok", (
+    assert runs["local/tpcb/s1/select-only/c2/d6/r1"][0] == "ok", (
         f"the study must go on: {runs} {err}"
     )
     assert "restarting it" in err
@@ -310,6 +317,8 @@ def test_a_client_that_stops_progressing_fails_its_run_in_seconds(disk_dir: Path
         )
         return int(found.stdout.split()[0]) if found.returncode == 0 else None
 
+    ended_while_stopped: list[bool] = []
+
     def freeze_then_thaw() -> None:
         pid = wait_for(first_bench, what="the first pgbench run")
         time.sleep(2.0)
@@ -318,7 +327,16 @@ def test_a_client_that_stops_progressing_fails_its_run_in_seconds(disk_dir: Path
         try:
             wait_for(lambda: "stopped progressing" in "".join(said), timeout=60, what="the stall")
             noticed.append(time.monotonic() - stopped)
-            time.sleep(max(0.0, 20.0 - (time.monotonic() - stopped)))
+
+            # Held stopped up to 20 s, but only until pgrig has ended and reaped
+            # it (its SIGCONT after the SIGTERM): the hold was a fixed 20 s, the
+            # test waiting it out after pgrig was done with the client.
+            def gone() -> bool:
+                return not Path(f"/proc/{pid}").exists()
+
+            with contextlib.suppress(AssertionError):
+                wait_for(gone, timeout=max(0.0, 20.0 - (time.monotonic() - stopped)))
+            ended_while_stopped.append(gone())
         finally:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGCONT)
@@ -341,6 +359,7 @@ def test_a_client_that_stops_progressing_fails_its_run_in_seconds(disk_dir: Path
     assert noticed, err
     print(f"time to notice: {noticed[0]:.1f} s")
     assert noticed[0] <= 10.0
+    assert ended_while_stopped == [True], "pgrig waited out the stop (no SIGCONT of its own)"
     assert child.returncode == 6, err
     _, runs = only_study(results)
     status, reason = runs["local/tpcb/s1/select-only/c1/d8/r1"]
@@ -402,7 +421,7 @@ def test_a_backend_killed_mid_run_is_waited_for_before_the_next_step(disk_dir: P
 
 
 def test_a_target_that_turns_read_only_mid_run_is_exit_6_and_clean_works_on_it(
-    disk_dir: Path,
+    disk_dir: Path, monkeypatch: pytest.MonkeyPatch, here: Callable[..., Done]
 ) -> None:
     """ext4 with errors=remount-ro, an error triggered 1 s into the first run (the
     kernel's own trigger_fs_error): the teardown died in an EROFS traceback, exit
@@ -423,6 +442,10 @@ def test_a_target_that_turns_read_only_mid_run_is_exit_6_and_clean_works_on_it(
     subprocess.run(["truncate", "-s", "400M", image], check=True, timeout=30)
     subprocess.run(["mkfs.ext4", "-q", "-F", image], check=True, timeout=60)
     env = dict(os.environ, PGRIG_STATE_DIR=str(disk_dir / "state"), COLUMNS="1000")
+    # `pgrig clean` runs in this process (cli.main: nothing of it needs a process
+    # of its own), with the run's state directory and width
+    monkeypatch.setenv("PGRIG_STATE_DIR", env["PGRIG_STATE_DIR"])
+    monkeypatch.setenv("COLUMNS", env["COLUMNS"])
     campaign = disk_dir / "c.toml"
     campaign.write_text(
         f'[campaign]\nname = "ro"\nmonitor = false\n'
@@ -473,8 +496,7 @@ def test_a_target_that_turns_read_only_mid_run_is_exit_6_and_clean_works_on_it(
         assert "ro/tpcb/s1/select-only/c2/d4/r1" not in runs, runs
         assert runs["ok/tpcb/s1/select-only/c2/d4/r1"][0] == "ok", runs
         assert re.search(r"ro: 2 steps skipped, its filesystem read-only", err), err
-        clean = subprocess.run([sys.executable, "-m", "pgrig", "clean"], capture_output=True,
-                               text=True, timeout=120, env=env)  # fmt: skip
+        clean = here("clean")
         assert clean.returncode == 0 and "Traceback" not in clean.stderr, clean.stderr
         assert "Read-only file system" in clean.stderr and "again" in clean.stderr
         # what it found, not a guess: pgrig lived to say why it left it
@@ -498,8 +520,7 @@ def test_a_target_that_turns_read_only_mid_run_is_exit_6_and_clean_works_on_it(
         wait_for(lambda: not attached(), what="the image's loop device detached")
         subprocess.run(["e2fsck", "-fy", image], capture_output=True, timeout=120)
         mount()
-        clean = subprocess.run([sys.executable, "-m", "pgrig", "clean"], capture_output=True,
-                               text=True, timeout=120, env=env)  # fmt: skip
+        clean = here("clean")
         assert re.search(
             r"removed the orphan work directory \S+ of study ro \(its run could not remove it: "
             r"Read-only file system\)", clean.stdout

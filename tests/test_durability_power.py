@@ -70,7 +70,7 @@ def test_fsync_on_loses_nothing_over_power_losses(disk_dir: Path, tmp_path: Path
 @needs_fuse
 def test_fsync_off_is_caught_at_every_power_loss(disk_dir: Path, tmp_path: Path) -> None:
     done = pgrig(
-        "--target", disk_dir, "--results", tmp_path, *QUICK, "--cycles", "5",
+        "--target", disk_dir, "--results", tmp_path, *QUICK, "--cycles", "3",
         "--set", "fsync=off", "--set", "synchronous_commit=on", timeout=300,
     )  # fmt: skip
     assert done.returncode == 1, done.stderr

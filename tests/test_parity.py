@@ -27,6 +27,7 @@ import pytest
 
 from conftest import make_disk_dir
 from hosts_fixture import Lab, netns_lab, owned_by  # noqa: F401  (the fixture)
+from pgrig import cli
 from pgrig.hosts import preflight
 from pgrig.hosts.executor import Executor
 from pgrig.hosts.inventory import load as load_inventory
@@ -111,8 +112,11 @@ def make_side(name: str, lab: Lab) -> Iterator[Side]:
             ex = preflight.connect(h1)
             try:
                 yield Side("remote", ex, disk, inventory)
-                # What a --keep left on h1 (a running server): gone with it.
-                pgrig("clean", "--inventory", inventory)
+                # What a --keep left on h1 (a running server): gone with it. In
+                # this process (cli.main): a pgrig start is ~1.2 s of CPU, and
+                # nothing here reads what it says.
+                with contextlib.suppress(SystemExit):
+                    cli.main(["clean", "--inventory", str(inventory)])
             finally:
                 ex.close()
     finally:
@@ -197,8 +201,8 @@ def built(
                 rest=NO_PROBES
                 + f'[[workload]]\ntype = "custom"\nname = "facts"\nsetup = ["{check}"]\n'
                 f'scripts = ["{tmp_path / "q.sql"}"]\nclients = [1]\nthreads = 1\n'
-                "duration = [2]\n"
-                + TPCB.format(clients=1, duration=2)
+                "duration = [1]\n"
+                + TPCB.format(clients=1, duration=1)
                 + 'generate = "parallel"\nload_wal = "minimal"\n',
             )
             results = tmp_path / "results"
@@ -282,7 +286,7 @@ def test_a_load_restarts_the_server_at_minimal_wal_and_back(built: Finished) -> 
     assert init is not None and init["wal_level"] == "minimal", init
     restarts = {"restart at wal_level=minimal", "restart at the profile's settings"}
     assert restarts <= set(init["steps"]), init["steps"]  # and back: the run after is ok
-    assert built.records["db/tpcb/s1/select-only/c1/d2/r1"].status == "ok"
+    assert built.records["db/tpcb/s1/select-only/c1/d1/r1"].status == "ok"
 
 
 def test_reset_restore(side: Side, tmp_path: Path) -> None:
@@ -290,10 +294,10 @@ def test_reset_restore(side: Side, tmp_path: Path) -> None:
     path = side.campaign(
         tmp_path,
         "restore",
-        rest='reset = "restore"\nrepeat = 2\n' + NO_PROBES + TPCB.format(clients=1, duration=2),
+        rest='reset = "restore"\nrepeat = 2\n' + NO_PROBES + TPCB.format(clients=1, duration=1),
     )
     results = tmp_path / "results"
     run_ok(side, path, results)
     records = runs(results, side.study("restore"))
     all_ok(records)
-    assert "db/tpcb/s1/select-only/c1/d2/r2" in records
+    assert "db/tpcb/s1/select-only/c1/d1/r2" in records

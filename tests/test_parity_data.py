@@ -62,7 +62,7 @@ def kept(
                 tmp_path,
                 "keep",
                 keys=f'wal_directory = "{wal}"\n',
-                rest=NO_PROBES + TPCB.format(clients=1, duration=2),
+                rest=NO_PROBES + TPCB.format(clients=1, duration=1),
             )
             results = tmp_path / "results"
             done = run_ok(side, path, results, "--keep")
@@ -115,7 +115,7 @@ def probed(
                 "probes",
                 rest="[probes]\ntiming = 1\nfsync = 1\n"
                 '[probes.fio]\npatterns = ["randwrite"]\nsize = "16M"\nruntime = 1\n'
-                + TPCB.format(clients=1, duration=2)
+                + TPCB.format(clients=1, duration=1)
                 + f'[[workload]]\ntype = "basebackup"\nscale = 1\nto = "{to}"\n',
             )
             results = tmp_path / "results"

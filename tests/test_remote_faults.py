@@ -17,18 +17,25 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 import faultlog
+import test_history
 from hosts_fixture import Lab, netns_lab, owned_by  # noqa: F401  (the fixture)
 from pgrig.results import typed
 from pgrig.store import Store
 from pgrig.targets.loadhosts import LoadHostsRun
 from test_cli import pgrig, spawn, wait_for
+from test_history import Done
 from test_remote_target import campaign
+
+# `pgrig` in this process (cli.main) where no process of its own is needed: a
+# refusal before anything runs, `clean --inventory` (each start ~1.2 s of CPU)
+here = test_history.pgrig
 
 pytestmark = [pytest.mark.netns_hosts(3), pytest.mark.cluster, pytest.mark.slow]
 
@@ -44,6 +51,7 @@ def test_an_unusable_inventory_is_refused_before_anything_is_created(
     netns_lab: Lab,  # noqa: F811
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
+    here: Callable[..., Done],
     fault: str,
 ) -> None:
     """What test_hosts_cli.py and test_hosts_ssh.py check of `pgrig hosts`, through
@@ -84,7 +92,7 @@ def test_an_unusable_inventory_is_refused_before_anything_is_created(
         path.write_text(text)
     if fault == "sshd's port":
         path.write_text(path.read_text().replace('host = "h1"\n', 'host = "h1"\nport = 22\n'))
-    done = pgrig("run", path, "--results", results, env=dict(os.environ))
+    done = here("run", path, "--results", results)
     assert done.returncode == code, done.stdout[-2000:] + done.stderr[-2000:]
     assert message in done.stderr and "hint: " in done.stderr
     assert "Traceback" not in done.stderr
@@ -239,6 +247,7 @@ def _left_by(pid: int) -> list[Path]:
 def test_kill_9_of_pgrig_then_clean_inventory_leaves_nothing(
     netns_lab: Lab,  # noqa: F811
     tmp_path: Path,
+    here: Callable[..., Done],
 ) -> None:
     """kill -9 of pgrig in a measured run from two load hosts, the target without
     a directory (the hosts' logs copied to /tmp here): its server, both load
@@ -258,7 +267,7 @@ def test_kill_9_of_pgrig_then_clean_inventory_leaves_nothing(
         assert kinds == ["pgrig-hostlogs", "pgrig-load", "pgrig-load", "pgrig-server"], left
         server = next(d for d in left if d.name.startswith("pgrig-server-"))
         postmaster = json.loads((server / ".pgrig-owner.json").read_text())["pids"][0]
-        done = pgrig("clean", "--inventory", inv)
+        done = here("clean", "--inventory", inv)
         assert done.returncode == 0, done.stderr
         assert "Traceback" not in done.stderr
         assert _left_by(killed.pid) == [], done.stdout
@@ -392,6 +401,7 @@ def test_the_servers_host_that_stays_away_stops_the_study_naming_it(
     netns_lab: Lab,  # noqa: F811
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
+    here: Callable[..., Done],
 ) -> None:
     """Issue 40.10, the other half: h1's SSH sessions killed and its sshd
     listener stopped (SIGSTOP: a connect is taken, no SSH answers) until pgrig
@@ -423,7 +433,7 @@ def test_the_servers_host_that_stays_away_stops_the_study_naming_it(
     )
     assert "restarting it" not in said and "Traceback" not in err
     assert netns_lab.processes("postgres"), "the server pgrig could not reach still runs"
-    cleaned = pgrig("clean", "--inventory", inventory)
+    cleaned = here("clean", "--inventory", inventory)
     assert cleaned.returncode == 0, cleaned.stdout + cleaned.stderr
     assert netns_lab.processes("postgres") == {}, "clean --inventory stopped it"
     assert _left_by(running.pid) == []

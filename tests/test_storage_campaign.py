@@ -12,13 +12,14 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 import faultlog
+import test_history
 from conftest import full_report, make_disk_dir
 from pgrig import campaign, lifecycle, proc, storage
 from pgrig.cluster import workdir
@@ -30,6 +31,7 @@ from pgrig.storage.errors import OptionRefused, StorageError
 from pgrig.storage.nativefs import Caps
 from pgrig.store import Store
 from pgrig.ui import Ui
+from test_history import Done
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="loop devices and cgroups need root")
 
@@ -62,6 +64,17 @@ def write(base: Path, body: str) -> Path:
     path = base / "c.toml"
     path.write_text(textwrap.dedent(body))
     return path
+
+
+_in_process = test_history.pgrig  # the fixture: `pgrig` in this process (cli.main)
+
+
+@pytest.fixture
+def here(_in_process: Callable[..., Done], monkeypatch: pytest.MonkeyPatch) -> Callable[..., Done]:
+    """`pgrig` in this process where the test needs no process of its own (a
+    refusal, `pgrig clean`): a start costs ~1.2 s of CPU. As wide as ``pgrig``."""
+    monkeypatch.setenv("COLUMNS", "1000")
+    return _in_process
 
 
 def pgrig(*args: str | Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
@@ -97,6 +110,11 @@ class Built:
     done: subprocess.CompletedProcess[str]
     recorded: dict[str, tuple[str, str | None, dict[str, object] | None]]
     report: str
+
+
+# 1-s runs in the shared study: its tests read records, mounts and the memory
+# cgroup's figures, not a rate (four targets: 4 s less than TINY_TPCB's 2 s)
+BUILT_TPCB = TINY_TPCB.replace("duration = 2", "duration = 1")
 
 
 @pytest.fixture(scope="module")
@@ -150,7 +168,7 @@ def built() -> Iterator[Built]:
             memory = "64MiB"
             {STOCK}shared_buffers = "16MB"
             {NO_PROBES}
-            {TINY_TPCB}
+            {BUILT_TPCB}
             """,
         )
         done = pgrig("run", path, "--results", base / "r")
@@ -168,7 +186,7 @@ def test_xfs_and_ext4_targets_are_built_used_and_removed(built: Built) -> None:
         status, reason, result = recorded[f"{name}/lab"]
         assert status == "ok", reason
         assert result is not None and result["filesystem"]["fstype"] == fstype
-        assert recorded[f"{name}/tpcb/s1/select-only/c1/d2/r1"][0] == "ok"
+        assert recorded[f"{name}/tpcb/s1/select-only/c1/d1/r1"][0] == "ok"
     xfs_fs = recorded["xfs/lab"][2]["filesystem"]  # type: ignore[index]
     assert xfs_fs["log_device"] and "agcount=4" in xfs_fs["mkfs_argv"]
     assert "data=writeback" in recorded["ext4/lab"][2]["filesystem"]["mount_options"]  # type: ignore[index]
@@ -206,7 +224,9 @@ def test_pgrig_run_fs_builds_the_quick_studys_target(base: Path) -> None:
     assert_nothing_left(base, keep=("r",))
 
 
-def test_keep_keeps_the_filesystem_mounted_and_says_how_to_remove_it(base: Path) -> None:
+def test_keep_keeps_the_filesystem_mounted_and_says_how_to_remove_it(
+    base: Path, here: Callable[..., Done]
+) -> None:
     done = pgrig(
         "run", "--fs", "ext4", "--fs-size", "320MiB", "--target", base, "--results", base / "r",
         "--skip", "timing,fsync,fio,tpcb", "--keep",
@@ -218,7 +238,7 @@ def test_keep_keeps_the_filesystem_mounted_and_says_how_to_remove_it(base: Path)
         done.stderr
     )
     assert state.load_all() == [], "kept: out of the registry, so no pgrig clean removes it"
-    assert pgrig("clean").returncode == 0 and devices.mounts_under(where) == [mountpoint]
+    assert here("clean").returncode == 0 and devices.mounts_under(where) == [mountpoint]
     # the user removes it with the commands pgrig printed
     line = done.stderr[done.stderr.index("remove it with: ") :].splitlines()[0]
     for command in line.removeprefix("remove it with: ").split("; "):
@@ -226,8 +246,8 @@ def test_keep_keeps_the_filesystem_mounted_and_says_how_to_remove_it(base: Path)
     assert_nothing_left(base, keep=("r",))
 
 
-def test_lab_options_need_fs() -> None:
-    done = pgrig("run", "--mkfs", "-K", "--target", "/var/tmp")
+def test_lab_options_need_fs(here: Callable[..., Done]) -> None:
+    done = here("run", "--mkfs", "-K", "--target", "/var/tmp")
     assert done.returncode == UsageError.exit_code
     assert "--mkfs needs --fs" in done.stderr
 
@@ -261,7 +281,9 @@ def test_probes_run_under_the_cap(base: Path) -> None:
     assert_nothing_left(base)
 
 
-def test_size_larger_than_the_base_is_refused_before_anything_is_created(base: Path) -> None:
+def test_size_larger_than_the_base_is_refused_before_anything_is_created(
+    base: Path, here: Callable[..., Done]
+) -> None:
     path = write(
         base,
         f"""
@@ -274,7 +296,7 @@ def test_size_larger_than_the_base_is_refused_before_anything_is_created(base: P
         base = "{base}"
         """,
     )
-    done = pgrig("run", path, "--results", base / "r")
+    done = here("run", path, "--results", base / "r")
     assert done.returncode == DiskSpaceError.exit_code, done.stderr
     assert f"not enough free disk in {base}" in done.stderr
     assert "filesystem target(s) huge" in done.stderr and "hint: lower the size" in done.stderr
@@ -341,8 +363,8 @@ def test_no_target_left_is_an_error_not_a_traceback(
     assert_nothing_left(base)
 
 
-def test_dsn_with_lab_options_is_refused(base: Path) -> None:
-    done = pgrig("run", "--dsn", "host=/nonexistent", "--memory", "512MiB", "--target", base)
+def test_dsn_with_lab_options_is_refused(base: Path, here: Callable[..., Done]) -> None:
+    done = here("run", "--dsn", "host=/nonexistent", "--memory", "512MiB", "--target", base)
     assert done.returncode == 2 and "--dsn with --fs/--disk/--memory" in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
 
@@ -356,19 +378,23 @@ def refused_xfs(base: Path, more: str = "") -> str:
     )
 
 
-def test_refused_mount_option_is_refused_before_anything_is_created(base: Path) -> None:
+def test_refused_mount_option_is_refused_before_anything_is_created(
+    base: Path, here: Callable[..., Done]
+) -> None:
     """Issue 19.12: the kernel's refusal is found on a scratch filesystem during
     validation, so no target of the study (not even the plain one) runs."""
     plain = f'[[target]]\nname = "plain"\ndirectory = "{base}"\n'
     path = write(base, refused_xfs(base, plain))
-    done = pgrig("run", path, "--results", base / "r")
+    done = here("run", path, "--results", base / "r")
     assert done.returncode == 2, done.stderr
     assert "refused to mount xfs" in done.stderr and "nobarrier" in done.stderr
     assert not (base / "r" / "results.sqlite").exists()
     assert_nothing_left(base)
 
 
-def test_killed_while_mounted_then_pgrig_clean_removes_only_ours(base: Path) -> None:
+def test_killed_while_mounted_then_pgrig_clean_removes_only_ours(
+    base: Path, here: Callable[..., Done]
+) -> None:
     path = write(
         base,
         f"""
@@ -412,7 +438,7 @@ def test_killed_while_mounted_then_pgrig_clean_removes_only_ours(base: Path) -> 
             child.kill()
             child.wait()
     assert proc.pid_alive(pid) and devices.mounts_under(str(base.resolve()))
-    done = pgrig("clean")
+    done = here("clean")
     assert done.returncode == 0, done.stderr
     assert "removed filesystem target" in done.stdout, done.stdout
     assert not proc.pid_alive(pid)
@@ -548,7 +574,7 @@ def test_tablespaces_on_lab_filesystems(built: Built) -> None:
     assert [name for name, _ in made] == ["pgrig_tables", "pgrig_indexes"], built.done.stderr
     assert all(where.startswith(f"{built.base.resolve()}/pgrig-fs-") for _, where in made)
     assert built.recorded["pg/lab"][0] == "ok"
-    assert built.recorded["pg/tpcb/s1/select-only/c1/d2/r1"][0] == "ok"
+    assert built.recorded["pg/tpcb/s1/select-only/c1/d1/r1"][0] == "ok"
     assert_nothing_left(built.base, keep=("c.toml", "r", "d"))
 
 
@@ -562,8 +588,10 @@ def test_a_tablespace_filesystem_needs_fs_and_size(base: Path) -> None:
         campaign.parse(text + "index_tablespace = {}\n", source="c.toml", base=base)
 
 
-def test_a_refused_mount_option_with_no_target_left_exits_2(base: Path) -> None:
-    done = pgrig("run", write(base, refused_xfs(base)), "--results", base / "r")
+def test_a_refused_mount_option_with_no_target_left_exits_2(
+    base: Path, here: Callable[..., Done]
+) -> None:
+    done = here("run", write(base, refused_xfs(base)), "--results", base / "r")
     assert done.returncode == 2, done.stderr  # docs/storage-lab.md: OptionRefused exits 2
     assert "nobarrier" in done.stderr and "Traceback" not in done.stderr
     assert_nothing_left(base)
@@ -670,8 +698,8 @@ def test_memory_limited_runs_record_the_cgroups_limit_hits_peak_and_oom_kills(
     # 64 MiB for the server and its page cache: the load (16 MB of heap, its WAL
     # and indexes through the page cache) pushes against the limit.
     found = built.recorded
-    assert "small/tpcb/s1/select-only/c1/d2/r1/memory" in found, list(found)
-    status, reason, result = found["small/tpcb/s1/select-only/c1/d2/r1/memory"]
+    assert "small/tpcb/s1/select-only/c1/d1/r1/memory" in found, list(found)
+    status, reason, result = found["small/tpcb/s1/select-only/c1/d1/r1/memory"]
     assert status == "ok" and result is not None, reason
     after = result["after"]
     assert after["limit_bytes"] == 64 * 2**20
@@ -682,5 +710,5 @@ def test_memory_limited_runs_record_the_cgroups_limit_hits_peak_and_oom_kills(
     assert re.search(
         r"\| small \| select-only \| 1 \| [\d,]+ \| 0 \| [\d.]+ MiB \| 64\.0 MiB \|", built.report
     )
-    assert "xfs/tpcb/s1/select-only/c1/d2/r1/memory" not in found, "only the capped target's"
+    assert "xfs/tpcb/s1/select-only/c1/d1/r1/memory" not in found, "only the capped target's"
     assert_nothing_left(built.base, keep=("c.toml", "r", "d"))

@@ -34,7 +34,7 @@ def test_a_one_cpu_target_runs_cpu_bound_select_only_at_most_0_6x_the_two_cpu_on
         f'[[target]]\nname = "two"\ndirectory = "{disk_dir}"\n'
         f'[[target]]\nname = "one"\ndirectory = "{disk_dir}"\ncpus = 1\n'
         '[[workload]]\ntype = "tpcb"\nscales = [1]\nmodes = ["select-only"]\n'
-        "clients = [2]\nduration = 3\n"
+        "clients = [2]\nduration = 2\n"
     )
     attempts = iter(range(ATTEMPTS))
 

@@ -418,14 +418,13 @@ class Studied:
 def studied() -> Iterator[Studied]:
     """A real tiny study (TPC-B select-only, 2 s) on a target whose data disk and
     tablespace's disk are each a gp3 under one instance cap, run in this
-    process as `pgrig run` runs it, over tmpfs and with 1-s calibration
-    windows: there the disk's own sync is faster than the local SSD the class
-    was measured beside (35 us), so each calibration sets a fixed delay, one
-    fio window a step, where over /var/tmp it keeps the class's ratio to the
-    disk (two windows a step, up to five: 59-86 s for the study before, 2-s
-    windows). What is judged here - the per-run emulator record, the caps and
-    instance keys as built, the end-of-study measurement - is the same in
-    either mode; the proportional measurement at the end has its own test."""
+    process as `pgrig run` runs it, over tmpfs, each disk's delays set at the
+    class's own figures (as a calibration over a disk faster than the class's
+    local SSD aims; the fio steps that converge on them are
+    test_storage_latency's). What is judged here - the per-run emulator
+    record, the caps and instance keys as built, the end-of-study measurement
+    (fio through the layer, 1-s windows) - is the same either way; the
+    proportional measurement at the end has its own test."""
     if REASON is not None:
         pytest.skip(REASON)
     base = Path(tempfile.mkdtemp(prefix="pgrig-test-nativefs-", dir="/dev/shm"))
@@ -452,7 +451,12 @@ def studied() -> Iterator[Studied]:
         )
         ui = Ui(console=Console(file=console, width=1000, highlight=False))
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(latency, "CALIBRATION_S", 1)
+            patch.setattr(latency, "CALIBRATION_S", 1)  # the end's fio windows
+            # each disk set at the class's figures without the calibration's
+            # fio steps (up to five a kind and disk; ~20 of this study's ~38 s):
+            # its convergence is test_storage_latency's subject
+            patch.setattr(latency, "calibrate_syncs", _uncalibrated(latency.SYNC))
+            patch.setattr(latency, "calibrate_reads", _uncalibrated(latency.READ))
             try:
                 results = base / "r"
                 run_campaign(campaign.load(path), ui, results=results,
@@ -576,10 +580,13 @@ def test_a_targets_data_disk_and_tablespace_disk_share_its_instance_cap(
     1,467-1,567 IOPS); a bulk flush now adds one latency of the class."""
     from pgrig.storage import LabSpec, lab_target
 
-    # the caps are judged, not the latency: short calibrations, kept whatever
-    # their miss (a busy machine's refusal is test_storage_latency's subject)
-    monkeypatch.setattr(latency, "CALIBRATION_S", 1)
-    monkeypatch.setattr(latency, "checked", lambda calibrate: calibrate())
+    # The caps are judged, not the latency: each disk's delays set at its
+    # class's figures without fio's calibration (two gp3 disks calibrated in
+    # proportion took ~30 of this test's 40 s, quiet; the calibration is
+    # test_storage_latency's subject, its use by a study
+    # test_each_run_on_a_latency_target_records_what_the_emulator_took's).
+    monkeypatch.setattr(latency, "calibrate_syncs", _uncalibrated(latency.SYNC))
+    monkeypatch.setattr(latency, "calibrate_reads", _uncalibrated(latency.READ))
 
     spec = LabSpec.from_mapping({"latency": "gp3", "tablespace": {"latency": "gp3"},
                                  "instance_iops": 2000})  # fmt: skip
@@ -603,6 +610,28 @@ def test_a_targets_data_disk_and_tablespace_disk_share_its_instance_cap(
     assert "an instance cap of 2,000 IOPS" in spec.describe()
     assert not any(base.glob("pgrig-latency-*/mnt/*"))  # both unmounted, removed
     assert sum(each) >= 2000 * 0.90
+
+
+def _uncalibrated(what: str) -> Callable[..., latency.Calibration]:
+    """calibrate_syncs/calibrate_reads without fio: the layer's delay set at the
+    class's own figure, recorded as if fio had measured exactly that."""
+
+    def calibrate(
+        mount: NativeMount, disk: Path, disk_class: latency.DiskClass, seconds: int,
+        layer: str = latency.NATIVE,
+    ) -> latency.Calibration:  # fmt: skip
+        if what == latency.SYNC:
+            us = disk_class.fdatasync_us
+            mount.set_sync_delay(us)
+        else:
+            us = disk_class.read_us
+            mount.set_read_delay(us)
+        at = latency.Latency(us, us)
+        aim = disk_class.target(what, 0.0)  # the class's own figure: no ratio kept
+        return latency.Calibration(disk_class.name, at, at, aim, us, at, seconds, what,
+                                   layer=layer)  # fmt: skip
+
+    return calibrate
 
 
 def test_an_instance_cap_without_the_native_layer_is_refused_before_a_study(

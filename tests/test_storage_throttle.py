@@ -53,7 +53,7 @@ def run_fio(
     *,
     bs: str = "8k",
     preexec: Callable[[], None] | None = None,
-    runtime: int = 3,
+    runtime: int = 2,
 ) -> tuple[float, float]:
     """(IOPS, bytes/s) of one short direct-I/O fio run on the laid-out file."""
     assert FIO is not None
