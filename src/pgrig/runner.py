@@ -85,6 +85,7 @@ class CampaignRunner:
         self.targets: list[Target] = []
         self.recorder: Recorder | None = None
         self._refused: list[OptionRefused] = []  # lab options mkfs or the kernel refused
+        self._captured = False  # this machine's environment read (``_environment``)
         # A finished campaign run again: every step it expands to, found recorded
         # before anything was started (``_all_recorded``).
         self.recorded_before: list[Step] = []
@@ -208,15 +209,8 @@ class CampaignRunner:
                         hint="see docs/storage-lab.md for what the lab needs (root, loop "
                         "devices, mkfs.xfs/mkfs.ext4, cgroup controllers)",
                     )
-                with self.ui.step("capturing the environment"):
-                    dirs = list(dict.fromkeys(t.directory for t in self.targets if t.directory))
-                    env = environment.capture(
-                        dirs or [Path.cwd()],
-                        bin_dir=self.targets[0].bins.bin_dir,
-                        locate=self.targets[0].bins.path,
-                    )
-                store.set_environment(study.id, env)
-                rec.study = store.study(study.id)
+                if len(self.targets) > 1 or not self.campaign.workloads:
+                    self._environment(rec)  # the study's, beside each target's (or alone)
                 if pol.monitor and self.campaign.workloads and self.targets:
                     rec.baseline = self._idle_baseline()
                 self._probes(rec)
@@ -231,9 +225,34 @@ class CampaignRunner:
             status = "interrupted"
             raise
         finally:
+            # a study whose server never came up still says where it ran
+            unsaid = status != "interrupted" and self.targets and not self._captured
+            if unsaid and store.study(study.id).environment is None:
+                self._environment(rec)
             store.finish_study(study.id, status, now())
             self.study = store.study(study.id)
         return self.study
+
+    def _environment(self, rec: Recorder) -> None:
+        """This machine's environment as the study's, read once. A study of one
+        target and its workloads takes its server's (``TargetKind.server``
+        reads it where the server runs, ``_servers`` stores it), so this one is
+        read only when something needs it: a step recorded before the server
+        (a storage build, a probe: the recorder takes their tools' versions
+        from it), several targets (the study's beside each one's), no workload
+        (no server), or a server that never came up."""
+        if self._captured:
+            return
+        self._captured = True
+        with self.ui.step("capturing the environment"):
+            dirs = list(dict.fromkeys(t.directory for t in self.targets if t.directory))
+            env = environment.capture(
+                dirs or [Path.cwd()],
+                bin_dir=self.targets[0].bins.bin_dir,
+                locate=self.targets[0].bins.path,
+            )
+        rec.store.set_environment(rec.study.id, env)
+        rec.study = rec.store.study(rec.study.id)
 
     def _end(self, rec: Recorder) -> None:
         """Each target's step at the end of the study (its emulated disks measured
@@ -282,6 +301,7 @@ class CampaignRunner:
                 kept.append(t)
                 continue
             t.ctx = replace(t.ctx, build=partial(self._build, stack, t))
+            self._environment(rec)
             try:
                 built = rec.execute(step, t, record=step.id not in rec.done)
             finally:  # built once: no later step may enter it again
@@ -309,6 +329,8 @@ class CampaignRunner:
             for t in self.targets
             if (where := t.probe_directory) is not None
         ]
+        if any(steps for _, steps in per_target):
+            self._environment(rec)
         # Probe by probe, target after target: the same probe runs close in time.
         for i in range(max((len(steps) for _, steps in per_target), default=0)):
             for t, steps in per_target:

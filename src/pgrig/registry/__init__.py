@@ -270,16 +270,17 @@ def _add_plugin(plugin: object, where: str) -> None:
     elif isinstance(plugin, click.Command):  # callable too: not a register() hook
         register_command(plugin)
     elif isinstance(plugin, Parts):
+        _check_parts(plugin)
         for kind_ in plugin.kinds:
-            register_kind(kind_)
+            _add(_RESULT_KINDS, kind_.name, kind_, "result kind")
         for name, action in plugin.actions:
-            register_action(name, action)
+            _add_action(name, action)
         for name, executor in plugin.executors:
-            register_executor(name, executor)
+            _add(_EXECUTORS, name, executor, "host executor")
         for name, section in plugin.sections:
-            register_section(name, section)
+            _add(_SECTIONS, name, section, "report section")
         for name, rule in plugin.rules:
-            register_rule(name, rule)
+            _add(_RULES, name, rule, "conclusion rule")
     else:
         hook = getattr(plugin, "register", None) if inspect.ismodule(plugin) else plugin
         if not callable(hook):
@@ -289,6 +290,19 @@ def _add_plugin(plugin: object, where: str) -> None:
                 hint="see docs/workloads.md, 'A plug-in of your own'",
             )
         hook()
+
+
+def _check_parts(p: Parts) -> None:
+    """Every part of a ``Parts`` checked before any is added, in one pass: the
+    first bad one refused as its ``register_*`` refuses it."""
+    for what, problems in (
+        *((f"result kind {getattr(k, 'name', '?')!r}", checks.result_kinds((k,))) for k in p.kinds),
+        *((f"step action {name!r}", checks.action(name, a)) for name, a in p.actions),
+        *((f"host executor {name!r}", checks.executor(e, Executor)) for name, e in p.executors),
+        *((f"report section {name!r}", checks.function(s, "it")) for name, s in p.sections),
+        *((f"conclusion rule {name!r}", checks.function(r, "it")) for name, r in p.rules),
+    ):
+        checks.refuse(what, problems)
 
 
 def _owner() -> str:
@@ -335,7 +349,7 @@ def _add_part(
         _add(table, name, cast(T, part), what)
         _own_kinds(part.kinds)
         for action_name, action in part.actions.items():
-            register_action(action_name, action)
+            _add_action(action_name, action)  # checked with the part (``checks.workload``)
 
 
 def _own_kinds(brought: tuple[ResultKind, ...]) -> None:
@@ -381,6 +395,11 @@ def register_action(name: str, action: ActionMaker) -> None:
     Its name is ``NAMESPACE.verb``; the namespace is the plug-in's that used it
     first (another plug-in may register the very same function there, no other)."""
     checks.refuse(f"step action {name!r}", checks.action(name, action))
+    _add_action(name, action)
+
+
+def _add_action(name: str, action: ActionMaker) -> None:
+    """A checked step action, in its plug-in's namespace."""
     space = name.split(".", 1)[0]
     owner = _OWNERS.get(("namespace", space))
     if owner is not None and owner != _owner() and _ACTIONS.get(name) is not action:
@@ -410,8 +429,7 @@ def unregister_kind(kind: ResultKind) -> None:
 
 def register_executor(name: str, executor: type[Executor]) -> None:
     """Add a kind of host executor (``local``, ``ssh``)."""
-    if not (inspect.isclass(executor) and issubclass(executor, Executor)):
-        checks.refuse(f"host executor {name!r}", ["it is not a subclass of Executor"])
+    checks.refuse(f"host executor {name!r}", checks.executor(executor, Executor))
     _add(_EXECUTORS, name, executor, "host executor")
 
 

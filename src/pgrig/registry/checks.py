@@ -92,6 +92,13 @@ def function(value: object, what: str) -> list[str]:
     return [] if callable(value) else [f"{what} is a {type(value).__name__}, not a function"]
 
 
+def executor(value: object, base: type) -> list[str]:
+    """A kind of host executor: a class of ``base`` (``hosts.executor.Executor``)."""
+    if inspect.isclass(value) and issubclass(value, base):
+        return []
+    return [f"it is not a subclass of {base.__name__}"]
+
+
 def _actions(actions: object) -> list[str]:
     if not isinstance(actions, Mapping):
         return [f"its actions are a {type(actions).__name__}, not a mapping of name to function"]
@@ -141,4 +148,13 @@ def _order(part: object) -> list[str]:
     return [] if isinstance(order, int) else [f"its order {order!r} is not a whole number"]
 
 
-__all__ = ["action", "function", "refuse", "result_kinds", "schema", "target_kind", "workload"]
+__all__ = [
+    "action",
+    "executor",
+    "function",
+    "refuse",
+    "result_kinds",
+    "schema",
+    "target_kind",
+    "workload",
+]
