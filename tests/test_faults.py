@@ -90,8 +90,9 @@ def test_two_studies_begun_in_the_same_second_get_two_ids(
     monkeypatch.setattr(resume, "new_study_id", lambda name: f"{name}-20260101-000000")
     camp = plan.quick(place / "data")
     with Store.open(place / "s.sqlite") as st:
-        first = runner.CampaignRunner(camp, Ui(quiet=True))._open(st)
-        second = runner.CampaignRunner(camp, Ui(quiet=True))._open(st)
+        params = resume.params(camp, [])  # no target checked: none recorded
+        first = runner.CampaignRunner(camp, Ui(quiet=True))._open(st, params)
+        second = runner.CampaignRunner(camp, Ui(quiet=True))._open(st, params)
         assert first.id != second.id
         assert {s.id for s in st.studies()} == {first.id, second.id}
 

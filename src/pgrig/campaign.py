@@ -225,14 +225,21 @@ TARGET_SCHEMA = Schema(
 )  # fmt: skip
 
 
+def _gives_lab_keys(t: Table) -> bool:
+    """Does the target give any of the storage lab's keys (a filesystem, a
+    disk's caps or latency, a tablespace's own disk)? Only then are they read:
+    a directory, a dsn or a remote host has none to find."""
+    return any(key in t.data for key in LAB_SCHEMA.names) or any(
+        isinstance(t.data.get(key), dict) for key in ("tablespace", "index_tablespace")
+    )
+
+
 def _target(t: Table) -> TargetSpec:
     named = t.get("kind", str)
-    kind = registry.target_kinds().get(named) if named is not None else None
+    kinds = registry.target_kinds()
+    kind = kinds.get(named) if named is not None else None
     if named is None:  # a kind chosen by a key of its own (a remote target's host)
-        kind = next(
-            (k for k in registry.target_kinds().values() if k.claim_key and k.claim_key in t.data),
-            None,
-        )
+        kind = next((k for k in kinds.values() if k.claim_key and k.claim_key in t.data), None)
     options = kind.parse(t) if kind is not None else None  # before the common keys
     extra = kind.schema.names if kind is not None and kind.schema is not None else ()
     schema = Schema(TARGET_SCHEMA.title, *TARGET_SCHEMA.keys, also=(*TARGET_SCHEMA.also, *extra))
@@ -240,7 +247,7 @@ def _target(t: Table) -> TargetSpec:
     if kind is not None:
         values["kind"] = kind.name
     name = values["name"]
-    lab = LabSpec.from_table(t)
+    lab = LabSpec.from_table(t) if _gives_lab_keys(t) else None
     if lab is not None and lab.fs is not None and values["directory"] is not None:
         raise t.error(
             "directory",
@@ -382,10 +389,10 @@ def read(data: Document, ctx: Context) -> Campaign:
         )
 
     workloads: list[WorkloadSpec] = []
+    types = registry.workloads()
     for i, item in enumerate(top.get("workload", list, [])):
         r = Table(item, ("workload", i), ctx)
-        kind = r.choice("type", tuple(registry.workloads()), "tpcb")
-        workloads.append(registry.workloads()[kind].parse(r))
+        workloads.append(types[r.choice("type", tuple(types), "tpcb")].parse(r))
     names = [w.name for w in workloads]
     dupes = {n for n in names if names.count(n) > 1}
     if dupes:

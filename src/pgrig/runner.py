@@ -121,7 +121,10 @@ class CampaignRunner:
         with ownership.studying(self.study_id):
             self._clean_orphans(self.campaign.name)
             self._failed_before(store)
-            return self._all_recorded(store) or self._run(store)
+            # what the study records of its campaign and targets: made once, for
+            # the check that all is recorded and for opening the study
+            params = resume.params(self.campaign, self.targets)
+            return self._all_recorded(store, params) or self._run(store, params)
 
     def _failed_before(self, store: Store) -> None:
         """The study's failed steps: run again once with ``retry_failed`` (each
@@ -144,12 +147,12 @@ class CampaignRunner:
                 f"`{self.retry_hint}` runs {'it' if len(failed) == 1 else 'them'} once more"
             )
 
-    def _all_recorded(self, store: Store) -> Study | None:
+    def _all_recorded(self, store: Store, params: resume.Params) -> Study | None:
         """The study, when every step the campaign expands to is recorded in it
         already (``resume.all_recorded``): then nothing is built, sampled or
         started for it. None when a step is missing."""
         assert self.study_id is not None
-        planned = resume.all_recorded(store, self.campaign, self.study_id, self._params())
+        planned = resume.all_recorded(store, self.campaign, self.study_id, params)
         if not planned:
             return None
         self.recorded_before = planned
@@ -170,8 +173,8 @@ class CampaignRunner:
                 f"`{remover}` removes it"
             )
 
-    def _run(self, store: Store) -> Study:
-        study = self._open(store)
+    def _run(self, store: Store, params: resume.Params) -> Study:
+        study = self._open(store, params)
         pol = self.campaign.policy
         rec = self.recorder = Recorder(
             store, study, self.ui, monitor_runs=pol.monitor, wait_quiet_s=pol.wait_quiet_s
@@ -276,16 +279,11 @@ class CampaignRunner:
             )
         return baseline
 
-    def _open(self, store: Store) -> Study:
+    def _open(self, store: Store, params: resume.Params) -> Study:
         """Begin the study, or resume it (``resume.open_study``)."""
         on = self.label or resume.label(self.targets)
-        self.study = resume.open_study(
-            store, self.campaign, self.study_id, self._params(), on, self.ui
-        )
+        self.study = resume.open_study(store, self.campaign, self.study_id, params, on, self.ui)
         return self.study
-
-    def _params(self) -> resume.Params:
-        return resume.params(self.campaign, self.targets)
 
     # -- storage, probes and servers ----------------------------------------
 
