@@ -365,3 +365,21 @@ def test_a_profile_file_edited_between_a_stop_and_a_resume_is_refused(
     assert _main("run", "c.toml", "-q") == 2
     err = capsys.readouterr().err
     assert "profile_settings.synchronous_commit: 'off' then, 'on' now" in err
+
+
+def test_a_study_whose_server_never_came_up_still_says_where_it_ran(place: Path) -> None:
+    """A one-target study takes its server's environment, read as it starts, so
+    the runner reads this machine's only when nothing else will
+    (``CampaignRunner._environment``): a server that fails to start leaves the
+    study this machine's environment, not none."""
+    (place / "c.toml").write_text(
+        f'[campaign]\nname = "nostart"\n[[target]]\nname = "t"\ndirectory = "{place / "data"}"\n'
+        '[target.set]\nssl = "on"\n'
+        "[probes]\ntiming = false\nfsync = false\nfio = false\n"
+        '[[workload]]\ntype = "tpcb"\nscales = [1]\nclients = [1]\nduration = [1]\n'
+    )
+    assert _main("run", "c.toml", "-q") != 0
+    with Store.open(place / "pgrig-results" / "results.sqlite") as st:
+        study = st.study("nostart")
+    assert study.status == "failed"
+    assert study.environment is not None and study.environment.postgres is None

@@ -43,7 +43,7 @@ from pgrig.errors import (
 )
 from pgrig.meaning import Meaning
 from pgrig.recorder import Recorder, now
-from pgrig.registry.target import Target
+from pgrig.registry.target import THIS_MACHINE, Target
 from pgrig.report import samples as report_samples
 from pgrig.report.monitor import closing_warning
 from pgrig.report.writer import write as write_report
@@ -214,7 +214,7 @@ class CampaignRunner:
                     )
                 if len(self.targets) > 1 or not self.campaign.workloads:
                     self._environment(rec)  # the study's, beside each target's (or alone)
-                if pol.monitor and self.campaign.workloads and self.targets:
+                if pol.monitor and self.campaign.workloads and self._served_here():
                     rec.baseline = self._idle_baseline()
                 self._probes(rec)
                 if self.campaign.workloads and self.targets:
@@ -264,6 +264,12 @@ class CampaignRunner:
             if (step := lifecycle.end_step(t)) is not None:
                 t.ctx = replace(t.ctx, conn=None)  # its server is gone: none to revive or pulse
                 rec.execute(step, t)
+
+    def _served_here(self) -> bool:
+        """Does a target's server run on this machine? The idle baseline samples
+        this machine, which says nothing of a server another host runs (its
+        runs are watched there, ``Context.sampling``)."""
+        return any(THIS_MACHINE in t.kind.machines(t) for t in self.targets)
 
     def _idle_baseline(self) -> monitor.IdleBaseline:
         """A few seconds of the machine before anything of ours runs: what the
