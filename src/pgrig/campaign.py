@@ -39,6 +39,7 @@ from pgrig.schema import (
     custom,
     flag,
     name_problem,
+    path,
     shown_name,
     text,
     type_name,
@@ -80,10 +81,6 @@ def _target_name(t: Table, key: str, default: object) -> str:
     if (problem := name_problem(name)) is not None:
         raise t.error(key, f"{shown_name(name)}: {problem}")
     return str(name)
-
-
-def _path(t: Table, key: str, default: object) -> Path | None:
-    return t.path_value(key)
 
 
 def _tablespace(t: Table, key: str, default: object) -> str | None:
@@ -187,17 +184,17 @@ def _kind(t: Table, key: str, default: object) -> str | None:
 TARGET_SCHEMA = Schema(
     "[[target]]",
     custom("name", None, "the column's name", _target_name, shown_default="(required)"),
-    custom(
-        "directory", None,
+    path(
+        "directory",
         "the storage under test: the throwaway cluster goes into "
-        "`DIRECTORY/pgrig-CAMPAIGN-TARGET/`, and the probes run there", _path,
+        "`DIRECTORY/pgrig-CAMPAIGN-TARGET/`, and the probes run there",
     ),
     custom(
         "dsn", None,
         "instead of a cluster: an existing server (URI or `key=value`); needs `--yes` for "
         "workloads, which drop `pgbench_*` tables; never restarted", _dsn,
     ),
-    custom("wal_directory", None, "`initdb --waldir` on another disk", _path),
+    path("wal_directory", "`initdb --waldir` on another disk"),
     custom(
         "tablespace", None,
         "a directory (pgrig creates a tablespace there in its cluster: seed 004's tbs1), "
