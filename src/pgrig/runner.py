@@ -237,11 +237,12 @@ class CampaignRunner:
         return self.study
 
     def _environment(self, rec: Recorder) -> None:
-        """This machine's environment as the study's, read once. A study of one
-        target and its workloads takes its server's (``TargetKind.server``
-        reads it where the server runs, ``_servers`` stores it), so this one is
-        read only when something needs it: a step recorded before the server
-        (a storage build, a probe: the recorder takes their tools' versions
+        """This machine's environment as the study's, read once, after the
+        targets' storage is built (its filesystems are what it describes). A
+        study of one target and its workloads takes its server's
+        (``TargetKind.server`` reads it where the server runs, ``_servers``
+        stores it), so this one is read only when something needs it: a probe
+        recorded before the server (the recorder takes its tools' versions
         from it), several targets (the study's beside each one's), no workload
         (no server), or a server that never came up."""
         if self._captured:
@@ -305,7 +306,6 @@ class CampaignRunner:
                 kept.append(t)
                 continue
             t.ctx = replace(t.ctx, build=partial(self._build, stack, t))
-            self._environment(rec)
             try:
                 built = rec.execute(step, t, record=step.id not in rec.done)
             finally:  # built once: no later step may enter it again
