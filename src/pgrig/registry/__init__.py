@@ -188,20 +188,20 @@ def load() -> None:
         try:
             plugin = ep.load()
         except (ImportError, AttributeError) as exc:
-            _refused.append(
-                PgrigError(
-                    f"the plug-in {ep.name} ({ep.value}) cannot be loaded: {exc}",
-                    hint="reinstall the package that declares it, or uninstall it, or leave "
-                    f"it out of this run: {DISABLE_ENV}={ep.name}",
-                )
+            unloadable = PgrigError(
+                f"the plug-in {ep.name} ({ep.value}) cannot be loaded: {exc}",
+                hint="reinstall the package that declares it, or uninstall it, or leave "
+                f"it out of this run: {DISABLE_ENV}={ep.name}",
             )
-            raise _refused[0] from exc
+            _refused.append(unloadable)
+            raise unloadable from exc
         plugin = _declared(plugin)
         try:
             checks.refuse_first(checks.plugin(plugin))
         except PgrigError as exc:
-            _refused.append(_refusal(exc, ep.name, ep.value))
-            raise _refused[0] from exc
+            refused = _refusal(exc, ep.name, ep.value)
+            _refused.append(refused)
+            raise refused from exc
         loaded.append((ep, dist, plugin))
     for ep, dist, plugin in loaded:
         try:
