@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pgrig import campaign, lifecycle
+from pgrig import campaign, lifecycle, registry
 from pgrig.cluster import aio
 from pgrig.cluster.server import server_os_user
 from pgrig.errors import UsageError
@@ -101,7 +101,7 @@ def test_an_axis_a_version_lacks_is_refused(tmp_path: Path) -> None:
         tmp_path, HEAD + 'versions = ["15"]\naxes = { io_method = ["sync", "worker"] }\n' + TARGET
     )
     with pytest.raises(UsageError, match="axis io_method cannot vary on PostgreSQL 15"):
-        lifecycle.check_target(camp.targets[0], Demands())
+        lifecycle.check_target(camp.targets[0], registry.target_kind(camp.targets[0]), Demands())
 
 
 def test_io_uring_refused_with_the_missing_part(
@@ -118,7 +118,7 @@ def test_io_uring_refused_with_the_missing_part(
     if not problems:
         pytest.skip("this PostgreSQL 18 has io_uring: nothing to refuse")
     with pytest.raises(UsageError, match="io_method = io_uring cannot work here") as exc:
-        lifecycle.check_target(t, Demands())
+        lifecycle.check_target(t, registry.target_kind(t), Demands())
     assert "built without liburing" in str(exc.value) or "kernel" in str(exc.value)
     assert "drop io_uring" in (exc.value.hint or "")
     assert not list(tmp_path.glob("pgrig-*"))  # nothing was created

@@ -90,8 +90,9 @@ def test_two_studies_begun_in_the_same_second_get_two_ids(
     monkeypatch.setattr(resume, "new_study_id", lambda name: f"{name}-20260101-000000")
     camp = plan.quick(place / "data")
     with Store.open(place / "s.sqlite") as st:
-        first = runner.CampaignRunner(camp, Ui(quiet=True))._open(st)
-        second = runner.CampaignRunner(camp, Ui(quiet=True))._open(st)
+        params = resume.params(camp, [])  # no target checked: none recorded
+        first = runner.CampaignRunner(camp, Ui(quiet=True))._open(st, params)
+        second = runner.CampaignRunner(camp, Ui(quiet=True))._open(st, params)
         assert first.id != second.id
         assert {s.id for s in st.studies()} == {first.id, second.id}
 
@@ -364,3 +365,21 @@ def test_a_profile_file_edited_between_a_stop_and_a_resume_is_refused(
     assert _main("run", "c.toml", "-q") == 2
     err = capsys.readouterr().err
     assert "profile_settings.synchronous_commit: 'off' then, 'on' now" in err
+
+
+def test_a_study_whose_server_never_came_up_still_says_where_it_ran(place: Path) -> None:
+    """A one-target study takes its server's environment, read as it starts, so
+    the runner reads this machine's only when nothing else will
+    (``CampaignRunner._environment``): a server that fails to start leaves the
+    study this machine's environment, not none."""
+    (place / "c.toml").write_text(
+        f'[campaign]\nname = "nostart"\n[[target]]\nname = "t"\ndirectory = "{place / "data"}"\n'
+        '[target.set]\nssl = "on"\n'
+        "[probes]\ntiming = false\nfsync = false\nfio = false\n"
+        '[[workload]]\ntype = "tpcb"\nscales = [1]\nclients = [1]\nduration = [1]\n'
+    )
+    assert _main("run", "c.toml", "-q") != 0
+    with Store.open(place / "pgrig-results" / "results.sqlite") as st:
+        study = st.study("nostart")
+    assert study.status == "failed"
+    assert study.environment is not None and study.environment.postgres is None

@@ -84,6 +84,19 @@ def test_a_clash_leaves_nothing_of_the_plugin_registered() -> None:
     assert registry.actions()["tpcb.load"] is not own
 
 
+def test_parts_are_all_checked_before_any_registers() -> None:
+    """A ``Parts`` whose last part is bad: refused in the words that part's
+    ``register_*`` uses, and none of its good parts before it registered."""
+    good = lambda: None  # noqa: E731
+    bad = registry.Parts(actions=(("partial.good", good),), executors=(("notone", int),))
+    with pytest.raises(PgrigError) as refused:
+        registry.add_plugin(bad, "tests:PARTIAL", "partial-plugin")
+    text = str(refused.value)
+    assert "partial-plugin (tests:PARTIAL)" in text
+    assert "host executor 'notone': it is not a subclass of Executor" in text
+    assert "partial.good" not in registry.actions() and "notone" not in registry.executors()
+
+
 def test_parts_are_checked_as_they_register() -> None:
     with pytest.raises(PgrigError, match="not NAMESPACE.verb"):
         registry.register_action("flat", lambda: None)

@@ -146,6 +146,12 @@ def test_a_remote_target_runs_tpcb_and_tpcc_from_two_load_hosts(
         study = st.study("remote")
         records = {r.key: r for r in st.runs("remote")}
     assert not [k for k in records if "/probe/" in k], "[probes] all false"
+    # The study's environment is its one server's, read on h1 when it started;
+    # this machine's is not read (nothing recorded before the server needs it),
+    # nor sampled idle (the runs are watched on h1: docs/architecture.md).
+    assert "capturing the environment" not in done.stderr
+    assert "sampling the idle machine" not in done.stderr
+    assert study.environment is not None and study.environment.postgres is not None
     report = (results / "report-remote.md").read_text()
     assert "## Load hosts" in report
 

@@ -21,7 +21,7 @@ import pytest
 import faultlog
 import test_history
 from conftest import full_report, make_disk_dir
-from pgrig import campaign, lifecycle, proc, storage
+from pgrig import campaign, lifecycle, proc, registry, storage
 from pgrig.cluster import workdir
 from pgrig.errors import DiskSpaceError, UsageError
 from pgrig.registry.target import Demands
@@ -472,7 +472,7 @@ def test_memory_limit_sizes_shared_buffers(base: Path) -> None:
         source="c.toml",
         base=base,
     )
-    t = lifecycle.check_target(camp.targets[0], Demands())
+    t = lifecycle.check_target(camp.targets[0], registry.target_kind(camp.targets[0]), Demands())
     assert t.profile is not None and t.profile.settings["shared_buffers"] == "128MB"
     assert t.profile.settings["effective_cache_size"] == "256MB"
 

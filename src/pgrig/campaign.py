@@ -39,6 +39,7 @@ from pgrig.schema import (
     custom,
     flag,
     name_problem,
+    path,
     shown_name,
     text,
     type_name,
@@ -80,10 +81,6 @@ def _target_name(t: Table, key: str, default: object) -> str:
     if (problem := name_problem(name)) is not None:
         raise t.error(key, f"{shown_name(name)}: {problem}")
     return str(name)
-
-
-def _path(t: Table, key: str, default: object) -> Path | None:
-    return t.path_value(key)
 
 
 def _tablespace(t: Table, key: str, default: object) -> str | None:
@@ -187,17 +184,17 @@ def _kind(t: Table, key: str, default: object) -> str | None:
 TARGET_SCHEMA = Schema(
     "[[target]]",
     custom("name", None, "the column's name", _target_name, shown_default="(required)"),
-    custom(
-        "directory", None,
+    path(
+        "directory",
         "the storage under test: the throwaway cluster goes into "
-        "`DIRECTORY/pgrig-CAMPAIGN-TARGET/`, and the probes run there", _path,
+        "`DIRECTORY/pgrig-CAMPAIGN-TARGET/`, and the probes run there",
     ),
     custom(
         "dsn", None,
         "instead of a cluster: an existing server (URI or `key=value`); needs `--yes` for "
         "workloads, which drop `pgbench_*` tables; never restarted", _dsn,
     ),
-    custom("wal_directory", None, "`initdb --waldir` on another disk", _path),
+    path("wal_directory", "`initdb --waldir` on another disk"),
     custom(
         "tablespace", None,
         "a directory (pgrig creates a tablespace there in its cluster: seed 004's tbs1), "
@@ -225,14 +222,21 @@ TARGET_SCHEMA = Schema(
 )  # fmt: skip
 
 
+def _gives_lab_keys(t: Table) -> bool:
+    """Does the target give any of the storage lab's keys (a filesystem, a
+    disk's caps or latency, a tablespace's own disk)? Only then are they read:
+    a directory, a dsn or a remote host has none to find."""
+    return any(key in t.data for key in LAB_SCHEMA.names) or any(
+        isinstance(t.data.get(key), dict) for key in ("tablespace", "index_tablespace")
+    )
+
+
 def _target(t: Table) -> TargetSpec:
     named = t.get("kind", str)
-    kind = registry.target_kinds().get(named) if named is not None else None
+    kinds = registry.target_kinds()
+    kind = kinds.get(named) if named is not None else None
     if named is None:  # a kind chosen by a key of its own (a remote target's host)
-        kind = next(
-            (k for k in registry.target_kinds().values() if k.claim_key and k.claim_key in t.data),
-            None,
-        )
+        kind = next((k for k in kinds.values() if k.claim_key and k.claim_key in t.data), None)
     options = kind.parse(t) if kind is not None else None  # before the common keys
     extra = kind.schema.names if kind is not None and kind.schema is not None else ()
     schema = Schema(TARGET_SCHEMA.title, *TARGET_SCHEMA.keys, also=(*TARGET_SCHEMA.also, *extra))
@@ -240,7 +244,7 @@ def _target(t: Table) -> TargetSpec:
     if kind is not None:
         values["kind"] = kind.name
     name = values["name"]
-    lab = LabSpec.from_table(t)
+    lab = LabSpec.from_table(t) if _gives_lab_keys(t) else None
     if lab is not None and lab.fs is not None and values["directory"] is not None:
         raise t.error(
             "directory",
@@ -382,10 +386,10 @@ def read(data: Document, ctx: Context) -> Campaign:
         )
 
     workloads: list[WorkloadSpec] = []
+    types = registry.workloads()
     for i, item in enumerate(top.get("workload", list, [])):
         r = Table(item, ("workload", i), ctx)
-        kind = r.choice("type", tuple(registry.workloads()), "tpcb")
-        workloads.append(registry.workloads()[kind].parse(r))
+        workloads.append(types[r.choice("type", tuple(types), "tpcb")].parse(r))
     names = [w.name for w in workloads]
     dupes = {n for n in names if names.count(n) > 1}
     if dupes:

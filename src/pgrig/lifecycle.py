@@ -17,6 +17,7 @@ from typing import Any
 
 from pgrig import registry
 from pgrig.errors import MemoryShortfall, UsageError
+from pgrig.registry import AnyKind
 from pgrig.registry.target import THIS_MACHINE, Demands, Target, TargetSpec
 from pgrig.step import Step
 from pgrig.storage import kernel
@@ -26,6 +27,7 @@ from pgrig.units import parse_size
 
 def check_target(
     spec: TargetSpec,
+    kind: AnyKind,
     demands: Demands,
     *,
     notes: list[str] | None = None,
@@ -36,7 +38,6 @@ def check_target(
     major is added to ``notes``."""
     notes = notes if notes is not None else []
     kernel.check(spec.kernel, trial=not planning)  # a kernel-settings axis: root, names, values
-    kind = registry.target_kind(spec, demands.power_loss)
     target = Target(spec, kind, kind.check(spec, demands, notes))
     elsewhere = sorted(kind.machines(target) - {THIS_MACHINE})
     if spec.kernel and elsewhere:

@@ -25,6 +25,7 @@ from pgrig.schema import (
     name_problem,
     number,
     shown_name,
+    text,
 )
 
 T = TypeVar("T")
@@ -329,8 +330,8 @@ SCHEMA = Schema(
     "[campaign]",
     custom("name", None, "the study id: letters, digits, `.`, `_`, `-`", _name,
            shown_default="(required)"),
-    custom("baseline", None, "the column the others are compared with",
-           lambda t, k, d: t.get(k, str, d), shown_default="first target"),
+    text("baseline", None, "the column the others are compared with",
+         shown_default="first target"),
     custom(
         "versions", (),
         "PostgreSQL versions as an axis, e.g. `[\"9.6\", \"15\", \"18\"]`: every target runs "

@@ -43,7 +43,7 @@ from pgrig.errors import (
 )
 from pgrig.meaning import Meaning
 from pgrig.recorder import Recorder, now
-from pgrig.registry.target import Target
+from pgrig.registry.target import THIS_MACHINE, Target
 from pgrig.report import samples as report_samples
 from pgrig.report.monitor import closing_warning
 from pgrig.report.writer import write as write_report
@@ -85,6 +85,7 @@ class CampaignRunner:
         self.targets: list[Target] = []
         self.recorder: Recorder | None = None
         self._refused: list[OptionRefused] = []  # lab options mkfs or the kernel refused
+        self._captured = False  # this machine's environment read (``_environment``)
         # A finished campaign run again: every step it expands to, found recorded
         # before anything was started (``_all_recorded``).
         self.recorded_before: list[Step] = []
@@ -120,7 +121,10 @@ class CampaignRunner:
         with ownership.studying(self.study_id):
             self._clean_orphans(self.campaign.name)
             self._failed_before(store)
-            return self._all_recorded(store) or self._run(store)
+            # what the study records of its campaign and targets: made once, for
+            # the check that all is recorded and for opening the study
+            params = resume.params(self.campaign, self.targets)
+            return self._all_recorded(store, params) or self._run(store, params)
 
     def _failed_before(self, store: Store) -> None:
         """The study's failed steps: run again once with ``retry_failed`` (each
@@ -143,12 +147,12 @@ class CampaignRunner:
                 f"`{self.retry_hint}` runs {'it' if len(failed) == 1 else 'them'} once more"
             )
 
-    def _all_recorded(self, store: Store) -> Study | None:
+    def _all_recorded(self, store: Store, params: resume.Params) -> Study | None:
         """The study, when every step the campaign expands to is recorded in it
         already (``resume.all_recorded``): then nothing is built, sampled or
         started for it. None when a step is missing."""
         assert self.study_id is not None
-        planned = resume.all_recorded(store, self.campaign, self.study_id, self._params())
+        planned = resume.all_recorded(store, self.campaign, self.study_id, params)
         if not planned:
             return None
         self.recorded_before = planned
@@ -169,8 +173,8 @@ class CampaignRunner:
                 f"`{remover}` removes it"
             )
 
-    def _run(self, store: Store) -> Study:
-        study = self._open(store)
+    def _run(self, store: Store, params: resume.Params) -> Study:
+        study = self._open(store, params)
         pol = self.campaign.policy
         rec = self.recorder = Recorder(
             store, study, self.ui, monitor_runs=pol.monitor, wait_quiet_s=pol.wait_quiet_s
@@ -208,16 +212,9 @@ class CampaignRunner:
                         hint="see docs/storage-lab.md for what the lab needs (root, loop "
                         "devices, mkfs.xfs/mkfs.ext4, cgroup controllers)",
                     )
-                with self.ui.step("capturing the environment"):
-                    dirs = list(dict.fromkeys(t.directory for t in self.targets if t.directory))
-                    env = environment.capture(
-                        dirs or [Path.cwd()],
-                        bin_dir=self.targets[0].bins.bin_dir,
-                        locate=self.targets[0].bins.path,
-                    )
-                store.set_environment(study.id, env)
-                rec.study = store.study(study.id)
-                if pol.monitor and self.campaign.workloads and self.targets:
+                if len(self.targets) > 1 or not self.campaign.workloads:
+                    self._environment(rec)  # the study's, beside each target's (or alone)
+                if pol.monitor and self.campaign.workloads and self._served_here():
                     rec.baseline = self._idle_baseline()
                 self._probes(rec)
                 if self.campaign.workloads and self.targets:
@@ -231,9 +228,35 @@ class CampaignRunner:
             status = "interrupted"
             raise
         finally:
+            # a study whose server never came up still says where it ran
+            unsaid = status != "interrupted" and self.targets and not self._captured
+            if unsaid and store.study(study.id).environment is None:
+                self._environment(rec)
             store.finish_study(study.id, status, now())
             self.study = store.study(study.id)
         return self.study
+
+    def _environment(self, rec: Recorder) -> None:
+        """This machine's environment as the study's, read once, after the
+        targets' storage is built (its filesystems are what it describes). A
+        study of one target and its workloads takes its server's
+        (``TargetKind.server`` reads it where the server runs, ``_servers``
+        stores it), so this one is read only when something needs it: a probe
+        recorded before the server (the recorder takes its tools' versions
+        from it), several targets (the study's beside each one's), no workload
+        (no server), or a server that never came up."""
+        if self._captured:
+            return
+        self._captured = True
+        with self.ui.step("capturing the environment"):
+            dirs = list(dict.fromkeys(t.directory for t in self.targets if t.directory))
+            env = environment.capture(
+                dirs or [Path.cwd()],
+                bin_dir=self.targets[0].bins.bin_dir,
+                locate=self.targets[0].bins.path,
+            )
+        rec.store.set_environment(rec.study.id, env)
+        rec.study = rec.store.study(rec.study.id)
 
     def _end(self, rec: Recorder) -> None:
         """Each target's step at the end of the study (its emulated disks measured
@@ -242,6 +265,12 @@ class CampaignRunner:
             if (step := lifecycle.end_step(t)) is not None:
                 t.ctx = replace(t.ctx, conn=None)  # its server is gone: none to revive or pulse
                 rec.execute(step, t)
+
+    def _served_here(self) -> bool:
+        """Does a target's server run on this machine? The idle baseline samples
+        this machine, which says nothing of a server another host runs (its
+        runs are watched there, ``Context.sampling``)."""
+        return any(THIS_MACHINE in t.kind.machines(t) for t in self.targets)
 
     def _idle_baseline(self) -> monitor.IdleBaseline:
         """A few seconds of the machine before anything of ours runs: what the
@@ -257,16 +286,11 @@ class CampaignRunner:
             )
         return baseline
 
-    def _open(self, store: Store) -> Study:
+    def _open(self, store: Store, params: resume.Params) -> Study:
         """Begin the study, or resume it (``resume.open_study``)."""
         on = self.label or resume.label(self.targets)
-        self.study = resume.open_study(
-            store, self.campaign, self.study_id, self._params(), on, self.ui
-        )
+        self.study = resume.open_study(store, self.campaign, self.study_id, params, on, self.ui)
         return self.study
-
-    def _params(self) -> resume.Params:
-        return resume.params(self.campaign, self.targets)
 
     # -- storage, probes and servers ----------------------------------------
 
@@ -309,6 +333,8 @@ class CampaignRunner:
             for t in self.targets
             if (where := t.probe_directory) is not None
         ]
+        if any(steps for _, steps in per_target):
+            self._environment(rec)
         # Probe by probe, target after target: the same probe runs close in time.
         for i in range(max((len(steps) for _, steps in per_target), default=0)):
             for t, steps in per_target:

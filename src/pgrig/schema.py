@@ -297,6 +297,11 @@ def text(name: str, default: str | None, doc: str, **kw: str | None) -> Key:
     return Key(name, default, doc, lambda t, k, d: t.get(k, str, d), **kw)
 
 
+def path(name: str, doc: str, **kw: str | None) -> Key:
+    """A path, relative to the campaign file (``Table.path_value``); no default."""
+    return Key(name, None, doc, lambda t, k, d: t.path_value(k), **kw)
+
+
 def flag(name: str, default: bool, doc: str, **kw: str | None) -> Key:
     return Key(name, default, doc, lambda t, k, d: t.get(k, bool, d), **kw)
 

@@ -45,6 +45,7 @@ from pgrig.registry.target import (
     as_written,
     directory_option,
 )
+from pgrig.registry.workload import Workload
 from pgrig.targets.throwaway import norm_locale
 from pgrig.units import GB
 
@@ -80,16 +81,18 @@ def campaign(
     and refusals that only a run's ``--yes`` lifts are left to the run."""
     warnings: list[str] = []
     ownership.state_dir()  # where what a run makes is recorded: refused now, not half way
-    lossy = power_loss_workload(camp)
+    # The campaign's workloads and each target's kind, resolved once for the pass.
+    workloads = [registry.of(w) for w in camp.workloads]
+    lossy = power_loss_workload(camp, workloads)
+    kinds = {spec.name: registry.target_kind(spec, lossy) for spec in camp.targets}
     for spec in camp.targets:
-        if registry.target_kind(spec, lossy).creates_server:
+        if kinds[spec.name].creates_server:
             check_pg_environment("initdb and the server pgrig creates read it")
             check_initdb(camp, spec)
     needs = plan.disk_needs(camp)
-    workloads = [registry.of(w) for w in camp.workloads]
     destructive = next((w.needs.destructive for w in workloads if w.needs.destructive), None)
     runs: list[Target] = []
-    peak, peak_of = _peak(camp)
+    peak, peak_of = _peak(camp, workloads)
     demands = Demands(
         yes=yes or planning,
         destructive=destructive,
@@ -103,13 +106,15 @@ def campaign(
     for spec in camp.targets:
         if planning and not _installed(spec):
             # the plan lists the download; the run checks the rest once installed
-            kind = registry.target_kind(spec, lossy)
+            kind = kinds[spec.name]
             if spec.directory is not None and kind.directory_must_exist:
                 workdir.check_target(spec.directory, option=directory_option(spec, camp.source))
             kind.check_uninstalled(spec, camp.source, warnings)
             continue
         need = replace(demands, need_bytes=needs.get(spec.name, 0))
-        runs.append(lifecycle.check_target(spec, need, notes=warnings, planning=planning))
+        runs.append(
+            lifecycle.check_target(spec, kinds[spec.name], need, notes=warnings, planning=planning)
+        )
     tools = sorted({tool for w in workloads for tool in w.needs.tools})
     for run in runs:
         missing = [tool for tool in tools if not run.bins.has(tool)]
@@ -125,9 +130,10 @@ def campaign(
     shared_space(runs, needs, camp.source)
     if camp.policy.concurrent:
         lifecycle.check_concurrent(runs, camp.source)
-    warnings += _duration(camp)  # after the disk: a scale too large is first of all that
+    seconds, steps = _size(camp)
+    warnings += _duration(camp, seconds)  # after the disk: a scale too large is first of all that
     if results is not None and store is not None:
-        results_space(results, store, _size(camp)[1])
+        results_space(results, store, steps)
     warning = lifecycle.memory_check(runs, needs, camp.source)
     if warning:
         warnings.append(warning)
@@ -136,10 +142,11 @@ def campaign(
     return Checked(runs, warnings)
 
 
-def power_loss_workload(camp: Campaign) -> str | None:
-    """The name of the workload that cuts the power, if any; refused beside a
-    workload that would be measured on the (slower) lossy filesystem."""
-    loses = {w.name: registry.of(w).loses_power(w) for w in camp.workloads}
+def power_loss_workload(camp: Campaign, workloads: Sequence[Workload]) -> str | None:
+    """The name of the workload that cuts the power, if any (``workloads``: the
+    campaign's, resolved); refused beside a workload that would be measured on
+    the (slower) lossy filesystem."""
+    loses = {w.name: of.loses_power(w) for w, of in zip(camp.workloads, workloads, strict=True)}
     cutting = [name for name, cuts in loses.items() if cuts]
     if not cutting:
         return None
@@ -228,8 +235,7 @@ def _size(camp: Campaign) -> tuple[float, int]:
     return s1 + (repeat - 1) * (s2 - s1), n1 + (repeat - 1) * (n2 - n1)
 
 
-def _duration(camp: Campaign) -> list[str]:
-    seconds, _ = _size(camp)
+def _duration(camp: Campaign, seconds: float) -> list[str]:
     what = (
         "--duration, --repeat or --scale"
         if camp.source == "command line"
@@ -248,9 +254,9 @@ def _duration(camp: Campaign) -> list[str]:
 # -- connections -----------------------------------------------------------------
 
 
-def _peak(camp: Campaign) -> tuple[int, str]:
+def _peak(camp: Campaign, workloads: Sequence[Workload]) -> tuple[int, str]:
     """The most connections one run opens, and the workload that opens them."""
-    peaks = [(registry.of(w).connections(w), w.name) for w in camp.workloads]
+    peaks = [(of.connections(w), w.name) for w, of in zip(camp.workloads, workloads, strict=True)]
     return max(peaks, default=(0, ""))
 
 

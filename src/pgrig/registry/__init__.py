@@ -48,6 +48,7 @@ import click
 from pgrig.errors import PgrigError, UsageError
 from pgrig.hosts.executor import Executor
 from pgrig.registry import checks
+from pgrig.registry.parts import ActionMaker, Parts
 from pgrig.registry.report import ReportSection, Rule, RunsReport
 from pgrig.registry.target import TargetKind, TargetSpec
 from pgrig.registry.workload import Workload, WorkloadSpec
@@ -58,7 +59,6 @@ GROUP = "pgrig.plugins"  # the entry points' group
 OWN = "pgrig"  # the distribution whose entry points load first, in their order
 
 AnyKind = TargetKind[object, object]
-ActionMaker = Callable[..., Action | Prepare]
 
 # The tables, in the order their plug-ins registered; workloads and target kinds
 # are read in their ``order`` (without ``kind = ...`` a target is the first kind
@@ -78,19 +78,6 @@ _refused: list[PgrigError] = []
 
 DISABLE_ENV = "PGRIG_DISABLE_PLUGINS"  # NAME,NAME: entry points left out of this run
 DIRECT = "(registered by a call)"  # the owner of parts registered outside an entry point
-
-
-@dataclass(frozen=True)
-class Parts:
-    """What a plug-in that is neither a workload nor a target kind adds, declared
-    as a workload declares its own: the registry reads it when the entry point
-    loads, in this order (``probes = "pgrig.plugins.probes:PARTS"``)."""
-
-    kinds: tuple[ResultKind, ...] = ()  # result kinds of its own
-    actions: tuple[tuple[str, ActionMaker], ...] = ()  # (NAMESPACE.verb, action)
-    executors: tuple[tuple[str, type[Executor]], ...] = ()  # (name, Executor class)
-    sections: tuple[tuple[str, ReportSection], ...] = ()  # (name, report section)
-    rules: tuple[tuple[str, Rule], ...] = ()  # (name, conclusion rule)
 
 
 @dataclass(frozen=True)
@@ -189,29 +176,56 @@ def load() -> None:
             hint="pgrig plugins lists the installed ones: "
             + ", ".join(sorted({ep.name for ep in found})),
         )
+    # Every plug-in imported and checked before any registers (pluggy checks a
+    # plug-in when it registers; a bad one refused here leaves nothing registered),
+    # then all registered: each check and each addition made once, in one pass.
+    loaded: list[tuple[importlib.metadata.EntryPoint, str, object]] = []
     for ep in found:
         dist = " ".join(_metadata(ep.dist)) if ep.dist is not None else "?"
         if ep.name in _DISABLED:
             _PLUGINS[ep.name] = Plugin(ep.name, ep.value, dist, disabled=_DISABLED[ep.name])
             continue
         try:
-            _PLUGINS[ep.name] = Plugin(ep.name, ep.value, dist, _load_one(ep))
+            plugin = ep.load()
+        except (ImportError, AttributeError) as exc:
+            unloadable = PgrigError(
+                f"the plug-in {ep.name} ({ep.value}) cannot be loaded: {exc}",
+                hint="reinstall the package that declares it, or uninstall it, or leave "
+                f"it out of this run: {DISABLE_ENV}={ep.name}",
+            )
+            _refused.append(unloadable)
+            raise unloadable from exc
+        plugin = _declared(plugin)
+        try:
+            checks.refuse_first(checks.plugin(plugin))
         except PgrigError as exc:
+            refused = _refusal(exc, ep.name, ep.value)
+            _refused.append(refused)
+            raise refused from exc
+        loaded.append((ep, dist, plugin))
+    for ep, dist, plugin in loaded:
+        try:
+            parts = add_plugin(plugin, ep.value, ep.name, checked=True)
+        except PgrigError as exc:  # a clash with a plug-in registered before it
             _refused.append(exc)
             raise
+        _PLUGINS[ep.name] = Plugin(ep.name, ep.value, dist, parts)
 
 
-def _load_one(ep: importlib.metadata.EntryPoint) -> tuple[tuple[str, str], ...]:
-    """Import one entry point and register what it names: what it registered."""
-    try:
-        plugin = ep.load()
-    except (ImportError, AttributeError) as exc:
-        raise PgrigError(
-            f"the plug-in {ep.name} ({ep.value}) cannot be loaded: {exc}",
-            hint="reinstall the package that declares it, or uninstall it, or leave it "
-            f"out of this run: {DISABLE_ENV}={ep.name}",
-        ) from exc
-    return add_plugin(plugin, ep.value, ep.name)
+def _declared(plugin: object) -> object:
+    """What an entry point names: an entry point installed before its module
+    named its ``PARTS`` names the module."""
+    if inspect.ismodule(plugin) and isinstance(getattr(plugin, "PARTS", None), Parts):
+        return plugin.PARTS
+    return plugin
+
+
+def _refusal(exc: PgrigError, name: str, where: str) -> PgrigError:
+    return type(exc)(
+        f"the plug-in {name} ({where}) is refused, nothing of it is registered: {exc.message}",
+        hint=(exc.hint + "; " if exc.hint else "")
+        + f"or leave it out of this run: {DISABLE_ENV}={name}",
+    )
 
 
 def plugins() -> list[Plugin]:
@@ -236,50 +250,51 @@ def _whole() -> Iterator[None]:
         raise
 
 
-def add_plugin(plugin: object, where: str, name: str | None = None) -> tuple[tuple[str, str], ...]:
+def add_plugin(
+    plugin: object, where: str, name: str | None = None, *, checked: bool = False
+) -> tuple[tuple[str, str], ...]:
     """Register what an entry point (``name``, naming ``where``) names: a
-    workload, a target kind, a command, or a module or function whose
-    ``register()`` adds its parts; checked and registered whole, or refused
-    with nothing registered. Returns what it registered, as (what, name)."""
+    workload, a target kind, a command, ``Parts``, or a module or function
+    whose ``register()`` adds its parts; checked (``checked``: by ``load``
+    already) and registered whole, or refused with nothing registered.
+    Returns what it registered, as (what, name)."""
     name = name or where
+    plugin = _declared(plugin)
     parts: list[tuple[str, str]] = []
     _current.append((name, parts))
     try:
         with _whole():
             try:
+                if not checked:
+                    checks.refuse_first(checks.plugin(plugin))
                 _add_plugin(plugin, where)
             except PgrigError as exc:
-                raise type(exc)(
-                    f"the plug-in {name} ({where}) is refused, nothing of it is registered: "
-                    f"{exc.message}",
-                    hint=(exc.hint + "; " if exc.hint else "")
-                    + f"or leave it out of this run: {DISABLE_ENV}={name}",
-                ) from exc
+                raise _refusal(exc, name, where) from exc
     finally:
         _current.pop()
     return tuple(parts)
 
 
 def _add_plugin(plugin: object, where: str) -> None:
-    if inspect.ismodule(plugin) and isinstance(getattr(plugin, "PARTS", None), Parts):
-        plugin = plugin.PARTS  # an entry point installed before it named its PARTS
+    """Add a checked plug-in's parts (a ``register()`` hook's are checked as
+    they register)."""
     if isinstance(plugin, Workload):
-        register(plugin)
+        _add_part(_WORKLOADS, plugin.type, plugin, "workload")
     elif isinstance(plugin, TargetKind):
-        register_target_kind(plugin)
+        _add_part(_TARGET_KINDS, plugin.name, plugin, "target kind")
     elif isinstance(plugin, click.Command):  # callable too: not a register() hook
-        register_command(plugin)
+        _add(_COMMANDS, plugin.name or "", plugin, "command")
     elif isinstance(plugin, Parts):
         for kind_ in plugin.kinds:
-            register_kind(kind_)
+            _add(_RESULT_KINDS, kind_.name, kind_, "result kind")
         for name, action in plugin.actions:
-            register_action(name, action)
+            _add_action(name, action)
         for name, executor in plugin.executors:
-            register_executor(name, executor)
+            _add(_EXECUTORS, name, executor, "host executor")
         for name, section in plugin.sections:
-            register_section(name, section)
+            _add(_SECTIONS, name, section, "report section")
         for name, rule in plugin.rules:
-            register_rule(name, rule)
+            _add(_RULES, name, rule, "conclusion rule")
     else:
         hook = getattr(plugin, "register", None) if inspect.ismodule(plugin) else plugin
         if not callable(hook):
@@ -323,7 +338,7 @@ def _remove(table: MutableMapping[str, T], name: str, item: T) -> None:
 def register(workload: Workload) -> None:
     """Add a workload, with the step actions it brings: checked first, then
     added whole (a clash leaves nothing of it)."""
-    checks.refuse(f"workload {getattr(workload, 'type', '?')!r}", checks.workload(workload))
+    checks.refuse_first(checks.plugin(workload))
     _add_part(_WORKLOADS, workload.type, workload, "workload")
 
 
@@ -335,7 +350,7 @@ def _add_part(
         _add(table, name, cast(T, part), what)
         _own_kinds(part.kinds)
         for action_name, action in part.actions.items():
-            register_action(action_name, action)
+            _add_action(action_name, action)  # checked with the part (``checks.workload``)
 
 
 def _own_kinds(brought: tuple[ResultKind, ...]) -> None:
@@ -366,7 +381,7 @@ def unregister(workload: Workload) -> None:
 def register_target_kind(kind: AnyKind) -> None:
     """Add a target kind; chosen by ``kind = "NAME"`` in a ``[[target]]`` (or by
     its ``claims``/``claim_key``), with the step actions it brings."""
-    checks.refuse(f"target kind {getattr(kind, 'name', '?')!r}", checks.target_kind(kind))
+    checks.refuse_first(checks.plugin(kind))
     _add_part(_TARGET_KINDS, kind.name, kind, "target kind")
 
 
@@ -381,6 +396,11 @@ def register_action(name: str, action: ActionMaker) -> None:
     Its name is ``NAMESPACE.verb``; the namespace is the plug-in's that used it
     first (another plug-in may register the very same function there, no other)."""
     checks.refuse(f"step action {name!r}", checks.action(name, action))
+    _add_action(name, action)
+
+
+def _add_action(name: str, action: ActionMaker) -> None:
+    """A checked step action, in its plug-in's namespace."""
     space = name.split(".", 1)[0]
     owner = _OWNERS.get(("namespace", space))
     if owner is not None and owner != _owner() and _ACTIONS.get(name) is not action:
@@ -410,8 +430,7 @@ def unregister_kind(kind: ResultKind) -> None:
 
 def register_executor(name: str, executor: type[Executor]) -> None:
     """Add a kind of host executor (``local``, ``ssh``)."""
-    if not (inspect.isclass(executor) and issubclass(executor, Executor)):
-        checks.refuse(f"host executor {name!r}", ["it is not a subclass of Executor"])
+    checks.refuse(f"host executor {name!r}", checks.executor(executor, Executor))
     _add(_EXECUTORS, name, executor, "host executor")
 
 
@@ -441,10 +460,8 @@ def unregister_rule(name: str, rule: Rule) -> None:
 
 def register_command(command: click.Command) -> None:
     """Add a command of the command line (``pgrig NAME``)."""
-    name = command.name or ""
-    if not name:
-        checks.refuse("command", ['it has no name (click.command("NAME"))'])
-    _add(_COMMANDS, name, command, "command")
+    checks.refuse_first(checks.plugin(command))
+    _add(_COMMANDS, command.name or "", command, "command")
 
 
 def unregister_command(command: click.Command) -> None:
@@ -625,6 +642,7 @@ __all__ = [
     "DISABLE_ENV",
     "GROUP",
     "AnyKind",
+    "Parts",
     "Plugin",
     "actions",
     "add_plugin",

@@ -14,7 +14,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import is_dataclass
 from typing import Any
 
+import click
+
 from pgrig.errors import PgrigError
+from pgrig.hosts.executor import Executor
+from pgrig.registry.parts import Parts
+from pgrig.registry.target import TargetKind
+from pgrig.registry.workload import Workload
 from pgrig.results import ResultKind
 from pgrig.schema import NAME, Key, Schema
 
@@ -25,6 +31,36 @@ def refuse(what: str, problems: list[str]) -> None:
     """Raise the problems found in ``what`` (a workload 'x') as one error."""
     if problems:
         raise PgrigError(f"{what}: " + "; ".join(problems), hint=HINT)
+
+
+def refuse_first(found: Iterable[tuple[str, list[str]]]) -> None:
+    """Raise the problems of the first part that has any (``plugin``'s)."""
+    for what, problems in found:
+        refuse(what, problems)
+
+
+def plugin(value: object) -> list[tuple[str, list[str]]]:
+    """Every part of one plug-in, checked before any of it registers: (what,
+    its problems) per part. A ``register()`` hook's parts are checked as they
+    register (``pgrig.registry.register*``)."""
+    if isinstance(value, Workload):
+        return [(f"workload {getattr(value, 'type', '?')!r}", workload(value))]
+    if isinstance(value, TargetKind):
+        return [(f"target kind {getattr(value, 'name', '?')!r}", target_kind(value))]
+    if isinstance(value, click.Command):
+        return [("command", [] if value.name else ['it has no name (click.command("NAME"))'])]
+    if isinstance(value, Parts):
+        return [
+            *(
+                (f"result kind {getattr(k, 'name', '?')!r}", result_kinds((k,)))
+                for k in value.kinds
+            ),
+            *((f"step action {name!r}", action(name, a)) for name, a in value.actions),
+            *((f"host executor {name!r}", executor(e, Executor)) for name, e in value.executors),
+            *((f"report section {name!r}", function(s, "it")) for name, s in value.sections),
+            *((f"conclusion rule {name!r}", function(r, "it")) for name, r in value.rules),
+        ]
+    return []
 
 
 def _name(value: object, attr: str) -> list[str]:
@@ -92,6 +128,13 @@ def function(value: object, what: str) -> list[str]:
     return [] if callable(value) else [f"{what} is a {type(value).__name__}, not a function"]
 
 
+def executor(value: object, base: type) -> list[str]:
+    """A kind of host executor: a class of ``base`` (``hosts.executor.Executor``)."""
+    if inspect.isclass(value) and issubclass(value, base):
+        return []
+    return [f"it is not a subclass of {base.__name__}"]
+
+
 def _actions(actions: object) -> list[str]:
     if not isinstance(actions, Mapping):
         return [f"its actions are a {type(actions).__name__}, not a mapping of name to function"]
@@ -141,4 +184,13 @@ def _order(part: object) -> list[str]:
     return [] if isinstance(order, int) else [f"its order {order!r} is not a whole number"]
 
 
-__all__ = ["action", "function", "refuse", "result_kinds", "schema", "target_kind", "workload"]
+__all__ = [
+    "action",
+    "executor",
+    "function",
+    "refuse",
+    "result_kinds",
+    "schema",
+    "target_kind",
+    "workload",
+]

@@ -207,6 +207,11 @@ class Target:
         self.bins: PgBinaries = checked.bins
         self.profile: Profile | None = checked.profile
         self.owned = checked.owned
+        # Where it is in words, and how many machines run its clients: its kind
+        # says them from the spec, once (as ``plan.PlannedTarget`` does), not each
+        # time a phase makes its steps.
+        self.storage: str = kind.where(spec)[0]
+        self.load_hosts: int = kind.load_hosts(spec)
         scratch = checked.directory or Path.cwd()
         self.ctx = Context(
             bins=checked.bins,
@@ -218,14 +223,6 @@ class Target:
             checked.directory,
             {"tablespace": spec.tablespace, "index_tablespace": spec.index_tablespace},
         )
-
-    @property
-    def storage(self) -> str:
-        return self.kind.where(self.spec)[0]
-
-    @property
-    def load_hosts(self) -> int:
-        return self.kind.load_hosts(self.spec)
 
     @property
     def directory(self) -> Path | None:
