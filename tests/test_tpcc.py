@@ -304,6 +304,12 @@ def test_load_one_warehouse_cardinalities(loaded: Conn) -> None:
     assert "customer_last_name" in names and "order_line_pkey" in names
 
 
+def _autovacuum(admin: Conn, off: bool) -> None:
+    with admin.connect() as c:
+        c.execute("ALTER SYSTEM SET autovacuum = off" if off else "ALTER SYSTEM RESET autovacuum")
+        c.execute("SELECT pg_reload_conf()")
+
+
 def _all_visible(conn: Conn) -> dict[str, bool]:
     """Per big table: every page all-visible (ANALYZE copies the count from the map)."""
     with conn.connect() as c:
@@ -333,6 +339,11 @@ def test_a_load_in_warehouse_ranges_is_vacuumed_and_consistent(db: Conn) -> None
         c.execute("DROP DATABASE IF EXISTS tpcc_ranges")
         c.execute("CREATE DATABASE tpcc_ranges")
     ranged = admin.with_dbname("tpcc_ranges")
+    # Autovacuum off while this load runs: an autoanalyze of a table the load has
+    # just filled holds a snapshot, which can hold back the horizon of the load's
+    # own VACUUM, and the pages after it are then not all-visible (ci27: stock,
+    # once in four fresh clones). The module's own cluster; set back below.
+    _autovacuum(admin, off=True)
     try:
         lsn = _wal_lsn(ranged)
         result = loader.load(ranged, 2, jobs=4)
@@ -349,6 +360,7 @@ def test_a_load_in_warehouse_ranges_is_vacuumed_and_consistent(db: Conn) -> None
         assert "at the server's own WAL settings" in caption and "VACUUM ANALYZE" in caption
         assert all(_all_visible(ranged).values())
     finally:
+        _autovacuum(admin, off=False)
         with admin.connect() as c:
             c.execute("DROP DATABASE IF EXISTS tpcc_ranges")
 
