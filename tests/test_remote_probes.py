@@ -12,6 +12,8 @@ probe directory is the one beside the data directory.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -234,6 +236,12 @@ def test_a_probe_left_by_a_killed_pgrig_is_stopped_by_clean(
                 (d / owner.OWNER_FILE).read_text())["pids"]]  # fmt: skip
 
         (home,) = wait_for(recorded, timeout=120, what="pg_test_fsync, its PID recorded")
+        # Stopped first: pg_test_fsync prints a line every 5 s, and the first
+        # after pgrig's SSH channel closed would meet SIGPIPE (CI's stop 47: it
+        # was gone before the check). A stopped probe outlives its pgrig until
+        # clean signals it and continues it; nothing else would ever end it.
+        ((probe,),) = netns_lab.processes("pg_test_fsync").values()
+        os.kill(probe, signal.SIGSTOP)
         running.kill()
         running.communicate(timeout=30)
         assert netns_lab.processes("pg_test_fsync"), "it runs on without its pgrig"

@@ -109,6 +109,10 @@ def _stop(ex: Executor, pid: int, directory: str) -> None:
 
     def send(signum: signal.Signals) -> None:
         ex.run(["kill", f"-{signum.value}", str(pid)], timeout=30, check=False, what="kill")
+        # A stopped process (^Z, a debugger, a frozen cgroup) holds the signal
+        # pending until it runs again: continue it, as systemd does after its
+        # KillSignal, so that it can act on the signal and go.
+        ex.run(["kill", f"-{signal.SIGCONT.value}", str(pid)], timeout=30, check=False, what="kill")
 
     def gone(seconds: float) -> bool:
         deadline = time.monotonic() + seconds
