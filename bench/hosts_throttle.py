@@ -20,9 +20,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from hosts_fixture import make_lab, netns_available  # noqa: E402
+from pgrig.registry.shared import LoadHostsRun  # noqa: E402
 from pgrig.results import typed  # noqa: E402
 from pgrig.store import Store  # noqa: E402
-from pgrig.targets.loadhosts import LoadHostsRun  # noqa: E402
 from test_remote_faults import _link_of  # noqa: E402
 from test_remote_target import campaign  # noqa: E402
 

@@ -13,10 +13,11 @@ from pgrig.errors import UsageError
 from pgrig.hosts import facts
 from pgrig.pgsource.binaries import PgBinaries
 from pgrig.proc import Completed
+from pgrig.registry.shared import LoadHost, LoadHostsRun
 from pgrig.registry.target import TargetSpec
-from pgrig.results import RunRecord, to_dict
+from pgrig.report.loadhosts import section
+from pgrig.results import RunRecord, Study, to_dict
 from pgrig.targets import remote
-from pgrig.targets.loadhosts import LoadHost, LoadHostsRun, section
 from pgrig.workloads.tpcb.steps import threads_for
 
 
@@ -97,7 +98,10 @@ def test_the_report_says_a_pgbench_of_another_major_only_when_recorded() -> None
 
     def notes(*hosts: LoadHost, server: str | None) -> tuple[str, ...]:
         run = LoadHostsRun("h1", hosts, 200.0, 1.0, 2.0, 600, 0.1, 0.1, server_version=server)
-        found = section([record(run)])
+        study = Study(
+            id="s", name="s", target="db", started_at="2026-01-01T00:00:00", status="done"
+        )
+        found = section(study, [record(run)])
         assert found is not None
         return found.blocks[0].notes  # type: ignore[attr-defined,no-any-return]
 

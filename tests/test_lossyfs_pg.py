@@ -238,7 +238,7 @@ def test_a_failed_fsync_panics_and_recovery_loses_nothing(rig: Rig) -> None:
 
 
 def test_old_minors_that_retry_a_failed_fsync_are_flagged() -> None:
-    from pgrig.durability import fsyncgate
+    from pgrig.cluster import fsyncgate
 
     assert fsyncgate.retries_failed_fsync(110001) and not fsyncgate.retries_failed_fsync(110002)
     assert fsyncgate.retries_failed_fsync(90515) and not fsyncgate.retries_failed_fsync(90516)

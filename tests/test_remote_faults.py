@@ -26,9 +26,9 @@ import pytest
 import faultlog
 import test_history
 from hosts_fixture import Lab, netns_lab, owned_by  # noqa: F401  (the fixture)
+from pgrig.registry.shared import LoadHostsRun
 from pgrig.results import typed
 from pgrig.store import Store
-from pgrig.targets.loadhosts import LoadHostsRun
 from test_cli import pgrig, spawn, wait_for
 from test_history import Done
 from test_remote_target import campaign

@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 from hosts_fixture import Lab, netns_lab  # noqa: F401  (the fixture)
+from pgrig.registry.shared import LoadHostsRun
 from pgrig.results import typed
 from pgrig.store import Store
-from pgrig.targets.loadhosts import LoadHostsRun
 from pgrig.workloads.tpcc.model import TpccRun
 from test_cli import pgrig
 from test_txlog import at_rank

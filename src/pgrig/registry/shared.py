@@ -6,6 +6,7 @@ loads, and the relations' sizes. The report selects records by these objects
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from pgrig.document import fmt
@@ -110,3 +111,57 @@ RELATION_SIZES = ResultKind(
         "database_bytes": r.database_bytes,
     },
 )
+
+
+# A remote target's measured run from its load hosts (pgrig.targets.loadhosts
+# records it; the report's Load hosts section reads it).
+@dataclass(frozen=True)
+class LoadHost:
+    """One load host's part of a measured run."""
+
+    host: str
+    tps: float
+    transactions: int
+    p50_ms: float | None  # from this host's own log
+    p99_ms: float | None
+    started_ms: float  # after the common start, this machine's clock
+    offset_ms: float  # its clock minus this machine's
+    offset_uncertainty_ms: float  # half the best ping's round trip
+    cpu_busy_pct: float | None  # median over the run
+    log_files: tuple[str, ...]  # its per-transaction logs, copied here
+    figure: float | None = None  # the workload's own figure (``LoadHostsRun.figure_name``)
+    # Read on the host once per study (older records: None): its pgbench's
+    # ``--version``, its logical CPUs and the ``-j`` its pgbench ran with.
+    pgbench: str | None = None
+    cpus: int | None = None
+    threads: int | None = None
+
+
+@dataclass(frozen=True)
+class LoadHostsRun:
+    """A measured run from several load hosts: each host's figures and the merged ones."""
+
+    server: str
+    hosts: tuple[LoadHost, ...]
+    tps: float  # the hosts' sum
+    p50_ms: float | None  # from every host's log pooled (never from per-host percentiles)
+    p99_ms: float | None
+    samples: int
+    start_spread_ms: float
+    start_spread_uncertainty_ms: float
+    client_bound: str | None = None  # the verdict rule's summary when a load host ran out of CPU
+    figure_name: str | None = None  # a workload's figure per host besides tps (TPC-C: tpmC)
+    figure: float | None = None  # its sum over the hosts
+    server_version: str | None = None  # the server's PostgreSQL (older records: None)
+    # A host whose share of the sum is not the others' (``imbalance``); None: none
+    imbalance: str | None = None
+
+
+def _hosts_headline(r: LoadHostsRun) -> str:
+    return (
+        f": {fmt.rate(r.tps)} tps from {len(r.hosts)} hosts, started within "
+        f"{r.start_spread_ms:.2f} ms"
+    )
+
+
+LOAD_HOSTS = ResultKind("load_hosts", LoadHostsRun, headline=_hosts_headline)

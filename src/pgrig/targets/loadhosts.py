@@ -1,6 +1,8 @@
-"""A remote target's measured runs from its load hosts: the typed record of
-each host's part and the merged figures (``load_hosts``), the ``Context.clients``
-that runs them (``Driver``), and the report's "Load hosts" section.
+"""A remote target's measured runs from its load hosts: the ``Context.clients``
+that runs them (``Driver``) and what says a host was held back (``imbalance``).
+Their record (``load_hosts``: each host's part and the merged figures) is in
+``pgrig.registry.shared``, the report's "Load hosts" section in
+``pgrig.report.loadhosts``.
 """
 
 from __future__ import annotations
@@ -9,7 +11,6 @@ import math
 import statistics
 import tempfile
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
@@ -17,85 +18,13 @@ from pgrig import load, stats
 from pgrig.clients import OneHost
 from pgrig.conninfo import Conn
 from pgrig.document import fmt
-from pgrig.document.model import HEADLINE, Row, Section, Table
 from pgrig.hosts import facts
 from pgrig.hosts.executor import Executor
 from pgrig.monitor.hosts import client_bound
+from pgrig.registry.shared import LOAD_HOSTS, LoadHost, LoadHostsRun
 from pgrig.registry.target import Target
-from pgrig.report import index
-from pgrig.results import PgbenchRun, ResultKind, RunRecord
+from pgrig.results import PgbenchRun
 from pgrig.step import Extra
-
-
-@dataclass(frozen=True)
-class LoadHost:
-    """One load host's part of a measured run."""
-
-    host: str
-    tps: float
-    transactions: int
-    p50_ms: float | None  # from this host's own log
-    p99_ms: float | None
-    started_ms: float  # after the common start, this machine's clock
-    offset_ms: float  # its clock minus this machine's
-    offset_uncertainty_ms: float  # half the best ping's round trip
-    cpu_busy_pct: float | None  # median over the run
-    log_files: tuple[str, ...]  # its per-transaction logs, copied here
-    figure: float | None = None  # the workload's own figure (``LoadHostsRun.figure_name``)
-    # Read on the host once per study (older records: None): its pgbench's
-    # ``--version``, its logical CPUs and the ``-j`` its pgbench ran with.
-    pgbench: str | None = None
-    cpus: int | None = None
-    threads: int | None = None
-
-
-@dataclass(frozen=True)
-class LoadHostsRun:
-    """A measured run from several load hosts: each host's figures and the merged ones."""
-
-    server: str
-    hosts: tuple[LoadHost, ...]
-    tps: float  # the hosts' sum
-    p50_ms: float | None  # from every host's log pooled (never from per-host percentiles)
-    p99_ms: float | None
-    samples: int
-    start_spread_ms: float
-    start_spread_uncertainty_ms: float
-    client_bound: str | None = None  # the verdict rule's summary when a load host ran out of CPU
-    figure_name: str | None = None  # a workload's figure per host besides tps (TPC-C: tpmC)
-    figure: float | None = None  # its sum over the hosts
-    server_version: str | None = None  # the server's PostgreSQL (older records: None)
-    # A host whose share of the sum is not the others' (``imbalance``); None: none
-    imbalance: str | None = None
-
-
-def _headline(r: LoadHostsRun) -> str:
-    return (
-        f": {fmt.rate(r.tps)} tps from {len(r.hosts)} hosts, started within "
-        f"{r.start_spread_ms:.2f} ms"
-    )
-
-
-LOAD_HOSTS = ResultKind("load_hosts", LoadHostsRun, headline=_headline)
-
-
-def _fmt(ms: float | None) -> str:
-    return "-" if ms is None else f"{ms:.3f}"
-
-
-def _other_pgbench(r: LoadHostsRun) -> str | None:
-    """The load hosts whose pgbench is of another major than the server (said:
-    pgbench's own cost per transaction may differ); None: none, or not recorded."""
-    server = facts.major(r.server_version) if r.server_version else None
-    other = [
-        f"{h.host} {h.pgbench}"
-        for h in r.hosts
-        if server and h.pgbench and facts.major(h.pgbench) not in (None, server)
-    ]
-    if not other:
-        return None
-    return f"pgbench of another major than the server's PostgreSQL {server}: " + ", ".join(other)
-
 
 # Every load host runs the same clients: one whose seconds are shown slower than
 # the others' by more than ``HELD_BACK_PCT`` (``stats.decide`` over the seconds:
@@ -155,68 +84,6 @@ def _shown_slower(others: Sequence[float], mine: Sequence[float]) -> str | None:
     if bounds[1] >= math.log1p(-HELD_BACK_PCT / 100):  # slower, perhaps not by that much
         return None
     return f"{c.interval_text()} over its seconds, {c.p_words()}"
-
-
-def _client(h: LoadHost) -> str:
-    """A host's pgbench, CPUs and -j (issue 40.16: in the export only); '-' in
-    records made before they were read."""
-    if h.pgbench is None:
-        return "-"
-    version = facts.major(h.pgbench) and h.pgbench.rsplit(" ", 1)[-1]
-    return f"{version or h.pgbench} ({h.cpus} CPUs, -j {h.threads})"
-
-
-def section(records: Sequence[RunRecord]) -> Section | None:
-    """The report's Load hosts section: per host and merged, run by run."""
-    runs = index.read(records).ok(LOAD_HOSTS, LoadHostsRun)
-    if not runs:
-        return None
-    rows: list[Row] = []
-    notes: list[str] = []
-    # A workload's own figure (TPC-C's tpmC) gets a column when a run has one.
-    figures = sorted({res.figure_name for _, res in runs if res.figure_name})
-
-    def figure(value: float | None) -> tuple[str, ...]:
-        return (f"{value:,.0f}" if value is not None else "-",) if figures else ()
-
-    for rec, res in runs:
-        run = str(rec.params.get("run", rec.key))
-        for h in res.hosts:
-            rows.append(Row((
-                run, h.host, f"{h.tps:,.0f}", *figure(h.figure), _fmt(h.p50_ms),
-                _fmt(h.p99_ms), f"{h.started_ms:+.2f}",
-                f"{h.offset_ms:+.3f} ± {h.offset_uncertainty_ms:.3f}", _client(h),
-            )))  # fmt: skip
-        rows.append(Row((
-            run, f"all {len(res.hosts)} (sum; pooled logs)", f"{res.tps:,.0f}",
-            *figure(res.figure), _fmt(res.p50_ms), _fmt(res.p99_ms),
-            f"spread {res.start_spread_ms:.2f} ± {res.start_spread_uncertainty_ms:.2f}", "",
-            f"{sum(h.threads or 0 for h in res.hosts)} threads" if all(
-                h.threads for h in res.hosts) else "",
-        ), kind=HEADLINE))  # fmt: skip
-        if res.client_bound:
-            notes.append(f"{run}: client-bound - {res.client_bound}")
-        if mismatch := _other_pgbench(res):
-            notes.append(f"{run}: {mismatch}")
-        if res.imbalance:
-            notes.append(f"{run}: disturbed - {res.imbalance}")
-    extra = (" / ".join(figures),) if figures else ()
-    table = Table(
-        ("run", "load host", "tps", *extra, "p50 ms", "p99 ms", "started ms",
-         "clock offset ms", "pgbench (CPUs, -j)"),
-        tuple(rows),
-        caption="Per load host and merged: tps"
-        + (f" and {extra[0]}" if extra else "")
-        + " summed; p50/p99 from every host's "
-        "per-transaction log pooled (nearest rank, within 0.1%: HdrHistograms added), "
-        "each host's from its own; "
-        "'started' after the common start on this machine's clock; clock offsets "
-        "NTP-style, ± half the best round trip; each host's pgbench as read there, its "
-        "logical CPUs and the -j it ran with.",
-        notes=tuple(notes),
-        numeric=(False, False, True, *(True for _ in extra), True, True, False, False, False),
-    )  # fmt: skip
-    return Section("Load hosts", "load-hosts", blocks=(table,))
 
 
 T = TypeVar("T")

@@ -40,7 +40,6 @@ from pgrig.cluster import profiles
 from pgrig.cluster.hosted import HostedServer, ServerSpec, Workdir, make_workdir
 from pgrig.cluster.postmaster import SUPERUSER
 from pgrig.cluster.server import InitdbOptions, initdb_version_args
-from pgrig.document.model import Section
 from pgrig.errors import BinaryNotFound, HostUnusable, PgrigError, UsageError
 from pgrig.hosts import facts, inventory, owner, preflight
 from pgrig.hosts.executor import TMP, Executor, reconnect_s
@@ -48,6 +47,7 @@ from pgrig.hosts.inventory import Host
 from pgrig.hosts.local import LocalExecutor
 from pgrig.monitor.sampling import WholeHost
 from pgrig.pgsource import binaries
+from pgrig.registry.shared import LOAD_HOSTS
 from pgrig.registry.target import (
     Checked,
     Demands,
@@ -59,16 +59,14 @@ from pgrig.registry.target import (
 from pgrig.schema import Schema, custom, port, text
 from pgrig.schema import Table as Keys
 from pgrig.targets import loadhosts, remote_refuse
-from pgrig.targets.loadhosts import LOAD_HOSTS
 from pgrig.targets.remote_refuse import load_fits, load_hosts_key, server_loads, shared_ports
 from pgrig.targets.throwaway import find_binaries, initdb_locale, no_named_tablespace
 from pgrig.ui import Ui
-from pgrig.workloads.common import DATABASE
+from pgrig.workdb import DATABASE
 
 if TYPE_CHECKING:
     from pgrig.pgsource.binaries import PgBinaries
     from pgrig.registry.target import TargetSpec
-    from pgrig.results import RunRecord, Study
 
 SERVER_TOOLS = ("postgres", "initdb", "pg_isready")
 T = TypeVar("T")
@@ -590,9 +588,6 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
     def machines(self, t: Target) -> frozenset[str]:
         hosts = self.state(t)
         return frozenset({hosts.address, *(_ip(h.address) for h in hosts.load)})
-
-    def section(self, study: Study, records: Sequence[RunRecord]) -> Section | None:
-        return loadhosts.section(records)
 
 
 def _hostlogs(stack: contextlib.ExitStack) -> Path:

@@ -18,14 +18,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pgrig import files, proc
-from pgrig.cluster import aio, compat, profiles, startable, workdir
+from pgrig.cluster import aio, compat, fsyncgate, profiles, startable, workdir
 from pgrig.cluster.server import (
     Cluster,
     InitdbOptions,
     checking_os_user,
     server_os_user,
 )
-from pgrig.durability import fsyncgate
 from pgrig.errors import BinaryNotFound, PgrigError, UsageError, WorkdirError
 from pgrig.hosts.executor import C_LOCALE, Executor
 from pgrig.hosts.local import HERE
@@ -43,7 +42,7 @@ from pgrig.registry.target import (
     settings_option,
 )
 from pgrig.ui import Ui
-from pgrig.workloads.common import DATABASE
+from pgrig.workdb import DATABASE
 
 if TYPE_CHECKING:
     from pgrig.registry.target import TargetSpec
