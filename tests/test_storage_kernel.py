@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -48,6 +49,51 @@ def test_a_kill_9_leaves_a_record_the_next_run_restores_from() -> None:
         assert lines and lines[0].startswith(f"restored {KNOB} = {before} (left by killed")
     finally:
         kernel._write(KNOB, before)  # never leave the machine changed, whatever failed
+
+
+def test_two_pgrigs_on_one_machine_take_turns_and_leave_it_as_it_was() -> None:
+    """Two studies (two CI jobs) with kernel settings at once: without turns the
+    second saved the first's value as its original and wrote it back after the
+    first had restored the machine's, leaving it changed for good."""
+    before = kernel.read(KNOB)
+    code = (
+        "import sys\n"
+        "from pgrig.storage import kernel\n"
+        "print('ready', flush=True)\n"
+        f"with kernel.applied([({KNOB!r}, sys.argv[1])]):\n"
+        f"    print(kernel.read({KNOB!r}), flush=True)\n"
+        "    sys.stdin.readline()\n"  # held until the test says
+    )
+
+    def study(value: int) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [sys.executable, "-c", code, str(value)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        )  # fmt: skip
+
+    def line(p: subprocess.Popen[str]) -> str:
+        assert p.stdout is not None
+        return p.stdout.readline().strip()
+
+    def end(p: subprocess.Popen[str]) -> None:
+        assert p.stdin is not None
+        p.stdin.write("go\n")
+        p.stdin.close()
+        assert p.wait(timeout=60) == 0
+
+    try:
+        with study(int(before) + 5) as first:
+            assert line(first) == "ready" and line(first) == str(int(before) + 5)
+            second = study(int(before) + 6)
+            assert line(second) == "ready"
+            time.sleep(0.5)  # the second asks for its settings while the first holds its own
+            end(first)
+        with second:
+            assert line(second) == str(int(before) + 6)
+            end(second)
+        assert kernel.read(KNOB) == before, "the machine's own value is back"
+    finally:
+        kernel._write(KNOB, before)
 
 
 def test_a_bytes_setting_is_put_back_through_the_ratio_that_was_in_force() -> None:

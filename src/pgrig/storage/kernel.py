@@ -8,7 +8,10 @@ once; targets interleave, and each finds the machine as it asked for it.
 Before anything is written, the original values go to a state record
 (``<state>/kernel/<id>.json``, atomically); a pgrig killed with -9 while a
 setting was changed leaves that record, and the next ``pgrig run`` or
-``pgrig clean`` writes the originals back (``restore_orphans``).
+``pgrig clean`` writes the originals back (``restore_orphans``). Two pgrig
+processes on one machine (two studies, two CI jobs) take turns: a step holds
+an exclusive lock on ``<state>/kernel/lock`` while its settings are in force,
+so neither saves the other's values as originals nor runs under them.
 
 Names are sysctl names (``vm.dirty_background_bytes``: ``/proc/sys/vm/...``)
 or ``clocksource`` (the current clocksource in sysfs).
@@ -18,8 +21,10 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import json
 import os
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -116,13 +121,51 @@ def _shape(text: str) -> str:
     return "numbers" if all(w.lstrip("-").isdigit() for w in text.split()) else "text"
 
 
+# How long a step waits for another pgrig's kernel settings to be put back: one
+# of its steps (a load, a measured run) at most, in any study worth running.
+TURN_WAIT_S = 3600.0
+
+
+@contextlib.contextmanager
+def _turn() -> Iterator[None]:
+    """The machine's kernel settings to this process alone for the block (a
+    lock the kernel drops with a process killed -9)."""
+    directory = registry_dir()
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    with open(directory / "lock", "a") as fh:
+        deadline = time.monotonic() + TURN_WAIT_S
+        while True:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise UsageError(
+                        f"another pgrig has held this machine's kernel settings for "
+                        f"{TURN_WAIT_S:.0f} s ({directory / 'lock'})",
+                        hint="let its study end (or stop it) and run again",
+                    ) from None
+                time.sleep(0.2)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
 @contextlib.contextmanager
 def applied(settings: Sequence[tuple[str, str]]) -> Iterator[None]:
     """Set ``settings`` for the ``with`` block; the originals are recorded first
-    and written back after, also after an exception."""
+    and written back after, also after an exception. Another pgrig's settings
+    are waited out first (``_turn``)."""
     if not settings:
         yield
         return
+    with _turn(), _applied(settings):
+        yield
+
+
+@contextlib.contextmanager
+def _applied(settings: Sequence[tuple[str, str]]) -> Iterator[None]:
     record = new_record("kernel")
     saved = Saved(
         new_id("kernel"),
