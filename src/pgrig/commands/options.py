@@ -7,11 +7,14 @@ import math
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from pgrig.errors import UsageError
+
+if TYPE_CHECKING:
+    from pgrig.store import Store
 
 F = Callable[..., Any]
 # A command's options as click passes them (``**opts``): by parameter name.
@@ -164,6 +167,19 @@ def results_options(fn: F) -> F:
         "URI (postgresql://...) shared by a team.",
     )(fn)
     return fn
+
+
+def open_results(results: Path, store: str | None) -> Store:
+    """The results store --results and --store name, which must exist: a command
+    that reads results never makes an empty one."""
+    from pgrig.store import Store, location
+
+    path = location(results, store)
+    if isinstance(path, Path) and not path.exists() and not path.is_symlink():
+        raise UsageError(
+            f"no results store at {path}", hint="run `pgrig run` first, or pass --results/--store"
+        )
+    return Store.open(path)
 
 
 OS_USER = click.option(
