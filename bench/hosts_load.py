@@ -50,7 +50,8 @@ class Hosts:
     def __call__(self, job: load.LoadJob) -> load.MultiLoad:
         logs = Path(tempfile.mkdtemp(prefix="run-", dir=job.log_root))
         conn = job.conn or self.conn
-        self.last = load.run_pgbench(self.executors, self.bin_dir, conn, job.opts, logs, job.extra)
+        req = load.LoadRequest(tuple(self.executors), self.bin_dir, conn, job.opts, job.extra)
+        self.last = load.run_pgbench(req, logs)
         return self.last
 
 
@@ -115,7 +116,8 @@ def main() -> int:
                         print(f"round {r + 1}, {n} load host(s): tpmC {run.tpmc:,.0f} ({per_host})")
                         tps[n].append(run.tpmc)
                     else:
-                        got = load.run_pgbench(ex[1 : 1 + n], str(bins.bin_dir), conn, opts, logs)
+                        req = load.LoadRequest(tuple(ex[1 : 1 + n]), str(bins.bin_dir), conn, opts)
+                        got = load.run_pgbench(req, logs)
                         tps[n].append(got.tps)
                     if n == 2:
                         spreads.append(got.start_spread_ms)

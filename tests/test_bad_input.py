@@ -820,6 +820,8 @@ OTHER = [
         files={"bad.sqlite": "this is not a database, but long enough to be read as one " * 20},
     ),
     case("export-no-store", "export", 2, "no results store"),
+    case("history-no-store", "history nightly", 2, "no results store"),
+    case("check-no-store", "check s1 --baseline s0", 2, "no results store"),
     case("export-unknown-study", "export nope --store s.sqlite", 2, "nope"),
     case("export-format", "export --format xml", 2, "--format"),
     case(

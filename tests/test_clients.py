@@ -86,10 +86,10 @@ def test_load_hosts_warm_up_stops_every_host_when_one_settles(
     opts = pgbench.RunOptions(mode="select-only", clients=1, threads=1, duration_s=60)
     started = time.monotonic()
     with pytest.raises(Steady):
+        hosts = (LocalExecutor(), LocalExecutor())
         load.warm_up(
-            [LocalExecutor(), LocalExecutor()], str(bins.client_bin_dir), scale1, opts,
-            on_progress=settled,
-        )  # fmt: skip
+            load.LoadRequest(hosts, str(bins.client_bin_dir), scale1, opts, on_progress=settled)
+        )
     # Both stopped at their next -P point, long before -T 60; their directories gone.
     assert time.monotonic() - started < 20
     assert len(heard) == 2

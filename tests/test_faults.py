@@ -85,10 +85,8 @@ def test_two_studies_begun_in_the_same_second_get_two_ids(
     place: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Defect 3: the second died with sqlite3.IntegrityError (UNIQUE studies.id)."""
-    from pgrig import plan
-
     monkeypatch.setattr(resume, "new_study_id", lambda name: f"{name}-20260101-000000")
-    camp = plan.quick(place / "data")
+    camp = campaign.load(place / "c.toml")
     with Store.open(place / "s.sqlite") as st:
         params = resume.params(camp, [])  # no target checked: none recorded
         first = runner.CampaignRunner(camp, Ui(quiet=True))._open(st, params)

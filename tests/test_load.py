@@ -103,9 +103,10 @@ def test_two_load_hosts_merge_exactly(
         statement_latencies=False,
     )
     shown: list[ProgressPoint] = []  # the progress line's feed while the hosts ran
-    result = load.run_pgbench(
-        executors[1:], str(bins.bin_dir), remote_server, opts, tmp_path, on_progress=shown.append
+    req = load.LoadRequest(
+        tuple(executors[1:]), str(bins.bin_dir), remote_server, opts, on_progress=shown.append
     )
+    result = load.run_pgbench(req, tmp_path)
     assert shown and all(p.tps > 0 for p in shown), shown
     assert [p.t_s for p in shown] == sorted(p.t_s for p in shown) and shown[-1].t_s <= 3
     assert [h.host for h in result.hosts] == ["h2", "h3"]
@@ -233,7 +234,10 @@ def test_a_signal_stops_the_remote_pgbench(
     start = time.monotonic()
     try:
         with pytest.raises(Signalled):
-            load.run_pgbench(executors[1:], str(bins.bin_dir), remote_server, opts, tmp_path)
+            load.run_pgbench(
+                load.LoadRequest(tuple(executors[1:]), str(bins.bin_dir), remote_server, opts),
+                tmp_path,
+            )
     finally:
         signal.signal(signum, old)
         killer.join()
@@ -275,7 +279,10 @@ def test_a_load_host_dying_mid_run_is_named(
     start = time.monotonic()
     try:
         with pytest.raises(ToolError) as err:
-            load.run_pgbench(executors[1:], str(bins.bin_dir), remote_server, opts, tmp_path)
+            load.run_pgbench(
+                load.LoadRequest(tuple(executors[1:]), str(bins.bin_dir), remote_server, opts),
+                tmp_path,
+            )
     finally:
         killer.join()
     assert err.value.message == "pgbench failed on load host h3"
@@ -406,7 +413,9 @@ def _lose(
         faulty.start()
         try:
             with pytest.raises(load.HostLost) as err:
-                load.run_pgbench(mine, str(bins.bin_dir), conn, opts, tmp_path)
+                load.run_pgbench(
+                    load.LoadRequest(tuple(mine), str(bins.bin_dir), conn, opts), tmp_path
+                )
             noticed = time.monotonic() - hit[0]
         finally:
             faulty.join()
@@ -524,7 +533,11 @@ def test_the_load_hosts_warm_up_together_and_stop_together(
     opts = RunOptions(mode="select-only", clients=1, threads=1, duration_s=60)
     start = time.monotonic()
     with pytest.raises(Settled):
-        load.warm_up(executors[1:], str(bins.bin_dir), remote_server, opts, on_progress=settled)
+        load.warm_up(
+            load.LoadRequest(
+                tuple(executors[1:]), str(bins.bin_dir), remote_server, opts, on_progress=settled
+            )
+        )
     assert time.monotonic() - start < 30, "stopped long before -T 60"
     assert len(running) == 2, f"pgbench on both load hosts: {running}"
     assert len(heard) == 2

@@ -39,7 +39,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 
@@ -225,55 +225,65 @@ def clock_offset(waiter: Started, pings: int = PINGS) -> ClockOffset:
     return ClockOffset(waiter.host, best[1] * 1000, best[0] / 2 * 1000, pings)
 
 
-def run_pgbench(
-    executors: Sequence[Executor],
-    bin_dir: str,
-    conn: Conn,
-    opts: RunOptions,
-    log_dir: Path,
-    extra: Sequence[str] = (),
-    on_progress: Callable[[ProgressPoint], None] | None = None,
-    threads: Mapping[str, int] | None = None,
-) -> MultiLoad:
-    """pgbench with ``opts`` (and ``extra`` options) on every host at once against
-    ``conn``; logs copied to ``log_dir/<host>/``. ``bin_dir`` is where pgbench
-    lives on the hosts; ``opts.scripts`` are files here, copied to each host.
-    ``on_progress`` gets the hosts' progress while they run (``progress``).
-    ``threads``: a host's own ``-j`` (its CPUs'), else ``opts.threads``."""
-    if not opts.transaction_log:
+@dataclass(frozen=True)
+class LoadRequest:
+    """One pgbench run on every load host at once, as the target resolved a
+    workload's ``LoadJob``: what runs (``opts`` and ``extra``, its scripts files
+    here, copied to each host; how long: ``opts.duration_s``; the
+    per-transaction log: ``opts.transaction_log``), where (the hosts, pgbench's
+    ``bin_dir`` on them, the server's ``conn``) and who hears its progress."""
+
+    executors: tuple[Executor, ...]
+    bin_dir: str
+    conn: Conn
+    opts: RunOptions
+    extra: tuple[str, ...] = ()  # pgbench options beyond ``opts`` (TPC-C's --max-tries)
+    # A host's own -j (from its CPUs), by host name; else ``opts.threads``.
+    threads: Mapping[str, int] = field(default_factory=dict)
+    # The hosts' latest -P points as they run, tps summed (``progress``).
+    on_progress: Callable[[ProgressPoint], None] | None = None
+
+    def on_host(self, ex: Executor, remote_dir: str, opts: RunOptions) -> RunOptions:
+        """``opts`` as host ``ex`` runs them: its scripts copied into
+        ``remote_dir`` there, its share of ``-R`` and its own ``-j``."""
+        host_opts = _on_host(ex, remote_dir, opts, len(self.executors))
+        return replace(host_opts, threads=self.threads.get(ex.name, host_opts.threads))
+
+
+def run_pgbench(req: LoadRequest, log_dir: Path) -> MultiLoad:
+    """``req``'s pgbench on every host at once, one start for all; each host's
+    logs copied to ``log_dir/<host>/`` and pooled (see the module's docstring)."""
+    if not req.opts.transaction_log:
         raise ValueError("multi-host runs need the per-transaction log: the percentiles pool")
     remote_dirs: dict[str, str] = {}
     started: dict[str, Started] = {}  # as each host's waiter starts: what the cleanup stops
-    argvs: dict[str, tuple[str, ...]] = {}  # each host's pgbench command line, for its record
     lost: set[str] = set()  # hosts that stopped answering: stopped in the background
 
-    def prepare(ex: Executor) -> Started:
+    def prepare(ex: Executor) -> tuple[Started, tuple[str, ...]]:
         remote_dirs[ex.name] = ex.make_tempdir("pgrig-load-")
         record = owner.Owner.mine("load")
         owner.write(ex, remote_dirs[ex.name], record)
-        host_opts = _on_host(ex, remote_dirs[ex.name], opts, len(executors))
-        if threads and ex.name in threads:
-            host_opts = replace(host_opts, threads=threads[ex.name])
         prefix = Path(remote_dirs[ex.name]) / LOG_PREFIX
-        argv = run_argv(bin_dir, conn, host_opts, prefix, extra)
-        argvs[ex.name] = tuple(argv)
-        waiter = ex.start(["python3", "-c", WAITER, *argv], env=conn.env(), stdin=True)
+        opts = req.on_host(ex, remote_dirs[ex.name], req.opts)
+        argv = run_argv(req.bin_dir, req.conn, opts, prefix, req.extra)
+        waiter = ex.start(["python3", "-c", WAITER, *argv], env=req.conn.env(), stdin=True)
         started[ex.name] = waiter
         owner.with_pid(ex, remote_dirs[ex.name], record, waiter.pid)
         _expect(waiter, "ready", 30)
-        return waiter
+        return waiter, tuple(argv)
 
+    executors = req.executors
     try:
         # The hosts at once: each costs a few SSH round trips. Leaving the pool
         # waits for every host's part, also on an error or a signal, so the
         # cleanup below sees every waiter that started.
         with proc.ContextPool(max_workers=len(executors)) as pool:
             futures = [pool.submit(prepare, ex) for ex in executors]
-            waiters = [f.result() for f in futures]
+            waiters, argvs = zip(*(f.result() for f in futures), strict=True)
         offsets, start, woke = _barrier(waiters)
         watchers = [Watcher(ex, w.pid).start() for ex, w in zip(executors, waiters, strict=True)]
         try:
-            _first_failure(executors, waiters, opts.duration_s + 120, on_progress)
+            _first_failure(executors, waiters, req.opts.duration_s + 120, req.on_progress)
             done = [w.wait(60, check=False, what="pgbench") for w in waiters]
         except HostLost as exc:
             lost.add(exc.host)
@@ -282,16 +292,13 @@ def run_pgbench(
             # A lost host's watcher may hang in a read of its own: not waited for.
             watches = [w.stop(1 if w.ex.name in lost else 30) for w in watchers]
         parts = [
-            _host_load(ex, w, completed, opts, remote_dirs[ex.name], log_dir, (at - start) * 1000)
-            for ex, w, completed, at in zip(executors, waiters, done, woke, strict=True)
+            _host_load(ex, argv, completed, req.opts, remote_dirs[ex.name], log_dir, at - start)
+            for ex, argv, completed, at in zip(executors, argvs, done, woke, strict=True)
         ]
     finally:
         waiting = [started[e.name] for e in executors if e.name in started]
         _clean_up(executors, waiting, remote_dirs, lost)
-    loads = [
-        replace(load, pgbench=replace(load.pgbench, argv=argvs[ex.name]))
-        for ex, (load, _) in zip(executors, parts, strict=True)
-    ]
+    loads = [load for load, _ in parts]
     # Each host's histogram added up: the pooled figures, never per-host percentiles.
     pooled = sum((histogram for _, histogram in parts), txlog.Histogram())
     uncertainty = sorted(o.uncertainty_ms for o in offsets)[-2:]
@@ -301,7 +308,7 @@ def run_pgbench(
         start_spread_ms=(max(woke) - min(woke)) * 1000,
         start_spread_uncertainty_ms=sum(uncertainty),
         tps=sum(h.pgbench.tps for h in loads),
-        latency=txlog.summary(pooled, log_sampling_rate(opts)),
+        latency=txlog.summary(pooled, log_sampling_rate(req.opts)),
         watches=tuple(watches),
         start_at=start,
     )
@@ -311,40 +318,29 @@ class _Stopped(Exception):  # noqa: N818 - a signal, not an error
     """Stops a load host's warm-up because another host's stopped."""
 
 
-def warm_up(
-    executors: Sequence[Executor],
-    bin_dir: str,
-    conn: Conn,
-    opts: RunOptions,
-    extra: Sequence[str] = (),
-    on_progress: Callable[[ProgressPoint], None] | None = None,
-    threads: Mapping[str, int] | None = None,
-) -> None:
-    """pgbench with ``opts`` (and ``extra``) on every host at once, nothing measured or kept (a
-    warm-up: no common start, no logs), each host with its share of ``-R`` and
-    the scripts copied to it, as ``run_pgbench``. ``on_progress`` hears the first
-    host's points; what it raises (a warm-up that settled) stops every host at
-    its next point and is raised once all stopped."""
-    quiet = replace(opts, statement_latencies=False, transaction_log=False)
+def warm_up(req: LoadRequest) -> None:
+    """``req``'s pgbench on every host at once, nothing measured or kept (a
+    warm-up: no common start, no logs), each host with its options as
+    ``run_pgbench`` gives them. ``req.on_progress`` hears the first host's
+    points; what it raises (a warm-up that settled) stops every host at its
+    next point and is raised once all stopped."""
+    quiet = replace(req.opts, statement_latencies=False, transaction_log=False)
     stop: list[BaseException] = []  # what stopped a host: every host stops at its next point
 
     def heard(first: bool, point: ProgressPoint) -> None:
         if stop:
             raise _Stopped
-        if first and on_progress is not None:
-            on_progress(point)
+        if first and req.on_progress is not None:
+            req.on_progress(point)
 
     def warm(first: bool, ex: Executor) -> None:
         try:
             directory = ex.make_tempdir("pgrig-load-")
             try:
                 owner.write(ex, directory, owner.Owner.mine("load"))
-                host_opts = _on_host(ex, directory, quiet, len(executors))
-                if threads and ex.name in threads:
-                    host_opts = replace(host_opts, threads=threads[ex.name])
                 run_bench(
-                    bin_dir, conn, host_opts, Path(directory), partial(heard, first),
-                    client=ex, extra=extra,
+                    req.bin_dir, req.conn, req.on_host(ex, directory, quiet), Path(directory),
+                    partial(heard, first), client=ex, extra=req.extra,
                 )  # fmt: skip
             finally:
                 ex.remove_tree(directory)
@@ -354,8 +350,8 @@ def warm_up(
             stop.append(exc)
             raise
 
-    with proc.ContextPool(max_workers=max(1, len(executors))) as pool:
-        for n, ex in enumerate(executors):
+    with proc.ContextPool(max_workers=max(1, len(req.executors))) as pool:
+        for n, ex in enumerate(req.executors):
             pool.submit(warm, n == 0, ex)
     if stop:  # every host done; the first cause
         raise stop[0]
@@ -377,24 +373,25 @@ def _barrier(waiters: Sequence[Started]) -> tuple[list[ClockOffset], float, list
 
 def _host_load(
     ex: Executor,
-    waiter: Started,
+    argv: tuple[str, ...],
     completed: proc.Completed,
     opts: RunOptions,
     remote_dir: str,
     log_dir: Path,
-    start_ms: float,
+    started_s: float,
 ) -> tuple[HostLoad, txlog.Histogram]:
     """One load host's part of a run: its pgbench result, its logs fetched here
     (``log_dir/<host>/``) and their histogram; a failure names the host."""
     if completed.returncode != 0:
         raise ToolError(
             f"pgbench failed on load host {ex.name}",
-            argv=waiter.argv,
+            argv=list(argv),
             returncode=completed.returncode,
             stderr=completed.stderr,
         )
     try:
-        run = parse_result(completed.stdout, completed.stderr, opts)
+        # Each host's own command line, kept with its part (issue 30).
+        run = replace(parse_result(completed.stdout, completed.stderr, opts), argv=argv)
     except ParseError as exc:
         raise ParseError(f"load host {ex.name}: {exc.message}", hint=exc.hint) from None
     files = _fetch_logs(ex, remote_dir, log_dir / ex.name)
@@ -403,7 +400,7 @@ def _host_load(
         ex.name,
         run,
         txlog.summary(histogram, log_sampling_rate(opts)),
-        start_ms,
+        started_s * 1000,
         tuple(map(str, files)),
         completed.stdout,
         completed.stderr,

@@ -4,26 +4,23 @@
 ``RunPolicy.order``), so ``expand`` lists exactly the steps the runner runs -
 repeats counted at their minimum - with a time estimate; ``disk_needs`` says
 how much disk each target needs; ``check_space`` refuses what cannot fit.
-``quick`` is the campaign ``pgrig run`` runs with no file: sized to finish in
-well under ten minutes on a 2-core machine.
+(The quick study, ``pgrig run`` with no file, is a campaign document made of
+its options: ``pgrig.commands.quick``.)
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
 from pgrig import calibration, probe, registry
 from pgrig.campaign import Campaign
 from pgrig.files import check_space as check_space  # where the steps' checks find it
 from pgrig.policy import RunPolicy
-from pgrig.probe import ProbeSpec
 from pgrig.registry import AnyKind
-from pgrig.registry.target import InitdbSpec, TargetSpec
-from pgrig.registry.workload import Phase, TargetView, WorkloadSpec
+from pgrig.registry.target import TargetSpec
+from pgrig.registry.workload import Phase, TargetView
 from pgrig.step import Step
-from pgrig.storage.target import LabSpec
 
 
 @dataclass(frozen=True)
@@ -166,46 +163,4 @@ def expand(campaign: Campaign) -> Expansion:
         disk=disk_needs(campaign),
         repeats=campaign.policy.describe_repeats(),
         overhead_s=overhead_s(campaign) if campaign.workloads else 0.0,
-    )
-
-
-def quick(
-    target: Path | None,
-    *,
-    name: str = "quick",
-    dsn: str | None = None,
-    profile: str = "oltp",
-    settings: dict[str, str] | None = None,
-    pg_bin: str | None = None,
-    os_user: str | None = None,
-    initdb: InitdbSpec | None = None,
-    tablespace: str | None = None,
-    index_tablespace: str | None = None,
-    probes: ProbeSpec | None = None,
-    workload: WorkloadSpec | None = None,
-    policy: RunPolicy | None = None,
-    lab: LabSpec | None = None,
-) -> Campaign:
-    """The one-target campaign behind ``pgrig run`` without a file."""
-    spec = TargetSpec(
-        name="local",
-        directory=target,
-        dsn=dsn,
-        tablespace=tablespace,
-        index_tablespace=index_tablespace,
-        pg_bin=pg_bin,
-        profile=profile,
-        settings=settings or {},
-        initdb=initdb or InitdbSpec(),
-        os_user=os_user,
-        lab=lab,
-    )
-    return Campaign(
-        name=name,
-        source="command line",
-        targets=(spec,),
-        probes=probes,
-        workloads=(workload,) if workload is not None else (),  # None: no workload
-        policy=policy or RunPolicy(),
-        baseline="local",
     )

@@ -9,7 +9,7 @@ its log when the server did not come back.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
@@ -136,15 +136,7 @@ def losses(res: DurabilityResult) -> str:
 
 def campaign(opts: Options) -> Campaign:
     plan = opts.plan
-    spec = DurabilitySpec(
-        method=plan.method,
-        crashes=plan.crashes,
-        clients=plan.clients,
-        interval_s=plan.interval_s,
-        seed=plan.seed,
-        recovery_timeout_s=plan.recovery_timeout_s,
-        power_loss=plan.power_loss,
-    )
+    spec = DurabilitySpec(**asdict(plan))  # the plan's keys are the spec's (``spec.plan``)
     settings = dict(opts.overrides)
     if plan.power_loss == "torn" and opts.dsn is None:
         settings.setdefault("shared_buffers", TORN_SHARED_BUFFERS)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import click
 
 from pgrig import __version__
-from pgrig.commands.options import results_options
+from pgrig.commands.options import open_results, results_options
 from pgrig.document import fmt
 from pgrig.errors import UsageError
 from pgrig.files import output_path
@@ -25,17 +25,6 @@ from pgrig.stats import MARGIN_PCT
 if TYPE_CHECKING:
     from pgrig.history import series
     from pgrig.store import Store
-
-
-def _open(results: Path, store: str | None) -> Store:
-    from pgrig.store import Store, location
-
-    path = location(results, store)
-    if isinstance(path, Path) and not path.exists() and not path.is_symlink():
-        raise UsageError(
-            f"no results store at {path}", hint="run `pgrig run` first, or pass --results/--store"
-        )
-    return Store.open(path)
 
 
 @click.command("history")
@@ -57,7 +46,7 @@ def history_cmd(name: str, results: Path, store: str | None, out: Path | None) -
 
     if out is not None:
         output_path(out, "--out", directory=True)
-    with _open(results, store) as st:
+    with open_results(results, store) as st:
         s = series.read(st, name)
     click.echo(f"series {name}: {len(s.studies)} studies")
     for i, study in enumerate(s.studies, start=1):
@@ -263,7 +252,7 @@ def check_cmd(
     for path, option in ((junit, "--junit"), (summary, "--summary")):
         if path is not None:
             output_path(path, option)
-    with _open(results, store) as st:
+    with open_results(results, store) as st:
         study = _resolve(st, study_id)
         base = _baseline(st, study, baseline, threshold, baseline_studies)
         mine = series.observations(st.runs(study.id))

@@ -7,11 +7,14 @@ import math
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from pgrig.errors import UsageError
+
+if TYPE_CHECKING:
+    from pgrig.store import Store
 
 F = Callable[..., Any]
 # A command's options as click passes them (``**opts``): by parameter name.
@@ -75,73 +78,76 @@ def names(value: str, option: str, allowed: tuple[str, ...]) -> tuple[str, ...]:
     return items
 
 
+def together(*options: Callable[[F], F]) -> Callable[[F], F]:
+    """One decorator of several click options, which ``--help`` lists in this order."""
+
+    def add(fn: F) -> F:
+        for option in reversed(options):
+            fn = option(fn)
+        return fn
+
+    return add
+
+
 def cluster_options(fn: F) -> F:
     """--target, --profile, --set and --pg-bin, as `pgrig run` documents them."""
-    for option in reversed(
-        (
-            click.option(
-                "--target",
-                type=GivenPath(path_type=Path),
-                default=None,
-                help="Directory on the storage under test (default: current directory).",
-            ),
-            click.option(
-                "--profile",
-                default="oltp",
-                callback=given,
-                show_default=True,
-                help="Configuration profile: stock, oltp, or a path to a .conf file.",
-            ),
-            click.option(
-                "--set",
-                "overrides",
-                multiple=True,
-                metavar="NAME=VALUE",
-                help="Override one server setting (repeatable), e.g. --set synchronous_commit=off.",
-            ),
-            click.option(
-                "--pg-bin",
-                default=None,
-                callback=given,
-                help="PostgreSQL bin directory "
-                "(default: pg_config --bindir, else the newest /usr/lib/postgresql/*/bin).",
-            ),
-        )
-    ):
-        fn = option(fn)
-    return fn
+    return together(
+        click.option(
+            "--target",
+            type=GivenPath(path_type=Path),
+            default=None,
+            help="Directory on the storage under test (default: current directory).",
+        ),
+        click.option(
+            "--profile",
+            default="oltp",
+            callback=given,
+            show_default=True,
+            help="Configuration profile: stock, oltp, or a path to a .conf file.",
+        ),
+        click.option(
+            "--set",
+            "overrides",
+            multiple=True,
+            metavar="NAME=VALUE",
+            help="Override one server setting (repeatable), e.g. --set synchronous_commit=off.",
+        ),
+        click.option(
+            "--pg-bin",
+            default=None,
+            callback=given,
+            help="PostgreSQL bin directory "
+            "(default: pg_config --bindir, else the newest /usr/lib/postgresql/*/bin).",
+        ),
+    )(fn)
 
 
 def lab_options(fn: F) -> F:
     """--fs, --fs-size, --mkfs, --mount, --disk and --memory: the storage lab
     (the campaign keys of the same names, docs/storage-lab.md)."""
-    for option in reversed(
-        (
-            click.option(
-                "--fs",
-                type=click.Choice(["xfs", "ext4"]),
-                default=None,
-                help="Build this filesystem on a loop device (backing file in --target, "
-                "default /var/tmp), run there, remove it after.",
-            ),
-            click.option("--fs-size", default=None, help="Size of --fs (default: 4GiB)."),
-            click.option("--mkfs", default=None, help="Extra mkfs arguments for --fs, quoted."),
-            click.option("--mount", default=None, help="Mount options for --fs, e.g. noatime."),
-            click.option(
-                "--disk",
-                default=None,
-                metavar="essd-plN:SIZE",
-                help="Cap the server's and probes' I/O like a cloud disk, e.g. essd-pl1:100GiB.",
-            ),
-            click.option(
-                "--memory",
-                default=None,
-                help="Run the server and its page cache in a memory cgroup of this size.",
-            ),
-        )
-    ):
-        fn = option(fn)
-    return fn
+    return together(
+        click.option(
+            "--fs",
+            type=click.Choice(["xfs", "ext4"]),
+            default=None,
+            help="Build this filesystem on a loop device (backing file in --target, "
+            "default /var/tmp), run there, remove it after.",
+        ),
+        click.option("--fs-size", default=None, help="Size of --fs (default: 4GiB)."),
+        click.option("--mkfs", default=None, help="Extra mkfs arguments for --fs, quoted."),
+        click.option("--mount", default=None, help="Mount options for --fs, e.g. noatime."),
+        click.option(
+            "--disk",
+            default=None,
+            metavar="essd-plN:SIZE",
+            help="Cap the server's and probes' I/O like a cloud disk, e.g. essd-pl1:100GiB.",
+        ),
+        click.option(
+            "--memory",
+            default=None,
+            help="Run the server and its page cache in a memory cgroup of this size.",
+        ),
+    )(fn)
 
 
 DEFAULT_RESULTS = Path("pgrig-results")
@@ -164,6 +170,19 @@ def results_options(fn: F) -> F:
         "URI (postgresql://...) shared by a team.",
     )(fn)
     return fn
+
+
+def open_results(results: Path, store: str | None) -> Store:
+    """The results store --results and --store name, which must exist: a command
+    that reads results never makes an empty one."""
+    from pgrig.store import Store, location
+
+    path = location(results, store)
+    if isinstance(path, Path) and not path.exists() and not path.is_symlink():
+        raise UsageError(
+            f"no results store at {path}", hint="run `pgrig run` first, or pass --results/--store"
+        )
+    return Store.open(path)
 
 
 OS_USER = click.option(

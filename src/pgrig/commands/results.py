@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from pgrig.commands.options import results_options
+from pgrig.commands.options import open_results, results_options
 from pgrig.errors import PgrigError, UsageError
 from pgrig.files import UNWRITABLE, output_path
 from pgrig.results import Study
@@ -51,7 +51,7 @@ def report_cmd(study_id: str | None, results: Path, store: str | None, out: Path
     """Write the Markdown and HTML report of a study (default: the latest)."""
     if out is not None:
         output_path(out, "--out", directory=True)
-    with _open_existing(results, store) as st:
+    with open_results(results, store) as st:
         _write_report(st, study_id or _latest(st).id, out or results, Ui())
 
 
@@ -64,7 +64,7 @@ def list_cmd(results: Path, store: str | None) -> None:
     from pgrig.report import progress as report_progress
     from pgrig.resume import planned_steps
 
-    with _open_existing(results, store) as st:
+    with open_results(results, store) as st:
         click.echo("study\tstatus\tsteps\ttarget")
         for study in st.studies():
             # what a line needs: no run's samples nor -P points (most of a long run's bytes)
@@ -131,7 +131,7 @@ def export_cmd(
 
     if output is not None:
         output_path(output, "-o")
-    with _open_existing(results, store) as st:
+    with open_results(results, store) as st:
         studies = [st.study(s) for s in _once(study_ids)] or [_latest(st)]
         records = [r for s in studies for r in st.runs(s.id)]
     if fmt == "json":
@@ -248,7 +248,7 @@ def compare_cmd(
         raise UsageError("compare needs at least two different studies", hint="see `pgrig list`")
     if out is not None:
         output_path(out, "--out", directory=True)
-    with _open_existing(results, store) as st:
+    with open_results(results, store) as st:
         studies = [st.study(s) for s in _once(study_ids)]
         # each run's samples and -P points read when it is drawn, as `pgrig report` does
         lean = [report_samples.read(st, s.id) for s in studies]
@@ -288,17 +288,6 @@ def _once(study_ids: tuple[str, ...]) -> list[str]:
     """The ids in the order given, each once: a study named twice was counted
     twice (its runs pooled with themselves)."""
     return list(dict.fromkeys(study_ids))
-
-
-def _open_existing(results: Path, store: str | None) -> Store:
-    from pgrig.store import Store, location
-
-    path = location(results, store)
-    if isinstance(path, Path) and not path.exists() and not path.is_symlink():
-        raise UsageError(
-            f"no results store at {path}", hint="run `pgrig run` first, or pass --results/--store"
-        )
-    return Store.open(path)
 
 
 def _latest(st: Store) -> Study:

@@ -16,7 +16,14 @@ from typing import Any
 import click
 
 from pgrig.cluster.profiles import parse_overrides
-from pgrig.commands.options import QUIET, cluster_options, int_list, names, study_options
+from pgrig.commands.options import (
+    QUIET,
+    cluster_options,
+    int_list,
+    names,
+    study_options,
+    together,
+)
 from pgrig.document import fmt
 from pgrig.errors import PgrigError
 from pgrig.results import to_dict
@@ -30,6 +37,16 @@ _DSN = click.option(
 )
 _FORMAT = format_option(("text", "json"), "text for people, json for scripts (on stdout).")
 _PG_BIN = click.option("--pg-bin", default=None, help="PostgreSQL bin directory (for pgbench).")
+# pgbench's -c, -j and -T, as `tpcc run` and `tpcc study` give them.
+_CLIENTS = together(
+    click.option(
+        "--connections", "-c", type=int, default=4, show_default=True, help="pgbench clients (-c)."
+    ),
+    click.option("--threads", "-j", type=int, default=None, help="pgbench threads (-j)."),
+    click.option(
+        "--duration", "-T", type=int, default=60, show_default=True, help="Seconds per run."
+    ),
+)
 _ISOLATION = click.option(
     "--isolation",
     type=click.Choice(ISOLATIONS),
@@ -73,11 +90,7 @@ def load_cmd(warehouses: int, jobs: int, yes: bool, dsn: str | None, fmt: str, q
 
 @tpcc.command("run")
 @click.option("--warehouses", "-w", type=int, default=None, help="Expected loaded warehouses.")
-@click.option(
-    "--connections", "-c", type=int, default=4, show_default=True, help="pgbench clients (-c)."
-)
-@click.option("--threads", "-j", type=int, default=None, help="pgbench threads.")
-@click.option("--duration", "-T", type=int, default=60, show_default=True, help="Seconds.")
+@_CLIENTS
 @click.option(
     "--mode",
     type=click.Choice(MODES),
@@ -138,11 +151,7 @@ def check_cmd(dsn: str | None, fmt: str) -> None:
     "--warehouses", "-w", type=int, default=4, show_default=True, help="Warehouses to load."
 )
 @click.option("--jobs", type=int, default=0, help="Loader connections (default: CPUs).")
-@click.option(
-    "--connections", "-c", type=int, default=4, show_default=True, help="pgbench clients (-c)."
-)
-@click.option("--threads", "-j", type=int, default=None, help="pgbench threads (-j).")
-@click.option("--duration", "-T", type=int, default=60, show_default=True, help="Seconds per run.")
+@_CLIENTS
 @click.option(
     "--modes",
     default="server,client",

@@ -15,7 +15,7 @@ import math
 import re
 import statistics
 from array import array
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import PurePath
 
 from pgrig.document.model import FAILED, NOISY, SKIPPED, Figure, Row, Section, Series, Table
@@ -467,24 +467,25 @@ def waits_figure(name: str, label: str, cols: Columns) -> Figure:
     if len(cols.wait_totals) > TOP_EVENTS:
         events.append("other")
     drawn = {cols.events.index(e) for e in events if e != "other"}
-    running = array("d", bytes(8 * cols.wait_rows))  # zeros
-    series = []
-    for i, event in enumerate(events):
+
+    def share(event: str) -> Iterator[float]:
+        """The event's % of the sampled backends, sample by sample."""
         k = cols.events.index(event) if event != "other" else -1
-        for j, (_, waits) in enumerate(cols.waits()):
+        for _, waits in cols.waits():
             n = sum(v for _, v in waits) or 1
             if event == "other":
                 count = sum(v for e, v in waits if e not in drawn)
             else:
                 count = next((v for e, v in waits if e == k), 0)
-            running[j] += 100.0 * count / n
-        series.append(buckets.line(event, x, running, group=event, dash=i % 2))
+            yield 100.0 * count / n
+
+    series = _stacked(buckets, x, [(event, share(event)) for event in events], dashed=True)
     return Figure(
         name=f"monitor_{name}_waits",
         title=f"Client backends by wait event, {label}",
         x_label="seconds since start",
         y_label="% of backends (stacked)",
-        series=tuple(series),
+        series=series,
         stacked=True,
         caption=buckets.caption(
             "Stacked: each band is one event's share of the sampled backends, the bands "
@@ -529,18 +530,13 @@ def cpu_figure(name: str, label: str, cols: Columns, client: str = "pgbench") ->
     parts += [("steal", col("steal")), ("iowait", col("iowait"))]
     x = cols.get("t_s")
     buckets = decimate.Buckets.over(x)
-    running = array("d", bytes(8 * len(cols)))  # zeros
-    series = []
-    for label_, values in parts:
-        for i, v in enumerate(values):
-            running[i] += v
-        series.append(buckets.line(label_, x, running, group=label_))
+    series = _stacked(buckets, x, parts)
     return Figure(
         name=f"monitor_{name}_cpu",
         title=f"CPU by consumer, {label}",
         x_label="seconds since start",
         y_label="% of the machine (stacked)",
-        series=tuple(series),
+        series=series,
         stacked=True,
         caption=buckets.caption(
             "Stacked (all CPUs = 100%): each band is one consumer's share of the machine; "
@@ -548,6 +544,24 @@ def cpu_figure(name: str, label: str, cols: Columns, client: str = "pgbench") ->
             f"{client} nor pgrig."
         ),
     )
+
+
+def _stacked(
+    buckets: decimate.Buckets,
+    x: Sequence[float],
+    bands: Sequence[tuple[str, Iterable[float]]],
+    dashed: bool = False,
+) -> tuple[Series, ...]:
+    """A stacked figure's lines: each band's values along ``x`` on top of the
+    bands before it (the running total, which the plot fills down to the band
+    below); ``dashed``: every other band's line dashed."""
+    running = array("d", bytes(8 * len(x)))  # zeros
+    series = []
+    for i, (label, values) in enumerate(bands):
+        for j, v in enumerate(values):
+            running[j] += v
+        series.append(buckets.line(label, x, running, group=label, dash=i % 2 if dashed else 0))
+    return tuple(series)
 
 
 def device_figure(name: str, label: str, mon: MonitorResult, cols: Columns) -> Figure:

@@ -119,27 +119,31 @@ class Driver:
         return many(self(job))
 
     def warm(self, job: load.LoadJob) -> None:
-        load.warm_up(
-            self.executors, self.bin_dir, job.conn or self.conn, job.opts, job.extra,
-            job.on_progress, self._threads(job),
-        )  # fmt: skip
+        load.warm_up(self._request(job))
 
-    def _threads(self, job: load.LoadJob) -> dict[str, int]:
-        """Each host's -j from its own CPUs, unless the workload asked for one."""
-        return {
+    def _request(self, job: load.LoadJob) -> load.LoadRequest:
+        """``job`` on these hosts: against the target's server unless it names
+        another, each host's -j from its own CPUs unless the workload asked for one."""
+        threads = {
             name: load.threads_on(job.opts.clients, f.cpus)
             if job.auto_threads
             else job.opts.threads
             for name, f in self.facts.items()
         }
+        return load.LoadRequest(
+            tuple(self.executors),
+            self.bin_dir,
+            job.conn or self.conn,
+            job.opts,
+            extra=job.extra,
+            threads=threads,
+            on_progress=job.on_progress,
+        )
 
     def __call__(self, job: load.LoadJob) -> load.MultiLoad:
         logs = Path(tempfile.mkdtemp(prefix="run-", dir=job.log_root))
-        threads = self._threads(job)
-        multi = load.run_pgbench(
-            self.executors, self.bin_dir, job.conn or self.conn, job.opts, logs, job.extra,
-            job.on_progress, threads,
-        )  # fmt: skip
+        req = self._request(job)
+        multi = load.run_pgbench(req, logs)
         # Where pgbench shares the server's host, a busy CPU is both's: only its
         # own threads' demand says the load generator ran out.
         bound = client_bound(multi.watches, shared=(self.server,))
@@ -164,7 +168,7 @@ class Driver:
                 figure=job.figure[1](h) if job.figure else None,
                 pgbench=self.facts[h.host].pgbench if h.host in self.facts else None,
                 cpus=self.facts[h.host].cpus if h.host in self.facts else None,
-                threads=threads.get(h.host, job.opts.threads),
+                threads=req.threads.get(h.host, job.opts.threads),
             )
             for h in multi.hosts
         )

@@ -109,6 +109,37 @@ def _point(rec: RunRecord) -> tuple[str, int, int]:
     )
 
 
+SUMMARY_COLUMNS = (
+    "run",
+    "target",
+    "warehouses (active)",
+    "data size (active)",
+    "tpmC",
+    "tpmTotal",
+    "qps",
+    "New-Order p50 / p95 / p99 ms",
+    "failed / retried",
+)
+SUMMARY_NOTES = (
+    "Each target's median over its repeats; tpmC with its interval (n=N, the "
+    "distribution-free interval of the median: [min, max] below 6 runs), ⚠ where the "
+    "runs range over more than 5%. The other columns: medians over the repeats; "
+    "failed / retried: summed.",
+    "tpmC: New-Order transactions per minute; tpmTotal: all five per minute "
+    "(pgbench's tps x 60, without connection time). Expected New-Order rollbacks "
+    "(1%) count as completed, as the specification counts them.",
+    "qps: SQL statements per second, derived as the seeds derive it: tps x statements "
+    "per transaction, over the mix the run completed, each type counted as the "
+    "client-side scripts send it with BEGIN and COMMIT ("
+    + ", ".join(f"{LABELS[k]} {v:g}" for k, v in STATEMENTS.items())
+    + "; New-Order and Delivery averaged over their 5-15 items and 10 districts). "
+    "Server-side mode runs the same statements inside its functions, one round trip "
+    "per transaction.",
+    "Active data: the share of the database in the warehouses the run used "
+    "(--active K of W), item table included pro rata.",
+)
+
+
 def summary_table(study: Study, records: Sequence[RunRecord]) -> Table | None:
     """One row per point (mode, active set) and target: the median of the repeats
     with its interval, New-Order's p95/p99 beside it, the unsafe setting at the
@@ -119,17 +150,6 @@ def summary_table(study: Study, records: Sequence[RunRecord]) -> Table | None:
     if not runs:
         return None
     targets = _targets(study, [rec for rec, _ in runs])
-    columns = (
-        "run",
-        "target",
-        "warehouses (active)",
-        "data size (active)",
-        "tpmC",
-        "tpmTotal",
-        "qps",
-        "New-Order p50 / p95 / p99 ms",
-        "failed / retried",
-    )
     points = list(dict.fromkeys(_point(rec) for rec, _ in runs))
     several_active = len({a for _, a, _ in points}) > 1
     rows = []
@@ -144,69 +164,59 @@ def summary_table(study: Study, records: Sequence[RunRecord]) -> Table | None:
             if not ok:
                 rec = mine[0][0]
                 cells = (label, t, _status(rec))
-                rows.append(Row(cells + ("",) * (len(columns) - len(cells)), _row_kind(rec)))
+                rows.append(
+                    Row(cells + ("",) * (len(SUMMARY_COLUMNS) - len(cells)), _row_kind(rec))
+                )
                 continue
-            unsafe = unsafe_of(study, t)
-            tpmc = fmt.with_spread(fmt.spread([r.tpmc for r in ok]), fmt.integer)
-            r0 = ok[0]
-            loaded = r0.loaded_bytes
-            if loaded is None and (load := loads.get(t)) is not None:
-                loaded = load.database_bytes  # a run recorded before runs knew their load's size
-            size = "n/a"
-            if loaded is not None:
-                share = active_share(loaded, r0.active, r0.warehouses)
-                size = f"{fmt.size(loaded)} ({fmt.size(share)})"
-            lat = "n/a"
-            nos = [no for r in ok if (no := r.stats("new_order")) is not None and no.p50_ms]
-            if nos:
-                lat = " / ".join(
-                    fmt.ms(_median([getattr(no, f) or 0.0 for no in nos]))
-                    for f in ("p50_ms", "p95_ms", "p99_ms")
-                )
-            qps = [q for r in ok if (q := r.qps) is not None]
-            not_ok = len(mine) - len(ok)
-            rows.append(
-                Row(
-                    (
-                        label if several_active or t == targets[0] else "",
-                        t,
-                        f"{r0.warehouses} ({r0.active})",
-                        size,
-                        flag(tpmc + (f", {not_ok} failed" if not_ok else ""), unsafe),
-                        flag(fmt.integer(_median([r.tpm_total for r in ok])), unsafe),
-                        fmt.integer(_median(qps)) if qps else "n/a",
-                        lat,
-                        f"{sum(r.failed for r in ok)} / {sum(r.retried for r in ok)}",
-                    )
-                )
-            )
+            shown = label if several_active or t == targets[0] else ""
+            figures = _summary_figures(ok, len(mine) - len(ok), loads.get(t), unsafe_of(study, t))
+            rows.append(Row((shown, t, *figures)))
     return Table(
-        columns=columns,
+        columns=SUMMARY_COLUMNS,
         rows=tuple(rows),
         caption=f"TPC-C summary - {environment_line(study)}",
         notes=(
-            "Each target's median over its repeats; tpmC with its interval (n=N, the "
-            "distribution-free interval of the median: [min, max] below 6 runs), ⚠ where the "
-            "runs range over more than 5%. The other columns: medians over the repeats; "
-            "failed / retried: summed.",
-            "tpmC: New-Order transactions per minute; tpmTotal: all five per minute "
-            "(pgbench's tps x 60, without connection time). Expected New-Order rollbacks "
-            "(1%) count as completed, as the specification counts them.",
-            "qps: SQL statements per second, derived as the seeds derive it: tps x statements "
-            "per transaction, over the mix the run completed, each type counted as the "
-            "client-side scripts send it with BEGIN and COMMIT ("
-            + ", ".join(f"{LABELS[k]} {v:g}" for k, v in STATEMENTS.items())
-            + "; New-Order and Delivery averaged over their 5-15 items and 10 districts). "
-            "Server-side mode runs the same statements inside its functions, one round trip "
-            "per transaction.",
-            "Active data: the share of the database in the warehouses the run used "
-            "(--active K of W), item table included pro rata.",
+            *SUMMARY_NOTES,
             *unsafe_note(
                 {t: m.unsafe() for t in targets if (m := meaning_of(study, t)) is not None},
                 "commits that do not wait for their WAL to reach stable storage",
             ),
         ),
         numeric=(False, False, *([True] * 7)),
+    )
+
+
+def _summary_figures(
+    ok: Sequence[TpccRun], not_ok: int, load: TpccLoad | None, unsafe: str
+) -> tuple[str, ...]:
+    """A target's figures at one point, from its repeats that finished (``ok``;
+    ``not_ok`` did not): the columns after the target's name. ``load``: the
+    target's load, for a run recorded before runs knew their load's size."""
+    tpmc = fmt.with_spread(fmt.spread([r.tpmc for r in ok]), fmt.integer)
+    r0 = ok[0]
+    loaded = r0.loaded_bytes
+    if loaded is None and load is not None:
+        loaded = load.database_bytes
+    size = "n/a"
+    if loaded is not None:
+        share = active_share(loaded, r0.active, r0.warehouses)
+        size = f"{fmt.size(loaded)} ({fmt.size(share)})"
+    lat = "n/a"
+    nos = [no for r in ok if (no := r.stats("new_order")) is not None and no.p50_ms]
+    if nos:
+        lat = " / ".join(
+            fmt.ms(_median([getattr(no, f) or 0.0 for no in nos]))
+            for f in ("p50_ms", "p95_ms", "p99_ms")
+        )
+    qps = [q for r in ok if (q := r.qps) is not None]
+    return (
+        f"{r0.warehouses} ({r0.active})",
+        size,
+        flag(tpmc + (f", {not_ok} failed" if not_ok else ""), unsafe),
+        flag(fmt.integer(_median([r.tpm_total for r in ok])), unsafe),
+        fmt.integer(_median(qps)) if qps else "n/a",
+        lat,
+        f"{sum(r.failed for r in ok)} / {sum(r.retried for r in ok)}",
     )
 
 
