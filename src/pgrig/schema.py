@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import math
 import re
 from collections.abc import Callable
@@ -62,19 +63,24 @@ T = TypeVar("T")
 U = TypeVar("U")
 
 
+@dataclass(frozen=True)
 class Locator:
     """Maps (table path, key) to a line number of the TOML text.
 
     Table paths look like ``("target", 1)`` for the second ``[[target]]`` or
     ``("campaign",)``; keys of inline tables are found on their parent's line.
+    The text is scanned when an error first asks for a line: a good file never.
     """
 
-    def __init__(self, text: str) -> None:
-        self.lines: dict[tuple[TablePath, str], int] = {}
-        self.tables: dict[TablePath, int] = {}
+    text: str
+
+    @functools.cached_property
+    def _places(self) -> tuple[dict[tuple[TablePath, str], int], dict[TablePath, int]]:
+        lines: dict[tuple[TablePath, str], int] = {}
+        tables: dict[TablePath, int] = {}
         counts: dict[str, int] = {}
         path: TablePath = ()
-        for number, line in enumerate(text.splitlines(), start=1):
+        for number, line in enumerate(self.text.splitlines(), start=1):
             header = _HEADER.match(line)
             if header:
                 name = header.group(2).strip()
@@ -89,21 +95,23 @@ class Locator:
                         path = (parts[0], counts[parts[0]], *parts[1:])
                     else:
                         path = tuple(parts)
-                self.tables.setdefault(path, number)
+                tables.setdefault(path, number)
                 continue
             key = _KEY.match(line)
             if key:
-                self.lines.setdefault((path, key.group(1).strip("\"'")), number)
+                lines.setdefault((path, key.group(1).strip("\"'")), number)
+        return lines, tables
 
     def line(self, path: TablePath, key: str | None = None) -> int | None:
-        if key is not None and (path, key) in self.lines:
-            return self.lines[(path, key)]
+        lines, tables = self._places
+        if key is not None and (path, key) in lines:
+            return lines[(path, key)]
         # an inline table: the key of its parent
         if key is not None and len(path) >= 1 and isinstance(path[-1], str):
-            parent = self.lines.get((path[:-1], path[-1]))
+            parent = lines.get((path[:-1], path[-1]))
             if parent:
                 return parent
-        return self.tables.get(path)
+        return tables.get(path)
 
 
 class Table:
