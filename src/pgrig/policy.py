@@ -10,6 +10,7 @@ import re
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
@@ -284,7 +285,7 @@ def _axes(t: Table, key: str, value: dict[str, object] | tuple[Axis, ...]) -> tu
     for given, values in table.data.items():
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", given):
             raise table.error(given, f"{given!r} is not a PostgreSQL parameter name")
-        name = profiles.setting_name(given, table.where(given))
+        name = profiles.setting_name(given, partial(table.where, given))
         if name in dict(out):
             raise table.error(given, f"{name} is given twice (PostgreSQL's names ignore case)")
         if not isinstance(values, list) or not values:
