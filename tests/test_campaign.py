@@ -378,3 +378,25 @@ def test_the_schema_reads_a_table_in_one_pass_and_calls_no_reader_of_its_owner()
         read = schema.checked(Table(data, ("t",), ctx))
         with pytest.raises(UsageError, match=said):
             read.done({k.attr: k.read(table, k.name, v) for k, v in read.owned})
+
+
+def test_a_good_file_is_not_scanned_for_lines_and_a_bad_one_names_its_line(tmp_path: Path) -> None:
+    """The campaign's text is scanned for key lines when an error asks for one
+    (``Locator``), not for every file read: a [target.set] asked for its
+    settings' lines on the good path."""
+    import tomllib
+
+    from pgrig.schema import Context, Locator
+
+    good = (
+        '[campaign]\nname = "c"\n[[target]]\nname = "a"\ndirectory = "/tmp"\n'
+        '[target.set]\nfsync = "off"\n[[workload]]\ntype = "tpcb"\nclients = [1]\n'
+    )
+    for text, line in ((good, None), (good.replace("clients = [1]", "clients = [0]"), 10)):
+        ctx = Context("c.toml", tmp_path, Locator(text))
+        if line is None:
+            campaign.read(tomllib.loads(text), ctx)
+        else:
+            with pytest.raises(UsageError, match=rf"c\.toml:{line}: workload\[0\]\.clients: 0"):
+                campaign.read(tomllib.loads(text), ctx)
+        assert ("_places" in vars(ctx.locator)) is (line is not None)
