@@ -74,8 +74,7 @@ class Campaign:
 # [[target]]
 
 
-def _target_name(t: Table, key: str, default: object) -> str:
-    name = t.get(key, str)
+def _target_name(t: Table, key: str, name: str | None) -> str:
     if not name:
         raise t.error(key, "every target needs a name", hint='add name = "local-ssd"')
     if (problem := name_problem(name)) is not None:
@@ -83,8 +82,8 @@ def _target_name(t: Table, key: str, default: object) -> str:
     return str(name)
 
 
-def _tablespace(t: Table, key: str, default: object) -> str | None:
-    if isinstance(t.data.get(key), dict):
+def _tablespace(t: Table, key: str, given: object) -> str | None:
+    if given is None or isinstance(given, dict):
         return None  # a filesystem the storage lab builds (LabSpec.tablespaces)
     value = t.get(key, str)
     if value is None or "/" not in value:
@@ -92,8 +91,7 @@ def _tablespace(t: Table, key: str, default: object) -> str | None:
     return str(t.path_value(key))
 
 
-def _dsn(t: Table, key: str, default: object) -> str | None:
-    value = t.get(key, str)
+def _dsn(t: Table, key: str, value: str | None) -> str | None:
     if value is not None:
         try:
             Conn.from_user(value, what="connection string")
@@ -102,10 +100,9 @@ def _dsn(t: Table, key: str, default: object) -> str | None:
     return value
 
 
-def _profile(t: Table, key: str, default: str) -> str:
+def _profile(t: Table, key: str, value: str) -> str:
     """A shipped profile's name, or a file: relative to the campaign file, as
     every path of a campaign is."""
-    value = t.get(key, str, default)
     if value.endswith(".conf") or "/" in value:
         path = str(t.path_value(key))
         # --profile ./mine (the quick study's base is .) read "unknown profile 'mine'"
@@ -113,15 +110,14 @@ def _profile(t: Table, key: str, default: str) -> str:
     return value
 
 
-def _wal_segsize(t: Table, key: str, default: object) -> int | None:
-    seg = t.get(key, int)
+def _wal_segsize(t: Table, key: str, seg: int | None) -> int | None:
     if seg is not None and (seg < 1 or seg > 1024 or seg & (seg - 1)):
         raise t.error(key, f"{seg}: must be a power of 2 from 1 to 1024 (MB)")
     return seg
 
 
-def _kernel(t: Table, key: str, default: object) -> tuple[tuple[str, str], ...]:
-    table = t.table(key)
+def _kernel(t: Table, key: str, given: object) -> tuple[tuple[str, str], ...]:
+    table = t.table(key) if given is not None else None
     if table is None:
         return ()
     out = []
@@ -143,35 +139,29 @@ INITDB_SCHEMA = Schema(
     text("encoding", "UTF8", "initdb `--encoding`"),
     text("locale", "C", "initdb `--locale`"),
     custom("wal_segsize", None, "initdb `--wal-segsize` in MB (the seeds use 1024)",
-           _wal_segsize, field="wal_segsize_mb"),
+           _wal_segsize, kind=int, field="wal_segsize_mb"),
     flag("data_checksums", False, "initdb `--data-checksums`"),
 )  # fmt: skip
 
 
-def _initdb(t: Table, key: str, default: object) -> InitdbSpec | None:
-    table = t.table(key)
+def _initdb(t: Table, key: str, given: object) -> InitdbSpec | None:
+    table = t.table(key) if given is not None else None
     if table is None:
         return None
-    keys = INITDB_SCHEMA.keys
-    return InitdbSpec(
-        **INITDB_SCHEMA.finish(table, {k.attr: k.read(table, k.name, k.default) for k in keys})
-    )
+    read = INITDB_SCHEMA.checked(table)
+    return InitdbSpec(**read.done({k.attr: k.read(table, k.name, v) for k, v in read.owned}))
 
 
 LISTEN = ("socket", "tcp")
 
 
-def _listen(t: Table, key: str, default: object) -> str:
-    value = t.get(key, str)
-    if value is None:
-        return "socket"
+def _listen(t: Table, key: str, value: str) -> str:
     if value not in LISTEN:
         raise t.error(key, f"{value!r} is not a way to listen", hint='listen = "socket" or "tcp"')
     return value
 
 
-def _kind(t: Table, key: str, default: object) -> str | None:
-    name = t.get(key, str)
+def _kind(t: Table, key: str, name: str | None) -> str | None:
     if name is not None and name not in registry.target_kinds():
         raise t.error(
             key,
@@ -183,7 +173,7 @@ def _kind(t: Table, key: str, default: object) -> str | None:
 
 TARGET_SCHEMA = Schema(
     "[[target]]",
-    custom("name", None, "the column's name", _target_name, shown_default="(required)"),
+    custom("name", None, "the column's name", _target_name, kind=str, shown_default="(required)"),
     path(
         "directory",
         "the storage under test: the throwaway cluster goes into "
@@ -192,7 +182,7 @@ TARGET_SCHEMA = Schema(
     custom(
         "dsn", None,
         "instead of a cluster: an existing server (URI or `key=value`); needs `--yes` for "
-        "workloads, which drop `pgbench_*` tables; never restarted", _dsn,
+        "workloads, which drop `pgbench_*` tables; never restarted", _dsn, kind=str,
     ),
     path("wal_directory", "`initdb --waldir` on another disk"),
     custom(
@@ -205,19 +195,21 @@ TARGET_SCHEMA = Schema(
     text("pg_bin", None, "PostgreSQL binaries of this target (compare versions: one target "
          "per version)"),
     custom("profile", "oltp", "`stock`, `oltp`, a seed's (`seed000`, `seed001`, `seed002`, "
-           "`seed004`) or a path to a `.conf` file (relative to the campaign file)", _profile),
+           "`seed004`) or a path to a `.conf` file (relative to the campaign file)", _profile,
+           kind=str),
     custom("set", None, "`[target.set]`: setting overrides, e.g. `synchronous_commit = \"off\"`",
            profiles.settings_of, field="settings"),
-    custom("initdb", None, "`[target.initdb]`: see below", _initdb),
+    custom("initdb", None, "`[target.initdb]`: see below", _initdb, kind=dict),
     custom("kernel", None, "`[target.kernel]`: kernel settings (a sysctl such as "
            "`\"vm.dirty_ratio\" = 80`, or `clocksource`) set around each of the target's "
-           "steps and put back after (seed 002's dirty-page settings); root only", _kernel),
+           "steps and put back after (seed 002's dirty-page settings); root only", _kernel,
+           kind=dict),
     text("os_user", None, "OS user the server runs as when pgrig is root"),
     custom("listen", "socket", "how the clients reach the cluster pgrig creates: `socket` "
            "(its private unix socket) or `tcp` (127.0.0.1 with a password, as the seeds' "
-           "clients came over the network)", _listen),
+           "clients came over the network)", _listen, kind=str),
     custom("kind", None, "a registered target kind with keys of its own (docs/targets.md); "
-           "without it the keys say: `directory`, `dsn` or the storage lab's", _kind),
+           "without it the keys say: `directory`, `dsn` or the storage lab's", _kind, kind=str),
     also=LAB_SCHEMA.names,
 )  # fmt: skip
 
@@ -240,7 +232,8 @@ def _target(t: Table) -> TargetSpec:
     options = kind.parse(t) if kind is not None else None  # before the common keys
     extra = kind.schema.names if kind is not None and kind.schema is not None else ()
     schema = Schema(TARGET_SCHEMA.title, *TARGET_SCHEMA.keys, also=(*TARGET_SCHEMA.also, *extra))
-    values = schema.finish(t, {k.attr: k.read(t, k.name, k.default) for k in schema.keys})
+    read = schema.checked(t)
+    values = read.done({k.attr: k.read(t, k.name, v) for k, v in read.owned})
     if kind is not None:
         values["kind"] = kind.name
     name = values["name"]
@@ -380,10 +373,8 @@ def read(data: Document, ctx: Context) -> Campaign:
         probes = None
     elif isinstance(probe_value, dict):
         pt = Table(probe_value, ("probes",), ctx)
-        keys = PROBES_SCHEMA.keys
-        probes = ProbeSpec(
-            **PROBES_SCHEMA.finish(pt, {k.attr: k.read(pt, k.name, k.default) for k in keys})
-        )
+        read = PROBES_SCHEMA.checked(pt)
+        probes = ProbeSpec(**read.done({k.attr: k.read(pt, k.name, v) for k, v in read.owned}))
 
     workloads: list[WorkloadSpec] = []
     types = registry.workloads()

@@ -10,6 +10,7 @@ import re
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
@@ -178,10 +179,9 @@ class Repeat:
     until_decided: bool = False
 
 
-def _repeat(t: Table, key: str, default: Repeat) -> Repeat:
-    value = t.get(key, (int, dict), None)
-    if value is None:
-        return default
+def _repeat(t: Table, key: str, value: int | dict[str, object] | Repeat) -> Repeat:
+    if isinstance(value, Repeat):
+        return value  # not given: the default
     if isinstance(value, int):
         if value < 1:
             raise t.error(key, f"{value}: at least 1")
@@ -248,8 +248,7 @@ class LatencyTarget:
         return f"p{self.percentile} <= {self.limit_ms:g} ms"
 
 
-def _latency_target(t: Table, key: str, default: object) -> str | None:
-    text = t.get(key, str)
+def _latency_target(t: Table, key: str, text: str | None) -> str | None:
     if text is None:
         return None
     try:
@@ -258,8 +257,7 @@ def _latency_target(t: Table, key: str, default: object) -> str | None:
         raise t.error(key, str(exc), hint='latency_target = "p99 <= 5 ms"') from None
 
 
-def _warmup(t: Table, key: str, default: int | str) -> int | str:
-    warmup = t.get(key, (int, str), default)
+def _warmup(t: Table, key: str, warmup: int | str) -> int | str:
     if isinstance(warmup, str) and warmup != "auto":
         raise t.error(key, f'{warmup!r}: seconds, or "auto" (until tps is steady)')
     if isinstance(warmup, int) and warmup < 0:
@@ -267,32 +265,27 @@ def _warmup(t: Table, key: str, default: int | str) -> int | str:
     return warmup if isinstance(warmup, str) else int(warmup)
 
 
-def _versions(t: Table, key: str, default: object) -> tuple[str, ...]:
-    import re
-
-    values = t.get(key, list, [])
+def _versions(t: Table, key: str, values: list[object] | tuple[str, ...]) -> tuple[str, ...]:
     for v in values:
         if not isinstance(v, str) or not re.fullmatch(r"\d+(\.\d+){0,2}", v):
             raise t.error(key, f'{v!r}: a version as a string, e.g. "9.6", "15" or "9.6.24"')
     if len(set(values)) != len(values):
         raise t.error(key, "a version is listed twice")
-    return tuple(values)
+    return tuple(str(v) for v in values)
 
 
 Axis = tuple[str, tuple[str, ...]]
 
 
-def _axes(t: Table, key: str, default: object) -> tuple[Axis, ...]:
-    import re
-
-    table = t.table(key)
+def _axes(t: Table, key: str, value: dict[str, object] | tuple[Axis, ...]) -> tuple[Axis, ...]:
+    table = t.table(key) if isinstance(value, dict) else None
     if table is None:
         return ()
     out: list[Axis] = []
     for given, values in table.data.items():
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", given):
             raise table.error(given, f"{given!r} is not a PostgreSQL parameter name")
-        name = profiles.setting_name(given, table.where(given))
+        name = profiles.setting_name(given, partial(table.where, given))
         if name in dict(out):
             raise table.error(given, f"{name} is given twice (PostgreSQL's names ignore case)")
         if not isinstance(values, list) or not values:
@@ -315,8 +308,7 @@ def _axes(t: Table, key: str, default: object) -> tuple[Axis, ...]:
     return tuple(out)
 
 
-def _name(t: Table, key: str, default: object) -> str:
-    name = t.get(key, str)
+def _name(t: Table, key: str, name: str | None) -> str:
     if name is None:
         raise t.error(
             None, "the campaign has no name (its study id)", hint='add name = "seed000-storage"'
@@ -326,9 +318,17 @@ def _name(t: Table, key: str, default: object) -> str:
     return str(name)
 
 
+def _inventory(t: Table, key: str, path: Path | None) -> Path | None:
+    """The inventory file, refused when it is none: a campaign without remote
+    targets never read it, and a mistyped name went unsaid."""
+    if path is not None and (why := files.not_a_file(path)) is not None:
+        raise t.error(key, f"the inventory {path} {why}", hint="give an Ansible inventory file")
+    return path
+
+
 SCHEMA = Schema(
     "[campaign]",
-    custom("name", None, "the study id: letters, digits, `.`, `_`, `-`", _name,
+    custom("name", None, "the study id: letters, digits, `.`, `_`, `-`", _name, kind=str,
            shown_default="(required)"),
     text("baseline", None, "the column the others are compared with",
          shown_default="first target"),
@@ -338,7 +338,7 @@ SCHEMA = Schema(
         "once per version (named `TARGET-pgVERSION`, or `pgVERSION` for one target), each on "
         "its own throwaway cluster with the same profile; versions not installed are "
         "installed by `pgrig pg install` on demand ([versions](versions.md))",
-        _versions, shown_default="`[]`",
+        _versions, kind=list, shown_default="`[]`",
     ),
     custom(
         "axes", (),
@@ -348,13 +348,13 @@ SCHEMA = Schema(
         "one target or no versions), each on its own cluster with the same profile plus "
         "those settings. A value a version cannot take is refused before anything runs "
         "([versions](versions.md#settings-as-axes))",
-        _axes, shown_default="`{}`",
+        _axes, kind=dict, shown_default="`{}`",
     ),
     custom(
         "inventory", None,
         "an Ansible inventory (INI or YAML) naming the hosts of remote targets "
         "(`host = \"db1\"`, `load_hosts = [\"c1\", \"c2\"]`; [hosts](hosts.md))",
-        lambda t, k, d: _inventory(t, k),
+        _inventory, kind=Path,
     ),
     custom(
         "repeat", Repeat(),
@@ -368,13 +368,13 @@ SCHEMA = Schema(
         "min = 3, max = 12 }`: until each target's comparison with the baseline is "
         "decided (better, worse or the same within 5%; [verdicts](report.md#verdicts)) "
         "([adaptive repeats](campaigns.md#adaptive-repeats))",
-        _repeat, shown_default="`1`",
+        _repeat, kind=(int, dict), shown_default="`1`",
     ),
     custom(
         "warmup", 0,
         "seconds of unrecorded pgbench before each measured run, or `\"auto\"`: until "
         "per-second tps is steady (last 5 s within a 3% coefficient of variation)",
-        _warmup,
+        _warmup, kind=(int, str),
     ),
     integer("warmup_max", 120, 'seconds after which `warmup = "auto"` gives up',
             field="warmup_max_s"),
@@ -411,7 +411,7 @@ SCHEMA = Schema(
         "highest tps (tpmC) at a point - a client count, or an offered rate of a workload's "
         "`rates` sweep - whose median percentile stayed within it, and with a sweep says it "
         "on the first screen ([report](report.md#throughput-under-a-latency-target))",
-        _latency_target,
+        _latency_target, kind=str,
     ),
     flag(
         "interleave", True,
@@ -444,19 +444,11 @@ class Header:
 
 
 def parse(table: Table) -> Header:
-    values = SCHEMA.finish(table, {k.attr: k.read(table, k.name, k.default) for k in SCHEMA.keys})
+    read = SCHEMA.checked(table)
+    values = read.done({k.attr: k.read(table, k.name, v) for k, v in read.owned})
     name, baseline, versions = values.pop("name"), values.pop("baseline"), values.pop("versions")
     axes, inventory = values.pop("axes"), values.pop("inventory")
     iops, mbps = values.pop("instance_iops"), values.pop("instance_mbps")
     repeat: Repeat = values.pop("repeat")
     values.update(dataclasses.asdict(repeat))
     return Header(name, baseline, versions, RunPolicy(**values), axes, inventory, iops, mbps)
-
-
-def _inventory(t: Table, key: str) -> Path | None:
-    """The inventory file, refused when it is none: a campaign without remote
-    targets never read it, and a mistyped name went unsaid."""
-    path = t.path_value(key)
-    if path is not None and (why := files.not_a_file(path)) is not None:
-        raise t.error(key, f"the inventory {path} {why}", hint="give an Ansible inventory file")
-    return path

@@ -46,9 +46,8 @@ class ProbeSpec:
     fsync_repeat: int = 1
 
 
-def _seconds(default: int) -> Callable[[Table, str, object], int | None]:
-    def read(t: Table, key: str, _d: object) -> int | None:
-        value = t.get(key, (int, bool), True)
+def _seconds(default: int) -> Callable[[Table, str, int | bool], int | None]:
+    def read(t: Table, key: str, value: int | bool) -> int | None:
         if value is False:
             return None
         if value is True:
@@ -60,8 +59,7 @@ def _seconds(default: int) -> Callable[[Table, str, object], int | None]:
     return read
 
 
-def _size(t: Table, key: str, default: str) -> str:
-    size = t.get(key, str, default)
+def _size(t: Table, key: str, size: str) -> str:
     try:  # fio's own notation, as its runner reads it: refused here, not mid-study
         nbytes = fio.size_bytes(size)
     except UsageError as exc:
@@ -71,8 +69,7 @@ def _size(t: Table, key: str, default: str) -> str:
     return str(size)
 
 
-def _ioengine(t: Table, key: str, default: str) -> str:
-    engine = t.get(key, str, default)
+def _ioengine(t: Table, key: str, engine: str) -> str:
     try:
         found = fio.find_fio()
     except BinaryNotFound:
@@ -89,8 +86,7 @@ def _ioengine(t: Table, key: str, default: str) -> str:
 _CPU_LIST = re.compile(r"\d+(-\d+)?(,\d+(-\d+)?)*")
 
 
-def _cpus_allowed(t: Table, key: str, default: object) -> str | None:
-    value = t.get(key, str)
+def _cpus_allowed(t: Table, key: str, value: str | None) -> str | None:
     if value is None:
         return None
     if not _CPU_LIST.fullmatch(value):
@@ -115,38 +111,36 @@ FIO_SCHEMA = Schema(
     choices("patterns", FIO_PATTERNS, FIO_PATTERNS, "8k patterns to run"),
     integer("numjobs", 1, "fio `--numjobs`"),
     integer("iodepth", 8, "fio `--iodepth`"),
-    custom("size", "256M", "size of the test file", _size),
+    custom("size", "256M", "size of the test file", _size, kind=str),
     integer("runtime", 10, "seconds per pattern", field="runtime_s"),
     flag("direct", True, "`O_DIRECT`, as the seeds"),
-    custom("ioengine", "libaio", "fio `--ioengine`", _ioengine),
+    custom("ioengine", "libaio", "fio `--ioengine`", _ioengine, kind=str),
     custom("cpus_allowed", None, "fio `--cpus_allowed` with `--cpus_allowed_policy=split` (a "
            "CPU per job), e.g. `\"0-1\"`: seed 000 pinned its jobs to the CPUs of the disk's "
-           "queues", _cpus_allowed),
+           "queues", _cpus_allowed, kind=str),
 )  # fmt: skip
 
 
-def _fio_table(t: Table, key: str, default: object) -> FioPlan | None:
-    value = t.get(key, (dict, bool), True)
+def _fio_table(t: Table, key: str, value: dict[str, object] | bool | None) -> FioPlan | None:
     if value is False:
         return None
     table = t.table(key) if isinstance(value, dict) else None
     if table is None:
         return FioPlan()
-    keys = FIO_SCHEMA.keys
-    return FioPlan(
-        **FIO_SCHEMA.finish(table, {k.attr: k.read(table, k.name, k.default) for k in keys})
-    )
+    read = FIO_SCHEMA.checked(table)
+    return FioPlan(**read.done({k.attr: k.read(table, k.name, v) for k, v in read.owned}))
 
 
 PROBES_SCHEMA = Schema(
     "[probes]",
-    custom("timing", 3, "pg_test_timing seconds, or `false`", _seconds(3), field="timing_s"),
+    custom("timing", 3, "pg_test_timing seconds, or `false`", _seconds(3), kind=(int, bool),
+           field="timing_s"),
     custom("fsync", 2, "pg_test_fsync seconds per test, or `false`", _seconds(2),
-           field="fsync_s"),
+           kind=(int, bool), field="fsync_s"),
     integer("fsync_repeat", 1, "runs of pg_test_fsync: the report shows each row's median "
             "and range, and flags orderings that contradict physics as noise"),
     custom("fio", None, "`{ patterns, numjobs, iodepth, size, runtime, direct, ioengine }` or "
-           "`false`", _fio_table, shown_default="all four patterns"),
+           "`false`", _fio_table, kind=(dict, bool), shown_default="all four patterns"),
 )  # fmt: skip
 
 

@@ -1,14 +1,17 @@
 """Campaign keys declared once: name, type, default, check and doc.
 
-A ``Schema`` reads one TOML table into the fields of a spec dataclass, refuses
-keys nobody declared (naming the nearest valid one) and renders the Markdown
-table docs/campaigns.md shows - a test keeps the two in step. ``Table`` gives
-typed access with errors that name the file, the line and the key.
+A ``Schema`` reads one TOML table in one pass into the values of a spec
+dataclass's fields, refuses keys nobody declared (naming the nearest valid one)
+and renders the Markdown table docs/campaigns.md shows - a test keeps the two in
+step. ``Table`` gives typed access with errors that name the file, the line and
+the key.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
+import functools
 import math
 import re
 from collections.abc import Callable
@@ -60,19 +63,24 @@ T = TypeVar("T")
 U = TypeVar("U")
 
 
+@dataclass(frozen=True)
 class Locator:
     """Maps (table path, key) to a line number of the TOML text.
 
     Table paths look like ``("target", 1)`` for the second ``[[target]]`` or
     ``("campaign",)``; keys of inline tables are found on their parent's line.
+    The text is scanned when an error first asks for a line: a good file never.
     """
 
-    def __init__(self, text: str) -> None:
-        self.lines: dict[tuple[TablePath, str], int] = {}
-        self.tables: dict[TablePath, int] = {}
+    text: str
+
+    @functools.cached_property
+    def _places(self) -> tuple[dict[tuple[TablePath, str], int], dict[TablePath, int]]:
+        lines: dict[tuple[TablePath, str], int] = {}
+        tables: dict[TablePath, int] = {}
         counts: dict[str, int] = {}
         path: TablePath = ()
-        for number, line in enumerate(text.splitlines(), start=1):
+        for number, line in enumerate(self.text.splitlines(), start=1):
             header = _HEADER.match(line)
             if header:
                 name = header.group(2).strip()
@@ -87,21 +95,23 @@ class Locator:
                         path = (parts[0], counts[parts[0]], *parts[1:])
                     else:
                         path = tuple(parts)
-                self.tables.setdefault(path, number)
+                tables.setdefault(path, number)
                 continue
             key = _KEY.match(line)
             if key:
-                self.lines.setdefault((path, key.group(1).strip("\"'")), number)
+                lines.setdefault((path, key.group(1).strip("\"'")), number)
+        return lines, tables
 
     def line(self, path: TablePath, key: str | None = None) -> int | None:
-        if key is not None and (path, key) in self.lines:
-            return self.lines[(path, key)]
+        lines, tables = self._places
+        if key is not None and (path, key) in lines:
+            return lines[(path, key)]
         # an inline table: the key of its parent
         if key is not None and len(path) >= 1 and isinstance(path[-1], str):
-            parent = self.lines.get((path[:-1], path[-1]))
+            parent = lines.get((path[:-1], path[-1]))
             if parent:
                 return parent
-        return self.tables.get(path)
+        return tables.get(path)
 
 
 class Table:
@@ -140,6 +150,8 @@ class Table:
     ) -> T | U | None: ...
     @overload
     def get(self, key: str, kind: tuple[type[T], type[U]], default: T | U) -> T | U: ...
+    @overload
+    def get(self, key: str, kind: Kind, default: object = None) -> Any: ...
 
     def get(self, key: str, kind: type | tuple[type, ...], default: object = None) -> object:
         self.used.add(key)
@@ -259,7 +271,13 @@ def table_name(path: TablePath) -> str:
 # Keys
 
 
+# A key's reader: (table, key, value) -> the field's value. ``value`` is the
+# key's value as given (an owner's key: checked against the TOML type it
+# declares), or its default when the table leaves the key out.
 Read = Callable[[Table, str, Any], Any]
+# The TOML type an owner's key declares: what the schema checks before its owner
+# makes the value (``Path``: a path relative to the campaign file).
+Kind = type | tuple[type, ...]
 
 
 @dataclass(frozen=True)
@@ -272,10 +290,10 @@ class Key:
     read: Read
     field: str | None = None  # the spec's field, when its name differs from the key's
     shown_default: str | None = None  # for the docs, when the default is computed
+    attr: str = dataclasses.field(init=False, repr=False)  # the spec's field
 
-    @property
-    def attr(self) -> str:
-        return self.field or self.name
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "attr", self.field or self.name)
 
     def default_text(self) -> str:
         if self.shown_default is not None:
@@ -364,54 +382,99 @@ def choices(name: str, allowed: tuple[str, ...], default: tuple[str, ...], doc: 
 
 @dataclass(frozen=True)
 class OwnKey(Key):
-    """A key read by a reader of its owner's: the owner calls it, never the
-    schema (``Schema.finish``)."""
+    """A key its owner makes the value of with a reader of its own: the schema
+    checks the TOML type it declares (``kind``) and hands the value over
+    (``Checked.owned``); the owner calls its reader, never the schema."""
+
+    kind: Kind | None = None  # None: any TOML value (the reader checks it)
+
+    def given(self, t: Table) -> Any:
+        """The key's value as given, of its kind; its default when absent."""
+        if self.name not in t.data:
+            return self.default
+        if self.kind is None:
+            return t.data[self.name]
+        if self.kind is Path:
+            return t.path_value(self.name)
+        return t.get(self.name, self.kind)
 
 
-def custom(name: str, default: Any, doc: str, read: Read, **kw: str | None) -> Key:
+def custom(name: str, default: Any, doc: str, read: Read, *, kind: Kind | None = None,
+           **kw: str | None) -> Key:  # fmt: skip
     """A key its owner reads with a reader of its own (a fio size, a repeat
-    policy): the owner walks its keys (``Schema.finish``), this module calls no
-    reader of a part above it."""
-    return OwnKey(name, default, doc, read, **kw)
+    policy), given the value of the TOML type ``kind`` the schema checked: the
+    schema hands it over and calls no reader of a part above it."""
+    return OwnKey(name, default, doc, read, kind=kind, **kw)
+
+
+@dataclass(frozen=True)
+class Checked:
+    """A table as its schema read it in one pass (``Schema.checked``), in the
+    keys' order: each key of the kinds declared here read whole, each owner's
+    key (``custom``) as given, for its owner to make its value of. The first key
+    refused - or a key nobody declared, after all of them - is raised by
+    ``done``, once the owner has made the values of its keys before it: a table
+    with two bad keys is refused for the first, as if read key by key."""
+
+    values: dict[str, Any]  # by field name: the schema's values, the owner's keys as given
+    owned: tuple[tuple[OwnKey, Any], ...]  # the owner's keys read before any refusal
+    refused: UsageError | None = None
+
+    def done(self, made: dict[str, Any]) -> dict[str, Any]:
+        """Every declared key's value by field name, the owner's as it ``made``
+        them from ``owned``; the first refusal raised."""
+        if self.refused is not None:
+            raise self.refused
+        return {**self.values, **made}
 
 
 class Schema:
-    """The keys of one campaign table, in the order the docs list them: data that
-    its owner walks. A table of the kinds of key declared here (``text``, ``flag``,
-    ``integers``, ...) is read whole by ``read``; a table with keys of its owner's
-    (``custom``) is read by the owner, in its own code, and finished here::
+    """The keys of one campaign table, in the order the docs list them: data
+    read in one pass (``checked``). A table of the kinds of key declared here
+    (``text``, ``flag``, ``integers``, ...) is ``read`` whole; a table with keys of
+    its owner's (``custom``) is read by the schema and finished by its owner::
 
-        values = SCHEMA.finish(t, {k.attr: k.read(t, k.name, k.default) for k in SCHEMA.keys})
+        read = SCHEMA.checked(t)
+        values = read.done({k.attr: k.read(t, k.name, v) for k, v in read.owned})
 
     so that the schema never calls back up into the parts that declare it
-    (issue 43: it did, 24 of the run route's 66 climbs)."""
+    (issue 43: it did, 24 of the run route's 66 climbs), nor do they call
+    down into it key by key (issue 43: two stays a key on the run route)."""
 
     def __init__(self, title: str, *keys: Key, also: tuple[str, ...] = ()) -> None:
         self.title = title
         self.keys = keys
         self.also = also  # keys another part reads (a workload's "type")
+        self.names = tuple(k.name for k in keys)
+        self.own = tuple(k.name for k in keys if isinstance(k, OwnKey))
 
-    @property
-    def names(self) -> tuple[str, ...]:
-        return tuple(k.name for k in self.keys)
+    def checked(self, table: Table) -> Checked:
+        """Every declared key read, in order, and the undeclared ones refused
+        after: the first refusal held, not raised (``Checked.done``)."""
+        values: dict[str, Any] = {}
+        owned: list[tuple[OwnKey, Any]] = []
+        try:
+            for k in self.keys:
+                if isinstance(k, OwnKey):
+                    values[k.attr] = k.given(table)
+                    owned.append((k, values[k.attr]))
+                else:
+                    values[k.attr] = k.read(table, k.name, k.default)
+            table.finish((*self.also, *self.names))
+        except UsageError as refused:
+            return Checked(values, tuple(owned), refused)
+        return Checked(values, tuple(owned))
 
     def read(self, table: Table) -> dict[str, Any]:
         """Every declared key's value (or default) by field name; unknown keys
         refused. For a table of the kinds declared here: one with keys of its
-        owner's is walked by its owner (``finish``)."""
-        own = [k.name for k in self.keys if isinstance(k, OwnKey)]
-        if own:
+        owner's is finished by its owner (``checked``)."""
+        if self.own:
             raise TypeError(
-                f"{self.title}: the keys {', '.join(own)} have readers of their owner's: "
-                "its owner walks them, then calls Schema.finish"
+                f"{self.title}: the keys {', '.join(self.own)} have readers of their owner's: "
+                "its owner makes their values (Schema.checked, Checked.done)"
             )
-        return self.finish(table, {k.attr: k.read(table, k.name, k.default) for k in self.keys})
-
-    def finish(self, table: Table, values: dict[str, Any]) -> dict[str, Any]:
-        """The values its owner read, every declared key's by field name, once
-        the keys nobody declared are refused."""
-        table.finish((*self.also, *self.names))
-        return values
+        return self.checked(table).done({})
 
     def markdown(self) -> str:
         lines = ["| key | default | meaning |", "|---|---|---|"]

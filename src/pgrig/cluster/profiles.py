@@ -16,8 +16,9 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
+from functools import partial
 from importlib import resources
 from pathlib import Path
 
@@ -48,16 +49,18 @@ OWNED = {
 RESERVED = frozenset(OWNED)
 
 
-def setting_name(name: str, where: str) -> str:
+def setting_name(name: str, where: str | Callable[[], str]) -> str:
     """The one check of a setting's name, wherever it is given (a profile line,
     ``--set``, a campaign's ``set`` or ``axes``): PostgreSQL's names are
     case-insensitive, so the lower-case one (``Shared_Buffers`` was dropped as a
     parameter no PostgreSQL 15 knows while the report claimed it), refused when
-    pgrig sets it itself, with why. ``where`` names the place for the error."""
+    pgrig sets it itself, with why. ``where`` names the place for the error (or
+    finds it, asked only then: a campaign's line)."""
     key = name.strip().lower()
     if key in OWNED:
+        place = where if isinstance(where, str) else where()
         raise UsageError(
-            f"{where}: {key} is set by pgrig and cannot be set here: {OWNED[key]}",
+            f"{place}: {key} is set by pgrig and cannot be set here: {OWNED[key]}",
             hint=f"remove {key}; pgrig sets {', '.join(sorted(OWNED))} itself",
         )
     return key
@@ -203,7 +206,7 @@ def settings_of(t: Table, key: str, default: object = None) -> dict[str, str]:
     if table is None:
         return settings
     for given, value in table.data.items():
-        name = setting_name(given, table.where(given))
+        name = setting_name(given, partial(table.where, given))
         if name in settings:
             raise table.error(
                 given,

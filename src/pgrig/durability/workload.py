@@ -201,9 +201,9 @@ class DurabilityWorkload(Workload):
     needs = Needs(destructive="the durability check kills the server's processes under load")
 
     def parse(self, table: Table) -> DurabilitySpec:
-        keys = SCHEMA.keys
+        read = SCHEMA.checked(table)
         spec = DurabilitySpec(
-            **SCHEMA.finish(table, {k.attr: k.read(table, k.name, k.default) for k in keys})
+            **read.done({k.attr: k.read(table, k.name, v) for k, v in read.owned})
         )
         try:  # the command line's checks, before anything is created
             spec.plan.validate()

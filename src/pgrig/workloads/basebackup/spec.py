@@ -132,7 +132,8 @@ def copy_bytes(scale: int) -> int:
 
 
 def parse(t: Table) -> BasebackupSpec:
-    values = SCHEMA.finish(t, {k.attr: k.read(t, k.name, k.default) for k in SCHEMA.keys})
+    read = SCHEMA.checked(t)
+    values = read.done({k.attr: k.read(t, k.name, v) for k, v in read.owned})
     spec = BasebackupSpec(**values)
     method = _COMPRESS.fullmatch(spec.compress)
     assert method is not None

@@ -139,9 +139,8 @@ SCHEMA = Schema(
 
 
 def parse(t: Table) -> CustomSpec:
-    spec = CustomSpec(
-        **SCHEMA.finish(t, {k.attr: k.read(t, k.name, k.default) for k in SCHEMA.keys})
-    )
+    read = SCHEMA.checked(t)
+    spec = CustomSpec(**read.done({k.attr: k.read(t, k.name, v) for k, v in read.owned}))
     check_pgbench(t, spec.clients, spec.threads, spec.rate, spec.latency_limit_ms)
     return spec
 

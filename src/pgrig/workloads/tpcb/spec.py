@@ -3,10 +3,21 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from pgrig.cluster.loadwal import LOAD_WAL
-from pgrig.schema import Schema, Table, choice, choices, custom, flag, integer, integers, text
+from pgrig.schema import (
+    Schema,
+    Table,
+    choice,
+    choices,
+    custom,
+    flag,
+    integer,
+    integers,
+    number,
+    text,
+)
 from pgrig.tools.pgbench.init import ROWS_PER_SCALE
 
 TPCB_MODES = ("select-only", "read-write")
@@ -42,27 +53,28 @@ class TpcbSpec:
 # -- keys several pgbench workloads share --------------------------------------
 
 
-def _threads(t: Table, key: str, default: object) -> int | None:
-    threads = t.get(key, int)
+def _threads(t: Table, key: str, threads: int | None) -> int | None:
     if threads is not None and threads < 1:
         raise t.error(key, f"{threads}: at least 1")
     return threads
 
 
-def _rate(t: Table, key: str, default: object) -> float | None:
-    rate = t.get(key, float)
+def _rate(t: Table, key: str, rate: float | None) -> float | None:
     if rate is not None and rate <= 0:
         raise t.error(key, "must be a positive number of transactions per second")
     return rate
 
 
-THREADS = custom("threads", None, "pgbench `-j`", _threads, shown_default="min(clients, CPUs)")
+THREADS = custom(
+    "threads", None, "pgbench `-j`", _threads, kind=int, shown_default="min(clients, CPUs)"
+)
 QUERY_MODE = choice("query_mode", QUERY_MODES, "prepared", "pgbench `-M`")
-RATE = custom("rate", None, "open loop: pgbench `-R`, transactions per second in total", _rate)
+RATE = custom(
+    "rate", None, "open loop: pgbench `-R`, transactions per second in total", _rate, kind=float
+)
 
 
-def _rates(t: Table, key: str, default: object) -> tuple[float, ...]:
-    values = t.get(key, list)
+def _rates(t: Table, key: str, values: list[Any] | None) -> tuple[float, ...]:
     if values is None:
         return ()
     if not values or not all(isinstance(v, int | float) and v > 0 for v in values):
@@ -75,15 +87,14 @@ def _rates(t: Table, key: str, default: object) -> tuple[float, ...]:
 
 
 RATES = custom(
-    "rates", (), "a sweep of offered rates (pgbench `-R`, transactions per second in total): "
+    "rates", None, "a sweep of offered rates (pgbench `-R`, transactions per second in total): "
     "each point runs once per rate, open loop; the report draws latency against the offered "
     "rate per target and, with the campaign's `latency_target`, the highest throughput "
-    "within it (docs/report.md)", _rates, shown_default="[]",
+    "within it (docs/report.md)", _rates, kind=list, shown_default="[]",
 )  # fmt: skip
-LATENCY_LIMIT = custom(
-    "latency_limit_ms", None, "pgbench `-L` (with `rate`): late and skipped transactions",
-    lambda t, k, d: t.get(k, float),
-)  # fmt: skip
+LATENCY_LIMIT = number(
+    "latency_limit_ms", None, "pgbench `-L` (with `rate`): late and skipped transactions"
+)
 
 
 def check_pgbench(t: Table, clients: tuple[int, ...], threads: int | None,
@@ -100,8 +111,7 @@ def check_pgbench(t: Table, clients: tuple[int, ...], threads: int | None,
         raise t.error("latency_limit_ms", "needs rate (an open-loop run at a fixed rate)")
 
 
-def _fillfactor(t: Table, key: str, default: object) -> int | None:
-    value = t.get(key, int)
+def _fillfactor(t: Table, key: str, value: int | None) -> int | None:
     if value is not None and not 10 <= value <= 100:
         raise t.error(key, f"{value}: between 10 and 100")
     return value
@@ -130,7 +140,7 @@ SCHEMA = Schema(
            "power-loss study's (docs/tpcb.md)"),
     integer("partitions", 0, "`pgbench -i --partitions`", minimum=0),
     flag("unlogged", False, "`pgbench -i --unlogged-tables` (seed 004)"),
-    custom("fillfactor", None, "`pgbench -i --fillfactor`", _fillfactor),
+    custom("fillfactor", None, "`pgbench -i --fillfactor`", _fillfactor, kind=int),
     flag("reuse", False, "reuse the tables an earlier study loaded at this scale with the same "
          "layout, loader, PostgreSQL version and settings, instead of loading again; "
          "works on a server pgrig did not create (`dsn`): a cluster pgrig creates is new "
@@ -146,7 +156,8 @@ SCHEMA = Schema(
 
 
 def parse(t: Table) -> TpcbSpec:
-    spec = TpcbSpec(**SCHEMA.finish(t, {k.attr: k.read(t, k.name, k.default) for k in SCHEMA.keys}))
+    read = SCHEMA.checked(t)
+    spec = TpcbSpec(**read.done({k.attr: k.read(t, k.name, v) for k, v in read.owned}))
     if spec.load_jobs is not None and spec.generate != "parallel":
         raise t.error(
             "load_jobs", f"{spec.load_jobs}: only pgrig's loader takes it",

@@ -67,7 +67,8 @@ SCHEMA = Schema(
 
 
 def parse(t: Table) -> TpccSpec:
-    spec = TpccSpec(**SCHEMA.finish(t, {k.attr: k.read(t, k.name, k.default) for k in SCHEMA.keys}))
+    read = SCHEMA.checked(t)
+    spec = TpccSpec(**read.done({k.attr: k.read(t, k.name, v) for k, v in read.owned}))
     for k in spec.active or ():
         if k > spec.warehouses:
             raise t.error(
