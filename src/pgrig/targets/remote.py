@@ -59,7 +59,14 @@ from pgrig.registry.target import (
 from pgrig.schema import Schema, custom, port, text
 from pgrig.schema import Table as Keys
 from pgrig.targets import loadhosts, remote_refuse
-from pgrig.targets.remote_refuse import load_fits, load_hosts_key, server_loads, shared_ports
+from pgrig.targets.remote_refuse import (
+    Placed,
+    load_fits,
+    load_hosts_key,
+    server_loads,
+    servers_of_others,
+    shared_ports,
+)
 from pgrig.targets.throwaway import find_binaries, initdb_locale, no_named_tablespace
 from pgrig.ui import Ui
 from pgrig.workdb import DATABASE
@@ -105,13 +112,18 @@ class Hosts:
     load: tuple[Host, ...]
     bin_dir: str
     address: str  # the server host's IP address: the server listens there
+    port: int  # and its port there
     clients: tuple[str, ...]  # what it admits: the load hosts and this machine, as CIDRs
+    inventory: Path  # where the hosts were read (what `pgrig clean --inventory` reads)
     # The profile rendered for the server's host (its CPUs and memory), fitted to
     # this major, set.* over it: the server's pgrig.conf.
     settings: tuple[tuple[str, str], ...] = ()
     conf_header: str = ""
     # Each load host's CPUs and pgbench, read there (``facts.load_host``).
     load_facts: tuple[facts.LoadHostFacts, ...] = ()
+
+    def placed(self, target: str) -> Placed:
+        return Placed(target, self.server, self.address, self.port, self.load)
 
 
 def _ip(address: str) -> str:
@@ -394,7 +406,8 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
         self._seen |= {h.name: h for h in (server[0], *load_hosts)}
         clients = {_ip(h.address) for h in load_hosts} | {_source_ip(address, opts.port)}
         hosts = Hosts(
-            server[0], load_hosts, bin_dir, address, tuple(f"{ip}/32" for ip in sorted(clients)),
+            server[0], load_hosts, bin_dir, address, opts.port,
+            tuple(f"{ip}/32" for ip in sorted(clients)), opts.inventory,
             tuple(profile.settings.items()), header, load_facts,
         )  # fmt: skip
         # No directory here: the storage probes run on the host, beside the server's
@@ -403,11 +416,9 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
         return Checked(bins, profile, None, owned=True, state=hosts)
 
     def check_together(self, targets: Sequence[Target], notes: list[str]) -> None:
-        shared_ports([(t.name, self.state(t).server.name, self.state(t).address,
-                       self.options(t.spec).port) for t in targets])  # fmt: skip
-        remote_refuse.servers_of_others(
-            [(t.name, self.state(t).server, self.state(t).load) for t in targets], notes
-        )
+        placed = [self.state(t).placed(t.name) for t in targets]
+        shared_ports(placed)
+        servers_of_others(placed, notes)
 
     @contextlib.contextmanager
     def _host_side(self, t: Target, keep: Callable[[], bool]) -> Iterator[_Open]:
@@ -459,8 +470,7 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
         self, t: Target, name: str, study: str, ui: Ui, *, keep: Callable[[], bool]
     ) -> Iterator[None]:
         hosts = self.state(t)
-        port = self.options(t.spec).port
-        address = hosts.address
+        port, address = hosts.port, hosts.address
         kept = keep()  # --keep: asked now, so the server logs where it stays readable
         with contextlib.ExitStack() as stack:
             opened = self._opened.get(t.name) or stack.enter_context(self._host_side(t, keep))
@@ -520,7 +530,7 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
         """--keep: the server stays up on its host; how to reach it, and how it goes."""
         hosts = self.state(t)
         remote.keep()
-        inv = self.options(t.spec).inventory
+        inv = hosts.inventory
         ui.info(
             f"{t.name}: kept (--keep), running on {hosts.server.name}: data directory "
             f"{remote.datadir}, log {remote.workdir}/log; reach it there as the postgres "
