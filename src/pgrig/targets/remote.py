@@ -32,7 +32,7 @@ import socket
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from pgrig import proc, registry
 from pgrig.clients import Clients
@@ -76,7 +76,6 @@ if TYPE_CHECKING:
     from pgrig.registry.target import TargetSpec
 
 SERVER_TOOLS = ("postgres", "initdb", "pg_isready")
-T = TypeVar("T")
 
 
 SCHEMA = Schema(
@@ -198,11 +197,47 @@ def _initdb(spec: TargetSpec) -> InitdbOptions:
     )
 
 
+def _survey(
+    executors: Sequence[Executor], load: Sequence[Host], bin_dir: str
+) -> dict[str, facts.Survey]:
+    """Every host asked once, all at once (as many at a time as the preflight
+    reaches them, ``preflight.AT_ONCE``), by name: the server's host (the first
+    executor) for its tools and its postgres's version, a load host for its
+    pgbench and its version; each for its CPUs and memory and the space in TMP."""
+    loading = {h.name for h in load}
+    programs, versions = [], []
+    for ex in executors:
+        serves, loads = ex is executors[0], ex.name in loading
+        tools = (SERVER_TOOLS if serves else ()) + (("pgbench",) if loads else ())
+        said = (("postgres",) if serves else ()) + (("pgbench",) if loads else ())
+        programs.append([f"{bin_dir}/{tool}" for tool in tools])
+        versions.append([f"{bin_dir}/{tool}" for tool in said])
+    with proc.ContextPool(max_workers=max(1, min(preflight.AT_ONCE, len(executors)))) as pool:
+        found = pool.map(facts.survey, executors, programs, versions, [TMP] * len(executors))
+        return {s.host: s for s in found}
+
+
+def _missing(server: facts.Survey, loaders: Sequence[facts.Survey], bin_dir: str) -> list[str]:
+    out = [
+        f"{server.host} has no {bin_dir}/{tool}"
+        for tool in SERVER_TOOLS
+        if f"{bin_dir}/{tool}" not in server.present
+    ]
+    if server not in loaders and not server.python:
+        out.append(f"{server.host} has no python3 (it reads the host's environment)")
+    for s in loaders:
+        if f"{bin_dir}/pgbench" not in s.present:
+            out.append(f"load host {s.host} has no {bin_dir}/pgbench")
+        if not s.python:
+            out.append(f"load host {s.host} has no python3 (the start barrier's waiter)")
+    return out
+
+
 def _versions(
     spec: TargetSpec,
     bins: PgBinaries,
-    db: Executor,
-    loaders: Sequence[Executor],
+    server: facts.Survey,
+    loaders: Sequence[facts.Survey],
     bin_dir: str,
     notes: list[str],
 ) -> tuple[facts.LoadHostFacts, ...]:
@@ -212,18 +247,17 @@ def _versions(
     load hosts whose pgbench majors differ (one run's figures would pool two
     builds' per-transaction costs). Said: a load host's pgbench of another major
     than the server's (pgbench's own cost per transaction may differ)."""
-    server = db.run([f"{bin_dir}/postgres", "--version"], timeout=30, what="postgres").stdout
     here = facts.major(bins.version)
-    there = facts.major(server)
+    there = facts.major(server.versions[f"{bin_dir}/postgres"])
     if there is not None and here is not None and there != here:
         raise UsageError(
-            f"target {spec.name}: {db.name} has PostgreSQL {there} in {bin_dir}, this "
+            f"target {spec.name}: {server.host} has PostgreSQL {there} in {bin_dir}, this "
             f"machine's binaries are {bins.version}: the profile and [target.initdb] are "
             "fitted to these",
             hint=f"set pg_bin to a {there} installation here, or host_pg_bin to a {here} one "
-            f"on {db.name}",
+            f"on {server.host}",
         )
-    found = tuple(_each(loaders, lambda ex: facts.load_host(ex, bin_dir)))
+    found = tuple(s.load_host(f"{bin_dir}/pgbench") for s in loaders)
     majors = {f.major for f in found if f.major is not None}
     if len(majors) > 1:
         raise UsageError(
@@ -237,40 +271,9 @@ def _versions(
         if f.major is not None and there is not None and f.major != there:
             notes.append(
                 f"target {spec.name}: pgbench on load host {f.host} is {f.pgbench}, the "
-                f"server on {db.name} is PostgreSQL {there}"
+                f"server on {server.host} is PostgreSQL {there}"
             )
     return found
-
-
-def _has_python(ex: Executor) -> bool:
-    return ex.run(["python3", "-c", "pass"], timeout=60, check=False, what="python3").ok
-
-
-def _missing(db: Executor, loaders: Sequence[Executor], bin_dir: str) -> list[str]:
-    out = [
-        f"{db.name} has no {bin_dir}/{tool}"
-        for tool in SERVER_TOOLS
-        if not db.exists(f"{bin_dir}/{tool}")
-    ]
-    if db not in loaders and not _has_python(db):
-        out.append(f"{db.name} has no python3 (it reads the host's environment)")
-
-    def lacks(ex: Executor) -> list[str]:
-        out = []
-        if not ex.exists(f"{bin_dir}/pgbench"):
-            out.append(f"load host {ex.name} has no {bin_dir}/pgbench")
-        if not _has_python(ex):
-            out.append(f"load host {ex.name} has no python3 (the start barrier's waiter)")
-        return out
-
-    return out + [line for lines in _each(loaders, lacks) for line in lines]
-
-
-def _each(executors: Sequence[Executor], fn: Callable[[Executor], T]) -> list[T]:
-    """``fn`` on every host at once, as many at a time as the preflight reaches
-    them (``preflight.AT_ONCE``), in the hosts' order."""
-    with proc.ContextPool(max_workers=max(1, min(preflight.AT_ONCE, len(executors)))) as pool:
-        return list(pool.map(fn, executors))
 
 
 # The largest machine a profile is rendered for before any host is reached: a
@@ -370,15 +373,12 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
         _fits_anywhere(spec, bins, demands, server[0], load_hosts)
         address = _ip(server[0].address)
         executors = self._pool.get(_distinct(server[0], load_hosts))
-        by_name = {ex.name: ex for ex in executors}
         try:
-            loaders = [by_name[h.name] for h in load_hosts]
-            missing = _missing(executors[0], loaders, bin_dir)
-            load_facts = (
-                () if missing else _versions(spec, bins, executors[0], loaders, bin_dir, notes)
-            )
-            free = executors[0].free_bytes(TMP)
-            cpus, memory = facts.size(executors[0])
+            found = _survey(executors, load_hosts, bin_dir)
+            db, loaders = found[server[0].name], [found[h.name] for h in load_hosts]
+            missing = _missing(db, loaders, bin_dir)
+            load_facts = () if missing else _versions(spec, bins, db, loaders, bin_dir, notes)
+            free, cpus, memory = db.free, db.cpus, db.memory
             initdb_locale(spec, demands.source, executors[0])  # initdb runs there
             remote_refuse.host_directories(spec, executors[0])
             remote_refuse.port_free(spec, executors[0], server[0], address, opts.port)
