@@ -52,11 +52,10 @@ def check_target(
 
 
 def check_together(targets: Sequence[Target], notes: list[str]) -> None:
-    """What each kind refuses over all its targets at once (after every check)."""
-    for kind in registry.target_kinds().values():
-        mine = [t for t in targets if t.kind is kind]
-        if mine:
-            kind.check_together(mine, notes)
+    """What each kind refuses over all its targets at once (after every check),
+    kind by kind in the order the targets first name them."""
+    for kind in dict.fromkeys(t.kind for t in targets):
+        kind.check_together([t for t in targets if t.kind is kind], notes)
 
 
 def check_concurrent(targets: Sequence[Target], source: str) -> None:

@@ -113,12 +113,14 @@ class Hosts:
     address: str  # the server host's IP address: the server listens there
     port: int  # and its port there
     clients: tuple[str, ...]  # what it admits: the load hosts and this machine, as CIDRs
+    machines: frozenset[str]  # the IP addresses of the server's host and the load hosts
     inventory: Path  # where the hosts were read (what `pgrig clean --inventory` reads)
+    initdb: InitdbOptions  # ``[target.initdb]``, checked against this major's initdb
     # The profile rendered for the server's host (its CPUs and memory), fitted to
     # this major, set.* over it: the server's pgrig.conf.
     settings: tuple[tuple[str, str], ...] = ()
     conf_header: str = ""
-    # Each load host's CPUs and pgbench, read there (``facts.load_host``).
+    # Each load host's CPUs and pgbench, read there (``facts.survey``).
     load_facts: tuple[facts.LoadHostFacts, ...] = ()
 
     def placed(self, target: str) -> Placed:
@@ -362,7 +364,8 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
             )
         load_hosts = tuple(inv.resolve(opts.load_hosts, "load host")) or (server[0],)
         bins = find_binaries(spec, binaries.CLIENT_TOOLS)  # loads and warm-ups run from here
-        initdb_version_args(_initdb(spec), bins)  # refused now what this major's initdb lacks
+        initdb = _initdb(spec)
+        initdb_version_args(initdb, bins)  # refused now what this major's initdb lacks
         bin_dir = opts.host_pg_bin or str(bins.bin_dir)
         # What needs no host first: a 999-host inventory was contacted for 464 s,
         # then refused on max_connections (issue 40.14).
@@ -404,11 +407,17 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
         load_fits(spec, profile, demands, load_hosts)
         notes += server_loads(spec.name, server[0], load_hosts, opts.load_hosts)
         self._seen |= {h.name: h for h in (server[0], *load_hosts)}
-        clients = {_ip(h.address) for h in load_hosts} | {_source_ip(address, opts.port)}
+        loading = {_ip(h.address) for h in load_hosts}
+        clients = loading | {_source_ip(address, opts.port)}
         hosts = Hosts(
             server[0], load_hosts, bin_dir, address, opts.port,
-            tuple(f"{ip}/32" for ip in sorted(clients)), opts.inventory,
-            tuple(profile.settings.items()), header, load_facts,
+            clients=tuple(f"{ip}/32" for ip in sorted(clients)),
+            machines=frozenset({address, *loading}),
+            inventory=opts.inventory,
+            initdb=initdb,
+            settings=tuple(profile.settings.items()),
+            conf_header=header,
+            load_facts=load_facts,
         )  # fmt: skip
         # No directory here: the storage probes run on the host, beside the server's
         # data directory (``storage``); ``directory`` only says where the load hosts'
@@ -488,7 +497,7 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
                 + ((("logging_collector", "on"), ("log_directory", f"{opened.home.path}/log"))
                    if kept else ()),
                 header=hosts.conf_header,
-                initdb=_initdb(t.spec),
+                initdb=hosts.initdb,
                 wal_directory=str(t.spec.wal_directory) if t.spec.wal_directory else None,
             )  # fmt: skip
             remote = stack.enter_context(HostedServer(db, spec, opened.home))
@@ -596,8 +605,7 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
         return max(1, len(opts.load_hosts))
 
     def machines(self, t: Target) -> frozenset[str]:
-        hosts = self.state(t)
-        return frozenset({hosts.address, *(_ip(h.address) for h in hosts.load)})
+        return self.state(t).machines
 
 
 def _hostlogs(stack: contextlib.ExitStack) -> Path:
