@@ -39,8 +39,8 @@ def check_target(
     notes = notes if notes is not None else []
     kernel.check(spec.kernel, trial=not planning)  # a kernel-settings axis: root, names, values
     target = Target(spec, kind, kind.check(spec, demands, notes))
-    elsewhere = sorted(kind.machines(target) - {THIS_MACHINE})
-    if spec.kernel and elsewhere:
+    elsewhere = sorted(kind.machines(target) - {THIS_MACHINE}) if spec.kernel else []
+    if elsewhere:
         # storage/kernel.py writes this machine's /proc/sys: not the server's host
         raise UsageError(
             f"{demands.source}: target {spec.name}: kernel settings "
@@ -130,6 +130,8 @@ def memory_check(
     of their buffers must fit this machine's memory together (refused, exit 5),
     and buffers that could not be filled together are warned about. A server
     elsewhere has its host's memory."""
+    if len(targets) < 2:
+        return None  # nothing beside it
     local = [t for t in targets if t.profile is not None and THIS_MACHINE in t.kind.machines(t)]
     if len(local) < 2:
         return None
