@@ -15,6 +15,7 @@ from pgrig.errors import UsageError
 from pgrig.hosts import facts
 from pgrig.hosts.local import LocalExecutor
 from pgrig.pgsource.binaries import PgBinaries
+from pgrig.proc import Completed
 from pgrig.registry.shared import LoadHost, LoadHostsRun
 from pgrig.registry.target import TargetSpec
 from pgrig.report.loadhosts import section
@@ -125,3 +126,34 @@ def test_a_survey_reads_the_host_in_one_command(tmp_path: Path) -> None:
     assert found.memory == int(re.findall(r"^MemTotal:\s+(\d+)", meminfo, re.M)[0]) * 1024
     st = os.statvfs(tmp_path)
     assert abs(found.free - st.f_bavail * st.f_frsize) < 64 * 2**20  # others write meanwhile
+
+
+class _NoPython:
+    """A host without python3, which cannot be made here (the namespace hosts
+    share this machine's filesystem): its shell says "command not found", and
+    it answers which files exist (over SFTP on a real host)."""
+
+    name = "h9"
+
+    def __init__(self, files: set[str]) -> None:
+        self.files = files
+
+    def run(self, argv: list[str], **_: object) -> Completed:
+        return Completed(argv, 127, "", f"sh: 1: {argv[0]}: not found\n", 0.0)
+
+    def exists(self, path: str) -> bool:
+        return path in self.files
+
+
+def test_a_host_without_python_is_refused_naming_all_it_lacks() -> None:
+    tools = [f"/bin/{tool}" for tool in remote.SERVER_TOOLS]
+    db = facts.survey(_NoPython({"/bin/postgres"}), tools, ["/bin/postgres"], "/tmp")  # type: ignore[arg-type]
+    assert not db.python and db.present == {"/bin/postgres"}
+    load = facts.survey(_NoPython(set()), ["/bin/pgbench"], ["/bin/pgbench"], "/tmp")  # type: ignore[arg-type]
+    assert remote._missing(db, [load], "/bin") == [
+        "h9 has no /bin/initdb",
+        "h9 has no /bin/pg_isready",
+        "h9 has no python3 (it reads the host's environment)",
+        "load host h9 has no /bin/pgbench",
+        "load host h9 has no python3 (the start barrier's waiter)",
+    ]
