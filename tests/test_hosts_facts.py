@@ -133,10 +133,8 @@ class _NoPython:
     share this machine's filesystem): its shell says "command not found", and
     it answers which files exist (over SFTP on a real host)."""
 
-    name = "h9"
-
-    def __init__(self, files: set[str]) -> None:
-        self.files = files
+    def __init__(self, name: str, files: set[str]) -> None:
+        self.name, self.files = name, files
 
     def run(self, argv: list[str], **_: object) -> Completed:
         return Completed(argv, 127, "", f"sh: 1: {argv[0]}: not found\n", 0.0)
@@ -147,13 +145,13 @@ class _NoPython:
 
 def test_a_host_without_python_is_refused_naming_all_it_lacks() -> None:
     tools = [f"/bin/{tool}" for tool in remote.SERVER_TOOLS]
-    db = facts.survey(_NoPython({"/bin/postgres"}), tools, ["/bin/postgres"], "/tmp")  # type: ignore[arg-type]
+    db = facts.survey(_NoPython("h8", {"/bin/postgres"}), tools, ["/bin/postgres"], "/tmp")  # type: ignore[arg-type]
     assert not db.python and db.present == {"/bin/postgres"}
-    load = facts.survey(_NoPython(set()), ["/bin/pgbench"], ["/bin/pgbench"], "/tmp")  # type: ignore[arg-type]
+    load = facts.survey(_NoPython("h9", set()), ["/bin/pgbench"], ["/bin/pgbench"], "/tmp")  # type: ignore[arg-type]
     assert remote._missing(db, [load], "/bin") == [
-        "h9 has no /bin/initdb",
-        "h9 has no /bin/pg_isready",
-        "h9 has no python3 (it reads the host's environment)",
+        "h8 has no /bin/initdb",
+        "h8 has no /bin/pg_isready",
+        "h8 has no python3 (it reads the host's environment)",
         "load host h9 has no /bin/pgbench",
         "load host h9 has no python3 (the start barrier's waiter)",
     ]

@@ -225,7 +225,7 @@ def _missing(server: facts.Survey, loaders: Sequence[facts.Survey], bin_dir: str
         for tool in SERVER_TOOLS
         if f"{bin_dir}/{tool}" not in server.present
     ]
-    if server not in loaders and not server.python:
+    if server.host not in {s.host for s in loaders} and not server.python:
         out.append(f"{server.host} has no python3 (it reads the host's environment)")
     for s in loaders:
         if f"{bin_dir}/pgbench" not in s.present:
