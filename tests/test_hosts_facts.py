@@ -1,16 +1,19 @@
 """Host facts read on the host they describe: load hosts' pgbench versions and
 CPUs, their mismatches refused or said (issue 29, item 1), without a network:
-the executor is a stand-in that answers the two commands and the one file."""
+the checks read what a host's survey found (``facts.Survey``, made here), and
+the survey itself runs on this machine through its executor."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+import re
 from pathlib import Path
 
 import pytest
 
 from pgrig.errors import UsageError
 from pgrig.hosts import facts
+from pgrig.hosts.local import LocalExecutor
 from pgrig.pgsource.binaries import PgBinaries
 from pgrig.proc import Completed
 from pgrig.registry.shared import LoadHost, LoadHostsRun
@@ -21,21 +24,11 @@ from pgrig.targets import remote
 from pgrig.workloads.tpcb.steps import threads_for
 
 
-@dataclass
-class Host:
-    """A host that says its PostgreSQL's and pgbench's versions and has ``cpus``."""
-
-    name: str
-    version: str  # what --version prints after "(PostgreSQL) "
-    cpus: int = 2
-
-    def run(self, argv: list[str], **_: object) -> Completed:
-        tool = Path(argv[0]).name
-        return Completed(argv, 0, f"{tool} (PostgreSQL) {self.version}\n", "", 0.0)
-
-    def read_text(self, path: str) -> str:
-        assert path == "/proc/cpuinfo"
-        return "".join(f"processor\t: {n}\nmodel name\t: x\n\n" for n in range(self.cpus))
+def surveyed(name: str, version: str, cpus: int = 2) -> facts.Survey:
+    """What the survey of a host whose PostgreSQL and pgbench in /bin say
+    ``version`` (after "(PostgreSQL) ") and which has ``cpus`` found."""
+    said = {f"/bin/{tool}": f"{tool} (PostgreSQL) {version}\n" for tool in ("postgres", "pgbench")}
+    return facts.Survey(name, True, frozenset(said), said, cpus)
 
 
 BINS = PgBinaries(Path("/usr/lib/postgresql/15/bin"), "15.18", 15)
@@ -51,8 +44,8 @@ def test_majors_are_named_as_postgresql_names_them() -> None:
 def test_each_load_host_is_read_on_itself() -> None:
     notes: list[str] = []
     found = remote._versions(
-        SPEC, BINS, Host("h1", "15.18"),  # type: ignore[arg-type]
-        [Host("h2", "15.18", cpus=4), Host("h3", "15.10", cpus=8)],  # type: ignore[list-item]
+        SPEC, BINS, surveyed("h1", "15.18"),
+        [surveyed("h2", "15.18", cpus=4), surveyed("h3", "15.10", cpus=8)],
         "/bin", notes,
     )  # fmt: skip
     assert [(f.host, f.cpus, f.major) for f in found] == [("h2", 4, "15"), ("h3", 8, "15")]
@@ -62,8 +55,8 @@ def test_each_load_host_is_read_on_itself() -> None:
 def test_load_hosts_of_differing_pgbench_majors_are_refused() -> None:
     with pytest.raises(UsageError) as err:
         remote._versions(
-            SPEC, BINS, Host("h1", "15.18"),  # type: ignore[arg-type]
-            [Host("h2", "15.18"), Host("h3", "16.4")],  # type: ignore[list-item]
+            SPEC, BINS, surveyed("h1", "15.18"),
+            [surveyed("h2", "15.18"), surveyed("h3", "16.4")],
             "/bin", [],
         )  # fmt: skip
     message = err.value.message
@@ -76,8 +69,8 @@ def test_load_hosts_of_differing_pgbench_majors_are_refused() -> None:
 def test_a_load_hosts_pgbench_of_another_major_than_the_server_is_said() -> None:
     notes: list[str] = []
     remote._versions(
-        SPEC, BINS, Host("h1", "15.18"),  # type: ignore[arg-type]
-        [Host("h2", "16.4")], "/bin", notes,  # type: ignore[list-item]
+        SPEC, BINS, surveyed("h1", "15.18"),
+        [surveyed("h2", "16.4")], "/bin", notes,
     )  # fmt: skip
     assert notes == [
         "target db: pgbench on load host h2 is pgbench (PostgreSQL) 16.4, the server on h1 "
@@ -117,3 +110,48 @@ def test_threads_come_from_the_cpus_of_the_host_that_runs_pgbench() -> None:
     assert threads_for(None, 8, cpus=4) == 4
     assert threads_for(None, 2, cpus=16) == 2
     assert threads_for(3, 8, cpus=1) == 3, "asked: as asked"
+
+
+def test_a_survey_reads_the_host_in_one_command(tmp_path: Path) -> None:
+    """This machine through its executor, as a host over SSH is read: which
+    programs are there, what one says of itself, the CPUs, memory and free space
+    as /proc and statvfs say them."""
+    env, absent = "/usr/bin/env", str(tmp_path / "nosuch")
+    found = facts.survey(LocalExecutor(), [env, absent], [env], str(tmp_path))
+    assert found.python and found.present == {env}
+    assert found.versions[env].startswith("env (GNU coreutils)")
+    cpuinfo = Path("/proc/cpuinfo").read_text()
+    assert found.cpus == len(re.findall(r"^processor\s*:", cpuinfo, re.M)) > 0
+    meminfo = Path("/proc/meminfo").read_text()
+    assert found.memory == int(re.findall(r"^MemTotal:\s+(\d+)", meminfo, re.M)[0]) * 1024
+    st = os.statvfs(tmp_path)
+    assert abs(found.free - st.f_bavail * st.f_frsize) < 64 * 2**20  # others write meanwhile
+
+
+class _NoPython:
+    """A host without python3, which cannot be made here (the namespace hosts
+    share this machine's filesystem): its shell says "command not found", and
+    it answers which files exist (over SFTP on a real host)."""
+
+    def __init__(self, name: str, files: set[str]) -> None:
+        self.name, self.files = name, files
+
+    def run(self, argv: list[str], **_: object) -> Completed:
+        return Completed(argv, 127, "", f"sh: 1: {argv[0]}: not found\n", 0.0)
+
+    def exists(self, path: str) -> bool:
+        return path in self.files
+
+
+def test_a_host_without_python_is_refused_naming_all_it_lacks() -> None:
+    tools = [f"/bin/{tool}" for tool in remote.SERVER_TOOLS]
+    db = facts.survey(_NoPython("h8", {"/bin/postgres"}), tools, ["/bin/postgres"], "/tmp")  # type: ignore[arg-type]
+    assert not db.python and db.present == {"/bin/postgres"}
+    load = facts.survey(_NoPython("h9", set()), ["/bin/pgbench"], ["/bin/pgbench"], "/tmp")  # type: ignore[arg-type]
+    assert remote._missing(db, [load], "/bin") == [
+        "h8 has no /bin/initdb",
+        "h8 has no /bin/pg_isready",
+        "h8 has no python3 (it reads the host's environment)",
+        "load host h9 has no /bin/pgbench",
+        "load host h9 has no python3 (the start barrier's waiter)",
+    ]

@@ -113,20 +113,7 @@ def record(kind: str, size: float, seconds: float, busy_then: Busy | None = None
     """Keep ``seconds`` as the latest load of ``size`` for ``kind``, with how busy
     the machine was as it began (``busy_then``, taken by the caller before the work;
     None: now)."""
-    if size <= 0 or seconds <= 0:
-        return
-    machine = busy_then or busy()
-    data = _read()
-    points = [p for p in data.get(kind, []) if p.get("size") != size]
-    point = {"size": float(size), "seconds": float(seconds), "at": time.time()}
-    point["load"] = round(machine.load, 3)
-    if machine.cpu_some is not None:
-        point["cpu_some"] = machine.cpu_some
-    points.append(point)
-    data[kind] = sorted(points, key=lambda p: p["at"])[-KEEP:]
-    with contextlib.suppress(OSError):  # a read-only state directory loses a hint, no more
-        _path().parent.mkdir(parents=True, exist_ok=True)
-        write_atomically(_path(), json.dumps(_bounded(data), indent=1) + "\n")
+    _record([kind], size, seconds, busy_then)
 
 
 def line(kind: str) -> tuple[float, float] | None:
@@ -157,10 +144,25 @@ def line(kind: str) -> tuple[float, float] | None:
 def record_on(
     kind: str, storage: str, size: float, seconds: float, busy_then: Busy | None = None
 ) -> None:
-    """``record`` for the machine and for this storage."""
-    record(kind, size, seconds, busy_then)
-    if storage:
-        record(f"{kind}@{storage}", size, seconds, busy_then)
+    """``record`` for the machine and for this storage, in one save of the file."""
+    _record([kind, f"{kind}@{storage}"] if storage else [kind], size, seconds, busy_then)
+
+
+def _record(kinds: list[str], size: float, seconds: float, busy_then: Busy | None) -> None:
+    if size <= 0 or seconds <= 0:
+        return
+    machine = busy_then or busy()
+    point = {"size": float(size), "seconds": float(seconds), "at": time.time()}
+    point["load"] = round(machine.load, 3)
+    if machine.cpu_some is not None:
+        point["cpu_some"] = machine.cpu_some
+    data = _read()
+    for kind in kinds:
+        points = [p for p in data.get(kind, []) if p.get("size") != size]
+        data[kind] = sorted([*points, point], key=lambda p: p["at"])[-KEEP:]
+    with contextlib.suppress(OSError):  # a read-only state directory loses a hint, no more
+        _path().parent.mkdir(parents=True, exist_ok=True)
+        write_atomically(_path(), json.dumps(_bounded(data), indent=1) + "\n")
 
 
 def estimate_on(kind: str, storage: str, size: float, default: Callable[[float], float]) -> float:

@@ -39,8 +39,8 @@ def check_target(
     notes = notes if notes is not None else []
     kernel.check(spec.kernel, trial=not planning)  # a kernel-settings axis: root, names, values
     target = Target(spec, kind, kind.check(spec, demands, notes))
-    elsewhere = sorted(kind.machines(target) - {THIS_MACHINE})
-    if spec.kernel and elsewhere:
+    elsewhere = sorted(kind.machines(target) - {THIS_MACHINE}) if spec.kernel else []
+    if elsewhere:
         # storage/kernel.py writes this machine's /proc/sys: not the server's host
         raise UsageError(
             f"{demands.source}: target {spec.name}: kernel settings "
@@ -52,11 +52,10 @@ def check_target(
 
 
 def check_together(targets: Sequence[Target], notes: list[str]) -> None:
-    """What each kind refuses over all its targets at once (after every check)."""
-    for kind in registry.target_kinds().values():
-        mine = [t for t in targets if t.kind is kind]
-        if mine:
-            kind.check_together(mine, notes)
+    """What each kind refuses over all its targets at once (after every check),
+    kind by kind in the order the targets first name them."""
+    for kind in dict.fromkeys(t.kind for t in targets):
+        kind.check_together([t for t in targets if t.kind is kind], notes)
 
 
 def check_concurrent(targets: Sequence[Target], source: str) -> None:
@@ -131,6 +130,8 @@ def memory_check(
     of their buffers must fit this machine's memory together (refused, exit 5),
     and buffers that could not be filled together are warned about. A server
     elsewhere has its host's memory."""
+    if len(targets) < 2:
+        return None  # nothing beside it
     local = [t for t in targets if t.profile is not None and THIS_MACHINE in t.kind.machines(t)]
     if len(local) < 2:
         return None

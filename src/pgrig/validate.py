@@ -291,6 +291,8 @@ def shared_space(runs: Sequence[Target], needs: dict[str, int], source: str) -> 
     """Targets in directories of this machine that share a filesystem need their
     space at once: the runner interleaves targets, so every target's cluster
     lives until the study ends. Each target alone was checked by its kind."""
+    if len(runs) < 2:
+        return
     by_device: dict[int, list[tuple[Target, Path]]] = {}
     for run in runs:
         if run.directory is None or not run.kind.directory_must_exist:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from pgrig.errors import ToolError
 from pgrig.hosts.executor import Executor
 from pgrig.hosts.preflight import Access
 
@@ -52,14 +55,21 @@ def _majors(ex: Executor) -> list[str]:
 
 def size(ex: Executor) -> tuple[int, int]:
     """The host's logical CPUs and memory in bytes: what a profile is sized to."""
-    meminfo = ex.read_text("/proc/meminfo")
-    mem_kib = int(re.search(r"^MemTotal:\s+(\d+)", meminfo, re.M).group(1))  # type: ignore[union-attr]
-    return cpus(ex), mem_kib * 1024
+    return cpus(ex), _memory(ex.read_text("/proc/meminfo"))
 
 
 def cpus(ex: Executor) -> int:
     """The host's logical CPUs (``/proc/cpuinfo`` read there)."""
-    return len(re.findall(r"^processor\s*:", ex.read_text("/proc/cpuinfo"), re.M))
+    return _cpus(ex.read_text("/proc/cpuinfo"))
+
+
+def _cpus(cpuinfo: str) -> int:
+    return len(re.findall(r"^processor\s*:", cpuinfo, re.M))
+
+
+def _memory(meminfo: str) -> int:
+    mem_kib = int(re.search(r"^MemTotal:\s+(\d+)", meminfo, re.M).group(1))  # type: ignore[union-attr]
+    return mem_kib * 1024
 
 
 def major(version: str) -> str | None:
@@ -84,10 +94,76 @@ class LoadHostFacts:
         return major(self.pgbench)
 
 
-def load_host(ex: Executor, bin_dir: str) -> LoadHostFacts:
-    """A load host's CPUs and the version of the pgbench in ``bin_dir`` there."""
-    line = ex.run([f"{bin_dir}/pgbench", "--version"], timeout=30, what="pgbench").stdout
-    return LoadHostFacts(ex.name, cpus(ex), line.strip())
+# Run on the host: argv[1] is the JSON request. Reads only (the programs asked for
+# their version change nothing); prints one JSON line.
+_SURVEY = r"""
+import json, os, subprocess, sys
+req = json.loads(sys.argv[1])
+def text(path):
+    with open(path, errors="replace") as f:
+        return f.read()
+def version(path):
+    try:
+        done = subprocess.run([path, "--version"], capture_output=True, text=True,
+                              timeout=30, env={**os.environ, "LC_ALL": "C"})
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout if done.returncode == 0 else None
+st = os.statvfs(req["directory"])
+print(json.dumps({
+    "present": [p for p in req["programs"] if os.path.exists(p)],
+    "versions": {p: version(p) for p in req["versions"] if os.path.exists(p)},
+    "cpuinfo": text("/proc/cpuinfo"), "meminfo": text("/proc/meminfo"),
+    "free": st.f_bavail * st.f_frsize,
+}))
+"""
+
+
+@dataclass(frozen=True)
+class Survey:
+    """What a target's check asks of one host, read there by one command (over
+    SSH each command costs tens of milliseconds, a file read as much)."""
+
+    host: str
+    python: bool  # python3 runs there; False: only ``present`` was read (no python)
+    present: frozenset[str]  # of the programs asked about, the paths that are there
+    versions: Mapping[str, str]  # a program present -> what its ``--version`` printed
+    cpus: int = 0
+    memory: int = 0  # bytes
+    free: int = 0  # bytes an unprivileged writer may still use in ``directory``
+
+    def load_host(self, pgbench: str) -> LoadHostFacts:
+        """The host as a load host: its CPUs and its pgbench (at ``pgbench``)."""
+        return LoadHostFacts(self.host, self.cpus, self.versions[pgbench].strip())
+
+
+def survey(
+    ex: Executor, programs: Sequence[str], versions: Sequence[str], directory: str
+) -> Survey:
+    """Which of ``programs`` (paths) the host has, what those of ``versions``
+    say of themselves, its CPUs and memory, and the free space in ``directory``:
+    one command. A host without python3 is asked only which programs it has."""
+    request = {"programs": list(programs), "versions": list(versions), "directory": directory}
+    argv = ["python3", "-c", _SURVEY, json.dumps(request)]
+    done = ex.run(argv, timeout=90, check=False, what="python3")
+    if not done.ok:
+        if ex.run(["python3", "-c", "pass"], timeout=60, check=False, what="python3").ok:
+            raise ToolError(
+                f"python3 failed on {ex.name}", argv=argv, returncode=done.returncode,
+                stderr=done.stderr,
+            )  # fmt: skip
+        # no python3 (sudo says so with exit 1, a shell with 127): the check says
+        # so, with whatever else the host lacks
+        present = frozenset(p for p in programs if ex.exists(p))
+        return Survey(ex.name, False, present, {})
+    got = json.loads(done.stdout)
+    said = {p: v for p, v in got["versions"].items() if v is not None}
+    for path in set(got["versions"]) - set(said):  # present, but its --version failed
+        said[path] = ex.run([path, "--version"], timeout=30).stdout  # raises what it said
+    return Survey(
+        ex.name, True, frozenset(got["present"]), said,
+        _cpus(got["cpuinfo"]), _memory(got["meminfo"]), int(got["free"]),
+    )  # fmt: skip
 
 
 def gather(ex: Executor, access: Access) -> HostFacts:

@@ -32,7 +32,7 @@ import socket
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from pgrig import proc, registry
 from pgrig.clients import Clients
@@ -59,7 +59,14 @@ from pgrig.registry.target import (
 from pgrig.schema import Schema, custom, port, text
 from pgrig.schema import Table as Keys
 from pgrig.targets import loadhosts, remote_refuse
-from pgrig.targets.remote_refuse import load_fits, load_hosts_key, server_loads, shared_ports
+from pgrig.targets.remote_refuse import (
+    Placed,
+    load_fits,
+    load_hosts_key,
+    server_loads,
+    servers_of_others,
+    shared_ports,
+)
 from pgrig.targets.throwaway import find_binaries, initdb_locale, no_named_tablespace
 from pgrig.ui import Ui
 from pgrig.workdb import DATABASE
@@ -69,7 +76,6 @@ if TYPE_CHECKING:
     from pgrig.registry.target import TargetSpec
 
 SERVER_TOOLS = ("postgres", "initdb", "pg_isready")
-T = TypeVar("T")
 
 
 SCHEMA = Schema(
@@ -105,13 +111,20 @@ class Hosts:
     load: tuple[Host, ...]
     bin_dir: str
     address: str  # the server host's IP address: the server listens there
+    port: int  # and its port there
     clients: tuple[str, ...]  # what it admits: the load hosts and this machine, as CIDRs
+    machines: frozenset[str]  # the IP addresses of the server's host and the load hosts
+    inventory: Path  # where the hosts were read (what `pgrig clean --inventory` reads)
+    initdb: InitdbOptions  # ``[target.initdb]``, checked against this major's initdb
     # The profile rendered for the server's host (its CPUs and memory), fitted to
     # this major, set.* over it: the server's pgrig.conf.
     settings: tuple[tuple[str, str], ...] = ()
     conf_header: str = ""
-    # Each load host's CPUs and pgbench, read there (``facts.load_host``).
+    # Each load host's CPUs and pgbench, read there (``facts.survey``).
     load_facts: tuple[facts.LoadHostFacts, ...] = ()
+
+    def placed(self, target: str) -> Placed:
+        return Placed(target, self.server, self.address, self.port, self.load)
 
 
 def _ip(address: str) -> str:
@@ -186,11 +199,47 @@ def _initdb(spec: TargetSpec) -> InitdbOptions:
     )
 
 
+def _survey(
+    executors: Sequence[Executor], load: Sequence[Host], bin_dir: str
+) -> dict[str, facts.Survey]:
+    """Every host asked once, all at once (as many at a time as the preflight
+    reaches them, ``preflight.AT_ONCE``), by name: the server's host (the first
+    executor) for its tools and its postgres's version, a load host for its
+    pgbench and its version; each for its CPUs and memory and the space in TMP."""
+    loading = {h.name for h in load}
+    programs, versions = [], []
+    for ex in executors:
+        serves, loads = ex is executors[0], ex.name in loading
+        tools = (SERVER_TOOLS if serves else ()) + (("pgbench",) if loads else ())
+        said = (("postgres",) if serves else ()) + (("pgbench",) if loads else ())
+        programs.append([f"{bin_dir}/{tool}" for tool in tools])
+        versions.append([f"{bin_dir}/{tool}" for tool in said])
+    with proc.ContextPool(max_workers=max(1, min(preflight.AT_ONCE, len(executors)))) as pool:
+        found = pool.map(facts.survey, executors, programs, versions, [TMP] * len(executors))
+        return {s.host: s for s in found}
+
+
+def _missing(server: facts.Survey, loaders: Sequence[facts.Survey], bin_dir: str) -> list[str]:
+    out = [
+        f"{server.host} has no {bin_dir}/{tool}"
+        for tool in SERVER_TOOLS
+        if f"{bin_dir}/{tool}" not in server.present
+    ]
+    if server.host not in {s.host for s in loaders} and not server.python:
+        out.append(f"{server.host} has no python3 (it reads the host's environment)")
+    for s in loaders:
+        if f"{bin_dir}/pgbench" not in s.present:
+            out.append(f"load host {s.host} has no {bin_dir}/pgbench")
+        if not s.python:
+            out.append(f"load host {s.host} has no python3 (the start barrier's waiter)")
+    return out
+
+
 def _versions(
     spec: TargetSpec,
     bins: PgBinaries,
-    db: Executor,
-    loaders: Sequence[Executor],
+    server: facts.Survey,
+    loaders: Sequence[facts.Survey],
     bin_dir: str,
     notes: list[str],
 ) -> tuple[facts.LoadHostFacts, ...]:
@@ -200,18 +249,17 @@ def _versions(
     load hosts whose pgbench majors differ (one run's figures would pool two
     builds' per-transaction costs). Said: a load host's pgbench of another major
     than the server's (pgbench's own cost per transaction may differ)."""
-    server = db.run([f"{bin_dir}/postgres", "--version"], timeout=30, what="postgres").stdout
     here = facts.major(bins.version)
-    there = facts.major(server)
+    there = facts.major(server.versions[f"{bin_dir}/postgres"])
     if there is not None and here is not None and there != here:
         raise UsageError(
-            f"target {spec.name}: {db.name} has PostgreSQL {there} in {bin_dir}, this "
+            f"target {spec.name}: {server.host} has PostgreSQL {there} in {bin_dir}, this "
             f"machine's binaries are {bins.version}: the profile and [target.initdb] are "
             "fitted to these",
             hint=f"set pg_bin to a {there} installation here, or host_pg_bin to a {here} one "
-            f"on {db.name}",
+            f"on {server.host}",
         )
-    found = tuple(_each(loaders, lambda ex: facts.load_host(ex, bin_dir)))
+    found = tuple(s.load_host(f"{bin_dir}/pgbench") for s in loaders)
     majors = {f.major for f in found if f.major is not None}
     if len(majors) > 1:
         raise UsageError(
@@ -225,40 +273,9 @@ def _versions(
         if f.major is not None and there is not None and f.major != there:
             notes.append(
                 f"target {spec.name}: pgbench on load host {f.host} is {f.pgbench}, the "
-                f"server on {db.name} is PostgreSQL {there}"
+                f"server on {server.host} is PostgreSQL {there}"
             )
     return found
-
-
-def _has_python(ex: Executor) -> bool:
-    return ex.run(["python3", "-c", "pass"], timeout=60, check=False, what="python3").ok
-
-
-def _missing(db: Executor, loaders: Sequence[Executor], bin_dir: str) -> list[str]:
-    out = [
-        f"{db.name} has no {bin_dir}/{tool}"
-        for tool in SERVER_TOOLS
-        if not db.exists(f"{bin_dir}/{tool}")
-    ]
-    if db not in loaders and not _has_python(db):
-        out.append(f"{db.name} has no python3 (it reads the host's environment)")
-
-    def lacks(ex: Executor) -> list[str]:
-        out = []
-        if not ex.exists(f"{bin_dir}/pgbench"):
-            out.append(f"load host {ex.name} has no {bin_dir}/pgbench")
-        if not _has_python(ex):
-            out.append(f"load host {ex.name} has no python3 (the start barrier's waiter)")
-        return out
-
-    return out + [line for lines in _each(loaders, lacks) for line in lines]
-
-
-def _each(executors: Sequence[Executor], fn: Callable[[Executor], T]) -> list[T]:
-    """``fn`` on every host at once, as many at a time as the preflight reaches
-    them (``preflight.AT_ONCE``), in the hosts' order."""
-    with proc.ContextPool(max_workers=max(1, min(preflight.AT_ONCE, len(executors)))) as pool:
-        return list(pool.map(fn, executors))
 
 
 # The largest machine a profile is rendered for before any host is reached: a
@@ -347,7 +364,8 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
             )
         load_hosts = tuple(inv.resolve(opts.load_hosts, "load host")) or (server[0],)
         bins = find_binaries(spec, binaries.CLIENT_TOOLS)  # loads and warm-ups run from here
-        initdb_version_args(_initdb(spec), bins)  # refused now what this major's initdb lacks
+        initdb = _initdb(spec)
+        initdb_version_args(initdb, bins)  # refused now what this major's initdb lacks
         bin_dir = opts.host_pg_bin or str(bins.bin_dir)
         # What needs no host first: a 999-host inventory was contacted for 464 s,
         # then refused on max_connections (issue 40.14).
@@ -358,15 +376,12 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
         _fits_anywhere(spec, bins, demands, server[0], load_hosts)
         address = _ip(server[0].address)
         executors = self._pool.get(_distinct(server[0], load_hosts))
-        by_name = {ex.name: ex for ex in executors}
         try:
-            loaders = [by_name[h.name] for h in load_hosts]
-            missing = _missing(executors[0], loaders, bin_dir)
-            load_facts = (
-                () if missing else _versions(spec, bins, executors[0], loaders, bin_dir, notes)
-            )
-            free = executors[0].free_bytes(TMP)
-            cpus, memory = facts.size(executors[0])
+            found = _survey(executors, load_hosts, bin_dir)
+            db, loaders = found[server[0].name], [found[h.name] for h in load_hosts]
+            missing = _missing(db, loaders, bin_dir)
+            load_facts = () if missing else _versions(spec, bins, db, loaders, bin_dir, notes)
+            free, cpus, memory = db.free, db.cpus, db.memory
             initdb_locale(spec, demands.source, executors[0])  # initdb runs there
             remote_refuse.host_directories(spec, executors[0])
             remote_refuse.port_free(spec, executors[0], server[0], address, opts.port)
@@ -392,10 +407,17 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
         load_fits(spec, profile, demands, load_hosts)
         notes += server_loads(spec.name, server[0], load_hosts, opts.load_hosts)
         self._seen |= {h.name: h for h in (server[0], *load_hosts)}
-        clients = {_ip(h.address) for h in load_hosts} | {_source_ip(address, opts.port)}
+        loading = {_ip(h.address) for h in load_hosts}
+        clients = loading | {_source_ip(address, opts.port)}
         hosts = Hosts(
-            server[0], load_hosts, bin_dir, address, tuple(f"{ip}/32" for ip in sorted(clients)),
-            tuple(profile.settings.items()), header, load_facts,
+            server[0], load_hosts, bin_dir, address, opts.port,
+            clients=tuple(f"{ip}/32" for ip in sorted(clients)),
+            machines=frozenset({address, *loading}),
+            inventory=opts.inventory,
+            initdb=initdb,
+            settings=tuple(profile.settings.items()),
+            conf_header=header,
+            load_facts=load_facts,
         )  # fmt: skip
         # No directory here: the storage probes run on the host, beside the server's
         # data directory (``storage``); ``directory`` only says where the load hosts'
@@ -403,11 +425,9 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
         return Checked(bins, profile, None, owned=True, state=hosts)
 
     def check_together(self, targets: Sequence[Target], notes: list[str]) -> None:
-        shared_ports([(t.name, self.state(t).server.name, self.state(t).address,
-                       self.options(t.spec).port) for t in targets])  # fmt: skip
-        remote_refuse.servers_of_others(
-            [(t.name, self.state(t).server, self.state(t).load) for t in targets], notes
-        )
+        placed = [self.state(t).placed(t.name) for t in targets]
+        shared_ports(placed)
+        servers_of_others(placed, notes)
 
     @contextlib.contextmanager
     def _host_side(self, t: Target, keep: Callable[[], bool]) -> Iterator[_Open]:
@@ -459,8 +479,7 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
         self, t: Target, name: str, study: str, ui: Ui, *, keep: Callable[[], bool]
     ) -> Iterator[None]:
         hosts = self.state(t)
-        port = self.options(t.spec).port
-        address = hosts.address
+        port, address = hosts.port, hosts.address
         kept = keep()  # --keep: asked now, so the server logs where it stays readable
         with contextlib.ExitStack() as stack:
             opened = self._opened.get(t.name) or stack.enter_context(self._host_side(t, keep))
@@ -478,7 +497,7 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
                 + ((("logging_collector", "on"), ("log_directory", f"{opened.home.path}/log"))
                    if kept else ()),
                 header=hosts.conf_header,
-                initdb=_initdb(t.spec),
+                initdb=hosts.initdb,
                 wal_directory=str(t.spec.wal_directory) if t.spec.wal_directory else None,
             )  # fmt: skip
             remote = stack.enter_context(HostedServer(db, spec, opened.home))
@@ -520,7 +539,7 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
         """--keep: the server stays up on its host; how to reach it, and how it goes."""
         hosts = self.state(t)
         remote.keep()
-        inv = self.options(t.spec).inventory
+        inv = hosts.inventory
         ui.info(
             f"{t.name}: kept (--keep), running on {hosts.server.name}: data directory "
             f"{remote.datadir}, log {remote.workdir}/log; reach it there as the postgres "
@@ -586,8 +605,7 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
         return max(1, len(opts.load_hosts))
 
     def machines(self, t: Target) -> frozenset[str]:
-        hosts = self.state(t)
-        return frozenset({hosts.address, *(_ip(h.address) for h in hosts.load)})
+        return self.state(t).machines
 
 
 def _hostlogs(stack: contextlib.ExitStack) -> Path:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ipaddress
 import socket
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from pgrig.cluster import workdir
@@ -53,16 +53,28 @@ def server_loads(
     ]
 
 
-def shared_ports(servers: Sequence[tuple[str, str, str, int]]) -> None:
-    """(target, host, address, port) of each server: two on one address and port
-    cannot both listen (it failed at bind time, a truncated 'ddress already in use')."""
+@dataclass(frozen=True)
+class Placed:
+    """Where a checked remote target's server listens and its load comes from:
+    what targets are refused or told over one another (``check_together``)."""
+
+    target: str
+    server: Host
+    address: str  # the server host's IP address
+    port: int
+    load: tuple[Host, ...]
+
+
+def shared_ports(placed: Sequence[Placed]) -> None:
+    """Two servers on one address and port cannot both listen (it failed at
+    bind time, a truncated 'ddress already in use')."""
     seen: dict[tuple[str, int], str] = {}
-    for name, host, address, port in servers:
-        if (other := seen.setdefault((address, port), name)) != name:
+    for p in placed:
+        if (other := seen.setdefault((p.address, p.port), p.target)) != p.target:
             raise UsageError(
-                f"targets {other} and {name} both put their server on {host} port {port}:"
-                " the second could not listen",
-                hint=f"give target {name} a port of its own (port = {port + 1})",
+                f"targets {other} and {p.target} both put their server on {p.server.name} "
+                f"port {p.port}: the second could not listen",
+                hint=f"give target {p.target} a port of its own (port = {p.port + 1})",
             )
 
 
@@ -240,17 +252,18 @@ def host_directories(spec: TargetSpec, ex: Executor) -> None:
         ex.run(["rmdir", "--", probe.stdout.strip()], timeout=30, check=False, what="rmdir")
 
 
-def servers_of_others(
-    targets: Sequence[tuple[str, Host, Sequence[Host]]], notes: list[str]
-) -> None:
+def servers_of_others(placed: Sequence[Placed], notes: list[str]) -> None:
     """A load host that is another target's server host: that server lives for the
     whole study (targets are interleaved), beside this target's pgbench."""
-    for name, _, load in targets:
-        for other, server, _ in targets:
-            for h in load:
-                if other != name and (h.address, h.port) == (server.address, server.port):
+    for p in placed:
+        for other in placed:
+            for h in p.load:
+                if other.target != p.target and (h.address, h.port) == (
+                    other.server.address,
+                    other.server.port,
+                ):
                     notes.append(
-                        f"target {name}: load host {h.name} is target {other}'s server host "
-                        f"({server.name}): that server stays up for the whole study, so "
-                        f"{name}'s pgbench shares the host with it"
+                        f"target {p.target}: load host {h.name} is target {other.target}'s "
+                        f"server host ({other.server.name}): that server stays up for the "
+                        f"whole study, so {p.target}'s pgbench shares the host with it"
                     )
