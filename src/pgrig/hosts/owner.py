@@ -114,6 +114,14 @@ def made_beside(ex: Executor, directory: str, owner: Owner | None, path: str) ->
     return _added(ex, directory, owner, elsewhere=(path,))
 
 
+def _made_for(ex: Executor, path: str) -> str:
+    """The directory ``path`` was made beside (``made_beside``); "": none."""
+    try:
+        return ex.read_text(f"{path}/{MARKER}").strip()
+    except PgrigError:
+        return ""
+
+
 def remove_beside(ex: Executor, path: str) -> None:
     """Remove ``path``, made beside a directory (``made_beside``), only while it
     carries the marker: what stands there without it is not pgrig's."""
@@ -165,7 +173,8 @@ class Leftover:
     owner: Owner | None
     action: str  # "removed", "would remove", "left: ..."
     # Why, for a caller to act on: "removed", "would remove", "no record",
-    # "alive", "kept", "other study", "cannot" (its removal failed: ``action`` says why)
+    # "beside" (made for another: ``made_beside``), "alive", "kept", "other
+    # study", "cannot" (its removal failed: ``action`` says why)
     verdict: str = ""
 
 
@@ -176,8 +185,10 @@ def _stop(ex: Executor, pid: int, directory: str) -> None:
         cmdline = ex.read_bytes(f"/proc/{pid}/cmdline").decode(errors="replace")
     except PgrigError:
         return  # gone
-    if directory not in cmdline:
-        return  # the PID was reused by something else
+    if f"{directory}/" not in cmdline:
+        # The PID was reused by something else (a path inside it: a server
+        # ``-D .../pgrig-x-a/data`` is not ``pgrig-x-ab``'s).
+        return
 
     def send(signum: signal.Signals) -> None:
         ex.run(["kill", f"-{signum.value}", str(pid)], timeout=30, check=False, what="kill")
@@ -229,6 +240,8 @@ def clean_one(
         return None  # claimed and removed meanwhile by another clean
     left = partial(Leftover, ex.name, directory, owner)  # (action, verdict)
     if owner is None:
+        if made_for := _made_for(ex, directory):  # a wal_directory of /tmp: listed too
+            return left(f"left: made for {made_for}, goes with it", "beside")
         return left("left: no owner record (not made by this pgrig, or cut short)", "no record")
     if owner.alive():
         return left(f"left: its pgrig is alive ({owner.controller}, pid {owner.pid})", "alive")
