@@ -37,7 +37,7 @@ from pgrig.cluster.postmaster import (
     create_tablespace,
 )
 from pgrig.conninfo import Conn
-from pgrig.errors import ClusterError, UsageError, WorkdirError
+from pgrig.errors import ClusterError, PgrigError, UsageError, WorkdirError
 from pgrig.hosts import owner
 from pgrig.hosts.executor import Executor, Launch
 from pgrig.hosts.local import HERE
@@ -261,8 +261,11 @@ class Cluster(Made):
         """Each start's postmaster into the work directory's owner record, as a
         host's server does (``HostedServer._started``): `pgrig clean` stops it
         after a kill -9 of pgrig."""
-        if workdir.record(self.workdir) is not None:
-            owner.with_pid(self.ex, str(self.workdir.resolve()), None, pid)
+        # A record that cannot be written (a target turning read-only) fails no
+        # start: `pgrig clean` finds the postmaster through postmaster.pid too.
+        with contextlib.suppress(OSError, PgrigError):
+            if workdir.record(self.workdir) is not None:
+                owner.with_pid(self.ex, str(self.workdir.resolve()), None, pid)
 
     @property
     def cgroups(self) -> tuple[str, ...]:
