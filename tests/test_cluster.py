@@ -4,6 +4,7 @@ real initdb/pg_ctl/postgres, real directories, real signals."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -206,13 +207,16 @@ def test_initdb_options_reach_the_cluster(bins: binaries.PgBinaries, disk_dir: P
     assert not c.socket_dir.exists()
 
 
+@pytest.mark.parametrize("older", [False, True], ids=["record", "older-pgrigs-marker"])
 def test_orphan_of_a_killed_pgrig_is_found_and_removed(
-    bins: binaries.PgBinaries, disk_dir: Path
+    bins: binaries.PgBinaries, disk_dir: Path, older: bool
 ) -> None:
     """A child process plays the pgrig that gets kill -9'd with its cluster running
     (a tablespace in another directory): the work directory's owner record, as a
     host's server's, names the postmaster and the directories made elsewhere, and
-    `pgrig clean` stops and removes them as it does on a host (``owner.clean_one``)."""
+    `pgrig clean` stops and removes them as it does on a host (``owner.clean_one``).
+    ``older``: the record turned into the marker an older pgrig wrote (no PID of
+    its server): the server, found through postmaster.pid, is stopped too."""
     script = (
         "import sys, time\n"
         "from pathlib import Path\n"
@@ -244,6 +248,14 @@ def test_orphan_of_a_killed_pgrig_is_found_and_removed(
         tablespace = elsewhere.resolve() / "victim-t"
         (socket_dir,) = [d for d in made.elsewhere if d != str(tablespace)]
         assert str(tablespace) in made.elsewhere and socket_dir.startswith("/tmp/pgrig-sock-")
+        if older:  # as pgrig 0.x left it: its marker alone
+            (work / owner.OWNER_FILE).unlink()
+            marker = {
+                "path": str(work.resolve()), "owner_pid": made.pid, "host": made.controller,
+                "created_at": made.created, "study": "victim", "socket_dir": socket_dir,
+                "pgrig_version": "0.9", "extra_dirs": [str(tablespace)], "owner_start": made.start,
+            }  # fmt: skip
+            (work / workdir.MARKER).write_text(json.dumps(marker))
         assert workdir.orphans() == [work.resolve()]
         removed = workdir.clean_orphans()
         assert removed == [str(work.resolve())]
