@@ -4,6 +4,7 @@ real initdb/pg_ctl/postgres, real directories, real signals."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -117,7 +118,7 @@ def test_workdir_with_foreign_files_is_refused_and_untouched(disk_dir: Path) -> 
     (foreign / "data.txt").write_text("keep me")
     with pytest.raises(WorkdirError, match="did not create"):
         workdir.create(foreign, study="t")
-    with pytest.raises(WorkdirError, match="no pgrig marker"):
+    with pytest.raises(WorkdirError, match="no pgrig owner record"):
         workdir.remove(foreign)
     assert (foreign / "data.txt").read_text() == "keep me"
 
@@ -176,7 +177,10 @@ def test_cluster_is_private_and_configured(cluster: Cluster, conn: Conn) -> None
     assert settings["fsync"] == "off"  # the override reached the server
     assert settings["lc_collate"] == "C"
     assert (cluster.socket_dir.stat().st_mode & 0o777) == 0o700
-    assert workdir.read_marker(cluster.workdir) is not None
+    made = workdir.record(cluster.workdir)  # the owner record a host's server has
+    assert made is not None and made.kind == "server" and made.pid == os.getpid()
+    assert cluster.postmaster_pid() in made.pids, "its postmaster, for `pgrig clean`"
+    assert str(cluster.socket_dir) in made.elsewhere
     if os.geteuid() == 0:
         owner = cluster.datadir.stat().st_uid
         assert owner != 0, "the server must not run as root"
@@ -203,10 +207,16 @@ def test_initdb_options_reach_the_cluster(bins: binaries.PgBinaries, disk_dir: P
     assert not c.socket_dir.exists()
 
 
+@pytest.mark.parametrize("older", [False, True], ids=["record", "older-pgrigs-marker"])
 def test_orphan_of_a_killed_pgrig_is_found_and_removed(
-    bins: binaries.PgBinaries, disk_dir: Path
+    bins: binaries.PgBinaries, disk_dir: Path, older: bool
 ) -> None:
-    """A child process plays the pgrig that gets kill -9'd with its cluster running."""
+    """A child process plays the pgrig that gets kill -9'd with its cluster running
+    (a tablespace in another directory): the work directory's owner record, as a
+    host's server's, names the postmaster and the directories made elsewhere, and
+    `pgrig clean` stops and removes them as it does on a host (``owner.clean_one``).
+    ``older``: the record turned into the marker an older pgrig wrote (no PID of
+    its server): the server, found through postmaster.pid, is stopped too."""
     script = (
         "import sys, time\n"
         "from pathlib import Path\n"
@@ -216,13 +226,16 @@ def test_orphan_of_a_killed_pgrig_is_found_and_removed(
         "c = Cluster.create(binaries.find(), Path(sys.argv[1]), study='victim',"
         " os_user=server_os_user())\n"
         "c.initdb(InitdbOptions()); c.configure(profiles.load('stock')); c.start()\n"
+        "c.create_tablespace('t', Path(sys.argv[2]))\n"
         "print('up', flush=True)\n"
         "time.sleep(600)\n"
     )
-    work = disk_dir / "victim"
+    work, elsewhere = disk_dir / "victim", disk_dir / "elsewhere"
+    elsewhere.mkdir(mode=0o755)
     child = subprocess.Popen(
-        [os.sys.executable, "-c", script, str(work)], stdout=subprocess.PIPE, text=True
-    )
+        [os.sys.executable, "-c", script, str(work), str(elsewhere)],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
     try:
         assert child.stdout is not None
         assert child.stdout.readline().strip() == "up"
@@ -230,7 +243,20 @@ def test_orphan_of_a_killed_pgrig_is_found_and_removed(
         assert pid is not None and proc.pid_alive(pid)
         child.send_signal(signal.SIGKILL)
         child.wait(timeout=10)
-        assert [m.path for m in workdir.orphans()] == [str(work.resolve())]
+        made = owner.read(LocalExecutor(), str(work))
+        assert made is not None and made.pids == (pid,), made
+        tablespace = elsewhere.resolve() / "victim-t"
+        (socket_dir,) = [d for d in made.elsewhere if d != str(tablespace)]
+        assert str(tablespace) in made.elsewhere and socket_dir.startswith("/tmp/pgrig-sock-")
+        if older:  # as pgrig 0.x left it: its marker alone
+            (work / owner.OWNER_FILE).unlink()
+            marker = {
+                "path": str(work.resolve()), "owner_pid": made.pid, "host": made.controller,
+                "created_at": made.created, "study": "victim", "socket_dir": socket_dir,
+                "pgrig_version": "0.9", "extra_dirs": [str(tablespace)], "owner_start": made.start,
+            }  # fmt: skip
+            (work / workdir.MARKER).write_text(json.dumps(marker))
+        assert workdir.orphans() == [work.resolve()]
         removed = workdir.clean_orphans()
         assert removed == [str(work.resolve())]
         deadline = time.monotonic() + 10
@@ -238,6 +264,7 @@ def test_orphan_of_a_killed_pgrig_is_found_and_removed(
             time.sleep(0.1)
         assert not proc.pid_alive(pid), "the orphan's postmaster must be stopped"
         assert not work.exists()
+        assert list(elsewhere.iterdir()) == [] and not Path(socket_dir).exists()
     finally:
         if child.poll() is None:
             child.kill()

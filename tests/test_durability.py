@@ -137,10 +137,11 @@ def psycopg_conn(target: Path):  # type: ignore[no-untyped-def]
     from pgrig.conninfo import Conn
 
     (work,) = leftovers(target)
-    marker = workdir.read_marker(work)
-    assert marker is not None and marker.socket_dir is not None
-    port = next(Path(marker.socket_dir).glob(".s.PGSQL.*.lock")).name.split(".")[-2]
-    return Conn.socket(marker.socket_dir, int(port), "postgres", "pgrig").connect()
+    made = workdir.record(work)
+    assert made is not None
+    (socket_dir,) = [d for d in made.elsewhere if Path(d).name.startswith("pgrig-sock-")]
+    port = next(Path(socket_dir).glob(".s.PGSQL.*.lock")).name.split(".")[-2]
+    return Conn.socket(socket_dir, int(port), "postgres", "pgrig").connect()
 
 
 def test_server_that_does_not_come_back_is_kept(disk_dir: Path, tmp_path: Path) -> None:
@@ -161,7 +162,7 @@ def test_server_that_does_not_come_back_is_kept(disk_dir: Path, tmp_path: Path) 
     try:
         assert str(work / "data") in str(err.value) and "kept" in str(err.value)
         assert (work / "server.log").read_text().count("plenty") >= 1
-        assert work not in [Path(m.path) for m in workdir.orphans()]
+        assert work not in workdir.orphans()
         with sqlite3.connect(tmp_path / "results.sqlite") as db:
             status, reason = db.execute("SELECT status, reason FROM runs").fetchone()
         assert status == "failed" and "did not come back" in reason

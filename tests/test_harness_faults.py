@@ -122,6 +122,44 @@ def test_a_study_whose_pgrig_died_is_listed_as_interrupted(tmp_path: Path) -> No
     }
 
 
+def test_a_one_target_remote_study_whose_pgrig_died_is_interrupted_not_live(
+    tmp_path: Path,
+) -> None:
+    """A one-target remote study takes its server host's environment; its
+    hostname was read as the machine pgrig ran on, so a study whose pgrig died
+    here stayed "running" for ever and its resume was refused ("is being run by
+    pgrig process N"). The lab's hosts share this machine's hostname (network
+    namespaces only), so the host's name is given to a real capture here; the
+    study is begun as an older pgrig did (no controller in its params) and as
+    pgrig does now."""
+    from dataclasses import replace
+
+    from pgrig import environment, resume
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait(timeout=30)
+    on_db1 = replace(environment.capture([tmp_path]), hostname="db1", host="db1")
+    with Store.open(tmp_path / "results.sqlite") as st:
+        for sid, more in (("older", {}), ("newer", {"controller": os.uname().nodename})):
+            st.begin_study(
+                Study(id=sid, name=sid, target="host db1", started_at="2026-11-23T00:00:00+00:00",
+                      status="running", params={"pid": gone.pid, **more})
+            )  # fmt: skip
+            st.set_environment(sid, on_db1)
+            assert not resume.study_live(st.study(sid)), sid
+        # run from another machine (a shared store): never judged from here
+        st.begin_study(
+            Study(id="theirs", name="theirs", target="host db1", status="running",
+                  started_at="2026-11-23T00:00:00+00:00",
+                  params={"pid": gone.pid, "controller": "another-machine"})
+        )  # fmt: skip
+        assert resume.study_live(st.study("theirs"))
+    done = pgrig("list", "--results", tmp_path)
+    assert done.returncode == 0, done.stderr
+    status = {ln.split("\t")[0]: ln.split("\t")[1] for ln in done.stdout.splitlines()[1:]}
+    assert status == {"older": "interrupted", "newer": "interrupted", "theirs": "running"}
+
+
 def test_passwords_stay_off_command_lines_and_out_of_messages(tmp_path: Path) -> None:
     conn = Conn.from_user("postgresql://bench:s3cret-pw@127.0.0.1:1/db")
     argv = pgbench.run_argv("/usr/bin", conn, pgbench.RunOptions(duration_s=1), None)

@@ -11,6 +11,7 @@ agree), and the start spread is what the barrier achieves on one kernel.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -26,6 +27,7 @@ import psycopg
 import pytest
 from psycopg.conninfo import conninfo_to_dict
 
+from conftest import make_disk_dir
 from hosts_fixture import Lab, netns_lab, owned_by  # noqa: F401  (the fixture)
 from pgrig import cli, load
 from pgrig.cluster.hosted import HostedServer, ServerSpec
@@ -300,9 +302,14 @@ from pathlib import Path
 (h1,) = inventory.load(Path(sys.argv[1])).resolve(["h1"])
 ex = preflight.connect(h1)
 bins = binaries.find(Path(sys.argv[2]), tools=("initdb",))
-spec = ServerSpec(bin_dir=sys.argv[2], address=sys.argv[3], bins=bins, port=5433)
+port, elsewhere = (int(sys.argv[4]), sys.argv[5]) if len(sys.argv) > 4 else (5433, None)
+lab = sys.argv[3].rsplit(".", 1)[0] + ".0/24"  # this machine too: the tablespace's SQL
+spec = ServerSpec(bin_dir=sys.argv[2], address=sys.argv[3], bins=bins, port=port,
+                  wal_directory=elsewhere, clients=(lab,) if elsewhere else ())
 server = HostedServer(ex, spec)
 server.__enter__()
+if elsewhere is not None:
+    server.create_tablespace("t", elsewhere)
 print(server.workdir, flush=True)
 os._exit(0)  # as after kill -9: nothing stopped, nothing removed
 """
@@ -374,6 +381,50 @@ def test_clean_removes_only_what_a_dead_pgrig_left(
     assert (
         subprocess.run(["ip", "netns", "exec", netns_lab.hosts[1].netns, *isready]).returncode == 0
     )
+
+
+def test_clean_removes_a_dead_servers_wal_and_tablespace_directories(
+    bins: binaries.PgBinaries,
+    netns_lab: Lab,  # noqa: F811
+) -> None:
+    """A server on a host with its WAL and a tablespace outside its work
+    directory, its pgrig killed: the owner record named only the work directory,
+    so `pgrig clean --inventory` left both on the host. Now they are recorded
+    (made by pgrig: each with its marker) and removed with it; the directory
+    they were made in, not pgrig's, stays."""
+    inv = netns_lab.write_inventory()
+    elsewhere = make_disk_dir("pgrig-test-elsewhere-")
+
+    def clean() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "pgrig", "clean", "--inventory", str(inv)],
+            capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+
+    workdir = ""
+    try:
+        dead = subprocess.run(
+            [sys.executable, "-c", KILLED_PGRIG, str(inv), str(bins.bin_dir),
+             netns_lab.hosts[0].address, "5435", str(elsewhere)],
+            capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        workdir = dead.stdout.strip()
+        assert workdir.startswith("/tmp/pgrig-server-"), dead.stderr
+        name = Path(workdir).name
+        made = sorted(str(p) for p in elsewhere.iterdir())
+        assert made == [str(elsewhere / f"{name}-t"), str(elsewhere / f"{name}-wal")]
+        record = json.loads((Path(workdir) / ".pgrig-owner.json").read_text())
+        assert _pids(workdir, comm="postgres"), "the dead pgrig's server still runs"
+        done = clean()
+        assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+        assert not Path(workdir).exists()
+        assert _pids(workdir) == []
+        assert sorted(record.get("elsewhere", ())) == made, record
+        assert list(elsewhere.iterdir()) == [], "its WAL and tablespace directories went with it"
+    finally:
+        if workdir and Path(workdir).exists():
+            clean()  # the dead server, whatever failed above
+        subprocess.run(["rm", "-rf", "--", str(elsewhere)], check=False, timeout=60)
 
 
 def _sshd_sessions(lab: Lab, host: str) -> set[int]:  # noqa: F811

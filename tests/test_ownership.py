@@ -12,7 +12,7 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, replace
+from dataclasses import replace
 from pathlib import Path
 
 from tests.conftest import make_disk_dir
@@ -45,16 +45,16 @@ def test_owner_alive_is_host_aware() -> None:
 
 
 def test_every_record_asks_the_same_owner_alive() -> None:
-    """The work directory's marker and the lossy mount's record used to judge a
+    """The work directory's record and the lossy mount's record used to judge a
     record of another host dead: a run on host B would delete host A's live work."""
     dead = _dead_pid()
     common = {"owner_pid": dead, "host": "another-host", "created_at": time.time()}
-    marker = workdir.Marker(path="/x", study="s", socket_dir=None, **common)  # type: ignore[arg-type]
+    record = owner.Owner("another-host", dead, None, time.time(), "server", study="s")
     mount = MountRecord(fsname="f", mountpoint="/m", backing="/b", run_dir="/r", **common)  # type: ignore[arg-type]
     lab = state.Record(id="fs-1", kind="fs", owner_start=None, **common)  # type: ignore[arg-type]
-    assert marker.owner_alive() and mount.owner_alive() and lab.owner_alive()
+    assert record.alive() and mount.owner_alive() and lab.owner_alive()
     here = {**common, "host": socket.gethostname()}
-    assert not workdir.Marker(path="/x", study="s", socket_dir=None, **here).owner_alive()  # type: ignore[arg-type]
+    assert not replace(record, controller=socket.gethostname()).alive()
     assert not MountRecord(
         fsname="f", mountpoint="/m", backing="/b", run_dir="/r", **here
     ).owner_alive()  # type: ignore[arg-type]  # noqa: E501
@@ -69,11 +69,10 @@ def test_removable_matches_the_campaign_not_a_prefix() -> None:
     assert ownership.removable("anything", None)
 
 
-def _orphan(parent: Path, name: str, study: str, **changes: object) -> Path:
+def _orphan(parent: Path, name: str, study: str, **changes: str) -> Path:
     path = parent / name
-    workdir.create(path, study=study)
-    marker = asdict(workdir.read_marker(path)) | {"owner_pid": _dead_pid(), **changes}  # type: ignore[arg-type]
-    (path / workdir.MARKER).write_text(json.dumps(marker))
+    made = workdir.create(path, study=study)
+    owner.write(LocalExecutor(), str(path), replace(made, pid=_dead_pid(), **changes))
     return path
 
 
@@ -85,7 +84,7 @@ def test_a_run_removes_its_own_orphans_and_reports_other_studies() -> None:
     try:
         own = _orphan(disk, "own", "quick-20260101-010203")
         other = _orphan(disk, "other", "seed001")
-        foreign = _orphan(disk, "foreign", "quick-20260101-010203", host="another-host")
+        foreign = _orphan(disk, "foreign", "quick-20260101-010203", controller="another-host")
         done = subprocess.run(
             [sys.executable, "-m", "pgrig", "run", "--target", str(disk), "--results",
              str(disk / "r"), "--skip", "fsync,fio,tpcb", "--timing-seconds", "1"],
@@ -205,3 +204,62 @@ def test_two_cleans_that_meet_one_directory_remove_it_once_and_never_call_it_for
         for d in made:
             for path in (d, d.replace(f"{TMP}/", f"{TMP}/{owner.CLAIMED}", 1)):
                 subprocess.run(["rm", "-rf", "--", path], check=False)
+
+
+def test_a_work_directory_an_older_pgrig_marked_is_still_cleaned() -> None:
+    """Work directories made before the owner record carry a JSON marker (written
+    here as those versions wrote it, with a socket directory and a tablespace's
+    beside it): after an upgrade `pgrig clean` reads it as their record and
+    removes them with what it names; a registered directory with neither record
+    nor marker is never touched."""
+    disk = make_disk_dir()
+    old, beside, foreign = disk / "old", disk / "old-t", disk / "foreign"
+    sock = Path(tempfile.mkdtemp(prefix="pgrig-sock-"))
+    try:
+        for d in (old, beside, foreign):
+            d.mkdir()
+        (foreign / "data.txt").write_text("keep me")
+        for d in (beside, sock):
+            (d / workdir.MARKER).write_text(str(old))  # as make_extra_dir wrote it
+        (old / "data").mkdir()
+        marker = {
+            "path": str(old), "owner_pid": _dead_pid(), "host": socket.gethostname(),
+            "created_at": time.time(), "study": "seed001", "socket_dir": str(sock),
+            "pgrig_version": "0.9", "extra_dirs": [str(beside)], "owner_start": None,
+        }  # fmt: skip
+        (old / workdir.MARKER).write_text(json.dumps(marker))
+        for d in (old, foreign):  # registered as those versions did
+            entry = ownership.state_dir() / "workdirs" / workdir._registry_entry(d).name
+            entry.parent.mkdir(parents=True, exist_ok=True)
+            entry.write_text(str(d))
+        legacy = workdir.record(old)
+        assert legacy is not None and legacy.study == "seed001"
+        assert legacy.elsewhere == (str(sock), str(beside))
+        clean = subprocess.run(
+            [sys.executable, "-m", "pgrig", "clean"],
+            capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        assert clean.returncode == 0, clean.stderr
+        assert f"removed the orphan work directory {old}" in clean.stdout, clean.stdout
+        assert not old.exists() and not beside.exists() and not sock.exists()
+        assert (foreign / "data.txt").read_text() == "keep me"
+    finally:
+        workdir.unregister(foreign)
+        subprocess.run(["rm", "-rf", "--", str(disk), str(sock)], check=False)
+
+
+def test_a_local_clean_cut_short_after_its_claim_is_finished() -> None:
+    """A clean claims a dead pgrig's work directory (renames it, in its parent)
+    before removing it, as on a host; one cut short between the two leaves the
+    claimed name, which the next clean finishes - the registry still names the
+    directory as it was made."""
+    disk = make_disk_dir()
+    try:
+        work = _orphan(disk, "cut", "seed003")
+        Path(work).rename(owner.claimed(str(work)))
+        assert work.resolve() in workdir.orphans()
+        assert str(work.resolve()) in workdir.clean_orphans()
+        assert list(disk.iterdir()) == []
+        assert work.resolve() not in workdir.orphans(), "forgotten once removed"
+    finally:
+        subprocess.run(["rm", "-rf", "--", str(disk)], check=False)

@@ -20,7 +20,7 @@ from typing import Any
 from pgrig import __version__, campaign, plan, registry
 from pgrig.campaign import Campaign
 from pgrig.errors import PgrigError, StudyExists, UsageError, WorkdirError
-from pgrig.proc import pid_alive
+from pgrig.ownership import owner_alive, process_start_time
 from pgrig.recorder import now
 from pgrig.registry.target import Target
 from pgrig.results import Study
@@ -37,16 +37,27 @@ def new_study_id(name: str) -> str:
 
 
 def study_live(study: Study) -> bool:
-    """True while the pgrig that runs the study lives (on this host; a study of
-    another host in a shared store is taken at its word)."""
-    pid, env = study.params.get("pid"), study.environment
+    """True while the pgrig that runs the study lives (judged on the machine it
+    ran on; a study run from another machine in a shared store is taken at its
+    word, as every owner record is: ``ownership.owner_alive``)."""
+    pid, start = study.params.get("pid"), study.params.get("pid_start")
     if study.status != "running":
         return False
     if not isinstance(pid, int):  # recorded by an older pgrig: take it at its word
         return True
-    if env is not None and env.hostname != socket.gethostname():
-        return True
-    return pid != os.getpid() and pid_alive(pid)
+    controller = study.params.get("controller")
+    if not isinstance(controller, str):
+        # An older pgrig named no controller: its environment's hostname is the
+        # machine pgrig ran on - unless it was captured on a host (a one-target
+        # remote study takes its server's, ``env.host`` set), which says nothing
+        # of where pgrig ran: judged here then. It took the server's host's
+        # name for pgrig's and called a killed study live for ever.
+        env, controller = study.environment, socket.gethostname()
+        if env is not None and env.host is None:
+            controller = env.hostname
+    if pid == os.getpid() and controller == socket.gethostname():
+        return False
+    return owner_alive(pid, controller, start if isinstance(start, int) else None)
 
 
 def planned_steps(study: Study) -> set[str] | None:
@@ -71,6 +82,9 @@ def params(camp: Campaign, targets: list[Target]) -> Params:
         "baseline": camp.baseline,
         "policy": asdict(camp.policy),
         "pid": os.getpid(),
+        # where that PID is judged (``study_live``), and its identity over time
+        "controller": socket.gethostname(),
+        "pid_start": process_start_time(os.getpid()),
     }
     described = []
     for t in targets:

@@ -134,6 +134,9 @@ class HostedServer(Made):
         someone else's); removed with the server."""
         self._run(["mkdir", "-m", "0700", "--", path], "mkdir")
         self._extra.append(path)
+        # Marked and named in the owner record: after a kill -9 of pgrig, `pgrig
+        # clean --inventory` removes it with the work directory.
+        self._record = owner.made_beside(self.ex, self.workdir, self._record, path)
         self._own(path)
         return path
 

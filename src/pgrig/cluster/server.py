@@ -37,7 +37,8 @@ from pgrig.cluster.postmaster import (
     create_tablespace,
 )
 from pgrig.conninfo import Conn
-from pgrig.errors import ClusterError, UsageError, WorkdirError
+from pgrig.errors import ClusterError, PgrigError, UsageError, WorkdirError
+from pgrig.hosts import owner
 from pgrig.hosts.executor import Executor, Launch
 from pgrig.hosts.local import HERE
 from pgrig.pgsource.binaries import PgBinaries
@@ -250,10 +251,21 @@ class Cluster(Made):
             access=access,
             pg_isready=str(bins.path("pg_isready")),
         )
+        self._pm.on_start = self._started
 
     @property
     def ex(self) -> Executor:
         return self.pm.ex
+
+    def _started(self, pid: int) -> None:
+        """Each start's postmaster into the work directory's owner record, as a
+        host's server does (``HostedServer._started``): `pgrig clean` stops it
+        after a kill -9 of pgrig."""
+        # A record that cannot be written (a target turning read-only) fails no
+        # start: `pgrig clean` finds the postmaster through postmaster.pid too.
+        with contextlib.suppress(OSError, PgrigError):
+            if workdir.record(self.workdir) is not None:
+                owner.with_pid(self.ex, str(self.workdir.resolve()), None, pid)
 
     @property
     def cgroups(self) -> tuple[str, ...]:
@@ -279,7 +291,7 @@ class Cluster(Made):
         """Make the marked work directory and the private socket directory."""
         workdir.create(workdir_path, study=study)
         socket_dir = workdir.make_socket_dir(os_user, workdir_path)
-        workdir.update_socket_dir(workdir_path, socket_dir)
+        workdir.made_beside(workdir_path, socket_dir, None)
         cluster = cls(bins, workdir_path, os_user=os_user, access=local_access(socket_dir, tcp=tcp))
         if os_user is not None:
             os.chown(workdir_path, os_user.uid, os_user.gid)

@@ -1,64 +1,51 @@
 """Work directories pgrig creates, and only those.
 
 A work directory holds the throwaway cluster (``data/``), its log and scratch
-files. pgrig writes a marker file into it the moment it creates it, and a
-registry entry in its state directory, so that:
+files. pgrig writes its owner record into it the moment it creates it - the
+one record a server's directory on any host has (``pgrig.hosts.owner``,
+written and read through ``LocalExecutor`` here) - and names it in its state
+directory, so that:
 
-* it never deletes a directory it did not create (no marker, no delete);
-* after ``kill -9`` the next run finds the orphan (marker whose owner process
-  is gone), stops its postmaster and removes it.
+* it never deletes a directory it did not create (no record, no delete);
+* after ``kill -9`` the next run finds the orphan (a record whose owner process
+  is gone), stops the server it recorded and removes it, with the directories
+  made for it elsewhere (socket, WAL, tablespaces), as ``pgrig clean
+  --inventory`` does on a host.
+
+Only the finding is this machine's own: a host's directories are in its
+``/tmp``, this machine's wherever ``--target`` put them, named in
+``state_dir()/workdirs``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import os
 import shutil
 import signal
 import socket
 import tempfile
-import time
-from collections.abc import Callable
-from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from pgrig import __version__, ownership, proc
-from pgrig.errors import MissingDirectory, WorkdirError
+from pgrig import ownership, proc
+from pgrig.errors import MissingDirectory, PgrigError, WorkdirError
 from pgrig.files import write_atomically
+from pgrig.hosts import owner
+from pgrig.hosts.local import HERE
 
-MARKER = ".pgrig-workdir"
+# In a directory made beside a work directory (its socket directory, a WAL or
+# tablespace directory): the work directory's path. A work directory made by
+# an older pgrig holds it as its record (``owner._legacy``).
+MARKER = owner.MARKER
 # In a scratch directory pgrig makes in /tmp (a socket directory, a lossy mount's
 # run directory): "pid host" of the pgrig that made it.
 SOCKET_OWNER = ".pgrig-owner"
 
 
-@dataclass(frozen=True)
-class Marker:
-    path: str
-    owner_pid: int
-    host: str
-    created_at: float
-    study: str
-    socket_dir: str | None
-    pgrig_version: str = __version__
-    # Directories outside the work directory that pgrig made for this cluster
-    # (tablespaces on other disks); each carries its own marker file too.
-    extra_dirs: tuple[str, ...] = ()
-    owner_start: int | None = None  # the owner PID's start time (a recycled PID is not it)
-
-    def owner_alive(self) -> bool:
-        return ownership.owner_alive(self.owner_pid, self.host, self.owner_start)
-
-
-def read_marker(workdir: Path) -> Marker | None:
-    try:
-        data = json.loads((workdir / MARKER).read_text())
-        data["extra_dirs"] = tuple(data.get("extra_dirs", ()))
-        return Marker(**data)
-    except (OSError, ValueError, TypeError):
-        return None
+def record(workdir: Path) -> owner.Owner | None:
+    """The work directory's owner record (an older pgrig's marker read as one)."""
+    return owner.read(HERE, str(workdir))
 
 
 def _registry_entry(workdir: Path) -> Path:
@@ -96,15 +83,15 @@ def check_target(target: Path, *, what: str = "target directory", option: str = 
     return target.resolve()
 
 
-def create(workdir: Path, *, study: str, socket_dir: Path | None = None) -> Marker:
-    """Create ``workdir`` (it must not exist, or be empty) and mark it as pgrig's."""
+def create(workdir: Path, *, study: str, kind: str = "server") -> owner.Owner:
+    """Create ``workdir`` (it must not exist, or be empty) with its owner record."""
     if workdir.exists():
         if not workdir.is_dir():
             raise WorkdirError(f"work directory {workdir} exists and is not a directory")
-        existing = read_marker(workdir)
-        if existing is not None and existing.owner_alive():
+        existing = record(workdir)
+        if existing is not None and existing.alive():
             raise WorkdirError(
-                f"work directory {workdir} is in use by pgrig process {existing.owner_pid}",
+                f"work directory {workdir} is in use by pgrig process {existing.pid}",
                 hint="wait for it to finish, or pass another --target",
             )
         if any(workdir.iterdir()):
@@ -119,36 +106,26 @@ def create(workdir: Path, *, study: str, socket_dir: Path | None = None) -> Mark
             workdir.mkdir(mode=0o755)
         except OSError as exc:
             raise WorkdirError(f"cannot create work directory {workdir}: {exc.strerror}") from exc
-    marker = Marker(
-        path=str(workdir.resolve()),
-        owner_pid=os.getpid(),
-        host=socket.gethostname(),
-        created_at=time.time(),
-        study=study,
-        owner_start=ownership.process_start_time(os.getpid()),
-        socket_dir=str(socket_dir) if socket_dir else None,
-    )
-    # Atomically: an empty marker after a power loss would hide the directory
-    # from `pgrig clean`.
-    write_atomically(workdir / MARKER, json.dumps(asdict(marker)))
+    made = owner.Owner.mine(kind, study)
+    # Atomically (``Executor.replace_file``): an empty record after a power loss
+    # would hide the directory from `pgrig clean`.
+    owner.write(HERE, str(workdir.resolve()), made)
     entry = _registry_entry(workdir)
     entry.parent.mkdir(parents=True, exist_ok=True)
-    write_atomically(entry, marker.path)
-    return marker
+    write_atomically(entry, str(workdir.resolve()))
+    return made
 
 
-def update_socket_dir(workdir: Path, socket_dir: Path) -> None:
-    _update(workdir, socket_dir=str(socket_dir))
+def made_beside(workdir: Path, path: Path, user: proc.OsUser | None) -> None:
+    """Mark ``path``, made for the work directory elsewhere, and name it in its
+    record (``owner.made_beside``), owned by the server's OS user."""
+    owner.made_beside(HERE, str(workdir.resolve()), None, str(path))
+    if user is not None and os.geteuid() == 0:
+        os.chown(path, user.uid, user.gid)
+        os.chown(path / MARKER, user.uid, user.gid)
 
 
-def _update(workdir: Path, **changes: object) -> None:
-    marker = read_marker(workdir)
-    if marker is None:
-        return
-    write_atomically(workdir / MARKER, json.dumps(asdict(marker) | changes))
-
-
-def make_extra_dir(workdir: Path, path: Path, owner: proc.OsUser | None) -> Path:
+def make_extra_dir(workdir: Path, path: Path, user: proc.OsUser | None) -> Path:
     """A directory elsewhere (e.g. a tablespace on another disk) owned by this cluster:
     it must not exist yet; it gets a marker and is removed with the work directory."""
     if path.exists():
@@ -160,32 +137,27 @@ def make_extra_dir(workdir: Path, path: Path, owner: proc.OsUser | None) -> Path
         path.mkdir(mode=0o700)
     except OSError as exc:
         raise WorkdirError(f"cannot create {path}: {exc.strerror}") from exc
-    write_atomically(path / MARKER, str(workdir))
-    if owner is not None and os.geteuid() == 0:
-        os.chown(path, owner.uid, owner.gid)
-        os.chown(path / MARKER, owner.uid, owner.gid)
-    marker = read_marker(workdir)
-    if marker is not None:
-        _update(workdir, extra_dirs=[*marker.extra_dirs, str(path)])
+    made_beside(workdir, path, user)
     return path
 
 
 def remove(workdir: Path) -> None:
-    """Delete a work directory - only if it carries pgrig's marker."""
-    marker = read_marker(workdir)
-    if marker is None:
+    """Delete a work directory - only if it carries pgrig's owner record - and
+    what was made for it elsewhere."""
+    made = record(workdir)
+    if made is None:
         raise WorkdirError(
-            f"refusing to delete {workdir}: it has no pgrig marker, so pgrig did not create it"
+            f"refusing to delete {workdir}: it has no pgrig owner record, so pgrig did not "
+            "create it"
         )
-    for other in (marker.socket_dir, *marker.extra_dirs):
-        if other:
-            remove_beside(Path(other))
+    for other in made.elsewhere:
+        remove_beside(Path(other))
     try:
         shutil.rmtree(workdir)
     except OSError as exc:  # a target turned read-only (ext4 errors=remount-ro), failing
         # kept registered: `pgrig clean` removes it once the filesystem is writable,
         # and says why its run left it (no kill to guess at)
-        if marker.owner_pid == os.getpid():
+        if made.pid == os.getpid():
             _note_left(workdir, f"its run could not remove it: {exc.strerror or exc}")
         raise WorkdirError(
             f"cannot remove the work directory {workdir}: {exc.strerror or exc}"
@@ -218,8 +190,8 @@ def left_because(workdir: Path) -> str | None:
 def remove_beside(path: Path) -> None:
     """Delete a directory pgrig made beside a work directory (its socket directory,
     a tablespace's) - only if it carries pgrig's marker."""
-    if (path / MARKER).is_file():
-        shutil.rmtree(path, ignore_errors=True)
+    with contextlib.suppress(OSError, PgrigError):  # as rmtree's ignore_errors did
+        owner.remove_beside(HERE, str(path))
 
 
 def unregister(workdir: Path) -> None:
@@ -228,7 +200,7 @@ def unregister(workdir: Path) -> None:
         _registry_entry(workdir).unlink()
 
 
-def make_socket_dir(owner: proc.OsUser | None, workdir: Path) -> Path:
+def make_socket_dir(user: proc.OsUser | None, workdir: Path) -> Path:
     """A private (0700) directory for the server's unix socket.
 
     It lives under /tmp rather than in the work directory because a unix socket
@@ -240,8 +212,8 @@ def make_socket_dir(owner: proc.OsUser | None, workdir: Path) -> Path:
     # the work directory cannot be seen (e.g. on an unmounted lossy mount). A file of
     # its own, as older pgrig versions read MARKER as one path.
     write_owner(path)
-    if owner is not None and os.geteuid() == 0:
-        os.chown(path, owner.uid, owner.gid)
+    if user is not None and os.geteuid() == 0:
+        os.chown(path, user.uid, user.gid)
     path.chmod(0o700)
     return path
 
@@ -260,22 +232,6 @@ def pid_in_lockfile(datadir: Path) -> int | None:
         return int(first.strip())
     except (OSError, ValueError, IndexError):
         return None
-
-
-def processes_using(datadir: Path) -> list[int]:
-    """PIDs of postgres processes whose working directory is ``datadir``
-    (every backend of a cluster chdirs there)."""
-    target = str(datadir.resolve())
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            if os.readlink(entry / "cwd") == target:
-                found.append(int(entry.name))
-        except OSError:
-            continue
-    return found
 
 
 def postmaster_pid(datadir: Path) -> int | None:
@@ -308,20 +264,33 @@ def stop_orphan_server(datadir: Path, timeout: float = 30.0) -> bool:
     )
 
 
-def orphans() -> list[Marker]:
+def _found(workdir: Path) -> Path | None:
+    """Where a registered work directory is: as made, or under the name a clean
+    cut short claimed it with (``owner.claimed``); None: gone."""
+    for where in (workdir, Path(owner.claimed(str(workdir)))):
+        if os.path.lexists(where):
+            return where
+    return None
+
+
+def orphans() -> list[Path]:
     """Work directories registered by pgrig runs whose owner process is gone."""
-    found: list[Marker] = []
+    found: list[Path] = []
     registry = ownership.state_dir() / "workdirs"
     if not registry.is_dir():
         return found
     for entry in registry.iterdir():
-        workdir = Path(entry.read_text().partition("\n")[0].strip())  # then why it was left
-        marker = read_marker(workdir)
-        if marker is None:
+        try:
+            workdir = Path(entry.read_text().partition("\n")[0].strip())  # then why it was left
+        except OSError:
+            continue  # unregistered meanwhile
+        where = _found(workdir)
+        made = record(where) if where is not None else None
+        if made is None:
             entry.unlink(missing_ok=True)  # already gone, or never ours
             continue
-        if not marker.owner_alive():
-            found.append(marker)
+        if not made.alive():
+            found.append(workdir)
     return found
 
 
@@ -345,59 +314,52 @@ def stale_socket_dirs() -> list[Path]:
     stale = []
     for path in Path(tempfile.gettempdir()).glob("pgrig-sock-*"):
         try:
-            owner = Path((path / MARKER).read_text().strip())
+            made_for = Path((path / MARKER).read_text().strip())
         except OSError:
             continue  # no marker: not provably ours
         if maker_alive(path):
             continue  # its pgrig still runs
-        if not owner.exists():
+        if not made_for.exists():
             stale.append(path)
     return stale
 
 
 def clean_orphans(
-    log: Callable[[str], None] | None = None,
     *,
     study: str | None = None,
     left: list[str] | None = None,
     said: dict[str, str] | None = None,
 ) -> list[str]:
     """Stop and remove the orphan work directories of ``study`` (None: of every
-    study); returns the paths removed. Other studies' orphans, and those that
-    cannot be removed yet, are added to ``left`` (pgrig.ownership); why a
-    removed one's pgrig left it, when it said (``left_because``), to ``said``
-    by path."""
+    study) as a host's are (``owner.clean_one``); returns the paths removed.
+    Other studies' orphans, and those that cannot be removed yet, are added to
+    ``left`` (pgrig.ownership); why a removed one's pgrig left it, when it said
+    (``left_because``), to ``said`` by path."""
     removed = []
-    for marker in orphans():
-        workdir = Path(marker.path)
+    for workdir in orphans():
+        where = _found(workdir)
+        made = record(where) if where is not None else None
+        if where is None or made is None:
+            continue  # removed meanwhile by another clean
         why = left_because(workdir)
-        described = f"work directory {workdir} (study {marker.study or 'unknown'}" + (
+        described = f"work directory {workdir} (study {made.study or 'unknown'}" + (
             f"; {why})" if why else ")"
         )
-        if not ownership.removable(marker.study, study):
-            if left is not None:
-                left.append(described)
-            continue
-        stopped = stop_orphan_server(workdir / "data")
-        if log:
-            log(
-                f"found orphan work directory {workdir} of pgrig pid {marker.owner_pid}"
-                + (" - stopped its server" if stopped else "")
-                + "; removing it"
-            )
-        try:
-            remove(workdir)
-        except WorkdirError as exc:  # it read a traceback on a read-only mount
-            if log:
-                log(f"{exc}; {exc.hint}")
-            cause = exc.message.rsplit(": ", 1)[-1]
-            if left is not None:  # the cause once, when its run said the same
-                said_before = why is not None and why.rsplit(": ", 1)[-1] in cause
-                left.append(described if said_before else f"{described}: {cause}")
-            continue
-        removed.append(str(workdir))
-        if why and said is not None:
-            said[str(workdir)] = f"of study {marker.study or 'unknown'} ({why})"
+        done = owner.clean_one(HERE, str(where), study=study)
+        if done is None:
+            continue  # claimed by another clean, which removes it
+        if done.verdict == "other study" and left is not None:
+            left.append(described)
+        elif done.verdict == "cannot" and left is not None:  # a read-only mount
+            cause = done.action.rsplit(": ", 1)[-1]
+            # the cause once, when its run said the same
+            said_before = why is not None and why.rsplit(": ", 1)[-1] in cause
+            left.append(described if said_before else f"{described}: {cause}")
+        elif done.verdict == "removed":
+            unregister(workdir)
+            removed.append(str(workdir))
+            if why and said is not None:
+                said[str(workdir)] = f"of study {made.study or 'unknown'} ({why})"
     for sock in stale_socket_dirs():
         shutil.rmtree(sock, ignore_errors=True)
     return removed + ownership.clean_orphan_files()

@@ -14,7 +14,8 @@ import os
 import signal
 import socket
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
+from functools import partial
 
 from pgrig import proc
 from pgrig.errors import PgrigError
@@ -22,11 +23,16 @@ from pgrig.hosts.executor import TMP, Executor
 from pgrig.ownership import current_study, owner_alive, process_start_time, removable
 
 OWNER_FILE = ".pgrig-owner.json"
+# In a directory pgrig made elsewhere for one of its own (``made_beside``): the
+# path of the directory it was made for. Removed with that one only while it
+# holds this file (the name older pgrig versions gave it too). Also the name of
+# a local work directory's record before the owner record (``_legacy``).
+MARKER = ".pgrig-workdir"
 PREFIXES = ("pgrig-server-", "pgrig-load-")
-# A directory a clean has claimed (renamed) before removing it: two cleans that
-# meet one directory (two operators, two CI jobs on one host) never both judge
-# it, and a clean cut short between the rename and the removal leaves a name the
-# next clean still finds.
+# A directory a clean has claimed (renamed, in its own parent) before removing
+# it: two cleans that meet one directory (two operators, two CI jobs on one
+# host) never both judge it, and a clean cut short between the rename and the
+# removal leaves a name the next clean still finds.
 CLAIMED = "pgrig-removing-"
 # On the controlling machine: the load hosts' logs copied here for a target
 # without a directory of its own (``targets.remote``).
@@ -39,15 +45,17 @@ class Owner:
     pid: int
     start: int | None  # /proc/<pid>/stat start time there: a PID's identity over time
     created: float
-    kind: str  # "server", "load", or "hostlogs" (this machine's copies of load logs)
-    pids: tuple[int, ...] = field(default=())  # processes pgrig started on the host
+    kind: str  # "server", "load", "hostlogs" (this machine's copies of load logs), "holder"
+    pids: tuple[int, ...] = field(default=())  # processes pgrig started for it
     study: str = ""  # the study it ran for ("": an older pgrig, or none)
     # Left running on purpose (--keep): the next run of its study leaves it;
     # only `pgrig clean --inventory` (any study) removes it.
     kept: bool = False
+    # Directories made for it outside it (``made_beside``), removed with it.
+    elsewhere: tuple[str, ...] = field(default=())
 
     @classmethod
-    def mine(cls, kind: str) -> Owner:
+    def mine(cls, kind: str, study: str | None = None) -> Owner:
         pid = os.getpid()
         return cls(
             socket.gethostname(),
@@ -55,7 +63,7 @@ class Owner:
             process_start_time(pid),
             time.time(),
             kind,
-            study=current_study(),
+            study=current_study() if study is None else study,
         )
 
     def alive(self) -> bool:
@@ -68,24 +76,93 @@ def write(ex: Executor, directory: str, owner: Owner) -> None:
     # Rewritten as each process starts: written beside and renamed over, so a
     # pgrig killed mid-write (or `clean` reading meanwhile) never leaves or sees
     # an empty record, which would hide the PIDs that `clean` must stop.
-    final = f"{directory}/{OWNER_FILE}"
-    ex.write_bytes(f"{final}.new", json.dumps(asdict(owner)).encode())
-    ex.run(["mv", "-f", "--", f"{final}.new", final], timeout=30, what="mv")
+    ex.replace_file(f"{directory}/{OWNER_FILE}", json.dumps(asdict(owner)).encode())
 
 
-def with_pid(ex: Executor, directory: str, owner: Owner, pid: int) -> Owner:
-    """The record again, with one more process started on the host."""
-    updated = replace(owner, pids=(*owner.pids, pid))
+def _added(
+    ex: Executor,
+    directory: str,
+    owner: Owner | None,
+    pids: tuple[int, ...] = (),
+    elsewhere: tuple[str, ...] = (),
+) -> Owner:
+    """The record with ``pids`` and ``elsewhere`` added, written. What the file
+    says is read first: two holders of one record (a remote target's probes and
+    its server, each with its copy) add to each other's, never over them."""
+    current = read(ex, directory) or owner
+    if current is None:
+        raise PgrigError(f"{ex.of(directory)} has no owner record to add to")
+    updated = replace(
+        current,
+        pids=tuple(dict.fromkeys((*current.pids, *pids))),
+        elsewhere=tuple(dict.fromkeys((*current.elsewhere, *elsewhere))),
+    )
     write(ex, directory, updated)
     return updated
 
 
+def with_pid(ex: Executor, directory: str, owner: Owner | None, pid: int) -> Owner:
+    """The record again, with one more process started for it."""
+    return _added(ex, directory, owner, pids=(pid,))
+
+
+def made_beside(ex: Executor, directory: str, owner: Owner | None, path: str) -> Owner:
+    """``path``, a directory just made outside ``directory`` for it (a WAL
+    directory, a tablespace's, a socket directory), marked and named in its
+    record: `pgrig clean` removes it with ``directory`` after a kill -9."""
+    ex.write_bytes(f"{path}/{MARKER}", directory.encode())
+    return _added(ex, directory, owner, elsewhere=(path,))
+
+
+def _made_for(ex: Executor, path: str) -> str:
+    """The directory ``path`` was made beside (``made_beside``); "": none."""
+    try:
+        return ex.read_text(f"{path}/{MARKER}").strip()
+    except PgrigError:
+        return ""
+
+
+def remove_beside(ex: Executor, path: str) -> None:
+    """Remove ``path``, made beside a directory (``made_beside``), only while it
+    carries the marker: what stands there without it is not pgrig's."""
+    if ex.exists(f"{path}/{MARKER}"):
+        ex.remove_tree(path)
+
+
 def read(ex: Executor, directory: str) -> Owner | None:
     try:
-        data = json.loads(ex.read_text(f"{directory}/{OWNER_FILE}"))
-        data["pids"] = tuple(data.get("pids", ()))
-        return Owner(**data)
-    except (PgrigError, ValueError, TypeError):
+        text = ex.read_text(f"{directory}/{OWNER_FILE}")
+    except PgrigError:
+        return _legacy(ex, directory)
+    try:
+        data = json.loads(text)
+        known = {f.name for f in fields(Owner)}  # a newer pgrig's fields are not refused
+        owner = Owner(**{k: v for k, v in data.items() if k in known})
+        return replace(owner, pids=tuple(owner.pids), elsewhere=tuple(owner.elsewhere))
+    except (ValueError, TypeError, AttributeError):
+        return None
+
+
+def _legacy(ex: Executor, directory: str) -> Owner | None:
+    """A local work directory made by a pgrig older than this record: its
+    marker (JSON: owner_pid, owner_start, host, created_at, study, socket_dir,
+    extra_dirs) read as the record it stood for, so that an upgrade does not
+    strand what an older pgrig left. Its server's PID was never recorded: the
+    data directory's postmaster.pid names it (``_postmaster``). A directory
+    made beside one (its marker a plain path) is no record."""
+    try:
+        data = json.loads(ex.read_text(f"{directory}/{MARKER}"))
+        made = (data.get("socket_dir"), *data.get("extra_dirs", ()))
+        return Owner(
+            controller=str(data["host"]),
+            pid=int(data["owner_pid"]),
+            start=data.get("owner_start"),
+            created=float(data["created_at"]),
+            kind="server",
+            study=str(data.get("study") or ""),
+            elsewhere=tuple(str(d) for d in made if d),
+        )
+    except (PgrigError, ValueError, TypeError, KeyError, AttributeError):
         return None
 
 
@@ -95,6 +172,10 @@ class Leftover:
     directory: str
     owner: Owner | None
     action: str  # "removed", "would remove", "left: ..."
+    # Why, for a caller to act on: "removed", "would remove", "no record",
+    # "beside" (made for another: ``made_beside``), "alive", "kept", "other
+    # study", "cannot" (its removal failed: ``action`` says why)
+    verdict: str = ""
 
 
 def _stop(ex: Executor, pid: int, directory: str) -> None:
@@ -104,8 +185,10 @@ def _stop(ex: Executor, pid: int, directory: str) -> None:
         cmdline = ex.read_bytes(f"/proc/{pid}/cmdline").decode(errors="replace")
     except PgrigError:
         return  # gone
-    if directory not in cmdline:
-        return  # the PID was reused by something else
+    if f"{directory}/" not in cmdline:
+        # The PID was reused by something else (a path inside it: a server
+        # ``-D .../pgrig-x-a/data`` is not ``pgrig-x-ab``'s).
+        return
 
     def send(signum: signal.Signals) -> None:
         ex.run(["kill", f"-{signum.value}", str(pid)], timeout=30, check=False, what="kill")
@@ -125,15 +208,69 @@ def _stop(ex: Executor, pid: int, directory: str) -> None:
     proc.escalate_by(send, gone, ((signal.SIGINT, 30.0), (signal.SIGKILL, 10.0)))
 
 
-def _claim(ex: Executor, directory: str, made: str) -> bool:
-    """Rename the directory to its claimed name, which only one clean can do
-    (rename is atomic); a directory claimed earlier by a clean cut short is
-    this clean's to finish."""
-    claimed = f"{TMP}/{CLAIMED}{made}"
-    if directory == claimed:
-        return True
-    argv = ["mv", "--no-target-directory", "--", directory, claimed]
-    return ex.run(argv, timeout=30, check=False, what="mv").ok
+def _postmaster(ex: Executor, directory: str) -> int | None:
+    """The PID in the server's postmaster.pid: one started but not yet recorded
+    (pgrig killed inside ``pg_ctl start``), or an older pgrig's, which recorded
+    none. ``_stop`` checks it is that server before it signals it."""
+    try:
+        first = ex.read_text(f"{directory}/data/postmaster.pid").split("\n", 1)[0].strip()
+    except PgrigError:
+        return None
+    return int(first) if first.isdigit() else None
+
+
+def claimed(directory: str) -> str:
+    """The name a clean gives ``directory`` before it removes it (``CLAIMED``)."""
+    parent, _, name = directory.rpartition("/")
+    return f"{parent}/{CLAIMED}{name}"
+
+
+def clean_one(
+    ex: Executor, directory: str, *, study: str | None = None, dry_run: bool = False
+) -> Leftover | None:
+    """Judge one directory a pgrig may have made, found as it was made or as a
+    clean cut short claimed it, and remove it when its pgrig is dead: stop the
+    processes it recorded, claim it, remove what was made beside it, then it.
+    ``study``: only what runs of that study left (``pgrig.ownership.removable``);
+    None: every study's. None: another clean claimed it first, or it is gone."""
+    parent, _, name = directory.rpartition("/")
+    made = f"{parent}/{name.removeprefix(CLAIMED)}"
+    owner = read(ex, directory)
+    if owner is None and not ex.exists(directory):
+        return None  # claimed and removed meanwhile by another clean
+    left = partial(Leftover, ex.name, directory, owner)  # (action, verdict)
+    if owner is None:
+        if made_for := _made_for(ex, directory):  # a wal_directory of /tmp: listed too
+            return left(f"left: made for {made_for}, goes with it", "beside")
+        return left("left: no owner record (not made by this pgrig, or cut short)", "no record")
+    if owner.alive():
+        return left(f"left: its pgrig is alive ({owner.controller}, pid {owner.pid})", "alive")
+    if owner.kept and study is not None:
+        return left("left: kept with --keep (`pgrig clean --inventory` removes it)", "kept")
+    if not removable(owner.study, study):
+        return left(f"left: another study's ({owner.study or 'an older pgrig'})", "other study")
+    if dry_run:
+        return left("would remove", "would remove")
+    # The processes' command lines name the directory as it was made.
+    for pid in dict.fromkeys((*owner.pids, _postmaster(ex, directory))):
+        if pid is not None:
+            _stop(ex, pid, made)
+    if directory != claimed(made):
+        argv = ["mv", "--no-target-directory", "--", directory, claimed(made)]
+        done = ex.run(argv, timeout=30, check=False, what="mv")
+        if not done.ok:
+            if not ex.exists(directory):
+                return None  # another clean claimed it first and removes it
+            # a read-only filesystem: said, left for a clean once it is writable
+            why = done.stderr.strip().rsplit(": ", 1)[-1] or f"mv exited {done.returncode}"
+            return left(f"left: cannot remove it: {why}", "cannot")
+    try:
+        for other in owner.elsewhere:
+            remove_beside(ex, other)
+        ex.remove_tree(claimed(made))
+    except PgrigError as exc:
+        return left(f"left: cannot remove it: {exc}", "cannot")
+    return left("removed", "removed")
 
 
 def clean(
@@ -142,35 +279,12 @@ def clean(
     study: str | None = None,
     prefixes: tuple[str, ...] = PREFIXES,
 ) -> list[Leftover]:
-    """What dead pgrig processes left in ``/tmp`` on the host: stop, remove, report.
-    ``study``: only what runs of that study left (``pgrig.ownership.removable``);
-    None: every study's. ``prefixes``: the directories' names looked at."""
+    """What dead pgrig processes left in ``/tmp`` on the host (``clean_one``
+    each). ``prefixes``: the directories' names looked at."""
     out = []
     for name in ex.listdir(TMP):
-        made = name.removeprefix(CLAIMED)
-        if not made.startswith(prefixes):
-            continue
-        directory = f"{TMP}/{name}"
-        owner = read(ex, directory)
-        if owner is None and not ex.exists(directory):
-            continue  # claimed and removed meanwhile by another clean
-        if owner is None:
-            action = "left: no owner record (not made by this pgrig, or cut short)"
-        elif owner.alive():
-            action = f"left: its pgrig is alive ({owner.controller}, pid {owner.pid})"
-        elif owner.kept and study is not None:
-            action = "left: kept with --keep (`pgrig clean --inventory` removes it)"
-        elif not removable(owner.study, study):
-            action = f"left: another study's ({owner.study or 'an older pgrig'})"
-        elif dry_run:
-            action = "would remove"
-        else:
-            # The processes' command lines name the directory as it was made.
-            for pid in owner.pids:
-                _stop(ex, pid, f"{TMP}/{made}")
-            if not _claim(ex, directory, made):
-                continue  # another clean claimed it first and removes it
-            ex.remove_tree(f"{TMP}/{CLAIMED}{made}")
-            action = "removed"
-        out.append(Leftover(ex.name, directory, owner, action))
+        if name.removeprefix(CLAIMED).startswith(prefixes):
+            found = clean_one(ex, f"{TMP}/{name}", study=study, dry_run=dry_run)
+            if found is not None:
+                out.append(found)
     return out

@@ -252,10 +252,10 @@ def backup_action(
         binary = ctx.bins.path(tool.TOOL)
         version = tool.version(binary)
         owner = ctx.cluster.os_user if ctx.cluster is not None else None
-        marker = workdir.read_marker(ctx.cluster.workdir) if ctx.cluster is not None else None
+        made = workdir.record(ctx.cluster.workdir) if ctx.cluster is not None else None
         name = re.sub(r"[^A-Za-z0-9_.-]+", "-", spec.name)
         holder = parent / f"pgrig-basebackup-{target}-{name}-r{rep}"
-        workdir.create(holder, study=marker.study if marker else spec.name)
+        workdir.create(holder, study=made.study if made else spec.name, kind="holder")
         try:
             _reachable(holder, owner)
             copy = holder / "copy"
