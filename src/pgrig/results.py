@@ -422,11 +422,17 @@ class LatencySummary:
     digits: int | None = None
 
 
+# pgbench's mode of a run of script files (``-f``), its own word: a custom
+# workload's, TPC-C's. Readers that name a point by its mode say the workload's
+# name instead (its scripts have no mode of pgbench's).
+SCRIPTS_MODE = "custom"
+
+
 @dataclass(frozen=True)
 class PgbenchRun:
     """One timed pgbench run (``-T``)."""
 
-    mode: str  # "select-only" | "read-write" | "custom"
+    mode: str  # "select-only" | "read-write" | SCRIPTS_MODE
     transaction_type: str  # as pgbench prints it, e.g. "<builtin: select only>"
     scale: int
     query_mode: str

@@ -18,7 +18,7 @@ from pgrig.monitor.interference import disturbed_run_keys
 from pgrig.registry import typed_result
 from pgrig.registry.shared import PGBENCH_RUN
 from pgrig.report.pointkey import PointKey, point_key
-from pgrig.results import PgbenchRun, RunRecord, Study
+from pgrig.results import SCRIPTS_MODE, PgbenchRun, RunRecord, Study
 from pgrig.stats import Interval, median_interval
 from pgrig.store import Store
 
@@ -37,7 +37,7 @@ class Point:
     @property
     def short(self) -> str:
         """'select-only at 8 clients' (the point as a sentence names it)."""
-        mode = self.key.mode if self.key.mode != "custom" else self.key.workload
+        mode = self.key.mode if self.key.mode != SCRIPTS_MODE else self.key.workload
         plural = "s" if self.key.clients != 1 else ""
         return f"{mode} at {self.key.clients} client{plural} on {self.target}"
 

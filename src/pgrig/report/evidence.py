@@ -21,6 +21,7 @@ from pgrig.report.progress import Progress
 from pgrig.report.samples import SampleReader, own_samples
 from pgrig.report.versus import Ledger
 from pgrig.results import (
+    SCRIPTS_MODE,
     Environment,
     PgbenchRun,
     RunRecord,
@@ -120,7 +121,9 @@ def point_words(key: PointKey, scaled: bool = False) -> str:
         name = f"{titled} {key.mode}"
     else:
         name = (
-            key.workload if key.mode in (key.workload, "custom") else f"{key.workload} {key.mode}"
+            key.workload
+            if key.mode in (key.workload, SCRIPTS_MODE)
+            else f"{key.workload} {key.mode}"
         )
     return f"{name}, scale {key.scale}" if scaled and key.scale is not None else name
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pgrig import registry
 from pgrig.registry.shared import BUILTIN
 from pgrig.results import (
+    SCRIPTS_MODE,
     RunRecord,
 )
 
@@ -42,7 +43,7 @@ class PointKey:
     @property
     def _name(self) -> str:
         scale = f", scale {self.scale}" if self.scale is not None else ""
-        mode = self.mode if self.mode not in (self.workload, "custom") else ""
+        mode = self.mode if self.mode not in (self.workload, SCRIPTS_MODE) else ""
         titled = registry.title(self.workload)  # "TPC-B": its mode always said
         name = f"{titled} {mode}" if titled != self.workload else f"{self.workload} {mode}".strip()
         return name + scale

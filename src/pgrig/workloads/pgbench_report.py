@@ -44,7 +44,7 @@ from pgrig.report.points import (
     status,
 )
 from pgrig.report.progress import Progress
-from pgrig.results import CountResult, PgbenchInit, RunRecord
+from pgrig.results import SCRIPTS_MODE, CountResult, PgbenchInit, RunRecord
 
 PERCENTILES = (("p50", 0), ("p95", 1), ("p99", 2))
 
@@ -312,7 +312,7 @@ def _run_params(pts: Sequence[Point]) -> str:
     durations = sorted({r.duration_s for r in runs})
     modes = sorted({r.query_mode for r in runs})
     # A custom script's "scaling factor" is pgbench's default, not a data size.
-    scales = sorted({r.scale for r in runs if r.mode != "custom"})
+    scales = sorted({r.scale for r in runs if r.mode != SCRIPTS_MODE})
     scale = f", scale {'/'.join(str(s) for s in scales)}" if scales else ""
     threads = sorted({(r.clients, r.threads) for r in runs})
     return (
