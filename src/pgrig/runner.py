@@ -120,11 +120,16 @@ class CampaignRunner:
         self.study_id = self.study_id or resume.new_study_id(self.campaign.name)
         with ownership.studying(self.study_id):
             self._clean_orphans(self.campaign.name)
-            self._failed_before(store)
             # what the study records of its campaign and targets: made once, for
             # the check that all is recorded and for opening the study
             params = resume.params(self.campaign, self.targets)
-            return self._all_recorded(store, params) or self._run(store, params)
+            # A study of this id in the store is resumed: its failed steps, and
+            # perhaps every step recorded already; a new one has neither.
+            if any(s.id == self.study_id for s in store.studies()):
+                self._failed_before(store)
+                if (finished := self._all_recorded(store, params)) is not None:
+                    return finished
+            return self._run(store, params)
 
     def _failed_before(self, store: Store) -> None:
         """The study's failed steps: run again once with ``retry_failed`` (each
