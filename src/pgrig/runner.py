@@ -363,6 +363,8 @@ class CampaignRunner:
                 for server in servers:
                     stack.enter_context(server)
             for t in self.targets:
+                if self.recorder is not None:
+                    self.recorder.server_up(t)
                 assert t.env is not None
                 if t.profile is None and t.env.postgres is not None:
                     self._say_settings(t, t.env.postgres.settings, None)
