@@ -293,11 +293,20 @@ class Executor(ABC):
         check: bool = True,
         what: str | None = None,
         launch: Launch | None = None,
+        input: str | None = None,
     ) -> proc.Completed:
+        """Run ``argv`` to its end; ``input``: its whole stdin (a secret it reads
+        there never lands in a file on the host)."""
         what = what or Path(argv[0]).name
         started: Started | None = None
         try:
-            started = self.start(argv, env=env, launch=launch)
+            started = self.start(argv, env=env, launch=launch, stdin=input is not None)
+            if input is not None:
+                try:
+                    started.send(input)
+                    started.close_stdin()
+                except BrokenPipeError:
+                    pass  # it ended before reading: its exit status says why
             return started.wait(timeout, check=check, what=what)
         except BaseException:
             # Ctrl-C or a signal turned into an exception while it ran: not left
@@ -418,9 +427,9 @@ class Executor(ABC):
         """The uid and gid of the OS account ``user`` on this host (``id``), asked once."""
         known = self._ids.get(user)
         if known is None:
-            uid = self._start([ID, "-u", user], env=None, stdin=False).wait(30, what="id")
-            gid = self._start([ID, "-g", user], env=None, stdin=False).wait(30, what="id")
-            known = self._ids[user] = (uid.stdout.strip(), gid.stdout.strip())
+            both = [SH, "-c", f'{ID} -u "$1" && {ID} -g "$1"', "sh", user]  # one round trip
+            uid, gid = self._start(both, env=None, stdin=False).wait(30, what="id").stdout.split()
+            known = self._ids[user] = (uid, gid)
         return known
 
     def launched(self, argv: Sequence[str], launch: Launch | None) -> list[str]:
