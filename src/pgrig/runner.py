@@ -84,6 +84,8 @@ class CampaignRunner:
         self.study: Study | None = None
         self.targets: list[Target] = []
         self.recorder: Recorder | None = None
+        self._planned = (0, 0.0)  # the plan's steps and seconds (``preflight``)
+        self._estimated: dict[str, list[dict[str, float]]] = {}  # the estimates they read
         self._refused: list[OptionRefused] = []  # lab options mkfs or the kernel refused
         self._captured = False  # this machine's environment read (``_environment``)
         # A finished campaign run again: every step it expands to, found recorded
@@ -100,7 +102,12 @@ class CampaignRunner:
 
     def preflight(self, results: Path | None = None, store: Path | str | None = None) -> None:
         """The validation pass ``pgrig plan`` shares (``pgrig.validate``)."""
-        checked = validate.campaign(self.campaign, yes=self.yes, results=results, store=store)
+        # The plan's steps and seconds, said when the study begins; the estimates
+        # they come from watched (the machine then is compared with it now).
+        with calibration.watching() as self._estimated:
+            checked = validate.campaign(self.campaign, yes=self.yes, results=results, store=store)
+            overhead = plan.overhead_s(self.campaign) if self.campaign.workloads else 0.0
+        self._planned = (checked.steps, checked.seconds + overhead)
         for note in checked.warnings:
             self.ui.warn(note)
         self.targets = checked.targets
@@ -184,15 +191,14 @@ class CampaignRunner:
         rec = self.recorder = Recorder(
             store, study, self.ui, monitor_runs=pol.monitor, wait_quiet_s=pol.wait_quiet_s
         )
-        with calibration.watching() as seen:
-            expansion = plan.expand(self.campaign)
+        steps, seconds = self._planned
         self.ui.info(
-            f"campaign [bold]{study.id}[/bold]: {count(len(expansion.runs), 'step')} on "
-            f"{len(self.targets)} target(s), about {estimate(expansion.total_s)}; "
+            f"campaign [bold]{study.id}[/bold]: {count(steps, 'step')} on "
+            f"{len(self.targets)} target(s), about {estimate(seconds)}; "
             f"results go to {store.path}"
         )
         # The same caution as `pgrig plan`'s: whoever only runs should hear it too.
-        if busier := calibration.load_note(seen, calibration.busy()):
+        if busier := calibration.load_note(self._estimated, calibration.busy()):
             self.ui.warn(busier)
         if self.campaign.workloads:
             for t in self.targets:
