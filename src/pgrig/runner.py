@@ -229,7 +229,7 @@ class CampaignRunner:
                     rec.baseline = self._idle_baseline()
                 self._probes(rec)
                 if self.campaign.workloads and self.targets:
-                    with self._servers(store, study):
+                    with self._servers(rec):
                         schedule = Schedule(pol, rec, self.ui, self.campaign.baseline)
                         for phase in plan.phases(self.campaign):
                             schedule.phase(phase, self.targets)
@@ -267,7 +267,7 @@ class CampaignRunner:
                 locate=self.targets[0].bins.path,
             )
         rec.store.set_environment(rec.study.id, env)
-        rec.study = rec.store.study(rec.study.id)
+        rec.study = replace(rec.study, environment=env)
 
     def _end(self, rec: Recorder) -> None:
         """Each target's step at the end of the study (its emulated disks measured
@@ -353,7 +353,11 @@ class CampaignRunner:
                     rec.execute(steps[i], t)
 
     @contextlib.contextmanager
-    def _servers(self, store: Store, study: Study) -> Iterator[None]:
+    def _servers(self, rec: Recorder) -> Iterator[None]:
+        """Every target's server up for the ``with`` block; each one's environment
+        (read where it runs) recorded in the study, and the recorder's study as
+        the store now holds it."""
+        store, study = rec.store, rec.study
         multi = len(self.targets) > 1
         with contextlib.ExitStack() as stack:
             servers = [
@@ -369,17 +373,19 @@ class CampaignRunner:
                 for server in servers:
                     stack.enter_context(server)
             for t in self.targets:
-                if self.recorder is not None:
-                    self.recorder.server_up(t)
+                rec.server_up(t)
                 assert t.env is not None
                 if t.profile is None and t.env.postgres is not None:
                     self._say_settings(t, t.env.postgres.settings, None)
                 if multi:
                     store.set_target_environment(study.id, t.name, t.env)
+                    study = replace(
+                        study, target_environments={**study.target_environments, t.name: t.env}
+                    )
                 else:
                     store.set_environment(study.id, t.env)
-            if self.recorder is not None:
-                self.recorder.study = store.study(study.id)
+                    study = replace(study, environment=t.env)
+            rec.study = study
             yield
 
     def _say_settings(self, t: Target, settings: dict[str, str], profile: str | None) -> None:
