@@ -419,9 +419,9 @@ def test_what_tells_the_two_servers_apart_is_their_access() -> None:
         "/tmp/pgrig-server-y", 5432, "10.0.0.1", "pw", local_auth="peer",
         host_auth="scram-sha-256", clients=("10.0.0.2/32",), private_socket=False, pinned=True,
     )  # fmt: skip
-    assert here.initdb("/w/pw") == ["--auth=trust"]
-    assert there.initdb("/w/pw") == [
-        "--auth-local=peer", "--auth-host=scram-sha-256", "--pwfile=/w/pw",
+    assert here.initdb() == ["--auth=trust"]
+    assert there.initdb() == [
+        "--auth-local=peer", "--auth-host=scram-sha-256", "--pwfile=/dev/stdin",
     ]  # fmt: skip
     # where it listens: in pgrig.conf here, on the command line there
     assert here.options() == {} and there.conf() == {}

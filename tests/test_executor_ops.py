@@ -6,6 +6,7 @@ answers are the same."""
 
 from __future__ import annotations
 
+import pwd
 import signal
 import time
 from collections.abc import Iterator
@@ -48,6 +49,21 @@ def test_a_test_file_is_made_exclusively_and_removed(
         ex.create_exclusively(path)
     ex.remove_file(path)
     assert not path.exists()
+
+
+@pytest.mark.parametrize("kind", ["local", "ssh"])
+def test_a_file_is_replaced_whole_for_its_user(kind: str, remote: Executor, tmp_path: Path) -> None:
+    """What a server's pg_hba.conf and pgrig.conf are written with: the whole file
+    renamed over the old one, owned by the server's user, nothing left beside."""
+    ex = executor(kind, remote)
+    path = tmp_path / "pgrig.conf"
+    path.write_text("old\n")
+    data = b"shared_buffers = '1GB'\n\x00\xff"  # any bytes, as written
+    ex.replace_file(str(path), data, mode=0o600, user="postgres")
+    st = path.stat()
+    assert path.read_bytes() == data
+    assert (st.st_mode & 0o777, st.st_uid) == (0o600, pwd.getpwnam("postgres").pw_uid)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pgrig.conf"]
 
 
 @pytest.mark.parametrize("kind", ["local", "ssh"])

@@ -178,3 +178,48 @@ def test_a_kind_that_declares_limits_gives_its_target_the_monitors_limits() -> N
     assert limits is not None and limits.randread_iops == 1234.0
     assert recorded.limits("b") is None
     assert registry.kinds()["fio"].limits and registry.kinds()["pg_test_fsync"].limits
+
+
+def _fails(name: str) -> Any:
+    def action(ctx: Any, line: Any) -> tuple[Any, str]:
+        raise ToolError(f"step {name} failed")
+
+    return action
+
+
+def test_the_server_is_asked_only_after_a_step_that_may_have_changed_it(
+    tmp_path: Path, cluster: Any, conn: Any, timed_actions: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 43: the recorder asked the server whether it was up before every step
+    (three SSH round trips for a host's server). A server just started, or one
+    a step ended well on, is up; it is asked again after a step that failed (a
+    crash shows there) or that stops it on purpose - a real cluster, its
+    ``running`` counted."""
+    asked: list[str] = []
+    real = cluster.running
+    monkeypatch.setattr(cluster, "running", lambda: asked.append("running") or real())
+    registry.register_action("test.fails", _fails)
+    store = Store.open(tmp_path / "r.sqlite")
+    store.begin_study(study())
+    try:
+        rec = Recorder(store, study(), Ui(quiet=True))
+        target = _target("db")
+        target.server = cluster
+        target.ctx.conn = conn  # the steps' heartbeat asks this server between them
+
+        def step(name: str, action: str, **more: Any) -> Step:
+            key = StepKey("db", "toy", (name,), None)
+            return Step(key, "toy", name, {}, Call(action, {"name": name}), **more)
+
+        rec.server_up(target)
+        assert rec.execute(step("a", "test.started"), target)
+        assert rec.execute(step("b", "test.fails"), target) is False
+        assert asked == [], "up since its start and after a step that ended well"
+        assert rec.execute(step("c", "test.started"), target)
+        assert asked == ["running"], "asked once after the failed step"
+        assert rec.execute(step("d", "test.started", heartbeat=False), target)
+        assert rec.execute(step("e", "test.started"), target)
+        assert asked == ["running"] * 2, "asked after a step that may stop it on purpose"
+    finally:
+        registry.unregister_action("test.fails", _fails)
+        store.close()

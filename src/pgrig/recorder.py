@@ -262,6 +262,17 @@ class Recorder:
         self.read_only: dict[str, tuple[str, int]] = {}
         self.recorded = Recorded.read(store, study.id)
         self.done = self.recorded.done
+        # target -> its server, known up: since it started or since a step ended well
+        # on it. Only a step changes that (a kill from outside shows in the step
+        # it cuts short), so the server is asked again only after one that did not
+        # end well or stops it on purpose (``_revive``): not over SSH before every step.
+        self._up: dict[str, Server] = {}
+
+    def server_up(self, t: Target) -> None:
+        """The target's server has just come up (its start waited until it accepts
+        connections): the first step need not ask it."""
+        if t.server is not None:
+            self._up[t.name] = t.server
 
     def execute(
         self, step: Step, t: Target, *, record: bool = True, together: StartTogether | None = None
@@ -291,6 +302,8 @@ class Recorder:
         run = Execution(step, t)
         oom_before = _oom_kills(t)
         outcome = self._run(run, record=record, together=together)
+        if outcome.status != "ok" or not step.heartbeat:
+            self._up.pop(t.name, None)
         if outcome.status == "failed" and oom_before is not None:
             outcome = replace(outcome, reason=f"{outcome.reason}{_oom_note(t, oom_before)}")
         # A step's record and what belongs to it (its extras, the monitor's and the
@@ -421,6 +434,8 @@ class Recorder:
         server = t.server
         if server is None or t.ctx.conn is None or t.lost is not None:
             return
+        if self._up.get(t.name) is server:
+            return
         host = getattr(server, "ex", None)  # another host's server: reached through it
         if isinstance(host, Executor) and host.connection_lost():
             # The host's SSH went, not (as far as anyone knows) the server: read
@@ -440,7 +455,8 @@ class Recorder:
                 )
             self.ui.info(f"{t.name}: reconnected to {host.name}")
         if server.running():
-            self._await_recovery(t, server)
+            if self._await_recovery(t, server):
+                self._up[t.name] = server
             return
         self.ui.warn(f"{t.name}: the server is down ({server.log_tail(2)}); restarting it")
         try:
@@ -449,15 +465,17 @@ class Recorder:
                 t.ctx.running.server_pid = server.postmaster_pid()
         except PgrigError as exc:
             self.ui.fail(f"{t.name}: could not restart the server: {exc}")
+        else:
+            self._up[t.name] = server
 
-    def _await_recovery(self, t: Target, server: Server) -> None:
+    def _await_recovery(self, t: Target, server: Server) -> bool:
         """A backend crashed (an OOM kill, a segfault): the postmaster lives and
         restarts the others after a crash recovery, during which every connection
         is refused ("the database system is in recovery mode") - the next steps
         failed one after the other, an unrelated setup too (issue 40.5). Wait for
-        it, bounded, and say so."""
+        it, bounded, and say so; True: it accepts connections."""
         if server.accepting():
-            return
+            return True
         self.ui.warn(
             f"{t.name}: the server is not accepting connections ({server.log_tail(2)}); "
             f"waiting up to {RECOVERY_WAIT_S:.0f} s for its crash recovery"
@@ -466,6 +484,8 @@ class Recorder:
             server.wait_ready(RECOVERY_WAIT_S)
         except PgrigError as exc:
             self.ui.fail(f"{t.name}: {exc}")
+            return False
+        return True
 
     def _record_extra(self, run: Execution) -> None:
         """What the action made besides its result (``Running.extra``), each a

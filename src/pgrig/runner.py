@@ -84,6 +84,8 @@ class CampaignRunner:
         self.study: Study | None = None
         self.targets: list[Target] = []
         self.recorder: Recorder | None = None
+        self._planned = (0, 0.0)  # the plan's steps and seconds (``preflight``)
+        self._estimated: dict[str, list[dict[str, float]]] = {}  # the estimates they read
         self._refused: list[OptionRefused] = []  # lab options mkfs or the kernel refused
         self._captured = False  # this machine's environment read (``_environment``)
         # A finished campaign run again: every step it expands to, found recorded
@@ -100,7 +102,12 @@ class CampaignRunner:
 
     def preflight(self, results: Path | None = None, store: Path | str | None = None) -> None:
         """The validation pass ``pgrig plan`` shares (``pgrig.validate``)."""
-        checked = validate.campaign(self.campaign, yes=self.yes, results=results, store=store)
+        # The plan's steps and seconds, said when the study begins; the estimates
+        # they come from watched (the machine then is compared with it now).
+        with calibration.watching() as self._estimated:
+            checked = validate.campaign(self.campaign, yes=self.yes, results=results, store=store)
+            overhead = plan.overhead_s(self.campaign) if self.campaign.workloads else 0.0
+        self._planned = (checked.steps, checked.seconds + overhead)
         for note in checked.warnings:
             self.ui.warn(note)
         self.targets = checked.targets
@@ -120,11 +127,16 @@ class CampaignRunner:
         self.study_id = self.study_id or resume.new_study_id(self.campaign.name)
         with ownership.studying(self.study_id):
             self._clean_orphans(self.campaign.name)
-            self._failed_before(store)
             # what the study records of its campaign and targets: made once, for
             # the check that all is recorded and for opening the study
             params = resume.params(self.campaign, self.targets)
-            return self._all_recorded(store, params) or self._run(store, params)
+            # A study of this id in the store is resumed: its failed steps, and
+            # perhaps every step recorded already; a new one has neither.
+            if any(s.id == self.study_id for s in store.studies()):
+                self._failed_before(store)
+                if (finished := self._all_recorded(store, params)) is not None:
+                    return finished
+            return self._run(store, params)
 
     def _failed_before(self, store: Store) -> None:
         """The study's failed steps: run again once with ``retry_failed`` (each
@@ -179,15 +191,14 @@ class CampaignRunner:
         rec = self.recorder = Recorder(
             store, study, self.ui, monitor_runs=pol.monitor, wait_quiet_s=pol.wait_quiet_s
         )
-        with calibration.watching() as seen:
-            expansion = plan.expand(self.campaign)
+        steps, seconds = self._planned
         self.ui.info(
-            f"campaign [bold]{study.id}[/bold]: {count(len(expansion.runs), 'step')} on "
-            f"{len(self.targets)} target(s), about {estimate(expansion.total_s)}; "
+            f"campaign [bold]{study.id}[/bold]: {count(steps, 'step')} on "
+            f"{len(self.targets)} target(s), about {estimate(seconds)}; "
             f"results go to {store.path}"
         )
         # The same caution as `pgrig plan`'s: whoever only runs should hear it too.
-        if busier := calibration.load_note(seen, calibration.busy()):
+        if busier := calibration.load_note(self._estimated, calibration.busy()):
             self.ui.warn(busier)
         if self.campaign.workloads:
             for t in self.targets:
@@ -218,7 +229,7 @@ class CampaignRunner:
                     rec.baseline = self._idle_baseline()
                 self._probes(rec)
                 if self.campaign.workloads and self.targets:
-                    with self._servers(store, study):
+                    with self._servers(rec):
                         schedule = Schedule(pol, rec, self.ui, self.campaign.baseline)
                         for phase in plan.phases(self.campaign):
                             schedule.phase(phase, self.targets)
@@ -256,7 +267,7 @@ class CampaignRunner:
                 locate=self.targets[0].bins.path,
             )
         rec.store.set_environment(rec.study.id, env)
-        rec.study = rec.store.study(rec.study.id)
+        rec.study = replace(rec.study, environment=env)
 
     def _end(self, rec: Recorder) -> None:
         """Each target's step at the end of the study (its emulated disks measured
@@ -342,7 +353,11 @@ class CampaignRunner:
                     rec.execute(steps[i], t)
 
     @contextlib.contextmanager
-    def _servers(self, store: Store, study: Study) -> Iterator[None]:
+    def _servers(self, rec: Recorder) -> Iterator[None]:
+        """Every target's server up for the ``with`` block; each one's environment
+        (read where it runs) recorded in the study, and the recorder's study as
+        the store now holds it."""
+        store, study = rec.store, rec.study
         multi = len(self.targets) > 1
         with contextlib.ExitStack() as stack:
             servers = [
@@ -358,15 +373,19 @@ class CampaignRunner:
                 for server in servers:
                     stack.enter_context(server)
             for t in self.targets:
+                rec.server_up(t)
                 assert t.env is not None
                 if t.profile is None and t.env.postgres is not None:
                     self._say_settings(t, t.env.postgres.settings, None)
                 if multi:
                     store.set_target_environment(study.id, t.name, t.env)
+                    study = replace(
+                        study, target_environments={**study.target_environments, t.name: t.env}
+                    )
                 else:
                     store.set_environment(study.id, t.env)
-            if self.recorder is not None:
-                self.recorder.study = store.study(study.id)
+                    study = replace(study, environment=t.env)
+            rec.study = study
             yield
 
     def _say_settings(self, t: Target, settings: dict[str, str], profile: str | None) -> None:

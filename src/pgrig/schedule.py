@@ -40,15 +40,17 @@ class Schedule:
         live = []
         for t in targets:
             data = list(phase.data(t))
-            minimum = [
+            # A resumed campaign may have all of it; the series' steps are made to
+            # ask only when the data is recorded (a new study's is not).
+            minimum = (
                 step
                 for series in phase.series
                 for r in range(1, (pol.repeat if series.repeated else 1) + 1)
                 for step in _with_after(series, t, r)
-            ]
+            )
             extends = pol.adaptive and any(s.repeated for s in phase.series)
             if not (rec.recorded.pending(data) or rec.recorded.pending(minimum) or extends):
-                continue  # a resumed campaign that already has all of it
+                continue
             if self._data(t, data):
                 live.append(t)
         for series in phase.series:

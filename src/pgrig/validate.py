@@ -62,10 +62,13 @@ WARN_LONGER_S = 24 * 3600
 
 @dataclass(frozen=True)
 class Checked:
-    """What the pass found: the targets, ready to run, and what to tell the user."""
+    """What the pass found: the targets, ready to run, and what to tell the user;
+    the plan's steps and their seconds, as it measured them (``_size``)."""
 
     targets: list[Target]
     warnings: list[str]
+    steps: int = 0
+    seconds: float = 0.0
 
 
 def campaign(
@@ -139,7 +142,7 @@ def campaign(
         warnings.append(warning)
     for run in runs:
         reachable(run, camp.source)
-    return Checked(runs, warnings)
+    return Checked(runs, warnings, steps, seconds)
 
 
 def power_loss_workload(camp: Campaign, workloads: Sequence[Workload]) -> str | None:

@@ -17,7 +17,6 @@ it has them (``Launch``).
 
 from __future__ import annotations
 
-import posixpath
 import re
 import signal
 import time
@@ -29,7 +28,7 @@ from psycopg import sql
 from pgrig.cluster import profiles
 from pgrig.conninfo import Conn
 from pgrig.errors import ClusterError, ToolError
-from pgrig.hosts.executor import Executor, Launch
+from pgrig.hosts.executor import SH, Executor, Launch
 
 # Tool output parseable (decimal points, English field names) whatever the locale.
 C_LOCALE = {"LC_ALL": "C"}
@@ -136,12 +135,13 @@ class Access:
         where = self.address or self.socket_dir
         return [tool, "-h", where, "-p", str(self.port), "-U", SUPERUSER, "-q"]
 
-    def initdb(self, pwfile: str) -> list[str]:
-        """initdb's authentication options (``pwfile`` holds the password)."""
+    def initdb(self) -> list[str]:
+        """initdb's authentication options; the password, when there is one, read
+        from initdb's stdin (``Postmaster.initdb`` gives it there)."""
         if self.password is None:
             return [f"--auth={self.local_auth}"]
         return [f"--auth-local={self.local_auth}", f"--auth-host={self.host_auth}",
-                f"--pwfile={pwfile}"]  # fmt: skip
+                "--pwfile=/dev/stdin"]  # fmt: skip
 
     def conn(self, dbname: str) -> Conn:
         """How clients connect: over TCP with the password, else the socket."""
@@ -219,29 +219,29 @@ class Postmaster:
         *,
         check: bool = True,
         cgroups: tuple[str, ...] = (),
+        input: str | None = None,
     ) -> str:
         launch = Launch(self.user, cgroups)
         done = self.ex.run(
-            argv, timeout=timeout, env=C_LOCALE, check=check, what=what, launch=launch
-        )
+            argv, timeout=timeout, env=C_LOCALE, check=check, what=what, launch=launch,
+            input=input,
+        )  # fmt: skip
         return done.stdout if done.ok else ""
 
     def initdb(self, options: Sequence[str]) -> str:
         """initdb ``-D datadir`` with ``options`` and the access's authentication
-        (the password in a file beside the data directory for the while); then
+        (the password on initdb's stdin: never in a file on the host); then
         pg_hba.conf admits the access's clients. initdb's output."""
         access = self.access
         assert access is not None, "a server pgrig makes says how it is reached"
-        pwfile = f"{posixpath.dirname(self.datadir)}/pw"
+        argv = [self._tool("initdb"), "-D", self.datadir, *options, *access.initdb()]
+        password = None
         if access.password is not None:
-            data = access.password.encode() + b"\n"
-            self.ex.replace_file(pwfile, data, mode=0o600, user=self.user)
-        try:
-            argv = [self._tool("initdb"), "-D", self.datadir, *options, *access.initdb(pwfile)]
-            out = self._run(argv, "initdb", 300)
-        finally:
-            if access.password is not None:
-                self.ex.run(["rm", "-f", "--", pwfile], timeout=30, what="rm")
+            # initdb opens /dev/stdin anew: the pipe pgrig writes is root's, refused to
+            # the server's user; a pipe its own shell makes is the user's.
+            argv = [SH, "-c", 'cat | "$@"', "sh", *argv]
+            password = f"{access.password}\n"
+        out = self._run(argv, "initdb", 300, input=password)
         self.admit()
         return out
 

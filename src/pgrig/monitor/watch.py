@@ -63,6 +63,18 @@ class _Raw:
     io: IoSample | None = None
 
 
+@dataclass(frozen=True)
+class _Proc:
+    """The host's /proc counters read at one moment (``at``: monotonic seconds):
+    a sample is the rates between two of them."""
+
+    at: float
+    stat: procfs.Stat
+    disks: dict[str, procfs.DiskCounters]
+    memory: dict[str, int]
+    net: dict[str, tuple[int, int]]
+
+
 class Watch:
     """Context manager: samples from ``__enter__`` to ``__exit__``; then ``result(run)``."""
 
@@ -101,10 +113,7 @@ class Watch:
         if self.devices is None:
             self.devices = self._host.devices(self.notes)
         self._open_server()
-        self._prev_stat = procfs.parse_stat(self._host.read("/proc/stat"))
-        self._prev_disks = procfs.parse_diskstats(self._host.read("/proc/diskstats"))
-        self._prev_net = procfs.parse_net_dev(self._host.read("/proc/net/dev"))
-        self._prev_t = time.monotonic()
+        self._prev = self._read()
         self._host.prime(self.interval)
         self._meter.primed = True
         self._thread = threading.Thread(target=self._loop, name="pgrig-monitor", daemon=True)
@@ -176,42 +185,49 @@ class Watch:
             if deadline < now:  # the machine stalled us: skip, do not burst
                 deadline = now + self.interval
 
-    def _sample(self) -> None:
-        """One second of the server's host (as its ``HostSampling`` reads it):
-        its CPUs, as its processes used them where they are known, disks, memory
-        and network; and the server's statistics."""
-        stat_text, disk_text, mem_text, net_text = (
+    def _read(self) -> _Proc:
+        """The host's counters now (as its ``HostSampling`` reads them)."""
+        stat, disks, memory, net = (
             self._host.read(f"/proc/{name}") for name in ("stat", "diskstats", "meminfo", "net/dev")
         )
-        now = time.monotonic()
-        wall = time.time()
-        seconds = max(now - self._prev_t, 1e-3)
-        stat = procfs.parse_stat(stat_text)
-        if not stat.ncpu:  # not read this second: the next sample spans both
-            return
-        base = procfs.cpu_rates(self._prev_stat, stat, seconds)
-        cpu, pc = self._host.attribute(base, stat, seconds)
-        disks = procfs.parse_diskstats(disk_text)
-        devices = tuple(
-            procfs.disk_rates(name, self._prev_disks[name], disks[name], seconds)
-            for name in self.devices or ()
-            if name in disks and name in self._prev_disks
+        return _Proc(
+            at=time.monotonic(),
+            stat=procfs.parse_stat(stat),
+            disks=procfs.parse_diskstats(disks),
+            memory=procfs.parse_meminfo(memory),
+            net=procfs.parse_net_dev(net),
         )
-        net = procfs.parse_net_dev(net_text)
+
+    def _sample(self) -> None:
+        """One second of the server's host: its CPUs, as its processes used them
+        where they are known, disks, memory and network; and the server's
+        statistics."""
+        prev, cur = self._prev, self._read()
+        wall = time.time()
+        seconds = max(cur.at - prev.at, 1e-3)
+        if not cur.stat.ncpu:  # not read this second: the next sample spans both
+            return
+        base = procfs.cpu_rates(prev.stat, cur.stat, seconds)
+        cpu, pc = self._host.attribute(base, cur.stat, seconds)
+        devices = tuple(
+            procfs.disk_rates(name, prev.disks[name], cur.disks[name], seconds)
+            for name in self.devices or ()
+            if name in cur.disks and name in prev.disks
+        )
         self._raw.append(
             _Raw(
                 wall=wall,
                 interval_s=seconds,
                 cpu=cpu,
                 devices=devices,
-                memory=procfs.memory_sample(procfs.parse_meminfo(mem_text)),
-                net=procfs.net_rates(self._prev_net, net, seconds),
+                memory=procfs.memory_sample(cur.memory),
+                net=procfs.net_rates(prev.net, cur.net, seconds),
                 pg=self._sample_server(seconds),
                 clients_alive=pc.alive,
                 io=_io_sample(pc, devices, seconds, server=self._host.sees_server),
             )
         )
-        self._prev_stat, self._prev_disks, self._prev_net, self._prev_t = stat, disks, net, now
+        self._prev = cur
 
     def _sample_server(self, seconds: float) -> PgSample | None:
         if self._pg is None:
@@ -270,7 +286,7 @@ class Watch:
         samples = self.samples(run)
         version = self._pg.version_num if self._pg else None
         checkpoints = find_checkpoints(samples, counted_at_end=(version or 0) >= 170000)
-        ncpu = self._prev_stat.ncpu
+        ncpu = self._prev.stat.ncpu
         others, disturbed = interference.assess(
             samples, self._meter.ledger.top(ncpu), self.thresholds
         )
@@ -279,7 +295,7 @@ class Watch:
         points = tuple(getattr(run, "progress", ()) or ())
         return MonitorResult(
             interval_s=self.interval,
-            ncpu=self._prev_stat.ncpu,
+            ncpu=self._prev.stat.ncpu,
             started_at=self._started_at,
             client_started_at=self._client_origin(run),
             devices=self.devices or (),
