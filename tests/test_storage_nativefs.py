@@ -10,6 +10,7 @@ the machine did."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import itertools
 import json
@@ -347,6 +348,20 @@ def test_on_a_deadline_a_bulk_flush_adds_the_class_latency_over_the_disks_small_
     assert extra >= (2_000 - 200) * 1e-6 * 0.99
 
 
+@contextlib.contextmanager
+def _over_a_slow_disk(shm: Path, extra_us: float) -> Iterator[tuple[NativeMount, NativeMount]]:
+    """A disk slower than the class's local SSD, made of a native mount over tmpfs
+    whose backing syncs take ``extra_us`` more (``slow``; its directory ``disk``
+    is where the calibration times it), and a layer over it (``layer``)."""
+    (shm / "slow-backing").mkdir()
+    with NativeMount(shm / "slow-backing", shm / "slow") as slow:
+        slow.set_backing_extra(extra_us)
+        (shm / "slow" / "backing").mkdir()
+        (shm / "slow" / "disk").mkdir()
+        with NativeMount(shm / "slow" / "backing", shm / "layer") as layer:
+            yield slow, layer
+
+
 @needs_native
 @pytest.mark.skipif(FIO is None, reason="fio is not installed")
 @pytest.mark.exclusive  # it times syncs: alone, after the parallel part
@@ -359,35 +374,66 @@ def test_over_a_slower_disk_the_calibration_sets_a_deadline_that_holds_when_the_
     us, then by 600 and 150 as this VM's disk moves between seconds: fio
     through the class's layer stays on the aim while the disk under it doubles
     and halves (in proportion it followed the disk)."""
-    (shm / "slow-backing").mkdir()
     pl3 = latency.CLASSES["essd-pl3"]
-    with NativeMount(shm / "slow-backing", shm / "slow") as slow:
-        slow.set_backing_extra(300.0)
-        (shm / "slow" / "backing").mkdir()
-        (shm / "slow" / "disk").mkdir()
-        with NativeMount(shm / "slow" / "backing", shm / "layer") as layer:
+    with _over_a_slow_disk(shm, 300.0) as (slow, layer):
+        try:
             cal = latency.checked(
                 lambda: latency.calibrate_syncs(layer, shm / "slow" / "disk", pl3, 1)
             )
-            print(cal.describe())
-            assert cal.target.ratio_kept and cal.sync_mode == latency.DEADLINE
-            assert cal.factor == 1.0 and cal.delay_us > 0 and "on a deadline" in cal.describe()
-            assert cal.aimed_us == cal.target.us >= 300 * pl3.ratio
+        except latency.CalibrationRefused as refused:  # a busy CPU: not judged, said why
+            pytest.skip(f"not judged: {refused.message}")
+        print(cal.describe())
+        assert cal.target.ratio_kept and cal.sync_mode == latency.DEADLINE
+        assert cal.factor == 1.0 and cal.delay_us > 0 and "on a deadline" in cal.describe()
+        assert cal.aimed_us == cal.target.us >= 300 * pl3.ratio
 
-            def measure() -> dict[float, float]:
-                seen = {}
-                for extra in (600.0, 150.0):
-                    slow.set_backing_extra(extra)
-                    seen[extra] = latency.measure(layer.mountpoint, 1).p50_us
-                return seen
+        def measure() -> dict[float, float]:
+            seen = {}
+            for extra in (600.0, 150.0):
+                slow.set_backing_extra(extra)
+                seen[extra] = latency.measure(layer.mountpoint, 1).p50_us
+            return seen
 
-            def met(seen: dict[float, float]) -> bool:
-                return all(abs(x / cal.aimed_us - 1) <= latency.TOLERANCE for x in seen.values())
+        def met(seen: dict[float, float]) -> bool:
+            return all(abs(x / cal.aimed_us - 1) <= latency.TOLERANCE for x in seen.values())
 
-            seen = undisturbed(measure, unless_met(watched_by(shm), met))
+        seen = undisturbed(measure, unless_met(watched_by(shm), met))
     print(f"aim {cal.aimed_us:,.0f} us: the disk slowed by 600 us -> {seen[600.0]:,.0f} us, "
           f"by 150 us -> {seen[150.0]:,.0f} us")  # fmt: skip
     assert met(seen)
+
+
+@needs_native
+@pytest.mark.skipif(FIO is None, reason="fio is not installed")
+def test_a_disk_over_the_aim_while_calibrating_does_not_take_the_deadline_away(
+    shm: Path,
+) -> None:
+    """The disk's own sync over the aim during the loop's windows (this VM's disk
+    at 4.5 ms under an aim of 1.6): fio is over the aim whatever the delay, and
+    the loop took the delay to 0 - every run then got the disk's own sync. It
+    now takes at most the tolerance off the aim, and the miss is reported."""
+    pl3 = latency.CLASSES["essd-pl3"]
+    with _over_a_slow_disk(shm, 300.0) as (slow, layer):
+
+        class Spiking:
+            """The layer, but the disk under it spikes to 6 ms once the loop starts."""
+
+            mountpoint = layer.mountpoint
+
+            def set_sync_delay(self, us: float, **kw: float) -> None:
+                if us > 0:  # the loop's steps, not the reset before the disk's windows
+                    slow.set_backing_extra(6_000.0)
+                layer.set_sync_delay(us, **kw)
+
+            def set_read_delay(self, us: float) -> None:
+                layer.set_read_delay(us)
+
+        cal = latency.calibrate_syncs(Spiking(), shm / "slow" / "disk", pl3, 1)
+    print(cal.describe())
+    assert cal.sync_mode == latency.DEADLINE and cal.aimed_us < 6_000
+    assert cal.delay_us >= cal.aimed_us * (1 - latency.TOLERANCE)
+    assert cal.miss > latency.TOLERANCE  # said, and refused by latency.check
+    assert "was over the aim: on a deadline a sync lasts the disk's own then" in cal.describe()
 
 
 def test_in_proportion_the_loop_holds_what_fio_sees_not_the_layers_own_count() -> None:
