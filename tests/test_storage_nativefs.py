@@ -513,6 +513,26 @@ def test_a_missing_binary_falls_back_to_the_python_layer_and_names_the_fix(
     assert err.value.exit_code == 3 and "build-native.sh" in (err.value.hint or "")
 
 
+def test_a_binary_built_for_an_older_control_file_is_named_out_of_date(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The control file grew a field (the backing sync's injected slowness): a
+    binary built before it would refuse the file after its mount began; it is
+    named stale up front, with the fix, and the Python layer stands in."""
+    built = nativefs.binary()
+    old = tmp_path / "pgrig-latencyfs"
+    old.write_text("#!/bin/sh\necho 'pgrig-latencyfs 1 (libfuse 3.14.0)'\n")
+    old.chmod(0o755)
+    monkeypatch.setenv(nativefs.ENV, str(old))
+    reason = nativefs.unavailable()
+    assert reason is not None
+    assert f"out of date (control file version 1, this pgrig writes {nativefs.VERSION})" in reason
+    assert "rebuild it with scripts/build-native.sh" in reason
+    if REASON is None and built is not None:  # the venv's own build speaks this version
+        monkeypatch.setenv(nativefs.ENV, str(built))
+        assert nativefs.unavailable() is None
+
+
 def test_the_classes_caps_follow_their_published_formulas() -> None:
     assert latency.parse_class("essd-pl1:100GiB").caps == Caps(6800, 170.0, None, 0)
     assert latency.parse_class("essd-pl3").caps.iops == 91_800  # seed 000's 1.8 TB

@@ -17,8 +17,10 @@ before they exist, so ``pgrig clean`` undoes them after a kill.
 from __future__ import annotations
 
 import contextlib
+import functools
 import mmap
 import os
+import re
 import shutil
 import struct
 import sys
@@ -31,6 +33,7 @@ from types import TracebackType
 
 from pgrig import proc
 from pgrig.cluster import workdir
+from pgrig.errors import PgrigError
 from pgrig.hosts.executor import Started
 from pgrig.hosts.local import HERE
 from pgrig.lossyfs.mount import (
@@ -93,10 +96,30 @@ def binary() -> Path | None:
     return Path(found) if found else None
 
 
+@functools.lru_cache(maxsize=4)
+def _speaks(path: str, mtime_ns: int) -> int | None:
+    """The control-file version a built binary speaks (its ``--version``); None
+    when it does not say. Cached per file and modification time."""
+    try:
+        done = proc.run([path, "--version"], timeout=10, check=False)
+    except (PgrigError, OSError):
+        return None
+    m = re.match(rf"{BINARY} (\d+)", done.stdout)
+    return int(m.group(1)) if m else None
+
+
 def unavailable() -> str | None:
     """None when a native mount can work here, else why not (naming the fix)."""
-    if binary() is None:
+    found = binary()
+    if found is None:
         return f"the native latency layer {BINARY} is not built: {BUILD_HINT}"
+    speaks = _speaks(str(found), found.stat().st_mtime_ns)
+    if speaks != VERSION:
+        # an older build refuses the control file pgrig writes, after the mount began
+        return (
+            f"the native latency layer {found} is out of date (control file version "
+            f"{speaks}, this pgrig writes {VERSION}): re{BUILD_HINT}"
+        )
     try:
         fd = os.open("/dev/fuse", os.O_RDWR | os.O_CLOEXEC)
     except OSError as exc:
