@@ -124,7 +124,10 @@ def test_no_page_cache_figure_for_a_target_behind_the_layer() -> None:
     assert cells["local"] == "100.0%"
 
 
-def emulated(records: list[RunRecord], shares: tuple[float, ...]) -> list[RunRecord]:
+def emulated(
+    records: list[RunRecord], shares: tuple[float, ...], sync_us: float | None = None,
+    sync_mode: str = "",
+) -> list[RunRecord]:  # fmt: skip
     """The layer's own per-run records (kind "emulator") beside essd-pl3's runs,
     as pgrig.recorder writes them: its process's share of the machine per run."""
     out = list(records)
@@ -132,8 +135,8 @@ def emulated(records: list[RunRecord], shares: tuple[float, ...]) -> list[RunRec
         use = EmulatorUse(
             layer="native", seconds=5.0, cpu_s=share * 10.0, share_of_machine=share,
             share_of_busy=share / 0.6, ios=20_000, cpu_us_per_io=share * 500.0,
-            read_in_layer_us=250.0 + 100 * i, sync_in_layer_us=None, throttled=0,
-            read_aim_us=200.0, sync_aim_us=700.0,
+            read_in_layer_us=250.0 + 100 * i, sync_in_layer_us=sync_us, throttled=0,
+            read_aim_us=200.0, sync_aim_us=700.0, sync_mode=sync_mode,
         )  # fmt: skip
         out.append(rec("essd-pl3", f"tpcb/s40/select-only/c4/r{i}/emulator", "emulator", use))
     return out
@@ -178,6 +181,20 @@ def test_the_emulators_section_gives_each_run_beside_the_server() -> None:
     assert [r["Server CPU"] for r in rows] == ["9.0%", "9.0%"]
     assert rows[0]["Read in the layer / aim"] == "350 / 200 us (+75%)"
     assert rows[0]["Sync in the layer / aim"] == "-"  # no sync counted in the run
+
+
+def test_the_emulator_says_how_its_syncs_were_held_to_the_aim() -> None:
+    """A run's syncs on a deadline (issue 44): the first screen and the run's row
+    say so beside the mean sync against its aim."""
+    records = emulated(study_records(), (0.10, 0.12), 640.0, latency.DEADLINE)
+    line = storage.layer_lines(records)[1]
+    assert line.endswith("; a sync 640 us against the aim 700 (-9%, on a deadline).")
+    section = emulator_report.section(Study("s", "s", "essd-pl3", "", "ok"), records)
+    assert section is not None
+    (table,) = section.blocks
+    assert isinstance(table, Table)
+    cells = dict(zip(table.columns, table.rows[0].cells, strict=True))
+    assert cells["Sync in the layer / aim"] == "640 / 700 us (-9%), on a deadline"
 
 
 def test_the_storage_plug_in_registers_the_emulators_section() -> None:

@@ -11,6 +11,7 @@ import shutil
 import statistics
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -135,6 +136,34 @@ def test_pl1_pl2_and_pl3_come_from_their_published_figures() -> None:
         assert "0.2 ms" in classes[key].source and "seed 000" in classes[key].source
     assert classes["essd-pl3"].read_ratio == pytest.approx(164 / 30)
     assert latency.parse_class("ESSD-PL1") is classes["essd-pl1"]
+
+
+def test_syncs_over_a_slower_disk_are_on_a_deadline_unless_the_class_says_proportion() -> None:
+    """The mode rides on the class: a deadline by default, ``:proportion`` for the
+    earlier rule; the calibration's words and the record say which ran."""
+    pl3 = latency.parse_class("essd-pl3")
+    assert pl3.sync_mode == latency.DEADLINE
+    sized = latency.parse_class("essd-pl1:500GiB:proportion")
+    assert (sized.sync_mode, sized.gib) == (latency.PROPORTION, 500)
+    assert latency.parse_class("essd-pl3 : Proportion").sync_mode == latency.PROPORTION
+    with pytest.raises(UsageError, match="not a disk class") as err:
+        latency.parse_class("essd-pl3:factor")
+    assert '"essd-pl3:proportion"' in (err.value.hint or "")
+    assert LabSpec.from_mapping({"latency": "essd-pl3:proportion"}).latency
+    at = latency.Latency(300.0, 900.0)
+    aim = pl3.target(latency.SYNC, at.p50_us)
+    on_deadline = latency.Calibration(pl3.name, at, at, aim, 1_300.0,
+                                      latency.Latency(1_420.0, 4_000.0), 2)  # fmt: skip
+    assert on_deadline.sync_mode == latency.DEADLINE
+    assert on_deadline.aimed_us == aim.us  # fixed at the build: the disk's later moods aside
+    assert "on a deadline: each sync lasts the longer of the disk's own and 1,300 us" in (
+        on_deadline.describe()
+    )
+    proportional = replace(on_deadline, delay_us=0.0, factor=pl3.ratio)
+    assert proportional.sync_mode == latency.PROPORTION
+    assert "in proportion: each sync 4.7x the disk's own" in proportional.describe()
+    # the Python layer adds its delay after the disk's sync: no deadline to claim
+    assert replace(on_deadline, layer=latency.PYTHON).sync_mode == latency.ADDED
 
 
 def _calibration(

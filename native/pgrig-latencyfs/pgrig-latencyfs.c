@@ -6,8 +6,9 @@
  *
  *   - a latency: every read that reaches the layer (a page-cache miss, or
  *     O_DIRECT) and every fsync/fdatasync (files and directories) returns
- *     read_delay_ns / sync_delay_ns after the I/O was admitted, or - syncs in
- *     proportion - sync_factor x what the backing disk's own sync took;
+ *     read_delay_ns / sync_delay_ns after the I/O was admitted (a deadline:
+ *     a sync lasts the longer of the backing disk's own and the delay), or -
+ *     syncs in proportion - sync_factor x what the backing disk's own sync took;
  *   - a total cap: reads and writes draw from the same token buckets, IOPS and
  *     bytes per second (a cloud disk counts them together), with a burst rate
  *     where the class has credits;
@@ -46,7 +47,7 @@
 #include <unistd.h>
 
 #define MAGIC 0x70677269674c4154ULL /* "pgrigLAT" */
-#define VERSION 1
+#define VERSION 2
 #define CTL_SIZE 4096
 
 /* A bucket: rate in units per second (0: no cap), tolerance in ns (how far
@@ -76,6 +77,8 @@ struct ctl {
 	int64_t spin_ns;           /* spin the last spin_ns of a wait (0: sleep only) */
 	int64_t sync_small_ns;     /* the disk's own small sync as calibrated: a bulk flush's
 				      latency until the layer has timed small syncs itself */
+	int64_t backing_extra_ns;  /* added to every backing sync, counted as the disk's: a
+				      slower disk than this one, for tests and benches */
 	struct bucket buckets[NBUCKETS];
 	uint64_t counters[NCOUNTERS];
 };
@@ -506,50 +509,54 @@ static int64_t unwritten(int fd)
 	return w != NULL ? __atomic_exchange_n(&w->bytes, 0, __ATOMIC_RELAXED) : -1;
 }
 
-/* The disk's own small sync of late (ns): what the proportional mode
- * multiplies for a bulk flush. 0 until a small sync was timed. */
+/* The disk's own small sync of late (ns): what a bulk flush's extra latency
+ * is counted over. 0 until a small sync was timed. */
 static int64_t small_sync_ns;
 
 /* A sync: the backing file's, and it returns the class's latency after its
- * arrival - a fixed one, or factor x the backing sync's own (less the layer's
- * cost), whichever is longer.
+ * arrival - a deadline (the delay from its arrival, or the disk's own time
+ * where that is longer), or factor x the backing sync's own (less the layer's
+ * cost).
  *
- * In proportion, a bulk flush is not factor x its time: the class's latency
+ * A bulk flush is not one latency, nor factor x its time: the class's latency
  * is per sync, and moving the data is the disk's throughput, which the MB/s
  * bucket already charged each write as it came through the layer (a 16 MiB
  * file laid out and fsynced took 24 ms on this disk and 705 ms at gp3's
  * factor 28.6, where a gp3 disk takes one latency plus 16 MiB at 125 MiB/s).
- * So a bulk flush lasts its own time plus (factor - 1) x the disk's small
- * sync of late - the extra latency the class has over this disk. */
+ * So a bulk flush lasts its own time plus the extra latency the class has
+ * over this disk's small sync of late: (factor - 1) x it in proportion, the
+ * delay less it on a deadline. */
 static int synced(int fd, int datasync)
 {
 	int64_t t = now_ns();
 	int64_t factor = setting(&disk->sync_factor_milli);
+	int64_t delay = setting(&disk->sync_delay_ns);
 	int64_t bytes = unwritten(fd); /* counted apart in either mode: bulk_sync_ns */
 	int64_t started = now_ns();
 	int res = datasync ? fdatasync(fd) : fsync(fd);
 	int err = errno;
+	int64_t extra = setting(&disk->backing_extra_ns);
+	if (extra > 0)
+		wait_until(now_ns() + extra);
 	int64_t took = now_ns() - started;
 	count(C_BACKING_SYNC_NS, (uint64_t)took);
-	int64_t until = t + setting(&disk->sync_delay_ns);
+	int64_t small = __atomic_load_n(&small_sync_ns, __ATOMIC_RELAXED);
+	if (bytes > BULK_BYTES) {
+		if (small <= 0)
+			small = setting(&disk->sync_small_ns);
+	} else if (bytes >= 0) { /* a small sync, known to be: the estimate moves 1/8 */
+		__atomic_store_n(&small_sync_ns, small > 0 ? small + (took - small) / 8 : took,
+				 __ATOMIC_RELAXED);
+	}
+	int64_t until = t + delay;
 	if (factor > 1000) {
-		int64_t lasts;
-		if (bytes > BULK_BYTES) {
-			int64_t small = __atomic_load_n(&small_sync_ns, __ATOMIC_RELAXED);
-			if (small <= 0)
-				small = setting(&disk->sync_small_ns);
-			lasts = took + (factor - 1000) * small / 1000;
-		} else {
-			lasts = factor * took / 1000;
-			if (bytes >= 0) { /* a small sync, known to be: the estimate moves 1/8 */
-				int64_t old = __atomic_load_n(&small_sync_ns, __ATOMIC_RELAXED);
-				__atomic_store_n(&small_sync_ns, old > 0 ? old + (took - old) / 8 : took,
-						 __ATOMIC_RELAXED);
-			}
-		}
+		int64_t lasts = bytes > BULK_BYTES ? took + (factor - 1000) * small / 1000
+						   : factor * took / 1000;
 		lasts -= setting(&disk->sync_overhead_ns);
 		if (t + lasts > until)
 			until = t + lasts;
+	} else if (bytes > BULK_BYTES && delay > small) {
+		until = started + took + delay - small;
 	}
 	if (until > now_ns()) {
 		wait_until(until);

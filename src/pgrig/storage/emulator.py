@@ -32,6 +32,7 @@ class EmulatorReading:
     counters: tuple[tuple[str, int], ...] = ()
     read_aim_us: float = 0.0  # the calibrated per-read delay
     sync_aim_us: float = 0.0
+    sync_mode: str = ""  # "deadline" or "proportion" (pgrig.storage.latency); "": not said
 
 
 def machine_busy_s() -> float:
@@ -56,6 +57,7 @@ class EmulatorUse:
     throttled: int  # I/Os the caps held back
     read_aim_us: float = 0.0
     sync_aim_us: float = 0.0
+    sync_mode: str = ""  # how the layer held its syncs to the aim; "": not recorded
 
     @property
     def dominates(self) -> bool:
@@ -93,6 +95,7 @@ class EmulatorUse:
             throttled=d("throttled"),
             read_aim_us=b.read_aim_us,
             sync_aim_us=b.sync_aim_us,
+            sync_mode=b.sync_mode,
         )
 
     def headline(self) -> str:
@@ -122,10 +125,11 @@ def reading(
     counters: dict[str, int] | None = None,
     read_aim_us: float = 0.0,
     sync_aim_us: float = 0.0,
+    sync_mode: str = "",
 ) -> EmulatorReading:
     return EmulatorReading(
         layer, pid, cpu_s, machine_busy_s(), time.monotonic(),
-        tuple(sorted((counters or {}).items())), read_aim_us, sync_aim_us,
+        tuple(sorted((counters or {}).items())), read_aim_us, sync_aim_us, sync_mode,
     )  # fmt: skip
 
 

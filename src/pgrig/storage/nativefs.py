@@ -17,8 +17,10 @@ before they exist, so ``pgrig clean`` undoes them after a kill.
 from __future__ import annotations
 
 import contextlib
+import functools
 import mmap
 import os
+import re
 import shutil
 import struct
 import sys
@@ -31,6 +33,7 @@ from types import TracebackType
 
 from pgrig import proc
 from pgrig.cluster import workdir
+from pgrig.errors import PgrigError
 from pgrig.hosts.executor import Started
 from pgrig.hosts.local import HERE
 from pgrig.lossyfs.mount import (
@@ -57,11 +60,12 @@ ENV = "PGRIG_LATENCYFS"  # a path to the binary, over the one built into the ven
 BUILD_HINT = "build it with scripts/build-native.sh (run by `make venv`; needs libfuse3-dev, gcc)"
 
 MAGIC = 0x70677269674C4154  # "pgrigLAT"
-VERSION = 1
+VERSION = 2
 SIZE = 4096
-# struct ctl: 8 int64 header fields (the last: the disk's small sync, ns), 4
-# buckets of 4 int64, 16 uint64 counters
-_HEADER = struct.Struct("<QQqqqqqq")
+# struct ctl: 9 int64 header fields (the last two: the disk's small sync and
+# the time added to each backing sync, ns), 4 buckets of 4 int64, 16 uint64
+# counters
+_HEADER = struct.Struct("<QQqqqqqqq")
 _BUCKET = struct.Struct("<qqqq")
 BUCKETS_AT = _HEADER.size
 COUNTERS_AT = BUCKETS_AT + 4 * _BUCKET.size
@@ -92,10 +96,30 @@ def binary() -> Path | None:
     return Path(found) if found else None
 
 
+@functools.lru_cache(maxsize=4)
+def _speaks(path: str, mtime_ns: int) -> int | None:
+    """The control-file version a built binary speaks (its ``--version``); None
+    when it does not say. Cached per file and modification time."""
+    try:
+        done = proc.run([path, "--version"], timeout=10, check=False)
+    except (PgrigError, OSError):
+        return None
+    m = re.match(rf"{BINARY} (\d+)", done.stdout)
+    return int(m.group(1)) if m else None
+
+
 def unavailable() -> str | None:
     """None when a native mount can work here, else why not (naming the fix)."""
-    if binary() is None:
+    found = binary()
+    if found is None:
         return f"the native latency layer {BINARY} is not built: {BUILD_HINT}"
+    speaks = _speaks(str(found), found.stat().st_mtime_ns)
+    if speaks != VERSION:
+        # an older build refuses the control file pgrig writes, after the mount began
+        return (
+            f"the native latency layer {found} is out of date (control file version "
+            f"{speaks}, this pgrig writes {VERSION}): re{BUILD_HINT}"
+        )
     try:
         fd = os.open("/dev/fuse", os.O_RDWR | os.O_CLOEXEC)
     except OSError as exc:
@@ -151,7 +175,7 @@ class Control:
                 self._map = mmap.mmap(fd, SIZE)
             finally:
                 os.close(fd)
-            _HEADER.pack_into(self._map, 0, MAGIC, VERSION, 0, 0, 1000, 0, 0, 0)
+            _HEADER.pack_into(self._map, 0, MAGIC, VERSION, 0, 0, 1000, 0, 0, 0, 0)
         else:
             fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
             try:
@@ -174,10 +198,16 @@ class Control:
         self._set(6, round(us * 1000))
 
     def set_small_sync(self, us: float) -> None:
-        """The disk's own small sync as calibrated: in proportion, a bulk flush
-        (over 256 KiB to write) lasts its own time plus (factor - 1) x the disk's
-        small sync, this one until the layer has timed small syncs itself."""
+        """The disk's own small sync as calibrated: a bulk flush (over 256 KiB to
+        write) lasts its own time plus the class's extra latency over the disk's
+        small sync ((factor - 1) x it in proportion, the delay less it on a
+        deadline), this one until the layer has timed small syncs itself."""
         self._set(7, round(us * 1000))
+
+    def set_backing_extra(self, us: float) -> None:
+        """Every backing sync takes this much longer, counted as the disk's own: a
+        disk slower than the one under the mount, without one (tests, benches)."""
+        self._set(8, round(us * 1000))
 
     def _bucket(self, which: int, rate: float | None, tau_s: float) -> None:
         at = BUCKETS_AT + which * _BUCKET.size
@@ -344,6 +374,10 @@ class NativeMount:
     def set_small_sync(self, us: float) -> None:
         assert self.control is not None
         self.control.set_small_sync(us)
+
+    def set_backing_extra(self, us: float) -> None:
+        assert self.control is not None
+        self.control.set_backing_extra(us)
 
     def set_caps(self, caps: Caps) -> None:
         assert self.control is not None
