@@ -14,8 +14,8 @@ import pytest
 from conftest import make_disk_dir
 from pgrig.cluster import profiles
 from pgrig.cluster.server import SUPERUSER, Cluster, InitdbOptions, server_os_user
-from pgrig.cluster.workdir import processes_using
 from pgrig.conninfo import Conn
+from pgrig.hosts.local import HERE
 from pgrig.pgsource import binaries
 from pgrig.storage import IoLimits, limited, memcg, memory_limited
 from pgrig.storage.throttle import device_of
@@ -77,7 +77,7 @@ def test_server_and_all_it_forks_run_inside_the_lab_cgroups(tmp_path: Path) -> N
             with conn.connect() as db:
                 backend = db.execute("SELECT pg_backend_pid()").fetchone()
                 db.execute("CREATE TABLE t AS SELECT g FROM generate_series(1, 10000) g")
-                server = processes_using(cluster.datadir)
+                server = HERE.processes_using(str(cluster.datadir))
                 assert backend is not None and backend[0] in server
                 inside = set(cg.pids())
                 # postmaster, checkpointer, walwriter, ... and this connection's backend
