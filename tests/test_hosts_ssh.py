@@ -312,3 +312,27 @@ def test_a_call_given_up_on_prints_no_traceback_when_its_connection_is_lost_afte
     # A connection lost under a call that waited is still said as such.
     with pytest.raises(ToolError, match="lost the SSH connection"):
         ssh.call(starved_then_lost(), 5, "reading /proc/stat on h1")
+
+
+def test_a_lost_connections_unretrieved_futures_print_nothing_and_a_bug_still_does(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """ci30: an SSH cut fails every future asyncssh had pending on the connection;
+    call had raised the loss to its caller (a ToolError naming the host), and
+    asyncio printed the same exception again, with a traceback, when one of
+    those futures was collected unread. A loss is said once; any other
+    exception left unread is still asyncio's to report."""
+
+    async def left_unread(exc: Exception) -> None:
+        future = asyncio.get_running_loop().create_future()
+        future.set_exception(exc)
+        del future  # collected here, its exception never asked for
+
+    with caplog.at_level(logging.ERROR, logger="asyncio"):
+        ssh.call(left_unread(asyncssh.ConnectionLost("SSH connection lost")), 5, "a cut")
+        ssh.call(left_unread(ConnectionResetError("reset by peer")), 5, "a reset")
+        gc.collect()
+        assert not [r for r in caplog.records if r.name == "asyncio"], caplog.text
+        ssh.call(left_unread(ValueError("a bug of pgrig's")), 5, "a bug")
+        gc.collect()
+    assert "a bug of pgrig's" in caplog.text

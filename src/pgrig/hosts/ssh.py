@@ -58,9 +58,23 @@ def _event_loop() -> asyncio.AbstractEventLoop:
     with _loop_lock:
         if _loop is None:
             loop = asyncio.new_event_loop()
+            loop.set_exception_handler(_unretrieved)
             threading.Thread(target=loop.run_forever, name="pgrig-ssh", daemon=True).start()
             _loop = loop
         return _loop
+
+
+def _unretrieved(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """asyncio's report of a future whose exception nobody asked for: a lost
+    connection fails every future asyncssh had pending on it, and ``call`` has
+    already raised that loss to its caller as a ToolError naming the host; its
+    traceback on stderr at garbage collection said nothing more (ci30:
+    test_remote_faults' SSH cut). Anything else goes to asyncio's own handler."""
+    import asyncssh
+
+    if isinstance(context.get("exception"), (asyncssh.Error, ConnectionError)):
+        return
+    loop.default_exception_handler(context)
 
 
 @dataclass(frozen=True)
