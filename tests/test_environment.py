@@ -15,11 +15,13 @@ import pytest
 
 from pgrig import environment as env
 from pgrig import proc, units
+from pgrig.environment.storage import PathStat
 from pgrig.errors import ToolError
 from pgrig.results import Cpu, Disk, Environment, from_dict, to_dict
 
 DATA = Path(__file__).parent / "data" / "env"
 ROOT = DATA / "root"
+CAPTURED = env.read_files(ROOT, env.FILES)  # the captured machine's files, read in one pass
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
 GiB = 1024**3
 
@@ -75,12 +77,12 @@ def test_first_line_of_version_outputs() -> None:
 
 
 def test_os_release_and_kernel() -> None:
-    assert env.read_os_release(ROOT) == "Debian GNU/Linux 12 (bookworm)"
-    assert env.read_kernel(ROOT) == "6.18.44-fc-v657 #1 SMP PREEMPT_DYNAMIC @0"
+    assert env.parse_os_release(CAPTURED) == "Debian GNU/Linux 12 (bookworm)"
+    assert env.parse_kernel(CAPTURED) == "6.18.44-fc-v657 #1 SMP PREEMPT_DYNAMIC @0"
 
 
 def test_memory() -> None:
-    assert env.read_memory_bytes(ROOT) == 24684092 * 1024
+    assert env.parse_memory_bytes(CAPTURED) == 24684092 * 1024
 
 
 def test_parse_cpuinfo() -> None:
@@ -100,7 +102,7 @@ def test_parse_lscpu() -> None:
 
 
 def test_cpu_from_proc_and_sys_without_lscpu() -> None:
-    assert env.read_cpu(ROOT) == Cpu(
+    assert env.parse_cpu(CAPTURED) == Cpu(
         model="AMD EPYC",
         sockets=1,
         cores_per_socket=2,
@@ -113,7 +115,7 @@ def test_cpu_from_proc_and_sys_without_lscpu() -> None:
 
 def test_cpu_agrees_with_lscpu() -> None:
     fields = env.parse_lscpu((DATA / "lscpu.txt").read_text())
-    cpu = env.read_cpu(ROOT, lscpu=fields)
+    cpu = env.parse_cpu(CAPTURED, lscpu=fields)
     assert cpu.model == fields["Model name"]
     assert cpu.sockets == int(fields["Socket(s)"])
     assert cpu.cores_per_socket == int(fields["Core(s) per socket"])
@@ -123,14 +125,14 @@ def test_cpu_agrees_with_lscpu() -> None:
 
 
 def test_hypervisor_sources() -> None:
-    assert env.detect_hypervisor(ROOT, cpu_flags=["fpu"]) is None  # bare metal
-    assert env.detect_hypervisor(ROOT, cpu_flags=["hypervisor"]) == "KVM"
+    assert env.detect_hypervisor(CAPTURED, cpu_flags=["fpu"]) is None  # bare metal
+    assert env.detect_hypervisor(CAPTURED, cpu_flags=["hypervisor"]) == "KVM"
     lscpu = {"Hypervisor vendor": "Microsoft"}
-    assert env.detect_hypervisor(ROOT, cpu_flags=["hypervisor"], lscpu=lscpu) == "Microsoft"
+    assert env.detect_hypervisor(CAPTURED, cpu_flags=["hypervisor"], lscpu=lscpu) == "Microsoft"
 
 
 def test_topology_counts_cores_by_thread_siblings() -> None:
-    topo = env.read_topology(ROOT)
+    topo = env.parse_topology(CAPTURED)
     assert topo is not None
     assert (topo.sockets, topo.cores, topo.logical) == (1, 2, 2)
 
@@ -138,7 +140,7 @@ def test_topology_counts_cores_by_thread_siblings() -> None:
 def test_disks_skip_empty_devices_and_keep_backed_loops() -> None:
     # loop0 (64 MiB image with two partitions) and loop1 were attached when the
     # tree was captured; loop2-7 and zram0 had size 0.
-    assert env.read_disks(ROOT) == (
+    assert env.parse_disks(CAPTURED) == (
         Disk(name="loop0", size_bytes=64 * 1024**2, rotational=True, scheduler="none"),
         Disk(name="loop1", size_bytes=32 * 1024**2, rotational=True, scheduler="none"),
         Disk(name="vda", size_bytes=256 * GiB, rotational=True, scheduler="mq-deadline"),
@@ -200,8 +202,27 @@ def test_block_device_for() -> None:
     assert env.block_device_for(ROOT, "0:27") is None  # tmpfs
 
 
+def test_filesystem_from_another_hosts_files() -> None:
+    # What remote.snapshot hands over: the mount table, the paths' stat, and where
+    # /sys/dev/block/M:m leads (a partition's directory sits in its disk's).
+    files = env.Files(
+        texts={"/proc/self/mountinfo": CAPTURED.texts["/proc/self/mountinfo"]},
+        links={"/sys/dev/block/259:0": ("/sys/devices/virtual/block/loop0/loop0p1", True)},
+    )
+    st = PathStat("/tmp/envcap/mnt1/data", "259:0", size_bytes=100, free_bytes=40)
+    fs = env.parse_filesystem(files, "/tmp/envcap/mnt1/data/x", st)
+    assert fs is not None
+    assert (fs.path, fs.mountpoint, fs.device, fs.fstype, fs.block_device) == (
+        "/tmp/envcap/mnt1/data/x", "/tmp/envcap/mnt1", "/dev/loop0p1", "ext4", "loop0",
+    )  # fmt: skip
+    assert (fs.size_bytes, fs.free_bytes, fs.options) == (100, 40, "rw,noatime")
+    on_vda = env.parse_filesystem(files, "/work", PathStat("/work", "254:0"))
+    assert on_vda is not None and (on_vda.mountpoint, on_vda.block_device) == ("/", None)
+    assert env.parse_filesystem(env.Files({}), "/work", PathStat("/work", "254:0")) is None
+
+
 def test_sysctls() -> None:
-    values = env.read_sysctls(ROOT)
+    values = env.parse_sysctls(CAPTURED)
     assert values["kernel.sem"] == "32000 1024000000 500 32000"  # tabs in the file
     assert values["vm.lowmem_reserve_ratio"] == "256 256 32 0 0"
     assert values["net.ipv4.ip_local_port_range"] == "32768 60999"
@@ -216,22 +237,24 @@ def test_sysctls() -> None:
 
 
 def test_hugepages_and_clocksource() -> None:
-    assert env.read_transparent_hugepages(ROOT) == "madvise"
-    assert env.read_clocksource(ROOT) == ("tsc", "tsc kvm-clock")
+    assert env.parse_transparent_hugepages(CAPTURED) == "madvise"
+    assert env.parse_clocksource(CAPTURED) == ("tsc", "tsc kvm-clock")
 
 
 def test_readers_on_an_empty_root_return_nothing(tmp_path: Path) -> None:
-    assert env.read_os_release(tmp_path) is None
-    assert env.read_kernel(tmp_path) is None
-    assert env.read_memory_bytes(tmp_path) is None
-    assert env.read_disks(tmp_path) == ()
-    assert env.read_sysctls(tmp_path) == {}
-    assert env.read_transparent_hugepages(tmp_path) is None
-    assert env.read_clocksource(tmp_path) == (None, None)
-    assert env.read_topology(tmp_path) is None
+    empty = env.read_files(tmp_path, env.FILES)
+    assert empty.texts == {}
+    assert env.parse_os_release(empty) is None
+    assert env.parse_kernel(empty) is None
+    assert env.parse_memory_bytes(empty) is None
+    assert env.parse_disks(empty) == ()
+    assert env.parse_sysctls(empty) == {}
+    assert env.parse_transparent_hugepages(empty) is None
+    assert env.parse_clocksource(empty) == (None, None)
+    assert env.parse_topology(empty) is None
     assert env.block_device_for(tmp_path, "8:0") is None
     assert env.describe_filesystem(Path("/tmp"), root=tmp_path) is None
-    cpu = env.read_cpu(tmp_path)
+    cpu = env.parse_cpu(empty)
     assert cpu.model == "unknown" and cpu.logical_cpus >= 1
 
 
@@ -239,7 +262,7 @@ def test_unreadable_file_is_skipped(tmp_path: Path) -> None:
     # A directory where a file should be: reading it raises IsADirectoryError.
     (tmp_path / "proc/sys/vm/swappiness").mkdir(parents=True)
     (tmp_path / "proc/sys/vm/dirty_ratio").write_text("20\n")
-    assert env.read_sysctls(tmp_path) == {"vm.dirty_ratio": "20"}
+    assert env.parse_sysctls(env.read_files(tmp_path, env.FILES)) == {"vm.dirty_ratio": "20"}
 
 
 # --------------------------------------------------------------------------
@@ -357,7 +380,9 @@ def test_filesystem_on_loop_device(loop_mount: Path) -> None:
     assert fs.device.startswith("/dev/loop")
     assert fs.block_device == Path(fs.device).name
     assert 8 * 1024**2 < fs.size_bytes <= 16 * 1024**2
-    disk = next(d for d in env.read_disks() if d.name == fs.block_device)
+    disk = next(
+        d for d in env.parse_disks(env.read_files(env.ROOT, env.FILES)) if d.name == fs.block_device
+    )
     assert disk.size_bytes == 16 * 1024**2
 
 

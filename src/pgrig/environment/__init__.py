@@ -6,10 +6,12 @@ limits it tunes; we record the same facts). Nothing here needs root, and
 nothing here fails a study: an item that cannot be read is left out (``None``
 or absent from a dict), never raised.
 
-Every reader takes a ``root`` directory (default ``/``) so that tests can point
-it at copies of ``/proc`` and ``/sys`` captured from a real machine. The readers
-live in one module per concern (``cpu``, ``storage``, ``system``, ``software``);
-this package re-exports them.
+A capture reads the files it needs in one pass (``sources.read_files``: on
+another host ``remote.snapshot``), then one parser per concern (``cpu``,
+``storage``, ``system``) reads those texts; ``software`` asks the programs and
+the server. ``read_files`` takes a ``root`` directory (default ``/``) so that
+tests can point it at copies of ``/proc`` and ``/sys`` captured from a real
+machine. This package re-exports the parsers.
 """
 
 from __future__ import annotations
@@ -23,13 +25,13 @@ from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
-from pgrig.environment import audit
+from pgrig.environment import audit, cpu, storage, system
 from pgrig.environment.cpu import (
     detect_hypervisor,
+    parse_cpu,
     parse_cpuinfo,
     parse_lscpu,
-    read_cpu,
-    read_topology,
+    parse_topology,
     run_lscpu,
 )
 from pgrig.environment.software import (
@@ -47,8 +49,10 @@ from pgrig.environment.software import (
 from pgrig.environment.sources import (
     ROOT,
     VERSION_TIMEOUT,
+    Files,
     bracketed,
     normalize_space,
+    read_files,
     read_text,
 )
 from pgrig.environment.storage import (
@@ -56,26 +60,27 @@ from pgrig.environment.storage import (
     block_device_for,
     describe_filesystem,
     find_mount,
+    parse_disks,
+    parse_filesystem,
     parse_mountinfo,
-    read_disk,
-    read_disks,
 )
 from pgrig.environment.system import (
     LIMITS,
     SYSCTLS,
-    read_clocksource,
-    read_kernel,
+    parse_clocksource,
+    parse_kernel,
+    parse_memory_bytes,
+    parse_os_release,
+    parse_sysctls,
+    parse_transparent_hugepages,
     read_limits,
-    read_memory_bytes,
-    read_os_release,
-    read_sysctls,
-    read_transparent_hugepages,
 )
 from pgrig.results import AuditFinding, Cpu, Environment, Filesystem, PostgresInfo
 
 __all__ = [
     "CONNECT_TIMEOUT",
     "DATA_DIRECTORY_SQL",
+    "FILES",
     "LIMITS",
     "PG_TOOLS",
     "PRESET_SETTINGS",
@@ -84,6 +89,7 @@ __all__ = [
     "SETTINGS_SQL",
     "SYSCTLS",
     "VERSION_TIMEOUT",
+    "Files",
     "Mount",
     "block_device_for",
     "bracketed",
@@ -93,26 +99,30 @@ __all__ = [
     "find_mount",
     "first_line",
     "normalize_space",
+    "parse_clocksource",
+    "parse_cpu",
     "parse_cpuinfo",
+    "parse_disks",
+    "parse_filesystem",
+    "parse_kernel",
     "parse_lscpu",
+    "parse_memory_bytes",
     "parse_mountinfo",
-    "read_clocksource",
-    "read_cpu",
-    "read_disk",
-    "read_disks",
-    "read_kernel",
+    "parse_os_release",
+    "parse_sysctls",
+    "parse_topology",
+    "parse_transparent_hugepages",
+    "read_files",
     "read_limits",
-    "read_memory_bytes",
-    "read_os_release",
     "read_postgres",
-    "read_sysctls",
     "read_text",
-    "read_topology",
-    "read_transparent_hugepages",
     "run_lscpu",
     "tool_version",
     "tool_versions",
 ]
+
+# What the parsers read, for one pass over a host's files (duplicates once).
+FILES: tuple[str, ...] = tuple(dict.fromkeys((*cpu.FILES, *storage.FILES, *system.FILES)))
 
 log = logging.getLogger(__name__)
 
@@ -137,16 +147,18 @@ def capture(
     locate: Callable[[str], Path] | None = None,
 ) -> Environment:
     """Record this machine, the filesystems of ``paths`` and, if given, the server."""
+    files = read_files(ROOT, FILES)
     lscpu: dict[str, str] = _attempt("lscpu", run_lscpu, {})
     logical = os.cpu_count() or 1
-    cpu = _attempt("cpu", lambda: read_cpu(lscpu=lscpu), Cpu("unknown", 1, logical, 1, logical))
+    fallback = Cpu("unknown", 1, logical, 1, logical)
+    found_cpu = _attempt("cpu", partial(parse_cpu, files, lscpu=lscpu), fallback)
     filesystems: list[Filesystem] = []
     for path in paths:
         fs = _attempt(f"filesystem of {path}", partial(describe_filesystem, Path(path)), None)
         if fs is not None:
             filesystems.append(fs)
     unknown: tuple[str | None, str | None] = (None, None)
-    clocksource, available = _attempt("clocksource", read_clocksource, unknown)
+    clocksource, available = _attempt("clocksource", partial(parse_clocksource, files), unknown)
     postgres: PostgresInfo | None = None
     if pg_conninfo is not None:
         postgres = _attempt(
@@ -156,15 +168,19 @@ def capture(
     return Environment(
         captured_at=datetime.now(UTC).isoformat(timespec="seconds"),
         hostname=socket.gethostname(),
-        os_release=_attempt("os-release", read_os_release, None) or "unknown",
-        kernel=_attempt("kernel", read_kernel, None) or f"{uname.release} {uname.version}",
-        cpu=cpu,
-        memory_bytes=_attempt("memory", read_memory_bytes, None) or _sysconf_memory(),
-        disks=_attempt("disks", read_disks, ()),
+        os_release=_attempt("os-release", partial(parse_os_release, files), None) or "unknown",
+        kernel=_attempt("kernel", partial(parse_kernel, files), None)
+        or f"{uname.release} {uname.version}",
+        cpu=found_cpu,
+        memory_bytes=_attempt("memory", partial(parse_memory_bytes, files), None)
+        or _sysconf_memory(),
+        disks=_attempt("disks", partial(parse_disks, files), ()),
         filesystems=tuple(filesystems),
-        sysctls=_attempt("sysctls", read_sysctls, {}),
+        sysctls=_attempt("sysctls", partial(parse_sysctls, files), {}),
         limits=_attempt("limits", read_limits, {}),
-        transparent_hugepages=_attempt("transparent hugepages", read_transparent_hugepages, None),
+        transparent_hugepages=_attempt(
+            "transparent hugepages", partial(parse_transparent_hugepages, files), None
+        ),
         clocksource=clocksource,
         available_clocksources=available,
         postgres=postgres,

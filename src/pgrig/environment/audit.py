@@ -35,6 +35,7 @@ from pgrig.environment.knob import (
     limit_accept,
     one_of,
 )
+from pgrig.environment.sources import ROOT, read_files
 from pgrig.errors import UsageError
 from pgrig.files import write_atomically
 from pgrig.ownership import state_dir
@@ -105,7 +106,7 @@ def _vm_sysctls() -> list[Knob]:
 
 def _kernel_sysctls() -> list[Knob]:
     """Semaphores and System V shared memory, sized from this machine's RAM."""
-    ram = system.read_memory_bytes() or 0
+    ram = system.parse_memory_bytes(read_files(ROOT, ("/proc/meminfo",))) or 0
     shmall = str(int(ram * 0.8) // os.sysconf("SC_PAGE_SIZE"))
     return [
         Sysctl(
@@ -226,7 +227,7 @@ def _limits() -> list[Knob]:
 
 def _devices() -> list[Knob]:
     knobs: list[Knob] = []
-    for disk in storage.read_disks():
+    for disk in storage.parse_disks(read_files(ROOT, storage.FILES)):
         if disk.name.startswith(("loop", "ram", "zram", "nbd", "dm-", "md")):
             continue
         queue = Path("/sys/block") / disk.name / "queue"

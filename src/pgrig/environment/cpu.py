@@ -1,4 +1,5 @@
-"""The CPU: model, topology, clock and hypervisor, from /proc/cpuinfo, sysfs and lscpu."""
+"""The CPU: model, topology, clock and hypervisor, from /proc/cpuinfo, sysfs and lscpu
+(the files' texts: ``sources.Files``)."""
 
 from __future__ import annotations
 
@@ -7,19 +8,24 @@ import re
 import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
-from pgrig.environment.sources import (
-    ROOT,
-    VERSION_TIMEOUT,
-    read_line,
-    read_text,
-    sys_path,
-)
+from pgrig.environment.sources import VERSION_TIMEOUT, Files
 from pgrig.errors import ToolError
 from pgrig.hosts.executor import C_LOCALE
 from pgrig.hosts.local import HERE
 from pgrig.results import Cpu
+
+# What the parsers below read (available_clocksource is system's: FILES there).
+FILES: tuple[str, ...] = (
+    "/proc/cpuinfo",
+    "/sys/devices/system/cpu/cpu[0-9]*/topology/physical_package_id",
+    "/sys/devices/system/cpu/cpu[0-9]*/topology/thread_siblings_list",
+    "/sys/devices/system/cpu/cpu[0-9]*/topology/core_cpus_list",
+    "/sys/hypervisor/type",
+    "/sys/class/dmi/id/sys_vendor",
+)
+_TOPOLOGY = re.compile(r"/sys/devices/system/cpu/cpu(\d+)/topology/(\w+)")
+_CLOCKSOURCES = "/sys/devices/system/clocksource/clocksource0/available_clocksource"
 
 
 def parse_cpuinfo(text: str) -> list[dict[str, str]]:
@@ -58,25 +64,23 @@ class _Topology:
     logical: int
 
 
-def read_topology(root: Path = ROOT) -> _Topology | None:
+def parse_topology(files: Files) -> _Topology | None:
     """Sockets and cores from /sys/devices/system/cpu/cpuN/topology (online CPUs only).
 
     Cores are counted as distinct sets of thread siblings, as lscpu does, because
     core_id repeats across dies and clusters on some CPUs.
     """
-    base = sys_path(root, "sys/devices/system/cpu")
-    try:
-        cpus = [p for p in base.iterdir() if re.fullmatch(r"cpu\d+", p.name)]
-    except OSError:
-        return None
+    by_cpu: dict[str, dict[str, str]] = {}
+    for path, text in files.texts.items():
+        if match := _TOPOLOGY.fullmatch(path):
+            by_cpu.setdefault(match[1], {})[match[2]] = text
     packages: set[str] = set()
     cores: set[tuple[str, str]] = set()
     logical = 0
-    for cpu in cpus:
-        topo = cpu / "topology"
-        package = read_line(topo / "physical_package_id")
-        siblings = read_line(topo / "thread_siblings_list") or read_line(topo / "core_cpus_list")
-        if package is None or siblings is None:
+    for topo in by_cpu.values():
+        package = topo.get("physical_package_id")
+        siblings = topo.get("thread_siblings_list") or topo.get("core_cpus_list")
+        if not package or not siblings:
             continue  # offline CPUs have no topology
         logical += 1
         packages.add(package)
@@ -95,7 +99,7 @@ def _topology_from_cpuinfo(blocks: list[dict[str, str]]) -> _Topology | None:
 
 
 def detect_hypervisor(
-    root: Path = ROOT, *, cpu_flags: Sequence[str] = (), lscpu: Mapping[str, str] | None = None
+    files: Files, *, cpu_flags: Sequence[str] = (), lscpu: Mapping[str, str] | None = None
 ) -> str | None:
     """Who virtualises this machine, or None on bare metal.
 
@@ -106,22 +110,20 @@ def detect_hypervisor(
         return lscpu["Hypervisor vendor"]
     if "hypervisor" not in cpu_flags:
         return None
-    xen = read_line(sys_path(root, "sys/hypervisor/type"))
+    xen = files.texts.get("/sys/hypervisor/type")
     if xen:
         return xen.capitalize() if xen == "xen" else xen
-    clocks = read_text(
-        sys_path(root, "sys/devices/system/clocksource/clocksource0/available_clocksource")
-    )
+    clocks = files.texts.get(_CLOCKSOURCES)
     for marker, vendor in (("kvm-clock", "KVM"), ("hyperv", "Microsoft"), ("xen", "Xen")):
         if clocks and marker in clocks:
             return vendor
-    return read_line(sys_path(root, "sys/class/dmi/id/sys_vendor")) or "unknown"
+    return files.texts.get("/sys/class/dmi/id/sys_vendor") or "unknown"
 
 
-def read_cpu(root: Path = ROOT, *, lscpu: Mapping[str, str] | None = None) -> Cpu:
+def parse_cpu(files: Files, *, lscpu: Mapping[str, str] | None = None) -> Cpu:
     """The CPU as seed 000's lscpu excerpt shows it; unknown fields fall back to lscpu."""
     lscpu = lscpu or {}
-    blocks = parse_cpuinfo(read_text(sys_path(root, "proc/cpuinfo")) or "")
+    blocks = parse_cpuinfo(files.texts.get("/proc/cpuinfo", ""))
     first = blocks[0] if blocks else {}
 
     model = (
@@ -131,7 +133,7 @@ def read_cpu(root: Path = ROOT, *, lscpu: Mapping[str, str] | None = None) -> Cp
         or lscpu.get("Model name")
         or "unknown"
     )
-    topo = read_topology(root) or _topology_from_cpuinfo(blocks)
+    topo = parse_topology(files) or _topology_from_cpuinfo(blocks)
     logical = len(blocks) or (topo.logical if topo else 0) or (os.cpu_count() or 1)
     if topo is not None:
         sockets = max(1, topo.sockets)
@@ -161,7 +163,7 @@ def read_cpu(root: Path = ROOT, *, lscpu: Mapping[str, str] | None = None) -> Cp
         threads_per_core=threads_per_core,
         logical_cpus=logical,
         mhz=mhz,
-        hypervisor=detect_hypervisor(root, cpu_flags=flags, lscpu=lscpu),
+        hypervisor=detect_hypervisor(files, cpu_flags=flags, lscpu=lscpu),
     )
 
 

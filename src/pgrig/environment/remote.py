@@ -1,14 +1,12 @@
 """The environment of another host, read through its executor.
 
-The readers of this package take a ``root`` directory so that they can parse a
-copy of ``/proc`` and ``/sys``; for a host reached over SSH the copy is made
-here: one small Python program on the host (``SNAPSHOT``) prints, as JSON, the
-raw text of the files the readers open, where the symlinks they follow lead,
-the stat of each path under test, and what ``lscpu`` and the PostgreSQL tools
-print about themselves. The files are written under a temporary root and the
-same readers parse them. One command per host: over SSH a command costs tens
-of milliseconds (0.5 s as root on the development VM, whose login shell runs
-pyenv), a file read as much, and the readers open about a hundred files.
+One small Python program on the host (``SNAPSHOT``) prints, as JSON, the raw
+text of the files the parsers read (``FILES``), where the /sys/dev/block links
+of the paths under test lead, the stat of each path, and what ``lscpu`` and the
+PostgreSQL tools print about themselves; the same parsers as for this machine
+then read those texts. One command per host: over SSH a command costs
+tens of milliseconds (0.5 s as root on the development VM, whose login shell
+runs pyenv), a file read as much, and the parsers read about a hundred files.
 
 What stays this machine's and is not read there: the process limits (they are
 pgrig's own process's) and the storage audit (``pgrig audit`` on the host).
@@ -17,47 +15,21 @@ pgrig's own process's) and the storage audit (``pgrig audit`` on the host).
 from __future__ import annotations
 
 import json
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pgrig.environment import cpu, software, storage, system
-from pgrig.environment.sources import sys_path
+from pgrig.environment import FILES, _attempt, cpu, software, storage, system
+from pgrig.environment.sources import Files
 from pgrig.errors import ParseError
-from pgrig.results import Cpu, Environment
+from pgrig.results import Cpu, Disk, Environment
 
 if TYPE_CHECKING:
     from pgrig.hosts.executor import Executor
 
 TIMEOUT_S = 60.0
-
-# What the readers open: files (globs) and the symlinks /sys/dev/block resolves.
-FILES = (
-    "/proc/cpuinfo",
-    "/proc/meminfo",
-    "/proc/self/mountinfo",
-    "/proc/sys/kernel/osrelease",
-    "/proc/sys/kernel/version",
-    "/etc/os-release",
-    "/usr/lib/os-release",
-    "/sys/devices/system/cpu/cpu[0-9]*/topology/physical_package_id",
-    "/sys/devices/system/cpu/cpu[0-9]*/topology/thread_siblings_list",
-    "/sys/devices/system/cpu/cpu[0-9]*/topology/core_cpus_list",
-    "/sys/devices/system/clocksource/clocksource0/current_clocksource",
-    "/sys/devices/system/clocksource/clocksource0/available_clocksource",
-    "/sys/hypervisor/type",
-    "/sys/class/dmi/id/sys_vendor",
-    "/sys/kernel/mm/transparent_hugepage/enabled",
-    "/sys/block/*/size",
-    "/sys/block/*/queue/scheduler",
-    "/sys/block/*/queue/rotational",
-    "/sys/block/*/device/model",
-    *(f"/proc/sys/{name.replace('.', '/')}" for name in system.SYSCTLS),
-)
 
 # Run on the host: argv[1] is the JSON request. Reads only; prints one JSON line.
 SNAPSHOT = r"""
@@ -101,31 +73,14 @@ print(json.dumps(out))
 
 @dataclass(frozen=True)
 class Snapshot:
-    """A host's files, links, path stats and program outputs, as SNAPSHOT printed them."""
+    """A host's files and links, path stats and program outputs, as SNAPSHOT printed them."""
 
     host: str
     hostname: str
     python: str | None
-    files: dict[str, str]
-    links: dict[str, tuple[str, bool]]  # /sys/dev/block/M:m -> (real path, has "partition")
+    files: Files
     stats: dict[str, storage.PathStat]
     programs: dict[str, tuple[int, str, str]]  # name -> (exit code, stdout, stderr)
-
-    def write(self, root: Path) -> None:
-        """The files and links under ``root``, where the readers look for them."""
-        for path, text in self.files.items():
-            target = sys_path(root, path)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(text, encoding="utf-8")
-        for path, (real, partition) in self.links.items():
-            device = sys_path(root, real)
-            device.mkdir(parents=True, exist_ok=True)
-            if partition:
-                (device / "partition").write_text("1\n")
-            link = sys_path(root, path)
-            link.parent.mkdir(parents=True, exist_ok=True)
-            if not link.is_symlink():
-                link.symlink_to(device)
 
     def version(self, name: str) -> str | None:
         code, out, err = self.programs.get(name, (1, "", ""))
@@ -154,8 +109,10 @@ def snapshot(ex: Executor, paths: Sequence[str], bin_dir: str | None) -> Snapsho
         host=ex.name,
         hostname=str(data.get("hostname") or ex.name),
         python=data.get("python"),
-        files={str(k): str(v) for k, v in data.get("files", {}).items()},
-        links={str(k): (str(v[0]), bool(v[1])) for k, v in data.get("links", {}).items()},
+        files=Files(
+            texts={str(k): str(v).strip() for k, v in data.get("files", {}).items()},
+            links={str(k): (str(v[0]), bool(v[1])) for k, v in data.get("links", {}).items()},
+        ),
         stats={
             str(k): storage.PathStat(str(v[0]), v[1], int(v[2]), int(v[3]))
             for k, v in data.get("stats", {}).items()
@@ -169,47 +126,40 @@ def snapshot(ex: Executor, paths: Sequence[str], bin_dir: str | None) -> Snapsho
 def capture_on(ex: Executor, paths: Sequence[str], *, bin_dir: str | None = None) -> Environment:
     """``pgrig.environment.capture`` of ``ex``'s host, through ``ex`` (the
     server's version and settings are read over its connection by the caller)."""
-    from pgrig.environment import _attempt  # the package's one fallback policy
-
     snap = snapshot(ex, paths, bin_dir)
-    with tempfile.TemporaryDirectory(prefix="pgrig-env-") as tmp:
-        root = Path(tmp)
-        snap.write(root)
-        lscpu: dict[str, str] = {}
-        if (done := snap.programs.get("lscpu")) is not None and done[0] == 0:
-            lscpu = cpu.parse_lscpu(done[1])
-        fallback = Cpu("unknown", 1, 1, 1, 1)
-        found_cpu = _attempt("cpu", partial(cpu.read_cpu, root, lscpu=lscpu), fallback)
-        filesystems = []
-        for path in paths:
-            st = snap.stats.get(path)
-            if st is None:
-                continue
-            describe = partial(storage.describe_filesystem, Path(path), root=root, stat=st)
-            fs = _attempt(f"filesystem of {path} on {ex.name}", describe, None)
-            if fs is not None:
+    tools = {name: v for name in ("postgres", "pgbench") if (v := snap.version(name))}
+    if snap.python:
+        tools["python"] = snap.python
+    files = snap.files
+    lscpu: dict[str, str] = {}
+    if (done := snap.programs.get("lscpu")) is not None and done[0] == 0:
+        lscpu = cpu.parse_lscpu(done[1])
+    fallback = Cpu("unknown", 1, 1, 1, 1)
+    found_cpu = _attempt("cpu", partial(cpu.parse_cpu, files, lscpu=lscpu), fallback)
+    filesystems = []
+    for path in paths:
+        if (st := snap.stats.get(path)) is not None:
+            parse = partial(storage.parse_filesystem, files, path, st)
+            if (fs := _attempt(f"filesystem of {path} on {ex.name}", parse, None)) is not None:
                 filesystems.append(fs)
-        unknown: tuple[str | None, str | None] = (None, None)
-        current, available = _attempt(
-            "clocksource", partial(system.read_clocksource, root), unknown
-        )
-        tools = {name: v for name in ("postgres", "pgbench") if (v := snap.version(name))}
-        if snap.python:
-            tools["python"] = snap.python
-        return Environment(
-            captured_at=datetime.now(UTC).isoformat(timespec="seconds"),
-            hostname=snap.hostname,
-            os_release=system.read_os_release(root) or "unknown",
-            kernel=system.read_kernel(root) or "unknown",
-            cpu=found_cpu,
-            memory_bytes=system.read_memory_bytes(root) or 0,
-            disks=_attempt("disks", partial(storage.read_disks, root), ()),
-            filesystems=tuple(filesystems),
-            sysctls=_attempt("sysctls", partial(system.read_sysctls, root), {}),
-            transparent_hugepages=system.read_transparent_hugepages(root),
-            clocksource=current,
-            available_clocksources=available,
-            tools=tools,
-            host=ex.name,
-            address=ex.host.address,
-        )
+    disks: tuple[Disk, ...] = _attempt("disks", partial(storage.parse_disks, files), ())
+    unknown: tuple[str | None, str | None] = (None, None)
+    current, available = _attempt("clocksource", partial(system.parse_clocksource, files), unknown)
+    sysctls: dict[str, str] = _attempt("sysctls", partial(system.parse_sysctls, files), {})
+    return Environment(
+        captured_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        hostname=snap.hostname,
+        os_release=system.parse_os_release(files) or "unknown",
+        kernel=system.parse_kernel(files) or "unknown",
+        cpu=found_cpu,
+        memory_bytes=system.parse_memory_bytes(files) or 0,
+        disks=disks,
+        filesystems=tuple(filesystems),
+        sysctls=sysctls,
+        transparent_hugepages=system.parse_transparent_hugepages(files),
+        clocksource=current,
+        available_clocksources=available,
+        tools=tools,
+        host=ex.name,
+        address=ex.host.address,
+    )

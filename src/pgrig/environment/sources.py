@@ -1,12 +1,19 @@
 """Reading the facts: files under /proc and /sys that may be missing or unreadable.
 
-Every reader takes a ``root`` directory (default ``/``) so that tests can point
-it at copies of ``/proc`` and ``/sys`` captured from a real machine.
+A capture reads the files it parses in one pass (``read_files``, or the snapshot
+of ``pgrig.environment.remote`` on another host) into ``Files``; the parsers of
+each concern (``cpu``, ``storage``, ``system``) then read only those texts. A
+``root`` directory (default ``/``) lets tests point the reading at copies of
+``/proc`` and ``/sys`` captured from a real machine.
 """
 
 from __future__ import annotations
 
+import glob
+import os
 import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path("/")
@@ -28,21 +35,26 @@ def read_text(path: Path) -> str | None:
         return None
 
 
-def read_line(path: Path) -> str | None:
-    """A one-line file's stripped text, or None when it is missing or empty."""
-    text = read_text(path)
-    if text is None:
-        return None
-    text = text.strip()
-    return text or None
+@dataclass(frozen=True)
+class Files:
+    """One host's files as the parsers read them: each file's text, stripped, by
+    its absolute path (a missing or unreadable file is absent), and where the
+    ``/sys/dev/block`` links of the paths under test lead (another host's only:
+    here the links are followed where they are, ``storage.block_device_for``)."""
+
+    texts: Mapping[str, str]
+    links: Mapping[str, tuple[str, bool]] = field(default_factory=dict)  # -> (dir, partition?)
 
 
-def read_int(path: Path) -> int | None:
-    text = read_line(path)
-    try:
-        return int(text) if text is not None else None
-    except ValueError:
-        return None
+def read_files(root: Path, patterns: Sequence[str]) -> Files:
+    """The files ``patterns`` (absolute globs) name under ``root``, in one pass."""
+    texts: dict[str, str] = {}
+    for pattern in patterns:
+        for found in glob.glob(os.path.join(glob.escape(str(root)), pattern.lstrip("/"))):
+            text = read_text(Path(found))
+            if text is not None:
+                texts["/" + os.path.relpath(found, root)] = text.strip()
+    return Files(texts)
 
 
 def normalize_space(text: str) -> str:

@@ -8,40 +8,45 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pgrig.environment.sources import (
-    ROOT,
-    bracketed,
-    read_int,
-    read_line,
-    read_text,
-    sys_path,
-)
+from pgrig.environment.sources import ROOT, Files, bracketed, read_text, sys_path
 from pgrig.results import Disk, Filesystem
 
-
-def read_disk(path: Path) -> Disk | None:
-    """One /sys/block entry; None when it has no media (size 0), e.g. unused loop or zram."""
-    sectors = read_int(path / "size")
-    if not sectors:
-        return None
-    scheduler_text = read_text(path / "queue" / "scheduler")
-    return Disk(
-        name=path.name,
-        # /sys/block/*/size counts 512-byte sectors whatever the device's block size.
-        size_bytes=sectors * 512,
-        rotational=read_line(path / "queue" / "rotational") == "1",
-        scheduler=bracketed(scheduler_text) if scheduler_text else None,
-        model=read_line(path / "device" / "model"),
-    )
+MOUNTINFO = "/proc/self/mountinfo"
+# What the parsers below read.
+FILES: tuple[str, ...] = (
+    MOUNTINFO,
+    "/sys/block/*/size",
+    "/sys/block/*/queue/scheduler",
+    "/sys/block/*/queue/rotational",
+    "/sys/block/*/device/model",
+)
+_DISK_SIZE = re.compile(r"/sys/block/([^/]+)/size")
 
 
-def read_disks(root: Path = ROOT) -> tuple[Disk, ...]:
-    """Every block device with media; loop devices with a backing file are kept."""
-    try:
-        entries = sorted(sys_path(root, "sys/block").iterdir())
-    except OSError:
-        return ()
-    return tuple(disk for entry in entries if (disk := read_disk(entry)) is not None)
+def parse_disks(files: Files) -> tuple[Disk, ...]:
+    """Every block device with media (size 0: none, e.g. an unused loop or zram);
+    loop devices with a backing file are kept."""
+    disks = []
+    for name in sorted(m[1] for path in files.texts if (m := _DISK_SIZE.fullmatch(path))):
+        block = f"/sys/block/{name}/"
+        try:
+            sectors = int(files.texts[block + "size"])
+        except ValueError:
+            continue
+        if not sectors:
+            continue
+        scheduler = files.texts.get(block + "queue/scheduler")
+        disks.append(
+            Disk(
+                name=name,
+                # /sys/block/*/size counts 512-byte sectors whatever the device's block size.
+                size_bytes=sectors * 512,
+                rotational=files.texts.get(block + "queue/rotational") == "1",
+                scheduler=bracketed(scheduler) if scheduler else None,
+                model=files.texts.get(block + "device/model") or None,
+            )
+        )
+    return tuple(disks)
 
 
 def _unescape_mount(text: str) -> str:
@@ -131,10 +136,13 @@ def block_device_for(root: Path, major_minor: str, source: str | None = None) ->
             device = link.resolve(strict=True)
         except OSError:
             continue
-        if (device / "partition").exists():
-            return device.parent.name
-        return device.name
+        return _disk_name(str(device), (device / "partition").exists())
     return None
+
+
+def _disk_name(device: str, partition: bool) -> str:
+    # A partition's sysfs directory sits in its disk's.
+    return Path(device).parent.name if partition else Path(device).name
 
 
 def _existing_ancestor(path: Path) -> Path:
@@ -172,26 +180,40 @@ def stat_path(path: Path) -> PathStat:
     )
 
 
-def describe_filesystem(
-    path: Path, *, root: Path = ROOT, stat: PathStat | None = None
-) -> Filesystem | None:
-    """The filesystem holding ``path``; None when the mount table cannot be read.
-    ``stat``: the path as another host sees it (``root`` then holds that host's
-    /proc and /sys); None: stat it here."""
-    st = stat or stat_path(path)
-    text = read_text(sys_path(root, "proc/self/mountinfo"))
-    if text is None:
-        return None
-    mount = find_mount(parse_mountinfo(text), st.existing, dev=st.dev)
+def describe_filesystem(path: Path, *, root: Path = ROOT) -> Filesystem | None:
+    """The filesystem holding ``path`` on this machine; None when the mount table
+    cannot be read."""
+    st = stat_path(path)
+    mount = _mount_of(read_text(sys_path(root, MOUNTINFO)), st)
     if mount is None:
         return None
+    block_device = block_device_for(root, mount.major_minor, mount.source)
+    return _filesystem(str(path), st, mount, block_device)
+
+
+def parse_filesystem(files: Files, path: str, st: PathStat) -> Filesystem | None:
+    """The filesystem holding ``path`` on the host ``files`` and ``st`` were read on."""
+    mount = _mount_of(files.texts.get(MOUNTINFO), st)
+    if mount is None:
+        return None
+    link = files.links.get(f"/sys/dev/block/{mount.major_minor}")
+    return _filesystem(path, st, mount, _disk_name(*link) if link else None)
+
+
+def _mount_of(mountinfo: str | None, st: PathStat) -> Mount | None:
+    if mountinfo is None:
+        return None
+    return find_mount(parse_mountinfo(mountinfo), st.existing, dev=st.dev)
+
+
+def _filesystem(path: str, st: PathStat, mount: Mount, block_device: str | None) -> Filesystem:
     return Filesystem(
-        path=str(path),
+        path=path,
         device=mount.source,
         mountpoint=mount.mountpoint,
         fstype=mount.fstype,
         options=mount.options,
         size_bytes=st.size_bytes,
         free_bytes=st.free_bytes,
-        block_device=block_device_for(root, mount.major_minor, mount.source),
+        block_device=block_device,
     )

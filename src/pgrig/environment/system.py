@@ -6,16 +6,8 @@ from __future__ import annotations
 import re
 import resource
 from collections.abc import Sequence
-from pathlib import Path
 
-from pgrig.environment.sources import (
-    ROOT,
-    bracketed,
-    normalize_space,
-    read_line,
-    read_text,
-    sys_path,
-)
+from pgrig.environment.sources import Files, bracketed, normalize_space
 
 # The kernel parameters seed 000 sets in /etc/sysctl.conf, in its order, plus the
 # writeback and hugepage knobs it discusses. Ones this kernel lacks are skipped
@@ -77,11 +69,32 @@ LIMITS: dict[str, int] = {
     "memlock": resource.RLIMIT_MEMLOCK,
 }
 
+_CLOCKSOURCE = "/sys/devices/system/clocksource/clocksource0/"
+_OS_RELEASE = ("/etc/os-release", "/usr/lib/os-release")
+_THP = "/sys/kernel/mm/transparent_hugepage/enabled"
 
-def read_os_release(root: Path = ROOT) -> str | None:
+
+def _sysctl_path(name: str) -> str:
+    return "/proc/sys/" + name.replace(".", "/")
+
+
+# What the parsers below read.
+FILES: tuple[str, ...] = (
+    "/proc/meminfo",
+    "/proc/sys/kernel/osrelease",
+    "/proc/sys/kernel/version",
+    *_OS_RELEASE,
+    _CLOCKSOURCE + "current_clocksource",
+    _CLOCKSOURCE + "available_clocksource",
+    _THP,
+    *map(_sysctl_path, SYSCTLS),
+)
+
+
+def parse_os_release(files: Files) -> str | None:
     """PRETTY_NAME from os-release, e.g. ``"Debian GNU/Linux 12 (bookworm)"``."""
-    for name in ("etc/os-release", "usr/lib/os-release"):
-        text = read_text(sys_path(root, name))
+    for name in _OS_RELEASE:
+        text = files.texts.get(name)
         if text is None:
             continue
         for line in text.splitlines():
@@ -91,29 +104,29 @@ def read_os_release(root: Path = ROOT) -> str | None:
     return None
 
 
-def read_kernel(root: Path = ROOT) -> str | None:
+def parse_kernel(files: Files) -> str | None:
     """Release and build, as ``uname -r`` and ``uname -v`` print them."""
-    release = read_line(sys_path(root, "proc/sys/kernel/osrelease"))
-    version = read_line(sys_path(root, "proc/sys/kernel/version"))
-    if release is None:
+    release = files.texts.get("/proc/sys/kernel/osrelease")
+    version = files.texts.get("/proc/sys/kernel/version")
+    if not release:
         return None
     return f"{release} {version}" if version else release
 
 
-def read_memory_bytes(root: Path = ROOT) -> int | None:
+def parse_memory_bytes(files: Files) -> int | None:
     """MemTotal from /proc/meminfo, in bytes."""
-    text = read_text(sys_path(root, "proc/meminfo"))
+    text = files.texts.get("/proc/meminfo")
     if text is None:
         return None
     match = re.search(r"^MemTotal:\s+(\d+)\s*kB", text, re.MULTILINE)
     return int(match.group(1)) * 1024 if match else None
 
 
-def read_sysctls(root: Path = ROOT, names: Sequence[str] = SYSCTLS) -> dict[str, str]:
+def parse_sysctls(files: Files, names: Sequence[str] = SYSCTLS) -> dict[str, str]:
     """``{"kernel.sem": "32000 1024000000 500 32000", ...}``; missing knobs are skipped."""
     values = {}
     for name in names:
-        text = read_text(sys_path(root, "proc/sys/" + name.replace(".", "/")))
+        text = files.texts.get(_sysctl_path(name))
         if text is not None:
             values[name] = normalize_space(text)
     return values
@@ -135,14 +148,13 @@ def read_limits() -> dict[str, str]:
     return limits
 
 
-def read_transparent_hugepages(root: Path = ROOT) -> str | None:
-    text = read_text(sys_path(root, "sys/kernel/mm/transparent_hugepage/enabled"))
+def parse_transparent_hugepages(files: Files) -> str | None:
+    text = files.texts.get(_THP)
     return bracketed(text) if text else None
 
 
-def read_clocksource(root: Path = ROOT) -> tuple[str | None, str | None]:
+def parse_clocksource(files: Files) -> tuple[str | None, str | None]:
     """(current, available), e.g. ``("tsc", "tsc kvm-clock")``: seed 000 compares the two."""
-    base = sys_path(root, "sys/devices/system/clocksource/clocksource0")
-    current = read_line(base / "current_clocksource")
-    available = read_text(base / "available_clocksource")
+    current = files.texts.get(_CLOCKSOURCE + "current_clocksource") or None
+    available = files.texts.get(_CLOCKSOURCE + "available_clocksource")
     return current, (normalize_space(available) or None) if available else None
