@@ -2,7 +2,9 @@
 
 The monitor sits below the steps it watches: it names only these fields, which
 ``Context`` fills as it is (a Protocol, read-only), and never the step, its
-cluster or its actions.
+cluster or its actions. Beside them, what the sampler asks of the server's host
+(``HostSampling``, its strategies in ``pgrig.monitor.sampling``) and the records
+it gets back (``Counters``, ``HostSample``).
 """
 
 from __future__ import annotations
