@@ -165,6 +165,8 @@ def test_watch_without_a_server_samples_the_host_and_says_what_is_missing() -> N
     assert all(s.pg is None and s.cpu.server is None for s in mon.samples)
     assert all(0 <= s.cpu.busy <= 100 for s in mon.samples)
     assert any("no server connection" in n for n in mon.notes)
+    # Said once: no server at all is not also "a server elsewhere".
+    assert not any("does not run on this machine" in n for n in mon.notes)
     # No pgbench ran: no sample is inside a run, so there is nothing to judge.
     assert mon.verdict.cause == "unknown"
 

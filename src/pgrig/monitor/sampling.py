@@ -111,7 +111,7 @@ class ProcessesHere(ProcSampling):
 
     def first(self, started_at: float, interval: float) -> Counters:
         self.meter.started_at = started_at
-        if self.ctx.server_pid is None:
+        if self.ctx.conn is not None and self.ctx.server_pid is None:  # no server: said so
             self.notes.append(
                 "the server does not run on this machine (or its PID is unknown): "
                 "its CPU share is not sampled"
