@@ -165,6 +165,8 @@ def test_watch_without_a_server_samples_the_host_and_says_what_is_missing() -> N
     assert all(s.pg is None and s.cpu.server is None for s in mon.samples)
     assert all(0 <= s.cpu.busy <= 100 for s in mon.samples)
     assert any("no server connection" in n for n in mon.notes)
+    # Said once: no server at all is not also "a server elsewhere".
+    assert not any("does not run on this machine" in n for n in mon.notes)
     # No pgbench ran: no sample is inside a run, so there is nothing to judge.
     assert mon.verdict.cause == "unknown"
 
@@ -198,6 +200,34 @@ def test_one_sampler_reads_a_host_by_the_strategy_its_context_chose() -> None:
     assert whole.samples and all(s.cpu.pgrig is None for s in whole.samples)
     assert any(s.cpu.pgrig is not None for s in here.samples)
     assert any("are the server's host" in n for n in whole.notes)
+
+
+def test_a_host_read_as_a_whole_builds_nothing_of_this_machine(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What only this machine's strategy needs (its process meter, the
+    interference ledger in it) is that strategy's own: a watch of a host read
+    as a whole never starts them (a tripwire in their place, not a mock of
+    something that cannot run here), and still samples that host's CPUs."""
+    from pgrig import monitor
+    from pgrig.clients import OneHost
+    from pgrig.monitor import interference
+    from pgrig.monitor.sampling import WholeHost
+    from pgrig.pgsource import binaries
+    from pgrig.step import Context
+
+    def tripwire(*_: object) -> None:
+        raise AssertionError("this machine's process meter built for another host")
+
+    monkeypatch.setattr(interference.Ledger, "start", classmethod(tripwire))
+    bins = binaries.PgBinaries(Path("/usr/lib/postgresql/15/bin"), "15", 15)
+    ctx = Context(clients=OneHost(bins.client_bin_dir), bins=bins, sampling=WholeHost,
+                  target=Path("/var/tmp"), scratch=Path("/var/tmp"))  # fmt: skip
+    with monitor.Watch(ctx, interval=0.2) as watch:
+        threading.Event().wait(0.5)
+    whole = watch.result(None)
+    assert whole.samples and all(0 <= s.cpu.busy <= 100 for s in whole.samples)
+    assert whole.others is None and whole.ncpu == os.cpu_count()
 
 
 def test_watch_refuses_a_silly_interval() -> None:

@@ -130,7 +130,7 @@ class Pulse:
     minimal``, shutting down) is no hang: it is opened again at the next beat."""
 
     def __init__(self, conn: Conn, interval: float = PULSE_INTERVAL_S) -> None:
-        self._info = conn.with_params(application_name=PULSE_APPLICATION_NAME)
+        self._server = conn
         self._beat = Heartbeat(conn.describe)
         self._interval = interval
         self._stop = threading.Event()
@@ -183,7 +183,9 @@ class Pulse:
         try:
             with self._beat.asking():
                 if self._conn is None or self._conn.closed:
-                    self._conn = self._info.connect()
+                    # Named in pg_stat_activity, apart from the step's own sessions.
+                    info = self._server.with_params(application_name=PULSE_APPLICATION_NAME)
+                    self._conn = info.connect()
                 self._conn.execute("SELECT 1")
         except (PgrigError, psycopg.Error):
             conn, self._conn = self._conn, None  # refused or broken: asked again next beat

@@ -20,13 +20,11 @@ from typing import TYPE_CHECKING
 import psycopg
 
 from pgrig.errors import PgrigError, UsageError
-from pgrig.monitor import interference, procfs, verdict
+from pgrig.monitor import interference, verdict
 from pgrig.monitor.checkpoints import find_checkpoints
 from pgrig.monitor.heartbeat import Heartbeat, LastCloses, ServerHostLost
-from pgrig.monitor.meter import ProcCpu, ProcessMeter
 from pgrig.monitor.model import (
     CpuSample,
-    DeviceSample,
     IdleBaseline,
     IoSample,
     Limits,
@@ -38,13 +36,12 @@ from pgrig.monitor.noise import noise
 from pgrig.monitor.pgstats import PgSampler
 from pgrig.monitor.spool import Spool, View
 from pgrig.monitor.totals import run_totals
-from pgrig.monitor.watched import HostSampling, Watched
+from pgrig.monitor.watched import Counters, HostSampling, Watched
 
 if TYPE_CHECKING:
     from pgrig.results import PgbenchRun
 
 APPLICATION_NAME = "pgrig-monitor"
-MIB = 1024 * 1024
 
 
 @dataclass
@@ -61,18 +58,6 @@ class _Raw:
     pg: PgSample | None
     clients_alive: int
     io: IoSample | None = None
-
-
-@dataclass(frozen=True)
-class _Proc:
-    """The host's /proc counters read at one moment (``at``: monotonic seconds):
-    a sample is the rates between two of them."""
-
-    at: float
-    stat: procfs.Stat
-    disks: dict[str, procfs.DiskCounters]
-    memory: dict[str, int]
-    net: dict[str, tuple[int, int]]
 
 
 class Watch:
@@ -92,7 +77,6 @@ class Watch:
         self.ctx = ctx
         self.interval = interval
         self.limits = limits
-        self.devices = devices
         self.notes: list[str] = []
         # On disk, not in memory: a long run's samples must not grow pgrig (spool.py).
         self._raw: Spool[_Raw] = Spool()
@@ -103,19 +87,17 @@ class Watch:
         self._started_at = 0.0
         self.baseline = baseline
         self.thresholds = thresholds or interference.DEFAULT
-        self._meter = ProcessMeter(lambda: self.ctx.server_pid)
         self._beat = Heartbeat(lambda: self.ctx.conn.describe() if self.ctx.conn else "?")
         self._closer = LastCloses()  # this exit and the sampler thread's end
-        self._host: HostSampling = ctx.sampling(ctx, self._meter, self.notes)
+        # What only one kind of host needs (this machine's process meter) is its
+        # strategy's: the sampler knows neither.
+        self._host: HostSampling = ctx.sampling(ctx, self.notes)
+        self.devices: tuple[str, ...] = self._host.devices() if devices is None else devices
 
     def __enter__(self) -> Watch:
-        self._started_at = self._meter.started_at = time.time()
-        if self.devices is None:
-            self.devices = self._host.devices(self.notes)
+        self._started_at = time.time()
         self._open_server()
-        self._prev = self._read()
-        self._host.prime(self.interval)
-        self._meter.primed = True
+        self._prev: Counters = self._host.first(self._started_at, self.interval)
         self._thread = threading.Thread(target=self._loop, name="pgrig-monitor", daemon=True)
         self._thread.start()
         return self
@@ -162,8 +144,6 @@ class Watch:
         except (PgrigError, psycopg.Error) as exc:
             self.notes.append(f"server statistics not sampled: {str(exc).strip()}")
             self._pg = None
-        if (unseen := self._host.unseen()) is not None:
-            self.notes.append(unseen)
 
     # -- sampling ----------------------------------------------------------
 
@@ -185,46 +165,27 @@ class Watch:
             if deadline < now:  # the machine stalled us: skip, do not burst
                 deadline = now + self.interval
 
-    def _read(self) -> _Proc:
-        """The host's counters now (as its ``HostSampling`` reads them)."""
-        stat, disks, memory, net = (
-            self._host.read(f"/proc/{name}") for name in ("stat", "diskstats", "meminfo", "net/dev")
-        )
-        return _Proc(
-            at=time.monotonic(),
-            stat=procfs.parse_stat(stat),
-            disks=procfs.parse_diskstats(disks),
-            memory=procfs.parse_meminfo(memory),
-            net=procfs.parse_net_dev(net),
-        )
-
     def _sample(self) -> None:
         """One second of the server's host: its CPUs, as its processes used them
-        where they are known, disks, memory and network; and the server's
-        statistics."""
-        prev, cur = self._prev, self._read()
+        where they are known, disks, memory and network (its strategy's); and the
+        server's statistics."""
+        prev, cur = self._prev, self._host.read()
         wall = time.time()
         seconds = max(cur.at - prev.at, 1e-3)
         if not cur.stat.ncpu:  # not read this second: the next sample spans both
             return
-        base = procfs.cpu_rates(prev.stat, cur.stat, seconds)
-        cpu, pc = self._host.attribute(base, cur.stat, seconds)
-        devices = tuple(
-            procfs.disk_rates(name, prev.disks[name], cur.disks[name], seconds)
-            for name in self.devices or ()
-            if name in cur.disks and name in prev.disks
-        )
+        host = self._host.sample(prev, cur, seconds, self.devices)
         self._raw.append(
             _Raw(
                 wall=wall,
                 interval_s=seconds,
-                cpu=cpu,
-                devices=devices,
-                memory=procfs.memory_sample(cur.memory),
-                net=procfs.net_rates(prev.net, cur.net, seconds),
+                cpu=host.cpu,
+                devices=host.devices,
+                memory=host.memory,
+                net=host.net,
                 pg=self._sample_server(seconds),
-                clients_alive=pc.alive,
-                io=_io_sample(pc, devices, seconds, server=self._host.sees_server),
+                clients_alive=host.clients_alive,
+                io=host.io,
             )
         )
         self._prev = cur
@@ -287,9 +248,7 @@ class Watch:
         version = self._pg.version_num if self._pg else None
         checkpoints = find_checkpoints(samples, counted_at_end=(version or 0) >= 170000)
         ncpu = self._prev.stat.ncpu
-        others, disturbed = interference.assess(
-            samples, self._meter.ledger.top(ncpu), self.thresholds
-        )
+        others, disturbed = interference.assess(samples, self._host.others(ncpu), self.thresholds)
         if (held := self.ctx.load_imbalance) is not None:
             disturbed = interference.also(disturbed, held, self.thresholds)
         points = tuple(getattr(run, "progress", ()) or ())
@@ -298,7 +257,7 @@ class Watch:
             ncpu=self._prev.stat.ncpu,
             started_at=self._started_at,
             client_started_at=self._client_origin(run),
-            devices=self.devices or (),
+            devices=self.devices,
             samples=(),
             verdict=verdict.decide(
                 samples, checkpoints, self.limits, run, others, self.ctx.load_finding
@@ -317,35 +276,12 @@ class Watch:
     def _client_origin(self, run: PgbenchRun | None) -> float | None:
         """pgbench's time 0 on the wall clock (epoch seconds); None: unknown."""
         started = self.ctx.client_started
-        t0 = self._meter.client_start if started is None else started
+        t0 = self._host.client_start if started is None else started
         connecting_ms = getattr(run, "initial_connection_ms", None)
         if t0 is not None and connecting_ms:
             # pgbench's -P clock starts once its clients are connected.
             t0 += connecting_ms / 1000.0
         return t0
-
-
-def _io_sample(
-    pc: ProcCpu, devices: tuple[DeviceSample, ...], seconds: float, *, server: bool
-) -> IoSample:
-    """One second's bytes: the device's, and the server's, pgbench's and pgrig's own."""
-
-    def mib(group: str, i: int) -> float | None:
-        value = pc.io.get(group)
-        return None if value is None else value[i] / MIB / seconds
-
-    device = devices[0] if devices else None
-    return IoSample(
-        device=device.name if device else None,
-        device_read_mib_s=device.read_mib_s if device else 0.0,
-        device_write_mib_s=device.write_mib_s if device else 0.0,
-        server_read_mib_s=mib("server", 0) if server else None,
-        server_write_mib_s=mib("server", 1) if server else None,
-        client_read_mib_s=mib("client", 0) or 0.0,
-        client_write_mib_s=mib("client", 1) or 0.0,
-        pgrig_read_mib_s=mib("pgrig", 0) or 0.0,
-        pgrig_write_mib_s=mib("pgrig", 1) or 0.0,
-    ).capped()
 
 
 def _check_interval(interval: float) -> None:

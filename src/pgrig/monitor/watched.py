@@ -2,11 +2,14 @@
 
 The monitor sits below the steps it watches: it names only these fields, which
 ``Context`` fills as it is (a Protocol, read-only), and never the step, its
-cluster or its actions.
+cluster or its actions. Beside them, what the sampler asks of the server's host
+(``HostSampling``, its strategies in ``pgrig.monitor.sampling``) and the records
+it gets back (``Counters``, ``HostSample``).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -14,8 +17,7 @@ if TYPE_CHECKING:  # annotations only: nothing here runs
     from pgrig.conninfo import Conn
     from pgrig.hosts.executor import Executor
     from pgrig.monitor import procfs
-    from pgrig.monitor.meter import ProcCpu, ProcessMeter
-    from pgrig.monitor.model import CpuSample
+    from pgrig.monitor.model import CpuSample, DeviceSample, IoSample, MemorySample, OtherProcess
     from pgrig.monitor.verdict import Finding
 
 
@@ -66,36 +68,67 @@ class Watched(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class Counters:
+    """The host's /proc counters read at one moment (``at``: monotonic seconds):
+    a sample is the rates between two of them."""
+
+    at: float
+    stat: procfs.Stat
+    disks: dict[str, procfs.DiskCounters]
+    memory: dict[str, int]
+    net: dict[str, tuple[int, int]]
+
+
+@dataclass(frozen=True)
+class HostSample:
+    """One interval of the server's host, as its strategy read it."""
+
+    cpu: CpuSample
+    devices: tuple[DeviceSample, ...]
+    memory: MemorySample
+    net: tuple[float, float]  # MiB/s received, sent
+    io: IoSample
+    clients_alive: int  # pgbench processes alive at its end (known on this machine only)
+
+
 class HostSampling(Protocol):
     """How the one sampler (``Watch``) reads the server's host, one strategy per
     kind of host, chosen by the target kind where it chooses the host's executor
-    (``Context.sampling`` beside ``Context.host``): the sampler never asks which."""
+    (``Context.sampling`` beside ``Context.host``): the sampler never asks which,
+    and what only one kind of host needs (this machine's process meter and
+    interference ledger) is that strategy's own."""
 
-    def __init__(self, ctx: Watched, meter: ProcessMeter, notes: list[str]) -> None: ...
+    def __init__(self, ctx: Watched, notes: list[str]) -> None: ...
 
-    def read(self, path: str) -> str:
-        """A /proc file of the host; "" if it could not be read (said in a note)."""
-        ...
-
-    def prime(self, interval: float) -> None:
-        """The processes' counters at the start: the first sample's deltas."""
-        ...
-
-    @property
-    def sees_server(self) -> bool:
-        """Whether the server's processes' bytes are known."""
-        ...
-
-    def attribute(
-        self, base: CpuSample, stat: procfs.Stat, seconds: float
-    ) -> tuple[CpuSample, ProcCpu]:
-        """The host's CPU shares by process where they are known, and what the processes did."""
-        ...
-
-    def devices(self, notes: list[str]) -> tuple[str, ...]:
+    def devices(self) -> tuple[str, ...]:
         """The block devices behind the target (their I/O is sampled)."""
         ...
 
-    def unseen(self) -> str | None:
-        """What cannot be sampled, said once."""
+    def first(self, started_at: float, interval: float) -> Counters:
+        """The first look, at the watch's start (``started_at``, epoch seconds):
+        the host's counters and, where they are told apart, its processes' (the
+        first sample's deltas); what cannot be sampled said in a note."""
+        ...
+
+    def read(self) -> Counters:
+        """The host's counters now; a file that could not be read counts as
+        empty (said in a note)."""
+        ...
+
+    def sample(
+        self, prev: Counters, cur: Counters, seconds: float, devices: tuple[str, ...]
+    ) -> HostSample:
+        """The interval between two looks: the host's rates, and its CPU and
+        bytes by process where they are known."""
+        ...
+
+    def others(self, ncpu: int) -> tuple[OtherProcess, ...]:
+        """The other processes that ran while it watched, busiest first (none
+        where processes are not told apart)."""
+        ...
+
+    @property
+    def client_start(self) -> float | None:
+        """When the first pgbench it saw started (epoch seconds); None: none seen."""
         ...
