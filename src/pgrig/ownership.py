@@ -21,9 +21,11 @@ import json
 import os
 import re
 import socket
+import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextvars import ContextVar
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pgrig import files, proc
@@ -33,6 +35,7 @@ from pgrig.files import write_atomically
 _STUDY: ContextVar[str] = ContextVar("pgrig_study", default="")
 FILE_XATTR = "user.pgrig"  # on a file pgrig made in a target (probes' test files)
 _RUN_OF = re.compile(r"-\d{8}-\d{6}")  # what a study id adds to its campaign's name
+FILES = "files"  # the state directory's registry of the files probes made
 
 
 def state_dir() -> Path:
@@ -53,6 +56,57 @@ def state_dir() -> Path:
             hint="set PGRIG_STATE_DIR (or XDG_STATE_HOME) to a directory you can write",
         ) from None
     return path
+
+
+@dataclass(frozen=True)
+class Leaves:
+    """What a target kind leaves between runs where a run's start looks: the
+    directories of its records in the state directory (``lossyfs``, ``workdirs``)
+    and the name prefixes of its scratch directories in the temporary directory
+    (``pgrig-sock-``)."""
+
+    records: tuple[str, ...] = ()
+    scratch: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Found:
+    """What was there, found in one pass (``find``): the entries of each record
+    directory that holds any, by its name, and the scratch directories."""
+
+    records: Mapping[str, tuple[Path, ...]] = field(default_factory=dict)
+    scratch: tuple[Path, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.records or self.scratch)
+
+    def of(self, leaves: Leaves) -> Found:
+        """What of it one kind leaves."""
+        return Found(
+            {name: self.records[name] for name in leaves.records if name in self.records},
+            tuple(p for p in self.scratch if p.name.startswith(leaves.scratch)),
+        )
+
+
+def find(leaves: Iterable[Leaves]) -> Found:
+    """The records and scratch directories that ``leaves`` name, in one listing
+    of the state directory (and of each record directory in it) and one of the
+    temporary directory: what a run's start may have to clean, and whose."""
+    wanted = list(leaves)
+    names = {name for w in wanted for name in w.records}
+    prefixes = tuple(prefix for w in wanted for prefix in w.scratch)
+    records: dict[str, tuple[Path, ...]] = {}
+    with contextlib.suppress(OSError), os.scandir(state_dir()) as entries:
+        for entry in entries:
+            if entry.name in names and entry.is_dir(follow_symlinks=False):
+                with contextlib.suppress(OSError), os.scandir(entry.path) as inside:
+                    if held := tuple(Path(e.path) for e in inside):
+                        records[entry.name] = held
+    scratch: list[Path] = []
+    if prefixes:
+        with contextlib.suppress(OSError), os.scandir(tempfile.gettempdir()) as entries:
+            scratch = [Path(e.path) for e in entries if e.name.startswith(prefixes)]
+    return Found(records, tuple(sorted(scratch)))
 
 
 # Directories reports were written to, noted once a process (remember_output_dir)
@@ -199,7 +253,7 @@ def create_exclusively(target: Path) -> None:
 
 def _file_entry(target: Path) -> Path:
     digest = hashlib.sha1(str(target.resolve()).encode()).hexdigest()[:16]
-    return state_dir() / "files" / digest
+    return state_dir() / FILES / digest
 
 
 def remove_file(target: Path) -> None:
@@ -213,7 +267,7 @@ def clean_orphan_files() -> list[str]:
     """Remove the registered files whose pgrig is gone - only when the path is
     still the very file it created (its extended attribute holds the token)."""
     removed: list[str] = []
-    registry = state_dir() / "files"
+    registry = state_dir() / FILES
     if not registry.is_dir():
         return removed
     for entry in registry.iterdir():
