@@ -296,6 +296,17 @@ def test_a_run_start_with_nothing_left_asks_no_kind_to_clean(
     (tmp_path / "state" / lossy_registry.RECORDS).mkdir(parents=True)  # emptied by a clean
     assert lifecycle.clean_orphans("seed001", []) == []
     assert asked == []
+    # what a pgrig that still runs holds (this one) is not left either: a mount
+    # record, a work directory and its socket directory in /tmp
+    me = {"owner_pid": os.getpid(), "host": socket.gethostname(), "created_at": time.time()}
+    lossy_registry.write_record(
+        MountRecord(fsname="f", mountpoint="/m", backing="/b", run_dir="/r", **me)  # type: ignore[arg-type]
+    )
+    work = tmp_path / "work"
+    workdir.create(work, study="seed001")
+    workdir.make_socket_dir(None, work)
+    assert lifecycle.clean_orphans(None, []) == []
+    assert asked == []
 
 
 def test_what_is_left_goes_to_the_kind_that_leaves_it(

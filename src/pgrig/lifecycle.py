@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator, Sequence
+from operator import attrgetter
 from typing import Any
 
 from pgrig import ownership, registry
@@ -80,7 +81,7 @@ def clean_orphans(study: str | None, others: list[str]) -> list[str]:
     their ``clean_rank`` order; other studies' orphans described in ``others``.
     What each kind ``leaves`` is found in one pass for all, and handed to it: a
     kind with nothing there (and nothing ``left_beyond``) is not asked."""
-    kinds = sorted(registry.target_kinds().values(), key=lambda k: k.clean_rank)
+    kinds = sorted(registry.target_kinds().values(), key=attrgetter("clean_rank"))
     found = ownership.find(kind.leaves for kind in kinds)
     lines: list[str] = []
     for kind in kinds:

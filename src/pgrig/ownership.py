@@ -36,6 +36,10 @@ _STUDY: ContextVar[str] = ContextVar("pgrig_study", default="")
 FILE_XATTR = "user.pgrig"  # on a file pgrig made in a target (probes' test files)
 _RUN_OF = re.compile(r"-\d{8}-\d{6}")  # what a study id adds to its campaign's name
 FILES = "files"  # the state directory's registry of the files probes made
+# Who made a directory: its owner record (``pgrig.hosts.owner``), and in a scratch
+# directory in /tmp "pid host" of the pgrig that made it (``workdir.write_owner``)
+OWNER_FILE = ".pgrig-owner.json"
+MAKER_FILE = ".pgrig-owner"
 
 
 def state_dir() -> Path:
@@ -100,13 +104,46 @@ def find(leaves: Iterable[Leaves]) -> Found:
         for entry in entries:
             if entry.name in names and entry.is_dir(follow_symlinks=False):
                 with contextlib.suppress(OSError), os.scandir(entry.path) as inside:
-                    if held := tuple(Path(e.path) for e in inside):
+                    if held := tuple(p for e in inside if not _live(p := Path(e.path))):
                         records[entry.name] = held
     scratch: list[Path] = []
     if prefixes:
         with contextlib.suppress(OSError), os.scandir(tempfile.gettempdir()) as entries:
-            scratch = [Path(e.path) for e in entries if e.name.startswith(prefixes)]
+            scratch = [
+                p for e in entries if e.name.startswith(prefixes) and not _live(p := Path(e.path))
+            ]
     return Found(records, tuple(sorted(scratch)))
+
+
+def _live(path: Path) -> bool:
+    """Does a pgrig that still runs (or another host's: ``owner_alive``) own this
+    record or scratch directory, as the owner it names says? Only a first sieve,
+    so that a live pgrig's records do not make a kind look: what it cannot tell
+    (a torn record, an older pgrig's, a work directory gone) goes to the kind,
+    which judges. A work directory's registry entry names the directory, whose
+    owner record says."""
+    try:
+        text = path.read_text() if path.is_file() else ""
+        if text and not text.startswith("{"):
+            path = Path(text.partition("\n")[0].strip())
+        if path.is_dir():
+            made = path / OWNER_FILE
+            text = made.read_text() if made.is_file() else (path / MAKER_FILE).read_text()
+    except OSError:
+        return False
+    try:
+        data = json.loads(text)
+    except ValueError:
+        maker, _, there = text.strip().partition(" ")  # a scratch directory's maker
+        data = {"pid": int(maker), "controller": there} if maker.isdigit() else {}
+    if not isinstance(data, dict):
+        return False
+    # the records' fields (lossy mount, lab, kernel, files) or a directory's owner record
+    pid, host = data.get("owner_pid", data.get("pid")), data.get("host", data.get("controller"))
+    start = data.get("owner_start", data.get("start"))
+    if not isinstance(pid, int) or not isinstance(host, str):
+        return False
+    return owner_alive(pid, host, start if isinstance(start, int) else None)
 
 
 # Directories reports were written to, noted once a process (remember_output_dir)

@@ -40,7 +40,7 @@ from pgrig.hosts.local import HERE
 MARKER = owner.MARKER
 # In a scratch directory pgrig makes in /tmp (a socket directory, a lossy mount's
 # run directory): "pid host" of the pgrig that made it.
-SOCKET_OWNER = ".pgrig-owner"
+SOCKET_OWNER = ownership.MAKER_FILE
 RECORDS = "workdirs"  # the work directories' registry in the state directory
 SOCKET_PREFIX = "pgrig-sock-"  # a socket directory's name in /tmp
 
