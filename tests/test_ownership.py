@@ -15,9 +15,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
 from tests.conftest import make_disk_dir
 
-from pgrig import lossyfs, ownership, proc
+from pgrig import lifecycle, lossyfs, ownership, proc, registry
 from pgrig.cluster import workdir
 from pgrig.hosts import owner
 from pgrig.hosts.executor import TMP
@@ -263,3 +264,80 @@ def test_a_local_clean_cut_short_after_its_claim_is_finished() -> None:
         assert work.resolve() not in workdir.orphans(), "forgotten once removed"
     finally:
         subprocess.run(["rm", "-rf", "--", str(disk)], check=False)
+
+
+def _asked(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[tuple[str, ownership.Found]]:
+    """Every registered kind's ``clean`` counted (what it was handed), in a state
+    directory and a temporary directory of the test's own: the shared /tmp holds
+    what other runs on this machine leave."""
+    monkeypatch.setenv("PGRIG_STATE_DIR", str(tmp_path / "state"))
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    asked: list[tuple[str, ownership.Found]] = []
+    for kind in registry.target_kinds().values():
+
+        def clean(
+            study: str | None, others: list[str], found: ownership.Found, name: str = kind.name
+        ) -> list[str]:  # noqa: E501
+            asked.append((name, found))
+            return []
+
+        monkeypatch.setattr(kind, "clean", clean)
+    return asked
+
+
+def test_a_run_start_with_nothing_left_asks_no_kind_to_clean(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Issue 43: every kind was asked at every run's start, each looking in its
+    own registry whether or not anything was left; found in one pass now, a kind
+    with nothing there is not asked (nor one whose record directory is empty)."""
+    asked = _asked(monkeypatch, tmp_path)
+    (tmp_path / "state" / lossy_registry.RECORDS).mkdir(parents=True)  # emptied by a clean
+    assert lifecycle.clean_orphans("seed001", []) == []
+    assert asked == []
+    # what a pgrig that still runs holds (this one) is not left either: a mount
+    # record, a work directory and its socket directory in /tmp
+    me = {"owner_pid": os.getpid(), "host": socket.gethostname(), "created_at": time.time()}
+    lossy_registry.write_record(
+        MountRecord(fsname="f", mountpoint="/m", backing="/b", run_dir="/r", **me)  # type: ignore[arg-type]
+    )
+    work = tmp_path / "work"
+    workdir.create(work, study="seed001")
+    workdir.make_socket_dir(None, work)
+    assert lifecycle.clean_orphans(None, []) == []
+    assert asked == []
+
+
+def test_what_is_left_goes_to_the_kind_that_leaves_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    asked = _asked(monkeypatch, tmp_path)
+    mounts = tmp_path / "state" / lossy_registry.RECORDS
+    mounts.mkdir(parents=True)
+    (mounts / "f.json").write_text("{}")
+    sock = tmp_path / "tmp" / f"{workdir.SOCKET_PREFIX}x"
+    sock.mkdir()
+    lifecycle.clean_orphans(None, [])
+    assert asked == [
+        ("lossy", ownership.Found({lossy_registry.RECORDS: (mounts / "f.json",)})),
+        ("directory", ownership.Found(scratch=(sock,))),
+    ]
+
+
+def test_a_left_mount_record_is_cleaned_through_the_one_pass(tmp_path: Path) -> None:
+    """The user's line for a real leftover is what it was: a dead pgrig's lossy
+    mount record (nothing mounted) undone at the next run's start."""
+    dead = _dead_pid()
+    record = MountRecord(
+        fsname="pgrig-lossyfs-gone", mountpoint=str(tmp_path / "mnt"), backing=str(tmp_path),
+        run_dir=str(tmp_path / "run"), owner_pid=dead, host=socket.gethostname(),
+        created_at=time.time(), study="seed001",
+    )  # fmt: skip
+    lossy_registry.write_record(record)
+    lines = lifecycle.clean_orphans("seed001", [])
+    assert (
+        f"unmounted the lossy filesystem on {tmp_path / 'mnt'} (left by a killed pgrig run)"
+        in lines
+    )
+    assert not (lossy_registry.registry_dir() / "pgrig-lossyfs-gone.json").exists()

@@ -13,9 +13,10 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator, Sequence
+from operator import attrgetter
 from typing import Any
 
-from pgrig import registry
+from pgrig import ownership, registry
 from pgrig.errors import MemoryShortfall, UsageError
 from pgrig.registry import AnyKind
 from pgrig.registry.target import THIS_MACHINE, Demands, Target, TargetSpec
@@ -77,10 +78,15 @@ def check_concurrent(targets: Sequence[Target], source: str) -> None:
 
 def clean_orphans(study: str | None, others: list[str]) -> list[str]:
     """What killed pgrig runs of ``study`` (None: of any) left, kind by kind in
-    their ``clean_rank`` order; other studies' orphans described in ``others``."""
+    their ``clean_rank`` order; other studies' orphans described in ``others``.
+    What each kind ``leaves`` is found in one pass for all, and handed to it: a
+    kind with nothing there (and nothing ``left_beyond``) is not asked."""
+    kinds = sorted(registry.target_kinds().values(), key=attrgetter("clean_rank"))
+    found = ownership.find(kind.leaves for kind in kinds)
     lines: list[str] = []
-    for kind in sorted(registry.target_kinds().values(), key=lambda k: k.clean_rank):
-        lines += kind.clean(study, others)
+    for kind in kinds:
+        if (mine := found.of(kind.leaves)) or kind.left_beyond():
+            lines += kind.clean(study, others, mine)
     return lines
 
 

@@ -21,9 +21,11 @@ import json
 import os
 import re
 import socket
+import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextvars import ContextVar
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pgrig import files, proc
@@ -33,6 +35,11 @@ from pgrig.files import write_atomically
 _STUDY: ContextVar[str] = ContextVar("pgrig_study", default="")
 FILE_XATTR = "user.pgrig"  # on a file pgrig made in a target (probes' test files)
 _RUN_OF = re.compile(r"-\d{8}-\d{6}")  # what a study id adds to its campaign's name
+FILES = "files"  # the state directory's registry of the files probes made
+# Who made a directory: its owner record (``pgrig.hosts.owner``), and in a scratch
+# directory in /tmp "pid host" of the pgrig that made it (``workdir.write_owner``)
+OWNER_FILE = ".pgrig-owner.json"
+MAKER_FILE = ".pgrig-owner"
 
 
 def state_dir() -> Path:
@@ -53,6 +60,90 @@ def state_dir() -> Path:
             hint="set PGRIG_STATE_DIR (or XDG_STATE_HOME) to a directory you can write",
         ) from None
     return path
+
+
+@dataclass(frozen=True)
+class Leaves:
+    """What a target kind leaves between runs where a run's start looks: the
+    directories of its records in the state directory (``lossyfs``, ``workdirs``)
+    and the name prefixes of its scratch directories in the temporary directory
+    (``pgrig-sock-``)."""
+
+    records: tuple[str, ...] = ()
+    scratch: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Found:
+    """What was there, found in one pass (``find``): the entries of each record
+    directory that holds any, by its name, and the scratch directories."""
+
+    records: Mapping[str, tuple[Path, ...]] = field(default_factory=dict)
+    scratch: tuple[Path, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.records or self.scratch)
+
+    def of(self, leaves: Leaves) -> Found:
+        """What of it one kind leaves."""
+        return Found(
+            {name: self.records[name] for name in leaves.records if name in self.records},
+            tuple(p for p in self.scratch if p.name.startswith(leaves.scratch)),
+        )
+
+
+def find(leaves: Iterable[Leaves]) -> Found:
+    """The records and scratch directories that ``leaves`` name, in one listing
+    of the state directory (and of each record directory in it) and one of the
+    temporary directory: what a run's start may have to clean, and whose."""
+    wanted = list(leaves)
+    names = {name for w in wanted for name in w.records}
+    prefixes = tuple(prefix for w in wanted for prefix in w.scratch)
+    records: dict[str, tuple[Path, ...]] = {}
+    with contextlib.suppress(OSError), os.scandir(state_dir()) as entries:
+        for entry in entries:
+            if entry.name in names and entry.is_dir(follow_symlinks=False):
+                with contextlib.suppress(OSError), os.scandir(entry.path) as inside:
+                    if held := tuple(p for e in inside if not _live(p := Path(e.path))):
+                        records[entry.name] = held
+    scratch: list[Path] = []
+    if prefixes:
+        with contextlib.suppress(OSError), os.scandir(tempfile.gettempdir()) as entries:
+            scratch = [
+                p for e in entries if e.name.startswith(prefixes) and not _live(p := Path(e.path))
+            ]
+    return Found(records, tuple(sorted(scratch)))
+
+
+def _live(path: Path) -> bool:
+    """Does a pgrig that still runs (or another host's: ``owner_alive``) own this
+    record or scratch directory, as the owner it names says? Only a first sieve,
+    so that a live pgrig's records do not make a kind look: what it cannot tell
+    (a torn record, an older pgrig's, a work directory gone) goes to the kind,
+    which judges. A work directory's registry entry names the directory, whose
+    owner record says."""
+    try:
+        text = path.read_text() if path.is_file() else ""
+        if text and not text.startswith("{"):
+            path = Path(text.partition("\n")[0].strip())
+        if path.is_dir():
+            made = path / OWNER_FILE
+            text = made.read_text() if made.is_file() else (path / MAKER_FILE).read_text()
+    except OSError:
+        return False
+    try:
+        data = json.loads(text)
+    except ValueError:
+        maker, _, there = text.strip().partition(" ")  # a scratch directory's maker
+        data = {"pid": int(maker), "controller": there} if maker.isdigit() else {}
+    if not isinstance(data, dict):
+        return False
+    # the records' fields (lossy mount, lab, kernel, files) or a directory's owner record
+    pid, host = data.get("owner_pid", data.get("pid")), data.get("host", data.get("controller"))
+    start = data.get("owner_start", data.get("start"))
+    if not isinstance(pid, int) or not isinstance(host, str):
+        return False
+    return owner_alive(pid, host, start if isinstance(start, int) else None)
 
 
 # Directories reports were written to, noted once a process (remember_output_dir)
@@ -199,7 +290,7 @@ def create_exclusively(target: Path) -> None:
 
 def _file_entry(target: Path) -> Path:
     digest = hashlib.sha1(str(target.resolve()).encode()).hexdigest()[:16]
-    return state_dir() / "files" / digest
+    return state_dir() / FILES / digest
 
 
 def remove_file(target: Path) -> None:
@@ -213,7 +304,7 @@ def clean_orphan_files() -> list[str]:
     """Remove the registered files whose pgrig is gone - only when the path is
     still the very file it created (its extended attribute holds the token)."""
     removed: list[str] = []
-    registry = state_dir() / "files"
+    registry = state_dir() / FILES
     if not registry.is_dir():
         return removed
     for entry in registry.iterdir():

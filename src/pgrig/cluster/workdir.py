@@ -40,7 +40,9 @@ from pgrig.hosts.local import HERE
 MARKER = owner.MARKER
 # In a scratch directory pgrig makes in /tmp (a socket directory, a lossy mount's
 # run directory): "pid host" of the pgrig that made it.
-SOCKET_OWNER = ".pgrig-owner"
+SOCKET_OWNER = ownership.MAKER_FILE
+RECORDS = "workdirs"  # the work directories' registry in the state directory
+SOCKET_PREFIX = "pgrig-sock-"  # a socket directory's name in /tmp
 
 
 def record(workdir: Path) -> owner.Owner | None:
@@ -50,7 +52,7 @@ def record(workdir: Path) -> owner.Owner | None:
 
 def _registry_entry(workdir: Path) -> Path:
     digest = hashlib.sha1(str(workdir.resolve()).encode()).hexdigest()[:16]
-    return ownership.state_dir() / "workdirs" / digest
+    return ownership.state_dir() / RECORDS / digest
 
 
 def check_target(target: Path, *, what: str = "target directory", option: str = "--target") -> Path:
@@ -206,7 +208,7 @@ def make_socket_dir(user: proc.OsUser | None, workdir: Path) -> Path:
     It lives under /tmp rather than in the work directory because a unix socket
     path must fit in 107 bytes and the target directory may be deep.
     """
-    path = Path(tempfile.mkdtemp(prefix="pgrig-sock-"))
+    path = Path(tempfile.mkdtemp(prefix=SOCKET_PREFIX))
     write_atomically(path / MARKER, str(workdir))
     # The pgrig process that made it: while it lives the directory is in use even if
     # the work directory cannot be seen (e.g. on an unmounted lossy mount). A file of
@@ -276,7 +278,7 @@ def _found(workdir: Path) -> Path | None:
 def orphans() -> list[Path]:
     """Work directories registered by pgrig runs whose owner process is gone."""
     found: list[Path] = []
-    registry = ownership.state_dir() / "workdirs"
+    registry = ownership.state_dir() / RECORDS
     if not registry.is_dir():
         return found
     for entry in registry.iterdir():
@@ -312,7 +314,7 @@ def stale_socket_dirs() -> list[Path]:
     """Socket directories pgrig made whose work directory is gone (e.g. deleted by
     hand after a kill -9): marked as ours, so safe to remove."""
     stale = []
-    for path in Path(tempfile.gettempdir()).glob("pgrig-sock-*"):
+    for path in Path(tempfile.gettempdir()).glob(f"{SOCKET_PREFIX}*"):
         try:
             made_for = Path((path / MARKER).read_text().strip())
         except OSError:

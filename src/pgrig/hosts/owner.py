@@ -20,9 +20,14 @@ from functools import partial
 from pgrig import proc
 from pgrig.errors import PgrigError
 from pgrig.hosts.executor import TMP, Executor
-from pgrig.ownership import current_study, owner_alive, process_start_time, removable
+from pgrig.ownership import (
+    OWNER_FILE,
+    current_study,
+    owner_alive,
+    process_start_time,
+    removable,
+)
 
-OWNER_FILE = ".pgrig-owner.json"
 # In a directory pgrig made elsewhere for one of its own (``made_beside``): the
 # path of the directory it was made for. Removed with that one only while it
 # holds this file (the name older pgrig versions gave it too). Also the name of

@@ -19,12 +19,14 @@ from pgrig.lossyfs.mount import (
     sync_tree,
 )
 from pgrig.lossyfs.powerloss import MODES, Mode, PowerLossReport
-from pgrig.lossyfs.registry import clean_orphans, clean_run_dirs, is_mounted
+from pgrig.lossyfs.registry import RECORDS, RUN_PREFIX, clean_orphans, clean_run_dirs, is_mounted
 from pgrig.lossyfs.volume import METADATA_MODELS, MetadataModel
 
 __all__ = [
     "METADATA_MODELS",
     "MODES",
+    "RECORDS",
+    "RUN_PREFIX",
     "LossyFsError",
     "LossyFsUnavailable",
     "LossyMount",

@@ -32,6 +32,7 @@ FSTYPE = "fuse.lossyfs"
 NATIVE_FSTYPE = "fuse.pgrig-latencyfs"
 NATIVE_BINARY = b"pgrig-latencyfs"
 RUN_PREFIX = "pgrig-lossyfs-"
+RECORDS = "lossyfs"  # the mount records' directory in the state directory
 RUN_MARKER = ".pgrig-lossyfs"
 
 
@@ -56,7 +57,7 @@ class MountRecord:
 
 
 def registry_dir() -> Path:
-    return state_dir() / "lossyfs"
+    return state_dir() / RECORDS
 
 
 def write_record(record: MountRecord) -> None:

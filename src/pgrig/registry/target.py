@@ -37,6 +37,7 @@ from pgrig import calibration, environment
 from pgrig.clients import OneHost
 from pgrig.environment import remote as remote_environment
 from pgrig.errors import ClusterError
+from pgrig.ownership import Found, Leaves
 from pgrig.step import Action, Context, Prepare, Step
 from pgrig.storage.target import LabSpec
 
@@ -322,6 +323,10 @@ class TargetKind(ABC, Generic[OptionsT, StateT]):
     # ``pgrig clean`` and a run's start clean kind by kind, lowest first: what keeps
     # others busy goes first (a mount before the work directories inside it)
     clean_rank: ClassVar[int] = 50
+    # What it leaves between runs, which a run's start finds for it in one look at
+    # the state and temporary directories (``lifecycle.clean_orphans``): its
+    # ``clean`` is asked only when some of it is there (or ``left_beyond``)
+    leaves: ClassVar[Leaves] = Leaves()
 
     def parse(self, table: Table) -> OptionsT | None:
         """Its own keys of a ``[[target]]`` table (``TargetSpec.options``), read
@@ -408,11 +413,17 @@ class TargetKind(ABC, Generic[OptionsT, StateT]):
         ``name``; it is removed after, or kept stopped when ``keep()`` says so
         (--keep, or a crash left it down: the evidence)."""
 
-    def clean(self, study: str | None, others: list[str]) -> list[str]:
+    def clean(self, study: str | None, others: list[str], found: Found) -> list[str]:
         """Remove what killed pgrig runs of ``study`` left (None: of any study;
         pgrig.ownership); one line per thing removed. Other studies' orphans are
-        described in ``others`` and left alone."""
+        described in ``others`` and left alone. ``found``: what of its ``leaves``
+        is there (records of live pgrig processes too: judging them is its own)."""
         return []
+
+    def left_beyond(self) -> bool:
+        """May it have left something where ``leaves`` does not look (the hosts it
+        reached in this process)? Then ``clean`` is asked whatever was found."""
+        return False
 
     def describe(self, t: Target) -> dict[str, Any]:
         """What the study's params record about the target beyond its spec (the

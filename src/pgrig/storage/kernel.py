@@ -64,8 +64,11 @@ def _write(name: str, value: str) -> None:
     path.write_text(value)
 
 
+RECORDS = "kernel"  # the saved settings' directory in the state directory
+
+
 def registry_dir() -> Path:
-    return state_dir() / "kernel"
+    return state_dir() / RECORDS
 
 
 @dataclass(frozen=True)

@@ -29,10 +29,11 @@ from pgrig.ownership import state_dir
 
 # The marker file inside every directory the lab creates: it holds the record id.
 MARKER = ".pgrig-storage"
+RECORDS = "storage"  # the records' directory in the state directory
 
 
 def registry_dir() -> Path:
-    return state_dir() / "storage"
+    return state_dir() / RECORDS
 
 
 @dataclass(frozen=True)

@@ -21,9 +21,10 @@ from pgrig.cluster import profiles, workdir
 from pgrig.cluster.server import server_os_user
 from pgrig.errors import BinaryNotFound, DiskSpaceError, UsageError
 from pgrig.lossyfs.mount import LossyFsUnavailable
+from pgrig.ownership import Found, Leaves
 from pgrig.registry.target import Checked, Demands, Target, as_written, build_action
 from pgrig.step import Action, Call, Context, Skip, Step, StepKey
-from pgrig.storage import LabSpec, cgroups, cpuset, latency, loopfs, nativefs
+from pgrig.storage import LabSpec, cgroups, cpuset, kernel, latency, loopfs, nativefs, state
 from pgrig.storage.emulator import EmulationAtEnd
 from pgrig.storage.errors import CgroupError, StorageError
 from pgrig.storage.model import LabInfo
@@ -60,6 +61,7 @@ class LabKind(Throwaway[LabSpec | None]):
     )
     actions = {"target.build": build_action, "lab.remeasure": remeasure_action}
     clean_rank = 30  # after the work directories: their servers kept the mounts busy
+    leaves = Leaves(records=(state.RECORDS, kernel.RECORDS))
 
     def claims(self, spec: TargetSpec, power_loss: str | None) -> bool:
         return spec.lab is not None
@@ -174,7 +176,7 @@ class LabKind(Throwaway[LabSpec | None]):
         if built.filesystem is not None and keep():
             ui.info(f"{t.name}: {loopfs.kept_message(built.filesystem)}")
 
-    def clean(self, study: str | None, others: list[str]) -> list[str]:
+    def clean(self, study: str | None, others: list[str], found: Found) -> list[str]:
         lines = storage.clean(study, others)
         return [f"storage lab, left by a killed pgrig run: {line}" for line in lines]
 

@@ -17,6 +17,7 @@ from pgrig.cluster import profiles, workdir
 from pgrig.cluster.server import Cluster
 from pgrig.errors import UsageError
 from pgrig.lossyfs.target import open_lossy
+from pgrig.ownership import Found, Leaves
 from pgrig.registry.target import Checked, Demands, Target
 from pgrig.targets.lab import LabKind
 from pgrig.ui import Ui
@@ -30,6 +31,7 @@ class LossyKind(LabKind):
     order = 20
     summary = "a throwaway cluster on the lossy FUSE filesystem (power-loss durability checks)"
     clean_rank = 10  # first: removing a work directory must never reach through a live mount
+    leaves = Leaves(records=(lossyfs.RECORDS,), scratch=(lossyfs.RUN_PREFIX,))
 
     def claims(self, spec: TargetSpec, power_loss: str | None) -> bool:
         return power_loss is not None and spec.dsn is None
@@ -67,14 +69,17 @@ class LossyKind(LabKind):
         lossyfs.require(f"workload {workload}")
         return checked
 
-    def clean(self, study: str | None, others: list[str]) -> list[str]:
+    def clean(self, study: str | None, others: list[str], found: Found) -> list[str]:
+        # a run directory without a record is what the second looks for: either
+        # alone finds nothing without what it looks at
+        mounts = lossyfs.clean_orphans(study=study, left=others) if found.records else []
         return [
             f"unmounted the lossy filesystem on {mount} (left by a killed pgrig run)"
-            for mount in lossyfs.clean_orphans(study=study, left=others)
+            for mount in mounts
         ] + [
             f"removed the lossy filesystem's run directory {path} (its pgrig gone, "
             "nothing mounted, no process using it)"
-            for path in lossyfs.clean_run_dirs()
+            for path in (lossyfs.clean_run_dirs() if found.scratch else ())
         ]
 
     def _root(self, t: Target, name: str, study: str, ui: Ui, scope: contextlib.ExitStack) -> Path:

@@ -46,6 +46,7 @@ from pgrig.hosts.executor import TMP, Executor, reconnect_s
 from pgrig.hosts.inventory import Host
 from pgrig.hosts.local import LocalExecutor
 from pgrig.monitor.sampling import WholeHost
+from pgrig.ownership import Found, Leaves
 from pgrig.pgsource import binaries
 from pgrig.registry.shared import LOAD_HOSTS
 from pgrig.registry.target import (
@@ -302,6 +303,7 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
     claim_key = "host"
     kinds = (LOAD_HOSTS,)
     clean_rank = 40
+    leaves = Leaves(scratch=(owner.HOSTLOGS,))
     directory_must_exist = False  # only where the load hosts' logs are copied: made here
 
     def __init__(self) -> None:
@@ -559,10 +561,10 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
             return root
         return _hostlogs(stack)
 
-    def clean(self, study: str | None, others: list[str]) -> list[str]:
+    def clean(self, study: str | None, others: list[str], found: Found) -> list[str]:
         """What dead pgrig runs left on the hosts this process checked (their
         owner records, ``pgrig.hosts.owner``); never a live pgrig's."""
-        lines = _clean_hostlogs(study, others)
+        lines = _clean_hostlogs(study, others) if found.scratch else []
         for host in self._seen.values():
             try:
                 (ex,) = self._pool.get([host])  # reached by the check: not again
@@ -574,6 +576,9 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
             except PgrigError as exc:  # the run's own use of the host will say more
                 lines.append(f"{host.name}: not cleaned: {exc}")
         return lines
+
+    def left_beyond(self) -> bool:
+        return bool(self._seen)  # a host's /tmp: seen by listing it only
 
     def describe(self, t: Target) -> dict[str, Any]:
         hosts = self.state(t)

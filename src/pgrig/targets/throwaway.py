@@ -17,7 +17,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pgrig import files, proc
+from pgrig import files, ownership, proc
 from pgrig.cluster import aio, compat, fsyncgate, profiles, startable, workdir
 from pgrig.cluster.server import (
     Cluster,
@@ -28,6 +28,7 @@ from pgrig.cluster.server import (
 from pgrig.errors import BinaryNotFound, PgrigError, UsageError, WorkdirError
 from pgrig.hosts.executor import C_LOCALE, Executor
 from pgrig.hosts.local import HERE
+from pgrig.ownership import Found, Leaves
 from pgrig.pgsource import binaries, catalog
 from pgrig.registry.target import (
     OWN_CONNECTIONS,
@@ -172,6 +173,7 @@ class Throwaway(TargetKind[None, StateT]):
     """A cluster pgrig creates in the target's directory and removes after."""
 
     clean_rank = 20  # work directories: after the mounts inside them, before the lab's
+    leaves = Leaves(records=(workdir.RECORDS, ownership.FILES), scratch=(workdir.SOCKET_PREFIX,))
 
     def machine(self, spec: TargetSpec) -> profiles.Machine | None:
         """What ``{ram}`` and ``{cpus}`` of a profile mean; None: this machine."""
@@ -233,7 +235,7 @@ class Throwaway(TargetKind[None, StateT]):
         connections_fit(spec, profile, demands)
         return Checked(bins, profile, directory, owned=True, adapted=tuple(adapted.notes()))
 
-    def clean(self, study: str | None, others: list[str]) -> list[str]:
+    def clean(self, study: str | None, others: list[str], found: Found) -> list[str]:
         said: dict[str, str] = {}  # why a pgrig that lived on left one (a read-only target)
         removed = workdir.clean_orphans(study=study, left=others, said=said)
         return [
