@@ -13,7 +13,7 @@ its options: ``pgrig.commands.quick``.)
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -75,15 +75,12 @@ class TargetPlan:
 
 @dataclass(frozen=True)
 class Plan:
-    """A campaign's plan, made once: each target's part and the workloads'
-    phases, in the runner's order."""
+    """A campaign's plan, made once: each target's part (by name, in the
+    campaign's order) and the workloads' phases, in the runner's order."""
 
     campaign: Campaign
-    targets: Sequence[TargetPlan]
+    targets: Mapping[str, TargetPlan]
     phases: Sequence[Phase]
-
-    def of(self, target: str) -> TargetPlan:
-        return next(p for p in self.targets if p.view.name == target)
 
     def size(self) -> tuple[float, int]:
         """The plan's seconds and steps, without making every step: both grow
@@ -109,14 +106,14 @@ class Plan:
     def steps(self) -> Iterator[tuple[TargetView, Step]]:
         """Every step, in the order the runner executes them."""
         camp = self.campaign
-        views = [p.view for p in self.targets]
-        yield from ((p.view, p.build) for p in self.targets if p.build is not None)
+        views = [p.view for p in self.targets.values()]
+        yield from ((p.view, p.build) for p in self.targets.values() if p.build is not None)
         if camp.probes is not None:
             # Probe by probe, target after target (as the runner does): the same
             # probe runs close in time on every target.
             per_target = [
                 (p.view, probe.steps(camp.probes, p.view.name, p.probes))
-                for p in self.targets
+                for p in self.targets.values()
                 if p.probes is not None
             ]
             for i in range(max((len(s) for _, s in per_target), default=0)):
@@ -131,7 +128,7 @@ class Plan:
                         step = replace(step, estimate_s=step.reused_s)
                     there[view.name] = step.leaves
                 yield view, step
-        yield from ((p.view, p.end) for p in self.targets if p.end is not None)
+        yield from ((p.view, p.end) for p in self.targets.values() if p.end is not None)
 
 
 def make(
@@ -141,7 +138,7 @@ def make(
     the others (``pgrig plan``'s uninstalled, or none checked) from their specs;
     ``made``: the campaign's phases, when the caller made them already."""
     by_name = {t.name: t for t in checked}
-    targets = []
+    targets = {}
     for spec in campaign.targets:
         if (t := by_name.get(spec.name)) is not None:
             kind, view = t.kind, PlannedTarget.checked(t)
@@ -149,7 +146,7 @@ def make(
             kind = registry.target_kind(spec)
             view = PlannedTarget.of(spec, kind)
         build, end = kind.build_step(spec), kind.end_step(spec)
-        targets.append(TargetPlan(view, build, kind.probes_at(spec), end))
+        targets[spec.name] = TargetPlan(view, build, kind.probes_at(spec), end)
     return Plan(campaign, targets, phases(campaign) if made is None else made)
 
 

@@ -277,7 +277,7 @@ class CampaignRunner:
         """Each target's step at the end of the study (its emulated disks measured
         again), once its server is gone and before its storage is removed."""
         for t in self.targets:
-            if (step := planned.of(t.name).end) is not None:
+            if (step := planned.targets[t.name].end) is not None:
                 t.ctx = replace(t.ctx, conn=None)  # its server is gone: none to revive or pulse
                 rec.execute(step, t)
 
@@ -315,7 +315,7 @@ class CampaignRunner:
         the rest of the study."""
         kept = []
         for t in self.targets:
-            step = planned.of(t.name).build
+            step = planned.targets[t.name].build
             if step is None:
                 self._build(stack, t)  # nothing recorded: a kind's setup without a build (a host's)
                 kept.append(t)
