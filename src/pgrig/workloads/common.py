@@ -71,8 +71,8 @@ def relation_sizes(when: str) -> Action:
     def action(ctx: Context, line: ProgressLine) -> tuple[RelationSizes, str]:
         with conn(ctx).connect() as db:
             limit_by_size(db, SIZES_TIMEOUT_S)
-            rows = db.execute(load_sql("relation_sizes")).fetchall()
             size = database_bytes(db)
+            rows = db.execute(load_sql("relation_sizes")).fetchall()
         result = RelationSizes(
             when=when,
             relations=tuple(
