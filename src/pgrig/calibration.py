@@ -49,6 +49,7 @@ KEEP = 8  # measurements kept per kind: the latest, one per size
 # them temporary directories.
 MAX_KINDS = 64
 PSI_CPU = Path("/proc/pressure/cpu")
+Points = dict[str, list[dict[str, float]]]  # the file: each kind's measurements
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,7 @@ def _path() -> Path:
     return state_dir() / FILE
 
 
-def _read() -> dict[str, list[dict[str, float]]]:
+def _read() -> Points:
     try:
         data = json.loads(_path().read_text())
     except (OSError, ValueError):
@@ -116,9 +117,10 @@ def record(kind: str, size: float, seconds: float, busy_then: Busy | None = None
     _record([kind], size, seconds, busy_then)
 
 
-def line(kind: str) -> tuple[float, float] | None:
-    """(fixed seconds, seconds per unit) fitted to what ``kind`` measured, or None."""
-    stored = _read().get(kind, [])
+def line(kind: str, data: Points | None = None) -> tuple[float, float] | None:
+    """(fixed seconds, seconds per unit) fitted to what ``kind`` measured, or None
+    (``data``: the file, when the caller read it already)."""
+    stored = (_read() if data is None else data).get(kind, [])
     if stored and (seen := _SEEN.get()) is not None:
         seen[kind] = stored
     points = [(p["size"], p["seconds"]) for p in stored]
@@ -166,17 +168,22 @@ def _record(kinds: list[str], size: float, seconds: float, busy_then: Busy | Non
 
 
 def estimate_on(kind: str, storage: str, size: float, default: Callable[[float], float]) -> float:
-    """``estimate`` from what this storage measured, else the machine, else ``default``."""
+    """``estimate`` from what this storage measured, else the machine, else
+    ``default`` (the file read once for both)."""
+    data = _read()
 
     def general(s: float) -> float:
-        return estimate(kind, s, default)
+        return estimate(kind, s, default, data)
 
-    return estimate(f"{kind}@{storage}", size, general) if storage else general(size)
+    return estimate(f"{kind}@{storage}", size, general, data) if storage else general(size)
 
 
-def estimate(kind: str, size: float, default: Callable[[float], float]) -> float:
-    """Seconds a load of ``size`` should take here; ``default(size)`` until one was measured."""
-    fitted = line(kind)
+def estimate(
+    kind: str, size: float, default: Callable[[float], float], data: Points | None = None
+) -> float:
+    """Seconds a load of ``size`` should take here; ``default(size)`` until one was
+    measured (``data``: the file, when the caller read it already)."""
+    fitted = line(kind, data)
     if fitted is None:
         return default(size)
     fixed, per_unit = fitted

@@ -20,7 +20,6 @@ from pgrig import ownership, registry
 from pgrig.errors import MemoryShortfall, UsageError
 from pgrig.registry import AnyKind
 from pgrig.registry.target import THIS_MACHINE, Demands, Target, TargetSpec
-from pgrig.step import Step
 from pgrig.storage import kernel
 from pgrig.ui import Ui
 from pgrig.units import parse_size
@@ -88,16 +87,6 @@ def clean_orphans(study: str | None, others: list[str]) -> list[str]:
         if (mine := found.of(kind.leaves)) or kind.left_beyond():
             lines += kind.clean(study, others, mine)
     return lines
-
-
-def build_step(t: Target) -> Step | None:
-    """The recorded step that builds the target's storage; None: nothing to build."""
-    return t.kind.build_step(t.spec)
-
-
-def end_step(t: Target) -> Step | None:
-    """The recorded step at the end of the target's study; None: nothing then."""
-    return t.kind.end_step(t.spec)
 
 
 @contextlib.contextmanager

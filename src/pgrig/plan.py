@@ -1,5 +1,8 @@
 """What a campaign will do and what it needs, decided before anything runs.
 
+A ``Plan`` is made once (``make``): the campaign's targets as its workloads see
+them and its workloads' phases, as data. Validation sizes it (``Plan.steps``,
+``disk_needs``) and the runner runs its phases (``validate.Checked.plan``).
 ``steps`` walks the same phases the runner executes (``Workload.phases``,
 ``RunPolicy.order``), so ``expand`` lists exactly the steps the runner runs -
 repeats counted at their minimum - with a time estimate; ``disk_needs`` says
@@ -10,8 +13,10 @@ its options: ``pgrig.commands.quick``.)
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pgrig import calibration, probe, registry
 from pgrig.campaign import Campaign
@@ -19,8 +24,11 @@ from pgrig.files import check_space as check_space  # where the steps' checks fi
 from pgrig.policy import RunPolicy
 from pgrig.registry import AnyKind
 from pgrig.registry.target import TargetSpec
-from pgrig.registry.workload import Phase, TargetView
+from pgrig.registry.workload import Phase, TargetView, Workload
 from pgrig.step import Step
+
+if TYPE_CHECKING:
+    from pgrig.registry.target import Target
 
 
 @dataclass(frozen=True)
@@ -35,13 +43,123 @@ class PlannedTarget:
 
     @classmethod
     def of(cls, spec: TargetSpec, kind: AnyKind) -> PlannedTarget:
+        """A target not checked (``pgrig plan``): its kind says it from the spec."""
         return cls(
             spec.name,
-            {"tablespace": spec.tablespace, "index_tablespace": spec.index_tablespace},
+            _tablespaces(spec),
             owned=kind.creates_server,
             storage=kind.where(spec)[0],
             load_hosts=kind.load_hosts(spec),
         )
+
+    @classmethod
+    def checked(cls, t: Target) -> PlannedTarget:
+        """A checked target, as its check settled it (its load hosts resolved once)."""
+        return cls(t.name, _tablespaces(t.spec), t.owned, t.storage, t.load_hosts)
+
+
+def _tablespaces(spec: TargetSpec) -> dict[str, str | None]:
+    return {"tablespace": spec.tablespace, "index_tablespace": spec.index_tablespace}
+
+
+@dataclass(frozen=True)
+class TargetPlan:
+    """One target's part of a plan: the target as the workloads see it, and what
+    its kind adds around them (asked once: the runner runs these steps)."""
+
+    view: PlannedTarget
+    build: Step | None  # its storage built (``TargetKind.build_step``)
+    probes: Path | None  # where its storage probes run (``TargetKind.probes_at``)
+    end: Step | None  # after the servers stopped (``TargetKind.end_step``)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A campaign's plan, made once: each target's part (by name, in the
+    campaign's order) and the workloads' phases, in the runner's order."""
+
+    campaign: Campaign
+    targets: Mapping[str, TargetPlan]
+    phases: Sequence[Phase]
+
+    def size(self) -> tuple[float, int]:
+        """The plan's seconds and steps, without making every step: both grow
+        linearly with ``repeat``, so two repetitions tell the rest (--repeat 1000000
+        is refused in a moment, not after a million steps were made)."""
+        repeat = self.campaign.policy.repeat
+        if repeat <= 2:
+            return self._measured()
+        (s1, n1), (s2, n2) = self.with_repeat(1)._measured(), self.with_repeat(2)._measured()
+        return s1 + (repeat - 1) * (s2 - s1), n1 + (repeat - 1) * (n2 - n1)
+
+    def _measured(self) -> tuple[float, int]:
+        steps = [step for _, step in self.steps()]
+        return sum(step.estimate_s for step in steps), len(steps)
+
+    def with_repeat(self, repeat: int) -> Plan:
+        """The same plan at another ``repeat`` (a workload's phases may depend on it)."""
+        if repeat == self.campaign.policy.repeat:
+            return self
+        camp = replace(self.campaign, policy=replace(self.campaign.policy, repeat=repeat))
+        return replace(self, campaign=camp, phases=phases(camp))
+
+    def steps(self) -> Iterator[tuple[TargetView, Step]]:
+        """Every step, in the order the runner executes them."""
+        camp = self.campaign
+        views = [p.view for p in self.targets.values()]
+        yield from ((p.view, p.build) for p in self.targets.values() if p.build is not None)
+        if camp.probes is not None:
+            # Probe by probe, target after target (as the runner does): the same
+            # probe runs close in time on every target.
+            per_target = [
+                (p.view, probe.steps(camp.probes, p.view.name, p.probes))
+                for p in self.targets.values()
+                if p.probes is not None
+            ]
+            for i in range(max((len(s) for _, s in per_target), default=0)):
+                for t, probe_steps in per_target:
+                    if i < len(probe_steps):
+                        yield t, probe_steps[i]
+        there: dict[str, str] = {}  # target -> the data its last data step left
+        for phase in self.phases:
+            for view, step in phase_steps(phase, views, camp.policy):
+                if step.leaves:
+                    if step.reused_s is not None and there.get(view.name) == step.leaves:
+                        step = replace(step, estimate_s=step.reused_s)
+                    there[view.name] = step.leaves
+                yield view, step
+        yield from ((p.view, p.end) for p in self.targets.values() if p.end is not None)
+
+
+def make(
+    campaign: Campaign, checked: Sequence[Target] = (), made: Sequence[Phase] | None = None
+) -> Plan:
+    """The campaign's plan: its ``checked`` targets as their check settled them,
+    the others (``pgrig plan``'s uninstalled, or none checked) from their specs;
+    ``made``: the campaign's phases, when the caller made them already."""
+    by_name = {t.name: t for t in checked}
+    targets = {}
+    for spec in campaign.targets:
+        if (t := by_name.get(spec.name)) is not None:
+            kind, view = t.kind, PlannedTarget.checked(t)
+        else:
+            kind = registry.target_kind(spec)
+            view = PlannedTarget.of(spec, kind)
+        build, end = kind.build_step(spec), kind.end_step(spec)
+        targets[spec.name] = TargetPlan(view, build, kind.probes_at(spec), end)
+    return Plan(campaign, targets, phases(campaign) if made is None else made)
+
+
+def phases(campaign: Campaign, workloads: Sequence[Workload] | None = None) -> list[Phase]:
+    """The workloads' phases, in the campaign's order (``workloads``: the
+    campaign's, when the caller resolved them already)."""
+    if workloads is None:
+        workloads = [registry.of(w) for w in campaign.workloads]
+    return [
+        phase
+        for spec, workload in zip(campaign.workloads, workloads, strict=True)
+        for phase in workload.phases(spec, campaign.policy)
+    ]
 
 
 @dataclass(frozen=True)
@@ -66,11 +184,6 @@ class Expansion:
     @property
     def total_s(self) -> float:
         return self.seconds + self.overhead_s
-
-
-def phases(campaign: Campaign) -> Iterator[Phase]:
-    for spec in campaign.workloads:
-        yield from registry.of(spec).phases(spec, campaign.policy)
 
 
 def phase_steps(
@@ -98,41 +211,14 @@ def step_ids(campaign: Campaign) -> set[str]:
 
 
 def steps(campaign: Campaign) -> Iterator[tuple[TargetView, Step]]:
-    # Each target's kind resolved once: its view, its build step, its probes' place.
-    kinds = [(spec, registry.target_kind(spec)) for spec in campaign.targets]
-    targets = [PlannedTarget.of(spec, kind) for spec, kind in kinds]
-    for t, (spec, kind) in zip(targets, kinds, strict=True):
-        if (build := kind.build_step(spec)) is not None:
-            yield t, build
-    if campaign.probes is not None:
-        # Probe by probe, target after target (as the runner does): the same
-        # probe runs close in time on every target.
-        per_target = [
-            (t, probe.steps(campaign.probes, t.name, directory))
-            for t, (spec, kind) in zip(targets, kinds, strict=True)
-            if (directory := kind.probes_at(spec)) is not None
-        ]
-        for i in range(max((len(s) for _, s in per_target), default=0)):
-            for t, probe_steps in per_target:
-                if i < len(probe_steps):
-                    yield t, probe_steps[i]
-    there: dict[str, str] = {}  # target -> the data its last data step left
-    for phase in phases(campaign):
-        for view, step in phase_steps(phase, targets, campaign.policy):
-            if step.leaves:
-                if step.reused_s is not None and there.get(view.name) == step.leaves:
-                    step = replace(step, estimate_s=step.reused_s)
-                there[view.name] = step.leaves
-            yield view, step
-    for t, (spec, kind) in zip(targets, kinds, strict=True):
-        if (end := kind.end_step(spec)) is not None:
-            yield t, end
+    return make(campaign).steps()
 
 
-def disk_needs(campaign: Campaign) -> dict[str, int]:
-    """Bytes each target needs at its peak (the largest phase, or the probes)."""
+def disk_needs(campaign: Campaign, made: Sequence[Phase] | None = None) -> dict[str, int]:
+    """Bytes each target needs at its peak (the largest phase, or the probes);
+    ``made``: the campaign's phases, when the caller made them already."""
     probe_bytes = probe.disk_bytes(campaign.probes) if campaign.probes is not None else 0
-    peak = max((p.disk_bytes for p in phases(campaign)), default=0)
+    peak = max((p.disk_bytes for p in (phases(campaign) if made is None else made)), default=0)
     return {t.name: need for t in campaign.targets if (need := max(probe_bytes, peak))}
 
 
@@ -157,10 +243,11 @@ def overhead_s(campaign: Campaign) -> float:
 
 def expand(campaign: Campaign) -> Expansion:
     """Every step the campaign expands to, in the order the runner executes them."""
-    runs = [PlannedRun(t.name, step.id, step.label, step.estimate_s) for t, step in steps(campaign)]
+    plan = make(campaign)
+    runs = [PlannedRun(t.name, step.id, step.label, step.estimate_s) for t, step in plan.steps()]
     return Expansion(
         runs=runs,
-        disk=disk_needs(campaign),
+        disk=disk_needs(campaign, plan.phases),
         repeats=campaign.policy.describe_repeats(),
         overhead_s=overhead_s(campaign) if campaign.workloads else 0.0,
     )

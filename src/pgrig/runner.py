@@ -83,6 +83,7 @@ class CampaignRunner:
         self.label = label  # what the study is "on" (default: the targets)
         self.study: Study | None = None
         self.targets: list[Target] = []
+        self.plan: plan.Plan | None = None  # what ``preflight`` checked and sized
         self.recorder: Recorder | None = None
         self._planned = (0, 0.0)  # the plan's steps and seconds (``preflight``)
         self._estimated: dict[str, list[dict[str, float]]] = {}  # the estimates they read
@@ -111,6 +112,7 @@ class CampaignRunner:
         for note in checked.warnings:
             self.ui.warn(note)
         self.targets = checked.targets
+        self.plan = checked.plan
         for t in self.targets:  # looked up when used: a target's directory may appear late
             t.ctx = replace(t.ctx, peer=self._peer_directory)
 
@@ -204,10 +206,12 @@ class CampaignRunner:
             for t in self.targets:
                 if t.profile is not None:  # an existing server's are known once connected
                     self._say_settings(t, t.profile.settings, t.profile.name)
+        planned = self.plan
+        assert planned is not None  # made by ``preflight``: the plan it checked and sized
         status = "failed"
         try:
             with contextlib.ExitStack() as built:
-                self._storage(built, rec)
+                self._storage(built, rec, planned)
                 if not self.targets and self._refused:
                     refused = self._refused[0]
                     raise OptionRefused(
@@ -231,9 +235,9 @@ class CampaignRunner:
                 if self.campaign.workloads and self.targets:
                     with self._servers(rec):
                         schedule = Schedule(pol, rec, self.ui, self.campaign.baseline)
-                        for phase in plan.phases(self.campaign):
+                        for phase in planned.phases:
                             schedule.phase(phase, self.targets)
-                self._end(rec)
+                self._end(rec, planned)
             status = "finished"
         except (KeyboardInterrupt, StoreLocked):  # a lock is no fault of the study's
             status = "interrupted"
@@ -269,11 +273,11 @@ class CampaignRunner:
         rec.store.set_environment(rec.study.id, env)
         rec.study = replace(rec.study, environment=env)
 
-    def _end(self, rec: Recorder) -> None:
+    def _end(self, rec: Recorder, planned: plan.Plan) -> None:
         """Each target's step at the end of the study (its emulated disks measured
         again), once its server is gone and before its storage is removed."""
         for t in self.targets:
-            if (step := lifecycle.end_step(t)) is not None:
+            if (step := planned.targets[t.name].end) is not None:
                 t.ctx = replace(t.ctx, conn=None)  # its server is gone: none to revive or pulse
                 rec.execute(step, t)
 
@@ -305,13 +309,13 @@ class CampaignRunner:
 
     # -- storage, probes and servers ----------------------------------------
 
-    def _storage(self, stack: contextlib.ExitStack, rec: Recorder) -> None:
+    def _storage(self, stack: contextlib.ExitStack, rec: Recorder, planned: plan.Plan) -> None:
         """Build the storage of every target whose kind builds it (a recorded
         step each); a target whose storage cannot be built here is left out of
         the rest of the study."""
         kept = []
         for t in self.targets:
-            step = lifecycle.build_step(t)
+            step = planned.targets[t.name].build
             if step is None:
                 self._build(stack, t)  # nothing recorded: a kind's setup without a build (a host's)
                 kept.append(t)

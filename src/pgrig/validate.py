@@ -63,10 +63,12 @@ WARN_LONGER_S = 24 * 3600
 @dataclass(frozen=True)
 class Checked:
     """What the pass found: the targets, ready to run, and what to tell the user;
-    the plan's steps and their seconds, as it measured them (``_size``)."""
+    the plan the runner runs, its steps and their seconds, as the pass measured
+    them (``plan.Plan.size``)."""
 
     targets: list[Target]
     warnings: list[str]
+    plan: plan.Plan
     steps: int = 0
     seconds: float = 0.0
 
@@ -92,7 +94,8 @@ def campaign(
         if kinds[spec.name].creates_server:
             check_pg_environment("initdb and the server pgrig creates read it")
             check_initdb(camp, spec)
-    needs = plan.disk_needs(camp)
+    phases = plan.phases(camp, workloads)
+    needs = plan.disk_needs(camp, phases)
     destructive = next((w.needs.destructive for w in workloads if w.needs.destructive), None)
     runs: list[Target] = []
     peak, peak_of = _peak(camp, workloads)
@@ -133,7 +136,8 @@ def campaign(
     shared_space(runs, needs, camp.source)
     if camp.policy.concurrent:
         lifecycle.check_concurrent(runs, camp.source)
-    seconds, steps = _size(camp)
+    planned = plan.make(camp, runs, phases)
+    seconds, steps = planned.size()
     warnings += _duration(camp, seconds)  # after the disk: a scale too large is first of all that
     if results is not None and store is not None:
         results_space(results, store, steps)
@@ -142,7 +146,7 @@ def campaign(
         warnings.append(warning)
     for run in runs:
         reachable(run, camp.source)
-    return Checked(runs, warnings, steps, seconds)
+    return Checked(runs, warnings, planned, steps, seconds)
 
 
 def power_loss_workload(camp: Campaign, workloads: Sequence[Workload]) -> str | None:
@@ -219,23 +223,6 @@ def check_initdb(camp: Campaign, spec: TargetSpec) -> None:
             hint=f"an encoding that matches {init.locale} (UTF8 for a UTF-8 locale), or the"
             " locale C, which takes any",
         )
-
-
-def _size(camp: Campaign) -> tuple[float, int]:
-    """The plan's seconds and steps, without making every step: both grow
-    linearly with ``repeat``, so two repetitions tell the rest (--repeat 1000000
-    is refused in a moment, not after a million steps were made)."""
-
-    def measured(repeat: int) -> tuple[float, int]:
-        sub = replace(camp, policy=replace(camp.policy, repeat=repeat))
-        steps = [step for _, step in plan.steps(sub)]
-        return sum(step.estimate_s for step in steps), len(steps)
-
-    repeat = camp.policy.repeat
-    if repeat <= 2:
-        return measured(repeat)
-    (s1, n1), (s2, n2) = measured(1), measured(2)
-    return s1 + (repeat - 1) * (s2 - s1), n1 + (repeat - 1) * (n2 - n1)
 
 
 def _duration(camp: Campaign, seconds: float) -> list[str]:

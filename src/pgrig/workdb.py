@@ -29,10 +29,19 @@ def limit_by_size(
     for a CHECKPOINT or a copy of every byte), so a hung server call fails
     instead of hanging the study."""
     if timeout_s is None:
-        name = database or db.info.dbname
-        row = db.execute("SELECT pg_database_size(%s)", (name,)).fetchone()
-        timeout_s = 600.0 + (int(row[0]) if row else 0) / SLOW_DISK_BYTES_PER_S
+        timeout_s = size_timeout_s(database_bytes(db, database))
     db.execute(f"SET statement_timeout = {int(timeout_s * 1000)}")
+
+
+def size_timeout_s(database_bytes: int) -> float:
+    """How long a server call over a database of this size may take (``limit_by_size``)."""
+    return 600.0 + database_bytes / SLOW_DISK_BYTES_PER_S
+
+
+def database_bytes(db: psycopg.Connection, database: str | None = None) -> int:
+    """The size of ``database``, else of ``db``'s own."""
+    row = db.execute("SELECT pg_database_size(%s)", (database or db.info.dbname,)).fetchone()
+    return int(row[0]) if row else 0
 
 
 def _admin(ctx: Context) -> Conn:

@@ -173,6 +173,7 @@ class Checked:
     # the kind's own checked values (the lab: its resolved spec; a remote target:
     # its hosts), read typed through ``TargetKind.state``
     state: object = None
+    load_hosts: int = 1  # the machines each running the workload's clients (``load_hosts``)
 
 
 @dataclass
@@ -208,11 +209,11 @@ class Target:
         self.bins: PgBinaries = checked.bins
         self.profile: Profile | None = checked.profile
         self.owned = checked.owned
-        # Where it is in words, and how many machines run its clients: its kind
-        # says them from the spec, once (as ``plan.PlannedTarget`` does), not each
-        # time a phase makes its steps.
+        # Where it is in words (its kind says it from the spec, once, not each time
+        # a phase makes its steps), and how many machines run its clients (as the
+        # check resolved them: an inventory is not read again).
         self.storage: str = kind.where(spec)[0]
-        self.load_hosts: int = kind.load_hosts(spec)
+        self.load_hosts: int = checked.load_hosts
         scratch = checked.directory or Path.cwd()
         self.ctx = Context(
             bins=checked.bins,
@@ -456,7 +457,9 @@ class TargetKind(ABC, Generic[OptionsT, StateT]):
 
     def load_hosts(self, spec: TargetSpec) -> int:
         """How many machines each run the workload's clients (every one the same
-        count): a step says "-c 4 on each of 2 load hosts", the report 8 clients."""
+        count): a step says "-c 4 on each of 2 load hosts", the report 8 clients.
+        Asked of a target not checked (``pgrig plan``); a kind whose check resolves
+        them says them in its ``Checked.load_hosts``."""
         return 1
 
     def section(self, study: Study, records: Sequence[RunRecord]) -> Section | None:

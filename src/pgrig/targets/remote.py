@@ -424,7 +424,7 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
         # No directory here: the storage probes run on the host, beside the server's
         # data directory (``storage``); ``directory`` only says where the load hosts'
         # logs are kept. The profile is the host's (its memory, not this machine's).
-        return Checked(bins, profile, None, owned=True, state=hosts)
+        return Checked(bins, profile, None, owned=True, state=hosts, load_hosts=len(load_hosts))
 
     def check_together(self, targets: Sequence[Target], notes: list[str]) -> None:
         placed = [self.state(t).placed(t.name) for t in targets]
@@ -604,6 +604,7 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
         return f"host {hosts.server.name}"
 
     def load_hosts(self, spec: TargetSpec) -> int:
+        # a target not checked (``pgrig plan``); a checked one's are its ``Checked``'s
         opts = self.options(spec)
         with contextlib.suppress(PgrigError):  # the check names what is wrong with it
             return max(1, len(inventory.load(opts.inventory).resolve(opts.load_hosts, "load host")))

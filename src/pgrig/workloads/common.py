@@ -21,6 +21,7 @@ from pgrig.ui import Step as ProgressLine
 from pgrig.workdb import DATABASE as DATABASE
 from pgrig.workdb import PRISTINE as PRISTINE
 from pgrig.workdb import conn as conn
+from pgrig.workdb import database_bytes
 from pgrig.workdb import limit_by_size as limit_by_size
 from pgrig.workdb import restore_pristine as restore_pristine
 from pgrig.workdb import save_pristine as save_pristine
@@ -70,14 +71,14 @@ def relation_sizes(when: str) -> Action:
     def action(ctx: Context, line: ProgressLine) -> tuple[RelationSizes, str]:
         with conn(ctx).connect() as db:
             limit_by_size(db, SIZES_TIMEOUT_S)
+            size = database_bytes(db)
             rows = db.execute(load_sql("relation_sizes")).fetchall()
-            size = db.execute("SELECT pg_database_size(current_database())").fetchone()
         result = RelationSizes(
             when=when,
             relations=tuple(
                 RelationSize(name=str(n), kind=str(k), bytes=int(b), table=t) for n, k, b, t in rows
             ),
-            database_bytes=int(size[0]) if size else 0,
+            database_bytes=size,
         )
         raw = "".join(f"{r.kind}\t{r.name}\t{r.bytes}\n" for r in result.relations)
         return result, raw

@@ -35,8 +35,9 @@ from pgrig.sql import load as load_sql
 from pgrig.step import Action, Call, Context, Prepare, Step, StepKey
 from pgrig.tools import pgbench
 from pgrig.ui import Step as ProgressLine
+from pgrig.workdb import database_bytes, limit_by_size, size_timeout_s
 from pgrig.workloads import loaded
-from pgrig.workloads.common import checkpoint, conn, load_restarts, prepare_run, sizes_step
+from pgrig.workloads.common import conn, load_restarts, prepare_run, sizes_step
 from pgrig.workloads.tpcb import loader
 from pgrig.workloads.tpcb.spec import TpcbSpec
 
@@ -66,6 +67,7 @@ def load_action(
 ) -> Action:
     def action(ctx: Context, line: ProgressLine) -> tuple[PgbenchInit, str]:
         machine = calibration.busy()  # before the load adds its own
+        server, bin_dir = conn(ctx), ctx.bins.client_bin_dir
         opts = pgbench.InitOptions(
             scale=scale,
             generate=spec.generate,  # type: ignore[arg-type]
@@ -81,7 +83,7 @@ def load_action(
 
         who: dict[str, JsonValue] = {}
         if spec.reuse:
-            with conn(ctx).connect() as db:
+            with server.connect() as db:
                 who = loaded.identity(
                     db, workload="tpcb", scale=scale,
                     partitions=spec.partitions, unlogged=spec.unlogged,
@@ -100,22 +102,22 @@ def load_action(
             # Unlogged tables write no WAL anyway: no restart for them.
             wal = "profile" if spec.unlogged else spec.load_wal
             with load_restarts(ctx, wal, scale * pgbench.BYTES_PER_SCALE) as cluster:
-                result, raw = loader.load(ctx.bins.client_bin_dir, conn(ctx), opts, jobs,
+                result, raw = loader.load(bin_dir, server, opts, jobs,
                                           on_progress=on_progress, minimal_wal=cluster)  # fmt: skip
         else:
-            result, raw = pgbench.run_init(
-                ctx.bins.client_bin_dir, conn(ctx), opts, on_progress=on_progress
-            )
+            result, raw = pgbench.run_init(bin_dir, server, opts, on_progress=on_progress)
         minimal = result.wal_level is not None
         calibration.record_on(
             load_kind(spec, scale, minimal), storage, scale, load_seconds(result), machine
         )
-        with conn(ctx).connect() as db:
-            size = db.execute("SELECT pg_database_size(current_database())").fetchone()
-        checkpoint(ctx)
-        result = replace(result, database_bytes=int(size[0]) if size else None)
-        if who:
-            with conn(ctx).connect() as db:
+        # One session after the load: its size (the result's, and what the
+        # CHECKPOINT's time limit is sized by), the CHECKPOINT, the reuse mark.
+        with server.connect() as db:
+            size = database_bytes(db)
+            limit_by_size(db, size_timeout_s(size))
+            db.execute("CHECKPOINT")
+            result = replace(result, database_bytes=size)
+            if who:
                 loaded.mark(db, who, TABLES, to_dict(result))
         return result, raw
 
