@@ -170,7 +170,10 @@ def check(
         left = {x.directory: x.action for x in owner.clean(ex, study=STUDY)}
     assert left[str(home)].startswith("left: kept with --keep"), left
     # (`pgrig clean --inventory` also cleans this shared machine: its host part only)
-    assert f"h1: {home}: removed" in clean_lines(inventory, dry_run=False)
+    lines = clean_lines(inventory, dry_run=False)
+    # The lab's hosts share this machine's /tmp, and `clean --inventory` removes a
+    # kept server: another worker's clean may have removed this one first (ci31).
+    assert f"h1: {home}: removed" in lines or str(home) not in " ".join(lines), lines
     assert not home.exists()
     assert not netns_lab.processes("postgres"), "the kept server is stopped"
 
