@@ -1,9 +1,12 @@
 """The client-bound rule on load hosts' samples (the samples are built here;
-tests/test_load.py takes real ones over SSH)."""
+tests/test_load.py takes real ones over SSH), and the watcher's last read."""
 
 from __future__ import annotations
 
-from pgrig.monitor.hosts import LoadHostSample, LoadHostWatch, _busiest, client_bound
+import os
+import time
+
+from pgrig.monitor.hosts import LoadHostSample, LoadHostWatch, Watcher, _busiest, client_bound
 from pgrig.monitor.verdict import CAUSES
 
 
@@ -96,3 +99,22 @@ def test_a_load_host_slower_by_less_than_30_percent_is_named_beyond_the_noise() 
     stalled = seconds(8_000, 400, 10) + [0.0] * 5
     named = imbalance([("c1", 10_000, seconds(10_000, 500)), ("c2", 5_333, stalled)])
     assert named is not None and "load host c2 ran 5,333 tps" in named
+
+
+def test_a_run_shorter_than_the_interval_is_read_at_its_end_too() -> None:
+    """ci32: a 3-s run on a busy machine ended between two of a load host's
+    reads a second apart over SSH, and its host went unsampled. The watcher
+    reads once more when stopped, so the run's last stretch is a sample; a lost
+    host (``final=False``) is not read again. This machine's executor: the
+    reads are the same files an SSH host gives."""
+    from pgrig.hosts.local import HERE
+
+    ended = Watcher(HERE, interval_s=30).start()
+    time.sleep(0.3)
+    watch = ended.stop()
+    assert len(watch.samples) == 1 and not watch.errors
+    assert watch.cpus == os.cpu_count() and 0 <= watch.samples[0].cpu_busy_pct <= 100.5
+
+    lost = Watcher(HERE, interval_s=30).start()
+    time.sleep(0.3)
+    assert lost.stop(final=False).samples == ()

@@ -290,7 +290,7 @@ def run_pgbench(req: LoadRequest, log_dir: Path) -> MultiLoad:
             raise
         finally:
             # A lost host's watcher may hang in a read of its own: not waited for.
-            watches = [w.stop(1 if w.ex.name in lost else 30) for w in watchers]
+            watches = [w.stop(1, final=False) if w.ex.name in lost else w.stop() for w in watchers]
         parts = [
             _host_load(ex, argv, completed, req.opts, remote_dirs[ex.name], log_dir, at - start)
             for ex, argv, completed, at in zip(executors, argvs, done, woke, strict=True)

@@ -91,6 +91,7 @@ class Watcher:
         self._samples: list[LoadHostSample] = []
         self._errors: list[str] = []
         self._cpus = 0
+        self._final = True  # read once more when stopped (not a lost host's)
         self._thread = threading.Thread(target=self._loop, name=f"watch-{ex.name}", daemon=True)
 
     def start(self) -> Watcher:
@@ -109,7 +110,10 @@ class Watcher:
     def _loop(self) -> None:
         began = time.monotonic()
         prev = None
-        while not self._stop.is_set():
+        while True:
+            stopping = self._stop.is_set()
+            if stopping and (prev is None or not self._final):
+                return
             try:
                 now = self._read()
             except Exception as exc:  # noqa: BLE001 - a host gone mid-run: noted, never a traceback
@@ -120,11 +124,17 @@ class Watcher:
                 if prev is not None:
                     self._samples.append(_sample(prev, now, began))
                 prev = now
+            if stopping:
+                return
             self._stop.wait(self.interval_s)
 
-    def stop(self, wait: float = 30) -> LoadHostWatch:
-        """The samples so far; waits up to ``wait`` s for a read under way (a
-        lost host's may hang: its daemon thread is then left to end alone)."""
+    def stop(self, wait: float = 30, final: bool = True) -> LoadHostWatch:
+        """The samples so far, the last one up to now: the run's end is read too
+        (ci32: a 3-s run on a busy machine ended between two reads a second
+        apart over SSH, its host unsampled), unless ``final`` is False (a lost
+        host). Waits up to ``wait`` s for a read under way (a lost host's may
+        hang: its daemon thread is then left to end alone)."""
+        self._final = final
         self._stop.set()
         self._thread.join(timeout=wait)
         return LoadHostWatch(self.ex.name, self._cpus, tuple(self._samples), tuple(self._errors))
