@@ -9,7 +9,6 @@ import click
 
 from pgrig import ownership
 from pgrig.commands.options import GivenPath
-from pgrig.conninfo import Conn
 from pgrig.results import to_dict
 from pgrig.ui import format_option
 
@@ -68,6 +67,7 @@ def clean(inventory_path: Path | None) -> None:
 def env(target: Path | None, dsn: str | None, fmt: str) -> None:
     """Print the captured environment (machine, filesystem, server) as JSON."""
     from pgrig import environment
+    from pgrig.conninfo import Conn  # psycopg: not for the module's other commands' --help
 
     # asked for by name: a server that does not answer is bad input, not a null
     conninfo = Conn.from_user(dsn).answers().conninfo() if dsn is not None else None

@@ -11,26 +11,54 @@ and whether other work on the machine disturbed it.
 See docs/monitor.md for what is sampled, the verdict rules and interference.
 """
 
-from pgrig.monitor.heartbeat import Pulse, ServerHung
-from pgrig.monitor.interference import (
-    Thresholds,
-    baseline_busy,
-    disturbed_run_keys,
-    idle_baseline,
-    is_disturbed,
-    wait_quiet,
+from typing import TYPE_CHECKING
+
+from pgrig import lazily
+
+if TYPE_CHECKING:
+    from pgrig.monitor.heartbeat import Pulse, ServerHung
+    from pgrig.monitor.interference import (
+        Thresholds,
+        baseline_busy,
+        disturbed_run_keys,
+        idle_baseline,
+        is_disturbed,
+        wait_quiet,
+    )
+    from pgrig.monitor.limits import limits_from
+    from pgrig.monitor.model import (
+        Disturbance,
+        IdleBaseline,
+        Limits,
+        MonitorResult,
+        Noise,
+        OtherLoad,
+        Verdict,
+    )
+    from pgrig.monitor.watch import Watch
+
+__getattr__ = lazily(
+    __name__,
+    {
+        "Pulse": "pgrig.monitor.heartbeat",
+        "ServerHung": "pgrig.monitor.heartbeat",
+        "Thresholds": "pgrig.monitor.interference",
+        "baseline_busy": "pgrig.monitor.interference",
+        "disturbed_run_keys": "pgrig.monitor.interference",
+        "idle_baseline": "pgrig.monitor.interference",
+        "is_disturbed": "pgrig.monitor.interference",
+        "wait_quiet": "pgrig.monitor.interference",
+        "limits_from": "pgrig.monitor.limits",
+        "Disturbance": "pgrig.monitor.model",
+        "IdleBaseline": "pgrig.monitor.model",
+        "Limits": "pgrig.monitor.model",
+        "MonitorResult": "pgrig.monitor.model",
+        "Noise": "pgrig.monitor.model",
+        "OtherLoad": "pgrig.monitor.model",
+        "Verdict": "pgrig.monitor.model",
+        "Watch": "pgrig.monitor.watch",
+    },
 )
-from pgrig.monitor.limits import limits_from
-from pgrig.monitor.model import (
-    Disturbance,
-    IdleBaseline,
-    Limits,
-    MonitorResult,
-    Noise,
-    OtherLoad,
-    Verdict,
-)
-from pgrig.monitor.watch import Watch
 
 __all__ = [
     "Disturbance",
