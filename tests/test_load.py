@@ -147,10 +147,11 @@ def test_two_load_hosts_merge_exactly(
         assert len(w.samples) >= 1 and not w.errors
         assert all(0 <= s.cpu_busy_pct <= 100.5 for s in w.samples)
         assert (w.median("net_tx_mib_s") or 0) > 0  # queries left through its veth
-        # Its pgbench's threads are read at both ends of a sample: a host read once
-        # under load (ci20, beside two CPU hogs at load 15) may have read the
-        # second end after pgbench had exited, and judges nothing here.
-        if len(w.samples) >= 2:
+        # Its pgbench's threads are read at both ends of a sample: a sample that
+        # ended inside the 3-s run has them. One that ended after pgbench had
+        # exited (under load, ci20; and the last read, taken when the watcher
+        # stops: ci33) has none, and judges nothing here.
+        if [s for s in w.samples if s.at_s < 2.8]:
             assert w.median("client_demand_pct") is not None, w
     # On this machine the "hosts" share 2 CPUs with the server: the rule says what it saw.
     # (A host read once judges nothing: the rule needs two reads of a run.)
