@@ -590,115 +590,117 @@ def calibrate_syncs(
     mount.set_sync_delay(0.0)
     local = measure(disk, seconds)
     floor = measure(mount.mountpoint, seconds)
+    run = _SyncRun(mount, disk, disk_class, seconds, layer, local, floor)
     target = disk_class.target(SYNC, local.p50_us)
     # the Python layer adds its delay after the disk's sync: no deadline there
     if target.ratio_kept and (disk_class.sync_mode == PROPORTION or layer != NATIVE):
-        return _in_proportion(mount, disk, disk_class, seconds, layer, local, floor, target)
+        return run.in_proportion(target)
     if target.ratio_kept:
-        return _on_deadline(mount, disk, disk_class, seconds, layer, local, floor)
+        return run.on_deadline()
     delay, achieved, steps = converge(
-        mount.set_sync_delay, lambda: measure(mount.mountpoint, seconds), lambda: target.us,
+        mount.set_sync_delay, run.through_layer, lambda: target.us,
         delay_for(target.us, floor.p50_us),
     )  # fmt: skip
     return Calibration(disk_class.name, local, floor, target, delay, achieved, seconds,
                        steps=steps, layer=layer)  # fmt: skip
 
 
-def _on_deadline(
-    mount: DelayLayer,
-    disk: Path,
-    disk_class: DiskClass,
-    seconds: int,
-    layer: str,
-    local: Latency,
-    floor: Latency,
-) -> Calibration:
-    """Syncs over a disk slower than the class's own local disk, on a deadline:
-    the aim is the class's ratio times this disk's median sync over the
-    calibration's two windows on it (one either side of the floor's), fixed
-    from then on; each sync lasts the longer of the disk's own and the delay
-    from its arrival, which the loop moves until fio through the layer is on
-    the aim. In proportion (``_in_proportion``) each sync was the factor times
-    the disk's own of that moment, and this VM's disk's sync moves 2-10x
-    between seconds and grows with the wait around it: the seeds' runs went
-    -36% to +101% off the aim their build had met. A cloud disk's latency is
-    its own, not a multiple of the disk under the layer.
+@dataclass(frozen=True)
+class _SyncRun:
+    """One calibration of syncs: the layer, the disk under it and the class it
+    emulates, with the disk's own sync (``local``) and the layer's at no delay
+    (``floor``) measured before the loop."""
 
-    What the loop corrects is the layer's own time around the delay (its round
-    trip, a late wake-up): it starts at the aim less the floor's excess over
-    the disk (at most a quarter of the aim) and never takes more than the
-    tolerance off the aim. In a window where the disk's own sync is over the
-    aim, fio is over it whatever the delay: without the bound the loop read
-    that as the layer's cost and took the delay to 0 (PL3 at load 19: the runs
-    then got the disk's own, 4.5 ms to 0.6 against an aim of 1.6)."""
-    again = measure(disk, seconds)
-    disk_us = statistics.median((local.p50_us, again.p50_us))
-    target = disk_class.target(SYNC, disk_us)
-    if isinstance(mount, NativeMount):  # a bulk flush's extra latency over the disk's
-        mount.set_small_sync(disk_us)
-    overhead = min(max(0.0, floor.p50_us - local.p50_us), 0.25 * target.us)
-    delay, achieved, steps = converge(
-        mount.set_sync_delay, lambda: measure(mount.mountpoint, seconds), lambda: target.us,
-        target.us - overhead, lowest=target.us * (1 - TOLERANCE),
-    )  # fmt: skip
-    return Calibration(disk_class.name, local, floor, target, delay, achieved, seconds,
-                       local_after=measure(disk, seconds), steps=steps, layer=layer,
-                       local_before=again)  # fmt: skip
+    mount: DelayLayer
+    disk: Path
+    disk_class: DiskClass
+    seconds: int
+    layer: str
+    local: Latency
+    floor: Latency
 
+    def through_layer(self) -> Latency:
+        return measure(self.mount.mountpoint, self.seconds)
 
-def _in_proportion(
-    mount: DelayLayer,
-    disk: Path,
-    disk_class: DiskClass,
-    seconds: int,
-    layer: str,
-    local: Latency,
-    floor: Latency,
-    target: Aim,
-) -> Calibration:
-    """Syncs over a disk slower than the class's own local disk: each lasts the
-    class's ratio times the disk's own sync of that moment (a shared disk's
-    sync jumps tenfold within minutes: a fixed delay from one moment's median
-    would set the ratio to chance), and the loop holds what fio sees through
-    the layer to the ratio times the disk measured directly either side of it.
+    def on_deadline(self) -> Calibration:
+        """Syncs over a disk slower than the class's own local disk, on a deadline:
+        the aim is the class's ratio times this disk's median sync over the
+        calibration's two windows on it (one either side of the floor's), fixed
+        from then on; each sync lasts the longer of the disk's own and the delay
+        from its arrival, which the loop moves until fio through the layer is on
+        the aim. In proportion (``in_proportion``) each sync was the factor times
+        the disk's own of that moment, and this VM's disk's sync moves 2-10x
+        between seconds and grows with the wait around it: the seeds' runs went
+        -36% to +101% off the aim their build had met. A cloud disk's latency is
+        its own, not a multiple of the disk under the layer.
 
-    The knob is a gain on the factor the layer applies to the disk's sync
-    inside it: that sync is not the one fio times on the disk. With the layer
-    waiting 3.7x after each, it took 236-388 us (medians per second) where
-    fio timed 148-226 on the disk and the layer at factor 1 saw 155-291
-    (quiet, 2026-11-29): this VM's disk syncs slower when its syncs are spaced
-    out, with or without the layer (bench/latency_sync_inside.py: +27-42%
-    directly with the same sleeps at 4.7x), so the first version, which held
-    the layer's own count of the ratio, met it in the layer and missed it
-    1.5-2x where the server waits;
-    the loop found gains of 0.50-0.53. The overhead taken off (the layer's
-    round trip, floor - local) is at most a quarter of the disk's sync: the
-    two are measured apart."""
-    factor = disk_class.ratio
-    overhead = min(max(0.0, floor.p50_us - local.p50_us), 0.25 * local.p50_us)
-    if isinstance(mount, NativeMount):  # a bulk flush's latency until the layer timed one
-        mount.set_small_sync(local.p50_us)
-    seen = [local]  # the disk, directly: before the first step, then after each
-    ratios: list[float | None] = []
+        What the loop corrects is the layer's own time around the delay (its round
+        trip, a late wake-up): it starts at the aim less the floor's excess over
+        the disk (at most a quarter of the aim) and never takes more than the
+        tolerance off the aim. In a window where the disk's own sync is over the
+        aim, fio is over it whatever the delay: without the bound the loop read
+        that as the layer's cost and took the delay to 0 (PL3 at load 19: the runs
+        then got the disk's own, 4.5 ms to 0.6 against an aim of 1.6)."""
+        mount, local = self.mount, self.local
+        again = measure(self.disk, self.seconds)
+        disk_us = statistics.median((local.p50_us, again.p50_us))
+        target = self.disk_class.target(SYNC, disk_us)
+        if isinstance(mount, NativeMount):  # a bulk flush's extra latency over the disk's
+            mount.set_small_sync(disk_us)
+        overhead = min(max(0.0, self.floor.p50_us - local.p50_us), 0.25 * target.us)
+        delay, achieved, steps = converge(
+            mount.set_sync_delay, self.through_layer, lambda: target.us,
+            target.us - overhead, lowest=target.us * (1 - TOLERANCE),
+        )  # fmt: skip
+        return Calibration(self.disk_class.name, local, self.floor, target, delay, achieved,
+                           self.seconds, local_after=measure(self.disk, self.seconds),
+                           steps=steps, layer=self.layer, local_before=again)  # fmt: skip
 
-    def through() -> Latency:
-        before = _sync_times(mount)
-        got = measure(mount.mountpoint, seconds)
-        after = _sync_times(mount)
-        ratios.append(after.ratio_since(before) if before and after else None)
-        seen.append(measure(disk, seconds))
-        return got
+    def in_proportion(self, target: Aim) -> Calibration:
+        """Syncs over a disk slower than the class's own local disk: each lasts the
+        class's ratio times the disk's own sync of that moment (a shared disk's
+        sync jumps tenfold within minutes: a fixed delay from one moment's median
+        would set the ratio to chance), and the loop holds what fio sees through
+        the layer to the ratio times the disk measured directly either side of it.
 
-    gain, achieved, steps = converge(
-        lambda g: mount.set_sync_delay(0.0, factor=factor * g, overhead_us=overhead),
-        through, lambda: factor * _around(seen), 1.0,
-        nudge=lambda g, goal, got: g * goal / got, lowest=1.0 / factor,
-    )  # fmt: skip
-    return Calibration(
-        disk_class.name, local, floor, target, 0.0, achieved, seconds, SYNC, factor, overhead,
-        seen[-1], steps, layer=layer, in_layer_ratio=ratios[-1], gain=gain,
-        local_before=seen[-2],
-    )  # fmt: skip
+        The knob is a gain on the factor the layer applies to the disk's sync
+        inside it: that sync is not the one fio times on the disk. With the layer
+        waiting 3.7x after each, it took 236-388 us (medians per second) where
+        fio timed 148-226 on the disk and the layer at factor 1 saw 155-291
+        (quiet, 2026-11-29): this VM's disk syncs slower when its syncs are spaced
+        out, with or without the layer (bench/latency_sync_inside.py: +27-42%
+        directly with the same sleeps at 4.7x), so the first version, which held
+        the layer's own count of the ratio, met it in the layer and missed it
+        1.5-2x where the server waits;
+        the loop found gains of 0.50-0.53. The overhead taken off (the layer's
+        round trip, floor - local) is at most a quarter of the disk's sync: the
+        two are measured apart."""
+        mount, local = self.mount, self.local
+        factor = self.disk_class.ratio
+        overhead = min(max(0.0, self.floor.p50_us - local.p50_us), 0.25 * local.p50_us)
+        if isinstance(mount, NativeMount):  # a bulk flush's latency until the layer timed one
+            mount.set_small_sync(local.p50_us)
+        seen = [local]  # the disk, directly: before the first step, then after each
+        ratios: list[float | None] = []
+
+        def through() -> Latency:
+            before = _sync_times(mount)
+            got = self.through_layer()
+            after = _sync_times(mount)
+            ratios.append(after.ratio_since(before) if before and after else None)
+            seen.append(measure(self.disk, self.seconds))
+            return got
+
+        gain, achieved, steps = converge(
+            lambda g: mount.set_sync_delay(0.0, factor=factor * g, overhead_us=overhead),
+            through, lambda: factor * _around(seen), 1.0,
+            nudge=lambda g, goal, got: g * goal / got, lowest=1.0 / factor,
+        )  # fmt: skip
+        return Calibration(
+            self.disk_class.name, local, self.floor, target, 0.0, achieved, self.seconds, SYNC,
+            factor, overhead, seen[-1], steps, layer=self.layer, in_layer_ratio=ratios[-1],
+            gain=gain, local_before=seen[-2],
+        )  # fmt: skip
 
 
 def _around(seen: list[Latency]) -> float:
