@@ -25,6 +25,7 @@ from pgrig.results import PgbenchRun, ProgressPoint
 from pgrig.step import Context
 from pgrig.tools import pgbench
 from pgrig.ui import Ui
+from pgrig.workloads import common
 from pgrig.workloads.common import Steady
 from pgrig.workloads.tpcb import steps
 from recording_clients import Recording
@@ -49,7 +50,7 @@ def test_a_tpcb_step_runs_unchanged_with_either_clients(
     for name, clients in (("here", here), ("toy", toy)):
         ctx = Context(bins=bins, target=disk_dir, scratch=disk_dir, clients=clients, conn=scale1)
         with Ui(quiet=True).step(name) as line:
-            steps.prepare_action(opts, policy, auto_threads=True)(ctx, line)
+            common.prepare_action(opts, policy, auto_threads=True)(ctx, line)
             result, raw = steps.bench_action(opts, 1000.0, auto_threads=True)(ctx, line)
         assert isinstance(result, PgbenchRun)
         assert result.transactions > 0 and result.latency is not None, raw

@@ -14,9 +14,10 @@ import pytest
 
 from pgrig import proc
 from pgrig.conninfo import Conn
-from pgrig.errors import ParseError, ToolError, UsageError
+from pgrig.errors import BinaryNotFound, ParseError, ToolError, UsageError
 from pgrig.results import LatencySummary, ProgressPoint, StatementLatency
 from pgrig.tools import pgbench as pb
+from pgrig.tools.pgbench import program
 
 DATA = Path(__file__).parent / "data"
 PG_BIN = Path(os.environ.get("PGRIG_TEST_BIN_DIR", "/usr/lib/postgresql/15/bin"))
@@ -150,6 +151,18 @@ def test_init_progress_lines() -> None:
     # Seed 000, PostgreSQL 12, with the trailing blanks it was pasted with.
     seed = "1000000000 of 1000000000 tuples (100%) done (elapsed 1058.21 s, remaining 0.00 s)      "
     assert pb.parse_init_progress(seed) == (1_000_000_000, 1_000_000_000)
+
+
+def test_the_command_lines_name_pgbench_where_it_was_found_without_looking_here() -> None:
+    """A load host's pgbench is looked for on that host (the target's check), not
+    on this machine: a directory that does not exist here still makes the argv
+    (the lookup ``program.binary`` does refuses it, for the checks before a study)."""
+    there = "/opt/on-the-load-host/bin"
+    opts = pb.RunOptions(mode="select-only", clients=1, threads=1, duration_s=1)
+    assert pb.run_argv(there, CONN, opts, None)[0] == f"{there}/pgbench"
+    assert pb.init_argv(there, CONN, pb.InitOptions(scale=1))[0] == f"{there}/pgbench"
+    with pytest.raises(BinaryNotFound, match="not a directory"):
+        program.binary(there)
 
 
 def test_init_argv() -> None:

@@ -152,6 +152,12 @@ class RunPolicy:
             return f", run {repeat}"
         return f", run {repeat} of {self.repeat}" if self.repeat > 1 else ""
 
+    def run_seconds(self, duration: float, restore_s: float = 0.0) -> float:
+        """A measured run's planned seconds under this policy: the warm-up, the
+        run, the CHECKPOINT, and ``restore_s`` when the data is restored before it."""
+        warm = 15.0 if self.warmup == "auto" else float(self.warmup or 0)
+        return duration + warm + 2 + (restore_s if self.reset == "restore" else 0.0)
+
     def describe_repeats(self) -> str:
         if not self.adaptive:
             return str(self.repeat)

@@ -95,10 +95,8 @@ SQL_SETUP = ResultKind("sql_setup", SetupResult, columns=lambda r: {"elapsed_s":
 def _sizes_headline(r: RelationSizes) -> str:
     tables = sum(1 for x in r.relations if x.kind == "table")
     indexes = len(r.relations) - tables
-    return (
-        f": {tables} tables {size_text(r.total('table'))}, "
-        f"{indexes} indexes {size_text(r.total('index'))}"
-    )
+    table_bytes, index_bytes = r.total("table"), r.total("index")
+    return f": {tables} tables {size_text(table_bytes)}, {indexes} indexes {size_text(index_bytes)}"
 
 
 RELATION_SIZES = ResultKind(

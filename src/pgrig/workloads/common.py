@@ -15,7 +15,7 @@ from pgrig.policy import RunPolicy
 from pgrig.registry.shared import RELATION_SIZES as RELATION_SIZES
 from pgrig.results import ProgressPoint, RelationSize, RelationSizes
 from pgrig.sql import load as load_sql
-from pgrig.step import Action, Call, Context, Step, StepKey
+from pgrig.step import Action, Call, Context, Prepare, Step, StepKey
 from pgrig.tools import pgbench
 from pgrig.ui import Step as ProgressLine
 from pgrig.workdb import DATABASE as DATABASE
@@ -115,6 +115,18 @@ def steady(points: list[ProgressPoint]) -> bool:
 class Prepared:
     warmup_s: float  # how long the warm-up ran
     restored: bool
+
+
+def prepare_action(
+    opts: pgbench.RunOptions, policy: RunPolicy, auto_threads: bool = False
+) -> Prepare:
+    """Reset / warm-up / CHECKPOINT before a measured pgbench run, as the policy
+    says (``prepare_run``): what TPC-B's and a custom workload's runs register."""
+
+    def prepare(ctx: Context, line: ProgressLine) -> None:
+        prepare_run(ctx, opts, policy, line, auto_threads)
+
+    return prepare
 
 
 def prepare_run(

@@ -27,10 +27,7 @@ from pgrig.tools.pgbench.program import (
     TOOL,
     ClientConn,
     ConnArgs,
-    binary,
     check_ok,
-    collector,
-    raw_text,
 )
 from pgrig.units import MB
 
@@ -81,10 +78,11 @@ def init_argv(
     bin_dir: Path | str, conn: ConnArgs, opts: InitOptions, steps: str | None = None
 ) -> list[str]:
     """The ``pgbench -i`` command line for ``opts`` (``steps``: ``--init-steps``,
-    else all of them with the generation ``opts`` asks for)."""
+    else all of them with the generation ``opts`` asks for); pgbench in
+    ``bin_dir`` as it was found (not looked for again: ``program.binary``)."""
     if steps is None:
         steps = "dtGvp" if opts.generate == "server" else "dtgvp"
-    argv = [str(binary(bin_dir)), "-i", "-s", str(opts.scale), f"--init-steps={steps}"]
+    argv = [str(Path(bin_dir) / TOOL), "-i", "-s", str(opts.scale), f"--init-steps={steps}"]
     if opts.partitions:
         argv.append(f"--partitions={opts.partitions}")
     if opts.unlogged:
@@ -169,20 +167,22 @@ def run_init(
     server-side generation reports nothing until it is over. The timeout is
     ``load_timeout_s`` unless given.
     """
-    argv = init_argv(bin_dir, conn, opts, steps)
-    raw: list[str] = []
+    limit = timeout if timeout is not None else load_timeout_s(opts.scale)
+    argv, env = init_argv(bin_dir, conn, opts, steps), conn.env(own=True)
+    raw: list[str] = []  # every line, ended, in arrival order: the output kept
 
-    def handle(stream_name: str, line: str) -> None:
+    def on_line(_stream: str, line: str) -> None:
+        raw.append(line + "\n")
         if on_progress is not None and (point := parse_init_progress(line)):
             on_progress(*point)
 
     done = client.stream(
         argv,
-        timeout=timeout if timeout is not None else load_timeout_s(opts.scale),
-        on_line=collector(raw, handle),
-        env=conn.env(own=True),
+        timeout=limit,
+        on_line=on_line,
+        env=env,
         check=False,
         what=f"{TOOL} -i",
     )
     check_ok(done, f"{TOOL} -i")
-    return parse_init(done.stderr + done.stdout, opts), raw_text(raw)
+    return parse_init(done.stderr + done.stdout, opts), "".join(raw)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -39,6 +39,12 @@ class ClientConn(ConnArgs, Protocol):
 
 
 def binary(bin_dir: Path | str) -> Path:
+    """pgbench in ``bin_dir`` on this machine, looked for (BinaryNotFound naming
+    the option that fixes it): what a check before the study runs. The command
+    lines (``init_argv``, ``run_argv``) do not look again: a target's pgbench was
+    found when its binaries were resolved (``pgsource.binaries``: pgbench is among
+    the tools they must have), a load host's by the survey on that host
+    (``targets.remote``), not on this machine, where a load host's may not be."""
     return binaries.tool_path(bin_dir, TOOL)
 
 
@@ -84,20 +90,6 @@ def check_ok(done: proc.Completed, what: str) -> None:
         stderr=done.stderr or done.stdout,
         hint=hint,
     )
-
-
-def collector(raw: list[str], handle: Callable[[str, str], None]) -> Callable[[str, str], None]:
-    """An on_line callback that keeps every line in arrival order, then handles it."""
-
-    def on_line(stream_name: str, line: str) -> None:
-        raw.append(line)
-        handle(stream_name, line)
-
-    return on_line
-
-
-def raw_text(lines: list[str]) -> str:
-    return "".join(line + "\n" for line in lines)
 
 
 ENV = "/usr/bin/env"  # coreutils' env, on every host: a variable unset for one command

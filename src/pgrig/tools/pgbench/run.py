@@ -27,10 +27,7 @@ from pgrig.tools.pgbench.program import (
     TOOL,
     ClientConn,
     ConnArgs,
-    binary,
     check_ok,
-    collector,
-    raw_text,
 )
 from pgrig.tools.pgbench.txlog import log_names, parse_transaction_logs
 
@@ -135,8 +132,9 @@ def run_argv(
     extra: Sequence[str] = (),
 ) -> list[str]:
     """The ``pgbench -T`` command line; ``-l`` with ``log_prefix`` when it is given;
-    ``extra`` options before the connection (pgbench reads options up to it)."""
-    argv = [str(binary(bin_dir))]
+    ``extra`` options before the connection (pgbench reads options up to it);
+    pgbench in ``bin_dir`` as it was found (not looked for again: ``program.binary``)."""
+    argv = [str(Path(bin_dir) / TOOL)]
     if opts.no_vacuum:
         argv.append("-n")
     argv += ["-M", opts.query_mode, "-c", str(opts.clients), "-j", str(opts.threads)]
@@ -198,13 +196,14 @@ def run_bench(
             )
         prefix = workdir.absolute() / f"pgrig_txlog_{secrets.token_hex(4)}"
     argv = run_argv(bin_dir, conn, opts, prefix, extra)
-    raw: list[str] = []
+    raw: list[str] = []  # every line, ended, in arrival order: the output kept
 
     watch = ClientWatch(
         f"the client {TOOL} on {client.where}", opts.progress_interval, opts.duration_s
     )
 
-    def handle(stream_name: str, line: str) -> None:
+    def on_line(stream_name: str, line: str) -> None:
+        raw.append(line + "\n")
         if stream_name == "stderr" and (p := parse_progress(line)):
             watch.heard()
             if on_progress is not None:
@@ -218,7 +217,7 @@ def run_bench(
             done = client.stream(
                 argv,
                 timeout=limit,
-                on_line=collector(raw, handle),
+                on_line=on_line,
                 env=conn.env(),
                 check=False,
                 what=TOOL,
@@ -240,7 +239,7 @@ def run_bench(
     finally:
         if prefix is not None and (logs := logs or _logs(client, prefix)):
             client.run(["rm", "-f", "--", *logs], timeout=60, what="rm")
-    return result, raw_text(raw)
+    return result, "".join(raw)
 
 
 def _logs(client: Executor, prefix: Path) -> list[str]:

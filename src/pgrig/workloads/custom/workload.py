@@ -29,14 +29,14 @@ from pgrig.step import Action, Call, Context, Step, StepKey
 from pgrig.tools import pgbench
 from pgrig.ui import Step as ProgressLine
 from pgrig.units import MB
-from pgrig.workloads.common import conn, relation_sizes, sizes_step
+from pgrig.workloads.common import conn, prepare_action, relation_sizes, sizes_step
 from pgrig.workloads.custom import datasize
 from pgrig.workloads.custom import spec as custom_spec
 from pgrig.workloads.custom.spec import CustomSpec
 from pgrig.workloads.pgbench_report import PGBENCH_REPORT
 from pgrig.workloads.tpcb import steps as tpcb_steps
 from pgrig.workloads.tpcb.spec import TpcbSpec
-from pgrig.workloads.tpcb.steps import rate_part, run_estimate, threads_for
+from pgrig.workloads.tpcb.steps import rate_part, threads_for
 from pgrig.workloads.tpcb.workload import BYTES_PER_SCALE, peak_bytes
 
 FIRST_GUESS_TPS = 10_000.0
@@ -180,7 +180,7 @@ def bench_step(
         total=point.duration,
         tools=("pgbench",),
         monitored=True,
-        estimate_s=run_estimate(point.duration, policy),
+        estimate_s=policy.run_seconds(point.duration),
     )
 
 
@@ -190,7 +190,7 @@ class CustomWorkload(Workload):
     schema = custom_spec.SCHEMA
     actions = {
         "custom.setup": setup_action,
-        "pgbench.prepare": tpcb_steps.prepare_action,
+        "pgbench.prepare": prepare_action,
         "pgbench.run": tpcb_steps.bench_action,
         "common.relation_sizes": relation_sizes,
     }

@@ -32,12 +32,12 @@ from pgrig.results import (
     to_dict,
 )
 from pgrig.sql import load as load_sql
-from pgrig.step import Action, Call, Context, Prepare, Step, StepKey
+from pgrig.step import Action, Call, Context, Step, StepKey
 from pgrig.tools import pgbench
 from pgrig.ui import Step as ProgressLine
 from pgrig.workdb import database_bytes, limit_by_size, size_timeout_s
 from pgrig.workloads import loaded
-from pgrig.workloads.common import conn, load_restarts, prepare_run, sizes_step
+from pgrig.workloads.common import conn, load_restarts, sizes_step
 from pgrig.workloads.tpcb import loader
 from pgrig.workloads.tpcb.spec import TpcbSpec
 
@@ -220,17 +220,6 @@ def count_action(method: str, workers: int) -> Action:
     return action
 
 
-def prepare_action(
-    opts: pgbench.RunOptions, policy: RunPolicy, auto_threads: bool = False
-) -> Prepare:
-    """Reset / warm-up / CHECKPOINT before a measured run, as the policy says."""
-
-    def prepare(ctx: Context, line: ProgressLine) -> None:
-        prepare_run(ctx, opts, policy, line, auto_threads)
-
-    return prepare
-
-
 def bench_action(
     opts: pgbench.RunOptions, first_guess: float, auto_threads: bool = False
 ) -> Action:
@@ -261,8 +250,12 @@ def bench_action(
     return action
 
 
-def _key(target: str, spec: TpcbSpec, scale: int, *parts: str) -> StepKey:
-    return StepKey(target, spec.name, (f"s{scale}", *parts))
+def _key(
+    target: str, spec: TpcbSpec, scale: int, *parts: str, repeat: int | None = None
+) -> StepKey:
+    """A TPC-B step's key: its target, workload, scale, parts and repeat (None:
+    a step that is not repeated)."""
+    return StepKey(target, spec.name, (f"s{scale}", *parts), repeat)
 
 
 def load_steps(spec: TpcbSpec, scale: int, target: TargetView) -> list[Step]:
@@ -338,6 +331,11 @@ def sizes_after(spec: TpcbSpec, scale: int, target: TargetView, when: str) -> St
     )
 
 
+def sizes_after_runs(spec: TpcbSpec, scale: int, target: TargetView, _repeat: int) -> Step:
+    """``sizes_after`` as a series makes it: once per target after its runs."""
+    return sizes_after(spec, scale, target, "after runs")
+
+
 @dataclass(frozen=True)
 class Point:
     """One measured point of a TPC-B sweep."""
@@ -382,10 +380,9 @@ def bench_step(
         latency_limit_ms=spec.latency_limit_ms,
     )
     swept = rate_part(point.rate, bool(spec.rates))
+    parts = (point.mode, f"c{point.clients}", f"d{point.duration}", *swept)
     return Step(
-        key=_key(
-            target.name, spec, scale, point.mode, f"c{point.clients}", f"d{point.duration}", *swept
-        ).with_repeat(repeat),
+        key=_key(target.name, spec, scale, *parts, repeat=repeat),
         kind="pgbench_run",
         label=f"{target.name}: {point.mode} -s {scale} -c {point.clients} -j {threads}"
         + (f" -R {point.rate:g}" if point.rate is not None else "")
@@ -422,11 +419,5 @@ def bench_step(
         total=point.duration,
         tools=("pgbench",),
         monitored=True,
-        estimate_s=run_estimate(point.duration, policy, restore_s=0.2 * scale),
+        estimate_s=policy.run_seconds(point.duration, restore_s=0.2 * scale),
     )
-
-
-def run_estimate(duration: float, policy: RunPolicy, restore_s: float = 0.0) -> float:
-    """A measured run's seconds: the warm-up, the run, the reset before it."""
-    warm = 15.0 if policy.warmup == "auto" else float(policy.warmup or 0)
-    return duration + warm + 2 + (restore_s if policy.reset == "restore" else 0.0)

@@ -3,17 +3,17 @@ then every (duration, mode, clients) point interleaved and repeated."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from pgrig.policy import RunPolicy
 from pgrig.registry.shared import COUNT, PGBENCH_INIT, PGBENCH_RUN, RELATION_SIZES
-from pgrig.registry.workload import Needs, Phase, Series, TargetView, Workload
+from pgrig.registry.workload import Needs, Phase, Series, Workload
 from pgrig.schema import Table
-from pgrig.step import Step
 from pgrig.tools import pgbench
 from pgrig.units import GB, MB
-from pgrig.workloads.common import relation_sizes
+from pgrig.workloads.common import prepare_action, relation_sizes
 from pgrig.workloads.pgbench_report import PGBENCH_REPORT
 from pgrig.workloads.tpcb import spec as tpcb_spec
 from pgrig.workloads.tpcb import steps
@@ -38,7 +38,7 @@ def peak_bytes(data: int, *, unlogged: bool = False, copies: int = 1) -> int:
 
 # What its steps run (``Call(name, ...)``); a custom workload runs pgbench too.
 ACTIONS: dict[str, Callable[..., Any]] = {
-    "pgbench.prepare": steps.prepare_action,
+    "pgbench.prepare": prepare_action,
     "pgbench.run": steps.bench_action,
     "tpcb.load": steps.load_action,
     "tpcb.count": steps.count_action,
@@ -61,37 +61,25 @@ class TpcbWorkload(Workload):
         return tpcb_spec.parse(table)
 
     def phases(self, spec: TpcbSpec, policy: RunPolicy) -> list[Phase]:
+        # The steps are made by tpcb.steps itself (partials, not closures here):
+        # what a plan or a schedule asks of a phase goes straight to the maker.
         copies = 2 if policy.reset == "restore" else 1
         return [
             Phase(
-                data=self._loads(spec, scale),
+                data=partial(steps.load_steps, spec, scale),
                 series=[
-                    *(self._series(spec, scale, point, policy) for point in steps.points(spec)),
-                    self._sizes(spec, scale),
+                    *(
+                        Series(partial(steps.bench_step, spec, scale, point, policy))
+                        for point in steps.points(spec)
+                    ),
+                    # once per target after all its runs of this scale: how the data grew
+                    Series(partial(steps.sizes_after_runs, spec, scale), repeated=False),
                 ],
                 disk_bytes=data_bytes(scale, unlogged=spec.unlogged, copies=copies),
                 label=f"scale {scale}",
             )
             for scale in spec.scales
         ]
-
-    @staticmethod
-    def _loads(spec: TpcbSpec, scale: int) -> Callable[[TargetView], Sequence[Step]]:
-        return lambda t: steps.load_steps(spec, scale, t)
-
-    @staticmethod
-    def _series(spec: TpcbSpec, scale: int, point: steps.Point, policy: RunPolicy) -> Series:
-        def make(t: TargetView, rep: int) -> Any:
-            return steps.bench_step(spec, scale, point, policy, t, rep)
-
-        return Series(make)
-
-    @staticmethod
-    def _sizes(spec: TpcbSpec, scale: int) -> Series:
-        """Once per target after all its runs of this scale: how the data grew."""
-        return Series(
-            lambda t, _rep: steps.sizes_after(spec, scale, t, "after runs"), repeated=False
-        )
 
 
 WORKLOAD = TpcbWorkload()

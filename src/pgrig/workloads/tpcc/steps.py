@@ -18,7 +18,6 @@ from pgrig.results import ProgressPoint
 from pgrig.step import Action, Call, Context, Prepare, Step, StepKey
 from pgrig.ui import Step as ProgressLine
 from pgrig.workloads.common import Steady, checkpoint, load_restarts, restore_pristine, steady
-from pgrig.workloads.tpcb.steps import run_estimate
 from pgrig.workloads.tpcc import checks, driver, loader
 from pgrig.workloads.tpcc.model import TpccCheck, TpccLoad, TpccRun
 from pgrig.workloads.tpcc.spec import TpccSpec
@@ -315,7 +314,7 @@ def run_step(
         # The warm-up, the run and the reset; nothing per warehouse beyond the
         # restore: the check after a run is its own step (check_estimate), and
         # counting it here too planned seed003's 15 s runs at 30 s (21-24 s real).
-        estimate_s=run_estimate(tp.duration_s, policy, restore_s=0.5 * tp.warehouses),
+        estimate_s=policy.run_seconds(tp.duration_s, restore_s=0.5 * tp.warehouses),
     )
 
 
