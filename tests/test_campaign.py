@@ -340,7 +340,7 @@ def test_the_schema_reads_a_table_in_one_pass_and_calls_no_reader_of_its_owner()
     (issue 43: the schema called its callers' readers back, 24 of the run
     route's climbs; then the owners called it key by key). ``Schema.read``
     refuses such a schema, naming the key, before it calls any reader."""
-    from pgrig.schema import Context, Locator, Schema, Table, custom, integer, text
+    from pgrig.schema import REFUSED, Context, Locator, Schema, Table, custom, integer, text
 
     called: list[tuple[str, object]] = []
 
@@ -362,12 +362,14 @@ def test_the_schema_reads_a_table_in_one_pass_and_calls_no_reader_of_its_owner()
     read = schema.checked(table)
     assert called == [] and read.refused is None
     assert [(k.name, v) for k, v in read.owned] == [("b", "two")]
-    values = read.done({k.attr: k.read(table, k.name, v) for k, v in read.owned})
+    values = read.values | {k.attr: k.read(table, k.name, v) for k, v in read.owned}
     assert values == {"a": "1", "b": "TWO", "c": 1} and called == [("b", "two")]
     # absent: the default; of another type: refused as Table.get refuses it
     assert schema.checked(Table({}, ("t",), ctx)).values["b"] == "y"
+    read = schema.checked(Table({"b": 2}, ("t",), ctx))
+    assert read.owned == ((REFUSED, read.refused),)  # what the owner reads: the refusal
     with pytest.raises(UsageError, match="t.b: expected a string, got an integer 2"):
-        schema.checked(Table({"b": 2}, ("t",), ctx)).done({})
+        read.values | {k.attr: k.read(table, k.name, v) for k, v in read.owned}
     # two bad keys: the first in the keys' order is refused, whoever checks it
     for data, said in (
         ({"b": "bad", "c": 0, "d": 1}, "a bad value"),  # the owner's, before the schema's
@@ -377,7 +379,7 @@ def test_the_schema_reads_a_table_in_one_pass_and_calls_no_reader_of_its_owner()
     ):
         read = schema.checked(Table(data, ("t",), ctx))
         with pytest.raises(UsageError, match=said):
-            read.done({k.attr: k.read(table, k.name, v) for k, v in read.owned})
+            read.values | {k.attr: k.read(table, k.name, v) for k, v in read.owned}
 
 
 def test_a_good_file_is_not_scanned_for_lines_and_a_bad_one_names_its_line(tmp_path: Path) -> None:

@@ -149,7 +149,7 @@ def _initdb(t: Table, key: str, given: object) -> InitdbSpec | None:
     if table is None:
         return None
     read = INITDB_SCHEMA.checked(table)
-    return InitdbSpec(**read.done({k.attr: k.read(table, k.name, v) for k, v in read.owned}))
+    return InitdbSpec(**(read.values | {k.attr: k.read(table, k.name, v) for k, v in read.owned}))
 
 
 LISTEN = ("socket", "tcp")
@@ -233,7 +233,7 @@ def _target(t: Table) -> TargetSpec:
     extra = kind.schema.names if kind is not None and kind.schema is not None else ()
     schema = Schema(TARGET_SCHEMA.title, *TARGET_SCHEMA.keys, also=(*TARGET_SCHEMA.also, *extra))
     read = schema.checked(t)
-    values = read.done({k.attr: k.read(t, k.name, v) for k, v in read.owned})
+    values = read.values | {k.attr: k.read(t, k.name, v) for k, v in read.owned}
     if kind is not None:
         values["kind"] = kind.name
     name = values["name"]
@@ -374,7 +374,7 @@ def read(data: Document, ctx: Context) -> Campaign:
     elif isinstance(probe_value, dict):
         pt = Table(probe_value, ("probes",), ctx)
         read = PROBES_SCHEMA.checked(pt)
-        probes = ProbeSpec(**read.done({k.attr: k.read(pt, k.name, v) for k, v in read.owned}))
+        probes = ProbeSpec(**(read.values | {k.attr: k.read(pt, k.name, v) for k, v in read.owned}))
 
     workloads: list[WorkloadSpec] = []
     types = registry.workloads()

@@ -445,7 +445,7 @@ class Header:
 
 def parse(table: Table) -> Header:
     read = SCHEMA.checked(table)
-    values = read.done({k.attr: k.read(table, k.name, v) for k, v in read.owned})
+    values = read.values | {k.attr: k.read(table, k.name, v) for k, v in read.owned}
     name, baseline, versions = values.pop("name"), values.pop("baseline"), values.pop("versions")
     axes, inventory = values.pop("axes"), values.pop("inventory")
     iops, mbps = values.pop("instance_iops"), values.pop("instance_mbps")

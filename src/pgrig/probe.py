@@ -128,7 +128,7 @@ def _fio_table(t: Table, key: str, value: dict[str, object] | bool | None) -> Fi
     if table is None:
         return FioPlan()
     read = FIO_SCHEMA.checked(table)
-    return FioPlan(**read.done({k.attr: k.read(table, k.name, v) for k, v in read.owned}))
+    return FioPlan(**(read.values | {k.attr: k.read(table, k.name, v) for k, v in read.owned}))
 
 
 PROBES_SCHEMA = Schema(

@@ -133,7 +133,7 @@ def copy_bytes(scale: int) -> int:
 
 def parse(t: Table) -> BasebackupSpec:
     read = SCHEMA.checked(t)
-    values = read.done({k.attr: k.read(t, k.name, v) for k, v in read.owned})
+    values = read.values | {k.attr: k.read(t, k.name, v) for k, v in read.owned}
     spec = BasebackupSpec(**values)
     method = _COMPRESS.fullmatch(spec.compress)
     assert method is not None
