@@ -116,8 +116,7 @@ def _wal_segsize(t: Table, key: str, seg: int | None) -> int | None:
     return seg
 
 
-def _kernel(t: Table, key: str, given: object) -> tuple[tuple[str, str], ...]:
-    table = t.table(key) if given is not None else None
+def _kernel(t: Table, key: str, table: Table | None) -> tuple[tuple[str, str], ...]:
     if table is None:
         return ()
     out = []
@@ -144,8 +143,7 @@ INITDB_SCHEMA = Schema(
 )  # fmt: skip
 
 
-def _initdb(t: Table, key: str, given: object) -> InitdbSpec | None:
-    table = t.table(key) if given is not None else None
+def _initdb(t: Table, key: str, table: Table | None) -> InitdbSpec | None:
     if table is None:
         return None
     read = INITDB_SCHEMA.checked(table)
@@ -198,12 +196,12 @@ TARGET_SCHEMA = Schema(
            "`seed004`) or a path to a `.conf` file (relative to the campaign file)", _profile,
            kind=str),
     custom("set", None, "`[target.set]`: setting overrides, e.g. `synchronous_commit = \"off\"`",
-           profiles.settings_of, field="settings"),
-    custom("initdb", None, "`[target.initdb]`: see below", _initdb, kind=dict),
+           profiles.settings_of, kind=Table, field="settings"),
+    custom("initdb", None, "`[target.initdb]`: see below", _initdb, kind=Table),
     custom("kernel", None, "`[target.kernel]`: kernel settings (a sysctl such as "
            "`\"vm.dirty_ratio\" = 80`, or `clocksource`) set around each of the target's "
            "steps and put back after (seed 002's dirty-page settings); root only", _kernel,
-           kind=dict),
+           kind=Table),
     text("os_user", None, "OS user the server runs as when pgrig is root"),
     custom("listen", "socket", "how the clients reach the cluster pgrig creates: `socket` "
            "(its private unix socket) or `tcp` (127.0.0.1 with a password, as the seeds' "

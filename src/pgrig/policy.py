@@ -179,15 +179,14 @@ class Repeat:
     until_decided: bool = False
 
 
-def _repeat(t: Table, key: str, value: int | dict[str, object] | Repeat) -> Repeat:
+def _repeat(t: Table, key: str, value: int | Table | Repeat) -> Repeat:
     if isinstance(value, Repeat):
         return value  # not given: the default
     if isinstance(value, int):
         if value < 1:
             raise t.error(key, f"{value}: at least 1")
         return Repeat(value)
-    rr = t.table(key)
-    assert rr is not None
+    rr = value
     until = rr.get("until_ci_pct", float)
     diff = rr.get("until_diff_pct", float)
     for name, given in (("until_ci_pct", until), ("until_diff_pct", diff)):
@@ -277,9 +276,8 @@ def _versions(t: Table, key: str, values: list[object] | tuple[str, ...]) -> tup
 Axis = tuple[str, tuple[str, ...]]
 
 
-def _axes(t: Table, key: str, value: dict[str, object] | tuple[Axis, ...]) -> tuple[Axis, ...]:
-    table = t.table(key) if isinstance(value, dict) else None
-    if table is None:
+def _axes(t: Table, key: str, table: Table | tuple[Axis, ...]) -> tuple[Axis, ...]:
+    if not isinstance(table, Table):  # not given: the default
         return ()
     out: list[Axis] = []
     for given, values in table.data.items():
@@ -348,7 +346,7 @@ SCHEMA = Schema(
         "one target or no versions), each on its own cluster with the same profile plus "
         "those settings. A value a version cannot take is refused before anything runs "
         "([versions](versions.md#settings-as-axes))",
-        _axes, kind=dict, shown_default="`{}`",
+        _axes, kind=Table, shown_default="`{}`",
     ),
     custom(
         "inventory", None,
@@ -368,7 +366,7 @@ SCHEMA = Schema(
         "min = 3, max = 12 }`: until each target's comparison with the baseline is "
         "decided (better, worse or the same within 5%; [verdicts](report.md#verdicts)) "
         "([adaptive repeats](campaigns.md#adaptive-repeats))",
-        _repeat, kind=(int, dict), shown_default="`1`",
+        _repeat, kind=(int, Table), shown_default="`1`",
     ),
     custom(
         "warmup", 0,

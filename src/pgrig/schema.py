@@ -276,7 +276,8 @@ def table_name(path: TablePath) -> str:
 # declares), or its default when the table leaves the key out.
 Read = Callable[[Table, str, Any], Any]
 # The TOML type an owner's key declares: what the schema checks before its owner
-# makes the value (``Path``: a path relative to the campaign file).
+# makes the value (``Path``: a path relative to the campaign file; ``Table``: a
+# table, handed over as one, so its owner reads its keys with errors that name them).
 Kind = type | tuple[type, ...]
 
 
@@ -396,7 +397,11 @@ class OwnKey(Key):
             return t.data[self.name]
         if self.kind is Path:
             return t.path_value(self.name)
-        return t.get(self.name, self.kind)
+        kinds = self.kind if isinstance(self.kind, tuple) else (self.kind,)
+        if Table not in kinds:
+            return t.get(self.name, self.kind)
+        value = t.get(self.name, tuple(dict if k is Table else k for k in kinds))
+        return Table(value, (*t.path, self.name), t.ctx) if isinstance(value, dict) else value
 
 
 def custom(name: str, default: Any, doc: str, read: Read, *, kind: Kind | None = None,

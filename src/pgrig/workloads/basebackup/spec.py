@@ -120,7 +120,7 @@ SCHEMA = Schema(
     custom("set", None, "`[workload.set]`: settings the cluster pgrig created restarts at for "
            "each copy, and back to the profile's after: seed 002 backed up at `wal_level = "
            "hot_standby` with archiving where its TPC-B ran at 9.5's `minimal`", settings_of,
-           field="settings", shown_default="`{}`"),
+           kind=Table, field="settings", shown_default="`{}`"),
     also=("type",),
 )  # fmt: skip
 
