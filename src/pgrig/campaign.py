@@ -38,9 +38,8 @@ from pgrig.schema import (
     TablePath,
     custom,
     flag,
-    name_problem,
+    naming,
     path,
-    shown_name,
     text,
     type_name,
 )
@@ -75,11 +74,10 @@ class Campaign:
 
 
 def _target_name(t: Table, key: str, name: str | None) -> str:
+    """The target's name, checked as a name by the schema (``naming``) when given."""
     if not name:
         raise t.error(key, "every target needs a name", hint='add name = "local-ssd"')
-    if (problem := name_problem(name)) is not None:
-        raise t.error(key, f"{shown_name(name)}: {problem}")
-    return str(name)
+    return name
 
 
 def _tablespace(t: Table, key: str, given: object) -> str | None:
@@ -171,7 +169,7 @@ def _kind(t: Table, key: str, name: str | None) -> str | None:
 
 TARGET_SCHEMA = Schema(
     "[[target]]",
-    custom("name", None, "the column's name", _target_name, kind=str, shown_default="(required)"),
+    naming("name", "the column's name", _target_name, shown_default="(required)"),
     path(
         "directory",
         "the storage under test: the throwaway cluster goes into "

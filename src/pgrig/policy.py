@@ -24,6 +24,7 @@ from pgrig.schema import (
     flag,
     integer,
     name_problem,
+    naming,
     number,
     shown_name,
     text,
@@ -307,13 +308,17 @@ def _axes(t: Table, key: str, table: Table | tuple[Axis, ...]) -> tuple[Axis, ..
 
 
 def _name(t: Table, key: str, name: str | None) -> str:
+    """The campaign's name, checked as a name by the schema (``naming``) when
+    given and not empty."""
     if name is None:
         raise t.error(
             None, "the campaign has no name (its study id)", hint='add name = "seed000-storage"'
         )
-    if (problem := name_problem(name)) is not None:
-        raise t.error(key, f"{shown_name(name)}: {problem}", hint='name = "seed000-storage"')
-    return str(name)
+    if not name:
+        raise t.error(
+            key, f"{shown_name(name)}: {name_problem(name)}", hint='name = "seed000-storage"'
+        )
+    return name
 
 
 def _inventory(t: Table, key: str, path: Path | None) -> Path | None:
@@ -326,8 +331,8 @@ def _inventory(t: Table, key: str, path: Path | None) -> Path | None:
 
 SCHEMA = Schema(
     "[campaign]",
-    custom("name", None, "the study id: letters, digits, `.`, `_`, `-`", _name, kind=str,
-           shown_default="(required)"),
+    naming("name", "the study id: letters, digits, `.`, `_`, `-`", _name,
+           example='"seed000-storage"', shown_default="(required)"),
     text("baseline", None, "the column the others are compared with",
          shown_default="first target"),
     custom(

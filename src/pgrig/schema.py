@@ -412,6 +412,29 @@ def custom(name: str, default: Any, doc: str, read: Read, *, kind: Kind | None =
     return OwnKey(name, default, doc, read, kind=kind, **kw)
 
 
+@dataclass(frozen=True)
+class NameKey(OwnKey):
+    """A name that becomes an id and part of paths (a campaign's, a target's):
+    the schema checks a given one (``name_problem``) in its pass; its owner
+    refuses a missing or empty one, saying what its table lacks."""
+
+    example: str | None = None  # a good value, the hint of a bad one
+
+    def given(self, t: Table) -> Any:
+        value = super().given(t)
+        if value and (problem := name_problem(value)) is not None:
+            hint = f"{self.name} = {self.example}" if self.example else None
+            raise t.error(self.name, f"{shown_name(value)}: {problem}", hint=hint)
+        return value
+
+
+def naming(name: str, doc: str, read: Read, *, example: str | None = None,
+           **kw: str | None) -> Key:  # fmt: skip
+    """A key whose value names a campaign or a target (``NameKey``); ``read``,
+    its owner's, refuses a missing one."""
+    return NameKey(name, None, doc, read, kind=str, example=example, **kw)
+
+
 def _raise(t: Table, key: str, refused: UsageError) -> NoReturn:
     raise refused
 
