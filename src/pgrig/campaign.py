@@ -219,9 +219,8 @@ def _gives_lab_keys(t: Table) -> bool:
     )
 
 
-def _target(t: Table) -> TargetSpec:
+def _target(t: Table, kinds: dict[str, registry.AnyKind]) -> TargetSpec:
     named = t.get("kind", str)
-    kinds = registry.target_kinds()
     kind = kinds.get(named) if named is not None else None
     if named is None:  # a kind chosen by a key of its own (a remote target's host)
         kind = next((k for k in kinds.values() if k.claim_key and k.claim_key in t.data), None)
@@ -335,6 +334,9 @@ def read(data: Document, ctx: Context) -> Campaign:
     header = policy.parse(campaign_table)
     name, baseline, run_policy = header.name, header.baseline, header.policy
     ctx.inventory = header.inventory
+    # What the tables below name, asked for once: the registered target kinds
+    # and workload types (a broken plug-in is refused here, before its tables)
+    kinds, types = registry.target_kinds(), registry.workloads()
 
     targets = []
     raw_targets = top.get("target", list, [])
@@ -346,7 +348,7 @@ def read(data: Document, ctx: Context) -> Campaign:
     seen: dict[str, int] = {}
     for i, item in enumerate(raw_targets):
         r = Table(item, ("target", i), ctx)
-        spec = _target(r)
+        spec = _target(r, kinds)
         if spec.name in seen:
             raise r.error(
                 "name",
@@ -373,7 +375,6 @@ def read(data: Document, ctx: Context) -> Campaign:
         probes = ProbeSpec(**(read.values | {k.attr: k.read(pt, k.name, v) for k, v in read.owned}))
 
     workloads: list[WorkloadSpec] = []
-    types = registry.workloads()
     for i, item in enumerate(top.get("workload", list, [])):
         r = Table(item, ("workload", i), ctx)
         workloads.append(types[r.choice("type", tuple(types), "tpcb")].parse(r))
