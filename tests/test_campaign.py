@@ -340,7 +340,7 @@ def test_the_schema_reads_a_table_in_one_pass_and_calls_no_reader_of_its_owner()
     (issue 43: the schema called its callers' readers back, 24 of the run
     route's climbs; then the owners called it key by key). ``Schema.read``
     refuses such a schema, naming the key, before it calls any reader."""
-    from pgrig.schema import Context, Locator, Schema, Table, custom, integer, text
+    from pgrig.schema import REFUSED, Context, Locator, Schema, Table, custom, integer, text
 
     called: list[tuple[str, object]] = []
 
@@ -362,12 +362,14 @@ def test_the_schema_reads_a_table_in_one_pass_and_calls_no_reader_of_its_owner()
     read = schema.checked(table)
     assert called == [] and read.refused is None
     assert [(k.name, v) for k, v in read.owned] == [("b", "two")]
-    values = read.done({k.attr: k.read(table, k.name, v) for k, v in read.owned})
+    values = read.values | {k.attr: k.read(table, k.name, v) for k, v in read.owned}
     assert values == {"a": "1", "b": "TWO", "c": 1} and called == [("b", "two")]
     # absent: the default; of another type: refused as Table.get refuses it
     assert schema.checked(Table({}, ("t",), ctx)).values["b"] == "y"
+    read = schema.checked(Table({"b": 2}, ("t",), ctx))
+    assert read.owned == ((REFUSED, read.refused),)  # what the owner reads: the refusal
     with pytest.raises(UsageError, match="t.b: expected a string, got an integer 2"):
-        schema.checked(Table({"b": 2}, ("t",), ctx)).done({})
+        read.values | {k.attr: k.read(table, k.name, v) for k, v in read.owned}
     # two bad keys: the first in the keys' order is refused, whoever checks it
     for data, said in (
         ({"b": "bad", "c": 0, "d": 1}, "a bad value"),  # the owner's, before the schema's
@@ -377,7 +379,46 @@ def test_the_schema_reads_a_table_in_one_pass_and_calls_no_reader_of_its_owner()
     ):
         read = schema.checked(Table(data, ("t",), ctx))
         with pytest.raises(UsageError, match=said):
-            read.done({k.attr: k.read(table, k.name, v) for k, v in read.owned})
+            read.values | {k.attr: k.read(table, k.name, v) for k, v in read.owned}
+
+
+def test_a_table_key_and_a_name_are_checked_in_the_schemas_one_pass() -> None:
+    """A table-valued key (``kind=Table``) reaches its owner's reader as a Table
+    whose errors name its keys, and a name (``naming``) is checked in the
+    schema's pass: the owner's reader gets a good or missing name and is not
+    called for a bad one (issue 43: both readers called the schema back)."""
+    from pgrig.schema import Context, Locator, Schema, Table, custom, naming
+
+    seen: dict[str, object] = {}
+
+    def keep(t: Table, key: str, value: object) -> object:
+        seen[key] = value
+        return value
+
+    schema = Schema(
+        "[t]", naming("name", "a name", keep, example='"db1"'),
+        custom("set", None, "a table", keep, kind=Table),
+        custom("fio", None, "a table or off", keep, kind=(Table, bool)),
+    )  # fmt: skip
+    ctx = Context("c.toml", Path("."), Locator(""))
+
+    def values(data: dict[str, object]) -> dict[str, object]:
+        seen.clear()
+        table = Table(data, ("t",), ctx)
+        read = schema.checked(table)
+        return read.values | {k.attr: k.read(table, k.name, v) for k, v in read.owned}
+
+    got = values({"name": "db1", "set": {"a": 1}, "fio": False})
+    assert isinstance(got["set"], Table) and got["set"].data == {"a": 1}
+    assert got["set"].where("a") == "c.toml: t.set.a" and got["fio"] is False
+    assert got["name"] == "db1" and seen["name"] == "db1"
+    assert values({}) == {"name": None, "set": None, "fio": None} and seen["name"] is None
+    with pytest.raises(UsageError, match="t.name: 'bad name': use letters") as refused:
+        values({"name": "bad name", "set": {}})
+    assert refused.value.hint == 'name = "db1"' and seen == {}
+    with pytest.raises(UsageError, match="t.set: expected a table, got an integer 3"):
+        values({"name": "db1", "set": 3})
+    assert seen == {"name": "db1"}  # the owner's key before it: read first
 
 
 def test_a_good_file_is_not_scanned_for_lines_and_a_bad_one_names_its_line(tmp_path: Path) -> None:

@@ -38,9 +38,8 @@ from pgrig.schema import (
     TablePath,
     custom,
     flag,
-    name_problem,
+    naming,
     path,
-    shown_name,
     text,
     type_name,
 )
@@ -75,11 +74,10 @@ class Campaign:
 
 
 def _target_name(t: Table, key: str, name: str | None) -> str:
+    """The target's name, checked as a name by the schema (``naming``) when given."""
     if not name:
         raise t.error(key, "every target needs a name", hint='add name = "local-ssd"')
-    if (problem := name_problem(name)) is not None:
-        raise t.error(key, f"{shown_name(name)}: {problem}")
-    return str(name)
+    return name
 
 
 def _tablespace(t: Table, key: str, given: object) -> str | None:
@@ -116,8 +114,7 @@ def _wal_segsize(t: Table, key: str, seg: int | None) -> int | None:
     return seg
 
 
-def _kernel(t: Table, key: str, given: object) -> tuple[tuple[str, str], ...]:
-    table = t.table(key) if given is not None else None
+def _kernel(t: Table, key: str, table: Table | None) -> tuple[tuple[str, str], ...]:
     if table is None:
         return ()
     out = []
@@ -144,12 +141,11 @@ INITDB_SCHEMA = Schema(
 )  # fmt: skip
 
 
-def _initdb(t: Table, key: str, given: object) -> InitdbSpec | None:
-    table = t.table(key) if given is not None else None
+def _initdb(t: Table, key: str, table: Table | None) -> InitdbSpec | None:
     if table is None:
         return None
     read = INITDB_SCHEMA.checked(table)
-    return InitdbSpec(**read.done({k.attr: k.read(table, k.name, v) for k, v in read.owned}))
+    return InitdbSpec(**(read.values | {k.attr: k.read(table, k.name, v) for k, v in read.owned}))
 
 
 LISTEN = ("socket", "tcp")
@@ -173,7 +169,7 @@ def _kind(t: Table, key: str, name: str | None) -> str | None:
 
 TARGET_SCHEMA = Schema(
     "[[target]]",
-    custom("name", None, "the column's name", _target_name, kind=str, shown_default="(required)"),
+    naming("name", "the column's name", _target_name, shown_default="(required)"),
     path(
         "directory",
         "the storage under test: the throwaway cluster goes into "
@@ -198,12 +194,12 @@ TARGET_SCHEMA = Schema(
            "`seed004`) or a path to a `.conf` file (relative to the campaign file)", _profile,
            kind=str),
     custom("set", None, "`[target.set]`: setting overrides, e.g. `synchronous_commit = \"off\"`",
-           profiles.settings_of, field="settings"),
-    custom("initdb", None, "`[target.initdb]`: see below", _initdb, kind=dict),
+           profiles.settings_of, kind=Table, field="settings"),
+    custom("initdb", None, "`[target.initdb]`: see below", _initdb, kind=Table),
     custom("kernel", None, "`[target.kernel]`: kernel settings (a sysctl such as "
            "`\"vm.dirty_ratio\" = 80`, or `clocksource`) set around each of the target's "
            "steps and put back after (seed 002's dirty-page settings); root only", _kernel,
-           kind=dict),
+           kind=Table),
     text("os_user", None, "OS user the server runs as when pgrig is root"),
     custom("listen", "socket", "how the clients reach the cluster pgrig creates: `socket` "
            "(its private unix socket) or `tcp` (127.0.0.1 with a password, as the seeds' "
@@ -223,9 +219,8 @@ def _gives_lab_keys(t: Table) -> bool:
     )
 
 
-def _target(t: Table) -> TargetSpec:
+def _target(t: Table, kinds: dict[str, registry.AnyKind]) -> TargetSpec:
     named = t.get("kind", str)
-    kinds = registry.target_kinds()
     kind = kinds.get(named) if named is not None else None
     if named is None:  # a kind chosen by a key of its own (a remote target's host)
         kind = next((k for k in kinds.values() if k.claim_key and k.claim_key in t.data), None)
@@ -233,7 +228,7 @@ def _target(t: Table) -> TargetSpec:
     extra = kind.schema.names if kind is not None and kind.schema is not None else ()
     schema = Schema(TARGET_SCHEMA.title, *TARGET_SCHEMA.keys, also=(*TARGET_SCHEMA.also, *extra))
     read = schema.checked(t)
-    values = read.done({k.attr: k.read(t, k.name, v) for k, v in read.owned})
+    values = read.values | {k.attr: k.read(t, k.name, v) for k, v in read.owned}
     if kind is not None:
         values["kind"] = kind.name
     name = values["name"]
@@ -339,6 +334,9 @@ def read(data: Document, ctx: Context) -> Campaign:
     header = policy.parse(campaign_table)
     name, baseline, run_policy = header.name, header.baseline, header.policy
     ctx.inventory = header.inventory
+    # What the tables below name, asked for once: the registered target kinds
+    # and workload types (a broken plug-in is refused here, before its tables)
+    kinds, types = registry.target_kinds(), registry.workloads()
 
     targets = []
     raw_targets = top.get("target", list, [])
@@ -350,7 +348,7 @@ def read(data: Document, ctx: Context) -> Campaign:
     seen: dict[str, int] = {}
     for i, item in enumerate(raw_targets):
         r = Table(item, ("target", i), ctx)
-        spec = _target(r)
+        spec = _target(r, kinds)
         if spec.name in seen:
             raise r.error(
                 "name",
@@ -374,10 +372,9 @@ def read(data: Document, ctx: Context) -> Campaign:
     elif isinstance(probe_value, dict):
         pt = Table(probe_value, ("probes",), ctx)
         read = PROBES_SCHEMA.checked(pt)
-        probes = ProbeSpec(**read.done({k.attr: k.read(pt, k.name, v) for k, v in read.owned}))
+        probes = ProbeSpec(**(read.values | {k.attr: k.read(pt, k.name, v) for k, v in read.owned}))
 
     workloads: list[WorkloadSpec] = []
-    types = registry.workloads()
     for i, item in enumerate(top.get("workload", list, [])):
         r = Table(item, ("workload", i), ctx)
         workloads.append(types[r.choice("type", tuple(types), "tpcb")].parse(r))

@@ -24,6 +24,7 @@ from pgrig.schema import (
     flag,
     integer,
     name_problem,
+    naming,
     number,
     shown_name,
     text,
@@ -185,15 +186,14 @@ class Repeat:
     until_decided: bool = False
 
 
-def _repeat(t: Table, key: str, value: int | dict[str, object] | Repeat) -> Repeat:
+def _repeat(t: Table, key: str, value: int | Table | Repeat) -> Repeat:
     if isinstance(value, Repeat):
         return value  # not given: the default
     if isinstance(value, int):
         if value < 1:
             raise t.error(key, f"{value}: at least 1")
         return Repeat(value)
-    rr = t.table(key)
-    assert rr is not None
+    rr = value
     until = rr.get("until_ci_pct", float)
     diff = rr.get("until_diff_pct", float)
     for name, given in (("until_ci_pct", until), ("until_diff_pct", diff)):
@@ -283,9 +283,8 @@ def _versions(t: Table, key: str, values: list[object] | tuple[str, ...]) -> tup
 Axis = tuple[str, tuple[str, ...]]
 
 
-def _axes(t: Table, key: str, value: dict[str, object] | tuple[Axis, ...]) -> tuple[Axis, ...]:
-    table = t.table(key) if isinstance(value, dict) else None
-    if table is None:
+def _axes(t: Table, key: str, table: Table | tuple[Axis, ...]) -> tuple[Axis, ...]:
+    if not isinstance(table, Table):  # not given: the default
         return ()
     out: list[Axis] = []
     for given, values in table.data.items():
@@ -315,13 +314,17 @@ def _axes(t: Table, key: str, value: dict[str, object] | tuple[Axis, ...]) -> tu
 
 
 def _name(t: Table, key: str, name: str | None) -> str:
+    """The campaign's name, checked as a name by the schema (``naming``) when
+    given and not empty."""
     if name is None:
         raise t.error(
             None, "the campaign has no name (its study id)", hint='add name = "seed000-storage"'
         )
-    if (problem := name_problem(name)) is not None:
-        raise t.error(key, f"{shown_name(name)}: {problem}", hint='name = "seed000-storage"')
-    return str(name)
+    if not name:
+        raise t.error(
+            key, f"{shown_name(name)}: {name_problem(name)}", hint='name = "seed000-storage"'
+        )
+    return name
 
 
 def _inventory(t: Table, key: str, path: Path | None) -> Path | None:
@@ -334,8 +337,8 @@ def _inventory(t: Table, key: str, path: Path | None) -> Path | None:
 
 SCHEMA = Schema(
     "[campaign]",
-    custom("name", None, "the study id: letters, digits, `.`, `_`, `-`", _name, kind=str,
-           shown_default="(required)"),
+    naming("name", "the study id: letters, digits, `.`, `_`, `-`", _name,
+           example='"seed000-storage"', shown_default="(required)"),
     text("baseline", None, "the column the others are compared with",
          shown_default="first target"),
     custom(
@@ -354,7 +357,7 @@ SCHEMA = Schema(
         "one target or no versions), each on its own cluster with the same profile plus "
         "those settings. A value a version cannot take is refused before anything runs "
         "([versions](versions.md#settings-as-axes))",
-        _axes, kind=dict, shown_default="`{}`",
+        _axes, kind=Table, shown_default="`{}`",
     ),
     custom(
         "inventory", None,
@@ -374,7 +377,7 @@ SCHEMA = Schema(
         "min = 3, max = 12 }`: until each target's comparison with the baseline is "
         "decided (better, worse or the same within 5%; [verdicts](report.md#verdicts)) "
         "([adaptive repeats](campaigns.md#adaptive-repeats))",
-        _repeat, kind=(int, dict), shown_default="`1`",
+        _repeat, kind=(int, Table), shown_default="`1`",
     ),
     custom(
         "warmup", 0,
@@ -451,7 +454,7 @@ class Header:
 
 def parse(table: Table) -> Header:
     read = SCHEMA.checked(table)
-    values = read.done({k.attr: k.read(table, k.name, v) for k, v in read.owned})
+    values = read.values | {k.attr: k.read(table, k.name, v) for k, v in read.owned}
     name, baseline, versions = values.pop("name"), values.pop("baseline"), values.pop("versions")
     axes, inventory = values.pop("axes"), values.pop("inventory")
     iops, mbps = values.pop("instance_iops"), values.pop("instance_mbps")

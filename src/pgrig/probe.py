@@ -121,14 +121,13 @@ FIO_SCHEMA = Schema(
 )  # fmt: skip
 
 
-def _fio_table(t: Table, key: str, value: dict[str, object] | bool | None) -> FioPlan | None:
-    if value is False:
+def _fio_table(t: Table, key: str, table: Table | bool | None) -> FioPlan | None:
+    if table is False:
         return None
-    table = t.table(key) if isinstance(value, dict) else None
-    if table is None:
+    if not isinstance(table, Table):
         return FioPlan()
     read = FIO_SCHEMA.checked(table)
-    return FioPlan(**read.done({k.attr: k.read(table, k.name, v) for k, v in read.owned}))
+    return FioPlan(**(read.values | {k.attr: k.read(table, k.name, v) for k, v in read.owned}))
 
 
 PROBES_SCHEMA = Schema(
@@ -140,7 +139,7 @@ PROBES_SCHEMA = Schema(
     integer("fsync_repeat", 1, "runs of pg_test_fsync: the report shows each row's median "
             "and range, and flags orderings that contradict physics as noise"),
     custom("fio", None, "`{ patterns, numjobs, iodepth, size, runtime, direct, ioengine }` or "
-           "`false`", _fio_table, kind=(dict, bool), shown_default="all four patterns"),
+           "`false`", _fio_table, kind=(Table, bool), shown_default="all four patterns"),
 )  # fmt: skip
 
 

@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar, overload
+from typing import Any, NoReturn, TypeVar, overload
 
 from pgrig.errors import UsageError
 
@@ -276,7 +276,8 @@ def table_name(path: TablePath) -> str:
 # declares), or its default when the table leaves the key out.
 Read = Callable[[Table, str, Any], Any]
 # The TOML type an owner's key declares: what the schema checks before its owner
-# makes the value (``Path``: a path relative to the campaign file).
+# makes the value (``Path``: a path relative to the campaign file; ``Table``: a
+# table, handed over as one, so its owner reads its keys with errors that name them).
 Kind = type | tuple[type, ...]
 
 
@@ -396,7 +397,11 @@ class OwnKey(Key):
             return t.data[self.name]
         if self.kind is Path:
             return t.path_value(self.name)
-        return t.get(self.name, self.kind)
+        kinds = self.kind if isinstance(self.kind, tuple) else (self.kind,)
+        if Table not in kinds:
+            return t.get(self.name, self.kind)
+        value = t.get(self.name, tuple(dict if k is Table else k for k in kinds))
+        return Table(value, (*t.path, self.name), t.ctx) if isinstance(value, dict) else value
 
 
 def custom(name: str, default: Any, doc: str, read: Read, *, kind: Kind | None = None,
@@ -408,24 +413,54 @@ def custom(name: str, default: Any, doc: str, read: Read, *, kind: Kind | None =
 
 
 @dataclass(frozen=True)
+class NameKey(OwnKey):
+    """A name that becomes an id and part of paths (a campaign's, a target's):
+    the schema checks a given one (``name_problem``) in its pass; its owner
+    refuses a missing or empty one, saying what its table lacks."""
+
+    example: str | None = None  # a good value, the hint of a bad one
+
+    def given(self, t: Table) -> Any:
+        value = super().given(t)
+        if value and (problem := name_problem(value)) is not None:
+            hint = f"{self.name} = {self.example}" if self.example else None
+            raise t.error(self.name, f"{shown_name(value)}: {problem}", hint=hint)
+        return value
+
+
+def naming(name: str, doc: str, read: Read, *, example: str | None = None,
+           **kw: str | None) -> Key:  # fmt: skip
+    """A key whose value names a campaign or a target (``NameKey``); ``read``,
+    its owner's, refuses a missing one."""
+    return NameKey(name, None, doc, read, kind=str, example=example, **kw)
+
+
+def _raise(t: Table, key: str, refused: UsageError) -> NoReturn:
+    raise refused
+
+
+# A key the schema refused, as ``Checked.owned`` ends with it: its reader raises
+# the refusal, in the keys' order among the owner's keys.
+REFUSED = OwnKey("(refused)", None, "a key the schema refused", _raise)
+
+
+@dataclass(frozen=True)
 class Checked:
     """A table as its schema read it in one pass (``Schema.checked``), in the
-    keys' order: each key of the kinds declared here read whole, each owner's
-    key (``custom``) as given, for its owner to make its value of. The first key
-    refused - or a key nobody declared, after all of them - is raised by
-    ``done``, once the owner has made the values of its keys before it: a table
-    with two bad keys is refused for the first, as if read key by key."""
+    keys' order: each key of the kinds declared here read whole, each owner's key
+    (``custom``) as given, for its owner to make its value of. ``owned`` is what
+    is left to the owner, in the keys' order: its keys up to the first the schema
+    refused (a key nobody declared: after all of them), then that refusal, as a
+    key whose reader raises it (``REFUSED``). Its owner reads them all::
+
+        values = read.values | {k.attr: k.read(t, k.name, v) for k, v in read.owned}
+
+    so that a table with two bad keys is refused for the first, as if read key
+    by key, and the owner of a good table does not call the schema back."""
 
     values: dict[str, Any]  # by field name: the schema's values, the owner's keys as given
-    owned: tuple[tuple[OwnKey, Any], ...]  # the owner's keys read before any refusal
+    owned: tuple[tuple[OwnKey, Any], ...]  # the owner's keys, and the first refusal last
     refused: UsageError | None = None
-
-    def done(self, made: dict[str, Any]) -> dict[str, Any]:
-        """Every declared key's value by field name, the owner's as it ``made``
-        them from ``owned``; the first refusal raised."""
-        if self.refused is not None:
-            raise self.refused
-        return {**self.values, **made}
 
 
 class Schema:
@@ -435,7 +470,7 @@ class Schema:
     its owner's (``custom``) is read by the schema and finished by its owner::
 
         read = SCHEMA.checked(t)
-        values = read.done({k.attr: k.read(t, k.name, v) for k, v in read.owned})
+        values = read.values | {k.attr: k.read(t, k.name, v) for k, v in read.owned}
 
     so that the schema never calls back up into the parts that declare it
     (issue 43: it did, 24 of the run route's 66 climbs), nor do they call
@@ -450,7 +485,7 @@ class Schema:
 
     def checked(self, table: Table) -> Checked:
         """Every declared key read, in order, and the undeclared ones refused
-        after: the first refusal held, not raised (``Checked.done``)."""
+        after: the first refusal held, not raised (``Checked.owned``)."""
         values: dict[str, Any] = {}
         owned: list[tuple[OwnKey, Any]] = []
         try:
@@ -462,7 +497,7 @@ class Schema:
                     values[k.attr] = k.read(table, k.name, k.default)
             table.finish((*self.also, *self.names))
         except UsageError as refused:
-            return Checked(values, tuple(owned), refused)
+            return Checked(values, (*owned, (REFUSED, refused)), refused)
         return Checked(values, tuple(owned))
 
     def read(self, table: Table) -> dict[str, Any]:
@@ -472,9 +507,12 @@ class Schema:
         if self.own:
             raise TypeError(
                 f"{self.title}: the keys {', '.join(self.own)} have readers of their owner's: "
-                "its owner makes their values (Schema.checked, Checked.done)"
+                "its owner makes their values (Schema.checked, Checked.owned)"
             )
-        return self.checked(table).done({})
+        read = self.checked(table)
+        if read.refused is not None:
+            raise read.refused
+        return read.values
 
     def markdown(self) -> str:
         lines = ["| key | default | meaning |", "|---|---|---|"]

@@ -198,11 +198,11 @@ def _expand(
     return expanded
 
 
-def settings_of(t: Table, key: str, default: object = None) -> dict[str, str]:
-    """A campaign's table of settings (a target's ``set``, a workload's): each
-    name through ``setting_name``, each value as postgresql.conf reads it."""
+def settings_of(t: Table, key: str, table: Table | None) -> dict[str, str]:
+    """A campaign's table of settings (a target's ``set``, a workload's, declared
+    with ``kind=Table``): each name through ``setting_name``, each value as
+    postgresql.conf reads it."""
     settings: dict[str, str] = {}
-    table = t.table(key)
     if table is None:
         return settings
     for given, value in table.data.items():

@@ -203,7 +203,7 @@ class DurabilityWorkload(Workload):
     def parse(self, table: Table) -> DurabilitySpec:
         read = SCHEMA.checked(table)
         spec = DurabilitySpec(
-            **read.done({k.attr: k.read(table, k.name, v) for k, v in read.owned})
+            **(read.values | {k.attr: k.read(table, k.name, v) for k, v in read.owned})
         )
         try:  # the command line's checks, before anything is created
             spec.plan.validate()

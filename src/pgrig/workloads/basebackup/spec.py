@@ -120,7 +120,7 @@ SCHEMA = Schema(
     custom("set", None, "`[workload.set]`: settings the cluster pgrig created restarts at for "
            "each copy, and back to the profile's after: seed 002 backed up at `wal_level = "
            "hot_standby` with archiving where its TPC-B ran at 9.5's `minimal`", settings_of,
-           field="settings", shown_default="`{}`"),
+           kind=Table, field="settings", shown_default="`{}`"),
     also=("type",),
 )  # fmt: skip
 
@@ -133,7 +133,7 @@ def copy_bytes(scale: int) -> int:
 
 def parse(t: Table) -> BasebackupSpec:
     read = SCHEMA.checked(t)
-    values = read.done({k.attr: k.read(t, k.name, v) for k, v in read.owned})
+    values = read.values | {k.attr: k.read(t, k.name, v) for k, v in read.owned}
     spec = BasebackupSpec(**values)
     method = _COMPRESS.fullmatch(spec.compress)
     assert method is not None

@@ -140,7 +140,7 @@ SCHEMA = Schema(
 
 def parse(t: Table) -> CustomSpec:
     read = SCHEMA.checked(t)
-    spec = CustomSpec(**read.done({k.attr: k.read(t, k.name, v) for k, v in read.owned}))
+    spec = CustomSpec(**(read.values | {k.attr: k.read(t, k.name, v) for k, v in read.owned}))
     check_pgbench(t, spec.clients, spec.threads, spec.rate, spec.latency_limit_ms)
     return spec
 

@@ -157,7 +157,7 @@ SCHEMA = Schema(
 
 def parse(t: Table) -> TpcbSpec:
     read = SCHEMA.checked(t)
-    spec = TpcbSpec(**read.done({k.attr: k.read(t, k.name, v) for k, v in read.owned}))
+    spec = TpcbSpec(**(read.values | {k.attr: k.read(t, k.name, v) for k, v in read.owned}))
     if spec.load_jobs is not None and spec.generate != "parallel":
         raise t.error(
             "load_jobs", f"{spec.load_jobs}: only pgrig's loader takes it",

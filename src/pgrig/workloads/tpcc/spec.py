@@ -68,7 +68,7 @@ SCHEMA = Schema(
 
 def parse(t: Table) -> TpccSpec:
     read = SCHEMA.checked(t)
-    spec = TpccSpec(**read.done({k.attr: k.read(t, k.name, v) for k, v in read.owned}))
+    spec = TpccSpec(**(read.values | {k.attr: k.read(t, k.name, v) for k, v in read.owned}))
     for k in spec.active or ():
         if k > spec.warehouses:
             raise t.error(
