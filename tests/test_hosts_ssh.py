@@ -91,6 +91,22 @@ def test_timeout_stops_the_process(kind: str, remote: Executor) -> None:
 
 
 @pytest.mark.parametrize("kind", ["local", "ssh"])
+def test_run_is_one_call_of_each_connector(kind: str, remote: Executor, tmp_path: Path) -> None:
+    """``run`` as each connector does it in one call: the whole stdin given, the
+    exit code and both outputs back, and a command past its timeout stopped on
+    its host (TERM, then KILL) before the ToolTimeout naming it is raised."""
+    ex = LocalExecutor() if kind == "local" else remote
+    script = 'cat; echo "err" >&2; exit 3'
+    done = ex.run(["sh", "-c", script], timeout=30, check=False, input="a\nb\n")
+    assert (done.returncode, done.stdout, done.stderr) == (3, "a\nb\n", "err\n")
+    pidfile = tmp_path / "pid"
+    forever = ["sh", "-c", 'echo $$ > "$0"; exec sleep 300', str(pidfile)]
+    with pytest.raises(ToolTimeout, match=f"sh on {ex.name} did not finish in 1 s and was stopped"):
+        ex.run(forever, timeout=1)
+    assert not proc.pid_alive(int(pidfile.read_text()))  # one PID space here
+
+
+@pytest.mark.parametrize("kind", ["local", "ssh"])
 def test_talk_and_signal(kind: str, remote: Executor) -> None:
     ex = LocalExecutor() if kind == "local" else remote
     script = "import sys\nfor line in sys.stdin:\n    print(line.strip().upper(), flush=True)\n"

@@ -28,8 +28,9 @@ from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from pgrig import proc
 from pgrig.errors import ToolError, ToolTimeout
-from pgrig.hosts.executor import SH, Executor, Started
+from pgrig.hosts.executor import SH, STOP_GRACE_S, Executor, Ran, Started
 from pgrig.hosts.inventory import Host
 
 if TYPE_CHECKING:
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
 
 CONNECT_TIMEOUT_S = 10.0
 FILE_TIMEOUT_S = 120.0
+START_S = 30.0  # for a command to print its PID (``command_line``)
 # How much longer than its own timeout ``call`` waits for the loop's answer
 ANSWER_SLACK_S = 5.0
 LOST = 255  # the exit code ssh(1) gives when the connection fails
@@ -170,6 +172,72 @@ def command_line(argv: Sequence[str], env: Mapping[str, str] | None, sudo: bool 
     return "echo $$; exec " + shlex.join(words)
 
 
+def _exit_code(done: asyncssh.SSHCompletedProcess) -> int:
+    """As subprocess says it: minus the signal that ended it; LOST: no word came."""
+    if done.exit_signal is not None:
+        return -signal.Signals[f"SIG{done.exit_signal[0]}"].value
+    return done.exit_status if done.exit_status is not None else LOST
+
+
+async def _pid(process: asyncssh.SSHClientProcess[str], argv: list[str], host: str) -> int:
+    """The PID a command line of ``command_line`` prints first."""
+    first = await process.stdout.readline()
+    if not first.strip().isdigit():
+        err = await process.stderr.read()
+        raise ToolError(f"cannot start {argv[0]} on {host}", argv=argv, stderr=first + err)
+    return int(first)
+
+
+class _ToEnd:
+    """One command run to its end over a channel of its own (``SshExecutor._run``);
+    its PID on the host once it printed it: what stops it there."""
+
+    def __init__(self, argv: list[str], host: str) -> None:
+        self.argv = argv
+        self.host = host
+        self.pid = 0
+        self.process: asyncssh.SSHClientProcess[str] | None = None
+
+    async def run(
+        self, conn: asyncssh.SSHClientConnection, line: str, input: str | None, timeout: float
+    ) -> Ran:
+        import asyncssh
+
+        self.process = process = await conn.create_process(line)
+        if input:
+            process.stdin.write(input)
+        process.stdin.write_eof()
+        self.pid = await _pid(process, self.argv, self.host)
+        try:
+            done = await process.wait(timeout=timeout)
+        except asyncssh.TimeoutError as exc:
+            return Ran(None, str(exc.stdout or ""), str(exc.stderr or ""))
+        code = _exit_code(done)
+        stderr = str(done.stderr or "")
+        if done.exit_status is None and done.exit_signal is None:
+            # The host or its sshd went away: the command's fate is unknown, the
+            # run is not; said where its stderr would be, as a started one's.
+            stderr += f"pgrig: lost the SSH connection to {self.host}: no exit status came\n"
+        return Ran(code, str(done.stdout or ""), stderr)
+
+    def ended(self, seconds: float) -> bool:
+        """Whether the command ended, waiting up to ``seconds`` for it."""
+        process = self.process
+        if process is None or process.exit_status is not None or process.exit_signal is not None:
+            return True
+        if not seconds:
+            return False
+
+        async def closed() -> None:
+            await process.wait_closed()
+
+        try:
+            call(closed(), seconds, "wait")
+        except ToolTimeout:
+            return False
+        return True
+
+
 class _SshStarted(Started):
     def __init__(self, argv: Sequence[str], executor: SshExecutor) -> None:
         super().__init__(argv, executor.name)
@@ -186,13 +254,7 @@ class _SshStarted(Started):
         self._process = await conn.create_process(line, stdin=asyncssh.PIPE if stdin else None)
         if not stdin:
             self._process.stdin.write_eof()
-        first = await self._process.stdout.readline()
-        if not first.strip().isdigit():
-            err = await self._process.stderr.read()
-            raise ToolError(
-                f"cannot start {self.argv[0]} on {self.host}", argv=self.argv, stderr=first + err
-            )
-        self.pid = int(first)
+        self.pid = await _pid(self._process, self.argv, self.host)
         # Held: the loop keeps only a weak reference to a task.
         self._pumping = asyncio.get_running_loop().create_task(self._pump())
 
@@ -234,10 +296,7 @@ class _SshStarted(Started):
             self._lines.put(None)
             self._code = LOST
             return
-        if done.exit_signal is not None:  # as subprocess says it: minus the signal
-            self._code = -signal.Signals[f"SIG{done.exit_signal[0]}"].value
-        else:
-            self._code = done.exit_status if done.exit_status is not None else LOST
+        self._code = _exit_code(done)
 
     def send(self, text: str) -> None:
         assert self._process is not None
@@ -327,6 +386,37 @@ class SshExecutor(Executor):
     def connection(self) -> asyncssh.SSHClientConnection:
         return self._conn
 
+    def _run(
+        self, argv: list[str], *, env: Mapping[str, str] | None, timeout: float, input: str | None
+    ) -> Ran:
+        command = _ToEnd(argv, self.name)
+        try:
+            ran = call(
+                command.run(self._conn, command_line(argv, env, self.sudo), input, timeout),
+                timeout + START_S,
+                f"running {argv[0]} on {self.name}",
+            )
+        except BaseException:
+            # Ctrl-C in this thread, or the loop's answer late: not left running there.
+            self._stop(command)
+            raise
+        if ran.returncode is None:
+            self._stop(command)
+        return ran
+
+    def _stop(self, command: _ToEnd) -> None:
+        """TERM, then KILL, to a command run to its end that has not ended: by its
+        PID, with the host's ``kill`` (SSH channels carry no signals through OpenSSH)."""
+        if not command.pid or command.ended(0):
+            return
+
+        def send(signum: signal.Signals) -> None:
+            argv = ["kill", f"-{int(signum)}", "--", str(command.pid)]
+            self.run(argv, timeout=30, check=False, what="kill")
+
+        steps = ((signal.SIGTERM, STOP_GRACE_S), (signal.SIGKILL, STOP_GRACE_S))
+        proc.escalate_by(send, command.ended, steps)
+
     def _start(
         self,
         argv: Sequence[str],
@@ -343,7 +433,7 @@ class SshExecutor(Executor):
         started = _SshStarted(argv, self)
         call(
             started.begin(command_line(argv, env, self.sudo), stdin),
-            30,
+            START_S,
             f"starting {argv[0]} on {self.name}",
         )
         return started
@@ -366,11 +456,8 @@ class SshExecutor(Executor):
 
     def _sudo_file(self, argv: list[str], what: str, data: bytes | None = None) -> str:
         """A file operation as root: SFTP runs as the connecting user."""
-        started = self.start(argv, stdin=data is not None)
-        if data is not None:
-            started.send(base64.b64encode(data).decode() + "\n")
-            started.close_stdin()
-        return started.wait(FILE_TIMEOUT_S, what=what).stdout
+        data64 = None if data is None else base64.b64encode(data).decode() + "\n"
+        return self.run(argv, timeout=FILE_TIMEOUT_S, what=what, input=data64).stdout
 
     def read_bytes(self, path: str) -> bytes:
         if self.sudo:
