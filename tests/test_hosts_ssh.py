@@ -24,7 +24,7 @@ from pgrig import proc
 from pgrig.cluster.hosted import HostedServer, ServerSpec
 from pgrig.errors import HostUnusable, ToolError, ToolTimeout
 from pgrig.hosts import inventory, preflight, ssh
-from pgrig.hosts.executor import Executor, Launch
+from pgrig.hosts.executor import Executor, Launch, Who
 from pgrig.hosts.local import LocalExecutor
 from pgrig.pgsource import binaries
 
@@ -265,6 +265,8 @@ def test_a_sudo_user_acts_as_root(
     started = None
     try:
         assert (access.user, access.sudo) == (netns_lab.sudo_user, True)
+        # Asked in the round trip that connected: the preflight ran no command.
+        assert ex.whoami() == Who(netns_lab.sudo_user, root=False, sudo=0)
         assert ex.run(["id", "-u"], timeout=30).stdout == "0\n"
         # tmp_path is under root's 0700 pytest directory: out of the user's reach.
         path = str(tmp_path / "f")
@@ -298,6 +300,13 @@ def test_a_sudo_user_with_become_false_is_refused(
     with pytest.raises(HostUnusable, match="is not root and ansible_become is false") as exc:
         preflight.check_all([user])
     assert exc.value.exit_code == 7 and "ansible_become=true" in (exc.value.hint or "")
+    # Nor does a connection made for it ask sudo, or act through it.
+    ex = preflight.connect(user)
+    try:
+        assert ex.whoami() == Who(netns_lab.sudo_user, root=False, sudo=None)
+        assert ex.run(["id", "-u"], timeout=30).stdout != "0\n"
+    finally:
+        ex.close()
 
 
 def test_a_call_given_up_on_prints_no_traceback_when_its_connection_is_lost_after(

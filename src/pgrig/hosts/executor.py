@@ -66,6 +66,18 @@ class Launch:
 
 
 @dataclass(frozen=True)
+class Who:
+    """Whom an executor acts as on its host: the OS account, whether it is root,
+    and, asked only of an account that is not root and may become root (not
+    ``ansible_become=false``), the exit code of ``sudo -n true`` (0: passwordless
+    sudo; 127: no sudo) - what the preflight judges its root access by."""
+
+    user: str
+    root: bool
+    sudo: int | None = None
+
+
+@dataclass(frozen=True)
 class Ran:
     """One command's end as its connector saw it: the exit code (None: it outlived
     its timeout and was stopped on its host), its whole stdout and stderr."""
@@ -249,7 +261,10 @@ def reconnect_s() -> float:
 
 
 class Executor(ABC):
-    """Commands, processes and files on one host."""
+    """Commands, processes and files on one host. A connector runs a command to
+    its end in one call of its own (``_run``) and starts one to talk to
+    (``_start``); how every end is judged - timeout, failure, ``Completed`` - is
+    ``Ran.completed``, the same for both and for every connector."""
 
     def __init__(self, host: Host) -> None:
         self.host = host
@@ -272,6 +287,10 @@ class Executor(ABC):
     def install_hint(self, how: str) -> str:
         """How to get a missing tool onto this host (``how``: the command)."""
         return f"pgrig hosts provision installs it, or {how} on {self.name}"
+
+    @abstractmethod
+    def whoami(self) -> Who:
+        """Whom this executor acts as on its host."""
 
     def reconnected(self) -> Executor:
         """The host reached anew, for an executor whose connection can be lost

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import pwd
 import shutil
 import subprocess
 import tempfile
@@ -23,7 +24,7 @@ from typing import IO
 from pgrig import ownership, proc
 from pgrig.errors import BinaryNotFound, ToolError
 from pgrig.files import write_atomically
-from pgrig.hosts.executor import STOP_GRACE_S, TMP, Executor, Launch, Ran, Started
+from pgrig.hosts.executor import STOP_GRACE_S, TMP, Executor, Launch, Ran, Started, Who
 from pgrig.hosts.inventory import Host
 
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -106,6 +107,16 @@ class LocalExecutor(Executor):
 
     def install_hint(self, how: str) -> str:
         return how
+
+    def whoami(self) -> Who:
+        # This process's own account; sudo asked as on any host.
+        user = pwd.getpwuid(os.geteuid()).pw_name
+        if os.geteuid() == 0 or self.host.become is False:
+            return Who(user, root=os.geteuid() == 0)
+        if shutil.which("sudo") is None:
+            return Who(user, root=False, sudo=127)  # as a shell says a missing command
+        sudo = self.run(["sudo", "-n", "true"], timeout=30, check=False, what="sudo")
+        return Who(user, root=False, sudo=sudo.returncode)
 
     def of(self, path: str) -> str:
         return path  # this machine's paths need no host named

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pgrig import proc
 from pgrig.errors import ToolError, ToolTimeout
-from pgrig.hosts.executor import SH, STOP_GRACE_S, Executor, Ran, Started
+from pgrig.hosts.executor import SH, STOP_GRACE_S, Executor, Ran, Started, Who
 from pgrig.hosts.inventory import Host
 
 if TYPE_CHECKING:
@@ -158,6 +158,34 @@ async def _connect(host: Host, timeout: float = CONNECT_TIMEOUT_S) -> asyncssh.S
         raise SshConnectError("keyfile", str(exc)) from None
     except asyncssh.Error as exc:
         raise SshConnectError("other", str(exc)) from None
+
+
+# Whom a connection acts as: the account, its uid and, for an account that is
+# not root and may become root ($1 = yes), sudo's exit code.
+_WHO = (
+    'id -un && id -u && if [ "$(id -u)" != 0 ] && [ "$1" = yes ]; then '
+    'sudo -n true </dev/null >/dev/null 2>&1; echo "$?"; fi'
+)
+
+
+async def _reach(
+    host: Host, timeout: float = CONNECT_TIMEOUT_S
+) -> tuple[asyncssh.SSHClientConnection, Who]:
+    """A connection to ``host`` and whom it acts as there (``_WHO``): one round trip."""
+    conn = await _connect(host, timeout)
+    argv = [SH, "-c", _WHO, "sh", "no" if host.become is False else "yes"]
+    try:
+        ran = await _ToEnd(argv, host.name).run(conn, command_line(argv, None), None, START_S)
+    except BaseException:
+        conn.close()
+        raise
+    words = ran.stdout.split()
+    if ran.returncode != 0 or len(words) < 2 or not words[1].isdigit():
+        conn.close()
+        said = (ran.stderr or ran.stdout).strip() or f"exit code {ran.returncode}"
+        raise SshConnectError("other", f"id did not say whom it connects as: {said}")
+    sudo = int(words[2]) if len(words) > 2 and words[2].isdigit() else None
+    return conn, Who(words[0], root=words[1] == "0", sudo=sudo)
 
 
 def command_line(argv: Sequence[str], env: Mapping[str, str] | None, sudo: bool = False) -> str:
@@ -341,25 +369,31 @@ class _SshStarted(Started):
 class SshExecutor(Executor):
     """A host reached over SSH; connect with ``SshExecutor.connect`` (the preflight does)."""
 
-    def __init__(self, host: Host, conn: asyncssh.SSHClientConnection) -> None:
+    def __init__(self, host: Host, conn: asyncssh.SSHClientConnection, who: Who) -> None:
         super().__init__(host)
         self._conn = conn
         self._sftp: asyncssh.SFTPClient | None = None
-        # Set by the preflight when the user is not root but has passwordless
-        # sudo: every command, and every file access, goes through ``sudo -n``.
-        self.sudo = False
+        self._who = who
+        # An account that is not root but has passwordless sudo (and may use it:
+        # not ansible_become=false): every command, and every file access, goes
+        # through ``sudo -n``.
+        self.sudo = not who.root and who.sudo == 0
 
     @classmethod
     def connect(cls, host: Host) -> SshExecutor:
-        """Raises SshConnectError with the reason's kind."""
-        conn = call(_connect(host), CONNECT_TIMEOUT_S + 5, f"connecting to {host.describe()}")
-        return cls(host, conn)
+        """Connected, and told whom it acts as there in the same round trip (the
+        preflight's question). Raises SshConnectError with the reason's kind."""
+        conn, who = call(
+            _reach(host), CONNECT_TIMEOUT_S + START_S + 5, f"connecting to {host.describe()}"
+        )
+        return cls(host, conn, who)
+
+    def whoami(self) -> Who:
+        return self._who
 
     def reconnected(self) -> SshExecutor:
         """A new connection to the same host (raises SshConnectError while it is away)."""
-        again = SshExecutor.connect(self.host)
-        again.sudo = self.sudo
-        return again
+        return SshExecutor.connect(self.host)
 
     def connection_lost(self) -> bool:
         return bool(self._conn.is_closed())
