@@ -207,13 +207,21 @@ def _exit_code(done: asyncssh.SSHCompletedProcess) -> int:
     return done.exit_status if done.exit_status is not None else LOST
 
 
-async def _pid(process: asyncssh.SSHClientProcess[str], argv: list[str], host: str) -> int:
-    """The PID a command line of ``command_line`` prints first."""
+async def _begin(
+    conn: asyncssh.SSHClientConnection, line: str, stdin: str | None, argv: list[str], host: str
+) -> tuple[asyncssh.SSHClientProcess[str], int]:
+    """``line`` (``command_line``) begun over a channel of its own, and the PID it
+    printed first; ``stdin``: its whole input (None: kept open for ``send``)."""
+    process = await conn.create_process(line)
+    if stdin is not None:
+        if stdin:
+            process.stdin.write(stdin)
+        process.stdin.write_eof()
     first = await process.stdout.readline()
     if not first.strip().isdigit():
         err = await process.stderr.read()
         raise ToolError(f"cannot start {argv[0]} on {host}", argv=argv, stderr=first + err)
-    return int(first)
+    return process, int(first)
 
 
 class _ToEnd:
@@ -231,11 +239,8 @@ class _ToEnd:
     ) -> Ran:
         import asyncssh
 
-        self.process = process = await conn.create_process(line)
-        if input:
-            process.stdin.write(input)
-        process.stdin.write_eof()
-        self.pid = await _pid(process, self.argv, self.host)
+        process, self.pid = await _begin(conn, line, input or "", self.argv, self.host)
+        self.process = process
         try:
             done = await process.wait(timeout=timeout)
         except asyncssh.TimeoutError as exc:
@@ -267,32 +272,26 @@ class _ToEnd:
 
 
 class _SshStarted(Started):
-    def __init__(self, argv: Sequence[str], executor: SshExecutor) -> None:
+    """A command begun on its host (``_begin``), its output pumped by the loop."""
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        executor: SshExecutor,
+        begun: tuple[asyncssh.SSHClientProcess[str], int],
+        loop: asyncio.AbstractEventLoop,
+    ) -> None:
         super().__init__(argv, executor.name)
         self._executor = executor
-        self._process: asyncssh.SSHClientProcess[str] | None = None
-        self._pid_ready = threading.Event()
+        self._process, self.pid = begun
         self._code: int | None = None
-        self._pumping: asyncio.Task[None] | None = None
-
-    async def begin(self, line: str, stdin: bool) -> None:
-        import asyncssh
-
-        conn = self._executor.connection()
-        self._process = await conn.create_process(line, stdin=asyncssh.PIPE if stdin else None)
-        if not stdin:
-            self._process.stdin.write_eof()
-        self.pid = await _pid(self._process, self.argv, self.host)
         # Held: the loop keeps only a weak reference to a task.
-        self._pumping = asyncio.get_running_loop().create_task(self._pump())
+        self._pumping = asyncio.run_coroutine_threadsafe(self._pump(), loop)
 
     async def _pump(self) -> None:
         import asyncssh
 
-        assert self._process is not None
-
         async def out() -> None:
-            assert self._process is not None
             async for line in self._process.stdout:
                 # asyncssh may hand over '' at the end of output: no line (an
                 # empty line is "\n"); passed on, a probe's reader saw one more
@@ -301,7 +300,6 @@ class _SshStarted(Started):
             self._lines.put(None)
 
         async def err() -> None:
-            assert self._process is not None
             async for line in self._process.stderr:
                 if line:  # as on stdout: no line; a streamed client's on_line saw one more
                     self._stderr.append(line)
@@ -327,7 +325,6 @@ class _SshStarted(Started):
         self._code = _exit_code(done)
 
     def send(self, text: str) -> None:
-        assert self._process is not None
         process = self._process
 
         async def write() -> None:
@@ -337,7 +334,6 @@ class _SshStarted(Started):
         call(write(), 30, f"writing to {self.argv[0]} on {self.host}")
 
     def close_stdin(self) -> None:
-        assert self._process is not None
         process = self._process
 
         async def eof() -> None:
@@ -383,8 +379,9 @@ class SshExecutor(Executor):
     def connect(cls, host: Host) -> SshExecutor:
         """Connected, and told whom it acts as there in the same round trip (the
         preflight's question). Raises SshConnectError with the reason's kind."""
+        # Named, not described: the preflight's message describes the host already.
         conn, who = call(
-            _reach(host), CONNECT_TIMEOUT_S + START_S + 5, f"connecting to {host.describe()}"
+            _reach(host), CONNECT_TIMEOUT_S + START_S + 5, f"connecting to {host.name}"
         )
         return cls(host, conn, who)
 
@@ -462,15 +459,13 @@ class SshExecutor(Executor):
     ) -> Started:
         if preexec is not None:
             raise AssertionError(f"a preexec hook cannot run on {self.name}")
+        words = list(argv)
         if log is not None:  # the shell execs: the PID stays the program's own
-            argv = [SH, "-c", 'exec "$@" >> "$0" 2>&1', log, *argv]
-        started = _SshStarted(argv, self)
-        call(
-            started.begin(command_line(argv, env, self.sudo), stdin),
-            START_S,
-            f"starting {argv[0]} on {self.name}",
-        )
-        return started
+            words = [SH, "-c", 'exec "$@" >> "$0" 2>&1', log, *words]
+        line = command_line(words, env, self.sudo)
+        begin = _begin(self._conn, line, None if stdin else "", words, self.name)
+        begun = call(begin, START_S, f"starting {words[0]} on {self.name}")
+        return _SshStarted(words, self, begun, _event_loop())
 
     def _files(self, coro: Awaitable[T], what: str) -> T:
         import asyncssh
