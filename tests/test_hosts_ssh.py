@@ -24,7 +24,7 @@ from pgrig import proc
 from pgrig.cluster.hosted import HostedServer, ServerSpec
 from pgrig.errors import HostUnusable, ToolError, ToolTimeout
 from pgrig.hosts import inventory, preflight, ssh
-from pgrig.hosts.executor import Executor, Launch
+from pgrig.hosts.executor import Executor, Launch, Who
 from pgrig.hosts.local import LocalExecutor
 from pgrig.pgsource import binaries
 
@@ -88,6 +88,22 @@ def test_timeout_stops_the_process(kind: str, remote: Executor) -> None:
     while proc.pid_alive(started.pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not proc.pid_alive(started.pid)
+
+
+@pytest.mark.parametrize("kind", ["local", "ssh"])
+def test_run_is_one_call_of_each_connector(kind: str, remote: Executor, tmp_path: Path) -> None:
+    """``run`` as each connector does it in one call: the whole stdin given, the
+    exit code and both outputs back, and a command past its timeout stopped on
+    its host (TERM, then KILL) before the ToolTimeout naming it is raised."""
+    ex = LocalExecutor() if kind == "local" else remote
+    script = 'cat; echo "err" >&2; exit 3'
+    done = ex.run(["sh", "-c", script], timeout=30, check=False, input="a\nb\n")
+    assert (done.returncode, done.stdout, done.stderr) == (3, "a\nb\n", "err\n")
+    pidfile = tmp_path / "pid"
+    forever = ["sh", "-c", 'echo $$ > "$0"; exec sleep 300', str(pidfile)]
+    with pytest.raises(ToolTimeout, match=f"sh on {ex.name} did not finish in 1 s and was stopped"):
+        ex.run(forever, timeout=1)
+    assert not proc.pid_alive(int(pidfile.read_text()))  # one PID space here
 
 
 @pytest.mark.parametrize("kind", ["local", "ssh"])
@@ -249,6 +265,8 @@ def test_a_sudo_user_acts_as_root(
     started = None
     try:
         assert (access.user, access.sudo) == (netns_lab.sudo_user, True)
+        # Asked in the round trip that connected: the preflight ran no command.
+        assert ex.whoami() == Who(netns_lab.sudo_user, root=False, sudo=0)
         assert ex.run(["id", "-u"], timeout=30).stdout == "0\n"
         # tmp_path is under root's 0700 pytest directory: out of the user's reach.
         path = str(tmp_path / "f")
@@ -282,6 +300,13 @@ def test_a_sudo_user_with_become_false_is_refused(
     with pytest.raises(HostUnusable, match="is not root and ansible_become is false") as exc:
         preflight.check_all([user])
     assert exc.value.exit_code == 7 and "ansible_become=true" in (exc.value.hint or "")
+    # Nor does a connection made for it ask sudo, or act through it.
+    ex = preflight.connect(user)
+    try:
+        assert ex.whoami() == Who(netns_lab.sudo_user, root=False, sudo=None)
+        assert ex.run(["id", "-u"], timeout=30).stdout != "0\n"
+    finally:
+        ex.close()
 
 
 def test_a_call_given_up_on_prints_no_traceback_when_its_connection_is_lost_after(

@@ -26,7 +26,6 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType
 from typing import ParamSpec, TypeVar
 
 from pgrig.errors import PgrigError, ToolError, ToolTimeout
@@ -403,21 +402,12 @@ def signals_deferred() -> Iterator[None]:
     previous = {signum: signal.signal(signum, hold) for signum in watched}
     try:
         yield
-    except BaseException:
-        _restore(previous)
-        raise  # already on its way out: the held signal changes nothing
-    _restore(previous)
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    # Not reached on an exception: already on its way out, a held signal changes nothing.
     if held:
         signal.raise_signal(held[0])  # now, to the handler it was meant for
-
-
-# What signal.signal returns: a handler, SIG_DFL / SIG_IGN, or None (not set from Python).
-_Handler = Callable[[int, FrameType | None], object] | int | signal.Handlers | None
-
-
-def _restore(handlers: Mapping[signal.Signals, _Handler]) -> None:
-    for signum, handler in handlers.items():
-        signal.signal(signum, handler)
 
 
 def processes_in(path: Path) -> list[int]:

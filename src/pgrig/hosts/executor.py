@@ -65,6 +65,63 @@ class Launch:
     cgroups: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class Who:
+    """Whom an executor acts as on its host: the OS account, whether it is root,
+    and, asked only of an account that is not root and may become root (not
+    ``ansible_become=false``), the exit code of ``sudo -n true`` (0: passwordless
+    sudo; 127: no sudo) - what the preflight judges its root access by."""
+
+    user: str
+    root: bool
+    sudo: int | None = None
+
+
+@dataclass(frozen=True)
+class Ran:
+    """One command's end as its connector saw it: the exit code (None: it outlived
+    its timeout and was stopped on its host), its whole stdout and stderr."""
+
+    returncode: int | None
+    stdout: str
+    stderr: str
+
+    def completed(
+        self,
+        argv: list[str],
+        host: str,
+        *,
+        what: str | None,
+        timeout: float,
+        check: bool,
+        since: float,
+    ) -> proc.Completed:
+        """The one judgement of every command's end on every host, run to its end
+        or started and waited for: ToolTimeout, ToolError (``check``), or its
+        Completed (``since``: when it started, monotonic)."""
+        what = what or Path(argv[0]).name
+        if self.returncode is None:
+            raise ToolTimeout(
+                f"{what} on {host} did not finish in {timeout:.0f} s and was stopped",
+                argv=argv,
+                stderr=self.stderr,
+            )
+        if check and self.returncode != 0:
+            raise ToolError(
+                f"{what} failed on {host}",
+                argv=argv,
+                returncode=self.returncode,
+                stderr=self.stderr,
+            )
+        return proc.Completed(
+            argv=argv,
+            returncode=self.returncode,
+            stdout=self.stdout,
+            stderr=self.stderr,
+            elapsed=time.monotonic() - since,
+        )
+
+
 class Started(ABC):
     """A process started on a host; stdout arrives line by line, stderr is kept."""
 
@@ -133,24 +190,19 @@ class Started(ABC):
         self, timeout: float, *, check: bool = True, what: str | None = None
     ) -> proc.Completed:
         """Wait for the end; stop it (TERM, then KILL) if it outlives ``timeout``."""
-        what = what or Path(self.argv[0]).name
         try:
             code = self._finish(timeout)
         except TimeoutError:
             self.stop()
-            raise ToolTimeout(
-                f"{what} on {self.host} did not finish in {timeout:.0f} s and was stopped",
-                argv=self.argv,
-                stderr="".join(self._stderr),
-            ) from None
-        done = self._completed(code)
-        if check and code != 0:
-            raise ToolError(
-                f"{what} failed on {self.host}", argv=self.argv, returncode=code, stderr=done.stderr
-            )
-        return done
+            ran = Ran(None, "", "".join(self._stderr))
+        else:
+            ran = Ran(code, self._rest_of_stdout(), "".join(self._stderr))
+        return ran.completed(
+            self.argv, self.host, what=what, timeout=timeout, check=check, since=self.started
+        )
 
-    def _completed(self, code: int) -> proc.Completed:
+    def _rest_of_stdout(self) -> str:
+        """What ``readline`` did not take: its readers have ended, or end within 5 s."""
         while True:
             try:
                 line = self._lines.get(timeout=5)
@@ -160,13 +212,7 @@ class Started(ABC):
                 self._lines.put(None)
                 break
             self._rest.append(line)
-        return proc.Completed(
-            argv=self.argv,
-            returncode=code,
-            stdout="".join(self._rest),
-            stderr="".join(self._stderr),
-            elapsed=time.monotonic() - self.started,
-        )
+        return "".join(self._rest)
 
     def stop(self, grace: float = STOP_GRACE_S) -> int | None:
         """TERM, then KILL after ``grace`` seconds; the exit code if it ended."""
@@ -215,7 +261,10 @@ def reconnect_s() -> float:
 
 
 class Executor(ABC):
-    """Commands, processes and files on one host."""
+    """Commands, processes and files on one host. A connector runs a command to
+    its end in one call of its own (``_run``) and starts one to talk to
+    (``_start``); how every end is judged - timeout, failure, ``Completed`` - is
+    ``Ran.completed``, the same for both and for every connector."""
 
     def __init__(self, host: Host) -> None:
         self.host = host
@@ -238,6 +287,10 @@ class Executor(ABC):
     def install_hint(self, how: str) -> str:
         """How to get a missing tool onto this host (``how``: the command)."""
         return f"pgrig hosts provision installs it, or {how} on {self.name}"
+
+    @abstractmethod
+    def whoami(self) -> Who:
+        """Whom this executor acts as on its host."""
 
     def reconnected(self) -> Executor:
         """The host reached anew, for an executor whose connection can be lost
@@ -285,6 +338,14 @@ class Executor(ABC):
         words = self.launched(argv, launch)
         return self._start(words, env=env, stdin=stdin, log=log, preexec=preexec)
 
+    @abstractmethod
+    def _run(
+        self, argv: list[str], *, env: Mapping[str, str] | None, timeout: float, input: str | None
+    ) -> Ran:
+        """Run ``argv`` as it is to its end, the connector's own way, in one call:
+        ``input`` its whole stdin (None: none), stopped on its host (TERM, then
+        KILL) if it outlives ``timeout`` or this thread is interrupted meanwhile."""
+
     def run(
         self,
         argv: Sequence[str],
@@ -299,22 +360,10 @@ class Executor(ABC):
         """Run ``argv`` to its end; ``input``: its whole stdin (a secret it reads
         there never lands in a file on the host)."""
         what = what or Path(argv[0]).name
-        started: Started | None = None
-        try:
-            started = self.start(argv, env=env, launch=launch, stdin=input is not None)
-            if input is not None:
-                try:
-                    started.send(input)
-                    started.close_stdin()
-                except BrokenPipeError:
-                    pass  # it ended before reading: its exit status says why
-            return started.wait(timeout, check=check, what=what)
-        except BaseException:
-            # Ctrl-C or a signal turned into an exception while it ran: not left
-            # behind (one inside start is start's to stop).
-            if started is not None and started.poll() is None:
-                started.stop()
-            raise
+        words = self.launched(argv, launch)
+        since = time.monotonic()
+        ran = self._run(words, env=env, timeout=timeout, input=input)
+        return ran.completed(words, self.name, what=what, timeout=timeout, check=check, since=since)
 
     def stream(
         self,
@@ -429,7 +478,7 @@ class Executor(ABC):
         known = self._ids.get(user)
         if known is None:
             both = [SH, "-c", f'{ID} -u "$1" && {ID} -g "$1"', "sh", user]  # one round trip
-            uid, gid = self._start(both, env=None, stdin=False).wait(30, what="id").stdout.split()
+            uid, gid = self.run(both, timeout=30, what="id").stdout.split()
             known = self._ids[user] = (uid, gid)
         return known
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import pwd
 import shutil
 import subprocess
 import tempfile
@@ -23,7 +24,7 @@ from typing import IO
 from pgrig import ownership, proc
 from pgrig.errors import BinaryNotFound, ToolError
 from pgrig.files import write_atomically
-from pgrig.hosts.executor import TMP, Executor, Launch, Started
+from pgrig.hosts.executor import STOP_GRACE_S, TMP, Executor, Launch, Ran, Started, Who
 from pgrig.hosts.inventory import Host
 
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -107,6 +108,16 @@ class LocalExecutor(Executor):
     def install_hint(self, how: str) -> str:
         return how
 
+    def whoami(self) -> Who:
+        # This process's own account; sudo asked as on any host.
+        user = pwd.getpwuid(os.geteuid()).pw_name
+        if os.geteuid() == 0 or self.host.become is False:
+            return Who(user, root=os.geteuid() == 0)
+        if shutil.which("sudo") is None:
+            return Who(user, root=False, sudo=127)  # as a shell says a missing command
+        sudo = self.run(["sudo", "-n", "true"], timeout=30, check=False, what="sudo")
+        return Who(user, root=False, sudo=sudo.returncode)
+
     def of(self, path: str) -> str:
         return path  # this machine's paths need no host named
 
@@ -166,6 +177,63 @@ class LocalExecutor(Executor):
     def remove_file(self, path: Path) -> None:
         ownership.remove_file(path)
 
+    def _popen(
+        self,
+        argv: Sequence[str],
+        env: Mapping[str, str] | None,
+        *,
+        stdin: bool,
+        out: IO[bytes] | int,
+        preexec: Callable[[], None] | None = None,
+    ) -> subprocess.Popen[str]:
+        """``argv`` started in a process group of its own (what a stop signals)."""
+        full_env = {**os.environ, **(env or {})}
+        words = list(argv)
+        if words[0] in SYSTEM_TOOLS:
+            # The system's tools the lifecycle runs are found after the user's PATH
+            # too: a PATH that hides a tool (fio) must not stop a server's start.
+            search = os.pathsep.join([full_env.get("PATH", ""), SYSTEM_PATH])
+            words[0] = shutil.which(words[0], path=search) or words[0]
+        try:
+            return subprocess.Popen(
+                words,
+                stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+                stdout=out,
+                stderr=out,
+                text=True,
+                encoding="utf-8",
+                errors="replace",  # a tool's odd byte is no reason to lose its output
+                env=full_env,
+                start_new_session=True,
+                preexec_fn=preexec,
+            )
+        except OSError as exc:
+            what = f"cannot start {argv[0]} on {self.name}: {exc}"
+            raise ToolError(what, argv=list(argv)) from exc
+
+    def _run(
+        self, argv: list[str], *, env: Mapping[str, str] | None, timeout: float, input: str | None
+    ) -> Ran:
+        # Signals held between fork and return (issue 19: one arriving in between
+        # left the child running, unreaped); one held is delivered as the block
+        # ends, inside the guard that stops the child.
+        popen = None
+        try:
+            with proc.signals_deferred():
+                popen = self._popen(argv, env, stdin=input is not None, out=subprocess.PIPE)
+            try:
+                stdout, stderr = popen.communicate(input, timeout=timeout)
+            except subprocess.TimeoutExpired:
+                proc.stop_group(popen, STOP_GRACE_S, interrupt=False)
+                return Ran(None, *_leftover(popen))
+            return Ran(popen.returncode, stdout, stderr)
+        except BaseException:
+            # Ctrl-C or a signal turned into an exception while it ran: not left behind.
+            if popen is not None:
+                proc.stop_group(popen, STOP_GRACE_S, interrupt=False)
+                _close(popen)
+            raise
+
     def _start(
         self,
         argv: Sequence[str],
@@ -176,49 +244,21 @@ class LocalExecutor(Executor):
         preexec: Callable[[], None] | None = None,
     ) -> Started:
         # The log opened here (no shell between), and ``preexec`` run in the child.
-        full_env = {**os.environ, **(env or {})}
-        words = list(argv)
-        if words[0] in SYSTEM_TOOLS:
-            # The system's tools the lifecycle runs are found after the user's PATH
-            # too: a PATH that hides a tool (fio) must not stop a server's start.
-            search = os.pathsep.join([full_env.get("PATH", ""), SYSTEM_PATH])
-            words[0] = shutil.which(words[0], path=search) or words[0]
         popen = None
         started: _LocalStarted | None = None
         try:
-            # Signals held between fork and return: one arriving in between would
-            # leave the child running, unreaped (issue 19's SIGTERM during initdb).
-            # A held signal is delivered as the block ends: the child is stopped
-            # before it propagates, as proc._start does. The Started is made in
-            # the block too: its reader threads take seconds to start on a loaded
-            # machine, and a signal then left initdb running after pgrig returned.
+            # Signals held between fork and return, as in ``_run``. The Started is
+            # made in the block too: its reader threads take seconds to start on a
+            # loaded machine, and a signal then left initdb running after pgrig returned.
             with proc.signals_deferred(), _output(log) as out:
-                try:
-                    popen = subprocess.Popen(
-                        words,
-                        stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
-                        stdout=out,
-                        stderr=out,
-                        text=True,
-                        encoding="utf-8",
-                        errors="replace",  # a tool's odd byte is no reason to lose its output
-                        env=full_env,
-                        start_new_session=True,
-                        preexec_fn=preexec,
-                    )
-                except OSError as exc:
-                    raise ToolError(
-                        f"cannot start {argv[0]} on {self.name}: {exc}", argv=list(argv)
-                    ) from exc
+                popen = self._popen(argv, env, stdin=stdin, out=out, preexec=preexec)
                 started = _LocalStarted(argv, self.name, popen)
         except BaseException:
             if started is not None:
                 started.stop()  # its readers end with the output
             elif popen is not None:
                 proc.stop_group(popen)
-                for stream in (popen.stdin, popen.stdout, popen.stderr):
-                    if stream is not None:
-                        stream.close()
+                _close(popen)
             raise
         return started
 
@@ -278,6 +318,22 @@ class LocalExecutor(Executor):
                     if os.readlink(f"/proc/{entry}/cwd") == target:
                         found.append(int(entry))
         return found
+
+
+def _leftover(popen: subprocess.Popen[str]) -> tuple[str, str]:
+    """The output of a child just stopped, as far as it comes within a few seconds:
+    a process it started in a session of its own may hold its pipes open."""
+    try:
+        return popen.communicate(timeout=STOP_GRACE_S)
+    except subprocess.TimeoutExpired:
+        _close(popen)
+        return "", ""
+
+
+def _close(popen: subprocess.Popen[str]) -> None:
+    for stream in (popen.stdin, popen.stdout, popen.stderr):
+        if stream is not None:
+            stream.close()
 
 
 @contextlib.contextmanager

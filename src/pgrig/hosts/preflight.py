@@ -72,26 +72,23 @@ def connect(host: Host) -> Executor:
 def root_access(ex: Executor) -> Access:
     """Root, or passwordless sudo; else HostUnusable. pgrig creates users,
     directories and servers on a host, which needs one of them."""
-    who = ex.run(["id", "-un"], timeout=30, what="id").stdout.strip()
-    if ex.run(["id", "-u"], timeout=30, what="id").stdout.strip() == "0":
-        return Access(ex.name, who, sudo=False)
+    who = ex.whoami()
+    if who.root:
+        return Access(ex.name, who.user, sudo=False)
     if ex.host.become is False:  # issue 40.15: sudo was used anyway
         raise HostUnusable(
-            f"host {ex.host.describe()}: user {who} is not root and ansible_become is false: "
-            "pgrig creates users, directories and servers there, as root",
+            f"host {ex.host.describe()}: user {who.user} is not root and ansible_become is "
+            "false: pgrig creates users, directories and servers there, as root",
             hint=f"set ansible_user=root, or ansible_become=true at {ex.host.where} (with "
-            f"passwordless sudo for {who})",
+            f"passwordless sudo for {who.user})",
         )
-    sudo = ex.run(["sudo", "-n", "true"], timeout=30, check=False, what="sudo")
-    if sudo.returncode == 0:
-        if isinstance(ex, SshExecutor):
-            ex.sudo = True  # from now on every command and file access
-        return Access(ex.name, who, sudo=True)
-    reason = "sudo is not installed" if sudo.returncode == 127 else "sudo asks for a password"
+    if who.sudo == 0:  # the executor acts through sudo from its connection on
+        return Access(ex.name, who.user, sudo=True)
+    reason = "sudo is not installed" if who.sudo == 127 else "sudo asks for a password"
     raise HostUnusable(
-        f"host {ex.host.describe()}: user {who} is not root and cannot use sudo ({reason})",
-        hint=f"set ansible_user=root at {ex.host.where}, or give {who} passwordless sudo "
-        f"(a line '{who} ALL=(ALL) NOPASSWD: ALL' in /etc/sudoers.d/)",
+        f"host {ex.host.describe()}: user {who.user} is not root and cannot use sudo ({reason})",
+        hint=f"set ansible_user=root at {ex.host.where}, or give {who.user} passwordless sudo "
+        f"(a line '{who.user} ALL=(ALL) NOPASSWD: ALL' in /etc/sudoers.d/)",
     )
 
 

@@ -28,8 +28,9 @@ from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from pgrig import proc
 from pgrig.errors import ToolError, ToolTimeout
-from pgrig.hosts.executor import SH, Executor, Started
+from pgrig.hosts.executor import SH, STOP_GRACE_S, Executor, Ran, Started, Who
 from pgrig.hosts.inventory import Host
 
 if TYPE_CHECKING:
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
 
 CONNECT_TIMEOUT_S = 10.0
 FILE_TIMEOUT_S = 120.0
+START_S = 30.0  # for a command to print its PID (``command_line``)
 # How much longer than its own timeout ``call`` waits for the loop's answer
 ANSWER_SLACK_S = 5.0
 LOST = 255  # the exit code ssh(1) gives when the connection fails
@@ -158,6 +160,34 @@ async def _connect(host: Host, timeout: float = CONNECT_TIMEOUT_S) -> asyncssh.S
         raise SshConnectError("other", str(exc)) from None
 
 
+# Whom a connection acts as: the account, its uid and, for an account that is
+# not root and may become root ($1 = yes), sudo's exit code.
+_WHO = (
+    'id -un && id -u && if [ "$(id -u)" != 0 ] && [ "$1" = yes ]; then '
+    'sudo -n true </dev/null >/dev/null 2>&1; echo "$?"; fi'
+)
+
+
+async def _reach(
+    host: Host, timeout: float = CONNECT_TIMEOUT_S
+) -> tuple[asyncssh.SSHClientConnection, Who]:
+    """A connection to ``host`` and whom it acts as there (``_WHO``): one round trip."""
+    conn = await _connect(host, timeout)
+    argv = [SH, "-c", _WHO, "sh", "no" if host.become is False else "yes"]
+    try:
+        ran = await _ToEnd(argv, host.name).run(conn, command_line(argv, None), None, START_S)
+    except BaseException:
+        conn.close()
+        raise
+    words = ran.stdout.split()
+    if ran.returncode != 0 or len(words) < 2 or not words[1].isdigit():
+        conn.close()
+        said = (ran.stderr or ran.stdout).strip() or f"exit code {ran.returncode}"
+        raise SshConnectError("other", f"id did not say whom it connects as: {said}")
+    sudo = int(words[2]) if len(words) > 2 and words[2].isdigit() else None
+    return conn, Who(words[0], root=words[1] == "0", sudo=sudo)
+
+
 def command_line(argv: Sequence[str], env: Mapping[str, str] | None, sudo: bool = False) -> str:
     """``echo $$; exec env K=V argv...``, every word quoted. Through sudo, the
     PID is echoed by a shell sudo starts, so that it is the command's own PID
@@ -170,39 +200,98 @@ def command_line(argv: Sequence[str], env: Mapping[str, str] | None, sudo: bool 
     return "echo $$; exec " + shlex.join(words)
 
 
-class _SshStarted(Started):
-    def __init__(self, argv: Sequence[str], executor: SshExecutor) -> None:
-        super().__init__(argv, executor.name)
-        self._executor = executor
-        self._process: asyncssh.SSHClientProcess[str] | None = None
-        self._pid_ready = threading.Event()
-        self._code: int | None = None
-        self._pumping: asyncio.Task[None] | None = None
+def _exit_code(done: asyncssh.SSHCompletedProcess) -> int:
+    """As subprocess says it: minus the signal that ended it; LOST: no word came."""
+    if done.exit_signal is not None:
+        return -signal.Signals[f"SIG{done.exit_signal[0]}"].value
+    return done.exit_status if done.exit_status is not None else LOST
 
-    async def begin(self, line: str, stdin: bool) -> None:
+
+async def _begin(
+    conn: asyncssh.SSHClientConnection, line: str, stdin: str | None, argv: list[str], host: str
+) -> tuple[asyncssh.SSHClientProcess[str], int]:
+    """``line`` (``command_line``) begun over a channel of its own, and the PID it
+    printed first; ``stdin``: its whole input (None: kept open for ``send``)."""
+    process = await conn.create_process(line)
+    if stdin is not None:
+        if stdin:
+            process.stdin.write(stdin)
+        process.stdin.write_eof()
+    first = await process.stdout.readline()
+    if not first.strip().isdigit():
+        err = await process.stderr.read()
+        raise ToolError(f"cannot start {argv[0]} on {host}", argv=argv, stderr=first + err)
+    return process, int(first)
+
+
+class _ToEnd:
+    """One command run to its end over a channel of its own (``SshExecutor._run``);
+    its PID on the host once it printed it: what stops it there."""
+
+    def __init__(self, argv: list[str], host: str) -> None:
+        self.argv = argv
+        self.host = host
+        self.pid = 0
+        self.process: asyncssh.SSHClientProcess[str] | None = None
+
+    async def run(
+        self, conn: asyncssh.SSHClientConnection, line: str, input: str | None, timeout: float
+    ) -> Ran:
         import asyncssh
 
-        conn = self._executor.connection()
-        self._process = await conn.create_process(line, stdin=asyncssh.PIPE if stdin else None)
-        if not stdin:
-            self._process.stdin.write_eof()
-        first = await self._process.stdout.readline()
-        if not first.strip().isdigit():
-            err = await self._process.stderr.read()
-            raise ToolError(
-                f"cannot start {self.argv[0]} on {self.host}", argv=self.argv, stderr=first + err
-            )
-        self.pid = int(first)
+        process, self.pid = await _begin(conn, line, input or "", self.argv, self.host)
+        self.process = process
+        try:
+            done = await process.wait(timeout=timeout)
+        except asyncssh.TimeoutError as exc:
+            return Ran(None, str(exc.stdout or ""), str(exc.stderr or ""))
+        code = _exit_code(done)
+        stderr = str(done.stderr or "")
+        if done.exit_status is None and done.exit_signal is None:
+            # The host or its sshd went away: the command's fate is unknown, the
+            # run is not; said where its stderr would be, as a started one's.
+            stderr += f"pgrig: lost the SSH connection to {self.host}: no exit status came\n"
+        return Ran(code, str(done.stdout or ""), stderr)
+
+    def ended(self, seconds: float) -> bool:
+        """Whether the command ended, waiting up to ``seconds`` for it."""
+        process = self.process
+        if process is None or process.exit_status is not None or process.exit_signal is not None:
+            return True
+        if not seconds:
+            return False
+
+        async def closed() -> None:
+            await process.wait_closed()
+
+        try:
+            call(closed(), seconds, "wait")
+        except ToolTimeout:
+            return False
+        return True
+
+
+class _SshStarted(Started):
+    """A command begun on its host (``_begin``), its output pumped by the loop."""
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        executor: SshExecutor,
+        begun: tuple[asyncssh.SSHClientProcess[str], int],
+        loop: asyncio.AbstractEventLoop,
+    ) -> None:
+        super().__init__(argv, executor.name)
+        self._executor = executor
+        self._process, self.pid = begun
+        self._code: int | None = None
         # Held: the loop keeps only a weak reference to a task.
-        self._pumping = asyncio.get_running_loop().create_task(self._pump())
+        self._pumping = asyncio.run_coroutine_threadsafe(self._pump(), loop)
 
     async def _pump(self) -> None:
         import asyncssh
 
-        assert self._process is not None
-
         async def out() -> None:
-            assert self._process is not None
             async for line in self._process.stdout:
                 # asyncssh may hand over '' at the end of output: no line (an
                 # empty line is "\n"); passed on, a probe's reader saw one more
@@ -211,7 +300,6 @@ class _SshStarted(Started):
             self._lines.put(None)
 
         async def err() -> None:
-            assert self._process is not None
             async for line in self._process.stderr:
                 if line:  # as on stdout: no line; a streamed client's on_line saw one more
                     self._stderr.append(line)
@@ -234,13 +322,9 @@ class _SshStarted(Started):
             self._lines.put(None)
             self._code = LOST
             return
-        if done.exit_signal is not None:  # as subprocess says it: minus the signal
-            self._code = -signal.Signals[f"SIG{done.exit_signal[0]}"].value
-        else:
-            self._code = done.exit_status if done.exit_status is not None else LOST
+        self._code = _exit_code(done)
 
     def send(self, text: str) -> None:
-        assert self._process is not None
         process = self._process
 
         async def write() -> None:
@@ -250,7 +334,6 @@ class _SshStarted(Started):
         call(write(), 30, f"writing to {self.argv[0]} on {self.host}")
 
     def close_stdin(self) -> None:
-        assert self._process is not None
         process = self._process
 
         async def eof() -> None:
@@ -282,25 +365,32 @@ class _SshStarted(Started):
 class SshExecutor(Executor):
     """A host reached over SSH; connect with ``SshExecutor.connect`` (the preflight does)."""
 
-    def __init__(self, host: Host, conn: asyncssh.SSHClientConnection) -> None:
+    def __init__(self, host: Host, conn: asyncssh.SSHClientConnection, who: Who) -> None:
         super().__init__(host)
         self._conn = conn
         self._sftp: asyncssh.SFTPClient | None = None
-        # Set by the preflight when the user is not root but has passwordless
-        # sudo: every command, and every file access, goes through ``sudo -n``.
-        self.sudo = False
+        self._who = who
+        # An account that is not root but has passwordless sudo (and may use it:
+        # not ansible_become=false): every command, and every file access, goes
+        # through ``sudo -n``.
+        self.sudo = not who.root and who.sudo == 0
 
     @classmethod
     def connect(cls, host: Host) -> SshExecutor:
-        """Raises SshConnectError with the reason's kind."""
-        conn = call(_connect(host), CONNECT_TIMEOUT_S + 5, f"connecting to {host.describe()}")
-        return cls(host, conn)
+        """Connected, and told whom it acts as there in the same round trip (the
+        preflight's question). Raises SshConnectError with the reason's kind."""
+        # Named, not described: the preflight's message describes the host already.
+        conn, who = call(
+            _reach(host), CONNECT_TIMEOUT_S + START_S + 5, f"connecting to {host.name}"
+        )
+        return cls(host, conn, who)
+
+    def whoami(self) -> Who:
+        return self._who
 
     def reconnected(self) -> SshExecutor:
         """A new connection to the same host (raises SshConnectError while it is away)."""
-        again = SshExecutor.connect(self.host)
-        again.sudo = self.sudo
-        return again
+        return SshExecutor.connect(self.host)
 
     def connection_lost(self) -> bool:
         return bool(self._conn.is_closed())
@@ -327,6 +417,37 @@ class SshExecutor(Executor):
     def connection(self) -> asyncssh.SSHClientConnection:
         return self._conn
 
+    def _run(
+        self, argv: list[str], *, env: Mapping[str, str] | None, timeout: float, input: str | None
+    ) -> Ran:
+        command = _ToEnd(argv, self.name)
+        try:
+            ran = call(
+                command.run(self._conn, command_line(argv, env, self.sudo), input, timeout),
+                timeout + START_S,
+                f"running {argv[0]} on {self.name}",
+            )
+        except BaseException:
+            # Ctrl-C in this thread, or the loop's answer late: not left running there.
+            self._stop(command)
+            raise
+        if ran.returncode is None:
+            self._stop(command)
+        return ran
+
+    def _stop(self, command: _ToEnd) -> None:
+        """TERM, then KILL, to a command run to its end that has not ended: by its
+        PID, with the host's ``kill`` (SSH channels carry no signals through OpenSSH)."""
+        if not command.pid or command.ended(0):
+            return
+
+        def send(signum: signal.Signals) -> None:
+            argv = ["kill", f"-{int(signum)}", "--", str(command.pid)]
+            self.run(argv, timeout=30, check=False, what="kill")
+
+        steps = ((signal.SIGTERM, STOP_GRACE_S), (signal.SIGKILL, STOP_GRACE_S))
+        proc.escalate_by(send, command.ended, steps)
+
     def _start(
         self,
         argv: Sequence[str],
@@ -338,15 +459,13 @@ class SshExecutor(Executor):
     ) -> Started:
         if preexec is not None:
             raise AssertionError(f"a preexec hook cannot run on {self.name}")
+        words = list(argv)
         if log is not None:  # the shell execs: the PID stays the program's own
-            argv = [SH, "-c", 'exec "$@" >> "$0" 2>&1', log, *argv]
-        started = _SshStarted(argv, self)
-        call(
-            started.begin(command_line(argv, env, self.sudo), stdin),
-            30,
-            f"starting {argv[0]} on {self.name}",
-        )
-        return started
+            words = [SH, "-c", 'exec "$@" >> "$0" 2>&1', log, *words]
+        line = command_line(words, env, self.sudo)
+        begin = _begin(self._conn, line, None if stdin else "", words, self.name)
+        begun = call(begin, START_S, f"starting {words[0]} on {self.name}")
+        return _SshStarted(words, self, begun, _event_loop())
 
     def _files(self, coro: Awaitable[T], what: str) -> T:
         import asyncssh
@@ -366,11 +485,8 @@ class SshExecutor(Executor):
 
     def _sudo_file(self, argv: list[str], what: str, data: bytes | None = None) -> str:
         """A file operation as root: SFTP runs as the connecting user."""
-        started = self.start(argv, stdin=data is not None)
-        if data is not None:
-            started.send(base64.b64encode(data).decode() + "\n")
-            started.close_stdin()
-        return started.wait(FILE_TIMEOUT_S, what=what).stdout
+        data64 = None if data is None else base64.b64encode(data).decode() + "\n"
+        return self.run(argv, timeout=FILE_TIMEOUT_S, what=what, input=data64).stdout
 
     def read_bytes(self, path: str) -> bytes:
         if self.sudo:

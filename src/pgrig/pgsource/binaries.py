@@ -14,13 +14,14 @@ import os
 import re
 import shutil
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pgrig.errors import BinaryNotFound, ToolError
 from pgrig.hosts.local import HERE
 from pgrig.pgsource import cache, system
 from pgrig.pgsource.model import Spec, describe_majors, major_of, version_key
+from pgrig.pgsource.model import version_num as server_version_num
 
 SERVER_TOOLS = ("initdb", "pg_ctl", "postgres", "pgbench")
 CLIENT_TOOLS = ("pgbench",)
@@ -45,6 +46,12 @@ class PgBinaries:
     # Where the tools missing from bin_dir (pgbench, psql, pg_isready) come from.
     client_dir: Path | None = None
     client_version: str | None = None
+    # As ``server_version_num`` (90624 for 9.6.24, 180006 for 18.6): worked out
+    # once, when the binaries are found, not at every look of their users.
+    version_num: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "version_num", server_version_num(self.version))
 
     def path(self, tool: str) -> Path:
         own = self.bin_dir / tool
@@ -64,14 +71,6 @@ class PgBinaries:
     def client_bin_dir(self) -> Path:
         """The directory to run pgbench from: ``bin_dir`` unless the build lacks it."""
         return self.tool_dir("pgbench")
-
-    @property
-    def version_num(self) -> int:
-        """As ``server_version_num``: 90624 for 9.6.24, 180006 for 18.6."""
-        parts = [int(p) for p in re.findall(r"\d+", self.version)] + [0, 0, 0]
-        if parts[0] < 10:
-            return parts[0] * 10000 + parts[1] * 100 + parts[2]
-        return parts[0] * 10000 + parts[1]
 
 
 def tool_path(bin_dir: Path | str, tool: str) -> Path:
