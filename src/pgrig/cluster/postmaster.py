@@ -50,29 +50,6 @@ def command_line(settings: Mapping[str, str]) -> str:
     return " ".join(f"-c {name}={value}" for name, value in settings.items())
 
 
-def wait_accepting(
-    ex: Executor,
-    isready: Sequence[str],
-    timeout: float,
-    *,
-    where: str,
-    exited: Callable[[], None] | None = None,
-    hint: str | None = None,
-) -> None:
-    """Poll ``pg_isready`` (``isready``: its argument list) on the server's host
-    until it answers; ``exited`` raises when the server is known to be gone."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if exited is not None:
-            exited()
-        if ex.run(isready, timeout=30, check=False, what="pg_isready").ok:
-            return
-        time.sleep(0.2)
-    raise ClusterError(
-        f"the server {where} did not accept connections in {timeout:.0f} s", hint=hint
-    )
-
-
 def create_tablespace(admin: Conn, name: str, location: str) -> str:
     """CREATE TABLESPACE ``name`` in ``location``, a directory made for it."""
     with admin.connect() as db:
@@ -296,11 +273,19 @@ class Postmaster:
                 "with it; --keep keeps it); a setting may not fit this machine",
             ) from exc
         self.wait_ready(timeout)
-        if self.on_start is not None and (pid := self.postmaster_pid()) is not None:
+        # The lock file's PID: pg_ctl -w saw the postmaster it started write it (a
+        # PID `pgrig clean` checks again before it signals it).
+        if self.on_start is not None and (pid := self.pid_in_lockfile()) is not None:
             self.on_start(pid)
 
     def wait_ready(self, timeout: float = 60) -> None:
-        wait_accepting(self.ex, self.isready, timeout, where=self.where)
+        """Poll ``pg_isready`` on the server's host until it answers."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.accepting():
+                return
+            time.sleep(0.2)
+        raise ClusterError(f"the server {self.where} did not accept connections in {timeout:.0f} s")
 
     def accepting(self) -> bool:
         """Whether it accepts connections now (pg_isready, once): not while it

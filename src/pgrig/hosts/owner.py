@@ -71,6 +71,14 @@ class Owner:
             study=current_study() if study is None else study,
         )
 
+    def adding(self, pids: tuple[int, ...] = (), elsewhere: tuple[str, ...] = ()) -> Owner:
+        """This record with ``pids`` and ``elsewhere`` added, each once."""
+        return replace(
+            self,
+            pids=tuple(dict.fromkeys((*self.pids, *pids))),
+            elsewhere=tuple(dict.fromkeys((*self.elsewhere, *elsewhere))),
+        )
+
     def alive(self) -> bool:
         """True unless this machine can tell its owner is gone (another
         controller's record is never ours to judge)."""
@@ -97,11 +105,7 @@ def _added(
     current = read(ex, directory) or owner
     if current is None:
         raise PgrigError(f"{ex.of(directory)} has no owner record to add to")
-    updated = replace(
-        current,
-        pids=tuple(dict.fromkeys((*current.pids, *pids))),
-        elsewhere=tuple(dict.fromkeys((*current.elsewhere, *elsewhere))),
-    )
+    updated = current.adding(pids, elsewhere)
     write(ex, directory, updated)
     return updated
 
@@ -115,8 +119,14 @@ def made_beside(ex: Executor, directory: str, owner: Owner | None, path: str) ->
     """``path``, a directory just made outside ``directory`` for it (a WAL
     directory, a tablespace's, a socket directory), marked and named in its
     record: `pgrig clean` removes it with ``directory`` after a kill -9."""
-    ex.write_bytes(f"{path}/{MARKER}", directory.encode())
+    mark_beside(ex, directory, path)
     return _added(ex, directory, owner, elsewhere=(path,))
+
+
+def mark_beside(ex: Executor, directory: str, path: str) -> None:
+    """``path`` marked as made for ``directory`` (``MARKER``): what `pgrig clean`
+    removes with it only while the mark is there."""
+    ex.write_bytes(f"{path}/{MARKER}", directory.encode())
 
 
 def _made_for(ex: Executor, path: str) -> str:
