@@ -197,18 +197,17 @@ class Postmaster:
         check: bool = True,
         cgroups: tuple[str, ...] = (),
         input: str | None = None,
-    ) -> str:
+    ) -> None:
         launch = Launch(self.user, cgroups)
-        done = self.ex.run(
+        self.ex.run(
             argv, timeout=timeout, env=C_LOCALE, check=check, what=what, launch=launch,
             input=input,
         )  # fmt: skip
-        return done.stdout if done.ok else ""
 
-    def initdb(self, options: Sequence[str]) -> str:
+    def initdb(self, options: Sequence[str]) -> None:
         """initdb ``-D datadir`` with ``options`` and the access's authentication
         (the password on initdb's stdin: never in a file on the host); then
-        pg_hba.conf admits the access's clients. initdb's output."""
+        pg_hba.conf admits the access's clients."""
         access = self.access
         assert access is not None, "a server pgrig makes says how it is reached"
         argv = [self._tool("initdb"), "-D", self.datadir, *options, *access.initdb()]
@@ -218,9 +217,8 @@ class Postmaster:
             # the server's user; a pipe its own shell makes is the user's.
             argv = [SH, "-c", 'cat | "$@"', "sh", *argv]
             password = f"{access.password}\n"
-        out = self._run(argv, "initdb", 300, input=password)
+        self._run(argv, "initdb", 300, input=password)
         self.admit()
-        return out
 
     def admit(self) -> None:
         """pg_hba.conf with the access's lines (``Access.hba``), once."""

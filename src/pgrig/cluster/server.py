@@ -316,8 +316,8 @@ class Cluster(Made):
         moved.cgroups = self.cgroups
         return moved
 
-    def initdb(self, opts: InitdbOptions) -> str:
-        return self.pm.initdb(initdb_options(opts, self.bins))
+    def initdb(self, opts: InitdbOptions) -> None:
+        self.pm.initdb(initdb_options(opts, self.bins))
 
     def conn(self, dbname: str) -> Conn:
         """How the clients connect: the private socket, or 127.0.0.1 with the password."""
