@@ -62,16 +62,12 @@ class Workdir:
     def started(self, pid: int) -> None:
         """A process started for it (a probe, each start's postmaster): `pgrig
         clean` stops it after a kill -9 of pgrig."""
-        self.record = self.record.adding(pids=(pid,))
-        owner.write(self.ex, self.path, self.record)
+        self.record = owner.with_pid(self.ex, self.path, self.record, pid)
 
     def made_beside(self, path: str) -> None:
         """``path``, a directory just made outside it for it (a WAL directory, a
-        tablespace's), marked and named in its record: `pgrig clean` removes it
-        with this one after a kill -9 of pgrig."""
-        owner.mark_beside(self.ex, self.path, path)
-        self.record = self.record.adding(elsewhere=(path,))
-        owner.write(self.ex, self.path, self.record)
+        tablespace's): `pgrig clean` removes it with this one after a kill -9."""
+        self.record = owner.made_beside(self.ex, self.path, self.record, path)
 
     def keep(self) -> None:
         """Left running on purpose (--keep): only `pgrig clean --inventory` removes it."""

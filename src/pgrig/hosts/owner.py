@@ -71,14 +71,6 @@ class Owner:
             study=current_study() if study is None else study,
         )
 
-    def adding(self, pids: tuple[int, ...] = (), elsewhere: tuple[str, ...] = ()) -> Owner:
-        """This record with ``pids`` and ``elsewhere`` added, each once."""
-        return replace(
-            self,
-            pids=tuple(dict.fromkeys((*self.pids, *pids))),
-            elsewhere=tuple(dict.fromkeys((*self.elsewhere, *elsewhere))),
-        )
-
     def alive(self) -> bool:
         """True unless this machine can tell its owner is gone (another
         controller's record is never ours to judge)."""
@@ -99,13 +91,18 @@ def _added(
     pids: tuple[int, ...] = (),
     elsewhere: tuple[str, ...] = (),
 ) -> Owner:
-    """The record with ``pids`` and ``elsewhere`` added, written. What the file
-    says is read first: two holders of one record (a remote target's probes and
-    its server, each with its copy) add to each other's, never over them."""
-    current = read(ex, directory) or owner
+    """The record with ``pids`` and ``elsewhere`` added, written. ``owner``: the
+    record as its one holder in this process last wrote it (a host's work
+    directory, a load's), added to without reading it back; None: what the
+    file says (a local work directory's, made by ``pgrig.cluster.workdir``)."""
+    current = owner or read(ex, directory)
     if current is None:
         raise PgrigError(f"{ex.of(directory)} has no owner record to add to")
-    updated = current.adding(pids, elsewhere)
+    updated = replace(
+        current,
+        pids=tuple(dict.fromkeys((*current.pids, *pids))),
+        elsewhere=tuple(dict.fromkeys((*current.elsewhere, *elsewhere))),
+    )
     write(ex, directory, updated)
     return updated
 
@@ -119,14 +116,8 @@ def made_beside(ex: Executor, directory: str, owner: Owner | None, path: str) ->
     """``path``, a directory just made outside ``directory`` for it (a WAL
     directory, a tablespace's, a socket directory), marked and named in its
     record: `pgrig clean` removes it with ``directory`` after a kill -9."""
-    mark_beside(ex, directory, path)
-    return _added(ex, directory, owner, elsewhere=(path,))
-
-
-def mark_beside(ex: Executor, directory: str, path: str) -> None:
-    """``path`` marked as made for ``directory`` (``MARKER``): what `pgrig clean`
-    removes with it only while the mark is there."""
     ex.write_bytes(f"{path}/{MARKER}", directory.encode())
+    return _added(ex, directory, owner, elsewhere=(path,))
 
 
 def _made_for(ex: Executor, path: str) -> str:
