@@ -21,8 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from pgrig.cluster.postmaster import Access, Made, Postmaster, create_tablespace
-from pgrig.cluster.server import InitdbOptions, initdb_options
+from pgrig.cluster.postmaster import Access, InitdbOptions, Made, Postmaster, create_tablespace
 from pgrig.conninfo import Conn
 from pgrig.errors import HostUnusable
 from pgrig.hosts import owner
@@ -177,7 +176,6 @@ class HostedServer(Made):
             name = Path(self.workdir).name
             holder = self._make_dir(f"{spec.wal_directory.rstrip('/')}/{name}-wal")
             opts = replace(opts, waldir=Path(holder) / "pg_wal")
-        options = [*initdb_options(opts, spec.bins), "--no-sync"]
         self._pm = Postmaster(
             ex,
             bin_dir=spec.bin_dir,
@@ -187,7 +185,7 @@ class HostedServer(Made):
             access=self.access,
         )
         self._pm.on_start = home.started  # each start's postmaster, into the owner record
-        self._pm.initdb(options)
+        self._pm.initdb(opts, spec.bins, sync=False)
         self._pm.configure(dict(spec.settings), spec.header)
         self._pm.start(READY_TIMEOUT_S)
 

@@ -22,13 +22,15 @@ import signal
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from psycopg import sql
 
 from pgrig.cluster import profiles
 from pgrig.conninfo import Conn
-from pgrig.errors import ClusterError, ToolError
+from pgrig.errors import ClusterError, ToolError, UsageError
 from pgrig.hosts.executor import SH, Executor, Launch
+from pgrig.pgsource.binaries import PgBinaries
 
 # Tool output parseable (decimal points, English field names) whatever the locale.
 C_LOCALE = {"LC_ALL": "C"}
@@ -59,6 +61,57 @@ def create_tablespace(admin: Conn, name: str, location: str) -> str:
             )
         )
     return name
+
+
+@dataclass(frozen=True)
+class InitdbOptions:
+    """initdb options as the seeds use them."""
+
+    encoding: str = "UTF8"
+    locale: str = "C"
+    wal_segsize_mb: int | None = None  # --wal-segsize; the seeds use 1024
+    data_checksums: bool = False
+    waldir: Path | None = None  # --waldir: WAL on another disk
+
+
+def initdb_version_args(opts: InitdbOptions, bins: PgBinaries) -> list[str]:
+    """The initdb options that depend on the major; refuses what it cannot do. Call it
+    in preflight to refuse before anything is created."""
+    args: list[str] = []
+    if opts.wal_segsize_mb:
+        if bins.version_num < 110000:
+            raise UsageError(
+                f"PostgreSQL {bins.version}'s initdb has no --wal-segsize (added in 11): its "
+                "WAL segments are 16MB, fixed when it was built",
+                hint="leave out --wal-segsize for this version",
+            )
+        args.append(f"--wal-segsize={opts.wal_segsize_mb}")
+    if opts.data_checksums:
+        args.append("--data-checksums")
+    elif bins.version_num >= 180000:
+        # 18's initdb turns checksums on unless told not to; pgrig keeps them off unless
+        # asked, so that majors are compared with the same work per page.
+        args.append("--no-data-checksums")
+    if opts.waldir is not None:
+        # 10 renamed xlog to wal everywhere, --xlogdir included.
+        flag = "--waldir" if bins.version_num >= 100000 else "--xlogdir"
+        args.append(f"{flag}={opts.waldir}")
+    return args
+
+
+def initdb_options(opts: InitdbOptions, bins: PgBinaries) -> list[str]:
+    """What initdb is told on every host, after ``-D``: the superuser, the encoding and
+    locale, and the options of this major (``initdb_version_args``). One list for the
+    cluster here and a server on another host (``Postmaster.initdb``), so that
+    ``[target.initdb]`` means the same on both."""
+    return [
+        "-U",
+        SUPERUSER,
+        "-E",
+        opts.encoding,
+        f"--locale={opts.locale}",
+        *initdb_version_args(opts, bins),
+    ]
 
 
 _WHY = re.compile(r"\b(FATAL|PANIC|ERROR|DETAIL|HINT):")
@@ -204,12 +257,15 @@ class Postmaster:
             input=input,
         )  # fmt: skip
 
-    def initdb(self, options: Sequence[str]) -> None:
-        """initdb ``-D datadir`` with ``options`` and the access's authentication
-        (the password on initdb's stdin: never in a file on the host); then
-        pg_hba.conf admits the access's clients."""
+    def initdb(self, opts: InitdbOptions, bins: PgBinaries, *, sync: bool = True) -> None:
+        """initdb ``-D datadir`` as ``opts`` say for the major of ``bins``
+        (``initdb_options``), with the access's authentication (the password on
+        initdb's stdin: never in a file on the host); then pg_hba.conf admits the
+        access's clients. ``sync``: False, the files are not flushed (a throwaway
+        server on a host)."""
         access = self.access
         assert access is not None, "a server pgrig makes says how it is reached"
+        options = [*initdb_options(opts, bins), *(() if sync else ("--no-sync",))]
         argv = [self._tool("initdb"), "-D", self.datadir, *options, *access.initdb()]
         password = None
         if access.password is not None:
