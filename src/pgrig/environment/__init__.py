@@ -7,11 +7,13 @@ nothing here fails a study: an item that cannot be read is left out (``None``
 or absent from a dict), never raised.
 
 A capture reads the files it needs in one pass (``sources.read_files``: on
-another host ``remote.snapshot``), then one parser per concern (``cpu``,
-``storage``, ``system``) reads those texts; ``software`` asks the programs and
-the server. ``read_files`` takes a ``root`` directory (default ``/``) so that
-tests can point it at copies of ``/proc`` and ``/sys`` captured from a real
-machine. This package re-exports the parsers.
+another host ``remote.snapshot``), then the parsers of each concern (``cpu``,
+``storage``, ``system``: ``from_files``, the same on both) read those texts;
+``software`` asks the programs and the server. Every reader runs in one loop
+(``read_each``), which logs a reader's failure and keeps its stand-in.
+``read_files`` takes a ``root`` directory (default ``/``) so that tests can
+point it at copies of ``/proc`` and ``/sys`` captured from a real machine.
+This package re-exports the parsers.
 """
 
 from __future__ import annotations
