@@ -21,8 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from pgrig.cluster.postmaster import Access, Made, Postmaster, create_tablespace
-from pgrig.cluster.server import InitdbOptions, initdb_options
+from pgrig.cluster.postmaster import Access, InitdbOptions, Made, Postmaster, create_tablespace
 from pgrig.conninfo import Conn
 from pgrig.errors import HostUnusable
 from pgrig.hosts import owner
@@ -48,12 +47,31 @@ class ServerSpec:
     wal_directory: str | None = None  # a directory on the host: the WAL goes below it
 
 
-@dataclass(frozen=True)
+@dataclass
 class Workdir:
-    """A directory pgrig made on a host, its owner record inside."""
+    """A directory pgrig made on a host, and its owner record as this object
+    last wrote it. Every addition in this process goes through it (the remote
+    target's probes and its server share one), so each is written over that
+    record, never read back from the host first."""
 
+    ex: Executor
     path: str
     record: owner.Owner
+
+    def started(self, pid: int) -> None:
+        """A process started for it (a probe, each start's postmaster): `pgrig
+        clean` stops it after a kill -9 of pgrig."""
+        self.record = owner.with_pid(self.ex, self.path, self.record, pid)
+
+    def made_beside(self, path: str) -> None:
+        """``path``, a directory just made outside it for it (a WAL directory, a
+        tablespace's): `pgrig clean` removes it with this one after a kill -9."""
+        self.record = owner.made_beside(self.ex, self.path, self.record, path)
+
+    def keep(self) -> None:
+        """Left running on purpose (--keep): only `pgrig clean --inventory` removes it."""
+        self.record = replace(self.record, kept=True)
+        owner.write(self.ex, self.path, self.record)
 
 
 def make_workdir(ex: Executor) -> Workdir:
@@ -71,7 +89,7 @@ def make_workdir(ex: Executor) -> Workdir:
     path = ex.make_tempdir("pgrig-server-")
     record = owner.Owner.mine("server")
     owner.write(ex, path, record)
-    return Workdir(path, record)
+    return Workdir(ex, path, record)
 
 
 class HostedServer(Made):
@@ -79,28 +97,33 @@ class HostedServer(Made):
     Given a ``Workdir``, it is made there and the directory left to its maker (the
     directories it made elsewhere - WAL, tablespaces - it removes itself)."""
 
+    # Where it is, once its work directory is known (``_made_in``).
+    home: Workdir | None = None
+    workdir = ""
+    datadir: str
+    logfile: str  # the server's log on its host (``pg_ctl -l``)
+    access: Access
+
     def __init__(self, ex: Executor, spec: ServerSpec, workdir: Workdir | None = None) -> None:
         self.ex = ex
         self.spec = spec
         self._given = workdir
-        self.workdir = workdir.path if workdir is not None else ""
         self.password = secrets.token_urlsafe(18)
-        self._record: owner.Owner | None = None
-        self._ids = ("", "")
         self._extra: list[str] = []  # directories made outside the work directory
         self._kept = False
+        if workdir is not None:
+            self._made_in(workdir)
 
-    @property
-    def datadir(self) -> str:
-        return f"{self.workdir}/data"
-
-    @property
-    def access(self) -> Access:
-        """Its address with the password and scram for the networks named; peer on
-        its socket, in the work directory (root there, as the server's user)."""
+    def _made_in(self, home: Workdir) -> None:
+        """Its paths and its ``Access`` in ``home``: its address with the password
+        and scram for the networks named; peer on its socket, in the work directory
+        (root there, as the server's user)."""
         spec = self.spec
-        return Access(
-            self.workdir, spec.port, spec.address, self.password, local_auth="peer",
+        self.home, self.workdir = home, home.path
+        self.datadir = f"{home.path}/data"
+        self.logfile = f"{home.path}/server.log"
+        self.access = Access(
+            home.path, spec.port, spec.address, self.password, local_auth="peer",
             host_auth="scram-sha-256", clients=spec.clients, private_socket=False, pinned=True,
         )  # fmt: skip
 
@@ -123,30 +146,31 @@ class HostedServer(Made):
                 raise
             # the error on its way out says it first (the step that found the host away)
 
-    def _run(self, argv: Sequence[str], what: str, timeout: float = 30) -> str:
-        return self.ex.run(argv, timeout=timeout, what=what).stdout
-
-    def _own(self, *paths: str) -> None:
-        self._run(["chown", "{}:{}".format(*self._ids), "--", *paths], "chown")
+    def _run(self, argv: Sequence[str], what: str) -> None:
+        self.ex.run(argv, timeout=30, what=what)
 
     def _make_dir(self, path: str) -> str:
         """A new directory for the server's user; refused if it exists (never
         someone else's); removed with the server."""
+        assert self.home is not None, "made in its work directory"
         self._run(["mkdir", "-m", "0700", "--", path], "mkdir")
         self._extra.append(path)
         # Marked and named in the owner record: after a kill -9 of pgrig, `pgrig
         # clean --inventory` removes it with the work directory.
-        self._record = owner.made_beside(self.ex, self.workdir, self._record, path)
-        self._own(path)
+        self.home.made_beside(path)
+        self._run(["chown", "{}:{}".format(*self.ex.user_ids(OS_USER)), "--", path], "chown")
         return path
 
     def _create(self) -> None:
         ex, spec = self.ex, self.spec
-        home = self._given or make_workdir(ex)
-        self.workdir, self._record = home.path, home.record
-        self._ids = ex.user_ids(OS_USER)
-        self._own(self.workdir)
-        self._run(["chmod", "0755", self.workdir], "chmod")
+        home = self.home
+        if home is None:
+            home = make_workdir(ex)
+            self._made_in(home)
+        uid, gid = ex.user_ids(OS_USER)
+        # install -d on the directory mktemp made: its owner and mode in one command.
+        ex.run(["install", "-d", "-o", uid, "-g", gid, "-m", "0755", "--", self.workdir],
+               timeout=30, what="install")  # fmt: skip
         opts = spec.initdb
         if spec.wal_directory is not None:
             name = Path(self.workdir).name
@@ -156,20 +180,14 @@ class HostedServer(Made):
             ex,
             bin_dir=spec.bin_dir,
             datadir=self.datadir,
-            logfile=f"{self.workdir}/server.log",
+            logfile=self.logfile,
             user=OS_USER,
             access=self.access,
         )
-        self._pm.on_start = self._started
-        self._pm.initdb([*initdb_options(opts, spec.bins), "--no-sync"])
+        self._pm.on_start = home.started  # each start's postmaster, into the owner record
+        self._pm.initdb(opts, spec.bins, sync=False)
         self._pm.configure(dict(spec.settings), spec.header)
         self._pm.start(READY_TIMEOUT_S)
-
-    def _started(self, pid: int) -> None:
-        """Each start's postmaster into the owner record: `pgrig clean` stops it
-        after a kill -9 of pgrig."""
-        if self._record is not None:
-            self._record = owner.with_pid(self.ex, self.workdir, self._record, pid)
 
     # -- a restart with other settings (``pgrig.cluster.loadwal.Restartable``) --
 
@@ -181,11 +199,6 @@ class HostedServer(Made):
     @property
     def bins(self) -> PgBinaries:
         return self.spec.bins
-
-    @property
-    def logfile(self) -> str:
-        """The server's log on its host (``pg_ctl -l``)."""
-        return f"{self.workdir}/server.log"
 
     # -- tablespaces, keep, close -------------------------------------------
 
@@ -199,10 +212,10 @@ class HostedServer(Made):
     def keep(self) -> None:
         """Leave the server running past ``close`` (--keep): its owner record says
         so, and its password is left beside it for root on the host."""
-        if not self.running() or self._record is None:
+        if not self.running() or self.home is None:
             return
         self.ex.write_bytes(f"{self.workdir}/password", self.password.encode() + b"\n", 0o600)
-        owner.write(self.ex, self.workdir, replace(self._record, kept=True))
+        self.home.keep()
         self._kept = True
 
     def close(self) -> None:

@@ -22,13 +22,15 @@ import signal
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from psycopg import sql
 
 from pgrig.cluster import profiles
 from pgrig.conninfo import Conn
-from pgrig.errors import ClusterError, ToolError
+from pgrig.errors import ClusterError, ToolError, UsageError
 from pgrig.hosts.executor import SH, Executor, Launch
+from pgrig.pgsource.binaries import PgBinaries
 
 # Tool output parseable (decimal points, English field names) whatever the locale.
 C_LOCALE = {"LC_ALL": "C"}
@@ -50,29 +52,6 @@ def command_line(settings: Mapping[str, str]) -> str:
     return " ".join(f"-c {name}={value}" for name, value in settings.items())
 
 
-def wait_accepting(
-    ex: Executor,
-    isready: Sequence[str],
-    timeout: float,
-    *,
-    where: str,
-    exited: Callable[[], None] | None = None,
-    hint: str | None = None,
-) -> None:
-    """Poll ``pg_isready`` (``isready``: its argument list) on the server's host
-    until it answers; ``exited`` raises when the server is known to be gone."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if exited is not None:
-            exited()
-        if ex.run(isready, timeout=30, check=False, what="pg_isready").ok:
-            return
-        time.sleep(0.2)
-    raise ClusterError(
-        f"the server {where} did not accept connections in {timeout:.0f} s", hint=hint
-    )
-
-
 def create_tablespace(admin: Conn, name: str, location: str) -> str:
     """CREATE TABLESPACE ``name`` in ``location``, a directory made for it."""
     with admin.connect() as db:
@@ -82,6 +61,57 @@ def create_tablespace(admin: Conn, name: str, location: str) -> str:
             )
         )
     return name
+
+
+@dataclass(frozen=True)
+class InitdbOptions:
+    """initdb options as the seeds use them."""
+
+    encoding: str = "UTF8"
+    locale: str = "C"
+    wal_segsize_mb: int | None = None  # --wal-segsize; the seeds use 1024
+    data_checksums: bool = False
+    waldir: Path | None = None  # --waldir: WAL on another disk
+
+
+def initdb_version_args(opts: InitdbOptions, bins: PgBinaries) -> list[str]:
+    """The initdb options that depend on the major; refuses what it cannot do. Call it
+    in preflight to refuse before anything is created."""
+    args: list[str] = []
+    if opts.wal_segsize_mb:
+        if bins.version_num < 110000:
+            raise UsageError(
+                f"PostgreSQL {bins.version}'s initdb has no --wal-segsize (added in 11): its "
+                "WAL segments are 16MB, fixed when it was built",
+                hint="leave out --wal-segsize for this version",
+            )
+        args.append(f"--wal-segsize={opts.wal_segsize_mb}")
+    if opts.data_checksums:
+        args.append("--data-checksums")
+    elif bins.version_num >= 180000:
+        # 18's initdb turns checksums on unless told not to; pgrig keeps them off unless
+        # asked, so that majors are compared with the same work per page.
+        args.append("--no-data-checksums")
+    if opts.waldir is not None:
+        # 10 renamed xlog to wal everywhere, --xlogdir included.
+        flag = "--waldir" if bins.version_num >= 100000 else "--xlogdir"
+        args.append(f"{flag}={opts.waldir}")
+    return args
+
+
+def initdb_options(opts: InitdbOptions, bins: PgBinaries) -> list[str]:
+    """What initdb is told on every host, after ``-D``: the superuser, the encoding and
+    locale, and the options of this major (``initdb_version_args``). One list for the
+    cluster here and a server on another host (``Postmaster.initdb``), so that
+    ``[target.initdb]`` means the same on both."""
+    return [
+        "-U",
+        SUPERUSER,
+        "-E",
+        opts.encoding,
+        f"--locale={opts.locale}",
+        *initdb_version_args(opts, bins),
+    ]
 
 
 _WHY = re.compile(r"\b(FATAL|PANIC|ERROR|DETAIL|HINT):")
@@ -220,20 +250,22 @@ class Postmaster:
         check: bool = True,
         cgroups: tuple[str, ...] = (),
         input: str | None = None,
-    ) -> str:
+    ) -> None:
         launch = Launch(self.user, cgroups)
-        done = self.ex.run(
+        self.ex.run(
             argv, timeout=timeout, env=C_LOCALE, check=check, what=what, launch=launch,
             input=input,
         )  # fmt: skip
-        return done.stdout if done.ok else ""
 
-    def initdb(self, options: Sequence[str]) -> str:
-        """initdb ``-D datadir`` with ``options`` and the access's authentication
-        (the password on initdb's stdin: never in a file on the host); then
-        pg_hba.conf admits the access's clients. initdb's output."""
+    def initdb(self, opts: InitdbOptions, bins: PgBinaries, *, sync: bool = True) -> None:
+        """initdb ``-D datadir`` as ``opts`` say for the major of ``bins``
+        (``initdb_options``), with the access's authentication (the password on
+        initdb's stdin: never in a file on the host); then pg_hba.conf admits the
+        access's clients. ``sync``: False, the files are not flushed (a throwaway
+        server on a host)."""
         access = self.access
         assert access is not None, "a server pgrig makes says how it is reached"
+        options = [*initdb_options(opts, bins), *(() if sync else ("--no-sync",))]
         argv = [self._tool("initdb"), "-D", self.datadir, *options, *access.initdb()]
         password = None
         if access.password is not None:
@@ -241,9 +273,8 @@ class Postmaster:
             # the server's user; a pipe its own shell makes is the user's.
             argv = [SH, "-c", 'cat | "$@"', "sh", *argv]
             password = f"{access.password}\n"
-        out = self._run(argv, "initdb", 300, input=password)
+        self._run(argv, "initdb", 300, input=password)
         self.admit()
-        return out
 
     def admit(self) -> None:
         """pg_hba.conf with the access's lines (``Access.hba``), once."""
@@ -296,11 +327,19 @@ class Postmaster:
                 "with it; --keep keeps it); a setting may not fit this machine",
             ) from exc
         self.wait_ready(timeout)
-        if self.on_start is not None and (pid := self.postmaster_pid()) is not None:
+        # The lock file's PID: pg_ctl -w saw the postmaster it started write it (a
+        # PID `pgrig clean` checks again before it signals it).
+        if self.on_start is not None and (pid := self.pid_in_lockfile()) is not None:
             self.on_start(pid)
 
     def wait_ready(self, timeout: float = 60) -> None:
-        wait_accepting(self.ex, self.isready, timeout, where=self.where)
+        """Poll ``pg_isready`` on the server's host until it answers."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.accepting():
+                return
+            time.sleep(0.2)
+        raise ClusterError(f"the server {self.where} did not accept connections in {timeout:.0f} s")
 
     def accepting(self) -> bool:
         """Whether it accepts connections now (pg_isready, once): not while it

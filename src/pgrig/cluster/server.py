@@ -22,7 +22,6 @@ import secrets
 import shutil
 import socket
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -36,6 +35,11 @@ from pgrig.cluster.postmaster import (
     Postmaster,
     create_tablespace,
 )
+
+# initdb's options are ``Postmaster.initdb``'s; named here too, where the
+# cluster's makers (targets, tests, bench) have always taken them from.
+from pgrig.cluster.postmaster import InitdbOptions as InitdbOptions
+from pgrig.cluster.postmaster import initdb_version_args as initdb_version_args
 from pgrig.conninfo import Conn
 from pgrig.errors import ClusterError, PgrigError, UsageError, WorkdirError
 from pgrig.hosts import owner
@@ -45,57 +49,6 @@ from pgrig.pgsource.binaries import PgBinaries
 
 LOOPBACK = "127.0.0.1"  # where a cluster with listen = "tcp" listens
 DEFAULT_OS_USERS = ("postgres", "pgrig")
-
-
-@dataclass(frozen=True)
-class InitdbOptions:
-    """initdb options as the seeds use them."""
-
-    encoding: str = "UTF8"
-    locale: str = "C"
-    wal_segsize_mb: int | None = None  # --wal-segsize; the seeds use 1024
-    data_checksums: bool = False
-    waldir: Path | None = None  # --waldir: WAL on another disk
-
-
-def initdb_version_args(opts: InitdbOptions, bins: PgBinaries) -> list[str]:
-    """The initdb options that depend on the major; refuses what it cannot do. Call it
-    in preflight to refuse before anything is created."""
-    args: list[str] = []
-    if opts.wal_segsize_mb:
-        if bins.version_num < 110000:
-            raise UsageError(
-                f"PostgreSQL {bins.version}'s initdb has no --wal-segsize (added in 11): its "
-                "WAL segments are 16MB, fixed when it was built",
-                hint="leave out --wal-segsize for this version",
-            )
-        args.append(f"--wal-segsize={opts.wal_segsize_mb}")
-    if opts.data_checksums:
-        args.append("--data-checksums")
-    elif bins.version_num >= 180000:
-        # 18's initdb turns checksums on unless told not to; pgrig keeps them off unless
-        # asked, so that majors are compared with the same work per page.
-        args.append("--no-data-checksums")
-    if opts.waldir is not None:
-        # 10 renamed xlog to wal everywhere, --xlogdir included.
-        flag = "--waldir" if bins.version_num >= 100000 else "--xlogdir"
-        args.append(f"{flag}={opts.waldir}")
-    return args
-
-
-def initdb_options(opts: InitdbOptions, bins: PgBinaries) -> list[str]:
-    """What initdb is told on every host, after ``-D``: the superuser, the encoding and
-    locale, and the options of this major (``initdb_version_args``). One list for the
-    cluster here and a server on another host (``pgrig.cluster.hosted``), so that
-    ``[target.initdb]`` means the same on both."""
-    return [
-        "-U",
-        SUPERUSER,
-        "-E",
-        opts.encoding,
-        f"--locale={opts.locale}",
-        *initdb_version_args(opts, bins),
-    ]
 
 
 class Server(Protocol):
@@ -316,8 +269,8 @@ class Cluster(Made):
         moved.cgroups = self.cgroups
         return moved
 
-    def initdb(self, opts: InitdbOptions) -> str:
-        return self.pm.initdb(initdb_options(opts, self.bins))
+    def initdb(self, opts: InitdbOptions) -> None:
+        self.pm.initdb(opts, self.bins)
 
     def conn(self, dbname: str) -> Conn:
         """How the clients connect: the private socket, or 127.0.0.1 with the password."""

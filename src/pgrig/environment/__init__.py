@@ -7,11 +7,13 @@ nothing here fails a study: an item that cannot be read is left out (``None``
 or absent from a dict), never raised.
 
 A capture reads the files it needs in one pass (``sources.read_files``: on
-another host ``remote.snapshot``), then one parser per concern (``cpu``,
-``storage``, ``system``) reads those texts; ``software`` asks the programs and
-the server. ``read_files`` takes a ``root`` directory (default ``/``) so that
-tests can point it at copies of ``/proc`` and ``/sys`` captured from a real
-machine. This package re-exports the parsers.
+another host ``remote.snapshot``), then the parsers of each concern (``cpu``,
+``storage``, ``system``: ``from_files``, the same on both) read those texts;
+``software`` asks the programs and the server. Every reader runs in one loop
+(``read_each``), which logs a reader's failure and keeps its stand-in.
+``read_files`` takes a ``root`` directory (default ``/``) so that tests can
+point it at copies of ``/proc`` and ``/sys`` captured from a real machine.
+This package re-exports the parsers.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
-from typing import TypeVar
+from typing import Any
 
 from pgrig.environment import audit, cpu, storage, system
 from pgrig.environment.cpu import (
@@ -75,7 +77,7 @@ from pgrig.environment.system import (
     parse_transparent_hugepages,
     read_limits,
 )
-from pgrig.results import AuditFinding, Cpu, Environment, Filesystem, PostgresInfo
+from pgrig.results import AuditFinding, Cpu, Environment
 
 __all__ = [
     "CONNECT_TIMEOUT",
@@ -97,6 +99,7 @@ __all__ = [
     "describe_filesystem",
     "detect_hypervisor",
     "find_mount",
+    "from_files",
     "first_line",
     "normalize_space",
     "parse_clocksource",
@@ -113,6 +116,8 @@ __all__ = [
     "parse_topology",
     "parse_transparent_hugepages",
     "read_files",
+    "Reader",
+    "read_each",
     "read_limits",
     "read_postgres",
     "read_text",
@@ -126,17 +131,43 @@ FILES: tuple[str, ...] = tuple(dict.fromkeys((*cpu.FILES, *storage.FILES, *syste
 
 log = logging.getLogger(__name__)
 
-T = TypeVar("T")
+# One reader of the environment: what it is called in a warning, the read, and
+# what stands in for it when the read fails.
+Reader = tuple[str, Callable[[], Any], Any]
 
 
-def _attempt(what: str, fn: Callable[[], T], default: T) -> T:
-    # The environment is context for results, not a result: a surprise in one
-    # reader (an odd kernel, a sandbox) must not cost the study.
-    try:
-        return fn()
-    except Exception as exc:
-        log.warning("environment: cannot read %s: %s", what, exc)
-        return default
+def read_each(readers: Sequence[Reader]) -> dict[str, Any]:
+    """Each reader's value by its name, in order; its stand-in where it fails."""
+    found: dict[str, Any] = {}
+    for what, read, default in readers:
+        # The environment is context for results, not a result: a surprise in one
+        # reader (an odd kernel, a sandbox) must not cost the study.
+        try:
+            found[what] = read()
+        except Exception as exc:
+            log.warning("environment: cannot read %s: %s", what, exc)
+            found[what] = default
+    return found
+
+
+def from_files(
+    files: Files, lscpu: Mapping[str, str], logical: int, filesystems: Sequence[Reader]
+) -> list[Reader]:
+    """The readers of one host's machine, the same here and on another host:
+    what its files say (``logical``: the CPUs counted where they say nothing)
+    and ``filesystems``, the readers of the paths under test."""
+    unknown: tuple[str | None, str | None] = (None, None)
+    return [
+        ("cpu", partial(parse_cpu, files, lscpu=lscpu), Cpu("unknown", 1, logical, 1, logical)),
+        *filesystems,
+        ("disks", partial(parse_disks, files), ()),
+        ("os-release", partial(parse_os_release, files), None),
+        ("kernel", partial(parse_kernel, files), None),
+        ("memory", partial(parse_memory_bytes, files), None),
+        ("clocksource", partial(parse_clocksource, files), unknown),
+        ("sysctls", partial(parse_sysctls, files), {}),
+        ("transparent hugepages", partial(parse_transparent_hugepages, files), None),
+    ]
 
 
 def capture(
@@ -148,44 +179,37 @@ def capture(
 ) -> Environment:
     """Record this machine, the filesystems of ``paths`` and, if given, the server."""
     files = read_files(ROOT, FILES)
-    lscpu: dict[str, str] = _attempt("lscpu", run_lscpu, {})
     logical = os.cpu_count() or 1
-    fallback = Cpu("unknown", 1, logical, 1, logical)
-    found_cpu = _attempt("cpu", partial(parse_cpu, files, lscpu=lscpu), fallback)
-    filesystems: list[Filesystem] = []
-    for path in paths:
-        fs = _attempt(f"filesystem of {path}", partial(describe_filesystem, Path(path)), None)
-        if fs is not None:
-            filesystems.append(fs)
-    unknown: tuple[str | None, str | None] = (None, None)
-    clocksource, available = _attempt("clocksource", partial(parse_clocksource, files), unknown)
-    postgres: PostgresInfo | None = None
+    filesystems: list[Reader] = [
+        (f"filesystem of {path}", partial(describe_filesystem, Path(path)), None) for path in paths
+    ]
+    readers: list[Reader] = [
+        *from_files(files, run_lscpu(), logical, filesystems),
+        ("limits", read_limits, {}),
+        ("tool versions", partial(tool_versions, bin_dir, locate), {}),
+        ("audit", partial(_audit, paths), ()),
+    ]
     if pg_conninfo is not None:
-        postgres = _attempt(
-            "PostgreSQL", partial(read_postgres, pg_conninfo, bin_dir=bin_dir), None
-        )
+        readers.append(("PostgreSQL", partial(read_postgres, pg_conninfo, bin_dir=bin_dir), None))
+    found = read_each(readers)
     uname = os.uname()
     return Environment(
         captured_at=datetime.now(UTC).isoformat(timespec="seconds"),
         hostname=socket.gethostname(),
-        os_release=_attempt("os-release", partial(parse_os_release, files), None) or "unknown",
-        kernel=_attempt("kernel", partial(parse_kernel, files), None)
-        or f"{uname.release} {uname.version}",
-        cpu=found_cpu,
-        memory_bytes=_attempt("memory", partial(parse_memory_bytes, files), None)
-        or _sysconf_memory(),
-        disks=_attempt("disks", partial(parse_disks, files), ()),
-        filesystems=tuple(filesystems),
-        sysctls=_attempt("sysctls", partial(parse_sysctls, files), {}),
-        limits=_attempt("limits", read_limits, {}),
-        transparent_hugepages=_attempt(
-            "transparent hugepages", partial(parse_transparent_hugepages, files), None
-        ),
-        clocksource=clocksource,
-        available_clocksources=available,
-        postgres=postgres,
-        tools=_attempt("tool versions", partial(tool_versions, bin_dir, locate), {}),
-        audit=_attempt("audit", partial(_audit, paths), ()),
+        os_release=found["os-release"] or "unknown",
+        kernel=found["kernel"] or f"{uname.release} {uname.version}",
+        cpu=found["cpu"],
+        memory_bytes=found["memory"] or _sysconf_memory(),
+        disks=found["disks"],
+        filesystems=tuple(fs for what, _, _ in filesystems if (fs := found[what]) is not None),
+        sysctls=found["sysctls"],
+        limits=found["limits"],
+        transparent_hugepages=found["transparent hugepages"],
+        clocksource=found["clocksource"][0],
+        available_clocksources=found["clocksource"][1],
+        postgres=found.get("PostgreSQL"),
+        tools=found["tool versions"],
+        audit=found["audit"],
     )
 
 

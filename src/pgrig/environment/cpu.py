@@ -168,12 +168,12 @@ def parse_cpu(files: Files, *, lscpu: Mapping[str, str] | None = None) -> Cpu:
 
 
 def run_lscpu() -> dict[str, str]:
-    """``lscpu`` parsed, or an empty dict where it is not installed."""
+    """``lscpu`` parsed, or an empty dict where it is not installed or cannot run."""
     program = shutil.which("lscpu")
     if program is None:
         return {}
     try:
         done = HERE.run([program], timeout=VERSION_TIMEOUT, env=C_LOCALE, check=False)
-    except ToolError:
+    except (ToolError, OSError):
         return {}
     return parse_lscpu(done.stdout) if done.ok else {}

@@ -15,16 +15,16 @@ pgrig's own process's) and the storage audit (``pgrig audit`` on the host).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from pgrig.environment import FILES, _attempt, cpu, software, storage, system
+from pgrig.environment import FILES, Reader, cpu, from_files, read_each, software, storage
 from pgrig.environment.sources import Files
 from pgrig.errors import ParseError
-from pgrig.results import Cpu, Disk, Environment
+from pgrig.results import Environment, PostgresInfo
 
 if TYPE_CHECKING:
     from pgrig.hosts.executor import Executor
@@ -82,9 +82,16 @@ class Snapshot:
     stats: dict[str, storage.PathStat]
     programs: dict[str, tuple[int, str, str]]  # name -> (exit code, stdout, stderr)
 
-    def version(self, name: str) -> str | None:
-        code, out, err = self.programs.get(name, (1, "", ""))
-        return (software.first_line(out) or software.first_line(err)) if code == 0 else None
+    def tools(self) -> dict[str, str]:
+        """The versions the server's programs and the host's Python said."""
+        found = {}
+        for name in ("postgres", "pgbench"):
+            code, out, err = self.programs.get(name, (1, "", ""))
+            if code == 0 and (said := software.first_line(out) or software.first_line(err)):
+                found[name] = said
+        if self.python:
+            found["python"] = self.python
+        return found
 
 
 def snapshot(ex: Executor, paths: Sequence[str], bin_dir: str | None) -> Snapshot:
@@ -123,43 +130,49 @@ def snapshot(ex: Executor, paths: Sequence[str], bin_dir: str | None) -> Snapsho
     )
 
 
-def capture_on(ex: Executor, paths: Sequence[str], *, bin_dir: str | None = None) -> Environment:
-    """``pgrig.environment.capture`` of ``ex``'s host, through ``ex`` (the
-    server's version and settings are read over its connection by the caller)."""
+def capture_on(
+    ex: Executor,
+    paths: Sequence[str],
+    *,
+    pg_conninfo: Mapping[str, object] | str | None = None,
+    bin_dir: str | None = None,
+) -> Environment:
+    """``pgrig.environment.capture`` of ``ex``'s host, through ``ex``; the server,
+    if given, is read over its connection from here."""
     snap = snapshot(ex, paths, bin_dir)
-    tools = {name: v for name in ("postgres", "pgbench") if (v := snap.version(name))}
-    if snap.python:
-        tools["python"] = snap.python
-    files = snap.files
     lscpu: dict[str, str] = {}
     if (done := snap.programs.get("lscpu")) is not None and done[0] == 0:
         lscpu = cpu.parse_lscpu(done[1])
-    fallback = Cpu("unknown", 1, 1, 1, 1)
-    found_cpu = _attempt("cpu", partial(cpu.parse_cpu, files, lscpu=lscpu), fallback)
-    filesystems = []
-    for path in paths:
-        if (st := snap.stats.get(path)) is not None:
-            parse = partial(storage.parse_filesystem, files, path, st)
-            if (fs := _attempt(f"filesystem of {path} on {ex.name}", parse, None)) is not None:
-                filesystems.append(fs)
-    disks: tuple[Disk, ...] = _attempt("disks", partial(storage.parse_disks, files), ())
-    unknown: tuple[str | None, str | None] = (None, None)
-    current, available = _attempt("clocksource", partial(system.parse_clocksource, files), unknown)
-    sysctls: dict[str, str] = _attempt("sysctls", partial(system.parse_sysctls, files), {})
+    files, stats = snap.files, snap.stats
+    filesystems: list[Reader] = [
+        (
+            f"filesystem of {p} on {ex.name}",
+            partial(storage.parse_filesystem, files, p, stats[p]),
+            None,
+        )
+        for p in paths
+        if p in stats
+    ]
+    readers = [*from_files(files, lscpu, 1, filesystems), ("tool versions", snap.tools, {})]
+    if pg_conninfo is not None:
+        readers.append(("PostgreSQL", partial(software.read_postgres, pg_conninfo), None))
+    found = read_each(readers)
+    postgres: PostgresInfo | None = found.get("PostgreSQL")
     return Environment(
         captured_at=datetime.now(UTC).isoformat(timespec="seconds"),
         hostname=snap.hostname,
-        os_release=system.parse_os_release(files) or "unknown",
-        kernel=system.parse_kernel(files) or "unknown",
-        cpu=found_cpu,
-        memory_bytes=system.parse_memory_bytes(files) or 0,
-        disks=disks,
-        filesystems=tuple(filesystems),
-        sysctls=sysctls,
-        transparent_hugepages=system.parse_transparent_hugepages(files),
-        clocksource=current,
-        available_clocksources=available,
-        tools=tools,
+        os_release=found["os-release"] or "unknown",
+        kernel=found["kernel"] or "unknown",
+        cpu=found["cpu"],
+        memory_bytes=found["memory"] or 0,
+        disks=found["disks"],
+        filesystems=tuple(fs for what, _, _ in filesystems if (fs := found[what]) is not None),
+        sysctls=found["sysctls"],
+        transparent_hugepages=found["transparent hugepages"],
+        clocksource=found["clocksource"][0],
+        available_clocksources=found["clocksource"][1],
+        postgres=replace(postgres, bin_dir=bin_dir) if postgres is not None else None,
+        tools=found["tool versions"],
         host=ex.name,
         address=ex.host.address,
     )

@@ -91,10 +91,11 @@ def _added(
     pids: tuple[int, ...] = (),
     elsewhere: tuple[str, ...] = (),
 ) -> Owner:
-    """The record with ``pids`` and ``elsewhere`` added, written. What the file
-    says is read first: two holders of one record (a remote target's probes and
-    its server, each with its copy) add to each other's, never over them."""
-    current = read(ex, directory) or owner
+    """The record with ``pids`` and ``elsewhere`` added, written. ``owner``: the
+    record as its one holder in this process last wrote it (a host's work
+    directory, a load's), added to without reading it back; None: what the
+    file says (a local work directory's, made by ``pgrig.cluster.workdir``)."""
+    current = owner or read(ex, directory)
     if current is None:
         raise PgrigError(f"{ex.of(directory)} has no owner record to add to")
     updated = replace(

@@ -483,9 +483,8 @@ def capture_on(t: Target, host: Executor, paths: Sequence[str], bin_dir: str) ->
     """The same, for a server on another host (a kind that chose that host's
     executor): read through it, ``paths`` and ``bin_dir`` as they are there."""
     assert t.ctx.conn is not None
-    env = remote_environment.capture_on(host, paths, bin_dir=bin_dir)
-    pg = environment.read_postgres(t.ctx.conn.conninfo())
-    _captured(t, replace(env, postgres=replace(pg, bin_dir=bin_dir) if pg is not None else None))
+    conninfo = t.ctx.conn.conninfo()
+    _captured(t, remote_environment.capture_on(host, paths, pg_conninfo=conninfo, bin_dir=bin_dir))
 
 
 def _captured(t: Target, env: Environment) -> None:

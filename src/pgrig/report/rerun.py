@@ -56,7 +56,7 @@ def typed(argv: Sequence[str]) -> str:
 
 
 def _initdb(target: dict[str, Any]) -> str:
-    """initdb as pgrig ran it (``pgrig.cluster.server.initdb_options``), its data
+    """initdb as pgrig ran it (``pgrig.cluster.postmaster.initdb_options``), its data
     directory left to $PGDATA."""
     opts = target.get("initdb") or {}
     argv = ["initdb", "-D", '"$PGDATA"', "-U", "postgres", "-E", str(opts.get("encoding", "UTF8"))]

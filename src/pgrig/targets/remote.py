@@ -455,12 +455,7 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
                     host=db, sampling=WholeHost, host_bin_dir=hosts.bin_dir, target=Path(probes)
                 )
             )
-            records = [home.record]
-
-            def adopt(pid: int) -> None:  # a probe: `pgrig clean` stops it after a kill -9
-                records.append(owner.with_pid(db, home.path, records[-1], pid))
-
-            db.adopt = adopt
+            db.adopt = home.started  # a probe: `pgrig clean` stops it after a kill -9
             try:
                 yield opened
             finally:
@@ -510,17 +505,17 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
             # copies it; a study never writes into ``postgres``).
             with remote.conn().connect() as admin:
                 admin.execute(f'CREATE DATABASE "{DATABASE}"')
+            conn = remote.conn(DATABASE)
             loaders = [by_name[h.name] for h in hosts.load]
             clients: Clients = loadhosts.Driver(
-                loaders, hosts.server.name, hosts.bin_dir, remote.conn(DATABASE), t,
-                hosts.load_facts,
-            )  # fmt: skip
+                loaders, hosts.server.name, hosts.bin_dir, conn, t, hosts.load_facts
+            )
             logs = self._log_root(t, name, stack)
             stack.enter_context(t.scoped(
                 restartable=remote,  # a load's restart at wal_level=minimal, as a local one
                 scratch=logs,
                 copy_here=logs,  # a base backup's copy: pg_basebackup runs here
-                conn=remote.conn(DATABASE),
+                conn=conn,
                 clients=clients,  # every measured run and warm-up from the load hosts
                 host=db,  # the monitor samples it as a whole
                 sampling=WholeHost,
