@@ -32,7 +32,7 @@ import socket
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from pgrig import proc, registry
 from pgrig.clients import Clients
@@ -57,13 +57,13 @@ from pgrig.registry.target import (
     capture_on,
     settings_option,
 )
-from pgrig.schema import Schema, custom, port, text
+from pgrig.schema import OwnKey, Schema, custom, path, port, text
 from pgrig.schema import Table as Keys
+from pgrig.storage.keys import LAB_SCHEMA
 from pgrig.targets import loadhosts, remote_refuse
 from pgrig.targets.remote_refuse import (
     Placed,
     load_fits,
-    load_hosts_key,
     server_loads,
     servers_of_others,
     shared_ports,
@@ -79,14 +79,50 @@ if TYPE_CHECKING:
 SERVER_TOOLS = ("postgres", "initdb", "pg_isready")
 
 
+def _load_hosts(t: Keys, key: str, given: str | list[object] | None) -> tuple[str, ...]:
+    """``load_hosts`` as the schema handed it over (a string or a list)."""
+    if given is None:
+        return ()  # pgbench on the server's own host, as seed 000 ran it
+    names = (given,) if isinstance(given, str) else tuple(given)
+    if not names or not all(isinstance(n, str) and n for n in names):
+        raise t.error(
+            key,
+            "load_hosts names the inventory hosts pgbench runs on",
+            hint='load_hosts = ["c1", "c2"], or a group: load_hosts = "load"; '
+            "leave it out to run pgbench on the server's host",
+        )
+    return cast(tuple[str, ...], names)
+
+
+# What each key does on a local target, and why a remote one cannot: the storage
+# lab builds filesystems, cgroups, cpusets and FUSE layers on this machine.
+_HERE_ONLY = {
+    **{k: "the storage lab builds it on this machine" for k in LAB_SCHEMA.names},
+    "os_user": "the server on a host runs as that host's postgres account, which pgrig makes",
+}
+
+
+def _here_only_keys(table: Keys, host: str) -> None:
+    """Keys a remote target would accept and not apply (issue 40.12: fs, size,
+    memory, cpus, latency and os_user were silently ignored, exit 0)."""
+    for key in _HERE_ONLY:
+        if key in table.data:
+            raise table.error(
+                key,
+                f"{key} is not applied to a server on a remote host ({host}): {_HERE_ONLY[key]}",
+                hint=f"drop {key} from this target, or run the target on this machine "
+                "(directory = ... without host)",
+            )
+
+
 SCHEMA = Schema(
     "[[target]] remote",
     text("host", None, "the inventory host the server runs on (chooses this kind)"),
-    custom("load_hosts", (), "inventory hosts or groups every measured pgbench runs on, "
-           "started together", load_hosts_key, shown_default="the server's host"),
-    custom("inventory", None, "the Ansible inventory naming them",
-           lambda t, k, d: t.path_value(k) or t.ctx.inventory,
-           shown_default="`[campaign] inventory`"),
+    custom("load_hosts", None, "inventory hosts or groups every measured pgbench runs on, "
+           "started together", _load_hosts, kind=(str, list),
+           shown_default="the server's host"),
+    path("inventory", "the Ansible inventory naming them",
+         shown_default="`[campaign] inventory`"),
     port("port", 5432, "the server's TCP port on its host"),
     text("host_pg_bin", None, "PostgreSQL's bin directory on the hosts",
          shown_default="the same path as here"),
@@ -316,8 +352,15 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
         self._pool = preflight.Pool()
 
     def parse(self, table: Keys) -> RemoteOptions:
-        # Our keys, read here with our readers (the schema and the registry call none).
-        values = {k.attr: k.read(table, k.name, k.default) for k in SCHEMA.keys}
+        # Our keys read in one pass of the schema's readers (``load_hosts`` as
+        # given, of its TOML type), then made and refused here: the schema calls
+        # none of ours. The rest of the table is the campaign's common keys.
+        values = {
+            k.attr: k.given(table) if isinstance(k, OwnKey) else k.read(table, k.name, k.default)
+            for k in SCHEMA.keys
+        }
+        values["load_hosts"] = _load_hosts(table, "load_hosts", values["load_hosts"])
+        values["inventory"] = values["inventory"] or table.ctx.inventory
         if values["host"] is None:
             raise table.error("host", "a remote target needs the host its server runs on",
                               hint='host = "db1" (a host of the inventory)')  # fmt: skip
@@ -327,7 +370,7 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
                 f"target host {values['host']!r}: no inventory says where it is",
                 hint='add inventory = "hosts.ini" to [campaign] (or to the target)',
             )
-        remote_refuse.here_only_keys(table, values["host"])
+        _here_only_keys(table, values["host"])
         if not Path(values["inventory"]).is_file():
             raise table.inherited("inventory").error(
                 "inventory",

@@ -1,11 +1,11 @@
 """What a remote target refuses over its hosts before anything exists (issue 32):
 clients that every load host opens against the server's max_connections, and
-two servers on one host and port, and a ``load_hosts`` key that names none.
-Issue 40 (13, 12): keys that would act on this machine and not on the host,
-a ``directory`` here that cannot be made, a server on loopback for load hosts
-elsewhere, one machine named twice among the load hosts (all of which need no
-host); the host's own refusals (a port something listens on, a read-only
-``wal_directory`` or tablespace directory) once it is reached."""
+two servers on one host and port. Issue 40 (13): a ``directory`` here that
+cannot be made, a server on loopback for load hosts elsewhere, one machine
+named twice among the load hosts (all of which need no host); the host's own
+refusals (a port something listens on, a read-only ``wal_directory`` or
+tablespace directory) once it is reached. (The kind's keys are refused where
+they are read: ``remote.RemoteKind.parse``.)"""
 
 from __future__ import annotations
 
@@ -20,8 +20,6 @@ from pgrig.errors import PgrigError, UsageError, WorkdirError
 from pgrig.hosts import owner
 from pgrig.hosts.executor import Executor
 from pgrig.hosts.inventory import Host
-from pgrig.schema import Table as Keys
-from pgrig.storage.keys import LAB_SCHEMA
 from pgrig.targets.throwaway import connections_fit
 
 if TYPE_CHECKING:
@@ -75,42 +73,6 @@ def shared_ports(placed: Sequence[Placed]) -> None:
                 f"targets {other} and {p.target} both put their server on {p.server.name} "
                 f"port {p.port}: the second could not listen",
                 hint=f"give target {p.target} a port of its own (port = {p.port + 1})",
-            )
-
-
-def load_hosts_key(t: Keys, key: str, default: object) -> tuple[str, ...]:
-    value = t.get(key, (str, list), None)
-    if value is None:
-        return ()  # pgbench on the server's own host, as seed 000 ran it
-    names = (value,) if isinstance(value, str) else tuple(value or ())
-    if not names or not all(isinstance(n, str) and n for n in names):
-        raise t.error(
-            key,
-            "load_hosts names the inventory hosts pgbench runs on",
-            hint='load_hosts = ["c1", "c2"], or a group: load_hosts = "load"; '
-            "leave it out to run pgbench on the server's host",
-        )
-    return names
-
-
-# What each key does on a local target, and why a remote one cannot: the storage
-# lab builds filesystems, cgroups, cpusets and FUSE layers on this machine.
-_HERE_ONLY = {
-    **{k: "the storage lab builds it on this machine" for k in LAB_SCHEMA.names},
-    "os_user": "the server on a host runs as that host's postgres account, which pgrig makes",
-}
-
-
-def here_only_keys(table: Keys, host: str) -> None:
-    """Keys a remote target would accept and not apply (issue 40.12: fs, size,
-    memory, cpus, latency and os_user were silently ignored, exit 0)."""
-    for key in _HERE_ONLY:
-        if key in table.data:
-            raise table.error(
-                key,
-                f"{key} is not applied to a server on a remote host ({host}): {_HERE_ONLY[key]}",
-                hint=f"drop {key} from this target, or run the target on this machine "
-                "(directory = ... without host)",
             )
 
 
