@@ -139,6 +139,11 @@ class RemoteOptions:
     port: int = 5432
     host_pg_bin: str | None = None
 
+    def where(self) -> str:
+        """Where the target is, in words (``TargetKind.where``)."""
+        load = ", ".join(self.load_hosts) or "the same host"
+        return f"host {self.host}, load from {load} ({self.inventory})"
+
 
 @dataclass(frozen=True)
 class Hosts:
@@ -467,7 +472,10 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
         # No directory here: the storage probes run on the host, beside the server's
         # data directory (``storage``); ``directory`` only says where the load hosts'
         # logs are kept. The profile is the host's (its memory, not this machine's).
-        return Checked(bins, profile, None, owned=True, state=hosts, load_hosts=len(load_hosts))
+        return Checked(
+            bins, profile, None, owned=True, state=hosts, load_hosts=len(load_hosts),
+            where=opts.where(),
+        )  # fmt: skip
 
     def check_together(self, targets: Sequence[Target], notes: list[str]) -> None:
         placed = [self.state(t).placed(t.name) for t in targets]
@@ -634,9 +642,7 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
         }
 
     def where(self, spec: TargetSpec) -> tuple[str, Path | None]:
-        opts = self.options(spec)
-        load = ", ".join(opts.load_hosts) or "the same host"
-        return f"host {opts.host}, load from {load} ({opts.inventory})", None
+        return self.options(spec).where(), None
 
     def probes_at(self, spec: TargetSpec) -> Path | None:
         # A directory ``storage`` makes on the host, its name known only then.

@@ -233,7 +233,10 @@ class Throwaway(TargetKind[None, StateT]):
         if directory is not None:
             files.check_space(directory, demands.need_bytes, f"target {spec.name}")
         connections_fit(spec, profile, demands)
-        return Checked(bins, profile, directory, owned=True, adapted=tuple(adapted.notes()))
+        return Checked(
+            bins, profile, directory, owned=True, adapted=tuple(adapted.notes()),
+            where=self.where(spec)[0],
+        )  # fmt: skip
 
     def clean(self, study: str | None, others: list[str], found: Found) -> list[str]:
         said: dict[str, str] = {}  # why a pgrig that lived on left one (a read-only target)
