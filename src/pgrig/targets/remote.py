@@ -34,7 +34,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from pgrig import proc, registry
+from pgrig import proc
 from pgrig.clients import Clients
 from pgrig.cluster import profiles
 from pgrig.cluster.hosted import HostedServer, ServerSpec, Workdir, make_workdir
@@ -68,7 +68,12 @@ from pgrig.targets.remote_refuse import (
     servers_of_others,
     shared_ports,
 )
-from pgrig.targets.throwaway import find_binaries, initdb_locale, no_named_tablespace
+from pgrig.targets.throwaway import (
+    find_binaries,
+    initdb_locale,
+    initdb_options,
+    no_named_tablespace,
+)
 from pgrig.ui import Ui
 from pgrig.workdb import DATABASE
 
@@ -205,17 +210,16 @@ class _Open:
 def _profile(
     spec: TargetSpec,
     bins: PgBinaries,
+    origin: str,
     host: str,
     machine: profiles.Machine,
     notes: list[str],
-    source: str,
 ) -> tuple[profiles.Profile, str]:
     """The target's profile as the server's host gets it: ``{ram}`` and
     ``{cpus}`` are the host's, fitted to this major (the host's is assumed the
-    same), ``set.*`` over it; and pgrig.conf's header saying so."""
-    profile = profiles.load(spec.profile, machine=machine).with_overrides(
-        spec.settings, settings_option(spec, source)
-    )
+    same), ``set.*`` over it (written at ``origin``); and pgrig.conf's header
+    saying so."""
+    profile = profiles.load(spec.profile, machine=machine).with_overrides(spec.settings, origin)
     adapted = profiles.validate(profile, bins, segment_mb=spec.initdb.wal_segsize_mb)
     for note in adapted.notes():  # a setting this major renamed or lacks: never silent
         notes.append(f"target {spec.name} (PostgreSQL {bins.version}): {note}")
@@ -228,17 +232,6 @@ def _profile(
         + "".join(f"# fitted to PostgreSQL {adapted.version}: {n}\n" for n in adapted.notes())
     )
     return replace(profile, settings=dict(adapted.applied)), header
-
-
-def _initdb(spec: TargetSpec) -> InitdbOptions:
-    """``[target.initdb]``, as a local cluster gets it (``--waldir``: the server's own)."""
-    init = spec.initdb
-    return InitdbOptions(
-        encoding=init.encoding,
-        locale=init.locale,
-        wal_segsize_mb=init.wal_segsize_mb,
-        data_checksums=init.data_checksums,
-    )
 
 
 def _survey(
@@ -327,10 +320,15 @@ _ANY_HOST = profiles.Machine(ram_bytes=2**40, cpus=256)
 
 
 def _fits_anywhere(
-    spec: TargetSpec, bins: PgBinaries, demands: Demands, server: Host, load: Sequence[Host]
+    spec: TargetSpec,
+    bins: PgBinaries,
+    demands: Demands,
+    origin: str,
+    server: Host,
+    load: Sequence[Host],
 ) -> None:
     try:
-        rough, _ = _profile(spec, bins, server.name, _ANY_HOST, [], demands.source)
+        rough, _ = _profile(spec, bins, origin, server.name, _ANY_HOST, [])
     except PgrigError:
         return  # the profile rendered for the host itself says what is wrong
     load_fits(spec, rough, demands, load)
@@ -386,24 +384,8 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
         return RemoteOptions(**values)
 
     def check(self, spec: TargetSpec, demands: Demands, notes: list[str]) -> Checked:
-        opts = self.options(spec)
-        if demands.power_loss:
-            raise UsageError(
-                f"target {spec.name}: workload {demands.power_loss} is not supported on a "
-                "remote host yet",
-                hint="run it on a local target",
-            )
-        # wal_directory and tablespace directories are the server's host's: made there.
-        no_named_tablespace(spec, demands.source)
-        workloads = registry.workloads()
-        able = [name for name, w in workloads.items() if w.from_load_hosts or w.from_here]
-        others = [w for w in demands.workloads if w not in able]
-        if others:
-            raise UsageError(
-                f"target {spec.name}: workload type {others[0]} cannot run from load hosts "
-                f"yet (only {', '.join(able)})",
-                hint="run it on a local target, or drop it from this campaign",
-            )
+        remote_refuse.unsupported(spec, demands)  # what this kind cannot run yet
+        opts, origin = self.options(spec), settings_option(spec, demands.source)
         inv = inventory.load(opts.inventory)
         server = inv.resolve([opts.host], "host")
         if len(server) != 1:
@@ -413,48 +395,49 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
                 hint="name one host for the server; groups are for load_hosts",
             )
         load_hosts = tuple(inv.resolve(opts.load_hosts, "load host")) or (server[0],)
-        bins = find_binaries(spec, binaries.CLIENT_TOOLS)  # loads and warm-ups run from here
-        initdb = _initdb(spec)
-        initdb_version_args(initdb, bins)  # refused now what this major's initdb lacks
+        # This machine's part, as a throwaway cluster's: the binaries loads and
+        # warm-ups run with, and what initdb of their major refuses (wal_directory and
+        # tablespace directories are the server's host's: checked there).
+        no_named_tablespace(spec, demands.source)
+        initdb = initdb_options(spec)
+        bins = find_binaries(spec, binaries.CLIENT_TOOLS)
+        initdb_version_args(initdb, bins)
         bin_dir = opts.host_pg_bin or str(bins.bin_dir)
         # What needs no host first: a 999-host inventory was contacted for 464 s,
         # then refused on max_connections (issue 40.14).
-        remote_refuse.log_directory(spec)
         reconnect_s()  # a bad PGRIG_RECONNECT_S: refused now, not when a host is lost
-        remote_refuse.reachable_server(spec, server[0], load_hosts)
-        remote_refuse.one_machine_once(spec, load_hosts, notes)
-        _fits_anywhere(spec, bins, demands, server[0], load_hosts)
+        remote_refuse.before_hosts(spec, server[0], load_hosts, notes)
+        _fits_anywhere(spec, bins, demands, origin, server[0], load_hosts)
         address = _ip(server[0].address)
         executors = self._pool.get(_distinct(server[0], load_hosts))
         try:
             found = _survey(executors, load_hosts, bin_dir)
             db, loaders = found[server[0].name], [found[h.name] for h in load_hosts]
-            missing = _missing(db, loaders, bin_dir)
-            load_facts = () if missing else _versions(spec, bins, db, loaders, bin_dir, notes)
-            free, cpus, memory = db.free, db.cpus, db.memory
-            initdb_locale(spec, demands.source, executors[0])  # initdb runs there
+            if missing := _missing(db, loaders, bin_dir):
+                raise BinaryNotFound(  # a missing program, as docs/exit-codes.md lists it: 3
+                    f"target {spec.name}: " + "; ".join(missing),
+                    hint=f"pgrig hosts provision -i {inv.path} --major {bins.major}, or set "
+                    "host_pg_bin to PostgreSQL's bin directory on the hosts",
+                )
+            load_facts = _versions(spec, bins, db, loaders, bin_dir, notes)
+            if demands.need_bytes > db.free:
+                raise HostUnusable(
+                    f"target {spec.name}: {server[0].name} has {db.free / 2**30:.1f} GiB free "
+                    f"in {TMP}, the study needs {demands.need_bytes / 2**30:.1f} GiB",
+                    hint=f"free space in {TMP} on {server[0].name}, or use a smaller scale",
+                )
+            # The profile rendered for the server's host: its CPUs and memory, as read there.
+            machine = profiles.Machine(db.memory, db.cpus)
+            profile, header = _profile(spec, bins, origin, server[0].name, machine, notes)
+            # What only the server's host can say: initdb runs there, with its
+            # directories and port.
+            initdb_locale(spec, demands.source, executors[0])
             remote_refuse.host_directories(spec, executors[0])
             remote_refuse.port_free(spec, executors[0], server[0], address, opts.port)
+            load_fits(spec, profile, demands, load_hosts)
         except BaseException:
             self._pool.close()  # refused: no study runs on them
             raise
-        if missing:
-            self._pool.close()
-            raise BinaryNotFound(  # a missing program, as docs/exit-codes.md lists it: 3
-                f"target {spec.name}: " + "; ".join(missing),
-                hint=f"pgrig hosts provision -i {inv.path} --major {bins.major}, or set "
-                "host_pg_bin to PostgreSQL's bin directory on the hosts",
-            )
-        if demands.need_bytes > free:
-            self._pool.close()
-            raise HostUnusable(
-                f"target {spec.name}: {server[0].name} has {free / 2**30:.1f} GiB free in {TMP}, "
-                f"the study needs {demands.need_bytes / 2**30:.1f} GiB",
-                hint=f"free space in {TMP} on {server[0].name}, or use a smaller scale",
-            )
-        machine = profiles.Machine(memory, cpus)
-        profile, header = _profile(spec, bins, server[0].name, machine, notes, demands.source)
-        load_fits(spec, profile, demands, load_hosts)
         notes += server_loads(spec.name, server[0], load_hosts, opts.load_hosts)
         self._seen |= {h.name: h for h in (server[0], *load_hosts)}
         loading = {_ip(h.address) for h in load_hosts}

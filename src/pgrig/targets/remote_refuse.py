@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from pgrig import registry
 from pgrig.cluster import workdir
 from pgrig.errors import PgrigError, UsageError, WorkdirError
 from pgrig.hosts import owner
@@ -74,6 +75,34 @@ def shared_ports(placed: Sequence[Placed]) -> None:
                 f"port {p.port}: the second could not listen",
                 hint=f"give target {p.target} a port of its own (port = {p.port + 1})",
             )
+
+
+def unsupported(spec: TargetSpec, demands: Demands) -> None:
+    """Workloads a server on a host cannot run yet: a power cut (the lossy
+    filesystem is this machine's), and those that run neither from load hosts
+    nor from here."""
+    if demands.power_loss:
+        raise UsageError(
+            f"target {spec.name}: workload {demands.power_loss} is not supported on a "
+            "remote host yet",
+            hint="run it on a local target",
+        )
+    able = [name for name, w in registry.workloads().items() if w.from_load_hosts or w.from_here]
+    others = [w for w in demands.workloads if w not in able]
+    if others:
+        raise UsageError(
+            f"target {spec.name}: workload type {others[0]} cannot run from load hosts "
+            f"yet (only {', '.join(able)})",
+            hint="run it on a local target, or drop it from this campaign",
+        )
+
+
+def before_hosts(spec: TargetSpec, server: Host, load: Sequence[Host], notes: list[str]) -> None:
+    """What needs no host reached: where the server's host is among the load
+    hosts, and the directory made here."""
+    reachable_server(spec, server, load)
+    one_machine_once(spec, load, notes)
+    log_directory(spec)
 
 
 def log_directory(spec: TargetSpec) -> None:

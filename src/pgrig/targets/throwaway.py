@@ -157,6 +157,19 @@ def locale_exists(name: str, host: Executor) -> bool:
     return norm_locale(name) in known
 
 
+def initdb_options(spec: TargetSpec, waldir: Path | None = None) -> InitdbOptions:
+    """``[target.initdb]`` as initdb takes it (``waldir``: ``--waldir``, the
+    cluster's WAL elsewhere; a server on a host keeps its own)."""
+    init = spec.initdb
+    return InitdbOptions(
+        encoding=init.encoding,
+        locale=init.locale,
+        wal_segsize_mb=init.wal_segsize_mb,
+        data_checksums=init.data_checksums,
+        waldir=waldir,
+    )
+
+
 def initdb_locale(spec: TargetSpec, source: str, host: Executor) -> None:
     """initdb refuses a locale its host lacks only after the study began: asked of
     the host the server runs on (a remote server's, not this machine's)."""
@@ -319,16 +332,7 @@ class Throwaway(TargetKind[None, StateT]):
                 cluster.workdir, t.spec.wal_directory.resolve() / f"{name}-wal", os_user
             )
             waldir = holder / "pg_wal"
-        init = t.spec.initdb
-        cluster.initdb(
-            InitdbOptions(
-                encoding=init.encoding,
-                locale=init.locale,
-                wal_segsize_mb=init.wal_segsize_mb,
-                data_checksums=init.data_checksums,
-                waldir=waldir,
-            )
-        )
+        cluster.initdb(initdb_options(t.spec, waldir))
         cluster.configure(self._profile(t))
         cluster.cgroups = t.live.cgroups
         cluster = self._before_start(t, cluster)  # another path: the lossy mount's
