@@ -63,12 +63,12 @@ from pgrig.storage.keys import LAB_SCHEMA
 from pgrig.targets import loadhosts, remote_refuse
 from pgrig.targets.remote_refuse import (
     Placed,
-    load_fits,
     server_loads,
     servers_of_others,
     shared_ports,
 )
 from pgrig.targets.throwaway import (
+    connections_fit,
     find_binaries,
     initdb_locale,
     initdb_options,
@@ -313,27 +313,6 @@ def _versions(
     return found
 
 
-# The largest machine a profile is rendered for before any host is reached: a
-# profile's max_connections that grows with RAM or CPUs is at its highest there,
-# so clients beyond it are refused without contacting a host.
-_ANY_HOST = profiles.Machine(ram_bytes=2**40, cpus=256)
-
-
-def _fits_anywhere(
-    spec: TargetSpec,
-    bins: PgBinaries,
-    demands: Demands,
-    origin: str,
-    server: Host,
-    load: Sequence[Host],
-) -> None:
-    try:
-        rough, _ = _profile(spec, bins, origin, server.name, _ANY_HOST, [])
-    except PgrigError:
-        return  # the profile rendered for the host itself says what is wrong
-    load_fits(spec, rough, demands, load)
-
-
 class RemoteKind(TargetKind[RemoteOptions, Hosts]):
     name = "remote"
     order = 10
@@ -403,11 +382,10 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
         bins = find_binaries(spec, binaries.CLIENT_TOOLS)
         initdb_version_args(initdb, bins)
         bin_dir = opts.host_pg_bin or str(bins.bin_dir)
-        # What needs no host first: a 999-host inventory was contacted for 464 s,
-        # then refused on max_connections (issue 40.14).
+        # What needs no host first (issue 40.14).
         reconnect_s()  # a bad PGRIG_RECONNECT_S: refused now, not when a host is lost
-        remote_refuse.before_hosts(spec, server[0], load_hosts, notes)
-        _fits_anywhere(spec, bins, demands, origin, server[0], load_hosts)
+        loaded = remote_refuse.every_load_host(demands, load_hosts)
+        remote_refuse.before_hosts(spec, loaded, origin, server[0], load_hosts, notes)
         address = _ip(server[0].address)
         executors = self._pool.get(_distinct(server[0], load_hosts))
         try:
@@ -429,16 +407,16 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
             # The profile rendered for the server's host: its CPUs and memory, as read there.
             machine = profiles.Machine(db.memory, db.cpus)
             profile, header = _profile(spec, bins, origin, server[0].name, machine, notes)
+            connections_fit(spec, profile, loaded)
             # What only the server's host can say: initdb runs there, with its
             # directories and port.
             initdb_locale(spec, demands.source, executors[0])
             remote_refuse.host_directories(spec, executors[0])
             remote_refuse.port_free(spec, executors[0], server[0], address, opts.port)
-            load_fits(spec, profile, demands, load_hosts)
+            notes += server_loads(spec.name, server[0], load_hosts, opts.load_hosts)
         except BaseException:
             self._pool.close()  # refused: no study runs on them
             raise
-        notes += server_loads(spec.name, server[0], load_hosts, opts.load_hosts)
         self._seen |= {h.name: h for h in (server[0], *load_hosts)}
         loading = {_ip(h.address) for h in load_hosts}
         clients = loading | {_source_ip(address, opts.port)}

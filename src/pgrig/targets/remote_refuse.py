@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from pgrig import registry
-from pgrig.cluster import workdir
+from pgrig.cluster import profiles, workdir
 from pgrig.errors import PgrigError, UsageError, WorkdirError
 from pgrig.hosts import owner
 from pgrig.hosts.executor import Executor
@@ -24,19 +24,17 @@ from pgrig.hosts.inventory import Host
 from pgrig.targets.throwaway import connections_fit
 
 if TYPE_CHECKING:
-    from pgrig.cluster import profiles
     from pgrig.registry.target import Demands, TargetSpec
 
 
-def load_fits(
-    spec: TargetSpec, profile: profiles.Profile, demands: Demands, load: Sequence[Host]
-) -> None:
-    """Every load host opens the run's clients (two hosts of 60 are 120
-    connections; that passed, then failed with "too many clients already")."""
-    if len(load) > 1:
-        of = f"{demands.clients_of} from {len(load)} load hosts"
-        demands = replace(demands, clients=demands.clients * len(load), clients_of=of)
-    connections_fit(spec, profile, demands)
+def every_load_host(demands: Demands, load: Sequence[Host]) -> Demands:
+    """The study's demands with the clients of every load host: each opens the
+    run's clients (two hosts of 60 are 120 connections; that passed, then failed
+    with "too many clients already"). What the server's max_connections is held to."""
+    if len(load) < 2:
+        return demands
+    of = f"{demands.clients_of} from {len(load)} load hosts"
+    return replace(demands, clients=demands.clients * len(load), clients_of=of)
 
 
 def server_loads(
@@ -97,12 +95,36 @@ def unsupported(spec: TargetSpec, demands: Demands) -> None:
         )
 
 
-def before_hosts(spec: TargetSpec, server: Host, load: Sequence[Host], notes: list[str]) -> None:
-    """What needs no host reached: where the server's host is among the load
-    hosts, and the directory made here."""
+def before_hosts(
+    spec: TargetSpec,
+    clients: Demands,
+    origin: str,
+    server: Host,
+    load: Sequence[Host],
+    notes: list[str],
+) -> None:
+    """What needs no host reached (a 999-host inventory was contacted for 464 s,
+    then refused on max_connections: issue 40.14): where the server's host is
+    among the load hosts, the directory made here, and the clients of every load
+    host (``every_load_host``) against any host's max_connections (the target's
+    ``set`` written at ``origin``)."""
     reachable_server(spec, server, load)
     one_machine_once(spec, load, notes)
     log_directory(spec)
+    fits_any_host(spec, clients, origin)
+
+
+# The largest machine a profile is rendered for before any host is reached: a
+# profile's max_connections that grows with RAM or CPUs is at its highest there.
+_ANY_HOST = profiles.Machine(ram_bytes=2**40, cpus=256)
+
+
+def fits_any_host(spec: TargetSpec, clients: Demands, origin: str) -> None:
+    """Clients beyond the most connections the profile gives any host, refused
+    without contacting one. The profile is only read here: validated once, for
+    the server's host (``remote._profile``)."""
+    rough = profiles.load(spec.profile, machine=_ANY_HOST).with_overrides(spec.settings, origin)
+    connections_fit(spec, rough, clients)
 
 
 def log_directory(spec: TargetSpec) -> None:
