@@ -2,16 +2,17 @@
 campaign (``run``, ``tpcc study``, ``durability``): what cannot finish is
 refused here, before a store, a study, a directory or a server is created.
 
-It checks, in this order: what the campaign asks of itself (locale, encoding);
-each target as its kind knows it (``lifecycle.check_target`` with the study's
-``Demands``: binaries, directories, the profile and ``set`` values through the
-server's own parser and what the server checks only at its start
-(``cluster.startable``: shared memory, hba_file, preload libraries,
-log_directory, wal_level), disk, a memory limit, the workload's connections
-against ``max_connections``, an existing server connected to and refused
-without ``--yes`` where workloads drop data); the tools of the workloads and
-what they refuse without a server (``Workload.check``: pgbench scripts); how
-long it would take; and the results directory's free space.
+It checks, in this order: what the campaign asks of itself (initdb's encoding
+and locale: ``throwaway.initdb_encoding``); each target as its kind knows it
+(``lifecycle.check_target`` with the study's ``Demands``: binaries,
+directories, the profile and ``set`` values through the server's own parser and
+what the server checks only at its start (``cluster.startable``: shared memory,
+hba_file, preload libraries, log_directory, wal_level), disk, a memory limit,
+the workload's connections against ``max_connections``, an existing server
+connected to and refused without ``--yes`` where workloads drop data); the tools
+of the workloads and what they refuse without a server (``Workload.check``:
+pgbench scripts); how long it would take; and the results directory's free
+space.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ from pgrig.registry.target import (
     directory_option,
 )
 from pgrig.registry.workload import Workload
-from pgrig.targets.throwaway import norm_locale
+from pgrig.targets.throwaway import initdb_encoding
 from pgrig.units import GB
 
 # The results directory: the store and the report of one step (raw tool
@@ -93,7 +94,7 @@ def campaign(
     for spec in camp.targets:
         if kinds[spec.name].creates_server:
             check_pg_environment("initdb and the server pgrig creates read it")
-            check_initdb(camp, spec)
+            initdb_encoding(spec, camp.source)
     phases = plan.phases(camp, workloads)
     needs = plan.disk_needs(camp, phases)
     destructive = next((w.needs.destructive for w in workloads if w.needs.destructive), None)
@@ -175,54 +176,6 @@ def _installed(spec: TargetSpec) -> bool:
     except BinaryNotFound:
         return False
     return True
-
-
-# -- what the campaign asks of itself ------------------------------------------
-
-
-def where(camp: Campaign, spec: TargetSpec, key: str, option: str | None = None) -> str:
-    """A key as the user wrote it (``registry.target.as_written``)."""
-    return as_written(spec, camp.source, key, option)
-
-
-# PostgreSQL's server encodings (``initdb --encoding``), as the documentation
-# lists them; initdb accepts their aliases in any case.
-_ENCODING_NAMES = (
-    "SQL_ASCII UTF8 UNICODE EUC_JP EUC_CN EUC_KR EUC_TW EUC_JIS_2004 ISO_8859_5 ISO_8859_6 "
-    "ISO_8859_7 ISO_8859_8 KOI8R KOI8 KOI8U LATIN1 LATIN2 LATIN3 LATIN4 LATIN5 LATIN6 LATIN7 "
-    "LATIN8 LATIN9 LATIN10 MULE_INTERNAL WIN866 WIN874 WIN1250 WIN1251 WIN1252 WIN1253 "
-    "WIN1254 WIN1255 WIN1256 WIN1257 WIN1258 ALT WIN ISO88591 ISO88592 ISO88593 ISO88594 "
-    "ISO88595 ISO88596 ISO88597 ISO88598 ISO88599 ISO885910 ISO885913 ISO885914 ISO885915 "
-    "ISO885916 UTF_8 ABC TCVN TCVN5712 VSCII"
-)
-SERVER_ENCODINGS = frozenset(_ENCODING_NAMES.split())
-
-
-def check_initdb(camp: Campaign, spec: TargetSpec) -> None:
-    """initdb's encoding and locale, which it would refuse only after the study
-    began: an encoding PostgreSQL does not know, or one that does not go with the
-    locale (a target whose kind creates its server). Whether the locale exists
-    is the kind's check (``throwaway.initdb_locale``): asked of the server's host."""
-    init = spec.initdb
-    if init.encoding.upper().replace("-", "_") not in SERVER_ENCODINGS and (
-        init.encoding.upper().replace("-", "") not in SERVER_ENCODINGS
-    ):
-        raise UsageError(
-            f"{where(camp, spec, 'encoding')} {init.encoding!r} is not a PostgreSQL server "
-            "encoding",
-            hint="e.g. UTF8, SQL_ASCII or LATIN1 (the PostgreSQL docs' 'Character Set Support')",
-        )
-    # initdb's own check (SQL_ASCII goes with any locale): LATIN1 with C.UTF-8 made
-    # a study, then failed in initdb
-    encoding = init.encoding.upper().replace("-", "").replace("_", "")
-    codeset = norm_locale(init.locale).partition(".")[2].partition("@")[0]
-    if codeset and encoding != "SQLASCII" and (codeset == "utf8") != (encoding == "UTF8"):
-        raise UsageError(
-            f"{where(camp, spec, 'encoding')} {init.encoding!r} does not match the locale"
-            f" {init.locale!r} (initdb refuses them together)",
-            hint=f"an encoding that matches {init.locale} (UTF8 for a UTF-8 locale), or the"
-            " locale C, which takes any",
-        )
 
 
 def _duration(camp: Campaign, seconds: float) -> list[str]:
