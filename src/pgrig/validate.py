@@ -34,6 +34,7 @@ from pgrig.conninfo import check_pg_environment
 from pgrig.errors import (
     BinaryNotFound,
     DiskSpaceError,
+    MemoryShortfall,
     UsageError,
     WorkdirError,
 )
@@ -48,7 +49,7 @@ from pgrig.registry.target import (
 )
 from pgrig.registry.workload import Workload
 from pgrig.targets.throwaway import initdb_encoding
-from pgrig.units import GB
+from pgrig.units import GB, parse_size
 
 # The results directory: the store and the report of one step (raw tool
 # output, monitor samples, its share of the HTML) stay well under this; the
@@ -89,27 +90,15 @@ def campaign(
     ownership.state_dir()  # where what a run makes is recorded: refused now, not half way
     # The campaign's workloads and each target's kind, resolved once for the pass.
     workloads = [registry.of(w) for w in camp.workloads]
-    lossy = power_loss_workload(camp, workloads)
-    kinds = {spec.name: registry.target_kind(spec, lossy) for spec in camp.targets}
+    demands = _demands(camp, workloads, yes=yes or planning)
+    kinds = {spec.name: registry.target_kind(spec, demands.power_loss) for spec in camp.targets}
     for spec in camp.targets:
         if kinds[spec.name].creates_server:
             check_pg_environment("initdb and the server pgrig creates read it")
             initdb_encoding(spec, camp.source)
     phases = plan.phases(camp, workloads)
     needs = plan.disk_needs(camp, phases)
-    destructive = next((w.needs.destructive for w in workloads if w.needs.destructive), None)
     runs: list[Target] = []
-    peak, peak_of = _peak(camp, workloads)
-    demands = Demands(
-        yes=yes or planning,
-        destructive=destructive,
-        restore=camp.policy.reset == "restore" and bool(workloads),
-        power_loss=lossy,
-        source=camp.source,
-        clients=peak,
-        clients_of=peak_of,
-        workloads=tuple(w.type for w in workloads),
-    )
     for spec in camp.targets:
         if planning and not _installed(spec):
             # the plan lists the download; the run checks the rest once installed
@@ -142,7 +131,7 @@ def campaign(
     warnings += _duration(camp, seconds)  # after the disk: a scale too large is first of all that
     if results is not None and store is not None:
         results_space(results, store, steps)
-    warning = lifecycle.memory_check(runs, needs, camp.source)
+    warning = memory_check(runs, needs, camp.source)
     if warning:
         warnings.append(warning)
     for run in runs:
@@ -150,22 +139,34 @@ def campaign(
     return Checked(runs, warnings, planned, steps, seconds)
 
 
-def power_loss_workload(camp: Campaign, workloads: Sequence[Workload]) -> str | None:
-    """The name of the workload that cuts the power, if any (``workloads``: the
-    campaign's, resolved); refused beside a workload that would be measured on
-    the (slower) lossy filesystem."""
-    loses = {w.name: of.loses_power(w) for w, of in zip(camp.workloads, workloads, strict=True)}
-    cutting = [name for name, cuts in loses.items() if cuts]
-    if not cutting:
-        return None
-    others = [name for name, cuts in loses.items() if not cuts]
-    if others:
+def _demands(camp: Campaign, workloads: Sequence[Workload], *, yes: bool) -> Demands:
+    """What the campaign's workloads (``workloads``: resolved) ask of every target,
+    each asked once: whether one cuts the power (refused beside a workload that
+    would be measured on the slower lossy filesystem), the most connections one
+    run opens, and why they may not run on a server pgrig did not create."""
+    asks = [
+        (w.name, of.loses_power(w), of.connections(w))
+        for w, of in zip(camp.workloads, workloads, strict=True)
+    ]
+    cutting = [name for name, cuts, _ in asks if cuts]
+    others = [name for name, cuts, _ in asks if not cuts]
+    if cutting and others:
         raise UsageError(
             f"campaign {camp.name}: workload {cutting[0]} runs the clusters on the lossy "
             f"filesystem (several times slower), where {', '.join(others)} would be measured",
             hint="put the power-loss durability check in a campaign of its own",
         )
-    return cutting[0]
+    clients, clients_of = max(((n, name) for name, _, n in asks), default=(0, ""))
+    return Demands(
+        yes=yes,
+        destructive=next((w.needs.destructive for w in workloads if w.needs.destructive), None),
+        restore=camp.policy.reset == "restore" and bool(workloads),
+        power_loss=cutting[0] if cutting else None,
+        source=camp.source,
+        clients=clients,
+        clients_of=clients_of,
+        workloads=tuple(w.type for w in workloads),
+    )
 
 
 def _installed(spec: TargetSpec) -> bool:
@@ -194,15 +195,6 @@ def _duration(camp: Campaign, seconds: float) -> list[str]:
     return []
 
 
-# -- connections -----------------------------------------------------------------
-
-
-def _peak(camp: Campaign, workloads: Sequence[Workload]) -> tuple[int, str]:
-    """The most connections one run opens, and the workload that opens them."""
-    peaks = [(of.connections(w), w.name) for w, of in zip(camp.workloads, workloads, strict=True)]
-    return max(peaks, default=(0, ""))
-
-
 # -- the results directory ---------------------------------------------------------
 
 
@@ -228,6 +220,9 @@ def results_space(results: Path, store: Path | str, steps: int) -> None:
                 f"results of {steps} steps need about {need / 2**20:.0f} MiB",
                 hint=f"free some space there or pass another {option}",
             )
+
+
+# -- targets side by side (interleaved: every target's cluster lives until the end) --
 
 
 def shared_space(runs: Sequence[Target], needs: dict[str, int], source: str) -> None:
@@ -260,6 +255,55 @@ def shared_space(runs: Sequence[Target], needs: dict[str, int], source: str) -> 
                 hint="give the targets directories on different filesystems, lower the "
                 "scale, or free some space",
             )
+
+
+def memory_use(t: Target, need_bytes: int) -> tuple[int, int]:
+    """What a target's server may hold in memory while the study runs: its shared
+    buffers (the memory cgroup's limit for a memory-limited lab target, which caps
+    the page cache too), and of that what its data can fill (data smaller than the
+    buffers leaves the rest untouched: shared memory is committed when touched).
+    ``need_bytes`` is the plan's disk estimate: WAL included, an upper bound."""
+    assert t.profile is not None
+    shared = 128 * 2**20
+    with contextlib.suppress(UsageError):
+        shared = parse_size(t.profile.settings.get("shared_buffers", "128MB"))
+    limit = t.kind.memory_limit(t.spec)
+    held = limit if limit is not None else shared
+    return held, min(held, need_bytes) if need_bytes > 0 else held
+
+
+def memory_check(
+    targets: Sequence[Target], needs: dict[str, int], source: str, ram: int | None = None
+) -> str | None:
+    """Interleaving keeps every target's cluster up at once: what their data fills
+    of their buffers must fit this machine's memory together (refused, exit 5),
+    and buffers that could not be filled together are warned about. A server
+    elsewhere has its host's memory."""
+    if len(targets) < 2:
+        return None  # nothing beside it
+    local = [t for t in targets if t.profile is not None and THIS_MACHINE in t.kind.machines(t)]
+    if len(local) < 2:
+        return None
+    ram = ram or os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    uses = {t.name: memory_use(t, needs.get(t.name, 0)) for t in local}
+    filled = sum(used for _, used in uses.values())
+    if filled > 0.9 * ram:
+        each = ", ".join(f"{name} {used / 2**30:.1f} GiB" for name, (_, used) in uses.items())
+        raise MemoryShortfall(
+            f"{source}: targets {' and '.join(uses)} run side by side (interleaved) and their "
+            f"data fills {filled / 2**30:.1f} GiB of shared buffers together ({each}), more "
+            f"than 90% of this machine's {ram / 2**30:.1f} GiB RAM",
+            hint="lower shared_buffers per target ([target.set] shared_buffers), the scale, "
+            "or give each target a memory limit (memory = ...) that fits together",
+        )
+    total = sum(held for held, _ in uses.values())
+    if total <= 0.6 * ram:
+        return None
+    return (
+        f"the {len(local)} clusters' shared_buffers add up to {total / 2**30:.1f} GiB of "
+        f"{ram / 2**30:.1f} GiB RAM while they run side by side; "
+        "lower it per target with set.shared_buffers"
+    )
 
 
 def server_account(name: str | None) -> proc.OsUser | None:
