@@ -35,7 +35,8 @@ def check_target(
     is created (its kind says what). What the profile had to change for this
     major is added to ``notes``."""
     notes = notes if notes is not None else []
-    kernel.check(spec.kernel, trial=not planning)  # a kernel-settings axis: root, names, values
+    if spec.kernel:  # a kernel-settings axis: root, names, values
+        kernel.check(spec.kernel, trial=not planning)
     target = Target(spec, kind, kind.check(spec, demands, notes))
     elsewhere = sorted(kind.machines(target) - {THIS_MACHINE}) if spec.kernel else []
     if elsewhere:
