@@ -1,6 +1,8 @@
 """What a remote target refuses over its hosts before anything exists (issue 32):
-clients that every load host opens against the server's max_connections, and
-two servers on one host and port. Issue 40 (13): a ``directory`` here that
+workloads it cannot run yet, clients that every load host opens against the
+server's max_connections, and two servers on one host and port (the check asks
+them phase by phase: ``unsupported``, ``before_hosts``, then the host's own).
+Issue 40 (13): a ``directory`` here that
 cannot be made, a server on loopback for load hosts elsewhere, one machine
 named twice among the load hosts (all of which need no host); the host's own
 refusals (a port something listens on, a read-only ``wal_directory`` or
