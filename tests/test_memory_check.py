@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pgrig import campaign, lifecycle, plan, validate
+from pgrig import campaign, plan, validate
 from pgrig.errors import MemoryShortfall
 
 GiB = 2**30
@@ -32,18 +32,18 @@ def test_buffers_the_data_fills_together_beyond_the_memory_are_refused(disk_dir:
     checked = _checked(disk_dir, scale=10, shared="1GB")
     camp = campaign.load(disk_dir / "m.toml")
     needs = plan.disk_needs(camp)
-    uses = {t.name: lifecycle.memory_use(t, needs[t.name]) for t in checked.targets}
+    uses = {t.name: validate.memory_use(t, needs[t.name]) for t in checked.targets}
     # scale 10's disk estimate (tables, indexes, WAL: an upper bound of what it can
     # fill) is under the 1 GB of buffers each: that much is counted, not the 1 GB
     for held, used in uses.values():
         assert held == GiB and 150 * 2**20 < used < GiB
     filled = sum(used for _, used in uses.values())
     with pytest.raises(MemoryShortfall) as err:
-        lifecycle.memory_check(checked.targets, needs, "m.toml", ram=int(filled / 0.95))
+        validate.memory_check(checked.targets, needs, "m.toml", ram=int(filled / 0.95))
     assert err.value.exit_code == 5
     assert "targets a and b run side by side" in err.value.message
     assert "shared_buffers" in (err.value.hint or "")
     # The same buffers with room for what the data fills: a warning that they could
     # not all be filled together, not a refusal.
-    warning = lifecycle.memory_check(checked.targets, needs, "m.toml", ram=int(filled * 2))
+    warning = validate.memory_check(checked.targets, needs, "m.toml", ram=int(filled * 2))
     assert warning is not None and "add up to 2.0 GiB" in warning

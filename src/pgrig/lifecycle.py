@@ -11,18 +11,16 @@ this module asks the kind and never names one.
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Iterator, Sequence
 from operator import attrgetter
 from typing import Any
 
 from pgrig import ownership, registry
-from pgrig.errors import MemoryShortfall, UsageError
+from pgrig.errors import UsageError
 from pgrig.registry import AnyKind
 from pgrig.registry.target import THIS_MACHINE, Demands, Target, TargetSpec
 from pgrig.storage import kernel
 from pgrig.ui import Ui
-from pgrig.units import parse_size
 
 
 def check_target(
@@ -37,7 +35,8 @@ def check_target(
     is created (its kind says what). What the profile had to change for this
     major is added to ``notes``."""
     notes = notes if notes is not None else []
-    kernel.check(spec.kernel, trial=not planning)  # a kernel-settings axis: root, names, values
+    if spec.kernel:  # a kernel-settings axis: root, names, values
+        kernel.check(spec.kernel, trial=not planning)
     target = Target(spec, kind, kind.check(spec, demands, notes))
     elsewhere = sorted(kind.machines(target) - {THIS_MACHINE}) if spec.kernel else []
     if elsewhere:
@@ -101,52 +100,3 @@ def server(t: Target, name: str, study: str, ui: Ui, *, keep: bool) -> Any:
     """The target's server, up for the ``with`` block: an existing one connected
     to, or a throwaway cluster named ``name`` made by its kind."""
     return t.kind.server(t, name, study, ui, keep=lambda: keep or t.lost is not None)
-
-
-def memory_use(t: Target, need_bytes: int) -> tuple[int, int]:
-    """What a target's server may hold in memory while the study runs: its shared
-    buffers (the memory cgroup's limit for a memory-limited lab target, which caps
-    the page cache too), and of that what its data can fill (data smaller than the
-    buffers leaves the rest untouched: shared memory is committed when touched).
-    ``need_bytes`` is the plan's disk estimate: WAL included, an upper bound."""
-    assert t.profile is not None
-    shared = 128 * 2**20
-    with contextlib.suppress(UsageError):
-        shared = parse_size(t.profile.settings.get("shared_buffers", "128MB"))
-    limit = t.kind.memory_limit(t.spec)
-    held = limit if limit is not None else shared
-    return held, min(held, need_bytes) if need_bytes > 0 else held
-
-
-def memory_check(
-    targets: Sequence[Target], needs: dict[str, int], source: str, ram: int | None = None
-) -> str | None:
-    """Interleaving keeps every target's cluster up at once: what their data fills
-    of their buffers must fit this machine's memory together (refused, exit 5),
-    and buffers that could not be filled together are warned about. A server
-    elsewhere has its host's memory."""
-    if len(targets) < 2:
-        return None  # nothing beside it
-    local = [t for t in targets if t.profile is not None and THIS_MACHINE in t.kind.machines(t)]
-    if len(local) < 2:
-        return None
-    ram = ram or os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    uses = {t.name: memory_use(t, needs.get(t.name, 0)) for t in local}
-    filled = sum(used for _, used in uses.values())
-    if filled > 0.9 * ram:
-        each = ", ".join(f"{name} {used / 2**30:.1f} GiB" for name, (_, used) in uses.items())
-        raise MemoryShortfall(
-            f"{source}: targets {' and '.join(uses)} run side by side (interleaved) and their "
-            f"data fills {filled / 2**30:.1f} GiB of shared buffers together ({each}), more "
-            f"than 90% of this machine's {ram / 2**30:.1f} GiB RAM",
-            hint="lower shared_buffers per target ([target.set] shared_buffers), the scale, "
-            "or give each target a memory limit (memory = ...) that fits together",
-        )
-    total = sum(held for held, _ in uses.values())
-    if total <= 0.6 * ram:
-        return None
-    return (
-        f"the {len(local)} clusters' shared_buffers add up to {total / 2**30:.1f} GiB of "
-        f"{ram / 2**30:.1f} GiB RAM while they run side by side; "
-        "lower it per target with set.shared_buffers"
-    )

@@ -145,8 +145,8 @@ def make(
         else:
             kind = registry.target_kind(spec)
             view = PlannedTarget.of(spec, kind)
-        build, end = kind.build_step(spec), kind.end_step(spec)
-        targets[spec.name] = TargetPlan(view, build, kind.probes_at(spec), end)
+        probes, build, end = kind.probes_at(spec), kind.build_step(spec), kind.end_step(spec)
+        targets[spec.name] = TargetPlan(view, build, probes, end)
     return Plan(campaign, targets, phases(campaign) if made is None else made)
 
 

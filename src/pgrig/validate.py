@@ -2,16 +2,17 @@
 campaign (``run``, ``tpcc study``, ``durability``): what cannot finish is
 refused here, before a store, a study, a directory or a server is created.
 
-It checks, in this order: what the campaign asks of itself (locale, encoding);
-each target as its kind knows it (``lifecycle.check_target`` with the study's
-``Demands``: binaries, directories, the profile and ``set`` values through the
-server's own parser and what the server checks only at its start
-(``cluster.startable``: shared memory, hba_file, preload libraries,
-log_directory, wal_level), disk, a memory limit, the workload's connections
-against ``max_connections``, an existing server connected to and refused
-without ``--yes`` where workloads drop data); the tools of the workloads and
-what they refuse without a server (``Workload.check``: pgbench scripts); how
-long it would take; and the results directory's free space.
+It checks, in this order: what the campaign asks of itself (initdb's encoding
+and locale: ``throwaway.initdb_encoding``); each target as its kind knows it
+(``lifecycle.check_target`` with the study's ``Demands``: binaries,
+directories, the profile and ``set`` values through the server's own parser and
+what the server checks only at its start (``cluster.startable``: shared memory,
+hba_file, preload libraries, log_directory, wal_level), disk, a memory limit,
+the workload's connections against ``max_connections``, an existing server
+connected to and refused without ``--yes`` where workloads drop data); the tools
+of the workloads and what they refuse without a server (``Workload.check``:
+pgbench scripts); how long it would take; and the results directory's free
+space.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from pgrig.conninfo import check_pg_environment
 from pgrig.errors import (
     BinaryNotFound,
     DiskSpaceError,
+    MemoryShortfall,
     UsageError,
     WorkdirError,
 )
@@ -46,8 +48,8 @@ from pgrig.registry.target import (
     directory_option,
 )
 from pgrig.registry.workload import Workload
-from pgrig.targets.throwaway import norm_locale
-from pgrig.units import GB
+from pgrig.targets.throwaway import initdb_encoding
+from pgrig.units import GB, parse_size
 
 # The results directory: the store and the report of one step (raw tool
 # output, monitor samples, its share of the HTML) stay well under this; the
@@ -88,27 +90,15 @@ def campaign(
     ownership.state_dir()  # where what a run makes is recorded: refused now, not half way
     # The campaign's workloads and each target's kind, resolved once for the pass.
     workloads = [registry.of(w) for w in camp.workloads]
-    lossy = power_loss_workload(camp, workloads)
-    kinds = {spec.name: registry.target_kind(spec, lossy) for spec in camp.targets}
+    demands = _demands(camp, workloads, yes=yes or planning)
+    kinds = {spec.name: registry.target_kind(spec, demands.power_loss) for spec in camp.targets}
     for spec in camp.targets:
         if kinds[spec.name].creates_server:
             check_pg_environment("initdb and the server pgrig creates read it")
-            check_initdb(camp, spec)
+            initdb_encoding(spec, camp.source)
     phases = plan.phases(camp, workloads)
     needs = plan.disk_needs(camp, phases)
-    destructive = next((w.needs.destructive for w in workloads if w.needs.destructive), None)
     runs: list[Target] = []
-    peak, peak_of = _peak(camp, workloads)
-    demands = Demands(
-        yes=yes or planning,
-        destructive=destructive,
-        restore=camp.policy.reset == "restore" and bool(workloads),
-        power_loss=lossy,
-        source=camp.source,
-        clients=peak,
-        clients_of=peak_of,
-        workloads=tuple(w.type for w in workloads),
-    )
     for spec in camp.targets:
         if planning and not _installed(spec):
             # the plan lists the download; the run checks the rest once installed
@@ -141,7 +131,7 @@ def campaign(
     warnings += _duration(camp, seconds)  # after the disk: a scale too large is first of all that
     if results is not None and store is not None:
         results_space(results, store, steps)
-    warning = lifecycle.memory_check(runs, needs, camp.source)
+    warning = memory_check(runs, needs, camp.source)
     if warning:
         warnings.append(warning)
     for run in runs:
@@ -149,22 +139,34 @@ def campaign(
     return Checked(runs, warnings, planned, steps, seconds)
 
 
-def power_loss_workload(camp: Campaign, workloads: Sequence[Workload]) -> str | None:
-    """The name of the workload that cuts the power, if any (``workloads``: the
-    campaign's, resolved); refused beside a workload that would be measured on
-    the (slower) lossy filesystem."""
-    loses = {w.name: of.loses_power(w) for w, of in zip(camp.workloads, workloads, strict=True)}
-    cutting = [name for name, cuts in loses.items() if cuts]
-    if not cutting:
-        return None
-    others = [name for name, cuts in loses.items() if not cuts]
-    if others:
+def _demands(camp: Campaign, workloads: Sequence[Workload], *, yes: bool) -> Demands:
+    """What the campaign's workloads (``workloads``: resolved) ask of every target,
+    each asked once: whether one cuts the power (refused beside a workload that
+    would be measured on the slower lossy filesystem), the most connections one
+    run opens, and why they may not run on a server pgrig did not create."""
+    asks = [
+        (w.name, of.loses_power(w), of.connections(w))
+        for w, of in zip(camp.workloads, workloads, strict=True)
+    ]
+    cutting = [name for name, cuts, _ in asks if cuts]
+    others = [name for name, cuts, _ in asks if not cuts]
+    if cutting and others:
         raise UsageError(
             f"campaign {camp.name}: workload {cutting[0]} runs the clusters on the lossy "
             f"filesystem (several times slower), where {', '.join(others)} would be measured",
             hint="put the power-loss durability check in a campaign of its own",
         )
-    return cutting[0]
+    clients, clients_of = max(((n, name) for name, _, n in asks), default=(0, ""))
+    return Demands(
+        yes=yes,
+        destructive=next((w.needs.destructive for w in workloads if w.needs.destructive), None),
+        restore=camp.policy.reset == "restore" and bool(workloads),
+        power_loss=cutting[0] if cutting else None,
+        source=camp.source,
+        clients=clients,
+        clients_of=clients_of,
+        workloads=tuple(w.type for w in workloads),
+    )
 
 
 def _installed(spec: TargetSpec) -> bool:
@@ -175,54 +177,6 @@ def _installed(spec: TargetSpec) -> bool:
     except BinaryNotFound:
         return False
     return True
-
-
-# -- what the campaign asks of itself ------------------------------------------
-
-
-def where(camp: Campaign, spec: TargetSpec, key: str, option: str | None = None) -> str:
-    """A key as the user wrote it (``registry.target.as_written``)."""
-    return as_written(spec, camp.source, key, option)
-
-
-# PostgreSQL's server encodings (``initdb --encoding``), as the documentation
-# lists them; initdb accepts their aliases in any case.
-_ENCODING_NAMES = (
-    "SQL_ASCII UTF8 UNICODE EUC_JP EUC_CN EUC_KR EUC_TW EUC_JIS_2004 ISO_8859_5 ISO_8859_6 "
-    "ISO_8859_7 ISO_8859_8 KOI8R KOI8 KOI8U LATIN1 LATIN2 LATIN3 LATIN4 LATIN5 LATIN6 LATIN7 "
-    "LATIN8 LATIN9 LATIN10 MULE_INTERNAL WIN866 WIN874 WIN1250 WIN1251 WIN1252 WIN1253 "
-    "WIN1254 WIN1255 WIN1256 WIN1257 WIN1258 ALT WIN ISO88591 ISO88592 ISO88593 ISO88594 "
-    "ISO88595 ISO88596 ISO88597 ISO88598 ISO88599 ISO885910 ISO885913 ISO885914 ISO885915 "
-    "ISO885916 UTF_8 ABC TCVN TCVN5712 VSCII"
-)
-SERVER_ENCODINGS = frozenset(_ENCODING_NAMES.split())
-
-
-def check_initdb(camp: Campaign, spec: TargetSpec) -> None:
-    """initdb's encoding and locale, which it would refuse only after the study
-    began: an encoding PostgreSQL does not know, or one that does not go with the
-    locale (a target whose kind creates its server). Whether the locale exists
-    is the kind's check (``throwaway.initdb_locale``): asked of the server's host."""
-    init = spec.initdb
-    if init.encoding.upper().replace("-", "_") not in SERVER_ENCODINGS and (
-        init.encoding.upper().replace("-", "") not in SERVER_ENCODINGS
-    ):
-        raise UsageError(
-            f"{where(camp, spec, 'encoding')} {init.encoding!r} is not a PostgreSQL server "
-            "encoding",
-            hint="e.g. UTF8, SQL_ASCII or LATIN1 (the PostgreSQL docs' 'Character Set Support')",
-        )
-    # initdb's own check (SQL_ASCII goes with any locale): LATIN1 with C.UTF-8 made
-    # a study, then failed in initdb
-    encoding = init.encoding.upper().replace("-", "").replace("_", "")
-    codeset = norm_locale(init.locale).partition(".")[2].partition("@")[0]
-    if codeset and encoding != "SQLASCII" and (codeset == "utf8") != (encoding == "UTF8"):
-        raise UsageError(
-            f"{where(camp, spec, 'encoding')} {init.encoding!r} does not match the locale"
-            f" {init.locale!r} (initdb refuses them together)",
-            hint=f"an encoding that matches {init.locale} (UTF8 for a UTF-8 locale), or the"
-            " locale C, which takes any",
-        )
 
 
 def _duration(camp: Campaign, seconds: float) -> list[str]:
@@ -239,15 +193,6 @@ def _duration(camp: Campaign, seconds: float) -> list[str]:
     if seconds > WARN_LONGER_S:
         return [f"the campaign will take about {seconds / 3600:.0f} h (check {what})"]
     return []
-
-
-# -- connections -----------------------------------------------------------------
-
-
-def _peak(camp: Campaign, workloads: Sequence[Workload]) -> tuple[int, str]:
-    """The most connections one run opens, and the workload that opens them."""
-    peaks = [(of.connections(w), w.name) for w, of in zip(camp.workloads, workloads, strict=True)]
-    return max(peaks, default=(0, ""))
 
 
 # -- the results directory ---------------------------------------------------------
@@ -275,6 +220,9 @@ def results_space(results: Path, store: Path | str, steps: int) -> None:
                 f"results of {steps} steps need about {need / 2**20:.0f} MiB",
                 hint=f"free some space there or pass another {option}",
             )
+
+
+# -- targets side by side (interleaved: every target's cluster lives until the end) --
 
 
 def shared_space(runs: Sequence[Target], needs: dict[str, int], source: str) -> None:
@@ -307,6 +255,55 @@ def shared_space(runs: Sequence[Target], needs: dict[str, int], source: str) -> 
                 hint="give the targets directories on different filesystems, lower the "
                 "scale, or free some space",
             )
+
+
+def memory_use(t: Target, need_bytes: int) -> tuple[int, int]:
+    """What a target's server may hold in memory while the study runs: its shared
+    buffers (the memory cgroup's limit for a memory-limited lab target, which caps
+    the page cache too), and of that what its data can fill (data smaller than the
+    buffers leaves the rest untouched: shared memory is committed when touched).
+    ``need_bytes`` is the plan's disk estimate: WAL included, an upper bound."""
+    assert t.profile is not None
+    shared = 128 * 2**20
+    with contextlib.suppress(UsageError):
+        shared = parse_size(t.profile.settings.get("shared_buffers", "128MB"))
+    limit = t.kind.memory_limit(t.spec)
+    held = limit if limit is not None else shared
+    return held, min(held, need_bytes) if need_bytes > 0 else held
+
+
+def memory_check(
+    targets: Sequence[Target], needs: dict[str, int], source: str, ram: int | None = None
+) -> str | None:
+    """Interleaving keeps every target's cluster up at once: what their data fills
+    of their buffers must fit this machine's memory together (refused, exit 5),
+    and buffers that could not be filled together are warned about. A server
+    elsewhere has its host's memory."""
+    if len(targets) < 2:
+        return None  # nothing beside it
+    local = [t for t in targets if t.profile is not None and THIS_MACHINE in t.kind.machines(t)]
+    if len(local) < 2:
+        return None
+    ram = ram or os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    uses = {t.name: memory_use(t, needs.get(t.name, 0)) for t in local}
+    filled = sum(used for _, used in uses.values())
+    if filled > 0.9 * ram:
+        each = ", ".join(f"{name} {used / 2**30:.1f} GiB" for name, (_, used) in uses.items())
+        raise MemoryShortfall(
+            f"{source}: targets {' and '.join(uses)} run side by side (interleaved) and their "
+            f"data fills {filled / 2**30:.1f} GiB of shared buffers together ({each}), more "
+            f"than 90% of this machine's {ram / 2**30:.1f} GiB RAM",
+            hint="lower shared_buffers per target ([target.set] shared_buffers), the scale, "
+            "or give each target a memory limit (memory = ...) that fits together",
+        )
+    total = sum(held for held, _ in uses.values())
+    if total <= 0.6 * ram:
+        return None
+    return (
+        f"the {len(local)} clusters' shared_buffers add up to {total / 2**30:.1f} GiB of "
+        f"{ram / 2**30:.1f} GiB RAM while they run side by side; "
+        "lower it per target with set.shared_buffers"
+    )
 
 
 def server_account(name: str | None) -> proc.OsUser | None:

@@ -174,6 +174,9 @@ class Checked:
     # its hosts), read typed through ``TargetKind.state``
     state: object = None
     load_hosts: int = 1  # the machines each running the workload's clients (``load_hosts``)
+    # Where the target is, in words, as the check found it (its ``where(spec)``
+    # before anything is checked): the plan's and the calibration's word for it.
+    where: str = field(kw_only=True)
 
 
 @dataclass
@@ -209,10 +212,9 @@ class Target:
         self.bins: PgBinaries = checked.bins
         self.profile: Profile | None = checked.profile
         self.owned = checked.owned
-        # Where it is in words (its kind says it from the spec, once, not each time
-        # a phase makes its steps), and how many machines run its clients (as the
-        # check resolved them: an inventory is not read again).
-        self.storage: str = kind.where(spec)[0]
+        # Where it is in words, and how many machines run its clients, as the
+        # check found them (an inventory is not read again).
+        self.storage: str = checked.where
         self.load_hosts: int = checked.load_hosts
         scratch = checked.directory or Path.cwd()
         self.ctx = Context(

@@ -157,7 +157,7 @@ class ServerKind(TargetKind[None, None]):
                 "lossy filesystem together)",
             )
         _room(spec, demands)
-        return Checked(bins, None, directory, owned=demands.yes)
+        return Checked(bins, None, directory, owned=demands.yes, where=self.where(spec)[0])
 
     @contextlib.contextmanager
     def server(

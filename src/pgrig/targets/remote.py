@@ -32,9 +32,9 @@ import socket
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
-from pgrig import proc, registry
+from pgrig import proc
 from pgrig.clients import Clients
 from pgrig.cluster import profiles
 from pgrig.cluster.hosted import HostedServer, ServerSpec, Workdir, make_workdir
@@ -57,18 +57,23 @@ from pgrig.registry.target import (
     capture_on,
     settings_option,
 )
-from pgrig.schema import Schema, custom, port, text
+from pgrig.schema import OwnKey, Schema, custom, path, port, text
 from pgrig.schema import Table as Keys
+from pgrig.storage.keys import LAB_SCHEMA
 from pgrig.targets import loadhosts, remote_refuse
 from pgrig.targets.remote_refuse import (
     Placed,
-    load_fits,
-    load_hosts_key,
     server_loads,
     servers_of_others,
     shared_ports,
 )
-from pgrig.targets.throwaway import find_binaries, initdb_locale, no_named_tablespace
+from pgrig.targets.throwaway import (
+    connections_fit,
+    find_binaries,
+    initdb_locale,
+    initdb_options,
+    no_named_tablespace,
+)
 from pgrig.ui import Ui
 from pgrig.workdb import DATABASE
 
@@ -79,14 +84,50 @@ if TYPE_CHECKING:
 SERVER_TOOLS = ("postgres", "initdb", "pg_isready")
 
 
+def _load_hosts(t: Keys, key: str, given: str | list[object] | None) -> tuple[str, ...]:
+    """``load_hosts`` as the schema handed it over (a string or a list)."""
+    if given is None:
+        return ()  # pgbench on the server's own host, as seed 000 ran it
+    names = (given,) if isinstance(given, str) else tuple(given)
+    if not names or not all(isinstance(n, str) and n for n in names):
+        raise t.error(
+            key,
+            "load_hosts names the inventory hosts pgbench runs on",
+            hint='load_hosts = ["c1", "c2"], or a group: load_hosts = "load"; '
+            "leave it out to run pgbench on the server's host",
+        )
+    return cast(tuple[str, ...], names)
+
+
+# What each key does on a local target, and why a remote one cannot: the storage
+# lab builds filesystems, cgroups, cpusets and FUSE layers on this machine.
+_HERE_ONLY = {
+    **{k: "the storage lab builds it on this machine" for k in LAB_SCHEMA.names},
+    "os_user": "the server on a host runs as that host's postgres account, which pgrig makes",
+}
+
+
+def _here_only_keys(table: Keys, host: str) -> None:
+    """Keys a remote target would accept and not apply (issue 40.12: fs, size,
+    memory, cpus, latency and os_user were silently ignored, exit 0)."""
+    for key in _HERE_ONLY:
+        if key in table.data:
+            raise table.error(
+                key,
+                f"{key} is not applied to a server on a remote host ({host}): {_HERE_ONLY[key]}",
+                hint=f"drop {key} from this target, or run the target on this machine "
+                "(directory = ... without host)",
+            )
+
+
 SCHEMA = Schema(
     "[[target]] remote",
     text("host", None, "the inventory host the server runs on (chooses this kind)"),
-    custom("load_hosts", (), "inventory hosts or groups every measured pgbench runs on, "
-           "started together", load_hosts_key, shown_default="the server's host"),
-    custom("inventory", None, "the Ansible inventory naming them",
-           lambda t, k, d: t.path_value(k) or t.ctx.inventory,
-           shown_default="`[campaign] inventory`"),
+    custom("load_hosts", None, "inventory hosts or groups every measured pgbench runs on, "
+           "started together", _load_hosts, kind=(str, list),
+           shown_default="the server's host"),
+    path("inventory", "the Ansible inventory naming them",
+         shown_default="`[campaign] inventory`"),
     port("port", 5432, "the server's TCP port on its host"),
     text("host_pg_bin", None, "PostgreSQL's bin directory on the hosts",
          shown_default="the same path as here"),
@@ -102,6 +143,11 @@ class RemoteOptions:
     load_hosts: tuple[str, ...] = ()
     port: int = 5432
     host_pg_bin: str | None = None
+
+    def where(self) -> str:
+        """Where the target is, in words (``TargetKind.where``)."""
+        load = ", ".join(self.load_hosts) or "the same host"
+        return f"host {self.host}, load from {load} ({self.inventory})"
 
 
 @dataclass(frozen=True)
@@ -164,17 +210,16 @@ class _Open:
 def _profile(
     spec: TargetSpec,
     bins: PgBinaries,
+    origin: str,
     host: str,
     machine: profiles.Machine,
     notes: list[str],
-    source: str,
 ) -> tuple[profiles.Profile, str]:
     """The target's profile as the server's host gets it: ``{ram}`` and
     ``{cpus}`` are the host's, fitted to this major (the host's is assumed the
-    same), ``set.*`` over it; and pgrig.conf's header saying so."""
-    profile = profiles.load(spec.profile, machine=machine).with_overrides(
-        spec.settings, settings_option(spec, source)
-    )
+    same), ``set.*`` over it (written at ``origin``); and pgrig.conf's header
+    saying so."""
+    profile = profiles.load(spec.profile, machine=machine).with_overrides(spec.settings, origin)
     adapted = profiles.validate(profile, bins, segment_mb=spec.initdb.wal_segsize_mb)
     for note in adapted.notes():  # a setting this major renamed or lacks: never silent
         notes.append(f"target {spec.name} (PostgreSQL {bins.version}): {note}")
@@ -187,17 +232,6 @@ def _profile(
         + "".join(f"# fitted to PostgreSQL {adapted.version}: {n}\n" for n in adapted.notes())
     )
     return replace(profile, settings=dict(adapted.applied)), header
-
-
-def _initdb(spec: TargetSpec) -> InitdbOptions:
-    """``[target.initdb]``, as a local cluster gets it (``--waldir``: the server's own)."""
-    init = spec.initdb
-    return InitdbOptions(
-        encoding=init.encoding,
-        locale=init.locale,
-        wal_segsize_mb=init.wal_segsize_mb,
-        data_checksums=init.data_checksums,
-    )
 
 
 def _survey(
@@ -279,22 +313,6 @@ def _versions(
     return found
 
 
-# The largest machine a profile is rendered for before any host is reached: a
-# profile's max_connections that grows with RAM or CPUs is at its highest there,
-# so clients beyond it are refused without contacting a host.
-_ANY_HOST = profiles.Machine(ram_bytes=2**40, cpus=256)
-
-
-def _fits_anywhere(
-    spec: TargetSpec, bins: PgBinaries, demands: Demands, server: Host, load: Sequence[Host]
-) -> None:
-    try:
-        rough, _ = _profile(spec, bins, server.name, _ANY_HOST, [], demands.source)
-    except PgrigError:
-        return  # the profile rendered for the host itself says what is wrong
-    load_fits(spec, rough, demands, load)
-
-
 class RemoteKind(TargetKind[RemoteOptions, Hosts]):
     name = "remote"
     order = 10
@@ -316,8 +334,15 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
         self._pool = preflight.Pool()
 
     def parse(self, table: Keys) -> RemoteOptions:
-        # Our keys, read here with our readers (the schema and the registry call none).
-        values = {k.attr: k.read(table, k.name, k.default) for k in SCHEMA.keys}
+        # Our keys read in one pass of the schema's readers (``load_hosts`` as
+        # given, of its TOML type), then made and refused here: the schema calls
+        # none of ours. The rest of the table is the campaign's common keys.
+        values = {
+            k.attr: k.given(table) if isinstance(k, OwnKey) else k.read(table, k.name, k.default)
+            for k in SCHEMA.keys
+        }
+        values["load_hosts"] = _load_hosts(table, "load_hosts", values["load_hosts"])
+        values["inventory"] = values["inventory"] or table.ctx.inventory
         if values["host"] is None:
             raise table.error("host", "a remote target needs the host its server runs on",
                               hint='host = "db1" (a host of the inventory)')  # fmt: skip
@@ -327,7 +352,7 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
                 f"target host {values['host']!r}: no inventory says where it is",
                 hint='add inventory = "hosts.ini" to [campaign] (or to the target)',
             )
-        remote_refuse.here_only_keys(table, values["host"])
+        _here_only_keys(table, values["host"])
         if not Path(values["inventory"]).is_file():
             raise table.inherited("inventory").error(
                 "inventory",
@@ -338,24 +363,8 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
         return RemoteOptions(**values)
 
     def check(self, spec: TargetSpec, demands: Demands, notes: list[str]) -> Checked:
-        opts = self.options(spec)
-        if demands.power_loss:
-            raise UsageError(
-                f"target {spec.name}: workload {demands.power_loss} is not supported on a "
-                "remote host yet",
-                hint="run it on a local target",
-            )
-        # wal_directory and tablespace directories are the server's host's: made there.
-        no_named_tablespace(spec, demands.source)
-        workloads = registry.workloads()
-        able = [name for name, w in workloads.items() if w.from_load_hosts or w.from_here]
-        others = [w for w in demands.workloads if w not in able]
-        if others:
-            raise UsageError(
-                f"target {spec.name}: workload type {others[0]} cannot run from load hosts "
-                f"yet (only {', '.join(able)})",
-                hint="run it on a local target, or drop it from this campaign",
-            )
+        remote_refuse.unsupported(spec, demands)  # what this kind cannot run yet
+        opts, origin = self.options(spec), settings_option(spec, demands.source)
         inv = inventory.load(opts.inventory)
         server = inv.resolve([opts.host], "host")
         if len(server) != 1:
@@ -365,49 +374,49 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
                 hint="name one host for the server; groups are for load_hosts",
             )
         load_hosts = tuple(inv.resolve(opts.load_hosts, "load host")) or (server[0],)
-        bins = find_binaries(spec, binaries.CLIENT_TOOLS)  # loads and warm-ups run from here
-        initdb = _initdb(spec)
-        initdb_version_args(initdb, bins)  # refused now what this major's initdb lacks
+        # This machine's part, as a throwaway cluster's: the binaries loads and
+        # warm-ups run with, and what initdb of their major refuses (wal_directory and
+        # tablespace directories are the server's host's: checked there).
+        no_named_tablespace(spec, demands.source)
+        initdb = initdb_options(spec)
+        bins = find_binaries(spec, binaries.CLIENT_TOOLS)
+        initdb_version_args(initdb, bins)
         bin_dir = opts.host_pg_bin or str(bins.bin_dir)
-        # What needs no host first: a 999-host inventory was contacted for 464 s,
-        # then refused on max_connections (issue 40.14).
-        remote_refuse.log_directory(spec)
+        # What needs no host first (issue 40.14).
         reconnect_s()  # a bad PGRIG_RECONNECT_S: refused now, not when a host is lost
-        remote_refuse.reachable_server(spec, server[0], load_hosts)
-        remote_refuse.one_machine_once(spec, load_hosts, notes)
-        _fits_anywhere(spec, bins, demands, server[0], load_hosts)
+        loaded = remote_refuse.every_load_host(demands, load_hosts)
+        remote_refuse.before_hosts(spec, loaded, origin, server[0], load_hosts, notes)
         address = _ip(server[0].address)
         executors = self._pool.get(_distinct(server[0], load_hosts))
         try:
             found = _survey(executors, load_hosts, bin_dir)
             db, loaders = found[server[0].name], [found[h.name] for h in load_hosts]
-            missing = _missing(db, loaders, bin_dir)
-            load_facts = () if missing else _versions(spec, bins, db, loaders, bin_dir, notes)
-            free, cpus, memory = db.free, db.cpus, db.memory
-            initdb_locale(spec, demands.source, executors[0])  # initdb runs there
+            if missing := _missing(db, loaders, bin_dir):
+                raise BinaryNotFound(  # a missing program, as docs/exit-codes.md lists it: 3
+                    f"target {spec.name}: " + "; ".join(missing),
+                    hint=f"pgrig hosts provision -i {inv.path} --major {bins.major}, or set "
+                    "host_pg_bin to PostgreSQL's bin directory on the hosts",
+                )
+            load_facts = _versions(spec, bins, db, loaders, bin_dir, notes)
+            if demands.need_bytes > db.free:
+                raise HostUnusable(
+                    f"target {spec.name}: {server[0].name} has {db.free / 2**30:.1f} GiB free "
+                    f"in {TMP}, the study needs {demands.need_bytes / 2**30:.1f} GiB",
+                    hint=f"free space in {TMP} on {server[0].name}, or use a smaller scale",
+                )
+            # The profile rendered for the server's host: its CPUs and memory, as read there.
+            machine = profiles.Machine(db.memory, db.cpus)
+            profile, header = _profile(spec, bins, origin, server[0].name, machine, notes)
+            connections_fit(spec, profile, loaded)
+            # What only the server's host can say: initdb runs there, with its
+            # directories and port.
+            initdb_locale(spec, demands.source, executors[0])
             remote_refuse.host_directories(spec, executors[0])
             remote_refuse.port_free(spec, executors[0], server[0], address, opts.port)
+            notes += server_loads(spec.name, server[0], load_hosts, opts.load_hosts)
         except BaseException:
             self._pool.close()  # refused: no study runs on them
             raise
-        if missing:
-            self._pool.close()
-            raise BinaryNotFound(  # a missing program, as docs/exit-codes.md lists it: 3
-                f"target {spec.name}: " + "; ".join(missing),
-                hint=f"pgrig hosts provision -i {inv.path} --major {bins.major}, or set "
-                "host_pg_bin to PostgreSQL's bin directory on the hosts",
-            )
-        if demands.need_bytes > free:
-            self._pool.close()
-            raise HostUnusable(
-                f"target {spec.name}: {server[0].name} has {free / 2**30:.1f} GiB free in {TMP}, "
-                f"the study needs {demands.need_bytes / 2**30:.1f} GiB",
-                hint=f"free space in {TMP} on {server[0].name}, or use a smaller scale",
-            )
-        machine = profiles.Machine(memory, cpus)
-        profile, header = _profile(spec, bins, server[0].name, machine, notes, demands.source)
-        load_fits(spec, profile, demands, load_hosts)
-        notes += server_loads(spec.name, server[0], load_hosts, opts.load_hosts)
         self._seen |= {h.name: h for h in (server[0], *load_hosts)}
         loading = {_ip(h.address) for h in load_hosts}
         clients = loading | {_source_ip(address, opts.port)}
@@ -424,7 +433,10 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
         # No directory here: the storage probes run on the host, beside the server's
         # data directory (``storage``); ``directory`` only says where the load hosts'
         # logs are kept. The profile is the host's (its memory, not this machine's).
-        return Checked(bins, profile, None, owned=True, state=hosts, load_hosts=len(load_hosts))
+        return Checked(
+            bins, profile, None, owned=True, state=hosts, load_hosts=len(load_hosts),
+            where=opts.where(),
+        )  # fmt: skip
 
     def check_together(self, targets: Sequence[Target], notes: list[str]) -> None:
         placed = [self.state(t).placed(t.name) for t in targets]
@@ -586,9 +598,7 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
         }
 
     def where(self, spec: TargetSpec) -> tuple[str, Path | None]:
-        opts = self.options(spec)
-        load = ", ".join(opts.load_hosts) or "the same host"
-        return f"host {opts.host}, load from {load} ({opts.inventory})", None
+        return self.options(spec).where(), None
 
     def probes_at(self, spec: TargetSpec) -> Path | None:
         # A directory ``storage`` makes on the host, its name known only then.

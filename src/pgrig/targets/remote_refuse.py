@@ -1,11 +1,13 @@
 """What a remote target refuses over its hosts before anything exists (issue 32):
-clients that every load host opens against the server's max_connections, and
-two servers on one host and port, and a ``load_hosts`` key that names none.
-Issue 40 (13, 12): keys that would act on this machine and not on the host,
-a ``directory`` here that cannot be made, a server on loopback for load hosts
-elsewhere, one machine named twice among the load hosts (all of which need no
-host); the host's own refusals (a port something listens on, a read-only
-``wal_directory`` or tablespace directory) once it is reached."""
+workloads it cannot run yet, clients that every load host opens against the
+server's max_connections, and two servers on one host and port (the check asks
+them phase by phase: ``unsupported``, ``before_hosts``, then the host's own).
+Issue 40 (13): a ``directory`` here that
+cannot be made, a server on loopback for load hosts elsewhere, one machine
+named twice among the load hosts (all of which need no host); the host's own
+refusals (a port something listens on, a read-only ``wal_directory`` or
+tablespace directory) once it is reached. (The kind's keys are refused where
+they are read: ``remote.RemoteKind.parse``.)"""
 
 from __future__ import annotations
 
@@ -15,29 +17,26 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from pgrig.cluster import workdir
+from pgrig import registry
+from pgrig.cluster import profiles, workdir
 from pgrig.errors import PgrigError, UsageError, WorkdirError
 from pgrig.hosts import owner
 from pgrig.hosts.executor import Executor
 from pgrig.hosts.inventory import Host
-from pgrig.schema import Table as Keys
-from pgrig.storage.keys import LAB_SCHEMA
 from pgrig.targets.throwaway import connections_fit
 
 if TYPE_CHECKING:
-    from pgrig.cluster import profiles
     from pgrig.registry.target import Demands, TargetSpec
 
 
-def load_fits(
-    spec: TargetSpec, profile: profiles.Profile, demands: Demands, load: Sequence[Host]
-) -> None:
-    """Every load host opens the run's clients (two hosts of 60 are 120
-    connections; that passed, then failed with "too many clients already")."""
-    if len(load) > 1:
-        of = f"{demands.clients_of} from {len(load)} load hosts"
-        demands = replace(demands, clients=demands.clients * len(load), clients_of=of)
-    connections_fit(spec, profile, demands)
+def every_load_host(demands: Demands, load: Sequence[Host]) -> Demands:
+    """The study's demands with the clients of every load host: each opens the
+    run's clients (two hosts of 60 are 120 connections; that passed, then failed
+    with "too many clients already"). What the server's max_connections is held to."""
+    if len(load) < 2:
+        return demands
+    of = f"{demands.clients_of} from {len(load)} load hosts"
+    return replace(demands, clients=demands.clients * len(load), clients_of=of)
 
 
 def server_loads(
@@ -78,40 +77,56 @@ def shared_ports(placed: Sequence[Placed]) -> None:
             )
 
 
-def load_hosts_key(t: Keys, key: str, default: object) -> tuple[str, ...]:
-    value = t.get(key, (str, list), None)
-    if value is None:
-        return ()  # pgbench on the server's own host, as seed 000 ran it
-    names = (value,) if isinstance(value, str) else tuple(value or ())
-    if not names or not all(isinstance(n, str) and n for n in names):
-        raise t.error(
-            key,
-            "load_hosts names the inventory hosts pgbench runs on",
-            hint='load_hosts = ["c1", "c2"], or a group: load_hosts = "load"; '
-            "leave it out to run pgbench on the server's host",
+def unsupported(spec: TargetSpec, demands: Demands) -> None:
+    """Workloads a server on a host cannot run yet: a power cut (the lossy
+    filesystem is this machine's), and those that run neither from load hosts
+    nor from here."""
+    if demands.power_loss:
+        raise UsageError(
+            f"target {spec.name}: workload {demands.power_loss} is not supported on a "
+            "remote host yet",
+            hint="run it on a local target",
         )
-    return names
+    able = [name for name, w in registry.workloads().items() if w.from_load_hosts or w.from_here]
+    others = [w for w in demands.workloads if w not in able]
+    if others:
+        raise UsageError(
+            f"target {spec.name}: workload type {others[0]} cannot run from load hosts "
+            f"yet (only {', '.join(able)})",
+            hint="run it on a local target, or drop it from this campaign",
+        )
 
 
-# What each key does on a local target, and why a remote one cannot: the storage
-# lab builds filesystems, cgroups, cpusets and FUSE layers on this machine.
-_HERE_ONLY = {
-    **{k: "the storage lab builds it on this machine" for k in LAB_SCHEMA.names},
-    "os_user": "the server on a host runs as that host's postgres account, which pgrig makes",
-}
+def before_hosts(
+    spec: TargetSpec,
+    clients: Demands,
+    origin: str,
+    server: Host,
+    load: Sequence[Host],
+    notes: list[str],
+) -> None:
+    """What needs no host reached (a 999-host inventory was contacted for 464 s,
+    then refused on max_connections: issue 40.14): where the server's host is
+    among the load hosts, the directory made here, and the clients of every load
+    host (``every_load_host``) against any host's max_connections (the target's
+    ``set`` written at ``origin``)."""
+    reachable_server(spec, server, load)
+    one_machine_once(spec, load, notes)
+    log_directory(spec)
+    fits_any_host(spec, clients, origin)
 
 
-def here_only_keys(table: Keys, host: str) -> None:
-    """Keys a remote target would accept and not apply (issue 40.12: fs, size,
-    memory, cpus, latency and os_user were silently ignored, exit 0)."""
-    for key in _HERE_ONLY:
-        if key in table.data:
-            raise table.error(
-                key,
-                f"{key} is not applied to a server on a remote host ({host}): {_HERE_ONLY[key]}",
-                hint=f"drop {key} from this target, or run the target on this machine "
-                "(directory = ... without host)",
-            )
+# The largest machine a profile is rendered for before any host is reached: a
+# profile's max_connections that grows with RAM or CPUs is at its highest there.
+_ANY_HOST = profiles.Machine(ram_bytes=2**40, cpus=256)
+
+
+def fits_any_host(spec: TargetSpec, clients: Demands, origin: str) -> None:
+    """Clients beyond the most connections the profile gives any host, refused
+    without contacting one. The profile is only read here: validated once, for
+    the server's host (``remote._profile``)."""
+    rough = profiles.load(spec.profile, machine=_ANY_HOST).with_overrides(spec.settings, origin)
+    connections_fit(spec, rough, clients)
 
 
 def log_directory(spec: TargetSpec) -> None:

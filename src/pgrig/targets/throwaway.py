@@ -157,6 +157,60 @@ def locale_exists(name: str, host: Executor) -> bool:
     return norm_locale(name) in known
 
 
+def initdb_options(spec: TargetSpec, waldir: Path | None = None) -> InitdbOptions:
+    """``[target.initdb]`` as initdb takes it (``waldir``: ``--waldir``, the
+    cluster's WAL elsewhere; a server on a host keeps its own)."""
+    init = spec.initdb
+    return InitdbOptions(
+        encoding=init.encoding,
+        locale=init.locale,
+        wal_segsize_mb=init.wal_segsize_mb,
+        data_checksums=init.data_checksums,
+        waldir=waldir,
+    )
+
+
+# PostgreSQL's server encodings (``initdb --encoding``), as the documentation
+# lists them; initdb accepts their aliases in any case.
+_ENCODING_NAMES = (
+    "SQL_ASCII UTF8 UNICODE EUC_JP EUC_CN EUC_KR EUC_TW EUC_JIS_2004 ISO_8859_5 ISO_8859_6 "
+    "ISO_8859_7 ISO_8859_8 KOI8R KOI8 KOI8U LATIN1 LATIN2 LATIN3 LATIN4 LATIN5 LATIN6 LATIN7 "
+    "LATIN8 LATIN9 LATIN10 MULE_INTERNAL WIN866 WIN874 WIN1250 WIN1251 WIN1252 WIN1253 "
+    "WIN1254 WIN1255 WIN1256 WIN1257 WIN1258 ALT WIN ISO88591 ISO88592 ISO88593 ISO88594 "
+    "ISO88595 ISO88596 ISO88597 ISO88598 ISO88599 ISO885910 ISO885913 ISO885914 ISO885915 "
+    "ISO885916 UTF_8 ABC TCVN TCVN5712 VSCII"
+)
+SERVER_ENCODINGS = frozenset(_ENCODING_NAMES.split())
+
+
+def initdb_encoding(spec: TargetSpec, source: str) -> None:
+    """initdb's encoding and locale, which it would refuse only after the study
+    began: an encoding PostgreSQL does not know, or one that does not go with the
+    locale (a target whose kind creates its server; asked of the campaign before
+    any target's check). Whether the locale exists is ``initdb_locale``'s: asked
+    of the server's host."""
+    init = spec.initdb
+    if init.encoding.upper().replace("-", "_") not in SERVER_ENCODINGS and (
+        init.encoding.upper().replace("-", "") not in SERVER_ENCODINGS
+    ):
+        raise UsageError(
+            f"{as_written(spec, source, 'encoding')} {init.encoding!r} is not a PostgreSQL "
+            "server encoding",
+            hint="e.g. UTF8, SQL_ASCII or LATIN1 (the PostgreSQL docs' 'Character Set Support')",
+        )
+    # initdb's own check (SQL_ASCII goes with any locale): LATIN1 with C.UTF-8 made
+    # a study, then failed in initdb
+    encoding = init.encoding.upper().replace("-", "").replace("_", "")
+    codeset = norm_locale(init.locale).partition(".")[2].partition("@")[0]
+    if codeset and encoding != "SQLASCII" and (codeset == "utf8") != (encoding == "UTF8"):
+        raise UsageError(
+            f"{as_written(spec, source, 'encoding')} {init.encoding!r} does not match the "
+            f"locale {init.locale!r} (initdb refuses them together)",
+            hint=f"an encoding that matches {init.locale} (UTF8 for a UTF-8 locale), or the"
+            " locale C, which takes any",
+        )
+
+
 def initdb_locale(spec: TargetSpec, source: str, host: Executor) -> None:
     """initdb refuses a locale its host lacks only after the study began: asked of
     the host the server runs on (a remote server's, not this machine's)."""
@@ -233,7 +287,10 @@ class Throwaway(TargetKind[None, StateT]):
         if directory is not None:
             files.check_space(directory, demands.need_bytes, f"target {spec.name}")
         connections_fit(spec, profile, demands)
-        return Checked(bins, profile, directory, owned=True, adapted=tuple(adapted.notes()))
+        return Checked(
+            bins, profile, directory, owned=True, adapted=tuple(adapted.notes()),
+            where=self.where(spec)[0],
+        )  # fmt: skip
 
     def clean(self, study: str | None, others: list[str], found: Found) -> list[str]:
         said: dict[str, str] = {}  # why a pgrig that lived on left one (a read-only target)
@@ -316,16 +373,7 @@ class Throwaway(TargetKind[None, StateT]):
                 cluster.workdir, t.spec.wal_directory.resolve() / f"{name}-wal", os_user
             )
             waldir = holder / "pg_wal"
-        init = t.spec.initdb
-        cluster.initdb(
-            InitdbOptions(
-                encoding=init.encoding,
-                locale=init.locale,
-                wal_segsize_mb=init.wal_segsize_mb,
-                data_checksums=init.data_checksums,
-                waldir=waldir,
-            )
-        )
+        cluster.initdb(initdb_options(t.spec, waldir))
         cluster.configure(self._profile(t))
         cluster.cgroups = t.live.cgroups
         cluster = self._before_start(t, cluster)  # another path: the lossy mount's
