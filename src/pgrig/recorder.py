@@ -26,6 +26,7 @@ from pgrig.monitor.model import MONITOR
 from pgrig.registry.target import Target
 from pgrig.results import (
     SERVER,
+    Environment,
     JsonValue,
     PgbenchRun,
     RunRecord,
@@ -244,7 +245,10 @@ class Recorder:
         *,
         monitor_runs: bool = True,
         wait_quiet_s: float = 0.0,
+        begun: bool = False,
     ) -> None:
+        """``begun``: the study was just begun, so nothing is recorded in it
+        yet (its store is not asked); otherwise its records are read once."""
         self.store = store
         self.study = study
         self.ui = ui
@@ -260,7 +264,7 @@ class Recorder:
         # target -> (the read-only path, steps skipped since): a filesystem turned
         # read-only under a target fails every step left (issue 40.5)
         self.read_only: dict[str, tuple[str, int]] = {}
-        self.recorded = Recorded.read(store, study.id)
+        self.recorded = Recorded() if begun else Recorded.read(store, study.id)
         self.done = self.recorded.done
         # target -> its server, known up: since it started or since a step ended well
         # on it. Only a step changes that (a kill from outside shows in the step
@@ -268,11 +272,28 @@ class Recorder:
         # end well or stops it on purpose (``_revive``): not over SSH before every step.
         self._up: dict[str, Server] = {}
 
-    def server_up(self, t: Target) -> None:
+    def server_up(self, t: Target, *, alone: bool = True) -> Environment | None:
         """The target's server has just come up (its start waited until it accepts
-        connections): the first step need not ask it."""
-        if t.server is not None:
-            self._up[t.name] = t.server
+        connections): the first step need not ask it. Its environment, read where
+        it runs, is recorded in the study (``environment``) and returned: the
+        study's own when the target is ``alone`` in it, else the target's."""
+        if (server := t.server) is not None:
+            self._up[t.name] = server
+        if (env := t.env) is not None:
+            self.environment(env, None if alone else t.name)
+        return env
+
+    def environment(self, env: Environment, target: str | None = None) -> None:
+        """The study's environment (``target`` None) or one target's, recorded in
+        the study; the recorder's study is then the one the store holds."""
+        sid = self.study.id
+        if target is None:
+            self.store.set_environment(sid, env)
+            self.study = replace(self.study, environment=env)
+        else:
+            self.store.set_target_environment(sid, target, env)
+            targets = {**self.study.target_environments, target: env}
+            self.study = replace(self.study, target_environments=targets)
 
     def execute(
         self, step: Step, t: Target, *, record: bool = True, together: StartTogether | None = None
