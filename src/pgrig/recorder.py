@@ -18,11 +18,15 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, cast
 
-from pgrig import files, monitor, proc, registry
+from pgrig import files, proc, registry
 from pgrig.cluster.server import Server, ServerLost
 from pgrig.errors import HostUnusable, PgrigError, StoreError
 from pgrig.hosts.executor import Executor, reconnect_s
-from pgrig.monitor.model import MONITOR
+from pgrig.monitor.heartbeat import Pulse
+from pgrig.monitor.interference import disturbed_run_keys, wait_quiet
+from pgrig.monitor.limits import limits_from
+from pgrig.monitor.model import MONITOR, IdleBaseline, Limits
+from pgrig.monitor.watch import Watch
 from pgrig.registry.target import Target
 from pgrig.results import (
     SERVER,
@@ -127,7 +131,7 @@ class Execution:
     value: Result | None = None  # the typed result, once the action returned it
     memory: MemoryStats | None = None
     emulated: EmulatorReading | None = None
-    watched: monitor.Watch | None = None
+    watched: Watch | None = None
 
     def below(self, tail: str, kind: str, what: str | None = None) -> Execution:
         """A record of what belongs to the run (its monitor, memory, extras), keyed
@@ -184,7 +188,7 @@ class Recorded:
         self._metric: dict[str, float] = {}  # run key -> headline figure (tps, tpmC)
         self._disturbed: set[str] = set()  # run keys whose monitor record says disturbed
         self._probes: dict[str, list[object]] = {}  # target -> typed results of its limits' kinds
-        self._limits: dict[str, monitor.Limits | None] = {}
+        self._limits: dict[str, Limits | None] = {}  # target -> its limits, as they stand
 
     @classmethod
     def read(cls, store: Store, study: str) -> Recorded:
@@ -218,22 +222,23 @@ class Recorded:
         if rec.status != "ok" or rec.result is None:
             return
         if rec.kind == MONITOR.name:
-            self._disturbed |= monitor.disturbed_run_keys([rec])
+            self._disturbed |= disturbed_run_keys([rec])
             return
         kind = self.kinds.get(rec.kind)
         if kind is None:
             return
         if kind.limits:  # the kind says so: fio's and pg_test_fsync's
-            self._probes.setdefault(rec.target, []).append(from_dict(kind.type, rec.result))
+            probes = self._probes.setdefault(rec.target, [])
+            probes.append(from_dict(kind.type, rec.result))
+            self._limits[rec.target] = limits_from(probes)
         elif kind.metric is not None:
             # The metric alone is kept: a campaign keeps no result alive.
             self._metric[rec.key] = kind.metric(from_dict(kind.type, rec.result))
 
-    def limits(self, target: str) -> monitor.Limits | None:
-        """The target's own probe results: what the run is compared with."""
-        if target not in self._limits:
-            self._limits[target] = monitor.limits_from(self._probes.get(target, []))
-        return self._limits[target]
+    def limits(self, target: str) -> Limits | None:
+        """The limits the target's own probe results say (None: no probe of
+        theirs recorded): what its runs are compared with."""
+        return self._limits.get(target)
 
 
 class Recorder:
@@ -254,7 +259,7 @@ class Recorder:
         self.ui = ui
         self.monitor_runs = monitor_runs
         self.wait_quiet_s = wait_quiet_s  # before a measured run, wait this long for quiet
-        self.baseline: monitor.IdleBaseline | None = None  # the idle machine, before the study
+        self.baseline: IdleBaseline | None = None  # the idle machine, before the study
         self.failures = 0
         # Targets measured at once (concurrent = true) record from their own threads.
         self._lock = threading.RLock()
@@ -373,7 +378,7 @@ class Recorder:
                     run.memory = _memory_before(t, self.ui)
                     run.emulated = t.ctx.emulator() if t.ctx.emulator is not None else None
                 if watching:
-                    watch_ = monitor.Watch(
+                    watch_ = Watch(
                         t.ctx, limits=self.recorded.limits(t.name), baseline=self.baseline
                     )
                     # Its heartbeat ends the run's waits when the server stops answering.
@@ -572,7 +577,7 @@ class Recorder:
     def _wait_quiet(self, t: Target, line: ProgressLine) -> None:
         """The policy's ``wait_quiet``: hold a measured run until other work calms down."""
         line.update(detail=f"waiting up to {self.wait_quiet_s:.0f} s for a quiet machine")
-        quiet, probe = monitor.wait_quiet(self.wait_quiet_s, target=t.directory)
+        quiet, probe = wait_quiet(self.wait_quiet_s, target=t.directory)
         if not quiet:
             self.ui.warn(
                 f"the machine stayed busy for {self.wait_quiet_s:.0f} s (others took "
@@ -623,5 +628,5 @@ def _pulse(step: Step, t: Target, watching: bool) -> contextlib.AbstractContextM
 
 @contextlib.contextmanager
 def _pulsed(conn: Conn) -> Iterator[None]:
-    with monitor.Pulse(conn) as pulse, proc.watched_by(pulse.check):
+    with Pulse(conn) as pulse, proc.watched_by(pulse.check):
         yield
