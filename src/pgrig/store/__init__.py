@@ -187,16 +187,19 @@ class Store:
             backend: Backend = Postgres(str(location)) if uri else Sqlite(Path(location))
         except Exception as exc:  # sqlite3.Error, psycopg.Error, OSError; ours as they are
             raise _open_error(location, exc) from exc
+        rows = backend.execute("SELECT value FROM meta WHERE key = 'schema_version'")
+        if not rows:
+            # A new store: its schema's version, in one statement (a pgrig making
+            # the same store at the same moment wrote the same row: left as it is).
+            backend.execute(
+                "INSERT INTO meta (key, value) VALUES ('schema_version', ?)"
+                " ON CONFLICT (key) DO NOTHING",
+                (str(SCHEMA_VERSION),),
+            )
         store = cls(backend, location if uri else Path(location))
         if uri:
             store.path = backend.label
-        rows = backend.execute("SELECT value FROM meta WHERE key = 'schema_version'")
         if not rows:
-            with store._tx() as db:
-                db.execute(
-                    "INSERT INTO meta (key, value) VALUES ('schema_version', ?)",
-                    (str(SCHEMA_VERSION),),
-                )
             store.version = SCHEMA_VERSION
         elif not _text(rows[0], "value").isdigit():
             backend.close()
