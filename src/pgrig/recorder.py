@@ -118,6 +118,30 @@ def now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
+@dataclass(frozen=True)
+class Provenance:
+    """What a record says of the tools and the server build it was made with
+    (``RunRecord.tool_versions``): read from an environment once, when the
+    recorder learns it, not from the target's environment at every record."""
+
+    tools: Mapping[str, str]
+    server: str | None = None  # the build that served: release, compiler, its source
+
+    @classmethod
+    def of(cls, env: Environment) -> Provenance:
+        return cls(env.tools, env.postgres.provenance() if env.postgres is not None else None)
+
+    def versions(self, step: Step) -> dict[str, str]:
+        """The step's tools' versions, and the server's build."""
+        out = {name: self.tools[name] for name in step.tools if name in self.tools}
+        if self.server is not None:
+            out[SERVER] = self.server
+        return out
+
+
+UNKNOWN = Provenance({})  # no environment read yet (a build before the server)
+
+
 @dataclass
 class Execution:
     """One step on one target as it runs and is recorded: when its measured part
@@ -276,6 +300,11 @@ class Recorder:
         # it cuts short), so the server is asked again only after one that did not
         # end well or stops it on purpose (``_revive``): not over SSH before every step.
         self._up: dict[str, Server] = {}
+        # What the records carry of their tools and server: a target's own
+        # environment's (``environment``), else the study's (key None).
+        self._provenance: dict[str | None, Provenance] = {}
+        if study.environment is not None:  # a resumed study's
+            self._provenance[None] = Provenance.of(study.environment)
 
     def server_up(self, t: Target, *, alone: bool = True) -> Environment | None:
         """The target's server has just come up (its start waited until it accepts
@@ -290,8 +319,10 @@ class Recorder:
 
     def environment(self, env: Environment, target: str | None = None) -> None:
         """The study's environment (``target`` None) or one target's, recorded in
-        the study; the recorder's study is then the one the store holds."""
+        the study; the recorder's study is then the one the store holds, and the
+        records made in it carry its tools' and server's versions."""
         sid = self.study.id
+        self._provenance[target] = Provenance.of(env)
         if target is None:
             self.store.set_environment(sid, env)
             self.study = replace(self.study, environment=env)
@@ -592,12 +623,7 @@ class Recorder:
         samples: Iterable[Mapping[str, object]] | None = None,
     ) -> None:
         step, t = run.step, run.t
-        env = t.env or self.study.environment
-        tools = env.tools if env is not None else {}
-        versions = {name: tools[name] for name in step.tools if name in tools}
-        if env is not None and env.postgres is not None:
-            # The build that served this record: release, compiler, where it came from.
-            versions[SERVER] = env.postgres.provenance()
+        known = self._provenance.get(t.name) or self._provenance.get(None, UNKNOWN)
         rec = RunRecord(
             study=self.study.id,
             key=step.id,
@@ -608,7 +634,7 @@ class Recorder:
             reason=outcome.reason,
             result=outcome.result,
             raw=outcome.raw,
-            tool_versions=versions,
+            tool_versions=known.versions(step),
             started_at=run.started,
             finished_at=now(),
         )
