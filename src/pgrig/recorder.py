@@ -301,7 +301,7 @@ class Recorder:
         # end well or stops it on purpose (``_revive``): not over SSH before every step.
         self._up: dict[str, Server] = {}
         # What the records carry of their tools and server: a target's own
-        # environment's (``environment``), else the study's (key None).
+        # environment's (``record_environment``), else the study's (key None).
         self._provenance: dict[str | None, Provenance] = {}
         if study.environment is not None:  # a resumed study's
             self._provenance[None] = Provenance.of(study.environment)
@@ -309,15 +309,15 @@ class Recorder:
     def server_up(self, t: Target, *, alone: bool = True) -> Environment | None:
         """The target's server has just come up (its start waited until it accepts
         connections): the first step need not ask it. Its environment, read where
-        it runs, is recorded in the study (``environment``) and returned: the
+        it runs, is recorded in the study (``record_environment``) and returned: the
         study's own when the target is ``alone`` in it, else the target's."""
         if (server := t.server) is not None:
             self._up[t.name] = server
         if (env := t.env) is not None:
-            self.environment(env, None if alone else t.name)
+            self.record_environment(env, None if alone else t.name)
         return env
 
-    def environment(self, env: Environment, target: str | None = None) -> None:
+    def record_environment(self, env: Environment, target: str | None = None) -> None:
         """The study's environment (``target`` None) or one target's, recorded in
         the study; the recorder's study is then the one the store holds, and the
         records made in it carry its tools' and server's versions."""

@@ -82,6 +82,7 @@ class CampaignRunner:
         self.study_id = study_id
         self.label = label  # what the study is "on" (default: the targets)
         self.study: Study | None = None
+        self.resumed = False  # the study was in the store before this run (``_open``)
         self.targets: list[Target] = []
         self.plan: plan.Plan | None = None  # what ``preflight`` checked and sized
         self.recorder: Recorder | None = None
@@ -190,15 +191,15 @@ class CampaignRunner:
             )
 
     def _run(self, store: Store, params: resume.Params, found: Study | None) -> Study:
-        opened = self._open(store, params, found)
-        study, pol = opened.study, self.campaign.policy
+        study = self._open(store, params, found)
+        pol = self.campaign.policy
         rec = self.recorder = Recorder(
             store,
             study,
             self.ui,
             monitor_runs=pol.monitor,
             wait_quiet_s=pol.wait_quiet_s,
-            begun=not opened.resumed,
+            begun=not self.resumed,
         )
         steps, seconds = self._planned
         self.ui.info(
@@ -277,7 +278,7 @@ class CampaignRunner:
                 bin_dir=self.targets[0].bins.bin_dir,
                 locate=self.targets[0].bins.path,
             )
-        rec.environment(env)
+        rec.record_environment(env)
 
     def _end(self, rec: Recorder, planned: plan.Plan) -> None:
         """Each target's step at the end of the study (its emulated disks measured
@@ -307,12 +308,13 @@ class CampaignRunner:
             )
         return baseline
 
-    def _open(self, store: Store, params: resume.Params, found: Study | None) -> resume.Opened:
-        """Begin the study, or resume ``found`` (``resume.open_study``)."""
+    def _open(self, store: Store, params: resume.Params, found: Study | None = None) -> Study:
+        """Begin the study, or resume ``found``, the study of this id the store
+        held when the run began (``resume.open_study``)."""
         on = self.label or resume.label(self.targets)
         opened = resume.open_study(store, self.campaign, self.study_id, found, params, on, self.ui)
-        self.study = opened.study
-        return opened
+        self.study, self.resumed = opened.study, opened.resumed
+        return self.study
 
     # -- storage, probes and servers ----------------------------------------
 
