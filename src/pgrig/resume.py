@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
@@ -111,7 +112,7 @@ def params(camp: Campaign, targets: list[Target]) -> Params:
     return out
 
 
-def label(targets: list[Target]) -> str:
+def label(targets: Sequence[Target]) -> str:
     """What a study is "on": its one target's label, or the targets' names."""
     if len(targets) != 1:
         return ", ".join(t.name for t in targets)
@@ -202,15 +203,18 @@ class Opened:
 def open_study(
     store: Store,
     camp: Campaign,
+    targets: Sequence[Target],
     study_id: str | None,
     found: Study | None,
     wanted: Params,
-    on: str,
     ui: Ui,
+    *,
+    on: str | None = None,
 ) -> Opened:
     """Begin the study (``study_id``, or a new id), or resume it: ``found`` is
     the study of ``study_id`` as the store held it when the run began (None:
-    none then), ``on`` what it is on (``label``), ``wanted`` its params."""
+    none then), ``wanted`` its params. A new study is ``on`` what the user
+    named, else on its ``targets`` (``label``); a resumed one keeps its own."""
     sid = study_id or new_study_id(camp.name)
     for attempt in range(2, 100):
         if found is not None and study_id is None:  # a new study whose id another pgrig took
@@ -227,7 +231,7 @@ def open_study(
             begun = Study(
                 id=sid,
                 name=camp.name,
-                target=on,
+                target=on or label(targets),
                 started_at=now(),
                 status="running",
                 params=wanted,

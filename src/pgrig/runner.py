@@ -311,8 +311,9 @@ class CampaignRunner:
     def _open(self, store: Store, params: resume.Params, found: Study | None = None) -> Study:
         """Begin the study, or resume ``found``, the study of this id the store
         held when the run began (``resume.open_study``)."""
-        on = self.label or resume.label(self.targets)
-        opened = resume.open_study(store, self.campaign, self.study_id, found, params, on, self.ui)
+        opened = resume.open_study(
+            store, self.campaign, self.targets, self.study_id, found, params, self.ui, on=self.label
+        )
         self.study, self.resumed = opened.study, opened.resumed
         return self.study
 
