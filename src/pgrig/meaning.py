@@ -95,6 +95,12 @@ class Meaning:
             if (name, value.lower()) in _CAVEATS
         ]
 
+    def said(self, target: str) -> tuple[str, list[str]]:
+        """What the console says at the start of a study: the settings line of
+        ``target``, and a note for each setting that makes writes less than
+        durable ('read-write tps with synchronous_commit=off: ...')."""
+        return f"{target}: {self.line()}", [f"read-write tps with {c}" for c in self.caveats()]
+
     def unsafe(self) -> list[str]:
         """['synchronous_commit=off'] for each setting that makes writes less
         than durable; empty when every commit is."""

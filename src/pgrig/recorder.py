@@ -18,14 +18,19 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, cast
 
-from pgrig import files, monitor, proc, registry
+from pgrig import files, proc, registry
 from pgrig.cluster.server import Server, ServerLost
 from pgrig.errors import HostUnusable, PgrigError, StoreError
 from pgrig.hosts.executor import Executor, reconnect_s
-from pgrig.monitor.model import MONITOR
+from pgrig.monitor.heartbeat import Pulse
+from pgrig.monitor.interference import disturbed_run_keys, wait_quiet
+from pgrig.monitor.limits import limits_from
+from pgrig.monitor.model import MONITOR, IdleBaseline, Limits
+from pgrig.monitor.watch import Watch
 from pgrig.registry.target import Target
 from pgrig.results import (
     SERVER,
+    Environment,
     JsonValue,
     PgbenchRun,
     RunRecord,
@@ -113,6 +118,30 @@ def now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
+@dataclass(frozen=True)
+class Provenance:
+    """What a record says of the tools and the server build it was made with
+    (``RunRecord.tool_versions``): read from an environment once, when the
+    recorder learns it, not from the target's environment at every record."""
+
+    tools: Mapping[str, str]
+    server: str | None = None  # the build that served: release, compiler, its source
+
+    @classmethod
+    def of(cls, env: Environment) -> Provenance:
+        return cls(env.tools, env.postgres.provenance() if env.postgres is not None else None)
+
+    def versions(self, step: Step) -> dict[str, str]:
+        """The step's tools' versions, and the server's build."""
+        out = {name: self.tools[name] for name in step.tools if name in self.tools}
+        if self.server is not None:
+            out[SERVER] = self.server
+        return out
+
+
+UNKNOWN = Provenance({})  # no environment read yet (a build before the server)
+
+
 @dataclass
 class Execution:
     """One step on one target as it runs and is recorded: when its measured part
@@ -126,7 +155,7 @@ class Execution:
     value: Result | None = None  # the typed result, once the action returned it
     memory: MemoryStats | None = None
     emulated: EmulatorReading | None = None
-    watched: monitor.Watch | None = None
+    watched: Watch | None = None
 
     def below(self, tail: str, kind: str, what: str | None = None) -> Execution:
         """A record of what belongs to the run (its monitor, memory, extras), keyed
@@ -183,7 +212,7 @@ class Recorded:
         self._metric: dict[str, float] = {}  # run key -> headline figure (tps, tpmC)
         self._disturbed: set[str] = set()  # run keys whose monitor record says disturbed
         self._probes: dict[str, list[object]] = {}  # target -> typed results of its limits' kinds
-        self._limits: dict[str, monitor.Limits | None] = {}
+        self._limits: dict[str, Limits | None] = {}  # target -> its limits, as they stand
 
     @classmethod
     def read(cls, store: Store, study: str) -> Recorded:
@@ -217,22 +246,23 @@ class Recorded:
         if rec.status != "ok" or rec.result is None:
             return
         if rec.kind == MONITOR.name:
-            self._disturbed |= monitor.disturbed_run_keys([rec])
+            self._disturbed |= disturbed_run_keys([rec])
             return
         kind = self.kinds.get(rec.kind)
         if kind is None:
             return
         if kind.limits:  # the kind says so: fio's and pg_test_fsync's
-            self._probes.setdefault(rec.target, []).append(from_dict(kind.type, rec.result))
+            probes = self._probes.setdefault(rec.target, [])
+            probes.append(from_dict(kind.type, rec.result))
+            self._limits[rec.target] = limits_from(probes)
         elif kind.metric is not None:
             # The metric alone is kept: a campaign keeps no result alive.
             self._metric[rec.key] = kind.metric(from_dict(kind.type, rec.result))
 
-    def limits(self, target: str) -> monitor.Limits | None:
-        """The target's own probe results: what the run is compared with."""
-        if target not in self._limits:
-            self._limits[target] = monitor.limits_from(self._probes.get(target, []))
-        return self._limits[target]
+    def limits(self, target: str) -> Limits | None:
+        """The limits the target's own probe results say (None: no probe of
+        theirs recorded): what its runs are compared with."""
+        return self._limits.get(target)
 
 
 class Recorder:
@@ -244,13 +274,16 @@ class Recorder:
         *,
         monitor_runs: bool = True,
         wait_quiet_s: float = 0.0,
+        begun: bool = False,
     ) -> None:
+        """``begun``: the study was just begun, so nothing is recorded in it
+        yet (its store is not asked); otherwise its records are read once."""
         self.store = store
         self.study = study
         self.ui = ui
         self.monitor_runs = monitor_runs
         self.wait_quiet_s = wait_quiet_s  # before a measured run, wait this long for quiet
-        self.baseline: monitor.IdleBaseline | None = None  # the idle machine, before the study
+        self.baseline: IdleBaseline | None = None  # the idle machine, before the study
         self.failures = 0
         # Targets measured at once (concurrent = true) record from their own threads.
         self._lock = threading.RLock()
@@ -260,19 +293,43 @@ class Recorder:
         # target -> (the read-only path, steps skipped since): a filesystem turned
         # read-only under a target fails every step left (issue 40.5)
         self.read_only: dict[str, tuple[str, int]] = {}
-        self.recorded = Recorded.read(store, study.id)
+        self.recorded = Recorded() if begun else Recorded.read(store, study.id)
         self.done = self.recorded.done
         # target -> its server, known up: since it started or since a step ended well
         # on it. Only a step changes that (a kill from outside shows in the step
         # it cuts short), so the server is asked again only after one that did not
         # end well or stops it on purpose (``_revive``): not over SSH before every step.
         self._up: dict[str, Server] = {}
+        # What the records carry of their tools and server: a target's own
+        # environment's (``record_environment``), else the study's (key None).
+        self._provenance: dict[str | None, Provenance] = {}
+        if study.environment is not None:  # a resumed study's
+            self._provenance[None] = Provenance.of(study.environment)
 
-    def server_up(self, t: Target) -> None:
+    def server_up(self, t: Target, *, alone: bool = True) -> Environment | None:
         """The target's server has just come up (its start waited until it accepts
-        connections): the first step need not ask it."""
-        if t.server is not None:
-            self._up[t.name] = t.server
+        connections): the first step need not ask it. Its environment, read where
+        it runs, is recorded in the study (``record_environment``) and returned: the
+        study's own when the target is ``alone`` in it, else the target's."""
+        if (server := t.server) is not None:
+            self._up[t.name] = server
+        if (env := t.env) is not None:
+            self.record_environment(env, None if alone else t.name)
+        return env
+
+    def record_environment(self, env: Environment, target: str | None = None) -> None:
+        """The study's environment (``target`` None) or one target's, recorded in
+        the study; the recorder's study is then the one the store holds, and the
+        records made in it carry its tools' and server's versions."""
+        sid = self.study.id
+        self._provenance[target] = Provenance.of(env)
+        if target is None:
+            self.store.set_environment(sid, env)
+            self.study = replace(self.study, environment=env)
+        else:
+            self.store.set_target_environment(sid, target, env)
+            targets = {**self.study.target_environments, target: env}
+            self.study = replace(self.study, target_environments=targets)
 
     def execute(
         self, step: Step, t: Target, *, record: bool = True, together: StartTogether | None = None
@@ -352,7 +409,7 @@ class Recorder:
                     run.memory = _memory_before(t, self.ui)
                     run.emulated = t.ctx.emulator() if t.ctx.emulator is not None else None
                 if watching:
-                    watch_ = monitor.Watch(
+                    watch_ = Watch(
                         t.ctx, limits=self.recorded.limits(t.name), baseline=self.baseline
                     )
                     # Its heartbeat ends the run's waits when the server stops answering.
@@ -551,7 +608,7 @@ class Recorder:
     def _wait_quiet(self, t: Target, line: ProgressLine) -> None:
         """The policy's ``wait_quiet``: hold a measured run until other work calms down."""
         line.update(detail=f"waiting up to {self.wait_quiet_s:.0f} s for a quiet machine")
-        quiet, probe = monitor.wait_quiet(self.wait_quiet_s, target=t.directory)
+        quiet, probe = wait_quiet(self.wait_quiet_s, target=t.directory)
         if not quiet:
             self.ui.warn(
                 f"the machine stayed busy for {self.wait_quiet_s:.0f} s (others took "
@@ -566,12 +623,7 @@ class Recorder:
         samples: Iterable[Mapping[str, object]] | None = None,
     ) -> None:
         step, t = run.step, run.t
-        env = t.env or self.study.environment
-        tools = env.tools if env is not None else {}
-        versions = {name: tools[name] for name in step.tools if name in tools}
-        if env is not None and env.postgres is not None:
-            # The build that served this record: release, compiler, where it came from.
-            versions[SERVER] = env.postgres.provenance()
+        known = self._provenance.get(t.name) or self._provenance.get(None, UNKNOWN)
         rec = RunRecord(
             study=self.study.id,
             key=step.id,
@@ -582,7 +634,7 @@ class Recorder:
             reason=outcome.reason,
             result=outcome.result,
             raw=outcome.raw,
-            tool_versions=versions,
+            tool_versions=known.versions(step),
             started_at=run.started,
             finished_at=now(),
         )
@@ -602,5 +654,5 @@ def _pulse(step: Step, t: Target, watching: bool) -> contextlib.AbstractContextM
 
 @contextlib.contextmanager
 def _pulsed(conn: Conn) -> Iterator[None]:
-    with monitor.Pulse(conn) as pulse, proc.watched_by(pulse.check):
+    with Pulse(conn) as pulse, proc.watched_by(pulse.check):
         yield

@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 import os
 import socket
-from dataclasses import asdict
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -111,7 +112,7 @@ def params(camp: Campaign, targets: list[Target]) -> Params:
     return out
 
 
-def label(targets: list[Target]) -> str:
+def label(targets: Sequence[Target]) -> str:
     """What a study is "on": its one target's label, or the targets' names."""
     if len(targets) != 1:
         return ", ".join(t.name for t in targets)
@@ -150,14 +151,14 @@ def all_recorded(store: Store, camp: Campaign, sid: str, wanted: Params) -> list
     only the recorded runs' figures can say: the resume decides)."""
     if camp.policy.adaptive:
         return []
-    if not any(s.id == sid for s in store.studies()):
+    if (found := store.find_study(sid)) is None:
         return []
-    check_resume(store.study(sid), wanted, store)  # the resume's refusals
+    check_resume(found, wanted, store)  # the resume's refusals
     planned = [step for _view, step in plan.steps(camp)]
     recorded = store.keys(sid)
     if not planned or any(step.id not in recorded for step in planned):
         return []
-    if store.study(sid).status != "finished":  # killed after its last step: now it is
+    if found.status != "finished":  # killed after its last step: now it is
         store.finish_study(sid, "finished", now())
     return planned
 
@@ -165,7 +166,7 @@ def all_recorded(store: Store, camp: Campaign, sid: str, wanted: Params) -> list
 def failed_steps(store: Store, camp: Campaign, sid: str) -> list[str]:
     """The campaign's steps recorded as failed in study ``sid`` (a resume does not
     run them again: ``--retry-failed`` does), in the plan's order."""
-    if not any(s.id == sid for s in store.studies()):
+    if store.find_study(sid) is None:
         return []
     failed = store.keys(sid, status="failed")
     return [step.id for _view, step in plan.steps(camp) if step.id in failed]
@@ -190,39 +191,56 @@ def set_aside(store: Store, camp: Campaign, sid: str, keys: list[str]) -> None:
     store.rekey(sid, renames)
 
 
+@dataclass(frozen=True)
+class Opened:
+    """The study a run records into, and whether it was in the store before
+    (``resumed``: its recorded runs are there to read; a new one has none)."""
+
+    study: Study
+    resumed: bool
+
+
 def open_study(
-    store: Store, camp: Campaign, study_id: str | None, wanted: Params, on: str, ui: Ui
-) -> Study:
-    """Begin the study (``study_id``, or a new id), or resume it: ``on`` is what
-    it is on (``label``), ``wanted`` its params."""
+    store: Store,
+    camp: Campaign,
+    targets: Sequence[Target],
+    study_id: str | None,
+    found: Study | None,
+    wanted: Params,
+    ui: Ui,
+    *,
+    on: str | None = None,
+) -> Opened:
+    """Begin the study (``study_id``, or a new id), or resume it: ``found`` is
+    the study of ``study_id`` as the store held it when the run began (None:
+    none then), ``wanted`` its params. A new study is ``on`` what the user
+    named, else on its ``targets`` (``label``); a resumed one keeps its own."""
     sid = study_id or new_study_id(camp.name)
     for attempt in range(2, 100):
-        if any(s.id == sid for s in store.studies()):
-            if study_id is None:  # a new study whose id another pgrig took
-                sid = f"{new_study_id(camp.name)}-{attempt}"
-                continue
-            check_resume(store.study(sid), wanted, store)
+        if found is not None and study_id is None:  # a new study whose id another pgrig took
+            sid, found = f"{new_study_id(camp.name)}-{attempt}", None
+            continue
+        if found is not None:
+            check_resume(found, wanted, store)
             store.set_status(sid, "running")
             planned = plan.step_ids(camp)
             done = len(planned & store.keys(sid))
             ui.info(f"resuming [bold]{sid}[/bold]: {done} of {len(planned)} steps already recorded")
-            break
+            return Opened(store.study(sid), resumed=True)
         try:
-            store.begin_study(
-                Study(
-                    id=sid,
-                    name=camp.name,
-                    target=on,
-                    started_at=now(),
-                    status="running",
-                    params=wanted,
-                    pgrig_version=__version__,
-                )
+            begun = Study(
+                id=sid,
+                name=camp.name,
+                target=on or label(targets),
+                started_at=now(),
+                status="running",
+                params=wanted,
+                pgrig_version=__version__,
             )
-            break
-        except StudyExists:
-            continue  # begun by another pgrig since we looked: look again
-    return store.study(sid)
+            return Opened(store.begin_study(begun), resumed=False)
+        except StudyExists:  # begun by another pgrig since we looked: look again
+            found = store.find_study(sid)
+    return Opened(store.study(sid), resumed=True)
 
 
 def _comparable(value: Any) -> Any:

@@ -82,6 +82,7 @@ class CampaignRunner:
         self.study_id = study_id
         self.label = label  # what the study is "on" (default: the targets)
         self.study: Study | None = None
+        self.resumed = False  # the study was in the store before this run (``_open``)
         self.targets: list[Target] = []
         self.plan: plan.Plan | None = None  # what ``preflight`` checked and sized
         self.recorder: Recorder | None = None
@@ -133,12 +134,14 @@ class CampaignRunner:
             # the check that all is recorded and for opening the study
             params = resume.params(self.campaign, self.targets)
             # A study of this id in the store is resumed: its failed steps, and
-            # perhaps every step recorded already; a new one has neither.
-            if any(s.id == self.study_id for s in store.studies()):
+            # perhaps every step recorded already; a new one has neither. (Every
+            # study is read: a damaged one refuses the store before anything is written.)
+            found = next((s for s in store.studies() if s.id == self.study_id), None)
+            if found is not None:
                 self._failed_before(store)
                 if (finished := self._all_recorded(store, params)) is not None:
                     return finished
-            return self._run(store, params)
+            return self._run(store, params, found)
 
     def _failed_before(self, store: Store) -> None:
         """The study's failed steps: run again once with ``retry_failed`` (each
@@ -187,11 +190,16 @@ class CampaignRunner:
                 f"`{remover}` removes it"
             )
 
-    def _run(self, store: Store, params: resume.Params) -> Study:
-        study = self._open(store, params)
+    def _run(self, store: Store, params: resume.Params, found: Study | None) -> Study:
+        study = self._open(store, params, found)
         pol = self.campaign.policy
         rec = self.recorder = Recorder(
-            store, study, self.ui, monitor_runs=pol.monitor, wait_quiet_s=pol.wait_quiet_s
+            store,
+            study,
+            self.ui,
+            monitor_runs=pol.monitor,
+            wait_quiet_s=pol.wait_quiet_s,
+            begun=not self.resumed,
         )
         steps, seconds = self._planned
         self.ui.info(
@@ -270,8 +278,7 @@ class CampaignRunner:
                 bin_dir=self.targets[0].bins.bin_dir,
                 locate=self.targets[0].bins.path,
             )
-        rec.store.set_environment(rec.study.id, env)
-        rec.study = replace(rec.study, environment=env)
+        rec.record_environment(env)
 
     def _end(self, rec: Recorder, planned: plan.Plan) -> None:
         """Each target's step at the end of the study (its emulated disks measured
@@ -301,10 +308,13 @@ class CampaignRunner:
             )
         return baseline
 
-    def _open(self, store: Store, params: resume.Params) -> Study:
-        """Begin the study, or resume it (``resume.open_study``)."""
-        on = self.label or resume.label(self.targets)
-        self.study = resume.open_study(store, self.campaign, self.study_id, params, on, self.ui)
+    def _open(self, store: Store, params: resume.Params, found: Study | None = None) -> Study:
+        """Begin the study, or resume ``found``, the study of this id the store
+        held when the run began (``resume.open_study``)."""
+        opened = resume.open_study(
+            store, self.campaign, self.targets, self.study_id, found, params, self.ui, on=self.label
+        )
+        self.study, self.resumed = opened.study, opened.resumed
         return self.study
 
     # -- storage, probes and servers ----------------------------------------
@@ -359,9 +369,8 @@ class CampaignRunner:
     @contextlib.contextmanager
     def _servers(self, rec: Recorder) -> Iterator[None]:
         """Every target's server up for the ``with`` block; each one's environment
-        (read where it runs) recorded in the study, and the recorder's study as
-        the store now holds it."""
-        store, study = rec.store, rec.study
+        (read where it runs) recorded in the study (``Recorder.server_up``)."""
+        study = rec.study
         multi = len(self.targets) > 1
         with contextlib.ExitStack() as stack:
             servers = [
@@ -377,27 +386,18 @@ class CampaignRunner:
                 for server in servers:
                     stack.enter_context(server)
             for t in self.targets:
-                rec.server_up(t)
-                assert t.env is not None
-                if t.profile is None and t.env.postgres is not None:
-                    self._say_settings(t, t.env.postgres.settings, None)
-                if multi:
-                    store.set_target_environment(study.id, t.name, t.env)
-                    study = replace(
-                        study, target_environments={**study.target_environments, t.name: t.env}
-                    )
-                else:
-                    store.set_environment(study.id, t.env)
-                    study = replace(study, environment=t.env)
-            rec.study = study
+                env = rec.server_up(t, alone=not multi)
+                assert env is not None  # read as it came up (``TargetKind.server``)
+                if t.profile is None and env.postgres is not None:
+                    self._say_settings(t, env.postgres.settings, None)
             yield
 
     def _say_settings(self, t: Target, settings: dict[str, str], profile: str | None) -> None:
         """What the numbers will mean, before the user waits for them."""
-        meaning = Meaning.of(settings, profile)
-        self.ui.info(f"{t.name}: {meaning.line()}")
-        for caveat in meaning.caveats():
-            self.ui.info(f"  [yellow]note:[/yellow] read-write tps with {caveat}")
+        line, notes = Meaning.of(settings, profile).said(t.name)
+        self.ui.info(line)
+        for note in notes:
+            self.ui.info(f"  [yellow]note:[/yellow] {note}")
 
 
 def run_campaign(

@@ -41,15 +41,19 @@ class Schedule:
         for t in targets:
             data = list(phase.data(t))
             # A resumed campaign may have all of it; the series' steps are made to
-            # ask only when the data is recorded (a new study's is not).
+            # ask only when the data is recorded (a new study's is not), and the
+            # policy whether it may add repeats only when they all are.
             minimum = (
                 step
                 for series in phase.series
                 for r in range(1, (pol.repeat if series.repeated else 1) + 1)
                 for step in _with_after(series, t, r)
             )
-            extends = pol.adaptive and any(s.repeated for s in phase.series)
-            if not (rec.recorded.pending(data) or rec.recorded.pending(minimum) or extends):
+            if not (
+                rec.recorded.pending(data)
+                or rec.recorded.pending(minimum)
+                or (pol.adaptive and any(s.repeated for s in phase.series))
+            ):
                 continue
             if self._data(t, data):
                 live.append(t)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -257,7 +258,10 @@ class Step:
     # heartbeat of steps outside measured runs (recorder) would call it hung.
     heartbeat: bool = True
 
-    @property
+    @cached_property
     def id(self) -> str:
-        """The key as the store keeps it."""
+        """The key as the store keeps it: made once per step, however many parts
+        (schedule, recorder, store) ask it. (A frozen dataclass's
+        ``cached_property`` keeps it in the instance's ``__dict__``, beside the
+        fields: ``replace`` makes a step that works out its own.)"""
         return str(self.key)

@@ -61,7 +61,12 @@ class _Raw:
 
 
 class Watch:
-    """Context manager: samples from ``__enter__`` to ``__exit__``; then ``result(run)``."""
+    """Context manager: samples from ``__enter__`` to ``__exit__``; then ``result(run)``.
+
+    Made from what it is given; its parts are built when it is entered, in the
+    order the run needs them: the server's statistics connection, the host's
+    sampling (its devices and first look), the spool and the heartbeat - none
+    for a watch never entered."""
 
     def __init__(
         self,
@@ -78,8 +83,7 @@ class Watch:
         self.interval = interval
         self.limits = limits
         self.notes: list[str] = []
-        # On disk, not in memory: a long run's samples must not grow pgrig (spool.py).
-        self._raw: Spool[_Raw] = Spool()
+        self._devices = devices  # None: the host's sampling finds them
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._conn: psycopg.Connection | None = None
@@ -87,17 +91,26 @@ class Watch:
         self._started_at = 0.0
         self.baseline = baseline
         self.thresholds = thresholds or interference.DEFAULT
-        self._beat = Heartbeat(lambda: self.ctx.conn.describe() if self.ctx.conn else "?")
-        self._closer = LastCloses()  # this exit and the sampler thread's end
-        # What only one kind of host needs (this machine's process meter) is its
-        # strategy's: the sampler knows neither.
-        self._host: HostSampling = ctx.sampling(ctx, self.notes)
-        self.devices: tuple[str, ...] = self._host.devices() if devices is None else devices
 
     def __enter__(self) -> Watch:
         self._started_at = time.time()
         self._open_server()
-        self._prev: Counters = self._host.first(self._started_at, self.interval)
+        try:
+            # What only one kind of host needs (this machine's process meter) is
+            # its strategy's: the sampler knows neither.
+            self._host: HostSampling = self.ctx.sampling(self.ctx, self.notes)
+            self.devices: tuple[str, ...] = (
+                self._host.devices() if self._devices is None else self._devices
+            )
+            self._prev: Counters = self._host.first(self._started_at, self.interval)
+        except BaseException:  # not entered: no exit closes the server connection
+            if self._conn is not None:
+                self._conn.close()
+            raise
+        # On disk, not in memory: a long run's samples must not grow pgrig (spool.py).
+        self._raw: Spool[_Raw] = Spool()
+        self._beat = Heartbeat(lambda: self.ctx.conn.describe() if self.ctx.conn else "?")
+        self._closer = LastCloses()  # this exit and the sampler thread's end
         self._thread = threading.Thread(target=self._loop, name="pgrig-monitor", daemon=True)
         self._thread.start()
         return self

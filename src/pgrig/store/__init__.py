@@ -187,16 +187,19 @@ class Store:
             backend: Backend = Postgres(str(location)) if uri else Sqlite(Path(location))
         except Exception as exc:  # sqlite3.Error, psycopg.Error, OSError; ours as they are
             raise _open_error(location, exc) from exc
+        rows = backend.execute("SELECT value FROM meta WHERE key = 'schema_version'")
+        if not rows:
+            # A new store: its schema's version, in one statement (a pgrig making
+            # the same store at the same moment wrote the same row: left as it is).
+            backend.execute(
+                "INSERT INTO meta (key, value) VALUES ('schema_version', ?)"
+                " ON CONFLICT (key) DO NOTHING",
+                (str(SCHEMA_VERSION),),
+            )
         store = cls(backend, location if uri else Path(location))
         if uri:
             store.path = backend.label
-        rows = backend.execute("SELECT value FROM meta WHERE key = 'schema_version'")
         if not rows:
-            with store._tx() as db:
-                db.execute(
-                    "INSERT INTO meta (key, value) VALUES ('schema_version', ?)",
-                    (str(SCHEMA_VERSION),),
-                )
             store.version = SCHEMA_VERSION
         elif not _text(rows[0], "value").isdigit():
             backend.close()
@@ -251,30 +254,30 @@ class Store:
 
     # -- studies ---------------------------------------------------------
 
-    def begin_study(self, study: Study) -> None:
+    def begin_study(self, study: Study) -> Study:
+        """Write a new study; the study as the store gives it back (its params
+        and environment as JSON, decoded from the row written, not read again)."""
+        row: Row = {
+            "id": study.id,
+            "name": study.name,
+            "target": study.target,
+            "status": study.status,
+            "started_at": study.started_at,
+            "finished_at": study.finished_at,
+            "params": _dumps(study.params),
+            "pgrig_version": study.pgrig_version,
+            "environment": _dumps(to_dict(study.environment)) if study.environment else None,
+        }
+        stored = _study({**row, "target_environments": None}, self.path)
         with self._tx() as conn:
             try:
-                self._insert_study(conn, study)
+                conn.execute(
+                    f"INSERT INTO studies ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
+                    tuple(row.values()),
+                )
             except self._db.duplicate as exc:
                 raise StudyExists(f"{self.path} already holds a study {study.id!r}") from exc
-
-    @staticmethod
-    def _insert_study(conn: Backend, study: Study) -> None:
-        conn.execute(
-            "INSERT INTO studies (id, name, target, status, started_at, finished_at, params,"
-            " pgrig_version, environment) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                study.id,
-                study.name,
-                study.target,
-                study.status,
-                study.started_at,
-                study.finished_at,
-                _dumps(study.params),
-                study.pgrig_version,
-                _dumps(to_dict(study.environment)) if study.environment else None,
-            ),
-        )
+        return stored
 
     def set_environment(self, study_id: str, env: Environment) -> None:
         with self._tx() as conn:
@@ -309,15 +312,19 @@ class Store:
             )
 
     def study(self, study_id: str) -> Study:
-        rows = self._db.execute("SELECT * FROM studies WHERE id = ?", (study_id,))
-        row = rows[0] if rows else None
-        if row is None:
+        found = self.find_study(study_id)
+        if found is None:
             known = ", ".join(s.id for s in self.studies()[-5:]) or "none"
             raise UnknownStudy(
                 f"no study {study_id!r} in {self.path}",
                 hint=f"recent studies: {known} (see `pgrig list`)",
             )
-        return _study(row, self.path)
+        return found
+
+    def find_study(self, study_id: str) -> Study | None:
+        """The study of this id; None when the store holds none."""
+        rows = self._db.execute("SELECT * FROM studies WHERE id = ?", (study_id,))
+        return _study(rows[0], self.path) if rows else None
 
     def studies(self) -> list[Study]:
         rows = self._db.execute("SELECT * FROM studies ORDER BY started_at, id")
