@@ -251,9 +251,10 @@ class CampaignRunner:
             status = "interrupted"
             raise
         finally:
-            # a study whose server never came up still says where it ran
+            # a study whose server never came up still says where it ran (the
+            # recorder holds the study as stored: every environment goes through it)
             unsaid = status != "interrupted" and self.targets and not self._captured
-            if unsaid and store.study(study.id).environment is None:
+            if unsaid and rec.study.environment is None:
                 self._environment(rec)
             store.finish_study(study.id, status, now())
             self.study = store.study(study.id)
