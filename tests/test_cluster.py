@@ -192,7 +192,7 @@ def test_initdb_options_reach_the_cluster(bins: binaries.PgBinaries, disk_dir: P
         c.initdb(InitdbOptions(encoding="SQL_ASCII", wal_segsize_mb=64))
         # wal_keep_segments counts this cluster's 64MB segments, not the default 16MB.
         adapted = c.configure(profiles.load("stock").with_overrides({"wal_keep_segments": "3"}))
-        assert "segments x 64MB" in adapted.notes()[0]
+        assert "segments x 64MB" in adapted.notes[0]
         c.start()
         conn = Conn.socket(str(c.socket_dir), c.port, SUPERUSER, "postgres")
         with conn.connect() as db:

@@ -67,7 +67,7 @@ def test_values_this_machine_cannot_hold_are_scaled_and_named() -> None:
 def test_seed_profiles_pass_the_servers_own_parser(name: str, bins: binaries.PgBinaries) -> None:
     adapted = profiles.validate(profiles.load(name, machine=HERE), bins, server_os_user(None))
     if name == "seed001":  # 9.x's checkpoint_segments, translated for this major, said so
-        assert any("checkpoint_segments" in n for n in adapted.notes())
+        assert any("checkpoint_segments" in n for n in adapted.notes)
 
 
 def test_a_broken_fit_expression_is_refused_with_the_forms(tmp_path: Path) -> None:

@@ -106,7 +106,7 @@ def test_missing_parameters_are_dropped_with_the_reason() -> None:
     assert reasons["io_method"].endswith("(added in 18)")
     assert (
         "stats_temp_directory"
-        in adapt({"stats_temp_directory": "x"}, {"work_mem"}, "16.2").notes()[0]
+        in adapt({"stats_temp_directory": "x"}, {"work_mem"}, "16.2").notes[0]
     )
     assert (
         "(last in 14)"

@@ -16,7 +16,7 @@ import difflib
 import math
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 
@@ -53,10 +53,12 @@ class Adapted:
     applied: dict[str, str]
     translated: tuple[Translated, ...] = ()
     dropped: tuple[Dropped, ...] = ()
+    # One line per change, for the log, the report and pgrig.conf's comments:
+    # part of the result, as every user of an adaptation shows them.
+    notes: tuple[str, ...] = field(init=False)
 
-    def notes(self) -> list[str]:
-        """One line per change, for the log, the report and pgrig.conf's comments."""
-        return [str(c) for c in (*self.translated, *self.dropped)]
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "notes", tuple(str(c) for c in (*self.translated, *self.dropped)))
 
 
 @dataclass(frozen=True)

@@ -302,7 +302,7 @@ class Cluster(Made):
         translated or dropped."""
         adapted = profiles.adapt(profile, self.bins, self.os_user, segment_mb=self.wal_segment_mb())
         self.adapted = adapted
-        changes = "".join(f"# {note}\n" for note in adapted.notes())
+        changes = "".join(f"# {note}\n" for note in adapted.notes)
         header = (
             f"# profile: {profile.name} ({profile.source})\n"
             + "".join(f"# scaled to this machine: {note}\n" for note in profile.scaled)

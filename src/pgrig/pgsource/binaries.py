@@ -49,8 +49,12 @@ class PgBinaries:
     # As ``server_version_num`` (90624 for 9.6.24, 180006 for 18.6): worked out
     # once, when the binaries are found, not at every look of their users.
     version_num: int = field(init=False)
+    # The directory to run pgbench from: ``bin_dir`` unless the build lacks it.
+    # Also worked out once: every load, warm-up and context asks for it.
+    client_bin_dir: Path = field(init=False)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "client_bin_dir", self.tool_dir("pgbench"))
         object.__setattr__(self, "version_num", server_version_num(self.version))
 
     def path(self, tool: str) -> Path:
@@ -66,11 +70,6 @@ class PgBinaries:
     def tool_dir(self, tool: str) -> Path:
         """The directory to run ``tool`` from (for APIs that take a bin directory)."""
         return self.path(tool).parent
-
-    @property
-    def client_bin_dir(self) -> Path:
-        """The directory to run pgbench from: ``bin_dir`` unless the build lacks it."""
-        return self.tool_dir("pgbench")
 
 
 def tool_path(bin_dir: Path | str, tool: str) -> Path:

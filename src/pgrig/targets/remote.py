@@ -221,7 +221,7 @@ def _profile(
     saying so."""
     profile = profiles.load(spec.profile, machine=machine).with_overrides(spec.settings, origin)
     adapted = profiles.validate(profile, bins, segment_mb=spec.initdb.wal_segsize_mb)
-    for note in adapted.notes():  # a setting this major renamed or lacks: never silent
+    for note in adapted.notes:  # a setting this major renamed or lacks: never silent
         notes.append(f"target {spec.name} (PostgreSQL {bins.version}): {note}")
     for note in profile.scaled:  # a seed's value the host cannot hold: never silent
         notes.append(f"target {spec.name}: profile {profile.name} scaled to {host}: {note}")
@@ -229,7 +229,7 @@ def _profile(
         f"# profile: {profile.name} ({profile.source}), for {host}: {machine.cpus} CPUs, "
         f"{machine.ram_bytes / 2**30:.1f} GiB\n"
         + "".join(f"# scaled to {host}: {note}\n" for note in profile.scaled)
-        + "".join(f"# fitted to PostgreSQL {adapted.version}: {n}\n" for n in adapted.notes())
+        + "".join(f"# fitted to PostgreSQL {adapted.version}: {n}\n" for n in adapted.notes)
     )
     return replace(profile, settings=dict(adapted.applied)), header
 

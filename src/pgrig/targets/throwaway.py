@@ -268,7 +268,7 @@ class Throwaway(TargetKind[None, StateT]):
                     f"{bins.version}: {dropped.reason}",
                     hint=f"compare {dropped.name} on the versions that have it only",
                 )
-        for note in adapted.notes():  # a setting this major renamed or lacks: never silent
+        for note in adapted.notes:  # a setting this major renamed or lacks: never silent
             notes.append(f"target {spec.name} (PostgreSQL {bins.version}): {note}")
         if (gate := fsyncgate.warning(bins.version, bins.version_num)) is not None:
             notes.append(f"target {spec.name}: {gate}")  # an old minor: fsyncgate
@@ -288,7 +288,7 @@ class Throwaway(TargetKind[None, StateT]):
             files.check_space(directory, demands.need_bytes, f"target {spec.name}")
         connections_fit(spec, profile, demands)
         return Checked(
-            bins, profile, directory, owned=True, adapted=tuple(adapted.notes()),
+            bins, profile, directory, owned=True, adapted=adapted.notes,
             where=self.where(spec)[0],
         )  # fmt: skip
 
