@@ -9,6 +9,7 @@ written by another controlling machine is never judged from here.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import signal
@@ -19,7 +20,7 @@ from functools import partial
 
 from pgrig import proc
 from pgrig.errors import PgrigError
-from pgrig.hosts.executor import TMP, Executor
+from pgrig.hosts.executor import SH, TMP, Executor
 from pgrig.ownership import (
     OWNER_FILE,
     current_study,
@@ -133,6 +134,55 @@ def remove_beside(ex: Executor, path: str) -> None:
     carries the marker: what stands there without it is not pgrig's."""
     if ex.exists(f"{path}/{MARKER}"):
         ex.remove_tree(path)
+
+
+@dataclass
+class Workdir:
+    """A directory pgrig made on a host (``make``), and its owner record as this
+    object last wrote it. Every addition in this process goes through it (a
+    remote target's probes and its server share one; a load host's pgbench
+    run), so each is written over that record, never read back from the host
+    first."""
+
+    ex: Executor
+    path: str
+    record: Owner
+
+    def started(self, pid: int) -> None:
+        """A process started for it (a probe, each start's postmaster, a load
+        host's pgbench): `pgrig clean` stops it after a kill -9 of pgrig."""
+        self.record = with_pid(self.ex, self.path, self.record, pid)
+
+    def made_beside(self, path: str) -> None:
+        """``path``, a directory just made outside it for it (a WAL directory, a
+        tablespace's): `pgrig clean` removes it with this one after a kill -9."""
+        self.record = made_beside(self.ex, self.path, self.record, path)
+
+    def keep(self) -> None:
+        """Left running on purpose (--keep): only `pgrig clean --inventory` removes it."""
+        self.record = replace(self.record, kept=True)
+        write(self.ex, self.path, self.record)
+
+
+# mktemp's directory and its record in it, or nothing: a record that cannot be
+# written takes its directory with it (one without a record is left by every
+# clean, forever). Its first record needs no rename (``write``'s): until it is
+# there, the directory is no one's, and a clean leaves it.
+_MAKE = (
+    'd=$(mktemp -d --tmpdir="$1" "$2XXXXXX") || exit; '
+    'if base64 -d > "$d/$3" && chmod 644 "$d/$3"; then printf "%s\\n" "$d"; '
+    'else rm -rf -- "$d"; exit 1; fi'
+)
+
+
+def make(ex: Executor, kind: str) -> Workdir:
+    """``/tmp/pgrig-<kind>-*`` on the host with this process's owner record of
+    ``kind`` in it, in one command (not a mktemp, then a write)."""
+    record = Owner.mine(kind)
+    data64 = base64.b64encode(json.dumps(asdict(record)).encode()).decode() + "\n"
+    argv = [SH, "-c", _MAKE, "sh", TMP, f"pgrig-{kind}-", OWNER_FILE]
+    made = ex.run(argv, timeout=30, what="mktemp", input=data64)
+    return Workdir(ex, made.stdout.strip(), record)
 
 
 def read(ex: Executor, directory: str) -> Owner | None:
