@@ -207,6 +207,62 @@ def test_two_cleans_that_meet_one_directory_remove_it_once_and_never_call_it_for
                 subprocess.run(["rm", "-rf", "--", path], check=False)
 
 
+class _Counting(LocalExecutor):
+    """This machine's executor, each access to the host counted (a command, a
+    file read, a listing, a test): what is a round trip on an SSH host."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.accesses: list[str] = []
+
+    def run(self, argv, **kwargs):  # type: ignore[no-untyped-def]
+        self.accesses.append(f"run {argv[0]}")
+        return super().run(argv, **kwargs)
+
+    def read_bytes(self, path: str) -> bytes:
+        self.accesses.append(f"read {path}")
+        return super().read_bytes(path)
+
+    def exists(self, path: str) -> bool:
+        self.accesses.append(f"exists {path}")
+        return super().exists(path)
+
+    def listdir(self, path: str) -> list[str]:
+        self.accesses.append(f"listdir {path}")
+        return super().listdir(path)
+
+
+def test_a_hosts_owner_records_are_read_in_one_command_however_many() -> None:
+    """A clean read /tmp's listing, then each directory's record in a round trip
+    of its own: its cost grew with what other runs left there. Now one command
+    reads them all, and each is judged as before: a dead pgrig's, a live one's,
+    one without a record, one made beside another (``made_beside``)."""
+    prefix = f"pgrig-ownertest-{os.getpid()}-"
+    made = [tempfile.mkdtemp(prefix=f"{prefix}{i}-", dir=TMP) for i in range(6)]
+    try:
+        dead, live, bare, beside, *more = made
+        ex = LocalExecutor()
+        owner.write(ex, dead, _dead_owner())
+        owner.write(ex, live, owner.Owner.mine("load"))
+        ex.write_bytes(f"{beside}/{owner.MARKER}", live.encode())
+        for d in more:
+            owner.write(ex, d, _dead_owner())
+        counted = _Counting()
+        said = {
+            left.directory: left.verdict
+            for left in owner.clean(counted, dry_run=True, prefixes=(prefix,))
+        }
+        assert counted.accesses == ["run /bin/sh"], counted.accesses
+        assert said == {
+            dead: "would remove", live: "alive", bare: "no record", beside: "beside",
+            **{d: "would remove" for d in more},
+        }  # fmt: skip
+        assert all(Path(d).is_dir() for d in made), "a dry run removes nothing"
+    finally:
+        for d in made:
+            subprocess.run(["rm", "-rf", "--", d], check=False)
+
+
 def test_a_work_directory_an_older_pgrig_marked_is_still_cleaned() -> None:
     """Work directories made before the owner record carry a JSON marker (written
     here as those versions wrote it, with a socket directory and a tablespace's

@@ -260,15 +260,13 @@ def run_pgbench(req: LoadRequest, log_dir: Path) -> MultiLoad:
     lost: set[str] = set()  # hosts that stopped answering: stopped in the background
 
     def prepare(ex: Executor) -> tuple[Started, tuple[str, ...]]:
-        remote_dirs[ex.name] = ex.make_tempdir("pgrig-load-")
-        record = owner.Owner.mine("load")
-        owner.write(ex, remote_dirs[ex.name], record)
-        prefix = Path(remote_dirs[ex.name]) / LOG_PREFIX
-        opts = req.on_host(ex, remote_dirs[ex.name], req.opts)
-        argv = run_argv(req.bin_dir, req.conn, opts, prefix, req.extra)
+        home = owner.make(ex, "load")
+        remote_dirs[ex.name] = home.path
+        opts = req.on_host(ex, home.path, req.opts)
+        argv = run_argv(req.bin_dir, req.conn, opts, Path(home.path) / LOG_PREFIX, req.extra)
         waiter = ex.start(["python3", "-c", WAITER, *argv], env=req.conn.env(), stdin=True)
         started[ex.name] = waiter
-        owner.with_pid(ex, remote_dirs[ex.name], record, waiter.pid)
+        home.started(waiter.pid)
         _expect(waiter, "ready", 30)
         return waiter, tuple(argv)
 
@@ -335,9 +333,8 @@ def warm_up(req: LoadRequest) -> None:
 
     def warm(first: bool, ex: Executor) -> None:
         try:
-            directory = ex.make_tempdir("pgrig-load-")
+            directory = owner.make(ex, "load").path
             try:
-                owner.write(ex, directory, owner.Owner.mine("load"))
                 run_bench(
                     req.bin_dir, req.conn, req.on_host(ex, directory, quiet), Path(directory),
                     partial(heard, first), client=ex, extra=req.extra,

@@ -26,6 +26,7 @@ from pgrig.conninfo import Conn
 from pgrig.errors import HostUnusable
 from pgrig.hosts import owner
 from pgrig.hosts.executor import Executor, reconnect_s
+from pgrig.hosts.owner import Workdir
 from pgrig.pgsource.binaries import PgBinaries
 
 OS_USER = "postgres"
@@ -47,49 +48,17 @@ class ServerSpec:
     wal_directory: str | None = None  # a directory on the host: the WAL goes below it
 
 
-@dataclass
-class Workdir:
-    """A directory pgrig made on a host, and its owner record as this object
-    last wrote it. Every addition in this process goes through it (the remote
-    target's probes and its server share one), so each is written over that
-    record, never read back from the host first."""
-
-    ex: Executor
-    path: str
-    record: owner.Owner
-
-    def started(self, pid: int) -> None:
-        """A process started for it (a probe, each start's postmaster): `pgrig
-        clean` stops it after a kill -9 of pgrig."""
-        self.record = owner.with_pid(self.ex, self.path, self.record, pid)
-
-    def made_beside(self, path: str) -> None:
-        """``path``, a directory just made outside it for it (a WAL directory, a
-        tablespace's): `pgrig clean` removes it with this one after a kill -9."""
-        self.record = owner.made_beside(self.ex, self.path, self.record, path)
-
-    def keep(self) -> None:
-        """Left running on purpose (--keep): only `pgrig clean --inventory` removes it."""
-        self.record = replace(self.record, kept=True)
-        owner.write(self.ex, self.path, self.record)
-
-
 def make_workdir(ex: Executor) -> Workdir:
     """``/tmp/pgrig-server-*`` with its owner record: what ``pgrig hosts clean``
     judges. Refused unless the connection acts as root (the server is made as
     its OS user, and the probes' files removed, from here)."""
-    if ex.run(["id", "-u"], timeout=30, what="id").stdout.strip() != "0":
-        # Through the preflight, a sudo user's commands run as root; a
-        # connection made without it may not.
+    if not ex.as_root():
         raise HostUnusable(
             f"host {ex.host.describe()}: a server is made there as root, and this "
             "connection is not root",
             hint=f"set ansible_user=root for {ex.name} at {ex.host.where}",
         )
-    path = ex.make_tempdir("pgrig-server-")
-    record = owner.Owner.mine("server")
-    owner.write(ex, path, record)
-    return Workdir(ex, path, record)
+    return owner.make(ex, "server")
 
 
 class HostedServer(Made):

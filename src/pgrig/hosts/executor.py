@@ -292,6 +292,11 @@ class Executor(ABC):
     def whoami(self) -> Who:
         """Whom this executor acts as on its host."""
 
+    def as_root(self) -> bool:
+        """Whether its commands run as root on its host (what a server made
+        there as its OS user needs)."""
+        return self.whoami().root
+
     def reconnected(self) -> Executor:
         """The host reached anew, for an executor whose connection can be lost
         (SSH): what stops a lost host's processes once it answers again."""

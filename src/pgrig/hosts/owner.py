@@ -9,6 +9,7 @@ written by another controlling machine is never judged from here.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import signal
@@ -19,7 +20,7 @@ from functools import partial
 
 from pgrig import proc
 from pgrig.errors import PgrigError
-from pgrig.hosts.executor import TMP, Executor
+from pgrig.hosts.executor import SH, TMP, Executor
 from pgrig.ownership import (
     OWNER_FILE,
     current_study,
@@ -120,14 +121,6 @@ def made_beside(ex: Executor, directory: str, owner: Owner | None, path: str) ->
     return _added(ex, directory, owner, elsewhere=(path,))
 
 
-def _made_for(ex: Executor, path: str) -> str:
-    """The directory ``path`` was made beside (``made_beside``); "": none."""
-    try:
-        return ex.read_text(f"{path}/{MARKER}").strip()
-    except PgrigError:
-        return ""
-
-
 def remove_beside(ex: Executor, path: str) -> None:
     """Remove ``path``, made beside a directory (``made_beside``), only while it
     carries the marker: what stands there without it is not pgrig's."""
@@ -135,11 +128,95 @@ def remove_beside(ex: Executor, path: str) -> None:
         ex.remove_tree(path)
 
 
+@dataclass
+class Workdir:
+    """A directory pgrig made on a host (``make``), and its owner record as this
+    object last wrote it. Every addition in this process goes through it (a
+    remote target's probes and its server share one; a load host's pgbench
+    run), so each is written over that record, never read back from the host
+    first."""
+
+    ex: Executor
+    path: str
+    record: Owner
+
+    def started(self, pid: int) -> None:
+        """A process started for it (a probe, each start's postmaster, a load
+        host's pgbench): `pgrig clean` stops it after a kill -9 of pgrig."""
+        self.record = with_pid(self.ex, self.path, self.record, pid)
+
+    def made_beside(self, path: str) -> None:
+        """``path``, a directory just made outside it for it (a WAL directory, a
+        tablespace's): `pgrig clean` removes it with this one after a kill -9."""
+        self.record = made_beside(self.ex, self.path, self.record, path)
+
+    def keep(self) -> None:
+        """Left running on purpose (--keep): only `pgrig clean --inventory` removes it."""
+        self.record = replace(self.record, kept=True)
+        write(self.ex, self.path, self.record)
+
+
+# mktemp's directory and its record in it, or nothing: a record that cannot be
+# written takes its directory with it (one without a record is left by every
+# clean, forever). Its first record needs no rename (``write``'s): until it is
+# there, the directory is no one's, and a clean leaves it.
+_MAKE = (
+    'd=$(mktemp -d --tmpdir="$1" "$2XXXXXX") || exit; '
+    'if base64 -d > "$d/$3" && chmod 644 "$d/$3"; then printf "%s\\n" "$d"; '
+    'else rm -rf -- "$d"; exit 1; fi'
+)
+
+
+def make(ex: Executor, kind: str) -> Workdir:
+    """``/tmp/pgrig-<kind>-*`` on the host with this process's owner record of
+    ``kind`` in it, in one command (not a mktemp, then a write)."""
+    record = Owner.mine(kind)
+    data64 = base64.b64encode(json.dumps(asdict(record)).encode()).decode() + "\n"
+    argv = [SH, "-c", _MAKE, "sh", TMP, f"pgrig-{kind}-", OWNER_FILE]
+    made = ex.run(argv, timeout=30, what="mktemp", input=data64)
+    return Workdir(ex, made.stdout.strip(), record)
+
+
 def read(ex: Executor, directory: str) -> Owner | None:
+    return _seen(ex, directory).owner
+
+
+def _file(ex: Executor, path: str) -> str | None:
     try:
-        text = ex.read_text(f"{directory}/{OWNER_FILE}")
+        return ex.read_text(path)
     except PgrigError:
-        return _legacy(ex, directory)
+        return None
+
+
+@dataclass(frozen=True)
+class Seen:
+    """A directory's records as read: its owner record (or an older pgrig's
+    marker standing for one, ``_legacy``) and its marker's text."""
+
+    directory: str
+    owner: Owner | None
+    marker: str | None = None  # None: it has none
+
+    @classmethod
+    def of(cls, directory: str, record: str | None, marker: str | None) -> Seen:
+        return cls(directory, _parsed(record) if record is not None else _legacy(marker), marker)
+
+    @property
+    def made_for(self) -> str:
+        """The directory it was made beside (``made_beside``); "": none."""
+        return (self.marker or "").strip() if self.owner is None else ""
+
+
+def _seen(ex: Executor, directory: str) -> Seen:
+    """One directory's records, a file each (``records``: a host's all at once)."""
+    record = _file(ex, f"{directory}/{OWNER_FILE}")
+    seen = Seen.of(directory, record, None)
+    if seen.owner is not None:
+        return seen
+    return Seen.of(directory, record, _file(ex, f"{directory}/{MARKER}"))
+
+
+def _parsed(text: str) -> Owner | None:
     try:
         data = json.loads(text)
         known = {f.name for f in fields(Owner)}  # a newer pgrig's fields are not refused
@@ -149,15 +226,17 @@ def read(ex: Executor, directory: str) -> Owner | None:
         return None
 
 
-def _legacy(ex: Executor, directory: str) -> Owner | None:
+def _legacy(marker: str | None) -> Owner | None:
     """A local work directory made by a pgrig older than this record: its
     marker (JSON: owner_pid, owner_start, host, created_at, study, socket_dir,
     extra_dirs) read as the record it stood for, so that an upgrade does not
     strand what an older pgrig left. Its server's PID was never recorded: the
     data directory's postmaster.pid names it (``_postmaster``). A directory
     made beside one (its marker a plain path) is no record."""
+    if marker is None:
+        return None
     try:
-        data = json.loads(ex.read_text(f"{directory}/{MARKER}"))
+        data = json.loads(marker)
         made = (data.get("socket_dir"), *data.get("extra_dirs", ()))
         return Owner(
             controller=str(data["host"]),
@@ -168,8 +247,49 @@ def _legacy(ex: Executor, directory: str) -> Owner | None:
             study=str(data.get("study") or ""),
             elsewhere=tuple(str(d) for d in made if d),
         )
-    except (PgrigError, ValueError, TypeError, KeyError, AttributeError):
+    except (ValueError, TypeError, KeyError, AttributeError):
         return None
+
+
+# Every directory in $1 whose name starts with one of $4...: its name in base64,
+# its owner record ($2) and its marker ($3) each as "+" and the file in base64
+# ("-": no such file), a line each. One
+# command however many there are: a clean's cost does not grow with what other
+# runs left in /tmp. A directory gone by the end of its line (another clean
+# removed it meanwhile) is not listed.
+_RECORDS = r"""
+cd -- "$1" || exit
+record=$2 marker=$3
+shift 3
+each() { if [ -f "$1" ] && b=$(base64 -w0 < "$1"); then printf ' +%s' "$b"; else printf ' -'; fi; }
+for prefix; do
+    for d in "$prefix"*; do
+        [ -e "$d" ] || [ -L "$d" ] || continue
+        line=$(printf %s "$d" | base64 -w0; each "$d/$record"; each "$d/$marker")
+        if [ -e "$d" ] || [ -L "$d" ]; then printf '%s\n' "$line"; fi
+    done
+done
+"""
+
+
+def records(ex: Executor, prefixes: tuple[str, ...] = PREFIXES) -> list[Seen]:
+    """The directories in ``/tmp`` on the host that a pgrig may have made (their
+    names start with one of ``prefixes``, or a claimed one's: ``CLAIMED``), with
+    their records, read in one command."""
+    names = (*prefixes, *(CLAIMED + p for p in prefixes))
+    argv = [SH, "-c", _RECORDS, "sh", TMP, OWNER_FILE, MARKER, *names]
+    listing = ex.run(argv, timeout=60, what=f"reading the owner records in {TMP}")
+
+    def text(b64: str) -> str:
+        return base64.b64decode(b64).decode(errors="replace")
+
+    found = {}
+    for line in listing.stdout.splitlines():
+        name, record, marker = line.split(" ")
+        directory = f"{TMP}/{text(name)}"
+        held, marked = (None if f == "-" else text(f[1:]) for f in (record, marker))
+        found[directory] = Seen.of(directory, held, marked)
+    return [found[directory] for directory in sorted(found)]
 
 
 @dataclass(frozen=True)
@@ -235,18 +355,27 @@ def clean_one(
     ex: Executor, directory: str, *, study: str | None = None, dry_run: bool = False
 ) -> Leftover | None:
     """Judge one directory a pgrig may have made, found as it was made or as a
-    clean cut short claimed it, and remove it when its pgrig is dead: stop the
-    processes it recorded, claim it, remove what was made beside it, then it.
-    ``study``: only what runs of that study left (``pgrig.ownership.removable``);
-    None: every study's. None: another clean claimed it first, or it is gone."""
+    clean cut short claimed it, and remove it when its pgrig is dead (``_judge``).
+    None: another clean claimed it first, or it is gone."""
+    seen = _seen(ex, directory)
+    if seen.owner is None and not ex.exists(directory):
+        return None  # claimed and removed meanwhile by another clean
+    return _judge(ex, seen, study=study, dry_run=dry_run)
+
+
+def _judge(
+    ex: Executor, seen: Seen, *, study: str | None = None, dry_run: bool = False
+) -> Leftover | None:
+    """Remove the directory ``seen`` when its pgrig is dead: stop the processes
+    it recorded, claim it, remove what was made beside it, then it. ``study``:
+    only what runs of that study left (``pgrig.ownership.removable``); None:
+    every study's. None: another clean claimed it first."""
+    directory, owner = seen.directory, seen.owner
     parent, _, name = directory.rpartition("/")
     made = f"{parent}/{name.removeprefix(CLAIMED)}"
-    owner = read(ex, directory)
-    if owner is None and not ex.exists(directory):
-        return None  # claimed and removed meanwhile by another clean
     left = partial(Leftover, ex.name, directory, owner)  # (action, verdict)
     if owner is None:
-        if made_for := _made_for(ex, directory):  # a wal_directory of /tmp: listed too
+        if made_for := seen.made_for:  # a wal_directory of /tmp: listed too
             return left(f"left: made for {made_for}, goes with it", "beside")
         return left("left: no owner record (not made by this pgrig, or cut short)", "no record")
     if owner.alive():
@@ -257,6 +386,8 @@ def clean_one(
         return left(f"left: another study's ({owner.study or 'an older pgrig'})", "other study")
     if dry_run:
         return left("would remove", "would remove")
+    if directory == claimed(made) and not ex.exists(directory):
+        return None  # the clean that claimed it, at work since it was read, removed it
     # The processes' command lines name the directory as it was made.
     for pid in dict.fromkeys((*owner.pids, _postmaster(ex, directory))):
         if pid is not None:
@@ -285,12 +416,17 @@ def clean(
     study: str | None = None,
     prefixes: tuple[str, ...] = PREFIXES,
 ) -> list[Leftover]:
-    """What dead pgrig processes left in ``/tmp`` on the host (``clean_one``
-    each). ``prefixes``: the directories' names looked at."""
+    """What dead pgrig processes left in ``/tmp`` on the host (``_judge`` each,
+    their records read at once: ``records``). ``prefixes``: the directories'
+    names looked at."""
     out = []
-    for name in ex.listdir(TMP):
-        if name.removeprefix(CLAIMED).startswith(prefixes):
-            found = clean_one(ex, f"{TMP}/{name}", study=study, dry_run=dry_run)
-            if found is not None:
-                out.append(found)
+    for seen in records(ex, prefixes):
+        if seen.owner is None and seen.directory.startswith(f"{TMP}/{CLAIMED}"):
+            # Claimed, its record gone: most likely another clean at work on it
+            # since the records were read. Read again, as it is now.
+            left = clean_one(ex, seen.directory, study=study, dry_run=dry_run)
+        else:
+            left = _judge(ex, seen, study=study, dry_run=dry_run)
+        if left is not None:
+            out.append(left)
     return out

@@ -388,6 +388,9 @@ class SshExecutor(Executor):
     def whoami(self) -> Who:
         return self._who
 
+    def as_root(self) -> bool:
+        return self._who.root or self.sudo  # known since it connected: no command
+
     def reconnected(self) -> SshExecutor:
         """A new connection to the same host (raises SshConnectError while it is away)."""
         return SshExecutor.connect(self.host)

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, cast
 from pgrig import proc
 from pgrig.clients import Clients
 from pgrig.cluster import profiles
-from pgrig.cluster.hosted import HostedServer, ServerSpec, Workdir, make_workdir
+from pgrig.cluster.hosted import HostedServer, ServerSpec, make_workdir
 from pgrig.cluster.postmaster import SUPERUSER
 from pgrig.cluster.server import InitdbOptions, initdb_version_args
 from pgrig.errors import BinaryNotFound, HostUnusable, PgrigError, UsageError
@@ -203,7 +203,7 @@ class _Open:
     pgrig's directory on the server's host and the probes' directory in it."""
 
     executors: list[Executor]
-    home: Workdir
+    home: owner.Workdir
     probes: str
 
 
@@ -623,9 +623,8 @@ def _hostlogs(stack: contextlib.ExitStack) -> Path:
     """A directory in /tmp here for the load hosts' logs, removed with ``stack``;
     with an owner record, as on a host: a kill -9 leaves it to `pgrig clean`."""
     here = LocalExecutor()
-    made = here.make_tempdir(owner.HOSTLOGS)
+    made = owner.make(here, "hostlogs").path
     stack.callback(here.remove_tree, made)
-    owner.write(here, made, owner.Owner.mine("hostlogs"))
     return Path(made)
 
 
