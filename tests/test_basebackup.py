@@ -327,15 +327,22 @@ def test_set_restarts_the_server_for_the_copy_and_back_after(
 
 def test_pg_hba_gets_a_replication_line_when_initdb_left_none(bins: binaries.PgBinaries,
                                                               tmp_path: Path) -> None:  # fmt: skip
-    # initdb before 10 writes the replication lines commented out, as here.
+    """The files as initdb before 10 writes them (its replication lines commented
+    out), configured twice: the replication line and the include added once."""
     c = Cluster(bins, tmp_path, os_user=None, access=local_access(tmp_path, tcp=False))
     c.datadir.mkdir()
     hba = c.datadir / "pg_hba.conf"
     hba.write_text("local all all trust\n#local   replication     postgres     trust\n")
-    c.pm.admit()
-    c.pm.admit()
+    (c.datadir / "postgresql.conf").write_text("#port = 5432\n")
+    for _ in range(2):
+        written = c.pm.configure({"work_mem": "8MB"}, 90600)
     lines = [x.split() for x in hba.read_text().splitlines() if x and not x.startswith("#")]
     assert lines == [["local", "all", "all", "trust"], ["local", "replication", "all", "trust"]]
+    assert (c.datadir / "postgresql.conf").read_text() == "#port = 5432\n\ninclude = 'pgrig.conf'\n"
+    pgrig_conf = (c.datadir / "pgrig.conf").read_text()
+    assert "work_mem = 8MB" in pgrig_conf and written["port"] == str(c.port)
+    assert {p.name for p in c.datadir.iterdir()} == {"pg_hba.conf", "postgresql.conf", "pgrig.conf"}
+    assert oct((c.datadir / "pgrig.conf").stat().st_mode & 0o777) == "0o600"
 
 
 def keys(results: Path, study: str) -> list[str]:

@@ -431,13 +431,13 @@ def test_what_tells_the_two_servers_apart_is_their_access() -> None:
     assert there.options()["password_encryption"] == "scram-sha-256"
     assert here.isready("pg_isready")[1:3] == ["-h", "/tmp/pgrig-sock-x"]
     assert there.isready("pg_isready")[1:3] == ["-h", "10.0.0.1"]
-    initdb_10 = "local all all trust\nlocal replication all trust\n"
-    assert here.hba(initdb_10) == initdb_10
-    added = there.hba(initdb_10)[len(initdb_10) :].splitlines()
-    assert added == [
+    # initdb of 10 on writes active replication lines: nothing to add here
+    assert here.hba(100000) == ""
+    assert there.hba(150000).splitlines() == [
+        "",
+        "# added by pgrig",
         "host all all 10.0.0.2/32 scram-sha-256",
         "host replication all 10.0.0.2/32 scram-sha-256",
     ]
     # before 10 initdb left its replication lines commented out
-    initdb_96 = "local all all peer\n#local replication postgres peer\n"
-    assert there.hba(initdb_96).splitlines()[-1].split() == ["local", "replication", "all", "peer"]
+    assert there.hba(90600).splitlines()[-1].split() == ["local", "replication", "all", "peer"]

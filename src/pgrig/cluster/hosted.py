@@ -155,7 +155,7 @@ class HostedServer(Made):
         )
         self._pm.on_start = home.started  # each start's postmaster, into the owner record
         self._pm.initdb(opts, spec.bins, sync=False)
-        self._pm.configure(dict(spec.settings), spec.header)
+        self._pm.configure(dict(spec.settings), spec.bins.version_num, spec.header)
         self._pm.start(READY_TIMEOUT_S)
 
     # -- a restart with other settings (``pgrig.cluster.loadwal.Restartable``) --

@@ -119,6 +119,21 @@ _WHY = re.compile(r"\b(FATAL|PANIC|ERROR|DETAIL|HINT):")
 SUPERUSER = "postgres"
 # What pgrig.conf includes itself with, in postgresql.conf.
 _INCLUDE = "include = 'pgrig.conf'"
+# The first line of what pgrig adds to pg_hba.conf: there, it is not added again.
+_ADDED = "# added by pgrig"
+# One command on the host writes the configuration (``Postmaster.configure``), as
+# the server's user in its data directory ($1): pgrig.conf from stdin; then
+# postgresql.conf and pg_hba.conf ($2, $5) with a text ($4, $7) added unless they
+# hold its first line ($3, $6) - a configure again is no second include. Each
+# file written beside and renamed over: after a kill or a power loss the old
+# file or the new, never half of one.
+_CONFIGURE = (
+    'add() { if ! grep -qxF -- "$2" "$1"; then '
+    '{ cat -- "$1" && printf %s "$3"; } > "$1.pgrig-new" && mv -f -- "$1.pgrig-new" "$1"; fi; } '
+    '&& cd -- "$1" && umask 077 '
+    "&& cat > pgrig.conf.pgrig-new && mv -f pgrig.conf.pgrig-new pgrig.conf "
+    '&& add "$2" "$3" "$4" && { [ -z "$7" ] || add "$5" "$6" "$7"; }'
+)
 
 
 @dataclass(frozen=True)
@@ -179,22 +194,19 @@ class Access:
             return Conn.tcp(self.address, self.port, SUPERUSER, dbname, self.password)
         return Conn.socket(self.socket_dir, self.port, SUPERUSER, dbname)
 
-    def hba(self, text: str) -> str:
-        """pg_hba.conf ``text`` with the clients' lines ("all" does not match
-        replication connections: pg_basebackup needs its own), and a replication
-        line on the socket where initdb left none (before 10: commented out)."""
-        added = "".join(
+    def hba(self, version_num: int) -> str:
+        """What pgrig adds to the pg_hba.conf initdb of ``version_num`` wrote: the
+        clients' lines ("all" does not match replication connections: pg_basebackup
+        needs its own), and a replication line on the socket before 10 (whose
+        initdb left its replication lines commented out); "" when nothing is."""
+        lines = [
             f"host {db} all {cidr} {self.host_auth}\n"
             for cidr in self.clients
             for db in ("all", "replication")
-        )
-        active = (line.split() for line in text.splitlines() if not line.lstrip().startswith("#"))
-        if not any(len(fields) > 2 and fields[1] == "replication" for fields in active):
-            added += (
-                "\n# added by pgrig: pg_basebackup over the private socket\n"
-                f"local   replication     all{' ' * 37}{self.local_auth}\n"
-            )
-        return text + added
+        ]
+        if version_num < 100000:
+            lines.append(f"local   replication     all{' ' * 37}{self.local_auth}\n")
+        return f"\n{_ADDED}\n{''.join(lines)}" if lines else ""
 
 
 class Postmaster:
@@ -260,9 +272,9 @@ class Postmaster:
     def initdb(self, opts: InitdbOptions, bins: PgBinaries, *, sync: bool = True) -> None:
         """initdb ``-D datadir`` as ``opts`` say for the major of ``bins``
         (``initdb_options``), with the access's authentication (the password on
-        initdb's stdin: never in a file on the host); then pg_hba.conf admits the
-        access's clients. ``sync``: False, the files are not flushed (a throwaway
-        server on a host)."""
+        initdb's stdin: never in a file on the host); ``configure`` writes the
+        rest (pg_hba.conf's lines, pgrig.conf). ``sync``: False, the files are not
+        flushed (a throwaway server on a host)."""
         access = self.access
         assert access is not None, "a server pgrig makes says how it is reached"
         options = [*initdb_options(opts, bins), *(() if sync else ("--no-sync",))]
@@ -274,32 +286,24 @@ class Postmaster:
             argv = [SH, "-c", 'cat | "$@"', "sh", *argv]
             password = f"{access.password}\n"
         self._run(argv, "initdb", 300, input=password)
-        self.admit()
 
-    def admit(self) -> None:
-        """pg_hba.conf with the access's lines (``Access.hba``), once."""
-        assert self.access is not None
-        hba = f"{self.datadir}/pg_hba.conf"
-        text = self.ex.read_text(hba)
-        if (added := self.access.hba(text)) != text:
-            self.ex.replace_file(hba, added.encode(), mode=0o600, user=self.user)
-
-    def configure(self, settings: Mapping[str, str], header: str = "") -> dict[str, str]:
-        """``settings`` and pgrig's own (where it listens, over them) into pgrig.conf
-        after ``header``'s comments, included from postgresql.conf; what it holds.
-        Replaced whole: after a power loss the server must not come back with stock
-        settings, listening on TCP 5432 (seen with plain writes on the lossy FS)."""
+    def configure(
+        self, settings: Mapping[str, str], version_num: int, header: str = ""
+    ) -> dict[str, str]:
+        """The configuration of the data directory initdb of ``version_num`` made, in
+        one command on its host (``_CONFIGURE``): ``settings`` and pgrig's own (where
+        it listens, over them) into pgrig.conf after ``header``'s comments, included
+        from postgresql.conf; pg_hba.conf admitting the access's clients
+        (``Access.hba``). What pgrig.conf holds is returned. Replaced whole: after a
+        power loss the server must not come back with stock settings, listening on
+        TCP 5432 (seen with plain writes on the lossy FS)."""
         assert self.access is not None
         written = {**settings, **self.access.conf()}
         text = header + profiles.render(written)
-        self.ex.replace_file(
-            f"{self.datadir}/pgrig.conf", text.encode(), mode=0o600, user=self.user
-        )
-        main = f"{self.datadir}/postgresql.conf"
-        old = self.ex.read_text(main)
-        if _INCLUDE not in old:
-            new = f"{old}\n{_INCLUDE}\n".encode()
-            self.ex.replace_file(main, new, mode=0o600, user=self.user)
+        argv = [SH, "-c", _CONFIGURE, "sh", self.datadir,
+                "postgresql.conf", _INCLUDE, f"\n{_INCLUDE}\n",
+                "pg_hba.conf", _ADDED, self.access.hba(version_num)]  # fmt: skip
+        self._run(argv, "writing the configuration", 30, input=text)
         return written
 
     def start(

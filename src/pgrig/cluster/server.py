@@ -308,7 +308,7 @@ class Cluster(Made):
             + "".join(f"# scaled to this machine: {note}\n" for note in profile.scaled)
             + (f"# fitted to PostgreSQL {adapted.version}:\n{changes}" if changes else "")
         )
-        self.settings = self.pm.configure(adapted.applied, header)
+        self.settings = self.pm.configure(adapted.applied, self.bins.version_num, header)
         return adapted
 
     # -- lifecycle: the one ``Postmaster`` -----------------------------------
