@@ -408,7 +408,7 @@ def test_a_kind_and_the_common_keys_are_read_in_one_pass_each_part_by_its_owner(
         return read.values | {k.attr: k.read(t, k.name, v) for k, v in read.owned}
 
     t = Table({"host": "db1", "name": "a", "fs": "xfs"}, ("target", 0), ctx)
-    mine, rest = joined.checked(t).split(kind)
+    mine, rest = joined.checked(t).split(kind, common)
     assert made(mine, t) == {"host": "DB1", "port": 1} and made(rest, t) == {"name": "a", "cpus": 1}
     for data, kind_says, common_says in (
         ({"host": "bad", "port": 70000, "cpus": 0}, "a bad host", "65535"),
@@ -417,7 +417,7 @@ def test_a_kind_and_the_common_keys_are_read_in_one_pass_each_part_by_its_owner(
         ({"host": "db1", "other": 1}, None, "unknown key 'other'"),
     ):
         t = Table(data, ("target", 0), ctx)
-        mine, rest = joined.checked(t).split(kind)
+        mine, rest = joined.checked(t).split(kind, common)
         if kind_says is None:
             made(mine, t)
         else:
@@ -425,6 +425,12 @@ def test_a_kind_and_the_common_keys_are_read_in_one_pass_each_part_by_its_owner(
                 made(mine, t)
         with pytest.raises(UsageError, match=common_says):
             made(rest, t)
+    # a key of both (a plug-in's kind declaring a common key): read once, in both parts
+    both = Schema("[[target]] k", text("name", None, "n"), text("label", "x", "l"))
+    t = Table({"name": "a", "label": "b"}, ("target", 0), ctx)
+    mine, rest = common.after(both).checked(t).split(both, common)
+    assert made(mine, t) == {"name": "a", "label": "b"}
+    assert made(rest, t) == {"name": "a", "cpus": 1}
     # a remote target: its refusals before the common keys' ones, as before the one pass
     for keys, said in (
         ('kind = "remote"\npg_bin = 5', "a remote target needs the host"),

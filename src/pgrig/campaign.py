@@ -227,7 +227,8 @@ def _target(t: Table, kinds: dict[str, registry.AnyKind]) -> TargetSpec:
     own = kind.schema if kind is not None else None
     # The kind's keys and the common ones in one pass of the table; the kind
     # makes its options of its part, and refuses, before the common keys' readers.
-    own_read, read = (TARGET_SCHEMA.after(own) if own else TARGET_SCHEMA).checked(t).split(own)
+    joined = TARGET_SCHEMA.after(own) if own else TARGET_SCHEMA
+    own_read, read = joined.checked(t).split(own, TARGET_SCHEMA)
     options = kind.parse(t, own_read) if kind is not None else None
     values = read.values | {k.attr: k.read(t, k.name, v) for k, v in read.owned}
     if kind is not None:

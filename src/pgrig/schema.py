@@ -467,21 +467,23 @@ class Checked:
     # refused after all of them): which part of a joined schema the refusal is.
     refused_key: str | None = None
 
-    def split(self, first: Schema | None) -> tuple[Checked, Checked]:
-        """A joined schema's pass (``Schema.after``) in its two parts: ``first``'s
-        keys (a target kind's: the refusal if the pass stopped at one of them),
-        and the rest (the common keys: any refusal, as they end with it). None:
-        a first part with no keys."""
+    def split(self, first: Schema | None, rest: Schema) -> tuple[Checked, Checked]:
+        """A joined schema's pass (``rest.after(first)``) in its two parts:
+        ``first``'s keys (a target kind's: the refusal if the pass stopped at a
+        key only it declares) and ``rest``'s (the common keys: any refusal, as
+        they end with it). A key both declare is read once, as ``rest`` declares
+        it, and its value is in both parts. None: a first part with no keys."""
         keys = first.keys if first is not None else ()
-        names, attrs = {k.name for k in keys}, {k.attr for k in keys}
+        names = {k.name for k in keys} - set(rest.names)
         mine = self.refused if self.refused_key in names else None
+        ours, theirs = {k.attr for k in keys}, {k.attr for k in rest.keys}
         return Checked(
-            {k: v for k, v in self.values.items() if k in attrs},
+            {k: v for k, v in self.values.items() if k in ours},
             tuple((k, v) for k, v in self.owned if k.name in names or (k is REFUSED and mine)),
             mine,
             self.refused_key if mine else None,
         ), Checked(
-            {k: v for k, v in self.values.items() if k not in attrs},
+            {k: v for k, v in self.values.items() if k in theirs},
             tuple((k, v) for k, v in self.owned if k.name not in names),
             self.refused,
             self.refused_key,
@@ -546,8 +548,10 @@ class Schema:
     def after(self, first: Schema) -> Schema:
         """This schema's keys after ``first``'s: a table that holds both (a
         target's kind's keys and the common ones) read in one pass, each part
-        taken by its owner (``Checked.part``)."""
-        return Schema(self.title, *first.keys, *self.keys, also=self.also)
+        taken by its owner (``Checked.split``); a key of both read once, as
+        this schema declares it."""
+        own = tuple(k for k in first.keys if k.name not in self.names)
+        return Schema(self.title, *own, *self.keys, also=self.also)
 
     def read(self, table: Table) -> dict[str, Any]:
         """Every declared key's value (or default) by field name; unknown keys
