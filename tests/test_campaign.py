@@ -382,6 +382,65 @@ def test_the_schema_reads_a_table_in_one_pass_and_calls_no_reader_of_its_owner()
             read.values | {k.attr: k.read(table, k.name, v) for k, v in read.owned}
 
 
+def test_a_kind_and_the_common_keys_are_read_in_one_pass_each_part_by_its_owner(
+    tmp_path: Path,
+) -> None:
+    """A target's table holds its kind's keys and the common ones: one pass of
+    both (``Schema.after``), split (``Checked.split``): the kind's part with the
+    refusal of one of its keys, the common part with any refusal, as it cannot
+    be read past it (issue 43: two passes, the kind's and the campaign's). Two
+    bad keys: the first in the keys' order, and the kind's checks before the
+    common keys' readers, as when the kind read its keys first."""
+    from pgrig.schema import Checked, Context, Locator, Schema, Table, custom, integer, port, text
+
+    def upper(t: Table, key: str, value: str | None) -> str | None:
+        if value == "bad":
+            raise t.error(key, "a bad host")
+        return value and value.upper()
+
+    common = Schema("[[target]]", text("name", None, "n"), integer("cpus", 1, "c"), also=("fs",))
+    kind = Schema("[[target]] k", custom("host", None, "h", upper, kind=str), port("port", 1, "p"))
+    joined = common.after(kind)
+    assert joined.names == ("host", "port", "name", "cpus")
+    ctx = Context("c.toml", Path("."), Locator(""))
+
+    def made(read: Checked, t: Table) -> dict[str, object]:
+        return read.values | {k.attr: k.read(t, k.name, v) for k, v in read.owned}
+
+    t = Table({"host": "db1", "name": "a", "fs": "xfs"}, ("target", 0), ctx)
+    mine, rest = joined.checked(t).split(kind, common)
+    assert made(mine, t) == {"host": "DB1", "port": 1} and made(rest, t) == {"name": "a", "cpus": 1}
+    for data, kind_says, common_says in (
+        ({"host": "bad", "port": 70000, "cpus": 0}, "a bad host", "65535"),
+        ({"host": "db1", "port": 70000, "cpus": 0}, "65535", "65535"),
+        ({"host": "bad", "cpus": 0}, "a bad host", "less than 1"),
+        ({"host": "db1", "other": 1}, None, "unknown key 'other'"),
+    ):
+        t = Table(data, ("target", 0), ctx)
+        mine, rest = joined.checked(t).split(kind, common)
+        if kind_says is None:
+            made(mine, t)
+        else:
+            with pytest.raises(UsageError, match=kind_says):
+                made(mine, t)
+        with pytest.raises(UsageError, match=common_says):
+            made(rest, t)
+    # a key of both (a plug-in's kind declaring a common key): read once, in both parts
+    both = Schema("[[target]] k", text("name", None, "n"), text("label", "x", "l"))
+    t = Table({"name": "a", "label": "b"}, ("target", 0), ctx)
+    mine, rest = common.after(both).checked(t).split(both, common)
+    assert made(mine, t) == {"name": "a", "label": "b"}
+    assert made(rest, t) == {"name": "a", "cpus": 1}
+    # a remote target: its refusals before the common keys' ones, as before the one pass
+    for keys, said in (
+        ('kind = "remote"\npg_bin = 5', "a remote target needs the host"),
+        ('host = "db1"\nport = 70000\nprofile = 5', "target\\[0\\].port: 70000"),
+    ):
+        text_ = f'[campaign]\nname = "c"\n[[target]]\nname = "a"\n{keys}\n'
+        with pytest.raises(UsageError, match=said):
+            campaign.load(write(tmp_path, text_))
+
+
 def test_a_table_key_and_a_name_are_checked_in_the_schemas_one_pass() -> None:
     """A table-valued key (``kind=Table``) reaches its owner's reader as a Table
     whose errors name its keys, and a name (``naming``) is checked in the

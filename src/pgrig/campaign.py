@@ -224,10 +224,12 @@ def _target(t: Table, kinds: dict[str, registry.AnyKind]) -> TargetSpec:
     kind = kinds.get(named) if named is not None else None
     if named is None:  # a kind chosen by a key of its own (a remote target's host)
         kind = next((k for k in kinds.values() if k.claim_key and k.claim_key in t.data), None)
-    options = kind.parse(t) if kind is not None else None  # before the common keys
-    extra = kind.schema.names if kind is not None and kind.schema is not None else ()
-    schema = Schema(TARGET_SCHEMA.title, *TARGET_SCHEMA.keys, also=(*TARGET_SCHEMA.also, *extra))
-    read = schema.checked(t)
+    own = kind.schema if kind is not None else None
+    # The kind's keys and the common ones in one pass of the table; the kind
+    # makes its options of its part, and refuses, before the common keys' readers.
+    joined = TARGET_SCHEMA.after(own) if own else TARGET_SCHEMA
+    own_read, read = joined.checked(t).split(own, TARGET_SCHEMA)
+    options = kind.parse(t, own_read) if kind is not None else None
     values = read.values | {k.attr: k.read(t, k.name, v) for k, v in read.owned}
     if kind is not None:
         values["kind"] = kind.name
@@ -377,7 +379,8 @@ def read(data: Document, ctx: Context) -> Campaign:
     workloads: list[WorkloadSpec] = []
     for i, item in enumerate(top.get("workload", list, [])):
         r = Table(item, ("workload", i), ctx)
-        workloads.append(types[r.choice("type", tuple(types), "tpcb")].parse(r))
+        workload = types[r.choice("type", tuple(types), "tpcb")]
+        workloads.append(workload.parse(r, workload.schema.checked(r)))
     names = [w.name for w in workloads]
     dupes = {n for n in names if names.count(n) > 1}
     if dupes:

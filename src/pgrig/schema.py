@@ -12,11 +12,13 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import functools
+import inspect
 import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import FunctionType
 from typing import Any, NoReturn, TypeVar, overload
 
 from pgrig.errors import UsageError
@@ -461,6 +463,46 @@ class Checked:
     values: dict[str, Any]  # by field name: the schema's values, the owner's keys as given
     owned: tuple[tuple[OwnKey, Any], ...]  # the owner's keys, and the first refusal last
     refused: UsageError | None = None
+    # The key being read when the pass refused (None: a key nobody declared,
+    # refused after all of them): which part of a joined schema the refusal is.
+    refused_key: str | None = None
+
+    def split(self, first: Schema | None, rest: Schema) -> tuple[Checked, Checked]:
+        """A joined schema's pass (``rest.after(first)``) in its two parts:
+        ``first``'s keys (a target kind's: the refusal if the pass stopped at a
+        key only it declares) and ``rest``'s (the common keys: any refusal, as
+        they end with it). A key both declare is read once, as ``rest`` declares
+        it, and its value is in both parts. None: a first part with no keys."""
+        keys = first.keys if first is not None else ()
+        names = {k.name for k in keys} - set(rest.names)
+        mine = self.refused if self.refused_key in names else None
+        ours, theirs = {k.attr for k in keys}, {k.attr for k in rest.keys}
+        return Checked(
+            {k: v for k, v in self.values.items() if k in ours},
+            tuple((k, v) for k, v in self.owned if k.name in names or (k is REFUSED and mine)),
+            mine,
+            self.refused_key if mine else None,
+        ), Checked(
+            {k: v for k, v in self.values.items() if k in theirs},
+            tuple((k, v) for k, v in self.owned if k.name not in names),
+            self.refused,
+            self.refused_key,
+        )
+
+
+def given_checked(parse: Any) -> Any:
+    """A plug-in's ``parse(self, table)`` as written before the campaign read its
+    keys for it (it reads them itself: ``SCHEMA.read(table)``), made one that
+    takes the campaign's pass, ``parse(self, table, read)``, and leaves it: the
+    plug-ins registered then still work. Any other ``parse`` as it is."""
+    if not isinstance(parse, FunctionType) or len(inspect.signature(parse).parameters) != 2:
+        return parse
+
+    @functools.wraps(parse)
+    def parse_checked(self: object, table: Table, read: Checked) -> Any:
+        return parse(self, table)
+
+    return parse_checked
 
 
 class Schema:
@@ -488,17 +530,28 @@ class Schema:
         after: the first refusal held, not raised (``Checked.owned``)."""
         values: dict[str, Any] = {}
         owned: list[tuple[OwnKey, Any]] = []
+        at: str | None = None
         try:
             for k in self.keys:
+                at = k.name
                 if isinstance(k, OwnKey):
                     values[k.attr] = k.given(table)
                     owned.append((k, values[k.attr]))
                 else:
                     values[k.attr] = k.read(table, k.name, k.default)
+            at = None
             table.finish((*self.also, *self.names))
         except UsageError as refused:
-            return Checked(values, (*owned, (REFUSED, refused)), refused)
+            return Checked(values, (*owned, (REFUSED, refused)), refused, at)
         return Checked(values, tuple(owned))
+
+    def after(self, first: Schema) -> Schema:
+        """This schema's keys after ``first``'s: a table that holds both (a
+        target's kind's keys and the common ones) read in one pass, each part
+        taken by its owner (``Checked.split``); a key of both read once, as
+        this schema declares it."""
+        own = tuple(k for k in first.keys if k.name not in self.names)
+        return Schema(self.title, *own, *self.keys, also=self.also)
 
     def read(self, table: Table) -> dict[str, Any]:
         """Every declared key's value (or default) by field name; unknown keys

@@ -18,7 +18,7 @@ from pgrig.pgsource.binaries import PgBinaries
 from pgrig.policy import RunPolicy
 from pgrig.registry.workload import Needs, Phase, Series, TargetView, Workload, WorkloadSpec
 from pgrig.results import ResultKind, RunRecord, Study
-from pgrig.schema import Schema, Table, choice, custom, integer, number, text
+from pgrig.schema import Checked, Schema, Table, choice, custom, integer, number, text
 from pgrig.step import Action, Call, Context, Skip, Step, StepKey
 from pgrig.ui import Step as ProgressLine
 from pgrig.workloads.custom.spec import ScriptSpec, _defines, _scripts, check_scripts
@@ -200,8 +200,7 @@ class DurabilityWorkload(Workload):
     )
     needs = Needs(destructive="the durability check kills the server's processes under load")
 
-    def parse(self, table: Table) -> DurabilitySpec:
-        read = SCHEMA.checked(table)
+    def parse(self, table: Table, read: Checked) -> DurabilitySpec:
         spec = DurabilitySpec(
             **(read.values | {k.attr: k.read(table, k.name, v) for k, v in read.owned})
         )

@@ -38,6 +38,7 @@ from pgrig.clients import OneHost
 from pgrig.environment import remote as remote_environment
 from pgrig.errors import ClusterError
 from pgrig.ownership import Found, Leaves
+from pgrig.schema import given_checked
 from pgrig.step import Action, Context, Prepare, Step
 from pgrig.storage.target import LabSpec
 
@@ -50,6 +51,7 @@ if TYPE_CHECKING:  # types only: lower rooms, imported where they are used
     from pgrig.hosts.executor import Executor
     from pgrig.pgsource.binaries import PgBinaries
     from pgrig.results import Environment, ResultKind, RunRecord, Study
+    from pgrig.schema import Checked as CheckedKeys
     from pgrig.schema import Schema, Table
     from pgrig.ui import Step as ProgressLine
     from pgrig.ui import Ui
@@ -331,21 +333,31 @@ class TargetKind(ABC, Generic[OptionsT, StateT]):
     # ``clean`` is asked only when some of it is there (or ``left_beyond``)
     leaves: ClassVar[Leaves] = Leaves()
 
-    def parse(self, table: Table) -> OptionsT | None:
-        """Its own keys of a ``[[target]]`` table (``TargetSpec.options``), read
-        before the common keys (which refuse unknown keys after). Errors via
-        ``table.error``. None: no keys of its own. Without a ``parse`` of its
-        own a kind with a ``schema`` has its keys as a dict by attribute (a
-        ``TargetKind[dict[str, Any], ...]``)."""
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "parse" in cls.__dict__:  # one written as parse(self, table) still works
+            cls.parse = given_checked(cls.__dict__["parse"])  # type: ignore[method-assign]
+
+    def parse(self, table: Table, read: CheckedKeys) -> OptionsT | None:
+        """Its own keys of a ``[[target]]`` table (``TargetSpec.options``), made
+        from ``read``: its ``schema``'s keys as the campaign read them, in the one
+        pass of the table that reads the common keys too (``Checked.split``):
+        ``read.values``, and ``read.owned`` for the keys with readers of its own
+        (``schema.custom``), which it calls, then the refusal of its keys if any
+        (so call them all). Its checks come before the common keys' readers.
+        Errors via ``table.error``. None: no keys of its own. Without a
+        ``parse`` of its own a kind with a ``schema`` has its keys as a dict by
+        attribute (a ``TargetKind[dict[str, Any], ...]``). A ``parse(self,
+        table)`` (the interface before) reads its keys itself (``read_keys``)."""
         if self.schema is None:
             return None
-        return cast(OptionsT, self.read_keys(table))
+        values = read.values | {k.attr: k.read(table, k.name, v) for k, v in read.owned}
+        return cast(OptionsT, values)
 
     def read_keys(self, table: Table) -> dict[str, Any]:
-        """Its ``schema``'s keys of a ``[[target]]`` table, by attribute (what a
-        ``parse`` builds its options from). A kind whose keys have readers of
-        its own (``schema.custom``) reads them in its own ``parse``, as the
-        remote kind does: called here, they would be called back from below."""
+        """Its ``schema``'s keys of a ``[[target]]`` table, by attribute: what a
+        ``parse(self, table)`` (the interface before ``read``) built its options
+        from. Keys with readers of its own are read by its ``parse``."""
         if self.schema is None:
             return {}
         return {k.attr: k.read(table, k.name, k.default) for k in self.schema.keys}

@@ -22,7 +22,7 @@ from pgrig.pgsource.binaries import PgBinaries
 from pgrig.policy import RunPolicy
 from pgrig.registry.report import Rule, RunsReport
 from pgrig.results import ResultKind, RunRecord, Study
-from pgrig.schema import Schema, Table
+from pgrig.schema import Checked, Schema, Table, given_checked
 from pgrig.step import Step
 
 
@@ -130,9 +130,19 @@ class Workload(ABC):
     # on a remote target as it is.
     from_here: ClassVar[bool] = False
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "parse" in cls.__dict__:  # one written as parse(self, table) still works
+            cls.parse = given_checked(cls.__dict__["parse"])  # type: ignore[method-assign]
+
     @abstractmethod
-    def parse(self, table: Table) -> WorkloadSpec:
-        """The spec from a ``[[workload]]`` table; errors via ``table.error``."""
+    def parse(self, table: Table, read: Checked) -> WorkloadSpec:
+        """The spec from a ``[[workload]]`` table, made from ``read``: its
+        ``schema``'s keys as the campaign read them in one pass
+        (``Schema.checked``): ``read.values``, and ``read.owned`` for the keys
+        with readers of its own, which it calls (the refusal of a bad key among
+        them, so call them all); errors via ``table.error``. A ``parse(self,
+        table)`` (the interface before) reads its keys itself."""
 
     @abstractmethod
     def phases(self, spec: Any, policy: RunPolicy) -> list[Phase]:

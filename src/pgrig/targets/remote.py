@@ -57,7 +57,8 @@ from pgrig.registry.target import (
     capture_on,
     settings_option,
 )
-from pgrig.schema import OwnKey, Schema, custom, path, port, text
+from pgrig.schema import Checked as CheckedKeys
+from pgrig.schema import Schema, custom, path, port, text
 from pgrig.schema import Table as Keys
 from pgrig.storage.keys import LAB_SCHEMA
 from pgrig.targets import loadhosts, remote_refuse
@@ -333,15 +334,11 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
         # that names it; cleaning and the storage reuse the connection.
         self._pool = preflight.Pool()
 
-    def parse(self, table: Keys) -> RemoteOptions:
-        # Our keys read in one pass of the schema's readers (``load_hosts`` as
-        # given, of its TOML type), then made and refused here: the schema calls
+    def parse(self, table: Keys, read: CheckedKeys) -> RemoteOptions:
+        # Our keys as the campaign's one pass of the table read them (``load_hosts``
+        # as given, of its TOML type), made and refused here: the schema calls
         # none of ours. The rest of the table is the campaign's common keys.
-        values = {
-            k.attr: k.given(table) if isinstance(k, OwnKey) else k.read(table, k.name, k.default)
-            for k in SCHEMA.keys
-        }
-        values["load_hosts"] = _load_hosts(table, "load_hosts", values["load_hosts"])
+        values = read.values | {k.attr: k.read(table, k.name, v) for k, v in read.owned}
         values["inventory"] = values["inventory"] or table.ctx.inventory
         if values["host"] is None:
             raise table.error("host", "a remote target needs the host its server runs on",

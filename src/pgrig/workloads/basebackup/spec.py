@@ -10,7 +10,7 @@ from typing import ClassVar
 
 from pgrig.cluster.profiles import settings_of
 from pgrig.errors import DiskSpaceError
-from pgrig.schema import Schema, Table, choice, custom, integer, text
+from pgrig.schema import Checked, Schema, Table, choice, custom, integer, text
 from pgrig.units import GB, MB
 
 FORMATS = ("plain", "tar")
@@ -131,8 +131,7 @@ def copy_bytes(scale: int) -> int:
     return scale * 16 * MB + 64 * MB + 48 * MB
 
 
-def parse(t: Table) -> BasebackupSpec:
-    read = SCHEMA.checked(t)
+def parse(t: Table, read: Checked) -> BasebackupSpec:
     values = read.values | {k.attr: k.read(t, k.name, v) for k, v in read.owned}
     spec = BasebackupSpec(**values)
     method = _COMPRESS.fullmatch(spec.compress)

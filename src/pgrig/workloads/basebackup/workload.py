@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from pgrig.policy import RunPolicy
 from pgrig.registry.workload import Needs, Phase, Series, Workload
 from pgrig.results import ResultKind
-from pgrig.schema import Table
+from pgrig.schema import Checked, Table
 from pgrig.workloads.basebackup import report, steps
 from pgrig.workloads.basebackup import spec as bb_spec
 from pgrig.workloads.basebackup.model import MB, BasebackupData, BasebackupResult
@@ -68,8 +68,8 @@ class BasebackupWorkload(Workload):
         tools=("pg_basebackup",),
     )
 
-    def parse(self, table: Table) -> BasebackupSpec:
-        return bb_spec.parse(table)
+    def parse(self, table: Table, read: Checked) -> BasebackupSpec:
+        return bb_spec.parse(table, read)
 
     def phases(self, spec: BasebackupSpec, policy: RunPolicy) -> list[Phase]:
         copies = 2 if policy.reset == "restore" else 1

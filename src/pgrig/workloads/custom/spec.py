@@ -10,7 +10,7 @@ from typing import ClassVar
 from pgrig import files
 from pgrig.errors import UsageError
 from pgrig.pgsource.binaries import PgBinaries
-from pgrig.schema import Schema, Table, custom, integers
+from pgrig.schema import Checked, Schema, Table, custom, integers
 from pgrig.tools import pgbench
 from pgrig.workloads.tpcb.spec import (
     LATENCY_LIMIT,
@@ -138,8 +138,7 @@ SCHEMA = Schema(
 )  # fmt: skip
 
 
-def parse(t: Table) -> CustomSpec:
-    read = SCHEMA.checked(t)
+def parse(t: Table, read: Checked) -> CustomSpec:
     spec = CustomSpec(**(read.values | {k.attr: k.read(t, k.name, v) for k, v in read.owned}))
     check_pgbench(t, spec.clients, spec.threads, spec.rate, spec.latency_limit_ms)
     return spec

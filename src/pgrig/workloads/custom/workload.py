@@ -24,7 +24,7 @@ from pgrig.registry.workload import (
     on_hosts,
 )
 from pgrig.results import SetupResult
-from pgrig.schema import Table
+from pgrig.schema import Checked, Table
 from pgrig.step import Action, Call, Context, Step, StepKey
 from pgrig.tools import pgbench
 from pgrig.ui import Step as ProgressLine
@@ -203,8 +203,8 @@ class CustomWorkload(Workload):
     runs_report = PGBENCH_REPORT  # TPC-B's: the runs are pgbench's, as TPC-B's are
     needs = Needs(destructive="the setup SQL may drop and recreate tables")
 
-    def parse(self, table: Table) -> CustomSpec:
-        return custom_spec.parse(table)
+    def parse(self, table: Table, read: Checked) -> CustomSpec:
+        return custom_spec.parse(table, read)
 
     def check(self, spec: WorkloadSpec, bins: PgBinaries, source: str) -> None:
         assert isinstance(spec, CustomSpec)  # what parse made

@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 
 from pgrig.cluster.loadwal import LOAD_WAL
 from pgrig.schema import (
+    Checked,
     Schema,
     Table,
     choice,
@@ -155,8 +156,7 @@ SCHEMA = Schema(
 )  # fmt: skip
 
 
-def parse(t: Table) -> TpcbSpec:
-    read = SCHEMA.checked(t)
+def parse(t: Table, read: Checked) -> TpcbSpec:
     spec = TpcbSpec(**(read.values | {k.attr: k.read(t, k.name, v) for k, v in read.owned}))
     if spec.load_jobs is not None and spec.generate != "parallel":
         raise t.error(

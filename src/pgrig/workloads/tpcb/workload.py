@@ -10,7 +10,7 @@ from typing import Any
 from pgrig.policy import RunPolicy
 from pgrig.registry.shared import COUNT, PGBENCH_INIT, PGBENCH_RUN, RELATION_SIZES
 from pgrig.registry.workload import Needs, Phase, Series, Workload
-from pgrig.schema import Table
+from pgrig.schema import Checked, Table
 from pgrig.tools import pgbench
 from pgrig.units import GB, MB
 from pgrig.workloads.common import prepare_action, relation_sizes
@@ -57,8 +57,8 @@ class TpcbWorkload(Workload):
     from_load_hosts = True
     needs = Needs(destructive="pgbench -i drops and recreates the pgbench_* tables")
 
-    def parse(self, table: Table) -> TpcbSpec:
-        return tpcb_spec.parse(table)
+    def parse(self, table: Table, read: Checked) -> TpcbSpec:
+        return tpcb_spec.parse(table, read)
 
     def phases(self, spec: TpcbSpec, policy: RunPolicy) -> list[Phase]:
         # The steps are made by tpcb.steps itself (partials, not closures here):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from pgrig.schema import Schema, Table, choice, choices, integer, integers, text
+from pgrig.schema import Checked, Schema, Table, choice, choices, integer, integers, text
 from pgrig.workloads.tpcb.spec import RATES, THREADS, check_pgbench
 from pgrig.workloads.tpcc.model import ISOLATIONS, MODES
 
@@ -66,8 +66,7 @@ SCHEMA = Schema(
 )  # fmt: skip
 
 
-def parse(t: Table) -> TpccSpec:
-    read = SCHEMA.checked(t)
+def parse(t: Table, read: Checked) -> TpccSpec:
     spec = TpccSpec(**(read.values | {k.attr: k.read(t, k.name, v) for k, v in read.owned}))
     for k in spec.active or ():
         if k > spec.warehouses:

@@ -13,7 +13,7 @@ from pgrig.policy import RunPolicy
 from pgrig.registry.shared import RELATION_SIZES
 from pgrig.registry.workload import Needs, Phase, Series, TargetView, Workload
 from pgrig.results import ResultKind, RunRecord, Study
-from pgrig.schema import Table
+from pgrig.schema import Checked, Table
 from pgrig.step import Step, StepKey
 from pgrig.units import MB
 from pgrig.workloads.common import relation_sizes, sizes_step
@@ -133,8 +133,8 @@ class TpccWorkload(Workload):
     )
     needs = Needs(destructive="the TPC-C load replaces the tpcc schema")
 
-    def parse(self, table: Table) -> TpccSpec:
-        return tpcc_spec.parse(table)
+    def parse(self, table: Table, read: Checked) -> TpccSpec:
+        return tpcc_spec.parse(table, read)
 
     def phases(self, spec: TpccSpec, policy: RunPolicy) -> list[Phase]:
         tp = steps.TpccPlan.of(spec, repeat=policy.repeat).validate()
