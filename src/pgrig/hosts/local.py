@@ -24,7 +24,7 @@ from typing import IO
 from pgrig import ownership, proc
 from pgrig.errors import BinaryNotFound, ToolError
 from pgrig.files import write_atomically
-from pgrig.hosts.executor import STOP_GRACE_S, TMP, Executor, Launch, Ran, Started, Who
+from pgrig.hosts.executor import SH, STOP_GRACE_S, TMP, Executor, Launch, Ran, Started, Who
 from pgrig.hosts.inventory import Host
 
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -189,11 +189,13 @@ class LocalExecutor(Executor):
         """``argv`` started in a process group of its own (what a stop signals)."""
         full_env = {**os.environ, **(env or {})}
         words = list(argv)
+        search = os.pathsep.join([full_env.get("PATH", ""), SYSTEM_PATH])
         if words[0] in SYSTEM_TOOLS:
             # The system's tools the lifecycle runs are found after the user's PATH
             # too: a PATH that hides a tool (fio) must not stop a server's start.
-            search = os.pathsep.join([full_env.get("PATH", ""), SYSTEM_PATH])
             words[0] = shutil.which(words[0], path=search) or words[0]
+        if SH in words:  # a lifecycle script (as the server's user too): its tools alike
+            full_env["PATH"] = search
         try:
             return subprocess.Popen(
                 words,
