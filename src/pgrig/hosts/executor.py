@@ -171,10 +171,6 @@ class Started(ABC):
         """Write to the process's stdin."""
 
     @abstractmethod
-    def close_stdin(self) -> None:
-        """End of input: what a reader of the whole stdin waits for."""
-
-    @abstractmethod
     def signal(self, signum: int) -> None:
         """Send a signal; a process that already ended is not an error."""
 

@@ -69,10 +69,6 @@ class _LocalStarted(Started):
         self._popen.stdin.write(text)
         self._popen.stdin.flush()
 
-    def close_stdin(self) -> None:
-        if self._popen.stdin is not None:
-            self._popen.stdin.close()
-
     def signal(self, signum: int) -> None:
         if self._popen.poll() is None:
             # The child leads its own process group: what it spawned gets the signal too.
@@ -117,6 +113,9 @@ class LocalExecutor(Executor):
             return Who(user, root=False, sudo=127)  # as a shell says a missing command
         sudo = self.run(["sudo", "-n", "true"], timeout=30, check=False, what="sudo")
         return Who(user, root=False, sudo=sudo.returncode)
+
+    def as_root(self) -> bool:
+        return os.geteuid() == 0  # asked without whoami's sudo check (a command)
 
     def of(self, path: str) -> str:
         return path  # this machine's paths need no host named

@@ -333,14 +333,6 @@ class _SshStarted(Started):
 
         call(write(), 30, f"writing to {self.argv[0]} on {self.host}")
 
-    def close_stdin(self) -> None:
-        process = self._process
-
-        async def eof() -> None:
-            process.stdin.write_eof()
-
-        call(eof(), 30, f"closing the input of {self.argv[0]} on {self.host}")
-
     def signal(self, signum: int) -> None:
         if self.poll() is None and self.pid:
             self._executor.run(
