@@ -67,6 +67,19 @@ def loops_of(files: tuple[str, ...]) -> list[str]:
     return sorted(dev for dev, backing in loop_backing_files().items() if backing in wanted)
 
 
+def _detached(device: str, files: tuple[str, ...], within_s: float = 5.0) -> bool:
+    """Whether ``device`` is off ``files`` now or within ``within_s``: while another
+    opener holds it (udev probing a device just made), ``losetup -d`` succeeds and
+    the kernel detaches it when that one closes (seen listed right after a refused
+    mount, then gone)."""
+    deadline = time.monotonic() + within_s
+    while device in loops_of(files):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
 def mount_at(mountpoint: str) -> environment.Mount | None:
     """The topmost mount at exactly ``mountpoint``, or None."""
     text = environment.read_text(Path("/proc/self/mountinfo")) or ""
@@ -208,7 +221,9 @@ def _undo(record: state.Record, attempts: int) -> Leftovers:
         _forget_btrfs(device)
         argv = [tool("losetup"), "-d", device]
         done = HERE.run(argv, timeout=60, env=C_LOCALE, check=False, what="losetup")
-        if not done.ok and device in loops_of(record.backing_files):
+        files = record.backing_files
+        gone = _detached(device, files) if done.ok else device not in loops_of(files)
+        if not gone:
             left_loops.append(device)
     left_paths = []
     if directory is not None and directory.exists():
