@@ -192,7 +192,7 @@ def serving(pid: int, fsname: str) -> Callable[[], bool]:
 
 @needs_fuse
 def test_clean_removes_a_lossy_run_directory_left_without_its_mount(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A run directory in /tmp (marker, fs.log) whose mount record is gone - a killed
     pgrig's state directory removed with its test session, or another state
@@ -201,17 +201,23 @@ def test_clean_removes_a_lossy_run_directory_left_without_its_mount(
     without pgrig's marker is never touched."""
     base = make_disk_dir("pgrig-test-clean-rundir-")
     (base / "backing").mkdir()
+    # The run directory in a temporary directory of this test's (TMPDIR, and this
+    # process's ``tempfile``): a neighbour's run cleans the dead ones in /tmp at
+    # its start, and once took this one between its filesystem's end and the check.
+    private = Path(tempfile.mkdtemp(prefix="lossy-clean-test-", dir="/tmp"))
+    monkeypatch.setattr(tempfile, "tempdir", str(private))
     lookalike = Path(tempfile.mkdtemp(prefix=registry.RUN_PREFIX))
     (lookalike / "fs.log").write_text("not pgrig's\n")
     lost_state = tmp_path / "lost-state"
     argv = [sys.executable, "-c", KILLED_PGRIG, str(base / "backing"), str(base / "mnt")]
-    env = {**os.environ, "PGRIG_STATE_DIR": str(lost_state)}
+    env = {**os.environ, "PGRIG_STATE_DIR": str(lost_state), "TMPDIR": str(private)}
     child = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, text=True)
     fs_pid, fsname, mountpoint = 0, "", str(base / "mnt")
     try:
         assert child.stdout is not None
         run_dir_text, pid_text, fsname = child.stdout.readline().split()
         run_dir, fs_pid = Path(run_dir_text), int(pid_text)
+        assert run_dir.parent == private  # out of the neighbours' cleans' way
         child.kill()
         child.wait(timeout=30)
         shutil.rmtree(lost_state)  # the mount's record goes with it
@@ -251,6 +257,7 @@ def test_clean_removes_a_lossy_run_directory_left_without_its_mount(
             registry.lazy_unmount(mountpoint, fsname)
         shutil.rmtree(lookalike, ignore_errors=True)
         shutil.rmtree(base, ignore_errors=True)
+        shutil.rmtree(private, ignore_errors=True)
 
 
 # -- refused before anything is created -------------------------------------------------
