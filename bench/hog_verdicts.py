@@ -19,10 +19,12 @@ hog, so that a starved pgbench does not hide the WAL writes.
 
 ``--wal`` adds, each round, the other side: a WAL-bound run beside the same
 hog (another cluster, fsync and synchronous_commit on, the server's processes
-capped at 200 write IOPS by a cgroup v1 blkio throttle, 1 read-write client),
-which must stay "WAL / fsync bound".
+capped at ``--iops`` write IOPS, the test's ``WAL_IOPS``, by a cgroup v1 blkio
+throttle, 1 read-write client for the test's 5 s), which must stay "WAL /
+fsync bound".
 
-    .venv/bin/python bench/hog_verdicts.py [--rounds 6] [--wal] [--commit-loop] [--interval 1.0]
+    .venv/bin/python bench/hog_verdicts.py [--rounds 6] [--wal] [--commit-loop]
+        [--interval 1.0] [--iops N]
 """
 
 from __future__ import annotations
@@ -113,7 +115,7 @@ def commit_loop(bins: binaries.PgBinaries, c: Cluster, interval: float) -> tuple
 
 
 def wal_bound(
-    bins: binaries.PgBinaries, name: str, interval: float
+    bins: binaries.PgBinaries, name: str, interval: float, iops: int
 ) -> tuple[MonitorResult, PgbenchRun]:
     c = verdicts.make_cluster(bins, {}, scale=1)
     try:
@@ -121,10 +123,12 @@ def wal_bound(
         ctx = Context(clients=OneHost(bins.client_bin_dir), bins=bins, target=c.workdir,
                       scratch=c.workdir, conn=conn,
                       running=Running(server_pid=c.postmaster_pid()))  # fmt: skip
-        opts = pgbench.RunOptions(mode="read-write", clients=1, threads=1, duration_s=3)
+        opts = pgbench.RunOptions(
+            mode="read-write", clients=1, threads=1, duration_s=verdicts.SECONDS
+        )
         ncpu = os.cpu_count() or 1
         with (
-            verdicts.throttled_writes(c, 200),
+            verdicts.throttled_writes(c, iops),
             hogtest.hogs(hogtest.CPU_HOG, name, ncpu),
             monitor.Watch(ctx, interval) as watch,
         ):
@@ -145,6 +149,12 @@ def main() -> int:
     )
     ap.add_argument(
         "--interval", type=float, default=1.0, help="seconds between samples (the tests': 1)"
+    )
+    ap.add_argument(
+        "--iops",
+        type=int,
+        default=hogtest.WAL_IOPS,
+        help="the WAL-bound run's write IOPS (the test's: %(default)s)",
     )
     args = ap.parse_args()
     bins = binaries.find()
@@ -167,7 +177,7 @@ def main() -> int:
                 baseline = monitor.idle_baseline(2.0, target=c.workdir)
                 results = hog_study(bins, c, baseline, args.interval)
             if args.wal:
-                results.append(wal_bound(bins, name, args.interval))
+                results.append(wal_bound(bins, name, args.interval, args.iops))
             if args.commit_loop:
                 with hogtest.hogs(hogtest.CPU_HOG, name, ncpu):
                     new, old, waits = commit_loop(bins, c, args.interval)

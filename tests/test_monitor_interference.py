@@ -61,6 +61,13 @@ from pgrig.tools import pgbench
 
 DATA = Path(__file__).parent / "data" / "monitor"
 SECONDS = 3
+# The WAL-bound run beside the hog: the server's write IOPS and the sampling
+# interval. At 1 s a 5-s run gave 3-5 samples inside it, and a backend on the
+# WAL a quarter of the time at load 12-15 (ci42: 25% IO:WALSync, under the 30%
+# threshold) or woken and runnable in all three of its WAL samples (stop 48's
+# CI) failed the test on noise; 0.2 s gives 20-25.
+WAL_IOPS = 100
+WAL_INTERVAL = 0.2
 # Causes that put the run's speed on the server; beside a hog none may be primary.
 SERVER_CAUSES = {"cpu", "stalls", "lock", "wal", "read", "write", "lwlock"}
 
@@ -291,7 +298,7 @@ def test_a_wal_bound_run_beside_a_cpu_hog_is_still_wal_bound(bins: binaries.PgBi
     XLogWrite's write() kept IO:WALWrite set while it waited for a CPU, and
     does not count as waiting on WAL. Commits that wait for their fsync on a
     slow disk (fsync and synchronous_commit on, the server's processes capped at
-    200 write IOPS) are blocked in the kernel, hog or not: the verdict is the
+    ``WAL_IOPS`` write IOPS) are blocked in the kernel, hog or not: the verdict is the
     server's WAL, the starvation seen beside it."""
     name = hog_name("cpuhog")
     c = verdicts.make_cluster(bins, {}, scale=1)
@@ -308,9 +315,9 @@ def test_a_wal_bound_run_beside_a_cpu_hog_is_still_wal_bound(bins: binaries.PgBi
             mode="read-write", clients=1, threads=1, duration_s=verdicts.SECONDS
         )
         with (
-            verdicts.throttled_writes(c, 200),
+            verdicts.throttled_writes(c, WAL_IOPS),
             hogs(CPU_HOG, name, os.cpu_count() or 1),
-            monitor.Watch(ctx) as watch,
+            monitor.Watch(ctx, WAL_INTERVAL) as watch,
         ):
             run, _ = pgbench.run_bench(bins.bin_dir, conn, opts, c.workdir)
         mon = watch.result(run)
