@@ -239,8 +239,18 @@ def _teardown(made: _Made, root: Path | None) -> None:
 
 # Each (directory, path) pair after the script's name bound over the path, up to
 # "--"; then the command, exec'd (its PID stays the one Popen gave).
-_BIND_THEN_EXEC = (
-    'while [ "$1" != -- ]; do mount --bind "$1" "$2" || exit 1; shift 2; done; shift; exec "$@"'
+# Run as the first command in the host's mount namespace (``ip netns exec`` makes
+# one, a copy of this machine's mounts at that moment: / is private here, so
+# nothing unmounted later reaches the copy). A loop-backed filesystem mounted
+# then - another test's storage lab, another agent's - would stay mounted in the
+# copy for as long as sshd lives, and its loop device could not be detached
+# (ci45: two lab teardowns left /dev/loop0 and /dev/loop4 behind). So they are
+# unmounted lazily in the copy (never on this machine), then ``make_lab``'s binds
+# are made, then sshd runs.
+_UNPIN_BIND_THEN_EXEC = (
+    "for m in $(awk '$0 ~ / - [^ ]+ \\/dev\\/loop/ {print $5}' /proc/self/mountinfo | sort -r);"
+    ' do umount -l -- "$m" 2>/dev/null; done;'
+    ' while [ "$1" != -- ]; do mount --bind "$1" "$2" || exit 1; shift 2; done; shift; exec "$@"'
 )
 
 
@@ -313,10 +323,10 @@ def make_lab(count: int, binds: Mapping[str, Path] | None = None) -> Iterator[La
             with log.open("wb") as log_fh:
                 bind_here = {**_root_rc_hidden(), **(binds or {})}
                 bound = [
-                    "sh", "-c", _BIND_THEN_EXEC, "sh",
+                    "sh", "-c", _UNPIN_BIND_THEN_EXEC, "sh",
                     *(arg for path, there in bind_here.items() for arg in (there, path)),
                     "--",
-                ] if bind_here else []  # fmt: skip
+                ]  # fmt: skip
                 sshd = [str(SSHD), "-D", "-e", "-f", str(config)]
                 proc = subprocess.Popen(
                     ["ip", "netns", "exec", netns, *bound, *sshd],

@@ -174,6 +174,37 @@ def test_busy_mount_is_retried_then_reported_with_how_to_remove_it(base: Path) -
     assert_nothing_left(base, info.mountpoint)
 
 
+def test_a_mount_namespace_that_copied_the_filesystem_is_named_as_what_holds_it(
+    base: Path,
+) -> None:
+    """A namespace made while the filesystem was mounted (``unshare -m`` here, as
+    ``ip netns exec``, systemd's PrivateTmp or a container make one) keeps its
+    copy of the mount: / is private on this machine, so the unmount here does not
+    reach it, and ``losetup -d`` only marks the device to go when the namespace's
+    last process ends (ci45: a test host's sshd held two lab devices this way).
+    The leftover names that process; once it ends, the device is gone."""
+    target = LoopFilesystem(base, FsSpec.parse("ext4", "64M"))
+    info = target.create()
+    (device,) = ours(base)
+    holder = subprocess.Popen(["unshare", "-m", "--propagation", "private", "sleep", "60"])
+    try:
+        deadline = time.monotonic() + 10
+        while os.readlink(f"/proc/{holder.pid}/ns/mnt") == os.readlink("/proc/self/ns/mnt"):
+            assert time.monotonic() < deadline, "unshare made no mount namespace"
+            time.sleep(0.02)
+        left = target.destroy()
+        assert left.mounts == () and left.loop_devices == (device,), left
+        assert any(
+            f"pid {holder.pid} (sleep): mounted at {info.mountpoint}" in h for h in left.holders
+        ), left.holders
+        assert devices.mount_at(info.mountpoint) is None  # unmounted here all the same
+    finally:
+        holder.kill()
+        holder.wait()
+    assert not target.destroy()
+    assert_nothing_left(base, info.mountpoint)
+
+
 CHILD = """
 import sys, time
 from pathlib import Path

@@ -138,6 +138,50 @@ def holders(path: str) -> list[str]:
 # Undo: shared by the context manager and clean() after a crash
 
 
+def mounted_elsewhere(device: str, limit: int = 3) -> list[str]:
+    """Processes of other mount namespaces in which ``device``'s filesystem is
+    still mounted: a namespace copies the mounts of its moment (``ip netns exec``,
+    systemd's PrivateTmp, a container), and where / is private the unmount here
+    never reaches the copy, so ``losetup -d`` only marks the device to go when
+    the last of those processes ends. One line per namespace, its first process."""
+    try:
+        rdev = os.stat(device).st_rdev
+    except OSError:
+        return []
+    numbers = f"{os.major(rdev)}:{os.minor(rdev)}"
+    ours = os.readlink("/proc/self/ns/mnt")
+    seen = {ours}
+    found = []
+    for entry in sorted(
+        Path("/proc").iterdir(), key=lambda e: int(e.name) if e.name.isdigit() else 0
+    ):
+        if not entry.name.isdigit():
+            continue
+        try:
+            ns = os.readlink(entry / "ns" / "mnt")
+            if ns in seen:
+                continue
+            seen.add(ns)
+            lines = (entry / "mountinfo").read_text().splitlines()
+            comm = (entry / "comm").read_text().strip()
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            after = line.partition(" - ")[2].split()  # fstype, source, options
+            options = after[2].split(",") if len(after) > 2 else []
+            named = after[1:2] == [device] or f"logdev={device}" in options  # xfs's log
+            if len(fields) > 4 and (fields[2] == numbers or named):
+                found.append(
+                    f"pid {entry.name} ({comm}): mounted at {fields[4]} in its own mount "
+                    "namespace, made while the filesystem was mounted here"
+                )
+                break
+        if len(found) >= limit:
+            break
+    return found
+
+
 @dataclass(frozen=True)
 class Leftovers:
     """What cleanup could not remove, and the commands that would."""
@@ -225,6 +269,7 @@ def _undo(record: state.Record, attempts: int) -> Leftovers:
         gone = _detached(device, files) if done.ok else device not in loops_of(files)
         if not gone:
             left_loops.append(device)
+            busy += mounted_elsewhere(device)
     left_paths = []
     if directory is not None and directory.exists():
         if not ours:
