@@ -128,6 +128,7 @@ def test_a_cpu_hog_on_the_servers_host_is_named_and_disturbs_the_run(server: _Se
     assert name in [p.name for p in mon.others.top], _explain(mon)
     assert interference.is_disturbed(mon), _explain(mon)
     assert name in interference.disturbance(mon)
+    assert mon.verdict.cause == "starved", mon.verdict  # named from the host's own evidence
     # told apart as on this machine: the server's processes found by their
     # postmaster there, pgbench (started over pgrig's SSH connection) as the client
     inside = [s for s in mon.samples if s.in_run]
