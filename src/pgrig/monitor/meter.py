@@ -12,10 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from pgrig.monitor import interference, procfs
-from pgrig.monitor.procview import LOAD_GENERATORS, ProcView, wall_of
-
-__all__ = ["LOAD_GENERATORS", "ProcCpu", "ProcessMeter", "wall_of"]
-
+from pgrig.monitor.procview import LOAD_GENERATORS, ProcView
 
 Counters = dict[tuple[int, int], tuple[int, ...]]
 

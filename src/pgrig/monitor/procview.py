@@ -186,12 +186,19 @@ def postmaster():
     if not args or "postgres" not in args[0].rsplit("/", 1)[-1] or DATA not in " ".join(args):
         return None
     return pid
+def sshd(ps, pid):
+    return pid in ps and ps[pid][1].startswith("sshd")
 def root(ps):
     # pgrig itself when it started the reader here (argv[3]); else the sshd of
-    # the SSH connection that did: every command pgrig runs over it is below.
+    # the SSH connection that did, the one just below the listening sshd (its
+    # privileged monitor): every command pgrig runs over it is below.
     pid = os.getppid()
     while pid in ps and pid > 1:
-        if pid == CALLER or ps[pid][1].startswith("sshd"):
+        if pid == CALLER:
+            return pid
+        if sshd(ps, pid):
+            while sshd(ps, ps[pid][3]) and sshd(ps, ps[ps[pid][3]][3]):
+                pid = ps[pid][3]
             return pid
         pid = ps[pid][3]
     return os.getppid()
