@@ -55,3 +55,25 @@ def test_a_host_read_by_its_reader_tells_this_process_apart() -> None:
     ledger = watch._host.meter.ledger  # type: ignore[attr-defined]
     assert ledger.walks > 1 and not [k for k in ledger.last if k[0] == os.getpid()]
     assert not any("not told apart" in n for n in mon.notes), mon.notes
+
+
+def test_a_reader_killed_mid_watch_is_noted_and_the_host_still_read_whole() -> None:
+    """The reader on a host dies (killed here by PID, as an OOM kill would):
+    the watch says so and reads the host's counters file by file for the rest,
+    its processes no longer told apart; it never fails the run."""
+    import signal
+
+    bins = binaries.PgBinaries(Path("/usr/lib/postgresql/15/bin"), "15", 15)
+    ctx = Context(clients=OneHost(bins.client_bin_dir), bins=bins, sampling=ProcessesThere,
+                  target=Path("/var/tmp"), scratch=Path("/var/tmp"))  # fmt: skip
+    with monitor.Watch(ctx, interval=0.2) as watch:
+        time.sleep(0.5)
+        reader = watch._host._reader  # type: ignore[attr-defined]
+        assert reader is not None
+        os.kill(reader._proc.pid, signal.SIGKILL)
+        time.sleep(0.8)
+    mon = watch.result(None)
+    assert any("the process reader on localhost stopped" in n for n in mon.notes), mon.notes
+    told = [s.cpu.other is not None for s in mon.samples]
+    assert told[0] and not told[-1], told  # told apart, then the host as a whole
+    assert all(0 <= s.cpu.busy <= 100 for s in mon.samples)

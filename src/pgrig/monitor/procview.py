@@ -331,7 +331,10 @@ class HostReader:
         proc = self._proc
         if proc is None:
             raise ToolError(f"the process reader on {self.ex.name} was stopped")
-        proc.send("s\n")
+        try:
+            proc.send("s\n")
+        except OSError as exc:  # this machine's pipe to a reader that died
+            raise ToolError(f"the process reader on {self.ex.name} ended: {exc}") from None
         line = proc.readline(timeout)
         if line is None:
             tail = " ".join(proc.stderr_tail(3)).strip()
@@ -351,6 +354,8 @@ class HostReader:
         proc, self._proc = self._proc, None
         if proc is None:
             return
-        # a host gone: its reader ends with its stdin's connection
-        with contextlib.suppress(PgrigError):
+        # a host gone: its reader ends with its stdin's connection; a pipe to a
+        # reader that died may fail once more as it closes
+        with contextlib.suppress(PgrigError, OSError):
             proc.stop(grace=2)
+            proc.wait(5, check=False)
