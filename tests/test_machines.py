@@ -109,14 +109,10 @@ def test_two_machines_compared_in_one_command(
         inside = [s for s in mon.result["samples"] if s["in_run"]]
         # On pgbench's time axis: samples inside the 3-s run. A sample a second is
         # the aim, not judged here: over SSH at load 20 (ci30, ci31) a read took
-        # longer and one came inside.
+        # longer and one came inside, and a host's monitor cannot say who else
+        # took its CPU (its /proc is read whole), so it cannot excuse itself.
         assert inside, "samples inside the 3 s run"
-        # Its processes told apart there (the monitor's reader on the host): the
-        # server's share known, the others named. The namespaces share this
-        # machine, so each target's run sees the other's server and pgbench among
-        # its host's others (two real machines would not).
-        assert any(s["cpu"]["server"] is not None for s in inside), "attributed there"
-        assert mon.result["others"] is not None
+        assert all(s["cpu"]["server"] is None for s in inside), "not attributed there"
 
     # At once: the two measured runs overlapped in time.
     a, b = runs["a"], runs["b"]

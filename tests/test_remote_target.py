@@ -175,11 +175,6 @@ def test_a_remote_target_runs_tpcb_and_tpcc_from_two_load_hosts(
         s.startswith("client-bound") for s in monitor.result["verdict"]["secondary"]
     )
     assert client_bound == (multi.client_bound is not None)
-    # The server's host read by process (its reader there): the server's share
-    # known, others named (the load hosts' pgbench among them: the namespaces
-    # share this machine's processes).
-    assert monitor.result["others"] is not None
-    assert any(s["cpu"]["server"] is not None for s in monitor.result["samples"] if s["in_run"])
 
     # TPC-C: loaded once from here, driven from both load hosts.
     assert [k for k in records if k.startswith("db/tpcc/load")] == ["db/tpcc/load/w1"]

@@ -136,8 +136,8 @@ class Context:
     clients: Clients
     conn: Conn | None = None  # set once the server is up
     # The server's host, chosen by the target kind with how the monitor samples
-    # it: this machine, or another through its executor (a reader there,
-    # ``host_devices`` its disks); on both its processes are told apart.
+    # it: this machine (its processes told apart), or another through its
+    # executor (the host as a whole, ``host_devices`` its disks).
     host: Executor = HERE
     sampling: type[HostSampling] = ProcessesHere
     host_bin_dir: str | None = None  # PostgreSQL's bin directory there, if not this machine's

@@ -36,7 +36,6 @@ from pgrig.monitor.model import (
     OtherProcess,
     Sample,
 )
-from pgrig.monitor.procview import Here, ProcView
 from pgrig.monitor.spool import View
 from pgrig.results import RunRecord
 
@@ -137,17 +136,9 @@ class Ledger:
         boot_ticks = time.clock_gettime(time.CLOCK_BOOTTIME) * procfs.CLK_TCK
         return cls(born_after_ticks=boot_ticks)
 
-    def walk(
-        self, server_pid: int | None, me: int | None = None, view: ProcView | None = None
-    ) -> Walk:
-        """``view``: the host's /proc at this look (another host's through its
-        reader); None: this machine's, ``me`` (default: this process) pgrig."""
-        if view is None:
-            view = Here(server_pid, os.getpid() if me is None else me)
-        elif self.walks == 0:  # the host's own clock: another host booted at another time
-            self.born_after_ticks = view.now_ticks
-        me = view.me if me is None else me
-        procs = view.processes()
+    def walk(self, server_pid: int | None, me: int | None = None) -> Walk:
+        me = os.getpid() if me is None else me
+        procs = procfs.all_processes()
         server = set()
         if server_pid is not None and server_pid in procs:
             server = {server_pid} | procfs.descendants(procs, [server_pid])
@@ -169,7 +160,7 @@ class Ledger:
                 # its next walk with CPU time (the counters only grow).
                 io = prev.io
             else:
-                io = view.pid_io(st.pid)
+                io = procfs.read_pid_io(st.pid)
             seen = _Seen(st.comm, st.ticks, io, kthread)
             if key not in self.first:
                 born_late = self.walks > 0 and st.starttime >= self.born_after_ticks

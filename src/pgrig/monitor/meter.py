@@ -1,18 +1,25 @@
-"""What a host's processes did between two looks (``ProcessMeter``): the CPU
-time and storage bytes of the server's, the load generator's and pgrig's
-processes, and who else ran (the interference ledger). The monitor's
-strategies that tell processes apart (``pgrig.monitor.sampling.ProcessesHere``,
-``ProcessesThere``) read it; where /proc is read - this machine's, or another
-host's through its executor - is the look it is given (``pgrig.monitor.procview``).
-"""
+"""What this machine's processes did between two looks (``ProcessMeter``): the
+CPU time and storage bytes of the server's, the load generator's and pgrig's
+processes, and who else ran (the interference ledger). The monitor's strategy
+for this machine (``pgrig.monitor.sampling.ProcessesHere``) reads it."""
 
 from __future__ import annotations
 
+import os
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from pgrig.monitor import interference, procfs
-from pgrig.monitor.procview import LOAD_GENERATORS, ProcView
+
+# Client programs a measured run drives the server with: their CPU is "client", and
+# while one lives the run is on (a run without a duration of its own: a base backup).
+LOAD_GENERATORS = ("pgbench", "pg_basebackup")
+
+
+def _boottime() -> float:
+    return time.clock_gettime(time.CLOCK_BOOTTIME)
+
 
 Counters = dict[tuple[int, int], tuple[int, ...]]
 
@@ -34,34 +41,30 @@ class ProcCpu:
 
 class ProcessMeter:
     """CPU time and storage bytes of the server's, the load generator's and
-    pgrig's processes on one host, sample after sample: the counters each
-    process had at the previous look, and who else ran (the interference ledger).
-    ``look`` gives a look at the host's /proc at every sample (``procview.here``
-    for this machine), the postmaster with it."""
+    pgrig's processes on this machine, sample after sample: the counters each
+    process had at the previous look, and who else ran (the interference ledger)."""
 
-    def __init__(self, look: Callable[[], ProcView]) -> None:
-        self.look = look
+    def __init__(self, server_pid: Callable[[], int | None]) -> None:
+        self.server_pid = server_pid  # the postmaster's, asked at every look
         self.started_at = 0.0  # the watch's start: processes born after it count whole
         self.primed = False  # the first look is taken: threads seen later are new
         self.client_start: float | None = None  # wall clock of the first pgbench start
         self.ledger = interference.Ledger.start()
         self._counters: dict[str, Counters] = {}
         self._threads: dict[int, tuple[int, int]] = {}
-        self._view: ProcView  # this sample's look
 
     def measure(self, seconds: float) -> ProcCpu:
         """CPU and storage bytes of the server's, the load generator's and pgrig's
         processes since the last sample; and of the kernel's threads (one walk of
         /proc, which also names everybody else for the interference ledger)."""
-        view = self._view = self.look()
-        postmaster = view.postmaster
-        walk = self.ledger.walk(postmaster, view=view)
+        postmaster = self.server_pid()
+        walk = self.ledger.walk(postmaster)
         procs = walk.procs
-        me = view.me
+        me = os.getpid()
         client = {pid for pid in walk.mine if pid != me and procs[pid].comm in LOAD_GENERATORS}
         pgrig = walk.mine - client
         for pid in client:
-            started = view.wall_of(procs[pid].starttime)
+            started = wall_of(procs[pid].starttime)
             if self.client_start is None or started < self.client_start:
                 self.client_start = started
         out = ProcCpu(alive=len(client), kernel_ticks=walk.kernel_ticks)
@@ -69,7 +72,7 @@ class ProcessMeter:
             # PostgreSQL's processes are single-threaded: a process's schedstat is all of it.
             current = {}
             for pid in walk.server:
-                st = view.schedstat(pid)
+                st = procfs.read_schedstat(f"/proc/{pid}/schedstat")
                 if st is None:  # no schedstat in this kernel: clock ticks, no queueing
                     st = (procs[pid].ticks * 1_000_000_000 // procfs.CLK_TCK, 0)
                 current[(pid, procs[pid].starttime)] = st
@@ -78,24 +81,22 @@ class ProcessMeter:
             "pgrig", {(pid, procs[pid].starttime): (procs[pid].ticks,) for pid in pgrig}, 1
         )
         for group, pids in (("server", walk.server), ("client", client), ("pgrig", pgrig)):
-            io = {(pid, procs[pid].starttime): view.pid_io(pid) for pid in pids}
+            io = {(pid, procs[pid].starttime): procfs.read_pid_io(pid) for pid in pids}
             readable = {k: v for k, v in io.items() if v is not None}
             if pids and not readable:
                 out.io[group] = None
                 continue
             r, w = self._delta(f"io-{group}", readable, 2)
             out.io[group] = (r, w)
-        self._client_threads(view, client, seconds, out)
+        self._client_threads(client, seconds, out)
         return out
 
-    def _client_threads(
-        self, view: ProcView, client: set[int], seconds: float, out: ProcCpu
-    ) -> None:
+    def _client_threads(self, client: set[int], seconds: float, out: ProcCpu) -> None:
         """pgbench -j runs one thread per -j, and /proc/<pid>/schedstat counts the
         main thread only: sum the threads, and find the busiest."""
         threads: dict[int, tuple[int, int]] = {}
         for pid in client:
-            threads.update(view.threads(pid))
+            threads.update(procfs.thread_schedstats(pid))
         prev = self._threads
         wall_ns = seconds * 1e9
         for tid, (run, wait) in threads.items():
@@ -121,9 +122,13 @@ class ProcessMeter:
             if before is None:
                 # New since the last look: if it was born after the watch started,
                 # all its counts belong to the watch; if not (first look), none.
-                born = self._view.wall_of(key[1])
+                born = wall_of(key[1])
                 before = (0,) * width if born >= self.started_at else values
             for i in range(width):
                 total[i] += max(0, values[i] - before[i])
         self._counters[name] = dict(current)
         return total
+
+
+def wall_of(starttime_ticks: int) -> float:
+    return time.time() - (_boottime() - starttime_ticks / procfs.CLK_TCK)

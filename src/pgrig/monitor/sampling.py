@@ -1,10 +1,8 @@
 """How the monitor reads the server's host, one strategy per kind of host
 (``pgrig.monitor.watched.HostSampling``): ``ProcessesHere`` for this machine,
 where the CPU and bytes are told apart by process (its ``ProcessMeter`` and the
-interference ledger in it); ``ProcessesThere`` for another host, the same meter
-and ledger over what one reader there prints at each sample (through the
-host's executor); and ``WholeHost`` for a host read as a whole, file by file
-(nobody's processes told apart: the interference rules do not apply).
+interference ledger in it, built by this strategy alone), and ``WholeHost`` for
+a host read through its executor as a whole (nothing of this machine's built).
 The target kind chooses one where it chooses the host's executor
 (``Context.sampling`` beside ``Context.host``); the sampler
 (``pgrig.monitor.watch.Watch``) never asks which. What both do - read /proc's
@@ -17,17 +15,14 @@ import time
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-import psycopg
-
 from pgrig import environment
 from pgrig.errors import PgrigError
-from pgrig.monitor import interference, procfs, procview
+from pgrig.monitor import interference, procfs
 from pgrig.monitor.meter import ProcCpu, ProcessMeter
 from pgrig.monitor.model import CpuSample, DeviceSample, IoSample, OtherProcess
 from pgrig.monitor.watched import Counters, HostSample
 
 if TYPE_CHECKING:
-    from pgrig.hosts.executor import Executor
     from pgrig.monitor.watched import Watched
 
 MIB = 1024 * 1024
@@ -43,7 +38,14 @@ class ProcSampling:
         self.notes = notes
 
     def read(self) -> Counters:
-        return _counters(*(self._text(f"/proc/{name}") for name in HOST_FILES))
+        stat, disks, memory, net = (self._text(f"/proc/{name}") for name in HOST_FILES)
+        return Counters(
+            at=time.monotonic(),
+            stat=procfs.parse_stat(stat),
+            disks=procfs.parse_diskstats(disks),
+            memory=procfs.parse_meminfo(memory),
+            net=procfs.parse_net_dev(net),
+        )
 
     def sample(
         self, prev: Counters, cur: Counters, seconds: float, devices: tuple[str, ...]
@@ -81,9 +83,6 @@ class ProcSampling:
     def _text(self, path: str) -> str:
         raise NotImplementedError
 
-    def close(self) -> None:
-        """The watch ended: release what reads the host (nothing here)."""
-
     def _attribute(
         self, base: CpuSample, stat: procfs.Stat, seconds: float
     ) -> tuple[CpuSample, ProcCpu]:
@@ -98,7 +97,7 @@ class ProcessesHere(ProcSampling):
     def __init__(self, ctx: Watched, notes: list[str]) -> None:
         super().__init__(ctx, notes)
         self.ctx = ctx
-        self.meter = ProcessMeter(procview.here(lambda: ctx.server_pid))
+        self.meter = ProcessMeter(lambda: ctx.server_pid)
 
     def devices(self) -> tuple[str, ...]:
         fs = environment.describe_filesystem(self.ctx.target)
@@ -185,131 +184,11 @@ class WholeHost(ProcSampling):
         return self.read()
 
     def _text(self, path: str) -> str:
-        return _read_on(self.host, path, self.notes)
-
-
-class ProcessesThere(ProcessesHere):
-    """Sampling the server's host through its executor (``Context.host``), its
-    processes told apart as on this machine: one reader on the host for the
-    watch (``procview.HostReader``) prints the host's counters and processes at
-    each sample, one round trip, and the same meter and ledger attribute them -
-    the server's (the postmaster in its data directory's postmaster.pid, asked
-    of the server once), pgrig's own there (everything below its SSH
-    connection: the reader, a pgbench it started), the others'. Without the
-    reader (no python3 there, or it stopped answering) the host is read as a
-    whole, as ``WholeHost`` does, and said in a note."""
-
-    def __init__(self, ctx: Watched, notes: list[str]) -> None:
-        ProcSampling.__init__(self, ctx, notes)
-        self.ctx = ctx
-        self.host = ctx.host
-        self._reader: procview.HostReader | None = None
-        self._look: procview.Snapshot | None = None
-        self.meter = ProcessMeter(self._current)
-
-    def _current(self) -> procview.ProcView:
-        assert self._look is not None, "a look is read before it is measured"
-        return self._look
-
-    def devices(self) -> tuple[str, ...]:
-        self.notes.append(
-            f"host figures (CPU, disks, memory, network) are the server's host "
-            f"{self.host.name}'s, its processes told apart by a reader there"
-        )
-        return self.ctx.host_devices
-
-    def first(self, started_at: float, interval: float) -> Counters:
-        self.meter.started_at = started_at
         try:
-            self._reader = procview.HostReader(self.host, self._datadir())
+            return self.host.read_text(path)
         except PgrigError as exc:
-            self.notes.append(
-                f"the processes on {self.host.name} are not told apart (its reader did not "
-                f"start: {exc}): server, pgbench and others share the busy CPU"
-            )
-        counters = self.read()
-        if self._look is None:
-            return counters
-        if self.ctx.conn is not None and self._look.postmaster is None:
-            self.notes.append(
-                f"the server's postmaster was not found on {self.host.name}: its CPU "
-                "share is not sampled (it counts with the others')"
-            )
-        self.meter.measure(interval)
-        self.meter.primed = True
-        return counters
-
-    def _datadir(self) -> str | None:
-        """The server's data directory, asked of it (its postmaster.pid names the
-        postmaster at every look there: a restart is followed)."""
-        if self.ctx.conn is None:
-            return None
-        try:
-            with self.ctx.conn.connect() as conn:
-                row = conn.execute("SHOW data_directory").fetchone()
-        except (PgrigError, psycopg.Error) as exc:
-            self.notes.append(f"the server's data directory not asked: {str(exc).strip()}")
-            return None
-        return str(row[0]) if row else None
-
-    def read(self) -> Counters:
-        if self._reader is None:
-            self._look = None
-            return super().read()
-        try:
-            look = self._reader.look()
-        except PgrigError as exc:
-            self.notes.append(
-                f"the process reader on {self.host.name} stopped ({exc}): the rest of the "
-                "run's processes are not told apart"
-            )
-            self.close()
-            self._look = None
-            return super().read()
-        self._look = look
-        return _counters(*look.files)
-
-    @property
-    def sees_server(self) -> bool:
-        return self._look is not None and self._look.postmaster is not None
-
-    @property
-    def client_start(self) -> float | None:
-        return None  # the host's clock, not this machine's: the action says when
-
-    def _text(self, path: str) -> str:
-        return _read_on(self.host, path, self.notes)
-
-    def _attribute(
-        self, base: CpuSample, stat: procfs.Stat, seconds: float
-    ) -> tuple[CpuSample, ProcCpu]:
-        if self._look is None:
-            return base, ProcCpu(alive=0)
-        return super()._attribute(base, stat, seconds)
-
-    def close(self) -> None:
-        reader, self._reader = self._reader, None
-        if reader is not None:
-            reader.close()
-
-
-def _counters(stat: str, disks: str, memory: str, net: str) -> Counters:
-    """The counters in the texts of ``HOST_FILES``, read now."""
-    return Counters(
-        at=time.monotonic(),
-        stat=procfs.parse_stat(stat),
-        disks=procfs.parse_diskstats(disks),
-        memory=procfs.parse_meminfo(memory),
-        net=procfs.parse_net_dev(net),
-    )
-
-
-def _read_on(host: Executor, path: str, notes: list[str]) -> str:
-    try:
-        return host.read_text(path)
-    except PgrigError as exc:
-        notes.append(f"{path} on {host.name} not read: {exc}")
-        return ""
+            self.notes.append(f"{path} on {self.host.name} not read: {exc}")
+            return ""
 
 
 def _io_sample(

@@ -106,8 +106,6 @@ class Watch:
         except BaseException:  # not entered: no exit closes the server connection
             if self._conn is not None:
                 self._conn.close()
-            if hasattr(self, "_host"):
-                self._host.close()
             raise
         # On disk, not in memory: a long run's samples must not grow pgrig (spool.py).
         self._raw: Spool[_Raw] = Spool()
@@ -128,7 +126,6 @@ class Watch:
             self._thread.join(timeout=1 if self._beat.hung() else 10)
             if self._thread.is_alive():
                 self.notes.append("the sampler's query had no answer when the run ended")
-        self._host.close()  # a host's reader: stopped (a sample still under way fails, noted)
         self._closer.release(self._conn, 1 if self._thread is not None else 2)
 
     def heartbeat(self) -> None:

@@ -132,7 +132,3 @@ class HostSampling(Protocol):
     def client_start(self) -> float | None:
         """When the first pgbench it saw started (epoch seconds); None: none seen."""
         ...
-
-    def close(self) -> None:
-        """The watch ended: stop what it started on the host (a reader there)."""
-        ...

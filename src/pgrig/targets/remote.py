@@ -11,8 +11,8 @@ admitting only the load hosts and this machine); ``load_hosts = ["c1", "c2"]``
 barrier (``pgrig.load.run_pgbench``); without it, on the server's own
 host (seed 000). Loads, warm-ups and the monitor's server sampling run from
 this machine over TCP; the host's environment (``pgrig.environment.remote``)
-and its CPUs, disks and processes during a run (the monitor, ``Context.host``)
-are read on the host through its executor. The storage probes run there too, in a directory
+and its CPUs and disks during a run (the monitor, ``Context.host``) are read on
+the host through its executor. The storage probes run there too, in a directory
 beside the data directory (``storage``), and the target's profile is rendered
 for the host's CPUs and memory into the server's pgrig.conf. ``--keep`` leaves
 the server running; ``pgrig clean --inventory`` removes it.
@@ -45,7 +45,7 @@ from pgrig.hosts import facts, inventory, owner, preflight
 from pgrig.hosts.executor import TMP, Executor, reconnect_s
 from pgrig.hosts.inventory import Host
 from pgrig.hosts.local import LocalExecutor
-from pgrig.monitor.sampling import ProcessesThere
+from pgrig.monitor.sampling import WholeHost
 from pgrig.ownership import Found, Leaves
 from pgrig.pgsource import binaries
 from pgrig.pgversion import major_in
@@ -462,10 +462,7 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
             t.live.probes = Path(probes)
             stack.enter_context(
                 t.scoped(
-                    host=db,
-                    sampling=ProcessesThere,
-                    host_bin_dir=hosts.bin_dir,
-                    target=Path(probes),
+                    host=db, sampling=WholeHost, host_bin_dir=hosts.bin_dir, target=Path(probes)
                 )
             )
             db.adopt = home.started  # a probe: `pgrig clean` stops it after a kill -9
@@ -530,8 +527,8 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
                 copy_here=logs,  # a base backup's copy: pg_basebackup runs here
                 conn=conn,
                 clients=clients,  # every measured run and warm-up from the load hosts
-                host=db,  # the monitor samples it, its processes told apart
-                sampling=ProcessesThere,
+                host=db,  # the monitor samples it as a whole
+                sampling=WholeHost,
                 host_bin_dir=hosts.bin_dir,
             ))  # fmt: skip
             _tablespaces(t, remote, ui)
