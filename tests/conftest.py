@@ -19,8 +19,7 @@ from pgrig.conninfo import Conn
 from pgrig.errors import BinaryNotFound, DownloadError
 from pgrig.pgsource import binaries, catalog
 from pgrig.pgsource import cache as pg_cache
-from pgrig.pgsource.model import Installed, Spec
-from pgrig.pgversion import version_key
+from pgrig.pgsource.model import Installed, Spec, version_key
 
 # Under /var/tmp, not /tmp/pytest-of-root (0700): the server runs as another OS
 # user and must reach its data directory. Also a real disk, not tmpfs.

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from conftest import make_disk_dir
-from pgrig import campaign, export, pgversion, plan, registry
+from pgrig import campaign, export, plan, registry
 from pgrig.clients import OneHost
 from pgrig.cluster.server import Cluster, local_access
 from pgrig.conninfo import Conn
@@ -503,8 +503,8 @@ def test_a_copy_to_a_directory_is_made_there_and_removed(ctx: Context) -> None:
 
 
 def test_the_client_version_decides_how_compression_is_spelled() -> None:
-    assert pgversion.version_num("15.18 (Debian 15.18-0+deb12u1)") == 150018
-    assert pgversion.version_num("9.6.24") == 90624
+    assert tool.version_num("15.18 (Debian 15.18-0+deb12u1)") == 150018
+    assert tool.version_num("9.6.24") == 90624
 
 
 def test_a_96_cluster_is_copied_once_its_settings_allow_replication(

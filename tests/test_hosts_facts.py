@@ -15,7 +15,6 @@ from pgrig.errors import UsageError
 from pgrig.hosts import facts
 from pgrig.hosts.local import LocalExecutor
 from pgrig.pgsource.binaries import PgBinaries
-from pgrig.pgversion import major_in, major_of, major_of_num
 from pgrig.proc import Completed
 from pgrig.registry.shared import LoadHost, LoadHostsRun
 from pgrig.registry.target import TargetSpec
@@ -37,12 +36,9 @@ SPEC = TargetSpec(name="db")
 
 
 def test_majors_are_named_as_postgresql_names_them() -> None:
-    assert major_in("pgbench (PostgreSQL) 15.18") == "15"
-    assert major_in("postgres (PostgreSQL) 9.6.24") == "9.6"
-    assert major_in("16devel") is None
-    # the server's own two spellings give the same majors
-    assert major_of_num(150018) == major_of("15.18") == "15"
-    assert major_of_num(90624) == major_of("9.6.24") == "9.6"
+    assert facts.major("pgbench (PostgreSQL) 15.18") == "15"
+    assert facts.major("postgres (PostgreSQL) 9.6.24") == "9.6"
+    assert facts.major("16devel") is None
 
 
 def test_each_load_host_is_read_on_itself() -> None:

@@ -33,8 +33,7 @@ from pgrig.errors import BinaryNotFound, CacheError, DownloadError, UsageError
 from pgrig.pgsource import binaries, cache, catalog, maven, pypi
 from pgrig.pgsource.cli import group
 from pgrig.pgsource.fetch import Http
-from pgrig.pgsource.model import Artifact, Installed, Spec
-from pgrig.pgversion import major_of, version_num
+from pgrig.pgsource.model import Artifact, Installed, Spec, major_of, version_num
 from pgrig.ui import Ui
 
 DATA = Path(__file__).parent / "data" / "pgsource"

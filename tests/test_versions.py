@@ -36,7 +36,7 @@ SMALL = {"shared_buffers": "128MB", "fsync": "off", "max_wal_size": "1GB"}
 
 
 def adapt(settings: dict[str, str], known: set[str], version: str) -> compat.Adapted:
-    from pgrig.pgversion import version_num
+    from pgrig.pgsource.model import version_num
 
     return compat.adapt(settings, known=known, version=version, version_num=version_num(version))
 
@@ -59,7 +59,7 @@ def test_renamed_parameters_are_translated_both_ways() -> None:
 
 
 def test_wal_keep_segments_counts_the_clusters_segment_size() -> None:
-    from pgrig.pgversion import version_num
+    from pgrig.pgsource.model import version_num
 
     settings = {"checkpoint_segments": "64", "wal_keep_segments": "8"}
     known = {"max_wal_size", "wal_keep_size"}

@@ -21,7 +21,6 @@ from functools import cache
 from importlib import resources
 
 from pgrig.errors import UsageError
-from pgrig.pgversion import major_of_num
 
 SEGMENT_MB = 16  # the WAL segment size where the cluster's own is unknown (fixed before 11)
 
@@ -70,6 +69,10 @@ class Span:
 
 def _key(major: str) -> tuple[int, ...]:
     return tuple(int(p) for p in major.split("."))
+
+
+def _major(version_num: int) -> str:
+    return str(version_num // 10000) if version_num >= 100000 else f"9.{version_num // 100 % 100}"
 
 
 @cache
@@ -215,7 +218,7 @@ def adapt(
     ``segment_mb`` is the cluster's WAL segment size (initdb --wal-segsize), which
     wal_keep_segments counts in (16 where unknown: the only size before 11)."""
     seg = segment_mb or SEGMENT_MB
-    major = major_of_num(version_num)
+    major = _major(version_num)
     applied: dict[str, str] = {}
     translated: list[Translated] = []
     dropped: list[Dropped] = []

@@ -17,8 +17,8 @@ from pgrig.errors import ToolError
 from pgrig.hosts.executor import C_LOCALE
 from pgrig.hosts.local import HERE
 from pgrig.pgsource import cache
+from pgrig.pgsource.model import version_key
 from pgrig.pgsource.system import version_of
-from pgrig.pgversion import version_key
 from pgrig.results import PostgresInfo
 from pgrig.sql import load as load_sql
 

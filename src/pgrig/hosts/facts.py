@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from pgrig.errors import ToolError
 from pgrig.hosts.executor import Executor
 from pgrig.hosts.preflight import Access
-from pgrig.pgversion import major_in
 
 PG_LIB = "/usr/lib/postgresql"  # Debian's and Ubuntu's layout, one directory per major
 SCRATCH = "/var/tmp"
@@ -73,6 +72,14 @@ def _memory(meminfo: str) -> int:
     return mem_kib * 1024
 
 
+def major(version: str) -> str | None:
+    """``15`` of "pgbench (PostgreSQL) 15.18", ``9.6`` of "9.6.24": a major's name."""
+    m = re.search(r"(\d+)\.(\d+)", version)
+    if m is None:
+        return None
+    return m.group(1) if int(m.group(1)) >= 10 else f"{m.group(1)}.{m.group(2)}"
+
+
 @dataclass(frozen=True)
 class LoadHostFacts:
     """What a load host brings to a measured run, read on it once per study: its
@@ -84,7 +91,7 @@ class LoadHostFacts:
 
     @property
     def major(self) -> str | None:
-        return major_in(self.pgbench)
+        return major(self.pgbench)
 
 
 # Run on the host: argv[1] is the JSON request. Reads only (the programs asked for

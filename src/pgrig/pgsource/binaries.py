@@ -20,9 +20,8 @@ from pathlib import Path
 from pgrig.errors import BinaryNotFound, ToolError
 from pgrig.hosts.local import HERE
 from pgrig.pgsource import cache, system
-from pgrig.pgsource.model import Spec, describe_majors
-from pgrig.pgversion import major_of, version_key
-from pgrig.pgversion import version_num as server_version_num
+from pgrig.pgsource.model import Spec, describe_majors, major_of, version_key
+from pgrig.pgsource.model import version_num as server_version_num
 
 SERVER_TOOLS = ("initdb", "pg_ctl", "postgres", "pgbench")
 CLIENT_TOOLS = ("pgbench",)

@@ -32,9 +32,8 @@ from pgrig.errors import BinaryNotFound, CacheError, DownloadError, ToolError
 from pgrig.hosts.local import HERE
 from pgrig.pgsource.base import Source
 from pgrig.pgsource.fetch import Http, Progress
-from pgrig.pgsource.model import CLIENT_TOOLS, Artifact, Installed
+from pgrig.pgsource.model import CLIENT_TOOLS, Artifact, Installed, version_key
 from pgrig.pgsource.system import DEBIAN_ROOT, version_of
-from pgrig.pgversion import version_key
 
 MANIFEST = "pgrig-install.json"
 LOCK = ".lock"

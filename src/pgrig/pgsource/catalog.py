@@ -27,8 +27,8 @@ from pgrig.pgsource.model import (
     Installed,
     Spec,
     describe_majors,
+    version_key,
 )
-from pgrig.pgversion import version_key
 from pgrig.ui import Ui
 
 # Preferred first when two sources offer the same release: the complete build.

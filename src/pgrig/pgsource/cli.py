@@ -14,7 +14,7 @@ import click
 
 from pgrig.errors import BinaryNotFound
 from pgrig.pgsource import cache, catalog
-from pgrig.pgversion import version_key
+from pgrig.pgsource.model import version_key
 from pgrig.ui import Ui, format_option
 
 COLUMNS = ("major", "version", "where", "source", "client tools", "size", "path")

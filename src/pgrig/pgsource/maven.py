@@ -21,8 +21,7 @@ from pathlib import Path
 from pgrig.errors import DownloadError
 from pgrig.pgsource.base import extract_jar_member, extract_tar, parse_checksum_file
 from pgrig.pgsource.fetch import Http
-from pgrig.pgsource.model import Artifact, Checksum
-from pgrig.pgversion import version_key
+from pgrig.pgsource.model import Artifact, Checksum, version_key
 
 # The registry's address; PGRIG_MAVEN_REPO points pgrig at a mirror instead.
 MAVEN_CENTRAL = "https://repo1.maven.org/maven2"

@@ -8,13 +8,35 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pgrig.errors import UsageError
-from pgrig.pgversion import major_of, version_key
 
 # Client tools pgrig runs against a server of any version. A server-only build
 # (zonky, otj) lacks them; they then come from the newest PostgreSQL installed.
 CLIENT_TOOLS = ("pgbench", "psql", "pg_isready")
 
 _VERSION = re.compile(r"^(\d+)(?:\.(\d+))?(?:\.(\d+))?$")
+
+
+def version_key(version: str) -> tuple[int, ...]:
+    """``"9.6.24"`` -> ``(9, 6, 24)``; sorts versions numerically."""
+    return tuple(int(p) for p in re.findall(r"\d+", version))
+
+
+def major_of(version: str) -> str:
+    """The major release: ``"9.6.24"`` -> ``"9.6"``, ``"18.6"`` -> ``"18"``."""
+    parts = version_key(version)
+    if not parts:
+        raise UsageError(f"{version!r} is not a PostgreSQL version")
+    if parts[0] < 10:
+        return f"{parts[0]}.{parts[1] if len(parts) > 1 else 0}"
+    return str(parts[0])
+
+
+def version_num(version: str) -> int:
+    """As ``server_version_num``: ``"9.6.24"`` -> 90624, ``"18.6"`` -> 180006."""
+    parts = [*version_key(version), 0, 0, 0]
+    if parts[0] < 10:
+        return parts[0] * 10000 + parts[1] * 100 + parts[2]
+    return parts[0] * 10000 + parts[1]
 
 
 @dataclass(frozen=True)

@@ -23,8 +23,7 @@ from urllib.parse import urljoin
 from pgrig.errors import DownloadError
 from pgrig.pgsource.base import extract_wheel
 from pgrig.pgsource.fetch import Http
-from pgrig.pgsource.model import Artifact, Checksum
-from pgrig.pgversion import version_key
+from pgrig.pgsource.model import Artifact, Checksum, version_key
 
 PYPI_SIMPLE = "https://pypi.org/simple"
 SIMPLE_JSON = "application/vnd.pypi.simple.v1+json"

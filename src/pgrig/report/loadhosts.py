@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from pgrig.document.model import HEADLINE, Row, Section, Table
-from pgrig.pgversion import major_in
+from pgrig.hosts import facts
 from pgrig.registry.shared import LOAD_HOSTS, LoadHost, LoadHostsRun
 from pgrig.report import index
 from pgrig.results import RunRecord, Study
@@ -19,11 +19,11 @@ def _fmt(ms: float | None) -> str:
 def _other_pgbench(r: LoadHostsRun) -> str | None:
     """The load hosts whose pgbench is of another major than the server (said:
     pgbench's own cost per transaction may differ); None: none, or not recorded."""
-    server = major_in(r.server_version) if r.server_version else None
+    server = facts.major(r.server_version) if r.server_version else None
     other = [
         f"{h.host} {h.pgbench}"
         for h in r.hosts
-        if server and h.pgbench and major_in(h.pgbench) not in (None, server)
+        if server and h.pgbench and facts.major(h.pgbench) not in (None, server)
     ]
     if not other:
         return None
@@ -35,7 +35,7 @@ def _client(h: LoadHost) -> str:
     records made before they were read."""
     if h.pgbench is None:
         return "-"
-    version = major_in(h.pgbench) and h.pgbench.rsplit(" ", 1)[-1]
+    version = facts.major(h.pgbench) and h.pgbench.rsplit(" ", 1)[-1]
     return f"{version or h.pgbench} ({h.cpus} CPUs, -j {h.threads})"
 
 

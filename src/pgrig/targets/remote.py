@@ -48,7 +48,6 @@ from pgrig.hosts.local import LocalExecutor
 from pgrig.monitor.sampling import WholeHost
 from pgrig.ownership import Found, Leaves
 from pgrig.pgsource import binaries
-from pgrig.pgversion import major_in
 from pgrig.registry.shared import LOAD_HOSTS
 from pgrig.registry.target import (
     Checked,
@@ -286,8 +285,8 @@ def _versions(
     load hosts whose pgbench majors differ (one run's figures would pool two
     builds' per-transaction costs). Said: a load host's pgbench of another major
     than the server's (pgbench's own cost per transaction may differ)."""
-    here = major_in(bins.version)
-    there = major_in(server.versions[f"{bin_dir}/postgres"])
+    here = facts.major(bins.version)
+    there = facts.major(server.versions[f"{bin_dir}/postgres"])
     if there is not None and here is not None and there != here:
         raise UsageError(
             f"target {spec.name}: {server.host} has PostgreSQL {there} in {bin_dir}, this "

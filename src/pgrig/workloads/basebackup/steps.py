@@ -18,7 +18,7 @@ import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from pgrig import calibration, pgversion, proc
+from pgrig import calibration, proc
 from pgrig.cluster import workdir
 from pgrig.environment.storage import describe_filesystem
 from pgrig.errors import ClusterError, UsageError, WorkdirError
@@ -269,7 +269,7 @@ def backup_action(
                 conn(ctx).args(),
                 copy,
                 opts,
-                version_num=pgversion.version_num(version),  # the client's: it may be newer
+                version_num=tool.version_num(version),  # the client's: it may be newer
                 tablespace_map=mapping,
             )
 

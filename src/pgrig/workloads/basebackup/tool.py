@@ -165,6 +165,14 @@ def phases(events: Sequence[tuple[float, str]], ended: float) -> Phases:
     )
 
 
+def version_num(text: str) -> int:
+    """As server_version_num: ``15.18 (Debian ...)`` -> 150018, ``9.6.24`` -> 90624."""
+    parts = [int(p) for p in re.findall(r"\d+", text.split()[0])] + [0, 0, 0]
+    if parts[0] < 10:
+        return parts[0] * 10000 + parts[1] * 100 + parts[2]
+    return parts[0] * 10000 + parts[1]
+
+
 def version(binary: Path, timeout: float = 30.0) -> str:
     done = HERE.run([str(binary), "--version"], timeout=timeout, what=TOOL)
     for line in done.stdout.splitlines():
