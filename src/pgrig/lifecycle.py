@@ -38,7 +38,7 @@ def check_target(
     if spec.kernel:  # a kernel-settings axis: root, names, values
         kernel.check(spec.kernel, trial=not planning)
     target = Target(spec, kind, kind.check(spec, demands, notes))
-    elsewhere = sorted(kind.machines(target) - {THIS_MACHINE}) if spec.kernel else []
+    elsewhere = sorted(target.machines - {THIS_MACHINE}) if spec.kernel else []
     if elsewhere:
         # storage/kernel.py writes this machine's /proc/sys: not the server's host
         raise UsageError(
@@ -62,7 +62,7 @@ def check_concurrent(targets: Sequence[Target], source: str) -> None:
     else each would measure the other's load."""
     seen: dict[str, str] = {}
     for t in targets:
-        for machine in sorted(t.kind.machines(t)):
+        for machine in sorted(t.machines):
             other = seen.setdefault(machine, t.name)
             if other != t.name:
                 raise UsageError(

@@ -293,7 +293,7 @@ class CampaignRunner:
         """Does a target's server run on this machine? The idle baseline samples
         this machine, which says nothing of a server another host runs (its
         runs are watched there, ``Context.sampling``)."""
-        return any(THIS_MACHINE in t.kind.machines(t) for t in self.targets)
+        return any(THIS_MACHINE in t.machines for t in self.targets)
 
     def _idle_baseline(self) -> monitor.IdleBaseline:
         """A few seconds of the machine before anything of ours runs: what the

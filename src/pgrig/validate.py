@@ -235,7 +235,7 @@ def shared_space(runs: Sequence[Target], needs: dict[str, int], source: str) -> 
     for run in runs:
         if run.directory is None or not run.kind.directory_must_exist:
             continue  # a lab builds its own filesystem; a server's host checks its own
-        if THIS_MACHINE not in run.kind.machines(run) or not needs.get(run.name):
+        if THIS_MACHINE not in run.machines or not needs.get(run.name):
             continue
         existing = _nearest_existing(run.directory)
         if existing is not None:
@@ -281,7 +281,7 @@ def memory_check(
     elsewhere has its host's memory."""
     if len(targets) < 2:
         return None  # nothing beside it
-    local = [t for t in targets if t.profile is not None and THIS_MACHINE in t.kind.machines(t)]
+    local = [t for t in targets if t.profile is not None and THIS_MACHINE in t.machines]
     if len(local) < 2:
         return None
     ram = ram or os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
@@ -322,7 +322,7 @@ def reachable(run: Target, source: str) -> None:
     spec = run.spec
     if os.geteuid() != 0 or not run.kind.creates_server or not run.kind.directory_must_exist:
         return
-    if THIS_MACHINE not in run.kind.machines(run):
+    if THIS_MACHINE not in run.machines:
         return
     user = server_account(spec.os_user)
     places = [(run.directory, directory_option(spec, source))]

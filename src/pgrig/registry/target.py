@@ -179,6 +179,10 @@ class Checked:
     # Where the target is, in words, as the check found it (its ``where(spec)``
     # before anything is checked): the plan's and the calibration's word for it.
     where: str = field(kw_only=True)
+    # The machines its runs load (its server's, its load generators'): targets
+    # run at once (``concurrent = true``) must not share one, and a baseline of
+    # this machine says something only of a target that runs here.
+    machines: frozenset[str] = field(default=frozenset({THIS_MACHINE}), kw_only=True)
 
 
 @dataclass
@@ -218,6 +222,7 @@ class Target:
         # check found them (an inventory is not read again).
         self.storage: str = checked.where
         self.load_hosts: int = checked.load_hosts
+        self.machines: frozenset[str] = checked.machines
         scratch = checked.directory or Path.cwd()
         self.ctx = Context(
             bins=checked.bins,
@@ -458,11 +463,6 @@ class TargetKind(ABC, Generic[OptionsT, StateT]):
     def label(self, t: Target) -> str:
         """What a one-target study is "on"."""
         return str(t.directory)
-
-    def machines(self, t: Target) -> frozenset[str]:
-        """The machines the target's runs load (its server's, its load generators'):
-        targets run at once (``concurrent = true``) must not share one."""
-        return frozenset({THIS_MACHINE})
 
     def memory_limit(self, spec: TargetSpec) -> int | None:
         """The memory the server and its page cache may use (a cgroup's limit);

@@ -161,7 +161,6 @@ class Hosts:
     address: str  # the server host's IP address: the server listens there
     port: int  # and its port there
     clients: tuple[str, ...]  # what it admits: the load hosts and this machine, as CIDRs
-    machines: frozenset[str]  # the IP addresses of the server's host and the load hosts
     inventory: Path  # where the hosts were read (what `pgrig clean --inventory` reads)
     initdb: InitdbOptions  # ``[target.initdb]``, checked against this major's initdb
     # The profile rendered for the server's host (its CPUs and memory), fitted to
@@ -420,7 +419,6 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
         hosts = Hosts(
             server[0], load_hosts, bin_dir, address, opts.port,
             clients=tuple(f"{ip}/32" for ip in sorted(clients)),
-            machines=frozenset({address, *loading}),
             inventory=opts.inventory,
             initdb=initdb,
             settings=tuple(profile.settings.items()),
@@ -433,6 +431,7 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
         return Checked(
             bins, profile, None, owned=True, state=hosts, load_hosts=len(load_hosts),
             where=opts.where(),
+            machines=frozenset({address, *loading}),  # the server's host and the load hosts
         )  # fmt: skip
 
     def check_together(self, targets: Sequence[Target], notes: list[str]) -> None:
@@ -611,9 +610,6 @@ class RemoteKind(TargetKind[RemoteOptions, Hosts]):
         with contextlib.suppress(PgrigError):  # the check names what is wrong with it
             return max(1, len(inventory.load(opts.inventory).resolve(opts.load_hosts, "load host")))
         return max(1, len(opts.load_hosts))
-
-    def machines(self, t: Target) -> frozenset[str]:
-        return self.state(t).machines
 
 
 def _hostlogs(stack: contextlib.ExitStack) -> Path:
