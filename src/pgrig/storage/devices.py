@@ -149,37 +149,34 @@ def mounted_elsewhere(device: str, limit: int = 3) -> list[str]:
     except OSError:
         return []
     numbers = f"{os.major(rdev)}:{os.minor(rdev)}"
-    ours = os.readlink("/proc/self/ns/mnt")
-    seen = {ours}
+    seen = {os.readlink("/proc/self/ns/mnt")}
     found = []
-    for entry in sorted(
-        Path("/proc").iterdir(), key=lambda e: int(e.name) if e.name.isdigit() else 0
-    ):
-        if not entry.name.isdigit():
-            continue
+    for pid in sorted(int(e.name) for e in Path("/proc").iterdir() if e.name.isdigit()):
+        proc_dir = Path(f"/proc/{pid}")
         try:
-            ns = os.readlink(entry / "ns" / "mnt")
+            ns = os.readlink(proc_dir / "ns" / "mnt")
             if ns in seen:
                 continue
             seen.add(ns)
-            lines = (entry / "mountinfo").read_text().splitlines()
-            comm = (entry / "comm").read_text().strip()
+            mounts = environment.parse_mountinfo((proc_dir / "mountinfo").read_text())
+            comm = (proc_dir / "comm").read_text().strip()
         except OSError:
             continue
-        for line in lines:
-            fields = line.split()
-            after = line.partition(" - ")[2].split()  # fstype, source, options
-            options = after[2].split(",") if len(after) > 2 else []
-            named = after[1:2] == [device] or f"logdev={device}" in options  # xfs's log
-            if len(fields) > 4 and (fields[2] == numbers or named):
+        for m in mounts:
+            # the filesystem on it, or an xfs whose external log it is
+            if m.major_minor == numbers or device in (m.source, *_logdevs(m.super_options)):
                 found.append(
-                    f"pid {entry.name} ({comm}): mounted at {fields[4]} in its own mount "
+                    f"pid {pid} ({comm}): mounted at {m.mountpoint} in its own mount "
                     "namespace, made while the filesystem was mounted here"
                 )
                 break
         if len(found) >= limit:
             break
     return found
+
+
+def _logdevs(options: str) -> list[str]:
+    return [o.removeprefix("logdev=") for o in options.split(",") if o.startswith("logdev=")]
 
 
 @dataclass(frozen=True)
